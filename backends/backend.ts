@@ -1,0 +1,124 @@
+import type { Board, BackendName } from '../boards/board-schema.js';
+import type { ElfFile } from '../core/elf.js';
+
+/**
+ * The one backend interface. A backend is "something that can flash, reset, run and capture" a
+ * board; mock, sim, qemu, renode and probe all implement it, and one contract suite
+ * (test/contract/backend-contract.ts) holds them to the same behaviour.
+ */
+
+/** A parsed, validated firmware image. */
+export interface FirmwareImage {
+  readonly bytes: Uint8Array;
+  /** Lower-case hex SHA-256 of `bytes`. */
+  readonly sha256: string;
+  readonly elf: ElfFile;
+}
+
+/**
+ * Which clock a device's time is measured in. `simulated`: time of the emulated chip, which
+ * advances only while it runs (sim, mock, and QEMU with icount). `wall`: host time (QEMU without
+ * icount, Renode in real-time mode, real boards).
+ */
+export type TimeBase = 'simulated' | 'wall';
+
+export interface UartChunk {
+  /** Nanoseconds since reset was released, in the device's time base. */
+  atNanos: number;
+  bytes: Uint8Array;
+}
+
+export type Availability = { available: true } | { available: false; reason: string };
+
+/** Why `Device.run` returned. `elapsedNanos` counts from reset release, in the device's time base. */
+export type RunStop =
+  | { reason: 'elapsed'; elapsedNanos: number }
+  | { reason: 'until'; elapsedNanos: number }
+  | { reason: 'exited'; exitCode: number; elapsedNanos: number }
+  | { reason: 'crashed'; message: string; elapsedNanos: number };
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  /** Checked whenever UART bytes arrive (at least); returning true stops the run early. */
+  until?: () => boolean;
+}
+
+export interface Backend {
+  readonly name: BackendName;
+  /** Whether `board` can run on this backend on this host; when not, the reason says what to install or attach. */
+  availability(board: Board): Promise<Availability>;
+  /** Opens `board` for exclusive use. The device holds its core in reset until the first `run`. */
+  open(board: Board, options?: { signal?: AbortSignal }): Promise<Device>;
+}
+
+export interface Device {
+  readonly board: Board;
+  readonly timeBase: TimeBase;
+  /** UART bytes the device could not deliver (overrun, buffer limit); never silently lost. */
+  readonly droppedUartBytes: number;
+  /** Loads `image`; the core stays in reset. Throws `BackendError` ('bad-image', 'flash-failed', ...). */
+  flash(image: FirmwareImage, options?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Subscribes to UART output. Capture starts when the device is opened, before reset is
+   * released, so the first byte the firmware sends is always delivered.
+   */
+  onUart(listener: (chunk: UartChunk) => void): () => void;
+  /**
+   * Releases reset (on the first call after `flash`/`reset`) and runs until `durationNanos`
+   * of the device's time base have passed since that release, the firmware exits or crashes,
+   * or `until` holds. Simulated devices pause between calls; wall-time devices keep running.
+   */
+  run(durationNanos: number, options?: RunOptions): Promise<RunStop>;
+  /** Sends bytes to the firmware's UART receiver. */
+  writeUart(bytes: Uint8Array): Promise<void>;
+  /** Puts the core back in reset; the next `run` starts the firmware from the beginning. */
+  reset(): Promise<void>;
+  /** Stops everything the device started (processes, sockets, ports). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * Stable failure kinds. `bad-image` and `firmware-fault`-style outcomes are the user's; the
+ * others are infrastructure failures that count towards quarantining a board.
+ */
+export const backendErrorKinds = [
+  'bad-image',
+  'unavailable',
+  'flash-failed',
+  'probe-not-found',
+  'reset-failed',
+  'serial-lost',
+  'timeout',
+  'cancelled',
+  'internal',
+] as const;
+export type BackendErrorKind = (typeof backendErrorKinds)[number];
+
+/** The one error type backends throw. The message is shown to users in a failed job's reason. */
+export class BackendError extends Error {
+  override readonly name = 'BackendError';
+  readonly kind: BackendErrorKind;
+  /** Exit status of the external tool that failed, when there was one. */
+  readonly exitCode: number | undefined;
+  /** The last lines the tool printed, for the failure reason. */
+  readonly outputTail: string | undefined;
+
+  constructor(kind: BackendErrorKind, message: string, details: { exitCode?: number; outputTail?: string; cause?: unknown } = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.kind = kind;
+    this.exitCode = details.exitCode;
+    this.outputTail = details.outputTail;
+  }
+
+  /** Whether this failure is the bench's fault rather than the firmware's or the caller's. */
+  get isInfrastructure(): boolean {
+    return !['bad-image', 'cancelled', 'timeout'].includes(this.kind);
+  }
+}
+
+/** Throws a `cancelled` BackendError if `signal` is aborted. */
+export function throwIfCancelled(signal: AbortSignal | undefined, what: string): void {
+  if (signal?.aborted) throw new BackendError('cancelled', `${what} cancelled`, { cause: signal.reason });
+}
+
+export const NANOS_PER_SECOND = 1_000_000_000;

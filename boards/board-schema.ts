@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+/**
+ * Board and MCU files are data only (YAML under `boards/` and `boards/mcus/`), parsed here into
+ * typed values. A board names its MCU; the MCU holds the memory map and architecture; each
+ * backend adds only its own keys under `backends.<name>` (Renode's .repl layering, in spirit).
+ */
+
+const address = z.number().int().nonnegative().max(0xffff_ffff);
+
+export const memoryRegionSchema = z
+  .object({
+    name: z.string().min(1),
+    kind: z.enum(['flash', 'ram', 'rom', 'eeprom']),
+    start: address,
+    sizeBytes: z.number().int().positive(),
+  })
+  .strict();
+
+export const architectures = ['arm', 'avr'] as const;
+export type Architecture = (typeof architectures)[number];
+
+/** ELF `e_machine` per architecture (ELF gABI): EM_ARM = 40, EM_AVR = 83. */
+export const elfMachineFor: Record<Architecture, number> = { arm: 40, avr: 83 };
+
+export const mcuSchema = z
+  .object({
+    id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/),
+    name: z.string().min(1),
+    vendor: z.string().min(1),
+    architecture: z.enum(architectures),
+    core: z.string().min(1),
+    clockHz: z.number().int().positive(),
+    memory: z.array(memoryRegionSchema).min(1),
+    uarts: z.array(z.object({ name: z.string().min(1), base: address }).strict()).default([]),
+  })
+  .strict()
+  .superRefine((mcu, ctx) => {
+    const sorted = [...mcu.memory].sort((a, b) => a.start - b.start);
+    for (let i = 1; i < sorted.length; i++) {
+      const prev = sorted[i - 1]!;
+      const cur = sorted[i]!;
+      if (prev.start + prev.sizeBytes > cur.start) {
+        ctx.addIssue({ code: 'custom', message: `memory regions ${prev.name} and ${cur.name} overlap`, path: ['memory'] });
+      }
+    }
+  });
+
+export type Mcu = z.infer<typeof mcuSchema>;
+export type MemoryRegion = z.infer<typeof memoryRegionSchema>;
+
+export const backendNames = ['mock', 'sim', 'qemu', 'renode', 'probe'] as const;
+export type BackendName = (typeof backendNames)[number];
+
+/** Backend-specific keys. Each backend validates its own entry again when it opens a board. */
+const backendKeysSchema = z
+  .object({
+    sim: z.object({ engine: z.enum(['rp2040js', 'avr8js']), uart: z.string().min(1) }).strict().optional(),
+    qemu: z
+      .object({ machine: z.string().min(1), cpu: z.string().min(1).optional(), semihosting: z.boolean().default(true) })
+      .strict()
+      .optional(),
+    renode: z
+      .object({ platform: z.string().min(1), uart: z.string().min(1) })
+      .strict()
+      .optional(),
+    probe: z.object({ openocdTarget: z.string().min(1).optional(), probeRsChip: z.string().min(1).optional() }).strict().optional(),
+  })
+  .strict();
+
+export const boardFileSchema = z
+  .object({
+    id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'board ids are lower-case kebab-case, equal to the file name'),
+    name: z.string().min(1),
+    description: z.string().default(''),
+    mcu: z.string().min(1),
+    /** Backends that can run this board, in order of preference (`mock` runs every board). */
+    backends: backendKeysSchema.default({}),
+  })
+  .strict();
+
+export type BoardFile = z.infer<typeof boardFileSchema>;
+
+/** A board with its MCU resolved: what every backend receives. */
+export interface Board extends Omit<BoardFile, 'mcu'> {
+  readonly mcu: Mcu;
+}
