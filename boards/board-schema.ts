@@ -57,7 +57,13 @@ const backendKeysSchema = z
   .object({
     sim: z.object({ engine: z.enum(['rp2040js', 'avr8js']), uart: z.string().min(1) }).strict().optional(),
     qemu: z
-      .object({ machine: z.string().min(1), cpu: z.string().min(1).optional(), semihosting: z.boolean().default(true) })
+      .object({
+        machine: z.string().min(1),
+        cpu: z.string().min(1).optional(),
+        semihosting: z.boolean().default(true),
+        /** Which MCU UART QEMU connects to its first `-serial` (serial0), e.g. `uart0`; a note for humans and checks. */
+        uart: z.string().min(1).optional(),
+      })
       .strict()
       .optional(),
     renode: z
