@@ -33,6 +33,8 @@ export interface RunFirmwareOptions {
   signal?: AbortSignal;
   /** Called for every chunk kept, as it arrives (live output). */
   onUart?: (chunk: UartChunk) => void;
+  /** Called once the image is flashed, just before reset is released (job state `running`). */
+  onFlashed?: () => void;
 }
 
 /**
@@ -62,6 +64,7 @@ export async function runFirmware(backend: Backend, board: Board, image: Firmwar
   try {
     await device.flash(image, { signal: options.signal });
     const flashedMs = clock.nowMs();
+    options.onFlashed?.();
     const stop = await device.run(Math.round(options.uartSeconds * NANOS_PER_SECOND), { signal: options.signal });
     return {
       timeBase: device.timeBase,
