@@ -1,0 +1,198 @@
+import { createClock } from '@sinonjs/fake-timers';
+import { describe, expect, it } from 'vitest';
+import type { Board } from '../boards/board-schema.js';
+import { loadBoardCatalog } from '../boards/catalog.js';
+import { type Backend, BackendError, type Device, type FirmwareImage } from '../backends/backend.js';
+import { MockBackend } from '../backends/mock/mock-backend.js';
+import { clockFromFakeTimers } from '../core/clock.js';
+import { firmwareImage, makeElf } from '../test/support/make-elf.js';
+import { type JobPhase, LocalDispatcher } from './dispatcher.js';
+import { concatUart } from './run-firmware.js';
+
+const boards = loadBoardCatalog();
+const pico = boards.find((b) => b.id === 'pico')!;
+const uno = boards.find((b) => b.id === 'uno')!;
+const hello = firmwareImage(makeElf({ segments: [{ paddr: 0x10000000, data: new Uint8Array(32) }] }));
+const withFault = (fault: string) =>
+  firmwareImage(makeElf({ segments: [{ paddr: 0x10000000, data: new Uint8Array(32) }], sections: [{ name: '.hilbench.mock', data: new TextEncoder().encode(`fault=${fault}`) }] }));
+
+/** Lets the event loop run the promise chains a fake clock does not drive. */
+const settle = async () => {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+};
+
+/** A backend whose flash waits until the test releases it; records the order of events. */
+class GatedBackend implements Backend {
+  readonly name = 'mock' as const;
+  readonly events: string[] = [];
+  private readonly gates = new Map<string, () => void>();
+  constructor(private readonly ignoreAbort = false) {}
+  async availability() {
+    return { available: true as const };
+  }
+  release(tag: string) {
+    this.gates.get(tag)?.();
+  }
+  async open(board: Board): Promise<Device> {
+    const self = this;
+    return {
+      board,
+      timeBase: 'simulated',
+      droppedUartBytes: 0,
+      async flash(image: FirmwareImage, options?: { signal?: AbortSignal }) {
+        const tag = `${board.id}:${image.sha256.slice(0, 6)}`;
+        self.events.push(`flash ${tag}`);
+        await new Promise<void>((resolve, reject) => {
+          self.gates.set(tag, resolve);
+          if (!self.ignoreAbort) options?.signal?.addEventListener('abort', () => reject(new BackendError('cancelled', 'flash cancelled')));
+        });
+        self.events.push(`flashed ${tag}`);
+      },
+      onUart: () => () => undefined,
+      async run() {
+        return { reason: 'elapsed', elapsedNanos: 0 };
+      },
+      async writeUart() {},
+      async reset() {},
+      async close() {
+        self.events.push(`close ${board.id}`);
+      },
+    };
+  }
+}
+
+describe('LocalDispatcher', () => {
+  it('runs a job on the mock and reports the phases in order', async () => {
+    const fake = createClock(0);
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake) });
+    const phases: JobPhase[] = [];
+    const run = await dispatcher.dispatch({
+      jobId: 'j1',
+      board: pico,
+      backend: new MockBackend(),
+      image: hello,
+      uartSeconds: 0.25,
+      maxUartBytes: 1 << 16,
+      onPhase: (p) => {
+        phases.push(p);
+      },
+    });
+    expect(phases).toEqual(['flashing', 'running']);
+    const text = new TextDecoder().decode(concatUart(run.uart));
+    expect(text).toBe(
+      `hilbench-mock: reset pico\r\nhilbench-mock: image sha256=${hello.sha256} entry=0x10000009 segments=1\r\nhilbench-mock: tick 1\r\nhilbench-mock: tick 2\r\n`,
+    );
+    expect(run.stop).toEqual({ reason: 'elapsed', elapsedNanos: 250_000_000 });
+    await dispatcher.close();
+  });
+
+  it('runs jobs on one board in order, one at a time, while other boards run in parallel', async () => {
+    const fake = createClock(0);
+    const backend = new GatedBackend();
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake) });
+    const a = firmwareImage(makeElf({ entry: 0x11 }));
+    const b = firmwareImage(makeElf({ entry: 0x21 }));
+    const req = (jobId: string, board: Board, image: FirmwareImage) => ({ jobId, board, backend, image, uartSeconds: 0.1, maxUartBytes: 100 });
+    const first = dispatcher.dispatch(req('1', pico, a));
+    const second = dispatcher.dispatch(req('2', pico, b));
+    const other = dispatcher.dispatch(req('3', uno, a));
+    await settle();
+    expect(backend.events).toEqual([`flash pico:${a.sha256.slice(0, 6)}`, `flash uno:${a.sha256.slice(0, 6)}`]);
+    expect(dispatcher.waiting('pico')).toBe(1);
+    backend.release(`pico:${a.sha256.slice(0, 6)}`);
+    await first;
+    await settle();
+    expect(backend.events.slice(2)).toEqual([`flashed pico:${a.sha256.slice(0, 6)}`, 'close pico', `flash pico:${b.sha256.slice(0, 6)}`]);
+    backend.release(`pico:${b.sha256.slice(0, 6)}`);
+    backend.release(`uno:${a.sha256.slice(0, 6)}`);
+    await Promise.all([second, other]);
+    await dispatcher.close();
+  });
+
+  it('fails a hung flash with kind timeout once the deadline passes on the clock, naming what it waited for', async () => {
+    const fake = createClock(0);
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake), flashTimeoutMs: 1_000, runMsPerUartSecond: 1_000, marginMs: 500 });
+    expect(dispatcher.deadlineMs(0.5)).toBe(2_000);
+    const job = dispatcher.dispatch({ jobId: 'hang', board: pico, backend: new MockBackend(), image: withFault('flash-hang'), uartSeconds: 0.5, maxUartBytes: 100 });
+    const outcome = job.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await settle();
+    fake.tick(1_999);
+    await settle();
+    let done = false;
+    void outcome.then(() => (done = true));
+    await settle();
+    expect(done).toBe(false);
+    fake.tick(1);
+    const err = await outcome;
+    expect(err).toBeInstanceOf(BackendError);
+    expect((err as BackendError).kind).toBe('timeout');
+    expect((err as BackendError).message).toMatch(/did not finish within 2000 ms .*waiting for mock to open and flash pico/);
+    await dispatcher.close();
+  });
+
+  it('names the UART capture when a run hangs', async () => {
+    const fake = createClock(0);
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake), flashTimeoutMs: 100, marginMs: 0 });
+    const outcome = dispatcher
+      .dispatch({ jobId: 'rh', board: pico, backend: new MockBackend(), image: withFault('run-hang'), uartSeconds: 1, maxUartBytes: 100 })
+      .catch((err: unknown) => err);
+    await settle();
+    fake.tick(4_100);
+    const err = (await outcome) as BackendError;
+    expect(err.kind).toBe('timeout');
+    expect(err.message).toMatch(/waiting for 1 s of UART capture on mock/);
+    await dispatcher.close();
+  });
+
+  it('settles a job whose backend ignores the abort, and holds the board for the grace period only', async () => {
+    const fake = createClock(0);
+    const backend = new GatedBackend(true);
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake), flashTimeoutMs: 100, marginMs: 0, abortGraceMs: 1_000 });
+    const a = firmwareImage(makeElf({ entry: 0x31 }));
+    const b = firmwareImage(makeElf({ entry: 0x41 }));
+    const stuck = dispatcher.dispatch({ jobId: 's', board: pico, backend, image: a, uartSeconds: 0, maxUartBytes: 1 }).catch((e: unknown) => e);
+    const next = dispatcher.dispatch({ jobId: 'n', board: pico, backend, image: b, uartSeconds: 0, maxUartBytes: 1 });
+    await settle();
+    fake.tick(100);
+    expect(((await stuck) as BackendError).kind).toBe('timeout');
+    await settle();
+    expect(backend.events).toEqual([`flash pico:${a.sha256.slice(0, 6)}`]);
+    fake.tick(1_000);
+    await settle();
+    expect(backend.events).toEqual([`flash pico:${a.sha256.slice(0, 6)}`, `flash pico:${b.sha256.slice(0, 6)}`]);
+    backend.release(`pico:${b.sha256.slice(0, 6)}`);
+    await next;
+    await dispatcher.close();
+  });
+
+  it('cancels queued and running jobs on close, and refuses new ones after', async () => {
+    const fake = createClock(0);
+    const backend = new GatedBackend();
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake) });
+    const running = dispatcher.dispatch({ jobId: 'r', board: pico, backend, image: hello, uartSeconds: 0, maxUartBytes: 1 }).catch((e: unknown) => e);
+    const queued = dispatcher.dispatch({ jobId: 'q', board: pico, backend, image: hello, uartSeconds: 0, maxUartBytes: 1 }).catch((e: unknown) => e);
+    await settle();
+    expect(dispatcher.cancel('nope', 'test')).toBe(false);
+    await dispatcher.close();
+    expect(((await running) as BackendError).kind).toBe('cancelled');
+    expect(((await queued) as BackendError).message).toMatch(/job q cancelled before it started/);
+    await expect(dispatcher.dispatch({ jobId: 'late', board: pico, backend, image: hello, uartSeconds: 0, maxUartBytes: 1 })).rejects.toThrow(/closed/);
+  });
+
+  it('cancels one queued job by id', async () => {
+    const fake = createClock(0);
+    const backend = new GatedBackend();
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake) });
+    const first = dispatcher.dispatch({ jobId: 'a', board: pico, backend, image: hello, uartSeconds: 0, maxUartBytes: 1 });
+    const second = dispatcher.dispatch({ jobId: 'b', board: pico, backend, image: hello, uartSeconds: 0, maxUartBytes: 1 }).catch((e: unknown) => e);
+    await settle();
+    expect(dispatcher.cancel('b', 'the caller gave up')).toBe(true);
+    expect(((await second) as BackendError).message).toBe('job b cancelled before it started: the caller gave up');
+    backend.release(`pico:${hello.sha256.slice(0, 6)}`);
+    await first;
+    await dispatcher.close();
+  });
+});

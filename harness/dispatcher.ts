@@ -1,0 +1,209 @@
+import type { Board } from '../boards/board-schema.js';
+import { type Backend, BackendError, type FirmwareImage } from '../backends/backend.js';
+import { type Clock, sleep } from '../core/clock.js';
+import { type FirmwareRun, runFirmware } from './run-firmware.js';
+
+/**
+ * Where flash jobs run. The bench service hands every accepted job to a `JobDispatcher` and
+ * learns its outcome from the returned promise; `LocalDispatcher` runs them on this host's
+ * backends. It is the seam for remote bench workers: a dispatcher that sends jobs to a worker
+ * next to the hardware implements the same interface.
+ */
+export interface JobDispatcher {
+  /**
+   * Queues the job behind earlier jobs on the same board and resolves with its run, or rejects
+   * with a `BackendError` (`timeout` when it overran its deadline, `cancelled` when cancelled).
+   */
+  dispatch(request: DispatchRequest): Promise<FirmwareRun>;
+  /** Cancels a queued or running job; false when the dispatcher does not know it (any more). */
+  cancel(jobId: string, reason: string): boolean;
+  /** Jobs waiting (not running) on `boardId`. */
+  waiting(boardId: string): number;
+  /** Cancels everything queued or running and waits (bounded) for running jobs to stop. */
+  close(): Promise<void>;
+}
+
+export type JobPhase = 'flashing' | 'running';
+
+export interface DispatchRequest {
+  jobId: string;
+  board: Board;
+  backend: Backend;
+  image: FirmwareImage;
+  /** UART capture after reset release, in seconds of the device's time base. */
+  uartSeconds: number;
+  maxUartBytes: number;
+  /** Told when the job leaves the queue (`flashing`) and when reset is released (`running`). */
+  onPhase?: (phase: JobPhase) => void | Promise<void>;
+}
+
+export interface LocalDispatcherOptions {
+  clock: Clock;
+  /** Host milliseconds allowed for opening the device and flashing. Default 60 000. */
+  flashTimeoutMs?: number;
+  /**
+   * Host milliseconds allowed per second of UART capture. Default 4 000: simulators may run
+   * slower than real time (rp2040js runs busy loops at ~0.7x, docs/shared/design/backends.md).
+   */
+  runMsPerUartSecond?: number;
+  /** Extra host milliseconds on top of the deadline, for process start-up and teardown. Default 10 000. */
+  marginMs?: number;
+  /** How long a backend that ignores its abort signal keeps the board before the next job starts. Default 5 000. */
+  abortGraceMs?: number;
+}
+
+interface Entry {
+  request: DispatchRequest;
+  controller: AbortController;
+  resolve: (run: FirmwareRun) => void;
+  reject: (err: unknown) => void;
+}
+
+interface BoardQueue {
+  running: Entry | undefined;
+  waiting: Entry[];
+  /** Settles when the running job's backend call has returned (or its grace ran out). */
+  idle: Promise<void>;
+}
+
+/** Runs jobs on local backends: FIFO per board, one job per board at a time, each with a deadline. */
+export class LocalDispatcher implements JobDispatcher {
+  private readonly clock: Clock;
+  private readonly flashTimeoutMs: number;
+  private readonly runMsPerUartSecond: number;
+  private readonly marginMs: number;
+  private readonly abortGraceMs: number;
+  private readonly boards = new Map<string, BoardQueue>();
+  private closed = false;
+
+  constructor(options: LocalDispatcherOptions) {
+    this.clock = options.clock;
+    this.flashTimeoutMs = options.flashTimeoutMs ?? 60_000;
+    this.runMsPerUartSecond = options.runMsPerUartSecond ?? 4_000;
+    this.marginMs = options.marginMs ?? 10_000;
+    this.abortGraceMs = options.abortGraceMs ?? 5_000;
+  }
+
+  /** The wall-clock budget of one job, in host milliseconds. */
+  deadlineMs(uartSeconds: number): number {
+    return Math.ceil(this.flashTimeoutMs + uartSeconds * this.runMsPerUartSecond + this.marginMs);
+  }
+
+  dispatch(request: DispatchRequest): Promise<FirmwareRun> {
+    if (this.closed) return Promise.reject(new BackendError('cancelled', `job ${request.jobId} not started: the dispatcher is closed`));
+    return new Promise<FirmwareRun>((resolve, reject) => {
+      const queue = this.queueOf(request.board.id);
+      queue.waiting.push({ request, controller: new AbortController(), resolve, reject });
+      this.pump(request.board.id);
+    });
+  }
+
+  cancel(jobId: string, reason: string): boolean {
+    for (const queue of this.boards.values()) {
+      const index = queue.waiting.findIndex((e) => e.request.jobId === jobId);
+      if (index >= 0) {
+        const [entry] = queue.waiting.splice(index, 1);
+        entry!.reject(new BackendError('cancelled', `job ${jobId} cancelled before it started: ${reason}`));
+        return true;
+      }
+      if (queue.running?.request.jobId === jobId) {
+        queue.running.controller.abort(new BackendError('cancelled', `job ${jobId} cancelled: ${reason}`));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  waiting(boardId: string): number {
+    return this.boards.get(boardId)?.waiting.length ?? 0;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const queue of this.boards.values()) {
+      for (const entry of queue.waiting.splice(0)) {
+        entry.reject(new BackendError('cancelled', `job ${entry.request.jobId} cancelled before it started: the dispatcher is closing`));
+      }
+      queue.running?.controller.abort(new BackendError('cancelled', `job ${queue.running.request.jobId} cancelled: the dispatcher is closing`));
+    }
+    await Promise.all([...this.boards.values()].map((q) => q.idle));
+  }
+
+  private queueOf(boardId: string): BoardQueue {
+    let queue = this.boards.get(boardId);
+    if (!queue) {
+      queue = { running: undefined, waiting: [], idle: Promise.resolve() };
+      this.boards.set(boardId, queue);
+    }
+    return queue;
+  }
+
+  private pump(boardId: string): void {
+    const queue = this.queueOf(boardId);
+    if (queue.running || queue.waiting.length === 0) return;
+    const entry = queue.waiting.shift()!;
+    queue.running = entry;
+    queue.idle = this.runOne(entry).finally(() => {
+      queue.running = undefined;
+      this.pump(boardId);
+    });
+  }
+
+  /** Runs one job to its end; settles when the board may take the next job. */
+  private async runOne(entry: Entry): Promise<void> {
+    const { request, controller } = entry;
+    const { signal } = controller;
+    const deadlineMs = this.deadlineMs(request.uartSeconds);
+    let waitingFor = `${request.backend.name} to open and flash ${request.board.id}`;
+    const timer = this.clock.setTimeout(() => {
+      controller.abort(
+        new BackendError(
+          'timeout',
+          `job ${request.jobId} did not finish within ${deadlineMs} ms (flash budget ${this.flashTimeoutMs} ms + ` +
+            `${request.uartSeconds} s of UART at ${this.runMsPerUartSecond} ms per second + ${this.marginMs} ms margin); ` +
+            `it was still waiting for ${waitingFor}`,
+        ),
+      );
+    }, deadlineMs);
+
+    let phaseWrites: Promise<void> = Promise.resolve();
+    const phase = (p: JobPhase) => {
+      phaseWrites = phaseWrites.then(() => request.onPhase?.(p));
+    };
+
+    // A backend that ignores its signal must not hold the job for ever: the abort settles it.
+    const aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(signal.reason);
+      if (signal.aborted) fail();
+      else signal.addEventListener('abort', fail, { once: true });
+    });
+    aborted.catch(() => undefined);
+
+    let backendCall: Promise<unknown> = Promise.resolve();
+    try {
+      phase('flashing');
+      await Promise.race([phaseWrites, aborted]);
+      const run = runFirmware(request.backend, request.board, request.image, {
+        clock: this.clock,
+        uartSeconds: request.uartSeconds,
+        maxUartBytes: request.maxUartBytes,
+        signal,
+        onFlashed: () => {
+          waitingFor = `${request.uartSeconds} s of UART capture on ${request.backend.name}`;
+          phase('running');
+        },
+      });
+      backendCall = run.catch(() => undefined);
+      const result = await Promise.race([run, aborted]);
+      await Promise.race([phaseWrites, aborted]);
+      entry.resolve(result);
+    } catch (err) {
+      // The abort reason is the most precise account (timeout or cancel), whatever the backend threw.
+      entry.reject(signal.aborted && signal.reason instanceof BackendError ? signal.reason : err);
+    } finally {
+      this.clock.clearTimeout(timer);
+    }
+    if (signal.aborted) await Promise.race([backendCall, sleep(this.clock, this.abortGraceMs)]);
+    else await backendCall;
+  }
+}

@@ -1,0 +1,178 @@
+import type { BackendErrorKind } from '../../backends/backend.js';
+
+/**
+ * The bench service's storage, behind one interface. The SQLite implementation
+ * (`SqliteBenchStore`) serves a single instance; a PostgreSQL one for several instances comes
+ * later. All SQL lives in the implementation; the service talks only to this interface.
+ *
+ * Every method that both checks and changes state (opening a lease, submitting a job) is one
+ * atomic operation here, so two agents racing for one board cannot both win, whatever the
+ * implementation. Times are host milliseconds since the epoch from the injected clock: the
+ * store never reads a clock itself.
+ */
+export interface BenchStore {
+  /** Cheap liveness probe for `GET /api/v1/health`; throws when the database is unusable. */
+  ping(): Promise<void>;
+
+  insertAgent(agent: AgentRecord): Promise<void>;
+  getAgent(agentId: string): Promise<AgentRecord | undefined>;
+  findAgentByTokenSha256(tokenSha256: string): Promise<AgentRecord | undefined>;
+
+  /** Marks every active session whose `expiresAtMs <= nowMs` expired and frees its lease. */
+  expireSessions(nowMs: number): Promise<SessionRecord[]>;
+  /** Opens `session` and its lease on `session.board`, unless that board is leased (by anyone). */
+  openSession(session: SessionRecord): Promise<OpenSessionResult>;
+  getSession(sessionId: string, nowMs: number): Promise<SessionRecord | undefined>;
+  /** Extends an active session to `nowMs + idleSeconds`; otherwise reports the state it is in. */
+  heartbeatSession(sessionId: string, nowMs: number): Promise<SessionChangeResult>;
+  endSession(sessionId: string, nowMs: number): Promise<SessionChangeResult>;
+  listActiveSessions(nowMs: number): Promise<SessionWithAgent[]>;
+
+  /** Inserts a queued job after checking its lease and the board's queue, atomically. */
+  createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult>;
+  getJob(jobId: string): Promise<JobRecord | undefined>;
+  /** Moves a job to `flashing` or `running`. */
+  markJobPhase(jobId: string, phase: 'flashing' | 'running', nowMs: number): Promise<void>;
+  /** Finishes a job (`done` or `failed`) and frees the lease the job took for itself. */
+  finishJob(jobId: string, outcome: JobOutcome): Promise<JobRecord>;
+  /**
+   * After a restart: jobs left `flashing`/`running` are failed as `interrupted` (their leases
+   * freed), sessions that ran out while the server was down are expired. Returns the jobs still
+   * `queued`, oldest first, for the dispatcher to run again.
+   */
+  recoverAfterRestart(nowMs: number): Promise<{ requeued: JobRecord[]; interrupted: JobRecord[]; expired: SessionRecord[] }>;
+
+  listLeases(nowMs: number): Promise<LeaseWithAgent[]>;
+  /** Per board: jobs waiting and jobs flashing or running. */
+  boardActivity(): Promise<Map<string, { queued: number; active: number }>>;
+  counts(): Promise<StoreCounts>;
+  recentJobs(limit: number): Promise<JobWithAgent[]>;
+  recentFailures(limit: number): Promise<JobWithAgent[]>;
+
+  close(): Promise<void>;
+}
+
+export interface AgentRecord {
+  agentId: string;
+  label: string;
+  /** Lower-case hex SHA-256 of the bearer token; the token itself is never stored. */
+  tokenSha256: string;
+  createdAtMs: number;
+}
+
+export const sessionStates = ['active', 'ended', 'expired'] as const;
+export type SessionState = (typeof sessionStates)[number];
+
+export interface SessionRecord {
+  sessionId: string;
+  agentId: string;
+  board: string;
+  state: SessionState;
+  idleSeconds: number;
+  createdAtMs: number;
+  expiresAtMs: number;
+  /** When the session was ended, or when it expired (= its `expiresAtMs`). */
+  endedAtMs: number | null;
+  lastHeartbeatAtMs: number | null;
+}
+
+export interface SessionWithAgent extends SessionRecord {
+  agentLabel: string;
+}
+
+/** Who holds a board: an open session, or a job that took a lease for its own duration. */
+export type LeaseHolder = { kind: 'session'; sessionId: string } | { kind: 'job'; jobId: string };
+
+export interface LeaseWithAgent {
+  board: string;
+  holder: LeaseHolder;
+  agentId: string;
+  agentLabel: string;
+  /** When the lease frees itself unless renewed; null for a job's lease (held until it finishes). */
+  expiresAtMs: number | null;
+}
+
+export type OpenSessionResult = { kind: 'opened'; session: SessionRecord } | { kind: 'board-leased'; lease: LeaseWithAgent };
+
+export type SessionChangeResult =
+  | { kind: 'changed'; session: SessionRecord }
+  | { kind: 'not-active'; session: SessionRecord }
+  | { kind: 'not-found' };
+
+export const jobStates = ['queued', 'flashing', 'running', 'done', 'failed'] as const;
+export type JobState = (typeof jobStates)[number];
+
+/** Failure kinds of a job: the backend's stable kinds, plus `interrupted` (server restarted under it). */
+export type JobFailureKind = BackendErrorKind | 'interrupted';
+
+export interface ElfSummary {
+  machine: number;
+  machineName: string;
+  entry: number;
+  segments: Array<{ paddr: number; vaddr: number; fileSizeBytes: number; memSizeBytes: number }>;
+}
+
+export interface UartRecord {
+  /** Everything kept, in order (at most the per-job UART limit). */
+  bytes: Uint8Array;
+  droppedBytes: number;
+  timeBase: 'simulated' | 'wall';
+  /** Chunk boundaries with device-time stamps; bounded, see `chunksOmitted`. */
+  chunks: Array<{ atNanos: number; offset: number; length: number }>;
+  chunksOmitted: number;
+}
+
+export type StopRecord =
+  | { reason: 'elapsed' | 'until'; elapsedNanos: number }
+  | { reason: 'exited'; exitCode: number; elapsedNanos: number }
+  | { reason: 'crashed'; message: string; elapsedNanos: number };
+
+export interface JobRecord {
+  jobId: string;
+  agentId: string;
+  board: string;
+  /** The session the job runs under, or null when it took a lease of its own. */
+  sessionId: string | null;
+  state: JobState;
+  firmware: { sha256: string; sizeBytes: number; elf: ElfSummary };
+  uartSeconds: number;
+  uart: UartRecord | null;
+  stop: StopRecord | null;
+  failure: { kind: JobFailureKind; message: string } | null;
+  createdAtMs: number;
+  startedAtMs: number | null;
+  runningAtMs: number | null;
+  finishedAtMs: number | null;
+  flashMs: number | null;
+  runMs: number | null;
+}
+
+export interface JobWithAgent extends JobRecord {
+  agentLabel: string;
+}
+
+export type CreateJobResult =
+  | { kind: 'created'; job: JobRecord }
+  | { kind: 'board-leased'; lease: LeaseWithAgent }
+  | { kind: 'session-not-found' }
+  | { kind: 'session-not-active'; session: SessionRecord }
+  | { kind: 'session-other-board'; session: SessionRecord }
+  | { kind: 'queue-full'; queued: number };
+
+export type JobOutcome =
+  | {
+      state: 'done';
+      nowMs: number;
+      uart: UartRecord;
+      stop: StopRecord;
+      flashMs: number;
+      runMs: number;
+    }
+  | { state: 'failed'; nowMs: number; failure: { kind: JobFailureKind; message: string }; uart?: UartRecord | null };
+
+export interface StoreCounts {
+  agents: number;
+  sessionsOpen: number;
+  jobsTotal: number;
+  jobsByState: Record<JobState, number>;
+}

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/** Content-addressed firmware storage: `<dir>/<sha256>`, each image stored once. */
+export class FirmwareBlobStore {
+  constructor(private readonly dir: string) {
+    mkdirSync(dir, { recursive: true });
+  }
+
+  /**
+   * Stores `bytes` under `sha256`. Written to a temporary file in the same folder and renamed
+   * into place, so a crash never leaves a half-written blob under a valid name.
+   */
+  async put(sha256: string, bytes: Uint8Array): Promise<void> {
+    const target = this.pathOf(sha256);
+    if (await exists(target)) return;
+    const temp = path.join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.tmp`);
+    try {
+      await writeFile(temp, bytes, { flush: true });
+      await rename(temp, target);
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+  }
+
+  /** The stored bytes, or undefined when no blob has this hash. */
+  async get(sha256: string): Promise<Uint8Array | undefined> {
+    try {
+      return new Uint8Array(await readFile(this.pathOf(sha256)));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+
+  private pathOf(sha256: string): string {
+    // The hash comes from our own hashing, but never let a malformed one name another path.
+    if (!/^[0-9a-f]{64}$/.test(sha256)) throw new Error(`not a SHA-256 hex digest: ${JSON.stringify(sha256)}`);
+    return path.join(this.dir, sha256);
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}

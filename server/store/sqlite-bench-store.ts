@@ -1,0 +1,526 @@
+import Database from 'better-sqlite3';
+import type {
+  AgentRecord,
+  BenchStore,
+  CreateJobResult,
+  ElfSummary,
+  JobOutcome,
+  JobRecord,
+  JobState,
+  JobWithAgent,
+  LeaseHolder,
+  LeaseWithAgent,
+  OpenSessionResult,
+  SessionChangeResult,
+  SessionRecord,
+  SessionState,
+  SessionWithAgent,
+  StopRecord,
+  StoreCounts,
+  UartRecord,
+} from './bench-store.js';
+import { jobStates } from './bench-store.js';
+
+/**
+ * Schema migrations, applied in order; `schema_version` holds how many ran. Append only: a
+ * shipped migration is never edited, a change is a new entry.
+ */
+const migrations: readonly string[] = [
+  `
+  CREATE TABLE agents (
+    agent_id TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    created_at_ms INTEGER NOT NULL
+  );
+  CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
+    board TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('active', 'ended', 'expired')),
+    idle_seconds REAL NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    ended_at_ms INTEGER,
+    last_heartbeat_at_ms INTEGER
+  );
+  CREATE INDEX sessions_by_state ON sessions(state, expires_at_ms);
+  -- One row per held board: the primary key is what makes a lease exclusive.
+  CREATE TABLE leases (
+    board TEXT PRIMARY KEY,
+    holder_kind TEXT NOT NULL CHECK (holder_kind IN ('session', 'job')),
+    holder_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id)
+  );
+  CREATE TABLE jobs (
+    job_id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
+    board TEXT NOT NULL,
+    session_id TEXT,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'flashing', 'running', 'done', 'failed')),
+    firmware_sha256 TEXT NOT NULL,
+    firmware_size_bytes INTEGER NOT NULL,
+    elf_json TEXT NOT NULL,
+    uart_seconds REAL NOT NULL,
+    uart_bytes BLOB,
+    uart_json TEXT,
+    stop_json TEXT,
+    failure_kind TEXT,
+    failure_message TEXT,
+    created_at_ms INTEGER NOT NULL,
+    started_at_ms INTEGER,
+    running_at_ms INTEGER,
+    finished_at_ms INTEGER,
+    flash_ms INTEGER,
+    run_ms INTEGER
+  );
+  CREATE INDEX jobs_by_board_state ON jobs(board, state);
+  CREATE INDEX jobs_by_created ON jobs(created_at_ms);
+  `,
+];
+
+/** The schema version this code writes; a database from a newer version is refused. */
+export const SQLITE_SCHEMA_VERSION = migrations.length;
+
+/** The bench store on SQLite (better-sqlite3, WAL). One process owns the file. */
+export class SqliteBenchStore implements BenchStore {
+  /** The open database, shared with the waitlist store of the pages (same file, own tables). */
+  readonly database: Database.Database;
+
+  constructor(file: string) {
+    this.database = new Database(file);
+    this.database.pragma('journal_mode = WAL');
+    // FULL: a commit is on disk before the response that reports it is sent.
+    this.database.pragma('synchronous = FULL');
+    this.database.pragma('foreign_keys = ON');
+    this.database.pragma('busy_timeout = 5000');
+    this.migrate();
+  }
+
+  private migrate(): void {
+    const db = this.database;
+    db.exec('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+    const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
+    const current = row?.version ?? 0;
+    if (current > migrations.length) {
+      throw new Error(
+        `the database has schema version ${current}, newer than this hilbench understands (${migrations.length}); upgrade hilbench or use another --data-dir`,
+      );
+    }
+    db.transaction(() => {
+      for (let v = current; v < migrations.length; v++) db.exec(migrations[v]!);
+      if (row) db.prepare('UPDATE schema_version SET version = ?').run(migrations.length);
+      else db.prepare('INSERT INTO schema_version (version) VALUES (?)').run(migrations.length);
+    }).immediate();
+  }
+
+  async ping(): Promise<void> {
+    this.database.prepare('SELECT 1').get();
+  }
+
+  async insertAgent(agent: AgentRecord): Promise<void> {
+    this.database
+      .prepare('INSERT INTO agents (agent_id, label, token_sha256, created_at_ms) VALUES (?, ?, ?, ?)')
+      .run(agent.agentId, agent.label, agent.tokenSha256, agent.createdAtMs);
+  }
+
+  async getAgent(agentId: string): Promise<AgentRecord | undefined> {
+    const row = this.database.prepare('SELECT * FROM agents WHERE agent_id = ?').get(agentId) as AgentRow | undefined;
+    return row && agentFromRow(row);
+  }
+
+  async findAgentByTokenSha256(tokenSha256: string): Promise<AgentRecord | undefined> {
+    const row = this.database.prepare('SELECT * FROM agents WHERE token_sha256 = ?').get(tokenSha256) as AgentRow | undefined;
+    return row && agentFromRow(row);
+  }
+
+  async expireSessions(nowMs: number): Promise<SessionRecord[]> {
+    return this.database.transaction(() => this.expireDue(nowMs)).immediate();
+  }
+
+  /** Runs inside a transaction: expires due sessions and frees their leases. */
+  private expireDue(nowMs: number): SessionRecord[] {
+    const db = this.database;
+    const due = db
+      .prepare("SELECT * FROM sessions WHERE state = 'active' AND expires_at_ms <= ? ORDER BY expires_at_ms")
+      .all(nowMs) as SessionRow[];
+    for (const row of due) {
+      db.prepare("UPDATE sessions SET state = 'expired', ended_at_ms = expires_at_ms WHERE session_id = ?").run(row.session_id);
+      db.prepare("DELETE FROM leases WHERE holder_kind = 'session' AND holder_id = ?").run(row.session_id);
+    }
+    return due.map((row) => ({ ...sessionFromRow(row), state: 'expired' as const, endedAtMs: row.expires_at_ms }));
+  }
+
+  private leaseOn(board: string): LeaseWithAgent | undefined {
+    const row = this.database
+      .prepare(
+        `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms
+         FROM leases l JOIN agents a ON a.agent_id = l.agent_id
+         LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id
+         WHERE l.board = ?`,
+      )
+      .get(board) as LeaseRow | undefined;
+    return row && leaseFromRow(row);
+  }
+
+  async openSession(session: SessionRecord): Promise<OpenSessionResult> {
+    const db = this.database;
+    // IMMEDIATE takes the write lock first, so the check and the insert are one step for every
+    // writer of this file (other connections included), not only for this process.
+    return db
+      .transaction((): OpenSessionResult => {
+        this.expireDue(session.createdAtMs);
+        const lease = this.leaseOn(session.board);
+        if (lease) return { kind: 'board-leased', lease };
+        insertSession(db, session);
+        db.prepare("INSERT INTO leases (board, holder_kind, holder_id, agent_id) VALUES (?, 'session', ?, ?)").run(
+          session.board,
+          session.sessionId,
+          session.agentId,
+        );
+        return { kind: 'opened', session };
+      })
+      .immediate();
+  }
+
+  async getSession(sessionId: string, nowMs: number): Promise<SessionRecord | undefined> {
+    return this.database
+      .transaction(() => {
+        this.expireDue(nowMs);
+        const row = this.database.prepare('SELECT * FROM sessions WHERE session_id = ?').get(sessionId) as SessionRow | undefined;
+        return row && sessionFromRow(row);
+      })
+      .immediate();
+  }
+
+  private changeSession(sessionId: string, nowMs: number, change: (s: SessionRecord) => void): SessionChangeResult {
+    return this.database
+      .transaction((): SessionChangeResult => {
+        this.expireDue(nowMs);
+        const row = this.database.prepare('SELECT * FROM sessions WHERE session_id = ?').get(sessionId) as SessionRow | undefined;
+        if (!row) return { kind: 'not-found' };
+        const session = sessionFromRow(row);
+        if (session.state !== 'active') return { kind: 'not-active', session };
+        change(session);
+        const fresh = this.database.prepare('SELECT * FROM sessions WHERE session_id = ?').get(sessionId) as SessionRow;
+        return { kind: 'changed', session: sessionFromRow(fresh) };
+      })
+      .immediate();
+  }
+
+  async heartbeatSession(sessionId: string, nowMs: number): Promise<SessionChangeResult> {
+    return this.changeSession(sessionId, nowMs, (s) => {
+      this.database
+        .prepare('UPDATE sessions SET expires_at_ms = ?, last_heartbeat_at_ms = ? WHERE session_id = ?')
+        .run(nowMs + Math.round(s.idleSeconds * 1000), nowMs, sessionId);
+    });
+  }
+
+  async endSession(sessionId: string, nowMs: number): Promise<SessionChangeResult> {
+    return this.changeSession(sessionId, nowMs, () => {
+      this.database.prepare("UPDATE sessions SET state = 'ended', ended_at_ms = ? WHERE session_id = ?").run(nowMs, sessionId);
+      this.database.prepare("DELETE FROM leases WHERE holder_kind = 'session' AND holder_id = ?").run(sessionId);
+    });
+  }
+
+  async listActiveSessions(nowMs: number): Promise<SessionWithAgent[]> {
+    return this.database
+      .transaction(() => {
+        this.expireDue(nowMs);
+        const rows = this.database
+          .prepare(
+            `SELECT s.*, a.label AS agent_label FROM sessions s JOIN agents a ON a.agent_id = s.agent_id
+             WHERE s.state = 'active' ORDER BY s.created_at_ms, s.rowid`,
+          )
+          .all() as Array<SessionRow & { agent_label: string }>;
+        return rows.map((r) => ({ ...sessionFromRow(r), agentLabel: r.agent_label }));
+      })
+      .immediate();
+  }
+
+  async createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult> {
+    const db = this.database;
+    return db
+      .transaction((): CreateJobResult => {
+        this.expireDue(options.nowMs);
+        if (job.sessionId !== null) {
+          const row = db.prepare('SELECT * FROM sessions WHERE session_id = ?').get(job.sessionId) as SessionRow | undefined;
+          // Another agent's session is reported exactly like a missing one: existence is not revealed.
+          if (!row || row.agent_id !== job.agentId) return { kind: 'session-not-found' };
+          const session = sessionFromRow(row);
+          if (session.state !== 'active') return { kind: 'session-not-active', session };
+          if (session.board !== job.board) return { kind: 'session-other-board', session };
+        } else {
+          const lease = this.leaseOn(job.board);
+          if (lease) return { kind: 'board-leased', lease };
+        }
+        const { queued } = db
+          .prepare("SELECT COUNT(*) AS queued FROM jobs WHERE board = ? AND state = 'queued'")
+          .get(job.board) as { queued: number };
+        if (queued >= options.maxQueuedPerBoard) return { kind: 'queue-full', queued };
+        db.prepare(
+          `INSERT INTO jobs (job_id, agent_id, board, session_id, state, firmware_sha256, firmware_size_bytes, elf_json,
+             uart_seconds, created_at_ms)
+           VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
+        ).run(
+          job.jobId,
+          job.agentId,
+          job.board,
+          job.sessionId,
+          job.firmware.sha256,
+          job.firmware.sizeBytes,
+          JSON.stringify(job.firmware.elf),
+          job.uartSeconds,
+          job.createdAtMs,
+        );
+        if (job.sessionId === null) {
+          db.prepare("INSERT INTO leases (board, holder_kind, holder_id, agent_id) VALUES (?, 'job', ?, ?)").run(job.board, job.jobId, job.agentId);
+        }
+        return { kind: 'created', job: { ...job, state: 'queued' } };
+      })
+      .immediate();
+  }
+
+  async getJob(jobId: string): Promise<JobRecord | undefined> {
+    const row = this.database.prepare('SELECT * FROM jobs WHERE job_id = ?').get(jobId) as JobRow | undefined;
+    return row && jobFromRow(row);
+  }
+
+  async markJobPhase(jobId: string, phase: 'flashing' | 'running', nowMs: number): Promise<void> {
+    const column = phase === 'flashing' ? 'started_at_ms' : 'running_at_ms';
+    const from = phase === 'flashing' ? 'queued' : 'flashing';
+    const result = this.database
+      .prepare(`UPDATE jobs SET state = ?, ${column} = ? WHERE job_id = ? AND state = ?`)
+      .run(phase, nowMs, jobId, from);
+    if (result.changes !== 1) throw new Error(`job ${jobId} cannot move to ${phase}: it is not ${from}`);
+  }
+
+  async finishJob(jobId: string, outcome: JobOutcome): Promise<JobRecord> {
+    const db = this.database;
+    return db
+      .transaction(() => {
+        const uart = outcome.uart ?? null;
+        if (outcome.state === 'done') {
+          db.prepare(
+            `UPDATE jobs SET state = 'done', finished_at_ms = ?, uart_bytes = ?, uart_json = ?, stop_json = ?, flash_ms = ?, run_ms = ?
+             WHERE job_id = ?`,
+          ).run(outcome.nowMs, Buffer.from(outcome.uart.bytes), uartJson(outcome.uart), JSON.stringify(outcome.stop), outcome.flashMs, outcome.runMs, jobId);
+        } else {
+          db.prepare(
+            `UPDATE jobs SET state = 'failed', finished_at_ms = ?, failure_kind = ?, failure_message = ?, uart_bytes = ?, uart_json = ?
+             WHERE job_id = ?`,
+          ).run(outcome.nowMs, outcome.failure.kind, outcome.failure.message, uart ? Buffer.from(uart.bytes) : null, uart ? uartJson(uart) : null, jobId);
+        }
+        db.prepare("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?").run(jobId);
+        const row = db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(jobId) as JobRow | undefined;
+        if (!row) throw new Error(`job ${jobId} vanished while finishing`);
+        return jobFromRow(row);
+      })
+      .immediate();
+  }
+
+  async recoverAfterRestart(nowMs: number): Promise<{ requeued: JobRecord[]; interrupted: JobRecord[]; expired: SessionRecord[] }> {
+    const db = this.database;
+    return db
+      .transaction(() => {
+        const stuck = db.prepare("SELECT * FROM jobs WHERE state IN ('flashing', 'running') ORDER BY created_at_ms, rowid").all() as JobRow[];
+        for (const row of stuck) {
+          db.prepare("UPDATE jobs SET state = 'failed', failure_kind = 'interrupted', failure_message = ?, finished_at_ms = ? WHERE job_id = ?").run(
+            `the bench service restarted while this job was ${row.state}; submit it again`,
+            nowMs,
+            row.job_id,
+          );
+          db.prepare("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?").run(row.job_id);
+        }
+        const expired = this.expireDue(nowMs);
+        const requeued = (db.prepare("SELECT * FROM jobs WHERE state = 'queued' ORDER BY created_at_ms, rowid").all() as JobRow[]).map(jobFromRow);
+        const interrupted = stuck.map((r) => jobFromRow(db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(r.job_id) as JobRow));
+        return { requeued, interrupted, expired };
+      })
+      .immediate();
+  }
+
+  async listLeases(nowMs: number): Promise<LeaseWithAgent[]> {
+    return this.database
+      .transaction(() => {
+        this.expireDue(nowMs);
+        const rows = this.database
+          .prepare(
+            `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms
+             FROM leases l JOIN agents a ON a.agent_id = l.agent_id
+             LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id
+             ORDER BY l.board`,
+          )
+          .all() as LeaseRow[];
+        return rows.map(leaseFromRow);
+      })
+      .immediate();
+  }
+
+  async boardActivity(): Promise<Map<string, { queued: number; active: number }>> {
+    const rows = this.database
+      .prepare(
+        `SELECT board, SUM(state = 'queued') AS queued, SUM(state IN ('flashing', 'running')) AS active
+         FROM jobs WHERE state IN ('queued', 'flashing', 'running') GROUP BY board`,
+      )
+      .all() as Array<{ board: string; queued: number; active: number }>;
+    return new Map(rows.map((r) => [r.board, { queued: r.queued, active: r.active }]));
+  }
+
+  async counts(): Promise<StoreCounts> {
+    const db = this.database;
+    const agents = (db.prepare('SELECT COUNT(*) AS n FROM agents').get() as { n: number }).n;
+    const sessionsOpen = (db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE state = 'active'").get() as { n: number }).n;
+    const byState = db.prepare('SELECT state, COUNT(*) AS n FROM jobs GROUP BY state').all() as Array<{ state: JobState; n: number }>;
+    const jobsByState = Object.fromEntries(jobStates.map((s) => [s, 0])) as Record<JobState, number>;
+    let jobsTotal = 0;
+    for (const r of byState) {
+      jobsByState[r.state] = r.n;
+      jobsTotal += r.n;
+    }
+    return { agents, sessionsOpen, jobsTotal, jobsByState };
+  }
+
+  async recentJobs(limit: number): Promise<JobWithAgent[]> {
+    return this.jobsWithAgent('', limit);
+  }
+
+  async recentFailures(limit: number): Promise<JobWithAgent[]> {
+    return this.jobsWithAgent("WHERE j.state = 'failed'", limit);
+  }
+
+  private jobsWithAgent(where: string, limit: number): JobWithAgent[] {
+    const rows = this.database
+      .prepare(
+        `SELECT j.*, a.label AS agent_label FROM jobs j JOIN agents a ON a.agent_id = j.agent_id ${where}
+         ORDER BY j.created_at_ms DESC, j.rowid DESC LIMIT ?`,
+      )
+      .all(limit) as Array<JobRow & { agent_label: string }>;
+    return rows.map((r) => ({ ...jobFromRow(r), agentLabel: r.agent_label }));
+  }
+
+  async close(): Promise<void> {
+    if (this.database.open) this.database.close();
+  }
+}
+
+interface AgentRow {
+  agent_id: string;
+  label: string;
+  token_sha256: string;
+  created_at_ms: number;
+}
+
+interface SessionRow {
+  session_id: string;
+  agent_id: string;
+  board: string;
+  state: SessionState;
+  idle_seconds: number;
+  created_at_ms: number;
+  expires_at_ms: number;
+  ended_at_ms: number | null;
+  last_heartbeat_at_ms: number | null;
+}
+
+interface LeaseRow {
+  board: string;
+  holder_kind: 'session' | 'job';
+  holder_id: string;
+  agent_id: string;
+  agent_label: string;
+  expires_at_ms: number | null;
+}
+
+interface JobRow {
+  job_id: string;
+  agent_id: string;
+  board: string;
+  session_id: string | null;
+  state: JobState;
+  firmware_sha256: string;
+  firmware_size_bytes: number;
+  elf_json: string;
+  uart_seconds: number;
+  uart_bytes: Buffer | null;
+  uart_json: string | null;
+  stop_json: string | null;
+  failure_kind: string | null;
+  failure_message: string | null;
+  created_at_ms: number;
+  started_at_ms: number | null;
+  running_at_ms: number | null;
+  finished_at_ms: number | null;
+  flash_ms: number | null;
+  run_ms: number | null;
+}
+
+function insertSession(db: Database.Database, s: SessionRecord): void {
+  db.prepare(
+    `INSERT INTO sessions (session_id, agent_id, board, state, idle_seconds, created_at_ms, expires_at_ms, ended_at_ms, last_heartbeat_at_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(s.sessionId, s.agentId, s.board, s.state, s.idleSeconds, s.createdAtMs, s.expiresAtMs, s.endedAtMs, s.lastHeartbeatAtMs);
+}
+
+const agentFromRow = (r: AgentRow): AgentRecord => ({
+  agentId: r.agent_id,
+  label: r.label,
+  tokenSha256: r.token_sha256,
+  createdAtMs: r.created_at_ms,
+});
+
+const sessionFromRow = (r: SessionRow): SessionRecord => ({
+  sessionId: r.session_id,
+  agentId: r.agent_id,
+  board: r.board,
+  state: r.state,
+  idleSeconds: r.idle_seconds,
+  createdAtMs: r.created_at_ms,
+  expiresAtMs: r.expires_at_ms,
+  endedAtMs: r.ended_at_ms,
+  lastHeartbeatAtMs: r.last_heartbeat_at_ms,
+});
+
+function leaseFromRow(r: LeaseRow): LeaseWithAgent {
+  const holder: LeaseHolder = r.holder_kind === 'session' ? { kind: 'session', sessionId: r.holder_id } : { kind: 'job', jobId: r.holder_id };
+  return { board: r.board, holder, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs: r.holder_kind === 'session' ? r.expires_at_ms : null };
+}
+
+/** UART metadata as stored beside the raw bytes (the bytes go in their own BLOB column). */
+interface UartJson {
+  droppedBytes: number;
+  timeBase: 'simulated' | 'wall';
+  chunks: UartRecord['chunks'];
+  chunksOmitted: number;
+}
+
+function uartJson(u: UartRecord): string {
+  const j: UartJson = { droppedBytes: u.droppedBytes, timeBase: u.timeBase, chunks: u.chunks, chunksOmitted: u.chunksOmitted };
+  return JSON.stringify(j);
+}
+
+function jobFromRow(r: JobRow): JobRecord {
+  let uart: UartRecord | null = null;
+  if (r.uart_json !== null) {
+    const meta = JSON.parse(r.uart_json) as UartJson;
+    uart = { ...meta, bytes: new Uint8Array(r.uart_bytes ?? new Uint8Array(0)) };
+  }
+  return {
+    jobId: r.job_id,
+    agentId: r.agent_id,
+    board: r.board,
+    sessionId: r.session_id,
+    state: r.state,
+    firmware: { sha256: r.firmware_sha256, sizeBytes: r.firmware_size_bytes, elf: JSON.parse(r.elf_json) as ElfSummary },
+    uartSeconds: r.uart_seconds,
+    uart,
+    stop: r.stop_json === null ? null : (JSON.parse(r.stop_json) as StopRecord),
+    failure: r.failure_kind === null ? null : { kind: r.failure_kind as NonNullable<JobRecord['failure']>['kind'], message: r.failure_message ?? '' },
+    createdAtMs: r.created_at_ms,
+    startedAtMs: r.started_at_ms,
+    runningAtMs: r.running_at_ms,
+    finishedAtMs: r.finished_at_ms,
+    flashMs: r.flash_ms,
+    runMs: r.run_ms,
+  };
+}
