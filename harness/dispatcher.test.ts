@@ -34,19 +34,19 @@ class GatedBackend implements Backend {
     this.gates.get(tag)?.();
   }
   async open(board: Board): Promise<Device> {
-    const self = this;
+    const { events, gates, ignoreAbort } = this;
     return {
       board,
       timeBase: 'simulated',
       droppedUartBytes: 0,
       async flash(image: FirmwareImage, options?: { signal?: AbortSignal }) {
         const tag = `${board.id}:${image.sha256.slice(0, 6)}`;
-        self.events.push(`flash ${tag}`);
+        events.push(`flash ${tag}`);
         await new Promise<void>((resolve, reject) => {
-          self.gates.set(tag, resolve);
-          if (!self.ignoreAbort) options?.signal?.addEventListener('abort', () => reject(new BackendError('cancelled', 'flash cancelled')));
+          gates.set(tag, resolve);
+          if (!ignoreAbort) options?.signal?.addEventListener('abort', () => reject(new BackendError('cancelled', 'flash cancelled')));
         });
-        self.events.push(`flashed ${tag}`);
+        events.push(`flashed ${tag}`);
       },
       onUart: () => () => undefined,
       async run() {
@@ -55,7 +55,7 @@ class GatedBackend implements Backend {
       async writeUart() {},
       async reset() {},
       async close() {
-        self.events.push(`close ${board.id}`);
+        events.push(`close ${board.id}`);
       },
     };
   }
