@@ -1,0 +1,165 @@
+import {
+  type KeyObject,
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  randomBytes,
+  sign as cryptoSign,
+  verify as cryptoVerify,
+} from 'node:crypto';
+import * as noble from '@noble/ed25519';
+import { RelayError } from './issue.js';
+
+/**
+ * Ed25519 for the relay: key checks, signing, and THE verifier. Both candidate verifiers live here so
+ * the bench and the agreement tests can compare them; everything else calls `verifyEd25519`, which is
+ * `node:crypto` (OpenSSL). Why: docs/decisions/0101-ed25519-verifier.md.
+ *
+ * Both verifiers are fenced by the same strict pre-checks (`checkPublicKey`, `isCanonicalSignature`)
+ * so they agree on every edge case we know of: non-canonical S, small-order and mixed-order keys,
+ * non-canonical key encodings.
+ */
+
+// noble v3 ships without a hash; node:crypto's SHA-512 is the one we trust anyway.
+noble.hashes.sha512 = (message: Uint8Array) => new Uint8Array(createHash('sha512').update(message).digest());
+
+/** 2^255 - 19, the field prime. */
+const P = (1n << 255n) - 19n;
+/** Order of the prime-order subgroup. */
+export const ED25519_L = (1n << 252n) + 27742317777372353535851937790883648493n;
+
+function littleEndian(bytes: Uint8Array): bigint {
+  let n = 0n;
+  for (let k = bytes.length - 1; k >= 0; k--) n = (n << 8n) | BigInt(bytes[k] ?? 0);
+  return n;
+}
+
+/** Why a 32-byte string is refused as a node's public key, or null when it is fine. */
+export type PublicKeyProblem =
+  | 'wrong-length'
+  | 'non-canonical-encoding'
+  | 'not-a-curve-point'
+  | 'small-order'
+  | 'mixed-order';
+
+/**
+ * Registration check for a raw Ed25519 public key. Refuses non-canonical encodings (y >= p, or x = 0
+ * with the sign bit set), bytes that decode to no curve point, the 8 small-order points (they verify
+ * forged messages; all-zero is one of them, of order 4) and mixed-order points (a torsion component:
+ * cofactored and cofactorless verifiers disagree on them, and no honest key generator makes one).
+ */
+export function checkPublicKey(bytes: Uint8Array): PublicKeyProblem | null {
+  if (bytes.length !== 32) return 'wrong-length';
+  const y = littleEndian(bytes) & ((1n << 255n) - 1n);
+  if (y >= P) return 'non-canonical-encoding';
+  let point: noble.Point;
+  try {
+    point = noble.Point.fromBytes(bytes, false);
+  } catch {
+    // Strict decoding also throws for x = 0 with the sign bit set: y = 1 or y = p - 1 spelled oddly.
+    return y === 1n || y === P - 1n ? 'non-canonical-encoding' : 'not-a-curve-point';
+  }
+  if (point.isSmallOrder()) return 'small-order';
+  if (!point.isTorsionFree()) return 'mixed-order';
+  return null;
+}
+
+/**
+ * True for the encodings the design note says to refuse outright: the 8 small-order points and every
+ * non-canonical encoding (all-zero included). Use `checkPublicKey` at registration: it refuses more.
+ */
+export function isSmallOrderPublicKey(bytes: Uint8Array): boolean {
+  if (bytes.length !== 32) return false;
+  const problem = checkPublicKey(bytes);
+  return problem === 'small-order' || problem === 'non-canonical-encoding';
+}
+
+/**
+ * A signature is canonical when S < L (RFC 8032 section 5.1.7, step 1) and R's y is below p. Refusing
+ * S + L stops anyone re-encoding a signature into a second valid one.
+ */
+export function isCanonicalSignature(sig: Uint8Array): boolean {
+  if (sig.length !== 64) return false;
+  const s = littleEndian(sig.subarray(32));
+  if (s >= ED25519_L) return false;
+  const ry = littleEndian(sig.subarray(0, 32)) & ((1n << 255n) - 1n);
+  return ry < P;
+}
+
+/** A raw verifier: signature bytes, message bytes, raw 32-byte public key. */
+export type Ed25519Verifier = (sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array) => boolean;
+
+const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+// Parsing a public key into an OpenSSL key object costs about as much as a verification, and a relay
+// verifies many votes from few voters: keep the last few thousand.
+const KEY_CACHE_LIMIT = 4096;
+const keyCache = new Map<string, KeyObject>();
+
+function publicKeyObject(publicKey: Uint8Array): KeyObject {
+  const id = Buffer.from(publicKey).toString('hex');
+  const cached = keyCache.get(id);
+  if (cached) return cached;
+  const key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
+  if (keyCache.size >= KEY_CACHE_LIMIT) {
+    const oldest = keyCache.keys().next().value;
+    if (oldest !== undefined) keyCache.delete(oldest);
+  }
+  keyCache.set(id, key);
+  return key;
+}
+
+const acceptableKeys = new Map<string, boolean>();
+
+/** `checkPublicKey(...) === null`, memoised (the check decodes a point and multiplies by L). */
+export function isAcceptablePublicKey(publicKey: Uint8Array): boolean {
+  const id = Buffer.from(publicKey).toString('hex');
+  const known = acceptableKeys.get(id);
+  if (known !== undefined) return known;
+  const ok = checkPublicKey(publicKey) === null;
+  if (acceptableKeys.size >= KEY_CACHE_LIMIT) {
+    const oldest = acceptableKeys.keys().next().value;
+    if (oldest !== undefined) acceptableKeys.delete(oldest);
+  }
+  acceptableKeys.set(id, ok);
+  return ok;
+}
+
+/** Both candidate verifiers behind the same strict fence. Only `verifyEd25519` is used by the relay. */
+export const ed25519Verifiers: Record<'nodeCrypto' | 'noble', Ed25519Verifier> = {
+  nodeCrypto: (sig, message, publicKey) => {
+    if (!isCanonicalSignature(sig) || !isAcceptablePublicKey(publicKey)) return false;
+    return cryptoVerify(null, message, publicKeyObject(publicKey), sig);
+  },
+  noble: (sig, message, publicKey) => {
+    if (!isCanonicalSignature(sig) || !isAcceptablePublicKey(publicKey)) return false;
+    return noble.verify(sig, message, publicKey, { zip215: false });
+  },
+};
+
+/** The relay's one verifier (see docs/decisions/0101-ed25519-verifier.md). */
+export const verifyEd25519: Ed25519Verifier = ed25519Verifiers.nodeCrypto;
+
+function privateKeyObject(secretKey: Uint8Array): KeyObject {
+  if (secretKey.length !== 32) {
+    throw new RelayError(`an Ed25519 secret key is the 32-byte seed, got ${secretKey.length} bytes`);
+  }
+  return createPrivateKey({ key: Buffer.concat([PKCS8_PREFIX, secretKey]), format: 'der', type: 'pkcs8' });
+}
+
+/** The raw 32-byte public key of a 32-byte secret seed. */
+export function publicKeyFromSecret(secretKey: Uint8Array): Uint8Array {
+  const spki = createPublicKey(privateKeyObject(secretKey)).export({ format: 'der', type: 'spki' });
+  return new Uint8Array(spki.subarray(SPKI_PREFIX.length));
+}
+
+/** Signs `message` with a 32-byte secret seed (RFC 8032 Ed25519, deterministic); 64 bytes out. */
+export function signEd25519(message: Uint8Array, secretKey: Uint8Array): Uint8Array {
+  return new Uint8Array(cryptoSign(null, message, privateKeyObject(secretKey)));
+}
+
+/** A fresh random 32-byte secret seed (CSPRNG). */
+export function randomSecretKey(): Uint8Array {
+  return new Uint8Array(randomBytes(32));
+}

@@ -1,0 +1,262 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
+import { type Issue, type Validated, isPlainObject } from './issue.js';
+import { isNodeId } from './node-id.js';
+
+/**
+ * Quorum sets (a node's slice), design note scp-s5, "Vocabulary": satisfied when at least `t` of its
+ * entries are — each validator in `v` by being present, each inner set in `i` recursively.
+ * A node's own id never appears in its declared set: self is implicit, the effective set being
+ * `{t: 2, v: [self], i: [Q]}`.
+ */
+export interface QuorumSet {
+  t: number;
+  v: string[];
+  i: QuorumSet[];
+}
+
+/** Sanity limits of the design note. */
+export const QUORUM_SET_MAX_DEPTH = 4;
+export const QUORUM_SET_MAX_NODES = 1000;
+
+/** Number of entries (validators plus inner sets) at the top of `q`. */
+export function entryCount(q: QuorumSet): number {
+  return q.v.length + q.i.length;
+}
+
+/** Default threshold for `n` entries: 67 % rounded up, `1 + floor((67n - 1) / 100)`; n >= 1. */
+export function defaultThreshold(n: number): number {
+  if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`defaultThreshold needs a whole n >= 1, got ${n}`);
+  return 1 + Math.floor((n * 67 - 1) / 100);
+}
+
+/** True when the node set `s` satisfies `q`. */
+export function sat(q: QuorumSet, s: ReadonlySet<string>): boolean {
+  let met = 0;
+  if (met >= q.t) return true;
+  for (const node of q.v) {
+    if (s.has(node) && ++met >= q.t) return true;
+  }
+  for (const inner of q.i) {
+    if (sat(inner, s) && ++met >= q.t) return true;
+  }
+  return false;
+}
+
+/**
+ * True when `b` is v-blocking for `q`: it meets more than `entries - t` entries, recursively, so no set
+ * avoiding `b` can satisfy `q`. Equivalent to `!sat(q, members(q) \ b)`.
+ */
+export function blocks(q: QuorumSet, b: ReadonlySet<string>): boolean {
+  const slack = entryCount(q) - q.t;
+  let hit = 0;
+  for (const node of q.v) {
+    if (b.has(node) && ++hit > slack) return true;
+  }
+  for (const inner of q.i) {
+    if (blocks(inner, b) && ++hit > slack) return true;
+  }
+  return false;
+}
+
+/** Every node named anywhere in `q`. */
+export function quorumSetMembers(q: QuorumSet, into: Set<string> = new Set()): Set<string> {
+  for (const node of q.v) into.add(node);
+  for (const inner of q.i) quorumSetMembers(inner, into);
+  return into;
+}
+
+/**
+ * The largest quorum inside `nodes`: repeatedly drop every member whose effective slice
+ * (`{t:2, v:[self], i:[Q]}`) is not satisfied inside the remaining set, until nothing changes.
+ * A node whose slice is unknown (`sliceOf` returns undefined) is dropped. Returns an empty set when
+ * `nodes` holds no quorum. Quorums are closed under union, so the result contains every quorum inside.
+ */
+export function maxQuorum(nodes: Iterable<string>, sliceOf: (node: string) => QuorumSet | undefined): Set<string> {
+  const current = new Set<string>();
+  const slices = new Map<string, QuorumSet>();
+  for (const node of nodes) {
+    const slice = sliceOf(node);
+    if (slice) {
+      current.add(node);
+      slices.set(node, slice);
+    }
+  }
+  // Self is in the set by construction, so the effective set reduces to sat(Q, current).
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const node of current) {
+      if (!sat(slices.get(node) as QuorumSet, current)) {
+        current.delete(node);
+        changed = true;
+      }
+    }
+  }
+  return current;
+}
+
+/**
+ * Every node reachable from `self` through declared slices, self included (design note property 12:
+ * statements of nodes outside this closure never change self's tally).
+ */
+export function sliceClosure(self: string, sliceOf: (node: string) => QuorumSet | undefined): Set<string> {
+  const seen = new Set<string>([self]);
+  const todo = [self];
+  for (let node = todo.pop(); node !== undefined; node = todo.pop()) {
+    const slice = sliceOf(node);
+    if (!slice) continue;
+    for (const member of quorumSetMembers(slice)) {
+      if (!seen.has(member)) {
+        seen.add(member);
+        todo.push(member);
+      }
+    }
+  }
+  return seen;
+}
+
+/**
+ * Parses an untrusted quorum set and checks the design note's sanity rules: `t` a whole number with
+ * `1 <= t <= entries`, no node twice anywhere, nesting depth <= 4 (a flat set has depth 1), 1..1000
+ * nodes in all, node ids well formed, and, when `self` is given, self not listed (it is implicit).
+ * Issues are pydantic style with `loc` inside the set, e.g. `['i', '0', 't']`.
+ */
+export function validateQuorumSet(input: unknown, options: { self?: string } = {}): Validated<QuorumSet> {
+  const issues: Issue[] = [];
+  const seen = new Map<string, string[]>();
+  const parsed = parseLevel(input, [], 1, issues, seen);
+  if (parsed) {
+    if (seen.size < 1 || seen.size > QUORUM_SET_MAX_NODES) {
+      issues.push({
+        loc: [],
+        msg: `Value error, a quorum set names 1 to ${QUORUM_SET_MAX_NODES} nodes, this one names ${seen.size}`,
+        type: 'value_error',
+        ctx: { min_nodes: 1, max_nodes: QUORUM_SET_MAX_NODES, nodes: seen.size },
+      });
+    }
+    if (options.self !== undefined && seen.has(options.self)) {
+      issues.push({
+        loc: seen.get(options.self) ?? [],
+        msg: 'Value error, a node does not list itself in its slice: self is implicit',
+        type: 'value_error',
+        input: options.self,
+      });
+    }
+  }
+  if (issues.length > 0 || !parsed) return { ok: false, issues };
+  return { ok: true, value: parsed };
+}
+
+function parseLevel(
+  input: unknown,
+  loc: string[],
+  depth: number,
+  issues: Issue[],
+  seen: Map<string, string[]>,
+): QuorumSet | undefined {
+  if (!isPlainObject(input)) {
+    issues.push({ loc, msg: 'Input should be a valid dictionary', type: 'dict_type', input });
+    return undefined;
+  }
+  const before = issues.length;
+  for (const key of Object.keys(input)) {
+    if (key !== 't' && key !== 'v' && key !== 'i') {
+      issues.push({ loc: [...loc, key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: input[key] });
+    }
+  }
+  const t = input.t;
+  if (!('t' in input)) issues.push({ loc: [...loc, 't'], msg: 'Field required', type: 'missing' });
+  else if (typeof t !== 'number' || !Number.isSafeInteger(t)) {
+    issues.push({ loc: [...loc, 't'], msg: 'Input should be a valid integer', type: 'int_type', input: t });
+  }
+  const v: string[] = [];
+  const rawV = 'v' in input ? input.v : [];
+  if (!Array.isArray(rawV)) {
+    issues.push({ loc: [...loc, 'v'], msg: 'Input should be a valid list', type: 'list_type', input: rawV });
+  } else {
+    rawV.forEach((node: unknown, k) => {
+      const at = [...loc, 'v', String(k)];
+      if (!isNodeId(node)) {
+        issues.push({
+          loc: at,
+          msg: "String should match pattern '^[0-9a-f]{64}$'",
+          type: 'string_pattern_mismatch',
+          input: node,
+          ctx: { pattern: '^[0-9a-f]{64}$' },
+        });
+        return;
+      }
+      const first = seen.get(node);
+      if (first) {
+        issues.push({
+          loc: at,
+          msg: `Value error, node listed twice (first at ${first.join('.')})`,
+          type: 'value_error',
+          input: node,
+        });
+        return;
+      }
+      seen.set(node, at);
+      v.push(node);
+    });
+  }
+  const i: QuorumSet[] = [];
+  const rawI = 'i' in input ? input.i : [];
+  if (!Array.isArray(rawI)) {
+    issues.push({ loc: [...loc, 'i'], msg: 'Input should be a valid list', type: 'list_type', input: rawI });
+  } else if (rawI.length > 0 && depth >= QUORUM_SET_MAX_DEPTH) {
+    issues.push({
+      loc: [...loc, 'i'],
+      msg: `Value error, quorum sets nest at most ${QUORUM_SET_MAX_DEPTH} deep`,
+      type: 'value_error',
+      ctx: { max_depth: QUORUM_SET_MAX_DEPTH },
+    });
+  } else {
+    rawI.forEach((inner: unknown, k) => {
+      const parsed = parseLevel(inner, [...loc, 'i', String(k)], depth + 1, issues, seen);
+      if (parsed) i.push(parsed);
+    });
+  }
+  if (issues.length > before || typeof t !== 'number') return undefined;
+  const entries = v.length + i.length;
+  if (t < 1 || t > entries) {
+    issues.push({
+      loc: [...loc, 't'],
+      msg: `Value error, t must be between 1 and the number of entries (${entries})`,
+      type: 'value_error',
+      input: t,
+      ctx: { entries },
+    });
+    return undefined;
+  }
+  return { t, v, i };
+}
+
+/**
+ * The normal form of a quorum set, the one that is hashed: validators sorted (UTF-16 order), inner sets
+ * normalised, an inner set with a single entry replaced by that entry (`{t:1, v:[x]}` is just `x`), and
+ * inner sets sorted by their canonical JSON. Same semantics (`sat`, `blocks`), one spelling.
+ */
+export function normalizeQuorumSet(q: QuorumSet): QuorumSet {
+  const v = [...q.v];
+  const i: QuorumSet[] = [];
+  for (const inner of q.i) {
+    const n = normalizeQuorumSet(inner);
+    if (entryCount(n) === 1) {
+      // A one-entry set has t = 1 and is satisfied exactly when its entry is.
+      if (n.v.length === 1) v.push(n.v[0] as string);
+      else i.push(n.i[0] as QuorumSet);
+    } else {
+      i.push(n);
+    }
+  }
+  v.sort();
+  const keyed = i.map((set) => ({ set, key: canonicalJson(set) }));
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { t: q.t, v, i: keyed.map((k) => k.set) };
+}
+
+/** SHA-256 hex of the canonical JSON (RFC 8785) of the normalised set: the `slice_hash`. */
+export function quorumSetHash(q: QuorumSet): string {
+  return createHash('sha256').update(canonicalJson(normalizeQuorumSet(q)), 'utf8').digest('hex');
+}

@@ -1,0 +1,201 @@
+import { canonicalJson } from './canonical-json.js';
+import { isItemId } from './claim.js';
+import { signEd25519, verifyEd25519 } from './ed25519.js';
+import { type Issue, RelayError, type Validated, isPlainObject, unwrap } from './issue.js';
+import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
+import { publicKeyFromSecret } from './ed25519.js';
+import { type QuorumSet, validateQuorumSet } from './quorum-set.js';
+
+/**
+ * x.vote/1 documents (design note scp-s5, "Statements"). A vote is a signed fact, never an update:
+ * `voter` says `value` about `item` in `phase`, under the slice it declares.
+ *
+ * `sig` is the 64-byte Ed25519 signature in base64url without padding (RFC 4648 section 5): exactly 86
+ * characters, and the last one must leave the 4 unused bits zero, so one signature has exactly one
+ * spelling (a lenient decoder would let 16 strings carry the same signature). Hex was the other option;
+ * base64url is shorter and what JOSE uses for Ed25519.
+ */
+export const VOTE_SCHEMA = 'x.vote/1';
+export const VOTE_SCHEME = 'scp-s5';
+
+export const voteValues = ['yes', 'no'] as const;
+export type VoteValue = (typeof voteValues)[number];
+export const votePhases = ['vote', 'accept', 'confirm'] as const;
+export type VotePhase = (typeof votePhases)[number];
+
+export interface Vote {
+  schema: typeof VOTE_SCHEMA;
+  scheme: typeof VOTE_SCHEME;
+  /** Item id: SHA-256 hex. */
+  item: string;
+  /** node_id of the signer. */
+  voter: string;
+  value: VoteValue;
+  phase: VotePhase;
+  /** The voter's declared slice at signing time; exactly one of `slice` and `slice_hash`. */
+  slice?: QuorumSet;
+  /** `quorumSetHash` of the voter's slice, when the slice itself is not carried. */
+  slice_hash?: string;
+  /** Unix seconds, whole, when the voter signed. */
+  created_at: number;
+  /** Ed25519 signature, base64url without padding (86 characters). */
+  sig: string;
+  /** Free-form, NOT signed: relays may add or change it. */
+  hint?: unknown;
+}
+
+/** A vote before signing. */
+export type UnsignedVote = Omit<Vote, 'sig'>;
+
+/** The opposite value. */
+export function otherValue(value: VoteValue): VoteValue {
+  return value === 'yes' ? 'no' : 'yes';
+}
+
+const SIG = /^[A-Za-z0-9_-]{85}[AQgw]$/;
+const KNOWN_FIELDS = new Set([
+  'schema',
+  'scheme',
+  'item',
+  'voter',
+  'value',
+  'phase',
+  'slice',
+  'slice_hash',
+  'created_at',
+  'sig',
+  'hint',
+]);
+
+/** True for a canonical base64url (unpadded) spelling of 64 bytes. */
+export function isSignatureText(s: unknown): s is string {
+  return typeof s === 'string' && SIG.test(s);
+}
+
+/**
+ * Parses an untrusted x.vote/1 document into a `Vote` (the signature is NOT checked here: call
+ * `verifyVote`). Unknown top-level fields are refused (`extra_forbidden`): they would be signed but
+ * meaningless, and a relay must be able to re-serialise what it stores.
+ */
+export function parseVote(input: unknown): Validated<Vote> {
+  if (!isPlainObject(input)) {
+    return { ok: false, issues: [{ loc: [], msg: 'Input should be a valid dictionary', type: 'dict_type', input }] };
+  }
+  const issues: Issue[] = [];
+  const has = (key: string) => Object.prototype.hasOwnProperty.call(input, key);
+  const literal = (key: string, expected: readonly string[]) => {
+    if (!has(key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
+    else if (!expected.includes(input[key] as string)) {
+      const list = expected.map((e) => `'${e}'`);
+      const text = list.length === 1 ? list[0] : `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`;
+      issues.push({ loc: [key], msg: `Input should be ${text}`, type: 'literal_error', input: input[key], ctx: { expected: text } });
+    }
+  };
+  const hex = (key: string, what: string) => {
+    if (!has(key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
+    else if (!isItemId(input[key])) {
+      issues.push({
+        loc: [key],
+        msg: `String should match pattern '^[0-9a-f]{64}$' (${what})`,
+        type: 'string_pattern_mismatch',
+        input: input[key],
+        ctx: { pattern: '^[0-9a-f]{64}$' },
+      });
+    }
+  };
+  literal('schema', [VOTE_SCHEMA]);
+  literal('scheme', [VOTE_SCHEME]);
+  hex('item', 'an item id, SHA-256 hex');
+  hex('voter', 'a node_id');
+  literal('value', voteValues);
+  literal('phase', votePhases);
+  if (!has('created_at')) issues.push({ loc: ['created_at'], msg: 'Field required', type: 'missing' });
+  else {
+    const at = input.created_at;
+    if (typeof at !== 'number' || !Number.isSafeInteger(at)) {
+      issues.push({ loc: ['created_at'], msg: 'Input should be a valid integer (Unix seconds)', type: 'int_type', input: at });
+    } else if (at < 0) {
+      issues.push({ loc: ['created_at'], msg: 'Input should be greater than or equal to 0', type: 'greater_than_equal', input: at, ctx: { ge: 0 } });
+    }
+  }
+  if (!has('sig')) issues.push({ loc: ['sig'], msg: 'Field required', type: 'missing' });
+  else if (!isSignatureText(input.sig)) {
+    issues.push({
+      loc: ['sig'],
+      msg: 'Value error, sig must be 64 bytes in canonical unpadded base64url (86 characters)',
+      type: 'value_error',
+      input: input.sig,
+    });
+  }
+  let slice: QuorumSet | undefined;
+  if (has('slice') && has('slice_hash')) {
+    issues.push({ loc: ['slice_hash'], msg: 'Value error, give either slice or slice_hash, not both', type: 'value_error' });
+  } else if (has('slice')) {
+    const parsed = validateQuorumSet(input.slice, isNodeId(input.voter) ? { self: input.voter } : {});
+    if (parsed.ok) slice = parsed.value;
+    else for (const issue of parsed.issues) issues.push({ ...issue, loc: ['slice', ...issue.loc] });
+  } else if (has('slice_hash')) {
+    hex('slice_hash', 'quorumSetHash of the slice');
+  } else {
+    issues.push({ loc: ['slice'], msg: 'Field required (slice or slice_hash)', type: 'missing' });
+  }
+  for (const key of Object.keys(input)) {
+    if (!KNOWN_FIELDS.has(key)) {
+      issues.push({ loc: [key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: input[key] });
+    }
+  }
+  if (issues.length > 0) return { ok: false, issues };
+  const vote: Vote = {
+    schema: VOTE_SCHEMA,
+    scheme: VOTE_SCHEME,
+    item: input.item as string,
+    voter: input.voter as string,
+    value: input.value as VoteValue,
+    phase: input.phase as VotePhase,
+    ...(slice ? { slice } : { slice_hash: input.slice_hash as string }),
+    created_at: input.created_at as number,
+    sig: input.sig as string,
+    ...(has('hint') ? { hint: input.hint } : {}),
+  };
+  return { ok: true, value: vote };
+}
+
+/**
+ * The bytes a vote signature covers: UTF-8 of the RFC 8785 canonical JSON of the document without its
+ * top-level `sig` and `hint`. Works on signed and unsigned votes alike.
+ */
+export function voteSigningBytes(vote: UnsignedVote | Vote): Uint8Array {
+  const { hint: _hint, ...rest } = vote as Vote;
+  const { sig: _sig, ...signed } = rest;
+  return new TextEncoder().encode(canonicalJson(signed));
+}
+
+/**
+ * Signs a vote with the voter's 32-byte secret seed. Throws `RelayError` when the document is not a
+ * valid vote or the key is not the voter's (a scenario signing for the wrong node should fail loudly).
+ */
+export function signVote(unsigned: UnsignedVote, secretKey: Uint8Array): Vote {
+  const signerId = publicKeyToNodeId(publicKeyFromSecret(secretKey));
+  if (signerId !== unsigned.voter) {
+    throw new RelayError(`secret key belongs to node ${signerId}, not to voter ${String(unsigned.voter)}`);
+  }
+  const sig = Buffer.from(signEd25519(voteSigningBytes(unsigned), secretKey)).toString('base64url');
+  // Re-parse: refuses a malformed document before anyone stores a signature over it.
+  return unwrap(parseVote({ ...unsigned, sig }), 'vote');
+}
+
+/**
+ * True when `vote.sig` is the voter's Ed25519 signature over `voteSigningBytes(vote)`. The key is the
+ * voter's node_id; malformed ids, refused keys (small-order, non-canonical) and non-canonical
+ * signatures are false, never exceptions.
+ */
+export function verifyVote(vote: Vote): boolean {
+  if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return false;
+  let message: Uint8Array;
+  try {
+    message = voteSigningBytes(vote);
+  } catch {
+    return false;
+  }
+  return verifyEd25519(new Uint8Array(Buffer.from(vote.sig, 'base64url')), message, nodeIdToPublicKey(vote.voter));
+}
