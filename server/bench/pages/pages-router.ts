@@ -1,0 +1,284 @@
+import { randomBytes } from 'node:crypto';
+import express from 'express';
+import type { Clock } from '../../../core/clock.js';
+import type { BenchSnapshot } from '../bench-snapshot.js';
+import { CSRF_TOKEN_TTL_MS, type CsrfRejection, issueCsrfToken, verifyCsrfToken } from './csrf-token.js';
+import { aiPluginManifest, renderLlmsTxt, renderRobotsTxt } from './discovery-documents.js';
+import { renderHomePage } from './home-page.js';
+import { renderLogoPng } from './logo-png.js';
+import type { SqliteWaitlist } from './sqlite-waitlist.js';
+import { renderStatsPage } from './stats-page.js';
+import { type ValidationErrorItem, parseWaitlistForm } from './waitlist-form.js';
+
+/**
+ * The parts of the bench service (spec 0.3.4) that people and crawlers see: `GET /`, `GET /stats`,
+ * `GET /llms.txt`, `GET /robots.txt`, `GET /.well-known/ai-plugin.json`, `POST /api/v1/waitlist`,
+ * plus `GET /logo.png` for the manifest. docs/pages.md explains every choice made here.
+ *
+ * The router answers only its own paths and handles only its own errors (route-level error
+ * handlers), so it can be mounted next to the JSON API without touching that API's responses.
+ */
+export interface PagesDeps {
+  clock: Clock;
+  /** e.g. http://127.0.0.1:8080, used in curl examples, llms.txt and ai-plugin.json. */
+  publicBaseUrl: string;
+  snapshot: () => Promise<BenchSnapshot>;
+  waitlist: SqliteWaitlist;
+  /** Server-wide secret (32 random bytes, persisted by the API side); signs the waitlist CSRF tokens. */
+  csrfSecret: Uint8Array;
+  /** Operator address for ai-plugin.json `contact_email`; defaults to {@link DEFAULT_CONTACT_EMAIL}. */
+  contactEmail?: string;
+  /** Where unexpected errors are reported with their cause; defaults to `console.error`. */
+  logError?: (message: string, cause: unknown) => void;
+}
+
+/** Placeholder contact for ai-plugin.json until the operator configures one (docs/pages.md). */
+export const DEFAULT_CONTACT_EMAIL = 'operator@example.org';
+
+/** Largest waitlist form body accepted; the fields need well under 2 KiB. */
+export const WAITLIST_BODY_LIMIT_BYTES = 16 * 1024;
+
+/** Every route this router serves, for the API's 405 handling and route-vs-document checks. */
+export const PAGES_ROUTES = [
+  { method: 'GET', path: '/' },
+  { method: 'GET', path: '/stats' },
+  { method: 'GET', path: '/llms.txt' },
+  { method: 'GET', path: '/robots.txt' },
+  { method: 'GET', path: '/.well-known/ai-plugin.json' },
+  { method: 'GET', path: '/logo.png' },
+  { method: 'POST', path: '/api/v1/waitlist' },
+] as const;
+
+/** A response this router decided on; sent as `{"detail": ...}` by the route's own error handler. */
+class PagesHttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string | ValidationErrorItem[],
+  ) {
+    super(typeof detail === 'string' ? detail : 'validation failed');
+  }
+}
+
+/** The public base URL without a trailing slash; refuses anything that is not an absolute http(s) URL. */
+export function normalisePublicBaseUrl(publicBaseUrl: string): string {
+  let url: URL;
+  try {
+    url = new URL(publicBaseUrl);
+  } catch {
+    throw new RangeError(`publicBaseUrl must be an absolute http(s) URL, got ${JSON.stringify(publicBaseUrl)}`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password) {
+    throw new RangeError(
+      `publicBaseUrl must be an http(s) URL without query, fragment or credentials, got ${JSON.stringify(publicBaseUrl)}`,
+    );
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
+/** Content-Security-Policy of the HTML pages: nothing but our own nonce'd style sheet and our own images. */
+function contentSecurityPolicy(styleNonce: string): string {
+  return [
+    "default-src 'none'",
+    `style-src 'nonce-${styleNonce}'`,
+    "img-src 'self'",
+    "form-action 'self'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+function setCommonHeaders(res: express.Response): void {
+  res.set('X-Content-Type-Options', 'nosniff');
+  res.set('Referrer-Policy', 'no-referrer');
+}
+
+function sendHtmlPage(res: express.Response, styleNonce: string, page: string): void {
+  setCommonHeaders(res);
+  res.set('Content-Security-Policy', contentSecurityPolicy(styleNonce));
+  // Live status and a fresh CSRF token: a cached copy would be stale on both counts.
+  res.set('Cache-Control', 'no-store');
+  res.type('text/html; charset=utf-8').send(page);
+}
+
+function sendText(res: express.Response, text: string): void {
+  setCommonHeaders(res);
+  res.set('Cache-Control', 'public, max-age=300');
+  res.type('text/plain; charset=utf-8').send(text);
+}
+
+const CSRF_ADVICE: Record<CsrfRejection, string> = {
+  missing: 'The waitlist form was sent without its CSRF token',
+  malformed: 'The CSRF token of the waitlist form is not a token this server issues',
+  forged: 'The CSRF token of the waitlist form is not valid (not signed by this server)',
+  expired: `The CSRF token of the waitlist form has expired (tokens are valid for ${CSRF_TOKEN_TTL_MS / 60_000} minutes)`,
+  'not-yet-valid': 'The CSRF token of the waitlist form is dated in the future',
+};
+
+/** Submitted form fields, each name with every value given, in order. Empty when there is no body. */
+function formFields(req: express.Request): Map<string, string[]> {
+  const fields = new Map<string, string[]>();
+  const body: unknown = req.body;
+  if (!Buffer.isBuffer(body) || body.length === 0) return fields;
+  if (!req.is('application/x-www-form-urlencoded')) {
+    throw new PagesHttpError(
+      415,
+      `The waitlist takes an application/x-www-form-urlencoded form (fields kind, email, note, csrf), got ${JSON.stringify(req.get('content-type') ?? 'no content type')}.`,
+    );
+  }
+  const charset = /;\s*charset=("?)([^";]+)\1/i.exec(req.get('content-type') ?? '')?.[2]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new PagesHttpError(415, `The waitlist form must be UTF-8, got charset ${JSON.stringify(charset)}.`);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw new PagesHttpError(400, 'There was an error parsing the body: the form is not valid UTF-8.');
+  }
+  for (const [name, value] of new URLSearchParams(text)) {
+    const values = fields.get(name);
+    if (values) values.push(value);
+    else fields.set(name, [value]);
+  }
+  return fields;
+}
+
+/**
+ * Browsers say where a form post came from. A post from another site is refused even with a valid
+ * token, because the token is not tied to the visitor (docs/pages.md, "CSRF"). Clients that send
+ * neither header (curl, agents) are judged by the token alone.
+ */
+function crossSiteReason(req: express.Request, publicBaseUrl: string): string | undefined {
+  const fetchSite = req.get('sec-fetch-site');
+  if (fetchSite !== undefined) {
+    return fetchSite === 'same-origin' || fetchSite === 'none' ? undefined : `Sec-Fetch-Site: ${fetchSite}`;
+  }
+  const origin = req.get('origin');
+  if (origin === undefined) return undefined;
+  const allowed = [new URL(publicBaseUrl).origin, `${req.protocol}://${req.get('host') ?? ''}`];
+  return allowed.includes(origin) ? undefined : `Origin: ${origin}`;
+}
+
+/** Builds the router; mount it at the root of the bench service app. */
+export function createPagesRouter(deps: PagesDeps): express.Router {
+  const baseUrl = normalisePublicBaseUrl(deps.publicBaseUrl);
+  const contactEmail = deps.contactEmail ?? DEFAULT_CONTACT_EMAIL;
+  const logError = deps.logError ?? ((message: string, cause: unknown) => console.error(message, cause));
+  // Fail at start-up, not at the first form, when the secret is unusable.
+  issueCsrfToken(deps.csrfSecret, deps.clock.nowMs());
+
+  const llmsTxt = renderLlmsTxt(baseUrl);
+  const robotsTxt = renderRobotsTxt(baseUrl);
+  const manifest = aiPluginManifest(baseUrl, contactEmail);
+  const logoPng = renderLogoPng();
+
+  /** Route-level error handler: answers this router's own errors in the service's wire format. */
+  const sendError: express.ErrorRequestHandler = (err: unknown, req, res, next) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    setCommonHeaders(res);
+    res.set('Cache-Control', 'no-store');
+    if (err instanceof PagesHttpError) {
+      res.status(err.status).json({ detail: err.detail });
+      return;
+    }
+    // body-parser's errors carry a status and a type; translate the ones a client can cause.
+    const status = (err as { status?: unknown }).status;
+    const type = (err as { type?: unknown }).type;
+    if (type === 'entity.too.large') {
+      res.status(413).json({ detail: `The waitlist form body is larger than ${WAITLIST_BODY_LIMIT_BYTES} bytes.` });
+      return;
+    }
+    if (type === 'encoding.unsupported') {
+      res.status(415).json({ detail: 'The waitlist form body uses a content encoding this server does not support; send it uncompressed.' });
+      return;
+    }
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      res.status(400).json({ detail: 'There was an error parsing the body.' });
+      return;
+    }
+    logError(`pages: ${req.method} ${req.originalUrl} failed`, err);
+    res.status(500).json({ detail: 'Internal Server Error' });
+  };
+
+  const homePage: express.RequestHandler = async (req, res) => {
+    const snapshot = await deps.snapshot();
+    const nowMs = deps.clock.nowMs();
+    const styleNonce = randomBytes(16).toString('base64');
+    const page = renderHomePage({
+      snapshot,
+      nowMs,
+      publicBaseUrl: baseUrl,
+      csrfToken: issueCsrfToken(deps.csrfSecret, nowMs),
+      styleNonce,
+      joined: req.query['joined'] === '1',
+    });
+    sendHtmlPage(res, styleNonce, page);
+  };
+
+  const statsPage: express.RequestHandler = async (_req, res) => {
+    const snapshot = await deps.snapshot();
+    const styleNonce = randomBytes(16).toString('base64');
+    sendHtmlPage(res, styleNonce, renderStatsPage({ snapshot, nowMs: deps.clock.nowMs(), styleNonce }));
+  };
+
+  const manifestJson: express.RequestHandler = (_req, res) => {
+    setCommonHeaders(res);
+    res.set('Cache-Control', 'public, max-age=300');
+    res.json(manifest);
+  };
+
+  const logo: express.RequestHandler = (_req, res) => {
+    setCommonHeaders(res);
+    res.set('Cache-Control', 'public, max-age=86400');
+    res.type('image/png').send(logoPng);
+  };
+
+  // Any content type is read (bounded) so that a wrong one gets a clear 415 rather than "email is empty".
+  const readBody = express.raw({ type: () => true, limit: WAITLIST_BODY_LIMIT_BYTES });
+
+  const joinWaitlist: express.RequestHandler = (req, res) => {
+    const parsed = parseWaitlistForm(formFields(req));
+    if (!parsed.ok) throw new PagesHttpError(422, parsed.errors);
+    const { form } = parsed;
+
+    const crossSite = crossSiteReason(req, baseUrl);
+    if (crossSite !== undefined) {
+      throw new PagesHttpError(
+        403,
+        `Cross-site waitlist submission refused (${crossSite}): open ${baseUrl}/ and submit the form from there.`,
+      );
+    }
+    const nowMs = deps.clock.nowMs();
+    const verdict = verifyCsrfToken(form.csrf, deps.csrfSecret, nowMs);
+    if (!verdict.ok) {
+      throw new PagesHttpError(
+        403,
+        `${CSRF_ADVICE[verdict.reason]}: reload ${baseUrl}/ and submit the waitlist form again (agents: take the hidden csrf field from that page's form).`,
+      );
+    }
+
+    // Duplicate addresses succeed the same way as new ones, so the answer never reveals who is on the list.
+    deps.waitlist.add({ email: form.email, kind: form.kind, note: form.note, joinedAtMs: Math.floor(nowMs) });
+
+    setCommonHeaders(res);
+    res.set('Cache-Control', 'no-store');
+    if (req.get('accept') !== undefined && req.accepts(['application/json', 'text/html']) === 'text/html') {
+      res.redirect(303, `${req.baseUrl}/?joined=1#waitlist`);
+      return;
+    }
+    res.json({ status: 'ok', kind: form.kind, email: form.email });
+  };
+
+  const router = express.Router();
+  router.get('/', homePage, sendError);
+  router.get('/stats', statsPage, sendError);
+  router.get('/llms.txt', (_req, res) => sendText(res, llmsTxt));
+  router.get('/robots.txt', (_req, res) => sendText(res, robotsTxt));
+  router.get('/.well-known/ai-plugin.json', manifestJson, sendError);
+  router.get('/logo.png', logo, sendError);
+  router.post('/api/v1/waitlist', readBody, joinWaitlist, sendError);
+  return router;
+}
