@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { claimId } from './claim.js';
+import { RelayError } from './issue.js';
+import { generateNodeKey } from './node-id.js';
+import { type UnsignedVote, parseVote, signVote, verifyVote, voteSigningBytes } from './vote.js';
+
+const voter = generateNodeKey();
+const other = generateNodeKey();
+const item = claimId({ kind: 'statement', title: 'boots', body: '' });
+const unsigned: UnsignedVote = {
+  schema: 'x.vote/1',
+  scheme: 'scp-s5',
+  item,
+  voter: voter.nodeId,
+  value: 'yes',
+  phase: 'vote',
+  slice: { t: 1, v: [other.nodeId], i: [] },
+  created_at: 1_763_600_000,
+  hint: { relay: 'a' },
+};
+
+describe('voteSigningBytes', () => {
+  it('is the canonical JSON without sig and hint', () => {
+    const text = new TextDecoder().decode(voteSigningBytes({ ...unsigned, sig: 'x' } as never));
+    expect(text).toBe(
+      `{"created_at":1763600000,"item":"${item}","phase":"vote","schema":"x.vote/1","scheme":"scp-s5",` +
+        `"slice":{"i":[],"t":1,"v":["${other.nodeId}"]},"value":"yes","voter":"${voter.nodeId}"}`,
+    );
+  });
+});
+
+describe('signVote and verifyVote', () => {
+  const vote = signVote(unsigned, voter.secretKey);
+  it('signs with unpadded base64url that verifies', () => {
+    expect(vote.sig).toMatch(/^[A-Za-z0-9_-]{86}$/);
+    expect(verifyVote(vote)).toBe(true);
+  });
+  it('survives key reordering, JSON round trips and hint changes', () => {
+    const reordered = JSON.parse(JSON.stringify(Object.fromEntries(Object.entries(vote).reverse()), null, 2)) as unknown;
+    const parsed = parseVote({ ...(reordered as object), hint: ['anything', 1] });
+    expect(parsed.ok && verifyVote(parsed.value)).toBe(true);
+    const { hint: _hint, ...withoutHint } = vote;
+    expect(verifyVote(withoutHint)).toBe(true);
+  });
+  it('fails when a signed field changes or the voter is someone else', () => {
+    expect(verifyVote({ ...vote, value: 'no' })).toBe(false);
+    expect(verifyVote({ ...vote, created_at: vote.created_at + 1 })).toBe(false);
+    expect(verifyVote({ ...vote, voter: other.nodeId })).toBe(false);
+    expect(verifyVote({ ...vote, voter: '00'.repeat(32) })).toBe(false);
+    expect(verifyVote({ ...vote, voter: 'not hex' })).toBe(false);
+  });
+  it('refuses to sign for another voter or a malformed document', () => {
+    expect(() => signVote(unsigned, other.secretKey)).toThrow(RelayError);
+    expect(() => signVote({ ...unsigned, phase: 'maybe' as never }, voter.secretKey)).toThrow(/phase/);
+  });
+});
+
+describe('parseVote', () => {
+  const vote = signVote(unsigned, voter.secretKey);
+  const issueTypes = (input: unknown) => {
+    const result = parseVote(input);
+    return result.ok ? [] : result.issues.map((i) => [i.loc.join('.'), i.type]);
+  };
+  it('accepts a signed vote with slice or slice_hash', () => {
+    expect(parseVote(vote)).toEqual({ ok: true, value: vote });
+    const { slice: _slice, ...rest } = vote;
+    expect(parseVote({ ...rest, slice_hash: 'ab'.repeat(32) }).ok).toBe(true);
+  });
+  it('names each bad field', () => {
+    expect(issueTypes({ ...vote, schema: 'x.vote/2' })).toEqual([['schema', 'literal_error']]);
+    expect(issueTypes({ ...vote, value: 'maybe' })).toEqual([['value', 'literal_error']]);
+    expect(issueTypes({ ...vote, item: 'AB'.repeat(32) })).toEqual([['item', 'string_pattern_mismatch']]);
+    expect(issueTypes({ ...vote, created_at: 1.5 })).toEqual([['created_at', 'int_type']]);
+    expect(issueTypes({ ...vote, created_at: -1 })).toEqual([['created_at', 'greater_than_equal']]);
+    expect(issueTypes({ ...vote, sig: `${vote.sig}=` })).toEqual([['sig', 'value_error']]);
+    expect(issueTypes({ ...vote, extra: 1 })).toEqual([['extra', 'extra_forbidden']]);
+    expect(issueTypes({ ...vote, slice_hash: 'ab'.repeat(32) })).toEqual([['slice_hash', 'value_error']]);
+    expect(issueTypes({ ...vote, slice: { t: 1, v: [voter.nodeId], i: [] } })).toEqual([['slice.v.0', 'value_error']]);
+    expect(issueTypes({ ...vote, slice: { t: 3, v: [other.nodeId], i: [] } })).toEqual([['slice.t', 'value_error']]);
+    const { sig: _sig, slice: _slice, ...bare } = vote;
+    expect(issueTypes(bare)).toEqual([
+      ['sig', 'missing'],
+      ['slice', 'missing'],
+    ]);
+    expect(issueTypes('vote')).toEqual([['', 'dict_type']]);
+  });
+  it('refuses signature spellings a lenient base64 decoder would accept', () => {
+    // The last character carries 4 unused bits: only A, Q, g, w leave them zero.
+    const last = vote.sig.at(-1) as string;
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const sibling = alphabet[alphabet.indexOf(last) + 1] as string;
+    expect(Buffer.from(vote.sig.slice(0, -1) + sibling, 'base64url')).toEqual(Buffer.from(vote.sig, 'base64url'));
+    expect(issueTypes({ ...vote, sig: vote.sig.slice(0, -1) + sibling })).toEqual([['sig', 'value_error']]);
+    expect(verifyVote({ ...vote, sig: vote.sig.slice(0, -1) + sibling })).toBe(false);
+  });
+});
