@@ -1,0 +1,159 @@
+import { execa, type ResultPromise } from 'execa';
+import type { Clock } from '../../core/clock.js';
+
+/**
+ * One emulator child process (qemu-system-arm, Renode or its stand-in) with what both backends
+ * need from it: its output as lines and as a bounded tail for failure reasons, a way to wait for
+ * a line, its exit as a promise, and a stop that always ends it (SIGTERM, then SIGKILL after a
+ * grace period). execa's `cleanup` kills it when the Node process exits, so no emulator outlives
+ * the bench.
+ */
+export interface EmulatorExit {
+  /** Exit status, or undefined when a signal ended it. */
+  exitCode: number | undefined;
+  signal: string | undefined;
+  /** Whether `stop()` asked it to end (so the exit is ours, not the firmware's). */
+  stoppedByUs: boolean;
+}
+
+export interface EmulatorProcessOptions {
+  clock: Clock;
+  /** How long SIGTERM may take before SIGKILL, host milliseconds. */
+  killGraceMs: number;
+  /** Lines of output kept for failure reasons. */
+  tailLines?: number;
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Whether stdin is a pipe the caller writes to (Renode's console monitor) or closed. */
+  stdin?: 'pipe' | 'ignore';
+}
+
+type LineListener = (line: string, stream: 'stdout' | 'stderr') => void;
+
+export class EmulatorProcess {
+  readonly pid: number | undefined;
+  readonly exited: Promise<EmulatorExit>;
+  private readonly child: ResultPromise;
+  private readonly tail: string[] = [];
+  private readonly tailLines: number;
+  private readonly lineListeners = new Set<LineListener>();
+  private readonly textListeners = new Set<(text: string, stream: 'stdout' | 'stderr') => void>();
+  private exitInfo: EmulatorExit | undefined;
+  private stopRequested = false;
+
+  constructor(
+    readonly file: string,
+    readonly args: readonly string[],
+    private readonly options: EmulatorProcessOptions,
+  ) {
+    this.tailLines = options.tailLines ?? 40;
+    this.child = execa(file, args, {
+      reject: false,
+      buffer: false,
+      cleanup: true,
+      stdin: options.stdin ?? 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      cwd: options.cwd,
+      env: options.env,
+      extendEnv: true,
+      // We send SIGKILL ourselves after our own grace period (on the injected clock).
+      forceKillAfterDelay: false,
+    });
+    this.pid = this.child.pid;
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const readable = this.child[stream];
+      if (!readable) continue;
+      readable.setEncoding('utf8');
+      let partial = '';
+      readable.on('data', (text: string) => {
+        for (const listener of this.textListeners) listener(text, stream);
+        partial += text;
+        const lines = partial.split(/\r?\n/);
+        partial = lines.pop() ?? '';
+        for (const line of lines) this.addLine(line, stream);
+      });
+      readable.on('end', () => {
+        if (partial) this.addLine(partial, stream);
+        partial = '';
+      });
+    }
+    this.exited = this.child.then(
+      (result) => this.recordExit(result.exitCode, result.signal),
+      // With reject:false execa only rejects for its own bugs; report it as an exit we did not want.
+      (err: unknown) => {
+        this.addLine(`hilbench: could not supervise ${file}: ${(err as Error).message}`, 'stderr');
+        return this.recordExit(undefined, undefined);
+      },
+    );
+  }
+
+  /** The last lines the process printed (both streams, in arrival order). */
+  outputTail(lines = this.tailLines): string {
+    return this.tail.slice(-lines).join('\n');
+  }
+
+  get hasExited(): boolean {
+    return this.exitInfo !== undefined;
+  }
+
+  get exit(): EmulatorExit | undefined {
+    return this.exitInfo;
+  }
+
+  /** Calls `listener` for every complete output line; returns an unsubscribe function. */
+  onLine(listener: LineListener): () => void {
+    this.lineListeners.add(listener);
+    return () => this.lineListeners.delete(listener);
+  }
+
+  /** Calls `listener` with raw output text as it arrives (prompts come without a newline). */
+  onText(listener: (text: string, stream: 'stdout' | 'stderr') => void): () => void {
+    this.textListeners.add(listener);
+    return () => this.textListeners.delete(listener);
+  }
+
+  /** Writes to the process's stdin (only with `stdin: 'pipe'`). */
+  write(text: string): void {
+    const stdin = this.child.stdin;
+    if (!stdin || stdin.destroyed) throw new Error(`${this.file} has no open stdin`);
+    stdin.write(text);
+  }
+
+  /** Ends the process: SIGTERM, then SIGKILL after `killGraceMs`. Resolves when it is gone. */
+  async stop(): Promise<EmulatorExit> {
+    if (this.exitInfo) return this.exitInfo;
+    this.stopRequested = true;
+    this.child.kill('SIGTERM');
+    const { clock, killGraceMs } = this.options;
+    const timer = clock.setTimeout(() => {
+      if (!this.exitInfo) this.child.kill('SIGKILL');
+    }, killGraceMs);
+    try {
+      return await this.exited;
+    } finally {
+      clock.clearTimeout(timer);
+    }
+  }
+
+  private addLine(line: string, stream: 'stdout' | 'stderr') {
+    this.tail.push(line);
+    if (this.tail.length > this.tailLines * 4) this.tail.splice(0, this.tail.length - this.tailLines);
+    for (const listener of this.lineListeners) listener(line, stream);
+  }
+
+  private recordExit(exitCode: number | undefined, signal: string | undefined): EmulatorExit {
+    this.exitInfo = { exitCode, signal, stoppedByUs: this.stopRequested };
+    return this.exitInfo;
+  }
+}
+
+/** Whether a process with `pid` still exists (signal 0 probes without sending anything). */
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
