@@ -1,0 +1,191 @@
+import type { Board } from '../../boards/board-schema.js';
+import type { Clock } from '../../core/clock.js';
+import { machineName } from '../../core/elf.js';
+import { type EngineRunStop, runEngine } from '../../sim/run-engine.js';
+import type { SimEngine, SimImage } from '../../sim/sim-engine.js';
+import { SimError } from '../../sim/sim-error.js';
+import {
+  BackendError,
+  type Device,
+  type FirmwareImage,
+  type RunOptions,
+  type RunStop,
+  throwIfCancelled,
+  type UartChunk,
+} from '../backend.js';
+
+/** Throughput of a simulated device since it was opened: what `npm run bench` reports. */
+export interface SimStats {
+  /** Instructions executed, over all runs and resets. */
+  instructions: number;
+  /** Simulated nanoseconds run, over all runs and resets. */
+  simulatedNanos: number;
+  /** Part of `simulatedNanos` skipped while the core slept (no instructions executed). */
+  sleptNanos: number;
+  /** Host milliseconds spent inside `run`, on the injected clock. */
+  hostMs: number;
+}
+
+/** What the device needs from its backend: how to build a fresh chip for an image. */
+export interface SimDeviceOptions {
+  createEngine: (image: SimImage) => SimEngine;
+  /** Host clock for `stats.hostMs`. */
+  clock: Clock;
+  sliceNanos?: number;
+  yieldToHost?: () => Promise<void>;
+}
+
+const elfMachineFor = { arm: 40, avr: 83 } as const;
+
+/**
+ * A board on the pure-TypeScript simulator. `flash` builds a fresh chip with the image loaded
+ * and held in reset; `run` releases it and runs in simulated time; `reset` builds a fresh chip
+ * again from the same image.
+ */
+export class SimDevice implements Device {
+  readonly timeBase = 'simulated' as const;
+  private readonly listeners = new Set<(chunk: UartChunk) => void>();
+  private readonly closing = new AbortController();
+  private image: FirmwareImage | undefined;
+  private engine: SimEngine | undefined;
+  private running = false;
+  private closed = false;
+  /** Totals of the engines replaced by reset or flash. */
+  private retired = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, droppedRxBytes: 0 };
+  private hostMs = 0;
+
+  constructor(
+    readonly board: Board,
+    private readonly options: SimDeviceOptions,
+  ) {}
+
+  get droppedUartBytes(): number {
+    return this.retired.droppedRxBytes + (this.engine?.droppedRxBytes ?? 0);
+  }
+
+  get stats(): SimStats {
+    const e = this.engine;
+    return {
+      instructions: this.retired.instructions + (e?.instructions ?? 0),
+      simulatedNanos: this.retired.simulatedNanos + (e?.nanos ?? 0),
+      sleptNanos: this.retired.sleptNanos + (e?.sleptNanos ?? 0),
+      hostMs: this.hostMs,
+    };
+  }
+
+  async flash(image: FirmwareImage, options: { signal?: AbortSignal } = {}): Promise<void> {
+    this.assertUsable('flash');
+    throwIfCancelled(options.signal, 'flash');
+    this.checkImage(image);
+    const engine = this.build(image);
+    this.retire();
+    this.image = image;
+    this.engine = engine;
+  }
+
+  onUart(listener: (chunk: UartChunk) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async run(durationNanos: number, options: RunOptions = {}): Promise<RunStop> {
+    this.assertUsable('run');
+    throwIfCancelled(options.signal, 'run');
+    const engine = this.engine;
+    if (!engine) throw new BackendError('bad-image', `run called before flash on ${this.board.id}: no firmware loaded`);
+    if (!Number.isFinite(durationNanos) || durationNanos < 0) {
+      throw new BackendError('internal', `run duration must be a finite, non-negative number of nanoseconds, not ${durationNanos}`);
+    }
+    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
+    this.running = true;
+    const startedMs = this.options.clock.nowMs();
+    let stop: EngineRunStop;
+    try {
+      stop = await runEngine(engine, {
+        endNanos: durationNanos,
+        sliceNanos: this.options.sliceNanos,
+        yieldToHost: this.options.yieldToHost,
+        signal,
+        until: options.until,
+        onUart: (chunk) => {
+          for (const listener of this.listeners) listener(chunk);
+        },
+      });
+    } catch (err) {
+      throw asBackendError(err, `simulating ${this.board.id}`);
+    } finally {
+      this.running = false;
+      this.hostMs += this.options.clock.nowMs() - startedMs;
+    }
+    if (stop.reason === 'cancelled') {
+      const why = this.closed ? 'the device was closed' : 'its abort signal fired';
+      throw new BackendError('cancelled', `run on ${this.board.id} cancelled after ${stop.elapsedNanos} simulated ns: ${why}`, {
+        cause: options.signal?.reason,
+      });
+    }
+    return stop;
+  }
+
+  async writeUart(bytes: Uint8Array): Promise<void> {
+    this.assertUsable('writeUart');
+    if (!this.engine) throw new BackendError('bad-image', `writeUart called before flash on ${this.board.id}: no firmware to receive it`);
+    this.engine.queueUartInput(bytes);
+  }
+
+  async reset(): Promise<void> {
+    this.assertUsable('reset');
+    if (!this.image) return;
+    const engine = this.build(this.image);
+    this.retire();
+    this.engine = engine;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.closing.abort(new Error('device closed'));
+    this.listeners.clear();
+  }
+
+  private build(image: FirmwareImage): SimEngine {
+    try {
+      return this.options.createEngine(image);
+    } catch (err) {
+      throw asBackendError(err, `loading the image into ${this.board.id}`);
+    }
+  }
+
+  /** Folds the current engine's counters into the totals; bytes still on their way to it are lost. */
+  private retire() {
+    const e = this.engine;
+    if (!e) return;
+    this.retired.instructions += e.instructions;
+    this.retired.simulatedNanos += e.nanos;
+    this.retired.sleptNanos += e.sleptNanos;
+    this.retired.droppedRxBytes += e.droppedRxBytes + e.pendingRxBytes;
+    this.engine = undefined;
+  }
+
+  private checkImage(image: FirmwareImage) {
+    const expected = elfMachineFor[this.board.mcu.architecture];
+    if (image.elf.machine !== expected) {
+      throw new BackendError(
+        'bad-image',
+        `ELF machine ${machineName(image.elf.machine)} does not match ${this.board.id}'s architecture ${this.board.mcu.architecture} (${machineName(expected)})`,
+      );
+    }
+  }
+
+  private assertUsable(what: string) {
+    if (this.closed) throw new BackendError('internal', `${what} on the sim device for ${this.board.id} after close`);
+    if (this.running && what !== 'writeUart') {
+      throw new BackendError('internal', `${what} on the sim device for ${this.board.id} while a run is in progress`);
+    }
+  }
+}
+
+function asBackendError(err: unknown, doing: string): BackendError {
+  if (err instanceof BackendError) return err;
+  if (err instanceof SimError) return new BackendError(err.kind, err.message, { cause: err });
+  return new BackendError('internal', `the simulator failed unexpectedly while ${doing}: ${(err as Error).message}`, { cause: err });
+}

@@ -1,0 +1,235 @@
+import {
+  adcConfig,
+  AVRADC,
+  AVRClock,
+  AVREEPROM,
+  avrInstruction,
+  AVRIOPort,
+  AVRSPI,
+  AVRTimer,
+  AVRTWI,
+  AVRUSART,
+  AVRWatchdog,
+  clockConfig,
+  CPU,
+  EEPROMMemoryBackend,
+  portBConfig,
+  portCConfig,
+  portDConfig,
+  spiConfig,
+  timer0Config,
+  timer1Config,
+  timer2Config,
+  twiConfig,
+  usart0Config,
+  watchdogConfig,
+} from 'avr8js';
+import type { Board } from '../boards/board-schema.js';
+import { loadSegments, type LoadTarget, type PlacedSegment } from './load-segments.js';
+import type { EngineHalt, EngineUartChunk, SimEngine, SimImage } from './sim-engine.js';
+import { SimError } from './sim-error.js';
+import { UartOutputBuffer } from './uart-output-buffer.js';
+
+/** AVR instruction words the engine watches for (AVR Instruction Set Manual). */
+const OP_BREAK = 0x9598;
+const OP_SLEEP = 0x9588;
+/** `rjmp .`: a jump to itself, which is how avr-libc's `_exit` ends (`cli` then `rjmp .`). */
+const OP_RJMP_SELF = 0xcfff;
+const SREG_I = 0x80;
+/** ELF addresses (avr-gcc convention): program memory at 0, data at 0x800000, EEPROM at 0x810000. */
+const ELF_EEPROM_START = 0x810000;
+const UCSRA_RXC = 0x80;
+const UCSRA_U2X = 0x02;
+const UCSRB_RXEN = 0x10;
+/** 8N1: start bit, eight data bits, stop bit. */
+const BITS_PER_CHAR = 10;
+
+const hex = (n: number) => `0x${n.toString(16).padStart(4, '0')}`;
+
+/**
+ * The cycle count of avr8js's next clock event (timer overflow, UART character), read from its
+ * private queue (`CPU.nextClockEvent`, avr8js 0.21) and checked at run time: if a later avr8js
+ * renames it, sleeping simply costs host time again (sleep tests then fail, loudly).
+ */
+function nextClockEventCycles(cpu: CPU): number | undefined {
+  const next: unknown = Reflect.get(cpu, 'nextClockEvent');
+  if (typeof next === 'object' && next !== null && 'cycles' in next && typeof next.cycles === 'number') return next.cycles;
+  return undefined;
+}
+
+/**
+ * One ATmega328P on avr8js with an image loaded, held at reset release (PC = reset vector 0).
+ *
+ * The chip has no fault mechanism, so the engine defines its stops (docs/backends/sim.md):
+ * exited, with status r24 (where avr-gcc passes `exit`'s argument), on `break`, on `sleep` with
+ * interrupts off, and on `rjmp .` with interrupts off (avr-libc's `_exit`); crashed when the PC
+ * leaves the program that was loaded (a jump into erased flash). `sleep` with interrupts on skips
+ * to the next timer or UART event instead of spinning.
+ */
+export class AvrEngine implements SimEngine {
+  readonly cpu: CPU;
+  readonly usart: AVRUSART;
+  readonly placed: PlacedSegment[];
+  readonly clockHz: number;
+  instructions = 0;
+  sleptNanos = 0;
+  droppedRxBytes = 0;
+  private readonly progMem: Uint16Array;
+  /** Program memory words that hold loaded bytes; anything past is erased flash. */
+  private readonly programEndWord: number;
+  private readonly nanosPerCycle: number;
+  private readonly tx = new UartOutputBuffer();
+  private readonly rxQueue: number[] = [];
+  private rxScheduled = false;
+  private halt: EngineHalt | undefined;
+  private outputReady = false;
+  private sleeping = false;
+
+  constructor(board: Board, image: SimImage) {
+    const mcu = board.mcu;
+    const flash = mcu.memory.find((m) => m.kind === 'flash');
+    const sram = mcu.memory.find((m) => m.kind === 'ram');
+    const eeprom = mcu.memory.find((m) => m.kind === 'eeprom');
+    if (!flash || !sram) throw new SimError('bad-image', `MCU ${mcu.id} has no flash or RAM region in its memory map`);
+    this.clockHz = mcu.clockHz;
+    this.nanosPerCycle = 1e9 / mcu.clockHz;
+
+    this.progMem = new Uint16Array(flash.sizeBytes / 2);
+    // Erased flash reads 0xffff, as on the chip.
+    this.progMem.fill(0xffff);
+    const eepromBackend = new EEPROMMemoryBackend(eeprom?.sizeBytes ?? 1024);
+    const targets: LoadTarget[] = [{ name: 'flash', start: flash.start, bytes: new Uint8Array(this.progMem.buffer) }];
+    if (eeprom) targets.push({ name: 'eeprom', start: ELF_EEPROM_START, bytes: eepromBackend.memory });
+    this.placed = loadSegments(image, targets);
+    const programEndByte = Math.max(...this.placed.filter((p) => p.target === 'flash').map((p) => p.paddr + p.sizeBytes), 0);
+    if (programEndByte === 0) throw new SimError('bad-image', 'the image places no bytes in program memory (flash at 0)');
+    this.programEndWord = Math.ceil(programEndByte / 2);
+
+    // Data memory: 32 registers + 224 I/O registers, then SRAM (RAMEND 0x8ff on the ATmega328P).
+    this.cpu = new CPU(this.progMem, sram.sizeBytes);
+    const clock = new AVRClock(this.cpu, mcu.clockHz, clockConfig);
+    new AVRTimer(this.cpu, timer0Config);
+    new AVRTimer(this.cpu, timer1Config);
+    new AVRTimer(this.cpu, timer2Config);
+    new AVRIOPort(this.cpu, portBConfig);
+    new AVRIOPort(this.cpu, portCConfig);
+    new AVRIOPort(this.cpu, portDConfig);
+    new AVREEPROM(this.cpu, eepromBackend);
+    new AVRSPI(this.cpu, spiConfig, mcu.clockHz);
+    new AVRTWI(this.cpu, twiConfig, mcu.clockHz);
+    new AVRADC(this.cpu, adcConfig);
+    new AVRWatchdog(this.cpu, watchdogConfig, clock);
+    this.usart = new AVRUSART(this.cpu, usart0Config, mcu.clockHz);
+    // onByteTransmit fires when the last stop bit leaves, so timestamps follow the baud rate.
+    this.usart.onByteTransmit = (value) => {
+      if (this.tx.push(value, this.nanos)) this.outputReady = true;
+    };
+  }
+
+  get nanos(): number {
+    return this.cpu.cycles * this.nanosPerCycle;
+  }
+
+  get asleepForever(): boolean {
+    return this.sleeping && this.nextEventCycles() === undefined && this.cpu.nextInterrupt < 0;
+  }
+
+  get pendingRxBytes(): number {
+    return this.rxQueue.length;
+  }
+
+  advance(targetNanos: number): EngineHalt | undefined {
+    if (this.halt) return this.halt;
+    this.outputReady = false;
+    const { cpu, progMem } = this;
+    const targetCycles = Math.ceil(targetNanos / this.nanosPerCycle);
+    while (cpu.cycles < targetCycles && !this.outputReady && !this.halt) {
+      const pc = cpu.pc;
+      if (pc >= this.programEndWord) {
+        this.halt = {
+          reason: 'crashed',
+          message: `PC ${hex(pc * 2)} left the loaded program (${hex(this.programEndWord * 2)} bytes): a jump into erased flash`,
+        };
+        break;
+      }
+      const opcode = progMem[pc]!;
+      const interruptsOff = (cpu.data[0x5f]! & SREG_I) === 0;
+      if (opcode === OP_BREAK || (interruptsOff && (opcode === OP_SLEEP || opcode === OP_RJMP_SELF))) {
+        this.halt = { reason: 'exited', exitCode: cpu.data[24]! };
+        break;
+      }
+      avrInstruction(cpu);
+      cpu.tick();
+      this.instructions++;
+      if (opcode === OP_SLEEP) this.sleepUntilEvent(targetCycles);
+    }
+    return this.halt;
+  }
+
+  /** After `sleep` with interrupts on: jump to the next clock event (timer, UART) or the slice end. */
+  private sleepUntilEvent(targetCycles: number) {
+    const { cpu } = this;
+    if (cpu.nextInterrupt >= 0) return;
+    const next = this.nextEventCycles();
+    if (next === undefined) {
+      // Nothing can wake the core before the slice ends; stay "asleep" so the run loop may skip ahead.
+      this.sleeping = true;
+      this.sleptNanos += Math.max(0, targetCycles - cpu.cycles) * this.nanosPerCycle;
+      cpu.cycles = Math.max(cpu.cycles, targetCycles);
+      // Execute the sleep again when we come back: it has no effect but time, and by then a UART
+      // byte may have been queued that wakes the core.
+      cpu.pc = (cpu.pc - 1 + this.progMem.length) % this.progMem.length;
+      return;
+    }
+    this.sleeping = false;
+    if (next > cpu.cycles) {
+      const to = Math.min(next, targetCycles);
+      this.sleptNanos += (to - cpu.cycles) * this.nanosPerCycle;
+      cpu.cycles = to;
+    }
+    cpu.tick();
+  }
+
+  private nextEventCycles(): number | undefined {
+    return nextClockEventCycles(this.cpu);
+  }
+
+  takeUartOutput(options: { partial: boolean }): EngineUartChunk | undefined {
+    return this.tx.take(options);
+  }
+
+  queueUartInput(bytes: Uint8Array): void {
+    this.rxQueue.push(...bytes);
+    this.scheduleRx();
+  }
+
+  private scheduleRx() {
+    if (this.rxScheduled || this.rxQueue.length === 0) return;
+    this.rxScheduled = true;
+    this.sleeping = false;
+    this.cpu.addClockEvent(() => {
+      this.rxScheduled = false;
+      this.deliverRxByte();
+      this.scheduleRx();
+    }, this.cyclesPerChar());
+  }
+
+  /** Character time from UBRR0 and U2X0 (datasheet §20.3.1), as avr8js's receiver uses. */
+  private cyclesPerChar(): number {
+    const { data } = this.cpu;
+    const ubrr = (data[usart0Config.UBRRH]! << 8) | data[usart0Config.UBRRL]!;
+    const multiplier = data[usart0Config.UCSRA]! & UCSRA_U2X ? 8 : 16;
+    return (ubrr + 1) * multiplier * BITS_PER_CHAR;
+  }
+
+  private deliverRxByte() {
+    const byte = this.rxQueue.shift();
+    if (byte === undefined) return;
+    const { data } = this.cpu;
+    const enabled = (data[usart0Config.UCSRB]! & UCSRB_RXEN) !== 0;
+    // avr8js keeps one received byte; a new one while RXC is still set would overwrite it silently.
+    // Count it as the overrun (DOR) it is on the chip and keep the unread byte.
+    if (!enabled || data[usart0Config.UCSRA]! & UCSRA_RXC) this.droppedRxBytes++;
+    else this.usart.writeByte(byte, true);
+  }
+}

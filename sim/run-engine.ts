@@ -1,0 +1,74 @@
+import type { EngineHalt, EngineUartChunk, SimEngine } from './sim-engine.js';
+
+/** How a bounded run of an engine ended; `elapsedNanos` counts from reset release. */
+export type EngineRunStop =
+  | { reason: 'elapsed'; elapsedNanos: number }
+  | { reason: 'until'; elapsedNanos: number }
+  | { reason: 'cancelled'; elapsedNanos: number }
+  | (EngineHalt & { elapsedNanos: number });
+
+export interface RunEngineOptions {
+  /** Simulated time since reset release at which the run ends. */
+  endNanos: number;
+  /** Simulated time executed between two yields to the host event loop. Default 1 ms. */
+  sliceNanos?: number;
+  signal?: AbortSignal;
+  /** Checked after every UART chunk and at every slice end; true stops the run. */
+  until?: () => boolean;
+  onUart: (chunk: EngineUartChunk) => void;
+  /** Lets the host event loop run (timers, sockets, HTTP); default `setImmediate`. */
+  yieldToHost?: () => Promise<void>;
+}
+
+export const DEFAULT_SLICE_NANOS = 1_000_000;
+
+const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Runs `engine` until `endNanos` of simulated time, a halt, `until`, or the abort signal, in
+ * slices: after each slice it hands UART output out, checks `until` and the signal, and yields
+ * to the event loop, so a long run never blocks the HTTP server. A core that sleeps with nothing
+ * scheduled to wake it jumps to the end of the run (the time still counts as elapsed).
+ */
+export async function runEngine(engine: SimEngine, options: RunEngineOptions): Promise<EngineRunStop> {
+  const sliceNanos = options.sliceNanos ?? DEFAULT_SLICE_NANOS;
+  const yieldToHost = options.yieldToHost ?? setImmediateYield;
+  const { signal, until, endNanos } = options;
+  const stopWith = (reason: 'elapsed' | 'until' | 'cancelled'): EngineRunStop =>
+    reason === 'elapsed'
+      ? { reason, elapsedNanos: engine.nanos }
+      : reason === 'until'
+        ? { reason, elapsedNanos: engine.nanos }
+        : { reason, elapsedNanos: engine.nanos };
+
+  /** Hands out ready chunks; returns a stop if one of them ended the run. */
+  const drain = (partial: boolean): EngineRunStop | undefined => {
+    for (let chunk = engine.takeUartOutput({ partial }); chunk; chunk = engine.takeUartOutput({ partial })) {
+      options.onUart(chunk);
+      if (signal?.aborted) return stopWith('cancelled');
+      if (until?.()) return stopWith('until');
+    }
+    return undefined;
+  };
+
+  if (signal?.aborted) return stopWith('cancelled');
+  for (;;) {
+    const sliceEnd = engine.asleepForever ? endNanos : Math.min(engine.nanos + sliceNanos, endNanos);
+    while (engine.nanos < sliceEnd) {
+      const halt = engine.advance(sliceEnd);
+      const stop = drain(false);
+      if (stop) return stop;
+      if (halt) {
+        const last = drain(true);
+        if (last && last.reason === 'cancelled') return last;
+        return { ...halt, elapsedNanos: engine.nanos };
+      }
+    }
+    const stop = drain(true);
+    if (stop) return stop;
+    if (engine.nanos >= endNanos) return stopWith('elapsed');
+    if (until?.()) return stopWith('until');
+    await yieldToHost();
+    if (signal?.aborted) return stopWith('cancelled');
+  }
+}

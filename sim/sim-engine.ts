@@ -1,0 +1,52 @@
+import type { ElfFile } from '../core/elf.js';
+
+/**
+ * What every simulation engine (RP2040 on rp2040js, ATmega328P on avr8js) offers the run loop
+ * (`runEngine`). An engine owns one freshly reset chip with the firmware loaded; resetting the
+ * device means building a new engine.
+ */
+
+/** The firmware bytes and their parsed ELF; the sim layer does not know `FirmwareImage`. */
+export interface SimImage {
+  readonly bytes: Uint8Array;
+  readonly elf: ElfFile;
+}
+
+/** Why the chip stopped executing on its own. */
+export type EngineHalt = { reason: 'exited'; exitCode: number } | { reason: 'crashed'; message: string };
+
+/** A run of UART bytes the firmware sent; `atNanos` is the simulated time of the first byte. */
+export interface EngineUartChunk {
+  atNanos: number;
+  bytes: Uint8Array;
+}
+
+export interface SimEngine {
+  /** Simulated nanoseconds since reset release. */
+  readonly nanos: number;
+  /** Instructions executed since reset release. */
+  readonly instructions: number;
+  /** Simulated nanoseconds skipped while the core slept (WFI/WFE, AVR SLEEP) instead of spinning. */
+  readonly sleptNanos: number;
+  /**
+   * True when the core sleeps and nothing is scheduled that could wake it (no timer alarm, no
+   * UART byte on its way): time can jump straight to the end of the run.
+   */
+  readonly asleepForever: boolean;
+  /**
+   * Executes until simulated time reaches `targetNanos`, the firmware halts (returned), or UART
+   * output is ready to hand out (`takeUartOutput`), whichever comes first.
+   */
+  advance(targetNanos: number): EngineHalt | undefined;
+  /** The next finished run of UART output, if any (a line, a full buffer, or what is left at a slice end). */
+  takeUartOutput(options: { partial: boolean }): EngineUartChunk | undefined;
+  /** Queues bytes for the firmware's UART receiver; they arrive one character time apart. */
+  queueUartInput(bytes: Uint8Array): void;
+  /** Received bytes the firmware lost (receiver full or disabled), plus bytes still queued at reset. */
+  readonly droppedRxBytes: number;
+  /** Bytes queued for the receiver that have not arrived yet. */
+  readonly pendingRxBytes: number;
+}
+
+/** Reports accesses the simulator does not model; called once per distinct message with its running count. */
+export type UnmodelledListener = (message: string, count: number) => void;
