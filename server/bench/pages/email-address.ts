@@ -66,13 +66,13 @@ export function parseEmailAddress(raw: string): EmailVerdict {
   if (lowerDomain.startsWith('.')) return fail('An email address cannot have a period immediately after the @-sign.');
   if (lowerDomain.endsWith('.')) return fail('An email address cannot end with a period.');
   if (lowerDomain.includes('..')) return fail('An email address cannot have two periods in a row.');
+  const badDomain = [...new Set([...lowerDomain].filter((ch) => ch !== '.' && !DOMAIN_LABEL.test(ch)))];
+  if (badDomain.length > 0) {
+    return fail(`The part after the @-sign contains invalid characters: ${badDomain.map((c) => `'${c}'`).join(', ')}.`);
+  }
   const labels = lowerDomain.split('.');
   if (labels.length < 2) return fail('The part after the @-sign is not valid. It should have a period.');
   for (const label of labels) {
-    const badDomain = [...new Set([...label].filter((ch) => !DOMAIN_LABEL.test(ch)))];
-    if (badDomain.length > 0) {
-      return fail(`The part after the @-sign contains invalid characters: ${badDomain.map((c) => `'${c}'`).join(', ')}.`);
-    }
     if (chars(label) > EMAIL_LABEL_MAX_CHARS) {
       return fail(`The part after the @-sign has a label longer than ${EMAIL_LABEL_MAX_CHARS} characters.`);
     }

@@ -1,0 +1,67 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteWaitlist } from './sqlite-waitlist.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDbPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'hilbench-waitlist-'));
+  dirs.push(dir);
+  return join(dir, 'bench.sqlite');
+}
+
+describe('SqliteWaitlist', () => {
+  it('adds, counts and lists newest first', () => {
+    const db = new Database(':memory:');
+    const list = new SqliteWaitlist(db);
+    expect(list.count()).toBe(0);
+    expect(list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1000 })).toEqual({ created: true });
+    expect(list.add({ email: 'b@example.org', kind: 'agent', note: 'ci', joinedAtMs: 2000 })).toEqual({ created: true });
+    expect(list.count()).toBe(2);
+    expect(list.list({ limit: 10 })).toEqual([
+      { email: 'b@example.org', kind: 'agent', note: 'ci', joinedAtMs: 2000 },
+      { email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1000 },
+    ]);
+    expect(list.list({ limit: 1 })).toHaveLength(1);
+    db.close();
+  });
+
+  it('keeps the first entry of an address: a second add changes nothing', () => {
+    const db = new Database(':memory:');
+    const list = new SqliteWaitlist(db);
+    list.add({ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 });
+    expect(list.add({ email: 'a@example.org', kind: 'team', note: 'overwritten?', joinedAtMs: 5000 })).toEqual({ created: false });
+    expect(list.list({ limit: 5 })).toEqual([{ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 }]);
+    db.close();
+  });
+
+  it('shares a database with other tables and survives reopening the file', () => {
+    const path = tempDbPath();
+    const db = new Database(path);
+    db.exec('CREATE TABLE agents (id TEXT PRIMARY KEY)');
+    new SqliteWaitlist(db).add({ email: 'kept@example.org', kind: 'team', note: 'n', joinedAtMs: 42 });
+    db.close();
+    const reopened = new Database(path);
+    const list = new SqliteWaitlist(reopened); // CREATE TABLE IF NOT EXISTS: no error, no loss
+    expect(list.count()).toBe(1);
+    expect(list.list({ limit: 1 })).toEqual([{ email: 'kept@example.org', kind: 'team', note: 'n', joinedAtMs: 42 }]);
+    reopened.close();
+  });
+
+  it('refuses an unknown kind or a fractional time, in code and in the table', () => {
+    const db = new Database(':memory:');
+    const list = new SqliteWaitlist(db);
+    // @ts-expect-error: the type refuses it too; this is the run-time guard.
+    expect(() => list.add({ email: 'a@example.org', kind: 'robot', note: '', joinedAtMs: 1 })).toThrow(/unknown waitlist kind/);
+    expect(() => list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1.5 })).toThrow(/integer/);
+    expect(() => db.prepare("INSERT INTO waitlist VALUES ('x@example.org', 'robot', '', 1)").run()).toThrow(/CHECK constraint/);
+    expect(list.count()).toBe(0);
+    db.close();
+  });
+});
