@@ -1,0 +1,224 @@
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import type { Board } from '../../boards/board-schema.js';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import type { Clock } from '../../core/clock.js';
+import { ElfError, parseElf } from '../../core/elf.js';
+import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, NANOS_PER_SECOND } from '../backend.js';
+import { type BenchBoard, type BenchFile, BenchFileError } from './bench-file.js';
+import type { ProbeTarget } from './probe-commands.js';
+import { ProbeDevice } from './probe-device.js';
+import { afterFailure, afterSuccess, type BoardHealth, InMemoryQuarantineStore, type QuarantineStore } from './quarantine-store.js';
+import { type SerialBinding, SerialLink } from './serial-link.js';
+
+export interface ProbeBackendOptions {
+  bench: BenchFile;
+  clock: Clock;
+  /** OpenOCD executable; default `openocd` from PATH. */
+  openocdPath?: string;
+  /** probe-rs executable; default `probe-rs` from PATH. */
+  probeRsPath?: string;
+  /** serialport binding; default the platform's. Unit tests pass `SerialPortMock.binding`. */
+  serialBinding?: SerialBinding;
+  /** Board health, persisted by the server; default in memory. */
+  quarantineStore?: QuarantineStore;
+  /** Boards the bench file may name; default the shipped catalog. */
+  boards?: readonly Board[];
+  /** Extra environment for the tools (e.g. `OPENOCD_SCRIPTS`). */
+  toolEnv?: Record<string, string>;
+}
+
+/** Outcome of `ProbeBackend.healthCheck`. On success the board is released from quarantine. */
+export type HealthCheckResult =
+  | { passed: true; uartText: string; elapsedNanos: number }
+  | { passed: false; reason: string; uartText: string };
+
+/**
+ * Real boards through OpenOCD or probe-rs, UART through `serialport` (docs/backends/probe.md).
+ * Attachment comes from the bench file; board health (quarantine after consecutive
+ * infrastructure failures) from the `QuarantineStore`.
+ */
+export class ProbeBackend implements Backend {
+  readonly name = 'probe' as const;
+  private readonly store: QuarantineStore;
+  private readonly boards: ReadonlyMap<string, Board>;
+  private readonly targets = new Map<string, ProbeTarget>();
+  private readonly inUse = new Set<string>();
+
+  constructor(private readonly options: ProbeBackendOptions) {
+    this.store = options.quarantineStore ?? new InMemoryQuarantineStore();
+    const boards = options.boards ?? loadBoardCatalog();
+    this.boards = new Map(boards.map((b) => [b.id, b]));
+    for (const [id, attachment] of Object.entries(options.bench.boards)) {
+      const board = this.boards.get(id);
+      if (!board) {
+        throw new BenchFileError(`${options.bench.source}: boards.${id}: no board "${id}" in the catalog (known: ${[...this.boards.keys()].join(', ')})`);
+      }
+      this.targets.set(id, resolveTarget(options.bench.source, board, attachment));
+    }
+  }
+
+  async availability(board: Board): Promise<Availability> {
+    const attachment = this.options.bench.boards[board.id];
+    if (!attachment) return { available: false, reason: this.notAttached(board.id) };
+    const health = await this.store.get(board.id);
+    if (health.quarantine) return { available: false, reason: health.quarantine.reason };
+    const tool = this.toolPath(attachment);
+    if (!isExecutable(tool)) {
+      return { available: false, reason: `${tool} is not installed or not executable on this host (install it, or set its path in the server options)` };
+    }
+    // Existence only: listing ports would spawn udevadm (see serial-link.ts).
+    if (!this.options.serialBinding && !existsSync(attachment.serial.path)) {
+      return { available: false, reason: `serial device ${attachment.serial.path} is missing: is ${board.id} plugged in?` };
+    }
+    return { available: true };
+  }
+
+  async open(board: Board, options: { signal?: AbortSignal } = {}): Promise<Device> {
+    const health = await this.store.get(board.id);
+    if (health.quarantine) throw new BackendError('unavailable', `board ${board.id}: ${health.quarantine.reason}`);
+    return this.openDevice(board, options.signal);
+  }
+
+  /** Current health of `boardId` (for `/admin` and `/api/v1/boards`). */
+  health(boardId: string): Promise<BoardHealth> {
+    return this.store.get(boardId);
+  }
+
+  /** An administrator puts `boardId` back in service: clears quarantine and the failure count. */
+  async release(boardId: string): Promise<void> {
+    this.attachmentOf(boardId);
+    await this.store.put(boardId, afterSuccess());
+  }
+
+  /**
+   * Flashes the bench file's health-check firmware on `boardId` (quarantined or not) and waits for
+   * its `expect` regex. Passing releases the board; failing leaves it as it is (an infrastructure
+   * failure counts as one more).
+   */
+  async healthCheck(boardId: string, options: { signal?: AbortSignal } = {}): Promise<HealthCheckResult> {
+    const attachment = this.attachmentOf(boardId);
+    const check = attachment.healthCheck;
+    if (!check) throw new BackendError('unavailable', `${this.options.bench.source}: boards.${boardId} has no healthCheck firmware`);
+    const image = readImage(check.elf);
+    const pattern = new RegExp(check.expect);
+    const board = this.boards.get(boardId)!;
+    const decoder = new TextDecoder();
+    let uartText = '';
+    const device = await this.openDevice(board, options.signal);
+    try {
+      device.onUart((chunk) => {
+        uartText += decoder.decode(chunk.bytes, { stream: true });
+      });
+      await device.flash(image, options);
+      const stop = await device.run(Math.round(check.withinSeconds * NANOS_PER_SECOND), { ...options, until: () => pattern.test(uartText) });
+      if (stop.reason !== 'until') {
+        return { passed: false, reason: `health check on ${boardId}: /${check.expect}/ did not appear within ${check.withinSeconds} s`, uartText };
+      }
+      await this.release(boardId);
+      return { passed: true, uartText, elapsedNanos: stop.elapsedNanos };
+    } catch (err) {
+      if (!(err instanceof BackendError)) throw err;
+      return { passed: false, reason: `health check on ${boardId} failed: ${err.message}`, uartText };
+    } finally {
+      await device.close();
+    }
+  }
+
+  private async openDevice(board: Board, signal: AbortSignal | undefined): Promise<ProbeDevice> {
+    const attachment = this.options.bench.boards[board.id];
+    const probe = this.targets.get(board.id);
+    if (!attachment || !probe) throw new BackendError('unavailable', this.notAttached(board.id));
+    if (this.inUse.has(board.id)) throw new BackendError('unavailable', `board ${board.id} is already open on this bench (one user at a time)`);
+    this.inUse.add(board.id);
+    const failed = async (error: BackendError) => {
+      const before = await this.store.get(board.id);
+      await this.store.put(board.id, afterFailure(before, error.message, this.options.bench.quarantineAfterFailures, this.options.clock.nowMs()));
+    };
+    try {
+      const link = await SerialLink.open({
+        path: attachment.serial.path,
+        baudRate: attachment.serial.baudRate,
+        binding: this.options.serialBinding,
+        clock: this.options.clock,
+        openTimeoutMs: attachment.timeouts.serialOpenMs,
+        signal,
+      });
+      return new ProbeDevice({
+        board,
+        attachment,
+        probe,
+        toolPath: this.toolPath(attachment),
+        toolEnv: this.options.toolEnv,
+        link,
+        clock: this.options.clock,
+        hooks: {
+          failed,
+          succeeded: () => this.store.put(board.id, afterSuccess()),
+          closed: () => this.inUse.delete(board.id),
+        },
+      });
+    } catch (err) {
+      this.inUse.delete(board.id);
+      if (err instanceof BackendError && err.isInfrastructure) await failed(err);
+      throw err;
+    }
+  }
+
+  private attachmentOf(boardId: string): BenchBoard {
+    const attachment = this.options.bench.boards[boardId];
+    if (!attachment) throw new BackendError('unavailable', this.notAttached(boardId));
+    return attachment;
+  }
+
+  private notAttached(boardId: string): string {
+    const listed = Object.keys(this.options.bench.boards);
+    return `board ${boardId} is not attached to this bench (${this.options.bench.source} lists ${listed.length > 0 ? listed.join(', ') : 'no boards'})`;
+  }
+
+  private toolPath(attachment: BenchBoard): string {
+    return attachment.probe.kind === 'openocd' ? (this.options.openocdPath ?? 'openocd') : (this.options.probeRsPath ?? 'probe-rs');
+  }
+}
+
+/** Combines the bench file's attachment with the board file's probe keys. */
+function resolveTarget(source: string, board: Board, attachment: BenchBoard): ProbeTarget {
+  const { probe } = attachment;
+  if (probe.kind === 'openocd') {
+    const target = probe.target ?? board.backends.probe?.openocdTarget;
+    if (!target) throw new BenchFileError(`${source}: boards.${board.id}.probe.target: required (the board file names no openocdTarget)`);
+    return { ...probe, target, resetMethod: attachment.resetMethod };
+  }
+  const chip = probe.chip ?? board.backends.probe?.probeRsChip;
+  if (!chip) throw new BenchFileError(`${source}: boards.${board.id}.probe.chip: required (the board file names no probeRsChip)`);
+  return { ...probe, chip };
+}
+
+/**
+ * Whether `tool` can be executed. A bare name is looked up on PATH only when spawned (bin/ alone
+ * reads the environment): a missing tool then fails the job as `unavailable`, exit 127.
+ */
+function isExecutable(tool: string): boolean {
+  if (!tool.includes('/')) return true;
+  try {
+    accessSync(tool, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function readImage(file: string): FirmwareImage {
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(readFileSync(file));
+  } catch (err) {
+    throw new BackendError('unavailable', `health-check firmware ${file} cannot be read: ${(err as Error).message}`);
+  }
+  try {
+    return { bytes, sha256: createHash('sha256').update(bytes).digest('hex'), elf: parseElf(bytes) };
+  } catch (err) {
+    if (err instanceof ElfError) throw new BackendError('bad-image', `health-check firmware ${file} is not a valid ELF: ${err.message}`);
+    throw err;
+  }
+}

@@ -1,0 +1,117 @@
+import { BackendError } from '../backend.js';
+import { outputTail, type ToolResult } from './run-tool.js';
+
+/**
+ * The command lines hilbench runs on real probes, and how their output maps to `BackendError`
+ * kinds. Output formats are those of OpenOCD 0.12 and probe-rs 0.32 (facts in
+ * /work/shared/design/backends.md, "Real probes"); test/fakes reproduce them.
+ */
+
+/** One attached probe, resolved from the bench file and the board file. */
+export type ProbeTarget =
+  | {
+      kind: 'openocd';
+      serialNumber: string;
+      interface: string;
+      target: string;
+      adapterSpeedKhz?: number;
+      resetMethod: 'system' | 'hardware';
+    }
+  | { kind: 'probe-rs'; serialNumber: string; vidPid: string; chip: string; protocol?: 'swd' | 'jtag' };
+
+export type ProbeStep = 'flash' | 'release reset' | 'halt';
+
+/** Quotes a path for an OpenOCD Tcl command: braces keep spaces and `$` literal. */
+function tclPath(file: string): string {
+  if (/[{}\\]/.test(file)) throw new BackendError('internal', `cannot pass path ${JSON.stringify(file)} to OpenOCD (braces or backslashes)`);
+  return `{${file}}`;
+}
+
+function openocdPrelude(p: Extract<ProbeTarget, { kind: 'openocd' }>): string[] {
+  const args = ['-f', p.interface, '-c', `adapter serial ${p.serialNumber}`];
+  if (p.adapterSpeedKhz !== undefined) args.push('-c', `adapter speed ${p.adapterSpeedKhz}`);
+  // srst_nogate: the adapter may drive nRST while the core is being examined.
+  if (p.resetMethod === 'hardware') args.push('-c', 'reset_config srst_only srst_nogate');
+  args.push('-f', p.target);
+  return args;
+}
+
+function probeRsSelector(p: Extract<ProbeTarget, { kind: 'probe-rs' }>): string[] {
+  const args = ['--chip', p.chip, '--probe', `${p.vidPid}:${p.serialNumber}`];
+  if (p.protocol) args.push('--protocol', p.protocol);
+  return args;
+}
+
+/**
+ * Flash and verify `elfPath`, leaving the core halted: OpenOCD's `program` without `reset` halts
+ * the core first (its `reset init`) and leaves it so; probe-rs's `download` does not run the image.
+ */
+export function flashArgs(p: ProbeTarget, elfPath: string): string[] {
+  if (p.kind === 'openocd') return [...openocdPrelude(p), '-c', `program ${tclPath(elfPath)} verify exit`];
+  return ['download', ...probeRsSelector(p), '--verify', elfPath];
+}
+
+/** Release reset so the firmware starts from its reset vector. */
+export function releaseResetArgs(p: ProbeTarget): string[] {
+  if (p.kind === 'openocd') return [...openocdPrelude(p), '-c', 'init; reset run; shutdown'];
+  return ['reset', ...probeRsSelector(p)];
+}
+
+/**
+ * Stop the firmware and hold it (`Device.reset`). probe-rs's CLI has no "reset and halt" (its
+ * `reset` only pulses reset), so there is none for probe-rs: ProbeDevice programs the image again.
+ */
+export function haltArgs(p: ProbeTarget): string[] | undefined {
+  if (p.kind === 'openocd') return [...openocdPrelude(p), '-c', 'init; reset halt; shutdown'];
+  return undefined;
+}
+
+/** Output lines that mean "no such probe attached", across adapters. */
+const probeNotFoundPatterns: RegExp[] = [
+  /Error: open failed/, // ST-LINK (stlink.cfg)
+  /unable to find a matching CMSIS-DAP device/,
+  /No J-Link device found/,
+  /unable to open ftdi device/i,
+  /No connected probes were found/, // probe-rs
+  /Probe was not found/i, // probe-rs, --probe selector not attached
+];
+
+const flashFailurePatterns: RegExp[] = [/\*\* Programming Failed \*\*/, /\*\* Verify Failed \*\*/, /Verification failed|verify failed/i];
+
+/** Whether the tool's output says the probe is not attached. */
+export function isProbeNotFound(output: string): boolean {
+  return probeNotFoundPatterns.some((p) => p.test(output));
+}
+
+/**
+ * The `BackendError` for a tool run that did not succeed, or undefined when it did. The message
+ * names the step, the board, the exit status and quotes the tail of the tool's output.
+ */
+export function toolFailure(step: ProbeStep, boardId: string, result: ToolResult, timeoutMs: number): BackendError | undefined {
+  const succeeded = result.stopped === undefined && result.exitCode === 0;
+  if (succeeded && !(step === 'flash' && flashFailurePatterns.some((p) => p.test(result.output)))) return undefined;
+
+  const tail = outputTail(result.output);
+  const status =
+    result.exitCode !== null ? `exit status ${result.exitCode}` : `killed by ${result.exitSignal ?? 'a signal'}`;
+  const quoted = tail ? `; last output:\n${tail}` : '; it printed nothing';
+  const details = { exitCode: result.exitCode ?? undefined, outputTail: tail };
+  const where = `${step} on ${boardId} (${result.command})`;
+
+  if (result.stopped === 'cancelled') return new BackendError('cancelled', `${where} cancelled`, details);
+  if (result.stopped === 'timeout') {
+    return new BackendError('timeout', `${where} did not finish within ${timeoutMs} ms and was killed${quoted}`, details);
+  }
+  if (isProbeNotFound(result.output)) {
+    return new BackendError(
+      'probe-not-found',
+      `${where}: no probe found (${status}); check the USB cable and the bench file's probe serial number${quoted}`,
+      details,
+    );
+  }
+  if (result.exitCode === 127) {
+    return new BackendError('unavailable', `${where}: the tool could not be started (${status})${quoted}`, details);
+  }
+  if (step === 'flash') return new BackendError('flash-failed', `${where}: flash or verify failed (${status})${quoted}`, details);
+  return new BackendError('reset-failed', `${where}: the target did not ${step === 'halt' ? 'halt' : 'reset'} (${status})${quoted}`, details);
+}

@@ -1,0 +1,295 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { type Board, elfMachineFor } from '../../boards/board-schema.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import { loadableSegments, machineName } from '../../core/elf.js';
+import {
+  BackendError,
+  type Device,
+  type FirmwareImage,
+  type RunOptions,
+  type RunStop,
+  throwIfCancelled,
+  type UartChunk,
+} from '../backend.js';
+import type { BenchBoard } from './bench-file.js';
+import { flashArgs, haltArgs, type ProbeStep, type ProbeTarget, releaseResetArgs, toolFailure } from './probe-commands.js';
+import { runTool } from './run-tool.js';
+import type { SerialLink } from './serial-link.js';
+
+const NANOS_PER_MS = 1_000_000;
+
+/** What the backend learns from a device: board health and exclusive use. */
+export interface ProbeDeviceHooks {
+  /** An infrastructure failure happened on this board. */
+  failed(error: BackendError): Promise<void>;
+  /** A run released reset and captured to its end. */
+  succeeded(): Promise<void>;
+  /** The device closed; the board is free again. */
+  closed(): void;
+}
+
+export interface ProbeDeviceOptions {
+  board: Board;
+  attachment: BenchBoard;
+  probe: ProbeTarget;
+  /** The tool for `probe.kind`. */
+  toolPath: string;
+  toolEnv?: Record<string, string>;
+  link: SerialLink;
+  clock: Clock;
+  hooks: ProbeDeviceHooks;
+}
+
+/**
+ * Checks that `image` can be programmed into `board`: the right architecture, and every byte it
+ * carries inside a flash (or ROM) region of the MCU, since a probe can only program flash.
+ */
+export function checkImageForProbe(board: Board, image: FirmwareImage): void {
+  const expected = elfMachineFor[board.mcu.architecture];
+  if (image.elf.machine !== expected) {
+    throw new BackendError(
+      'bad-image',
+      `ELF machine ${machineName(image.elf.machine)} does not match ${board.id}'s architecture ${board.mcu.architecture} (${machineName(expected)})`,
+    );
+  }
+  const segments = loadableSegments(image.elf).filter((s) => s.fileSizeBytes > 0);
+  if (segments.length === 0) throw new BackendError('bad-image', 'the ELF has no loadable (PT_LOAD) segments with bytes to program');
+  const flash = board.mcu.memory.filter((r) => r.kind === 'flash');
+  for (const s of segments) {
+    const inside = flash.some((r) => s.paddr >= r.start && s.paddr + s.fileSizeBytes <= r.start + r.sizeBytes);
+    if (!inside) {
+      const regions = flash.map((r) => `${r.name} 0x${r.start.toString(16)}..0x${(r.start + r.sizeBytes).toString(16)}`).join(', ');
+      throw new BackendError(
+        'bad-image',
+        `segment at 0x${s.paddr.toString(16)} (${s.fileSizeBytes} bytes) lies outside ${board.mcu.id}'s flash (${regions}); a probe can only program flash`,
+      );
+    }
+  }
+}
+
+/**
+ * A real board behind a probe. The order never loses the first line: `flash` leaves the core
+ * halted; the serial port was opened when the device was; `run` flushes stale input, starts
+ * delivering bytes and only THEN releases reset. Timestamps count from the moment the release
+ * command is started, a lower bound on the real release (the tool's start-up, tens of ms, sits
+ * between the two), so `atNanos` never claims a byte came before reset.
+ */
+export class ProbeDevice implements Device {
+  readonly timeBase = 'wall' as const;
+  /** The OS tty layer does not report overruns, and nothing here buffers without bound. */
+  readonly droppedUartBytes = 0;
+  /** Bytes that arrived while the core was held or before release: the previous firmware's, not counted as this run's. */
+  discardedBeforeResetBytes = 0;
+
+  readonly board: Board;
+  private readonly listeners = new Set<(chunk: UartChunk) => void>();
+  private readonly tools = new Set<AbortController>();
+  private readonly wakers = new Set<() => void>();
+  private state: 'empty' | 'held' | 'running' = 'empty';
+  /** The image last programmed, for probe-rs's reset (see `reset`). */
+  private image: FirmwareImage | undefined;
+  private releaseMs = 0;
+  private lastAtNanos = 0;
+  /** The reset-release command while it is still running. */
+  private release: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: ProbeDeviceOptions) {
+    this.board = options.board;
+    options.link.onData((bytes) => this.receive(bytes));
+    options.link.onLost((error) => {
+      void this.options.hooks.failed(error);
+      this.wake();
+    });
+  }
+
+  async flash(image: FirmwareImage, options: { signal?: AbortSignal } = {}): Promise<void> {
+    this.assertUsable();
+    throwIfCancelled(options.signal, 'flash');
+    checkImageForProbe(this.board, image);
+    this.image = undefined;
+    this.state = 'empty';
+    await this.program(image, options.signal);
+    this.image = image;
+    this.state = 'held';
+  }
+
+  onUart(listener: (chunk: UartChunk) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async run(durationNanos: number, options: RunOptions = {}): Promise<RunStop> {
+    this.assertUsable();
+    throwIfCancelled(options.signal, 'run');
+    if (this.state === 'empty') throw new BackendError('bad-image', 'run called before flash: no firmware loaded');
+    if (this.state === 'held') await this.releaseReset(options.signal);
+
+    const deadlineMs = this.releaseMs + Math.ceil(durationNanos / NANOS_PER_MS);
+    const elapsedNanos = () => (this.options.clock.nowMs() - this.releaseMs) * NANOS_PER_MS;
+    const reason = await this.waitFor(deadlineMs, options);
+    // The firmware may finish its hello before the release command exits: wait for the
+    // command, so a failed reset is never reported as a successful run.
+    if (this.release) await this.release;
+    await this.options.hooks.succeeded();
+    return { reason, elapsedNanos: Math.max(elapsedNanos(), this.lastAtNanos) };
+  }
+
+  async writeUart(bytes: Uint8Array): Promise<void> {
+    this.assertUsable();
+    await this.options.link.write(bytes);
+  }
+
+  async reset(): Promise<void> {
+    this.assertUsable();
+    const image = this.image;
+    if (!image) return;
+    if (this.release) await this.release.catch(() => undefined);
+    this.state = 'held';
+    const args = haltArgs(this.options.probe);
+    if (args) {
+      await this.tool('halt', args, this.options.attachment.timeouts.resetMs, undefined);
+    } else {
+      // probe-rs cannot halt from its CLI; programming again leaves the core halted, so the
+      // next run's capture holds nothing of the old firmware (docs/backends/probe.md).
+      this.state = 'empty';
+      await this.program(image, undefined);
+      this.state = 'held';
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.listeners.clear();
+    // Tools get SIGTERM (then SIGKILL); wait for them so nothing outlives the device.
+    for (const controller of this.tools) controller.abort(new Error('device closed'));
+    this.wake();
+    if (this.release) await this.release.catch(() => undefined);
+    await this.options.link.close();
+    this.options.hooks.closed();
+  }
+
+  /** Writes `image` to a temporary file and programs it with the probe tool; the core stays halted. */
+  private async program(image: FirmwareImage, signal: AbortSignal | undefined) {
+    // The tools read a file; the image lives in memory (it may never have had a path).
+    const dir = await mkdtemp(path.join(tmpdir(), 'hilbench-probe-'));
+    const elfPath = path.join(dir, `${image.sha256.slice(0, 16)}.elf`);
+    try {
+      await writeFile(elfPath, image.bytes);
+      await this.tool('flash', flashArgs(this.options.probe, elfPath), this.options.attachment.timeouts.flashMs, signal);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Flushes stale input, opens the gate, then starts the release command (not awaited). */
+  private async releaseReset(signal: AbortSignal | undefined) {
+    await this.options.link.flushInput().catch((error: unknown) => this.failWith(error));
+    this.releaseMs = this.options.clock.nowMs();
+    this.lastAtNanos = 0;
+    this.state = 'running';
+    const release = this.tool('release reset', releaseResetArgs(this.options.probe), this.options.attachment.timeouts.resetMs, signal);
+    this.release = release.then(
+      () => {
+        this.release = undefined;
+      },
+      (error: unknown) => {
+        this.release = undefined;
+        // Unknown state: the next run tries the release again.
+        this.state = 'held';
+        throw error;
+      },
+    );
+    // Failures surface through `waitFor`; this keeps an early one from being "unhandled".
+    this.release.catch(() => this.wake());
+  }
+
+  /** Waits for the deadline, `until`, cancellation, a lost port or a failed release. */
+  private waitFor(deadlineMs: number, options: RunOptions): Promise<'elapsed' | 'until'> {
+    const { clock } = this.options;
+    return new Promise((resolve, reject) => {
+      let releaseError: unknown;
+      this.release?.catch((error: unknown) => {
+        releaseError = error;
+      });
+      const check = () => {
+        if (this.closed) return finish(new BackendError('cancelled', `run on ${this.board.id} cancelled: device closed`));
+        if (options.signal?.aborted) {
+          return finish(new BackendError('cancelled', 'run cancelled', { cause: options.signal.reason }));
+        }
+        if (this.options.link.lost) return finish(this.options.link.lost);
+        if (releaseError !== undefined) return finish(releaseError);
+        if (options.until?.()) return finish(undefined, 'until');
+        if (clock.nowMs() >= deadlineMs) return finish(undefined, 'elapsed');
+      };
+      const finish = (error: unknown, reason?: 'elapsed' | 'until') => {
+        clock.clearTimeout(timer);
+        this.wakers.delete(check);
+        options.signal?.removeEventListener('abort', onAbort);
+        if (error !== undefined || !reason) {
+          // A cancelled run kills the release command too.
+          for (const controller of this.tools) controller.abort(new Error('run stopped'));
+          reject(error);
+        } else resolve(reason);
+      };
+      const onAbort = () => check();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      this.wakers.add(check);
+      this.release?.catch(() => check());
+      const timer: TimerHandle = clock.setTimeout(check, Math.max(0, deadlineMs - clock.nowMs()));
+      check();
+    });
+  }
+
+  private receive(bytes: Uint8Array) {
+    if (this.state !== 'running' || this.closed) {
+      this.discardedBeforeResetBytes += bytes.length;
+      return;
+    }
+    // Host clocks can step backwards; timestamps must not.
+    const atNanos = Math.max(this.lastAtNanos, (this.options.clock.nowMs() - this.releaseMs) * NANOS_PER_MS);
+    this.lastAtNanos = atNanos;
+    const chunk = { atNanos, bytes: bytes.slice() };
+    for (const listener of this.listeners) listener(chunk);
+    this.wake();
+  }
+
+  private wake() {
+    for (const waker of [...this.wakers]) waker();
+  }
+
+  /** Runs one tool step; a failure becomes the step's `BackendError`, recorded for board health. */
+  private async tool(step: ProbeStep, args: string[], timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.tools.add(controller);
+    try {
+      const result = await runTool(this.options.toolPath, args, {
+        clock: this.options.clock,
+        timeoutMs,
+        killGraceMs: this.options.attachment.timeouts.killGraceMs,
+        signal: controller.signal,
+        env: this.options.toolEnv,
+      });
+      const failure = toolFailure(step, this.board.id, result, timeoutMs);
+      if (failure) await this.failWith(failure);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      this.tools.delete(controller);
+    }
+  }
+
+  private async failWith(error: unknown): Promise<never> {
+    if (error instanceof BackendError && error.isInfrastructure) await this.options.hooks.failed(error);
+    throw error;
+  }
+
+  private assertUsable() {
+    if (this.closed) throw new BackendError('internal', `probe device for ${this.board.id} used after close`);
+    if (this.options.link.lost) throw this.options.link.lost;
+  }
+}
