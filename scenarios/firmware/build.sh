@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds the example firmware (hello, exit, crash) for every board in boards/*.yaml.
+#
+#   scenarios/firmware/build.sh [--out DIR] [BOARD...]
+#
+# Default output is this folder: <board>/<program>.elf, the committed prebuilt images.
+# Needs Debian's arm-none-eabi-gcc (gcc-arm-none-eabi) and avr-gcc (gcc-avr, avr-libc).
+# Builds are reproducible with one toolchain (no build id, no .comment, no absolute paths),
+# but not across toolchain versions: ci/check-firmware.sh compares behaviour, not bytes.
+# After a rebuild of the committed images run `npx tsx scenarios/firmware/update-manifest.ts`.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+OUT="$HERE"
+BOARDS=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --out) OUT="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -*) echo "build.sh: unknown option $1" >&2; exit 2 ;;
+    *) BOARDS+=("$1"); shift ;;
+  esac
+done
+cd "$HERE"
+
+PROGRAMS=(hello exit crash)
+# -g0 and no __FILE__ keep absolute paths out of the images (avr-gcc 5.4 lacks -ffile-prefix-map).
+COMMON_CFLAGS=(-Os -std=c11 -ffreestanding -fno-builtin -ffunction-sections -fdata-sections -fno-ident -g0
+  -Wall -Wextra -Werror)
+# A small segment alignment keeps the images a few hundred bytes instead of padded to 64 KiB pages.
+COMMON_LDFLAGS=(-Wl,--gc-sections -Wl,-z,max-page-size=16 -Wl,--strip-debug)
+
+wanted() { # is board $1 selected on the command line (or no selection)?
+  [[ ${#BOARDS[@]} -eq 0 ]] && return 0
+  local b; for b in "${BOARDS[@]}"; do [[ "$b" == "$1" ]] && return 0; done; return 1
+}
+
+# arm BOARD CPU LAYOUT PLATFORM [-DNAME=VALUE...]
+arm() {
+  local board="$1" cpu="$2" layout="$3" platform="$4"; shift 4
+  wanted "$board" || return 0
+  mkdir -p "$OUT/$board"
+  local prog
+  for prog in "${PROGRAMS[@]}"; do
+    arm-none-eabi-gcc -mcpu="$cpu" -mthumb "${COMMON_CFLAGS[@]}" -nostdlib -DBOARD_ID="\"$board\"" "$@" \
+      -Lld -T "$layout.ld" "${COMMON_LDFLAGS[@]}" -Wl,--build-id=none \
+      -o "$OUT/$board/$prog.elf" arm/startup.c arm/arm-common.c "arm/$platform.c" src/print.c "src/$prog.c" -lgcc
+  done
+  echo "built $board (arm $cpu, ld/$layout.ld, arm/$platform.c)"
+}
+
+# avr BOARD MCU F_CPU
+avr() {
+  local board="$1" mcu="$2" fcpu="$3"
+  wanted "$board" || return 0
+  mkdir -p "$OUT/$board"
+  local prog
+  for prog in "${PROGRAMS[@]}"; do
+    avr-gcc -mmcu="$mcu" "${COMMON_CFLAGS[@]}" -DF_CPU="${fcpu}UL" -DBOARD_ID="\"$board\"" \
+      "${COMMON_LDFLAGS[@]}" -o "$OUT/$board/$prog.elf" avr/uno.c src/print.c "src/$prog.c"
+  done
+  echo "built $board (avr $mcu)"
+}
+
+# SYSTICK_HZ is the core clock the board's backend models from reset (delays count it):
+#   QEMU 7.2 hw/arm/mps2.c SYSCLK_FRQ 25 MHz; hw/arm/mps2-tz.c 20 MHz; hw/arm/netduino2.c 120 MHz;
+#   hw/arm/netduinoplus2.c 168 MHz; hw/arm/stm32vldiscovery.c 24 MHz; lm3s6965evb: 12 MHz, the
+#   clock QEMU's stellaris.c derives from the reset value of RCC (measured: 10 ticks per second).
+#   stm32f4-discovery: 16 MHz HSI, what the real chip runs on after reset. Renode's stm32f4.repl
+#   clocks SysTick at 72 MHz, so there ticks come 4.5 times as often (unverified here).
+# USART_CLOCK_HZ is the STM32 reset clock (HSI) so the baud rate is right on real silicon too.
+arm mps2-an385 cortex-m3 mps2 uart-cmsdk -DUART_BASE=0x40004000u -DSYSTICK_HZ=25000000u
+arm mps2-an386 cortex-m4 mps2 uart-cmsdk -DUART_BASE=0x40004000u -DSYSTICK_HZ=25000000u
+arm mps2-an500 cortex-m7 mps2 uart-cmsdk -DUART_BASE=0x40004000u -DSYSTICK_HZ=25000000u
+arm mps2-an505 cortex-m33 mps2-an505 uart-cmsdk -DUART_BASE=0x50200000u -DSYSTICK_HZ=20000000u
+arm lm3s6965evb cortex-m3 lm3s6965 uart-stellaris -DSYSTICK_HZ=12000000u
+arm netduino2 cortex-m3 stm32f205rf uart-stm32 -DSTM32_F2F4 -DUSART_NUMBER=1 -DUSART_CLOCK_HZ=16000000u -DSYSTICK_HZ=120000000u
+arm netduinoplus2 cortex-m4 stm32f4 uart-stm32 -DSTM32_F2F4 -DUSART_NUMBER=1 -DUSART_CLOCK_HZ=16000000u -DSYSTICK_HZ=168000000u
+arm stm32vldiscovery cortex-m3 stm32f100rb uart-stm32 -DSTM32_F1 -DUSART_CLOCK_HZ=8000000u -DSYSTICK_HZ=24000000u
+arm stm32f4-discovery cortex-m4 stm32f4 uart-stm32 -DSTM32_F2F4 -DUSART_NUMBER=2 -DUSART_CLOCK_HZ=16000000u -DSYSTICK_HZ=16000000u
+arm microbit cortex-m0 nrf51822 nrf51
+arm pico cortex-m0plus rp2040 rp2040
+avr uno atmega328p 16000000

@@ -1,0 +1,104 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import type { Board } from '../../boards/board-schema.js';
+
+/**
+ * The example firmware manifest (scenarios/firmware/manifest.json): for every board, which
+ * prebuilt ELF runs where and what it must print. Tests read it through `loadFirmwareManifest`;
+ * `expectedFirmware` is the single place that says what each program prints, and
+ * update-manifest.ts writes the file from it.
+ */
+
+export const firmwareDir = path.dirname(fileURLToPath(import.meta.url));
+export const firmwarePrograms = ['hello', 'exit', 'crash'] as const;
+export type FirmwareProgram = (typeof firmwarePrograms)[number];
+
+export const firmwareEntrySchema = z
+  .object({
+    board: z.string().min(1),
+    program: z.enum(firmwarePrograms),
+    /** Relative to scenarios/firmware/. */
+    path: z.string().regex(/^[a-z0-9-]+\/[a-z]+\.elf$/),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    sizeBytes: z.number().int().positive(),
+    backend: z.enum(['sim', 'qemu', 'renode']),
+    /** A JavaScript regular expression the start of the UART capture must match. */
+    uartPattern: z.string().min(1),
+    /** `runs`: prints for ever; `exits`: stops with `exitCode`; `crashes`: faults after printing. */
+    outcome: z.enum(['runs', 'exits', 'crashes']),
+    exitCode: z.number().int().nullable(),
+    /** Exit status of qemu-system-arm when the program stops on its own (3 on exit, 134 on lockup). */
+    qemuExitStatus: z.number().int().nullable(),
+    /** The emulator ci/check-firmware.sh runs this image on, or null when none can run here (Renode). */
+    checkedWith: z.enum(['rp2040js', 'avr8js', 'qemu-system-arm']).nullable(),
+  })
+  .strict();
+export type FirmwareEntry = z.infer<typeof firmwareEntrySchema>;
+
+export const firmwareManifestSchema = z
+  .object({
+    version: z.literal(1),
+    description: z.string(),
+    firmware: z.array(firmwareEntrySchema).min(1),
+  })
+  .strict();
+export type FirmwareManifest = z.infer<typeof firmwareManifestSchema>;
+
+/** Reads and validates manifest.json (default: the committed one). */
+export function loadFirmwareManifest(file = path.join(firmwareDir, 'manifest.json')): FirmwareManifest {
+  const parsed = firmwareManifestSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+  if (!parsed.success) {
+    throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return parsed.data;
+}
+
+/** Absolute path of an entry's ELF. */
+export const firmwarePath = (entry: Pick<FirmwareEntry, 'path'>) => path.join(firmwareDir, entry.path);
+
+export const sha256Hex = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** What board_crash_description says in arm/arm-common.c and avr/uno.c. */
+export const crashDescription = {
+  arm: 'jumping to 0xfffffff0 (execute-never) with no fault handler',
+  avr: 'jumping to word address 0x7ff0, beyond the 16 Ki-word flash',
+} as const;
+
+/** The backend that runs a board's example firmware: the simulator, else QEMU, else Renode. */
+export function firmwareBackendFor(board: Board): FirmwareEntry['backend'] {
+  if (board.backends.sim) return 'sim';
+  if (board.backends.qemu) return 'qemu';
+  if (board.backends.renode) return 'renode';
+  throw new Error(`board ${board.id} has no sim, qemu or renode backend to run example firmware on`);
+}
+
+/** The expected behaviour of `program` on `board`: everything in an entry except the file facts. */
+export function expectedFirmware(
+  board: Board,
+  program: FirmwareProgram,
+): Omit<FirmwareEntry, 'sha256' | 'sizeBytes'> {
+  const backend = firmwareBackendFor(board);
+  const id = escapeRegExp(board.id);
+  const checkedWith: FirmwareEntry['checkedWith'] = backend === 'qemu' ? 'qemu-system-arm' : backend === 'sim' ? (board.mcu.architecture === 'avr' ? 'avr8js' : 'rp2040js') : null;
+  const base = { board: board.id, program, path: `${board.id}/${program}.elf`, backend, checkedWith };
+  switch (program) {
+    case 'hello':
+      return { ...base, uartPattern: `^hilbench hello board=${id}\\r\\ntick 1\\r\\ntick 2\\r\\ntick 3\\r\\n`, outcome: 'runs', exitCode: null, qemuExitStatus: null };
+    case 'exit':
+      return { ...base, uartPattern: `^hilbench exit board=${id} code=3\\r\\n`, outcome: 'exits', exitCode: 3, qemuExitStatus: backend === 'qemu' ? 3 : null };
+    case 'crash':
+      return {
+        ...base,
+        uartPattern: `^hilbench crash board=${id}: ${escapeRegExp(crashDescription[board.mcu.architecture])}\\r\\n`,
+        outcome: 'crashes',
+        exitCode: null,
+        // QEMU: "qemu: fatal: Lockup: can't escalate 3 to HardFault", then abort() (128 + SIGABRT).
+        qemuExitStatus: backend === 'qemu' ? 134 : null,
+      };
+  }
+}
