@@ -222,7 +222,8 @@ describe('POST /api/v1/waitlist: CSRF and origin (403, nothing stored)', () => {
   });
 
   it('refuses a browser post from another site even with a valid token', async () => {
-    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { origin: 'null' }]) {
+    const crossSiteHeaders: Record<string, string>[] = [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'https://evil.example' }, { origin: 'null' }];
+    for (const headers of crossSiteHeaders) {
       const { status, json } = await post({ email: 'x@example.org', csrf: freshToken() }, headers);
       expect(status).toBe(403);
       expect((json as { detail: string }).detail).toMatch(/^Cross-site waitlist submission refused/);
