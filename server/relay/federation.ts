@@ -1,0 +1,299 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { type Clock, isoFromMs } from '../../core/clock.js';
+import type { FileStore } from './file-store.js';
+import { claimId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
+import { RelayError } from './relay-error.js';
+import { relayLimits, relayProtocol } from './relay-facts.js';
+import { codePointText, registerBody } from './relay-schemas.js';
+import type { RelayStore } from './relay-store.js';
+import { verifySignedDocument } from './signed-document.js';
+import type { Voting } from './voting.js';
+
+export interface FederationOptions {
+  store: RelayStore;
+  clock: Clock;
+  files: FileStore;
+  voting: Voting;
+  /** This relay's base URL (a peer with the same URL is refused). */
+  baseUrl: string;
+  selfNodeId: string;
+  /** Outbound HTTP, injected so tests can intercept it (msw) and refuse stray requests. */
+  fetch: typeof fetch;
+  /** Bound on one outbound request. */
+  requestTimeoutMs?: number;
+  /** Event pages pulled from one peer per probe (each at most `eventsPageMax` events). */
+  maxPagesPerProbe?: number;
+  log: (message: string, cause: unknown) => void;
+}
+
+export interface PeerRow {
+  url: string;
+  node_id: string | null;
+  added_ms: number;
+  added_by: string | null;
+  cursor: number;
+  last_probe_ms: number | null;
+  reachable: number | null;
+  last_error: string | null;
+  version: string | null;
+  pulled_events: number;
+  rejected_events: number;
+}
+
+/** Result of probing one peer. */
+export interface ProbeResult {
+  url: string;
+  reachable: boolean;
+  node_id: string | null;
+  version: string | null;
+  pulled: number;
+  rejected: number;
+  cursor: number;
+  error: string | null;
+}
+
+interface WireEvent {
+  seq: number;
+  kind: string;
+  author: string;
+  subject: string;
+  data: unknown;
+}
+
+/**
+ * Federation: the relay knows its peers, probes their /health, and pulls their /events feed,
+ * verifying everything before storing it (node registrations by their signature, claims by
+ * recomputing their id, files by hashing their bytes, votes with the core's `verifyVote`).
+ * What it stores it re-publishes in its own feed, so items travel across a chain of relays.
+ * Nothing arrives unasked: a relay only pulls, never accepts pushes.
+ */
+export class Federation {
+  private readonly timeoutMs: number;
+  private readonly maxPages: number;
+  private probing = new Map<string, Promise<ProbeResult>>();
+
+  constructor(private readonly o: FederationOptions) {
+    this.timeoutMs = o.requestTimeoutMs ?? 10_000;
+    this.maxPages = o.maxPagesPerProbe ?? 20;
+  }
+
+  /** Normalises a peer URL (http or https, no trailing slash, no query) or throws 422 at `loc`. */
+  static normalizeUrl(input: string, loc: (string | number)[]): string {
+    let url: URL;
+    try {
+      url = new URL(input);
+    } catch {
+      throw RelayError.invalid(loc, 'Value error, not an absolute URL', input, 'url_parsing');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw RelayError.invalid(loc, 'Value error, a peer URL must be http or https', input, 'url_scheme');
+    if (url.search || url.hash || url.username || url.password) throw RelayError.invalid(loc, 'Value error, a peer URL has no query, fragment or credentials', input);
+    return url.toString().replace(/\/+$/, '');
+  }
+
+  addPeer(input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
+    const url = Federation.normalizeUrl(input, ['body', 'url']);
+    if (url === this.o.baseUrl) throw RelayError.invalid(['body', 'url'], 'Value error, that is this relay', input);
+    const info = this.o.store.db.prepare('INSERT OR IGNORE INTO peers (url, added_ms, added_by) VALUES (?, ?, ?)').run(url, this.o.clock.nowMs(), addedBy);
+    return { peer: this.peer(url)!, created: info.changes > 0 };
+  }
+
+  peer(url: string): PeerRow | undefined {
+    return this.o.store.db.prepare('SELECT * FROM peers WHERE url = ?').get(url) as PeerRow | undefined;
+  }
+
+  peers(): PeerRow[] {
+    return this.o.store.db.prepare('SELECT * FROM peers ORDER BY added_ms, url').all() as PeerRow[];
+  }
+
+  /** Probes every peer (or one), pulling new events; concurrent probes of one peer share one run. */
+  async probeAll(only?: string): Promise<ProbeResult[]> {
+    const targets = only === undefined ? this.peers().map((p) => p.url) : [only];
+    return Promise.all(targets.map((url) => this.probe(url)));
+  }
+
+  probe(url: string): Promise<ProbeResult> {
+    const running = this.probing.get(url);
+    if (running) return running;
+    const run = this.probeOnce(url).finally(() => this.probing.delete(url));
+    this.probing.set(url, run);
+    return run;
+  }
+
+  /** Public view of a peer for /relays and /reach. */
+  static view(p: PeerRow): Record<string, unknown> {
+    return {
+      url: p.url,
+      node_id: p.node_id,
+      version: p.version,
+      reachable: p.reachable === null ? null : p.reachable === 1,
+      last_probe_at: p.last_probe_ms === null ? null : isoFromMs(p.last_probe_ms),
+      last_error: p.last_error,
+      cursor: p.cursor,
+      pulled_events: p.pulled_events,
+      rejected_events: p.rejected_events,
+      added_at: isoFromMs(p.added_ms),
+    };
+  }
+
+  private async probeOnce(url: string): Promise<ProbeResult> {
+    const db = this.o.store.db;
+    if (!this.peer(url)) throw new RelayError(404, 'not a known peer; POST /reach first');
+    let pulled = 0;
+    let rejected = 0;
+    let error: string | null = null;
+    let reachable = false;
+    let nodeId: string | null = null;
+    let version: string | null = null;
+    try {
+      const health = await this.getJson(`${url}/health`);
+      const h = health as { protocol?: unknown; node_id?: unknown; version?: unknown };
+      if (h.protocol !== relayProtocol) throw new Error(`${url}/health does not report protocol ${relayProtocol}`);
+      reachable = true;
+      nodeId = typeof h.node_id === 'string' ? h.node_id : null;
+      version = typeof h.version === 'string' ? h.version : null;
+      db.prepare('UPDATE peers SET node_id = ?, version = ? WHERE url = ?').run(nodeId, version, url);
+      for (let page = 0; page < this.maxPages; page++) {
+        const cursor = this.peer(url)!.cursor;
+        const body = (await this.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`)) as { events?: unknown; next?: unknown; has_more?: unknown };
+        if (!Array.isArray(body.events) || typeof body.next !== 'number') throw new Error(`${url}/events answered something that is not an event page`);
+        const events = body.events as WireEvent[];
+        // Files are fetched before the transaction: a transaction never waits on the network.
+        const fetched = new Set<string>();
+        for (const ev of events) {
+          const item = (ev.data as { item?: { type?: unknown; id?: unknown } } | null)?.item;
+          if (ev.kind === 'item' && item?.type === 'file' && typeof item.id === 'string' && /^[0-9a-f]{64}$/.test(item.id)) {
+            try {
+              if (!this.o.files.has(item.id)) await this.fetchFile(url, item.id);
+              fetched.add(item.id);
+            } catch (cause) {
+              this.o.log(`relay: file ${item.id} from ${url} refused`, cause);
+            }
+          }
+        }
+        this.o.store.tx(() => {
+          for (const ev of events) {
+            const problem = this.ingest(ev, url, fetched);
+            if (problem === null) pulled++;
+            else {
+              rejected++;
+              error = `event ${String(ev.seq)} (${String(ev.kind)}): ${problem}`;
+            }
+          }
+          db.prepare('UPDATE peers SET cursor = ?, pulled_events = pulled_events + ?, rejected_events = rejected_events + ? WHERE url = ?').run(body.next, events.length, 0, url);
+        });
+        if (body.has_more !== true || events.length === 0) break;
+      }
+    } catch (cause) {
+      error = cause instanceof Error ? cause.message : String(cause);
+      if (!reachable) this.o.log(`relay: peer ${url} unreachable`, cause);
+    }
+    db.prepare('UPDATE peers SET last_probe_ms = ?, reachable = ?, last_error = ?, rejected_events = rejected_events + ? WHERE url = ?').run(this.o.clock.nowMs(), reachable ? 1 : 0, error, rejected, url);
+    return { url, reachable, node_id: nodeId, version, pulled, rejected, cursor: this.peer(url)!.cursor, error };
+  }
+
+  /** Verifies and stores one peer event; returns null when stored or already known, else why it was refused. */
+  private ingest(ev: WireEvent, origin: string, fetchedFiles: ReadonlySet<string>): string | null {
+    const db = this.o.store.db;
+    const nowMs = this.o.clock.nowMs();
+    const data = (ev.data ?? {}) as Record<string, unknown>;
+    try {
+      switch (ev.kind) {
+        case 'node': {
+          const parsed = registerBody.safeParse(data.registration);
+          if (!parsed.success) return 'registration document malformed';
+          const reg = parsed.data;
+          const problem = nodeIdProblem(reg.node_id);
+          if (problem) return problem;
+          if (!verifySignedDocument(reg, reg.node_id)) return 'registration signature does not verify';
+          const info = db
+            .prepare('INSERT OR IGNORE INTO nodes (node_id, local, name, registration, origin, created_ms, updated_ms) VALUES (?, 0, ?, ?, ?, ?, ?)')
+            .run(reg.node_id, reg.name ?? '', JSON.stringify(reg), origin, nowMs, nowMs);
+          if (info.changes > 0) this.o.store.appendEvent('node', reg.node_id, reg.node_id, { registration: reg }, nowMs, origin);
+          return null;
+        }
+        case 'item': {
+          const item = (data.item ?? {}) as Record<string, unknown>;
+          const id = item.id;
+          if (typeof id !== 'string' || typeof item.author !== 'string' || !/^[0-9a-f]{64}$/.test(item.author)) return 'item without id or author';
+          if (db.prepare('SELECT 1 FROM items WHERE item_id = ?').get(id)) return null;
+          let row: { type: string; kind: string; title: string; body: string; bytes: number | null; media: string | null };
+          if (item.type === 'claim') {
+            const checked = validateClaim({ kind: item.kind, title: item.title, body: item.body });
+            if (!checked.ok) return `invalid claim: ${checked.issues[0]?.msg ?? ''}`;
+            if (claimId(checked.value) !== id) return 'claim id does not match its content';
+            row = { type: 'claim', kind: checked.value.kind, title: checked.value.title, body: checked.value.body, bytes: null, media: null };
+          } else if (item.type === 'file') {
+            if (!fetchedFiles.has(id)) return 'file content missing or not matching its id';
+            const title = codePointText(relayLimits.titleMaxChars, { singleLine: true }).safeParse(item.title ?? '');
+            if (!title.success) return 'file title invalid';
+            row = { type: 'file', kind: 'file', title: title.data, body: '', bytes: this.o.files.sizeOf(id), media: typeof item.media_type === 'string' ? item.media_type.slice(0, 200) : 'application/octet-stream' };
+          } else return 'unknown item type';
+          db.prepare('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)').run(
+            id,
+            row.type,
+            row.kind,
+            row.title,
+            row.body,
+            row.bytes,
+            row.media,
+            item.author,
+            origin,
+            nowMs,
+          );
+          const stored = { ...item, origin };
+          this.o.store.appendEvent('item', item.author, id, { item: stored }, nowMs, origin);
+          return null;
+        }
+        case 'vote': {
+          const parsed = parseVote(data.vote);
+          if (!parsed.ok) return `malformed vote: ${parsed.issues[0]?.msg ?? ''}`;
+          const vote = parsed.value;
+          if (!verifyVote(vote)) return 'vote signature does not verify';
+          if (!db.prepare('SELECT 1 FROM items WHERE item_id = ?').get(vote.item)) return 'vote for an item this relay does not have';
+          if (!db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(vote.voter)) return 'vote by a node this relay does not know';
+          const stored = this.o.voting.storeVote(vote, origin, nowMs);
+          if (stored.stored && vote.voter !== this.o.selfNodeId) this.o.voting.retallySelf(vote.item, nowMs);
+          return null;
+        }
+        case 'slice': {
+          const checked = validateQuorumSet(data.slice, typeof data.node_id === 'string' ? { self: data.node_id } : {});
+          if (!checked.ok) return 'invalid slice';
+          const hash = quorumSetHash(checked.value);
+          if (hash !== data.slice_hash) return 'slice_hash does not match the slice';
+          if (this.o.voting.quorumSetByHash(hash)) return null;
+          this.o.voting.rememberQuorumSet(checked.value);
+          this.o.store.appendEvent('slice', String(data.node_id), hash, { node_id: data.node_id, slice: checked.value, slice_hash: hash }, nowMs, origin);
+          return null;
+        }
+        default:
+          return 'unknown event kind';
+      }
+    } catch (cause) {
+      if (cause instanceof RelayError) return cause.message;
+      throw cause;
+    }
+  }
+
+  private async request(url: string, init: RequestInit = {}): Promise<Response> {
+    const abort = new AbortController();
+    const timer = this.o.clock.setTimeout(() => abort.abort(new Error(`no answer from ${url} within ${this.timeoutMs} ms`)), this.timeoutMs);
+    try {
+      return await this.o.fetch(url, { ...init, signal: abort.signal, redirect: 'error' });
+    } finally {
+      this.o.clock.clearTimeout(timer);
+    }
+  }
+
+  private async getJson(url: string): Promise<unknown> {
+    const response = await this.request(url, { headers: { accept: 'application/json' } });
+    if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+    return (await response.json()) as unknown;
+  }
+
+  private async fetchFile(peer: string, itemId: string): Promise<void> {
+    const response = await this.request(`${peer}/items/${itemId}`, { headers: { accept: 'application/octet-stream' } });
+    if (!response.ok || !response.body) throw new Error(`${peer}/items/${itemId} answered ${response.status}`);
+    await this.o.files.receiveVerified(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), itemId);
+  }
+}

@@ -1,0 +1,178 @@
+import busboy from 'busboy';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Request } from 'express';
+import { RelayError } from './relay-error.js';
+import { relayLimits } from './relay-facts.js';
+
+/** A file received in full, hashed and stored under its SHA-256. */
+export interface ReceivedFile {
+  itemId: string;
+  bytes: number;
+  mediaType: string;
+  /** The `title` form field, or the part's file name, or "". */
+  title: string;
+}
+
+/** Multipart overhead we tolerate above the file limit before refusing on Content-Length alone. */
+const multipartSlackBytes = 64 * 1024;
+
+/**
+ * Content-addressed file storage under `dataDir/files`. Uploads are streamed: each chunk is
+ * hashed and written to a temporary file as it arrives, never held whole in memory; the file is
+ * renamed to its SHA-256 once complete, so a crash leaves only a `tmp-*` file behind and a stored
+ * file is always complete.
+ */
+export class FileStore {
+  readonly dir: string;
+  constructor(dataDir: string) {
+    this.dir = join(dataDir, 'files');
+    mkdirSync(this.dir, { recursive: true });
+  }
+
+  pathOf(itemId: string): string {
+    return join(this.dir, itemId);
+  }
+
+  has(itemId: string): boolean {
+    return existsSync(this.pathOf(itemId));
+  }
+
+  open(itemId: string): Readable {
+    return createReadStream(this.pathOf(itemId));
+  }
+
+  /**
+   * Reads a multipart/form-data request with one `file` part (and an optional `title` field).
+   * Throws 413 as soon as the file passes `fileMaxBytes`, 422 when the part is missing.
+   */
+  receiveMultipart(req: Request): Promise<ReceivedFile> {
+    const declared = Number(req.headers['content-length'] ?? NaN);
+    if (Number.isFinite(declared) && declared > relayLimits.fileMaxBytes + multipartSlackBytes) {
+      return Promise.reject(tooLarge());
+    }
+    return new Promise<ReceivedFile>((resolve, reject) => {
+      let bb: busboy.Busboy;
+      try {
+        bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes, fields: 4, fieldSize: 4096, parts: 6 } });
+      } catch (cause) {
+        reject(RelayError.invalid(['header', 'content-type'], `Value error, not a usable multipart request: ${(cause as Error).message}`, req.headers['content-type'] ?? null));
+        return;
+      }
+      let title: string | undefined;
+      let filename = '';
+      let settled = false;
+      let upload: Promise<{ itemId: string; bytes: number; mediaType: string; tmp: string; truncated: boolean }> | undefined;
+      const fail = (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        req.unpipe(bb);
+        // Discard the rest of the body instead of buffering it; the answer goes out now.
+        req.resume();
+        reject(err);
+      };
+      bb.on('field', (name, value) => {
+        if (name === 'title') title = value;
+      });
+      bb.on('file', (name, stream, info) => {
+        if (name !== 'file') {
+          stream.resume();
+          return;
+        }
+        filename = info.filename ?? '';
+        const tmp = join(this.dir, `tmp-${randomBytes(8).toString('hex')}`);
+        const hash = createHash('sha256');
+        let bytes = 0;
+        let truncated = false;
+        stream.on('data', (chunk: Buffer) => {
+          hash.update(chunk);
+          bytes += chunk.length;
+        });
+        stream.on('limit', () => {
+          truncated = true;
+          fail(tooLarge());
+        });
+        upload = pipeline(stream, createWriteStream(tmp, { mode: 0o600 }))
+          .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType || 'application/octet-stream', tmp, truncated }))
+          .catch((err: unknown) => {
+            safeUnlink(tmp);
+            throw err;
+          });
+        upload.then((u) => u.truncated && safeUnlink(u.tmp)).catch(() => undefined);
+      });
+      bb.on('error', (err: unknown) => fail(RelayError.invalid(['body'], `Value error, malformed multipart body: ${(err as Error).message}`, null)));
+      bb.on('close', () => {
+        if (settled) return;
+        if (!upload) {
+          fail(RelayError.invalid(['body', 'file'], 'Field required', null, 'missing'));
+          return;
+        }
+        upload.then(
+          (u) => {
+            if (settled) return;
+            settled = true;
+            if (u.truncated) {
+              safeUnlink(u.tmp);
+              reject(tooLarge());
+              return;
+            }
+            const target = this.pathOf(u.itemId);
+            if (existsSync(target)) safeUnlink(u.tmp);
+            else renameSync(u.tmp, target);
+            resolve({ itemId: u.itemId, bytes: u.bytes, mediaType: u.mediaType, title: title ?? filename });
+          },
+          (err: unknown) => fail(err),
+        );
+      });
+      req.pipe(bb);
+    });
+  }
+
+  /**
+   * Stores a file fetched from a peer: streams it to a temp file, hashing, and keeps it only when
+   * its SHA-256 equals `expectedId` and it fits the limit. Returns the byte count.
+   */
+  async receiveVerified(body: AsyncIterable<Uint8Array>, expectedId: string): Promise<number> {
+    const tmp = join(this.dir, `tmp-${randomBytes(8).toString('hex')}`);
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const out = createWriteStream(tmp, { mode: 0o600 });
+    try {
+      for await (const chunk of body) {
+        bytes += chunk.length;
+        if (bytes > relayLimits.fileMaxBytes) throw new Error(`file ${expectedId} is larger than ${relayLimits.fileMaxBytes} bytes`);
+        hash.update(chunk);
+        if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+      }
+      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+      const got = hash.digest('hex');
+      if (got !== expectedId) throw new Error(`file content hashes to ${got}, not to its id ${expectedId}`);
+      if (existsSync(this.pathOf(expectedId))) safeUnlink(tmp);
+      else renameSync(tmp, this.pathOf(expectedId));
+      return bytes;
+    } catch (err) {
+      out.destroy();
+      safeUnlink(tmp);
+      throw err;
+    }
+  }
+
+  sizeOf(itemId: string): number {
+    return statSync(this.pathOf(itemId)).size;
+  }
+}
+
+function tooLarge(): RelayError {
+  return new RelayError(413, `file larger than ${relayLimits.fileMaxBytes} bytes (the limit); nothing was stored`, { Connection: 'close' });
+}
+
+function safeUnlink(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Already gone: the goal (no temp file left) is met.
+  }
+}

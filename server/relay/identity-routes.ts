@@ -1,0 +1,389 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { isoFromMs } from '../../core/clock.js';
+import { getNode, pairedWith, publicNode } from './node-view.js';
+import { maskPhone, normalizePhone } from './phone-codes.js';
+import { nodeIdProblem } from './protocol.js';
+import { type RelayDeps, unixSeconds } from './relay-deps.js';
+import { RelayError } from './relay-error.js';
+import { relayLimits } from './relay-facts.js';
+import { type RelayRoute, callerNode, route } from './relay-route.js';
+import {
+  botBody,
+  directoryBody,
+  lookupQuery,
+  meUpdateBody,
+  phoneBody,
+  phoneCodeBody,
+  registerBody,
+  searchQuery,
+  sessionBody,
+} from './relay-schemas.js';
+import { verifySignedDocument } from './signed-document.js';
+
+/** Identities, credentials, phone numbers, bots, directory and search. */
+export function identityRoutes(deps: RelayDeps): RelayRoute[] {
+  const db = deps.store.db;
+  const now = () => deps.clock.nowMs();
+
+  /**
+   * Checks a signed registration or session document: right relay, fresh, signed by the node it
+   * names, never seen before. Burns the signature so a captured document cannot be replayed.
+   */
+  const checkProof = (doc: z.infer<typeof sessionBody> | z.infer<typeof registerBody>) => {
+    const problem = nodeIdProblem(doc.node_id);
+    if (problem) throw RelayError.invalid(['body', 'node_id'], `Value error, ${problem}`, doc.node_id);
+    if (doc.relay !== deps.baseUrl) {
+      throw RelayError.invalid(['body', 'relay'], `Value error, relay must be this relay's base URL ${deps.baseUrl}`, doc.relay, 'value_error', { expected: deps.baseUrl });
+    }
+    const skew = Math.abs(unixSeconds(now()) - doc.created_at);
+    if (skew > relayLimits.proofMaxSkewSeconds) {
+      throw RelayError.invalid(['body', 'created_at'], `Value error, created_at is ${skew} s away from the relay clock (at most ${relayLimits.proofMaxSkewSeconds} s)`, doc.created_at, 'value_error', { now: unixSeconds(now()) });
+    }
+    if (!verifySignedDocument(doc, doc.node_id)) {
+      throw RelayError.invalid(['body', 'sig'], 'Value error, sig is not a signature of this document by node_id (Ed25519 over RFC 8785 bytes without sig)', doc.sig);
+    }
+    const used = db.prepare('INSERT OR IGNORE INTO used_proofs (sig, used_ms) VALUES (?, ?)').run(doc.sig, now());
+    if (used.changes === 0) throw new RelayError(409, 'this signed document was already used; sign a new one with a fresh created_at');
+  };
+
+  const credentialAnswer = (nodeId: string) => {
+    const credential = deps.credentials.currentCredential(nodeId);
+    return { node_id: nodeId, credential, authorization: `Bearer ${credential}` };
+  };
+
+  const phoneOf = (nodeId: string) => db.prepare('SELECT phone, verified_ms FROM phones WHERE node_id = ?').get(nodeId) as { phone: string; verified_ms: number } | undefined;
+  const nodeOfPhone = (phone: string) => (db.prepare('SELECT node_id FROM phones WHERE phone = ?').get(phone) as { node_id: string } | undefined)?.node_id ?? null;
+
+  const meView = (nodeId: string) => {
+    const row = getNode(deps, nodeId)!;
+    const phone = phoneOf(nodeId);
+    return {
+      ...publicNode(deps, row),
+      phone: phone ? maskPhone(phone.phone) : null,
+      phone_discoverable: row.phone_discoverable === 1,
+      credential_version: row.cred_version,
+      paired_with: pairedWith(deps, nodeId),
+    };
+  };
+
+  return [
+    route({
+      method: 'post',
+      path: '/register',
+      summary: 'Register a node: post an x.register/1 document signed by the node key; answers the human credential.',
+      auth: 'signature',
+      since: '0.9.3',
+      body: registerBody,
+      successStatus: 201,
+      handle: ({ body, res }) => {
+        const created = deps.store.tx(() => {
+          checkProof(body);
+          const existing = getNode(deps, body.node_id);
+          const registration = JSON.stringify(body);
+          if (existing) {
+            // Registering again proves the key again: the node becomes local (if it was only known
+            // from a peer) and gets its current credential; nothing is revoked.
+            db.prepare('UPDATE nodes SET local = 1, name = COALESCE(?, name), updated_ms = ? WHERE node_id = ?').run(body.name ?? null, now(), body.node_id);
+            return false;
+          }
+          db.prepare('INSERT INTO nodes (node_id, local, name, registration, created_ms, updated_ms) VALUES (?, 1, ?, ?, ?, ?)').run(body.node_id, body.name ?? '', registration, now(), now());
+          deps.store.appendEvent('node', body.node_id, body.node_id, { registration: body }, now());
+          return true;
+        });
+        if (!created) res.status(200);
+        return { ...credentialAnswer(body.node_id), created };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/session',
+      summary: 'Sign in with the node key: post an x.session/1 document signed by it; answers the current human credential.',
+      auth: 'signature',
+      since: '0.9.3',
+      body: sessionBody,
+      handle: ({ body }) => {
+        deps.store.tx(() => {
+          checkProof(body);
+          if (getNode(deps, body.node_id)?.local !== 1) throw new RelayError(404, 'node not registered on this relay; POST /register first');
+        });
+        return credentialAnswer(body.node_id);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/me',
+      summary: 'The calling node (for a bot: the bot and the node it acts for).',
+      auth: 'human-or-bot',
+      since: '0.9.3',
+      handle: ({ caller }) => {
+        const nodeId = callerNode(caller);
+        const me = meView(nodeId);
+        if (caller.kind === 'bot') return { caller: 'bot', bot_id: caller.botId, node: me };
+        const bots = db.prepare('SELECT bot_id, name, created_ms FROM bots WHERE owner = ? AND revoked_ms IS NULL ORDER BY created_ms').all(nodeId) as { bot_id: string; name: string; created_ms: number }[];
+        return { caller: 'human', node: me, bots: bots.map((b) => ({ bot_id: b.bot_id, name: b.name, created_at: isoFromMs(b.created_ms) })) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/me',
+      summary: 'Update your name and about text (local to this relay, not federated).',
+      auth: 'human',
+      since: '0.9.3',
+      body: meUpdateBody,
+      handle: ({ caller, body }) => {
+        const nodeId = callerNode(caller);
+        db.prepare('UPDATE nodes SET name = COALESCE(?, name), about = COALESCE(?, about), updated_ms = ? WHERE node_id = ?').run(body.name ?? null, body.about ?? null, now(), nodeId);
+        return meView(nodeId);
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/me/export',
+      summary: 'Everything the caller owns on this relay, as one JSON document.',
+      auth: 'human',
+      since: '0.9.3',
+      handle: ({ caller }) => exportOf(deps, callerNode(caller), phoneOf(callerNode(caller))?.phone ?? null),
+    }),
+    route({
+      method: 'post',
+      path: '/me/phone',
+      summary: 'Start verifying a phone number for your node: a one-time code is sent to it.',
+      auth: 'human',
+      since: '0.9.3',
+      body: phoneBody,
+      handle: async ({ caller, body }) => {
+        const phone = normalizePhone(body.phone, ['body', 'phone']);
+        return deps.codes.start(phone, 'verify', callerNode(caller), { awaitDelivery: true });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/me/phone/verify',
+      summary: 'Finish verifying your phone number with the code. A number belongs to one node: proving it moves it.',
+      auth: 'human',
+      since: '0.9.3',
+      body: phoneCodeBody,
+      handle: ({ caller, body }) => {
+        const nodeId = callerNode(caller);
+        const phone = normalizePhone(body.phone, ['body', 'phone']);
+        deps.codes.redeem(phone, 'verify', body.code, { forNode: nodeId });
+        deps.store.tx(() => {
+          db.prepare('DELETE FROM phones WHERE phone = ? OR node_id = ?').run(phone, nodeId);
+          db.prepare('INSERT INTO phones (phone, node_id, verified_ms) VALUES (?, ?, ?)').run(phone, nodeId, now());
+        });
+        return { phone: maskPhone(phone), verified: true };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/login',
+      summary: 'Request a login code by SMS. The answer is the same whether or not the number is registered.',
+      auth: 'none',
+      since: '0.9.3',
+      body: phoneBody,
+      handle: ({ body }) => {
+        const phone = normalizePhone(body.phone, ['body', 'phone']);
+        return deps.codes.start(phone, 'login', nodeOfPhone(phone), { awaitDelivery: false });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/login/verify',
+      summary: 'Exchange a login code for the current human credential.',
+      auth: 'none',
+      since: '0.9.3',
+      body: phoneCodeBody,
+      handle: ({ body }) => {
+        const phone = normalizePhone(body.phone, ['body', 'phone']);
+        return credentialAnswer(deps.codes.redeem(phone, 'login', body.code));
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/recover/start',
+      summary: 'Start account recovery: a code goes to the verified number. Same answer for unknown numbers.',
+      auth: 'none',
+      since: '0.9.19',
+      body: phoneBody,
+      handle: ({ body }) => {
+        const phone = normalizePhone(body.phone, ['body', 'phone']);
+        return deps.codes.start(phone, 'recover', nodeOfPhone(phone), { awaitDelivery: false });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/recover/finish',
+      summary: 'Finish recovery with the code: every earlier human credential and every bot token of the node is revoked; answers a new credential.',
+      auth: 'none',
+      since: '0.9.19',
+      body: phoneCodeBody,
+      handle: ({ body }) => {
+        const phone = normalizePhone(body.phone, ['body', 'phone']);
+        const nodeId = deps.codes.redeem(phone, 'recover', body.code);
+        const revokedBots = deps.store.tx(() => {
+          const n = (db.prepare('SELECT COUNT(*) AS n FROM bots WHERE owner = ? AND revoked_ms IS NULL').get(nodeId) as { n: number }).n;
+          deps.credentials.revokeAll(nodeId, now());
+          return n;
+        });
+        return { ...credentialAnswer(nodeId), revoked: { earlier_credentials: true, bots: revokedBots } };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/lookup',
+      summary: `Find nodes by phone number. Only numbers whose owner opted in (POST /directory phone_discoverable) are found; every other number answers the same empty list. At most ${relayLimits.lookupsPerHour} lookups per hour per caller.`,
+      auth: 'human',
+      since: '0.9.3',
+      query: lookupQuery,
+      handle: ({ caller, query }) => {
+        const nodeId = callerNode(caller);
+        const phone = normalizePhone(query.phone, ['query', 'phone']);
+        deps.store.tx(() => {
+          db.prepare('DELETE FROM lookups WHERE at_ms <= ?').run(now() - 3600_000);
+          const rows = db.prepare('SELECT at_ms FROM lookups WHERE caller = ? ORDER BY at_ms').all(nodeId) as { at_ms: number }[];
+          if (rows.length >= relayLimits.lookupsPerHour) {
+            const retry = Math.ceil((rows[0]!.at_ms + 3600_000 - now()) / 1000);
+            throw new RelayError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
+          }
+          db.prepare('INSERT INTO lookups (caller, at_ms) VALUES (?, ?)').run(nodeId, now());
+        });
+        const found = db
+          .prepare('SELECT n.node_id FROM phones p JOIN nodes n ON n.node_id = p.node_id WHERE p.phone = ? AND n.phone_discoverable = 1')
+          .all(phone) as { node_id: string }[];
+        return { phone, nodes: found.map((r) => r.node_id) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/bots',
+      summary: `Create a bot that acts for your node; the token is shown once and stored hashed. At most ${relayLimits.botsPerNodeMax} bots per node.`,
+      auth: 'human',
+      since: '0.9.19',
+      body: botBody,
+      successStatus: 201,
+      handle: ({ caller, body }) => {
+        const owner = callerNode(caller);
+        const { token, tokenHash } = deps.credentials.issueBotToken();
+        const botId = `bot_${randomBytes(9).toString('base64url')}`;
+        deps.store.tx(() => {
+          const n = (db.prepare('SELECT COUNT(*) AS n FROM bots WHERE owner = ? AND revoked_ms IS NULL').get(owner) as { n: number }).n;
+          if (n >= relayLimits.botsPerNodeMax) throw new RelayError(409, `a node may have at most ${relayLimits.botsPerNodeMax} bots`);
+          db.prepare('INSERT INTO bots (bot_id, owner, name, token_hash, created_ms) VALUES (?, ?, ?, ?, ?)').run(botId, owner, body.name, tokenHash, now());
+        });
+        return { bot_id: botId, name: body.name, owner, token, authorization: `Bot ${token}`, created_at: isoFromMs(now()) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/bots/me',
+      summary: 'The calling bot.',
+      auth: 'bot',
+      since: '0.9.19',
+      handle: ({ caller }) => {
+        if (caller.kind !== 'bot') throw new Error('unreachable: route requires a bot');
+        const bot = db.prepare('SELECT bot_id, name, owner, created_ms FROM bots WHERE bot_id = ?').get(caller.botId) as { bot_id: string; name: string; owner: string; created_ms: number };
+        return { bot_id: bot.bot_id, name: bot.name, owner: bot.owner, created_at: isoFromMs(bot.created_ms) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/directory',
+      summary: 'Choose whether you appear in /search (listed) and whether /lookup finds you by phone (phone_discoverable).',
+      auth: 'human',
+      since: '0.9.3',
+      body: directoryBody,
+      handle: ({ caller, body }) => {
+        const nodeId = callerNode(caller);
+        const listed = body.listed === undefined ? null : Number(body.listed);
+        const discoverable = body.phone_discoverable === undefined ? null : Number(body.phone_discoverable);
+        db.prepare('UPDATE nodes SET listed = COALESCE(?, listed), phone_discoverable = COALESCE(?, phone_discoverable), updated_ms = ? WHERE node_id = ?').run(listed, discoverable, now(), nodeId);
+        const row = getNode(deps, nodeId)!;
+        return { node_id: nodeId, listed: row.listed === 1, phone_discoverable: row.phone_discoverable === 1 };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/search',
+      summary: `Search listed nodes (name, about) and items (title) for q; at most ${relayLimits.searchResultsMax} of each.`,
+      auth: 'none',
+      since: '0.9.3',
+      query: searchQuery,
+      handle: ({ query }) => {
+        const like = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+        const nodes = db
+          .prepare("SELECT * FROM nodes WHERE listed = 1 AND (name LIKE ? ESCAPE '\\' OR about LIKE ? ESCAPE '\\') ORDER BY created_ms LIMIT ?")
+          .all(like, like, relayLimits.searchResultsMax) as Parameters<typeof publicNode>[1][];
+        const items = db
+          .prepare("SELECT item_id, type, kind, title, author, created_ms FROM items WHERE title LIKE ? ESCAPE '\\' ORDER BY created_ms LIMIT ?")
+          .all(like, relayLimits.searchResultsMax) as { item_id: string; type: string; kind: string; title: string; author: string; created_ms: number }[];
+        return {
+          q: query.q,
+          nodes: nodes.map((n) => publicNode(deps, n)),
+          items: items.map((i) => ({ id: i.item_id, type: i.type, kind: i.kind, title: i.title, author: i.author, created_at: isoFromMs(i.created_ms) })),
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/nodes',
+      summary: 'Nodes this relay knows (registered here or learned from peers), oldest first, at most 500.',
+      auth: 'none',
+      since: '0.9.3',
+      handle: () => {
+        const rows = db.prepare('SELECT * FROM nodes ORDER BY created_ms, node_id LIMIT 501').all() as Parameters<typeof publicNode>[1][];
+        const total = (db.prepare('SELECT COUNT(*) AS n FROM nodes').get() as { n: number }).n;
+        return { nodes: rows.slice(0, 500).map((r) => publicNode(deps, r)), total, truncated: rows.length > 500 };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/nodes/{id}',
+      summary: 'One node: profile, published slice, pairings and activity counts.',
+      auth: 'none',
+      since: '0.9.3',
+      handle: ({ params }) => {
+        const id = params.id!;
+        if (!/^[0-9a-f]{64}$/.test(id)) throw RelayError.invalid(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);
+        const row = getNode(deps, id);
+        if (!row) throw new RelayError(404, 'no such node on this relay');
+        const slice = deps.voting.publishedSlice(id);
+        const counts = {
+          items: (db.prepare('SELECT COUNT(*) AS n FROM items WHERE author = ?').get(id) as { n: number }).n,
+          votes: (db.prepare('SELECT COUNT(*) AS n FROM votes WHERE voter = ?').get(id) as { n: number }).n,
+        };
+        return { ...publicNode(deps, row), slice: slice ? { hash: slice.hash, quorum_set: slice.qset } : null, paired_with: pairedWith(deps, id), counts };
+      },
+    }),
+  ];
+}
+
+/** GET /me/export: every row the node owns, credentials excluded (bot token hashes included only as ids). */
+function exportOf(deps: RelayDeps, nodeId: string, phone: string | null): Record<string, unknown> {
+  const db = deps.store.db;
+  const row = getNode(deps, nodeId)!;
+  const all = (sql: string, ...args: unknown[]) => db.prepare(sql).all(...args) as Record<string, unknown>[];
+  return {
+    exported_at: isoFromMs(deps.clock.nowMs()),
+    relay: deps.baseUrl,
+    node: { ...publicNode(deps, row), about: row.about, phone, phone_discoverable: row.phone_discoverable === 1, credential_version: row.cred_version, registration: JSON.parse(row.registration) as unknown },
+    items: all('SELECT item_id AS id, type, kind, title, body, file_bytes, media_type, bot_id, created_ms FROM items WHERE author = ? ORDER BY created_ms', nodeId),
+    votes: all('SELECT doc FROM votes WHERE voter = ? ORDER BY created_ms', nodeId).map((r) => JSON.parse(String(r.doc)) as unknown),
+    slice: deps.voting.publishedSlice(nodeId) ?? null,
+    bots: all('SELECT bot_id, name, created_ms, revoked_ms FROM bots WHERE owner = ? ORDER BY created_ms', nodeId),
+    invites: all('SELECT code, created_ms, expires_ms, accepted_by, accepted_ms FROM invites WHERE inviter = ? ORDER BY created_ms', nodeId),
+    pairings: all('SELECT a, b, created_ms FROM pairs WHERE a = ? OR b = ? ORDER BY created_ms', nodeId, nodeId),
+    reports: all('SELECT item_id, reason, note, bot_id, created_ms FROM reports WHERE reporter = ? ORDER BY created_ms', nodeId),
+    events: all('SELECT seq, kind, subject, created_ms FROM events WHERE author = ? ORDER BY seq', nodeId),
+  };
+}
+
+/** A random code that is easy to read aloud: 10 bytes of base32 (Crockford alphabet). */
+export function readableCode(bytes = 10): string {
+  const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  const raw = randomBytes(bytes);
+  let out = '';
+  for (const b of raw) out += alphabet[b % 32];
+  return out;
+}
+

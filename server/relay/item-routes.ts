@@ -1,0 +1,289 @@
+import { isoFromMs } from '../../core/clock.js';
+import type { Caller } from './credentials.js';
+import { claimId, parseVote, validateClaim, verifyVote, type Vote } from './protocol.js';
+import { type RelayDeps, unixSeconds } from './relay-deps.js';
+import { RelayError, parseOr422 } from './relay-error.js';
+import { relayLimits } from './relay-facts.js';
+import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
+import { claimBody, codePointText, itemIdSchema, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody } from './relay-schemas.js';
+import { throwCoreIssues } from './signed-document.js';
+
+export interface ItemRow {
+  item_id: string;
+  type: 'claim' | 'file';
+  kind: string;
+  title: string;
+  body: string;
+  file_bytes: number | null;
+  media_type: string | null;
+  author: string;
+  bot_id: string | null;
+  origin: string | null;
+  created_ms: number;
+}
+
+/** The JSON face of an item (claims carry their text; files their size and type). */
+export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const base = { id: row.item_id, type: row.type, kind: row.kind, title: row.title, author: row.author, origin: row.origin, created_at: isoFromMs(row.created_ms) };
+  return row.type === 'claim' ? { ...base, body: row.body, ...extra } : { ...base, bytes: row.file_bytes, media_type: row.media_type, ...extra };
+}
+
+/** Items, votes, bulletins, slices and reports. */
+export function itemRoutes(deps: RelayDeps): RelayRoute[] {
+  const db = deps.store.db;
+  const now = () => deps.clock.nowMs();
+  const getItem = (id: string) => db.prepare('SELECT * FROM items WHERE item_id = ?').get(id) as ItemRow | undefined;
+  const checkItemId = (id: string, where = 'id') => {
+    if (!itemIdSchema.safeParse(id).success) throw RelayError.invalid(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
+  };
+  const mustGetItem = (id: string) => {
+    checkItemId(id);
+    const row = getItem(id);
+    if (!row) throw new RelayError(404, 'no such item on this relay');
+    return row;
+  };
+  const botOf = (caller: Caller) => (caller.kind === 'bot' ? caller.botId : null);
+
+  /** Stores a new item with its event; an existing id answers the stored item (ids are content addresses). */
+  const insertItem = (row: Omit<ItemRow, 'created_ms' | 'origin'>): { row: ItemRow; created: boolean } =>
+    deps.store.tx(() => {
+      const existing = getItem(row.item_id);
+      if (existing) return { row: existing, created: false };
+      db.prepare('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)').run(
+        row.item_id,
+        row.type,
+        row.kind,
+        row.title,
+        row.body,
+        row.file_bytes,
+        row.media_type,
+        row.author,
+        row.bot_id,
+        now(),
+      );
+      const stored = getItem(row.item_id)!;
+      deps.store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now());
+      return { row: stored, created: true };
+    });
+
+  const sliceChange = (caller: Caller, change: (current: { v: string[]; i: unknown[]; t?: number } | undefined) => unknown) => {
+    const nodeId = callerNode(caller);
+    return deps.store.tx(() => {
+      const current = deps.voting.publishedSlice(nodeId);
+      const next = change(current ? { ...current.qset, ...(current.t_auto ? { t: undefined } : {}) } : undefined);
+      const { qset, tAuto } = deps.voting.parseSlice(stripUndefined(next), nodeId, ['body']);
+      const saved = deps.voting.setSlice(nodeId, qset, tAuto, now());
+      return { node_id: nodeId, slice_hash: saved.hash, slice: saved.qset, t_auto: tAuto };
+    });
+  };
+
+  return [
+    route({
+      method: 'get',
+      path: '/items',
+      summary: 'Items, newest first, 100 per page; pass the answer\'s next as after for the next page.',
+      auth: 'none',
+      since: '0.9.3',
+      query: itemsQuery,
+      handle: ({ query }) => {
+        const limit = Math.min(Number(query.limit ?? 100) || 100, 500);
+        const after = query.after === undefined ? Number.MAX_SAFE_INTEGER : Number(query.after);
+        const rows = db
+          .prepare(`SELECT rowid AS cursor, * FROM items WHERE rowid < ? ${query.author ? 'AND author = ?' : ''} ORDER BY rowid DESC LIMIT ?`)
+          .all(...(query.author ? [after, query.author, limit] : [after, limit])) as (ItemRow & { cursor: number })[];
+        const last = rows.at(-1);
+        return { items: rows.map((r) => itemView(r)), next: rows.length === limit && last ? last.cursor : null };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/items/{id}',
+      summary: 'One item with its vote counts and report count. For a file item, send Accept: application/octet-stream to get its bytes.',
+      auth: 'none',
+      since: '0.9.3',
+      handle: ({ params, req, res }) => {
+        const row = mustGetItem(params.id!);
+        if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {
+          if (!deps.files.has(row.item_id)) throw new RelayError(404, 'file content not stored on this relay');
+          res.status(200).set({ 'content-type': row.media_type ?? 'application/octet-stream', 'content-length': String(row.file_bytes ?? deps.files.sizeOf(row.item_id)) });
+          deps.files.open(row.item_id).pipe(res);
+          return alreadySent;
+        }
+        const reports = (db.prepare('SELECT COUNT(*) AS n FROM reports WHERE item_id = ?').get(row.item_id) as { n: number }).n;
+        const bulletin = deps.voting.bulletin(row.item_id, deps.selfKey.nodeId);
+        return itemView(row, { counts: bulletin.counts, reports, relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id) });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/items',
+      summary: `Post an item: a JSON claim {kind, title, body} or a multipart/form-data file (field file, optional title). Title <= ${relayLimits.titleMaxChars} and body <= ${relayLimits.bodyMaxChars} code points (422 beyond); file <= ${relayLimits.fileMaxBytes} bytes (413 beyond).`,
+      auth: 'human-or-bot',
+      since: '0.9.3',
+      body: claimBody,
+      bodyKind: 'json-or-multipart',
+      successStatus: 201,
+      handle: async ({ caller, req, res }) => {
+        const author = callerNode(caller);
+        if (req.is('multipart/form-data')) {
+          const file = await deps.files.receiveMultipart(req);
+          const title = parseOr422(codePointText(relayLimits.titleMaxChars, { singleLine: true }), file.title, 'body');
+          const { row, created } = insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller) });
+          if (!created) res.status(200);
+          return itemView(row, { created });
+        }
+        if (!req.is('application/json')) throw new RelayError(415, 'send a claim as application/json or a file as multipart/form-data');
+        const input: unknown = req.body;
+        parseOr422(claimBody, input, 'body');
+        const checked = validateClaim({ body: '', ...(input as object) });
+        if (!checked.ok) throwCoreIssues(checked.issues, ['body']);
+        const claim = checked.value;
+        const { row, created } = insertItem({ item_id: claimId(claim), type: 'claim', kind: claim.kind, title: claim.title, body: claim.body, file_bytes: null, media_type: null, author, bot_id: botOf(caller) });
+        if (!created) res.status(200);
+        return itemView(row, { created });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/items/{id}/vote',
+      summary: 'Post a signed x.vote/1 statement (Ed25519 over RFC 8785 bytes without sig and hint). Duplicates are idempotent; equivocations are kept as evidence. The relay node then re-tallies and emits its own statements.',
+      auth: 'signature',
+      since: '0.9.3',
+      successStatus: 201,
+      handle: ({ params, req, res }) => {
+        const row = mustGetItem(params.id!);
+        const parsed = parseVote(req.body);
+        if (!parsed.ok) throwCoreIssues(parsed.issues, ['body']);
+        const vote: Vote = parsed.value;
+        if (vote.item !== row.item_id) throw RelayError.invalid(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
+        if (vote.created_at > unixSeconds(now()) + relayLimits.proofMaxSkewSeconds) {
+          throw RelayError.invalid(['body', 'created_at'], 'Value error, created_at is in the future', vote.created_at, 'value_error', { now: unixSeconds(now()) });
+        }
+        if (!verifyVote(vote)) throw RelayError.invalid(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
+        const known = db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(vote.voter);
+        if (!known) throw new RelayError(403, 'voter is not a registered node: POST /register first');
+        const outcome = deps.store.tx(() => {
+          const stored = deps.voting.storeVote(vote, null, now());
+          const emitted = stored.stored ? deps.voting.retallySelf(row.item_id, now()) : [];
+          return { ...stored, emitted };
+        });
+        if (!outcome.stored) res.status(200);
+        const bulletin = deps.voting.bulletin(row.item_id, deps.selfKey.nodeId);
+        return {
+          item: row.item_id,
+          voter: vote.voter,
+          value: vote.value,
+          phase: vote.phase,
+          stored: outcome.stored,
+          duplicate: outcome.duplicate,
+          equivocation: outcome.equivocation,
+          relay_emitted: outcome.emitted.map((v) => ({ value: v.value, phase: v.phase })),
+          relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id),
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/items/{id}/bulletin/{node}',
+      summary: "A node's scp-s5 bulletin for an item as this relay computes it from every stored statement: state, value, counts per value and phase, accepted_via, equivocators, slice_hash, and to_emit (what that node should sign next).",
+      auth: 'none',
+      since: '0.9.3',
+      handle: ({ params }) => {
+        const row = mustGetItem(params.id!);
+        const node = params.node!;
+        if (!/^[0-9a-f]{64}$/.test(node)) throw RelayError.invalid(['path', 'node'], 'Value error, node must be 64 lowercase hex characters', node);
+        return bulletinView(deps.voting.bulletin(row.item_id, node), node, row.item_id);
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/slice',
+      summary: 'Publish your slice (quorum set {t, v, i}; omit t for the default 67 %). Sanity rules: 1 <= t <= entries, no node twice, depth <= 4, 1..1000 nodes, not yourself. Votes may then carry its slice_hash.',
+      auth: 'human',
+      since: '0.9.3',
+      body: quorumSetSchema,
+      handle: ({ caller, body }) => sliceChange(caller, () => body),
+    }),
+    route({
+      method: 'post',
+      path: '/slice/include',
+      summary: 'Add a validator to the top level of your slice (creating a 1-node slice if you had none).',
+      auth: 'human',
+      since: '0.9.3',
+      body: sliceMemberBody,
+      handle: ({ caller, body }) =>
+        sliceChange(caller, (current) => {
+          if (!current) return { v: [body.node_id], i: [] };
+          if (current.v.includes(body.node_id)) return current;
+          return { ...current, v: [...current.v, body.node_id] };
+        }),
+    }),
+    route({
+      method: 'post',
+      path: '/slice/exclude',
+      summary: 'Remove a validator from the top level of your slice. Refused (422) when it would leave the slice empty or t above the entries.',
+      auth: 'human',
+      since: '0.9.3',
+      body: sliceMemberBody,
+      handle: ({ caller, body }) =>
+        sliceChange(caller, (current) => {
+          if (!current || !current.v.includes(body.node_id)) throw RelayError.invalid(['body', 'node_id'], 'Value error, this node is not a top-level validator of your slice', body.node_id);
+          return { ...current, v: current.v.filter((v) => v !== body.node_id) };
+        }),
+    }),
+    route({
+      method: 'post',
+      path: '/items/{id}/report',
+      summary: 'Report an item (one report per node per item; reporting again updates it).',
+      auth: 'human-or-bot',
+      since: '0.9.19',
+      body: reportBody,
+      successStatus: 201,
+      handle: ({ caller, params, body }) => {
+        const row = mustGetItem(params.id!);
+        const reporter = callerNode(caller);
+        db.prepare(
+          'INSERT INTO reports (item_id, reporter, bot_id, reason, note, created_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, reporter) DO UPDATE SET reason = excluded.reason, note = excluded.note, bot_id = excluded.bot_id, created_ms = excluded.created_ms',
+        ).run(row.item_id, reporter, botOf(caller), body.reason, body.note, now());
+        return { item: row.item_id, reporter, reason: body.reason, note: body.note, created_at: isoFromMs(now()) };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/report',
+      summary: 'Your reports (for a bot: the reports of the node it acts for), newest first.',
+      auth: 'human-or-bot',
+      since: '0.9.3',
+      handle: ({ caller }) => {
+        const rows = db.prepare('SELECT item_id, reason, note, bot_id, created_ms FROM reports WHERE reporter = ? ORDER BY created_ms DESC, report_id DESC').all(callerNode(caller)) as {
+          item_id: string;
+          reason: string;
+          note: string;
+          bot_id: string | null;
+          created_ms: number;
+        }[];
+        return { reports: rows.map((r) => ({ item: r.item_id, reason: r.reason, note: r.note, bot_id: r.bot_id, created_at: isoFromMs(r.created_ms) })) };
+      },
+    }),
+  ];
+}
+
+/** Wire form of a bulletin (design scp-s5, "Bulletin"). */
+export function bulletinView(b: ReturnType<RelayDeps['voting']['bulletin']>, node: string, item: string): Record<string, unknown> {
+  return {
+    item,
+    node,
+    state: b.state,
+    value: b.value,
+    counts: b.counts,
+    accepted_via: b.accepted_via,
+    equivocators: b.equivocators,
+    slice_hash: b.slice_hash,
+    to_emit: b.toEmit,
+  };
+}
+
+function stripUndefined(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
+}

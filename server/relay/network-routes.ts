@@ -1,0 +1,190 @@
+import { isoFromMs } from '../../core/clock.js';
+import { Federation } from './federation.js';
+import { claimId, claimKinds, generateNodeKey, quorumSetHash, signVote } from './protocol.js';
+import type { RelayDeps } from './relay-deps.js';
+import { RelayError } from './relay-error.js';
+import {
+  claimSchema,
+  credentialFormats,
+  publicLimits,
+  registerSchema,
+  relayLimits,
+  relayProtocol,
+  relayScheme,
+  relayVersion,
+  sessionSchema,
+  voteSchema,
+} from './relay-facts.js';
+import { type RelayRoute, route } from './relay-route.js';
+import { eventsQuery, reachBody, reachProbeBody } from './relay-schemas.js';
+import { signDocument } from './signed-document.js';
+
+/** Addresses of the human site, shared by /health and the site itself. */
+export function pageAddresses(humanUrl: string): Record<string, string> {
+  return { human: `${humanUrl}/`, agents: `${humanUrl}/agents`, agents_md: `${humanUrl}/AGENTS.md`, llms_txt: `${humanUrl}/llms.txt` };
+}
+
+/** Health, discovery, the event feed and federation. */
+export function networkRoutes(deps: RelayDeps): RelayRoute[] {
+  const db = deps.store.db;
+  const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+
+  return [
+    route({
+      method: 'get',
+      path: '/health',
+      summary: 'Version, protocol, scheme, this relay node, limits, credential formats and page addresses.',
+      auth: 'none',
+      since: '0.9.3',
+      handle: () => ({
+        status: 'ok',
+        version: relayVersion,
+        protocol: relayProtocol,
+        scheme: relayScheme,
+        schemas: { claim: claimSchema, vote: voteSchema, register: registerSchema, session: sessionSchema },
+        node_id: deps.selfKey.nodeId,
+        base_url: deps.baseUrl,
+        time: isoFromMs(deps.clock.nowMs()),
+        claim_kinds: [...claimKinds],
+        limits: publicLimits(),
+        credentials: credentialFormats,
+        pages: pageAddresses(deps.humanUrl),
+        openapi: `${deps.baseUrl}/openapi.json`,
+      }),
+    }),
+    route({
+      method: 'get',
+      path: '/examples',
+      summary: 'Worked examples: a claim and its id, a registration document and a signed vote (made with a throwaway key; they verify).',
+      auth: 'none',
+      since: '0.9.3',
+      handle: () => {
+        const key = generateNodeKey();
+        const claim = { kind: 'measurement', title: 'UART0 prints at 115200 baud on the pico bench', body: 'Measured with a logic analyser, 3 runs.' };
+        const id = claimId(claim);
+        const slice = { t: 1, v: [deps.selfKey.nodeId], i: [] };
+        const createdAt = Math.floor(deps.clock.nowMs() / 1000);
+        const vote = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: id, voter: key.nodeId, value: 'yes', phase: 'vote', slice, created_at: createdAt }, key.secretKey);
+        return {
+          claim: { request: { method: 'POST', path: '/items', body: claim }, id, id_rule: 'sha256("x.claim/1\\n" + kind + "\\n" + title + "\\n" + body), hex' },
+          registration: {
+            request: { method: 'POST', path: '/register', body: signDocument({ schema: registerSchema, node_id: key.nodeId, relay: deps.baseUrl, created_at: createdAt, name: 'example' }, key.secretKey) },
+            rule: 'Ed25519 by the node key over RFC 8785 canonical JSON of the document without sig; sig is unpadded base64url; created_at within ' + relayLimits.proofMaxSkewSeconds + ' s; relay is this base URL; each document works once',
+          },
+          vote: { request: { method: 'POST', path: `/items/${id}/vote`, body: { ...vote, hint: 'hint is not signed: relays may change it' } }, slice_hash: quorumSetHash(slice) },
+          slice: { request: { method: 'POST', path: '/slice', body: { v: [deps.selfKey.nodeId] } }, rule: 'omit t for the default threshold (67 %, rounded up)' },
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/seeds',
+      summary: 'Relays to start from: configured seeds and the peers this relay knows.',
+      auth: 'none',
+      since: '0.9.3',
+      handle: () => {
+        const seeds = new Set<string>([...deps.seeds, ...deps.federation.peers().map((p) => p.url)]);
+        return { seeds: [...seeds].map((url) => ({ url })), self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId } };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/network',
+      summary: 'The network as this relay sees it: counts, this relay, its peers, and slice edges (who trusts whom).',
+      auth: 'none',
+      since: '0.9.3',
+      handle: () => {
+        const edges = db.prepare('SELECT node_id, qset, hash FROM slices ORDER BY node_id LIMIT 1000').all() as { node_id: string; qset: string; hash: string }[];
+        return {
+          relay: { url: deps.baseUrl, node_id: deps.selfKey.nodeId, slice: deps.voting.selfSlice() ?? null },
+          counts: {
+            nodes: count('SELECT COUNT(*) AS n FROM nodes'),
+            nodes_registered_here: count('SELECT COUNT(*) AS n FROM nodes WHERE local = 1'),
+            items: count('SELECT COUNT(*) AS n FROM items'),
+            votes: count('SELECT COUNT(*) AS n FROM votes'),
+            events: count('SELECT COUNT(*) AS n FROM events'),
+            peers: count('SELECT COUNT(*) AS n FROM peers'),
+          },
+          peers: deps.federation.peers().map((p) => Federation.view(p)),
+          slices: edges.map((e) => ({ node_id: e.node_id, slice_hash: e.hash, slice: JSON.parse(e.qset) as unknown })),
+          pairs: (db.prepare('SELECT a, b FROM pairs ORDER BY created_ms LIMIT 1000').all() as { a: string; b: string }[]).map((p) => [p.a, p.b]),
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/events',
+      summary: `The event feed (node, item, vote, slice), oldest first. since = the next of the previous page (exclusive; 0 or absent = the start); authors = comma-separated node ids; limit <= ${relayLimits.eventsPageMax} (default ${relayLimits.eventsPageDefault}). Pages concatenate to the whole feed with no gap and no duplicate.`,
+      auth: 'none',
+      since: '0.9.3',
+      query: eventsQuery,
+      handle: ({ query }) => {
+        const since = Number(query.since ?? 0);
+        const limit = query.limit === undefined ? relayLimits.eventsPageDefault : Number(query.limit);
+        if (limit < 1 || limit > relayLimits.eventsPageMax) {
+          throw RelayError.invalid(['query', 'limit'], `Input should be between 1 and ${relayLimits.eventsPageMax}`, query.limit, 'less_than_equal', { ge: 1, le: relayLimits.eventsPageMax });
+        }
+        const authors = query.authors === undefined || query.authors === '' ? [] : query.authors.split(',').map((a) => a.trim());
+        if (authors.length > relayLimits.authorsFilterMax) {
+          throw RelayError.invalid(['query', 'authors'], `List should have at most ${relayLimits.authorsFilterMax} items`, query.authors, 'too_long', { max_length: relayLimits.authorsFilterMax });
+        }
+        authors.forEach((a, index) => {
+          if (!/^[0-9a-f]{64}$/.test(a)) throw RelayError.invalid(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
+        });
+        // One statement reads one snapshot; rowids only grow and are committed in order (see RelayStore).
+        const rows = db
+          .prepare(`SELECT seq, kind, author, subject, payload, origin, created_ms FROM events WHERE seq > ? ${authors.length ? `AND author IN (${authors.map(() => '?').join(',')})` : ''} ORDER BY seq LIMIT ?`)
+          .all(since, ...authors, limit + 1) as { seq: number; kind: string; author: string; subject: string; payload: string; origin: string | null; created_ms: number }[];
+        const page = rows.slice(0, limit);
+        return {
+          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: JSON.parse(r.payload) as unknown })),
+          next: page.at(-1)?.seq ?? since,
+          has_more: rows.length > limit,
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/relays',
+      summary: 'Peer relays this relay federates with.',
+      auth: 'none',
+      since: '0.9.19',
+      handle: () => ({ self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId }, relays: deps.federation.peers().map((p) => ({ url: p.url, node_id: p.node_id, version: p.version })) }),
+    }),
+    route({
+      method: 'post',
+      path: '/reach',
+      summary: 'Add a peer relay by its base URL (http or https). It is probed at the next /reach/probe or periodic probe.',
+      auth: 'human',
+      since: '0.9.19',
+      body: reachBody,
+      successStatus: 201,
+      handle: ({ caller, body, res }) => {
+        const { peer, created } = deps.federation.addPeer(body.url, caller.kind === 'human' ? caller.nodeId : null);
+        if (!created) res.status(200);
+        return { ...Federation.view(peer), created };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/reach',
+      summary: 'Reachability of every peer: last probe time, reachable, last error, feed cursor, events pulled and refused.',
+      auth: 'none',
+      since: '0.9.19',
+      handle: () => ({ peers: deps.federation.peers().map((p) => Federation.view(p)) }),
+    }),
+    route({
+      method: 'post',
+      path: '/reach/probe',
+      summary: 'Probe every peer now (or the one given) and pull its new events, verifying each before storing.',
+      auth: 'human',
+      since: '0.9.19',
+      body: reachProbeBody,
+      handle: async ({ body }) => {
+        const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
+        if (only !== undefined && !deps.federation.peer(only)) throw new RelayError(404, 'not a known peer; POST /reach first');
+        return { results: await deps.federation.probeAll(only) };
+      },
+    }),
+  ];
+}

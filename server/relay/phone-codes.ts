@@ -1,0 +1,130 @@
+import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
+import type { Clock } from '../../core/clock.js';
+import { RelayError } from './relay-error.js';
+import { relayLimits } from './relay-facts.js';
+import type { RelayStore } from './relay-store.js';
+import type { SmsSender } from './sms-sender.js';
+
+export type CodePurpose = 'verify' | 'login' | 'recover';
+
+/** E.164 after removing spaces, dashes, dots and parentheses: "+", 7 to 15 digits, no leading 0. */
+const e164 = /^\+[1-9][0-9]{6,14}$/;
+
+/** Normalises a phone number to E.164 or throws a 422 located at `loc`. */
+export function normalizePhone(input: string, loc: (string | number)[]): string {
+  const compact = input.replace(/[\s\-().]/g, '');
+  if (!e164.test(compact)) {
+    throw RelayError.invalid(loc, 'Value error, phone must be an E.164 number such as +41791234567', input, 'value_error');
+  }
+  return compact;
+}
+
+/** "+41••••••567": enough for its owner to recognise, not enough to harvest. */
+export function maskPhone(phone: string): string {
+  return phone.slice(0, 3) + '•'.repeat(Math.max(0, phone.length - 6)) + phone.slice(-3);
+}
+
+/** What every code request answers, whether or not the number belongs to anyone. */
+export interface CodeRequestAnswer {
+  status: 'code_sent';
+  expires_in_seconds: number;
+  note: string;
+}
+
+/**
+ * One-time phone codes: 6 digits from a CSPRNG, stored only as an HMAC, single use, expiring
+ * after `codeTtlSeconds`, dead after `codeMaxAttempts` wrong tries. Send rate is limited per
+ * number (`codeMinIntervalSeconds` apart, `codeMaxPerHour` per rolling hour) and the limit is
+ * applied and answered the same way for numbers nobody registered, so neither the answer nor the
+ * rate limit tells a caller whether a number is known.
+ */
+export class PhoneCodes {
+  constructor(
+    private readonly store: RelayStore,
+    private readonly clock: Clock,
+    private readonly serverKey: Buffer,
+    private readonly sender: SmsSender,
+    private readonly log: (message: string, cause: unknown) => void,
+  ) {}
+
+  /**
+   * Starts a code for `phone`. `nodeId` is who may redeem it (null when the number is unknown:
+   * then nothing is sent but the same bookkeeping happens). With `awaitDelivery` a failed send is a
+   * 502 (used where the caller already owns the number); otherwise delivery runs in the background so
+   * response time does not depend on whether a message went out.
+   */
+  async start(phone: string, purpose: CodePurpose, nodeId: string | null, options: { awaitDelivery: boolean }): Promise<CodeRequestAnswer> {
+    const nowMs = this.clock.nowMs();
+    const code = String(randomInt(0, 10 ** relayLimits.codeDigits)).padStart(relayLimits.codeDigits, '0');
+    this.store.tx(() => {
+      this.enforceSendRate(phone, nowMs);
+      this.store.db.prepare('INSERT INTO code_sends (phone, sent_ms) VALUES (?, ?)').run(phone, nowMs);
+      // A new code replaces any open one for the same number and purpose.
+      this.store.db.prepare('UPDATE phone_codes SET used = 1 WHERE phone = ? AND purpose = ? AND used = 0').run(phone, purpose);
+      const info = this.store.db
+        .prepare('INSERT INTO phone_codes (phone, purpose, node_id, code_hash, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)')
+        .run(phone, purpose, nodeId, '', nowMs, nowMs + relayLimits.codeTtlSeconds * 1000);
+      const id = Number(info.lastInsertRowid);
+      this.store.db.prepare('UPDATE phone_codes SET code_hash = ? WHERE id = ?').run(this.codeHash(id, phone, code), id);
+    });
+    const answer: CodeRequestAnswer = {
+      status: 'code_sent',
+      expires_in_seconds: relayLimits.codeTtlSeconds,
+      note: purpose === 'verify' ? 'a code was sent to this number' : 'if this number belongs to an account here, a code was sent to it',
+    };
+    if (nodeId === null) return answer;
+    const message = { to: phone, text: `x-relay ${purpose} code: ${code} (valid ${relayLimits.codeTtlSeconds / 60} minutes; nobody from the relay will ask you for it)` };
+    if (options.awaitDelivery) {
+      try {
+        await this.sender.send(message);
+      } catch (cause) {
+        this.log('relay: SMS delivery failed', cause);
+        throw new RelayError(502, 'the SMS gateway did not accept the message; try again later');
+      }
+    } else {
+      this.sender.send(message).catch((cause: unknown) => this.log('relay: SMS delivery failed', cause));
+    }
+    return answer;
+  }
+
+  /**
+   * Redeems a code. Returns the node the code was issued for. Any failure (no open code, expired,
+   * too many attempts, wrong digits, unknown number, issued for someone else) is the same 400.
+   */
+  redeem(phone: string, purpose: CodePurpose, code: string, options: { forNode?: string } = {}): string {
+    const nowMs = this.clock.nowMs();
+    const result = this.store.tx(() => {
+      const row = this.store.db
+        .prepare('SELECT id, node_id, code_hash, attempts FROM phone_codes WHERE phone = ? AND purpose = ? AND used = 0 AND expires_ms > ? ORDER BY id DESC LIMIT 1')
+        .get(phone, purpose, nowMs) as { id: number; node_id: string | null; code_hash: string; attempts: number } | undefined;
+      if (!row || row.attempts >= relayLimits.codeMaxAttempts) return null;
+      this.store.db.prepare('UPDATE phone_codes SET attempts = attempts + 1 WHERE id = ?').run(row.id);
+      const ok = /^[0-9]{6}$/.test(code) && timingSafeEqual(Buffer.from(this.codeHash(row.id, phone, code), 'hex'), Buffer.from(row.code_hash, 'hex'));
+      if (!ok || row.node_id === null) return null;
+      if (options.forNode !== undefined && options.forNode !== row.node_id) return null;
+      this.store.db.prepare('UPDATE phone_codes SET used = 1 WHERE id = ?').run(row.id);
+      return row.node_id;
+    });
+    if (result === null) throw new RelayError(400, 'invalid or expired code');
+    return result;
+  }
+
+  private enforceSendRate(phone: string, nowMs: number): void {
+    const hourAgo = nowMs - 3600_000;
+    this.store.db.prepare('DELETE FROM code_sends WHERE sent_ms <= ?').run(hourAgo);
+    const rows = this.store.db.prepare('SELECT sent_ms FROM code_sends WHERE phone = ? ORDER BY sent_ms').all(phone) as { sent_ms: number }[];
+    const last = rows.at(-1);
+    if (last && nowMs - last.sent_ms < relayLimits.codeMinIntervalSeconds * 1000) {
+      const retry = Math.ceil((last.sent_ms + relayLimits.codeMinIntervalSeconds * 1000 - nowMs) / 1000);
+      throw new RelayError(429, `a code was requested for this number less than ${relayLimits.codeMinIntervalSeconds} s ago; retry after ${retry} s`, { 'Retry-After': String(retry) });
+    }
+    if (rows.length >= relayLimits.codeMaxPerHour) {
+      const retry = Math.ceil((rows[0]!.sent_ms + 3600_000 - nowMs) / 1000);
+      throw new RelayError(429, `at most ${relayLimits.codeMaxPerHour} codes per hour per number; retry after ${retry} s`, { 'Retry-After': String(retry) });
+    }
+  }
+
+  private codeHash(id: number, phone: string, code: string): string {
+    return createHmac('sha256', this.serverKey).update(`x-relay code\n${id}\n${phone}\n${code}`).digest('hex');
+  }
+}

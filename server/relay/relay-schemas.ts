@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { registerSchema, relayLimits, sessionSchema } from './relay-facts.js';
+
+/**
+ * Request schemas of the relay. Each one validates a request at the boundary and, through
+ * `z.toJSONSchema`, becomes a component of /openapi.json, so the document cannot drift.
+ */
+
+/** A string bounded in Unicode code points (JSON Schema's maxLength counts code points too; zod's `.max` counts UTF-16 units). */
+export function codePointText(maxChars: number, options: { singleLine?: boolean; minChars?: number } = {}) {
+  return z
+    .string()
+    .superRefine((s, ctx) => {
+      const n = codePointCount(s);
+      if (n > maxChars) {
+        ctx.addIssue({ code: 'custom', message: `String should have at most ${maxChars} characters`, params: { type: 'string_too_long', ctx: { max_length: maxChars } }, input: s });
+      }
+      if (options.minChars !== undefined && n < options.minChars) {
+        ctx.addIssue({ code: 'custom', message: `String should have at least ${options.minChars} characters`, params: { type: 'string_too_short', ctx: { min_length: options.minChars } }, input: s });
+      }
+      if (options.singleLine && /[\r\n]/.test(s)) {
+        ctx.addIssue({ code: 'custom', message: 'Value error, must not contain a line break', input: s });
+      }
+    })
+    .meta({ maxLength: maxChars, ...(options.minChars !== undefined ? { minLength: options.minChars } : {}) });
+}
+
+export function codePointCount(s: string): number {
+  let n = 0;
+  for (const _ of s) n++;
+  return n;
+}
+
+export const nodeIdSchema = z.string().regex(/^[0-9a-f]{64}$/, 'node id must be 64 lowercase hex characters (the Ed25519 public key)').meta({ description: 'Ed25519 public key, 64 lowercase hex characters' });
+export const itemIdSchema = z.string().regex(/^[0-9a-f]{64}$/, 'item id must be 64 lowercase hex characters (a SHA-256 digest)');
+const sigSchema = z.string().regex(/^[A-Za-z0-9_-]{85}[AQgw]$/, 'sig must be an Ed25519 signature as unpadded base64url (86 characters)');
+const unixSeconds = z.number().int().nonnegative().meta({ description: 'Unix seconds' });
+
+export const registerBody = z
+  .object({
+    schema: z.literal(registerSchema),
+    node_id: nodeIdSchema,
+    relay: z.string().meta({ description: "this relay's base URL, so the document cannot be replayed elsewhere" }),
+    created_at: unixSeconds,
+    name: codePointText(relayLimits.nameMaxChars, { singleLine: true }).optional(),
+    sig: sigSchema,
+  })
+  .strict()
+  .meta({ id: 'RegisterRequest', description: 'A registration document signed by the node key (Ed25519 over RFC 8785 bytes without sig).' });
+
+export const sessionBody = z
+  .object({
+    schema: z.literal(sessionSchema),
+    node_id: nodeIdSchema,
+    relay: z.string(),
+    created_at: unixSeconds,
+    sig: sigSchema,
+  })
+  .strict()
+  .meta({ id: 'SessionRequest', description: 'A session document signed by the node key; answers the current human credential.' });
+
+export const meUpdateBody = z
+  .object({
+    name: codePointText(relayLimits.nameMaxChars, { singleLine: true }).optional(),
+    about: codePointText(relayLimits.aboutMaxChars).optional(),
+  })
+  .strict()
+  .meta({ id: 'MeUpdate' });
+
+export const directoryBody = z
+  .object({
+    listed: z.boolean().optional().meta({ description: 'appear in /search results' }),
+    phone_discoverable: z.boolean().optional().meta({ description: 'let /lookup find you by your verified number' }),
+  })
+  .strict()
+  .meta({ id: 'DirectoryUpdate' });
+
+export const phoneBody = z.object({ phone: z.string().max(32) }).strict().meta({ id: 'PhoneRequest' });
+export const phoneCodeBody = z
+  .object({ phone: z.string().max(32), code: z.string().max(16) })
+  .strict()
+  .meta({ id: 'PhoneCode' });
+
+export const botBody = z.object({ name: codePointText(relayLimits.nameMaxChars, { singleLine: true, minChars: 1 }) }).strict().meta({ id: 'BotCreate' });
+
+export const claimBody = z
+  .object({
+    kind: z.string().meta({ description: 'one of the claim kinds listed by /health' }),
+    title: codePointText(relayLimits.titleMaxChars, { singleLine: true }),
+    body: codePointText(relayLimits.bodyMaxChars).default(''),
+  })
+  .strict()
+  .meta({ id: 'ClaimCreate', description: 'A claim item. Lengths count Unicode code points; kind and title may not contain a line break.' });
+
+export const quorumSetSchema: z.ZodType<unknown> = z
+  .object({
+    t: z.number().int().optional(),
+    v: z.array(z.string()).optional(),
+    i: z.array(z.lazy(() => quorumSetSchema)).optional(),
+  })
+  .meta({ id: 'QuorumSet', description: 'At least t of the validators v and inner sets i. Omit t for the default (67 %, rounded up).' });
+
+export const sliceMemberBody = z.object({ node_id: nodeIdSchema }).strict().meta({ id: 'SliceMember' });
+
+export const reportReasons = ['spam', 'abuse', 'illegal', 'misleading', 'duplicate', 'other'] as const;
+export const reportBody = z
+  .object({ reason: z.enum(reportReasons), note: codePointText(relayLimits.reportNoteMaxChars).default('') })
+  .strict()
+  .meta({ id: 'ReportCreate' });
+
+export const inviteAcceptBody = z.object({ code: z.string().max(64) }).strict().meta({ id: 'InviteAccept' });
+export const pairConfirmBody = z.object({ token: z.string().max(128) }).strict().meta({ id: 'PairConfirm' });
+export const reachBody = z.object({ url: z.string().max(2000) }).strict().meta({ id: 'ReachAdd' });
+export const reachProbeBody = z.object({ url: z.string().max(2000).optional() }).strict().meta({ id: 'ReachProbe' });
+
+const digits = z.string().regex(/^[0-9]{1,15}$/, 'must be a non-negative integer');
+
+export const eventsQuery = z
+  .object({
+    since: digits.optional().meta({ description: 'the `next` cursor of the previous page; 0 or absent for the start' }),
+    authors: z.string().max(relayLimits.authorsFilterMax * 65).optional().meta({ description: 'comma-separated node ids' }),
+    limit: digits.optional().meta({ description: `page size, at most ${relayLimits.eventsPageMax}` }),
+  })
+  .meta({ id: 'EventsQuery' });
+
+export const searchQuery = z.object({ q: codePointText(200, { minChars: 1 }) }).meta({ id: 'SearchQuery' });
+export const lookupQuery = z.object({ phone: z.string().max(32) }).meta({ id: 'LookupQuery' });
+export const itemsQuery = z
+  .object({
+    after: digits.optional().meta({ description: 'the `next` cursor of the previous page' }),
+    limit: digits.optional(),
+    author: nodeIdSchema.optional(),
+  })
+  .meta({ id: 'ItemsQuery' });

@@ -1,0 +1,250 @@
+import express, { type Express, type Request, type Response, Router } from 'express';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import { type Caller, Credentials, authorizationOf, loadOrCreateSecret, requireCredential } from './credentials.js';
+import { Federation } from './federation.js';
+import { FileStore } from './file-store.js';
+import { identityRoutes } from './identity-routes.js';
+import { itemRoutes } from './item-routes.js';
+import { networkRoutes } from './network-routes.js';
+import { PhoneCodes } from './phone-codes.js';
+import { type QuorumSet, nodeKeyFromSecret } from './protocol.js';
+import type { RelayDeps } from './relay-deps.js';
+import { RelayError, parseOr422, relayErrorHandler } from './relay-error.js';
+import { registerSchema, relayLimits } from './relay-facts.js';
+import { relayOpenApi } from './relay-openapi.js';
+import { type RelayRoute, alreadySent } from './relay-route.js';
+import { relaySite } from './relay-site.js';
+import { RelayStore } from './relay-store.js';
+import { signDocument } from './signed-document.js';
+import { FileOutboxSmsSender, type SmsSender } from './sms-sender.js';
+import { socialRoutes } from './social-routes.js';
+import { Voting } from './voting.js';
+
+export interface RelayServiceConfig {
+  clock: Clock;
+  /** Holds relay.sqlite, the server HMAC key, the relay node key, stored files and the SMS outbox. */
+  dataDir: string;
+  /** API base address as clients reach it, e.g. http://127.0.0.1:8081 or https://relay.example/api. */
+  baseUrl: string;
+  /** Human site address, e.g. https://relay.example. */
+  humanUrl: string;
+  /** Where one-time codes go; default: `sms-outbox.jsonl` in the data dir. */
+  smsSender?: SmsSender;
+  /** Outbound HTTP for federation; default: the global fetch. */
+  fetch?: typeof fetch;
+  /** Peer relay base URLs to federate with (added to the stored peers at start). */
+  peers?: string[];
+  /** Seed relays published by GET /seeds. */
+  seeds?: string[];
+  /** The relay node's own slice; default: the nodes registered here plus peer relay nodes. */
+  selfSlice?: QuorumSet;
+  /** Probe every peer this often (host ms on `clock`); absent or 0: only on POST /reach/probe. */
+  probeIntervalMs?: number;
+  /** Bound on one outbound federation request. */
+  peerRequestTimeoutMs?: number;
+  /** Where unexpected errors are logged with their cause; default console.error. */
+  log?: (message: string, cause: unknown) => void;
+}
+
+export interface RelayService {
+  /** The express app; it never listens by itself. */
+  app: Express;
+  /** The relay node's id (its Ed25519 public key, hex). */
+  nodeId: string;
+  /** The route table (what /openapi.json, the site and the docs are built from). */
+  routes: readonly RelayRoute[];
+  federation: Federation;
+  /** Stops periodic probes and closes the database. */
+  close(): Promise<void>;
+}
+
+/** Builds the relay: opens (or creates) its data dir, keys and database, and the express app. */
+export function createRelayService(config: RelayServiceConfig): RelayService {
+  const baseUrl = config.baseUrl.replace(/\/+$/, '');
+  const humanUrl = config.humanUrl.replace(/\/+$/, '');
+  const log = config.log ?? ((message: string, cause: unknown) => console.error(message, cause));
+  const store = new RelayStore(config.dataDir);
+  try {
+    const serverKey = loadOrCreateSecret(config.dataDir, 'relay-server.key');
+    const selfKey = nodeKeyFromSecret(new Uint8Array(loadOrCreateSecret(config.dataDir, 'relay-node.key')));
+    const files = new FileStore(config.dataDir);
+    const voting = new Voting({ store, clock: config.clock, selfKey, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}) });
+    const federation = new Federation({
+      store,
+      clock: config.clock,
+      files,
+      voting,
+      baseUrl,
+      selfNodeId: selfKey.nodeId,
+      fetch: config.fetch ?? fetch,
+      ...(config.peerRequestTimeoutMs !== undefined ? { requestTimeoutMs: config.peerRequestTimeoutMs } : {}),
+      log,
+    });
+    const deps: RelayDeps = {
+      store,
+      clock: config.clock,
+      credentials: new Credentials(store, serverKey),
+      codes: new PhoneCodes(store, config.clock, serverKey, config.smsSender ?? new FileOutboxSmsSender(config.dataDir, config.clock), log),
+      files,
+      voting,
+      federation,
+      selfKey,
+      baseUrl,
+      humanUrl,
+      seeds: config.seeds ?? [],
+      log,
+    };
+    registerSelf(deps);
+    for (const peer of config.peers ?? []) federation.addPeer(peer, null);
+
+    const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...socialRoutes(deps)];
+    const app = buildApp(deps, routes, log);
+
+    let timer: TimerHandle | undefined;
+    let closed = false;
+    const schedule = () => {
+      if (!config.probeIntervalMs || closed) return;
+      timer = config.clock.setTimeout(() => {
+        federation
+          .probeAll()
+          .catch((cause: unknown) => log('relay: periodic probe failed', cause))
+          .finally(schedule);
+      }, config.probeIntervalMs);
+    };
+    schedule();
+
+    return {
+      app,
+      nodeId: selfKey.nodeId,
+      routes,
+      federation,
+      close: async () => {
+        closed = true;
+        if (timer !== undefined) config.clock.clearTimeout(timer);
+        store.close();
+      },
+    };
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+}
+
+/** The relay node appears in its own feed once, with a self-signed registration, so peers can verify its statements. */
+function registerSelf(deps: RelayDeps): void {
+  const { store, selfKey } = deps;
+  if (store.db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(selfKey.nodeId)) return;
+  const nowMs = deps.clock.nowMs();
+  const registration = signDocument({ schema: registerSchema, node_id: selfKey.nodeId, relay: deps.baseUrl, created_at: Math.floor(nowMs / 1000), name: 'relay node' }, selfKey.secretKey);
+  store.tx(() => {
+    store.db.prepare('INSERT INTO nodes (node_id, local, name, registration, created_ms, updated_ms) VALUES (?, 0, ?, ?, ?, ?)').run(selfKey.nodeId, 'relay node', JSON.stringify(registration), nowMs, nowMs);
+    store.appendEvent('node', selfKey.nodeId, selfKey.nodeId, { registration }, nowMs);
+  });
+}
+
+function pathPrefix(url: string): string {
+  return new URL(url).pathname.replace(/\/+$/, '');
+}
+
+function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], log: (message: string, cause: unknown) => void): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
+  const api = Router();
+
+  for (const r of routes) {
+    const expressPath = r.path.replace(/\{(\w+)\}/g, ':$1');
+    const handler = async (req: Request, res: Response) => {
+      let caller: Caller = { kind: 'anonymous' };
+      if (r.auth !== 'none' && r.auth !== 'signature') caller = requireCredential(deps.credentials.authenticate(authorizationOf(req)), r.auth);
+      const query = r.query ? parseOr422(r.query, req.query, 'query') : req.query;
+      const body = r.body && (r.bodyKind ?? 'json') === 'json' ? parseOr422(r.body, req.body ?? {}, 'body') : req.body;
+      res.status(r.successStatus ?? 200);
+      const result = await r.handle({ caller, body, query, params: req.params as Record<string, string>, req, res });
+      if (result === alreadySent) return;
+      res.json(result);
+    };
+    // Multipart uploads are streamed by the handler; JSON is parsed (bounded) for everything else.
+    const parse = (req: Request, res: Response, next: (err?: unknown) => void) => (req.is('multipart/form-data') ? next() : json(req, res, next));
+    api[r.method](expressPath, parse, handler);
+  }
+  const openapi = relayOpenApi(routes, deps.baseUrl);
+  api.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+
+  const stats = () => {
+    const n = (sql: string) => (deps.store.db.prepare(sql).get() as { n: number }).n;
+    return { nodes: n('SELECT COUNT(*) AS n FROM nodes'), items: n('SELECT COUNT(*) AS n FROM items'), votes: n('SELECT COUNT(*) AS n FROM votes'), peers: n('SELECT COUNT(*) AS n FROM peers') };
+  };
+  const sitePrefix = pathPrefix(deps.humanUrl);
+  const apiPrefix = pathPrefix(deps.baseUrl);
+  // The site first: with both at "/", "/" and "/agents" are pages, every other path is the API.
+  app.use(sitePrefix || '/', relaySite(routes, deps.baseUrl, deps.humanUrl, stats));
+  app.use(apiPrefix || '/', api);
+  app.use((_req, _res, next) => next(new RelayError(404, 'Not Found')));
+  app.use(relayErrorHandler(log));
+  return app;
+}
+
+export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl'> {
+  /** Interface to listen on; default 127.0.0.1. */
+  host?: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /** Path of the API under the origin, e.g. "/api"; default "" (API at the root). */
+  basePath?: string;
+  /** Path of the human site under the origin; default "" (site at the root). */
+  humanPath?: string;
+  /** The origin clients use when it differs from the listening address (behind a proxy). */
+  publicOrigin?: string;
+}
+
+export interface RunningRelay {
+  /** The origin it listens on, e.g. http://127.0.0.1:41234. */
+  url: string;
+  baseUrl: string;
+  humanUrl: string;
+  service: RelayService;
+  close(): Promise<void>;
+}
+
+/** Listens (port 0 by default), then builds the relay with the base and human addresses it now knows. */
+export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
+  const host = options.host ?? '127.0.0.1';
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const origin = (options.publicOrigin ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  const baseUrl = origin + (options.basePath ?? '');
+  const humanUrl = origin + (options.humanPath ?? '');
+  let service: RelayService;
+  try {
+    service = createRelayService({ ...options, baseUrl, humanUrl });
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  server.on('request', service.app);
+  return {
+    url: origin,
+    baseUrl,
+    humanUrl,
+    service,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await service.close();
+    },
+  };
+}

@@ -1,0 +1,172 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * The relay's embedded SQLite store (`relay.sqlite` in the data dir). One connection, used
+ * synchronously: SQLite serialises writers and better-sqlite3 never yields inside a
+ * transaction, so an event's rowid order is its commit order. That is what lets GET /events
+ * page by `seq > since` with no gap and no duplicate while other requests write.
+ */
+export class RelayStore {
+  readonly db: Database.Database;
+
+  constructor(readonly dataDir: string) {
+    mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(join(dataDir, 'relay.sqlite'));
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(schemaSql);
+  }
+
+  /** Runs `fn` in one immediate transaction; the change and its event commit together or not at all. */
+  tx<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  /**
+   * Appends an event; call inside the transaction that makes the change. `author` is the node
+   * the event is about or by (the `authors` filter), `payload` is what a peer needs to verify it.
+   */
+  appendEvent(kind: EventKind, author: string, subject: string, payload: unknown, nowMs: number, origin: string | null = null): number {
+    const info = this.db
+      .prepare('INSERT INTO events (kind, author, subject, payload, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(kind, author, subject, JSON.stringify(payload), origin, nowMs);
+    return Number(info.lastInsertRowid);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+export type EventKind = 'node' | 'item' | 'vote' | 'slice';
+
+const schemaSql = `
+CREATE TABLE IF NOT EXISTS nodes (
+  node_id TEXT PRIMARY KEY,
+  local INTEGER NOT NULL,              -- 1: registered here (may hold credentials); 0: learned from a peer
+  name TEXT NOT NULL DEFAULT '',
+  about TEXT NOT NULL DEFAULT '',
+  cred_version INTEGER NOT NULL DEFAULT 1,
+  registration TEXT NOT NULL,          -- the signed x.register/1 document, kept so peers can verify it
+  origin TEXT,                         -- peer URL it came from, NULL when registered here
+  invited_by TEXT,
+  listed INTEGER NOT NULL DEFAULT 0,
+  phone_discoverable INTEGER NOT NULL DEFAULT 0,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS used_proofs (sig TEXT PRIMARY KEY, used_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS phones (
+  phone TEXT PRIMARY KEY,
+  node_id TEXT NOT NULL UNIQUE REFERENCES nodes(node_id),
+  verified_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS phone_codes (
+  id INTEGER PRIMARY KEY,
+  phone TEXT NOT NULL,
+  purpose TEXT NOT NULL,               -- verify | login | recover
+  node_id TEXT,                        -- the node the code is for; NULL when the number is unknown
+  code_hash TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  used INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS phone_codes_by_phone ON phone_codes (phone, purpose);
+CREATE TABLE IF NOT EXISTS code_sends (phone TEXT NOT NULL, sent_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS code_sends_by_phone ON code_sends (phone, sent_ms);
+CREATE TABLE IF NOT EXISTS lookups (caller TEXT NOT NULL, at_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS bots (
+  bot_id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL REFERENCES nodes(node_id),
+  name TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,     -- sha256 of the token; the token itself is shown once
+  created_ms INTEGER NOT NULL,
+  revoked_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS items (
+  item_id TEXT PRIMARY KEY,
+  type TEXT NOT NULL,                  -- claim | file
+  kind TEXT NOT NULL,
+  title TEXT NOT NULL,
+  body TEXT NOT NULL DEFAULT '',
+  file_bytes INTEGER,
+  media_type TEXT,
+  author TEXT NOT NULL,
+  bot_id TEXT,
+  origin TEXT,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS votes (
+  voter TEXT NOT NULL,
+  item_id TEXT NOT NULL REFERENCES items(item_id),
+  value TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  doc TEXT NOT NULL,                   -- the signed vote as received (hint included)
+  origin TEXT,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (voter, item_id, value, phase)
+);
+CREATE INDEX IF NOT EXISTS votes_by_item ON votes (item_id);
+CREATE TABLE IF NOT EXISTS slices (
+  node_id TEXT PRIMARY KEY,
+  qset TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  t_auto INTEGER NOT NULL,             -- 1: t follows the default threshold as entries change
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS qsets (hash TEXT PRIMARY KEY, qset TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pairings (
+  token_hash TEXT PRIMARY KEY,
+  node_id TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  confirmed_by TEXT,
+  confirmed_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS pairs (a TEXT NOT NULL, b TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (a, b));
+CREATE TABLE IF NOT EXISTS invites (
+  code TEXT PRIMARY KEY,
+  inviter TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  accepted_by TEXT,
+  accepted_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS reports (
+  report_id INTEGER PRIMARY KEY,
+  item_id TEXT NOT NULL,
+  reporter TEXT NOT NULL,
+  bot_id TEXT,
+  reason TEXT NOT NULL,
+  note TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  UNIQUE (item_id, reporter)
+);
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, -- AUTOINCREMENT: never reused, even after deletes
+  kind TEXT NOT NULL,
+  author TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  origin TEXT,
+  created_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_author ON events (author, seq);
+CREATE TABLE IF NOT EXISTS peers (
+  url TEXT PRIMARY KEY,
+  node_id TEXT,
+  added_ms INTEGER NOT NULL,
+  added_by TEXT,
+  cursor INTEGER NOT NULL DEFAULT 0,
+  last_probe_ms INTEGER,
+  reachable INTEGER,
+  last_error TEXT,
+  version TEXT,
+  pulled_events INTEGER NOT NULL DEFAULT 0,
+  rejected_events INTEGER NOT NULL DEFAULT 0
+);
+`;

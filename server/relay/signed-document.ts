@@ -1,0 +1,40 @@
+import { canonicalJson, isSignatureText, nodeIdToPublicKey, signEd25519, verifyEd25519 } from './protocol.js';
+import type { CoreIssue } from './protocol.js';
+import { RelayError, issue, type ValidationIssue } from './relay-error.js';
+
+/**
+ * Registration (`x.register/1`) and session (`x.session/1`) documents are signed like votes:
+ * Ed25519 by the node key over the RFC 8785 canonical JSON of the document without `sig`, the
+ * signature written as unpadded base64url. Signing a document that names this relay's base URL and
+ * a fresh `created_at` is how a client proves it holds the key of the node id it claims.
+ */
+export function signedDocumentBytes(doc: Record<string, unknown>): Uint8Array {
+  const { sig: _sig, ...signed } = doc;
+  return new TextEncoder().encode(canonicalJson(signed));
+}
+
+/** True when `doc.sig` is `nodeId`'s signature over the document; false (never throws) otherwise. */
+export function verifySignedDocument(doc: Record<string, unknown>, nodeId: string): boolean {
+  if (!isSignatureText(doc.sig)) return false;
+  try {
+    return verifyEd25519(new Uint8Array(Buffer.from(doc.sig, 'base64url')), signedDocumentBytes(doc), nodeIdToPublicKey(nodeId));
+  } catch {
+    return false;
+  }
+}
+
+/** Signs a document with a 32-byte seed; returns it with `sig` added (used for the relay's own registration and by tests). */
+export function signDocument<T extends Record<string, unknown>>(doc: T, secretKey: Uint8Array): T & { sig: string } {
+  const sig = Buffer.from(signEd25519(signedDocumentBytes(doc), secretKey)).toString('base64url');
+  return { ...doc, sig };
+}
+
+/** Core issues (loc inside the value) as wire issues located under `where` (e.g. body). */
+export function coreIssuesToValidation(issues: readonly CoreIssue[], where: (string | number)[]): ValidationIssue[] {
+  return issues.map((i) => issue(i.type, [...where, ...i.loc], i.msg, i.input, i.ctx));
+}
+
+/** Throws the 422 for a failed core validation. */
+export function throwCoreIssues(issues: readonly CoreIssue[], where: (string | number)[]): never {
+  throw new RelayError(422, coreIssuesToValidation(issues, where));
+}

@@ -1,0 +1,182 @@
+import { randomBytes } from 'node:crypto';
+import QRCode from 'qrcode';
+import { isoFromMs } from '../../core/clock.js';
+import { sha256Hex } from './credentials.js';
+import { getNode } from './node-view.js';
+import type { RelayDeps } from './relay-deps.js';
+import { RelayError } from './relay-error.js';
+import { relayLimits } from './relay-facts.js';
+import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
+import { inviteAcceptBody, pairConfirmBody } from './relay-schemas.js';
+
+/** A random code that is easy to read aloud: Crockford base32 (256 is a multiple of 32, so no bias). */
+export function readableCode(length = 12): string {
+  const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+  let out = '';
+  for (const b of randomBytes(length)) out += alphabet[b % 32];
+  return out;
+}
+
+interface PairingRow {
+  token_hash: string;
+  node_id: string;
+  created_ms: number;
+  expires_ms: number;
+  confirmed_by: string | null;
+  confirmed_ms: number | null;
+}
+
+/** Invites and pairing. */
+export function socialRoutes(deps: RelayDeps): RelayRoute[] {
+  const db = deps.store.db;
+  const now = () => deps.clock.nowMs();
+
+  const pairingOf = (token: string) => {
+    if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw RelayError.invalid(['path', 'token'], 'Value error, not a pairing token', token);
+    const row = db.prepare('SELECT * FROM pairings WHERE token_hash = ?').get(sha256Hex(token)) as PairingRow | undefined;
+    if (!row) throw new RelayError(404, 'unknown pairing token');
+    return row;
+  };
+  const pairingState = (row: PairingRow) => (row.confirmed_by ? 'paired' : row.expires_ms <= now() ? 'expired' : 'pending');
+  const pairUrl = (token: string) => `${deps.baseUrl}/pair/${token}`;
+
+  const inviteState = (r: { accepted_by: string | null; expires_ms: number }) => (r.accepted_by ? 'accepted' : r.expires_ms <= now() ? 'expired' : 'open');
+
+  return [
+    route({
+      method: 'post',
+      path: '/invites',
+      summary: `Create a single-use invite code (valid ${relayLimits.inviteTtlSeconds / 86400} days; at most ${relayLimits.openInvitesMax} open at once).`,
+      auth: 'human',
+      since: '0.9.3',
+      successStatus: 201,
+      handle: ({ caller }) => {
+        const inviter = callerNode(caller);
+        const code = readableCode();
+        const expiresMs = now() + relayLimits.inviteTtlSeconds * 1000;
+        deps.store.tx(() => {
+          const open = (db.prepare('SELECT COUNT(*) AS n FROM invites WHERE inviter = ? AND accepted_by IS NULL AND expires_ms > ?').get(inviter, now()) as { n: number }).n;
+          if (open >= relayLimits.openInvitesMax) throw new RelayError(409, `at most ${relayLimits.openInvitesMax} open invites; wait for some to be accepted or expire`);
+          db.prepare('INSERT INTO invites (code, inviter, created_ms, expires_ms) VALUES (?, ?, ?, ?)').run(code, inviter, now(), expiresMs);
+        });
+        return { code, inviter, state: 'open', expires_at: isoFromMs(expiresMs), accept: { method: 'POST', path: '/invites/accept', body: { code } } };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/invites',
+      summary: 'Your invites and their states (open, accepted, expired).',
+      auth: 'human',
+      since: '0.9.3',
+      handle: ({ caller }) => {
+        const rows = db.prepare('SELECT * FROM invites WHERE inviter = ? ORDER BY created_ms DESC').all(callerNode(caller)) as {
+          code: string;
+          created_ms: number;
+          expires_ms: number;
+          accepted_by: string | null;
+          accepted_ms: number | null;
+        }[];
+        return {
+          invites: rows.map((r) => ({
+            code: r.code,
+            state: inviteState(r),
+            created_at: isoFromMs(r.created_ms),
+            expires_at: isoFromMs(r.expires_ms),
+            accepted_by: r.accepted_by,
+            accepted_at: r.accepted_ms === null ? null : isoFromMs(r.accepted_ms),
+          })),
+        };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/invites/accept',
+      summary: 'Accept an invite: records who invited you (once per node). Unknown, used and expired codes get the same 404.',
+      auth: 'human',
+      since: '0.9.3',
+      body: inviteAcceptBody,
+      handle: ({ caller, body }) => {
+        const nodeId = callerNode(caller);
+        const code = body.code.trim().toUpperCase();
+        return deps.store.tx(() => {
+          const row = db.prepare('SELECT * FROM invites WHERE code = ?').get(code) as { inviter: string; accepted_by: string | null; expires_ms: number } | undefined;
+          if (!row || inviteState(row) !== 'open') throw new RelayError(404, 'unknown, used or expired invite code');
+          if (row.inviter === nodeId) throw new RelayError(409, 'you cannot accept your own invite');
+          if (getNode(deps, nodeId)?.invited_by) throw new RelayError(409, 'you already accepted an invite');
+          db.prepare('UPDATE invites SET accepted_by = ?, accepted_ms = ? WHERE code = ?').run(nodeId, now(), code);
+          db.prepare('UPDATE nodes SET invited_by = ?, updated_ms = ? WHERE node_id = ?').run(row.inviter, now(), nodeId);
+          return { node_id: nodeId, invited_by: row.inviter, accepted_at: isoFromMs(now()) };
+        });
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/pair/start',
+      summary: `Start pairing: a single-use token (valid ${relayLimits.pairTokenTtlSeconds} s) to show as a QR image; another node confirms it to pair with you.`,
+      auth: 'human',
+      since: '0.9.3',
+      successStatus: 201,
+      handle: ({ caller }) => {
+        const nodeId = callerNode(caller);
+        const token = randomBytes(24).toString('base64url');
+        const expiresMs = now() + relayLimits.pairTokenTtlSeconds * 1000;
+        db.prepare('INSERT INTO pairings (token_hash, node_id, created_ms, expires_ms) VALUES (?, ?, ?, ?)').run(sha256Hex(token), nodeId, now(), expiresMs);
+        return { token, node_id: nodeId, state: 'pending', expires_at: isoFromMs(expiresMs), url: pairUrl(token), qr: `${pairUrl(token)}/qr` };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/pair/{token}',
+      summary: 'State of a pairing token: pending, paired or expired, and who started it.',
+      auth: 'none',
+      since: '0.9.3',
+      handle: ({ params }) => {
+        const row = pairingOf(params.token!);
+        const starter = getNode(deps, row.node_id);
+        return {
+          state: pairingState(row),
+          node_id: row.node_id,
+          name: starter?.name ?? '',
+          expires_at: isoFromMs(row.expires_ms),
+          paired_with: row.confirmed_by,
+          confirm: { method: 'POST', path: '/pair/confirm', body: { token: params.token } },
+        };
+      },
+    }),
+    route({
+      method: 'get',
+      path: '/pair/{token}/qr',
+      summary: 'The pairing URL as a QR code (PNG). 410 once the token was used or expired.',
+      auth: 'none',
+      since: '0.9.19',
+      produces: 'image/png',
+      handle: async ({ params, res }) => {
+        const row = pairingOf(params.token!);
+        if (pairingState(row) !== 'pending') throw new RelayError(410, `pairing token is ${pairingState(row)}`);
+        const png = await QRCode.toBuffer(pairUrl(params.token!), { type: 'png', errorCorrectionLevel: 'M', margin: 2, scale: 6 });
+        res.status(200).set({ 'content-type': 'image/png', 'cache-control': 'no-store' }).send(png);
+        return alreadySent;
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/pair/confirm',
+      summary: 'Confirm a pairing token shown by another node: the two nodes are paired (listed on both /nodes/{id}). Single use.',
+      auth: 'human',
+      since: '0.9.3',
+      body: pairConfirmBody,
+      handle: ({ caller, body }) => {
+        const nodeId = callerNode(caller);
+        return deps.store.tx(() => {
+          const row = pairingOf(body.token);
+          if (pairingState(row) !== 'pending') throw new RelayError(410, `pairing token is ${pairingState(row)}`);
+          if (row.node_id === nodeId) throw new RelayError(409, 'a node cannot pair with itself; confirm from the other node');
+          db.prepare('UPDATE pairings SET confirmed_by = ?, confirmed_ms = ? WHERE token_hash = ?').run(nodeId, now(), row.token_hash);
+          const [a, b] = [row.node_id, nodeId].sort() as [string, string];
+          db.prepare('INSERT OR IGNORE INTO pairs (a, b, created_ms) VALUES (?, ?, ?)').run(a, b, now());
+          return { state: 'paired', nodes: [row.node_id, nodeId] };
+        });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,222 @@
+import type { Clock } from '../../core/clock.js';
+import {
+  type Bulletin,
+  type EmittedStatement,
+  type QuorumSet,
+  type Vote,
+  defaultThreshold,
+  normalizeQuorumSet,
+  quorumSetHash,
+  signVote,
+  tally,
+  validateQuorumSet,
+} from './protocol.js';
+import type { NodeKey } from './protocol.js';
+import { RelayError } from './relay-error.js';
+import { relayScheme, voteSchema } from './relay-facts.js';
+import type { RelayStore } from './relay-store.js';
+import { throwCoreIssues } from './signed-document.js';
+
+/** Outcome of storing one verified statement. */
+export interface StoredVote {
+  stored: boolean;
+  duplicate: boolean;
+  /** The voter has now signed both values in this phase; both statements are kept as evidence. */
+  equivocation: boolean;
+}
+
+/** Statements the relay's own node signed while re-tallying. */
+export type Emission = Vote[];
+
+export interface VotingOptions {
+  store: RelayStore;
+  clock: Clock;
+  selfKey: NodeKey;
+  /**
+   * The relay node's slice. Absent: every node registered here plus every peer relay node, with the
+   * default threshold, recomputed at each tally (see docs/relay-api.md: operators should set it).
+   */
+  selfSlice?: QuorumSet;
+}
+
+/**
+ * Votes, slices and the relay's own participation in scp-s5. Statements are stored as received
+ * (verified by the caller with the core's `verifyVote`), deduplicated on (voter, item, value,
+ * phase). The tally itself is the core's `tally`; this class only feeds it stored facts and
+ * signs and stores what it says the relay's node must emit.
+ */
+export class Voting {
+  constructor(private readonly options: VotingOptions) {}
+
+  private get db() {
+    return this.options.store.db;
+  }
+
+  /**
+   * Validates a quorum set from a request. `t` may be omitted at any level: it then follows the
+   * default threshold (67 % of the entries, rounded up). Throws 422 located under `loc`.
+   */
+  parseSlice(input: unknown, owner: string, loc: (string | number)[]): { qset: QuorumSet; tAuto: boolean } {
+    let tAuto = false;
+    const fill = (q: unknown): unknown => {
+      if (q === null || typeof q !== 'object' || Array.isArray(q)) return q;
+      const o = { ...(q as Record<string, unknown>) };
+      if (o.v === undefined) o.v = [];
+      if (o.i === undefined) o.i = [];
+      if (Array.isArray(o.i)) o.i = o.i.map(fill);
+      if (o.t === undefined && Array.isArray(o.v) && Array.isArray(o.i)) {
+        const n = o.v.length + o.i.length;
+        if (n >= 1) {
+          o.t = defaultThreshold(n);
+          if (q === input) tAuto = true;
+        }
+      }
+      return o;
+    };
+    const result = validateQuorumSet(fill(input), { self: owner });
+    if (!result.ok) throwCoreIssues(result.issues, loc);
+    return { qset: normalizeQuorumSet(result.value), tAuto };
+  }
+
+  /** The slice a node published with POST /slice (or learned nowhere: undefined). */
+  publishedSlice(nodeId: string): { hash: string; qset: QuorumSet; t_auto: boolean } | undefined {
+    const row = this.db.prepare('SELECT qset, hash, t_auto FROM slices WHERE node_id = ?').get(nodeId) as { qset: string; hash: string; t_auto: number } | undefined;
+    return row ? { hash: row.hash, qset: JSON.parse(row.qset) as QuorumSet, t_auto: row.t_auto === 1 } : undefined;
+  }
+
+  /** Stores a node's slice and its hash (so votes may carry `slice_hash`); call inside a transaction. */
+  setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number): { hash: string; qset: QuorumSet } {
+    const hash = this.rememberQuorumSet(qset);
+    this.db
+      .prepare('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms')
+      .run(nodeId, JSON.stringify(qset), hash, tAuto ? 1 : 0, nowMs);
+    this.options.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash }, nowMs);
+    return { hash, qset };
+  }
+
+  /** Keeps hash -> quorum set so `slice_hash` in votes resolves; returns the hash. */
+  rememberQuorumSet(qset: QuorumSet): string {
+    const normal = normalizeQuorumSet(qset);
+    const hash = quorumSetHash(normal);
+    this.db.prepare('INSERT OR IGNORE INTO qsets (hash, qset) VALUES (?, ?)').run(hash, JSON.stringify(normal));
+    return hash;
+  }
+
+  quorumSetByHash(hash: string): QuorumSet | undefined {
+    const row = this.db.prepare('SELECT qset FROM qsets WHERE hash = ?').get(hash) as { qset: string } | undefined;
+    return row ? (JSON.parse(row.qset) as QuorumSet) : undefined;
+  }
+
+  /**
+   * Stores one verified statement; call inside a transaction. A `slice_hash` must already be known
+   * (422 otherwise, so every stored statement can be tallied). Appends a `vote` event when new.
+   */
+  storeVote(vote: Vote, origin: string | null, nowMs: number): StoredVote {
+    if (vote.slice) this.rememberQuorumSet(vote.slice);
+    else if (vote.slice_hash !== undefined && !this.quorumSetByHash(vote.slice_hash)) {
+      throw RelayError.invalid(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', vote.slice_hash);
+    }
+    const info = this.db
+      .prepare('INSERT OR IGNORE INTO votes (voter, item_id, value, phase, doc, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(vote.voter, vote.item, vote.value, vote.phase, JSON.stringify(vote), origin, nowMs);
+    const other = vote.value === 'yes' ? 'no' : 'yes';
+    const equivocation = this.db.prepare('SELECT 1 FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?').get(vote.voter, vote.item, other, vote.phase) !== undefined;
+    if (info.changes === 0) return { stored: false, duplicate: true, equivocation };
+    this.options.store.appendEvent('vote', vote.voter, vote.item, { vote }, nowMs, origin);
+    return { stored: true, duplicate: false, equivocation };
+  }
+
+  /** Every stored statement about an item. */
+  statements(itemId: string): Vote[] {
+    const rows = this.db.prepare('SELECT doc FROM votes WHERE item_id = ? ORDER BY created_ms, voter, value, phase').all(itemId) as { doc: string }[];
+    return rows.map((r) => JSON.parse(r.doc) as Vote);
+  }
+
+  /** The relay node's slice now (configured, or the default described in `VotingOptions`). */
+  selfSlice(): QuorumSet | undefined {
+    if (this.options.selfSlice) return this.options.selfSlice;
+    const self = this.options.selfKey.nodeId;
+    const rows = this.db
+      .prepare('SELECT node_id FROM nodes WHERE (local = 1 OR node_id IN (SELECT node_id FROM peers WHERE node_id IS NOT NULL)) AND node_id != ? ORDER BY node_id LIMIT 1000')
+      .all(self) as { node_id: string }[];
+    if (rows.length === 0) return undefined;
+    return { t: defaultThreshold(rows.length), v: rows.map((r) => r.node_id), i: [] };
+  }
+
+  /**
+   * Bulletin of `nodeId` for an item: the core tally over every stored statement, where a node's
+   * slice is the one in its most recent statement about the item (signed, so every relay agrees),
+   * else the one it published here; the relay node's own slice is its configured one.
+   */
+  bulletin(itemId: string, nodeId: string): Bulletin {
+    const statements = this.statements(itemId);
+    return tally({ self: nodeId, item: itemId, statements, sliceOf: this.sliceResolver(statements), emitted: emittedBy(statements, nodeId) });
+  }
+
+  /**
+   * Re-tallies as the relay's node and signs, stores and emits (as `vote` events) what the tally
+   * says it must, repeating until it says nothing more. Call inside the transaction that stored the
+   * triggering statements, so the emission commits with them.
+   */
+  retallySelf(itemId: string, nowMs: number): Emission {
+    const self = this.options.selfKey;
+    const emitted: Vote[] = [];
+    // Each round emits at least one new statement, and there are only four (2 values x 2 phases).
+    for (let round = 0; round < 4; round++) {
+      const bulletin = this.bulletin(itemId, self.nodeId);
+      if (bulletin.toEmit.length === 0) break;
+      const slice = this.selfSlice();
+      for (const statement of bulletin.toEmit) {
+        const vote = this.signOwn(itemId, statement, slice, nowMs);
+        this.storeVote(vote, null, nowMs);
+        emitted.push(vote);
+      }
+    }
+    return emitted;
+  }
+
+  private signOwn(itemId: string, statement: EmittedStatement, slice: QuorumSet | undefined, nowMs: number): Vote {
+    const unsigned = {
+      schema: voteSchema,
+      scheme: relayScheme,
+      item: itemId,
+      voter: this.options.selfKey.nodeId,
+      value: statement.value,
+      phase: statement.phase,
+      ...(slice ? { slice } : {}),
+      created_at: Math.floor(nowMs / 1000),
+    } as Parameters<typeof signVote>[0];
+    return signVote(unsigned, this.options.selfKey.secretKey);
+  }
+
+  private sliceResolver(statements: readonly Vote[]): (node: string) => QuorumSet | undefined {
+    const latest = new Map<string, Vote>();
+    for (const s of statements) {
+      const seen = latest.get(s.voter);
+      if (!seen || s.created_at >= seen.created_at) latest.set(s.voter, s);
+    }
+    const cache = new Map<string, QuorumSet | undefined>();
+    return (node) => {
+      if (cache.has(node)) return cache.get(node);
+      let q: QuorumSet | undefined;
+      if (node === this.options.selfKey.nodeId) q = this.selfSlice();
+      else {
+        const s = latest.get(node);
+        if (s?.slice) q = s.slice;
+        else if (s?.slice_hash !== undefined) q = this.quorumSetByHash(s.slice_hash);
+        q ??= this.publishedSlice(node)?.qset;
+      }
+      cache.set(node, q);
+      return q;
+    };
+  }
+}
+
+/** What `nodeId` already signed beyond its vote, the tally's `emitted`. */
+function emittedBy(statements: readonly Vote[], nodeId: string): EmittedStatement[] {
+  const out: EmittedStatement[] = [];
+  for (const s of statements) {
+    if (s.voter === nodeId && s.phase !== 'vote') out.push({ value: s.value, phase: s.phase });
+  }
+  return out;
+}
