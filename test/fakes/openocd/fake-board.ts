@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { parseElf, sectionBytes } from '../../../core/elf.js';
 
 /**
  * The stand-in bench behind the fake `openocd` and `probe-rs` programs (test/fakes/openocd/README.md):
@@ -49,6 +51,12 @@ export function fakeBootLine(sha256: string): string {
   return `hilbench-fake-board: boot sha256=${sha256.slice(0, 16)}\r\n`;
 }
 export const FAKE_TICK_MS = 100;
+
+/** What the fake firmware of `image` prints first: its `.hilbench.uart` section, else `fakeBootLine`. */
+export function bootText(image: Uint8Array): Uint8Array {
+  const custom = sectionBytes(image, parseElf(image), '.hilbench.uart');
+  return custom ?? new TextEncoder().encode(fakeBootLine(createHash('sha256').update(image).digest('hex')));
+}
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -107,7 +115,8 @@ export class FakeBoard {
   run(): void {
     this.halt();
     if (!existsSync(this.imagePath) || this.probe.behaviour === 'silent') return;
-    const child = spawn(process.execPath, [...process.execArgv, path.join(here, 'fake-firmware.ts'), this.imagePath, this.probe.uart, this.pidPath], {
+    const boot = Buffer.from(bootText(new Uint8Array(readFileSync(this.imagePath)))).toString('base64');
+    const child = spawn(process.execPath, [path.join(here, 'fake-firmware.mjs'), this.probe.uart, this.pidPath, boot, String(FAKE_TICK_MS)], {
       detached: true,
       stdio: 'ignore',
     });
