@@ -1,5 +1,5 @@
-import { type Board, elfMachineFor } from '../../boards/board-schema.js';
-import { loadableSegments, machineName, sectionBytes } from '../../core/elf.js';
+import type { Board } from '../../boards/board-schema.js';
+import { loadableSegments, sectionBytes } from '../../core/elf.js';
 import {
   type Availability,
   type Backend,
@@ -11,6 +11,7 @@ import {
   throwIfCancelled,
   type UartChunk,
 } from '../backend.js';
+import { checkImageForBoard } from '../image-check.js';
 
 /**
  * The mock backend: instant and deterministic. It runs every board without executing anything,
@@ -82,14 +83,7 @@ class MockDevice implements Device {
   async flash(image: FirmwareImage, options: { signal?: AbortSignal } = {}): Promise<void> {
     this.assertOpen();
     throwIfCancelled(options.signal, 'flash');
-    const expected = elfMachineFor[this.board.mcu.architecture];
-    if (image.elf.machine !== expected) {
-      throw new BackendError(
-        'bad-image',
-        `ELF machine ${machineName(image.elf.machine)} does not match ${this.board.id}'s architecture ${this.board.mcu.architecture} (${machineName(expected)})`,
-      );
-    }
-    if (loadableSegments(image.elf).length === 0) throw new BackendError('bad-image', 'the ELF has no loadable (PT_LOAD) segments');
+    checkImageForBoard(image, this.board);
     const fault = this.boardFault ?? faultFromImage(image);
     if (fault === 'flash-fail') {
       throw new BackendError('flash-failed', 'mock flash failed (injected fault flash-fail)', {
