@@ -57,7 +57,9 @@ export class FileStore {
     return new Promise<ReceivedFile>((resolve, reject) => {
       let bb: busboy.Busboy;
       try {
-        bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes, fields: 4, fieldSize: 4096, parts: 6 } });
+        // busboy signals 'limit' when a file *reaches* fileSize, so allow one byte more: reaching
+        // fileMaxBytes + 1 is what makes an upload too large.
+        bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: 4, fieldSize: 4096, parts: 6 } });
       } catch (cause) {
         reject(RelayError.invalid(['header', 'content-type'], `Value error, not a usable multipart request: ${(cause as Error).message}`, req.headers['content-type'] ?? null));
         return;
