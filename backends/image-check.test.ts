@@ -5,7 +5,7 @@ import type { Board } from '../boards/board-schema.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { EM_ARM, EM_AVR } from '../core/elf.js';
 import { firmwarePath, loadFirmwareManifest } from '../scenarios/firmware/firmware-manifest.js';
-import { makeElf } from '../test/support/make-elf.js';
+import { type ElfSpec, makeElf } from '../test/support/make-elf.js';
 import { BackendError } from './backend.js';
 import { checkImageForBoard, loadFirmwareImage } from './image-check.js';
 
@@ -132,7 +132,7 @@ describe('checkImageForBoard', () => {
   });
 
   describe('AVR', () => {
-    const avr = (segments: Parameters<typeof makeElf>[0]['segments']) => makeElf({ machine: EM_AVR, entry: 0, segments });
+    const avr = (segments: ElfSpec['segments']) => makeElf({ machine: EM_AVR, entry: 0, segments });
 
     it('accepts .data that runs at 0x800100 (data space) and loads from flash', () => {
       expect(() =>
