@@ -1,6 +1,6 @@
 import { RelayError } from './issue.js';
 import type { QuorumSet } from './quorum-set.js';
-import { type Bulletin, type Emitted, type EmittedStatement, tally } from './tally.js';
+import { type Bulletin, type Emitted, type EmittedStatement, type TallyInput, tally } from './tally.js';
 import { type Vote, type VotePhase, type VoteValue, VOTE_SCHEMA, VOTE_SCHEME, votePhases, voteValues } from './vote.js';
 
 /**
@@ -28,6 +28,11 @@ export interface SimulationOptions {
   nodes: SimNode[];
   /** Uniform in [0, 1): picks delivery order and which statements equivocators send where. */
   random: () => number;
+  /**
+   * The tally honest nodes run; `tally` unless a test swaps in a deliberately broken one to prove the
+   * safety properties can fail.
+   */
+  tally?: (input: TallyInput) => Bulletin;
 }
 
 interface Delivery {
@@ -42,6 +47,7 @@ export class Simulation {
   readonly item: string;
   readonly nodes: ReadonlyMap<string, SimNode>;
   private readonly random: () => number;
+  private readonly tallyFn: (input: TallyInput) => Bulletin;
   private readonly stores = new Map<string, Vote[]>();
   private readonly emitted = new Map<string, EmittedStatement[]>();
   private readonly pending: Delivery[] = [];
@@ -50,6 +56,7 @@ export class Simulation {
   constructor(options: SimulationOptions) {
     this.item = options.item;
     this.random = options.random;
+    this.tallyFn = options.tally ?? tally;
     const nodes = new Map<string, SimNode>();
     for (const node of options.nodes) {
       if (nodes.has(node.id)) throw new RelayError(`simulation node ${node.id} listed twice`);
@@ -121,7 +128,7 @@ export class Simulation {
 
   /** The node's current bulletin for the item. */
   bulletin(id: string): Bulletin {
-    return tally({
+    return this.tallyFn({
       self: id,
       item: this.item,
       statements: this.statementsAt(id),
