@@ -49,6 +49,9 @@ export interface BenchStore {
   recentJobs(limit: number): Promise<JobWithAgent[]>;
   recentFailures(limit: number): Promise<JobWithAgent[]>;
 
+  /** The secret stored under `name`, created (once, for ever) with `create` when absent. */
+  secret(name: string, create: () => Uint8Array): Promise<Uint8Array>;
+
   close(): Promise<void>;
 }
 

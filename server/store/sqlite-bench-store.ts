@@ -76,6 +76,11 @@ const migrations: readonly string[] = [
   );
   CREATE INDEX jobs_by_board_state ON jobs(board, state);
   CREATE INDEX jobs_by_created ON jobs(created_at_ms);
+  -- Server-wide secrets that must survive restarts (e.g. the key signing the waitlist CSRF tokens).
+  CREATE TABLE secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+  );
   `,
 ];
 
@@ -397,6 +402,19 @@ export class SqliteBenchStore implements BenchStore {
       )
       .all(limit) as Array<JobRow & { agent_label: string }>;
     return rows.map((r) => ({ ...jobFromRow(r), agentLabel: r.agent_label }));
+  }
+
+  async secret(name: string, create: () => Uint8Array): Promise<Uint8Array> {
+    const db = this.database;
+    return db
+      .transaction(() => {
+        const row = db.prepare('SELECT value FROM secrets WHERE name = ?').get(name) as { value: Buffer } | undefined;
+        if (row) return new Uint8Array(row.value);
+        const value = create();
+        db.prepare('INSERT INTO secrets (name, value) VALUES (?, ?)').run(name, Buffer.from(value));
+        return value;
+      })
+      .immediate();
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,214 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Request } from 'express';
+import type { ApiRoute } from '../http/api-route.js';
+import { parseForm } from '../http/form-schema.js';
+import { bodyMissing, HttpError } from '../http/http-error.js';
+import { parseFormBody } from '../http/parse-form.js';
+import type { Bench } from './bench.js';
+import type { BenchLimits } from './bench-limits.js';
+import {
+  adminSchema,
+  agentRegistrationSchema,
+  boardListSchema,
+  buildFormSchemas,
+  healthSchema,
+  jobSchema,
+  sessionSchema,
+  statsSchema,
+} from './bench-schemas.js';
+
+/** Multipart framing and the small text fields of a flash upload, on top of the firmware. */
+const FLASH_FORM_OVERHEAD_BYTES = 64 * 1024;
+
+const AUTH_ERRORS = { 401: 'Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)' };
+
+/**
+ * Compares the `x-admin-token` header with the configured token in constant time (both hashed
+ * first, so neither the content nor the length leaks through timing).
+ */
+function checkAdmin(req: Request, adminToken: string | undefined): void {
+  if (adminToken === undefined || adminToken === '') {
+    throw new HttpError(403, 'admin is disabled: start the server with --admin-token or HILBENCH_ADMIN_TOKEN');
+  }
+  const given = req.headers['x-admin-token'];
+  if (typeof given !== 'string' || given === '') throw new HttpError(401, 'admin token required: send it in the x-admin-token header');
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(adminToken).digest();
+  if (!timingSafeEqual(a, b)) throw new HttpError(401, 'wrong admin token');
+}
+
+/** Path parameters arrive as strings from express; this keeps the type honest. */
+function param(req: Request, name: string): string {
+  const value = (req.params as Record<string, unknown>)[name];
+  if (typeof value !== 'string') throw new Error(`route is missing its ${name} parameter`);
+  return value;
+}
+
+/** Every JSON endpoint of the bench API, described once (served and documented from this). */
+export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminToken?: string }): ApiRoute[] {
+  const { limits } = options;
+  const forms = buildFormSchemas(limits);
+  const agentOf = (req: Request) => bench.authenticate(req.headers.authorization);
+
+  return [
+    {
+      method: 'get',
+      path: '/api/v1/health',
+      operationId: 'health',
+      summary: 'Service health',
+      description: 'ok when the database answers and at least one board can run; degraded otherwise.',
+      tags: ['status'],
+      response: healthSchema,
+      errors: {},
+      handler: async (_req, res) => res.json(await bench.health()),
+    },
+    {
+      method: 'get',
+      path: '/api/v1/boards',
+      operationId: 'listBoards',
+      summary: 'Boards, their MCU, backend and status (free, leased, busy, offline)',
+      tags: ['boards'],
+      response: boardListSchema,
+      errors: {},
+      handler: async (_req, res) => res.json({ boards: await bench.listBoards() }),
+    },
+    {
+      method: 'get',
+      path: '/api/v1/stats',
+      operationId: 'stats',
+      summary: 'Public statistics (the data of the /stats page)',
+      tags: ['status'],
+      response: statsSchema,
+      errors: {},
+      handler: async (_req, res) => res.json(await bench.stats()),
+    },
+    {
+      method: 'post',
+      path: '/api/v1/agents/register',
+      operationId: 'registerAgent',
+      summary: 'Register an agent and receive its bearer token (shown once)',
+      tags: ['agents'],
+      body: { kind: 'form', schema: forms.agentRegister, required: false },
+      response: agentRegistrationSchema,
+      errors: { 413: 'Form body over the limit', 415: 'Body is not a form' },
+      handler: async (req, res) => {
+        const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
+        const form = parseForm(forms.agentRegister, body.values);
+        res.json(await bench.registerAgent(form.label));
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/v1/sessions',
+      operationId: 'openSession',
+      summary: 'Open an exclusive lease on a board, kept alive by heartbeats',
+      tags: ['sessions'],
+      auth: 'bearer',
+      body: { kind: 'form', schema: forms.sessionOpen, required: true },
+      response: sessionSchema,
+      errors: {
+        ...AUTH_ERRORS,
+        404: 'Unknown board',
+        409: 'Board leased (by whom, until when; Retry-After) or already leased by the caller',
+        413: 'Form body over the limit',
+        415: 'Body is not a form',
+        503: 'Board offline (with the reason)',
+      },
+      handler: async (req, res) => {
+        const agent = await agentOf(req);
+        const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
+        if (!body.hasBody) throw bodyMissing();
+        const form = parseForm(forms.sessionOpen, body.values);
+        res.json(await bench.openSession(agent, form.board, form.idle_seconds));
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/v1/sessions/{sid}',
+      operationId: 'getSession',
+      summary: "One of the caller's sessions",
+      tags: ['sessions'],
+      auth: 'bearer',
+      response: sessionSchema,
+      errors: { ...AUTH_ERRORS, 404: 'No such session of the caller' },
+      handler: async (req, res) => res.json(await bench.getSession(await agentOf(req), param(req, 'sid'))),
+    },
+    {
+      method: 'post',
+      path: '/api/v1/sessions/{sid}/heartbeat',
+      operationId: 'heartbeatSession',
+      summary: 'Extend an active session to now + idle_seconds',
+      tags: ['sessions'],
+      auth: 'bearer',
+      response: sessionSchema,
+      errors: { ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
+      handler: async (req, res) => res.json(await bench.heartbeat(await agentOf(req), param(req, 'sid'))),
+    },
+    {
+      method: 'post',
+      path: '/api/v1/sessions/{sid}/end',
+      operationId: 'endSession',
+      summary: 'End an active session and free its board',
+      tags: ['sessions'],
+      auth: 'bearer',
+      response: sessionSchema,
+      errors: { ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
+      handler: async (req, res) => res.json(await bench.endSession(await agentOf(req), param(req, 'sid'))),
+    },
+    {
+      method: 'post',
+      path: '/api/v1/jobs/flash',
+      operationId: 'flashJob',
+      summary: 'Upload an ELF, flash it on a board and capture its UART; answers at once with the queued job',
+      tags: ['jobs'],
+      auth: 'bearer',
+      body: { kind: 'multipart', schema: forms.flashJob, required: true },
+      response: jobSchema,
+      errors: {
+        ...AUTH_ERRORS,
+        404: 'Unknown board, or no such session of the caller',
+        409: 'Board leased by someone else, or the session is not active / on another board',
+        413: `Firmware over ${limits.maxFirmwareBytes} bytes (refused while streaming)`,
+        415: 'Body is not multipart/form-data',
+        429: `More than ${limits.maxQueuedJobsPerBoard} jobs waiting on the board (Retry-After)`,
+        503: 'Board offline (with the reason)',
+      },
+      handler: async (req, res) => {
+        const agent = await agentOf(req);
+        const body = await parseFormBody(req, {
+          maxBodyBytes: limits.maxFirmwareBytes + FLASH_FORM_OVERHEAD_BYTES,
+          maxFileBytes: limits.maxFirmwareBytes,
+          fileFields: ['firmware'],
+        });
+        if (!body.hasBody) throw bodyMissing();
+        const form = parseForm(forms.flashJob, body.values);
+        res.json(await bench.submitFlash(agent, { board: form.board, firmware: form.firmware, uartSeconds: form.uart_seconds, session: form.session }));
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/v1/jobs/{job_id}',
+      operationId: 'getJob',
+      summary: "One of the caller's jobs: state, UART capture, stop reason or failure",
+      tags: ['jobs'],
+      auth: 'bearer',
+      response: jobSchema,
+      errors: { ...AUTH_ERRORS, 404: 'No such job of the caller' },
+      handler: async (req, res) => res.json(await bench.getJob(await agentOf(req), param(req, 'job_id'))),
+    },
+    {
+      method: 'get',
+      path: '/admin',
+      operationId: 'admin',
+      summary: 'Operator view: leases, open sessions with agents, recent jobs and failures, counts',
+      tags: ['admin'],
+      auth: 'admin',
+      response: adminSchema,
+      errors: { 401: 'Missing or wrong x-admin-token', 403: 'Admin disabled (no admin token configured)' },
+      handler: async (req, res) => {
+        checkAdmin(req, options.adminToken);
+        res.json(await bench.admin());
+      },
+    },
+  ];
+}

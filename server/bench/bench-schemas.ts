@@ -1,0 +1,270 @@
+import { z } from 'zod';
+import { fileField, numericTextField, textField } from '../http/form-schema.js';
+import type { BenchLimits } from './bench-limits.js';
+
+/**
+ * The bench API's wire shapes (spec 0.3.4 plus docs/bench-api.md for the parts the spec does
+ * not show). Input forms are validated with these schemas and `/openapi.json` is generated from
+ * them; responses are built as these types, so the document describes what is sent.
+ */
+
+/** Control characters (C0 and DEL) are refused in labels: they would corrupt logs and pages. */
+const NO_CONTROL_CHARS = /^[^\x00-\x1f\x7f]*$/;
+
+/** Form schemas; bounds come from the configured limits. */
+export function buildFormSchemas(limits: BenchLimits) {
+  return {
+    agentRegister: z.object({
+      label: textField({
+        minLength: 1,
+        maxLength: limits.maxLabelLength,
+        pattern: NO_CONTROL_CHARS,
+        default: 'agent',
+        description: `A public name for the agent, shown on the pages and in "board held by" answers; 1..${limits.maxLabelLength} characters, no control characters.`,
+      }),
+    }),
+    sessionOpen: z.object({
+      board: textField({ minLength: 1, maxLength: 64, description: 'Board id, as listed by GET /api/v1/boards.' }),
+      idle_seconds: numericTextField({
+        default: '90',
+        ge: limits.minIdleSeconds,
+        le: limits.maxIdleSeconds,
+        description: `Numeric text: seconds without a heartbeat after which the session expires and the board is freed; ${limits.minIdleSeconds} <= x <= ${limits.maxIdleSeconds}, fractions allowed.`,
+      }),
+    }),
+    flashJob: z.object({
+      board: textField({ minLength: 1, maxLength: 64, description: 'Board id, as listed by GET /api/v1/boards.' }),
+      firmware: fileField(`The firmware, an ELF32 file for the board's architecture, at most ${limits.maxFirmwareBytes} bytes.`),
+      uart_seconds: numericTextField({
+        default: '0.8',
+        gt: 0,
+        le: limits.maxUartSeconds,
+        description: `Numeric text: seconds of UART capture after reset release, in the board's time base; 0 < x <= ${limits.maxUartSeconds}.`,
+      }),
+      session: textField({
+        maxLength: 64,
+        default: '',
+        description: "Optional: the caller's active session on this board. Without it the board must be free and the job leases it for its own duration.",
+      }),
+    }),
+  };
+}
+
+const iso = z.string().meta({ description: 'ISO 8601 UTC time, e.g. 2026-01-01T00:00:00.000Z' });
+
+export const agentRegistrationSchema = z
+  .object({
+    agent_id: z.string(),
+    label: z.string(),
+    token: z.string().meta({ description: 'Bearer token (hb_...). Shown once: only its SHA-256 is stored.' }),
+    created_at: iso,
+  })
+  .meta({ title: 'AgentRegistration' });
+
+export const sessionSchema = z
+  .object({
+    session_id: z.string(),
+    board: z.string(),
+    state: z.enum(['active', 'ended', 'expired']),
+    idle_seconds: z.number(),
+    created_at: iso,
+    expires_at: iso.meta({ description: 'When the lease frees itself unless a heartbeat arrives first.' }),
+    ended_at: iso.nullable(),
+    last_heartbeat_at: iso.nullable(),
+  })
+  .meta({ title: 'Session' });
+
+export const boardStatuses = ['free', 'leased', 'busy', 'offline'] as const;
+
+export const boardSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    mcu: z.object({
+      id: z.string(),
+      name: z.string(),
+      architecture: z.string(),
+      core: z.string(),
+      clock_hz: z.number().int(),
+      memory: z.array(z.object({ name: z.string(), kind: z.string(), start: z.number().int(), size_bytes: z.number().int() })),
+    }),
+    backend: z.string().meta({ description: 'The backend that runs this board on this server (mock, sim, qemu, renode, probe).' }),
+    status: z.enum(boardStatuses),
+    offline_reason: z.string().nullable(),
+    lease_expires_at: iso.nullable(),
+    queued_jobs: z.number().int(),
+  })
+  .meta({ title: 'Board' });
+
+export const boardListSchema = z.object({ boards: z.array(boardSchema) }).meta({ title: 'BoardList' });
+
+export const healthSchema = z
+  .object({
+    status: z.enum(['ok', 'degraded']),
+    version: z.string(),
+    uptime_seconds: z.number(),
+    boards: z.object({ online: z.number().int(), offline: z.number().int() }),
+    database: z.enum(['ok', 'error']),
+  })
+  .meta({ title: 'Health' });
+
+const jobsByState = z.record(z.string(), z.number().int());
+
+export const statsSchema = z
+  .object({
+    generated_at: iso,
+    version: z.string(),
+    boards: z.array(
+      z.object({
+        id: z.string(),
+        name: z.string(),
+        description: z.string(),
+        mcu: z.string(),
+        architecture: z.string(),
+        backend: z.string(),
+        status: z.enum(boardStatuses),
+        offline_reason: z.string().nullable(),
+        leased_by: z.string().nullable(),
+        lease_expires_at: iso.nullable(),
+        queued_jobs: z.number().int(),
+      }),
+    ),
+    recent_activity: z.array(z.object({ job_id: z.string(), board: z.string(), agent_label: z.string(), state: z.string(), at: iso })),
+    totals: z.object({
+      agents: z.number().int(),
+      sessions_open: z.number().int(),
+      jobs_total: z.number().int(),
+      jobs_by_state: jobsByState,
+      waitlist: z.number().int(),
+    }),
+  })
+  .meta({ title: 'Stats' });
+
+export const failureSchema = z
+  .object({
+    kind: z.string().meta({ description: 'bad-image, unavailable, flash-failed, probe-not-found, reset-failed, serial-lost, timeout, cancelled, internal or interrupted.' }),
+    message: z.string(),
+  })
+  .meta({ title: 'JobFailure' });
+
+export const jobSchema = z
+  .object({
+    job_id: z.string(),
+    board: z.string(),
+    session_id: z.string().nullable(),
+    state: z.enum(['queued', 'flashing', 'running', 'done', 'failed']),
+    firmware: z.object({
+      sha256: z.string(),
+      size_bytes: z.number().int(),
+      elf: z.object({
+        machine: z.number().int(),
+        machine_name: z.string(),
+        entry: z.number().int(),
+        segments: z.array(z.object({ paddr: z.number().int(), vaddr: z.number().int(), file_size: z.number().int(), mem_size: z.number().int() })),
+      }),
+    }),
+    uart_seconds: z.number(),
+    uart: z
+      .object({
+        text: z.string().meta({ description: 'The captured bytes as UTF-8; invalid sequences become U+FFFD.' }),
+        base64: z.string().meta({ description: 'The captured bytes exactly.' }),
+        bytes: z.number().int(),
+        dropped_bytes: z.number().int().meta({ description: 'Bytes the device or the per-job UART limit could not keep.' }),
+        time_base: z.enum(['simulated', 'wall']),
+        chunks: z.array(z.object({ at_seconds: z.number(), text: z.string() })).meta({ description: 'Arrival times from reset release, bounded; see chunks_omitted.' }),
+        chunks_omitted: z.number().int(),
+      })
+      .nullable(),
+    stop: z
+      .object({
+        reason: z.enum(['elapsed', 'until', 'exited', 'crashed']),
+        exit_code: z.number().int().optional(),
+        message: z.string().optional(),
+        elapsed_seconds: z.number(),
+      })
+      .nullable(),
+    failure: failureSchema.nullable(),
+    created_at: iso,
+    started_at: iso.nullable(),
+    finished_at: iso.nullable(),
+    timings_ms: z.object({ queued: z.number().nullable(), flash: z.number().nullable(), run: z.number().nullable() }),
+  })
+  .meta({ title: 'Job' });
+
+const leaseView = z.object({
+  holder_kind: z.enum(['session', 'job']),
+  session_id: z.string().nullable(),
+  job_id: z.string().nullable(),
+  agent_id: z.string(),
+  agent_label: z.string(),
+  expires_at: iso.nullable(),
+});
+
+const adminJob = z.object({
+  job_id: z.string(),
+  agent_id: z.string(),
+  agent_label: z.string(),
+  board: z.string(),
+  state: z.string(),
+  created_at: iso,
+  finished_at: iso.nullable(),
+  failure: failureSchema.nullable(),
+});
+
+export const adminSchema = z
+  .object({
+    generated_at: iso,
+    boards: z.array(
+      z.object({
+        id: z.string(),
+        backend: z.string(),
+        status: z.enum(boardStatuses),
+        offline_reason: z.string().nullable(),
+        lease: leaseView.nullable(),
+        queued_jobs: z.number().int(),
+      }),
+    ),
+    sessions: z.array(
+      z.object({
+        session_id: z.string(),
+        agent_id: z.string(),
+        agent_label: z.string(),
+        board: z.string(),
+        idle_seconds: z.number(),
+        created_at: iso,
+        expires_at: iso,
+        last_heartbeat_at: iso.nullable(),
+      }),
+    ),
+    recent_jobs: z.array(adminJob),
+    recent_failures: z.array(adminJob),
+    counts: z.object({
+      agents: z.number().int(),
+      sessions_open: z.number().int(),
+      jobs_total: z.number().int(),
+      jobs_by_state: jobsByState,
+      waitlist: z.number().int(),
+    }),
+  })
+  .meta({ title: 'Admin' });
+
+export const openApiComponents = {
+  AgentRegistration: agentRegistrationSchema,
+  Session: sessionSchema,
+  Board: boardSchema,
+  BoardList: boardListSchema,
+  Health: healthSchema,
+  Stats: statsSchema,
+  Job: jobSchema,
+  JobFailure: failureSchema,
+  Admin: adminSchema,
+};
+
+export type AgentRegistrationBody = z.infer<typeof agentRegistrationSchema>;
+export type SessionBody = z.infer<typeof sessionSchema>;
+export type BoardBody = z.infer<typeof boardSchema>;
+export type HealthBody = z.infer<typeof healthSchema>;
+export type StatsBody = z.infer<typeof statsSchema>;
+export type JobBody = z.infer<typeof jobSchema>;
+export type AdminBody = z.infer<typeof adminSchema>;

@@ -1,0 +1,197 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import express from 'express';
+import type { Board, BackendName } from '../../boards/board-schema.js';
+import type { Backend } from '../../backends/backend.js';
+import { checkImageForBoard } from '../../backends/image-check.js';
+import { MockBackend } from '../../backends/mock/mock-backend.js';
+import { type Clock, systemClock } from '../../core/clock.js';
+import { type JobDispatcher, LocalDispatcher, type LocalDispatcherOptions } from '../../harness/dispatcher.js';
+import { expressPath } from '../http/api-route.js';
+import { createErrorHandler, methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
+import { consoleLogger, type Logger } from '../http/logger.js';
+import { buildOpenApiDocument } from '../http/openapi.js';
+import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
+import { Bench, BENCH_API_VERSION, type BenchDeps } from './bench.js';
+import { type BenchLimits, defaultBenchLimits } from './bench-limits.js';
+import { benchRoutes } from './bench-routes.js';
+import { openApiComponents } from './bench-schemas.js';
+import type { BenchSnapshot } from './bench-snapshot.js';
+import { type BackendChoice, resolveBoardBackends } from './board-backends.js';
+import { createPagesRouter, PAGES_ROUTES } from './pages/pages-router.js';
+import { SqliteWaitlist } from './pages/sqlite-waitlist.js';
+
+export interface BenchServiceConfig {
+  /** Host time; tests pass a fake. Default: the system clock. */
+  clock?: Clock;
+  /** Holds `bench.sqlite` and `firmware/<sha256>`; created when missing. */
+  dataDir: string;
+  boards: readonly Board[];
+  /** Backends by name. Default: `{ mock: new MockBackend() }`. */
+  backends?: Partial<Record<BackendName, Backend>>;
+  /** `--backend`: which backend runs each board. Default `mock`. */
+  backend?: BackendChoice;
+  /** Enables `GET /admin` (compared in constant time). Unset: admin answers 403. */
+  adminToken?: string;
+  /** The address clients use, e.g. `https://bench.example.org` (pages, OpenAPI `servers`). */
+  publicBaseUrl: string;
+  limits?: Partial<BenchLimits>;
+  logger?: Logger;
+  /** Replaces the local dispatcher (remote workers); default `LocalDispatcher`. */
+  dispatcher?: JobDispatcher;
+  dispatcherOptions?: Omit<LocalDispatcherOptions, 'clock'>;
+  /** Checks an image against a board before it is queued. Default `checkImageForBoard`. */
+  checkImage?: BenchDeps['checkImage'];
+  /** Human pages and discovery documents; `contactEmail` goes into ai-plugin.json. */
+  pages?: { contactEmail?: string };
+}
+
+export interface BenchService {
+  /** The express app; it does not listen (see `startBenchServer`). */
+  app: express.Express;
+  bench: Bench;
+  store: SqliteBenchStore;
+  limits: BenchLimits;
+  /** The OpenAPI 3.1 document served at `/openapi.json`. */
+  openApi: Record<string, unknown>;
+  getSnapshot(): Promise<BenchSnapshot>;
+  /** Stops timers and jobs (left for the next start to recover) and closes the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the bench service (spec 0.3.4, docs/bench-api.md) on `config.dataDir`, recovering the
+ * state a previous run left there. Never listens: `startBenchServer` does, tests use port 0.
+ */
+export async function createBenchService(config: BenchServiceConfig): Promise<BenchService> {
+  const clock = config.clock ?? systemClock;
+  const logger = config.logger ?? consoleLogger;
+  const limits: BenchLimits = { ...defaultBenchLimits, ...config.limits };
+  mkdirSync(config.dataDir, { recursive: true });
+  const store = new SqliteBenchStore(path.join(config.dataDir, 'bench.sqlite'));
+  try {
+    const blobs = new FirmwareBlobStore(path.join(config.dataDir, 'firmware'));
+    const backends = config.backends ?? { mock: new MockBackend() };
+    const boards = await resolveBoardBackends(config.boards, backends, config.backend ?? 'mock');
+    for (const b of boards) if (b.offlineReason) logger.warn(`board ${b.board.id} is offline: ${b.offlineReason}`);
+    const waitlist = new SqliteWaitlist(store.database);
+    const dispatcher = config.dispatcher ?? new LocalDispatcher({ clock, ...config.dispatcherOptions });
+    const bench = new Bench({
+      clock,
+      store,
+      blobs,
+      boards,
+      dispatcher,
+      limits,
+      logger,
+      checkImage: config.checkImage ?? checkImageForBoard,
+      waitlistCount: () => waitlist.count(),
+    });
+    await bench.start();
+
+    const routes = benchRoutes(bench, { limits, adminToken: config.adminToken });
+    const openApi = buildOpenApiDocument(routes, {
+      title: 'hilbench bench service',
+      version: BENCH_API_VERSION,
+      description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
+      serverUrl: config.publicBaseUrl,
+      components: openApiComponents,
+    });
+
+    const app = express();
+    app.disable('x-powered-by');
+    app.use(
+      createPagesRouter({
+        clock,
+        publicBaseUrl: config.publicBaseUrl,
+        snapshot: () => bench.getSnapshot(),
+        waitlist,
+        csrfSecret: await store.secret('waitlist-csrf', () => new Uint8Array(randomBytes(32))),
+        contactEmail: config.pages?.contactEmail,
+        logError: (message, cause) => logger.error(message, cause),
+      }),
+    );
+    const methodsByPath = new Map<string, string[]>();
+    for (const route of routes) {
+      const p = expressPath(route.path);
+      app[route.method](p, async (req, res) => {
+        await route.handler(req, res);
+      });
+      methodsByPath.set(p, [...(methodsByPath.get(p) ?? []), route.method]);
+    }
+    app.get('/openapi.json', (_req, res) => {
+      res.json(openApi);
+    });
+    methodsByPath.set('/openapi.json', ['get']);
+    for (const r of PAGES_ROUTES) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method]);
+    for (const [p, methods] of methodsByPath) app.all(p, methodNotAllowed(methods));
+    app.use(notFoundHandler);
+    app.use(createErrorHandler(logger));
+
+    let closed = false;
+    return {
+      app,
+      bench,
+      store,
+      limits,
+      openApi,
+      getSnapshot: () => bench.getSnapshot(),
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        await bench.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+export interface StartBenchServerOptions extends BenchServiceConfig {
+  /** 0 picks a free port (tests). */
+  port: number;
+  /** Default 127.0.0.1: exposing the bench is a decision, not a default. */
+  host?: string;
+}
+
+export interface RunningBenchServer {
+  /** e.g. `http://127.0.0.1:41234`. */
+  url: string;
+  service: BenchService;
+  /** Stops accepting connections, then closes the service. */
+  close(): Promise<void>;
+}
+
+/** Creates the service and listens on `host:port`. */
+export async function startBenchServer(options: StartBenchServerOptions): Promise<RunningBenchServer> {
+  const service = await createBenchService(options);
+  const host = options.host ?? '127.0.0.1';
+  const server = service.app.listen(options.port, host);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+  } catch (err) {
+    await service.close();
+    throw err;
+  }
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return {
+    url,
+    service,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await service.close();
+    },
+  };
+}

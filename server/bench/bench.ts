@@ -1,0 +1,649 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Board } from '../../boards/board-schema.js';
+import { BackendError, type FirmwareImage, NANOS_PER_SECOND } from '../../backends/backend.js';
+import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
+import { ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
+import type { JobDispatcher } from '../../harness/dispatcher.js';
+import { concatUart, type FirmwareRun } from '../../harness/run-firmware.js';
+import type { UploadedFile } from '../http/form-schema.js';
+import { fieldValueError, HttpError } from '../http/http-error.js';
+import type { Logger } from '../http/logger.js';
+import type {
+  AgentRecord,
+  BenchStore,
+  ElfSummary,
+  JobRecord,
+  LeaseWithAgent,
+  SessionRecord,
+  StopRecord,
+  UartRecord,
+} from '../store/bench-store.js';
+import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import type { BenchSnapshot, BoardStatus } from './bench-snapshot.js';
+import type { BenchLimits } from './bench-limits.js';
+import type { AdminBody, AgentRegistrationBody, BoardBody, HealthBody, JobBody, SessionBody, StatsBody } from './bench-schemas.js';
+import type { ResolvedBoard } from './board-backends.js';
+
+/** The interface version this server implements (spec `bench-service.md`). */
+export const BENCH_API_VERSION = '0.3.4';
+
+export interface BenchDeps {
+  clock: Clock;
+  store: BenchStore;
+  blobs: FirmwareBlobStore;
+  boards: readonly ResolvedBoard[];
+  dispatcher: JobDispatcher;
+  limits: BenchLimits;
+  logger: Logger;
+  /** Throws `BackendError('bad-image', ...)` when `image` cannot run on `board` (backends/image-check.ts). */
+  checkImage: (image: FirmwareImage, board: Board) => void;
+  /** Entries on the waitlist (owned by the pages), for the snapshot totals. */
+  waitlistCount: () => number;
+}
+
+const TOKEN_PREFIX = 'hb_';
+
+/** Random public identifier: `prefix` + 16 random bytes, base64url. */
+function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(16).toString('base64url')}`;
+}
+
+const sha256Hex = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
+const isoOrNull = (ms: number | null) => (ms === null ? null : isoFromMs(ms));
+
+/**
+ * The bench: agents, exclusive board leases (sessions), and flash jobs, over the store and the
+ * dispatcher. HTTP-free except for the errors it throws (`HttpError`, the one error type), so
+ * the routes stay thin. Every change is committed to the store before the method returns.
+ */
+export class Bench {
+  private readonly boardsById: Map<string, ResolvedBoard>;
+  private readonly expiryTimers = new Map<string, TimerHandle>();
+  private readonly jobsInFlight = new Set<Promise<void>>();
+  private readonly startedAtMs: number;
+  private closing = false;
+
+  constructor(private readonly deps: BenchDeps) {
+    this.boardsById = new Map(deps.boards.map((b) => [b.board.id, b]));
+    this.startedAtMs = deps.clock.nowMs();
+  }
+
+  private now(): number {
+    return this.deps.clock.nowMs();
+  }
+
+  /**
+   * Recovers after a (re)start: fails jobs the last run left flashing/running as `interrupted`,
+   * expires what ran out while down, re-arms expiry timers and queues waiting jobs again.
+   */
+  async start(): Promise<void> {
+    const { requeued, interrupted, expired } = await this.deps.store.recoverAfterRestart(this.now());
+    for (const job of interrupted) this.deps.logger.warn(`job ${job.jobId} on ${job.board} was interrupted by a restart`);
+    if (expired.length > 0) this.deps.logger.info(`${expired.length} session(s) expired while the server was down`);
+    for (const session of await this.deps.store.listActiveSessions(this.now())) this.armExpiry(session);
+    for (const job of requeued) {
+      const bytes = await this.deps.blobs.get(job.firmware.sha256);
+      if (!bytes) {
+        await this.finishFailed(job.jobId, 'internal', `the firmware ${job.firmware.sha256} of this job is missing from the blob store`);
+        continue;
+      }
+      this.launch(job, { bytes, sha256: job.firmware.sha256, elf: parseElf(bytes) });
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const handle of this.expiryTimers.values()) this.deps.clock.clearTimeout(handle);
+    this.expiryTimers.clear();
+    // Jobs cancelled by shutdown keep their state: the next start fails the running ones as
+    // `interrupted` and runs the queued ones, exactly as after a crash.
+    await this.deps.dispatcher.close();
+    await Promise.all([...this.jobsInFlight]);
+  }
+
+  // ---- agents -------------------------------------------------------------------------------
+
+  async registerAgent(label: string): Promise<AgentRegistrationBody> {
+    const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const agent: AgentRecord = { agentId: newId('ag'), label, tokenSha256: sha256Hex(token), createdAtMs: this.now() };
+    await this.deps.store.insertAgent(agent);
+    return { agent_id: agent.agentId, label: agent.label, token, created_at: isoFromMs(agent.createdAtMs) };
+  }
+
+  /** The agent an `authorization` header names; 401 (with `WWW-Authenticate`) otherwise. */
+  async authenticate(header: string | undefined): Promise<AgentRecord> {
+    if (header === undefined || header.trim() === '') {
+      throw new HttpError(401, 'Not authenticated: send "authorization: Bearer <token>" (register at POST /api/v1/agents/register)', {
+        'WWW-Authenticate': 'Bearer',
+      });
+    }
+    const match = /^Bearer ([A-Za-z0-9_-]+)$/i.exec(header.trim());
+    if (!match || !match[1]!.startsWith(TOKEN_PREFIX)) {
+      throw new HttpError(401, 'Invalid authorization header: expected "Bearer hb_..."', { 'WWW-Authenticate': 'Bearer error="invalid_request"' });
+    }
+    const agent = await this.deps.store.findAgentByTokenSha256(sha256Hex(match[1]!));
+    if (!agent) throw new HttpError(401, 'Invalid token: no agent has this token', { 'WWW-Authenticate': 'Bearer error="invalid_token"' });
+    return agent;
+  }
+
+  // ---- sessions -----------------------------------------------------------------------------
+
+  private boardOr404(boardId: string): ResolvedBoard {
+    const resolved = this.boardsById.get(boardId);
+    if (!resolved) {
+      throw new HttpError(404, `board "${boardId}" not found; boards here: ${[...this.boardsById.keys()].join(', ') || 'none'}`);
+    }
+    return resolved;
+  }
+
+  private onlineOr503(resolved: ResolvedBoard): void {
+    if (!resolved.backend) throw new HttpError(503, `board ${resolved.board.id} is offline: ${resolved.offlineReason ?? 'no backend'}`);
+  }
+
+  /** 409 for a board someone holds: who (label only) and until when, with `Retry-After`. */
+  private leasedConflict(lease: LeaseWithAgent, agent: AgentRecord): HttpError {
+    const who = lease.agentId === agent.agentId ? 'you' : `agent "${lease.agentLabel}"`;
+    if (lease.expiresAtMs === null) {
+      return new HttpError(409, `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes (retry_after_seconds=1)`, {
+        'Retry-After': '1',
+      });
+    }
+    const retryAfterSeconds = Math.max(1, Math.ceil((lease.expiresAtMs - this.now()) / 1000));
+    const until = `until ${isoFromMs(lease.expiresAtMs)} unless renewed (retry_after_seconds=${retryAfterSeconds})`;
+    const detail =
+      lease.agentId === agent.agentId
+        ? `board ${lease.board} is already leased by you (one lease per board) ${until}; use or end that session`
+        : `board ${lease.board} is leased by ${who} ${until}`;
+    return new HttpError(409, detail, { 'Retry-After': String(retryAfterSeconds) });
+  }
+
+  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number): Promise<SessionBody> {
+    const resolved = this.boardOr404(boardId);
+    this.onlineOr503(resolved);
+    const nowMs = this.now();
+    const result = await this.deps.store.openSession({
+      sessionId: newId('ses'),
+      agentId: agent.agentId,
+      board: boardId,
+      state: 'active',
+      idleSeconds,
+      createdAtMs: nowMs,
+      expiresAtMs: nowMs + Math.round(idleSeconds * 1000),
+      endedAtMs: null,
+      lastHeartbeatAtMs: null,
+    });
+    if (result.kind === 'board-leased') throw this.leasedConflict(result.lease, agent);
+    this.armExpiry(result.session);
+    return sessionBody(result.session);
+  }
+
+  private async ownSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
+    const session = await this.deps.store.getSession(sessionId, this.now());
+    // Another agent's session is answered exactly like a missing one: existence is not revealed.
+    if (!session || session.agentId !== agent.agentId) throw new HttpError(404, `session ${sessionId} not found`);
+    return session;
+  }
+
+  async getSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    return sessionBody(await this.ownSession(agent, sessionId));
+  }
+
+  async heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    await this.ownSession(agent, sessionId);
+    const result = await this.deps.store.heartbeatSession(sessionId, this.now());
+    if (result.kind === 'not-found') throw new HttpError(404, `session ${sessionId} not found`);
+    if (result.kind === 'not-active') throw notActive(result.session, 'heartbeat');
+    this.armExpiry(result.session);
+    return sessionBody(result.session);
+  }
+
+  async endSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    await this.ownSession(agent, sessionId);
+    const result = await this.deps.store.endSession(sessionId, this.now());
+    if (result.kind === 'not-found') throw new HttpError(404, `session ${sessionId} not found`);
+    if (result.kind === 'not-active') throw notActive(result.session, 'end');
+    this.disarmExpiry(sessionId);
+    return sessionBody(result.session);
+  }
+
+  /** A timer on the injected clock frees the board when the lease runs out, with no request needed. */
+  private armExpiry(session: SessionRecord): void {
+    if (this.closing) return;
+    this.disarmExpiry(session.sessionId);
+    const delayMs = Math.max(0, session.expiresAtMs - this.now());
+    const handle = this.deps.clock.setTimeout(() => {
+      this.expiryTimers.delete(session.sessionId);
+      void this.reapExpired();
+    }, delayMs);
+    this.expiryTimers.set(session.sessionId, handle);
+  }
+
+  private disarmExpiry(sessionId: string): void {
+    const handle = this.expiryTimers.get(sessionId);
+    if (handle !== undefined) this.deps.clock.clearTimeout(handle);
+    this.expiryTimers.delete(sessionId);
+  }
+
+  private async reapExpired(): Promise<void> {
+    if (this.closing) return;
+    try {
+      for (const s of await this.deps.store.expireSessions(this.now())) {
+        this.disarmExpiry(s.sessionId);
+        this.deps.logger.info(`session ${s.sessionId} on ${s.board} expired; the board is free`);
+      }
+    } catch (err) {
+      this.deps.logger.error('expiring sessions failed', err);
+    }
+  }
+
+  // ---- jobs ---------------------------------------------------------------------------------
+
+  async submitFlash(
+    agent: AgentRecord,
+    input: { board: string; firmware: UploadedFile; uartSeconds: number; session: string },
+  ): Promise<JobBody> {
+    const resolved = this.boardOr404(input.board);
+    const { firmware } = input;
+    let elf;
+    try {
+      elf = parseElf(firmware.bytes);
+    } catch (err) {
+      if (err instanceof ElfError) throw fieldValueError('firmware', `not a loadable ELF: ${err.message}`, firmware.filename);
+      throw err;
+    }
+    const image: FirmwareImage = { bytes: firmware.bytes, sha256: firmware.sha256, elf };
+    try {
+      this.deps.checkImage(image, resolved.board);
+    } catch (err) {
+      if (err instanceof BackendError && err.kind === 'bad-image') {
+        throw fieldValueError('firmware', `cannot run on ${resolved.board.id}: ${err.message}`, firmware.filename);
+      }
+      throw err;
+    }
+    this.onlineOr503(resolved);
+
+    const nowMs = this.now();
+    const job: JobRecord = {
+      jobId: newId('job'),
+      agentId: agent.agentId,
+      board: resolved.board.id,
+      sessionId: input.session === '' ? null : input.session,
+      state: 'queued',
+      firmware: { sha256: firmware.sha256, sizeBytes: firmware.sizeBytes, elf: elfSummary(elf) },
+      uartSeconds: input.uartSeconds,
+      uart: null,
+      stop: null,
+      failure: null,
+      createdAtMs: nowMs,
+      startedAtMs: null,
+      runningAtMs: null,
+      finishedAtMs: null,
+      flashMs: null,
+      runMs: null,
+    };
+    const result = await this.deps.store.createJob(job, { maxQueuedPerBoard: this.deps.limits.maxQueuedJobsPerBoard, nowMs });
+    switch (result.kind) {
+      case 'created':
+        break;
+      case 'session-not-found':
+        throw new HttpError(404, `session ${input.session} not found`);
+      case 'session-not-active':
+        throw new HttpError(409, `session ${input.session} is ${result.session.state}, not active: open a new session`);
+      case 'session-other-board':
+        throw new HttpError(409, `session ${input.session} holds board ${result.session.board}, not ${input.board}`);
+      case 'board-leased':
+        throw this.leasedConflict(result.lease, agent);
+      case 'queue-full':
+        throw new HttpError(
+          429,
+          `board ${input.board} already has ${result.queued} jobs waiting (the limit is ${this.deps.limits.maxQueuedJobsPerBoard}); retry after some finish`,
+          { 'Retry-After': '5' },
+        );
+    }
+    try {
+      await this.deps.blobs.put(firmware.sha256, firmware.bytes);
+    } catch (err) {
+      this.deps.logger.error(`storing firmware ${firmware.sha256} failed`, err);
+      await this.finishFailed(job.jobId, 'internal', 'the server could not store the firmware; try again');
+      throw err;
+    }
+    this.launch(result.job, image);
+    return this.jobBody(result.job);
+  }
+
+  async getJob(agent: AgentRecord, jobId: string): Promise<JobBody> {
+    const job = await this.deps.store.getJob(jobId);
+    if (!job || job.agentId !== agent.agentId) throw new HttpError(404, `job ${jobId} not found`);
+    return this.jobBody(job);
+  }
+
+  /** Hands a queued job to the dispatcher and records its outcome when it settles. */
+  private launch(job: JobRecord, image: FirmwareImage): void {
+    const resolved = this.boardsById.get(job.board);
+    const run = async () => {
+      if (!resolved?.backend) {
+        await this.finishFailed(job.jobId, 'unavailable', `board ${job.board} is offline: ${resolved?.offlineReason ?? 'not in this server\'s catalog'}`);
+        return;
+      }
+      let outcome: FirmwareRun;
+      try {
+        outcome = await this.deps.dispatcher.dispatch({
+          jobId: job.jobId,
+          board: resolved.board,
+          backend: resolved.backend,
+          image,
+          uartSeconds: job.uartSeconds,
+          maxUartBytes: this.deps.limits.maxUartBytesPerJob,
+          onPhase: (phase) => this.deps.store.markJobPhase(job.jobId, phase, this.now()),
+        });
+      } catch (err) {
+        if (this.closing) return;
+        if (err instanceof BackendError) {
+          const detail = [err.message, err.exitCode !== undefined ? `exit code ${err.exitCode}` : '', err.outputTail ? `output: ${err.outputTail}` : '']
+            .filter(Boolean)
+            .join('; ');
+          await this.finishFailed(job.jobId, err.kind, detail);
+        } else {
+          this.deps.logger.error(`job ${job.jobId} failed unexpectedly`, err);
+          await this.finishFailed(job.jobId, 'internal', 'the bench failed unexpectedly while running this job');
+        }
+        return;
+      }
+      if (this.closing) return;
+      await this.deps.store.finishJob(job.jobId, {
+        state: 'done',
+        nowMs: this.now(),
+        uart: this.uartRecord(outcome),
+        stop: stopRecord(outcome),
+        flashMs: outcome.flashMs,
+        runMs: outcome.runMs,
+      });
+    };
+    const tracked = run().catch((err: unknown) => this.deps.logger.error(`recording the outcome of job ${job.jobId} failed`, err));
+    this.jobsInFlight.add(tracked);
+    void tracked.finally(() => this.jobsInFlight.delete(tracked));
+  }
+
+  private async finishFailed(jobId: string, kind: NonNullable<JobRecord['failure']>['kind'], message: string): Promise<void> {
+    await this.deps.store.finishJob(jobId, { state: 'failed', nowMs: this.now(), failure: { kind, message } });
+  }
+
+  private uartRecord(run: FirmwareRun): UartRecord {
+    const bytes = concatUart(run.uart);
+    const max = this.deps.limits.maxUartChunksPerJob;
+    const chunks: UartRecord['chunks'] = [];
+    let offset = 0;
+    for (const chunk of run.uart) {
+      if (chunks.length < max) chunks.push({ atNanos: chunk.atNanos, offset, length: chunk.bytes.length });
+      offset += chunk.bytes.length;
+    }
+    return { bytes, droppedBytes: run.droppedUartBytes, timeBase: run.timeBase, chunks, chunksOmitted: Math.max(0, run.uart.length - max) };
+  }
+
+  /** Waits until no job is in flight (tests and orderly shutdown). */
+  async idle(): Promise<void> {
+    while (this.jobsInFlight.size > 0) await Promise.all([...this.jobsInFlight]);
+  }
+
+  private jobBody(job: JobRecord): JobBody {
+    const decoder = new TextDecoder('utf-8', { fatal: false });
+    const uart = job.uart;
+    return {
+      job_id: job.jobId,
+      board: job.board,
+      session_id: job.sessionId,
+      state: job.state,
+      firmware: {
+        sha256: job.firmware.sha256,
+        size_bytes: job.firmware.sizeBytes,
+        elf: {
+          machine: job.firmware.elf.machine,
+          machine_name: job.firmware.elf.machineName,
+          entry: job.firmware.elf.entry,
+          segments: job.firmware.elf.segments.map((s) => ({ paddr: s.paddr, vaddr: s.vaddr, file_size: s.fileSizeBytes, mem_size: s.memSizeBytes })),
+        },
+      },
+      uart_seconds: job.uartSeconds,
+      uart: uart
+        ? {
+            text: decoder.decode(uart.bytes),
+            base64: Buffer.from(uart.bytes).toString('base64'),
+            bytes: uart.bytes.length,
+            dropped_bytes: uart.droppedBytes,
+            time_base: uart.timeBase,
+            chunks: uart.chunks.map((c) => ({ at_seconds: c.atNanos / NANOS_PER_SECOND, text: decoder.decode(uart.bytes.subarray(c.offset, c.offset + c.length)) })),
+            chunks_omitted: uart.chunksOmitted,
+          }
+        : null,
+      stop: job.stop ? stopBody(job.stop) : null,
+      failure: job.failure,
+      created_at: isoFromMs(job.createdAtMs),
+      started_at: isoOrNull(job.startedAtMs),
+      finished_at: isoOrNull(job.finishedAtMs),
+      timings_ms: {
+        queued: job.startedAtMs === null ? null : job.startedAtMs - job.createdAtMs,
+        flash: job.flashMs,
+        run: job.runMs,
+      },
+    };
+  }
+
+  // ---- boards, health, stats, admin -----------------------------------------------------------
+
+  private async boardStates(): Promise<
+    Array<{ resolved: ResolvedBoard; status: BoardStatus; lease: LeaseWithAgent | undefined; queued: number }>
+  > {
+    const leases = new Map((await this.deps.store.listLeases(this.now())).map((l) => [l.board, l]));
+    const activity = await this.deps.store.boardActivity();
+    return this.deps.boards.map((resolved) => {
+      const lease = leases.get(resolved.board.id);
+      const act = activity.get(resolved.board.id) ?? { queued: 0, active: 0 };
+      const status: BoardStatus = !resolved.backend ? 'offline' : act.active > 0 ? 'busy' : lease ? 'leased' : 'free';
+      return { resolved, status, lease, queued: act.queued };
+    });
+  }
+
+  async listBoards(): Promise<BoardBody[]> {
+    return (await this.boardStates()).map(({ resolved, status, lease, queued }) => {
+      const { board } = resolved;
+      return {
+        id: board.id,
+        name: board.name,
+        description: board.description,
+        mcu: {
+          id: board.mcu.id,
+          name: board.mcu.name,
+          architecture: board.mcu.architecture,
+          core: board.mcu.core,
+          clock_hz: board.mcu.clockHz,
+          memory: board.mcu.memory.map((m) => ({ name: m.name, kind: m.kind, start: m.start, size_bytes: m.sizeBytes })),
+        },
+        backend: resolved.backendName,
+        status,
+        offline_reason: resolved.offlineReason,
+        lease_expires_at: lease?.expiresAtMs != null ? isoFromMs(lease.expiresAtMs) : null,
+        queued_jobs: queued,
+      };
+    });
+  }
+
+  async health(): Promise<HealthBody> {
+    let database: 'ok' | 'error' = 'ok';
+    try {
+      await this.deps.store.ping();
+    } catch (err) {
+      database = 'error';
+      this.deps.logger.error('health check: the database did not answer', err);
+    }
+    const online = this.deps.boards.filter((b) => b.backend).length;
+    const offline = this.deps.boards.length - online;
+    return {
+      status: database === 'ok' && (online > 0 || this.deps.boards.length === 0) ? 'ok' : 'degraded',
+      version: BENCH_API_VERSION,
+      uptime_seconds: (this.now() - this.startedAtMs) / 1000,
+      boards: { online, offline },
+      database,
+    };
+  }
+
+  /** The read-only view model of the pages and `GET /api/v1/stats`. */
+  async getSnapshot(): Promise<BenchSnapshot> {
+    const states = await this.boardStates();
+    const counts = await this.deps.store.counts();
+    const recent = await this.deps.store.recentJobs(20);
+    return {
+      generatedAt: isoFromMs(this.now()),
+      version: BENCH_API_VERSION,
+      boards: states.map(({ resolved, status, lease, queued }) => ({
+        id: resolved.board.id,
+        name: resolved.board.name,
+        description: resolved.board.description,
+        mcu: resolved.board.mcu.name,
+        architecture: resolved.board.mcu.architecture,
+        backend: resolved.backendName,
+        status,
+        offlineReason: resolved.offlineReason,
+        leasedBy: lease?.agentLabel ?? null,
+        leaseExpiresAt: lease?.expiresAtMs != null ? isoFromMs(lease.expiresAtMs) : null,
+        queuedJobs: queued,
+      })),
+      recentActivity: recent.map((j) => ({
+        // A short prefix: enough to tell jobs apart on a public page, useless for fetching one.
+        jobId: j.jobId.slice(0, 12),
+        board: j.board,
+        agentLabel: j.agentLabel,
+        state: j.state,
+        at: isoFromMs(j.finishedAtMs ?? j.startedAtMs ?? j.createdAtMs),
+      })),
+      totals: {
+        agents: counts.agents,
+        sessionsOpen: counts.sessionsOpen,
+        jobsTotal: counts.jobsTotal,
+        jobsByState: counts.jobsByState,
+        waitlist: this.deps.waitlistCount(),
+      },
+    };
+  }
+
+  async stats(): Promise<StatsBody> {
+    const s = await this.getSnapshot();
+    return {
+      generated_at: s.generatedAt,
+      version: s.version,
+      boards: s.boards.map((b) => ({
+        id: b.id,
+        name: b.name,
+        description: b.description,
+        mcu: b.mcu,
+        architecture: b.architecture,
+        backend: b.backend,
+        status: b.status,
+        offline_reason: b.offlineReason,
+        leased_by: b.leasedBy,
+        lease_expires_at: b.leaseExpiresAt,
+        queued_jobs: b.queuedJobs,
+      })),
+      recent_activity: s.recentActivity.map((a) => ({ job_id: a.jobId, board: a.board, agent_label: a.agentLabel, state: a.state, at: a.at })),
+      totals: {
+        agents: s.totals.agents,
+        sessions_open: s.totals.sessionsOpen,
+        jobs_total: s.totals.jobsTotal,
+        jobs_by_state: s.totals.jobsByState,
+        waitlist: s.totals.waitlist,
+      },
+    };
+  }
+
+  async admin(): Promise<AdminBody> {
+    const states = await this.boardStates();
+    const sessions = await this.deps.store.listActiveSessions(this.now());
+    const counts = await this.deps.store.counts();
+    const adminJob = (j: Awaited<ReturnType<BenchStore['recentJobs']>>[number]) => ({
+      job_id: j.jobId,
+      agent_id: j.agentId,
+      agent_label: j.agentLabel,
+      board: j.board,
+      state: j.state,
+      created_at: isoFromMs(j.createdAtMs),
+      finished_at: isoOrNull(j.finishedAtMs),
+      failure: j.failure,
+    });
+    return {
+      generated_at: isoFromMs(this.now()),
+      boards: states.map(({ resolved, status, lease, queued }) => ({
+        id: resolved.board.id,
+        backend: resolved.backendName,
+        status,
+        offline_reason: resolved.offlineReason,
+        lease: lease
+          ? {
+              holder_kind: lease.holder.kind,
+              session_id: lease.holder.kind === 'session' ? lease.holder.sessionId : null,
+              job_id: lease.holder.kind === 'job' ? lease.holder.jobId : null,
+              agent_id: lease.agentId,
+              agent_label: lease.agentLabel,
+              expires_at: isoOrNull(lease.expiresAtMs),
+            }
+          : null,
+        queued_jobs: queued,
+      })),
+      sessions: sessions.map((s) => ({
+        session_id: s.sessionId,
+        agent_id: s.agentId,
+        agent_label: s.agentLabel,
+        board: s.board,
+        idle_seconds: s.idleSeconds,
+        created_at: isoFromMs(s.createdAtMs),
+        expires_at: isoFromMs(s.expiresAtMs),
+        last_heartbeat_at: isoOrNull(s.lastHeartbeatAtMs),
+      })),
+      recent_jobs: (await this.deps.store.recentJobs(50)).map(adminJob),
+      recent_failures: (await this.deps.store.recentFailures(20)).map(adminJob),
+      counts: {
+        agents: counts.agents,
+        sessions_open: counts.sessionsOpen,
+        jobs_total: counts.jobsTotal,
+        jobs_by_state: counts.jobsByState,
+        waitlist: this.deps.waitlistCount(),
+      },
+    };
+  }
+}
+
+function notActive(session: SessionRecord, action: string): HttpError {
+  const when = session.endedAtMs === null ? '' : ` at ${isoFromMs(session.endedAtMs)}`;
+  return new HttpError(409, `cannot ${action} session ${session.sessionId}: it is ${session.state}${when}, not active`);
+}
+
+function sessionBody(s: SessionRecord): SessionBody {
+  return {
+    session_id: s.sessionId,
+    board: s.board,
+    state: s.state,
+    idle_seconds: s.idleSeconds,
+    created_at: isoFromMs(s.createdAtMs),
+    expires_at: isoFromMs(s.expiresAtMs),
+    ended_at: isoOrNull(s.endedAtMs),
+    last_heartbeat_at: isoOrNull(s.lastHeartbeatAtMs),
+  };
+}
+
+function elfSummary(elf: ReturnType<typeof parseElf>): ElfSummary {
+  return {
+    machine: elf.machine,
+    machineName: machineName(elf.machine),
+    entry: elf.entry,
+    segments: loadableSegments(elf).map((s) => ({ paddr: s.paddr, vaddr: s.vaddr, fileSizeBytes: s.fileSizeBytes, memSizeBytes: s.memSizeBytes })),
+  };
+}
+
+function stopRecord(run: FirmwareRun): StopRecord {
+  return run.stop;
+}
+
+function stopBody(stop: StopRecord): NonNullable<JobBody['stop']> {
+  const elapsed_seconds = stop.elapsedNanos / NANOS_PER_SECOND;
+  if (stop.reason === 'exited') return { reason: 'exited', exit_code: stop.exitCode, elapsed_seconds };
+  if (stop.reason === 'crashed') return { reason: 'crashed', message: stop.message, elapsed_seconds };
+  return { reason: stop.reason, elapsed_seconds };
+}

@@ -1,0 +1,42 @@
+/**
+ * The one error type of the HTTP layer. Handlers throw it; the one error handler
+ * (`error-handler.ts`) writes it as FastAPI does: `{"detail": <string or validation errors>}`.
+ */
+export class HttpError extends Error {
+  override readonly name = 'HttpError';
+  constructor(
+    readonly status: number,
+    readonly detail: string | ValidationErrorItem[],
+    /** Extra response headers, e.g. `WWW-Authenticate`, `Allow`, `Retry-After`. */
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {
+    super(typeof detail === 'string' ? detail : `validation failed: ${detail.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; ')}`);
+  }
+}
+
+/**
+ * One entry of a 422 body, exactly as pydantic v2 writes it, keys in its order:
+ * `type, loc, msg, input` and `ctx` when the error has context.
+ */
+export interface ValidationErrorItem {
+  type: string;
+  loc: Array<string | number>;
+  msg: string;
+  input: unknown;
+  ctx?: Record<string, unknown>;
+}
+
+/** A 422 with every failing field, in field order. */
+export function validationFailed(items: ValidationErrorItem[]): HttpError {
+  return new HttpError(422, items);
+}
+
+/** The 422 for a body that is required but was not sent. */
+export function bodyMissing(): HttpError {
+  return validationFailed([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
+}
+
+/** A `value_error` on one body field, worded as pydantic words a failed custom validator. */
+export function fieldValueError(field: string, message: string, input: unknown): HttpError {
+  return validationFailed([{ type: 'value_error', loc: ['body', field], msg: `Value error, ${message}`, input, ctx: { error: {} } }]);
+}

@@ -1,0 +1,30 @@
+/** Where the server writes what operators need to see. Injected, so tests can capture it. */
+export interface Logger {
+  info(message: string): void;
+  warn(message: string): void;
+  /** `cause` is logged in full (stack included); it never reaches a client. */
+  error(message: string, cause?: unknown): void;
+}
+
+/** Logs to stderr, one line per event (plus the cause's stack for errors). */
+export const consoleLogger: Logger = {
+  info: (message) => console.error(`[hilbench] ${message}`),
+  warn: (message) => console.error(`[hilbench] warning: ${message}`),
+  error: (message, cause) => console.error(`[hilbench] error: ${message}`, cause ?? ''),
+};
+
+/** A logger that keeps every line in memory, for tests. */
+export function memoryLogger(): Logger & { lines: string[]; causes: unknown[] } {
+  const lines: string[] = [];
+  const causes: unknown[] = [];
+  return {
+    lines,
+    causes,
+    info: (m) => lines.push(`info: ${m}`),
+    warn: (m) => lines.push(`warn: ${m}`),
+    error: (m, cause) => {
+      lines.push(`error: ${m}`);
+      causes.push(cause);
+    },
+  };
+}

@@ -1,0 +1,160 @@
+import busboy from 'busboy';
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { HttpError } from './http-error.js';
+import type { UploadedFile } from './form-schema.js';
+
+/**
+ * Reads an `application/x-www-form-urlencoded` or `multipart/form-data` body as a stream
+ * (busboy), with every size bounded while reading: nothing larger than a limit is ever held in
+ * memory or written anywhere. Files are hashed (SHA-256) as their bytes arrive.
+ *
+ * Over a limit: a 413 naming the limit, with `Connection: close`; the rest of the upload is
+ * read and discarded (not buffered) until the connection closes, so the client sees the answer
+ * instead of a reset.
+ */
+export interface FormLimits {
+  /** Largest whole body, in bytes (fields, files and multipart framing together). */
+  maxBodyBytes: number;
+  /** Largest single file, in bytes; only fields named in `fileFields` may carry files. */
+  maxFileBytes?: number;
+  /** Largest single text value, in bytes. Default 16 KiB. */
+  maxFieldBytes?: number;
+  fileFields?: readonly string[];
+}
+
+export interface ParsedForm {
+  /** False when the request had no body at all (no content type, nothing sent). */
+  hasBody: boolean;
+  /** Text values by name (the last one wins, as in FastAPI) and files by field name. */
+  values: Record<string, string | UploadedFile>;
+}
+
+const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
+
+/** A human size: "4 MiB", "64 KiB" or bytes. */
+export function formatBytes(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+function tooLarge(what: string, limitBytes: number): HttpError {
+  return new HttpError(413, `${what} is larger than the limit of ${limitBytes} bytes (${formatBytes(limitBytes)})`, { Connection: 'close' });
+}
+
+/** Parses the request body as a form. Throws `HttpError` 413 / 415 / 400. */
+export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise<ParsedForm> {
+  const contentType = req.headers['content-type'];
+  const declaredLength = req.headers['content-length'];
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  if (contentType === undefined && !chunked && (declaredLength === undefined || declaredLength === '0')) {
+    return Promise.resolve({ hasBody: false, values: {} });
+  }
+  const mediaType = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (!FORM_TYPES.includes(mediaType)) {
+    req.resume();
+    return Promise.reject(
+      new HttpError(415, `Unsupported Media Type: send the body as ${FORM_TYPES.join(' or ')}${contentType ? `, not ${mediaType || contentType}` : ''}`),
+    );
+  }
+  if (declaredLength !== undefined && Number(declaredLength) > limits.maxBodyBytes) {
+    // Refused from the header alone: not one byte of the body is read into memory.
+    req.resume();
+    return Promise.reject(tooLarge('the request body', limits.maxBodyBytes));
+  }
+
+  const fileFields = new Set(limits.fileFields ?? []);
+  const maxFileBytes = limits.maxFileBytes ?? 0;
+  const maxFieldBytes = limits.maxFieldBytes ?? 16 * 1024;
+
+  return new Promise<ParsedForm>((resolve, reject) => {
+    const values: Record<string, string | UploadedFile> = {};
+    let settled = false;
+    let bodyBytes = 0;
+    let pendingFiles = 0;
+    let finished = false;
+
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({
+        headers: req.headers,
+        limits: { fileSize: maxFileBytes, fieldSize: maxFieldBytes, fields: 64, files: Math.max(fileFields.size, 1), parts: 128 },
+      });
+    } catch (err) {
+      req.resume();
+      reject(new HttpError(400, `There was an error parsing the body: ${(err as Error).message}`));
+      return;
+    }
+
+    const fail = (error: HttpError) => {
+      if (settled) return;
+      settled = true;
+      req.unpipe(parser);
+      req.off('data', countBytes);
+      // Keep reading and dropping what is still coming, so the 413 can be delivered.
+      req.resume();
+      reject(error);
+    };
+    const maybeDone = () => {
+      if (!settled && finished && pendingFiles === 0) {
+        settled = true;
+        resolve({ hasBody: true, values });
+      }
+    };
+    const countBytes = (chunk: Buffer) => {
+      bodyBytes += chunk.length;
+      if (bodyBytes > limits.maxBodyBytes) fail(tooLarge('the request body', limits.maxBodyBytes));
+    };
+    req.on('data', countBytes);
+
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated) {
+        fail(tooLarge(`form field "${name}"`, maxFieldBytes));
+        return;
+      }
+      values[name] = value;
+    });
+    parser.on('file', (name, stream, info) => {
+      if (!fileFields.has(name)) {
+        // A file where text belongs, or an unknown field: read past it, keep nothing.
+        stream.resume();
+        return;
+      }
+      pendingFiles++;
+      const hash = createHash('sha256');
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        size += chunk.length;
+        hash.update(chunk);
+        chunks.push(chunk);
+      });
+      stream.on('limit', () => {
+        chunks.length = 0;
+        fail(tooLarge(`the file in field "${name}"`, maxFileBytes));
+      });
+      stream.on('end', () => {
+        pendingFiles--;
+        if (settled) return;
+        const bytes = new Uint8Array(Buffer.concat(chunks, size));
+        // A file part with no name and no bytes is what a browser sends for "no file chosen".
+        if (!(info.filename === undefined || info.filename === '') || size > 0) {
+          values[name] = { filename: info.filename ?? '', mimeType: info.mimeType, bytes, sizeBytes: size, sha256: hash.digest('hex') };
+        }
+        maybeDone();
+      });
+    });
+    parser.on('fieldsLimit', () => fail(new HttpError(413, 'too many form fields (at most 64)', { Connection: 'close' })));
+    parser.on('partsLimit', () => fail(new HttpError(413, 'too many multipart parts (at most 128)', { Connection: 'close' })));
+    parser.on('filesLimit', () => fail(new HttpError(413, `too many files (at most ${Math.max(fileFields.size, 1)})`, { Connection: 'close' })));
+    parser.on('error', (err: Error) => fail(new HttpError(400, `There was an error parsing the body: ${err.message}`)));
+    parser.on('close', () => {
+      finished = true;
+      maybeDone();
+    });
+    req.on('aborted', () => fail(new HttpError(400, 'the client closed the connection before the body was complete')));
+    req.pipe(parser);
+  });
+}
