@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -69,6 +69,12 @@ describe('the shipped board catalog', () => {
     if (renode) expect(uartNames).toContain(renode.uart.replace(/^sysbus\./, ''));
     if (sim) expect(sim.engine).toBe(board.mcu.architecture === 'avr' ? 'avr8js' : 'rp2040js');
     expect(elfMachineFor[board.mcu.architecture]).toBeGreaterThan(0);
+  });
+
+  it.each(catalog.map((b) => [b.id] as const))('%s: has example firmware (hello, exit, crash)', (id) => {
+    // Read by path, not imported: boards/ sits below scenarios/ in the layer order.
+    const dir = path.join(defaultBoardsDir, '..', 'scenarios', 'firmware', id);
+    for (const program of ['hello', 'exit', 'crash']) expect(existsSync(path.join(dir, `${program}.elf`)), `${id}/${program}.elf`).toBe(true);
   });
 
   it('keeps the facts other backends rely on', () => {
