@@ -70,6 +70,16 @@ export function curlWalkthrough(publicBaseUrl: string, boardId: string): string 
   ].join('\n');
 }
 
+/** Joining the waitlist from a shell: fetch the page for its token, then post the form. */
+export function waitlistCurl(publicBaseUrl: string): string {
+  return [
+    `BASE=${shellQuote(publicBaseUrl)}`,
+    `CSRF=$(curl -sS "$BASE/" | sed -n 's/.*name="csrf" value="\\([^"]*\\)".*/\\1/p')`,
+    `curl -sS -X POST "$BASE/api/v1/waitlist" -d kind=agent --data-urlencode email=you@example.org \\`,
+    `  --data-urlencode note='boards I would test' --data-urlencode csrf="$CSRF"`,
+  ].join('\n');
+}
+
 /** `GET /`: what hilbench is, live board status, recent activity, how to connect, the waitlist form. */
 export function renderHomePage(input: HomePageInput): string {
   const { snapshot, publicBaseUrl } = input;
@@ -128,7 +138,8 @@ ${WAITLIST_KINDS.map((k) => html`<option value="${k}">${KIND_LABELS[k]}</option>
 <button type="submit">Join the waitlist</button>
 </form>
 <p class="muted">Agents can join too: <code>POST /api/v1/waitlist</code> with the form fields above, taking
-<code>csrf</code> from this page's form (valid for two hours).</p>
+<code>csrf</code> from this page's form (valid for two hours):</p>
+<pre><code>${waitlistCurl(publicBaseUrl)}</code></pre>
 </section>
 
 <section id="legal">

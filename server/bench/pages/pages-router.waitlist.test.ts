@@ -1,6 +1,10 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CSRF_TOKEN_TTL_MS, issueCsrfToken } from './csrf-token.js';
 import { removeDbDir, startPagesTestApp, TEST_SECRET, TEST_START_MS, type PagesTestApp } from './pages-test-harness.js';
+
+const execFileAsync = promisify(execFile);
 
 let app: PagesTestApp;
 const dbDirs: string[] = [];
@@ -268,5 +272,34 @@ describe('POST /api/v1/waitlist: transport errors', () => {
     expect(status).toBe(413);
     expect(json).toEqual({ detail: 'The waitlist form body is larger than 16384 bytes.' });
     expect(app.waitlist.count()).toBe(0);
+  });
+});
+
+describe('the shell example on / really works', () => {
+  const hasCurl = (() => {
+    try {
+      execFileSync('curl', ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+
+  it.skipIf(!hasCurl)('joins the waitlist when pasted into sh, exactly as the page shows it', async () => {
+    const page = await (await fetch(`${app.baseUrl}/`)).text();
+    const section = page.slice(page.indexOf('<section id="waitlist">'));
+    const script = (/<pre><code>([\s\S]*?)<\/code><\/pre>/.exec(section)?.[1] ?? '')
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&');
+    expect(script).toContain('/api/v1/waitlist');
+    // Run asynchronously: the server answering curl lives in this process.
+    const { stdout } = await execFileAsync('sh', ['-c', script], { timeout: 20_000 });
+    expect(JSON.parse(stdout)).toEqual({ status: 'ok', kind: 'agent', email: 'you@example.org' });
+    expect(app.waitlist.list({ limit: 1 })).toEqual([
+      { email: 'you@example.org', kind: 'agent', note: 'boards I would test', joinedAtMs: TEST_START_MS },
+    ]);
   });
 });
