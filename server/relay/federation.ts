@@ -261,9 +261,9 @@ export class Federation {
           if (!checked.ok) return 'invalid slice';
           const hash = quorumSetHash(checked.value);
           if (hash !== data.slice_hash) return 'slice_hash does not match the slice';
-          if (this.o.voting.quorumSetByHash(hash)) return null;
-          this.o.voting.rememberQuorumSet(checked.value);
-          this.o.store.appendEvent('slice', String(data.node_id), hash, { node_id: data.node_id, slice: checked.value, slice_hash: hash }, nowMs, origin);
+          if (typeof data.node_id !== 'string' || !db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(data.node_id)) return 'slice of a node this relay does not know';
+          const updatedMs = typeof data.updated_ms === 'number' && Number.isSafeInteger(data.updated_ms) ? data.updated_ms : 0;
+          this.o.voting.applyRemoteSlice(data.node_id, checked.value, updatedMs, origin, nowMs);
           return null;
         }
         default:

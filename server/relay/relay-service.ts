@@ -97,6 +97,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       log,
     };
     registerSelf(deps);
+    store.tx(() => voting.publishSelfSlice(config.clock.nowMs()));
     for (const peer of config.peers ?? []) federation.addPeer(peer, null);
 
     const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...socialRoutes(deps)];

@@ -90,8 +90,34 @@ export class Voting {
     this.db
       .prepare('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms')
       .run(nodeId, JSON.stringify(qset), hash, tAuto ? 1 : 0, nowMs);
-    this.options.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash }, nowMs);
+    this.options.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash, updated_ms: nowMs }, nowMs);
     return { hash, qset };
+  }
+
+  /**
+   * Applies a slice declaration pulled from a peer (last writer wins on `updatedMs`, ties broken by
+   * hash so every relay picks the same one); returns whether it changed anything. Call inside a
+   * transaction. Declarations are trusted from peers as item authorship is; a tally prefers the
+   * signed slice inside a node's own statements wherever it has voted.
+   */
+  applyRemoteSlice(nodeId: string, qset: QuorumSet, updatedMs: number, origin: string, nowMs: number): boolean {
+    const hash = this.rememberQuorumSet(qset);
+    const current = this.db.prepare('SELECT hash, updated_ms FROM slices WHERE node_id = ?').get(nodeId) as { hash: string; updated_ms: number } | undefined;
+    if (current && (current.updated_ms > updatedMs || (current.updated_ms === updatedMs && current.hash >= hash))) return false;
+    this.db
+      .prepare('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, 0, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = 0, updated_ms = excluded.updated_ms')
+      .run(nodeId, JSON.stringify(normalizeQuorumSet(qset)), hash, updatedMs);
+    this.options.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: normalizeQuorumSet(qset), slice_hash: hash, updated_ms: updatedMs }, nowMs, origin);
+    return true;
+  }
+
+  /** Publishes the configured relay slice as the relay node's declaration when it changed (at start). */
+  publishSelfSlice(nowMs: number): void {
+    const configured = this.options.selfSlice;
+    if (!configured) return;
+    const hash = quorumSetHash(configured);
+    if (this.publishedSlice(this.options.selfKey.nodeId)?.hash === hash) return;
+    this.setSlice(this.options.selfKey.nodeId, normalizeQuorumSet(configured), false, nowMs);
   }
 
   /** Keeps hash -> quorum set so `slice_hash` in votes resolves; returns the hash. */
