@@ -16,7 +16,7 @@ import {
   throwIfCancelled,
   type UartChunk,
 } from '../backend.js';
-import { checkImageForEmulator } from './check-image.js';
+import { checkImageForBoard } from '../image-check.js';
 import { EmulatorProcess } from './emulator-process.js';
 import { findExecutable } from './find-executable.js';
 import { DEFAULT_QEMU_BINARY, qemuBackendCommand, qemuKeysFor } from './qemu-command.js';
@@ -142,7 +142,7 @@ class QemuDevice implements Device {
   async flash(image: FirmwareImage, options: { signal?: AbortSignal } = {}): Promise<void> {
     this.assertOpen('flash');
     throwIfCancelled(options.signal, 'flash');
-    checkImageForEmulator(image, this.board);
+    checkImageForBoard(image, this.board);
     await this.endSession();
     this.kernelPath = path.join(this.workDir, 'fw.elf');
     writeFileSync(this.kernelPath, image.bytes);

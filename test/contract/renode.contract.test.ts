@@ -1,0 +1,35 @@
+import { readFileSync } from 'node:fs';
+import { RenodeBackend } from '../../backends/renode/renode-backend.js';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { EM_AVR } from '../../core/elf.js';
+import { type FirmwareProgram, firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { renodeStandinPath } from '../fakes/renode-standin/standin-path.js';
+import { firmwareImage, makeElf } from '../support/make-elf.js';
+import { describeBackendContract } from './backend-contract.js';
+
+/**
+ * The backend contract for Renode, run against the stand-in (test/fakes/renode-standin), which
+ * speaks Renode 1.16's command line, monitor and UART socket and executes the firmware in
+ * qemu-system-arm (docs/backends/renode.md says what that does and does not prove). With a real
+ * Renode installed, HILBENCH_RENODE=/path/to/renode runs the same suite against it.
+ */
+const board = loadBoardCatalog().find((b) => b.id === 'stm32f4-discovery')!;
+const manifest = loadFirmwareManifest();
+
+function firmware(program: FirmwareProgram) {
+  const entry = manifest.firmware.find((f) => f.board === board.id && f.program === program);
+  if (!entry) throw new Error(`scenarios/firmware/manifest.json has no ${program} firmware for ${board.id}`);
+  return { entry, image: firmwareImage(new Uint8Array(readFileSync(firmwarePath(entry)))) };
+}
+
+const hello = firmware('hello');
+describeBackendContract(process.env.HILBENCH_RENODE ? 'renode' : 'renode (stand-in)', {
+  backend: () => new RenodeBackend({ renodePath: process.env.HILBENCH_RENODE ?? renodeStandinPath }),
+  board,
+  hello: hello.image,
+  helloPattern: new RegExp(hello.entry.uartPattern),
+  helloWithinSeconds: 1,
+  wrongArchitecture: firmwareImage(makeElf({ machine: EM_AVR })),
+  // Renode has no firmware-decided exit, so no `exits`; the lockup shows as a CPU abort.
+  crashes: firmware('crash').image,
+});
