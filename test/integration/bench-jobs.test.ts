@@ -1,0 +1,368 @@
+import { readdirSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EM_AVR } from '../../core/elf.js';
+import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { firmwareImage, makeElf } from '../support/make-elf.js';
+
+/** Flash jobs over real HTTP on the mock backend: uploads, validation, leases, failures, restarts. */
+
+let app: BenchTestApp;
+beforeEach(async () => {
+  app = await startBenchTestApp();
+});
+afterEach(async () => {
+  await app.close();
+});
+
+const FLASH = 0x10000000;
+const picoElf = (sections: Array<{ name: string; data: Uint8Array }> = []) => makeElf({ segments: [{ paddr: FLASH, data: new Uint8Array(64) }], sections });
+const withFault = (fault: string) => picoElf([{ name: '.hilbench.mock', data: new TextEncoder().encode(`fault=${fault}`) }]);
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+interface JobJson {
+  job_id: string;
+  state: string;
+  session_id: string | null;
+  uart: { text: string; base64: string; bytes: number; dropped_bytes: number; time_base: string; chunks: Array<{ at_seconds: number; text: string }>; chunks_omitted: number } | null;
+  stop: Record<string, unknown> | null;
+  failure: { kind: string; message: string } | null;
+  [key: string]: unknown;
+}
+
+async function flash(token: string, fields: Record<string, string>, elf?: Uint8Array, filename = 'fw.elf') {
+  const body = new FormData();
+  for (const [k, v] of Object.entries(fields)) body.set(k, v);
+  if (elf) body.set('firmware', new Blob([elf], { type: 'application/octet-stream' }), filename);
+  return app.request('/api/v1/jobs/flash', { method: 'POST', headers: bearer(token), body });
+}
+
+async function getJob(token: string, jobId: string): Promise<JobJson> {
+  const res = await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(token) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as JobJson;
+}
+
+const firmwareFiles = () => readdirSync(path.join(app.dataDir, 'firmware'));
+/** Lets promise chains that the fake clock does not drive run. */
+const settle = async () => {
+  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+};
+
+describe('POST /api/v1/jobs/flash', () => {
+  it('runs a job on the mock to done with the documented transcript', async () => {
+    const { token } = await app.register('alice');
+    const elf = picoElf();
+    const image = firmwareImage(elf);
+    const res = await flash(token, { board: 'pico' }, elf);
+    expect(res.status).toBe(200);
+    const queued = (await res.json()) as JobJson;
+    expect(queued).toMatchObject({
+      board: 'pico',
+      session_id: null,
+      state: 'queued',
+      uart_seconds: 0.8,
+      uart: null,
+      stop: null,
+      failure: null,
+      created_at: '2026-01-01T00:00:00.000Z',
+      started_at: null,
+      finished_at: null,
+      firmware: {
+        sha256: image.sha256,
+        size_bytes: elf.length,
+        elf: { machine: 40, machine_name: 'ARM (40)', entry: FLASH + 9, segments: [{ paddr: FLASH, vaddr: FLASH, file_size: 64, mem_size: 64 }] },
+      },
+    });
+    expect(queued.job_id).toMatch(/^job_[A-Za-z0-9_-]{22}$/);
+
+    await app.idle();
+    const done = await getJob(token, queued.job_id);
+    const lines = [
+      'hilbench-mock: reset pico\r\n',
+      `hilbench-mock: image sha256=${image.sha256} entry=0x${(FLASH + 9).toString(16)} segments=1\r\n`,
+      ...Array.from({ length: 8 }, (_, i) => `hilbench-mock: tick ${i + 1}\r\n`),
+    ];
+    expect(done).toMatchObject({
+      state: 'done',
+      failure: null,
+      stop: { reason: 'elapsed', elapsed_seconds: 0.8 },
+      started_at: '2026-01-01T00:00:00.000Z',
+      finished_at: '2026-01-01T00:00:00.000Z',
+      timings_ms: { queued: 0, flash: 0, run: 0 },
+    });
+    expect(done.uart!.text).toBe(lines.join(''));
+    expect(Buffer.from(done.uart!.base64, 'base64').toString('utf8')).toBe(lines.join(''));
+    expect(done.uart).toMatchObject({ bytes: Buffer.byteLength(lines.join('')), dropped_bytes: 0, time_base: 'simulated', chunks_omitted: 0 });
+    expect(done.uart!.chunks.map((c) => c.at_seconds)).toEqual([0, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]);
+    expect(done.uart!.chunks[2]!.text).toBe('hilbench-mock: tick 1\r\n');
+    expect(firmwareFiles()).toEqual([image.sha256]);
+
+    // The job's own lease ended with the job.
+    const boards = (await (await app.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; status: string }> };
+    expect(boards.boards.find((b) => b.id === 'pico')!.status).toBe('free');
+  });
+
+  it('fails a job whose flash fails, with the kind, the message, exit code and tool output', async () => {
+    const { token } = await app.register();
+    const res = await flash(token, { board: 'pico', uart_seconds: '0.2' }, withFault('flash-fail'));
+    const { job_id } = (await res.json()) as JobJson;
+    await app.idle();
+    const job = await getJob(token, job_id);
+    expect(job).toMatchObject({
+      state: 'failed',
+      uart: null,
+      stop: null,
+      failure: { kind: 'flash-failed', message: 'mock flash failed (injected fault flash-fail); exit code 1; output: ** Programming Failed ** (mock)' },
+    });
+    expect(job.finished_at).toBe('2026-01-01T00:00:00.000Z');
+  });
+
+  it('reports a firmware exit and a crash as the stop reason of a done job', async () => {
+    const { token } = await app.register();
+    const exit = (await (await flash(token, { board: 'pico' }, withFault('exit'))).json()) as JobJson;
+    await app.idle();
+    expect((await getJob(token, exit.job_id)).stop).toEqual({ reason: 'exited', exit_code: 3, elapsed_seconds: 0 });
+    const crash = (await (await flash(token, { board: 'pico' }, withFault('crash'))).json()) as JobJson;
+    await app.idle();
+    expect((await getJob(token, crash.job_id)).stop).toEqual({ reason: 'crashed', message: 'mock core locked up (injected fault crash)', elapsed_seconds: 0 });
+  });
+
+  it('replaces invalid UTF-8 in text and keeps the exact bytes in base64', async () => {
+    const { token } = await app.register();
+    const { job_id } = (await (await flash(token, { board: 'pico', uart_seconds: '0.1' }, withFault('garble'))).json()) as JobJson;
+    await app.idle();
+    const job = await getJob(token, job_id);
+    const raw = Buffer.from(job.uart!.base64, 'base64');
+    expect(raw.length).toBe(job.uart!.bytes);
+    expect(job.uart!.text).toContain('\ufffd');
+    expect(job.uart!.text).toBe(new TextDecoder().decode(raw));
+  });
+
+  it('validates every field, in order, before anything is stored', async () => {
+    const { token } = await app.register();
+    const res = await flash(token, { uart_seconds: 'soon' });
+    expect(res.status).toBe(422);
+    expect(await res.json()).toEqual({
+      detail: [
+        { type: 'missing', loc: ['body', 'board'], msg: 'Field required', input: null },
+        { type: 'missing', loc: ['body', 'firmware'], msg: 'Field required', input: null },
+        { type: 'float_parsing', loc: ['body', 'uart_seconds'], msg: 'Input should be a valid number, unable to parse string as a number', input: 'soon' },
+      ],
+    });
+    expect(firmwareFiles()).toEqual([]);
+  });
+
+  it.each([
+    ['0', { type: 'greater_than', loc: ['body', 'uart_seconds'], msg: 'Input should be greater than 0', input: '0', ctx: { gt: 0 } }],
+    ['30.01', { type: 'less_than_equal', loc: ['body', 'uart_seconds'], msg: 'Input should be less than or equal to 30', input: '30.01', ctx: { le: 30 } }],
+  ])('bounds uart_seconds=%s', async (value, error) => {
+    const { token } = await app.register();
+    const res = await flash(token, { board: 'pico', uart_seconds: value }, picoElf());
+    expect(res.status).toBe(422);
+    expect(await res.json()).toEqual({ detail: [error] });
+  });
+
+  it('refuses firmware sent as a text field', async () => {
+    const { token } = await app.register();
+    const res = await flash(token, { board: 'pico', firmware: 'not a file' });
+    expect(await res.json()).toEqual({
+      detail: [{ type: 'value_error', loc: ['body', 'firmware'], msg: "Value error, Expected UploadFile, received: <class 'str'>", input: 'not a file', ctx: { error: {} } }],
+    });
+  });
+
+  it('answers a missing body with 422 on loc ["body"] and a non-multipart body with 415', async () => {
+    const { token } = await app.register();
+    const none = await app.request('/api/v1/jobs/flash', { method: 'POST', headers: bearer(token) });
+    expect(none.status).toBe(422);
+    expect(await none.json()).toEqual({ detail: [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }] });
+    const json = await app.request('/api/v1/jobs/flash', { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: '{}' });
+    expect(json.status).toBe(415);
+  });
+
+  it.each([
+    ['not an ELF', new TextEncoder().encode('#!/bin/sh\necho hi\n'.repeat(4)), /^Value error, not a loadable ELF: not an ELF file: missing the \\x7fELF magic/],
+    ['the wrong architecture', makeElf({ machine: EM_AVR, segments: [{ paddr: 0, data: new Uint8Array(8) }] }), /^Value error, cannot run on pico: ELF machine AVR \(83\) does not match pico's architecture arm/],
+    ['outside the memory map', makeElf({ segments: [{ paddr: 0x30000000, data: new Uint8Array(8) }] }), /^Value error, cannot run on pico: segment 0 loads at 0x30000000\.\.0x30000008/],
+  ])('refuses firmware that is %s with a 422 on firmware, storing nothing', async (_what, bytes, msg) => {
+    const { token } = await app.register();
+    const res = await flash(token, { board: 'pico' }, bytes, 'bad.elf');
+    expect(res.status).toBe(422);
+    const body = (await res.json()) as { detail: Array<{ type: string; loc: string[]; msg: string; input: unknown }> };
+    expect(body.detail).toHaveLength(1);
+    expect(body.detail[0]).toMatchObject({ type: 'value_error', loc: ['body', 'firmware'], input: 'bad.elf' });
+    expect(body.detail[0]!.msg).toMatch(msg);
+    expect(firmwareFiles()).toEqual([]);
+    expect((await app.server.service.store.counts()).jobsTotal).toBe(0);
+  });
+
+  it('answers 404 for an unknown board', async () => {
+    const { token } = await app.register();
+    const res = await flash(token, { board: 'zx81' }, picoElf());
+    expect(res.status).toBe(404);
+  });
+
+  it("hides another agent's job as 404", async () => {
+    const alice = await app.register('alice');
+    const bob = await app.register('bob');
+    const { job_id } = (await (await flash(alice.token, { board: 'pico' }, picoElf())).json()) as JobJson;
+    const res = await app.request(`/api/v1/jobs/${job_id}`, { headers: bearer(bob.token) });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ detail: `job ${job_id} not found` });
+  });
+});
+
+describe('jobs and leases', () => {
+  async function openSession(token: string, board: string) {
+    const res = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams({ board }) });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { session_id: string }).session_id;
+  }
+
+  it("runs under the caller's session and refuses others' sessions, ended ones and other boards", async () => {
+    const alice = await app.register('alice');
+    const bob = await app.register('bob');
+    const sid = await openSession(alice.token, 'pico');
+    const ok = await flash(alice.token, { board: 'pico', session: sid }, picoElf());
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as JobJson).session_id).toBe(sid);
+
+    const theirs = await flash(bob.token, { board: 'pico', session: sid }, picoElf());
+    expect(theirs.status).toBe(404);
+    expect(await theirs.json()).toEqual({ detail: `session ${sid} not found` });
+
+    const wrongBoard = await flash(alice.token, { board: 'uno', session: sid }, makeElf({ machine: EM_AVR, segments: [{ paddr: 0, data: new Uint8Array(8) }] }));
+    expect(wrongBoard.status).toBe(409);
+    expect(await wrongBoard.json()).toEqual({ detail: `session ${sid} holds board pico, not uno` });
+
+    const noSession = await flash(bob.token, { board: 'pico' }, picoElf());
+    expect(noSession.status).toBe(409);
+    expect(((await noSession.json()) as { detail: string }).detail).toMatch(/^board pico is leased by agent "alice" until/);
+
+    await app.request(`/api/v1/sessions/${sid}/end`, { method: 'POST', headers: bearer(alice.token) });
+    const ended = await flash(alice.token, { board: 'pico', session: sid }, picoElf());
+    expect(ended.status).toBe(409);
+    expect(await ended.json()).toEqual({ detail: `session ${sid} is ended, not active: open a new session` });
+  });
+
+  it('holds the board for a job without a session while it runs; the deadline fails a hung job with timeout', async () => {
+    const alice = await app.register('alice');
+    const bob = await app.register('bob');
+    const { job_id } = (await (await flash(alice.token, { board: 'pico' }, withFault('flash-hang'))).json()) as JobJson;
+    await settle();
+    expect((await getJob(alice.token, job_id)).state).toBe('flashing');
+    const boards = (await (await app.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; status: string }> };
+    expect(boards.boards.find((b) => b.id === 'pico')!.status).toBe('busy');
+    const blocked = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) });
+    expect(blocked.status).toBe(409);
+    expect(await blocked.json()).toEqual({ detail: 'board pico is busy: agent "alice" leased it for a flash job, until that job finishes (retry_after_seconds=1)' });
+
+    // Default deadline: 60 s flash + 0.8 s x 4 s + 10 s margin = 73.2 s.
+    app.fake.tick(73_199);
+    await settle();
+    expect((await getJob(alice.token, job_id)).state).toBe('flashing');
+    app.fake.tick(1);
+    await app.idle();
+    const failed = await getJob(alice.token, job_id);
+    expect(failed.state).toBe('failed');
+    expect(failed.failure!.kind).toBe('timeout');
+    expect(failed.failure!.message).toMatch(/did not finish within 73200 ms .* waiting for mock to open and flash pico/);
+    const after = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) });
+    expect(after.status).toBe(200);
+  });
+
+  it('runs jobs of one session in order and refuses one over the queue limit with 429', async () => {
+    await app.close();
+    app = await startBenchTestApp({ limits: { maxQueuedJobsPerBoard: 1 } });
+    const { token } = await app.register();
+    const sid = await openSession(token, 'pico');
+    const first = (await (await flash(token, { board: 'pico', session: sid }, withFault('run-hang'))).json()) as JobJson;
+    await settle();
+    const second = (await (await flash(token, { board: 'pico', session: sid, uart_seconds: '0.3' }, picoElf())).json()) as JobJson;
+    const third = await flash(token, { board: 'pico', session: sid }, picoElf());
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('5');
+    expect(await third.json()).toEqual({ detail: 'board pico already has 1 jobs waiting (the limit is 1); retry after some finish' });
+    expect((await getJob(token, first.job_id)).state).toBe('running');
+    expect((await getJob(token, second.job_id)).state).toBe('queued');
+    const board = ((await (await app.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; queued_jobs: number }> }).boards.find((b) => b.id === 'pico');
+    expect(board!.queued_jobs).toBe(1);
+  });
+
+  it('fails jobs a restart interrupted and runs the queued ones after it', async () => {
+    const { token } = await app.register();
+    const sid = await openSession(token, 'pico');
+    const hung = (await (await flash(token, { board: 'pico', session: sid }, withFault('run-hang'))).json()) as JobJson;
+    await settle();
+    const waiting = (await (await flash(token, { board: 'pico', session: sid, uart_seconds: '0.3' }, picoElf())).json()) as JobJson;
+    expect((await getJob(token, hung.job_id)).state).toBe('running');
+
+    app = await app.restart();
+    await app.idle();
+    const interrupted = await getJob(token, hung.job_id);
+    expect(interrupted).toMatchObject({
+      state: 'failed',
+      failure: { kind: 'interrupted', message: 'the bench service restarted while this job was running; submit it again' },
+    });
+    const rerun = await getJob(token, waiting.job_id);
+    expect(rerun.state).toBe('done');
+    expect(rerun.uart!.text).toMatch(/tick 3\r\n$/);
+    expect(app.logger.lines).toContain(`warn: job ${hung.job_id} on pico was interrupted by a restart`);
+  });
+});
+
+describe('upload limits', () => {
+  it('refuses an upload far over the limit while it streams, without buffering it, and stores nothing', async () => {
+    await app.close();
+    app = await startBenchTestApp({ limits: { maxFirmwareBytes: 64 * 1024 } });
+    const { token } = await app.register();
+    const boundary = 'hilbench-test-boundary';
+    const url = new URL(`${app.url}/api/v1/jobs/flash`);
+    const chunk = Buffer.alloc(64 * 1024, 0x41);
+    const maxChunks = 4096; // 256 MiB if the server never answered
+    let sent = 0;
+    const result = await new Promise<{ status: number; body: string; sentBytes: number; connection: string | undefined }>((resolve, reject) => {
+      const req = http.request(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
+      });
+      let answered = false;
+      req.on('response', (res) => {
+        answered = true;
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString(), sentBytes: sent, connection: res.headers.connection }));
+      });
+      req.on('error', (err) => {
+        if (!answered) reject(err);
+      });
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="board"\r\n\r\npico\r\n`);
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="firmware"; filename="huge.elf"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+      const pump = () => {
+        if (answered || sent >= maxChunks * chunk.length) return;
+        sent += chunk.length;
+        if (req.write(chunk)) setImmediate(pump);
+        else req.once('drain', pump);
+      };
+      pump();
+    });
+    expect(result.status).toBe(413);
+    expect(JSON.parse(result.body)).toEqual({ detail: 'the file in field "firmware" is larger than the limit of 65536 bytes (64 KiB)' });
+    expect(result.connection).toBe('close');
+    // The answer came while the upload was still going, long before the client's 256 MiB.
+    expect(result.sentBytes).toBeLessThan(64 * 1024 * 1024);
+    expect(firmwareFiles()).toEqual([]);
+    expect((await app.server.service.store.counts()).jobsTotal).toBe(0);
+  });
+
+  it('refuses a declared Content-Length over the limit before reading the body', async () => {
+    await app.close();
+    app = await startBenchTestApp({ limits: { maxFirmwareBytes: 1024 } });
+    const { token } = await app.register();
+    const big = new Uint8Array(200 * 1024);
+    const res = await flash(token, { board: 'pico' }, big);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ detail: `the request body is larger than the limit of ${1024 + 64 * 1024} bytes (65 KiB)` });
+  });
+});
