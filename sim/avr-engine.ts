@@ -36,8 +36,15 @@ const OP_SLEEP = 0x9588;
 /** `rjmp .`: a jump to itself, which is how avr-libc's `_exit` ends (`cli` then `rjmp .`). */
 const OP_RJMP_SELF = 0xcfff;
 const SREG_I = 0x80;
-/** ELF addresses (avr-gcc convention): program memory at 0, data at 0x800000, EEPROM at 0x810000. */
-const ELF_EEPROM_START = 0x810000;
+/**
+ * The hilbench AVR mailbox (docs/firmware.md): the firmware writes its argument to GPIOR1 and a
+ * command to GPIOR2. General-purpose I/O registers do nothing on silicon, so the same image runs
+ * on a real Uno.
+ */
+const GPIOR1 = 0x4a;
+const GPIOR2 = 0x4b;
+const MAILBOX_EXIT = 0xe7;
+const MAILBOX_CRASH = 0xc5;
 const UCSRA_RXC = 0x80;
 const UCSRA_U2X = 0x02;
 const UCSRB_RXEN = 0x10;
@@ -60,11 +67,12 @@ function nextClockEventCycles(cpu: CPU): number | undefined {
 /**
  * One ATmega328P on avr8js with an image loaded, held at reset release (PC = reset vector 0).
  *
- * The chip has no fault mechanism, so the engine defines its stops (docs/backends/sim.md):
- * exited, with status r24 (where avr-gcc passes `exit`'s argument), on `break`, on `sleep` with
- * interrupts off, and on `rjmp .` with interrupts off (avr-libc's `_exit`); crashed when the PC
- * leaves the program that was loaded (a jump into erased flash). `sleep` with interrupts on skips
- * to the next timer or UART event instead of spinning.
+ * The chip has neither semihosting nor faults, so the stops are conventions (docs/firmware.md,
+ * docs/backends/sim.md): the GPIOR mailbox (exit with GPIOR1, or crash); also exited, with status
+ * r24 (where avr-gcc passes `exit`'s argument), on `break`, on `sleep` with interrupts off
+ * (simavr's convention) and on `rjmp .` with interrupts off (how avr-libc's `_exit` ends);
+ * crashed when the PC leaves the program that was loaded (a jump into erased flash). `sleep` with
+ * interrupts on skips to the next timer or UART event instead of spinning.
  */
 export class AvrEngine implements SimEngine {
   readonly cpu: CPU;
@@ -89,7 +97,6 @@ export class AvrEngine implements SimEngine {
     const mcu = board.mcu;
     const flash = mcu.memory.find((m) => m.kind === 'flash');
     const sram = mcu.memory.find((m) => m.kind === 'ram');
-    const eeprom = mcu.memory.find((m) => m.kind === 'eeprom');
     if (!flash || !sram) throw new SimError('bad-image', `MCU ${mcu.id} has no flash or RAM region in its memory map`);
     this.clockHz = mcu.clockHz;
     this.nanosPerCycle = 1e9 / mcu.clockHz;
@@ -97,9 +104,8 @@ export class AvrEngine implements SimEngine {
     this.progMem = new Uint16Array(flash.sizeBytes / 2);
     // Erased flash reads 0xffff, as on the chip.
     this.progMem.fill(0xffff);
-    const eepromBackend = new EEPROMMemoryBackend(eeprom?.sizeBytes ?? 1024);
+    // EEPROM contents are never programmed (backends/image-check.ts refuses them): only flash.
     const targets: LoadTarget[] = [{ name: 'flash', start: flash.start, bytes: new Uint8Array(this.progMem.buffer) }];
-    if (eeprom) targets.push({ name: 'eeprom', start: ELF_EEPROM_START, bytes: eepromBackend.memory });
     this.placed = loadSegments(image, targets);
     const programEndByte = Math.max(...this.placed.filter((p) => p.target === 'flash').map((p) => p.paddr + p.sizeBytes), 0);
     if (programEndByte === 0) throw new SimError('bad-image', 'the image places no bytes in program memory (flash at 0)');
@@ -114,13 +120,21 @@ export class AvrEngine implements SimEngine {
     new AVRIOPort(this.cpu, portBConfig);
     new AVRIOPort(this.cpu, portCConfig);
     new AVRIOPort(this.cpu, portDConfig);
-    new AVREEPROM(this.cpu, eepromBackend);
+    const eeprom = mcu.memory.find((m) => m.kind === 'eeprom');
+    new AVREEPROM(this.cpu, new EEPROMMemoryBackend(eeprom?.sizeBytes ?? 1024));
     new AVRSPI(this.cpu, spiConfig, mcu.clockHz);
     new AVRTWI(this.cpu, twiConfig, mcu.clockHz);
     new AVRADC(this.cpu, adcConfig);
     new AVRWatchdog(this.cpu, watchdogConfig, clock);
     this.usart = new AVRUSART(this.cpu, usart0Config, mcu.clockHz);
-    // onByteTransmit fires when the last stop bit leaves, so timestamps follow the baud rate.
+    this.cpu.writeHooks[GPIOR2] = (value) => {
+      const argument = this.cpu.data[GPIOR1]!;
+      if (value === MAILBOX_EXIT) this.halt = { reason: 'exited', exitCode: argument };
+      else if (value === MAILBOX_CRASH) this.halt = { reason: 'crashed', message: `the firmware reported a crash through the GPIOR mailbox (code ${argument})` };
+      return false;
+    };
+    // onByteTransmit fires when the byte enters the transmitter; UDRE0/TXC0 follow one character
+    // time later, so a firmware that polls them (all do) sends at the baud rate.
     this.usart.onByteTransmit = (value) => {
       if (this.tx.push(value, this.nanos)) this.outputReady = true;
     };
@@ -166,28 +180,37 @@ export class AvrEngine implements SimEngine {
     return this.halt;
   }
 
-  /** After `sleep` with interrupts on: jump to the next clock event (timer, UART) or the slice end. */
+  /**
+   * After `sleep` with interrupts on: the core stays asleep while clock events (timer prescaler
+   * ticks, UART characters) fire, until one of them leads to an interrupt being taken, or the
+   * slice ends. avr8js timers schedule an event per prescaled tick, so this loops without
+   * executing instructions.
+   */
   private sleepUntilEvent(targetCycles: number) {
     const { cpu } = this;
-    if (cpu.nextInterrupt >= 0) return;
-    const next = this.nextEventCycles();
-    if (next === undefined) {
-      // Nothing can wake the core before the slice ends; stay "asleep" so the run loop may skip ahead.
-      this.sleeping = true;
-      this.sleptNanos += Math.max(0, targetCycles - cpu.cycles) * this.nanosPerCycle;
-      cpu.cycles = Math.max(cpu.cycles, targetCycles);
-      // Execute the sleep again when we come back: it has no effect but time, and by then a UART
-      // byte may have been queued that wakes the core.
-      cpu.pc = (cpu.pc - 1 + this.progMem.length) % this.progMem.length;
-      return;
+    const wakePc = cpu.pc;
+    for (;;) {
+      if (cpu.pc !== wakePc || cpu.nextInterrupt >= 0) {
+        this.sleeping = false;
+        return;
+      }
+      const next = this.nextEventCycles();
+      if (next === undefined || next > targetCycles) {
+        // Asleep to the slice end. Execute the sleep again when we come back: it has no effect
+        // but time, and by then a queued UART byte may have scheduled an event that wakes us.
+        this.sleeping = next === undefined;
+        this.sleptNanos += Math.max(0, targetCycles - cpu.cycles) * this.nanosPerCycle;
+        cpu.cycles = Math.max(cpu.cycles, targetCycles);
+        cpu.pc = (cpu.pc - 1 + this.progMem.length) % this.progMem.length;
+        return;
+      }
+      if (next > cpu.cycles) {
+        this.sleptNanos += (next - cpu.cycles) * this.nanosPerCycle;
+        cpu.cycles = next;
+      }
+      // Fires the event and, if it raised an enabled interrupt, enters its handler (pc moves).
+      cpu.tick();
     }
-    this.sleeping = false;
-    if (next > cpu.cycles) {
-      const to = Math.min(next, targetCycles);
-      this.sleptNanos += (to - cpu.cycles) * this.nanosPerCycle;
-      cpu.cycles = to;
-    }
-    cpu.tick();
   }
 
   private nextEventCycles(): number | undefined {

@@ -42,9 +42,9 @@ class HardFault extends Error {}
  * and the core starts in boot2 at 0x10000000 as the ROM would.
  *
  * Faults: rp2040js has no HardFault; where the real core would take one (undefined instruction,
- * bus error on an unmapped address, unaligned access), the engine halts with `crashed`. Exits
- * follow ARM semihosting (SYS_EXIT, SYS_EXIT_EXTENDED) as under QEMU, and a plain `bkpt #n`
- * exits with status n.
+ * bus error on an unmapped address, unaligned access, `udf`, and `bkpt` with no debugger
+ * attached), the engine halts with `crashed`. Exits follow ARM semihosting (SYS_EXIT,
+ * SYS_EXIT_EXTENDED) as under QEMU (docs/firmware.md).
  */
 export class Rp2040Engine implements SimEngine {
   readonly clock = new SimClock();
@@ -210,6 +210,13 @@ export class Rp2040Engine implements SimEngine {
 
   private onBreak(code: number) {
     const core = this.rp2040.core;
+    // rp2040js reports UDF through the same hook as BKPT; on the chip UDF is a HardFault.
+    // The PC has moved past the 16-bit opcode (both UDF encodings start with a 16-bit word).
+    const opcode = this.rp2040.readUint16(core.PC - 2);
+    if (opcode >> 8 !== 0xbe) {
+      this.halt = { reason: 'crashed', message: `HardFault: undefined instruction (udf #${code}) near PC ${hex(core.PC)}` };
+      return;
+    }
     if (code === SEMIHOSTING_BKPT) {
       const op = core.registers[0]!;
       const arg = core.registers[1]!;
@@ -226,7 +233,8 @@ export class Rp2040Engine implements SimEngine {
       }
       return;
     }
-    this.halt = { reason: 'exited', exitCode: code };
+    // Without a debugger a BKPT escalates to HardFault on the chip.
+    this.halt = { reason: 'crashed', message: `HardFault: bkpt #${code} with no debugger attached, near PC ${hex(core.PC)}` };
   }
 
   private libraryMessage(level: 'warn' | 'error', component: string, message: string) {
@@ -235,8 +243,15 @@ export class Rp2040Engine implements SimEngine {
       const what = /not implemented yet/.test(message) ? 'undefined instruction' : 'fault';
       throw new HardFault(`HardFault: ${what} near PC ${pc} (${component}: ${message})`);
     }
-    if (/invalid memory address|undefined address/.test(message)) {
-      throw new HardFault(`HardFault: bus error near PC ${pc} (${component}: ${message})`);
+    const invalid = /(?:invalid memory address|undefined address): ([0-9a-f]+)/.exec(message);
+    if (invalid) {
+      const address = parseInt(invalid[1]!, 16);
+      const fetch = Math.abs(address - this.rp2040.core.PC) <= 4;
+      throw new HardFault(
+        fetch
+          ? `HardFault: instruction fetch from ${hex(address)}, outside ROM, flash and SRAM`
+          : `HardFault: bus error near PC ${pc}: access to unmapped address ${hex(address)}`,
+      );
     }
     this.noteUnmodelled(`${component}: ${message}`);
   }

@@ -1,6 +1,5 @@
 import type { Board } from '../../boards/board-schema.js';
 import type { Clock } from '../../core/clock.js';
-import { machineName } from '../../core/elf.js';
 import { type EngineRunStop, runEngine } from '../../sim/run-engine.js';
 import type { SimEngine, SimImage } from '../../sim/sim-engine.js';
 import { SimError } from '../../sim/sim-error.js';
@@ -13,6 +12,7 @@ import {
   throwIfCancelled,
   type UartChunk,
 } from '../backend.js';
+import { checkImageForBoard } from '../image-check.js';
 
 /** Throughput of a simulated device since it was opened: what `npm run bench` reports. */
 export interface SimStats {
@@ -34,8 +34,6 @@ export interface SimDeviceOptions {
   sliceNanos?: number;
   yieldToHost?: () => Promise<void>;
 }
-
-const elfMachineFor = { arm: 40, avr: 83 } as const;
 
 /**
  * A board on the pure-TypeScript simulator. `flash` builds a fresh chip with the image loaded
@@ -76,7 +74,7 @@ export class SimDevice implements Device {
   async flash(image: FirmwareImage, options: { signal?: AbortSignal } = {}): Promise<void> {
     this.assertUsable('flash');
     throwIfCancelled(options.signal, 'flash');
-    this.checkImage(image);
+    checkImageForBoard(image, this.board);
     const engine = this.build(image);
     this.retire();
     this.image = image;
@@ -164,16 +162,6 @@ export class SimDevice implements Device {
     this.retired.sleptNanos += e.sleptNanos;
     this.retired.droppedRxBytes += e.droppedRxBytes + e.pendingRxBytes;
     this.engine = undefined;
-  }
-
-  private checkImage(image: FirmwareImage) {
-    const expected = elfMachineFor[this.board.mcu.architecture];
-    if (image.elf.machine !== expected) {
-      throw new BackendError(
-        'bad-image',
-        `ELF machine ${machineName(image.elf.machine)} does not match ${this.board.id}'s architecture ${this.board.mcu.architecture} (${machineName(expected)})`,
-      );
-    }
   }
 
   private assertUsable(what: string) {

@@ -1,0 +1,198 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createClock } from '@sinonjs/fake-timers';
+import { describe, expect, it } from 'vitest';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { type SimImage } from '../../sim/sim-engine.js';
+import {
+  elfImage,
+  THUMB_HELLO_BKPT_5,
+  THUMB_SLEEP_FOR_EVER,
+  THUMB_SPIN,
+  THUMB_UNMODELLED_READ,
+  thumbProgram,
+} from '../../sim/testing/programs.js';
+import { firmwareImage } from '../../test/support/make-elf.js';
+import { BackendError, type FirmwareImage } from '../backend.js';
+import { SimBackend, type SimBackendOptions } from './sim-backend.js';
+import type { SimDevice } from './sim-device.js';
+
+const boards = loadBoardCatalog();
+const pico = boards.find((b) => b.id === 'pico')!;
+const uno = boards.find((b) => b.id === 'uno')!;
+const image = (sim: SimImage): FirmwareImage => firmwareImage(sim.bytes);
+const failOnUnmodelled = (message: string) => {
+  throw new Error(`unexpected unmodelled access: ${message}`);
+};
+const backend = (options: SimBackendOptions = {}) => new SimBackend({ env: {}, onUnmodelled: failOnUnmodelled, ...options });
+const openPico = async (options: SimBackendOptions = {}) => (await backend(options).open(pico)) as SimDevice;
+const rejection = async (promise: Promise<unknown>) => {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(BackendError);
+  return error as BackendError;
+};
+
+function tempFile(name: string, bytes: Uint8Array): string {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'hilbench-sim-')), name);
+  writeFileSync(file, bytes);
+  return file;
+}
+
+/** 16 KiB that look like a boot ROM: SP in SRAM, a Thumb reset handler at 0x101, `b .` there. */
+function fakeBootromBytes(): Uint8Array {
+  const rom = new Uint8Array(0x4000);
+  const v = new DataView(rom.buffer);
+  v.setUint32(0, 0x20041f00, true);
+  v.setUint32(4, 0x101, true);
+  v.setUint16(0x100, 0xe7fe, true);
+  return rom;
+}
+
+describe('SimBackend availability', () => {
+  it('runs pico and uno with nothing installed, and refuses boards without a sim engine', async () => {
+    await expect(backend().availability(pico)).resolves.toEqual({ available: true });
+    await expect(backend().availability(uno)).resolves.toEqual({ available: true });
+    const qemuOnly = boards.find((b) => !b.backends.sim)!;
+    await expect(backend().availability(qemuOnly)).resolves.toEqual({
+      available: false,
+      reason: expect.stringMatching(/no backends\.sim\.engine/),
+    });
+    expect((await rejection(backend().open(qemuOnly))).kind).toBe('unavailable');
+  });
+
+  it('makes RP2040 boards unavailable when the configured bootrom cannot be read, naming where to get it', async () => {
+    const viaEnv = new SimBackend({ env: { HILBENCH_RP2040_BOOTROM: '/nonexistent/b1.bin' } });
+    const pico_ = await viaEnv.availability(pico);
+    expect(pico_).toEqual({ available: false, reason: expect.stringMatching(/\/nonexistent\/b1\.bin.*raspberrypi\/pico-bootrom/) });
+    await expect(viaEnv.availability(uno)).resolves.toEqual({ available: true });
+
+    const garbage = backend({ rp2040BootromPath: tempFile('rom.bin', new Uint8Array(64).fill(0x55)) });
+    await expect(garbage.availability(pico)).resolves.toEqual({ available: false, reason: expect.stringMatching(/not an RP2040 bootrom/) });
+    const good = backend({ rp2040BootromPath: tempFile('rom.bin', fakeBootromBytes()) });
+    await expect(good.availability(pico)).resolves.toEqual({ available: true });
+  });
+});
+
+describe('SimDevice', () => {
+  it('refuses a Pico SDK image without a bootrom as bad-image naming the missing piece, and takes it with one', async () => {
+    const sdk = image(thumbProgram(THUMB_SLEEP_FOR_EVER, [], ['.boot2']));
+    const device = await openPico();
+    const error = await rejection(device.flash(sdk));
+    expect(error.kind).toBe('bad-image');
+    expect(error.message).toMatch(/Pico SDK binary.*HILBENCH_RP2040_BOOTROM/);
+
+    const withRom = await openPico({ rp2040BootromPath: tempFile('b1.bin', fakeBootromBytes()) });
+    await withRom.flash(sdk);
+    await withRom.close();
+  });
+
+  it('refuses an image outside the memory map before loading anything', async () => {
+    const device = await openPico();
+    const error = await rejection(device.flash(image(elfImage(40, [{ paddr: 0x08000000, data: new Uint8Array(16) }]))));
+    expect(error.kind).toBe('bad-image');
+    expect(error.message).toMatch(/0x08000000/);
+    expect((await rejection(device.run(1_000_000))).message).toMatch(/before flash/);
+  });
+
+  it('reports a run that reaches the boot ROM without one as bad-image, not as a crash', async () => {
+    const device = await openPico();
+    await device.flash(image(thumbProgram('11208047')));
+    const error = await rejection(device.run(1_000_000));
+    expect(error.kind).toBe('bad-image');
+    expect(error.message).toMatch(/boot ROM.*no bootrom is loaded/);
+  });
+
+  it('counts received bytes the firmware never read as dropped, and bytes still on their way at reset', async () => {
+    const device = await openPico();
+    await device.flash(image(thumbProgram(THUMB_SLEEP_FOR_EVER)));
+    await device.writeUart(new Uint8Array(40).fill(0x61));
+    await device.run(10_000_000);
+    expect(device.droppedUartBytes).toBe(8);
+    await device.writeUart(new Uint8Array(5));
+    await device.reset();
+    expect(device.droppedUartBytes).toBe(8 + 5);
+  });
+
+  it('is cancelled mid-run by its signal, keeps its place, and can run on afterwards', async () => {
+    const controller = new AbortController();
+    let yields = 0;
+    const device = await openPico({
+      sliceNanos: 1_000_000,
+      yieldToHost: async () => {
+        if (++yields === 5) controller.abort(new Error('user pressed stop'));
+      },
+    });
+    await device.flash(image(thumbProgram(THUMB_SPIN)));
+    const error = await rejection(device.run(600_000_000_000, { signal: controller.signal }));
+    expect(error.kind).toBe('cancelled');
+    // Five 1 ms slices, each ending on the first instruction boundary past its end.
+    const [, elapsed] = /after (\d+) simulated ns: its abort signal fired/.exec(error.message) ?? [];
+    expect(Number(elapsed)).toBeGreaterThanOrEqual(5_000_000);
+    expect(Number(elapsed)).toBeLessThan(5_001_000);
+    await expect(device.run(8_000_000)).resolves.toMatchObject({ reason: 'elapsed' });
+    expect(device.stats.simulatedNanos).toBeGreaterThanOrEqual(8_000_000);
+  });
+
+  it('stops a run when the device is closed, and refuses use after close', async () => {
+    let yields = 0;
+    const device: SimDevice = await openPico({
+      yieldToHost: async () => {
+        if (++yields === 3) await device.close();
+      },
+    });
+    await device.flash(image(thumbProgram(THUMB_SPIN)));
+    const error = await rejection(device.run(600_000_000_000));
+    expect(error.kind).toBe('cancelled');
+    expect(error.message).toMatch(/the device was closed/);
+    expect((await rejection(device.writeUart(new Uint8Array(1)))).message).toMatch(/after close/);
+  });
+
+  it('refuses a second run while one is in progress', async () => {
+    let second: Promise<unknown> | undefined;
+    const device: SimDevice = await openPico({
+      yieldToHost: async () => {
+        second ??= device.run(1_000_000);
+      },
+    });
+    await device.flash(image(thumbProgram(THUMB_SPIN)));
+    await device.run(3_000_000);
+    expect((await rejection(second!)).message).toMatch(/while a run is in progress/);
+  });
+
+  it('reports crashes as stops and accumulates stats, with host time on the injected clock', async () => {
+    const fake = createClock(0);
+    const device = await openPico({
+      clock: clockFromFakeTimers(fake),
+      yieldToHost: async () => void fake.tick(2),
+    });
+    const seen: string[] = [];
+    device.onUart((c) => seen.push(new TextDecoder().decode(c.bytes)));
+    await device.flash(image(thumbProgram(THUMB_HELLO_BKPT_5)));
+    const stop = await device.run(1_000_000);
+    expect(stop).toMatchObject({ reason: 'crashed', message: expect.stringMatching(/bkpt #5/) });
+    expect(seen.join('')).toBe('hi\n');
+    expect(device.stats).toMatchObject({ instructions: 8, simulatedNanos: stop.elapsedNanos, sleptNanos: 0, hostMs: 0 });
+
+    await device.flash(image(thumbProgram(THUMB_SLEEP_FOR_EVER)));
+    await device.run(3_000_000);
+    const { stats } = device;
+    expect(stats.instructions).toBeLessThan(20);
+    expect(stats.simulatedNanos).toBe(stop.elapsedNanos + 3_000_000);
+    expect(stats.sleptNanos).toBeGreaterThan(2_999_000);
+    // One slice finds the core asleep (one yield, 2 fake ms); then it jumps straight to the end.
+    expect(stats.hostMs).toBe(2);
+  });
+
+  it('reports accesses to registers rp2040js does not model, with a running count', async () => {
+    const reports: Array<[string, number]> = [];
+    const device = await openPico({ onUnmodelled: (message, count) => reports.push([message, count]) });
+    await device.flash(image(thumbProgram(THUMB_UNMODELLED_READ)));
+    await device.run(1_000_000);
+    expect(reports).toEqual([[expect.stringMatching(/ROSC_BASE: Unimplemented peripheral read from 0x0/), 1]]);
+  });
+});

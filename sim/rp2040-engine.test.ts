@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { loadBoardCatalog } from '../boards/catalog.js';
+import { Rp2040Engine, type Rp2040EngineOptions } from './rp2040-engine.js';
+import { SimError } from './sim-error.js';
+import {
+  THUMB_BUS_ERROR,
+  THUMB_HELLO_BKPT_5,
+  THUMB_ROM_CALL,
+  THUMB_SEMIHOSTING_EXIT_7,
+  THUMB_SLEEP_FOR_EVER,
+  THUMB_TIMER_ISR,
+  THUMB_TIMER_WAKE,
+  THUMB_UDF,
+  thumbProgram,
+} from './testing/programs.js';
+
+const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
+const strict: Rp2040EngineOptions = {
+  onUnmodelled: (message) => {
+    throw new Error(`unexpected unmodelled access: ${message}`);
+  },
+};
+const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+/** A fake 16 KiB boot ROM: a vector table (SP in SRAM, Thumb reset handler) and `b .` at 0x100. */
+function fakeBootrom(): Uint32Array {
+  const rom = new Uint32Array(0x1000);
+  rom[0] = 0x20041f00;
+  rom[1] = 0x101;
+  rom[0x40] = 0xe7fe;
+  return rom;
+}
+
+describe('Rp2040Engine', () => {
+  it('boots from the vector table at 0x10000000, captures UART0 with simulated timestamps; bkpt without a debugger is a crash', () => {
+    const engine = new Rp2040Engine(pico, thumbProgram(THUMB_HELLO_BKPT_5), strict);
+    expect(engine.rp2040.core.VTOR).toBe(0x10000000);
+    expect(engine.rp2040.core.SP).toBe(0x20001000);
+    expect(engine.rp2040.core.PC).toBe(0x10000008);
+    // The line feed closes a chunk: the engine returns so the run loop can hand it out.
+    expect(engine.advance(1_000_000)).toBeUndefined();
+    const chunk = engine.takeUartOutput({ partial: false })!;
+    expect(text(chunk.bytes)).toBe('hi\n');
+    expect(engine.advance(1_000_000)).toEqual({ reason: 'crashed', message: expect.stringMatching(/HardFault: bkpt #5 with no debugger/) });
+    // ldr (2 cycles) + movs (1): the first store happens 3 cycles of 8 ns after release.
+    expect(chunk.atNanos).toBe(24);
+    expect(engine.instructions).toBe(8);
+  });
+
+  it('places segments by physical address and refuses an image outside flash and SRAM without loading it', () => {
+    const image = thumbProgram(THUMB_HELLO_BKPT_5);
+    const engine = new Rp2040Engine(pico, image, strict);
+    expect(engine.placed).toEqual([{ target: 'flash', paddr: 0x10000000, sizeBytes: 0x100 }]);
+    expect(engine.rp2040.flash[0x100]).toBe(0xff);
+
+    const outside = { ...image, elf: { ...image.elf, segments: image.elf.segments.map((s) => ({ ...s, paddr: 0x08000000 })) } };
+    const error = (() => {
+      try {
+        new Rp2040Engine(pico, outside, strict);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(SimError);
+    expect((error as SimError).kind).toBe('bad-image');
+    expect((error as SimError).message).toMatch(/0x08000000.*outside.*flash 0x10000000/);
+  });
+
+  it('refuses an image without a vector table, naming what it expected', () => {
+    const noVectors = thumbProgram(THUMB_HELLO_BKPT_5);
+    noVectors.bytes.fill(0, noVectors.elf.segments[0]!.offset, noVectors.elf.segments[0]!.offset + 8);
+    expect(() => new Rp2040Engine(pico, noVectors, strict)).toThrow(/vector table at 0x10000000/);
+  });
+
+  it('skips simulated time while the core sleeps in WFI with nothing scheduled, and says so', () => {
+    const engine = new Rp2040Engine(pico, thumbProgram(THUMB_SLEEP_FOR_EVER), strict);
+    expect(engine.advance(10_000_000_000)).toBeUndefined();
+    expect(engine.nanos).toBe(10_000_000_000);
+    expect(engine.instructions).toBeLessThan(5);
+    expect(engine.sleptNanos).toBeGreaterThan(9_999_999_000);
+    expect(engine.asleepForever).toBe(true);
+  });
+
+  it('wakes from WFI at the next timer alarm: the interrupt runs 1 ms in, without spinning in between', () => {
+    const engine = new Rp2040Engine(pico, thumbProgram(THUMB_TIMER_WAKE, [{ vector: 16, offset: 0x48, code: THUMB_TIMER_ISR }]), strict);
+    expect(engine.advance(5_000_000)).toBeUndefined();
+    const chunk = engine.takeUartOutput({ partial: true })!;
+    expect(text(chunk.bytes)).toBe('T');
+    // rp2040js arms the alarm relative to the fractional microsecond it was written in.
+    expect(chunk.atNanos).toBeGreaterThanOrEqual(999_000);
+    expect(chunk.atNanos).toBeLessThan(1_010_000);
+    expect(engine.instructions).toBeLessThan(60);
+    // An ISR that printed is a chunk ready to hand out: the engine returned there, so run on.
+    expect(engine.advance(5_000_000)).toBeUndefined();
+    expect(engine.nanos).toBe(5_000_000);
+    expect(engine.asleepForever).toBe(true);
+  });
+
+  it('reports semihosting SYS_EXIT_EXTENDED as an exit with its status', () => {
+    const engine = new Rp2040Engine(pico, thumbProgram(THUMB_SEMIHOSTING_EXIT_7), strict);
+    expect(engine.advance(1_000_000)).toEqual({ reason: 'exited', exitCode: 7 });
+  });
+
+  it('reports an undefined instruction and a bus error as crashes (HardFault on the chip)', () => {
+    const udf = new Rp2040Engine(pico, thumbProgram(THUMB_UDF), strict).advance(1_000_000);
+    expect(udf).toMatchObject({ reason: 'crashed', message: expect.stringMatching(/HardFault: undefined instruction \(udf #1\)/) });
+    const bus = new Rp2040Engine(pico, thumbProgram(THUMB_BUS_ERROR), strict).advance(1_000_000);
+    expect(bus).toMatchObject({ reason: 'crashed', message: expect.stringMatching(/HardFault: bus error near PC 0x1000000c: access to unmapped address 0x30000000/) });
+  });
+
+  it('stops with a clear error naming the bootrom when execution reaches ROM and none is loaded', () => {
+    const engine = new Rp2040Engine(pico, thumbProgram(THUMB_ROM_CALL), strict);
+    expect(() => engine.advance(1_000_000)).toThrow(SimError);
+    expect(() => new Rp2040Engine(pico, thumbProgram(THUMB_ROM_CALL), strict).advance(1_000_000)).toThrow(
+      /boot ROM \(PC 0x00000010\).*HILBENCH_RP2040_BOOTROM/,
+    );
+  });
+
+  it('refuses a Pico SDK image (boot2 section) without a bootrom, and boots it in boot2 with one', () => {
+    const sdk = thumbProgram(THUMB_SLEEP_FOR_EVER, [], ['.boot2']);
+    expect(() => new Rp2040Engine(pico, sdk, strict)).toThrow(/Pico SDK binary.*pico-bootrom.*rp2040BootromPath/);
+    const engine = new Rp2040Engine(pico, sdk, { ...strict, bootrom: fakeBootrom() });
+    expect(engine.rp2040.core.PC).toBe(0x10000000);
+    expect(engine.rp2040.core.SP).toBe(0x20041f00);
+    // The image is loaded after the bootrom erased flash.
+    expect(engine.rp2040.flashView.getUint32(0, true)).toBe(0x20001000);
+  });
+
+  it('feeds written bytes to the receive FIFO one character time apart and counts the overrun', () => {
+    const engine = new Rp2040Engine(pico, thumbProgram(THUMB_SLEEP_FOR_EVER), strict);
+    engine.queueUartInput(new Uint8Array(40).fill(0x41));
+    expect(engine.asleepForever).toBe(false);
+    engine.advance(1_000_000);
+    // 10 bits at 115200 baud = 86.8 µs per byte: 11 bytes by 1 ms, none lost yet.
+    expect(engine.pendingRxBytes).toBe(40 - 11);
+    expect(engine.droppedRxBytes).toBe(0);
+    engine.advance(10_000_000);
+    // The firmware never reads: the 32-byte FIFO fills and the other 8 bytes are lost, and counted.
+    expect(engine.pendingRxBytes).toBe(0);
+    expect(engine.droppedRxBytes).toBe(8);
+  });
+});
