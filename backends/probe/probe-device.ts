@@ -263,6 +263,7 @@ export class ProbeDevice implements Device {
 
   /** Runs one tool step; a failure becomes the step's `BackendError`, recorded for board health. */
   private async tool(step: ProbeStep, args: string[], timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+    throwIfCancelled(signal, step);
     const controller = new AbortController();
     const onAbort = () => controller.abort(signal?.reason);
     signal?.addEventListener('abort', onAbort, { once: true });

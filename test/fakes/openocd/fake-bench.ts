@@ -18,6 +18,9 @@ export interface FakeBenchBoard {
   boardId: string;
   kind: 'openocd' | 'probe-rs';
   behaviour?: FakeBehaviour;
+  /** Bench file `healthCheck` entry (ELF path absolute or relative to the fake bench directory). */
+  healthCheck?: { elf: string; expect: string; withinSeconds?: number };
+  timeouts?: { flashMs?: number; resetMs?: number; serialOpenMs?: number; killGraceMs?: number };
 }
 
 export class FakeBench {
@@ -32,7 +35,7 @@ export class FakeBench {
   }
 
   /** Starts a pty pair per board and writes the probe config; resolves when the ptys exist. */
-  async start(boards: FakeBenchBoard[]): Promise<BenchFile> {
+  async start(boards: FakeBenchBoard[], options: { quarantineAfterFailures?: number } = {}): Promise<BenchFile> {
     const entries: Record<string, unknown> = {};
     for (const b of boards) {
       const serialNumber = `FAKE-${b.boardId.toUpperCase()}`;
@@ -49,11 +52,12 @@ export class FakeBench {
             ? { kind: 'openocd', serialNumber, interface: 'interface/stlink.cfg' }
             : { kind: 'probe-rs', serialNumber, vidPid: '2e8a:000c' },
         serial: { path: this.hostEnd(b.boardId), baudRate: 115200 },
-        timeouts: { flashMs: 20_000, resetMs: 20_000, killGraceMs: 500 },
+        timeouts: { flashMs: 20_000, resetMs: 20_000, killGraceMs: 500, ...b.timeouts },
+        ...(b.healthCheck ? { healthCheck: b.healthCheck } : {}),
       };
     }
     this.writeConfig();
-    return parseBenchFile({ version: 1, boards: entries }, path.join(this.dir, 'bench.yaml'));
+    return parseBenchFile({ version: 1, ...options, boards: entries }, path.join(this.dir, 'bench.yaml'));
   }
 
   hostEnd(boardId: string): string {
