@@ -170,7 +170,26 @@ describe('GET /', () => {
   });
 });
 
+describe('HEAD', () => {
+  it('answers HEAD on the pages with the GET headers and no body', async () => {
+    for (const path of ['/', '/stats', '/llms.txt']) {
+      const { res, text } = await get(path, { method: 'HEAD' });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(text).toBe('');
+    }
+  });
+});
+
 describe('GET /stats', () => {
+  it('answers 500 {"detail"} and logs when the snapshot fails', async () => {
+    app.setSnapshot(() => Promise.reject(new Error('store closed')));
+    const { res, text } = await get('/stats');
+    expect(res.status).toBe(500);
+    expect(JSON.parse(text)).toEqual({ detail: 'Internal Server Error' });
+    expect(app.logged.map((l) => l.message)).toEqual(['pages: GET /stats failed']);
+  });
+
   it('renders totals, jobs by state in lifecycle order, boards by status and recent activity', async () => {
     const { res, text } = await get('/stats');
     expect(res.status).toBe(200);
