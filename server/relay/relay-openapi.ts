@@ -2,10 +2,24 @@ import { z } from 'zod';
 import { credentialFormats, credentialMeaning, relayLimits, relayVersion } from './relay-facts.js';
 import type { RelayRoute } from './relay-route.js';
 
-function jsonSchema(schema: z.ZodType): Record<string, unknown> {
-  const out = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
-  delete out.$schema;
-  return out;
+/**
+ * JSON Schema of a zod schema, with named schemas (`.meta({ id })`) moved to `components.schemas`
+ * and every `#/$defs/X` reference rewritten to `#/components/schemas/X`.
+ */
+function jsonSchema(schema: z.ZodType, components: Record<string, unknown>): Record<string, unknown> {
+  const raw = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  const rewritten = JSON.parse(JSON.stringify(raw).replaceAll('"#/$defs/', '"#/components/schemas/')) as Record<string, unknown>;
+  const defs = (rewritten.$defs ?? {}) as Record<string, unknown>;
+  Object.assign(components, defs);
+  delete rewritten.$defs;
+  delete rewritten.$schema;
+  return rewritten;
+}
+
+/** Follows one `$ref` into the components (query parameters need the object's properties). */
+function resolved(schema: Record<string, unknown>, components: Record<string, unknown>): Record<string, unknown> {
+  const ref = schema.$ref;
+  return typeof ref === 'string' ? ((components[ref.replace('#/components/schemas/', '')] ?? schema) as Record<string, unknown>) : schema;
 }
 
 const errorSchema = {
@@ -31,11 +45,12 @@ const validationSchema = {
 /** /openapi.json: built from the same route table and zod schemas that validate requests. */
 export function relayOpenApi(routes: readonly RelayRoute[], baseUrl: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const schemas: Record<string, unknown> = {};
   for (const r of routes) {
     const parameters: Record<string, unknown>[] = [];
     for (const match of r.path.matchAll(/\{(\w+)\}/g)) parameters.push({ name: match[1], in: 'path', required: true, schema: { type: 'string' } });
     if (r.query) {
-      const qs = jsonSchema(r.query) as { properties?: Record<string, unknown>; required?: string[] };
+      const qs = resolved(jsonSchema(r.query, schemas), schemas) as { properties?: Record<string, unknown>; required?: string[] };
       for (const [name, schema] of Object.entries(qs.properties ?? {})) parameters.push({ name, in: 'query', required: qs.required?.includes(name) ?? false, schema });
     }
     const responses: Record<string, unknown> = {
@@ -60,7 +75,7 @@ export function relayOpenApi(routes: readonly RelayRoute[], baseUrl: string): Re
     else if (r.auth === 'human-or-bot') op.security = [{ human: [] }, { bot: [] }];
     else op.security = [];
     if (r.body) {
-      const content: Record<string, unknown> = { 'application/json': { schema: jsonSchema(r.body) } };
+      const content: Record<string, unknown> = { 'application/json': { schema: jsonSchema(r.body, schemas) } };
       if (r.bodyKind === 'json-or-multipart') {
         content['multipart/form-data'] = {
           schema: { type: 'object', properties: { file: { type: 'string', format: 'binary', maxLength: relayLimits.fileMaxBytes }, title: { type: 'string', maxLength: relayLimits.titleMaxChars } }, required: ['file'] },
@@ -75,6 +90,7 @@ export function relayOpenApi(routes: readonly RelayRoute[], baseUrl: string): Re
     info: { title: 'x-relay', version: relayVersion, description: 'Relay and voting service (scp-s5). Errors: {"detail": "..."}; 422: {"detail": [{type, loc, msg, input, ctx}]}.' },
     servers: [{ url: baseUrl }],
     components: {
+      schemas,
       securitySchemes: {
         human: { type: 'http', scheme: 'bearer', description: `${credentialFormats.human}. ${credentialMeaning.human}` },
         bot: { type: 'apiKey', in: 'header', name: 'Authorization', description: `${credentialFormats.bot}. ${credentialMeaning.bot}` },
