@@ -1,0 +1,148 @@
+/**
+ * The `hilbench` command line. The only place that reads `process.argv`/`process.env` and calls
+ * `process.exit`; everything else takes options objects.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import path from 'node:path';
+import { backendNames } from '../boards/board-schema.js';
+import { defaultBoardsDir, loadBoardCatalog } from '../boards/catalog.js';
+import { systemClock } from '../core/clock.js';
+import { createBackends } from '../harness/backend-registry.js';
+import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
+import { resolveBoardBackends } from '../server/bench/board-backends.js';
+import { startBenchServer } from '../server/bench/bench-service.js';
+import { startRelayServer } from '../server/relay/relay-service.js';
+
+const backendChoices = ['auto', ...backendNames];
+
+function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`expected a positive number, got "${value}"`);
+  return n;
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port 0-65535, got "${value}"`);
+  return n;
+}
+
+const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+const envName = (s: string) => `HILBENCH_${kebab(s).replace(/-/g, '_').toUpperCase()}`;
+
+const program = new Command()
+  .name('hilbench')
+  .description('Hardware-in-the-loop bench: one HTTP API over mock, simulated, emulated and real microcontroller boards.')
+  .showHelpAfterError();
+
+const serve = program
+  .command('serve')
+  .description('Start the bench service (and the relay service beside it) on an embedded SQLite data directory.')
+  .addOption(new Option('--port <port>', 'bench service port').env('HILBENCH_PORT').default(8080).argParser(port))
+  .addOption(new Option('--host <host>', 'interface to listen on').env('HILBENCH_HOST').default('127.0.0.1'))
+  .addOption(new Option('--data-dir <dir>', 'SQLite files, firmware blobs, keys').env('HILBENCH_DATA_DIR').default('data'))
+  .addOption(new Option('--public-url <url>', 'the bench address clients use (default: the listening address)').env('HILBENCH_PUBLIC_URL'))
+  .addOption(new Option('--admin-token <token>', 'enables GET /admin with header x-admin-token').env('HILBENCH_ADMIN_TOKEN'))
+  .addOption(
+    new Option('--backend <name>', 'which backend runs the boards: mock, or auto (each board on its own emulator/simulator/probe), or one backend for all')
+      .env('HILBENCH_BACKEND')
+      .default('mock')
+      .choices(backendChoices),
+  )
+  .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
+  .addOption(new Option('--bench-file <file>', 'real boards attached to this host (docs/bench-file.md); enables the probe backend').env('HILBENCH_BENCH_FILE'))
+  .addOption(new Option('--rp2040-bootrom <file>', 'RP2040 B1 boot ROM for Pico SDK images').env('HILBENCH_RP2040_BOOTROM'))
+  .addOption(new Option('--qemu <path>', 'qemu-system-arm executable').env('HILBENCH_QEMU'))
+  .addOption(new Option('--renode <path>', 'Renode executable').env('HILBENCH_RENODE'))
+  .addOption(new Option('--relay-port <port>', 'relay service port').env('HILBENCH_RELAY_PORT').default(8081).argParser(port))
+  .addOption(new Option('--no-relay', 'do not start the relay service'));
+for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
+  serve.addOption(
+    new Option(`--${kebab(key)} <n>`, `limit (default ${defaultBenchLimits[key]})`).env(envName(key)).argParser(positiveNumber),
+  );
+}
+
+serve.action(async (opts: Record<string, unknown>) => {
+  const clock = systemClock;
+  const dataDir = path.resolve(String(opts.dataDir));
+  const boards = loadBoardCatalog(String(opts.boardsDir));
+  const limits: Partial<BenchLimits> = {};
+  for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
+    if (typeof opts[key] === 'number') limits[key] = opts[key] as number;
+  }
+  const backends = createBackends({
+    clock,
+    boards,
+    benchFile: opts.benchFile as string | undefined,
+    rp2040BootromPath: opts.rp2040Bootrom as string | undefined,
+    qemuBinary: opts.qemu as string | undefined,
+    renodePath: opts.renode as string | undefined,
+  });
+  const host = String(opts.host);
+  const bench = await startBenchServer({
+    port: opts.port as number,
+    host,
+    dataDir,
+    clock,
+    boards,
+    backends,
+    backend: opts.backend as never,
+    adminToken: opts.adminToken as string | undefined,
+    publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
+    limits,
+  });
+  console.log(`hilbench bench service on ${bench.url} (data in ${dataDir}, backend ${String(opts.backend)})`);
+  console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/`);
+  const relay =
+    opts.relay === false
+      ? undefined
+      : await startRelayServer({ clock, dataDir: path.join(dataDir, 'relay'), host, port: opts.relayPort as number });
+  if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: stopping`);
+    await Promise.allSettled([bench.close(), relay?.close()]);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+});
+
+program
+  .command('boards')
+  .description('List the board catalog and which backend can run each board on this host.')
+  .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
+  .addOption(new Option('--backend <name>', 'as for serve').env('HILBENCH_BACKEND').default('auto').choices(backendChoices))
+  .addOption(new Option('--bench-file <file>', 'real boards attached to this host').env('HILBENCH_BENCH_FILE'))
+  .option('--json', 'print JSON')
+  .action(async (opts: { boardsDir: string; backend: string; benchFile?: string; json?: boolean }) => {
+    const boards = loadBoardCatalog(opts.boardsDir);
+    const backends = createBackends({ clock: systemClock, boards, benchFile: opts.benchFile });
+    const resolved = await resolveBoardBackends(boards, backends, opts.backend as never);
+    const rows = resolved.map((r) => ({
+      id: r.board.id,
+      name: r.board.name,
+      mcu: r.board.mcu.id,
+      architecture: r.board.mcu.architecture,
+      backend: r.backendName,
+      status: r.offlineReason ? 'offline' : 'online',
+      reason: r.offlineReason ?? '',
+    }));
+    if (opts.json) {
+      console.log(JSON.stringify(rows, null, 2));
+      return;
+    }
+    for (const r of rows) {
+      console.log(`${r.id.padEnd(18)} ${r.mcu.padEnd(12)} ${r.backend.padEnd(7)} ${r.status}${r.reason ? `  (${r.reason})` : ''}`);
+    }
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  console.error(`hilbench: ${(err as Error).message}`);
+  process.exit(1);
+}
