@@ -97,7 +97,9 @@ export class AvrEngine implements SimEngine {
     const mcu = board.mcu;
     const flash = mcu.memory.find((m) => m.kind === 'flash');
     const sram = mcu.memory.find((m) => m.kind === 'ram');
-    if (!flash || !sram) throw new SimError('bad-image', `MCU ${mcu.id} has no flash or RAM region in its memory map`);
+    if (!flash || !sram) throw new SimError('unavailable', `MCU ${mcu.id} has no flash or RAM region in its memory map`);
+    const uartName = board.backends.sim?.uart ?? 'usart0';
+    if (uartName !== 'usart0') throw new SimError('unavailable', `board ${board.id}: sim.uart "${uartName}" is not modelled; avr8js runs USART0 (usart0) only`);
     this.clockHz = mcu.clockHz;
     this.nanosPerCycle = 1e9 / mcu.clockHz;
 

@@ -71,7 +71,7 @@ export class Rp2040Engine implements SimEngine {
     const uartName = board.backends.sim?.uart ?? 'uart0';
     this.uartIndex = board.mcu.uarts.findIndex((u) => u.name === uartName);
     if (this.uartIndex < 0 || this.uartIndex > 1) {
-      throw new SimError('bad-image', `board ${board.id}: sim.uart "${uartName}" is not one of the RP2040's UARTs (uart0, uart1)`);
+      throw new SimError('unavailable', `board ${board.id}: sim.uart "${uartName}" is not one of the RP2040's UARTs (uart0, uart1)`);
     }
     const sdkImage = isPicoSdkImage(image.elf);
     if (sdkImage && !options.bootrom) {
