@@ -93,13 +93,20 @@ export function tally(input: TallyInput): Bulletin {
   const anyPhase = (p: VoteValue) => new Set([...voters[p].vote, ...accepters(p)]);
   const slice = sliceOf(self);
 
+  // maxQuorum is the expensive part (O(rounds x nodes x slice)); compute each value's rule once.
+  const rules = new Map<VoteValue, 'quorum' | 'v-blocking' | null>();
   /** Which rule makes self accept p now, if any. */
   const acceptRule = (p: VoteValue): 'quorum' | 'v-blocking' | null => {
-    if (!slice) return null;
-    const va = anyPhase(p);
-    if (va.has(self) && maxQuorum(va, sliceOf).has(self)) return 'quorum';
-    if (blocks(slice, accepters(p))) return 'v-blocking';
-    return null;
+    const known = rules.get(p);
+    if (known !== undefined) return known;
+    let rule: 'quorum' | 'v-blocking' | null = null;
+    if (slice) {
+      const va = anyPhase(p);
+      if (va.has(self) && maxQuorum(va, sliceOf).has(self)) rule = 'quorum';
+      else if (blocks(slice, accepters(p))) rule = 'v-blocking';
+    }
+    rules.set(p, rule);
+    return rule;
   };
 
   const ownVotes = voteValues.filter((p) => voters[p].vote.has(self));
