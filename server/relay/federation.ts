@@ -120,6 +120,11 @@ export class Federation {
     return run;
   }
 
+  /** Resolves once no probe is running (used before closing the store). */
+  async idle(): Promise<void> {
+    await Promise.allSettled([...this.probing.values()]);
+  }
+
   /** Public view of a peer for /relays and /reach. */
   static view(p: PeerRow): Record<string, unknown> {
     return {

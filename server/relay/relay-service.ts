@@ -124,6 +124,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       close: async () => {
         closed = true;
         if (timer !== undefined) config.clock.clearTimeout(timer);
+        await federation.idle();
         store.close();
       },
     };

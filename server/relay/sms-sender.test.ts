@@ -1,0 +1,70 @@
+import { createClock } from '@sinonjs/fake-timers';
+import { http, HttpResponse } from 'msw';
+import { setupServer } from 'msw/node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { FileOutboxSmsSender, WebhookSmsSender, readSmsOutbox } from './sms-sender.js';
+import { tempDataDir } from './testing/relay-test-kit.js';
+
+const server = setupServer();
+beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
+afterEach(() => server.resetHandlers());
+afterAll(() => server.close());
+
+const gateway = 'https://sms.example/v1/send';
+
+describe('WebhookSmsSender', () => {
+  it('posts {to, text} as JSON with the configured headers', async () => {
+    const seen: { body: unknown; key: string | null }[] = [];
+    server.use(
+      http.post(gateway, async ({ request }) => {
+        seen.push({ body: await request.json(), key: request.headers.get('x-api-key') });
+        return HttpResponse.json({ queued: true });
+      }),
+    );
+    const sender = new WebhookSmsSender({ url: gateway, headers: { 'x-api-key': 'k1' }, fetch: (...a) => fetch(...a) });
+    await sender.send({ to: '+41790000001', text: 'code 123456' });
+    expect(seen).toEqual([{ body: { to: '+41790000001', text: 'code 123456' }, key: 'k1' }]);
+  });
+
+  it('throws with the status and the start of the answer when the gateway refuses', async () => {
+    server.use(http.post(gateway, () => HttpResponse.text('quota exceeded', { status: 429 })));
+    const sender = new WebhookSmsSender({ url: gateway, fetch: (...a) => fetch(...a) });
+    await expect(sender.send({ to: '+41790000001', text: 'x' })).rejects.toThrow(/429: quota exceeded/);
+  });
+
+  it('gives up after timeoutMs on its clock', async () => {
+    const fake = createClock(0);
+    let arrived!: () => void;
+    const reached = new Promise<void>((r) => (arrived = r));
+    server.use(
+      http.post(gateway, async () => {
+        arrived();
+        await new Promise(() => undefined);
+        return HttpResponse.json({});
+      }),
+    );
+    const sender = new WebhookSmsSender({ url: gateway, fetch: (...a) => fetch(...a), timeoutMs: 5000, clock: clockFromFakeTimers(fake) });
+    const sending = sender.send({ to: '+41790000001', text: 'x' });
+    await reached;
+    fake.tick(5000);
+    await expect(sending).rejects.toThrow(/slower than 5000 ms/);
+  });
+});
+
+describe('FileOutboxSmsSender', () => {
+  it('appends one JSON line per message that readSmsOutbox returns in order', async () => {
+    const dir = tempDataDir();
+    try {
+      const sender = new FileOutboxSmsSender(dir.dir, clockFromFakeTimers(createClock(Date.UTC(2026, 0, 1))));
+      await sender.send({ to: '+1555', text: 'one' });
+      await sender.send({ to: '+1556', text: 'two' });
+      expect(readSmsOutbox(dir.dir)).toEqual([
+        { at: '2026-01-01T00:00:00.000Z', to: '+1555', text: 'one' },
+        { at: '2026-01-01T00:00:00.000Z', to: '+1556', text: 'two' },
+      ]);
+    } finally {
+      dir.remove();
+    }
+  });
+});
