@@ -144,6 +144,8 @@ function describeIssue(issue: z.core.$ZodIssue): PydanticParams {
       break;
     case 'invalid_type':
       if (issue.expected === 'string') return { type: 'string_type', msg: 'Input should be a valid string' };
+      // zod refuses NaN and ±Infinity as numbers; pydantic's word for that (allow_inf_nan=False).
+      if (issue.expected === 'number') return { type: 'finite_number', msg: 'Input should be a finite number' };
       break;
     default:
       break;

@@ -1,0 +1,137 @@
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import type { JobRecord, SessionRecord } from './bench-store.js';
+import { FirmwareBlobStore } from './firmware-blob-store.js';
+import { SQLITE_SCHEMA_VERSION, SqliteBenchStore } from './sqlite-bench-store.js';
+
+const dir = () => mkdtempSync(path.join(tmpdir(), 'hilbench-store-'));
+const T0 = 1_700_000_000_000;
+
+const session = (over: Partial<SessionRecord> = {}): SessionRecord => ({
+  sessionId: 'ses_1',
+  agentId: 'ag_1',
+  board: 'pico',
+  state: 'active',
+  idleSeconds: 90,
+  createdAtMs: T0,
+  expiresAtMs: T0 + 90_000,
+  endedAtMs: null,
+  lastHeartbeatAtMs: null,
+  ...over,
+});
+
+const job = (over: Partial<JobRecord> = {}): JobRecord => ({
+  jobId: 'job_1',
+  agentId: 'ag_1',
+  board: 'pico',
+  sessionId: null,
+  state: 'queued',
+  firmware: { sha256: 'a'.repeat(64), sizeBytes: 10, elf: { machine: 40, machineName: 'ARM (40)', entry: 9, segments: [] } },
+  uartSeconds: 0.5,
+  uart: null,
+  stop: null,
+  failure: null,
+  createdAtMs: T0,
+  startedAtMs: null,
+  runningAtMs: null,
+  finishedAtMs: null,
+  flashMs: null,
+  runMs: null,
+  ...over,
+});
+
+async function storeWithAgents(file = ':memory:') {
+  const store = new SqliteBenchStore(file);
+  await store.insertAgent({ agentId: 'ag_1', label: 'one', tokenSha256: '1'.repeat(64), createdAtMs: T0 });
+  await store.insertAgent({ agentId: 'ag_2', label: 'two', tokenSha256: '2'.repeat(64), createdAtMs: T0 });
+  return store;
+}
+
+describe('SqliteBenchStore', () => {
+  it('records the schema version and refuses a database from a newer hilbench', async () => {
+    const file = path.join(dir(), 'bench.sqlite');
+    const store = new SqliteBenchStore(file);
+    expect(store.database.prepare('SELECT version FROM schema_version').get()).toEqual({ version: SQLITE_SCHEMA_VERSION });
+    expect(store.database.pragma('journal_mode', { simple: true })).toBe('wal');
+    await store.close();
+    const db = new Database(file);
+    db.prepare('UPDATE schema_version SET version = ?').run(SQLITE_SCHEMA_VERSION + 1);
+    db.close();
+    expect(() => new SqliteBenchStore(file)).toThrow(/newer than this hilbench understands/);
+  });
+
+  it('gives one lease per board: a second open on a leased board reports the holder', async () => {
+    const store = await storeWithAgents();
+    expect((await store.openSession(session())).kind).toBe('opened');
+    const second = await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2' }));
+    expect(second).toEqual({
+      kind: 'board-leased',
+      lease: { board: 'pico', holder: { kind: 'session', sessionId: 'ses_1' }, agentId: 'ag_1', agentLabel: 'one', expiresAtMs: T0 + 90_000 },
+    });
+    // Once the first lease has run out, the same call wins (expiry is decided inside the transaction).
+    expect((await store.openSession(session({ sessionId: 'ses_3', agentId: 'ag_2', createdAtMs: T0 + 90_000, expiresAtMs: T0 + 180_000 }))).kind).toBe('opened');
+    expect((await store.getSession('ses_1', T0 + 90_000))!).toMatchObject({ state: 'expired', endedAtMs: T0 + 90_000 });
+  });
+
+  it('lets a job take the board for itself and frees it when the job finishes', async () => {
+    const store = await storeWithAgents();
+    expect((await store.createJob(job(), { maxQueuedPerBoard: 4, nowMs: T0 })).kind).toBe('created');
+    const blocked = await store.openSession(session({ agentId: 'ag_2' }));
+    expect(blocked).toMatchObject({ kind: 'board-leased', lease: { holder: { kind: 'job', jobId: 'job_1' }, expiresAtMs: null } });
+    await store.markJobPhase('job_1', 'flashing', T0 + 1);
+    await expect(store.markJobPhase('job_1', 'flashing', T0 + 2)).rejects.toThrow(/cannot move to flashing: it is not queued/);
+    await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 3, failure: { kind: 'flash-failed', message: 'nope' } });
+    expect((await store.openSession(session({ agentId: 'ag_2' }))).kind).toBe('opened');
+  });
+
+  it('fails running jobs as interrupted and returns queued ones after a restart', async () => {
+    const file = path.join(dir(), 'bench.sqlite');
+    const store = await storeWithAgents(file);
+    await store.openSession(session());
+    await store.createJob(job({ jobId: 'job_a', sessionId: 'ses_1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    await store.createJob(job({ jobId: 'job_b', sessionId: 'ses_1', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    await store.markJobPhase('job_a', 'flashing', T0 + 2);
+    await store.markJobPhase('job_a', 'running', T0 + 3);
+    await store.close();
+
+    const reopened = new SqliteBenchStore(file);
+    const { requeued, interrupted, expired } = await reopened.recoverAfterRestart(T0 + 100_000);
+    expect(requeued.map((j) => j.jobId)).toEqual(['job_b']);
+    expect(interrupted).toMatchObject([{ jobId: 'job_a', state: 'failed', failure: { kind: 'interrupted' }, finishedAtMs: T0 + 100_000 }]);
+    expect(expired.map((s) => s.sessionId)).toEqual(['ses_1']);
+    await reopened.close();
+  });
+
+  it('keeps a secret across reopenings', async () => {
+    const file = path.join(dir(), 'bench.sqlite');
+    const a = new SqliteBenchStore(file);
+    const first = await a.secret('k', () => new Uint8Array([1, 2, 3]));
+    await a.close();
+    const b = new SqliteBenchStore(file);
+    expect(await b.secret('k', () => new Uint8Array([9]))).toEqual(first);
+    await b.close();
+  });
+});
+
+describe('FirmwareBlobStore', () => {
+  it('stores by hash through a temporary file and leaves no temporary behind', async () => {
+    const d = dir();
+    const blobs = new FirmwareBlobStore(d);
+    const sha = 'b'.repeat(64);
+    await blobs.put(sha, new Uint8Array([1, 2, 3]));
+    await blobs.put(sha, new Uint8Array([1, 2, 3]));
+    expect(readdirSync(d)).toEqual([sha]);
+    expect(await blobs.get(sha)).toEqual(new Uint8Array([1, 2, 3]));
+    expect(await blobs.get('c'.repeat(64))).toBeUndefined();
+  });
+
+  it('never lets a malformed hash name another path', async () => {
+    const d = dir();
+    writeFileSync(path.join(d, 'x'), 'x');
+    const blobs = new FirmwareBlobStore(d);
+    await expect(blobs.get('../x')).rejects.toThrow(/not a SHA-256 hex digest/);
+  });
+});
