@@ -60,7 +60,7 @@ export function curlWalkthrough(publicBaseUrl: string, boardId: string): string 
     `  STATE=$(curl -sS "$BASE/api/v1/jobs/$JOB" -H "authorization: Bearer $TOKEN" | jq -r .state)`,
     '  echo "$STATE"; case "$STATE" in done|failed) break;; esac; sleep 1',
     'done',
-    `curl -sS "$BASE/api/v1/jobs/$JOB" -H "authorization: Bearer $TOKEN" | jq .uart.text`,
+    `curl -sS "$BASE/api/v1/jobs/$JOB" -H "authorization: Bearer $TOKEN" | jq -r .uart.text`,
     '',
     '# 5. Heartbeat before idle_seconds pass, to keep the board.',
     `curl -sS -X POST "$BASE/api/v1/sessions/$SID/heartbeat" -H "authorization: Bearer $TOKEN"`,
