@@ -126,15 +126,26 @@ export function isAcceptablePublicKey(publicKey: Uint8Array): boolean {
   return ok;
 }
 
-/** Both candidate verifiers behind the same strict fence. Only `verifyEd25519` is used by the relay. */
+/**
+ * Both candidate verifiers behind the same strict fence. Only `verifyEd25519` is used by the relay.
+ * The key check runs last: it costs a scalar multiplication (a few ms) the first time a key is seen,
+ * so garbage signatures are turned away by the cheap checks before it.
+ */
 export const ed25519Verifiers: Record<'nodeCrypto' | 'noble', Ed25519Verifier> = {
   nodeCrypto: (sig, message, publicKey) => {
-    if (!isCanonicalSignature(sig) || !isAcceptablePublicKey(publicKey)) return false;
-    return cryptoVerify(null, message, publicKeyObject(publicKey), sig);
+    if (publicKey.length !== 32 || !isCanonicalSignature(sig)) return false;
+    let valid: boolean;
+    try {
+      valid = cryptoVerify(null, message, publicKeyObject(publicKey), sig);
+    } catch {
+      // OpenSSL may refuse to load bytes that are no curve point: that is a failed verification.
+      return false;
+    }
+    return valid && isAcceptablePublicKey(publicKey);
   },
   noble: (sig, message, publicKey) => {
-    if (!isCanonicalSignature(sig) || !isAcceptablePublicKey(publicKey)) return false;
-    return noble.verify(sig, message, publicKey, { zip215: false });
+    if (publicKey.length !== 32 || !isCanonicalSignature(sig)) return false;
+    return noble.verify(sig, message, publicKey, { zip215: false }) && isAcceptablePublicKey(publicKey);
   },
 };
 
