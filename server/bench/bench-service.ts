@@ -21,6 +21,7 @@ import { benchRoutes } from './bench-routes.js';
 import { openApiComponents } from './bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
 import { type BackendChoice, resolveBoardBackends } from './board-backends.js';
+import { pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { createPagesRouter, PAGES_ROUTES } from './pages/pages-router.js';
 import { SqliteWaitlist } from './pages/sqlite-waitlist.js';
 
@@ -99,6 +100,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
       components: openApiComponents,
+      extraPaths: pagesOpenApiPaths(),
     });
 
     const app = express();

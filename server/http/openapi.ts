@@ -48,6 +48,8 @@ export interface OpenApiInfo {
   serverUrl: string;
   /** Named response schemas, put under `components.schemas` and referenced from routes. */
   components: Record<string, z.ZodType>;
+  /** Path items served by others (the pages router), merged in as they are. */
+  extraPaths?: Record<string, Record<string, unknown>>;
 }
 
 /** Builds the OpenAPI 3.1 document of `routes`. */
@@ -65,6 +67,7 @@ export function buildOpenApiDocument(routes: readonly ApiRoute[], info: OpenApiI
   };
 
   const paths: Record<string, Record<string, unknown>> = {};
+  for (const [p, item] of Object.entries(info.extraPaths ?? {})) paths[p] = { ...item };
   for (const route of routes) {
     const parameters: unknown[] = pathParams(route.path).map((name) => ({
       name,
