@@ -1,0 +1,32 @@
+/** Shared helpers of the benchmark scripts: percentiles and markdown tables. */
+
+export interface BenchRow {
+  name: string;
+  value: number;
+  unit: string;
+  note: string;
+}
+
+/** The p-th percentile (0..100) by nearest rank of `samples` (copied, not mutated). */
+export function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export function formatValue(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 100) return value.toFixed(0);
+  if (Math.abs(value) >= 1) return value.toFixed(2);
+  return value.toPrecision(3);
+}
+
+export function markdownTable(rows: readonly BenchRow[]): string {
+  const lines = ['| measurement | value | unit | note |', '|---|---:|---|---|'];
+  for (const r of rows) lines.push(`| ${r.name} | ${formatValue(r.value)} | ${r.unit} | ${r.note} |`);
+  return lines.join('\n');
+}
+
+/** Host milliseconds, monotonic. Benchmarks measure the real machine, so this is the one place that reads it. */
+export const nowMs = (): number => performance.now();
