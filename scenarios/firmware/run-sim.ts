@@ -58,7 +58,8 @@ export function runRp2040(bytes: Uint8Array, options: { simulatedSeconds: number
     const pc = mcu.core.PC;
     const r0 = mcu.core.registers[0]!;
     const r1 = mcu.core.registers[1]!;
-    if (code === SEMIHOSTING_BKPT && r0 === 0x20 && word(r1) === ADP_STOPPED_APPLICATION_EXIT) stop = { reason: 'exited', exitCode: word(r1 + 4) };
+    // QEMU's reading (semihosting/arm-compat-semi.c): any reason but ApplicationExit exits with 1.
+    if (code === SEMIHOSTING_BKPT && r0 === 0x20) stop = { reason: 'exited', exitCode: word(r1) === ADP_STOPPED_APPLICATION_EXIT ? word(r1 + 4) | 0 : 1 };
     else if (code === SEMIHOSTING_BKPT && r0 === 0x18) stop = { reason: 'exited', exitCode: r1 === ADP_STOPPED_APPLICATION_EXIT ? 0 : 1 };
     else stop = { reason: 'crashed', message: `breakpoint/undefined instruction #${code} at 0x${pc.toString(16)}` };
   };
