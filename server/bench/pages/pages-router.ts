@@ -35,7 +35,7 @@ export interface PagesDeps {
 /** Placeholder contact for ai-plugin.json until the operator configures one (docs/pages.md). */
 export const DEFAULT_CONTACT_EMAIL = 'operator@example.org';
 
-/** Largest waitlist form body accepted; the fields need well under 2 KiB. */
+/** Largest waitlist form body accepted; the largest valid form (a note of 500 four-byte characters, percent-encoded) is about 7 KiB. */
 export const WAITLIST_BODY_LIMIT_BYTES = 16 * 1024;
 
 /** Every route this router serves, for the API's 405 handling and route-vs-document checks. */
@@ -275,8 +275,8 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
   const router = express.Router();
   router.get('/', homePage, sendError);
   router.get('/stats', statsPage, sendError);
-  router.get('/llms.txt', (_req, res) => sendText(res, llmsTxt));
-  router.get('/robots.txt', (_req, res) => sendText(res, robotsTxt));
+  router.get('/llms.txt', (_req, res) => sendText(res, llmsTxt), sendError);
+  router.get('/robots.txt', (_req, res) => sendText(res, robotsTxt), sendError);
   router.get('/.well-known/ai-plugin.json', manifestJson, sendError);
   router.get('/logo.png', logo, sendError);
   router.post('/api/v1/waitlist', readBody, joinWaitlist, sendError);
