@@ -15,6 +15,12 @@ export function createErrorHandler(logger: Logger): ErrorRequestHandler {
       next(err);
       return;
     }
+    if (!req.complete) {
+      // Answered before the body was read (e.g. 401 on an upload): drop the rest instead of
+      // buffering it, and do not reuse a connection whose request framing was not consumed.
+      res.setHeader('Connection', 'close');
+      req.resume();
+    }
     if (err instanceof HttpError) {
       for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
       res.status(err.status).json({ detail: err.detail });

@@ -356,6 +356,16 @@ describe('upload limits', () => {
     expect((await app.server.service.store.counts()).jobsTotal).toBe(0);
   });
 
+  it('refuses an unauthenticated upload from its headers', async () => {
+    const body = new FormData();
+    body.set('board', 'pico');
+    body.set('firmware', new Blob([new Uint8Array(1024 * 1024)]), 'fw.elf');
+    const res = await app.request('/api/v1/jobs/flash', { method: 'POST', body });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(firmwareFiles()).toEqual([]);
+  });
+
   it('refuses a declared Content-Length over the limit before reading the body', async () => {
     await app.close();
     app = await startBenchTestApp({ limits: { maxFirmwareBytes: 1024 } });
