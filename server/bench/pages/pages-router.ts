@@ -224,6 +224,11 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
     sendHtmlPage(res, styleNonce, renderStatsPage({ snapshot, nowMs: deps.clock.nowMs(), styleNonce }));
   };
 
+  const textDocument =
+    (text: string): express.RequestHandler =>
+    (_req, res) =>
+      sendText(res, text);
+
   const manifestJson: express.RequestHandler = (_req, res) => {
     setCommonHeaders(res);
     res.set('Cache-Control', 'public, max-age=300');
@@ -275,8 +280,8 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
   const router = express.Router();
   router.get('/', homePage, sendError);
   router.get('/stats', statsPage, sendError);
-  router.get('/llms.txt', (_req, res) => sendText(res, llmsTxt), sendError);
-  router.get('/robots.txt', (_req, res) => sendText(res, robotsTxt), sendError);
+  router.get('/llms.txt', textDocument(llmsTxt), sendError);
+  router.get('/robots.txt', textDocument(robotsTxt), sendError);
   router.get('/.well-known/ai-plugin.json', manifestJson, sendError);
   router.get('/logo.png', logo, sendError);
   router.post('/api/v1/waitlist', readBody, joinWaitlist, sendError);
