@@ -26,4 +26,16 @@ describe('EmulatorProcess', () => {
     expect(exit).toMatchObject({ signal: 'SIGTERM', stoppedByUs: true });
     await expect(p.stop()).resolves.toBe(exit);
   });
+
+  it('reports the exit even while a grandchild keeps its output pipes open', async () => {
+    const p = new EmulatorProcess('sh', ['-c', 'sleep 2 & echo started; exit 5'], { clock: systemClock, killGraceMs: 1000 });
+    await expect(p.exited).resolves.toMatchObject({ exitCode: 5 });
+    expect(p.outputTail()).toContain('started');
+  });
+
+  it('reports a program that cannot be started as an exit without status, with the reason in the tail', async () => {
+    const p = new EmulatorProcess('/nonexistent/emulator', [], { clock: systemClock, killGraceMs: 1000 });
+    await expect(p.exited).resolves.toEqual({ exitCode: undefined, signal: undefined, stoppedByUs: false });
+    expect(p.outputTail()).toMatch(/could not run \/nonexistent\/emulator: .*ENOENT/);
+  });
 });

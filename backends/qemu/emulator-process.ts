@@ -28,6 +28,9 @@ export interface EmulatorProcessOptions {
   stdin?: 'pipe' | 'ignore';
 }
 
+/** How long, after the process exits, its output streams may take to deliver their last bytes. */
+const STREAM_DRAIN_MS = 500;
+
 type LineListener = (line: string, stream: 'stdout' | 'stderr') => void;
 
 export class EmulatorProcess {
@@ -78,14 +81,30 @@ export class EmulatorProcess {
         partial = '';
       });
     }
-    this.exited = this.child.then(
-      (result) => this.recordExit(result.exitCode, result.signal),
-      // With reject:false execa only rejects for its own bugs; report it as an exit we did not want.
-      (err: unknown) => {
-        this.addLine(`hilbench: could not supervise ${file}: ${(err as Error).message}`, 'stderr');
-        return this.recordExit(undefined, undefined);
-      },
+    // The process's own exit, not execa's result: that waits for stdout/stderr to close, which a
+    // grandchild holding the pipes can delay for ever. The streams get a short, bounded moment
+    // to deliver their last lines (QEMU's "qemu: fatal: ..." comes right before it exits).
+    const streamsEnded = Promise.all(
+      [this.child.stdout, this.child.stderr].map((s) => (s ? new Promise<void>((resolve) => s.once('close', () => resolve())) : undefined)),
     );
+    this.exited = new Promise<EmulatorExit>((resolve) => {
+      this.child.once('exit', (code, signal) => {
+        const settle = () => {
+          options.clock.clearTimeout(timer);
+          resolve(this.recordExit(code ?? undefined, signal ?? undefined));
+        };
+        const timer = options.clock.setTimeout(settle, STREAM_DRAIN_MS);
+        void streamsEnded.then(settle);
+      });
+      this.child.once('error', (err: Error) => {
+        // Spawn failures (ENOENT, EACCES) come here and never as 'exit'.
+        if (this.exitInfo) return;
+        this.addLine(`hilbench: could not run ${file}: ${err.message}`, 'stderr');
+        resolve(this.recordExit(undefined, undefined));
+      });
+    });
+    // With reject:false execa settles without throwing; nothing else to wait for there.
+    void this.child.catch(() => undefined);
   }
 
   /** The last lines the process printed (both streams, in arrival order). */
@@ -143,7 +162,7 @@ export class EmulatorProcess {
   }
 
   private recordExit(exitCode: number | undefined, signal: string | undefined): EmulatorExit {
-    this.exitInfo = { exitCode, signal, stoppedByUs: this.stopRequested };
+    this.exitInfo ??= { exitCode, signal, stoppedByUs: this.stopRequested };
     return this.exitInfo;
   }
 }

@@ -340,9 +340,18 @@ async function runFor(text: string) {
   pause();
 }
 
-function quit(): never {
-  out('Renode is quitting\n');
+/** Ends the emulator child and waits (bounded) until it is gone, so nothing outlives us. */
+async function killCpuAndWait(): Promise<void> {
+  const cpu = state.cpu;
+  if (!cpu || cpu.exitCode !== null || cpu.signalCode !== null) return;
+  const gone = new Promise((resolve) => cpu.once('exit', resolve));
   stopCpu('kill');
+  await Promise.race([gone, new Promise((resolve) => setTimeout(resolve, 1000))]);
+}
+
+async function quit(): Promise<never> {
+  out('Renode is quitting\n');
+  await killCpuAndWait();
   process.exit(0);
 }
 
@@ -368,7 +377,7 @@ async function execute(line: string): Promise<void> {
     else if (head === 'connector' && verb === 'Connect' && rest[0] && rest[1]) connect(rest[0], rest[1]);
     else if (head === 'start' && verb === undefined) start();
     else if (head === 'pause' && verb === undefined) pause();
-    else if (head === 'quit' && verb === undefined) quit();
+    else if (head === 'quit' && verb === undefined) await quit();
     else if (head === 'version' && verb === undefined) out(`${VERSION}\n`);
     else if (['mach', 'machine', 'sysbus', 'emulation', 'connector'].includes(head)) throw new CommandError(`Could not find matching method ${verb ?? ''} for ${head}`);
     else {
@@ -418,8 +427,7 @@ input.on('close', () => {
 for (const signal of ['SIGINT', 'SIGHUP', 'SIGTERM'] as const) {
   process.on(signal, () => {
     if (hung) return;
-    stopCpu('kill');
-    process.exit(0);
+    void killCpuAndWait().then(() => process.exit(0));
   });
 }
 process.on('exit', () => stopCpu('kill'));

@@ -1,0 +1,224 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import { describe, expect, it } from 'vitest';
+import type { Board } from '../../boards/board-schema.js';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { renodeStandinPath } from '../../test/fakes/renode-standin/standin-path.js';
+import { firmwareImage } from '../../test/support/make-elf.js';
+import { BackendError, type Device, NANOS_PER_SECOND } from '../backend.js';
+import { processExists } from '../qemu/emulator-process.js';
+import { freeTcpPort, RenodeBackend, type RenodeBackendOptions } from './renode-backend.js';
+
+/**
+ * Failure paths of the Renode backend, against the stand-in and its injected faults
+ * (RENODE_STANDIN_FAULT). The normal paths are the contract suite (test/contract/renode.contract.test.ts).
+ */
+const board = loadBoardCatalog().find((b) => b.id === 'stm32f4-discovery')!;
+const manifest = loadFirmwareManifest();
+const image = (program: 'hello' | 'crash') =>
+  firmwareImage(new Uint8Array(readFileSync(firmwarePath(manifest.firmware.find((f) => f.board === board.id && f.program === program)!))));
+const hello = image('hello');
+
+function backend(env: Record<string, string> = {}, options: RenodeBackendOptions = {}) {
+  return new RenodeBackend({ renodePath: renodeStandinPath, env: { ...process.env, ...env }, ...options });
+}
+
+const caught = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
+
+function pidOf(device: Device): number {
+  const pid = (device as unknown as { pid: number | undefined }).pid;
+  if (pid === undefined) throw new Error('device has no Renode process');
+  return pid;
+}
+
+/** Child processes of `pid` (the stand-in's qemu-system-arm). */
+function childrenOf(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map(Number).filter(Boolean);
+  } catch {
+    return []; // ps exits 1 when there are none
+  }
+}
+
+async function expectFlashError(device: Device, kind: string, message: RegExp): Promise<BackendError> {
+  const error = await caught(device.flash(hello));
+  expect(error).toBeInstanceOf(BackendError);
+  expect(error).toMatchObject({ kind, message: expect.stringMatching(message) });
+  return error as BackendError;
+}
+
+describe('RenodeBackend availability', () => {
+  it('says how to install Renode when it cannot be found, and refuses to open', async () => {
+    const missing = new RenodeBackend({ env: { PATH: '/nonexistent' } });
+    const availability = await missing.availability(board);
+    expect(availability).toEqual({ available: false, reason: expect.stringContaining('install Renode 1.16 (https://renode.io) or set HILBENCH_RENODE') });
+    await expect(missing.open(board)).rejects.toMatchObject({ kind: 'unavailable' });
+  });
+
+  it('finds Renode through HILBENCH_RENODE', async () => {
+    await expect(new RenodeBackend({ env: { PATH: '/nonexistent', HILBENCH_RENODE: renodeStandinPath } }).availability(board)).resolves.toEqual({ available: true });
+  });
+
+  it('reports a board without a Renode platform as unavailable', async () => {
+    const an385 = loadBoardCatalog().find((b) => b.id === 'mps2-an385')!;
+    await expect(backend().availability(an385)).resolves.toMatchObject({ available: false, reason: expect.stringContaining('backends.renode') });
+  });
+});
+
+describe('RenodeBackend failure modes (stand-in faults)', () => {
+  it('maps an unknown platform file to unavailable with Renode\'s "Could not find file"', async () => {
+    const unknown: Board = { ...board, backends: { renode: { platform: 'platforms/boards/no_such_board.repl', uart: 'sysbus.usart2' } } };
+    const device = await backend().open(unknown);
+    try {
+      const error = await expectFlashError(device, 'unavailable', /Could not find file 'platforms\/boards\/no_such_board\.repl'/);
+      expect(error.outputTail).toContain("There was an error executing command 'machine LoadPlatformDescription @platforms/boards/no_such_board.repl'");
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('maps a platform Renode cannot parse to unavailable', async () => {
+    const device = await backend({ RENODE_STANDIN_FAULT: 'bad-repl' }).open(board);
+    try {
+      await expectFlashError(device, 'unavailable', /load the platform .*Error E00: Syntax error/);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('maps a failed LoadELF to bad-image', async () => {
+    const device = await backend({ RENODE_STANDIN_FAULT: 'bad-elf' }).open(board);
+    try {
+      await expectFlashError(device, 'bad-image', /load the firmware ELF.*Error while loading ELF: Could not load ELF from path/);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('retries the UART terminal on another port, then fails naming the ports tried', async () => {
+    const device = await backend({ RENODE_STANDIN_FAULT: 'port-in-use' }).open(board);
+    try {
+      await expectFlashError(device, 'flash-failed', /UART socket terminal \(3 ports tried\).*AddressAlreadyInUse/);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('moves to a free port when the first one it picked is taken (a real EADDRINUSE)', async () => {
+    const squatter = net.createServer();
+    await new Promise<void>((resolve) => squatter.listen({ port: 0, host: '0.0.0.0' }, () => resolve()));
+    const taken = (squatter.address() as net.AddressInfo).port;
+    const picked: number[] = [];
+    const pickPort = async () => {
+      const port = picked.length === 0 ? taken : await freeTcpPort();
+      picked.push(port);
+      return port;
+    };
+    const device = await backend({}, { pickPort }).open(board);
+    try {
+      await device.flash(hello);
+      expect(picked).toHaveLength(2);
+      expect(picked[0]).toBe(taken);
+    } finally {
+      await device.close();
+      squatter.close();
+    }
+  });
+
+  it('reports Renode dying under a run as an infrastructure error with its status and tail', async () => {
+    const device = await backend({ RENODE_STANDIN_FAULT: 'crash-on-start' }).open(board);
+    try {
+      await device.flash(hello);
+      const error = await caught(device.run(NANOS_PER_SECOND));
+      expect(error).toBeInstanceOf(BackendError);
+      expect(error).toMatchObject({ kind: 'internal', message: expect.stringMatching(/Renode exited .*SIGABRT/) });
+      expect((error as BackendError).isInfrastructure).toBe(true);
+      expect((error as BackendError).outputTail).toContain('Unhandled exception');
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('gives up on a hung monitor within the bound and kills it even though it ignores SIGTERM', async () => {
+    const device = await backend({ RENODE_STANDIN_FAULT: 'hang' }, { commandTimeoutMs: 1500, killGraceMs: 300 }).open(board);
+    try {
+      const error = await expectFlashError(device, 'flash-failed', /timed out after 1500 ms waiting for the Renode monitor prompt after `mach create "dut"`/);
+      expect(error.outputTail).toContain('Renode, version 1.16.1');
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('reports a crash with the bracketed log timestamps of newer Renode builds too', async () => {
+    const device = await backend({ RENODE_STANDIN_LOG_STYLE: 'bracketed' }).open(board);
+    try {
+      await device.flash(image('crash'));
+      const stop = await device.run(5 * NANOS_PER_SECOND);
+      expect(stop).toMatchObject({ reason: 'crashed', message: expect.stringMatching(/^cpu: CPU abort \[PC=0x[0-9A-F]+\]: Lockup/) });
+    } finally {
+      await device.close();
+    }
+  });
+});
+
+describe('RenodeBackend process hygiene', () => {
+  it('leaves no Renode (nor the stand-in\'s emulator) after a cancelled run', async () => {
+    const device = await backend().open(board);
+    try {
+      await device.flash(hello);
+      const pid = pidOf(device);
+      const controller = new AbortController();
+      device.onUart(() => controller.abort(new Error('test cancels on the first byte')));
+      const error = await caught(device.run(600 * NANOS_PER_SECOND, { signal: controller.signal }));
+      expect(error).toMatchObject({ kind: 'cancelled' });
+      expect(processExists(pid)).toBe(false);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('quits Renode on close while the firmware runs, and settles a pending run', async () => {
+    const device = await backend().open(board);
+    await device.flash(hello);
+    const pid = pidOf(device);
+    await device.run(0.2 * NANOS_PER_SECOND);
+    const emulators = childrenOf(pid);
+    expect(emulators.length).toBeGreaterThan(0);
+    const pending = caught(device.run(600 * NANOS_PER_SECOND));
+    await device.close();
+    expect(await pending).toMatchObject({ kind: 'cancelled' });
+    expect(processExists(pid)).toBe(false);
+    for (const child of emulators) expect(processExists(child)).toBe(false);
+  });
+
+  it('cancels a flash in progress and leaves nothing behind', async () => {
+    const device = await backend().open(board);
+    try {
+      const controller = new AbortController();
+      const flashing = caught(device.flash(hello, { signal: controller.signal }));
+      controller.abort(new Error('test cancels the flash'));
+      expect(await flashing).toMatchObject({ kind: 'cancelled' });
+      expect((device as unknown as { pid: number | undefined }).pid).toBeUndefined();
+    } finally {
+      await device.close();
+    }
+  });
+});
+
+describe('RenodeBackend UART input', () => {
+  // The example firmware does not read its UART, so this checks the socket path only: the write
+  // completes while the terminal is connected and is refused once the device is closed.
+  it('writes to the UART terminal socket while open and refuses after close', async () => {
+    const device = await backend().open(board);
+    try {
+      await device.flash(hello);
+      await device.run(0.1 * NANOS_PER_SECOND);
+      await expect(device.writeUart(new TextEncoder().encode('ping\r'))).resolves.toBeUndefined();
+    } finally {
+      await device.close();
+    }
+    await expect(device.writeUart(new Uint8Array([1]))).rejects.toBeInstanceOf(BackendError);
+  });
+});
