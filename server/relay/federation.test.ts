@@ -128,3 +128,24 @@ describe('Federation.probe', () => {
     }
   });
 });
+
+describe('Federation against a misbehaving peer', () => {
+  it('refuses a page whose seqs do not increase, keeping the cursor where it was', async () => {
+    server.use(
+      http.get(`${peer}/health`, () => HttpResponse.json({ protocol: 'x-relay', version: '0.9.19', node_id: peerNode.nodeId })),
+      http.get(`${peer}/events`, () => HttpResponse.json({ events: [feed[1], feed[0]], next: 2, has_more: false })),
+    );
+    const [result] = await relay.federation.probeAll();
+    expect(result).toMatchObject({ reachable: true, pulled: 0, cursor: 0, error: expect.stringMatching(/refusing the page/) });
+  });
+
+  it('a peer answering 500 is reachable but its error is kept', async () => {
+    server.use(
+      http.get(`${peer}/health`, () => HttpResponse.json({ protocol: 'x-relay', version: '0.9.19', node_id: peerNode.nodeId })),
+      http.get(`${peer}/events`, () => HttpResponse.json({ detail: 'boom' }, { status: 500 })),
+    );
+    const [result] = await relay.federation.probeAll();
+    expect(result).toMatchObject({ reachable: true, pulled: 0, error: expect.stringMatching(/answered 500/) });
+    expect(relay.federation.peer(peer)!.last_error).toMatch(/answered 500/);
+  });
+});

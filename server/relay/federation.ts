@@ -162,7 +162,15 @@ export class Federation {
         const cursor = this.peer(url)!.cursor;
         const body = (await this.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`)) as { events?: unknown; next?: unknown; has_more?: unknown };
         if (!Array.isArray(body.events) || typeof body.next !== 'number') throw new Error(`${url}/events answered something that is not an event page`);
-        const events = body.events as WireEvent[];
+        // Never trust a peer's page shape: at most one page's worth, seqs strictly increasing past the cursor.
+        const events = (body.events as WireEvent[]).slice(0, relayLimits.eventsPageMax);
+        let previous = cursor;
+        for (const ev of events) {
+          if (typeof ev?.seq !== 'number' || !Number.isSafeInteger(ev.seq) || ev.seq <= previous) throw new Error(`${url}/events answered seq ${String(ev?.seq)} after ${previous}; refusing the page`);
+          previous = ev.seq;
+        }
+        const next = events.length > 0 ? previous : cursor;
+        const hasMore = body.has_more === true || (body.events as unknown[]).length > events.length;
         // Files are fetched before the transaction: a transaction never waits on the network.
         const fetched = new Set<string>();
         for (const ev of events) {
@@ -177,17 +185,19 @@ export class Federation {
           }
         }
         this.o.store.tx(() => {
+          let stored = 0;
           for (const ev of events) {
             const problem = this.ingest(ev, url, fetched);
-            if (problem === null) pulled++;
+            if (problem === null) stored++;
             else {
               rejected++;
               error = `event ${String(ev.seq)} (${String(ev.kind)}): ${problem}`;
             }
           }
-          db.prepare('UPDATE peers SET cursor = ?, pulled_events = pulled_events + ?, rejected_events = rejected_events + ? WHERE url = ?').run(body.next, events.length, 0, url);
+          pulled += stored;
+          db.prepare('UPDATE peers SET cursor = ?, pulled_events = pulled_events + ? WHERE url = ?').run(next, stored, url);
         });
-        if (body.has_more !== true || events.length === 0) break;
+        if (!hasMore || events.length === 0) break;
       }
     } catch (cause) {
       error = cause instanceof Error ? cause.message : String(cause);

@@ -5,7 +5,7 @@ import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { RelayError, parseOr422 } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
-import { claimBody, codePointText, itemIdSchema, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody } from './relay-schemas.js';
+import { claimBody, codePointText, itemIdSchema, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
 import { throwCoreIssues } from './signed-document.js';
 
 export interface ItemRow {
@@ -149,6 +149,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Post a signed x.vote/1 statement (Ed25519 over RFC 8785 bytes without sig and hint). Duplicates are idempotent; equivocations are kept as evidence. The relay node then re-tallies and emits its own statements.',
       auth: 'signature',
       since: '0.9.3',
+      body: voteDocSchema,
+      bodyKind: 'core',
       successStatus: 201,
       handle: ({ params, req, res }) => {
         const row = mustGetItem(params.id!);

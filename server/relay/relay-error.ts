@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
+import { RelayError as CoreRelayError } from '../../core/relay/index.js';
 
 /**
  * One entry of a FastAPI-style 422 body. Key order matters on the wire (type, loc, msg, input,
@@ -113,6 +114,12 @@ export function relayErrorHandler(log: (message: string, cause: unknown) => void
     }
     if (err instanceof RelayError) {
       res.status(err.status).set(err.headers).json({ detail: err.detail });
+      return;
+    }
+    // A core precondition that slipped past the route's own checks is still the caller's input.
+    if (err instanceof CoreRelayError) {
+      const issues = err.issues.length > 0 ? err.issues.map((i) => issue(i.type, ['body', ...i.loc], i.msg, i.input, i.ctx)) : [issue('value_error', ['body'], `Value error, ${err.message}`, null)];
+      res.status(422).json({ detail: issues });
       return;
     }
     const e = err as { type?: unknown; status?: unknown; body?: unknown };

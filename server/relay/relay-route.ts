@@ -14,8 +14,12 @@ export interface RelayRoute {
   since: '0.9.3' | '0.9.19';
   body?: z.ZodType;
   query?: z.ZodType;
-  /** `multipart` routes read the request stream themselves; JSON parsing is skipped for them. */
-  bodyKind?: 'json' | 'json-or-multipart' | 'none';
+  /**
+   * `json` (default): the router validates the body with `body`. `core`: JSON parsed but validated
+   * by the handler through the protocol core (`body` only documents it). `json-or-multipart`: the
+   * handler reads a multipart stream itself or validates JSON itself.
+   */
+  bodyKind?: 'json' | 'core' | 'json-or-multipart';
   /** Content type of a success answer when not JSON. */
   produces?: string;
   /** Status of a success answer; 200 unless said. */

@@ -132,3 +132,23 @@ export const itemsQuery = z
     author: nodeIdSchema.optional(),
   })
   .meta({ id: 'ItemsQuery' });
+
+/**
+ * The x.vote/1 document, for /openapi.json only: the relay validates votes with the core's
+ * `parseVote` (one parser, one verifier), which is stricter than this outline.
+ */
+export const voteDocSchema = z
+  .object({
+    schema: z.literal('x.vote/1'),
+    scheme: z.literal('scp-s5'),
+    item: itemIdSchema,
+    voter: nodeIdSchema,
+    value: z.enum(['yes', 'no']),
+    phase: z.enum(['vote', 'accept', 'confirm']),
+    slice: quorumSetSchema.optional(),
+    slice_hash: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    created_at: unixSeconds,
+    sig: sigSchema,
+    hint: z.unknown().optional().meta({ description: 'not signed; relays may change it' }),
+  })
+  .meta({ id: 'Vote', description: 'Signed statement: Ed25519 by voter over RFC 8785 canonical JSON without sig and hint; exactly one of slice and slice_hash.' });

@@ -162,7 +162,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], log: (message:
       let caller: Caller = { kind: 'anonymous' };
       if (r.auth !== 'none' && r.auth !== 'signature') caller = requireCredential(deps.credentials.authenticate(authorizationOf(req)), r.auth);
       const query = r.query ? parseOr422(r.query, req.query, 'query') : req.query;
-      const body = r.body && (r.bodyKind ?? 'json') === 'json' ? parseOr422(r.body, req.body ?? {}, 'body') : req.body;
+      const body = r.body && (r.bodyKind ?? 'json') === 'json' ? parseOr422(r.body, req.body ?? {}, 'body') : (req.body as unknown);
       res.status(r.successStatus ?? 200);
       const result = await r.handle({ caller, body, query, params: req.params as Record<string, string>, req, res });
       if (result === alreadySent) return;

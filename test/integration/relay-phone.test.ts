@@ -182,3 +182,30 @@ describe('GET /lookup', () => {
     expect(limited.headers.get('retry-after')).not.toBeNull();
   });
 });
+
+describe('a failing SMS gateway', () => {
+  it('is a 502 for your own number, and invisible on login (same answer as for an unknown number)', async () => {
+    const dir = tempDataDir();
+    const logged: string[] = [];
+    const broken = await startRelayServer({
+      clock,
+      dataDir: dir.dir,
+      log: (message) => logged.push(message),
+      smsSender: { send: () => Promise.reject(new Error('gateway down')) },
+    });
+    try {
+      const node = await registerNode(broken, clock);
+      const phone = freshPhone();
+      const own = await call(broken.baseUrl, 'POST', '/me/phone', { body: { phone }, auth: node.auth });
+      expect(own.status).toBe(502);
+      expect(logged).toContain('relay: SMS delivery failed');
+      const a = await call(broken.baseUrl, 'POST', '/login', { body: { phone } });
+      const b = await call(broken.baseUrl, 'POST', '/login', { body: { phone: freshPhone() } });
+      expect(a.status).toBe(200);
+      expect(a.text).toBe(b.text);
+    } finally {
+      await broken.close();
+      dir.remove();
+    }
+  });
+});
