@@ -12,14 +12,14 @@ import { behavioursArb, describeTopology, intactSets, nodeName, topologyArb, typ
  */
 const NUM_RUNS = 150;
 
-/** Property 7 scene: symmetric t-of-n with n = 3f + 1, up to f equivocators, honest votes mixed. */
+/** Property 7 scene: symmetric t-of-n with n = 3f + 1, up to f equivocating or silent nodes, honest votes mixed. */
 const symmetricScene = fc.integer({ min: 1, max: 2 }).chain((f) => {
   const n = 3 * f + 1;
   const names = Array.from({ length: n }, (_, k) => nodeName(k));
   const slices: Topology = new Map(names.map((self) => [self, { t: 2 * f, v: names.filter((m) => m !== self), i: [] }]));
   return fc.record({
     topology: fc.constant(slices),
-    behaviours: behavioursArb(names, { maxFaulty: f }),
+    behaviours: behavioursArb(names, { maxFaulty: f, silent: true }),
     seed: fc.integer(),
   });
 });
@@ -37,6 +37,7 @@ const heterogeneousScene = (options: { honestVote?: 'yes' | 'no'; maxFaulty?: nu
 
 describe('network safety (design note scp-s5, properties 7 and 8)', () => {
   it('7. symmetric 2f+1-of-(3f+1) with up to f equivocators: no two honest nodes accept contradictory values', () => {
+    let honestAcceptances = 0;
     fc.assert(
       fc.property(symmetricScene, ({ topology, behaviours, seed }) => {
         const { bulletins } = simulate(topology, behaviours, seed);
@@ -45,12 +46,17 @@ describe('network safety (design note scp-s5, properties 7 and 8)', () => {
           const b = bulletins.get(id) as Bulletin;
           expect(b.state).not.toBe('conflicted');
           const value = committed(b, ['accepted', 'confirmed']);
-          if (value !== null) accepted.add(value);
+          if (value !== null) {
+            accepted.add(value);
+            honestAcceptances++;
+          }
         }
         expect(accepted.size).toBeLessThanOrEqual(1);
       }),
       { numRuns: NUM_RUNS },
     );
+    // Not vacuous: honest nodes did accept in many runs (votes are mixed, so not in all).
+    expect(honestAcceptances).toBeGreaterThan(NUM_RUNS);
   });
 
   it('8. random heterogeneous nested slices with equivocators: intertwined honest nodes never confirm contradictory values', () => {
