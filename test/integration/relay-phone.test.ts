@@ -199,6 +199,9 @@ describe('a failing SMS gateway', () => {
       const own = await call(broken.baseUrl, 'POST', '/me/phone', { body: { phone }, auth: node.auth });
       expect(own.status).toBe(502);
       expect(logged).toContain('relay: SMS delivery failed');
+      // The failed attempt still counts against the number's send rate (a broken gateway is not hammered).
+      expect((await call(broken.baseUrl, 'POST', '/login', { body: { phone } })).status).toBe(429);
+      fake.tick(relayLimits.codeMinIntervalSeconds * 1000);
       const a = await call(broken.baseUrl, 'POST', '/login', { body: { phone } });
       const b = await call(broken.baseUrl, 'POST', '/login', { body: { phone: freshPhone() } });
       expect(a.status).toBe(200);
