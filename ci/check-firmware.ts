@@ -56,7 +56,7 @@ interface QemuResult {
 }
 
 /** Runs one image on QEMU for at most `seconds` of wall time (QEMU without icount runs in host time). */
-function runQemu(machine: string, file: string, seconds: number): Promise<QemuResult> {
+export function runQemu(machine: string, file: string, seconds: number): Promise<QemuResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       'qemu-system-arm',
@@ -84,25 +84,29 @@ function runQemu(machine: string, file: string, seconds: number): Promise<QemuRe
   });
 }
 
-const tail = (text: string, lines = 5) => text.trimEnd().split('\n').slice(-lines).join(' | ');
+/** What QEMU said, briefly: its fatal line if it has one (a lockup is followed by a register dump), else the last lines. */
+function stderrSummary(text: string): string {
+  const fatal = text.split('\n').find((line) => line.includes('fatal'));
+  return fatal ?? text.trimEnd().split('\n').slice(-3).join(' | ');
+}
 
-async function checkQemu(entry: FirmwareEntry, file: string, machine: string, helloSeconds: number): Promise<string[]> {
+export async function checkQemu(entry: FirmwareEntry, file: string, machine: string, helloSeconds: number): Promise<string[]> {
   const seconds = entry.outcome === 'runs' ? helloSeconds : 10;
   const run = await runQemu(machine, file, seconds);
   const problems: string[] = [];
   if (!new RegExp(entry.uartPattern).test(run.stdout)) {
-    problems.push(`UART output ${JSON.stringify(run.stdout.slice(0, 200))} does not match /${entry.uartPattern}/ (stderr: ${tail(run.stderr)})`);
+    problems.push(`UART output ${JSON.stringify(run.stdout.slice(0, 200))} does not match /${entry.uartPattern}/ (stderr: ${stderrSummary(run.stderr)})`);
   }
-  if (entry.outcome === 'runs' && !run.timedOut) problems.push(`expected to run for ${seconds} s, but QEMU exited with ${run.status}: ${tail(run.stderr)}`);
+  if (entry.outcome === 'runs' && !run.timedOut) problems.push(`expected to run for ${seconds} s, but QEMU exited with ${run.status}: ${stderrSummary(run.stderr)}`);
   if (entry.outcome !== 'runs') {
     if (run.timedOut) problems.push(`expected QEMU to exit with ${entry.qemuExitStatus}, still running after ${seconds} s`);
-    else if (run.status !== entry.qemuExitStatus) problems.push(`QEMU exit status ${run.status}, expected ${entry.qemuExitStatus}: ${tail(run.stderr)}`);
+    else if (run.status !== entry.qemuExitStatus) problems.push(`QEMU exit status ${run.status}, expected ${entry.qemuExitStatus}: ${stderrSummary(run.stderr)}`);
   }
-  if (entry.outcome === 'crashes' && !run.stderr.includes('Lockup')) problems.push(`expected a Lockup report on stderr, got: ${tail(run.stderr)}`);
+  if (entry.outcome === 'crashes' && !run.stderr.includes('Lockup')) problems.push(`expected a Lockup report on stderr, got: ${stderrSummary(run.stderr)}`);
   return problems;
 }
 
-function checkSim(entry: FirmwareEntry, bytes: Uint8Array): { problems: string[]; fingerprint: string } {
+export function checkSim(entry: FirmwareEntry, bytes: Uint8Array): { problems: string[]; fingerprint: string } {
   const run = runSimBoard(entry.board, bytes, { simulatedSeconds: entry.outcome === 'runs' ? 1 : 0.5 });
   const problems: string[] = [];
   if (!new RegExp(entry.uartPattern).test(run.uart)) problems.push(`UART output ${JSON.stringify(run.uart.slice(0, 200))} does not match /${entry.uartPattern}/`);
@@ -207,10 +211,13 @@ async function main(): Promise<number> {
   return failures === 0 ? 0 : 1;
 }
 
-main().then(
-  (status) => process.exit(status),
-  (err: unknown) => {
-    process.stderr.write(`check-firmware: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(2);
-  },
-);
+// Run only as a script, so tests can import the checks without starting a full run.
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/^.*\//, '/'))) {
+  main().then(
+    (status) => process.exit(status),
+    (err: unknown) => {
+      process.stderr.write(`check-firmware: ${err instanceof Error ? err.message : String(err)}\n`);
+      process.exit(2);
+    },
+  );
+}

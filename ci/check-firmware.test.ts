@@ -1,0 +1,59 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { type FirmwareEntry, firmwarePath, loadFirmwareManifest } from '../scenarios/firmware/firmware-manifest.js';
+import { checkQemu, checkSim } from './check-firmware.js';
+
+/** The firmware check must fail when an image does not do what its manifest entry says. */
+
+const manifest = loadFirmwareManifest();
+const entry = (board: string, program: string): FirmwareEntry => manifest.firmware.find((f) => f.board === board && f.program === program)!;
+const bytes = (e: FirmwareEntry) => new Uint8Array(readFileSync(firmwarePath(e)));
+const haveQemu = spawnSync('qemu-system-arm', ['--version']).status === 0;
+
+describe('checkSim', () => {
+  it('passes the committed images', () => {
+    for (const program of ['exit', 'crash']) {
+      for (const board of ['pico', 'uno']) expect(checkSim(entry(board, program), bytes(entry(board, program))).problems).toEqual([]);
+    }
+  });
+
+  it('reports the wrong text, the wrong stop and the wrong exit code', () => {
+    const exit = entry('pico', 'exit');
+    // The crash image where the exit image was promised: text and stop both differ.
+    const problems = checkSim(exit, bytes(entry('pico', 'crash')));
+    expect(problems.problems).toEqual([
+      expect.stringMatching(/^UART output "hilbench crash board=pico: .*" does not match \/\^hilbench exit board=pico code=3/),
+      expect.stringMatching(/^stopped with \{"reason":"crashed".*expected reason exited$/),
+    ]);
+    expect(checkSim({ ...exit, exitCode: 4 }, bytes(exit)).problems).toEqual(['exit code 3, expected 4']);
+  });
+
+  it('fingerprints what a run printed, so a rebuild can be compared with the committed image', () => {
+    const a = checkSim(entry('uno', 'exit'), bytes(entry('uno', 'exit'))).fingerprint;
+    expect(a).toBe(checkSim(entry('uno', 'exit'), bytes(entry('uno', 'exit'))).fingerprint);
+    expect(a).not.toBe(checkSim(entry('uno', 'exit'), bytes(entry('uno', 'crash'))).fingerprint);
+  });
+});
+
+describe.skipIf(!haveQemu)('checkQemu (needs qemu-system-arm)', () => {
+  it('passes the committed exit and crash images', async () => {
+    for (const program of ['exit', 'crash']) {
+      const e = entry('mps2-an385', program);
+      expect(await checkQemu(e, firmwarePath(e), 'mps2-an385', 3)).toEqual([]);
+    }
+  });
+
+  it('reports an image that crashes where the manifest says it exits', async () => {
+    const problems = await checkQemu(entry('mps2-an385', 'exit'), firmwarePath(entry('mps2-an385', 'crash')), 'mps2-an385', 3);
+    expect(problems).toEqual([
+      expect.stringMatching(/^UART output .* does not match/),
+      expect.stringMatching(/^QEMU exit status 134, expected 3: .*Lockup/),
+    ]);
+  });
+
+  it('reports an image that exits where the manifest says it runs for ever', async () => {
+    const problems = await checkQemu(entry('mps2-an385', 'hello'), firmwarePath(entry('mps2-an385', 'exit')), 'mps2-an385', 3);
+    expect(problems).toEqual([expect.stringMatching(/does not match/), expect.stringMatching(/^expected to run for 3 s, but QEMU exited with 3/)]);
+  });
+});
