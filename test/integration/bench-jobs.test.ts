@@ -292,6 +292,9 @@ describe('jobs and leases', () => {
 
   it('fails jobs a restart interrupted and runs the queued ones after it', async () => {
     const { token } = await app.register();
+    const finished = (await (await flash(token, { board: 'pico', uart_seconds: '0.1' }, picoElf())).json()) as JobJson;
+    await app.idle();
+    const before = await getJob(token, finished.job_id);
     const sid = await openSession(token, 'pico');
     const hung = (await (await flash(token, { board: 'pico', session: sid }, withFault('run-hang'))).json()) as JobJson;
     await settle();
@@ -309,6 +312,8 @@ describe('jobs and leases', () => {
     expect(rerun.state).toBe('done');
     expect(rerun.uart!.text).toMatch(/tick 3\r\n$/);
     expect(app.logger.lines).toContain(`warn: job ${hung.job_id} on pico was interrupted by a restart`);
+    // Finished jobs, their UART and the agent's token survive as they were.
+    expect(await getJob(token, finished.job_id)).toEqual(before);
   });
 });
 
