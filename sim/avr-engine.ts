@@ -13,6 +13,7 @@ import {
   clockConfig,
   CPU,
   EEPROMMemoryBackend,
+  eepromConfig,
   portBConfig,
   portCConfig,
   portDConfig,
@@ -26,7 +27,7 @@ import {
 } from 'avr8js';
 import type { Board } from '../boards/board-schema.js';
 import { loadSegments, type LoadTarget, type PlacedSegment } from './load-segments.js';
-import type { EngineHalt, EngineUartChunk, SimEngine, SimImage } from './sim-engine.js';
+import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
 import { SimError } from './sim-error.js';
 import { UartOutputBuffer } from './uart-output-buffer.js';
 
@@ -52,6 +53,45 @@ const UCSRB_RXEN = 0x10;
 const BITS_PER_CHAR = 10;
 
 const hex = (n: number) => `0x${n.toString(16).padStart(4, '0')}`;
+
+/** Data addresses 0x20..0xff are the I/O registers (ATmega328P datasheet §36, register summary). */
+const IO_START = 0x20;
+const IO_END = 0x100;
+/**
+ * Registers the engine models beyond the peripheral configs: the stack pointer and SREG (the
+ * core), GPIOR0-2 (plain storage on silicon, and the mailbox) and SMCR (sleep is handled here).
+ */
+const CORE_REGISTERS = [0x5d, 0x5e, 0x5f, 0x3e, 0x4a, 0x4b, 0x53];
+/** Names of registers that exist but avr8js does not model, for readable reports. */
+const UNMODELLED_NAMES: Record<number, string> = {
+  0x43: 'GTCCR',
+  0x50: 'ACSR',
+  0x55: 'MCUCR',
+  0x57: 'SPMCSR',
+  0x64: 'PRR',
+  0x66: 'OSCCAL',
+  0x7f: 'DIDR1',
+  0xb6: 'ASSR',
+};
+
+/**
+ * The I/O addresses the attached avr8js peripherals own: every upper-case key of their configs
+ * (TCCRA, UDR, PCMSK, ...) that holds an I/O address, and the high byte of 16-bit registers.
+ */
+function modelledRegisters(configs: readonly object[]): Set<number> {
+  const owned = new Set<number>(CORE_REGISTERS);
+  const visit = (value: unknown, key: string) => {
+    if (typeof value === 'number') {
+      if (/^[A-Z][A-Z0-9]*$/.test(key) && value >= IO_START && value < IO_END) owned.add(value);
+      return;
+    }
+    if (typeof value === 'object' && value !== null) for (const [k, v] of Object.entries(value)) visit(v, k);
+  };
+  for (const config of configs) visit(config, '');
+  // 16-bit registers of timer 1 are listed by their low byte.
+  for (const low of [timer1Config.TCNT, timer1Config.OCRA, timer1Config.OCRB, timer1Config.ICR]) owned.add(low + 1);
+  return owned;
+}
 
 /**
  * The cycle count of avr8js's next clock event (timer overflow, UART character), read from its
@@ -92,8 +132,13 @@ export class AvrEngine implements SimEngine {
   private halt: EngineHalt | undefined;
   private outputReady = false;
   private sleeping = false;
+  private readonly unmodelled = new Map<string, number>();
 
-  constructor(board: Board, image: SimImage) {
+  constructor(
+    board: Board,
+    image: SimImage,
+    private readonly options: { onUnmodelled: UnmodelledListener },
+  ) {
     const mcu = board.mcu;
     const flash = mcu.memory.find((m) => m.kind === 'flash');
     const sram = mcu.memory.find((m) => m.kind === 'ram');
@@ -123,12 +168,27 @@ export class AvrEngine implements SimEngine {
     new AVRIOPort(this.cpu, portCConfig);
     new AVRIOPort(this.cpu, portDConfig);
     const eeprom = mcu.memory.find((m) => m.kind === 'eeprom');
-    new AVREEPROM(this.cpu, new EEPROMMemoryBackend(eeprom?.sizeBytes ?? 1024));
+    new AVREEPROM(this.cpu, new EEPROMMemoryBackend(eeprom?.sizeBytes ?? 1024), eepromConfig);
     new AVRSPI(this.cpu, spiConfig, mcu.clockHz);
     new AVRTWI(this.cpu, twiConfig, mcu.clockHz);
     new AVRADC(this.cpu, adcConfig);
     new AVRWatchdog(this.cpu, watchdogConfig, clock);
     this.usart = new AVRUSART(this.cpu, usart0Config, mcu.clockHz);
+    this.reportUnmodelledRegisters([
+      timer0Config,
+      timer1Config,
+      timer2Config,
+      usart0Config,
+      portBConfig,
+      portCConfig,
+      portDConfig,
+      spiConfig,
+      twiConfig,
+      adcConfig,
+      eepromConfig,
+      watchdogConfig,
+      clockConfig,
+    ]);
     this.cpu.writeHooks[GPIOR2] = (value) => {
       const argument = this.cpu.data[GPIOR1]!;
       if (value === MAILBOX_EXIT) this.halt = { reason: 'exited', exitCode: argument };
@@ -144,6 +204,43 @@ export class AvrEngine implements SimEngine {
 
   get nanos(): number {
     return this.cpu.cycles * this.nanosPerCycle;
+  }
+
+  /** Distinct unmodelled accesses seen so far, with counts. */
+  get unmodelledAccesses(): ReadonlyMap<string, number> {
+    return this.unmodelled;
+  }
+
+  /**
+   * avr8js stores writes to registers it does not model without a word; hook every I/O address
+   * no attached peripheral owns, so those accesses are counted and reported instead. The
+   * access itself still behaves as plain storage.
+   */
+  private reportUnmodelledRegisters(configs: readonly object[]) {
+    const owned = modelledRegisters(configs);
+    const { cpu } = this;
+    for (let address = IO_START; address < IO_END; address++) {
+      if (owned.has(address)) continue;
+      const name = UNMODELLED_NAMES[address] ? `${UNMODELLED_NAMES[address]} (${hex(address)})` : `I/O address ${hex(address)}`;
+      if (!cpu.writeHooks[address]) {
+        cpu.writeHooks[address] = (value) => {
+          this.noteUnmodelled(`ATmega328P: write to ${name}, which avr8js does not model (value 0x${value.toString(16)})`);
+          return false;
+        };
+      }
+      if (!cpu.readHooks[address]) {
+        cpu.readHooks[address] = (addr) => {
+          this.noteUnmodelled(`ATmega328P: read from ${name}, which avr8js does not model`);
+          return cpu.data[addr]!;
+        };
+      }
+    }
+  }
+
+  private noteUnmodelled(message: string) {
+    const count = (this.unmodelled.get(message) ?? 0) + 1;
+    this.unmodelled.set(message, count);
+    this.options.onUnmodelled(message, count);
   }
 
   get asleepForever(): boolean {

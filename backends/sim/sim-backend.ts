@@ -83,7 +83,7 @@ export class SimBackend implements Backend {
     }
     if (engine === 'avr8js') {
       if (board.mcu.architecture !== 'avr') throw new SimError('unavailable', `avr8js simulates AVR chips, but ${board.id}'s MCU is ${board.mcu.id}`);
-      return (image) => new AvrEngine(board, image);
+      return (image) => new AvrEngine(board, image, { onUnmodelled });
     }
     throw new SimError('unavailable', `board ${board.id} has no backends.sim.engine in its board file (rp2040js or avr8js)`);
   }

@@ -136,5 +136,7 @@ export const AVR_SLEEP_TIMER =
 export const AVR_MAILBOX_EXIT_5 = '05e00abd07ee0bbdffcf';
 /** `ldi r16,0xc5; out GPIOR2,r16; 1: rjmp 1b`: mailbox crash. */
 export const AVR_MAILBOX_CRASH = '05ec0bbdffcf';
+/** `ldi r16,0x80; out ACSR,r16; 1: rjmp 1b`: switches the analog comparator off, which avr8js does not model. */
+export const AVR_WRITE_ACSR = '00e800bfffcf';
 /** UBRR0L = 8, UCSR0B = RXEN0, `sei`, then `1: rjmp 1b` without ever reading UDR0. */
 export const AVR_RX_NEVER_READ = '08e00093c40000e10093c1007894ffcf';
