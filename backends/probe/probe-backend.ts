@@ -154,7 +154,11 @@ export class ProbeBackend implements Backend {
         clock: this.options.clock,
         hooks: {
           failed,
-          succeeded: () => this.store.put(board.id, afterSuccess()),
+          // A run that works resets the count, but only a health check or an administrator ends
+          // a quarantine: a board whose UART is dead still flashes and resets "successfully".
+          succeeded: async () => {
+            if (!(await this.store.get(board.id)).quarantine) await this.store.put(board.id, afterSuccess());
+          },
           closed: () => this.inUse.delete(board.id),
         },
       });

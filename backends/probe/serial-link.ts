@@ -1,6 +1,6 @@
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { SerialPort, type SerialPortMock } from 'serialport';
-import type { Clock } from '../../core/clock.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
 import { BackendError } from '../backend.js';
 
 /**
@@ -22,6 +22,14 @@ export interface SerialLinkOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * How often an open link checks that its device node still exists. serialport reports most
+ * disconnects as a `close` event, but not all: a pty whose other end dies between two reads stays
+ * "open" for ever (seen with socat here), and a USB adapter can behave alike. The node's
+ * disappearance (udev removes /dev/serial/by-id links on unplug) is the second witness.
+ */
+export const SERIAL_PRESENCE_CHECK_MS = 500;
+
 const BY_ID_DIR = '/dev/serial/by-id';
 
 /** What is plugged in, for "device missing" messages. */
@@ -38,13 +46,17 @@ export class SerialLink {
   private readonly dataListeners = new Set<(bytes: Uint8Array) => void>();
   private readonly lostListeners = new Set<(error: BackendError) => void>();
   private closing = false;
+  private presenceTimer: TimerHandle | undefined;
   /** Set once the device vanished; every later use fails with it. */
   lost: BackendError | undefined;
 
   private constructor(
     private readonly port: SerialPort,
     readonly path: string,
+    private readonly clock: Clock,
   ) {
+    // Only a node that exists can vanish: mock bindings open paths that never existed.
+    if (existsSync(path)) this.checkPresence();
     port.on('data', (chunk: Buffer) => {
       const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       for (const listener of this.dataListeners) listener(bytes);
@@ -91,7 +103,7 @@ export class SerialLink {
         );
       });
     });
-    return new SerialLink(port, options.path);
+    return new SerialLink(port, options.path, clock);
   }
 
   onData(listener: (bytes: Uint8Array) => void): void {
@@ -117,6 +129,7 @@ export class SerialLink {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    if (this.presenceTimer) this.clock.clearTimeout(this.presenceTimer);
     this.dataListeners.clear();
     this.lostListeners.clear();
     if (!this.port.isOpen) return;
@@ -132,6 +145,18 @@ export class SerialLink {
         reject(this.lost);
       }),
     );
+  }
+
+  private checkPresence() {
+    this.presenceTimer = this.clock.setTimeout(() => {
+      if (this.closing || this.lost) return;
+      if (!existsSync(this.path)) {
+        this.markLost(`serial device ${this.path} vanished (its device node is gone); ${presentDevices()}`);
+        if (this.port.isOpen) this.port.close();
+        return;
+      }
+      this.checkPresence();
+    }, SERIAL_PRESENCE_CHECK_MS);
   }
 
   private markLost(message: string) {

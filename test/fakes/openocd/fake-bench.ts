@@ -27,6 +27,7 @@ export class FakeBench {
   readonly dir = mkdtempSync(path.join(tmpdir(), 'hilbench-fake-bench-'));
   private readonly socats = new Map<string, ChildProcess>();
   private readonly probes = new Map<string, FakeProbe>();
+  private readonly unplugged = new Set<string>();
   readonly configPath = path.join(this.dir, 'probes.json');
 
   /** The environment the ProbeBackend passes to the tools (`toolEnv`). */
@@ -74,9 +75,14 @@ export class FakeBench {
     this.writeConfig();
   }
 
-  /** Unplugs a probe: its serial number disappears from the config. */
+  /** Unplugs a probe: its serial number disappears from the config until `plugProbe`. */
   unplugProbe(boardId: string): void {
-    this.probes.delete(boardId);
+    this.unplugged.add(boardId);
+    this.writeConfig();
+  }
+
+  plugProbe(boardId: string): void {
+    this.unplugged.delete(boardId);
     this.writeConfig();
   }
 
@@ -104,7 +110,10 @@ export class FakeBench {
   }
 
   private writeConfig() {
-    writeFakeProbes(this.configPath, [...this.probes.values()]);
+    writeFakeProbes(
+      this.configPath,
+      [...this.probes].filter(([id]) => !this.unplugged.has(id)).map(([, probe]) => probe),
+    );
   }
 
   private async startPty(boardId: string) {
