@@ -111,8 +111,9 @@ interface CompiledSet {
   i: CompiledSet[];
 }
 
-// Node ids that ever appeared with a slice, numbered. Grows with the registered nodes only: maxQuorum
-// interns a node after sliceOf() said it has a slice, so strangers' ids never land here.
+// Node ids that ever appeared with a slice or inside one, numbered. Grows with the nodes that have
+// slices and their members only: maxQuorum interns a node after sliceOf() said it has a slice, so
+// voters nobody knows never land here.
 const internedIds = new Map<string, number>();
 const compiledSlices = new WeakMap<QuorumSet, CompiledSet>();
 
@@ -170,6 +171,7 @@ export function sliceClosure(self: string, sliceOf: (node: string) => QuorumSet 
  * Parses an untrusted quorum set and checks the design note's sanity rules: `t` a whole number with
  * `1 <= t <= entries`, no node twice anywhere, nesting depth <= 4 (a flat set has depth 1), 1..1000
  * nodes in all, node ids well formed, and, when `self` is given, self not listed (it is implicit).
+ * A missing `v` or `i` means an empty list; a missing `t` is an issue (callers that default it fill it in).
  * Issues are pydantic style with `loc` inside the set, e.g. `['i', '0', 't']`.
  */
 export function validateQuorumSet(input: unknown, options: { self?: string } = {}): Validated<QuorumSet> {

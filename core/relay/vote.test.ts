@@ -94,3 +94,12 @@ describe('parseVote', () => {
     expect(verifyVote({ ...vote, sig: vote.sig.slice(0, -1) + sibling })).toBe(false);
   });
 });
+
+describe('signVote on documents with undefined optional fields', () => {
+  it('signs the parsed document, so an explicit undefined slice_hash changes nothing', () => {
+    const vote = signVote({ ...unsigned, slice_hash: undefined }, voter.secretKey);
+    expect('slice_hash' in vote).toBe(false);
+    expect(verifyVote(vote)).toBe(true);
+    expect(vote.sig).toBe(signVote(unsigned, voter.secretKey).sig);
+  });
+});

@@ -1,9 +1,8 @@
 import { canonicalJson } from './canonical-json.js';
 import { isItemId } from './claim.js';
-import { signEd25519, verifyEd25519 } from './ed25519.js';
+import { publicKeyFromSecret, signEd25519, verifyEd25519 } from './ed25519.js';
 import { type Issue, RelayError, type Validated, isPlainObject, unwrap } from './issue.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
-import { publicKeyFromSecret } from './ed25519.js';
 import { type QuorumSet, validateQuorumSet } from './quorum-set.js';
 
 /**
@@ -53,6 +52,7 @@ export function otherValue(value: VoteValue): VoteValue {
 }
 
 const SIG = /^[A-Za-z0-9_-]{85}[AQgw]$/;
+const PLACEHOLDER_SIG = 'A'.repeat(86);
 const KNOWN_FIELDS = new Set([
   'schema',
   'scheme',
@@ -82,7 +82,8 @@ export function parseVote(input: unknown): Validated<Vote> {
     return { ok: false, issues: [{ loc: [], msg: 'Input should be a valid dictionary', type: 'dict_type', input }] };
   }
   const issues: Issue[] = [];
-  const has = (key: string) => Object.prototype.hasOwnProperty.call(input, key);
+  // A key holding undefined is absent: JSON cannot carry it, and programmatic callers spread optionals.
+  const has = (key: string) => Object.prototype.hasOwnProperty.call(input, key) && input[key] !== undefined;
   const literal = (key: string, expected: readonly string[]) => {
     if (!has(key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
     else if (!expected.includes(input[key] as string)) {
@@ -179,9 +180,11 @@ export function signVote(unsigned: UnsignedVote, secretKey: Uint8Array): Vote {
   if (signerId !== unsigned.voter) {
     throw new RelayError(`secret key belongs to node ${signerId}, not to voter ${String(unsigned.voter)}`);
   }
-  const sig = Buffer.from(signEd25519(voteSigningBytes(unsigned), secretKey)).toString('base64url');
-  // Re-parse: refuses a malformed document before anyone stores a signature over it.
-  return unwrap(parseVote({ ...unsigned, sig }), 'vote');
+  // Parse first (with a well-formed placeholder sig): a malformed document is refused with its issues
+  // before anything is signed, and the signed bytes are those of the parsed, typed document.
+  const parsed = unwrap(parseVote({ ...unsigned, sig: PLACEHOLDER_SIG }), 'vote');
+  const sig = Buffer.from(signEd25519(voteSigningBytes(parsed), secretKey)).toString('base64url');
+  return { ...parsed, sig };
 }
 
 /**
