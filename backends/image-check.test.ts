@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Board } from '../boards/board-schema.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
@@ -97,6 +98,11 @@ describe('checkImageForBoard', () => {
     expect(message).toMatch(/^segment 0 loads at 0x08000000\.\.0x08000010 .* of microbit: flash \(flash\) 0x00000000\.\.0x00040000, ram \(ram\) 0x20000000\.\.0x20004000$/);
   });
 
+  it('rejects a segment that ends at 2^32, printing the exclusive end in full (fast-check counterexample)', () => {
+    const image = loadFirmwareImage(makeElf({ segments: [{ paddr: 0xffffffd4, vaddr: 0, data: new Uint8Array(44) }] }));
+    expect(badImage(() => checkImageForBoard(image, board('lm3s6965evb')))).toMatch(/^segment 0 loads at 0xffffffd4\.\.0x100000000 /);
+  });
+
   it('rejects a segment that straddles two adjacent regions: it must fit inside one', () => {
     const twoRegions: Board = {
       ...board('pico'),
@@ -174,5 +180,62 @@ describe('the committed example firmware', () => {
     expect(badImage(() => checkImageForBoard(load('netduino2/hello.elf'), board('microbit')))).toMatch(/^segment 0 \(\.text\) loads at 0x08000000\.\./);
     // an505 firmware lives at the Secure aliases; the an385 map has nothing at 0x10000000.
     expect(badImage(() => checkImageForBoard(load('mps2-an505/hello.elf'), board('mps2-an385')))).toMatch(/loads at 0x10000000/);
+  });
+});
+
+describe('properties', () => {
+  const catalog = [...boards.values()];
+
+  it('loadFirmwareImage either parses or throws bad-image, for any bytes (fuzzed from a real image)', () => {
+    const seed = readFileSync(firmwarePath({ path: 'uno/hello.elf' }));
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ at: fc.nat({ max: seed.length - 1 }), value: fc.integer({ min: 0, max: 255 }) }), { maxLength: 12 }),
+        fc.nat({ max: seed.length }),
+        (mutations, length) => {
+          const bytes = Uint8Array.from(seed.subarray(0, Math.max(length, 52)));
+          for (const m of mutations) if (m.at < bytes.length) bytes[m.at] = m.value;
+          try {
+            const image = loadFirmwareImage(bytes);
+            // Whatever parsed must also be checkable without anything but a bad-image error.
+            try {
+              checkImageForBoard(image, board('uno'));
+            } catch (err) {
+              expect(err).toBeInstanceOf(BackendError);
+              expect((err as BackendError).kind).toBe('bad-image');
+            }
+          } catch (err) {
+            expect(err).toBeInstanceOf(BackendError);
+            expect((err as BackendError).kind).toBe('bad-image');
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('accepts a one-segment image exactly when both of its ranges lie inside one code or data region', () => {
+    const arm = catalog.filter((b) => b.mcu.architecture === 'arm');
+    // Addresses near region edges, where mistakes live, plus anywhere at all.
+    const address = (b: Board) =>
+      fc.oneof(
+        fc.constantFrom(...b.mcu.memory.flatMap((r) => [r.start, r.start + r.sizeBytes])).chain((edge) => fc.integer({ min: Math.max(0, edge - 64), max: Math.min(0xffff_ffff, edge + 64) })),
+        fc.integer({ min: 0, max: 0xffff_fff0 }),
+      );
+    const inOne = (b: Board, start: number, sizeBytes: number) =>
+      b.mcu.memory.some((r) => r.kind !== 'eeprom' && start >= r.start && start + sizeBytes <= r.start + r.sizeBytes);
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...arm).chain((b) => fc.tuple(fc.constant(b), address(b), address(b), fc.integer({ min: 1, max: 96 }), fc.integer({ min: 0, max: 96 }))),
+        ([b, paddr, vaddr, fileSizeBytes, extraBytes]) => {
+          const memSizeBytes = fileSizeBytes + extraBytes;
+          const image = loadFirmwareImage(makeElf({ segments: [{ paddr, vaddr, data: new Uint8Array(fileSizeBytes), memSizeBytes }] }));
+          const fits = inOne(b, paddr, fileSizeBytes) && inOne(b, vaddr, memSizeBytes);
+          if (fits) expect(() => checkImageForBoard(image, b)).not.toThrow();
+          else expect(badImage(() => checkImageForBoard(image, b))).toMatch(/^segment 0 (loads|runs) at 0x[0-9a-f]{8}\.\.0x[0-9a-f]{8,9} /);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 });
