@@ -2,6 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Request } from 'express';
+import { isNodeId } from './protocol.js';
 import { RelayError } from './relay-error.js';
 import type { CredentialKind } from './relay-facts.js';
 import type { RelayStore } from './relay-store.js';
@@ -12,7 +13,6 @@ export type Caller =
   | { kind: 'human'; nodeId: string }
   | { kind: 'bot'; nodeId: string; botId: string };
 
-const nodeIdPattern = /^[0-9a-f]{64}$/;
 
 /**
  * Reads (or creates, mode 0600) a 32-byte secret kept as hex in `dataDir/fileName`.
@@ -78,7 +78,7 @@ export class Credentials {
       const dot = value.indexOf('.');
       const nodeId = value.slice(0, dot);
       const mac = value.slice(dot + 1);
-      if (dot !== 64 || !nodeIdPattern.test(nodeId) || !/^[0-9a-f]{64}$/.test(mac)) {
+      if (dot !== 64 || !isNodeId(nodeId) || !/^[0-9a-f]{64}$/.test(mac)) {
         throw unauthorized('malformed human credential: expected <64 hex node_id>.<64 hex hmac>');
       }
       const row = this.store.db.prepare('SELECT cred_version FROM nodes WHERE node_id = ? AND local = 1').get(nodeId) as { cred_version: number } | undefined;

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
-import { claimId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
+import { claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
 import { RelayError } from './relay-error.js';
 import { relayLimits, relayProtocol } from './relay-facts.js';
 import { codePointText, registerBody } from './relay-schemas.js';
@@ -175,7 +175,7 @@ export class Federation {
         const fetched = new Set<string>();
         for (const ev of events) {
           const item = (ev.data as { item?: { type?: unknown; id?: unknown } } | null)?.item;
-          if (ev.kind === 'item' && item?.type === 'file' && typeof item.id === 'string' && /^[0-9a-f]{64}$/.test(item.id)) {
+          if (ev.kind === 'item' && item?.type === 'file' && isItemId(item.id)) {
             try {
               if (!this.o.files.has(item.id)) await this.fetchFile(url, item.id);
               fetched.add(item.id);
@@ -230,7 +230,7 @@ export class Federation {
         case 'item': {
           const item = (data.item ?? {}) as Record<string, unknown>;
           const id = item.id;
-          if (typeof id !== 'string' || typeof item.author !== 'string' || !/^[0-9a-f]{64}$/.test(item.author)) return 'item without id or author';
+          if (!isItemId(id) || !isNodeId(item.author)) return 'item without a well-formed id or author';
           if (db.prepare('SELECT 1 FROM items WHERE item_id = ?').get(id)) return null;
           let row: { type: string; kind: string; title: string; body: string; bytes: number | null; media: string | null };
           if (item.type === 'claim') {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { isoFromMs } from '../../core/clock.js';
 import { getNode, pairedWith, publicNode } from './node-view.js';
 import { maskPhone, normalizePhone } from './phone-codes.js';
-import { nodeIdProblem } from './protocol.js';
+import { isNodeId, nodeIdProblem } from './protocol.js';
 import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { RelayError } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
@@ -344,7 +344,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       handle: ({ params }) => {
         const id = params.id!;
-        if (!/^[0-9a-f]{64}$/.test(id)) throw RelayError.invalid(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);
+        if (!isNodeId(id)) throw RelayError.invalid(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);
         const row = getNode(deps, id);
         if (!row) throw new RelayError(404, 'no such node on this relay');
         const slice = deps.voting.publishedSlice(id);

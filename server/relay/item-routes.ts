@@ -1,11 +1,11 @@
 import { isoFromMs } from '../../core/clock.js';
 import type { Caller } from './credentials.js';
-import { claimId, parseVote, validateClaim, verifyVote, type Vote } from './protocol.js';
+import { claimId, isItemId, isNodeId, parseVote, validateClaim, verifyVote, type Vote } from './protocol.js';
 import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { RelayError, parseOr422 } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
-import { claimBody, codePointText, itemIdSchema, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
+import { claimBody, codePointText, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
 import { throwCoreIssues } from './signed-document.js';
 
 export interface ItemRow {
@@ -34,7 +34,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
   const now = () => deps.clock.nowMs();
   const getItem = (id: string) => db.prepare('SELECT * FROM items WHERE item_id = ?').get(id) as ItemRow | undefined;
   const checkItemId = (id: string, where = 'id') => {
-    if (!itemIdSchema.safeParse(id).success) throw RelayError.invalid(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
+    if (!isItemId(id)) throw RelayError.invalid(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
   };
   const mustGetItem = (id: string) => {
     checkItemId(id);
@@ -193,7 +193,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ params }) => {
         const row = mustGetItem(params.id!);
         const node = params.node!;
-        if (!/^[0-9a-f]{64}$/.test(node)) throw RelayError.invalid(['path', 'node'], 'Value error, node must be 64 lowercase hex characters', node);
+        if (!isNodeId(node)) throw RelayError.invalid(['path', 'node'], 'Value error, node must be 64 lowercase hex characters', node);
         return bulletinView(deps.voting.bulletin(row.item_id, node), node, row.item_id);
       },
     }),

@@ -1,6 +1,6 @@
 import { isoFromMs } from '../../core/clock.js';
 import { Federation } from './federation.js';
-import { claimId, claimKinds, generateNodeKey, quorumSetHash, signVote } from './protocol.js';
+import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signVote } from './protocol.js';
 import type { RelayDeps } from './relay-deps.js';
 import { RelayError } from './relay-error.js';
 import {
@@ -129,7 +129,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
           throw RelayError.invalid(['query', 'authors'], `List should have at most ${relayLimits.authorsFilterMax} items`, query.authors, 'too_long', { max_length: relayLimits.authorsFilterMax });
         }
         authors.forEach((a, index) => {
-          if (!/^[0-9a-f]{64}$/.test(a)) throw RelayError.invalid(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
+          if (!isNodeId(a)) throw RelayError.invalid(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
         });
         // One statement reads one snapshot; rowids only grow and are committed in order (see RelayStore).
         const rows = db

@@ -5,6 +5,7 @@
  */
 export {
   canonicalJson,
+  codePointLength,
   claimId,
   claimKinds,
   validateClaim,

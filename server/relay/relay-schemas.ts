@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { codePointLength } from './protocol.js';
 import { registerSchema, relayLimits, sessionSchema } from './relay-facts.js';
 
 /**
@@ -11,7 +12,7 @@ export function codePointText(maxChars: number, options: { singleLine?: boolean;
   return z
     .string()
     .superRefine((s, ctx) => {
-      const n = codePointCount(s);
+      const n = codePointLength(s);
       if (n > maxChars) {
         ctx.addIssue({ code: 'custom', message: `String should have at most ${maxChars} characters`, params: { type: 'string_too_long', ctx: { max_length: maxChars } }, input: s });
       }
@@ -23,12 +24,6 @@ export function codePointText(maxChars: number, options: { singleLine?: boolean;
       }
     })
     .meta({ maxLength: maxChars, ...(options.minChars !== undefined ? { minLength: options.minChars } : {}) });
-}
-
-export function codePointCount(s: string): number {
-  let n = 0;
-  for (const _ of s) n++;
-  return n;
 }
 
 export const nodeIdSchema = z.string().regex(/^[0-9a-f]{64}$/, 'node id must be 64 lowercase hex characters (the Ed25519 public key)').meta({ description: 'Ed25519 public key, 64 lowercase hex characters' });
