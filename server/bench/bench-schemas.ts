@@ -8,8 +8,8 @@ import type { BenchLimits } from './bench-limits.js';
  * them; responses are built as these types, so the document describes what is sent.
  */
 
-/** Control characters (C0 and DEL) are refused in labels: they would corrupt logs and pages. */
-const NO_CONTROL_CHARS = /^[^\x00-\x1f\x7f]*$/;
+/** Control characters (C0, DEL and C1) are refused in labels: they would corrupt logs and pages. */
+const NO_CONTROL_CHARS = /^[^\x00-\x1f\x7f-\x9f]*$/;
 
 /** Form schemas; bounds come from the configured limits. */
 export function buildFormSchemas(limits: BenchLimits) {

@@ -411,7 +411,7 @@ export class Bench {
             bytes: uart.bytes.length,
             dropped_bytes: uart.droppedBytes,
             time_base: uart.timeBase,
-            chunks: uart.chunks.map((c) => ({ at_seconds: c.atNanos / NANOS_PER_SECOND, text: decoder.decode(uart.bytes.subarray(c.offset, c.offset + c.length)) })),
+            chunks: chunkTexts(uart),
             chunks_omitted: uart.chunksOmitted,
           }
         : null,
@@ -608,6 +608,21 @@ export class Bench {
       },
     };
   }
+}
+
+/**
+ * Chunk texts decoded as one stream, so a character split across two chunks is not turned into
+ * two replacement characters: without omitted chunks, the texts concatenate to `uart.text`.
+ */
+function chunkTexts(uart: UartRecord): Array<{ at_seconds: number; text: string }> {
+  const decoder = new TextDecoder('utf-8', { fatal: false });
+  const out = uart.chunks.map((c) => ({
+    at_seconds: c.atNanos / NANOS_PER_SECOND,
+    text: decoder.decode(uart.bytes.subarray(c.offset, c.offset + c.length), { stream: true }),
+  }));
+  const tail = decoder.decode();
+  if (tail && out.length > 0) out[out.length - 1]!.text += tail;
+  return out;
 }
 
 function notActive(session: SessionRecord, action: string): HttpError {

@@ -122,11 +122,19 @@ describe('POST /api/v1/agents/register', () => {
       {
         type: 'string_pattern_mismatch',
         loc: ['body', 'label'],
-        msg: "String should match pattern '^[^\\x00-\\x1f\\x7f]*$'",
+        msg: "String should match pattern '^[^\\x00-\\x1f\\x7f-\\x9f]*$'",
         input: 'bell\u0007',
-        ctx: { pattern: '^[^\\x00-\\x1f\\x7f]*$' },
+        ctx: { pattern: '^[^\\x00-\\x1f\\x7f-\\x9f]*$' },
       },
     ]);
+  });
+
+  it('refuses C1 controls (e.g. CSI) too, and accepts other Unicode', async () => {
+    const a = await start();
+    const csi = await a.request('/api/v1/agents/register', { method: 'POST', body: new URLSearchParams({ label: 'x\u009b31m' }) });
+    expect(csi.status).toBe(422);
+    const ok = await a.request('/api/v1/agents/register', { method: 'POST', body: new URLSearchParams({ label: 'Åsa’s ロボット' }) });
+    expect(await ok.json()).toMatchObject({ label: 'Åsa’s ロボット' });
   });
 
   it('honours a configured label limit', async () => {

@@ -138,6 +138,7 @@ describe('POST /api/v1/jobs/flash', () => {
     expect(raw.length).toBe(job.uart!.bytes);
     expect(job.uart!.text).toContain('\ufffd');
     expect(job.uart!.text).toBe(new TextDecoder().decode(raw));
+    expect(job.uart!.chunks.map((c) => c.text).join('')).toBe(job.uart!.text);
   });
 
   it('validates every field, in order, before anything is stored', async () => {
