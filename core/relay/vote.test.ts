@@ -101,5 +101,6 @@ describe('signVote on documents with undefined optional fields', () => {
     expect('slice_hash' in vote).toBe(false);
     expect(verifyVote(vote)).toBe(true);
     expect(vote.sig).toBe(signVote(unsigned, voter.secretKey).sig);
+    expect(verifyVote({ ...vote, slice_hash: undefined })).toBe(true);
   });
 });

@@ -166,8 +166,10 @@ export function parseVote(input: unknown): Validated<Vote> {
  * top-level `sig` and `hint`. Works on signed and unsigned votes alike.
  */
 export function voteSigningBytes(vote: UnsignedVote | Vote): Uint8Array {
-  const { hint: _hint, ...rest } = vote as Vote;
-  const { sig: _sig, ...signed } = rest;
+  // Top-level keys holding undefined are absent, as in parseVote; nested undefined still throws.
+  const signed = Object.fromEntries(
+    Object.entries(vote).filter(([key, value]) => key !== 'sig' && key !== 'hint' && value !== undefined),
+  );
   return new TextEncoder().encode(canonicalJson(signed));
 }
 
