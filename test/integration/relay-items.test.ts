@@ -125,13 +125,75 @@ describe('file items', () => {
     expect(tempFiles()).toEqual([]);
   });
 
-  it('refuses a far larger upload on its Content-Length before reading it', async () => {
-    const r = await call(relay.baseUrl, 'POST', '/items', {
-      rawBody: 'x',
-      auth: alice.auth,
-      headers: { 'content-type': 'multipart/form-data; boundary=zzz', 'content-length': '1' },
+  it('answers 413 while an oversize upload is still streaming (it is never buffered whole)', async () => {
+    const { request } = await import('node:http');
+    const boundary = 'relayboundary';
+    const url = new URL(`${relay.baseUrl}/items`);
+    const chunk = Buffer.alloc(1024 * 1024, 3);
+    const totalChunks = 64; // 64 MiB offered, chunked (no Content-Length to refuse on)
+    const outcome = await new Promise<{ status: number; sentChunks: number }>((resolve, reject) => {
+      let sent = 0;
+      let answered = false;
+      const req = request(
+        { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: alice.auth, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } },
+        (res) => {
+          answered = true;
+          res.resume();
+          resolve({ status: res.statusCode ?? 0, sentChunks: sent });
+          req.destroy();
+        },
+      );
+      req.on('error', (err) => (answered ? undefined : reject(err)));
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+      const pump = () => {
+        while (!answered && sent < totalChunks) {
+          sent++;
+          if (!req.write(chunk)) {
+            req.once('drain', pump);
+            return;
+          }
+        }
+        if (!answered) req.end(`\r\n--${boundary}--\r\n`);
+      };
+      pump();
     });
+    expect(outcome.status).toBe(413);
+    // The answer came long before the client had sent everything it offered.
+    expect(outcome.sentChunks).toBeLessThan(totalChunks);
+  });
+
+  it('refuses a far larger upload on its Content-Length before reading a byte of it', async () => {
+    const { request } = await import('node:http');
+    const url = new URL(`${relay.baseUrl}/items`);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: { authorization: alice.auth, 'content-type': 'multipart/form-data; boundary=zzz', 'content-length': String(4 * relayLimits.fileMaxBytes) },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+          req.destroy();
+        },
+      );
+      req.on('error', reject);
+      req.flushHeaders(); // headers only: the body is never sent
+    });
+    expect(status).toBe(413);
+  });
+
+  it('a malformed multipart body is a 422', async () => {
+    const r = await call(relay.baseUrl, 'POST', '/items', { rawBody: 'x', auth: alice.auth, headers: { 'content-type': 'multipart/form-data; boundary=zzz' } });
     expect(r.status).toBe(422);
+  });
+
+  it('a body that is neither JSON nor multipart is a 415', async () => {
+    const r = await call(relay.baseUrl, 'POST', '/items', { rawBody: 'kind=statement', auth: alice.auth, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(r.status).toBe(415);
   });
 
   it('a multipart body without a file part is a 422', async () => {
