@@ -1,4 +1,5 @@
 import { pathToFileURL } from 'node:url';
+import { type BenchRow, markdownTable, nowMs as hostNowMs } from './measure.js';
 import {
   type QuorumSet,
   type Vote,
@@ -19,12 +20,7 @@ import {
  * for 100 and 1000 nodes. `npm run bench` calls `runRelayCoreBench()`; run this file alone with
  * `npx tsx bench/relay-core.bench.ts`.
  */
-export interface BenchRow {
-  name: string;
-  value: number;
-  unit: string;
-  note: string;
-}
+export type { BenchRow };
 
 export interface RelayCoreBenchOptions {
   /** Wall time spent on each measurement, milliseconds. */
@@ -70,10 +66,10 @@ function tallyScene(n: number): { self: string; statements: Vote[]; sliceOf: (no
   return { self: names[0] as string, statements, sliceOf: (node) => slices.get(node) };
 }
 
-/** Measures and returns the rows (also printed as a markdown table by `formatRows`). */
+/** Measures and returns the rows; `npm run bench` (bench/run-all.ts) prints them with the others. */
 export function runRelayCoreBench(options: RelayCoreBenchOptions = {}): BenchRow[] {
   const budgetMs = options.budgetMs ?? 1000;
-  const nowMs = options.nowMs ?? (() => performance.now());
+  const nowMs = options.nowMs ?? hostNowMs;
   const key = generateNodeKey();
   const publicKey = nodeIdToPublicKey(key.nodeId);
   const message = new TextEncoder().encode('x'.repeat(300)); // about the size of a vote's signed bytes
@@ -129,16 +125,6 @@ export function runRelayCoreBench(options: RelayCoreBenchOptions = {}): BenchRow
   return rows;
 }
 
-/** The rows as a markdown table. */
-export function formatRows(rows: readonly BenchRow[]): string {
-  const lines = ['| measurement | value | unit | note |', '|---|---:|---|---|'];
-  for (const row of rows) {
-    const value = row.value >= 100 ? Math.round(row.value).toString() : row.value.toPrecision(3);
-    lines.push(`| ${row.name} | ${value} | ${row.unit} | ${row.note} |`);
-  }
-  return lines.join('\n');
-}
-
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  console.log(formatRows(runRelayCoreBench()));
+  console.log(markdownTable(runRelayCoreBench()));
 }
