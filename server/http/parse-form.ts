@@ -31,6 +31,7 @@ export interface ParsedForm {
 }
 
 const FORM_TYPES = ['application/x-www-form-urlencoded', 'multipart/form-data'];
+const MAX_FILES = 8;
 
 /** A human size: "4 MiB", "64 KiB" or bytes. */
 export function formatBytes(bytes: number): string {
@@ -79,7 +80,9 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
     try {
       parser = busboy({
         headers: req.headers,
-        limits: { fileSize: maxFileBytes, fieldSize: maxFieldBytes, fields: 64, files: Math.max(fileFields.size, 1), parts: 128 },
+        // Files in other fields are read past and dropped (as FastAPI ignores unknown fields),
+        // but their number is bounded too.
+        limits: { fileSize: maxFileBytes, fieldSize: maxFieldBytes, fields: 64, files: MAX_FILES, parts: 128 },
       });
     } catch (err) {
       req.resume();
@@ -148,7 +151,7 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
     });
     parser.on('fieldsLimit', () => fail(new HttpError(413, 'too many form fields (at most 64)', { Connection: 'close' })));
     parser.on('partsLimit', () => fail(new HttpError(413, 'too many multipart parts (at most 128)', { Connection: 'close' })));
-    parser.on('filesLimit', () => fail(new HttpError(413, `too many files (at most ${Math.max(fileFields.size, 1)})`, { Connection: 'close' })));
+    parser.on('filesLimit', () => fail(new HttpError(413, `too many files (at most ${MAX_FILES})`, { Connection: 'close' })));
     parser.on('error', (err: Error) => fail(new HttpError(400, `There was an error parsing the body: ${err.message}`)));
     parser.on('close', () => {
       finished = true;

@@ -1,0 +1,85 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { HttpError } from './http-error.js';
+import { type FormLimits, formatBytes, parseFormBody } from './parse-form.js';
+
+/** Runs `parseFormBody` on a real request over loopback and returns what it produced. */
+let server: http.Server | undefined;
+afterEach(async () => {
+  await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+  server = undefined;
+});
+
+async function parse(limits: FormLimits, init: { headers?: Record<string, string>; body?: BodyInit }) {
+  let outcome: unknown;
+  server = http.createServer((req, res) => {
+    parseFormBody(req, limits).then(
+      (v) => {
+        outcome = v;
+        res.end('ok');
+      },
+      (err: unknown) => {
+        outcome = err;
+        res.setHeader('Connection', 'close');
+        res.end('err');
+      },
+    );
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', ...init })).text();
+  return outcome;
+}
+
+describe('parseFormBody', () => {
+  it('reports no body when nothing was sent', async () => {
+    expect(await parse({ maxBodyBytes: 100 }, {})).toEqual({ hasBody: false, values: {} });
+  });
+
+  it('reads urlencoded fields, the last value winning', async () => {
+    const got = await parse({ maxBodyBytes: 100 }, { body: 'a=1&b=two&a=3' , headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(got).toEqual({ hasBody: true, values: { a: '3', b: 'two' } });
+  });
+
+  it('hashes files while streaming and ignores files in fields that take none', async () => {
+    const body = new FormData();
+    body.set('board', 'pico');
+    body.set('firmware', new Blob([new TextEncoder().encode('abc')]), 'fw.elf');
+    body.set('other', new Blob([new Uint8Array(10)]), 'x.bin');
+    const got = (await parse({ maxBodyBytes: 10_000, maxFileBytes: 100, fileFields: ['firmware'] }, { body })) as { values: Record<string, unknown> };
+    expect(got.values).toEqual({
+      board: 'pico',
+      firmware: {
+        filename: 'fw.elf',
+        mimeType: 'application/octet-stream',
+        bytes: new TextEncoder().encode('abc'),
+        sizeBytes: 3,
+        sha256: 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+      },
+    });
+  });
+
+  it.each([
+    [{ maxBodyBytes: 10_000, maxFieldBytes: 4 }, 'a=12345', 413, 'form field "a" is larger than the limit of 4 bytes (4 bytes)'],
+    [{ maxBodyBytes: 5 }, 'a=12345', 413, 'the request body is larger than the limit of 5 bytes (5 bytes)'],
+  ])('refuses over-limit bodies: %j', async (limits, body, status, detail) => {
+    const got = await parse(limits, { body, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(got).toBeInstanceOf(HttpError);
+    expect(got).toMatchObject({ status, detail, headers: { Connection: 'close' } });
+  });
+
+  it('refuses a multipart type without a boundary with 400 and a JSON body with 415', async () => {
+    expect(await parse({ maxBodyBytes: 100 }, { body: 'x', headers: { 'content-type': 'multipart/form-data' } })).toMatchObject({ status: 400 });
+    expect(await parse({ maxBodyBytes: 100 }, { body: '{}', headers: { 'content-type': 'application/json' } })).toMatchObject({
+      status: 415,
+      detail: 'Unsupported Media Type: send the body as application/x-www-form-urlencoded or multipart/form-data, not application/json',
+    });
+  });
+});
+
+describe('formatBytes', () => {
+  it('names MiB, KiB or bytes', () => {
+    expect([formatBytes(4 * 1024 * 1024), formatBytes(65536), formatBytes(1000)]).toEqual(['4 MiB', '64 KiB', '1000 bytes']);
+  });
+});
