@@ -21,6 +21,17 @@ new DataView(lockupVectors.buffer).setUint32(0, 0x20001000, true);
 new DataView(lockupVectors.buffer).setUint32(4, 0xfffffff1, true);
 const lockup = firmwareImage(makeElf({ segments: [{ paddr: 0, data: lockupVectors }], entry: 0xfffffff1 }));
 
+// A 20-byte CMSDK UART echo, assembled once with arm-none-eabi-as (-mcpu=cortex-m3):
+//   mov.w r0, #0x40004000; movs r1, #3; str r1, [r0, #8]      @ CTRL: TX and RX enable
+//   loop: ldr r1, [r0, #4]; lsls r1, r1, #30; bpl loop       @ STATE bit 1: RX buffer full
+//   ldr r1, [r0]; str r1, [r0]; b loop                        @ DATA: echo the byte
+const echoCode = [0x4f, 0xf0, 0x40, 0x20, 0x03, 0x21, 0x81, 0x60, 0x41, 0x68, 0x89, 0x07, 0xfc, 0xd5, 0x01, 0x68, 0x01, 0x60, 0xf9, 0xe7];
+const echoBytes = new Uint8Array(8 + echoCode.length);
+new DataView(echoBytes.buffer).setUint32(0, 0x20001000, true);
+new DataView(echoBytes.buffer).setUint32(4, 0x9, true);
+echoBytes.set(echoCode, 8);
+const echo = firmwareImage(makeElf({ segments: [{ paddr: 0, data: echoBytes }], entry: 0x9 }));
+
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'hbq-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -132,6 +143,24 @@ describe('QemuBackend failure paths', () => {
       expect(processExists(first)).toBe(false);
       await device.run(0.05 * NANOS_PER_SECOND);
       expect(pidOf(device)).not.toBe(first);
+    } finally {
+      await device.close();
+    }
+  });
+
+  it('delivers writeUart bytes to the firmware, also bytes written before the first run', async () => {
+    const device = await new QemuBackend().open(board);
+    try {
+      let received = '';
+      device.onUart((chunk) => (received += new TextDecoder().decode(chunk.bytes)));
+      await device.flash(echo);
+      await device.writeUart(new TextEncoder().encode('ping'));
+      const first = await device.run(10 * NANOS_PER_SECOND, { until: () => received.includes('ping') });
+      expect(first.reason).toBe('until');
+      await device.writeUart(new TextEncoder().encode('pong'));
+      const second = await device.run(20 * NANOS_PER_SECOND, { until: () => received.includes('pong') });
+      expect(second.reason).toBe('until');
+      expect(received).toBe('pingpong');
     } finally {
       await device.close();
     }

@@ -6,7 +6,7 @@ import type { Board } from '../../boards/board-schema.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
 import { renodeStandinPath } from '../../test/fakes/renode-standin/standin-path.js';
-import { firmwareImage } from '../../test/support/make-elf.js';
+import { firmwareImage, makeElf } from '../../test/support/make-elf.js';
 import { BackendError, type Device, NANOS_PER_SECOND } from '../backend.js';
 import { processExists } from '../qemu/emulator-process.js';
 import { freeTcpPort, RenodeBackend, type RenodeBackendOptions } from './renode-backend.js';
@@ -207,7 +207,35 @@ describe('RenodeBackend process hygiene', () => {
   });
 });
 
+// A 24-byte STM32 USART2 echo, assembled once with arm-none-eabi-as (-mcpu=cortex-m4):
+//   ldr r0, =0x40004400; movw r1, #0x200c; str r1, [r0, #12]   @ CR1: UE, TE, RE
+//   loop: ldr r1, [r0]; lsls r1, r1, #26; bpl loop              @ SR bit 5: RXNE
+//   ldr r1, [r0, #4]; str r1, [r0, #4]; b loop                  @ DR: echo the byte
+//   .word 0x40004400                                             @ literal pool
+const echoCode = [0x04, 0x48, 0x42, 0xf2, 0x0c, 0x01, 0xc1, 0x60, 0x01, 0x68, 0x89, 0x06, 0xfc, 0xd5, 0x41, 0x68, 0x41, 0x60, 0xf9, 0xe7, 0x00, 0x44, 0x00, 0x40];
+const echoBytes = new Uint8Array(8 + echoCode.length);
+new DataView(echoBytes.buffer).setUint32(0, 0x20001000, true);
+new DataView(echoBytes.buffer).setUint32(4, 0x08000009, true);
+echoBytes.set(echoCode, 8);
+const echo = firmwareImage(makeElf({ segments: [{ paddr: 0x08000000, data: echoBytes }], entry: 0x08000009 }));
+
 describe('RenodeBackend UART input', () => {
+  it('delivers writeUart bytes to the firmware, also bytes written before the first run', async () => {
+    const device = await backend().open(board);
+    try {
+      let received = '';
+      device.onUart((chunk) => (received += new TextDecoder().decode(chunk.bytes)));
+      await device.flash(echo);
+      await device.writeUart(new TextEncoder().encode('ping'));
+      expect((await device.run(10 * NANOS_PER_SECOND, { until: () => received.includes('ping') })).reason).toBe('until');
+      await device.writeUart(new TextEncoder().encode('pong'));
+      expect((await device.run(20 * NANOS_PER_SECOND, { until: () => received.includes('pong') })).reason).toBe('until');
+      expect(received).toBe('pingpong');
+    } finally {
+      await device.close();
+    }
+  });
+
   // The example firmware does not read its UART, so this checks the socket path only: the write
   // completes while the terminal is connected and is refused once the device is closed.
   it('writes to the UART terminal socket while open and refuses after close', async () => {

@@ -146,6 +146,7 @@ const state = {
   /** Renode UART name -> terminal name. */
   connections: new Map<string, string>(),
   cpu: undefined as ChildProcess | undefined,
+  pendingInput: [] as Buffer[],
   started: false,
 };
 
@@ -228,7 +229,7 @@ async function createTerminal(portText: string, name: string, telnetText: string
     terminal.client = socket;
     if (terminal.telnet) socket.write(Buffer.from([255, 253, 0, 255, 253, 31, 255, 251, 1, 255, 251, 3, 255, 252, 34]));
     for (const chunk of terminal.queue.splice(0)) socket.write(chunk);
-    socket.on('data', (data) => state.cpu?.stdin?.write(data));
+    socket.on('data', (data) => toUart(data));
     socket.on('error', () => undefined);
     socket.on('close', () => {
       if (terminal.client === socket) terminal.client = undefined;
@@ -243,6 +244,12 @@ function connect(uart: string, terminalName: string) {
   if (!(uart in state.platform.uarts)) throw new CommandError(`Could not find peripheral ${uart}`);
   if (!state.terminals.has(terminalName)) throw new CommandError(`Could not find external ${terminalName}`);
   state.connections.set(uart, terminalName);
+}
+
+/** Client bytes for the UART receiver; held while no CPU runs (Renode's UART model buffers them). */
+function toUart(data: Buffer) {
+  if (state.cpu?.stdin) state.cpu.stdin.write(data);
+  else state.pendingInput.push(data);
 }
 
 function toTerminal(data: Buffer) {
@@ -267,6 +274,7 @@ function startCpu() {
     { stdio: ['pipe', 'pipe', 'pipe'] },
   );
   state.cpu = qemu;
+  for (const data of state.pendingInput.splice(0)) qemu.stdin.write(data);
   let stderr = '';
   qemu.stdout.on('data', (data: Buffer) => toTerminal(data));
   qemu.stderr.on('data', (data: Buffer) => (stderr += data.toString('utf8')));
