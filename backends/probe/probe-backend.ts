@@ -1,10 +1,10 @@
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Board } from '../../boards/board-schema.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import type { Clock } from '../../core/clock.js';
-import { ElfError, parseElf } from '../../core/elf.js';
 import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, NANOS_PER_SECOND } from '../backend.js';
+import { loadFirmwareImage } from '../image-check.js';
+import { findExecutable } from '../qemu/find-executable.js';
 import { type BenchBoard, type BenchFile, BenchFileError } from './bench-file.js';
 import type { ProbeTarget } from './probe-commands.js';
 import { ProbeDevice } from './probe-device.js';
@@ -64,8 +64,9 @@ export class ProbeBackend implements Backend {
     const health = await this.store.get(board.id);
     if (health.quarantine) return { available: false, reason: health.quarantine.reason };
     const tool = this.toolPath(attachment);
-    if (!isExecutable(tool)) {
-      return { available: false, reason: `${tool} is not installed or not executable on this host (install it, or set its path in the server options)` };
+    if (!findExecutable(tool)) {
+      const install = attachment.probe.kind === 'openocd' ? 'apt-get install -y openocd' : 'see https://probe.rs/docs/getting-started/installation/';
+      return { available: false, reason: `${tool} is not installed or not executable on this host (${install}), needed for ${board.id}` };
     }
     // Existence only: listing ports would spawn udevadm (see serial-link.ts).
     if (!this.options.serialBinding && !existsSync(attachment.serial.path)) {
@@ -198,20 +199,6 @@ function resolveTarget(source: string, board: Board, attachment: BenchBoard): Pr
   return { ...probe, chip };
 }
 
-/**
- * Whether `tool` can be executed. A bare name is looked up on PATH only when spawned (bin/ alone
- * reads the environment): a missing tool then fails the job as `unavailable`, exit 127.
- */
-function isExecutable(tool: string): boolean {
-  if (!tool.includes('/')) return true;
-  try {
-    accessSync(tool, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function readImage(file: string): FirmwareImage {
   let bytes: Uint8Array;
   try {
@@ -219,10 +206,5 @@ function readImage(file: string): FirmwareImage {
   } catch (err) {
     throw new BackendError('unavailable', `health-check firmware ${file} cannot be read: ${(err as Error).message}`);
   }
-  try {
-    return { bytes, sha256: createHash('sha256').update(bytes).digest('hex'), elf: parseElf(bytes) };
-  } catch (err) {
-    if (err instanceof ElfError) throw new BackendError('bad-image', `health-check firmware ${file} is not a valid ELF: ${err.message}`);
-    throw err;
-  }
+  return loadFirmwareImage(bytes);
 }

@@ -1,9 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { type Board, elfMachineFor } from '../../boards/board-schema.js';
+import type { Board } from '../../boards/board-schema.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
-import { loadableSegments, machineName } from '../../core/elf.js';
+import { loadableSegments } from '../../core/elf.js';
 import {
   BackendError,
   type Device,
@@ -13,6 +13,7 @@ import {
   throwIfCancelled,
   type UartChunk,
 } from '../backend.js';
+import { checkImageForBoard } from '../image-check.js';
 import type { BenchBoard } from './bench-file.js';
 import { flashArgs, haltArgs, type ProbeStep, type ProbeTarget, releaseResetArgs, toolFailure } from './probe-commands.js';
 import { runTool } from './run-tool.js';
@@ -43,27 +44,20 @@ export interface ProbeDeviceOptions {
 }
 
 /**
- * Checks that `image` can be programmed into `board`: the right architecture, and every byte it
- * carries inside a flash (or ROM) region of the MCU, since a probe can only program flash.
+ * The shared image check (architecture, ET_EXEC, segments inside the memory map), plus what is
+ * particular to a probe: it programs flash only, so every byte the image carries must load into
+ * a flash region. An image built to load into RAM runs in an emulator but not from a probe.
  */
 export function checkImageForProbe(board: Board, image: FirmwareImage): void {
-  const expected = elfMachineFor[board.mcu.architecture];
-  if (image.elf.machine !== expected) {
-    throw new BackendError(
-      'bad-image',
-      `ELF machine ${machineName(image.elf.machine)} does not match ${board.id}'s architecture ${board.mcu.architecture} (${machineName(expected)})`,
-    );
-  }
-  const segments = loadableSegments(image.elf).filter((s) => s.fileSizeBytes > 0);
-  if (segments.length === 0) throw new BackendError('bad-image', 'the ELF has no loadable (PT_LOAD) segments with bytes to program');
+  checkImageForBoard(image, board);
   const flash = board.mcu.memory.filter((r) => r.kind === 'flash');
-  for (const s of segments) {
+  for (const s of loadableSegments(image.elf).filter((segment) => segment.fileSizeBytes > 0)) {
     const inside = flash.some((r) => s.paddr >= r.start && s.paddr + s.fileSizeBytes <= r.start + r.sizeBytes);
     if (!inside) {
       const regions = flash.map((r) => `${r.name} 0x${r.start.toString(16)}..0x${(r.start + r.sizeBytes).toString(16)}`).join(', ');
       throw new BackendError(
         'bad-image',
-        `segment at 0x${s.paddr.toString(16)} (${s.fileSizeBytes} bytes) lies outside ${board.mcu.id}'s flash (${regions}); a probe can only program flash`,
+        `segment at 0x${s.paddr.toString(16)} (${s.fileSizeBytes} bytes) loads outside ${board.mcu.id}'s flash (${regions}); a probe programs flash only`,
       );
     }
   }
