@@ -188,8 +188,8 @@ export class Rp2040Engine implements SimEngine {
   queueUartInput(bytes: Uint8Array): void {
     const idle = this.rxQueue.length === 0 && !this.rxAlarm.scheduled;
     this.rxQueue.push(...bytes);
+    // The pending alarm also keeps a sleeping core from skipping past the byte's arrival.
     if (idle && this.rxQueue.length > 0) this.rxAlarm.schedule(this.charNanos());
-    // A byte on its way wakes nothing by itself, but it is an event the sleeping core must not skip.
   }
 
   private charNanos(): number {
@@ -239,10 +239,9 @@ export class Rp2040Engine implements SimEngine {
 
   private libraryMessage(level: 'warn' | 'error', component: string, message: string) {
     const pc = hex(this.rp2040.core.PC);
-    if (level === 'error' || /not implemented yet/.test(message)) {
-      const what = /not implemented yet/.test(message) ? 'undefined instruction' : 'fault';
-      throw new HardFault(`HardFault: ${what} near PC ${pc} (${component}: ${message})`);
-    }
+    if (/not implemented yet/.test(message)) throw new HardFault(`HardFault: undefined instruction near PC ${pc} (${component}: ${message})`);
+    // rp2040js logs errors for what the chip faults on, such as an unaligned word access.
+    if (level === 'error') throw new HardFault(`HardFault near PC ${pc}: ${component}: ${message}`);
     const invalid = /(?:invalid memory address|undefined address): ([0-9a-f]+)/.exec(message);
     if (invalid) {
       const address = parseInt(invalid[1]!, 16);

@@ -36,11 +36,7 @@ export async function runEngine(engine: SimEngine, options: RunEngineOptions): P
   const { signal, until, endNanos } = options;
   // Engines count fractional nanoseconds (62.5 ns AVR cycles, 83.3 ns at 12 MHz); callers get whole ones.
   const nowNanos = () => Math.round(engine.nanos);
-  const stopWith = (reason: 'elapsed' | 'until' | 'cancelled'): EngineRunStop => {
-    if (reason === 'elapsed') return { reason, elapsedNanos: nowNanos() };
-    if (reason === 'until') return { reason, elapsedNanos: nowNanos() };
-    return { reason, elapsedNanos: nowNanos() };
-  };
+  const stopWith = (reason: 'elapsed' | 'until' | 'cancelled'): EngineRunStop => ({ reason, elapsedNanos: nowNanos() });
 
   /** Hands out ready chunks; returns a stop if one of them ended the run. */
   const drain = (partial: boolean): EngineRunStop | undefined => {
@@ -60,6 +56,7 @@ export async function runEngine(engine: SimEngine, options: RunEngineOptions): P
       const stop = drain(false);
       if (stop) return stop;
       if (halt) {
+        // The exit or crash is the news; output still buffered is handed out first.
         const last = drain(true);
         if (last && last.reason === 'cancelled') return last;
         return { ...halt, elapsedNanos: nowNanos() };
