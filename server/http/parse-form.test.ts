@@ -11,7 +11,7 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function parse(limits: FormLimits, init: { headers?: Record<string, string>; body?: BodyInit }) {
+async function parse(limits: FormLimits, init: { headers?: Record<string, string>; body?: string | FormData }) {
   let outcome: unknown;
   server = http.createServer((req, res) => {
     parseFormBody(req, limits).then(
@@ -38,7 +38,7 @@ describe('parseFormBody', () => {
   });
 
   it('reads urlencoded fields, the last value winning', async () => {
-    const got = await parse({ maxBodyBytes: 100 }, { body: 'a=1&b=two&a=3' , headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const got = await parse({ maxBodyBytes: 100 }, { body: 'a=1&b=two&a=3', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
     expect(got).toEqual({ hasBody: true, values: { a: '3', b: 'two' } });
   });
 
