@@ -158,9 +158,14 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], log: (message:
 
   for (const r of routes) {
     const expressPath = r.path.replace(/\{(\w+)\}/g, ':$1');
+    // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
+    const authenticate = (req: Request, res: Response, next: (err?: unknown) => void) => {
+      const caller: Caller = r.auth === 'none' || r.auth === 'signature' ? { kind: 'anonymous' } : requireCredential(deps.credentials.authenticate(authorizationOf(req)), r.auth);
+      res.locals.caller = caller;
+      next();
+    };
     const handler = async (req: Request, res: Response) => {
-      let caller: Caller = { kind: 'anonymous' };
-      if (r.auth !== 'none' && r.auth !== 'signature') caller = requireCredential(deps.credentials.authenticate(authorizationOf(req)), r.auth);
+      const caller = res.locals.caller as Caller;
       const query = r.query ? parseOr422(r.query, req.query, 'query') : req.query;
       const body = r.body && (r.bodyKind ?? 'json') === 'json' ? parseOr422(r.body, req.body ?? {}, 'body') : (req.body as unknown);
       res.status(r.successStatus ?? 200);
@@ -170,7 +175,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], log: (message:
     };
     // Multipart uploads are streamed by the handler; JSON is parsed (bounded) for everything else.
     const parse = (req: Request, res: Response, next: (err?: unknown) => void) => (req.is('multipart/form-data') ? next() : json(req, res, next));
-    api[r.method](expressPath, parse, handler);
+    api[r.method](expressPath, authenticate, parse, handler);
   }
   const openapi = relayOpenApi(routes, deps.baseUrl);
   api.get('/openapi.json', (_req, res) => {

@@ -112,3 +112,12 @@ describe('credential format', () => {
     expect(r.status).toBe(401);
   });
 });
+
+describe('credentials come before the body', () => {
+  it('an unauthenticated call with a broken body is a 401, not a 422', async () => {
+    const r = await call(relay.baseUrl, 'POST', '/items', { rawBody: '{"kind":', headers: { 'content-type': 'application/json' } });
+    expect(r.status).toBe(401);
+    const asBot = await call(relay.baseUrl, 'POST', '/slice', { rawBody: '{', headers: { 'content-type': 'application/json' }, auth: botAuth });
+    expect(asBot.status).toBe(403);
+  });
+});
