@@ -12,8 +12,10 @@
  *   - sim boards (pico, uno): rp2040js / avr8js directly (scenarios/firmware/run-sim.ts); the UART
  *     text must match, the stop reason and exit code must be the manifest's, and the fresh build
  *     must print exactly what the committed image prints.
- *   - Renode boards: nothing here can run them; the fresh build must pass checkImageForBoard and
- *     have the same loadable segment layout and symbols as the committed image.
+ *   - Renode boards: Renode cannot run here. The fresh build must pass checkImageForBoard and
+ *     have the same loadable segment layout and symbols as the committed image; and where a QEMU
+ *     machine has the same memory map and console UART (`qemuStandIns`), both images also run
+ *     there, as a partial check of the register-level code.
  * Byte-identity with the committed image is reported, not required: builds are reproducible
  * with one toolchain but differ across gcc/binutils versions.
  *
@@ -56,11 +58,22 @@ interface QemuResult {
 }
 
 /** Runs one image on QEMU for at most `seconds` of wall time (QEMU without icount runs in host time). */
-export function runQemu(machine: string, file: string, seconds: number): Promise<QemuResult> {
+/**
+ * QEMU machines that can stand in for boards QEMU does not model: same flash/SRAM addresses and
+ * the console UART at the same address. The STM32F4DISCOVERY's STM32F407 and the Netduino Plus
+ * 2's STM32F405 share RM0090's memory map; QEMU wires USART2 (0x40004400) to its second -serial.
+ */
+export const qemuStandIns: Readonly<Record<string, { machine: string; serialIndex: number }>> = {
+  'stm32f4-discovery': { machine: 'netduinoplus2', serialIndex: 1 },
+};
+
+export function runQemu(machine: string, file: string, seconds: number, serialIndex = 0): Promise<QemuResult> {
+  // Earlier serial ports go to null so that `serialIndex` is the one on stdout.
+  const serials = [...Array.from({ length: serialIndex }, () => ['-serial', 'null']).flat(), '-serial', 'stdio'];
   return new Promise((resolve, reject) => {
     const child = spawn(
       'qemu-system-arm',
-      ['-M', machine, '-nographic', '-monitor', 'none', '-serial', 'stdio', '-semihosting-config', 'enable=on,target=native', '-kernel', file],
+      ['-M', machine, '-nographic', '-monitor', 'none', ...serials, '-semihosting-config', 'enable=on,target=native', '-kernel', file],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stdout = '';
@@ -90,17 +103,19 @@ function stderrSummary(text: string): string {
   return fatal ?? text.trimEnd().split('\n').slice(-3).join(' | ');
 }
 
-export async function checkQemu(entry: FirmwareEntry, file: string, machine: string, helloSeconds: number): Promise<string[]> {
+export async function checkQemu(entry: FirmwareEntry, file: string, machine: string, helloSeconds: number, serialIndex = 0): Promise<string[]> {
   const seconds = entry.outcome === 'runs' ? helloSeconds : 10;
-  const run = await runQemu(machine, file, seconds);
+  const run = await runQemu(machine, file, seconds, serialIndex);
+  // A stand-in runs a non-QEMU board's image: it exits like the QEMU boards' images do.
+  const qemuExitStatus = entry.qemuExitStatus ?? { runs: null, exits: entry.exitCode, crashes: 134 }[entry.outcome];
   const problems: string[] = [];
   if (!new RegExp(entry.uartPattern).test(run.stdout)) {
     problems.push(`UART output ${JSON.stringify(run.stdout.slice(0, 200))} does not match /${entry.uartPattern}/ (stderr: ${stderrSummary(run.stderr)})`);
   }
   if (entry.outcome === 'runs' && !run.timedOut) problems.push(`expected to run for ${seconds} s, but QEMU exited with ${run.status}: ${stderrSummary(run.stderr)}`);
   if (entry.outcome !== 'runs') {
-    if (run.timedOut) problems.push(`expected QEMU to exit with ${entry.qemuExitStatus}, still running after ${seconds} s`);
-    else if (run.status !== entry.qemuExitStatus) problems.push(`QEMU exit status ${run.status}, expected ${entry.qemuExitStatus}: ${stderrSummary(run.stderr)}`);
+    if (run.timedOut) problems.push(`expected QEMU to exit with ${qemuExitStatus}, still running after ${seconds} s`);
+    else if (run.status !== qemuExitStatus) problems.push(`QEMU exit status ${run.status}, expected ${qemuExitStatus}: ${stderrSummary(run.stderr)}`);
   }
   if (entry.outcome === 'crashes' && !run.stderr.includes('Lockup')) problems.push(`expected a Lockup report on stderr, got: ${stderrSummary(run.stderr)}`);
   return problems;
@@ -177,8 +192,16 @@ async function main(): Promise<number> {
         problems.push(...label('rebuilt', fresh.problems));
         if (fresh.fingerprint !== old.fingerprint) problems.push(`rebuilt prints or stops differently from the committed image: ${fresh.fingerprint} vs ${old.fingerprint}`);
       }
-    } else if (rebuilt && layout(rebuilt) !== layout(committed)) {
-      problems.push(`rebuilt layout ${layout(rebuilt)} differs from committed ${layout(committed)} (cannot run ${entry.backend} here)`);
+    } else {
+      if (rebuilt && layout(rebuilt) !== layout(committed)) {
+        problems.push(`rebuilt layout ${layout(rebuilt)} differs from committed ${layout(committed)} (cannot run ${entry.backend} here)`);
+      }
+      const standIn = qemuStandIns[entry.board];
+      if (standIn) {
+        const on = `on QEMU ${standIn.machine} (stand-in)`;
+        problems.push(...label(`committed ${on}`, await checkQemu(entry, committedFile, standIn.machine, options.helloSeconds, standIn.serialIndex)));
+        if (rebuiltFile) problems.push(...label(`rebuilt ${on}`, await checkQemu(entry, rebuiltFile, standIn.machine, options.helloSeconds, standIn.serialIndex)));
+      }
     }
     return problems;
   };
@@ -196,7 +219,8 @@ async function main(): Promise<number> {
   await Promise.all([worker(), worker()]);
   manifest.firmware.forEach((entry, i) => {
     const problems = results[i]!;
-    const how = entry.checkedWith ?? `${entry.backend} (not runnable here: layout compared)`;
+    const standIn = qemuStandIns[entry.board];
+    const how = entry.checkedWith ?? `${entry.backend} (not runnable here: layout compared${standIn ? `, run on QEMU ${standIn.machine} as a stand-in` : ''})`;
     if (problems.length === 0) process.stdout.write(`ok   ${entry.path} on ${how}\n`);
     else {
       failures++;
