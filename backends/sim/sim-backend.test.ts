@@ -149,6 +149,8 @@ describe('SimDevice', () => {
     const error = await rejection(device.run(600_000_000_000));
     expect(error.kind).toBe('cancelled');
     expect(error.message).toMatch(/the device was closed/);
+    // The chip is released, its totals are kept.
+    expect(device.stats.simulatedNanos).toBeGreaterThanOrEqual(3_000_000);
     expect((await rejection(device.writeUart(new Uint8Array(1)))).message).toMatch(/after close/);
   });
 

@@ -143,6 +143,8 @@ export class SimDevice implements Device {
     this.closed = true;
     this.closing.abort(new Error('device closed'));
     this.listeners.clear();
+    // Let the chip's memories (16 MiB of RP2040 flash) go; the totals stay readable in `stats`.
+    this.retire();
   }
 
   private build(image: FirmwareImage): SimEngine {
