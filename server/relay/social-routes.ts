@@ -17,6 +17,11 @@ export function readableCode(length = 12): string {
   return out;
 }
 
+/** The PNG QR code of a pairing URL (error correction M: survives a phone camera at an angle). */
+export function pairingQrPng(url: string): Promise<Buffer> {
+  return QRCode.toBuffer(url, { type: 'png', errorCorrectionLevel: 'M', margin: 2, scale: 6 });
+}
+
 interface PairingRow {
   token_hash: string;
   node_id: string;
@@ -153,7 +158,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       handle: async ({ params, res }) => {
         const row = pairingOf(params.token!);
         if (pairingState(row) !== 'pending') throw new RelayError(410, `pairing token is ${pairingState(row)}`);
-        const png = await QRCode.toBuffer(pairUrl(params.token!), { type: 'png', errorCorrectionLevel: 'M', margin: 2, scale: 6 });
+        const png = await pairingQrPng(pairUrl(params.token!));
         res.status(200).set({ 'content-type': 'image/png', 'cache-control': 'no-store' }).send(png);
         return alreadySent;
       },

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { verifyVote, type Vote } from '../../server/relay/protocol.js';
 import { verifySignedDocument } from '../../server/relay/signed-document.js';
+import { pairingQrPng } from '../../server/relay/social-routes.js';
 import { call, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
@@ -63,7 +64,10 @@ describe('pairing', () => {
     expect(qr.headers.get('content-type')).toBe('image/png');
     const png = new Uint8Array(await qr.arrayBuffer());
     expect([...png.slice(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-    expect(png.length).toBeGreaterThan(200);
+    // It encodes the pairing URL: the same URL renders to the same image, another URL does not.
+    expect(Buffer.from(png).equals(await pairingQrPng(String(start.body.url)))).toBe(true);
+    expect(Buffer.from(png).equals(await pairingQrPng(`${relay.baseUrl}/pair/other`))).toBe(false);
+    expect(start.body.url).toBe(`${relay.baseUrl}/pair/${token}`);
     expect((await call(relay.baseUrl, 'GET', `/pair/${token}`)).body).toMatchObject({ state: 'pending', node_id: ann.nodeId, name: 'ann' });
     expect((await post('/pair/confirm', { token }, ann.auth)).status).toBe(409);
     const confirm = await post('/pair/confirm', { token }, ben.auth);
