@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Board } from '../../boards/board-schema.js';
 import { BackendError, type FirmwareImage, NANOS_PER_SECOND } from '../../backends/backend.js';
+import { loadFirmwareImage } from '../../backends/image-check.js';
 import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
 import { ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
 import type { JobDispatcher } from '../../harness/dispatcher.js';
@@ -87,7 +88,18 @@ export class Bench {
         await this.finishFailed(job.jobId, 'internal', `the firmware ${job.firmware.sha256} of this job is missing from the blob store`);
         continue;
       }
-      this.launch(job, { bytes, sha256: job.firmware.sha256, elf: parseElf(bytes) });
+      let image: FirmwareImage;
+      try {
+        image = loadFirmwareImage(bytes);
+      } catch (err) {
+        await this.finishFailed(job.jobId, 'internal', `the stored firmware of this job no longer parses: ${(err as Error).message}`);
+        continue;
+      }
+      if (image.sha256 !== job.firmware.sha256) {
+        await this.finishFailed(job.jobId, 'internal', `the stored firmware of this job is corrupted (sha256 ${image.sha256}, expected ${job.firmware.sha256})`);
+        continue;
+      }
+      this.launch(job, image);
     }
   }
 

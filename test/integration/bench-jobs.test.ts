@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -315,6 +315,27 @@ describe('jobs and leases', () => {
     expect(app.logger.lines).toContain(`warn: job ${hung.job_id} on pico was interrupted by a restart`);
     // Finished jobs, their UART and the agent's token survive as they were.
     expect(await getJob(token, finished.job_id)).toEqual(before);
+  });
+});
+
+describe('recovery', () => {
+  it('fails a queued job whose stored firmware changed on disk while the server was down', async () => {
+    const { token } = await app.register();
+    const sid = ((await (await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams({ board: 'pico' }) })).json()) as { session_id: string }).session_id;
+    await flash(token, { board: 'pico', session: sid }, withFault('run-hang'));
+    await settle();
+    const elf = picoElf();
+    const queued = (await (await flash(token, { board: 'pico', session: sid }, elf)).json()) as JobJson;
+    await app.close();
+    writeFileSync(path.join(app.dataDir, 'firmware', firmwareImage(elf).sha256), makeElf({ entry: 0x10000001, segments: [{ paddr: FLASH, data: new Uint8Array(4) }] }));
+    app = await app.restart();
+    await app.idle();
+    const job = await getJob(token, queued.job_id);
+    expect(job.state).toBe('failed');
+    expect(job.failure).toEqual({
+      kind: 'internal',
+      message: expect.stringMatching(/^the stored firmware of this job is corrupted \(sha256 [0-9a-f]{64}, expected [0-9a-f]{64}\)$/),
+    });
   });
 });
 
