@@ -122,6 +122,30 @@ export function runRelayCoreBench(options: RelayCoreBenchOptions = {}): BenchRow
       note: `${scene.statements.length} statements`,
     });
   }
+  // A caller that re-creates slice objects on every lookup (e.g. JSON.parse from a database row)
+  // misses maxQuorum's per-object compile cache: this row shows what that costs.
+  const fresh = tallyScene(1000);
+  const perSecondFresh = opsPerSecond(
+    () =>
+      tally({
+        self: fresh.self,
+        item: 'ab'.repeat(32),
+        statements: fresh.statements,
+        sliceOf: (node) => {
+          const slice = fresh.sliceOf(node);
+          return slice && { t: slice.t, v: slice.v, i: slice.i };
+        },
+        emitted: [],
+      }),
+    budgetMs,
+    nowMs,
+  );
+  rows.push({
+    name: 'tally, 1000 nodes, slice objects re-created on every lookup',
+    value: 1000 / perSecondFresh,
+    unit: 'ms/tally',
+    note: 'no compile-cache hits: keep parsed slices in a Map',
+  });
   return rows;
 }
 

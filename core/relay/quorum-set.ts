@@ -129,7 +129,9 @@ function intern(id: string): number {
 function compile(q: QuorumSet): CompiledSet {
   let c = compiledSlices.get(q);
   if (!c) {
-    c = { t: q.t, v: Int32Array.from(q.v, intern), i: q.i.map(compile) };
+    const v = new Int32Array(q.v.length);
+    for (let k = 0; k < v.length; k++) v[k] = intern(q.v[k] as string);
+    c = { t: q.t, v, i: q.i.map(compile) };
     compiledSlices.set(q, c);
   }
   return c;

@@ -72,7 +72,16 @@ function emptyVoters(): Voters {
 
 /** Computes self's bulletin for the item. Pure: same input, same output, whatever the statement order. */
 export function tally(input: TallyInput): Bulletin {
-  const { self, item, sliceOf } = input;
+  const { self, item } = input;
+  // One lookup per node per tally: the three maxQuorum calls then share slice objects (and their
+  // compiled forms) even when the caller builds a fresh object on every lookup.
+  const slices = new Map<string, QuorumSet | undefined>();
+  const sliceOf = (node: string): QuorumSet | undefined => {
+    if (slices.has(node)) return slices.get(node);
+    const slice = input.sliceOf(node);
+    slices.set(node, slice);
+    return slice;
+  };
   // Deduplicate on (voter, item, value, phase): statements are facts, repeating one adds nothing.
   const voters = emptyVoters();
   for (const s of input.statements) {
