@@ -135,6 +135,10 @@ export class Rp2040Engine implements SimEngine {
     return this.clock.nanos;
   }
 
+  get clockHz(): number {
+    return this.rp2040.clkSys;
+  }
+
   get asleepForever(): boolean {
     return this.rp2040.core.waiting && this.clock.nextAlarmNanos === undefined;
   }

@@ -8,6 +8,7 @@ import { UartOutputBuffer } from './uart-output-buffer.js';
  * a given time, and may report itself asleep for ever.
  */
 class ScriptedEngine implements SimEngine {
+  readonly clockHz = 1_000_000;
   nanos = 0;
   instructions = 0;
   sleptNanos = 0;

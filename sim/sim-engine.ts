@@ -22,6 +22,8 @@ export interface EngineUartChunk {
 }
 
 export interface SimEngine {
+  /** The core clock now, in hertz (firmware may change it: the RP2040 resets at 125 MHz in rp2040js). */
+  readonly clockHz: number;
   /** Simulated nanoseconds since reset release. */
   readonly nanos: number;
   /** Instructions executed since reset release. */

@@ -178,7 +178,7 @@ describe('SimDevice', () => {
     const stop = await device.run(1_000_000);
     expect(stop).toMatchObject({ reason: 'crashed', message: expect.stringMatching(/bkpt #5/) });
     expect(seen.join('')).toBe('hi\n');
-    expect(device.stats).toMatchObject({ instructions: 8, simulatedNanos: stop.elapsedNanos, sleptNanos: 0, hostMs: 0 });
+    expect(device.stats).toMatchObject({ instructions: 8, simulatedNanos: stop.elapsedNanos, sleptNanos: 0, hostMs: 0, coreClockHz: 125_000_000 });
 
     await device.flash(image(thumbProgram(THUMB_SLEEP_FOR_EVER)));
     await device.run(3_000_000);

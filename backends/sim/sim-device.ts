@@ -24,6 +24,8 @@ export interface SimStats {
   sleptNanos: number;
   /** Host milliseconds spent inside `run`, on the injected clock. */
   hostMs: number;
+  /** The core clock of the current chip, in hertz, as the firmware has set it (undefined before flash). */
+  coreClockHz: number | undefined;
 }
 
 /** What the device needs from its backend: how to build a fresh chip for an image. */
@@ -68,6 +70,7 @@ export class SimDevice implements Device {
       simulatedNanos: this.retired.simulatedNanos + (e?.nanos ?? 0),
       sleptNanos: this.retired.sleptNanos + (e?.sleptNanos ?? 0),
       hostMs: this.hostMs,
+      coreClockHz: e?.clockHz,
     };
   }
 
