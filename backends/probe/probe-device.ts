@@ -124,11 +124,12 @@ export class ProbeDevice implements Device {
     const deadlineMs = this.releaseMs + Math.ceil(durationNanos / NANOS_PER_MS);
     const elapsedNanos = () => (this.options.clock.nowMs() - this.releaseMs) * NANOS_PER_MS;
     const reason = await this.waitFor(deadlineMs, options);
+    const stoppedAtNanos = Math.max(elapsedNanos(), this.lastAtNanos);
     // The firmware may finish its hello before the release command exits: wait for the
     // command, so a failed reset is never reported as a successful run.
     if (this.release) await this.release;
     await this.options.hooks.succeeded();
-    return { reason, elapsedNanos: Math.max(elapsedNanos(), this.lastAtNanos) };
+    return { reason, elapsedNanos: stoppedAtNanos };
   }
 
   async writeUart(bytes: Uint8Array): Promise<void> {
