@@ -7,12 +7,14 @@ import {
   type Vote,
   blocks,
   bulletinRank,
+  quorumSetMembers,
+  sat,
   otherValue,
   sliceClosure,
   tally,
   voteValues,
 } from '../../core/relay/index.js';
-import { ITEM, nodeName, statement, statementsArb, topologyArb } from './relay-arbitraries.js';
+import { ITEM, allQuorums, nodeName, statement, statementsArb, topologyArb } from './relay-arbitraries.js';
 
 // Each run is one or two tallies over <= 7 nodes and <= 30 statements: a few hundred runs cost ~1 s.
 const NUM_RUNS = 300;
@@ -181,5 +183,53 @@ describe('tally invariants', () => {
       }),
       { numRuns: NUM_RUNS },
     );
+  });
+});
+
+describe('tally against a brute-force reading of the design note (n <= 7)', () => {
+  it('accepts and confirms exactly when quorums found by enumeration say so', () => {
+    const seen = { conflicted: 0, open: 0, accepted: 0, confirmed: 0 };
+    fc.assert(
+      fc.property(scene, (s) => {
+        const sliceOf = (node: string) => s.topology.get(node);
+        const slice = sliceOf(s.self);
+        if (!slice) return;
+        const b = run(s, s.statements, []);
+        const said = (p: string, phases: readonly string[]) =>
+          new Set(s.statements.filter((v) => v.value === p && phases.includes(v.phase)).map((v) => v.voter));
+        const hasQuorumWithSelf = (within: Set<string>) =>
+          allQuorums([...new Set([...within, s.self])], sliceOf).some((q) => q.has(s.self));
+        const byQuorum = (p: string) => said(p, ['vote', 'accept', 'confirm']).has(s.self) && hasQuorumWithSelf(said(p, ['vote', 'accept', 'confirm']));
+        // v-blocking by its definition: no set avoiding the accepters satisfies self's slice.
+        const members = quorumSetMembers(slice);
+        const byBlocking = (p: string) => {
+          const accepters = said(p, ['accept', 'confirm']);
+          return !sat(slice, new Set([...members].filter((m) => !accepters.has(m))));
+        };
+        const acceptable = voteValues.filter((p) => byQuorum(p) || byBlocking(p));
+        const ownBoth = voteValues.every((p) => said(p, ['vote']).has(s.self)) || voteValues.every((p) => said(p, ['accept', 'confirm']).has(s.self));
+        const ownAccept = voteValues.find((p) => said(p, ['accept', 'confirm']).has(s.self));
+        if (ownBoth || acceptable.length === 2 || (ownAccept !== undefined && acceptable.includes(otherValue(ownAccept)))) {
+          expect(b.state).toBe('conflicted');
+          seen.conflicted++;
+          return;
+        }
+        const accepted = ownAccept ?? acceptable[0];
+        if (accepted === undefined) {
+          expect(['uncommitted', 'voted']).toContain(b.state);
+          seen.open++;
+          return;
+        }
+        seen[b.state === 'confirmed' ? 'confirmed' : 'accepted']++;
+        expect(b.value).toBe(accepted);
+        const confirmedByQuorum = hasQuorumWithSelf(new Set([...said(accepted, ['accept', 'confirm']), s.self]));
+        const ownConfirm = said(accepted, ['confirm']).has(s.self);
+        expect(b.state).toBe(confirmedByQuorum || ownConfirm ? 'confirmed' : 'accepted');
+        expect(b.accepted_via).toBe(byQuorum(accepted) ? 'quorum' : byBlocking(accepted) ? 'v-blocking' : null);
+      }),
+      { numRuns: NUM_RUNS },
+    );
+    // Every branch of the oracle was exercised.
+    for (const count of Object.values(seen)) expect(count).toBeGreaterThan(NUM_RUNS / 50);
   });
 });
