@@ -3,7 +3,7 @@ import type { Board } from '../../boards/board-schema.js';
 import { BackendError, type FirmwareImage, NANOS_PER_SECOND } from '../../backends/backend.js';
 import { loadFirmwareImage } from '../../backends/image-check.js';
 import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
-import { ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
+import { type ElfFile, ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
 import type { JobDispatcher } from '../../harness/dispatcher.js';
 import { concatUart, type FirmwareRun } from '../../harness/run-firmware.js';
 import type { UploadedFile } from '../http/form-schema.js';
@@ -256,7 +256,7 @@ export class Bench {
   ): Promise<JobBody> {
     const resolved = this.boardOr404(input.board);
     const { firmware } = input;
-    let elf;
+    let elf: ElfFile;
     try {
       elf = parseElf(firmware.bytes);
     } catch (err) {
@@ -366,7 +366,7 @@ export class Bench {
         state: 'done',
         nowMs: this.now(),
         uart: this.uartRecord(outcome),
-        stop: stopRecord(outcome),
+        stop: outcome.stop,
         flashMs: outcome.flashMs,
         runMs: outcome.runMs,
       });
@@ -655,17 +655,13 @@ function sessionBody(s: SessionRecord): SessionBody {
   };
 }
 
-function elfSummary(elf: ReturnType<typeof parseElf>): ElfSummary {
+function elfSummary(elf: ElfFile): ElfSummary {
   return {
     machine: elf.machine,
     machineName: machineName(elf.machine),
     entry: elf.entry,
     segments: loadableSegments(elf).map((s) => ({ paddr: s.paddr, vaddr: s.vaddr, fileSizeBytes: s.fileSizeBytes, memSizeBytes: s.memSizeBytes })),
   };
-}
-
-function stopRecord(run: FirmwareRun): StopRecord {
-  return run.stop;
 }
 
 function stopBody(stop: StopRecord): NonNullable<JobBody['stop']> {
