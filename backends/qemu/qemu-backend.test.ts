@@ -92,6 +92,9 @@ describe('QemuBackend failure paths', () => {
       const stop = await device.run(10 * NANOS_PER_SECOND);
       expect(stop).toMatchObject({ reason: 'crashed', message: expect.stringMatching(/^Lockup: can't escalate 3 to HardFault.* at PC=0x[0-9a-f]{8}$/) });
       await expect(device.run(20 * NANOS_PER_SECOND)).resolves.toEqual(stop);
+      // After reset the same image runs (and crashes) again in a fresh QEMU.
+      await device.reset();
+      await expect(device.run(10 * NANOS_PER_SECOND)).resolves.toMatchObject({ reason: 'crashed' });
     } finally {
       await device.close();
     }

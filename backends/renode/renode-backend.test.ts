@@ -163,6 +163,28 @@ describe('RenodeBackend failure modes (stand-in faults)', () => {
   });
 });
 
+describe('RenodeBackend reset', () => {
+  it('runs the firmware again after a crash, through the monitor, in the same Renode process', async () => {
+    const device = await backend().open(board);
+    try {
+      let text = '';
+      device.onUart((chunk) => (text += new TextDecoder().decode(chunk.bytes)));
+      await device.flash(image('crash'));
+      const pid = pidOf(device);
+      await expect(device.run(5 * NANOS_PER_SECOND)).resolves.toMatchObject({ reason: 'crashed' });
+      await expect(device.run(5 * NANOS_PER_SECOND)).resolves.toMatchObject({ reason: 'crashed' });
+      const firstBoot = text;
+      text = '';
+      await device.reset();
+      await expect(device.run(5 * NANOS_PER_SECOND)).resolves.toMatchObject({ reason: 'crashed' });
+      expect(text).toBe(firstBoot);
+      expect(pidOf(device)).toBe(pid);
+    } finally {
+      await device.close();
+    }
+  });
+});
+
 describe('RenodeBackend process hygiene', () => {
   it('leaves no Renode (nor the stand-in\'s emulator) after a cancelled run', async () => {
     const device = await backend().open(board);
