@@ -204,6 +204,22 @@ describe('POST /api/v1/jobs/flash', () => {
     expect(res.status).toBe(404);
   });
 
+  it('lets exactly one of many agents racing for a free board get a job on it', async () => {
+    const agents = await Promise.all(Array.from({ length: 12 }, (_, i) => app.register(`racer-${i}`)));
+    const results = await Promise.all(agents.map((a) => flash(a.token, { board: 'pico' }, withFault('run-hang'))));
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(agents.length - 1);
+    expect((await app.server.service.store.counts()).jobsTotal).toBe(1);
+  });
+
+  it("hides another agent's job as 404, exactly like a job that does not exist", async () => {
+    const { token } = await app.register('carol');
+    const missing = await app.request('/api/v1/jobs/job_doesnotexist', { headers: bearer(token) });
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ detail: 'job job_doesnotexist not found' });
+  });
+
   it("hides another agent's job as 404", async () => {
     const alice = await app.register('alice');
     const bob = await app.register('bob');
