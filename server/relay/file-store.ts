@@ -67,7 +67,7 @@ export class FileStore {
       let title: string | undefined;
       let filename = '';
       let settled = false;
-      let upload: Promise<{ itemId: string; bytes: number; mediaType: string; tmp: string; truncated: boolean }> | undefined;
+      let upload: Promise<{ itemId: string; bytes: number; mediaType: string; tmp: string }> | undefined;
       const fail = (err: unknown) => {
         if (settled) return;
         settled = true;
@@ -88,22 +88,24 @@ export class FileStore {
         const tmp = join(this.dir, `tmp-${randomBytes(8).toString('hex')}`);
         const hash = createHash('sha256');
         let bytes = 0;
-        let truncated = false;
         stream.on('data', (chunk: Buffer) => {
           hash.update(chunk);
           bytes += chunk.length;
         });
         stream.on('limit', () => {
-          truncated = true;
           fail(tooLarge());
+          // The rest of the request is discarded, so this part never ends by itself: end the copy
+          // here, which rejects the pipeline below and removes the partial temp file.
+          stream.destroy(tooLarge());
         });
         upload = pipeline(stream, createWriteStream(tmp, { mode: 0o600 }))
-          .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType || 'application/octet-stream', tmp, truncated }))
+          .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType || 'application/octet-stream', tmp }))
           .catch((err: unknown) => {
             safeUnlink(tmp);
             throw err;
           });
-        upload.then((u) => u.truncated && safeUnlink(u.tmp)).catch(() => undefined);
+        // After a failure nobody awaits the upload; its rejection is expected and already handled.
+        upload.catch(() => undefined);
       });
       bb.on('error', (err: unknown) => fail(RelayError.invalid(['body'], `Value error, malformed multipart body: ${(err as Error).message}`, null)));
       bb.on('close', () => {
@@ -116,11 +118,6 @@ export class FileStore {
           (u) => {
             if (settled) return;
             settled = true;
-            if (u.truncated) {
-              safeUnlink(u.tmp);
-              reject(tooLarge());
-              return;
-            }
             const target = this.pathOf(u.itemId);
             if (existsSync(target)) safeUnlink(u.tmp);
             else renameSync(u.tmp, target);

@@ -160,6 +160,9 @@ describe('file items', () => {
     expect(outcome.status).toBe(413);
     // The answer came long before the client had sent everything it offered.
     expect(outcome.sentChunks).toBeLessThan(totalChunks);
+    // And the partial temp file is gone.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(tempFiles()).toEqual([]);
   });
 
   it('refuses a far larger upload on its Content-Length before reading a byte of it', async () => {
