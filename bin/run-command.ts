@@ -1,0 +1,187 @@
+/**
+ * `hilbench run`: replays scenario files (docs/scenarios.md) against an in-process bench + relay
+ * on a fake clock (default) or against remote services in real time. Returns the exit code;
+ * bin/hilbench.ts is the only place that exits.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createClock } from '@sinonjs/fake-timers';
+import type { Board, BackendName } from '../boards/board-schema.js';
+import { loadBoardCatalog } from '../boards/catalog.js';
+import { clockFromFakeTimers, systemClock } from '../core/clock.js';
+import { createBackends } from '../harness/backend-registry.js';
+import { loadScenario } from '../harness/scenario/load-scenario.js';
+import { describeFailure, runScenario, type ScenarioResult } from '../harness/scenario/run-scenario.js';
+import { ScenarioError } from '../harness/scenario/scenario-error.js';
+import { exitCodeOf, jsonReport, junitReport } from '../harness/scenario/scenario-report.js';
+import { remoteTarget, type ScenarioTarget } from '../harness/scenario/scenario-target.js';
+import type { Logger } from '../server/http/logger.js';
+import { startBenchServer } from '../server/bench/bench-service.js';
+import type { BackendChoice } from '../server/bench/board-backends.js';
+import { startRelayServer } from '../server/relay/relay-service.js';
+
+/** Every in-process run starts its fake clock here, so recorded times and expiries are reproducible. */
+export const SCENARIO_START_MS = Date.UTC(2026, 0, 1);
+
+export interface InProcessTarget {
+  target: ScenarioTarget;
+  close(): Promise<void>;
+}
+
+/** Offline boards are expected on single-backend runs: only unexpected server errors are shown. */
+const quietLogger: Logger = { info: () => {}, warn: () => {}, error: (message, cause) => console.error(`[hilbench] error: ${message}`, cause ?? "") };
+
+/**
+ * A fresh bench service and relay on 127.0.0.1:0, sharing one fake clock (never installed
+ * globally), on a temporary data dir removed at `close()`. Device steps run on `backend`'s
+ * backend (`auto` uses sim for them: the in-process real-execution backend).
+ */
+export async function startInProcessTarget(options: { backend: BackendChoice; boards?: readonly Board[]; startMs?: number; logger?: Logger }): Promise<InProcessTarget> {
+  const boards = options.boards ?? loadBoardCatalog();
+  const fake = createClock(options.startMs ?? SCENARIO_START_MS);
+  const clock = clockFromFakeTimers(fake);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-scenario-'));
+  // Backends keep real time for their own process timeouts (QEMU, Renode); only the services' clock is fake.
+  const backends = createBackends({ clock: systemClock, boards });
+  const bench = await startBenchServer({
+    port: 0,
+    dataDir: path.join(dataDir, 'bench'),
+    clock,
+    boards,
+    backends,
+    backend: options.backend,
+    publicBaseUrl: 'http://bench.scenario.test',
+    logger: options.logger ?? quietLogger,
+  });
+  let relay;
+  try {
+    relay = await startRelayServer({ clock, dataDir: path.join(dataDir, 'relay'), log: () => {} });
+  } catch (err) {
+    await bench.close();
+    throw err;
+  }
+  const deviceBackendName: BackendName = options.backend === 'auto' ? 'sim' : options.backend;
+  const backend = backends[deviceBackendName];
+  const target: ScenarioTarget = {
+    description: `in-process bench and relay, backend ${options.backend}, simulated host clock`,
+    benchUrl: bench.url,
+    relayUrl: relay.baseUrl,
+    clock,
+    advance: async (ms) => {
+      await fake.tickAsync(ms);
+    },
+    simulatedHost: true,
+    ...(backend ? { backend } : {}),
+    boards,
+  };
+  return {
+    target,
+    close: async () => {
+      await Promise.allSettled([bench.close(), relay.close()]);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Expands `*`, `**` and `?` in paths (Node 20 has no fs.glob); plain paths pass through. */
+export function expandGlobs(patterns: readonly string[], cwd = process.cwd()): string[] {
+  const out: string[] = [];
+  for (const pattern of patterns) {
+    if (!/[*?]/.test(pattern)) {
+      out.push(path.resolve(cwd, pattern));
+      continue;
+    }
+    const parts = pattern.split(/[\\/]/);
+    const firstGlob = parts.findIndex((p) => /[*?]/.test(p));
+    const root = path.resolve(cwd, parts.slice(0, firstGlob).join('/') || '.');
+    const rest = parts.slice(firstGlob).join('/');
+    const source = rest
+      .replace(/[.+^${}()|[\]]/g, '\\$&')
+      .replace(/\*\*\//g, '\u0000')
+      .replace(/\*\*/g, '.*')
+      .replace(/\*/g, '[^/]*')
+      .replace(/\?/g, '[^/]')
+      .replace(/\u0000/g, '(?:.*/)?');
+    const re = new RegExp(`^${source}$`);
+    const walk = (dir: string, rel: string) => {
+      let names: string[];
+      try {
+        names = readdirSync(dir).sort();
+      } catch {
+        return;
+      }
+      for (const name of names) {
+        const full = path.join(dir, name);
+        const relative = rel ? `${rel}/${name}` : name;
+        if (statSync(full).isDirectory()) walk(full, relative);
+        else if (re.test(relative)) out.push(full);
+      }
+    };
+    walk(root, '');
+  }
+  return [...new Set(out)];
+}
+
+export interface RunCommandOptions {
+  files: string[];
+  backend: BackendChoice;
+  benchUrl?: string;
+  relayUrl?: string;
+  junit?: string;
+  json?: string;
+  vars?: Record<string, string>;
+  boardsDir?: string;
+  /** Where progress and failures go (default console.log). */
+  print?: (line: string) => void;
+}
+
+/** Runs every file; prints one line per scenario and a block per failure; writes reports. Returns the exit code. */
+export async function runCommand(options: RunCommandOptions): Promise<number> {
+  const print = options.print ?? ((line: string) => console.log(line));
+  const files = expandGlobs(options.files);
+  if (!files.length) {
+    print(`hilbench run: no scenario files match ${options.files.join(' ')}`);
+    return 2;
+  }
+  const boards = options.boardsDir ? loadBoardCatalog(options.boardsDir) : loadBoardCatalog();
+  const remote = options.benchUrl !== undefined || options.relayUrl !== undefined;
+  const results: ScenarioResult[] = [];
+  for (const file of files) {
+    let result: ScenarioResult;
+    try {
+      const scenario = loadScenario(file);
+      if (remote) {
+        const backends = createBackends({ clock: systemClock, boards });
+        const backendName: BackendName = options.backend === 'auto' ? 'sim' : options.backend;
+        const device = backends[backendName];
+        const target = remoteTarget({ ...(options.benchUrl ? { benchUrl: options.benchUrl } : {}), ...(options.relayUrl ? { relayUrl: options.relayUrl } : {}), ...(device ? { backend: device } : {}), boards });
+        result = await runScenario(scenario, target, { vars: options.vars ?? {} });
+      } else {
+        const started = await startInProcessTarget({ backend: options.backend, boards });
+        try {
+          result = await runScenario(scenario, started.target, { vars: options.vars ?? {} });
+        } finally {
+          await started.close();
+        }
+      }
+    } catch (err) {
+      if (!(err instanceof ScenarioError)) throw err;
+      result = { file, name: path.basename(file), target: '', status: 'invalid', steps: [], hostMs: 0, clockMs: 0, failure: { kind: err.kind, message: err.message, uartTail: [], issues: [...err.issues] } };
+    }
+    results.push(result);
+    const rel = path.relative(process.cwd(), file) || file;
+    const extra = result.status === 'skipped' ? ` (${result.skipReason})` : ` (${result.steps.filter((s) => s.status === 'passed').length}/${result.steps.length} steps, ${result.hostMs} ms real, ${result.clockMs} ms on the target clock)`;
+    print(`${result.status.toUpperCase().padEnd(11)} ${rel}: ${result.name}${extra}`);
+    if (result.failure) print(result.status === 'invalid' ? result.failure.message : describeFailure(result));
+  }
+  const writeReport = (file: string, text: string) => {
+    mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    writeFileSync(file, text);
+  };
+  if (options.junit) writeReport(options.junit, junitReport(results));
+  if (options.json) writeReport(options.json, `${JSON.stringify(jsonReport(results, { generatedAtMs: systemClock.nowMs() }), null, 2)}\n`);
+  const code = exitCodeOf(results);
+  print(`${results.length} scenario${results.length === 1 ? '' : 's'}: ${['passed', 'failed', 'timeout', 'skipped', 'invalid', 'unsupported'].map((s) => `${results.filter((r) => r.status === s).length} ${s}`).join(', ')}; exit ${code}`);
+  return code;
+}

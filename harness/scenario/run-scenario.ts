@@ -1,0 +1,164 @@
+import { systemClock } from '../../core/clock.js';
+import { ScenarioContext } from './scenario-context.js';
+import { ScenarioError, type ScenarioErrorKind } from './scenario-error.js';
+import { type Scenario, type ScenarioStep, stepNeeds } from './scenario-schema.js';
+import type { ScenarioTarget } from './scenario-target.js';
+import { type StepHandler, type StepRegistry, stepHandlers } from './step-handlers.js';
+
+export type StepStatus = 'passed' | 'failed' | 'not-run';
+export type ScenarioStatus = 'passed' | 'failed' | 'timeout' | 'skipped' | 'invalid' | 'unsupported';
+
+export interface StepResult {
+  index: number;
+  kind: string;
+  name?: string;
+  status: StepStatus;
+  /** Real milliseconds the step took. */
+  hostMs: number;
+}
+
+/** Why a scenario did not pass: everything a CI log needs to act on it. */
+export interface ScenarioFailure {
+  kind: ScenarioErrorKind;
+  /** `steps[3] wait-serial ("boot banner")`, or absent when the file or target was refused. */
+  step?: { index: number; kind: string; name?: string };
+  message: string;
+  expected?: string;
+  actual?: string;
+  /** Host (and device) time when it failed. */
+  at?: string;
+  /** The last UART lines seen (device capture or a job's output). */
+  uartTail: string[];
+  /** For `invalid`: every problem with its path. */
+  issues: string[];
+}
+
+export interface ScenarioResult {
+  file: string;
+  name: string;
+  target: string;
+  status: ScenarioStatus;
+  steps: StepResult[];
+  failure?: ScenarioFailure;
+  /** Why it was skipped (backend filter). */
+  skipReason?: string;
+  /** Real milliseconds the whole run took. */
+  hostMs: number;
+  /** Milliseconds that passed on the target's clock (simulated host time in process). */
+  clockMs: number;
+}
+
+/** `steps[3] wait-serial ("boot")`. */
+export function stepLabel(step: ScenarioStep, index: number): string {
+  return `steps[${index}] ${step.kind}${step.name ? ` (${JSON.stringify(step.name)})` : ''}`;
+}
+
+/**
+ * Refuses, before the first step, what the target cannot run: steps needing a service it lacks,
+ * device steps without a backend, and pin steps (no backend models pins yet).
+ */
+export function checkTarget(scenario: Scenario, target: ScenarioTarget): void {
+  const problems: string[] = [];
+  scenario.steps.forEach((step, i) => {
+    const need = stepNeeds(step.kind);
+    const label = stepLabel(step, i);
+    if (need === 'pins') problems.push(`${label}: backend ${target.backend?.name ?? '(none)'} has no pins; no hilbench backend models pins yet`);
+    if (need === 'bench' && !target.benchUrl) problems.push(`${label}: needs a bench service (in process, or --bench-url)`);
+    if (need === 'relay' && !target.relayUrl) problems.push(`${label}: needs a relay service (in process, or --relay-url)`);
+    if (need === 'device' && !target.backend) problems.push(`${label}: needs a backend for device steps (--backend)`);
+    if (step.kind === 'http' && (step.body.service ?? 'bench') === 'relay' && !target.relayUrl) problems.push(`${label}: needs a relay service`);
+    if (step.kind === 'http' && (step.body.service ?? 'bench') === 'bench' && !target.benchUrl) problems.push(`${label}: needs a bench service`);
+  });
+  if (problems.length) {
+    throw new ScenarioError('unsupported', `${scenario.file}: cannot run on ${target.description}:\n  ${problems.join('\n  ')}`, problems);
+  }
+}
+
+export interface RunScenarioOptions {
+  /** Variables set before the first step (`--var name=value`), over the file's `vars`. */
+  vars?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Replaces handlers (tests); default `stepHandlers`. */
+  handlers?: Partial<StepRegistry>;
+  /** Called after every step (progress output). */
+  onStep?: (result: StepResult, step: ScenarioStep) => void;
+}
+
+/**
+ * Runs `scenario` against `target`, step by step, stopping at the first failure. Never throws for
+ * a scenario's own failure: the result says what happened.
+ */
+export async function runScenario(scenario: Scenario, target: ScenarioTarget, options: RunScenarioOptions = {}): Promise<ScenarioResult> {
+  const hostStart = systemClock.nowMs();
+  const clockStart = target.clock.nowMs();
+  const steps: StepResult[] = scenario.steps.map((s, index) => ({ index, kind: s.kind, ...(s.name ? { name: s.name } : {}), status: 'not-run', hostMs: 0 }));
+  const result = (status: ScenarioStatus, extra: Partial<ScenarioResult> = {}): ScenarioResult => ({
+    file: scenario.file,
+    name: scenario.name,
+    target: target.description,
+    status,
+    steps,
+    hostMs: systemClock.nowMs() - hostStart,
+    clockMs: target.clock.nowMs() - clockStart,
+    ...extra,
+  });
+
+  const backendName = target.backend?.name;
+  if (scenario.backends && backendName && !scenario.backends.includes(backendName)) {
+    return result('skipped', { skipReason: `runs only on ${scenario.backends.join(', ')}; the target's backend is ${backendName}` });
+  }
+  try {
+    checkTarget(scenario, target);
+  } catch (err) {
+    const e = err as ScenarioError;
+    return result('unsupported', { failure: { kind: 'unsupported', message: e.message, uartTail: [], issues: [...e.issues] } });
+  }
+
+  const ctx = new ScenarioContext(scenario, target, options.signal);
+  for (const [k, v] of Object.entries(options.vars ?? {})) ctx.vars.set(k, v);
+  const handlers = { ...stepHandlers, ...options.handlers } as StepRegistry;
+  try {
+    for (const [index, step] of scenario.steps.entries()) {
+      const started = systemClock.nowMs();
+      const stepResult = steps[index] as StepResult;
+      try {
+        await (handlers[step.kind] as StepHandler<typeof step.kind>)(ctx, step.body as never);
+        stepResult.status = 'passed';
+      } catch (err) {
+        stepResult.status = 'failed';
+        const e =
+          err instanceof ScenarioError ? err : new ScenarioError('failed', `unexpected error: ${err instanceof Error ? err.message : String(err)}`, [], { cause: err });
+        return result(e.kind === 'timeout' ? 'timeout' : e.kind === 'unsupported' ? 'unsupported' : 'failed', {
+          failure: {
+            kind: e.kind,
+            step: { index, kind: step.kind, ...(step.name ? { name: step.name } : {}) },
+            message: e.message,
+            ...(e.expected !== undefined ? { expected: e.expected } : {}),
+            ...(e.actual !== undefined ? { actual: e.actual } : {}),
+            at: ctx.describeTime(),
+            uartTail: ctx.uartTail(),
+            issues: [...e.issues],
+          },
+        });
+      } finally {
+        stepResult.hostMs = systemClock.nowMs() - started;
+        options.onStep?.(stepResult, step);
+      }
+    }
+    return result('passed');
+  } finally {
+    await ctx.closeDevice();
+  }
+}
+
+/** One readable block for a failed result: file, step, time, expected, actual, UART tail. */
+export function describeFailure(r: ScenarioResult): string {
+  const f = r.failure;
+  if (!f) return '';
+  const lines = [`${r.file}: ${r.name}: ${r.status.toUpperCase()}${f.step ? ` at steps[${f.step.index}] ${f.step.kind}${f.step.name ? ` (${JSON.stringify(f.step.name)})` : ''}` : ''}`, `  ${f.message}`];
+  if (f.expected !== undefined) lines.push(`  expected: ${f.expected}`);
+  if (f.actual !== undefined) lines.push(`  actual:   ${f.actual}`);
+  if (f.at) lines.push(`  at:       ${f.at}`);
+  if (f.uartTail.length) lines.push('  last UART lines:', ...f.uartTail.map((l) => `    | ${l}`));
+  return lines.join('\n');
+}

@@ -1,0 +1,200 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Device, RunStop } from '../../backends/backend.js';
+import { isoFromMs, sleep, systemClock } from '../../core/clock.js';
+import { BenchClient } from '../clients/bench-client.js';
+import { RelayClient, type RelayNode } from '../clients/relay-client.js';
+import { matchJson } from './json-match.js';
+import { ScenarioError } from './scenario-error.js';
+import { type ClockKind, durationMs, type ResponseExpect, type Scenario } from './scenario-schema.js';
+import type { ScenarioTarget } from './scenario-target.js';
+import { ScenarioVars } from './scenario-vars.js';
+
+/** An HTTP answer as steps see it. */
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: unknown;
+}
+
+/** The open device of device steps, with its UART capture. */
+export interface DeviceState {
+  device: Device;
+  /** Everything the UART printed since the device was opened, decoded as UTF-8. */
+  uartText: string;
+  /** Index into `uartText` up to which earlier waits consumed output. */
+  consumed: number;
+  /** Device time since reset release (of its own time base), from the last run. */
+  elapsedNanos: number;
+  /** Set once the firmware exited or crashed: it will print nothing more. */
+  stopped: RunStop | undefined;
+  detach(): void;
+}
+
+const MAX_UART_KEPT_CHARS = 256 * 1024;
+
+/** State shared by the steps of one scenario run. */
+export class ScenarioContext {
+  readonly vars = new ScenarioVars();
+  readonly nodes = new Map<string, RelayNode>();
+  device: DeviceState | undefined;
+  /** The last UART text seen (device capture or a job's `uart.text`), for failure reports. */
+  lastUart = '';
+  private benchClient: BenchClient | undefined;
+  private relayClient: RelayClient | undefined;
+  readonly startedMs: number;
+
+  constructor(
+    readonly scenario: Scenario,
+    readonly target: ScenarioTarget,
+    readonly signal: AbortSignal | undefined,
+  ) {
+    this.startedMs = target.clock.nowMs();
+    for (const [k, v] of Object.entries(scenario.vars)) this.vars.set(k, v);
+  }
+
+  get bench(): BenchClient {
+    if (!this.target.benchUrl) throw new ScenarioError('unsupported', 'this step needs a bench service and the target has none (--bench-url)');
+    this.benchClient ??= new BenchClient({ baseUrl: this.target.benchUrl, ...(this.target.fetch ? { fetch: this.target.fetch } : {}) });
+    return this.benchClient;
+  }
+
+  get relay(): RelayClient {
+    if (!this.target.relayUrl) throw new ScenarioError('unsupported', 'this step needs a relay service and the target has none (--relay-url)');
+    this.relayClient ??= new RelayClient({ baseUrl: this.target.relayUrl, clock: this.target.clock, ...(this.target.fetch ? { fetch: this.target.fetch } : {}) });
+    return this.relayClient;
+  }
+
+  /** The step's clock, or the file's. */
+  clockOf(stated: ClockKind | undefined): ClockKind {
+    return stated ?? this.scenario.clock;
+  }
+
+  timeoutMsOf(stated: number | string | undefined): number {
+    return stated === undefined ? this.scenario.timeoutMs : durationMs(stated);
+  }
+
+  /** Host time now on the clock of `kind`. */
+  nowMs(kind: ClockKind): number {
+    return kind === 'simulated' ? this.target.clock.nowMs() : systemClock.nowMs();
+  }
+
+  /** Lets `ms` pass on the clock of `kind`: ticks the target's (fake) clock, or sleeps in real time. */
+  async pass(ms: number, kind: ClockKind): Promise<void> {
+    if (kind === 'simulated') await this.target.advance(ms);
+    else await sleep(systemClock, ms, this.signal);
+  }
+
+  board(stated: string | undefined): string {
+    const board = stated ?? this.scenario.board;
+    // The loader refuses steps without a board when the file names none; this is the backstop.
+    if (!board) throw new ScenarioError('invalid', 'no board: give board in the step or at the top of the file');
+    return this.vars.substitute(board);
+  }
+
+  /** Reads a file named relative to the scenario file. */
+  readFile(relative: string): Uint8Array {
+    const file = path.resolve(path.dirname(this.scenario.file), this.vars.substitute(relative));
+    try {
+      return new Uint8Array(readFileSync(file));
+    } catch (err) {
+      throw new ScenarioError('failed', `cannot read ${relative} (${file}): ${(err as Error).message}`, [], { cause: err });
+    }
+  }
+
+  /** Stores an answer (`as`, `capture`) after checking it (`expect`, default: any 2xx). */
+  accept(answer: Answer, what: string, options: { expect?: ResponseExpect | undefined; as?: string | undefined; capture?: Record<string, string> | undefined }): void {
+    checkAnswer(answer, what, options.expect === undefined ? undefined : this.vars.substituteDeep(options.expect));
+    if (options.as) this.vars.set(options.as, answer.json ?? answer.text);
+    if (options.capture) {
+      const scratch = new ScenarioVars();
+      scratch.set('$', answer.json);
+      for (const [name, ref] of Object.entries(options.capture)) {
+        const value = scratch.lookup(`$.${ref}`);
+        if (value === undefined) {
+          throw new ScenarioError('failed', `${what}: capture ${name}: the answer has no ${ref}`, [], { expected: `a value at ${ref}`, actual: answer.text.slice(0, 400) });
+        }
+        this.vars.set(name, value);
+      }
+    }
+  }
+
+  /** Opens capture on a freshly opened device. */
+  attachDevice(device: Device): DeviceState {
+    const decoder = new TextDecoder();
+    const state: DeviceState = {
+      device,
+      uartText: '',
+      consumed: 0,
+      elapsedNanos: 0,
+      stopped: undefined,
+      detach: () => {},
+    };
+    state.detach = device.onUart((chunk) => {
+      state.uartText += decoder.decode(chunk.bytes, { stream: true });
+      // Bounded: long runs keep the tail. Consumed output is what is dropped first.
+      if (state.uartText.length > MAX_UART_KEPT_CHARS) {
+        const cut = state.uartText.length - MAX_UART_KEPT_CHARS;
+        state.uartText = state.uartText.slice(cut);
+        state.consumed = Math.max(0, state.consumed - cut);
+      }
+      this.lastUart = state.uartText;
+    });
+    this.device = state;
+    return state;
+  }
+
+  async closeDevice(): Promise<void> {
+    const state = this.device;
+    if (!state) return;
+    this.device = undefined;
+    state.detach();
+    await state.device.close();
+  }
+
+  /** `at 2026-01-01T00:01:31.000Z (+91000 ms simulated)`, plus device time when a device is open. */
+  describeTime(): string {
+    const now = this.target.clock.nowMs();
+    const host = `${isoFromMs(now)} (+${now - this.startedMs} ms ${this.target.simulatedHost ? 'simulated host time' : 'wall time'})`;
+    const dev = this.device ? `, device ${this.device.device.board.id} at ${(this.device.elapsedNanos / 1e6).toFixed(3)} ms ${this.device.device.timeBase} time` : '';
+    return host + dev;
+  }
+
+  /** The last few lines of UART output seen. */
+  uartTail(lines = 8): string[] {
+    return this.lastUart.split(/\r?\n/).filter((l) => l.length > 0).slice(-lines);
+  }
+}
+
+const show = (text: string) => (text.length > 400 ? `${text.slice(0, 400)}...` : text);
+
+/** Throws a `failed` ScenarioError when `answer` does not meet `expect` (default: a 2xx status). */
+export function checkAnswer(answer: Answer, what: string, expect: ResponseExpect | undefined): void {
+  const fail = (expected: string, actual: string) => {
+    throw new ScenarioError('failed', `${what}: the answer does not match`, [], { expected, actual });
+  };
+  const statuses = expect?.status === undefined ? undefined : Array.isArray(expect.status) ? expect.status : [expect.status];
+  if (statuses ? !statuses.includes(answer.status) : answer.status < 200 || answer.status > 299) {
+    fail(`status ${statuses ? statuses.join(' or ') : '2xx'}`, `${answer.status}: ${show(answer.text)}`);
+  }
+  if (!expect) return;
+  for (const [mode, expected] of [
+    ['json', expect.json],
+    ['json-exact', expect['json-exact']],
+  ] as const) {
+    if (expected === undefined) continue;
+    if (answer.json === undefined) fail(`a JSON body (${mode})`, show(answer.text) || 'an empty body');
+    const problem = matchJson(expected, answer.json, { exact: mode === 'json-exact' });
+    if (problem) fail(`${mode} ${JSON.stringify(expected)}`, problem);
+  }
+  if (expect.text !== undefined || expect.regex !== undefined) {
+    const found = expect.text !== undefined ? answer.text.includes(expect.text) : new RegExp(expect.regex as string).test(answer.text);
+    const wanted = expect.text !== undefined ? JSON.stringify(expect.text) : `/${expect.regex}/`;
+    if (found === Boolean(expect.not)) fail(`a body ${expect.not ? 'without' : 'with'} ${wanted}`, show(answer.text));
+  }
+  for (const [name, value] of Object.entries(expect.headers ?? {})) {
+    const got = answer.headers.get(name);
+    if (got !== value) fail(`header ${name}: ${value}`, got === null ? 'no such header' : `${name}: ${got}`);
+  }
+}

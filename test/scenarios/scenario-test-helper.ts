@@ -1,0 +1,39 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import type { BackendChoice } from '../../server/bench/board-backends.js';
+import { expandGlobs, startInProcessTarget } from '../../bin/run-command.js';
+import { loadScenario } from '../../harness/scenario/load-scenario.js';
+import { describeFailure, runScenario } from '../../harness/scenario/run-scenario.js';
+
+/** The repository's scenarios/ folder. */
+export const scenariosDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../scenarios');
+
+/**
+ * Turns every scenario file matching `pattern` into a vitest test, replayed on a fresh in-process
+ * bench and relay (fake clock) with `backend`. A scenario whose `backends` exclude this backend is
+ * reported as skipped, not silently passed. A failure shows the runner's whole report (file, step,
+ * time, expected, actual, UART tail).
+ */
+export function describeScenarioFiles(options: { backend: BackendChoice; pattern?: string; timeoutMs?: number }): void {
+  const files = expandGlobs([options.pattern ?? path.join(scenariosDir, '*.yaml')]);
+  describe(`scenario files on ${options.backend}`, () => {
+    it('finds scenario files', () => {
+      expect(files.length).toBeGreaterThan(0);
+    });
+    for (const file of files) {
+      const scenario = loadScenario(file);
+      const skip = scenario.backends !== undefined && options.backend !== 'auto' && !scenario.backends.includes(options.backend);
+      it.skipIf(skip)(`${path.basename(file)}: ${scenario.name}`, { timeout: options.timeoutMs ?? 60_000 }, async () => {
+        const { target, close } = await startInProcessTarget({ backend: options.backend });
+        try {
+          const result = await runScenario(scenario, target);
+          expect(result.status, describeFailure(result)).toBe('passed');
+          expect(result.steps.every((s) => s.status === 'passed')).toBe(true);
+        } finally {
+          await close();
+        }
+      });
+    }
+  });
+}
