@@ -51,8 +51,9 @@ describe('probe command lines', () => {
     const hardware = releaseResetArgs({ ...openocd, resetMethod: 'hardware', adapterSpeedKhz: 4000 });
     expect(hardware).toContain('reset_config srst_only srst_nogate');
     expect(hardware).toContain('adapter speed 4000');
-    // reset_config must come before the target config, which creates the target.
-    expect(hardware.indexOf('reset_config srst_only srst_nogate')).toBeLessThan(hardware.indexOf('target/stm32f4x.cfg'));
+    // After the target config, so the target file's own settings do not override ours.
+    expect(hardware.indexOf('reset_config srst_only srst_nogate')).toBeGreaterThan(hardware.indexOf('target/stm32f4x.cfg'));
+    expect(hardware.indexOf('adapter speed 4000')).toBeGreaterThan(hardware.indexOf('target/stm32f4x.cfg'));
   });
 
   it('drives probe-rs with --chip and a VID:PID:SERIAL selector; it has no halt', () => {

@@ -28,11 +28,12 @@ function tclPath(file: string): string {
 }
 
 function openocdPrelude(p: Extract<ProbeTarget, { kind: 'openocd' }>): string[] {
-  const args = ['-f', p.interface, '-c', `adapter serial ${p.serialNumber}`];
+  const args = ['-f', p.interface, '-c', `adapter serial ${p.serialNumber}`, '-f', p.target];
+  // After the target config, as an OpenOCD board file does: target files set their own adapter
+  // speed and reset_config (stm32f4x.cfg sets `adapter speed 2000`), and ours must win.
   if (p.adapterSpeedKhz !== undefined) args.push('-c', `adapter speed ${p.adapterSpeedKhz}`);
   // srst_nogate: the adapter may drive nRST while the core is being examined.
   if (p.resetMethod === 'hardware') args.push('-c', 'reset_config srst_only srst_nogate');
-  args.push('-f', p.target);
   return args;
 }
 

@@ -61,4 +61,32 @@ describe.runIf(openocd !== undefined)(`real openocd (${openocd ?? 'not installed
       await device.close();
     }
   });
+
+  it('maps the CMSIS-DAP no-probe line (Raspberry Pi Debug Probe on a Pico) to probe-not-found', async () => {
+    const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
+    const bench = parseBenchFile(
+      {
+        version: 1,
+        boards: {
+          pico: {
+            probe: { kind: 'openocd', serialNumber: 'NOT-ATTACHED', interface: 'interface/cmsis-dap.cfg', adapterSpeedKhz: 5000 },
+            serial: { path: serialPath },
+          },
+        },
+      },
+      '/etc/hilbench/bench.yaml',
+    );
+    const backend = new ProbeBackend({ bench, clock: systemClock, openocdPath: openocd, serialBinding: SerialPortMock.binding });
+    const device = await backend.open(pico);
+    try {
+      const image = firmwareImage(makeElf({ segments: [{ paddr: 0x1000_0000, data: new Uint8Array(64) }] }));
+      await expect(device.flash(image)).rejects.toMatchObject({
+        kind: 'probe-not-found',
+        exitCode: 1,
+        outputTail: expect.stringContaining('unable to find a matching CMSIS-DAP device'),
+      });
+    } finally {
+      await device.close();
+    }
+  });
 });
