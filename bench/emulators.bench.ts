@@ -5,6 +5,7 @@ import { loadFirmwareImage } from '../backends/image-check.js';
 import { QemuBackend } from '../backends/qemu/qemu-backend.js';
 import { qemuDirectCommand } from '../backends/qemu/qemu-command.js';
 import { SimBackend } from '../backends/sim/sim-backend.js';
+import { SimDevice } from '../backends/sim/sim-device.js';
 import { NANOS_PER_SECOND } from '../backends/backend.js';
 import { systemClock } from '../core/clock.js';
 import { runFirmware } from '../harness/run-firmware.js';
@@ -29,13 +30,14 @@ export async function runSimBench(options: { simulatedSeconds?: number } = {}): 
       const t0 = nowMs();
       await device.run(simulatedSeconds * NANOS_PER_SECOND);
       const hostMs = nowMs() - t0;
-      const stats = (device as unknown as { stats: { instructions: number; simulatedNanos: number; sleptNanos: number } }).stats;
+      if (!(device instanceof SimDevice)) throw new Error('the sim backend returned a device that is not a SimDevice');
+      const stats = device.stats;
       rows.push(
         {
           name: `sim ${id}: instructions per second`,
           value: stats.instructions / (hostMs / 1000) / 1e6,
           unit: 'M instr/s',
-          note: `hello firmware, ${simulatedSeconds} s simulated at ${board.mcu.clockHz / 1e6} MHz; ${((100 * stats.sleptNanos) / stats.simulatedNanos).toFixed(0)} % of it asleep (skipped)`,
+          note: `hello firmware, ${simulatedSeconds} s simulated, core at ${stats.coreClockHz / 1e6} MHz; ${((100 * stats.sleptNanos) / stats.simulatedNanos).toFixed(0)} % of it asleep (skipped)`,
         },
         {
           name: `sim ${id}: simulated time / host time`,
