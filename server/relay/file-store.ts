@@ -67,6 +67,7 @@ export class FileStore {
       let title: string | undefined;
       let filename = '';
       let settled = false;
+      let current: Readable | undefined;
       let upload: Promise<{ itemId: string; bytes: number; mediaType: string; tmp: string }> | undefined;
       const fail = (err: unknown) => {
         if (settled) return;
@@ -85,6 +86,7 @@ export class FileStore {
           return;
         }
         filename = info.filename ?? '';
+        current = stream;
         const tmp = join(this.dir, `tmp-${randomBytes(8).toString('hex')}`);
         const hash = createHash('sha256');
         let bytes = 0;
@@ -125,6 +127,12 @@ export class FileStore {
           },
           (err: unknown) => fail(err),
         );
+      });
+      // A client that goes away mid-upload leaves no promise pending and no temp file behind.
+      req.on('close', () => {
+        if (req.complete || settled) return;
+        fail(new RelayError(400, 'upload aborted by the client before it was complete'));
+        current?.destroy(new Error('upload aborted'));
       });
       req.pipe(bb);
     });

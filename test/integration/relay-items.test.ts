@@ -165,6 +165,25 @@ describe('file items', () => {
     expect(tempFiles()).toEqual([]);
   });
 
+  it('a client that aborts mid-upload leaves no temp file behind', async () => {
+    const { request } = await import('node:http');
+    const url = new URL(`${relay.baseUrl}/items`);
+    const boundary = 'abortboundary';
+    await new Promise<void>((resolve) => {
+      const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: alice.auth, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } });
+      req.on('error', () => undefined);
+      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="half.bin"\r\n\r\n`);
+      req.write(Buffer.alloc(256 * 1024, 5), () => {
+        setTimeout(() => {
+          req.destroy();
+          resolve();
+        }, 50);
+      });
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(tempFiles()).toEqual([]);
+  });
+
   it('refuses a far larger upload on its Content-Length before reading a byte of it', async () => {
     const { request } = await import('node:http');
     const url = new URL(`${relay.baseUrl}/items`);
