@@ -37,7 +37,7 @@ export async function runSimBench(options: { simulatedSeconds?: number } = {}): 
           name: `sim ${id}: instructions per second`,
           value: stats.instructions / (hostMs / 1000) / 1e6,
           unit: 'M instr/s',
-          note: `hello firmware, ${simulatedSeconds} s simulated, core at ${stats.coreClockHz / 1e6} MHz; ${((100 * stats.sleptNanos) / stats.simulatedNanos).toFixed(0)} % of it asleep (skipped)`,
+          note: `hello firmware, ${simulatedSeconds} s simulated, core at ${(stats.coreClockHz ?? board.mcu.clockHz) / 1e6} MHz; ${((100 * stats.sleptNanos) / stats.simulatedNanos).toFixed(0)} % of it asleep (skipped)`,
         },
         {
           name: `sim ${id}: simulated time / host time`,
