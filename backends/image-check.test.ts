@@ -130,6 +130,22 @@ describe('checkImageForBoard', () => {
     );
   });
 
+  it('accepts a Pico SDK style layout: boot2, text, .data and scratch banks loading from flash', () => {
+    const image = loadFirmwareImage(
+      makeElf({
+        entry: 0x100001e9,
+        segments: [
+          { paddr: 0x10000000, data: new Uint8Array(0x100) }, // .boot2, checksummed 256 bytes
+          { paddr: 0x10000100, data: new Uint8Array(0x4000) }, // .text, .rodata
+          { paddr: 0x10004100, vaddr: 0x20000000, data: new Uint8Array(0x200), memSizeBytes: 0x800 }, // .data + .bss
+          { paddr: 0x10004300, vaddr: 0x20040000, data: new Uint8Array(0x40) }, // .scratch_x (SRAM4)
+          { paddr: 0x10004340, vaddr: 0x20041000, data: new Uint8Array(0x40) }, // .scratch_y (SRAM5)
+        ],
+      }),
+    );
+    expect(() => checkImageForBoard(image, board('pico'))).not.toThrow();
+  });
+
   it('accepts a zero-file-size (.bss only) segment by its run range alone', () => {
     const bss = (vaddr: number) =>
       makeElf({ segments: [{ paddr: 0x10000000, data: new Uint8Array(4) }, { paddr: 0xdead0000, vaddr, data: new Uint8Array(0), memSizeBytes: 0x100 }] });
