@@ -149,3 +149,29 @@ describe('Federation against a misbehaving peer', () => {
     expect(relay.federation.peer(peer)!.last_error).toMatch(/answered 500/);
   });
 });
+
+describe('Federation timeouts', () => {
+  it('gives up on a peer that never answers, after requestTimeoutMs on the injected clock', async () => {
+    const dir = tempDataDir();
+    let arrived!: () => void;
+    const reached = new Promise<void>((r) => (arrived = r));
+    server.use(
+      http.get(`${peer}/health`, async () => {
+        arrived();
+        await new Promise(() => undefined);
+        return HttpResponse.json({});
+      }),
+    );
+    const slow = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://s.test', humanUrl: 'http://s.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 2000, log: () => {} });
+    try {
+      const probing = slow.federation.probeAll();
+      await reached;
+      fake.tick(2000);
+      const [result] = await probing;
+      expect(result).toMatchObject({ reachable: false, error: expect.stringMatching(/within 2000 ms/) });
+    } finally {
+      await slow.close();
+      dir.remove();
+    }
+  });
+});

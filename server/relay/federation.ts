@@ -290,25 +290,33 @@ export class Federation {
     }
   }
 
-  private async request(url: string, init: RequestInit = {}): Promise<Response> {
+  /**
+   * Runs one outbound exchange (request and reading its whole body) under one deadline of
+   * `requestTimeoutMs` on the injected clock, so a peer that trickles its answer cannot hold a probe.
+   */
+  private async exchange<T>(url: string, init: RequestInit, read: (response: Response) => Promise<T>): Promise<T> {
     const abort = new AbortController();
-    const timer = this.o.clock.setTimeout(() => abort.abort(new Error(`no answer from ${url} within ${this.timeoutMs} ms`)), this.timeoutMs);
+    const timer = this.o.clock.setTimeout(() => abort.abort(new Error(`no complete answer from ${url} within ${this.timeoutMs} ms`)), this.timeoutMs);
     try {
-      return await this.o.fetch(url, { ...init, signal: abort.signal, redirect: 'error' });
+      const response = await this.o.fetch(url, { ...init, signal: abort.signal, redirect: 'error' });
+      return await read(response);
     } finally {
       this.o.clock.clearTimeout(timer);
     }
   }
 
-  private async getJson(url: string): Promise<unknown> {
-    const response = await this.request(url, { headers: { accept: 'application/json' } });
-    if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-    return (await response.json()) as unknown;
+  private getJson(url: string): Promise<unknown> {
+    return this.exchange(url, { headers: { accept: 'application/json' } }, async (response) => {
+      if (!response.ok) throw new Error(`${url} answered ${response.status}`);
+      return (await response.json()) as unknown;
+    });
   }
 
-  private async fetchFile(peer: string, itemId: string): Promise<void> {
-    const response = await this.request(`${peer}/items/${itemId}`, { headers: { accept: 'application/octet-stream' } });
-    if (!response.ok || !response.body) throw new Error(`${peer}/items/${itemId} answered ${response.status}`);
-    await this.o.files.receiveVerified(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), itemId);
+  private fetchFile(peer: string, itemId: string): Promise<number> {
+    const url = `${peer}/items/${itemId}`;
+    return this.exchange(url, { headers: { accept: 'application/octet-stream' } }, async (response) => {
+      if (!response.ok || !response.body) throw new Error(`${url} answered ${response.status}`);
+      return this.o.files.receiveVerified(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), itemId);
+    });
   }
 }
