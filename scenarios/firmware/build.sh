@@ -6,7 +6,7 @@
 # Default output is this folder: <board>/<program>.elf, the committed prebuilt images.
 # Needs Debian's arm-none-eabi-gcc (gcc-arm-none-eabi) and avr-gcc (gcc-avr, avr-libc).
 # Builds are reproducible with one toolchain (no build id, no .comment, no absolute paths),
-# but not across toolchain versions: ci/check-firmware.sh compares behaviour, not bytes.
+# but not across toolchain versions: ci/check-firmware.ts compares behaviour, not bytes.
 # After a rebuild of the committed images run `npx tsx scenarios/firmware/update-manifest.ts`.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ BOARDS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     -*) echo "build.sh: unknown option $1" >&2; exit 2 ;;
     *) BOARDS+=("$1"); shift ;;
   esac
@@ -30,6 +30,7 @@ COMMON_CFLAGS=(-Os -std=c11 -ffreestanding -fno-builtin -ffunction-sections -fda
 # A small segment alignment keeps the images a few hundred bytes instead of padded to 64 KiB pages.
 COMMON_LDFLAGS=(-Wl,--gc-sections -Wl,-z,max-page-size=16 -Wl,--strip-debug)
 
+BUILT=()
 wanted() { # is board $1 selected on the command line (or no selection)?
   [[ ${#BOARDS[@]} -eq 0 ]] && return 0
   local b; for b in "${BOARDS[@]}"; do [[ "$b" == "$1" ]] && return 0; done; return 1
@@ -46,6 +47,7 @@ arm() {
       -Lld -T "$layout.ld" "${COMMON_LDFLAGS[@]}" -Wl,--build-id=none \
       -o "$OUT/$board/$prog.elf" arm/startup.c arm/arm-common.c "arm/$platform.c" src/print.c "src/$prog.c" -lgcc
   done
+  BUILT+=("$board")
   echo "built $board (arm $cpu, ld/$layout.ld, arm/$platform.c)"
 }
 
@@ -59,6 +61,7 @@ avr() {
     avr-gcc -mmcu="$mcu" "${COMMON_CFLAGS[@]}" -DF_CPU="${fcpu}UL" -DBOARD_ID="\"$board\"" \
       "${COMMON_LDFLAGS[@]}" -o "$OUT/$board/$prog.elf" avr/uno.c src/print.c "src/$prog.c"
   done
+  BUILT+=("$board")
   echo "built $board (avr $mcu)"
 }
 
@@ -81,3 +84,11 @@ arm stm32f4-discovery cortex-m4 stm32f4 uart-stm32 -DSTM32_F2F4 -DUSART_NUMBER=2
 arm microbit cortex-m0 nrf51822 nrf51
 arm pico cortex-m0plus rp2040 rp2040
 avr uno atmega328p 16000000
+
+# A board named on the command line but missing from the table above is a mistake, not a no-op.
+for b in "${BOARDS[@]}"; do
+  if [[ " ${BUILT[*]} " != *" $b "* ]]; then
+    echo "build.sh: no build recipe for board '$b' (add a line to the table in build.sh)" >&2
+    exit 2
+  fi
+done
