@@ -140,6 +140,58 @@ program
     }
   });
 
+function variable(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq < 1) throw new InvalidArgumentError(`expected name=value, got "${value}"`);
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+program
+  .command('run')
+  .description('Replay scenario files (docs/scenarios.md) against an in-process bench and relay on a fake clock, or remote services. Exit 0 pass, 1 a scenario failed, 2 invalid file or target, 42 a wait timed out.')
+  .argument('<files...>', 'scenario files or globs (e.g. "scenarios/*.yaml")')
+  .addOption(new Option('--backend <name>', 'backend of the in-process bench and of device steps').env('HILBENCH_BACKEND').default('mock').choices(backendChoices))
+  .addOption(new Option('--bench-url <url>', 'replay bench steps against this remote bench service, in real time').env('HILBENCH_BENCH_URL'))
+  .addOption(new Option('--relay-url <url>', 'replay relay steps against this remote relay service, in real time').env('HILBENCH_RELAY_URL'))
+  .option('--junit <file>', 'write a JUnit XML report')
+  .option('--json <file>', 'write a JSON report')
+  .option('--var <name=value>', 'set a scenario variable (repeatable)', variable)
+  .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
+  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; var?: Record<string, string>; boardsDir: string }) => {
+    const { runCommand } = await import('./run-command.js');
+    const code = await runCommand({
+      files,
+      backend: opts.backend as never,
+      ...(opts.benchUrl ? { benchUrl: opts.benchUrl } : {}),
+      ...(opts.relayUrl ? { relayUrl: opts.relayUrl } : {}),
+      ...(opts.junit ? { junit: opts.junit } : {}),
+      ...(opts.json ? { json: opts.json } : {}),
+      vars: opts.var ?? {},
+      boardsDir: opts.boardsDir,
+    });
+    process.exit(code);
+  });
+
+program
+  .command('record')
+  .description('Record an agent session as a scenario file: a recording reverse proxy on loopback in front of a bench (and relay) service. Stop with Ctrl-C to write the file.')
+  .requiredOption('--target <url>', 'the bench service to forward to')
+  .option('--relay-target <url>', 'the relay service to forward to (served under /relay on the proxy)')
+  .requiredOption('--out <file>', 'scenario file to write (firmware goes to firmware/<sha256>.elf beside it)')
+  .addOption(new Option('--port <port>', 'proxy port on 127.0.0.1 (0: any free port)').default(8090).argParser(port))
+  .option('--name <name>', 'scenario name')
+  .action(async (opts: { target: string; relayTarget?: string; out: string; port: number; name?: string }) => {
+    const { recordCommand } = await import('./record-command.js');
+    const code = await recordCommand({
+      target: opts.target,
+      ...(opts.relayTarget ? { relayTarget: opts.relayTarget } : {}),
+      out: opts.out,
+      port: opts.port,
+      ...(opts.name ? { name: opts.name } : {}),
+    });
+    process.exit(code);
+  });
+
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
