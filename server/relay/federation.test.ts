@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { createHash } from 'node:crypto';
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { claimId, generateNodeKey, signVote } from './protocol.js';
 import { createRelayService, type RelayService } from './relay-service.js';
@@ -114,14 +114,15 @@ describe('Federation.probe', () => {
     );
     const periodic = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://p.test', humanUrl: 'http://p.test', fetch: (...a) => fetch(...a), peers: [peer], probeIntervalMs: 60_000, log: () => {} });
     try {
+      await fake.tickAsync(59_999);
       expect(healthCalls).toBe(0);
-      await fake.tickAsync(60_000);
-      await new Promise((r) => setImmediate(r));
       await fake.tickAsync(1);
-      expect(healthCalls).toBe(1);
-      await fake.tickAsync(60_000);
-      await new Promise((r) => setImmediate(r));
-      expect(healthCalls).toBe(2);
+      await vi.waitFor(() => expect(healthCalls).toBe(1));
+      // The next probe is armed when this one finishes; fake time then has to pass again.
+      await vi.waitFor(async () => {
+        await fake.tickAsync(10_000);
+        expect(healthCalls).toBe(2);
+      }, { timeout: 5000 });
     } finally {
       await periodic.close();
       dir.remove();
