@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_TIMEOUT_MS, parseScenario } from './load-scenario.js';
+import { ScenarioError } from './scenario-error.js';
+import { durationMs } from './scenario-schema.js';
+
+function problems(source: string): string[] {
+  try {
+    parseScenario(source, 'test.yaml');
+  } catch (err) {
+    expect(err).toBeInstanceOf(ScenarioError);
+    expect((err as ScenarioError).kind).toBe('invalid');
+    return [...(err as ScenarioError).issues];
+  }
+  throw new Error('expected the scenario to be refused');
+}
+
+describe('parseScenario', () => {
+  it('reads a valid file with defaults', () => {
+    const s = parseScenario('version: 1\nname: x\nboard: pico\nsteps:\n  - delay: 500ms\n  - name: boot\n    wait-serial: { text: hi, timeout: 2s, clock: wall }\n', 'x.yaml');
+    expect(s).toMatchObject({ version: 1, name: 'x', clock: 'simulated', timeoutMs: DEFAULT_TIMEOUT_MS, board: 'pico', vars: {} });
+    expect(s.steps).toEqual([
+      { kind: 'delay', body: '500ms' },
+      { kind: 'wait-serial', name: 'boot', body: { text: 'hi', timeout: '2s', clock: 'wall' } },
+    ]);
+  });
+
+  it('accepts JSON', () => {
+    const s = parseScenario(JSON.stringify({ version: 1, name: 'j', steps: [{ register: { as: 'a' } }] }), 'x.json');
+    expect(s.steps[0]).toEqual({ kind: 'register', body: { as: 'a' } });
+  });
+
+  it('reports every problem at once, each with its path, and refuses unknown keys', () => {
+    const issues = problems(
+      [
+        'version: 2',
+        'name: ""',
+        'colour: red',
+        'steps:',
+        '  - delay: 1s',
+        '  - wait-serial: { text: a, timeout: soon }',
+        '  - wait-serial: { txt: a }',
+        '  - wiat-serial: { text: a }',
+        '  - { delay: 1s, write-serial: x }',
+        '  - http: { method: FETCH, path: / }',
+        '  - wait-serial: { regex: "(" }',
+        '  - open-session: { token: t }',
+      ].join('\n'),
+    );
+    const text = issues.join('\n');
+    expect(text).toMatch(/^version: /m);
+    expect(text).toMatch(/^name: /m);
+    expect(text).toMatch(/^\(file\): .*colour/m);
+    expect(text).toMatch(/^steps\[1\]\.wait-serial\.timeout: expected a duration/m);
+    expect(text).toMatch(/^steps\[2\]\.wait-serial: .*txt/m);
+    expect(text).toMatch(/^steps\[3\]: unknown key "wiat-serial"/m);
+    expect(text).toMatch(/^steps\[4\]: expected exactly one command, found delay and write-serial/m);
+    expect(text).toMatch(/^steps\[5\]\.http\.method: /m);
+    expect(text).toMatch(/^steps\[6\]\.wait-serial\.regex: /m);
+    expect(text).toMatch(/^steps\[7\]\.open-session\.board: required/m);
+    expect(issues.some((i) => i.startsWith('steps[0]'))).toBe(false);
+  });
+
+  it('refuses a wait-serial with neither or both of text and regex', () => {
+    expect(problems('version: 1\nname: x\nsteps:\n  - wait-serial: {}\n')).toEqual(['steps[0].wait-serial: give text or regex']);
+    expect(problems('version: 1\nname: x\nsteps:\n  - wait-serial: { text: a, regex: b }\n')).toEqual(['steps[0].wait-serial: give text or regex, not both']);
+  });
+
+  it('refuses broken YAML and duplicate keys', () => {
+    expect(problems('version: 1\nname: [\n')[0]).toMatch(/^\(file\): /);
+    expect(problems('version: 1\nversion: 1\nname: x\nsteps: [ { delay: 1s } ]\n')[0]).toMatch(/^\(file\): .*unique/i);
+  });
+
+  it('needs at least one step', () => {
+    expect(problems('version: 1\nname: x\nsteps: []\n')[0]).toMatch(/^steps: /);
+  });
+});
+
+describe('durationMs', () => {
+  it('reads units and bare milliseconds', () => {
+    expect(durationMs('500ms')).toBe(500);
+    expect(durationMs('1.5s')).toBe(1500);
+    expect(durationMs('2m')).toBe(120_000);
+    expect(durationMs('1h')).toBe(3_600_000);
+    expect(durationMs(250)).toBe(250);
+    expect(() => durationMs('soon')).toThrow(/not a duration/);
+  });
+});
