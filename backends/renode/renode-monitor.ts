@@ -1,12 +1,12 @@
 import type { Clock } from '../../core/clock.js';
 import type { EmulatorProcess } from '../qemu/emulator-process.js';
-import { isMonitorError, parseRenodeLogLine, promptAt, type RenodeLogLine } from './renode-log.js';
+import { RenodeConsoleParser } from './renode-console-parser.js';
+import { isMonitorError, parseRenodeLogLine, type RenodeLogLine } from './renode-log.js';
 
 /**
  * Renode's console monitor (`renode --console`), driven one command at a time over stdin: send a
- * line, wait (bounded) for the next prompt, and look at what came in between. Prompts arrive
- * without a newline and several can share a line (`(dut) (dut) 12:00:01.0000 [INFO] ...` when
- * commands print nothing), so the stream is scanned for prompts as it arrives, not per line.
+ * line, wait (bounded) for the next prompt (RenodeConsoleParser finds prompts, which come without
+ * a newline), and look at what came in between.
  */
 export class RenodeCommandError extends Error {
   override readonly name = 'RenodeCommandError';
@@ -31,9 +31,7 @@ export class RenodeMonitorGone extends Error {
 }
 
 export class RenodeMonitor {
-  private partial = '';
-  /** How much of `partial` has been scanned for prompts already. */
-  private scanned = 0;
+  private readonly parser = new RenodeConsoleParser();
   private promptCount = 0;
   private readonly lines: string[] = [];
   /** Absolute index of `lines[0]` (old lines are dropped during long, chatty runs). */
@@ -111,29 +109,13 @@ export class RenodeMonitor {
   }
 
   private consume(text: string) {
-    this.partial += text;
-    for (;;) {
-      this.scanPrompts();
-      const newline = this.partial.indexOf('\n');
-      if (newline < 0) break;
-      const line = this.partial.slice(this.scanned, newline).replace(/\r$/, '');
-      this.partial = this.partial.slice(newline + 1);
-      this.scanned = 0;
-      if (line.trim()) this.lineSeen(line);
+    for (const event of this.parser.push(text)) {
+      if (event.kind === 'prompt') {
+        this.machineName = event.name;
+        this.promptCount++;
+      } else this.lineSeen(event.text);
     }
     this.notify();
-  }
-
-  /** Takes every prompt at the scan position of the current (partial) line. */
-  private scanPrompts() {
-    for (;;) {
-      const rest = this.partial.slice(this.scanned);
-      const prompt = promptAt(rest.split('\n')[0] ?? '');
-      if (!prompt) return;
-      this.machineName = prompt.name;
-      this.promptCount++;
-      this.scanned += prompt.name.length + 3;
-    }
   }
 
   private lineSeen(line: string) {

@@ -1,0 +1,41 @@
+import { promptAt } from './renode-log.js';
+
+/** What the Renode console printed: a monitor prompt, or a complete non-empty line. */
+export type RenodeConsoleEvent = { kind: 'prompt'; name: string } | { kind: 'line'; text: string };
+
+/**
+ * Splits Renode's console stream into prompts and lines, however the stream is chunked. Prompts
+ * (`(monitor) `, `(dut) `) come without a newline, so they are taken from the partial line as soon
+ * as they are complete; several can share a line (`(dut) (dut) 12:00:01.0000 [INFO] ...` when
+ * commands print nothing), and what follows a prompt on its line is a line of its own.
+ */
+export class RenodeConsoleParser {
+  private partial = '';
+  /** How much of `partial` has been taken as prompts already. */
+  private scanned = 0;
+
+  push(text: string): RenodeConsoleEvent[] {
+    const events: RenodeConsoleEvent[] = [];
+    this.partial += text;
+    for (;;) {
+      this.scanPrompts(events);
+      const newline = this.partial.indexOf('\n');
+      if (newline < 0) return events;
+      const line = this.partial.slice(this.scanned, newline).replace(/\r$/, '');
+      this.partial = this.partial.slice(newline + 1);
+      this.scanned = 0;
+      if (line.trim()) events.push({ kind: 'line', text: line });
+    }
+  }
+
+  /** Takes every complete prompt at the scan position of the current line. */
+  private scanPrompts(events: RenodeConsoleEvent[]) {
+    for (;;) {
+      const rest = this.partial.slice(this.scanned);
+      const prompt = promptAt(rest.split('\n')[0] ?? '');
+      if (!prompt) return;
+      events.push({ kind: 'prompt', name: prompt.name });
+      this.scanned += prompt.name.length + 3;
+    }
+  }
+}
