@@ -177,6 +177,13 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], log: (message:
     const parse = (req: Request, res: Response, next: (err?: unknown) => void) => (req.is('multipart/form-data') ? next() : json(req, res, next));
     api[r.method](expressPath, authenticate, parse, handler);
   }
+  // A known path with another method is a 405 naming the allowed ones (as FastAPI answers).
+  const methodsByPath = new Map<string, string[]>();
+  for (const r of routes) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method.toUpperCase()]);
+  for (const [path, methods] of methodsByPath) {
+    const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].join(', ');
+    api.all(path.replace(/\{(\w+)\}/g, ':$1'), (_req, _res, next) => next(new RelayError(405, 'Method Not Allowed', { Allow: allow })));
+  }
   const openapi = relayOpenApi(routes, deps.baseUrl);
   api.get('/openapi.json', (_req, res) => {
     res.json(openapi);

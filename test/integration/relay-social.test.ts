@@ -184,5 +184,8 @@ describe('discovery documents', () => {
     // The API lives under /api here, so /health at the root is not a page and not the API.
     expect((await fetch(`${relay.humanUrl}/health`)).status).toBe(404);
     expect((await call(relay.baseUrl, 'GET', '/no-such-endpoint')).body).toEqual({ detail: 'Not Found' });
+    const wrongMethod = await call(relay.baseUrl, 'DELETE', '/items');
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('GET, POST, HEAD');
   });
 });
