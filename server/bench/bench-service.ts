@@ -73,6 +73,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
   const limits: BenchLimits = { ...defaultBenchLimits, ...config.limits };
   mkdirSync(config.dataDir, { recursive: true });
   const store = new SqliteBenchStore(path.join(config.dataDir, 'bench.sqlite'));
+  let started: Bench | undefined;
   try {
     const blobs = new FirmwareBlobStore(path.join(config.dataDir, 'firmware'));
     const backends = config.backends ?? { mock: new MockBackend() };
@@ -91,6 +92,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       checkImage: config.checkImage ?? checkImageForBoard,
       waitlistCount: () => waitlist.count(),
     });
+    started = bench;
     await bench.start();
 
     const routes = benchRoutes(bench, { limits, adminToken: config.adminToken });
@@ -149,6 +151,8 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       },
     };
   } catch (err) {
+    // Nothing half-started may outlive a failed start: timers, jobs, the database handle.
+    await started?.close();
     await store.close();
     throw err;
   }
