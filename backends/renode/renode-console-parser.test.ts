@@ -65,6 +65,21 @@ describe('RenodeConsoleParser', () => {
     );
   });
 
+  it('ignores terminal steering codes, also when a chunk boundary cuts one in two', () => {
+    const coloured = '\x1b[2J\x1b[H\n\nRenode, version 1.16.1.0\n\x1b[31m(monitor) \x1b[0m12:00:00.0000 [INFO] x\n';
+    const events = [
+      { kind: 'line', text: 'Renode, version 1.16.1.0' },
+      { kind: 'prompt', name: 'monitor' },
+      { kind: 'line', text: '12:00:00.0000 [INFO] x' },
+    ];
+    expect(parseInChunks(coloured, [])).toEqual(events);
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: coloured.length }), { maxLength: 20 }), (cuts) => {
+        expect(parseInChunks(coloured, cuts)).toEqual(events);
+      }),
+    );
+  });
+
   it('does not take a prompt-like text in the middle of a line for a prompt', () => {
     expect(parseInChunks('log: (dut) is the machine\n', [])).toEqual([{ kind: 'line', text: 'log: (dut) is the machine' }]);
   });

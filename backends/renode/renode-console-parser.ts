@@ -14,9 +14,12 @@ export class RenodeConsoleParser {
   /** How much of `partial` has been taken as prompts already. */
   private scanned = 0;
 
+  /** An escape sequence cut in two by a chunk boundary, kept until its end arrives. */
+  private carry = '';
+
   push(text: string): RenodeConsoleEvent[] {
     const events: RenodeConsoleEvent[] = [];
-    this.partial += text;
+    this.partial += this.withoutEscapes(text);
     for (;;) {
       this.scanPrompts(events);
       const newline = this.partial.indexOf('\n');
@@ -26,6 +29,18 @@ export class RenodeConsoleParser {
       this.scanned = 0;
       if (line.trim()) events.push({ kind: 'line', text: line });
     }
+  }
+
+  /**
+   * Drops terminal steering codes (colours, cursor moves, clear screen): `--plain` should remove
+   * them, but the shell's banner and prompt redraws are not all routed through that option.
+   */
+  private withoutEscapes(text: string): string {
+    const combined = this.carry + text;
+    const cut = /\x1b(\[[0-9;?]*)?$/.exec(combined);
+    this.carry = cut ? cut[0] : '';
+    const complete = cut ? combined.slice(0, cut.index) : combined;
+    return complete.replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]/g, '');
   }
 
   /** Takes every complete prompt at the scan position of the current line. */
