@@ -1,3 +1,4 @@
+import { pipeline } from 'node:stream/promises';
 import { isoFromMs } from '../../core/clock.js';
 import type { Caller } from './credentials.js';
 import { claimId, isItemId, isNodeId, parseVote, validateClaim, verifyVote, type Vote } from './protocol.js';
@@ -106,7 +107,11 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {
           if (!deps.files.has(row.item_id)) throw new RelayError(404, 'file content not stored on this relay');
           res.status(200).set({ 'content-type': row.media_type ?? 'application/octet-stream', 'content-length': String(row.file_bytes ?? deps.files.sizeOf(row.item_id)) });
-          deps.files.open(row.item_id).pipe(res);
+          // pipeline, not pipe: a read error must end the response, not crash the process.
+          pipeline(deps.files.open(row.item_id), res).catch((cause: unknown) => {
+            // A client that hangs up mid-download is not a server fault.
+            if ((cause as { code?: unknown }).code !== 'ERR_STREAM_PREMATURE_CLOSE') deps.log(`relay: sending file ${row.item_id} failed`, cause);
+          });
           return alreadySent;
         }
         const reports = (db.prepare('SELECT COUNT(*) AS n FROM reports WHERE item_id = ?').get(row.item_id) as { n: number }).n;
