@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { findExecutable } from '../../backends/qemu/find-executable.js';
 import { RenodeBackend } from '../../backends/renode/renode-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { EM_AVR } from '../../core/elf.js';
@@ -20,6 +22,14 @@ function firmware(program: FirmwareProgram) {
   const entry = manifest.firmware.find((f) => f.board === board.id && f.program === program);
   if (!entry) throw new Error(`scenarios/firmware/manifest.json has no ${program} firmware for ${board.id}`);
   return { entry, image: firmwareImage(new Uint8Array(readFileSync(firmwarePath(entry)))) };
+}
+
+if (!process.env.HILBENCH_RENODE) {
+  describe('the Renode stand-in can execute firmware', () => {
+    it('finds qemu-system-arm (CI installs it: apt-get install -y qemu-system-arm)', () => {
+      expect(findExecutable('qemu-system-arm'), 'install qemu-system-arm (apt-get install -y qemu-system-arm)').toBeDefined();
+    });
+  });
 }
 
 const hello = firmware('hello');
