@@ -81,7 +81,8 @@ function checkStep(step: ScenarioStep, at: string, issues: string[]): void {
 export function parseScenario(source: string, file: string): Scenario {
   const doc = parseDocument(source, { prettyErrors: true, uniqueKeys: true });
   if (doc.errors.length) {
-    throw new ScenarioError('invalid', `${file}: not valid YAML or JSON`, doc.errors.map((e) => `(file): ${e.message}`));
+    const issues = doc.errors.map((e) => `(file): ${e.message}`);
+    throw new ScenarioError('invalid', `${file}: not valid YAML or JSON:\n  ${issues.join('\n  ')}`, issues);
   }
   const raw: unknown = doc.toJS();
   const header = scenarioHeaderSchema.safeParse(raw);

@@ -86,6 +86,19 @@ export class ScenarioContext {
     else await sleep(systemClock, ms, this.signal);
   }
 
+  /**
+   * A pause between polls. On a fake clock it also yields up to 50 real milliseconds: a job on a
+   * real-time backend (QEMU, a simulator) progresses in real time, and fake time racing far ahead
+   * of it would expire leases and job deadlines the real service would not.
+   */
+  async pollPause(ms: number, kind: ClockKind): Promise<void> {
+    if (kind === 'simulated' && this.target.simulatedHost) {
+      await Promise.all([this.target.advance(ms), sleep(systemClock, Math.min(ms, 50), this.signal)]);
+      return;
+    }
+    await this.pass(ms, kind);
+  }
+
   board(stated: string | undefined): string {
     const board = stated ?? this.scenario.board;
     // The loader refuses steps without a board when the file names none; this is the backstop.

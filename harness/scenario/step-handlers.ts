@@ -37,7 +37,7 @@ async function pollUntil<T>(
         actual: options.lastSeen(),
       });
     }
-    await ctx.pass(Math.min(options.pollMs, Math.max(1, deadline - ctx.nowMs(options.kind))), options.kind);
+    await ctx.pollPause(Math.min(options.pollMs, Math.max(1, deadline - ctx.nowMs(options.kind))), options.kind);
   }
 }
 

@@ -46,7 +46,7 @@ describe('hilbench run', () => {
   it('42 when only waits timed out, measured on the fake clock', async () => {
     const slow = file(
       'slow.yaml',
-      'version: 1\nname: slow\nboard: pico\nsteps:\n  - register: { as: a }\n  - open-session: { token: "${a.token}", as: s }\n  - expect-bulletin: { item: "0000000000000000000000000000000000000000000000000000000000000000", node: x, state: confirmed, timeout: 10m, poll: 5s }\n',
+      'version: 1\nname: slow\nboard: pico\nsteps:\n  - register: { as: a }\n  - open-session: { token: "${a.token}", as: s }\n  - expect-bulletin: { item: "0000000000000000000000000000000000000000000000000000000000000000", node: x, state: confirmed, timeout: 10m, poll: 30s }\n',
     );
     const { code, out } = await run([slow]);
     expect(code).toBe(42);

@@ -12,12 +12,13 @@ export const scenariosDir = path.resolve(path.dirname(fileURLToPath(import.meta.
 /**
  * Turns every scenario file matching `pattern` into a vitest test, replayed on a fresh in-process
  * bench and relay (fake clock) with `backend`. A scenario whose `backends` exclude this backend is
- * reported as skipped, not silently passed. A failure shows the runner's whole report (file, step,
+ * reported as skipped, not silently passed. `vars` override the files' variables (e.g. `board`). A failure shows the runner's whole report (file, step,
  * time, expected, actual, UART tail).
  */
-export function describeScenarioFiles(options: { backend: BackendChoice; pattern?: string; timeoutMs?: number }): void {
-  const files = expandGlobs([options.pattern ?? path.join(scenariosDir, '*.yaml')]);
-  describe(`scenario files on ${options.backend}`, () => {
+export function describeScenarioFiles(options: { backend: BackendChoice; patterns?: string[]; vars?: Record<string, string>; timeoutMs?: number; skip?: string }): void {
+  const files = expandGlobs(options.patterns ?? ['*.yaml'], scenariosDir);
+  const title = `scenario files on ${options.backend}${options.vars ? ` (${Object.entries(options.vars).map(([k, v]) => `${k}=${v}`).join(', ')})` : ''}`;
+  describe.skipIf(options.skip !== undefined)(options.skip ? `${title}: skipped, ${options.skip}` : title, () => {
     it('finds scenario files', () => {
       expect(files.length).toBeGreaterThan(0);
     });
@@ -27,7 +28,7 @@ export function describeScenarioFiles(options: { backend: BackendChoice; pattern
       it.skipIf(skip)(`${path.basename(file)}: ${scenario.name}`, { timeout: options.timeoutMs ?? 60_000 }, async () => {
         const { target, close } = await startInProcessTarget({ backend: options.backend });
         try {
-          const result = await runScenario(scenario, target);
+          const result = await runScenario(scenario, target, { vars: options.vars ?? {} });
           expect(result.status, describeFailure(result)).toBe('passed');
           expect(result.steps.every((s) => s.status === 'passed')).toBe(true);
         } finally {
