@@ -1,0 +1,71 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Credentials, loadOrCreateSecret } from './credentials.js';
+import { generateNodeKey } from './protocol.js';
+import { RelayError } from './relay-error.js';
+import { RelayStore } from './relay-store.js';
+import { tempDataDir } from './testing/relay-test-kit.js';
+
+const data = tempDataDir();
+let store: RelayStore;
+let credentials: Credentials;
+const node = generateNodeKey();
+
+beforeAll(() => {
+  store = new RelayStore(data.dir);
+  credentials = new Credentials(store, loadOrCreateSecret(data.dir, 'relay-server.key'));
+  store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, 1, '{}', 0, 0)").run(node.nodeId);
+});
+afterAll(() => {
+  store.close();
+  data.remove();
+});
+
+function outcome(header: string): string {
+  try {
+    return credentials.authenticate(header).kind;
+  } catch (err) {
+    expect(err).toBeInstanceOf(RelayError);
+    return `error ${(err as RelayError).status}`;
+  }
+}
+
+describe('Credentials.authenticate', () => {
+  it('never lets an arbitrary header through, and never throws anything but a 401', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.string().map((s) => `Bearer ${s}`), fc.string().map((s) => `Bot ${s}`), fc.stringMatching(/^Bearer [0-9a-f]{64}\.[0-9a-f]{64}$/)), (header) => {
+        const result = outcome(header);
+        expect(['anonymous', 'error 401']).toContain(result);
+        if (result === 'anonymous') expect(header.trim()).toBe('');
+      }),
+    );
+  });
+
+  it('accepts the issued credential and refuses any one-character change to it', () => {
+    const credential = credentials.currentCredential(node.nodeId);
+    expect(outcome(`Bearer ${credential}`)).toBe('human');
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: credential.length - 1 }), fc.constantFrom(...'0123456789abcdef'), (at, ch) => {
+        fc.pre(credential[at] !== ch && credential[at] !== '.');
+        const changed = credential.slice(0, at) + ch + credential.slice(at + 1);
+        expect(outcome(`Bearer ${changed}`)).toBe('error 401');
+      }),
+    );
+  });
+
+  it('revocation bumps the version: the old credential stops working, the new one works', () => {
+    const before = credentials.currentCredential(node.nodeId);
+    store.tx(() => credentials.revokeAll(node.nodeId, 1));
+    const after = credentials.currentCredential(node.nodeId);
+    expect(after).not.toBe(before);
+    expect(outcome(`Bearer ${before}`)).toBe('error 401');
+    expect(outcome(`Bearer ${after}`)).toBe('human');
+  });
+
+  it('the server key file is 64 hex characters and is reused, not regenerated', () => {
+    const again = loadOrCreateSecret(data.dir, 'relay-server.key');
+    expect(again.toString('hex')).toBe(loadOrCreateSecret(data.dir, 'relay-server.key').toString('hex'));
+    const fresh = new Credentials(store, again);
+    expect(fresh.currentCredential(node.nodeId)).toBe(credentials.currentCredential(node.nodeId));
+  });
+});
