@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { execa, type ResultPromise } from 'execa';
 import type { Clock } from '../../core/clock.js';
 
@@ -41,6 +42,7 @@ export class EmulatorProcess {
   private readonly tailLines: number;
   private readonly lineListeners = new Set<LineListener>();
   private readonly textListeners = new Set<(text: string, stream: 'stdout' | 'stderr') => void>();
+  private readonly dataListeners = new Set<(bytes: Buffer, stream: 'stdout' | 'stderr') => void>();
   private exitInfo: EmulatorExit | undefined;
   private stopRequested = false;
 
@@ -67,9 +69,14 @@ export class EmulatorProcess {
     for (const stream of ['stdout', 'stderr'] as const) {
       const readable = this.child[stream];
       if (!readable) continue;
-      readable.setEncoding('utf8');
+      // Bytes stay bytes for `onData` (a UART on stdout need not be UTF-8); text is decoded with
+      // a StringDecoder so a character split across chunks is not mangled.
+      const decoder = new StringDecoder('utf8');
       let partial = '';
-      readable.on('data', (text: string) => {
+      readable.on('data', (bytes: Buffer) => {
+        for (const listener of this.dataListeners) listener(bytes, stream);
+        const text = decoder.write(bytes);
+        if (!text) return;
         for (const listener of this.textListeners) listener(text, stream);
         partial += text;
         const lines = partial.split(/\r?\n/);
@@ -130,6 +137,12 @@ export class EmulatorProcess {
   onText(listener: (text: string, stream: 'stdout' | 'stderr') => void): () => void {
     this.textListeners.add(listener);
     return () => this.textListeners.delete(listener);
+  }
+
+  /** Calls `listener` with the raw output bytes as they arrive; returns an unsubscribe function. */
+  onData(listener: (bytes: Buffer, stream: 'stdout' | 'stderr') => void): () => void {
+    this.dataListeners.add(listener);
+    return () => this.dataListeners.delete(listener);
   }
 
   /** Writes to the process's stdin (only with `stdin: 'pipe'`). */
