@@ -3,7 +3,6 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
 import { parseElf, sectionBytes } from '../../../core/elf.js';
 
 /**
@@ -31,19 +30,34 @@ export const fakeBehaviours = [
 ] as const;
 export type FakeBehaviour = (typeof fakeBehaviours)[number];
 
-const fakeProbeSchema = z
-  .object({
-    serialNumber: z.string().min(1),
-    /** The board end of the pty pair; the firmware writes its UART output there. */
-    uart: z.string().min(1),
-    behaviour: z.enum(fakeBehaviours).default('ok'),
-    /** Holds the flashed image, the running firmware's pid and the invocation log. */
-    stateDir: z.string().min(1),
-  })
-  .strict();
-const fakeProbesSchema = z.object({ probes: z.array(fakeProbeSchema) }).strict();
+export interface FakeProbe {
+  serialNumber: string;
+  /** The board end of the pty pair; the firmware writes its UART output there. */
+  uart: string;
+  behaviour: FakeBehaviour;
+  /** Holds the flashed image, the running firmware's pid and the invocation log. */
+  stateDir: string;
+}
 
-export type FakeProbe = z.infer<typeof fakeProbeSchema>;
+/**
+ * Checks one config entry. Hand-written rather than zod: the stand-ins start on every tool
+ * invocation, and bundling zod would triple their start-up time.
+ */
+function parseFakeProbe(raw: unknown, index: number): FakeProbe {
+  const where = `${FAKE_PROBES_ENV} probes[${index}]`;
+  if (typeof raw !== 'object' || raw === null) throw new Error(`${where}: expected an object`);
+  const entry = raw as Record<string, unknown>;
+  const text = (key: string) => {
+    const value = entry[key];
+    if (typeof value !== 'string' || value === '') throw new Error(`${where}.${key}: expected a non-empty string`);
+    return value;
+  };
+  const behaviour = entry.behaviour ?? 'ok';
+  const known = fakeBehaviours.find((b) => b === behaviour);
+  if (!known) throw new Error(`${where}.behaviour: expected one of ${fakeBehaviours.join(', ')}`);
+  return { serialNumber: text('serialNumber'), uart: text('uart'), behaviour: known, stateDir: text('stateDir') };
+}
+
 export const FAKE_PROBES_ENV = 'HILBENCH_FAKE_PROBES';
 
 /** The transcript every fake firmware starts with, unless its ELF has a `.hilbench.uart` section. */
@@ -58,7 +72,11 @@ export function bootText(image: Uint8Array): Uint8Array {
   return custom ?? new TextEncoder().encode(fakeBootLine(createHash('sha256').update(image).digest('hex')));
 }
 
-const here = path.dirname(fileURLToPath(import.meta.url));
+/**
+ * The firmware script. The stand-ins run as esbuild bundles from a cache directory (see
+ * run-fake.sh), where `import.meta.url` no longer points here, so the wrapper says where it is.
+ */
+const firmwareScript = process.env.HILBENCH_FAKE_FIRMWARE ?? path.join(path.dirname(fileURLToPath(import.meta.url)), 'fake-firmware.mjs');
 
 /** Writes the config file the fakes read; returns its path (tests pass it as `HILBENCH_FAKE_PROBES`). */
 export function writeFakeProbes(file: string, probes: Array<Omit<FakeProbe, 'behaviour'> & { behaviour?: FakeBehaviour }>): string {
@@ -71,7 +89,10 @@ export function writeFakeProbes(file: string, probes: Array<Omit<FakeProbe, 'beh
 export function readFakeProbes(): FakeProbe[] {
   const file = process.env[FAKE_PROBES_ENV];
   if (!file) return [];
-  return fakeProbesSchema.parse(JSON.parse(readFileSync(file, 'utf8'))).probes;
+  const raw: unknown = JSON.parse(readFileSync(file, 'utf8'));
+  const probes = (raw as { probes?: unknown } | null)?.probes;
+  if (!Array.isArray(probes)) throw new Error(`${file}: expected { "probes": [...] }`);
+  return probes.map(parseFakeProbe);
 }
 
 /** The board behind one fake probe. */
@@ -116,7 +137,7 @@ export class FakeBoard {
     this.halt();
     if (!existsSync(this.imagePath) || this.probe.behaviour === 'silent') return;
     const boot = Buffer.from(bootText(new Uint8Array(readFileSync(this.imagePath)))).toString('base64');
-    const child = spawn(process.execPath, [path.join(here, 'fake-firmware.mjs'), this.probe.uart, this.pidPath, boot, String(FAKE_TICK_MS)], {
+    const child = spawn(process.execPath, [firmwareScript, this.probe.uart, this.pidPath, boot, String(FAKE_TICK_MS)], {
       detached: true,
       stdio: 'ignore',
     });
