@@ -1,0 +1,60 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startInProcessTarget } from '../../bin/run-command.js';
+import { BenchClient } from '../../harness/clients/bench-client.js';
+import { loadScenario } from '../../harness/scenario/load-scenario.js';
+import { scenariosDir } from './scenario-test-helper.js';
+
+// The real entry point, as CI runs it: exit codes come from bin/hilbench.ts's process.exit.
+const cli = path.resolve(scenariosDir, '../bin/hilbench.js');
+const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('hilbench run and record (CLI)', () => {
+  it('run: exit 0 on a passing file, 2 on an invalid one, with a JUnit report', async () => {
+    const junit = path.join(dir, 'junit.xml');
+    const ok = await execa('node', [cli, 'run', path.join(scenariosDir, 'device-hello.yaml'), '--junit', junit], { reject: false });
+    expect(ok.exitCode, ok.stdout + ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/^PASSED +.*device-hello\.yaml/m);
+    expect(readFileSync(junit, 'utf8')).toContain('<testsuites name="hilbench scenarios">');
+    const bad = path.join(dir, 'bad.yaml');
+    writeFileSync(bad, 'version: 1\nname: bad\nsteps:\n  - wait-serial: { txt: a }\n');
+    const invalid = await execa('node', [cli, 'run', bad], { reject: false });
+    expect(invalid.exitCode).toBe(2);
+    expect(invalid.stdout).toContain('steps[0].wait-serial');
+  });
+
+  it('record: proxies until SIGINT, then writes a scenario that loads', async () => {
+    const { target, close } = await startInProcessTarget({ backend: 'mock' });
+    try {
+      const out = path.join(dir, 'recorded/session.yaml');
+      const child = execa('node', [cli, 'record', '--target', target.benchUrl as string, '--out', out, '--port', '0', '--name', 'from the CLI'], { reject: false });
+      const url = await new Promise<string>((resolve, reject) => {
+        let seen = '';
+        child.stdout?.on('data', (chunk: Buffer) => {
+          seen += chunk.toString();
+          const m = /point the agent at (http:\/\/127\.0\.0\.1:\d+)/.exec(seen);
+          if (m) resolve(m[1] as string);
+        });
+        void child.then((r) => reject(new Error(`record exited early: ${r.exitCode} ${r.stderr}`)));
+      });
+      const bench = new BenchClient({ baseUrl: url });
+      const agent = await bench.register('cli-agent');
+      const session = await bench.openSession(agent.token, 'pico');
+      await bench.endSession(agent.token, session.session_id);
+      child.kill('SIGINT');
+      const result = await child;
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(result.stdout).toContain(`wrote ${out}: 3 requests recorded`);
+      const scenario = loadScenario(out);
+      expect(scenario.name).toBe('from the CLI');
+      expect(scenario.steps.map((s) => s.kind)).toEqual(['register', 'open-session', 'end-session']);
+      expect(readFileSync(out, 'utf8')).not.toContain(agent.token);
+    } finally {
+      await close();
+    }
+  });
+});
