@@ -26,8 +26,8 @@ import { classifyRunExit, startupFailure } from './qemu-outcome.js';
  * The QEMU backend: boards with `backends.qemu.machine` run in `qemu-system-arm`.
  *
  * - `flash` writes the ELF to a private temp dir and starts QEMU with serial0 on a unix socket
- *   it listens on with `wait=on`: the image is loaded but the guest does not execute, which is
- *   our "held in reset".
+ *   it listens on with `wait=on`: QEMU blocks for our connection before it loads the kernel,
+ *   so the guest cannot execute, which is our "held in reset".
  * - the first `run` connects to that socket, which releases the guest; UART timestamps count
  *   from that connect, in host time (`timeBase: 'wall'`, see docs/backends/qemu.md for why
  *   `-icount` does not make them simulated).
@@ -147,8 +147,9 @@ class QemuDevice implements Device {
     this.kernelPath = path.join(this.workDir, 'fw.elf');
     writeFileSync(this.kernelPath, image.bytes);
     this.finalStop = undefined;
-    // Start QEMU now: it loads the kernel (so a bad image fails here, in flash) and then waits
-    // for our connection with the core not yet running.
+    // Start QEMU now, so a QEMU that cannot start fails in flash. With wait=on it blocks for our
+    // connection while creating serial0, before it loads the kernel (measured: a missing kernel
+    // is reported only after the connect), so the core cannot run yet.
     try {
       await this.startSession(options.signal);
     } catch (err) {
