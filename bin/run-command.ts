@@ -56,7 +56,8 @@ export async function startInProcessTarget(options: { backend: BackendChoice; bo
   });
   let relay;
   try {
-    relay = await startRelayServer({ clock, dataDir: path.join(dataDir, 'relay'), log: () => {} });
+    // Unexpected relay errors go to stderr (its default): a scenario run should show them.
+    relay = await startRelayServer({ clock, dataDir: path.join(dataDir, 'relay') });
   } catch (err) {
     await bench.close();
     throw err;
