@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Credentials, loadOrCreateSecret } from './credentials.js';
 import { generateNodeKey } from './protocol.js';
-import { RelayError } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
 import { RelayStore } from './relay-store.js';
 import { tempDataDir } from './testing/relay-test-kit.js';
 
@@ -25,8 +25,8 @@ function outcome(header: string): string {
   try {
     return credentials.authenticate(header).kind;
   } catch (err) {
-    expect(err).toBeInstanceOf(RelayError);
-    return `error ${(err as RelayError).status}`;
+    expect(err).toBeInstanceOf(HttpError);
+    return `error ${(err as HttpError).status}`;
   }
 }
 

@@ -3,7 +3,7 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Request } from 'express';
 import { isNodeId } from './protocol.js';
-import { RelayError } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
 import type { CredentialKind } from './relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 
@@ -49,7 +49,7 @@ export class Credentials {
   /** The current credential of a locally registered node. */
   currentCredential(nodeId: string): string {
     const row = this.store.db.prepare('SELECT cred_version FROM nodes WHERE node_id = ? AND local = 1').get(nodeId) as { cred_version: number } | undefined;
-    if (!row) throw new RelayError(404, 'node not registered on this relay');
+    if (!row) throw new HttpError(404, 'node not registered on this relay');
     return this.humanCredential(nodeId, row.cred_version);
   }
 
@@ -107,11 +107,11 @@ export function requireCredential(caller: Caller, needed: CredentialKind): Calle
       return caller;
     case 'human':
       if (caller.kind === 'anonymous') throw unauthorized('this endpoint needs a human credential: Authorization: Bearer <node_id>.<hmac>');
-      if (caller.kind !== 'human') throw new RelayError(403, 'this endpoint is for humans; a Bot token is not accepted here');
+      if (caller.kind !== 'human') throw new HttpError(403, 'this endpoint is for humans; a Bot token is not accepted here');
       return caller;
     case 'bot':
       if (caller.kind === 'anonymous') throw unauthorized('this endpoint needs a bot credential: Authorization: Bot <token>');
-      if (caller.kind !== 'bot') throw new RelayError(403, 'this endpoint is for bots; a human Bearer credential is not accepted here');
+      if (caller.kind !== 'bot') throw new HttpError(403, 'this endpoint is for bots; a human Bearer credential is not accepted here');
       return caller;
     case 'human-or-bot':
       if (caller.kind === 'anonymous') throw unauthorized('this endpoint needs a credential: Bearer <node_id>.<hmac> or Bot <token>');
@@ -123,8 +123,8 @@ export function sha256Hex(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-function unauthorized(detail: string): RelayError {
-  return new RelayError(401, detail, { 'WWW-Authenticate': 'Bearer realm="x-relay", Bot realm="x-relay"' });
+function unauthorized(detail: string): HttpError {
+  return new HttpError(401, detail, { 'WWW-Authenticate': 'Bearer realm="x-relay", Bot realm="x-relay"' });
 }
 
 /** The Authorization header of a request, if any. */

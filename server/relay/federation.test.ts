@@ -8,6 +8,7 @@ import { claimId, generateNodeKey, signVote } from './protocol.js';
 import { createRelayService, type RelayService } from './relay-service.js';
 import { signDocument } from './signed-document.js';
 import { tempDataDir } from './testing/relay-test-kit.js';
+import { memoryLogger } from '../http/logger.js';
 
 /** A peer relay played by msw: its /health, /events pages and file bytes. Stray requests fail the test. */
 const peer = 'http://peer.test';
@@ -66,7 +67,7 @@ let data: ReturnType<typeof tempDataDir>;
 let relay: RelayService;
 beforeEach(() => {
   data = tempDataDir();
-  relay = createRelayService({ clock, dataDir: data.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], log: () => {} });
+  relay = createRelayService({ clock, dataDir: data.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], logger: memoryLogger() });
 });
 afterEach(async () => {
   await relay.close();
@@ -112,7 +113,7 @@ describe('Federation.probe', () => {
       }),
       http.get(`${peer}/events`, () => HttpResponse.json({ events: [], next: 0, has_more: false })),
     );
-    const periodic = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://p.test', humanUrl: 'http://p.test', fetch: (...a) => fetch(...a), peers: [peer], probeIntervalMs: 60_000, log: () => {} });
+    const periodic = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://p.test', humanUrl: 'http://p.test', fetch: (...a) => fetch(...a), peers: [peer], probeIntervalMs: 60_000, logger: memoryLogger() });
     try {
       await fake.tickAsync(59_999);
       expect(healthCalls).toBe(0);
@@ -163,7 +164,7 @@ describe('Federation timeouts', () => {
         return HttpResponse.json({});
       }),
     );
-    const slow = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://s.test', humanUrl: 'http://s.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 2000, log: () => {} });
+    const slow = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://s.test', humanUrl: 'http://s.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 2000, logger: memoryLogger() });
     try {
       const probing = slow.federation.probeAll();
       await reached;

@@ -3,7 +3,8 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
-import { RelayError } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { invalidInput } from './relay-error.js';
 import { relayLimits, relayProtocol } from './relay-facts.js';
 import { codePointText, registerBody } from './relay-schemas.js';
 import type { RelayStore } from './relay-store.js';
@@ -84,16 +85,16 @@ export class Federation {
     try {
       url = new URL(input);
     } catch {
-      throw RelayError.invalid(loc, 'Value error, not an absolute URL', input, 'url_parsing');
+      throw invalidInput(loc, 'Value error, not an absolute URL', input, 'url_parsing');
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw RelayError.invalid(loc, 'Value error, a peer URL must be http or https', input, 'url_scheme');
-    if (url.search || url.hash || url.username || url.password) throw RelayError.invalid(loc, 'Value error, a peer URL has no query, fragment or credentials', input);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidInput(loc, 'Value error, a peer URL must be http or https', input, 'url_scheme');
+    if (url.search || url.hash || url.username || url.password) throw invalidInput(loc, 'Value error, a peer URL has no query, fragment or credentials', input);
     return url.toString().replace(/\/+$/, '');
   }
 
   addPeer(input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
     const url = Federation.normalizeUrl(input, ['body', 'url']);
-    if (url === this.o.baseUrl) throw RelayError.invalid(['body', 'url'], 'Value error, that is this relay', input);
+    if (url === this.o.baseUrl) throw invalidInput(['body', 'url'], 'Value error, that is this relay', input);
     const info = this.o.store.db.prepare('INSERT OR IGNORE INTO peers (url, added_ms, added_by) VALUES (?, ?, ?)').run(url, this.o.clock.nowMs(), addedBy);
     return { peer: this.peer(url)!, created: info.changes > 0 };
   }
@@ -143,7 +144,7 @@ export class Federation {
 
   private async probeOnce(url: string): Promise<ProbeResult> {
     const db = this.o.store.db;
-    if (!this.peer(url)) throw new RelayError(404, 'not a known peer; POST /reach first');
+    if (!this.peer(url)) throw new HttpError(404, 'not a known peer; POST /reach first');
     let pulled = 0;
     let rejected = 0;
     let error: string | null = null;
@@ -285,7 +286,7 @@ export class Federation {
           return 'unknown event kind';
       }
     } catch (cause) {
-      if (cause instanceof RelayError) return cause.message;
+      if (cause instanceof HttpError) return cause.message;
       throw cause;
     }
   }

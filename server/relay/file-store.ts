@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
-import { RelayError } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 
 /** A file received in full, hashed and stored under its SHA-256. */
@@ -61,7 +62,7 @@ export class FileStore {
         // fileMaxBytes + 1 is what makes an upload too large.
         bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: 4, fieldSize: 4096, parts: 6 } });
       } catch (cause) {
-        reject(RelayError.invalid(['header', 'content-type'], `Value error, not a usable multipart request: ${(cause as Error).message}`, req.headers['content-type'] ?? null));
+        reject(invalidInput(['header', 'content-type'], `Value error, not a usable multipart request: ${(cause as Error).message}`, req.headers['content-type'] ?? null));
         return;
       }
       let title: string | undefined;
@@ -109,11 +110,11 @@ export class FileStore {
         // After a failure nobody awaits the upload; its rejection is expected and already handled.
         upload.catch(() => undefined);
       });
-      bb.on('error', (err: unknown) => fail(RelayError.invalid(['body'], `Value error, malformed multipart body: ${(err as Error).message}`, null)));
+      bb.on('error', (err: unknown) => fail(invalidInput(['body'], `Value error, malformed multipart body: ${(err as Error).message}`, null)));
       bb.on('close', () => {
         if (settled) return;
         if (!upload) {
-          fail(RelayError.invalid(['body', 'file'], 'Field required', null, 'missing'));
+          fail(invalidInput(['body', 'file'], 'Field required', null, 'missing'));
           return;
         }
         upload.then(
@@ -131,7 +132,7 @@ export class FileStore {
       // A client that goes away mid-upload leaves no promise pending and no temp file behind.
       req.on('close', () => {
         if (req.complete || settled) return;
-        fail(new RelayError(400, 'upload aborted by the client before it was complete'));
+        fail(new HttpError(400, 'upload aborted by the client before it was complete'));
         current?.destroy(new Error('upload aborted'));
       });
       req.pipe(bb);
@@ -172,8 +173,8 @@ export class FileStore {
   }
 }
 
-function tooLarge(): RelayError {
-  return new RelayError(413, `file larger than ${relayLimits.fileMaxBytes} bytes (the limit); nothing was stored`, { Connection: 'close' });
+function tooLarge(): HttpError {
+  return new HttpError(413, `file larger than ${relayLimits.fileMaxBytes} bytes (the limit); nothing was stored`, { Connection: 'close' });
 }
 
 function safeUnlink(path: string): void {

@@ -5,7 +5,8 @@ import { getNode, pairedWith, publicNode } from './node-view.js';
 import { maskPhone, normalizePhone } from './phone-codes.js';
 import { isNodeId, nodeIdProblem } from './protocol.js';
 import { type RelayDeps, unixSeconds } from './relay-deps.js';
-import { RelayError } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { type RelayRoute, callerNode, route } from './relay-route.js';
 import {
@@ -32,19 +33,19 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
    */
   const checkProof = (doc: z.infer<typeof sessionBody> | z.infer<typeof registerBody>) => {
     const problem = nodeIdProblem(doc.node_id);
-    if (problem) throw RelayError.invalid(['body', 'node_id'], `Value error, ${problem}`, doc.node_id);
+    if (problem) throw invalidInput(['body', 'node_id'], `Value error, ${problem}`, doc.node_id);
     if (doc.relay !== deps.baseUrl) {
-      throw RelayError.invalid(['body', 'relay'], `Value error, relay must be this relay's base URL ${deps.baseUrl}`, doc.relay, 'value_error', { expected: deps.baseUrl });
+      throw invalidInput(['body', 'relay'], `Value error, relay must be this relay's base URL ${deps.baseUrl}`, doc.relay, 'value_error', { expected: deps.baseUrl });
     }
     const skew = Math.abs(unixSeconds(now()) - doc.created_at);
     if (skew > relayLimits.proofMaxSkewSeconds) {
-      throw RelayError.invalid(['body', 'created_at'], `Value error, created_at is ${skew} s away from the relay clock (at most ${relayLimits.proofMaxSkewSeconds} s)`, doc.created_at, 'value_error', { now: unixSeconds(now()) });
+      throw invalidInput(['body', 'created_at'], `Value error, created_at is ${skew} s away from the relay clock (at most ${relayLimits.proofMaxSkewSeconds} s)`, doc.created_at, 'value_error', { now: unixSeconds(now()) });
     }
     if (!verifySignedDocument(doc, doc.node_id)) {
-      throw RelayError.invalid(['body', 'sig'], 'Value error, sig is not a signature of this document by node_id (Ed25519 over RFC 8785 bytes without sig)', doc.sig);
+      throw invalidInput(['body', 'sig'], 'Value error, sig is not a signature of this document by node_id (Ed25519 over RFC 8785 bytes without sig)', doc.sig);
     }
     const used = db.prepare('INSERT OR IGNORE INTO used_proofs (sig, used_ms) VALUES (?, ?)').run(doc.sig, now());
-    if (used.changes === 0) throw new RelayError(409, 'this signed document was already used; sign a new one with a fresh created_at');
+    if (used.changes === 0) throw new HttpError(409, 'this signed document was already used; sign a new one with a fresh created_at');
   };
 
   const credentialAnswer = (nodeId: string) => {
@@ -105,7 +106,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ body }) => {
         deps.store.tx(() => {
           checkProof(body);
-          if (getNode(deps, body.node_id)?.local !== 1) throw new RelayError(404, 'node not registered on this relay; POST /register first');
+          if (getNode(deps, body.node_id)?.local !== 1) throw new HttpError(404, 'node not registered on this relay; POST /register first');
         });
         return credentialAnswer(body.node_id);
       },
@@ -244,7 +245,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
           const rows = db.prepare('SELECT at_ms FROM lookups WHERE caller = ? ORDER BY at_ms').all(nodeId) as { at_ms: number }[];
           if (rows.length >= relayLimits.lookupsPerHour) {
             const retry = Math.ceil((rows[0]!.at_ms + 3600_000 - now()) / 1000);
-            throw new RelayError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
+            throw new HttpError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
           }
           db.prepare('INSERT INTO lookups (caller, at_ms) VALUES (?, ?)').run(nodeId, now());
         });
@@ -268,7 +269,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
         const botId = `bot_${randomBytes(9).toString('base64url')}`;
         deps.store.tx(() => {
           const n = (db.prepare('SELECT COUNT(*) AS n FROM bots WHERE owner = ? AND revoked_ms IS NULL').get(owner) as { n: number }).n;
-          if (n >= relayLimits.botsPerNodeMax) throw new RelayError(409, `a node may have at most ${relayLimits.botsPerNodeMax} bots`);
+          if (n >= relayLimits.botsPerNodeMax) throw new HttpError(409, `a node may have at most ${relayLimits.botsPerNodeMax} bots`);
           db.prepare('INSERT INTO bots (bot_id, owner, name, token_hash, created_ms) VALUES (?, ?, ?, ?, ?)').run(botId, owner, body.name, tokenHash, now());
         });
         return { bot_id: botId, name: body.name, owner, token, authorization: `Bot ${token}`, created_at: isoFromMs(now()) };
@@ -344,9 +345,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       handle: ({ params }) => {
         const id = params.id!;
-        if (!isNodeId(id)) throw RelayError.invalid(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);
+        if (!isNodeId(id)) throw invalidInput(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);
         const row = getNode(deps, id);
-        if (!row) throw new RelayError(404, 'no such node on this relay');
+        if (!row) throw new HttpError(404, 'no such node on this relay');
         const slice = deps.voting.publishedSlice(id);
         const counts = {
           items: (db.prepare('SELECT COUNT(*) AS n FROM items WHERE author = ?').get(id) as { n: number }).n,

@@ -3,7 +3,8 @@ import { isoFromMs } from '../../core/clock.js';
 import type { Caller } from './credentials.js';
 import { claimId, isItemId, isNodeId, parseVote, validateClaim, verifyVote, type Vote } from './protocol.js';
 import { type RelayDeps, unixSeconds } from './relay-deps.js';
-import { RelayError, parseOr422 } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { invalidInput, parseOr422 } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, codePointText, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
@@ -35,12 +36,12 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
   const now = () => deps.clock.nowMs();
   const getItem = (id: string) => db.prepare('SELECT * FROM items WHERE item_id = ?').get(id) as ItemRow | undefined;
   const checkItemId = (id: string, where = 'id') => {
-    if (!isItemId(id)) throw RelayError.invalid(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
+    if (!isItemId(id)) throw invalidInput(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
   };
   const mustGetItem = (id: string) => {
     checkItemId(id);
     const row = getItem(id);
-    if (!row) throw new RelayError(404, 'no such item on this relay');
+    if (!row) throw new HttpError(404, 'no such item on this relay');
     return row;
   };
   const botOf = (caller: Caller) => (caller.kind === 'bot' ? caller.botId : null);
@@ -105,7 +106,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ params, req, res }) => {
         const row = mustGetItem(params.id!);
         if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {
-          if (!deps.files.has(row.item_id)) throw new RelayError(404, 'file content not stored on this relay');
+          if (!deps.files.has(row.item_id)) throw new HttpError(404, 'file content not stored on this relay');
           res.status(200).set({ 'content-type': row.media_type ?? 'application/octet-stream', 'content-length': String(row.file_bytes ?? deps.files.sizeOf(row.item_id)) });
           // pipeline, not pipe: a read error must end the response, not crash the process.
           pipeline(deps.files.open(row.item_id), res).catch((cause: unknown) => {
@@ -137,7 +138,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           if (!created) res.status(200);
           return itemView(row, { created });
         }
-        if (!req.is('application/json')) throw new RelayError(415, 'send a claim as application/json or a file as multipart/form-data');
+        if (!req.is('application/json')) throw new HttpError(415, 'send a claim as application/json or a file as multipart/form-data');
         const input: unknown = req.body;
         parseOr422(claimBody, input, 'body');
         const checked = validateClaim({ body: '', ...(input as object) });
@@ -162,13 +163,13 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const parsed = parseVote(req.body);
         if (!parsed.ok) throwCoreIssues(parsed.issues, ['body']);
         const vote: Vote = parsed.value;
-        if (vote.item !== row.item_id) throw RelayError.invalid(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
+        if (vote.item !== row.item_id) throw invalidInput(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
         if (vote.created_at > unixSeconds(now()) + relayLimits.proofMaxSkewSeconds) {
-          throw RelayError.invalid(['body', 'created_at'], 'Value error, created_at is in the future', vote.created_at, 'value_error', { now: unixSeconds(now()) });
+          throw invalidInput(['body', 'created_at'], 'Value error, created_at is in the future', vote.created_at, 'value_error', { now: unixSeconds(now()) });
         }
-        if (!verifyVote(vote)) throw RelayError.invalid(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
+        if (!verifyVote(vote)) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
         const known = db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(vote.voter);
-        if (!known) throw new RelayError(403, 'voter is not a registered node: POST /register first');
+        if (!known) throw new HttpError(403, 'voter is not a registered node: POST /register first');
         const outcome = deps.store.tx(() => {
           const stored = deps.voting.storeVote(vote, null, now());
           const emitted = stored.stored ? deps.voting.retallySelf(row.item_id, now()) : [];
@@ -198,7 +199,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ params }) => {
         const row = mustGetItem(params.id!);
         const node = params.node!;
-        if (!isNodeId(node)) throw RelayError.invalid(['path', 'node'], 'Value error, node must be 64 lowercase hex characters', node);
+        if (!isNodeId(node)) throw invalidInput(['path', 'node'], 'Value error, node must be 64 lowercase hex characters', node);
         return bulletinView(deps.voting.bulletin(row.item_id, node), node, row.item_id);
       },
     }),
@@ -234,7 +235,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       body: sliceMemberBody,
       handle: ({ caller, body }) =>
         sliceChange(caller, (current) => {
-          if (!current || !current.v.includes(body.node_id)) throw RelayError.invalid(['body', 'node_id'], 'Value error, this node is not a top-level validator of your slice', body.node_id);
+          if (!current || !current.v.includes(body.node_id)) throw invalidInput(['body', 'node_id'], 'Value error, this node is not a top-level validator of your slice', body.node_id);
           return { ...current, v: current.v.filter((v) => v !== body.node_id) };
         }),
     }),

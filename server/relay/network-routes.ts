@@ -2,7 +2,8 @@ import { isoFromMs } from '../../core/clock.js';
 import { Federation } from './federation.js';
 import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signVote } from './protocol.js';
 import type { RelayDeps } from './relay-deps.js';
-import { RelayError } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { invalidInput } from './relay-error.js';
 import {
   claimSchema,
   credentialFormats,
@@ -122,14 +123,14 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         const since = Number(query.since ?? 0);
         const limit = query.limit === undefined ? relayLimits.eventsPageDefault : Number(query.limit);
         if (limit < 1 || limit > relayLimits.eventsPageMax) {
-          throw RelayError.invalid(['query', 'limit'], `Input should be between 1 and ${relayLimits.eventsPageMax}`, query.limit, 'less_than_equal', { ge: 1, le: relayLimits.eventsPageMax });
+          throw invalidInput(['query', 'limit'], `Input should be between 1 and ${relayLimits.eventsPageMax}`, query.limit, 'less_than_equal', { ge: 1, le: relayLimits.eventsPageMax });
         }
         const authors = query.authors === undefined || query.authors === '' ? [] : query.authors.split(',').map((a) => a.trim());
         if (authors.length > relayLimits.authorsFilterMax) {
-          throw RelayError.invalid(['query', 'authors'], `List should have at most ${relayLimits.authorsFilterMax} items`, query.authors, 'too_long', { max_length: relayLimits.authorsFilterMax });
+          throw invalidInput(['query', 'authors'], `List should have at most ${relayLimits.authorsFilterMax} items`, query.authors, 'too_long', { max_length: relayLimits.authorsFilterMax });
         }
         authors.forEach((a, index) => {
-          if (!isNodeId(a)) throw RelayError.invalid(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
+          if (!isNodeId(a)) throw invalidInput(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
         });
         // One statement reads one snapshot; rowids only grow and are committed in order (see RelayStore).
         const rows = db
@@ -182,7 +183,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       body: reachProbeBody,
       handle: async ({ body }) => {
         const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
-        if (only !== undefined && !deps.federation.peer(only)) throw new RelayError(404, 'not a known peer; POST /reach first');
+        if (only !== undefined && !deps.federation.peer(only)) throw new HttpError(404, 'not a known peer; POST /reach first');
         return { results: await deps.federation.probeAll(only) };
       },
     }),

@@ -1,6 +1,7 @@
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../core/clock.js';
-import { RelayError } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import type { SmsSender } from './sms-sender.js';
@@ -14,7 +15,7 @@ const e164 = /^\+[1-9][0-9]{6,14}$/;
 export function normalizePhone(input: string, loc: (string | number)[]): string {
   const compact = input.replace(/[\s\-().]/g, '');
   if (!e164.test(compact)) {
-    throw RelayError.invalid(loc, 'Value error, phone must be an E.164 number such as +41791234567', input, 'value_error');
+    throw invalidInput(loc, 'Value error, phone must be an E.164 number such as +41791234567', input, 'value_error');
   }
   return compact;
 }
@@ -79,7 +80,7 @@ export class PhoneCodes {
         await this.sender.send(message);
       } catch (cause) {
         this.log('relay: SMS delivery failed', cause);
-        throw new RelayError(502, 'the SMS gateway did not accept the message; try again later');
+        throw new HttpError(502, 'the SMS gateway did not accept the message; try again later');
       }
     } else {
       this.sender.send(message).catch((cause: unknown) => this.log('relay: SMS delivery failed', cause));
@@ -105,7 +106,7 @@ export class PhoneCodes {
       this.store.db.prepare('UPDATE phone_codes SET used = 1 WHERE id = ?').run(row.id);
       return row.node_id;
     });
-    if (result === null) throw new RelayError(400, 'invalid or expired code');
+    if (result === null) throw new HttpError(400, 'invalid or expired code');
     return result;
   }
 
@@ -116,11 +117,11 @@ export class PhoneCodes {
     const last = rows.at(-1);
     if (last && nowMs - last.sent_ms < relayLimits.codeMinIntervalSeconds * 1000) {
       const retry = Math.ceil((last.sent_ms + relayLimits.codeMinIntervalSeconds * 1000 - nowMs) / 1000);
-      throw new RelayError(429, `a code was requested for this number less than ${relayLimits.codeMinIntervalSeconds} s ago; retry after ${retry} s`, { 'Retry-After': String(retry) });
+      throw new HttpError(429, `a code was requested for this number less than ${relayLimits.codeMinIntervalSeconds} s ago; retry after ${retry} s`, { 'Retry-After': String(retry) });
     }
     if (rows.length >= relayLimits.codeMaxPerHour) {
       const retry = Math.ceil((rows[0]!.sent_ms + 3600_000 - nowMs) / 1000);
-      throw new RelayError(429, `at most ${relayLimits.codeMaxPerHour} codes per hour per number; retry after ${retry} s`, { 'Retry-After': String(retry) });
+      throw new HttpError(429, `at most ${relayLimits.codeMaxPerHour} codes per hour per number; retry after ${retry} s`, { 'Retry-After': String(retry) });
     }
   }
 

@@ -1,15 +1,16 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { RelayError, parseOr422 } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { parseOr422 } from './relay-error.js';
 import { codePointText } from './relay-schemas.js';
 
 function issuesOf(schema: z.ZodType, input: unknown): unknown[] {
   try {
     parseOr422(schema, input, 'body');
   } catch (err) {
-    expect(err).toBeInstanceOf(RelayError);
-    expect((err as RelayError).status).toBe(422);
-    return (err as RelayError).detail as unknown[];
+    expect(err).toBeInstanceOf(HttpError);
+    expect((err as HttpError).status).toBe(422);
+    return (err as HttpError).detail as unknown[];
   }
   throw new Error('expected a 422');
 }

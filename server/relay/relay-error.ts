@@ -1,38 +1,20 @@
 import type { ErrorRequestHandler } from 'express';
 import type { z } from 'zod';
 import { RelayError as CoreRelayError } from '../../core/relay/index.js';
+import { createErrorHandler } from '../http/error-handler.js';
+import { HttpError, type ValidationErrorItem } from '../http/http-error.js';
+import type { Logger } from '../http/logger.js';
 
 /**
- * One entry of a FastAPI-style 422 body. Key order matters on the wire (type, loc, msg, input,
- * ctx) because clients written against the 0.9.3 relay compare bodies textually in their tests.
+ * The relay uses the HTTP layer's one error type (`server/http/http-error.ts`): `HttpError(status,
+ * detail, headers)` written as `{"detail": ...}` by the one handler. This module adds what the relay
+ * needs on top: zod and core issues as pydantic-style 422 entries, and a short way to make one.
  */
-export interface ValidationIssue {
-  type: string;
-  loc: (string | number)[];
-  msg: string;
-  input: unknown;
-  ctx?: Record<string, unknown>;
-}
+export type ValidationIssue = ValidationErrorItem;
 
-/**
- * The relay's one error type. `status` is the HTTP status; `detail` is either a message
- * (`{"detail": "..."}`) or, for 422, the list of validation issues. `headers` carries e.g.
- * `Retry-After` for 429 or `WWW-Authenticate` for 401.
- */
-export class RelayError extends Error {
-  override readonly name = 'RelayError';
-  constructor(
-    readonly status: number,
-    readonly detail: string | ValidationIssue[],
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(typeof detail === 'string' ? detail : detail.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
-  }
-
-  /** A 422 carrying exactly one issue. */
-  static invalid(loc: (string | number)[], msg: string, input: unknown, type = 'value_error', ctx?: Record<string, unknown>): RelayError {
-    return new RelayError(422, [issue(type, loc, msg, input, ctx)]);
-  }
+/** A 422 carrying exactly one issue (`type` defaults to pydantic's `value_error`). */
+export function invalidInput(loc: (string | number)[], msg: string, input: unknown, type = 'value_error', ctx?: Record<string, unknown>): HttpError {
+  return new HttpError(422, [issue(type, loc, msg, input, ctx)]);
 }
 
 /** Builds an issue with the keys in wire order and `ctx` only when there is one. */
@@ -98,44 +80,37 @@ export function zodIssuesToValidation(issues: readonly z.core.$ZodIssue[], where
 export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  throw new RelayError(422, zodIssuesToValidation(result.error.issues, where, input));
+  throw new HttpError(422, zodIssuesToValidation(result.error.issues, where, input));
 }
 
 /**
- * The one handler. RelayErrors keep their status and detail; body-parser failures become 422
- * `json_invalid` (as FastAPI does) or 413; anything else is a generic 500, logged with its cause,
- * and no stack leaves the server.
+ * The relay's error handler: translates what only the relay meets (express.json failures, a core
+ * precondition that slipped past a route's checks) into `HttpError`s, then hands every error to the
+ * HTTP layer's one handler, which writes them, logs unknown ones with their cause as a generic 500,
+ * and closes connections answered before their body was read.
  */
-export function relayErrorHandler(log: (message: string, cause: unknown) => void): ErrorRequestHandler {
-  return (err: unknown, _req, res, next) => {
-    if (res.headersSent) {
-      next(err);
-      return;
-    }
-    if (err instanceof RelayError) {
-      res.status(err.status).set(err.headers).json({ detail: err.detail });
-      return;
-    }
-    // A core precondition that slipped past the route's own checks is still the caller's input.
-    if (err instanceof CoreRelayError) {
-      const issues = err.issues.length > 0 ? err.issues.map((i) => issue(i.type, ['body', ...i.loc], i.msg, i.input, i.ctx)) : [issue('value_error', ['body'], `Value error, ${err.message}`, null)];
-      res.status(422).json({ detail: issues });
-      return;
-    }
-    const e = err as { type?: unknown; status?: unknown; body?: unknown };
-    if (e.type === 'entity.parse.failed') {
-      res.status(422).json({ detail: [issue('json_invalid', ['body', 0], 'JSON decode error', typeof e.body === 'string' ? e.body.slice(0, 200) : null, { error: 'invalid JSON' })] });
-      return;
-    }
-    if (e.type === 'entity.too.large') {
-      res.status(413).json({ detail: 'request body too large' });
-      return;
-    }
-    if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
-      res.status(415).json({ detail: 'unsupported request encoding' });
-      return;
-    }
-    log('relay: unhandled error', err);
-    res.status(500).json({ detail: 'internal server error' });
+export function relayErrorHandler(logger: Logger): ErrorRequestHandler {
+  const common = createErrorHandler(logger);
+  return (err: unknown, req, res, next) => {
+    common(translate(err), req, res, next);
   };
+}
+
+function translate(err: unknown): unknown {
+  if (err instanceof CoreRelayError) {
+    const items = err.issues.length > 0 ? err.issues.map((i) => issue(i.type, ['body', ...i.loc], i.msg, i.input, i.ctx)) : [issue('value_error', ['body'], `Value error, ${err.message}`, null)];
+    return new HttpError(422, items);
+  }
+  const e = err as { type?: unknown; body?: unknown } | null;
+  switch (e?.type) {
+    case 'entity.parse.failed':
+      return new HttpError(422, [issue('json_invalid', ['body', 0], 'JSON decode error', typeof e.body === 'string' ? e.body.slice(0, 200) : null, { error: 'invalid JSON' })]);
+    case 'entity.too.large':
+      return new HttpError(413, 'request body too large');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new HttpError(415, 'unsupported request encoding');
+    default:
+      return err;
+  }
 }

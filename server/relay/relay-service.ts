@@ -11,7 +11,9 @@ import { networkRoutes } from './network-routes.js';
 import { PhoneCodes } from './phone-codes.js';
 import { type QuorumSet, nodeKeyFromSecret } from './protocol.js';
 import type { RelayDeps } from './relay-deps.js';
-import { RelayError, parseOr422, relayErrorHandler } from './relay-error.js';
+import { methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
+import { type Logger, consoleLogger } from '../http/logger.js';
+import { parseOr422, relayErrorHandler } from './relay-error.js';
 import { registerSchema, relayLimits } from './relay-facts.js';
 import { relayOpenApi } from './relay-openapi.js';
 import { type RelayRoute, alreadySent } from './relay-route.js';
@@ -44,8 +46,8 @@ export interface RelayServiceConfig {
   probeIntervalMs?: number;
   /** Bound on one outbound federation request. */
   peerRequestTimeoutMs?: number;
-  /** Where unexpected errors are logged with their cause; default console.error. */
-  log?: (message: string, cause: unknown) => void;
+  /** Where unexpected errors are logged with their cause (the HTTP layer's logger); default stderr. */
+  logger?: Logger;
 }
 
 export interface RelayService {
@@ -64,7 +66,8 @@ export interface RelayService {
 export function createRelayService(config: RelayServiceConfig): RelayService {
   const baseUrl = config.baseUrl.replace(/\/+$/, '');
   const humanUrl = config.humanUrl.replace(/\/+$/, '');
-  const log = config.log ?? ((message: string, cause: unknown) => console.error(message, cause));
+  const logger = config.logger ?? consoleLogger;
+  const log = (message: string, cause: unknown) => logger.error(message, cause);
   const store = new RelayStore(config.dataDir);
   try {
     const serverKey = loadOrCreateSecret(config.dataDir, 'relay-server.key');
@@ -101,7 +104,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     for (const peer of config.peers ?? []) federation.addPeer(peer, null);
 
     const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...socialRoutes(deps)];
-    const app = buildApp(deps, routes, log);
+    const app = buildApp(deps, routes, logger);
 
     let timer: TimerHandle | undefined;
     let closed = false;
@@ -150,7 +153,7 @@ function pathPrefix(url: string): string {
   return new URL(url).pathname.replace(/\/+$/, '');
 }
 
-function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], log: (message: string, cause: unknown) => void): Express {
+function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger): Express {
   const app = express();
   app.disable('x-powered-by');
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
@@ -180,10 +183,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], log: (message:
   // A known path with another method is a 405 naming the allowed ones (as FastAPI answers).
   const methodsByPath = new Map<string, string[]>();
   for (const r of routes) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method.toUpperCase()]);
-  for (const [path, methods] of methodsByPath) {
-    const allow = [...methods, ...(methods.includes('GET') ? ['HEAD'] : [])].join(', ');
-    api.all(path.replace(/\{(\w+)\}/g, ':$1'), (_req, _res, next) => next(new RelayError(405, 'Method Not Allowed', { Allow: allow })));
-  }
+  for (const [path, methods] of methodsByPath) api.all(path.replace(/\{(\w+)\}/g, ':$1'), methodNotAllowed(methods));
   const openapi = relayOpenApi(routes, deps.baseUrl);
   api.get('/openapi.json', (_req, res) => {
     res.json(openapi);
@@ -198,8 +198,8 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], log: (message:
   // The site first: with both at "/", "/" and "/agents" are pages, every other path is the API.
   app.use(sitePrefix || '/', relaySite(routes, deps.baseUrl, deps.humanUrl, stats));
   app.use(apiPrefix || '/', api);
-  app.use((_req, _res, next) => next(new RelayError(404, 'Not Found')));
-  app.use(relayErrorHandler(log));
+  app.use(notFoundHandler);
+  app.use(relayErrorHandler(logger));
   return app;
 }
 

@@ -1,6 +1,7 @@
 import { canonicalJson, isSignatureText, nodeIdToPublicKey, signEd25519, verifyEd25519 } from './protocol.js';
 import type { CoreIssue } from './protocol.js';
-import { RelayError, issue, type ValidationIssue } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { issue, type ValidationIssue } from './relay-error.js';
 
 /**
  * Registration (`x.register/1`) and session (`x.session/1`) documents are signed like votes:
@@ -36,5 +37,5 @@ export function coreIssuesToValidation(issues: readonly CoreIssue[], where: (str
 
 /** Throws the 422 for a failed core validation. */
 export function throwCoreIssues(issues: readonly CoreIssue[], where: (string | number)[]): never {
-  throw new RelayError(422, coreIssuesToValidation(issues, where));
+  throw new HttpError(422, coreIssuesToValidation(issues, where));
 }

@@ -4,7 +4,8 @@ import { isoFromMs } from '../../core/clock.js';
 import { sha256Hex } from './credentials.js';
 import { getNode } from './node-view.js';
 import type { RelayDeps } from './relay-deps.js';
-import { RelayError } from './relay-error.js';
+import { HttpError } from '../http/http-error.js';
+import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { inviteAcceptBody, pairConfirmBody } from './relay-schemas.js';
@@ -37,9 +38,9 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
   const now = () => deps.clock.nowMs();
 
   const pairingOf = (token: string) => {
-    if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw RelayError.invalid(['path', 'token'], 'Value error, not a pairing token', token);
+    if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw invalidInput(['path', 'token'], 'Value error, not a pairing token', token);
     const row = db.prepare('SELECT * FROM pairings WHERE token_hash = ?').get(sha256Hex(token)) as PairingRow | undefined;
-    if (!row) throw new RelayError(404, 'unknown pairing token');
+    if (!row) throw new HttpError(404, 'unknown pairing token');
     return row;
   };
   const pairingState = (row: PairingRow) => (row.confirmed_by ? 'paired' : row.expires_ms <= now() ? 'expired' : 'pending');
@@ -61,7 +62,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const expiresMs = now() + relayLimits.inviteTtlSeconds * 1000;
         deps.store.tx(() => {
           const open = (db.prepare('SELECT COUNT(*) AS n FROM invites WHERE inviter = ? AND accepted_by IS NULL AND expires_ms > ?').get(inviter, now()) as { n: number }).n;
-          if (open >= relayLimits.openInvitesMax) throw new RelayError(409, `at most ${relayLimits.openInvitesMax} open invites; wait for some to be accepted or expire`);
+          if (open >= relayLimits.openInvitesMax) throw new HttpError(409, `at most ${relayLimits.openInvitesMax} open invites; wait for some to be accepted or expire`);
           db.prepare('INSERT INTO invites (code, inviter, created_ms, expires_ms) VALUES (?, ?, ?, ?)').run(code, inviter, now(), expiresMs);
         });
         return { code, inviter, state: 'open', expires_at: isoFromMs(expiresMs), accept: { method: 'POST', path: '/invites/accept', body: { code } } };
@@ -105,9 +106,9 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const code = body.code.trim().toUpperCase();
         return deps.store.tx(() => {
           const row = db.prepare('SELECT * FROM invites WHERE code = ?').get(code) as { inviter: string; accepted_by: string | null; expires_ms: number } | undefined;
-          if (!row || inviteState(row) !== 'open') throw new RelayError(404, 'unknown, used or expired invite code');
-          if (row.inviter === nodeId) throw new RelayError(409, 'you cannot accept your own invite');
-          if (getNode(deps, nodeId)?.invited_by) throw new RelayError(409, 'you already accepted an invite');
+          if (!row || inviteState(row) !== 'open') throw new HttpError(404, 'unknown, used or expired invite code');
+          if (row.inviter === nodeId) throw new HttpError(409, 'you cannot accept your own invite');
+          if (getNode(deps, nodeId)?.invited_by) throw new HttpError(409, 'you already accepted an invite');
           db.prepare('UPDATE invites SET accepted_by = ?, accepted_ms = ? WHERE code = ?').run(nodeId, now(), code);
           db.prepare('UPDATE nodes SET invited_by = ?, updated_ms = ? WHERE node_id = ?').run(row.inviter, now(), nodeId);
           return { node_id: nodeId, invited_by: row.inviter, accepted_at: isoFromMs(now()) };
@@ -157,7 +158,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       produces: 'image/png',
       handle: async ({ params, res }) => {
         const row = pairingOf(params.token!);
-        if (pairingState(row) !== 'pending') throw new RelayError(410, `pairing token is ${pairingState(row)}`);
+        if (pairingState(row) !== 'pending') throw new HttpError(410, `pairing token is ${pairingState(row)}`);
         const png = await pairingQrPng(pairUrl(params.token!));
         res.status(200).set({ 'content-type': 'image/png', 'cache-control': 'no-store' }).send(png);
         return alreadySent;
@@ -174,8 +175,8 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const nodeId = callerNode(caller);
         return deps.store.tx(() => {
           const row = pairingOf(body.token);
-          if (pairingState(row) !== 'pending') throw new RelayError(410, `pairing token is ${pairingState(row)}`);
-          if (row.node_id === nodeId) throw new RelayError(409, 'a node cannot pair with itself; confirm from the other node');
+          if (pairingState(row) !== 'pending') throw new HttpError(410, `pairing token is ${pairingState(row)}`);
+          if (row.node_id === nodeId) throw new HttpError(409, 'a node cannot pair with itself; confirm from the other node');
           db.prepare('UPDATE pairings SET confirmed_by = ?, confirmed_ms = ? WHERE token_hash = ?').run(nodeId, now(), row.token_hash);
           const [a, b] = [row.node_id, nodeId].sort() as [string, string];
           db.prepare('INSERT OR IGNORE INTO pairs (a, b, created_ms) VALUES (?, ?, ?)').run(a, b, now());

@@ -12,7 +12,7 @@ import {
   validateQuorumSet,
 } from './protocol.js';
 import type { NodeKey } from './protocol.js';
-import { RelayError } from './relay-error.js';
+import { invalidInput } from './relay-error.js';
 import { relayScheme, voteSchema } from './relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import { throwCoreIssues } from './signed-document.js';
@@ -140,7 +140,7 @@ export class Voting {
   storeVote(vote: Vote, origin: string | null, nowMs: number): StoredVote {
     if (vote.slice) this.rememberQuorumSet(vote.slice);
     else if (vote.slice_hash !== undefined && !this.quorumSetByHash(vote.slice_hash)) {
-      throw RelayError.invalid(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', vote.slice_hash);
+      throw invalidInput(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', vote.slice_hash);
     }
     const info = this.db
       .prepare('INSERT OR IGNORE INTO votes (voter, item_id, value, phase, doc, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')

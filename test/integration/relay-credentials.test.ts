@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { memoryLogger } from '../../server/http/logger.js';
 
 /**
  * Every endpoint of the spec is served, and each refuses the wrong kind of credential: human-only
@@ -22,7 +23,7 @@ let human: TestNode;
 let botAuth: string;
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, log: () => {} });
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
   human = await registerNode(relay, clock, { name: 'carol' });
   const bot = await call(relay.baseUrl, 'POST', '/bots', { body: { name: 'helper' }, auth: human.auth });
   botAuth = String(bot.body.authorization);

@@ -5,12 +5,13 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { createRelayService } from '../../server/relay/relay-service.js';
 import { credentialsMarkdown, endpointsMarkdown, limitsMarkdown } from '../../server/relay/relay-site.js';
 import { tempDataDir } from '../../server/relay/testing/relay-test-kit.js';
+import { memoryLogger } from '../../server/http/logger.js';
 
 /** docs/relay-api.md carries the tables the service generates; this keeps them in step. */
 describe('docs/relay-api.md', () => {
   it('contains the current credential, endpoint and limit tables', async () => {
     const data = tempDataDir();
-    const service = createRelayService({ clock: clockFromFakeTimers(createClock(0)), dataDir: data.dir, baseUrl: 'http://x', humanUrl: 'http://x', log: () => {} });
+    const service = createRelayService({ clock: clockFromFakeTimers(createClock(0)), dataDir: data.dir, baseUrl: 'http://x', humanUrl: 'http://x', logger: memoryLogger() });
     try {
       const doc = readFileSync(new URL('../../docs/relay-api.md', import.meta.url), 'utf8');
       expect(doc).toContain(credentialsMarkdown(service.routes));

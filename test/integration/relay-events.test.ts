@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { memoryLogger } from '../../server/http/logger.js';
 
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
 const data = tempDataDir();
@@ -31,7 +32,7 @@ async function readAll(query = '', limit = 500): Promise<Page['events']> {
 }
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, log: () => {} });
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
   writers = await Promise.all([0, 1, 2, 3].map((i) => registerNode(relay, clock, { name: `writer ${i}` })));
 });
 afterAll(async () => {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey, type NodeKey } from '../../server/relay/protocol.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { memoryLogger } from '../../server/http/logger.js';
 
 /**
  * Three relays on loopback, peered in a chain A - B - C (A and C never talk directly), converge to
@@ -62,7 +63,7 @@ async function snapshot(r: RunningRelay, itemIds: string[]) {
 }
 
 beforeAll(async () => {
-  relays = await Promise.all(dirs.map((d) => startRelayServer({ clock, dataDir: d.dir, log: () => {}, selfSlice: relaySlice })));
+  relays = await Promise.all(dirs.map((d) => startRelayServer({ clock, dataDir: d.dir, logger: memoryLogger(), selfSlice: relaySlice })));
   humans = await Promise.all(relays.map((r, i) => registerNode(r, clock, { key: humanKeys[i]!, name: `human ${i}` })));
   // Chain: A <-> B <-> C.
   const peer = (from: number, to: number) => call(relays[from]!.baseUrl, 'POST', '/reach', { body: { url: relays[to]!.baseUrl }, auth: humans[from]!.auth });
@@ -123,9 +124,9 @@ describe('three relays on loopback', () => {
 
   it('reports reachability, and a peer that is down is marked unreachable without failing the probe', async () => {
     const extra = tempDataDir();
-    const lonely = await startRelayServer({ clock, dataDir: extra.dir, log: () => {} });
+    const lonely = await startRelayServer({ clock, dataDir: extra.dir, logger: memoryLogger() });
     const op = await registerNode(lonely, clock);
-    const down = await startRelayServer({ clock, dataDir: tempDataDir().dir, log: () => {} });
+    const down = await startRelayServer({ clock, dataDir: tempDataDir().dir, logger: memoryLogger() });
     const downUrl = down.baseUrl;
     await down.close();
     try {

@@ -4,6 +4,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
 import { signDocument } from '../../server/relay/signed-document.js';
 import { call, nowSeconds, registerNode, registrationFor, sessionFor, startRelayServer, tempDataDir, type RunningRelay } from '../../server/relay/testing/relay-test-kit.js';
+import { memoryLogger } from '../../server/http/logger.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
 const clock = clockFromFakeTimers(fake);
@@ -11,7 +12,7 @@ const data = tempDataDir();
 let relay: RunningRelay;
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, log: () => {} });
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
 });
 afterAll(async () => {
   await relay.close();

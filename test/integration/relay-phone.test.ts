@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { readSmsOutbox } from '../../server/relay/sms-sender.js';
 import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { memoryLogger } from '../../server/http/logger.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
 const clock = clockFromFakeTimers(fake);
@@ -32,7 +33,7 @@ async function withVerifiedPhone(): Promise<{ node: TestNode; phone: string }> {
 }
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, log: () => {} });
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
 });
 afterAll(async () => {
   await relay.close();
@@ -186,11 +187,11 @@ describe('GET /lookup', () => {
 describe('a failing SMS gateway', () => {
   it('is a 502 for your own number, and invisible on login (same answer as for an unknown number)', async () => {
     const dir = tempDataDir();
-    const logged: string[] = [];
+    const logger = memoryLogger();
     const broken = await startRelayServer({
       clock,
       dataDir: dir.dir,
-      log: (message) => logged.push(message),
+      logger,
       smsSender: { send: () => Promise.reject(new Error('gateway down')) },
     });
     try {
@@ -198,7 +199,7 @@ describe('a failing SMS gateway', () => {
       const phone = freshPhone();
       const own = await call(broken.baseUrl, 'POST', '/me/phone', { body: { phone }, auth: node.auth });
       expect(own.status).toBe(502);
-      expect(logged).toContain('relay: SMS delivery failed');
+      expect(logger.lines).toContain('error: relay: SMS delivery failed');
       // The failed attempt still counts against the number's send rate (a broken gateway is not hammered).
       expect((await call(broken.baseUrl, 'POST', '/login', { body: { phone } })).status).toBe(429);
       fake.tick(relayLimits.codeMinIntervalSeconds * 1000);

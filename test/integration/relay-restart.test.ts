@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
 import { call, postClaim, registrationFor, tempDataDir, voteBy } from '../../server/relay/testing/relay-test-kit.js';
+import { memoryLogger } from '../../server/http/logger.js';
 
 /** The relay's public address stays the same across restarts; the listening port does not matter. */
 const baseUrl = 'http://relay.test';
@@ -12,7 +13,7 @@ const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
 const data = tempDataDir();
 
 async function open(): Promise<{ url: string; service: RelayService; close(): Promise<void> }> {
-  const service = createRelayService({ clock, dataDir: data.dir, baseUrl, humanUrl: baseUrl, log: () => {} });
+  const service = createRelayService({ clock, dataDir: data.dir, baseUrl, humanUrl: baseUrl, logger: memoryLogger() });
   const server: Server = createServer(service.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
