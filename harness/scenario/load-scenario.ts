@@ -109,6 +109,7 @@ export function parseScenario(source: string, file: string): Scenario {
     timeoutMs: h.timeout === undefined ? DEFAULT_TIMEOUT_MS : durationMs(h.timeout),
     ...(h.board !== undefined ? { board: h.board } : {}),
     ...(h.backends !== undefined ? { backends: h.backends } : {}),
+    failText: h['fail-text'] ?? [],
     vars: h.vars ?? {},
     steps: steps as ScenarioStep[],
     file: path.resolve(file),

@@ -51,6 +51,15 @@ describe('runScenario on a device', () => {
     expect(fine.status).toBe('passed');
   });
 
+  it('fail-text fails at once, even when the awaited text came too', async () => {
+    const r = await runScenario(scenario(`${flash}  - wait-serial: { text: "tick 5" }\n`, 'fail-text: ["tick 2"]\n'), deviceTarget());
+    expect(r.status).toBe('failed');
+    expect(r.failure?.message).toBe('fail-text "tick 2" appeared in the UART output of pico');
+    expect(r.failure?.at).toMatch(/device pico at 200\.000 ms/);
+    const ok = await runScenario(scenario(`${flash}  - wait-serial: { text: "tick 5" }\n`, 'fail-text: [HardFault]\n'), deviceTarget());
+    expect(ok.status).toBe('passed');
+  });
+
   it('expect-exit fails on a firmware that keeps running', async () => {
     const r = await runScenario(scenario(`${flash}  - expect-exit: { code: 0, timeout: 300ms }\n`), deviceTarget());
     expect(r.status).toBe('timeout');

@@ -116,6 +116,20 @@ export class ScenarioContext {
     }
   }
 
+  /** Throws `failed` when UART `text` holds one of the file's `fail-text` strings. */
+  checkFailText(text: string, where: string): void {
+    const hit = this.scenario.failText.find((t) => text.includes(t));
+    if (hit !== undefined) {
+      throw new ScenarioError('failed', `fail-text ${JSON.stringify(hit)} appeared in ${where}`, [], { expected: `no ${JSON.stringify(hit)}`, actual: JSON.stringify(text.slice(-400)) });
+    }
+  }
+
+  /** True when the open device printed a fail-text (so a wait can stop early). */
+  failTextSeen(): boolean {
+    const text = this.device?.uartText ?? '';
+    return this.scenario.failText.some((t) => text.includes(t));
+  }
+
   /** Stores an answer (`as`, `capture`) after checking it (`expect`, default: any 2xx). */
   accept(answer: Answer, what: string, options: { expect?: ResponseExpect | undefined; as?: string | undefined; capture?: Record<string, string> | undefined }): void {
     checkAnswer(answer, what, options.expect === undefined ? undefined : this.vars.substituteDeep(options.expect));

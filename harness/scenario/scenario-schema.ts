@@ -204,6 +204,10 @@ export const scenarioHeaderSchema = z.strictObject({
   timeout: durationSchema.optional().describe('default timeout of every wait (default 30s)'),
   board: z.string().min(1).optional().describe('default board id of steps that take one'),
   backends: backendFilter.optional().describe('run only on these backends (others report the scenario skipped)'),
+  'fail-text': z
+    .array(z.string().min(1))
+    .optional()
+    .describe('fail at once when any of these texts shows up in device UART output or a job\'s UART (wokwi-cli --fail-text)'),
   vars: z.record(varName, z.string()).optional().describe('initial variables; --var name=value overrides'),
   steps: z.array(z.unknown()).min(1),
 });
@@ -217,6 +221,8 @@ export interface Scenario {
   timeoutMs: number;
   board?: string;
   backends?: z.infer<typeof backendFilter>;
+  /** Texts that fail the scenario as soon as they appear in UART output. */
+  failText: string[];
   vars: Record<string, string>;
   steps: ScenarioStep[];
   /** The file it came from (absolute), for failures and relative firmware paths. */

@@ -52,6 +52,12 @@ function requireDevice(ctx: ScenarioContext, kind: string): DeviceState {
 
 /** Runs the open device until `until()` holds, it stops, or `timeoutMs` passes on the clock of `kind`. */
 async function runDevice(ctx: ScenarioContext, state: DeviceState, options: { kind: ClockKind; timeoutMs: number; until: () => boolean }): Promise<void> {
+  await runDeviceUntil(ctx, state, { ...options, until: () => options.until() || ctx.failTextSeen() });
+  // Even when the wait matched: a failure string printed on the way fails the scenario (wokwi --fail-text).
+  ctx.checkFailText(state.uartText, `the UART output of ${state.device.board.id}`);
+}
+
+async function runDeviceUntil(ctx: ScenarioContext, state: DeviceState, options: { kind: ClockKind; timeoutMs: number; until: () => boolean }): Promise<void> {
   if (state.stopped || options.until()) return;
   const run = async (targetNanos: number) => {
     try {
@@ -140,7 +146,10 @@ export const stepHandlers: StepRegistry = {
         checkAnswer(answer, `GET job ${job}`, undefined);
         const record = answer.json as { state?: unknown; uart?: { text?: unknown } | null; failure?: unknown } | undefined;
         last = `state ${String(record?.state)}`;
-        if (typeof record?.uart?.text === 'string') ctx.lastUart = record.uart.text;
+        if (typeof record?.uart?.text === 'string') {
+          ctx.lastUart = record.uart.text;
+          ctx.checkFailText(record.uart.text, `the UART of job ${job}`);
+        }
         return record?.state === 'done' || record?.state === 'failed' ? answer : undefined;
       },
     );
