@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
 import type { Clock } from '../../core/clock.js';
+import { EmulatorProcess } from '../qemu/emulator-process.js';
 
 /**
  * Runs one external tool (openocd, probe-rs) to completion with a deadline on the injected clock.
- * On timeout, abort or `stop()` the tool gets SIGTERM, then SIGKILL after `killGraceMs`: a probe
- * tool wedged in a USB transfer must never outlive the job that started it.
+ * On timeout or abort (a cancelled job, a closed device) the tool gets SIGTERM, then SIGKILL after
+ * `killGraceMs`: a probe tool wedged in a USB transfer must never outlive the job that started it.
  */
 export interface ToolRunOptions {
   clock: Clock;
@@ -24,12 +24,12 @@ export interface ToolResult {
   exitCode: number | null;
   exitSignal: NodeJS.Signals | null;
   stopped: 'timeout' | 'cancelled' | undefined;
-  /** stdout and stderr interleaved, the last `OUTPUT_KEEP_CHARS` characters. */
+  /** stdout and stderr interleaved, by line, the last `OUTPUT_KEEP_LINES` lines. */
   output: string;
 }
 
-/** Enough to hold a full OpenOCD flash transcript; older output is cut from the front. */
-export const OUTPUT_KEEP_CHARS = 16_384;
+/** Enough to hold a full OpenOCD flash transcript; older lines are dropped. */
+export const OUTPUT_KEEP_LINES = 200;
 
 /** The last `lines` non-empty lines of `output`, for failure messages. */
 export function outputTail(output: string, lines = 8): string {
@@ -46,51 +46,35 @@ export function formatCommand(file: string, args: readonly string[]): string {
 }
 
 /** Runs `file args`; resolves when it has exited (never rejects for a non-zero exit). */
-export function runTool(file: string, args: readonly string[], options: ToolRunOptions): Promise<ToolResult> {
+export async function runTool(file: string, args: readonly string[], options: ToolRunOptions): Promise<ToolResult> {
   const { clock } = options;
-  const command = formatCommand(file, args);
-  return new Promise((resolve) => {
-    let output = '';
-    let stopped: ToolResult['stopped'];
-    let killTimer: ReturnType<Clock['setTimeout']> | undefined;
-    let settled = false;
-    const append = (text: string) => {
-      output = (output + text).slice(-OUTPUT_KEEP_CHARS);
-      options.onOutput?.(text);
+  // The qemu backend's supervised process: exit from the process itself (not its pipes), stop =
+  // SIGTERM then SIGKILL on the injected clock, and killed if Node itself exits.
+  const tool = new EmulatorProcess(file, args, { clock, killGraceMs: options.killGraceMs, env: options.env, tailLines: OUTPUT_KEEP_LINES });
+  if (options.onOutput) tool.onText(options.onOutput);
+  let stopped: ToolResult['stopped'];
+  const stop = (why: 'timeout' | 'cancelled') => {
+    if (stopped || tool.hasExited) return;
+    stopped = why;
+    void tool.stop();
+  };
+  const onAbort = () => stop('cancelled');
+  const deadline = clock.setTimeout(() => stop('timeout'), options.timeoutMs);
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const exit = await tool.exited;
+    // Neither a status nor a signal: the tool never started (ENOENT, EACCES); 127 as a shell says.
+    const exitCode = exit.exitCode ?? (exit.signal === undefined ? 127 : null);
+    return {
+      command: formatCommand(file, args),
+      exitCode,
+      exitSignal: (exit.signal as NodeJS.Signals | undefined) ?? null,
+      stopped,
+      output: tool.outputTail(),
     };
-    const finish = (result: Omit<ToolResult, 'command' | 'output' | 'stopped'>) => {
-      if (settled) return;
-      settled = true;
-      clock.clearTimeout(deadline);
-      if (killTimer) clock.clearTimeout(killTimer);
-      options.signal?.removeEventListener('abort', onAbort);
-      resolve({ command, output, stopped, ...result });
-    };
-
-    const child = spawn(file, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: options.env ? { ...process.env, ...options.env } : process.env,
-    });
-    child.stdout.setEncoding('utf8').on('data', append);
-    child.stderr.setEncoding('utf8').on('data', append);
-    child.on('error', (err) => {
-      // ENOENT/EACCES: the tool is not installed or not executable. Reported as exit 127, as a shell would.
-      append(`${command}: ${err.message}\n`);
-      finish({ exitCode: 127, exitSignal: null });
-    });
-    child.on('close', (exitCode, exitSignal) => finish({ exitCode, exitSignal }));
-
-    const stop = (why: 'timeout' | 'cancelled') => {
-      if (settled || stopped) return;
-      stopped = why;
-      child.kill('SIGTERM');
-      killTimer = clock.setTimeout(() => {
-        if (!settled) child.kill('SIGKILL');
-      }, options.killGraceMs);
-    };
-    const onAbort = () => stop('cancelled');
-    const deadline = clock.setTimeout(() => stop('timeout'), options.timeoutMs);
-    if (options.signal?.aborted) stop('cancelled');
-    else options.signal?.addEventListener('abort', onAbort, { once: true });
-  });
+  } finally {
+    clock.clearTimeout(deadline);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
 }
