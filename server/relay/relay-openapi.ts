@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { errorDetailSchema, validationErrorSchema } from '../http/openapi.js';
 import { credentialFormats, credentialMeaning, relayLimits, relayVersion } from './relay-facts.js';
 import type { RelayRoute } from './relay-route.js';
 
@@ -16,36 +17,30 @@ function jsonSchema(schema: z.ZodType, components: Record<string, unknown>): Rec
   return rewritten;
 }
 
+function plainJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const out = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete out.$schema;
+  return out;
+}
+
 /** Follows one `$ref` into the components (query parameters need the object's properties). */
 function resolved(schema: Record<string, unknown>, components: Record<string, unknown>): Record<string, unknown> {
   const ref = schema.$ref;
   return typeof ref === 'string' ? ((components[ref.replace('#/components/schemas/', '')] ?? schema) as Record<string, unknown>) : schema;
 }
 
-const errorSchema = {
-  type: 'object',
-  properties: { detail: { type: 'string' } },
-  required: ['detail'],
-};
-const validationSchema = {
-  type: 'object',
-  properties: {
-    detail: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: { type: { type: 'string' }, loc: { type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'integer' }] } }, msg: { type: 'string' }, input: {}, ctx: { type: 'object' } },
-        required: ['type', 'loc', 'msg', 'input'],
-      },
-    },
-  },
-  required: ['detail'],
-};
+// The error bodies are the HTTP layer's (same components as the bench service's document).
+const errorSchema = { $ref: '#/components/schemas/ErrorDetail' };
+const validationSchema = { $ref: '#/components/schemas/HTTPValidationError' };
 
 /** /openapi.json: built from the same route table and zod schemas that validate requests. */
 export function relayOpenApi(routes: readonly RelayRoute[], baseUrl: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
-  const schemas: Record<string, unknown> = {};
+  const schemas: Record<string, unknown> = {
+    ErrorDetail: plainJsonSchema(errorDetailSchema),
+    ValidationError: plainJsonSchema(validationErrorSchema),
+    HTTPValidationError: { type: 'object', properties: { detail: { type: 'array', items: { $ref: '#/components/schemas/ValidationError' } } } },
+  };
   for (const r of routes) {
     const parameters: Record<string, unknown>[] = [];
     for (const match of r.path.matchAll(/\{(\w+)\}/g)) parameters.push({ name: match[1], in: 'path', required: true, schema: { type: 'string' } });

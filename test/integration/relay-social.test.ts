@@ -163,6 +163,10 @@ describe('discovery documents', () => {
     expect(doc.body.components.schemas.ClaimCreate!.properties.title!.maxLength).toBe(200);
     expect(doc.body.components.schemas.ClaimCreate!.properties.body!.maxLength).toBe(32000);
     expect(doc.body.paths['/events']!.get!.parameters.map((p) => p.name)).toEqual(['since', 'authors', 'limit']);
+    // Every $ref points at a component that exists.
+    const refs = [...JSON.stringify(doc.body).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(10);
+    for (const ref of new Set(refs)) expect(doc.body.components.schemas[ref], ref).toBeDefined();
     expect(post.requestBody!.content['multipart/form-data']).toBeDefined();
   });
 
