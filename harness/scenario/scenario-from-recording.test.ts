@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest';
+import { parseScenario } from './load-scenario.js';
+import type { RecordedExchange } from './recording-proxy.js';
+import { scenarioFromRecording } from './scenario-from-recording.js';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const TOKEN = `hb_${'A'.repeat(43)}`;
+const NODE = 'a'.repeat(64);
+const OTHER = 'b'.repeat(64);
+const CRED = `${NODE}.${'c'.repeat(64)}`;
+
+function ex(partial: Partial<RecordedExchange> & { json?: unknown; answer?: unknown }): RecordedExchange {
+  const { json, answer, ...rest } = partial;
+  return {
+    atMs: 0,
+    service: 'bench',
+    method: 'GET',
+    path: '/',
+    requestHeaders: json === undefined ? {} : { 'content-type': 'application/json' },
+    requestBody: enc(json === undefined ? '' : JSON.stringify(json)),
+    status: 200,
+    responseHeaders: { 'content-type': 'application/json' },
+    responseBody: enc(answer === undefined ? '' : JSON.stringify(answer)),
+    ...rest,
+  };
+}
+
+describe('scenarioFromRecording', () => {
+  it('redacts a token no step created, and says so', async () => {
+    const { yaml, warnings } = await scenarioFromRecording(
+      [ex({ method: 'GET', path: '/api/v1/boards', requestHeaders: { authorization: `Bearer ${TOKEN}` }, answer: { boards: [] } })],
+      { name: 'stray token' },
+    );
+    expect(yaml).not.toContain(TOKEN);
+    expect(yaml).toContain('${redacted_1}');
+    expect(warnings).toEqual([expect.stringMatching(/1 credential-like value\(s\) had no capturing step/)]);
+    expect(() => parseScenario(yaml, 'x.yaml')).not.toThrow();
+  });
+
+  it('the admin token becomes ${admin_token}', async () => {
+    const { yaml } = await scenarioFromRecording([ex({ path: '/admin', requestHeaders: { 'x-admin-token': 'very-secret-admin' }, answer: {} })], { name: 'admin' });
+    expect(yaml).not.toContain('very-secret-admin');
+    expect(yaml).toContain('x-admin-token: ${admin_token}');
+  });
+
+  it('maps relay nodes, items and votes to re-signing steps; a nested slice is left out with a warning', async () => {
+    const item = 'd'.repeat(64);
+    const { yaml, warnings } = await scenarioFromRecording(
+      [
+        ex({ service: 'relay', method: 'POST', path: '/register', json: { schema: 'x.register/1', node_id: NODE, name: 'n' }, status: 201, answer: { node_id: NODE, credential: CRED, authorization: `Bearer ${CRED}` } }),
+        ex({ service: 'relay', method: 'POST', path: '/register', json: { schema: 'x.register/1', node_id: OTHER }, status: 201, answer: { node_id: OTHER, credential: `${OTHER}.${'e'.repeat(64)}`, authorization: `Bearer ${OTHER}.${'e'.repeat(64)}` } }),
+        ex({ service: 'relay', method: 'POST', path: '/items', requestHeaders: { 'content-type': 'application/json', authorization: `Bearer ${CRED}` }, requestBody: enc(JSON.stringify({ kind: 'statement', title: 't', body: '' })), status: 201, answer: { id: item } }),
+        ex({ service: 'relay', method: 'POST', path: `/items/${item}/vote`, json: { voter: NODE, item, value: 'yes', phase: 'vote', slice: { t: 1, v: [OTHER], i: [] } }, status: 201, answer: {} }),
+        ex({ service: 'relay', method: 'POST', path: `/items/${item}/vote`, json: { voter: OTHER, item, value: 'yes', phase: 'vote', slice: { t: 1, v: [], i: [{ t: 1, v: [NODE], i: [] }] } }, status: 201, answer: {} }),
+        ex({ service: 'relay', method: 'GET', path: `/items/${item}/bulletin/${NODE}`, answer: { state: 'voted' } }),
+      ],
+      { name: 'relay' },
+    );
+    for (const secret of [NODE, OTHER, CRED, item]) expect(yaml).not.toContain(secret);
+    const s = parseScenario(yaml, 'x.yaml');
+    expect(s.steps.map((x) => x.kind)).toEqual(['create-node', 'create-node', 'post-item', 'vote', 'expect-bulletin']);
+    expect(s.steps[3]).toMatchObject({ body: { node: 'node1', item: '${item1.id}', value: 'yes', phase: 'vote', slice: { t: 1, v: ['${node2.node_id}'] } } });
+    expect(s.steps[4]).toMatchObject({ body: { item: '${item1.id}', node: '${node1.node_id}', state: 'voted' } });
+    expect(warnings).toEqual([expect.stringMatching(/a vote by node2 with a nested slice cannot be re-signed/)]);
+    expect(s.description).toContain('Warning: a vote by node2');
+  });
+
+  it('keeps pauses of a second or more as delays, and drops the time spent polling a job', async () => {
+    const { yaml } = await scenarioFromRecording(
+      [
+        ex({ atMs: 0, method: 'POST', path: '/api/v1/agents/register', requestHeaders: { 'content-type': 'application/x-www-form-urlencoded' }, requestBody: enc('label=a'), answer: { agent_id: 'ag_x', token: TOKEN } }),
+        ex({ atMs: 1500, path: '/api/v1/jobs/job_1', requestHeaders: { authorization: `Bearer ${TOKEN}` }, answer: { state: 'running' } }),
+        ex({ atMs: 1900, path: '/api/v1/jobs/job_1', requestHeaders: { authorization: `Bearer ${TOKEN}` }, answer: { state: 'done' } }),
+        ex({ atMs: 2100, path: '/api/v1/boards', answer: {} }),
+      ],
+      { name: 'gaps' },
+    );
+    const s = parseScenario(yaml, 'x.yaml');
+    expect(s.steps.map((x) => x.kind)).toEqual(['register', 'wait-job', 'http']);
+    const withPause = await scenarioFromRecording(
+      [ex({ atMs: 0, path: '/api/v1/boards', answer: {} }), ex({ atMs: 91_234, path: '/api/v1/boards', answer: {} })],
+      { name: 'pause' },
+    );
+    expect(parseScenario(withPause.yaml, 'x.yaml').steps.map((x) => (x.kind === 'delay' ? x.body : x.kind))).toEqual(['http', '91200ms', 'http']);
+  });
+});
