@@ -111,10 +111,13 @@ describe('QEMU and Renode missing, --backend auto', () => {
     }
     for (const id of simBoards) expect(boards.get(id)).toMatchObject({ status: 'free', backend: 'sim', offline_reason: null });
 
-    // The operator hears about each offline board once, at start.
-    const warnings = app.logger.lines.filter((l) => l.startsWith('warn: board '));
-    expect(warnings.length).toBe(qemuBoards.length + renodeBoards.length);
-    expect(warnings.find((w) => w.includes('mps2-an385'))).toContain(QEMU_HINT);
+    // The operator's log says it too: one warning per offline board, with the reason.
+    for (const id of [...qemuBoards, ...renodeBoards]) {
+      const warnings = app.logger.lines.filter((l) => l.startsWith('warn:') && new RegExp(`\\b${id}\\b`).test(l));
+      expect(warnings.length, `warnings about ${id}: ${JSON.stringify(warnings)}`).toBe(1);
+      expect(warnings[0]).toContain(boards.get(id)!.offline_reason!);
+    }
+    for (const id of simBoards) expect(app.logger.lines.filter((l) => l.startsWith('warn:') && l.includes(` ${id} `))).toEqual([]);
   });
 
   it('reports the offline boards in health, stats and on the home page', async () => {
@@ -248,12 +251,11 @@ describe('an emulator removed after the server started', () => {
     return file;
   }
 
-  it('fails its jobs as unavailable with what to install; the board is free again and others still run', async () => {
+  it('refuses or fails its jobs with what to install, and leaves the board unheld', async () => {
     const dir = tempDir();
     const qemuBinary = wrapper(dir, 'qemu-system-arm', 'qemu-system-arm');
     const renodePath = wrapper(dir, 'renode', renodeStandinPath);
     const { app, api } = await start({ backend: 'auto', backends: (clock) => createBackends({ clock, boards: catalog, qemuBinary, renodePath }) });
-    // Availability is checked at start (docs/bench-api.md), so both are online now.
     const before = new Map((await api.boards()).map((b) => [b.id, b]));
     expect(before.get('mps2-an385')).toMatchObject({ status: 'free', backend: 'qemu' });
     expect(before.get('stm32f4-discovery')).toMatchObject({ status: 'free', backend: 'renode' });
@@ -261,15 +263,41 @@ describe('an emulator removed after the server started', () => {
     rmSync(qemuBinary);
     rmSync(renodePath);
     const token = await api.register('uninstalled');
-    for (const [board, expected] of [
-      ['mps2-an385', `board mps2-an385 cannot run on QEMU: ${qemuBinary} not found: ${QEMU_HINT}`],
-      ['stm32f4-discovery', `board stm32f4-discovery cannot run on Renode: Renode not found (${renodePath}): ${RENODE_HINT}`],
+    for (const [board, hint] of [
+      ['mps2-an385', `${qemuBinary} not found: ${QEMU_HINT}`],
+      ['stm32f4-discovery', `Renode not found (${renodePath}): ${RENODE_HINT}`],
     ] as const) {
-      const queued = await api.flash(token, { board, uartSeconds: 0.5 }, exampleFirmware(board, 'hello').elf);
-      await app.idle();
-      const job = await api.job(token, queued.job_id);
-      expect(job).toMatchObject({ state: 'failed', uart: null, stop: null, failure: { kind: 'unavailable', message: expected } });
-      expect((await api.boards()).find((b) => b.id === board)).toMatchObject({ status: 'free', queued_jobs: 0 });
+      const elf = exampleFirmware(board, 'hello').elf;
+      // Issue 3 allows either: the bench may notice at submission (503, nothing stored) or when
+      // the job opens the device (the job fails as `unavailable`). Both must say what to install.
+      const res = await app.request('/api/v1/jobs/flash', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+        body: (() => {
+          const form = new FormData();
+          form.set('board', board);
+          form.set('uart_seconds', '0.5');
+          form.set('firmware', new Blob([new Uint8Array(elf)]), 'hello.elf');
+          return form;
+        })(),
+      });
+      if (res.status === 503) {
+        expect(((await res.json()) as { detail: string }).detail).toContain(hint);
+      } else {
+        expect(res.status).toBe(200);
+        const { job_id } = (await res.json()) as { job_id: string };
+        await app.idle();
+        const job = await api.job(token, job_id);
+        expect(job).toMatchObject({ state: 'failed', uart: null, stop: null, failure: { kind: 'unavailable' } });
+        expect(job.failure!.message).toContain(`board ${board} `);
+        expect(job.failure!.message).toContain(hint);
+      }
+      // Nothing is left holding the board: it is free (availability as checked at start) or
+      // offline with the same hint (re-checked), never leased or busy.
+      const after = (await api.boards()).find((b) => b.id === board)!;
+      expect(['free', 'offline']).toContain(after.status);
+      expect(after).toMatchObject({ queued_jobs: 0, lease_expires_at: null });
+      if (after.status === 'offline') expect(after.offline_reason).toContain(hint);
     }
     await expectSimBoardsWork(app, api, token);
     expect(app.logger.lines.filter((l) => l.startsWith('error:'))).toEqual([]);
