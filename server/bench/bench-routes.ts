@@ -9,7 +9,9 @@ import type { BenchLimits } from './bench-limits.js';
 import {
   adminSchema,
   agentRegistrationSchema,
+  boardHealthCheckSchema,
   boardListSchema,
+  boardReleaseSchema,
   buildFormSchemas,
   healthSchema,
   jobSchema,
@@ -19,6 +21,8 @@ import {
 
 /** Multipart framing and the small text fields of a flash upload, on top of the firmware. */
 const FLASH_FORM_OVERHEAD_BYTES = 64 * 1024;
+
+const ADMIN_ERRORS = { 401: 'Missing or wrong x-admin-token', 403: 'Admin disabled (no admin token configured)' };
 
 const AUTH_ERRORS = { 401: 'Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)' };
 
@@ -200,14 +204,49 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       method: 'get',
       path: '/admin',
       operationId: 'admin',
-      summary: 'Operator view: leases, open sessions with agents, recent jobs and failures, counts',
+      summary: 'Operator view: leases, board health (failures, quarantine), open sessions with agents, recent jobs and failures, counts',
       tags: ['admin'],
       auth: 'admin',
       response: adminSchema,
-      errors: { 401: 'Missing or wrong x-admin-token', 403: 'Admin disabled (no admin token configured)' },
+      errors: ADMIN_ERRORS,
       handler: async (req, res) => {
         checkAdmin(req, options.adminToken);
         res.json(await bench.admin());
+      },
+    },
+    {
+      method: 'post',
+      path: '/admin/boards/{board}/release',
+      operationId: 'releaseBoard',
+      summary: 'Put a quarantined board back in service (clears its quarantine and failure count)',
+      description: 'Idempotent: releasing a healthy board resets its failure count. The answer carries the status from a fresh availability check.',
+      tags: ['admin'],
+      auth: 'admin',
+      response: boardReleaseSchema,
+      errors: { ...ADMIN_ERRORS, 404: 'Unknown board', 409: "The board's backend keeps no board health (it never quarantines boards)" },
+      handler: async (req, res) => {
+        checkAdmin(req, options.adminToken);
+        res.json(await bench.releaseBoard(param(req, 'board')));
+      },
+    },
+    {
+      method: 'post',
+      path: '/admin/boards/{board}/health-check',
+      operationId: 'healthCheckBoard',
+      summary: "Run the board's health-check firmware; passing releases the board",
+      description:
+        'Answers when the check has finished (bounded by the health-check timeout): 200 with passed true or false. While it runs the board refuses sessions and jobs with 409.',
+      tags: ['admin'],
+      auth: 'admin',
+      response: boardHealthCheckSchema,
+      errors: {
+        ...ADMIN_ERRORS,
+        404: 'Unknown board',
+        409: 'No health check for this board (backend without one, or none configured), the board is leased or has jobs, or a check is already running',
+      },
+      handler: async (req, res) => {
+        checkAdmin(req, options.adminToken);
+        res.json(await bench.healthCheckBoard(param(req, 'board')));
       },
     },
   ];

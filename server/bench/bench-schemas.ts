@@ -212,6 +212,40 @@ const adminJob = z.object({
   failure: failureSchema.nullable(),
 });
 
+/** Board health kept by a backend that quarantines boards (the probe backend); null on /admin when none does. */
+export const boardHealthSchema = z
+  .object({
+    backend: z.string().meta({ description: 'The backend keeping this board\'s health (e.g. probe).' }),
+    consecutive_failures: z.number().int().meta({ description: 'Infrastructure failures since the last success or release.' }),
+    last_failure: z.string().nullable().meta({ description: 'First line of the most recent infrastructure failure.' }),
+    quarantined: z.boolean(),
+    quarantined_since: iso.nullable(),
+    quarantine_reason: z.string().nullable().meta({ description: 'What availability reports while quarantined; shown as offline_reason.' }),
+  })
+  .meta({ title: 'BoardHealth' });
+
+export const boardReleaseSchema = z
+  .object({
+    board: z.string(),
+    status: z.enum(boardStatuses).meta({ description: 'Status right after the release, from a fresh availability check.' }),
+    offline_reason: z.string().nullable(),
+    health: boardHealthSchema,
+  })
+  .meta({ title: 'BoardRelease' });
+
+export const boardHealthCheckSchema = z
+  .object({
+    board: z.string(),
+    passed: z.boolean().meta({ description: 'True when the health-check firmware printed its expected text; the board is then released.' }),
+    reason: z.string().nullable().meta({ description: 'Why the check failed; null when it passed.' }),
+    uart_text: z.string().meta({ description: 'What the health-check firmware printed (UTF-8, invalid sequences replaced).' }),
+    elapsed_seconds: z.number().nullable().meta({ description: 'Seconds from reset release until the expected text appeared; null when it did not.' }),
+    status: z.enum(boardStatuses).meta({ description: 'Status right after the check, from a fresh availability check.' }),
+    offline_reason: z.string().nullable(),
+    health: boardHealthSchema,
+  })
+  .meta({ title: 'BoardHealthCheck' });
+
 export const adminSchema = z
   .object({
     generated_at: iso,
@@ -223,6 +257,7 @@ export const adminSchema = z
         offline_reason: z.string().nullable(),
         lease: leaseView.nullable(),
         queued_jobs: z.number().int(),
+        health: boardHealthSchema.nullable(),
       }),
     ),
     sessions: z.array(
@@ -259,6 +294,9 @@ export const openApiComponents = {
   Job: jobSchema,
   JobFailure: failureSchema,
   Admin: adminSchema,
+  BoardHealth: boardHealthSchema,
+  BoardRelease: boardReleaseSchema,
+  BoardHealthCheck: boardHealthCheckSchema,
 };
 
 export type AgentRegistrationBody = z.infer<typeof agentRegistrationSchema>;
@@ -268,3 +306,6 @@ export type HealthBody = z.infer<typeof healthSchema>;
 export type StatsBody = z.infer<typeof statsSchema>;
 export type JobBody = z.infer<typeof jobSchema>;
 export type AdminBody = z.infer<typeof adminSchema>;
+export type BoardHealthBody = z.infer<typeof boardHealthSchema>;
+export type BoardReleaseBody = z.infer<typeof boardReleaseSchema>;
+export type BoardHealthCheckBody = z.infer<typeof boardHealthCheckSchema>;

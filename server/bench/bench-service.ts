@@ -15,12 +15,14 @@ import { consoleLogger, type Logger } from '../http/logger.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
+import { SqliteQuarantineStore } from '../store/sqlite-quarantine-store.js';
 import { Bench, BENCH_API_VERSION, type BenchDeps } from './bench.js';
 import { type BenchLimits, defaultBenchLimits } from './bench-limits.js';
 import { benchRoutes } from './bench-routes.js';
 import { openApiComponents } from './bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
-import { type BackendChoice, resolveBoardBackends } from './board-backends.js';
+import type { BackendChoice } from './board-backends.js';
+import { LiveBoards } from './live-boards.js';
 import { pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { createPagesRouter, PAGES_ROUTES } from './pages/pages-router.js';
 import { SqliteWaitlist } from './pages/sqlite-waitlist.js';
@@ -31,8 +33,16 @@ export interface BenchServiceConfig {
   /** Holds `bench.sqlite` and `firmware/<sha256>`; created when missing. */
   dataDir: string;
   boards: readonly Board[];
-  /** Backends by name. Default: `{ mock: new MockBackend() }`. */
-  backends?: Partial<Record<BackendName, Backend>>;
+  /**
+   * Backends by name, or a function building them once the database is open (it receives the
+   * `SqliteQuarantineStore` to give the probe backend, so board health survives restarts:
+   * `({ quarantineStore }) => createBackends({ ..., quarantineStore })`). Default: `{ mock: new MockBackend() }`.
+   */
+  backends?: Partial<Record<BackendName, Backend>> | ((context: BackendsContext) => Partial<Record<BackendName, Backend>>);
+  /** Host ms a board's availability is reused before its backend is asked again. Default 5 000. */
+  availabilityCacheMs?: number;
+  /** Host ms an administrator's health check may run before it is aborted. Default 120 000. */
+  healthCheckTimeoutMs?: number;
   /** `--backend`: which backend runs each board. Default `mock`. */
   backend?: BackendChoice;
   /** Enables `GET /admin` (compared in constant time). Unset: admin answers 403. */
@@ -50,11 +60,20 @@ export interface BenchServiceConfig {
   pages?: { contactEmail?: string };
 }
 
+/** What a `backends` function receives from the service. */
+export interface BackendsContext {
+  clock: Clock;
+  /** Board health in the service's database (table `board_health`). */
+  quarantineStore: SqliteQuarantineStore;
+}
+
 export interface BenchService {
   /** The express app; it does not listen (see `startBenchServer`). */
   app: express.Express;
   bench: Bench;
   store: SqliteBenchStore;
+  /** Board health kept in the same database (what `backends` functions receive). */
+  quarantineStore: SqliteQuarantineStore;
   limits: BenchLimits;
   /** The OpenAPI 3.1 document served at `/openapi.json`. */
   openApi: Record<string, unknown>;
@@ -76,9 +95,19 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
   let started: Bench | undefined;
   try {
     const blobs = new FirmwareBlobStore(path.join(config.dataDir, 'firmware'));
-    const backends = config.backends ?? { mock: new MockBackend() };
-    const boards = await resolveBoardBackends(config.boards, backends, config.backend ?? 'mock');
-    for (const b of boards) if (b.offlineReason) logger.warn(`board ${b.board.id} is offline: ${b.offlineReason}`);
+    const quarantineStore = new SqliteQuarantineStore(store.database);
+    const backends =
+      typeof config.backends === 'function' ? config.backends({ clock, quarantineStore }) : (config.backends ?? { mock: new MockBackend() });
+    const boards = new LiveBoards({
+      clock,
+      boards: config.boards,
+      backends,
+      choice: config.backend ?? 'mock',
+      cacheMs: config.availabilityCacheMs,
+      logger,
+    });
+    // Every board is checked once at start (offline ones are logged), then again when it matters.
+    await boards.all();
     const waitlist = new SqliteWaitlist(store.database);
     const dispatcher = config.dispatcher ?? new LocalDispatcher({ clock, ...config.dispatcherOptions });
     const bench = new Bench({
@@ -91,6 +120,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       logger,
       checkImage: config.checkImage ?? checkImageForBoard,
       waitlistCount: () => waitlist.count(),
+      healthCheckTimeoutMs: config.healthCheckTimeoutMs,
     });
     started = bench;
     await bench.start();
@@ -140,6 +170,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       app,
       bench,
       store,
+      quarantineStore,
       limits,
       openApi,
       getSnapshot: () => bench.getSnapshot(),

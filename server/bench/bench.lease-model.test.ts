@@ -16,7 +16,7 @@ import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
 import { Bench } from './bench.js';
 import { defaultBenchLimits } from './bench-limits.js';
-import { resolveBoardBackends } from './board-backends.js';
+import { LiveBoards } from './live-boards.js';
 
 /**
  * Model-based test of the lease state machine (STYLE.md: `fc.commands` for state machines such
@@ -163,11 +163,13 @@ async function setup(): Promise<Real> {
   const fake = createClock(Date.UTC(2026, 0, 1));
   const clock = clockFromFakeTimers(fake);
   const store = new SqliteBenchStore(':memory:');
-  const boards = await resolveBoardBackends(
-    loadBoardCatalog().filter((b) => BOARDS.includes(b.id)),
-    { mock: new MockBackend() },
-    'mock',
-  );
+  const boards = new LiveBoards({
+    clock,
+    boards: loadBoardCatalog().filter((b) => BOARDS.includes(b.id)),
+    backends: { mock: new MockBackend() },
+    choice: 'mock',
+    logger: memoryLogger(),
+  });
   const bench = new Bench({
     clock,
     store,

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Board } from '../../boards/board-schema.js';
-import { BackendError, type FirmwareImage, NANOS_PER_SECOND } from '../../backends/backend.js';
+import { type Backend, BackendError, type FirmwareImage, NANOS_PER_SECOND } from '../../backends/backend.js';
+import type { BoardHealth } from '../../backends/probe/quarantine-store.js';
 import { loadFirmwareImage } from '../../backends/image-check.js';
 import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
 import { type ElfFile, ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
@@ -22,8 +23,21 @@ import type {
 import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import type { BenchSnapshot, BoardStatus } from './bench-snapshot.js';
 import type { BenchLimits } from './bench-limits.js';
-import type { AdminBody, AgentRegistrationBody, BoardBody, HealthBody, JobBody, SessionBody, StatsBody } from './bench-schemas.js';
+import type {
+  AdminBody,
+  AgentRegistrationBody,
+  BoardBody,
+  BoardHealthBody,
+  BoardHealthCheckBody,
+  BoardReleaseBody,
+  HealthBody,
+  JobBody,
+  SessionBody,
+  StatsBody,
+} from './bench-schemas.js';
 import type { ResolvedBoard } from './board-backends.js';
+import { type BoardHealthControl, boardHealthControlOf, type HealthCheckOutcome } from './board-health-control.js';
+import type { LiveBoards } from './live-boards.js';
 
 /** The interface version this server implements (spec `bench-service.md`). */
 export const BENCH_API_VERSION = '0.3.4';
@@ -32,7 +46,8 @@ export interface BenchDeps {
   clock: Clock;
   store: BenchStore;
   blobs: FirmwareBlobStore;
-  boards: readonly ResolvedBoard[];
+  /** Every board with its backend, availability re-checked when it matters (live-boards.ts). */
+  boards: LiveBoards;
   dispatcher: JobDispatcher;
   limits: BenchLimits;
   logger: Logger;
@@ -40,7 +55,12 @@ export interface BenchDeps {
   checkImage: (image: FirmwareImage, board: Board) => void;
   /** Entries on the waitlist (owned by the pages), for the snapshot totals. */
   waitlistCount: () => number;
+  /** Host ms an administrator's health check may take before it is aborted. Default 120 000. */
+  healthCheckTimeoutMs?: number;
 }
+
+/** Default of `BenchDeps.healthCheckTimeoutMs`: the probe's flash budget plus a slow boot. */
+export const DEFAULT_HEALTH_CHECK_TIMEOUT_MS = 120_000;
 
 const TOKEN_PREFIX = 'hb_';
 
@@ -58,14 +78,14 @@ const isoOrNull = (ms: number | null) => (ms === null ? null : isoFromMs(ms));
  * the routes stay thin. Every change is committed to the store before the method returns.
  */
 export class Bench {
-  private readonly boardsById: Map<string, ResolvedBoard>;
   private readonly expiryTimers = new Map<string, TimerHandle>();
   private readonly jobsInFlight = new Set<Promise<void>>();
   private readonly startedAtMs: number;
+  /** Boards running an administrator's health check, with when it started (host ms). */
+  private readonly healthChecks = new Map<string, number>();
   private closing = false;
 
   constructor(private readonly deps: BenchDeps) {
-    this.boardsById = new Map(deps.boards.map((b) => [b.board.id, b]));
     this.startedAtMs = deps.clock.nowMs();
   }
 
@@ -140,16 +160,28 @@ export class Bench {
 
   // ---- sessions -----------------------------------------------------------------------------
 
-  private boardOr404(boardId: string): ResolvedBoard {
-    const resolved = this.boardsById.get(boardId);
-    if (!resolved) {
-      throw new HttpError(404, `board "${boardId}" not found; boards here: ${[...this.boardsById.keys()].join(', ') || 'none'}`);
+  private boardOr404(boardId: string): Board {
+    const board = this.deps.boards.board(boardId);
+    if (!board) {
+      throw new HttpError(404, `board "${boardId}" not found; boards here: ${this.deps.boards.ids.join(', ') || 'none'}`);
     }
-    return resolved;
+    return board;
   }
 
-  private onlineOr503(resolved: ResolvedBoard): void {
-    if (!resolved.backend) throw new HttpError(503, `board ${resolved.board.id} is offline: ${resolved.offlineReason ?? 'no backend'}`);
+  /**
+   * The board's backend as of now (availability cached briefly, live-boards.ts): 503 with the
+   * reason when it cannot run, 409 while an administrator's health check holds it.
+   */
+  private async usableOr503(boardId: string): Promise<ResolvedBoard> {
+    const resolved = await this.deps.boards.get(boardId);
+    if (!resolved.backend) throw new HttpError(503, `board ${boardId} is offline: ${resolved.offlineReason ?? 'no backend'}`);
+    const checkStartedMs = this.healthChecks.get(boardId);
+    if (checkStartedMs !== undefined) {
+      throw new HttpError(409, `board ${boardId} is running a health check started by an administrator at ${isoFromMs(checkStartedMs)} (retry_after_seconds=5)`, {
+        'Retry-After': '5',
+      });
+    }
+    return resolved;
   }
 
   /** 409 for a board someone holds: who (label only) and until when, with `Retry-After`. */
@@ -170,8 +202,8 @@ export class Bench {
   }
 
   async openSession(agent: AgentRecord, boardId: string, idleSeconds: number): Promise<SessionBody> {
-    const resolved = this.boardOr404(boardId);
-    this.onlineOr503(resolved);
+    this.boardOr404(boardId);
+    await this.usableOr503(boardId);
     const nowMs = this.now();
     const result = await this.deps.store.openSession({
       sessionId: newId('ses'),
@@ -254,7 +286,7 @@ export class Bench {
     agent: AgentRecord,
     input: { board: string; firmware: UploadedFile; uartSeconds: number; session: string },
   ): Promise<JobBody> {
-    const resolved = this.boardOr404(input.board);
+    const board = this.boardOr404(input.board);
     const { firmware } = input;
     let elf: ElfFile;
     try {
@@ -265,20 +297,20 @@ export class Bench {
     }
     const image: FirmwareImage = { bytes: firmware.bytes, sha256: firmware.sha256, elf };
     try {
-      this.deps.checkImage(image, resolved.board);
+      this.deps.checkImage(image, board);
     } catch (err) {
       if (err instanceof BackendError && err.kind === 'bad-image') {
-        throw fieldValueError('firmware', `cannot run on ${resolved.board.id}: ${err.message}`, firmware.filename);
+        throw fieldValueError('firmware', `cannot run on ${board.id}: ${err.message}`, firmware.filename);
       }
       throw err;
     }
-    this.onlineOr503(resolved);
+    await this.usableOr503(board.id);
 
     const nowMs = this.now();
     const job: JobRecord = {
       jobId: newId('job'),
       agentId: agent.agentId,
-      board: resolved.board.id,
+      board: board.id,
       sessionId: input.session === '' ? null : input.session,
       state: 'queued',
       firmware: { sha256: firmware.sha256, sizeBytes: firmware.sizeBytes, elf: elfSummary(elf) },
@@ -329,26 +361,33 @@ export class Bench {
     return this.jobBody(job);
   }
 
-  /** Hands a queued job to the dispatcher and records its outcome when it settles. */
+  /**
+   * Hands a queued job to the dispatcher and records its outcome when it settles. The board's
+   * availability is asked again when the job leaves the queue (`gatedBackend`): a job queued on a
+   * board that went offline meanwhile fails as `unavailable` with the reason, it does not wait.
+   */
   private launch(job: JobRecord, image: FirmwareImage): void {
-    const resolved = this.boardsById.get(job.board);
+    const board = this.deps.boards.board(job.board);
     const run = async () => {
-      if (!resolved?.backend) {
-        await this.finishFailed(job.jobId, 'unavailable', `board ${job.board} is offline: ${resolved?.offlineReason ?? 'not in this server\'s catalog'}`);
+      if (!board) {
+        await this.finishFailed(job.jobId, 'unavailable', `board ${job.board} is not in this server's catalog any more`);
         return;
       }
+      // Dispatched at once (no await before it), so jobs keep their submission order.
+      const gated = this.gatedBackend(board);
       let outcome: FirmwareRun;
       try {
         outcome = await this.deps.dispatcher.dispatch({
           jobId: job.jobId,
-          board: resolved.board,
-          backend: resolved.backend,
+          board,
+          backend: gated.backend,
           image,
           uartSeconds: job.uartSeconds,
           maxUartBytes: this.deps.limits.maxUartBytesPerJob,
           onPhase: (phase) => this.deps.store.markJobPhase(job.jobId, phase, this.now()),
         });
       } catch (err) {
+        this.afterJobOn(board.id, gated.used());
         if (this.closing) return;
         if (err instanceof BackendError) {
           const detail = [err.message, err.exitCode !== undefined ? `exit code ${err.exitCode}` : '', err.outputTail ? `output: ${err.outputTail}` : '']
@@ -361,6 +400,7 @@ export class Bench {
         }
         return;
       }
+      this.afterJobOn(board.id, gated.used());
       if (this.closing) return;
       await this.deps.store.finishJob(job.jobId, {
         state: 'done',
@@ -374,6 +414,42 @@ export class Bench {
     const tracked = run().catch((err: unknown) => this.deps.logger.error(`recording the outcome of job ${job.jobId} failed`, err));
     this.jobsInFlight.add(tracked);
     void tracked.finally(() => this.jobsInFlight.delete(tracked));
+  }
+
+  /**
+   * The backend a queued job runs on: when the dispatcher opens the board, its availability is
+   * asked again (cached as for listings) and an offline board fails the job with the reason.
+   * With `--backend auto` the job runs on whichever backend serves the board at that moment.
+   */
+  private gatedBackend(board: Board): { backend: Backend; used: () => Backend | undefined } {
+    let used: Backend | undefined;
+    const live = this.deps.boards;
+    const current = async (): Promise<Backend> => {
+      const now = await live.get(board.id);
+      if (!now.backend) throw new BackendError('unavailable', `board ${board.id} is offline: ${now.offlineReason ?? 'no backend'}`);
+      return now.backend;
+    };
+    const backend: Backend = {
+      // Named after the backend that ran it, or that serves the board as far as we know yet
+      // (the dispatcher names it in timeout messages).
+      get name() {
+        return (used ?? live.lastKnown(board.id)?.backend)?.name ?? 'mock';
+      },
+      availability: async (b) => (await current()).availability(b),
+      open: async (b, options) => {
+        used = await current();
+        return used.open(b, options);
+      },
+    };
+    return { backend, used: () => used };
+  }
+
+  /**
+   * A backend that keeps board health may just have counted a failure or quarantined the board:
+   * its availability is asked again at the next listing instead of after the cache window.
+   */
+  private afterJobOn(boardId: string, backend: Backend | undefined): void {
+    if (backend && boardHealthControlOf(backend)) this.deps.boards.invalidate(boardId);
   }
 
   private async finishFailed(jobId: string, kind: NonNullable<JobRecord['failure']>['kind'], message: string): Promise<void> {
@@ -445,12 +521,14 @@ export class Bench {
   private async boardStates(): Promise<
     Array<{ resolved: ResolvedBoard; status: BoardStatus; lease: LeaseWithAgent | undefined; queued: number }>
   > {
+    const boards = await this.deps.boards.all();
     const leases = new Map((await this.deps.store.listLeases(this.now())).map((l) => [l.board, l]));
     const activity = await this.deps.store.boardActivity();
-    return this.deps.boards.map((resolved) => {
+    return boards.map((resolved) => {
       const lease = leases.get(resolved.board.id);
       const act = activity.get(resolved.board.id) ?? { queued: 0, active: 0 };
-      const status: BoardStatus = !resolved.backend ? 'offline' : act.active > 0 ? 'busy' : lease ? 'leased' : 'free';
+      const busy = act.active > 0 || this.healthChecks.has(resolved.board.id);
+      const status: BoardStatus = !resolved.backend ? 'offline' : busy ? 'busy' : lease ? 'leased' : 'free';
       return { resolved, status, lease, queued: act.queued };
     });
   }
@@ -487,10 +565,11 @@ export class Bench {
       database = 'error';
       this.deps.logger.error('health check: the database did not answer', err);
     }
-    const online = this.deps.boards.filter((b) => b.backend).length;
-    const offline = this.deps.boards.length - online;
+    const boards = await this.deps.boards.all();
+    const online = boards.filter((b) => b.backend).length;
+    const offline = boards.length - online;
     return {
-      status: database === 'ok' && (online > 0 || this.deps.boards.length === 0) ? 'ok' : 'degraded',
+      status: database === 'ok' && (online > 0 || boards.length === 0) ? 'ok' : 'degraded',
       version: BENCH_API_VERSION,
       uptime_seconds: (this.now() - this.startedAtMs) / 1000,
       boards: { online, offline },
@@ -580,9 +659,10 @@ export class Bench {
       finished_at: isoOrNull(j.finishedAtMs),
       failure: j.failure,
     });
+    const health = await Promise.all(states.map(({ resolved }) => this.boardHealth(resolved.board.id)));
     return {
       generated_at: isoFromMs(this.now()),
-      boards: states.map(({ resolved, status, lease, queued }) => ({
+      boards: states.map(({ resolved, status, lease, queued }, i) => ({
         id: resolved.board.id,
         backend: resolved.backendName,
         status,
@@ -598,6 +678,7 @@ export class Bench {
             }
           : null,
         queued_jobs: queued,
+        health: health[i] ?? null,
       })),
       sessions: sessions.map((s) => ({
         session_id: s.sessionId,
@@ -619,6 +700,129 @@ export class Bench {
         waitlist: this.deps.waitlistCount(),
       },
     };
+  }
+
+  // ---- board health (administrator) ---------------------------------------------------------
+
+  /** The health `boardId`'s backend keeps, or null when no backend of this board keeps any. Never throws. */
+  private async boardHealth(boardId: string): Promise<BoardHealthBody | null> {
+    const keeper = this.deps.boards.healthControl(boardId);
+    if (!keeper) return null;
+    try {
+      return healthBody(keeper.name, await keeper.control.health(boardId));
+    } catch (err) {
+      this.deps.logger.error(`reading the health of board ${boardId} from the ${keeper.name} backend failed`, err);
+      return null;
+    }
+  }
+
+  /** 404 for an unknown board, 409 when none of its backends keeps board health. */
+  private healthKeeperOr409(boardId: string, action: string) {
+    const board = this.boardOr404(boardId);
+    const keeper = this.deps.boards.healthControl(board.id);
+    if (!keeper) {
+      throw new HttpError(
+        409,
+        `cannot ${action} board ${board.id}: its backend (${this.deps.boards.lastKnown(board.id)?.backendName ?? 'none'}) keeps no board health and never quarantines it`,
+      );
+    }
+    return keeper;
+  }
+
+  /** Status, reason and health right after an administrator changed the board's health. */
+  private async freshBoardView(boardId: string, backendName: string): Promise<Pick<BoardReleaseBody, 'status' | 'offline_reason' | 'health'>> {
+    this.deps.boards.invalidate(boardId);
+    const state = (await this.boardStates()).find((s) => s.resolved.board.id === boardId)!;
+    const health = (await this.boardHealth(boardId)) ?? healthBody(backendName, { consecutiveFailures: 0, lastFailure: undefined, quarantine: undefined });
+    return { status: state.status, offline_reason: state.resolved.offlineReason, health };
+  }
+
+  /**
+   * `POST /admin/boards/{board}/release`: an administrator puts a quarantined board back in
+   * service (idempotent: releasing a healthy board resets its failure count).
+   */
+  async releaseBoard(boardId: string): Promise<BoardReleaseBody> {
+    const keeper = this.healthKeeperOr409(boardId, 'release');
+    try {
+      await keeper.control.release(boardId);
+    } catch (err) {
+      if (err instanceof BackendError) throw new HttpError(409, `cannot release board ${boardId}: ${err.message}`);
+      throw err;
+    }
+    this.deps.logger.info(`board ${boardId} released by an administrator`);
+    return { board: boardId, ...(await this.freshBoardView(boardId, keeper.name)) };
+  }
+
+  /**
+   * `POST /admin/boards/{board}/health-check`: runs the board's health-check firmware (passing
+   * releases the board). 409 when the backend has no health check, the board is leased or has
+   * jobs, or a check is already running; one check per board at a time, and while it runs the
+   * board refuses sessions and jobs (409) and is listed `busy` unless offline.
+   */
+  async healthCheckBoard(boardId: string): Promise<BoardHealthCheckBody> {
+    const keeper = this.healthKeeperOr409(boardId, 'health-check');
+    const healthCheck = keeper.control.healthCheck?.bind(keeper.control);
+    if (!healthCheck) throw new HttpError(409, `cannot health-check board ${boardId}: the ${keeper.name} backend has no health-check run`);
+    if (this.healthChecks.has(boardId)) {
+      throw new HttpError(409, `board ${boardId} is already running a health check started at ${isoFromMs(this.healthChecks.get(boardId)!)}`);
+    }
+    // Claimed before the first await, so two administrators cannot start two checks.
+    this.healthChecks.set(boardId, this.now());
+    let settled: Promise<unknown> = Promise.resolve();
+    try {
+      const lease = (await this.deps.store.listLeases(this.now())).find((l) => l.board === boardId);
+      const activity = (await this.deps.store.boardActivity()).get(boardId) ?? { queued: 0, active: 0 };
+      if (lease || activity.active > 0 || activity.queued > 0) {
+        const holder = lease ? `is leased by agent "${lease.agentLabel}"` : `has ${activity.active + activity.queued} job(s) running or waiting`;
+        throw new HttpError(409, `cannot health-check board ${boardId}: it ${holder}; a health check needs the board to itself`);
+      }
+      const outcome = await this.runHealthCheck(boardId, keeper.name, healthCheck, (p) => (settled = p));
+      this.deps.logger.info(`health check on board ${boardId}: ${outcome.passed ? 'passed, board released' : `failed: ${outcome.reason}`}`);
+      return {
+        board: boardId,
+        passed: outcome.passed,
+        reason: outcome.passed ? null : outcome.reason,
+        uart_text: outcome.uartText,
+        elapsed_seconds: outcome.passed ? outcome.elapsedNanos / NANOS_PER_SECOND : null,
+        ...(await this.freshBoardView(boardId, keeper.name)),
+      };
+    } finally {
+      // The board stays claimed until the backend has really let go of it, even after a timeout.
+      void settled.finally(() => this.healthChecks.delete(boardId));
+    }
+  }
+
+  /**
+   * Runs `healthCheck` with a deadline on the injected clock. A `BackendError` of kind
+   * `unavailable` (no health check configured, board not attached) is the administrator's 409;
+   * any other backend failure is a failed check.
+   */
+  private async runHealthCheck(
+    boardId: string,
+    backendName: string,
+    healthCheck: NonNullable<BoardHealthControl['healthCheck']>,
+    track: (running: Promise<unknown>) => void,
+  ): Promise<HealthCheckOutcome> {
+    const timeoutMs = this.deps.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
+    const controller = new AbortController();
+    let timer: TimerHandle | undefined;
+    const deadline = new Promise<HealthCheckOutcome>((resolve) => {
+      timer = this.deps.clock.setTimeout(() => {
+        controller.abort(new Error('health check deadline'));
+        resolve({ passed: false, reason: `health check on ${boardId} did not finish within ${timeoutMs / 1000} s (the ${backendName} backend was aborted)`, uartText: '' });
+      }, timeoutMs);
+    });
+    const running = Promise.resolve().then(() => healthCheck(boardId, { signal: controller.signal }));
+    track(running.catch(() => undefined));
+    try {
+      return await Promise.race([running, deadline]);
+    } catch (err) {
+      if (err instanceof BackendError && err.kind === 'unavailable') throw new HttpError(409, `cannot health-check board ${boardId}: ${err.message}`);
+      if (err instanceof BackendError) return { passed: false, reason: `health check on ${boardId} failed: ${err.message}`, uartText: '' };
+      throw err;
+    } finally {
+      if (timer !== undefined) this.deps.clock.clearTimeout(timer);
+    }
   }
 }
 
@@ -669,4 +873,15 @@ function stopBody(stop: StopRecord): NonNullable<JobBody['stop']> {
   if (stop.reason === 'exited') return { reason: 'exited', exit_code: stop.exitCode, elapsed_seconds };
   if (stop.reason === 'crashed') return { reason: 'crashed', message: stop.message, elapsed_seconds };
   return { reason: stop.reason, elapsed_seconds };
+}
+
+function healthBody(backend: string, health: BoardHealth): BoardHealthBody {
+  return {
+    backend,
+    consecutive_failures: health.consecutiveFailures,
+    last_failure: health.lastFailure ?? null,
+    quarantined: health.quarantine !== undefined,
+    quarantined_since: health.quarantine ? isoFromMs(health.quarantine.sinceMs) : null,
+    quarantine_reason: health.quarantine?.reason ?? null,
+  };
 }

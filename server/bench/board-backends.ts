@@ -1,5 +1,6 @@
 import type { Board, BackendName } from '../../boards/board-schema.js';
 import type { Backend } from '../../backends/backend.js';
+import { type BoardHealthControl, boardHealthControlOf } from './board-health-control.js';
 
 /** `--backend`: `mock` (the default), `auto`, or one backend for every board. */
 export type BackendChoice = 'auto' | BackendName;
@@ -25,22 +26,49 @@ export async function resolveBoardBackends(
   backends: Partial<Record<BackendName, Backend>>,
   choice: BackendChoice,
 ): Promise<ResolvedBoard[]> {
-  return Promise.all(
-    boards.map(async (board): Promise<ResolvedBoard> => {
-      if (choice !== 'auto') return tryBackend(board, choice, backends[choice]);
-      const listed = Object.keys(board.backends) as BackendName[];
-      if (listed.length === 0) {
-        return { board, backend: null, backendName: 'none', offlineReason: `board ${board.id} lists no backends in its board file` };
-      }
-      const reasons: string[] = [];
-      for (const name of listed) {
-        const resolved = await tryBackend(board, name, backends[name]);
-        if (resolved.backend) return resolved;
-        reasons.push(`${name}: ${resolved.offlineReason}`);
-      }
-      return { board, backend: null, backendName: 'none', offlineReason: `no backend can run ${board.id} here (${reasons.join('; ')})` };
-    }),
-  );
+  return Promise.all(boards.map((board) => resolveBoardBackend(board, backends, choice)));
+}
+
+/**
+ * Resolves one board as `resolveBoardBackends` does. Never rejects: a backend whose availability
+ * check throws (synchronously or not) makes the board offline with the error as the reason.
+ */
+export async function resolveBoardBackend(
+  board: Board,
+  backends: Partial<Record<BackendName, Backend>>,
+  choice: BackendChoice,
+): Promise<ResolvedBoard> {
+  if (choice !== 'auto') return tryBackend(board, choice, backends[choice]);
+  const listed = Object.keys(board.backends) as BackendName[];
+  if (listed.length === 0) {
+    return { board, backend: null, backendName: 'none', offlineReason: `board ${board.id} lists no backends in its board file` };
+  }
+  const reasons: string[] = [];
+  for (const name of listed) {
+    const resolved = await tryBackend(board, name, backends[name]);
+    if (resolved.backend) return resolved;
+    reasons.push(`${name}: ${resolved.offlineReason}`);
+  }
+  return { board, backend: null, backendName: 'none', offlineReason: `no backend can run ${board.id} here (${reasons.join('; ')})` };
+}
+
+/**
+ * The backend that keeps `board`'s health (quarantine), if any: the chosen backend, or with
+ * `auto` the first configured backend listed for the board that implements `BoardHealthControl`.
+ * Independent of availability: a quarantined board is exactly one its backend reports unavailable.
+ */
+export function healthBackendOf(
+  board: Board,
+  backends: Partial<Record<BackendName, Backend>>,
+  choice: BackendChoice,
+): { name: BackendName; control: Backend & BoardHealthControl } | undefined {
+  const names = choice === 'auto' ? (Object.keys(board.backends) as BackendName[]) : [choice];
+  for (const name of names) {
+    const backend = backends[name];
+    const control = backend ? boardHealthControlOf(backend) : undefined;
+    if (control) return { name, control };
+  }
+  return undefined;
 }
 
 async function tryBackend(board: Board, name: BackendName, backend: Backend | undefined): Promise<ResolvedBoard> {

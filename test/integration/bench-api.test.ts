@@ -296,6 +296,8 @@ describe('GET /openapi.json', () => {
         'POST /api/v1/jobs/flash',
         'GET /api/v1/jobs/:job_id',
         'GET /admin',
+        'POST /admin/boards/:board/release',
+        'POST /admin/boards/:board/health-check',
       ].sort(),
     );
 
