@@ -10,7 +10,7 @@ import { systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
 import { resolveBoardBackends } from '../server/bench/board-backends.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import { type BackendsContext, startBenchServer } from '../server/bench/bench-service.js';
 import { startRelayServer } from '../server/relay/relay-service.js';
 
 const backendChoices = ['auto', ...backendNames];
@@ -70,14 +70,17 @@ serve.action(async (opts: Record<string, unknown>) => {
   for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
     if (typeof opts[key] === 'number') limits[key] = opts[key] as number;
   }
-  const backends = createBackends({
-    clock,
-    boards,
-    benchFile: opts.benchFile as string | undefined,
-    rp2040BootromPath: opts.rp2040Bootrom as string | undefined,
-    qemuBinary: opts.qemu as string | undefined,
-    renodePath: opts.renode as string | undefined,
-  });
+  // Built once the database is open: the probe backend keeps board health (quarantine) in it.
+  const backends = ({ quarantineStore }: BackendsContext) =>
+    createBackends({
+      clock,
+      boards,
+      benchFile: opts.benchFile as string | undefined,
+      rp2040BootromPath: opts.rp2040Bootrom as string | undefined,
+      qemuBinary: opts.qemu as string | undefined,
+      renodePath: opts.renode as string | undefined,
+      quarantineStore,
+    });
   const host = String(opts.host);
   const bench = await startBenchServer({
     port: opts.port as number,
