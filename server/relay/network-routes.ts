@@ -1,6 +1,7 @@
 import { isoFromMs } from '../../core/clock.js';
 import { Federation } from './federation.js';
 import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signVote } from './protocol.js';
+import type { Caller } from './credentials.js';
 import type { RelayDeps } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
@@ -29,6 +30,11 @@ export function pageAddresses(humanUrl: string): Record<string, string> {
 export function networkRoutes(deps: RelayDeps): RelayRoute[] {
   const db = deps.store.db;
   const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+  const mustOperate = (caller: Caller) => {
+    if (deps.operators && !(caller.kind === 'human' && deps.operators.has(caller.nodeId))) {
+      throw new HttpError(403, 'only this relay\'s operators may add or probe peers');
+    }
+  };
 
   return [
     route({
@@ -155,12 +161,13 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'post',
       path: '/reach',
-      summary: 'Add a peer relay by its base URL (http or https). It is probed at the next /reach/probe or periodic probe.',
+      summary: 'Add a peer relay by its base URL (http or https). It is probed at the next /reach/probe or periodic probe. Operators only when the relay names operators.',
       auth: 'human',
       since: '0.9.19',
       body: reachBody,
       successStatus: 201,
       handle: ({ caller, body, res }) => {
+        mustOperate(caller);
         const { peer, created } = deps.federation.addPeer(body.url, caller.kind === 'human' ? caller.nodeId : null);
         if (!created) res.status(200);
         return { ...Federation.view(peer), created };
@@ -177,11 +184,12 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'post',
       path: '/reach/probe',
-      summary: 'Probe every peer now (or the one given) and pull its new events, verifying each before storing.',
+      summary: 'Probe every peer now (or the one given) and pull its new events, verifying each before storing. Operators only when the relay names operators.',
       auth: 'human',
       since: '0.9.19',
       body: reachProbeBody,
-      handle: async ({ body }) => {
+      handle: async ({ caller, body }) => {
+        mustOperate(caller);
         const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
         if (only !== undefined && !deps.federation.peer(only)) throw new HttpError(404, 'not a known peer; POST /reach first');
         return { results: await deps.federation.probeAll(only) };

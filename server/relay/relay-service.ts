@@ -40,6 +40,11 @@ export interface RelayServiceConfig {
   peers?: string[];
   /** Seed relays published by GET /seeds. */
   seeds?: string[];
+  /**
+   * Node ids allowed to add peers and trigger probes (POST /reach, POST /reach/probe): these make
+   * the relay fetch URLs someone chose. Absent: any human registered here (fine on a private relay).
+   */
+  operators?: string[];
   /** The relay node's own slice; default: the nodes registered here plus peer relay nodes. */
   selfSlice?: QuorumSet;
   /** Probe every peer this often (host ms on `clock`); absent or 0: only on POST /reach/probe. */
@@ -97,6 +102,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       baseUrl,
       humanUrl,
       seeds: config.seeds ?? [],
+      operators: config.operators ? new Set(config.operators) : undefined,
       log,
     };
     registerSelf(deps);

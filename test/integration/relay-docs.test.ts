@@ -14,9 +14,10 @@ describe('docs/relay-api.md', () => {
     const service = createRelayService({ clock: clockFromFakeTimers(createClock(0)), dataDir: data.dir, baseUrl: 'http://x', humanUrl: 'http://x', logger: memoryLogger() });
     try {
       const doc = readFileSync(new URL('../../docs/relay-api.md', import.meta.url), 'utf8');
-      expect(doc).toContain(credentialsMarkdown(service.routes));
-      expect(doc).toContain(endpointsMarkdown(service.routes));
-      expect(doc).toContain(limitsMarkdown());
+      const hint = (fn: string, section: string) => `docs/relay-api.md is out of step with the routes: replace the table under "${section}" with the output of ${fn} (server/relay/relay-site.ts)`;
+      expect(doc, hint('credentialsMarkdown(routes)', '## Credentials')).toContain(credentialsMarkdown(service.routes));
+      expect(doc, hint('endpointsMarkdown(routes)', '## Endpoints')).toContain(endpointsMarkdown(service.routes));
+      expect(doc, hint('limitsMarkdown()', '## Limits')).toContain(limitsMarkdown());
     } finally {
       await service.close();
       data.remove();

@@ -152,3 +152,24 @@ describe('three relays on loopback', () => {
     }
   });
 });
+
+describe('operators', () => {
+  it('when the relay names operators, only they may add or probe peers', async () => {
+    const dir = tempDataDir();
+    const operatorKey = generateNodeKey();
+    const guarded = await startRelayServer({ clock, dataDir: dir.dir, logger: memoryLogger(), operators: [operatorKey.nodeId] });
+    try {
+      const operator = await registerNode(guarded, clock, { key: operatorKey });
+      const someone = await registerNode(guarded, clock);
+      const refused = await call(guarded.baseUrl, 'POST', '/reach', { body: { url: relays[0]!.baseUrl }, auth: someone.auth });
+      expect(refused.status).toBe(403);
+      expect((await call(guarded.baseUrl, 'POST', '/reach/probe', { body: {}, auth: someone.auth })).status).toBe(403);
+      expect((await call(guarded.baseUrl, 'GET', '/relays')).body.relays).toEqual([]);
+      expect((await call(guarded.baseUrl, 'POST', '/reach', { body: { url: relays[0]!.baseUrl }, auth: operator.auth })).status).toBe(201);
+      expect((await call(guarded.baseUrl, 'POST', '/reach/probe', { body: {}, auth: operator.auth })).status).toBe(200);
+    } finally {
+      await guarded.close();
+      dir.remove();
+    }
+  });
+});
