@@ -67,6 +67,18 @@ describe('Renode stand-in: command line', () => {
     expect(result.stderr).toContain('only --console is implemented');
   });
 
+  it('runs -e commands at start-up, split at semicolons, and --hide-log hides log lines', async () => {
+    const result = await execa(renodeStandinPath, ['--disable-xwt', '--console', '--plain', '--hide-log', '-e', 'mach create "dut"; version', '-e', 'quit'], {
+      reject: false,
+      timeout: 20_000,
+    });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).not.toMatch(/\[INFO\]/);
+    expect(result.stdout).toBe(
+      ['Renode, version 1.16.1.0 (standin-hilbench)', '(monitor) mach create "dut"', '(dut) version', 'Renode, version 1.16.1.0 (standin-hilbench)', '(dut) quit', 'Renode is quitting'].join('\n'),
+    );
+  });
+
   it('writes its pid file', async () => {
     const pidFile = path.join(scratch, 'renode.pid');
     const child = new EmulatorProcess(renodeStandinPath, ['--console', '--plain', '--pid-file', pidFile], { clock: systemClock, killGraceMs: 1000, stdin: 'pipe' });
