@@ -143,6 +143,12 @@ program
     }
   });
 
+function durationOption(value: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(value.trim());
+  if (!match) throw new InvalidArgumentError(`expected a duration such as 500ms, 30s or 2m, got "${value}"`);
+  return Number(match[1]) * ({ ms: 1, s: 1000, m: 60_000 } as Record<string, number>)[match[2] as string]!;
+}
+
 function variable(value: string, previous: Record<string, string> = {}): Record<string, string> {
   const eq = value.indexOf('=');
   if (eq < 1) throw new InvalidArgumentError(`expected name=value, got "${value}"`);
@@ -159,8 +165,11 @@ program
   .option('--junit <file>', 'write a JUnit XML report')
   .option('--json <file>', 'write a JSON report')
   .option('--var <name=value>', 'set a scenario variable (repeatable)', variable)
+  .option('--timeout <duration>', "default timeout of every wait, over the files' own (500ms, 30s, 2m)", durationOption)
   .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
-  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; var?: Record<string, string>; boardsDir: string }) => {
+  // Usage errors are exit 2 for `run` (docs/scenarios.md), as an invalid scenario file is.
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
+  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; var?: Record<string, string>; timeout?: number; boardsDir: string }) => {
     const { runCommand } = await import('./run-command.js');
     const code = await runCommand({
       files,
@@ -170,6 +179,7 @@ program
       ...(opts.junit ? { junit: opts.junit } : {}),
       ...(opts.json ? { json: opts.json } : {}),
       vars: opts.var ?? {},
+      ...(opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {}),
       boardsDir: opts.boardsDir,
     });
     process.exit(code);

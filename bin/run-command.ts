@@ -132,6 +132,8 @@ export interface RunCommandOptions {
   junit?: string;
   json?: string;
   vars?: Record<string, string>;
+  /** Replaces every file's default wait timeout (`--timeout`, as wokwi-cli's), in milliseconds. */
+  timeoutMs?: number;
   boardsDir?: string;
   /** Where progress and failures go (default console.log). */
   print?: (line: string) => void;
@@ -151,7 +153,8 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
   for (const file of files) {
     let result: ScenarioResult;
     try {
-      const scenario = loadScenario(file);
+      const loaded = loadScenario(file);
+      const scenario = options.timeoutMs === undefined ? loaded : { ...loaded, timeoutMs: options.timeoutMs };
       if (remote) {
         const backends = createBackends({ clock: systemClock, boards });
         const backendName: BackendName = options.backend === 'auto' ? 'sim' : options.backend;

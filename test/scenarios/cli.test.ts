@@ -23,6 +23,8 @@ describe('hilbench run and record (CLI)', () => {
     const bad = path.join(dir, 'bad.yaml');
     writeFileSync(bad, 'version: 1\nname: bad\nsteps:\n  - wait-serial: { txt: a }\n');
     const invalid = await execa('node', [cli, 'run', bad], { reject: false });
+    const usage = await execa('node', [cli, 'run', bad, '--timeout', 'soon'], { reject: false });
+    expect(usage.exitCode).toBe(2);
     expect(invalid.exitCode).toBe(2);
     expect(invalid.stdout).toContain('steps[0].wait-serial');
   });
