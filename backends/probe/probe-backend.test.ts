@@ -123,6 +123,16 @@ describe('ProbeBackend (serial mock, stand-in openocd, fake clock)', () => {
     await again.close();
   });
 
+  it('is cancelled before opening anything when its signal is already aborted', async () => {
+    const { backend } = setup();
+    const controller = new AbortController();
+    controller.abort();
+    await expect(backend.open(board, { signal: controller.signal })).rejects.toMatchObject({ kind: 'cancelled' });
+    // Nothing was left open: the board can be opened again.
+    const device = await backend.open(board);
+    await device.close();
+  });
+
   it('refuses an image outside flash as bad-image, before any tool runs', async () => {
     const { backend } = setup();
     const device = await backend.open(board);

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Board } from '../../boards/board-schema.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import type { Clock } from '../../core/clock.js';
-import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, NANOS_PER_SECOND } from '../backend.js';
+import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, NANOS_PER_SECOND, throwIfCancelled } from '../backend.js';
 import { loadFirmwareImage } from '../image-check.js';
 import { findExecutable } from '../qemu/find-executable.js';
 import { type BenchBoard, type BenchFile, BenchFileError } from './bench-file.js';
@@ -131,6 +131,7 @@ export class ProbeBackend implements Backend {
     const probe = this.targets.get(board.id);
     if (!attachment || !probe) throw new BackendError('unavailable', this.notAttached(board.id));
     if (this.inUse.has(board.id)) throw new BackendError('unavailable', `board ${board.id} is already open on this bench (one user at a time)`);
+    throwIfCancelled(signal, `opening ${board.id}`);
     this.inUse.add(board.id);
     const failed = async (error: BackendError) => {
       const before = await this.store.get(board.id);
