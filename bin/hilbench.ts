@@ -55,6 +55,14 @@ const serve = program
   .addOption(new Option('--qemu <path>', 'qemu-system-arm executable').env('HILBENCH_QEMU'))
   .addOption(new Option('--renode <path>', 'Renode executable').env('HILBENCH_RENODE'))
   .addOption(new Option('--relay-port <port>', 'relay service port').env('HILBENCH_RELAY_PORT').default(8081).argParser(port))
+  .addOption(new Option('--relay-public-url <url>', 'the relay origin clients use (they sign it into registrations); needed behind a proxy or on 0.0.0.0').env('HILBENCH_RELAY_PUBLIC_URL'))
+  .addOption(new Option('--relay-peers <urls>', 'comma-separated peer relay base URLs to federate with').env('HILBENCH_RELAY_PEERS'))
+  .addOption(
+    new Option('--relay-probe-interval-seconds <s>', 'probe and pull from peers this often; 0: only on POST /reach/probe')
+      .env('HILBENCH_RELAY_PROBE_INTERVAL_SECONDS')
+      .default(60)
+      .argParser((v) => (v === '0' ? 0 : positiveNumber(v))),
+  )
   .addOption(new Option('--no-relay', 'do not start the relay service'));
 for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
   serve.addOption(
@@ -99,7 +107,15 @@ serve.action(async (opts: Record<string, unknown>) => {
   const relay =
     opts.relay === false
       ? undefined
-      : await startRelayServer({ clock, dataDir: path.join(dataDir, 'relay'), host, port: opts.relayPort as number });
+      : await startRelayServer({
+          clock,
+          dataDir: path.join(dataDir, 'relay'),
+          host,
+          port: opts.relayPort as number,
+          publicOrigin: opts.relayPublicUrl as string | undefined,
+          peers: typeof opts.relayPeers === 'string' ? opts.relayPeers.split(',').map((u) => u.trim()).filter(Boolean) : undefined,
+          probeIntervalMs: (opts.relayProbeIntervalSeconds as number) * 1000,
+        });
   if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
 
   let stopping = false;
