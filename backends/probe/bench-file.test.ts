@@ -1,8 +1,14 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { systemClock } from '../../core/clock.js';
 import { BenchFileError, loadBenchFile, parseBenchFile } from './bench-file.js';
+import { ProbeBackend } from './probe-backend.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -81,6 +87,16 @@ describe('loadBenchFile', () => {
   it('names the file when it is missing or not YAML', () => {
     expect(() => loadBenchFile('/nonexistent/bench.yaml')).toThrow(/\/nonexistent\/bench\.yaml: cannot read/);
     expect(() => loadBenchFile(writeBench('boards: [unclosed'))).toThrow(/bench\.yaml: not valid YAML/);
+  });
+
+  it.each([['docs/bench-file.md'], ['ci/README.md']])('accepts the example bench file in %s', (doc) => {
+    const text = readFileSync(path.join(repoRoot, doc), 'utf8');
+    const example = /```yaml\n([^]*?)```/.exec(text)?.[1];
+    expect(example).toBeDefined();
+    const bench = parseBenchFile(parseYaml(example!), doc);
+    expect(Object.keys(bench.boards).length).toBeGreaterThan(0);
+    // Every board id is in the catalog and every probe has its target or chip.
+    expect(() => new ProbeBackend({ bench, clock: systemClock })).not.toThrow();
   });
 
   it('parses already-loaded data with a source label (used by tests and the server)', () => {
