@@ -7,6 +7,7 @@ const enc = (s: string) => new TextEncoder().encode(s);
 const TOKEN = `hb_${'A'.repeat(43)}`;
 const NODE = 'a'.repeat(64);
 const OTHER = 'b'.repeat(64);
+const RELAY = 'f'.repeat(64);
 const CRED = `${NODE}.${'c'.repeat(64)}`;
 
 function ex(partial: Partial<RecordedExchange> & { json?: unknown; answer?: unknown }): RecordedExchange {
@@ -47,18 +48,22 @@ describe('scenarioFromRecording', () => {
     const item = 'd'.repeat(64);
     const { yaml, warnings } = await scenarioFromRecording(
       [
+        ex({ service: 'relay', path: '/health', answer: { status: 'ok', node_id: RELAY, base_url: 'http://127.0.0.1:9999' } }),
         ex({ service: 'relay', method: 'POST', path: '/register', json: { schema: 'x.register/1', node_id: NODE, name: 'n' }, status: 201, answer: { node_id: NODE, credential: CRED, authorization: `Bearer ${CRED}` } }),
         ex({ service: 'relay', method: 'POST', path: '/register', json: { schema: 'x.register/1', node_id: OTHER }, status: 201, answer: { node_id: OTHER, credential: `${OTHER}.${'e'.repeat(64)}`, authorization: `Bearer ${OTHER}.${'e'.repeat(64)}` } }),
         ex({ service: 'relay', method: 'POST', path: '/items', requestHeaders: { 'content-type': 'application/json', authorization: `Bearer ${CRED}` }, requestBody: enc(JSON.stringify({ kind: 'statement', title: 't', body: '' })), status: 201, answer: { id: item } }),
         ex({ service: 'relay', method: 'POST', path: `/items/${item}/vote`, json: { voter: NODE, item, value: 'yes', phase: 'vote', slice: { t: 1, v: [OTHER], i: [] } }, status: 201, answer: {} }),
         ex({ service: 'relay', method: 'POST', path: `/items/${item}/vote`, json: { voter: OTHER, item, value: 'yes', phase: 'vote', slice: { t: 1, v: [], i: [{ t: 1, v: [NODE], i: [] }] } }, status: 201, answer: {} }),
         ex({ service: 'relay', method: 'GET', path: `/items/${item}/bulletin/${NODE}`, answer: { state: 'voted' } }),
+        ex({ service: 'relay', method: 'GET', path: `/items/${item}/bulletin/${RELAY}`, answer: { state: 'uncommitted' } }),
       ],
       { name: 'relay' },
     );
-    for (const secret of [NODE, OTHER, CRED, item]) expect(yaml).not.toContain(secret);
+    for (const secret of [NODE, OTHER, CRED, item, RELAY]) expect(yaml).not.toContain(secret);
     const s = parseScenario(yaml, 'x.yaml');
-    expect(s.steps.map((x) => x.kind)).toEqual(['create-node', 'create-node', 'post-item', 'vote', 'expect-bulletin']);
+    expect(s.steps.map((x) => x.kind)).toEqual(['http', 'create-node', 'create-node', 'post-item', 'vote', 'expect-bulletin', 'expect-bulletin']);
+    expect(s.steps[6]).toMatchObject({ body: { node: '${relay1.node_id}', state: 'uncommitted' } });
+    s.steps.shift();
     expect(s.steps[3]).toMatchObject({ body: { node: 'node1', item: '${item1.id}', value: 'yes', phase: 'vote', slice: { t: 1, v: ['${node2.node_id}'] } } });
     expect(s.steps[4]).toMatchObject({ body: { item: '${item1.id}', node: '${node1.node_id}', state: 'voted' } });
     expect(warnings).toEqual([expect.stringMatching(/a vote by node2 with a nested slice cannot be re-signed/)]);

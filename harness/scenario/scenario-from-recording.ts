@@ -210,6 +210,12 @@ export async function scenarioFromRecording(exchanges: readonly RecordedExchange
         remember(res.authorization, `\${${as}.authorization}`);
         remember(res.credential, `\${${as}.credential}`);
         remember(reqJson.node_id, `\${${as}.node_id}`);
+      } else if (route === 'GET /health' && ok && typeof res.node_id === 'string') {
+        // The relay's own node id and address differ on another relay: capture them.
+        const as = nextName('relay');
+        step = { http: { service: 'relay', method: 'GET', path: ex.path, as, expect: { status: ex.status } } };
+        remember(res.node_id, `\${${as}.node_id}`);
+        remember(res.base_url, `\${${as}.base_url}`);
       } else if (route === 'POST /session' && ok) {
         // Signing in answers the credential the node already has: nothing to replay.
         step = undefined;

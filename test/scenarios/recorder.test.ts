@@ -55,6 +55,9 @@ describe('hilbench record', () => {
     await relay.vote(b, { item: item.id, value: 'yes', phase: 'vote', slice: { t: 1, v: [a.nodeId] } });
     const bulletin = await relay.bulletin(item.id, a.nodeId);
     expect((bulletin.json as { state: string }).state).toBe('accepted');
+    // The relay's own node: its id differs on the fresh relay, so the recording must capture it.
+    const relayNode = ((await relay.request('GET', '/health')).json as { node_id: string }).node_id;
+    expect((await relay.bulletin(item.id, relayNode)).status).toBe(200);
 
     const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-recorded-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -64,7 +67,7 @@ describe('hilbench record', () => {
 
     const yaml = readFileSync(out, 'utf8');
     // No secret and no server-assigned id survives; they are captured variables.
-    for (const secret of [agent.token, a.authorization, b.authorization, session.session_id, job.job_id, agent.agent_id]) expect(yaml).not.toContain(secret);
+    for (const secret of [agent.token, a.authorization, b.authorization, session.session_id, job.job_id, agent.agent_id, a.nodeId, relayNode, item.id]) expect(yaml).not.toContain(secret);
     expect(yaml).toContain('${agent1.token}');
     expect(yaml).toContain('${session1.session_id}');
     expect(yaml).toContain('${node1.node_id}');
