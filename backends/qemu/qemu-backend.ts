@@ -113,7 +113,8 @@ interface Session {
 
 class QemuDevice implements Device {
   readonly timeBase = 'wall' as const;
-  readonly droppedUartBytes = 0;
+  /** Bytes that arrived after reset/cancel/close ended their session (counted, not delivered). */
+  private dropped = 0;
   private readonly listeners = new Set<(chunk: UartChunk) => void>();
   private readonly dataWaiters = new Set<() => void>();
   private readonly clock: Clock;
@@ -213,6 +214,10 @@ class QemuDevice implements Device {
     rmSync(this.workDir, { recursive: true, force: true });
   }
 
+  get droppedUartBytes(): number {
+    return this.dropped;
+  }
+
   /** The QEMU process of the current session, for tests and diagnostics. */
   get pid(): number | undefined {
     return this.session?.process.pid;
@@ -282,6 +287,11 @@ class QemuDevice implements Device {
       // A reset or exit closes the socket under us; the exit path reports what happened.
     });
     socket.on('data', (chunk: Buffer) => {
+      if (this.session !== session) {
+        // The session was ended (reset, cancel, close) while these bytes were in flight.
+        this.dropped += chunk.byteLength;
+        return;
+      }
       const atNanos = this.elapsedNanos(session);
       const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       for (const listener of this.listeners) listener({ atNanos, bytes });
@@ -355,8 +365,11 @@ class QemuDevice implements Device {
     this.session = undefined;
     this.abortActiveRun?.(new BackendError('cancelled', `run ended because the device was reset or closed`));
     if (!session) return;
-    session.socket?.destroy();
+    // Stop QEMU first and read the socket to its end, so bytes still in flight are counted as
+    // dropped (the data handler sees the session is over) instead of vanishing with the socket.
     await session.process.stop();
+    await this.drained(session);
+    session.socket?.destroy();
   }
 
   private assertOpen(what: string) {
