@@ -80,6 +80,15 @@ describe('runScenario on a device', () => {
     expect(r.steps[0]?.status).toBe('not-run');
   });
 
+  it('refuses device steps on a board the backend cannot run, or an unknown one, before the first step', async () => {
+    const offline = await runScenario(scenario(flash), deviceTarget(new MockBackend({ unavailable: { pico: 'probe unplugged' } })));
+    expect(offline.status).toBe('unsupported');
+    expect(offline.failure?.issues).toEqual(['steps[0] device-flash: backend mock cannot run pico here: probe unplugged']);
+    const unknown = await runScenario(scenario('  - device-flash: { board: "${b}", firmware: firmware/pico/hello.elf }\n'), deviceTarget(), { vars: { b: 'nonesuch' } });
+    expect(unknown.status).toBe('unsupported');
+    expect(unknown.failure?.message).toMatch(/unknown board nonesuch \(known: .*pico/);
+  });
+
   it('skips a scenario whose backends exclude the target backend', async () => {
     const r = await runScenario(scenario(flash, 'backends: [sim]\n'), deviceTarget());
     expect(r).toMatchObject({ status: 'skipped', skipReason: expect.stringMatching(/runs only on sim; the target's backend is mock/) });

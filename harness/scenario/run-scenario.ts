@@ -3,6 +3,7 @@ import { ScenarioContext } from './scenario-context.js';
 import { ScenarioError, type ScenarioErrorKind } from './scenario-error.js';
 import { type Scenario, type ScenarioStep, stepNeeds } from './scenario-schema.js';
 import type { ScenarioTarget } from './scenario-target.js';
+import { ScenarioVars } from './scenario-vars.js';
 import { type StepHandler, type StepRegistry, stepHandlers } from './step-handlers.js';
 
 export type StepStatus = 'passed' | 'failed' | 'not-run';
@@ -74,6 +75,38 @@ export function checkTarget(scenario: Scenario, target: ScenarioTarget): void {
   }
 }
 
+/**
+ * Refuses, before the first step, device steps on boards the target's backend cannot run here
+ * (unknown board, or the backend's own `availability` reason). Boards named through variables
+ * captured later are checked when their step runs.
+ */
+export async function checkDeviceBoards(scenario: Scenario, target: ScenarioTarget, vars: Record<string, string>): Promise<void> {
+  if (!target.backend) return;
+  const initial = new ScenarioVars();
+  for (const [k, v] of Object.entries({ ...scenario.vars, ...vars })) initial.set(k, v);
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const [i, step] of scenario.steps.entries()) {
+    if (step.kind !== 'device-flash') continue;
+    let boardId: string;
+    try {
+      boardId = initial.substitute(step.body.board ?? scenario.board ?? '');
+    } catch {
+      continue;
+    }
+    if (seen.has(boardId)) continue;
+    seen.add(boardId);
+    const board = target.boards.find((b) => b.id === boardId);
+    if (!board) {
+      problems.push(`${stepLabel(step, i)}: unknown board ${boardId} (known: ${target.boards.map((b) => b.id).join(', ')})`);
+      continue;
+    }
+    const availability = await target.backend.availability(board);
+    if (!availability.available) problems.push(`${stepLabel(step, i)}: backend ${target.backend.name} cannot run ${boardId} here: ${availability.reason}`);
+  }
+  if (problems.length) throw new ScenarioError('unsupported', `${scenario.file}: cannot run on ${target.description}:\n  ${problems.join('\n  ')}`, problems);
+}
+
 export interface RunScenarioOptions {
   /** Variables set before the first step (`--var name=value`), over the file's `vars`. */
   vars?: Record<string, string>;
@@ -109,6 +142,7 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
   }
   try {
     checkTarget(scenario, target);
+    await checkDeviceBoards(scenario, target, options.vars ?? {});
   } catch (err) {
     const e = err as ScenarioError;
     return result('unsupported', { failure: { kind: 'unsupported', message: e.message, uartTail: [], issues: [...e.issues] } });
