@@ -387,7 +387,7 @@ export class Bench {
           onPhase: (phase) => this.deps.store.markJobPhase(job.jobId, phase, this.now()),
         });
       } catch (err) {
-        this.afterJobOn(board.id, gated.used());
+        await this.afterJobOn(board.id, gated.used());
         if (this.closing) return;
         if (err instanceof BackendError) {
           const detail = [err.message, err.exitCode !== undefined ? `exit code ${err.exitCode}` : '', err.outputTail ? `output: ${err.outputTail}` : '']
@@ -400,7 +400,7 @@ export class Bench {
         }
         return;
       }
-      this.afterJobOn(board.id, gated.used());
+      await this.afterJobOn(board.id, gated.used());
       if (this.closing) return;
       await this.deps.store.finishJob(job.jobId, {
         state: 'done',
@@ -446,10 +446,13 @@ export class Bench {
 
   /**
    * A backend that keeps board health may just have counted a failure or quarantined the board:
-   * its availability is asked again at the next listing instead of after the cache window.
+   * its availability is asked again now (not after the cache window), so listings show it at
+   * once and the operator's log says so when it happens. The check never rejects.
    */
-  private afterJobOn(boardId: string, backend: Backend | undefined): void {
-    if (backend && boardHealthControlOf(backend)) this.deps.boards.invalidate(boardId);
+  private async afterJobOn(boardId: string, backend: Backend | undefined): Promise<void> {
+    if (!backend || !boardHealthControlOf(backend)) return;
+    this.deps.boards.invalidate(boardId);
+    await this.deps.boards.get(boardId);
   }
 
   private async finishFailed(jobId: string, kind: NonNullable<JobRecord['failure']>['kind'], message: string): Promise<void> {
@@ -768,7 +771,7 @@ export class Bench {
     }
     // Claimed before the first await, so two administrators cannot start two checks.
     this.healthChecks.set(boardId, this.now());
-    let settled: Promise<unknown> = Promise.resolve();
+    let stillRunning: Promise<unknown> | undefined;
     try {
       const lease = (await this.deps.store.listLeases(this.now())).find((l) => l.board === boardId);
       const activity = (await this.deps.store.boardActivity()).get(boardId) ?? { queued: 0, active: 0 };
@@ -776,7 +779,11 @@ export class Bench {
         const holder = lease ? `is leased by agent "${lease.agentLabel}"` : `has ${activity.active + activity.queued} job(s) running or waiting`;
         throw new HttpError(409, `cannot health-check board ${boardId}: it ${holder}; a health check needs the board to itself`);
       }
-      const outcome = await this.runHealthCheck(boardId, keeper.name, healthCheck, (p) => (settled = p));
+      const run = await this.runHealthCheck(boardId, keeper.name, healthCheck);
+      stillRunning = run.stillRunning;
+      const { outcome } = run;
+      // The answer shows the board as it is now: unclaimed, unless the backend ignored its abort.
+      if (!stillRunning) this.healthChecks.delete(boardId);
       this.deps.logger.info(`health check on board ${boardId}: ${outcome.passed ? 'passed, board released' : `failed: ${outcome.reason}`}`);
       return {
         board: boardId,
@@ -787,38 +794,45 @@ export class Bench {
         ...(await this.freshBoardView(boardId, keeper.name)),
       };
     } finally {
-      // The board stays claimed until the backend has really let go of it, even after a timeout.
-      void settled.finally(() => this.healthChecks.delete(boardId));
+      // A backend that ignored its abort keeps the board claimed until it really lets go.
+      if (stillRunning) void stillRunning.finally(() => this.healthChecks.delete(boardId));
+      else this.healthChecks.delete(boardId);
     }
   }
 
   /**
-   * Runs `healthCheck` with a deadline on the injected clock. A `BackendError` of kind
-   * `unavailable` (no health check configured, board not attached) is the administrator's 409;
-   * any other backend failure is a failed check.
+   * Runs `healthCheck` with a deadline on the injected clock (its signal is aborted then).
+   * `BackendError('unavailable')` (no health check configured, board not attached, already open)
+   * is the administrator's 409; any other backend failure is a failed check. `stillRunning` is
+   * set when the deadline won and the backend call has not returned yet.
    */
   private async runHealthCheck(
     boardId: string,
     backendName: string,
     healthCheck: NonNullable<BoardHealthControl['healthCheck']>,
-    track: (running: Promise<unknown>) => void,
-  ): Promise<HealthCheckOutcome> {
+  ): Promise<{ outcome: HealthCheckOutcome; stillRunning: Promise<unknown> | undefined }> {
     const timeoutMs = this.deps.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
     const controller = new AbortController();
     let timer: TimerHandle | undefined;
-    const deadline = new Promise<HealthCheckOutcome>((resolve) => {
+    const deadline = new Promise<'deadline'>((resolve) => {
       timer = this.deps.clock.setTimeout(() => {
-        controller.abort(new Error('health check deadline'));
-        resolve({ passed: false, reason: `health check on ${boardId} did not finish within ${timeoutMs / 1000} s (the ${backendName} backend was aborted)`, uartText: '' });
+        controller.abort(new Error(`health check deadline (${timeoutMs} ms)`));
+        resolve('deadline');
       }, timeoutMs);
     });
     const running = Promise.resolve().then(() => healthCheck(boardId, { signal: controller.signal }));
-    track(running.catch(() => undefined));
     try {
-      return await Promise.race([running, deadline]);
+      const winner = await Promise.race([running, deadline]);
+      if (winner === 'deadline') {
+        return {
+          outcome: { passed: false, reason: `health check on ${boardId} did not finish within ${timeoutMs / 1000} s (the ${backendName} backend was aborted)`, uartText: '' },
+          stillRunning: running.catch(() => undefined),
+        };
+      }
+      return { outcome: winner, stillRunning: undefined };
     } catch (err) {
       if (err instanceof BackendError && err.kind === 'unavailable') throw new HttpError(409, `cannot health-check board ${boardId}: ${err.message}`);
-      if (err instanceof BackendError) return { passed: false, reason: `health check on ${boardId} failed: ${err.message}`, uartText: '' };
+      if (err instanceof BackendError) return { outcome: { passed: false, reason: `health check on ${boardId} failed: ${err.message}`, uartText: '' }, stillRunning: undefined };
       throw err;
     } finally {
       if (timer !== undefined) this.deps.clock.clearTimeout(timer);
