@@ -108,7 +108,7 @@ async function runExample(board: string, program: 'hello' | 'exit' | 'crash', ua
   const job = await boardLock(board)(() =>
     limit(async () => {
       const queued = await api.flash(token, { board, uartSeconds: uartSeconds(entry) }, elf);
-      expect(queued).toMatchObject({ board, state: 'queued', uart: null, stop: null, failure: null });
+      expect(queued).toMatchObject({ board, state: 'queued', uart_seconds: uartSeconds(entry), uart: null, stop: null, failure: null });
       const settled = await api.settled(token, queued.job_id, { timeoutMs: JOB_TIMEOUT_MS });
       // Read while this board is still ours: the job's own lease must have ended with it.
       const boardAfter = (await api.boards()).find((b) => b.id === board);
@@ -224,6 +224,11 @@ describe('after the jobs', () => {
     const boards = await api.boards();
     expect(boards.filter((b) => b.status !== 'free').map((b) => `${b.id}: ${b.status}`)).toEqual([]);
     expect(emulatorDescendants(process.pid)).toEqual([]);
+    // Every job this file submitted finished `done`: none failed or is still queued or running.
+    const stats = (await (await app.request('/api/v1/stats')).json()) as { totals: { jobs_total: number; jobs_by_state: Record<string, number> } };
+    const expectedJobs = catalog.length + stopBoards.length * 2;
+    expect(stats.totals.jobs_total).toBe(expectedJobs);
+    expect(Object.fromEntries(Object.entries(stats.totals.jobs_by_state).filter(([, n]) => n > 0))).toEqual({ done: expectedJobs });
   });
 });
 
