@@ -110,9 +110,14 @@ export class BackendError extends Error {
     this.outputTail = details.outputTail;
   }
 
-  /** Whether this failure is the bench's fault rather than the firmware's or the caller's. */
+  /**
+   * Whether this failure is the bench's fault rather than the firmware's or the caller's.
+   * `timeout` counts: backends throw it when a tool or emulator stops answering (firmware that
+   * merely runs on is a normal `elapsed` stop), and a probe that hangs every night must end up
+   * quarantined like one that fails outright.
+   */
   get isInfrastructure(): boolean {
-    return !['bad-image', 'cancelled', 'timeout'].includes(this.kind);
+    return this.kind !== 'bad-image' && this.kind !== 'cancelled';
   }
 }
 
