@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expandGlobs, runCommand } from '../../bin/run-command.js';
+import { expandGlobs, runCommand, startInProcessTarget } from '../../bin/run-command.js';
 import { scenariosDir } from './scenario-test-helper.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-run-'));
@@ -67,6 +67,37 @@ describe('hilbench run', () => {
 
   it('2 when no file matches', async () => {
     expect((await run([path.join(dir, 'none-*.yaml')])).code).toBe(2);
+  });
+
+  it('--bench-url / --relay-url: replays against remote services in real time', async () => {
+    // A server "elsewhere": its clock is near the real one (relay documents must be within 300 s of it).
+    const remote = await startInProcessTarget({ backend: 'mock', startMs: Date.now() });
+    try {
+      const json = path.join(dir, 'remote.json');
+      const { code, out } = await run([path.join(scenariosDir, 'bench-busy-board.yaml'), path.join(scenariosDir, 'relay-vote-to-confirmation.yaml')], {
+        benchUrl: remote.target.benchUrl as string,
+        relayUrl: remote.target.relayUrl as string,
+        json,
+      });
+      expect(code, out).toBe(0);
+      const report = JSON.parse(readFileSync(json, 'utf8')) as { scenarios: Array<{ target: string; status: string }> };
+      expect(report.scenarios.map((s) => s.status)).toEqual(['passed', 'passed']);
+      expect(report.scenarios[0]?.target).toBe(`bench ${remote.target.benchUrl}, relay ${remote.target.relayUrl}`);
+    } finally {
+      await remote.close();
+    }
+  });
+
+  it('a remote target without the relay refuses relay scenarios before their first step (exit 2)', async () => {
+    const remote = await startInProcessTarget({ backend: 'mock', startMs: Date.now() });
+    try {
+      const { code, out } = await run([path.join(scenariosDir, 'relay-auth-failures.yaml')], { benchUrl: remote.target.benchUrl as string });
+      expect(code).toBe(2);
+      expect(out).toMatch(/^UNSUPPORTED .*relay-auth-failures\.yaml/m);
+      expect(out).toContain('steps[1] create-node: needs a relay service');
+    } finally {
+      await remote.close();
+    }
   });
 
   it('expands globs', () => {
