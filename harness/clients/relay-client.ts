@@ -97,7 +97,7 @@ export class RelayClient {
   }
 
   /** Signs and posts a vote by `node`; the slice's `t` defaults to the protocol's 67 %. */
-  vote(node: NodeKey, options: { item: string; value: VoteValue; phase: VotePhase; slice: { t?: number; v: string[] } }): Promise<RelayAnswer> {
+  async vote(node: NodeKey, options: { item: string; value: VoteValue; phase: VotePhase; slice: { t?: number; v: string[] } }): Promise<RelayAnswer> {
     const v = [...options.slice.v].sort();
     const slice: QuorumSet = { t: options.slice.t ?? defaultThreshold(v.length), v, i: [] };
     const vote = signVote(
