@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/index.js';
 import { type RunningRelay, startRelayServer } from '../../server/relay/relay-service.js';
-import { RelayClient } from './relay-client.js';
+import { RelayClient, type RelayNode } from './relay-client.js';
 
 const fake = createClock(Date.UTC(2026, 0, 1));
 const clock = clockFromFakeTimers(fake);
@@ -41,8 +41,13 @@ describe('RelayClient', () => {
   });
 
   it('votes with the default 67 % threshold and a sorted slice; the relay verifies the signature', async () => {
-    const nodes = await Promise.all([1, 2, 3, 4].map(async () => (await client.register()).node));
-    const [a, b, c, d] = nodes as NonNullable<(typeof nodes)[number]>[];
+    const nodes: RelayNode[] = [];
+    for (let n = 0; n < 4; n++) {
+      const { node } = await client.register();
+      if (!node) throw new Error('registration failed');
+      nodes.push(node);
+    }
+    const [a, b, c, d] = nodes as [RelayNode, RelayNode, RelayNode, RelayNode];
     const item = (await client.postClaim(a, { kind: 'statement', title: 'client test', body: '' })).json as { id: string };
     const vote = await client.vote(a, { item: item.id, value: 'yes', phase: 'vote', slice: { v: [d.nodeId, c.nodeId, b.nodeId] } });
     expect(vote.status, vote.text).toBe(201);
