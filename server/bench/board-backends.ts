@@ -78,6 +78,6 @@ async function tryBackend(board: Board, name: BackendName, backend: Backend | un
     if (availability.available) return { board, backend, backendName: name, offlineReason: null };
     return { board, backend: null, backendName: name, offlineReason: availability.reason };
   } catch (err) {
-    return { board, backend: null, backendName: name, offlineReason: `the ${name} backend failed its availability check: ${(err as Error).message}` };
+    return { board, backend: null, backendName: name, offlineReason: `the ${name} backend failed its availability check: ${err instanceof Error ? err.message : String(err)}` };
   }
 }
