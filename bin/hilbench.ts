@@ -136,10 +136,21 @@ program
   .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
   .addOption(new Option('--backend <name>', 'as for serve').env('HILBENCH_BACKEND').default('auto').choices(backendChoices))
   .addOption(new Option('--bench-file <file>', 'real boards attached to this host').env('HILBENCH_BENCH_FILE'))
+  .addOption(new Option('--rp2040-bootrom <file>', 'RP2040 B1 boot ROM for Pico SDK images').env('HILBENCH_RP2040_BOOTROM'))
+  .addOption(new Option('--qemu <path>', 'qemu-system-arm executable').env('HILBENCH_QEMU'))
+  .addOption(new Option('--renode <path>', 'Renode executable').env('HILBENCH_RENODE'))
   .option('--json', 'print JSON')
-  .action(async (opts: { boardsDir: string; backend: string; benchFile?: string; json?: boolean }) => {
+  .action(async (opts: { boardsDir: string; backend: string; benchFile?: string; rp2040Bootrom?: string; qemu?: string; renode?: string; json?: boolean }) => {
     const boards = loadBoardCatalog(opts.boardsDir);
-    const backends = createBackends({ clock: systemClock, boards, benchFile: opts.benchFile });
+    // The same backends `serve` would build from the same flags, so both commands agree.
+    const backends = createBackends({
+      clock: systemClock,
+      boards,
+      benchFile: opts.benchFile,
+      rp2040BootromPath: opts.rp2040Bootrom,
+      qemuBinary: opts.qemu,
+      renodePath: opts.renode,
+    });
     const resolved = await resolveBoardBackends(boards, backends, opts.backend as never);
     const rows = resolved.map((r) => ({
       id: r.board.id,
