@@ -20,9 +20,26 @@ export class RelayStore {
     this.db.exec(schemaSql);
   }
 
+  private readonly rollbackListeners: (() => void)[] = [];
+
   /** Runs `fn` in one immediate transaction; the change and its event commit together or not at all. */
   tx<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    try {
+      return this.db.transaction(fn).immediate();
+    } catch (err) {
+      // Whatever `fn` wrote is gone (a nested call only rolls back its savepoint, but telling the
+      // listeners too often only costs them a reload): in-memory views of those rows must forget them.
+      for (const listener of this.rollbackListeners) listener();
+      throw err;
+    }
+  }
+
+  /**
+   * Calls `listener` whenever a `tx` rolls back, so caches filled inside a transaction never keep
+   * rows that were not committed (see Voting's slice cache).
+   */
+  onRollback(listener: () => void): void {
+    this.rollbackListeners.push(listener);
   }
 
   /**

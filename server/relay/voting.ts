@@ -12,6 +12,7 @@ import {
   validateQuorumSet,
 } from './protocol.js';
 import type { NodeKey } from './protocol.js';
+import { BoundedCache } from './bounded-cache.js';
 import { invalidInput } from './relay-error.js';
 import { relayScheme, voteSchema } from './relay-facts.js';
 import type { RelayStore } from './relay-store.js';
@@ -37,6 +38,19 @@ export interface VotingOptions {
    * default threshold, recomputed at each tally (see docs/relay-api.md: operators should set it).
    */
   selfSlice?: QuorumSet;
+  /**
+   * Bounds of the parsed-slice caches: published slices (one per node) and slices by hash; default 4096.
+   * Items whose parsed statements are kept: `cachedItems`, default 64.
+   */
+  cachedSlices?: number;
+  cachedItems?: number;
+}
+
+/** A slice a node published (POST /slice or a peer's `slice` event). Frozen: shared between tallies. */
+export interface PublishedSlice {
+  hash: string;
+  qset: QuorumSet;
+  t_auto: boolean;
 }
 
 /**
@@ -44,9 +58,43 @@ export interface VotingOptions {
  * (verified by the caller with the core's `verifyVote`), deduplicated on (voter, item, value,
  * phase). The tally itself is the core's `tally`; this class only feeds it stored facts and
  * signs and stores what it says the relay's node must emit.
+ *
+ * Parsed slices and statements are cached, because the core compiles a slice once per object
+ * (quorum-set.ts, `maxQuorum`): a tally that re-parsed them from the database on every lookup cost
+ * ten times the tally itself at 1000 nodes. Every cached object is frozen and reused between
+ * tallies. Slices and votes are written only through this class, on the store's one connection,
+ * so each write drops what it changes from the caches inside its own transaction, and a rolled
+ * back transaction empties them (`RelayStore.onRollback`).
  */
 export class Voting {
-  constructor(private readonly options: VotingOptions) {}
+  /** node id -> its published slice, or null when it has none. */
+  private readonly published: BoundedCache<string, PublishedSlice | null>;
+  /** slice hash -> quorum set; a hash names one content forever, so entries never go stale. */
+  private readonly byHash: BoundedCache<string, QuorumSet>;
+  /** voter -> the last inline slice seen in its statements, so equal slices share one object. */
+  private readonly inlineSlices: BoundedCache<string, QuorumSet>;
+  /** item id -> its statements: parsed once each, and the ordered list until a statement is added. */
+  private readonly items: BoundedCache<string, { parsed: Map<string, Vote>; ordered: readonly Vote[] | undefined }>;
+  /** The default relay slice last built, reused while its members are the same. */
+  private defaultSelfSlice: QuorumSet | undefined;
+
+  constructor(private readonly options: VotingOptions) {
+    const slices = options.cachedSlices ?? 4096;
+    this.published = new BoundedCache(slices);
+    this.byHash = new BoundedCache(slices);
+    this.inlineSlices = new BoundedCache(slices);
+    this.items = new BoundedCache(options.cachedItems ?? 64);
+    options.store.onRollback(() => this.forgetCached());
+  }
+
+  /** Empties every cache (after a rollback; the next lookups read the database again). */
+  forgetCached(): void {
+    this.published.clear();
+    this.byHash.clear();
+    this.inlineSlices.clear();
+    this.items.clear();
+    this.defaultSelfSlice = undefined;
+  }
 
   private get db() {
     return this.options.store.db;
@@ -79,9 +127,13 @@ export class Voting {
   }
 
   /** The slice a node published with POST /slice (or learned nowhere: undefined). */
-  publishedSlice(nodeId: string): { hash: string; qset: QuorumSet; t_auto: boolean } | undefined {
+  publishedSlice(nodeId: string): PublishedSlice | undefined {
+    const cached = this.published.get(nodeId);
+    if (cached !== undefined) return cached ?? undefined;
     const row = this.db.prepare('SELECT qset, hash, t_auto FROM slices WHERE node_id = ?').get(nodeId) as { qset: string; hash: string; t_auto: number } | undefined;
-    return row ? { hash: row.hash, qset: JSON.parse(row.qset) as QuorumSet, t_auto: row.t_auto === 1 } : undefined;
+    const slice = row ? deepFreeze({ hash: row.hash, qset: JSON.parse(row.qset) as QuorumSet, t_auto: row.t_auto === 1 }) : null;
+    this.published.set(nodeId, slice);
+    return slice ?? undefined;
   }
 
   /** Stores a node's slice and its hash (so votes may carry `slice_hash`); call inside a transaction. */
@@ -90,6 +142,7 @@ export class Voting {
     this.db
       .prepare('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms')
       .run(nodeId, JSON.stringify(qset), hash, tAuto ? 1 : 0, nowMs);
+    this.published.delete(nodeId);
     this.options.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash, updated_ms: nowMs }, nowMs);
     return { hash, qset };
   }
@@ -107,6 +160,7 @@ export class Voting {
     this.db
       .prepare('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, 0, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = 0, updated_ms = excluded.updated_ms')
       .run(nodeId, JSON.stringify(normalizeQuorumSet(qset)), hash, updatedMs);
+    this.published.delete(nodeId);
     this.options.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: normalizeQuorumSet(qset), slice_hash: hash, updated_ms: updatedMs }, nowMs, origin);
     return true;
   }
@@ -128,9 +182,15 @@ export class Voting {
     return hash;
   }
 
+  /** The quorum set a `slice_hash` names (frozen, shared), or undefined when never seen here. */
   quorumSetByHash(hash: string): QuorumSet | undefined {
+    const cached = this.byHash.get(hash);
+    if (cached) return cached;
     const row = this.db.prepare('SELECT qset FROM qsets WHERE hash = ?').get(hash) as { qset: string } | undefined;
-    return row ? (JSON.parse(row.qset) as QuorumSet) : undefined;
+    if (!row) return undefined;
+    const qset = deepFreeze(JSON.parse(row.qset) as QuorumSet);
+    this.byHash.set(hash, qset);
+    return qset;
   }
 
   /**
@@ -148,14 +208,50 @@ export class Voting {
     const other = vote.value === 'yes' ? 'no' : 'yes';
     const equivocation = this.db.prepare('SELECT 1 FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?').get(vote.voter, vote.item, other, vote.phase) !== undefined;
     if (info.changes === 0) return { stored: false, duplicate: true, equivocation };
+    // The ordered list is stale; statements parsed so far stay (a stored statement never changes).
+    const item = this.items.get(vote.item);
+    if (item) item.ordered = undefined;
     this.options.store.appendEvent('vote', vote.voter, vote.item, { vote }, nowMs, origin);
     return { stored: true, duplicate: false, equivocation };
   }
 
-  /** Every stored statement about an item. */
-  statements(itemId: string): Vote[] {
-    const rows = this.db.prepare('SELECT doc FROM votes WHERE item_id = ? ORDER BY created_ms, voter, value, phase').all(itemId) as { doc: string }[];
-    return rows.map((r) => JSON.parse(r.doc) as Vote);
+  /**
+   * Every stored statement about an item, oldest first. Frozen and shared between calls (an inline
+   * slice is the same object while its voter keeps sending the same one): never mutate them.
+   */
+  statements(itemId: string): readonly Vote[] {
+    let item = this.items.get(itemId);
+    if (item?.ordered) return item.ordered;
+    if (!item) {
+      item = { parsed: new Map(), ordered: undefined };
+      this.items.set(itemId, item);
+    }
+    const keys = this.db.prepare('SELECT voter, value, phase FROM votes WHERE item_id = ? ORDER BY created_ms, voter, value, phase').all(itemId) as { voter: string; value: string; phase: string }[];
+    const docOf = this.db.prepare('SELECT doc FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?');
+    const ordered: Vote[] = [];
+    for (const k of keys) {
+      const key = `${k.voter} ${k.value} ${k.phase}`;
+      let vote = item.parsed.get(key);
+      if (!vote) {
+        const row = docOf.get(k.voter, itemId, k.value, k.phase) as { doc: string } | undefined;
+        if (!row) continue; // cannot happen inside one read; skipping keeps the tally over stored facts
+        vote = this.shareInlineSlice(JSON.parse(row.doc) as Vote);
+        item.parsed.set(key, vote);
+      }
+      ordered.push(vote);
+    }
+    item.ordered = Object.freeze(ordered);
+    return item.ordered;
+  }
+
+  /** Freezes a parsed statement, replacing its inline slice by the voter's previous one when equal. */
+  private shareInlineSlice(vote: Vote): Vote {
+    if (vote.slice) {
+      const known = this.inlineSlices.get(vote.voter);
+      if (known && sameQuorumSet(known, vote.slice)) return Object.freeze({ ...vote, slice: known });
+      this.inlineSlices.set(vote.voter, deepFreeze(vote.slice));
+    }
+    return Object.freeze(vote);
   }
 
   /** The relay node's slice now (configured, or the default described in `VotingOptions`). */
@@ -166,7 +262,10 @@ export class Voting {
       .prepare('SELECT node_id FROM nodes WHERE (local = 1 OR node_id IN (SELECT node_id FROM peers WHERE node_id IS NOT NULL)) AND node_id != ? ORDER BY node_id LIMIT 1000')
       .all(self) as { node_id: string }[];
     if (rows.length === 0) return undefined;
-    return { t: defaultThreshold(rows.length), v: rows.map((r) => r.node_id), i: [] };
+    const next: QuorumSet = { t: defaultThreshold(rows.length), v: rows.map((r) => r.node_id), i: [] };
+    // Same members, same object: the core's compiled form of it stays valid.
+    if (!this.defaultSelfSlice || !sameQuorumSet(this.defaultSelfSlice, next)) this.defaultSelfSlice = deepFreeze(next);
+    return this.defaultSelfSlice;
   }
 
   /**
@@ -236,6 +335,24 @@ export class Voting {
       return q;
     };
   }
+}
+
+/** Structural equality of two quorum sets (same threshold, same entries in the same order). */
+function sameQuorumSet(a: QuorumSet, b: QuorumSet): boolean {
+  if (a === b) return true;
+  if (a.t !== b.t || a.v.length !== b.v.length || a.i.length !== b.i.length) return false;
+  for (let k = 0; k < a.v.length; k++) if (a.v[k] !== b.v[k]) return false;
+  for (let k = 0; k < a.i.length; k++) if (!sameQuorumSet(a.i[k] as QuorumSet, b.i[k] as QuorumSet)) return false;
+  return true;
+}
+
+/** Freezes `value` and everything inside it (cached objects are shared; a mutation would corrupt tallies). */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }
 
 /** What `nodeId` already signed beyond its vote, the tally's `emitted`. */

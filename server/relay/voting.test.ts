@@ -1,0 +1,117 @@
+import { createClock } from '@sinonjs/fake-timers';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from './protocol.js';
+import { RelayStore } from './relay-store.js';
+import { tempDataDir } from './testing/relay-test-kit.js';
+import { Voting } from './voting.js';
+
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
+const item = 'cd'.repeat(32);
+let data: ReturnType<typeof tempDataDir>;
+let store: RelayStore;
+let voting: Voting;
+const [h1, h2, x] = [generateNodeKey(), generateNodeKey(), generateNodeKey()] as [NodeKey, NodeKey, NodeKey];
+
+function vote(key: NodeKey, phase: 'vote' | 'accept', slice: QuorumSet): Vote {
+  return signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value: 'yes', phase, slice, created_at: Math.floor(clock.nowMs() / 1000) }, key.secretKey);
+}
+
+beforeEach(() => {
+  data = tempDataDir('voting-');
+  store = new RelayStore(data.dir);
+  voting = new Voting({ store, clock, selfKey: generateNodeKey() });
+  store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(item, h1.nodeId);
+  // h1 voted and accepted yes; h2 said nothing. x never votes: its bulletin follows its published slice.
+  store.tx(() => {
+    voting.storeVote(vote(h1, 'vote', { t: 1, v: [h2.nodeId], i: [] }), null, 0);
+    voting.storeVote(vote(h1, 'accept', { t: 1, v: [h2.nodeId], i: [] }), null, 0);
+  });
+});
+afterEach(() => {
+  store.close();
+  data.remove();
+});
+
+describe('Voting caches', () => {
+  it('a slice published with setSlice is used by the very next tally', () => {
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 1));
+    // h1 accepted yes and is all of x's slice: v-blocking.
+    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking' });
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 2));
+    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'uncommitted', value: null });
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 3));
+    expect(voting.bulletin(item, x.nodeId).state).toBe('accepted');
+  });
+
+  it('a slice applied from a peer is used by the very next tally', () => {
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 1));
+    expect(voting.bulletin(item, x.nodeId).state).toBe('accepted');
+    expect(store.tx(() => voting.applyRemoteSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, 5, 'http://peer.test', 6))).toBe(true);
+    expect(voting.bulletin(item, x.nodeId).state).toBe('uncommitted');
+  });
+
+  it('a rolled back slice change is forgotten, even when read inside its transaction', () => {
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 1));
+    expect(() =>
+      store.tx(() => {
+        voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 2);
+        expect(voting.bulletin(item, x.nodeId).state).toBe('uncommitted'); // fills the caches with the uncommitted slice
+        throw new Error('abandon');
+      }),
+    ).toThrow('abandon');
+    expect(voting.publishedSlice(x.nodeId)?.qset.v).toEqual([h1.nodeId]);
+    expect(voting.bulletin(item, x.nodeId).state).toBe('accepted');
+  });
+
+  it('a new statement is in the next tally; a rolled back one is not', () => {
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 1));
+    expect(voting.bulletin(item, x.nodeId).state).toBe('uncommitted');
+    expect(() =>
+      store.tx(() => {
+        voting.storeVote(vote(h2, 'accept', { t: 1, v: [h1.nodeId], i: [] }), null, 2);
+        // x's slice {h2} is v-blocked by h2; h1 and h2 name each other, so x confirms too.
+        expect(voting.bulletin(item, x.nodeId).state).toBe('confirmed');
+        throw new Error('abandon');
+      }),
+    ).toThrow('abandon');
+    expect(voting.statements(item)).toHaveLength(2);
+    expect(voting.bulletin(item, x.nodeId).state).toBe('uncommitted');
+    store.tx(() => voting.storeVote(vote(h2, 'accept', { t: 1, v: [h1.nodeId], i: [] }), null, 3));
+    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'confirmed', counts: { yes: { accept: 2 } } });
+  });
+
+  it('reuses parsed slices and statements between lookups (what lets the core reuse their compiled form)', () => {
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 1));
+    expect(voting.publishedSlice(x.nodeId)).toBe(voting.publishedSlice(x.nodeId));
+    const first = voting.statements(item);
+    expect(voting.statements(item)).toBe(first);
+    // h1 sent the same slice in both statements: one shared object.
+    expect(first[0]!.slice).toBe(first[1]!.slice);
+    const hash = store.tx(() => voting.rememberQuorumSet({ t: 1, v: [h2.nodeId], i: [] }));
+    expect(voting.quorumSetByHash(hash)).toBe(voting.quorumSetByHash(hash));
+    // Adding a statement re-reads the list but keeps the statements already parsed.
+    store.tx(() => voting.storeVote(vote(h2, 'vote', { t: 1, v: [h1.nodeId], i: [] }), null, 2));
+    const second = voting.statements(item);
+    expect(second).not.toBe(first);
+    expect(second).toHaveLength(3);
+    expect(second[0]).toBe(first[0]);
+  });
+
+  it('shared objects are frozen, so no caller can change a slice under the cache', () => {
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 1));
+    const published = voting.publishedSlice(x.nodeId)!;
+    expect(() => published.qset.v.push(h2.nodeId)).toThrow(TypeError);
+    expect(Object.isFrozen(voting.statements(item)[0]!.slice)).toBe(true);
+  });
+
+  it('the default relay slice stays one object while its members stay the same', () => {
+    store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, 1, '{}', 0, 0)").run(h1.nodeId);
+    const a = voting.selfSlice();
+    expect(voting.selfSlice()).toBe(a);
+    store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, 1, '{}', 0, 0)").run(h2.nodeId);
+    const b = voting.selfSlice();
+    expect(b).not.toBe(a);
+    expect(b?.v).toEqual([h1.nodeId, h2.nodeId].sort());
+  });
+});
