@@ -81,8 +81,8 @@ export class Bench {
   private readonly expiryTimers = new Map<string, TimerHandle>();
   private readonly jobsInFlight = new Set<Promise<void>>();
   private readonly startedAtMs: number;
-  /** Boards running an administrator's health check, with when it started (host ms). */
-  private readonly healthChecks = new Map<string, number>();
+  /** Boards running an administrator's health check: when it started (host ms), and its end. */
+  private readonly healthChecks = new Map<string, { startedAtMs: number; done: Promise<void> }>();
   private closing = false;
 
   constructor(private readonly deps: BenchDeps) {
@@ -175,9 +175,9 @@ export class Bench {
   private async usableOr503(boardId: string): Promise<ResolvedBoard> {
     const resolved = await this.deps.boards.get(boardId);
     if (!resolved.backend) throw new HttpError(503, `board ${boardId} is offline: ${resolved.offlineReason ?? 'no backend'}`);
-    const checkStartedMs = this.healthChecks.get(boardId);
-    if (checkStartedMs !== undefined) {
-      throw new HttpError(409, `board ${boardId} is running a health check started by an administrator at ${isoFromMs(checkStartedMs)} (retry_after_seconds=5)`, {
+    const check = this.healthChecks.get(boardId);
+    if (check) {
+      throw new HttpError(409, `board ${boardId} is running a health check started by an administrator at ${isoFromMs(check.startedAtMs)} (retry_after_seconds=5)`, {
         'Retry-After': '5',
       });
     }
@@ -425,6 +425,9 @@ export class Bench {
     let used: Backend | undefined;
     const live = this.deps.boards;
     const current = async (): Promise<Backend> => {
+      // A job accepted just as an administrator started a health check waits for the check to
+      // end (the board is the check's until then), then sees the board as the check left it.
+      await this.healthChecks.get(board.id)?.done;
       const now = await live.get(board.id);
       if (!now.backend) throw new BackendError('unavailable', `board ${board.id} is offline: ${now.offlineReason ?? 'no backend'}`);
       return now.backend;
@@ -733,10 +736,14 @@ export class Bench {
   }
 
   /** Status, reason and health right after an administrator changed the board's health. */
-  private async freshBoardView(boardId: string, backendName: string): Promise<Pick<BoardReleaseBody, 'status' | 'offline_reason' | 'health'>> {
+  private async freshBoardView(
+    boardId: string,
+    keeper: { name: string; control: BoardHealthControl },
+  ): Promise<Pick<BoardReleaseBody, 'status' | 'offline_reason' | 'health'>> {
     this.deps.boards.invalidate(boardId);
     const state = (await this.boardStates()).find((s) => s.resolved.board.id === boardId)!;
-    const health = (await this.boardHealth(boardId)) ?? healthBody(backendName, { consecutiveFailures: 0, lastFailure: undefined, quarantine: undefined });
+    // Read directly: if the backend cannot say, the administrator gets a 500 (logged), not a guess.
+    const health = healthBody(keeper.name, await keeper.control.health(boardId));
     return { status: state.status, offline_reason: state.resolved.offlineReason, health };
   }
 
@@ -753,7 +760,7 @@ export class Bench {
       throw err;
     }
     this.deps.logger.info(`board ${boardId} released by an administrator`);
-    return { board: boardId, ...(await this.freshBoardView(boardId, keeper.name)) };
+    return { board: boardId, ...(await this.freshBoardView(boardId, keeper)) };
   }
 
   /**
@@ -766,11 +773,17 @@ export class Bench {
     const keeper = this.healthKeeperOr409(boardId, 'health-check');
     const healthCheck = keeper.control.healthCheck?.bind(keeper.control);
     if (!healthCheck) throw new HttpError(409, `cannot health-check board ${boardId}: the ${keeper.name} backend has no health-check run`);
-    if (this.healthChecks.has(boardId)) {
-      throw new HttpError(409, `board ${boardId} is already running a health check started at ${isoFromMs(this.healthChecks.get(boardId)!)}`);
-    }
+    const running = this.healthChecks.get(boardId);
+    if (running) throw new HttpError(409, `board ${boardId} is already running a health check started at ${isoFromMs(running.startedAtMs)}`);
     // Claimed before the first await, so two administrators cannot start two checks.
-    this.healthChecks.set(boardId, this.now());
+    let unclaim!: () => void;
+    const done = new Promise<void>((resolve) => (unclaim = resolve));
+    this.healthChecks.set(boardId, { startedAtMs: this.now(), done });
+    const unclaimBoard = () => {
+      // Only our own claim: a later check may hold the board by the time this runs again.
+      if (this.healthChecks.get(boardId)?.done === done) this.healthChecks.delete(boardId);
+      unclaim();
+    };
     let stillRunning: Promise<unknown> | undefined;
     try {
       const lease = (await this.deps.store.listLeases(this.now())).find((l) => l.board === boardId);
@@ -783,7 +796,7 @@ export class Bench {
       stillRunning = run.stillRunning;
       const { outcome } = run;
       // The answer shows the board as it is now: unclaimed, unless the backend ignored its abort.
-      if (!stillRunning) this.healthChecks.delete(boardId);
+      if (!stillRunning) unclaimBoard();
       this.deps.logger.info(`health check on board ${boardId}: ${outcome.passed ? 'passed, board released' : `failed: ${outcome.reason}`}`);
       return {
         board: boardId,
@@ -791,12 +804,12 @@ export class Bench {
         reason: outcome.passed ? null : outcome.reason,
         uart_text: outcome.uartText,
         elapsed_seconds: outcome.passed ? outcome.elapsedNanos / NANOS_PER_SECOND : null,
-        ...(await this.freshBoardView(boardId, keeper.name)),
+        ...(await this.freshBoardView(boardId, keeper)),
       };
     } finally {
       // A backend that ignored its abort keeps the board claimed until it really lets go.
-      if (stillRunning) void stillRunning.finally(() => this.healthChecks.delete(boardId));
-      else this.healthChecks.delete(boardId);
+      if (stillRunning) void stillRunning.finally(unclaimBoard);
+      else unclaimBoard();
     }
   }
 
