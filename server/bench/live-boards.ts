@@ -65,15 +65,14 @@ export class LiveBoards {
   }
 
   /**
-   * `boardId` resolved at most `maxAgeMs` ago (default `cacheMs`; 0 forces a new check).
+   * `boardId` resolved at most `cacheMs` ago (`invalidate` first to force a new check).
    * Throws only for a board not in the catalog (a programming error: callers check first).
    */
-  async get(boardId: string, options: { maxAgeMs?: number } = {}): Promise<ResolvedBoard> {
+  async get(boardId: string): Promise<ResolvedBoard> {
     const board = this.byId.get(boardId);
     if (!board) throw new Error(`board ${boardId} is not in this bench's catalog`);
-    const maxAgeMs = options.maxAgeMs ?? this.cacheMs;
     const cached = this.cache.get(boardId);
-    if (cached && this.options.clock.nowMs() - cached.checkedAtMs < maxAgeMs) return cached.resolved;
+    if (cached && this.options.clock.nowMs() - cached.checkedAtMs < this.cacheMs) return cached.resolved;
     const generation = this.generations.get(boardId) ?? 0;
     const running = this.inFlight.get(boardId);
     if (running && running.generation === generation) return running.promise;
