@@ -727,10 +727,10 @@ export class Bench {
     const board = this.boardOr404(boardId);
     const keeper = this.deps.boards.healthControl(board.id);
     if (!keeper) {
-      throw new HttpError(
-        409,
-        `cannot ${action} board ${board.id}: its backend (${this.deps.boards.lastKnown(board.id)?.backendName ?? 'none'}) keeps no board health and never quarantines it`,
-      );
+      const running = this.deps.boards.lastKnown(board.id)?.backendName;
+      // With `auto` and nothing usable the name is "none": name the board's backends instead.
+      const which = running && running !== 'none' ? `its backend (${running}) keeps` : `its backends (${Object.keys(board.backends).join(', ')}) keep`;
+      throw new HttpError(409, `cannot ${action} board ${board.id}: ${which} no board health and never quarantine it`);
     }
     return keeper;
   }

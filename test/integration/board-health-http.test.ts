@@ -305,7 +305,7 @@ describe('admin endpoints: authentication and refusals', () => {
     for (const action of ['release', 'health-check']) {
       const res = await mock.post(`/admin/boards/pico/${action}`);
       expect(res.status).toBe(409);
-      expect(await res.json()).toEqual({ detail: `cannot ${action} board pico: its backend (mock) keeps no board health and never quarantines it` });
+      expect(await res.json()).toEqual({ detail: `cannot ${action} board pico: its backend (mock) keeps no board health and never quarantine it` });
     }
     expect((await mock.admin()).boards.every((b) => b.health === null)).toBe(true);
   });
@@ -321,5 +321,48 @@ describe('admin endpoints: authentication and refusals', () => {
       expect(Object.keys(op.responses)).toEqual(['200', '401', '403', '404', '409']);
       expect(op.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'board', in: 'path' }), expect.objectContaining({ name: 'x-admin-token', in: 'header' })]));
     }
+  });
+});
+
+describe('--backend auto', () => {
+  it('finds the backend keeping a board health among those listed, shows its quarantine in the reason, and releases it', async () => {
+    let bench: FakeBenchBackend | undefined;
+    const app = await startBenchTestApp({
+      fake: createClock(TEST_START_MS),
+      adminToken: ADMIN_TOKEN,
+      backend: 'auto',
+      // stm32f4-discovery lists renode first, then probe; renode is not configured here.
+      backends: ({ clock, quarantineStore }) => {
+        bench = new FakeBenchBackend({ clock, store: quarantineStore, attached: ['stm32f4-discovery'], quarantineAfterFailures: 3, withHealthCheck: true });
+        return { probe: bench };
+      },
+    });
+    cleanups.push(() => app.close());
+    const api = benchClient(app.url);
+    const f4 = async () => (await api.boards()).find((b) => b.id === 'stm32f4-discovery')!;
+    expect(await f4()).toMatchObject({ status: 'free', backend: 'probe' });
+
+    const token = await api.register('auto');
+    const f4Elf = makeElf({ segments: [{ paddr: 0x0800_0000, data: new Uint8Array(64).fill(9) }] });
+    bench!.brokenProbe.add('stm32f4-discovery');
+    for (let i = 0; i < 3; i++) {
+      await api.flash(token, { board: 'stm32f4-discovery', uartSeconds: 0.5 }, f4Elf);
+      await app.idle();
+    }
+    const reason =
+      'no backend can run stm32f4-discovery here (renode: the renode backend is not configured on this server; probe: quarantined after 3 consecutive infrastructure failures: flash on stm32f4-discovery failed (exit status 1); last output:)';
+    expect(await f4()).toMatchObject({ status: 'offline', backend: 'none', offline_reason: reason });
+    const admin = adminSchema.parse(await (await app.request('/admin', { headers: { 'x-admin-token': ADMIN_TOKEN } })).json());
+    expect(admin.boards.find((b) => b.id === 'stm32f4-discovery')!.health).toMatchObject({ backend: 'probe', quarantined: true });
+    // A board that lists no backend keeping health (microbit: qemu only) has none.
+    expect(admin.boards.find((b) => b.id === 'microbit')!.health).toBeNull();
+    const refused = await app.request('/admin/boards/microbit/release', { method: 'POST', headers: { 'x-admin-token': ADMIN_TOKEN } });
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toEqual({ detail: 'cannot release board microbit: its backends (qemu) keep no board health and never quarantine it' });
+
+    bench!.brokenProbe.delete('stm32f4-discovery');
+    const released = await app.request('/admin/boards/stm32f4-discovery/release', { method: 'POST', headers: { 'x-admin-token': ADMIN_TOKEN } });
+    expect(await released.json()).toMatchObject({ board: 'stm32f4-discovery', status: 'free', offline_reason: null, health: { backend: 'probe', quarantined: false } });
+    expect(await f4()).toMatchObject({ status: 'free', backend: 'probe' });
   });
 });
