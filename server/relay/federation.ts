@@ -2,6 +2,7 @@ import { Readable } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
+import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
 import { claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
@@ -25,6 +26,13 @@ export interface FederationOptions {
   requestTimeoutMs?: number;
   /** Event pages pulled from one peer per probe (each at most `eventsPageMax` events). */
   maxPagesPerProbe?: number;
+  /**
+   * Let peers added over HTTP point at loopback, link-local and private addresses (tests on
+   * loopback, a relay on a private network). Default false: see `peerTargetProblem`.
+   */
+  allowPrivatePeers?: boolean;
+  /** Resolves peer host names for that check; default the system resolver. */
+  resolveHost?: HostResolver;
   log: (message: string, cause: unknown) => void;
 }
 
@@ -73,6 +81,8 @@ export class Federation {
   private readonly timeoutMs: number;
   private readonly maxPages: number;
   private probing = new Map<string, Promise<ProbeResult>>();
+  /** Peers from the relay's configuration: trusted as they are, whatever address they have. */
+  private readonly configured = new Set<string>();
 
   constructor(private readonly o: FederationOptions) {
     this.timeoutMs = o.requestTimeoutMs ?? 10_000;
@@ -92,11 +102,37 @@ export class Federation {
     return url.toString().replace(/\/+$/, '');
   }
 
-  addPeer(input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
+  /** Adds a peer from the relay's configuration (the `peers` option): no address check, it is the operator's word. */
+  addConfiguredPeer(input: string): { peer: PeerRow; created: boolean } {
+    const url = Federation.normalizeUrl(input, ['peers']);
+    this.configured.add(url);
+    return this.insertPeer(url, input, null);
+  }
+
+  /**
+   * Adds a peer someone asked for over HTTP (POST /reach; the caller checked they are an operator).
+   * Unless `allowPrivatePeers`, a URL whose host is or resolves to a non-public address is refused
+   * with 403 (the check runs again before every probe, since a name may resolve elsewhere later).
+   */
+  async addRequestedPeer(input: string, addedBy: string): Promise<{ peer: PeerRow; created: boolean }> {
     const url = Federation.normalizeUrl(input, ['body', 'url']);
+    const problem = await this.targetProblem(url);
+    if (problem !== null) {
+      throw new HttpError(403, `refused peer ${url}: ${problem}. Peers added over HTTP must be public addresses; configure private ones with the peers option, or start the relay with allowPrivatePeers`);
+    }
+    return this.insertPeer(url, input, addedBy);
+  }
+
+  private insertPeer(url: string, input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
     if (url === this.o.baseUrl) throw invalidInput(['body', 'url'], 'Value error, that is this relay', input);
     const info = this.o.store.db.prepare('INSERT OR IGNORE INTO peers (url, added_ms, added_by) VALUES (?, ?, ?)').run(url, this.o.clock.nowMs(), addedBy);
     return { peer: this.peer(url)!, created: info.changes > 0 };
+  }
+
+  /** Why the relay must not fetch from `url` now, or null (configured peers and `allowPrivatePeers` always pass). */
+  private targetProblem(url: string): Promise<string | null> {
+    if (this.o.allowPrivatePeers === true || this.configured.has(url)) return Promise.resolve(null);
+    return peerTargetProblem(url, this.o.resolveHost ?? systemHostResolver);
   }
 
   peer(url: string): PeerRow | undefined {
@@ -152,6 +188,9 @@ export class Federation {
     let nodeId: string | null = null;
     let version: string | null = null;
     try {
+      // Checked at every probe, not only when added: a stored peer may predate the rule, and a name may now resolve elsewhere.
+      const problem = await this.targetProblem(url);
+      if (problem !== null) throw new Error(`not probed: ${problem} (peers added over HTTP must be public addresses)`);
       const health = await this.getJson(`${url}/health`);
       const h = health as { protocol?: unknown; node_id?: unknown; version?: unknown };
       if (h.protocol !== relayProtocol) throw new Error(`${url}/health does not report protocol ${relayProtocol}`);

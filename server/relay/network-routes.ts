@@ -30,10 +30,13 @@ export function pageAddresses(humanUrl: string): Record<string, string> {
 export function networkRoutes(deps: RelayDeps): RelayRoute[] {
   const db = deps.store.db;
   const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
-  const mustOperate = (caller: Caller) => {
-    if (deps.operators && !(caller.kind === 'human' && deps.operators.has(caller.nodeId))) {
-      throw new HttpError(403, 'only this relay\'s operators may add or probe peers');
+  // These two endpoints make the relay fetch URLs someone chose: operators only, and nobody when none are named.
+  const mustOperate = (caller: Caller): string => {
+    if (deps.operators.size === 0) {
+      throw new HttpError(403, 'this relay names no operators, so nobody may add or probe peers over HTTP; start it with the operators option (node ids) to allow them. Peers from its configuration are still probed');
     }
+    if (caller.kind !== 'human' || !deps.operators.has(caller.nodeId)) throw new HttpError(403, 'only this relay\'s operators may add or probe peers');
+    return caller.nodeId;
   };
 
   return [
@@ -161,14 +164,14 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'post',
       path: '/reach',
-      summary: 'Add a peer relay by its base URL (http or https). It is probed at the next /reach/probe or periodic probe. Operators only when the relay names operators.',
+      summary: 'Add a peer relay by its base URL (http or https). It is probed at the next /reach/probe or periodic probe. Operators only (403 for others, and for everyone when the relay names none); a host that is or resolves to a loopback, link-local or private address is refused with 403 unless the relay allows private peers.',
       auth: 'human',
       since: '0.9.19',
       body: reachBody,
       successStatus: 201,
-      handle: ({ caller, body, res }) => {
-        mustOperate(caller);
-        const { peer, created } = deps.federation.addPeer(body.url, caller.kind === 'human' ? caller.nodeId : null);
+      handle: async ({ caller, body, res }) => {
+        const operator = mustOperate(caller);
+        const { peer, created } = await deps.federation.addRequestedPeer(body.url, operator);
         if (!created) res.status(200);
         return { ...Federation.view(peer), created };
       },
@@ -184,7 +187,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'post',
       path: '/reach/probe',
-      summary: 'Probe every peer now (or the one given) and pull its new events, verifying each before storing. Operators only when the relay names operators.',
+      summary: 'Probe every peer now (or the one given) and pull its new events, verifying each before storing. Operators only (403 for others, and for everyone when the relay names none).',
       auth: 'human',
       since: '0.9.19',
       body: reachProbeBody,

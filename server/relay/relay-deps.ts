@@ -24,8 +24,8 @@ export interface RelayDeps {
   humanUrl: string;
   /** Seed relays published by GET /seeds. */
   seeds: string[];
-  /** Node ids allowed to add and probe peers; undefined: any human registered here. */
-  operators: ReadonlySet<string> | undefined;
+  /** Node ids allowed to add and probe peers over HTTP; empty: nobody. */
+  operators: ReadonlySet<string>;
   log: (message: string, cause: unknown) => void;
 }
 

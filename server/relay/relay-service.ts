@@ -4,12 +4,13 @@ import type { AddressInfo } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { type Caller, Credentials, authorizationOf, loadOrCreateSecret, requireCredential } from './credentials.js';
 import { Federation } from './federation.js';
+import type { HostResolver } from './peer-target.js';
 import { FileStore } from './file-store.js';
 import { identityRoutes } from './identity-routes.js';
 import { itemRoutes } from './item-routes.js';
 import { networkRoutes } from './network-routes.js';
 import { PhoneCodes } from './phone-codes.js';
-import { type QuorumSet, nodeKeyFromSecret } from './protocol.js';
+import { type QuorumSet, isNodeId, nodeKeyFromSecret } from './protocol.js';
 import type { RelayDeps } from './relay-deps.js';
 import { methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
@@ -42,9 +43,18 @@ export interface RelayServiceConfig {
   seeds?: string[];
   /**
    * Node ids allowed to add peers and trigger probes (POST /reach, POST /reach/probe): these make
-   * the relay fetch URLs someone chose. Absent: any human registered here (fine on a private relay).
+   * the relay fetch URLs someone chose. Absent or empty: nobody may, over HTTP (configured `peers`
+   * are still probed).
    */
   operators?: string[];
+  /**
+   * Let operators add peers whose host is or resolves to a loopback, link-local or private address
+   * (tests on loopback; a relay federating inside a private network). Default false: such peers are
+   * refused with 403, and stored ones are not probed. Configured `peers` are never checked.
+   */
+  allowPrivatePeers?: boolean;
+  /** Resolves peer host names for that check; default the system resolver (tests inject one). */
+  resolveHost?: HostResolver;
   /** The relay node's own slice; default: the nodes registered here plus peer relay nodes. */
   selfSlice?: QuorumSet;
   /** Probe every peer this often (host ms on `clock`); absent or 0: only on POST /reach/probe. */
@@ -73,6 +83,10 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
   const humanUrl = config.humanUrl.replace(/\/+$/, '');
   const logger = config.logger ?? consoleLogger;
   const log = (message: string, cause: unknown) => logger.error(message, cause);
+  // Checked before anything is opened: a typo here would silently leave the relay without operators.
+  for (const operator of config.operators ?? []) {
+    if (!isNodeId(operator)) throw new TypeError(`relay operators must be node ids (64 lowercase hex characters); got ${JSON.stringify(operator)}`);
+  }
   const store = new RelayStore(config.dataDir);
   try {
     const serverKey = loadOrCreateSecret(config.dataDir, 'relay-server.key');
@@ -88,6 +102,8 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       selfNodeId: selfKey.nodeId,
       fetch: config.fetch ?? fetch,
       ...(config.peerRequestTimeoutMs !== undefined ? { requestTimeoutMs: config.peerRequestTimeoutMs } : {}),
+      allowPrivatePeers: config.allowPrivatePeers === true,
+      ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
       log,
     });
     const deps: RelayDeps = {
@@ -102,12 +118,12 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       baseUrl,
       humanUrl,
       seeds: config.seeds ?? [],
-      operators: config.operators ? new Set(config.operators) : undefined,
+      operators: new Set(config.operators ?? []),
       log,
     };
     registerSelf(deps);
     store.tx(() => voting.publishSelfSlice(config.clock.nowMs()));
-    for (const peer of config.peers ?? []) federation.addPeer(peer, null);
+    for (const peer of config.peers ?? []) federation.addConfiguredPeer(peer);
 
     const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...socialRoutes(deps)];
     const app = buildApp(deps, routes, logger);

@@ -2,6 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
+import { generateNodeKey } from '../../server/relay/protocol.js';
 import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
@@ -23,8 +24,10 @@ let human: TestNode;
 let botAuth: string;
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-  human = await registerNode(relay, clock, { name: 'carol' });
+  // carol operates the relay, so the operator-only endpoints (POST /reach, /reach/probe) accept her credential too.
+  const carol = generateNodeKey();
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), operators: [carol.nodeId] });
+  human = await registerNode(relay, clock, { name: 'carol', key: carol });
   const bot = await call(relay.baseUrl, 'POST', '/bots', { body: { name: 'helper' }, auth: human.auth });
   botAuth = String(bot.body.authorization);
 });

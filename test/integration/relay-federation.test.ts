@@ -63,7 +63,10 @@ async function snapshot(r: RunningRelay, itemIds: string[]) {
 }
 
 beforeAll(async () => {
-  relays = await Promise.all(dirs.map((d) => startRelayServer({ clock, dataDir: d.dir, logger: memoryLogger(), selfSlice: relaySlice })));
+  // Loopback peers: each relay's human is its operator, and private peer addresses are allowed.
+  relays = await Promise.all(
+    dirs.map((d, i) => startRelayServer({ clock, dataDir: d.dir, logger: memoryLogger(), selfSlice: relaySlice, operators: [humanKeys[i]!.nodeId], allowPrivatePeers: true })),
+  );
   humans = await Promise.all(relays.map((r, i) => registerNode(r, clock, { key: humanKeys[i]!, name: `human ${i}` })));
   // Chain: A <-> B <-> C.
   const peer = (from: number, to: number) => call(relays[from]!.baseUrl, 'POST', '/reach', { body: { url: relays[to]!.baseUrl }, auth: humans[from]!.auth });
@@ -124,8 +127,9 @@ describe('three relays on loopback', () => {
 
   it('reports reachability, and a peer that is down is marked unreachable without failing the probe', async () => {
     const extra = tempDataDir();
-    const lonely = await startRelayServer({ clock, dataDir: extra.dir, logger: memoryLogger() });
-    const op = await registerNode(lonely, clock);
+    const opKey = generateNodeKey();
+    const lonely = await startRelayServer({ clock, dataDir: extra.dir, logger: memoryLogger(), operators: [opKey.nodeId], allowPrivatePeers: true });
+    const op = await registerNode(lonely, clock, { key: opKey });
     const down = await startRelayServer({ clock, dataDir: tempDataDir().dir, logger: memoryLogger() });
     const downUrl = down.baseUrl;
     await down.close();
@@ -157,7 +161,7 @@ describe('operators', () => {
   it('when the relay names operators, only they may add or probe peers', async () => {
     const dir = tempDataDir();
     const operatorKey = generateNodeKey();
-    const guarded = await startRelayServer({ clock, dataDir: dir.dir, logger: memoryLogger(), operators: [operatorKey.nodeId] });
+    const guarded = await startRelayServer({ clock, dataDir: dir.dir, logger: memoryLogger(), operators: [operatorKey.nodeId], allowPrivatePeers: true });
     try {
       const operator = await registerNode(guarded, clock, { key: operatorKey });
       const someone = await registerNode(guarded, clock);

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
+import { generateNodeKey } from '../../server/relay/protocol.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
 import { call, postClaim, registrationFor, tempDataDir, voteBy } from '../../server/relay/testing/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
@@ -11,9 +12,11 @@ import { memoryLogger } from '../../server/http/logger.js';
 const baseUrl = 'http://relay.test';
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
 const data = tempDataDir();
+const key = generateNodeKey();
 
 async function open(): Promise<{ url: string; service: RelayService; close(): Promise<void> }> {
-  const service = createRelayService({ clock, dataDir: data.dir, baseUrl, humanUrl: baseUrl, logger: memoryLogger() });
+  // peer.test never resolves: private peers are allowed so the stored peer needs no DNS answer.
+  const service = createRelayService({ clock, dataDir: data.dir, baseUrl, humanUrl: baseUrl, logger: memoryLogger(), operators: [key.nodeId], allowPrivatePeers: true });
   const server: Server = createServer(service.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -37,7 +40,6 @@ describe('state survives closing and reopening the same data dir', () => {
     const first = await open();
     const relay = { baseUrl: first.url };
     // Registration documents name the public address, not the listening one.
-    const key = (await import('../../server/relay/protocol.js')).generateNodeKey();
     const registration = registrationFor(key, baseUrl, clock, 'persistent');
     const reg = await call(first.url, 'POST', '/register', { body: registration });
     expect(reg.status).toBe(201);
@@ -49,7 +51,7 @@ describe('state survives closing and reopening the same data dir', () => {
     const file = await call(first.url, 'POST', '/items', { rawBody: form, auth });
     await call(first.url, 'POST', `/items/${id}/vote`, { body: voteBy(key, id, 'yes', 'vote', { t: 1, v: [first.service.nodeId], i: [] }, clock) });
     await call(first.url, 'POST', '/slice', { body: { v: [first.service.nodeId] }, auth });
-    await call(first.url, 'POST', '/reach', { body: { url: 'http://peer.test' }, auth });
+    expect((await call(first.url, 'POST', '/reach', { body: { url: 'http://peer.test' }, auth })).status).toBe(201);
     const before = await call<{ events: { seq: number }[]; next: number }>(first.url, 'GET', '/events?limit=500');
     const bulletinBefore = await call(first.url, 'GET', `/items/${id}/bulletin/${key.nodeId}`);
     const relayNode = first.service.nodeId;
