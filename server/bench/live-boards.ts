@@ -104,7 +104,7 @@ export class LiveBoards {
       resolved = await resolveBoardBackend(board, this.options.backends, this.options.choice);
     } catch (err) {
       // resolveBoardBackend catches backend errors itself; this is the last line of defence.
-      resolved = { board, backend: null, backendName: 'none', offlineReason: `checking ${board.id}'s backend failed: ${(err as Error).message}` };
+      resolved = { board, backend: null, backendName: 'none', offlineReason: `checking ${board.id}'s backend failed: ${err instanceof Error ? err.message : String(err)}` };
     }
     const checkedAtMs = this.options.clock.nowMs();
     if ((this.generations.get(board.id) ?? 0) === generation) {
