@@ -127,3 +127,5 @@ export function throwIfCancelled(signal: AbortSignal | undefined, what: string):
 }
 
 export const NANOS_PER_SECOND = 1_000_000_000;
+/** Host milliseconds to nanoseconds: the wall time bases count host ms (`Clock.nowMs`) in ns. */
+export const NANOS_PER_MS = 1_000_000;

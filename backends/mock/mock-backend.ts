@@ -12,6 +12,7 @@ import {
   type UartChunk,
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
+import { UartFanout } from '../uart-fanout.js';
 
 /**
  * The mock backend: instant and deterministic. It runs every board without executing anything,
@@ -68,7 +69,7 @@ export function faultFromImage(image: FirmwareImage): MockFault | undefined {
 class MockDevice implements Device {
   readonly timeBase = 'simulated' as const;
   readonly droppedUartBytes = 0;
-  private readonly listeners = new Set<(chunk: UartChunk) => void>();
+  private readonly uart = new UartFanout();
   private image: FirmwareImage | undefined;
   private fault: MockFault | undefined;
   /** Nanoseconds since reset release; undefined while held in reset. */
@@ -98,8 +99,7 @@ class MockDevice implements Device {
   }
 
   onUart(listener: (chunk: UartChunk) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.uart.subscribe(listener);
   }
 
   async run(durationNanos: number, options: RunOptions = {}): Promise<RunStop> {
@@ -149,7 +149,7 @@ class MockDevice implements Device {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.listeners.clear();
+    this.uart.clear();
   }
 
   private assertOpen() {
@@ -161,7 +161,7 @@ class MockDevice implements Device {
   }
 
   private emitBytes(atNanos: number, bytes: Uint8Array) {
-    for (const listener of this.listeners) listener({ atNanos, bytes });
+    this.uart.emit({ atNanos, bytes });
   }
 }
 

@@ -4,7 +4,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import type { Clock } from '../../core/clock.js';
 import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, NANOS_PER_SECOND, throwIfCancelled } from '../backend.js';
 import { loadFirmwareImage } from '../image-check.js';
-import { findExecutable } from '../qemu/find-executable.js';
+import { findExecutable } from '../process/find-executable.js';
 import { type BenchBoard, type BenchFile, BenchFileError } from './bench-file.js';
 import type { ProbeTarget } from './probe-commands.js';
 import { ProbeDevice } from './probe-device.js';

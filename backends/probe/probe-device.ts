@@ -8,18 +8,18 @@ import {
   BackendError,
   type Device,
   type FirmwareImage,
+  NANOS_PER_MS,
   type RunOptions,
   type RunStop,
   throwIfCancelled,
   type UartChunk,
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
+import { UartFanout } from '../uart-fanout.js';
 import type { BenchBoard } from './bench-file.js';
 import { flashArgs, haltArgs, type ProbeStep, type ProbeTarget, releaseResetArgs, toolFailure } from './probe-commands.js';
 import { runTool } from './run-tool.js';
 import type { SerialLink } from './serial-link.js';
-
-const NANOS_PER_MS = 1_000_000;
 
 /** What the backend learns from a device: board health and exclusive use. */
 export interface ProbeDeviceHooks {
@@ -78,7 +78,7 @@ export class ProbeDevice implements Device {
   discardedBeforeResetBytes = 0;
 
   readonly board: Board;
-  private readonly listeners = new Set<(chunk: UartChunk) => void>();
+  private readonly uart = new UartFanout();
   private readonly tools = new Set<AbortController>();
   private readonly wakers = new Set<() => void>();
   private state: 'empty' | 'held' | 'running' = 'empty';
@@ -111,8 +111,7 @@ export class ProbeDevice implements Device {
   }
 
   onUart(listener: (chunk: UartChunk) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.uart.subscribe(listener);
   }
 
   async run(durationNanos: number, options: RunOptions = {}): Promise<RunStop> {
@@ -158,7 +157,7 @@ export class ProbeDevice implements Device {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.listeners.clear();
+    this.uart.clear();
     // Tools get SIGTERM (then SIGKILL); wait for them so nothing outlives the device.
     for (const controller of this.tools) controller.abort(new Error('device closed'));
     this.wake();
@@ -248,7 +247,7 @@ export class ProbeDevice implements Device {
     const atNanos = Math.max(this.lastAtNanos, (this.options.clock.nowMs() - this.releaseMs) * NANOS_PER_MS);
     this.lastAtNanos = atNanos;
     const chunk = { atNanos, bytes: bytes.slice() };
-    for (const listener of this.listeners) listener(chunk);
+    this.uart.emit(chunk);
     this.wake();
   }
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../../core/clock.js';
-import { EmulatorProcess } from '../qemu/emulator-process.js';
+import { EmulatorProcess } from '../process/emulator-process.js';
 
 /**
  * Runs one external tool (openocd, probe-rs) to completion with a deadline on the injected clock.

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { firmwareImage, makeElf } from '../../test/support/make-elf.js';
 import { BackendError, type Device, NANOS_PER_SECOND } from '../backend.js';
-import { processExists } from './emulator-process.js';
+import { processExists } from '../process/emulator-process.js';
 import { QemuBackend } from './qemu-backend.js';
 
 /**

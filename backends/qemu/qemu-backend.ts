@@ -11,16 +11,18 @@ import {
   BackendError,
   type Device,
   type FirmwareImage,
+  NANOS_PER_MS,
   type RunOptions,
   type RunStop,
   throwIfCancelled,
   type UartChunk,
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
-import { EmulatorProcess } from './emulator-process.js';
-import { findExecutable } from './find-executable.js';
+import { EmulatorProcess } from '../process/emulator-process.js';
+import { findExecutable } from '../process/find-executable.js';
 import { DEFAULT_QEMU_BINARY, qemuBackendCommand, qemuKeysFor } from './qemu-command.js';
 import { classifyRunExit, startupFailure } from './qemu-outcome.js';
+import { SocketUart, writeUartSocket } from '../socket-uart.js';
 
 /**
  * The QEMU backend: boards with `backends.qemu.machine` run in `qemu-system-arm`.
@@ -98,9 +100,6 @@ export class QemuBackend implements Backend {
   }
 }
 
-/** Host milliseconds to nanoseconds (the wall time base has millisecond resolution from `Clock`). */
-const NANOS_PER_MS = 1_000_000;
-
 /** One QEMU instance's connection, from spawn to exit. */
 interface Session {
   process: EmulatorProcess;
@@ -113,9 +112,7 @@ interface Session {
 
 class QemuDevice implements Device {
   readonly timeBase = 'wall' as const;
-  /** Bytes that arrived after reset/cancel/close ended their session (counted, not delivered). */
-  private dropped = 0;
-  private readonly listeners = new Set<(chunk: UartChunk) => void>();
+  private readonly uart: SocketUart;
   private readonly dataWaiters = new Set<() => void>();
   private readonly clock: Clock;
   private readonly workDir: string;
@@ -135,6 +132,7 @@ class QemuDevice implements Device {
     private readonly options: QemuBackendOptions,
   ) {
     this.clock = options.clock ?? systemClock;
+    this.uart = new SocketUart(this.clock);
     qemuKeysFor(board);
     const parent = options.tempDir ?? os.tmpdir();
     this.workDir = mkdtempSync(path.join(parent.length > 60 ? '/tmp' : parent, 'hbq-'));
@@ -160,8 +158,7 @@ class QemuDevice implements Device {
   }
 
   onUart(listener: (chunk: UartChunk) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.uart.subscribe(listener);
   }
 
   async run(durationNanos: number, options: RunOptions = {}): Promise<RunStop> {
@@ -195,9 +192,7 @@ class QemuDevice implements Device {
       this.pendingTx.push(bytes.slice());
       return;
     }
-    await new Promise<void>((resolve, reject) =>
-      socket.write(bytes, (err) => (err ? reject(new BackendError('serial-lost', `UART write to QEMU failed: ${err.message}`, { cause: err })) : resolve())),
-    );
+    await writeUartSocket(socket, bytes, 'QEMU');
   }
 
   async reset(): Promise<void> {
@@ -210,12 +205,13 @@ class QemuDevice implements Device {
     if (this.closed) return;
     this.closed = true;
     await this.endSession();
-    this.listeners.clear();
+    this.uart.clear();
     rmSync(this.workDir, { recursive: true, force: true });
   }
 
+  /** Bytes that arrived after reset/cancel/close ended their session (counted, not delivered). */
   get droppedUartBytes(): number {
-    return this.dropped;
+    return this.uart.droppedBytes;
   }
 
   /** The QEMU process of the current session, for tests and diagnostics. */
@@ -286,22 +282,19 @@ class QemuDevice implements Device {
     socket.on('error', () => {
       // A reset or exit closes the socket under us; the exit path reports what happened.
     });
-    socket.on('data', (chunk: Buffer) => {
-      if (this.session !== session) {
-        // The session was ended (reset, cancel, close) while these bytes were in flight.
-        this.dropped += chunk.byteLength;
-        return;
-      }
-      const atNanos = this.elapsedNanos(session);
-      const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-      for (const listener of this.listeners) listener({ atNanos, bytes });
-      for (const waiter of this.dataWaiters) waiter();
-    });
+    this.uart.capture(
+      socket,
+      // Undefined once the session was ended (reset, cancel, close) with these bytes in flight: dropped.
+      () => (this.session === session ? session.releasedAtMs : undefined),
+      () => {
+        for (const waiter of this.dataWaiters) waiter();
+      },
+    );
     for (const bytes of this.pendingTx.splice(0)) socket.write(bytes);
   }
 
   private elapsedNanos(session: Session): number {
-    return Math.max(0, (this.clock.nowMs() - (session.releasedAtMs ?? this.clock.nowMs())) * NANOS_PER_MS);
+    return this.uart.elapsedNanos(session.releasedAtMs);
   }
 
   private runFor(session: Session, durationNanos: number, options: RunOptions): Promise<RunStop> {

@@ -1,6 +1,6 @@
 import type { Board } from '../../boards/board-schema.js';
 import { type Clock, systemClock } from '../../core/clock.js';
-import { EmulatorProcess, type EmulatorExit } from './emulator-process.js';
+import { EmulatorProcess, type EmulatorExit } from '../process/emulator-process.js';
 import { type QemuCommandOptions, qemuDirectCommand } from './qemu-command.js';
 
 /** What a direct qemu-system-arm run printed and how long it took, for benchmarks. */

@@ -1,5 +1,5 @@
 import { BackendError } from '../backend.js';
-import type { EmulatorExit } from './emulator-process.js';
+import type { EmulatorExit } from '../process/emulator-process.js';
 
 /**
  * What a qemu-system-arm exit means. QEMU 7.2 facts (docs/backends/qemu.md):

@@ -8,7 +8,7 @@ import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/fir
 import { renodeStandinPath } from '../../test/fakes/renode-standin/standin-path.js';
 import { firmwareImage, makeElf } from '../../test/support/make-elf.js';
 import { BackendError, type Device, NANOS_PER_SECOND } from '../backend.js';
-import { processExists } from '../qemu/emulator-process.js';
+import { processExists } from '../process/emulator-process.js';
 import { freeTcpPort, RenodeBackend, type RenodeBackendOptions } from './renode-backend.js';
 
 /**

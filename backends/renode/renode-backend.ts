@@ -11,16 +11,18 @@ import {
   type BackendErrorKind,
   type Device,
   type FirmwareImage,
+  NANOS_PER_MS,
   type RunOptions,
   type RunStop,
   throwIfCancelled,
   type UartChunk,
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
-import { EmulatorProcess } from '../qemu/emulator-process.js';
+import { EmulatorProcess } from '../process/emulator-process.js';
 import { RENODE_ARGS, RENODE_INSTALL_HINT, renodeKeysFor, renodeSetupCommands, resolveRenode, type SetupStep, pathToken } from './renode-command.js';
 import { cpuAbortOf } from './renode-log.js';
 import { RenodeCommandError, RenodeMonitor, RenodeMonitorGone } from './renode-monitor.js';
+import { SocketUart, writeUartSocket } from '../socket-uart.js';
 
 /**
  * The Renode backend: boards with `backends.renode` run in Renode, driven through its console
@@ -101,8 +103,6 @@ interface Session {
   crash?: { message: string; atNanos: number };
 }
 
-const NANOS_PER_MS = 1_000_000;
-
 /** Which error kind a failed setup step is: the platform is the board's, the ELF the user's. */
 const setupFailureKind: Record<SetupStep, BackendErrorKind> = {
   machine: 'flash-failed',
@@ -114,9 +114,7 @@ const setupFailureKind: Record<SetupStep, BackendErrorKind> = {
 
 class RenodeDevice implements Device {
   readonly timeBase = 'wall' as const;
-  /** Bytes that arrived while the core was in reset (sent before the reset, delivered after it). */
-  private dropped = 0;
-  private readonly listeners = new Set<(chunk: UartChunk) => void>();
+  private readonly uart: SocketUart;
   private readonly changeWaiters = new Set<() => void>();
   private readonly clock: Clock;
   private readonly workDir: string;
@@ -133,13 +131,15 @@ class RenodeDevice implements Device {
     private readonly options: RenodeBackendOptions,
   ) {
     this.clock = options.clock ?? systemClock;
+    this.uart = new SocketUart(this.clock);
     renodeKeysFor(board);
     const parent = options.tempDir ?? os.tmpdir();
     this.workDir = mkdtempSync(path.join(parent, 'hbr-'));
   }
 
+  /** Bytes that arrived while the core was in reset (sent before the reset, delivered after it). */
   get droppedUartBytes(): number {
-    return this.dropped;
+    return this.uart.droppedBytes;
   }
 
   /** The Renode process of the current session, for tests and diagnostics. */
@@ -164,8 +164,7 @@ class RenodeDevice implements Device {
   }
 
   onUart(listener: (chunk: UartChunk) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.uart.subscribe(listener);
   }
 
   async run(durationNanos: number, options: RunOptions = {}): Promise<RunStop> {
@@ -195,9 +194,7 @@ class RenodeDevice implements Device {
     this.assertOpen('writeUart');
     const socket = this.session?.socket;
     if (!socket) throw new BackendError('serial-lost', `no Renode session for ${this.board.id}: flash first`);
-    await new Promise<void>((resolve, reject) =>
-      socket.write(bytes, (err) => (err ? reject(new BackendError('serial-lost', `UART write to Renode failed: ${err.message}`, { cause: err })) : resolve())),
-    );
+    await writeUartSocket(socket, bytes, 'Renode');
   }
 
   async reset(): Promise<void> {
@@ -226,7 +223,7 @@ class RenodeDevice implements Device {
     if (this.closed) return;
     this.closed = true;
     await this.endSession();
-    this.listeners.clear();
+    this.uart.clear();
     rmSync(this.workDir, { recursive: true, force: true });
   }
 
@@ -354,16 +351,7 @@ class RenodeDevice implements Device {
   }
 
   private attach(session: Session) {
-    session.socket.on('data', (chunk: Buffer) => {
-      if (session.releasedAtMs === undefined) {
-        this.dropped += chunk.byteLength;
-        return;
-      }
-      const atNanos = this.elapsedNanos(session);
-      const bytes = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-      for (const listener of this.listeners) listener({ atNanos, bytes });
-      this.notify();
-    });
+    this.uart.capture(session.socket, () => session.releasedAtMs, () => this.notify());
     session.monitor.onLog((line) => {
       const abort = cpuAbortOf(line);
       if (abort && !session.crash && session.releasedAtMs !== undefined) {
@@ -375,8 +363,7 @@ class RenodeDevice implements Device {
   }
 
   private elapsedNanos(session: Session): number {
-    if (session.releasedAtMs === undefined) return 0;
-    return Math.max(0, (this.clock.nowMs() - session.releasedAtMs) * NANOS_PER_MS);
+    return this.uart.elapsedNanos(session.releasedAtMs);
   }
 
   private notify() {

@@ -1,6 +1,6 @@
 import type { Board } from '../../boards/board-schema.js';
 import { BackendError } from '../backend.js';
-import { findExecutable } from '../qemu/find-executable.js';
+import { findExecutable } from '../process/find-executable.js';
 
 /**
  * How hilbench starts and drives Renode (1.16): the command line, the monitor commands, and

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
-import { EmulatorProcess } from '../qemu/emulator-process.js';
+import { EmulatorProcess } from '../process/emulator-process.js';
 import { RenodeCommandError, RenodeMonitor, RenodeMonitorGone } from './renode-monitor.js';
 
 /**

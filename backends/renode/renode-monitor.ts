@@ -1,5 +1,5 @@
 import type { Clock } from '../../core/clock.js';
-import type { EmulatorProcess } from '../qemu/emulator-process.js';
+import type { EmulatorProcess } from '../process/emulator-process.js';
 import { RenodeConsoleParser } from './renode-console-parser.js';
 import { isMonitorError, parseRenodeLogLine, type RenodeLogLine } from './renode-log.js';
 

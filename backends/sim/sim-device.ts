@@ -13,6 +13,7 @@ import {
   type UartChunk,
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
+import { UartFanout } from '../uart-fanout.js';
 
 /** Throughput of a simulated device since it was opened: what `npm run bench` reports. */
 export interface SimStats {
@@ -44,7 +45,7 @@ export interface SimDeviceOptions {
  */
 export class SimDevice implements Device {
   readonly timeBase = 'simulated' as const;
-  private readonly listeners = new Set<(chunk: UartChunk) => void>();
+  private readonly uart = new UartFanout();
   private readonly closing = new AbortController();
   private image: FirmwareImage | undefined;
   private engine: SimEngine | undefined;
@@ -85,8 +86,7 @@ export class SimDevice implements Device {
   }
 
   onUart(listener: (chunk: UartChunk) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.uart.subscribe(listener);
   }
 
   async run(durationNanos: number, options: RunOptions = {}): Promise<RunStop> {
@@ -108,9 +108,7 @@ export class SimDevice implements Device {
         yieldToHost: this.options.yieldToHost,
         signal,
         until: options.until,
-        onUart: (chunk) => {
-          for (const listener of this.listeners) listener(chunk);
-        },
+        onUart: (chunk) => this.uart.emit(chunk),
       });
     } catch (err) {
       throw asBackendError(err, `simulating ${this.board.id}`);
@@ -145,7 +143,7 @@ export class SimDevice implements Device {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort(new Error('device closed'));
-    this.listeners.clear();
+    this.uart.clear();
     // Let the chip's memories (16 MiB of RP2040 flash) go; the totals stay readable in `stats`.
     this.retire();
   }

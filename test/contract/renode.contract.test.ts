@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { findExecutable } from '../../backends/qemu/find-executable.js';
+import { findExecutable } from '../../backends/process/find-executable.js';
 import { RenodeBackend } from '../../backends/renode/renode-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { EM_AVR } from '../../core/elf.js';

@@ -1,4 +1,4 @@
-import { findExecutable } from '../../backends/qemu/find-executable.js';
+import { findExecutable } from '../../backends/process/find-executable.js';
 import { describeScenarioFiles } from './scenario-test-helper.js';
 
 // The bench and device scenarios on QEMU (wall-time device, real emulator process) on an MPS2 board.

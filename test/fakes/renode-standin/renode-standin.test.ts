@@ -5,7 +5,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../../core/clock.js';
-import { EmulatorProcess } from '../../../backends/qemu/emulator-process.js';
+import { EmulatorProcess } from '../../../backends/process/emulator-process.js';
 import { freeTcpPort } from '../../../backends/renode/renode-backend.js';
 import { RenodeCommandError, RenodeMonitor } from '../../../backends/renode/renode-monitor.js';
 import { firmwarePath, loadFirmwareManifest } from '../../../scenarios/firmware/firmware-manifest.js';

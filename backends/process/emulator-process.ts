@@ -3,11 +3,11 @@ import { execa, type ResultPromise } from 'execa';
 import type { Clock } from '../../core/clock.js';
 
 /**
- * One emulator child process (qemu-system-arm, Renode or its stand-in) with what both backends
- * need from it: its output as lines and as a bounded tail for failure reasons, a way to wait for
- * a line, its exit as a promise, and a stop that always ends it (SIGTERM, then SIGKILL after a
- * grace period). execa's `cleanup` kills it when the Node process exits, so no emulator outlives
- * the bench.
+ * One external tool we spawn (qemu-system-arm, Renode or its stand-in, openocd and probe-rs
+ * through `runTool`), with what every backend needs from it: its output as lines and as a bounded
+ * tail for failure reasons, a way to wait for a line, its exit as a promise, and a stop that
+ * always ends it (SIGTERM, then SIGKILL after a grace period). execa's `cleanup` kills it when the
+ * Node process exits, so no emulator or probe tool outlives the bench.
  */
 export interface EmulatorExit {
   /** Exit status, or undefined when a signal ended it. */
