@@ -14,7 +14,7 @@ import {
   AVR_WILD_JUMP,
   avrProgram,
   elfImage,
-} from './testing/programs.js';
+} from '../test/support/sim-programs.js';
 import { EM_AVR } from '../core/elf.js';
 
 const uno = loadBoardCatalog().find((b) => b.id === 'uno')!;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { EM_ARM } from '../core/elf.js';
 import { isPicoSdkImage, parseRp2040Bootrom } from './rp2040-bootrom.js';
 import { SimError } from './sim-error.js';
-import { elfImage, THUMB_SPIN, thumbProgram } from './testing/programs.js';
+import { elfImage, THUMB_SPIN, thumbProgram } from '../test/support/sim-programs.js';
 
 /** The first bytes of a boot ROM: initial SP 0x20041f00, reset handler 0xeb (Thumb). */
 const romStart = Uint8Array.from([0x00, 0x1f, 0x04, 0x20, 0xeb, 0x00, 0x00, 0x00]);

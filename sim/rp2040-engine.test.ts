@@ -12,7 +12,7 @@ import {
   THUMB_TIMER_WAKE,
   THUMB_UDF,
   thumbProgram,
-} from './testing/programs.js';
+} from '../test/support/sim-programs.js';
 
 const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
 const strict: Rp2040EngineOptions = {

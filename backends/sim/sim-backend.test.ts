@@ -13,7 +13,7 @@ import {
   THUMB_SPIN,
   THUMB_UNMODELLED_READ,
   thumbProgram,
-} from '../../sim/testing/programs.js';
+} from '../../test/support/sim-programs.js';
 import { firmwareImage } from '../../test/support/make-elf.js';
 import { BackendError, type FirmwareImage } from '../backend.js';
 import { SimBackend, type SimBackendOptions } from './sim-backend.js';

@@ -1,69 +1,24 @@
 /**
  * Tiny test programs for the sim engines, assembled with GNU as (arm-none-eabi-as 2.40 for the
  * Cortex-M0+, avr-as 2.26 linked by avr-gcc for the ATmega328P) from the listings beside them, so
- * unit tests need no toolchain and each program does exactly one thing. Used by tests only.
+ * unit tests need no toolchain and each program does exactly one thing.
  */
 import { EM_ARM, EM_AVR, parseElf } from '../../core/elf.js';
-import type { SimImage } from '../sim-engine.js';
+import type { SimImage } from '../../sim/sim-engine.js';
+import { makeElf } from './make-elf.js';
 
 const fromHex = (hex: string) => Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16));
 
-/** Little ELF32 writer: PT_LOAD segments by paddr, optional named sections; enough for the engines. */
+/**
+ * A `SimImage` with PT_LOAD `segments` (entry at the first one's paddr) and empty named
+ * `sections`, written by `makeElf`, the one in-memory ELF writer of the tests.
+ */
 export function elfImage(machine: number, segments: Array<{ paddr: number; data: Uint8Array }>, sections: string[] = []): SimImage {
-  const ehSize = 52;
-  const phSize = 32;
-  const shSize = 40;
-  let offset = ehSize + phSize * segments.length;
-  const segOffsets = segments.map((s) => {
-    const o = offset;
-    offset += s.data.length;
-    return o;
-  });
-  const names = ['', ...sections, '.shstrtab'];
-  const nameOffsets: number[] = [];
-  let strtab = '';
-  for (const n of names) {
-    nameOffsets.push(strtab.length);
-    strtab += `${n}\0`;
-  }
-  const strtabBytes = new TextEncoder().encode(strtab);
-  const strtabOffset = offset;
-  offset = (offset + strtabBytes.length + 3) & ~3;
-  const shoff = offset;
-  const bytes = new Uint8Array(shoff + names.length * shSize);
-  const v = new DataView(bytes.buffer);
-  bytes.set([0x7f, 0x45, 0x4c, 0x46, 1, 1, 1], 0);
-  v.setUint16(16, 2, true);
-  v.setUint16(18, machine, true);
-  v.setUint32(20, 1, true);
-  v.setUint32(24, segments[0]?.paddr ?? 0, true);
-  v.setUint32(28, ehSize, true);
-  v.setUint32(32, shoff, true);
-  v.setUint16(40, ehSize, true);
-  v.setUint16(42, phSize, true);
-  v.setUint16(44, segments.length, true);
-  v.setUint16(46, shSize, true);
-  v.setUint16(48, names.length, true);
-  v.setUint16(50, names.length - 1, true);
-  segments.forEach((s, i) => {
-    const o = ehSize + i * phSize;
-    v.setUint32(o, 1, true);
-    v.setUint32(o + 4, segOffsets[i]!, true);
-    v.setUint32(o + 8, s.paddr, true);
-    v.setUint32(o + 12, s.paddr, true);
-    v.setUint32(o + 16, s.data.length, true);
-    v.setUint32(o + 20, s.data.length, true);
-    v.setUint32(o + 24, 5, true);
-    bytes.set(s.data, segOffsets[i]!);
-  });
-  bytes.set(strtabBytes, strtabOffset);
-  names.forEach((_, i) => {
-    if (i === 0) return;
-    const o = shoff + i * shSize;
-    v.setUint32(o, nameOffsets[i]!, true);
-    v.setUint32(o + 4, i === names.length - 1 ? 3 : 1, true);
-    v.setUint32(o + 16, i === names.length - 1 ? strtabOffset : 0, true);
-    v.setUint32(o + 20, i === names.length - 1 ? strtabBytes.length : 0, true);
+  const bytes = makeElf({
+    machine,
+    entry: segments[0]?.paddr ?? 0,
+    segments,
+    sections: sections.map((name) => ({ name, data: new Uint8Array(0) })),
   });
   return { bytes, elf: parseElf(bytes) };
 }
