@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { loadFirmwareImage } from '../backends/image-check.js';
 import { QemuBackend } from '../backends/qemu/qemu-backend.js';
-import { qemuDirectCommand } from '../backends/qemu/qemu-command.js';
+import { runQemuDirect } from '../backends/qemu/qemu-direct-run.js';
 import { SimBackend } from '../backends/sim/sim-backend.js';
 import { SimDevice } from '../backends/sim/sim-device.js';
 import { NANOS_PER_SECOND } from '../backends/backend.js';
@@ -77,19 +76,12 @@ export async function runQemuBench(options: { captureSeconds?: number; repeats?:
     await runFirmware(backend, board, image, { clock: systemClock, uartSeconds: captureSeconds, maxUartBytes: 1 << 20 });
     jobMs.push(nowMs() - t0);
 
-    const cmd = qemuDirectCommand(board, kernel);
     const t1 = nowMs();
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn(cmd.file, cmd.args, { stdio: ['ignore', 'pipe', 'pipe'] });
-      child.stdout.resume();
-      child.stderr.resume();
-      const timer = setTimeout(() => child.kill('SIGTERM'), captureSeconds * 1000);
-      child.once('error', reject);
-      child.once('exit', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    const directRun = await runQemuDirect(board, kernel, { seconds: captureSeconds, clock: systemClock });
+    // An exit with neither status nor signal: qemu-system-arm never started (its reason is in the output).
+    if (directRun.exit.exitCode === undefined && directRun.exit.signal === undefined) {
+      throw new Error(`the direct qemu-system-arm run of ${kernel} did not start`);
+    }
     directMs.push(nowMs() - t1);
   }
   const job = percentile(jobMs, 50);
