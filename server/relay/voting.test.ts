@@ -1,4 +1,5 @@
 import { createClock } from '@sinonjs/fake-timers';
+import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from './protocol.js';
@@ -96,6 +97,25 @@ describe('Voting caches', () => {
     expect(second).not.toBe(first);
     expect(second).toHaveLength(3);
     expect(second[0]).toBe(first[0]);
+  });
+
+  it('statements added after a read keep the database order, even when stored with an earlier time (property)', () => {
+    const voters = Array.from({ length: 4 }, () => generateNodeKey());
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 3 }), fc.constantFrom('vote' as const, 'accept' as const), fc.integer({ min: 0, max: 5 })), { maxLength: 12 }),
+        (writes) => {
+          store.db.prepare('DELETE FROM votes').run();
+          voting.forgetCached();
+          voting.statements(item); // the ordered list now exists and is kept up to date from here on
+          for (const [who, phase, atMs] of writes) store.tx(() => voting.storeVote(vote(voters[who]!, phase, { t: 1, v: [h1.nodeId], i: [] }), null, atMs));
+          const incremental = voting.statements(item);
+          const fresh = new Voting({ store, clock, selfKey: generateNodeKey() }).statements(item);
+          expect(incremental).toEqual(fresh);
+        },
+      ),
+      { numRuns: 40 },
+    );
   });
 
   it('shared objects are frozen, so no caller can change a slice under the cache', () => {

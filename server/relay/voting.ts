@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import type { Clock } from '../../core/clock.js';
 import {
   type Bulletin,
@@ -73,8 +74,8 @@ export class Voting {
   private readonly byHash: BoundedCache<string, QuorumSet>;
   /** voter -> the last inline slice seen in its statements, so equal slices share one object. */
   private readonly inlineSlices: BoundedCache<string, QuorumSet>;
-  /** item id -> its statements: parsed once each, and the ordered list until a statement is added. */
-  private readonly items: BoundedCache<string, { parsed: Map<string, Vote>; ordered: readonly Vote[] | undefined }>;
+  /** item id -> its statements, parsed once each, and their order (kept up to date by `storeVote`). */
+  private readonly items: BoundedCache<string, ItemStatements>;
   /** The default relay slice last built, reused while its members are the same. */
   private defaultSelfSlice: QuorumSet | undefined;
 
@@ -96,8 +97,16 @@ export class Voting {
     this.defaultSelfSlice = undefined;
   }
 
-  private get db() {
-    return this.options.store.db;
+  /** Prepared statements by SQL text: preparing costs more than running these small queries. */
+  private readonly prepared = new Map<string, Statement>();
+
+  private sql(text: string): Statement {
+    let statement = this.prepared.get(text);
+    if (!statement) {
+      statement = this.options.store.db.prepare(text);
+      this.prepared.set(text, statement);
+    }
+    return statement;
   }
 
   /**
@@ -130,7 +139,7 @@ export class Voting {
   publishedSlice(nodeId: string): PublishedSlice | undefined {
     const cached = this.published.get(nodeId);
     if (cached !== undefined) return cached ?? undefined;
-    const row = this.db.prepare('SELECT qset, hash, t_auto FROM slices WHERE node_id = ?').get(nodeId) as { qset: string; hash: string; t_auto: number } | undefined;
+    const row = this.sql('SELECT qset, hash, t_auto FROM slices WHERE node_id = ?').get(nodeId) as { qset: string; hash: string; t_auto: number } | undefined;
     const slice = row ? deepFreeze({ hash: row.hash, qset: JSON.parse(row.qset) as QuorumSet, t_auto: row.t_auto === 1 }) : null;
     this.published.set(nodeId, slice);
     return slice ?? undefined;
@@ -139,8 +148,7 @@ export class Voting {
   /** Stores a node's slice and its hash (so votes may carry `slice_hash`); call inside a transaction. */
   setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number): { hash: string; qset: QuorumSet } {
     const hash = this.rememberQuorumSet(qset);
-    this.db
-      .prepare('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms')
+    this.sql('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms')
       .run(nodeId, JSON.stringify(qset), hash, tAuto ? 1 : 0, nowMs);
     this.published.delete(nodeId);
     this.options.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash, updated_ms: nowMs }, nowMs);
@@ -155,10 +163,9 @@ export class Voting {
    */
   applyRemoteSlice(nodeId: string, qset: QuorumSet, updatedMs: number, origin: string, nowMs: number): boolean {
     const hash = this.rememberQuorumSet(qset);
-    const current = this.db.prepare('SELECT hash, updated_ms FROM slices WHERE node_id = ?').get(nodeId) as { hash: string; updated_ms: number } | undefined;
+    const current = this.sql('SELECT hash, updated_ms FROM slices WHERE node_id = ?').get(nodeId) as { hash: string; updated_ms: number } | undefined;
     if (current && (current.updated_ms > updatedMs || (current.updated_ms === updatedMs && current.hash >= hash))) return false;
-    this.db
-      .prepare('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, 0, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = 0, updated_ms = excluded.updated_ms')
+    this.sql('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, 0, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = 0, updated_ms = excluded.updated_ms')
       .run(nodeId, JSON.stringify(normalizeQuorumSet(qset)), hash, updatedMs);
     this.published.delete(nodeId);
     this.options.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: normalizeQuorumSet(qset), slice_hash: hash, updated_ms: updatedMs }, nowMs, origin);
@@ -178,7 +185,7 @@ export class Voting {
   rememberQuorumSet(qset: QuorumSet): string {
     const normal = normalizeQuorumSet(qset);
     const hash = quorumSetHash(normal);
-    this.db.prepare('INSERT OR IGNORE INTO qsets (hash, qset) VALUES (?, ?)').run(hash, JSON.stringify(normal));
+    this.sql('INSERT OR IGNORE INTO qsets (hash, qset) VALUES (?, ?)').run(hash, JSON.stringify(normal));
     return hash;
   }
 
@@ -186,7 +193,7 @@ export class Voting {
   quorumSetByHash(hash: string): QuorumSet | undefined {
     const cached = this.byHash.get(hash);
     if (cached) return cached;
-    const row = this.db.prepare('SELECT qset FROM qsets WHERE hash = ?').get(hash) as { qset: string } | undefined;
+    const row = this.sql('SELECT qset FROM qsets WHERE hash = ?').get(hash) as { qset: string } | undefined;
     if (!row) return undefined;
     const qset = deepFreeze(JSON.parse(row.qset) as QuorumSet);
     this.byHash.set(hash, qset);
@@ -202,15 +209,22 @@ export class Voting {
     else if (vote.slice_hash !== undefined && !this.quorumSetByHash(vote.slice_hash)) {
       throw invalidInput(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', vote.slice_hash);
     }
-    const info = this.db
-      .prepare('INSERT OR IGNORE INTO votes (voter, item_id, value, phase, doc, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
+    const info = this.sql('INSERT OR IGNORE INTO votes (voter, item_id, value, phase, doc, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
       .run(vote.voter, vote.item, vote.value, vote.phase, JSON.stringify(vote), origin, nowMs);
     const other = vote.value === 'yes' ? 'no' : 'yes';
-    const equivocation = this.db.prepare('SELECT 1 FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?').get(vote.voter, vote.item, other, vote.phase) !== undefined;
+    const equivocation = this.sql('SELECT 1 FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?').get(vote.voter, vote.item, other, vote.phase) !== undefined;
     if (info.changes === 0) return { stored: false, duplicate: true, equivocation };
-    // The ordered list is stale; statements parsed so far stay (a stored statement never changes).
     const item = this.items.get(vote.item);
-    if (item) item.ordered = undefined;
+    if (item?.ordered) {
+      // Placed where the database's ORDER BY puts it (usually last); parsed back from the stored text.
+      const key: StatementKey = { createdMs: nowMs, voter: vote.voter, value: vote.value, phase: vote.phase };
+      const parsed = this.shareInlineSlice(JSON.parse(JSON.stringify(vote)) as Vote);
+      item.parsed.set(mapKey(key), parsed);
+      const { keys, votes } = item.ordered;
+      let at = keys.length;
+      while (at > 0 && compareKeys(keys[at - 1] as StatementKey, key) > 0) at--;
+      item.ordered = { keys: [...keys.slice(0, at), key, ...keys.slice(at)], votes: Object.freeze([...votes.slice(0, at), parsed, ...votes.slice(at)]) };
+    }
     this.options.store.appendEvent('vote', vote.voter, vote.item, { vote }, nowMs, origin);
     return { stored: true, duplicate: false, equivocation };
   }
@@ -221,27 +235,24 @@ export class Voting {
    */
   statements(itemId: string): readonly Vote[] {
     let item = this.items.get(itemId);
-    if (item?.ordered) return item.ordered;
+    if (item?.ordered) return item.ordered.votes;
     if (!item) {
       item = { parsed: new Map(), ordered: undefined };
       this.items.set(itemId, item);
     }
-    const keys = this.db.prepare('SELECT voter, value, phase FROM votes WHERE item_id = ? ORDER BY created_ms, voter, value, phase').all(itemId) as { voter: string; value: string; phase: string }[];
-    const docOf = this.db.prepare('SELECT doc FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?');
-    const ordered: Vote[] = [];
+    const keys = this.sql('SELECT created_ms AS createdMs, voter, value, phase FROM votes WHERE item_id = ? ORDER BY created_ms, voter, value, phase').all(itemId) as StatementKey[];
+    const docOf = this.sql('SELECT doc FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?').pluck();
+    const votes: Vote[] = [];
     for (const k of keys) {
-      const key = `${k.voter} ${k.value} ${k.phase}`;
-      let vote = item.parsed.get(key);
+      let vote = item.parsed.get(mapKey(k));
       if (!vote) {
-        const row = docOf.get(k.voter, itemId, k.value, k.phase) as { doc: string } | undefined;
-        if (!row) continue; // cannot happen inside one read; skipping keeps the tally over stored facts
-        vote = this.shareInlineSlice(JSON.parse(row.doc) as Vote);
-        item.parsed.set(key, vote);
+        vote = this.shareInlineSlice(JSON.parse(docOf.get(k.voter, itemId, k.value, k.phase) as string) as Vote);
+        item.parsed.set(mapKey(k), vote);
       }
-      ordered.push(vote);
+      votes.push(vote);
     }
-    item.ordered = Object.freeze(ordered);
-    return item.ordered;
+    item.ordered = { keys, votes: Object.freeze(votes) };
+    return item.ordered.votes;
   }
 
   /** Freezes a parsed statement, replacing its inline slice by the voter's previous one when equal. */
@@ -258,11 +269,11 @@ export class Voting {
   selfSlice(): QuorumSet | undefined {
     if (this.options.selfSlice) return this.options.selfSlice;
     const self = this.options.selfKey.nodeId;
-    const rows = this.db
-      .prepare('SELECT node_id FROM nodes WHERE (local = 1 OR node_id IN (SELECT node_id FROM peers WHERE node_id IS NOT NULL)) AND node_id != ? ORDER BY node_id LIMIT 1000')
-      .all(self) as { node_id: string }[];
-    if (rows.length === 0) return undefined;
-    const next: QuorumSet = { t: defaultThreshold(rows.length), v: rows.map((r) => r.node_id), i: [] };
+    const members = this.sql('SELECT node_id FROM nodes WHERE (local = 1 OR node_id IN (SELECT node_id FROM peers WHERE node_id IS NOT NULL)) AND node_id != ? ORDER BY node_id LIMIT 1000')
+      .pluck()
+      .all(self) as string[];
+    if (members.length === 0) return undefined;
+    const next: QuorumSet = { t: defaultThreshold(members.length), v: members, i: [] };
     // Same members, same object: the core's compiled form of it stays valid.
     if (!this.defaultSelfSlice || !sameQuorumSet(this.defaultSelfSlice, next)) this.defaultSelfSlice = deepFreeze(next);
     return this.defaultSelfSlice;
@@ -274,8 +285,12 @@ export class Voting {
    * else the one it published here; the relay node's own slice is its configured one.
    */
   bulletin(itemId: string, nodeId: string): Bulletin {
+    return this.tallyWith(itemId, nodeId, () => this.selfSlice());
+  }
+
+  private tallyWith(itemId: string, nodeId: string, relaySlice: () => QuorumSet | undefined): Bulletin {
     const statements = this.statements(itemId);
-    return tally({ self: nodeId, item: itemId, statements, sliceOf: this.sliceResolver(statements), emitted: emittedBy(statements, nodeId) });
+    return tally({ self: nodeId, item: itemId, statements, sliceOf: this.sliceResolver(statements, relaySlice), emitted: emittedBy(statements, nodeId) });
   }
 
   /**
@@ -286,11 +301,12 @@ export class Voting {
   retallySelf(itemId: string, nowMs: number): Emission {
     const self = this.options.selfKey;
     const emitted: Vote[] = [];
+    // Read once: storing the relay's own statements changes no node or peer, so its slice stays.
+    const slice = this.selfSlice();
     // Each round emits at least one new statement, and there are only four (2 values x 2 phases).
     for (let round = 0; round < 4; round++) {
-      const bulletin = this.bulletin(itemId, self.nodeId);
+      const bulletin = this.tallyWith(itemId, self.nodeId, () => slice);
       if (bulletin.toEmit.length === 0) break;
-      const slice = this.selfSlice();
       for (const statement of bulletin.toEmit) {
         const vote = this.signOwn(itemId, statement, slice, nowMs);
         this.storeVote(vote, null, nowMs);
@@ -314,7 +330,7 @@ export class Voting {
     return signVote(unsigned, this.options.selfKey.secretKey);
   }
 
-  private sliceResolver(statements: readonly Vote[]): (node: string) => QuorumSet | undefined {
+  private sliceResolver(statements: readonly Vote[], relaySlice: () => QuorumSet | undefined): (node: string) => QuorumSet | undefined {
     const latest = new Map<string, Vote>();
     for (const s of statements) {
       const seen = latest.get(s.voter);
@@ -324,7 +340,7 @@ export class Voting {
     return (node) => {
       if (cache.has(node)) return cache.get(node);
       let q: QuorumSet | undefined;
-      if (node === this.options.selfKey.nodeId) q = this.selfSlice();
+      if (node === this.options.selfKey.nodeId) q = relaySlice();
       else {
         const s = latest.get(node);
         if (s?.slice) q = s.slice;
@@ -335,6 +351,34 @@ export class Voting {
       return q;
     };
   }
+}
+
+/** Where a statement sits in an item's list: the order of `statements()` (created_ms, voter, value, phase). */
+interface StatementKey {
+  createdMs: number;
+  voter: string;
+  value: string;
+  phase: string;
+}
+
+interface ItemStatements {
+  /** mapKey -> the parsed, frozen statement. */
+  parsed: Map<string, Vote>;
+  /** Every statement in order, with its key; undefined until first read. */
+  ordered: { keys: StatementKey[]; votes: readonly Vote[] } | undefined;
+}
+
+function mapKey(k: StatementKey): string {
+  return `${k.voter} ${k.value} ${k.phase}`;
+}
+
+/** SQLite's ORDER BY on these columns (TEXT compares bytewise; ids, values and phases are ASCII, so code units agree). */
+function compareKeys(a: StatementKey, b: StatementKey): number {
+  if (a.createdMs !== b.createdMs) return a.createdMs - b.createdMs;
+  for (const field of ['voter', 'value', 'phase'] as const) {
+    if (a[field] !== b[field]) return a[field] < b[field] ? -1 : 1;
+  }
+  return 0;
 }
 
 /** Structural equality of two quorum sets (same threshold, same entries in the same order). */
