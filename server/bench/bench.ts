@@ -514,11 +514,7 @@ export class Bench {
       created_at: isoFromMs(job.createdAtMs),
       started_at: isoOrNull(job.startedAtMs),
       finished_at: isoOrNull(job.finishedAtMs),
-      timings_ms: {
-        queued: job.startedAtMs === null ? null : job.startedAtMs - job.createdAtMs,
-        flash: job.flashMs,
-        run: job.runMs,
-      },
+      timings_ms: jobTimingsMs(job),
     };
   }
 
@@ -866,6 +862,22 @@ function chunkTexts(uart: UartRecord): Array<{ at_seconds: number; text: string 
   const tail = decoder.decode();
   if (tail && out.length > 0) out[out.length - 1]!.text += tail;
   return out;
+}
+
+/**
+ * `timings_ms` of a job. A finished run reports the durations the run itself measured; a job that
+ * failed (or timed out) has none, so the phases it reached are timed from the recorded state
+ * changes instead: flash from `flashing` to `running` (or to the failure when it failed while
+ * flashing), run from `running` to the failure. A phase never reached stays null.
+ */
+function jobTimingsMs(job: JobRecord): JobBody['timings_ms'] {
+  const { createdAtMs, startedAtMs, runningAtMs, finishedAtMs } = job;
+  const flashEndMs = runningAtMs ?? (job.state === 'failed' ? finishedAtMs : null);
+  return {
+    queued: startedAtMs === null ? null : startedAtMs - createdAtMs,
+    flash: job.flashMs ?? (startedAtMs !== null && flashEndMs !== null ? flashEndMs - startedAtMs : null),
+    run: job.runMs ?? (runningAtMs !== null && finishedAtMs !== null && job.state === 'failed' ? finishedAtMs - runningAtMs : null),
+  };
 }
 
 function notActive(session: SessionRecord, action: string): HttpError {
