@@ -34,7 +34,6 @@ export default tseslint.config(
     .filter((layer) => layer !== 'bin')
     .map((layer) => ({
       files: [`${layer}/**/*.ts`],
-      ignores: [`${layer}/**/*.test.ts`],
       rules: {
         'no-restricted-imports': [
           'error',

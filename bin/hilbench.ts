@@ -43,6 +43,7 @@ const serve = program
   .addOption(new Option('--data-dir <dir>', 'SQLite files, firmware blobs, keys').env('HILBENCH_DATA_DIR').default('data'))
   .addOption(new Option('--public-url <url>', 'the bench address clients use (default: the listening address)').env('HILBENCH_PUBLIC_URL'))
   .addOption(new Option('--admin-token <token>', 'enables GET /admin with header x-admin-token').env('HILBENCH_ADMIN_TOKEN'))
+  .addOption(new Option('--contact-email <email>', 'operator contact published in /.well-known/ai-plugin.json').env('HILBENCH_CONTACT_EMAIL'))
   .addOption(
     new Option('--backend <name>', 'which backend runs the boards: mock, or auto (each board on its own emulator/simulator/probe), or one backend for all')
       .env('HILBENCH_BACKEND')
@@ -99,6 +100,7 @@ serve.action(async (opts: Record<string, unknown>) => {
     backends,
     backend: opts.backend as never,
     adminToken: opts.adminToken as string | undefined,
+    pages: { contactEmail: opts.contactEmail as string | undefined },
     publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
     limits,
   });
@@ -134,7 +136,12 @@ program
   .command('boards')
   .description('List the board catalog and which backend can run each board on this host.')
   .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
-  .addOption(new Option('--backend <name>', 'as for serve').env('HILBENCH_BACKEND').default('auto').choices(backendChoices))
+  .addOption(
+    new Option('--backend <name>', "as for serve; default auto: what each board's own simulator, emulator or probe can do on this host")
+      .env('HILBENCH_BACKEND')
+      .default('auto')
+      .choices(backendChoices),
+  )
   .addOption(new Option('--bench-file <file>', 'real boards attached to this host').env('HILBENCH_BENCH_FILE'))
   .addOption(new Option('--rp2040-bootrom <file>', 'RP2040 B1 boot ROM for Pico SDK images').env('HILBENCH_RP2040_BOOTROM'))
   .addOption(new Option('--qemu <path>', 'qemu-system-arm executable').env('HILBENCH_QEMU'))
@@ -142,7 +149,7 @@ program
   .option('--json', 'print JSON')
   .action(async (opts: { boardsDir: string; backend: string; benchFile?: string; rp2040Bootrom?: string; qemu?: string; renode?: string; json?: boolean }) => {
     const boards = loadBoardCatalog(opts.boardsDir);
-    // The same backends `serve` would build from the same flags, so both commands agree.
+    // The same backends `serve` builds from the same flags, so with the same --backend both commands agree.
     const backends = createBackends({
       clock: systemClock,
       boards,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/index.js';
 import { type RunningRelay, startRelayServer } from '../../server/relay/relay-service.js';
-import { RelayClient, type RelayNode } from './relay-client.js';
+import { RelayClient, type RelayNode } from '../../harness/clients/relay-client.js';
 
 const fake = createClock(Date.UTC(2026, 0, 1));
 const clock = clockFromFakeTimers(fake);
