@@ -77,3 +77,14 @@ describe('finding 6: failed jobs keep the timings of the phases they reached', (
     expect(failed.timings_ms).toEqual({ queued: 0, flash: 0, run: 70_400 });
   });
 });
+
+describe('finding 2: a malformed percent-encoding in a path is the client\'s mistake', () => {
+  it.each(['/api/v1/jobs/%ZZ', '/api/v1/sessions/%E0%A4%A/heartbeat'])('%s answers 404 Not Found and logs nothing', async (p) => {
+    const { token } = await app.register();
+    const method = p.endsWith('heartbeat') ? 'POST' : 'GET';
+    const res = await app.request(p, { method, headers: bearer(token) });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ detail: 'Not Found' });
+    expect(app.logger.lines.filter((l) => l.startsWith('error:'))).toEqual([]);
+  });
+});
