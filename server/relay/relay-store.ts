@@ -186,4 +186,14 @@ CREATE TABLE IF NOT EXISTS peers (
   pulled_events INTEGER NOT NULL DEFAULT 0,
   rejected_events INTEGER NOT NULL DEFAULT 0
 );
+-- Bumped (by the triggers, in the writing transaction) whenever the set the relay's default slice is
+-- built from may change: nodes registered here and peer relay nodes. Voting rebuilds that slice only then.
+CREATE TABLE IF NOT EXISTS membership (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+INSERT OR IGNORE INTO membership (id, version) VALUES (1, 0);
+CREATE TRIGGER IF NOT EXISTS membership_node_added AFTER INSERT ON nodes BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_node_changed AFTER UPDATE OF node_id, local ON nodes WHEN OLD.node_id IS NOT NEW.node_id OR OLD.local IS NOT NEW.local BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_node_removed AFTER DELETE ON nodes BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_peer_added AFTER INSERT ON peers BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_peer_changed AFTER UPDATE OF node_id ON peers WHEN OLD.node_id IS NOT NEW.node_id BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_peer_removed AFTER DELETE ON peers BEGIN UPDATE membership SET version = version + 1; END;
 `;

@@ -125,13 +125,39 @@ describe('Voting caches', () => {
     expect(Object.isFrozen(voting.statements(item)[0]!.slice)).toBe(true);
   });
 
-  it('the default relay slice stays one object while its members stay the same', () => {
-    store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, 1, '{}', 0, 0)").run(h1.nodeId);
+  it('the default relay slice follows registrations and peers, and stays one object while they stay the same', () => {
+    const addNode = (id: string, local: 0 | 1) => store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, ?, '{}', 0, 0)").run(id, local);
+    expect(voting.selfSlice()).toBeUndefined();
+    addNode(h1.nodeId, 1);
     const a = voting.selfSlice();
+    expect(a?.v).toEqual([h1.nodeId]);
     expect(voting.selfSlice()).toBe(a);
-    store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, 1, '{}', 0, 0)").run(h2.nodeId);
+    // A node learned from a peer counts only once it is a peer relay's node.
+    addNode(h2.nodeId, 0);
+    expect(voting.selfSlice()?.v).toEqual([h1.nodeId]);
+    store.db.prepare("INSERT INTO peers (url, added_ms) VALUES ('http://peer.test', 0)").run();
+    expect(voting.selfSlice()?.v).toEqual([h1.nodeId]);
+    store.db.prepare("UPDATE peers SET node_id = ? WHERE url = 'http://peer.test'").run(h2.nodeId);
+    expect(voting.selfSlice()?.v).toEqual([h1.nodeId, h2.nodeId].sort());
+    // A node learned from a peer that then registers here counts.
+    addNode(x.nodeId, 0);
+    expect(voting.selfSlice()?.v).toHaveLength(2);
+    store.db.prepare('UPDATE nodes SET local = 1 WHERE node_id = ?').run(x.nodeId);
     const b = voting.selfSlice();
-    expect(b).not.toBe(a);
-    expect(b?.v).toEqual([h1.nodeId, h2.nodeId].sort());
+    expect(b?.v).toEqual([h1.nodeId, h2.nodeId, x.nodeId].sort());
+    // Writes that change nothing it is built from keep the same object.
+    store.db.prepare("UPDATE nodes SET name = 'renamed' WHERE node_id = ?").run(x.nodeId);
+    store.db.prepare("UPDATE peers SET node_id = ?, last_probe_ms = 5 WHERE url = 'http://peer.test'").run(h2.nodeId);
+    expect(voting.selfSlice()).toBe(b);
+    // A registration rolled back after the slice was read inside its transaction is forgotten.
+    const y = generateNodeKey();
+    expect(() =>
+      store.tx(() => {
+        addNode(y.nodeId, 1);
+        expect(voting.selfSlice()?.v).toContain(y.nodeId);
+        throw new Error('abandon');
+      }),
+    ).toThrow('abandon');
+    expect(voting.selfSlice()?.v).not.toContain(y.nodeId);
   });
 });

@@ -76,8 +76,8 @@ export class Voting {
   private readonly inlineSlices: BoundedCache<string, QuorumSet>;
   /** item id -> its statements, parsed once each, and their order (kept up to date by `storeVote`). */
   private readonly items: BoundedCache<string, ItemStatements>;
-  /** The default relay slice last built, reused while its members are the same. */
-  private defaultSelfSlice: QuorumSet | undefined;
+  /** The default relay slice last built and the `membership` version it was built at. */
+  private defaultSelfSlice: { version: number; qset: QuorumSet | undefined } | undefined;
 
   constructor(private readonly options: VotingOptions) {
     const slices = options.cachedSlices ?? 4096;
@@ -268,15 +268,18 @@ export class Voting {
   /** The relay node's slice now (configured, or the default described in `VotingOptions`). */
   selfSlice(): QuorumSet | undefined {
     if (this.options.selfSlice) return this.options.selfSlice;
+    const version = this.sql('SELECT version FROM membership WHERE id = 1').pluck().get() as number;
+    if (this.defaultSelfSlice?.version === version) return this.defaultSelfSlice.qset;
     const self = this.options.selfKey.nodeId;
     const members = this.sql('SELECT node_id FROM nodes WHERE (local = 1 OR node_id IN (SELECT node_id FROM peers WHERE node_id IS NOT NULL)) AND node_id != ? ORDER BY node_id LIMIT 1000')
       .pluck()
       .all(self) as string[];
-    if (members.length === 0) return undefined;
-    const next: QuorumSet = { t: defaultThreshold(members.length), v: members, i: [] };
+    const previous = this.defaultSelfSlice?.qset;
+    const next: QuorumSet | undefined = members.length === 0 ? undefined : { t: defaultThreshold(members.length), v: members, i: [] };
     // Same members, same object: the core's compiled form of it stays valid.
-    if (!this.defaultSelfSlice || !sameQuorumSet(this.defaultSelfSlice, next)) this.defaultSelfSlice = deepFreeze(next);
-    return this.defaultSelfSlice;
+    const qset = next && previous && sameQuorumSet(previous, next) ? previous : next && deepFreeze(next);
+    this.defaultSelfSlice = { version, qset };
+    return qset;
   }
 
   /**
