@@ -36,14 +36,12 @@ export interface VotingOptions {
   selfKey: NodeKey;
   /**
    * The relay node's slice. Absent: every node registered here plus every peer relay node, with the
-   * default threshold, recomputed at each tally (see docs/relay-api.md: operators should set it).
+   * default threshold, rebuilt whenever those change (see docs/relay-api.md: operators should set it).
    */
   selfSlice?: QuorumSet;
-  /**
-   * Bounds of the parsed-slice caches: published slices (one per node) and slices by hash; default 4096.
-   * Items whose parsed statements are kept: `cachedItems`, default 64.
-   */
+  /** Entries in each parsed-slice cache (published slices, slices by hash, voters' inline slices); default 4096. */
   cachedSlices?: number;
+  /** Items whose parsed statements are kept; default 64. */
   cachedItems?: number;
 }
 
