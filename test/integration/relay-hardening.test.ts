@@ -96,6 +96,7 @@ describe('where peers added over HTTP may point', () => {
     ['metadata.example', ['169.254.169.254']],
   ]);
   const outbound = recordingFetch();
+  const dataDir = tempDataDir();
   let relay: RunningRelay;
   let operatorAuth: string;
 
@@ -103,7 +104,6 @@ describe('where peers added over HTTP may point', () => {
     relay = await startRelayServer({ clock, dataDir: dataDir.dir, logger: memoryLogger(), operators: [operatorKey.nodeId], resolveHost: fakeDns(dns), fetch: outbound.fetch });
     operatorAuth = (await registerNode(relay, clock, { key: operatorKey })).auth;
   });
-  const dataDir = tempDataDir();
   afterAll(async () => {
     await relay.close();
     dataDir.remove();
