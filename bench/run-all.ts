@@ -8,6 +8,7 @@ import { runBenchApiBench } from './bench-api.bench.js';
 import { runQemuBench, runSimBench } from './emulators.bench.js';
 import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
+import { runRelayIngestBench } from './relay-ingest.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
   {
@@ -29,6 +30,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     title: 'Relay core',
     intro: 'Vote verification per second (with signature checks) and scp-s5 tally time (issue 5).',
     run: async () => (await runRelayCoreBench()) as BenchRow[],
+  },
+  {
+    title: 'Relay ingest through HTTP',
+    intro:
+      'Signed votes accepted per second by POST /items/{id}/vote (signature checks, store, re-tally), sequential and with 4 clients, and bulletin read latency after 100 and 1000 votes (issue 5).',
+    run: () => runRelayIngestBench(),
   },
 ];
 

@@ -64,6 +64,8 @@ const serve = program
       .default(60)
       .argParser((v) => (v === '0' ? 0 : positiveNumber(v))),
   )
+  .addOption(new Option('--relay-operators <ids>', 'comma-separated node ids allowed to add and probe peers (POST /reach, /reach/probe); default nobody').env('HILBENCH_RELAY_OPERATORS'))
+  .addOption(new Option('--relay-allow-private-peers', 'let operators add peers on loopback or private addresses (test networks)'))
   .addOption(new Option('--no-relay', 'do not start the relay service'));
 for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
   serve.addOption(
@@ -117,6 +119,8 @@ serve.action(async (opts: Record<string, unknown>) => {
           publicOrigin: opts.relayPublicUrl as string | undefined,
           peers: typeof opts.relayPeers === 'string' ? opts.relayPeers.split(',').map((u) => u.trim()).filter(Boolean) : undefined,
           probeIntervalMs: (opts.relayProbeIntervalSeconds as number) * 1000,
+          operators: typeof opts.relayOperators === 'string' ? opts.relayOperators.split(',').map((u) => u.trim()).filter(Boolean) : undefined,
+          allowPrivatePeers: opts.relayAllowPrivatePeers === true,
         });
   if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
 
