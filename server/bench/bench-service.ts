@@ -110,6 +110,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     await boards.all();
     const waitlist = new SqliteWaitlist(store.database);
     const dispatcher = config.dispatcher ?? new LocalDispatcher({ clock, ...config.dispatcherOptions });
+    const jobDeadlineMs = dispatcher instanceof LocalDispatcher ? (uartSeconds: number) => dispatcher.deadlineMs(uartSeconds) : undefined;
     const bench = new Bench({
       clock,
       store,
@@ -121,6 +122,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       checkImage: config.checkImage ?? checkImageForBoard,
       waitlistCount: () => waitlist.count(),
       healthCheckTimeoutMs: config.healthCheckTimeoutMs,
+      jobDeadlineMs,
     });
     started = bench;
     await bench.start();

@@ -57,6 +57,12 @@ export interface BenchDeps {
   waitlistCount: () => number;
   /** Host ms an administrator's health check may take before it is aborted. Default 120 000. */
   healthCheckTimeoutMs?: number;
+  /**
+   * Host ms the dispatcher allows a job of `uartSeconds` from leaving the queue to its end
+   * (`LocalDispatcher.deadlineMs`): the `Retry-After` of a board held by a job. Unknown (a remote
+   * dispatcher that does not say): `Retry-After: 5`.
+   */
+  jobDeadlineMs?: (uartSeconds: number) => number;
 }
 
 /** Default of `BenchDeps.healthCheckTimeoutMs`: the probe's flash budget plus a slow boot. */
@@ -80,6 +86,8 @@ const isoOrNull = (ms: number | null) => (ms === null ? null : isoFromMs(ms));
 export class Bench {
   private readonly expiryTimers = new Map<string, TimerHandle>();
   private readonly jobsInFlight = new Set<Promise<void>>();
+  /** Jobs handed to the dispatcher and not settled yet, by session: cancelled when it closes. */
+  private readonly sessionJobs = new Map<string, Set<string>>();
   private readonly startedAtMs: number;
   /** Boards running an administrator's health check: when it started (host ms), and its end. */
   private readonly healthChecks = new Map<string, { startedAtMs: number; done: Promise<void> }>();
@@ -184,14 +192,32 @@ export class Bench {
     return resolved;
   }
 
-  /** 409 for a board someone holds: who (label only) and until when, with `Retry-After`. */
-  private leasedConflict(lease: LeaseWithAgent, agent: AgentRecord): HttpError {
+  /**
+   * 409 for a board someone holds: who (label only) and until when, with `Retry-After`. A board
+   * held by a job (its own lease, or a closed session's job still stopping) is free at the latest
+   * at that job's deadline: from when it left the queue (or now, while it waits) plus the
+   * dispatcher's budget for it.
+   */
+  private async leasedConflict(lease: LeaseWithAgent, agent: AgentRecord): Promise<HttpError> {
     const who = lease.agentId === agent.agentId ? 'you' : `agent "${lease.agentLabel}"`;
-    if (lease.expiresAtMs === null) {
-      return new HttpError(409, `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes (retry_after_seconds=1)`, {
-        'Retry-After': '1',
-      });
+    if (lease.holder.kind === 'job') {
+      const job = await this.deps.store.getJob(lease.holder.jobId);
+      const nowMs = this.now();
+      const budgetMs = job && this.deps.jobDeadlineMs ? this.deps.jobDeadlineMs(job.uartSeconds) : undefined;
+      if (job === undefined || budgetMs === undefined) {
+        return new HttpError(409, `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes (retry_after_seconds=5)`, {
+          'Retry-After': '5',
+        });
+      }
+      const deadlineMs = (job.startedAtMs ?? nowMs) + budgetMs;
+      const retryAfterSeconds = Math.max(1, Math.ceil((deadlineMs - nowMs) / 1000));
+      return new HttpError(
+        409,
+        `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes, at the latest ${isoFromMs(deadlineMs)} (its deadline) (retry_after_seconds=${retryAfterSeconds})`,
+        { 'Retry-After': String(retryAfterSeconds) },
+      );
     }
+    if (lease.expiresAtMs === null) throw new Error(`the session lease on ${lease.board} has no expiry`);
     const retryAfterSeconds = Math.max(1, Math.ceil((lease.expiresAtMs - this.now()) / 1000));
     const until = `until ${isoFromMs(lease.expiresAtMs)} unless renewed (retry_after_seconds=${retryAfterSeconds})`;
     const detail =
@@ -204,6 +230,8 @@ export class Bench {
   async openSession(agent: AgentRecord, boardId: string, idleSeconds: number): Promise<SessionBody> {
     this.boardOr404(boardId);
     await this.usableOr503(boardId);
+    // A session that expired without its timer having fired yet: its jobs stop before anyone else's lease.
+    await this.cancelJobsOfClosedSessions();
     const nowMs = this.now();
     const result = await this.deps.store.openSession({
       sessionId: newId('ses'),
@@ -216,7 +244,7 @@ export class Bench {
       endedAtMs: null,
       lastHeartbeatAtMs: null,
     });
-    if (result.kind === 'board-leased') throw this.leasedConflict(result.lease, agent);
+    if (result.kind === 'board-leased') throw await this.leasedConflict(result.lease, agent);
     this.armExpiry(result.session);
     return sessionBody(result.session);
   }
@@ -247,7 +275,28 @@ export class Bench {
     if (result.kind === 'not-found') throw new HttpError(404, `session ${sessionId} not found`);
     if (result.kind === 'not-active') throw notActive(result.session, 'end');
     this.disarmExpiry(sessionId);
+    this.cancelSessionJobs(result.session);
     return sessionBody(result.session);
+  }
+
+  /**
+   * Cancels, through the dispatcher, every job of a session that ended or expired (the store
+   * already failed its queued ones and passed the lease to the running one, which fails as
+   * `cancelled` and frees the board when the dispatcher has stopped it).
+   */
+  private cancelSessionJobs(session: SessionRecord): void {
+    const jobs = this.sessionJobs.get(session.sessionId);
+    if (!jobs) return;
+    const reason = `session ${session.sessionId} ${session.state} at ${isoFromMs(session.endedAtMs ?? this.now())}`;
+    for (const jobId of [...jobs]) this.deps.dispatcher.cancel(jobId, reason);
+  }
+
+  /** Cancels the jobs of every session that closed, whichever request or timer noticed it. */
+  private async cancelJobsOfClosedSessions(): Promise<void> {
+    for (const sessionId of [...this.sessionJobs.keys()]) {
+      const session = await this.deps.store.getSession(sessionId, this.now());
+      if (session && session.state !== 'active') this.cancelSessionJobs(session);
+    }
   }
 
   /** A timer on the injected clock frees the board when the lease runs out, with no request needed. */
@@ -273,8 +322,10 @@ export class Bench {
     try {
       for (const s of await this.deps.store.expireSessions(this.now())) {
         this.disarmExpiry(s.sessionId);
-        this.deps.logger.info(`session ${s.sessionId} on ${s.board} expired; the board is free`);
+        const stopping = this.sessionJobs.has(s.sessionId) ? '; its jobs are cancelled and the board is free once they stop' : '; the board is free';
+        this.deps.logger.info(`session ${s.sessionId} on ${s.board} expired${stopping}`);
       }
+      await this.cancelJobsOfClosedSessions();
     } catch (err) {
       this.deps.logger.error('expiring sessions failed', err);
     }
@@ -336,7 +387,7 @@ export class Bench {
       case 'session-other-board':
         throw new HttpError(409, `session ${input.session} holds board ${result.session.board}, not ${input.board}`);
       case 'board-leased':
-        throw this.leasedConflict(result.lease, agent);
+        throw await this.leasedConflict(result.lease, agent);
       case 'queue-full':
         throw new HttpError(
           429,
@@ -411,7 +462,20 @@ export class Bench {
         runMs: outcome.runMs,
       });
     };
-    const tracked = run().catch((err: unknown) => this.deps.logger.error(`recording the outcome of job ${job.jobId} failed`, err));
+    const { sessionId } = job;
+    if (sessionId !== null) {
+      const jobs = this.sessionJobs.get(sessionId) ?? new Set<string>();
+      jobs.add(job.jobId);
+      this.sessionJobs.set(sessionId, jobs);
+    }
+    const tracked = run()
+      .catch((err: unknown) => this.deps.logger.error(`recording the outcome of job ${job.jobId} failed`, err))
+      .finally(() => {
+        if (sessionId === null) return;
+        const jobs = this.sessionJobs.get(sessionId);
+        jobs?.delete(job.jobId);
+        if (jobs?.size === 0) this.sessionJobs.delete(sessionId);
+      });
     this.jobsInFlight.add(tracked);
     void tracked.finally(() => this.jobsInFlight.delete(tracked));
   }

@@ -18,7 +18,12 @@ export interface BenchStore {
   getAgent(agentId: string): Promise<AgentRecord | undefined>;
   findAgentByTokenSha256(tokenSha256: string): Promise<AgentRecord | undefined>;
 
-  /** Marks every active session whose `expiresAtMs <= nowMs` expired and frees its lease. */
+  /**
+   * Marks every active session whose `expiresAtMs <= nowMs` expired. Ending or expiring a session
+   * (here, in `endSession`, or in any method that expires due sessions first) fails its queued
+   * jobs as `cancelled` and frees its lease, unless one of its jobs is flashing or running: then
+   * the lease passes to that job and is freed when it finishes.
+   */
   expireSessions(nowMs: number): Promise<SessionRecord[]>;
   /** Opens `session` and its lease on `session.board`, unless that board is leased (by anyone). */
   openSession(session: SessionRecord): Promise<OpenSessionResult>;
@@ -31,9 +36,12 @@ export interface BenchStore {
   /** Inserts a queued job after checking its lease and the board's queue, atomically. */
   createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult>;
   getJob(jobId: string): Promise<JobRecord | undefined>;
-  /** Moves a job to `flashing` or `running`. */
+  /** Moves a job to `flashing` or `running`; a no-op for a job already failed (cancelled meanwhile). */
   markJobPhase(jobId: string, phase: 'flashing' | 'running', nowMs: number): Promise<void>;
-  /** Finishes a job (`done` or `failed`) and frees the lease the job took for itself. */
+  /**
+   * Finishes a job (`done` or `failed`) and frees the lease the job holds (its own, or its closed
+   * session's). A job already finished keeps its first outcome.
+   */
   finishJob(jobId: string, outcome: JobOutcome): Promise<JobRecord>;
   /**
    * After a restart: jobs left `flashing`/`running` are failed as `interrupted` (their leases

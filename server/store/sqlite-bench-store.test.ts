@@ -99,7 +99,9 @@ describe('SqliteBenchStore', () => {
 
     const reopened = new SqliteBenchStore(file);
     const { requeued, interrupted, expired } = await reopened.recoverAfterRestart(T0 + 100_000);
-    expect(requeued.map((j) => j.jobId)).toEqual(['job_b']);
+    // ses_1 ran out while the server was down, so its queued job is cancelled, not run again.
+    expect(requeued.map((j) => j.jobId)).toEqual([]);
+    expect(await reopened.getJob('job_b')).toMatchObject({ state: 'failed', failure: { kind: 'cancelled' } });
     expect(interrupted).toMatchObject([{ jobId: 'job_a', state: 'failed', failure: { kind: 'interrupted' }, finishedAtMs: T0 + 100_000 }]);
     expect(expired.map((s) => s.sessionId)).toEqual(['ses_1']);
     await reopened.close();
@@ -133,5 +135,51 @@ describe('FirmwareBlobStore', () => {
     writeFileSync(path.join(d, 'x'), 'x');
     const blobs = new FirmwareBlobStore(d);
     await expect(blobs.get('../x')).rejects.toThrow(/not a SHA-256 hex digest/);
+  });
+});
+
+describe('SqliteBenchStore: closing a session with jobs (bench audit 1)', () => {
+  async function sessionWithJobs() {
+    const store = await storeWithAgents();
+    expect((await store.openSession(session({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }))).kind).toBe('opened');
+    const opts = { maxQueuedPerBoard: 8, nowMs: T0 };
+    await store.createJob(job({ jobId: 'job_run', sessionId: 'ses_1' }), opts);
+    await store.createJob(job({ jobId: 'job_wait', sessionId: 'ses_1', createdAtMs: T0 + 1 }), opts);
+    await store.markJobPhase('job_run', 'flashing', T0 + 2);
+    await store.markJobPhase('job_run', 'running', T0 + 3);
+    return store;
+  }
+
+  it.each([
+    ['ended', (store: SqliteBenchStore) => store.endSession('ses_1', T0 + 5_000), T0 + 5_000, '2023-11-14T22:13:25.000Z'],
+    ['expired', (store: SqliteBenchStore) => store.expireSessions(T0 + 10_000), T0 + 10_000, '2023-11-14T22:13:30.000Z'],
+  ] as const)('when %s: cancels its queued jobs and hands the lease to its running job until it finishes', async (how, close, atMs, iso) => {
+    const store = await sessionWithJobs();
+    await close(store);
+    expect(await store.getJob('job_wait')).toMatchObject({
+      state: 'failed',
+      startedAtMs: null,
+      finishedAtMs: atMs,
+      failure: { kind: 'cancelled', message: `cancelled before it started: session ses_1 ${how} at ${iso}` },
+    });
+    expect((await store.getJob('job_run'))!.state).toBe('running');
+    const blocked = await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: atMs, expiresAtMs: atMs + 90_000 }));
+    expect(blocked).toMatchObject({ kind: 'board-leased', lease: { holder: { kind: 'job', jobId: 'job_run' }, agentId: 'ag_1', expiresAtMs: null } });
+
+    await store.finishJob('job_run', { state: 'failed', nowMs: atMs + 1, failure: { kind: 'cancelled', message: 'stopped' } });
+    // The outcome recorded first stands: a late dispatcher rejection of the cancelled job changes nothing.
+    await store.finishJob('job_wait', { state: 'failed', nowMs: atMs + 2, failure: { kind: 'cancelled', message: 'late' } });
+    expect((await store.getJob('job_wait'))!.failure!.message).toMatch(/^cancelled before it started/);
+    await expect(store.markJobPhase('job_wait', 'flashing', atMs + 3)).resolves.toBeUndefined();
+    expect((await store.openSession(session({ sessionId: 'ses_3', agentId: 'ag_2', createdAtMs: atMs + 4, expiresAtMs: atMs + 90_000 }))).kind).toBe('opened');
+  });
+
+  it('frees the board at once when the closed session has nothing running', async () => {
+    const store = await storeWithAgents();
+    await store.openSession(session());
+    await store.createJob(job({ sessionId: 'ses_1' }), { maxQueuedPerBoard: 8, nowMs: T0 });
+    await store.endSession('ses_1', T0 + 1);
+    expect((await store.getJob('job_1'))!.failure!.kind).toBe('cancelled');
+    expect((await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: T0 + 2 }))).kind).toBe('opened');
   });
 });

@@ -19,6 +19,7 @@ import type {
   StoreCounts,
   UartRecord,
 } from './bench-store.js';
+import { isoFromMs } from '../../core/clock.js';
 import { jobStates } from './bench-store.js';
 
 /**
@@ -143,7 +144,7 @@ export class SqliteBenchStore implements BenchStore {
     return this.database.transaction(() => this.expireDue(nowMs)).immediate();
   }
 
-  /** Runs inside a transaction: expires due sessions and frees their leases. */
+  /** Runs inside a transaction: expires due sessions and releases their leases (`closeSession`). */
   private expireDue(nowMs: number): SessionRecord[] {
     const db = this.database;
     const due = db
@@ -151,9 +152,32 @@ export class SqliteBenchStore implements BenchStore {
       .all(nowMs) as SessionRow[];
     for (const row of due) {
       db.prepare("UPDATE sessions SET state = 'expired', ended_at_ms = expires_at_ms WHERE session_id = ?").run(row.session_id);
-      db.prepare("DELETE FROM leases WHERE holder_kind = 'session' AND holder_id = ?").run(row.session_id);
+      this.closeSession(row.session_id, 'expired', row.expires_at_ms);
     }
     return due.map((row) => ({ ...sessionFromRow(row), state: 'expired' as const, endedAtMs: row.expires_at_ms }));
+  }
+
+  /**
+   * Runs inside a transaction, for a session that just ended or expired: its queued jobs are
+   * failed as `cancelled` (they must not run under the next holder's lease), and its lease is
+   * released only when none of its jobs is flashing or running. Otherwise the lease passes to
+   * that job, so the board stays held until it finishes (`finishJob` frees it); the service
+   * cancels it through the dispatcher.
+   */
+  private closeSession(sessionId: string, how: 'ended' | 'expired', atMs: number): void {
+    const db = this.database;
+    db.prepare(
+      `UPDATE jobs SET state = 'failed', failure_kind = 'cancelled', failure_message = ?, finished_at_ms = ?
+       WHERE session_id = ? AND state = 'queued'`,
+    ).run(`cancelled before it started: session ${sessionId} ${how} at ${isoFromMs(atMs)}`, atMs, sessionId);
+    const active = db
+      .prepare("SELECT job_id FROM jobs WHERE session_id = ? AND state IN ('flashing', 'running') ORDER BY created_at_ms, rowid LIMIT 1")
+      .get(sessionId) as { job_id: string } | undefined;
+    if (active) {
+      db.prepare("UPDATE leases SET holder_kind = 'job', holder_id = ? WHERE holder_kind = 'session' AND holder_id = ?").run(active.job_id, sessionId);
+    } else {
+      db.prepare("DELETE FROM leases WHERE holder_kind = 'session' AND holder_id = ?").run(sessionId);
+    }
   }
 
   private leaseOn(board: string): LeaseWithAgent | undefined {
@@ -224,7 +248,7 @@ export class SqliteBenchStore implements BenchStore {
   async endSession(sessionId: string, nowMs: number): Promise<SessionChangeResult> {
     return this.changeSession(sessionId, nowMs, () => {
       this.database.prepare("UPDATE sessions SET state = 'ended', ended_at_ms = ? WHERE session_id = ?").run(nowMs, sessionId);
-      this.database.prepare("DELETE FROM leases WHERE holder_kind = 'session' AND holder_id = ?").run(sessionId);
+      this.closeSession(sessionId, 'ended', nowMs);
     });
   }
 
@@ -297,7 +321,11 @@ export class SqliteBenchStore implements BenchStore {
     const result = this.database
       .prepare(`UPDATE jobs SET state = ?, ${column} = ? WHERE job_id = ? AND state = ?`)
       .run(phase, nowMs, jobId, from);
-    if (result.changes !== 1) throw new Error(`job ${jobId} cannot move to ${phase}: it is not ${from}`);
+    if (result.changes === 1) return;
+    // A job cancelled (its session closed) while the dispatcher was starting it: the cancel wins.
+    const current = this.database.prepare('SELECT state FROM jobs WHERE job_id = ?').get(jobId) as { state: JobState } | undefined;
+    if (current?.state === 'failed') return;
+    throw new Error(`job ${jobId} cannot move to ${phase}: it is not ${from}`);
   }
 
   async finishJob(jobId: string, outcome: JobOutcome): Promise<JobRecord> {
@@ -305,7 +333,10 @@ export class SqliteBenchStore implements BenchStore {
     return db
       .transaction(() => {
         const uart = outcome.uart ?? null;
-        if (outcome.state === 'done') {
+        const before = db.prepare('SELECT state FROM jobs WHERE job_id = ?').get(jobId) as { state: JobState } | undefined;
+        if (before?.state === 'done' || before?.state === 'failed') {
+          // Already finished (e.g. cancelled when its session closed): the first outcome stands.
+        } else if (outcome.state === 'done') {
           db.prepare(
             `UPDATE jobs SET state = 'done', finished_at_ms = ?, uart_bytes = ?, uart_json = ?, stop_json = ?, flash_ms = ?, run_ms = ?
              WHERE job_id = ?`,
