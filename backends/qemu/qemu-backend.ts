@@ -11,7 +11,6 @@ import {
   BackendError,
   type Device,
   type FirmwareImage,
-  NANOS_PER_MS,
   type RunOptions,
   type RunStop,
   throwIfCancelled,
@@ -23,6 +22,7 @@ import { findExecutable } from '../process/find-executable.js';
 import { DEFAULT_QEMU_BINARY, qemuBackendCommand, qemuKeysFor } from './qemu-command.js';
 import { classifyRunExit, startupFailure } from './qemu-outcome.js';
 import { SocketUart, writeUartSocket } from '../socket-uart.js';
+import { waitForWallRun } from '../wall-run.js';
 
 /**
  * The QEMU backend: boards with `backends.qemu.machine` run in `qemu-system-arm`.
@@ -298,49 +298,33 @@ class QemuDevice implements Device {
   }
 
   private runFor(session: Session, durationNanos: number, options: RunOptions): Promise<RunStop> {
-    const { signal, until } = options;
-    return new Promise<RunStop>((resolve, reject) => {
-      let settled = false;
-      const finish = (result: RunStop | BackendError) => {
-        if (settled) return;
-        settled = true;
-        this.clock.clearTimeout(timer);
-        this.dataWaiters.delete(onData);
-        signal?.removeEventListener('abort', onAbort);
-        this.abortActiveRun = undefined;
-        if (result instanceof BackendError) reject(result);
-        else resolve(result);
-      };
-      const onData = () => {
-        if (signal?.aborted) onAbort();
-        else if (until?.()) finish({ reason: 'until', elapsedNanos: this.elapsedNanos(session) });
-      };
-      const onAbort = () => finish(new BackendError('cancelled', 'run cancelled', { cause: signal?.reason }));
-      const remainingMs = Math.max(0, (durationNanos - this.elapsedNanos(session)) / NANOS_PER_MS);
-      const timer = this.clock.setTimeout(
-        () => finish({ reason: 'elapsed', elapsedNanos: Math.max(durationNanos, this.elapsedNanos(session)) }),
-        remainingMs,
-      );
-      this.dataWaiters.add(onData);
-      this.abortActiveRun = finish;
-      signal?.addEventListener('abort', onAbort, { once: true });
-      if (until?.()) finish({ reason: 'until', elapsedNanos: this.elapsedNanos(session) });
-      void session.process.exited.then(async (exit) => {
-        if (exit.stoppedByUs || this.session !== session) return;
-        const exitNanos = this.elapsedNanos(session);
-        await this.drained(session);
-        // The whole kept output: an M4's register dump (with FPU registers) pushes the fatal line up.
-        const outcome = classifyRunExit(exit, session.process.outputTail(160));
-        if (outcome.kind === 'error') {
-          finish(outcome.error);
-          return;
-        }
-        this.finalStop =
-          outcome.kind === 'crashed'
-            ? { reason: 'crashed', message: outcome.message, elapsedNanos: exitNanos }
-            : { reason: 'exited', exitCode: outcome.exitCode, elapsedNanos: exitNanos };
-        finish(this.finalStop);
-      });
+    return waitForWallRun({
+      clock: this.clock,
+      durationNanos,
+      elapsedNanos: () => this.elapsedNanos(session),
+      signal: options.signal,
+      until: options.until,
+      watch: (onData, end) => {
+        this.dataWaiters.add(onData);
+        void session.process.exited.then(async (exit) => {
+          if (exit.stoppedByUs || this.session !== session) return;
+          const exitNanos = this.elapsedNanos(session);
+          await this.drained(session);
+          // The whole kept output: an M4's register dump (with FPU registers) pushes the fatal line up.
+          const outcome = classifyRunExit(exit, session.process.outputTail(160));
+          if (outcome.kind === 'error') {
+            end(outcome.error);
+            return;
+          }
+          this.finalStop =
+            outcome.kind === 'crashed'
+              ? { reason: 'crashed', message: outcome.message, elapsedNanos: exitNanos }
+              : { reason: 'exited', exitCode: outcome.exitCode, elapsedNanos: exitNanos };
+          end(this.finalStop);
+        });
+        return () => this.dataWaiters.delete(onData);
+      },
+      onActive: (end) => (this.abortActiveRun = end),
     });
   }
 

@@ -11,7 +11,6 @@ import {
   type BackendErrorKind,
   type Device,
   type FirmwareImage,
-  NANOS_PER_MS,
   type RunOptions,
   type RunStop,
   throwIfCancelled,
@@ -23,6 +22,7 @@ import { RENODE_ARGS, RENODE_INSTALL_HINT, renodeKeysFor, renodeSetupCommands, r
 import { cpuAbortOf } from './renode-log.js';
 import { RenodeCommandError, RenodeMonitor, RenodeMonitorGone } from './renode-monitor.js';
 import { SocketUart, writeUartSocket } from '../socket-uart.js';
+import { waitForWallRun } from '../wall-run.js';
 
 /**
  * The Renode backend: boards with `backends.renode` run in Renode, driven through its console
@@ -371,43 +371,31 @@ class RenodeDevice implements Device {
   }
 
   private runFor(session: Session, durationNanos: number, options: RunOptions): Promise<RunStop> {
-    const { signal, until } = options;
-    return new Promise<RunStop>((resolve, reject) => {
-      let settled = false;
-      const finish = (result: RunStop | BackendError) => {
-        if (settled) return;
-        settled = true;
-        this.clock.clearTimeout(timer);
-        this.changeWaiters.delete(check);
-        signal?.removeEventListener('abort', onAbort);
-        this.abortActiveRun = undefined;
-        if (result instanceof BackendError) reject(result);
-        else resolve(result);
-      };
-      const onAbort = () => finish(new BackendError('cancelled', 'run cancelled', { cause: signal?.reason }));
-      const check = () => {
-        if (signal?.aborted) return onAbort();
+    return waitForWallRun({
+      clock: this.clock,
+      durationNanos,
+      elapsedNanos: () => this.elapsedNanos(session),
+      signal: options.signal,
+      until: options.until,
+      check: () => {
         if (session.crash) {
           this.finalStop = { reason: 'crashed', message: session.crash.message, elapsedNanos: session.crash.atNanos };
-          return finish(this.finalStop);
+          return this.finalStop;
         }
         if (session.process.hasExited && this.session === session) {
           const exit = session.process.exit!;
-          return finish(
-            new BackendError('internal', `Renode exited unexpectedly (${exit.exitCode !== undefined ? `status ${exit.exitCode}` : `signal ${exit.signal}`}) while the firmware ran`, {
-              exitCode: exit.exitCode,
-              outputTail: session.process.outputTail(),
-            }),
-          );
+          return new BackendError('internal', `Renode exited unexpectedly (${exit.exitCode !== undefined ? `status ${exit.exitCode}` : `signal ${exit.signal}`}) while the firmware ran`, {
+            exitCode: exit.exitCode,
+            outputTail: session.process.outputTail(),
+          });
         }
-        if (until?.()) finish({ reason: 'until', elapsedNanos: this.elapsedNanos(session) });
-      };
-      const remainingMs = Math.max(0, (durationNanos - this.elapsedNanos(session)) / NANOS_PER_MS);
-      const timer = this.clock.setTimeout(() => finish({ reason: 'elapsed', elapsedNanos: Math.max(durationNanos, this.elapsedNanos(session)) }), remainingMs);
-      this.changeWaiters.add(check);
-      this.abortActiveRun = finish;
-      signal?.addEventListener('abort', onAbort, { once: true });
-      check();
+        return undefined;
+      },
+      watch: (onChange) => {
+        this.changeWaiters.add(onChange);
+        return () => this.changeWaiters.delete(onChange);
+      },
+      onActive: (end) => (this.abortActiveRun = end),
     });
   }
 
