@@ -30,3 +30,60 @@ export const defaultBenchLimits: BenchLimits = {
   maxQueuedJobsPerBoard: 8,
   maxLabelLength: 64,
 };
+
+/**
+ * The spec's form defaults (bench-service.md): an absent `idle_seconds`, `uart_seconds` or
+ * `label` takes these, so the limits must admit them.
+ */
+export const FORM_DEFAULTS = { idleSeconds: '90', uartSeconds: '0.8', label: 'agent' } as const;
+
+/** Limits counted in whole units (bytes, chunks, jobs, characters). */
+const INTEGER_LIMITS: ReadonlySet<keyof BenchLimits> = new Set([
+  'maxFirmwareBytes',
+  'maxFormBodyBytes',
+  'maxUartBytesPerJob',
+  'maxUartChunksPerJob',
+  'maxQueuedJobsPerBoard',
+  'maxLabelLength',
+]);
+
+/** The command-line flag that sets `key` (`bin/hilbench.ts` derives it the same way). */
+export const limitFlag = (key: keyof BenchLimits) => `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+
+/**
+ * Checks limits against each other and the spec's defaults, so a server never starts with a
+ * form that refuses its own defaults: every limit a positive finite number (whole where counted),
+ * `minIdleSeconds <= maxIdleSeconds`, and the defaults within bounds (`10 <= 90 <= 3600` idle
+ * seconds, `0.8 <= maxUartSeconds`, `"agent"` within `maxLabelLength`). Throws an `Error` naming
+ * the flags and the values; returns the limits unchanged.
+ */
+export function validateBenchLimits(limits: BenchLimits): BenchLimits {
+  const problems: string[] = [];
+  for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
+    const value: unknown = limits[key];
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+      problems.push(`${limitFlag(key)} must be a positive number, got ${String(value)}`);
+    } else if (INTEGER_LIMITS.has(key) && !Number.isInteger(value)) {
+      problems.push(`${limitFlag(key)} must be a whole number, got ${value}`);
+    }
+  }
+  if (problems.length === 0) {
+    const idleDefault = Number(FORM_DEFAULTS.idleSeconds);
+    if (limits.minIdleSeconds > limits.maxIdleSeconds) {
+      problems.push(`${limitFlag('minIdleSeconds')} (${limits.minIdleSeconds}) is above ${limitFlag('maxIdleSeconds')} (${limits.maxIdleSeconds})`);
+    } else if (idleDefault < limits.minIdleSeconds || idleDefault > limits.maxIdleSeconds) {
+      problems.push(
+        `the default idle_seconds (${idleDefault}) must lie within ${limitFlag('minIdleSeconds')} (${limits.minIdleSeconds}) and ${limitFlag('maxIdleSeconds')} (${limits.maxIdleSeconds})`,
+      );
+    }
+    const uartDefault = Number(FORM_DEFAULTS.uartSeconds);
+    if (uartDefault > limits.maxUartSeconds) {
+      problems.push(`${limitFlag('maxUartSeconds')} (${limits.maxUartSeconds}) is below the default uart_seconds (${uartDefault})`);
+    }
+    if (FORM_DEFAULTS.label.length > limits.maxLabelLength) {
+      problems.push(`${limitFlag('maxLabelLength')} (${limits.maxLabelLength}) is shorter than the default label "${FORM_DEFAULTS.label}" (${FORM_DEFAULTS.label.length} characters)`);
+    }
+  }
+  if (problems.length > 0) throw new Error(`invalid bench limits: ${problems.join('; ')}`);
+  return limits;
+}

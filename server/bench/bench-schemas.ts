@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fileField, numericTextField, textField } from '../http/form-schema.js';
-import type { BenchLimits } from './bench-limits.js';
+import { type BenchLimits, FORM_DEFAULTS } from './bench-limits.js';
 
 /**
  * The bench API's wire shapes (spec 0.3.4 plus docs/bench-api.md for the parts the spec does
@@ -19,14 +19,14 @@ export function buildFormSchemas(limits: BenchLimits) {
         minLength: 1,
         maxLength: limits.maxLabelLength,
         pattern: NO_CONTROL_CHARS,
-        default: 'agent',
+        default: FORM_DEFAULTS.label,
         description: `A public name for the agent, shown on the pages and in "board held by" answers; 1..${limits.maxLabelLength} characters, no control characters.`,
       }),
     }),
     sessionOpen: z.object({
       board: textField({ minLength: 1, maxLength: 64, description: 'Board id, as listed by GET /api/v1/boards.' }),
       idle_seconds: numericTextField({
-        default: '90',
+        default: FORM_DEFAULTS.idleSeconds,
         ge: limits.minIdleSeconds,
         le: limits.maxIdleSeconds,
         description: `Numeric text: seconds without a heartbeat after which the session expires and the board is freed; ${limits.minIdleSeconds} <= x <= ${limits.maxIdleSeconds}, fractions allowed.`,
@@ -36,7 +36,7 @@ export function buildFormSchemas(limits: BenchLimits) {
       board: textField({ minLength: 1, maxLength: 64, description: 'Board id, as listed by GET /api/v1/boards.' }),
       firmware: fileField(`The firmware, an ELF32 file for the board's architecture, at most ${limits.maxFirmwareBytes} bytes.`),
       uart_seconds: numericTextField({
-        default: '0.8',
+        default: FORM_DEFAULTS.uartSeconds,
         gt: 0,
         le: limits.maxUartSeconds,
         description: `Numeric text: seconds of UART capture after reset release, in the board's time base; 0 < x <= ${limits.maxUartSeconds}.`,

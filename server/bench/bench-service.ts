@@ -17,7 +17,7 @@ import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
 import { SqliteQuarantineStore } from '../store/sqlite-quarantine-store.js';
 import { Bench, BENCH_API_VERSION, type BenchDeps } from './bench.js';
-import { type BenchLimits, defaultBenchLimits } from './bench-limits.js';
+import { type BenchLimits, defaultBenchLimits, validateBenchLimits } from './bench-limits.js';
 import { benchRoutes } from './bench-routes.js';
 import { openApiComponents } from './bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
@@ -89,7 +89,8 @@ export interface BenchService {
 export async function createBenchService(config: BenchServiceConfig): Promise<BenchService> {
   const clock = config.clock ?? systemClock;
   const logger = config.logger ?? consoleLogger;
-  const limits: BenchLimits = { ...defaultBenchLimits, ...config.limits };
+  // Checked before anything is opened: bad limits fail the start with the flags named.
+  const limits: BenchLimits = validateBenchLimits({ ...defaultBenchLimits, ...config.limits });
   mkdirSync(config.dataDir, { recursive: true });
   const store = new SqliteBenchStore(path.join(config.dataDir, 'bench.sqlite'));
   let started: Bench | undefined;

@@ -72,3 +72,24 @@ describe('parseForm', () => {
     }
   });
 });
+
+describe('parseForm: an absent field whose default fails its bounds (bench audit 3)', () => {
+  it('reports the default\'s real error, not "missing"', () => {
+    const bad = z.object({
+      board: textField({ description: 'required' }),
+      idle_seconds: numericTextField({ default: '90', ge: 10, le: 5, description: 'bounds that refuse the default' }),
+    });
+    let thrown: unknown;
+    try {
+      parseForm(bad, { board: 'pico' });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toMatchObject({
+      status: 422,
+      detail: [{ type: 'less_than_equal', loc: ['body', 'idle_seconds'], msg: 'Input should be less than or equal to 5', input: 90, ctx: { le: 5 } }],
+    });
+    // A required field that is absent is still "missing".
+    expect(() => parseForm(bad, {})).toThrow(/board: Field required/);
+  });
+});

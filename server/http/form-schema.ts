@@ -171,7 +171,8 @@ export function parseForm<S extends z.ZodObject>(schema: S, raw: Readonly<Record
   for (const [key, value] of Object.entries(raw)) {
     if (value !== '' && value !== undefined) present[key] = value;
   }
-  const result = schema.safeParse(present);
+  // `reportInput`: an issue on a default (an absent field) carries the value that failed.
+  const result = schema.safeParse(present, { reportInput: true });
   if (result.success) return result.data;
   const byField = new Map<string, ValidationErrorItem>();
   for (const issue of result.error.issues) {
@@ -179,7 +180,14 @@ export function parseForm<S extends z.ZodObject>(schema: S, raw: Readonly<Record
     if (byField.has(field)) continue;
     const value = present[field];
     if (value === undefined) {
-      byField.set(field, { type: 'missing', loc: ['body', field], msg: 'Field required', input: null });
+      // Absent: "missing" when no default stood in (the issue saw no input). An absent field whose
+      // default fails its own bounds (limits set against the defaults) reports the default's real error.
+      if (issue.input === undefined) {
+        byField.set(field, { type: 'missing', loc: ['body', field], msg: 'Field required', input: null });
+        continue;
+      }
+      const { type, msg, ctx } = describeIssue(issue);
+      byField.set(field, { type, loc: ['body', field], msg, input: issue.input ?? null, ...(ctx ? { ctx } : {}) });
       continue;
     }
     const { type, msg, ctx } = describeIssue(issue);

@@ -196,3 +196,15 @@ describe('findings 1 and 7: a board held by a job answers 409 with Retry-After f
     expect((await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) })).status).toBe(200);
   });
 });
+
+describe('finding 3: limits are checked at start', () => {
+  it('refuses to start with --max-idle-seconds 5, naming the flags', async () => {
+    await expect(startBenchTestApp({ limits: { maxIdleSeconds: 5 } })).rejects.toThrow(
+      'invalid bench limits: --min-idle-seconds (10) is above --max-idle-seconds (5)',
+    );
+  });
+
+  it('refuses limits that would reject the spec default idle_seconds "90"', async () => {
+    await expect(startBenchTestApp({ limits: { minIdleSeconds: 5, maxIdleSeconds: 30 } })).rejects.toThrow(/the default idle_seconds \(90\) must lie within --min-idle-seconds \(5\) and --max-idle-seconds \(30\)/);
+  });
+});
