@@ -26,6 +26,12 @@ const ADMIN_ERRORS = { 401: 'Missing or wrong x-admin-token', 403: 'Admin disabl
 
 const AUTH_ERRORS = { 401: 'Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)' };
 
+/** Every route: a bug answers FastAPI's generic 500 (the cause is logged, never sent). */
+const GENERIC_ERRORS = { 500: 'Internal Server Error (unexpected; logged on the server)' };
+
+/** Routes with a form body: a body that is not well-formed multipart/urlencoded, or was cut short. */
+const BODY_ERRORS = { ...GENERIC_ERRORS, 400: 'Malformed body: "There was an error parsing the body: ..." (or the client closed the connection mid-body)' };
+
 /**
  * Compares the `x-admin-token` header with the configured token in constant time (both hashed
  * first, so neither the content nor the length leaks through timing).
@@ -63,7 +69,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       description: 'ok when the database answers and at least one board can run; degraded otherwise.',
       tags: ['status'],
       response: healthSchema,
-      errors: {},
+      errors: { ...GENERIC_ERRORS },
       handler: async (_req, res) => res.json(await bench.health()),
     },
     {
@@ -73,7 +79,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       summary: 'Boards, their MCU, backend and status (free, leased, busy, offline)',
       tags: ['boards'],
       response: boardListSchema,
-      errors: {},
+      errors: { ...GENERIC_ERRORS },
       handler: async (_req, res) => res.json({ boards: await bench.listBoards() }),
     },
     {
@@ -83,7 +89,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       summary: 'Public statistics (the data of the /stats page)',
       tags: ['status'],
       response: statsSchema,
-      errors: {},
+      errors: { ...GENERIC_ERRORS },
       handler: async (_req, res) => res.json(await bench.stats()),
     },
     {
@@ -94,7 +100,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       tags: ['agents'],
       body: { kind: 'form', schema: forms.agentRegister, required: false },
       response: agentRegistrationSchema,
-      errors: { 413: 'Form body over the limit', 415: 'Body is not a form' },
+      errors: { ...BODY_ERRORS, 413: 'Form body over the limit', 415: 'Body is not a form' },
       handler: async (req, res) => {
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
         const form = parseForm(forms.agentRegister, body.values);
@@ -111,6 +117,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       body: { kind: 'form', schema: forms.sessionOpen, required: true },
       response: sessionSchema,
       errors: {
+        ...BODY_ERRORS,
         ...AUTH_ERRORS,
         404: 'Unknown board',
         409: 'Board leased (by whom, until when; Retry-After) or already leased by the caller',
@@ -134,7 +141,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       tags: ['sessions'],
       auth: 'bearer',
       response: sessionSchema,
-      errors: { ...AUTH_ERRORS, 404: 'No such session of the caller' },
+      errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller' },
       handler: async (req, res) => res.json(await bench.getSession(await agentOf(req), param(req, 'sid'))),
     },
     {
@@ -145,7 +152,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       tags: ['sessions'],
       auth: 'bearer',
       response: sessionSchema,
-      errors: { ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
+      errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
       handler: async (req, res) => res.json(await bench.heartbeat(await agentOf(req), param(req, 'sid'))),
     },
     {
@@ -156,7 +163,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       tags: ['sessions'],
       auth: 'bearer',
       response: sessionSchema,
-      errors: { ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
+      errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
       handler: async (req, res) => res.json(await bench.endSession(await agentOf(req), param(req, 'sid'))),
     },
     {
@@ -169,6 +176,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       body: { kind: 'multipart', schema: forms.flashJob, required: true },
       response: jobSchema,
       errors: {
+        ...BODY_ERRORS,
         ...AUTH_ERRORS,
         404: 'Unknown board, or no such session of the caller',
         409: 'Board leased by someone else, or the session is not active / on another board',
@@ -197,7 +205,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       tags: ['jobs'],
       auth: 'bearer',
       response: jobSchema,
-      errors: { ...AUTH_ERRORS, 404: 'No such job of the caller' },
+      errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such job of the caller' },
       handler: async (req, res) => res.json(await bench.getJob(await agentOf(req), param(req, 'job_id'))),
     },
     {
@@ -208,7 +216,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       tags: ['admin'],
       auth: 'admin',
       response: adminSchema,
-      errors: ADMIN_ERRORS,
+      errors: { ...GENERIC_ERRORS, ...ADMIN_ERRORS },
       handler: async (req, res) => {
         checkAdmin(req, options.adminToken);
         res.json(await bench.admin());
@@ -223,7 +231,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       tags: ['admin'],
       auth: 'admin',
       response: boardReleaseSchema,
-      errors: { ...ADMIN_ERRORS, 404: 'Unknown board', 409: "The board's backend keeps no board health (it never quarantines boards)" },
+      errors: { ...GENERIC_ERRORS, ...ADMIN_ERRORS, 404: 'Unknown board', 409: "The board's backend keeps no board health (it never quarantines boards)" },
       handler: async (req, res) => {
         checkAdmin(req, options.adminToken);
         res.json(await bench.releaseBoard(param(req, 'board')));
@@ -240,6 +248,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       auth: 'admin',
       response: boardHealthCheckSchema,
       errors: {
+        ...GENERIC_ERRORS,
         ...ADMIN_ERRORS,
         404: 'Unknown board',
         409: 'No health check for this board (backend without one, or none configured), the board is leased or has jobs, or a check is already running',

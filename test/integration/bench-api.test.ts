@@ -313,7 +313,7 @@ describe('GET /openapi.json', () => {
     expect(form.required).toEqual(['board', 'firmware']);
     expect(form.properties.firmware).toMatchObject({ type: 'string', format: 'binary' });
     expect(form.properties.uart_seconds).toMatchObject({ type: 'string', default: '0.8' });
-    expect(Object.keys(flash.responses)).toEqual(['200', '401', '404', '409', '413', '415', '422', '429', '503']);
+    expect(Object.keys(flash.responses)).toEqual(['200', '400', '401', '404', '409', '413', '415', '422', '429', '500', '503']);
     expect(doc.paths['/api/v1/sessions']!.post!.requestBody!.content['application/x-www-form-urlencoded']!.schema.properties.idle_seconds).toMatchObject({ default: '90' });
     expect(doc.paths['/api/v1/jobs/{job_id}']!.get!.responses['200']).toEqual({
       description: 'Successful Response',

@@ -318,7 +318,7 @@ describe('admin endpoints: authentication and refusals', () => {
     for (const path of ['/admin/boards/{board}/release', '/admin/boards/{board}/health-check']) {
       const op = doc.paths[path]!.post!;
       expect(op.security).toEqual([{ AdminToken: [] }]);
-      expect(Object.keys(op.responses)).toEqual(['200', '401', '403', '404', '409']);
+      expect(Object.keys(op.responses)).toEqual(['200', '401', '403', '404', '409', '500']);
       expect(op.parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'board', in: 'path' }), expect.objectContaining({ name: 'x-admin-token', in: 'header' })]));
     }
   });
