@@ -3,7 +3,9 @@
  * `process.exit`; everything else takes options objects.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { backendNames } from '../boards/board-schema.js';
 import { defaultBoardsDir, loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
@@ -11,7 +13,9 @@ import { createBackends } from '../harness/backend-registry.js';
 import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
 import { resolveBoardBackends } from '../server/bench/board-backends.js';
 import { type BackendsContext, startBenchServer } from '../server/bench/bench-service.js';
+import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
 import { startRelayServer } from '../server/relay/relay-service.js';
+import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 
 const backendChoices = ['auto', ...backendNames];
 
@@ -25,6 +29,20 @@ function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port 0-65535, got "${value}"`);
   return n;
+}
+
+/** `a, b,c` -> ['a','b','c']; undefined when the option was not given. */
+function commaList(value: unknown): string[] | undefined {
+  return typeof value === 'string' ? value.split(',').map((u) => u.trim()).filter(Boolean) : undefined;
+}
+
+/** Reads and validates the relay's own slice file; a bad file stops the start with every issue named. */
+function readSelfSlice(file: string): QuorumSet {
+  const checked = validateQuorumSet(parseYaml(readFileSync(file, 'utf8')));
+  if (!checked.ok) {
+    throw new Error(`${file}: not a valid quorum set: ${checked.issues.map((i) => `${i.loc.join('.') || '(root)'}: ${i.msg}`).join('; ')}`);
+  }
+  return checked.value;
 }
 
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
@@ -66,6 +84,13 @@ const serve = program
   )
   .addOption(new Option('--relay-operators <ids>', 'comma-separated node ids allowed to add and probe peers (POST /reach, /reach/probe); default nobody').env('HILBENCH_RELAY_OPERATORS'))
   .addOption(new Option('--relay-allow-private-peers', 'let operators add peers on loopback or private addresses (test networks)'))
+  .addOption(new Option('--relay-seeds <urls>', 'comma-separated seed relay URLs published by GET /seeds').env('HILBENCH_RELAY_SEEDS'))
+  .addOption(new Option('--relay-self-slice <file>', "the relay node's own slice, a quorum set {t, v, i} in YAML or JSON (docs/scp-s5.md)").env('HILBENCH_RELAY_SELF_SLICE'))
+  .addOption(
+    new Option('--relay-sms-webhook-url <url>', 'deliver one-time codes by POSTing {"to","text"} here instead of the local outbox; HILBENCH_RELAY_SMS_WEBHOOK_AUTHORIZATION sets its Authorization header').env(
+      'HILBENCH_RELAY_SMS_WEBHOOK_URL',
+    ),
+  )
   .addOption(new Option('--no-relay', 'do not start the relay service'));
 for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
   serve.addOption(
@@ -117,10 +142,22 @@ serve.action(async (opts: Record<string, unknown>) => {
           host,
           port: opts.relayPort as number,
           publicOrigin: opts.relayPublicUrl as string | undefined,
-          peers: typeof opts.relayPeers === 'string' ? opts.relayPeers.split(',').map((u) => u.trim()).filter(Boolean) : undefined,
+          peers: commaList(opts.relayPeers),
           probeIntervalMs: (opts.relayProbeIntervalSeconds as number) * 1000,
-          operators: typeof opts.relayOperators === 'string' ? opts.relayOperators.split(',').map((u) => u.trim()).filter(Boolean) : undefined,
+          operators: commaList(opts.relayOperators),
           allowPrivatePeers: opts.relayAllowPrivatePeers === true,
+          seeds: commaList(opts.relaySeeds),
+          selfSlice: typeof opts.relaySelfSlice === 'string' ? readSelfSlice(opts.relaySelfSlice) : undefined,
+          smsSender:
+            typeof opts.relaySmsWebhookUrl === 'string'
+              ? new WebhookSmsSender({
+                  url: opts.relaySmsWebhookUrl,
+                  clock,
+                  headers: process.env.HILBENCH_RELAY_SMS_WEBHOOK_AUTHORIZATION
+                    ? { authorization: process.env.HILBENCH_RELAY_SMS_WEBHOOK_AUTHORIZATION }
+                    : undefined,
+                })
+              : undefined,
         });
   if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
 
