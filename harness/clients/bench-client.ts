@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { type Clock, sleep } from '../../core/clock.js';
 import { WaitTimeoutError } from '../../core/wait.js';
+import { readAnswer } from './http-answer.js';
 
 /**
  * A small client of the bench service API (docs/bench-api.md), used by the scenario runner, the
@@ -56,11 +57,7 @@ export class BenchClient {
   async request(method: string, path: string, init: { token?: string; body?: RequestInit["body"]; headers?: Record<string, string> } = {}) {
     const headers: Record<string, string> = { ...init.headers };
     if (init.token) headers.authorization = `Bearer ${init.token}`;
-    const response = await this.fetchFn(this.baseUrl + path, { method, headers, body: init.body });
-    const text = await response.text();
-    let json: unknown = undefined;
-    if ((response.headers.get('content-type') ?? '').includes('json') && text) json = JSON.parse(text);
-    return { status: response.status, headers: response.headers, text, json };
+    return readAnswer(await this.fetchFn(this.baseUrl + path, { method, headers, body: init.body }));
   }
 
   private async call<T>(schema: z.ZodType<T>, method: string, path: string, init: Parameters<BenchClient['request']>[2] = {}): Promise<T> {

@@ -1,5 +1,6 @@
 import { canonicalJson, defaultThreshold, generateNodeKey, type NodeKey, type QuorumSet, signEd25519, signVote, type VotePhase, type VoteValue } from '../../core/relay/index.js';
 import type { Clock } from '../../core/clock.js';
+import { readAnswer } from './http-answer.js';
 
 /**
  * A small client of the relay service API (docs/relay-api.md) for scenarios and tests. It holds
@@ -52,16 +53,7 @@ export class RelayClient {
       body = JSON.stringify(init.json);
     }
     const response = await this.fetchFn(this.baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}) });
-    const text = await response.text();
-    let json: unknown;
-    if ((response.headers.get('content-type') ?? '').includes('json') && text) {
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-    }
-    return { status: response.status, headers: response.headers, text, json };
+    return readAnswer(response);
   }
 
   /** The base URL the relay believes it has (`GET /health` `base_url`): registrations must name it. */

@@ -4,6 +4,7 @@ import { ElfError, parseElf } from '../../core/elf.js';
 import { type ScenarioContext, type DeviceState, checkAnswer } from './scenario-context.js';
 import { ScenarioError } from './scenario-error.js';
 import { type ClockKind, durationMs, type StepBody, type StepKind } from './scenario-schema.js';
+import { readAnswer } from '../clients/http-answer.js';
 
 /**
  * The step registry: one handler per command (wokwi-cli's TestScenario keeps the same shape). A
@@ -239,16 +240,7 @@ export const stepHandlers: StepRegistry = {
     }
     const url = baseUrl.replace(/\/+$/, '') + ctx.vars.substitute(b.path);
     const response = await (ctx.target.fetch ?? fetch)(url, { method: b.method, headers, ...(body !== undefined ? { body } : {}) });
-    const text = await response.text();
-    let json: unknown;
-    if ((response.headers.get('content-type') ?? '').includes('json') && text) {
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = undefined;
-      }
-    }
-    ctx.accept({ status: response.status, headers: response.headers, text, json }, `${b.method} ${b.path}`, b);
+    ctx.accept(await readAnswer(response), `${b.method} ${b.path}`, b);
   },
 
   async 'device-flash'(ctx, b) {
