@@ -1,9 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { ApiRoute } from '../http/api-route.js';
 import { parseForm } from '../http/form-schema.js';
 import { bodyMissing, HttpError } from '../http/http-error.js';
-import { parseFormBody } from '../http/parse-form.js';
+import { declaredBodyTooLarge, parseFormBody } from '../http/parse-form.js';
 import type { Bench } from './bench.js';
 import type { BenchLimits } from './bench-limits.js';
 import {
@@ -59,6 +60,13 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
   const { limits } = options;
   const forms = buildFormSchemas(limits);
   const agentOf = (req: Request) => bench.authenticate(req.headers.authorization);
+  /** The checks a body route makes from the headers, in the handler's order (auth, then size). */
+  const headersCheck = (options: { auth: boolean; maxBodyBytes: number }) => async (req: IncomingMessage) => {
+    if (options.auth) await bench.authenticate(req.headers.authorization);
+    const tooLarge = declaredBodyTooLarge(req, options.maxBodyBytes);
+    if (tooLarge) throw tooLarge;
+  };
+  const flashBodyBytes = limits.maxFirmwareBytes + FLASH_FORM_OVERHEAD_BYTES;
 
   return [
     {
@@ -101,6 +109,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       body: { kind: 'form', schema: forms.agentRegister, required: false },
       response: agentRegistrationSchema,
       errors: { ...BODY_ERRORS, 413: 'Form body over the limit', 415: 'Body is not a form' },
+      beforeContinue: headersCheck({ auth: false, maxBodyBytes: limits.maxFormBodyBytes }),
       handler: async (req, res) => {
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
         const form = parseForm(forms.agentRegister, body.values);
@@ -125,6 +134,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
         415: 'Body is not a form',
         503: 'Board offline (with the reason)',
       },
+      beforeContinue: headersCheck({ auth: true, maxBodyBytes: limits.maxFormBodyBytes }),
       handler: async (req, res) => {
         const agent = await agentOf(req);
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
@@ -185,10 +195,11 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
         429: `More than ${limits.maxQueuedJobsPerBoard} jobs waiting on the board (Retry-After)`,
         503: 'Board offline (with the reason)',
       },
+      beforeContinue: headersCheck({ auth: true, maxBodyBytes: flashBodyBytes }),
       handler: async (req, res) => {
         const agent = await agentOf(req);
         const body = await parseFormBody(req, {
-          maxBodyBytes: limits.maxFirmwareBytes + FLASH_FORM_OVERHEAD_BYTES,
+          maxBodyBytes: flashBodyBytes,
           maxFileBytes: limits.maxFirmwareBytes,
           fileFields: ['firmware'],
         });

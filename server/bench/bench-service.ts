@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import express from 'express';
@@ -11,6 +12,7 @@ import { type Clock, systemClock } from '../../core/clock.js';
 import { type JobDispatcher, LocalDispatcher, type LocalDispatcherOptions } from '../../harness/dispatcher.js';
 import { expressPath } from '../http/api-route.js';
 import { createErrorHandler, methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
+import { HttpError } from '../http/http-error.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
@@ -78,6 +80,13 @@ export interface BenchService {
   /** The OpenAPI 3.1 document served at `/openapi.json`. */
   openApi: Record<string, unknown>;
   getSnapshot(): Promise<BenchSnapshot>;
+  /**
+   * The HTTP server's `checkContinue` listener (`server.on('checkContinue', ...)`, done by
+   * `startBenchServer`): a request sent with `Expect: 100-continue` is refused from its headers
+   * (401, 413, with the normal bodies and `Connection: close`) before `100 Continue` is written;
+   * otherwise 100 is written and the request goes to the app.
+   */
+  checkContinue(req: IncomingMessage, res: ServerResponse): void;
   /** Stops timers and jobs (left for the next start to recover) and closes the database. */
   close(): Promise<void>;
 }
@@ -168,8 +177,38 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger));
 
+    const continueChecks = routes.flatMap((route) =>
+      route.beforeContinue
+        ? [{ method: route.method.toUpperCase(), pattern: new RegExp(`^${route.path.replace(/\{[a-z_]+\}/g, '[^/]+')}$`), check: route.beforeContinue }]
+        : [],
+    );
+    const checkContinue = (req: IncomingMessage, res: ServerResponse): void => {
+      const pathname = (req.url ?? '/').split('?')[0]!;
+      const entry = continueChecks.find((c) => c.method === req.method && c.pattern.test(pathname));
+      const proceed = () => {
+        res.writeContinue();
+        app(req, res);
+      };
+      if (!entry) {
+        proceed();
+        return;
+      }
+      entry.check(req).then(proceed, (err: unknown) => {
+        if (!(err instanceof HttpError)) {
+          // Not a refusal (e.g. the database did not answer): the app makes the same checks and
+          // answers (and logs) whatever it is.
+          proceed();
+          return;
+        }
+        // The body was never asked for: close the connection rather than read past it.
+        res.writeHead(err.status, { ...err.headers, 'Content-Type': 'application/json; charset=utf-8', Connection: 'close' });
+        res.end(JSON.stringify({ detail: err.detail }));
+      });
+    };
+
     let closed = false;
     return {
+      checkContinue,
       app,
       bench,
       store,
@@ -212,6 +251,8 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
   const service = await createBenchService(options);
   const host = options.host ?? '127.0.0.1';
   const server = service.app.listen(options.port, host);
+  // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
+  server.on('checkContinue', service.checkContinue);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);

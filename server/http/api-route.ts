@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 
@@ -22,6 +23,12 @@ export interface ApiRoute {
   /** Error statuses this endpoint can answer, with when. 422 is added for routes with a body. */
   errors: Record<number, string>;
   handler: (req: Request, res: Response) => Promise<unknown>;
+  /**
+   * For a request sent with `Expect: 100-continue`: throws the `HttpError` the handler would
+   * answer from the headers alone (401, 413 from `Content-Length`), so the server refuses before
+   * writing `100 Continue` and the client never sends the body. Resolves when the body is welcome.
+   */
+  beforeContinue?: (req: IncomingMessage) => Promise<void>;
 }
 
 /** Express path syntax for an OpenAPI path: `{sid}` becomes `:sid`. */

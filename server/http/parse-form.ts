@@ -44,6 +44,16 @@ function tooLarge(what: string, limitBytes: number): HttpError {
   return new HttpError(413, `${what} is larger than the limit of ${limitBytes} bytes (${formatBytes(limitBytes)})`, { Connection: 'close' });
 }
 
+/**
+ * The 413 for a request whose `Content-Length` alone is over `maxBodyBytes` (what
+ * `parseFormBody` answers before reading), or undefined. Used before `100 Continue` too.
+ */
+export function declaredBodyTooLarge(req: IncomingMessage, maxBodyBytes: number): HttpError | undefined {
+  const declaredLength = req.headers['content-length'];
+  if (declaredLength !== undefined && Number(declaredLength) > maxBodyBytes) return tooLarge('the request body', maxBodyBytes);
+  return undefined;
+}
+
 /** Parses the request body as a form. Throws `HttpError` 413 / 415 / 400. */
 export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise<ParsedForm> {
   const contentType = req.headers['content-type'];
@@ -59,10 +69,11 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
       new HttpError(415, `Unsupported Media Type: send the body as ${FORM_TYPES.join(' or ')}${contentType ? `, not ${mediaType || contentType}` : ''}`),
     );
   }
-  if (declaredLength !== undefined && Number(declaredLength) > limits.maxBodyBytes) {
+  const declaredTooLarge = declaredBodyTooLarge(req, limits.maxBodyBytes);
+  if (declaredTooLarge) {
     // Refused from the header alone: not one byte of the body is read into memory.
     req.resume();
-    return Promise.reject(tooLarge('the request body', limits.maxBodyBytes));
+    return Promise.reject(declaredTooLarge);
   }
 
   const fileFields = new Set(limits.fileFields ?? []);
