@@ -286,6 +286,7 @@ export function bulletinView(b: ReturnType<RelayDeps['voting']['bulletin']>, nod
     counts: b.counts,
     accepted_via: b.accepted_via,
     equivocators: b.equivocators,
+    slice_changers: b.sliceChangers,
     slice_hash: b.slice_hash,
     to_emit: b.toEmit,
   };

@@ -39,5 +39,6 @@ export type {
   VoteValue,
   VotePhase,
   Bulletin,
+  BulletinState,
   EmittedStatement,
 } from '../../core/relay/index.js';

@@ -136,6 +136,17 @@ CREATE TABLE IF NOT EXISTS slices (
   updated_ms INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS qsets (hash TEXT PRIMARY KEY, qset TEXT NOT NULL);
+-- The highest bulletin this relay reported for a node and item: a later report never goes below it
+-- (design scp-s5: "a node's rank for an item never goes down", even when a published slice changes).
+CREATE TABLE IF NOT EXISTS bulletin_floors (
+  item_id TEXT NOT NULL,
+  node_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  value TEXT,
+  accepted_via TEXT,
+  updated_ms INTEGER NOT NULL,
+  PRIMARY KEY (item_id, node_id)
+);
 CREATE TABLE IF NOT EXISTS pairings (
   token_hash TEXT PRIMARY KEY,
   node_id TEXT NOT NULL,

@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from './protocol.js';
+import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, quorumSetHash, signVote } from './protocol.js';
 import { RelayStore } from './relay-store.js';
 import { tempDataDir } from './testing/relay-test-kit.js';
 import { Voting } from './voting.js';
@@ -35,34 +35,36 @@ afterEach(() => {
 });
 
 describe('Voting caches', () => {
-  it('a slice published with setSlice is used by the very next tally', () => {
-    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 1));
+  it('a slice published with setSlice is used by the very next tally (slice_hash), while the rank never goes down', () => {
+    const hashOf = (node: string) => quorumSetHash({ t: 1, v: [node], i: [] });
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 1));
+    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'uncommitted', value: null, slice_hash: hashOf(h2.nodeId) });
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 2));
     // h1 accepted yes and is all of x's slice: v-blocking.
-    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking' });
-    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 2));
-    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'uncommitted', value: null });
-    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 3));
-    expect(voting.bulletin(item, x.nodeId).state).toBe('accepted');
+    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking', slice_hash: hashOf(h1.nodeId) });
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 3));
+    // Floored at what was reported: still accepted, and x is asked to sign the accept it owes.
+    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', slice_hash: hashOf(h2.nodeId), toEmit: [{ value: 'yes', phase: 'accept' }] });
   });
 
   it('a slice applied from a peer is used by the very next tally', () => {
-    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 1));
-    expect(voting.bulletin(item, x.nodeId).state).toBe('accepted');
-    expect(store.tx(() => voting.applyRemoteSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, 5, 'http://peer.test', 6))).toBe(true);
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 1));
     expect(voting.bulletin(item, x.nodeId).state).toBe('uncommitted');
+    expect(store.tx(() => voting.applyRemoteSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, 5, 'http://peer.test', 6))).toBe(true);
+    expect(voting.bulletin(item, x.nodeId).state).toBe('accepted');
   });
 
-  it('a rolled back slice change is forgotten, even when read inside its transaction', () => {
-    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 1));
+  it('a rolled back slice change is forgotten, even when read inside its transaction (its floor too)', () => {
+    store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 1));
     expect(() =>
       store.tx(() => {
-        voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 2);
-        expect(voting.bulletin(item, x.nodeId).state).toBe('uncommitted'); // fills the caches with the uncommitted slice
+        voting.setSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, false, 2);
+        expect(voting.bulletin(item, x.nodeId).state).toBe('accepted'); // fills the caches (and the floor) with the uncommitted slice
         throw new Error('abandon');
       }),
     ).toThrow('abandon');
-    expect(voting.publishedSlice(x.nodeId)?.qset.v).toEqual([h1.nodeId]);
-    expect(voting.bulletin(item, x.nodeId).state).toBe('accepted');
+    expect(voting.publishedSlice(x.nodeId)?.qset.v).toEqual([h2.nodeId]);
+    expect(voting.bulletin(item, x.nodeId).state).toBe('uncommitted');
   });
 
   it('a new statement is in the next tally; a rolled back one is not', () => {

@@ -2,9 +2,12 @@ import type { Statement } from 'better-sqlite3';
 import type { Clock } from '../../core/clock.js';
 import {
   type Bulletin,
+  type BulletinState,
   type EmittedStatement,
   type QuorumSet,
   type Vote,
+  type VoteValue,
+  bulletinRank,
   defaultThreshold,
   normalizeQuorumSet,
   quorumSetHash,
@@ -25,6 +28,18 @@ export interface StoredVote {
   duplicate: boolean;
   /** The voter has now signed both values in this phase; both statements are kept as evidence. */
   equivocation: boolean;
+}
+
+/**
+ * A bulletin as the relay reports it: the core tally, floored at the highest one reported before
+ * for the same node and item, plus the voters that signed statements under different slices.
+ */
+export interface RelayBulletin extends Bulletin {
+  /**
+   * Voters whose statements about the item carry more than one slice, sorted. Only the slice of a
+   * voter's first statement for the item counts; the later ones stay stored as evidence.
+   */
+  sliceChangers: string[];
 }
 
 /** Statements the relay's own node signed while re-tallying. */
@@ -282,11 +297,45 @@ export class Voting {
 
   /**
    * Bulletin of `nodeId` for an item: the core tally over every stored statement, where a node's
-   * slice is the one in its most recent statement about the item (signed, so every relay agrees),
-   * else the one it published here; the relay node's own slice is its configured one.
+   * slice is the one in its first stored statement about the item (signed, and fixed from then on,
+   * so a later statement cannot pull the node out of a quorum it already counted in), else the one
+   * it published here; the relay node's own slice is its configured one.
+   *
+   * The result is floored at the highest bulletin reported before for this node and item (persisted
+   * in `bulletin_floors`): a published slice or the default relay slice may still change, and the
+   * design note promises that a node's rank for an item never goes down. Reaching a higher rank
+   * writes the new floor, inside the caller's transaction when there is one.
    */
-  bulletin(itemId: string, nodeId: string): Bulletin {
-    return this.tallyWith(itemId, nodeId, () => this.selfSlice());
+  bulletin(itemId: string, nodeId: string): RelayBulletin {
+    const statements = this.statements(itemId);
+    const computed = this.tallyWith(itemId, nodeId, () => this.selfSlice());
+    const floor = this.sql('SELECT state, value, accepted_via AS acceptedVia FROM bulletin_floors WHERE item_id = ? AND node_id = ?').get(itemId, nodeId) as Floor | undefined;
+    const reported = applyFloor(computed, floor, statements, nodeId);
+    if (bulletinRank[reported.state] > (floor ? bulletinRank[floor.state] : 0)) {
+      this.sql('INSERT INTO bulletin_floors (item_id, node_id, state, value, accepted_via, updated_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, node_id) DO UPDATE SET state = excluded.state, value = excluded.value, accepted_via = excluded.accepted_via, updated_ms = excluded.updated_ms')
+        .run(itemId, nodeId, reported.state, reported.value, reported.accepted_via, this.options.clock.nowMs());
+    }
+    return { ...reported, sliceChangers: this.sliceChangers(statements) };
+  }
+
+  /** Voters with statements under more than one slice (compared by content), sorted. */
+  private sliceChangers(statements: readonly Vote[]): string[] {
+    const first = new Map<string, Vote>();
+    const changers = new Set<string>();
+    for (const s of statements) {
+      const seen = first.get(s.voter);
+      if (!seen) first.set(s.voter, s);
+      else if (!changers.has(s.voter) && !this.sameDeclaredSlice(seen, s)) changers.add(s.voter);
+    }
+    return [...changers].sort();
+  }
+
+  /** Whether two statements declare the same slice (inline or by hash). */
+  private sameDeclaredSlice(a: Vote, b: Vote): boolean {
+    if (a.slice && b.slice) return sameQuorumSet(a.slice, b.slice);
+    if (a.slice_hash !== undefined && b.slice_hash !== undefined) return a.slice_hash === b.slice_hash;
+    const hashOf = (s: Vote) => s.slice_hash ?? (s.slice ? quorumSetHash(s.slice) : undefined);
+    return hashOf(a) === hashOf(b);
   }
 
   private tallyWith(itemId: string, nodeId: string, relaySlice: () => QuorumSet | undefined): Bulletin {
@@ -332,18 +381,18 @@ export class Voting {
   }
 
   private sliceResolver(statements: readonly Vote[], relaySlice: () => QuorumSet | undefined): (node: string) => QuorumSet | undefined {
-    const latest = new Map<string, Vote>();
-    for (const s of statements) {
-      const seen = latest.get(s.voter);
-      if (!seen || s.created_at >= seen.created_at) latest.set(s.voter, s);
-    }
+    // A voter's slice for the item is the one in its first stored statement (the list is in storage
+    // order). The newest one used to win, which let a later statement with another slice withdraw
+    // the voter from a quorum other nodes had already accepted through: their rank went down.
+    const first = new Map<string, Vote>();
+    for (const s of statements) if (!first.has(s.voter)) first.set(s.voter, s);
     const cache = new Map<string, QuorumSet | undefined>();
     return (node) => {
       if (cache.has(node)) return cache.get(node);
       let q: QuorumSet | undefined;
       if (node === this.options.selfKey.nodeId) q = relaySlice();
       else {
-        const s = latest.get(node);
+        const s = first.get(node);
         if (s?.slice) q = s.slice;
         else if (s?.slice_hash !== undefined) q = this.quorumSetByHash(s.slice_hash);
         q ??= this.publishedSlice(node)?.qset;
@@ -407,4 +456,34 @@ function emittedBy(statements: readonly Vote[], nodeId: string): EmittedStatemen
     if (s.voter === nodeId && s.phase !== 'vote') out.push({ value: s.value, phase: s.phase });
   }
   return out;
+}
+
+/** The highest bulletin reported for a node and item (a row of `bulletin_floors`). */
+interface Floor {
+  state: BulletinState;
+  value: VoteValue | null;
+  acceptedVia: 'quorum' | 'v-blocking' | null;
+}
+
+/**
+ * The computed bulletin, never below `floor`. Both at accepted or above for different values is
+ * `conflicted` (the node would have accepted both sides). A floored bulletin asks the node to sign
+ * what the floor implies and it has not signed yet.
+ */
+function applyFloor(computed: Bulletin, floor: Floor | undefined, statements: readonly Vote[], nodeId: string): Bulletin {
+  if (!floor || computed.state === 'conflicted') return computed;
+  const accepted = bulletinRank.accepted;
+  const floorRank = bulletinRank[floor.state];
+  const computedRank = bulletinRank[computed.state];
+  if (floor.state === 'conflicted' || (floorRank >= accepted && computedRank >= accepted && floor.value !== computed.value)) {
+    return { ...computed, state: 'conflicted', value: null, accepted_via: null, toEmit: [] };
+  }
+  if (computedRank >= floorRank) return computed;
+  const toEmit: EmittedStatement[] = [];
+  if (floor.value !== null && floorRank >= accepted) {
+    const signed = (phase: 'accept' | 'confirm') => statements.some((s) => s.voter === nodeId && s.value === floor.value && s.phase === phase);
+    if (!signed('accept') && !signed('confirm')) toEmit.push({ value: floor.value, phase: 'accept' });
+    if (floor.state === 'confirmed' && !signed('confirm')) toEmit.push({ value: floor.value, phase: 'confirm' });
+  }
+  return { ...computed, state: floor.state, value: floor.value, accepted_via: floor.acceptedVia, toEmit };
 }

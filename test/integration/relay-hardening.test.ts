@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { HostResolver } from '../../server/relay/peer-target.js';
-import { generateNodeKey, type NodeKey } from '../../server/relay/protocol.js';
+import { generateNodeKey, quorumSetHash, type NodeKey } from '../../server/relay/protocol.js';
 import { createRelayService } from '../../server/relay/relay-service.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type StartRelayServerOptions } from '../../server/relay/testing/relay-test-kit.js';
 
@@ -187,17 +187,22 @@ describe('slice cache', () => {
     }
     const bulletinOfX = async () => (await call(relay.baseUrl, 'GET', `/items/${item}/bulletin/${x.nodeId}`)).body;
 
+    const hashOf = (nodes: string[]) => quorumSetHash({ t: 1, v: nodes, i: [] });
+    expect((await call(relay.baseUrl, 'POST', '/slice', { body: { t: 1, v: [h2.nodeId] }, auth: x.auth })).status).toBe(200);
+    expect(await bulletinOfX()).toMatchObject({ state: 'uncommitted', value: null, slice_hash: hashOf([h2.nodeId]) });
+
     expect((await call(relay.baseUrl, 'POST', '/slice', { body: { t: 1, v: [h1.nodeId] }, auth: x.auth })).status).toBe(200);
-    expect(await bulletinOfX()).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking' });
+    expect(await bulletinOfX()).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking', slice_hash: hashOf([h1.nodeId]) });
     // Read twice: the second tally comes from the cache and must still agree.
     expect(await bulletinOfX()).toMatchObject({ state: 'accepted' });
 
+    // The tally follows the new slice at once (slice_hash), but a rank never goes down: x stays accepted.
     expect((await call(relay.baseUrl, 'POST', '/slice', { body: { t: 1, v: [h2.nodeId] }, auth: x.auth })).status).toBe(200);
-    expect(await bulletinOfX()).toMatchObject({ state: 'uncommitted', value: null });
+    expect(await bulletinOfX()).toMatchObject({ state: 'accepted', value: 'yes', slice_hash: hashOf([h2.nodeId]) });
 
     expect((await call(relay.baseUrl, 'POST', '/slice/include', { body: { node_id: h1.nodeId }, auth: x.auth })).status).toBe(200);
     expect((await call(relay.baseUrl, 'POST', '/slice/exclude', { body: { node_id: h2.nodeId }, auth: x.auth })).status).toBe(200);
-    expect(await bulletinOfX()).toMatchObject({ state: 'accepted', value: 'yes' });
+    expect(await bulletinOfX()).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking', slice_hash: hashOf([h1.nodeId]) });
 
     // A refused change (empty slice) changes nothing, cached or not.
     expect((await call(relay.baseUrl, 'POST', '/slice/exclude', { body: { node_id: h1.nodeId }, auth: x.auth })).status).toBe(422);
