@@ -41,8 +41,13 @@ export const relayLimits = {
   openInvitesMax: 20,
   botsPerNodeMax: 20,
   searchResultsMax: 50,
-  /** JSON request bodies (a 32000-code-point body is at most 128000 bytes of UTF-8). */
-  jsonBodyMaxBytes: 256 * 1024,
+  /**
+   * JSON request bodies. Sized for the worst valid claim, not for its UTF-8 length: JSON may escape
+   * every character, and an astral one escapes as a surrogate pair (`\ud83d\ude00`, 12 bytes), so a
+   * maximal title and body take 12 x (200 + 32000) = 386400 bytes; 16 KiB more covers the keys,
+   * `kind` and whitespace. (It was 256 KiB, which refused valid escaped claims with 413.)
+   */
+  jsonBodyMaxBytes: 12 * (200 + 32000) + 16 * 1024,
 } as const;
 
 /** Which credential an endpoint accepts. */
