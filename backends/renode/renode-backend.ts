@@ -3,7 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Board } from '../../boards/board-schema.js';
-import { type Clock, systemClock } from '../../core/clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../../core/clock.js';
 import {
   type Availability,
   type Backend,
@@ -23,6 +23,7 @@ import { cpuAbortOf } from './renode-log.js';
 import { RenodeCommandError, RenodeMonitor, RenodeMonitorGone } from './renode-monitor.js';
 import { SocketUart, writeUartSocket } from '../socket-uart.js';
 import { waitForWallRun } from '../wall-run.js';
+import { RENODE_DRAIN_QUIET_MS, RENODE_DRAIN_TIMEOUT_MS, waitForUartQuiet } from './wait-for-uart-quiet.js';
 
 /**
  * The Renode backend: boards with `backends.renode` run in Renode, driven through its console
@@ -35,8 +36,11 @@ import { waitForWallRun } from '../wall-run.js';
  *   (`timeBase: 'wall'`: Renode's virtual time is not visible per byte through the socket).
  * - `reset` pauses, resets the machine and loads the ELF again (Machine.Reset zeroes memory);
  *   the next `run` starts it again. The Renode process and the socket stay.
- * - a `CPU abort` log line is a crash. Renode has no firmware-decided exit, so `exited` never
- *   comes from this backend.
+ * - a `CPU abort` log line is a crash. It travels on Renode's console while the UART bytes travel
+ *   through the socket, so the abort can be read before the firmware's last bytes: the run goes
+ *   on reading the socket until it has been quiet for `drainQuietMs`, then ends `crashed`; what
+ *   still arrives after that is counted in `droppedUartBytes`. Renode has no firmware-decided
+ *   exit, so `exited` never comes from this backend.
  */
 export interface RenodeBackendOptions {
   /** Renode executable; default env HILBENCH_RENODE, else `renode` on PATH. */
@@ -52,6 +56,13 @@ export interface RenodeBackendOptions {
   killGraceMs?: number;
   /** How long `quit` may take before SIGTERM, host ms; default 3 s. */
   quitTimeoutMs?: number;
+  /**
+   * After a `CPU abort` line, how long the UART socket must stay quiet before the run ends, host
+   * ms (the abort can be read before the firmware's last bytes); default `RENODE_DRAIN_QUIET_MS`, 200 ms.
+   */
+  drainQuietMs?: number;
+  /** Bound on that whole drain, host ms; default `RENODE_DRAIN_TIMEOUT_MS`, 2 s. Later bytes are counted as dropped. */
+  drainTimeoutMs?: number;
   /** Picks the TCP port for the UART terminal (default: a free loopback port chosen by the OS). */
   pickPort?: () => Promise<number>;
   /** Parent of the per-device temp dir. */
@@ -101,6 +112,11 @@ interface Session {
   releasedAtMs?: number;
   /** A CPU abort seen in the log, with when (relative to release). */
   crash?: { message: string; atNanos: number };
+  /**
+   * Set once a crashed run has drained the socket: the core is halted and the run is over, so
+   * bytes arriving later are counted as dropped, not delivered. Cleared by `reset`.
+   */
+  uartEnded?: boolean;
 }
 
 /** Which error kind a failed setup step is: the platform is the board's, the ELF the user's. */
@@ -116,6 +132,8 @@ class RenodeDevice implements Device {
   readonly timeBase = 'wall' as const;
   private readonly uart: SocketUart;
   private readonly changeWaiters = new Set<() => void>();
+  /** Called for every UART chunk delivered (the crash drain restarts its quiet timer). */
+  private readonly dataWaiters = new Set<() => void>();
   private readonly clock: Clock;
   private readonly workDir: string;
   private elfPath: string | undefined;
@@ -183,7 +201,9 @@ class RenodeDevice implements Device {
       }
       return await this.runFor(session, durationNanos, options);
     } catch (err) {
-      if (err instanceof BackendError && err.kind === 'cancelled') await this.endSession();
+      // A run cancelled by its own signal leaves nothing running. One ended by `reset` or `close`
+      // does not end the session here: `reset` goes on using it, `close` ends it itself.
+      if (err instanceof BackendError && err.kind === 'cancelled' && options.signal?.aborted) await this.endSession();
       throw err;
     } finally {
       this.running = false;
@@ -212,6 +232,7 @@ class RenodeDevice implements Device {
     // dropped rather than delivered with the next boot's timestamps.
     session.releasedAtMs = undefined;
     session.crash = undefined;
+    session.uartEnded = false;
     // Machine.Reset zeroes memory and keeps the paused state; nobody registered a `reset`
     // macro, so the ELF is loaded again explicitly.
     await this.command(session, 'pause', 'reset-failed');
@@ -351,7 +372,16 @@ class RenodeDevice implements Device {
   }
 
   private attach(session: Session) {
-    this.uart.capture(session.socket, () => session.releasedAtMs, () => this.notify());
+    this.uart.capture(
+      session.socket,
+      // Undefined (the bytes are counted as dropped) while held in reset, once a crashed run has
+      // drained, and once the session is over.
+      () => (this.session === session && !session.uartEnded ? session.releasedAtMs : undefined),
+      () => {
+        for (const waiter of [...this.dataWaiters]) waiter();
+        this.notify();
+      },
+    );
     session.monitor.onLog((line) => {
       const abort = cpuAbortOf(line);
       if (abort && !session.crash && session.releasedAtMs !== undefined) {
@@ -370,18 +400,15 @@ class RenodeDevice implements Device {
     for (const waiter of [...this.changeWaiters]) waiter();
   }
 
-  private runFor(session: Session, durationNanos: number, options: RunOptions): Promise<RunStop> {
-    return waitForWallRun({
+  private async runFor(session: Session, durationNanos: number, options: RunOptions): Promise<RunStop> {
+    const stop = await waitForWallRun({
       clock: this.clock,
       durationNanos,
       elapsedNanos: () => this.elapsedNanos(session),
       signal: options.signal,
       until: options.until,
       check: () => {
-        if (session.crash) {
-          this.finalStop = { reason: 'crashed', message: session.crash.message, elapsedNanos: session.crash.atNanos };
-          return this.finalStop;
-        }
+        if (session.crash) return { reason: 'crashed', message: session.crash.message, elapsedNanos: session.crash.atNanos };
         if (session.process.hasExited && this.session === session) {
           const exit = session.process.exit!;
           return new BackendError('internal', `Renode exited unexpectedly (${exit.exitCode !== undefined ? `status ${exit.exitCode}` : `signal ${exit.signal}`}) while the firmware ran`, {
@@ -397,6 +424,45 @@ class RenodeDevice implements Device {
       },
       onActive: (end) => (this.abortActiveRun = end),
     });
+    if (stop.reason !== 'crashed') return stop;
+    await this.drainAfterCrash(session, options.signal);
+    // Sticky until reset or flash, like the QEMU backend's crash.
+    this.finalStop = stop;
+    return stop;
+  }
+
+  /**
+   * After a CPU abort: keeps reading the UART socket until it has been quiet for `drainQuietMs`
+   * (bounded by `drainTimeoutMs`), then ends the capture of this boot so later bytes are counted
+   * as dropped. Reset and close end the drain as they end a run (the run then rejects with their
+   * error), and so does the run's signal (`cancelled`). The crash's `elapsedNanos` stays the time
+   * the abort line was read; bytes drained after it carry their later arrival stamps.
+   */
+  private async drainAfterCrash(session: Session, signal: AbortSignal | undefined): Promise<void> {
+    const ended = new AbortController();
+    const end = (err: BackendError) => ended.abort(err);
+    const onRunAbort = () => end(new BackendError('cancelled', 'run cancelled', { cause: signal?.reason }));
+    this.abortActiveRun = end;
+    if (signal?.aborted) onRunAbort();
+    signal?.addEventListener('abort', onRunAbort, { once: true });
+    try {
+      await waitForUartQuiet({
+        clock: this.clock,
+        quietMs: this.options.drainQuietMs ?? RENODE_DRAIN_QUIET_MS,
+        timeoutMs: this.options.drainTimeoutMs ?? RENODE_DRAIN_TIMEOUT_MS,
+        onActivity: (listener) => {
+          this.dataWaiters.add(listener);
+          return () => this.dataWaiters.delete(listener);
+        },
+        closed: session.socketClosed,
+        signal: ended.signal,
+      });
+    } finally {
+      signal?.removeEventListener('abort', onRunAbort);
+      if (this.abortActiveRun === end) this.abortActiveRun = undefined;
+    }
+    if (ended.signal.aborted) throw ended.signal.reason as BackendError;
+    session.uartEnded = true;
   }
 
   private async endSession(): Promise<void> {
@@ -404,7 +470,8 @@ class RenodeDevice implements Device {
     this.session = undefined;
     this.abortActiveRun?.(new BackendError('cancelled', 'run ended because the device was reset or closed'));
     if (!session) return;
-    session.socket.destroy();
+    // The socket stays open until Renode is gone: bytes still in flight are read and counted as
+    // dropped (the session is over, so the capture no longer delivers them), not thrown away.
     if (!session.process.hasExited) {
       // Ask politely first (Renode tidies up its sockets), then signals.
       try {
@@ -421,6 +488,14 @@ class RenodeDevice implements Device {
       }
     }
     await session.process.stop();
+    // Renode's exit closes its end of the socket; bounded all the same, as every wait here.
+    let timer: TimerHandle | undefined;
+    await Promise.race([
+      session.socketClosed,
+      new Promise<void>((resolve) => (timer = this.clock.setTimeout(resolve, this.options.drainTimeoutMs ?? RENODE_DRAIN_TIMEOUT_MS))),
+    ]);
+    if (timer) this.clock.clearTimeout(timer);
+    session.socket.destroy();
   }
 
   private assertOpen(what: string) {

@@ -9,6 +9,7 @@ import { EmulatorProcess } from '../../../backends/process/emulator-process.js';
 import { freeTcpPort } from '../../../backends/renode/renode-backend.js';
 import { RenodeCommandError, RenodeMonitor } from '../../../backends/renode/renode-monitor.js';
 import { firmwarePath, loadFirmwareManifest } from '../../../scenarios/firmware/firmware-manifest.js';
+import { writeLateUartQemu } from './late-uart-qemu.js';
 import { renodeStandinPath } from './standin-path.js';
 
 /**
@@ -174,6 +175,38 @@ describe('Renode stand-in: monitor', () => {
       }
       const abort = await new Promise<string>((resolve) => monitor.onLog((line) => line.level === 'ERROR' && resolve(`${line.source}: ${line.message}`)));
       expect(abort).toMatch(/^cpu: CPU abort \[PC=0x[0-9A-F]+\]: Lockup: can't escalate 3 to HardFault .*\.$/);
+    } finally {
+      await child.stop();
+    }
+  });
+
+  // Renode logs the abort from the emulation thread and writes the UART through the socket
+  // terminal; nothing orders the two, and the stand-in keeps it so: it logs the abort when its CPU
+  // process exits, without waiting for that process's UART output (docs/backends/renode.md).
+  it('logs the CPU abort without waiting for the UART bytes sent before it', async () => {
+    const crashElf = firmwarePath(loadFirmwareManifest().firmware.find((f) => f.board === 'stm32f4-discovery' && f.program === 'crash')!);
+    const { child, monitor } = await standin({ RENODE_STANDIN_QEMU: writeLateUartQemu(mkdtempSync(path.join(scratch, 'late-')), 0.3) });
+    const port = await freeTcpPort();
+    try {
+      for (const command of [
+        'mach create "dut"',
+        'machine LoadPlatformDescription @platforms/boards/stm32f4_discovery-kit.repl',
+        `sysbus LoadELF @${crashElf}`,
+        `emulation CreateServerSocketTerminal ${port} "term" false`,
+        'connector Connect sysbus.usart2 term',
+      ]) {
+        await monitor.execute(command, 5000);
+      }
+      const socket = await tcpConnect(port);
+      const order: string[] = [];
+      socket.once('data', () => order.push('uart'));
+      const crashLine = readUntil(socket, /\r\n/);
+      const abort = new Promise<void>((resolve) => monitor.onLog((line) => line.level === 'ERROR' && (order.push('abort'), resolve())));
+      await monitor.execute('start', 5000);
+      await abort;
+      expect((await crashLine).toString('latin1')).toMatch(/^hilbench crash board=stm32f4-discovery: /);
+      expect(order).toEqual(['abort', 'uart']);
+      socket.destroy();
     } finally {
       await child.stop();
     }

@@ -279,6 +279,12 @@ function startCpu() {
   qemu.stdout.on('data', (data: Buffer) => toTerminal(data));
   qemu.stderr.on('data', (data: Buffer) => (stderr += data.toString('utf8')));
   qemu.on('error', (err) => log('ERROR', 'cpu', `renode-standin could not start ${err.message}: CPU execution needs qemu-system-arm`));
+  // The abort is logged on 'exit', not 'close': QEMU's stdout (the UART) may still be in the pipe,
+  // or still be held by another process (test/fakes/renode-standin/late-uart-qemu.ts), so the
+  // abort line can reach Renode's console before the firmware's last UART bytes reach the socket
+  // client. That is deliberate: real Renode logs `CPU abort` from the emulation thread and writes
+  // the UART through the socket terminal, and nothing orders the two either; the backend must
+  // cope (it drains the socket after the abort, docs/backends/renode.md).
   qemu.on('exit', () => {
     if (state.cpu !== qemu) return;
     state.cpu = undefined;
