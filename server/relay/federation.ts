@@ -22,8 +22,13 @@ export interface FederationOptions {
   selfNodeId: string;
   /** Outbound HTTP, injected so tests can intercept it (msw) and refuse stray requests. */
   fetch: typeof fetch;
-  /** Bound on one outbound request. */
+  /** Bound on one outbound request (health, one event page); default 10000. */
   requestTimeoutMs?: number;
+  /**
+   * Bound on downloading one file (up to `fileMaxBytes`, 16 MiB), separate from `requestTimeoutMs`:
+   * a page answers in milliseconds, a large file over a slow link takes far longer. Default 120000.
+   */
+  fileTimeoutMs?: number;
   /** Event pages pulled from one peer per probe (each at most `eventsPageMax` events). */
   maxPagesPerProbe?: number;
   /**
@@ -79,6 +84,7 @@ interface WireEvent {
  */
 export class Federation {
   private readonly timeoutMs: number;
+  private readonly fileTimeoutMs: number;
   private readonly maxPages: number;
   private probing = new Map<string, Promise<ProbeResult>>();
   /** Peers from the relay's configuration: trusted as they are, whatever address they have. */
@@ -86,6 +92,7 @@ export class Federation {
 
   constructor(private readonly o: FederationOptions) {
     this.timeoutMs = o.requestTimeoutMs ?? 10_000;
+    this.fileTimeoutMs = o.fileTimeoutMs ?? 120_000;
     this.maxPages = o.maxPagesPerProbe ?? 20;
   }
 
@@ -187,6 +194,8 @@ export class Federation {
     let reachable = false;
     let nodeId: string | null = null;
     let version: string | null = null;
+    /** Why the probe stopped early on a failure that may pass (the cursor stays before it). */
+    let transient: string | null = null;
     try {
       // Checked at every probe, not only when added: a stored peer may predate the rule, and a name may now resolve elsewhere.
       const problem = await this.targetProblem(url);
@@ -209,25 +218,36 @@ export class Federation {
           if (typeof ev?.seq !== 'number' || !Number.isSafeInteger(ev.seq) || ev.seq <= previous) throw new Error(`${url}/events answered seq ${String(ev?.seq)} after ${previous}; refusing the page`);
           previous = ev.seq;
         }
-        const next = events.length > 0 ? previous : cursor;
-        const hasMore = body.has_more === true || (body.events as unknown[]).length > events.length;
-        // Files are fetched before the transaction: a transaction never waits on the network.
-        const fetched = new Set<string>();
-        for (const ev of events) {
+        // Files are fetched before the transaction: a transaction never waits on the network. A file
+        // the peer serves with the wrong content is refused with its event; one that could not be
+        // fetched now (network error, timeout, 5xx, 408, 429) ends the page just before its event,
+        // so the cursor stays there and the next probe tries again. Moving past it lost the item
+        // and every vote for it for good (audit finding 2).
+        const files = new Map<string, string | null>();
+        for (let k = 0; k < events.length; k++) {
+          const ev = events[k] as WireEvent;
           const item = (ev.data as { item?: { type?: unknown; id?: unknown } } | null)?.item;
-          if (ev.kind === 'item' && item?.type === 'file' && isItemId(item.id)) {
-            try {
-              if (!this.o.files.has(item.id)) await this.fetchFile(url, item.id);
-              fetched.add(item.id);
-            } catch (cause) {
-              this.o.log(`relay: file ${item.id} from ${url} refused`, cause);
-            }
+          if (ev.kind !== 'item' || item?.type !== 'file' || !isItemId(item.id) || files.has(item.id)) continue;
+          if (this.o.files.has(item.id) || this.o.store.db.prepare('SELECT 1 FROM items WHERE item_id = ?').get(item.id)) {
+            files.set(item.id, null);
+            continue;
+          }
+          try {
+            files.set(item.id, await this.fetchFile(url, item.id));
+          } catch (cause) {
+            const reason = cause instanceof Error ? cause.message : String(cause);
+            this.o.log(`relay: file ${item.id} from ${url} not fetched now; will retry from event ${ev.seq}`, cause);
+            transient = `event ${ev.seq} (item): file ${item.id} not fetched (${reason}); the cursor stays before it and the next probe retries`;
+            events.splice(k);
+            break;
           }
         }
+        const next = events.length > 0 ? (events.at(-1) as WireEvent).seq : cursor;
+        const hasMore = transient === null && (body.has_more === true || (body.events as unknown[]).length > events.length);
         this.o.store.tx(() => {
           let stored = 0;
           for (const ev of events) {
-            const problem = this.ingest(ev, url, fetched);
+            const problem = this.ingest(ev, url, files);
             if (problem === null) stored++;
             else {
               rejected++;
@@ -237,6 +257,10 @@ export class Federation {
           pulled += stored;
           db.prepare('UPDATE peers SET cursor = ?, pulled_events = pulled_events + ? WHERE url = ?').run(next, stored, url);
         });
+        if (transient !== null) {
+          error = transient;
+          break;
+        }
         if (!hasMore || events.length === 0) break;
       }
     } catch (cause) {
@@ -248,7 +272,7 @@ export class Federation {
   }
 
   /** Verifies and stores one peer event; returns null when stored or already known, else why it was refused. */
-  private ingest(ev: WireEvent, origin: string, fetchedFiles: ReadonlySet<string>): string | null {
+  private ingest(ev: WireEvent, origin: string, files: ReadonlyMap<string, string | null>): string | null {
     const db = this.o.store.db;
     const nowMs = this.o.clock.nowMs();
     const data = (ev.data ?? {}) as Record<string, unknown>;
@@ -279,7 +303,8 @@ export class Federation {
             if (claimId(checked.value) !== id) return 'claim id does not match its content';
             row = { type: 'claim', kind: checked.value.kind, title: checked.value.title, body: checked.value.body, bytes: null, media: null };
           } else if (item.type === 'file') {
-            if (!fetchedFiles.has(id)) return 'file content missing or not matching its id';
+            const refused = files.get(id);
+            if (refused !== null || !this.o.files.has(id)) return `file refused: ${refused ?? 'content missing'}`;
             const title = codePointText(relayLimits.titleMaxChars, { singleLine: true }).safeParse(item.title ?? '');
             if (!title.success) return 'file title invalid';
             row = { type: 'file', kind: 'file', title: title.data, body: '', bytes: this.o.files.sizeOf(id), media: typeof item.media_type === 'string' ? item.media_type.slice(0, 200) : 'application/octet-stream' };
@@ -332,11 +357,11 @@ export class Federation {
 
   /**
    * Runs one outbound exchange (request and reading its whole body) under one deadline of
-   * `requestTimeoutMs` on the injected clock, so a peer that trickles its answer cannot hold a probe.
+   * `timeoutMs` on the injected clock, so a peer that trickles its answer cannot hold a probe.
    */
-  private async exchange<T>(url: string, init: RequestInit, read: (response: Response) => Promise<T>): Promise<T> {
+  private async exchange<T>(url: string, init: RequestInit, timeoutMs: number, read: (response: Response) => Promise<T>): Promise<T> {
     const abort = new AbortController();
-    const timer = this.o.clock.setTimeout(() => abort.abort(new Error(`no complete answer from ${url} within ${this.timeoutMs} ms`)), this.timeoutMs);
+    const timer = this.o.clock.setTimeout(() => abort.abort(new Error(`no complete answer from ${url} within ${timeoutMs} ms`)), timeoutMs);
     try {
       const response = await this.o.fetch(url, { ...init, signal: abort.signal, redirect: 'error' });
       return await read(response);
@@ -346,17 +371,26 @@ export class Federation {
   }
 
   private getJson(url: string): Promise<unknown> {
-    return this.exchange(url, { headers: { accept: 'application/json' } }, async (response) => {
+    return this.exchange(url, { headers: { accept: 'application/json' } }, this.timeoutMs, async (response) => {
       if (!response.ok) throw new Error(`${url} answered ${response.status}`);
       return (await response.json()) as unknown;
     });
   }
 
-  private fetchFile(peer: string, itemId: string): Promise<number> {
+  /**
+   * Fetches a file item's bytes into the file store. Returns null when stored, or why the peer's
+   * answer is refused for good (wrong content, too large, a 4xx other than 408 and 429). Throws
+   * when the download failed in a way that may pass: network error, timeout, 5xx, 408, 429.
+   */
+  private fetchFile(peer: string, itemId: string): Promise<string | null> {
     const url = `${peer}/items/${itemId}`;
-    return this.exchange(url, { headers: { accept: 'application/octet-stream' } }, async (response) => {
-      if (!response.ok || !response.body) throw new Error(`${url} answered ${response.status}`);
-      return this.o.files.receiveVerified(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), itemId);
+    return this.exchange(url, { headers: { accept: 'application/octet-stream' } }, this.fileTimeoutMs, async (response) => {
+      const retryable = response.status >= 500 || response.status === 408 || response.status === 429;
+      if (retryable) throw new Error(`${url} answered ${response.status}`);
+      if (!response.ok) return `${url} answered ${response.status}`;
+      if (!response.body) return `${url} answered without a body`;
+      const received = await this.o.files.receiveVerified(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), itemId);
+      return received.ok ? null : received.reason;
     });
   }
 }

@@ -141,29 +141,41 @@ export class FileStore {
 
   /**
    * Stores a file fetched from a peer: streams it to a temp file, hashing, and keeps it only when
-   * its SHA-256 equals `expectedId` and it fits the limit. Returns the byte count.
+   * its SHA-256 equals `expectedId` and it fits the limit. Content that fails either check is
+   * `{ ok: false, reason }` (the peer's word is wrong; fetching again will not help); a stream that
+   * breaks off throws (the transfer failed; a later attempt may work). Nothing is left on disk
+   * unless it is kept.
    */
-  async receiveVerified(body: AsyncIterable<Uint8Array>, expectedId: string): Promise<number> {
+  async receiveVerified(body: AsyncIterable<Uint8Array>, expectedId: string): Promise<{ ok: true; bytes: number } | { ok: false; reason: string }> {
     const tmp = join(this.dir, `tmp-${randomBytes(8).toString('hex')}`);
     const hash = createHash('sha256');
     let bytes = 0;
     const out = createWriteStream(tmp, { mode: 0o600 });
+    const drop = () => {
+      out.destroy();
+      safeUnlink(tmp);
+    };
     try {
       for await (const chunk of body) {
         bytes += chunk.length;
-        if (bytes > relayLimits.fileMaxBytes) throw new Error(`file ${expectedId} is larger than ${relayLimits.fileMaxBytes} bytes`);
+        if (bytes > relayLimits.fileMaxBytes) {
+          drop();
+          return { ok: false, reason: `file ${expectedId} is larger than ${relayLimits.fileMaxBytes} bytes` };
+        }
         hash.update(chunk);
         if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
       }
       await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
       const got = hash.digest('hex');
-      if (got !== expectedId) throw new Error(`file content hashes to ${got}, not to its id ${expectedId}`);
+      if (got !== expectedId) {
+        safeUnlink(tmp);
+        return { ok: false, reason: `file content hashes to ${got}, not to its id ${expectedId}` };
+      }
       if (existsSync(this.pathOf(expectedId))) safeUnlink(tmp);
       else renameSync(tmp, this.pathOf(expectedId));
-      return bytes;
+      return { ok: true, bytes };
     } catch (err) {
-      out.destroy();
-      safeUnlink(tmp);
+      drop();
       throw err;
     }
   }

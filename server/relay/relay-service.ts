@@ -59,8 +59,10 @@ export interface RelayServiceConfig {
   selfSlice?: QuorumSet;
   /** Probe every peer this often (host ms on `clock`); absent or 0: only on POST /reach/probe. */
   probeIntervalMs?: number;
-  /** Bound on one outbound federation request. */
+  /** Bound on one outbound federation request (health, an event page). */
   peerRequestTimeoutMs?: number;
+  /** Bound on downloading one file from a peer (up to 16 MiB); default 120000. */
+  peerFileTimeoutMs?: number;
   /** Where unexpected errors are logged with their cause (the HTTP layer's logger); default stderr. */
   logger?: Logger;
 }
@@ -102,6 +104,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       selfNodeId: selfKey.nodeId,
       fetch: config.fetch ?? fetch,
       ...(config.peerRequestTimeoutMs !== undefined ? { requestTimeoutMs: config.peerRequestTimeoutMs } : {}),
+      ...(config.peerFileTimeoutMs !== undefined ? { fileTimeoutMs: config.peerFileTimeoutMs } : {}),
       allowPrivatePeers: config.allowPrivatePeers === true,
       ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
       log,
