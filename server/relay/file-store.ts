@@ -49,8 +49,13 @@ export class FileStore {
   /**
    * Reads a multipart/form-data request with one `file` part (and an optional `title` field).
    * Throws 413 as soon as the file passes `fileMaxBytes`, 422 when the part is missing.
+   *
+   * `checkTitle` validates the title (the `title` field, else the part's file name) before the file
+   * is moved into place and returns the title to keep; when it throws, the temp file is removed and
+   * its error is the answer, so a refused upload leaves nothing in the store (it used to leave an
+   * orphan file: audit finding 4).
    */
-  receiveMultipart(req: Request): Promise<ReceivedFile> {
+  receiveMultipart(req: Request, checkTitle: (title: string) => string = (title) => title): Promise<ReceivedFile> {
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (Number.isFinite(declared) && declared > relayLimits.fileMaxBytes + multipartSlackBytes) {
       return Promise.reject(tooLarge());
@@ -119,12 +124,23 @@ export class FileStore {
         }
         upload.then(
           (u) => {
-            if (settled) return;
+            if (settled) {
+              safeUnlink(u.tmp);
+              return;
+            }
+            let checked: string;
+            try {
+              checked = checkTitle(title ?? filename);
+            } catch (err) {
+              safeUnlink(u.tmp);
+              fail(err);
+              return;
+            }
             settled = true;
             const target = this.pathOf(u.itemId);
             if (existsSync(target)) safeUnlink(u.tmp);
             else renameSync(u.tmp, target);
-            resolve({ itemId: u.itemId, bytes: u.bytes, mediaType: u.mediaType, title: title ?? filename });
+            resolve({ itemId: u.itemId, bytes: u.bytes, mediaType: u.mediaType, title: checked });
           },
           (err: unknown) => fail(err),
         );

@@ -7,7 +7,7 @@ import { HttpError } from '../http/http-error.js';
 import { invalidInput, parseOr422 } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
-import { claimBody, codePointText, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
+import { claimBody, fileTitleField, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
 import { throwCoreIssues } from './signed-document.js';
 
 export interface ItemRow {
@@ -132,9 +132,9 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: async ({ caller, req, res }) => {
         const author = callerNode(caller);
         if (req.is('multipart/form-data')) {
-          const file = await deps.files.receiveMultipart(req);
-          const title = parseOr422(codePointText(relayLimits.titleMaxChars, { singleLine: true }), file.title, 'body');
-          const { row, created } = insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller) });
+          // The title is checked before the file is moved into the store, so a refused upload leaves no file behind.
+          const file = await deps.files.receiveMultipart(req, (title) => parseOr422(fileTitleField, { title }, 'body').title);
+          const { row, created } = insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title: file.title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller) });
           if (!created) res.status(200);
           return itemView(row, { created });
         }

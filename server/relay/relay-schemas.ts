@@ -147,3 +147,6 @@ export const voteDocSchema = z
     hint: z.unknown().optional().meta({ description: 'not signed; relays may change it' }),
   })
   .meta({ id: 'Vote', description: 'Signed statement: Ed25519 by voter over RFC 8785 canonical JSON without sig and hint; exactly one of slice and slice_hash.' });
+
+/** The `title` form field of a file upload (an object, so a refusal points at ["body", "title"]). */
+export const fileTitleField = z.object({ title: codePointText(relayLimits.titleMaxChars, { singleLine: true }) });
