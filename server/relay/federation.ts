@@ -6,6 +6,7 @@ import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer
 import { claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
+import { voteTimeProblem } from './relay-deps.js';
 import { relayLimits, relayProtocol } from './relay-facts.js';
 import { codePointText, registerBody } from './relay-schemas.js';
 import type { RelayStore } from './relay-store.js';
@@ -329,6 +330,8 @@ export class Federation {
           const parsed = parseVote(data.vote);
           if (!parsed.ok) return `malformed vote: ${parsed.issues[0]?.msg ?? ''}`;
           const vote = parsed.value;
+          const timeProblem = voteTimeProblem(vote.created_at, nowMs);
+          if (timeProblem !== null) return timeProblem;
           if (!verifyVote(vote)) return 'vote signature does not verify';
           if (!db.prepare('SELECT 1 FROM items WHERE item_id = ?').get(vote.item)) return 'vote for an item this relay does not have';
           if (!db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(vote.voter)) return 'vote by a node this relay does not know';

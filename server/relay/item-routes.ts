@@ -2,7 +2,7 @@ import { pipeline } from 'node:stream/promises';
 import { isoFromMs } from '../../core/clock.js';
 import type { Caller } from './credentials.js';
 import { claimId, isItemId, isNodeId, parseVote, validateClaim, verifyVote, type Vote } from './protocol.js';
-import { type RelayDeps, unixSeconds } from './relay-deps.js';
+import { type RelayDeps, unixSeconds, voteTimeProblem } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput, parseOr422 } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
@@ -164,9 +164,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (!parsed.ok) throwCoreIssues(parsed.issues, ['body']);
         const vote: Vote = parsed.value;
         if (vote.item !== row.item_id) throw invalidInput(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
-        if (vote.created_at > unixSeconds(now()) + relayLimits.proofMaxSkewSeconds) {
-          throw invalidInput(['body', 'created_at'], 'Value error, created_at is in the future', vote.created_at, 'value_error', { now: unixSeconds(now()) });
-        }
+        const timeProblem = voteTimeProblem(vote.created_at, now());
+        if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
         if (!verifyVote(vote)) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
         const known = db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(vote.voter);
         if (!known) throw new HttpError(403, 'voter is not a registered node: POST /register first');

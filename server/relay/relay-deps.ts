@@ -1,4 +1,5 @@
 import type { Clock } from '../../core/clock.js';
+import { relayLimits } from './relay-facts.js';
 import type { Credentials } from './credentials.js';
 import type { Federation } from './federation.js';
 import type { FileStore } from './file-store.js';
@@ -32,4 +33,16 @@ export interface RelayDeps {
 /** Unix seconds of host milliseconds (the unit of `created_at` in signed documents). */
 export function unixSeconds(ms: number): number {
   return Math.floor(ms / 1000);
+}
+
+/**
+ * Why a statement's `created_at` is refused at `nowMs`, or null: more than `proofMaxSkewSeconds`
+ * ahead of the relay clock. The one rule for votes however they arrive (POST /items/{id}/vote and
+ * federation), so a statement refused over HTTP cannot come in through a peer instead. Old
+ * statements are fine: a vote is a fact that stays true.
+ */
+export function voteTimeProblem(createdAt: number, nowMs: number): string | null {
+  const now = unixSeconds(nowMs);
+  if (createdAt <= now + relayLimits.proofMaxSkewSeconds) return null;
+  return `created_at is in the future: ${createdAt - now} s ahead of the relay clock (at most ${relayLimits.proofMaxSkewSeconds} s)`;
 }
