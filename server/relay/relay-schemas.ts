@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { codePointLength } from './protocol.js';
+import { claimKinds, codePointLength } from './protocol.js';
 import { registerSchema, relayLimits, sessionSchema } from './relay-facts.js';
 
 /**
@@ -80,7 +80,8 @@ export const botBody = z.object({ name: codePointText(relayLimits.nameMaxChars, 
 
 export const claimBody = z
   .object({
-    kind: z.string().meta({ description: 'one of the claim kinds listed by /health' }),
+    // Documented as an enum; the value is checked by the core's validateClaim (422 literal_error), one rule for every path.
+    kind: z.string().meta({ enum: [...claimKinds], description: 'one of the claim kinds (also listed by /health)' }),
     title: codePointText(relayLimits.titleMaxChars, { singleLine: true }),
     body: codePointText(relayLimits.bodyMaxChars).default(''),
   })
@@ -93,6 +94,9 @@ export const quorumSetSchema: z.ZodType<unknown> = z
     v: z.array(z.string()).optional(),
     i: z.array(z.lazy(() => quorumSetSchema)).optional(),
   })
+  // Strict at every level, like the slice inside a vote (the core refuses unknown keys there):
+  // a stripped typo such as "threshold" would otherwise publish a slice the caller did not mean.
+  .strict()
   .meta({ id: 'QuorumSet', description: 'At least t of the validators v and inner sets i. Omit t for the default (67 %, rounded up).' });
 
 export const sliceMemberBody = z.object({ node_id: nodeIdSchema }).strict().meta({ id: 'SliceMember' });
