@@ -8,6 +8,7 @@ import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
+import { nodesPageSchema, meSchema } from './relay-responses.js';
 import { type RelayRoute, callerNode, route } from './relay-route.js';
 import {
   botBody,
@@ -117,6 +118,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'The calling node (for a bot: the bot and the node it acts for).',
       auth: 'human-or-bot',
       since: '0.9.3',
+      response: meSchema,
       handle: ({ caller }) => {
         const nodeId = callerNode(caller);
         const me = meView(nodeId);
@@ -331,6 +333,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Nodes this relay knows (registered here or learned from peers), oldest first, at most 500.',
       auth: 'none',
       since: '0.9.3',
+      response: nodesPageSchema,
       handle: () => {
         const rows = db.prepare('SELECT * FROM nodes ORDER BY created_ms, node_id LIMIT 501').all() as Parameters<typeof publicNode>[1][];
         const total = (db.prepare('SELECT COUNT(*) AS n FROM nodes').get() as { n: number }).n;

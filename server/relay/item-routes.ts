@@ -6,6 +6,7 @@ import { type RelayDeps, unixSeconds, voteTimeProblem } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput, parseOr422 } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
+import { itemsPageSchema, itemDetailSchema, bulletinSchema } from './relay-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, fileTitleField, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
 import { throwCoreIssues } from './signed-document.js';
@@ -86,6 +87,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Items, newest first, 100 per page; pass the answer\'s next as after for the next page.',
       auth: 'none',
       since: '0.9.3',
+      response: itemsPageSchema,
       query: itemsQuery,
       handle: ({ query }) => {
         const limit = Math.min(Number(query.limit ?? 100) || 100, 500);
@@ -103,6 +105,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'One item with its vote counts and report count. For a file item, send Accept: application/octet-stream to get its bytes.',
       auth: 'none',
       since: '0.9.3',
+      response: itemDetailSchema,
       handle: ({ params, req, res }) => {
         const row = mustGetItem(params.id!);
         if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {
@@ -195,6 +198,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: "A node's scp-s5 bulletin for an item as this relay computes it from every stored statement: state, value, counts per value and phase, accepted_via, equivocators, slice_hash, and to_emit (what that node should sign next).",
       auth: 'none',
       since: '0.9.3',
+      response: bulletinSchema,
       handle: ({ params }) => {
         const row = mustGetItem(params.id!);
         const node = params.node!;

@@ -17,6 +17,7 @@ import {
   sessionSchema,
   voteSchema,
 } from './relay-facts.js';
+import { healthSchema, eventsPageSchema } from './relay-responses.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { eventsQuery, reachBody, reachProbeBody } from './relay-schemas.js';
 import { signDocument } from './signed-document.js';
@@ -46,6 +47,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Version, protocol, scheme, this relay node, limits, credential formats and page addresses.',
       auth: 'none',
       since: '0.9.3',
+      response: healthSchema,
       handle: () => ({
         status: 'ok',
         version: relayVersion,
@@ -127,6 +129,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: `The event feed (node, item, vote, slice), oldest first. since = the next of the previous page (exclusive; 0 or absent = the start); authors = comma-separated node ids; limit <= ${relayLimits.eventsPageMax} (default ${relayLimits.eventsPageDefault}). Pages concatenate to the whole feed with no gap and no duplicate.`,
       auth: 'none',
       since: '0.9.3',
+      response: eventsPageSchema,
       query: eventsQuery,
       handle: ({ query }) => {
         const since = Number(query.since ?? 0);

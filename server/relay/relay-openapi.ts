@@ -7,8 +7,8 @@ import type { RelayRoute } from './relay-route.js';
  * JSON Schema of a zod schema, with named schemas (`.meta({ id })`) moved to `components.schemas`
  * and every `#/$defs/X` reference rewritten to `#/components/schemas/X`.
  */
-function jsonSchema(schema: z.ZodType, components: Record<string, unknown>): Record<string, unknown> {
-  const raw = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+function jsonSchema(schema: z.ZodType, components: Record<string, unknown>, io: 'input' | 'output' = 'input'): Record<string, unknown> {
+  const raw = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
   const rewritten = JSON.parse(JSON.stringify(raw).replaceAll('"#/$defs/', '"#/components/schemas/')) as Record<string, unknown>;
   const defs = (rewritten.$defs ?? {}) as Record<string, unknown>;
   Object.assign(components, defs);
@@ -49,7 +49,7 @@ export function relayOpenApi(routes: readonly RelayRoute[], baseUrl: string): Re
       for (const [name, schema] of Object.entries(qs.properties ?? {})) parameters.push({ name, in: 'query', required: qs.required?.includes(name) ?? false, schema });
     }
     const responses: Record<string, unknown> = {
-      [String(r.successStatus ?? 200)]: { description: 'success', content: { [r.produces ?? 'application/json']: {} } },
+      [String(r.successStatus ?? 200)]: { description: 'success', content: { [r.produces ?? 'application/json']: r.response ? { schema: jsonSchema(r.response, schemas, 'output') } : {} } },
       default: { description: 'error', content: { 'application/json': { schema: errorSchema } } },
     };
     if (r.body || r.query || parameters.length > 0) responses['422'] = { description: 'validation error', content: { 'application/json': { schema: validationSchema } } };

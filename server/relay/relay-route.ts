@@ -22,6 +22,8 @@ export interface RelayRoute {
   bodyKind?: 'json' | 'core' | 'json-or-multipart';
   /** Content type of a success answer when not JSON. */
   produces?: string;
+  /** Schema of a JSON success answer, for /openapi.json (routes without one document an untyped body). */
+  response?: z.ZodType;
   /** Status of a success answer; 200 unless said. */
   successStatus?: number;
   handle(input: RouteInput): unknown;

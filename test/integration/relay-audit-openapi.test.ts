@@ -2,8 +2,10 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
+import type { z } from 'zod';
 import { claimKinds } from '../../server/relay/protocol.js';
-import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { bulletinSchema, eventsPageSchema, healthSchema, itemDetailSchema, itemsPageSchema, meSchema, nodesPageSchema } from '../../server/relay/relay-responses.js';
+import { call, postClaim, registerNode, voteBy, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
 
 /** Audit finding 6: /openapi.json and the request schemas it documents. */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
@@ -50,5 +52,48 @@ describe('/openapi.json', () => {
     const claim = openapi.components.schemas.ClaimCreate as { properties: { kind: { enum?: unknown } } };
     expect(claim.properties.kind.enum).toEqual([...claimKinds]);
     expect(openapi.components.schemas.QuorumSet).toMatchObject({ additionalProperties: false });
+  });
+});
+
+describe('response schemas of the main routes', () => {
+  let claim: string;
+  let file: string;
+  let botAuth: string;
+  beforeAll(async () => {
+    claim = await postClaim(relay, alice.auth, { kind: 'statement', title: 'documented answers', body: 'text' });
+    const form = new FormData();
+    form.append('title', 'an image');
+    form.append('file', new Blob([new TextEncoder().encode('bytes of a documented file')]), 'fw.bin');
+    file = String((await call(relay.baseUrl, 'POST', '/items', { rawBody: form, auth: alice.auth })).body.id);
+    expect((await call(relay.baseUrl, 'POST', `/items/${claim}/vote`, { body: voteBy(bob, claim, 'yes', 'vote', { t: 1, v: [alice.nodeId], i: [] }, clock) })).status).toBe(201);
+    botAuth = String((await call(relay.baseUrl, 'POST', '/bots', { body: { name: 'helper' }, auth: alice.auth })).body.authorization);
+  });
+
+  const cases: [string, () => string, z.ZodType, string, string | undefined][] = [
+    ['GET /health', () => '/health', healthSchema, 'Health', undefined],
+    ['GET /items', () => '/items', itemsPageSchema, 'ItemsPage', undefined],
+    ['GET /items/{id} (claim)', () => `/items/${claim}`, itemDetailSchema, 'ItemDetail', undefined],
+    ['GET /items/{id} (file, as JSON)', () => `/items/${file}`, itemDetailSchema, 'ItemDetail', undefined],
+    ['GET /items/{id}/bulletin/{node}', () => `/items/${claim}/bulletin/${bob.nodeId}`, bulletinSchema, 'Bulletin', undefined],
+    ['GET /events', () => '/events?limit=500', eventsPageSchema, 'EventsPage', undefined],
+    ['GET /nodes', () => '/nodes', nodesPageSchema, 'NodesPage', undefined],
+    ['GET /me (human)', () => '/me', meSchema, 'Me', 'alice'],
+    ['GET /me (bot)', () => '/me', meSchema, 'Me', 'bot'],
+  ];
+  it.each(cases)('%s: the real answer parses with its strict schema, and /openapi.json names it', async (name, path, schema, id, who) => {
+    const auth = who === 'alice' ? alice.auth : who === 'bot' ? botAuth : undefined;
+    const r = await call(relay.baseUrl, 'GET', path(), { ...(auth ? { auth } : {}), headers: { accept: 'application/json' } });
+    expect(r.status).toBe(200);
+    const parsed = schema.safeParse(r.body);
+    expect(parsed.success ? [] : parsed.error.issues).toEqual([]);
+    const [, method, route] = /^(\w+) (\S+)/.exec(name)!;
+    const content = openapi.paths[route!]![method!.toLowerCase()]!.responses['200']!.content!['application/json']!;
+    expect(content.schema).toEqual({ $ref: `#/components/schemas/${id}` });
+    expect(openapi.components.schemas[id]).toBeDefined();
+  });
+
+  it('a file item answered as JSON has bytes and media_type, a claim its body', async () => {
+    expect((await call(relay.baseUrl, 'GET', `/items/${file}`, { headers: { accept: 'application/json' } })).body).toMatchObject({ type: 'file', bytes: 26 });
+    expect((await call(relay.baseUrl, 'GET', `/items/${claim}`)).body).toMatchObject({ type: 'claim', body: 'text' });
   });
 });

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+
+/**
+ * Success answers of the main relay routes, for /openapi.json (each route names its schema as
+ * `response`). Strict objects: test/integration/relay-audit-openapi.test.ts parses real answers
+ * with them, so a field added to a handler without its schema fails that test instead of going
+ * undocumented.
+ */
+
+const nodeId = z.string().regex(/^[0-9a-f]{64}$/).meta({ description: 'Ed25519 public key, 64 lowercase hex characters' });
+const itemId = z.string().regex(/^[0-9a-f]{64}$/).meta({ description: 'SHA-256, 64 lowercase hex characters' });
+const isoTime = z.string().meta({ description: 'ISO 8601 UTC time' });
+const count = z.number().int().nonnegative();
+
+const phaseCounts = z.strictObject({ vote: count, accept: count, confirm: count });
+export const voteCountsSchema = z.strictObject({ yes: phaseCounts, no: phaseCounts }).meta({ id: 'VoteCounts', description: 'Distinct voters per value and phase.' });
+
+export const bulletinSchema = z
+  .strictObject({
+    item: itemId,
+    node: nodeId,
+    state: z.enum(['uncommitted', 'voted', 'accepted', 'confirmed', 'conflicted']),
+    value: z.enum(['yes', 'no']).nullable(),
+    counts: voteCountsSchema,
+    accepted_via: z.enum(['quorum', 'v-blocking']).nullable(),
+    equivocators: z.array(nodeId).meta({ description: 'voters that signed both values in one phase, sorted' }),
+    slice_changers: z.array(nodeId).meta({ description: "voters whose statements carry more than one slice, sorted; only the first statement's slice counts" }),
+    slice_hash: z.string().nullable(),
+    to_emit: z.array(z.strictObject({ value: z.enum(['yes', 'no']), phase: z.enum(['accept', 'confirm']) })),
+  })
+  .meta({ id: 'Bulletin', description: "A node's scp-s5 bulletin for an item; its rank never goes down." });
+
+const itemBase = {
+  id: itemId,
+  kind: z.string(),
+  title: z.string(),
+  author: nodeId,
+  origin: z.string().nullable().meta({ description: 'the peer relay it was pulled from; null when posted here' }),
+  created_at: isoTime,
+};
+const claimItem = z.strictObject({ ...itemBase, type: z.literal('claim'), body: z.string() });
+const fileItem = z.strictObject({ ...itemBase, type: z.literal('file'), bytes: count.nullable(), media_type: z.string().nullable() });
+export const itemSummarySchema = z.discriminatedUnion('type', [claimItem, fileItem]).meta({ id: 'Item' });
+
+export const itemsPageSchema = z
+  .strictObject({ items: z.array(itemSummarySchema), next: z.number().int().nullable().meta({ description: 'pass as after for the next page; null on the last' }) })
+  .meta({ id: 'ItemsPage' });
+
+const itemDetails = { counts: voteCountsSchema, reports: count, relay_bulletin: bulletinSchema };
+export const itemDetailSchema = z
+  .discriminatedUnion('type', [claimItem.extend(itemDetails), fileItem.extend(itemDetails)])
+  .meta({ id: 'ItemDetail', description: "An item with its vote counts, report count and this relay node's bulletin." });
+
+export const eventsPageSchema = z
+  .strictObject({
+    events: z.array(
+      z.strictObject({
+        seq: z.number().int().positive(),
+        kind: z.enum(['node', 'item', 'vote', 'slice']),
+        author: nodeId,
+        subject: z.string(),
+        origin: z.string().nullable(),
+        created_at: isoTime,
+        data: z.unknown(),
+      }),
+    ),
+    next: z.number().int().nonnegative(),
+    has_more: z.boolean(),
+  })
+  .meta({ id: 'EventsPage' });
+
+const publicNodeShape = {
+  node_id: nodeId,
+  name: z.string(),
+  about: z.string(),
+  registered_here: z.boolean(),
+  relay_node: z.boolean(),
+  origin: z.string().nullable(),
+  invited_by: nodeId.nullable(),
+  listed: z.boolean(),
+  created_at: isoTime,
+};
+export const publicNodeSchema = z.strictObject(publicNodeShape).meta({ id: 'Node' });
+
+export const nodesPageSchema = z
+  .strictObject({ nodes: z.array(publicNodeSchema), total: count, truncated: z.boolean().meta({ description: 'more than 500 nodes: only the oldest 500 are listed' }) })
+  .meta({ id: 'NodesPage' });
+
+const meNode = z
+  .strictObject({ ...publicNodeShape, phone: z.string().nullable().meta({ description: 'masked' }), phone_discoverable: z.boolean(), credential_version: z.number().int().positive(), paired_with: z.array(nodeId) })
+  .meta({ id: 'MeNode' });
+export const meSchema = z
+  .discriminatedUnion('caller', [
+    z.strictObject({ caller: z.literal('human'), node: meNode, bots: z.array(z.strictObject({ bot_id: z.string(), name: z.string(), created_at: isoTime })) }),
+    z.strictObject({ caller: z.literal('bot'), bot_id: z.string(), node: meNode }),
+  ])
+  .meta({ id: 'Me' });
+
+export const healthSchema = z
+  .strictObject({
+    status: z.literal('ok'),
+    version: z.string(),
+    protocol: z.string(),
+    scheme: z.string(),
+    schemas: z.strictObject({ claim: z.string(), vote: z.string(), register: z.string(), session: z.string() }),
+    node_id: nodeId,
+    base_url: z.string(),
+    time: isoTime,
+    claim_kinds: z.array(z.string()),
+    limits: z.record(z.string(), z.number()),
+    credentials: z.strictObject({ human: z.string(), bot: z.string() }),
+    pages: z.record(z.string(), z.string()),
+    openapi: z.string(),
+  })
+  .meta({ id: 'Health' });
