@@ -65,6 +65,31 @@ describe('a voter slice is fixed by its first statement for the item', () => {
   });
 });
 
+describe('the floor', () => {
+  it('a floor at accepted yes and a tally now accepting no is conflicted (the node would hold both sides), and stays so', () => {
+    const z = keys[3] as NodeKey;
+    store.tx(() => voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs));
+    store1(statement(y, 'yes', 'accept', slice(1, [x])));
+    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', toEmit: [{ value: 'yes', phase: 'accept' }] });
+    store.tx(() => voting.setSlice(z.nodeId, slice(1, [w]), false, ++nowMs));
+    // Floored: still accepted yes, and z is asked for the accept it owes.
+    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking', toEmit: [{ value: 'yes', phase: 'accept' }] });
+    store1(statement(w, 'no', 'accept', slice(1, [x])));
+    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'conflicted', value: null, toEmit: [] });
+    store.tx(() => voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs));
+    expect(voting.bulletin(item, z.nodeId).state).toBe('conflicted');
+  });
+
+  it('survives a new Voting on the same store (it is persisted, not cached)', () => {
+    store.tx(() => voting.setSlice(w.nodeId, slice(1, [y]), false, ++nowMs));
+    store1(statement(y, 'yes', 'accept', slice(1, [x])));
+    expect(voting.bulletin(item, w.nodeId).state).toBe('accepted');
+    store.tx(() => voting.setSlice(w.nodeId, slice(1, [x]), false, ++nowMs));
+    const fresh = new Voting({ store, clock, selfKey: generateNodeKey() });
+    expect(fresh.bulletin(item, w.nodeId)).toMatchObject({ state: 'accepted', value: 'yes' });
+  });
+});
+
 describe('a bulletin rank never goes down (property, store-backed Voting)', () => {
   /** A slice as offsets from its owner (1..3), so it never names the owner itself; t from 1 to its size. */
   const sliceArb = fc.tuple(fc.subarray([1, 2, 3], { minLength: 1 }), fc.nat()).map(([offsets, t]) => ({ offsets, t: 1 + (t % offsets.length) }));
