@@ -237,6 +237,7 @@ program
   .addOption(new Option('--backend <name>', 'backend of the in-process bench and of device steps').env('HILBENCH_BACKEND').default('mock').choices(backendChoices))
   .addOption(new Option('--bench-url <url>', 'replay bench steps against this remote bench service, in real time').env('HILBENCH_BENCH_URL'))
   .addOption(new Option('--relay-url <url>', 'replay relay steps against this remote relay service, in real time').env('HILBENCH_RELAY_URL'))
+  .addOption(new Option('--bench-file <file>', 'real boards attached to this host (docs/bench-file.md); needed by --backend probe').env('HILBENCH_BENCH_FILE'))
   .option('--junit <file>', 'write a JUnit XML report')
   .option('--json <file>', 'write a JSON report')
   .option('--var <name=value>', 'set a scenario variable (repeatable)', variable)
@@ -244,7 +245,7 @@ program
   .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
   // Usage errors are exit 2 for `run` (docs/scenarios.md), as an invalid scenario file is.
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
-  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; var?: Record<string, string>; timeout?: number; boardsDir: string }) => {
+  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; var?: Record<string, string>; timeout?: number; boardsDir: string; benchFile?: string }) => {
     const { runCommand } = await import('./run-command.js');
     const code = await runCommand({
       files,
@@ -256,6 +257,7 @@ program
       vars: opts.var ?? {},
       ...(opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {}),
       boardsDir: opts.boardsDir,
+      ...(opts.benchFile ? { benchFile: opts.benchFile } : {}),
     });
     process.exit(code);
   });

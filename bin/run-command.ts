@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
+import { BenchFileError, loadBenchFile } from '../backends/probe/bench-file.js';
 import type { Board, BackendName } from '../boards/board-schema.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { clockFromFakeTimers, systemClock } from '../core/clock.js';
@@ -37,13 +38,20 @@ const quietLogger: Logger = { info: () => {}, warn: () => {}, error: (message, c
  * globally), on a temporary data dir removed at `close()`. Device steps run on `backend`'s
  * backend (`auto` uses sim for them: the in-process real-execution backend).
  */
-export async function startInProcessTarget(options: { backend: BackendChoice; boards?: readonly Board[]; startMs?: number; logger?: Logger }): Promise<InProcessTarget> {
+export async function startInProcessTarget(options: {
+  backend: BackendChoice;
+  boards?: readonly Board[];
+  startMs?: number;
+  logger?: Logger;
+  /** Bench file of real boards (docs/bench-file.md): enables the probe backend. */
+  benchFile?: string;
+}): Promise<InProcessTarget> {
   const boards = options.boards ?? loadBoardCatalog();
   const fake = createClock(options.startMs ?? SCENARIO_START_MS);
   const clock = clockFromFakeTimers(fake);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-scenario-'));
   // Backends keep real time for their own process timeouts (QEMU, Renode); only the services' clock is fake.
-  const backends = createBackends({ clock: systemClock, boards });
+  const backends = createBackends({ clock: systemClock, boards, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
   const bench = await startBenchServer({
     port: 0,
     dataDir: path.join(dataDir, 'bench'),
@@ -135,6 +143,8 @@ export interface RunCommandOptions {
   /** Replaces every file's default wait timeout (`--timeout`, as wokwi-cli's), in milliseconds. */
   timeoutMs?: number;
   boardsDir?: string;
+  /** Bench file of real boards (`--bench-file`, docs/bench-file.md): enables the probe backend. */
+  benchFile?: string;
   /** Where progress and failures go (default console.log). */
   print?: (line: string) => void;
 }
@@ -148,6 +158,20 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
     return 2;
   }
   const boards = options.boardsDir ? loadBoardCatalog(options.boardsDir) : loadBoardCatalog();
+  if (options.backend === 'probe' && !options.benchFile) {
+    print('hilbench run: --backend probe needs --bench-file (or HILBENCH_BENCH_FILE): which real boards are attached (docs/bench-file.md)');
+    return 2;
+  }
+  if (options.benchFile) {
+    // Checked once before the first file, so a bad bench file is one clear usage error (exit 2), not one per scenario.
+    try {
+      loadBenchFile(options.benchFile);
+    } catch (err) {
+      if (!(err instanceof BenchFileError)) throw err;
+      print(`hilbench run: ${err.message}`);
+      return 2;
+    }
+  }
   const remote = options.benchUrl !== undefined || options.relayUrl !== undefined;
   const results: ScenarioResult[] = [];
   for (const file of files) {
@@ -156,13 +180,13 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
       const loaded = loadScenario(file);
       const scenario = options.timeoutMs === undefined ? loaded : { ...loaded, timeoutMs: options.timeoutMs };
       if (remote) {
-        const backends = createBackends({ clock: systemClock, boards });
+        const backends = createBackends({ clock: systemClock, boards, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
         const backendName: BackendName = options.backend === 'auto' ? 'sim' : options.backend;
         const device = backends[backendName];
         const target = remoteTarget({ ...(options.benchUrl ? { benchUrl: options.benchUrl } : {}), ...(options.relayUrl ? { relayUrl: options.relayUrl } : {}), ...(device ? { backend: device } : {}), boards });
         result = await runScenario(scenario, target, { vars: options.vars ?? {} });
       } else {
-        const started = await startInProcessTarget({ backend: options.backend, boards });
+        const started = await startInProcessTarget({ backend: options.backend, boards, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
         try {
           result = await runScenario(scenario, started.target, { vars: options.vars ?? {} });
         } finally {
