@@ -29,6 +29,18 @@ export const systemClock: Clock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
+/**
+ * The real clock of the host, with timers that DO keep the process alive. For a foreground
+ * command whose only pending work may be a wait (a scenario's `delay: 6s` against a remote
+ * server, with idle HTTP connections closed): on `systemClock` Node would see nothing left to do
+ * and exit mid-run.
+ */
+export const foregroundClock: Clock = {
+  nowMs: () => Date.now(),
+  setTimeout: (fn, delayMs) => setTimeout(fn, delayMs),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
 /** The shape of `@sinonjs/fake-timers` `createClock()` that we rely on. */
 export interface FakeTimersLike {
   now: number;

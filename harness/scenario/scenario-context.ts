@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Device, RunStop } from '../../backends/backend.js';
-import { isoFromMs, sleep, systemClock } from '../../core/clock.js';
+import { foregroundClock, isoFromMs, sleep } from '../../core/clock.js';
 import { BenchClient } from '../clients/bench-client.js';
 import { RelayClient, type RelayNode } from '../clients/relay-client.js';
 import { matchJson } from './json-match.js';
@@ -77,13 +77,13 @@ export class ScenarioContext {
 
   /** Host time now on the clock of `kind`. */
   nowMs(kind: ClockKind): number {
-    return kind === 'simulated' ? this.target.clock.nowMs() : systemClock.nowMs();
+    return kind === 'simulated' ? this.target.clock.nowMs() : foregroundClock.nowMs();
   }
 
   /** Lets `ms` pass on the clock of `kind`: ticks the target's (fake) clock, or sleeps in real time. */
   async pass(ms: number, kind: ClockKind): Promise<void> {
     if (kind === 'simulated') await this.target.advance(ms);
-    else await sleep(systemClock, ms, this.signal);
+    else await sleep(foregroundClock, ms, this.signal);
   }
 
   /**
@@ -93,7 +93,7 @@ export class ScenarioContext {
    */
   async pollPause(ms: number, kind: ClockKind): Promise<void> {
     if (kind === 'simulated' && this.target.simulatedHost) {
-      await Promise.all([this.target.advance(ms), sleep(systemClock, Math.min(ms, 50), this.signal)]);
+      await Promise.all([this.target.advance(ms), sleep(foregroundClock, Math.min(ms, 50), this.signal)]);
       return;
     }
     await this.pass(ms, kind);

@@ -1,6 +1,6 @@
 import type { Board } from '../../boards/board-schema.js';
 import type { Backend } from '../../backends/backend.js';
-import { type Clock, sleep, systemClock } from '../../core/clock.js';
+import { type Clock, foregroundClock, sleep } from '../../core/clock.js';
 
 /**
  * What a scenario runs against: bench and relay base URLs (in process or remote), the host clock of
@@ -34,8 +34,9 @@ export function remoteTarget(options: { benchUrl?: string; relayUrl?: string; ba
   return {
     description: [options.benchUrl && `bench ${options.benchUrl}`, options.relayUrl && `relay ${options.relayUrl}`].filter(Boolean).join(', ') || 'no services',
     ...options,
-    clock: systemClock,
-    advance: (ms) => sleep(systemClock, ms),
+    // Ref'd timers: a wait may be the only pending work of the run (systemClock's would let Node exit).
+    clock: foregroundClock,
+    advance: (ms) => sleep(foregroundClock, ms),
     simulatedHost: false,
   };
 }
