@@ -43,12 +43,29 @@ export interface RunOptions {
   until?: () => boolean;
 }
 
+/**
+ * Worst-case host milliseconds a backend's own bounded waits allow for one job on a board. A job
+ * deadline shorter than these would stop a hung tool before the tool's own timeout could report
+ * its exit status and output, so the dispatcher never allows less.
+ */
+export interface JobBudget {
+  /** Opening the device and flashing: every timeout on that path plus the time to kill a stuck tool. */
+  flashMs: number;
+  /** Releasing reset (the UART capture runs alongside it): its timeout plus the kill time. */
+  resetMs: number;
+}
+
 export interface Backend {
   readonly name: BackendName;
   /** Whether `board` can run on this backend on this host; when not, the reason says what to install or attach. */
   availability(board: Board): Promise<Availability>;
   /** Opens `board` for exclusive use. The device holds its core in reset until the first `run`. */
   open(board: Board, options?: { signal?: AbortSignal }): Promise<Device>;
+  /**
+   * Optional: the backend's own worst-case budgets for a job on `board` (e.g. the probe's bench-file
+   * tool timeouts). Without it the dispatcher's defaults apply.
+   */
+  jobBudgetMs?(board: Board): JobBudget;
 }
 
 export interface Device {

@@ -195,4 +195,34 @@ describe('LocalDispatcher', () => {
     await first;
     await dispatcher.close();
   });
+
+  it("never undercuts a backend's own job budget, so its tool timeout fires first; the deadline abort says it was the deadline", async () => {
+    const fake = createClock(0);
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake), flashTimeoutMs: 1_000, runMsPerUartSecond: 1_000, marginMs: 500 });
+    const budget = { flashMs: 127_000, resetMs: 17_000 };
+    // flash: the backend's 127 s over the dispatcher's 1 s; run: 17 s of reset over 2 s of UART.
+    expect(dispatcher.deadlineMs(2, budget)).toBe(127_000 + 17_000 + 500);
+    expect(dispatcher.deadlineMs(30, budget)).toBe(127_000 + 30_000 + 500);
+    expect(dispatcher.deadlineMs(2)).toBe(1_000 + 2_000 + 500);
+
+    // A hung flash on a backend stating a 127 s flash budget is not stopped at the default 3.5 s.
+    const gated = new GatedBackend();
+    const backend: Backend = { name: 'probe', availability: () => gated.availability(), open: (b) => gated.open(b), jobBudgetMs: () => budget };
+    const outcome = dispatcher.dispatch({ jobId: 'budget', board: pico, backend, image: hello, uartSeconds: 2, maxUartBytes: 100 }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    let done = false;
+    void outcome.then(() => (done = true));
+    await settle();
+    fake.tick(144_499);
+    await settle();
+    expect(done).toBe(false);
+    fake.tick(1);
+    const err = await outcome;
+    expect(err).toBeInstanceOf(BackendError);
+    expect((err as BackendError).kind).toBe('timeout');
+    expect((err as BackendError).message).toMatch(/stopped by its deadline: it did not finish within 144500 ms \(flash budget 127000 ms \(the probe backend's own/);
+    await dispatcher.close();
+  });
 });

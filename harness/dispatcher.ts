@@ -1,5 +1,5 @@
 import type { Board } from '../boards/board-schema.js';
-import { type Backend, BackendError, type FirmwareImage } from '../backends/backend.js';
+import { type Backend, BackendError, type FirmwareImage, type JobBudget } from '../backends/backend.js';
 import { type Clock, sleep } from '../core/clock.js';
 import { type FirmwareRun, runFirmware } from './run-firmware.js';
 
@@ -84,9 +84,22 @@ export class LocalDispatcher implements JobDispatcher {
     this.abortGraceMs = options.abortGraceMs ?? 5_000;
   }
 
-  /** The wall-clock budget of one job, in host milliseconds. */
-  deadlineMs(uartSeconds: number): number {
-    return Math.ceil(this.flashTimeoutMs + uartSeconds * this.runMsPerUartSecond + this.marginMs);
+  /**
+   * The wall-clock budget of one job, in host milliseconds. `budget` is the backend's own
+   * (`Backend.jobBudgetMs`): the deadline never undercuts it, so a hung tool is stopped by its own
+   * timeout (which reports exit status and output) rather than by this deadline.
+   */
+  deadlineMs(uartSeconds: number, budget?: JobBudget): number {
+    return Math.ceil(this.flashBudgetMs(budget) + this.runBudgetMs(uartSeconds, budget) + this.marginMs);
+  }
+
+  private flashBudgetMs(budget: JobBudget | undefined): number {
+    return Math.max(this.flashTimeoutMs, budget?.flashMs ?? 0);
+  }
+
+  /** UART capture runs alongside the release of reset, so the longer of the two. */
+  private runBudgetMs(uartSeconds: number, budget: JobBudget | undefined): number {
+    return Math.max(uartSeconds * this.runMsPerUartSecond, budget?.resetMs ?? 0);
   }
 
   dispatch(request: DispatchRequest): Promise<FirmwareRun> {
@@ -153,14 +166,19 @@ export class LocalDispatcher implements JobDispatcher {
   private async runOne(entry: Entry): Promise<void> {
     const { request, controller } = entry;
     const { signal } = controller;
-    const deadlineMs = this.deadlineMs(request.uartSeconds);
+    const budget = request.backend.jobBudgetMs?.(request.board);
+    const deadlineMs = this.deadlineMs(request.uartSeconds, budget);
     let waitingFor = `${request.backend.name} to open and flash ${request.board.id}`;
     const timer = this.clock.setTimeout(() => {
+      // A `timeout` abort reason: backends that keep board health count it as an infrastructure
+      // failure (a job stopped by its deadline is the bench's fault, not a cancellation).
       controller.abort(
         new BackendError(
           'timeout',
-          `job ${request.jobId} did not finish within ${deadlineMs} ms (flash budget ${this.flashTimeoutMs} ms + ` +
-            `${request.uartSeconds} s of UART at ${this.runMsPerUartSecond} ms per second + ${this.marginMs} ms margin); ` +
+          `job ${request.jobId} stopped by its deadline: it did not finish within ${deadlineMs} ms (flash budget ${this.flashBudgetMs(budget)} ms` +
+            `${budget ? ` (the ${request.backend.name} backend's own, at least ${this.flashTimeoutMs} ms)` : ''} + ` +
+            `run budget ${this.runBudgetMs(request.uartSeconds, budget)} ms (${request.uartSeconds} s of UART at ${this.runMsPerUartSecond} ms per second` +
+            `${budget ? `, at least the ${budget.resetMs} ms reset budget` : ''}) + ${this.marginMs} ms margin); ` +
             `it was still waiting for ${waitingFor}`,
         ),
       );

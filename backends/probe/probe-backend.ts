@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Board } from '../../boards/board-schema.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import type { Clock } from '../../core/clock.js';
-import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, NANOS_PER_SECOND, throwIfCancelled } from '../backend.js';
+import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, type JobBudget, NANOS_PER_SECOND, throwIfCancelled } from '../backend.js';
 import { loadFirmwareImage } from '../image-check.js';
 import { findExecutable } from '../process/find-executable.js';
 import { type BenchBoard, type BenchFile, BenchFileError } from './bench-file.js';
@@ -79,6 +79,17 @@ export class ProbeBackend implements Backend {
     const health = await this.store.get(board.id);
     if (health.quarantine) throw new BackendError('unavailable', `board ${board.id}: ${health.quarantine.reason}`);
     return this.openDevice(board, options.signal);
+  }
+
+  /**
+   * The bench file's timeouts for `board` as a job budget: a job deadline never cuts a tool short,
+   * so a hung probe fails with the tool's own timeout (exit status, output) instead.
+   */
+  jobBudgetMs(board: Board): JobBudget {
+    const attachment = this.options.bench.boards[board.id];
+    if (!attachment) return { flashMs: 0, resetMs: 0 };
+    const { serialOpenMs, flashMs, resetMs, killGraceMs } = attachment.timeouts;
+    return { flashMs: serialOpenMs + flashMs + killGraceMs, resetMs: resetMs + killGraceMs };
   }
 
   /** Current health of `boardId` (for `/admin` and `/api/v1/boards`). */

@@ -271,7 +271,7 @@ export class ProbeDevice implements Device {
         env: this.options.toolEnv,
       });
       const failure = toolFailure(step, this.board.id, result, timeoutMs);
-      if (failure) await this.failWith(failure);
+      if (failure) await this.failWith(stoppedByDeadline(failure, signal) ?? failure);
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.tools.delete(controller);
@@ -287,4 +287,20 @@ export class ProbeDevice implements Device {
     if (this.closed) throw new BackendError('internal', `probe device for ${this.board.id} used after close`);
     if (this.options.link.lost) throw this.options.link.lost;
   }
+}
+
+/**
+ * A tool stopped because the job's own signal was aborted with an infrastructure reason (the
+ * dispatcher's deadline aborts with a `timeout` BackendError) is not a user's cancellation: it
+ * becomes that reason's kind, says it was the deadline and keeps the tool's exit and output, so
+ * it counts towards quarantine like the tool timing out by itself.
+ */
+function stoppedByDeadline(failure: BackendError, signal: AbortSignal | undefined): BackendError | undefined {
+  const reason: unknown = signal?.reason;
+  if (failure.kind !== 'cancelled' || !signal?.aborted || !(reason instanceof BackendError) || !reason.isInfrastructure) return undefined;
+  return new BackendError(reason.kind, `${failure.message.replace(/ cancelled$/, '')} stopped by the job deadline: ${reason.message}`, {
+    ...(failure.exitCode !== undefined ? { exitCode: failure.exitCode } : {}),
+    ...(failure.outputTail !== undefined ? { outputTail: failure.outputTail } : {}),
+    cause: reason,
+  });
 }

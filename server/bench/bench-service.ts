@@ -120,7 +120,14 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     await boards.all();
     const waitlist = new SqliteWaitlist(store.database);
     const dispatcher = config.dispatcher ?? new LocalDispatcher({ clock, ...config.dispatcherOptions });
-    const jobDeadlineMs = dispatcher instanceof LocalDispatcher ? (uartSeconds: number) => dispatcher.deadlineMs(uartSeconds) : undefined;
+    // The same budget the dispatcher gives the job: the backend serving the board states its own.
+    const jobDeadlineMs =
+      dispatcher instanceof LocalDispatcher
+        ? (uartSeconds: number, boardId: string) => {
+            const live = boards.lastKnown(boardId);
+            return dispatcher.deadlineMs(uartSeconds, live?.backend?.jobBudgetMs?.(live.board));
+          }
+        : undefined;
     const bench = new Bench({
       clock,
       store,

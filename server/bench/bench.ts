@@ -62,7 +62,7 @@ export interface BenchDeps {
    * (`LocalDispatcher.deadlineMs`): the `Retry-After` of a board held by a job. Unknown (a remote
    * dispatcher that does not say): `Retry-After: 5`.
    */
-  jobDeadlineMs?: (uartSeconds: number) => number;
+  jobDeadlineMs?: (uartSeconds: number, boardId: string) => number;
 }
 
 /** Default of `BenchDeps.healthCheckTimeoutMs`: the probe's flash budget plus a slow boot. */
@@ -203,7 +203,7 @@ export class Bench {
     if (lease.holder.kind === 'job') {
       const job = await this.deps.store.getJob(lease.holder.jobId);
       const nowMs = this.now();
-      const budgetMs = job && this.deps.jobDeadlineMs ? this.deps.jobDeadlineMs(job.uartSeconds) : undefined;
+      const budgetMs = job && this.deps.jobDeadlineMs ? this.deps.jobDeadlineMs(job.uartSeconds, job.board) : undefined;
       if (job === undefined || budgetMs === undefined) {
         return new HttpError(409, `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes (retry_after_seconds=5)`, {
           'Retry-After': '5',
@@ -507,6 +507,8 @@ export class Bench {
         used = await current();
         return used.open(b, options);
       },
+      // The job deadline is set before the board is opened: from the backend serving the board now.
+      jobBudgetMs: (b) => (used ?? live.lastKnown(board.id)?.backend)?.jobBudgetMs?.(b) ?? { flashMs: 0, resetMs: 0 },
     };
     return { backend, used: () => used };
   }
