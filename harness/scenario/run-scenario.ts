@@ -107,12 +107,77 @@ export async function checkDeviceBoards(scenario: Scenario, target: ScenarioTarg
   if (problems.length) throw new ScenarioError('unsupported', `${scenario.file}: cannot run on ${target.description}:\n  ${problems.join('\n  ')}`, problems);
 }
 
+/**
+ * The backend a scenario's `backends:` filter is about. A file with bench steps against a remote
+ * bench runs on whatever backend that server gives its board (asked with GET /api/v1/boards), not
+ * on the local `--backend`; otherwise (in process, or device steps only) the target's backend.
+ */
+export async function filterBackend(scenario: Scenario, target: ScenarioTarget, vars: Record<string, string>): Promise<{ name: string; where: string } | undefined> {
+  if (!scenario.backends) return undefined;
+  const benchSteps = scenario.steps.some((s) => stepNeeds(s.kind) === 'bench');
+  if (!benchSteps || target.simulatedHost || !target.benchUrl) {
+    return target.backend ? { name: target.backend.name, where: "the target's backend" } : undefined;
+  }
+  const initial = new ScenarioVars();
+  for (const [k, v] of Object.entries({ ...scenario.vars, ...vars })) initial.set(k, v);
+  let boardId: string | undefined;
+  try {
+    boardId = scenario.board === undefined ? undefined : initial.substitute(scenario.board);
+  } catch {
+    boardId = undefined;
+  }
+  const boards = await benchBoards(target);
+  const backends = [...new Set(boards.filter((b) => boardId === undefined || b.id === boardId).map((b) => b.backend))];
+  if (boardId !== undefined && backends.length === 0) {
+    throw new ScenarioError('unsupported', `${scenario.file}: the bench at ${target.benchUrl} has no board ${boardId} (it has: ${boards.map((b) => b.id).join(', ') || 'none'})`);
+  }
+  // Without a file-level board, the file runs if any of the server's backends is allowed.
+  const name = backends.find((b) => (scenario.backends as readonly string[] | undefined)?.includes(b)) ?? backends.join(', ');
+  return { name, where: `the bench's backend${boardId ? ` for ${boardId}` : 's'}` };
+}
+
+/** The bench's boards with their backends (GET /api/v1/boards), or an `unsupported` error saying why not. */
+export async function benchBoards(target: ScenarioTarget): Promise<Array<{ id: string; backend: string }>> {
+  const url = `${(target.benchUrl ?? '').replace(/\/+$/, '')}/api/v1/boards`;
+  let body: unknown;
+  try {
+    const res = await (target.fetch ?? fetch)(url);
+    if (!res.ok) throw new Error(`answered ${res.status}`);
+    body = await res.json();
+  } catch (err) {
+    throw new ScenarioError('unsupported', `cannot list the bench's boards (GET ${url}): ${describeCause(err)}`, [], { cause: err });
+  }
+  const boards = (body as { boards?: unknown } | null)?.boards;
+  if (!Array.isArray(boards)) throw new ScenarioError('unsupported', `GET ${url} answered no boards list`);
+  return boards.flatMap((b: unknown) => {
+    const o = b as { id?: unknown; backend?: unknown } | null;
+    return typeof o?.id === 'string' && typeof o.backend === 'string' ? [{ id: o.id, backend: o.backend }] : [];
+  });
+}
+
+/** `message (ECONNRESET)`, with the underlying `cause.code` fetch hides under "fetch failed". */
+export function describeCause(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const codes: string[] = [];
+  let c: unknown = err.cause;
+  for (let depth = 0; c && depth < 4; depth++) {
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === 'string') codes.push(code);
+    const msg = (c as { message?: unknown }).message;
+    if (typeof code !== 'string' && typeof msg === 'string' && msg) codes.push(msg);
+    c = (c as { cause?: unknown }).cause;
+  }
+  return codes.length ? `${err.message} (${codes.join(': ')})` : err.message;
+}
+
 export interface RunScenarioOptions {
   /** Variables set before the first step (`--var name=value`), over the file's `vars`. */
   vars?: Record<string, string>;
   signal?: AbortSignal;
   /** Replaces handlers (tests); default `stepHandlers`. */
   handlers?: Partial<StepRegistry>;
+  /** `${run.id}` of this run (default: 12 random hex digits). */
+  runId?: string;
   /** Called after every step (progress output). */
   onStep?: (result: StepResult, step: ScenarioStep) => void;
 }
@@ -136,11 +201,11 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
     ...extra,
   });
 
-  const backendName = target.backend?.name;
-  if (scenario.backends && backendName && !scenario.backends.includes(backendName)) {
-    return result('skipped', { skipReason: `runs only on ${scenario.backends.join(', ')}; the target's backend is ${backendName}` });
-  }
   try {
+    const backend = await filterBackend(scenario, target, options.vars ?? {});
+    if (scenario.backends && backend && !(scenario.backends as readonly string[]).includes(backend.name)) {
+      return result('skipped', { skipReason: `runs only on ${scenario.backends.join(', ')}; ${backend.where} is ${backend.name}` });
+    }
     checkTarget(scenario, target);
     await checkDeviceBoards(scenario, target, options.vars ?? {});
   } catch (err) {
@@ -148,7 +213,7 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
     return result('unsupported', { failure: { kind: 'unsupported', message: e.message, uartTail: [], issues: [...e.issues] } });
   }
 
-  const ctx = new ScenarioContext(scenario, target, options.signal);
+  const ctx = new ScenarioContext(scenario, target, options.signal, options.runId);
   for (const [k, v] of Object.entries(options.vars ?? {})) ctx.vars.set(k, v);
   const handlers = { ...stepHandlers, ...options.handlers } as StepRegistry;
   try {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Device, RunStop } from '../../backends/backend.js';
@@ -49,8 +50,12 @@ export class ScenarioContext {
     readonly scenario: Scenario,
     readonly target: ScenarioTarget,
     readonly signal: AbortSignal | undefined,
+    runId: string = newRunId(),
   ) {
     this.startedMs = target.clock.nowMs();
+    // `${run.id}`: unique per run, so a file can make content-addressed things (relay claim
+    // titles) new on every run against a long-lived server.
+    this.vars.set('run', { id: runId });
     for (const [k, v] of Object.entries(scenario.vars)) this.vars.set(k, v);
   }
 
@@ -192,6 +197,11 @@ export class ScenarioContext {
   uartTail(lines = 8): string[] {
     return this.lastUart.split(/\r?\n/).filter((l) => l.length > 0).slice(-lines);
   }
+}
+
+/** 12 hex digits, unique per run for all practical purposes. */
+export function newRunId(): string {
+  return randomBytes(6).toString('hex');
 }
 
 const show = (text: string) => (text.length > 400 ? `${text.slice(0, 400)}...` : text);
