@@ -1,8 +1,8 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { type SimImage } from '../../sim/sim-engine.js';
@@ -37,8 +37,15 @@ const rejection = async (promise: Promise<unknown>) => {
   return error as BackendError;
 };
 
+const tempDirs: string[] = [];
+afterAll(() => {
+  for (const d of tempDirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
 function tempFile(name: string, bytes: Uint8Array): string {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'hilbench-sim-')), name);
+  const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-sim-'));
+  tempDirs.push(dir);
+  const file = path.join(dir, name);
   writeFileSync(file, bytes);
   return file;
 }

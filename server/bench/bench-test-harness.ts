@@ -1,7 +1,8 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
+import { afterAll } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { memoryLogger } from '../http/logger.js';
@@ -27,6 +28,28 @@ export interface BenchTestApp {
   restart(overrides?: Partial<BenchServiceConfig>): Promise<BenchTestApp>;
 }
 
+/** Data dirs made by startBenchTestApp in this test file and not yet removed. */
+const madeDataDirs = new Set<string>();
+
+function makeDataDir(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-bench-'));
+  madeDataDirs.add(dir);
+  return dir;
+}
+
+/**
+ * Removes every data dir startBenchTestApp made (not ones a caller passed in). Runs after each
+ * test file, not in `close`: tests close an app, edit its files and `restart` it on the same dir.
+ * Without it a full run left hundreds of hilbench-bench-* dirs in /tmp.
+ */
+export function removeMadeDataDirs(): void {
+  for (const dir of madeDataDirs) rmSync(dir, { recursive: true, force: true });
+  madeDataDirs.clear();
+}
+
+// Registered when a test file imports this module, so it runs once that file's tests are done.
+afterAll(removeMadeDataDirs);
+
 /**
  * Starts the bench service on 127.0.0.1:0 with a fake clock (not installed globally), the
  * shipped boards, the mock backend and a fresh data dir (or `dataDir` to reopen one).
@@ -35,7 +58,7 @@ export async function startBenchTestApp(
   overrides: Partial<BenchServiceConfig> & { dataDir?: string; fake?: ReturnType<typeof createClock> } = {},
 ): Promise<BenchTestApp> {
   const fake = overrides.fake ?? createClock(TEST_START_MS);
-  const dataDir = overrides.dataDir ?? mkdtempSync(path.join(tmpdir(), 'hilbench-bench-'));
+  const dataDir = overrides.dataDir ?? makeDataDir();
   const logger = memoryLogger();
   const server = await startBenchServer({
     port: 0,

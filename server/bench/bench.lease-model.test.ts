@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
@@ -45,6 +45,8 @@ interface Real {
   agents: AgentRecord[];
   /** Session ids in the order the model created them. */
   sessionIds: string[];
+  /** The firmware blob dir of this run, removed when the run ends. */
+  blobDir: string;
 }
 
 const BOARDS = ['pico', 'uno'];
@@ -163,6 +165,7 @@ async function setup(): Promise<Real> {
   const fake = createClock(Date.UTC(2026, 0, 1));
   const clock = clockFromFakeTimers(fake);
   const store = new SqliteBenchStore(':memory:');
+  const blobDir = mkdtempSync(path.join(tmpdir(), 'hilbench-model-'));
   const boards = new LiveBoards({
     clock,
     boards: loadBoardCatalog().filter((b) => BOARDS.includes(b.id)),
@@ -173,7 +176,7 @@ async function setup(): Promise<Real> {
   const bench = new Bench({
     clock,
     store,
-    blobs: new FirmwareBlobStore(mkdtempSync(path.join(tmpdir(), 'hilbench-model-'))),
+    blobs: new FirmwareBlobStore(blobDir),
     boards,
     dispatcher: new LocalDispatcher({ clock }),
     limits: defaultBenchLimits,
@@ -187,7 +190,7 @@ async function setup(): Promise<Real> {
     const reg = await bench.registerAgent(label);
     agents.push((await bench.authenticate(`Bearer ${reg.token}`)));
   }
-  return { bench, store, fake, agents, sessionIds: [] };
+  return { bench, store, fake, agents, sessionIds: [], blobDir };
 }
 
 describe('lease state machine (model-based)', () => {
@@ -200,6 +203,7 @@ describe('lease state machine (model-based)', () => {
         } finally {
           await real.bench.close();
           await real.store.close();
+          rmSync(real.blobDir, { recursive: true, force: true });
         }
       }),
       { numRuns: 60 },

@@ -1,13 +1,21 @@
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { JobRecord, SessionRecord } from './bench-store.js';
 import { FirmwareBlobStore } from './firmware-blob-store.js';
 import { SQLITE_SCHEMA_VERSION, SqliteBenchStore } from './sqlite-bench-store.js';
 
-const dir = () => mkdtempSync(path.join(tmpdir(), 'hilbench-store-'));
+const made: string[] = [];
+const dir = () => {
+  const d = mkdtempSync(path.join(tmpdir(), 'hilbench-store-'));
+  made.push(d);
+  return d;
+};
+afterAll(() => {
+  for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
+});
 const T0 = 1_700_000_000_000;
 
 const session = (over: Partial<SessionRecord> = {}): SessionRecord => ({
