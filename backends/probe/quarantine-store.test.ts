@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { afterFailure, afterSuccess, type BoardHealth, healthyBoard, InMemoryQuarantineStore, quarantineReason } from './quarantine-store.js';
+import { afterFailure, afterSuccess, type BoardHealth, failureSummary, healthyBoard, InMemoryQuarantineStore, quarantineReason, SUMMARY_MAX_CHARS } from './quarantine-store.js';
 
 describe('board health', () => {
   it('quarantines on the third consecutive failure with the documented reason', () => {
@@ -11,8 +11,28 @@ describe('board health', () => {
     health = afterFailure(health, 'flash on b failed (exit status 1); last output:\n** Verify Failed **', 3, 3);
     expect(health.quarantine).toEqual({
       sinceMs: 3,
-      reason: 'quarantined after 3 consecutive infrastructure failures: flash on b failed (exit status 1); last output:',
+      reason: 'quarantined after 3 consecutive infrastructure failures: flash on b failed (exit status 1); last error: ** Verify Failed **',
     });
+  });
+
+  it("keeps the tail's last error line, not the tool's closing chatter, in one line", () => {
+    const openocd = [
+      'flash on f4 (openocd -f interface/stlink.cfg) flash or verify failed (exit status 1); last output:',
+      'Open On-Chip Debugger 0.12.0',
+      '** Verify Started **',
+      'Error: checksum mismatch - attempting binary compare',
+      '** Verify Failed **',
+      'shutdown command invoked',
+    ].join('\n');
+    expect(failureSummary(openocd)).toBe('flash on f4 (openocd -f interface/stlink.cfg) flash or verify failed (exit status 1); last error: ** Verify Failed **');
+    const probeRs = 'flash on pico (probe-rs download) probe not found (exit status 1); last output:\n      Error: Probe was not found.\n';
+    expect(failureSummary(probeRs)).toBe('flash on pico (probe-rs download) probe not found (exit status 1); last error: Error: Probe was not found.');
+    // No line names an error: the last one is kept. A single line stays as it is.
+    expect(failureSummary('reset on b timed out; last output:\nInfo : halted\nInfo : still waiting')).toBe('reset on b timed out; last error: Info : still waiting');
+    expect(failureSummary('serial device vanished')).toBe('serial device vanished');
+    expect(failureSummary('flash failed 2\nsome detail')).toBe('flash failed 2');
+    expect(failureSummary(`x; last output:\nError: ${'y'.repeat(1000)}`)).toHaveLength(SUMMARY_MAX_CHARS);
+    expect(afterFailure(healthyBoard, openocd, 1, 0).quarantine?.reason).not.toContain('\n');
   });
 
   it('keeps the original quarantine time and reason on later failures', () => {

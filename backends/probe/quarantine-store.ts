@@ -40,8 +40,8 @@ export function quarantineReason(failures: number, lastFailure: string): string 
 /** Health after one more infrastructure failure; quarantines at `threshold` consecutive failures. */
 export function afterFailure(health: BoardHealth, message: string, threshold: number, nowMs: number): BoardHealth {
   const consecutiveFailures = health.consecutiveFailures + 1;
-  // The first line is enough for a status page; the full message stays in the failed job.
-  const lastFailure = message.split('\n')[0]!;
+  // One line for a status page; the full message stays in the failed job.
+  const lastFailure = failureSummary(message);
   const quarantine =
     health.quarantine ?? (consecutiveFailures >= threshold ? { sinceMs: nowMs, reason: quarantineReason(consecutiveFailures, lastFailure) } : undefined);
   return { consecutiveFailures, lastFailure, quarantine };
@@ -50,4 +50,27 @@ export function afterFailure(health: BoardHealth, message: string, threshold: nu
 /** Health after a run that worked, or an administrator's release: the count starts again. */
 export function afterSuccess(): BoardHealth {
   return { ...healthyBoard };
+}
+
+/** Longest summary kept: the status page and `/admin` show it on one line. */
+export const SUMMARY_MAX_CHARS = 400;
+
+/** Lines that say what went wrong, as OpenOCD and probe-rs print them (`Error: ...`, `** Verify Failed **`). */
+const errorLine = /\b(error|errors|fail|failed|failure|not found|timed out|mismatch|refused|denied|unable|cannot)\b/i;
+
+/**
+ * One line for a failure message `<what failed>; last output:\n<tail>` (probe-commands.ts): the
+ * first line, without its dangling `last output:`, then the tail's last line that names an
+ * error (when none does: the last line if the first announced `last output:`, else nothing).
+ * A tool's banner or `shutdown command invoked` says nothing about why a board is out of service; `Error: open failed` does.
+ */
+export function failureSummary(message: string): string {
+  const [first = '', ...rest] = message.split(/\r?\n/);
+  const tail = rest.map((l) => l.trim()).filter((l) => l !== '');
+  const quotesOutput = /last output:\s*$/.test(first);
+  const head = first.replace(/;?\s*last output:\s*$/, '').trim();
+  // Without an error line, the last line only when the first announced the tool's output.
+  const cause = [...tail].reverse().find((l) => errorLine.test(l)) ?? (quotesOutput ? tail.at(-1) : undefined);
+  const line = cause && !head.includes(cause) ? `${head}; last error: ${cause}` : head;
+  return line.length > SUMMARY_MAX_CHARS ? `${line.slice(0, SUMMARY_MAX_CHARS - 3)}...` : line;
 }

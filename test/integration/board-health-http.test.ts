@@ -17,7 +17,7 @@ import { deferred, FakeBenchBackend } from './board-health-fake-backend.js';
  */
 
 const ADMIN_TOKEN = 'admin-s3cret';
-const QUARANTINE_REASON = 'quarantined after 3 consecutive infrastructure failures: flash on pico failed (exit status 1); last output:';
+const QUARANTINE_REASON = 'quarantined after 3 consecutive infrastructure failures: flash on pico failed (exit status 1); last error: ** Programming Failed **';
 /** A pico image (flash at 0x1000_0000) the mock runs. */
 const picoElf = makeElf({ segments: [{ paddr: 0x1000_0000, data: new Uint8Array(64).fill(7) }] });
 
@@ -96,7 +96,7 @@ describe('quarantine after consecutive infrastructure failures', () => {
     expect((await s.admin()).boards.find((b) => b.id === 'pico')!.health).toEqual({
       backend: 'probe',
       consecutive_failures: 2,
-      last_failure: 'flash on pico failed (exit status 1); last output:',
+      last_failure: 'flash on pico failed (exit status 1); last error: ** Programming Failed **',
       quarantined: false,
       quarantined_since: null,
       quarantine_reason: null,
@@ -113,7 +113,7 @@ describe('quarantine after consecutive infrastructure failures', () => {
     expect(admin.health).toEqual({
       backend: 'probe',
       consecutive_failures: 3,
-      last_failure: 'flash on pico failed (exit status 1); last output:',
+      last_failure: 'flash on pico failed (exit status 1); last error: ** Programming Failed **',
       quarantined: true,
       quarantined_since: new Date(TEST_START_MS).toISOString(),
       quarantine_reason: QUARANTINE_REASON,
@@ -350,7 +350,7 @@ describe('--backend auto', () => {
       await app.idle();
     }
     const reason =
-      'no backend can run stm32f4-discovery here (renode: the renode backend is not configured on this server; probe: quarantined after 3 consecutive infrastructure failures: flash on stm32f4-discovery failed (exit status 1); last output:)';
+      'no backend can run stm32f4-discovery here (renode: the renode backend is not configured on this server; probe: quarantined after 3 consecutive infrastructure failures: flash on stm32f4-discovery failed (exit status 1); last error: ** Programming Failed **)';
     expect(await f4()).toMatchObject({ status: 'offline', backend: 'none', offline_reason: reason });
     const admin = adminSchema.parse(await (await app.request('/admin', { headers: { 'x-admin-token': ADMIN_TOKEN } })).json());
     expect(admin.boards.find((b) => b.id === 'stm32f4-discovery')!.health).toMatchObject({ backend: 'probe', quarantined: true });
