@@ -38,6 +38,7 @@ import type {
 import type { ResolvedBoard } from './board-backends.js';
 import { type BoardHealthControl, boardHealthControlOf, type HealthCheckOutcome } from './board-health-control.js';
 import type { LiveBoards } from './live-boards.js';
+import { jobFailureDetail } from './job-failure-detail.js';
 
 /** The interface version this server implements (spec `bench-service.md`). */
 export const BENCH_API_VERSION = '0.3.4';
@@ -441,10 +442,7 @@ export class Bench {
         await this.afterJobOn(board.id, gated.used());
         if (this.closing) return;
         if (err instanceof BackendError) {
-          const detail = [err.message, err.exitCode !== undefined ? `exit code ${err.exitCode}` : '', err.outputTail ? `output: ${err.outputTail}` : '']
-            .filter(Boolean)
-            .join('; ');
-          await this.finishFailed(job.jobId, err.kind, detail);
+          await this.finishFailed(job.jobId, err.kind, jobFailureDetail(err));
         } else {
           this.deps.logger.error(`job ${job.jobId} failed unexpectedly`, err);
           await this.finishFailed(job.jobId, 'internal', 'the bench failed unexpectedly while running this job');
