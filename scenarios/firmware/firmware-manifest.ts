@@ -32,7 +32,7 @@ export const firmwareEntrySchema = z
     exitCode: z.number().int().nullable(),
     /** Exit status of qemu-system-arm when the program stops on its own (3 on exit, 134 on lockup). */
     qemuExitStatus: z.number().int().nullable(),
-    /** The emulator ci/check-firmware.sh runs this image on, or null when none can run here (Renode). */
+    /** The emulator ci/check-firmware.ts (npm run check:firmware) runs this image on, or null when none can run here (Renode). */
     checkedWith: z.enum(['rp2040js', 'avr8js', 'qemu-system-arm']).nullable(),
   })
   .strict();

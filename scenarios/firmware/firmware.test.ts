@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
@@ -16,7 +16,7 @@ import { runSimBoard } from './run-sim.js';
 /**
  * The committed example firmware against its manifest, without any toolchain: hashes, the
  * expectations, and the sim-board images run on rp2040js / avr8js directly. QEMU images are
- * run by ci/check-firmware.sh and by the QEMU backend's contract tests.
+ * run by ci/check-firmware.ts (npm run check:firmware) and by the QEMU backend's contract tests.
  */
 
 const manifest = loadFirmwareManifest();
@@ -27,6 +27,14 @@ describe('scenarios/firmware/manifest.json', () => {
     const listed = manifest.firmware.map((f) => `${f.board}/${f.program}`).sort();
     const wanted = catalog.flatMap((b) => firmwarePrograms.map((p) => `${b.id}/${p}`)).sort();
     expect(listed).toEqual(wanted);
+  });
+
+  it('names only repo files that exist in its description (scripts get renamed)', () => {
+    const named = manifest.description.match(/[\w./-]+\.(?:sh|ts|md)\b/g) ?? [];
+    expect(named).toContain('ci/check-firmware.ts');
+    const root = path.resolve(firmwareDir, '../..');
+    const resolve = (p: string) => (p.includes('/') ? path.join(root, p) : path.join(firmwareDir, p));
+    expect(named.filter((p) => !existsSync(resolve(p)))).toEqual([]);
   });
 
   it('lists every committed ELF (no stray images)', () => {

@@ -26,7 +26,7 @@ const firmware = loadBoardCatalog().flatMap((board) =>
 );
 const manifest: FirmwareManifest = firmwareManifestSchema.parse({
   version: 1,
-  description: 'Example firmware per board: built by build.sh, checked by ci/check-firmware.sh, conventions in docs/firmware.md.',
+  description: 'Example firmware per board: built by build.sh, checked by ci/check-firmware.ts (npm run check:firmware), conventions in docs/firmware.md.',
   firmware,
 });
 writeFileSync(path.join(firmwareDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
