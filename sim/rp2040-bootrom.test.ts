@@ -1,11 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { EM_ARM } from '../core/elf.js';
-import { isPicoSdkImage, parseRp2040Bootrom } from './rp2040-bootrom.js';
+import { isPicoSdkImage, parseRp2040Bootrom, RP2040_BOOTROM_HINT } from './rp2040-bootrom.js';
 import { SimError } from './sim-error.js';
 import { elfImage, THUMB_SPIN, thumbProgram } from '../test/support/sim-programs.js';
 
 /** The first bytes of a boot ROM: initial SP 0x20041f00, reset handler 0xeb (Thumb). */
 const romStart = Uint8Array.from([0x00, 0x1f, 0x04, 0x20, 0xeb, 0x00, 0x00, 0x00]);
+
+describe('RP2040_BOOTROM_HINT', () => {
+  it('names every way to supply the bootrom: the CLI flag, the environment variable and the backend option', () => {
+    expect(RP2040_BOOTROM_HINT).toContain('hilbench serve --rp2040-bootrom <file>');
+    expect(RP2040_BOOTROM_HINT).toContain('HILBENCH_RP2040_BOOTROM');
+    expect(RP2040_BOOTROM_HINT).toContain('rp2040BootromPath');
+  });
+});
 
 describe('parseRp2040Bootrom', () => {
   it('takes a raw image of at most 16 KiB, padding it to 16 KiB of words', () => {

@@ -12,7 +12,7 @@ export const RP2040_BOOTROM_ENV = 'HILBENCH_RP2040_BOOTROM';
 /** Where users get the bootrom; repeated in every message that asks for it. */
 export const RP2040_BOOTROM_HINT =
   `supply the RP2040 B1 boot ROM (16 KiB, BSD-3-Clause, built from github.com/raspberrypi/pico-bootrom at tag b1, or dumped from a B1 chip) ` +
-  `with the sim backend option rp2040BootromPath or the environment variable ${RP2040_BOOTROM_ENV} (a raw .bin or the .elf)`;
+  `with \`hilbench serve --rp2040-bootrom <file>\`, the environment variable ${RP2040_BOOTROM_ENV} or the sim backend option rp2040BootromPath (a raw .bin or the .elf)`;
 
 /**
  * Reads a bootrom file: a raw binary of at most 16 KiB, or an ELF whose segments lie in the
