@@ -226,7 +226,7 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
       } catch (err) {
         stepResult.status = 'failed';
         const e =
-          err instanceof ScenarioError ? err : new ScenarioError('failed', `unexpected error: ${err instanceof Error ? err.message : String(err)}`, [], { cause: err });
+          err instanceof ScenarioError ? err : new ScenarioError('failed', `unexpected error: ${describeCause(err)}`, [], { cause: err });
         return result(e.kind === 'timeout' ? 'timeout' : e.kind === 'unsupported' ? 'unsupported' : 'failed', {
           failure: {
             kind: e.kind,

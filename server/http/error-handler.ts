@@ -17,12 +17,66 @@ export function createErrorHandler(logger: Logger): ErrorRequestHandler {
       next(err);
       return;
     }
-    if (!req.complete) {
-      // Answered before the body was read (e.g. 401 on an upload): drop the rest instead of
-      // buffering it, and do not reuse a connection whose request framing was not consumed.
-      res.setHeader('Connection', 'close');
-      req.resume();
+    if (req.complete) {
+      answerError(logger, err, req, res);
+      return;
     }
+    // Answered before the body was read (e.g. 401 on an upload). Answering and closing at once
+    // makes a client still writing its body fail with EPIPE / "fetch failed" instead of reading
+    // the answer; so a small body is read and discarded first and the connection kept. A large or
+    // endless one (over DRAIN_LIMIT_BYTES), or one the client holds back for `100 Continue`, is
+    // answered at once with the connection closed. A client that stalls is cut by the server's
+    // requestTimeout.
+    const declared = Number(req.headers['content-length'] ?? Number.NaN);
+    const waitsForContinue = /100-continue/i.test(String(req.headers.expect ?? ''));
+    if (waitsForContinue || declared > DRAIN_LIMIT_BYTES || req.readableEnded || req.destroyed) {
+      closeAndAnswer(logger, err, req, res);
+      return;
+    }
+    let seenBytes = 0;
+    let done = false;
+    const finish = (close: boolean) => {
+      if (done) return;
+      done = true;
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onEnd);
+      req.off('close', onClose);
+      if (close) closeAndAnswer(logger, err, req, res);
+      else answerError(logger, err, req, res);
+    };
+    const onData = (chunk: Buffer) => {
+      seenBytes += chunk.length;
+      if (seenBytes > DRAIN_LIMIT_BYTES) finish(true);
+    };
+    const onEnd = () => finish(false);
+    const onClose = () => finish(true);
+    req.on('data', onData);
+    req.once('close', onClose);
+    req.once('end', onEnd);
+    req.once('error', onEnd);
+    req.resume();
+  };
+}
+
+/**
+ * How much of an unread request body the error handler reads and discards so the client gets a
+ * clean answer on a reusable connection: enough for any form and a typical firmware image.
+ */
+export const DRAIN_LIMIT_BYTES = 1024 * 1024;
+
+/** Answers, marks the connection to close (its request framing was not consumed) and drops the rest of the body. */
+function closeAndAnswer(logger: Logger, err: unknown, req: Parameters<ErrorRequestHandler>[1], res: Parameters<ErrorRequestHandler>[2]): void {
+  if (res.headersSent) return;
+  res.setHeader('Connection', 'close');
+  req.resume();
+  answerError(logger, err, req, res);
+}
+
+/** Writes `err` as the answer it deserves (see createErrorHandler). */
+function answerError(logger: Logger, err: unknown, req: Parameters<ErrorRequestHandler>[1], res: Parameters<ErrorRequestHandler>[2]): void {
+  if (res.headersSent) return;
+  {
     if (err instanceof HttpError) {
       for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
       res.status(err.status).json({ detail: err.detail });
@@ -36,7 +90,7 @@ export function createErrorHandler(logger: Logger): ErrorRequestHandler {
     }
     logger.error(`${req.method} ${req.originalUrl} failed with an unexpected error`, err);
     res.status(500).json({ detail: 'Internal Server Error' });
-  };
+  }
 }
 
 /** Unknown paths, in FastAPI's words. */

@@ -44,4 +44,23 @@ describe('hilbench run against a remote bench in another process', () => {
     expect(run.stdout).toMatch(/^PASSED +.*pause\.yaml/m);
     expect(readFileSync(json, 'utf8')).toContain('"passed"');
   });
+
+  // bench-auth-failures steps[3] failed now and then with "fetch failed" (EPIPE): the server
+  // answered 401 and closed while the client was still writing the upload. Only seen across processes.
+  it('30 unauthenticated multipart flashes all read their 401 (none EPIPE)', { timeout: 60_000 }, async () => {
+    const outcomes: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const body = new FormData();
+      body.set('board', 'pico');
+      body.set('firmware', new Blob([new Uint8Array(16 * 1024).fill(i)], { type: 'application/octet-stream' }), 'fw.elf');
+      try {
+        const res = await fetch(`${benchUrl}/api/v1/jobs/flash`, { method: 'POST', body });
+        await res.text();
+        outcomes.push(String(res.status));
+      } catch (err) {
+        outcomes.push(`${(err as Error).message} (${String((err as { cause?: { code?: unknown } }).cause?.code)})`);
+      }
+    }
+    expect(outcomes).toEqual(Array.from({ length: 30 }, () => '401'));
+  });
 });
