@@ -110,6 +110,7 @@ export function parseScenario(source: string, file: string): Scenario {
     ...(h.board !== undefined ? { board: h.board } : {}),
     ...(h.backends !== undefined ? { backends: h.backends } : {}),
     failText: h['fail-text'] ?? [],
+    ...(h['time-limit'] !== undefined ? { timeLimitMs: durationMs(h['time-limit']) } : {}),
     vars: h.vars ?? {},
     steps: steps as ScenarioStep[],
     file: path.resolve(file),

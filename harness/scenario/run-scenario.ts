@@ -1,4 +1,4 @@
-import { systemClock } from '../../core/clock.js';
+import { foregroundClock, systemClock } from '../../core/clock.js';
 import { ScenarioContext } from './scenario-context.js';
 import { ScenarioError, type ScenarioErrorKind } from './scenario-error.js';
 import { type Scenario, type ScenarioStep, stepNeeds } from './scenario-schema.js';
@@ -170,12 +170,17 @@ export function describeCause(err: unknown): string {
   return codes.length ? `${err.message} (${codes.join(': ')})` : err.message;
 }
 
+/** Real time a scenario may take when neither the file (`time-limit`) nor the caller says. */
+export const DEFAULT_TIME_LIMIT_MS = 10 * 60_000;
+
 export interface RunScenarioOptions {
   /** Variables set before the first step (`--var name=value`), over the file's `vars`. */
   vars?: Record<string, string>;
   signal?: AbortSignal;
   /** Replaces handlers (tests); default `stepHandlers`. */
   handlers?: Partial<StepRegistry>;
+  /** Real milliseconds the whole run may take, over the file's `time-limit` (default DEFAULT_TIME_LIMIT_MS). */
+  timeLimitMs?: number;
   /** `${run.id}` of this run (default: 12 random hex digits). */
   runId?: string;
   /** Called after every step (progress output). */
@@ -213,7 +218,19 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
     return result('unsupported', { failure: { kind: 'unsupported', message: e.message, uartTail: [], issues: [...e.issues] } });
   }
 
-  const ctx = new ScenarioContext(scenario, target, options.signal, options.runId);
+  // The overall limit, in real time: a step stuck on something no timeout covers (a backend
+  // call, a fake clock that never fires) still ends the run with a report.
+  const limitMs = options.timeLimitMs ?? scenario.timeLimitMs ?? DEFAULT_TIME_LIMIT_MS;
+  const limit = new AbortController();
+  const limitTimer = foregroundClock.setTimeout(() => {
+    limit.abort(new ScenarioError('timeout', `the scenario ran over its time limit of ${limitMs} ms (real time; time-limit in the file)`, [], { expected: `done within ${limitMs} ms`, actual: 'still running' }));
+  }, limitMs);
+  const signal = options.signal ? AbortSignal.any([limit.signal, options.signal]) : limit.signal;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+  aborted.catch(() => {});
+  const ctx = new ScenarioContext(scenario, target, signal, options.runId);
   for (const [k, v] of Object.entries(options.vars ?? {})) ctx.vars.set(k, v);
   const handlers = { ...stepHandlers, ...options.handlers } as StepRegistry;
   try {
@@ -221,7 +238,10 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
       const started = systemClock.nowMs();
       const stepResult = steps[index] as StepResult;
       try {
-        await (handlers[step.kind] as StepHandler<typeof step.kind>)(ctx, step.body as never);
+        if (signal.aborted) throw signal.reason;
+        const stated = typeof step.body === 'object' && step.body !== null && !Array.isArray(step.body) ? (step.body as { timeout?: number | string }).timeout : undefined;
+        ctx.requestTimeoutMs = ctx.timeoutMsOf(stated);
+        await Promise.race([(handlers[step.kind] as StepHandler<typeof step.kind>)(ctx, step.body as never), aborted]);
         stepResult.status = 'passed';
       } catch (err) {
         stepResult.status = 'failed';
@@ -246,6 +266,7 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
     }
     return result('passed');
   } finally {
+    foregroundClock.clearTimeout(limitTimer);
     await ctx.closeDevice();
   }
 }

@@ -42,6 +42,8 @@ export class ScenarioContext {
   device: DeviceState | undefined;
   /** The last UART text seen (device capture or a job's `uart.text`), for failure reports. */
   lastUart = '';
+  /** Real milliseconds each request of the current step may take (the runner sets it per step). */
+  requestTimeoutMs: number;
   private benchClient: BenchClient | undefined;
   private relayClient: RelayClient | undefined;
   readonly startedMs: number;
@@ -53,6 +55,7 @@ export class ScenarioContext {
     runId: string = newRunId(),
   ) {
     this.startedMs = target.clock.nowMs();
+    this.requestTimeoutMs = scenario.timeoutMs;
     // `${run.id}`: unique per run, so a file can make content-addressed things (relay claim
     // titles) new on every run against a long-lived server.
     this.vars.set('run', { id: runId });
@@ -61,15 +64,43 @@ export class ScenarioContext {
 
   get bench(): BenchClient {
     if (!this.target.benchUrl) throw new ScenarioError('unsupported', 'this step needs a bench service and the target has none (--bench-url)');
-    this.benchClient ??= new BenchClient({ baseUrl: this.target.benchUrl, ...(this.target.fetch ? { fetch: this.target.fetch } : {}) });
+    this.benchClient ??= new BenchClient({ baseUrl: this.target.benchUrl, fetch: this.fetch });
     return this.benchClient;
   }
 
   get relay(): RelayClient {
     if (!this.target.relayUrl) throw new ScenarioError('unsupported', 'this step needs a relay service and the target has none (--relay-url)');
-    this.relayClient ??= new RelayClient({ baseUrl: this.target.relayUrl, clock: this.target.clock, ...(this.target.fetch ? { fetch: this.target.fetch } : {}) });
+    this.relayClient ??= new RelayClient({ baseUrl: this.target.relayUrl, clock: this.target.clock, fetch: this.fetch });
     return this.relayClient;
   }
+
+  /**
+   * The target's fetch with a time limit: the whole answer (headers and body) must arrive within
+   * `requestTimeoutMs` real milliseconds, or the step fails as a timeout naming the request. The
+   * run's signal (overall time limit, cancellation) aborts it too. The answer is read here, whole,
+   * so the limit covers a body that trickles.
+   */
+  readonly fetch: typeof fetch = async (input, init) => {
+    const limitMs = this.requestTimeoutMs;
+    const method = init?.method ?? 'GET';
+    const url = input instanceof Request ? input.url : String(input);
+    const controller = new AbortController();
+    const timer = foregroundClock.setTimeout(() => {
+      controller.abort(new ScenarioError('timeout', `${method} ${url}: no complete answer within ${limitMs} ms (real time; the step's timeout, or the file's)`, [], { expected: `an answer within ${limitMs} ms`, actual: 'none yet' }));
+    }, limitMs);
+    const signal = this.signal ? AbortSignal.any([controller.signal, this.signal]) : controller.signal;
+    try {
+      const response = await (this.target.fetch ?? fetch)(input, { ...init, signal });
+      const bytes = await response.arrayBuffer();
+      const noBody = response.status === 204 || response.status === 205 || response.status === 304 || method === 'HEAD';
+      return new Response(noBody ? null : bytes, { status: response.status, statusText: response.statusText, headers: response.headers });
+    } catch (err) {
+      if (signal.aborted && signal.reason instanceof ScenarioError) throw signal.reason;
+      throw err;
+    } finally {
+      foregroundClock.clearTimeout(timer);
+    }
+  };
 
   /** The step's clock, or the file's. */
   clockOf(stated: ClockKind | undefined): ClockKind {

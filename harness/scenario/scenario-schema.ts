@@ -66,7 +66,9 @@ const captureField = z
   .record(varName, z.string().min(1))
   .optional()
   .describe('capture values from the JSON answer: {name: "dotted.path"}, then ${name}');
-const answerFields = { as: asField, capture: captureField, expect: expectSchema.optional() };
+/** How long one request may take, in real host time; the file-level timeout when absent. */
+const requestTimeout = durationSchema.optional().describe('how long each request may take until its whole answer is read, in real time (default: the file-level timeout)');
+const answerFields = { as: asField, capture: captureField, expect: expectSchema.optional(), timeout: requestTimeout };
 
 /** A value substituted with `${...}` before use. */
 const text = z.string();
@@ -104,7 +106,7 @@ export const stepBodies = {
 
   // ---- relay service (docs/relay-api.md)
   'create-node': z
-    .strictObject({ as: varName.describe('${as.node_id} and ${as.authorization} afterwards'), name: text.optional(), expect: expectSchema.optional() })
+    .strictObject({ as: varName.describe('${as.node_id} and ${as.authorization} afterwards'), name: text.optional(), expect: expectSchema.optional(), timeout: requestTimeout })
     .describe('makes an Ed25519 node key and registers it (POST /register, a signed x.register/1 document)'),
   'post-item': z
     .strictObject({ node: varName.describe('a node made by create-node'), kind: text, title: text, body: text.optional(), ...answerFields })
@@ -204,6 +206,7 @@ export const scenarioHeaderSchema = z.strictObject({
   timeout: durationSchema.optional().describe('default timeout of every wait (default 30s)'),
   board: z.string().min(1).optional().describe('default board id of steps that take one'),
   backends: backendFilter.optional().describe('run only on these backends (others report the scenario skipped)'),
+  'time-limit': durationSchema.optional().describe('the most real time the whole scenario may take (default 10m); past it the run stops as a timeout'),
   'fail-text': z
     .array(z.string().min(1))
     .optional()
@@ -223,6 +226,8 @@ export interface Scenario {
   backends?: z.infer<typeof backendFilter>;
   /** Texts that fail the scenario as soon as they appear in UART output. */
   failText: string[];
+  /** Real milliseconds the whole run may take (`time-limit`); the runner's default when absent. */
+  timeLimitMs?: number;
   vars: Record<string, string>;
   steps: ScenarioStep[];
   /** The file it came from (absolute), for failures and relative firmware paths. */

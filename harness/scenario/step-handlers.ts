@@ -239,7 +239,7 @@ export const stepHandlers: StepRegistry = {
       body = form;
     }
     const url = baseUrl.replace(/\/+$/, '') + ctx.vars.substitute(b.path);
-    const response = await (ctx.target.fetch ?? fetch)(url, { method: b.method, headers, ...(body !== undefined ? { body } : {}) });
+    const response = await ctx.fetch(url, { method: b.method, headers, ...(body !== undefined ? { body } : {}) });
     ctx.accept(await readAnswer(response), `${b.method} ${b.path}`, b);
   },
 
