@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Device, RunStop } from '../../backends/backend.js';
-import { foregroundClock, isoFromMs, sleep } from '../../core/clock.js';
+import { type Clock, foregroundClock, isoFromMs, sleep } from '../../core/clock.js';
 import { BenchClient } from '../clients/bench-client.js';
 import { RelayClient, type RelayNode } from '../clients/relay-client.js';
 import { matchJson } from './json-match.js';
@@ -111,28 +111,52 @@ export class ScenarioContext {
     return stated === undefined ? this.scenario.timeoutMs : durationMs(stated);
   }
 
+  /** Real host time: the target's `realClock`, or foregroundClock (ref'd timers). */
+  get realClock(): Clock {
+    return this.target.realClock ?? foregroundClock;
+  }
+
   /** Host time now on the clock of `kind`. */
   nowMs(kind: ClockKind): number {
-    return kind === 'simulated' ? this.target.clock.nowMs() : foregroundClock.nowMs();
+    return kind === 'simulated' ? this.target.clock.nowMs() : this.realClock.nowMs();
   }
 
   /** Lets `ms` pass on the clock of `kind`: ticks the target's (fake) clock, or sleeps in real time. */
   async pass(ms: number, kind: ClockKind): Promise<void> {
     if (kind === 'simulated') await this.target.advance(ms);
-    else await sleep(foregroundClock, ms, this.signal);
+    else await sleep(this.realClock, ms, this.signal);
   }
 
   /**
-   * A pause between polls. On a fake clock it also yields up to 50 real milliseconds: a job on a
-   * real-time backend (QEMU, a simulator) progresses in real time, and fake time racing far ahead
-   * of it would expire leases and job deadlines the real service would not.
+   * A pause between polls. On a fake clock it advances fake time only, unless `realTimeWork`:
+   * then it also yields up to 50 real milliseconds, because a job on a real-time backend (QEMU, a
+   * simulator) progresses in real time, and fake time racing far ahead of it would expire leases
+   * and job deadlines the real service would not. Nothing else (relay polls, a job on mock) waits
+   * in real time: a 30 s simulated timeout takes milliseconds.
    */
-  async pollPause(ms: number, kind: ClockKind): Promise<void> {
-    if (kind === 'simulated' && this.target.simulatedHost) {
-      await Promise.all([this.target.advance(ms), sleep(foregroundClock, Math.min(ms, 50), this.signal)]);
+  async pollPause(ms: number, kind: ClockKind, realTimeWork = false): Promise<void> {
+    if (kind === 'simulated' && this.target.simulatedHost && realTimeWork) {
+      await Promise.all([this.target.advance(ms), sleep(this.realClock, Math.min(ms, 50), this.signal)]);
       return;
     }
     await this.pass(ms, kind);
+  }
+
+  private boardBackends: Map<string, string> | undefined;
+
+  /** The backend the bench runs `boardId` on (GET /api/v1/boards, asked once per run), or undefined. */
+  async benchBackendOf(boardId: string): Promise<string | undefined> {
+    if (!this.boardBackends) {
+      const answer = await this.bench.request('GET', '/api/v1/boards');
+      const boards = (answer.json as { boards?: unknown } | undefined)?.boards;
+      this.boardBackends = new Map(
+        (Array.isArray(boards) ? boards : []).flatMap((b: unknown) => {
+          const o = b as { id?: unknown; backend?: unknown } | null;
+          return typeof o?.id === 'string' && typeof o.backend === 'string' ? [[o.id, o.backend] as [string, string]] : [];
+        }),
+      );
+    }
+    return this.boardBackends.get(boardId);
   }
 
   board(stated: string | undefined): string {

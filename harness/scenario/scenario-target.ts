@@ -27,6 +27,8 @@ export interface ScenarioTarget {
   /** Board catalog for device steps. */
   boards: readonly Board[];
   fetch?: typeof fetch;
+  /** Real host time of `wall` waits and of the real-time yields while polling (default foregroundClock; tests inject one). */
+  realClock?: Clock;
 }
 
 /** A target for remote services in real time (`--bench-url`, `--relay-url`). */

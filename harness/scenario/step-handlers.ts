@@ -25,7 +25,7 @@ const formBody = (fields: Record<string, string | undefined>) => {
 /** Polls `probe` on the clock of `kind` until it returns a value, for at most `timeoutMs`. */
 async function pollUntil<T>(
   ctx: ScenarioContext,
-  options: { kind: ClockKind; timeoutMs: number; pollMs: number; waitingFor: string; lastSeen: () => string },
+  options: { kind: ClockKind; timeoutMs: number; pollMs: number; waitingFor: string; lastSeen: () => string; realTimeWork?: () => boolean },
   probe: () => Promise<T | undefined>,
 ): Promise<T> {
   const deadline = ctx.nowMs(options.kind) + options.timeoutMs;
@@ -38,7 +38,7 @@ async function pollUntil<T>(
         actual: options.lastSeen(),
       });
     }
-    await ctx.pollPause(Math.min(options.pollMs, Math.max(1, deadline - ctx.nowMs(options.kind))), options.kind);
+    await ctx.pollPause(Math.min(options.pollMs, Math.max(1, deadline - ctx.nowMs(options.kind))), options.kind, options.realTimeWork?.() ?? false);
   }
 }
 
@@ -138,15 +138,26 @@ export const stepHandlers: StepRegistry = {
     const token = ctx.vars.substitute(b.token);
     const want = b.state ?? 'done';
     let last = 'no answer yet';
+    // Real time is yielded only while the job is unfinished on a backend that runs in real time.
+    let realTimeWork = false;
     const kind = ctx.clockOf(b.clock);
     const final = await pollUntil(
       ctx,
-      { kind, timeoutMs: ctx.timeoutMsOf(b.timeout), pollMs: b.poll === undefined ? DEFAULT_POLL_MS : durationMs(b.poll), waitingFor: `job ${job} to finish`, lastSeen: () => last },
+      {
+        kind,
+        timeoutMs: ctx.timeoutMsOf(b.timeout),
+        pollMs: b.poll === undefined ? DEFAULT_POLL_MS : durationMs(b.poll),
+        waitingFor: `job ${job} to finish`,
+        lastSeen: () => last,
+        realTimeWork: () => realTimeWork,
+      },
       async () => {
         const answer = await ctx.bench.request('GET', `/api/v1/jobs/${encodeURIComponent(job)}`, { token });
         checkAnswer(answer, `GET job ${job}`, undefined);
-        const record = answer.json as { state?: unknown; uart?: { text?: unknown } | null; failure?: unknown } | undefined;
+        const record = answer.json as { state?: unknown; board?: unknown; uart?: { text?: unknown } | null; failure?: unknown } | undefined;
         last = `state ${String(record?.state)}`;
+        const unfinished = record?.state !== 'done' && record?.state !== 'failed';
+        realTimeWork = unfinished && ctx.target.simulatedHost && typeof record?.board === 'string' && (await ctx.benchBackendOf(record.board)) !== 'mock';
         if (typeof record?.uart?.text === 'string') {
           ctx.lastUart = record.uart.text;
           ctx.checkFailText(record.uart.text, `the UART of job ${job}`);
