@@ -85,3 +85,36 @@ describe('durationMs', () => {
     expect(() => durationMs('soon')).toThrow(/not a duration/);
   });
 });
+
+describe('parseScenario: audit 6 validation gaps', () => {
+  const head = 'version: 1\nname: x\nboard: pico\nsteps:\n';
+  it('idle-seconds and uart-seconds take a number or one ${variable}, not any text', () => {
+    expect(problems(`${head}  - open-session: { token: t, idle-seconds: soon }\n  - flash: { token: t, firmware: f.elf, uart-seconds: "1 s" }\n  - open-session: { token: t, idle-seconds: "-1" }\n`)).toEqual([
+      'steps[0].open-session.idle-seconds: expected a number or one ${variable}',
+      'steps[1].flash.uart-seconds: expected a number or one ${variable}',
+      'steps[2].open-session.idle-seconds: expected a number or one ${variable}',
+    ]);
+    const ok = parseScenario(`${head}  - open-session: { token: t, idle-seconds: 90 }\n  - flash: { token: t, firmware: f.elf, uart-seconds: "\${secs}" }\n  - open-session: { token: t, idle-seconds: "0.5" }\n`, 'x.yaml');
+    expect(ok.steps).toHaveLength(3);
+  });
+
+  it('compiles every $regex in expect.json, expect.json-exact and a bulletin json at load', () => {
+    expect(
+      problems(
+        `${head}  - register: { expect: { json: { token: { $regex: "(" }, list: [ { a: { $regex: "[" } } ] } } }\n  - http: { method: GET, path: /, expect: { json-exact: { $not: { $regex: "*x" } } } }\n  - expect-bulletin: { item: i, node: n, json: { value: { $regex: "(" } } }\n`,
+      ).map((p) => p.replace(/: Invalid regular expression.*$/, ': bad')),
+    ).toEqual([
+      'steps[0].register.expect.json.token.$regex: bad',
+      'steps[0].register.expect.json.list[0].a.$regex: bad',
+      'steps[1].http.expect.json-exact.$not.$regex: bad',
+      'steps[2].expect-bulletin.json.value.$regex: bad',
+    ]);
+    // Variables inside a pattern are only known at run time: they do not make it invalid.
+    expect(parseScenario(`${head}  - register: { expect: { json: { detail: { $regex: "board \${board} is (leased|busy)" } } } }\n`, 'x.yaml').steps).toHaveLength(1);
+  });
+
+  it('refuses not without text or regex', () => {
+    expect(problems(`${head}  - wait-serial: { not: true, text: a }\n  - register: { expect: { not: true } }\n`)).toEqual(['steps[1].register.expect.not: negates text or regex, and neither is given']);
+    expect(problems(`${head}  - wait-serial: { not: true }\n`)).toContain('steps[0].wait-serial.not: negates text or regex, and neither is given');
+  });
+});

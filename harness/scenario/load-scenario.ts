@@ -54,8 +54,9 @@ function parseStep(raw: unknown, index: number, issues: string[]): ScenarioStep 
 
 /** Rules zod cannot say alone: exactly one of text/regex, regexes that compile, durations that parse. */
 function checkStep(step: ScenarioStep, at: string, issues: string[]): void {
-  const textRule = (b: { text?: string; regex?: string }, where: string, required: boolean) => {
+  const textRule = (b: { text?: string; regex?: string; not?: boolean }, where: string, required: boolean) => {
     if (b.text !== undefined && b.regex !== undefined) issues.push(`${where}: give text or regex, not both`);
+    if (b.not !== undefined && b.text === undefined && b.regex === undefined) issues.push(`${where}.not: negates text or regex, and neither is given`);
     if (required && b.text === undefined && b.regex === undefined) issues.push(`${where}: give text or regex`);
     if (b.regex !== undefined) {
       try {
@@ -69,11 +70,42 @@ function checkStep(step: ScenarioStep, at: string, issues: string[]): void {
   if (step.kind === 'write-serial' && typeof step.body === 'object' && (step.body.text === undefined) === (step.body.bytes === undefined)) {
     issues.push(`${at}: give text or bytes (one of them)`);
   }
-  const expectBody = (step.body as { expect?: { text?: string; regex?: string } }).expect;
-  if (expectBody) textRule(expectBody, `${at}.expect`, false);
+  const expectBody = (step.body as { expect?: { text?: string; regex?: string; json?: unknown; 'json-exact'?: unknown } }).expect;
+  if (expectBody) {
+    textRule(expectBody, `${at}.expect`, false);
+    checkRegexes(expectBody.json, `${at}.expect.json`, issues);
+    checkRegexes(expectBody['json-exact'], `${at}.expect.json-exact`, issues);
+  }
+  if (step.kind === 'expect-bulletin') checkRegexes(step.body.json, `${at}.json`, issues);
   if (step.kind === 'http') {
     const bodies = ['form', 'json', 'body', 'multipart'].filter((k) => (step.body as Record<string, unknown>)[k] !== undefined);
     if (bodies.length > 1) issues.push(`${at}: give one body (${bodies.join(', ')} given)`);
+  }
+}
+
+/**
+ * Compiles every `{"$regex": ...}` inside an expected JSON value, so a broken pattern is refused at
+ * load, not when the step runs. `${...}` references are compiled as a plain word (their value
+ * is only known at run time).
+ */
+function checkRegexes(value: unknown, at: string, issues: string[]): void {
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => checkRegexes(v, `${at}[${i}]`, issues));
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  for (const [key, v] of Object.entries(value)) {
+    if (key === '$regex') {
+      if (typeof v !== 'string') {
+        issues.push(`${at}.$regex: expected a regular expression as text`);
+        continue;
+      }
+      try {
+        new RegExp(v.replace(/\$\{[^}]+\}/g, 'x'));
+      } catch (err) {
+        issues.push(`${at}.$regex: ${(err as Error).message}`);
+      }
+    } else checkRegexes(v, `${at}.${key}`, issues);
   }
 }
 

@@ -156,7 +156,7 @@ export async function scenarioFromRecording(exchanges: readonly RecordedExchange
         if (form.board) boards.add(form.board);
         step = {
           'open-session': withExpect(
-            { token: tokenExpr(ex), ...(form.board ? { board: form.board } : {}), ...(form.idle_seconds ? { 'idle-seconds': form.idle_seconds } : {}), ...(as ? { as } : {}) },
+            { token: tokenExpr(ex), ...(form.board ? { board: form.board } : {}), ...(form.idle_seconds ? { 'idle-seconds': numeric(form.idle_seconds) } : {}), ...(as ? { as } : {}) },
             ex,
             ok ? { state: res.state } : {},
           ),
@@ -184,7 +184,7 @@ export async function scenarioFromRecording(exchanges: readonly RecordedExchange
                 ...(tokenExpr(ex) !== undefined ? { token: tokenExpr(ex) } : {}),
                 ...(parts.fields.board ? { board: parts.fields.board } : {}),
                 firmware: file,
-                ...(parts.fields.uart_seconds ? { 'uart-seconds': parts.fields.uart_seconds } : {}),
+                ...(parts.fields.uart_seconds ? { 'uart-seconds': numeric(parts.fields.uart_seconds) } : {}),
                 ...(parts.fields.session ? { session: subst(parts.fields.session) } : {}),
                 ...(as ? { as } : {}),
               },
@@ -337,4 +337,9 @@ async function rawStep(
   }
   body.expect = { status: ex.status };
   return { http: body };
+}
+
+/** A form's number as a YAML number when it is one (`90`, `0.8`), else the text as sent. */
+function numeric(text: string): number | string {
+  return /^[0-9]+(?:\.[0-9]+)?$/.test(text) ? Number(text) : text;
 }

@@ -70,6 +70,11 @@ const captureField = z
 const requestTimeout = durationSchema.optional().describe('how long each request may take until its whole answer is read, in real time (default: the file-level timeout)');
 const answerFields = { as: asField, capture: captureField, expect: expectSchema.optional(), timeout: requestTimeout };
 
+/** A number (or its decimal text, as a recording has it), or one `${...}` variable holding it (checked by the server once substituted). */
+const numberOrVariable = z
+  .union([z.number(), z.string().regex(/^(?:\$\{[^}]+\}|[0-9]+(?:\.[0-9]+)?)$/, 'expected a number or one ${variable}')])
+  .describe('a number, or one ${variable} holding it');
+
 /** A value substituted with `${...}` before use. */
 const text = z.string();
 const board = z.string().min(1).optional().describe('board id (default: the file-level board)');
@@ -78,7 +83,7 @@ export const stepBodies = {
   // ---- bench service: agent sessions (docs/bench-api.md)
   register: z.strictObject({ label: text.optional(), ...answerFields }).describe('POST /api/v1/agents/register; the answer has agent_id and token'),
   'open-session': z
-    .strictObject({ token: text, board, 'idle-seconds': z.union([z.number(), z.string()]).optional(), ...answerFields })
+    .strictObject({ token: text, board, 'idle-seconds': numberOrVariable.optional(), ...answerFields })
     .describe('POST /api/v1/sessions'),
   'get-session': z.strictObject({ token: text, session: text, ...answerFields }).describe('GET /api/v1/sessions/{session}'),
   heartbeat: z.strictObject({ token: text, session: text, ...answerFields }).describe('POST /api/v1/sessions/{session}/heartbeat'),
@@ -88,7 +93,7 @@ export const stepBodies = {
       token: text.optional().describe('bearer token; omit to send no Authorization header'),
       board,
       firmware: text.describe('firmware file, relative to the scenario file'),
-      'uart-seconds': z.union([z.number(), z.string()]).optional(),
+      'uart-seconds': numberOrVariable.optional(),
       session: text.optional(),
       ...answerFields,
     })
