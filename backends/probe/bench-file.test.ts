@@ -49,7 +49,19 @@ describe('loadBenchFile', () => {
       elf: path.join(path.dirname(file), 'health/f4-hello.elf'),
       expect: 'hello from f4',
       withinSeconds: 5,
+      maxAutomaticChecks: 5,
     });
+  });
+
+  it('reads the automatic health-check settings and refuses nonsense ones', () => {
+    const file = writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello, retryAfterSeconds: 300, maxAutomaticChecks: 3 }\n`);
+    expect(loadBenchFile(file).boards['stm32f4-discovery']!.healthCheck).toMatchObject({ retryAfterSeconds: 300, maxAutomaticChecks: 3 });
+    expect(() => loadBenchFile(writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello, retryAfterSeconds: 0 }\n`))).toThrow(
+      /boards\.stm32f4-discovery\.healthCheck\.retryAfterSeconds/,
+    );
+    expect(() => loadBenchFile(writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello, maxAutomaticChecks: 1.5 }\n`))).toThrow(
+      /healthCheck\.maxAutomaticChecks/,
+    );
   });
 
   it.each([

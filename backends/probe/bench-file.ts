@@ -78,6 +78,14 @@ export const benchBoardSchema = z
         /** Regular expression (JavaScript syntax) the UART output must match. */
         expect: z.string().min(1).refine(isRegExp, 'is not a valid regular expression'),
         withinSeconds: z.number().positive().default(5),
+        /**
+         * Run this check automatically this many seconds after the board is quarantined, and again
+         * as long after each failed check (at most `maxAutomaticChecks` times). Absent: only an
+         * administrator runs it.
+         */
+        retryAfterSeconds: z.number().positive().optional(),
+        /** Bound on automatic checks per quarantine: a dead board is not flashed for ever. */
+        maxAutomaticChecks: z.number().int().positive().default(5),
       })
       .strict()
       .optional(),

@@ -5,6 +5,7 @@ import type { Clock } from '../../core/clock.js';
 import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, type JobBudget, NANOS_PER_SECOND, throwIfCancelled } from '../backend.js';
 import { loadFirmwareImage } from '../image-check.js';
 import { findExecutable } from '../process/find-executable.js';
+import { type AutomaticCheckListener, AutomaticHealthChecks } from './automatic-health-checks.js';
 import { type BenchBoard, type BenchFile, BenchFileError } from './bench-file.js';
 import type { ProbeTarget } from './probe-commands.js';
 import { ProbeDevice } from './probe-device.js';
@@ -26,6 +27,8 @@ export interface ProbeBackendOptions {
   boards?: readonly Board[];
   /** Extra environment for the tools (e.g. `OPENOCD_SCRIPTS`). */
   toolEnv?: Record<string, string>;
+  /** Told after each automatic health check (bench file `healthCheck.retryAfterSeconds`), e.g. to log it. */
+  onAutomaticHealthCheck?: AutomaticCheckListener;
 }
 
 /** Outcome of `ProbeBackend.healthCheck`. On success the board is released from quarantine. */
@@ -44,6 +47,7 @@ export class ProbeBackend implements Backend {
   private readonly boards: ReadonlyMap<string, Board>;
   private readonly targets = new Map<string, ProbeTarget>();
   private readonly inUse = new Set<string>();
+  private readonly automatic: AutomaticHealthChecks;
 
   constructor(private readonly options: ProbeBackendOptions) {
     this.store = options.quarantineStore ?? new InMemoryQuarantineStore();
@@ -56,6 +60,35 @@ export class ProbeBackend implements Backend {
       }
       this.targets.set(id, resolveTarget(options.bench.source, board, attachment));
     }
+    this.automatic = new AutomaticHealthChecks({
+      clock: options.clock,
+      check: (boardId) => this.healthCheck(boardId),
+      isQuarantined: async (boardId) => (await this.store.get(boardId)).quarantine !== undefined,
+      policy: (boardId) => {
+        const check = options.bench.boards[boardId]?.healthCheck;
+        return check?.retryAfterSeconds === undefined ? undefined : { retryAfterMs: check.retryAfterSeconds * 1000, maxChecks: check.maxAutomaticChecks };
+      },
+      onCheck: options.onAutomaticHealthCheck,
+    });
+    // A quarantine kept in a persistent store across a restart gets its automatic checks too.
+    void this.resumeAutomaticHealthChecks().catch(() => undefined);
+  }
+
+  /** Schedules automatic health checks for every board the store says is quarantined (done once at construction). */
+  async resumeAutomaticHealthChecks(): Promise<void> {
+    for (const boardId of Object.keys(this.options.bench.boards)) {
+      if ((await this.store.get(boardId)).quarantine && !this.automatic.scheduled(boardId)) this.automatic.quarantined(boardId);
+    }
+  }
+
+  /** Whether an automatic health check is scheduled for `boardId` (for tests and `/admin`). */
+  automaticHealthCheckScheduled(boardId: string): boolean {
+    return this.automatic.scheduled(boardId);
+  }
+
+  /** Stops scheduled automatic health checks; the server calls it when it stops. */
+  close(): void {
+    this.automatic.close();
   }
 
   async availability(board: Board): Promise<Availability> {
@@ -101,6 +134,7 @@ export class ProbeBackend implements Backend {
   async release(boardId: string): Promise<void> {
     this.attachmentOf(boardId);
     await this.store.put(boardId, afterSuccess());
+    this.automatic.released(boardId);
   }
 
   /**
@@ -146,7 +180,9 @@ export class ProbeBackend implements Backend {
     this.inUse.add(board.id);
     const failed = async (error: BackendError) => {
       const before = await this.store.get(board.id);
-      await this.store.put(board.id, afterFailure(before, error.message, this.options.bench.quarantineAfterFailures, this.options.clock.nowMs()));
+      const after = afterFailure(before, error.message, this.options.bench.quarantineAfterFailures, this.options.clock.nowMs());
+      await this.store.put(board.id, after);
+      if (!before.quarantine && after.quarantine) this.automatic.quarantined(board.id);
     };
     try {
       const link = await SerialLink.open({

@@ -227,6 +227,9 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
         if (closed) return;
         closed = true;
         await bench.close();
+        // Backends with timers of their own (the probe's automatic health checks) stop before the
+        // database their board health lives in closes.
+        for (const backend of Object.values(backends)) stopBackendTimers(backend);
         await store.close();
       },
     };
@@ -282,4 +285,10 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
       await service.close();
     },
   };
+}
+
+/** Calls a backend's optional `close()` (not part of `Backend`: only backends with timers have one). */
+function stopBackendTimers(backend: unknown): void {
+  const close = (backend as { close?: unknown } | undefined)?.close;
+  if (typeof close === 'function') close.call(backend);
 }
