@@ -118,3 +118,27 @@ describe('parseScenario: audit 6 validation gaps', () => {
     expect(problems(`${head}  - wait-serial: { not: true }\n`)).toContain('steps[0].wait-serial.not: negates text or regex, and neither is given');
   });
 });
+
+describe("parseScenario: Wokwi's own forms (audit 7)", () => {
+  const head = 'version: 1\nname: x\nboard: pico\nsteps:\n';
+  it("accepts wait-serial: 'text', write-serial: [bytes] and pin as an alias of name", () => {
+    const s = parseScenario(
+      `${head}  - wait-serial: 'tick 1'\n  - write-serial: [104, 105]\n  - expect-pin: { part-id: led1, pin: A, value: 1 }\n  - set-control: { part-id: btn1, name: pressed, value: 1 }\n`,
+      'x.yaml',
+    );
+    expect(s.steps).toEqual([
+      { kind: 'wait-serial', body: { text: 'tick 1' } },
+      { kind: 'write-serial', body: { bytes: [104, 105] } },
+      { kind: 'expect-pin', body: { 'part-id': 'led1', name: 'A', value: 1 } },
+      { kind: 'set-control', body: { 'part-id': 'btn1', name: 'pressed', value: 1 } },
+    ]);
+  });
+
+  it('still refuses what the short forms do not cover', () => {
+    const issues = problems(`${head}  - write-serial: [104, 256]\n  - expect-pin: { pin: A, name: B, value: 1 }\n  - set-control: { value: 1 }\n  - wait-serial: ''\n`);
+    expect(issues.some((i) => i.startsWith('steps[0].write-serial'))).toBe(true);
+    expect(issues).toContain('steps[1].expect-pin: give name (or its alias pin), one of them');
+    expect(issues).toContain('steps[2].set-control: give name (or its alias pin), one of them');
+    expect(issues.some((i) => i.startsWith('steps[3].wait-serial'))).toBe(true);
+  });
+});

@@ -131,3 +131,14 @@ describe('reports', () => {
     expect(xml).not.toMatch(/<&"'>/);
   });
 });
+
+describe("Wokwi's short forms run (audit 7)", () => {
+  it("wait-serial: 'text' waits for the text and write-serial: [bytes] writes them", async () => {
+    const backend = new MockBackend();
+    const r = await runScenario(scenario(`${flash}  - wait-serial: 'tick 1'\n  - write-serial: [104, 105]\n  - wait-serial: 'hi'\n`), deviceTarget(backend));
+    expect(r.status, describeFailure(r)).toBe('passed');
+    const miss = await runScenario(scenario(`${flash}  - wait-serial: 'never printed'\n`), deviceTarget());
+    expect(miss.status).toBe('timeout');
+    expect(miss.failure?.expected).toBe('"never printed"');
+  });
+});

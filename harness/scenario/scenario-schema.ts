@@ -79,6 +79,14 @@ const numberOrVariable = z
 const text = z.string();
 const board = z.string().min(1).optional().describe('board id (default: the file-level board)');
 
+const byteList = z.array(z.number().int().min(0).max(255)).min(1).describe('bytes, each 0-255');
+
+/** Wokwi's pin steps: `name`, or `pin` as Wokwi's own alias of it (one of the two). */
+const pinBody = z
+  .strictObject({ 'part-id': z.string().optional(), name: z.string().min(1).optional(), pin: z.string().min(1).optional(), value: z.union([z.number(), z.boolean()]) })
+  .refine((b) => (b.name === undefined) !== (b.pin === undefined), { message: 'give name (or its alias pin), one of them' })
+  .transform(({ pin, ...rest }) => ({ ...rest, name: (rest.name ?? pin) as string }));
+
 export const stepBodies = {
   // ---- bench service: agent sessions (docs/bench-api.md)
   register: z.strictObject({ label: text.optional(), ...answerFields }).describe('POST /api/v1/agents/register; the answer has agent_id and token'),
@@ -163,10 +171,16 @@ export const stepBodies = {
   'device-flash': z
     .strictObject({ board, firmware: text.describe('relative to the scenario file') })
     .describe('opens the board on the target backend (closing a previous one), attaches UART capture and flashes; the core stays in reset until the next wait or delay'),
-  'wait-serial': z.strictObject({ ...textMatchFields, ...waitFields }).describe('runs the device until its UART output (after what earlier waits consumed) matches'),
+  'wait-serial': z
+    .union([z.string().min(1), z.strictObject({ ...textMatchFields, ...waitFields })])
+    // Wokwi's own form, `wait-serial: 'tick 1'`, is a text to find.
+    .transform((b) => (typeof b === 'string' ? { text: b } : b))
+    .describe('runs the device until its UART output (after what earlier waits consumed) matches; a bare text is {text}'),
   'write-serial': z
-    .union([text, z.strictObject({ text: text.optional(), bytes: z.array(z.number().int().min(0).max(255)).optional() })])
-    .describe('sends text (or bytes) to the firmware UART'),
+    .union([text, byteList, z.strictObject({ text: text.optional(), bytes: byteList.optional() })])
+    // Wokwi's own form, `write-serial: [104, 105]`, is bytes.
+    .transform((b) => (Array.isArray(b) ? { bytes: b } : b))
+    .describe('sends text (or bytes: a list of 0-255, or {bytes}) to the firmware UART'),
   'expect-exit': z
     .strictObject({ code: z.number().int().optional(), crash: z.boolean().optional().describe('true: expect a crash instead of an exit'), ...waitFields })
     .describe('runs the device until the firmware exits (with code) or crashes'),
@@ -174,12 +188,8 @@ export const stepBodies = {
   delay: z
     .union([durationSchema, z.strictObject({ duration: durationSchema, clock: clockSchema.optional() })])
     .describe('lets time pass: advances the simulated clock (or sleeps in wall time) and runs an open device as long'),
-  'expect-pin': z
-    .strictObject({ 'part-id': z.string().optional(), name: z.string(), value: z.union([z.number(), z.boolean()]) })
-    .describe('Wokwi: a pin level. No hilbench backend models pins yet: refused before the run starts'),
-  'set-control': z
-    .strictObject({ 'part-id': z.string().optional(), name: z.string(), value: z.union([z.number(), z.boolean()]) })
-    .describe('Wokwi: drive a control. No hilbench backend models pins yet: refused before the run starts'),
+  'expect-pin': pinBody.describe('Wokwi: a pin level (name, or its alias pin). No hilbench backend models pins yet: refused before the run starts'),
+  'set-control': pinBody.describe('Wokwi: drive a control (name, or its alias pin). No hilbench backend models pins yet: refused before the run starts'),
 } as const;
 
 export type StepKind = keyof typeof stepBodies;

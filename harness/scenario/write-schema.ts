@@ -21,6 +21,8 @@ export function scenarioSchemaText(): string {
 }
 
 function fieldsOf(schema: z.ZodType): string {
+  // A transformed body (Wokwi's short forms) lists the fields of what it accepts.
+  if (schema instanceof z.ZodPipe) return fieldsOf(schema.in as z.ZodType);
   if (schema instanceof z.ZodObject) {
     const shape = schema.shape as Record<string, z.ZodType>;
     return Object.entries(shape)
@@ -28,7 +30,7 @@ function fieldsOf(schema: z.ZodType): string {
       .join(', ') || '(none)';
   }
   if (schema instanceof z.ZodUnion) {
-    return (schema.options as z.ZodType[]).map((o) => (o instanceof z.ZodObject ? `{${fieldsOf(o)}}` : o instanceof z.ZodString ? 'text' : 'a duration')).join(' or ');
+    return (schema.options as z.ZodType[]).map((o) => (o instanceof z.ZodObject ? `{${fieldsOf(o)}}` : o instanceof z.ZodString ? 'text' : o instanceof z.ZodArray ? 'a list of bytes' : 'a duration')).join(' or ');
   }
   return '';
 }
