@@ -66,7 +66,9 @@ export function checkTarget(scenario: Scenario, target: ScenarioTarget): void {
     if (need === 'pins') problems.push(`${label}: backend ${target.backend?.name ?? '(none)'} has no pins; no hilbench backend models pins yet`);
     if (need === 'bench' && !target.benchUrl) problems.push(`${label}: needs a bench service (in process, or --bench-url)`);
     if (need === 'relay' && !target.relayUrl) problems.push(`${label}: needs a relay service (in process, or --relay-url)`);
-    if (need === 'device' && !target.backend) problems.push(`${label}: needs a backend for device steps (--backend)`);
+    if (need === 'device' && !target.backend) {
+      problems.push(`${label}: needs a device backend, and ${target.description} has none available (mock, sim, qemu or renode with --backend; probe also needs --bench-file)`);
+    }
     if (step.kind === 'http' && (step.body.service ?? 'bench') === 'relay' && !target.relayUrl) problems.push(`${label}: needs a relay service`);
     if (step.kind === 'http' && (step.body.service ?? 'bench') === 'bench' && !target.benchUrl) problems.push(`${label}: needs a bench service`);
   });
@@ -136,8 +138,16 @@ export async function filterBackend(scenario: Scenario, target: ScenarioTarget, 
   return { name, where: `the bench's backend${boardId ? ` for ${boardId}` : 's'}` };
 }
 
+/** One board as GET /api/v1/boards lists it (the fields the runner reads). */
+export interface BenchBoard {
+  id: string;
+  backend: string;
+  status?: string;
+  offlineReason?: string;
+}
+
 /** The bench's boards with their backends (GET /api/v1/boards), or an `unsupported` error saying why not. */
-export async function benchBoards(target: ScenarioTarget): Promise<Array<{ id: string; backend: string }>> {
+export async function benchBoards(target: ScenarioTarget): Promise<BenchBoard[]> {
   const url = `${(target.benchUrl ?? '').replace(/\/+$/, '')}/api/v1/boards`;
   let body: unknown;
   try {
@@ -150,9 +160,47 @@ export async function benchBoards(target: ScenarioTarget): Promise<Array<{ id: s
   const boards = (body as { boards?: unknown } | null)?.boards;
   if (!Array.isArray(boards)) throw new ScenarioError('unsupported', `GET ${url} answered no boards list`);
   return boards.flatMap((b: unknown) => {
-    const o = b as { id?: unknown; backend?: unknown } | null;
-    return typeof o?.id === 'string' && typeof o.backend === 'string' ? [{ id: o.id, backend: o.backend }] : [];
+    const o = b as { id?: unknown; backend?: unknown; status?: unknown; offline_reason?: unknown } | null;
+    if (typeof o?.id !== 'string' || typeof o.backend !== 'string') return [];
+    return [{ id: o.id, backend: o.backend, ...(typeof o.status === 'string' ? { status: o.status } : {}), ...(typeof o.offline_reason === 'string' ? { offlineReason: o.offline_reason } : {}) }];
   });
+}
+
+/**
+ * Refuses, before the first step, bench steps (`open-session`, `flash`) on a board the bench does
+ * not have or runs on no backend (offline, e.g. `--backend qemu` with the default board pico), so
+ * the run is UNSUPPORTED (exit 2), not a failure halfway. Steps that expect a refusal (a non-2xx
+ * `expect.status`) are left alone: asking for an unknown board is what they test.
+ */
+export async function checkBenchBoards(scenario: Scenario, target: ScenarioTarget, vars: Record<string, string>): Promise<void> {
+  if (!target.benchUrl) return;
+  const initial = new ScenarioVars();
+  for (const [k, v] of Object.entries({ ...scenario.vars, ...vars })) initial.set(k, v);
+  const wanted = new Map<string, string>();
+  for (const [i, step] of scenario.steps.entries()) {
+    if (step.kind !== 'open-session' && step.kind !== 'flash') continue;
+    const status = step.body.expect?.status;
+    const statuses = status === undefined ? [] : Array.isArray(status) ? status : [status];
+    if (statuses.length && !statuses.some((s) => s >= 200 && s <= 299)) continue;
+    let boardId: string;
+    try {
+      boardId = initial.substitute(step.body.board ?? scenario.board ?? '');
+    } catch {
+      continue; // named through a variable captured later
+    }
+    if (boardId && !wanted.has(boardId)) wanted.set(boardId, stepLabel(step, i));
+  }
+  if (!wanted.size) return;
+  const boards = await benchBoards(target);
+  const problems: string[] = [];
+  for (const [boardId, label] of wanted) {
+    const board = boards.find((b) => b.id === boardId);
+    if (!board) problems.push(`${label}: the bench has no board ${boardId} (it has: ${boards.map((b) => b.id).join(', ') || 'none'}; choose one with --var board=...)`);
+    else if (board.status === 'offline') {
+      problems.push(`${label}: board ${boardId} is offline on the bench (backend ${board.backend}${board.offlineReason ? `: ${board.offlineReason}` : ''}); choose a board it runs with --var board=...`);
+    }
+  }
+  if (problems.length) throw new ScenarioError('unsupported', `${scenario.file}: cannot run on ${target.description}:\n  ${problems.join('\n  ')}`, problems);
 }
 
 /** `message (ECONNRESET)`, with the underlying `cause.code` fetch hides under "fetch failed". */
@@ -213,6 +261,7 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
     }
     checkTarget(scenario, target);
     await checkDeviceBoards(scenario, target, options.vars ?? {});
+    await checkBenchBoards(scenario, target, options.vars ?? {});
   } catch (err) {
     const e = err as ScenarioError;
     return result('unsupported', { failure: { kind: 'unsupported', message: e.message, uartTail: [], issues: [...e.issues] } });
