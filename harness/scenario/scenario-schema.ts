@@ -214,11 +214,11 @@ export const backendFilter = z.array(z.enum(['mock', 'sim', 'qemu', 'renode', 'p
 /** The file, without its steps (validated step by step for precise error paths). */
 export const scenarioHeaderSchema = z.strictObject({
   version: z.literal(SCENARIO_VERSION).describe('format version; this is 1'),
-  name: z.string().min(1),
-  description: z.string().optional(),
-  author: z.string().optional(),
+  name: z.string().min(1).describe('shown in reports'),
+  description: z.string().optional().describe('free text for people'),
+  author: z.string().optional().describe('free text for people'),
   clock: z.enum(clockKinds).optional().describe('default clock of every wait (default simulated)'),
-  timeout: durationSchema.optional().describe('default timeout of every wait (default 30s)'),
+  timeout: durationSchema.optional().describe('default timeout of every wait and of every request (default 30s)'),
   board: z.string().min(1).optional().describe('default board id of steps that take one'),
   backends: backendFilter.optional().describe('run only on these backends (others report the scenario skipped)'),
   'time-limit': durationSchema.optional().describe('the most real time the whole scenario may take (default 10m); past it the run stops as a timeout'),
@@ -227,7 +227,7 @@ export const scenarioHeaderSchema = z.strictObject({
     .optional()
     .describe('fail at once when any of these texts shows up in device UART output or a job\'s UART (wokwi-cli --fail-text)'),
   vars: z.record(varName, z.string()).optional().describe('initial variables; --var name=value overrides'),
-  steps: z.array(z.unknown()).min(1),
+  steps: z.array(z.unknown()).min(1).describe('the steps, run in order until the first failure'),
 });
 
 export interface Scenario {

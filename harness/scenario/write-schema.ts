@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { scenarioJsonSchema, stepBodies, stepKinds, stepNeeds } from './scenario-schema.js';
+import { expectSchema, scenarioHeaderSchema, scenarioJsonSchema, stepBodies, stepKinds, stepNeeds } from './scenario-schema.js';
 
 const scenariosDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../scenarios');
 export const scenarioSchemaFile = path.join(scenariosDir, 'schema.json');
@@ -42,7 +42,33 @@ export function stepReferenceMarkdown(): string {
     const needs = stepNeeds(kind);
     return `| \`${kind}\` | ${needs === 'http' ? 'bench or relay' : needs === 'none' ? '-' : needs} | ${fieldsOf(schema)} | ${(schema.description ?? '').replace(/\|/g, '\\|')} |`;
   });
-  return [STEPS_BEGIN, '| Step | Needs | Fields | What it does |', '|---|---|---|---|', ...rows, STEPS_END].join('\n');
+  return [
+    STEPS_BEGIN,
+    '| Step | Needs | Fields | What it does |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+    '### Top-level keys',
+    '',
+    ...keyTable(scenarioHeaderSchema.shape as Record<string, z.ZodType>),
+    '',
+    '### `expect` fields (answers of request steps)',
+    '',
+    ...keyTable(expectSchema.shape as Record<string, z.ZodType>),
+    STEPS_END,
+  ].join('\n');
+}
+
+/** The top-level keys of a file, and the fields of `expect`, as documented (test/scenarios/scenario-schema-file.test.ts checks both docs name them all). */
+export const topLevelKeys = Object.keys(scenarioHeaderSchema.shape);
+export const expectFields = Object.keys(expectSchema.shape);
+
+function keyTable(shape: Record<string, z.ZodType>): string[] {
+  return [
+    '| Key | Required | What it is |',
+    '|---|---|---|',
+    ...Object.entries(shape).map(([key, value]) => `| \`${key}\` | ${value.safeParse(undefined).success ? 'no' : 'yes'} | ${(value.description ?? '').replace(/\|/g, '\\|')} |`),
+  ];
 }
 
 /** `readme` with its generated step table replaced by the current one. */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { scenarioReadmeFile, scenarioSchemaFile, scenarioSchemaText, withStepReference } from '../../harness/scenario/write-schema.js';
+import path from 'node:path';
+import { expectFields, scenarioReadmeFile, scenarioSchemaFile, scenarioSchemaText, topLevelKeys, withStepReference } from '../../harness/scenario/write-schema.js';
 import { stepKinds } from '../../harness/scenario/scenario-schema.js';
 
 describe('published scenario schema and step reference', () => {
@@ -19,5 +20,21 @@ describe('published scenario schema and step reference', () => {
     expect(schema.additionalProperties).toBe(false);
     expect(schema.properties.steps.items.anyOf).toHaveLength(stepKinds.length);
     for (const step of schema.properties.steps.items.anyOf) expect(step.additionalProperties).toBe(false);
+  });
+
+  it('scenarios/README.md and docs/scenarios.md name every top-level key and every expect field', () => {
+    const readme = readFileSync(scenarioReadmeFile, 'utf8');
+    const docs = readFileSync(path.resolve(path.dirname(scenarioReadmeFile), '../docs/scenarios.md'), 'utf8');
+    const format = docs.slice(docs.indexOf('## Format (version 1)'), docs.indexOf('### Steps'));
+    expect(topLevelKeys).toContain('fail-text');
+    for (const key of topLevelKeys) {
+      expect(readme, `README: ${key}`).toContain(`| \`${key}\` |`);
+      // The example file of docs/scenarios.md shows every top-level key.
+      expect(format, `docs/scenarios.md format example: ${key}`).toMatch(new RegExp(`^${key}:`, 'm'));
+    }
+    for (const field of expectFields) {
+      expect(readme, `README: expect.${field}`).toContain(`| \`${field}\` |`);
+      expect(format, `docs/scenarios.md expectations: ${field}`).toContain(`\`${field}\``);
+    }
   });
 });
