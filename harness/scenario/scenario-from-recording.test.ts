@@ -89,3 +89,39 @@ describe('scenarioFromRecording', () => {
     expect(parseScenario(withPause.yaml, 'x.yaml').steps.map((x) => (x.kind === 'delay' ? x.body : x.kind))).toEqual(['http', '91200ms', 'http']);
   });
 });
+
+describe('scenarioFromRecording (audit 10)', () => {
+  it('writes the board as ${board} with vars {board}, so --var board= retargets the recording', async () => {
+    const { yaml } = await scenarioFromRecording(
+      [
+        ex({ method: 'POST', path: '/api/v1/agents/register', requestHeaders: { 'content-type': 'application/x-www-form-urlencoded' }, requestBody: enc('label=a'), answer: { agent_id: 'agent-123456', label: 'a', token: TOKEN } }),
+        ex({ method: 'POST', path: '/api/v1/sessions', requestHeaders: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Bearer ${TOKEN}` }, requestBody: enc('board=pico'), answer: { session_id: 'session-123456', board: 'pico', state: 'active', expires_at: '2026-01-01T00:01:30.000Z' } }),
+      ],
+      { name: 'board' },
+    );
+    const scenario = parseScenario(yaml, 'x.yaml');
+    expect(scenario.board).toBe('${board}');
+    expect(scenario.vars).toEqual({ board: 'pico' });
+    expect(scenario.steps[1]).toMatchObject({ kind: 'open-session', body: { token: '${agent1.token}' } });
+    expect((scenario.steps[1]?.body as { board?: string }).board).toBeUndefined();
+  });
+
+  it('captures the id of an item posted with a bot token and uses it in later requests', async () => {
+    const item = 'd'.repeat(64);
+    const BOT = `Bot xrb_${'B'.repeat(43)}`;
+    const { yaml } = await scenarioFromRecording(
+      [
+        ex({ service: 'relay', method: 'POST', path: '/register', json: { schema: 'x.register/1', node_id: NODE }, status: 201, answer: { node_id: NODE, credential: CRED, authorization: `Bearer ${CRED}` } }),
+        ex({ service: 'relay', method: 'POST', path: '/bots', requestHeaders: { 'content-type': 'application/json', authorization: `Bearer ${CRED}` }, requestBody: enc(JSON.stringify({ name: 'helper' })), status: 201, answer: { name: 'helper', token: BOT.slice(4), authorization: BOT } }),
+        ex({ service: 'relay', method: 'POST', path: '/items', requestHeaders: { 'content-type': 'application/json', authorization: BOT }, requestBody: enc(JSON.stringify({ kind: 'statement', title: 'by a bot', body: '' })), status: 201, answer: { id: item, author: NODE } }),
+        ex({ service: 'relay', method: 'GET', path: `/items/${item}`, answer: { id: item } }),
+      ],
+      { name: 'bot item' },
+    );
+    expect(yaml).not.toContain(item);
+    const scenario = parseScenario(yaml, 'x.yaml');
+    expect(scenario.steps[2]).toMatchObject({ kind: 'http', body: { method: 'POST', path: '/items', as: 'item1', headers: { authorization: '${secret1.authorization}' } } });
+    expect(scenario.steps[3]).toMatchObject({ kind: 'http', body: { method: 'GET', path: '/items/${item1.id}' } });
+    expect((scenario.steps[3]?.body as { as?: string }).as).toBeUndefined();
+  });
+});

@@ -265,7 +265,8 @@ export async function scenarioFromRecording(exchanges: readonly RecordedExchange
     name: options.name,
     description: [options.description ?? 'Recorded by hilbench record.', ...warnings.map((w) => `Warning: ${w}`)].join('\n'),
     clock: 'simulated',
-    ...(board ? { board } : {}),
+    // A variable, as the repository's files have it: `--var board=...` retargets the recording.
+    ...(board ? { board: '${board}', vars: { board } } : {}),
     steps: board ? steps.map((s) => dropBoard(s, board)) : steps,
   };
   let yaml = stringify(doc, { lineWidth: 0 });
@@ -329,11 +330,19 @@ async function rawStep(
   if (Object.keys(headers).length) body.headers = headers;
   // Secrets created by a raw request (a bot's token) are captured like the others.
   const res = isObject(h.resJson) ? h.resJson : {};
-  if (ex.status >= 200 && ex.status < 300 && (typeof res.token === 'string' || typeof res.authorization === 'string')) {
+  const ok = ex.status >= 200 && ex.status < 300;
+  if (ok && (typeof res.token === 'string' || typeof res.authorization === 'string')) {
     const as = h.nextName('secret');
     body.as = as;
     h.remember(res.authorization, `\${${as}.authorization}`);
     h.remember(res.token, `\${${as}.token}`);
+  }
+  // A server-assigned id (an item posted with a bot token, which no post-item step can sign) is
+  // captured too: later requests name it, and it differs on replay.
+  if (ok && ex.method === 'POST' && typeof res.id === 'string') {
+    const as = (body.as as string | undefined) ?? h.nextName(ex.service === 'relay' && ex.method === 'POST' && ex.path.split('?')[0] === '/items' ? 'item' : 'answer');
+    body.as = as;
+    h.remember(res.id, `\${${as}.id}`);
   }
   body.expect = { status: ex.status };
   return { http: body };
