@@ -6,6 +6,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { parseScenario } from './load-scenario.js';
 import { describeFailure, runScenario } from './run-scenario.js';
+import { ScenarioError } from './scenario-error.js';
 import { exitCodeOf, jsonReport, junitReport } from './scenario-report.js';
 import type { ScenarioTarget } from './scenario-target.js';
 
@@ -123,7 +124,7 @@ describe('reports', () => {
   it('JUnit: one testsuite per scenario, one testcase per step, failures with escaped detail', async () => {
     const r = await runScenario(scenario(`${flash}  - wait-serial: { text: "<&\\"'>", timeout: 100ms }\n  - delay: 1s\n`), deviceTarget());
     const xml = junitReport([r], { cwd: path.resolve('.') });
-    expect(xml).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="hilbench scenarios">/);
+    expect(xml).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="hilbench scenarios" tests="3" failures="1" errors="0" skipped="1" time="[\d.]+">/);
     expect(xml).toContain('<testsuite name="scenarios/inline-test.yaml: inline" tests="3" failures="1" errors="0" skipped="1"');
     expect(xml).toContain('name="steps[1] wait-serial"');
     expect(xml).toContain('&lt;&amp;\\&quot;&apos;&gt;');
@@ -140,5 +141,36 @@ describe("Wokwi's short forms run (audit 7)", () => {
     const miss = await runScenario(scenario(`${flash}  - wait-serial: 'never printed'\n`), deviceTarget());
     expect(miss.status).toBe('timeout');
     expect(miss.failure?.expected).toBe('"never printed"');
+  });
+});
+
+describe('JUnit totals (audit 11)', () => {
+  it('the <testsuites> root sums every suite; unsupported is an error wherever it happens', async () => {
+    const pass = await runScenario(scenario(`${flash}  - wait-serial: 'tick 1'\n`), deviceTarget());
+    const fail = await runScenario(scenario(`${flash}  - wait-serial: { text: never, timeout: 100ms }\n  - delay: 1ms\n`), deviceTarget());
+    // Refused before the first step (pins), and refused at a step (a handler saying unsupported).
+    const refused = await runScenario(scenario(`  - expect-pin: { pin: A, value: 1 }\n`), deviceTarget());
+    const refusedAtStep = await runScenario(scenario(`${flash}  - delay: 1ms\n`), deviceTarget(), {
+      handlers: {
+        delay: () => Promise.reject(new ScenarioError('unsupported', 'this backend cannot do that')),
+      },
+    });
+    expect([pass.status, fail.status, refused.status, refusedAtStep.status]).toEqual(['passed', 'timeout', 'unsupported', 'unsupported']);
+    const xml = junitReport([pass, fail, refused, refusedAtStep], { cwd: path.resolve('.') });
+    const attrs = (tag: string) =>
+      [...xml.matchAll(new RegExp(`<${tag} name="[^"]*" tests="(\\d+)" failures="(\\d+)" errors="(\\d+)" skipped="(\\d+)" time="([\\d.]+)"`, 'g'))].map((m) => m.slice(1).map(Number));
+    const suites = attrs('testsuite');
+    expect(suites.map((a) => a.slice(0, 4))).toEqual([
+      [2, 0, 0, 0],
+      [3, 1, 0, 1],
+      [1, 0, 1, 0],
+      [2, 0, 1, 0],
+    ]);
+    const [root] = attrs('testsuites');
+    expect(root?.slice(0, 4)).toEqual([8, 1, 2, 1]);
+    expect(root?.[4]).toBeCloseTo(suites.reduce((t, a) => t + (a[4] as number), 0), 2);
+    // At a step, unsupported is an <error>, as before the first step, never a <failure>.
+    expect(xml).toContain('<error type="unsupported" message="this backend cannot do that">');
+    expect(xml).not.toContain('<failure type="unsupported"');
   });
 });

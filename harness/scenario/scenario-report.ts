@@ -40,37 +40,54 @@ const xmlEscape = (s: string) =>
   // XML 1.0 forbids most control characters even escaped: drop them (UART output may carry any byte).
   s.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '').replace(/[<>&"']/g, (c) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;', "'": '&apos;' })[c] as string);
 
+type CaseOutcome = 'passed' | 'failure' | 'error' | 'skipped';
+
+/**
+ * JUnit XML. Every count is taken from the testcases written, so suites and the `<testsuites>`
+ * root always agree: `invalid` and `unsupported` are `<error>`s (the target or the file, not the
+ * code under test, is at fault), at the step when one is named, else for the whole file;
+ * `failed` and `timeout` are `<failure>`s; a skipped file and steps not run are `<skipped>`.
+ */
 export function junitReport(results: readonly ScenarioResult[], options: { cwd?: string } = {}): string {
   const cwd = options.cwd ?? process.cwd();
+  const total = { tests: 0, failures: 0, errors: 0, skipped: 0, seconds: 0 };
   const suites = results.map((r) => {
     const file = path.relative(cwd, r.file) || r.file;
-    const cases: string[] = [];
+    const cases: Array<{ xml: string; outcome: CaseOutcome }> = [];
+    const isError = r.status === 'invalid' || r.status === 'unsupported';
+    const failureElement = (detail: string) => {
+      const f = r.failure;
+      const tag = isError ? 'error' : 'failure';
+      return `<${tag} type="${r.status}" message="${xmlEscape(f?.message.split('\n')[0] ?? r.status)}">${xmlEscape(detail)}</${tag}>`;
+    };
     if (r.status === 'skipped') {
-      cases.push(`    <testcase classname="${xmlEscape(file)}" name="${xmlEscape(r.name)}" time="0"><skipped message="${xmlEscape(r.skipReason ?? '')}"/></testcase>`);
-    } else if ((r.status === 'invalid' || r.status === 'unsupported') && !r.failure?.step) {
-      cases.push(
-        `    <testcase classname="${xmlEscape(file)}" name="${xmlEscape(r.name)}" time="0"><error type="${r.status}" message="${xmlEscape(r.failure?.message.split('\n')[0] ?? r.status)}">${xmlEscape(r.failure?.message ?? '')}</error></testcase>`,
-      );
+      cases.push({ outcome: 'skipped', xml: `    <testcase classname="${xmlEscape(file)}" name="${xmlEscape(r.name)}" time="0"><skipped message="${xmlEscape(r.skipReason ?? '')}"/></testcase>` });
+    } else if (isError && !r.failure?.step) {
+      cases.push({ outcome: 'error', xml: `    <testcase classname="${xmlEscape(file)}" name="${xmlEscape(r.name)}" time="0">${failureElement(r.failure?.message ?? '')}</testcase>` });
     } else {
       for (const s of r.steps) {
         const name = `steps[${s.index}] ${s.kind}${s.name ? ` ${s.name}` : ''}`;
         const open = `    <testcase classname="${xmlEscape(`${file} ${r.name}`)}" name="${xmlEscape(name)}" time="${(s.hostMs / 1000).toFixed(3)}"`;
-        if (s.status === 'passed') cases.push(`${open}/>`);
-        else if (s.status === 'not-run') cases.push(`${open}><skipped message="not run: an earlier step failed"/></testcase>`);
+        if (s.status === 'passed') cases.push({ outcome: 'passed', xml: `${open}/>` });
+        else if (s.status === 'not-run') cases.push({ outcome: 'skipped', xml: `${open}><skipped message="not run: an earlier step failed"/></testcase>` });
         else {
           const f = r.failure;
           const body = [f?.message, f?.expected !== undefined ? `expected: ${f.expected}` : '', f?.actual !== undefined ? `actual: ${f.actual}` : '', f?.at ? `at: ${f.at}` : '', ...(f?.uartTail.length ? ['last UART lines:', ...f.uartTail] : [])]
             .filter(Boolean)
             .join('\n');
-          cases.push(`${open}><failure type="${r.status}" message="${xmlEscape(f?.message.split('\n')[0] ?? 'failed')}">${xmlEscape(body)}</failure></testcase>`);
+          cases.push({ outcome: isError ? 'error' : 'failure', xml: `${open}>${failureElement(body)}</testcase>` });
         }
       }
     }
-    const tests = cases.length;
-    const failures = r.status === 'failed' || r.status === 'timeout' ? 1 : 0;
-    const errors = r.status === 'invalid' || r.status === 'unsupported' ? 1 : 0;
-    const skipped = r.status === 'skipped' ? 1 : r.steps.filter((s) => s.status === 'not-run').length;
-    return `  <testsuite name="${xmlEscape(`${file}: ${r.name}`)}" tests="${tests}" failures="${failures}" errors="${errors}" skipped="${skipped}" time="${(r.hostMs / 1000).toFixed(3)}">\n${cases.join('\n')}\n  </testsuite>`;
+    const count = (o: CaseOutcome) => cases.filter((c) => c.outcome === o).length;
+    const suite = { tests: cases.length, failures: count('failure'), errors: count('error'), skipped: count('skipped'), seconds: r.hostMs / 1000 };
+    total.tests += suite.tests;
+    total.failures += suite.failures;
+    total.errors += suite.errors;
+    total.skipped += suite.skipped;
+    total.seconds += suite.seconds;
+    return `  <testsuite name="${xmlEscape(`${file}: ${r.name}`)}" tests="${suite.tests}" failures="${suite.failures}" errors="${suite.errors}" skipped="${suite.skipped}" time="${suite.seconds.toFixed(3)}">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`;
   });
-  return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="hilbench scenarios">\n${suites.join('\n')}\n</testsuites>\n`;
+  const root = `<testsuites name="hilbench scenarios" tests="${total.tests}" failures="${total.failures}" errors="${total.errors}" skipped="${total.skipped}" time="${total.seconds.toFixed(3)}">`;
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${root}\n${suites.join('\n')}\n</testsuites>\n`;
 }

@@ -19,7 +19,7 @@ describe('hilbench run and record (CLI)', () => {
     const ok = await execa('node', [cli, 'run', path.join(scenariosDir, 'device-hello.yaml'), '--junit', junit], { reject: false });
     expect(ok.exitCode, ok.stdout + ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/^PASSED +.*device-hello\.yaml/m);
-    expect(readFileSync(junit, 'utf8')).toContain('<testsuites name="hilbench scenarios">');
+    expect(readFileSync(junit, 'utf8')).toMatch(/<testsuites name="hilbench scenarios" tests="\d+" failures="0" errors="0" skipped="0" time="[\d.]+">/);
     const bad = path.join(dir, 'bad.yaml');
     writeFileSync(bad, 'version: 1\nname: bad\nsteps:\n  - wait-serial: { txt: a }\n');
     const invalid = await execa('node', [cli, 'run', bad], { reject: false });
