@@ -1,13 +1,18 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
+import { EM_AVR } from '../../core/elf.js';
+import { makeElf } from '../../test/support/make-elf.js';
 import { BenchFileError, loadBenchFile, parseBenchFile } from './bench-file.js';
 import { ProbeBackend } from './probe-backend.js';
 
+const catalog = loadBoardCatalog();
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 const dirs: string[] = [];
@@ -15,11 +20,19 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function writeBench(text: string): string {
+/** An image the F4 can run from flash. */
+const f4Elf = makeElf({ segments: [{ paddr: 0x0800_0000, data: new Uint8Array(32).fill(1) }] });
+
+/** Writes the bench file, and beside it `files` (relative path -> bytes). */
+function writeBench(text: string, files: Record<string, Uint8Array> = {}): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'bench-file-test-'));
   dirs.push(dir);
   const file = path.join(dir, 'bench.yaml');
   writeFileSync(file, text);
+  for (const [name, bytes] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), bytes);
+  }
   return file;
 }
 
@@ -43,7 +56,7 @@ describe('loadBenchFile', () => {
   });
 
   it('resolves the health-check ELF against the bench file, not the working directory', () => {
-    const file = writeBench(`${minimal}    healthCheck: { elf: health/f4-hello.elf, expect: "hello from f4" }\n`);
+    const file = writeBench(`${minimal}    healthCheck: { elf: health/f4-hello.elf, expect: "hello from f4" }\n`, { 'health/f4-hello.elf': f4Elf });
     const bench = loadBenchFile(file);
     expect(bench.boards['stm32f4-discovery']!.healthCheck).toEqual({
       elf: path.join(path.dirname(file), 'health/f4-hello.elf'),
@@ -53,8 +66,29 @@ describe('loadBenchFile', () => {
     });
   });
 
+  it('refuses a missing or unparsable health-check ELF at load, naming the file and field', () => {
+    const missing = writeBench(`${minimal}    healthCheck: { elf: health/gone.elf, expect: hello }\n`);
+    expect(() => loadBenchFile(missing)).toThrow(BenchFileError);
+    expect(() => loadBenchFile(missing)).toThrow(
+      new RegExp(`^${escape(missing)}: boards\\.stm32f4-discovery\\.healthCheck\\.elf: cannot read the health-check firmware ${escape(path.join(path.dirname(missing), 'health/gone.elf'))}`),
+    );
+    const garbage = writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello }\n`, { 'h.elf': new TextEncoder().encode('not an elf') });
+    expect(() => loadBenchFile(garbage)).toThrow(/boards\.stm32f4-discovery\.healthCheck\.elf: .*h\.elf is not a usable firmware image/);
+  });
+
+  it('refuses a health-check ELF for another architecture, or one that does not load into flash, when the backend is built', () => {
+    const avr = writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello }\n`, { 'h.elf': makeElf({ machine: EM_AVR, segments: [{ paddr: 0, data: new Uint8Array(8) }] }) });
+    expect(() => new ProbeBackend({ bench: loadBenchFile(avr), clock: systemClock })).toThrow(
+      /boards\.stm32f4-discovery\.healthCheck\.elf: .*h\.elf cannot run on stm32f4-discovery: /,
+    );
+    const ram = writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello }\n`, { 'h.elf': makeElf({ segments: [{ paddr: 0x2000_0000, data: new Uint8Array(8) }] }) });
+    expect(() => new ProbeBackend({ bench: loadBenchFile(ram), clock: systemClock })).toThrow(/healthCheck\.elf: .*a probe programs flash only/);
+    const good = writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello }\n`, { 'h.elf': f4Elf });
+    expect(() => new ProbeBackend({ bench: loadBenchFile(good), clock: systemClock })).not.toThrow();
+  });
+
   it('reads the automatic health-check settings and refuses nonsense ones', () => {
-    const file = writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello, retryAfterSeconds: 300, maxAutomaticChecks: 3 }\n`);
+    const file = writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello, retryAfterSeconds: 300, maxAutomaticChecks: 3 }\n`, { 'h.elf': f4Elf });
     expect(loadBenchFile(file).boards['stm32f4-discovery']!.healthCheck).toMatchObject({ retryAfterSeconds: 300, maxAutomaticChecks: 3 });
     expect(() => loadBenchFile(writeBench(`${minimal}    healthCheck: { elf: h.elf, expect: hello, retryAfterSeconds: 0 }\n`))).toThrow(
       /boards\.stm32f4-discovery\.healthCheck\.retryAfterSeconds/,
@@ -105,7 +139,17 @@ describe('loadBenchFile', () => {
     const text = readFileSync(path.join(repoRoot, doc), 'utf8');
     const example = /```yaml\n([^]*?)```/.exec(text)?.[1];
     expect(example).toBeDefined();
-    const bench = parseBenchFile(parseYaml(example!), doc);
+    // The examples' health-check ELFs live on a bench, not here: stand-ins that load into each board's flash.
+    const raw = z.object({ boards: z.record(z.string(), z.object({ healthCheck: z.object({ elf: z.string() }).passthrough().optional() }).passthrough()) }).passthrough().parse(parseYaml(example!));
+    const dir = mkdtempSync(path.join(tmpdir(), 'bench-file-example-'));
+    dirs.push(dir);
+    for (const [id, board] of Object.entries(raw.boards)) {
+      if (!board.healthCheck) continue;
+      const flash = catalog.find((b) => b.id === id)!.mcu.memory.find((r) => r.kind === 'flash')!;
+      board.healthCheck.elf = path.join(dir, `${id}.elf`);
+      writeFileSync(board.healthCheck.elf, makeElf({ segments: [{ paddr: flash.start, data: new Uint8Array(16) }] }));
+    }
+    const bench = parseBenchFile(raw, doc);
     expect(Object.keys(bench.boards).length).toBeGreaterThan(0);
     // Every board id is in the catalog and every probe has its target or chip.
     expect(() => new ProbeBackend({ bench, clock: systemClock })).not.toThrow();
@@ -116,3 +160,7 @@ describe('loadBenchFile', () => {
     expect(bench).toMatchObject({ source: '/etc/hilbench/bench.yaml', boards: {}, quarantineAfterFailures: 3 });
   });
 });
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

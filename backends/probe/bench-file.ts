@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import type { FirmwareImage } from '../backend.js';
+import { loadFirmwareImage } from '../image-check.js';
 
 /**
  * The bench file (docs/bench-file.md): where each physical board of this bench is attached. Board
@@ -135,12 +137,34 @@ export function parseBenchFile(raw: unknown, source: string, baseDir: string = p
     throw new BenchFileError(`${source}: ${issues}`);
   }
   const boards = Object.fromEntries(
-    Object.entries(parsed.data.boards).map(([id, board]) => [
-      id,
-      board.healthCheck ? { ...board, healthCheck: { ...board.healthCheck, elf: path.resolve(baseDir, board.healthCheck.elf) } } : board,
-    ]),
+    Object.entries(parsed.data.boards).map(([id, board]) => {
+      if (!board.healthCheck) return [id, board];
+      const elf = path.resolve(baseDir, board.healthCheck.elf);
+      // Read and parsed now: a missing or broken health-check image is a bench-file error at start,
+      // not a failed check (counted against a healthy board) at 3 a.m.
+      readHealthCheckImage(elf, `${source}: boards.${id}.healthCheck.elf`);
+      return [id, { ...board, healthCheck: { ...board.healthCheck, elf } }];
+    }),
   );
   return { ...parsed.data, boards, source };
+}
+
+/**
+ * Reads and parses the health-check ELF at `file`; `field` (`<bench file>: boards.<id>.healthCheck.elf`)
+ * starts the `BenchFileError` when it cannot be read or is not an ELF image.
+ */
+export function readHealthCheckImage(file: string, field: string): FirmwareImage {
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(readFileSync(file));
+  } catch (err) {
+    throw new BenchFileError(`${field}: cannot read the health-check firmware ${file}: ${(err as Error).message}`);
+  }
+  try {
+    return loadFirmwareImage(bytes);
+  } catch (err) {
+    throw new BenchFileError(`${field}: ${file} is not a usable firmware image: ${(err as Error).message}`);
+  }
 }
 
 /** Reads and validates the bench file at `file`. Throws `BenchFileError` naming the file and field. */

@@ -6,9 +6,9 @@ import { type Availability, type Backend, BackendError, type Device, type Firmwa
 import { loadFirmwareImage } from '../image-check.js';
 import { findExecutable } from '../process/find-executable.js';
 import { type AutomaticCheckListener, AutomaticHealthChecks } from './automatic-health-checks.js';
-import { type BenchBoard, type BenchFile, BenchFileError } from './bench-file.js';
+import { type BenchBoard, type BenchFile, BenchFileError, readHealthCheckImage } from './bench-file.js';
 import type { ProbeTarget } from './probe-commands.js';
-import { ProbeDevice } from './probe-device.js';
+import { checkImageForProbe, ProbeDevice } from './probe-device.js';
 import { afterFailure, afterSuccess, type BoardHealth, InMemoryQuarantineStore, type QuarantineStore } from './quarantine-store.js';
 import { type SerialBinding, SerialLink } from './serial-link.js';
 
@@ -59,6 +59,7 @@ export class ProbeBackend implements Backend {
         throw new BenchFileError(`${options.bench.source}: boards.${id}: no board "${id}" in the catalog (known: ${[...this.boards.keys()].join(', ')})`);
       }
       this.targets.set(id, resolveTarget(options.bench.source, board, attachment));
+      if (attachment.healthCheck) checkHealthCheckImage(options.bench.source, board, attachment.healthCheck.elf);
     }
     this.automatic = new AutomaticHealthChecks({
       clock: options.clock,
@@ -231,6 +232,22 @@ export class ProbeBackend implements Backend {
 
   private toolPath(attachment: BenchBoard): string {
     return attachment.probe.kind === 'openocd' ? (this.options.openocdPath ?? 'openocd') : (this.options.probeRsPath ?? 'probe-rs');
+  }
+}
+
+/**
+ * The health-check image must run on its board through a probe (architecture, flash-only
+ * segments): checked when the backend is built, so a wrong image is a bench-file error naming the
+ * file and field rather than a failed check that quarantines a healthy board.
+ */
+function checkHealthCheckImage(source: string, board: Board, elf: string): void {
+  const field = `${source}: boards.${board.id}.healthCheck.elf`;
+  const image = readHealthCheckImage(elf, field);
+  try {
+    checkImageForProbe(board, image);
+  } catch (err) {
+    if (!(err instanceof BackendError)) throw err;
+    throw new BenchFileError(`${field}: ${elf} cannot run on ${board.id}: ${err.message}`);
   }
 }
 
