@@ -24,12 +24,14 @@ export function createErrorHandler(logger: Logger): ErrorRequestHandler {
     // Answered before the body was read (e.g. 401 on an upload). Answering and closing at once
     // makes a client still writing its body fail with EPIPE / "fetch failed" instead of reading
     // the answer; so a small body is read and discarded first and the connection kept. A large or
-    // endless one (over DRAIN_LIMIT_BYTES), or one the client holds back for `100 Continue`, is
-    // answered at once with the connection closed. A client that stalls is cut by the server's
+    // endless one (over DRAIN_LIMIT_BYTES, or refused with 413), or one the client holds back for
+    // `100 Continue`, is answered at once with the connection closed. A client that stalls is cut by the server's
     // requestTimeout.
     const declared = Number(req.headers['content-length'] ?? Number.NaN);
     const waitsForContinue = /100-continue/i.test(String(req.headers.expect ?? ''));
-    if (waitsForContinue || declared > DRAIN_LIMIT_BYTES || req.readableEnded || req.destroyed) {
+    // A body refused for its size (413) is by definition more than we will read: answer at once.
+    const tooLarge = err instanceof HttpError && err.status === 413;
+    if (tooLarge || waitsForContinue || declared > DRAIN_LIMIT_BYTES || req.readableEnded || req.destroyed) {
       closeAndAnswer(logger, err, req, res);
       return;
     }
