@@ -116,6 +116,11 @@ serve.action(async (opts: Record<string, unknown>) => {
       qemuBinary: opts.qemu as string | undefined,
       renodePath: opts.renode as string | undefined,
       quarantineStore,
+      onAutomaticHealthCheck: ({ boardId, attempt, outcome, nextInMs }) =>
+        console.log(
+          `board ${boardId}: automatic health check ${attempt} ${outcome.passed ? 'passed: released from quarantine' : `failed: ${outcome.reason ?? 'no reason given'}`}` +
+            (nextInMs === undefined ? '' : `; next in ${Math.round(nextInMs / 1000)} s`),
+        ),
     });
   const host = String(opts.host);
   const bench = await startBenchServer({

@@ -4,6 +4,7 @@ import type { Backend } from '../backends/backend.js';
 import { MockBackend } from '../backends/mock/mock-backend.js';
 import { loadBenchFile } from '../backends/probe/bench-file.js';
 import { ProbeBackend } from '../backends/probe/probe-backend.js';
+import type { AutomaticCheckListener } from '../backends/probe/automatic-health-checks.js';
 import type { QuarantineStore } from '../backends/probe/quarantine-store.js';
 import { QemuBackend } from '../backends/qemu/qemu-backend.js';
 import { RenodeBackend } from '../backends/renode/renode-backend.js';
@@ -21,6 +22,8 @@ export interface BackendRegistryOptions {
   renodePath?: string;
   /** Board health of the probe backend, persisted by the server. */
   quarantineStore?: QuarantineStore;
+  /** Told after every automatic health check of a quarantined real board (for the server log). */
+  onAutomaticHealthCheck?: AutomaticCheckListener;
 }
 
 /**
@@ -41,6 +44,7 @@ export function createBackends(options: BackendRegistryOptions): Partial<Record<
       clock: options.clock,
       boards: options.boards,
       quarantineStore: options.quarantineStore,
+      onAutomaticHealthCheck: options.onAutomaticHealthCheck,
     });
   }
   return backends;
