@@ -14,6 +14,7 @@ import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limi
 import { resolveBoardBackends } from '../server/bench/board-backends.js';
 import { type BackendsContext, startBenchServer } from '../server/bench/bench-service.js';
 import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
+import { durationMs, durationSchema } from '../harness/scenario/scenario-schema.js';
 import { startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 
@@ -223,10 +224,11 @@ program
     }
   });
 
+/** A duration as scenario files write it (500ms, 1.5s, 2m, 1h; a bare number is milliseconds), parsed by the same rule. */
 function durationOption(value: string): number {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(value.trim());
-  if (!match) throw new InvalidArgumentError(`expected a duration such as 500ms, 30s or 2m, got "${value}"`);
-  return Number(match[1]) * ({ ms: 1, s: 1000, m: 60_000 } as Record<string, number>)[match[2] as string]!;
+  const parsed = durationSchema.safeParse(/^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value);
+  if (!parsed.success) throw new InvalidArgumentError(`expected a duration such as 500ms, 30s, 2m or 1h, got "${value}"`);
+  return durationMs(parsed.data);
 }
 
 function variable(value: string, previous: Record<string, string> = {}): Record<string, string> {
@@ -246,11 +248,12 @@ program
   .option('--junit <file>', 'write a JUnit XML report')
   .option('--json <file>', 'write a JSON report')
   .option('--var <name=value>', 'set a scenario variable (repeatable)', variable)
-  .option('--timeout <duration>', "default timeout of every wait, over the files' own (500ms, 30s, 2m)", durationOption)
+  .option('--timeout <duration>', "default timeout of every wait, over the files' own (500ms, 30s, 2m, 1h)", durationOption)
+  .option('--time-limit <duration>', "the most real time each scenario may take, over the files' own time-limit (default 10m)", durationOption)
   .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
   // Usage errors are exit 2 for `run` (docs/scenarios.md), as an invalid scenario file is.
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
-  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; var?: Record<string, string>; timeout?: number; boardsDir: string; benchFile?: string }) => {
+  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; var?: Record<string, string>; timeout?: number; timeLimit?: number; boardsDir: string; benchFile?: string }) => {
     const { runCommand } = await import('./run-command.js');
     const code = await runCommand({
       files,
@@ -261,6 +264,7 @@ program
       ...(opts.json ? { json: opts.json } : {}),
       vars: opts.var ?? {},
       ...(opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {}),
+      ...(opts.timeLimit !== undefined ? { timeLimitMs: opts.timeLimit } : {}),
       boardsDir: opts.boardsDir,
       ...(opts.benchFile ? { benchFile: opts.benchFile } : {}),
     });

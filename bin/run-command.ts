@@ -142,6 +142,8 @@ export interface RunCommandOptions {
   vars?: Record<string, string>;
   /** Replaces every file's default wait timeout (`--timeout`, as wokwi-cli's), in milliseconds. */
   timeoutMs?: number;
+  /** Real milliseconds each scenario may take (`--time-limit`), over the file's `time-limit`. */
+  timeLimitMs?: number;
   boardsDir?: string;
   /** Bench file of real boards (`--bench-file`, docs/bench-file.md): enables the probe backend. */
   benchFile?: string;
@@ -184,11 +186,11 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
         const backendName: BackendName = options.backend === 'auto' ? 'sim' : options.backend;
         const device = backends[backendName];
         const target = remoteTarget({ ...(options.benchUrl ? { benchUrl: options.benchUrl } : {}), ...(options.relayUrl ? { relayUrl: options.relayUrl } : {}), ...(device ? { backend: device } : {}), boards });
-        result = await runScenario(scenario, target, { vars: options.vars ?? {} });
+        result = await runScenario(scenario, target, { vars: options.vars ?? {}, ...(options.timeLimitMs !== undefined ? { timeLimitMs: options.timeLimitMs } : {}) });
       } else {
         const started = await startInProcessTarget({ backend: options.backend, boards, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
         try {
-          result = await runScenario(scenario, started.target, { vars: options.vars ?? {} });
+          result = await runScenario(scenario, started.target, { vars: options.vars ?? {}, ...(options.timeLimitMs !== undefined ? { timeLimitMs: options.timeLimitMs } : {}) });
         } finally {
           await started.close();
         }

@@ -29,6 +29,18 @@ describe('hilbench run and record (CLI)', () => {
     expect(invalid.stdout).toContain('steps[0].wait-serial');
   });
 
+  it('run: --timeout and --time-limit take the files\' duration forms, and --time-limit stops an overlong scenario (exit 42)', async () => {
+    const file = path.join(scenariosDir, 'device-hello.yaml');
+    const hour = await execa('node', [cli, 'run', file, '--timeout', '1h', '--time-limit', '1h'], { reject: false });
+    expect(hour.exitCode, hour.stdout + hour.stderr).toBe(0);
+    // A wall-clock delay of 2 s under a 100 ms limit: the run must stop as a timeout.
+    const slow = path.join(dir, 'slow.yaml');
+    writeFileSync(slow, 'version: 1\nname: slow\nsteps:\n  - delay: { duration: 2s, clock: wall }\n');
+    const tooShort = await execa('node', [cli, 'run', slow, '--time-limit', '100ms'], { reject: false });
+    expect(tooShort.exitCode, tooShort.stdout + tooShort.stderr).toBe(42);
+    expect(tooShort.stdout).toMatch(/time limit of 100 ms/);
+  });
+
   it('record: proxies until SIGINT, then writes a scenario that loads', async () => {
     const { target, close } = await startInProcessTarget({ backend: 'mock' });
     try {
