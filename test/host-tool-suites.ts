@@ -1,0 +1,40 @@
+/**
+ * Test files that need a program from the host (Debian packages), by program. On a machine
+ * without it (a newcomer's laptop) vitest leaves these files out and says so at start; CI
+ * installs the programs (.ci/run) and sets HILBENCH_REQUIRE_TOOLS=1, so there a missing program
+ * makes these files run and fail with the install hint instead of being left out.
+ */
+export const hostToolSuites: Record<string, { install: string; files: string[] }> = {
+  'qemu-system-arm': {
+    install: 'apt-get install -y qemu-system-arm',
+    files: [
+      'backends/qemu/qemu-backend.test.ts',
+      'backends/qemu/qemu-direct-run.test.ts',
+      // The Renode stand-in executes firmware on QEMU (docs/backends/renode.md).
+      'backends/renode/renode-backend.test.ts',
+      'test/fakes/renode-standin/renode-standin.test.ts',
+      'test/contract/qemu.contract.test.ts',
+      'test/contract/renode.contract.test.ts',
+      'test/integration/every-board-http.test.ts',
+      'test/integration/every-board-uart-before-crash.test.ts',
+    ],
+  },
+  socat: {
+    install: 'apt-get install -y socat',
+    // The probe stand-in bench: a socat pty pair plays the board's serial port.
+    files: [
+      'test/contract/probe.contract.test.ts',
+      'test/integration/board-health-probe-fakes.test.ts',
+      'test/integration/job-failure-reason-once.test.ts',
+      'test/integration/probe-audit-deadline.test.ts',
+      'test/integration/probe-automatic-health-check.test.ts',
+      'test/integration/probe-fakes.test.ts',
+      'test/integration/run-probe-bench-file.test.ts',
+    ],
+  },
+};
+
+/** Whether `command` is an executable file on `searchPath`. */
+export function onPath(command: string, searchPath: string, isExecutable: (file: string) => boolean): boolean {
+  return searchPath.split(':').some((dir) => dir !== '' && isExecutable(`${dir}/${command}`));
+}
