@@ -5,7 +5,7 @@ import { loadBoardCatalog } from '../boards/catalog.js';
 import { type Backend, BackendError, type Device, type FirmwareImage } from '../backends/backend.js';
 import { MockBackend } from '../backends/mock/mock-backend.js';
 import { clockFromFakeTimers } from '../core/clock.js';
-import { firmwareImage, makeElf } from '../test/support/make-elf.js';
+import { firmwareImage, makeElf, picoTestElf } from '../test/support/make-elf.js';
 import { type JobPhase, LocalDispatcher } from './dispatcher.js';
 import { concatUart } from './run-firmware.js';
 
@@ -13,8 +13,7 @@ const boards = loadBoardCatalog();
 const pico = boards.find((b) => b.id === 'pico')!;
 const uno = boards.find((b) => b.id === 'uno')!;
 const hello = firmwareImage(makeElf({ segments: [{ paddr: 0x10000000, data: new Uint8Array(32) }] }));
-const withFault = (fault: string) =>
-  firmwareImage(makeElf({ segments: [{ paddr: 0x10000000, data: new Uint8Array(32) }], sections: [{ name: '.hilbench.mock', data: new TextEncoder().encode(`fault=${fault}`) }] }));
+const withFault = (fault: string) => firmwareImage(picoTestElf({ fault, sizeBytes: 32 }));
 
 /** Lets the event loop run the promise chains a fake clock does not drive. */
 const settle = async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
-import { makeElf } from '../support/make-elf.js';
+import { picoTestElf } from '../support/make-elf.js';
 
 /**
  * Bench audit finding 4: every status a route answers below is documented for that route in
@@ -17,12 +17,7 @@ afterAll(async () => {
   await app.close();
 });
 
-const FLASH = 0x10000000;
-const picoElf = (fault?: string) =>
-  makeElf({
-    segments: [{ paddr: FLASH, data: new Uint8Array(64) }],
-    sections: fault ? [{ name: '.hilbench.mock', data: new TextEncoder().encode(`fault=${fault}`) }] : [],
-  });
+const picoElf = (fault?: string) => picoTestElf(fault ? { fault } : {});
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 /** Sends a request and records its status under `method path` (the OpenAPI path template). */

@@ -3,7 +3,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { LocalDispatcher } from '../../harness/dispatcher.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
-import { makeElf } from '../support/make-elf.js';
+import { picoTestElf } from '../support/make-elf.js';
 
 /** The bench-service audit findings (issue 2), one describe per finding, over real HTTP on the mock. */
 
@@ -15,9 +15,8 @@ afterEach(async () => {
   await app.close();
 });
 
-const FLASH = 0x10000000;
-const picoElf = (sections: Array<{ name: string; data: Uint8Array }> = []) => makeElf({ segments: [{ paddr: FLASH, data: new Uint8Array(64) }], sections });
-const withFault = (fault: string) => picoElf([{ name: '.hilbench.mock', data: new TextEncoder().encode(`fault=${fault}`) }]);
+const picoElf = (sections: Array<{ name: string; data: Uint8Array }> = []) => picoTestElf({ sections });
+const withFault = (fault: string) => picoTestElf({ fault });
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 interface JobJson {

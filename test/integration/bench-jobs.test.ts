@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EM_AVR } from '../../core/elf.js';
 import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
-import { firmwareImage, makeElf } from '../support/make-elf.js';
+import { firmwareImage, makeElf, picoTestElf } from '../support/make-elf.js';
 
 /** Flash jobs over real HTTP on the mock backend: uploads, validation, leases, failures, restarts. */
 
@@ -17,8 +17,8 @@ afterEach(async () => {
 });
 
 const FLASH = 0x10000000;
-const picoElf = (sections: Array<{ name: string; data: Uint8Array }> = []) => makeElf({ segments: [{ paddr: FLASH, data: new Uint8Array(64) }], sections });
-const withFault = (fault: string) => picoElf([{ name: '.hilbench.mock', data: new TextEncoder().encode(`fault=${fault}`) }]);
+const picoElf = (sections: Array<{ name: string; data: Uint8Array }> = []) => picoTestElf({ sections });
+const withFault = (fault: string) => picoTestElf({ fault });
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 interface JobJson {

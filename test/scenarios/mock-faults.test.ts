@@ -5,14 +5,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startInProcessTarget } from '../../bin/run-command.js';
 import { parseScenario } from '../../harness/scenario/load-scenario.js';
 import { describeFailure, runScenario } from '../../harness/scenario/run-scenario.js';
-import { makeElf } from '../support/make-elf.js';
+import { picoTestElf } from '../support/make-elf.js';
 
 // Failed jobs through scenario steps: the mock's injected faults travel in the image
 // (an ELF section `.hilbench.mock` holding `fault=<name>`, docs/backends/mock.md).
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-faults-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const withFault = (fault: string) =>
-  makeElf({ segments: [{ paddr: 0x10000000, data: new Uint8Array(64) }], sections: [{ name: '.hilbench.mock', data: new TextEncoder().encode(`fault=${fault}`) }] });
+const withFault = (fault: string) => picoTestElf({ fault });
 writeFileSync(path.join(dir, 'flash-fail.elf'), withFault('flash-fail'));
 writeFileSync(path.join(dir, 'crash.elf'), withFault('crash'));
 

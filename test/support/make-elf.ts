@@ -90,3 +90,16 @@ export function makeElf(spec: ElfSpec = {}): Uint8Array {
 export function firmwareImage(bytes: Uint8Array): FirmwareImage {
   return { bytes, sha256: createHash('sha256').update(bytes).digest('hex'), elf: parseElf(bytes) };
 }
+
+/** Where the RP2040's flash starts: the load address of the small test images below. */
+export const PICO_FLASH = 0x10000000;
+
+/**
+ * A small ARM image that fits the pico's flash, optionally carrying a mock-backend fault in its
+ * `.hilbench.mock` section (docs/backends/mock.md), so the fault travels through the HTTP API.
+ */
+export function picoTestElf(options: { fault?: string; sections?: Array<{ name: string; data: Uint8Array }>; sizeBytes?: number } = {}): Uint8Array {
+  const sections = [...(options.sections ?? [])];
+  if (options.fault) sections.push({ name: '.hilbench.mock', data: new TextEncoder().encode(`fault=${options.fault}`) });
+  return makeElf({ segments: [{ paddr: PICO_FLASH, data: new Uint8Array(options.sizeBytes ?? 64) }], sections });
+}
