@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { EM_ARM } from '../core/elf.js';
-import { isPicoSdkImage, parseRp2040Bootrom, RP2040_BOOTROM_HINT } from './rp2040-bootrom.js';
+import { parseRp2040Bootrom, RP2040_BOOTROM_HINT } from './rp2040-bootrom.js';
 import { SimError } from './sim-error.js';
-import { elfImage, THUMB_SPIN, thumbProgram } from '../test/support/sim-programs.js';
+import { elfImage } from '../test/support/sim-programs.js';
 
 /** The first bytes of a boot ROM: initial SP 0x20041f00, reset handler 0xeb (Thumb). */
 const romStart = Uint8Array.from([0x00, 0x1f, 0x04, 0x20, 0xeb, 0x00, 0x00, 0x00]);
@@ -47,12 +47,5 @@ describe('parseRp2040Bootrom', () => {
       expect((error as SimError).message).toMatch(reason);
       expect((error as SimError).message).toMatch(/raspberrypi\/pico-bootrom/);
     }
-  });
-});
-
-describe('isPicoSdkImage', () => {
-  it('recognises the boot2 stage section and nothing else', () => {
-    expect(isPicoSdkImage(thumbProgram(THUMB_SPIN, [], ['.boot2']).elf)).toBe(true);
-    expect(isPicoSdkImage(thumbProgram(THUMB_SPIN, [], ['.text']).elf)).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type ElfFile, parseElf } from '../core/elf.js';
+import { parseElf } from '../core/elf.js';
 import { loadSegments } from './load-segments.js';
 import { SimError } from './sim-error.js';
 
@@ -57,15 +57,4 @@ export function parseRp2040Bootrom(raw: Uint8Array, name: string): Uint32Array {
     );
   }
   return new Uint32Array(rom.buffer);
-}
-
-/** SDK marks: the second-stage bootloader section and the symbols around it and the ROM table lookup. */
-const sdkSymbols = new Set(['__boot2_start__', '__boot2_end__', 'rom_func_lookup', 'rom_func_lookup_inline', 'rom_data_lookup']);
-
-/**
- * Whether an RP2040 image is a Pico SDK binary: it starts with the 256-byte boot2 stage (which
- * only the boot ROM enters) and calls ROM functions, so it cannot run without the bootrom.
- */
-export function isPicoSdkImage(elf: ElfFile): boolean {
-  return elf.sections.some((s) => s.name === '.boot2') || elf.symbols.some((s) => sdkSymbols.has(s.name));
 }

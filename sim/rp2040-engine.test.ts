@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../boards/catalog.js';
+import { EM_ARM, parseElf } from '../core/elf.js';
+import { boot2Crc32 } from './rp2040/boot2.js';
 import { Rp2040Engine, type Rp2040EngineOptions } from './rp2040-engine.js';
 import { SimError } from './sim-error.js';
 import {
@@ -11,6 +15,7 @@ import {
   THUMB_TIMER_ISR,
   THUMB_TIMER_WAKE,
   THUMB_UDF,
+  elfImage,
   thumbProgram,
 } from '../test/support/sim-programs.js';
 
@@ -21,6 +26,26 @@ const strict: Rp2040EngineOptions = {
   },
 };
 const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+
+/** `ldr r1,=0xd0000054; movs r0,#0; str r0,[r1]; b .`: writes SIO FIFO_WR, as multicore_launch_core1 does. */
+const THUMB_FIFO_WRITE = '014900200860fee7540000d0';
+/** Looks 'UB' up through the ROM header (0x18 lookup, 0x14 table) and calls reset_to_usb_boot(0x20, ...). */
+const THUMB_RESET_TO_USB_BOOT = '044b1b880448008804499847010020208847fee718000000140000005542000000';
+
+/**
+ * An image with a 256-byte boot2 stage (filler bytes, CRC32 in the last word) and, after it at
+ * 0x10000100, a vector table (SP 0x20001000, reset at 0x10000108) and `code`.
+ */
+function boot2Program(code: string, options: { sections?: string[]; corruptCrc?: boolean } = {}) {
+  const flash = new Uint8Array(0x200);
+  flash.fill(0xa5, 0, 252);
+  const v = new DataView(flash.buffer);
+  v.setUint32(252, (boot2Crc32(flash.subarray(0, 252)) ^ (options.corruptCrc ? 1 : 0)) >>> 0, true);
+  v.setUint32(0x100, 0x20001000, true);
+  v.setUint32(0x104, 0x10000109, true);
+  flash.set(Uint8Array.from(code.match(/../g)!, (b) => parseInt(b, 16)), 0x108);
+  return elfImage(EM_ARM, [{ paddr: 0x10000000, data: flash }], options.sections ?? ['.boot2']);
+}
 
 /** A fake 16 KiB boot ROM: a vector table (SP in SRAM, Thumb reset handler) and `b .` at 0x100. */
 function fakeBootrom(): Uint32Array {
@@ -108,22 +133,62 @@ describe('Rp2040Engine', () => {
     expect(bus).toMatchObject({ reason: 'crashed', message: expect.stringMatching(/HardFault: bus error near PC 0x1000000c: access to unmapped address 0x30000000/) });
   });
 
-  it('stops with a clear error naming the bootrom when execution reaches ROM and none is loaded', () => {
+  it('stops with a clear error when execution reaches a ROM address that is no function entry of the own ROM', () => {
     const engine = new Rp2040Engine(pico, thumbProgram(THUMB_ROM_CALL), strict);
     expect(() => engine.advance(1_000_000)).toThrow(SimError);
     expect(() => new Rp2040Engine(pico, thumbProgram(THUMB_ROM_CALL), strict).advance(1_000_000)).toThrow(
-      /boot ROM \(PC 0x00000010\).*HILBENCH_RP2040_BOOTROM/,
+      /reached 0x00000010 in the boot ROM, which is not the entry of a function.*HILBENCH_RP2040_BOOTROM/,
     );
   });
 
-  it('refuses a Pico SDK image (boot2 section) without a bootrom, and boots it in boot2 with one', () => {
-    const sdk = thumbProgram(THUMB_SLEEP_FOR_EVER, [], ['.boot2']);
-    expect(() => new Rp2040Engine(pico, sdk, strict)).toThrow(/Pico SDK binary.*pico-bootrom.*rp2040BootromPath/);
-    const engine = new Rp2040Engine(pico, sdk, { ...strict, bootrom: fakeBootrom() });
+  it('starts a boot2 image without a ROM file as boot2 leaves the core: VTOR 0x10000100, SP and PC from there', () => {
+    const engine = new Rp2040Engine(pico, boot2Program(THUMB_SLEEP_FOR_EVER), strict);
+    expect(engine.rp2040.core.VTOR).toBe(0x10000100);
+    expect(engine.rp2040.core.SP).toBe(0x20001000);
+    expect(engine.rp2040.core.PC).toBe(0x10000108);
+    // Without a .boot2 section the valid CRC alone marks the stage.
+    expect(new Rp2040Engine(pico, boot2Program(THUMB_SLEEP_FOR_EVER, { sections: [] }), strict).rp2040.core.VTOR).toBe(0x10000100);
+  });
+
+  it('refuses a boot2 stage whose CRC32 is wrong, naming both values', () => {
+    const bad = boot2Program(THUMB_SLEEP_FOR_EVER, { corruptCrc: true });
+    expect(() => new Rp2040Engine(pico, bad, strict)).toThrow(
+      /boot2 stage .* fails the boot ROM's CRC32 check: bytes 252\.\.255 hold 0x[0-9a-f]{8} but the CRC of bytes 0\.\.251 is 0x[0-9a-f]{8}/,
+    );
+  });
+
+  it("with a configured B1 ROM, starts a boot2 image in boot2 at 0x10000000 with the ROM's SP", () => {
+    const engine = new Rp2040Engine(pico, thumbProgram(THUMB_SLEEP_FOR_EVER, [], ['.boot2']), { ...strict, bootrom: fakeBootrom() });
     expect(engine.rp2040.core.PC).toBe(0x10000000);
     expect(engine.rp2040.core.SP).toBe(0x20041f00);
     // The image is loaded after the bootrom erased flash.
     expect(engine.rp2040.flashView.getUint32(0, true)).toBe(0x20001000);
+  });
+
+  it('runs scenarios/firmware/pico/rom-test.elf: every ROM function looked up by code and checked on the device passes', () => {
+    const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL('../scenarios/firmware/pico/rom-test.elf', import.meta.url))));
+    const engine = new Rp2040Engine(pico, { bytes, elf: parseElf(bytes) }, strict);
+    let uart = '';
+    let halt;
+    while (!halt && engine.nanos < 100_000_000) {
+      halt = engine.advance(100_000_000);
+      for (let chunk = engine.takeUartOutput({ partial: true }); chunk; chunk = engine.takeUartOutput({ partial: true })) uart += text(chunk.bytes);
+    }
+    expect(uart).toMatch(/^hilbench rom-test board=pico rom=v3\r\nrom-test PASS \d+ checks\r\n$/);
+    expect(halt).toEqual({ reason: 'exited', exitCode: 0 });
+  });
+
+  it('stops with a clear error, not a silent spin, when firmware talks to core 1 through the inter-core FIFO', () => {
+    const engine = new Rp2040Engine(pico, boot2Program(THUMB_FIFO_WRITE), strict);
+    expect(() => engine.advance(1_000_000)).toThrow(/core 1 is not modelled: the firmware wrote to the inter-core FIFO \(SIO FIFO_WR\)/);
+  });
+
+  it('halts with a clear message when firmware calls reset_to_usb_boot', () => {
+    const engine = new Rp2040Engine(pico, boot2Program(THUMB_RESET_TO_USB_BOOT), strict);
+    expect(engine.advance(1_000_000)).toEqual({
+      reason: 'crashed',
+      message: expect.stringMatching(/reset_to_usb_boot \(gpio_activity_pin_mask 0x20.*USB BOOTSEL mode/),
+    });
   });
 
   it('feeds written bytes to the receive FIFO one character time apart and counts the overrun', () => {

@@ -1,7 +1,10 @@
 import { RP2040 } from 'rp2040js';
 import type { Board } from '../boards/board-schema.js';
 import { loadSegments, type LoadTarget, type PlacedSegment } from './load-segments.js';
-import { isPicoSdkImage, RP2040_BOOTROM_BYTES, RP2040_BOOTROM_HINT } from './rp2040-bootrom.js';
+import { RP2040_BOOTROM_BYTES, RP2040_BOOTROM_HINT } from './rp2040-bootrom.js';
+import { BOOT2_VECTOR_TABLE, checkBoot2, hasBoot2Stage } from './rp2040/boot2.js';
+import { OwnBootrom } from './rp2040/own-bootrom.js';
+import type { RomMachine } from './rp2040/rom-functions.js';
 import { SimClock } from './sim-clock.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
 import { SimError } from './sim-error.js';
@@ -20,9 +23,15 @@ const SEMIHOSTING_BKPT = 0xab;
 const SYS_EXIT = 0x18;
 const SYS_EXIT_EXTENDED = 0x20;
 const ADP_STOPPED_APPLICATION_EXIT = 0x20026;
+/** Core cycles charged for one call into the own boot ROM (its functions run in TypeScript: not the ROM's timing). */
+const ROM_CALL_CYCLES = 20;
+/** SIO inter-core FIFO registers (RP2040 datasheet §2.3.1.7): FIFO_ST, FIFO_WR, FIFO_RD. */
+const SIO_FIFO_OFFSETS = new Set([0x50, 0x54, 0x58]);
+/** Built once: the image is the same for every engine, and its entries hold no state. */
+let ownBootrom: OwnBootrom | undefined;
 
 export interface Rp2040EngineOptions {
-  /** The B1 boot ROM as 32-bit words, when the bench has one. */
+  /** The B1 boot ROM as 32-bit words, when the bench has one; without it the project's own ROM is used. */
   bootrom?: Uint32Array;
   /** Called for accesses rp2040js does not model (unimplemented registers). */
   onUnmodelled: UnmodelledListener;
@@ -36,10 +45,13 @@ class HardFault extends Error {}
 /**
  * One RP2040 on rp2040js with an image loaded, held at reset release.
  *
- * Boot: with no bootrom, as bare-metal hardware would after the ROM hands over: VTOR =
- * 0x10000000, SP = word 0, PC = word 1 (Thumb bit cleared). Pico SDK images (boot2 stage) need
- * the bootrom: it is loaded first (rp2040js `loadBootrom` erases flash to 0xff), then the image,
- * and the core starts in boot2 at 0x10000000 as the ROM would.
+ * Boot: bare-metal images (a vector table at 0x10000000) start as if the ROM had handed over:
+ * VTOR = 0x10000000, SP = word 0, PC = word 1 (Thumb bit cleared). Images with a boot2 stage
+ * (Pico SDK, arduino-pico, MicroPython, Rust): with a configured B1 ROM, the core starts in
+ * boot2 at 0x10000000 as the ROM would; without one, the project's own ROM (decision 0251) is
+ * mapped, boot2's CRC is checked as the ROM checks it, and the core starts as boot2 leaves it:
+ * VTOR = 0x10000100, SP and PC from that vector table. Calls into the own ROM are trapped
+ * before they execute and run in TypeScript (sim/rp2040/).
  *
  * Faults: rp2040js has no HardFault; where the real core would take one (undefined instruction,
  * bus error on an unmapped address, unaligned access, `udf`, and `bkpt` with no debugger
@@ -53,7 +65,9 @@ export class Rp2040Engine implements SimEngine {
   instructions = 0;
   sleptNanos = 0;
   droppedRxBytes = 0;
-  private readonly hasBootrom: boolean;
+  /** The project's own boot ROM, mapped when no B1 ROM file is configured. */
+  private readonly ownRom: OwnBootrom | undefined;
+  private readonly romMachine: RomMachine;
   private readonly uartIndex: number;
   private readonly tx = new UartOutputBuffer();
   private readonly rxQueue: number[] = [];
@@ -73,10 +87,7 @@ export class Rp2040Engine implements SimEngine {
     if (this.uartIndex < 0 || this.uartIndex > 1) {
       throw new SimError('unavailable', `board ${board.id}: sim.uart "${uartName}" is not one of the RP2040's UARTs (uart0, uart1)`);
     }
-    const sdkImage = isPicoSdkImage(image.elf);
-    if (sdkImage && !options.bootrom) {
-      throw new SimError('bad-image', `this image is a Pico SDK binary (it has a boot2 stage and calls the RP2040 boot ROM); ${RP2040_BOOTROM_HINT}`);
-    }
+    const boot2Image = hasBoot2Stage(image.elf);
 
     this.rp2040 = new RP2040(this.clock);
     this.rp2040.logger = {
@@ -85,9 +96,15 @@ export class Rp2040Engine implements SimEngine {
       warn: (component, message) => this.libraryMessage('warn', component, message),
       error: (component, message) => this.libraryMessage('error', component, message),
     };
-    this.hasBootrom = options.bootrom !== undefined;
-    if (options.bootrom) this.rp2040.loadBootrom(options.bootrom);
-    else this.rp2040.flash.fill(0xff);
+    // rp2040js `loadBootrom` resets the chip and erases flash to 0xff; the image is loaded after it.
+    if (options.bootrom) {
+      this.rp2040.loadBootrom(options.bootrom);
+    } else {
+      ownBootrom ??= new OwnBootrom();
+      this.ownRom = ownBootrom;
+      this.rp2040.loadBootrom(ownBootrom.words);
+      this.trapInterCoreFifo();
+    }
 
     const region = (name: string) => board.mcu.memory.find((m) => m.name === name);
     const flashBytes = Math.min(region('flash')?.sizeBytes ?? 0x200000, this.rp2040.flash.length);
@@ -99,24 +116,49 @@ export class Rp2040Engine implements SimEngine {
     this.placed = loadSegments(image, targets);
 
     const core = this.rp2040.core;
-    if (sdkImage) {
-      // The ROM's reset handler would check boot2 and jump to it; SP stays the ROM's initial SP.
-      core.PC = FLASH_START;
-    } else {
-      const sp = this.rp2040.flashView.getUint32(0, true);
-      const reset = this.rp2040.flashView.getUint32(4, true);
+    const vectorProblem = (at: number) => {
+      const sp = this.rp2040.readUint32(at);
+      const reset = this.rp2040.readUint32(at + 4);
       const inFlash = reset >= FLASH_START && reset < FLASH_START + flashBytes;
       const inSram = reset >= SRAM_START && reset < SRAM_START + sramBytes;
-      if ((reset & 1) === 0 || !(inFlash || inSram) || sp < SRAM_START || sp > SRAM_START + this.rp2040.sram.length) {
+      if ((reset & 1) === 1 && (inFlash || inSram) && sp >= SRAM_START && sp <= SRAM_START + this.rp2040.sram.length) return undefined;
+      return `initial SP ${hex(sp)} must lie in SRAM, reset handler ${hex(reset)} must be a Thumb address in flash or SRAM`;
+    };
+    const boot2 = checkBoot2(this.rp2040.flash);
+    // An image without boot2 markers (no section headers, say) still boots through boot2 when its first 256 bytes carry a valid CRC and no vector table.
+    const viaBoot2 = boot2Image || (vectorProblem(FLASH_START) !== undefined && boot2.valid);
+    if (viaBoot2 && options.bootrom) {
+      // The real ROM's reset handler checks boot2 and runs it; SP stays the ROM's initial SP.
+      core.PC = FLASH_START;
+    } else if (viaBoot2) {
+      if (!boot2.valid) {
         throw new SimError(
           'bad-image',
-          `the image does not start with a Cortex-M vector table at ${hex(FLASH_START)} (initial SP ${hex(sp)} must lie in SRAM, ` +
-            `reset handler ${hex(reset)} must be a Thumb address in flash or SRAM); if it is a Pico SDK binary without symbols, ${RP2040_BOOTROM_HINT}`,
+          `the boot2 stage (the first 256 bytes of flash at ${hex(FLASH_START)}) fails the boot ROM's CRC32 check: bytes 252..255 hold ` +
+            `${hex(boot2.storedCrc)} but the CRC of bytes 0..251 is ${hex(boot2.computedCrc)}; the chip would not run this image ` +
+            `(it would wait in USB boot mode). Rebuild it so the toolchain pads and checksums boot2 (the Pico SDK's pad_checksum step)`,
+        );
+      }
+      const problem = vectorProblem(BOOT2_VECTOR_TABLE);
+      if (problem) {
+        throw new SimError('bad-image', `the image has a boot2 stage but no vector table where boot2 leaves the core, at ${hex(BOOT2_VECTOR_TABLE)} (${problem})`);
+      }
+      // What boot2 does last: VTOR at the image's vector table, then SP and the reset handler from it.
+      core.VTOR = BOOT2_VECTOR_TABLE;
+      core.SP = this.rp2040.readUint32(BOOT2_VECTOR_TABLE);
+      core.PC = this.rp2040.readUint32(BOOT2_VECTOR_TABLE + 4) & ~1;
+    } else {
+      const problem = vectorProblem(FLASH_START);
+      if (problem) {
+        throw new SimError(
+          'bad-image',
+          `the image does not start with a Cortex-M vector table at ${hex(FLASH_START)} (${problem}), nor with a boot2 stage ` +
+            `(a .boot2 section, or 256 bytes whose last 4 are their CRC32)`,
         );
       }
       core.VTOR = FLASH_START;
-      core.SP = sp;
-      core.PC = reset & ~1;
+      core.SP = this.rp2040.readUint32(FLASH_START);
+      core.PC = this.rp2040.readUint32(FLASH_START + 4) & ~1;
     }
 
     this.nanosPerCycle = 1e9 / this.rp2040.clkSys;
@@ -129,6 +171,22 @@ export class Rp2040Engine implements SimEngine {
     };
     this.rp2040.onBreak = (code) => this.onBreak(code);
     this.rxAlarm = this.clock.createAlarm(() => this.deliverRxByte());
+    const chip = this.rp2040;
+    this.romMachine = {
+      regs: {
+        r: core.registers,
+        setFlags: ({ n, z, c, v }) => {
+          core.N = n;
+          core.Z = z;
+          core.C = c;
+          core.V = v;
+        },
+      },
+      read8: (address) => chip.readUint8(address >>> 0),
+      read16: (address) => chip.readUint16(address >>> 0),
+      write8: (address, value) => chip.writeUint8(address >>> 0, value),
+      flash: chip.flash,
+    };
   }
 
   get nanos(): number {
@@ -167,12 +225,9 @@ export class Rp2040Engine implements SimEngine {
           clock.advanceTo(to);
           continue;
         }
-        if (core.PC < RP2040_BOOTROM_BYTES && !this.hasBootrom) {
-          throw new SimError(
-            'bad-image',
-            `execution reached the RP2040 boot ROM (PC ${hex(core.PC)}) but no bootrom is loaded: firmware that calls ROM functions ` +
-              `(Pico SDK binaries do) needs it, so ${RP2040_BOOTROM_HINT}; bare-metal firmware gets here only through a null or bad function pointer`,
-          );
+        if (core.PC < RP2040_BOOTROM_BYTES && this.ownRom) {
+          clock.tick(this.callOwnRom() * this.nanosPerCycle);
+          continue;
         }
         const cycles = core.executeInstruction();
         this.instructions++;
@@ -183,6 +238,53 @@ export class Rp2040Engine implements SimEngine {
       this.halt = { reason: 'crashed', message: err.message };
     }
     return this.halt;
+  }
+
+  /** Runs the own-ROM function whose entry the core is at, as if it had been called; returns the cycles charged. */
+  private callOwnRom(): number {
+    const core = this.rp2040.core;
+    const entry = this.ownRom!.entryAt(core.PC);
+    if (!entry) {
+      throw new SimError(
+        'bad-image',
+        `execution reached ${hex(core.PC)} in the boot ROM, which is not the entry of a function the simulator's own boot ROM provides ` +
+          `(docs/backends/sim.md lists them; firmware that jumps into the ROM's internals needs the real one: ${RP2040_BOOTROM_HINT}); ` +
+          `bare-metal firmware gets here only through a null or bad function pointer`,
+      );
+    }
+    this.instructions++;
+    const outcome = entry.run(this.romMachine);
+    if (outcome === undefined) core.BXWritePC(core.LR);
+    else if (outcome.kind === 'jump') {
+      core.LR = outcome.lr;
+      core.PC = outcome.pc & ~1;
+    } else if (outcome.kind === 'halt') {
+      this.halt = { reason: 'crashed', message: outcome.message };
+    } else {
+      // Stays at this address; an interrupt wakes the core, and its return lands here again.
+      core.waiting = true;
+    }
+    return ROM_CALL_CYCLES;
+  }
+
+  /**
+   * rp2040js models one core and no inter-core FIFO (it would read 0xffffffff for ever): any
+   * access to it means the firmware is talking to core 1, so it stops with a clear error rather
+   * than spinning silently.
+   */
+  private trapInterCoreFifo() {
+    const sio = this.rp2040.sio;
+    const read = sio.readUint32.bind(sio);
+    const write = sio.writeUint32.bind(sio);
+    const refuse = (offset: number): never => {
+      throw new SimError(
+        'bad-image',
+        `core 1 is not modelled: the firmware ${offset === 0x54 ? 'wrote to' : 'read'} the inter-core FIFO (SIO ${offset === 0x50 ? 'FIFO_ST' : offset === 0x54 ? 'FIFO_WR' : 'FIFO_RD'}) ` +
+          `near PC ${hex(this.rp2040.core.PC)}, as multicore_launch_core1 and the multicore FIFO functions do; the simulator runs core 0 only`,
+      );
+    };
+    sio.readUint32 = (offset: number) => (SIO_FIFO_OFFSETS.has(offset) ? refuse(offset) : read(offset));
+    sio.writeUint32 = (offset: number, value: number) => (SIO_FIFO_OFFSETS.has(offset) ? refuse(offset) : write(offset, value));
   }
 
   takeUartOutput(options: { partial: boolean }): EngineUartChunk | undefined {

@@ -1,10 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
+import { parseElf } from '../../core/elf.js';
 import { type SimImage } from '../../sim/sim-engine.js';
 import {
   elfImage,
@@ -86,16 +88,27 @@ describe('SimBackend availability', () => {
 });
 
 describe('SimDevice', () => {
-  it('refuses a Pico SDK image without a bootrom as bad-image naming the missing piece, and takes it with one', async () => {
-    const sdk = image(thumbProgram(THUMB_SLEEP_FOR_EVER, [], ['.boot2']));
+  it('runs an image with a boot2 stage on the own boot ROM with no ROM file, and refuses a bad boot2 CRC as bad-image', async () => {
     const device = await openPico();
-    const error = await rejection(device.flash(sdk));
+    const romTest = new Uint8Array(readFileSync(fileURLToPath(new URL('../../scenarios/firmware/pico/rom-test.elf', import.meta.url))));
+    await device.flash(firmwareImage(romTest));
+    let uart = '';
+    device.onUart((chunk) => (uart += new TextDecoder().decode(chunk.bytes)));
+    await expect(device.run(100_000_000)).resolves.toMatchObject({ reason: 'exited', exitCode: 0 });
+    expect(uart).toMatch(/rom-test PASS \d+ checks/);
+
+    const corrupt = romTest.slice();
+    // Byte 0x10 of boot2 (file offset of .boot2 + 0x10): any change breaks its CRC.
+    const boot2Offset = parseElf(romTest).sections.find((s) => s.name === '.boot2')!.offset;
+    corrupt[boot2Offset + 0x10]! ^= 0xff;
+    const error = await rejection(device.flash(firmwareImage(corrupt)));
     expect(error.kind).toBe('bad-image');
-    expect(error.message).toMatch(/Pico SDK binary.*HILBENCH_RP2040_BOOTROM/);
+    expect(error.message).toMatch(/boot2 stage .* fails the boot ROM's CRC32 check/);
 
     const withRom = await openPico({ rp2040BootromPath: tempFile('b1.bin', fakeBootromBytes()) });
-    await withRom.flash(sdk);
+    await withRom.flash(image(thumbProgram(THUMB_SLEEP_FOR_EVER, [], ['.boot2'])));
     await withRom.close();
+    await device.close();
   });
 
   it('refuses an image outside the memory map before loading anything', async () => {
@@ -111,7 +124,7 @@ describe('SimDevice', () => {
     await device.flash(image(thumbProgram('11208047')));
     const error = await rejection(device.run(1_000_000));
     expect(error.kind).toBe('bad-image');
-    expect(error.message).toMatch(/boot ROM.*no bootrom is loaded/);
+    expect(error.message).toMatch(/boot ROM, which is not the entry of a function/);
   });
 
   it('counts received bytes the firmware never read as dropped, and bytes still on their way at reset', async () => {

@@ -85,6 +85,22 @@ arm microbit cortex-m0 nrf51822 nrf51
 arm pico cortex-m0plus rp2040 rp2040
 avr uno atmega328p 16000000
 
+# RP2040 programs with a boot2 stage (ld/rp2040-boot2.ld, arm/rp2040-boot2.S), for the simulator's
+# own boot ROM (docs/backends/sim.md). rp2040-rom-cases.h is generated on the host by
+# arm/rp2040-rom-cases.host.c (see its header); boot2-checksum.ts writes boot2's CRC32 after linking.
+# rp2040_boot2 BOARD PROGRAM SOURCE...
+rp2040_boot2() {
+  local board="$1" prog="$2"; shift 2
+  wanted "$board" || return 0
+  mkdir -p "$OUT/$board"
+  arm-none-eabi-gcc -mcpu=cortex-m0plus -mthumb "${COMMON_CFLAGS[@]}" -nostdlib -DBOARD_ID="\"$board\"" \
+    -Lld -T rp2040-boot2.ld "${COMMON_LDFLAGS[@]}" -Wl,--build-id=none \
+    -o "$OUT/$board/$prog.elf" arm/rp2040-boot2.S arm/startup.c arm/arm-common.c arm/rp2040.c src/print.c "$@" -lgcc
+  (cd "$HERE/../.." && npx tsx scenarios/firmware/boot2-checksum.ts "$OUT/$board/$prog.elf") >/dev/null
+  echo "built $board/$prog (arm cortex-m0plus, boot2 stage, ld/rp2040-boot2.ld)"
+}
+rp2040_boot2 pico rom-test arm/rp2040-rom-test.c
+
 # A board named on the command line but missing from the table above is a mistake, not a no-op.
 for b in "${BOARDS[@]}"; do
   if [[ " ${BUILT[*]} " != *" $b "* ]]; then

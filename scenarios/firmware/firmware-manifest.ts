@@ -15,13 +15,24 @@ import type { Board } from '../../boards/board-schema.js';
 export const firmwareDir = path.dirname(fileURLToPath(import.meta.url));
 export const firmwarePrograms = ['hello', 'exit', 'crash'] as const;
 export type FirmwareProgram = (typeof firmwarePrograms)[number];
+/**
+ * Programs built for one board only, on top of hello, exit and crash: `rom-test` is an RP2040
+ * image with a boot2 stage that checks the simulator's own boot ROM (docs/backends/sim.md).
+ */
+export const boardOnlyPrograms = { pico: ['rom-test'] } as const satisfies Record<string, readonly string[]>;
+export type BoardOnlyProgram = (typeof boardOnlyPrograms)[keyof typeof boardOnlyPrograms][number];
+/** Every program listed for `boardId`. */
+export const programsFor = (boardId: string): ReadonlyArray<FirmwareProgram | BoardOnlyProgram> => [
+  ...firmwarePrograms,
+  ...((boardOnlyPrograms as Record<string, readonly BoardOnlyProgram[]>)[boardId] ?? []),
+];
 
 export const firmwareEntrySchema = z
   .object({
     board: z.string().min(1),
-    program: z.enum(firmwarePrograms),
+    program: z.enum([...firmwarePrograms, ...boardOnlyPrograms.pico]),
     /** Relative to scenarios/firmware/. */
-    path: z.string().regex(/^[a-z0-9-]+\/[a-z]+\.elf$/),
+    path: z.string().regex(/^[a-z0-9-]+\/[a-z-]+\.elf$/),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     sizeBytes: z.number().int().positive(),
     backend: z.enum(['sim', 'qemu', 'renode']),
@@ -80,7 +91,7 @@ export function firmwareBackendFor(board: Board): FirmwareEntry['backend'] {
 /** The expected behaviour of `program` on `board`: everything in an entry except the file facts. */
 export function expectedFirmware(
   board: Board,
-  program: FirmwareProgram,
+  program: FirmwareProgram | BoardOnlyProgram,
 ): Omit<FirmwareEntry, 'sha256' | 'sizeBytes'> {
   const backend = firmwareBackendFor(board);
   const id = escapeRegExp(board.id);
@@ -91,6 +102,9 @@ export function expectedFirmware(
       return { ...base, uartPattern: `^hilbench hello board=${id}\\r\\ntick 1\\r\\ntick 2\\r\\ntick 3\\r\\n`, outcome: 'runs', exitCode: null, qemuExitStatus: null };
     case 'exit':
       return { ...base, uartPattern: `^hilbench exit board=${id} code=3\\r\\n`, outcome: 'exits', exitCode: 3, qemuExitStatus: backend === 'qemu' ? 3 : null };
+    case 'rom-test':
+      // Exits 0 after every check passed on the simulator's own boot ROM (version 3).
+      return { ...base, uartPattern: `^hilbench rom-test board=${id} rom=v3\\r\\nrom-test PASS \\d+ checks\\r\\n`, outcome: 'exits', exitCode: 0, qemuExitStatus: null };
     case 'crash':
       return {
         ...base,

@@ -11,7 +11,11 @@
 import { readFileSync } from 'node:fs';
 import { AVRUSART, avrInstruction, CPU, usart0Config } from 'avr8js';
 import { ConsoleLogger, LogLevel, Simulator } from 'rp2040js';
+import { loadBoardCatalog } from '../../boards/catalog.js';
 import { loadableSegments, parseElf } from '../../core/elf.js';
+import { hasBoot2Stage } from '../../sim/rp2040/boot2.js';
+import { Rp2040Engine } from '../../sim/rp2040-engine.js';
+import { SimError } from '../../sim/sim-error.js';
 
 export type SimStop =
   | { reason: 'elapsed' }
@@ -32,9 +36,14 @@ const RP2040_SRAM_END = RP2040_SRAM + 0x4_2000;
 const SEMIHOSTING_BKPT = 0xab;
 const ADP_STOPPED_APPLICATION_EXIT = 0x20026;
 
-/** Runs RP2040 firmware from flash without a bootrom: VTOR = 0x10000000, SP = word 0, PC = word 1. */
+/**
+ * Runs RP2040 firmware from flash without a bootrom: VTOR = 0x10000000, SP = word 0, PC = word 1.
+ * Images with a boot2 stage call the boot ROM, which rp2040js does not have: they run on the
+ * sim backend's engine with the project's own ROM instead (`runRp2040Boot2`).
+ */
 export function runRp2040(bytes: Uint8Array, options: { simulatedSeconds: number }): SimRun {
   const elf = parseElf(bytes);
+  if (hasBoot2Stage(elf)) return runRp2040Boot2(bytes, options);
   const sim = new Simulator();
   const { rp2040: mcu, clock } = sim;
   mcu.logger = new ConsoleLogger(LogLevel.Error);
@@ -84,6 +93,30 @@ export function runRp2040(bytes: Uint8Array, options: { simulatedSeconds: number
     }
   }
   return { uart, stop: stop ?? { reason: 'elapsed' }, simulatedNanos: clock.nanos };
+}
+
+/** Runs an RP2040 image with a boot2 stage on `Rp2040Engine` and its own boot ROM (docs/backends/sim.md). */
+export function runRp2040Boot2(bytes: Uint8Array, options: { simulatedSeconds: number }): SimRun {
+  const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
+  const limitNanos = options.simulatedSeconds * 1e9;
+  let uart = '';
+  let stop: SimStop | undefined;
+  try {
+    const engine = new Rp2040Engine(pico, { bytes, elf: parseElf(bytes) }, { onUnmodelled: () => undefined });
+    const collect = () => {
+      for (let chunk = engine.takeUartOutput({ partial: true }); chunk; chunk = engine.takeUartOutput({ partial: true })) {
+        uart += String.fromCharCode(...chunk.bytes);
+      }
+    };
+    while (stop === undefined && engine.nanos < limitNanos) {
+      stop = engine.advance(limitNanos);
+      collect();
+    }
+    return { uart, stop: stop ?? { reason: 'elapsed' }, simulatedNanos: engine.nanos };
+  } catch (err) {
+    if (!(err instanceof SimError)) throw err;
+    return { uart, stop: { reason: 'crashed', message: err.message }, simulatedNanos: 0 };
+  }
 }
 
 const AVR_CLOCK_HZ = 16_000_000;

@@ -13,12 +13,12 @@ import {
   firmwareDir,
   firmwareManifestSchema,
   firmwarePath,
-  firmwarePrograms,
+  programsFor,
   sha256Hex,
 } from './firmware-manifest.js';
 
 const firmware = loadBoardCatalog().flatMap((board) =>
-  firmwarePrograms.map((program) => {
+  programsFor(board.id).map((program) => {
     const expected = expectedFirmware(board, program);
     const bytes = readFileSync(firmwarePath(expected));
     return { ...expected, sha256: sha256Hex(bytes), sizeBytes: bytes.length };
