@@ -1,4 +1,4 @@
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 import { hostToolSuites, onPath } from './test/host-tool-suites.js';
 
@@ -14,8 +14,8 @@ const isExecutable = (file: string) => {
 // Files needing a host program that is missing are left out, loudly, unless CI requires them.
 const requireTools = process.env.HILBENCH_REQUIRE_TOOLS === '1';
 const leftOut: string[] = [];
-for (const [tool, { install, files }] of Object.entries(hostToolSuites)) {
-  if (requireTools || onPath(tool, process.env.PATH ?? '', isExecutable)) continue;
+for (const [tool, { install, files, installedFile }] of Object.entries(hostToolSuites)) {
+  if (requireTools || (installedFile ? existsSync(installedFile) : onPath(tool, process.env.PATH ?? '', isExecutable))) continue;
   leftOut.push(...files);
   console.warn(
     `hilbench: ${tool} is not installed, so ${files.length} test files that need it are left out (${install}; ` +

@@ -9,6 +9,7 @@ import { runQemuBench, runSimBench } from './emulators.bench.js';
 import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
 import { runRelayIngestBench } from './relay-ingest.bench.js';
+import { runRomLoopBench } from './rom-loop.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
   {
@@ -20,6 +21,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     title: 'Simulator (sim backend)',
     intro: 'Simulated instructions per host second and the ratio of simulated to real time (issue 3).',
     run: () => runSimBench(),
+  },
+  {
+    title: 'SDK-style RP2040 image against raw rp2040js',
+    intro:
+      'Instructions per second of rom-test.elf (boot2 stage, ROM lookups, soft float and double calls on the own boot ROM) through the sim backend, and of the same instruction stream on raw rp2040js, measured alternately in the same run (issue 12).',
+    run: () => runRomLoopBench(),
   },
   {
     title: 'QEMU backend overhead',

@@ -63,6 +63,11 @@ const backendKeysSchema = z
         semihosting: z.boolean().default(true),
         /** Which MCU UART QEMU connects to its first `-serial` (serial0), e.g. `uart0`; a note for humans and checks. */
         uart: z.string().min(1).optional(),
+        /**
+         * Deterministic guest time: run with `-icount shift=N,align=off,sleep=off`, so the guest's
+         * clocks advance 2^N ns per instruction instead of following the host (docs/backends/qemu.md).
+         */
+        icount: z.number().int().min(0).max(10).optional(),
       })
       .strict()
       .optional(),

@@ -26,6 +26,7 @@ import {
   watchdogConfig,
 } from 'avr8js';
 import type { Board } from '../boards/board-schema.js';
+import { UsartTransmitter, usartCyclesPerChar } from './avr/usart-transmitter.js';
 import { loadSegments, type LoadTarget, type PlacedSegment } from './load-segments.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
 import { SimError } from './sim-error.js';
@@ -47,10 +48,7 @@ const GPIOR2 = 0x4b;
 const MAILBOX_EXIT = 0xe7;
 const MAILBOX_CRASH = 0xc5;
 const UCSRA_RXC = 0x80;
-const UCSRA_U2X = 0x02;
 const UCSRB_RXEN = 0x10;
-/** 8N1: start bit, eight data bits, stop bit. */
-const BITS_PER_CHAR = 10;
 
 const hex = (n: number) => `0x${n.toString(16).padStart(4, '0')}`;
 
@@ -117,6 +115,7 @@ function nextClockEventCycles(cpu: CPU): number | undefined {
 export class AvrEngine implements SimEngine {
   readonly cpu: CPU;
   readonly usart: AVRUSART;
+  readonly transmitter: UsartTransmitter;
   readonly placed: PlacedSegment[];
   readonly clockHz: number;
   instructions = 0;
@@ -195,11 +194,10 @@ export class AvrEngine implements SimEngine {
       else if (value === MAILBOX_CRASH) this.halt = { reason: 'crashed', message: `the firmware reported a crash through the GPIOR mailbox (code ${argument})` };
       return false;
     };
-    // onByteTransmit fires when the byte enters the transmitter; UDRE0/TXC0 follow one character
-    // time later, so a firmware that polls them (all do) sends at the baud rate.
-    this.usart.onByteTransmit = (value) => {
-      if (this.tx.push(value, this.nanos)) this.outputReady = true;
-    };
+    // Bytes are stamped when their start bit goes out, so timestamps follow the baud rate.
+    this.transmitter = new UsartTransmitter(this.cpu, usart0Config, (value, atCycles) => {
+      if (this.tx.push(value, atCycles * this.nanosPerCycle)) this.outputReady = true;
+    });
   }
 
   get nanos(): number {
@@ -336,12 +334,9 @@ export class AvrEngine implements SimEngine {
     }, this.cyclesPerChar());
   }
 
-  /** Character time from UBRR0 and U2X0 (datasheet §20.3.1), as avr8js's receiver uses. */
+  /** Character time from UBRR0, U2X0 and the frame format (datasheet §20.3.1). */
   private cyclesPerChar(): number {
-    const { data } = this.cpu;
-    const ubrr = (data[usart0Config.UBRRH]! << 8) | data[usart0Config.UBRRL]!;
-    const multiplier = data[usart0Config.UCSRA]! & UCSRA_U2X ? 8 : 16;
-    return (ubrr + 1) * multiplier * BITS_PER_CHAR;
+    return usartCyclesPerChar(this.cpu.data, usart0Config);
   }
 
   private deliverRxByte() {

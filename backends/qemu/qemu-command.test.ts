@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Board } from '../../boards/board-schema.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { BackendError } from '../backend.js';
-import { qemuBackendCommand, qemuDirectCommand } from './qemu-command.js';
+import { describeQemuGuestClock, qemuBackendCommand, qemuDirectCommand, qemuGuestClock } from './qemu-command.js';
 
 const boards = loadBoardCatalog();
 const an385 = boards.find((b) => b.id === 'mps2-an385')!;
@@ -33,6 +33,19 @@ describe('qemu command lines', () => {
     const args = qemuDirectCommand(board, '/fw.elf').args;
     expect(args).not.toContain('-semihosting-config');
     expect(args.slice(0, 4)).toEqual(['-M', 'mps2-an385', '-cpu', 'cortex-m3']);
+  });
+
+  it('adds -icount shift=N,align=off,sleep=off when the board file asks (qemu.icount), and says which clock', () => {
+    const deterministic: Board = { ...an385, backends: { qemu: { ...an385.backends.qemu!, icount: 4 } } };
+    const args = qemuBackendCommand(deterministic, '/fw.elf', '/s.sock').args;
+    expect(args.slice(args.indexOf('-icount'), args.indexOf('-icount') + 2)).toEqual(['-icount', 'shift=4,align=off,sleep=off']);
+    // Before -kernel, like every other option.
+    expect(args.indexOf('-icount')).toBeLessThan(args.indexOf('-kernel'));
+    expect(describeQemuGuestClock(qemuGuestClock(deterministic))).toBe('icount shift=4 (16 ns per instruction)');
+    // The backend option overrides the board file; without either, the guest follows the host.
+    expect(qemuDirectCommand(deterministic, '/fw.elf', { icountShift: 0 }).args).toContain('shift=0,align=off,sleep=off');
+    expect(qemuDirectCommand(an385, '/fw.elf').args).not.toContain('-icount');
+    expect(describeQemuGuestClock(qemuGuestClock(an385))).toBe('host');
   });
 
   it('refuses socket paths QEMU or the kernel cannot take, and bad icount shifts', () => {

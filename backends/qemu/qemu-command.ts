@@ -4,15 +4,39 @@ import { BackendError } from '../backend.js';
 /**
  * The qemu-system-arm command lines hilbench uses, built in one place so the backend and the
  * benchmark (which compares a job's wall time with a direct run of the same ELF) cannot drift.
- * Facts behind each option: /work/shared/design/backends.md and docs/backends/qemu.md.
+ * Facts behind each option: docs/backends/qemu.md.
  */
 export const DEFAULT_QEMU_BINARY = 'qemu-system-arm';
 
 export interface QemuCommandOptions {
   /** The qemu-system-arm executable (name on PATH or absolute path). */
   qemuBinary?: string;
-  /** `-icount shift=N`: the guest's clock advances 2^N ns per instruction instead of following the host. */
+  /**
+   * `-icount shift=N,align=off,sleep=off`: the guest's clock advances 2^N ns per instruction
+   * instead of following the host. Default: the board file's `backends.qemu.icount`, else none.
+   */
   icountShift?: number;
+}
+
+/**
+ * The clock the guest's timers follow: the host's (QEMU's default), or the instruction counter
+ * (`-icount`). UART timestamps are host time either way (docs/backends/qemu.md).
+ */
+export type QemuGuestClock = { kind: 'host' } | { kind: 'icount'; shift: number };
+
+/** The guest clock a run of `board` with `options` uses: the option, else the board file's `qemu.icount`. */
+export function qemuGuestClock(board: Board, options: QemuCommandOptions = {}): QemuGuestClock {
+  const shift = options.icountShift ?? qemuKeysFor(board).icount;
+  if (shift === undefined) return { kind: 'host' };
+  if (!Number.isInteger(shift) || shift < 0 || shift > 10) {
+    throw new BackendError('internal', `icountShift must be an integer 0..10, got ${shift}`);
+  }
+  return { kind: 'icount', shift };
+}
+
+/** The guest clock in words, for job output and logs: `host` or `icount shift=N (2^N ns per instruction)`. */
+export function describeQemuGuestClock(clock: QemuGuestClock): string {
+  return clock.kind === 'host' ? 'host' : `icount shift=${clock.shift} (${2 ** clock.shift} ns per instruction)`;
 }
 
 export interface QemuCommand {
@@ -40,12 +64,11 @@ function commonArgs(board: Board, kernelPath: string, serial: string, options: Q
   // and a Ctrl-A in the firmware's output would become a monitor escape.
   args.push('-nographic', '-monitor', 'none', '-serial', serial);
   if (keys.semihosting) args.push('-semihosting-config', 'enable=on,target=native');
-  if (options.icountShift !== undefined) {
-    if (!Number.isInteger(options.icountShift) || options.icountShift < 0 || options.icountShift > 10) {
-      throw new BackendError('internal', `icountShift must be an integer 0..10, got ${options.icountShift}`);
-    }
-    args.push('-icount', `shift=${options.icountShift}`);
-  }
+  const clock = qemuGuestClock(board, options);
+  // align=off: never slow the guest down to host speed; sleep=off: an idle guest (WFI) jumps to
+  // its next timer deadline instead of waiting for the host clock to get there. Together the
+  // guest's time depends on its instructions only (QEMU docs, "-icount").
+  if (clock.kind === 'icount') args.push('-icount', `shift=${clock.shift},align=off,sleep=off`);
   args.push('-kernel', kernelPath);
   return args;
 }

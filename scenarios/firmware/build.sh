@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Builds the example firmware (hello, exit, crash) for every board in boards/*.yaml.
 #
-#   scenarios/firmware/build.sh [--out DIR] [BOARD...]
+#   scenarios/firmware/build.sh [--out DIR] [--arduino-out DIR] [BOARD...]
 #
 # Default output is this folder: <board>/<program>.elf, the committed prebuilt images.
 # Needs Debian's arm-none-eabi-gcc (gcc-arm-none-eabi) and avr-gcc (gcc-avr, avr-libc).
+# The target uno-arduino (Arduino-core sketches, built when arduino-core-avr is installed) goes
+# to --arduino-out, default <repo>/.tmp/arduino (gitignored): those images are never committed.
 # Builds are reproducible with one toolchain (no build id, no .comment, no absolute paths),
 # but not across toolchain versions: ci/check-firmware.ts compares behaviour, not bytes.
 # After a rebuild of the committed images run `npx tsx scenarios/firmware/update-manifest.ts`.
@@ -12,11 +14,13 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 OUT="$HERE"
+ARDUINO_OUT="$(cd "$HERE/../.." && pwd)/.tmp/arduino"
 BOARDS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --arduino-out) ARDUINO_OUT="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     -*) echo "build.sh: unknown option $1" >&2; exit 2 ;;
     *) BOARDS+=("$1"); shift ;;
   esac
@@ -100,6 +104,58 @@ rp2040_boot2() {
   echo "built $board/$prog (arm cortex-m0plus, boot2 stage, ld/rp2040-boot2.ld)"
 }
 rp2040_boot2 pico rom-test arm/rp2040-rom-test.c
+
+# Arduino-core sketches for the uno simulator (docs/firmware.md, "Arduino sketches"): Debian's
+# arduino-core-avr compiled as the Arduino IDE's platform.txt does for the Uno (without -flto,
+# which avr-gcc 5.4's linker plugin does not need to be right), then linked with the sketch.
+# The images hold the core's code, so they go to $ARDUINO_OUT and are never committed.
+# WString.cpp is left out: the 1.8.7 core needs DECIMAL_DIG, which avr-libc 2.0's float.h lacks,
+# and no sketch here uses String.
+ARDUINO_AVR="${ARDUINO_AVR:-/usr/share/arduino/hardware/arduino/avr}"
+ARDUINO_SKETCHES=(arduino-serial)
+ARDUINO_BAUDS=(9600 115200)
+arduino_uno() {
+  local board=uno-arduino
+  # Built by default when the package is there; named on the command line, it must be there.
+  if [[ ${#BOARDS[@]} -eq 0 && ! -d "$ARDUINO_AVR/cores/arduino" ]]; then
+    echo "skipped $board: arduino-core-avr is not installed (apt-get install -y arduino-core-avr)"
+    return 0
+  fi
+  wanted "$board" || return 0
+  if [[ ! -d "$ARDUINO_AVR/cores/arduino" ]]; then
+    echo "build.sh: $board needs Debian's Arduino core in $ARDUINO_AVR (apt-get install -y arduino-core-avr)" >&2
+    exit 2
+  fi
+  local core="$ARDUINO_AVR/cores/arduino" variant="$ARDUINO_AVR/variants/standard"
+  local flags=(-mmcu=atmega328p -DF_CPU=16000000L -DARDUINO=10807 -DARDUINO_AVR_UNO -DARDUINO_ARCH_AVR
+    -Os -g0 -fno-ident -ffunction-sections -fdata-sections -I"$core" -I"$variant")
+  local cxxflags=(-std=gnu++11 -fpermissive -fno-exceptions -fno-threadsafe-statics)
+  mkdir -p "$ARDUINO_OUT/uno"
+  local objs; objs="$(mktemp -d "$ARDUINO_OUT/core.XXXXXX")"
+  local src
+  for src in "$core"/*.c; do avr-gcc -c -std=gnu11 -w "${flags[@]}" "$src" -o "$objs/$(basename "$src").o"; done
+  for src in "$core"/*.cpp; do
+    [[ "$(basename "$src")" == WString.cpp ]] && continue
+    avr-g++ -c -w "${cxxflags[@]}" "${flags[@]}" "$src" -o "$objs/$(basename "$src").o"
+  done
+  for src in "$core"/*.S; do avr-gcc -c -x assembler-with-cpp "${flags[@]}" "$src" -o "$objs/$(basename "$src").o"; done
+  rm -f "$objs/core.a"
+  avr-ar rcs "$objs/core.a" "$objs"/*.o
+  local sketch baud
+  for sketch in "${ARDUINO_SKETCHES[@]}"; do
+    for baud in "${ARDUINO_BAUDS[@]}"; do
+      # The sketch is ours: full warnings, as errors.
+      avr-g++ -c -x c++ -Wall -Wextra -Werror "${cxxflags[@]}" "${flags[@]}" -DSKETCH_BAUD="$baud" \
+        "avr/$sketch.ino" -o "$objs/$sketch-$baud.o"
+      avr-gcc -mmcu=atmega328p -Os "${COMMON_LDFLAGS[@]}" -o "$ARDUINO_OUT/uno/$sketch-$baud.elf" \
+        "$objs/$sketch-$baud.o" "$objs/core.a" -lm
+    done
+  done
+  rm -rf "$objs"
+  BUILT+=("$board")
+  echo "built $board (Arduino core $(sed -n 's/^version=//p' "$ARDUINO_AVR/platform.txt"), into $ARDUINO_OUT/uno)"
+}
+arduino_uno
 
 # A board named on the command line but missing from the table above is a mistake, not a no-op.
 for b in "${BOARDS[@]}"; do
