@@ -71,6 +71,11 @@ export interface Backend {
 export interface Device {
   readonly board: Board;
   readonly timeBase: TimeBase;
+  /**
+   * Optional: how the device's time advances when the backend has a choice, stated in the job's
+   * `uart.clock` (QEMU: `host`, or `icount shift=N (...)` when the board file asks for -icount).
+   */
+  readonly clockSource?: string;
   /** UART bytes the device could not deliver (overrun, buffer limit); never silently lost. */
   readonly droppedUartBytes: number;
   /** Loads `image`; the core stays in reset. Throws `BackendError` ('bad-image', 'flash-failed', ...). */

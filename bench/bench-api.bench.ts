@@ -41,7 +41,9 @@ export async function runBenchApiBench(options: { jobs?: number; roundTrips?: nu
 
   const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-bench-'));
   const boards = loadBoardCatalog();
-  const server = await startBenchServer({ port: 0, dataDir, boards, clock: systemClock, publicBaseUrl: 'http://127.0.0.1', logger: quietLogger });
+  // One agent per client plus one: the default registration rate limit (10 a minute per address) would
+  // answer 429 above 9 concurrent clients, and this measures the API, not the limiter.
+  const server = await startBenchServer({ port: 0, dataDir, boards, clock: systemClock, publicBaseUrl: 'http://127.0.0.1', logger: quietLogger, limits: { agentRegistrationsPerMinute: 1_000_000 } });
   try {
     const client = new BenchClient({ baseUrl: server.url });
     const healthSamples: number[] = [];

@@ -15,7 +15,7 @@ import { resolveBoardBackends } from '../server/bench/board-backends.js';
 import { type BackendsContext, startBenchServer } from '../server/bench/bench-service.js';
 import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
 import { durationMs, durationSchema } from '../harness/scenario/scenario-schema.js';
-import { startRelayServer } from '../server/relay/relay-service.js';
+import { defaultRelayRateLimits, startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 
 const backendChoices = ['auto', ...backendNames];
@@ -23,6 +23,18 @@ const backendChoices = ['auto', ...backendNames];
 function positiveNumber(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`expected a positive number, got "${value}"`);
+  return n;
+}
+
+function wholeNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a whole number 0 or more, got "${value}"`);
+  return n;
+}
+
+function requestCount(value: string): number {
+  const n = wholeNumber(value);
+  if (n < 1) throw new InvalidArgumentError(`expected at least 1 request, got "${value}"`);
   return n;
 }
 
@@ -92,6 +104,22 @@ const serve = program
       'HILBENCH_RELAY_SMS_WEBHOOK_URL',
     ),
   )
+  .addOption(
+    new Option('--trust-proxy-hops <n>', 'reverse proxies in front of both services whose X-Forwarded-For the per-client rate limits trust; 0: the connected address')
+      .env('HILBENCH_TRUST_PROXY_HOPS')
+      .default(0)
+      .argParser(wholeNumber),
+  )
+  .addOption(
+    new Option('--relay-registrations-per-minute <n>', `POST /register per client address per minute (default ${defaultRelayRateLimits.registrationsPerMinute})`)
+      .env('HILBENCH_RELAY_REGISTRATIONS_PER_MINUTE')
+      .argParser(requestCount),
+  )
+  .addOption(
+    new Option('--relay-sign-ins-per-minute <n>', `POST /session, /login, /login/verify, /recover/start, /recover/finish per client address per minute (default ${defaultRelayRateLimits.signInsPerMinute})`)
+      .env('HILBENCH_RELAY_SIGN_INS_PER_MINUTE')
+      .argParser(requestCount),
+  )
   .addOption(new Option('--no-relay', 'do not start the relay service'));
 for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
   serve.addOption(
@@ -101,6 +129,10 @@ for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
 
 serve.action(async (opts: Record<string, unknown>) => {
   const clock = systemClock;
+  // The data dir holds e-mails, phone numbers and keys: whatever this process creates there (or
+  // anywhere) is owner-only unless made otherwise (decision 0222). The services set explicit modes
+  // too, for library users; this covers files a dependency creates with its own default.
+  process.umask(0o077);
   const dataDir = path.resolve(String(opts.dataDir));
   const boards = loadBoardCatalog(String(opts.boardsDir));
   const limits: Partial<BenchLimits> = {};
@@ -136,9 +168,11 @@ serve.action(async (opts: Record<string, unknown>) => {
     pages: { contactEmail: opts.contactEmail as string | undefined },
     publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
     limits,
+    trustProxyHops: opts.trustProxyHops as number,
   });
   console.log(`hilbench bench service on ${bench.url} (data in ${dataDir}, backend ${String(opts.backend)})`);
   console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/`);
+  // A relay that cannot start (its data dir held by another server) must not leave the bench running.
   const relay =
     opts.relay === false
       ? undefined
@@ -152,6 +186,11 @@ serve.action(async (opts: Record<string, unknown>) => {
           probeIntervalMs: (opts.relayProbeIntervalSeconds as number) * 1000,
           operators: commaList(opts.relayOperators),
           allowPrivatePeers: opts.relayAllowPrivatePeers === true,
+          trustProxyHops: opts.trustProxyHops as number,
+          rateLimits: {
+            ...(typeof opts.relayRegistrationsPerMinute === 'number' ? { registrationsPerMinute: opts.relayRegistrationsPerMinute } : {}),
+            ...(typeof opts.relaySignInsPerMinute === 'number' ? { signInsPerMinute: opts.relaySignInsPerMinute } : {}),
+          },
           seeds: commaList(opts.relaySeeds),
           selfSlice: typeof opts.relaySelfSlice === 'string' ? readSelfSlice(opts.relaySelfSlice) : undefined,
           smsSender:
@@ -164,6 +203,9 @@ serve.action(async (opts: Record<string, unknown>) => {
                     : undefined,
                 })
               : undefined,
+        }).catch(async (err: unknown) => {
+          await bench.close();
+          throw err;
         });
   if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
 

@@ -6,7 +6,7 @@ import { type Backend, BackendError, type Device, type FirmwareImage } from '../
 import { MockBackend } from '../backends/mock/mock-backend.js';
 import { clockFromFakeTimers } from '../core/clock.js';
 import { firmwareImage, makeElf, picoTestElf } from '../test/support/make-elf.js';
-import { type JobPhase, LocalDispatcher } from './dispatcher.js';
+import { type JobPhase, LocalDispatcher, type UartSoFar } from './dispatcher.js';
 import { concatUart } from './run-firmware.js';
 
 const boards = loadBoardCatalog();
@@ -222,6 +222,77 @@ describe('LocalDispatcher', () => {
     expect(err).toBeInstanceOf(BackendError);
     expect((err as BackendError).kind).toBe('timeout');
     expect((err as BackendError).message).toMatch(/stopped by its deadline: it did not finish within 144500 ms \(flash budget 127000 ms \(the probe backend's own/);
+    await dispatcher.close();
+  });
+
+  it('tells onUart what the run captured so far, kept by the same limit as the run and with the rest counted', async () => {
+    const fake = createClock(0);
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake) });
+    let soFar: UartSoFar | undefined;
+    let calls = 0;
+    const run = await dispatcher.dispatch({
+      jobId: 'u',
+      board: pico,
+      backend: new MockBackend(),
+      image: hello,
+      uartSeconds: 0.3,
+      maxUartBytes: 40,
+      onUart: (s) => {
+        soFar = s;
+        calls++;
+      },
+    });
+    // Every chunk is told, the ones past the limit too (they count as dropped).
+    expect(calls).toBe(5);
+    expect(soFar).toMatchObject({ timeBase: 'simulated', uartBytes: 40, droppedUartBytes: run.droppedUartBytes });
+    expect(run.droppedUartBytes).toBeGreaterThan(0);
+    expect(concatUart([...soFar!.uart])).toEqual(concatUart(run.uart));
+    await dispatcher.close();
+  });
+
+  it('leaves a cancelled job\'s caller what it printed before the cancel, and tells nothing after it settled', async () => {
+    const fake = createClock(0);
+    const dispatcher = new LocalDispatcher({ clock: clockFromFakeTimers(fake), abortGraceMs: 1_000 });
+    let emit: ((text: string) => void) | undefined;
+    // Prints when told, and ignores its abort signal (a backend still printing after the cancel).
+    const chatty: Backend = {
+      name: 'mock',
+      availability: async () => ({ available: true }),
+      open: async (board) => {
+        const listeners = new Set<(chunk: { atNanos: number; bytes: Uint8Array }) => void>();
+        emit = (text) => listeners.forEach((l) => l({ atNanos: 0, bytes: new TextEncoder().encode(text) }));
+        return {
+          board,
+          timeBase: 'wall',
+          droppedUartBytes: 0,
+          flash: async () => undefined,
+          onUart: (l) => (listeners.add(l), () => listeners.delete(l)),
+          run: () => new Promise(() => undefined),
+          writeUart: async () => undefined,
+          reset: async () => undefined,
+          close: async () => undefined,
+        };
+      },
+    };
+    const told: string[] = [];
+    const outcome = dispatcher
+      .dispatch({
+        jobId: 'c',
+        board: pico,
+        backend: chatty,
+        image: hello,
+        uartSeconds: 10,
+        maxUartBytes: 100,
+        onUart: (s) => told.push(new TextDecoder().decode(concatUart([...s.uart]))),
+      })
+      .catch((err: unknown) => err);
+    await settle();
+    emit!('before\r\n');
+    expect(dispatcher.cancel('c', 'the session ended')).toBe(true);
+    expect(((await outcome) as BackendError).kind).toBe('cancelled');
+    emit!('after\r\n');
+    expect(told).toEqual(['before\r\n']);
+    fake.tick(1_000);
     await dispatcher.close();
   });
 });

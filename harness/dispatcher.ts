@@ -1,5 +1,5 @@
 import type { Board } from '../boards/board-schema.js';
-import { type Backend, BackendError, type FirmwareImage, type JobBudget } from '../backends/backend.js';
+import { type Backend, BackendError, type Device, type FirmwareImage, type JobBudget, type TimeBase, type UartChunk } from '../backends/backend.js';
 import { type Clock, sleep } from '../core/clock.js';
 import { type FirmwareRun, runFirmware } from './run-firmware.js';
 
@@ -35,6 +35,26 @@ export interface DispatchRequest {
   maxUartBytes: number;
   /** Told when the job leaves the queue (`flashing`) and when reset is released (`running`). */
   onPhase?: (phase: JobPhase) => void | Promise<void>;
+  /**
+   * Told after every UART chunk the device delivers, with everything captured so far. A job that
+   * is cancelled or stopped by its deadline rejects with only the reason, so this is how its
+   * caller keeps what it printed up to the stop (and can save it while the job runs).
+   */
+  onUart?: (soFar: UartSoFar) => void;
+}
+
+/**
+ * The UART a job has captured so far, kept exactly as its `FirmwareRun` keeps it (chunks within
+ * `maxUartBytes`, the rest counted as dropped). A live view that grows while the job runs: copy
+ * what must outlive the call.
+ */
+export interface UartSoFar {
+  readonly timeBase: TimeBase;
+  readonly clockSource?: string;
+  readonly uart: readonly UartChunk[];
+  readonly uartBytes: number;
+  /** Bytes the device dropped plus bytes beyond `maxUartBytes`, so far. */
+  readonly droppedUartBytes: number;
 }
 
 export interface LocalDispatcherOptions {
@@ -42,8 +62,9 @@ export interface LocalDispatcherOptions {
   /** Host milliseconds allowed for opening the device and flashing. Default 60 000. */
   flashTimeoutMs?: number;
   /**
-   * Host milliseconds allowed per second of UART capture. Default 4 000: simulators may run
-   * slower than real time (rp2040js runs busy loops at ~0.7x, docs/shared/design/backends.md).
+   * Host milliseconds allowed per second of UART capture. Default 4 000: a simulator or emulator
+   * on a loaded host may run slower than real time (measured speeds in docs/backends/sim.md), and
+   * the deadline must not stop a healthy job.
    */
   runMsPerUartSecond?: number;
   /** Extra host milliseconds on top of the deadline, for process start-up and teardown. Default 10 000. */
@@ -198,10 +219,11 @@ export class LocalDispatcher implements JobDispatcher {
     aborted.catch(() => undefined);
 
     let backendCall: Promise<unknown> = Promise.resolve();
+    const capture = capturingBackend(request);
     try {
       phase('flashing');
       await Promise.race([phaseWrites, aborted]);
-      const run = runFirmware(request.backend, request.board, request.image, {
+      const run = runFirmware(capture.backend, request.board, request.image, {
         clock: this.clock,
         uartSeconds: request.uartSeconds,
         maxUartBytes: request.maxUartBytes,
@@ -220,8 +242,77 @@ export class LocalDispatcher implements JobDispatcher {
       entry.reject(signal.aborted && signal.reason instanceof BackendError ? signal.reason : err);
     } finally {
       this.clock.clearTimeout(timer);
+      // The job is settled: a backend that ignores its abort and prints on is not its output.
+      capture.stop();
     }
     if (signal.aborted) await Promise.race([backendCall, sleep(this.clock, this.abortGraceMs)]);
     else await backendCall;
+  }
+}
+
+/**
+ * `request.backend`, with the UART of the device it opens captured for `request.onUart` (the
+ * backend unchanged without one). The capture subscribes as the device opens, before
+ * `runFirmware` does, so it sees every chunk from the first.
+ */
+function capturingBackend(request: DispatchRequest): { backend: Backend; stop: () => void } {
+  const { backend, onUart } = request;
+  if (!onUart) return { backend, stop: () => undefined };
+  let unsubscribe: (() => void) | undefined;
+  let stopped = false;
+  const capturing: Backend = {
+    get name() {
+      return backend.name;
+    },
+    availability: (board) => backend.availability(board),
+    open: async (board, options) => {
+      const device = await backend.open(board, options);
+      if (!stopped) {
+        const capture = new UartCapture(device, request.maxUartBytes);
+        unsubscribe = device.onUart((chunk) => {
+          capture.add(chunk);
+          onUart(capture);
+        });
+      }
+      return device;
+    },
+  };
+  const stop = () => {
+    stopped = true;
+    unsubscribe?.();
+  };
+  return { backend: capturing, stop };
+}
+
+/** What one device printed, kept by the rule of `runFirmware`: up to `maxUartBytes`, the rest counted. */
+class UartCapture implements UartSoFar {
+  readonly uart: UartChunk[] = [];
+  uartBytes = 0;
+  private overLimitBytes = 0;
+
+  constructor(
+    private readonly device: Device,
+    private readonly maxUartBytes: number,
+  ) {}
+
+  get timeBase(): TimeBase {
+    return this.device.timeBase;
+  }
+
+  get clockSource(): string | undefined {
+    return this.device.clockSource;
+  }
+
+  get droppedUartBytes(): number {
+    return this.device.droppedUartBytes + this.overLimitBytes;
+  }
+
+  add(chunk: UartChunk): void {
+    const keptBytes = Math.max(0, Math.min(this.maxUartBytes - this.uartBytes, chunk.bytes.length));
+    if (keptBytes > 0) {
+      this.uart.push(keptBytes === chunk.bytes.length ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(0, keptBytes) });
+      this.uartBytes += keptBytes;
+    }
+    this.overLimitBytes += chunk.bytes.length - keptBytes;
   }
 }

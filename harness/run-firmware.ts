@@ -13,6 +13,8 @@ import type { Clock } from '../core/clock.js';
 /** What one flash-and-capture run produced: the body of a finished job. */
 export interface FirmwareRun {
   timeBase: TimeBase;
+  /** The device's `clockSource`, when it states one. */
+  clockSource?: string;
   stop: RunStop;
   /** Captured UART chunks, in order, timestamps relative to reset release. */
   uart: UartChunk[];
@@ -68,6 +70,7 @@ export async function runFirmware(backend: Backend, board: Board, image: Firmwar
     const stop = await device.run(Math.round(options.uartSeconds * NANOS_PER_SECOND), { signal: options.signal });
     return {
       timeBase: device.timeBase,
+      clockSource: device.clockSource,
       stop,
       uart,
       uartBytes,

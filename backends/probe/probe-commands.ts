@@ -3,8 +3,8 @@ import { outputTail, type ToolResult } from './run-tool.js';
 
 /**
  * The command lines hilbench runs on real probes, and how their output maps to `BackendError`
- * kinds. Output formats are those of OpenOCD 0.12 and probe-rs 0.32 (facts in
- * /work/shared/design/backends.md, "Real probes"); test/fakes reproduce them.
+ * kinds. Output formats are those of OpenOCD 0.12 and probe-rs 0.32, as observed on real runs
+ * (docs/backends/probe.md); test/fakes reproduce them.
  */
 
 /** One attached probe, resolved from the bench file and the board file. */

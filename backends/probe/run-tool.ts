@@ -49,7 +49,8 @@ export function formatCommand(file: string, args: readonly string[]): string {
 export async function runTool(file: string, args: readonly string[], options: ToolRunOptions): Promise<ToolResult> {
   const { clock } = options;
   // The qemu backend's supervised process: exit from the process itself (not its pipes), stop =
-  // SIGTERM then SIGKILL on the injected clock, and killed if Node itself exits.
+  // SIGTERM then SIGKILL on the injected clock, killed by the kernel if Node dies (setpriv
+  // --pdeathsig) and written in the child ledger so a restart reaps it if neither happened.
   const tool = new EmulatorProcess(file, args, { clock, killGraceMs: options.killGraceMs, env: options.env, tailLines: OUTPUT_KEEP_LINES });
   if (options.onOutput) tool.onText(options.onOutput);
   let stopped: ToolResult['stopped'];

@@ -1,13 +1,20 @@
 import { StringDecoder } from 'node:string_decoder';
 import { execa, type ResultPromise } from 'execa';
 import type { Clock } from '../../core/clock.js';
+import { recordChild } from './child-ledger.js';
+import { dieWithParent } from './parent-death.js';
+import { processStartTicks } from './process-identity.js';
 
 /**
  * One external tool we spawn (qemu-system-arm, Renode or its stand-in, openocd and probe-rs
  * through `runTool`), with what every backend needs from it: its output as lines and as a bounded
  * tail for failure reasons, a way to wait for a line, its exit as a promise, and a stop that
- * always ends it (SIGTERM, then SIGKILL after a grace period). execa's `cleanup` kills it when the
- * Node process exits, so no emulator or probe tool outlives the bench.
+ * always ends it (SIGTERM, then SIGKILL after a grace period).
+ *
+ * No emulator or probe tool may outlive the bench (decision 0223): execa's `cleanup` kills it when
+ * Node exits in order; on Linux it is spawned through `setpriv --pdeathsig KILL` so the kernel
+ * kills it when Node dies any other way (kill -9, OOM killer); and while it runs it is written in
+ * the child ledger (child-ledger.ts), so a restart can reap it where neither of those applied.
  */
 export interface EmulatorExit {
   /** Exit status, or undefined when a signal ended it. */
@@ -52,7 +59,8 @@ export class EmulatorProcess {
     private readonly options: EmulatorProcessOptions,
   ) {
     this.tailLines = options.tailLines ?? 40;
-    this.child = execa(file, args, {
+    const launch = dieWithParent(file, args, options.env?.PATH);
+    this.child = execa(launch.file, launch.args, {
       reject: false,
       buffer: false,
       cleanup: true,
@@ -66,6 +74,11 @@ export class EmulatorProcess {
       forceKillAfterDelay: false,
     });
     this.pid = this.child.pid;
+    // Read right after the fork, before the child can exit and its pid be reused.
+    const startTicks = this.pid === undefined ? undefined : processStartTicks(this.pid);
+    const forget = this.pid === undefined || startTicks === undefined ? () => undefined : recordChild({ pid: this.pid, startTicks }, [file, ...args].join(' '));
+    this.child.once('exit', forget);
+    this.child.once('error', forget);
     for (const stream of ['stdout', 'stderr'] as const) {
       const readable = this.child[stream];
       if (!readable) continue;

@@ -1,6 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { Board } from '../../boards/board-schema.js';
@@ -19,7 +18,8 @@ import {
 import { checkImageForBoard } from '../image-check.js';
 import { EmulatorProcess } from '../process/emulator-process.js';
 import { findExecutable } from '../process/find-executable.js';
-import { DEFAULT_QEMU_BINARY, qemuBackendCommand, qemuKeysFor } from './qemu-command.js';
+import { defaultScratchParent, makeScratchDir } from '../process/scratch-dir.js';
+import { DEFAULT_QEMU_BINARY, describeQemuGuestClock, qemuBackendCommand, qemuGuestClock, qemuKeysFor } from './qemu-command.js';
 import { classifyRunExit, startupFailure } from './qemu-outcome.js';
 import { SocketUart, writeUartSocket } from '../socket-uart.js';
 import { waitForWallRun } from '../wall-run.js';
@@ -41,7 +41,7 @@ import { waitForWallRun } from '../wall-run.js';
 export interface QemuBackendOptions {
   /** qemu-system-arm executable: a name looked up on PATH, or a path. */
   qemuBinary?: string;
-  /** Passes `-icount shift=N`. Time stays 'wall' (see docs/backends/qemu.md). */
+  /** Passes `-icount shift=N,align=off,sleep=off` for every board, over the board files' `qemu.icount`. Time stays 'wall' (see docs/backends/qemu.md). */
   icountShift?: number;
   clock?: Clock;
   /** Bound on QEMU printing "waiting for connection", host ms. Measured 20-40 ms; default 10 s. */
@@ -50,7 +50,10 @@ export interface QemuBackendOptions {
   killGraceMs?: number;
   /** How long to wait for the socket's last bytes after QEMU exits, host ms; default 1 s. */
   drainTimeoutMs?: number;
-  /** Parent of the per-device temp dir (kept short: unix socket paths are limited to 107 bytes). */
+  /**
+   * Parent of the per-device scratch dir `hbq-<pid>-<start>-XXXXXX` (kept short: unix socket paths
+   * are limited to 107 bytes). Default: the OS temp dir; a restart removes a crashed process's ones.
+   */
   tempDir?: string;
 }
 
@@ -112,6 +115,8 @@ interface Session {
 
 class QemuDevice implements Device {
   readonly timeBase = 'wall' as const;
+  /** The clock the guest's timers follow: `host`, or `icount shift=N (...)` from the board file or option. */
+  readonly clockSource: string;
   private readonly uart: SocketUart;
   private readonly dataWaiters = new Set<() => void>();
   private readonly clock: Clock;
@@ -134,8 +139,9 @@ class QemuDevice implements Device {
     this.clock = options.clock ?? systemClock;
     this.uart = new SocketUart(this.clock);
     qemuKeysFor(board);
-    const parent = options.tempDir ?? os.tmpdir();
-    this.workDir = mkdtempSync(path.join(parent.length > 60 ? '/tmp' : parent, 'hbq-'));
+    this.clockSource = describeQemuGuestClock(qemuGuestClock(board, options));
+    const parent = options.tempDir ?? defaultScratchParent();
+    this.workDir = makeScratchDir('hbq', parent.length > 60 ? '/tmp' : parent);
   }
 
   async flash(image: FirmwareImage, options: { signal?: AbortSignal } = {}): Promise<void> {
@@ -144,7 +150,7 @@ class QemuDevice implements Device {
     checkImageForBoard(image, this.board);
     await this.endSession();
     this.kernelPath = path.join(this.workDir, 'fw.elf');
-    writeFileSync(this.kernelPath, image.bytes);
+    writeFileSync(this.kernelPath, image.bytes, { mode: 0o600 });
     this.finalStop = undefined;
     // Start QEMU now, so a QEMU that cannot start fails in flash. With wait=on it blocks for our
     // connection while creating serial0, before it loads the kernel (measured: a missing kernel

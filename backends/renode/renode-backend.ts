@@ -1,6 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import type { Board } from '../../boards/board-schema.js';
 import { type Clock, systemClock, type TimerHandle } from '../../core/clock.js';
@@ -18,6 +17,7 @@ import {
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
 import { EmulatorProcess } from '../process/emulator-process.js';
+import { defaultScratchParent, makeScratchDir } from '../process/scratch-dir.js';
 import { RENODE_ARGS, RENODE_INSTALL_HINT, renodeKeysFor, renodeSetupCommands, resolveRenode, type SetupStep, pathToken } from './renode-command.js';
 import { cpuAbortOf } from './renode-log.js';
 import { RenodeCommandError, RenodeMonitor, RenodeMonitorGone } from './renode-monitor.js';
@@ -65,7 +65,7 @@ export interface RenodeBackendOptions {
   drainTimeoutMs?: number;
   /** Picks the TCP port for the UART terminal (default: a free loopback port chosen by the OS). */
   pickPort?: () => Promise<number>;
-  /** Parent of the per-device temp dir. */
+  /** Parent of the per-device scratch dir `hbr-<pid>-<start>-XXXXXX`; default the OS temp dir. */
   tempDir?: string;
 }
 
@@ -151,8 +151,7 @@ class RenodeDevice implements Device {
     this.clock = options.clock ?? systemClock;
     this.uart = new SocketUart(this.clock);
     renodeKeysFor(board);
-    const parent = options.tempDir ?? os.tmpdir();
-    this.workDir = mkdtempSync(path.join(parent, 'hbr-'));
+    this.workDir = makeScratchDir('hbr', options.tempDir ?? defaultScratchParent());
   }
 
   /** Bytes that arrived while the core was in reset (sent before the reset, delivered after it). */
@@ -171,7 +170,7 @@ class RenodeDevice implements Device {
     checkImageForBoard(image, this.board);
     await this.endSession();
     this.elfPath = path.join(this.workDir, 'fw.elf');
-    writeFileSync(this.elfPath, image.bytes);
+    writeFileSync(this.elfPath, image.bytes, { mode: 0o600 });
     this.finalStop = undefined;
     try {
       await this.startSession(options.signal);

@@ -5,6 +5,7 @@ import {
   defaultThreshold,
   maxQuorum,
   normalizeQuorumSet,
+  quorumSetDepthIssue,
   quorumSetHash,
   sat,
   sliceClosure,
@@ -100,5 +101,34 @@ describe('normalizeQuorumSet and quorumSetHash', () => {
     expect(quorumSetHash(q1)).toBe(quorumSetHash(q2));
     expect(quorumSetHash(q1)).not.toBe(quorumSetHash({ ...q2, t: 3 }));
     expect(quorumSetHash(q2)).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('quorumSetDepthIssue (issue 9: a set nested 1 000 deep overflowed a recursive validator)', () => {
+  /** `depth` levels of `{i: [...]}` around `{v: [a]}`, built without recursion. */
+  function nested(depth: number): unknown {
+    let q: unknown = { t: 1, v: [a] };
+    for (let k = 1; k < depth; k++) q = { t: 1, i: [q] };
+    return q;
+  }
+
+  it('finds, without recursing, the issue validateQuorumSet reports', () => {
+    for (const depth of [5, 1000, 200_000]) {
+      expect(quorumSetDepthIssue(nested(depth))).toEqual({ loc: ['i', '0', 'i', '0', 'i', '0', 'i'], msg: 'Value error, quorum sets nest at most 4 deep', type: 'value_error', ctx: { max_depth: 4 } });
+    }
+    const viaValidator = validateQuorumSet(nested(5));
+    expect(viaValidator.ok).toBe(false);
+    if (!viaValidator.ok) expect(viaValidator.issues).toEqual([quorumSetDepthIssue(nested(5))]);
+  });
+
+  it('passes sets within the limit and leaves other mistakes to the validator', () => {
+    expect(quorumSetDepthIssue(nested(4))).toBeUndefined();
+    expect(quorumSetDepthIssue({ t: 1, v: [a], i: 'not a list' })).toBeUndefined();
+    expect(quorumSetDepthIssue(null)).toBeUndefined();
+  });
+
+  it('names the first set too deep in document order', () => {
+    const deepSecond = { t: 1, i: [nested(2), nested(4)] };
+    expect(quorumSetDepthIssue(deepSecond)?.loc).toEqual(['i', '1', 'i', '0', 'i', '0', 'i']);
   });
 });

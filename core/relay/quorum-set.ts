@@ -170,6 +170,29 @@ export function sliceClosure(self: string, sliceOf: (node: string) => QuorumSet 
 }
 
 /**
+ * The nesting issue `validateQuorumSet` reports for a set nested deeper than
+ * `QUORUM_SET_MAX_DEPTH` (`loc` at the first `i` too deep, in document order), found without
+ * recursion, or undefined. Recursive walkers (a zod schema, a validator) call it first: a set
+ * nested 1 000 deep overflowed the stack of one and answered 500 (issue 9). Only objects on
+ * the `i` path are followed; anything else is left for the full validation to name.
+ */
+export function quorumSetDepthIssue(input: unknown): Issue | undefined {
+  const todo: { value: unknown; loc: string[]; depth: number }[] = [{ value: input, loc: [], depth: 1 }];
+  for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
+    const { value, loc, depth } = next;
+    if (!isPlainObject(value) || !Array.isArray(value.i) || value.i.length === 0) continue;
+    if (depth >= QUORUM_SET_MAX_DEPTH) return depthIssue([...loc, 'i']);
+    // Pushed last to first, so the first inner set is looked at first.
+    for (let k = value.i.length - 1; k >= 0; k--) todo.push({ value: value.i[k], loc: [...loc, 'i', String(k)], depth: depth + 1 });
+  }
+  return undefined;
+}
+
+function depthIssue(loc: string[]): Issue {
+  return { loc, msg: `Value error, quorum sets nest at most ${QUORUM_SET_MAX_DEPTH} deep`, type: 'value_error', ctx: { max_depth: QUORUM_SET_MAX_DEPTH } };
+}
+
+/**
  * Parses an untrusted quorum set and checks the design note's sanity rules: `t` a whole number with
  * `1 <= t <= entries`, no node twice anywhere, nesting depth <= 4 (a flat set has depth 1), 1..1000
  * nodes in all, node ids well formed, and, when `self` is given, self not listed (it is implicit).
@@ -260,12 +283,8 @@ function parseLevel(
   if (!Array.isArray(rawI)) {
     issues.push({ loc: [...loc, 'i'], msg: 'Input should be a valid list', type: 'list_type', input: rawI });
   } else if (rawI.length > 0 && depth >= QUORUM_SET_MAX_DEPTH) {
-    issues.push({
-      loc: [...loc, 'i'],
-      msg: `Value error, quorum sets nest at most ${QUORUM_SET_MAX_DEPTH} deep`,
-      type: 'value_error',
-      ctx: { max_depth: QUORUM_SET_MAX_DEPTH },
-    });
+    // Never recurses past the limit, so this walk is as shallow as the limit.
+    issues.push(depthIssue([...loc, 'i']));
   } else {
     rawI.forEach((inner: unknown, k) => {
       const parsed = parseLevel(inner, [...loc, 'i', String(k)], depth + 1, issues, seen);

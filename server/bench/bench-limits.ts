@@ -17,6 +17,13 @@ export interface BenchLimits {
   maxQueuedJobsPerBoard: number;
   /** Longest agent label, characters. */
   maxLabelLength: number;
+  /**
+   * `POST /api/v1/agents/register` per client address per minute (a burst of this many, then one
+   * every 60/n s); one more is refused with 429 and `Retry-After`. docs/bench-api.md, "Rate limits".
+   */
+  agentRegistrationsPerMinute: number;
+  /** `POST /api/v1/waitlist` per client address per minute, as above. */
+  waitlistJoinsPerMinute: number;
 }
 
 export const defaultBenchLimits: BenchLimits = {
@@ -29,6 +36,9 @@ export const defaultBenchLimits: BenchLimits = {
   maxUartChunksPerJob: 1024,
   maxQueuedJobsPerBoard: 8,
   maxLabelLength: 64,
+  // A person or a CI job registers a handful of agents; a script minting tokens does not get far.
+  agentRegistrationsPerMinute: 10,
+  waitlistJoinsPerMinute: 5,
 };
 
 /**
@@ -37,7 +47,7 @@ export const defaultBenchLimits: BenchLimits = {
  */
 export const FORM_DEFAULTS = { idleSeconds: '90', uartSeconds: '0.8', label: 'agent' } as const;
 
-/** Limits counted in whole units (bytes, chunks, jobs, characters). */
+/** Limits counted in whole units (bytes, chunks, jobs, characters, requests). */
 const INTEGER_LIMITS: ReadonlySet<keyof BenchLimits> = new Set([
   'maxFirmwareBytes',
   'maxFormBodyBytes',
@@ -45,6 +55,8 @@ const INTEGER_LIMITS: ReadonlySet<keyof BenchLimits> = new Set([
   'maxUartChunksPerJob',
   'maxQueuedJobsPerBoard',
   'maxLabelLength',
+  'agentRegistrationsPerMinute',
+  'waitlistJoinsPerMinute',
 ]);
 
 /** The command-line flag that sets `key` (`bin/hilbench.ts` derives it the same way). */

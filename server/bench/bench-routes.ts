@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
 import type { ApiRoute } from '../http/api-route.js';
 import { parseForm } from '../http/form-schema.js';
-import { bodyMissing, HttpError } from '../http/http-error.js';
+import { HttpError } from '../http/http-error.js';
 import { declaredBodyTooLarge, parseFormBody } from '../http/parse-form.js';
 import type { Bench } from './bench.js';
 import type { BenchLimits } from './bench-limits.js';
@@ -138,7 +138,8 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       handler: async (req, res) => {
         const agent = await agentOf(req);
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
-        if (!body.hasBody) throw bodyMissing();
+        // No body at all is validated like an empty form: one `missing` per required field, as
+        // FastAPI answers a form endpoint (issue 9), not one error on ["body"].
         const form = parseForm(forms.sessionOpen, body.values);
         res.json(await bench.openSession(agent, form.board, form.idle_seconds));
       },
@@ -203,7 +204,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
           maxFileBytes: limits.maxFirmwareBytes,
           fileFields: ['firmware'],
         });
-        if (!body.hasBody) throw bodyMissing();
+        // No body: one `missing` per required field (see openSession).
         const form = parseForm(forms.flashJob, body.values);
         res.json(await bench.submitFlash(agent, { board: form.board, firmware: form.firmware, uartSeconds: form.uart_seconds, session: form.session }));
       },

@@ -172,6 +172,10 @@ export const jobSchema = z
         bytes: z.number().int(),
         dropped_bytes: z.number().int().meta({ description: 'Bytes the device or the per-job UART limit could not keep.' }),
         time_base: z.enum(['simulated', 'wall']),
+        clock: z
+          .string()
+          .nullable()
+          .meta({ description: "Extension: how the device's time advanced when its backend states it (QEMU: `host`, or `icount shift=N (...)` from the board file); null otherwise." }),
         chunks: z.array(z.object({ at_seconds: z.number(), text: z.string() })).meta({ description: 'Arrival times from reset release, bounded; see chunks_omitted.' }),
         chunks_omitted: z.number().int(),
       })

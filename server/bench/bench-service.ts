@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -8,13 +7,19 @@ import type { Board, BackendName } from '../../boards/board-schema.js';
 import type { Backend } from '../../backends/backend.js';
 import { checkImageForBoard } from '../../backends/image-check.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
+import { registerChildLedger } from '../../backends/process/child-ledger.js';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { type JobDispatcher, LocalDispatcher, type LocalDispatcherOptions } from '../../harness/dispatcher.js';
 import { expressPath } from '../http/api-route.js';
 import { createErrorHandler, methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
+import { answerMalformedRequest } from '../http/malformed-request.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
+import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
+import { noSniff } from '../http/security-headers.js';
+import { claimDataDir } from '../lifecycle/claim-data-dir.js';
+import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
 import { SqliteQuarantineStore } from '../store/sqlite-quarantine-store.js';
@@ -49,6 +54,11 @@ export interface BenchServiceConfig {
   backend?: BackendChoice;
   /** Enables `GET /admin` (compared in constant time). Unset: admin answers 403. */
   adminToken?: string;
+  /**
+   * Reverse proxies in front of the service whose X-Forwarded-For is trusted for the per-client
+   * rate limits (`--trust-proxy-hops`). Default 0: the connected address, the header ignored.
+   */
+  trustProxyHops?: number;
   /** The address clients use, e.g. `https://bench.example.org` (pages, OpenAPI `servers`). */
   publicBaseUrl: string;
   limits?: Partial<BenchLimits>;
@@ -100,8 +110,19 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
   const logger = config.logger ?? consoleLogger;
   // Checked before anything is opened: bad limits fail the start with the flags named.
   const limits: BenchLimits = validateBenchLimits({ ...defaultBenchLimits, ...config.limits });
-  mkdirSync(config.dataDir, { recursive: true });
-  const store = new SqliteBenchStore(path.join(config.dataDir, 'bench.sqlite'));
+  // Owner-only and ours alone from here on: a second server on this dir is refused (decisions 0221, 0222).
+  const lock = claimDataDir(config.dataDir, { service: 'bench service', logger });
+  let forgetChildren: (() => void) | undefined;
+  let store: SqliteBenchStore;
+  try {
+    reapLeftovers(config.dataDir, logger);
+    forgetChildren = registerChildLedger(childLedgerDir(config.dataDir));
+    store = new SqliteBenchStore(path.join(config.dataDir, 'bench.sqlite'));
+  } catch (err) {
+    forgetChildren?.();
+    lock.release();
+    throw err;
+  }
   let started: Bench | undefined;
   try {
     const blobs = new FirmwareBlobStore(path.join(config.dataDir, 'firmware'));
@@ -156,6 +177,15 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
 
     const app = express();
     app.disable('x-powered-by');
+    app.use(noSniff);
+    // Unauthenticated writes, limited per client address before anything is read (decision 0232).
+    const clientOf = (req: IncomingMessage) => clientAddress(req, config.trustProxyHops ?? 0);
+    const perMinute = (requests: number) => new RateLimiter({ clock, requests, perMs: 60_000 });
+    const limited = express.Router();
+    limited.post('/api/v1/agents/register', rateLimit({ limiter: perMinute(limits.agentRegistrationsPerMinute), clientOf, what: 'agent registrations' }));
+    limited.post('/api/v1/waitlist', rateLimit({ limiter: perMinute(limits.waitlistJoinsPerMinute), clientOf, what: 'waitlist sign-ups', htmlForBrowsers: true }));
+    // A router of its own, so the app's route table (what /openapi.json is checked against) stays the routes served.
+    app.use(limited);
     app.use(
       createPagesRouter({
         clock,
@@ -208,7 +238,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
           return;
         }
         // The body was never asked for: close the connection rather than read past it.
-        res.writeHead(err.status, { ...err.headers, 'Content-Type': 'application/json; charset=utf-8', Connection: 'close' });
+        res.writeHead(err.status, { ...err.headers, 'Content-Type': 'application/json; charset=utf-8', 'X-Content-Type-Options': 'nosniff', Connection: 'close' });
         res.end(JSON.stringify({ detail: err.detail }));
       });
     };
@@ -231,14 +261,30 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
         // database their board health lives in closes.
         for (const backend of Object.values(backends)) stopBackendTimers(backend);
         await store.close();
+        forgetChildren?.();
+        lock.release();
       },
     };
   } catch (err) {
-    // Nothing half-started may outlive a failed start: timers, jobs, the database handle.
+    // Nothing half-started may outlive a failed start: timers, jobs, the database handle, the lock.
     await started?.close();
     await store.close();
+    forgetChildren?.();
+    lock.release();
     throw err;
   }
+}
+
+/**
+ * What a crashed run on this data dir left (decision 0223): its emulator and probe-tool processes,
+ * the scratch folders of dead processes, half-written firmware blobs. Runs under the lock.
+ */
+function reapLeftovers(dataDir: string, logger: Logger): void {
+  const killed = reapLeftoverChildren(childLedgerDir(dataDir));
+  for (const child of killed) logger.warn(`killed pid ${child.pid} left running by a crashed server on ${dataDir}: ${child.command}`);
+  // Not logged: which dead processes' temp folders a start finds depends on the whole machine.
+  removeDeadScratchDirs();
+  removePartialFiles(path.join(dataDir, 'firmware'), PARTIAL_BLOB_PATTERN);
 }
 
 export interface StartBenchServerOptions extends BenchServiceConfig {
@@ -263,6 +309,8 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
   const server = service.app.listen(options.port, host);
   // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
   server.on('checkContinue', service.checkContinue);
+  // A request node cannot parse is answered in the service's JSON, not node's bare 400.
+  server.on('clientError', answerMalformedRequest);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);

@@ -67,6 +67,9 @@ export async function startBenchTestApp(
     clock: clockFromFakeTimers(fake),
     logger,
     ...overrides,
+    // Tests register many agents from one loopback address on a clock that barely moves: rate limits
+    // far above that unless a test sets its own (the rate-limit tests set the defaults).
+    limits: { agentRegistrationsPerMinute: 100_000, waitlistJoinsPerMinute: 100_000, ...overrides.limits },
     dataDir,
   });
   const app: BenchTestApp = {

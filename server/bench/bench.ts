@@ -6,7 +6,7 @@ import { loadFirmwareImage } from '../../backends/image-check.js';
 import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
 import { type ElfFile, ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
 import type { JobDispatcher } from '../../harness/dispatcher.js';
-import { concatUart, type FirmwareRun } from '../../harness/run-firmware.js';
+import type { FirmwareRun } from '../../harness/run-firmware.js';
 import type { UploadedFile } from '../http/form-schema.js';
 import { fieldValueError, HttpError } from '../http/http-error.js';
 import type { Logger } from '../http/logger.js';
@@ -39,6 +39,7 @@ import type { ResolvedBoard } from './board-backends.js';
 import { type BoardHealthControl, boardHealthControlOf, type HealthCheckOutcome } from './board-health-control.js';
 import type { LiveBoards } from './live-boards.js';
 import { jobFailureDetail } from './job-failure-detail.js';
+import { JobUartKeeper, uartRecordOf } from './job-uart-keeper.js';
 
 /** The interface version this server implements (spec `bench-service.md`). */
 export const BENCH_API_VERSION = '0.3.4';
@@ -136,8 +137,9 @@ export class Bench {
     this.closing = true;
     for (const handle of this.expiryTimers.values()) this.deps.clock.clearTimeout(handle);
     this.expiryTimers.clear();
-    // Jobs cancelled by shutdown keep their state: the next start fails the running ones as
-    // `interrupted` and runs the queued ones, exactly as after a crash.
+    // Jobs cancelled by shutdown keep their state (a running one saves its UART first): the next
+    // start fails the running ones as `interrupted`, with that UART, and runs the queued ones,
+    // exactly as after a crash.
     await this.deps.dispatcher.close();
     await Promise.all([...this.jobsInFlight]);
   }
@@ -417,6 +419,9 @@ export class Bench {
    * Hands a queued job to the dispatcher and records its outcome when it settles. The board's
    * availability is asked again when the job leaves the queue (`gatedBackend`): a job queued on a
    * board that went offline meanwhile fails as `unavailable` with the reason, it does not wait.
+   * What the job prints is saved while it runs and kept whatever stops it (decision 0212): a
+   * failed job (cancelled, deadline, backend failure) has the UART captured up to its failure;
+   * at shutdown it is saved for the next start, which fails the job as `interrupted`.
    */
   private launch(job: JobRecord, image: FirmwareImage): void {
     const board = this.deps.boards.board(job.board);
@@ -425,6 +430,13 @@ export class Bench {
         await this.finishFailed(job.jobId, 'unavailable', `board ${job.board} is not in this server's catalog any more`);
         return;
       }
+      const uart = new JobUartKeeper({
+        jobId: job.jobId,
+        clock: this.deps.clock,
+        store: this.deps.store,
+        logger: this.deps.logger,
+        maxUartChunksPerJob: this.deps.limits.maxUartChunksPerJob,
+      });
       // Dispatched at once (no await before it), so jobs keep their submission order.
       const gated = this.gatedBackend(board);
       let outcome: FirmwareRun;
@@ -437,24 +449,30 @@ export class Bench {
           uartSeconds: job.uartSeconds,
           maxUartBytes: this.deps.limits.maxUartBytesPerJob,
           onPhase: (phase) => this.deps.store.markJobPhase(job.jobId, phase, this.now()),
+          onUart: uart.onUart,
         });
       } catch (err) {
+        await uart.stop();
         await this.afterJobOn(board.id, gated.used());
-        if (this.closing) return;
+        if (this.closing) {
+          await uart.saveAndStop();
+          return;
+        }
         if (err instanceof BackendError) {
-          await this.finishFailed(job.jobId, err.kind, jobFailureDetail(err));
+          await this.finishFailed(job.jobId, err.kind, jobFailureDetail(err), uart.record());
         } else {
           this.deps.logger.error(`job ${job.jobId} failed unexpectedly`, err);
-          await this.finishFailed(job.jobId, 'internal', 'the bench failed unexpectedly while running this job');
+          await this.finishFailed(job.jobId, 'internal', 'the bench failed unexpectedly while running this job', uart.record());
         }
         return;
       }
+      await uart.stop();
       await this.afterJobOn(board.id, gated.used());
       if (this.closing) return;
       await this.deps.store.finishJob(job.jobId, {
         state: 'done',
         nowMs: this.now(),
-        uart: this.uartRecord(outcome),
+        uart: uartRecordOf(outcome, this.deps.limits.maxUartChunksPerJob),
         stop: outcome.stop,
         flashMs: outcome.flashMs,
         runMs: outcome.runMs,
@@ -468,6 +486,7 @@ export class Bench {
     }
     const tracked = run()
       .catch((err: unknown) => this.deps.logger.error(`recording the outcome of job ${job.jobId} failed`, err))
+      .then(() => this.rearmAfterJob(sessionId))
       .finally(() => {
         if (sessionId === null) return;
         const jobs = this.sessionJobs.get(sessionId);
@@ -522,20 +541,28 @@ export class Bench {
     await this.deps.boards.get(boardId);
   }
 
-  private async finishFailed(jobId: string, kind: NonNullable<JobRecord['failure']>['kind'], message: string): Promise<void> {
-    await this.deps.store.finishJob(jobId, { state: 'failed', nowMs: this.now(), failure: { kind, message } });
+  private async finishFailed(
+    jobId: string,
+    kind: NonNullable<JobRecord['failure']>['kind'],
+    message: string,
+    uart: UartRecord | null = null,
+  ): Promise<void> {
+    await this.deps.store.finishJob(jobId, { state: 'failed', nowMs: this.now(), failure: { kind, message }, uart });
   }
 
-  private uartRecord(run: FirmwareRun): UartRecord {
-    const bytes = concatUart(run.uart);
-    const max = this.deps.limits.maxUartChunksPerJob;
-    const chunks: UartRecord['chunks'] = [];
-    let offset = 0;
-    for (const chunk of run.uart) {
-      if (chunks.length < max) chunks.push({ atNanos: chunk.atNanos, offset, length: chunk.bytes.length });
-      offset += chunk.bytes.length;
+  /**
+   * A job of `sessionId` settled: the store renewed the session from then (its jobs kept it alive
+   * while they ran, decision 0211), so its expiry timer is armed again for the new `expires_at`.
+   * An expiry timer that fired while the job ran found the session in use and left it active.
+   */
+  private async rearmAfterJob(sessionId: string | null): Promise<void> {
+    if (sessionId === null || this.closing) return;
+    try {
+      const session = await this.deps.store.getSession(sessionId, this.now());
+      if (session?.state === 'active') this.armExpiry(session);
+    } catch (err) {
+      this.deps.logger.error(`re-arming the expiry of session ${sessionId} after its job settled failed`, err);
     }
-    return { bytes, droppedBytes: run.droppedUartBytes, timeBase: run.timeBase, chunks, chunksOmitted: Math.max(0, run.uart.length - max) };
   }
 
   /** Waits until no job is in flight (tests and orderly shutdown). */
@@ -545,7 +572,9 @@ export class Bench {
 
   private jobBody(job: JobRecord): JobBody {
     const decoder = new TextDecoder('utf-8', { fatal: false });
-    const uart = job.uart;
+    // A running job's UART saved so far is for a restart to keep, not a live view: `uart` stays
+    // null until the job is done or failed.
+    const uart = job.state === 'done' || job.state === 'failed' ? job.uart : null;
     return {
       job_id: job.jobId,
       board: job.board,
@@ -569,6 +598,7 @@ export class Bench {
             bytes: uart.bytes.length,
             dropped_bytes: uart.droppedBytes,
             time_base: uart.timeBase,
+            clock: uart.clockSource ?? null,
             chunks: chunkTexts(uart),
             chunks_omitted: uart.chunksOmitted,
           }

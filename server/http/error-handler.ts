@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { boundedInput } from './bounded-input.js';
 import { HttpError } from './http-error.js';
 import type { Logger } from './logger.js';
 
@@ -10,11 +11,13 @@ import type { Logger } from './logger.js';
  * and its stack never leaves the server.
  */
 export function createErrorHandler(logger: Logger): ErrorRequestHandler {
-  return (err: unknown, req, res, next) => {
+  return (err: unknown, req, res, _next) => {
     if (res.headersSent) {
-      // Too late for a clean answer: log, and let express end the connection.
+      // Too late for a clean answer: log, and cut the connection so the client sees an incomplete
+      // answer rather than a complete-looking one. Not `next(err)`: express's final handler would
+      // print the stack again, and nothing may reach it (it writes HTML).
       logger.error(`${req.method} ${req.originalUrl} failed after the response started`, err);
-      next(err);
+      if (!res.writableEnded) res.destroy();
       return;
     }
     if (req.complete) {
@@ -75,13 +78,35 @@ function closeAndAnswer(logger: Logger, err: unknown, req: Parameters<ErrorReque
   answerError(logger, err, req, res);
 }
 
-/** Writes `err` as the answer it deserves (see createErrorHandler). */
+/**
+ * Writes `err` as the answer it deserves (see createErrorHandler). Never throws: an error escaping
+ * an error handler reaches express's final handler, which answers HTML with the stack.
+ */
 function answerError(logger: Logger, err: unknown, req: Parameters<ErrorRequestHandler>[1], res: Parameters<ErrorRequestHandler>[2]): void {
+  try {
+    writeError(logger, err, req, res);
+  } catch (cause) {
+    logger.error(`${req.method} ${req.originalUrl}: writing the error answer failed`, cause);
+    if (res.headersSent) {
+      if (!res.writableEnded) res.destroy();
+      return;
+    }
+    res.status(500).type('application/json').send('{"detail":"Internal Server Error"}');
+  }
+}
+
+/** A validation error list as written: each echoed `input` (and `ctx`) bounded (`bounded-input.ts`). */
+export function boundedDetail(detail: HttpError['detail']): HttpError['detail'] {
+  if (typeof detail === 'string') return detail;
+  return detail.map((item) => ({ ...item, input: boundedInput(item.input), ...(item.ctx !== undefined ? { ctx: boundedInput(item.ctx) as Record<string, unknown> } : {}) }));
+}
+
+function writeError(logger: Logger, err: unknown, req: Parameters<ErrorRequestHandler>[1], res: Parameters<ErrorRequestHandler>[2]): void {
   if (res.headersSent) return;
   {
     if (err instanceof HttpError) {
       for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
-      res.status(err.status).json({ detail: err.detail });
+      res.status(err.status).json({ detail: boundedDetail(err.detail) });
       return;
     }
     const clientError = clientErrorOf(err);

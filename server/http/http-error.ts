@@ -31,11 +31,6 @@ export function validationFailed(items: ValidationErrorItem[]): HttpError {
   return new HttpError(422, items);
 }
 
-/** The 422 for a body that is required but was not sent. */
-export function bodyMissing(): HttpError {
-  return validationFailed([{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }]);
-}
-
 /** A `value_error` on one body field, worded as pydantic words a failed custom validator. */
 export function fieldValueError(field: string, message: string, input: unknown): HttpError {
   return validationFailed([{ type: 'value_error', loc: ['body', field], msg: `Value error, ${message}`, input, ctx: { error: {} } }]);

@@ -78,6 +78,26 @@ describe('parseFormBody', () => {
   });
 });
 
+describe('parseFormBody on a multipart body that ends inside a part (issue 9: this ended the process)', () => {
+  const multipart = { 'content-type': 'multipart/form-data; boundary=XyZ' };
+  it.each([
+    ['a file part in a field that takes files', 'firmware'],
+    ['a file part in a field that takes none', 'label'],
+  ])('inside %s: a 400, and the server keeps serving', async (_what, field) => {
+    const body = `--XyZ\r\nContent-Disposition: form-data; name="${field}"; filename="a.txt"\r\n\r\nabc`;
+    const got = await parse({ maxBodyBytes: 1000, maxFileBytes: 100, fileFields: ['firmware'] }, { body, headers: multipart });
+    expect(got).toBeInstanceOf(HttpError);
+    expect(got).toMatchObject({ status: 400, detail: 'There was an error parsing the body: Unexpected end of form' });
+    // Served again on a new server: the process (this worker) is still here.
+    expect(await parse({ maxBodyBytes: 100 }, { body: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).toEqual({ hasBody: true, values: { a: '1' } });
+  });
+
+  it('inside a text part: a 400', async () => {
+    const got = await parse({ maxBodyBytes: 1000 }, { body: '--XyZ\r\nContent-Disposition: form-data; name="board"\r\n\r\npi', headers: multipart });
+    expect(got).toMatchObject({ status: 400, detail: 'There was an error parsing the body: Unexpected end of form' });
+  });
+});
+
 describe('formatBytes', () => {
   it('names MiB, KiB or bytes', () => {
     expect([formatBytes(4 * 1024 * 1024), formatBytes(65536), formatBytes(1000)]).toEqual(['4 MiB', '64 KiB', '1000 bytes']);

@@ -44,6 +44,11 @@ function tooLarge(what: string, limitBytes: number): HttpError {
   return new HttpError(413, `${what} is larger than the limit of ${limitBytes} bytes (${formatBytes(limitBytes)})`, { Connection: 'close' });
 }
 
+/** The 400 for a body that is not well-formed (or ends early), in Starlette's words. */
+function malformed(err: Error): HttpError {
+  return new HttpError(400, `There was an error parsing the body: ${err.message}`);
+}
+
 /**
  * The 413 for a request whose `Content-Length` alone is over `maxBodyBytes` (what
  * `parseFormBody` answers before reading), or undefined. Used before `100 Continue` too.
@@ -97,7 +102,7 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
       });
     } catch (err) {
       req.resume();
-      reject(new HttpError(400, `There was an error parsing the body: ${(err as Error).message}`));
+      reject(malformed(err as Error));
       return;
     }
 
@@ -130,6 +135,10 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
       values[name] = value;
     });
     parser.on('file', (name, stream, info) => {
+      // busboy destroys the part being read with its error when the body ends inside it ("Unexpected
+      // end of form"); an 'error' nobody listens to is thrown and ends the whole process (issue 9).
+      // The parser reports the same error too; either way the answer is the 400 below.
+      stream.on('error', (err: Error) => fail(malformed(err)));
       if (!fileFields.has(name)) {
         // A file where text belongs, or an unknown field: read past it, keep nothing.
         stream.resume();
@@ -163,12 +172,15 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
     parser.on('fieldsLimit', () => fail(new HttpError(413, 'too many form fields (at most 64)', { Connection: 'close' })));
     parser.on('partsLimit', () => fail(new HttpError(413, 'too many multipart parts (at most 128)', { Connection: 'close' })));
     parser.on('filesLimit', () => fail(new HttpError(413, `too many files (at most ${MAX_FILES})`, { Connection: 'close' })));
-    parser.on('error', (err: Error) => fail(new HttpError(400, `There was an error parsing the body: ${err.message}`)));
+    parser.on('error', (err: Error) => fail(malformed(err)));
     parser.on('close', () => {
       finished = true;
       maybeDone();
     });
     req.on('aborted', () => fail(new HttpError(400, 'the client closed the connection before the body was complete')));
+    // A request stream emits 'error' only to listeners; with one, a broken connection is a 400 here
+    // (never delivered, the socket is gone) instead of a promise left pending.
+    req.on('error', () => fail(new HttpError(400, 'the client closed the connection before the body was complete')));
     req.pipe(parser);
   });
 }

@@ -1,5 +1,6 @@
 import busboy from 'busboy';
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -67,6 +68,7 @@ export class FileStore {
         // fileMaxBytes + 1 is what makes an upload too large.
         bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: 4, fieldSize: 4096, parts: 6 } });
       } catch (cause) {
+        req.resume();
         reject(invalidInput(['header', 'content-type'], `Value error, not a usable multipart request: ${(cause as Error).message}`, req.headers['content-type'] ?? null));
         return;
       }
@@ -79,14 +81,29 @@ export class FileStore {
         if (settled) return;
         settled = true;
         req.unpipe(bb);
-        // Discard the rest of the body instead of buffering it; the answer goes out now.
+        // Discard the rest of the body instead of buffering it.
         req.resume();
-        reject(err);
+        // The answer goes out only once the partial temp file is gone: the copy is ended here and
+        // its pipeline removes the file when it settles, so nothing is left behind when the client
+        // reads the error (and a crash after the answer cannot strand a file it was told failed).
+        if (current && !current.destroyed) current.destroy(err instanceof Error ? err : new Error('upload failed'));
+        const copy: Promise<{ tmp: string } | undefined> = upload ?? Promise.resolve(undefined);
+        copy.then(
+          (u) => {
+            if (u) safeUnlink(u.tmp);
+          },
+          () => undefined,
+        ).finally(() => reject(err));
       };
       bb.on('field', (name, value) => {
         if (name === 'title') title = value;
       });
       bb.on('file', (name, stream, info) => {
+        // busboy destroys the part being read with its error when the body ends inside it; an
+        // 'error' nobody listens to is thrown and ends the whole process (issue 9). The parser
+        // reports the same error, so this only has to be heard (the `file` part's copy below hears
+        // it through its pipeline too).
+        stream.on('error', (err: Error) => fail(malformed(err)));
         if (name !== 'file') {
           stream.resume();
           return;
@@ -106,16 +123,20 @@ export class FileStore {
           // here, which rejects the pipeline below and removes the partial temp file.
           stream.destroy(tooLarge());
         });
-        upload = pipeline(stream, createWriteStream(tmp, { mode: 0o600 }))
+        const out = createWriteStream(tmp, { mode: 0o600 });
+        upload = pipeline(stream, out)
           .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType || 'application/octet-stream', tmp }))
-          .catch((err: unknown) => {
+          .catch(async (err: unknown) => {
+            // A write stream destroyed before its file was open still opens (creates) it and then
+            // closes it: removing the file before that 'close' would let it reappear afterwards.
+            if (!out.closed) await new Promise<void>((settle) => out.once('close', () => settle()));
             safeUnlink(tmp);
             throw err;
           });
         // After a failure nobody awaits the upload; its rejection is expected and already handled.
         upload.catch(() => undefined);
       });
-      bb.on('error', (err: unknown) => fail(invalidInput(['body'], `Value error, malformed multipart body: ${(err as Error).message}`, null)));
+      bb.on('error', (err: Error) => fail(malformed(err)));
       bb.on('close', () => {
         if (settled) return;
         if (!upload) {
@@ -145,6 +166,8 @@ export class FileStore {
           (err: unknown) => fail(err),
         );
       });
+      // A request stream emits 'error' only to listeners; the 'close' below does the cleaning up.
+      req.on('error', () => undefined);
       // A client that goes away mid-upload leaves no promise pending and no temp file behind.
       req.on('close', () => {
         if (req.complete || settled) return;
@@ -167,6 +190,13 @@ export class FileStore {
     const hash = createHash('sha256');
     let bytes = 0;
     const out = createWriteStream(tmp, { mode: 0o600 });
+    // A write error (disk full) must fail this transfer, not the process: it is kept here and
+    // thrown at the next write or at the end (a wait for 'drain' rejects on it), where the catch
+    // below removes the temp file.
+    let writeError: Error | undefined;
+    out.on('error', (err) => {
+      writeError = err;
+    });
     const drop = () => {
       out.destroy();
       safeUnlink(tmp);
@@ -179,8 +209,10 @@ export class FileStore {
           return { ok: false, reason: `file ${expectedId} is larger than ${relayLimits.fileMaxBytes} bytes` };
         }
         hash.update(chunk);
-        if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
+        if (writeError) throw writeError;
+        if (!out.write(chunk)) await once(out, 'drain');
       }
+      if (writeError) throw writeError;
       await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
       const got = hash.digest('hex');
       if (got !== expectedId) {
@@ -199,6 +231,11 @@ export class FileStore {
   sizeOf(itemId: string): number {
     return statSync(this.pathOf(itemId)).size;
   }
+}
+
+/** The 400 for a multipart body that is not well-formed or ends early, in the bench's (Starlette's) words. */
+function malformed(err: Error): HttpError {
+  return new HttpError(400, `There was an error parsing the body: ${err.message}`);
 }
 
 function tooLarge(): HttpError {

@@ -20,6 +20,7 @@ export {
   defaultThreshold,
   normalizeQuorumSet,
   quorumSetHash,
+  quorumSetDepthIssue,
   validateQuorumSet,
   entryCount,
   parseVote,

@@ -1,10 +1,11 @@
 import express, { type Express, type Request, type Response, Router } from 'express';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { type Caller, Credentials, authorizationOf, loadOrCreateSecret, requireCredential } from './credentials.js';
 import { Federation } from './federation.js';
-import type { HostResolver } from './peer-target.js';
+import { type HostResolver, publicPeerFetch } from './peer-target.js';
 import { FileStore } from './file-store.js';
 import { identityRoutes } from './identity-routes.js';
 import { itemRoutes } from './item-routes.js';
@@ -14,6 +15,12 @@ import { type QuorumSet, isNodeId, nodeKeyFromSecret } from './protocol.js';
 import type { RelayDeps } from './relay-deps.js';
 import { methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
+import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
+import { noSniff } from '../http/security-headers.js';
+import { answerMalformedRequest } from '../http/malformed-request.js';
+import { claimDataDir } from '../lifecycle/claim-data-dir.js';
+import { ensurePrivateDir } from '../lifecycle/private-files.js';
+import { PARTIAL_UPLOAD_PATTERN, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { parseOr422, relayErrorHandler } from './relay-error.js';
 import { registerSchema, relayLimits } from './relay-facts.js';
 import { relayOpenApi } from './relay-openapi.js';
@@ -65,7 +72,24 @@ export interface RelayServiceConfig {
   peerFileTimeoutMs?: number;
   /** Where unexpected errors are logged with their cause (the HTTP layer's logger); default stderr. */
   logger?: Logger;
+  /** Per-client limits on unauthenticated writes; default `defaultRelayRateLimits`. */
+  rateLimits?: Partial<RelayRateLimits>;
+  /** Reverse proxies in front whose X-Forwarded-For is trusted for those limits; default 0 (the connected address). */
+  trustProxyHops?: number;
 }
+
+/** Requests per client address per minute (a burst of that many, then one every 60/n s); docs/relay-api.md, "Rate limits". */
+export interface RelayRateLimits {
+  /** POST /register: each makes a node and an event every peer pulls. */
+  registrationsPerMinute: number;
+  /**
+   * POST /session, /login, /login/verify, /recover/start, /recover/finish: credentials and SMS
+   * codes. The per-number limits on codes (PhoneCodes) stay; this bounds one client trying many numbers or codes.
+   */
+  signInsPerMinute: number;
+}
+
+export const defaultRelayRateLimits: RelayRateLimits = { registrationsPerMinute: 10, signInsPerMinute: 20 };
 
 export interface RelayService {
   /** The express app; it never listens by itself. */
@@ -89,7 +113,25 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
   for (const operator of config.operators ?? []) {
     if (!isNodeId(operator)) throw new TypeError(`relay operators must be node ids (64 lowercase hex characters); got ${JSON.stringify(operator)}`);
   }
-  const store = new RelayStore(config.dataDir);
+  // Peers added over HTTP are connected to on public addresses only, checked on the address connected
+  // to (decision 0231); configured peers and allowPrivatePeers are trusted as the address check trusts them.
+  const configuredPeers = (config.peers ?? []).map((peer) => Federation.normalizeUrl(peer, ['peers']));
+  const peerFetch = publicPeerFetch({
+    trusted: (url) => config.allowPrivatePeers === true || configuredPeers.some((peer) => url === peer || url.startsWith(`${peer}/`)),
+    ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+  });
+  // Ours alone and owner-only from here on (decisions 0221, 0222); then what a crash left: uploads
+  // it was receiving stay as `files/tmp-*` and are nobody's now.
+  const lock = claimDataDir(config.dataDir, { service: 'relay service', logger });
+  let store: RelayStore;
+  try {
+    removePartialFiles(join(config.dataDir, 'files'), PARTIAL_UPLOAD_PATTERN);
+    ensurePrivateDir(join(config.dataDir, 'files'));
+    store = new RelayStore(config.dataDir);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   try {
     const serverKey = loadOrCreateSecret(config.dataDir, 'relay-server.key');
     const selfKey = nodeKeyFromSecret(new Uint8Array(loadOrCreateSecret(config.dataDir, 'relay-node.key')));
@@ -102,7 +144,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       voting,
       baseUrl,
       selfNodeId: selfKey.nodeId,
-      fetch: config.fetch ?? fetch,
+      fetch: config.fetch ?? peerFetch.fetch,
       ...(config.peerRequestTimeoutMs !== undefined ? { requestTimeoutMs: config.peerRequestTimeoutMs } : {}),
       ...(config.peerFileTimeoutMs !== undefined ? { fileTimeoutMs: config.peerFileTimeoutMs } : {}),
       allowPrivatePeers: config.allowPrivatePeers === true,
@@ -129,7 +171,12 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     for (const peer of config.peers ?? []) federation.addConfiguredPeer(peer);
 
     const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...socialRoutes(deps)];
-    const app = buildApp(deps, routes, logger);
+    const rates = { ...defaultRelayRateLimits, ...config.rateLimits };
+    const clientOf = (req: Request) => clientAddress(req, config.trustProxyHops ?? 0);
+    const limited = Router();
+    limited.post('/register', rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.registrationsPerMinute, perMs: 60_000 }), clientOf, what: 'registrations' }));
+    limited.post(['/session', '/login', '/login/verify', '/recover/start', '/recover/finish'], rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.signInsPerMinute, perMs: 60_000 }), clientOf, what: 'sign-in and recovery requests' }));
+    const app = buildApp(deps, routes, logger, limited);
 
     let timer: TimerHandle | undefined;
     let closed = false;
@@ -153,11 +200,15 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
         closed = true;
         if (timer !== undefined) config.clock.clearTimeout(timer);
         await federation.idle();
+        await peerFetch.close();
         store.close();
+        lock.release();
       },
     };
   } catch (err) {
+    void peerFetch.close();
     store.close();
+    lock.release();
     throw err;
   }
 }
@@ -178,11 +229,14 @@ function pathPrefix(url: string): string {
   return new URL(url).pathname.replace(/\/+$/, '');
 }
 
-function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger): Express {
+function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router): Express {
   const app = express();
   app.disable('x-powered-by');
+  app.use(noSniff);
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
   const api = Router();
+  // Before the routes: a client over its limit costs no credential check and no body parse.
+  api.use(rateLimits);
 
   for (const r of routes) {
     const expressPath = r.path.replace(/\{(\w+)\}/g, ':$1');
@@ -273,6 +327,8 @@ export async function startRelayServer(options: StartRelayServerOptions): Promis
     throw err;
   }
   server.on('request', service.app);
+  // A request node cannot parse is answered in the service's JSON, not node's bare 400.
+  server.on('clientError', answerMalformedRequest);
   return {
     url: origin,
     baseUrl,

@@ -1,4 +1,5 @@
-import { Router } from 'express';
+import { type Response, Router } from 'express';
+import { setPageSecurityHeaders, styleHashSource } from '../http/security-headers.js';
 import { claimKinds } from './protocol.js';
 import { claimSchema, credentialFormats, credentialMeaning, type CredentialKind, publicLimits, relayProtocol, relayScheme, relayVersion, voteSchema } from './relay-facts.js';
 import type { RelayRoute } from './relay-route.js';
@@ -80,12 +81,23 @@ function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
+/** The one style sheet of the site; the CSP allows it by its hash (it never changes, so no nonce is needed). */
+const SITE_STYLE =
+  'body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}code{background:#f3f3f3;padding:0 .2rem}';
+const SITE_STYLE_SOURCE = styleHashSource(SITE_STYLE);
+
 function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}code{background:#f3f3f3;padding:0 .2rem}</style>
+<style>${SITE_STYLE}</style>
 </head><body>${body}</body></html>`;
+}
+
+/** Sends a site document with the headers of the bench pages (CSP, no framing, no referrer, nosniff). */
+function sendSite(res: Response, type: string, body: string): void {
+  setPageSecurityHeaders(res, { styleSources: [SITE_STYLE_SOURCE] });
+  res.type(type).send(body);
 }
 
 function htmlTable(headers: string[], rows: string[][]): string {
@@ -100,7 +112,9 @@ export function relaySite(routes: readonly RelayRoute[], baseUrl: string, humanU
   const limitsRows = Object.entries(publicLimits()).map(([k, v]) => [k, String(v)]);
   router.get('/', (_req, res) => {
     const s = stats();
-    res.type('html').send(
+    sendSite(
+      res,
+      'html',
       page(
         `x-relay ${relayVersion}`,
         `<h1>x-relay relay</h1>
@@ -117,7 +131,9 @@ ${htmlTable(['Limit', 'Value'], limitsRows)}
     );
   });
   router.get('/agents', (_req, res) => {
-    res.type('html').send(
+    sendSite(
+      res,
+      'html',
       page(
         `x-relay ${relayVersion} for agents`,
         `<h1>x-relay for agents</h1>
@@ -134,10 +150,10 @@ ${htmlTable(['Limit', 'Value'], limitsRows)}`,
     );
   });
   router.get('/AGENTS.md', (_req, res) => {
-    res.type('text/markdown; charset=utf-8').send(agentsMarkdown(routes, baseUrl));
+    sendSite(res, 'text/markdown; charset=utf-8', agentsMarkdown(routes, baseUrl));
   });
   router.get('/llms.txt', (_req, res) => {
-    res.type('text/plain; charset=utf-8').send(llmsTxt(routes, baseUrl, humanUrl));
+    sendSite(res, 'text/plain; charset=utf-8', llmsTxt(routes, baseUrl, humanUrl));
   });
   return router;
 }

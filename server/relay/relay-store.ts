@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensurePrivateDir, prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
 
 /**
  * The relay's embedded SQLite store (`relay.sqlite` in the data dir). One connection, used
@@ -12,7 +12,9 @@ export class RelayStore {
   readonly db: Database.Database;
 
   constructor(readonly dataDir: string) {
-    mkdirSync(dataDir, { recursive: true });
+    // Phone numbers and credentials: the folder 0700, the database (and so its -wal/-shm) 0600.
+    ensurePrivateDir(dataDir);
+    prepareOwnerOnlyDatabase(join(dataDir, 'relay.sqlite'));
     this.db = new Database(join(dataDir, 'relay.sqlite'));
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('foreign_keys = ON');

@@ -19,7 +19,10 @@ export interface BenchStore {
   findAgentByTokenSha256(tokenSha256: string): Promise<AgentRecord | undefined>;
 
   /**
-   * Marks every active session whose `expiresAtMs <= nowMs` expired. Ending or expiring a session
+   * Marks every active session whose `expiresAtMs <= nowMs` expired, except one with a job
+   * queued, flashing or running: a session's unfinished job keeps it alive, and when the job
+   * finishes (`finishJob`, or failed as `interrupted` by `recoverAfterRestart`) the session's
+   * idle time starts again from then (decision 0211). Ending or expiring a session
    * (here, in `endSession`, or in any method that expires due sessions first) fails its queued
    * jobs as `cancelled` and frees its lease, unless one of its jobs is flashing or running: then
    * the lease passes to that job and is freed when it finishes.
@@ -27,6 +30,10 @@ export interface BenchStore {
   expireSessions(nowMs: number): Promise<SessionRecord[]>;
   /** Opens `session` and its lease on `session.board`, unless that board is leased (by anyone). */
   openSession(session: SessionRecord): Promise<OpenSessionResult>;
+  /**
+   * The session as of `nowMs`. Here and in every other read of sessions and leases, a session
+   * with an unfinished job shows `expiresAtMs` no earlier than `nowMs + idleSeconds`.
+   */
   getSession(sessionId: string, nowMs: number): Promise<SessionRecord | undefined>;
   /** Extends an active session to `nowMs + idleSeconds`; otherwise reports the state it is in. */
   heartbeatSession(sessionId: string, nowMs: number): Promise<SessionChangeResult>;
@@ -39,13 +46,20 @@ export interface BenchStore {
   /** Moves a job to `flashing` or `running`; a no-op for a job already failed (cancelled meanwhile). */
   markJobPhase(jobId: string, phase: 'flashing' | 'running', nowMs: number): Promise<void>;
   /**
+   * Saves the UART a flashing or running job has captured so far (a no-op once it finished), so
+   * that a job cut short by a crash keeps it: `recoverAfterRestart` leaves it in place.
+   */
+  saveJobUart(jobId: string, uart: UartRecord): Promise<void>;
+  /**
    * Finishes a job (`done` or `failed`) and frees the lease the job holds (its own, or its closed
-   * session's). A job already finished keeps its first outcome.
+   * session's); an active session of the job is renewed from `outcome.nowMs`. A job already
+   * finished keeps its first outcome.
    */
   finishJob(jobId: string, outcome: JobOutcome): Promise<JobRecord>;
   /**
-   * After a restart: jobs left `flashing`/`running` are failed as `interrupted` (their leases
-   * freed), sessions that ran out while the server was down are expired. Returns the jobs still
+   * After a restart: jobs left `flashing`/`running` are failed as `interrupted`, keeping the UART
+   * saved while they ran (their leases freed, their sessions renewed from `nowMs`); sessions that
+   * ran out while the server was down, with no job queued, are expired. Returns the jobs still
    * `queued`, oldest first, for the dispatcher to run again.
    */
   recoverAfterRestart(nowMs: number): Promise<{ requeued: JobRecord[]; interrupted: JobRecord[]; expired: SessionRecord[] }>;
@@ -128,6 +142,8 @@ export interface UartRecord {
   bytes: Uint8Array;
   droppedBytes: number;
   timeBase: 'simulated' | 'wall';
+  /** How the device's time advanced, when its backend states it (QEMU icount); absent otherwise. */
+  clockSource?: string;
   /** Chunk boundaries with device-time stamps; bounded, see `chunksOmitted`. */
   chunks: Array<{ atNanos: number; offset: number; length: number }>;
   chunksOmitted: number;
@@ -179,6 +195,7 @@ export type JobOutcome =
       flashMs: number;
       runMs: number;
     }
+  /** `uart`: what the job captured before it failed or was stopped, kept with the reason. */
   | { state: 'failed'; nowMs: number; failure: { kind: JobFailureKind; message: string }; uart?: UartRecord | null };
 
 export interface StoreCounts {

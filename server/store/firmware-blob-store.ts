@@ -6,7 +6,7 @@ import path from 'node:path';
 /** Content-addressed firmware storage: `<dir>/<sha256>`, each image stored once. */
 export class FirmwareBlobStore {
   constructor(private readonly dir: string) {
-    mkdirSync(dir, { recursive: true });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
   /**
@@ -18,7 +18,8 @@ export class FirmwareBlobStore {
     if (await exists(target)) return;
     const temp = path.join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      await writeFile(temp, bytes, { flush: true });
+      // Owner-only, like everything in the data dir (decision 0222).
+      await writeFile(temp, bytes, { flush: true, mode: 0o600 });
       await rename(temp, target);
     } catch (err) {
       await rm(temp, { force: true });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { JobRecord, SessionRecord } from './bench-store.js';
+import type { JobRecord, SessionRecord, UartRecord } from './bench-store.js';
 import { FirmwareBlobStore } from './firmware-blob-store.js';
 import { SQLITE_SCHEMA_VERSION, SqliteBenchStore } from './sqlite-bench-store.js';
 
@@ -51,6 +51,12 @@ const job = (over: Partial<JobRecord> = {}): JobRecord => ({
   ...over,
 });
 
+/** A one-chunk capture of `text`, as the service stores it. */
+const uartOf = (text: string): UartRecord => {
+  const bytes = new TextEncoder().encode(text);
+  return { bytes, droppedBytes: 0, timeBase: 'wall', chunks: [{ atNanos: 0, offset: 0, length: bytes.length }], chunksOmitted: 0 };
+};
+
 async function storeWithAgents(file = ':memory:') {
   const store = new SqliteBenchStore(file);
   await store.insertAgent({ agentId: 'ag_1', label: 'one', tokenSha256: '1'.repeat(64), createdAtMs: T0 });
@@ -95,24 +101,42 @@ describe('SqliteBenchStore', () => {
     expect((await store.openSession(session({ agentId: 'ag_2' }))).kind).toBe('opened');
   });
 
-  it('fails running jobs as interrupted and returns queued ones after a restart', async () => {
+  it('fails running jobs as interrupted, keeping the UART saved while they ran, and returns queued ones after a restart', async () => {
     const file = path.join(dir(), 'bench.sqlite');
     const store = await storeWithAgents(file);
     await store.openSession(session());
+    await store.openSession(session({ sessionId: 'ses_idle', board: 'uno' }));
     await store.createJob(job({ jobId: 'job_a', sessionId: 'ses_1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
     await store.createJob(job({ jobId: 'job_b', sessionId: 'ses_1', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
     await store.markJobPhase('job_a', 'flashing', T0 + 2);
     await store.markJobPhase('job_a', 'running', T0 + 3);
+    await store.saveJobUart('job_a', uartOf('tick 1\r\n'));
     await store.close();
 
     const reopened = new SqliteBenchStore(file);
     const { requeued, interrupted, expired } = await reopened.recoverAfterRestart(T0 + 100_000);
-    // ses_1 ran out while the server was down, so its queued job is cancelled, not run again.
-    expect(requeued.map((j) => j.jobId)).toEqual([]);
-    expect(await reopened.getJob('job_b')).toMatchObject({ state: 'failed', failure: { kind: 'cancelled' } });
+    // ses_1's jobs kept it alive (decision 0211): its queued job runs again, and its idle time
+    // starts at the restart that ended job_a. ses_idle, with no job, ran out while the server was down.
+    expect(requeued.map((j) => j.jobId)).toEqual(['job_b']);
     expect(interrupted).toMatchObject([{ jobId: 'job_a', state: 'failed', failure: { kind: 'interrupted' }, finishedAtMs: T0 + 100_000 }]);
-    expect(expired.map((s) => s.sessionId)).toEqual(['ses_1']);
+    expect(new TextDecoder().decode(interrupted[0]!.uart!.bytes)).toBe('tick 1\r\n');
+    expect(expired.map((s) => s.sessionId)).toEqual(['ses_idle']);
+    expect(await reopened.getSession('ses_1', T0 + 100_000)).toMatchObject({ state: 'active', expiresAtMs: T0 + 190_000 });
     await reopened.close();
+  });
+
+  it('saves the UART of a running job only while it runs: a finished outcome is never overwritten', async () => {
+    const store = await storeWithAgents();
+    await store.createJob(job(), { maxQueuedPerBoard: 4, nowMs: T0 });
+    await store.saveJobUart('job_1', uartOf('too early'));
+    expect((await store.getJob('job_1'))!.uart).toBeNull();
+    await store.markJobPhase('job_1', 'flashing', T0 + 1);
+    await store.markJobPhase('job_1', 'running', T0 + 2);
+    await store.saveJobUart('job_1', uartOf('partial'));
+    expect((await store.getJob('job_1'))!.uart).toMatchObject({ droppedBytes: 0, timeBase: 'wall', chunks: [{ atNanos: 0, offset: 0, length: 7 }] });
+    await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 3, failure: { kind: 'cancelled', message: 'stopped' }, uart: uartOf('partial+') });
+    await store.saveJobUart('job_1', uartOf('late'));
+    expect(new TextDecoder().decode((await store.getJob('job_1'))!.uart!.bytes)).toBe('partial+');
   });
 
   it('keeps a secret across reopenings', async () => {
@@ -158,12 +182,12 @@ describe('SqliteBenchStore: closing a session with jobs (bench audit 1)', () => 
     return store;
   }
 
-  it.each([
-    ['ended', (store: SqliteBenchStore) => store.endSession('ses_1', T0 + 5_000), T0 + 5_000, '2023-11-14T22:13:25.000Z'],
-    ['expired', (store: SqliteBenchStore) => store.expireSessions(T0 + 10_000), T0 + 10_000, '2023-11-14T22:13:30.000Z'],
-  ] as const)('when %s: cancels its queued jobs and hands the lease to its running job until it finishes', async (how, close, atMs, iso) => {
+  it('when ended: cancels its queued jobs and hands the lease to its running job until it finishes', async () => {
+    const how = 'ended';
+    const atMs = T0 + 5_000;
+    const iso = '2023-11-14T22:13:25.000Z';
     const store = await sessionWithJobs();
-    await close(store);
+    await store.endSession('ses_1', atMs);
     expect(await store.getJob('job_wait')).toMatchObject({
       state: 'failed',
       startedAtMs: null,
@@ -180,6 +204,25 @@ describe('SqliteBenchStore: closing a session with jobs (bench audit 1)', () => 
     expect((await store.getJob('job_wait'))!.failure!.message).toMatch(/^cancelled before it started/);
     await expect(store.markJobPhase('job_wait', 'flashing', atMs + 3)).resolves.toBeUndefined();
     expect((await store.openSession(session({ sessionId: 'ses_3', agentId: 'ag_2', createdAtMs: atMs + 4, expiresAtMs: atMs + 90_000 }))).kind).toBe('opened');
+  });
+
+  it('never expires while one of its jobs is queued or running; its idle time restarts when the last one finishes', async () => {
+    const store = await sessionWithJobs();
+    // Idle 10 s, no heartbeat: long past expires_at, the running and the queued job keep it alive.
+    expect(await store.expireSessions(T0 + 60_000)).toEqual([]);
+    expect(await store.getSession('ses_1', T0 + 60_000)).toMatchObject({ state: 'active', expiresAtMs: T0 + 70_000 });
+    expect(await store.listLeases(T0 + 60_000)).toMatchObject([{ holder: { kind: 'session', sessionId: 'ses_1' }, expiresAtMs: T0 + 70_000 }]);
+    const blocked = await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: T0 + 60_000, expiresAtMs: T0 + 150_000 }));
+    expect(blocked).toMatchObject({ kind: 'board-leased', lease: { holder: { kind: 'session', sessionId: 'ses_1' }, expiresAtMs: T0 + 70_000 } });
+
+    await store.finishJob('job_run', { state: 'done', nowMs: T0 + 61_000, uart: uartOf(''), stop: { reason: 'elapsed', elapsedNanos: 0 }, flashMs: 1, runMs: 1 });
+    expect(await store.expireSessions(T0 + 80_000)).toEqual([]);
+    await store.markJobPhase('job_wait', 'flashing', T0 + 80_000);
+    await store.finishJob('job_wait', { state: 'failed', nowMs: T0 + 81_000, failure: { kind: 'flash-failed', message: 'nope' } });
+    // The last job finished at +81 s: the session is idle from then, for its 10 s.
+    expect(await store.getSession('ses_1', T0 + 90_999)).toMatchObject({ state: 'active', expiresAtMs: T0 + 91_000 });
+    expect((await store.expireSessions(T0 + 91_000)).map((s) => s.sessionId)).toEqual(['ses_1']);
+    expect((await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: T0 + 91_000 }))).kind).toBe('opened');
   });
 
   it('frees the board at once when the closed session has nothing running', async () => {

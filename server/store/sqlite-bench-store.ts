@@ -8,7 +8,6 @@ import type {
   JobRecord,
   JobState,
   JobWithAgent,
-  LeaseHolder,
   LeaseWithAgent,
   OpenSessionResult,
   SessionChangeResult,
@@ -21,6 +20,7 @@ import type {
 } from './bench-store.js';
 import { isoFromMs } from '../../core/clock.js';
 import { jobStates } from './bench-store.js';
+import { prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
 
 /**
  * Schema migrations, applied in order; `schema_version` holds how many ran. Append only: a
@@ -83,7 +83,17 @@ const migrations: readonly string[] = [
     value BLOB NOT NULL
   );
   `,
+  // A session's queued and running jobs keep it alive (decision 0211): looked up at every expiry check.
+  `
+  CREATE INDEX jobs_by_session_state ON jobs(session_id, state);
+  `,
 ];
+
+/** Job states in which a job still uses its session's lease: it keeps the session alive (decision 0211). */
+const UNFINISHED_JOB_STATES = "('queued', 'flashing', 'running')";
+
+/** A session's idle time in host milliseconds, rounded as everywhere a lease is renewed. */
+const idleMs = (idleSeconds: number) => Math.round(idleSeconds * 1000);
 
 /** The schema version this code writes; a database from a newer version is refused. */
 export const SQLITE_SCHEMA_VERSION = migrations.length;
@@ -94,6 +104,8 @@ export class SqliteBenchStore implements BenchStore {
   readonly database: Database.Database;
 
   constructor(file: string) {
+    // Agents' token hashes and e-mails, the CSRF secret: 0600, and SQLite gives -wal/-shm the same mode.
+    prepareOwnerOnlyDatabase(file);
     this.database = new Database(file);
     this.database.pragma('journal_mode = WAL');
     // FULL: a commit is on disk before the response that reports it is sent.
@@ -147,8 +159,13 @@ export class SqliteBenchStore implements BenchStore {
   /** Runs inside a transaction: expires due sessions and releases their leases (`closeSession`). */
   private expireDue(nowMs: number): SessionRecord[] {
     const db = this.database;
+    // A session with a job queued or running is in use, however long ago its last heartbeat was.
     const due = db
-      .prepare("SELECT * FROM sessions WHERE state = 'active' AND expires_at_ms <= ? ORDER BY expires_at_ms")
+      .prepare(
+        `SELECT * FROM sessions s WHERE s.state = 'active' AND s.expires_at_ms <= ?
+           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.session_id = s.session_id AND j.state IN ${UNFINISHED_JOB_STATES})
+         ORDER BY s.expires_at_ms`,
+      )
       .all(nowMs) as SessionRow[];
     for (const row of due) {
       db.prepare("UPDATE sessions SET state = 'expired', ended_at_ms = expires_at_ms WHERE session_id = ?").run(row.session_id);
@@ -180,16 +197,62 @@ export class SqliteBenchStore implements BenchStore {
     }
   }
 
-  private leaseOn(board: string): LeaseWithAgent | undefined {
+  /**
+   * Whether one of the session's jobs is queued, flashing or running: then the session is in use
+   * and does not expire (decision 0211).
+   */
+  private hasUnfinishedJob(sessionId: string): boolean {
+    const row = this.database
+      .prepare(`SELECT 1 AS one FROM jobs WHERE session_id = ? AND state IN ${UNFINISHED_JOB_STATES} LIMIT 1`)
+      .get(sessionId) as { one: number } | undefined;
+    return row !== undefined;
+  }
+
+  /**
+   * A session as agents see it at `nowMs`: while one of its jobs is unfinished the session is in
+   * use, as if it heartbeated all along, so it expires no earlier than `nowMs + idle` (the
+   * stored expiry is renewed for real when that job finishes, `renewAfterJob`).
+   */
+  private inUse(session: SessionRecord, nowMs: number): SessionRecord {
+    if (session.state !== 'active' || !this.hasUnfinishedJob(session.sessionId)) return session;
+    return { ...session, expiresAtMs: Math.max(session.expiresAtMs, nowMs + idleMs(session.idleSeconds)) };
+  }
+
+  /**
+   * A job of `sessionId` just finished (done, failed, interrupted): its session's idle time
+   * starts again from `nowMs`, exactly as a heartbeat would (the expiry never moves earlier).
+   */
+  private renewAfterJob(sessionId: string | null, nowMs: number): void {
+    if (sessionId === null) return;
+    const row = this.database.prepare("SELECT idle_seconds FROM sessions WHERE session_id = ? AND state = 'active'").get(sessionId) as
+      | { idle_seconds: number }
+      | undefined;
+    if (!row) return;
+    this.database
+      .prepare('UPDATE sessions SET expires_at_ms = MAX(expires_at_ms, ?) WHERE session_id = ?')
+      .run(nowMs + idleMs(row.idle_seconds), sessionId);
+  }
+
+  private leaseOn(board: string, nowMs: number): LeaseWithAgent | undefined {
     const row = this.database
       .prepare(
-        `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms
+        `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms, s.idle_seconds
          FROM leases l JOIN agents a ON a.agent_id = l.agent_id
          LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id
          WHERE l.board = ?`,
       )
       .get(board) as LeaseRow | undefined;
-    return row && leaseFromRow(row);
+    return row && this.leaseFromRow(row, nowMs);
+  }
+
+  private leaseFromRow(r: LeaseRow, nowMs: number): LeaseWithAgent {
+    if (r.holder_kind === 'job') {
+      return { board: r.board, holder: { kind: 'job', jobId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs: null };
+    }
+    const storedMs = r.expires_at_ms ?? 0;
+    const expiresAtMs =
+      r.idle_seconds !== null && this.hasUnfinishedJob(r.holder_id) ? Math.max(storedMs, nowMs + idleMs(r.idle_seconds)) : storedMs;
+    return { board: r.board, holder: { kind: 'session', sessionId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs };
   }
 
   async openSession(session: SessionRecord): Promise<OpenSessionResult> {
@@ -199,7 +262,7 @@ export class SqliteBenchStore implements BenchStore {
     return db
       .transaction((): OpenSessionResult => {
         this.expireDue(session.createdAtMs);
-        const lease = this.leaseOn(session.board);
+        const lease = this.leaseOn(session.board, session.createdAtMs);
         if (lease) return { kind: 'board-leased', lease };
         insertSession(db, session);
         db.prepare("INSERT INTO leases (board, holder_kind, holder_id, agent_id) VALUES (?, 'session', ?, ?)").run(
@@ -217,7 +280,7 @@ export class SqliteBenchStore implements BenchStore {
       .transaction(() => {
         this.expireDue(nowMs);
         const row = this.database.prepare('SELECT * FROM sessions WHERE session_id = ?').get(sessionId) as SessionRow | undefined;
-        return row && sessionFromRow(row);
+        return row && this.inUse(sessionFromRow(row), nowMs);
       })
       .immediate();
   }
@@ -232,7 +295,7 @@ export class SqliteBenchStore implements BenchStore {
         if (session.state !== 'active') return { kind: 'not-active', session };
         change(session);
         const fresh = this.database.prepare('SELECT * FROM sessions WHERE session_id = ?').get(sessionId) as SessionRow;
-        return { kind: 'changed', session: sessionFromRow(fresh) };
+        return { kind: 'changed', session: this.inUse(sessionFromRow(fresh), nowMs) };
       })
       .immediate();
   }
@@ -262,7 +325,7 @@ export class SqliteBenchStore implements BenchStore {
              WHERE s.state = 'active' ORDER BY s.created_at_ms, s.rowid`,
           )
           .all() as Array<SessionRow & { agent_label: string }>;
-        return rows.map((r) => ({ ...sessionFromRow(r), agentLabel: r.agent_label }));
+        return rows.map((r) => ({ ...this.inUse(sessionFromRow(r), nowMs), agentLabel: r.agent_label }));
       })
       .immediate();
   }
@@ -280,7 +343,7 @@ export class SqliteBenchStore implements BenchStore {
           if (session.state !== 'active') return { kind: 'session-not-active', session };
           if (session.board !== job.board) return { kind: 'session-other-board', session };
         } else {
-          const lease = this.leaseOn(job.board);
+          const lease = this.leaseOn(job.board, options.nowMs);
           if (lease) return { kind: 'board-leased', lease };
         }
         const { queued } = db
@@ -328,12 +391,21 @@ export class SqliteBenchStore implements BenchStore {
     throw new Error(`job ${jobId} cannot move to ${phase}: it is not ${from}`);
   }
 
+  async saveJobUart(jobId: string, uart: UartRecord): Promise<void> {
+    // Only while the job runs: an outcome already recorded is never overwritten by a late save.
+    this.database
+      .prepare("UPDATE jobs SET uart_bytes = ?, uart_json = ? WHERE job_id = ? AND state IN ('flashing', 'running')")
+      .run(Buffer.from(uart.bytes), uartJson(uart), jobId);
+  }
+
   async finishJob(jobId: string, outcome: JobOutcome): Promise<JobRecord> {
     const db = this.database;
     return db
       .transaction(() => {
         const uart = outcome.uart ?? null;
-        const before = db.prepare('SELECT state FROM jobs WHERE job_id = ?').get(jobId) as { state: JobState } | undefined;
+        const before = db.prepare('SELECT state, session_id FROM jobs WHERE job_id = ?').get(jobId) as
+          | { state: JobState; session_id: string | null }
+          | undefined;
         if (before?.state === 'done' || before?.state === 'failed') {
           // Already finished (e.g. cancelled when its session closed): the first outcome stands.
         } else if (outcome.state === 'done') {
@@ -347,6 +419,7 @@ export class SqliteBenchStore implements BenchStore {
              WHERE job_id = ?`,
           ).run(outcome.nowMs, outcome.failure.kind, outcome.failure.message, uart ? Buffer.from(uart.bytes) : null, uart ? uartJson(uart) : null, jobId);
         }
+        if (before && before.state !== 'done' && before.state !== 'failed') this.renewAfterJob(before.session_id, outcome.nowMs);
         db.prepare("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?").run(jobId);
         const row = db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(jobId) as JobRow | undefined;
         if (!row) throw new Error(`job ${jobId} vanished while finishing`);
@@ -367,6 +440,8 @@ export class SqliteBenchStore implements BenchStore {
             row.job_id,
           );
           db.prepare("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?").run(row.job_id);
+          // The job ended with the restart: its session's idle time starts now, not at the crash.
+          this.renewAfterJob(row.session_id, nowMs);
         }
         const expired = this.expireDue(nowMs);
         const requeued = (db.prepare("SELECT * FROM jobs WHERE state = 'queued' ORDER BY created_at_ms, rowid").all() as JobRow[]).map(jobFromRow);
@@ -382,13 +457,13 @@ export class SqliteBenchStore implements BenchStore {
         this.expireDue(nowMs);
         const rows = this.database
           .prepare(
-            `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms
+            `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms, s.idle_seconds
              FROM leases l JOIN agents a ON a.agent_id = l.agent_id
              LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id
              ORDER BY l.board`,
           )
           .all() as LeaseRow[];
-        return rows.map(leaseFromRow);
+        return rows.map((row) => this.leaseFromRow(row, nowMs));
       })
       .immediate();
   }
@@ -479,6 +554,7 @@ interface LeaseRow {
   agent_id: string;
   agent_label: string;
   expires_at_ms: number | null;
+  idle_seconds: number | null;
 }
 
 interface JobRow {
@@ -530,21 +606,17 @@ const sessionFromRow = (r: SessionRow): SessionRecord => ({
   lastHeartbeatAtMs: r.last_heartbeat_at_ms,
 });
 
-function leaseFromRow(r: LeaseRow): LeaseWithAgent {
-  const holder: LeaseHolder = r.holder_kind === 'session' ? { kind: 'session', sessionId: r.holder_id } : { kind: 'job', jobId: r.holder_id };
-  return { board: r.board, holder, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs: r.holder_kind === 'session' ? r.expires_at_ms : null };
-}
-
 /** UART metadata as stored beside the raw bytes (the bytes go in their own BLOB column). */
 interface UartJson {
   droppedBytes: number;
   timeBase: 'simulated' | 'wall';
+  clockSource?: string;
   chunks: UartRecord['chunks'];
   chunksOmitted: number;
 }
 
 function uartJson(u: UartRecord): string {
-  const j: UartJson = { droppedBytes: u.droppedBytes, timeBase: u.timeBase, chunks: u.chunks, chunksOmitted: u.chunksOmitted };
+  const j: UartJson = { droppedBytes: u.droppedBytes, timeBase: u.timeBase, clockSource: u.clockSource, chunks: u.chunks, chunksOmitted: u.chunksOmitted };
   return JSON.stringify(j);
 }
 

@@ -134,23 +134,25 @@ describe('finding 1: a lease is exclusive until every job of its session has sto
     expect(app.logger.lines.filter((l) => l.startsWith('error:'))).toEqual([]);
   });
 
-  it('expiry (fake clock) cancels its queued and running jobs the same way', async () => {
+  it('expiry (fake clock) waits while its jobs are unfinished, then frees the board idle_seconds after the last one', async () => {
+    // Decision 0211: a session's own jobs keep it alive, so it never expires under them.
     const { alice, sid, hung, hello } = await aliceWithTwoJobs('10');
+    const bob = await app.register('bob');
     app.fake.tick(10_000);
     await settle();
+    expect((await openSession(bob.token, { board: 'pico' })).status).toBe(409);
+    // The hung job's deadline: 60 s flash + 0.1 s x 4 s + 10 s margin = 70.4 s; the next job then runs at once.
+    app.fake.tick(60_400);
     await app.idle();
-    expect(await getJob(alice.token, hello.job_id)).toMatchObject({
-      state: 'failed',
-      started_at: null,
-      failure: { kind: 'cancelled', message: `cancelled before it started: session ${sid} expired at 2026-01-01T00:00:10.000Z` },
-    });
-    expect(await getJob(alice.token, hung.job_id)).toMatchObject({
-      state: 'failed',
-      failure: { kind: 'cancelled', message: `job ${hung.job_id} cancelled: session ${sid} expired at 2026-01-01T00:00:10.000Z` },
-    });
-    const bob = await app.register('bob');
+    expect((await getJob(alice.token, hung.job_id)).failure?.kind).toBe('timeout');
+    expect((await getJob(alice.token, hello.job_id)).state).toBe('done');
+    app.fake.tick(9_999);
+    await settle();
+    expect((await openSession(bob.token, { board: 'pico' })).status).toBe(409);
+    app.fake.tick(1);
+    await settle();
+    expect(app.logger.lines).toContain(`info: session ${sid} on pico expired; the board is free`);
     expect((await openSession(bob.token, { board: 'pico' })).status).toBe(200);
-    expect(app.logger.lines).toContain(`info: session ${sid} on pico expired; its jobs are cancelled and the board is free once they stop`);
   });
 });
 

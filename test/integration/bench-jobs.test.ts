@@ -173,11 +173,16 @@ describe('POST /api/v1/jobs/flash', () => {
     });
   });
 
-  it('answers a missing body with 422 on loc ["body"] and a non-multipart body with 415', async () => {
+  it('answers a missing body with one 422 per required field (as FastAPI) and a non-multipart body with 415', async () => {
     const { token } = await app.register();
     const none = await app.request('/api/v1/jobs/flash', { method: 'POST', headers: bearer(token) });
     expect(none.status).toBe(422);
-    expect(await none.json()).toEqual({ detail: [{ type: 'missing', loc: ['body'], msg: 'Field required', input: null }] });
+    expect(await none.json()).toEqual({
+      detail: [
+        { type: 'missing', loc: ['body', 'board'], msg: 'Field required', input: null },
+        { type: 'missing', loc: ['body', 'firmware'], msg: 'Field required', input: null },
+      ],
+    });
     const json = await app.request('/api/v1/jobs/flash', { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: '{}' });
     expect(json.status).toBe(415);
   });

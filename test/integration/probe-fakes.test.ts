@@ -1,11 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleepMs } from 'node:timers/promises';
+import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { BackendError } from '../../backends/backend.js';
 import type { BenchFile } from '../../backends/probe/bench-file.js';
 import { ProbeBackend } from '../../backends/probe/probe-backend.js';
+import { afterFailure, InMemoryQuarantineStore } from '../../backends/probe/quarantine-store.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
-import { systemClock } from '../../core/clock.js';
+import { type Clock, clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { runFirmware } from '../../harness/run-firmware.js';
 import { fakeBootLine } from '../fakes/openocd/fake-board.js';
 import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';
@@ -42,8 +45,30 @@ beforeEach(() => {
   fake.setBehaviour('pico', 'ok');
 });
 
-const newBackend = () =>
-  new ProbeBackend({ bench, clock: systemClock, openocdPath: fakeOpenocdPath, probeRsPath: fakeProbeRsPath, toolEnv: fake.toolEnv });
+const newBackend = (clock: Clock = systemClock) =>
+  new ProbeBackend({ bench, clock, openocdPath: fakeOpenocdPath, probeRsPath: fakeProbeRsPath, toolEnv: fake.toolEnv });
+
+/**
+ * A fake clock (never installed globally) that tells the test when a timer of a given delay is
+ * set, so the test advances time only once the wait it means to end has begun: no wall-time race
+ * between the tools' start-up (slow on a loaded machine) and the wait.
+ */
+function announcingFakeClock() {
+  const fakeTime = createClock(Date.UTC(2026, 0, 1));
+  const inner = clockFromFakeTimers(fakeTime);
+  const waiters = new Map<number, Array<() => void>>();
+  const clock: Clock = {
+    ...inner,
+    setTimeout: (fn, delayMs) => {
+      const handle = inner.setTimeout(fn, delayMs);
+      for (const announce of waiters.get(delayMs) ?? []) announce();
+      waiters.delete(delayMs);
+      return handle;
+    },
+  };
+  const timerSet = (delayMs: number) => new Promise<void>((resolve) => waiters.set(delayMs, [...(waiters.get(delayMs) ?? []), resolve]));
+  return { clock, fakeTime, timerSet };
+}
 
 async function failureOf(promise: Promise<unknown>): Promise<BackendError> {
   const error = await promise.then(
@@ -56,9 +81,29 @@ async function failureOf(promise: Promise<unknown>): Promise<BackendError> {
 
 describe('probe backend on the stand-in bench', () => {
   it('runs a job through runFirmware: flash, capture before release, the boot line first', async () => {
-    const run = await runFirmware(newBackend(), f4, f4Image, { clock: systemClock, uartSeconds: 3, maxUartBytes: 1 << 16 });
+    // The 3 s capture runs on a fake clock that moves only once the boot line has arrived and the
+    // capture's deadline is set: on a loaded machine the fake board may take longer than 3 real
+    // seconds to print it.
+    const { clock, fakeTime, timerSet } = announcingFakeClock();
+    const bootLine = fakeBootLine(f4Image.sha256);
+    const seen: Array<{ bytes: Uint8Array }> = [];
+    let booted!: () => void;
+    const bootLineArrived = new Promise<void>((resolve) => (booted = resolve));
+    const captureStarted = timerSet(3_000);
+    const running = runFirmware(newBackend(clock), f4, f4Image, {
+      clock,
+      uartSeconds: 3,
+      maxUartBytes: 1 << 16,
+      onUart: (chunk) => {
+        seen.push(chunk);
+        if (decode(seen).includes(bootLine)) booted();
+      },
+    });
+    await Promise.race([Promise.all([captureStarted, bootLineArrived]), running]);
+    await fakeTime.tickAsync(3_000);
+    const run = await running;
     expect(run.timeBase).toBe('wall');
-    expect(decode(run.uart).startsWith(fakeBootLine(f4Image.sha256))).toBe(true);
+    expect(decode(run.uart).startsWith(bootLine)).toBe(true);
     expect(run.stop).toMatchObject({ reason: 'elapsed' });
     expect(fake.invocations('stm32f4-discovery').slice(-2)).toEqual([
       expect.stringMatching(/adapter serial FAKE-STM32F4-DISCOVERY .*program \{.*\.elf\} verify exit$/),
@@ -136,16 +181,28 @@ describe('probe backend on the stand-in bench', () => {
   });
 
   it('a tool that ignores SIGTERM is killed and reported as timeout', async () => {
+    // The tool's deadline and kill grace run on a fake clock, moved once the tool has started
+    // hanging: on a loaded machine it may need more than 1.5 real seconds just to start.
+    const { clock, fakeTime, timerSet } = announcingFakeClock();
     const quick = new ProbeBackend({
       bench: { ...bench, boards: { pico: { ...bench.boards.pico!, timeouts: { ...bench.boards.pico!.timeouts, flashMs: 1_500, killGraceMs: 300 } } } },
-      clock: systemClock,
+      clock,
       probeRsPath: fakeProbeRsPath,
       toolEnv: fake.toolEnv,
     });
     fake.setBehaviour('pico', 'hang-ignore-term');
     const device = await quick.open(pico);
     try {
-      const error = await failureOf(device.flash(picoImage));
+      const deadlineSet = timerSet(1_500);
+      const flashing = failureOf(device.flash(picoImage));
+      await deadlineSet;
+      // The stand-in logs `hang pid=N` once it hangs; its log is a file, so look until it is there.
+      while (!fake.invocations('pico').at(-1)?.startsWith('hang pid=')) await sleepMs(20);
+      const killScheduled = timerSet(300);
+      await fakeTime.tickAsync(1_500);
+      await killScheduled;
+      await fakeTime.tickAsync(300);
+      const error = await flashing;
       expect(error.kind).toBe('timeout');
       expect(error.message).toMatch(/within 1500 ms and was killed/);
       const pid = Number(/hang pid=(\d+)/.exec(fake.invocations('pico').at(-1)!)![1]);
@@ -207,11 +264,25 @@ describe('probe backend on the stand-in bench', () => {
   });
 
   it('a health check whose text never appears fails and leaves the board quarantined', async () => {
-    const backend = newBackend();
-    fake.setBehaviour('stm32f4-discovery', 'program-fail');
-    for (let i = 0; i < 3; i++) await runFirmware(backend, f4, f4Image, { clock: systemClock, uartSeconds: 1, maxUartBytes: 1024 }).catch(() => undefined);
+    // The check's 6 s wait runs on a fake clock, advanced once the wait has started: the test
+    // spends no wall time on it and cannot lose a race against slow tools (it timed out at 30 s
+    // on a loaded 2-core machine while it slept 6 real seconds).
+    // The board starts quarantined as three failed flashes leave it (the test above makes them
+    // for real); three more tool runs here would only add start-up time on a loaded machine.
+    const { clock, fakeTime, timerSet } = announcingFakeClock();
+    const quarantineStore = new InMemoryQuarantineStore();
+    let health = await quarantineStore.get('stm32f4-discovery');
+    for (let i = 0; i < 3; i++) health = afterFailure(health, 'flash on stm32f4-discovery failed (exit status 1)', 3, clock.nowMs());
+    await quarantineStore.put('stm32f4-discovery', health);
+    const backend = new ProbeBackend({ bench, clock, quarantineStore, openocdPath: fakeOpenocdPath, probeRsPath: fakeProbeRsPath, toolEnv: fake.toolEnv });
     fake.setBehaviour('stm32f4-discovery', 'silent');
-    const result = await backend.healthCheck('stm32f4-discovery');
+    // The run's deadline is the only 6000 ms timer (tools: 20 s, serial presence checks: 500 ms).
+    const waitStarted = timerSet(6_000);
+    const checking = backend.healthCheck('stm32f4-discovery');
+    // If the check ends before its wait (a flash failure), its answer fails the expectations below.
+    await Promise.race([waitStarted, checking]);
+    await fakeTime.tickAsync(6_000);
+    const result = await checking;
     expect(result).toMatchObject({ passed: false, reason: expect.stringMatching(/did not appear within 6 s/) });
     expect(await backend.availability(f4)).toMatchObject({ available: false, reason: expect.stringMatching(/^quarantined after 3/) });
   });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { Clock } from '../../../core/clock.js';
 import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from '../protocol.js';
 import { registerSchema, relayLimits, sessionSchema } from '../relay-facts.js';
-import { type RunningRelay, type StartRelayServerOptions, startRelayServer } from '../relay-service.js';
+import { type RunningRelay, type StartRelayServerOptions, startRelayServer as startRelayServerWithDefaults } from '../relay-service.js';
 import { signDocument } from '../signed-document.js';
 
 /**
@@ -90,4 +90,12 @@ export async function postClaim(relay: { baseUrl: string }, auth: string, claim:
   return String(answer.body.id);
 }
 
-export { relayLimits, startRelayServer, type RunningRelay, type StartRelayServerOptions };
+/**
+ * `startRelayServer` with per-client rate limits far above what a test file does from one loopback
+ * address on a clock that barely moves, unless the test sets its own (the rate-limit tests set the defaults).
+ */
+export function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
+  return startRelayServerWithDefaults({ ...options, rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
+}
+
+export { relayLimits, type RunningRelay, type StartRelayServerOptions };

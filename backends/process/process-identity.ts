@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * A process named so that a reused pid does not count as the same process: its pid and its start
+ * time (field 22 of /proc/<pid>/stat, clock ticks since boot). Linux only; elsewhere the start
+ * time is unknown and nothing that needs it (reaping leftovers) acts.
+ */
+export interface ProcessIdentity {
+  pid: number;
+  startTicks: number;
+}
+
+/** What /proc says about `pid`: its start time and state letter, or undefined when there is no such process. */
+export function readProcessStat(pid: number): { startTicks: number; state: string } | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may itself hold spaces or ')': count from the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state), so field 22 (starttime) is fields[19].
+  const startTicks = Number(fields[19]);
+  const state = fields[0] ?? '';
+  if (!Number.isSafeInteger(startTicks)) return undefined;
+  return { startTicks, state };
+}
+
+/** The start time of `pid` in clock ticks since boot, or undefined (no such process, not Linux). */
+export function processStartTicks(pid: number): number | undefined {
+  return readProcessStat(pid)?.startTicks;
+}
+
+/**
+ * Whether the process `identity` names still runs: the pid exists, is not a zombie (which has
+ * already exited and only waits to be reaped) and started at the recorded time.
+ */
+export function isProcessAlive(identity: ProcessIdentity): boolean {
+  const stat = readProcessStat(identity.pid);
+  return stat !== undefined && stat.state !== 'Z' && stat.state !== 'X' && stat.startTicks === identity.startTicks;
+}
+
+let self: ProcessIdentity | undefined;
+
+/** This Node process's identity (undefined start time off Linux). */
+export function currentProcess(): ProcessIdentity | undefined {
+  if (self) return self;
+  const startTicks = processStartTicks(process.pid);
+  if (startTicks === undefined) return undefined;
+  self = { pid: process.pid, startTicks };
+  return self;
+}

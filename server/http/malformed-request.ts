@@ -1,0 +1,44 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/**
+ * The HTTP server's `clientError` listener (`server.on('clientError', answerMalformedRequest)`):
+ * a request node's parser cannot read never reaches express, and node's own answer is a bare
+ * `400` without a body. This one is the services' wire format instead: `{"detail": ...}` with
+ * `Connection: close`, and the socket is closed (its framing is lost, nothing after it can be read).
+ *
+ * Only when nothing was written on the connection yet, as node does: bytes after a body cut short
+ * by its `Content-Length` are such a request, parsed while the answer to the one before is still
+ * being prepared; that answer is dropped with the connection, as without a listener.
+ */
+export function answerMalformedRequest(err: Error & { code?: string }, socket: Duplex & { bytesWritten?: number }): void {
+  // The client is gone (or going), or an answer already started: nothing clean can be delivered.
+  if (err.code === 'ECONNRESET' || !socket.writable || socket.bytesWritten !== 0) {
+    socket.destroy();
+    return;
+  }
+  const status = statusOf(err.code);
+  const body = JSON.stringify({ detail: detailOf(status) });
+  // Closed once written (not when the client closes): a client that never reads holds nothing.
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+}
+
+/** The statuses node itself chooses: 431 for headers over `maxHeaderSize`, 408 for a request not sent in time. */
+function statusOf(code: string | undefined): number {
+  if (code === 'HPE_HEADER_OVERFLOW') return 431;
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  return 400;
+}
+
+/** What the client may read: node's parser codes name internals, so only the status' meaning. */
+function detailOf(status: number): string {
+  if (status === 400) return 'Invalid HTTP request received.';
+  return STATUS_CODES[status] ?? 'Bad Request';
+}
