@@ -7,6 +7,8 @@
  * boot2 does: VTOR = 0x10000100, SP and PC from that vector table.
  * Not run on silicon here: the simulator starts images as boot2 leaves them.
  */
+/* A fixed FILE symbol: without it the assembler names the temporary file, and rebuilds differ. */
+.file "rp2040-boot2.S"
 .syntax unified
 .cpu cortex-m0plus
 .thumb
