@@ -14,6 +14,30 @@ function forbiddenFor(layer) {
   return above.flatMap((upper) => [`**/${upper}/**`, `../${upper}/*`, `../../${upper}/*`, `../../../${upper}/*`]);
 }
 
+/** @param {string} layer */
+function layerPattern(layer) {
+  return {
+    group: forbiddenFor(layer),
+    message: `${layer}/ may import only from layers below it (${layers.slice(0, layers.indexOf(layer)).join(', ') || 'none'}).`,
+  };
+}
+
+/**
+ * The two services never import each other: what both need lives in server/http (or lower, in
+ * core). Patterns are regular expressions so an import of core/relay (core, allowed) is not caught.
+ */
+const services = ['bench', 'relay'];
+
+/** @param {string} service */
+function servicePatterns(service) {
+  return services
+    .filter((other) => other !== service)
+    .map((other) => ({
+      regex: `^(?:\\.\\./)+(?:server/)?${other}(?:/|$)`,
+      message: `server/${service}/ may not import server/${other}/: move what both need to server/http or core.`,
+    }));
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', '**/*.js', '!eslint.config.js', 'scenarios/firmware/**/build/**'] },
   ...tseslint.configs.recommended,
@@ -34,22 +58,15 @@ export default tseslint.config(
     .filter((layer) => layer !== 'bin')
     .map((layer) => ({
       files: [`${layer}/**/*.ts`],
-      rules: {
-        'no-restricted-imports': [
-          'error',
-          {
-            patterns: [
-              {
-                group: forbiddenFor(layer),
-                message: `${layer}/ may import only from layers below it (${layers.slice(0, layers.indexOf(layer)).join(', ') || 'none'}).`,
-              },
-            ],
-          },
-        ],
-      },
+      rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern(layer)] }] },
     })),
+  // Later configs replace a rule's options, so each service repeats the server layer's pattern.
+  ...services.map((service) => ({
+    files: [`server/${service}/**/*.ts`],
+    rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns(service)] }] },
+  })),
   {
-    files: ['bin/**/*.ts', 'bench/**/*.ts', 'ci/**/*.ts', 'test/**/*.ts', 'scenarios/**/*.ts'],
+    files: ['bin/**/*.ts', 'perf/**/*.ts', 'ci/**/*.ts', 'test/**/*.ts', 'scenarios/**/*.ts'],
     rules: { 'no-restricted-syntax': 'off' },
   },
 );

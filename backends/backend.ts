@@ -55,6 +55,41 @@ export interface JobBudget {
   resetMs: number;
 }
 
+/** Board health as a backend that keeps it reports it (today: the probe backend's quarantine). */
+export interface BoardHealth {
+  /** Infrastructure failures (`BackendError.isInfrastructure`) since the last success or release. */
+  consecutiveFailures: number;
+  /** Message of the most recent infrastructure failure, if any. */
+  lastFailure: string | undefined;
+  /** Set while quarantined: when (host ms) and why, in the words `availability()` reports. */
+  quarantine: { sinceMs: number; reason: string } | undefined;
+}
+
+/** Outcome of a health-check firmware run (`Backend.healthCheck`). On success the board is back in service. */
+export type HealthCheckOutcome =
+  | { passed: true; uartText: string; elapsedNanos: number }
+  | { passed: false; reason: string; uartText: string };
+
+/**
+ * The optional board-health capability of a backend (today: the probe backend, which quarantines
+ * a board after consecutive infrastructure failures), as `keepsBoardHealth` narrows a `Backend` to it.
+ */
+export interface BoardHealthControl {
+  /** Consecutive infrastructure failures, the last one, and the quarantine if any. */
+  health(boardId: string): Promise<BoardHealth>;
+  /** Puts the board back in service: clears the quarantine and the failure count. */
+  release(boardId: string): Promise<void>;
+  /**
+   * Runs the board's health-check firmware; passing releases the board. Throws
+   * `BackendError('unavailable', ...)` when the board has no health check configured.
+   */
+  healthCheck?(boardId: string, options?: { signal?: AbortSignal }): Promise<HealthCheckOutcome>;
+}
+
+/**
+ * The one backend interface. Optional members are optional capabilities: a caller asks for them
+ * by name (`backend.close?.()`, `keepsBoardHealth(backend)`), never by probing an object's shape.
+ */
 export interface Backend {
   readonly name: BackendName;
   /** Whether `board` can run on this backend on this host; when not, the reason says what to install or attach. */
@@ -66,6 +101,22 @@ export interface Backend {
    * tool timeouts). Without it the dispatcher's defaults apply.
    */
   jobBudgetMs?(board: Board): JobBudget;
+  /**
+   * Optional: stops what the backend itself keeps running between jobs (scheduled automatic health
+   * checks); its devices close on their own. The server calls it when it stops.
+   */
+  close?(): void | Promise<void>;
+  /** Optional board health, with `release` (see `BoardHealthControl`, `keepsBoardHealth`). */
+  health?(boardId: string): Promise<BoardHealth>;
+  /** Optional, with `health`: puts a board back in service. */
+  release?(boardId: string): Promise<void>;
+  /** Optional, with `health`: runs a board's health-check firmware. */
+  healthCheck?(boardId: string, options?: { signal?: AbortSignal }): Promise<HealthCheckOutcome>;
+}
+
+/** True when `backend` keeps board health: it has both `health` and `release`. */
+export function keepsBoardHealth(backend: Backend): backend is Backend & BoardHealthControl {
+  return backend.health !== undefined && backend.release !== undefined;
 }
 
 export interface Device {

@@ -10,10 +10,10 @@ import { createClock } from '@sinonjs/fake-timers';
 import { BenchFileError, loadBenchFile } from '../backends/probe/bench-file.js';
 import type { Board, BackendName } from '../boards/board-schema.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
-import { clockFromFakeTimers, systemClock } from '../core/clock.js';
+import { clockFromFakeTimers, foregroundClock, systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { loadScenario } from '../harness/scenario/load-scenario.js';
-import { describeFailure, runScenario, type ScenarioResult } from '../harness/scenario/run-scenario.js';
+import { describeFailure, runScenario, type ScenarioResult, scenarioStatuses } from '../harness/scenario/run-scenario.js';
 import { ScenarioError } from '../harness/scenario/scenario-error.js';
 import { exitCodeOf, jsonReport, junitReport } from '../harness/scenario/scenario-report.js';
 import { remoteTarget, type ScenarioTarget } from '../harness/scenario/scenario-target.js';
@@ -28,6 +28,22 @@ export const SCENARIO_START_MS = Date.UTC(2026, 0, 1);
 export interface InProcessTarget {
   target: ScenarioTarget;
   close(): Promise<void>;
+}
+
+/**
+ * Backend paths from the environment: `hilbench run` has no flags for them, and backends read no
+ * environment themselves (only bin/ does).
+ */
+export function backendPathsFromEnv(env: NodeJS.ProcessEnv = process.env): { rp2040BootromPath?: string; renodePath?: string } {
+  return {
+    ...(env.HILBENCH_RP2040_BOOTROM ? { rp2040BootromPath: env.HILBENCH_RP2040_BOOTROM } : {}),
+    ...(env.HILBENCH_RENODE ? { renodePath: env.HILBENCH_RENODE } : {}),
+  };
+}
+
+/** The backend device steps run on: `auto` uses sim, the in-process real-execution backend. */
+function deviceBackendName(choice: BackendChoice): BackendName {
+  return choice === 'auto' ? 'sim' : choice;
 }
 
 /** Offline boards are expected on single-backend runs: only unexpected server errors are shown. */
@@ -45,13 +61,15 @@ export async function startInProcessTarget(options: {
   logger?: Logger;
   /** Bench file of real boards (docs/bench-file.md): enables the probe backend. */
   benchFile?: string;
+  /** RP2040 boot ROM and Renode executable; default `backendPathsFromEnv()`. */
+  backendPaths?: { rp2040BootromPath?: string; renodePath?: string };
 }): Promise<InProcessTarget> {
   const boards = options.boards ?? loadBoardCatalog();
   const fake = createClock(options.startMs ?? SCENARIO_START_MS);
   const clock = clockFromFakeTimers(fake);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-scenario-'));
   // Backends keep real time for their own process timeouts (QEMU, Renode); only the services' clock is fake.
-  const backends = createBackends({ clock: systemClock, boards, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
+  const backends = createBackends({ clock: systemClock, boards, ...(options.backendPaths ?? backendPathsFromEnv()), ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
   const bench = await startBenchServer({
     port: 0,
     dataDir: path.join(dataDir, 'bench'),
@@ -70,13 +88,14 @@ export async function startInProcessTarget(options: {
     await bench.close();
     throw err;
   }
-  const deviceBackendName: BackendName = options.backend === 'auto' ? 'sim' : options.backend;
-  const backend = backends[deviceBackendName];
+  const backend = backends[deviceBackendName(options.backend)];
   const target: ScenarioTarget = {
     description: `in-process bench and relay, backend ${options.backend}, simulated host clock`,
     benchUrl: bench.url,
     relayUrl: relay.baseUrl,
     clock,
+    // Ref'd timers: a wall-clock wait may be the only pending work of the run.
+    realClock: foregroundClock,
     advance: async (ms) => {
       await fake.tickAsync(ms);
     },
@@ -175,6 +194,7 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
     }
   }
   const remote = options.benchUrl !== undefined || options.relayUrl !== undefined;
+  const backendPaths = backendPathsFromEnv();
   const results: ScenarioResult[] = [];
   for (const file of files) {
     let result: ScenarioResult;
@@ -182,13 +202,12 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
       const loaded = loadScenario(file);
       const scenario = options.timeoutMs === undefined ? loaded : { ...loaded, timeoutMs: options.timeoutMs };
       if (remote) {
-        const backends = createBackends({ clock: systemClock, boards, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
-        const backendName: BackendName = options.backend === 'auto' ? 'sim' : options.backend;
-        const device = backends[backendName];
+        const backends = createBackends({ clock: systemClock, boards, ...backendPaths, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
+        const device = backends[deviceBackendName(options.backend)];
         const target = remoteTarget({ ...(options.benchUrl ? { benchUrl: options.benchUrl } : {}), ...(options.relayUrl ? { relayUrl: options.relayUrl } : {}), ...(device ? { backend: device } : {}), boards });
         result = await runScenario(scenario, target, { vars: options.vars ?? {}, ...(options.timeLimitMs !== undefined ? { timeLimitMs: options.timeLimitMs } : {}) });
       } else {
-        const started = await startInProcessTarget({ backend: options.backend, boards, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
+        const started = await startInProcessTarget({ backend: options.backend, boards, backendPaths, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
         try {
           result = await runScenario(scenario, started.target, { vars: options.vars ?? {}, ...(options.timeLimitMs !== undefined ? { timeLimitMs: options.timeLimitMs } : {}) });
         } finally {
@@ -212,6 +231,6 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
   if (options.junit) writeReport(options.junit, junitReport(results));
   if (options.json) writeReport(options.json, `${JSON.stringify(jsonReport(results, { generatedAtMs: systemClock.nowMs() }), null, 2)}\n`);
   const code = exitCodeOf(results);
-  print(`${results.length} scenario${results.length === 1 ? '' : 's'}: ${['passed', 'failed', 'timeout', 'skipped', 'invalid', 'unsupported'].map((s) => `${results.filter((r) => r.status === s).length} ${s}`).join(', ')}; exit ${code}`);
+  print(`${results.length} scenario${results.length === 1 ? '' : 's'}: ${scenarioStatuses.map((s) => `${results.filter((r) => r.status === s).length} ${s}`).join(', ')}; exit ${code}`);
   return code;
 }

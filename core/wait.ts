@@ -18,12 +18,20 @@ export class WaitTimeoutError extends Error {
 /**
  * Polls `check` every `pollMs` on `clock` until it returns a value other than `undefined`, or
  * `timeoutMs` passes. `describe` names what is awaited and `lastSeen` what was last observed,
- * both for the failure message.
+ * both for the failure message. The one polling loop: clients and scenario steps poll through it.
  */
 export async function waitUntil<T>(
   clock: Clock,
   check: () => T | undefined | Promise<T | undefined>,
-  options: { timeoutMs: number; pollMs?: number; describe: string; lastSeen?: () => string; signal?: AbortSignal },
+  options: {
+    timeoutMs: number;
+    pollMs?: number;
+    describe: string;
+    lastSeen?: () => string;
+    signal?: AbortSignal;
+    /** How `ms` pass between two checks (e.g. ticking a fake clock); default: sleeping on `clock`. */
+    pause?: (ms: number) => Promise<void>;
+  },
 ): Promise<T> {
   const deadlineMs = clock.nowMs() + options.timeoutMs;
   const pollMs = options.pollMs ?? 10;
@@ -33,6 +41,7 @@ export async function waitUntil<T>(
     if (clock.nowMs() >= deadlineMs) {
       throw new WaitTimeoutError(options.describe, options.timeoutMs, options.lastSeen?.() ?? '');
     }
-    await sleep(clock, Math.min(pollMs, Math.max(0, deadlineMs - clock.nowMs())), options.signal);
+    const pauseMs = Math.min(pollMs, Math.max(0, deadlineMs - clock.nowMs()));
+    await (options.pause ? options.pause(pauseMs) : sleep(clock, pauseMs, options.signal));
   }
 }

@@ -1,5 +1,4 @@
-import type { BackendName } from '../boards/board-schema.js';
-import type { Board } from '../boards/board-schema.js';
+import { type BackendName, backendNames, type Board } from '../boards/board-schema.js';
 import type { Backend } from '../backends/backend.js';
 import { MockBackend } from '../backends/mock/mock-backend.js';
 import { loadBenchFile } from '../backends/probe/bench-file.js';
@@ -27,25 +26,37 @@ export interface BackendRegistryOptions {
 }
 
 /**
+ * How each backend named in `backendNames` (boards/board-schema.ts) is built; a name added there
+ * does not compile until it has a line here. Undefined: not offered on this host.
+ */
+const backendFactories: { [N in BackendName]: (options: BackendRegistryOptions) => Backend | undefined } = {
+  mock: () => new MockBackend(),
+  sim: (options) => new SimBackend({ clock: options.clock, rp2040BootromPath: options.rp2040BootromPath }),
+  qemu: (options) => new QemuBackend({ clock: options.clock, qemuBinary: options.qemuBinary }),
+  renode: (options) => new RenodeBackend({ clock: options.clock, renodePath: options.renodePath }),
+  // Real boards exist only where a bench file says what is attached.
+  probe: (options) =>
+    options.benchFile
+      ? new ProbeBackend({
+          bench: loadBenchFile(options.benchFile),
+          clock: options.clock,
+          boards: options.boards,
+          quarantineStore: options.quarantineStore,
+          onAutomaticHealthCheck: options.onAutomaticHealthCheck,
+        })
+      : undefined,
+};
+
+/**
  * Every backend this host can offer, by name. Construction is cheap and starts nothing:
  * whether a backend can really run a board (QEMU installed, probe attached) is its
  * `availability()`, asked when the server resolves boards.
  */
 export function createBackends(options: BackendRegistryOptions): Partial<Record<BackendName, Backend>> {
-  const backends: Partial<Record<BackendName, Backend>> = {
-    mock: new MockBackend(),
-    sim: new SimBackend({ clock: options.clock, rp2040BootromPath: options.rp2040BootromPath }),
-    qemu: new QemuBackend({ clock: options.clock, qemuBinary: options.qemuBinary }),
-    renode: new RenodeBackend({ clock: options.clock, renodePath: options.renodePath }),
-  };
-  if (options.benchFile) {
-    backends.probe = new ProbeBackend({
-      bench: loadBenchFile(options.benchFile),
-      clock: options.clock,
-      boards: options.boards,
-      quarantineStore: options.quarantineStore,
-      onAutomaticHealthCheck: options.onAutomaticHealthCheck,
-    });
+  const backends: Partial<Record<BackendName, Backend>> = {};
+  for (const name of backendNames) {
+    const backend = backendFactories[name](options);
+    if (backend) backends[name] = backend;
   }
   return backends;
 }

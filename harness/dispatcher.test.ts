@@ -29,7 +29,7 @@ class GatedBackend implements Backend {
   async availability() {
     return { available: true as const };
   }
-  release(tag: string) {
+  openGate(tag: string) {
     this.gates.get(tag)?.();
   }
   async open(board: Board): Promise<Device> {
@@ -98,12 +98,12 @@ describe('LocalDispatcher', () => {
     await settle();
     expect(backend.events).toEqual([`flash pico:${a.sha256.slice(0, 6)}`, `flash uno:${a.sha256.slice(0, 6)}`]);
     expect(dispatcher.waiting('pico')).toBe(1);
-    backend.release(`pico:${a.sha256.slice(0, 6)}`);
+    backend.openGate(`pico:${a.sha256.slice(0, 6)}`);
     await first;
     await settle();
     expect(backend.events.slice(2)).toEqual([`flashed pico:${a.sha256.slice(0, 6)}`, 'close pico', `flash pico:${b.sha256.slice(0, 6)}`]);
-    backend.release(`pico:${b.sha256.slice(0, 6)}`);
-    backend.release(`uno:${a.sha256.slice(0, 6)}`);
+    backend.openGate(`pico:${b.sha256.slice(0, 6)}`);
+    backend.openGate(`uno:${a.sha256.slice(0, 6)}`);
     await Promise.all([second, other]);
     await dispatcher.close();
   });
@@ -162,7 +162,7 @@ describe('LocalDispatcher', () => {
     fake.tick(1_000);
     await settle();
     expect(backend.events).toEqual([`flash pico:${a.sha256.slice(0, 6)}`, `flash pico:${b.sha256.slice(0, 6)}`]);
-    backend.release(`pico:${b.sha256.slice(0, 6)}`);
+    backend.openGate(`pico:${b.sha256.slice(0, 6)}`);
     await next;
     await dispatcher.close();
   });
@@ -190,7 +190,7 @@ describe('LocalDispatcher', () => {
     await settle();
     expect(dispatcher.cancel('b', 'the caller gave up')).toBe(true);
     expect(((await second) as BackendError).message).toBe('job b cancelled before it started: the caller gave up');
-    backend.release(`pico:${hello.sha256.slice(0, 6)}`);
+    backend.openGate(`pico:${hello.sha256.slice(0, 6)}`);
     await first;
     await dispatcher.close();
   });

@@ -41,6 +41,12 @@ export interface DispatchRequest {
    * caller keeps what it printed up to the stop (and can save it while the job runs).
    */
   onUart?: (soFar: UartSoFar) => void;
+  /**
+   * Settles once the caller has recorded the job's outcome (called after the job settles). The
+   * board takes its next job only then: the bench store allows one flashing or running job per
+   * board, so the next job must not start before this one is finished there.
+   */
+  recorded?: () => Promise<void>;
 }
 
 /**
@@ -247,6 +253,8 @@ export class LocalDispatcher implements JobDispatcher {
     }
     if (signal.aborted) await Promise.race([backendCall, sleep(this.clock, this.abortGraceMs)]);
     else await backendCall;
+    // The caller reports its own failures to record; the board moves on either way.
+    await request.recorded?.().catch(() => undefined);
   }
 }
 

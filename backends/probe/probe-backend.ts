@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Board } from '../../boards/board-schema.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import type { Clock } from '../../core/clock.js';
-import { type Availability, type Backend, BackendError, type Device, type FirmwareImage, type JobBudget, NANOS_PER_SECOND, throwIfCancelled } from '../backend.js';
+import { type Availability, type Backend, BackendError, type Device, type HealthCheckOutcome, type FirmwareImage, type JobBudget, NANOS_PER_SECOND, throwIfCancelled } from '../backend.js';
 import { loadFirmwareImage } from '../image-check.js';
 import { findExecutable } from '../process/find-executable.js';
 import { type AutomaticCheckListener, AutomaticHealthChecks } from './automatic-health-checks.js';
@@ -30,11 +30,6 @@ export interface ProbeBackendOptions {
   /** Told after each automatic health check (bench file `healthCheck.retryAfterSeconds`), e.g. to log it. */
   onAutomaticHealthCheck?: AutomaticCheckListener;
 }
-
-/** Outcome of `ProbeBackend.healthCheck`. On success the board is released from quarantine. */
-export type HealthCheckResult =
-  | { passed: true; uartText: string; elapsedNanos: number }
-  | { passed: false; reason: string; uartText: string };
 
 /**
  * Real boards through OpenOCD or probe-rs, UART through `serialport` (docs/backends/probe.md).
@@ -143,7 +138,7 @@ export class ProbeBackend implements Backend {
    * its `expect` regex. Passing releases the board; failing leaves it as it is (an infrastructure
    * failure counts as one more).
    */
-  async healthCheck(boardId: string, options: { signal?: AbortSignal } = {}): Promise<HealthCheckResult> {
+  async healthCheck(boardId: string, options: { signal?: AbortSignal } = {}): Promise<HealthCheckOutcome> {
     const attachment = this.attachmentOf(boardId);
     const check = attachment.healthCheck;
     if (!check) throw new BackendError('unavailable', `${this.options.bench.source}: boards.${boardId} has no healthCheck firmware`);

@@ -3,14 +3,10 @@
  * board is quarantined. Kept behind a small interface so the server can persist it (a row per
  * board) and survive restarts; `InMemoryQuarantineStore` is the default.
  */
-export interface BoardHealth {
-  /** Infrastructure failures (`BackendError.isInfrastructure`) since the last success or release. */
-  consecutiveFailures: number;
-  /** Message of the most recent infrastructure failure, if any. */
-  lastFailure: string | undefined;
-  /** Set while quarantined: when (host ms) and why, in the words `availability()` reports. */
-  quarantine: { sinceMs: number; reason: string } | undefined;
-}
+import type { BoardHealth } from '../backend.js';
+
+// Declared with the backend interface (board health is an optional capability of any backend).
+export type { BoardHealth };
 
 export interface QuarantineStore {
   /** The board's health; a board never seen is healthy. */

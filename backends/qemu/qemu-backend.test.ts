@@ -3,14 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
+import { systemClock } from '../../core/clock.js';
 import { firmwareImage, makeElf } from '../../test/support/make-elf.js';
 import { BackendError, type Device, NANOS_PER_SECOND } from '../backend.js';
 import { processExists } from '../process/emulator-process.js';
 import { QemuBackend } from './qemu-backend.js';
 
 /**
- * Failure paths of the QEMU backend against the real qemu-system-arm (the contract suite in
- * test/contract/qemu.contract.test.ts covers the normal paths). The images are made in memory:
+ * Failure paths of the QEMU backend against the real qemu-system-arm (the contract suites in
+ * test/contract/qemu-<board>.contract.test.ts cover the normal paths). The images are made in memory:
  * `loop` spins at reset (`b .`), `lockup` has an execute-never reset vector, so QEMU 7.2 dies with
  * "qemu: fatal: Lockup" and status 134.
  */
@@ -45,7 +46,7 @@ const caught = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => 
 
 describe('QemuBackend failure paths', () => {
   it('reports a missing qemu-system-arm with the install hint and refuses to open', async () => {
-    const backend = new QemuBackend({ qemuBinary: path.join(scratch, 'no-such-qemu') });
+    const backend = new QemuBackend({ clock: systemClock, qemuBinary: path.join(scratch, 'no-such-qemu') });
     const availability = await backend.availability(board);
     expect(availability.available).toBe(false);
     expect(!availability.available && availability.reason).toContain('install qemu-system-arm (apt-get install -y qemu-system-arm)');
@@ -56,12 +57,12 @@ describe('QemuBackend failure paths', () => {
 
   it('reports a board without a QEMU machine as unavailable', async () => {
     const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
-    await expect(new QemuBackend().availability(pico)).resolves.toMatchObject({ available: false, reason: expect.stringContaining('backends.qemu') });
+    await expect(new QemuBackend({ clock: systemClock }).availability(pico)).resolves.toMatchObject({ available: false, reason: expect.stringContaining('backends.qemu') });
   });
 
   it('reports a machine this QEMU does not model as unavailable', async () => {
     const fake = { ...board, id: 'fake', backends: { qemu: { machine: 'no-such-machine', semihosting: true } } };
-    await expect(new QemuBackend().availability(fake)).resolves.toMatchObject({ available: false, reason: expect.stringContaining('no-such-machine') });
+    await expect(new QemuBackend({ clock: systemClock }).availability(fake)).resolves.toMatchObject({ available: false, reason: expect.stringContaining('no-such-machine') });
   });
 
   it('maps "Could not load kernel" to bad-image, with status and output tail', async () => {
@@ -70,7 +71,7 @@ describe('QemuBackend failure paths', () => {
     const wrapper = path.join(scratch, 'qemu-losing-kernel');
     writeFileSync(wrapper, '#!/bin/sh\nfor a; do last="$a"; done\nrm -f "$last"\nexec qemu-system-arm "$@"\n');
     chmodSync(wrapper, 0o755);
-    const device = await new QemuBackend({ qemuBinary: wrapper }).open(board);
+    const device = await new QemuBackend({ clock: systemClock, qemuBinary: wrapper }).open(board);
     try {
       // QEMU loads the kernel only once the UART client has connected, i.e. in the first run.
       await device.flash(loop);
@@ -86,7 +87,7 @@ describe('QemuBackend failure paths', () => {
   });
 
   it('reports a Lockup as a crash with the fault and PC, and keeps reporting it until reset', async () => {
-    const device = await new QemuBackend().open(board);
+    const device = await new QemuBackend({ clock: systemClock }).open(board);
     try {
       await device.flash(lockup);
       const stop = await device.run(10 * NANOS_PER_SECOND);
@@ -101,7 +102,7 @@ describe('QemuBackend failure paths', () => {
   });
 
   it('ends QEMU when a run is cancelled: no orphan process', async () => {
-    const device = await new QemuBackend().open(board);
+    const device = await new QemuBackend({ clock: systemClock }).open(board);
     try {
       await device.flash(loop);
       const pid = pidOf(device);
@@ -119,13 +120,13 @@ describe('QemuBackend failure paths', () => {
   });
 
   it('ends QEMU on close, whether held in reset or running, and settles a pending run', async () => {
-    const held = await new QemuBackend().open(board);
+    const held = await new QemuBackend({ clock: systemClock }).open(board);
     await held.flash(loop);
     const heldPid = pidOf(held);
     await held.close();
     expect(processExists(heldPid)).toBe(false);
 
-    const running = await new QemuBackend().open(board);
+    const running = await new QemuBackend({ clock: systemClock }).open(board);
     await running.flash(loop);
     const runningPid = pidOf(running);
     const pending = caught(running.run(600 * NANOS_PER_SECOND));
@@ -137,7 +138,7 @@ describe('QemuBackend failure paths', () => {
   });
 
   it('reset ends the process and the next run starts a new one', async () => {
-    const device = await new QemuBackend().open(board);
+    const device = await new QemuBackend({ clock: systemClock }).open(board);
     try {
       await device.flash(loop);
       await device.run(0.05 * NANOS_PER_SECOND);
@@ -152,7 +153,7 @@ describe('QemuBackend failure paths', () => {
   });
 
   it('delivers writeUart bytes to the firmware, also bytes written before the first run', async () => {
-    const device = await new QemuBackend().open(board);
+    const device = await new QemuBackend({ clock: systemClock }).open(board);
     try {
       let received = '';
       device.onUart((chunk) => (received += new TextDecoder().decode(chunk.bytes)));
@@ -170,7 +171,7 @@ describe('QemuBackend failure paths', () => {
   });
 
   it('refuses a second run while one is in progress', async () => {
-    const device = await new QemuBackend().open(board);
+    const device = await new QemuBackend({ clock: systemClock }).open(board);
     try {
       await device.flash(loop);
       const first = device.run(0.3 * NANOS_PER_SECOND);

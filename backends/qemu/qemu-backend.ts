@@ -3,7 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { Board } from '../../boards/board-schema.js';
-import { type Clock, systemClock } from '../../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import {
   type Availability,
   type Backend,
@@ -43,7 +43,8 @@ export interface QemuBackendOptions {
   qemuBinary?: string;
   /** Passes `-icount shift=N,align=off,sleep=off` for every board, over the board files' `qemu.icount`. Time stays 'wall' (see docs/backends/qemu.md). */
   icountShift?: number;
-  clock?: Clock;
+  /** Host clock of every timeout (injected: the system clock in production). */
+  clock: Clock;
   /** Bound on QEMU printing "waiting for connection", host ms. Measured 20-40 ms; default 10 s. */
   startTimeoutMs?: number;
   /** SIGTERM grace before SIGKILL, host ms. QEMU exits on SIGTERM in ~4 ms; default 2 s. */
@@ -63,7 +64,7 @@ export class QemuBackend implements Backend {
   readonly name = 'qemu' as const;
   private machines: Promise<Set<string> | undefined> | undefined;
 
-  constructor(private readonly options: QemuBackendOptions = {}) {}
+  constructor(private readonly options: QemuBackendOptions) {}
 
   private get binary(): string {
     return this.options.qemuBinary ?? DEFAULT_QEMU_BINARY;
@@ -136,7 +137,7 @@ class QemuDevice implements Device {
     private readonly binary: string,
     private readonly options: QemuBackendOptions,
   ) {
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock;
     this.uart = new SocketUart(this.clock);
     qemuKeysFor(board);
     this.clockSource = describeQemuGuestClock(qemuGuestClock(board, options));

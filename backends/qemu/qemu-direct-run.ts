@@ -1,5 +1,5 @@
 import type { Board } from '../../boards/board-schema.js';
-import { type Clock, systemClock } from '../../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import { EmulatorProcess, type EmulatorExit } from '../process/emulator-process.js';
 import { type QemuCommandOptions, qemuDirectCommand } from './qemu-command.js';
 
@@ -23,9 +23,9 @@ export interface QemuDirectRun {
 export async function runQemuDirect(
   board: Board,
   kernelPath: string,
-  options: QemuCommandOptions & { seconds: number; clock?: Clock },
+  options: QemuCommandOptions & { seconds: number; clock: Clock },
 ): Promise<QemuDirectRun> {
-  const clock = options.clock ?? systemClock;
+  const { clock } = options;
   const command = qemuDirectCommand(board, kernelPath, options);
   const startedMs = clock.nowMs();
   const child = new EmulatorProcess(command.file, command.args, { clock, killGraceMs: 2000 });

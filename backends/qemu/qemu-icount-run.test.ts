@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Board } from '../../boards/board-schema.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
+import { systemClock } from '../../core/clock.js';
 import { firmwareImage } from '../../test/support/make-elf.js';
 import type { UartChunk } from '../backend.js';
 import { QemuBackend } from './qemu-backend.js';
@@ -22,7 +23,7 @@ const hello = new Uint8Array(readFileSync(path.join(here, '../../scenarios/firmw
 
 describe('QEMU with qemu.icount in the board file', () => {
   it('runs with -icount shift=7,align=off,sleep=off and states the icount clock', async () => {
-    const device = await new QemuBackend().open(deterministic);
+    const device = await new QemuBackend({ clock: systemClock }).open(deterministic);
     try {
       expect(device.clockSource).toBe('icount shift=7 (128 ns per instruction)');
       await device.flash(firmwareImage(hello));

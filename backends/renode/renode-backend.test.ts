@@ -26,8 +26,8 @@ const image = (program: 'hello' | 'crash') =>
   firmwareImage(new Uint8Array(readFileSync(firmwarePath(manifest.firmware.find((f) => f.board === board.id && f.program === program)!))));
 const hello = image('hello');
 
-function backend(env: Record<string, string> = {}, options: RenodeBackendOptions = {}) {
-  return new RenodeBackend({ renodePath: renodeStandinPath, env: { ...process.env, ...env }, ...options });
+function backend(env: Record<string, string> = {}, options: Partial<RenodeBackendOptions> = {}) {
+  return new RenodeBackend({ clock: systemClock, renodePath: renodeStandinPath, env: { ...process.env, ...env }, ...options });
 }
 
 const caught = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
@@ -56,14 +56,18 @@ async function expectFlashError(device: Device, kind: string, message: RegExp): 
 
 describe('RenodeBackend availability', () => {
   it('says how to install Renode when it cannot be found, and refuses to open', async () => {
-    const missing = new RenodeBackend({ env: { PATH: '/nonexistent' } });
+    const missing = new RenodeBackend({ clock: systemClock, env: { PATH: '/nonexistent' } });
     const availability = await missing.availability(board);
     expect(availability).toEqual({ available: false, reason: expect.stringContaining('install Renode 1.16 (https://renode.io) or set HILBENCH_RENODE') });
     await expect(missing.open(board)).rejects.toMatchObject({ kind: 'unavailable' });
   });
 
-  it('finds Renode through HILBENCH_RENODE', async () => {
-    await expect(new RenodeBackend({ env: { PATH: '/nonexistent', HILBENCH_RENODE: renodeStandinPath } }).availability(board)).resolves.toEqual({ available: true });
+  it('finds Renode at renodePath, off the search path', async () => {
+    await expect(new RenodeBackend({ clock: systemClock, env: { PATH: '/nonexistent' }, renodePath: renodeStandinPath }).availability(board)).resolves.toEqual({ available: true });
+  });
+
+  it('reads no HILBENCH_RENODE itself: the CLI turns it into renodePath', async () => {
+    await expect(new RenodeBackend({ clock: systemClock, env: { PATH: '/nonexistent', HILBENCH_RENODE: renodeStandinPath } }).availability(board)).resolves.toMatchObject({ available: false });
   });
 
   it('reports a board without a Renode platform as unavailable', async () => {

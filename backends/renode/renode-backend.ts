@@ -2,7 +2,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Board } from '../../boards/board-schema.js';
-import { type Clock, systemClock, type TimerHandle } from '../../core/clock.js';
+import { type Clock, type TimerHandle } from '../../core/clock.js';
 import {
   type Availability,
   type Backend,
@@ -43,11 +43,12 @@ import { RENODE_DRAIN_QUIET_MS, RENODE_DRAIN_TIMEOUT_MS, waitForUartQuiet } from
  *   exit, so `exited` never comes from this backend.
  */
 export interface RenodeBackendOptions {
-  /** Renode executable; default env HILBENCH_RENODE, else `renode` on PATH. */
+  /** Renode executable; default `renode` on PATH (bin/ fills it from --renode or HILBENCH_RENODE). */
   renodePath?: string;
-  /** Environment used to find Renode and passed to it (default: this process's). */
+  /** Environment whose PATH finds Renode, passed to it (default: this process's). */
   env?: NodeJS.ProcessEnv;
-  clock?: Clock;
+  /** Host clock of every timeout (injected: the system clock in production). */
+  clock: Clock;
   /** Bound on Renode's first prompt, host ms. Renode (.NET) takes seconds to start; default 60 s. */
   startTimeoutMs?: number;
   /** Bound on each monitor command's prompt, host ms; default 30 s. */
@@ -74,11 +75,11 @@ const PORT_ATTEMPTS = 3;
 
 export class RenodeBackend implements Backend {
   readonly name = 'renode' as const;
-  constructor(private readonly options: RenodeBackendOptions = {}) {}
+  constructor(private readonly options: RenodeBackendOptions) {}
 
   async availability(board: Board): Promise<Availability> {
     if (!board.backends.renode) return { available: false, reason: `board ${board.id} has no Renode platform (backends.renode)` };
-    const { command, found } = resolveRenode(this.options.renodePath, this.options.env ?? process.env);
+    const { command, found } = resolveRenode(this.options.renodePath, this.options.env?.PATH);
     if (!found) return { available: false, reason: `Renode not found (${command}): ${RENODE_INSTALL_HINT}` };
     return { available: true };
   }
@@ -87,7 +88,7 @@ export class RenodeBackend implements Backend {
     throwIfCancelled(options.signal, 'open');
     const availability = await this.availability(board);
     if (!availability.available) throw new BackendError('unavailable', `board ${board.id} cannot run on Renode: ${availability.reason}`);
-    const { found } = resolveRenode(this.options.renodePath, this.options.env ?? process.env);
+    const { found } = resolveRenode(this.options.renodePath, this.options.env?.PATH);
     return new RenodeDevice(board, found!, this.options);
   }
 }
@@ -148,7 +149,7 @@ class RenodeDevice implements Device {
     private readonly renode: string,
     private readonly options: RenodeBackendOptions,
   ) {
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock;
     this.uart = new SocketUart(this.clock);
     renodeKeysFor(board);
     this.workDir = makeScratchDir('hbr', options.tempDir ?? defaultScratchParent());

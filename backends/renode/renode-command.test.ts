@@ -21,10 +21,9 @@ describe('Renode commands', () => {
     expect(() => pathToken('/tmp/x\ny')).toThrow(/not usable/);
   });
 
-  it('prefers the option, then HILBENCH_RENODE, then PATH', () => {
-    expect(resolveRenode('/opt/r/renode', { HILBENCH_RENODE: '/x' }).command).toBe('/opt/r/renode');
-    expect(resolveRenode(undefined, { HILBENCH_RENODE: '/x' }).command).toBe('/x');
-    expect(resolveRenode(undefined, { PATH: '/nonexistent' })).toEqual({ command: 'renode', found: undefined });
-    expect(resolveRenode(undefined, { PATH: '/bin:/usr/bin', HILBENCH_RENODE: 'sh' }).found).toMatch(/\/sh$/);
+  it('prefers the option, then renode on the search path', () => {
+    expect(resolveRenode('/opt/r/renode', '/nonexistent').command).toBe('/opt/r/renode');
+    expect(resolveRenode(undefined, '/nonexistent')).toEqual({ command: 'renode', found: undefined });
+    expect(resolveRenode('sh', '/bin:/usr/bin').found).toMatch(/\/sh$/);
   });
 });

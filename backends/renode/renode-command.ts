@@ -17,10 +17,13 @@ export const RENODE_MACHINE = 'dut';
 /** The name of the UART server socket terminal (an "external" in Renode's terms). */
 export const RENODE_TERMINAL = 'hilbench-uart';
 
-/** Resolves Renode: option `renodePath`, else env `HILBENCH_RENODE`, else `renode` on PATH. */
-export function resolveRenode(renodePath: string | undefined, env: NodeJS.ProcessEnv): { command: string; found: string | undefined } {
-  const command = renodePath ?? env.HILBENCH_RENODE ?? 'renode';
-  return { command, found: findExecutable(command, env.PATH ?? '') };
+/**
+ * Resolves Renode: `renodePath` (the CLI fills it from --renode or HILBENCH_RENODE), else `renode`
+ * on `searchPath` (default: $PATH).
+ */
+export function resolveRenode(renodePath: string | undefined, searchPath?: string): { command: string; found: string | undefined } {
+  const command = renodePath ?? 'renode';
+  return { command, found: searchPath === undefined ? findExecutable(command) : findExecutable(command, searchPath) };
 }
 
 /** The board's `backends.renode` entry; throws `unavailable` when the board has none. */

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
-import { clockFromFakeTimers } from '../../core/clock.js';
+import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { parseElf } from '../../core/elf.js';
 import { type SimImage } from '../../sim/sim-engine.js';
 import {
@@ -28,8 +28,8 @@ const image = (sim: SimImage): FirmwareImage => firmwareImage(sim.bytes);
 const failOnUnmodelled = (message: string) => {
   throw new Error(`unexpected unmodelled access: ${message}`);
 };
-const backend = (options: SimBackendOptions = {}) => new SimBackend({ env: {}, onUnmodelled: failOnUnmodelled, ...options });
-const openPico = async (options: SimBackendOptions = {}) => (await backend(options).open(pico)) as SimDevice;
+const backend = (options: Partial<SimBackendOptions> = {}) => new SimBackend({ clock: systemClock, onUnmodelled: failOnUnmodelled, ...options });
+const openPico = async (options: Partial<SimBackendOptions> = {}) => (await backend(options).open(pico)) as SimDevice;
 const rejection = async (promise: Promise<unknown>) => {
   const error = await promise.then(
     () => undefined,
@@ -75,10 +75,10 @@ describe('SimBackend availability', () => {
   });
 
   it('makes RP2040 boards unavailable when the configured bootrom cannot be read, naming where to get it', async () => {
-    const viaEnv = new SimBackend({ env: { HILBENCH_RP2040_BOOTROM: '/nonexistent/b1.bin' } });
-    const pico_ = await viaEnv.availability(pico);
+    const missing = new SimBackend({ clock: systemClock, rp2040BootromPath: '/nonexistent/b1.bin' });
+    const pico_ = await missing.availability(pico);
     expect(pico_).toEqual({ available: false, reason: expect.stringMatching(/\/nonexistent\/b1\.bin.*raspberrypi\/pico-bootrom/) });
-    await expect(viaEnv.availability(uno)).resolves.toEqual({ available: true });
+    await expect(missing.availability(uno)).resolves.toEqual({ available: true });
 
     const garbage = backend({ rp2040BootromPath: tempFile('rom.bin', new Uint8Array(64).fill(0x55)) });
     await expect(garbage.availability(pico)).resolves.toEqual({ available: false, reason: expect.stringMatching(/not an RP2040 bootrom/) });

@@ -1,7 +1,7 @@
 import type { Board } from '../../boards/board-schema.js';
-import { type Clock, systemClock } from '../../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import { AvrEngine } from '../../sim/avr-engine.js';
-import { readRp2040Bootrom, RP2040_BOOTROM_ENV } from '../../sim/rp2040-bootrom.js';
+import { readRp2040Bootrom } from '../../sim/rp2040-bootrom.js';
 import { Rp2040Engine } from '../../sim/rp2040-engine.js';
 import type { SimEngine, SimImage, UnmodelledListener } from '../../sim/sim-engine.js';
 import { SimError } from '../../sim/sim-error.js';
@@ -9,12 +9,10 @@ import { type Availability, type Backend, BackendError, type Device } from '../b
 import { SimDevice } from './sim-device.js';
 
 export interface SimBackendOptions {
-  /** The RP2040 B1 boot ROM (raw .bin or .elf), for Pico SDK images. Default: `$HILBENCH_RP2040_BOOTROM`. */
+  /** The RP2040 B1 boot ROM (raw .bin or .elf), for Pico SDK images (bin/ fills it from --rp2040-bootrom or HILBENCH_RP2040_BOOTROM). */
   rp2040BootromPath?: string;
-  /** Environment to read `HILBENCH_RP2040_BOOTROM` from; default `process.env`. */
-  env?: Record<string, string | undefined>;
-  /** Host clock for the `stats.hostMs` of devices; default the system clock. */
-  clock?: Clock;
+  /** Host clock for the `stats.hostMs` of devices (injected: the system clock in production). */
+  clock: Clock;
   /** Simulated nanoseconds between yields to the event loop; default 1 ms. */
   sliceNanos?: number;
   /** How a run lets the host event loop in between slices; default `setImmediate`. */
@@ -41,9 +39,8 @@ export class SimBackend implements Backend {
   private readonly bootromPath: string | undefined;
   private bootrom: Uint32Array | undefined;
 
-  constructor(private readonly options: SimBackendOptions = {}) {
-    const fromEnv = (options.env ?? process.env)[RP2040_BOOTROM_ENV];
-    this.bootromPath = options.rp2040BootromPath ?? (fromEnv ? fromEnv : undefined);
+  constructor(private readonly options: SimBackendOptions) {
+    this.bootromPath = options.rp2040BootromPath;
   }
 
   async availability(board: Board): Promise<Availability> {
@@ -66,7 +63,7 @@ export class SimBackend implements Backend {
     }
     return new SimDevice(board, {
       createEngine,
-      clock: this.options.clock ?? systemClock,
+      clock: this.options.clock,
       sliceNanos: this.options.sliceNanos,
       yieldToHost: this.options.yieldToHost,
     });

@@ -11,4 +11,3 @@ export * from './claim.js';
 export * from './quorum-set.js';
 export * from './vote.js';
 export * from './tally.js';
-export * from './simulation.js';

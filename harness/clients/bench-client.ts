@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { type Clock, sleep } from '../../core/clock.js';
-import { WaitTimeoutError } from '../../core/wait.js';
+import type { Clock } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
+import { isFinishedJobState, jobStates } from '../job-states.js';
 import { readAnswer } from './http-answer.js';
 
 /**
@@ -22,7 +23,6 @@ export class BenchApiError extends Error {
   }
 }
 
-const jobStates = ['queued', 'flashing', 'running', 'done', 'failed'] as const;
 export const jobViewSchema = z
   .object({
     job_id: z.string(),
@@ -109,15 +109,14 @@ export class BenchClient {
    * `timeoutMs`. The timeout names the job and the last state seen.
    */
   async waitForJob(token: string, jobId: string, options: { clock: Clock; timeoutMs: number; pollMs?: number }): Promise<JobView> {
-    const deadlineMs = options.clock.nowMs() + options.timeoutMs;
     let last: JobView | undefined;
-    for (;;) {
-      last = await this.getJob(token, jobId);
-      if (last.state === 'done' || last.state === 'failed') return last;
-      if (options.clock.nowMs() >= deadlineMs) {
-        throw new WaitTimeoutError(`job ${jobId} to finish`, options.timeoutMs, `state ${last.state}`);
-      }
-      await sleep(options.clock, options.pollMs ?? 20);
-    }
+    return waitUntil(
+      options.clock,
+      async () => {
+        last = await this.getJob(token, jobId);
+        return isFinishedJobState(last.state) ? last : undefined;
+      },
+      { timeoutMs: options.timeoutMs, pollMs: options.pollMs ?? 20, describe: `job ${jobId} to finish`, lastSeen: () => (last ? `state ${last.state}` : '') },
+    );
   }
 }

@@ -65,6 +65,16 @@ describe('parseScenario', () => {
     expect(problems('version: 1\nname: x\nsteps:\n  - wait-serial: { text: a, regex: b }\n')).toEqual(['steps[0].wait-serial: give text or regex, not both']);
   });
 
+  it('applies the load rules each step file states (write-serial, http, steps on a board)', () => {
+    const head = 'version: 1\nname: x\nsteps:\n';
+    expect(problems(`${head}  - write-serial: { text: a, bytes: [1] }\n`)).toEqual(['steps[0].write-serial: give text or bytes (one of them)']);
+    expect(problems(`${head}  - http: { method: POST, path: /, form: { a: b }, body: c }\n`)).toEqual(['steps[0].http: give one body (form, body given)']);
+    expect(problems(`${head}  - flash: { firmware: f.elf }\n  - device-flash: { firmware: f.elf }\n  - register: {}\n`)).toEqual([
+      'steps[0].flash.board: required (no board at the top of the file)',
+      'steps[1].device-flash.board: required (no board at the top of the file)',
+    ]);
+  });
+
   it('refuses broken YAML and duplicate keys', () => {
     expect(problems('version: 1\nname: [\n')[0]).toMatch(/^\(file\): /);
     expect(problems('version: 1\nversion: 1\nname: x\nsteps: [ { delay: 1s } ]\n')[0]).toMatch(/^\(file\): .*unique/i);

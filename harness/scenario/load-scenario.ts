@@ -4,6 +4,8 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { ScenarioError } from './scenario-error.js';
 import { durationMs, type Scenario, scenarioHeaderSchema, type ScenarioStep, stepBodies, type StepKind, stepKinds } from './scenario-schema.js';
+import { checkJsonRegexes, checkTextMatch } from './step-checks.js';
+import { stepDefinition } from './step-registry.js';
 
 /** Default timeout of every wait when the file states none (wokwi-cli's default is 30 000 ms too). */
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -48,65 +50,18 @@ function parseStep(raw: unknown, index: number, issues: string[]): ScenarioStep 
     return undefined;
   }
   const step = { kind, body: parsed.data, ...(typeof name === 'string' ? { name } : {}) } as ScenarioStep;
-  checkStep(step, `${at}.${kind}`, issues);
+  checkExpect(step, `${at}.${kind}`, issues);
+  stepDefinition(kind).check?.(parsed.data, `${at}.${kind}`, issues);
   return step;
 }
 
-/** Rules zod cannot say alone: exactly one of text/regex, regexes that compile, durations that parse. */
-function checkStep(step: ScenarioStep, at: string, issues: string[]): void {
-  const textRule = (b: { text?: string; regex?: string; not?: boolean }, where: string, required: boolean) => {
-    if (b.text !== undefined && b.regex !== undefined) issues.push(`${where}: give text or regex, not both`);
-    if (b.not !== undefined && b.text === undefined && b.regex === undefined) issues.push(`${where}.not: negates text or regex, and neither is given`);
-    if (required && b.text === undefined && b.regex === undefined) issues.push(`${where}: give text or regex`);
-    if (b.regex !== undefined) {
-      try {
-        new RegExp(b.regex);
-      } catch (err) {
-        issues.push(`${where}.regex: ${(err as Error).message}`);
-      }
-    }
-  };
-  if (step.kind === 'wait-serial') textRule(step.body, at, true);
-  if (step.kind === 'write-serial' && typeof step.body === 'object' && (step.body.text === undefined) === (step.body.bytes === undefined)) {
-    issues.push(`${at}: give text or bytes (one of them)`);
-  }
-  const expectBody = (step.body as { expect?: { text?: string; regex?: string; json?: unknown; 'json-exact'?: unknown } }).expect;
-  if (expectBody) {
-    textRule(expectBody, `${at}.expect`, false);
-    checkRegexes(expectBody.json, `${at}.expect.json`, issues);
-    checkRegexes(expectBody['json-exact'], `${at}.expect.json-exact`, issues);
-  }
-  if (step.kind === 'expect-bulletin') checkRegexes(step.body.json, `${at}.json`, issues);
-  if (step.kind === 'http') {
-    const bodies = ['form', 'json', 'body', 'multipart'].filter((k) => (step.body as Record<string, unknown>)[k] !== undefined);
-    if (bodies.length > 1) issues.push(`${at}: give one body (${bodies.join(', ')} given)`);
-  }
-}
-
-/**
- * Compiles every `{"$regex": ...}` inside an expected JSON value, so a broken pattern is refused at
- * load, not when the step runs. `${...}` references are compiled as a plain word (their value
- * is only known at run time).
- */
-function checkRegexes(value: unknown, at: string, issues: string[]): void {
-  if (Array.isArray(value)) {
-    value.forEach((v, i) => checkRegexes(v, `${at}[${i}]`, issues));
-    return;
-  }
-  if (typeof value !== 'object' || value === null) return;
-  for (const [key, v] of Object.entries(value)) {
-    if (key === '$regex') {
-      if (typeof v !== 'string') {
-        issues.push(`${at}.$regex: expected a regular expression as text`);
-        continue;
-      }
-      try {
-        new RegExp(v.replace(/\$\{[^}]+\}/g, 'x'));
-      } catch (err) {
-        issues.push(`${at}.$regex: ${(err as Error).message}`);
-      }
-    } else checkRegexes(v, `${at}.${key}`, issues);
-  }
+/** The `expect` of any request step: its text rule, and regexes inside its JSON that compile. Step-specific rules live in the step's `check`. */
+function checkExpect(step: ScenarioStep, at: string, issues: string[]): void {
+  const expectBody = (step.body as { expect?: { text?: string; regex?: string; not?: boolean; json?: unknown; 'json-exact'?: unknown } }).expect;
+  if (!expectBody) return;
+  checkTextMatch(expectBody, `${at}.expect`, issues, { required: false });
+  checkJsonRegexes(expectBody.json, `${at}.expect.json`, issues);
+  checkJsonRegexes(expectBody['json-exact'], `${at}.expect.json-exact`, issues);
 }
 
 /** Parses scenario text (YAML or JSON, which is YAML) from `file`; throws `ScenarioError('invalid')` listing every problem. */
@@ -124,7 +79,7 @@ export function parseScenario(source: string, file: string): Scenario {
   const steps = rawSteps.map((s, i) => parseStep(s, i, issues));
   const fileBoard = header.success ? header.data.board : (raw as { board?: unknown } | null)?.board;
   steps.forEach((step, i) => {
-    if (step && ['open-session', 'flash', 'device-flash'].includes(step.kind) && (step.body as { board?: string }).board === undefined && fileBoard === undefined) {
+    if (step && stepDefinition(step.kind).usesBoard && (step.body as { board?: string }).board === undefined && fileBoard === undefined) {
       issues.push(`steps[${i}].${step.kind}.board: required (no board at the top of the file)`);
     }
   });

@@ -3,7 +3,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { describe, expect, it } from 'vitest';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
-import { clockFromFakeTimers } from '../../core/clock.js';
+import { clockFromFakeTimers, foregroundClock } from '../../core/clock.js';
 import { parseScenario } from './load-scenario.js';
 import { describeFailure, runScenario } from './run-scenario.js';
 import { ScenarioError } from './scenario-error.js';
@@ -16,7 +16,7 @@ const scenarioFile = path.resolve('scenarios/inline-test.yaml');
 
 function deviceTarget(backend = new MockBackend()): ScenarioTarget {
   const fake = createClock(Date.UTC(2026, 0, 1));
-  return { description: 'mock device only', clock: clockFromFakeTimers(fake), advance: async (ms) => void (await fake.tickAsync(ms)), simulatedHost: true, backend, boards };
+  return { description: 'mock device only', clock: clockFromFakeTimers(fake), realClock: foregroundClock, advance: async (ms) => void (await fake.tickAsync(ms)), simulatedHost: true, backend, boards };
 }
 
 const scenario = (steps: string, header = '') => parseScenario(`version: 1\nname: inline\nboard: pico\ntimeout: 1s\n${header}steps:\n${steps}`, scenarioFile);

@@ -4,10 +4,12 @@ import { ScenarioError, type ScenarioErrorKind } from './scenario-error.js';
 import { type Scenario, type ScenarioStep, stepNeeds } from './scenario-schema.js';
 import type { ScenarioTarget } from './scenario-target.js';
 import { ScenarioVars } from './scenario-vars.js';
-import { type StepHandler, type StepRegistry, stepHandlers } from './step-handlers.js';
+import { type StepHandler, type StepRegistry, stepHandlers } from './step-registry.js';
 
 export type StepStatus = 'passed' | 'failed' | 'not-run';
-export type ScenarioStatus = 'passed' | 'failed' | 'timeout' | 'skipped' | 'invalid' | 'unsupported';
+/** How a scenario ended, in the order the summary line of `hilbench run` counts them. */
+export const scenarioStatuses = ['passed', 'failed', 'timeout', 'skipped', 'invalid', 'unsupported'] as const;
+export type ScenarioStatus = (typeof scenarioStatuses)[number];
 
 export interface StepResult {
   index: number;

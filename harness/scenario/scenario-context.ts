@@ -7,7 +7,8 @@ import { BenchClient } from '../clients/bench-client.js';
 import { RelayClient, type RelayNode } from '../clients/relay-client.js';
 import { matchJson } from './json-match.js';
 import { ScenarioError } from './scenario-error.js';
-import { type ClockKind, durationMs, type ResponseExpect, type Scenario } from './scenario-schema.js';
+import type { Scenario } from './scenario-schema.js';
+import { type ClockKind, durationMs, type ResponseExpect } from './step-fields.js';
 import type { ScenarioTarget } from './scenario-target.js';
 import { ScenarioVars } from './scenario-vars.js';
 
@@ -111,14 +112,19 @@ export class ScenarioContext {
     return stated === undefined ? this.scenario.timeoutMs : durationMs(stated);
   }
 
-  /** Real host time: the target's `realClock`, or foregroundClock (ref'd timers). */
+  /** Real host time: the target's `realClock`. */
   get realClock(): Clock {
-    return this.target.realClock ?? foregroundClock;
+    return this.target.realClock;
+  }
+
+  /** The host clock of `kind`: the target's clock for `simulated`, real time for `wall`. */
+  clockFor(kind: ClockKind): Clock {
+    return kind === 'simulated' ? this.target.clock : this.realClock;
   }
 
   /** Host time now on the clock of `kind`. */
   nowMs(kind: ClockKind): number {
-    return kind === 'simulated' ? this.target.clock.nowMs() : this.realClock.nowMs();
+    return this.clockFor(kind).nowMs();
   }
 
   /** Lets `ms` pass on the clock of `kind`: ticks the target's (fake) clock, or sleeps in real time. */

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { isoFromMs } from '../../core/clock.js';
-import type { ScenarioResult } from './run-scenario.js';
+import { type ScenarioResult, type ScenarioStatus, scenarioStatuses } from './run-scenario.js';
 
 /**
  * CI reports of a `hilbench run`: JUnit XML (one testsuite per scenario file, one testcase per
@@ -18,19 +18,14 @@ export function exitCodeOf(results: readonly ScenarioResult[]): 0 | 1 | 2 | 42 {
 }
 
 export function jsonReport(results: readonly ScenarioResult[], options: { generatedAtMs: number }): Record<string, unknown> {
-  const count = (s: string) => results.filter((r) => r.status === s).length;
+  const count = (s: ScenarioStatus) => results.filter((r) => r.status === s).length;
   return {
     version: SCENARIO_REPORT_VERSION,
     generated_at: isoFromMs(options.generatedAtMs),
     exit_code: exitCodeOf(results),
     totals: {
       scenarios: results.length,
-      passed: count('passed'),
-      failed: count('failed'),
-      timeout: count('timeout'),
-      skipped: count('skipped'),
-      invalid: count('invalid'),
-      unsupported: count('unsupported'),
+      ...Object.fromEntries(scenarioStatuses.map((status) => [status, count(status)])),
     },
     scenarios: results,
   };

@@ -27,8 +27,8 @@ export interface ScenarioTarget {
   /** Board catalog for device steps. */
   boards: readonly Board[];
   fetch?: typeof fetch;
-  /** Real host time of `wall` waits and of the real-time yields while polling (default foregroundClock; tests inject one). */
-  realClock?: Clock;
+  /** Real host time of `wall` waits and of the real-time yields while polling: foregroundClock (ref'd timers), or a test's. */
+  realClock: Clock;
 }
 
 /** A target for remote services in real time (`--bench-url`, `--relay-url`). */
@@ -38,6 +38,7 @@ export function remoteTarget(options: { benchUrl?: string; relayUrl?: string; ba
     ...options,
     // Ref'd timers: a wait may be the only pending work of the run (systemClock's would let Node exit).
     clock: foregroundClock,
+    realClock: foregroundClock,
     advance: (ms) => sleep(foregroundClock, ms),
     simulatedHost: false,
   };

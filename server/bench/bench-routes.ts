@@ -1,10 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Request } from 'express';
-import type { ApiRoute } from '../http/api-route.js';
+import type { ApiRoute, RouteCaller, RouteGuards } from '../http/api-route.js';
 import { parseForm } from '../http/form-schema.js';
 import { HttpError } from '../http/http-error.js';
 import { declaredBodyTooLarge, parseFormBody } from '../http/parse-form.js';
+import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import type { BenchLimits } from './bench-limits.js';
 import {
@@ -37,7 +38,7 @@ const BODY_ERRORS = { ...GENERIC_ERRORS, 400: 'Malformed body: "There was an err
  * Compares the `x-admin-token` header with the configured token in constant time (both hashed
  * first, so neither the content nor the length leaks through timing).
  */
-function checkAdmin(req: Request, adminToken: string | undefined): void {
+function checkAdmin(req: IncomingMessage, adminToken: string | undefined): void {
   if (adminToken === undefined || adminToken === '') {
     throw new HttpError(403, 'admin is disabled: start the server with --admin-token or HILBENCH_ADMIN_TOKEN');
   }
@@ -55,14 +56,26 @@ function param(req: Request, name: string): string {
   return value;
 }
 
+/** How the router checks the bench's two credentials (`ApiRoute.auth`). */
+export function benchGuards(bench: Bench, options: { adminToken?: string }): RouteGuards<AgentRecord> {
+  return {
+    bearer: (req) => bench.authenticate(req.headers.authorization),
+    admin: (req) => checkAdmin(req, options.adminToken),
+  };
+}
+
+/** The agent of a `bearer` route; the router has already refused requests without one. */
+function agentOf(caller: RouteCaller<AgentRecord>): AgentRecord {
+  if (!caller.agent) throw new Error('agentOf used on a route without bearer auth; the route table and the handler disagree');
+  return caller.agent;
+}
+
 /** Every JSON endpoint of the bench API, described once (served and documented from this). */
-export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminToken?: string }): ApiRoute[] {
+export function benchRoutes(bench: Bench, options: { limits: BenchLimits }): ApiRoute<AgentRecord>[] {
   const { limits } = options;
   const forms = buildFormSchemas(limits);
-  const agentOf = (req: Request) => bench.authenticate(req.headers.authorization);
-  /** The checks a body route makes from the headers, in the handler's order (auth, then size). */
-  const headersCheck = (options: { auth: boolean; maxBodyBytes: number }) => async (req: IncomingMessage) => {
-    if (options.auth) await bench.authenticate(req.headers.authorization);
+  /** The check a body route makes from its headers after auth (which the router makes first). */
+  const headersCheck = (options: { maxBodyBytes: number }) => async (req: IncomingMessage) => {
     const tooLarge = declaredBodyTooLarge(req, options.maxBodyBytes);
     if (tooLarge) throw tooLarge;
   };
@@ -109,7 +122,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       body: { kind: 'form', schema: forms.agentRegister, required: false },
       response: agentRegistrationSchema,
       errors: { ...BODY_ERRORS, 413: 'Form body over the limit', 415: 'Body is not a form' },
-      beforeContinue: headersCheck({ auth: false, maxBodyBytes: limits.maxFormBodyBytes }),
+      beforeContinue: headersCheck({ maxBodyBytes: limits.maxFormBodyBytes }),
       handler: async (req, res) => {
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
         const form = parseForm(forms.agentRegister, body.values);
@@ -134,9 +147,9 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
         415: 'Body is not a form',
         503: 'Board offline (with the reason)',
       },
-      beforeContinue: headersCheck({ auth: true, maxBodyBytes: limits.maxFormBodyBytes }),
-      handler: async (req, res) => {
-        const agent = await agentOf(req);
+      beforeContinue: headersCheck({ maxBodyBytes: limits.maxFormBodyBytes }),
+      handler: async (req, res, caller) => {
+        const agent = agentOf(caller);
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
         // No body at all is validated like an empty form: one `missing` per required field, as
         // FastAPI answers a form endpoint (issue 9), not one error on ["body"].
@@ -153,7 +166,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller' },
-      handler: async (req, res) => res.json(await bench.getSession(await agentOf(req), param(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(await bench.getSession(agentOf(caller), param(req, 'sid'))),
     },
     {
       method: 'post',
@@ -164,7 +177,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
-      handler: async (req, res) => res.json(await bench.heartbeat(await agentOf(req), param(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(await bench.heartbeat(agentOf(caller), param(req, 'sid'))),
     },
     {
       method: 'post',
@@ -175,7 +188,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
-      handler: async (req, res) => res.json(await bench.endSession(await agentOf(req), param(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(await bench.endSession(agentOf(caller), param(req, 'sid'))),
     },
     {
       method: 'post',
@@ -196,9 +209,9 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
         429: `More than ${limits.maxQueuedJobsPerBoard} jobs waiting on the board (Retry-After)`,
         503: 'Board offline (with the reason)',
       },
-      beforeContinue: headersCheck({ auth: true, maxBodyBytes: flashBodyBytes }),
-      handler: async (req, res) => {
-        const agent = await agentOf(req);
+      beforeContinue: headersCheck({ maxBodyBytes: flashBodyBytes }),
+      handler: async (req, res, caller) => {
+        const agent = agentOf(caller);
         const body = await parseFormBody(req, {
           maxBodyBytes: flashBodyBytes,
           maxFileBytes: limits.maxFirmwareBytes,
@@ -218,7 +231,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       auth: 'bearer',
       response: jobSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such job of the caller' },
-      handler: async (req, res) => res.json(await bench.getJob(await agentOf(req), param(req, 'job_id'))),
+      handler: async (req, res, caller) => res.json(await bench.getJob(agentOf(caller), param(req, 'job_id'))),
     },
     {
       method: 'get',
@@ -229,10 +242,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       auth: 'admin',
       response: adminSchema,
       errors: { ...GENERIC_ERRORS, ...ADMIN_ERRORS },
-      handler: async (req, res) => {
-        checkAdmin(req, options.adminToken);
-        res.json(await bench.admin());
-      },
+      handler: async (_req, res) => res.json(await bench.admin()),
     },
     {
       method: 'post',
@@ -244,10 +254,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
       auth: 'admin',
       response: boardReleaseSchema,
       errors: { ...GENERIC_ERRORS, ...ADMIN_ERRORS, 404: 'Unknown board', 409: "The board's backend keeps no board health (it never quarantines boards)" },
-      handler: async (req, res) => {
-        checkAdmin(req, options.adminToken);
-        res.json(await bench.releaseBoard(param(req, 'board')));
-      },
+      handler: async (req, res) => res.json(await bench.releaseBoard(param(req, 'board'))),
     },
     {
       method: 'post',
@@ -265,10 +272,7 @@ export function benchRoutes(bench: Bench, options: { limits: BenchLimits; adminT
         404: 'Unknown board',
         409: 'No health check for this board (backend without one, or none configured), the board is leased or has jobs, or a check is already running',
       },
-      handler: async (req, res) => {
-        checkAdmin(req, options.adminToken);
-        res.json(await bench.healthCheckBoard(param(req, 'board')));
-      },
+      handler: async (req, res) => res.json(await bench.healthCheckBoard(param(req, 'board'))),
     },
   ];
 }

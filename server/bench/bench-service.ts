@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import express from 'express';
 import type { Board, BackendName } from '../../boards/board-schema.js';
@@ -10,11 +9,11 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { registerChildLedger } from '../../backends/process/child-ledger.js';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { type JobDispatcher, LocalDispatcher, type LocalDispatcherOptions } from '../../harness/dispatcher.js';
-import { expressPath } from '../http/api-route.js';
+import { continueCheck, expressPath, serveApiRoute } from '../http/api-route.js';
 import { createErrorHandler, methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
-import { answerMalformedRequest } from '../http/malformed-request.js';
+import { listen, type ListeningServer } from '../http/listen.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { noSniff } from '../http/security-headers.js';
@@ -22,17 +21,17 @@ import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
-import { SqliteQuarantineStore } from '../store/sqlite-quarantine-store.js';
+import type { BenchStore } from '../store/bench-store.js';
+import type { BoardHealthStore } from '../store/board-health-store.js';
 import { Bench, BENCH_API_VERSION, type BenchDeps } from './bench.js';
 import { type BenchLimits, defaultBenchLimits, validateBenchLimits } from './bench-limits.js';
-import { benchRoutes } from './bench-routes.js';
+import { benchGuards, benchRoutes } from './bench-routes.js';
 import { openApiComponents } from './bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
 import { LiveBoards } from './live-boards.js';
 import { pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { createPagesRouter, PAGES_ROUTES } from './pages/pages-router.js';
-import { SqliteWaitlist } from './pages/sqlite-waitlist.js';
 
 export interface BenchServiceConfig {
   /** Host time; tests pass a fake. Default: the system clock. */
@@ -42,7 +41,7 @@ export interface BenchServiceConfig {
   boards: readonly Board[];
   /**
    * Backends by name, or a function building them once the database is open (it receives the
-   * `SqliteQuarantineStore` to give the probe backend, so board health survives restarts:
+   * store's `BoardHealthStore` to give the probe backend, so board health survives restarts:
    * `({ quarantineStore }) => createBackends({ ..., quarantineStore })`). Default: `{ mock: new MockBackend() }`.
    */
   backends?: Partial<Record<BackendName, Backend>> | ((context: BackendsContext) => Partial<Record<BackendName, Backend>>);
@@ -76,16 +75,16 @@ export interface BenchServiceConfig {
 export interface BackendsContext {
   clock: Clock;
   /** Board health in the service's database (table `board_health`). */
-  quarantineStore: SqliteQuarantineStore;
+  quarantineStore: BoardHealthStore;
 }
 
 export interface BenchService {
   /** The express app; it does not listen (see `startBenchServer`). */
   app: express.Express;
   bench: Bench;
-  store: SqliteBenchStore;
+  store: BenchStore;
   /** Board health kept in the same database (what `backends` functions receive). */
-  quarantineStore: SqliteQuarantineStore;
+  quarantineStore: BoardHealthStore;
   limits: BenchLimits;
   /** The OpenAPI 3.1 document served at `/openapi.json`. */
   openApi: Record<string, unknown>;
@@ -113,7 +112,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
   // Owner-only and ours alone from here on: a second server on this dir is refused (decisions 0221, 0222).
   const lock = claimDataDir(config.dataDir, { service: 'bench service', logger });
   let forgetChildren: (() => void) | undefined;
-  let store: SqliteBenchStore;
+  let store: BenchStore;
   try {
     reapLeftovers(config.dataDir, logger);
     forgetChildren = registerChildLedger(childLedgerDir(config.dataDir));
@@ -126,7 +125,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
   let started: Bench | undefined;
   try {
     const blobs = new FirmwareBlobStore(path.join(config.dataDir, 'firmware'));
-    const quarantineStore = new SqliteQuarantineStore(store.database);
+    const quarantineStore = store.boardHealth;
     const backends =
       typeof config.backends === 'function' ? config.backends({ clock, quarantineStore }) : (config.backends ?? { mock: new MockBackend() });
     const boards = new LiveBoards({
@@ -139,7 +138,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     });
     // Every board is checked once at start (offline ones are logged), then again when it matters.
     await boards.all();
-    const waitlist = new SqliteWaitlist(store.database);
+    const { waitlist } = store;
     const dispatcher = config.dispatcher ?? new LocalDispatcher({ clock, ...config.dispatcherOptions });
     // The same budget the dispatcher gives the job: the backend serving the board states its own.
     const jobDeadlineMs =
@@ -165,7 +164,8 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     started = bench;
     await bench.start();
 
-    const routes = benchRoutes(bench, { limits, adminToken: config.adminToken });
+    const routes = benchRoutes(bench, { limits });
+    const guards = benchGuards(bench, { adminToken: config.adminToken });
     const openApi = buildOpenApiDocument(routes, {
       title: 'hilbench bench service',
       version: BENCH_API_VERSION,
@@ -200,9 +200,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const methodsByPath = new Map<string, string[]>();
     for (const route of routes) {
       const p = expressPath(route.path);
-      app[route.method](p, async (req, res) => {
-        await route.handler(req, res);
-      });
+      app[route.method](p, serveApiRoute(route, guards));
       methodsByPath.set(p, [...(methodsByPath.get(p) ?? []), route.method]);
     }
     app.get('/openapi.json', (_req, res) => {
@@ -214,11 +212,10 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger));
 
-    const continueChecks = routes.flatMap((route) =>
-      route.beforeContinue
-        ? [{ method: route.method.toUpperCase(), pattern: new RegExp(`^${route.path.replace(/\{[a-z_]+\}/g, '[^/]+')}$`), check: route.beforeContinue }]
-        : [],
-    );
+    const continueChecks = routes.flatMap((route) => {
+      const check = continueCheck(route, guards);
+      return check ? [{ method: route.method.toUpperCase(), pattern: new RegExp(`^${route.path.replace(/\{[a-z_]+\}/g, '[^/]+')}$`), check }] : [];
+    });
     const checkContinue = (req: IncomingMessage, res: ServerResponse): void => {
       const pathname = (req.url ?? '/').split('?')[0]!;
       const entry = continueChecks.find((c) => c.method === req.method && c.pattern.test(pathname));
@@ -305,38 +302,27 @@ export interface RunningBenchServer {
 /** Creates the service and listens on `host:port`. */
 export async function startBenchServer(options: StartBenchServerOptions): Promise<RunningBenchServer> {
   const service = await createBenchService(options);
-  const host = options.host ?? '127.0.0.1';
-  const server = service.app.listen(options.port, host);
-  // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
-  server.on('checkContinue', service.checkContinue);
-  // A request node cannot parse is answered in the service's JSON, not node's bare 400.
-  server.on('clientError', answerMalformedRequest);
+  let listening: ListeningServer;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('listening', resolve);
-      server.once('error', reject);
-    });
+    listening = await listen({ port: options.port, ...(options.host !== undefined ? { host: options.host } : {}) });
   } catch (err) {
     await service.close();
     throw err;
   }
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
+  listening.server.on('checkContinue', service.checkContinue);
+  listening.server.on('request', service.app);
   return {
-    url,
+    url: listening.origin,
     service,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await listening.close();
       await service.close();
     },
   };
 }
 
-/** Calls a backend's optional `close()` (not part of `Backend`: only backends with timers have one). */
-function stopBackendTimers(backend: unknown): void {
-  const close = (backend as { close?: unknown } | undefined)?.close;
-  if (typeof close === 'function') close.call(backend);
+/** Calls a backend's optional `close()` (only backends with timers of their own have one). */
+function stopBackendTimers(backend: Backend | undefined): void {
+  void backend?.close?.();
 }

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Board } from '../../boards/board-schema.js';
 import { type Backend, BackendError, type FirmwareImage, NANOS_PER_SECOND } from '../../backends/backend.js';
-import type { BoardHealth } from '../../backends/probe/quarantine-store.js';
 import { loadFirmwareImage } from '../../backends/image-check.js';
 import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
 import { type ElfFile, ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
@@ -17,11 +16,10 @@ import type {
   JobRecord,
   LeaseWithAgent,
   SessionRecord,
-  StopRecord,
   UartRecord,
 } from '../store/bench-store.js';
 import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
-import type { BenchSnapshot, BoardStatus } from './bench-snapshot.js';
+import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BenchLimits } from './bench-limits.js';
 import type {
   AdminBody,
@@ -36,10 +34,13 @@ import type {
   StatsBody,
 } from './bench-schemas.js';
 import type { ResolvedBoard } from './board-backends.js';
-import { type BoardHealthControl, boardHealthControlOf, type HealthCheckOutcome } from './board-health-control.js';
+import { type BoardHealthControl, boardHealthControlOf } from './board-health-control.js';
 import type { LiveBoards } from './live-boards.js';
 import { jobFailureDetail } from './job-failure-detail.js';
 import { JobUartKeeper, uartRecordOf } from './job-uart-keeper.js';
+import { healthBody, jobBody, sessionBody } from './bench-views.js';
+import { runHealthCheck } from './run-health-check.js';
+import { adminBoard, adminJob, adminSession, boardBody, type BoardState, boardState, snapshotBoard, statsBody } from './board-views.js';
 
 /** The interface version this server implements (spec `bench-service.md`). */
 export const BENCH_API_VERSION = '0.3.4';
@@ -78,7 +79,6 @@ function newId(prefix: string): string {
 }
 
 const sha256Hex = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
-const isoOrNull = (ms: number | null) => (ms === null ? null : isoFromMs(ms));
 
 /**
  * The bench: agents, exclusive board leases (sessions), and flash jobs, over the store and the
@@ -406,13 +406,13 @@ export class Bench {
       throw err;
     }
     this.launch(result.job, image);
-    return this.jobBody(result.job);
+    return jobBody(result.job);
   }
 
   async getJob(agent: AgentRecord, jobId: string): Promise<JobBody> {
     const job = await this.deps.store.getJob(jobId);
     if (!job || job.agentId !== agent.agentId) throw new HttpError(404, `job ${jobId} not found`);
-    return this.jobBody(job);
+    return jobBody(job);
   }
 
   /**
@@ -425,6 +425,9 @@ export class Bench {
    */
   private launch(job: JobRecord, image: FirmwareImage): void {
     const board = this.deps.boards.board(job.board);
+    // The dispatcher starts the board's next job once this one's outcome is in the store (one job per board there).
+    let markRecorded: () => void = () => undefined;
+    const recorded = new Promise<void>((resolve) => (markRecorded = resolve));
     const run = async () => {
       if (!board) {
         await this.finishFailed(job.jobId, 'unavailable', `board ${job.board} is not in this server's catalog any more`);
@@ -450,6 +453,7 @@ export class Bench {
           maxUartBytes: this.deps.limits.maxUartBytesPerJob,
           onPhase: (phase) => this.deps.store.markJobPhase(job.jobId, phase, this.now()),
           onUart: uart.onUart,
+          recorded: () => recorded,
         });
       } catch (err) {
         await uart.stop();
@@ -486,6 +490,7 @@ export class Bench {
     }
     const tracked = run()
       .catch((err: unknown) => this.deps.logger.error(`recording the outcome of job ${job.jobId} failed`, err))
+      .finally(markRecorded)
       .then(() => this.rearmAfterJob(sessionId))
       .finally(() => {
         if (sessionId === null) return;
@@ -570,87 +575,20 @@ export class Bench {
     while (this.jobsInFlight.size > 0) await Promise.all([...this.jobsInFlight]);
   }
 
-  private jobBody(job: JobRecord): JobBody {
-    const decoder = new TextDecoder('utf-8', { fatal: false });
-    // A running job's UART saved so far is for a restart to keep, not a live view: `uart` stays
-    // null until the job is done or failed.
-    const uart = job.state === 'done' || job.state === 'failed' ? job.uart : null;
-    return {
-      job_id: job.jobId,
-      board: job.board,
-      session_id: job.sessionId,
-      state: job.state,
-      firmware: {
-        sha256: job.firmware.sha256,
-        size_bytes: job.firmware.sizeBytes,
-        elf: {
-          machine: job.firmware.elf.machine,
-          machine_name: job.firmware.elf.machineName,
-          entry: job.firmware.elf.entry,
-          segments: job.firmware.elf.segments.map((s) => ({ paddr: s.paddr, vaddr: s.vaddr, file_size: s.fileSizeBytes, mem_size: s.memSizeBytes })),
-        },
-      },
-      uart_seconds: job.uartSeconds,
-      uart: uart
-        ? {
-            text: decoder.decode(uart.bytes),
-            base64: Buffer.from(uart.bytes).toString('base64'),
-            bytes: uart.bytes.length,
-            dropped_bytes: uart.droppedBytes,
-            time_base: uart.timeBase,
-            clock: uart.clockSource ?? null,
-            chunks: chunkTexts(uart),
-            chunks_omitted: uart.chunksOmitted,
-          }
-        : null,
-      stop: job.stop ? stopBody(job.stop) : null,
-      failure: job.failure,
-      created_at: isoFromMs(job.createdAtMs),
-      started_at: isoOrNull(job.startedAtMs),
-      finished_at: isoOrNull(job.finishedAtMs),
-      timings_ms: jobTimingsMs(job),
-    };
-  }
-
   // ---- boards, health, stats, admin -----------------------------------------------------------
 
-  private async boardStates(): Promise<
-    Array<{ resolved: ResolvedBoard; status: BoardStatus; lease: LeaseWithAgent | undefined; queued: number }>
-  > {
+  /** Every board as it stands now; the board list, snapshot, stats and admin view are projections of it. */
+  private async boardStates(): Promise<BoardState[]> {
     const boards = await this.deps.boards.all();
     const leases = new Map((await this.deps.store.listLeases(this.now())).map((l) => [l.board, l]));
     const activity = await this.deps.store.boardActivity();
-    return boards.map((resolved) => {
-      const lease = leases.get(resolved.board.id);
-      const act = activity.get(resolved.board.id) ?? { queued: 0, active: 0 };
-      const busy = act.active > 0 || this.healthChecks.has(resolved.board.id);
-      const status: BoardStatus = !resolved.backend ? 'offline' : busy ? 'busy' : lease ? 'leased' : 'free';
-      return { resolved, status, lease, queued: act.queued };
-    });
+    return boards.map((resolved) =>
+      boardState(resolved, leases.get(resolved.board.id), activity.get(resolved.board.id), this.healthChecks.has(resolved.board.id)),
+    );
   }
 
   async listBoards(): Promise<BoardBody[]> {
-    return (await this.boardStates()).map(({ resolved, status, lease, queued }) => {
-      const { board } = resolved;
-      return {
-        id: board.id,
-        name: board.name,
-        description: board.description,
-        mcu: {
-          id: board.mcu.id,
-          name: board.mcu.name,
-          architecture: board.mcu.architecture,
-          core: board.mcu.core,
-          clock_hz: board.mcu.clockHz,
-          memory: board.mcu.memory.map((m) => ({ name: m.name, kind: m.kind, start: m.start, size_bytes: m.sizeBytes })),
-        },
-        backend: resolved.backendName,
-        status,
-        offline_reason: resolved.offlineReason,
-        lease_expires_at: lease?.expiresAtMs != null ? isoFromMs(lease.expiresAtMs) : null,
-        queued_jobs: queued,
-      };
-    });
+    return (await this.boardStates()).map(boardBody);
   }
 
   async health(): Promise<HealthBody> {
@@ -676,24 +614,12 @@ export class Bench {
   /** The read-only view model of the pages and `GET /api/v1/stats`. */
   async getSnapshot(): Promise<BenchSnapshot> {
     const states = await this.boardStates();
-    const counts = await this.deps.store.counts();
+    const counts = await this.deps.store.counts(this.now());
     const recent = await this.deps.store.recentJobs(20);
     return {
       generatedAt: isoFromMs(this.now()),
       version: BENCH_API_VERSION,
-      boards: states.map(({ resolved, status, lease, queued }) => ({
-        id: resolved.board.id,
-        name: resolved.board.name,
-        description: resolved.board.description,
-        mcu: resolved.board.mcu.name,
-        architecture: resolved.board.mcu.architecture,
-        backend: resolved.backendName,
-        status,
-        offlineReason: resolved.offlineReason,
-        leasedBy: lease?.agentLabel ?? null,
-        leaseExpiresAt: lease?.expiresAtMs != null ? isoFromMs(lease.expiresAtMs) : null,
-        queuedJobs: queued,
-      })),
+      boards: states.map(snapshotBoard),
       recentActivity: recent.map((j) => ({
         // A short prefix: enough to tell jobs apart on a public page, useless for fetching one.
         jobId: j.jobId.slice(0, 12),
@@ -713,79 +639,18 @@ export class Bench {
   }
 
   async stats(): Promise<StatsBody> {
-    const s = await this.getSnapshot();
-    return {
-      generated_at: s.generatedAt,
-      version: s.version,
-      boards: s.boards.map((b) => ({
-        id: b.id,
-        name: b.name,
-        description: b.description,
-        mcu: b.mcu,
-        architecture: b.architecture,
-        backend: b.backend,
-        status: b.status,
-        offline_reason: b.offlineReason,
-        leased_by: b.leasedBy,
-        lease_expires_at: b.leaseExpiresAt,
-        queued_jobs: b.queuedJobs,
-      })),
-      recent_activity: s.recentActivity.map((a) => ({ job_id: a.jobId, board: a.board, agent_label: a.agentLabel, state: a.state, at: a.at })),
-      totals: {
-        agents: s.totals.agents,
-        sessions_open: s.totals.sessionsOpen,
-        jobs_total: s.totals.jobsTotal,
-        jobs_by_state: s.totals.jobsByState,
-        waitlist: s.totals.waitlist,
-      },
-    };
+    return statsBody(await this.getSnapshot());
   }
 
   async admin(): Promise<AdminBody> {
     const states = await this.boardStates();
     const sessions = await this.deps.store.listActiveSessions(this.now());
-    const counts = await this.deps.store.counts();
-    const adminJob = (j: Awaited<ReturnType<BenchStore['recentJobs']>>[number]) => ({
-      job_id: j.jobId,
-      agent_id: j.agentId,
-      agent_label: j.agentLabel,
-      board: j.board,
-      state: j.state,
-      created_at: isoFromMs(j.createdAtMs),
-      finished_at: isoOrNull(j.finishedAtMs),
-      failure: j.failure,
-    });
+    const counts = await this.deps.store.counts(this.now());
     const health = await Promise.all(states.map(({ resolved }) => this.boardHealth(resolved.board.id)));
     return {
       generated_at: isoFromMs(this.now()),
-      boards: states.map(({ resolved, status, lease, queued }, i) => ({
-        id: resolved.board.id,
-        backend: resolved.backendName,
-        status,
-        offline_reason: resolved.offlineReason,
-        lease: lease
-          ? {
-              holder_kind: lease.holder.kind,
-              session_id: lease.holder.kind === 'session' ? lease.holder.sessionId : null,
-              job_id: lease.holder.kind === 'job' ? lease.holder.jobId : null,
-              agent_id: lease.agentId,
-              agent_label: lease.agentLabel,
-              expires_at: isoOrNull(lease.expiresAtMs),
-            }
-          : null,
-        queued_jobs: queued,
-        health: health[i] ?? null,
-      })),
-      sessions: sessions.map((s) => ({
-        session_id: s.sessionId,
-        agent_id: s.agentId,
-        agent_label: s.agentLabel,
-        board: s.board,
-        idle_seconds: s.idleSeconds,
-        created_at: isoFromMs(s.createdAtMs),
-        expires_at: isoFromMs(s.expiresAtMs),
-        last_heartbeat_at: isoOrNull(s.lastHeartbeatAtMs),
-      })),
+      boards: states.map((state, i) => adminBoard(state, health[i] ?? null)),
+      sessions: sessions.map(adminSession),
       recent_jobs: (await this.deps.store.recentJobs(50)).map(adminJob),
       recent_failures: (await this.deps.store.recentFailures(20)).map(adminJob),
       counts: {
@@ -882,7 +747,13 @@ export class Bench {
         const holder = lease ? `is leased by agent "${lease.agentLabel}"` : `has ${activity.active + activity.queued} job(s) running or waiting`;
         throw new HttpError(409, `cannot health-check board ${boardId}: it ${holder}; a health check needs the board to itself`);
       }
-      const run = await this.runHealthCheck(boardId, keeper.name, healthCheck);
+      const run = await runHealthCheck({
+        boardId,
+        backendName: keeper.name,
+        healthCheck,
+        clock: this.deps.clock,
+        timeoutMs: this.deps.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS,
+      });
       stillRunning = run.stillRunning;
       const { outcome } = run;
       // The answer shows the board as it is now: unclaimed, unless the backend ignored its abort.
@@ -903,93 +774,11 @@ export class Bench {
     }
   }
 
-  /**
-   * Runs `healthCheck` with a deadline on the injected clock (its signal is aborted then).
-   * `BackendError('unavailable')` (no health check configured, board not attached, already open)
-   * is the administrator's 409; any other backend failure is a failed check. `stillRunning` is
-   * set when the deadline won and the backend call has not returned yet.
-   */
-  private async runHealthCheck(
-    boardId: string,
-    backendName: string,
-    healthCheck: NonNullable<BoardHealthControl['healthCheck']>,
-  ): Promise<{ outcome: HealthCheckOutcome; stillRunning: Promise<unknown> | undefined }> {
-    const timeoutMs = this.deps.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
-    const controller = new AbortController();
-    let timer: TimerHandle | undefined;
-    const deadline = new Promise<'deadline'>((resolve) => {
-      timer = this.deps.clock.setTimeout(() => {
-        controller.abort(new Error(`health check deadline (${timeoutMs} ms)`));
-        resolve('deadline');
-      }, timeoutMs);
-    });
-    const running = Promise.resolve().then(() => healthCheck(boardId, { signal: controller.signal }));
-    try {
-      const winner = await Promise.race([running, deadline]);
-      if (winner === 'deadline') {
-        return {
-          outcome: { passed: false, reason: `health check on ${boardId} did not finish within ${timeoutMs / 1000} s (the ${backendName} backend was aborted)`, uartText: '' },
-          stillRunning: running.catch(() => undefined),
-        };
-      }
-      return { outcome: winner, stillRunning: undefined };
-    } catch (err) {
-      if (err instanceof BackendError && err.kind === 'unavailable') throw new HttpError(409, `cannot health-check board ${boardId}: ${err.message}`);
-      if (err instanceof BackendError) return { outcome: { passed: false, reason: `health check on ${boardId} failed: ${err.message}`, uartText: '' }, stillRunning: undefined };
-      throw err;
-    } finally {
-      if (timer !== undefined) this.deps.clock.clearTimeout(timer);
-    }
-  }
-}
-
-/**
- * Chunk texts decoded as one stream, so a character split across two chunks is not turned into
- * two replacement characters: without omitted chunks, the texts concatenate to `uart.text`.
- */
-function chunkTexts(uart: UartRecord): Array<{ at_seconds: number; text: string }> {
-  const decoder = new TextDecoder('utf-8', { fatal: false });
-  const out = uart.chunks.map((c) => ({
-    at_seconds: c.atNanos / NANOS_PER_SECOND,
-    text: decoder.decode(uart.bytes.subarray(c.offset, c.offset + c.length), { stream: true }),
-  }));
-  const tail = decoder.decode();
-  if (tail && out.length > 0) out[out.length - 1]!.text += tail;
-  return out;
-}
-
-/**
- * `timings_ms` of a job. A finished run reports the durations the run itself measured; a job that
- * failed (or timed out) has none, so the phases it reached are timed from the recorded state
- * changes instead: flash from `flashing` to `running` (or to the failure when it failed while
- * flashing), run from `running` to the failure. A phase never reached stays null.
- */
-function jobTimingsMs(job: JobRecord): JobBody['timings_ms'] {
-  const { createdAtMs, startedAtMs, runningAtMs, finishedAtMs } = job;
-  const flashEndMs = runningAtMs ?? (job.state === 'failed' ? finishedAtMs : null);
-  return {
-    queued: startedAtMs === null ? null : startedAtMs - createdAtMs,
-    flash: job.flashMs ?? (startedAtMs !== null && flashEndMs !== null ? flashEndMs - startedAtMs : null),
-    run: job.runMs ?? (runningAtMs !== null && finishedAtMs !== null && job.state === 'failed' ? finishedAtMs - runningAtMs : null),
-  };
 }
 
 function notActive(session: SessionRecord, action: string): HttpError {
   const when = session.endedAtMs === null ? '' : ` at ${isoFromMs(session.endedAtMs)}`;
   return new HttpError(409, `cannot ${action} session ${session.sessionId}: it is ${session.state}${when}, not active`);
-}
-
-function sessionBody(s: SessionRecord): SessionBody {
-  return {
-    session_id: s.sessionId,
-    board: s.board,
-    state: s.state,
-    idle_seconds: s.idleSeconds,
-    created_at: isoFromMs(s.createdAtMs),
-    expires_at: isoFromMs(s.expiresAtMs),
-    ended_at: isoOrNull(s.endedAtMs),
-    last_heartbeat_at: isoOrNull(s.lastHeartbeatAtMs),
-  };
 }
 
 function elfSummary(elf: ElfFile): ElfSummary {
@@ -998,23 +787,5 @@ function elfSummary(elf: ElfFile): ElfSummary {
     machineName: machineName(elf.machine),
     entry: elf.entry,
     segments: loadableSegments(elf).map((s) => ({ paddr: s.paddr, vaddr: s.vaddr, fileSizeBytes: s.fileSizeBytes, memSizeBytes: s.memSizeBytes })),
-  };
-}
-
-function stopBody(stop: StopRecord): NonNullable<JobBody['stop']> {
-  const elapsed_seconds = stop.elapsedNanos / NANOS_PER_SECOND;
-  if (stop.reason === 'exited') return { reason: 'exited', exit_code: stop.exitCode, elapsed_seconds };
-  if (stop.reason === 'crashed') return { reason: 'crashed', message: stop.message, elapsed_seconds };
-  return { reason: stop.reason, elapsed_seconds };
-}
-
-function healthBody(backend: string, health: BoardHealth): BoardHealthBody {
-  return {
-    backend,
-    consecutive_failures: health.consecutiveFailures,
-    last_failure: health.lastFailure ?? null,
-    quarantined: health.quarantine !== undefined,
-    quarantined_since: health.quarantine ? isoFromMs(health.quarantine.sinceMs) : null,
-    quarantine_reason: health.quarantine?.reason ?? null,
   };
 }

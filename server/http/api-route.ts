@@ -2,11 +2,16 @@ import type { IncomingMessage } from 'node:http';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 
+/** `bearer`: `authorization: Bearer <agent token>`; `admin`: `x-admin-token`. */
+export type RouteAuth = 'bearer' | 'admin';
+
 /**
  * One endpoint, described once: express serves it from this description and `openapi.ts`
- * documents it from the same object, so routes and documentation cannot drift apart.
+ * documents it from the same object, so routes and documentation cannot drift apart. Its `auth`
+ * is enforced by the router (`serveApiRoute`) before the handler runs, never by the handler.
+ * `Agent` is what a service's bearer check resolves to.
  */
-export interface ApiRoute {
+export interface ApiRoute<Agent = unknown> {
   method: 'get' | 'post';
   /** OpenAPI-style path, e.g. `/api/v1/sessions/{sid}`. */
   path: string;
@@ -14,21 +19,61 @@ export interface ApiRoute {
   summary: string;
   description?: string;
   tags: string[];
-  /** `bearer`: `authorization: Bearer <agent token>`; `admin`: `x-admin-token`. */
-  auth?: 'bearer' | 'admin';
+  auth?: RouteAuth;
   /** The request body: a form (urlencoded or multipart) or a multipart upload. */
   body?: { kind: 'form' | 'multipart'; schema: z.ZodObject; required: boolean };
   /** The 200 response body. */
   response: z.ZodType;
   /** Error statuses this endpoint can answer, with when. 422 is added for routes with a body. */
   errors: Record<number, string>;
-  handler: (req: Request, res: Response) => Promise<unknown>;
+  /** Runs once the router has checked `auth`; `caller.agent` is the bearer token's agent on `bearer` routes. */
+  handler: (req: Request, res: Response, caller: RouteCaller<Agent>) => Promise<unknown>;
   /**
    * For a request sent with `Expect: 100-continue`: throws the `HttpError` the handler would
-   * answer from the headers alone (401, 413 from `Content-Length`), so the server refuses before
-   * writing `100 Continue` and the client never sends the body. Resolves when the body is welcome.
+   * answer from the headers alone beyond `auth` (which the router checks first), e.g. 413 from
+   * `Content-Length`, so the server refuses before writing `100 Continue` and the client never
+   * sends the body. Resolves when the body is welcome.
    */
   beforeContinue?: (req: IncomingMessage) => Promise<void>;
+}
+
+/** Who the router let through: the agent on `bearer` routes, none elsewhere. */
+export interface RouteCaller<Agent> {
+  agent: Agent | undefined;
+}
+
+/** How a service checks each kind of `auth`: resolves (with the agent) or throws its 401/403 `HttpError`. */
+export interface RouteGuards<Agent> {
+  bearer(req: IncomingMessage): Promise<Agent>;
+  admin(req: IncomingMessage): void;
+}
+
+/** Checks `route.auth` with the service's guards: the one place a route's credential is enforced. */
+export async function authorize<Agent>(route: ApiRoute<Agent>, guards: RouteGuards<Agent>, req: IncomingMessage): Promise<RouteCaller<Agent>> {
+  if (route.auth === 'bearer') return { agent: await guards.bearer(req) };
+  if (route.auth === 'admin') guards.admin(req);
+  return { agent: undefined };
+}
+
+/** The express handler of `route`: `auth` first, then the route's handler. */
+export function serveApiRoute<Agent>(route: ApiRoute<Agent>, guards: RouteGuards<Agent>): (req: Request, res: Response) => Promise<void> {
+  return async (req, res) => {
+    const caller = await authorize(route, guards, req);
+    await route.handler(req, res, caller);
+  };
+}
+
+/**
+ * The `Expect: 100-continue` check of `route`, or undefined when it has none to make: `auth`
+ * first, then the route's own `beforeContinue` (the order its handler checks in).
+ */
+export function continueCheck<Agent>(route: ApiRoute<Agent>, guards: RouteGuards<Agent>): ((req: IncomingMessage) => Promise<void>) | undefined {
+  const own = route.beforeContinue;
+  if (!own) return undefined;
+  return async (req) => {
+    await authorize(route, guards, req);
+    await own(req);
+  };
 }
 
 /** Express path syntax for an OpenAPI path: `{sid}` becomes `:sid`. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { type ValidationErrorItem, validationFailed } from './http-error.js';
+import { pydanticErrorOf } from './zod-to-422.js';
 
 /**
  * Form fields as zod schemas, and their validation errors in pydantic v2's exact words, so the
@@ -91,68 +92,6 @@ export function fileField(description: string) {
     .meta({ type: 'string', format: 'binary', description });
 }
 
-/** Extra context a field attaches to an issue so it maps to one exact pydantic error. */
-interface PydanticParams {
-  type: string;
-  msg: string;
-  ctx?: Record<string, unknown>;
-}
-
-function pydanticParams(issue: z.core.$ZodIssue): PydanticParams | undefined {
-  if (issue.code !== 'custom') return undefined;
-  const p = (issue.params as { pydantic?: PydanticParams } | undefined)?.pydantic;
-  return p;
-}
-
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-
-/** Maps one zod issue on a present value to pydantic's `type`, `msg` and `ctx`. */
-function describeIssue(issue: z.core.$ZodIssue): PydanticParams {
-  const own = pydanticParams(issue);
-  if (own) return own;
-  switch (issue.code) {
-    case 'too_small':
-      if (issue.origin === 'string') {
-        const min = Number(issue.minimum);
-        return { type: 'string_too_short', msg: `String should have at least ${plural(min, 'character')}`, ctx: { min_length: min } };
-      }
-      if (issue.origin === 'number') {
-        const min = Number(issue.minimum);
-        return issue.inclusive
-          ? { type: 'greater_than_equal', msg: `Input should be greater than or equal to ${min}`, ctx: { ge: min } }
-          : { type: 'greater_than', msg: `Input should be greater than ${min}`, ctx: { gt: min } };
-      }
-      break;
-    case 'too_big':
-      if (issue.origin === 'string') {
-        const max = Number(issue.maximum);
-        return { type: 'string_too_long', msg: `String should have at most ${plural(max, 'character')}`, ctx: { max_length: max } };
-      }
-      if (issue.origin === 'number') {
-        const max = Number(issue.maximum);
-        return issue.inclusive
-          ? { type: 'less_than_equal', msg: `Input should be less than or equal to ${max}`, ctx: { le: max } }
-          : { type: 'less_than', msg: `Input should be less than ${max}`, ctx: { lt: max } };
-      }
-      break;
-    case 'invalid_format':
-      if (issue.format === 'regex' && 'pattern' in issue && typeof issue.pattern === 'string') {
-        // zod reports `/source/flags`; pydantic shows the pattern source alone.
-        const source = issue.pattern.replace(/^\/(.*)\/[a-z]*$/s, '$1');
-        return { type: 'string_pattern_mismatch', msg: `String should match pattern '${source}'`, ctx: { pattern: source } };
-      }
-      break;
-    case 'invalid_type':
-      if (issue.expected === 'string') return { type: 'string_type', msg: 'Input should be a valid string' };
-      // zod refuses NaN and ±Infinity as numbers; pydantic's word for that (allow_inf_nan=False).
-      if (issue.expected === 'number') return { type: 'finite_number', msg: 'Input should be a finite number' };
-      break;
-    default:
-      break;
-  }
-  return { type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: {} } };
-}
-
 /** What a validation error shows as `input`: the raw value as sent (a file as its filename). */
 function inputOf(raw: unknown): unknown {
   if (raw === undefined) return null;
@@ -186,11 +125,11 @@ export function parseForm<S extends z.ZodObject>(schema: S, raw: Readonly<Record
         byField.set(field, { type: 'missing', loc: ['body', field], msg: 'Field required', input: null });
         continue;
       }
-      const { type, msg, ctx } = describeIssue(issue);
+      const { type, msg, ctx } = pydanticErrorOf(issue);
       byField.set(field, { type, loc: ['body', field], msg, input: issue.input ?? null, ...(ctx ? { ctx } : {}) });
       continue;
     }
-    const { type, msg, ctx } = describeIssue(issue);
+    const { type, msg, ctx } = pydanticErrorOf(issue);
     byField.set(field, { type, loc: ['body', field], msg, input: inputOf(value), ...(ctx ? { ctx } : {}) });
   }
   const order = Object.keys(schema.shape);

@@ -53,7 +53,7 @@ export interface OpenApiInfo {
 }
 
 /** Builds the OpenAPI 3.1 document of `routes`. */
-export function buildOpenApiDocument(routes: readonly ApiRoute[], info: OpenApiInfo): JsonSchema {
+export function buildOpenApiDocument<Agent>(routes: readonly ApiRoute<Agent>[], info: OpenApiInfo): JsonSchema {
   const named: Record<string, z.ZodType> = {
     ...info.components,
     HTTPValidationError: httpValidationErrorSchema,

@@ -4,7 +4,7 @@ import { Credentials, loadOrCreateSecret } from './credentials.js';
 import { generateNodeKey } from './protocol.js';
 import { HttpError } from '../http/http-error.js';
 import { RelayStore } from './relay-store.js';
-import { tempDataDir } from './testing/relay-test-kit.js';
+import { tempDataDir } from '../../test/support/relay-test-kit.js';
 
 const data = tempDataDir();
 let store: RelayStore;

@@ -48,17 +48,16 @@ export class Credentials {
 
   /** The current credential of a locally registered node. */
   currentCredential(nodeId: string): string {
-    const row = this.store.db.prepare('SELECT cred_version FROM nodes WHERE node_id = ? AND local = 1').get(nodeId) as { cred_version: number } | undefined;
-    if (!row) throw new HttpError(404, 'node not registered on this relay');
-    return this.humanCredential(nodeId, row.cred_version);
+    const credVersion = this.store.data.nodes.localCredVersion(nodeId);
+    if (credVersion === undefined) throw new HttpError(404, 'node not registered on this relay');
+    return this.humanCredential(nodeId, credVersion);
   }
 
   /** Revokes every human credential and every bot of the node (recovery). Call inside a transaction. */
   revokeAll(nodeId: string, nowMs: number): number {
-    this.store.db.prepare('UPDATE nodes SET cred_version = cred_version + 1, updated_ms = ? WHERE node_id = ?').run(nowMs, nodeId);
-    this.store.db.prepare('UPDATE bots SET revoked_ms = ? WHERE owner = ? AND revoked_ms IS NULL').run(nowMs, nodeId);
-    const row = this.store.db.prepare('SELECT cred_version FROM nodes WHERE node_id = ?').get(nodeId) as { cred_version: number };
-    return row.cred_version;
+    const credVersion = this.store.data.nodes.bumpCredVersion(nodeId, nowMs);
+    this.store.data.bots.revokeAllOf(nodeId, nowMs);
+    return credVersion;
   }
 
   /** Issues a bot token; only its sha256 is stored, the token is returned once. */
@@ -81,15 +80,13 @@ export class Credentials {
       if (dot !== 64 || !isNodeId(nodeId) || !/^[0-9a-f]{64}$/.test(mac)) {
         throw unauthorized('malformed human credential: expected <64 hex node_id>.<64 hex hmac>');
       }
-      const row = this.store.db.prepare('SELECT cred_version FROM nodes WHERE node_id = ? AND local = 1').get(nodeId) as { cred_version: number } | undefined;
+      const credVersion = this.store.data.nodes.localCredVersion(nodeId);
       // Compare against a MAC even for unknown nodes so timing does not reveal which nodes exist.
-      const expected = Buffer.from(this.hmac(nodeId, row?.cred_version ?? 0), 'hex');
-      if (!timingSafeEqual(expected, Buffer.from(mac, 'hex')) || !row) throw unauthorized('invalid or revoked human credential');
+      const expected = Buffer.from(this.hmac(nodeId, credVersion ?? 0), 'hex');
+      if (!timingSafeEqual(expected, Buffer.from(mac, 'hex')) || credVersion === undefined) throw unauthorized('invalid or revoked human credential');
       return { kind: 'human', nodeId };
     }
-    const bot = this.store.db
-      .prepare('SELECT bot_id, owner FROM bots WHERE token_hash = ? AND revoked_ms IS NULL')
-      .get(sha256Hex(value)) as { bot_id: string; owner: string } | undefined;
+    const bot = this.store.data.bots.findActiveByTokenHash(sha256Hex(value));
     if (!bot) throw unauthorized('invalid or revoked bot token');
     return { kind: 'bot', nodeId: bot.owner, botId: bot.bot_id };
   }

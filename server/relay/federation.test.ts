@@ -7,7 +7,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { claimId, generateNodeKey, signVote } from './protocol.js';
 import { createRelayService, type RelayService } from './relay-service.js';
 import { signDocument } from './signed-document.js';
-import { tempDataDir } from './testing/relay-test-kit.js';
+import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import { memoryLogger } from '../http/logger.js';
 
 /** A peer relay played by msw: its /health, /events pages and file bytes. Stray requests fail the test. */

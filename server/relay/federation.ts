@@ -12,6 +12,7 @@ import { codePointText, registerBody } from './relay-schemas.js';
 import type { RelayStore } from './relay-store.js';
 import { verifySignedDocument } from './signed-document.js';
 import type { Voting } from './voting.js';
+import type { PeerRow } from './data-access/peer-repository.js';
 
 export interface FederationOptions {
   store: RelayStore;
@@ -42,19 +43,7 @@ export interface FederationOptions {
   log: (message: string, cause: unknown) => void;
 }
 
-export interface PeerRow {
-  url: string;
-  node_id: string | null;
-  added_ms: number;
-  added_by: string | null;
-  cursor: number;
-  last_probe_ms: number | null;
-  reachable: number | null;
-  last_error: string | null;
-  version: string | null;
-  pulled_events: number;
-  rejected_events: number;
-}
+export type { PeerRow };
 
 /** Result of probing one peer. */
 export interface ProbeResult {
@@ -133,8 +122,8 @@ export class Federation {
 
   private insertPeer(url: string, input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
     if (url === this.o.baseUrl) throw invalidInput(['body', 'url'], 'Value error, that is this relay', input);
-    const info = this.o.store.db.prepare('INSERT OR IGNORE INTO peers (url, added_ms, added_by) VALUES (?, ?, ?)').run(url, this.o.clock.nowMs(), addedBy);
-    return { peer: this.peer(url)!, created: info.changes > 0 };
+    const created = this.o.store.data.peers.insertIfNew(url, addedBy, this.o.clock.nowMs());
+    return { peer: this.peer(url)!, created };
   }
 
   /** Why the relay must not fetch from `url` now, or null (configured peers and `allowPrivatePeers` always pass). */
@@ -144,11 +133,11 @@ export class Federation {
   }
 
   peer(url: string): PeerRow | undefined {
-    return this.o.store.db.prepare('SELECT * FROM peers WHERE url = ?').get(url) as PeerRow | undefined;
+    return this.o.store.data.peers.get(url);
   }
 
   peers(): PeerRow[] {
-    return this.o.store.db.prepare('SELECT * FROM peers ORDER BY added_ms, url').all() as PeerRow[];
+    return this.o.store.data.peers.all();
   }
 
   /** Probes every peer (or one), pulling new events; concurrent probes of one peer share one run. */
@@ -187,7 +176,7 @@ export class Federation {
   }
 
   private async probeOnce(url: string): Promise<ProbeResult> {
-    const db = this.o.store.db;
+    const peers = this.o.store.data.peers;
     if (!this.peer(url)) throw new HttpError(404, 'not a known peer; POST /reach first');
     let pulled = 0;
     let rejected = 0;
@@ -207,7 +196,7 @@ export class Federation {
       reachable = true;
       nodeId = typeof h.node_id === 'string' ? h.node_id : null;
       version = typeof h.version === 'string' ? h.version : null;
-      db.prepare('UPDATE peers SET node_id = ?, version = ? WHERE url = ?').run(nodeId, version, url);
+      peers.recordIdentity(url, nodeId, version);
       for (let page = 0; page < this.maxPages; page++) {
         const cursor = this.peer(url)!.cursor;
         const body = (await this.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`)) as { events?: unknown; next?: unknown; has_more?: unknown };
@@ -229,7 +218,7 @@ export class Federation {
           const ev = events[k] as WireEvent;
           const item = (ev.data as { item?: { type?: unknown; id?: unknown } } | null)?.item;
           if (ev.kind !== 'item' || item?.type !== 'file' || !isItemId(item.id) || files.has(item.id)) continue;
-          if (this.o.files.has(item.id) || this.o.store.db.prepare('SELECT 1 FROM items WHERE item_id = ?').get(item.id)) {
+          if (this.o.files.has(item.id) || this.o.store.data.items.exists(item.id)) {
             files.set(item.id, null);
             continue;
           }
@@ -256,7 +245,7 @@ export class Federation {
             }
           }
           pulled += stored;
-          db.prepare('UPDATE peers SET cursor = ?, pulled_events = pulled_events + ? WHERE url = ?').run(next, stored, url);
+          peers.advanceCursor(url, next, stored);
         });
         if (transient !== null) {
           error = transient;
@@ -268,13 +257,13 @@ export class Federation {
       error = cause instanceof Error ? cause.message : String(cause);
       if (!reachable) this.o.log(`relay: peer ${url} unreachable`, cause);
     }
-    db.prepare('UPDATE peers SET last_probe_ms = ?, reachable = ?, last_error = ?, rejected_events = rejected_events + ? WHERE url = ?').run(this.o.clock.nowMs(), reachable ? 1 : 0, error, rejected, url);
+    peers.recordProbe(url, { nowMs: this.o.clock.nowMs(), reachable, error, rejectedEvents: rejected });
     return { url, reachable, node_id: nodeId, version, pulled, rejected, cursor: this.peer(url)!.cursor, error };
   }
 
   /** Verifies and stores one peer event; returns null when stored or already known, else why it was refused. */
   private ingest(ev: WireEvent, origin: string, files: ReadonlyMap<string, string | null>): string | null {
-    const db = this.o.store.db;
+    const { nodes, items } = this.o.store.data;
     const nowMs = this.o.clock.nowMs();
     const data = (ev.data ?? {}) as Record<string, unknown>;
     try {
@@ -286,18 +275,16 @@ export class Federation {
           const problem = nodeIdProblem(reg.node_id);
           if (problem) return problem;
           if (!verifySignedDocument(reg, reg.node_id)) return 'registration signature does not verify';
-          const info = db
-            .prepare('INSERT OR IGNORE INTO nodes (node_id, local, name, registration, origin, created_ms, updated_ms) VALUES (?, 0, ?, ?, ?, ?, ?)')
-            .run(reg.node_id, reg.name ?? '', JSON.stringify(reg), origin, nowMs, nowMs);
-          if (info.changes > 0) this.o.store.appendEvent('node', reg.node_id, reg.node_id, { registration: reg }, nowMs, origin);
+          const learned = nodes.insertLearned({ nodeId: reg.node_id, name: reg.name ?? '', registration: JSON.stringify(reg), origin, nowMs });
+          if (learned) this.o.store.appendEvent('node', reg.node_id, reg.node_id, { registration: reg }, nowMs, origin);
           return null;
         }
         case 'item': {
           const item = (data.item ?? {}) as Record<string, unknown>;
           const id = item.id;
           if (!isItemId(id) || !isNodeId(item.author)) return 'item without a well-formed id or author';
-          if (db.prepare('SELECT 1 FROM items WHERE item_id = ?').get(id)) return null;
-          let row: { type: string; kind: string; title: string; body: string; bytes: number | null; media: string | null };
+          if (items.exists(id)) return null;
+          let row: { type: 'claim' | 'file'; kind: string; title: string; body: string; bytes: number | null; media: string | null };
           if (item.type === 'claim') {
             const checked = validateClaim({ kind: item.kind, title: item.title, body: item.body });
             if (!checked.ok) return `invalid claim: ${checked.issues[0]?.msg ?? ''}`;
@@ -310,18 +297,7 @@ export class Federation {
             if (!title.success) return 'file title invalid';
             row = { type: 'file', kind: 'file', title: title.data, body: '', bytes: this.o.files.sizeOf(id), media: typeof item.media_type === 'string' ? item.media_type.slice(0, 200) : 'application/octet-stream' };
           } else return 'unknown item type';
-          db.prepare('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)').run(
-            id,
-            row.type,
-            row.kind,
-            row.title,
-            row.body,
-            row.bytes,
-            row.media,
-            item.author,
-            origin,
-            nowMs,
-          );
+          items.insert({ item_id: id, type: row.type, kind: row.kind, title: row.title, body: row.body, file_bytes: row.bytes, media_type: row.media, author: item.author, bot_id: null, origin, created_ms: nowMs });
           const stored = { ...item, origin };
           this.o.store.appendEvent('item', item.author, id, { item: stored }, nowMs, origin);
           return null;
@@ -333,8 +309,8 @@ export class Federation {
           const timeProblem = voteTimeProblem(vote.created_at, nowMs);
           if (timeProblem !== null) return timeProblem;
           if (!verifyVote(vote)) return 'vote signature does not verify';
-          if (!db.prepare('SELECT 1 FROM items WHERE item_id = ?').get(vote.item)) return 'vote for an item this relay does not have';
-          if (!db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(vote.voter)) return 'vote by a node this relay does not know';
+          if (!items.exists(vote.item)) return 'vote for an item this relay does not have';
+          if (!nodes.exists(vote.voter)) return 'vote by a node this relay does not know';
           const stored = this.o.voting.storeVote(vote, origin, nowMs);
           if (stored.stored && vote.voter !== this.o.selfNodeId) this.o.voting.retallySelf(vote.item, nowMs);
           return null;
@@ -344,7 +320,7 @@ export class Federation {
           if (!checked.ok) return 'invalid slice';
           const hash = quorumSetHash(checked.value);
           if (hash !== data.slice_hash) return 'slice_hash does not match the slice';
-          if (typeof data.node_id !== 'string' || !db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(data.node_id)) return 'slice of a node this relay does not know';
+          if (typeof data.node_id !== 'string' || !nodes.exists(data.node_id)) return 'slice of a node this relay does not know';
           const updatedMs = typeof data.updated_ms === 'number' && Number.isSafeInteger(data.updated_ms) ? data.updated_ms : 0;
           this.o.voting.applyRemoteSlice(data.node_id, checked.value, updatedMs, origin, nowMs);
           return null;

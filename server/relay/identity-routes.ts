@@ -25,7 +25,7 @@ import { verifySignedDocument } from './signed-document.js';
 
 /** Identities, credentials, phone numbers, bots, directory and search. */
 export function identityRoutes(deps: RelayDeps): RelayRoute[] {
-  const db = deps.store.db;
+  const { nodes, phones, bots, lookups, items, votes } = deps.store.data;
   const now = () => deps.clock.nowMs();
 
   /**
@@ -45,8 +45,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
     if (!verifySignedDocument(doc, doc.node_id)) {
       throw invalidInput(['body', 'sig'], 'Value error, sig is not a signature of this document by node_id (Ed25519 over RFC 8785 bytes without sig)', doc.sig);
     }
-    const used = db.prepare('INSERT OR IGNORE INTO used_proofs (sig, used_ms) VALUES (?, ?)').run(doc.sig, now());
-    if (used.changes === 0) throw new HttpError(409, 'this signed document was already used; sign a new one with a fresh created_at');
+    if (!nodes.burnProof(doc.sig, now())) throw new HttpError(409, 'this signed document was already used; sign a new one with a fresh created_at');
   };
 
   const credentialAnswer = (nodeId: string) => {
@@ -54,8 +53,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
     return { node_id: nodeId, credential, authorization: `Bearer ${credential}` };
   };
 
-  const phoneOf = (nodeId: string) => db.prepare('SELECT phone, verified_ms FROM phones WHERE node_id = ?').get(nodeId) as { phone: string; verified_ms: number } | undefined;
-  const nodeOfPhone = (phone: string) => (db.prepare('SELECT node_id FROM phones WHERE phone = ?').get(phone) as { node_id: string } | undefined)?.node_id ?? null;
+  const phoneOf = (nodeId: string) => phones.ofNode(nodeId);
+  const nodeOfPhone = (phone: string) => phones.nodeOf(phone);
 
   const meView = (nodeId: string) => {
     const row = getNode(deps, nodeId)!;
@@ -86,10 +85,10 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
           if (existing) {
             // Registering again proves the key again: the node becomes local (if it was only known
             // from a peer) and gets its current credential; nothing is revoked.
-            db.prepare('UPDATE nodes SET local = 1, name = COALESCE(?, name), updated_ms = ? WHERE node_id = ?').run(body.name ?? null, now(), body.node_id);
+            nodes.markLocal(body.node_id, body.name ?? null, now());
             return false;
           }
-          db.prepare('INSERT INTO nodes (node_id, local, name, registration, created_ms, updated_ms) VALUES (?, 1, ?, ?, ?, ?)').run(body.node_id, body.name ?? '', registration, now(), now());
+          nodes.insert({ nodeId: body.node_id, local: true, name: body.name ?? '', registration, nowMs: now() });
           deps.store.appendEvent('node', body.node_id, body.node_id, { registration: body }, now());
           return true;
         });
@@ -123,8 +122,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
         const nodeId = callerNode(caller);
         const me = meView(nodeId);
         if (caller.kind === 'bot') return { caller: 'bot', bot_id: caller.botId, node: me };
-        const bots = db.prepare('SELECT bot_id, name, created_ms FROM bots WHERE owner = ? AND revoked_ms IS NULL ORDER BY created_ms').all(nodeId) as { bot_id: string; name: string; created_ms: number }[];
-        return { caller: 'human', node: me, bots: bots.map((b) => ({ bot_id: b.bot_id, name: b.name, created_at: isoFromMs(b.created_ms) })) };
+        return { caller: 'human', node: me, bots: bots.activeOf(nodeId).map((b) => ({ bot_id: b.bot_id, name: b.name, created_at: isoFromMs(b.created_ms) })) };
       },
     }),
     route({
@@ -136,7 +134,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: meUpdateBody,
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);
-        db.prepare('UPDATE nodes SET name = COALESCE(?, name), about = COALESCE(?, about), updated_ms = ? WHERE node_id = ?').run(body.name ?? null, body.about ?? null, now(), nodeId);
+        nodes.updateProfile(nodeId, { name: body.name ?? null, about: body.about ?? null }, now());
         return meView(nodeId);
       },
     }),
@@ -171,10 +169,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
         const nodeId = callerNode(caller);
         const phone = normalizePhone(body.phone, ['body', 'phone']);
         deps.codes.redeem(phone, 'verify', body.code, { forNode: nodeId });
-        deps.store.tx(() => {
-          db.prepare('DELETE FROM phones WHERE phone = ? OR node_id = ?').run(phone, nodeId);
-          db.prepare('INSERT INTO phones (phone, node_id, verified_ms) VALUES (?, ?, ?)').run(phone, nodeId, now());
-        });
+        deps.store.tx(() => phones.assign(phone, nodeId, now()));
         return { phone: maskPhone(phone), verified: true };
       },
     }),
@@ -225,7 +220,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
         const nodeId = deps.codes.redeem(phone, 'recover', body.code);
         const revokedBots = deps.store.tx(() => {
-          const n = (db.prepare('SELECT COUNT(*) AS n FROM bots WHERE owner = ? AND revoked_ms IS NULL').get(nodeId) as { n: number }).n;
+          const n = bots.countActive(nodeId);
           deps.credentials.revokeAll(nodeId, now());
           return n;
         });
@@ -243,18 +238,14 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
         const nodeId = callerNode(caller);
         const phone = normalizePhone(query.phone, ['query', 'phone']);
         deps.store.tx(() => {
-          db.prepare('DELETE FROM lookups WHERE at_ms <= ?').run(now() - 3600_000);
-          const rows = db.prepare('SELECT at_ms FROM lookups WHERE caller = ? ORDER BY at_ms').all(nodeId) as { at_ms: number }[];
-          if (rows.length >= relayLimits.lookupsPerHour) {
-            const retry = Math.ceil((rows[0]!.at_ms + 3600_000 - now()) / 1000);
+          const recentMs = lookups.recentLookups(nodeId, now());
+          if (recentMs.length >= relayLimits.lookupsPerHour) {
+            const retry = Math.ceil((recentMs[0]! + 3600_000 - now()) / 1000);
             throw new HttpError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
           }
-          db.prepare('INSERT INTO lookups (caller, at_ms) VALUES (?, ?)').run(nodeId, now());
+          lookups.record(nodeId, now());
         });
-        const found = db
-          .prepare('SELECT n.node_id FROM phones p JOIN nodes n ON n.node_id = p.node_id WHERE p.phone = ? AND n.phone_discoverable = 1')
-          .all(phone) as { node_id: string }[];
-        return { phone, nodes: found.map((r) => r.node_id) };
+        return { phone, nodes: phones.discoverableNodes(phone) };
       },
     }),
     route({
@@ -270,9 +261,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
         const { token, tokenHash } = deps.credentials.issueBotToken();
         const botId = `bot_${randomBytes(9).toString('base64url')}`;
         deps.store.tx(() => {
-          const n = (db.prepare('SELECT COUNT(*) AS n FROM bots WHERE owner = ? AND revoked_ms IS NULL').get(owner) as { n: number }).n;
-          if (n >= relayLimits.botsPerNodeMax) throw new HttpError(409, `a node may have at most ${relayLimits.botsPerNodeMax} bots`);
-          db.prepare('INSERT INTO bots (bot_id, owner, name, token_hash, created_ms) VALUES (?, ?, ?, ?, ?)').run(botId, owner, body.name, tokenHash, now());
+          if (bots.countActive(owner) >= relayLimits.botsPerNodeMax) throw new HttpError(409, `a node may have at most ${relayLimits.botsPerNodeMax} bots`);
+          bots.insert({ botId, owner, name: body.name, tokenHash, nowMs: now() });
         });
         return { bot_id: botId, name: body.name, owner, token, authorization: `Bot ${token}`, created_at: isoFromMs(now()) };
       },
@@ -285,7 +275,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.19',
       handle: ({ caller }) => {
         if (caller.kind !== 'bot') throw new Error('unreachable: route requires a bot');
-        const bot = db.prepare('SELECT bot_id, name, owner, created_ms FROM bots WHERE bot_id = ?').get(caller.botId) as { bot_id: string; name: string; owner: string; created_ms: number };
+        const bot = bots.get(caller.botId)!;
         return { bot_id: bot.bot_id, name: bot.name, owner: bot.owner, created_at: isoFromMs(bot.created_ms) };
       },
     }),
@@ -298,9 +288,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: directoryBody,
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);
-        const listed = body.listed === undefined ? null : Number(body.listed);
-        const discoverable = body.phone_discoverable === undefined ? null : Number(body.phone_discoverable);
-        db.prepare('UPDATE nodes SET listed = COALESCE(?, listed), phone_discoverable = COALESCE(?, phone_discoverable), updated_ms = ? WHERE node_id = ?').run(listed, discoverable, now(), nodeId);
+        nodes.updateDirectory(nodeId, { listed: body.listed ?? null, phoneDiscoverable: body.phone_discoverable ?? null }, now());
         const row = getNode(deps, nodeId)!;
         return { node_id: nodeId, listed: row.listed === 1, phone_discoverable: row.phone_discoverable === 1 };
       },
@@ -314,16 +302,10 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       query: searchQuery,
       handle: ({ query }) => {
         const like = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-        const nodes = db
-          .prepare("SELECT * FROM nodes WHERE listed = 1 AND (name LIKE ? ESCAPE '\\' OR about LIKE ? ESCAPE '\\') ORDER BY created_ms LIMIT ?")
-          .all(like, like, relayLimits.searchResultsMax) as Parameters<typeof publicNode>[1][];
-        const items = db
-          .prepare("SELECT item_id, type, kind, title, author, created_ms FROM items WHERE title LIKE ? ESCAPE '\\' ORDER BY created_ms LIMIT ?")
-          .all(like, relayLimits.searchResultsMax) as { item_id: string; type: string; kind: string; title: string; author: string; created_ms: number }[];
         return {
           q: query.q,
-          nodes: nodes.map((n) => publicNode(deps, n)),
-          items: items.map((i) => ({ id: i.item_id, type: i.type, kind: i.kind, title: i.title, author: i.author, created_at: isoFromMs(i.created_ms) })),
+          nodes: nodes.searchListed(like, relayLimits.searchResultsMax).map((n) => publicNode(deps, n)),
+          items: items.searchTitles(like, relayLimits.searchResultsMax).map((i) => ({ id: i.item_id, type: i.type, kind: i.kind, title: i.title, author: i.author, created_at: isoFromMs(i.created_ms) })),
         };
       },
     }),
@@ -335,8 +317,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: nodesPageSchema,
       handle: () => {
-        const rows = db.prepare('SELECT * FROM nodes ORDER BY created_ms, node_id LIMIT 501').all() as Parameters<typeof publicNode>[1][];
-        const total = (db.prepare('SELECT COUNT(*) AS n FROM nodes').get() as { n: number }).n;
+        const rows = nodes.oldest(501);
+        const total = nodes.count();
         return { nodes: rows.slice(0, 500).map((r) => publicNode(deps, r)), total, truncated: rows.length > 500 };
       },
     }),
@@ -353,8 +335,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
         if (!row) throw new HttpError(404, 'no such node on this relay');
         const slice = deps.voting.publishedSlice(id);
         const counts = {
-          items: (db.prepare('SELECT COUNT(*) AS n FROM items WHERE author = ?').get(id) as { n: number }).n,
-          votes: (db.prepare('SELECT COUNT(*) AS n FROM votes WHERE voter = ?').get(id) as { n: number }).n,
+          items: items.countByAuthor(id),
+          votes: votes.countByVoter(id),
         };
         return { ...publicNode(deps, row), slice: slice ? { hash: slice.hash, quorum_set: slice.qset } : null, paired_with: pairedWith(deps, id), counts };
       },
@@ -364,21 +346,20 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
 
 /** GET /me/export: every row the node owns, credentials excluded (bot token hashes included only as ids). */
 function exportOf(deps: RelayDeps, nodeId: string, phone: string | null): Record<string, unknown> {
-  const db = deps.store.db;
   const row = getNode(deps, nodeId)!;
-  const all = (sql: string, ...args: unknown[]) => db.prepare(sql).all(...args) as Record<string, unknown>[];
+  const rows = deps.store.data.exports.rowsOf(nodeId);
   return {
     exported_at: isoFromMs(deps.clock.nowMs()),
     relay: deps.baseUrl,
     node: { ...publicNode(deps, row), about: row.about, phone, phone_discoverable: row.phone_discoverable === 1, credential_version: row.cred_version, registration: JSON.parse(row.registration) as unknown },
-    items: all('SELECT item_id AS id, type, kind, title, body, file_bytes, media_type, bot_id, created_ms FROM items WHERE author = ? ORDER BY created_ms', nodeId),
-    votes: all('SELECT doc FROM votes WHERE voter = ? ORDER BY created_ms', nodeId).map((r) => JSON.parse(String(r.doc)) as unknown),
+    items: rows.items,
+    votes: rows.voteDocs.map((doc) => JSON.parse(doc) as unknown),
     slice: deps.voting.publishedSlice(nodeId) ?? null,
-    bots: all('SELECT bot_id, name, created_ms, revoked_ms FROM bots WHERE owner = ? ORDER BY created_ms', nodeId),
-    invites: all('SELECT code, created_ms, expires_ms, accepted_by, accepted_ms FROM invites WHERE inviter = ? ORDER BY created_ms', nodeId),
-    pairings: all('SELECT a, b, created_ms FROM pairs WHERE a = ? OR b = ? ORDER BY created_ms', nodeId, nodeId),
-    reports: all('SELECT item_id, reason, note, bot_id, created_ms FROM reports WHERE reporter = ? ORDER BY created_ms', nodeId),
-    events: all('SELECT seq, kind, subject, created_ms FROM events WHERE author = ? ORDER BY seq', nodeId),
+    bots: rows.bots,
+    invites: rows.invites,
+    pairings: rows.pairings,
+    reports: rows.reports,
+    events: rows.events,
   };
 }
 

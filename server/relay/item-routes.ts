@@ -10,20 +10,9 @@ import { itemsPageSchema, itemDetailSchema, bulletinSchema } from './relay-respo
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, fileTitleField, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
 import { throwCoreIssues } from './signed-document.js';
+import type { ItemRow } from './data-access/item-repository.js';
 
-export interface ItemRow {
-  item_id: string;
-  type: 'claim' | 'file';
-  kind: string;
-  title: string;
-  body: string;
-  file_bytes: number | null;
-  media_type: string | null;
-  author: string;
-  bot_id: string | null;
-  origin: string | null;
-  created_ms: number;
-}
+export type { ItemRow };
 
 /** The JSON face of an item (claims carry their text; files their size and type). */
 export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -33,9 +22,9 @@ export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Rec
 
 /** Items, votes, bulletins, slices and reports. */
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
-  const db = deps.store.db;
+  const { items, reports, nodes } = deps.store.data;
   const now = () => deps.clock.nowMs();
-  const getItem = (id: string) => db.prepare('SELECT * FROM items WHERE item_id = ?').get(id) as ItemRow | undefined;
+  const getItem = (id: string) => items.get(id);
   const checkItemId = (id: string, where = 'id') => {
     if (!isItemId(id)) throw invalidInput(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
   };
@@ -52,18 +41,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
     deps.store.tx(() => {
       const existing = getItem(row.item_id);
       if (existing) return { row: existing, created: false };
-      db.prepare('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)').run(
-        row.item_id,
-        row.type,
-        row.kind,
-        row.title,
-        row.body,
-        row.file_bytes,
-        row.media_type,
-        row.author,
-        row.bot_id,
-        now(),
-      );
+      items.insert({ ...row, origin: null, created_ms: now() });
       const stored = getItem(row.item_id)!;
       deps.store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now());
       return { row: stored, created: true };
@@ -92,9 +70,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ query }) => {
         const limit = Math.min(Number(query.limit ?? 100) || 100, 500);
         const after = query.after === undefined ? Number.MAX_SAFE_INTEGER : Number(query.after);
-        const rows = db
-          .prepare(`SELECT rowid AS cursor, * FROM items WHERE rowid < ? ${query.author ? 'AND author = ?' : ''} ORDER BY rowid DESC LIMIT ?`)
-          .all(...(query.author ? [after, query.author, limit] : [after, limit])) as (ItemRow & { cursor: number })[];
+        const rows = items.page(after, query.author || undefined, limit);
         const last = rows.at(-1);
         return { items: rows.map((r) => itemView(r)), next: rows.length === limit && last ? last.cursor : null };
       },
@@ -118,9 +94,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           });
           return alreadySent;
         }
-        const reports = (db.prepare('SELECT COUNT(*) AS n FROM reports WHERE item_id = ?').get(row.item_id) as { n: number }).n;
         const bulletin = deps.voting.bulletin(row.item_id, deps.selfKey.nodeId);
-        return itemView(row, { counts: bulletin.counts, reports, relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id) });
+        return itemView(row, { counts: bulletin.counts, reports: reports.countForItem(row.item_id), relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id) });
       },
     }),
     route({
@@ -170,8 +145,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const timeProblem = voteTimeProblem(vote.created_at, now());
         if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
         if (!verifyVote(vote)) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
-        const known = db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(vote.voter);
-        if (!known) throw new HttpError(403, 'voter is not a registered node: POST /register first');
+        if (!nodes.exists(vote.voter)) throw new HttpError(403, 'voter is not a registered node: POST /register first');
         const outcome = deps.store.tx(() => {
           const stored = deps.voting.storeVote(vote, null, now());
           const emitted = stored.stored ? deps.voting.retallySelf(row.item_id, now()) : [];
@@ -253,9 +227,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ caller, params, body }) => {
         const row = mustGetItem(params.id!);
         const reporter = callerNode(caller);
-        db.prepare(
-          'INSERT INTO reports (item_id, reporter, bot_id, reason, note, created_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, reporter) DO UPDATE SET reason = excluded.reason, note = excluded.note, bot_id = excluded.bot_id, created_ms = excluded.created_ms',
-        ).run(row.item_id, reporter, botOf(caller), body.reason, body.note, now());
+        reports.upsert({ item_id: row.item_id, reporter, bot_id: botOf(caller), reason: body.reason, note: body.note, created_ms: now() });
         return { item: row.item_id, reporter, reason: body.reason, note: body.note, created_at: isoFromMs(now()) };
       },
     }),
@@ -266,13 +238,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'human-or-bot',
       since: '0.9.3',
       handle: ({ caller }) => {
-        const rows = db.prepare('SELECT item_id, reason, note, bot_id, created_ms FROM reports WHERE reporter = ? ORDER BY created_ms DESC, report_id DESC').all(callerNode(caller)) as {
-          item_id: string;
-          reason: string;
-          note: string;
-          bot_id: string | null;
-          created_ms: number;
-        }[];
+        const rows = reports.byReporter(callerNode(caller));
         return { reports: rows.map((r) => ({ item: r.item_id, reason: r.reason, note: r.note, bot_id: r.bot_id, created_at: isoFromMs(r.created_ms) })) };
       },
     }),

@@ -29,8 +29,7 @@ export function pageAddresses(humanUrl: string): Record<string, string> {
 
 /** Health, discovery, the event feed and federation. */
 export function networkRoutes(deps: RelayDeps): RelayRoute[] {
-  const db = deps.store.db;
-  const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+  const data = deps.store.data;
   // These two endpoints make the relay fetch URLs someone chose: operators only, and nobody when none are named.
   const mustOperate = (caller: Caller): string => {
     if (deps.operators.size === 0) {
@@ -106,20 +105,20 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       handle: () => {
-        const edges = db.prepare('SELECT node_id, qset, hash FROM slices ORDER BY node_id LIMIT 1000').all() as { node_id: string; qset: string; hash: string }[];
+        const edges = data.slices.edges(1000);
         return {
           relay: { url: deps.baseUrl, node_id: deps.selfKey.nodeId, slice: deps.voting.selfSlice() ?? null },
           counts: {
-            nodes: count('SELECT COUNT(*) AS n FROM nodes'),
-            nodes_registered_here: count('SELECT COUNT(*) AS n FROM nodes WHERE local = 1'),
-            items: count('SELECT COUNT(*) AS n FROM items'),
-            votes: count('SELECT COUNT(*) AS n FROM votes'),
-            events: count('SELECT COUNT(*) AS n FROM events'),
-            peers: count('SELECT COUNT(*) AS n FROM peers'),
+            nodes: data.nodes.count(),
+            nodes_registered_here: data.nodes.countLocal(),
+            items: data.items.count(),
+            votes: data.votes.count(),
+            events: data.events.count(),
+            peers: data.peers.count(),
           },
           peers: deps.federation.peers().map((p) => Federation.view(p)),
           slices: edges.map((e) => ({ node_id: e.node_id, slice_hash: e.hash, slice: JSON.parse(e.qset) as unknown })),
-          pairs: (db.prepare('SELECT a, b FROM pairs ORDER BY created_ms LIMIT 1000').all() as { a: string; b: string }[]).map((p) => [p.a, p.b]),
+          pairs: data.social.pairs(1000),
         };
       },
     }),
@@ -144,10 +143,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         authors.forEach((a, index) => {
           if (!isNodeId(a)) throw invalidInput(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
         });
-        // One statement reads one snapshot; rowids only grow and are committed in order (see RelayStore).
-        const rows = db
-          .prepare(`SELECT seq, kind, author, subject, payload, origin, created_ms FROM events WHERE seq > ? ${authors.length ? `AND author IN (${authors.map(() => '?').join(',')})` : ''} ORDER BY seq LIMIT ?`)
-          .all(since, ...authors, limit + 1) as { seq: number; kind: string; author: string; subject: string; payload: string; origin: string | null; created_ms: number }[];
+        const rows = data.events.after(since, authors, limit + 1);
         const page = rows.slice(0, limit);
         return {
           events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: JSON.parse(r.payload) as unknown })),

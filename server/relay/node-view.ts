@@ -1,23 +1,11 @@
 import { isoFromMs } from '../../core/clock.js';
+import type { NodeRow } from './data-access/node-repository.js';
 import type { RelayDeps } from './relay-deps.js';
 
-export interface NodeRow {
-  node_id: string;
-  local: number;
-  name: string;
-  about: string;
-  cred_version: number;
-  registration: string;
-  origin: string | null;
-  invited_by: string | null;
-  listed: number;
-  phone_discoverable: number;
-  created_ms: number;
-  updated_ms: number;
-}
+export type { NodeRow };
 
 export function getNode(deps: RelayDeps, nodeId: string): NodeRow | undefined {
-  return deps.store.db.prepare('SELECT * FROM nodes WHERE node_id = ?').get(nodeId) as NodeRow | undefined;
+  return deps.store.data.nodes.get(nodeId);
 }
 
 /** The public face of a node: what anyone may see at /nodes and /nodes/{id}. */
@@ -37,6 +25,5 @@ export function publicNode(deps: RelayDeps, row: NodeRow): Record<string, unknow
 
 /** Nodes paired with `nodeId`, both directions. */
 export function pairedWith(deps: RelayDeps, nodeId: string): string[] {
-  const rows = deps.store.db.prepare('SELECT a, b FROM pairs WHERE a = ? OR b = ? ORDER BY created_ms').all(nodeId, nodeId) as { a: string; b: string }[];
-  return rows.map((r) => (r.a === nodeId ? r.b : r.a));
+  return deps.store.data.social.pairedWith(nodeId);
 }

@@ -59,14 +59,9 @@ export class PhoneCodes {
     const code = String(randomInt(0, 10 ** relayLimits.codeDigits)).padStart(relayLimits.codeDigits, '0');
     this.store.tx(() => {
       this.enforceSendRate(phone, nowMs);
-      this.store.db.prepare('INSERT INTO code_sends (phone, sent_ms) VALUES (?, ?)').run(phone, nowMs);
+      this.store.data.phoneCodes.recordSend(phone, nowMs);
       // A new code replaces any open one for the same number and purpose.
-      this.store.db.prepare('UPDATE phone_codes SET used = 1 WHERE phone = ? AND purpose = ? AND used = 0').run(phone, purpose);
-      const info = this.store.db
-        .prepare('INSERT INTO phone_codes (phone, purpose, node_id, code_hash, created_ms, expires_ms) VALUES (?, ?, ?, ?, ?, ?)')
-        .run(phone, purpose, nodeId, '', nowMs, nowMs + relayLimits.codeTtlSeconds * 1000);
-      const id = Number(info.lastInsertRowid);
-      this.store.db.prepare('UPDATE phone_codes SET code_hash = ? WHERE id = ?').run(this.codeHash(id, phone, code), id);
+      this.store.data.phoneCodes.replaceOpen({ phone, purpose, nodeId, nowMs, expiresMs: nowMs + relayLimits.codeTtlSeconds * 1000 }, (id) => this.codeHash(id, phone, code));
     });
     const answer: CodeRequestAnswer = {
       status: 'code_sent',
@@ -95,15 +90,13 @@ export class PhoneCodes {
   redeem(phone: string, purpose: CodePurpose, code: string, options: { forNode?: string } = {}): string {
     const nowMs = this.clock.nowMs();
     const result = this.store.tx(() => {
-      const row = this.store.db
-        .prepare('SELECT id, node_id, code_hash, attempts FROM phone_codes WHERE phone = ? AND purpose = ? AND used = 0 AND expires_ms > ? ORDER BY id DESC LIMIT 1')
-        .get(phone, purpose, nowMs) as { id: number; node_id: string | null; code_hash: string; attempts: number } | undefined;
+      const row = this.store.data.phoneCodes.latestOpen(phone, purpose, nowMs);
       if (!row || row.attempts >= relayLimits.codeMaxAttempts) return null;
-      this.store.db.prepare('UPDATE phone_codes SET attempts = attempts + 1 WHERE id = ?').run(row.id);
+      this.store.data.phoneCodes.countAttempt(row.id);
       const ok = /^[0-9]{6}$/.test(code) && timingSafeEqual(Buffer.from(this.codeHash(row.id, phone, code), 'hex'), Buffer.from(row.code_hash, 'hex'));
       if (!ok || row.node_id === null) return null;
       if (options.forNode !== undefined && options.forNode !== row.node_id) return null;
-      this.store.db.prepare('UPDATE phone_codes SET used = 1 WHERE id = ?').run(row.id);
+      this.store.data.phoneCodes.markUsed(row.id);
       return row.node_id;
     });
     if (result === null) throw new HttpError(400, 'invalid or expired code');
@@ -111,16 +104,14 @@ export class PhoneCodes {
   }
 
   private enforceSendRate(phone: string, nowMs: number): void {
-    const hourAgo = nowMs - 3600_000;
-    this.store.db.prepare('DELETE FROM code_sends WHERE sent_ms <= ?').run(hourAgo);
-    const rows = this.store.db.prepare('SELECT sent_ms FROM code_sends WHERE phone = ? ORDER BY sent_ms').all(phone) as { sent_ms: number }[];
-    const last = rows.at(-1);
-    if (last && nowMs - last.sent_ms < relayLimits.codeMinIntervalSeconds * 1000) {
-      const retry = Math.ceil((last.sent_ms + relayLimits.codeMinIntervalSeconds * 1000 - nowMs) / 1000);
+    const sentMs = this.store.data.phoneCodes.recentSends(phone, nowMs);
+    const last = sentMs.at(-1);
+    if (last !== undefined && nowMs - last < relayLimits.codeMinIntervalSeconds * 1000) {
+      const retry = Math.ceil((last + relayLimits.codeMinIntervalSeconds * 1000 - nowMs) / 1000);
       throw new HttpError(429, `a code was requested for this number less than ${relayLimits.codeMinIntervalSeconds} s ago; retry after ${retry} s`, { 'Retry-After': String(retry) });
     }
-    if (rows.length >= relayLimits.codeMaxPerHour) {
-      const retry = Math.ceil((rows[0]!.sent_ms + 3600_000 - nowMs) / 1000);
+    if (sentMs.length >= relayLimits.codeMaxPerHour) {
+      const retry = Math.ceil((sentMs[0]! + 3600_000 - nowMs) / 1000);
       throw new HttpError(429, `at most ${relayLimits.codeMaxPerHour} codes per hour per number; retry after ${retry} s`, { 'Retry-After': String(retry) });
     }
   }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * Success answers of the main relay routes, for /openapi.json (each route names its schema as
- * `response`). Strict objects: test/integration/relay-audit-openapi.test.ts parses real answers
+ * `response`). Strict objects: test/integration/relay-request-and-response-schemas.test.ts parses real answers
  * with them, so a field added to a handler without its schema fails that test instead of going
  * undocumented.
  */

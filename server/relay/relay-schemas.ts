@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { stringTooLong, stringTooShort } from '../http/zod-to-422.js';
 import { claimKinds, codePointLength, quorumSetDepthIssue } from './protocol.js';
 import { registerSchema, relayLimits, sessionSchema } from './relay-facts.js';
 
@@ -14,10 +15,12 @@ export function codePointText(maxChars: number, options: { singleLine?: boolean;
     .superRefine((s, ctx) => {
       const n = codePointLength(s);
       if (n > maxChars) {
-        ctx.addIssue({ code: 'custom', message: `String should have at most ${maxChars} characters`, params: { type: 'string_too_long', ctx: { max_length: maxChars } }, input: s });
+        const error = stringTooLong(maxChars);
+        ctx.addIssue({ code: 'custom', message: error.msg, params: { pydantic: error }, input: s });
       }
       if (options.minChars !== undefined && n < options.minChars) {
-        ctx.addIssue({ code: 'custom', message: `String should have at least ${options.minChars} characters`, params: { type: 'string_too_short', ctx: { min_length: options.minChars } }, input: s });
+        const error = stringTooShort(options.minChars);
+        ctx.addIssue({ code: 'custom', message: error.msg, params: { pydantic: error }, input: s });
       }
       if (options.singleLine && /[\r\n]/.test(s)) {
         ctx.addIssue({ code: 'custom', message: 'Value error, must not contain a line break', input: s });

@@ -1,7 +1,5 @@
 import express, { type Express, type Request, type Response, Router } from 'express';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { type Caller, Credentials, authorizationOf, loadOrCreateSecret, requireCredential } from './credentials.js';
 import { Federation } from './federation.js';
@@ -17,7 +15,7 @@ import { methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { noSniff } from '../http/security-headers.js';
-import { answerMalformedRequest } from '../http/malformed-request.js';
+import { listen } from '../http/listen.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { ensurePrivateDir } from '../lifecycle/private-files.js';
 import { PARTIAL_UPLOAD_PATTERN, removePartialFiles } from '../lifecycle/reap-leftovers.js';
@@ -216,11 +214,11 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
 /** The relay node appears in its own feed once, with a self-signed registration, so peers can verify its statements. */
 function registerSelf(deps: RelayDeps): void {
   const { store, selfKey } = deps;
-  if (store.db.prepare('SELECT 1 FROM nodes WHERE node_id = ?').get(selfKey.nodeId)) return;
+  if (store.data.nodes.exists(selfKey.nodeId)) return;
   const nowMs = deps.clock.nowMs();
   const registration = signDocument({ schema: registerSchema, node_id: selfKey.nodeId, relay: deps.baseUrl, created_at: Math.floor(nowMs / 1000), name: 'relay node' }, selfKey.secretKey);
   store.tx(() => {
-    store.db.prepare('INSERT INTO nodes (node_id, local, name, registration, created_ms, updated_ms) VALUES (?, 0, ?, ?, ?, ?)').run(selfKey.nodeId, 'relay node', JSON.stringify(registration), nowMs, nowMs);
+    store.data.nodes.insert({ nodeId: selfKey.nodeId, local: false, name: 'relay node', registration: JSON.stringify(registration), nowMs });
     store.appendEvent('node', selfKey.nodeId, selfKey.nodeId, { registration }, nowMs);
   });
 }
@@ -269,8 +267,8 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   });
 
   const stats = () => {
-    const n = (sql: string) => (deps.store.db.prepare(sql).get() as { n: number }).n;
-    return { nodes: n('SELECT COUNT(*) AS n FROM nodes'), items: n('SELECT COUNT(*) AS n FROM items'), votes: n('SELECT COUNT(*) AS n FROM votes'), peers: n('SELECT COUNT(*) AS n FROM peers') };
+    const { nodes, items, votes, peers } = deps.store.data;
+    return { nodes: nodes.count(), items: items.count(), votes: votes.count(), peers: peers.count() };
   };
   const sitePrefix = pathPrefix(deps.humanUrl);
   const apiPrefix = pathPrefix(deps.baseUrl);
@@ -306,39 +304,26 @@ export interface RunningRelay {
 
 /** Listens (port 0 by default), then builds the relay with the base and human addresses it now knows. */
 export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
-  const host = options.host ?? '127.0.0.1';
-  const server = createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  const origin = (options.publicOrigin ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, '');
+  // Listens first: the service's own URLs (signed into its documents) need the bound port.
+  const listening = await listen({ port: options.port ?? 0, ...(options.host !== undefined ? { host: options.host } : {}) });
+  const origin = (options.publicOrigin ?? listening.origin).replace(/\/+$/, '');
   const baseUrl = origin + (options.basePath ?? '');
   const humanUrl = origin + (options.humanPath ?? '');
   let service: RelayService;
   try {
     service = createRelayService({ ...options, baseUrl, humanUrl });
   } catch (err) {
-    server.close();
+    await listening.close();
     throw err;
   }
-  server.on('request', service.app);
-  // A request node cannot parse is answered in the service's JSON, not node's bare 400.
-  server.on('clientError', answerMalformedRequest);
+  listening.server.on('request', service.app);
   return {
     url: origin,
     baseUrl,
     humanUrl,
     service,
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await listening.close();
       await service.close();
     },
   };

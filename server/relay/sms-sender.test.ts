@@ -4,7 +4,7 @@ import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { FileOutboxSmsSender, WebhookSmsSender, readSmsOutbox } from './sms-sender.js';
-import { tempDataDir } from './testing/relay-test-kit.js';
+import { tempDataDir } from '../../test/support/relay-test-kit.js';
 
 const server = setupServer();
 beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));

@@ -9,6 +9,7 @@ import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { inviteAcceptBody, pairConfirmBody } from './relay-schemas.js';
+import type { PairingRow } from './data-access/social-repository.js';
 
 /** A random code that is easy to read aloud: Crockford base32 (256 is a multiple of 32, so no bias). */
 export function readableCode(length = 12): string {
@@ -23,23 +24,15 @@ export function pairingQrPng(url: string): Promise<Buffer> {
   return QRCode.toBuffer(url, { type: 'png', errorCorrectionLevel: 'M', margin: 2, scale: 6 });
 }
 
-interface PairingRow {
-  token_hash: string;
-  node_id: string;
-  created_ms: number;
-  expires_ms: number;
-  confirmed_by: string | null;
-  confirmed_ms: number | null;
-}
 
 /** Invites and pairing. */
 export function socialRoutes(deps: RelayDeps): RelayRoute[] {
-  const db = deps.store.db;
+  const { social, nodes } = deps.store.data;
   const now = () => deps.clock.nowMs();
 
   const pairingOf = (token: string) => {
     if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw invalidInput(['path', 'token'], 'Value error, not a pairing token', token);
-    const row = db.prepare('SELECT * FROM pairings WHERE token_hash = ?').get(sha256Hex(token)) as PairingRow | undefined;
+    const row = social.pairing(sha256Hex(token));
     if (!row) throw new HttpError(404, 'unknown pairing token');
     return row;
   };
@@ -61,9 +54,10 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const code = readableCode();
         const expiresMs = now() + relayLimits.inviteTtlSeconds * 1000;
         deps.store.tx(() => {
-          const open = (db.prepare('SELECT COUNT(*) AS n FROM invites WHERE inviter = ? AND accepted_by IS NULL AND expires_ms > ?').get(inviter, now()) as { n: number }).n;
-          if (open >= relayLimits.openInvitesMax) throw new HttpError(409, `at most ${relayLimits.openInvitesMax} open invites; wait for some to be accepted or expire`);
-          db.prepare('INSERT INTO invites (code, inviter, created_ms, expires_ms) VALUES (?, ?, ?, ?)').run(code, inviter, now(), expiresMs);
+          if (social.countOpenInvites(inviter, now()) >= relayLimits.openInvitesMax) {
+            throw new HttpError(409, `at most ${relayLimits.openInvitesMax} open invites; wait for some to be accepted or expire`);
+          }
+          social.insertInvite({ code, inviter, nowMs: now(), expiresMs });
         });
         return { code, inviter, state: 'open', expires_at: isoFromMs(expiresMs), accept: { method: 'POST', path: '/invites/accept', body: { code } } };
       },
@@ -75,13 +69,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'human',
       since: '0.9.3',
       handle: ({ caller }) => {
-        const rows = db.prepare('SELECT * FROM invites WHERE inviter = ? ORDER BY created_ms DESC').all(callerNode(caller)) as {
-          code: string;
-          created_ms: number;
-          expires_ms: number;
-          accepted_by: string | null;
-          accepted_ms: number | null;
-        }[];
+        const rows = social.invitesOf(callerNode(caller));
         return {
           invites: rows.map((r) => ({
             code: r.code,
@@ -105,12 +93,12 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const nodeId = callerNode(caller);
         const code = body.code.trim().toUpperCase();
         return deps.store.tx(() => {
-          const row = db.prepare('SELECT * FROM invites WHERE code = ?').get(code) as { inviter: string; accepted_by: string | null; expires_ms: number } | undefined;
+          const row = social.invite(code);
           if (!row || inviteState(row) !== 'open') throw new HttpError(404, 'unknown, used or expired invite code');
           if (row.inviter === nodeId) throw new HttpError(409, 'you cannot accept your own invite');
           if (getNode(deps, nodeId)?.invited_by) throw new HttpError(409, 'you already accepted an invite');
-          db.prepare('UPDATE invites SET accepted_by = ?, accepted_ms = ? WHERE code = ?').run(nodeId, now(), code);
-          db.prepare('UPDATE nodes SET invited_by = ?, updated_ms = ? WHERE node_id = ?').run(row.inviter, now(), nodeId);
+          social.acceptInvite(code, nodeId, now());
+          nodes.setInvitedBy(nodeId, row.inviter, now());
           return { node_id: nodeId, invited_by: row.inviter, accepted_at: isoFromMs(now()) };
         });
       },
@@ -126,7 +114,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const nodeId = callerNode(caller);
         const token = randomBytes(24).toString('base64url');
         const expiresMs = now() + relayLimits.pairTokenTtlSeconds * 1000;
-        db.prepare('INSERT INTO pairings (token_hash, node_id, created_ms, expires_ms) VALUES (?, ?, ?, ?)').run(sha256Hex(token), nodeId, now(), expiresMs);
+        social.insertPairing({ tokenHash: sha256Hex(token), nodeId, nowMs: now(), expiresMs });
         return { token, node_id: nodeId, state: 'pending', expires_at: isoFromMs(expiresMs), url: pairUrl(token), qr: `${pairUrl(token)}/qr` };
       },
     }),
@@ -177,9 +165,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
           const row = pairingOf(body.token);
           if (pairingState(row) !== 'pending') throw new HttpError(410, `pairing token is ${pairingState(row)}`);
           if (row.node_id === nodeId) throw new HttpError(409, 'a node cannot pair with itself; confirm from the other node');
-          db.prepare('UPDATE pairings SET confirmed_by = ?, confirmed_ms = ? WHERE token_hash = ?').run(nodeId, now(), row.token_hash);
-          const [a, b] = [row.node_id, nodeId].sort() as [string, string];
-          db.prepare('INSERT OR IGNORE INTO pairs (a, b, created_ms) VALUES (?, ?, ?)').run(a, b, now());
+          social.confirmPairing(row, nodeId, now());
           return { state: 'paired', nodes: [row.node_id, nodeId] };
         });
       },

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { type NodeKey, type QuorumSet, type Vote, bulletinRank, generateNodeKey, signVote } from './protocol.js';
 import { RelayStore } from './relay-store.js';
-import { tempDataDir } from './testing/relay-test-kit.js';
+import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import { Voting } from './voting.js';
 
 /**

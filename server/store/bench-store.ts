@@ -1,4 +1,6 @@
 import type { BackendErrorKind } from '../../backends/backend.js';
+import type { BoardHealthStore } from './board-health-store.js';
+import type { WaitlistStore } from './waitlist-store.js';
 
 /**
  * The bench service's storage, behind one interface. The SQLite implementation
@@ -19,6 +21,12 @@ export interface BenchStore {
   findAgentByTokenSha256(tokenSha256: string): Promise<AgentRecord | undefined>;
 
   /**
+   * The expiry sweep: the one read-side-free place where sessions expire (besides the writes
+   * below that check a lease, which sweep first inside their own transaction). The service runs
+   * it from timers on its injected clock; it is safe to run repeatedly and concurrently (a session
+   * expires once, whoever sweeps). Reads never write: they show a session due at their `nowMs`
+   * as expired (and its lease as freed) exactly as the sweep will record it.
+   *
    * Marks every active session whose `expiresAtMs <= nowMs` expired, except one with a job
    * queued, flashing or running: a session's unfinished job keeps it alive, and when the job
    * finishes (`finishJob`, or failed as `interrupted` by `recoverAfterRestart`) the session's
@@ -43,7 +51,11 @@ export interface BenchStore {
   /** Inserts a queued job after checking its lease and the board's queue, atomically. */
   createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult>;
   getJob(jobId: string): Promise<JobRecord | undefined>;
-  /** Moves a job to `flashing` or `running`; a no-op for a job already failed (cancelled meanwhile). */
+  /**
+   * Moves a job to `flashing` or `running`; a no-op for a job already failed (cancelled meanwhile).
+   * One job per board: a job does not start flashing while another job of its board is flashing
+   * or running (throws `BoardBusyError`), whichever process dispatches it.
+   */
   markJobPhase(jobId: string, phase: 'flashing' | 'running', nowMs: number): Promise<void>;
   /**
    * Saves the UART a flashing or running job has captured so far (a no-op once it finished), so
@@ -67,14 +79,32 @@ export interface BenchStore {
   listLeases(nowMs: number): Promise<LeaseWithAgent[]>;
   /** Per board: jobs waiting and jobs flashing or running. */
   boardActivity(): Promise<Map<string, { queued: number; active: number }>>;
-  counts(): Promise<StoreCounts>;
+  /** Totals; with `nowMs`, a session due by then is not counted open (as `listActiveSessions`). */
+  counts(nowMs?: number): Promise<StoreCounts>;
   recentJobs(limit: number): Promise<JobWithAgent[]>;
   recentFailures(limit: number): Promise<JobWithAgent[]>;
+
+  /** Board health (failures, quarantine) per board, in the same database. */
+  readonly boardHealth: BoardHealthStore;
+  /** The pages' waitlist, in the same database. */
+  readonly waitlist: WaitlistStore;
 
   /** The secret stored under `name`, created (once, for ever) with `create` when absent. */
   secret(name: string, create: () => Uint8Array): Promise<Uint8Array>;
 
   close(): Promise<void>;
+}
+
+/** A second job of a board asked to start while one is flashing or running there (`markJobPhase`). */
+export class BoardBusyError extends Error {
+  constructor(
+    readonly board: string,
+    readonly jobId: string,
+    readonly activeJobId: string,
+  ) {
+    super(`job ${jobId} cannot start on board ${board}: job ${activeJobId} is still flashing or running there (one job per board)`);
+    this.name = 'BoardBusyError';
+  }
 }
 
 export interface AgentRecord {

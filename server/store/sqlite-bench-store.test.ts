@@ -5,6 +5,8 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JobRecord, SessionRecord, UartRecord } from './bench-store.js';
 import { FirmwareBlobStore } from './firmware-blob-store.js';
+import { runMigrations } from '../db/run-migrations.js';
+import { benchStoreMigrations } from './bench-store-migrations.js';
 import { SQLITE_SCHEMA_VERSION, SqliteBenchStore } from './sqlite-bench-store.js';
 
 const made: string[] = [];
@@ -64,6 +66,7 @@ async function storeWithAgents(file = ':memory:') {
   return store;
 }
 
+/** What only SQLite has: the file, its schema version, reopening it. The rest: test/contract/bench-store-contract.ts. */
 describe('SqliteBenchStore', () => {
   it('records the schema version and refuses a database from a newer hilbench', async () => {
     const file = path.join(dir(), 'bench.sqlite');
@@ -77,28 +80,38 @@ describe('SqliteBenchStore', () => {
     expect(() => new SqliteBenchStore(file)).toThrow(/newer than this hilbench understands/);
   });
 
-  it('gives one lease per board: a second open on a leased board reports the holder', async () => {
-    const store = await storeWithAgents();
-    expect((await store.openSession(session())).kind).toBe('opened');
-    const second = await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2' }));
-    expect(second).toEqual({
-      kind: 'board-leased',
-      lease: { board: 'pico', holder: { kind: 'session', sessionId: 'ses_1' }, agentId: 'ag_1', agentLabel: 'one', expiresAtMs: T0 + 90_000 },
-    });
-    // Once the first lease has run out, the same call wins (expiry is decided inside the transaction).
-    expect((await store.openSession(session({ sessionId: 'ses_3', agentId: 'ag_2', createdAtMs: T0 + 90_000, expiresAtMs: T0 + 180_000 }))).kind).toBe('opened');
-    expect((await store.getSession('ses_1', T0 + 90_000))!).toMatchObject({ state: 'expired', endedAtMs: T0 + 90_000 });
+  it('adopts a version-2 database whose board health and waitlist tables were made ad hoc, and keeps their rows', async () => {
+    const file = path.join(dir(), 'bench.sqlite');
+    const old = new Database(file);
+    runMigrations(old, benchStoreMigrations.slice(0, 2));
+    // As SqliteQuarantineStore and SqliteWaitlist created them on the store's handle before migration 3.
+    old.exec(`CREATE TABLE IF NOT EXISTS board_health (board TEXT NOT NULL PRIMARY KEY, consecutive_failures INTEGER NOT NULL CHECK (consecutive_failures >= 0),
+      last_failure TEXT, quarantined_since_ms INTEGER, quarantine_reason TEXT, CHECK ((quarantined_since_ms IS NULL) = (quarantine_reason IS NULL)))`);
+    old.exec(`CREATE TABLE IF NOT EXISTS waitlist (email TEXT NOT NULL PRIMARY KEY, kind TEXT NOT NULL CHECK (kind IN ('person', 'team', 'agent')),
+      note TEXT NOT NULL, joined_at_ms INTEGER NOT NULL)`);
+    old.prepare("INSERT INTO waitlist VALUES ('a@example.org', 'team', '', 1)").run();
+    old.prepare("INSERT INTO board_health VALUES ('pico', 2, 'boom', NULL, NULL)").run();
+    old.close();
+    const store = new SqliteBenchStore(file);
+    expect(store.database.prepare('SELECT version FROM schema_version').get()).toEqual({ version: SQLITE_SCHEMA_VERSION });
+    expect(store.waitlist.count()).toBe(1);
+    expect(await store.boardHealth.get('pico')).toMatchObject({ consecutiveFailures: 2, lastFailure: 'boom' });
+    await store.close();
   });
 
-  it('lets a job take the board for itself and frees it when the job finishes', async () => {
-    const store = await storeWithAgents();
-    expect((await store.createJob(job(), { maxQueuedPerBoard: 4, nowMs: T0 })).kind).toBe('created');
-    const blocked = await store.openSession(session({ agentId: 'ag_2' }));
-    expect(blocked).toMatchObject({ kind: 'board-leased', lease: { holder: { kind: 'job', jobId: 'job_1' }, expiresAtMs: null } });
-    await store.markJobPhase('job_1', 'flashing', T0 + 1);
-    await expect(store.markJobPhase('job_1', 'flashing', T0 + 2)).rejects.toThrow(/cannot move to flashing: it is not queued/);
-    await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 3, failure: { kind: 'flash-failed', message: 'nope' } });
-    expect((await store.openSession(session({ agentId: 'ag_2' }))).kind).toBe('opened');
+  it('upgrading, keeps the oldest of two active jobs of a board and fails the other as interrupted', async () => {
+    const file = path.join(dir(), 'bench.sqlite');
+    const store = await storeWithAgents(file);
+    await store.createJob(job({ jobId: 'job_a' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    await store.markJobPhase('job_a', 'flashing', T0 + 1);
+    // A database from before the rule (schema 3), where a second job of the board got going too.
+    store.database.exec('DROP INDEX jobs_one_active_per_board; UPDATE schema_version SET version = 3');
+    store.database.prepare("INSERT INTO jobs (job_id, agent_id, board, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms, started_at_ms) VALUES ('job_b', 'ag_1', 'pico', 'flashing', ?, 1, '{}', 1, ?, ?)").run('a'.repeat(64), T0 + 2, T0 + 3);
+    await store.close();
+    const upgraded = new SqliteBenchStore(file);
+    expect((await upgraded.getJob('job_a'))!.state).toBe('flashing');
+    expect(await upgraded.getJob('job_b')).toMatchObject({ state: 'failed', failure: { kind: 'interrupted' }, finishedAtMs: T0 + 3 });
+    await upgraded.close();
   });
 
   it('fails running jobs as interrupted, keeping the UART saved while they ran, and returns queued ones after a restart', async () => {
@@ -123,20 +136,6 @@ describe('SqliteBenchStore', () => {
     expect(expired.map((s) => s.sessionId)).toEqual(['ses_idle']);
     expect(await reopened.getSession('ses_1', T0 + 100_000)).toMatchObject({ state: 'active', expiresAtMs: T0 + 190_000 });
     await reopened.close();
-  });
-
-  it('saves the UART of a running job only while it runs: a finished outcome is never overwritten', async () => {
-    const store = await storeWithAgents();
-    await store.createJob(job(), { maxQueuedPerBoard: 4, nowMs: T0 });
-    await store.saveJobUart('job_1', uartOf('too early'));
-    expect((await store.getJob('job_1'))!.uart).toBeNull();
-    await store.markJobPhase('job_1', 'flashing', T0 + 1);
-    await store.markJobPhase('job_1', 'running', T0 + 2);
-    await store.saveJobUart('job_1', uartOf('partial'));
-    expect((await store.getJob('job_1'))!.uart).toMatchObject({ droppedBytes: 0, timeBase: 'wall', chunks: [{ atNanos: 0, offset: 0, length: 7 }] });
-    await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 3, failure: { kind: 'cancelled', message: 'stopped' }, uart: uartOf('partial+') });
-    await store.saveJobUart('job_1', uartOf('late'));
-    expect(new TextDecoder().decode((await store.getJob('job_1'))!.uart!.bytes)).toBe('partial+');
   });
 
   it('keeps a secret across reopenings', async () => {
@@ -167,70 +166,5 @@ describe('FirmwareBlobStore', () => {
     writeFileSync(path.join(d, 'x'), 'x');
     const blobs = new FirmwareBlobStore(d);
     await expect(blobs.get('../x')).rejects.toThrow(/not a SHA-256 hex digest/);
-  });
-});
-
-describe('SqliteBenchStore: closing a session with jobs (bench audit 1)', () => {
-  async function sessionWithJobs() {
-    const store = await storeWithAgents();
-    expect((await store.openSession(session({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }))).kind).toBe('opened');
-    const opts = { maxQueuedPerBoard: 8, nowMs: T0 };
-    await store.createJob(job({ jobId: 'job_run', sessionId: 'ses_1' }), opts);
-    await store.createJob(job({ jobId: 'job_wait', sessionId: 'ses_1', createdAtMs: T0 + 1 }), opts);
-    await store.markJobPhase('job_run', 'flashing', T0 + 2);
-    await store.markJobPhase('job_run', 'running', T0 + 3);
-    return store;
-  }
-
-  it('when ended: cancels its queued jobs and hands the lease to its running job until it finishes', async () => {
-    const how = 'ended';
-    const atMs = T0 + 5_000;
-    const iso = '2023-11-14T22:13:25.000Z';
-    const store = await sessionWithJobs();
-    await store.endSession('ses_1', atMs);
-    expect(await store.getJob('job_wait')).toMatchObject({
-      state: 'failed',
-      startedAtMs: null,
-      finishedAtMs: atMs,
-      failure: { kind: 'cancelled', message: `cancelled before it started: session ses_1 ${how} at ${iso}` },
-    });
-    expect((await store.getJob('job_run'))!.state).toBe('running');
-    const blocked = await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: atMs, expiresAtMs: atMs + 90_000 }));
-    expect(blocked).toMatchObject({ kind: 'board-leased', lease: { holder: { kind: 'job', jobId: 'job_run' }, agentId: 'ag_1', expiresAtMs: null } });
-
-    await store.finishJob('job_run', { state: 'failed', nowMs: atMs + 1, failure: { kind: 'cancelled', message: 'stopped' } });
-    // The outcome recorded first stands: a late dispatcher rejection of the cancelled job changes nothing.
-    await store.finishJob('job_wait', { state: 'failed', nowMs: atMs + 2, failure: { kind: 'cancelled', message: 'late' } });
-    expect((await store.getJob('job_wait'))!.failure!.message).toMatch(/^cancelled before it started/);
-    await expect(store.markJobPhase('job_wait', 'flashing', atMs + 3)).resolves.toBeUndefined();
-    expect((await store.openSession(session({ sessionId: 'ses_3', agentId: 'ag_2', createdAtMs: atMs + 4, expiresAtMs: atMs + 90_000 }))).kind).toBe('opened');
-  });
-
-  it('never expires while one of its jobs is queued or running; its idle time restarts when the last one finishes', async () => {
-    const store = await sessionWithJobs();
-    // Idle 10 s, no heartbeat: long past expires_at, the running and the queued job keep it alive.
-    expect(await store.expireSessions(T0 + 60_000)).toEqual([]);
-    expect(await store.getSession('ses_1', T0 + 60_000)).toMatchObject({ state: 'active', expiresAtMs: T0 + 70_000 });
-    expect(await store.listLeases(T0 + 60_000)).toMatchObject([{ holder: { kind: 'session', sessionId: 'ses_1' }, expiresAtMs: T0 + 70_000 }]);
-    const blocked = await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: T0 + 60_000, expiresAtMs: T0 + 150_000 }));
-    expect(blocked).toMatchObject({ kind: 'board-leased', lease: { holder: { kind: 'session', sessionId: 'ses_1' }, expiresAtMs: T0 + 70_000 } });
-
-    await store.finishJob('job_run', { state: 'done', nowMs: T0 + 61_000, uart: uartOf(''), stop: { reason: 'elapsed', elapsedNanos: 0 }, flashMs: 1, runMs: 1 });
-    expect(await store.expireSessions(T0 + 80_000)).toEqual([]);
-    await store.markJobPhase('job_wait', 'flashing', T0 + 80_000);
-    await store.finishJob('job_wait', { state: 'failed', nowMs: T0 + 81_000, failure: { kind: 'flash-failed', message: 'nope' } });
-    // The last job finished at +81 s: the session is idle from then, for its 10 s.
-    expect(await store.getSession('ses_1', T0 + 90_999)).toMatchObject({ state: 'active', expiresAtMs: T0 + 91_000 });
-    expect((await store.expireSessions(T0 + 91_000)).map((s) => s.sessionId)).toEqual(['ses_1']);
-    expect((await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: T0 + 91_000 }))).kind).toBe('opened');
-  });
-
-  it('frees the board at once when the closed session has nothing running', async () => {
-    const store = await storeWithAgents();
-    await store.openSession(session());
-    await store.createJob(job({ sessionId: 'ses_1' }), { maxQueuedPerBoard: 8, nowMs: T0 });
-    await store.endSession('ses_1', T0 + 1);
-    expect((await store.getJob('job_1'))!.failure!.kind).toBe('cancelled');
-    expect((await store.openSession(session({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: T0 + 2 }))).kind).toBe('opened');
   });
 });

@@ -19,75 +19,12 @@ import type {
   UartRecord,
 } from './bench-store.js';
 import { isoFromMs } from '../../core/clock.js';
-import { jobStates } from './bench-store.js';
+import { BoardBusyError, jobStates } from './bench-store.js';
+import { latestVersion } from '../db/run-migrations.js';
 import { prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
-
-/**
- * Schema migrations, applied in order; `schema_version` holds how many ran. Append only: a
- * shipped migration is never edited, a change is a new entry.
- */
-const migrations: readonly string[] = [
-  `
-  CREATE TABLE agents (
-    agent_id TEXT PRIMARY KEY,
-    label TEXT NOT NULL,
-    token_sha256 TEXT NOT NULL UNIQUE,
-    created_at_ms INTEGER NOT NULL
-  );
-  CREATE TABLE sessions (
-    session_id TEXT PRIMARY KEY,
-    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
-    board TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('active', 'ended', 'expired')),
-    idle_seconds REAL NOT NULL,
-    created_at_ms INTEGER NOT NULL,
-    expires_at_ms INTEGER NOT NULL,
-    ended_at_ms INTEGER,
-    last_heartbeat_at_ms INTEGER
-  );
-  CREATE INDEX sessions_by_state ON sessions(state, expires_at_ms);
-  -- One row per held board: the primary key is what makes a lease exclusive.
-  CREATE TABLE leases (
-    board TEXT PRIMARY KEY,
-    holder_kind TEXT NOT NULL CHECK (holder_kind IN ('session', 'job')),
-    holder_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL REFERENCES agents(agent_id)
-  );
-  CREATE TABLE jobs (
-    job_id TEXT PRIMARY KEY,
-    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
-    board TEXT NOT NULL,
-    session_id TEXT,
-    state TEXT NOT NULL CHECK (state IN ('queued', 'flashing', 'running', 'done', 'failed')),
-    firmware_sha256 TEXT NOT NULL,
-    firmware_size_bytes INTEGER NOT NULL,
-    elf_json TEXT NOT NULL,
-    uart_seconds REAL NOT NULL,
-    uart_bytes BLOB,
-    uart_json TEXT,
-    stop_json TEXT,
-    failure_kind TEXT,
-    failure_message TEXT,
-    created_at_ms INTEGER NOT NULL,
-    started_at_ms INTEGER,
-    running_at_ms INTEGER,
-    finished_at_ms INTEGER,
-    flash_ms INTEGER,
-    run_ms INTEGER
-  );
-  CREATE INDEX jobs_by_board_state ON jobs(board, state);
-  CREATE INDEX jobs_by_created ON jobs(created_at_ms);
-  -- Server-wide secrets that must survive restarts (e.g. the key signing the waitlist CSRF tokens).
-  CREATE TABLE secrets (
-    name TEXT PRIMARY KEY,
-    value BLOB NOT NULL
-  );
-  `,
-  // A session's queued and running jobs keep it alive (decision 0211): looked up at every expiry check.
-  `
-  CREATE INDEX jobs_by_session_state ON jobs(session_id, state);
-  `,
-];
+import { benchStoreMigrations, migrateBenchDatabase } from './bench-store-migrations.js';
+import { SqliteQuarantineStore } from './sqlite-quarantine-store.js';
+import { SqliteWaitlist } from './sqlite-waitlist.js';
 
 /** Job states in which a job still uses its session's lease: it keeps the session alive (decision 0211). */
 const UNFINISHED_JOB_STATES = "('queued', 'flashing', 'running')";
@@ -96,12 +33,14 @@ const UNFINISHED_JOB_STATES = "('queued', 'flashing', 'running')";
 const idleMs = (idleSeconds: number) => Math.round(idleSeconds * 1000);
 
 /** The schema version this code writes; a database from a newer version is refused. */
-export const SQLITE_SCHEMA_VERSION = migrations.length;
+export const SQLITE_SCHEMA_VERSION = latestVersion(benchStoreMigrations);
 
 /** The bench store on SQLite (better-sqlite3, WAL). One process owns the file. */
 export class SqliteBenchStore implements BenchStore {
-  /** The open database, shared with the waitlist store of the pages (same file, own tables). */
+  /** The open database. For this class and its tests only: the service sees `BenchStore`. */
   readonly database: Database.Database;
+  readonly boardHealth: SqliteQuarantineStore;
+  readonly waitlist: SqliteWaitlist;
 
   constructor(file: string) {
     // Agents' token hashes and e-mails, the CSRF secret: 0600, and SQLite gives -wal/-shm the same mode.
@@ -112,24 +51,9 @@ export class SqliteBenchStore implements BenchStore {
     this.database.pragma('synchronous = FULL');
     this.database.pragma('foreign_keys = ON');
     this.database.pragma('busy_timeout = 5000');
-    this.migrate();
-  }
-
-  private migrate(): void {
-    const db = this.database;
-    db.exec('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
-    const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
-    const current = row?.version ?? 0;
-    if (current > migrations.length) {
-      throw new Error(
-        `the database has schema version ${current}, newer than this hilbench understands (${migrations.length}); upgrade hilbench or use another --data-dir`,
-      );
-    }
-    db.transaction(() => {
-      for (let v = current; v < migrations.length; v++) db.exec(migrations[v]!);
-      if (row) db.prepare('UPDATE schema_version SET version = ?').run(migrations.length);
-      else db.prepare('INSERT INTO schema_version (version) VALUES (?)').run(migrations.length);
-    }).immediate();
+    migrateBenchDatabase(this.database);
+    this.boardHealth = new SqliteQuarantineStore(this.database);
+    this.waitlist = new SqliteWaitlist(this.database);
   }
 
   async ping(): Promise<void> {
@@ -219,6 +143,16 @@ export class SqliteBenchStore implements BenchStore {
   }
 
   /**
+   * A session as it stands at `nowMs`, without writing: one due then (`expireDue` would expire
+   * it) is shown expired at its `expiresAtMs`, exactly as the sweep will record it.
+   */
+  private asOf(session: SessionRecord, nowMs: number): SessionRecord {
+    const seen = this.inUse(session, nowMs);
+    if (seen.state !== 'active' || seen.expiresAtMs > nowMs) return seen;
+    return { ...seen, state: 'expired', endedAtMs: seen.expiresAtMs };
+  }
+
+  /**
    * A job of `sessionId` just finished (done, failed, interrupted): its session's idle time
    * starts again from `nowMs`, exactly as a heartbeat would (the expiry never moves earlier).
    */
@@ -276,13 +210,9 @@ export class SqliteBenchStore implements BenchStore {
   }
 
   async getSession(sessionId: string, nowMs: number): Promise<SessionRecord | undefined> {
-    return this.database
-      .transaction(() => {
-        this.expireDue(nowMs);
-        const row = this.database.prepare('SELECT * FROM sessions WHERE session_id = ?').get(sessionId) as SessionRow | undefined;
-        return row && this.inUse(sessionFromRow(row), nowMs);
-      })
-      .immediate();
+    // A plain read: a session due at `nowMs` is shown expired, the sweep (`expireSessions`) records it.
+    const row = this.database.prepare('SELECT * FROM sessions WHERE session_id = ?').get(sessionId) as SessionRow | undefined;
+    return row && this.asOf(sessionFromRow(row), nowMs);
   }
 
   private changeSession(sessionId: string, nowMs: number, change: (s: SessionRecord) => void): SessionChangeResult {
@@ -316,18 +246,15 @@ export class SqliteBenchStore implements BenchStore {
   }
 
   async listActiveSessions(nowMs: number): Promise<SessionWithAgent[]> {
-    return this.database
-      .transaction(() => {
-        this.expireDue(nowMs);
-        const rows = this.database
-          .prepare(
-            `SELECT s.*, a.label AS agent_label FROM sessions s JOIN agents a ON a.agent_id = s.agent_id
-             WHERE s.state = 'active' ORDER BY s.created_at_ms, s.rowid`,
-          )
-          .all() as Array<SessionRow & { agent_label: string }>;
-        return rows.map((r) => ({ ...this.inUse(sessionFromRow(r), nowMs), agentLabel: r.agent_label }));
-      })
-      .immediate();
+    const rows = this.database
+      .prepare(
+        `SELECT s.*, a.label AS agent_label FROM sessions s JOIN agents a ON a.agent_id = s.agent_id
+         WHERE s.state = 'active' ORDER BY s.created_at_ms, s.rowid`,
+      )
+      .all() as Array<SessionRow & { agent_label: string }>;
+    return rows
+      .map((r) => ({ ...this.asOf(sessionFromRow(r), nowMs), agentLabel: r.agent_label }))
+      .filter((s) => s.state === 'active');
   }
 
   async createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult> {
@@ -379,16 +306,27 @@ export class SqliteBenchStore implements BenchStore {
   }
 
   async markJobPhase(jobId: string, phase: 'flashing' | 'running', nowMs: number): Promise<void> {
+    const db = this.database;
     const column = phase === 'flashing' ? 'started_at_ms' : 'running_at_ms';
     const from = phase === 'flashing' ? 'queued' : 'flashing';
-    const result = this.database
-      .prepare(`UPDATE jobs SET state = ?, ${column} = ? WHERE job_id = ? AND state = ?`)
-      .run(phase, nowMs, jobId, from);
-    if (result.changes === 1) return;
-    // A job cancelled (its session closed) while the dispatcher was starting it: the cancel wins.
-    const current = this.database.prepare('SELECT state FROM jobs WHERE job_id = ?').get(jobId) as { state: JobState } | undefined;
-    if (current?.state === 'failed') return;
-    throw new Error(`job ${jobId} cannot move to ${phase}: it is not ${from}`);
+    db.transaction(() => {
+      if (phase === 'flashing') {
+        // Checked first for an error that names the job in the way; the unique index is the backstop.
+        const busy = db
+          .prepare(
+            `SELECT j.board, j.job_id FROM jobs me JOIN jobs j ON j.board = me.board AND j.job_id <> me.job_id
+             WHERE me.job_id = ? AND me.state = 'queued' AND j.state IN ('flashing', 'running') LIMIT 1`,
+          )
+          .get(jobId) as { board: string; job_id: string } | undefined;
+        if (busy) throw new BoardBusyError(busy.board, jobId, busy.job_id);
+      }
+      const result = db.prepare(`UPDATE jobs SET state = ?, ${column} = ? WHERE job_id = ? AND state = ?`).run(phase, nowMs, jobId, from);
+      if (result.changes === 1) return;
+      // A job cancelled (its session closed) while the dispatcher was starting it: the cancel wins.
+      const current = db.prepare('SELECT state FROM jobs WHERE job_id = ?').get(jobId) as { state: JobState } | undefined;
+      if (current?.state === 'failed') return;
+      throw new Error(`job ${jobId} cannot move to ${phase}: it is not ${from}`);
+    }).immediate();
   }
 
   async saveJobUart(jobId: string, uart: UartRecord): Promise<void> {
@@ -452,20 +390,16 @@ export class SqliteBenchStore implements BenchStore {
   }
 
   async listLeases(nowMs: number): Promise<LeaseWithAgent[]> {
-    return this.database
-      .transaction(() => {
-        this.expireDue(nowMs);
-        const rows = this.database
-          .prepare(
-            `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms, s.idle_seconds
-             FROM leases l JOIN agents a ON a.agent_id = l.agent_id
-             LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id
-             ORDER BY l.board`,
-          )
-          .all() as LeaseRow[];
-        return rows.map((row) => this.leaseFromRow(row, nowMs));
-      })
-      .immediate();
+    const rows = this.database
+      .prepare(
+        `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms, s.idle_seconds
+         FROM leases l JOIN agents a ON a.agent_id = l.agent_id
+         LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id
+         ORDER BY l.board`,
+      )
+      .all() as LeaseRow[];
+    // A session lease due at `nowMs` is as good as freed: the sweep frees it without a job to pass it to.
+    return rows.map((row) => this.leaseFromRow(row, nowMs)).filter((l) => !(l.holder.kind === 'session' && l.expiresAtMs! <= nowMs));
   }
 
   async boardActivity(): Promise<Map<string, { queued: number; active: number }>> {
@@ -478,10 +412,13 @@ export class SqliteBenchStore implements BenchStore {
     return new Map(rows.map((r) => [r.board, { queued: r.queued, active: r.active }]));
   }
 
-  async counts(): Promise<StoreCounts> {
+  async counts(nowMs?: number): Promise<StoreCounts> {
     const db = this.database;
     const agents = (db.prepare('SELECT COUNT(*) AS n FROM agents').get() as { n: number }).n;
-    const sessionsOpen = (db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE state = 'active'").get() as { n: number }).n;
+    const sessionsOpen =
+      nowMs === undefined
+        ? (db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE state = 'active'").get() as { n: number }).n
+        : (await this.listActiveSessions(nowMs)).length;
     const byState = db.prepare('SELECT state, COUNT(*) AS n FROM jobs GROUP BY state').all() as Array<{ state: JobState; n: number }>;
     const jobsByState = Object.fromEntries(jobStates.map((s) => [s, 0])) as Record<JobState, number>;
     let jobsTotal = 0;

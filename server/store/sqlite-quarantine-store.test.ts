@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { afterFailure, afterSuccess, type BoardHealth, healthyBoard, InMemoryQuarantineStore } from '../../backends/probe/quarantine-store.js';
@@ -21,7 +20,7 @@ const healthArb: fc.Arbitrary<BoardHealth> = fc.record({
 
 describe('SqliteQuarantineStore', () => {
   it('treats a board never seen as healthy', async () => {
-    const store = new SqliteQuarantineStore(new Database(':memory:'));
+    const store = new SqliteBenchStore(':memory:').boardHealth;
     expect(await store.get('pico')).toEqual(healthyBoard);
   });
 
@@ -48,7 +47,7 @@ describe('SqliteQuarantineStore', () => {
   });
 
   it('refuses a negative or fractional failure count and stores nothing', async () => {
-    const store = new SqliteQuarantineStore(new Database(':memory:'));
+    const store = new SqliteBenchStore(':memory:').boardHealth;
     await expect(store.put('pico', { ...healthyBoard, consecutiveFailures: -1 })).rejects.toThrow(/non-negative integer, got -1/);
     await expect(store.put('pico', { ...healthyBoard, consecutiveFailures: 1.5 })).rejects.toThrow(/non-negative integer/);
     expect(await store.get('pico')).toEqual(healthyBoard);
@@ -57,7 +56,7 @@ describe('SqliteQuarantineStore', () => {
   it('answers exactly like the in-memory store for any sequence of puts (property)', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom('pico', 'uno', 'f4'), healthArb), { maxLength: 20 }), async (puts) => {
-        const sqlite = new SqliteQuarantineStore(new Database(':memory:'));
+        const sqlite = new SqliteBenchStore(':memory:').boardHealth;
         const memory = new InMemoryQuarantineStore();
         for (const [board, health] of puts) {
           await sqlite.put(board, health);

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { type BoardHealth, healthyBoard, type QuarantineStore } from '../../backends/probe/quarantine-store.js';
+import { type BoardHealthRecord, type BoardHealthStore, healthyBoardRecord } from './board-health-store.js';
 
 interface BoardHealthRow {
   consecutive_failures: number;
@@ -9,26 +9,16 @@ interface BoardHealthRow {
 }
 
 /**
- * Board health of the probe backend (`QuarantineStore`) in a table of the bench service's SQLite
- * database, so a quarantine survives a restart. Like the waitlist it creates its own table on the
- * handle it is given (`CREATE TABLE IF NOT EXISTS`) and needs no migration of the API's store.
+ * Board health (`BoardHealthStore`; the probe backend takes it as its quarantine store) in a table
+ * of the bench service's SQLite database, so a quarantine survives a restart. Built by
+ * `SqliteBenchStore` on its database (its migrations create the table, bench-store-migrations.ts).
  * Each `put` is one committed statement (the database runs with `synchronous=FULL`).
  */
-export class SqliteQuarantineStore implements QuarantineStore {
+export class SqliteQuarantineStore implements BoardHealthStore {
   private readonly select: BetterSqlite3.Statement<[string]>;
   private readonly upsert: BetterSqlite3.Statement<[string, number, string | null, number | null, string | null]>;
 
   constructor(db: BetterSqlite3.Database) {
-    db.exec(`
-      CREATE TABLE IF NOT EXISTS board_health (
-        board                TEXT    NOT NULL PRIMARY KEY,
-        consecutive_failures INTEGER NOT NULL CHECK (consecutive_failures >= 0),
-        last_failure         TEXT,
-        quarantined_since_ms INTEGER,
-        quarantine_reason    TEXT,
-        -- A quarantine has both a time and a reason, or neither.
-        CHECK ((quarantined_since_ms IS NULL) = (quarantine_reason IS NULL))
-      )`);
     this.select = db.prepare('SELECT consecutive_failures, last_failure, quarantined_since_ms, quarantine_reason FROM board_health WHERE board = ?');
     this.upsert = db.prepare(`
       INSERT INTO board_health (board, consecutive_failures, last_failure, quarantined_since_ms, quarantine_reason) VALUES (?, ?, ?, ?, ?)
@@ -39,9 +29,9 @@ export class SqliteQuarantineStore implements QuarantineStore {
         quarantine_reason = excluded.quarantine_reason`);
   }
 
-  async get(boardId: string): Promise<BoardHealth> {
+  async get(boardId: string): Promise<BoardHealthRecord> {
     const row = this.select.get(boardId) as BoardHealthRow | undefined;
-    if (!row) return { ...healthyBoard };
+    if (!row) return { ...healthyBoardRecord };
     return {
       consecutiveFailures: row.consecutive_failures,
       lastFailure: row.last_failure ?? undefined,
@@ -50,7 +40,7 @@ export class SqliteQuarantineStore implements QuarantineStore {
     };
   }
 
-  async put(boardId: string, health: BoardHealth): Promise<void> {
+  async put(boardId: string, health: BoardHealthRecord): Promise<void> {
     if (!Number.isInteger(health.consecutiveFailures) || health.consecutiveFailures < 0) {
       throw new RangeError(`board ${boardId}: consecutiveFailures must be a non-negative integer, got ${health.consecutiveFailures}`);
     }

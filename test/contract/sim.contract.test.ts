@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
+import { systemClock } from '../../core/clock.js';
 import { EM_ARM, EM_AVR } from '../../core/elf.js';
 import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
@@ -22,7 +23,7 @@ function firmware(boardId: string, program: 'hello' | 'exit' | 'crash') {
 
 const backend = () =>
   new SimBackend({
-    env: {},
+    clock: systemClock,
     onUnmodelled: (message) => {
       throw new Error(`unmodelled access in a contract run: ${message}`);
     },

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
-import { registerNode } from '../../server/relay/testing/relay-test-kit.js';
+import { registerNode } from '../support/relay-test-kit.js';
 import { crashReproductions } from './crash-reproductions.js';
 import { rawExchange } from './raw-http.js';
 

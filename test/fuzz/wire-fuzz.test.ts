@@ -5,7 +5,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
 import { PAGES_ROUTES } from '../../server/bench/pages/pages-router.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { call, postClaim, registerNode, type RunningRelay, startRelayServer, tempDataDir } from '../../server/relay/testing/relay-test-kit.js';
+import { call, postClaim, registerNode, type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 import { arbitraryBody, bodyCases, type FuzzBody } from './fuzz-bodies.js';
 import { rawExchange } from './raw-http.js';
 import { exchangeProblems, type FuzzRoute, routesFromOpenApi } from './wire-checks.js';

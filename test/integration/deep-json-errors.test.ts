@@ -4,7 +4,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { TEST_START_MS } from '../../server/bench/bench-test-harness.js';
 import { INPUT_MAX_DEPTH, TRUNCATED } from '../../server/http/bounded-input.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { call, registerNode, type RunningRelay, startRelayServer, type TestNode, tempDataDir } from '../../server/relay/testing/relay-test-kit.js';
+import { call, registerNode, type RunningRelay, startRelayServer, type TestNode, tempDataDir } from '../support/relay-test-kit.js';
 import { nestedJson } from '../fuzz/fuzz-bodies.js';
 
 /**

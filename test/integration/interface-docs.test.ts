@@ -12,7 +12,7 @@ import { NOTE_MAX_CHARS } from '../../server/bench/pages/waitlist-form.js';
 import { buildFormSchemas } from '../../server/bench/bench-schemas.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { credentialFormats, relayLimits, relayProtocol, relayScheme, relayVersion } from '../../server/relay/relay-facts.js';
-import { type RunningRelay, startRelayServer, tempDataDir } from '../../server/relay/testing/relay-test-kit.js';
+import { type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 
 /**
  * docs/interface/ states the interfaces hilbench implements, in tables. These tests read those

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
-import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 /**

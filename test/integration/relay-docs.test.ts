@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { createRelayService } from '../../server/relay/relay-service.js';
 import { credentialsMarkdown, endpointsMarkdown, limitsMarkdown } from '../../server/relay/relay-site.js';
-import { tempDataDir } from '../../server/relay/testing/relay-test-kit.js';
+import { tempDataDir } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 /** docs/relay-api.md carries the tables the service generates; this keeps them in step. */

@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));

@@ -7,7 +7,7 @@ import { memoryLogger } from '../../server/http/logger.js';
 import type { HostResolver } from '../../server/relay/peer-target.js';
 import { generateNodeKey, quorumSetHash, type NodeKey } from '../../server/relay/protocol.js';
 import { createRelayService } from '../../server/relay/relay-service.js';
-import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type StartRelayServerOptions } from '../../server/relay/testing/relay-test-kit.js';
+import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type StartRelayServerOptions } from '../support/relay-test-kit.js';
 
 /**
  * Relay hardening (issue 5 follow-ups): adding and probing peers makes the relay fetch URLs someone

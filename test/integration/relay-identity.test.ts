@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
 import { signDocument } from '../../server/relay/signed-document.js';
-import { call, nowSeconds, registerNode, registrationFor, sessionFor, startRelayServer, tempDataDir, type RunningRelay } from '../../server/relay/testing/relay-test-kit.js';
+import { call, nowSeconds, registerNode, registrationFor, sessionFor, startRelayServer, tempDataDir, type RunningRelay } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));

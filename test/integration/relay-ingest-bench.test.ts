@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runRelayIngestBench } from '../../bench/relay-ingest.bench.js';
+import { runRelayIngestBench } from '../../perf/relay-ingest.bench.js';
 
 /**
  * The ingest benchmark runs end to end on a tiny network and reports every row it promises. Speed

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { claimId, generateNodeKey, quorumSetHash, signVote } from '../../server/relay/protocol.js';
-import { call, nowSeconds, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { call, nowSeconds, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
@@ -277,7 +277,7 @@ describe('votes and bulletins', () => {
     const dir = tempDataDir();
     const h1 = generateNodeKey();
     const h2 = generateNodeKey();
-    const own = await (await import('../../server/relay/testing/relay-test-kit.js')).startRelayServer({ clock, dataDir: dir.dir, logger: memoryLogger(), selfSlice: { t: 2, v: [h1.nodeId, h2.nodeId].sort(), i: [] } });
+    const own = await (await import('../support/relay-test-kit.js')).startRelayServer({ clock, dataDir: dir.dir, logger: memoryLogger(), selfSlice: { t: 2, v: [h1.nodeId, h2.nodeId].sort(), i: [] } });
     try {
       const n1 = await registerNode(own, clock, { key: h1 });
       const n2 = await registerNode(own, clock, { key: h2 });

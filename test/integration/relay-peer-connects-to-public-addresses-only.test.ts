@@ -6,7 +6,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { HostResolver } from '../../server/relay/peer-target.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
-import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay } from '../../server/relay/testing/relay-test-kit.js';
+import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay } from '../support/relay-test-kit.js';
 
 /**
  * Issue 9: the peer address rule is decided on the address the relay connects to. A name that

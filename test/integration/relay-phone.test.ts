@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { readSmsOutbox } from '../../server/relay/sms-sender.js';
-import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));

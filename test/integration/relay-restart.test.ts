@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
-import { call, postClaim, registrationFor, tempDataDir, voteBy } from '../../server/relay/testing/relay-test-kit.js';
+import { call, postClaim, registrationFor, tempDataDir, voteBy } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 /** The relay's public address stays the same across restarts; the listening port does not matter. */

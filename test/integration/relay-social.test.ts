@@ -4,7 +4,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { verifyVote, type Vote } from '../../server/relay/protocol.js';
 import { verifySignedDocument } from '../../server/relay/signed-document.js';
 import { pairingQrPng } from '../../server/relay/social-routes.js';
-import { call, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../../server/relay/testing/relay-test-kit.js';
+import { call, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));

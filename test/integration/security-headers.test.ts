@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type RunningRelay, startRelayServer, tempDataDir } from '../../server/relay/testing/relay-test-kit.js';
+import { type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 
 /**
  * Issue 9: every answer of both services says `X-Content-Type-Options: nosniff` (JSON that echoes

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { call, registerNode, type RunningRelay, startRelayServer, tempDataDir } from '../../server/relay/testing/relay-test-kit.js';
+import { call, registerNode, type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 import { crashReproductions } from '../fuzz/crash-reproductions.js';
 import { rawExchange } from '../fuzz/raw-http.js';
 

@@ -6,7 +6,7 @@ import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-t
 import { memoryLogger } from '../../server/http/logger.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
 import { type RunningRelay, type StartRelayServerOptions, defaultRelayRateLimits, startRelayServer } from '../../server/relay/relay-service.js';
-import { call, registrationFor, tempDataDir } from '../../server/relay/testing/relay-test-kit.js';
+import { call, registrationFor, tempDataDir } from '../support/relay-test-kit.js';
 
 /**
  * Issue 9: unauthenticated writes (agent registration and the waitlist on the bench; registration,

@@ -1,11 +1,9 @@
 import {
   type Bulletin,
-  type SimBehaviour,
   type TallyInput,
-  Simulation,
-  seededRandom,
   tally,
 } from '../../core/relay/index.js';
+import { type SimBehaviour, Simulation, seededRandom } from '../support/relay-simulation.js';
 import { ITEM, allQuorums, describeTopology, intertwined, simNodes, type Topology } from './relay-arbitraries.js';
 
 /** Shared by the network property tests and their regression tests. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { QuorumSet, SimBehaviour } from '../../core/relay/index.js';
+import type { QuorumSet } from '../../core/relay/index.js';
+import type { SimBehaviour } from '../support/relay-simulation.js';
 import { checkIntertwinedSafety, nonTransitiveTally } from './network-checks.js';
 import type { Topology } from './relay-arbitraries.js';
 

@@ -1,8 +1,6 @@
 import fc from 'fast-check';
 import {
   type QuorumSet,
-  type SimBehaviour,
-  type SimNode,
   type Vote,
   type VotePhase,
   type VoteValue,
@@ -11,6 +9,7 @@ import {
   votePhases,
   voteValues,
 } from '../../core/relay/index.js';
+import type { SimBehaviour, SimNode } from '../support/relay-simulation.js';
 
 /**
  * fast-check generators and brute-force oracles for the scp-s5 property tests. Node ids are readable

@@ -2,7 +2,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expandGlobs, runCommand, startInProcessTarget } from '../../bin/run-command.js';
+import { backendPathsFromEnv, expandGlobs, runCommand, startInProcessTarget } from '../../bin/run-command.js';
 import { scenariosDir } from './scenario-test-helper.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-run-'));
@@ -105,5 +105,15 @@ describe('hilbench run', () => {
     expect(found).toContain('bench-busy-board.yaml');
     expect(found.every((f) => f.startsWith('bench-') && f.endsWith('.yaml'))).toBe(true);
     expect(expandGlobs(['**/hello.elf'], scenariosDir).length).toBeGreaterThan(5);
+  });
+});
+
+describe('backendPathsFromEnv', () => {
+  it('turns HILBENCH_RP2040_BOOTROM and HILBENCH_RENODE into backend options (backends read no environment)', () => {
+    expect(backendPathsFromEnv({ HILBENCH_RP2040_BOOTROM: '/roms/b1.bin', HILBENCH_RENODE: '/opt/renode/renode', PATH: '/bin' })).toEqual({
+      rp2040BootromPath: '/roms/b1.bin',
+      renodePath: '/opt/renode/renode',
+    });
+    expect(backendPathsFromEnv({ HILBENCH_RP2040_BOOTROM: '' })).toEqual({});
   });
 });

@@ -5,6 +5,7 @@ import { SimBackend } from '../../../backends/sim/sim-backend.js';
 import type { SimDevice } from '../../../backends/sim/sim-device.js';
 import { startInProcessTarget } from '../../../bin/run-command.js';
 import { loadBoardCatalog } from '../../../boards/catalog.js';
+import { systemClock } from '../../../core/clock.js';
 import { parseScenario } from '../../../harness/scenario/load-scenario.js';
 import { describeFailure, runScenario } from '../../../harness/scenario/run-scenario.js';
 import { firmwareImage } from '../../../test/support/make-elf.js';
@@ -43,7 +44,7 @@ beforeAll(() => {
 
 async function flashSketch(baud: ArduinoSketchBaud): Promise<{ device: SimDevice; chunks: UartChunk[] }> {
   const backend = new SimBackend({
-    env: {},
+    clock: systemClock,
     onUnmodelled: (message) => {
       throw new Error(`the Arduino core touched a register the simulator does not model: ${message}`);
     },

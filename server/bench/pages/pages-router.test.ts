@@ -4,7 +4,8 @@ import { createPagesRouter } from './pages-router.js';
 import { clockFromFakeTimers } from '../../../core/clock.js';
 import { createClock } from '@sinonjs/fake-timers';
 import Database from 'better-sqlite3';
-import { SqliteWaitlist } from './sqlite-waitlist.js';
+import { migrateBenchDatabase } from '../../store/bench-store-migrations.js';
+import { SqliteWaitlist } from '../../store/sqlite-waitlist.js';
 
 let app: PagesTestApp;
 
@@ -302,6 +303,7 @@ describe('mounting', () => {
 
   it('refuses a public base URL that is not an absolute http(s) URL, and a short CSRF secret', () => {
     const db = new Database(':memory:');
+    migrateBenchDatabase(db);
     const deps = {
       clock: clockFromFakeTimers(createClock(TEST_START_MS)),
       snapshot: async () => sampleSnapshot(),

@@ -6,7 +6,7 @@ import { CSRF_TOKEN_TTL_MS, type CsrfRejection, issueCsrfToken, verifyCsrfToken 
 import { aiPluginManifest, renderLlmsTxt, renderRobotsTxt } from './discovery-documents.js';
 import { renderHomePage } from './home-page.js';
 import { renderLogoPng } from './logo-png.js';
-import type { SqliteWaitlist } from './sqlite-waitlist.js';
+import type { WaitlistStore } from '../../store/waitlist-store.js';
 import { renderStatsPage } from './stats-page.js';
 import { type ValidationErrorItem, parseWaitlistForm } from './waitlist-form.js';
 
@@ -23,7 +23,7 @@ export interface PagesDeps {
   /** e.g. http://127.0.0.1:8080, used in curl examples, llms.txt and ai-plugin.json. */
   publicBaseUrl: string;
   snapshot: () => Promise<BenchSnapshot>;
-  waitlist: SqliteWaitlist;
+  waitlist: WaitlistStore;
   /** Server-wide secret (32 random bytes, persisted by the API side); signs the waitlist CSRF tokens. */
   csrfSecret: Uint8Array;
   /** Operator address for ai-plugin.json `contact_email`; defaults to {@link DEFAULT_CONTACT_EMAIL}. */

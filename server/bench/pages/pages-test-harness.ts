@@ -8,7 +8,8 @@ import express from 'express';
 import { clockFromFakeTimers } from '../../../core/clock.js';
 import type { BenchSnapshot, BoardSnapshot } from '../bench-snapshot.js';
 import { createPagesRouter } from './pages-router.js';
-import { SqliteWaitlist } from './sqlite-waitlist.js';
+import { migrateBenchDatabase } from '../../store/bench-store-migrations.js';
+import { SqliteWaitlist } from '../../store/sqlite-waitlist.js';
 
 /**
  * Test support for the pages (imported by `*.test.ts` only): an express app holding just the pages
@@ -96,6 +97,7 @@ export async function startPagesTestApp(options: { dbPath?: string; startMs?: nu
   const clock = clockFromFakeTimers(fake);
   const dbPath = options.dbPath ?? join(mkdtempSync(join(tmpdir(), 'hilbench-pages-')), 'bench.sqlite');
   const db = new Database(dbPath);
+  migrateBenchDatabase(db);
   const waitlist = new SqliteWaitlist(db);
   let snapshot: () => Promise<BenchSnapshot> = async () => sampleSnapshot(clock.nowMs());
   const logged: { message: string; cause: unknown }[] = [];

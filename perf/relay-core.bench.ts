@@ -1,0 +1,154 @@
+import { pathToFileURL } from 'node:url';
+import { type BenchRow, markdownTable, nowMs as hostNowMs } from './measure.js';
+import {
+  type QuorumSet,
+  type Vote,
+  defaultThreshold,
+  ed25519Verifiers,
+  generateNodeKey,
+  nodeIdToPublicKey,
+  signEd25519,
+  signVote,
+  tally,
+  verifyVote,
+  voteSigningBytes,
+} from '../core/relay/index.js';
+
+/**
+ * Relay core speed: Ed25519 verifications per second with each candidate verifier (the numbers behind
+ * docs/decisions/0101-ed25519-verifier.md), whole-vote verification, and the time of one scp-s5 tally
+ * for 100 and 1000 nodes. `npm run bench` calls `runRelayCoreBench()`; run this file alone with
+ * `npx tsx perf/relay-core.bench.ts`.
+ */
+export type { BenchRow };
+
+export interface RelayCoreBenchOptions {
+  /** Wall time spent on each measurement, milliseconds. */
+  budgetMs?: number;
+  /** Monotonic milliseconds; injectable like every clock in hilbench. */
+  nowMs?: () => number;
+}
+
+/** Runs `fn` repeatedly for about `budgetMs`; returns operations per second. */
+function opsPerSecond(fn: () => void, budgetMs: number, nowMs: () => number): number {
+  for (let k = 0; k < 20; k++) fn(); // warm up the JIT and the key caches
+  const start = nowMs();
+  let ops = 0;
+  while (nowMs() - start < budgetMs) {
+    for (let k = 0; k < 10; k++) fn();
+    ops += 10;
+  }
+  return (ops * 1000) / (nowMs() - start);
+}
+
+/** A network of `n` nodes with symmetric 67 % slices in which everyone voted and accepted yes. */
+function tallyScene(n: number): { self: string; statements: Vote[]; sliceOf: (node: string) => QuorumSet | undefined } {
+  const names = Array.from({ length: n }, (_, k) => k.toString(16).padStart(64, '0'));
+  const slices = new Map<string, QuorumSet>(
+    names.map((self) => {
+      const others = names.filter((m) => m !== self);
+      return [self, { t: defaultThreshold(others.length), v: others, i: [] }];
+    }),
+  );
+  const statements: Vote[] = names.flatMap((voter) =>
+    (['vote', 'accept'] as const).map((phase) => ({
+      schema: 'x.vote/1' as const,
+      scheme: 'scp-s5' as const,
+      item: 'ab'.repeat(32),
+      voter,
+      value: 'yes' as const,
+      phase,
+      slice_hash: '0'.repeat(64),
+      created_at: 0,
+      sig: 'A'.repeat(86),
+    })),
+  );
+  return { self: names[0] as string, statements, sliceOf: (node) => slices.get(node) };
+}
+
+/** Measures and returns the rows; `npm run bench` (perf/run-all.ts) prints them with the others. */
+export function runRelayCoreBench(options: RelayCoreBenchOptions = {}): BenchRow[] {
+  const budgetMs = options.budgetMs ?? 1000;
+  const nowMs = options.nowMs ?? hostNowMs;
+  const key = generateNodeKey();
+  const publicKey = nodeIdToPublicKey(key.nodeId);
+  const message = new TextEncoder().encode('x'.repeat(300)); // about the size of a vote's signed bytes
+  const sig = signEd25519(message, key.secretKey);
+  const other = generateNodeKey();
+  const vote = signVote(
+    {
+      schema: 'x.vote/1',
+      scheme: 'scp-s5',
+      item: 'ab'.repeat(32),
+      voter: key.nodeId,
+      value: 'yes',
+      phase: 'vote',
+      slice: { t: 1, v: [other.nodeId], i: [] },
+      created_at: 1_763_600_000,
+    },
+    key.secretKey,
+  );
+  const rows: BenchRow[] = [
+    {
+      name: 'Ed25519 verify, node:crypto (OpenSSL) — the relay verifier',
+      value: opsPerSecond(() => ed25519Verifiers.nodeCrypto(sig, message, publicKey), budgetMs, nowMs),
+      unit: 'verifications/s',
+      note: 'one voter, key object cached',
+    },
+    {
+      name: 'Ed25519 verify, @noble/ed25519 3 (strict)',
+      value: opsPerSecond(() => ed25519Verifiers.noble(sig, message, publicKey), budgetMs, nowMs),
+      unit: 'verifications/s',
+      note: 'same fence, pure JS',
+    },
+    {
+      name: 'verifyVote (canonical JSON + node:crypto)',
+      value: opsPerSecond(() => verifyVote(vote), budgetMs, nowMs),
+      unit: 'votes/s',
+      note: `signed bytes ${voteSigningBytes(vote).length} B`,
+    },
+  ];
+  for (const n of [100, 1000]) {
+    const scene = tallyScene(n);
+    const perSecond = opsPerSecond(
+      () => tally({ self: scene.self, item: 'ab'.repeat(32), statements: scene.statements, sliceOf: scene.sliceOf, emitted: [] }),
+      budgetMs,
+      nowMs,
+    );
+    rows.push({
+      name: `tally, ${n} nodes, 67 % symmetric slices, all voted and accepted`,
+      value: 1000 / perSecond,
+      unit: 'ms/tally',
+      note: `${scene.statements.length} statements`,
+    });
+  }
+  // A caller that re-creates slice objects on every lookup (e.g. JSON.parse from a database row)
+  // misses maxQuorum's per-object compile cache: this row shows what that costs.
+  const fresh = tallyScene(1000);
+  const perSecondFresh = opsPerSecond(
+    () =>
+      tally({
+        self: fresh.self,
+        item: 'ab'.repeat(32),
+        statements: fresh.statements,
+        sliceOf: (node) => {
+          const slice = fresh.sliceOf(node);
+          return slice && { t: slice.t, v: slice.v, i: slice.i };
+        },
+        emitted: [],
+      }),
+    budgetMs,
+    nowMs,
+  );
+  rows.push({
+    name: 'tally, 1000 nodes, slice objects re-created on every lookup',
+    value: 1000 / perSecondFresh,
+    unit: 'ms/tally',
+    note: 'no compile-cache hits: keep parsed slices in a Map',
+  });
+  return rows;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  console.log(markdownTable(runRelayCoreBench()));
+}

@@ -1,0 +1,69 @@
+/**
+ * `npm run bench`: runs every benchmark on this machine and writes docs/performance.md.
+ * Speed is measured here, never asserted in tests.
+ */
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { runBenchApiBench } from './bench-api.bench.js';
+import { runQemuBench, runSimBench } from './emulators.bench.js';
+import { type BenchRow, markdownTable } from './measure.js';
+import { runRelayCoreBench } from './relay-core.bench.js';
+import { runRelayIngestBench } from './relay-ingest.bench.js';
+import { runRomLoopBench } from './rom-loop.bench.js';
+
+const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
+  {
+    title: 'Bench service on the mock backend',
+    intro: 'Flash jobs through the HTTP API against a bare HTTP round trip on the same machine (issue 2).',
+    run: () => runBenchApiBench(),
+  },
+  {
+    title: 'Simulator (sim backend)',
+    intro: 'Simulated instructions per host second and the ratio of simulated to real time (issue 3).',
+    run: () => runSimBench(),
+  },
+  {
+    title: 'SDK-style RP2040 image against raw rp2040js',
+    intro:
+      'Instructions per second of rom-test.elf (boot2 stage, ROM lookups, soft float and double calls on the own boot ROM) through the sim backend, and of the same instruction stream on raw rp2040js, measured alternately in the same run (issue 12).',
+    run: () => runRomLoopBench(),
+  },
+  {
+    title: 'QEMU backend overhead',
+    intro: 'A job through the backend against a direct qemu-system-arm run of the same ELF for the same capture (issue 3).',
+    run: () => runQemuBench(),
+  },
+  {
+    title: 'Relay core',
+    intro: 'Vote verification per second (with signature checks) and scp-s5 tally time (issue 5).',
+    run: async () => (await runRelayCoreBench()) as BenchRow[],
+  },
+  {
+    title: 'Relay ingest through HTTP',
+    intro:
+      'Signed votes accepted per second by POST /items/{id}/vote (signature checks, store, re-tally), sequential and with 4 clients, and bulletin read latency after 100 and 1000 votes (issue 5).',
+    run: () => runRelayIngestBench(),
+  },
+];
+
+const parts: string[] = [
+  '# Performance',
+  '',
+  `Written by \`npm run bench\` (\`perf/run-all.ts\`) on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ` +
+    `${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}.`,
+  'Numbers are from one run on a shared machine; compare runs on the same machine only.',
+  '',
+];
+for (const section of sections) {
+  process.stdout.write(`${section.title}...\n`);
+  let body: string;
+  try {
+    body = markdownTable(await section.run());
+  } catch (err) {
+    body = `Not measured: ${(err as Error).message}`;
+  }
+  parts.push(`## ${section.title}`, '', section.intro, '', body, '');
+  process.stdout.write(`${body}\n\n`);
+}
+writeFileSync(new URL('../docs/performance.md', import.meta.url), parts.join('\n'));
+process.stdout.write('wrote docs/performance.md\n');

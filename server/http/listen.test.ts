@@ -1,0 +1,48 @@
+import http from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rawExchange } from '../../test/fuzz/raw-http.js';
+import { listen, type ListeningServer } from './listen.js';
+
+const open: ListeningServer[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((l) => l.close()));
+});
+
+async function started(): Promise<ListeningServer> {
+  const l = await listen({ port: 0 });
+  open.push(l);
+  l.server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.end('{"ok":true}'));
+  return l;
+}
+
+describe('listen', () => {
+  it('binds a free port on 127.0.0.1 and names its origin', async () => {
+    const l = await started();
+    expect(l.port).toBeGreaterThan(0);
+    expect(l.origin).toBe(`http://127.0.0.1:${l.port}`);
+    expect(await (await fetch(l.origin)).json()).toEqual({ ok: true });
+  });
+
+  it('answers a request node cannot parse in JSON', async () => {
+    const l = await started();
+    const exchange = await rawExchange(l.origin, { method: 'POST', path: '/', headers: { 'Content-Length': 3, 'Transfer-Encoding': 'chunked' }, body: Buffer.from('abc') });
+    expect(exchange.responses.map((r) => ({ status: r.status, body: r.body.toString() }))).toEqual([{ status: 400, body: JSON.stringify({ detail: 'Invalid HTTP request received.' }) }]);
+  });
+
+  it('close resolves with a keep-alive connection still open', async () => {
+    const l = await started();
+    const agent = new http.Agent({ keepAlive: true });
+    await new Promise<void>((resolve, reject) => {
+      http.get(l.origin, { agent }, (res) => res.resume().on('end', resolve)).on('error', reject);
+    });
+    await l.close();
+    open.splice(open.indexOf(l), 1);
+    expect(l.server.listening).toBe(false);
+    agent.destroy();
+  });
+
+  it('rejects when the port is taken, leaving nothing open', async () => {
+    const first = await started();
+    await expect(listen({ port: first.port })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+  });
+});

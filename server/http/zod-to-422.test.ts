@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { HttpError } from './http-error.js';
+import { parseOr422 } from './zod-to-422.js';
+
+function detailOf(schema: z.ZodType, input: unknown): unknown[] {
+  try {
+    parseOr422(schema, input, 'body');
+  } catch (err) {
+    expect(err).toBeInstanceOf(HttpError);
+    expect((err as HttpError).status).toBe(422);
+    return (err as HttpError).detail as unknown[];
+  }
+  throw new Error('expected a 422');
+}
+
+describe('one zod-to-422 converter, in pydantic v2 words', () => {
+  // Regression: the relay's own converter said "at most 1 characters".
+  it('a one-character limit is "1 character", singular, as pydantic writes it', () => {
+    expect(detailOf(z.object({ c: z.string().max(1) }), { c: 'ab' })).toEqual([
+      { type: 'string_too_long', loc: ['body', 'c'], msg: 'String should have at most 1 character', input: 'ab', ctx: { max_length: 1 } },
+    ]);
+    expect(detailOf(z.object({ c: z.string().min(1) }), { c: '' })).toEqual([
+      { type: 'string_too_short', loc: ['body', 'c'], msg: 'String should have at least 1 character', input: '', ctx: { min_length: 1 } },
+    ]);
+  });
+
+  // Regression: the relay's own converter mapped every minimum, `gt(0)` included, to greater_than_equal.
+  it('gt(0) is greater_than with ctx.gt; gte(0) is greater_than_equal', () => {
+    expect(detailOf(z.object({ n: z.number().gt(0) }), { n: 0 })).toEqual([
+      { type: 'greater_than', loc: ['body', 'n'], msg: 'Input should be greater than 0', input: 0, ctx: { gt: 0 } },
+    ]);
+    expect(detailOf(z.object({ n: z.number().int().positive() }), { n: 0 })).toEqual([
+      { type: 'greater_than', loc: ['body', 'n'], msg: 'Input should be greater than 0', input: 0, ctx: { gt: 0 } },
+    ]);
+    expect(detailOf(z.object({ n: z.number().gte(0) }), { n: -1 })).toEqual([
+      { type: 'greater_than_equal', loc: ['body', 'n'], msg: 'Input should be greater than or equal to 0', input: -1, ctx: { ge: 0 } },
+    ]);
+    expect(detailOf(z.object({ n: z.number().lt(5) }), { n: 5 })).toEqual([
+      { type: 'less_than', loc: ['body', 'n'], msg: 'Input should be less than 5', input: 5, ctx: { lt: 5 } },
+    ]);
+  });
+
+  it('a pattern shows its source alone, as pydantic does', () => {
+    expect(detailOf(z.object({ id: z.string().regex(/^[0-9a-f]{4}$/, 'custom words') }), { id: 'xyz' })).toEqual([
+      { type: 'string_pattern_mismatch', loc: ['body', 'id'], msg: "String should match pattern '^[0-9a-f]{4}$'", input: 'xyz', ctx: { pattern: '^[0-9a-f]{4}$' } },
+    ]);
+  });
+
+  it('lists count items in the singular too', () => {
+    expect(detailOf(z.object({ xs: z.array(z.number()).max(1) }), { xs: [1, 2] })).toEqual([
+      { type: 'too_long', loc: ['body', 'xs'], msg: 'List should have at most 1 item', input: [1, 2], ctx: { max_length: 1 } },
+    ]);
+  });
+});

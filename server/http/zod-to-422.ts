@@ -1,0 +1,153 @@
+import type { z } from 'zod';
+import { HttpError, type ValidationErrorItem } from './http-error.js';
+
+/**
+ * The one zod-to-422 converter of both services: zod issues become pydantic v2 errors in its
+ * exact words (`type`, `msg`, `ctx`), so a 422 from the bench or the relay reads as the FastAPI
+ * implementation of the spec would write it. Form fields (`form-schema.ts`) and the relay's JSON,
+ * query and path schemas both come through here.
+ */
+
+/** One pydantic error without its place and input. */
+export interface PydanticError {
+  type: string;
+  msg: string;
+  ctx?: Record<string, unknown>;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** pydantic's `string_too_long` for a limit of `maxLength` characters. */
+export function stringTooLong(maxLength: number): PydanticError {
+  return { type: 'string_too_long', msg: `String should have at most ${plural(maxLength, 'character')}`, ctx: { max_length: maxLength } };
+}
+
+/** pydantic's `string_too_short` for a floor of `minLength` characters. */
+export function stringTooShort(minLength: number): PydanticError {
+  return { type: 'string_too_short', msg: `String should have at least ${plural(minLength, 'character')}`, ctx: { min_length: minLength } };
+}
+
+/**
+ * A custom issue names its pydantic error in `params`: either whole (`{ pydantic: {type, msg, ctx} }`)
+ * or as `{ type, ctx }` with the issue's message already in pydantic's words.
+ */
+function customError(issue: z.core.$ZodIssueCustom): PydanticError {
+  const params = (issue.params ?? {}) as { pydantic?: PydanticError; type?: string; ctx?: Record<string, unknown> };
+  if (params.pydantic) return params.pydantic;
+  return { type: params.type ?? 'value_error', msg: issue.message, ...(params.ctx ? { ctx: params.ctx } : {}) };
+}
+
+function tooSmall(issue: z.core.$ZodIssueTooSmall): PydanticError | undefined {
+  const min = Number(issue.minimum);
+  switch (issue.origin) {
+    case 'string':
+      return stringTooShort(min);
+    case 'array':
+      return { type: 'too_short', msg: `List should have at least ${plural(min, 'item')}`, ctx: { min_length: min } };
+    case 'number':
+    case 'int':
+    case 'bigint':
+      // zod's `gt(n)` is a non-inclusive minimum: pydantic's `greater_than`, not `greater_than_equal`.
+      return issue.inclusive
+        ? { type: 'greater_than_equal', msg: `Input should be greater than or equal to ${min}`, ctx: { ge: min } }
+        : { type: 'greater_than', msg: `Input should be greater than ${min}`, ctx: { gt: min } };
+    default:
+      return undefined;
+  }
+}
+
+function tooBig(issue: z.core.$ZodIssueTooBig): PydanticError | undefined {
+  const max = Number(issue.maximum);
+  switch (issue.origin) {
+    case 'string':
+      return stringTooLong(max);
+    case 'array':
+      return { type: 'too_long', msg: `List should have at most ${plural(max, 'item')}`, ctx: { max_length: max } };
+    case 'number':
+    case 'int':
+    case 'bigint':
+      return issue.inclusive
+        ? { type: 'less_than_equal', msg: `Input should be less than or equal to ${max}`, ctx: { le: max } }
+        : { type: 'less_than', msg: `Input should be less than ${max}`, ctx: { lt: max } };
+    default:
+      return undefined;
+  }
+}
+
+/** Maps one zod issue on a present value to pydantic's `type`, `msg` and `ctx`. */
+export function pydanticErrorOf(issue: z.core.$ZodIssue): PydanticError {
+  switch (issue.code) {
+    case 'custom':
+      return customError(issue);
+    case 'too_small': {
+      const e = tooSmall(issue);
+      if (e) return e;
+      break;
+    }
+    case 'too_big': {
+      const e = tooBig(issue);
+      if (e) return e;
+      break;
+    }
+    case 'invalid_format':
+      if (issue.format === 'regex' && 'pattern' in issue && typeof issue.pattern === 'string') {
+        // zod reports `/source/flags`; pydantic shows the pattern source alone.
+        const source = issue.pattern.replace(/^\/(.*)\/[a-z]*$/s, '$1');
+        return { type: 'string_pattern_mismatch', msg: `String should match pattern '${source}'`, ctx: { pattern: source } };
+      }
+      break;
+    case 'invalid_type':
+      // zod refuses NaN and ±Infinity as numbers (and says so in `received`); pydantic's word for
+      // that is finite_number (allow_inf_nan=False).
+      if (issue.expected === 'number' && 'received' in issue && issue.received !== undefined) return { type: 'finite_number', msg: 'Input should be a finite number' };
+      return { type: `${issue.expected}_type`, msg: `Input should be a valid ${issue.expected}` };
+    case 'invalid_value': {
+      const expected = issue.values.map((v) => JSON.stringify(v));
+      return { type: 'enum', msg: `Input should be ${expected.join(' or ')}`, ctx: { expected: expected.join(', ') } };
+    }
+    default:
+      break;
+  }
+  return { type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: {} } };
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const key of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+function item(error: PydanticError, loc: (string | number)[], input: unknown): ValidationErrorItem {
+  // Keys in pydantic's wire order; `ctx` only when there is one.
+  const out: ValidationErrorItem = { type: error.type, loc, msg: error.msg, input: input === undefined ? null : input };
+  if (error.ctx !== undefined) out.ctx = error.ctx;
+  return out;
+}
+
+/**
+ * Maps zod issues to 422 entries located under `where` (`body`, `query`, `path`); `root` is the
+ * value that was parsed, so each entry carries the input found at its place.
+ */
+export function zodIssuesToValidation(issues: readonly z.core.$ZodIssue[], where: string, root: unknown): ValidationErrorItem[] {
+  const out: ValidationErrorItem[] = [];
+  for (const zi of issues) {
+    const path = zi.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
+    const loc = [where, ...path];
+    const input = valueAt(root, zi.path);
+    if (zi.code === 'invalid_type' && input === undefined) out.push(item({ type: 'missing', msg: 'Field required' }, loc, null));
+    else if (zi.code === 'unrecognized_keys') {
+      for (const key of zi.keys) out.push(item({ type: 'extra_forbidden', msg: 'Extra inputs are not permitted' }, [...loc, key], valueAt(root, [...zi.path, key])));
+    } else out.push(item(pydanticErrorOf(zi), loc, input));
+  }
+  return out;
+}
+
+/** Parses `input` with `schema`, throwing a 422 `HttpError` located under `where` (body, query, path). */
+export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  throw new HttpError(422, zodIssuesToValidation(result.error.issues, where, input));
+}

@@ -1,0 +1,42 @@
+import type { PreparedStatements } from './prepared-statements.js';
+
+export type EventKind = 'node' | 'item' | 'vote' | 'slice';
+
+export interface EventRow {
+  seq: number;
+  kind: string;
+  author: string;
+  subject: string;
+  payload: string;
+  origin: string | null;
+  created_ms: number;
+}
+
+/** The event feed: append only, `seq` never reused. */
+export class EventRepository {
+  constructor(private readonly q: PreparedStatements) {}
+
+  /** Appends an event; returns its seq. */
+  append(event: { kind: EventKind; author: string; subject: string; payloadJson: string; origin: string | null; nowMs: number }): number {
+    const info = this.q
+      .sql('INSERT INTO events (kind, author, subject, payload, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(event.kind, event.author, event.subject, event.payloadJson, event.origin, event.nowMs);
+    return Number(info.lastInsertRowid);
+  }
+
+  /**
+   * Events after `since`, oldest first, at most `limit`, optionally by some authors. One statement
+   * reads one snapshot; rowids only grow and are committed in order (see RelayStore).
+   */
+  after(since: number, authors: readonly string[], limit: number): EventRow[] {
+    const byAuthors = authors.length ? `AND author IN (${authors.map(() => '?').join(',')})` : '';
+    // Not cached: the text varies with the number of authors.
+    return this.q.db
+      .prepare(`SELECT seq, kind, author, subject, payload, origin, created_ms FROM events WHERE seq > ? ${byAuthors} ORDER BY seq LIMIT ?`)
+      .all(since, ...authors, limit) as EventRow[];
+  }
+
+  count(): number {
+    return this.q.count('SELECT COUNT(*) AS n FROM events');
+  }
+}

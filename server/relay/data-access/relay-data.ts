@@ -1,0 +1,52 @@
+import type Database from 'better-sqlite3';
+import { BotRepository } from './bot-repository.js';
+import { EventRepository } from './event-repository.js';
+import { ExportRepository } from './export-repository.js';
+import { ItemRepository, ReportRepository } from './item-repository.js';
+import { NodeRepository } from './node-repository.js';
+import { PeerRepository } from './peer-repository.js';
+import { LookupRepository, PhoneCodeRepository } from './phone-code-repository.js';
+import { PhoneRepository } from './phone-repository.js';
+import { PreparedStatements } from './prepared-statements.js';
+import { SliceRepository } from './slice-repository.js';
+import { SocialRepository } from './social-repository.js';
+import { VoteRepository } from './vote-repository.js';
+
+/**
+ * The relay's data-access layer: every SQL statement of the relay lives in a repository here, so
+ * route handlers and domain classes speak in typed calls. Repositories never open transactions;
+ * the caller wraps what must commit together in `RelayStore.tx`.
+ */
+export class RelayData {
+  readonly nodes: NodeRepository;
+  readonly phones: PhoneRepository;
+  readonly phoneCodes: PhoneCodeRepository;
+  readonly lookups: LookupRepository;
+  readonly bots: BotRepository;
+  readonly items: ItemRepository;
+  readonly reports: ReportRepository;
+  readonly votes: VoteRepository;
+  readonly slices: SliceRepository;
+  readonly social: SocialRepository;
+  readonly events: EventRepository;
+  readonly peers: PeerRepository;
+  readonly exports: ExportRepository;
+
+  constructor(db: Database.Database) {
+    // One statement cache for all: the store has one connection.
+    const q = new PreparedStatements(db);
+    this.nodes = new NodeRepository(q);
+    this.phones = new PhoneRepository(q);
+    this.phoneCodes = new PhoneCodeRepository(q);
+    this.lookups = new LookupRepository(q);
+    this.bots = new BotRepository(q);
+    this.items = new ItemRepository(q);
+    this.reports = new ReportRepository(q);
+    this.votes = new VoteRepository(q);
+    this.slices = new SliceRepository(q);
+    this.social = new SocialRepository(q);
+    this.events = new EventRepository(q);
+    this.peers = new PeerRepository(q);
+    this.exports = new ExportRepository(q);
+  }
+}

@@ -1,0 +1,160 @@
+import { sqlMigration, type Migration } from '../../db/run-migrations.js';
+
+/**
+ * The relay database's schema, run by the shared migration runner (decision 0311). Append only:
+ * a shipped step is never edited; a change is a new entry with the next version. Column names
+ * follow decision 0311: snake_case, units in the name (`created_ms`, `file_bytes`).
+ */
+export const relayMigrations: readonly Migration[] = [
+  // Version 1 is the schema the relay created, unversioned, on every start before the runner: every
+  // statement says IF NOT EXISTS / OR IGNORE, so on a database from then it changes nothing and only
+  // records the version.
+  sqlMigration(1, 'baseline', `
+CREATE TABLE IF NOT EXISTS nodes (
+  node_id TEXT PRIMARY KEY,
+  local INTEGER NOT NULL,              -- 1: registered here (may hold credentials); 0: learned from a peer
+  name TEXT NOT NULL DEFAULT '',
+  about TEXT NOT NULL DEFAULT '',
+  cred_version INTEGER NOT NULL DEFAULT 1,
+  registration TEXT NOT NULL,          -- the signed x.register/1 document, kept so peers can verify it
+  origin TEXT,                         -- peer URL it came from, NULL when registered here
+  invited_by TEXT,
+  listed INTEGER NOT NULL DEFAULT 0,
+  phone_discoverable INTEGER NOT NULL DEFAULT 0,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS used_proofs (sig TEXT PRIMARY KEY, used_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS phones (
+  phone TEXT PRIMARY KEY,
+  node_id TEXT NOT NULL UNIQUE REFERENCES nodes(node_id),
+  verified_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS phone_codes (
+  id INTEGER PRIMARY KEY,
+  phone TEXT NOT NULL,
+  purpose TEXT NOT NULL,               -- verify | login | recover
+  node_id TEXT,                        -- the node the code is for; NULL when the number is unknown
+  code_hash TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  used INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS phone_codes_by_phone ON phone_codes (phone, purpose);
+CREATE TABLE IF NOT EXISTS code_sends (phone TEXT NOT NULL, sent_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS code_sends_by_phone ON code_sends (phone, sent_ms);
+CREATE TABLE IF NOT EXISTS lookups (caller TEXT NOT NULL, at_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS bots (
+  bot_id TEXT PRIMARY KEY,
+  owner TEXT NOT NULL REFERENCES nodes(node_id),
+  name TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,     -- sha256 of the token; the token itself is shown once
+  created_ms INTEGER NOT NULL,
+  revoked_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS items (
+  item_id TEXT PRIMARY KEY,
+  type TEXT NOT NULL,                  -- claim | file
+  kind TEXT NOT NULL,
+  title TEXT NOT NULL,
+  body TEXT NOT NULL DEFAULT '',
+  file_bytes INTEGER,
+  media_type TEXT,
+  author TEXT NOT NULL,
+  bot_id TEXT,
+  origin TEXT,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS votes (
+  voter TEXT NOT NULL,
+  item_id TEXT NOT NULL REFERENCES items(item_id),
+  value TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  doc TEXT NOT NULL,                   -- the signed vote as received (hint included)
+  origin TEXT,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (voter, item_id, value, phase)
+);
+CREATE INDEX IF NOT EXISTS votes_by_item ON votes (item_id);
+CREATE TABLE IF NOT EXISTS slices (
+  node_id TEXT PRIMARY KEY,
+  qset TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  t_auto INTEGER NOT NULL,             -- 1: t follows the default threshold as entries change
+  updated_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS qsets (hash TEXT PRIMARY KEY, qset TEXT NOT NULL);
+-- The highest bulletin this relay reported for a node and item: a later report never goes below it
+-- (design scp-s5: "a node's rank for an item never goes down", even when a published slice changes).
+CREATE TABLE IF NOT EXISTS bulletin_floors (
+  item_id TEXT NOT NULL,
+  node_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  value TEXT,
+  accepted_via TEXT,
+  updated_ms INTEGER NOT NULL,
+  PRIMARY KEY (item_id, node_id)
+);
+CREATE TABLE IF NOT EXISTS pairings (
+  token_hash TEXT PRIMARY KEY,
+  node_id TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  confirmed_by TEXT,
+  confirmed_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS pairs (a TEXT NOT NULL, b TEXT NOT NULL, created_ms INTEGER NOT NULL, PRIMARY KEY (a, b));
+CREATE TABLE IF NOT EXISTS invites (
+  code TEXT PRIMARY KEY,
+  inviter TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER NOT NULL,
+  accepted_by TEXT,
+  accepted_ms INTEGER
+);
+CREATE TABLE IF NOT EXISTS reports (
+  report_id INTEGER PRIMARY KEY,
+  item_id TEXT NOT NULL,
+  reporter TEXT NOT NULL,
+  bot_id TEXT,
+  reason TEXT NOT NULL,
+  note TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  UNIQUE (item_id, reporter)
+);
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, -- AUTOINCREMENT: never reused, even after deletes
+  kind TEXT NOT NULL,
+  author TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  origin TEXT,
+  created_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_author ON events (author, seq);
+CREATE TABLE IF NOT EXISTS peers (
+  url TEXT PRIMARY KEY,
+  node_id TEXT,
+  added_ms INTEGER NOT NULL,
+  added_by TEXT,
+  cursor INTEGER NOT NULL DEFAULT 0,
+  last_probe_ms INTEGER,
+  reachable INTEGER,
+  last_error TEXT,
+  version TEXT,
+  pulled_events INTEGER NOT NULL DEFAULT 0,
+  rejected_events INTEGER NOT NULL DEFAULT 0
+);
+-- Bumped (by the triggers, in the writing transaction) whenever the set the relay's default slice is
+-- built from may change: nodes registered here and peer relay nodes. Voting rebuilds that slice only then.
+CREATE TABLE IF NOT EXISTS membership (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+INSERT OR IGNORE INTO membership (id, version) VALUES (1, 0);
+CREATE TRIGGER IF NOT EXISTS membership_node_added AFTER INSERT ON nodes BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_node_changed AFTER UPDATE OF node_id, local ON nodes WHEN OLD.node_id IS NOT NEW.node_id OR OLD.local IS NOT NEW.local BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_node_removed AFTER DELETE ON nodes BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_peer_added AFTER INSERT ON peers BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_peer_changed AFTER UPDATE OF node_id ON peers WHEN OLD.node_id IS NOT NEW.node_id BEGIN UPDATE membership SET version = version + 1; END;
+CREATE TRIGGER IF NOT EXISTS membership_peer_removed AFTER DELETE ON peers BEGIN UPDATE membership SET version = version + 1; END;
+`),
+];

@@ -1,0 +1,56 @@
+import type { PreparedStatements } from './prepared-statements.js';
+
+/** A row of `slices`, the quorum set as stored JSON. */
+export interface SliceRow {
+  qset: string;
+  hash: string;
+  t_auto: number;
+}
+
+/** Published slices, quorum sets by hash, and the membership the default relay slice is built from. */
+export class SliceRepository {
+  constructor(private readonly q: PreparedStatements) {}
+
+  get(nodeId: string): SliceRow | undefined {
+    return this.q.sql('SELECT qset, hash, t_auto FROM slices WHERE node_id = ?').get(nodeId) as SliceRow | undefined;
+  }
+
+  /** The version a stored slice was declared at (for last-writer-wins between relays). */
+  declaredAt(nodeId: string): { hash: string; updated_ms: number } | undefined {
+    return this.q.sql('SELECT hash, updated_ms FROM slices WHERE node_id = ?').get(nodeId) as { hash: string; updated_ms: number } | undefined;
+  }
+
+  put(nodeId: string, slice: { qsetJson: string; hash: string; tAuto: boolean }, updatedMs: number): void {
+    this.q
+      .sql(
+        'INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms',
+      )
+      .run(nodeId, slice.qsetJson, slice.hash, slice.tAuto ? 1 : 0, updatedMs);
+  }
+
+  /** Slices by node, for the network view. */
+  edges(limit: number): { node_id: string; qset: string; hash: string }[] {
+    return this.q.sql('SELECT node_id, qset, hash FROM slices ORDER BY node_id LIMIT ?').all(limit) as { node_id: string; qset: string; hash: string }[];
+  }
+
+  rememberQuorumSet(hash: string, qsetJson: string): void {
+    this.q.sql('INSERT OR IGNORE INTO qsets (hash, qset) VALUES (?, ?)').run(hash, qsetJson);
+  }
+
+  quorumSetJson(hash: string): string | undefined {
+    return this.q.sql('SELECT qset FROM qsets WHERE hash = ?').pluck().get(hash) as string | undefined;
+  }
+
+  /** Bumped by triggers whenever nodes registered here or peer relay nodes change (see the schema). */
+  membershipVersion(): number {
+    return this.q.sql('SELECT version FROM membership WHERE id = 1').pluck().get() as number;
+  }
+
+  /** Nodes registered here and peer relay nodes, except `self`, by id, at most 1000. */
+  defaultMembers(self: string): string[] {
+    return this.q
+      .sql('SELECT node_id FROM nodes WHERE (local = 1 OR node_id IN (SELECT node_id FROM peers WHERE node_id IS NOT NULL)) AND node_id != ? ORDER BY node_id LIMIT 1000')
+      .pluck()
+      .all(self) as string[];
+  }
+}

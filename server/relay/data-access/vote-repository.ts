@@ -1,0 +1,65 @@
+import type { BulletinState, VoteValue } from '../protocol.js';
+import type { PreparedStatements } from './prepared-statements.js';
+
+/** Where a statement sits in an item's list: the order of `keysOf` (created_ms, voter, value, phase). */
+export interface StatementKey {
+  createdMs: number;
+  voter: string;
+  value: string;
+  phase: string;
+}
+
+/** The highest bulletin reported for a node and item (a row of `bulletin_floors`). */
+export interface Floor {
+  state: BulletinState;
+  value: VoteValue | null;
+  acceptedVia: 'quorum' | 'v-blocking' | null;
+}
+
+/** Signed statements as received (deduplicated on voter, item, value, phase) and the bulletin floors. */
+export class VoteRepository {
+  constructor(private readonly q: PreparedStatements) {}
+
+  /** Stores a statement; false when the same (voter, item, value, phase) is already stored. */
+  insertIfNew(vote: { voter: string; item: string; value: string; phase: string }, doc: string, origin: string | null, nowMs: number): boolean {
+    return (
+      this.q
+        .sql('INSERT OR IGNORE INTO votes (voter, item_id, value, phase, doc, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
+        .run(vote.voter, vote.item, vote.value, vote.phase, doc, origin, nowMs).changes > 0
+    );
+  }
+
+  has(voter: string, itemId: string, value: string, phase: string): boolean {
+    return this.q.sql('SELECT 1 FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?').get(voter, itemId, value, phase) !== undefined;
+  }
+
+  /** The keys of every statement about an item, in storage order. */
+  keysOf(itemId: string): StatementKey[] {
+    return this.q.sql('SELECT created_ms AS createdMs, voter, value, phase FROM votes WHERE item_id = ? ORDER BY created_ms, voter, value, phase').all(itemId) as StatementKey[];
+  }
+
+  /** The stored text of one statement. */
+  docOf(itemId: string, key: Omit<StatementKey, 'createdMs'>): string {
+    return this.q.sql('SELECT doc FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?').pluck().get(key.voter, itemId, key.value, key.phase) as string;
+  }
+
+  countByVoter(voter: string): number {
+    return this.q.count('SELECT COUNT(*) AS n FROM votes WHERE voter = ?', voter);
+  }
+
+  count(): number {
+    return this.q.count('SELECT COUNT(*) AS n FROM votes');
+  }
+
+  floorOf(itemId: string, nodeId: string): Floor | undefined {
+    return this.q.sql('SELECT state, value, accepted_via AS acceptedVia FROM bulletin_floors WHERE item_id = ? AND node_id = ?').get(itemId, nodeId) as Floor | undefined;
+  }
+
+  setFloor(itemId: string, nodeId: string, floor: Floor, nowMs: number): void {
+    this.q
+      .sql(
+        'INSERT INTO bulletin_floors (item_id, node_id, state, value, accepted_via, updated_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, node_id) DO UPDATE SET state = excluded.state, value = excluded.value, accepted_via = excluded.accepted_via, updated_ms = excluded.updated_ms',
+      )
+      .run(itemId, nodeId, floor.state, floor.value, floor.acceptedVia, nowMs);
+  }
+}

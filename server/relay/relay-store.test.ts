@@ -1,0 +1,63 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { schemaVersionOf } from '../db/run-migrations.js';
+import { relayMigrations } from './data-access/relay-migrations.js';
+import { RelayStore } from './relay-store.js';
+
+const dirs: string[] = [];
+const dir = () => {
+  const d = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-store-'));
+  dirs.push(d);
+  return d;
+};
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('RelayStore schema', () => {
+  it('records the schema version of a new database', () => {
+    const store = new RelayStore(dir());
+    expect(schemaVersionOf(store.db)).toBe(relayMigrations.length);
+    store.close();
+  });
+
+  it('opens a relay database from before the migration runner and keeps its rows', () => {
+    // Before the runner the relay ran its schema script, unversioned, on every start: the tables exist
+    // and no schema_version does. The baseline must adopt such a file, not fail on it or empty it.
+    const dataDir = dir();
+    const old = new Database(path.join(dataDir, 'relay.sqlite'));
+    old.exec(baselineSql());
+    old
+      .prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES ('n1', 1, '{}', 1, 1)")
+      .run();
+    expect(old.prepare("SELECT COUNT(*) AS n FROM sqlite_master WHERE name = 'schema_version'").get()).toEqual({ n: 0 });
+    old.close();
+
+    const store = new RelayStore(dataDir);
+    expect(schemaVersionOf(store.db)).toBe(relayMigrations.length);
+    expect(store.db.prepare('SELECT node_id FROM nodes').all()).toEqual([{ node_id: 'n1' }]);
+    // The membership triggers still count (the baseline's INSERT OR IGNORE kept the old counter).
+    expect(store.db.prepare('SELECT version FROM membership').get()).toEqual({ version: 1 });
+    store.close();
+  });
+
+  it('refuses a relay database written by a newer hilbench', () => {
+    const dataDir = dir();
+    new RelayStore(dataDir).close();
+    const db = new Database(path.join(dataDir, 'relay.sqlite'));
+    db.prepare('UPDATE schema_version SET version = ?').run(relayMigrations.length + 1);
+    db.close();
+    expect(() => new RelayStore(dataDir)).toThrow(/^the relay database has schema version \d+, newer than this hilbench understands/);
+  });
+});
+
+/** The baseline step's SQL, run by hand: exactly the script the relay used to run. */
+function baselineSql(): string {
+  let sql = '';
+  const recorder = { exec: (script: string) => ((sql = script), recorder) } as unknown as Database.Database;
+  relayMigrations[0]!.up(recorder);
+  return sql;
+}

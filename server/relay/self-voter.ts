@@ -1,0 +1,95 @@
+import { type EmittedStatement, type NodeKey, type QuorumSet, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, signVote } from './protocol.js';
+import type { SliceRepository } from './data-access/slice-repository.js';
+import { relayScheme, voteSchema } from './relay-facts.js';
+import type { RelayStore } from './relay-store.js';
+import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
+import type { StatementLog } from './statement-log.js';
+import { tallyItem } from './voting-tally.js';
+
+/** Statements the relay's own node signed while re-tallying. */
+export type Emission = Vote[];
+
+/**
+ * The relay's own node as a voter: its slice (configured, or the default built from the nodes
+ * registered here and the peer relay nodes), and the statements it signs when a tally says so.
+ */
+export class SelfVoter {
+  /** The default relay slice last built and the `membership` version it was built at. */
+  private defaultSelfSlice: { version: number; qset: QuorumSet | undefined } | undefined;
+  private readonly membership: SliceRepository;
+
+  constructor(
+    store: RelayStore,
+    private readonly slices: SliceBook,
+    private readonly log: StatementLog,
+    private readonly selfKey: NodeKey,
+    private readonly configuredSlice: QuorumSet | undefined,
+  ) {
+    this.membership = store.data.slices;
+  }
+
+  forgetCached(): void {
+    this.defaultSelfSlice = undefined;
+  }
+
+  /** Publishes the configured relay slice as the relay node's declaration when it changed (at start). */
+  publishSelfSlice(nowMs: number): void {
+    const configured = this.configuredSlice;
+    if (!configured) return;
+    const hash = quorumSetHash(configured);
+    if (this.slices.publishedSlice(this.selfKey.nodeId)?.hash === hash) return;
+    this.slices.setSlice(this.selfKey.nodeId, normalizeQuorumSet(configured), false, nowMs);
+  }
+
+  /** The relay node's slice now (configured, or the default described in `VotingOptions`). */
+  selfSlice(): QuorumSet | undefined {
+    if (this.configuredSlice) return this.configuredSlice;
+    const version = this.membership.membershipVersion();
+    if (this.defaultSelfSlice?.version === version) return this.defaultSelfSlice.qset;
+    const members = this.membership.defaultMembers(this.selfKey.nodeId);
+    const previous = this.defaultSelfSlice?.qset;
+    const next: QuorumSet | undefined = members.length === 0 ? undefined : { t: defaultThreshold(members.length), v: members, i: [] };
+    // Same members, same object: the core's compiled form of it stays valid.
+    const qset = next && previous && sameQuorumSet(previous, next) ? previous : next && deepFreeze(next);
+    this.defaultSelfSlice = { version, qset };
+    return qset;
+  }
+
+  /**
+   * Re-tallies as the relay's node and signs, stores and emits (as `vote` events) what the tally
+   * says it must, repeating until it says nothing more. Call inside the transaction that stored the
+   * triggering statements, so the emission commits with them.
+   */
+  retallySelf(itemId: string, nowMs: number): Emission {
+    const self = this.selfKey;
+    const emitted: Vote[] = [];
+    // Read once: storing the relay's own statements changes no node or peer, so its slice stays.
+    const slice = this.selfSlice();
+    // Each round emits at least one new statement, and there are only four (2 values x 2 phases).
+    for (let round = 0; round < 4; round++) {
+      const statements = this.log.statements(itemId);
+      const bulletin = tallyItem({ itemId, nodeId: self.nodeId, statements, selfNodeId: self.nodeId }, this.slices, () => slice);
+      if (bulletin.toEmit.length === 0) break;
+      for (const statement of bulletin.toEmit) {
+        const vote = this.signOwn(itemId, statement, slice, nowMs);
+        this.log.storeVote(vote, null, nowMs);
+        emitted.push(vote);
+      }
+    }
+    return emitted;
+  }
+
+  private signOwn(itemId: string, statement: EmittedStatement, slice: QuorumSet | undefined, nowMs: number): Vote {
+    const unsigned = {
+      schema: voteSchema,
+      scheme: relayScheme,
+      item: itemId,
+      voter: this.selfKey.nodeId,
+      value: statement.value,
+      phase: statement.phase,
+      ...(slice ? { slice } : {}),
+      created_at: Math.floor(nowMs / 1000),
+    } as Parameters<typeof signVote>[0];
+    return signVote(unsigned, this.selfKey.secretKey);
+  }
+}

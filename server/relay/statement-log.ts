@@ -1,0 +1,125 @@
+import type { QuorumSet, Vote } from './protocol.js';
+import { BoundedCache } from './bounded-cache.js';
+import type { StatementKey, VoteRepository } from './data-access/vote-repository.js';
+import { invalidInput } from './relay-error.js';
+import type { RelayStore } from './relay-store.js';
+import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
+
+/** Outcome of storing one verified statement. */
+export interface StoredVote {
+  stored: boolean;
+  duplicate: boolean;
+  /** The voter has now signed both values in this phase; both statements are kept as evidence. */
+  equivocation: boolean;
+}
+
+interface ItemStatements {
+  /** mapKey -> the parsed, frozen statement. */
+  parsed: Map<string, Vote>;
+  /** Every statement in order, with its key; undefined until first read. */
+  ordered: { keys: StatementKey[]; votes: readonly Vote[] } | undefined;
+}
+
+/**
+ * Signed statements as received (verified by the caller with the core's `verifyVote`),
+ * deduplicated on (voter, item, value, phase), and each item's statements parsed once, frozen and
+ * kept in storage order (decision 0053). Statements are written only through here.
+ */
+export class StatementLog {
+  /** voter -> the last inline slice seen in its statements, so equal slices share one object. */
+  private readonly inlineSlices: BoundedCache<string, QuorumSet>;
+  /** item id -> its statements, parsed once each, and their order (kept up to date by `storeVote`). */
+  private readonly items: BoundedCache<string, ItemStatements>;
+  private readonly votes: VoteRepository;
+
+  constructor(
+    private readonly store: RelayStore,
+    private readonly slices: SliceBook,
+    sizes: { cachedSlices: number; cachedItems: number },
+  ) {
+    this.votes = store.data.votes;
+    this.inlineSlices = new BoundedCache(sizes.cachedSlices);
+    this.items = new BoundedCache(sizes.cachedItems);
+  }
+
+  forgetCached(): void {
+    this.inlineSlices.clear();
+    this.items.clear();
+  }
+
+  /**
+   * Stores one verified statement; call inside a transaction. A `slice_hash` must already be known
+   * (422 otherwise, so every stored statement can be tallied). Appends a `vote` event when new.
+   */
+  storeVote(vote: Vote, origin: string | null, nowMs: number): StoredVote {
+    if (vote.slice) this.slices.rememberQuorumSet(vote.slice);
+    else if (vote.slice_hash !== undefined && !this.slices.quorumSetByHash(vote.slice_hash)) {
+      throw invalidInput(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', vote.slice_hash);
+    }
+    const inserted = this.votes.insertIfNew(vote, JSON.stringify(vote), origin, nowMs);
+    const other = vote.value === 'yes' ? 'no' : 'yes';
+    const equivocation = this.votes.has(vote.voter, vote.item, other, vote.phase);
+    if (!inserted) return { stored: false, duplicate: true, equivocation };
+    const item = this.items.get(vote.item);
+    if (item?.ordered) {
+      // Placed where the database's ORDER BY puts it (usually last); parsed back from the stored text.
+      const key: StatementKey = { createdMs: nowMs, voter: vote.voter, value: vote.value, phase: vote.phase };
+      const parsed = this.shareInlineSlice(JSON.parse(JSON.stringify(vote)) as Vote);
+      item.parsed.set(mapKey(key), parsed);
+      const { keys, votes } = item.ordered;
+      let at = keys.length;
+      while (at > 0 && compareKeys(keys[at - 1] as StatementKey, key) > 0) at--;
+      item.ordered = { keys: [...keys.slice(0, at), key, ...keys.slice(at)], votes: Object.freeze([...votes.slice(0, at), parsed, ...votes.slice(at)]) };
+    }
+    this.store.appendEvent('vote', vote.voter, vote.item, { vote }, nowMs, origin);
+    return { stored: true, duplicate: false, equivocation };
+  }
+
+  /**
+   * Every stored statement about an item, oldest first. Frozen and shared between calls (an inline
+   * slice is the same object while its voter keeps sending the same one): never mutate them.
+   */
+  statements(itemId: string): readonly Vote[] {
+    let item = this.items.get(itemId);
+    if (item?.ordered) return item.ordered.votes;
+    if (!item) {
+      item = { parsed: new Map(), ordered: undefined };
+      this.items.set(itemId, item);
+    }
+    const keys = this.votes.keysOf(itemId);
+    const votes: Vote[] = [];
+    for (const k of keys) {
+      let vote = item.parsed.get(mapKey(k));
+      if (!vote) {
+        vote = this.shareInlineSlice(JSON.parse(this.votes.docOf(itemId, k)) as Vote);
+        item.parsed.set(mapKey(k), vote);
+      }
+      votes.push(vote);
+    }
+    item.ordered = { keys, votes: Object.freeze(votes) };
+    return item.ordered.votes;
+  }
+
+  /** Freezes a parsed statement, replacing its inline slice by the voter's previous one when equal. */
+  private shareInlineSlice(vote: Vote): Vote {
+    if (vote.slice) {
+      const known = this.inlineSlices.get(vote.voter);
+      if (known && sameQuorumSet(known, vote.slice)) return Object.freeze({ ...vote, slice: known });
+      this.inlineSlices.set(vote.voter, deepFreeze(vote.slice));
+    }
+    return Object.freeze(vote);
+  }
+}
+
+function mapKey(k: StatementKey): string {
+  return `${k.voter} ${k.value} ${k.phase}`;
+}
+
+/** SQLite's ORDER BY on these columns (TEXT compares bytewise; ids, values and phases are ASCII, so code units agree). */
+function compareKeys(a: StatementKey, b: StatementKey): number {
+  if (a.createdMs !== b.createdMs) return a.createdMs - b.createdMs;
+  for (const field of ['voter', 'value', 'phase'] as const) {
+    if (a[field] !== b[field]) return a[field] < b[field] ? -1 : 1;
+  }
+  return 0;
+}

@@ -1,0 +1,121 @@
+import type Database from 'better-sqlite3';
+import { type Migration, runMigrations, type MigrationResult, sqlMigration } from '../db/run-migrations.js';
+
+/**
+ * The bench service's database, step by step (server/db/run-migrations.ts: one runner for every
+ * database). Append only: a shipped migration is never edited, a change is a new entry. Names
+ * are snake_case, times `_ms` (host milliseconds since the epoch), sizes `_bytes`.
+ */
+export const benchStoreMigrations: readonly Migration[] = [
+  sqlMigration(
+    1,
+    'baseline',
+    `
+  CREATE TABLE agents (
+    agent_id TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    created_at_ms INTEGER NOT NULL
+  );
+  CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
+    board TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('active', 'ended', 'expired')),
+    idle_seconds REAL NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    ended_at_ms INTEGER,
+    last_heartbeat_at_ms INTEGER
+  );
+  CREATE INDEX sessions_by_state ON sessions(state, expires_at_ms);
+  -- One row per held board: the primary key is what makes a lease exclusive.
+  CREATE TABLE leases (
+    board TEXT PRIMARY KEY,
+    holder_kind TEXT NOT NULL CHECK (holder_kind IN ('session', 'job')),
+    holder_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id)
+  );
+  CREATE TABLE jobs (
+    job_id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
+    board TEXT NOT NULL,
+    session_id TEXT,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'flashing', 'running', 'done', 'failed')),
+    firmware_sha256 TEXT NOT NULL,
+    firmware_size_bytes INTEGER NOT NULL,
+    elf_json TEXT NOT NULL,
+    uart_seconds REAL NOT NULL,
+    uart_bytes BLOB,
+    uart_json TEXT,
+    stop_json TEXT,
+    failure_kind TEXT,
+    failure_message TEXT,
+    created_at_ms INTEGER NOT NULL,
+    started_at_ms INTEGER,
+    running_at_ms INTEGER,
+    finished_at_ms INTEGER,
+    flash_ms INTEGER,
+    run_ms INTEGER
+  );
+  CREATE INDEX jobs_by_board_state ON jobs(board, state);
+  CREATE INDEX jobs_by_created ON jobs(created_at_ms);
+  -- Server-wide secrets that must survive restarts (e.g. the key signing the waitlist CSRF tokens).
+  CREATE TABLE secrets (
+    name TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+  );
+`,
+  ),
+  // A session's queued and running jobs keep it alive (decision 0211): looked up at every expiry check.
+  sqlMigration(
+    2,
+    'jobs by session',
+    `
+  CREATE INDEX jobs_by_session_state ON jobs(session_id, state);
+`,
+  ),
+  // Board health and the waitlist were tables their classes created on the store's handle
+  // (`CREATE TABLE IF NOT EXISTS`); IF NOT EXISTS here adopts a database that already has them.
+  sqlMigration(
+    3,
+    'board health and waitlist',
+    `
+  CREATE TABLE IF NOT EXISTS board_health (
+    board                TEXT    NOT NULL PRIMARY KEY,
+    consecutive_failures INTEGER NOT NULL CHECK (consecutive_failures >= 0),
+    last_failure         TEXT,
+    quarantined_since_ms INTEGER,
+    quarantine_reason    TEXT,
+    -- A quarantine has both a time and a reason, or neither.
+    CHECK ((quarantined_since_ms IS NULL) = (quarantine_reason IS NULL))
+  );
+  CREATE TABLE IF NOT EXISTS waitlist (
+    email        TEXT    NOT NULL PRIMARY KEY,
+    kind         TEXT    NOT NULL CHECK (kind IN ('person', 'team', 'agent')),
+    note         TEXT    NOT NULL,
+    joined_at_ms INTEGER NOT NULL
+  );
+  `,
+  ),
+  // One job per board is the store's rule, not only the dispatcher's memory. A database that
+  // somehow holds two active jobs of a board keeps the oldest; the others fail as interrupted,
+  // as the next start would fail them all anyway (recoverAfterRestart).
+  sqlMigration(
+    4,
+    'one active job per board',
+    `
+  UPDATE jobs SET state = 'failed', failure_kind = 'interrupted',
+    failure_message = 'the bench service restarted while this job was ' || state || '; submit it again',
+    finished_at_ms = COALESCE(running_at_ms, started_at_ms, created_at_ms)
+  WHERE state IN ('flashing', 'running')
+    AND rowid NOT IN (SELECT MIN(rowid) FROM jobs WHERE state IN ('flashing', 'running') GROUP BY board);
+  CREATE UNIQUE INDEX jobs_one_active_per_board ON jobs(board) WHERE state IN ('flashing', 'running');
+`,
+  ),
+];
+
+/** Brings a bench database (the store's file, or a test's handle) to the current schema. */
+export function migrateBenchDatabase(db: Database.Database): MigrationResult {
+  return runMigrations(db, benchStoreMigrations, { label: 'the database' });
+}

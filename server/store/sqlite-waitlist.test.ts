@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrateBenchDatabase } from './bench-store-migrations.js';
+import { SqliteBenchStore } from './sqlite-bench-store.js';
+import { SqliteWaitlist } from './sqlite-waitlist.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDbPath(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'hilbench-waitlist-'));
+  dirs.push(dir);
+  return join(dir, 'bench.sqlite');
+}
+
+describe('SqliteWaitlist', () => {
+  it('adds, counts and lists newest first', () => {
+    const db = new Database(':memory:');
+    migrateBenchDatabase(db);
+    const list = new SqliteWaitlist(db);
+    expect(list.count()).toBe(0);
+    expect(list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1000 })).toEqual({ created: true });
+    expect(list.add({ email: 'b@example.org', kind: 'agent', note: 'ci', joinedAtMs: 2000 })).toEqual({ created: true });
+    expect(list.count()).toBe(2);
+    expect(list.list({ limit: 10 })).toEqual([
+      { email: 'b@example.org', kind: 'agent', note: 'ci', joinedAtMs: 2000 },
+      { email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1000 },
+    ]);
+    expect(list.list({ limit: 1 })).toHaveLength(1);
+    db.close();
+  });
+
+  it('keeps the first entry of an address: a second add changes nothing', () => {
+    const db = new Database(':memory:');
+    migrateBenchDatabase(db);
+    const list = new SqliteWaitlist(db);
+    list.add({ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 });
+    expect(list.add({ email: 'a@example.org', kind: 'team', note: 'overwritten?', joinedAtMs: 5000 })).toEqual({ created: false });
+    expect(list.list({ limit: 5 })).toEqual([{ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 }]);
+    db.close();
+  });
+
+  it('survives reopening the bench database file', async () => {
+    const path = tempDbPath();
+    const first = new SqliteBenchStore(path);
+    first.waitlist.add({ email: 'kept@example.org', kind: 'team', note: 'n', joinedAtMs: 42 });
+    await first.close();
+    const reopened = new SqliteBenchStore(path);
+    expect(reopened.waitlist.count()).toBe(1);
+    expect(reopened.waitlist.list({ limit: 1 })).toEqual([{ email: 'kept@example.org', kind: 'team', note: 'n', joinedAtMs: 42 }]);
+    await reopened.close();
+  });
+
+  it('refuses an unknown kind or a fractional time, in code and in the table', () => {
+    const db = new Database(':memory:');
+    migrateBenchDatabase(db);
+    const list = new SqliteWaitlist(db);
+    // @ts-expect-error: the type refuses it too; this is the run-time guard.
+    expect(() => list.add({ email: 'a@example.org', kind: 'robot', note: '', joinedAtMs: 1 })).toThrow(/unknown waitlist kind/);
+    expect(() => list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1.5 })).toThrow(/integer/);
+    expect(() => db.prepare("INSERT INTO waitlist VALUES ('x@example.org', 'robot', '', 1)").run()).toThrow(/CHECK constraint/);
+    expect(list.count()).toBe(0);
+    db.close();
+  });
+});

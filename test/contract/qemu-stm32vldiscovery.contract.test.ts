@@ -1,0 +1,3 @@
+import { describeQemuContract } from './qemu-contract.js';
+
+describeQemuContract('stm32vldiscovery');

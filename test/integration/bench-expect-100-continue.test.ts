@@ -1,0 +1,111 @@
+import http from 'node:http';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { makeElf } from '../support/make-elf.js';
+
+/**
+ * With `Expect: 100-continue`, a request the server will refuse from its
+ * headers (no token, Content-Length over the limit) is refused before `100 Continue`, so the
+ * client never sends the body; a welcome one gets 100, sends its body, and is served.
+ */
+
+let app: BenchTestApp;
+beforeEach(async () => {
+  app = await startBenchTestApp({ limits: { maxFirmwareBytes: 1024 } });
+});
+afterEach(async () => {
+  await app.close();
+});
+
+interface Outcome {
+  continued: boolean;
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A raw request with `Expect: 100-continue`: the body is sent only if the server says 100. */
+function expectContinue(pathName: string, headers: Record<string, string>, body: Buffer): Promise<Outcome> {
+  const url = new URL(pathName, app.url);
+  return new Promise((resolve, reject) => {
+    let continued = false;
+    const req = http.request(url, {
+      method: 'POST',
+      headers: { ...headers, expect: '100-continue', 'content-length': String(body.length) },
+    });
+    req.on('continue', () => {
+      continued = true;
+      req.end(body);
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        resolve({ continued, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+        req.destroy();
+      });
+    });
+    req.on('error', reject);
+    req.flushHeaders();
+  });
+}
+
+function multipart(fields: Record<string, string>, file?: Uint8Array): { contentType: string; body: Buffer } {
+  const boundary = '----hilbench-continue';
+  const parts: Buffer[] = [];
+  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  if (file) {
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="firmware"; filename="fw.elf"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+    parts.push(Buffer.from(file), Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return { contentType: `multipart/form-data; boundary=${boundary}`, body: Buffer.concat(parts) };
+}
+
+const elf = makeElf({ segments: [{ paddr: 0x10000000, data: new Uint8Array(64) }] });
+
+describe('Expect: 100-continue', () => {
+  it('refuses an unauthenticated upload with 401 before writing 100', async () => {
+    const { contentType, body } = multipart({ board: 'pico' }, elf);
+    const out = await expectContinue('/api/v1/jobs/flash', { 'content-type': contentType }, body);
+    expect(out.continued).toBe(false);
+    expect(out.status).toBe(401);
+    expect(out.headers['www-authenticate']).toBe('Bearer');
+    expect(out.headers.connection).toBe('close');
+    expect(JSON.parse(out.body)).toEqual({ detail: 'Not authenticated: send "authorization: Bearer <token>" (register at POST /api/v1/agents/register)' });
+  });
+
+  it('refuses an upload whose Content-Length is over the limit with 413 before writing 100', async () => {
+    const { token } = await app.register();
+    // 1024 B firmware + 64 KiB of form overhead allowed; this declares more.
+    const out = await expectContinue('/api/v1/jobs/flash', { 'content-type': 'multipart/form-data; boundary=x', authorization: `Bearer ${token}` }, Buffer.alloc(1024 + 64 * 1024 + 1));
+    expect(out.continued).toBe(false);
+    expect(out.status).toBe(413);
+    expect(JSON.parse(out.body)).toEqual({ detail: 'the request body is larger than the limit of 66560 bytes (65 KiB)' });
+    expect(await app.server.service.store.counts()).toMatchObject({ jobsTotal: 0 });
+  });
+
+  it('refuses an oversize registration form with 413 before writing 100 (no token needed there)', async () => {
+    const out = await expectContinue('/api/v1/agents/register', { 'content-type': 'application/x-www-form-urlencoded' }, Buffer.alloc(64 * 1024 + 1, 'a'));
+    expect(out.continued).toBe(false);
+    expect(out.status).toBe(413);
+  });
+
+  it('writes 100 for a welcome upload and serves it', async () => {
+    const { token } = await app.register();
+    const { contentType, body } = multipart({ board: 'pico' }, elf);
+    const out = await expectContinue('/api/v1/jobs/flash', { 'content-type': contentType, authorization: `Bearer ${token}` }, body);
+    expect(out.continued).toBe(true);
+    expect(out.status).toBe(200);
+    expect(JSON.parse(out.body)).toMatchObject({ board: 'pico', state: 'queued' });
+    await app.idle();
+  });
+
+  it('writes 100 for routes without a headers check and lets the app answer', async () => {
+    const body = Buffer.from('label=carol');
+    const out = await expectContinue('/api/v1/agents/register', { 'content-type': 'application/x-www-form-urlencoded' }, body);
+    expect(out).toMatchObject({ continued: true, status: 200 });
+    const unknown = await expectContinue('/api/v1/nowhere', { 'content-type': 'application/x-www-form-urlencoded' }, body);
+    expect(unknown).toMatchObject({ continued: true, status: 404 });
+  });
+});

@@ -1,0 +1,127 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createClock } from '@sinonjs/fake-timers';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { LocalDispatcher } from '../../harness/dispatcher.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { bearer, getJob, picoElf, settle, submit, withFault } from './bench-job-requests.js';
+
+/**
+ * A lease is exclusive until every job of its session has stopped: ending or expiring a session
+ * stops its jobs, and a board still held by a stopping job answers 409 with Retry-After from the
+ * job's deadline (issue 2).
+ */
+
+let app: BenchTestApp;
+beforeEach(async () => {
+  app = await startBenchTestApp();
+});
+afterEach(async () => {
+  await app.close();
+});
+
+describe('a lease is exclusive until every job of its session has stopped', () => {
+  async function openSession(token: string, fields: Record<string, string>) {
+    return app.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams(fields) });
+  }
+
+  async function aliceWithTwoJobs(idleSeconds: string) {
+    const alice = await app.register('alice');
+    const opened = await openSession(alice.token, { board: 'pico', idle_seconds: idleSeconds });
+    expect(opened.status).toBe(200);
+    const sid = ((await opened.json()) as { session_id: string }).session_id;
+    const hung = await submit(app, alice.token, { board: 'pico', session: sid, uart_seconds: '0.1' }, withFault('run-hang'));
+    await settle();
+    const hello = await submit(app, alice.token, { board: 'pico', session: sid }, picoElf());
+    expect((await getJob(app, alice.token, hung.job_id)).state).toBe('running');
+    return { alice, sid, hung, hello };
+  }
+
+  it('ending the session cancels its queued and running jobs; the next session runs alone', async () => {
+    const { alice, sid, hung, hello } = await aliceWithTwoJobs('90');
+    const bob = await app.register('bob');
+    app.fake.tick(5_000);
+    const ended = await app.request(`/api/v1/sessions/${sid}/end`, { method: 'POST', headers: bearer(alice.token) });
+    expect(ended.status).toBe(200);
+    await app.idle();
+
+    expect(await getJob(app, alice.token, hello.job_id)).toMatchObject({
+      state: 'failed',
+      started_at: null,
+      failure: { kind: 'cancelled', message: `cancelled before it started: session ${sid} ended at 2026-01-01T00:00:05.000Z` },
+    });
+    expect(await getJob(app, alice.token, hung.job_id)).toMatchObject({
+      state: 'failed',
+      failure: { kind: 'cancelled', message: `job ${hung.job_id} cancelled: session ${sid} ended at 2026-01-01T00:00:05.000Z` },
+    });
+    const bobs = await openSession(bob.token, { board: 'pico' });
+    expect(bobs.status).toBe(200);
+    // Nothing of alice's runs under bob's lease, however long he holds it.
+    app.fake.tick(60_000);
+    await app.idle();
+    expect((await getJob(app, alice.token, hello.job_id)).state).toBe('failed');
+    expect(app.logger.lines.filter((l) => l.startsWith('error:'))).toEqual([]);
+  });
+
+  it('expiry (fake clock) waits while its jobs are unfinished, then frees the board idle_seconds after the last one', async () => {
+    // Decision 0211: a session's own jobs keep it alive, so it never expires under them.
+    const { alice, sid, hung, hello } = await aliceWithTwoJobs('10');
+    const bob = await app.register('bob');
+    app.fake.tick(10_000);
+    await settle();
+    expect((await openSession(bob.token, { board: 'pico' })).status).toBe(409);
+    // The hung job's deadline: 60 s flash + 0.1 s x 4 s + 10 s margin = 70.4 s; the next job then runs at once.
+    app.fake.tick(60_400);
+    await app.idle();
+    expect((await getJob(app, alice.token, hung.job_id)).failure?.kind).toBe('timeout');
+    expect((await getJob(app, alice.token, hello.job_id)).state).toBe('done');
+    app.fake.tick(9_999);
+    await settle();
+    expect((await openSession(bob.token, { board: 'pico' })).status).toBe(409);
+    app.fake.tick(1);
+    await settle();
+    expect(app.logger.lines).toContain(`info: session ${sid} on pico expired; the board is free`);
+    expect((await openSession(bob.token, { board: 'pico' })).status).toBe(200);
+  });
+});
+
+/** A local dispatcher whose cancellations land only when the test says: a backend slow to stop. */
+class SlowToCancelDispatcher extends LocalDispatcher {
+  readonly pending: Array<{ jobId: string; reason: string }> = [];
+  override cancel(jobId: string, reason: string): boolean {
+    this.pending.push({ jobId, reason });
+    return true;
+  }
+  deliver(): void {
+    for (const { jobId, reason } of this.pending.splice(0)) super.cancel(jobId, reason);
+  }
+}
+
+describe('a board held by a job answers 409 with Retry-After from the job deadline', () => {
+  it('after the session ends, its running job holds the board until it has stopped', async () => {
+    await app.close();
+    const fake = createClock(TEST_START_MS);
+    const dispatcher = new SlowToCancelDispatcher({ clock: clockFromFakeTimers(fake) });
+    app = await startBenchTestApp({ fake, dispatcher });
+    const alice = await app.register('alice');
+    const bob = await app.register('bob');
+    const sid = ((await (await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(alice.token), body: new URLSearchParams({ board: 'pico' }) })).json()) as { session_id: string }).session_id;
+    const hung = await submit(app, alice.token, { board: 'pico', session: sid, uart_seconds: '0.1' }, withFault('run-hang'));
+    await settle();
+    app.fake.tick(5_000);
+    expect((await app.request(`/api/v1/sessions/${sid}/end`, { method: 'POST', headers: bearer(alice.token) })).status).toBe(200);
+    expect(dispatcher.pending).toEqual([{ jobId: hung.job_id, reason: `session ${sid} ended at 2026-01-01T00:00:05.000Z` }]);
+
+    const blocked = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) });
+    expect(blocked.status).toBe(409);
+    // Deadline: flashing at 0 + 60 s flash + 0.1 s x 4 s + 10 s margin = 70.4 s; now is 5 s.
+    expect(blocked.headers.get('retry-after')).toBe('66');
+    expect(await blocked.json()).toEqual({
+      detail: 'board pico is busy: agent "alice" leased it for a flash job, until that job finishes, at the latest 2026-01-01T00:01:10.400Z (its deadline) (retry_after_seconds=66)',
+    });
+
+    dispatcher.deliver();
+    await app.idle();
+    expect((await getJob(app, alice.token, hung.job_id)).failure?.kind).toBe('cancelled');
+    expect((await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) })).status).toBe(200);
+  });
+});

@@ -1,0 +1,47 @@
+import { createClock } from '@sinonjs/fake-timers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { claimId } from '../../server/relay/protocol.js';
+import { relayLimits } from '../../server/relay/relay-facts.js';
+import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+
+/** A valid claim at the limits fits the JSON body limit even with every character JSON-escaped (it was once refused with 413). */
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
+const data = tempDataDir();
+let relay: RunningRelay;
+let alice: TestNode;
+
+beforeAll(async () => {
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
+  alice = await registerNode(relay, clock, { name: 'alice' });
+});
+afterAll(async () => {
+  await relay.close();
+  data.remove();
+});
+
+/** JSON text of a string with every UTF-16 unit escaped as \uXXXX (what some encoders send). */
+function fullyEscaped(s: string): string {
+  let out = '"';
+  for (let k = 0; k < s.length; k++) out += `\\u${s.charCodeAt(k).toString(16).padStart(4, '0')}`;
+  return `${out}"`;
+}
+
+describe('JSON body limit', () => {
+  it('a maximal claim of astral characters, every one escaped as a surrogate pair, is accepted (201)', async () => {
+    const title = '😀'.repeat(relayLimits.titleMaxChars);
+    const body = '😁'.repeat(relayLimits.bodyMaxChars);
+    const raw = `{ "kind": ${fullyEscaped('statement')}, "title": ${fullyEscaped(title)}, "body": ${fullyEscaped(body)} }`;
+    expect(Buffer.byteLength(raw)).toBeGreaterThan(12 * (relayLimits.titleMaxChars + relayLimits.bodyMaxChars));
+    const r = await call(relay.baseUrl, 'POST', '/items', { rawBody: raw, auth: alice.auth, headers: { 'content-type': 'application/json' } });
+    expect(r.status).toBe(201);
+    expect(r.body.id).toBe(claimId({ kind: 'statement', title, body }));
+  });
+
+  it('a body beyond the limit is still refused with 413', async () => {
+    const raw = `{ "kind": "statement", "title": "t", "body": "${' '.repeat(relayLimits.jsonBodyMaxBytes)}" }`;
+    const r = await call(relay.baseUrl, 'POST', '/items', { rawBody: raw, auth: alice.auth, headers: { 'content-type': 'application/json' } });
+    expect(r.status).toBe(413);
+  });
+});

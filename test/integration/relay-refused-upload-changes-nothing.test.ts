@@ -1,0 +1,63 @@
+import { createClock } from '@sinonjs/fake-timers';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { relayLimits } from '../../server/relay/relay-facts.js';
+import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+
+/** A file upload refused for its title leaves no file in the store, and its 422 points at the field (it once left the file and pointed at ["body"]). */
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
+const data = tempDataDir();
+let relay: RunningRelay;
+let alice: TestNode;
+
+beforeAll(async () => {
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
+  alice = await registerNode(relay, clock, { name: 'alice' });
+});
+afterAll(async () => {
+  await relay.close();
+  data.remove();
+});
+
+const filesDir = () => readdirSync(join(data.dir, 'files')).sort();
+function upload(bytes: Uint8Array, fields: { title?: string; filename?: string }) {
+  const form = new FormData();
+  if (fields.title !== undefined) form.append('title', fields.title);
+  form.append('file', new Blob([bytes], { type: 'application/octet-stream' }), fields.filename ?? 'firmware.bin');
+  return call(relay.baseUrl, 'POST', '/items', { rawBody: form, auth: alice.auth });
+}
+
+describe('a refused file upload changes nothing', () => {
+  it.each([
+    ['a title over the limit', { title: 'x'.repeat(relayLimits.titleMaxChars + 1) }, 'string_too_long'],
+    ['a title with a line break', { title: 'two\nlines' }, 'value_error'],
+  ])('%s: 422 at ["body", "title"], and the files dir is unchanged', async (_name, fields, type) => {
+    const before = filesDir();
+    const r = await upload(new TextEncoder().encode(`bytes for ${type} ${before.length}`), fields);
+    expect(r.status).toBe(422);
+    expect((r.body.detail as { loc: unknown; type: string }[])[0]).toMatchObject({ loc: ['body', 'title'], type });
+    expect(filesDir()).toEqual(before);
+  });
+
+  it('the same bytes with a valid title are then stored (201), once', async () => {
+    const bytes = new TextEncoder().encode('bytes refused once, then accepted');
+    const before = filesDir();
+    expect((await upload(bytes, { title: 'bad\ntitle' })).status).toBe(422);
+    expect(filesDir()).toEqual(before);
+    const ok = await upload(bytes, { title: 'good title' });
+    expect(ok.status).toBe(201);
+    expect(filesDir()).toEqual([...before, ok.body.id as string].sort());
+  });
+
+  it('refusing an upload whose bytes are already stored keeps the stored file', async () => {
+    const bytes = new TextEncoder().encode('already here');
+    const ok = await upload(bytes, { title: 'first' });
+    expect(ok.status).toBe(201);
+    const before = filesDir();
+    expect((await upload(bytes, { title: 'y'.repeat(relayLimits.titleMaxChars + 1) })).status).toBe(422);
+    expect(filesDir()).toEqual(before);
+  });
+});

@@ -1,0 +1,101 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Clock } from '../../core/clock.js';
+import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from '../../server/relay/protocol.js';
+import { registerSchema, relayLimits, sessionSchema } from '../../server/relay/relay-facts.js';
+import { type RunningRelay, type StartRelayServerOptions, startRelayServer as startRelayServerWithDefaults } from '../../server/relay/relay-service.js';
+import { signDocument } from '../../server/relay/signed-document.js';
+
+/**
+ * Test kit for the relay: a client that signs what it sends the way a real client must. Test-only
+ * (it lives under test/support/, not next to the service), used by the relay's tests and benchmarks.
+ */
+
+/** A fresh temporary data dir; `remove()` deletes it. */
+export function tempDataDir(prefix = 'relay-'): { dir: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface Answer<T = Record<string, unknown>> {
+  status: number;
+  body: T;
+  headers: Headers;
+  text: string;
+}
+
+/** Calls a relay over real HTTP. `auth` is the full Authorization header value. */
+export async function call<T = Record<string, unknown>>(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; auth?: string; headers?: Record<string, string>; rawBody?: RequestInit["body"] } = {},
+): Promise<Answer<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.auth !== undefined) headers.authorization = options.auth;
+  let body: RequestInit["body"] | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // Not JSON (pages, PNG): the caller reads `text`.
+  }
+  return { status: response.status, body: parsed as T, headers: response.headers, text };
+}
+
+/** A node with its key and, once registered, its human Authorization header. */
+export interface TestNode extends NodeKey {
+  auth: string;
+}
+
+/** Unix seconds on `clock`. */
+export function nowSeconds(clock: Clock): number {
+  return Math.floor(clock.nowMs() / 1000);
+}
+
+/** A signed x.register/1 document for `relayBaseUrl`. */
+export function registrationFor(key: NodeKey, relayBaseUrl: string, clock: Clock, name?: string): Record<string, unknown> {
+  return signDocument({ schema: registerSchema, node_id: key.nodeId, relay: relayBaseUrl, created_at: nowSeconds(clock), ...(name !== undefined ? { name } : {}) }, key.secretKey);
+}
+
+/** A signed x.session/1 document. */
+export function sessionFor(key: NodeKey, relayBaseUrl: string, clock: Clock): Record<string, unknown> {
+  return signDocument({ schema: sessionSchema, node_id: key.nodeId, relay: relayBaseUrl, created_at: nowSeconds(clock) }, key.secretKey);
+}
+
+/** Registers a fresh (or the given) key and returns it with its credential header. */
+export async function registerNode(relay: { baseUrl: string }, clock: Clock, options: { name?: string; key?: NodeKey } = {}): Promise<TestNode> {
+  const key = options.key ?? generateNodeKey();
+  const answer = await call(relay.baseUrl, 'POST', '/register', { body: registrationFor(key, relay.baseUrl, clock, options.name) });
+  if (answer.status !== 201 && answer.status !== 200) throw new Error(`register failed: ${answer.status} ${answer.text}`);
+  return { ...key, auth: String(answer.body.authorization) };
+}
+
+/** A signed vote by `key`. */
+export function voteBy(key: NodeKey, item: string, value: 'yes' | 'no', phase: 'vote' | 'accept' | 'confirm', slice: QuorumSet, clock: Clock): Vote {
+  return signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value, phase, slice, created_at: nowSeconds(clock) }, key.secretKey);
+}
+
+/** Posts a claim as `node` and returns its id. */
+export async function postClaim(relay: { baseUrl: string }, auth: string, claim: { kind: string; title: string; body: string }): Promise<string> {
+  const answer = await call(relay.baseUrl, 'POST', '/items', { body: claim, auth });
+  if (answer.status !== 201 && answer.status !== 200) throw new Error(`post claim failed: ${answer.status} ${answer.text}`);
+  return String(answer.body.id);
+}
+
+/**
+ * `startRelayServer` with per-client rate limits far above what a test file does from one loopback
+ * address on a clock that barely moves, unless the test sets its own (the rate-limit tests set the defaults).
+ */
+export function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
+  return startRelayServerWithDefaults({ ...options, rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
+}
+
+export { relayLimits, type RunningRelay, type StartRelayServerOptions };
