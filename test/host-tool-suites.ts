@@ -14,6 +14,7 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'backends/qemu/qemu-icount-run.test.ts',
       // The Renode stand-in executes firmware on QEMU (docs/backends/renode.md).
       'backends/renode/renode-backend.test.ts',
+      'backends/renode/renode-crash-drain.test.ts',
       'test/fakes/renode-standin/renode-standin.test.ts',
       'test/contract/qemu-lm3s6965evb.contract.test.ts',
       'test/contract/qemu-microbit.contract.test.ts',

@@ -7,6 +7,7 @@ import { HttpError } from '../http/http-error.js';
 import { declaredBodyTooLarge, parseFormBody } from '../http/parse-form.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
+import { mapBenchErrors } from './bench-error-http.js';
 import type { BenchLimits } from './bench-limits.js';
 import {
   adminSchema,
@@ -59,7 +60,8 @@ function param(req: Request, name: string): string {
 /** How the router checks the bench's two credentials (`ApiRoute.auth`). */
 export function benchGuards(bench: Bench, options: { adminToken?: string }): RouteGuards<AgentRecord> {
   return {
-    bearer: (req) => bench.authenticate(req.headers.authorization),
+    // The edge: a refused token is a `BenchError`, answered here as its 401.
+    bearer: mapBenchErrors((req: IncomingMessage) => bench.authenticate(req.headers.authorization)),
     admin: (req) => checkAdmin(req, options.adminToken),
   };
 }
@@ -70,8 +72,16 @@ function agentOf(caller: RouteCaller<AgentRecord>): AgentRecord {
   return caller.agent;
 }
 
-/** Every JSON endpoint of the bench API, described once (served and documented from this). */
+/**
+ * Every JSON endpoint of the bench API, described once (served and documented from this). The
+ * edge of the bench: each handler's `BenchError`s become their HTTP answers here
+ * (`bench-error-http.ts`), so the domain never picks a status.
+ */
 export function benchRoutes(bench: Bench, options: { limits: BenchLimits }): ApiRoute<AgentRecord>[] {
+  return benchRouteTable(bench, options).map((route) => ({ ...route, handler: mapBenchErrors(route.handler) }));
+}
+
+function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRoute<AgentRecord>[] {
   const { limits } = options;
   const forms = buildFormSchemas(limits);
   /** The check a body route makes from its headers after auth (which the router makes first). */

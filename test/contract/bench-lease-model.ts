@@ -14,6 +14,7 @@ import { memoryLogger } from '../../server/http/logger.js';
 import type { AgentRecord, BenchStore } from '../../server/store/bench-store.js';
 import { FirmwareBlobStore } from '../../server/store/firmware-blob-store.js';
 import { Bench } from '../../server/bench/bench.js';
+import { toHttpError } from '../../server/bench/bench-error-http.js';
 import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
 import { LiveBoards } from '../../server/bench/live-boards.js';
 
@@ -60,7 +61,8 @@ async function status(promise: Promise<unknown>): Promise<number> {
     await promise;
     return 200;
   } catch (err) {
-    if (err instanceof HttpError) return err.status;
+    const answer = toHttpError(err);
+    if (answer instanceof HttpError) return answer.status;
     throw err;
   }
 }

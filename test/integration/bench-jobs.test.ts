@@ -1,12 +1,14 @@
-import { readdirSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EM_AVR } from '../../core/elf.js';
 import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
 import { firmwareImage, makeElf, picoTestElf } from '../support/make-elf.js';
 
-/** Flash jobs over real HTTP on the mock backend: uploads, validation, leases, failures, restarts. */
+/**
+ * Flash jobs over real HTTP on the mock backend: uploads, validation, failures, transcripts.
+ * Leases and restarts: bench-jobs-leases.test.ts; upload limits: bench-upload-limits.test.ts.
+ */
 
 let app: BenchTestApp;
 beforeEach(async () => {
@@ -45,10 +47,6 @@ async function getJob(token: string, jobId: string): Promise<JobJson> {
 }
 
 const firmwareFiles = () => readdirSync(path.join(app.dataDir, 'firmware'));
-/** Lets promise chains that the fake clock does not drive run. */
-const settle = async () => {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
-};
 
 describe('POST /api/v1/jobs/flash', () => {
   it('runs a job on the mock to done with the documented transcript', async () => {
@@ -232,199 +230,5 @@ describe('POST /api/v1/jobs/flash', () => {
     const res = await app.request(`/api/v1/jobs/${job_id}`, { headers: bearer(bob.token) });
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({ detail: `job ${job_id} not found` });
-  });
-});
-
-describe('jobs and leases', () => {
-  async function openSession(token: string, board: string) {
-    const res = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams({ board }) });
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { session_id: string }).session_id;
-  }
-
-  it("runs under the caller's session and refuses others' sessions, ended ones and other boards", async () => {
-    const alice = await app.register('alice');
-    const bob = await app.register('bob');
-    const sid = await openSession(alice.token, 'pico');
-    const ok = await flash(alice.token, { board: 'pico', session: sid }, picoElf());
-    expect(ok.status).toBe(200);
-    expect(((await ok.json()) as JobJson).session_id).toBe(sid);
-
-    const theirs = await flash(bob.token, { board: 'pico', session: sid }, picoElf());
-    expect(theirs.status).toBe(404);
-    expect(await theirs.json()).toEqual({ detail: `session ${sid} not found` });
-
-    const wrongBoard = await flash(alice.token, { board: 'uno', session: sid }, makeElf({ machine: EM_AVR, segments: [{ paddr: 0, data: new Uint8Array(8) }] }));
-    expect(wrongBoard.status).toBe(409);
-    expect(await wrongBoard.json()).toEqual({ detail: `session ${sid} holds board pico, not uno` });
-
-    const noSession = await flash(bob.token, { board: 'pico' }, picoElf());
-    expect(noSession.status).toBe(409);
-    expect(((await noSession.json()) as { detail: string }).detail).toMatch(/^board pico is leased by agent "alice" until/);
-
-    await app.request(`/api/v1/sessions/${sid}/end`, { method: 'POST', headers: bearer(alice.token) });
-    const ended = await flash(alice.token, { board: 'pico', session: sid }, picoElf());
-    expect(ended.status).toBe(409);
-    expect(await ended.json()).toEqual({ detail: `session ${sid} is ended, not active: open a new session` });
-  });
-
-  it('holds the board for a job without a session while it runs; the deadline fails a hung job with timeout', async () => {
-    const alice = await app.register('alice');
-    const bob = await app.register('bob');
-    const { job_id } = (await (await flash(alice.token, { board: 'pico' }, withFault('flash-hang'))).json()) as JobJson;
-    await settle();
-    expect((await getJob(alice.token, job_id)).state).toBe('flashing');
-    const boards = (await (await app.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; status: string }> };
-    expect(boards.boards.find((b) => b.id === 'pico')!.status).toBe('busy');
-    const blocked = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) });
-    expect(blocked.status).toBe(409);
-    // The job's deadline (below) from when it started flashing, not a guess of one second.
-    expect(blocked.headers.get('retry-after')).toBe('74');
-    expect(await blocked.json()).toEqual({
-      detail: 'board pico is busy: agent "alice" leased it for a flash job, until that job finishes, at the latest 2026-01-01T00:01:13.200Z (its deadline) (retry_after_seconds=74)',
-    });
-
-    // Default deadline: 60 s flash + 0.8 s x 4 s + 10 s margin = 73.2 s.
-    app.fake.tick(73_199);
-    await settle();
-    expect((await getJob(alice.token, job_id)).state).toBe('flashing');
-    app.fake.tick(1);
-    await app.idle();
-    const failed = await getJob(alice.token, job_id);
-    expect(failed.state).toBe('failed');
-    expect(failed.failure!.kind).toBe('timeout');
-    expect(failed.failure!.message).toMatch(/did not finish within 73200 ms .* waiting for mock to open and flash pico/);
-    const after = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) });
-    expect(after.status).toBe(200);
-  });
-
-  it('runs jobs of one session in order and refuses one over the queue limit with 429', async () => {
-    await app.close();
-    app = await startBenchTestApp({ limits: { maxQueuedJobsPerBoard: 1 } });
-    const { token } = await app.register();
-    const sid = await openSession(token, 'pico');
-    const first = (await (await flash(token, { board: 'pico', session: sid }, withFault('run-hang'))).json()) as JobJson;
-    await settle();
-    const second = (await (await flash(token, { board: 'pico', session: sid, uart_seconds: '0.3' }, picoElf())).json()) as JobJson;
-    const third = await flash(token, { board: 'pico', session: sid }, picoElf());
-    expect(third.status).toBe(429);
-    expect(third.headers.get('retry-after')).toBe('5');
-    expect(await third.json()).toEqual({ detail: 'board pico already has 1 jobs waiting (the limit is 1); retry after some finish' });
-    expect((await getJob(token, first.job_id)).state).toBe('running');
-    expect((await getJob(token, second.job_id)).state).toBe('queued');
-    const board = ((await (await app.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; queued_jobs: number }> }).boards.find((b) => b.id === 'pico');
-    expect(board!.queued_jobs).toBe(1);
-  });
-
-  it('fails jobs a restart interrupted and runs the queued ones after it', async () => {
-    const { token } = await app.register();
-    const finished = (await (await flash(token, { board: 'pico', uart_seconds: '0.1' }, picoElf())).json()) as JobJson;
-    await app.idle();
-    const before = await getJob(token, finished.job_id);
-    const sid = await openSession(token, 'pico');
-    const hung = (await (await flash(token, { board: 'pico', session: sid }, withFault('run-hang'))).json()) as JobJson;
-    await settle();
-    const waiting = (await (await flash(token, { board: 'pico', session: sid, uart_seconds: '0.3' }, picoElf())).json()) as JobJson;
-    expect((await getJob(token, hung.job_id)).state).toBe('running');
-
-    app = await app.restart();
-    await app.idle();
-    const interrupted = await getJob(token, hung.job_id);
-    expect(interrupted).toMatchObject({
-      state: 'failed',
-      failure: { kind: 'interrupted', message: 'the bench service restarted while this job was running; submit it again' },
-    });
-    const rerun = await getJob(token, waiting.job_id);
-    expect(rerun.state).toBe('done');
-    expect(rerun.uart!.text).toMatch(/tick 3\r\n$/);
-    expect(app.logger.lines).toContain(`warn: job ${hung.job_id} on pico was interrupted by a restart`);
-    // Finished jobs, their UART and the agent's token survive as they were.
-    expect(await getJob(token, finished.job_id)).toEqual(before);
-  });
-});
-
-describe('recovery', () => {
-  it('fails a queued job whose stored firmware changed on disk while the server was down', async () => {
-    const { token } = await app.register();
-    const sid = ((await (await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams({ board: 'pico' }) })).json()) as { session_id: string }).session_id;
-    await flash(token, { board: 'pico', session: sid }, withFault('run-hang'));
-    await settle();
-    const elf = picoElf();
-    const queued = (await (await flash(token, { board: 'pico', session: sid }, elf)).json()) as JobJson;
-    await app.close();
-    writeFileSync(path.join(app.dataDir, 'firmware', firmwareImage(elf).sha256), makeElf({ entry: 0x10000001, segments: [{ paddr: FLASH, data: new Uint8Array(4) }] }));
-    app = await app.restart();
-    await app.idle();
-    const job = await getJob(token, queued.job_id);
-    expect(job.state).toBe('failed');
-    expect(job.failure).toEqual({
-      kind: 'internal',
-      message: expect.stringMatching(/^the stored firmware of this job is corrupted \(sha256 [0-9a-f]{64}, expected [0-9a-f]{64}\)$/),
-    });
-  });
-});
-
-describe('upload limits', () => {
-  it('refuses an upload far over the limit while it streams, without buffering it, and stores nothing', async () => {
-    await app.close();
-    app = await startBenchTestApp({ limits: { maxFirmwareBytes: 64 * 1024 } });
-    const { token } = await app.register();
-    const boundary = 'hilbench-test-boundary';
-    const url = new URL(`${app.url}/api/v1/jobs/flash`);
-    const chunk = Buffer.alloc(64 * 1024, 0x41);
-    const maxChunks = 4096; // 256 MiB if the server never answered
-    let sent = 0;
-    const result = await new Promise<{ status: number; body: string; sentBytes: number; connection: string | undefined }>((resolve, reject) => {
-      const req = http.request(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' },
-      });
-      let answered = false;
-      req.on('response', (res) => {
-        answered = true;
-        const parts: Buffer[] = [];
-        res.on('data', (d: Buffer) => parts.push(d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString(), sentBytes: sent, connection: res.headers.connection }));
-      });
-      req.on('error', (err) => {
-        if (!answered) reject(err);
-      });
-      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="board"\r\n\r\npico\r\n`);
-      req.write(`--${boundary}\r\nContent-Disposition: form-data; name="firmware"; filename="huge.elf"\r\nContent-Type: application/octet-stream\r\n\r\n`);
-      const pump = () => {
-        if (answered || sent >= maxChunks * chunk.length) return;
-        sent += chunk.length;
-        if (req.write(chunk)) setImmediate(pump);
-        else req.once('drain', pump);
-      };
-      pump();
-    });
-    expect(result.status).toBe(413);
-    expect(JSON.parse(result.body)).toEqual({ detail: 'the file in field "firmware" is larger than the limit of 65536 bytes (64 KiB)' });
-    expect(result.connection).toBe('close');
-    // The answer came while the upload was still going, long before the client's 256 MiB.
-    expect(result.sentBytes).toBeLessThan(64 * 1024 * 1024);
-    expect(firmwareFiles()).toEqual([]);
-    expect((await app.server.service.store.counts()).jobsTotal).toBe(0);
-  });
-
-  it('refuses an unauthenticated upload from its headers', async () => {
-    const body = new FormData();
-    body.set('board', 'pico');
-    body.set('firmware', new Blob([new Uint8Array(1024 * 1024)]), 'fw.elf');
-    const res = await app.request('/api/v1/jobs/flash', { method: 'POST', body });
-    expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe('Bearer');
-    expect(firmwareFiles()).toEqual([]);
-  });
-
-  it('refuses a declared Content-Length over the limit before reading the body', async () => {
-    await app.close();
-    app = await startBenchTestApp({ limits: { maxFirmwareBytes: 1024 } });
-    const { token } = await app.register();
-    const big = new Uint8Array(200 * 1024);
-    const res = await flash(token, { board: 'pico' }, big);
-    expect(res.status).toBe(413);
-    expect(await res.json()).toEqual({ detail: `the request body is larger than the limit of ${1024 + 64 * 1024} bytes (65 KiB)` });
   });
 });

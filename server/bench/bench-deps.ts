@@ -1,0 +1,38 @@
+import { randomBytes } from 'node:crypto';
+import type { Board } from '../../boards/board-schema.js';
+import type { FirmwareImage } from '../../backends/backend.js';
+import type { Clock } from '../../core/clock.js';
+import type { JobDispatcher } from '../../harness/dispatcher.js';
+import type { Logger } from '../http/logger.js';
+import type { BenchStore } from '../store/bench-store.js';
+import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import type { BenchLimits } from './bench-limits.js';
+import type { LiveBoards } from './live-boards.js';
+
+export interface BenchDeps {
+  clock: Clock;
+  store: BenchStore;
+  blobs: FirmwareBlobStore;
+  /** Every board with its backend, availability re-checked when it matters (live-boards.ts). */
+  boards: LiveBoards;
+  dispatcher: JobDispatcher;
+  limits: BenchLimits;
+  logger: Logger;
+  /** Throws `BackendError('bad-image', ...)` when `image` cannot run on `board` (backends/image-check.ts). */
+  checkImage: (image: FirmwareImage, board: Board) => void;
+  /** Entries on the waitlist (owned by the pages), for the snapshot totals. */
+  waitlistCount: () => number;
+  /** Host ms an administrator's health check may take before it is aborted. Default 120 000. */
+  healthCheckTimeoutMs?: number;
+  /**
+   * Host ms the dispatcher allows a job of `uartSeconds` from leaving the queue to its end
+   * (`LocalDispatcher.deadlineMs`): the `Retry-After` of a board held by a job. Unknown (a remote
+   * dispatcher that does not say): `Retry-After: 5`.
+   */
+  jobDeadlineMs?: (uartSeconds: number, boardId: string) => number;
+}
+
+/** Random public identifier: `prefix` + 16 random bytes, base64url. */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(16).toString('base64url')}`;
+}

@@ -1,0 +1,63 @@
+/**
+ * The bench's domain errors: one stable code per way a request can be refused, and the detail
+ * the caller reads. Domain code (agents, sessions, jobs, board health) throws `BenchError` and
+ * never chooses an HTTP status; the route layer maps each code to one, once
+ * (`bench-error-http.ts`), as Fastify's `lib/errors.js` catalog and Hono's `HTTPException` do.
+ */
+export const BENCH_ERROR_CODES = [
+  /** No `authorization` header. */
+  'not_authenticated',
+  /** An `authorization` header that is not `Bearer hb_...`. */
+  'invalid_authorization_header',
+  /** A well-formed token no agent has. */
+  'invalid_token',
+  'board_not_found',
+  /** The board's backend cannot run it now (the detail says why). */
+  'board_offline',
+  /** An administrator's health check holds the board. */
+  'board_health_check_running',
+  /** Someone (or a flash job) holds a lease on the board. */
+  'board_leased',
+  'session_not_found',
+  /** The session ended or expired (or is otherwise not active). */
+  'session_not_active',
+  /** A job names a session that holds another board. */
+  'session_other_board',
+  /** Too many jobs wait on the board. */
+  'queue_full',
+  'job_not_found',
+  /** The uploaded firmware does not parse or cannot run on the board (a field error). */
+  'firmware_invalid',
+  /** No backend of the board keeps board health. */
+  'board_health_unsupported',
+  /** The board's backend refused to release it. */
+  'board_release_refused',
+  /** The board's backend keeps health but has no health-check run. */
+  'health_check_unsupported',
+  /** A health check already runs on the board. */
+  'health_check_already_running',
+  /** A health check needs the board to itself: it is leased or has jobs. */
+  'board_not_idle',
+] as const;
+
+export type BenchErrorCode = (typeof BENCH_ERROR_CODES)[number];
+
+/** What an error says besides its detail, for the edge to turn into headers or a field error. */
+export interface BenchErrorExtra {
+  /** When trying again makes sense, in whole seconds (`Retry-After`). */
+  retryAfterSeconds?: number;
+  /** The form field at fault and the value it had (`firmware_invalid`). */
+  field?: { name: string; input: unknown };
+}
+
+/** A refusal of the bench, by catalog code; `detail` is what the caller reads, word for word. */
+export class BenchError extends Error {
+  override readonly name = 'BenchError';
+  constructor(
+    readonly code: BenchErrorCode,
+    readonly detail: string,
+    readonly extra: BenchErrorExtra = {},
+  ) {
+    super(detail);
+  }
+}

@@ -1,0 +1,109 @@
+import type { Board } from '../../boards/board-schema.js';
+import { type Clock, isoFromMs } from '../../core/clock.js';
+import type { AgentRecord, BenchStore, LeaseWithAgent } from '../store/bench-store.js';
+import { BenchError } from './bench-errors.js';
+import type { ResolvedBoard } from './board-backends.js';
+import { type BoardState, boardState } from './board-views.js';
+import type { LiveBoards } from './live-boards.js';
+
+/** A board running an administrator's health check: when it started (host ms), and its end. */
+export interface HealthCheckClaim {
+  startedAtMs: number;
+  done: Promise<void>;
+}
+
+/**
+ * Who may use a board now, shared by sessions, jobs and board-health administration: the board
+ * catalog, its live availability, the health checks that hold boards, and why a leased board
+ * is refused.
+ */
+export class BoardAccess {
+  /** Boards running an administrator's health check (one at a time per board). */
+  readonly healthChecks = new Map<string, HealthCheckClaim>();
+
+  constructor(
+    private readonly deps: {
+      clock: Clock;
+      store: BenchStore;
+      boards: LiveBoards;
+      jobDeadlineMs?: (uartSeconds: number, boardId: string) => number;
+    },
+  ) {}
+
+  private now(): number {
+    return this.deps.clock.nowMs();
+  }
+
+  /** The board of this server called `boardId`; `board_not_found` (naming the boards here) otherwise. */
+  knownBoard(boardId: string): Board {
+    const board = this.deps.boards.board(boardId);
+    if (!board) {
+      throw new BenchError('board_not_found', `board "${boardId}" not found; boards here: ${this.deps.boards.ids.join(', ') || 'none'}`);
+    }
+    return board;
+  }
+
+  /**
+   * The board's backend as of now (availability cached briefly, live-boards.ts): `board_offline`
+   * with the reason when it cannot run, `board_health_check_running` while an administrator's
+   * health check holds it.
+   */
+  async usable(boardId: string): Promise<ResolvedBoard> {
+    const resolved = await this.deps.boards.get(boardId);
+    if (!resolved.backend) throw new BenchError('board_offline', `board ${boardId} is offline: ${resolved.offlineReason ?? 'no backend'}`);
+    const check = this.healthChecks.get(boardId);
+    if (check) {
+      throw new BenchError(
+        'board_health_check_running',
+        `board ${boardId} is running a health check started by an administrator at ${isoFromMs(check.startedAtMs)} (retry_after_seconds=5)`,
+        { retryAfterSeconds: 5 },
+      );
+    }
+    return resolved;
+  }
+
+  /**
+   * `board_leased` for a board someone holds: who (label only) and until when, with a retry
+   * time. A board held by a job (its own lease, or a closed session's job still stopping) is
+   * free at the latest at that job's deadline: from when it left the queue (or now, while it
+   * waits) plus the dispatcher's budget for it.
+   */
+  async leasedConflict(lease: LeaseWithAgent, agent: AgentRecord): Promise<BenchError> {
+    const who = lease.agentId === agent.agentId ? 'you' : `agent "${lease.agentLabel}"`;
+    if (lease.holder.kind === 'job') {
+      const job = await this.deps.store.getJob(lease.holder.jobId);
+      const nowMs = this.now();
+      const budgetMs = job && this.deps.jobDeadlineMs ? this.deps.jobDeadlineMs(job.uartSeconds, job.board) : undefined;
+      if (job === undefined || budgetMs === undefined) {
+        return new BenchError('board_leased', `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes (retry_after_seconds=5)`, {
+          retryAfterSeconds: 5,
+        });
+      }
+      const deadlineMs = (job.startedAtMs ?? nowMs) + budgetMs;
+      const retryAfterSeconds = Math.max(1, Math.ceil((deadlineMs - nowMs) / 1000));
+      return new BenchError(
+        'board_leased',
+        `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes, at the latest ${isoFromMs(deadlineMs)} (its deadline) (retry_after_seconds=${retryAfterSeconds})`,
+        { retryAfterSeconds },
+      );
+    }
+    if (lease.expiresAtMs === null) throw new Error(`the session lease on ${lease.board} has no expiry`);
+    const retryAfterSeconds = Math.max(1, Math.ceil((lease.expiresAtMs - this.now()) / 1000));
+    const until = `until ${isoFromMs(lease.expiresAtMs)} unless renewed (retry_after_seconds=${retryAfterSeconds})`;
+    const detail =
+      lease.agentId === agent.agentId
+        ? `board ${lease.board} is already leased by you (one lease per board) ${until}; use or end that session`
+        : `board ${lease.board} is leased by ${who} ${until}`;
+    return new BenchError('board_leased', detail, { retryAfterSeconds });
+  }
+
+  /** Every board as it stands now; the board list, snapshot, stats and admin view are projections of it. */
+  async boardStates(): Promise<BoardState[]> {
+    const boards = await this.deps.boards.all();
+    const leases = new Map((await this.deps.store.listLeases(this.now())).map((l) => [l.board, l]));
+    const activity = await this.deps.store.boardActivity();
+    return boards.map((resolved) =>
+      boardState(resolved, leases.get(resolved.board.id), activity.get(resolved.board.id), this.healthChecks.has(resolved.board.id)),
+    );
+  }
+}

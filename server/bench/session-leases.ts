@@ -1,0 +1,179 @@
+import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
+import type { JobDispatcher } from '../../harness/dispatcher.js';
+import type { Logger } from '../http/logger.js';
+import type { AgentRecord, BenchStore, SessionRecord } from '../store/bench-store.js';
+import { newId } from './bench-deps.js';
+import { BenchError } from './bench-errors.js';
+import type { SessionBody } from './bench-schemas.js';
+import { sessionBody } from './bench-views.js';
+import type { BoardAccess } from './board-access.js';
+
+/**
+ * Sessions: exclusive board leases kept alive by heartbeats, freed by a timer on the injected
+ * clock when they run out, and the jobs of each session, cancelled when it closes.
+ */
+export class SessionLeases {
+  private readonly expiryTimers = new Map<string, TimerHandle>();
+  /** Jobs handed to the dispatcher and not settled yet, by session: cancelled when it closes. */
+  private readonly sessionJobs = new Map<string, Set<string>>();
+  private closing = false;
+
+  constructor(
+    private readonly deps: { clock: Clock; store: BenchStore; dispatcher: JobDispatcher; logger: Logger; access: BoardAccess },
+  ) {}
+
+  private now(): number {
+    return this.deps.clock.nowMs();
+  }
+
+  /** After a (re)start: an expiry timer for every session still active. */
+  async armAll(): Promise<void> {
+    for (const session of await this.deps.store.listActiveSessions(this.now())) this.armExpiry(session);
+  }
+
+  /** Stops every expiry timer; none is armed again. */
+  close(): void {
+    this.closing = true;
+    for (const handle of this.expiryTimers.values()) this.deps.clock.clearTimeout(handle);
+    this.expiryTimers.clear();
+  }
+
+  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number): Promise<SessionBody> {
+    const { access } = this.deps;
+    access.knownBoard(boardId);
+    await access.usable(boardId);
+    // A session that expired without its timer having fired yet: its jobs stop before anyone else's lease.
+    await this.cancelJobsOfClosedSessions();
+    const nowMs = this.now();
+    const result = await this.deps.store.openSession({
+      sessionId: newId('ses'),
+      agentId: agent.agentId,
+      board: boardId,
+      state: 'active',
+      idleSeconds,
+      createdAtMs: nowMs,
+      expiresAtMs: nowMs + Math.round(idleSeconds * 1000),
+      endedAtMs: null,
+      lastHeartbeatAtMs: null,
+    });
+    if (result.kind === 'board-leased') throw await access.leasedConflict(result.lease, agent);
+    this.armExpiry(result.session);
+    return sessionBody(result.session);
+  }
+
+  private async ownSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
+    const session = await this.deps.store.getSession(sessionId, this.now());
+    // Another agent's session is answered exactly like a missing one: existence is not revealed.
+    if (!session || session.agentId !== agent.agentId) throw new BenchError('session_not_found', `session ${sessionId} not found`);
+    return session;
+  }
+
+  async getSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    return sessionBody(await this.ownSession(agent, sessionId));
+  }
+
+  async heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    await this.ownSession(agent, sessionId);
+    const result = await this.deps.store.heartbeatSession(sessionId, this.now());
+    if (result.kind === 'not-found') throw new BenchError('session_not_found', `session ${sessionId} not found`);
+    if (result.kind === 'not-active') throw notActive(result.session, 'heartbeat');
+    this.armExpiry(result.session);
+    return sessionBody(result.session);
+  }
+
+  async endSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    await this.ownSession(agent, sessionId);
+    const result = await this.deps.store.endSession(sessionId, this.now());
+    if (result.kind === 'not-found') throw new BenchError('session_not_found', `session ${sessionId} not found`);
+    if (result.kind === 'not-active') throw notActive(result.session, 'end');
+    this.disarmExpiry(sessionId);
+    this.cancelSessionJobs(result.session);
+    return sessionBody(result.session);
+  }
+
+  /** A job of `sessionId` was handed to the dispatcher: it is cancelled if the session closes. */
+  trackJob(sessionId: string, jobId: string): void {
+    const jobs = this.sessionJobs.get(sessionId) ?? new Set<string>();
+    jobs.add(jobId);
+    this.sessionJobs.set(sessionId, jobs);
+  }
+
+  /** A job of `sessionId` settled. */
+  untrackJob(sessionId: string, jobId: string): void {
+    const jobs = this.sessionJobs.get(sessionId);
+    jobs?.delete(jobId);
+    if (jobs?.size === 0) this.sessionJobs.delete(sessionId);
+  }
+
+  /**
+   * Cancels, through the dispatcher, every job of a session that ended or expired (the store
+   * already failed its queued ones and passed the lease to the running one, which fails as
+   * `cancelled` and frees the board when the dispatcher has stopped it).
+   */
+  private cancelSessionJobs(session: SessionRecord): void {
+    const jobs = this.sessionJobs.get(session.sessionId);
+    if (!jobs) return;
+    const reason = `session ${session.sessionId} ${session.state} at ${isoFromMs(session.endedAtMs ?? this.now())}`;
+    for (const jobId of [...jobs]) this.deps.dispatcher.cancel(jobId, reason);
+  }
+
+  /** Cancels the jobs of every session that closed, whichever request or timer noticed it. */
+  private async cancelJobsOfClosedSessions(): Promise<void> {
+    for (const sessionId of [...this.sessionJobs.keys()]) {
+      const session = await this.deps.store.getSession(sessionId, this.now());
+      if (session && session.state !== 'active') this.cancelSessionJobs(session);
+    }
+  }
+
+  /** A timer on the injected clock frees the board when the lease runs out, with no request needed. */
+  private armExpiry(session: SessionRecord): void {
+    if (this.closing) return;
+    this.disarmExpiry(session.sessionId);
+    const delayMs = Math.max(0, session.expiresAtMs - this.now());
+    const handle = this.deps.clock.setTimeout(() => {
+      this.expiryTimers.delete(session.sessionId);
+      void this.reapExpired();
+    }, delayMs);
+    this.expiryTimers.set(session.sessionId, handle);
+  }
+
+  private disarmExpiry(sessionId: string): void {
+    const handle = this.expiryTimers.get(sessionId);
+    if (handle !== undefined) this.deps.clock.clearTimeout(handle);
+    this.expiryTimers.delete(sessionId);
+  }
+
+  private async reapExpired(): Promise<void> {
+    if (this.closing) return;
+    try {
+      for (const s of await this.deps.store.expireSessions(this.now())) {
+        this.disarmExpiry(s.sessionId);
+        const stopping = this.sessionJobs.has(s.sessionId) ? '; its jobs are cancelled and the board is free once they stop' : '; the board is free';
+        this.deps.logger.info(`session ${s.sessionId} on ${s.board} expired${stopping}`);
+      }
+      await this.cancelJobsOfClosedSessions();
+    } catch (err) {
+      this.deps.logger.error('expiring sessions failed', err);
+    }
+  }
+
+  /**
+   * A job of `sessionId` settled: the store renewed the session from then (its jobs kept it alive
+   * while they ran, decision 0211), so its expiry timer is armed again for the new `expires_at`.
+   * An expiry timer that fired while the job ran found the session in use and left it active.
+   */
+  async rearmAfterJob(sessionId: string | null): Promise<void> {
+    if (sessionId === null || this.closing) return;
+    try {
+      const session = await this.deps.store.getSession(sessionId, this.now());
+      if (session?.state === 'active') this.armExpiry(session);
+    } catch (err) {
+      this.deps.logger.error(`re-arming the expiry of session ${sessionId} after its job settled failed`, err);
+    }
+  }
+}
+
+function notActive(session: SessionRecord, action: string): BenchError {
+  const when = session.endedAtMs === null ? '' : ` at ${isoFromMs(session.endedAtMs)}`;
+  return new BenchError('session_not_active', `cannot ${action} session ${session.sessionId}: it is ${session.state}${when}, not active`);
+}
