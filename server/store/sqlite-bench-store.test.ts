@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { JobRecord, SessionRecord, UartRecord } from './bench-store.js';
+import { T0, jobRecord, sessionRecord, uartOf } from '../../test/contract/bench-store-contract.js';
 import { FirmwareBlobStore } from './firmware-blob-store.js';
 import { runMigrations } from '../db/run-migrations.js';
 import { benchStoreMigrations } from './bench-store-migrations.js';
@@ -18,46 +18,9 @@ const dir = () => {
 afterAll(() => {
   for (const d of made.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-const T0 = 1_700_000_000_000;
-
-const session = (over: Partial<SessionRecord> = {}): SessionRecord => ({
-  sessionId: 'ses_1',
-  agentId: 'ag_1',
-  board: 'pico',
-  state: 'active',
-  idleSeconds: 90,
-  createdAtMs: T0,
-  expiresAtMs: T0 + 90_000,
-  endedAtMs: null,
-  lastHeartbeatAtMs: null,
-  ...over,
-});
-
-const job = (over: Partial<JobRecord> = {}): JobRecord => ({
-  jobId: 'job_1',
-  agentId: 'ag_1',
-  board: 'pico',
-  sessionId: null,
-  state: 'queued',
-  firmware: { sha256: 'a'.repeat(64), sizeBytes: 10, elf: { machine: 40, machineName: 'ARM (40)', entry: 9, segments: [] } },
-  uartSeconds: 0.5,
-  uart: null,
-  stop: null,
-  failure: null,
-  createdAtMs: T0,
-  startedAtMs: null,
-  runningAtMs: null,
-  finishedAtMs: null,
-  flashMs: null,
-  runMs: null,
-  ...over,
-});
-
-/** A one-chunk capture of `text`, as the service stores it. */
-const uartOf = (text: string): UartRecord => {
-  const bytes = new TextEncoder().encode(text);
-  return { bytes, droppedBytes: 0, timeBase: 'wall', chunks: [{ atNanos: 0, offset: 0, length: bytes.length }], chunksOmitted: 0 };
-};
+// The records every store test uses are the contract suite's own.
+const session = sessionRecord;
+const job = jobRecord;
 
 async function storeWithAgents(file = ':memory:') {
   const store = new SqliteBenchStore(file);

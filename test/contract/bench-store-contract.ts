@@ -11,7 +11,8 @@ import { describeLeaseModel } from './bench-lease-model.js';
  */
 export type BenchStoreFactory = () => BenchStore | Promise<BenchStore>;
 
-const T0 = 1_700_000_000_000;
+/** The fixed start time of every record below (host milliseconds). */
+export const T0 = 1_700_000_000_000;
 
 export const sessionRecord = (over: Partial<SessionRecord> = {}): SessionRecord => ({
   sessionId: 'ses_1',
