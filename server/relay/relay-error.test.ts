@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../http/http-error.js';
-import { parseOr422 } from './relay-error.js';
+import { parseOr422 } from '../http/zod-to-422.js';
 import { codePointText } from './relay-schemas.js';
 
 function issuesOf(schema: z.ZodType, input: unknown): unknown[] {

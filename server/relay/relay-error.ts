@@ -23,9 +23,6 @@ export function issue(type: string, loc: (string | number)[], msg: string, input
   return out;
 }
 
-/** The relay's 422s come from the HTTP layer's one zod-to-422 converter, the bench's too. */
-export { parseOr422 } from '../http/zod-to-422.js';
-
 /**
  * The relay's error handler: translates what only the relay meets (express.json failures, a core
  * precondition that slipped past a route's checks) into `HttpError`s, then hands every error to the
