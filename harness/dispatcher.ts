@@ -41,6 +41,8 @@ export interface DispatchRequest {
    * caller keeps what it printed up to the stop (and can save it while the job runs).
    */
   onUart?: (soFar: UartSoFar) => void;
+  /** Told when the job's device is open (before flashing): its serial input may be written while the job runs. */
+  onOpen?: (device: Device) => void;
   /**
    * Settles once the caller has recorded the job's outcome (called after the job settles). The
    * board takes its next job only then: the bench store allows one flashing or running job per
@@ -264,8 +266,8 @@ export class LocalDispatcher implements JobDispatcher {
  * `runFirmware` does, so it sees every chunk from the first.
  */
 function capturingBackend(request: DispatchRequest): { backend: Backend; stop: () => void } {
-  const { backend, onUart } = request;
-  if (!onUart) return { backend, stop: () => undefined };
+  const { backend, onUart, onOpen } = request;
+  if (!onUart && !onOpen) return { backend, stop: () => undefined };
   let unsubscribe: (() => void) | undefined;
   let stopped = false;
   const capturing: Backend = {
@@ -275,7 +277,8 @@ function capturingBackend(request: DispatchRequest): { backend: Backend; stop: (
     availability: (board) => backend.availability(board),
     open: async (board, options) => {
       const device = await backend.open(board, options);
-      if (!stopped) {
+      if (!stopped) onOpen?.(device);
+      if (!stopped && onUart) {
         const capture = new UartCapture(device, request.maxUartBytes);
         unsubscribe = device.onUart((chunk) => {
           capture.add(chunk);

@@ -7,6 +7,7 @@ import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
 import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
+import type { JobLive } from './job-live.js';
 import type { LiveBoards } from './live-boards.js';
 
 export interface BenchDeps {
@@ -16,6 +17,8 @@ export interface BenchDeps {
   /** Every board with its backend, availability re-checked when it matters (live-boards.ts). */
   boards: LiveBoards;
   dispatcher: JobDispatcher;
+  /** Jobs as they run in this process: UART chunks, state changes, serial input (job-live.ts). */
+  live: JobLive;
   limits: BenchLimits;
   logger: Logger;
   /** Throws `BackendError('bad-image', ...)` when `image` cannot run on `board` (backends/image-check.ts). */

@@ -29,6 +29,7 @@ import { benchGuards, benchRoutes } from './bench-routes.js';
 import { openApiComponents } from './bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
+import { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
 import { pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { createPagesRouter, PAGES_ROUTES } from './pages/pages-router.js';
@@ -154,6 +155,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       blobs,
       boards,
       dispatcher,
+      live: new JobLive(),
       limits,
       logger,
       checkImage: config.checkImage ?? checkImageForBoard,

@@ -2,6 +2,7 @@ import type { UploadedFile } from '../http/form-schema.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import type { BenchDeps } from './bench-deps.js';
+import type { JobLive } from './job-live.js';
 import type {
   AdminBody,
   AgentRegistrationBody,
@@ -38,6 +39,11 @@ export class Bench {
   private readonly jobs: FlashJobs;
   private readonly boardHealth: BoardHealthAdmin;
   private readonly status: BenchStatus;
+
+  /** Jobs as they run in this process (live UART, states, serial input). */
+  get live(): JobLive {
+    return this.deps.live;
+  }
 
   constructor(private readonly deps: BenchDeps) {
     const access = new BoardAccess(deps);

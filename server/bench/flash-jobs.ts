@@ -4,7 +4,7 @@ import { loadFirmwareImage } from '../../backends/image-check.js';
 import { type ElfFile, ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
 import type { FirmwareRun } from '../../harness/run-firmware.js';
 import type { UploadedFile } from '../http/form-schema.js';
-import type { AgentRecord, ElfSummary, JobRecord, UartRecord } from '../store/bench-store.js';
+import type { AgentRecord, ElfSummary, JobOutcome, JobRecord, UartRecord } from '../store/bench-store.js';
 import { type BenchDeps, newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
 import type { JobBody } from './bench-schemas.js';
@@ -15,7 +15,7 @@ import { jobFailureDetail } from './job-failure-detail.js';
 import { JobUartKeeper, uartRecordOf } from './job-uart-keeper.js';
 import type { SessionLeases } from './session-leases.js';
 
-type FlashJobsDeps = Pick<BenchDeps, 'clock' | 'store' | 'blobs' | 'boards' | 'dispatcher' | 'limits' | 'logger' | 'checkImage'> & {
+type FlashJobsDeps = Pick<BenchDeps, 'clock' | 'store' | 'blobs' | 'boards' | 'dispatcher' | 'live' | 'limits' | 'logger' | 'checkImage'> & {
   access: BoardAccess;
   sessions: SessionLeases;
 };
@@ -175,7 +175,9 @@ export class FlashJobs {
         store: this.deps.store,
         logger: this.deps.logger,
         maxUartChunksPerJob: this.deps.limits.maxUartChunksPerJob,
+        live: this.deps.live,
       });
+      let detachInput: () => void = () => undefined;
       // Dispatched at once (no await before it), so jobs keep their submission order.
       const gated = this.gatedBackend(board);
       let outcome: FirmwareRun;
@@ -187,11 +189,18 @@ export class FlashJobs {
           image,
           uartSeconds: job.uartSeconds,
           maxUartBytes: this.deps.limits.maxUartBytesPerJob,
-          onPhase: (phase) => this.deps.store.markJobPhase(job.jobId, phase, this.now()),
+          onPhase: async (phase) => {
+            await this.deps.store.markJobPhase(job.jobId, phase, this.now());
+            this.deps.live.publishState(job.jobId, phase);
+          },
           onUart: uart.onUart,
+          onOpen: (device) => {
+            detachInput = this.deps.live.attachInput(job.jobId, (bytes) => device.writeUart(bytes));
+          },
           recorded: () => recorded,
         });
       } catch (err) {
+        detachInput();
         await uart.stop();
         await this.afterJobOn(board.id, gated.used());
         if (this.closing) {
@@ -206,10 +215,11 @@ export class FlashJobs {
         }
         return;
       }
+      detachInput();
       await uart.stop();
       await this.afterJobOn(board.id, gated.used());
       if (this.closing) return;
-      await this.deps.store.finishJob(job.jobId, {
+      await this.finish(job.jobId, {
         state: 'done',
         nowMs: this.now(),
         uart: uartRecordOf(outcome, this.deps.limits.maxUartChunksPerJob),
@@ -283,7 +293,13 @@ export class FlashJobs {
     message: string,
     uart: UartRecord | null = null,
   ): Promise<void> {
-    await this.deps.store.finishJob(jobId, { state: 'failed', nowMs: this.now(), failure: { kind, message }, uart });
+    await this.finish(jobId, { state: 'failed', nowMs: this.now(), failure: { kind, message }, uart });
+  }
+
+  /** Records a job's outcome and tells live readers the state it ended in (the first outcome stands). */
+  private async finish(jobId: string, outcome: JobOutcome): Promise<void> {
+    const finished = await this.deps.store.finishJob(jobId, outcome);
+    this.deps.live.publishState(jobId, finished.state);
   }
 
   /** Waits until no job is in flight (tests and orderly shutdown). */

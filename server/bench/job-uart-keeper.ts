@@ -3,6 +3,7 @@ import type { UartSoFar } from '../../harness/dispatcher.js';
 import { concatUart, type FirmwareRun } from '../../harness/run-firmware.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, UartRecord } from '../store/bench-store.js';
+import type { JobLive } from './job-live.js';
 
 /**
  * Host milliseconds between two saves of a running job's UART: a crash loses at most this much of
@@ -29,6 +30,8 @@ export interface JobUartKeeperOptions {
   store: BenchStore;
   logger: Logger;
   maxUartChunksPerJob: number;
+  /** Told of every kept chunk the moment it arrives (live readers). */
+  live?: JobLive;
   /** Default `UART_SAVE_INTERVAL_MS`. */
   saveIntervalMs?: number;
 }
@@ -45,6 +48,9 @@ export class JobUartKeeper {
   private saving: Promise<void> = Promise.resolve();
   private stopped = false;
   private readonly saveIntervalMs: number;
+  /** Chunks of the capture already told to `live`, and the byte offset after them. */
+  private publishedChunks = 0;
+  private publishedBytes = 0;
 
   constructor(private readonly options: JobUartKeeperOptions) {
     this.saveIntervalMs = options.saveIntervalMs ?? UART_SAVE_INTERVAL_MS;
@@ -53,6 +59,7 @@ export class JobUartKeeper {
   /** For `DispatchRequest.onUart`: a save is due `saveIntervalMs` after the first unsaved chunk. */
   readonly onUart = (soFar: UartSoFar): void => {
     this.soFar = soFar;
+    this.publish(soFar);
     if (this.stopped || this.timer !== undefined) return;
     this.timer = this.options.clock.setTimeout(() => {
       this.timer = undefined;
@@ -81,6 +88,15 @@ export class JobUartKeeper {
     await this.stop();
     this.save();
     await this.saving;
+  }
+
+  private publish(soFar: UartSoFar): void {
+    const { live, jobId } = this.options;
+    for (; this.publishedChunks < soFar.uart.length; this.publishedChunks++) {
+      const chunk = soFar.uart[this.publishedChunks]!;
+      live?.publishUart(jobId, { offset: this.publishedBytes, atNanos: chunk.atNanos, bytes: chunk.bytes });
+      this.publishedBytes += chunk.bytes.length;
+    }
   }
 
   private save(): void {

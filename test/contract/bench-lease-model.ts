@@ -16,6 +16,7 @@ import { FirmwareBlobStore } from '../../server/store/firmware-blob-store.js';
 import { Bench } from '../../server/bench/bench.js';
 import { toHttpError } from '../../server/bench/bench-error-http.js';
 import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
+import { JobLive } from '../../server/bench/job-live.js';
 import { LiveBoards } from '../../server/bench/live-boards.js';
 
 /**
@@ -182,6 +183,7 @@ async function setup(makeStore: () => BenchStore | Promise<BenchStore>): Promise
     blobs: new FirmwareBlobStore(blobDir),
     boards,
     dispatcher: new LocalDispatcher({ clock }),
+    live: new JobLive(),
     limits: defaultBenchLimits,
     logger: memoryLogger(),
     checkImage: checkImageForBoard,

@@ -1,0 +1,70 @@
+import type { JobState } from '../store/bench-store.js';
+
+/** One UART chunk of a job as it arrives: `offset` is the byte offset of its first byte in the job's UART. */
+export interface LiveUartChunk {
+  offset: number;
+  /** Device time of the chunk, in nanoseconds from reset release, in the job's stated time base. */
+  atNanos: number;
+  bytes: Uint8Array;
+}
+
+export type JobLiveEvent = { kind: 'uart'; chunk: LiveUartChunk } | { kind: 'state'; state: JobState };
+
+export type JobLiveListener = (event: JobLiveEvent) => void;
+
+/**
+ * What this process sees of jobs while they run: UART chunks the moment a worker reports them,
+ * state changes, and the serial input of jobs running here. In-process only: a reader served by
+ * one replica about a job reported through another learns of it from the store (readers poll it as
+ * the fallback), so nothing here is the record; the store is.
+ */
+export class JobLive {
+  private readonly listeners = new Map<string, Set<JobLiveListener>>();
+  private readonly inputs = new Map<string, (bytes: Uint8Array) => Promise<void>>();
+
+  /** Listens to one job's events; returns the unsubscribe. */
+  subscribe(jobId: string, listener: JobLiveListener): () => void {
+    const set = this.listeners.get(jobId) ?? new Set<JobLiveListener>();
+    set.add(listener);
+    this.listeners.set(jobId, set);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(jobId);
+    };
+  }
+
+  publishUart(jobId: string, chunk: LiveUartChunk): void {
+    this.emit(jobId, { kind: 'uart', chunk });
+  }
+
+  publishState(jobId: string, state: JobState): void {
+    this.emit(jobId, { kind: 'state', state });
+  }
+
+  /** While a job runs here, its firmware's serial input; returns the detach. */
+  attachInput(jobId: string, write: (bytes: Uint8Array) => Promise<void>): () => void {
+    this.inputs.set(jobId, write);
+    return () => {
+      if (this.inputs.get(jobId) === write) this.inputs.delete(jobId);
+    };
+  }
+
+  /** Writes to a running job's serial input; false when no job of that id takes input here now. */
+  async writeInput(jobId: string, bytes: Uint8Array): Promise<boolean> {
+    const write = this.inputs.get(jobId);
+    if (!write) return false;
+    await write(bytes);
+    return true;
+  }
+
+  private emit(jobId: string, event: JobLiveEvent): void {
+    for (const listener of [...(this.listeners.get(jobId) ?? [])]) {
+      // A listener that throws (a closed response) must not stop the others or the job.
+      try {
+        listener(event);
+      } catch {
+        /* the listener's own error path handles its client */
+      }
+    }
+  }
+}
