@@ -21,6 +21,7 @@ export type JobLiveListener = (event: JobLiveEvent) => void;
 export class JobLive {
   private readonly listeners = new Map<string, Set<JobLiveListener>>();
   private readonly inputs = new Map<string, (bytes: Uint8Array) => Promise<void>>();
+  private readonly everyJob = new Set<(jobId: string, event: JobLiveEvent) => void>();
 
   /** Listens to one job's events; returns the unsubscribe. */
   subscribe(jobId: string, listener: JobLiveListener): () => void {
@@ -31,6 +32,12 @@ export class JobLive {
       set.delete(listener);
       if (set.size === 0) this.listeners.delete(jobId);
     };
+  }
+
+  /** Listens to every job's events (metrics, logs); returns the unsubscribe. */
+  subscribeAll(listener: (jobId: string, event: JobLiveEvent) => void): () => void {
+    this.everyJob.add(listener);
+    return () => this.everyJob.delete(listener);
   }
 
   publishUart(jobId: string, chunk: LiveUartChunk): void {
@@ -58,7 +65,9 @@ export class JobLive {
   }
 
   private emit(jobId: string, event: JobLiveEvent): void {
-    for (const listener of [...(this.listeners.get(jobId) ?? [])]) {
+    const listeners: JobLiveListener[] = [...(this.listeners.get(jobId) ?? [])];
+    for (const all of this.everyJob) listeners.push((e) => all(jobId, e));
+    for (const listener of listeners) {
       // A listener that throws (a closed response) must not stop the others or the job.
       try {
         listener(event);
