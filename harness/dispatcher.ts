@@ -3,26 +3,6 @@ import { type Backend, BackendError, type Device, type FirmwareImage, type JobBu
 import { type Clock, sleep } from '../core/clock.js';
 import { type FirmwareRun, runFirmware } from './run-firmware.js';
 
-/**
- * Where flash jobs run. The bench service hands every accepted job to a `JobDispatcher` and
- * learns its outcome from the returned promise; `LocalDispatcher` runs them on this host's
- * backends. It is the seam for remote bench workers: a dispatcher that sends jobs to a worker
- * next to the hardware implements the same interface.
- */
-export interface JobDispatcher {
-  /**
-   * Queues the job behind earlier jobs on the same board and resolves with its run, or rejects
-   * with a `BackendError` (`timeout` when it overran its deadline, `cancelled` when cancelled).
-   */
-  dispatch(request: DispatchRequest): Promise<FirmwareRun>;
-  /** Cancels a queued or running job; false when the dispatcher does not know it (any more). */
-  cancel(jobId: string, reason: string): boolean;
-  /** Jobs waiting (not running) on `boardId`. */
-  waiting(boardId: string): number;
-  /** Cancels everything queued or running and waits (bounded) for running jobs to stop. */
-  close(): Promise<void>;
-}
-
 export type JobPhase = 'flashing' | 'running';
 
 export interface DispatchRequest {
@@ -43,12 +23,6 @@ export interface DispatchRequest {
   onUart?: (soFar: UartSoFar) => void;
   /** Told when the job's device is open (before flashing): its serial input may be written while the job runs. */
   onOpen?: (device: Device) => void;
-  /**
-   * Settles once the caller has recorded the job's outcome (called after the job settles). The
-   * board takes its next job only then: the bench store allows one flashing or running job per
-   * board, so the next job must not start before this one is finished there.
-   */
-  recorded?: () => Promise<void>;
 }
 
 /**
@@ -95,8 +69,12 @@ interface BoardQueue {
   idle: Promise<void>;
 }
 
-/** Runs jobs on local backends: FIFO per board, one job per board at a time, each with a deadline. */
-export class LocalDispatcher implements JobDispatcher {
+/**
+ * Runs jobs on local backends: FIFO per board, one job per board at a time, each with a deadline
+ * and an abort that a backend ignoring its signal cannot outlast. A bench worker
+ * (harness/worker/bench-worker.ts) runs the jobs it claims through it.
+ */
+export class LocalDispatcher {
   private readonly clock: Clock;
   private readonly flashTimeoutMs: number;
   private readonly runMsPerUartSecond: number;
@@ -255,8 +233,6 @@ export class LocalDispatcher implements JobDispatcher {
     }
     if (signal.aborted) await Promise.race([backendCall, sleep(this.clock, this.abortGraceMs)]);
     else await backendCall;
-    // The caller reports its own failures to record; the board moves on either way.
-    await request.recorded?.().catch(() => undefined);
   }
 }
 

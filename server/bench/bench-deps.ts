@@ -2,13 +2,14 @@ import { randomBytes } from 'node:crypto';
 import type { Board } from '../../boards/board-schema.js';
 import type { FirmwareImage } from '../../backends/backend.js';
 import type { Clock } from '../../core/clock.js';
-import type { JobDispatcher } from '../../harness/dispatcher.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
 import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive } from './job-live.js';
 import type { LiveBoards } from './live-boards.js';
+import type { LocalWorkerOptions } from './local-worker.js';
+import type { WorkerGateway } from './worker-gateway.js';
 
 export interface BenchDeps {
   clock: Clock;
@@ -16,7 +17,8 @@ export interface BenchDeps {
   blobs: FirmwareBlobStore;
   /** Every board with its backend, availability re-checked when it matters (live-boards.ts). */
   boards: LiveBoards;
-  dispatcher: JobDispatcher;
+  /** The server's side of the worker protocol: workers claim the store's jobs through it. */
+  gateway: WorkerGateway;
   /** Jobs as they run in this process: UART chunks, state changes, serial input (job-live.ts). */
   live: JobLive;
   limits: BenchLimits;
@@ -28,11 +30,13 @@ export interface BenchDeps {
   /** Host ms an administrator's health check may take before it is aborted. Default 120 000. */
   healthCheckTimeoutMs?: number;
   /**
-   * Host ms the dispatcher allows a job of `uartSeconds` from leaving the queue to its end
-   * (`LocalDispatcher.deadlineMs`): the `Retry-After` of a board held by a job. Unknown (a remote
-   * dispatcher that does not say): `Retry-After: 5`.
+   * Host ms the worker allows a job of `uartSeconds` from leaving the queue to its end
+   * (`BenchWorker.deadlineMs`): the `Retry-After` of a board held by a job. Unknown (no worker in
+   * this process to ask): `Retry-After: 5`.
    */
   jobDeadlineMs?: (uartSeconds: number, boardId: string) => number;
+  /** Runs a worker in this process on `boards` (the embedded default); absent: remote workers only. */
+  localWorker?: LocalWorkerOptions;
 }
 
 /** Random public identifier: `prefix` + 16 random bytes, base64url. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { fileField, numericTextField, textField } from '../http/form-schema.js';
 import { type BenchLimits, FORM_DEFAULTS } from './bench-limits.js';
+import { jobStates } from '../../harness/job-states.js';
 
 /**
  * The bench API's wire shapes (spec 0.3.4 plus docs/bench-api.md for the parts the spec does
@@ -153,7 +154,7 @@ export const jobSchema = z
     job_id: z.string(),
     board: z.string(),
     session_id: z.string().nullable(),
-    state: z.enum(['queued', 'flashing', 'running', 'done', 'failed']),
+    state: z.enum(jobStates),
     firmware: z.object({
       sha256: z.string(),
       size_bytes: z.number().int(),

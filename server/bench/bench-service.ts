@@ -8,7 +8,7 @@ import { checkImageForBoard } from '../../backends/image-check.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { registerChildLedger } from '../../backends/process/child-ledger.js';
 import { type Clock, systemClock } from '../../core/clock.js';
-import { type JobDispatcher, LocalDispatcher, type LocalDispatcherOptions } from '../../harness/dispatcher.js';
+import type { LocalDispatcherOptions } from '../../harness/dispatcher.js';
 import { continueCheck, expressPath, serveApiRoute } from '../http/api-route.js';
 import { createErrorHandler, methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
@@ -31,6 +31,8 @@ import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
 import { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
+import type { LocalWorkerOptions } from './local-worker.js';
+import { WorkerGateway } from './worker-gateway.js';
 import { pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { createPagesRouter, PAGES_ROUTES } from './pages/pages-router.js';
 
@@ -63,9 +65,10 @@ export interface BenchServiceConfig {
   publicBaseUrl: string;
   limits?: Partial<BenchLimits>;
   logger?: Logger;
-  /** Replaces the local dispatcher (remote workers); default `LocalDispatcher`. */
-  dispatcher?: JobDispatcher;
+  /** Deadlines and abort grace of jobs run by the worker in this process. */
   dispatcherOptions?: Omit<LocalDispatcherOptions, 'clock'>;
+  /** The worker in this process (the embedded default); `false`: jobs wait for remote workers. */
+  localWorker?: LocalWorkerOptions | false;
   /** Checks an image against a board before it is queued. Default `checkImageForBoard`. */
   checkImage?: BenchDeps['checkImage'];
   /** Human pages and discovery documents; `contactEmail` goes into ai-plugin.json. */
@@ -140,28 +143,21 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     // Every board is checked once at start (offline ones are logged), then again when it matters.
     await boards.all();
     const { waitlist } = store;
-    const dispatcher = config.dispatcher ?? new LocalDispatcher({ clock, ...config.dispatcherOptions });
-    // The same budget the dispatcher gives the job: the backend serving the board states its own.
-    const jobDeadlineMs =
-      dispatcher instanceof LocalDispatcher
-        ? (uartSeconds: number, boardId: string) => {
-            const live = boards.lastKnown(boardId);
-            return dispatcher.deadlineMs(uartSeconds, live?.backend?.jobBudgetMs?.(live.board));
-          }
-        : undefined;
+    const live = new JobLive();
+    const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger });
     const bench = new Bench({
       clock,
       store,
       blobs,
       boards,
-      dispatcher,
-      live: new JobLive(),
+      gateway,
+      live,
       limits,
       logger,
       checkImage: config.checkImage ?? checkImageForBoard,
       waitlistCount: () => waitlist.count(),
       healthCheckTimeoutMs: config.healthCheckTimeoutMs,
-      jobDeadlineMs,
+      localWorker: config.localWorker === false ? undefined : { dispatcher: config.dispatcherOptions, ...config.localWorker },
     });
     started = bench;
     await bench.start();

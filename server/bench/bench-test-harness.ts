@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll } from 'vitest';
-import { clockFromFakeTimers } from '../../core/clock.js';
+import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
+import type { JobState } from '../store/bench-store.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { memoryLogger } from '../http/logger.js';
 import { type BenchServiceConfig, type RunningBenchServer, startBenchServer } from './bench-service.js';
@@ -23,6 +25,13 @@ export interface BenchTestApp {
   register(label?: string): Promise<{ agentId: string; token: string }>;
   /** Waits until every job the app started has settled (the mock needs no clock time). */
   idle(): Promise<void>;
+  /**
+   * Waits (bounded, 20 s of host time, failing with the state it last saw) until job `jobId` is in
+   * one of `states` in the store: a worker claims and starts a job through several async steps.
+   */
+  jobReaches(jobId: string, ...states: JobState[]): Promise<void>;
+  /** Settles once the worker in the app's process has started job `jobId`: its deadline timer is set on the fake clock. */
+  jobStarted(jobId: string): Promise<void>;
   close(): Promise<void>;
   /** Closes this app and starts a new one on the same data dir and clock. */
   restart(overrides?: Partial<BenchServiceConfig>): Promise<BenchTestApp>;
@@ -86,6 +95,19 @@ export async function startBenchTestApp(
       return { agentId: body.agent_id, token: body.token };
     },
     idle: () => server.service.bench.idle(),
+    jobStarted: (jobId) => server.service.bench.jobStarted(jobId),
+    jobReaches: async (jobId, ...states) => {
+      let seen = 'not looked at yet';
+      await waitUntil(
+        systemClock,
+        async () => {
+          const job = await server.service.store.getJob(jobId);
+          seen = job?.state ?? 'missing';
+          return job && states.includes(job.state) ? job : undefined;
+        },
+        { timeoutMs: 20_000, pollMs: 2, describe: `job ${jobId} to be ${states.join(' or ')}`, lastSeen: () => `state ${seen}` },
+      );
+    },
     close: () => server.close(),
     restart: async (more = {}) => {
       await server.close();

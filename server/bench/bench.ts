@@ -3,6 +3,8 @@ import type { AgentRecord } from '../store/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
+import { createLocalWorker, LOCAL_WORKER_ID } from './local-worker.js';
+import type { BenchWorker } from '../../harness/worker/bench-worker.js';
 import type {
   AdminBody,
   AgentRegistrationBody,
@@ -45,32 +47,63 @@ export class Bench {
     return this.deps.live;
   }
 
+  /** The worker in this process, when the server runs one (the embedded default). */
+  private readonly worker: BenchWorker | undefined;
+
   constructor(private readonly deps: BenchDeps) {
-    const access = new BoardAccess(deps);
+    let worker: BenchWorker | undefined;
+    // The job deadline of the worker in this process is the Retry-After of a board a job holds.
+    const jobDeadlineMs =
+      deps.jobDeadlineMs ??
+      (deps.localWorker
+        ? (uartSeconds: number, boardId: string) => {
+            const live = deps.boards.lastKnown(boardId);
+            return worker!.deadlineMs(uartSeconds, live?.backend?.jobBudgetMs?.(live.board));
+          }
+        : undefined);
+    const access = new BoardAccess({ ...deps, jobDeadlineMs });
+    if (deps.localWorker) worker = createLocalWorker(deps, access, deps.localWorker);
+    this.worker = worker;
     this.agents = new AgentAuth(deps);
     this.sessions = new SessionLeases({ ...deps, access });
-    this.jobs = new FlashJobs({ ...deps, access, sessions: this.sessions });
+    this.jobs = new FlashJobs({ ...deps, access });
+    // A finished job renewed its session in the store: its expiry timer is armed for the new time.
+    deps.live.subscribeAll((jobId, event) => {
+      if (event.kind !== 'state' || (event.state !== 'done' && event.state !== 'failed')) return;
+      void deps.store.getJob(jobId).then(
+        (job) => this.sessions.rearmAfterJob(job?.sessionId ?? null),
+        (err: unknown) => deps.logger.error(`re-arming the session of job ${jobId}`, err),
+      );
+    });
     this.boardHealth = new BoardHealthAdmin({ ...deps, access });
     this.status = new BenchStatus({ ...deps, access, boardHealth: (boardId) => this.boardHealth.boardHealth(boardId) });
   }
 
   /**
-   * Recovers after a (re)start: fails jobs the last run left flashing/running as `interrupted`,
-   * expires what ran out while down, re-arms expiry timers and queues waiting jobs again.
+   * Recovers after a (re)start: the jobs the last run's worker in this process left flashing or
+   * running fail as `interrupted` (with the UART saved while they ran), what ran out while down
+   * expires, expiry timers are armed again, and the worker claims the queued jobs.
    */
   async start(): Promise<void> {
     const { store, logger, clock } = this.deps;
-    const { requeued, interrupted, expired } = await store.recoverAfterRestart(clock.nowMs());
-    for (const job of interrupted) logger.warn(`job ${job.jobId} on ${job.board} was interrupted by a restart`);
+    if (this.worker) {
+      const interrupted = await store.releaseWorkerJobs(LOCAL_WORKER_ID, { reason: 'the bench service restarted', nowMs: clock.nowMs() });
+      for (const job of interrupted) logger.warn(`job ${job.jobId} on ${job.board} was interrupted by a restart`);
+    }
+    const expired = await store.expireSessions(clock.nowMs());
     if (expired.length > 0) logger.info(`${expired.length} session(s) expired while the server was down`);
     await this.sessions.armAll();
-    await this.jobs.requeue(requeued);
+    this.worker?.start();
   }
 
-  /** Stops expiry timers, then the dispatcher; jobs it cancels are left for the next start. */
+  /**
+   * Stops expiry timers and the worker in this process; the jobs it stops keep their state (and
+   * the UART saved so far) for the next start to fail as `interrupted`, exactly as after a crash.
+   */
   async close(): Promise<void> {
     this.sessions.close();
-    await this.jobs.close();
+    await this.worker?.close();
+    await this.deps.gateway.close();
   }
 
   registerAgent(label: string): Promise<AgentRegistrationBody> {
@@ -105,9 +138,29 @@ export class Bench {
     return this.jobs.getJob(agent, jobId);
   }
 
-  /** Waits until no job is in flight (tests and orderly shutdown). */
-  idle(): Promise<void> {
-    return this.jobs.idle();
+  /** Settles once the worker in this process has started job `jobId` (its deadline runs). For tests. */
+  jobStarted(jobId: string): Promise<void> {
+    if (!this.worker) return Promise.reject(new Error('this bench runs no worker in its process'));
+    return this.worker.started(jobId);
+  }
+
+  /**
+   * Waits until the worker in this process runs no job and has none left to claim (tests). A job
+   * the worker has just finished lets it claim the board's next one a few turns later, so the
+   * store is asked until nothing is queued or active on the worker's boards.
+   */
+  async idle(): Promise<void> {
+    const worker = this.worker;
+    if (!worker) return;
+    const served = new Set(this.deps.boards.ids);
+    for (let turn = 0; ; turn++) {
+      await worker.idle();
+      const activity = await this.deps.store.boardActivity();
+      const busy = [...activity].filter(([board, a]) => served.has(board) && a.queued + a.active > 0).map(([board]) => board);
+      if (busy.length === 0) return;
+      if (turn >= 10_000) throw new Error(`the bench did not become idle: jobs still queued or active on ${busy.join(', ')}`);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   listBoards(): Promise<BoardBody[]> {

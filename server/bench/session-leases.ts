@@ -1,11 +1,11 @@
 import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
-import type { JobDispatcher } from '../../harness/dispatcher.js';
 import type { Logger } from '../http/logger.js';
 import type { AgentRecord, BenchStore, SessionRecord } from '../store/bench-store.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
 import type { SessionBody } from './bench-schemas.js';
 import { sessionBody } from './bench-views.js';
+import type { WorkerGateway } from './worker-gateway.js';
 import type { BoardAccess } from './board-access.js';
 
 /**
@@ -14,12 +14,10 @@ import type { BoardAccess } from './board-access.js';
  */
 export class SessionLeases {
   private readonly expiryTimers = new Map<string, TimerHandle>();
-  /** Jobs handed to the dispatcher and not settled yet, by session: cancelled when it closes. */
-  private readonly sessionJobs = new Map<string, Set<string>>();
   private closing = false;
 
   constructor(
-    private readonly deps: { clock: Clock; store: BenchStore; dispatcher: JobDispatcher; logger: Logger; access: BoardAccess },
+    private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; logger: Logger; access: BoardAccess },
   ) {}
 
   private now(): number {
@@ -91,38 +89,20 @@ export class SessionLeases {
     return sessionBody(result.session);
   }
 
-  /** A job of `sessionId` was handed to the dispatcher: it is cancelled if the session closes. */
-  trackJob(sessionId: string, jobId: string): void {
-    const jobs = this.sessionJobs.get(sessionId) ?? new Set<string>();
-    jobs.add(jobId);
-    this.sessionJobs.set(sessionId, jobs);
-  }
-
-  /** A job of `sessionId` settled. */
-  untrackJob(sessionId: string, jobId: string): void {
-    const jobs = this.sessionJobs.get(sessionId);
-    jobs?.delete(jobId);
-    if (jobs?.size === 0) this.sessionJobs.delete(sessionId);
-  }
-
   /**
-   * Cancels, through the dispatcher, every job of a session that ended or expired (the store
-   * already failed its queued ones and passed the lease to the running one, which fails as
-   * `cancelled` and frees the board when the dispatcher has stopped it).
+   * Tells the workers running jobs of a session that ended or expired to stop them now (the
+   * store already failed its queued ones, passed the lease to the running one and recorded why
+   * it must stop; a remote worker hears it on its next claim renewal). The job fails as
+   * `cancelled` and frees the board once its worker has stopped it.
    */
   private cancelSessionJobs(session: SessionRecord): void {
-    const jobs = this.sessionJobs.get(session.sessionId);
-    if (!jobs) return;
     const reason = `session ${session.sessionId} ${session.state} at ${isoFromMs(session.endedAtMs ?? this.now())}`;
-    for (const jobId of [...jobs]) this.deps.dispatcher.cancel(jobId, reason);
+    this.deps.gateway.sessionClosed(session.sessionId, reason);
   }
 
-  /** Cancels the jobs of every session that closed, whichever request or timer noticed it. */
+  /** Stops the jobs of every session that closed, whichever request or timer noticed it. */
   private async cancelJobsOfClosedSessions(): Promise<void> {
-    for (const sessionId of [...this.sessionJobs.keys()]) {
-      const session = await this.deps.store.getSession(sessionId, this.now());
-      if (session && session.state !== 'active') this.cancelSessionJobs(session);
-    }
+    await this.deps.gateway.pushStoredCancels();
   }
 
   /** A timer on the injected clock frees the board when the lease runs out, with no request needed. */
@@ -148,7 +128,7 @@ export class SessionLeases {
     try {
       for (const s of await this.deps.store.expireSessions(this.now())) {
         this.disarmExpiry(s.sessionId);
-        const stopping = this.sessionJobs.has(s.sessionId) ? '; its jobs are cancelled and the board is free once they stop' : '; the board is free';
+        const stopping = this.deps.gateway.runsJobsOf(s.sessionId) ? '; its jobs are cancelled and the board is free once they stop' : '; the board is free';
         this.deps.logger.info(`session ${s.sessionId} on ${s.board} expired${stopping}`);
       }
       await this.cancelJobsOfClosedSessions();

@@ -113,6 +113,19 @@ export const benchStoreMigrations: readonly Migration[] = [
   CREATE UNIQUE INDEX jobs_one_active_per_board ON jobs(board) WHERE state IN ('flashing', 'running');
 `,
   ),
+  // The job queue lives in the store (issue 13): the worker holding a job, when its claim lapses
+  // (null: a worker in the server's own process), and why it was asked to stop.
+  sqlMigration(
+    5,
+    'job claims',
+    `
+  ALTER TABLE jobs ADD COLUMN worker_id TEXT;
+  ALTER TABLE jobs ADD COLUMN claim_expires_at_ms INTEGER;
+  ALTER TABLE jobs ADD COLUMN cancel_reason TEXT;
+  CREATE INDEX jobs_queued_by_board ON jobs(board, created_at_ms) WHERE state = 'queued';
+  CREATE INDEX jobs_by_claim ON jobs(claim_expires_at_ms) WHERE state IN ('flashing', 'running');
+`,
+  ),
 ];
 
 /** Brings a bench database (the store's file, or a test's handle) to the current schema. */

@@ -29,7 +29,7 @@ export interface BenchStore {
    *
    * Marks every active session whose `expiresAtMs <= nowMs` expired, except one with a job
    * queued, flashing or running: a session's unfinished job keeps it alive, and when the job
-   * finishes (`finishJob`, or failed as `interrupted` by `recoverAfterRestart`) the session's
+   * finishes (`finishJob`, or failed as `interrupted` by `failLapsedClaims`/`releaseWorkerJobs`) the session's
    * idle time starts again from then (decision 0211). Ending or expiring a session
    * (here, in `endSession`, or in any method that expires due sessions first) fails its queued
    * jobs as `cancelled` and frees its lease, unless one of its jobs is flashing or running: then
@@ -52,29 +52,49 @@ export interface BenchStore {
   createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult>;
   getJob(jobId: string): Promise<JobRecord | undefined>;
   /**
-   * Moves a job to `flashing` or `running`; a no-op for a job already failed (cancelled meanwhile).
-   * One job per board: a job does not start flashing while another job of its board is flashing
-   * or running (throws `BoardBusyError`), whichever process dispatches it.
+   * Job execution: a worker (in this process, or a remote one next to the hardware) claims the
+   * next job for the boards it serves, tells when reset is released, renews its claim while the
+   * job runs (saving the UART so far), and finishes it. The store is the queue: two workers or
+   * two replicas never start one job, and jobs on a board start one at a time, oldest first.
+   *
+   * Claims the oldest queued job on one of `boards` whose board has no job flashing or running,
+   * moving it to `flashing` for `workerId`. `claimMs`: the claim lapses unless renewed within it
+   * (`failLapsedClaims`); null for a worker in the server's own process, whose claims hold until
+   * `releaseWorkerJobs` (it dies with the process, and the next start releases them).
    */
-  markJobPhase(jobId: string, phase: 'flashing' | 'running', nowMs: number): Promise<void>;
+  claimJob(request: { workerId: string; boards: readonly string[]; nowMs: number; claimMs: number | null }): Promise<JobRecord | undefined>;
+  /** Moves a job the worker holds from `flashing` to `running` (reset released). */
+  markJobRunning(jobId: string, workerId: string, nowMs: number): Promise<JobClaimStatus>;
   /**
-   * Saves the UART a flashing or running job has captured so far (a no-op once it finished), so
-   * that a job cut short by a crash keeps it: `recoverAfterRestart` leaves it in place.
+   * Renews the worker's claim on a flashing or running job to `nowMs + claimMs`, saving `uart`
+   * (everything captured so far) when given, so a job cut short keeps it. Tells the worker whether
+   * the job was asked to stop (`cancelReason`).
    */
-  saveJobUart(jobId: string, uart: UartRecord): Promise<void>;
+  renewJobClaim(jobId: string, workerId: string, renewal: { nowMs: number; claimMs: number | null; uart?: UartRecord }): Promise<JobClaimStatus>;
+  /**
+   * Asks a job to stop: a queued one fails as `cancelled` at once; a flashing or running one keeps
+   * running until its worker hears `cancelReason` (on its next renewal) and finishes it. A finished
+   * job is left as it is. Returns the job as it is after the call.
+   */
+  requestJobCancel(jobId: string, reason: string, nowMs: number): Promise<JobRecord | undefined>;
+  /**
+   * The sweep for vanished workers: fails as `interrupted` every flashing or running job whose
+   * claim lapsed by `nowMs`, keeping the UART saved while it ran, freeing its lease and renewing
+   * its session from `nowMs`. Safe to run on every replica at once (a job fails once).
+   */
+  failLapsedClaims(nowMs: number): Promise<JobRecord[]>;
+  /**
+   * Fails as `interrupted`, with `reason`, the flashing or running jobs claimed by `workerId`
+   * except those in `keep` (a worker starting again: what it no longer runs will never finish).
+   */
+  releaseWorkerJobs(workerId: string, release: { reason: string; nowMs: number; keep?: readonly string[] }): Promise<JobRecord[]>;
   /**
    * Finishes a job (`done` or `failed`) and frees the lease the job holds (its own, or its closed
    * session's); an active session of the job is renewed from `outcome.nowMs`. A job already
-   * finished keeps its first outcome.
+   * finished keeps its first outcome. With `workerId`, only the worker holding the job's claim may
+   * finish it (returns the job unchanged otherwise: a worker that lost its claim cannot overwrite).
    */
-  finishJob(jobId: string, outcome: JobOutcome): Promise<JobRecord>;
-  /**
-   * After a restart: jobs left `flashing`/`running` are failed as `interrupted`, keeping the UART
-   * saved while they ran (their leases freed, their sessions renewed from `nowMs`); sessions that
-   * ran out while the server was down, with no job queued, are expired. Returns the jobs still
-   * `queued`, oldest first, for the dispatcher to run again.
-   */
-  recoverAfterRestart(nowMs: number): Promise<{ requeued: JobRecord[]; interrupted: JobRecord[]; expired: SessionRecord[] }>;
+  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<JobRecord>;
 
   listLeases(nowMs: number): Promise<LeaseWithAgent[]>;
   /** Per board: jobs waiting and jobs flashing or running. */
@@ -95,17 +115,12 @@ export interface BenchStore {
   close(): Promise<void>;
 }
 
-/** A second job of a board asked to start while one is flashing or running there (`markJobPhase`). */
-export class BoardBusyError extends Error {
-  constructor(
-    readonly board: string,
-    readonly jobId: string,
-    readonly activeJobId: string,
-  ) {
-    super(`job ${jobId} cannot start on board ${board}: job ${activeJobId} is still flashing or running there (one job per board)`);
-    this.name = 'BoardBusyError';
-  }
-}
+/** Where a worker's claim on a job stands (`markJobRunning`, `renewJobClaim`). */
+export type JobClaimStatus =
+  /** Still the worker's; `cancelReason` set when the job was asked to stop (session closed, ...). */
+  | { kind: 'held'; cancelReason: string | null }
+  /** Not the worker's any more: finished (cancelled, failed by a sweep) or never claimed by it. */
+  | { kind: 'lost'; state: JobState };
 
 export interface AgentRecord {
   agentId: string;
@@ -154,8 +169,9 @@ export type SessionChangeResult =
   | { kind: 'not-active'; session: SessionRecord }
   | { kind: 'not-found' };
 
-export const jobStates = ['queued', 'flashing', 'running', 'done', 'failed'] as const;
-export type JobState = (typeof jobStates)[number];
+// The one list of job states (harness/job-states.ts), re-exported for the store's users.
+export { jobStates, type JobState } from '../../harness/job-states.js';
+import type { JobState } from '../../harness/job-states.js';
 
 /** Failure kinds of a job: the backend's stable kinds, plus `interrupted` (server restarted under it). */
 export type JobFailureKind = BackendErrorKind | 'interrupted';
@@ -202,6 +218,10 @@ export interface JobRecord {
   finishedAtMs: number | null;
   flashMs: number | null;
   runMs: number | null;
+  /** The worker holding the job while it is flashing or running (kept after it finishes); null before. */
+  workerId: string | null;
+  /** Why the job was asked to stop while flashing or running; null when it was not. */
+  cancelReason: string | null;
 }
 
 export interface JobWithAgent extends JobRecord {

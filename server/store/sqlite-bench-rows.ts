@@ -56,6 +56,9 @@ export interface JobRow {
   finished_at_ms: number | null;
   flash_ms: number | null;
   run_ms: number | null;
+  worker_id: string | null;
+  claim_expires_at_ms: number | null;
+  cancel_reason: string | null;
 }
 
 export function insertSession(db: Database.Database, s: SessionRecord): void {
@@ -121,5 +124,7 @@ export function jobFromRow(r: JobRow): JobRecord {
     finishedAtMs: r.finished_at_ms,
     flashMs: r.flash_ms,
     runMs: r.run_ms,
+    workerId: r.worker_id,
+    cancelReason: r.cancel_reason,
   };
 }

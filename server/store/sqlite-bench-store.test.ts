@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { T0, jobRecord, sessionRecord, uartOf } from '../../test/contract/bench-store-contract.js';
+import { jobStates } from '../../harness/job-states.js';
 import { FirmwareBlobStore } from './firmware-blob-store.js';
 import { runMigrations } from '../db/run-migrations.js';
 import { benchStoreMigrations } from './bench-store-migrations.js';
@@ -31,6 +32,17 @@ async function storeWithAgents(file = ':memory:') {
 
 /** What only SQLite has: the file, its schema version, reopening it. The rest: test/contract/bench-store-contract.ts. */
 describe('SqliteBenchStore', () => {
+  it('its CHECK on job states accepts exactly the one list of job states (harness/job-states.ts)', async () => {
+    const store = await storeWithAgents();
+    const insert = store.database.prepare(
+      "INSERT INTO jobs (job_id, agent_id, board, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms) VALUES (?, 'ag_1', ?, ?, 'x', 1, '{}', 1, 0)",
+    );
+    // One board per job: two active jobs on a board are refused by another rule.
+    jobStates.forEach((state, i) => expect(() => insert.run(`job_${i}`, `board_${i}`, state)).not.toThrow());
+    expect(() => insert.run('job_bogus', 'board_x', 'paused')).toThrow(/CHECK constraint failed/);
+    await store.close();
+  });
+
   it('records the schema version and refuses a database from a newer hilbench', async () => {
     const file = path.join(dir(), 'bench.sqlite');
     const store = new SqliteBenchStore(file);
@@ -66,9 +78,11 @@ describe('SqliteBenchStore', () => {
     const file = path.join(dir(), 'bench.sqlite');
     const store = await storeWithAgents(file);
     await store.createJob(job({ jobId: 'job_a' }), { maxQueuedPerBoard: 4, nowMs: T0 });
-    await store.markJobPhase('job_a', 'flashing', T0 + 1);
+    await store.claimJob({ workerId: 'local', boards: ['pico'], nowMs: T0 + 1, claimMs: null });
     // A database from before the rule (schema 3), where a second job of the board got going too.
-    store.database.exec('DROP INDEX jobs_one_active_per_board; UPDATE schema_version SET version = 3');
+    store.database.exec(`DROP INDEX jobs_one_active_per_board; DROP INDEX jobs_queued_by_board; DROP INDEX jobs_by_claim;
+      ALTER TABLE jobs DROP COLUMN worker_id; ALTER TABLE jobs DROP COLUMN claim_expires_at_ms; ALTER TABLE jobs DROP COLUMN cancel_reason;
+      UPDATE schema_version SET version = 3`);
     store.database.prepare("INSERT INTO jobs (job_id, agent_id, board, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms, started_at_ms) VALUES ('job_b', 'ag_1', 'pico', 'flashing', ?, 1, '{}', 1, ?, ?)").run('a'.repeat(64), T0 + 2, T0 + 3);
     await store.close();
     const upgraded = new SqliteBenchStore(file);
@@ -77,23 +91,24 @@ describe('SqliteBenchStore', () => {
     await upgraded.close();
   });
 
-  it('fails running jobs as interrupted, keeping the UART saved while they ran, and returns queued ones after a restart', async () => {
+  it('after a restart, fails the local worker’s running jobs as interrupted, keeping the UART saved while they ran; queued ones stay', async () => {
     const file = path.join(dir(), 'bench.sqlite');
     const store = await storeWithAgents(file);
     await store.openSession(session());
     await store.openSession(session({ sessionId: 'ses_idle', board: 'uno' }));
     await store.createJob(job({ jobId: 'job_a', sessionId: 'ses_1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
     await store.createJob(job({ jobId: 'job_b', sessionId: 'ses_1', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
-    await store.markJobPhase('job_a', 'flashing', T0 + 2);
-    await store.markJobPhase('job_a', 'running', T0 + 3);
-    await store.saveJobUart('job_a', uartOf('tick 1\r\n'));
+    await store.claimJob({ workerId: 'local', boards: ['pico'], nowMs: T0 + 2, claimMs: null });
+    await store.markJobRunning('job_a', 'local', T0 + 3);
+    await store.renewJobClaim('job_a', 'local', { nowMs: T0 + 3, claimMs: null, uart: uartOf('tick 1\r\n') });
     await store.close();
 
     const reopened = new SqliteBenchStore(file);
-    const { requeued, interrupted, expired } = await reopened.recoverAfterRestart(T0 + 100_000);
-    // ses_1's jobs kept it alive (decision 0211): its queued job runs again, and its idle time
-    // starts at the restart that ended job_a. ses_idle, with no job, ran out while the server was down.
-    expect(requeued.map((j) => j.jobId)).toEqual(['job_b']);
+    const interrupted = await reopened.releaseWorkerJobs('local', { reason: 'the bench service restarted', nowMs: T0 + 100_000 });
+    const expired = await reopened.expireSessions(T0 + 100_000);
+    // ses_1's jobs kept it alive (decision 0211): its queued job waits for the worker, and its idle
+    // time starts at the restart that ended job_a. ses_idle, with no job, ran out while the server was down.
+    expect((await reopened.getJob('job_b'))!.state).toBe('queued');
     expect(interrupted).toMatchObject([{ jobId: 'job_a', state: 'failed', failure: { kind: 'interrupted' }, finishedAtMs: T0 + 100_000 }]);
     expect(new TextDecoder().decode(interrupted[0]!.uart!.bytes)).toBe('tick 1\r\n');
     expect(expired.map((s) => s.sessionId)).toEqual(['ses_idle']);

@@ -3,6 +3,7 @@ import type {
   AgentRecord,
   BenchStore,
   CreateJobResult,
+  JobClaimStatus,
   JobOutcome,
   JobRecord,
   JobState,
@@ -21,8 +22,9 @@ import { prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
 import { benchStoreMigrations, migrateBenchDatabase } from './bench-store-migrations.js';
 import { SqliteQuarantineStore } from './sqlite-quarantine-store.js';
 import { SqliteWaitlist } from './sqlite-waitlist.js';
-import { type AgentRow, type JobRow, type SessionRow, agentFromRow, insertSession, jobFromRow, sessionFromRow, uartJson } from './sqlite-bench-rows.js';
-import { createJob, finishJob, markJobPhase, recoverAfterRestart } from './sqlite-job-writes.js';
+import { type AgentRow, type JobRow, type SessionRow, agentFromRow, insertSession, jobFromRow, sessionFromRow } from './sqlite-bench-rows.js';
+import { claimJob, failLapsedClaims, markJobRunning, releaseWorkerJobs, renewJobClaim, requestJobCancel } from './sqlite-job-queue.js';
+import { createJob, finishJob } from './sqlite-job-writes.js';
 import { asOf, closeSession, expireDue, inUse, leaseOn, listLeasesAsOf } from './sqlite-session-leases.js';
 
 /** The schema version this code writes; a database from a newer version is refused. */
@@ -30,7 +32,7 @@ export const SQLITE_SCHEMA_VERSION = latestVersion(benchStoreMigrations);
 
 /**
  * The bench store on SQLite (better-sqlite3, WAL). One process owns the file. The session and
- * lease rules live in `sqlite-session-leases.ts`, the job state machine in `sqlite-job-writes.ts`,
+ * lease rules live in `sqlite-session-leases.ts`, jobs in `sqlite-job-writes.ts` and the queue in `sqlite-job-queue.ts`,
  * the row mapping in `sqlite-bench-rows.ts`; this class is their one public face.
  */
 export class SqliteBenchStore implements BenchStore {
@@ -154,23 +156,32 @@ export class SqliteBenchStore implements BenchStore {
     return row && jobFromRow(row);
   }
 
-  async markJobPhase(jobId: string, phase: 'flashing' | 'running', nowMs: number): Promise<void> {
-    markJobPhase(this.database, jobId, phase, nowMs);
+  async claimJob(request: { workerId: string; boards: readonly string[]; nowMs: number; claimMs: number | null }): Promise<JobRecord | undefined> {
+    return claimJob(this.database, request);
   }
 
-  async saveJobUart(jobId: string, uart: UartRecord): Promise<void> {
-    // Only while the job runs: an outcome already recorded is never overwritten by a late save.
-    this.database
-      .prepare("UPDATE jobs SET uart_bytes = ?, uart_json = ? WHERE job_id = ? AND state IN ('flashing', 'running')")
-      .run(Buffer.from(uart.bytes), uartJson(uart), jobId);
+  async markJobRunning(jobId: string, workerId: string, nowMs: number): Promise<JobClaimStatus> {
+    return markJobRunning(this.database, jobId, workerId, nowMs);
   }
 
-  async finishJob(jobId: string, outcome: JobOutcome): Promise<JobRecord> {
-    return finishJob(this.database, jobId, outcome);
+  async renewJobClaim(jobId: string, workerId: string, renewal: { nowMs: number; claimMs: number | null; uart?: UartRecord }): Promise<JobClaimStatus> {
+    return renewJobClaim(this.database, jobId, workerId, renewal);
   }
 
-  async recoverAfterRestart(nowMs: number): Promise<{ requeued: JobRecord[]; interrupted: JobRecord[]; expired: SessionRecord[] }> {
-    return recoverAfterRestart(this.database, nowMs);
+  async requestJobCancel(jobId: string, reason: string, nowMs: number): Promise<JobRecord | undefined> {
+    return requestJobCancel(this.database, jobId, reason, nowMs);
+  }
+
+  async failLapsedClaims(nowMs: number): Promise<JobRecord[]> {
+    return failLapsedClaims(this.database, nowMs);
+  }
+
+  async releaseWorkerJobs(workerId: string, release: { reason: string; nowMs: number; keep?: readonly string[] }): Promise<JobRecord[]> {
+    return releaseWorkerJobs(this.database, workerId, release);
+  }
+
+  async finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<JobRecord> {
+    return finishJob(this.database, jobId, outcome, options);
   }
 
   async listLeases(nowMs: number): Promise<LeaseWithAgent[]> {

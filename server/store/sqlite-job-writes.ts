@@ -1,13 +1,11 @@
 import type Database from 'better-sqlite3';
-import type { CreateJobResult, JobOutcome, JobRecord, JobState, SessionRecord } from './bench-store.js';
-import { BoardBusyError } from './bench-store.js';
+import type { CreateJobResult, JobOutcome, JobRecord, JobState } from './bench-store.js';
 import { type JobRow, type SessionRow, jobFromRow, sessionFromRow, uartJson } from './sqlite-bench-rows.js';
 import { expireDue, leaseOn, renewAfterJob } from './sqlite-session-leases.js';
 
 /**
- * The job state machine of the SQLite bench store: create (with its lease or session checks),
- * move through flashing and running, finish, and recover after a restart. Each call is one
- * IMMEDIATE transaction.
+ * Creating and finishing jobs in the SQLite bench store (the claims in between are in
+ * `sqlite-job-queue.ts`). Each call is one IMMEDIATE transaction.
  */
 
 /** Creates a queued job when its session or the board's lease allows it and the board's queue has room. */
@@ -53,40 +51,21 @@ export function createJob(db: Database.Database, job: JobRecord, options: { maxQ
     .immediate();
 }
 
-/** Moves a job from queued to flashing, or from flashing to running; a cancel that came first wins. */
-export function markJobPhase(db: Database.Database, jobId: string, phase: 'flashing' | 'running', nowMs: number): void {
-  const column = phase === 'flashing' ? 'started_at_ms' : 'running_at_ms';
-  const from = phase === 'flashing' ? 'queued' : 'flashing';
-  db.transaction(() => {
-    if (phase === 'flashing') {
-      // Checked first for an error that names the job in the way; the unique index is the backstop.
-      const busy = db
-        .prepare(
-          `SELECT j.board, j.job_id FROM jobs me JOIN jobs j ON j.board = me.board AND j.job_id <> me.job_id
-           WHERE me.job_id = ? AND me.state = 'queued' AND j.state IN ('flashing', 'running') LIMIT 1`,
-        )
-        .get(jobId) as { board: string; job_id: string } | undefined;
-      if (busy) throw new BoardBusyError(busy.board, jobId, busy.job_id);
-    }
-    const result = db.prepare(`UPDATE jobs SET state = ?, ${column} = ? WHERE job_id = ? AND state = ?`).run(phase, nowMs, jobId, from);
-    if (result.changes === 1) return;
-    // A job cancelled (its session closed) while the dispatcher was starting it: the cancel wins.
-    const current = db.prepare('SELECT state FROM jobs WHERE job_id = ?').get(jobId) as { state: JobState } | undefined;
-    if (current?.state === 'failed') return;
-    throw new Error(`job ${jobId} cannot move to ${phase}: it is not ${from}`);
-  }).immediate();
-}
-
 /** Records a job's outcome (the first one stands), renews its session and frees its job lease. */
-export function finishJob(db: Database.Database, jobId: string, outcome: JobOutcome): JobRecord {
+export function finishJob(db: Database.Database, jobId: string, outcome: JobOutcome, options: { workerId?: string } = {}): JobRecord {
   return db
     .transaction(() => {
       const uart = outcome.uart ?? null;
-      const before = db.prepare('SELECT state, session_id FROM jobs WHERE job_id = ?').get(jobId) as
-        | { state: JobState; session_id: string | null }
+      const before = db.prepare('SELECT state, session_id, worker_id FROM jobs WHERE job_id = ?').get(jobId) as
+        | { state: JobState; session_id: string | null; worker_id: string | null }
         | undefined;
-      if (before?.state === 'done' || before?.state === 'failed') {
-        // Already finished (e.g. cancelled when its session closed): the first outcome stands.
+      const notTheWorkers = options.workerId !== undefined && before?.worker_id !== options.workerId;
+      if (before?.state === 'done' || before?.state === 'failed' || notTheWorkers) {
+        // Already finished (e.g. cancelled when its session closed), or reported by a worker that
+        // does not hold it: the first outcome stands, and nothing changes.
+        const row = db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(jobId) as JobRow | undefined;
+        if (!row) throw new Error(`job ${jobId} not found`);
+        return jobFromRow(row);
       } else if (outcome.state === 'done') {
         db.prepare(
           `UPDATE jobs SET state = 'done', finished_at_ms = ?, uart_bytes = ?, uart_json = ?, stop_json = ?, flash_ms = ?, run_ms = ?
@@ -98,40 +77,11 @@ export function finishJob(db: Database.Database, jobId: string, outcome: JobOutc
            WHERE job_id = ?`,
         ).run(outcome.nowMs, outcome.failure.kind, outcome.failure.message, uart ? Buffer.from(uart.bytes) : null, uart ? uartJson(uart) : null, jobId);
       }
-      if (before && before.state !== 'done' && before.state !== 'failed') renewAfterJob(db, before.session_id, outcome.nowMs);
+      if (before) renewAfterJob(db, before.session_id, outcome.nowMs);
       db.prepare("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?").run(jobId);
       const row = db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(jobId) as JobRow | undefined;
       if (!row) throw new Error(`job ${jobId} vanished while finishing`);
       return jobFromRow(row);
-    })
-    .immediate();
-}
-
-/**
- * After a restart: jobs caught flashing or running are failed as `interrupted`, due sessions
- * expire, and the queued jobs are returned to be dispatched again.
- */
-export function recoverAfterRestart(
-  db: Database.Database,
-  nowMs: number,
-): { requeued: JobRecord[]; interrupted: JobRecord[]; expired: SessionRecord[] } {
-  return db
-    .transaction(() => {
-      const stuck = db.prepare("SELECT * FROM jobs WHERE state IN ('flashing', 'running') ORDER BY created_at_ms, rowid").all() as JobRow[];
-      for (const row of stuck) {
-        db.prepare("UPDATE jobs SET state = 'failed', failure_kind = 'interrupted', failure_message = ?, finished_at_ms = ? WHERE job_id = ?").run(
-          `the bench service restarted while this job was ${row.state}; submit it again`,
-          nowMs,
-          row.job_id,
-        );
-        db.prepare("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?").run(row.job_id);
-        // The job ended with the restart: its session's idle time starts now, not at the crash.
-        renewAfterJob(db, row.session_id, nowMs);
-      }
-      const expired = expireDue(db, nowMs);
-      const requeued = (db.prepare("SELECT * FROM jobs WHERE state = 'queued' ORDER BY created_at_ms, rowid").all() as JobRow[]).map(jobFromRow);
-      const interrupted = stuck.map((r) => jobFromRow(db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(r.job_id) as JobRow));
-      return { requeued, interrupted, expired };
     })
     .immediate();
 }

@@ -41,8 +41,8 @@ export function expireDue(db: Database.Database, nowMs: number): SessionRecord[]
  * Runs inside a transaction, for a session that just ended or expired: its queued jobs are
  * failed as `cancelled` (they must not run under the next holder's lease), and its lease is
  * released only when none of its jobs is flashing or running. Otherwise the lease passes to
- * that job, so the board stays held until it finishes (`finishJob` frees it); the service
- * cancels it through the dispatcher.
+ * that job, so the board stays held until it finishes (`finishJob` frees it), and the job is
+ * asked to stop (`cancel_reason`): its worker hears it on its next claim renewal.
  */
 export function closeSession(db: Database.Database, sessionId: string, how: 'ended' | 'expired', atMs: number): void {
   db.prepare(
@@ -52,6 +52,10 @@ export function closeSession(db: Database.Database, sessionId: string, how: 'end
   const active = db
     .prepare("SELECT job_id FROM jobs WHERE session_id = ? AND state IN ('flashing', 'running') ORDER BY created_at_ms, rowid LIMIT 1")
     .get(sessionId) as { job_id: string } | undefined;
+  db.prepare("UPDATE jobs SET cancel_reason = ? WHERE session_id = ? AND state IN ('flashing', 'running') AND cancel_reason IS NULL").run(
+    `session ${sessionId} ${how} at ${isoFromMs(atMs)}`,
+    sessionId,
+  );
   if (active) {
     db.prepare("UPDATE leases SET holder_kind = 'job', holder_id = ? WHERE holder_kind = 'session' AND holder_id = ?").run(active.job_id, sessionId);
   } else {

@@ -8,7 +8,6 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { checkImageForBoard } from '../../backends/image-check.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { LocalDispatcher } from '../../harness/dispatcher.js';
 import { HttpError } from '../../server/http/http-error.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { AgentRecord, BenchStore } from '../../server/store/bench-store.js';
@@ -18,6 +17,7 @@ import { toHttpError } from '../../server/bench/bench-error-http.js';
 import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
 import { JobLive } from '../../server/bench/job-live.js';
 import { LiveBoards } from '../../server/bench/live-boards.js';
+import { WorkerGateway } from '../../server/bench/worker-gateway.js';
 
 /**
  * Model-based test of the lease state machine (STYLE.md: `fc.commands` for state machines such
@@ -177,13 +177,18 @@ async function setup(makeStore: () => BenchStore | Promise<BenchStore>): Promise
     choice: 'mock',
     logger: memoryLogger(),
   });
+  const blobs = new FirmwareBlobStore(blobDir);
+  const live = new JobLive();
+  const logger = memoryLogger();
+  const gateway = new WorkerGateway({ clock, store, blobs, live, limits: defaultBenchLimits, logger });
   const bench = new Bench({
     clock,
     store,
-    blobs: new FirmwareBlobStore(blobDir),
+    blobs,
     boards,
-    dispatcher: new LocalDispatcher({ clock }),
-    live: new JobLive(),
+    gateway,
+    live,
+    localWorker: {},
     limits: defaultBenchLimits,
     logger: memoryLogger(),
     checkImage: checkImageForBoard,

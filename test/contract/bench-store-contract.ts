@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BoardBusyError, type BenchStore, type JobRecord, type SessionRecord, type UartRecord } from '../../server/store/bench-store.js';
+import type { BenchStore, JobRecord, SessionRecord, UartRecord } from '../../server/store/bench-store.js';
+import { describeJobQueueContract } from './bench-job-queue-contract.js';
 import { describeLeaseModel } from './bench-lease-model.js';
 
 /**
@@ -44,6 +45,8 @@ export const jobRecord = (over: Partial<JobRecord> = {}): JobRecord => ({
   finishedAtMs: null,
   flashMs: null,
   runMs: null,
+  workerId: null,
+  cancelReason: null,
   ...over,
 });
 
@@ -53,7 +56,11 @@ export const uartOf = (text: string): UartRecord => {
   return { bytes, droppedBytes: 0, timeBase: 'wall', chunks: [{ atNanos: 0, offset: 0, length: bytes.length }], chunksOmitted: 0 };
 };
 
-const done = (nowMs: number) =>
+/** Worker `w1` (in-process: no claim expiry) claims the next job on `boards`. */
+export const claimBy = (store: BenchStore, nowMs: number, boards: readonly string[] = ['pico'], workerId = 'w1', claimMs: number | null = null) =>
+  store.claimJob({ workerId, boards, nowMs, claimMs });
+
+export const done = (nowMs: number) =>
   ({ state: 'done', nowMs, uart: uartOf('ok'), stop: { reason: 'elapsed', elapsedNanos: 1 }, flashMs: 1, runMs: 1 }) as const;
 const queueOf = (nowMs: number, maxQueuedPerBoard = 8) => ({ maxQueuedPerBoard, nowMs });
 
@@ -75,8 +82,8 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
     expect((await store.openSession(sessionRecord({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }))).kind).toBe('opened');
     await store.createJob(jobRecord({ jobId: 'job_run', sessionId: 'ses_1' }), queueOf(T0));
     await store.createJob(jobRecord({ jobId: 'job_wait', sessionId: 'ses_1', createdAtMs: T0 + 1 }), queueOf(T0));
-    await store.markJobPhase('job_run', 'flashing', T0 + 2);
-    await store.markJobPhase('job_run', 'running', T0 + 3);
+    expect((await claimBy(store, T0 + 2))!.jobId).toBe('job_run');
+    expect(await store.markJobRunning('job_run', 'w1', T0 + 3)).toEqual({ kind: 'held', cancelReason: null });
   }
 
   describe(`bench store contract: ${name}`, () => {
@@ -156,7 +163,7 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         expect(await store.listLeases(T0 + 60_000)).toMatchObject([{ holder: { kind: 'session', sessionId: 'ses_1' }, expiresAtMs: T0 + 70_000 }]);
         await store.finishJob('job_run', done(T0 + 61_000));
         expect(await store.expireSessions(T0 + 80_000)).toEqual([]);
-        await store.markJobPhase('job_wait', 'flashing', T0 + 80_000);
+        expect((await claimBy(store, T0 + 80_000))!.jobId).toBe('job_wait');
         await store.finishJob('job_wait', { state: 'failed', nowMs: T0 + 81_000, failure: { kind: 'flash-failed', message: 'nope' } });
         expect(await store.getSession('ses_1', T0 + 90_999)).toMatchObject({ state: 'active', expiresAtMs: T0 + 91_000 });
         expect((await store.expireSessions(T0 + 91_000)).map((s) => s.sessionId)).toEqual(['ses_1']);
@@ -167,14 +174,18 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         await sessionWithJobs(store);
         await store.endSession('ses_1', T0 + 5_000);
         expect(await store.getJob('job_wait')).toMatchObject({ state: 'failed', finishedAtMs: T0 + 5_000, failure: { kind: 'cancelled' } });
-        expect((await store.getJob('job_run'))!.state).toBe('running');
+        expect(await store.getJob('job_run')).toMatchObject({ state: 'running', cancelReason: expect.stringMatching(/^session ses_1 ended at /) });
+        expect(await store.renewJobClaim('job_run', 'w1', { nowMs: T0 + 5_000, claimMs: null })).toMatchObject({
+          kind: 'held',
+          cancelReason: expect.stringMatching(/^session ses_1 ended/),
+        });
         const blocked = await store.openSession(sessionRecord({ sessionId: 'ses_2', agentId: 'ag_2', createdAtMs: T0 + 5_000, expiresAtMs: T0 + 95_000 }));
         expect(blocked).toMatchObject({ kind: 'board-leased', lease: { holder: { kind: 'job', jobId: 'job_run' }, expiresAtMs: null } });
         await store.finishJob('job_run', { state: 'failed', nowMs: T0 + 5_001, failure: { kind: 'cancelled', message: 'stopped' } });
         // The first outcome stands, and a cancelled job never starts.
         await store.finishJob('job_wait', { state: 'failed', nowMs: T0 + 5_002, failure: { kind: 'cancelled', message: 'late' } });
         expect((await store.getJob('job_wait'))!.failure!.message).toMatch(/^cancelled before it started/);
-        await expect(store.markJobPhase('job_wait', 'flashing', T0 + 5_003)).resolves.toBeUndefined();
+        expect(await claimBy(store, T0 + 5_003)).toBeUndefined();
         expect((await store.getJob('job_wait'))!.state).toBe('failed');
         expect((await store.openSession(sessionRecord({ sessionId: 'ses_3', agentId: 'ag_2', createdAtMs: T0 + 5_004 }))).kind).toBe('opened');
       }));
@@ -200,57 +211,59 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         expect(await store.boardActivity()).toEqual(new Map([['pico', { queued: 1, active: 0 }], ['uno', { queued: 1, active: 0 }]]));
       }));
 
-    it('moves a job queued → flashing → running → done, in that order only, and frees its own lease', () =>
+    it('moves a job queued → flashing (claimed) → running → done, in that order only, and frees its own lease', () =>
       withStore(async (store) => {
         await store.createJob(jobRecord(), queueOf(T0));
-        await expect(store.markJobPhase('job_1', 'running', T0 + 1)).rejects.toThrow(/cannot move to running: it is not flashing/);
-        await store.markJobPhase('job_1', 'flashing', T0 + 1);
-        await expect(store.markJobPhase('job_1', 'flashing', T0 + 2)).rejects.toThrow(/cannot move to flashing: it is not queued/);
-        await store.markJobPhase('job_1', 'running', T0 + 2);
+        expect(await store.markJobRunning('job_1', 'w1', T0 + 1)).toEqual({ kind: 'lost', state: 'queued' });
+        expect(await claimBy(store, T0 + 1)).toMatchObject({ jobId: 'job_1', state: 'flashing', startedAtMs: T0 + 1, workerId: 'w1' });
+        expect(await claimBy(store, T0 + 2)).toBeUndefined();
+        expect(await store.markJobRunning('job_1', 'w2', T0 + 2)).toEqual({ kind: 'lost', state: 'flashing' });
+        expect(await store.markJobRunning('job_1', 'w1', T0 + 2)).toEqual({ kind: 'held', cancelReason: null });
         expect(await store.boardActivity()).toEqual(new Map([['pico', { queued: 0, active: 1 }]]));
-        const finished = await store.finishJob('job_1', done(T0 + 3));
+        const finished = await store.finishJob('job_1', done(T0 + 3), { workerId: 'w1' });
         expect(finished).toMatchObject({ state: 'done', startedAtMs: T0 + 1, runningAtMs: T0 + 2, finishedAtMs: T0 + 3, stop: { reason: 'elapsed' } });
         expect(new TextDecoder().decode(finished.uart!.bytes)).toBe('ok');
         expect(await store.listLeases(T0 + 3)).toEqual([]);
         expect((await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 4, failure: { kind: 'internal', message: 'late' } })).state).toBe('done');
+        expect(await store.markJobRunning('job_1', 'w1', T0 + 5)).toEqual({ kind: 'lost', state: 'done' });
       }));
 
-    it('runs one job per board: a second job of the board cannot start while one is flashing or running', () =>
+    it('runs one job per board: the next job of a board is not claimed while one is flashing or running', () =>
       withStore(async (store) => {
         await sessionWithJobs(store);
-        const refused = store.markJobPhase('job_wait', 'flashing', T0 + 4);
-        await expect(refused).rejects.toBeInstanceOf(BoardBusyError);
-        await expect(refused).rejects.toMatchObject({ board: 'pico', jobId: 'job_wait', activeJobId: 'job_run' });
+        expect(await claimBy(store, T0 + 4, ['pico'], 'w2')).toBeUndefined();
         expect((await store.getJob('job_wait'))!.state).toBe('queued');
-        await store.finishJob('job_run', done(T0 + 5));
-        await store.markJobPhase('job_wait', 'flashing', T0 + 6);
-        expect((await store.getJob('job_wait'))!.state).toBe('flashing');
+        await store.finishJob('job_run', done(T0 + 5), { workerId: 'w1' });
+        expect(await claimBy(store, T0 + 6, ['pico'], 'w2')).toMatchObject({ jobId: 'job_wait', state: 'flashing', workerId: 'w2' });
       }));
 
-    it('saves the UART of a job only while it runs: a finished outcome is never overwritten', () =>
+    it('saves the UART of a job only while its worker holds it: a finished outcome is never overwritten', () =>
       withStore(async (store) => {
         await store.createJob(jobRecord(), queueOf(T0));
-        await store.saveJobUart('job_1', uartOf('too early'));
+        expect(await store.renewJobClaim('job_1', 'w1', { nowMs: T0, claimMs: null, uart: uartOf('too early') })).toMatchObject({ kind: 'lost' });
         expect((await store.getJob('job_1'))!.uart).toBeNull();
-        await store.markJobPhase('job_1', 'flashing', T0 + 1);
-        await store.markJobPhase('job_1', 'running', T0 + 2);
-        await store.saveJobUart('job_1', uartOf('partial'));
+        await claimBy(store, T0 + 1);
+        await store.markJobRunning('job_1', 'w1', T0 + 2);
+        await store.renewJobClaim('job_1', 'w1', { nowMs: T0 + 2, claimMs: null, uart: uartOf('partial') });
         expect((await store.getJob('job_1'))!.uart).toMatchObject({ droppedBytes: 0, timeBase: 'wall', chunks: [{ atNanos: 0, offset: 0, length: 7 }] });
+        await store.renewJobClaim('job_1', 'w2', { nowMs: T0 + 2, claimMs: null, uart: uartOf('not yours') });
+        expect(new TextDecoder().decode((await store.getJob('job_1'))!.uart!.bytes)).toBe('partial');
         await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 3, failure: { kind: 'cancelled', message: 'stopped' }, uart: uartOf('partial+') });
-        await store.saveJobUart('job_1', uartOf('late'));
+        await store.renewJobClaim('job_1', 'w1', { nowMs: T0 + 4, claimMs: null, uart: uartOf('late') });
         expect(new TextDecoder().decode((await store.getJob('job_1'))!.uart!.bytes)).toBe('partial+');
       }));
 
-    it('recovers after a restart: running jobs fail as interrupted with their UART, queued ones come back, idle sessions expire', () =>
+    it('after a restart of the worker: its running jobs fail as interrupted with their UART, queued ones stay queued', () =>
       withStore(async (store) => {
         await sessionWithJobs(store);
         await store.openSession(sessionRecord({ sessionId: 'ses_idle', board: 'uno' }));
-        await store.saveJobUart('job_run', uartOf('tick 1\r\n'));
-        const { requeued, interrupted, expired } = await store.recoverAfterRestart(T0 + 100_000);
-        expect(requeued.map((j) => j.jobId)).toEqual(['job_wait']);
+        await store.renewJobClaim('job_run', 'w1', { nowMs: T0 + 4, claimMs: null, uart: uartOf('tick 1\r\n') });
+        const interrupted = await store.releaseWorkerJobs('w1', { reason: 'the bench service restarted', nowMs: T0 + 100_000 });
         expect(interrupted).toMatchObject([{ jobId: 'job_run', state: 'failed', failure: { kind: 'interrupted' }, finishedAtMs: T0 + 100_000 }]);
+        expect(interrupted[0]!.failure!.message).toBe('the bench service restarted while this job was running; submit it again');
         expect(new TextDecoder().decode(interrupted[0]!.uart!.bytes)).toBe('tick 1\r\n');
-        expect(expired.map((s) => s.sessionId)).toEqual(['ses_idle']);
+        expect((await store.getJob('job_wait'))!.state).toBe('queued');
+        expect((await store.expireSessions(T0 + 100_000)).map((s) => s.sessionId)).toEqual(['ses_idle']);
         expect(await store.getSession('ses_1', T0 + 100_000)).toMatchObject({ state: 'active', expiresAtMs: T0 + 110_000 });
       }));
 
@@ -297,5 +310,6 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
       }));
   });
 
+  describeJobQueueContract(name, withStore);
   describeLeaseModel(name, makeStore);
 }

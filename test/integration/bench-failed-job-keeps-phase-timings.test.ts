@@ -16,7 +16,7 @@ describe('failed jobs keep the timings of the phases they reached', () => {
   it('a job timing out while flashing reports its flash time and no run time', async () => {
     const { token } = await app.register();
     const job = await submit(app, token, { board: 'pico' }, withFault('flash-hang'));
-    await settle();
+    await app.jobStarted(job.job_id);
     app.fake.tick(2_000);
     await settle();
     // Default deadline: 60 s flash + 0.8 s x 4 s + 10 s margin = 73.2 s.
@@ -30,7 +30,7 @@ describe('failed jobs keep the timings of the phases they reached', () => {
   it('a job timing out while running reports both its flash and its run time', async () => {
     const { token } = await app.register();
     const job = await submit(app, token, { board: 'pico', uart_seconds: '0.1' }, withFault('run-hang'));
-    await settle();
+    await app.jobReaches(job.job_id, 'running');
     expect((await getJob(app, token, job.job_id)).state).toBe('running');
     // 60 s + 0.1 s x 4 s + 10 s = 70.4 s.
     app.fake.tick(70_400);

@@ -55,7 +55,7 @@ describe('jobs and leases', () => {
     const alice = await app.register('alice');
     const bob = await app.register('bob');
     const { job_id } = (await (await flash(app, alice.token, { board: 'pico' }, withFault('flash-hang'))).json()) as JobJson;
-    await settle();
+    await app.jobStarted(job_id);
     expect((await getJob(app, alice.token, job_id)).state).toBe('flashing');
     const boards = (await (await app.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; status: string }> };
     expect(boards.boards.find((b) => b.id === 'pico')!.status).toBe('busy');
@@ -87,7 +87,7 @@ describe('jobs and leases', () => {
     const { token } = await app.register();
     const sid = await openSession(token, 'pico');
     const first = (await (await flash(app, token, { board: 'pico', session: sid }, withFault('run-hang'))).json()) as JobJson;
-    await settle();
+    await app.jobReaches(first.job_id, 'running');
     const second = (await (await flash(app, token, { board: 'pico', session: sid, uart_seconds: '0.3' }, picoElf())).json()) as JobJson;
     const third = await flash(app, token, { board: 'pico', session: sid }, picoElf());
     expect(third.status).toBe(429);
@@ -106,7 +106,7 @@ describe('jobs and leases', () => {
     const before = await getJob(app, token, finished.job_id);
     const sid = await openSession(token, 'pico');
     const hung = (await (await flash(app, token, { board: 'pico', session: sid }, withFault('run-hang'))).json()) as JobJson;
-    await settle();
+    await app.jobReaches(hung.job_id, 'running');
     const waiting = (await (await flash(app, token, { board: 'pico', session: sid, uart_seconds: '0.3' }, picoElf())).json()) as JobJson;
     expect((await getJob(app, token, hung.job_id)).state).toBe('running');
 
@@ -130,8 +130,8 @@ describe('recovery', () => {
   it('fails a queued job whose stored firmware changed on disk while the server was down', async () => {
     const { token } = await app.register();
     const sid = ((await (await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams({ board: 'pico' }) })).json()) as { session_id: string }).session_id;
-    await flash(app, token, { board: 'pico', session: sid }, withFault('run-hang'));
-    await settle();
+    const hung = (await (await flash(app, token, { board: 'pico', session: sid }, withFault('run-hang'))).json()) as JobJson;
+    await app.jobReaches(hung.job_id, 'running');
     const elf = picoElf();
     const queued = (await (await flash(app, token, { board: 'pico', session: sid }, elf)).json()) as JobJson;
     await app.close();

@@ -1,7 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClock } from '@sinonjs/fake-timers';
-import { clockFromFakeTimers } from '../../core/clock.js';
-import { LocalDispatcher } from '../../harness/dispatcher.js';
+import type { WorkerLink } from '../../harness/worker/worker-link.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
 import { bearer, getJob, picoElf, settle, submit, withFault } from './bench-job-requests.js';
 
@@ -30,7 +29,7 @@ describe('a lease is exclusive until every job of its session has stopped', () =
     expect(opened.status).toBe(200);
     const sid = ((await opened.json()) as { session_id: string }).session_id;
     const hung = await submit(app, alice.token, { board: 'pico', session: sid, uart_seconds: '0.1' }, withFault('run-hang'));
-    await settle();
+    await app.jobReaches(hung.job_id, 'running');
     const hello = await submit(app, alice.token, { board: 'pico', session: sid }, picoElf());
     expect((await getJob(app, alice.token, hung.job_id)).state).toBe('running');
     return { alice, sid, hung, hello };
@@ -85,14 +84,28 @@ describe('a lease is exclusive until every job of its session has stopped', () =
 });
 
 /** A local dispatcher whose cancellations land only when the test says: a backend slow to stop. */
-class SlowToCancelDispatcher extends LocalDispatcher {
+/** Holds back the stop the server sends a running job, until `deliver()`: a backend slow to stop. */
+class SlowToStopLink {
   readonly pending: Array<{ jobId: string; reason: string }> = [];
-  override cancel(jobId: string, reason: string): boolean {
-    this.pending.push({ jobId, reason });
-    return true;
-  }
+  private readonly deliveries: Array<() => void> = [];
+
+  readonly decorate = (link: WorkerLink): WorkerLink => ({
+    ...link,
+    heartbeat: async (jobId) => {
+      const control = await link.heartbeat(jobId);
+      return this.pending.some((p) => p.jobId === jobId) ? { stop: null } : control;
+    },
+    watch: (jobId, listener) =>
+      link.watch!(jobId, (push) => {
+        if (push.kind !== 'stop') return listener(push);
+        this.pending.push({ jobId, reason: push.reason });
+        this.deliveries.push(() => listener(push));
+      }),
+  });
+
   deliver(): void {
-    for (const { jobId, reason } of this.pending.splice(0)) super.cancel(jobId, reason);
+    for (const deliver of this.deliveries.splice(0)) deliver();
+    this.pending.length = 0;
   }
 }
 
@@ -100,16 +113,16 @@ describe('a board held by a job answers 409 with Retry-After from the job deadli
   it('after the session ends, its running job holds the board until it has stopped', async () => {
     await app.close();
     const fake = createClock(TEST_START_MS);
-    const dispatcher = new SlowToCancelDispatcher({ clock: clockFromFakeTimers(fake) });
-    app = await startBenchTestApp({ fake, dispatcher });
+    const slow = new SlowToStopLink();
+    app = await startBenchTestApp({ fake, localWorker: { decorateLink: slow.decorate } });
     const alice = await app.register('alice');
     const bob = await app.register('bob');
     const sid = ((await (await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(alice.token), body: new URLSearchParams({ board: 'pico' }) })).json()) as { session_id: string }).session_id;
     const hung = await submit(app, alice.token, { board: 'pico', session: sid, uart_seconds: '0.1' }, withFault('run-hang'));
-    await settle();
+    await app.jobReaches(hung.job_id, 'running');
     app.fake.tick(5_000);
     expect((await app.request(`/api/v1/sessions/${sid}/end`, { method: 'POST', headers: bearer(alice.token) })).status).toBe(200);
-    expect(dispatcher.pending).toEqual([{ jobId: hung.job_id, reason: `session ${sid} ended at 2026-01-01T00:00:05.000Z` }]);
+    expect(slow.pending).toEqual([{ jobId: hung.job_id, reason: `session ${sid} ended at 2026-01-01T00:00:05.000Z` }]);
 
     const blocked = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) });
     expect(blocked.status).toBe(409);
@@ -119,7 +132,7 @@ describe('a board held by a job answers 409 with Retry-After from the job deadli
       detail: 'board pico is busy: agent "alice" leased it for a flash job, until that job finishes, at the latest 2026-01-01T00:01:10.400Z (its deadline) (retry_after_seconds=66)',
     });
 
-    dispatcher.deliver();
+    slow.deliver();
     await app.idle();
     expect((await getJob(app, alice.token, hung.job_id)).failure?.kind).toBe('cancelled');
     expect((await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) })).status).toBe(200);

@@ -72,7 +72,7 @@ describe('a job keeps its session alive', () => {
     const opened = await openSession(alice.token, { board: 'pico', idle_seconds: '10' });
     const { session_id: sid } = (await opened.json()) as { session_id: string };
     const jobId = await flash(alice.token, { board: 'pico', session: sid, uart_seconds: '15' });
-    await settle();
+    await app.jobReaches(jobId, 'running');
 
     // Past the idle time with no heartbeat: the running job is the session's activity.
     await advance(12_000);
@@ -106,10 +106,10 @@ describe('a job keeps its session alive', () => {
     const alice = await app.register('alice');
     const { session_id: sid } = (await (await openSession(alice.token, { board: 'pico', idle_seconds: '10' })).json()) as { session_id: string };
     const first = await flash(alice.token, { board: 'pico', session: sid, uart_seconds: '15' });
-    await settle();
+    await app.jobReaches(first, 'running');
     const second = await flash(alice.token, { board: 'pico', session: sid, uart_seconds: '8' });
     await advance(15_000);
-    await settle();
+    await app.jobReaches(second, 'running');
     expect((await get<JobJson>(alice.token, `/api/v1/jobs/${first}`)).state).toBe('done');
     await advance(8_000);
     await app.idle();

@@ -26,6 +26,7 @@ async function runOneJob(clockSource: string | undefined): Promise<{ uart: { clo
   const flashed = await app.request('/api/v1/jobs/flash', { method: 'POST', headers: auth, body });
   expect(flashed.status).toBe(200);
   const { job_id: jobId } = (await flashed.json()) as { job_id: string };
+  await app.jobReaches(jobId, 'running');
   for (let i = 0; i < 20; i++) await app.fake.tickAsync(100);
   await app.idle();
   const res = await app.request(`/api/v1/jobs/${jobId}`, { headers: auth });

@@ -5,7 +5,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
-import { UART_SAVE_INTERVAL_MS } from '../../server/bench/job-uart-keeper.js';
+import { UART_SAVE_INTERVAL_MS } from '../../server/bench/uart-record.js';
 import { picoTestElf } from '../support/make-elf.js';
 import { CLOCKED_LINE_PERIOD_MS, ClockedUartBackend, clockedTranscript } from './clocked-uart-backend.js';
 
@@ -77,7 +77,7 @@ async function runningJob(app: BenchTestApp) {
   const res = await app.request('/api/v1/jobs/flash', { method: 'POST', headers: bearer(token), body });
   expect(res.status).toBe(200);
   const { job_id: jobId } = (await res.json()) as { job_id: string };
-  await settle();
+  await app.jobReaches(jobId, 'running');
   return { token, sid, jobId };
 }
 

@@ -2,6 +2,7 @@ import type { BenchSnapshot, BoardStatus } from '../bench-snapshot.js';
 import { html } from './html.js';
 import { renderLayout } from './page-layout.js';
 import { activityTable, boardsTable, snapshotFooter } from './snapshot-views.js';
+import { jobStates } from '../../../harness/job-states.js';
 
 export interface StatsPageInput {
   snapshot: BenchSnapshot;
@@ -10,7 +11,7 @@ export interface StatsPageInput {
 }
 
 /** Job states in lifecycle order; states the page does not know follow, alphabetically. */
-const JOB_STATE_ORDER = ['queued', 'flashing', 'running', 'done', 'failed'];
+const JOB_STATE_ORDER: readonly string[] = jobStates;
 const BOARD_STATUSES: BoardStatus[] = ['free', 'leased', 'busy', 'offline'];
 
 function orderedStates(byState: Record<string, number>): [string, number][] {

@@ -1,0 +1,220 @@
+import { createHash } from 'node:crypto';
+import { createClock } from '@sinonjs/fake-timers';
+import { describe, expect, it } from 'vitest';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { MockBackend } from '../../backends/mock/mock-backend.js';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { picoTestElf } from '../../test/support/make-elf.js';
+import { BenchWorker } from './bench-worker.js';
+import type { JobPush, JobTicket, UartReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+
+const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** A server as a worker sees it: a queue of tickets, firmware by sha256, and what was reported. */
+class FakeServer {
+  readonly tickets: JobTicket[] = [];
+  readonly firmwareBySha = new Map<string, Uint8Array>();
+  readonly reports: Array<[string, string]> = [];
+  readonly uart = new Map<string, UartReport[]>();
+  readonly outcomes = new Map<string, WorkerJobOutcome>();
+  stopOnHeartbeat: string | null = null;
+  claimFailures = 0;
+  private wake: (() => void) | undefined;
+  private readonly watchers = new Map<string, (push: JobPush) => void>();
+  private finished: Array<() => void> = [];
+
+  queue(jobId: string, firmware: Uint8Array, over: Partial<JobTicket> = {}): void {
+    this.firmwareBySha.set(sha256(firmware), firmware);
+    this.tickets.push({ jobId, board: 'pico', firmwareSha256: sha256(firmware), uartSeconds: 0.35, maxUartBytes: 4096, ...over });
+    this.wake?.();
+  }
+
+  push(jobId: string, push: JobPush): void {
+    this.watchers.get(jobId)!(push);
+  }
+
+  /** Settles once `count` outcomes are in. */
+  finishedCount(count: number): Promise<void> {
+    return new Promise((resolve) => {
+      const check = () => (this.outcomes.size >= count ? resolve() : this.finished.push(check));
+      check();
+    });
+  }
+
+  readonly link: WorkerLink = {
+    claim: async (boards, signal) => {
+      if (this.claimFailures > 0) {
+        this.claimFailures--;
+        throw new Error('connection refused');
+      }
+      for (;;) {
+        const index = this.tickets.findIndex((t) => boards.includes(t.board));
+        if (index >= 0) return this.tickets.splice(index, 1)[0];
+        if (signal.aborted) return undefined;
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+      }
+    },
+    firmware: async (sha) => {
+      const bytes = this.firmwareBySha.get(sha);
+      if (!bytes) throw new Error('404');
+      return bytes;
+    },
+    running: async (jobId) => {
+      this.reports.push([jobId, 'running']);
+      return { stop: null };
+    },
+    uart: async (jobId, report) => {
+      this.uart.set(jobId, [...(this.uart.get(jobId) ?? []), report]);
+    },
+    heartbeat: async (jobId) => {
+      this.reports.push([jobId, 'heartbeat']);
+      return { stop: this.stopOnHeartbeat };
+    },
+    finish: async (jobId, outcome) => {
+      this.outcomes.set(jobId, outcome);
+      for (const check of this.finished.splice(0)) check();
+    },
+    watch: (jobId, listener) => {
+      this.watchers.set(jobId, listener);
+      return () => this.watchers.delete(jobId);
+    },
+  };
+}
+
+function startWorker(server: FakeServer, options: { backend?: MockBackend } = {}) {
+  const fake = createClock(0);
+  const clock = clockFromFakeTimers(fake);
+  const errors: string[] = [];
+  const worker = new BenchWorker({
+    clock,
+    link: server.link,
+    boards: ['pico'],
+    boardFor: (id) => (id === 'pico' ? { board: pico, backend: options.backend ?? new MockBackend() } : undefined),
+    heartbeatMs: 1_000,
+    logError: (message) => errors.push(message),
+  });
+  worker.start();
+  return { worker, fake, errors };
+}
+
+const text = (reports: UartReport[] | undefined) => (reports ?? []).flatMap((r) => r.chunks.map((c) => new TextDecoder().decode(c.bytes))).join('');
+
+describe('BenchWorker', () => {
+  it('claims a job, reports running, its UART in order with offsets, and the outcome; then the next job of the board', async () => {
+    const server = new FakeServer();
+    const { worker } = startWorker(server);
+    server.queue('job_1', picoTestElf());
+    server.queue('job_2', picoTestElf({ sizeBytes: 600 }));
+    await server.finishedCount(2);
+    const first = server.outcomes.get('job_1')!;
+    expect(first).toMatchObject({ state: 'done', stop: { reason: 'elapsed' } });
+    expect(server.reports.filter(([, what]) => what === 'running').map(([id]) => id)).toEqual(['job_1', 'job_2']);
+    const reports = server.uart.get('job_1')!;
+    expect(text(reports)).toMatch(/^hilbench-mock: reset pico\r\n.*tick 3\r\n$/s);
+    // Each report starts where the one before ended.
+    let offset = 0;
+    for (const report of reports) {
+      expect(report.offset).toBe(offset);
+      offset += report.chunks.reduce((n, c) => n + c.bytes.length, 0);
+    }
+    expect(first.state === 'done' && first.uart.uart.length).toBe(reports.flatMap((r) => r.chunks).length);
+    await worker.close();
+  });
+
+  it('stops a job the server asks to stop (push or heartbeat), reporting it cancelled', async () => {
+    const server = new FakeServer();
+    const { worker, fake } = startWorker(server);
+    server.queue('job_push', picoTestElf({ fault: 'run-hang' }));
+    await vitestWaitFor(() => server.reports.some(([id, what]) => id === 'job_push' && what === 'running'));
+    server.push('job_push', { kind: 'stop', reason: 'session ses_1 ended' });
+    await server.finishedCount(1);
+    expect(server.outcomes.get('job_push')).toMatchObject({
+      state: 'failed',
+      failure: { kind: 'cancelled', message: 'job job_push cancelled: session ses_1 ended' },
+    });
+
+    server.stopOnHeartbeat = 'the claim is not yours';
+    server.queue('job_beat', picoTestElf({ fault: 'run-hang' }));
+    await vitestWaitFor(() => server.reports.some(([id, what]) => id === 'job_beat' && what === 'running'));
+    await fake.tickAsync(5_000);
+    await server.finishedCount(2);
+    expect(server.outcomes.get('job_beat')).toMatchObject({ state: 'failed', failure: { message: 'job job_beat cancelled: the claim is not yours' } });
+    await worker.close();
+  });
+
+  it('writes serial input pushed by the server to the running device', async () => {
+    const server = new FakeServer();
+    const { worker } = startWorker(server);
+    server.queue('job_in', picoTestElf({ fault: 'run-hang' }));
+    await vitestWaitFor(() => server.reports.some(([, what]) => what === 'running'));
+    const written = await new Promise<unknown>((resolve) => server.push('job_in', { kind: 'input', bytes: new Uint8Array([104, 105]), written: resolve }));
+    expect(written).toBeUndefined();
+    server.push('job_in', { kind: 'stop', reason: 'done with it' });
+    await server.finishedCount(1);
+    await worker.close();
+  });
+
+  it('fails a job whose firmware is missing or does not match its sha256, and one for a board it does not serve', async () => {
+    const server = new FakeServer();
+    const { worker } = startWorker(server);
+    const elf = picoTestElf();
+    server.tickets.push({ jobId: 'job_missing', board: 'pico', firmwareSha256: 'f'.repeat(64), uartSeconds: 0.1, maxUartBytes: 10 });
+    server.firmwareBySha.set('e'.repeat(64), elf);
+    server.queue('job_corrupt', elf, { firmwareSha256: 'e'.repeat(64) });
+    await server.finishedCount(2);
+    expect(server.outcomes.get('job_missing')).toMatchObject({ state: 'failed', failure: { kind: 'internal', message: expect.stringMatching(/could not be fetched: 404/) } });
+    expect(server.outcomes.get('job_corrupt')).toMatchObject({ failure: { kind: 'internal', message: expect.stringMatching(/is corrupted \(sha256 [0-9a-f]{64}, expected e{64}\)/) } });
+    await worker.close();
+
+    const other = new FakeServer();
+    const stranger = new BenchWorker({
+      clock: clockFromFakeTimers(createClock(0)),
+      link: other.link,
+      boards: ['pico'],
+      boardFor: () => undefined,
+      logError: () => undefined,
+    });
+    stranger.start();
+    other.queue('job_gone', elf);
+    await other.finishedCount(1);
+    expect(other.outcomes.get('job_gone')).toMatchObject({ failure: { kind: 'unavailable', message: 'board pico is not served by this worker any more' } });
+    await stranger.close();
+  });
+
+  it('asks again, on its clock and with a growing pause, when the server cannot be reached', async () => {
+    const server = new FakeServer();
+    server.claimFailures = 2;
+    const { worker, fake, errors } = startWorker(server);
+    await vitestWaitFor(() => errors.length === 1);
+    expect(errors[0]).toBe('claiming a job failed; asking again in 1000 ms');
+    await fake.tickAsync(1_000);
+    await vitestWaitFor(() => errors.length === 2);
+    expect(errors[1]).toBe('claiming a job failed; asking again in 2000 ms');
+    await fake.tickAsync(2_000);
+    server.queue('job_late', picoTestElf());
+    await server.finishedCount(1);
+    await worker.close();
+  });
+
+  it('on close, stops its running job without reporting an outcome (the server fails it as interrupted)', async () => {
+    const server = new FakeServer();
+    const { worker } = startWorker(server);
+    server.queue('job_hang', picoTestElf({ fault: 'run-hang' }));
+    await vitestWaitFor(() => server.reports.some(([, what]) => what === 'running'));
+    await worker.close();
+    expect(server.outcomes.size).toBe(0);
+  });
+});
+
+/** Lets promise chains run until `check` holds (no clock time passes); fails after many turns. */
+async function vitestWaitFor(check: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 5_000; turn++) {
+    if (check()) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  throw new Error('the condition did not hold after 5000 event-loop turns');
+}

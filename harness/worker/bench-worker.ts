@@ -1,0 +1,281 @@
+import type { Board } from '../../boards/board-schema.js';
+import { type Backend, BackendError, type Device, type FirmwareImage } from '../../backends/backend.js';
+import { loadFirmwareImage } from '../../backends/image-check.js';
+import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
+import { LocalDispatcher, type LocalDispatcherOptions, type UartSoFar } from '../dispatcher.js';
+import type { FirmwareRun } from '../run-firmware.js';
+import { jobFailureDetail } from './job-failure-detail.js';
+import type { JobTicket, UartCaptureReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+
+/** The board a job runs on and the backend to open it with, decided when the job starts. */
+export interface WorkerBoard {
+  board: Board;
+  backend: Backend;
+  /** The backend that actually opened the board, once it did (a gated backend may pick one late). */
+  used?: () => Backend | undefined;
+}
+
+export interface BenchWorkerOptions {
+  clock: Clock;
+  link: WorkerLink;
+  /** The ids of the boards this worker serves. */
+  boards: readonly string[];
+  /** The board and backend for a job that starts now; undefined when the worker has no such board. */
+  boardFor: (boardId: string) => WorkerBoard | undefined;
+  /** Told after each job, with the backend it ran on (board health is asked again). Never rejects. */
+  afterJob?: (boardId: string, backend: Backend | undefined) => Promise<void>;
+  /** Deadlines and abort grace of the jobs (the dispatcher's options). */
+  dispatcher?: Omit<LocalDispatcherOptions, 'clock'>;
+  /** Host ms between two claim renewals of a running job. Default 2 000. */
+  heartbeatMs?: number;
+  /** Host ms to wait before asking again after the server could not be reached; doubles up to 30 000. Default 1 000. */
+  retryMs?: number;
+  logError: (message: string, cause?: unknown) => void;
+}
+
+/**
+ * A bench worker: claims jobs for its boards from the server, runs each on its backend (one job
+ * per board at a time, boards in parallel, every job with a deadline), reports the running phase,
+ * the UART as it is captured and the outcome, renews its claim while a job runs and stops a job
+ * the server asks to stop. The same worker runs inside the server (the embedded default) and on a
+ * single-board computer next to the hardware; only its `WorkerLink` differs.
+ */
+export class BenchWorker {
+  private readonly dispatcher: LocalDispatcher;
+  private readonly busy = new Set<string>();
+  private readonly running = new Set<Promise<void>>();
+  private claimAbort = new AbortController();
+  private loop: Promise<void> | undefined;
+  private closed = false;
+  /** Jobs started on their device here (recent ones), and who waits for a job to start. */
+  private readonly startedJobs = new Set<string>();
+  private readonly startWaiters = new Map<string, Array<() => void>>();
+
+  constructor(private readonly options: BenchWorkerOptions) {
+    this.dispatcher = new LocalDispatcher({ clock: options.clock, ...options.dispatcher });
+  }
+
+  /** The wall-clock budget of a job of `uartSeconds` on a backend with `budget` (its `Retry-After`). */
+  deadlineMs(uartSeconds: number, budget?: Parameters<LocalDispatcher['deadlineMs']>[1]): number {
+    return this.dispatcher.deadlineMs(uartSeconds, budget);
+  }
+
+  /** Starts claiming jobs. */
+  start(): void {
+    this.loop ??= this.claimLoop();
+  }
+
+  /**
+   * Stops claiming and cancels the jobs running here without reporting an outcome: the server
+   * keeps them as they are and fails them when this worker starts again (`releaseWorkerJobs`) or
+   * its claims lapse, with the UART reported so far.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.claimAbort.abort();
+    await this.dispatcher.close();
+    await Promise.all([this.loop, ...this.running]);
+  }
+
+  /**
+   * Settles once job `jobId` has started here: its deadline runs and its device is being opened
+   * (tests drive a fake clock from then on).
+   */
+  started(jobId: string): Promise<void> {
+    if (this.startedJobs.has(jobId)) return Promise.resolve();
+    return new Promise((resolve) => this.startWaiters.set(jobId, [...(this.startWaiters.get(jobId) ?? []), resolve]));
+  }
+
+  private markStarted(jobId: string): void {
+    this.startedJobs.add(jobId);
+    // Only recent ones are remembered: a long-running worker does not grow without bound.
+    if (this.startedJobs.size > 1_000) this.startedJobs.delete(this.startedJobs.values().next().value!);
+    for (const resolve of this.startWaiters.get(jobId) ?? []) resolve();
+    this.startWaiters.delete(jobId);
+  }
+
+  /** Waits until no job runs here (tests, orderly shutdown). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running]);
+  }
+
+  private async claimLoop(): Promise<void> {
+    let retryMs = this.options.retryMs ?? 1_000;
+    while (!this.closed) {
+      const idle = this.options.boards.filter((b) => !this.busy.has(b));
+      this.claimAbort = new AbortController();
+      const { signal } = this.claimAbort;
+      let ticket: JobTicket | undefined;
+      try {
+        ticket = idle.length === 0 ? await untilAborted(signal) : await this.options.link.claim(idle, signal);
+        retryMs = this.options.retryMs ?? 1_000;
+      } catch (err) {
+        if (this.closed) return;
+        this.options.logError(`claiming a job failed; asking again in ${retryMs} ms`, err);
+        await sleep(this.options.clock, retryMs, signal).catch(() => undefined);
+        retryMs = Math.min(retryMs * 2, 30_000);
+        continue;
+      }
+      if (!ticket || this.closed) continue;
+      this.busy.add(ticket.board);
+      const job = this.runJob(ticket).catch((err: unknown) => this.options.logError(`job ${ticket.jobId} could not be reported`, err));
+      this.running.add(job);
+      void job.finally(() => {
+        this.running.delete(job);
+        this.busy.delete(ticket.board);
+        // Ask again with this board among the idle ones.
+        this.claimAbort.abort();
+      });
+    }
+  }
+
+  private async runJob(ticket: JobTicket): Promise<void> {
+    const { link } = this.options;
+    const target = this.options.boardFor(ticket.board);
+    if (!target) {
+      await link.finish(ticket.jobId, failed('unavailable', `board ${ticket.board} is not served by this worker any more`));
+      return;
+    }
+    let image: FirmwareImage;
+    try {
+      image = await this.firmwareOf(ticket);
+    } catch (err) {
+      await link.finish(ticket.jobId, failed('internal', (err as Error).message));
+      return;
+    }
+    const reporter = new UartReporter(ticket.jobId, link, this.options.logError);
+    let device: Device | undefined;
+    const stop = (reason: string) => this.dispatcher.cancel(ticket.jobId, reason);
+    const unwatch = link.watch?.(ticket.jobId, (push) => {
+      if (push.kind === 'stop') stop(push.reason);
+      else if (device) device.writeUart(push.bytes).then(() => push.written(), push.written);
+      else push.written(new BackendError('unavailable', `job ${ticket.jobId} has no device open yet`));
+    });
+    const { clock } = this.options;
+    const heartbeatMs = this.options.heartbeatMs ?? 2_000;
+    let heartbeat: TimerHandle | undefined;
+    const renew = () => {
+      heartbeat = clock.setTimeout(() => {
+        link.heartbeat(ticket.jobId).then(
+          (control) => {
+            if (control.stop !== null) stop(control.stop);
+            if (heartbeat !== undefined) renew();
+          },
+          (err: unknown) => {
+            this.options.logError(`renewing the claim on job ${ticket.jobId} failed`, err);
+            if (heartbeat !== undefined) renew();
+          },
+        );
+      }, heartbeatMs);
+    };
+    renew();
+    let outcome: WorkerJobOutcome;
+    try {
+      const run = await this.dispatcher.dispatch({
+        jobId: ticket.jobId,
+        board: target.board,
+        backend: target.backend,
+        image,
+        uartSeconds: ticket.uartSeconds,
+        maxUartBytes: ticket.maxUartBytes,
+        onPhase: async (phase) => {
+          if (phase === 'flashing') return this.markStarted(ticket.jobId);
+          const control = await link.running(ticket.jobId);
+          if (control.stop !== null) stop(control.stop);
+        },
+        onUart: (soFar) => reporter.report(soFar),
+        onOpen: (opened) => {
+          device = opened;
+        },
+      });
+      outcome = doneOutcome(run);
+    } catch (err) {
+      outcome =
+        err instanceof BackendError
+          ? { state: 'failed', failure: { kind: err.kind, message: jobFailureDetail(err) }, uart: reporter.capture() }
+          : { state: 'failed', failure: { kind: 'internal', message: 'the bench failed unexpectedly while running this job' }, uart: reporter.capture() };
+      if (!(err instanceof BackendError)) this.options.logError(`job ${ticket.jobId} failed unexpectedly`, err);
+    } finally {
+      if (heartbeat !== undefined) clock.clearTimeout(heartbeat);
+      heartbeat = undefined;
+      unwatch?.();
+      device = undefined;
+    }
+    await reporter.flushed();
+    await this.options.afterJob?.(ticket.board, target.used?.() ?? target.backend);
+    // Stopped by our own shutdown: left for the server to fail as interrupted (see close()).
+    if (this.closed) return;
+    await link.finish(ticket.jobId, outcome);
+  }
+
+  /** The ticket's firmware, checked against the sha256 it was submitted with. */
+  private async firmwareOf(ticket: JobTicket): Promise<FirmwareImage> {
+    const bytes = await this.options.link.firmware(ticket.firmwareSha256).catch((err: unknown) => {
+      throw new Error(`the firmware ${ticket.firmwareSha256} of this job could not be fetched: ${(err as Error).message}`);
+    });
+    let image: FirmwareImage;
+    try {
+      image = loadFirmwareImage(bytes);
+    } catch (err) {
+      throw new Error(`the stored firmware of this job no longer parses: ${(err as Error).message}`);
+    }
+    if (image.sha256 !== ticket.firmwareSha256) {
+      throw new Error(`the stored firmware of this job is corrupted (sha256 ${image.sha256}, expected ${ticket.firmwareSha256})`);
+    }
+    return image;
+  }
+}
+
+function failed(kind: BackendError['kind'], message: string): WorkerJobOutcome {
+  return { state: 'failed', failure: { kind, message }, uart: null };
+}
+
+function doneOutcome(run: FirmwareRun): WorkerJobOutcome {
+  return { state: 'done', uart: run, stop: run.stop, flashMs: run.flashMs, runMs: run.runMs };
+}
+
+function untilAborted(signal: AbortSignal): Promise<undefined> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(undefined);
+    else signal.addEventListener('abort', () => resolve(undefined), { once: true });
+  });
+}
+
+/** Sends a job's new UART chunks to the server in order, as the dispatcher's capture grows. */
+class UartReporter {
+  private soFar: UartSoFar | undefined;
+  private sentChunks = 0;
+  private sentBytes = 0;
+  private sending: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly jobId: string,
+    private readonly link: WorkerLink,
+    private readonly logError: BenchWorkerOptions['logError'],
+  ) {}
+
+  report(soFar: UartSoFar): void {
+    this.soFar = soFar;
+    const chunks = soFar.uart.slice(this.sentChunks);
+    if (chunks.length === 0) return;
+    const offset = this.sentBytes;
+    this.sentChunks = soFar.uart.length;
+    for (const c of chunks) this.sentBytes += c.bytes.length;
+    this.sending = this.sending
+      .then(() =>
+        this.link.uart(this.jobId, { offset, chunks, timeBase: soFar.timeBase, clockSource: soFar.clockSource, droppedUartBytes: soFar.droppedUartBytes }),
+      )
+      .catch((err: unknown) => this.logError(`reporting the UART of job ${this.jobId} failed`, err));
+  }
+
+  /** A copy of everything captured so far (the live capture keeps growing). */
+  capture(): UartCaptureReport | null {
+    const s = this.soFar;
+    if (!s) return null;
+    return { timeBase: s.timeBase, clockSource: s.clockSource, uart: [...s.uart], droppedUartBytes: s.droppedUartBytes };
+  }
+
+  flushed(): Promise<void> {
+    return this.sending;
+  }
+}

@@ -1,0 +1,65 @@
+import type { BackendErrorKind, RunStop, UartChunk } from '../../backends/backend.js';
+import type { UartSoFar } from '../dispatcher.js';
+
+/**
+ * How a bench worker talks to the bench service: one protocol for the worker in the server's own
+ * process (the embedded default) and for a worker on a single-board computer next to the
+ * hardware, which dials out to the server over HTTP. The worker claims jobs for its boards,
+ * fetches their firmware by sha256, reports the running phase and UART as it is captured,
+ * renews its claim, and reports the outcome; the server keeps every record (the store is the
+ * queue), so nothing here is the source of truth.
+ */
+export interface WorkerLink {
+  /**
+   * The next job for one of `boards`, oldest first; waits (a long poll) until one is queued or
+   * `signal` aborts (then undefined). Each job is handed to one worker once.
+   */
+  claim(boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined>;
+  /** The firmware bytes of a ticket, by the sha256 it names. */
+  firmware(sha256: string): Promise<Uint8Array>;
+  /** Reset was released: the job is running. */
+  running(jobId: string): Promise<JobControl>;
+  /** New UART the job printed, from byte `offset` of its capture (a re-sent range is ignored). */
+  uart(jobId: string, report: UartReport): Promise<void>;
+  /** Renews the worker's claim while the job runs; says whether the job was asked to stop. */
+  heartbeat(jobId: string): Promise<JobControl>;
+  /** The job's outcome, with everything it printed. */
+  finish(jobId: string, outcome: WorkerJobOutcome): Promise<void>;
+  /**
+   * Optional push channel: a link that can tell the worker at once (the worker in the server's
+   * process) that a job must stop, or that serial input arrived for it; the worker still hears a
+   * stop on its next heartbeat without it.
+   */
+  watch?(jobId: string, listener: (push: JobPush) => void): () => void;
+}
+
+/** A claimed job, as a worker needs it. */
+export interface JobTicket {
+  jobId: string;
+  board: string;
+  firmwareSha256: string;
+  /** UART capture after reset release, in seconds of the device's time base. */
+  uartSeconds: number;
+  maxUartBytes: number;
+}
+
+/** `stop`: why the job must stop now (cancelled, or the claim is no longer the worker's); null to go on. */
+export interface JobControl {
+  stop: string | null;
+}
+
+export type JobPush = { kind: 'stop'; reason: string } | { kind: 'input'; bytes: Uint8Array; written: (err?: unknown) => void };
+
+export interface UartReport extends Pick<UartSoFar, 'timeBase' | 'clockSource' | 'droppedUartBytes'> {
+  /** Byte offset of the first chunk's first byte in the job's capture. */
+  offset: number;
+  chunks: readonly UartChunk[];
+}
+
+/** The full capture of a job as its outcome carries it (chunks kept within `maxUartBytes`). */
+export type UartCaptureReport = Pick<UartSoFar, 'timeBase' | 'clockSource' | 'uart' | 'droppedUartBytes'>;
+
+export type WorkerJobOutcome =
+  | { state: 'done'; uart: UartCaptureReport; stop: RunStop; flashMs: number; runMs: number }
+  /** `uart`: what the job printed before it failed or was stopped, kept with the reason; null when nothing. */
+  | { state: 'failed'; failure: { kind: BackendErrorKind; message: string }; uart: UartCaptureReport | null };

@@ -1,0 +1,257 @@
+import type { UartChunk } from '../../backends/backend.js';
+import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
+import type { JobPush, JobTicket, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from '../../harness/worker/worker-link.js';
+import type { Logger } from '../http/logger.js';
+import type { BenchStore, JobOutcome, JobRecord } from '../store/bench-store.js';
+import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import type { BenchLimits } from './bench-limits.js';
+import type { JobLive } from './job-live.js';
+import { UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
+
+export interface WorkerGatewayDeps {
+  clock: Clock;
+  store: BenchStore;
+  blobs: FirmwareBlobStore;
+  live: JobLive;
+  limits: Pick<BenchLimits, 'maxUartBytesPerJob' | 'maxUartChunksPerJob'>;
+  logger: Logger;
+  /** Host ms between two looks at the store by a waiting claim (jobs queued through another replica). Default 2 000. */
+  claimPollMs?: number;
+}
+
+/** What the gateway keeps of a job a worker reported through it. */
+interface JobInFlight {
+  job: JobRecord;
+  workerId: string;
+  claimMs: number | null;
+  chunks: UartChunk[];
+  bytes: number;
+  capture: Omit<UartCaptureReport, 'uart'>;
+  saveTimer: TimerHandle | undefined;
+  saving: Promise<void>;
+  watchers: Set<(push: JobPush) => void>;
+}
+
+/**
+ * The server's side of the worker protocol (harness/worker/worker-link.ts), over the store: a
+ * claim is a store claim (a long poll woken when a job is queued here, and re-checked on the
+ * injected clock for jobs queued through another replica), UART goes to live readers at once and
+ * to the store at most every `UART_SAVE_INTERVAL_MS`, and outcomes are recorded only for the
+ * worker holding the job. `linkFor` gives the link of one worker; the HTTP routes for remote
+ * workers call the same methods.
+ */
+export class WorkerGateway {
+  private readonly inFlight = new Map<string, JobInFlight>();
+  private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
+
+  constructor(private readonly deps: WorkerGatewayDeps) {}
+
+  private now(): number {
+    return this.deps.clock.nowMs();
+  }
+
+  /** The link of worker `workerId`; `claimMs` null for the worker in this process (claims never lapse). */
+  linkFor(workerId: string, options: { claimMs: number | null }): WorkerLink {
+    return {
+      claim: (boards, signal) => this.claim(workerId, options.claimMs, boards, signal),
+      firmware: (sha256) => this.firmware(sha256),
+      running: (jobId) => this.running(workerId, jobId),
+      uart: (jobId, report) => this.uart(workerId, jobId, report),
+      heartbeat: (jobId) => this.heartbeat(workerId, jobId),
+      finish: (jobId, outcome) => this.finish(workerId, jobId, outcome),
+      watch: (jobId, listener) => this.watch(jobId, listener),
+    };
+  }
+
+  /** A job was queued on `board`: a worker waiting for that board claims it now. */
+  jobQueued(board: string): void {
+    for (const waiter of [...this.waiters]) if (waiter.boards.has(board)) waiter.wake();
+  }
+
+  /** A session closed: its jobs running through this gateway are told to stop at once (the store asked already). */
+  sessionClosed(sessionId: string, reason: string): void {
+    for (const entry of this.inFlight.values()) {
+      if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
+    }
+  }
+
+  /** Whether a job of the session is running through this gateway. */
+  runsJobsOf(sessionId: string): boolean {
+    return [...this.inFlight.values()].some((e) => e.job.sessionId === sessionId);
+  }
+
+  /** Tells the workers of jobs asked to stop in the store (a session that expired as a write swept it) to stop now. */
+  async pushStoredCancels(): Promise<void> {
+    for (const entry of [...this.inFlight.values()]) {
+      if (entry.watchers.size === 0) continue;
+      const job = await this.deps.store.getJob(entry.job.jobId);
+      if (job?.cancelReason) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason: job.cancelReason });
+    }
+  }
+
+  /** Waits for the UART saves in progress (shutdown: the next start finds what the jobs printed). */
+  async close(): Promise<void> {
+    for (const entry of this.inFlight.values()) {
+      if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
+      entry.saveTimer = undefined;
+      this.save(entry);
+    }
+    await Promise.all([...this.inFlight.values()].map((e) => e.saving));
+    for (const waiter of [...this.waiters]) waiter.wake();
+  }
+
+  async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined> {
+    const wanted = new Set(boards);
+    const pollMs = this.deps.claimPollMs ?? 2_000;
+    while (!signal.aborted) {
+      // Listening before looking: a job queued between the look and the wait still wakes us.
+      let wake: () => void = () => undefined;
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      const waiter = { boards: wanted, wake };
+      this.waiters.add(waiter);
+      try {
+        const job = await this.deps.store.claimJob({ workerId, boards, nowMs: this.now(), claimMs });
+        if (job) {
+          this.started(job, workerId, claimMs);
+          return this.ticketOf(job);
+        }
+        const onAbort = () => wake();
+        signal.addEventListener('abort', onAbort, { once: true });
+        await Promise.race([woken, sleep(this.deps.clock, pollMs, signal).catch(() => undefined)]);
+        signal.removeEventListener('abort', onAbort);
+      } finally {
+        this.waiters.delete(waiter);
+      }
+    }
+    return undefined;
+  }
+
+  async firmware(sha256: string): Promise<Uint8Array> {
+    const bytes = await this.deps.blobs.get(sha256);
+    if (!bytes) throw new Error(`the firmware ${sha256} is missing from the blob store`);
+    return bytes;
+  }
+
+  async running(workerId: string, jobId: string): Promise<{ stop: string | null }> {
+    const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
+    if (status.kind === 'lost') return { stop: lostReason(jobId, status.state) };
+    this.deps.live.publishState(jobId, 'running');
+    return { stop: status.cancelReason };
+  }
+
+  async heartbeat(workerId: string, jobId: string): Promise<{ stop: string | null }> {
+    const entry = this.inFlight.get(jobId);
+    const status = await this.deps.store.renewJobClaim(jobId, workerId, { nowMs: this.now(), claimMs: entry?.claimMs ?? null });
+    return { stop: status.kind === 'lost' ? lostReason(jobId, status.state) : status.cancelReason };
+  }
+
+  async uart(workerId: string, jobId: string, report: UartReport): Promise<void> {
+    const entry = await this.entryOf(workerId, jobId);
+    if (!entry) return;
+    entry.capture = { timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes };
+    let offset = report.offset;
+    for (const chunk of report.chunks) {
+      const end = offset + chunk.bytes.length;
+      // A range the gateway has already (a worker re-sending after a lost answer) is not kept twice.
+      if (end > entry.bytes) {
+        const fresh = offset >= entry.bytes ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(entry.bytes - offset) };
+        entry.chunks.push(fresh);
+        this.deps.live.publishUart(jobId, { offset: entry.bytes, atNanos: fresh.atNanos, bytes: fresh.bytes });
+        entry.bytes += fresh.bytes.length;
+      }
+      offset = end;
+    }
+    if (entry.saveTimer === undefined) {
+      entry.saveTimer = this.deps.clock.setTimeout(() => {
+        entry.saveTimer = undefined;
+        this.save(entry);
+      }, UART_SAVE_INTERVAL_MS);
+    }
+  }
+
+  async finish(workerId: string, jobId: string, outcome: WorkerJobOutcome): Promise<void> {
+    const entry = this.inFlight.get(jobId);
+    if (entry) {
+      if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
+      entry.saveTimer = undefined;
+      await entry.saving;
+      this.inFlight.delete(jobId);
+    }
+    const maxChunks = this.deps.limits.maxUartChunksPerJob;
+    const nowMs = this.now();
+    const record: JobOutcome =
+      outcome.state === 'done'
+        ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, maxChunks), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
+        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, maxChunks) : null };
+    const finished = await this.deps.store.finishJob(jobId, record, { workerId });
+    this.deps.live.publishState(jobId, finished.state);
+  }
+
+  watch(jobId: string, listener: (push: JobPush) => void): () => void {
+    const entry = this.inFlight.get(jobId);
+    if (!entry) return () => undefined;
+    entry.watchers.add(listener);
+    const detachInput = this.deps.live.attachInput(
+      jobId,
+      (bytes) => new Promise<void>((resolve, reject) => listener({ kind: 'input', bytes, written: (err) => (err === undefined ? resolve() : reject(err)) })),
+    );
+    return () => {
+      entry.watchers.delete(listener);
+      detachInput();
+    };
+  }
+
+  private started(job: JobRecord, workerId: string, claimMs: number | null): void {
+    this.inFlight.set(job.jobId, {
+      job,
+      workerId,
+      claimMs,
+      chunks: [],
+      bytes: 0,
+      capture: { timeBase: 'wall', droppedUartBytes: 0 },
+      saveTimer: undefined,
+      saving: Promise.resolve(),
+      watchers: new Set(),
+    });
+    this.deps.live.publishState(job.jobId, 'flashing');
+  }
+
+  /** The job as this gateway knows it; another replica's job is taken up from the store. */
+  private async entryOf(workerId: string, jobId: string): Promise<JobInFlight | undefined> {
+    const known = this.inFlight.get(jobId);
+    if (known) return known.workerId === workerId ? known : undefined;
+    const job = await this.deps.store.getJob(jobId);
+    if (!job || job.workerId !== workerId || (job.state !== 'flashing' && job.state !== 'running')) return undefined;
+    this.started(job, workerId, null);
+    const entry = this.inFlight.get(jobId)!;
+    if (job.uart) {
+      entry.chunks = job.uart.chunks.map((c) => ({ atNanos: c.atNanos, bytes: job.uart!.bytes.slice(c.offset, c.offset + c.length) }));
+      entry.bytes = job.uart.bytes.length;
+    }
+    return entry;
+  }
+
+  private save(entry: JobInFlight): void {
+    const uart = uartRecordOf({ ...entry.capture, uart: entry.chunks }, this.deps.limits.maxUartChunksPerJob);
+    const { jobId } = entry.job;
+    entry.saving = entry.saving
+      .then(async () => {
+        await this.deps.store.renewJobClaim(jobId, entry.workerId, { nowMs: this.now(), claimMs: entry.claimMs, uart });
+      })
+      .catch((err: unknown) => this.deps.logger.error(`saving the UART of running job ${jobId} failed`, err));
+  }
+
+  private ticketOf(job: JobRecord): JobTicket {
+    return {
+      jobId: job.jobId,
+      board: job.board,
+      firmwareSha256: job.firmware.sha256,
+      uartSeconds: job.uartSeconds,
+      maxUartBytes: this.deps.limits.maxUartBytesPerJob,
+    };
+  }
+}
+
+function lostReason(jobId: string, state: string): string {
+  return `job ${jobId} is ${state} and no longer this worker's`;
+}

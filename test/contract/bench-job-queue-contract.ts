@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import type { BenchStore } from '../../server/store/bench-store.js';
+import { claimBy, done, jobRecord, sessionRecord, T0, uartOf } from './bench-store-contract.js';
+
+const queueOf = (nowMs: number) => ({ maxQueuedPerBoard: 8, nowMs });
+
+/**
+ * The job queue part of the store contract: claims by workers (several workers or replicas at
+ * once), FIFO per board, lapsed claims of vanished workers, cancellation requests. Run by
+ * `describeBenchStoreContract` with its fresh-store helper (agents ag_1 and ag_2 present).
+ */
+export function describeJobQueueContract(name: string, withStore: (body: (store: BenchStore) => Promise<void>) => Promise<void>): void {
+  describe(`bench store contract, job queue: ${name}`, () => {
+    it('hands out the oldest queued job of the boards asked for, each job once, FIFO per board', () =>
+      withStore(async (store) => {
+        await store.openSession(sessionRecord());
+        await store.createJob(jobRecord({ jobId: 'job_p1', sessionId: 'ses_1', createdAtMs: T0 }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_u1', board: 'uno', createdAtMs: T0 + 1 }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_p2', sessionId: 'ses_1', createdAtMs: T0 + 2 }), queueOf(T0));
+        expect(await claimBy(store, T0 + 3, ['netduinoplus2'])).toBeUndefined();
+        expect(await claimBy(store, T0 + 3, [])).toBeUndefined();
+        // Two workers asking for every board at once: different jobs, never the same board twice.
+        const [a, b] = await Promise.all([claimBy(store, T0 + 3, ['pico', 'uno'], 'w1'), claimBy(store, T0 + 3, ['pico', 'uno'], 'w2')]);
+        expect([a!.jobId, b!.jobId].sort()).toEqual(['job_p1', 'job_u1']);
+        expect(await claimBy(store, T0 + 4, ['pico', 'uno'], 'w3')).toBeUndefined();
+        const picoWorker = a!.jobId === 'job_p1' ? 'w1' : 'w2';
+        await store.finishJob('job_p1', done(T0 + 5), { workerId: picoWorker });
+        expect(await claimBy(store, T0 + 6, ['pico', 'uno'], 'w3')).toMatchObject({ jobId: 'job_p2', workerId: 'w3' });
+      }));
+
+    it('fails a job as interrupted, once, when its worker stops renewing its claim; renewals keep it', () =>
+      withStore(async (store) => {
+        await store.openSession(sessionRecord({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }));
+        await store.createJob(jobRecord({ sessionId: 'ses_1' }), queueOf(T0));
+        expect(await claimBy(store, T0, ['pico'], 'remote', 30_000)).toMatchObject({ jobId: 'job_1' });
+        await store.markJobRunning('job_1', 'remote', T0 + 1);
+        expect(await store.renewJobClaim('job_1', 'remote', { nowMs: T0 + 20_000, claimMs: 30_000, uart: uartOf('boot\n') })).toEqual({
+          kind: 'held',
+          cancelReason: null,
+        });
+        expect(await store.failLapsedClaims(T0 + 49_999)).toEqual([]);
+        const [lost, again] = await Promise.all([store.failLapsedClaims(T0 + 50_000), store.failLapsedClaims(T0 + 50_000)]);
+        const failed = [...lost, ...again];
+        expect(failed).toHaveLength(1);
+        expect(failed[0]).toMatchObject({ jobId: 'job_1', state: 'failed', failure: { kind: 'interrupted' }, finishedAtMs: T0 + 50_000 });
+        expect(failed[0]!.failure!.message).toMatch(/^worker remote stopped answering while this job was running/);
+        expect(new TextDecoder().decode(failed[0]!.uart!.bytes)).toBe('boot\n');
+        // The board is the session's again, and its idle time restarts from the failure.
+        expect(await store.getSession('ses_1', T0 + 50_000)).toMatchObject({ state: 'active', expiresAtMs: T0 + 60_000 });
+        // The vanished worker's late report changes nothing.
+        expect(await store.renewJobClaim('job_1', 'remote', { nowMs: T0 + 50_001, claimMs: 30_000 })).toEqual({ kind: 'lost', state: 'failed' });
+        expect((await store.finishJob('job_1', done(T0 + 50_002), { workerId: 'remote' })).state).toBe('failed');
+        // A claim without expiry (a worker in the server's process) never lapses.
+        await store.createJob(jobRecord({ jobId: 'job_2', sessionId: 'ses_1', createdAtMs: T0 + 50_003 }), queueOf(T0 + 50_003));
+        await claimBy(store, T0 + 50_003);
+        expect(await store.failLapsedClaims(T0 + 10_000_000)).toEqual([]);
+      }));
+
+    it('cancels a queued job at once and asks a running one to stop; a finished one is left alone', () =>
+      withStore(async (store) => {
+        await store.createJob(jobRecord({ jobId: 'job_q', board: 'uno' }), queueOf(T0));
+        const cancelled = await store.requestJobCancel('job_q', 'agent asked', T0 + 1);
+        expect(cancelled).toMatchObject({ state: 'failed', failure: { kind: 'cancelled', message: 'cancelled before it started: agent asked' } });
+        expect(await store.listLeases(T0 + 1)).toEqual([]);
+        expect(await claimBy(store, T0 + 2, ['uno'])).toBeUndefined();
+
+        await store.createJob(jobRecord({ jobId: 'job_r' }), queueOf(T0 + 2));
+        await claimBy(store, T0 + 2);
+        expect(await store.requestJobCancel('job_r', 'first reason', T0 + 3)).toMatchObject({ state: 'flashing', cancelReason: 'first reason' });
+        await store.requestJobCancel('job_r', 'second reason', T0 + 4);
+        expect(await store.markJobRunning('job_r', 'w1', T0 + 5)).toEqual({ kind: 'held', cancelReason: 'first reason' });
+        await store.finishJob('job_r', { state: 'failed', nowMs: T0 + 6, failure: { kind: 'cancelled', message: 'first reason' } }, { workerId: 'w1' });
+        expect(await store.requestJobCancel('job_r', 'too late', T0 + 7)).toMatchObject({ state: 'failed', failure: { message: 'first reason' } });
+        expect(await store.requestJobCancel('job_missing', 'x', T0 + 8)).toBeUndefined();
+      }));
+
+    it('releases a restarted worker’s jobs except those it still runs', () =>
+      withStore(async (store) => {
+        await store.createJob(jobRecord({ jobId: 'job_a', board: 'pico' }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_b', board: 'uno', createdAtMs: T0 + 1 }), queueOf(T0));
+        await claimBy(store, T0 + 2, ['pico', 'uno'], 'w1', 30_000);
+        await claimBy(store, T0 + 2, ['pico', 'uno'], 'w1', 30_000);
+        const released = await store.releaseWorkerJobs('w1', { reason: 'worker w1 announced itself again', nowMs: T0 + 3, keep: ['job_b'] });
+        expect(released.map((j) => j.jobId)).toEqual(['job_a']);
+        expect(released[0]!.failure!.message).toBe('worker w1 announced itself again while this job was flashing; submit it again');
+        expect((await store.getJob('job_b'))!.state).toBe('flashing');
+        expect(await store.releaseWorkerJobs('w2', { reason: 'x', nowMs: T0 + 4 })).toEqual([]);
+      }));
+  });
+}
