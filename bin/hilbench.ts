@@ -17,6 +17,7 @@ import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
 import { durationMs, durationSchema } from '../harness/scenario/scenario-schema.js';
 import { defaultRelayRateLimits, startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
+import { addWorkerCommands } from './worker-command.js';
 
 const backendChoices = ['auto', ...backendNames];
 
@@ -120,7 +121,11 @@ const serve = program
       .env('HILBENCH_RELAY_SIGN_INS_PER_MINUTE')
       .argParser(requestCount),
   )
-  .addOption(new Option('--no-relay', 'do not start the relay service'));
+  .addOption(new Option('--no-relay', 'do not start the relay service'))
+  .addOption(new Option('--no-local-worker', 'run no bench worker in this process: jobs run on remote workers (hilbench worker; docs/worker-protocol.md)'))
+  .addOption(new Option('--worker-heartbeat-seconds <s>', 'how often remote workers send a heartbeat (default 5)').env('HILBENCH_WORKER_HEARTBEAT_SECONDS').argParser(positiveNumber))
+  .addOption(new Option('--worker-offline-after-seconds <s>', 'a remote worker unheard of this long is offline, with its boards (default 15)').env('HILBENCH_WORKER_OFFLINE_AFTER_SECONDS').argParser(positiveNumber))
+  .addOption(new Option('--worker-claim-seconds <s>', "a remote worker's running job fails as interrupted when its claim is not renewed within this (default 30)").env('HILBENCH_WORKER_CLAIM_SECONDS').argParser(positiveNumber));
 for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
   serve.addOption(
     new Option(`--${kebab(key)} <n>`, `limit (default ${defaultBenchLimits[key]})`).env(envName(key)).argParser(positiveNumber),
@@ -169,6 +174,12 @@ serve.action(async (opts: Record<string, unknown>) => {
     publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
     limits,
     trustProxyHops: opts.trustProxyHops as number,
+    ...(opts.localWorker === false ? { localWorker: false as const } : {}),
+    workerTimings: {
+      ...(typeof opts.workerHeartbeatSeconds === 'number' ? { heartbeatSeconds: opts.workerHeartbeatSeconds } : {}),
+      ...(typeof opts.workerOfflineAfterSeconds === 'number' ? { offlineAfterSeconds: opts.workerOfflineAfterSeconds } : {}),
+      ...(typeof opts.workerClaimSeconds === 'number' ? { claimSeconds: opts.workerClaimSeconds } : {}),
+    },
   });
   console.log(`hilbench bench service on ${bench.url} (data in ${dataDir}, backend ${String(opts.backend)})`);
   console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/`);
@@ -220,6 +231,8 @@ serve.action(async (opts: Record<string, unknown>) => {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 });
+
+addWorkerCommands(program);
 
 program
   .command('boards')

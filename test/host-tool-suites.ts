@@ -27,6 +27,8 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/every-board-uart-before-crash.test.ts',
       // hilbench serve on QEMU, killed with SIGKILL mid-job (issue 9).
       'test/integration/crash-recovery.test.ts',
+      // A lab in processes: a QEMU worker and a simulator worker (issue 10).
+      'test/integration/lab-processes.test.ts',
     ],
   },
   socat: {

@@ -58,8 +58,8 @@ class FakeServer {
         });
       }
     },
-    firmware: async (sha) => {
-      const bytes = this.firmwareBySha.get(sha);
+    firmware: async (ticket) => {
+      const bytes = this.firmwareBySha.get(ticket.firmwareSha256);
       if (!bytes) throw new Error('404');
       return bytes;
     },

@@ -210,7 +210,7 @@ export class BenchWorker {
 
   /** The ticket's firmware, checked against the sha256 it was submitted with. */
   private async firmwareOf(ticket: JobTicket): Promise<FirmwareImage> {
-    const bytes = await this.options.link.firmware(ticket.firmwareSha256).catch((err: unknown) => {
+    const bytes = await this.options.link.firmware(ticket).catch((err: unknown) => {
       throw new Error(`the firmware ${ticket.firmwareSha256} of this job could not be fetched: ${(err as Error).message}`);
     });
     let image: FirmwareImage;

@@ -15,8 +15,8 @@ export interface WorkerLink {
    * `signal` aborts (then undefined). Each job is handed to one worker once.
    */
   claim(boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined>;
-  /** The firmware bytes of a ticket, by the sha256 it names. */
-  firmware(sha256: string): Promise<Uint8Array>;
+  /** The firmware bytes of a claimed job (the worker checks them against `ticket.firmwareSha256`). */
+  firmware(ticket: JobTicket): Promise<Uint8Array>;
   /** Reset was released: the job is running. */
   running(jobId: string): Promise<JobControl>;
   /** New UART the job printed, from byte `offset` of its capture (a re-sent range is ignored). */

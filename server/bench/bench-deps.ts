@@ -35,6 +35,8 @@ export interface BenchDeps {
    * this process to ask): `Retry-After: 5`.
    */
   jobDeadlineMs?: (uartSeconds: number, boardId: string) => number;
+  /** Host ms between two sweeps for jobs whose remote worker went silent. Default 5 000. */
+  claimSweepMs?: number;
   /** Runs a worker in this process on `boards` (the embedded default); absent: remote workers only. */
   localWorker?: LocalWorkerOptions;
 }

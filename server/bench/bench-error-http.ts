@@ -24,6 +24,12 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   health_check_unsupported: 409,
   health_check_already_running: 409,
   board_not_idle: 409,
+  invalid_worker_token: 401,
+  worker_revoked: 403,
+  worker_not_found: 404,
+  board_not_served: 403,
+  job_not_held: 409,
+  no_local_worker: 409,
 };
 
 /** `WWW-Authenticate` of each 401, as RFC 6750 words the three cases. */
@@ -31,6 +37,7 @@ const WWW_AUTHENTICATE: Partial<Record<BenchErrorCode, string>> = {
   not_authenticated: 'Bearer',
   invalid_authorization_header: 'Bearer error="invalid_request"',
   invalid_token: 'Bearer error="invalid_token"',
+  invalid_worker_token: 'Bearer error="invalid_token"',
 };
 
 /** `err` as the answer the error handler writes: `{"detail"}` with its status and headers. */

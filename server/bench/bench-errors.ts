@@ -38,6 +38,17 @@ export const BENCH_ERROR_CODES = [
   'health_check_already_running',
   /** A health check needs the board to itself: it is leased or has jobs. */
   'board_not_idle',
+  /** A well-formed worker token no worker has (worker protocol). */
+  'invalid_worker_token',
+  /** The worker's token was revoked by an administrator. */
+  'worker_revoked',
+  'worker_not_found',
+  /** A worker asked for jobs of, or reported, a board it does not serve. */
+  'board_not_served',
+  /** A worker reported on a job it does not hold (not claimed by it, or finished meanwhile). */
+  'job_not_held',
+  /** The bench runs no worker in its process, so it cannot run this itself. */
+  'no_local_worker',
 ] as const;
 
 export type BenchErrorCode = (typeof BENCH_ERROR_CODES)[number];

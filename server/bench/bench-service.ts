@@ -33,6 +33,12 @@ import { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
 import type { LocalWorkerOptions } from './local-worker.js';
 import { WorkerGateway } from './worker-gateway.js';
+import { WorkerAdmin } from './worker-admin.js';
+import { defaultWorkerTimings, WorkerProtocol, type WorkerTimings } from './worker-protocol.js';
+import { workerRoutes } from './worker-routes.js';
+import { workerOpenApiComponents } from './worker-schemas.js';
+import { remoteBoardResolver } from './remote-boards.js';
+import { mapBenchErrors } from './bench-error-http.js';
 import { pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { createPagesRouter, PAGES_ROUTES } from './pages/pages-router.js';
 
@@ -67,8 +73,13 @@ export interface BenchServiceConfig {
   logger?: Logger;
   /** Deadlines and abort grace of jobs run by the worker in this process. */
   dispatcherOptions?: Omit<LocalDispatcherOptions, 'clock'>;
-  /** The worker in this process (the embedded default); `false`: jobs wait for remote workers. */
+  /**
+   * The worker in this process (the embedded default). `false`: a lab server, whose jobs run on
+   * remote bench workers (docs/worker-protocol.md) and whose boards are online as their workers report.
+   */
   localWorker?: LocalWorkerOptions | false;
+  /** Heartbeat, offline and claim timings given to remote workers; default `defaultWorkerTimings`. */
+  workerTimings?: Partial<WorkerTimings>;
   /** Checks an image against a board before it is queued. Default `checkImageForBoard`. */
   checkImage?: BenchDeps['checkImage'];
   /** Human pages and discovery documents; `contactEmail` goes into ai-plugin.json. */
@@ -132,6 +143,10 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const quarantineStore = store.boardHealth;
     const backends =
       typeof config.backends === 'function' ? config.backends({ clock, quarantineStore }) : (config.backends ?? { mock: new MockBackend() });
+    const timings: WorkerTimings = { ...defaultWorkerTimings, ...config.workerTimings };
+    const workerAdmin = new WorkerAdmin({ clock, store, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000 });
+    // A lab server (no worker in its process) knows its boards from the workers' reports.
+    const labServer = config.localWorker === false;
     const boards = new LiveBoards({
       clock,
       boards: config.boards,
@@ -139,6 +154,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       choice: config.backend ?? 'mock',
       cacheMs: config.availabilityCacheMs,
       logger,
+      resolve: labServer ? remoteBoardResolver({ clock, store, workers: workerAdmin }) : undefined,
     });
     // Every board is checked once at start (offline ones are logged), then again when it matters.
     await boards.all();
@@ -158,18 +174,24 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       waitlistCount: () => waitlist.count(),
       healthCheckTimeoutMs: config.healthCheckTimeoutMs,
       localWorker: config.localWorker === false ? undefined : { dispatcher: config.dispatcherOptions, ...config.localWorker },
+      // Lapsed claims are found within half a claim period (at most every 5 s).
+      claimSweepMs: Math.min(5_000, (timings.claimSeconds * 1000) / 2),
     });
     started = bench;
     await bench.start();
 
-    const routes = benchRoutes(bench, { limits });
-    const guards = benchGuards(bench, { adminToken: config.adminToken });
+    const protocol = new WorkerProtocol({ clock, store, gateway, boards, logger, timings });
+    const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings })];
+    const guards = {
+      ...benchGuards(bench, { adminToken: config.adminToken }),
+      worker: mapBenchErrors((req: IncomingMessage) => workerAdmin.authenticate(req.headers.authorization)),
+    };
     const openApi = buildOpenApiDocument(routes, {
       title: 'hilbench bench service',
       version: BENCH_API_VERSION,
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
-      components: openApiComponents,
+      components: { ...openApiComponents, ...workerOpenApiComponents },
       extraPaths: pagesOpenApiPaths(),
     });
 

@@ -3,6 +3,7 @@ import type { AgentRecord } from '../store/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
+import type { TimerHandle } from '../../core/clock.js';
 import { createLocalWorker, LOCAL_WORKER_ID } from './local-worker.js';
 import type { BenchWorker } from '../../harness/worker/bench-worker.js';
 import type {
@@ -49,6 +50,8 @@ export class Bench {
 
   /** The worker in this process, when the server runs one (the embedded default). */
   private readonly worker: BenchWorker | undefined;
+  private sweepTimer: TimerHandle | undefined;
+  private closing = false;
 
   constructor(private readonly deps: BenchDeps) {
     let worker: BenchWorker | undefined;
@@ -94,6 +97,28 @@ export class Bench {
     if (expired.length > 0) logger.info(`${expired.length} session(s) expired while the server was down`);
     await this.sessions.armAll();
     this.worker?.start();
+    this.armClaimSweep();
+  }
+
+  /**
+   * Every `claimSweepMs` (injected clock): jobs whose remote worker stopped renewing its claim fail
+   * as `interrupted`, with the UART it reported. Safe on every replica at once (a job fails once).
+   */
+  private armClaimSweep(): void {
+    if (this.closing) return;
+    const { clock, store, logger, live } = this.deps;
+    this.sweepTimer = clock.setTimeout(() => {
+      void store
+        .failLapsedClaims(clock.nowMs())
+        .then((jobs) => {
+          for (const job of jobs) {
+            logger.warn(`job ${job.jobId} on ${job.board} failed: ${job.failure?.message ?? 'its worker went silent'}`);
+            live.publishState(job.jobId, job.state);
+          }
+        })
+        .catch((err: unknown) => logger.error('sweeping lapsed job claims failed', err))
+        .finally(() => this.armClaimSweep());
+    }, this.deps.claimSweepMs ?? 5_000);
   }
 
   /**
@@ -101,6 +126,8 @@ export class Bench {
    * the UART saved so far) for the next start to fail as `interrupted`, exactly as after a crash.
    */
   async close(): Promise<void> {
+    this.closing = true;
+    if (this.sweepTimer !== undefined) this.deps.clock.clearTimeout(this.sweepTimer);
     this.sessions.close();
     await this.worker?.close();
     await this.deps.gateway.close();

@@ -20,6 +20,11 @@ export interface LiveBoardsOptions {
    */
   cacheMs?: number;
   logger: Logger;
+  /**
+   * Where availability comes from instead of `backends` (a lab server: from the workers' reports,
+   * remote-boards.ts). It never rejects, like `resolveBoardBackend`.
+   */
+  resolve?: (board: Board) => Promise<ResolvedBoard>;
 }
 
 interface CacheEntry {
@@ -101,7 +106,7 @@ export class LiveBoards {
   private async check(board: Board, generation: number): Promise<ResolvedBoard> {
     let resolved: ResolvedBoard;
     try {
-      resolved = await resolveBoardBackend(board, this.options.backends, this.options.choice);
+      resolved = await (this.options.resolve ? this.options.resolve(board) : resolveBoardBackend(board, this.options.backends, this.options.choice));
     } catch (err) {
       // resolveBoardBackend catches backend errors itself; this is the last line of defence.
       resolved = { board, backend: null, backendName: 'none', offlineReason: `checking ${board.id}'s backend failed: ${err instanceof Error ? err.message : String(err)}` };

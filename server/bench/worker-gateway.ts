@@ -54,11 +54,15 @@ export class WorkerGateway {
   linkFor(workerId: string, options: { claimMs: number | null }): WorkerLink {
     return {
       claim: (boards, signal) => this.claim(workerId, options.claimMs, boards, signal),
-      firmware: (sha256) => this.firmware(sha256),
+      firmware: (ticket) => this.firmware(ticket.firmwareSha256),
       running: (jobId) => this.running(workerId, jobId),
-      uart: (jobId, report) => this.uart(workerId, jobId, report),
+      uart: async (jobId, report) => {
+        await this.uart(workerId, jobId, report);
+      },
       heartbeat: (jobId) => this.heartbeat(workerId, jobId),
-      finish: (jobId, outcome) => this.finish(workerId, jobId, outcome),
+      finish: async (jobId, outcome) => {
+        await this.finish(workerId, jobId, outcome);
+      },
       watch: (jobId, listener) => this.watch(jobId, listener),
     };
   }
@@ -145,9 +149,10 @@ export class WorkerGateway {
     return { stop: status.kind === 'lost' ? lostReason(jobId, status.state) : status.cancelReason };
   }
 
-  async uart(workerId: string, jobId: string, report: UartReport): Promise<void> {
+  /** False when the worker does not hold the job (the report is dropped). */
+  async uart(workerId: string, jobId: string, report: UartReport): Promise<boolean> {
     const entry = await this.entryOf(workerId, jobId);
-    if (!entry) return;
+    if (!entry) return false;
     entry.capture = { timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes };
     let offset = report.offset;
     for (const chunk of report.chunks) {
@@ -167,9 +172,11 @@ export class WorkerGateway {
         this.save(entry);
       }, UART_SAVE_INTERVAL_MS);
     }
+    return true;
   }
 
-  async finish(workerId: string, jobId: string, outcome: WorkerJobOutcome): Promise<void> {
+  /** Records the outcome; returns the job as stored (unchanged when the worker does not hold it). */
+  async finish(workerId: string, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
     const entry = this.inFlight.get(jobId);
     if (entry) {
       if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
@@ -184,7 +191,8 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, maxChunks), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, maxChunks) : null };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
-    this.deps.live.publishState(jobId, finished.state);
+    if (finished.workerId === workerId) this.deps.live.publishState(jobId, finished.state);
+    return finished;
   }
 
   watch(jobId: string, listener: (push: JobPush) => void): () => void {

@@ -2,8 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 
-/** `bearer`: `authorization: Bearer <agent token>`; `admin`: `x-admin-token`. */
-export type RouteAuth = 'bearer' | 'admin';
+/**
+ * `bearer`: `authorization: Bearer <agent token>`; `admin`: `x-admin-token`; `worker`:
+ * `authorization: Bearer <worker token>` (a bench worker, never an agent).
+ */
+export type RouteAuth = 'bearer' | 'admin' | 'worker';
 
 /**
  * One endpoint, described once: express serves it from this description and `openapi.ts`
@@ -20,10 +23,12 @@ export interface ApiRoute<Agent = unknown> {
   description?: string;
   tags: string[];
   auth?: RouteAuth;
-  /** The request body: a form (urlencoded or multipart) or a multipart upload. */
-  body?: { kind: 'form' | 'multipart'; schema: z.ZodObject; required: boolean };
-  /** The 200 response body. */
+  /** The request body: a form (urlencoded or multipart), a multipart upload, or JSON. */
+  body?: { kind: 'form' | 'multipart' | 'json'; schema: z.ZodObject; required: boolean };
+  /** The 200 response body (JSON unless `produces` says otherwise). */
   response: z.ZodType;
+  /** The content type of a 200 answer that is not JSON (e.g. `application/octet-stream`). */
+  produces?: string;
   /** Error statuses this endpoint can answer, with when. 422 is added for routes with a body. */
   errors: Record<number, string>;
   /** Runs once the router has checked `auth`; `caller.agent` is the bearer token's agent on `bearer` routes. */
@@ -37,21 +42,29 @@ export interface ApiRoute<Agent = unknown> {
   beforeContinue?: (req: IncomingMessage) => Promise<void>;
 }
 
-/** Who the router let through: the agent on `bearer` routes, none elsewhere. */
+/** Who the router let through: the agent on `bearer` routes, the worker on `worker` routes, none elsewhere. */
 export interface RouteCaller<Agent> {
   agent: Agent | undefined;
+  /** The worker of a `worker` route (what the service's `worker` guard resolved). */
+  worker?: unknown;
 }
 
 /** How a service checks each kind of `auth`: resolves (with the agent) or throws its 401/403 `HttpError`. */
 export interface RouteGuards<Agent> {
   bearer(req: IncomingMessage): Promise<Agent>;
   admin(req: IncomingMessage): void;
+  /** A service with `worker` routes checks worker tokens here. */
+  worker?(req: IncomingMessage): Promise<unknown>;
 }
 
 /** Checks `route.auth` with the service's guards: the one place a route's credential is enforced. */
 export async function authorize<Agent>(route: ApiRoute<Agent>, guards: RouteGuards<Agent>, req: IncomingMessage): Promise<RouteCaller<Agent>> {
   if (route.auth === 'bearer') return { agent: await guards.bearer(req) };
   if (route.auth === 'admin') guards.admin(req);
+  if (route.auth === 'worker') {
+    if (!guards.worker) throw new Error(`route ${route.path} needs worker auth, which this service does not check`);
+    return { agent: undefined, worker: await guards.worker(req) };
+  }
   return { agent: undefined };
 }
 

@@ -80,7 +80,10 @@ export function buildOpenApiDocument<Agent>(routes: readonly ApiRoute<Agent>[], 
     if (route.auth === 'admin') parameters.push({ name: 'x-admin-token', in: 'header', required: false, schema: { type: 'string', title: 'X-Admin-Token' } });
 
     const responses: Record<string, unknown> = {
-      '200': { description: 'Successful Response', content: { 'application/json': { schema: ref(route.response) } } },
+      '200': {
+        description: 'Successful Response',
+        content: route.produces ? { [route.produces]: { schema: { type: 'string', format: 'binary' } } } : { 'application/json': { schema: ref(route.response) } },
+      },
     };
     const errors: Record<number, string> = { ...route.errors };
     if (route.body) errors[422] ??= 'Validation Error';
@@ -97,7 +100,12 @@ export function buildOpenApiDocument<Agent>(routes: readonly ApiRoute<Agent>[], 
       ...(parameters.length > 0 ? { parameters } : {}),
     };
     if (route.body) {
-      const mediaTypes = route.body.kind === 'multipart' ? ['multipart/form-data'] : ['application/x-www-form-urlencoded', 'multipart/form-data'];
+      const mediaTypes =
+        route.body.kind === 'json'
+          ? ['application/json']
+          : route.body.kind === 'multipart'
+            ? ['multipart/form-data']
+            : ['application/x-www-form-urlencoded', 'multipart/form-data'];
       const schema = jsonSchema(route.body.schema, 'input', refs);
       operation.requestBody = {
         required: route.body.required,
@@ -107,6 +115,7 @@ export function buildOpenApiDocument<Agent>(routes: readonly ApiRoute<Agent>[], 
     operation.responses = responses;
     if (route.auth === 'bearer') operation.security = [{ HTTPBearer: [] }];
     if (route.auth === 'admin') operation.security = [{ AdminToken: [] }];
+    if (route.auth === 'worker') operation.security = [{ WorkerToken: [] }];
     (paths[route.path] ??= {})[route.method] = operation;
   }
 
@@ -121,6 +130,7 @@ export function buildOpenApiDocument<Agent>(routes: readonly ApiRoute<Agent>[], 
       securitySchemes: {
         HTTPBearer: { type: 'http', scheme: 'bearer', description: 'An agent token from POST /api/v1/agents/register: `authorization: Bearer hb_...`.' },
         AdminToken: { type: 'apiKey', in: 'header', name: 'x-admin-token', description: 'The administrator token the server was started with.' },
+        WorkerToken: { type: 'http', scheme: 'bearer', description: 'A bench worker token from POST /admin/workers: `authorization: Bearer hbw_...` (docs/worker-protocol.md).' },
       },
     },
   };

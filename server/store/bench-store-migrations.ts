@@ -126,6 +126,23 @@ export const benchStoreMigrations: readonly Migration[] = [
   CREATE INDEX jobs_by_claim ON jobs(claim_expires_at_ms) WHERE state IN ('flashing', 'running');
 `,
   ),
+  // Bench workers (issue 10): credentials an administrator creates, the boards each serves, and
+  // when it was last heard from.
+  sqlMigration(
+    6,
+    'workers',
+    `
+  CREATE TABLE workers (
+    worker_id       TEXT    NOT NULL PRIMARY KEY,
+    label           TEXT    NOT NULL,
+    token_sha256    TEXT    NOT NULL UNIQUE,
+    created_at_ms   INTEGER NOT NULL,
+    revoked_at_ms   INTEGER,
+    last_seen_at_ms INTEGER,
+    boards_json     TEXT    NOT NULL
+  );
+`,
+  ),
 ];
 
 /** Brings a bench database (the store's file, or a test's handle) to the current schema. */

@@ -1,6 +1,7 @@
 import type { BackendErrorKind } from '../../backends/backend.js';
 import type { BoardHealthStore } from './board-health-store.js';
 import type { WaitlistStore } from './waitlist-store.js';
+import type { WorkerRegistry } from './worker-registry.js';
 
 /**
  * The bench service's storage, behind one interface. The SQLite implementation
@@ -108,6 +109,8 @@ export interface BenchStore {
   readonly boardHealth: BoardHealthStore;
   /** The pages' waitlist, in the same database. */
   readonly waitlist: WaitlistStore;
+  /** Bench workers (credentials, boards, last heard from), in the same database. */
+  readonly workers: WorkerRegistry;
 
   /** The secret stored under `name`, created (once, for ever) with `create` when absent. */
   secret(name: string, create: () => Uint8Array): Promise<Uint8Array>;

@@ -22,6 +22,7 @@ import { prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
 import { benchStoreMigrations, migrateBenchDatabase } from './bench-store-migrations.js';
 import { SqliteQuarantineStore } from './sqlite-quarantine-store.js';
 import { SqliteWaitlist } from './sqlite-waitlist.js';
+import { SqliteWorkerRegistry } from './sqlite-worker-registry.js';
 import { type AgentRow, type JobRow, type SessionRow, agentFromRow, insertSession, jobFromRow, sessionFromRow } from './sqlite-bench-rows.js';
 import { claimJob, failLapsedClaims, markJobRunning, releaseWorkerJobs, renewJobClaim, requestJobCancel } from './sqlite-job-queue.js';
 import { createJob, finishJob } from './sqlite-job-writes.js';
@@ -40,6 +41,7 @@ export class SqliteBenchStore implements BenchStore {
   readonly database: Database.Database;
   readonly boardHealth: SqliteQuarantineStore;
   readonly waitlist: SqliteWaitlist;
+  readonly workers: SqliteWorkerRegistry;
 
   constructor(file: string) {
     // Agents' token hashes and e-mails, the CSRF secret: 0600, and SQLite gives -wal/-shm the same mode.
@@ -53,6 +55,7 @@ export class SqliteBenchStore implements BenchStore {
     migrateBenchDatabase(this.database);
     this.boardHealth = new SqliteQuarantineStore(this.database);
     this.waitlist = new SqliteWaitlist(this.database);
+    this.workers = new SqliteWorkerRegistry(this.database);
   }
 
   async ping(): Promise<void> {

@@ -298,6 +298,17 @@ describe('GET /openapi.json', () => {
         'GET /admin',
         'POST /admin/boards/:board/release',
         'POST /admin/boards/:board/health-check',
+        'POST /api/v1/worker/announce',
+        'POST /api/v1/worker/heartbeat',
+        'POST /api/v1/worker/claim',
+        'GET /api/v1/worker/jobs/:job_id/firmware',
+        'POST /api/v1/worker/jobs/:job_id/running',
+        'POST /api/v1/worker/jobs/:job_id/heartbeat',
+        'POST /api/v1/worker/jobs/:job_id/uart',
+        'POST /api/v1/worker/jobs/:job_id/finish',
+        'POST /admin/workers',
+        'GET /admin/workers',
+        'POST /admin/workers/:worker_id/revoke',
       ].sort(),
     );
 
@@ -306,6 +317,7 @@ describe('GET /openapi.json', () => {
     expect(doc.components.securitySchemes).toEqual({
       HTTPBearer: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
       AdminToken: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'x-admin-token' }),
+      WorkerToken: expect.objectContaining({ type: 'http', scheme: 'bearer' }),
     });
     const flash = doc.paths['/api/v1/jobs/flash']!.post!;
     const form = flash.requestBody!.content['multipart/form-data']!.schema;

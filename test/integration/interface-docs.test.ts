@@ -86,7 +86,7 @@ describe('docs/interface/bench-service.md', () => {
     (_name, row) => {
       const op = openApi.paths[row.Path!][row.Method!.toLowerCase()] as Json;
       const scheme = (op.security as Json[] | undefined)?.flatMap((s) => Object.keys(s))[0];
-      expect({ HTTPBearer: 'bearer', AdminToken: 'admin' }[scheme ?? ''] ?? 'none').toBe(row.Credential);
+      expect({ HTTPBearer: 'bearer', AdminToken: 'admin', WorkerToken: 'worker' }[scheme ?? ''] ?? 'none').toBe(row.Credential);
       const [status, what] = row.Success!.split(' ') as [string, string];
       const success = op.responses[status] as Json;
       if (what.includes('/')) expect(Object.keys(success.content)).toEqual([what]);
@@ -183,6 +183,7 @@ describe('docs/interface/bench-service.md', () => {
     const auth = Object.fromEntries(table(doc, '## Authentication').map((r) => [r.Credential, unquote(r.Header!)]));
     expect(auth.bearer).toMatch(new RegExp(`^authorization: ${schemes.HTTPBearer.scheme as string} `, 'i'));
     expect(auth.admin).toMatch(new RegExp(`^${schemes.AdminToken.name as string}: `));
+    expect(auth.worker).toMatch(new RegExp(`^authorization: ${schemes.WorkerToken.scheme as string} hbw_`, 'i'));
     const validation = openApi.components.schemas.ValidationError as Json;
     const rows = table(doc, '## Errors', 1);
     expect(rows.map((r) => r.Field)).toEqual(Object.keys(validation.properties));

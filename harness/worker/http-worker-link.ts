@@ -1,0 +1,185 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { UartChunk } from '../../backends/backend.js';
+import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
+import type { JobControl, JobTicket, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+
+/** A refusal by the server, with its status and detail. */
+export class WorkerServerError extends Error {
+  override readonly name = 'WorkerServerError';
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+  ) {
+    super(`the bench server answered ${status}: ${detail}`);
+  }
+}
+
+export interface HttpWorkerLinkOptions {
+  /** The bench server, e.g. `https://bench.lab.example`. */
+  serverUrl: string;
+  /** The worker token (`hbw_...`). */
+  token: string;
+  clock: Clock;
+  /** Where fetched firmware is kept by sha256, so a re-run of the same image is not fetched again. */
+  firmwareCacheDir: string;
+  /** Seconds a claim waits on the server for a job. Default 20. */
+  claimWaitSeconds?: number;
+  /** Host ms UART is gathered before it is sent (one request per batch). Default 100. */
+  uartBatchMs?: number;
+  /** Host ms a finished job's outcome is retried while the server cannot be reached. Default 600 000. */
+  deliverForMs?: number;
+  logError: (message: string, cause?: unknown) => void;
+}
+
+interface PendingUart {
+  report: UartReport;
+  timer: TimerHandle | undefined;
+  sending: Promise<void>;
+}
+
+/**
+ * The worker protocol over HTTP, outbound only (docs/worker-protocol.md): what `hilbench worker`
+ * uses on a single-board computer. UART is sent in small batches as it is captured; an outcome the
+ * server cannot take now is retried (bounded by `deliverForMs`), so a job that finished while the
+ * network was down still reports once it is back.
+ */
+export class HttpWorkerLink implements WorkerLink {
+  private readonly base: string;
+  private readonly pending = new Map<string, PendingUart>();
+
+  constructor(private readonly options: HttpWorkerLinkOptions) {
+    this.base = options.serverUrl.replace(/\/+$/, '');
+  }
+
+  /** POST/GET a worker route; a non-2xx answer throws `WorkerServerError` with the server's detail. */
+  async request<T>(method: 'GET' | 'POST', route: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    const res = await fetch(`${this.base}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${this.options.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
+    if (!res.ok) {
+      const text = await res.text();
+      let detail = text;
+      try {
+        const parsed = JSON.parse(text) as { detail?: unknown };
+        detail = typeof parsed.detail === 'string' ? parsed.detail : JSON.stringify(parsed.detail);
+      } catch {
+        /* not JSON: the text is the detail */
+      }
+      throw new WorkerServerError(res.status, detail);
+    }
+    return (res.headers.get('content-type') ?? '').startsWith('application/json') ? ((await res.json()) as T) : (new Uint8Array(await res.arrayBuffer()) as T);
+  }
+
+  async claim(boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined> {
+    try {
+      const answer = await this.request<{ job: { job_id: string; board: string; firmware_sha256: string; uart_seconds: number; max_uart_bytes: number } | null }>(
+        'POST',
+        '/api/v1/worker/claim',
+        { boards, wait_seconds: this.options.claimWaitSeconds ?? 20 },
+        signal,
+      );
+      const job = answer.job;
+      return job ? { jobId: job.job_id, board: job.board, firmwareSha256: job.firmware_sha256, uartSeconds: job.uart_seconds, maxUartBytes: job.max_uart_bytes } : undefined;
+    } catch (err) {
+      if (signal.aborted) return undefined;
+      throw err;
+    }
+  }
+
+  async firmware(ticket: JobTicket): Promise<Uint8Array> {
+    const cached = path.join(this.options.firmwareCacheDir, ticket.firmwareSha256);
+    const fromCache = await readFile(cached).catch(() => undefined);
+    if (fromCache && sha256(fromCache) === ticket.firmwareSha256) return new Uint8Array(fromCache);
+    const bytes = await this.request<Uint8Array>('GET', `/api/v1/worker/jobs/${encodeURIComponent(ticket.jobId)}/firmware`);
+    // Kept only when it is what the job names; written aside and renamed, so a crash leaves no half file.
+    if (sha256(bytes) === ticket.firmwareSha256) {
+      await mkdir(this.options.firmwareCacheDir, { recursive: true, mode: 0o700 });
+      const temp = `${cached}.${process.pid}.tmp`;
+      await writeFile(temp, bytes, { mode: 0o600 });
+      await rename(temp, cached);
+    }
+    return bytes;
+  }
+
+  running(jobId: string): Promise<JobControl> {
+    return this.request<JobControl>('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/running`);
+  }
+
+  heartbeat(jobId: string): Promise<JobControl> {
+    return this.request<JobControl>('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/heartbeat`);
+  }
+
+  /** Queues `report` and sends it with the others of the next `uartBatchMs`. */
+  async uart(jobId: string, report: UartReport): Promise<void> {
+    const pending = this.pending.get(jobId);
+    if (pending?.timer !== undefined) {
+      pending.report = { ...report, offset: pending.report.offset, chunks: [...pending.report.chunks, ...report.chunks] };
+      return;
+    }
+    const entry: PendingUart = { report, timer: undefined, sending: pending?.sending ?? Promise.resolve() };
+    entry.timer = this.options.clock.setTimeout(() => this.flush(jobId, entry), this.options.uartBatchMs ?? 100);
+    this.pending.set(jobId, entry);
+  }
+
+  async finish(jobId: string, outcome: WorkerJobOutcome): Promise<void> {
+    const pending = this.pending.get(jobId);
+    if (pending) {
+      if (pending.timer !== undefined) this.flush(jobId, pending);
+      await pending.sending;
+      this.pending.delete(jobId);
+    }
+    const body = { outcome: outcomeToWire(outcome) };
+    const giveUpAtMs = this.options.clock.nowMs() + (this.options.deliverForMs ?? 600_000);
+    for (let pauseMs = 1_000; ; pauseMs = Math.min(pauseMs * 2, 30_000)) {
+      try {
+        await this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/finish`, body);
+        return;
+      } catch (err) {
+        // A refusal (the job is no longer ours) will not change; an unreachable server may.
+        const retriable = !(err instanceof WorkerServerError) || err.status >= 500 || err.status === 429;
+        if (!retriable || this.options.clock.nowMs() + pauseMs > giveUpAtMs) throw err;
+        this.options.logError(`delivering the outcome of job ${jobId} failed; trying again in ${pauseMs} ms`, err);
+        await sleep(this.options.clock, pauseMs);
+      }
+    }
+  }
+
+  private flush(jobId: string, entry: PendingUart): void {
+    if (entry.timer !== undefined) this.options.clock.clearTimeout(entry.timer);
+    entry.timer = undefined;
+    const { report } = entry;
+    entry.sending = entry.sending
+      .then(() => this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/uart`, { offset: report.offset, ...captureToWire({ ...report, uart: report.chunks }) }))
+      .then(
+        () => undefined,
+        (err: unknown) => this.options.logError(`sending the UART of job ${jobId} failed (the outcome carries all of it)`, err),
+      );
+  }
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+const chunksToWire = (chunks: readonly UartChunk[]) => chunks.map((c) => ({ at_ns: c.atNanos, base64: Buffer.from(c.bytes).toString('base64') }));
+
+function captureToWire(c: UartCaptureReport) {
+  return { time_base: c.timeBase, clock_source: c.clockSource ?? null, dropped_bytes: c.droppedUartBytes, chunks: chunksToWire(c.uart) };
+}
+
+function outcomeToWire(outcome: WorkerJobOutcome) {
+  if (outcome.state === 'failed') return { state: 'failed', failure: outcome.failure, uart: outcome.uart ? captureToWire(outcome.uart) : null };
+  const { stop } = outcome;
+  const wireStop =
+    stop.reason === 'exited'
+      ? { reason: 'exited', exit_code: stop.exitCode, elapsed_ns: stop.elapsedNanos }
+      : stop.reason === 'crashed'
+        ? { reason: 'crashed', message: stop.message, elapsed_ns: stop.elapsedNanos }
+        : { reason: stop.reason, elapsed_ns: stop.elapsedNanos };
+  return { state: 'done', uart: captureToWire(outcome.uart), stop: wireStop, flash_ms: outcome.flashMs, run_ms: outcome.runMs };
+}

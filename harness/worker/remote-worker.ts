@@ -1,0 +1,154 @@
+import type { Board, BackendName } from '../../boards/board-schema.js';
+import type { Backend } from '../../backends/backend.js';
+import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
+import type { LocalDispatcherOptions } from '../dispatcher.js';
+import { type BackendChoice, resolveBoardBackends } from '../board-resolution.js';
+import { BenchWorker } from './bench-worker.js';
+import { HttpWorkerLink, WorkerServerError } from './http-worker-link.js';
+
+export interface RemoteWorkerOptions {
+  serverUrl: string;
+  token: string;
+  clock: Clock;
+  /** The boards attached to this host (from its bench file, or the catalog for an emulator farm). */
+  boards: readonly Board[];
+  backends: Partial<Record<BackendName, Backend>>;
+  choice: BackendChoice;
+  firmwareCacheDir: string;
+  dispatcher?: Omit<LocalDispatcherOptions, 'clock'>;
+  /** Host ms between two announcement attempts while the server cannot be reached. Default 2 000 (doubling to 30 000). */
+  retryMs?: number;
+  logInfo: (message: string) => void;
+  logError: (message: string, cause?: unknown) => void;
+}
+
+interface AnnounceAnswer {
+  worker_id: string;
+  label: string;
+  heartbeat_seconds: number;
+  offline_after_seconds: number;
+  claim_seconds: number;
+  interrupted_jobs: string[];
+}
+
+/**
+ * `hilbench worker`: a bench worker next to the hardware. It dials the server (outbound only),
+ * announces the boards it can run and their availability, heartbeats with fresh availability, and
+ * runs the jobs it claims through the same `BenchWorker` as the server's own. It announces again
+ * after the server lost track of it, naming the jobs it still runs so those are kept.
+ */
+export class RemoteWorker {
+  private readonly link: HttpWorkerLink;
+  private worker: BenchWorker | undefined;
+  private heartbeatTimer: TimerHandle | undefined;
+  private closed = false;
+  private readonly running = new Set<string>();
+
+  constructor(private readonly options: RemoteWorkerOptions) {
+    this.link = new HttpWorkerLink({
+      serverUrl: options.serverUrl,
+      token: options.token,
+      clock: options.clock,
+      firmwareCacheDir: options.firmwareCacheDir,
+      logError: options.logError,
+    });
+  }
+
+  /** Announces (retrying while the server cannot be reached; a refused token is thrown) and starts claiming. */
+  async start(): Promise<AnnounceAnswer> {
+    const answer = await this.announceUntilHeard();
+    const byId = new Map(this.options.boards.map((b) => [b.id, b]));
+    const link = this.link;
+    const running = this.running;
+    this.worker = new BenchWorker({
+      clock: this.options.clock,
+      link: {
+        ...bindLink(link),
+        running: (jobId) => {
+          running.add(jobId);
+          return link.running(jobId);
+        },
+        finish: async (jobId, outcome) => {
+          try {
+            await link.finish(jobId, outcome);
+          } finally {
+            running.delete(jobId);
+          }
+        },
+      },
+      boards: this.options.boards.map((b) => b.id),
+      boardFor: (id) => {
+        const board = byId.get(id);
+        const backend = board && this.backendOf(board);
+        return board && backend ? { board, backend } : undefined;
+      },
+      dispatcher: this.options.dispatcher,
+      heartbeatMs: (answer.claim_seconds * 1000) / 3,
+      logError: this.options.logError,
+    });
+    this.worker.start();
+    this.armHeartbeat(answer.heartbeat_seconds * 1000);
+    return answer;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.heartbeatTimer !== undefined) this.options.clock.clearTimeout(this.heartbeatTimer);
+    await this.worker?.close();
+  }
+
+  /** The boards as this host can run them now. */
+  private async reports() {
+    const resolved = await resolveBoardBackends(this.options.boards, this.options.backends, this.options.choice);
+    return resolved.map((r) => ({ board: r.board.id, backend: r.backendName, available: r.backend !== null, reason: r.offlineReason }));
+  }
+
+  private backendOf(board: Board): Backend | undefined {
+    const { choice, backends } = this.options;
+    if (choice !== 'auto') return backends[choice];
+    for (const name of Object.keys(board.backends) as BackendName[]) if (backends[name]) return backends[name];
+    return undefined;
+  }
+
+  private async announceUntilHeard(): Promise<AnnounceAnswer> {
+    for (let pauseMs = this.options.retryMs ?? 2_000; ; pauseMs = Math.min(pauseMs * 2, 30_000)) {
+      try {
+        const answer = await this.link.request<AnnounceAnswer>('POST', '/api/v1/worker/announce', { boards: await this.reports(), running_jobs: [...this.running] });
+        this.options.logInfo(`announced to ${this.options.serverUrl} as worker ${answer.label} (${answer.worker_id})`);
+        return answer;
+      } catch (err) {
+        if (err instanceof WorkerServerError && err.status < 500) throw err;
+        if (this.closed) throw err;
+        this.options.logError(`announcing to ${this.options.serverUrl} failed; trying again in ${pauseMs} ms`, err);
+        await sleep(this.options.clock, pauseMs);
+      }
+    }
+  }
+
+  private armHeartbeat(everyMs: number): void {
+    if (this.closed) return;
+    this.heartbeatTimer = this.options.clock.setTimeout(() => {
+      void this.beat().finally(() => this.armHeartbeat(everyMs));
+    }, everyMs);
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      await this.link.request('POST', '/api/v1/worker/heartbeat', { boards: await this.reports() });
+    } catch (err) {
+      this.options.logError('the heartbeat did not reach the server', err);
+    }
+  }
+}
+
+/** The link's methods as plain functions (so they can be spread and overridden). */
+function bindLink(link: HttpWorkerLink) {
+  return {
+    claim: link.claim.bind(link),
+    firmware: link.firmware.bind(link),
+    running: link.running.bind(link),
+    uart: link.uart.bind(link),
+    heartbeat: link.heartbeat.bind(link),
+    finish: link.finish.bind(link),
+  };
+}

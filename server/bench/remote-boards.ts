@@ -1,0 +1,42 @@
+import type { Board } from '../../boards/board-schema.js';
+import { type Backend, BackendError } from '../../backends/backend.js';
+import { type Clock, isoFromMs } from '../../core/clock.js';
+import type { BenchStore } from '../store/bench-store.js';
+import type { ResolvedBoard } from './board-backends.js';
+import type { WorkerAdmin } from './worker-admin.js';
+
+/**
+ * A lab server's boards (issue 10): a board is online while a worker that serves it was heard from
+ * recently and reports it available; otherwise it is offline with the reason (no worker serves it,
+ * the worker missed its heartbeats since a given time, or what the worker's backend says). The
+ * server runs no backend itself: the board's `backend` only names the worker's and refuses to open.
+ */
+export function remoteBoardResolver(deps: { clock: Clock; store: BenchStore; workers: WorkerAdmin }): (board: Board) => Promise<ResolvedBoard> {
+  return async (board) => {
+    const nowMs = deps.clock.nowMs();
+    const serving = (await deps.store.workers.list())
+      .filter((w) => w.revokedAtMs === null)
+      .flatMap((w) => w.boards.filter((b) => b.board === board.id).map((report) => ({ worker: w, report })));
+    if (serving.length === 0) return { board, backend: null, backendName: 'none', offlineReason: `no bench worker serves board ${board.id}` };
+    const online = serving.filter((s) => deps.workers.isOnline(s.worker, nowMs));
+    const ready = online.find((s) => s.report.available);
+    if (ready) return { board, backend: workerBackend(ready.report.backend, ready.worker.label), backendName: ready.report.backend, offlineReason: null };
+    const why = serving.map(({ worker, report }) =>
+      deps.workers.isOnline(worker, nowMs)
+        ? `worker ${worker.label} (${worker.workerId}): ${report.reason ?? 'unavailable'}`
+        : `worker ${worker.label} (${worker.workerId}) missed its heartbeats: last heard from ${worker.lastSeenAtMs === null ? 'never' : `at ${isoFromMs(worker.lastSeenAtMs)}`}`,
+    );
+    return { board, backend: null, backendName: serving[0]!.report.backend, offlineReason: why.join('; ') };
+  };
+}
+
+/** Names the backend a worker runs a board on; the server never opens it (workers do). */
+function workerBackend(name: string, workerLabel: string): Backend {
+  return {
+    name: name as Backend['name'],
+    availability: async () => ({ available: true }),
+    open: async (board) => {
+      throw new BackendError('unavailable', `board ${board.id} runs on bench worker ${workerLabel}; this server runs no backend itself`);
+    },
+  };
+}

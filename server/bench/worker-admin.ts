@@ -1,0 +1,90 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { type Clock, isoFromMs } from '../../core/clock.js';
+import type { BenchStore } from '../store/bench-store.js';
+import type { WorkerRecord } from '../store/worker-registry.js';
+import { newId } from './bench-deps.js';
+import { BenchError } from './bench-errors.js';
+
+/** Worker tokens start `hbw_`, agent tokens `hb_`: neither ever passes for the other. */
+export const WORKER_TOKEN_PREFIX = 'hbw_';
+
+const sha256Hex = (data: string) => createHash('sha256').update(data).digest('hex');
+
+export interface WorkerAdminDeps {
+  clock: Clock;
+  store: BenchStore;
+  /** Host ms without a heartbeat after which a worker and its boards count as offline. */
+  workerOfflineAfterMs: number;
+}
+
+/** A worker as an administrator reads it (`GET /admin/workers`). */
+export interface WorkerView {
+  worker_id: string;
+  label: string;
+  created_at: string;
+  revoked_at: string | null;
+  last_seen_at: string | null;
+  online: boolean;
+  boards: Array<{ board: string; backend: string; available: boolean; reason: string | null }>;
+}
+
+/**
+ * Bench workers as credentials (issue 10): an administrator creates one (its token shown once,
+ * kept only as a hash), lists and revokes them; a worker request is authenticated here. A
+ * revoked worker's running jobs fail as `interrupted` at once: their results could never be
+ * accepted.
+ */
+export class WorkerAdmin {
+  constructor(private readonly deps: WorkerAdminDeps) {}
+
+  async create(label: string): Promise<WorkerView & { token: string }> {
+    const token = `${WORKER_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const worker = { workerId: newId('wk'), label, tokenSha256: sha256Hex(token), createdAtMs: this.deps.clock.nowMs() };
+    await this.deps.store.workers.insert(worker);
+    return { ...this.view({ ...worker, revokedAtMs: null, lastSeenAtMs: null, boards: [] }), token };
+  }
+
+  async list(): Promise<WorkerView[]> {
+    return (await this.deps.store.workers.list()).map((w) => this.view(w));
+  }
+
+  async revoke(workerId: string): Promise<WorkerView> {
+    const nowMs = this.deps.clock.nowMs();
+    const worker = await this.deps.store.workers.revoke(workerId, nowMs);
+    if (!worker) throw new BenchError('worker_not_found', `worker ${workerId} not found`);
+    await this.deps.store.releaseWorkerJobs(workerId, { reason: `worker ${workerId} (${worker.label}) was revoked by an administrator`, nowMs });
+    return this.view(worker);
+  }
+
+  /** The worker an `authorization` header names; refused with a reason otherwise (never an agent's token). */
+  async authenticate(header: string | undefined): Promise<WorkerRecord> {
+    if (header === undefined || header.trim() === '') {
+      throw new BenchError('not_authenticated', 'Not authenticated: a worker sends "authorization: Bearer hbw_..." (an administrator creates one with POST /admin/workers)');
+    }
+    const match = /^Bearer ([A-Za-z0-9_-]+)$/i.exec(header.trim());
+    if (!match || !match[1]!.startsWith(WORKER_TOKEN_PREFIX)) {
+      throw new BenchError('invalid_authorization_header', 'Invalid authorization header: expected "Bearer hbw_..." (a worker token; agent tokens do not work here)');
+    }
+    const worker = await this.deps.store.workers.findByTokenSha256(sha256Hex(match[1]!));
+    if (!worker) throw new BenchError('invalid_worker_token', 'Invalid worker token: no worker has this token');
+    if (worker.revokedAtMs !== null) throw new BenchError('worker_revoked', `worker ${worker.workerId} was revoked at ${isoFromMs(worker.revokedAtMs)}`);
+    return worker;
+  }
+
+  /** Whether the worker was heard from within the offline window as of `nowMs`. */
+  isOnline(worker: WorkerRecord, nowMs: number): boolean {
+    return worker.revokedAtMs === null && worker.lastSeenAtMs !== null && nowMs - worker.lastSeenAtMs < this.deps.workerOfflineAfterMs;
+  }
+
+  private view(w: WorkerRecord): WorkerView {
+    return {
+      worker_id: w.workerId,
+      label: w.label,
+      created_at: isoFromMs(w.createdAtMs),
+      revoked_at: w.revokedAtMs === null ? null : isoFromMs(w.revokedAtMs),
+      last_seen_at: w.lastSeenAtMs === null ? null : isoFromMs(w.lastSeenAtMs),
+      online: this.isOnline(w, this.deps.clock.nowMs()),
+      boards: w.boards,
+    };
+  }
+}

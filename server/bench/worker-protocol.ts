@@ -1,0 +1,154 @@
+import type { UartChunk } from '../../backends/backend.js';
+import type { Clock } from '../../core/clock.js';
+import type { JobTicket, UartCaptureReport, WorkerJobOutcome } from '../../harness/worker/worker-link.js';
+import type { Logger } from '../http/logger.js';
+import type { BenchStore, JobRecord } from '../store/bench-store.js';
+import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
+import { BenchError } from './bench-errors.js';
+import type { LiveBoards } from './live-boards.js';
+import type { WorkerGateway } from './worker-gateway.js';
+
+/** The timings a server gives its workers (host seconds). */
+export interface WorkerTimings {
+  /** How often a worker sends a heartbeat. Default 5. */
+  heartbeatSeconds: number;
+  /** Without a heartbeat for this long a worker and its boards are offline. Default 15. */
+  offlineAfterSeconds: number;
+  /** A remote worker's claim on a running job lapses unless renewed within this. Default 30. */
+  claimSeconds: number;
+}
+
+export const defaultWorkerTimings: WorkerTimings = { heartbeatSeconds: 5, offlineAfterSeconds: 15, claimSeconds: 30 };
+
+/** A UART chunk on the wire: device ns and base64 bytes. */
+export interface WireChunk {
+  at_ns: number;
+  base64: string;
+}
+
+export interface WireCapture {
+  time_base: 'simulated' | 'wall';
+  clock_source: string | null;
+  dropped_bytes: number;
+  chunks: WireChunk[];
+}
+
+export const chunksFromWire = (chunks: readonly WireChunk[]): UartChunk[] =>
+  chunks.map((c) => ({ atNanos: c.at_ns, bytes: new Uint8Array(Buffer.from(c.base64, 'base64')) }));
+
+export const captureFromWire = (c: WireCapture): UartCaptureReport => ({
+  timeBase: c.time_base,
+  clockSource: c.clock_source ?? undefined,
+  droppedUartBytes: c.dropped_bytes,
+  uart: chunksFromWire(c.chunks),
+});
+
+/**
+ * What a remote worker may do, checked: announce only boards of this server's catalog, claim only
+ * boards it announced, fetch the firmware only of a job it holds; the gateway and the store check
+ * that reports come from the worker holding the job. Every call records that the worker was heard from.
+ */
+export class WorkerProtocol {
+  constructor(
+    private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; boards: LiveBoards; logger: Logger; timings: WorkerTimings },
+  ) {}
+
+  private now(): number {
+    return this.deps.clock.nowMs();
+  }
+
+  /** A worker (re)starting: its boards, and the jobs it still runs; the others it held fail as interrupted. */
+  async announce(worker: WorkerRecord, boards: readonly WorkerBoardReport[], runningJobs: readonly string[]): Promise<{ interrupted: JobRecord[] }> {
+    const unknown = boards.filter((b) => !this.deps.boards.board(b.board)).map((b) => b.board);
+    if (unknown.length > 0) {
+      throw new BenchError('board_not_served', `this server's catalog has no board ${unknown.join(', ')}; a worker announces only boards the server lists (GET /api/v1/boards)`);
+    }
+    const nowMs = this.now();
+    await this.deps.store.workers.heardFrom(worker.workerId, { nowMs, boards });
+    const interrupted = await this.deps.store.releaseWorkerJobs(worker.workerId, {
+      reason: `worker ${worker.label} (${worker.workerId}) started again and no longer runs this job`,
+      nowMs,
+      keep: runningJobs,
+    });
+    for (const board of boards) this.deps.boards.invalidate(board.board);
+    this.deps.logger.info(`worker ${worker.label} (${worker.workerId}) announced ${boards.length} board(s)${interrupted.length ? `; ${interrupted.length} job(s) it no longer runs failed as interrupted` : ''}`);
+    return { interrupted };
+  }
+
+  async heartbeat(worker: WorkerRecord, boards: readonly WorkerBoardReport[] | undefined): Promise<void> {
+    if (boards) this.checkServes(worker, boards.map((b) => b.board));
+    await this.deps.store.workers.heardFrom(worker.workerId, { nowMs: this.now(), boards });
+    if (boards) for (const board of boards) this.deps.boards.invalidate(board.board);
+  }
+
+  /** Waits up to `waitMs` for a job on `boards`; undefined when none came (or the client left). */
+  async claim(worker: WorkerRecord, boards: readonly string[], waitMs: number, signal: AbortSignal): Promise<JobTicket | undefined> {
+    this.checkServes(worker, boards);
+    await this.deps.store.workers.heardFrom(worker.workerId, { nowMs: this.now() });
+    const timeout = new AbortController();
+    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+    const both = AbortSignal.any([signal, timeout.signal]);
+    try {
+      const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.deps.timings.claimSeconds * 1000 });
+      return await link.claim(boards, both);
+    } finally {
+      this.deps.clock.clearTimeout(timer);
+    }
+  }
+
+  async firmware(worker: WorkerRecord, jobId: string): Promise<Uint8Array> {
+    await this.heldJob(worker, jobId);
+    const job = (await this.deps.store.getJob(jobId))!;
+    return this.deps.gateway.firmware(job.firmware.sha256);
+  }
+
+  async running(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
+    await this.heardFrom(worker);
+    return this.deps.gateway.running(worker.workerId, jobId);
+  }
+
+  async jobHeartbeat(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
+    await this.heardFrom(worker);
+    return this.deps.gateway.heartbeat(worker.workerId, jobId);
+  }
+
+  async uart(worker: WorkerRecord, jobId: string, offset: number, capture: WireCapture): Promise<void> {
+    await this.heardFrom(worker);
+    const report = { ...captureFromWire(capture), offset, chunks: chunksFromWire(capture.chunks) };
+    const kept = await this.deps.gateway.uart(worker.workerId, jobId, { offset, chunks: report.chunks, timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes });
+    if (!kept) throw await this.notHeld(worker, jobId);
+  }
+
+  async finish(worker: WorkerRecord, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
+    await this.heardFrom(worker);
+    const job = await this.deps.gateway.finish(worker.workerId, jobId, outcome);
+    if (job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
+    return job;
+  }
+
+  private async heardFrom(worker: WorkerRecord): Promise<void> {
+    await this.deps.store.workers.heardFrom(worker.workerId, { nowMs: this.now() });
+  }
+
+  private checkServes(worker: WorkerRecord, boards: readonly string[]): void {
+    const served = new Set(worker.boards.map((b) => b.board));
+    const foreign = boards.filter((b) => !served.has(b));
+    if (foreign.length > 0) {
+      throw new BenchError('board_not_served', `worker ${worker.workerId} did not announce board ${foreign.join(', ')}: announce it first (POST /api/v1/worker/announce)`);
+    }
+  }
+
+  private async heldJob(worker: WorkerRecord, jobId: string): Promise<void> {
+    const job = await this.deps.store.getJob(jobId);
+    if (!job || job.workerId !== worker.workerId || (job.state !== 'flashing' && job.state !== 'running')) throw await this.notHeld(worker, jobId);
+  }
+
+  private async notHeld(worker: WorkerRecord, jobId: string): Promise<BenchError> {
+    const job = await this.deps.store.getJob(jobId);
+    // Another worker's job is answered like a missing one: its existence is not revealed.
+    if (!job || (job.workerId !== null && job.workerId !== worker.workerId) || job.workerId === null) {
+      return new BenchError('job_not_found', `job ${jobId} not found among this worker's jobs`);
+    }
+    return new BenchError('job_not_held', `job ${jobId} is ${job.state}: this worker no longer holds it`);
+  }
+}

@@ -1,0 +1,261 @@
+import { z } from 'zod';
+import type { ApiRoute, RouteCaller } from '../http/api-route.js';
+import { readJsonBody } from '../http/json-body.js';
+import { parseOr422 } from '../http/zod-to-422.js';
+import { parseFormBody } from '../http/parse-form.js';
+import type { AgentRecord } from '../store/bench-store.js';
+import type { WorkerRecord } from '../store/worker-registry.js';
+import { mapBenchErrors } from './bench-error-http.js';
+import type { WorkerAdmin } from './worker-admin.js';
+import { captureFromWire, type WorkerProtocol, type WorkerTimings } from './worker-protocol.js';
+import {
+  announceAnswerSchema,
+  announceBodySchema,
+  claimAnswerSchema,
+  claimBodySchema,
+  createWorkerBodySchema,
+  finishAnswerSchema,
+  finishBodySchema,
+  heartbeatBodySchema,
+  jobControlSchema,
+  okAnswerSchema,
+  uartBodySchema,
+  workerCreatedSchema,
+  workerListSchema,
+  workerViewAnswerSchema,
+} from './worker-schemas.js';
+
+const ERRORS = { 500: 'Internal Server Error (unexpected; logged on the server)' };
+const WORKER_ERRORS = { ...ERRORS, 401: 'Missing or invalid worker token (agent tokens never work here)', 403: 'Worker revoked, or a board it did not announce' };
+/** Routes with a JSON body: not JSON (415), over the limit (413), cut off mid-body (400). */
+const BODY_ERRORS = { 400: 'The body ended before it was complete', 413: 'Body over the limit', 415: 'Body is not JSON' };
+const JOB_ERRORS = { ...WORKER_ERRORS, 404: 'No such job among this worker’s', 409: 'The worker no longer holds the job' };
+const ADMIN_ERRORS = { ...ERRORS, 401: 'Missing or wrong x-admin-token', 403: 'Admin disabled (no admin token configured)' };
+
+/** JSON bodies of the worker protocol: the finish report carries a job's whole UART (base64). */
+const MAX_WORKER_BODY_BYTES = 4 * 1024 * 1024;
+
+function workerOf(caller: RouteCaller<AgentRecord>): WorkerRecord {
+  if (!caller.worker) throw new Error('workerOf used on a route without worker auth; the route table and the handler disagree');
+  return caller.worker as WorkerRecord;
+}
+
+/** A path parameter express decoded (always one string on these routes). */
+function param(req: Parameters<ApiRoute['handler']>[0], name: string): string {
+  const value = (req.params as Record<string, unknown>)[name];
+  if (typeof value !== 'string') throw new Error(`path parameter ${name} missing; the route table and the handler disagree`);
+  return value;
+}
+
+const jsonBody = <T extends z.ZodObject>(schema: T) => ({ kind: 'json' as const, schema, required: true });
+
+const readBody = async <T>(req: Parameters<ApiRoute['handler']>[0], schema: z.ZodType<T>): Promise<T> =>
+  parseOr422(schema, await readJsonBody(req, { maxBodyBytes: MAX_WORKER_BODY_BYTES }), 'body');
+
+/**
+ * The worker protocol (docs/worker-protocol.md): what a bench worker on a single-board computer
+ * calls, outbound only, with its worker token; and the administrator's worker tokens.
+ */
+export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmin; timings: WorkerTimings }): ApiRoute<AgentRecord>[] {
+  const { protocol, admin, timings } = deps;
+  const jobPath = (action: string) => `/api/v1/worker/jobs/{job_id}/${action}`;
+  const routes: ApiRoute<AgentRecord>[] = [
+    {
+      method: 'post',
+      path: '/api/v1/worker/announce',
+      operationId: 'workerAnnounce',
+      summary: 'A worker (re)starting: its boards and the jobs it still runs',
+      tags: ['workers'],
+      auth: 'worker',
+      body: jsonBody(announceBodySchema),
+      response: announceAnswerSchema,
+      errors: { ...WORKER_ERRORS, ...BODY_ERRORS },
+      handler: async (req, res, caller) => {
+        const worker = workerOf(caller);
+        const body = await readBody(req, announceBodySchema);
+        const { interrupted } = await protocol.announce(worker, body.boards, body.running_jobs);
+        res.json({
+          worker_id: worker.workerId,
+          label: worker.label,
+          heartbeat_seconds: timings.heartbeatSeconds,
+          offline_after_seconds: timings.offlineAfterSeconds,
+          claim_seconds: timings.claimSeconds,
+          interrupted_jobs: interrupted.map((j) => j.jobId),
+        });
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/v1/worker/heartbeat',
+      operationId: 'workerHeartbeat',
+      summary: 'The worker is alive (and, optionally, how its boards are now)',
+      tags: ['workers'],
+      auth: 'worker',
+      body: jsonBody(heartbeatBodySchema),
+      response: okAnswerSchema,
+      errors: { ...WORKER_ERRORS, ...BODY_ERRORS },
+      handler: async (req, res, caller) => {
+        const body = await readBody(req, heartbeatBodySchema);
+        await protocol.heartbeat(workerOf(caller), body.boards);
+        res.json({ ok: true });
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/v1/worker/claim',
+      operationId: 'workerClaim',
+      summary: 'The next job on one of the worker’s boards (a long poll; `{"job": null}` when none came)',
+      tags: ['workers'],
+      auth: 'worker',
+      body: jsonBody(claimBodySchema),
+      response: claimAnswerSchema,
+      errors: { ...WORKER_ERRORS, ...BODY_ERRORS },
+      handler: async (req, res, caller) => {
+        const body = await readBody(req, claimBodySchema);
+        const gone = new AbortController();
+        res.on('close', () => gone.abort());
+        const ticket = await protocol.claim(workerOf(caller), body.boards, body.wait_seconds * 1000, gone.signal);
+        res.json({
+          job: ticket
+            ? { job_id: ticket.jobId, board: ticket.board, firmware_sha256: ticket.firmwareSha256, uart_seconds: ticket.uartSeconds, max_uart_bytes: ticket.maxUartBytes }
+            : null,
+        });
+      },
+    },
+    {
+      method: 'get',
+      path: jobPath('firmware'),
+      operationId: 'workerFirmware',
+      summary: 'The firmware of a job the worker holds (application/octet-stream)',
+      tags: ['workers'],
+      auth: 'worker',
+      response: z.string().meta({ description: 'The ELF bytes.' }),
+      produces: 'application/octet-stream',
+      errors: JOB_ERRORS,
+      handler: async (req, res, caller) => {
+        const bytes = await protocol.firmware(workerOf(caller), param(req, 'job_id'));
+        res.type('application/octet-stream').send(Buffer.from(bytes));
+      },
+    },
+    {
+      method: 'post',
+      path: jobPath('running'),
+      operationId: 'workerJobRunning',
+      summary: 'Reset was released: the job is running',
+      tags: ['workers'],
+      auth: 'worker',
+      response: jobControlSchema,
+      errors: JOB_ERRORS,
+      handler: async (req, res, caller) => res.json(await protocol.running(workerOf(caller), param(req, 'job_id'))),
+    },
+    {
+      method: 'post',
+      path: jobPath('heartbeat'),
+      operationId: 'workerJobHeartbeat',
+      summary: 'Renews the worker’s claim on a running job; says whether it must stop',
+      tags: ['workers'],
+      auth: 'worker',
+      response: jobControlSchema,
+      errors: JOB_ERRORS,
+      handler: async (req, res, caller) => res.json(await protocol.jobHeartbeat(workerOf(caller), param(req, 'job_id'))),
+    },
+    {
+      method: 'post',
+      path: jobPath('uart'),
+      operationId: 'workerJobUart',
+      summary: 'UART the job printed, from a byte offset of its capture (a range sent again is kept once)',
+      tags: ['workers'],
+      auth: 'worker',
+      body: jsonBody(uartBodySchema),
+      response: okAnswerSchema,
+      errors: { ...JOB_ERRORS, ...BODY_ERRORS },
+      handler: async (req, res, caller) => {
+        const body = await readBody(req, uartBodySchema);
+        await protocol.uart(workerOf(caller), param(req, 'job_id'), body.offset, body);
+        res.json({ ok: true });
+      },
+    },
+    {
+      method: 'post',
+      path: jobPath('finish'),
+      operationId: 'workerJobFinish',
+      summary: 'The job’s outcome, with everything it printed',
+      tags: ['workers'],
+      auth: 'worker',
+      body: jsonBody(finishBodySchema),
+      response: finishAnswerSchema,
+      errors: { ...JOB_ERRORS, ...BODY_ERRORS },
+      handler: async (req, res, caller) => {
+        const { outcome } = await readBody(req, finishBodySchema);
+        const job = await protocol.finish(
+          workerOf(caller),
+          param(req, 'job_id'),
+          outcome.state === 'done'
+            ? {
+                state: 'done',
+                uart: captureFromWire(outcome.uart),
+                stop: stopFromWire(outcome.stop),
+                flashMs: outcome.flash_ms,
+                runMs: outcome.run_ms,
+              }
+            : { state: 'failed', failure: outcome.failure, uart: outcome.uart ? captureFromWire(outcome.uart) : null },
+        );
+        res.json({ job_id: job.jobId, state: job.state });
+      },
+    },
+    {
+      method: 'post',
+      path: '/admin/workers',
+      operationId: 'adminCreateWorker',
+      summary: 'Create a bench worker and its token (shown once)',
+      tags: ['admin'],
+      auth: 'admin',
+      body: { kind: 'form', schema: createWorkerBodySchema, required: true },
+      response: workerCreatedSchema,
+      errors: { ...ADMIN_ERRORS, 400: 'Malformed body', 413: 'Body over the limit', 415: 'Body is neither a form nor JSON' },
+      handler: async (req, res) => {
+        // A form, like every other bench write; JSON too, for scripts.
+        const isJson = (req.headers['content-type'] ?? '').startsWith('application/json');
+        const input = isJson ? await readJsonBody(req, { maxBodyBytes: 16 * 1024 }) : (await parseFormBody(req, { maxBodyBytes: 16 * 1024 })).values;
+        const { label } = parseOr422(createWorkerBodySchema, input, 'body');
+        res.json(await admin.create(label));
+      },
+    },
+    {
+      method: 'get',
+      path: '/admin/workers',
+      operationId: 'adminListWorkers',
+      summary: 'Every bench worker: online or not, last heard from, its boards',
+      tags: ['admin'],
+      auth: 'admin',
+      response: workerListSchema,
+      errors: ADMIN_ERRORS,
+      handler: async (_req, res) => res.json({ workers: await admin.list() }),
+    },
+    {
+      method: 'post',
+      path: '/admin/workers/{worker_id}/revoke',
+      operationId: 'adminRevokeWorker',
+      summary: 'Revoke a worker’s token; its running jobs fail as interrupted',
+      tags: ['admin'],
+      auth: 'admin',
+      response: workerViewAnswerSchema,
+      errors: { ...ADMIN_ERRORS, 404: 'No such worker' },
+      handler: async (req, res) => res.json(await admin.revoke(param(req, 'worker_id'))),
+    },
+  ];
+  return routes.map((route) => ({ ...route, handler: mapBenchErrors(route.handler) }));
+}
+
+type WireStop = z.infer<typeof finishBodySchema>['outcome'] extends infer O ? (O extends { stop: infer S } ? S : never) : never;
+
+function stopFromWire(stop: WireStop) {
+  switch (stop.reason) {
+    case 'exited':
+      return { reason: 'exited' as const, exitCode: stop.exit_code, elapsedNanos: stop.elapsed_ns };
+    case 'crashed':
+      return { reason: 'crashed' as const, message: stop.message, elapsedNanos: stop.elapsed_ns };
+    default:
+      return { reason: stop.reason, elapsedNanos: stop.elapsed_ns };
+  }
+}

@@ -1,0 +1,130 @@
+import { z } from 'zod';
+import { backendErrorKinds } from '../../backends/backend.js';
+
+/**
+ * The worker protocol's bodies (docs/worker-protocol.md), validated at the edge like every other
+ * request; the same schemas document it in /openapi.json. Bounded everywhere: a worker is a
+ * credential, but a credential can leak.
+ */
+
+const id = z.string().min(1).max(128);
+
+export const workerBoardReportSchema = z.object({
+  board: id,
+  backend: z.string().min(1).max(32),
+  available: z.boolean(),
+  reason: z.string().max(2000).nullable().default(null),
+});
+
+export const announceBodySchema = z.object({
+  boards: z.array(workerBoardReportSchema).max(256),
+  /** Jobs the worker still runs (after a reconnect): every other job it held fails as interrupted. */
+  running_jobs: z.array(id).max(256).default([]),
+});
+
+export const heartbeatBodySchema = z.object({
+  boards: z.array(workerBoardReportSchema).max(256).optional(),
+});
+
+export const claimBodySchema = z.object({
+  boards: z.array(id).min(1).max(256),
+  /** How long to wait for a job before answering `{"job": null}`. */
+  wait_seconds: z.number().min(0).max(30).default(20),
+});
+
+const chunkSchema = z.object({
+  at_ns: z.number().nonnegative(),
+  /** The chunk's bytes, base64. */
+  base64: z.string().max(1_000_000),
+});
+
+const captureFields = {
+  time_base: z.enum(['simulated', 'wall']),
+  clock_source: z.string().max(200).nullable().default(null),
+  dropped_bytes: z.number().int().nonnegative(),
+  chunks: z.array(chunkSchema).max(100_000),
+};
+
+export const uartBodySchema = z.object({ offset: z.number().int().nonnegative(), ...captureFields });
+
+const captureSchema = z.object(captureFields);
+
+const stopSchema = z.discriminatedUnion('reason', [
+  z.object({ reason: z.enum(['elapsed', 'until']), elapsed_ns: z.number().nonnegative() }),
+  z.object({ reason: z.literal('exited'), exit_code: z.number().int(), elapsed_ns: z.number().nonnegative() }),
+  z.object({ reason: z.literal('crashed'), message: z.string().max(8000), elapsed_ns: z.number().nonnegative() }),
+]);
+
+export const finishBodySchema = z.object({
+  outcome: z.discriminatedUnion('state', [
+    z.object({
+      state: z.literal('done'),
+      uart: captureSchema,
+      stop: stopSchema,
+      flash_ms: z.number().nonnegative(),
+      run_ms: z.number().nonnegative(),
+    }),
+    z.object({
+      state: z.literal('failed'),
+      failure: z.object({ kind: z.enum(backendErrorKinds), message: z.string().max(8000) }),
+      uart: captureSchema.nullable(),
+    }),
+  ]),
+});
+
+export const announceAnswerSchema = z.object({
+  worker_id: z.string(),
+  label: z.string(),
+  heartbeat_seconds: z.number().meta({ description: 'Send a heartbeat at least this often.' }),
+  offline_after_seconds: z.number().meta({ description: 'Without a heartbeat for this long, the worker and its boards are offline.' }),
+  claim_seconds: z.number().meta({ description: "A running job's claim lapses (the job fails as interrupted) unless renewed within this." }),
+  interrupted_jobs: z.array(z.string()).meta({ description: 'Jobs this worker held that it no longer runs, failed as interrupted.' }),
+});
+
+export const okAnswerSchema = z.object({ ok: z.literal(true) });
+
+export const claimAnswerSchema = z.object({
+  job: z
+    .object({
+      job_id: z.string(),
+      board: z.string(),
+      firmware_sha256: z.string(),
+      uart_seconds: z.number(),
+      max_uart_bytes: z.number().int(),
+    })
+    .nullable(),
+});
+
+export const jobControlSchema = z.object({
+  stop: z.string().nullable().meta({ description: 'Why the job must stop now (cancelled, or no longer this worker’s); null to go on.' }),
+});
+
+export const finishAnswerSchema = z.object({ job_id: z.string(), state: z.enum(['done', 'failed']) });
+
+export const createWorkerBodySchema = z.object({ label: z.string().min(1).max(100) });
+
+const workerViewSchema = z.object({
+  worker_id: z.string(),
+  label: z.string(),
+  created_at: z.string(),
+  revoked_at: z.string().nullable(),
+  last_seen_at: z.string().nullable(),
+  online: z.boolean(),
+  boards: z.array(z.object({ board: z.string(), backend: z.string(), available: z.boolean(), reason: z.string().nullable() })),
+});
+
+export const workerCreatedSchema = workerViewSchema.extend({ token: z.string().meta({ description: 'The worker token (hbw_...), shown once.' }) });
+export const workerListSchema = z.object({ workers: z.array(workerViewSchema) });
+export const workerViewAnswerSchema = workerViewSchema;
+
+/** The worker protocol's answers, named in /openapi.json. */
+export const workerOpenApiComponents = {
+  WorkerAnnounced: announceAnswerSchema,
+  WorkerOk: okAnswerSchema,
+  WorkerClaim: claimAnswerSchema,
+  WorkerJobControl: jobControlSchema,
+  WorkerJobFinished: finishAnswerSchema,
+  WorkerCreated: workerCreatedSchema,
+  WorkerList: workerListSchema,
+  Worker: workerViewAnswerSchema,
+};

@@ -1,0 +1,37 @@
+import type { IncomingMessage } from 'node:http';
+import { HttpError, validationFailed } from './http-error.js';
+
+/**
+ * Reads a JSON request body of at most `maxBodyBytes`: 415 unless it is declared JSON, 413 over the
+ * limit (from `Content-Length` before reading, or while reading), 400 when the client stops sending
+ * mid-body, and a FastAPI-style 422 `json_invalid` when it does not parse. Never throws anything
+ * but `HttpError` for what the client sent.
+ */
+export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes: number }): Promise<unknown> {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') throw new HttpError(415, `Unsupported media type: the body must be JSON (content-type: application/json), not ${type || 'none'}`);
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    if (err instanceof HttpError) throw err;
+    throw new HttpError(400, 'the request body ended before it was complete');
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw validationFailed([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: (err as Error).message } }]);
+  }
+}
+
+function tooLarge(maxBodyBytes: number): HttpError {
+  return new HttpError(413, `Request body too large: at most ${maxBodyBytes} bytes`);
+}

@@ -1,0 +1,42 @@
+/**
+ * The bench workers a lab runs (issue 10): each is a credential an administrator created (its
+ * token stored only as a SHA-256), which announces the boards it serves and is heard from by its
+ * heartbeats. A worker counts as online while it was heard from recently; nothing here reads a
+ * clock, every time is the caller's.
+ */
+export interface WorkerRecord {
+  workerId: string;
+  label: string;
+  /** Lower-case hex SHA-256 of the worker token; the token itself is never stored. */
+  tokenSha256: string;
+  createdAtMs: number;
+  /** When an administrator revoked it; a revoked worker's token works no more. */
+  revokedAtMs: number | null;
+  /** When the worker last announced itself or sent a heartbeat; null before its first. */
+  lastSeenAtMs: number | null;
+  /** The boards it serves, as it last reported them. */
+  boards: WorkerBoardReport[];
+}
+
+/** One board as a worker reports it: whether its backend can run it now, and why not. */
+export interface WorkerBoardReport {
+  board: string;
+  /** The backend the worker runs the board on (mock, sim, qemu, renode, probe). */
+  backend: string;
+  available: boolean;
+  /** Why the board cannot run now; null when it can. */
+  reason: string | null;
+}
+
+export interface WorkerRegistry {
+  insert(worker: Pick<WorkerRecord, 'workerId' | 'label' | 'tokenSha256' | 'createdAtMs'>): Promise<void>;
+  get(workerId: string): Promise<WorkerRecord | undefined>;
+  /** The worker holding a token, revoked or not (the caller refuses a revoked one with its reason). */
+  findByTokenSha256(tokenSha256: string): Promise<WorkerRecord | undefined>;
+  /** Every worker, oldest first. */
+  list(): Promise<WorkerRecord[]>;
+  /** Revokes a worker (the first revocation's time stands); undefined when there is no such worker. */
+  revoke(workerId: string, nowMs: number): Promise<WorkerRecord | undefined>;
+  /** Records that the worker was heard from at `nowMs`, with the boards it serves when it says. */
+  heardFrom(workerId: string, report: { nowMs: number; boards?: readonly WorkerBoardReport[] }): Promise<void>;
+}

@@ -1,0 +1,153 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { MockBackend } from '../../backends/mock/mock-backend.js';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
+import { systemClock } from '../../core/clock.js';
+import { RemoteWorker } from '../../harness/worker/remote-worker.js';
+import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { bearer, getJob, picoElf, submit, withFault } from './bench-job-requests.js';
+
+/**
+ * A lab server with no worker of its own (issue 10): workers are credentials an administrator
+ * creates; a worker dials out, announces its boards, claims jobs for them over HTTP and reports
+ * UART and outcomes; a worker that goes silent loses its boards and its running job, with the
+ * reason and the UART it reported.
+ */
+
+const ADMIN = 'admin-secret';
+let app: BenchTestApp;
+const workers: RemoteWorker[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.close();
+  await app?.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const catalog = loadBoardCatalog();
+
+async function labServer() {
+  app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN });
+  return app;
+}
+
+async function createWorkerToken(label: string): Promise<{ worker_id: string; token: string }> {
+  const res = await app.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label }) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { worker_id: string; token: string };
+}
+
+async function startWorker(token: string, boardIds: string[]): Promise<RemoteWorker> {
+  const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-worker-cache-'));
+  dirs.push(cache);
+  const worker = new RemoteWorker({
+    serverUrl: app.url,
+    token,
+    clock: clockFromFakeTimers(app.fake),
+    boards: catalog.filter((b) => boardIds.includes(b.id)),
+    backends: { mock: new MockBackend() },
+    choice: 'mock',
+    firmwareCacheDir: cache,
+    logInfo: () => undefined,
+    logError: () => undefined,
+  });
+  workers.push(worker);
+  await worker.start();
+  return worker;
+}
+
+async function boardStatus(id: string): Promise<{ status: string; offline_reason?: string | null }> {
+  const res = await app.request('/api/v1/boards');
+  const { boards } = (await res.json()) as { boards: Array<{ id: string; status: string; offline_reason?: string | null }> };
+  return boards.find((b) => b.id === id)!;
+}
+
+describe('a lab server and its remote bench workers', () => {
+  it('runs an agent’s job on the worker that serves the board, over HTTP, with the UART it printed', async () => {
+    await labServer();
+    expect((await boardStatus('pico')).status).toBe('offline');
+    const { token } = await createWorkerToken('pi-bench-1');
+    await startWorker(token, ['pico']);
+    app.fake.tick(5_000); // past the availability cache
+    expect((await boardStatus('pico')).status).toBe('free');
+    expect(await boardStatus('uno')).toMatchObject({ status: 'offline', offline_reason: 'no bench worker serves board uno' });
+
+    const alice = await app.register('alice');
+    const job = await submit(app, alice.token, { board: 'pico', uart_seconds: '0.3' }, picoElf());
+    await app.jobReaches(job.job_id, 'done', 'failed');
+    const done = await getJob(app, alice.token, job.job_id);
+    expect(done).toMatchObject({ state: 'done', failure: null });
+    expect((done.uart as { text: string }).text).toMatch(/^hilbench-mock: reset pico\r\n.*tick 3\r\n$/s);
+
+    const listed = (await (await app.request('/admin/workers', { headers: { 'x-admin-token': ADMIN } })).json()) as { workers: unknown[] };
+    expect(listed.workers).toMatchObject([{ label: 'pi-bench-1', online: true, revoked_at: null, boards: [{ board: 'pico', backend: 'mock', available: true }] }]);
+  });
+
+  it('never takes an agent token as a worker token, nor the other way round; a revoked worker is refused', async () => {
+    await labServer();
+    const alice = await app.register('alice');
+    const { token, worker_id } = await createWorkerToken('pi');
+    const announce = (t: string) =>
+      app.request('/api/v1/worker/announce', { method: 'POST', headers: { ...bearer(t), 'content-type': 'application/json' }, body: JSON.stringify({ boards: [] }) });
+    const asAgent = await announce(alice.token);
+    expect(asAgent.status).toBe(401);
+    expect(((await asAgent.json()) as { detail: string }).detail).toMatch(/expected "Bearer hbw_\.\.\." \(a worker token; agent tokens do not work here\)/);
+    const asWorker = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams({ board: 'pico' }) });
+    expect(asWorker.status).toBe(401);
+    expect((await announce(token)).status).toBe(200);
+    expect((await app.request(`/admin/workers/${worker_id}/revoke`, { method: 'POST', headers: { 'x-admin-token': ADMIN } })).status).toBe(200);
+    const revoked = await announce(token);
+    expect(revoked.status).toBe(403);
+    expect(((await revoked.json()) as { detail: string }).detail).toMatch(new RegExp(`^worker ${worker_id} was revoked at `));
+    expect((await app.request('/admin/workers', { method: 'POST', body: new URLSearchParams({ label: 'x' }) })).status).toBe(401);
+  });
+
+  it('lets a worker claim only boards it announced, and only boards of the catalog', async () => {
+    await labServer();
+    const { token } = await createWorkerToken('pi');
+    const post = (route: string, body: unknown) =>
+      app.request(route, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const unknown = await post('/api/v1/worker/announce', { boards: [{ board: 'no-such-board', backend: 'mock', available: true }] });
+    expect(unknown.status).toBe(403);
+    expect((await post('/api/v1/worker/announce', { boards: [{ board: 'pico', backend: 'mock', available: true }] })).status).toBe(200);
+    const foreign = await post('/api/v1/worker/claim', { boards: ['uno'], wait_seconds: 0 });
+    expect(foreign.status).toBe(403);
+    expect(((await foreign.json()) as { detail: string }).detail).toMatch(/did not announce board uno/);
+    const bad = await post('/api/v1/worker/claim', { boards: [], wait_seconds: 99 });
+    expect(bad.status).toBe(422);
+    expect(((await bad.json()) as { detail: Array<{ loc: unknown[] }> }).detail.map((d) => d.loc)).toEqual([
+      ['body', 'boards'],
+      ['body', 'wait_seconds'],
+    ]);
+  });
+
+  it('fails the running job of a worker that went silent, with the reason and its UART, and takes the board offline until a worker returns', async () => {
+    await labServer();
+    const { token } = await createWorkerToken('pi-flaky');
+    const worker = await startWorker(token, ['pico']);
+    const alice = await app.register('alice');
+    app.fake.tick(5_000);
+    const job = await submit(app, alice.token, { board: 'pico', uart_seconds: '0.1' }, withFault('run-hang'));
+    await app.jobReaches(job.job_id, 'running');
+    // The worker vanishes (as with kill -9: no outcome, no more heartbeats).
+    await worker.close();
+    workers.splice(workers.indexOf(worker), 1);
+    for (let i = 0; i < 8; i++) await app.fake.tickAsync(5_000);
+    await app.jobReaches(job.job_id, 'failed');
+    const failed = await getJob(app, alice.token, job.job_id);
+    expect(failed.failure).toMatchObject({ kind: 'interrupted', message: expect.stringMatching(/^worker \S+ stopped answering while this job was running/) });
+    expect(await boardStatus('pico')).toMatchObject({
+      status: 'offline',
+      offline_reason: expect.stringMatching(/^worker pi-flaky \(wk_\S+\) missed its heartbeats: last heard from at 2026-01-01T00:00:/),
+    });
+
+    await startWorker(token, ['pico']);
+    await app.fake.tickAsync(5_000);
+    await waitUntil(systemClock, async () => ((await boardStatus('pico')).status === 'free' ? true : undefined), { timeoutMs: 20_000, describe: 'pico free again' });
+  });
+});
