@@ -10,6 +10,7 @@ import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
 import { runRelayIngestBench } from './relay-ingest.bench.js';
 import { runRomLoopBench } from './rom-loop.bench.js';
+import { runLabBench } from './lab.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
   {
@@ -32,6 +33,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     title: 'QEMU backend overhead',
     intro: 'A job through the backend against a direct qemu-system-arm run of the same ELF for the same capture (issue 3).',
     run: () => runQemuBench(),
+  },
+  {
+    title: 'Lab: a remote bench worker against the one in the server',
+    intro:
+      "The same QEMU job, submit to done, run by the worker in the server's process and by a `hilbench worker` claiming it over HTTP on loopback, alternately in one run (issue 10).",
+    run: () => runLabBench(),
   },
   {
     title: 'Relay core',
