@@ -1,6 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
-import { hostToolSuites, onPath } from './test/host-tool-suites.js';
+import { hostToolSuites, onPath, postgresSuites } from './test/host-tool-suites.js';
 
 const isExecutable = (file: string) => {
   try {
@@ -20,6 +21,17 @@ for (const [tool, { install, files, installedFile }] of Object.entries(hostToolS
   console.warn(
     `hilbench: ${tool} is not installed, so ${files.length} test files that need it are left out (${install}; ` +
       'CI installs it and sets HILBENCH_REQUIRE_TOOLS=1 so they always run).',
+  );
+}
+
+// PostgreSQL answers (the local socket, or HILBENCH_TEST_DATABASE_URL), or its files are left out the same way.
+const postgresUrl = process.env.HILBENCH_TEST_DATABASE_URL ?? postgresSuites.defaultBaseUrl;
+const postgresAnswers = spawnSync('psql', [postgresUrl, '-tAc', 'SELECT 1'], { timeout: 10_000, stdio: 'ignore' }).status === 0;
+if (!requireTools && !postgresAnswers) {
+  leftOut.push(...postgresSuites.files);
+  console.warn(
+    `hilbench: PostgreSQL does not answer at ${postgresUrl}, so ${postgresSuites.files.length} test files that need it are left out ` +
+      `(${postgresSuites.install}; CI installs it and sets HILBENCH_REQUIRE_TOOLS=1 so they always run).`,
   );
 }
 

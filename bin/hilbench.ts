@@ -18,6 +18,7 @@ import { durationMs, durationSchema } from '../harness/scenario/scenario-schema.
 import { defaultRelayRateLimits, startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 import { addWorkerCommands } from './worker-command.js';
+import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
 
 const backendChoices = ['auto', ...backendNames];
 
@@ -73,6 +74,10 @@ const serve = program
   .addOption(new Option('--port <port>', 'bench service port').env('HILBENCH_PORT').default(8080).argParser(port))
   .addOption(new Option('--host <host>', 'interface to listen on').env('HILBENCH_HOST').default('127.0.0.1'))
   .addOption(new Option('--data-dir <dir>', 'SQLite files, firmware blobs, keys').env('HILBENCH_DATA_DIR').default('data'))
+  .addOption(
+    new Option('--database-url <url>', 'keep the bench state in PostgreSQL (postgres://user:pass@host/db) so several replicas can serve it; each replica keeps its own --data-dir')
+      .env('HILBENCH_DATABASE_URL'),
+  )
   .addOption(new Option('--public-url <url>', 'the bench address clients use (default: the listening address)').env('HILBENCH_PUBLIC_URL'))
   .addOption(new Option('--admin-token <token>', 'enables GET /admin with header x-admin-token').env('HILBENCH_ADMIN_TOKEN'))
   .addOption(new Option('--contact-email <email>', 'operator contact published in /.well-known/ai-plugin.json').env('HILBENCH_CONTACT_EMAIL'))
@@ -175,13 +180,15 @@ serve.action(async (opts: Record<string, unknown>) => {
     limits,
     trustProxyHops: opts.trustProxyHops as number,
     ...(opts.localWorker === false ? { localWorker: false as const } : {}),
+    ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
     workerTimings: {
       ...(typeof opts.workerHeartbeatSeconds === 'number' ? { heartbeatSeconds: opts.workerHeartbeatSeconds } : {}),
       ...(typeof opts.workerOfflineAfterSeconds === 'number' ? { offlineAfterSeconds: opts.workerOfflineAfterSeconds } : {}),
       ...(typeof opts.workerClaimSeconds === 'number' ? { claimSeconds: opts.workerClaimSeconds } : {}),
     },
   });
-  console.log(`hilbench bench service on ${bench.url} (data in ${dataDir}, backend ${String(opts.backend)})`);
+  const where = typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? `state in ${redactDatabaseUrl(opts.databaseUrl)}, scratch in ${dataDir}` : `data in ${dataDir}`;
+  console.log(`hilbench bench service on ${bench.url} (${where}, backend ${String(opts.backend)})`);
   console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/`);
   // A relay that cannot start (its data dir held by another server) must not leave the bench running.
   const relay =

@@ -4,7 +4,7 @@ import type { FirmwareImage } from '../../backends/backend.js';
 import type { Clock } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
-import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive } from './job-live.js';
 import type { LiveBoards } from './live-boards.js';
@@ -14,7 +14,7 @@ import type { WorkerGateway } from './worker-gateway.js';
 export interface BenchDeps {
   clock: Clock;
   store: BenchStore;
-  blobs: FirmwareBlobStore;
+  blobs: FirmwareBlobs;
   /** Every board with its backend, availability re-checked when it matters (live-boards.ts). */
   boards: LiveBoards;
   /** The server's side of the worker protocol: workers claim the store's jobs through it. */
@@ -26,7 +26,7 @@ export interface BenchDeps {
   /** Throws `BackendError('bad-image', ...)` when `image` cannot run on `board` (backends/image-check.ts). */
   checkImage: (image: FirmwareImage, board: Board) => void;
   /** Entries on the waitlist (owned by the pages), for the snapshot totals. */
-  waitlistCount: () => number;
+  waitlistCount: () => Promise<number>;
   /** Host ms an administrator's health check may take before it is aborted. Default 120 000. */
   healthCheckTimeoutMs?: number;
   /**

@@ -1,4 +1,5 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import express from 'express';
@@ -19,7 +20,9 @@ import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { noSniff } from '../http/security-headers.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
-import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import { type FirmwareBlobs, FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import { redactDatabaseUrl } from '../store/postgres/pg-database.js';
+import { PostgresBenchStore } from '../store/postgres/postgres-bench-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
 import type { BenchStore } from '../store/bench-store.js';
 import type { BoardHealthStore } from '../store/board-health-store.js';
@@ -78,6 +81,11 @@ export interface BenchServiceConfig {
    * remote bench workers (docs/worker-protocol.md) and whose boards are online as their workers report.
    */
   localWorker?: LocalWorkerOptions | false;
+  /**
+   * A PostgreSQL database holding everything (`--database-url`): several replicas may serve the
+   * same database, each with its own data directory. Absent: SQLite in the data directory.
+   */
+  databaseUrl?: string;
   /** Heartbeat, offline and claim timings given to remote workers; default `defaultWorkerTimings`. */
   workerTimings?: Partial<WorkerTimings>;
   /** Checks an image against a board before it is queued. Default `checkImageForBoard`. */
@@ -128,10 +136,22 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
   const lock = claimDataDir(config.dataDir, { service: 'bench service', logger });
   let forgetChildren: (() => void) | undefined;
   let store: BenchStore;
+  let blobs: FirmwareBlobs;
   try {
     reapLeftovers(config.dataDir, logger);
     forgetChildren = registerChildLedger(childLedgerDir(config.dataDir));
-    store = new SqliteBenchStore(path.join(config.dataDir, 'bench.sqlite'));
+    if (config.databaseUrl) {
+      // Replicas share everything accepted through the database; the data dir keeps only this
+      // process's scratch (child ledger, emulator work dirs).
+      const shared = await PostgresBenchStore.open(config.databaseUrl).catch((err: unknown) => {
+        throw new Error(`cannot open the database at ${redactDatabaseUrl(config.databaseUrl!)}: ${(err as Error).message}`, { cause: err });
+      });
+      store = shared;
+      blobs = shared.firmware;
+    } else {
+      store = new SqliteBenchStore(path.join(config.dataDir, 'bench.sqlite'));
+      blobs = new FirmwareBlobStore(path.join(config.dataDir, 'firmware'));
+    }
   } catch (err) {
     forgetChildren?.();
     lock.release();
@@ -139,7 +159,6 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
   }
   let started: Bench | undefined;
   try {
-    const blobs = new FirmwareBlobStore(path.join(config.dataDir, 'firmware'));
     const quarantineStore = store.boardHealth;
     const backends =
       typeof config.backends === 'function' ? config.backends({ clock, quarantineStore }) : (config.backends ?? { mock: new MockBackend() });
@@ -173,7 +192,16 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       checkImage: config.checkImage ?? checkImageForBoard,
       waitlistCount: () => waitlist.count(),
       healthCheckTimeoutMs: config.healthCheckTimeoutMs,
-      localWorker: config.localWorker === false ? undefined : { dispatcher: config.dispatcherOptions, ...config.localWorker },
+      localWorker:
+        config.localWorker === false
+          ? undefined
+          : {
+              dispatcher: config.dispatcherOptions,
+              // On a shared database each replica's worker has its own id, and claims that lapse
+              // if the replica dies; alone on SQLite, its claims last until its next start.
+              ...(config.databaseUrl ? { workerId: replicaWorkerId(config.dataDir), claimMs: timings.claimSeconds * 1000 } : {}),
+              ...config.localWorker,
+            },
       // Lapsed claims are found within half a claim period (at most every 5 s).
       claimSweepMs: Math.min(5_000, (timings.claimSeconds * 1000) / 2),
     });
@@ -345,4 +373,9 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
 /** Calls a backend's optional `close()` (only backends with timers of their own have one). */
 function stopBackendTimers(backend: Backend | undefined): void {
   void backend?.close?.();
+}
+
+/** The id of a replica's own worker: stable across its restarts (host and data dir), distinct between replicas. */
+function replicaWorkerId(dataDir: string): string {
+  return `local-${hostname()}-${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 8)}`;
 }

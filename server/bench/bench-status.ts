@@ -22,7 +22,7 @@ export class BenchStatus {
       boards: LiveBoards;
       logger: Logger;
       access: BoardAccess;
-      waitlistCount: () => number;
+      waitlistCount: () => Promise<number>;
       boardHealth: (boardId: string) => Promise<BoardHealthBody | null>;
     },
   ) {
@@ -79,7 +79,7 @@ export class BenchStatus {
         sessionsOpen: counts.sessionsOpen,
         jobsTotal: counts.jobsTotal,
         jobsByState: counts.jobsByState,
-        waitlist: this.deps.waitlistCount(),
+        waitlist: await this.deps.waitlistCount(),
       },
     };
   }
@@ -104,7 +104,7 @@ export class BenchStatus {
         sessions_open: counts.sessionsOpen,
         jobs_total: counts.jobsTotal,
         jobs_by_state: counts.jobsByState,
-        waitlist: this.deps.waitlistCount(),
+        waitlist: await this.deps.waitlistCount(),
       },
     };
   }

@@ -90,7 +90,8 @@ export class Bench {
   async start(): Promise<void> {
     const { store, logger, clock } = this.deps;
     if (this.worker) {
-      const interrupted = await store.releaseWorkerJobs(LOCAL_WORKER_ID, { reason: 'the bench service restarted', nowMs: clock.nowMs() });
+      const workerId = this.deps.localWorker?.workerId ?? LOCAL_WORKER_ID;
+      const interrupted = await store.releaseWorkerJobs(workerId, { reason: 'the bench service restarted', nowMs: clock.nowMs() });
       for (const job of interrupted) logger.warn(`job ${job.jobId} on ${job.board} was interrupted by a restart`);
     }
     const expired = await store.expireSessions(clock.nowMs());

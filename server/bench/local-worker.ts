@@ -15,6 +15,10 @@ export interface LocalWorkerOptions {
   dispatcher?: Omit<LocalDispatcherOptions, 'clock'>;
   /** Host ms between two claim renewals of a running job (they also save its UART). Default 2 000. */
   heartbeatMs?: number;
+  /** The worker's id in the store; default `LOCAL_WORKER_ID` (one server on its own SQLite). */
+  workerId?: string;
+  /** Host ms its claims last unless renewed; null (default): until the server's next start. */
+  claimMs?: number | null;
   /** Wraps the in-process link (metrics, tests that hold a message back); default: as it is. */
   decorateLink?: (link: WorkerLink) => WorkerLink;
 }
@@ -28,7 +32,7 @@ export interface LocalWorkerOptions {
 export function createLocalWorker(deps: Pick<BenchDeps, 'clock' | 'gateway' | 'boards' | 'logger'>, access: BoardAccess, options: LocalWorkerOptions = {}): BenchWorker {
   return new BenchWorker({
     clock: deps.clock,
-    link: (options.decorateLink ?? ((link) => link))(deps.gateway.linkFor(LOCAL_WORKER_ID, { claimMs: null })),
+    link: (options.decorateLink ?? ((link) => link))(deps.gateway.linkFor(options.workerId ?? LOCAL_WORKER_ID, { claimMs: options.claimMs ?? null })),
     boards: deps.boards.ids,
     boardFor: (boardId) => {
       const board = deps.boards.board(boardId);

@@ -3,7 +3,7 @@ import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { JobPush, JobTicket, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from '../../harness/worker/worker-link.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobOutcome, JobRecord } from '../store/bench-store.js';
-import type { FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive } from './job-live.js';
 import { UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
@@ -11,7 +11,7 @@ import { UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
 export interface WorkerGatewayDeps {
   clock: Clock;
   store: BenchStore;
-  blobs: FirmwareBlobStore;
+  blobs: FirmwareBlobs;
   live: JobLive;
   limits: Pick<BenchLimits, 'maxUartBytesPerJob' | 'maxUartChunksPerJob'>;
   logger: Logger;

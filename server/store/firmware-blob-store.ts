@@ -3,8 +3,16 @@ import { mkdirSync } from 'node:fs';
 import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-/** Content-addressed firmware storage: `<dir>/<sha256>`, each image stored once. */
-export class FirmwareBlobStore {
+/** Content-addressed firmware storage: each image stored once, by its SHA-256 (hex). */
+export interface FirmwareBlobs {
+  /** Stores `bytes` under `sha256` (a no-op when present); durable before it resolves. */
+  put(sha256: string, bytes: Uint8Array): Promise<void>;
+  /** The stored bytes, or undefined when no blob has this hash. */
+  get(sha256: string): Promise<Uint8Array | undefined>;
+}
+
+/** Firmware in files, `<dir>/<sha256>`: the embedded default's store (PostgreSQL keeps them in a table). */
+export class FirmwareBlobStore implements FirmwareBlobs {
   constructor(private readonly dir: string) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }

@@ -69,7 +69,7 @@ describe('SqliteBenchStore', () => {
     old.close();
     const store = new SqliteBenchStore(file);
     expect(store.database.prepare('SELECT version FROM schema_version').get()).toEqual({ version: SQLITE_SCHEMA_VERSION });
-    expect(store.waitlist.count()).toBe(1);
+    expect(await store.waitlist.count()).toBe(1);
     expect(await store.boardHealth.get('pico')).toMatchObject({ consecutiveFailures: 2, lastFailure: 'boom' });
     await store.close();
   });

@@ -19,52 +19,52 @@ function tempDbPath(): string {
 }
 
 describe('SqliteWaitlist', () => {
-  it('adds, counts and lists newest first', () => {
+  it('adds, counts and lists newest first', async () => {
     const db = new Database(':memory:');
     migrateBenchDatabase(db);
     const list = new SqliteWaitlist(db);
-    expect(list.count()).toBe(0);
-    expect(list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1000 })).toEqual({ created: true });
-    expect(list.add({ email: 'b@example.org', kind: 'agent', note: 'ci', joinedAtMs: 2000 })).toEqual({ created: true });
-    expect(list.count()).toBe(2);
-    expect(list.list({ limit: 10 })).toEqual([
+    expect(await list.count()).toBe(0);
+    expect(await list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1000 })).toEqual({ created: true });
+    expect(await list.add({ email: 'b@example.org', kind: 'agent', note: 'ci', joinedAtMs: 2000 })).toEqual({ created: true });
+    expect(await list.count()).toBe(2);
+    expect(await list.list({ limit: 10 })).toEqual([
       { email: 'b@example.org', kind: 'agent', note: 'ci', joinedAtMs: 2000 },
       { email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1000 },
     ]);
-    expect(list.list({ limit: 1 })).toHaveLength(1);
+    expect(await list.list({ limit: 1 })).toHaveLength(1);
     db.close();
   });
 
-  it('keeps the first entry of an address: a second add changes nothing', () => {
+  it('keeps the first entry of an address: a second add changes nothing', async () => {
     const db = new Database(':memory:');
     migrateBenchDatabase(db);
     const list = new SqliteWaitlist(db);
-    list.add({ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 });
-    expect(list.add({ email: 'a@example.org', kind: 'team', note: 'overwritten?', joinedAtMs: 5000 })).toEqual({ created: false });
-    expect(list.list({ limit: 5 })).toEqual([{ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 }]);
+    await list.add({ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 });
+    expect(await list.add({ email: 'a@example.org', kind: 'team', note: 'overwritten?', joinedAtMs: 5000 })).toEqual({ created: false });
+    expect(await list.list({ limit: 5 })).toEqual([{ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 }]);
     db.close();
   });
 
   it('survives reopening the bench database file', async () => {
     const path = tempDbPath();
     const first = new SqliteBenchStore(path);
-    first.waitlist.add({ email: 'kept@example.org', kind: 'team', note: 'n', joinedAtMs: 42 });
+    await first.waitlist.add({ email: 'kept@example.org', kind: 'team', note: 'n', joinedAtMs: 42 });
     await first.close();
     const reopened = new SqliteBenchStore(path);
-    expect(reopened.waitlist.count()).toBe(1);
-    expect(reopened.waitlist.list({ limit: 1 })).toEqual([{ email: 'kept@example.org', kind: 'team', note: 'n', joinedAtMs: 42 }]);
+    expect(await reopened.waitlist.count()).toBe(1);
+    expect(await reopened.waitlist.list({ limit: 1 })).toEqual([{ email: 'kept@example.org', kind: 'team', note: 'n', joinedAtMs: 42 }]);
     await reopened.close();
   });
 
-  it('refuses an unknown kind or a fractional time, in code and in the table', () => {
+  it('refuses an unknown kind or a fractional time, in code and in the table', async () => {
     const db = new Database(':memory:');
     migrateBenchDatabase(db);
     const list = new SqliteWaitlist(db);
     // @ts-expect-error: the type refuses it too; this is the run-time guard.
-    expect(() => list.add({ email: 'a@example.org', kind: 'robot', note: '', joinedAtMs: 1 })).toThrow(/unknown waitlist kind/);
-    expect(() => list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1.5 })).toThrow(/integer/);
+    await expect(list.add({ email: 'a@example.org', kind: 'robot', note: '', joinedAtMs: 1 })).rejects.toThrow(/unknown waitlist kind/);
+    await expect(list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1.5 })).rejects.toThrow(/integer/);
     expect(() => db.prepare("INSERT INTO waitlist VALUES ('x@example.org', 'robot', '', 1)").run()).toThrow(/CHECK constraint/);
-    expect(list.count()).toBe(0);
+    expect(await list.count()).toBe(0);
     db.close();
   });
 });

@@ -1,5 +1,5 @@
 import type BetterSqlite3 from 'better-sqlite3';
-import { type WaitlistAddResult, type WaitlistEntry, type WaitlistKind, type WaitlistStore, WAITLIST_KINDS } from './waitlist-store.js';
+import { type WaitlistAddResult, type WaitlistEntry, type WaitlistKind, type WaitlistStore, WAITLIST_KINDS, checkWaitlistEntry } from './waitlist-store.js';
 
 interface WaitlistRow {
   email: string;
@@ -35,21 +35,20 @@ export class SqliteWaitlist implements WaitlistStore {
   }
 
   /** Adds an entry unless its email is already present. Callers pass a normalised, validated entry. */
-  add(entry: WaitlistEntry): WaitlistAddResult {
-    if (!isWaitlistKind(entry.kind)) throw new RangeError(`unknown waitlist kind ${JSON.stringify(entry.kind)}`);
-    if (!Number.isSafeInteger(entry.joinedAtMs)) throw new RangeError(`joinedAtMs must be an integer, got ${entry.joinedAtMs}`);
+  async add(entry: WaitlistEntry): Promise<WaitlistAddResult> {
+    checkWaitlistEntry(entry);
     const info = this.insert.run(entry.email, entry.kind, entry.note, entry.joinedAtMs);
     return { created: info.changes === 1 };
   }
 
   /** Number of entries on the list. */
-  count(): number {
+  async count(): Promise<number> {
     const row = this.countAll.get() as { n: number } | undefined;
     return row?.n ?? 0;
   }
 
   /** The newest entries first, at most `limit` of them; for the operator (admin view, export). */
-  list(options: { limit: number }): WaitlistEntry[] {
+  async list(options: { limit: number }): Promise<WaitlistEntry[]> {
     const limit = Math.max(0, Math.floor(options.limit));
     const rows = this.selectRecent.all(limit) as WaitlistRow[];
     return rows.map((row) => {

@@ -17,15 +17,18 @@ export interface WaitlistAddResult {
   created: boolean;
 }
 
-/**
- * The waitlist of the pages, kept by the bench store (`BenchStore.waitlist`). Synchronous, as the
- * pages call it today on SQLite; a store on a network database will need it asynchronous.
- */
+/** The waitlist of the pages, kept by the bench store (`BenchStore.waitlist`), in SQLite or PostgreSQL. */
 export interface WaitlistStore {
-  /** Adds an entry unless its email is already present (first join wins). Committed before it returns. */
-  add(entry: WaitlistEntry): WaitlistAddResult;
+  /** Adds an entry unless its email is already present (first join wins). Committed before it resolves. */
+  add(entry: WaitlistEntry): Promise<WaitlistAddResult>;
   /** Number of entries on the list. */
-  count(): number;
+  count(): Promise<number>;
   /** The newest entries first, at most `limit` of them; for the operator (admin view, export). */
-  list(options: { limit: number }): WaitlistEntry[];
+  list(options: { limit: number }): Promise<WaitlistEntry[]>;
+}
+
+/** Checks an entry before any store keeps it (callers pass a normalised, validated one). */
+export function checkWaitlistEntry(entry: WaitlistEntry): void {
+  if (!(WAITLIST_KINDS as readonly string[]).includes(entry.kind)) throw new RangeError(`unknown waitlist kind ${JSON.stringify(entry.kind)}`);
+  if (!Number.isSafeInteger(entry.joinedAtMs)) throw new RangeError(`joinedAtMs must be an integer, got ${entry.joinedAtMs}`);
 }

@@ -192,7 +192,7 @@ async function setup(makeStore: () => BenchStore | Promise<BenchStore>): Promise
     limits: defaultBenchLimits,
     logger: memoryLogger(),
     checkImage: checkImageForBoard,
-    waitlistCount: () => 0,
+    waitlistCount: async () => 0,
   });
   await bench.start();
   const agents: AgentRecord[] = [];

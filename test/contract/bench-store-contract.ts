@@ -303,11 +303,11 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
 
     it('keeps the waitlist: first join of an address wins, newest first', () =>
       withStore(async (store) => {
-        expect(store.waitlist.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: T0 })).toEqual({ created: true });
-        expect(store.waitlist.add({ email: 'a@example.org', kind: 'team', note: 'again', joinedAtMs: T0 + 1 })).toEqual({ created: false });
-        store.waitlist.add({ email: 'b@example.org', kind: 'agent', note: 'n', joinedAtMs: T0 + 2 });
-        expect(store.waitlist.count()).toBe(2);
-        expect(store.waitlist.list({ limit: 5 }).map((e) => [e.email, e.kind])).toEqual([['b@example.org', 'agent'], ['a@example.org', 'person']]);
+        expect(await store.waitlist.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: T0 })).toEqual({ created: true });
+        expect(await store.waitlist.add({ email: 'a@example.org', kind: 'team', note: 'again', joinedAtMs: T0 + 1 })).toEqual({ created: false });
+        await store.waitlist.add({ email: 'b@example.org', kind: 'agent', note: 'n', joinedAtMs: T0 + 2 });
+        expect(await store.waitlist.count()).toBe(2);
+        expect((await store.waitlist.list({ limit: 5 })).map((e) => [e.email, e.kind])).toEqual([['b@example.org', 'agent'], ['a@example.org', 'person']]);
       }));
   });
 

@@ -244,7 +244,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
   // Any content type is read (bounded) so that a wrong one gets a clear 415 rather than "email is empty".
   const readBody = express.raw({ type: () => true, limit: WAITLIST_BODY_LIMIT_BYTES });
 
-  const joinWaitlist: express.RequestHandler = (req, res) => {
+  const joinWaitlist: express.RequestHandler = async (req, res) => {
     const parsed = parseWaitlistForm(formFields(req));
     if (!parsed.ok) throw new PagesHttpError(422, parsed.errors);
     const { form } = parsed;
@@ -266,7 +266,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
     }
 
     // Duplicate addresses succeed the same way as new ones, so the answer never reveals who is on the list.
-    deps.waitlist.add({ email: form.email, kind: form.kind, note: form.note, joinedAtMs: Math.floor(nowMs) });
+    await deps.waitlist.add({ email: form.email, kind: form.kind, note: form.note, joinedAtMs: Math.floor(nowMs) });
 
     setCommonHeaders(res);
     res.set('Cache-Control', 'no-store');

@@ -46,8 +46,8 @@ describe('POST /api/v1/waitlist: success', () => {
     expect(status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(JSON.stringify(json)).toBe('{"status":"ok","kind":"team","email":"Ada.Lovelace@example.org"}');
-    expect(app.waitlist.count()).toBe(1);
-    expect(app.waitlist.list({ limit: 10 })).toEqual([
+    expect(await app.waitlist.count()).toBe(1);
+    expect(await app.waitlist.list({ limit: 10 })).toEqual([
       { email: 'Ada.Lovelace@example.org', kind: 'team', note: 'boards: pico', joinedAtMs: TEST_START_MS },
     ]);
   });
@@ -56,7 +56,7 @@ describe('POST /api/v1/waitlist: success', () => {
     const { status, json } = await post({ email: 'p@example.org', csrf: freshToken() });
     expect(status).toBe(200);
     expect(json).toEqual({ status: 'ok', kind: 'person', email: 'p@example.org' });
-    expect(app.waitlist.list({ limit: 1 })[0]).toMatchObject({ kind: 'person', note: '' });
+    expect((await app.waitlist.list({ limit: 1 }))[0]).toMatchObject({ kind: 'person', note: '' });
   });
 
   it('redirects a browser form post (Accept: text/html) back to /?joined=1 with 303', async () => {
@@ -66,7 +66,7 @@ describe('POST /api/v1/waitlist: success', () => {
     );
     expect(status).toBe(303);
     expect(res.headers.get('location')).toBe('/?joined=1#waitlist');
-    expect(app.waitlist.count()).toBe(1);
+    expect(await app.waitlist.count()).toBe(1);
   });
 
   it('accepts the token rendered into the form on / (the whole human flow)', async () => {
@@ -76,7 +76,7 @@ describe('POST /api/v1/waitlist: success', () => {
     app.fake.tick(CSRF_TOKEN_TTL_MS - 1000); // the visitor took almost two hours to type
     const { status } = await post({ kind: 'agent', email: 'bot@agents.example', note: 'ci', csrf: csrf ?? '' });
     expect(status).toBe(200);
-    expect(app.waitlist.count()).toBe(1);
+    expect(await app.waitlist.count()).toBe(1);
   });
 
   it('answers a duplicate exactly like a new address and keeps the first entry unchanged', async () => {
@@ -86,8 +86,8 @@ describe('POST /api/v1/waitlist: success', () => {
     expect(first.status).toBe(200);
     expect(second.status).toBe(200);
     expect(second.json).toEqual({ status: 'ok', kind: 'team', email: 'dup@example.org' });
-    expect(app.waitlist.count()).toBe(1);
-    expect(app.waitlist.list({ limit: 5 })).toEqual([
+    expect(await app.waitlist.count()).toBe(1);
+    expect(await app.waitlist.list({ limit: 5 })).toEqual([
       { email: 'dup@example.org', kind: 'person', note: 'first', joinedAtMs: TEST_START_MS },
     ]);
   });
@@ -98,11 +98,11 @@ describe('POST /api/v1/waitlist: success', () => {
     const dbPath = app.dbPath;
     await app.close();
     app = await startPagesTestApp({ dbPath, startMs: TEST_START_MS + 3_600_000 });
-    expect(app.waitlist.count()).toBe(2);
-    expect(app.waitlist.list({ limit: 5 }).map((e) => e.email).sort()).toEqual(['one@example.org', 'two@example.org']);
+    expect(await app.waitlist.count()).toBe(2);
+    expect((await app.waitlist.list({ limit: 5 })).map((e) => e.email).sort()).toEqual(['one@example.org', 'two@example.org']);
     const again = await post({ email: 'one@example.org', csrf: freshToken() });
     expect(again.status).toBe(200);
-    expect(app.waitlist.count()).toBe(2);
+    expect(await app.waitlist.count()).toBe(2);
   });
 });
 
@@ -155,7 +155,7 @@ describe('POST /api/v1/waitlist: validation (422, FastAPI bodies, nothing stored
       const { status, json } = await post({ ...c.form, csrf: freshToken() });
       expect(status).toBe(422);
       expect(JSON.stringify(json)).toBe(c.body);
-      expect(app.waitlist.count()).toBe(0);
+      expect(await app.waitlist.count()).toBe(0);
     });
   }
 
@@ -166,7 +166,7 @@ describe('POST /api/v1/waitlist: validation (422, FastAPI bodies, nothing stored
       expect(status).toBe(422);
       expect(JSON.stringify(json)).toBe(empty);
     }
-    expect(app.waitlist.count()).toBe(0);
+    expect(await app.waitlist.count()).toBe(0);
   });
 
   it('refuses a field sent twice instead of picking one', async () => {
@@ -175,7 +175,7 @@ describe('POST /api/v1/waitlist: validation (422, FastAPI bodies, nothing stored
     expect(JSON.stringify(json)).toBe(
       `{"detail":[{"type":"value_error","loc":["body","email"],"msg":"Value error, the field 'email' was sent 2 times; send it once","input":["a@example.org","b@example.org"],"ctx":{"error":"the field 'email' was sent 2 times; send it once"}}]}`,
     );
-    expect(app.waitlist.count()).toBe(0);
+    expect(await app.waitlist.count()).toBe(0);
   });
 
   it('ignores fields the spec does not define, as FastAPI does', async () => {
@@ -192,7 +192,7 @@ describe('POST /api/v1/waitlist: CSRF and origin (403, nothing stored)', () => {
     expect(status).toBe(403);
     expect(json).toEqual({ detail: expect.stringContaining('sent without its CSRF token') });
     expect((json as { detail: string }).detail).toContain(reload(app.baseUrl));
-    expect(app.waitlist.count()).toBe(0);
+    expect(await app.waitlist.count()).toBe(0);
   });
 
   it('refuses a forged token (wrong secret, altered time, garbage)', async () => {
@@ -211,7 +211,7 @@ describe('POST /api/v1/waitlist: CSRF and origin (403, nothing stored)', () => {
       expect((json as { detail: string }).detail).toMatch(/CSRF token .*(not valid|not a token this server issues)/);
       expect((json as { detail: string }).detail).toContain(reload(app.baseUrl));
     }
-    expect(app.waitlist.count()).toBe(0);
+    expect(await app.waitlist.count()).toBe(0);
   });
 
   it('refuses an expired token, measured on the injected clock', async () => {
@@ -222,7 +222,7 @@ describe('POST /api/v1/waitlist: CSRF and origin (403, nothing stored)', () => {
     expect(json).toEqual({
       detail: `The CSRF token of the waitlist form has expired (tokens are valid for 120 minutes): ${reload(app.baseUrl)} (agents: take the hidden csrf field from that page's form).`,
     });
-    expect(app.waitlist.count()).toBe(0);
+    expect(await app.waitlist.count()).toBe(0);
   });
 
   it('refuses a browser post from another site even with a valid token', async () => {
@@ -232,7 +232,7 @@ describe('POST /api/v1/waitlist: CSRF and origin (403, nothing stored)', () => {
       expect(status).toBe(403);
       expect((json as { detail: string }).detail).toMatch(/^Cross-site waitlist submission refused/);
     }
-    expect(app.waitlist.count()).toBe(0);
+    expect(await app.waitlist.count()).toBe(0);
   });
 
   it('checks validation before the token, so a bad email is named even with a bad token', async () => {
@@ -271,7 +271,7 @@ describe('POST /api/v1/waitlist: transport errors', () => {
     const { status, json } = await post({ email: 'big@example.org', csrf: freshToken(), note: 'z'.repeat(20_000) });
     expect(status).toBe(413);
     expect(json).toEqual({ detail: 'The waitlist form body is larger than 16384 bytes.' });
-    expect(app.waitlist.count()).toBe(0);
+    expect(await app.waitlist.count()).toBe(0);
   });
 });
 
@@ -298,7 +298,7 @@ describe('the shell example on / really works', () => {
     // Run asynchronously: the server answering curl lives in this process.
     const { stdout } = await execFileAsync('sh', ['-c', script], { timeout: 20_000 });
     expect(JSON.parse(stdout)).toEqual({ status: 'ok', kind: 'agent', email: 'you@example.org' });
-    expect(app.waitlist.list({ limit: 1 })).toEqual([
+    expect(await app.waitlist.list({ limit: 1 })).toEqual([
       { email: 'you@example.org', kind: 'agent', note: 'boards I would test', joinedAtMs: TEST_START_MS },
     ]);
   });

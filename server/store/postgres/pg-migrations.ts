@@ -1,0 +1,147 @@
+import type { PgDatabase } from './pg-database.js';
+
+/** One step of the PostgreSQL schema; append only, like the SQLite migrations. */
+interface PgMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/**
+ * The bench store's PostgreSQL schema: the same tables and columns as the SQLite one
+ * (bench-store-migrations.ts), with `seq` for insertion order where SQLite has `rowid`, BYTEA for
+ * blobs and BIGINT for host milliseconds; firmware blobs live here too, so every replica sees them.
+ */
+export const pgBenchMigrations: readonly PgMigration[] = [
+  {
+    version: 1,
+    name: 'baseline',
+    sql: `
+  CREATE TABLE agents (
+    agent_id TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    created_at_ms BIGINT NOT NULL
+  );
+  CREATE TABLE sessions (
+    seq BIGSERIAL UNIQUE,
+    session_id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
+    board TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('active', 'ended', 'expired')),
+    idle_seconds DOUBLE PRECISION NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    expires_at_ms BIGINT NOT NULL,
+    ended_at_ms BIGINT,
+    last_heartbeat_at_ms BIGINT
+  );
+  CREATE INDEX sessions_by_state ON sessions(state, expires_at_ms);
+  CREATE TABLE leases (
+    board TEXT PRIMARY KEY,
+    holder_kind TEXT NOT NULL CHECK (holder_kind IN ('session', 'job')),
+    holder_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id)
+  );
+  CREATE TABLE jobs (
+    seq BIGSERIAL UNIQUE,
+    job_id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
+    board TEXT NOT NULL,
+    session_id TEXT,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'flashing', 'running', 'done', 'failed')),
+    firmware_sha256 TEXT NOT NULL,
+    firmware_size_bytes BIGINT NOT NULL,
+    elf_json TEXT NOT NULL,
+    uart_seconds DOUBLE PRECISION NOT NULL,
+    uart_bytes BYTEA,
+    uart_json TEXT,
+    stop_json TEXT,
+    failure_kind TEXT,
+    failure_message TEXT,
+    created_at_ms BIGINT NOT NULL,
+    started_at_ms BIGINT,
+    running_at_ms BIGINT,
+    finished_at_ms BIGINT,
+    flash_ms DOUBLE PRECISION,
+    run_ms DOUBLE PRECISION,
+    worker_id TEXT,
+    claim_expires_at_ms BIGINT,
+    cancel_reason TEXT
+  );
+  CREATE INDEX jobs_by_board_state ON jobs(board, state);
+  CREATE INDEX jobs_by_created ON jobs(created_at_ms);
+  CREATE INDEX jobs_by_session_state ON jobs(session_id, state);
+  CREATE UNIQUE INDEX jobs_one_active_per_board ON jobs(board) WHERE state IN ('flashing', 'running');
+  CREATE INDEX jobs_queued_by_board ON jobs(board, created_at_ms) WHERE state = 'queued';
+  CREATE INDEX jobs_by_claim ON jobs(claim_expires_at_ms) WHERE state IN ('flashing', 'running');
+  CREATE TABLE secrets (
+    name TEXT PRIMARY KEY,
+    value BYTEA NOT NULL
+  );
+  CREATE TABLE board_health (
+    board TEXT NOT NULL PRIMARY KEY,
+    consecutive_failures INTEGER NOT NULL CHECK (consecutive_failures >= 0),
+    last_failure TEXT,
+    quarantined_since_ms BIGINT,
+    quarantine_reason TEXT,
+    CHECK ((quarantined_since_ms IS NULL) = (quarantine_reason IS NULL))
+  );
+  CREATE TABLE waitlist (
+    email TEXT NOT NULL PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('person', 'team', 'agent')),
+    note TEXT NOT NULL,
+    joined_at_ms BIGINT NOT NULL
+  );
+  CREATE TABLE workers (
+    seq BIGSERIAL UNIQUE,
+    worker_id TEXT NOT NULL PRIMARY KEY,
+    label TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE,
+    created_at_ms BIGINT NOT NULL,
+    revoked_at_ms BIGINT,
+    last_seen_at_ms BIGINT,
+    boards_json TEXT NOT NULL
+  );
+  CREATE TABLE firmware_blobs (
+    sha256 TEXT PRIMARY KEY,
+    bytes BYTEA NOT NULL
+  );
+`,
+  },
+];
+
+/** The schema version this code writes. */
+export const PG_SCHEMA_VERSION = pgBenchMigrations.at(-1)!.version;
+
+/**
+ * Brings the database to the current schema. Replicas starting together take turns (a session
+ * advisory lock); a database from a newer hilbench is refused, as with SQLite.
+ */
+export async function migratePgBenchDatabase(db: PgDatabase): Promise<{ from: number; to: number }> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [0x6d696772]);
+    await client.query('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+    const rows = (await client.query('SELECT version FROM schema_version')).rows as Array<{ version: number }>;
+    const from = rows[0]?.version ?? 0;
+    if (from > PG_SCHEMA_VERSION) {
+      throw new Error(`the database is at schema version ${from}, newer than this hilbench (${PG_SCHEMA_VERSION}): upgrade hilbench`);
+    }
+    for (const m of pgBenchMigrations.filter((m) => m.version > from)) {
+      await client.query('BEGIN');
+      try {
+        await client.query(m.sql);
+        await client.query('DELETE FROM schema_version');
+        await client.query('INSERT INTO schema_version (version) VALUES ($1)', [m.version]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${m.version} (${m.name}) failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+    return { from, to: Math.max(from, PG_SCHEMA_VERSION) };
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [0x6d696772]).catch(() => undefined);
+    client.release();
+  }
+}

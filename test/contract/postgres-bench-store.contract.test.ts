@@ -1,0 +1,15 @@
+import { PostgresBenchStore } from '../../server/store/postgres/postgres-bench-store.js';
+import { createTestDatabase } from '../support/postgres-test-database.js';
+import { describeBenchStoreContract } from './bench-store-contract.js';
+
+// The same contract as SQLite's, on a fresh PostgreSQL database per store (dropped when it closes).
+describeBenchStoreContract('postgres', async () => {
+  const database = await createTestDatabase();
+  const store = await PostgresBenchStore.open(database.url, { maxConnections: 4 });
+  const close = store.close.bind(store);
+  store.close = async () => {
+    await close();
+    await database.drop();
+  };
+  return store;
+});

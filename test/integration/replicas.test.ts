@@ -1,0 +1,186 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { createClock } from '@sinonjs/fake-timers';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { MockBackend } from '../../backends/mock/mock-backend.js';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { RemoteWorker } from '../../harness/worker/remote-worker.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { createTestDatabase } from '../support/postgres-test-database.js';
+import { picoTestElf } from '../support/make-elf.js';
+
+/**
+ * Server replicas on one PostgreSQL database (issue 10): whichever replica an agent reaches, a
+ * board is leased once, a job runs once, and a replica killed with SIGKILL loses nothing accepted.
+ */
+
+const ADMIN = 'replica-admin';
+const BOARDS = ['pico', 'uno', 'netduinoplus2', 'mps2-an385'];
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function twoReplicas(): Promise<{ a: BenchTestApp; b: BenchTestApp; fake: ReturnType<typeof createClock> }> {
+  const database = await createTestDatabase();
+  cleanups.push(database.drop);
+  const fake = createClock(TEST_START_MS);
+  const config = { fake, databaseUrl: database.url, localWorker: false as const, adminToken: ADMIN };
+  const a = await startBenchTestApp(config);
+  cleanups.push(() => a.close());
+  const b = await startBenchTestApp(config);
+  cleanups.push(() => b.close());
+  return { a, b, fake };
+}
+
+describe('replicas sharing PostgreSQL', () => {
+  it('leases each of 4 boards exactly once to 100 agents racing through both replicas, and runs each job once', { timeout: 120_000 }, async () => {
+    const { a, b, fake } = await twoReplicas();
+    const replicas = [a, b];
+    // A worker on replica b serves the boards (a lab server leases only boards a worker serves).
+    const { token } = (await (
+      await b.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'farm' }) })
+    ).json()) as { token: string };
+    const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-replica-cache-'));
+    cleanups.push(async () => rmSync(cache, { recursive: true, force: true }));
+    const worker = new RemoteWorker({
+      serverUrl: b.url,
+      token,
+      clock: clockFromFakeTimers(fake),
+      boards: loadBoardCatalog().filter((x) => BOARDS.includes(x.id)),
+      backends: { mock: new MockBackend() },
+      choice: 'mock',
+      firmwareCacheDir: cache,
+      logInfo: () => undefined,
+      logError: () => undefined,
+    });
+    await worker.start();
+    cleanups.push(() => worker.close());
+    // Replica a learns of the worker's boards once its availability cache (5 s) runs out.
+    await fake.tickAsync(5_000);
+    const agents = await Promise.all(Array.from({ length: 100 }, (_, i) => replicas[i % 2]!.register(`agent-${i}`)));
+    const answers = await Promise.all(
+      agents.map((agent, i) =>
+        replicas[(i + 1) % 2]!.request('/api/v1/sessions', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${agent.token}` },
+          body: new URLSearchParams({ board: BOARDS[i % BOARDS.length]!, idle_seconds: '600' }),
+        }),
+      ),
+    );
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(4);
+    expect(statuses.filter((s) => s !== 200 && s !== 409)).toEqual([]);
+    const winners = await Promise.all(answers.map(async (r, i) => (r.status === 200 ? { i, session: (await r.json()) as { session_id: string; board: string } } : undefined)));
+    const held = winners.filter((w) => w !== undefined);
+    expect(new Set(held.map((w) => w.session.board))).toEqual(new Set(BOARDS));
+    // Both replicas see the same leases.
+    for (const replica of replicas) {
+      const { boards } = (await (await replica.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; status: string }> };
+      for (const id of BOARDS) expect(boards.find((x) => x.id === id)!.status, id).not.toBe('free');
+    }
+
+    // The jobs submitted through replica a run on replica b's worker, each once.
+    const jobIds: string[] = [];
+    for (const { i, session } of held) {
+      const body = new FormData();
+      body.set('board', session.board);
+      body.set('session', session.session_id);
+      body.set('uart_seconds', '0.2');
+      body.set('firmware', new Blob([picoTestElf()], { type: 'application/octet-stream' }), 'fw.elf');
+      const res = await a.request('/api/v1/jobs/flash', { method: 'POST', headers: { authorization: `Bearer ${agents[i]!.token}` }, body });
+      // pico's ELF on other boards is refused by the image check: only pico's job is queued there.
+      if (session.board === 'pico') {
+        expect(res.status, await res.clone().text()).toBe(200);
+        jobIds.push(((await res.json()) as { job_id: string }).job_id);
+      }
+    }
+    // Replica b's worker learns of a job queued through replica a on its gateway's next look at the store.
+    for (const id of jobIds) {
+      for (let step = 0; step < 50 && (await b.server.service.store.getJob(id))?.state !== 'done'; step++) await fake.tickAsync(2_000);
+      expect((await a.server.service.store.getJob(id))?.state).toBe('done');
+    }
+  });
+});
+
+// Processes: two `hilbench serve --database-url` replicas and a worker on one of them.
+const cli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
+const processes = new Set<ResultPromise>();
+afterAll(async () => {
+  for (const p of processes) p.kill('SIGKILL');
+  await Promise.allSettled(processes);
+});
+
+async function start(args: string[], ready: RegExp): Promise<{ child: ResultPromise; match: RegExpExecArray }> {
+  const child = execa('node', [cli, ...args], { reject: false, all: true });
+  processes.add(child);
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    let seen = '';
+    child.all?.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+      const m = ready.exec(seen);
+      if (m) resolve(m);
+    });
+    void child.then((r) => reject(new Error(`hilbench ${args[0]} exited early (${r.exitCode}): ${r.all}`)));
+  });
+  return { child, match };
+}
+
+/** Waits, bounded, until `check` holds: other processes give this one no event to wait on. */
+async function until(what: string, check: () => Promise<boolean>, boundMs = 60_000): Promise<void> {
+  for (let waitedMs = 0; waitedMs < boundMs; waitedMs += 100) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`waited ${boundMs} ms for ${what}`);
+}
+
+describe('a replica killed with SIGKILL', () => {
+  it('loses no job it accepted: the other replica and the worker carry on', { timeout: 180_000 }, async () => {
+    const database = await createTestDatabase();
+    cleanups.push(database.drop);
+    const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-replicas-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const replica = (name: string) =>
+      start(
+        ['serve', '--database-url', database.url, '--no-local-worker', '--no-relay', '--port', '0', '--data-dir', path.join(dir, name), '--admin-token', ADMIN,
+          '--worker-heartbeat-seconds', '1', '--worker-claim-seconds', '3', '--worker-offline-after-seconds', '3'],
+        /bench service on (http:\/\/127\.0\.0\.1:\d+)/,
+      );
+    const first = await replica('a');
+    const second = await replica('b');
+    const [urlA, urlB] = [first.match[1]!, second.match[1]!];
+    const created = await execa('node', [cli, 'worker-token', 'create', '--server', urlA, '--admin-token', ADMIN, '--label', 'sim-farm']);
+    const tokenFile = path.join(dir, 'worker.token');
+    writeFileSync(tokenFile, created.stdout.split('\n').at(-1)!.trim(), { mode: 0o600 });
+    await start(['worker', '--server', urlB, '--token-file', tokenFile, '--backend', 'mock', '--boards', 'pico', '--cache-dir', path.join(dir, 'cache')], /serving pico/);
+
+    await until('pico free through replica a', async () => {
+      const { boards } = (await (await fetch(`${urlA}/api/v1/boards`)).json()) as { boards: Array<{ id: string; status: string }> };
+      return boards.find((x) => x.id === 'pico')?.status === 'free';
+    });
+    const registered = (await (await fetch(`${urlA}/api/v1/agents/register`, { method: 'POST', body: new URLSearchParams({ label: 'a' }) })).json()) as { token: string };
+    const auth = { authorization: `Bearer ${registered.token}` };
+    const session = (await (await fetch(`${urlA}/api/v1/sessions`, { method: 'POST', headers: auth, body: new URLSearchParams({ board: 'pico', idle_seconds: '600' }) })).json()) as {
+      session_id: string;
+    };
+    const accepted: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const body = new FormData();
+      body.set('board', 'pico');
+      body.set('session', session.session_id);
+      body.set('uart_seconds', '0.3');
+      body.set('firmware', new Blob([picoTestElf()], { type: 'application/octet-stream' }), 'fw.elf');
+      const res = await fetch(`${urlA}/api/v1/jobs/flash`, { method: 'POST', headers: auth, body });
+      expect(res.status, await res.clone().text()).toBe(200);
+      accepted.push(((await res.json()) as { job_id: string }).job_id);
+    }
+    first.child.kill('SIGKILL');
+    await first.child;
+    const state = async (id: string) => ((await (await fetch(`${urlB}/api/v1/jobs/${id}`, { headers: auth })).json()) as { state: string }).state;
+    for (const id of accepted) await until(`job ${id} done through replica b`, async () => (await state(id)) === 'done');
+  });
+});
