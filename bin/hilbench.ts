@@ -18,6 +18,7 @@ import { durationMs, durationSchema } from '../harness/scenario/scenario-schema.
 import { defaultRelayRateLimits, startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 import { addWorkerCommands } from './worker-command.js';
+import { type LogLevel, logLevels, pinoLogger } from '../server/http/pino-logger.js';
 import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
 
 const backendChoices = ['auto', ...backendNames];
@@ -63,9 +64,12 @@ function readSelfSlice(file: string): QuorumSet {
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const envName = (s: string) => `HILBENCH_${kebab(s).replace(/-/g, '_').toUpperCase()}`;
 
+const packageVersion = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
 const program = new Command()
   .name('hilbench')
   .description('Hardware-in-the-loop bench: one HTTP API over mock, simulated, emulated and real microcontroller boards.')
+  .version(packageVersion, '-V, --version', 'print the hilbench version')
   .showHelpAfterError();
 
 const serve = program
@@ -127,6 +131,8 @@ const serve = program
       .argParser(requestCount),
   )
   .addOption(new Option('--no-relay', 'do not start the relay service'))
+  .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
+  .addOption(new Option('--metrics-token <token>', 'GET /metrics answers only "authorization: Bearer <token>" (default: open)').env('HILBENCH_METRICS_TOKEN'))
   .addOption(new Option('--no-local-worker', 'run no bench worker in this process: jobs run on remote workers (hilbench worker; docs/worker-protocol.md)'))
   .addOption(new Option('--worker-heartbeat-seconds <s>', 'how often remote workers send a heartbeat (default 5)').env('HILBENCH_WORKER_HEARTBEAT_SECONDS').argParser(positiveNumber))
   .addOption(new Option('--worker-offline-after-seconds <s>', 'a remote worker unheard of this long is offline, with its boards (default 15)').env('HILBENCH_WORKER_OFFLINE_AFTER_SECONDS').argParser(positiveNumber))
@@ -166,7 +172,10 @@ serve.action(async (opts: Record<string, unknown>) => {
         ),
     });
   const host = String(opts.host);
+  const logger = pinoLogger({ level: opts.logLevel as LogLevel, name: 'hilbench' });
   const bench = await startBenchServer({
+    logger,
+    metricsToken: opts.metricsToken as string | undefined,
     port: opts.port as number,
     host,
     dataDir,
@@ -196,6 +205,7 @@ serve.action(async (opts: Record<string, unknown>) => {
       ? undefined
       : await startRelayServer({
           clock,
+          logger,
           dataDir: path.join(dataDir, 'relay'),
           host,
           port: opts.relayPort as number,

@@ -11,6 +11,7 @@ import { runRelayCoreBench } from './relay-core.bench.js';
 import { runRelayIngestBench } from './relay-ingest.bench.js';
 import { runRomLoopBench } from './rom-loop.bench.js';
 import { runLabBench } from './lab.bench.js';
+import { runReplicasBench } from './replicas.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
   {
@@ -39,6 +40,11 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     intro:
       "The same QEMU job, submit to done, run by the worker in the server's process and by a `hilbench worker` claiming it over HTTP on loopback, alternately in one run (issue 10).",
     run: () => runLabBench(),
+  },
+  {
+    title: 'Lab: two replicas on one PostgreSQL database against one',
+    intro: 'Flash jobs per second on mock boards through one replica and through two sharing the database, each replica running its own worker, in one run (issue 10).',
+    run: () => runReplicasBench(),
   },
   {
     title: 'Relay core',

@@ -36,6 +36,9 @@ import { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
 import type { LocalWorkerOptions } from './local-worker.js';
 import { WorkerGateway } from './worker-gateway.js';
+import { benchMetrics } from './bench-metrics.js';
+import { httpMetrics } from '../http/http-metrics.js';
+import { requestContext } from '../http/request-context.js';
 import { WorkerAdmin } from './worker-admin.js';
 import { defaultWorkerTimings, WorkerProtocol, type WorkerTimings } from './worker-protocol.js';
 import { workerRoutes } from './worker-routes.js';
@@ -86,6 +89,8 @@ export interface BenchServiceConfig {
    * same database, each with its own data directory. Absent: SQLite in the data directory.
    */
   databaseUrl?: string;
+  /** When set, `GET /metrics` answers only `authorization: Bearer <metricsToken>`; unset: open. */
+  metricsToken?: string;
   /** Heartbeat, offline and claim timings given to remote workers; default `defaultWorkerTimings`. */
   workerTimings?: Partial<WorkerTimings>;
   /** Checks an image against a board before it is queued. Default `checkImageForBoard`. */
@@ -158,6 +163,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     throw err;
   }
   let started: Bench | undefined;
+  let stopMetrics: () => void = () => undefined;
   try {
     const quarantineStore = store.boardHealth;
     const backends =
@@ -220,12 +226,20 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
       components: { ...openApiComponents, ...workerOpenApiComponents },
-      extraPaths: pagesOpenApiPaths(),
+      extraPaths: { ...pagesOpenApiPaths(), ...metricsOpenApiPath },
     });
 
     const app = express();
     app.disable('x-powered-by');
     app.use(noSniff);
+    // A request id for every answer and log line, and HTTP metrics by route pattern and status.
+    const metrics = benchMetrics({ clock, store, live, logger, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000 });
+    stopMetrics = metrics.stop;
+    app.use(requestContext({ logger, nowMs: () => clock.nowMs(), onDone: httpMetrics(metrics.registry) }));
+    // One log line per job transition this replica sees (docs/deployment.md, "Logs").
+    live.subscribeAll((jobId, event) => {
+      if (event.kind === 'state') logger.info(`job ${jobId} ${event.state}`, { jobId, state: event.state });
+    });
     // Unauthenticated writes, limited per client address before anything is read (decision 0232).
     const clientOf = (req: IncomingMessage) => clientAddress(req, config.trustProxyHops ?? 0);
     const perMinute = (requests: number) => new RateLimiter({ clock, requests, perMs: 60_000 });
@@ -251,6 +265,14 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       app[route.method](p, serveApiRoute(route, guards));
       methodsByPath.set(p, [...(methodsByPath.get(p) ?? []), route.method]);
     }
+    app.get('/metrics', async (req, res) => {
+      // Open by default (board ids, worker labels and counts); with a metrics token, a bearer scrape.
+      if (config.metricsToken && req.get('authorization') !== `Bearer ${config.metricsToken}`) {
+        throw new HttpError(401, 'metrics token required: send "authorization: Bearer <metrics token>"', { 'WWW-Authenticate': 'Bearer' });
+      }
+      res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
+    methodsByPath.set('/metrics', ['get']);
     app.get('/openapi.json', (_req, res) => {
       res.json(openApi);
     });
@@ -301,6 +323,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       close: async () => {
         if (closed) return;
         closed = true;
+        stopMetrics();
         await bench.close();
         // Backends with timers of their own (the probe's automatic health checks) stop before the
         // database their board health lives in closes.
@@ -379,3 +402,16 @@ function stopBackendTimers(backend: Backend | undefined): void {
 function replicaWorkerId(dataDir: string): string {
   return `local-${hostname()}-${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 8)}`;
 }
+
+/** `GET /metrics` in the OpenAPI document: served beside the API, not one of its JSON routes. */
+const metricsOpenApiPath = {
+  '/metrics': {
+    get: {
+      tags: ['status'],
+      summary: 'Prometheus metrics: jobs by state, queue depth per board, leases, workers and their last heartbeat, HTTP requests by route and status',
+      description: 'Open unless the server has a metrics token (`--metrics-token`); then `authorization: Bearer <metrics token>`. See docs/deployment.md.',
+      operationId: 'metrics',
+      responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
+  },
+};

@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { boundedInput } from './bounded-input.js';
 import { HttpError } from './http-error.js';
 import type { Logger } from './logger.js';
+import { requestIdOf } from './request-context.js';
 
 /**
  * The one error handler. `HttpError`s are written as `{"detail": ...}` with their status and
@@ -16,7 +17,7 @@ export function createErrorHandler(logger: Logger): ErrorRequestHandler {
       // Too late for a clean answer: log, and cut the connection so the client sees an incomplete
       // answer rather than a complete-looking one. Not `next(err)`: express's final handler would
       // print the stack again, and nothing may reach it (it writes HTML).
-      logger.error(`${req.method} ${req.originalUrl} failed after the response started`, err);
+      logger.error(`${req.method} ${req.originalUrl} failed after the response started`, err, { requestId: requestIdOf(res) });
       if (!res.writableEnded) res.destroy();
       return;
     }
@@ -86,7 +87,7 @@ function answerError(logger: Logger, err: unknown, req: Parameters<ErrorRequestH
   try {
     writeError(logger, err, req, res);
   } catch (cause) {
-    logger.error(`${req.method} ${req.originalUrl}: writing the error answer failed`, cause);
+    logger.error(`${req.method} ${req.originalUrl}: writing the error answer failed`, cause, { requestId: requestIdOf(res) });
     if (res.headersSent) {
       if (!res.writableEnded) res.destroy();
       return;
@@ -115,7 +116,7 @@ function writeError(logger: Logger, err: unknown, req: Parameters<ErrorRequestHa
       res.status(clientError.status).json({ detail: clientError.detail });
       return;
     }
-    logger.error(`${req.method} ${req.originalUrl} failed with an unexpected error`, err);
+    logger.error(`${req.method} ${req.originalUrl} failed with an unexpected error`, err, { requestId: requestIdOf(res) });
     res.status(500).json({ detail: 'Internal Server Error' });
   }
 }

@@ -288,6 +288,7 @@ describe('GET /openapi.json', () => {
         'GET /api/v1/health',
         'GET /api/v1/boards',
         'GET /api/v1/stats',
+        'GET /metrics',
         'POST /api/v1/agents/register',
         'POST /api/v1/sessions',
         'GET /api/v1/sessions/:sid',
