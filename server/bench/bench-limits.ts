@@ -15,6 +15,11 @@ export interface BenchLimits {
   maxUartChunksPerJob: number;
   /** Jobs waiting per board; one more is refused with 429. */
   maxQueuedJobsPerBoard: number;
+  /**
+   * Longest a job waits in the queue for a worker to start it, seconds: then it fails as
+   * `unavailable` (its board has had no worker, or its queue did not move), so nothing waits for ever.
+   */
+  maxQueueWaitSeconds: number;
   /** Longest agent label, characters. */
   maxLabelLength: number;
   /**
@@ -35,6 +40,8 @@ export const defaultBenchLimits: BenchLimits = {
   maxUartBytesPerJob: 64 * 1024,
   maxUartChunksPerJob: 1024,
   maxQueuedJobsPerBoard: 8,
+  // Far above a full queue on a healthy board (8 jobs of at most 30 s of UART, on a slow host).
+  maxQueueWaitSeconds: 900,
   maxLabelLength: 64,
   // A person or a CI job registers a handful of agents; a script minting tokens does not get far.
   agentRegistrationsPerMinute: 10,

@@ -103,16 +103,24 @@ export class Bench {
 
   /**
    * Every `claimSweepMs` (injected clock): jobs whose remote worker stopped renewing its claim fail
-   * as `interrupted`, with the UART it reported. Safe on every replica at once (a job fails once).
+   * as `interrupted`, with the UART it reported, and jobs that waited in the queue longer than
+   * `maxQueueWaitSeconds` fail as `unavailable`. Safe on every replica at once (a job fails once).
    */
   private armClaimSweep(): void {
     if (this.closing) return;
     const { clock, store, logger, live } = this.deps;
     this.sweepTimer = clock.setTimeout(() => {
-      void store
-        .failLapsedClaims(clock.nowMs())
-        .then((jobs) => {
-          for (const job of jobs) {
+      const nowMs = clock.nowMs();
+      const waitSeconds = this.deps.limits.maxQueueWaitSeconds;
+      void Promise.all([
+        store.failLapsedClaims(nowMs),
+        store.failOverdueQueuedJobs(nowMs - waitSeconds * 1000, {
+          reason: `no worker started this job within ${waitSeconds} s of its submission (its board had no worker, or its queue did not move); submit it again`,
+          nowMs,
+        }),
+      ])
+        .then((lists) => {
+          for (const job of lists.flat()) {
             logger.warn(`job ${job.jobId} on ${job.board} failed: ${job.failure?.message ?? 'its worker went silent'}`);
             live.publishState(job.jobId, job.state);
           }
@@ -164,6 +172,11 @@ export class Bench {
 
   getJob(agent: AgentRecord, jobId: string): Promise<JobBody> {
     return this.jobs.getJob(agent, jobId);
+  }
+
+  /** Settles once the session expiry sweeps its timers started have finished (tests on a fake clock). */
+  expirySettled(): Promise<void> {
+    return this.sessions.expirySettled();
   }
 
   /** Settles once the worker in this process has started job `jobId` (its deadline runs). For tests. */

@@ -15,6 +15,8 @@ import type { BoardAccess } from './board-access.js';
 export class SessionLeases {
   private readonly expiryTimers = new Map<string, TimerHandle>();
   private closing = false;
+  /** The expiry sweeps the timers started, one after another. */
+  private reaping: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; logger: Logger; access: BoardAccess },
@@ -27,6 +29,15 @@ export class SessionLeases {
   /** After a (re)start: an expiry timer for every session still active. */
   async armAll(): Promise<void> {
     for (const session of await this.deps.store.listActiveSessions(this.now())) this.armExpiry(session);
+  }
+
+  /** Settles once the expiry sweeps started by timers so far have finished (tests on a fake clock). */
+  async expirySettled(): Promise<void> {
+    let seen: Promise<void> | undefined;
+    while (seen !== this.reaping) {
+      seen = this.reaping;
+      await seen;
+    }
   }
 
   /** Stops every expiry timer; none is armed again. */
@@ -112,7 +123,7 @@ export class SessionLeases {
     const delayMs = Math.max(0, session.expiresAtMs - this.now());
     const handle = this.deps.clock.setTimeout(() => {
       this.expiryTimers.delete(session.sessionId);
-      void this.reapExpired();
+      this.reaping = this.reaping.then(() => this.reapExpired());
     }, delayMs);
     this.expiryTimers.set(session.sessionId, handle);
   }

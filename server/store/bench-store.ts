@@ -85,6 +85,12 @@ export interface BenchStore {
    */
   failLapsedClaims(nowMs: number): Promise<JobRecord[]>;
   /**
+   * Fails as `unavailable`, with `reason`, every job still queued that was created at or before
+   * `createdAtOrBeforeMs` (waited too long for a worker), freeing its own lease and renewing its
+   * session from `nowMs`. Safe on every replica at once.
+   */
+  failOverdueQueuedJobs(createdAtOrBeforeMs: number, failure: { reason: string; nowMs: number }): Promise<JobRecord[]>;
+  /**
    * Fails as `interrupted`, with `reason`, the flashing or running jobs claimed by `workerId`
    * except those in `keep` (a worker starting again: what it no longer runs will never finish).
    */

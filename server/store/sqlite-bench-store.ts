@@ -24,7 +24,7 @@ import { SqliteQuarantineStore } from './sqlite-quarantine-store.js';
 import { SqliteWaitlist } from './sqlite-waitlist.js';
 import { SqliteWorkerRegistry } from './sqlite-worker-registry.js';
 import { type AgentRow, type JobRow, type SessionRow, agentFromRow, insertSession, jobFromRow, sessionFromRow } from './sqlite-bench-rows.js';
-import { claimJob, failLapsedClaims, markJobRunning, releaseWorkerJobs, renewJobClaim, requestJobCancel } from './sqlite-job-queue.js';
+import { claimJob, failLapsedClaims, failOverdueQueuedJobs, markJobRunning, releaseWorkerJobs, renewJobClaim, requestJobCancel } from './sqlite-job-queue.js';
 import { createJob, finishJob } from './sqlite-job-writes.js';
 import { asOf, closeSession, expireDue, inUse, leaseOn, listLeasesAsOf } from './sqlite-session-leases.js';
 
@@ -177,6 +177,10 @@ export class SqliteBenchStore implements BenchStore {
 
   async failLapsedClaims(nowMs: number): Promise<JobRecord[]> {
     return failLapsedClaims(this.database, nowMs);
+  }
+
+  async failOverdueQueuedJobs(createdAtOrBeforeMs: number, failure: { reason: string; nowMs: number }): Promise<JobRecord[]> {
+    return failOverdueQueuedJobs(this.database, createdAtOrBeforeMs, failure);
   }
 
   async releaseWorkerJobs(workerId: string, release: { reason: string; nowMs: number; keep?: readonly string[] }): Promise<JobRecord[]> {

@@ -152,3 +152,24 @@ export function releaseWorkerJobs(
     })
     .immediate();
 }
+
+/** Queued jobs created at or before the cutoff: failed as unavailable (no worker started them in time). */
+export function failOverdueQueuedJobs(db: Database.Database, createdAtOrBeforeMs: number, failure: { reason: string; nowMs: number }): JobRecord[] {
+  return db
+    .transaction(() => {
+      const overdue = db
+        .prepare("SELECT * FROM jobs WHERE state = 'queued' AND created_at_ms <= ? ORDER BY created_at_ms, rowid")
+        .all(createdAtOrBeforeMs) as JobRow[];
+      return overdue.map((row) => {
+        db.prepare("UPDATE jobs SET state = 'failed', failure_kind = 'unavailable', failure_message = ?, finished_at_ms = ? WHERE job_id = ?").run(
+          failure.reason,
+          failure.nowMs,
+          row.job_id,
+        );
+        db.prepare("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?").run(row.job_id);
+        renewAfterJob(db, row.session_id, failure.nowMs);
+        return jobFromRow(db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(row.job_id) as JobRow);
+      });
+    })
+    .immediate();
+}

@@ -74,6 +74,20 @@ export function describeJobQueueContract(name: string, withStore: (body: (store:
         expect(await store.requestJobCancel('job_missing', 'x', T0 + 8)).toBeUndefined();
       }));
 
+    it('fails jobs that waited in the queue past the cutoff as unavailable, freeing their leases', () =>
+      withStore(async (store) => {
+        await store.openSession(sessionRecord({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }));
+        await store.createJob(jobRecord({ jobId: 'job_old', board: 'uno', createdAtMs: T0 }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_session', sessionId: 'ses_1', createdAtMs: T0 + 1 }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_young', sessionId: 'ses_1', createdAtMs: T0 + 500 }), queueOf(T0));
+        const failed = await store.failOverdueQueuedJobs(T0 + 1, { reason: 'no worker started it within 900 s', nowMs: T0 + 900_000 });
+        expect(failed.map((j) => j.jobId)).toEqual(['job_old', 'job_session']);
+        expect(failed[0]).toMatchObject({ state: 'failed', failure: { kind: 'unavailable', message: 'no worker started it within 900 s' }, finishedAtMs: T0 + 900_000 });
+        expect((await store.getJob('job_young'))!.state).toBe('queued');
+        expect((await store.listLeases(T0 + 900_000)).map((l) => l.board)).toEqual(['pico']);
+        expect(await store.failOverdueQueuedJobs(T0 + 1, { reason: 'again', nowMs: T0 + 900_001 })).toEqual([]);
+      }));
+
     it('releases a restarted worker’s jobs except those it still runs', () =>
       withStore(async (store) => {
         await store.createJob(jobRecord({ jobId: 'job_a', board: 'pico' }), queueOf(T0));

@@ -134,7 +134,7 @@ class AdvanceCommand implements fc.AsyncCommand<Model, Real> {
     // Let the expiry timers' store writes finish. Reads never write, so the leases read now are
     // the model's whether or not the timers ran; that the timers did the sweeping is checked by a
     // sweep of our own finding nothing left to expire.
-    for (let k = 0; k < 5; k++) await new Promise((r) => setImmediate(r));
+    await real.bench.expirySettled();
     const leased = (await real.store.listLeases(model.nowMs)).map((l) => l.board).sort();
     const expected = model.sessions.filter((s) => s.state === 'active').map((s) => s.board).sort();
     expect(leased).toEqual(expected);

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
@@ -107,9 +108,20 @@ describe('a lab: a server with no worker of its own, and worker processes', () =
     // SIGKILL the QEMU worker while its job runs: the job fails with the reason, the board goes offline.
     const long = await flash('netduinoplus2', '120');
     await until(`job ${long} running`, async () => (await job(long)).state === 'running');
+    // Killed once the server has saved some of what it printed (saves are at most a second apart;
+    // the API shows a running job's UART only when it ends, so the server's database is read).
+    const database = new Database(path.join(dir, 'data', 'bench.sqlite'), { readonly: true, fileMustExist: true });
+    await until(`job ${long} to have UART saved`, async () => {
+      const row = database.prepare('SELECT uart_bytes FROM jobs WHERE job_id = ?').get(long) as { uart_bytes: Buffer | null } | undefined;
+      return (row?.uart_bytes?.length ?? 0) > 0;
+    });
+    database.close();
     qemuWorker.child.kill('SIGKILL');
     await until(`job ${long} to fail`, async () => (await job(long)).state === 'failed');
-    expect((await job(long)).failure).toMatchObject({ kind: 'interrupted', message: expect.stringMatching(/^worker \S+ stopped answering while this job was running/) });
+    const killed = await job(long);
+    expect(killed.failure).toMatchObject({ kind: 'interrupted', message: expect.stringMatching(/^worker \S+ stopped answering while this job was running/) });
+    // The UART the worker had sent before it died is kept with the failure.
+    expect(killed.uart?.text).toMatch(/^hilbench hello board=netduinoplus2\r\n/);
     await until('netduinoplus2 offline', async () => (await status('netduinoplus2')).status === 'offline');
     expect((await status('netduinoplus2')).offline_reason).toMatch(/^worker qemu-pi \(wk_\S+\) missed its heartbeats/);
     expect((await status('pico')).status).toBe('free');

@@ -150,4 +150,24 @@ describe('a lab server and its remote bench workers', () => {
     await app.fake.tickAsync(5_000);
     await waitUntil(systemClock, async () => ((await boardStatus('pico')).status === 'free' ? true : undefined), { timeoutMs: 20_000, describe: 'pico free again' });
   });
+
+  it('fails a job no worker starts within maxQueueWaitSeconds as unavailable, with the reason', async () => {
+    await labServer();
+    const { token } = await createWorkerToken('pi-gone');
+    const worker = await startWorker(token, ['pico']);
+    app.fake.tick(5_000);
+    // The worker goes away before the job is submitted: nobody will claim it.
+    await worker.close();
+    workers.splice(workers.indexOf(worker), 1);
+    const alice = await app.register('alice');
+    const job = await submit(app, alice.token, { board: 'pico', uart_seconds: '0.1' }, picoElf());
+    await app.fake.tickAsync(899_000);
+    expect((await getJob(app, alice.token, job.job_id)).state).toBe('queued');
+    await app.fake.tickAsync(10_000);
+    await app.jobReaches(job.job_id, 'failed');
+    expect((await getJob(app, alice.token, job.job_id)).failure).toEqual({
+      kind: 'unavailable',
+      message: 'no worker started this job within 900 s of its submission (its board had no worker, or its queue did not move); submit it again',
+    });
+  });
 });

@@ -172,3 +172,15 @@ export async function finishJob(q: Query, jobId: string, outcome: JobOutcome, op
   await q("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = $1", [jobId]);
   return (await jobById(q, jobId))!;
 }
+
+export async function failOverdueQueuedJobs(q: Query, createdAtOrBeforeMs: number, failure: { reason: string; nowMs: number }): Promise<JobRecord[]> {
+  const overdue = await q<JobRow>("SELECT * FROM jobs WHERE state = 'queued' AND created_at_ms <= $1 ORDER BY created_at_ms, seq", [createdAtOrBeforeMs]);
+  const failed: JobRecord[] = [];
+  for (const row of overdue) {
+    await q("UPDATE jobs SET state = 'failed', failure_kind = 'unavailable', failure_message = $1, finished_at_ms = $2 WHERE job_id = $3", [failure.reason, failure.nowMs, row.job_id]);
+    await q("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = $1", [row.job_id]);
+    await renewAfterJob(q, row.session_id, failure.nowMs);
+    failed.push((await jobById(q, row.job_id))!);
+  }
+  return failed;
+}

@@ -166,6 +166,10 @@ export class PostgresBenchStore implements BenchStore {
     return this.db.write((q) => jobs.failLapsedClaims(q, nowMs));
   }
 
+  failOverdueQueuedJobs(createdAtOrBeforeMs: number, failure: { reason: string; nowMs: number }): Promise<JobRecord[]> {
+    return this.db.write((q) => jobs.failOverdueQueuedJobs(q, createdAtOrBeforeMs, failure));
+  }
+
   releaseWorkerJobs(workerId: string, release: { reason: string; nowMs: number; keep?: readonly string[] }): Promise<JobRecord[]> {
     return this.db.write((q) => jobs.releaseWorkerJobs(q, workerId, release));
   }
