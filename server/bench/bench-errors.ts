@@ -49,6 +49,8 @@ export const BENCH_ERROR_CODES = [
   'job_not_held',
   /** The bench runs no worker in its process, so it cannot run this itself. */
   'no_local_worker',
+  /** Serial input for a job that is not running (or runs where input cannot reach it). */
+  'job_not_running',
 ] as const;
 
 export type BenchErrorCode = (typeof BENCH_ERROR_CODES)[number];

@@ -8,6 +8,7 @@ import { declaredBodyTooLarge, parseFormBody } from '../http/parse-form.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
+import { getJobMaybeWaiting, jobLiveRoutes, jobWaitQuerySchema } from './job-live-routes.js';
 import type { BenchLimits } from './bench-limits.js';
 import {
   adminSchema,
@@ -78,7 +79,7 @@ function agentOf(caller: RouteCaller<AgentRecord>): AgentRecord {
  * (`bench-error-http.ts`), so the domain never picks a status.
  */
 export function benchRoutes(bench: Bench, options: { limits: BenchLimits }): ApiRoute<AgentRecord>[] {
-  return benchRouteTable(bench, options).map((route) => ({ ...route, handler: mapBenchErrors(route.handler) }));
+  return [...benchRouteTable(bench, options).map((route) => ({ ...route, handler: mapBenchErrors(route.handler) })), ...jobLiveRoutes(bench)];
 }
 
 function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRoute<AgentRecord>[] {
@@ -239,9 +240,10 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
       summary: "One of the caller's jobs: state, UART capture, stop reason or failure",
       tags: ['jobs'],
       auth: 'bearer',
+      query: jobWaitQuerySchema,
       response: jobSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such job of the caller' },
-      handler: async (req, res, caller) => res.json(await bench.getJob(agentOf(caller), param(req, 'job_id'))),
+      handler: getJobMaybeWaiting(bench),
     },
     {
       method: 'get',

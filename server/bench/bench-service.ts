@@ -43,6 +43,7 @@ import { WorkerAdmin } from './worker-admin.js';
 import { defaultWorkerTimings, WorkerProtocol, type WorkerTimings } from './worker-protocol.js';
 import { workerRoutes } from './worker-routes.js';
 import { workerOpenApiComponents } from './worker-schemas.js';
+import { uartInputAnswerSchema } from './job-live-routes.js';
 import { remoteBoardResolver } from './remote-boards.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { pagesOpenApiPaths } from './pages/pages-openapi.js';
@@ -225,7 +226,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       version: BENCH_API_VERSION,
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
-      components: { ...openApiComponents, ...workerOpenApiComponents },
+      components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema },
       extraPaths: { ...pagesOpenApiPaths(), ...metricsOpenApiPath },
     });
 

@@ -3,6 +3,8 @@ import type { AgentRecord } from '../store/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
+import { JobStreams } from './job-streams.js';
+import { jobBody } from './bench-views.js';
 import type { TimerHandle } from '../../core/clock.js';
 import { createLocalWorker, LOCAL_WORKER_ID } from './local-worker.js';
 import type { BenchWorker } from '../../harness/worker/bench-worker.js';
@@ -42,6 +44,7 @@ export class Bench {
   private readonly jobs: FlashJobs;
   private readonly boardHealth: BoardHealthAdmin;
   private readonly status: BenchStatus;
+  private readonly streams: JobStreams;
 
   /** Jobs as they run in this process (live UART, states, serial input). */
   get live(): JobLive {
@@ -70,6 +73,7 @@ export class Bench {
     this.agents = new AgentAuth(deps);
     this.sessions = new SessionLeases({ ...deps, access });
     this.jobs = new FlashJobs({ ...deps, access });
+    this.streams = new JobStreams(deps);
     // A finished job renewed its session in the store: its expiry timer is armed for the new time.
     deps.live.subscribeAll((jobId, event) => {
       if (event.kind !== 'state' || (event.state !== 'done' && event.state !== 'failed')) return;
@@ -172,6 +176,21 @@ export class Bench {
 
   getJob(agent: AgentRecord, jobId: string): Promise<JobBody> {
     return this.jobs.getJob(agent, jobId);
+  }
+
+  /** The job once done or failed, or as it is after `waitSeconds` (`GET /api/v1/jobs/{id}?wait=`). */
+  async waitForJob(agent: AgentRecord, jobId: string, waitSeconds: number, signal: AbortSignal): Promise<JobBody> {
+    return jobBody(await this.streams.waitForEnd(agent, jobId, waitSeconds, signal));
+  }
+
+  /** The job's UART as it is printed (`GET /api/v1/jobs/{id}/uart`); returns the stop. */
+  streamJobUart(agent: AgentRecord, jobId: string, options: Parameters<JobStreams['streamUart']>[2]): Promise<() => void> {
+    return this.streams.streamUart(agent, jobId, options);
+  }
+
+  /** Serial input for a running job (`POST /api/v1/jobs/{id}/uart`). */
+  writeJobUart(agent: AgentRecord, jobId: string, bytes: Uint8Array): Promise<void> {
+    return this.streams.writeUart(agent, jobId, bytes);
   }
 
   /** Settles once the session expiry sweeps its timers started have finished (tests on a fake clock). */

@@ -6,6 +6,8 @@ export interface LiveUartChunk {
   /** Device time of the chunk, in nanoseconds from reset release, in the job's stated time base. */
   atNanos: number;
   bytes: Uint8Array;
+  /** The time base of `atNanos`, when the reporter knows it. */
+  timeBase?: 'simulated' | 'wall';
 }
 
 export type JobLiveEvent = { kind: 'uart'; chunk: LiveUartChunk } | { kind: 'state'; state: JobState };

@@ -5,7 +5,7 @@ import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobOutcome, JobRecord } from '../store/bench-store.js';
 import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
-import type { JobLive } from './job-live.js';
+import type { JobLive, LiveUartChunk } from './job-live.js';
 import { UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
 
 export interface WorkerGatewayDeps {
@@ -77,6 +77,21 @@ export class WorkerGateway {
     for (const entry of this.inFlight.values()) {
       if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
     }
+  }
+
+  /**
+   * What a job running through this gateway has printed so far, with byte offsets (the store has
+   * it up to a second later); undefined for a job not running here.
+   */
+  uartSoFar(jobId: string): LiveUartChunk[] | undefined {
+    const entry = this.inFlight.get(jobId);
+    if (!entry) return undefined;
+    let offset = 0;
+    return entry.chunks.map((c) => {
+      const chunk = { offset, atNanos: c.atNanos, bytes: c.bytes, timeBase: entry.capture.timeBase };
+      offset += c.bytes.length;
+      return chunk;
+    });
   }
 
   /** Whether a job of the session is running through this gateway. */
@@ -161,7 +176,7 @@ export class WorkerGateway {
       if (end > entry.bytes) {
         const fresh = offset >= entry.bytes ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(entry.bytes - offset) };
         entry.chunks.push(fresh);
-        this.deps.live.publishUart(jobId, { offset: entry.bytes, atNanos: fresh.atNanos, bytes: fresh.bytes });
+        this.deps.live.publishUart(jobId, { offset: entry.bytes, atNanos: fresh.atNanos, bytes: fresh.bytes, timeBase: report.timeBase });
         entry.bytes += fresh.bytes.length;
       }
       offset = end;

@@ -23,6 +23,8 @@ export interface ApiRoute<Agent = unknown> {
   description?: string;
   tags: string[];
   auth?: RouteAuth;
+  /** Query parameters (each optional unless its schema says otherwise), parsed by the handler with this schema. */
+  query?: z.ZodObject;
   /** The request body: a form (urlencoded or multipart), a multipart upload, or JSON. */
   body?: { kind: 'form' | 'multipart' | 'json'; schema: z.ZodObject; required: boolean };
   /** The 200 response body (JSON unless `produces` says otherwise). */

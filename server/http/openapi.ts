@@ -75,6 +75,12 @@ export function buildOpenApiDocument<Agent>(routes: readonly ApiRoute<Agent>[], 
       required: true,
       schema: { type: 'string', title: name === 'sid' ? 'Sid' : 'Job Id' },
     }));
+    if (route.query) {
+      const query = jsonSchema(route.query, 'input', refs) as { properties?: Record<string, unknown>; required?: string[] };
+      for (const [name, schema] of Object.entries(query.properties ?? {})) {
+        parameters.push({ name, in: 'query', required: (query.required ?? []).includes(name), schema });
+      }
+    }
     // The spec marks both headers optional in the schema; a missing one is a 401, not a 422.
     if (route.auth === 'bearer') parameters.push({ name: 'authorization', in: 'header', required: false, schema: { type: 'string', title: 'Authorization' } });
     if (route.auth === 'admin') parameters.push({ name: 'x-admin-token', in: 'header', required: false, schema: { type: 'string', title: 'X-Admin-Token' } });
@@ -86,7 +92,7 @@ export function buildOpenApiDocument<Agent>(routes: readonly ApiRoute<Agent>[], 
       },
     };
     const errors: Record<number, string> = { ...route.errors };
-    if (route.body) errors[422] ??= 'Validation Error';
+    if (route.body || route.query) errors[422] ??= 'Validation Error';
     for (const [status, description] of Object.entries(errors).sort(([a], [b]) => Number(a) - Number(b))) {
       const schema = status === '422' ? { $ref: '#/components/schemas/HTTPValidationError' } : { $ref: '#/components/schemas/ErrorDetail' };
       responses[status] = { description, content: { 'application/json': { schema } } };

@@ -289,6 +289,8 @@ describe('GET /openapi.json', () => {
         'GET /api/v1/boards',
         'GET /api/v1/stats',
         'GET /metrics',
+        'GET /api/v1/jobs/:job_id/uart',
+        'POST /api/v1/jobs/:job_id/uart',
         'POST /api/v1/agents/register',
         'POST /api/v1/sessions',
         'GET /api/v1/sessions/:sid',

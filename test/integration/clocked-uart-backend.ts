@@ -36,6 +36,8 @@ class ClockedDevice implements Device {
   readonly timeBase = 'wall' as const;
   readonly droppedUartBytes = 0;
   private readonly uart = new UartFanout();
+  /** When reset was released (host ms), for the device time of echoed bytes. */
+  private releasedAtMs: number | undefined;
 
   constructor(
     readonly board: Board,
@@ -54,6 +56,7 @@ class ClockedDevice implements Device {
   run(durationNanos: number, options: { signal?: AbortSignal } = {}): Promise<RunStop> {
     const { signal } = options;
     const endMs = durationNanos / 1_000_000;
+    this.releasedAtMs = this.clock.nowMs();
     return new Promise((resolve, reject) => {
       let line = 0;
       let timer: TimerHandle | undefined;
@@ -78,7 +81,10 @@ class ClockedDevice implements Device {
     });
   }
 
-  async writeUart(): Promise<void> {}
+  /** Echoes what it receives at once (as the mock does), so serial input has something to show. */
+  async writeUart(bytes: Uint8Array): Promise<void> {
+    this.uart.emit({ atNanos: (this.clock.nowMs() - (this.releasedAtMs ?? this.clock.nowMs())) * 1_000_000, bytes });
+  }
 
   async reset(): Promise<void> {}
 

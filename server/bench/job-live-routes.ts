@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import type { Request, Response } from 'express';
+import type { ApiRoute, RouteCaller } from '../http/api-route.js';
+import { readJsonBody } from '../http/json-body.js';
+import { parseOr422 } from '../http/zod-to-422.js';
+import type { AgentRecord } from '../store/bench-store.js';
+import type { Bench } from './bench.js';
+import { mapBenchErrors } from './bench-error-http.js';
+import { jobBody } from './bench-views.js';
+
+/** The longest `?wait=` a client may ask for, seconds. */
+export const MAX_JOB_WAIT_SECONDS = 60;
+/** The most serial input one request may carry, bytes. */
+export const MAX_UART_INPUT_BYTES = 4096;
+/** Host ms of silence on a UART stream after which a `: keep-alive` comment is sent. */
+const KEEP_ALIVE_MS = 15_000;
+
+const ERRORS = {
+  500: 'Internal Server Error (unexpected; logged on the server)',
+  401: 'Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)',
+  404: 'No such job of the caller',
+};
+
+export const jobWaitQuerySchema = z.object({
+  wait: z.coerce
+    .number()
+    .gt(0)
+    .lte(MAX_JOB_WAIT_SECONDS)
+    .optional()
+    .meta({ description: `Extension: answer as soon as the job is done or failed, or after this many seconds (at most ${MAX_JOB_WAIT_SECONDS}) with the job as it is then.` }),
+});
+
+export const uartInputSchema = z
+  .object({
+    text: z.string().max(MAX_UART_INPUT_BYTES).optional().meta({ description: 'Text to send, as UTF-8.' }),
+    base64: z.string().max(Math.ceil(MAX_UART_INPUT_BYTES / 3) * 4).optional().meta({ description: 'Bytes to send, base64.' }),
+  })
+  .refine((b) => (b.text === undefined) !== (b.base64 === undefined), { message: 'send exactly one of text or base64' });
+
+export const uartInputAnswerSchema = z.object({ job_id: z.string(), written_bytes: z.number().int() }).meta({ title: 'UartInputWritten' });
+
+function agentOf(caller: RouteCaller<AgentRecord>): AgentRecord {
+  if (!caller.agent) throw new Error('agentOf used on a route without bearer auth; the route table and the handler disagree');
+  return caller.agent;
+}
+
+function jobIdOf(req: Request): string {
+  const value = (req.params as Record<string, unknown>).job_id;
+  if (typeof value !== 'string') throw new Error('route is missing its job_id parameter');
+  return value;
+}
+
+/** Aborted when the client goes away before its answer is complete. */
+function clientGone(res: Response): AbortSignal {
+  const gone = new AbortController();
+  res.on('close', () => gone.abort());
+  return gone.signal;
+}
+
+/**
+ * Results as they happen (issue 11, extensions beside the 0.3.4 endpoints): the job endpoint's
+ * `?wait=`, the UART as Server-Sent Events, and serial input for a running job. The SSE format is
+ * in docs/bench-api.md, "Live UART".
+ */
+export function jobLiveRoutes(bench: Bench): ApiRoute<AgentRecord>[] {
+  const routes: ApiRoute<AgentRecord>[] = [
+    {
+      method: 'get',
+      path: '/api/v1/jobs/{job_id}/uart',
+      operationId: 'streamJobUart',
+      summary: "Extension: the job's UART as Server-Sent Events, from the first byte, resumable with Last-Event-ID, closed by an `end` event with the job",
+      tags: ['jobs'],
+      auth: 'bearer',
+      response: z.string().meta({ description: 'text/event-stream: `uart` events (id = byte offset after the chunk) then one `end` event.' }),
+      produces: 'text/event-stream',
+      errors: ERRORS,
+      handler: async (req, res, caller) => {
+        const lastId = Number(req.get('last-event-id') ?? '0');
+        const fromOffset = Number.isSafeInteger(lastId) && lastId > 0 ? lastId : 0;
+        const write = (text: string) => {
+          if (!res.writableEnded) res.write(text);
+        };
+        let started = false;
+        const start = () => {
+          if (started) return;
+          started = true;
+          res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+          res.flushHeaders();
+        };
+        const stop = await bench.streamJobUart(agentOf(caller), jobIdOf(req), {
+          fromOffset,
+          onChunk: (c) => {
+            start();
+            const data = { offset: c.offset, at_ns: c.atNanos, time_base: c.timeBase, text: new TextDecoder().decode(c.bytes), base64: Buffer.from(c.bytes).toString('base64') };
+            write(`event: uart\nid: ${c.offset + c.bytes.length}\ndata: ${JSON.stringify(data)}\n\n`);
+          },
+          onEnd: (job) => {
+            start();
+            write(`event: end\ndata: ${JSON.stringify(jobBody(job))}\n\n`);
+            res.end();
+          },
+          onIdle: () => {
+            start();
+            write(': keep-alive\n\n');
+          },
+          idleMs: KEEP_ALIVE_MS,
+        });
+        // Headers go out at once: a client sees the stream open before the first byte is printed.
+        start();
+        res.on('close', stop);
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/v1/jobs/{job_id}/uart',
+      operationId: 'writeJobUart',
+      summary: "Extension: bytes to the running firmware's serial input (409 when the job is not running)",
+      tags: ['jobs'],
+      auth: 'bearer',
+      body: { kind: 'json', schema: uartInputSchema as unknown as z.ZodObject, required: true },
+      response: uartInputAnswerSchema,
+      errors: { ...ERRORS, 400: 'The body ended before it was complete', 409: 'The job is not running (queued, flashing, done, failed), or runs where input cannot reach it', 413: 'Body over the limit', 415: 'Body is not JSON' },
+      handler: async (req, res, caller) => {
+        const body = parseOr422(uartInputSchema, await readJsonBody(req, { maxBodyBytes: 16 * 1024 }), 'body');
+        const bytes = body.text !== undefined ? new TextEncoder().encode(body.text) : new Uint8Array(Buffer.from(body.base64!, 'base64'));
+        if (bytes.length > MAX_UART_INPUT_BYTES) throw new Error('unreachable: the schema bounds the input');
+        const jobId = jobIdOf(req);
+        await bench.writeJobUart(agentOf(caller), jobId, bytes);
+        res.json({ job_id: jobId, written_bytes: bytes.length });
+      },
+    },
+  ];
+  return routes.map((route) => ({ ...route, handler: mapBenchErrors(route.handler) }));
+}
+
+/** The `GET /api/v1/jobs/{job_id}` handler with `?wait=` (the route itself stays in bench-routes.ts). */
+export function getJobMaybeWaiting(bench: Bench) {
+  return async (req: Request, res: Response, caller: RouteCaller<AgentRecord>): Promise<void> => {
+    const { wait } = parseOr422(jobWaitQuerySchema, req.query, 'query');
+    const agent = agentOf(caller);
+    const jobId = jobIdOf(req);
+    res.json(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res)));
+  };
+}
+
