@@ -5,6 +5,7 @@ import { BenchError } from './bench-errors.js';
 import type { ResolvedBoard } from './board-backends.js';
 import { type BoardState, boardState } from './board-views.js';
 import type { LiveBoards } from './live-boards.js';
+import { closestNames } from '../../core/closest-names.js';
 
 /** A board running an administrator's health check: when it started (host ms), and its end. */
 export interface HealthCheckClaim {
@@ -38,7 +39,9 @@ export class BoardAccess {
   knownBoard(boardId: string): Board {
     const board = this.deps.boards.board(boardId);
     if (!board) {
-      throw new BenchError('board_not_found', `board "${boardId}" not found; boards here: ${this.deps.boards.ids.join(', ') || 'none'}`);
+      const near = closestNames(boardId, this.deps.boards.ids);
+      const hint = near.length > 0 ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}?` : '';
+      throw new BenchError('board_not_found', `board "${boardId}" not found${hint}; boards here: ${this.deps.boards.ids.join(', ') || 'none'}`);
     }
     return board;
   }
@@ -92,7 +95,8 @@ export class BoardAccess {
     const until = `until ${isoFromMs(lease.expiresAtMs)} unless renewed (retry_after_seconds=${retryAfterSeconds})`;
     const detail =
       lease.agentId === agent.agentId
-        ? `board ${lease.board} is already leased by you (one lease per board) ${until}; use or end that session`
+        ? `board ${lease.board} is already leased by you (one lease per board) in session ${lease.holder.sessionId} ${until}; ` +
+          `send session=${lease.holder.sessionId} with the flash job, or end that session`
         : `board ${lease.board} is leased by ${who} ${until}`;
     return new BenchError('board_leased', detail, { retryAfterSeconds });
   }
