@@ -18,6 +18,7 @@ import { durationMs, durationSchema } from '../harness/scenario/scenario-schema.
 import { defaultRelayRateLimits, startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 import { addWorkerCommands } from './worker-command.js';
+import { addFlashCommand } from './flash-command.js';
 import { type LogLevel, logLevels, pinoLogger } from '../server/http/pino-logger.js';
 import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
 
@@ -250,6 +251,7 @@ serve.action(async (opts: Record<string, unknown>) => {
 });
 
 addWorkerCommands(program);
+addFlashCommand(program);
 
 program
   .command('boards')

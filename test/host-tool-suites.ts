@@ -29,6 +29,8 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/crash-recovery.test.ts',
       // A lab in processes: a QEMU worker and a simulator worker (issue 10).
       'test/integration/lab-processes.test.ts',
+      // hilbench flash shows QEMU's output live (issue 11).
+      'test/integration/flash-live-qemu.test.ts',
     ],
   },
   socat: {
