@@ -71,7 +71,8 @@ const program = new Command()
   .name('hilbench')
   .description('Hardware-in-the-loop bench: one HTTP API over mock, simulated, emulated and real microcontroller boards.')
   .version(packageVersion, '-V, --version', 'print the hilbench version')
-  .showHelpAfterError();
+  // A usage error prints its one line and where to look, not the whole help.
+  .showHelpAfterError('(see hilbench <command> --help)');
 
 const serve = program
   .command('serve')

@@ -165,7 +165,9 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
         // No body at all is validated like an empty form: one `missing` per required field, as
         // FastAPI answers a form endpoint (issue 9), not one error on ["body"].
         const form = parseForm(forms.sessionOpen, body.values);
-        res.json(await bench.openSession(agent, form.board, form.idle_seconds));
+        const gone = new AbortController();
+        res.on('close', () => gone.abort());
+        res.json(await bench.openSession(agent, form.board, form.idle_seconds, { seconds: form.wait_seconds, signal: gone.signal }));
       },
     },
     {

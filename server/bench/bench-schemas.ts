@@ -3,6 +3,9 @@ import { fileField, numericTextField, textField } from '../http/form-schema.js';
 import { type BenchLimits, FORM_DEFAULTS } from './bench-limits.js';
 import { jobStates } from '../../harness/job-states.js';
 
+/** The longest a session request may wait in a board's queue, seconds. */
+export const MAX_SESSION_WAIT_SECONDS = 300;
+
 /**
  * The bench API's wire shapes (spec 0.3.4 plus docs/bench-api.md for the parts the spec does
  * not show). Input forms are validated with these schemas and `/openapi.json` is generated from
@@ -31,6 +34,12 @@ export function buildFormSchemas(limits: BenchLimits) {
         ge: limits.minIdleSeconds,
         le: limits.maxIdleSeconds,
         description: `Numeric text: seconds without a heartbeat after which the session expires and the board is freed; ${limits.minIdleSeconds} <= x <= ${limits.maxIdleSeconds}, fractions allowed.`,
+      }),
+      wait_seconds: numericTextField({
+        default: '0',
+        ge: 0,
+        le: MAX_SESSION_WAIT_SECONDS,
+        description: `Extension: numeric text, seconds to wait in the board's queue (first come first served) when someone else holds it, answered when the lease is granted; 0 <= x <= ${MAX_SESSION_WAIT_SECONDS}. 0 (the default): answer 409 at once.`,
       }),
     }),
     flashJob: z.object({

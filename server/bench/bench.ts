@@ -77,6 +77,8 @@ export class Bench {
     // A finished job renewed its session in the store: its expiry timer is armed for the new time.
     deps.live.subscribeAll((jobId, event) => {
       if (event.kind !== 'state' || (event.state !== 'done' && event.state !== 'failed')) return;
+      // A job that held a board of its own may have freed it for someone waiting.
+      this.sessions.boardMayBeFree();
       void deps.store.getJob(jobId).then(
         (job) => this.sessions.rearmAfterJob(job?.sessionId ?? null),
         (err: unknown) => deps.logger.error(`re-arming the session of job ${jobId}`, err),
@@ -154,8 +156,9 @@ export class Bench {
     return this.agents.authenticate(header);
   }
 
-  openSession(agent: AgentRecord, boardId: string, idleSeconds: number): Promise<SessionBody> {
-    return this.sessions.openSession(agent, boardId, idleSeconds);
+  /** With `wait`, queues for a busy board (`wait_seconds`, issue 11) until granted or the wait runs out. */
+  openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionBody> {
+    return this.sessions.openSession(agent, boardId, idleSeconds, wait);
   }
 
   getSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {

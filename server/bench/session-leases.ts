@@ -1,6 +1,7 @@
 import { type Clock, isoFromMs, type TimerHandle } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
-import type { AgentRecord, BenchStore, SessionRecord } from '../store/bench-store.js';
+import type { AgentRecord, BenchStore, LeaseWithAgent, SessionRecord } from '../store/bench-store.js';
+import { SessionQueue } from './session-queue.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
 import type { SessionBody } from './bench-schemas.js';
@@ -18,9 +19,13 @@ export class SessionLeases {
   /** The expiry sweeps the timers started, one after another. */
   private reaping: Promise<void> = Promise.resolve();
 
+  private readonly queue: SessionQueue;
+
   constructor(
     private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; logger: Logger; access: BoardAccess },
-  ) {}
+  ) {
+    this.queue = new SessionQueue({ clock: deps.clock });
+  }
 
   private now(): number {
     return this.deps.clock.nowMs();
@@ -47,27 +52,58 @@ export class SessionLeases {
     this.expiryTimers.clear();
   }
 
-  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number): Promise<SessionBody> {
+  /**
+   * Opens a session on `boardId`. With `wait`, a board held by someone else puts the caller in the
+   * board's queue (first come first served) until the lease is granted or the wait runs out; then
+   * the 409 says the caller's place in the queue and who holds the board until when.
+   */
+  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionBody> {
     const { access } = this.deps;
     access.knownBoard(boardId);
     await access.usable(boardId);
     // A session that expired without its timer having fired yet: its jobs stop before anyone else's lease.
     await this.cancelJobsOfClosedSessions();
-    const nowMs = this.now();
-    const result = await this.deps.store.openSession({
-      sessionId: newId('ses'),
-      agentId: agent.agentId,
-      board: boardId,
-      state: 'active',
-      idleSeconds,
-      createdAtMs: nowMs,
-      expiresAtMs: nowMs + Math.round(idleSeconds * 1000),
-      endedAtMs: null,
-      lastHeartbeatAtMs: null,
-    });
-    if (result.kind === 'board-leased') throw await access.leasedConflict(result.lease, agent);
-    this.armExpiry(result.session);
-    return sessionBody(result.session);
+    const attempt = async (): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
+      const nowMs = this.now();
+      const result = await this.deps.store.openSession({
+        sessionId: newId('ses'),
+        agentId: agent.agentId,
+        board: boardId,
+        state: 'active',
+        idleSeconds,
+        createdAtMs: nowMs,
+        expiresAtMs: nowMs + Math.round(idleSeconds * 1000),
+        endedAtMs: null,
+        lastHeartbeatAtMs: null,
+      });
+      return result.kind === 'opened' ? { session: result.session } : { lease: result.lease };
+    };
+    let outcome = await attempt();
+    if (outcome.lease && wait && wait.seconds > 0 && outcome.lease.agentId !== agent.agentId) {
+      let lastLease = outcome.lease;
+      const queued = await this.queue.wait(boardId, agent.agentId, {
+        waitMs: Math.round(wait.seconds * 1000),
+        signal: wait.signal,
+        attempt: async () => {
+          const tried = await attempt();
+          if (tried.lease) lastLease = tried.lease;
+          return tried.session;
+        },
+      });
+      if (!queued.value) {
+        const conflict = await access.leasedConflict(lastLease, agent);
+        throw new BenchError('board_leased', `${conflict.detail}; you were number ${queued.position} in the queue for ${boardId} when your wait of ${wait.seconds} s ran out`, conflict.extra);
+      }
+      outcome = { session: queued.value };
+    }
+    if (outcome.lease) throw await access.leasedConflict(outcome.lease, agent);
+    this.armExpiry(outcome.session!);
+    return sessionBody(outcome.session!);
+  }
+
+  /** Something in this process may have freed a board (a job ended): the queues try again. */
+  boardMayBeFree(): void {
+    this.queue.nudge();
   }
 
   private async ownSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
@@ -97,6 +133,7 @@ export class SessionLeases {
     if (result.kind === 'not-active') throw notActive(result.session, 'end');
     this.disarmExpiry(sessionId);
     this.cancelSessionJobs(result.session);
+    this.queue.nudge();
     return sessionBody(result.session);
   }
 
@@ -143,6 +180,7 @@ export class SessionLeases {
         this.deps.logger.info(`session ${s.sessionId} on ${s.board} expired${stopping}`);
       }
       await this.cancelJobsOfClosedSessions();
+      this.queue.nudge();
     } catch (err) {
       this.deps.logger.error('expiring sessions failed', err);
     }

@@ -45,6 +45,16 @@ describe('hilbench flash in process (sim)', () => {
   });
 });
 
+describe('usage errors', () => {
+  it('print the one-line error and where to look, not the whole help', async () => {
+    const res = await execa('node', [cli, 'flash', hello], { reject: false });
+    expect(res.exitCode).not.toBe(0);
+    expect(res.stderr).toContain("error: required option '--board <id>' not specified");
+    expect(res.stderr).toContain('(see hilbench <command> --help)');
+    expect(res.stderr).not.toContain('Usage:');
+  });
+});
+
 describe('hilbench flash against a bench server', () => {
   it('prints the job’s UART from the live stream and exits 0 on the expected text', async () => {
     const app = await startBenchTestApp();
