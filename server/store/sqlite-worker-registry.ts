@@ -1,27 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { WorkerBoardReport, WorkerRecord, WorkerRegistry } from './worker-registry.js';
-
-interface WorkerRow {
-  worker_id: string;
-  label: string;
-  token_sha256: string;
-  created_at_ms: number;
-  revoked_at_ms: number | null;
-  last_seen_at_ms: number | null;
-  boards_json: string;
-}
-
-function workerFromRow(r: WorkerRow): WorkerRecord {
-  return {
-    workerId: r.worker_id,
-    label: r.label,
-    tokenSha256: r.token_sha256,
-    createdAtMs: r.created_at_ms,
-    revokedAtMs: r.revoked_at_ms,
-    lastSeenAtMs: r.last_seen_at_ms,
-    boards: JSON.parse(r.boards_json) as WorkerBoardReport[],
-  };
-}
+import { type WorkerBoardReport, type WorkerRecord, type WorkerRegistry, type WorkerRow, workerFromRow } from './worker-registry.js';
 
 /** The worker registry in the bench store's SQLite database (table `workers`, migration 6). */
 export class SqliteWorkerRegistry implements WorkerRegistry {

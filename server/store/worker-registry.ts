@@ -40,3 +40,26 @@ export interface WorkerRegistry {
   /** Records that the worker was heard from at `nowMs`, with the boards it serves when it says. */
   heardFrom(workerId: string, report: { nowMs: number; boards?: readonly WorkerBoardReport[] }): Promise<void>;
 }
+
+/** A `workers` row, as both stores keep it (snake_case, boards as JSON text). */
+export interface WorkerRow {
+  worker_id: string;
+  label: string;
+  token_sha256: string;
+  created_at_ms: number;
+  revoked_at_ms: number | null;
+  last_seen_at_ms: number | null;
+  boards_json: string;
+}
+
+export function workerFromRow(r: WorkerRow): WorkerRecord {
+  return {
+    workerId: r.worker_id,
+    label: r.label,
+    tokenSha256: r.token_sha256,
+    createdAtMs: r.created_at_ms,
+    revokedAtMs: r.revoked_at_ms,
+    lastSeenAtMs: r.last_seen_at_ms,
+    boards: JSON.parse(r.boards_json) as WorkerBoardReport[],
+  };
+}

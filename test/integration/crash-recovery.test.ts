@@ -8,6 +8,7 @@ import { isProcessAlive, processStartTicks, type ProcessIdentity } from '../../b
 import { defaultScratchParent } from '../../backends/process/scratch-dir.js';
 import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
 import { childLedgerDir } from '../../server/lifecycle/reap-leftovers.js';
+import { until } from '../support/hilbench-processes.js';
 
 // `hilbench serve` in another process, on QEMU, killed with SIGKILL mid-job (issue 9): its
 // emulators must die with it, the restart must find nothing left behind and every accepted job,
@@ -44,18 +45,6 @@ async function serve(): Promise<Serve> {
   return { process: child, pid: child.pid!, benchUrl };
 }
 
-/**
- * Waits, bounded, until `check` holds: another process's jobs and a killed process's exit give
- * this process no event to wait on. Fails naming what it waited for.
- */
-async function until(what: string, check: () => boolean | Promise<boolean>, boundMs = 30_000): Promise<void> {
-  const stepMs = 50;
-  for (let waitedMs = 0; waitedMs < boundMs; waitedMs += stepMs) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-  throw new Error(`waited ${boundMs} ms for ${what}`);
-}
 
 const hello = (board: string) => {
   const entry = loadFirmwareManifest().firmware.find((f) => f.board === board && f.program === 'hello');

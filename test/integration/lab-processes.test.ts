@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { execa, type ResultPromise } from 'execa';
+import { execa } from 'execa';
+import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
 
@@ -13,41 +14,13 @@ import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/fir
 const cli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-lab-'));
 const ADMIN = 'lab-admin-token';
-const processes = new Set<ResultPromise>();
+const processes = new HilbenchProcesses();
 afterAll(async () => {
-  for (const p of processes) p.kill('SIGKILL');
-  await Promise.allSettled(processes);
+  await processes.killAll();
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Starts a hilbench subcommand; resolves with the process once `ready` matches its output. */
-async function start(args: string[], ready: RegExp): Promise<{ child: ResultPromise; match: RegExpExecArray }> {
-  const child = execa('node', [cli, ...args], { reject: false, all: true });
-  processes.add(child);
-  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
-    let seen = '';
-    child.all?.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      const m = ready.exec(seen);
-      if (m) resolve(m);
-    });
-    void child.then((r) => reject(new Error(`hilbench ${args[0]} exited early (${r.exitCode}): ${r.all}`)));
-  });
-  return { child, match };
-}
-
-/**
- * Waits, bounded, until `check` holds: other processes give this one no event to wait on. Fails
- * naming what it waited for.
- */
-async function until(what: string, check: () => Promise<boolean>, boundMs = 60_000): Promise<void> {
-  const stepMs = 100;
-  for (let waitedMs = 0; waitedMs < boundMs; waitedMs += stepMs) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-  throw new Error(`waited ${boundMs} ms for ${what}`);
-}
+const start = (args: string[], ready: RegExp) => processes.start(args, ready);
 
 const hello = (board: string) => {
   const entry = loadFirmwareManifest().firmware.find((f) => f.board === board && f.program === 'hello');

@@ -1,12 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { execa, type ResultPromise } from 'execa';
+import { execa } from 'execa';
+import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
-import { clockFromFakeTimers } from '../../core/clock.js';
+import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
 import { RemoteWorker } from '../../harness/worker/remote-worker.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
@@ -99,8 +101,18 @@ describe('replicas sharing PostgreSQL', () => {
       }
     }
     // Replica b's worker learns of a job queued through replica a on its gateway's next look at the store.
+    // The worker's HTTP calls and the database are real I/O: each look advances the fake clock by a
+    // poll interval and gives the I/O real time (bounded by the wait's own timeout).
     for (const id of jobIds) {
-      for (let step = 0; step < 50 && (await b.server.service.store.getJob(id))?.state !== 'done'; step++) await fake.tickAsync(2_000);
+      await waitUntil(systemClock, async () => ((await b.server.service.store.getJob(id))?.state === 'done' ? true : undefined), {
+        timeoutMs: 30_000,
+        pollMs: 50,
+        describe: `job ${id} done through replica b's worker`,
+        pause: async (ms) => {
+          await fake.tickAsync(2_000);
+          await new Promise((r) => setTimeout(r, ms));
+        },
+      });
       expect((await a.server.service.store.getJob(id))?.state).toBe('done');
     }
   });
@@ -108,35 +120,12 @@ describe('replicas sharing PostgreSQL', () => {
 
 // Processes: two `hilbench serve --database-url` replicas and a worker on one of them.
 const cli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
-const processes = new Set<ResultPromise>();
+const processes = new HilbenchProcesses();
 afterAll(async () => {
-  for (const p of processes) p.kill('SIGKILL');
-  await Promise.allSettled(processes);
+  await processes.killAll();
 });
 
-async function start(args: string[], ready: RegExp): Promise<{ child: ResultPromise; match: RegExpExecArray }> {
-  const child = execa('node', [cli, ...args], { reject: false, all: true });
-  processes.add(child);
-  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
-    let seen = '';
-    child.all?.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      const m = ready.exec(seen);
-      if (m) resolve(m);
-    });
-    void child.then((r) => reject(new Error(`hilbench ${args[0]} exited early (${r.exitCode}): ${r.all}`)));
-  });
-  return { child, match };
-}
-
-/** Waits, bounded, until `check` holds: other processes give this one no event to wait on. */
-async function until(what: string, check: () => Promise<boolean>, boundMs = 60_000): Promise<void> {
-  for (let waitedMs = 0; waitedMs < boundMs; waitedMs += 100) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`waited ${boundMs} ms for ${what}`);
-}
+const start = (args: string[], ready: RegExp) => processes.start(args, ready);
 
 describe('a replica killed with SIGKILL', () => {
   it('loses no job it accepted: the other replica and the worker carry on', { timeout: 180_000 }, async () => {

@@ -1,6 +1,6 @@
 import { type BoardHealthRecord, type BoardHealthStore, healthyBoardRecord } from '../board-health-store.js';
 import { checkWaitlistEntry, type WaitlistAddResult, type WaitlistEntry, type WaitlistKind, type WaitlistStore } from '../waitlist-store.js';
-import type { WorkerBoardReport, WorkerRecord, WorkerRegistry } from '../worker-registry.js';
+import { type WorkerBoardReport, type WorkerRecord, type WorkerRegistry, type WorkerRow, workerFromRow } from '../worker-registry.js';
 import type { FirmwareBlobs } from '../firmware-blob-store.js';
 import type { PgDatabase } from './pg-database.js';
 
@@ -60,26 +60,6 @@ export class PgWaitlist implements WaitlistStore {
     return rows.map((r) => ({ email: r.email, kind: r.kind, note: r.note, joinedAtMs: r.joined_at_ms }));
   }
 }
-
-interface WorkerRow {
-  worker_id: string;
-  label: string;
-  token_sha256: string;
-  created_at_ms: number;
-  revoked_at_ms: number | null;
-  last_seen_at_ms: number | null;
-  boards_json: string;
-}
-
-const workerFromRow = (r: WorkerRow): WorkerRecord => ({
-  workerId: r.worker_id,
-  label: r.label,
-  tokenSha256: r.token_sha256,
-  createdAtMs: r.created_at_ms,
-  revokedAtMs: r.revoked_at_ms,
-  lastSeenAtMs: r.last_seen_at_ms,
-  boards: JSON.parse(r.boards_json) as WorkerBoardReport[],
-});
 
 export class PgWorkerRegistry implements WorkerRegistry {
   constructor(private readonly db: PgDatabase) {}

@@ -1,0 +1,46 @@
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+
+/** The `hilbench` launcher, as a user runs it. */
+export const hilbenchCli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
+
+/**
+ * `hilbench` processes started by one test file, killed at its end (`killAll` in `afterAll`):
+ * each resolves once its output matches `ready`, or rejects with what it printed if it exits first.
+ */
+export class HilbenchProcesses {
+  private readonly running = new Set<ResultPromise>();
+
+  async start(args: string[], ready: RegExp): Promise<{ child: ResultPromise; match: RegExpExecArray }> {
+    const child = execa('node', [hilbenchCli, ...args], { reject: false, all: true });
+    this.running.add(child);
+    const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+      let seen = '';
+      child.all?.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        const m = ready.exec(seen);
+        if (m) resolve(m);
+      });
+      void child.then((r) => reject(new Error(`hilbench ${args[0]} exited early (${r.exitCode}): ${r.all}`)));
+    });
+    return { child, match };
+  }
+
+  async killAll(): Promise<void> {
+    for (const p of this.running) p.kill('SIGKILL');
+    await Promise.allSettled(this.running);
+  }
+}
+
+/**
+ * Waits, bounded, until `check` holds: another process's jobs and a killed process's exit give
+ * this one no event to wait on. Fails naming what it waited for.
+ */
+export async function until(what: string, check: () => boolean | Promise<boolean>, boundMs = 60_000): Promise<void> {
+  const stepMs = 100;
+  for (let waitedMs = 0; waitedMs < boundMs; waitedMs += stepMs) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+  throw new Error(`waited ${boundMs} ms for ${what}`);
+}
