@@ -19,12 +19,16 @@ const thisFile = path.relative(root, fileURLToPath(import.meta.url));
  * conventions of the tools (`/tmp/...`, `/etc/hilbench/bench.yaml`, `/usr/bin/env`, `/dev/tty...`)
  * are not dependencies and stay allowed.
  */
-/** The specs' sibling folder, spelled in two parts so that this file does not itself name it. */
+/**
+ * The specs' sibling folder and the development machine's top folder, each spelled in parts so
+ * that this file does not itself name a path outside the repository.
+ */
 const SIBLING = 'sha' + 'red';
+const DEV_TOP = 'wo' + 'rk';
 const OUTSIDE_PATHS: ReadonlyArray<[RegExp, string]> = [
   [new RegExp(`\\.\\./${SIBLING}\\b`), `the sibling folder ../${SIBLING}`],
   [new RegExp(`\\b${SIBLING}/(spec|design)/`), 'the spec or design folder beside the repository'],
-  [/(^|[^\w.-])\/work\//, 'a path under /work/ (the development machine)'],
+  [new RegExp(`(^|[^\\w.-])\\/${DEV_TOP}\\/`), `a path under /${DEV_TOP}/ (the development machine)`],
   [/(^|[^\w.-])\/(home|Users|root)\/\w/, 'a home directory'],
 ];
 
