@@ -99,7 +99,7 @@ export function benchMetrics(deps: { clock: Clock; store: BenchStore; live: JobL
   });
   const stop = deps.live.subscribeAll((jobId, event) => {
     if (event.kind !== 'state' || !isFinishedJobState(event.state)) return;
-    void store.getJob(jobId).then(
+    void (event.job ? Promise.resolve(event.job) : store.getJob(jobId)).then(
       (job) => {
         if (!job) return;
         finished.inc({ board: job.board, state: job.state, failure: job.failure?.kind ?? '' });

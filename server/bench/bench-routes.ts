@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Request } from 'express';
-import type { ApiRoute, RouteCaller, RouteGuards } from '../http/api-route.js';
+import { pathParam } from '../http/api-route.js';
+import { type BenchRoute, callerAgent, type RouteGuards } from './bench-route.js';
 import { parseForm } from '../http/form-schema.js';
 import { HttpError } from '../http/http-error.js';
 import { declaredBodyTooLarge, parseFormBody } from '../http/parse-form.js';
@@ -51,13 +51,6 @@ function checkAdmin(req: IncomingMessage, adminToken: string | undefined): void 
   if (!timingSafeEqual(a, b)) throw new HttpError(401, 'wrong admin token');
 }
 
-/** Path parameters arrive as strings from express; this keeps the type honest. */
-function param(req: Request, name: string): string {
-  const value = (req.params as Record<string, unknown>)[name];
-  if (typeof value !== 'string') throw new Error(`route is missing its ${name} parameter`);
-  return value;
-}
-
 /** How the router checks the bench's two credentials (`ApiRoute.auth`). */
 export function benchGuards(bench: Bench, options: { adminToken?: string }): RouteGuards<AgentRecord> {
   return {
@@ -67,22 +60,16 @@ export function benchGuards(bench: Bench, options: { adminToken?: string }): Rou
   };
 }
 
-/** The agent of a `bearer` route; the router has already refused requests without one. */
-function agentOf(caller: RouteCaller<AgentRecord>): AgentRecord {
-  if (!caller.agent) throw new Error('agentOf used on a route without bearer auth; the route table and the handler disagree');
-  return caller.agent;
-}
-
 /**
  * Every JSON endpoint of the bench API, described once (served and documented from this). The
  * edge of the bench: each handler's `BenchError`s become their HTTP answers here
  * (`bench-error-http.ts`), so the domain never picks a status.
  */
-export function benchRoutes(bench: Bench, options: { limits: BenchLimits }): ApiRoute<AgentRecord>[] {
+export function benchRoutes(bench: Bench, options: { limits: BenchLimits }): BenchRoute[] {
   return [...benchRouteTable(bench, options).map((route) => ({ ...route, handler: mapBenchErrors(route.handler) })), ...jobLiveRoutes(bench)];
 }
 
-function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRoute<AgentRecord>[] {
+function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchRoute[] {
   const { limits } = options;
   const forms = buildFormSchemas(limits);
   /** The check a body route makes from its headers after auth (which the router makes first). */
@@ -160,7 +147,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
       },
       beforeContinue: headersCheck({ maxBodyBytes: limits.maxFormBodyBytes }),
       handler: async (req, res, caller) => {
-        const agent = agentOf(caller);
+        const agent = callerAgent(caller);
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
         // No body at all is validated like an empty form: one `missing` per required field, as
         // FastAPI answers a form endpoint (issue 9), not one error on ["body"].
@@ -179,7 +166,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller' },
-      handler: async (req, res, caller) => res.json(await bench.getSession(agentOf(caller), param(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(await bench.getSession(callerAgent(caller), pathParam(req, 'sid'))),
     },
     {
       method: 'post',
@@ -190,7 +177,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
-      handler: async (req, res, caller) => res.json(await bench.heartbeat(agentOf(caller), param(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(await bench.heartbeat(callerAgent(caller), pathParam(req, 'sid'))),
     },
     {
       method: 'post',
@@ -201,7 +188,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
-      handler: async (req, res, caller) => res.json(await bench.endSession(agentOf(caller), param(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(await bench.endSession(callerAgent(caller), pathParam(req, 'sid'))),
     },
     {
       method: 'post',
@@ -224,7 +211,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
       },
       beforeContinue: headersCheck({ maxBodyBytes: flashBodyBytes }),
       handler: async (req, res, caller) => {
-        const agent = agentOf(caller);
+        const agent = callerAgent(caller);
         const body = await parseFormBody(req, {
           maxBodyBytes: flashBodyBytes,
           maxFileBytes: limits.maxFirmwareBytes,
@@ -268,7 +255,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
       auth: 'admin',
       response: boardReleaseSchema,
       errors: { ...GENERIC_ERRORS, ...ADMIN_ERRORS, 404: 'Unknown board', 409: "The board's backend keeps no board health (it never quarantines boards)" },
-      handler: async (req, res) => res.json(await bench.releaseBoard(param(req, 'board'))),
+      handler: async (req, res) => res.json(await bench.releaseBoard(pathParam(req, 'board'))),
     },
     {
       method: 'post',
@@ -286,7 +273,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): ApiRou
         404: 'Unknown board',
         409: 'No health check for this board (backend without one, or none configured), the board is leased or has jobs, or a check is already running',
       },
-      handler: async (req, res) => res.json(await bench.healthCheckBoard(param(req, 'board'))),
+      handler: async (req, res) => res.json(await bench.healthCheckBoard(pathParam(req, 'board'))),
     },
   ];
 }

@@ -10,8 +10,8 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { registerChildLedger } from '../../backends/process/child-ledger.js';
 import { type Clock, systemClock } from '../../core/clock.js';
 import type { LocalDispatcherOptions } from '../../harness/dispatcher.js';
-import { continueCheck, expressPath, serveApiRoute } from '../http/api-route.js';
-import { createErrorHandler, methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
+import { continueCheck, mountApiRoutes } from '../http/api-route.js';
+import { createErrorHandler, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
 import { listen, type ListeningServer } from '../http/listen.js';
@@ -29,6 +29,7 @@ import type { BoardHealthStore } from '../store/board-health-store.js';
 import { Bench, BENCH_API_VERSION, type BenchDeps } from './bench.js';
 import { type BenchLimits, defaultBenchLimits, validateBenchLimits } from './bench-limits.js';
 import { benchGuards, benchRoutes } from './bench-routes.js';
+import { benchGuard, benchOpenApiSecurity } from './bench-route.js';
 import { openApiComponents } from './bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
@@ -186,7 +187,9 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     await boards.all();
     const { waitlist } = store;
     const live = new JobLive();
-    const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger });
+    // On a shared database a job may be queued, or a board freed, through another replica: waiting
+    // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
+    const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
     const bench = new Bench({
       clock,
       store,
@@ -217,10 +220,10 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
 
     const protocol = new WorkerProtocol({ clock, store, gateway, boards, logger, timings });
     const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings })];
-    const guards = {
+    const guard = benchGuard({
       ...benchGuards(bench, { adminToken: config.adminToken }),
       worker: mapBenchErrors((req: IncomingMessage) => workerAdmin.authenticate(req.headers.authorization)),
-    };
+    });
     const openApi = buildOpenApiDocument(routes, {
       title: 'hilbench bench service',
       version: BENCH_API_VERSION,
@@ -228,6 +231,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       serverUrl: config.publicBaseUrl,
       components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema },
       extraPaths: { ...pagesOpenApiPaths(), ...metricsOpenApiPath },
+      security: benchOpenApiSecurity,
     });
 
     const app = express();
@@ -260,12 +264,6 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
         logError: (message, cause) => logger.error(message, cause),
       }),
     );
-    const methodsByPath = new Map<string, string[]>();
-    for (const route of routes) {
-      const p = expressPath(route.path);
-      app[route.method](p, serveApiRoute(route, guards));
-      methodsByPath.set(p, [...(methodsByPath.get(p) ?? []), route.method]);
-    }
     app.get('/metrics', async (req, res) => {
       // Open by default (board ids, worker labels and counts); with a metrics token, a bearer scrape.
       if (config.metricsToken && req.get('authorization') !== `Bearer ${config.metricsToken}`) {
@@ -273,18 +271,16 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       }
       res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
     });
-    methodsByPath.set('/metrics', ['get']);
     app.get('/openapi.json', (_req, res) => {
       res.json(openApi);
     });
-    methodsByPath.set('/openapi.json', ['get']);
-    for (const r of PAGES_ROUTES) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method]);
-    for (const [p, methods] of methodsByPath) app.all(p, methodNotAllowed(methods));
+    const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES];
+    mountApiRoutes(app, routes, guard, { otherPaths });
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger));
 
     const continueChecks = routes.flatMap((route) => {
-      const check = continueCheck(route, guards);
+      const check = continueCheck(route, guard);
       return check ? [{ method: route.method.toUpperCase(), pattern: new RegExp(`^${route.path.replace(/\{[a-z_]+\}/g, '[^/]+')}$`), check }] : [];
     });
     const checkContinue = (req: IncomingMessage, res: ServerResponse): void => {

@@ -79,7 +79,7 @@ export class Bench {
       if (event.kind !== 'state' || (event.state !== 'done' && event.state !== 'failed')) return;
       // A job that held a board of its own may have freed it for someone waiting.
       this.sessions.boardMayBeFree();
-      void deps.store.getJob(jobId).then(
+      void (event.job ? Promise.resolve(event.job) : deps.store.getJob(jobId)).then(
         (job) => this.sessions.rearmAfterJob(job?.sessionId ?? null),
         (err: unknown) => deps.logger.error(`re-arming the session of job ${jobId}`, err),
       );
@@ -128,7 +128,8 @@ export class Bench {
         .then((lists) => {
           for (const job of lists.flat()) {
             logger.warn(`job ${job.jobId} on ${job.board} failed: ${job.failure?.message ?? 'its worker went silent'}`);
-            live.publishState(job.jobId, job.state);
+            live.publishState(job.jobId, job.state, job);
+            this.deps.gateway.jobQueued(job.board);
           }
         })
         .catch((err: unknown) => logger.error('sweeping lapsed job claims failed', err))

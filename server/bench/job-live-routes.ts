@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { Request, Response } from 'express';
-import type { ApiRoute, RouteCaller } from '../http/api-route.js';
+import { pathParam } from '../http/api-route.js';
+import { type BenchRoute, callerAgent, type RouteCaller } from './bench-route.js';
+import { fieldValueError } from '../http/http-error.js';
 import { readJsonBody } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import type { AgentRecord } from '../store/bench-store.js';
@@ -39,17 +41,6 @@ export const uartInputSchema = z
 
 export const uartInputAnswerSchema = z.object({ job_id: z.string(), written_bytes: z.number().int() }).meta({ title: 'UartInputWritten' });
 
-function agentOf(caller: RouteCaller<AgentRecord>): AgentRecord {
-  if (!caller.agent) throw new Error('agentOf used on a route without bearer auth; the route table and the handler disagree');
-  return caller.agent;
-}
-
-function jobIdOf(req: Request): string {
-  const value = (req.params as Record<string, unknown>).job_id;
-  if (typeof value !== 'string') throw new Error('route is missing its job_id parameter');
-  return value;
-}
-
 /** Aborted when the client goes away before its answer is complete. */
 function clientGone(res: Response): AbortSignal {
   const gone = new AbortController();
@@ -62,8 +53,8 @@ function clientGone(res: Response): AbortSignal {
  * `?wait=`, the UART as Server-Sent Events, and serial input for a running job. The SSE format is
  * in docs/bench-api.md, "Live UART".
  */
-export function jobLiveRoutes(bench: Bench): ApiRoute<AgentRecord>[] {
-  const routes: ApiRoute<AgentRecord>[] = [
+export function jobLiveRoutes(bench: Bench): BenchRoute[] {
+  const routes: BenchRoute[] = [
     {
       method: 'get',
       path: '/api/v1/jobs/{job_id}/uart',
@@ -87,7 +78,7 @@ export function jobLiveRoutes(bench: Bench): ApiRoute<AgentRecord>[] {
           res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
           res.flushHeaders();
         };
-        const stop = await bench.streamJobUart(agentOf(caller), jobIdOf(req), {
+        const stop = await bench.streamJobUart(callerAgent(caller), pathParam(req, 'job_id'), {
           fromOffset,
           onChunk: (c) => {
             start();
@@ -123,9 +114,13 @@ export function jobLiveRoutes(bench: Bench): ApiRoute<AgentRecord>[] {
       handler: async (req, res, caller) => {
         const body = parseOr422(uartInputSchema, await readJsonBody(req, { maxBodyBytes: 16 * 1024 }), 'body');
         const bytes = body.text !== undefined ? new TextEncoder().encode(body.text) : new Uint8Array(Buffer.from(body.base64!, 'base64'));
-        if (bytes.length > MAX_UART_INPUT_BYTES) throw new Error('unreachable: the schema bounds the input');
-        const jobId = jobIdOf(req);
-        await bench.writeJobUart(agentOf(caller), jobId, bytes);
+        // The schema bounds characters; UTF-8 text or base64 padding can still carry more bytes.
+        if (bytes.length > MAX_UART_INPUT_BYTES) {
+          const field = body.text !== undefined ? 'text' : 'base64';
+          throw fieldValueError(field, `the input is ${bytes.length} bytes; at most ${MAX_UART_INPUT_BYTES} bytes per request`, body[field]);
+        }
+        const jobId = pathParam(req, 'job_id');
+        await bench.writeJobUart(callerAgent(caller), jobId, bytes);
         res.json({ job_id: jobId, written_bytes: bytes.length });
       },
     },
@@ -137,8 +132,8 @@ export function jobLiveRoutes(bench: Bench): ApiRoute<AgentRecord>[] {
 export function getJobMaybeWaiting(bench: Bench) {
   return async (req: Request, res: Response, caller: RouteCaller<AgentRecord>): Promise<void> => {
     const { wait } = parseOr422(jobWaitQuerySchema, req.query, 'query');
-    const agent = agentOf(caller);
-    const jobId = jobIdOf(req);
+    const agent = callerAgent(caller);
+    const jobId = pathParam(req, 'job_id');
     res.json(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res)));
   };
 }

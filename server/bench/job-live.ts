@@ -1,4 +1,4 @@
-import type { JobState } from '../store/bench-store.js';
+import type { JobRecord, JobState } from '../store/bench-store.js';
 
 /** One UART chunk of a job as it arrives: `offset` is the byte offset of its first byte in the job's UART. */
 export interface LiveUartChunk {
@@ -10,7 +10,8 @@ export interface LiveUartChunk {
   timeBase?: 'simulated' | 'wall';
 }
 
-export type JobLiveEvent = { kind: 'uart'; chunk: LiveUartChunk } | { kind: 'state'; state: JobState };
+/** `job`: the record as it ended, on the state event of a finished job (listeners need not read it again). */
+export type JobLiveEvent = { kind: 'uart'; chunk: LiveUartChunk } | { kind: 'state'; state: JobState; job?: JobRecord };
 
 export type JobLiveListener = (event: JobLiveEvent) => void;
 
@@ -46,8 +47,8 @@ export class JobLive {
     this.emit(jobId, { kind: 'uart', chunk });
   }
 
-  publishState(jobId: string, state: JobState): void {
-    this.emit(jobId, { kind: 'state', state });
+  publishState(jobId: string, state: JobState, job?: JobRecord): void {
+    this.emit(jobId, job ? { kind: 'state', state, job } : { kind: 'state', state });
   }
 
   /** While a job runs here, its firmware's serial input; returns the detach. */

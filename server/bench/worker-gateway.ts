@@ -15,7 +15,11 @@ export interface WorkerGatewayDeps {
   live: JobLive;
   limits: Pick<BenchLimits, 'maxUartBytesPerJob' | 'maxUartChunksPerJob'>;
   logger: Logger;
-  /** Host ms between two looks at the store by a waiting claim (jobs queued through another replica). Default 2 000. */
+  /**
+   * Host ms between two looks at the store by a waiting claim, for jobs queued or boards freed
+   * through another replica (a shared database). Absent: no looks; everything that can make a job
+   * claimable happens in this process and wakes the claim itself.
+   */
   claimPollMs?: number;
 }
 
@@ -67,7 +71,7 @@ export class WorkerGateway {
     };
   }
 
-  /** A job was queued on `board`: a worker waiting for that board claims it now. */
+  /** A job was queued on `board`, or the board was freed: a worker waiting for that board claims now. */
   jobQueued(board: string): void {
     for (const waiter of [...this.waiters]) if (waiter.boards.has(board)) waiter.wake();
   }
@@ -121,7 +125,7 @@ export class WorkerGateway {
 
   async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined> {
     const wanted = new Set(boards);
-    const pollMs = this.deps.claimPollMs ?? 2_000;
+    const pollMs = this.deps.claimPollMs;
     while (!signal.aborted) {
       // Listening before looking: a job queued between the look and the wait still wakes us.
       let wake: () => void = () => undefined;
@@ -136,7 +140,7 @@ export class WorkerGateway {
         }
         const onAbort = () => wake();
         signal.addEventListener('abort', onAbort, { once: true });
-        await Promise.race([woken, sleep(this.deps.clock, pollMs, signal).catch(() => undefined)]);
+        await Promise.race([woken, ...(pollMs === undefined ? [] : [sleep(this.deps.clock, pollMs, signal).catch(() => undefined)])]);
         signal.removeEventListener('abort', onAbort);
       } finally {
         this.waiters.delete(waiter);
@@ -206,7 +210,11 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, maxChunks), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, maxChunks) : null };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
-    if (finished.workerId === workerId) this.deps.live.publishState(jobId, finished.state);
+    if (finished.workerId === workerId) {
+      this.deps.live.publishState(jobId, finished.state, finished);
+      // The board is free for its next job (a worker of another board id waiting on it claims now).
+      this.jobQueued(finished.board);
+    }
     return finished;
   }
 

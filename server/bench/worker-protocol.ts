@@ -71,6 +71,8 @@ export class WorkerProtocol {
       keep: runningJobs,
     });
     for (const board of boards) this.deps.boards.invalidate(board.board);
+    // Boards those jobs held are free for their next job.
+    for (const job of interrupted) this.deps.gateway.jobQueued(job.board);
     this.deps.logger.info(`worker ${worker.label} (${worker.workerId}) announced ${boards.length} board(s)${interrupted.length ? `; ${interrupted.length} job(s) it no longer runs failed as interrupted` : ''}`);
     return { interrupted };
   }

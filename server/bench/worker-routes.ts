@@ -1,5 +1,7 @@
+import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
-import type { ApiRoute, RouteCaller } from '../http/api-route.js';
+import { pathParam } from '../http/api-route.js';
+import { type BenchRoute, type RouteCaller } from './bench-route.js';
 import { readJsonBody } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import { parseFormBody } from '../http/parse-form.js';
@@ -40,26 +42,19 @@ function workerOf(caller: RouteCaller<AgentRecord>): WorkerRecord {
   return caller.worker as WorkerRecord;
 }
 
-/** A path parameter express decoded (always one string on these routes). */
-function param(req: Parameters<ApiRoute['handler']>[0], name: string): string {
-  const value = (req.params as Record<string, unknown>)[name];
-  if (typeof value !== 'string') throw new Error(`path parameter ${name} missing; the route table and the handler disagree`);
-  return value;
-}
-
 const jsonBody = <T extends z.ZodObject>(schema: T) => ({ kind: 'json' as const, schema, required: true });
 
-const readBody = async <T>(req: Parameters<ApiRoute['handler']>[0], schema: z.ZodType<T>): Promise<T> =>
+const readBody = async <T>(req: IncomingMessage, schema: z.ZodType<T>): Promise<T> =>
   parseOr422(schema, await readJsonBody(req, { maxBodyBytes: MAX_WORKER_BODY_BYTES }), 'body');
 
 /**
  * The worker protocol (docs/worker-protocol.md): what a bench worker on a single-board computer
  * calls, outbound only, with its worker token; and the administrator's worker tokens.
  */
-export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmin; timings: WorkerTimings }): ApiRoute<AgentRecord>[] {
+export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmin; timings: WorkerTimings }): BenchRoute[] {
   const { protocol, admin, timings } = deps;
   const jobPath = (action: string) => `/api/v1/worker/jobs/{job_id}/${action}`;
-  const routes: ApiRoute<AgentRecord>[] = [
+  const routes: BenchRoute[] = [
     {
       method: 'post',
       path: '/api/v1/worker/announce',
@@ -133,7 +128,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       produces: 'application/octet-stream',
       errors: JOB_ERRORS,
       handler: async (req, res, caller) => {
-        const bytes = await protocol.firmware(workerOf(caller), param(req, 'job_id'));
+        const bytes = await protocol.firmware(workerOf(caller), pathParam(req, 'job_id'));
         res.type('application/octet-stream').send(Buffer.from(bytes));
       },
     },
@@ -146,7 +141,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       auth: 'worker',
       response: jobControlSchema,
       errors: JOB_ERRORS,
-      handler: async (req, res, caller) => res.json(await protocol.running(workerOf(caller), param(req, 'job_id'))),
+      handler: async (req, res, caller) => res.json(await protocol.running(workerOf(caller), pathParam(req, 'job_id'))),
     },
     {
       method: 'post',
@@ -157,7 +152,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       auth: 'worker',
       response: jobControlSchema,
       errors: JOB_ERRORS,
-      handler: async (req, res, caller) => res.json(await protocol.jobHeartbeat(workerOf(caller), param(req, 'job_id'))),
+      handler: async (req, res, caller) => res.json(await protocol.jobHeartbeat(workerOf(caller), pathParam(req, 'job_id'))),
     },
     {
       method: 'post',
@@ -171,7 +166,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       errors: { ...JOB_ERRORS, ...BODY_ERRORS },
       handler: async (req, res, caller) => {
         const body = await readBody(req, uartBodySchema);
-        await protocol.uart(workerOf(caller), param(req, 'job_id'), body.offset, body);
+        await protocol.uart(workerOf(caller), pathParam(req, 'job_id'), body.offset, body);
         res.json({ ok: true });
       },
     },
@@ -189,7 +184,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
         const { outcome } = await readBody(req, finishBodySchema);
         const job = await protocol.finish(
           workerOf(caller),
-          param(req, 'job_id'),
+          pathParam(req, 'job_id'),
           outcome.state === 'done'
             ? {
                 state: 'done',
@@ -241,7 +236,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       auth: 'admin',
       response: workerViewAnswerSchema,
       errors: { ...ADMIN_ERRORS, 404: 'No such worker' },
-      handler: async (req, res) => res.json(await admin.revoke(param(req, 'worker_id'))),
+      handler: async (req, res) => res.json(await admin.revoke(pathParam(req, 'worker_id'))),
     },
   ];
   return routes.map((route) => ({ ...route, handler: mapBenchErrors(route.handler) }));

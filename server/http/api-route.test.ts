@@ -1,66 +1,100 @@
 import type { IncomingMessage } from 'node:http';
-import type { Request, Response } from 'express';
-import { z } from 'zod';
-import { describe, expect, it } from 'vitest';
-import { type ApiRoute, type RouteCaller, type RouteGuards, continueCheck, serveApiRoute } from './api-route.js';
+import express, { type RequestHandler } from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ApiRoute, continueCheck, mountApiRoutes, type RouteGuard } from './api-route.js';
+import { createErrorHandler, notFoundHandler } from './error-handler.js';
 import { HttpError } from './http-error.js';
+import { listen, type ListeningServer } from './listen.js';
+import type { Logger } from './logger.js';
 
-const guards: RouteGuards<string> = {
-  bearer: async (req) => {
+type Auth = 'token' | 'admin';
+type Caller = { who: string };
+
+/** A guard as a service writes one: resolves the caller or throws its 401. */
+const guard: RouteGuard<Caller, Auth> = async (route, req) => {
+  if (route.auth === 'token') {
     if (req.headers.authorization !== 'Bearer good') throw new HttpError(401, 'Not authenticated');
-    return 'agent-1';
-  },
-  admin: (req) => {
-    if (req.headers['x-admin-token'] !== 'root') throw new HttpError(401, 'wrong admin token');
-  },
+    return { who: 'agent-1' };
+  }
+  if (route.auth === 'admin' && req.headers['x-admin-token'] !== 'root') throw new HttpError(401, 'wrong admin token');
+  return { who: 'anyone' };
 };
 
-function routeWith(auth: ApiRoute['auth'], seen: Array<RouteCaller<string>>, beforeContinue?: ApiRoute['beforeContinue']): ApiRoute<string> {
+const quietLogger: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+
+function routeWith(path: string, auth: Auth | undefined, seen: Caller[], beforeContinue?: ApiRoute['beforeContinue']): ApiRoute<Caller, Auth> {
   return {
-    method: 'get',
-    path: '/x',
-    operationId: 'x',
-    summary: 'x',
-    tags: [],
+    method: 'post',
+    path,
+    summary: path,
     ...(auth ? { auth } : {}),
-    response: z.object({}),
-    errors: {},
-    handler: async (_req, _res, caller) => {
+    handler: async (_req, res, caller) => {
       seen.push(caller);
+      res.json(caller);
     },
     ...(beforeContinue ? { beforeContinue } : {}),
   };
 }
 
-const request = (headers: Record<string, string>) => ({ headers }) as unknown as Request;
-const response = {} as Response;
+let running: ListeningServer | undefined;
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+});
+
+/** Serves `routes` through `mountApiRoutes` on loopback, as both services do. */
+async function serve(routes: ApiRoute<Caller, Auth>[], beforeHandler?: RequestHandler): Promise<string> {
+  const app = express();
+  mountApiRoutes(app, routes, guard, { ...(beforeHandler ? { beforeHandler } : {}), otherPaths: [{ method: 'get', path: '/elsewhere' }] });
+  app.use(notFoundHandler);
+  app.use(createErrorHandler(quietLogger));
+  running = await listen({ port: 0 });
+  running.server.on('request', app);
+  return running.origin;
+}
 
 describe('auth is enforced by the router, not by handlers', () => {
-  it('a bearer route never reaches its handler without a good token, and gets the agent with one', async () => {
-    const seen: Array<RouteCaller<string>> = [];
-    const serve = serveApiRoute(routeWith('bearer', seen), guards);
-    await expect(serve(request({}), response)).rejects.toMatchObject({ status: 401 });
+  it('a route with auth never reaches its handler without a good credential, and gets the caller with one', async () => {
+    const seen: Caller[] = [];
+    const origin = await serve([routeWith('/t', 'token', seen)]);
+    const refused = await fetch(`${origin}/t`, { method: 'POST' });
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ detail: 'Not authenticated' });
     expect(seen).toEqual([]);
-    await serve(request({ authorization: 'Bearer good' }), response);
-    expect(seen).toEqual([{ agent: 'agent-1' }]);
+    const ok = await fetch(`${origin}/t`, { method: 'POST', headers: { authorization: 'Bearer good' } });
+    expect(await ok.json()).toEqual({ who: 'agent-1' });
   });
 
-  it('an admin route checks the admin token first; an open route checks nothing', async () => {
-    const seen: Array<RouteCaller<string>> = [];
-    await expect(serveApiRoute(routeWith('admin', seen), guards)(request({ 'x-admin-token': 'nope' }), response)).rejects.toMatchObject({ status: 401 });
-    expect(seen).toEqual([]);
-    await serveApiRoute(routeWith('admin', seen), guards)(request({ 'x-admin-token': 'root' }), response);
-    await serveApiRoute(routeWith(undefined, seen), guards)(request({}), response);
-    expect(seen).toEqual([{ agent: undefined }, { agent: undefined }]);
+  it('the guard runs before the body parser, so a refused caller costs no parse', async () => {
+    const parsed: string[] = [];
+    const parser: RequestHandler = (req, _res, next) => {
+      parsed.push(req.path);
+      next();
+    };
+    const origin = await serve([routeWith('/a', 'admin', []), routeWith('/open', undefined, [])], parser);
+    expect((await fetch(`${origin}/a`, { method: 'POST', headers: { 'x-admin-token': 'nope' } })).status).toBe(401);
+    expect(parsed).toEqual([]);
+    expect((await fetch(`${origin}/a`, { method: 'POST', headers: { 'x-admin-token': 'root' } })).status).toBe(200);
+    expect((await fetch(`${origin}/open`, { method: 'POST' })).status).toBe(200);
+    expect(parsed).toEqual(['/a', '/open']);
   });
 
-  it('the Expect: 100-continue check refuses a bad credential before the route\'s own check runs', async () => {
+  it('another method on a served path is a 405 naming the allowed ones, for paths served elsewhere too', async () => {
+    const origin = await serve([routeWith('/items/{id}', undefined, [])]);
+    const wrong = await fetch(`${origin}/items/7`, { method: 'DELETE' });
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('POST');
+    expect((await fetch(`${origin}/elsewhere`, { method: 'POST' })).status).toBe(405);
+    expect((await fetch(`${origin}/nowhere`, { method: 'POST' })).status).toBe(404);
+  });
+
+  it("the Expect: 100-continue check refuses a bad credential before the route's own check runs", async () => {
     const checked: string[] = [];
-    const check = continueCheck(routeWith('bearer', [], async () => void checked.push('size')), guards)!;
+    const check = continueCheck(routeWith('/t', 'token', [], async () => void checked.push('size')), guard)!;
     await expect(check({ headers: {} } as IncomingMessage)).rejects.toMatchObject({ status: 401 });
     expect(checked).toEqual([]);
     await check({ headers: { authorization: 'Bearer good' } } as unknown as IncomingMessage);
     expect(checked).toEqual(['size']);
-    expect(continueCheck(routeWith('bearer', []), guards)).toBeUndefined();
+    expect(continueCheck(routeWith('/t', 'token', []), guard)).toBeUndefined();
   });
 });

@@ -1,40 +1,53 @@
 import type { IncomingMessage } from 'node:http';
-import type { Request, Response } from 'express';
+import type { Request, RequestHandler, Response, Router } from 'express';
 import type { z } from 'zod';
+import { methodNotAllowed } from './error-handler.js';
 
 /**
- * `bearer`: `authorization: Bearer <agent token>`; `admin`: `x-admin-token`; `worker`:
- * `authorization: Bearer <worker token>` (a bench worker, never an agent).
+ * One endpoint of either service, described once: the router serves it from this description
+ * (`mountApiRoutes`) and `openapi.ts` documents it from the same object, so routes and
+ * documentation cannot drift apart. Its `auth` is enforced by the router, through the service's
+ * guard, before the handler runs, never by the handler. `Caller` is what the guard resolves to.
  */
-export type RouteAuth = 'bearer' | 'admin' | 'worker';
-
-/**
- * One endpoint, described once: express serves it from this description and `openapi.ts`
- * documents it from the same object, so routes and documentation cannot drift apart. Its `auth`
- * is enforced by the router (`serveApiRoute`) before the handler runs, never by the handler.
- * `Agent` is what a service's bearer check resolves to.
- */
-export interface ApiRoute<Agent = unknown> {
+export interface ApiRoute<Caller = unknown, Auth extends string = string> {
   method: 'get' | 'post';
   /** OpenAPI-style path, e.g. `/api/v1/sessions/{sid}`. */
   path: string;
-  operationId: string;
+  /** Defaults to one derived from the method and path (`getItemsIdBulletin`). */
+  operationId?: string;
   summary: string;
   description?: string;
-  tags: string[];
-  auth?: RouteAuth;
-  /** Query parameters (each optional unless its schema says otherwise), parsed by the handler with this schema. */
-  query?: z.ZodObject;
-  /** The request body: a form (urlencoded or multipart), a multipart upload, or JSON. */
-  body?: { kind: 'form' | 'multipart' | 'json'; schema: z.ZodObject; required: boolean };
-  /** The 200 response body (JSON unless `produces` says otherwise). */
-  response: z.ZodType;
-  /** The content type of a 200 answer that is not JSON (e.g. `application/octet-stream`). */
+  tags?: string[];
+  /** The credential this endpoint needs, in the service's names; absent: none. */
+  auth?: Auth;
+  /** The first interface version with this endpoint (`x-since` in the OpenAPI document). */
+  since?: string;
+  /** Query parameters (each optional unless its schema says otherwise). */
+  query?: z.ZodType;
+  /**
+   * The request body: a form (urlencoded or multipart), a multipart upload, JSON, or JSON or a
+   * multipart upload. `schema` documents it and is what the handler validates with.
+   */
+  body?: {
+    kind: 'form' | 'multipart' | 'json' | 'json-or-multipart';
+    schema: z.ZodType;
+    required: boolean;
+    /** For `json-or-multipart`: the multipart form's fields (`schema` is the JSON body's). */
+    multipart?: z.ZodType;
+  };
+  /** The success body (JSON unless `produces` says otherwise); absent: documented untyped. */
+  response?: z.ZodType;
+  /** The content type of a success answer that is not JSON (e.g. `application/octet-stream`). */
   produces?: string;
-  /** Error statuses this endpoint can answer, with when. 422 is added for routes with a body. */
-  errors: Record<number, string>;
-  /** Runs once the router has checked `auth`; `caller.agent` is the bearer token's agent on `bearer` routes. */
-  handler: (req: Request, res: Response, caller: RouteCaller<Agent>) => Promise<unknown>;
+  /** Status of a success answer; 200 unless said. */
+  successStatus?: number;
+  /**
+   * Error statuses this endpoint can answer, with when. 422 is added for routes that take input.
+   * A route that declares none is documented with a `default` error answer.
+   */
+  errors?: Record<number, string>;
+  /** Runs once the router has checked `auth`, with what the service's guard resolved. */
+  handler: (req: Request, res: Response, caller: Caller) => Promise<unknown>;
   /**
    * For a request sent with `Expect: 100-continue`: throws the `HttpError` the handler would
    * answer from the headers alone beyond `auth` (which the router checks first), e.g. 413 from
@@ -44,51 +57,61 @@ export interface ApiRoute<Agent = unknown> {
   beforeContinue?: (req: IncomingMessage) => Promise<void>;
 }
 
-/** Who the router let through: the agent on `bearer` routes, the worker on `worker` routes, none elsewhere. */
-export interface RouteCaller<Agent> {
-  agent: Agent | undefined;
-  /** The worker of a `worker` route (what the service's `worker` guard resolved). */
-  worker?: unknown;
-}
+/**
+ * How a service checks a route's `auth`: resolves to the caller, or throws its 401/403
+ * `HttpError`. The one place a route's credential is enforced.
+ */
+export type RouteGuard<Caller, Auth extends string> = (route: ApiRoute<Caller, Auth>, req: IncomingMessage) => Promise<Caller>;
 
-/** How a service checks each kind of `auth`: resolves (with the agent) or throws its 401/403 `HttpError`. */
-export interface RouteGuards<Agent> {
-  bearer(req: IncomingMessage): Promise<Agent>;
-  admin(req: IncomingMessage): void;
-  /** A service with `worker` routes checks worker tokens here. */
-  worker?(req: IncomingMessage): Promise<unknown>;
-}
-
-/** Checks `route.auth` with the service's guards: the one place a route's credential is enforced. */
-export async function authorize<Agent>(route: ApiRoute<Agent>, guards: RouteGuards<Agent>, req: IncomingMessage): Promise<RouteCaller<Agent>> {
-  if (route.auth === 'bearer') return { agent: await guards.bearer(req) };
-  if (route.auth === 'admin') guards.admin(req);
-  if (route.auth === 'worker') {
-    if (!guards.worker) throw new Error(`route ${route.path} needs worker auth, which this service does not check`);
-    return { agent: undefined, worker: await guards.worker(req) };
+/**
+ * Serves `routes` on `router`: for each, the guard, then `beforeHandler` (e.g. a body parser that
+ * must not run for a caller the guard refuses), then the handler. Every other method on a served
+ * path is a 405 naming the allowed ones (as FastAPI answers); `otherPaths` adds paths served
+ * elsewhere (pages, documents) to that rule.
+ */
+export function mountApiRoutes<Caller, Auth extends string>(
+  router: Router,
+  routes: readonly ApiRoute<Caller, Auth>[],
+  guard: RouteGuard<Caller, Auth>,
+  options: { beforeHandler?: RequestHandler; otherPaths?: readonly { method: string; path: string }[] } = {},
+): void {
+  const methodsByPath = new Map<string, string[]>();
+  const allow = (path: string, method: string) => methodsByPath.set(path, [...(methodsByPath.get(path) ?? []), method]);
+  for (const route of routes) {
+    const path = expressPath(route.path);
+    const authorize: RequestHandler = async (req, res, next) => {
+      res.locals.caller = await guard(route, req);
+      next();
+    };
+    const handle: RequestHandler = async (req, res) => {
+      await route.handler(req, res, res.locals.caller as Caller);
+    };
+    const chain = options.beforeHandler ? [authorize, options.beforeHandler, handle] : [authorize, handle];
+    router[route.method](path, ...chain);
+    allow(path, route.method);
   }
-  return { agent: undefined };
-}
-
-/** The express handler of `route`: `auth` first, then the route's handler. */
-export function serveApiRoute<Agent>(route: ApiRoute<Agent>, guards: RouteGuards<Agent>): (req: Request, res: Response) => Promise<void> {
-  return async (req, res) => {
-    const caller = await authorize(route, guards, req);
-    await route.handler(req, res, caller);
-  };
+  for (const other of options.otherPaths ?? []) allow(expressPath(other.path), other.method);
+  for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
 }
 
 /**
  * The `Expect: 100-continue` check of `route`, or undefined when it has none to make: `auth`
  * first, then the route's own `beforeContinue` (the order its handler checks in).
  */
-export function continueCheck<Agent>(route: ApiRoute<Agent>, guards: RouteGuards<Agent>): ((req: IncomingMessage) => Promise<void>) | undefined {
+export function continueCheck<Caller, Auth extends string>(route: ApiRoute<Caller, Auth>, guard: RouteGuard<Caller, Auth>): ((req: IncomingMessage) => Promise<void>) | undefined {
   const own = route.beforeContinue;
   if (!own) return undefined;
   return async (req) => {
-    await authorize(route, guards, req);
+    await guard(route, req);
     await own(req);
   };
+}
+
+/** A path parameter as express decoded it; the route table guarantees it, so its absence is a bug. */
+export function pathParam(req: Request, name: string): string {
+  const value = (req.params as Record<string, unknown>)[name];
+  if (typeof value !== 'string') throw new Error(`route is missing its ${name} parameter; the route table and the handler disagree`);
+  return value;
 }
 
 /** Express path syntax for an OpenAPI path: `{sid}` becomes `:sid`. */

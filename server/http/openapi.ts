@@ -22,122 +22,163 @@ export const errorDetailSchema = z.object({ detail: z.string().meta({ title: 'De
 
 type JsonSchema = Record<string, unknown>;
 
-/** A JSON Schema for use inside an OpenAPI 3.1 document (no `$schema` / `$id` of its own). */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output', refs: Map<z.ZodType, string>): JsonSchema {
-  const out = z.toJSONSchema(schema, {
-    io,
-    unrepresentable: 'any',
-    override: (ctx) => {
-      const current = ctx.zodSchema as unknown as z.ZodType;
-      const ref = refs.get(current);
-      if (ref && current !== schema) {
-        for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as JsonSchema)[key];
-        (ctx.jsonSchema as JsonSchema).$ref = `#/components/schemas/${ref}`;
-      }
-    },
-  }) as JsonSchema;
-  delete out.$schema;
-  delete out.$id;
-  return out;
+/** How a service's credentials appear in its document. */
+export interface OpenApiSecurity<Auth extends string> {
+  /** `components.securitySchemes`. */
+  schemes: Record<string, JsonSchema>;
+  /**
+   * For a route's `auth`: its `security` requirements, the headers to list as (optional)
+   * parameters, and the error statuses the credential check itself can answer.
+   */
+  of(auth: Auth | undefined): { security?: Record<string, string[]>[]; headers?: { name: string; title: string }[]; errors?: Record<number, string>; extensions?: JsonSchema };
 }
 
-export interface OpenApiInfo {
+export interface OpenApiInfo<Auth extends string> {
   title: string;
   version: string;
   description: string;
   serverUrl: string;
-  /** Named response schemas, put under `components.schemas` and referenced from routes. */
-  components: Record<string, z.ZodType>;
-  /** Path items served by others (the pages router), merged in as they are. */
+  /** Named schemas, put under `components.schemas` and referenced wherever they are used. */
+  components?: Record<string, z.ZodType>;
+  /** Path items served by others (pages, metrics), merged in as they are. */
   extraPaths?: Record<string, Record<string, unknown>>;
+  security: OpenApiSecurity<Auth>;
 }
 
-/** Builds the OpenAPI 3.1 document of `routes`. */
-export function buildOpenApiDocument<Agent>(routes: readonly ApiRoute<Agent>[], info: OpenApiInfo): JsonSchema {
-  const named: Record<string, z.ZodType> = {
+/**
+ * The components and reference rules of one document. A schema is named when it is one of
+ * `info.components` or carries a zod `.meta({ id })`; every use of a named schema, at the top or
+ * nested, becomes a `$ref` to `components.schemas`.
+ */
+class SchemaBook {
+  readonly schemas: Record<string, JsonSchema> = {};
+  private readonly names = new Map<z.ZodType, string>();
+
+  constructor(named: Record<string, z.ZodType>) {
+    for (const [name, schema] of Object.entries(named)) this.names.set(schema, name);
+    for (const [name, schema] of Object.entries(named)) this.schemas[name] = this.expand(schema, 'output');
+  }
+
+  /** A `$ref` for a named schema, the schema itself otherwise. */
+  use(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const name = this.nameOf(schema);
+    if (!name) return this.expand(schema, io);
+    this.schemas[name] ??= this.expand(schema, io);
+    return { $ref: `#/components/schemas/${name}` };
+  }
+
+  /** The properties of an object schema (query parameters), however it is named. */
+  properties(schema: z.ZodType): { properties?: Record<string, JsonSchema>; required?: string[] } {
+    return this.expand(schema, 'input') as { properties?: Record<string, JsonSchema>; required?: string[] };
+  }
+
+  private nameOf(schema: z.ZodType): string | undefined {
+    const id = z.globalRegistry.get(schema)?.id;
+    return this.names.get(schema) ?? (typeof id === 'string' ? id : undefined);
+  }
+
+  /** The JSON Schema of `schema` itself, nested named schemas as `$ref`s (OpenAPI 3.1: no `$schema`/`$id`). */
+  private expand(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+    const out = z.toJSONSchema(schema, {
+      io,
+      unrepresentable: 'any',
+      target: 'draft-2020-12',
+      override: (ctx) => {
+        const current = ctx.zodSchema as unknown as z.ZodType;
+        const name = current === schema ? undefined : this.names.get(current);
+        if (name) {
+          for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as JsonSchema)[key];
+          (ctx.jsonSchema as JsonSchema).$ref = `#/components/schemas/${name}`;
+        }
+      },
+    }) as JsonSchema;
+    // Schemas named by `.meta({ id })` come back as `$defs`: they become components too.
+    const rewritten = JSON.parse(JSON.stringify(out).replaceAll('"#/$defs/', '"#/components/schemas/')) as JsonSchema;
+    for (const [name, def] of Object.entries((rewritten.$defs ?? {}) as Record<string, JsonSchema>)) this.schemas[name] ??= def;
+    delete rewritten.$defs;
+    delete rewritten.$schema;
+    // A root named by `.meta({ id })` comes back as a `$ref` to its own `$defs` entry: the schema is that entry.
+    const rootRef = typeof rewritten.$ref === 'string' && Object.keys(rewritten).length === 1 ? rewritten.$ref.replace('#/components/schemas/', '') : undefined;
+    return rootRef && this.schemas[rootRef] ? this.schemas[rootRef] : rewritten;
+  }
+}
+
+/** `get /items/{id}/bulletin` becomes `getItemsIdBulletin`. */
+function derivedOperationId(method: string, path: string): string {
+  return `${method}${path.replace(/[{}]/g, '').replace(/\/(\w)/g, (_, c: string) => c.toUpperCase()).replace(/\W/g, '')}`;
+}
+
+/** `job_id` becomes `Job Id`, as FastAPI titles parameters. */
+function titled(name: string): string {
+  return name
+    .split('_')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join(' ');
+}
+
+const bodyMediaTypes = { json: ['application/json'], multipart: ['multipart/form-data'], form: ['application/x-www-form-urlencoded', 'multipart/form-data'] } as const;
+
+/** Builds the OpenAPI 3.1 document of `routes`: the one builder of both services. */
+export function buildOpenApiDocument<Caller, Auth extends string>(routes: readonly ApiRoute<Caller, Auth>[], info: OpenApiInfo<Auth>): JsonSchema {
+  const book = new SchemaBook({
     ...info.components,
     HTTPValidationError: httpValidationErrorSchema,
     ValidationError: validationErrorSchema,
     ErrorDetail: errorDetailSchema,
-  };
-  const refs = new Map<z.ZodType, string>(Object.entries(named).map(([name, schema]) => [schema, name]));
-  const ref = (schema: z.ZodType) => {
-    const name = refs.get(schema);
-    return name ? { $ref: `#/components/schemas/${name}` } : jsonSchema(schema, 'output', refs);
-  };
+  });
 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [p, item] of Object.entries(info.extraPaths ?? {})) paths[p] = { ...item };
   for (const route of routes) {
-    const parameters: unknown[] = pathParams(route.path).map((name) => ({
-      name,
-      in: 'path',
-      required: true,
-      schema: { type: 'string', title: name === 'sid' ? 'Sid' : 'Job Id' },
-    }));
+    const credential = info.security.of(route.auth);
+    const names = pathParams(route.path);
+    const parameters: unknown[] = names.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string', title: titled(name) } }));
     if (route.query) {
-      const query = jsonSchema(route.query, 'input', refs) as { properties?: Record<string, unknown>; required?: string[] };
-      for (const [name, schema] of Object.entries(query.properties ?? {})) {
-        parameters.push({ name, in: 'query', required: (query.required ?? []).includes(name), schema });
-      }
+      const query = book.properties(route.query);
+      for (const [name, schema] of Object.entries(query.properties ?? {})) parameters.push({ name, in: 'query', required: (query.required ?? []).includes(name), schema });
     }
-    // The spec marks both headers optional in the schema; a missing one is a 401, not a 422.
-    if (route.auth === 'bearer') parameters.push({ name: 'authorization', in: 'header', required: false, schema: { type: 'string', title: 'Authorization' } });
-    if (route.auth === 'admin') parameters.push({ name: 'x-admin-token', in: 'header', required: false, schema: { type: 'string', title: 'X-Admin-Token' } });
+    // A missing credential header is a 401, not a 422: listed, but never required.
+    for (const header of credential.headers ?? []) parameters.push({ name: header.name, in: 'header', required: false, schema: { type: 'string', title: header.title } });
 
-    const responses: Record<string, unknown> = {
-      '200': {
-        description: 'Successful Response',
-        content: route.produces ? { [route.produces]: { schema: { type: 'string', format: 'binary' } } } : { 'application/json': { schema: ref(route.response) } },
-      },
-    };
-    const errors: Record<number, string> = { ...route.errors };
+    const success = route.produces && route.produces !== 'application/json'
+      ? { [route.produces]: { schema: { type: 'string', format: 'binary' } } }
+      : { 'application/json': route.response ? { schema: book.use(route.response, 'output') } : {} };
+    const responses: Record<string, unknown> = { [String(route.successStatus ?? 200)]: { description: 'Successful Response', content: success } };
+    const errors: Record<number, string> = { ...credential.errors, ...route.errors };
     if (route.body || route.query) errors[422] ??= 'Validation Error';
     for (const [status, description] of Object.entries(errors).sort(([a], [b]) => Number(a) - Number(b))) {
       const schema = status === '422' ? { $ref: '#/components/schemas/HTTPValidationError' } : { $ref: '#/components/schemas/ErrorDetail' };
       responses[status] = { description, content: { 'application/json': { schema } } };
     }
+    if (!route.errors) responses.default = { description: 'Any other error', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorDetail' } } } };
 
     const operation: Record<string, unknown> = {
-      tags: route.tags,
+      ...(route.tags ? { tags: route.tags } : {}),
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
-      operationId: route.operationId,
+      operationId: route.operationId ?? derivedOperationId(route.method, route.path),
       ...(parameters.length > 0 ? { parameters } : {}),
     };
     if (route.body) {
-      const mediaTypes =
-        route.body.kind === 'json'
-          ? ['application/json']
-          : route.body.kind === 'multipart'
-            ? ['multipart/form-data']
-            : ['application/x-www-form-urlencoded', 'multipart/form-data'];
-      const schema = jsonSchema(route.body.schema, 'input', refs);
-      operation.requestBody = {
-        required: route.body.required,
-        content: Object.fromEntries(mediaTypes.map((m) => [m, { schema }])),
-      };
+      const schema = book.use(route.body.schema, 'input');
+      const content: Record<string, unknown> =
+        route.body.kind === 'json-or-multipart'
+          ? { 'application/json': { schema }, 'multipart/form-data': { schema: route.body.multipart ? book.use(route.body.multipart, 'input') : { type: 'object' } } }
+          : Object.fromEntries(bodyMediaTypes[route.body.kind].map((m) => [m, { schema }]));
+      operation.requestBody = { required: route.body.required, content };
     }
     operation.responses = responses;
-    if (route.auth === 'bearer') operation.security = [{ HTTPBearer: [] }];
-    if (route.auth === 'admin') operation.security = [{ AdminToken: [] }];
-    if (route.auth === 'worker') operation.security = [{ WorkerToken: [] }];
+    if (credential.security) operation.security = credential.security;
+    if (route.since) operation['x-since'] = route.since;
+    Object.assign(operation, credential.extensions);
     (paths[route.path] ??= {})[route.method] = operation;
   }
 
-  const schemas = Object.fromEntries(Object.entries(named).map(([name, schema]) => [name, jsonSchema(schema, 'output', refs)]));
   return {
     openapi: '3.1.0',
     info: { title: info.title, version: info.version, description: info.description },
     servers: [{ url: info.serverUrl }],
     paths,
-    components: {
-      schemas,
-      securitySchemes: {
-        HTTPBearer: { type: 'http', scheme: 'bearer', description: 'An agent token from POST /api/v1/agents/register: `authorization: Bearer hb_...`.' },
-        AdminToken: { type: 'apiKey', in: 'header', name: 'x-admin-token', description: 'The administrator token the server was started with.' },
-        WorkerToken: { type: 'http', scheme: 'bearer', description: 'A bench worker token from POST /admin/workers: `authorization: Bearer hbw_...` (docs/worker-protocol.md).' },
-      },
-    },
+    components: { schemas: book.schemas, securitySchemes: info.security.schemes },
   };
 }

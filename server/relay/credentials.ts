@@ -1,7 +1,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Request } from 'express';
 import { isNodeId } from './protocol.js';
 import { HttpError } from '../http/http-error.js';
 import type { CredentialKind } from './relay-facts.js';
@@ -124,8 +123,3 @@ function unauthorized(detail: string): HttpError {
   return new HttpError(401, detail, { 'WWW-Authenticate': 'Bearer realm="x-relay", Bot realm="x-relay"' });
 }
 
-/** The Authorization header of a request, if any. */
-export function authorizationOf(req: Request): string | undefined {
-  const h = req.headers.authorization;
-  return typeof h === 'string' ? h : undefined;
-}

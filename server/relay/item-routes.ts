@@ -9,7 +9,7 @@ import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { itemsPageSchema, itemDetailSchema, bulletinSchema } from './relay-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
-import { claimBody, fileTitleField, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
+import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
 import { throwCoreIssues } from './signed-document.js';
 import type { ItemRow } from './data-access/item-repository.js';
 
@@ -107,6 +107,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       body: claimBody,
       bodyKind: 'json-or-multipart',
+      multipart: fileUploadForm,
       successStatus: 201,
       handle: async ({ caller, req, res }) => {
         const author = callerNode(caller);

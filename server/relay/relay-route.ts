@@ -1,51 +1,106 @@
+import type { IncomingMessage } from 'node:http';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
-import type { Caller } from './credentials.js';
-import type { CredentialKind } from './relay-facts.js';
+import type { ApiRoute, RouteGuard } from '../http/api-route.js';
+import type { OpenApiSecurity } from '../http/openapi.js';
+import { parseOr422 } from '../http/zod-to-422.js';
+import { type Caller, type Credentials, requireCredential } from './credentials.js';
+import { type CredentialKind, credentialFormats, credentialMeaning } from './relay-facts.js';
 
-/** Everything a route declares about itself. The same list drives routing, /openapi.json and the docs tables. */
-export interface RelayRoute {
-  method: 'get' | 'post';
-  /** Spec form, `{id}` for path parameters. */
-  path: string;
-  summary: string;
-  auth: CredentialKind;
-  /** The first relay version that has the endpoint (the spec's "Available in" columns). */
-  since: '0.9.3' | '0.9.19';
-  body?: z.ZodType;
-  query?: z.ZodType;
-  /**
-   * `json` (default): the router validates the body with `body`. `core`: JSON parsed but validated
-   * by the handler through the protocol core (`body` only documents it). `json-or-multipart`: the
-   * handler reads a multipart stream itself or validates JSON itself.
-   */
-  bodyKind?: 'json' | 'core' | 'json-or-multipart';
-  /** Content type of a success answer when not JSON. */
-  produces?: string;
-  /** Schema of a JSON success answer, for /openapi.json (routes without one document an untyped body). */
-  response?: z.ZodType;
-  /** Status of a success answer; 200 unless said. */
-  successStatus?: number;
-  handle(input: RouteInput): unknown;
-}
+/**
+ * A relay endpoint: the HTTP toolkit's one route type, with the relay's credential names and the
+ * spec's "Available in" version always given. The same list drives routing, /openapi.json and the
+ * docs tables.
+ */
+export type RelayRoute = ApiRoute<Caller, CredentialKind> & { auth: CredentialKind; since: '0.9.3' | '0.9.19' };
 
-export interface RouteInput {
+export interface RouteInput<B = unknown, Q = unknown> {
   caller: Caller;
-  body: unknown;
-  query: unknown;
+  body: B;
+  query: Q;
   params: Record<string, string>;
   req: Request;
   res: Response;
 }
 
-/** Declares a route with typed body and query; the cast is safe because the router parses with the same schemas. */
-export function route<B = undefined, Q = undefined>(spec: Omit<RelayRoute, 'handle' | 'body' | 'query'> & {
+/** What a relay route module declares: typed body and query, and a handler that returns its JSON answer. */
+interface RelayRouteSpec<B, Q> {
+  method: 'get' | 'post';
+  /** Spec form, `{id}` for path parameters. */
+  path: string;
+  summary: string;
+  auth: CredentialKind;
+  since: '0.9.3' | '0.9.19';
   body?: z.ZodType<B, unknown>;
   query?: z.ZodType<Q, unknown>;
-  handle(input: Omit<RouteInput, 'body' | 'query'> & { body: B; query: Q }): unknown;
-}): RelayRoute {
-  return spec as unknown as RelayRoute;
+  /**
+   * `json` (default): the body is validated with `body` before the handler runs. `core`: JSON
+   * parsed but validated by the handler through the protocol core (`body` only documents it).
+   * `json-or-multipart`: the handler reads a multipart stream itself (fields in `multipart`) or
+   * validates JSON itself.
+   */
+  bodyKind?: 'json' | 'core' | 'json-or-multipart';
+  multipart?: z.ZodType;
+  produces?: string;
+  response?: z.ZodType;
+  successStatus?: number;
+  /** Returns the JSON answer, or `alreadySent` when it wrote the answer itself. */
+  handle(input: RouteInput<B, Q>): unknown;
 }
+
+/** Declares a relay route; query and body are parsed with the same schemas the document shows. */
+export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>): RelayRoute {
+  const bodyKind = spec.bodyKind ?? 'json';
+  return {
+    method: spec.method,
+    path: spec.path,
+    summary: spec.summary,
+    auth: spec.auth,
+    since: spec.since,
+    ...(spec.query ? { query: spec.query } : {}),
+    ...(spec.body
+      ? { body: { kind: bodyKind === 'json-or-multipart' ? 'json-or-multipart' : 'json', schema: spec.body, required: true, ...(spec.multipart ? { multipart: spec.multipart } : {}) } }
+      : {}),
+    ...(spec.response ? { response: spec.response } : {}),
+    ...(spec.produces ? { produces: spec.produces } : {}),
+    ...(spec.successStatus ? { successStatus: spec.successStatus } : {}),
+    handler: async (req, res, caller) => {
+      const query = (spec.query ? parseOr422(spec.query, req.query, 'query') : req.query) as Q;
+      const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body ?? {}, 'body') : req.body) as B;
+      res.status(spec.successStatus ?? 200);
+      const result = await spec.handle({ caller, body, query, params: req.params as Record<string, string>, req, res });
+      if (result !== alreadySent) res.json(result);
+    },
+  };
+}
+
+/** The relay's guard: anonymous for open and signature-checked routes, else the credential the route names. */
+export function relayGuard(credentials: Credentials): RouteGuard<Caller, CredentialKind> {
+  return async (r, req: IncomingMessage) => {
+    if (r.auth === undefined || r.auth === 'none' || r.auth === 'signature') return { kind: 'anonymous' };
+    const header = req.headers.authorization;
+    return requireCredential(credentials.authenticate(typeof header === 'string' ? header : undefined), r.auth);
+  };
+}
+
+/** The relay's credentials in /openapi.json; `x-credential` names each route's. */
+export const relayOpenApiSecurity: OpenApiSecurity<CredentialKind> = {
+  schemes: {
+    human: { type: 'http', scheme: 'bearer', description: `${credentialFormats.human}. ${credentialMeaning.human}` },
+    bot: { type: 'apiKey', in: 'header', name: 'Authorization', description: `${credentialFormats.bot}. ${credentialMeaning.bot}` },
+  },
+  of: (auth) => {
+    const human: Record<string, string[]> = { human: [] };
+    const bot: Record<string, string[]> = { bot: [] };
+    const missing = { 401: 'credential missing, malformed or revoked' };
+    const wrongKind = { 403: 'the wrong kind of credential for this endpoint' };
+    const extensions = { 'x-credential': auth ?? 'none' };
+    if (auth === 'human') return { security: [human], errors: { ...missing, ...wrongKind }, extensions };
+    if (auth === 'bot') return { security: [bot], errors: { ...missing, ...wrongKind }, extensions };
+    if (auth === 'human-or-bot') return { security: [human, bot], errors: missing, extensions };
+    return { security: [], extensions };
+  },
+};
 
 /** The caller's node id for routes that already required a human or bot credential. */
 export function callerNode(caller: Caller): string {

@@ -168,3 +168,9 @@ export const voteDocSchema = z
 
 /** The `title` form field of a file upload (an object, so a refusal points at ["body", "title"]). */
 export const fileTitleField = z.object({ title: codePointText(relayLimits.titleMaxChars, { singleLine: true }) });
+
+/** The multipart form of `POST /items` (documentation: the handler streams it, checking `title` with `fileTitleField`). */
+export const fileUploadForm = z.object({
+  file: z.string().max(relayLimits.fileMaxBytes).meta({ format: 'binary', description: `the file, at most ${relayLimits.fileMaxBytes} bytes (413 beyond)` }),
+  title: fileTitleField.shape.title.optional(),
+});

@@ -1,7 +1,7 @@
 import express, { type Express, type Request, type Response, Router } from 'express';
 import { join } from 'node:path';
 import type { Clock, TimerHandle } from '../../core/clock.js';
-import { type Caller, Credentials, authorizationOf, loadOrCreateSecret, requireCredential } from './credentials.js';
+import { Credentials, loadOrCreateSecret } from './credentials.js';
 import { Federation } from './federation.js';
 import { type HostResolver, publicPeerFetch } from './peer-target.js';
 import { FileStore } from './file-store.js';
@@ -11,7 +11,9 @@ import { networkRoutes } from './network-routes.js';
 import { PhoneCodes } from './phone-codes.js';
 import { type QuorumSet, isNodeId, nodeKeyFromSecret } from './protocol.js';
 import type { RelayDeps } from './relay-deps.js';
-import { methodNotAllowed, notFoundHandler } from '../http/error-handler.js';
+import { notFoundHandler } from '../http/error-handler.js';
+import { mountApiRoutes } from '../http/api-route.js';
+import { buildOpenApiDocument } from '../http/openapi.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { noSniff } from '../http/security-headers.js';
@@ -19,11 +21,9 @@ import { listen } from '../http/listen.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { ensurePrivateDir } from '../lifecycle/private-files.js';
 import { PARTIAL_UPLOAD_PATTERN, removePartialFiles } from '../lifecycle/reap-leftovers.js';
-import { parseOr422 } from '../http/zod-to-422.js';
 import { relayErrorHandler } from './relay-error.js';
-import { registerSchema, relayLimits } from './relay-facts.js';
-import { relayOpenApi } from './relay-openapi.js';
-import { type RelayRoute, alreadySent } from './relay-route.js';
+import { registerSchema, relayLimits, relayVersion } from './relay-facts.js';
+import { type RelayRoute, relayGuard, relayOpenApiSecurity } from './relay-route.js';
 import { relaySite } from './relay-site.js';
 import { RelayStore } from './relay-store.js';
 import { signDocument } from './signed-document.js';
@@ -237,35 +237,20 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // Before the routes: a client over its limit costs no credential check and no body parse.
   api.use(rateLimits);
 
-  for (const r of routes) {
-    const expressPath = r.path.replace(/\{(\w+)\}/g, ':$1');
-    // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
-    const authenticate = (req: Request, res: Response, next: (err?: unknown) => void) => {
-      const caller: Caller = r.auth === 'none' || r.auth === 'signature' ? { kind: 'anonymous' } : requireCredential(deps.credentials.authenticate(authorizationOf(req)), r.auth);
-      res.locals.caller = caller;
-      next();
-    };
-    const handler = async (req: Request, res: Response) => {
-      const caller = res.locals.caller as Caller;
-      const query = r.query ? parseOr422(r.query, req.query, 'query') : req.query;
-      const body = r.body && (r.bodyKind ?? 'json') === 'json' ? parseOr422(r.body, req.body ?? {}, 'body') : (req.body as unknown);
-      res.status(r.successStatus ?? 200);
-      const result = await r.handle({ caller, body, query, params: req.params as Record<string, string>, req, res });
-      if (result === alreadySent) return;
-      res.json(result);
-    };
-    // Multipart uploads are streamed by the handler; JSON is parsed (bounded) for everything else.
-    const parse = (req: Request, res: Response, next: (err?: unknown) => void) => (req.is('multipart/form-data') ? next() : json(req, res, next));
-    api[r.method](expressPath, authenticate, parse, handler);
-  }
-  // A known path with another method is a 405 naming the allowed ones (as FastAPI answers).
-  const methodsByPath = new Map<string, string[]>();
-  for (const r of routes) methodsByPath.set(r.path, [...(methodsByPath.get(r.path) ?? []), r.method.toUpperCase()]);
-  for (const [path, methods] of methodsByPath) api.all(path.replace(/\{(\w+)\}/g, ':$1'), methodNotAllowed(methods));
-  const openapi = relayOpenApi(routes, deps.baseUrl);
+  // Multipart uploads are streamed by the handler; JSON is parsed (bounded) for everything else.
+  const parse = (req: Request, res: Response, next: (err?: unknown) => void) => (req.is('multipart/form-data') ? next() : json(req, res, next));
+  const openapi = buildOpenApiDocument(routes, {
+    title: 'x-relay',
+    version: relayVersion,
+    description: 'Relay and voting service (scp-s5). Errors: {"detail": "..."}; 422: {"detail": [{type, loc, msg, input, ctx}]}.',
+    serverUrl: deps.baseUrl,
+    security: relayOpenApiSecurity,
+  });
   api.get('/openapi.json', (_req, res) => {
     res.json(openapi);
   });
+  // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
+  mountApiRoutes(api, routes, relayGuard(deps.credentials), { beforeHandler: parse, otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
   const stats = () => {
     const { nodes, items, votes, peers } = deps.store.data;

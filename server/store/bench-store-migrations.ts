@@ -100,7 +100,7 @@ export const benchStoreMigrations: readonly Migration[] = [
   ),
   // One job per board is the store's rule, not only the dispatcher's memory. A database that
   // somehow holds two active jobs of a board keeps the oldest; the others fail as interrupted,
-  // as the next start would fail them all anyway (recoverAfterRestart).
+  // as the next start would fail them all anyway (the restart recovery of that time).
   sqlMigration(
     4,
     'one active job per board',

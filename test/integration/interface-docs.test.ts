@@ -244,7 +244,7 @@ describe('docs/interface/relay-service.md', () => {
     expect(op['x-since']).toBe(row['In 0.9.3'] === 'yes' ? '0.9.3' : '0.9.19');
     expect(row['In 0.9.19']).toBe('yes');
     expect(op['x-credential']).toBe(row.Credential);
-    const query = (op.parameters as Json[]).filter((q) => q.in === 'query').map((q) => `${q.name as string}${q.required ? ' (required)' : ''}`);
+    const query = ((op.parameters ?? []) as Json[]).filter((q) => q.in === 'query').map((q) => `${q.name as string}${q.required ? ' (required)' : ''}`);
     expect(list(row['Query parameters']!)).toEqual(query);
     const [status, contentType = 'application/json'] = row.Success!.split(' ');
     expect(Object.keys(op.responses[status!].content)).toEqual([contentType]);

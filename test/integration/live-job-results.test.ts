@@ -113,6 +113,13 @@ describe('POST /api/v1/jobs/{job_id}/uart', () => {
     expect(written.status, await written.clone().text()).toBe(200);
     expect(await written.json()).toEqual({ job_id: jobId, written_bytes: 5 });
     expect((await post({ text: 'a', base64: 'Yg==' })).status).toBe(422);
+    // 4096 characters of a 3-byte character are 12 288 bytes: refused on the field, not a 500.
+    const tooMany = await post({ text: '€'.repeat(4096) });
+    expect(tooMany.status).toBe(422);
+    expect(((await tooMany.json()) as { detail: Array<{ loc: unknown[]; msg: string }> }).detail[0]).toMatchObject({
+      loc: ['body', 'text'],
+      msg: 'Value error, the input is 12288 bytes; at most 4096 bytes per request',
+    });
     for (let i = 0; i < 3; i++) await app.fake.tickAsync(100);
     await app.jobReaches(jobId, 'done');
     const job = (await (await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(token) })).json()) as { uart: { text: string } };
