@@ -1,5 +1,6 @@
 import type { Board, BackendName } from '../boards/board-schema.js';
 import type { ElfFile } from '../core/elf.js';
+import type { PinReading } from '../core/pins.js';
 
 /**
  * The one backend interface. A backend is "something that can flash, reset, run and capture" a
@@ -112,6 +113,23 @@ export interface Backend {
   release?(boardId: string): Promise<void>;
   /** Optional, with `health`: runs a board's health-check firmware. */
   healthCheck?(boardId: string, options?: { signal?: AbortSignal }): Promise<HealthCheckOutcome>;
+  /**
+   * Optional pins capability: every name a scenario may use for a pin of `board` (the board
+   * file's `pins` names, then the MCU's), or undefined when this backend does not model the
+   * board's pins. Backends that answer it give their devices `pins`.
+   */
+  pinNames?(board: Board): readonly string[] | undefined;
+}
+
+/**
+ * A device's GPIO pins (the optional pins capability), by any name `Backend.pinNames` lists.
+ * Throws `BackendError('internal')` for a name it does not list (scenarios check names first).
+ */
+export interface DevicePins {
+  /** The level the pin shows now and who sets it. */
+  read(name: string): Promise<PinReading>;
+  /** Drives the pin from outside (a button, a jumper); the level stays across reset until driven again. */
+  drive(name: string, level: 0 | 1): Promise<void>;
 }
 
 /** True when `backend` keeps board health: it has both `health` and `release`. */
@@ -129,6 +147,8 @@ export interface Device {
   readonly clockSource?: string;
   /** UART bytes the device could not deliver (overrun, buffer limit); never silently lost. */
   readonly droppedUartBytes: number;
+  /** Optional: its GPIO pins, on backends with `pinNames`. */
+  readonly pins?: DevicePins;
   /** Loads `image`; the core stays in reset. Throws `BackendError` ('bad-image', 'flash-failed', ...). */
   flash(image: FirmwareImage, options?: { signal?: AbortSignal }): Promise<void>;
   /**

@@ -87,6 +87,12 @@ export const boardFileSchema = z
     mcu: z.string().min(1),
     /** Backends that can run this board, in order of preference (`mock` runs every board). */
     backends: backendKeysSchema.default({}),
+    /**
+     * The board's names for MCU pins, as printed on the board (`D13: PB5`, `LED: GP25`): what
+     * scenario pin steps may say besides the MCU's own names. Checked against the MCU's pins by
+     * the backends that model pins.
+     */
+    pins: z.record(z.string().regex(/^[A-Za-z][A-Za-z0-9_]*$/, 'pin names are letters, digits and _'), z.string().min(1)).default({}),
   })
   .strict();
 

@@ -26,6 +26,7 @@ import {
   watchdogConfig,
 } from 'avr8js';
 import type { Board } from '../boards/board-schema.js';
+import { AvrPins } from './avr/avr-pins.js';
 import { UsartTransmitter, usartCyclesPerChar } from './avr/usart-transmitter.js';
 import { loadSegments, type LoadTarget, type PlacedSegment } from './load-segments.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
@@ -116,6 +117,7 @@ export class AvrEngine implements SimEngine {
   readonly cpu: CPU;
   readonly usart: AVRUSART;
   readonly transmitter: UsartTransmitter;
+  readonly pins: AvrPins;
   readonly placed: PlacedSegment[];
   readonly clockHz: number;
   instructions = 0;
@@ -163,9 +165,11 @@ export class AvrEngine implements SimEngine {
     new AVRTimer(this.cpu, timer0Config);
     new AVRTimer(this.cpu, timer1Config);
     new AVRTimer(this.cpu, timer2Config);
-    new AVRIOPort(this.cpu, portBConfig);
-    new AVRIOPort(this.cpu, portCConfig);
-    new AVRIOPort(this.cpu, portDConfig);
+    this.pins = new AvrPins(this.cpu, [
+      { letter: 'B', port: new AVRIOPort(this.cpu, portBConfig), pinRegister: portBConfig.PIN, width: 8 },
+      { letter: 'C', port: new AVRIOPort(this.cpu, portCConfig), pinRegister: portCConfig.PIN, width: 7 },
+      { letter: 'D', port: new AVRIOPort(this.cpu, portDConfig), pinRegister: portDConfig.PIN, width: 8 },
+    ]);
     const eeprom = mcu.memory.find((m) => m.kind === 'eeprom');
     new AVREEPROM(this.cpu, new EEPROMMemoryBackend(eeprom?.sizeBytes ?? 1024), eepromConfig);
     new AVRSPI(this.cpu, spiConfig, mcu.clockHz);

@@ -5,6 +5,7 @@ import { RP2040_BOOTROM_BYTES, RP2040_BOOTROM_HINT } from './rp2040-bootrom.js';
 import { BOOT2_VECTOR_TABLE, checkBoot2, hasBoot2Stage } from './rp2040/boot2.js';
 import { OwnBootrom } from './rp2040/own-bootrom.js';
 import type { RomMachine } from './rp2040/rom-functions.js';
+import { Rp2040Pins } from './rp2040/rp2040-pins.js';
 import { SimClock } from './sim-clock.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
 import { SimError } from './sim-error.js';
@@ -61,6 +62,7 @@ class HardFault extends Error {}
 export class Rp2040Engine implements SimEngine {
   readonly clock = new SimClock();
   readonly rp2040: RP2040;
+  readonly pins: Rp2040Pins;
   readonly placed: PlacedSegment[];
   instructions = 0;
   sleptNanos = 0;
@@ -90,6 +92,7 @@ export class Rp2040Engine implements SimEngine {
     const boot2Image = hasBoot2Stage(image.elf);
 
     this.rp2040 = new RP2040(this.clock);
+    this.pins = new Rp2040Pins(this.rp2040);
     this.rp2040.logger = {
       debug: () => undefined,
       info: () => undefined,

@@ -15,6 +15,8 @@ class ScriptedEngine implements SimEngine {
   droppedRxBytes = 0;
   pendingRxBytes = 0;
   asleepForever = false;
+  /** A chip without pins: the run loop never touches them. */
+  readonly pins = { names: [], read: () => ({ level: 0 as const, driver: 'floating' as const }), drive: () => undefined };
   advanceCalls: number[] = [];
   private readonly tx = new UartOutputBuffer();
 

@@ -1,4 +1,5 @@
 import type { ElfFile } from '../core/elf.js';
+import type { EnginePins } from './sim-pins.js';
 
 /**
  * What every simulation engine (RP2040 on rp2040js, ATmega328P on avr8js) offers the run loop
@@ -48,6 +49,8 @@ export interface SimEngine {
   readonly droppedRxBytes: number;
   /** Bytes queued for the receiver that have not arrived yet. */
   readonly pendingRxBytes: number;
+  /** The chip's GPIO pins. */
+  readonly pins: EnginePins;
 }
 
 /** Reports accesses the simulator does not model; called once per distinct message with its running count. */

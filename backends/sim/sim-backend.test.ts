@@ -87,6 +87,30 @@ describe('SimBackend availability', () => {
   });
 });
 
+describe('SimBackend pins', () => {
+  it("lists the board file's pin names and the MCU's for every board it runs, and none for others", () => {
+    expect(backend().pinNames(pico)).toEqual(expect.arrayContaining(['LED', 'GP0', 'GP25', 'GP29']));
+    expect(backend().pinNames(uno)).toEqual(expect.arrayContaining(['D13', 'A5', 'PB5', 'PD7']));
+    expect(backend().pinNames(boards.find((b) => !b.backends.sim)!)).toBeUndefined();
+  });
+
+  it('every board file pin name of a simulated board names a pin of its MCU', () => {
+    for (const board of boards.filter((b) => b.backends.sim)) {
+      const names = backend().pinNames(board)!;
+      const mcuPins = names.slice(Object.keys(board.pins).length);
+      for (const [alias, pin] of Object.entries(board.pins)) expect(mcuPins, `${board.id} ${alias}: ${pin}`).toContain(pin);
+    }
+  });
+
+  it('a device refuses a pin name its board does not have, and reading before flash', async () => {
+    const device = await backend().open(uno);
+    expect((await rejection(device.pins!.read('D99'))).message).toMatch(/uno has no pin "D99"/);
+    expect((await rejection(device.pins!.read('LED'))).kind).toBe('bad-image');
+    await device.pins!.drive('d2', 1);
+    await device.close();
+  });
+});
+
 describe('SimDevice', () => {
   it('runs an image with a boot2 stage on the own boot ROM with no ROM file, and refuses a bad boot2 CRC as bad-image', async () => {
     const device = await openPico();

@@ -5,6 +5,8 @@ import { readRp2040Bootrom } from '../../sim/rp2040-bootrom.js';
 import { Rp2040Engine } from '../../sim/rp2040-engine.js';
 import type { SimEngine, SimImage, UnmodelledListener } from '../../sim/sim-engine.js';
 import { SimError } from '../../sim/sim-error.js';
+import { ATMEGA328P_PIN_NAMES, RP2040_PIN_NAMES } from '../../sim/sim-pins.js';
+import { pinNamesOf } from '../../core/pins.js';
 import { type Availability, type Backend, BackendError, type Device } from '../backend.js';
 import { SimDevice } from './sim-device.js';
 
@@ -63,10 +65,17 @@ export class SimBackend implements Backend {
     }
     return new SimDevice(board, {
       createEngine,
+      mcuPins: mcuPinsOf(board) ?? [],
       clock: this.options.clock,
       sliceNanos: this.options.sliceNanos,
       yieldToHost: this.options.yieldToHost,
     });
+  }
+
+  /** Pins of every board this backend runs: the board file's names and the simulated MCU's. */
+  pinNames(board: Board): readonly string[] | undefined {
+    const mcuPins = mcuPinsOf(board);
+    return mcuPins && pinNamesOf(mcuPins, board.pins);
   }
 
   /** How to build a chip for `board`; throws when the board has no usable sim engine here. */
@@ -91,4 +100,12 @@ export class SimBackend implements Backend {
     this.bootrom ??= readRp2040Bootrom(this.bootromPath);
     return this.bootrom;
   }
+}
+
+/** The MCU pin names of the engine that runs `board`, or undefined when no engine does. */
+function mcuPinsOf(board: Board): readonly string[] | undefined {
+  const engine = board.backends.sim?.engine;
+  if (engine === 'rp2040js' && board.mcu.architecture === 'arm') return RP2040_PIN_NAMES;
+  if (engine === 'avr8js' && board.mcu.architecture === 'avr') return ATMEGA328P_PIN_NAMES;
+  return undefined;
 }

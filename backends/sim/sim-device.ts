@@ -3,9 +3,11 @@ import type { Clock } from '../../core/clock.js';
 import { type EngineRunStop, runEngine } from '../../sim/run-engine.js';
 import type { SimEngine, SimImage } from '../../sim/sim-engine.js';
 import { SimError } from '../../sim/sim-error.js';
+import { resolvePinName } from '../../core/pins.js';
 import {
   BackendError,
   type Device,
+  type DevicePins,
   type FirmwareImage,
   type RunOptions,
   type RunStop,
@@ -32,6 +34,8 @@ export interface SimStats {
 /** What the device needs from its backend: how to build a fresh chip for an image. */
 export interface SimDeviceOptions {
   createEngine: (image: SimImage) => SimEngine;
+  /** The simulated MCU's pin names (`GP25`, `PB5`); the board file adds its own. */
+  mcuPins: readonly string[];
   /** Host clock for `stats.hostMs`. */
   clock: Clock;
   sliceNanos?: number;
@@ -54,6 +58,21 @@ export class SimDevice implements Device {
   /** Totals of the engines replaced by reset or flash. */
   private retired = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, droppedRxBytes: 0 };
   private hostMs = 0;
+  /** Levels driven from outside, by MCU pin name: applied to every chip built after (flash, reset). */
+  private readonly driven = new Map<string, 0 | 1>();
+
+  readonly pins: DevicePins = {
+    read: async (name) => {
+      const pin = this.mcuPin(name);
+      if (!this.engine) throw new BackendError('bad-image', `reading pin ${name} before flash on ${this.board.id}: no firmware loaded`);
+      return this.engine.pins.read(pin);
+    },
+    drive: async (name, level) => {
+      const pin = this.mcuPin(name);
+      this.driven.set(pin, level);
+      this.engine?.pins.drive(pin, level);
+    },
+  };
 
   constructor(
     readonly board: Board,
@@ -83,6 +102,7 @@ export class SimDevice implements Device {
     this.retire();
     this.image = image;
     this.engine = engine;
+    this.applyDriven();
   }
 
   onUart(listener: (chunk: UartChunk) => void): () => void {
@@ -137,6 +157,7 @@ export class SimDevice implements Device {
     const engine = this.build(this.image);
     this.retire();
     this.engine = engine;
+    this.applyDriven();
   }
 
   async close(): Promise<void> {
@@ -146,6 +167,17 @@ export class SimDevice implements Device {
     this.uart.clear();
     // Let the chip's memories (16 MiB of RP2040 flash) go; the totals stay readable in `stats`.
     this.retire();
+  }
+
+  /** The MCU pin `name` means on this board (its own name or the board file's). */
+  private mcuPin(name: string): string {
+    const pin = resolvePinName(name, this.options.mcuPins, this.board.pins);
+    if (!pin) throw new BackendError('internal', `${this.board.id} has no pin ${JSON.stringify(name)}`);
+    return pin;
+  }
+
+  private applyDriven() {
+    for (const [pin, level] of this.driven) this.engine?.pins.drive(pin, level);
   }
 
   private build(image: FirmwareImage): SimEngine {

@@ -67,10 +67,10 @@ describe('runScenario on a device', () => {
     expect(r.failure?.actual).toBe('still running');
   });
 
-  it('refuses pin steps before the first step runs: the backend has no pins', async () => {
+  it('refuses pin steps before the first step runs: the backend does not model pins', async () => {
     const r = await runScenario(scenario(`${flash}  - expect-pin: { part-id: led1, name: A, value: 1 }\n`), deviceTarget());
     expect(r.status).toBe('unsupported');
-    expect(r.failure?.message).toMatch(/steps\[1\] expect-pin: backend mock has no pins/);
+    expect(r.failure?.message).toMatch(/steps\[1\] expect-pin: backend mock does not model the pins of pico/);
     expect(r.steps.every((s) => s.status === 'not-run')).toBe(true);
   });
 

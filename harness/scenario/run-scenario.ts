@@ -1,4 +1,5 @@
 import { foregroundClock, systemClock } from '../../core/clock.js';
+import { pinProblems } from './pin-check.js';
 import { ScenarioContext } from './scenario-context.js';
 import { ScenarioError, type ScenarioErrorKind } from './scenario-error.js';
 import { type Scenario, type ScenarioStep, stepNeeds } from './scenario-schema.js';
@@ -58,22 +59,22 @@ export function stepLabel(step: ScenarioStep, index: number): string {
 
 /**
  * Refuses, before the first step, what the target cannot run: steps needing a service it lacks,
- * device steps without a backend, and pin steps (no backend models pins yet).
+ * device steps without a backend, and pin steps the backend or board cannot run.
  */
 export function checkTarget(scenario: Scenario, target: ScenarioTarget): void {
   const problems: string[] = [];
   scenario.steps.forEach((step, i) => {
     const need = stepNeeds(step.kind);
     const label = stepLabel(step, i);
-    if (need === 'pins') problems.push(`${label}: backend ${target.backend?.name ?? '(none)'} has no pins; no hilbench backend models pins yet`);
     if (need === 'bench' && !target.benchUrl) problems.push(`${label}: needs a bench service (in process, or --bench-url)`);
     if (need === 'relay' && !target.relayUrl) problems.push(`${label}: needs a relay service (in process, or --relay-url)`);
-    if (need === 'device' && !target.backend) {
+    if ((need === 'device' || need === 'pins') && !target.backend) {
       problems.push(`${label}: needs a device backend, and ${target.description} has none available (mock, sim, qemu or renode with --backend; probe also needs --bench-file)`);
     }
     if (step.kind === 'http' && (step.body.service ?? 'bench') === 'relay' && !target.relayUrl) problems.push(`${label}: needs a relay service`);
     if (step.kind === 'http' && (step.body.service ?? 'bench') === 'bench' && !target.benchUrl) problems.push(`${label}: needs a bench service`);
   });
+  problems.push(...pinProblems(scenario, target, (i) => stepLabel(scenario.steps[i]!, i)));
   if (problems.length) {
     throw new ScenarioError('unsupported', `${scenario.file}: cannot run on ${target.description}:\n  ${problems.join('\n  ')}`, problems);
   }

@@ -78,6 +78,16 @@ export const byteList = z.array(z.number().int().min(0).max(255)).min(1).describ
 
 /** Wokwi's pin steps: `name`, or `pin` as Wokwi's own alias of it (one of the two). */
 export const pinBody = z
-  .strictObject({ 'part-id': z.string().optional(), name: z.string().min(1).optional(), pin: z.string().min(1).optional(), value: z.union([z.number(), z.boolean()]) })
+  .strictObject({
+    'part-id': z.string().optional().describe("wokwi's part; hilbench has one part, the board, and ignores it"),
+    name: z.string().min(1).optional(),
+    pin: z.string().min(1).optional(),
+    value: z.union([z.literal(0), z.literal(1), z.boolean()]),
+  })
   .refine((b) => (b.name === undefined) !== (b.pin === undefined), { message: 'give name (or its alias pin), one of them' })
   .transform(({ pin, ...rest }) => ({ ...rest, name: (rest.name ?? pin) as string }));
+
+/** A pin step's value as a level: 0/1, or false/true. */
+export function pinLevel(value: 0 | 1 | boolean): 0 | 1 {
+  return value === true || value === 1 ? 1 : 0;
+}

@@ -149,6 +149,21 @@ export function describeBackendContract(name: string, fixtures: BackendContractF
       await expect(device.flash(fixtures.hello)).rejects.toBeInstanceOf(BackendError);
     });
 
+    it('has pins exactly when it lists pin names for the board (the optional pins capability)', async () => {
+      const backend = await fixtures.backend();
+      const names = backend.pinNames?.(fixtures.board);
+      const device = await backend.open(fixtures.board);
+      try {
+        expect(device.pins !== undefined, `pinNames ${names ? 'lists names' : 'is undefined'}`).toBe(names !== undefined);
+        if (names && device.pins) {
+          await device.flash(fixtures.hello);
+          for (const name of names) await expect(device.pins.read(name)).resolves.toMatchObject({ level: expect.any(Number) });
+        }
+      } finally {
+        await device.close();
+      }
+    });
+
     if (fixtures.exits) {
       const { image, exitCode } = fixtures.exits;
       it(`reports the firmware's own exit status (${exitCode})`, async () => {

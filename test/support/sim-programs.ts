@@ -95,3 +95,13 @@ export const AVR_MAILBOX_CRASH = '05ec0bbdffcf';
 export const AVR_WRITE_ACSR = '00e800bfffcf';
 /** UBRR0L = 8, UCSR0B = RXEN0, `sei`, then `1: rjmp 1b` without ever reading UDR0. */
 export const AVR_RX_NEVER_READ = '08e00093c40000e10093c1007894ffcf';
+
+/**
+ * GPIO: GP15's pad input-enabled (PADS_BANK0 GPIO15 = 0x56), GP25 (the Pico's LED) and GP14 as SIO
+ * outputs, GP25 high, then GP14 follows GP15 for ever (IO_BANK0 GPIOn_CTRL = 5, SIO GPIO_OE_SET,
+ * GPIO_OUT_SET/CLR from GPIO_IN bit 15).
+ */
+export const THUMB_GPIO_FOLLOW =
+  '0a48562101600a48052101600948016009480a4941620a4941610a4a43685b08134001d04261f9e78261f7e740c00140cc40014074400140000000d0004000020000000200400000';
+/** GPIO: PB5 (D13, the LED) and PB4 (D12) outputs, PB5 high, then PB4 follows PD2 (D2) for ever. */
+export const AVR_GPIO_FOLLOW = '00e304b900e205b94a9902c02c98fccf2c9afacf';
