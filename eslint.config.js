@@ -22,6 +22,12 @@ function layerPattern(layer) {
   };
 }
 
+/** Test-only code (vitest, test/support) stays in test/ and *.test.ts files: production never loads it. */
+const testOnlyPattern = {
+  group: ['vitest', 'vitest/*', '**/test/**', '../test/*', '../../test/*', '../../../test/*'],
+  message: 'test-only code (vitest, test/) may be imported by tests only: move the helper to test/support.',
+};
+
 /**
  * The two services never import each other: what both need lives in server/http (or lower, in
  * core). Patterns are regular expressions so an import of core/relay (core, allowed) is not caught.
@@ -54,15 +60,25 @@ export default tseslint.config(
       ],
     },
   },
+  ...layers.map((layer) => ({
+    files: [`${layer}/**/*.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [...(layer === 'bin' ? [] : [layerPattern(layer)]), testOnlyPattern] }] },
+  })),
   ...layers
     .filter((layer) => layer !== 'bin')
     .map((layer) => ({
-      files: [`${layer}/**/*.ts`],
+      files: [`${layer}/**/*.test.ts`],
       rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern(layer)] }] },
     })),
-  // Later configs replace a rule's options, so each service repeats the server layer's pattern.
+  // Later configs replace a rule's options, so each service repeats the server layer's patterns.
   ...services.map((service) => ({
     files: [`server/${service}/**/*.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns(service), testOnlyPattern] }] },
+  })),
+  ...services.map((service) => ({
+    files: [`server/${service}/**/*.test.ts`],
     rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns(service)] }] },
   })),
   {

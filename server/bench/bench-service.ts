@@ -10,7 +10,8 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { registerChildLedger } from '../../backends/process/child-ledger.js';
 import { type Clock, systemClock } from '../../core/clock.js';
 import type { LocalDispatcherOptions } from '../../harness/dispatcher.js';
-import { continueCheck, mountApiRoutes } from '../http/api-route.js';
+import { mountApiRoutes } from '../http/api-route.js';
+import { continueListener } from '../http/expect-continue.js';
 import { createErrorHandler, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
@@ -279,33 +280,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger));
 
-    const continueChecks = routes.flatMap((route) => {
-      const check = continueCheck(route, guard);
-      return check ? [{ method: route.method.toUpperCase(), pattern: new RegExp(`^${route.path.replace(/\{[a-z_]+\}/g, '[^/]+')}$`), check }] : [];
-    });
-    const checkContinue = (req: IncomingMessage, res: ServerResponse): void => {
-      const pathname = (req.url ?? '/').split('?')[0]!;
-      const entry = continueChecks.find((c) => c.method === req.method && c.pattern.test(pathname));
-      const proceed = () => {
-        res.writeContinue();
-        app(req, res);
-      };
-      if (!entry) {
-        proceed();
-        return;
-      }
-      entry.check(req).then(proceed, (err: unknown) => {
-        if (!(err instanceof HttpError)) {
-          // Not a refusal (e.g. the database did not answer): the app makes the same checks and
-          // answers (and logs) whatever it is.
-          proceed();
-          return;
-        }
-        // The body was never asked for: close the connection rather than read past it.
-        res.writeHead(err.status, { ...err.headers, 'Content-Type': 'application/json; charset=utf-8', 'X-Content-Type-Options': 'nosniff', Connection: 'close' });
-        res.end(JSON.stringify({ detail: err.detail }));
-      });
-    };
+    const checkContinue = continueListener(routes, guard, app);
 
     let closed = false;
     return {

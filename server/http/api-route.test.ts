@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import express, { type RequestHandler } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type ApiRoute, continueCheck, mountApiRoutes, type RouteGuard } from './api-route.js';
+import { type ApiRoute, mountApiRoutes, type RouteGuard } from './api-route.js';
+import { continueCheck } from './expect-continue.js';
 import { createErrorHandler, notFoundHandler } from './error-handler.js';
 import { HttpError } from './http-error.js';
 import { listen, type ListeningServer } from './listen.js';

@@ -94,19 +94,6 @@ export function mountApiRoutes<Caller, Auth extends string>(
   for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
 }
 
-/**
- * The `Expect: 100-continue` check of `route`, or undefined when it has none to make: `auth`
- * first, then the route's own `beforeContinue` (the order its handler checks in).
- */
-export function continueCheck<Caller, Auth extends string>(route: ApiRoute<Caller, Auth>, guard: RouteGuard<Caller, Auth>): ((req: IncomingMessage) => Promise<void>) | undefined {
-  const own = route.beforeContinue;
-  if (!own) return undefined;
-  return async (req) => {
-    await guard(route, req);
-    await own(req);
-  };
-}
-
 /** A path parameter as express decoded it; the route table guarantees it, so its absence is a bug. */
 export function pathParam(req: Request, name: string): string {
   const value = (req.params as Record<string, unknown>)[name];

@@ -5,7 +5,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { picoTestElf } from '../../test/support/make-elf.js';
-import { startBenchTestApp } from '../bench/bench-test-harness.js';
+import { startBenchTestApp } from '../../test/support/bench-test-app.js';
 import { memoryLogger } from '../http/logger.js';
 import { createRelayService } from '../relay/relay-service.js';
 import { DataDirInUseError } from './data-dir-lock.js';

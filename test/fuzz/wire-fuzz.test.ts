@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { PAGES_ROUTES } from '../../server/bench/pages/pages-router.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { call, postClaim, registerNode, type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { picoTestElf } from '../support/make-elf.js';
 
 /**

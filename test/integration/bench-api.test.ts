@@ -6,7 +6,7 @@ import type { Backend } from '../../backends/backend.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { PAGES_ROUTES } from '../../server/bench/pages/pages-router.js';
 import { expressPath } from '../../server/http/api-route.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { makeElf } from '../support/make-elf.js';
 
 /** Health, boards, stats, agents, admin, errors and the OpenAPI document, over real HTTP. */

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { makeElf } from '../support/make-elf.js';
 
 /**

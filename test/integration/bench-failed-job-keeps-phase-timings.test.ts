@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { getJob, settle, submit, withFault } from './bench-job-requests.js';
 
 /** A job that fails by its deadline still reports the timings of the phases it reached (issue 2). */

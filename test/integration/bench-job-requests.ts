@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { BenchTestApp } from '../../server/bench/bench-test-harness.js';
+import type { BenchTestApp } from '../support/bench-test-app.js';
 import { picoTestElf } from '../support/make-elf.js';
 
 /** Flash-job requests over real HTTP, shared by the bench tests on leases, jobs and timings. */

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClock } from '@sinonjs/fake-timers';
 import type { WorkerLink } from '../../harness/worker/worker-link.js';
-import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { bearer, getJob, picoElf, settle, submit, withFault } from './bench-job-requests.js';
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { startBenchTestApp } from '../support/bench-test-app.js';
 
 /** Bench limits that contradict each other or the spec defaults refuse to start (issue 2). */
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { bearer } from './bench-job-requests.js';
 
 /** A path with a malformed percent-encoding is the client's mistake: 404, nothing logged (issue 2). */

@@ -9,7 +9,7 @@ import {
   sessionSchema,
   statsSchema,
 } from '../../server/bench/bench-schemas.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { makeElf } from '../support/make-elf.js';
 
 /**

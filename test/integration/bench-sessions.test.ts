@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 
 /** Sessions over real HTTP: leases, validation, auth, expiry on the fake clock, restarts. */
 

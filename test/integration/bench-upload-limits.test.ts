@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { flash } from './bench-job-requests.js';
 
 /** Firmware upload limits of the flash-job endpoint over real HTTP: refused early, nothing stored. */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchFile } from '../../backends/probe/bench-file.js';
 import { ProbeBackend } from '../../backends/probe/probe-backend.js';
 import { systemClock } from '../../core/clock.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { adminSchema, boardHealthCheckSchema } from '../../server/bench/bench-schemas.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { boardHealthControlOf } from '../../server/bench/board-health-control.js';

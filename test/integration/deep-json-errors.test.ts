@@ -1,7 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { TEST_START_MS } from '../support/bench-test-app.js';
 import { INPUT_MAX_DEPTH, TRUNCATED } from '../../server/http/bounded-input.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { call, registerNode, type RunningRelay, startRelayServer, type TestNode, tempDataDir } from '../support/relay-test-kit.js';

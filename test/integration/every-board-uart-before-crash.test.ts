@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RenodeBackend } from '../../backends/renode/renode-backend.js';
 import { systemClock } from '../../core/clock.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { renodeStandinPath } from '../fakes/renode-standin/standin-path.js';
 import { benchClient, exampleFirmware } from './every-board-bench-client.js';
 

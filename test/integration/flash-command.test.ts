@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { startBenchTestApp } from '../support/bench-test-app.js';
 
 /** `hilbench flash` (issue 11): serial output live on stdout, a verdict, Wokwi's exit codes, reports. */
 const root = path.resolve(import.meta.dirname, '../..');

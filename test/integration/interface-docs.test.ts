@@ -5,7 +5,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { bulletinRank, claimKinds, defaultThreshold, QUORUM_SET_MAX_DEPTH, QUORUM_SET_MAX_NODES, voteValues, votePhases } from '../../core/relay/index.js';
 import { BENCH_API_VERSION } from '../../server/bench/bench.js';
 import { defaultBenchLimits, FORM_DEFAULTS } from '../../server/bench/bench-limits.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { EMAIL_MAX_CHARS } from '../../server/bench/pages/email-address.js';
 import { WAITLIST_BODY_LIMIT_BYTES } from '../../server/bench/pages/pages-router.js';
 import { NOTE_MAX_CHARS } from '../../server/bench/pages/waitlist-form.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchFile } from '../../backends/probe/bench-file.js';
 import { ProbeBackend } from '../../backends/probe/probe-backend.js';
 import { systemClock } from '../../core/clock.js';
-import { startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { startBenchTestApp } from '../support/bench-test-app.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';
 import { makeElf } from '../support/make-elf.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { bearer, flash } from './bench-job-requests.js';
 import { ClockedUartBackend, clockedTranscript } from './clocked-uart-backend.js';
 import { picoTestElf } from '../support/make-elf.js';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { bearer, getJob, picoElf, submit } from './bench-job-requests.js';
 
 /** `GET /metrics` (Prometheus) and the request id of every answer (issue 10, "Operable"). */

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { bearer, flash, picoElf } from './bench-job-requests.js';
 
 /** Errors for near misses name the fix (issue 11): a board id close to a real one, a flash beside one's own session. */

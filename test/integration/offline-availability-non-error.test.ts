@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Backend } from '../../backends/backend.js';
 import { BackendError } from '../../backends/backend.js';
-import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { benchClient } from './every-board-bench-client.js';
 
 /**

@@ -10,7 +10,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { type Clock, clockFromFakeTimers } from '../../core/clock.js';
 import { createBackends } from '../../harness/backend-registry.js';
 import { escapeHtml } from '../../server/bench/pages/html.js';
-import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { renodeStandinPath } from '../fakes/renode-standin/standin-path.js';
 import { type BenchClient, benchClient, exampleFirmware } from './every-board-bench-client.js';

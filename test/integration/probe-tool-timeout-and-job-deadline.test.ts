@@ -6,7 +6,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { adminSchema } from '../../server/bench/bench-schemas.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
-import { startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { startBenchTestApp } from '../support/bench-test-app.js';
 import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
 import { benchClient } from './every-board-bench-client.js';

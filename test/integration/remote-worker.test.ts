@@ -8,7 +8,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
 import { systemClock } from '../../core/clock.js';
 import { RemoteWorker } from '../../harness/worker/remote-worker.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { bearer, getJob, picoElf, submit, withFault } from './bench-job-requests.js';
 
 /**

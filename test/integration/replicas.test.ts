@@ -10,7 +10,7 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
 import { RemoteWorker } from '../../harness/worker/remote-worker.js';
-import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { picoTestElf } from '../support/make-elf.js';
 

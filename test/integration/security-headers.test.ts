@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 

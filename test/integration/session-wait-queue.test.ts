@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { bearer } from './bench-job-requests.js';
 
 /** Waiting for a busy board instead of polling 409s (issue 11): a FIFO queue per board, bounded. */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { UART_SAVE_INTERVAL_MS } from '../../server/bench/uart-record.js';
 import { picoTestElf } from '../support/make-elf.js';
 import { CLOCKED_LINE_PERIOD_MS, ClockedUartBackend, clockedTranscript } from './clocked-uart-backend.js';

@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { call, registerNode, type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 import { crashReproductions } from '../fuzz/crash-reproductions.js';

@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
-import { type BenchTestApp, startBenchTestApp } from '../../server/bench/bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
 import { type RunningRelay, type StartRelayServerOptions, defaultRelayRateLimits, startRelayServer } from '../../server/relay/relay-service.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { board, removeDbDir, sampleSnapshot, startPagesTestApp, TEST_START_MS, type PagesTestApp } from './pages-test-harness.js';
+import { board, removeDbDir, sampleSnapshot, startPagesTestApp, TEST_START_MS, type PagesTestApp } from '../../../test/support/pages-test-app.js';
 import { createPagesRouter } from './pages-router.js';
 import { clockFromFakeTimers } from '../../../core/clock.js';
 import { createClock } from '@sinonjs/fake-timers';

@@ -2,7 +2,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CSRF_TOKEN_TTL_MS, issueCsrfToken } from './csrf-token.js';
-import { removeDbDir, startPagesTestApp, TEST_SECRET, TEST_START_MS, type PagesTestApp } from './pages-test-harness.js';
+import { removeDbDir, startPagesTestApp, TEST_SECRET, TEST_START_MS, type PagesTestApp } from '../../../test/support/pages-test-app.js';
 
 const execFileAsync = promisify(execFile);
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeElf } from '../../../test/support/make-elf.js';
-import { type BenchTestApp, startBenchTestApp } from '../bench-test-harness.js';
+import { type BenchTestApp, startBenchTestApp } from '../../../test/support/bench-test-app.js';
 
 /**
  * The agent walk-through printed on `/` is documentation people paste into a shell. This runs it,

@@ -5,10 +5,10 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll } from 'vitest';
 import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import type { JobState } from '../store/bench-store.js';
+import type { JobState } from '../../server/store/bench-store.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
-import { memoryLogger } from '../http/logger.js';
-import { type BenchServiceConfig, type RunningBenchServer, startBenchServer } from './bench-service.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { type BenchServiceConfig, type RunningBenchServer, startBenchServer } from '../../server/bench/bench-service.js';
 
 /** 2026-01-01T00:00:00Z: every test starts its fake clock here, so times in answers are exact. */
 export const TEST_START_MS = Date.UTC(2026, 0, 1);

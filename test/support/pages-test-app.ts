@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
 import Database from 'better-sqlite3';
 import express from 'express';
-import { clockFromFakeTimers } from '../../../core/clock.js';
-import type { BenchSnapshot, BoardSnapshot } from '../bench-snapshot.js';
-import { createPagesRouter } from './pages-router.js';
-import { migrateBenchDatabase } from '../../store/bench-store-migrations.js';
-import { SqliteWaitlist } from '../../store/sqlite-waitlist.js';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import type { BenchSnapshot, BoardSnapshot } from '../../server/bench/bench-snapshot.js';
+import { createPagesRouter } from '../../server/bench/pages/pages-router.js';
+import { migrateBenchDatabase } from '../../server/store/bench-store-migrations.js';
+import { SqliteWaitlist } from '../../server/store/sqlite-waitlist.js';
 
 /**
  * Test support for the pages (imported by `*.test.ts` only): an express app holding just the pages

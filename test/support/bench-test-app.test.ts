@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { removeMadeDataDirs, startBenchTestApp } from './bench-test-harness.js';
+import { removeMadeDataDirs, startBenchTestApp } from './bench-test-app.js';
 
 describe('startBenchTestApp data dir cleanup', () => {
   it('keeps its dir through close and restart, and removes it with the dirs it made', async () => {

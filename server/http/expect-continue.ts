@@ -1,0 +1,56 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ApiRoute, RouteGuard } from './api-route.js';
+import { HttpError } from './http-error.js';
+
+/**
+ * The `Expect: 100-continue` check of `route`, or undefined when it has none to make: `auth`
+ * first, then the route's own `beforeContinue` (the order its handler checks in).
+ */
+export function continueCheck<Caller, Auth extends string>(route: ApiRoute<Caller, Auth>, guard: RouteGuard<Caller, Auth>): ((req: IncomingMessage) => Promise<void>) | undefined {
+  const own = route.beforeContinue;
+  if (!own) return undefined;
+  return async (req) => {
+    await guard(route, req);
+    await own(req);
+  };
+}
+
+/**
+ * The HTTP server's `checkContinue` listener for `routes` served by `app`: a request sent with
+ * `Expect: 100-continue` is refused from its headers (401, 413, with the normal bodies and
+ * `Connection: close`) before `100 Continue` is written; otherwise 100 is written and the request
+ * goes to the app.
+ */
+export function continueListener<Caller, Auth extends string>(
+  routes: readonly ApiRoute<Caller, Auth>[],
+  guard: RouteGuard<Caller, Auth>,
+  app: (req: IncomingMessage, res: ServerResponse) => void,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const checks = routes.flatMap((route) => {
+    const check = continueCheck(route, guard);
+    return check ? [{ method: route.method.toUpperCase(), pattern: new RegExp(`^${route.path.replace(/\{[a-z_]+\}/g, '[^/]+')}$`), check }] : [];
+  });
+  return (req, res) => {
+    const pathname = (req.url ?? '/').split('?')[0]!;
+    const entry = checks.find((c) => c.method === req.method && c.pattern.test(pathname));
+    const proceed = () => {
+      res.writeContinue();
+      app(req, res);
+    };
+    if (!entry) {
+      proceed();
+      return;
+    }
+    entry.check(req).then(proceed, (err: unknown) => {
+      if (!(err instanceof HttpError)) {
+        // Not a refusal (e.g. the database did not answer): the app makes the same checks and
+        // answers (and logs) whatever it is.
+        proceed();
+        return;
+      }
+      // The body was never asked for: close the connection rather than read past it.
+      res.writeHead(err.status, { ...err.headers, 'Content-Type': 'application/json; charset=utf-8', 'X-Content-Type-Options': 'nosniff', Connection: 'close' });
+      res.end(JSON.stringify({ detail: err.detail }));
+    });
+  };
+}
