@@ -133,7 +133,7 @@ describe('reports', () => {
   });
 });
 
-describe("Wokwi's short forms run (audit 7)", () => {
+describe("Wokwi's short forms run", () => {
   it("wait-serial: 'text' waits for the text and write-serial: [bytes] writes them", async () => {
     const backend = new MockBackend();
     const r = await runScenario(scenario(`${flash}  - wait-serial: 'tick 1'\n  - write-serial: [104, 105]\n  - wait-serial: 'hi'\n`), deviceTarget(backend));
@@ -144,7 +144,7 @@ describe("Wokwi's short forms run (audit 7)", () => {
   });
 });
 
-describe('JUnit totals (audit 11)', () => {
+describe('JUnit totals', () => {
   it('the <testsuites> root sums every suite; unsupported is an error wherever it happens', async () => {
     const pass = await runScenario(scenario(`${flash}  - wait-serial: 'tick 1'\n`), deviceTarget());
     const fail = await runScenario(scenario(`${flash}  - wait-serial: { text: never, timeout: 100ms }\n  - delay: 1ms\n`), deviceTarget());

@@ -87,7 +87,7 @@ describe('every status a route answers is documented for it', () => {
     await hit(FLASH_JOB, '/api/v1/jobs/flash', { headers: bearer(bob), body: flashForm({ board: 'pico' }, picoElf()) });
     const hung = await hit(FLASH_JOB, '/api/v1/jobs/flash', { headers: bearer(alice), body: flashForm({ board: 'pico', session: sid }, picoElf('run-hang')) });
     const jobId = ((await hung.json()) as { job_id: string }).job_id;
-    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+    await app.jobStarted(jobId);
     await hit(FLASH_JOB, '/api/v1/jobs/flash', { headers: bearer(alice), body: flashForm({ board: 'pico', session: sid }, picoElf()) });
     await hit(FLASH_JOB, '/api/v1/jobs/flash', { headers: bearer(alice), body: flashForm({ board: 'pico', session: sid }, picoElf()) });
     await hit(JOB, `/api/v1/jobs/${jobId}`, { headers: bearer(alice) });

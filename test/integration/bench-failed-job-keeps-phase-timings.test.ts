@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
-import { getJob, settle, submit, withFault } from './bench-job-requests.js';
+import { getJob, submit, withFault } from './bench-job-requests.js';
 
 /** A job that fails by its deadline still reports the timings of the phases it reached (issue 2). */
 
@@ -17,8 +17,7 @@ describe('failed jobs keep the timings of the phases they reached', () => {
     const { token } = await app.register();
     const job = await submit(app, token, { board: 'pico' }, withFault('flash-hang'));
     await app.jobStarted(job.job_id);
-    app.fake.tick(2_000);
-    await settle();
+    await app.fake.tickAsync(2_000);
     // Default deadline: 60 s flash + 0.8 s x 4 s + 10 s margin = 73.2 s.
     app.fake.tick(71_200);
     await app.idle();

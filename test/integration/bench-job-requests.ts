@@ -36,8 +36,3 @@ export async function getJob(app: BenchTestApp, token: string, jobId: string): P
   expect(res.status).toBe(200);
   return (await res.json()) as JobJson;
 }
-
-/** Lets promise chains that the fake clock does not drive run. */
-export const settle = async () => {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
-};

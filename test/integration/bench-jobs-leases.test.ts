@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EM_AVR } from '../../core/elf.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
-import { bearer, flash, getJob, type JobJson, picoElf, settle, withFault } from './bench-job-requests.js';
+import { bearer, flash, getJob, type JobJson, picoElf, withFault } from './bench-job-requests.js';
 
 /** Flash jobs and board leases over real HTTP on the mock backend: sessions, deadlines, queue limits, restarts. */
 
@@ -68,8 +68,7 @@ describe('jobs and leases', () => {
     });
 
     // Default deadline: 60 s flash + 0.8 s x 4 s + 10 s margin = 73.2 s.
-    app.fake.tick(73_199);
-    await settle();
+    await app.fake.tickAsync(73_199);
     expect((await getJob(app, alice.token, job_id)).state).toBe('flashing');
     app.fake.tick(1);
     await app.idle();

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClock } from '@sinonjs/fake-timers';
 import type { WorkerLink } from '../../harness/worker/worker-link.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
-import { bearer, getJob, picoElf, settle, submit, withFault } from './bench-job-requests.js';
+import { bearer, getJob, picoElf, submit, withFault } from './bench-job-requests.js';
 
 /**
  * A lease is exclusive until every job of its session has stopped: ending or expiring a session
@@ -65,19 +65,16 @@ describe('a lease is exclusive until every job of its session has stopped', () =
     // Decision 0211: a session's own jobs keep it alive, so it never expires under them.
     const { alice, sid, hung, hello } = await aliceWithTwoJobs('10');
     const bob = await app.register('bob');
-    app.fake.tick(10_000);
-    await settle();
+    await app.fake.tickAsync(10_000);
     expect((await openSession(bob.token, { board: 'pico' })).status).toBe(409);
     // The hung job's deadline: 60 s flash + 0.1 s x 4 s + 10 s margin = 70.4 s; the next job then runs at once.
     app.fake.tick(60_400);
     await app.idle();
     expect((await getJob(app, alice.token, hung.job_id)).failure?.kind).toBe('timeout');
     expect((await getJob(app, alice.token, hello.job_id)).state).toBe('done');
-    app.fake.tick(9_999);
-    await settle();
+    await app.fake.tickAsync(9_999);
     expect((await openSession(bob.token, { board: 'pico' })).status).toBe(409);
-    app.fake.tick(1);
-    await settle();
+    await app.fake.tickAsync(1);
     expect(app.logger.lines).toContain(`info: session ${sid} on pico expired; the board is free`);
     expect((await openSession(bob.token, { board: 'pico' })).status).toBe(200);
   });

@@ -19,16 +19,11 @@ afterEach(async () => {
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-/** Lets the promise chains and HTTP round trips that the fake clock does not drive run. */
-const settle = async () => {
-  for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
-};
 
-/** Advances the fake clock by `ms` one second at a time, letting the job's store writes run between. */
+/** Advances the fake clock by `ms` one second at a time, the fake clock's own async ticks letting the job's store writes run between. */
 async function advance(ms: number) {
   for (let left = ms; left > 0; left -= 1_000) {
     await app.fake.tickAsync(Math.min(1_000, left));
-    await settle();
   }
 }
 

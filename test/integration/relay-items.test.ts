@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clockFromFakeTimers } from '../../core/clock.js';
+import { clockFromFakeTimers, foregroundClock } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
 import { claimId, generateNodeKey, quorumSetHash, signVote } from '../../server/relay/protocol.js';
 import { call, nowSeconds, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
@@ -97,6 +98,9 @@ describe('file items', () => {
     return call(relay.baseUrl, 'POST', '/items', { rawBody: form, auth: alice.auth });
   };
   const tempFiles = () => readdirSync(join(data.dir, 'files')).filter((f) => f.startsWith('tmp-'));
+  /** Waits (bounded, in real time: the file store's streams close on I/O, not on a clock) until no upload temp file is left. */
+  const noTempFilesLeft = () =>
+    waitUntil(foregroundClock, () => (tempFiles().length === 0 ? true : undefined), { timeoutMs: 10_000, describe: 'upload temp files to be removed', lastSeen: () => tempFiles().join(', ') });
 
   it('stores a file under its sha256 and serves its bytes back', async () => {
     const bytes = new Uint8Array(100_000).map((_, i) => (i * 7) % 256);
@@ -122,8 +126,7 @@ describe('file items', () => {
     expect((await call(relay.baseUrl, 'GET', `/items/${overId}`)).status).toBe(404);
     expect(readdirSync(join(data.dir, 'files'))).not.toContain(overId);
     // The temp file of the refused upload is removed once its stream closes.
-    await new Promise((r) => setTimeout(r, 50));
-    expect(tempFiles()).toEqual([]);
+    await noTempFilesLeft();
   });
 
   it('answers 413 while an oversize upload is still streaming (it is never buffered whole)', async () => {
@@ -161,8 +164,7 @@ describe('file items', () => {
     });
     expect(status).toBe(413);
     // And the partial temp file is gone.
-    await new Promise((r) => setTimeout(r, 100));
-    expect(tempFiles()).toEqual([]);
+    await noTempFilesLeft();
   });
 
   it('a client that aborts mid-upload leaves no temp file behind', async () => {
@@ -180,8 +182,7 @@ describe('file items', () => {
         }, 50);
       });
     });
-    await new Promise((r) => setTimeout(r, 100));
-    expect(tempFiles()).toEqual([]);
+    await noTempFilesLeft();
   });
 
   it('refuses a far larger upload on its Content-Length before reading a byte of it', async () => {

@@ -1,6 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clockFromFakeTimers } from '../../core/clock.js';
+import { clockFromFakeTimers, foregroundClock } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
 import { readSmsOutbox } from '../../server/relay/sms-sender.js';
 import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
@@ -19,8 +20,9 @@ function lastCode(phone: string): string {
   return /code: (\d{6})/.exec(message.text)![1]!;
 }
 const sentTo = (phone: string) => readSmsOutbox(data.dir).filter((m) => m.to === phone).length;
-/** Let a background SMS delivery run. */
-const settle = () => new Promise((r) => setImmediate(r));
+/** Waits (bounded, real time: delivery is a background file write) until `phone` has received `count` messages in all. */
+const received = (phone: string, count: number) =>
+  waitUntil(foregroundClock, () => (sentTo(phone) >= count ? true : undefined), { timeoutMs: 10_000, describe: `SMS number ${count} to ${phone}`, lastSeen: () => `${sentTo(phone)} sent` });
 
 async function withVerifiedPhone(): Promise<{ node: TestNode; phone: string }> {
   const node = await registerNode(relay, clock);
@@ -117,12 +119,14 @@ describe('phone verification', () => {
 describe('login and recovery', () => {
   it('login answers identically for known and unknown numbers, and only the known one gets an SMS', async () => {
     const { node, phone } = await withVerifiedPhone();
+    const before = sentTo(phone);
     const unknown = freshPhone();
     const a = await call(relay.baseUrl, 'POST', '/login', { body: { phone } });
     const b = await call(relay.baseUrl, 'POST', '/login', { body: { phone: unknown } });
     expect(a.status).toBe(b.status);
     expect(a.text).toBe(b.text);
-    await settle();
+    // The unknown number's request was answered after the known one's: by the time the known code arrives, a message to it would be queued too.
+    await received(phone, before + 1);
     expect(sentTo(unknown)).toBe(0);
     const login = await call(relay.baseUrl, 'POST', '/login/verify', { body: { phone, code: lastCode(phone) } });
     expect(login.status).toBe(200);
@@ -142,13 +146,14 @@ describe('login and recovery', () => {
 
   it('recovery revokes every earlier credential and every bot, and answers a new credential', async () => {
     const { node, phone } = await withVerifiedPhone();
+    const before = sentTo(phone);
     const bot = await call(relay.baseUrl, 'POST', '/bots', { body: { name: 'old bot' }, auth: node.auth });
     const botAuth = String(bot.body.authorization);
     expect((await call(relay.baseUrl, 'GET', '/bots/me', { auth: botAuth })).status).toBe(200);
     const start = await call(relay.baseUrl, 'POST', '/recover/start', { body: { phone } });
     const unknownStart = await call(relay.baseUrl, 'POST', '/recover/start', { body: { phone: freshPhone() } });
     expect(start.text).toBe(unknownStart.text);
-    await settle();
+    await received(phone, before + 1);
     const finish = await call(relay.baseUrl, 'POST', '/recover/finish', { body: { phone, code: lastCode(phone) } });
     expect(finish.status).toBe(200);
     expect(finish.body).toMatchObject({ node_id: node.nodeId, revoked: { earlier_credentials: true, bots: 1 } });
