@@ -129,7 +129,7 @@ describe('parseScenario: audit 6 validation gaps', () => {
   });
 });
 
-describe("parseScenario: Wokwi's own forms (audit 7)", () => {
+describe("parseScenario: Wokwi's own forms", () => {
   const head = 'version: 1\nname: x\nboard: pico\nsteps:\n';
   it("accepts wait-serial: 'text', write-serial: [bytes] and pin as an alias of name", () => {
     const s = parseScenario(

@@ -90,7 +90,7 @@ describe('scenarioFromRecording', () => {
   });
 });
 
-describe('scenarioFromRecording (audit 10)', () => {
+describe('scenarioFromRecording', () => {
   it('writes the board as ${board} with vars {board}, so --var board= retargets the recording', async () => {
     const { yaml } = await scenarioFromRecording(
       [
