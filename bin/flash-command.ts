@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { backendNames } from '../boards/board-schema.js';
-import { defaultBoardsDir } from '../boards/catalog.js';
+import { backendNames } from '../boards/backend-names.js';
+import { defaultBoardsDir } from '../boards/boards-dir.js';
 
 interface FlashOptions {
   board: string;

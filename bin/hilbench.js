@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so `npx hilbench` works without a build step.
+// The CLI from the TypeScript sources, through tsx (a development dependency): what the tests and
+// `npm run hilbench` run in a clone. The installed package's `hilbench` is the compiled
+// dist/bin/hilbench.js (package.json "bin"), built by `npm run build` (run by `prepare`).
 import { register } from 'tsx/esm/api';
 
 register();

@@ -1,76 +1,24 @@
+#!/usr/bin/env node
 /**
  * The `hilbench` command line. The only place that reads `process.argv`/`process.env` and calls
- * `process.exit`; everything else takes options objects.
+ * `process.exit`; everything else takes options objects. This file defines the commands and their
+ * options only: what a command runs is imported when it runs, so `hilbench --help` and
+ * `--version` load commander and nothing else of weight (docs/performance.md, "Start-up").
  */
-import { Command, InvalidArgumentError, Option } from 'commander';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { backendNames } from '../boards/board-schema.js';
-import { defaultBoardsDir, loadBoardCatalog } from '../boards/catalog.js';
-import { systemClock } from '../core/clock.js';
-import { createBackends } from '../harness/backend-registry.js';
-import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
-import { resolveBoardBackends } from '../server/bench/board-backends.js';
-import { type BackendsContext, startBenchServer } from '../server/bench/bench-service.js';
-import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
-import { durationMs, durationSchema } from '../harness/scenario/scenario-schema.js';
-import { defaultRelayRateLimits, startRelayServer } from '../server/relay/relay-service.js';
-import { WebhookSmsSender } from '../server/relay/sms-sender.js';
-import { addWorkerCommands } from './worker-command.js';
+import { Command, Option } from 'commander';
+import { defaultBoardsDir } from '../boards/boards-dir.js';
+import { defaultBenchLimits, type BenchLimits } from '../server/bench/bench-limits.js';
+import { logLevels } from '../server/http/log-levels.js';
+import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
+import type { BoardsOptions } from './boards-command.js';
+import { backendChoices, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
 import { addFlashCommand } from './flash-command.js';
-import { type LogLevel, logLevels, pinoLogger } from '../server/http/pino-logger.js';
-import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
-
-const backendChoices = ['auto', ...backendNames];
-
-function positiveNumber(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`expected a positive number, got "${value}"`);
-  return n;
-}
-
-function wholeNumber(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a whole number 0 or more, got "${value}"`);
-  return n;
-}
-
-function requestCount(value: string): number {
-  const n = wholeNumber(value);
-  if (n < 1) throw new InvalidArgumentError(`expected at least 1 request, got "${value}"`);
-  return n;
-}
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port 0-65535, got "${value}"`);
-  return n;
-}
-
-/** `a, b,c` -> ['a','b','c']; undefined when the option was not given. */
-function commaList(value: unknown): string[] | undefined {
-  return typeof value === 'string' ? value.split(',').map((u) => u.trim()).filter(Boolean) : undefined;
-}
-
-/** Reads and validates the relay's own slice file; a bad file stops the start with every issue named. */
-function readSelfSlice(file: string): QuorumSet {
-  const checked = validateQuorumSet(parseYaml(readFileSync(file, 'utf8')));
-  if (!checked.ok) {
-    throw new Error(`${file}: not a valid quorum set: ${checked.issues.map((i) => `${i.loc.join('.') || '(root)'}: ${i.msg}`).join('; ')}`);
-  }
-  return checked.value;
-}
-
-const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-const envName = (s: string) => `HILBENCH_${kebab(s).replace(/-/g, '_').toUpperCase()}`;
-
-const packageVersion = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+import { addWorkerCommands } from './worker-command.js';
 
 const program = new Command()
   .name('hilbench')
   .description('Hardware-in-the-loop bench: one HTTP API over mock, simulated, emulated and real microcontroller boards.')
-  .version(packageVersion, '-V, --version', 'print the hilbench version')
+  .version(packageVersion(), '-V, --version', 'print the hilbench version')
   // A usage error prints its one line and where to look, not the whole help.
   .showHelpAfterError('(see hilbench <command> --help)');
 
@@ -146,109 +94,8 @@ for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
 }
 
 serve.action(async (opts: Record<string, unknown>) => {
-  const clock = systemClock;
-  // The data dir holds e-mails, phone numbers and keys: whatever this process creates there (or
-  // anywhere) is owner-only unless made otherwise (decision 0222). The services set explicit modes
-  // too, for library users; this covers files a dependency creates with its own default.
-  process.umask(0o077);
-  const dataDir = path.resolve(String(opts.dataDir));
-  const boards = loadBoardCatalog(String(opts.boardsDir));
-  const limits: Partial<BenchLimits> = {};
-  for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
-    if (typeof opts[key] === 'number') limits[key] = opts[key] as number;
-  }
-  // Built once the database is open: the probe backend keeps board health (quarantine) in it.
-  const backends = ({ quarantineStore }: BackendsContext) =>
-    createBackends({
-      clock,
-      boards,
-      benchFile: opts.benchFile as string | undefined,
-      rp2040BootromPath: opts.rp2040Bootrom as string | undefined,
-      qemuBinary: opts.qemu as string | undefined,
-      renodePath: opts.renode as string | undefined,
-      quarantineStore,
-      onAutomaticHealthCheck: ({ boardId, attempt, outcome, nextInMs }) =>
-        console.log(
-          `board ${boardId}: automatic health check ${attempt} ${outcome.passed ? 'passed: released from quarantine' : `failed: ${outcome.reason ?? 'no reason given'}`}` +
-            (nextInMs === undefined ? '' : `; next in ${Math.round(nextInMs / 1000)} s`),
-        ),
-    });
-  const host = String(opts.host);
-  const logger = pinoLogger({ level: opts.logLevel as LogLevel, name: 'hilbench' });
-  const bench = await startBenchServer({
-    logger,
-    metricsToken: opts.metricsToken as string | undefined,
-    port: opts.port as number,
-    host,
-    dataDir,
-    clock,
-    boards,
-    backends,
-    backend: opts.backend as never,
-    adminToken: opts.adminToken as string | undefined,
-    pages: { contactEmail: opts.contactEmail as string | undefined },
-    publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
-    limits,
-    trustProxyHops: opts.trustProxyHops as number,
-    ...(opts.localWorker === false ? { localWorker: false as const } : {}),
-    ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
-    workerTimings: {
-      ...(typeof opts.workerHeartbeatSeconds === 'number' ? { heartbeatSeconds: opts.workerHeartbeatSeconds } : {}),
-      ...(typeof opts.workerOfflineAfterSeconds === 'number' ? { offlineAfterSeconds: opts.workerOfflineAfterSeconds } : {}),
-      ...(typeof opts.workerClaimSeconds === 'number' ? { claimSeconds: opts.workerClaimSeconds } : {}),
-    },
-  });
-  const where = typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? `state in ${redactDatabaseUrl(opts.databaseUrl)}, scratch in ${dataDir}` : `data in ${dataDir}`;
-  console.log(`hilbench bench service on ${bench.url} (${where}, backend ${String(opts.backend)})`);
-  console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/`);
-  // A relay that cannot start (its data dir held by another server) must not leave the bench running.
-  const relay =
-    opts.relay === false
-      ? undefined
-      : await startRelayServer({
-          clock,
-          logger,
-          dataDir: path.join(dataDir, 'relay'),
-          host,
-          port: opts.relayPort as number,
-          publicOrigin: opts.relayPublicUrl as string | undefined,
-          peers: commaList(opts.relayPeers),
-          probeIntervalMs: (opts.relayProbeIntervalSeconds as number) * 1000,
-          operators: commaList(opts.relayOperators),
-          allowPrivatePeers: opts.relayAllowPrivatePeers === true,
-          trustProxyHops: opts.trustProxyHops as number,
-          rateLimits: {
-            ...(typeof opts.relayRegistrationsPerMinute === 'number' ? { registrationsPerMinute: opts.relayRegistrationsPerMinute } : {}),
-            ...(typeof opts.relaySignInsPerMinute === 'number' ? { signInsPerMinute: opts.relaySignInsPerMinute } : {}),
-          },
-          seeds: commaList(opts.relaySeeds),
-          selfSlice: typeof opts.relaySelfSlice === 'string' ? readSelfSlice(opts.relaySelfSlice) : undefined,
-          smsSender:
-            typeof opts.relaySmsWebhookUrl === 'string'
-              ? new WebhookSmsSender({
-                  url: opts.relaySmsWebhookUrl,
-                  clock,
-                  headers: process.env.HILBENCH_RELAY_SMS_WEBHOOK_AUTHORIZATION
-                    ? { authorization: process.env.HILBENCH_RELAY_SMS_WEBHOOK_AUTHORIZATION }
-                    : undefined,
-                })
-              : undefined,
-        }).catch(async (err: unknown) => {
-          await bench.close();
-          throw err;
-        });
-  if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    console.log(`${signal}: stopping`);
-    await Promise.allSettled([bench.close(), relay?.close()]);
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  const { serveCommand } = await import('./serve-command.js');
+  await serveCommand(opts);
 });
 
 addWorkerCommands(program);
@@ -269,48 +116,10 @@ program
   .addOption(new Option('--qemu <path>', 'qemu-system-arm executable').env('HILBENCH_QEMU'))
   .addOption(new Option('--renode <path>', 'Renode executable').env('HILBENCH_RENODE'))
   .option('--json', 'print JSON')
-  .action(async (opts: { boardsDir: string; backend: string; benchFile?: string; rp2040Bootrom?: string; qemu?: string; renode?: string; json?: boolean }) => {
-    const boards = loadBoardCatalog(opts.boardsDir);
-    // The same backends `serve` builds from the same flags, so with the same --backend both commands agree.
-    const backends = createBackends({
-      clock: systemClock,
-      boards,
-      benchFile: opts.benchFile,
-      rp2040BootromPath: opts.rp2040Bootrom,
-      qemuBinary: opts.qemu,
-      renodePath: opts.renode,
-    });
-    const resolved = await resolveBoardBackends(boards, backends, opts.backend as never);
-    const rows = resolved.map((r) => ({
-      id: r.board.id,
-      name: r.board.name,
-      mcu: r.board.mcu.id,
-      architecture: r.board.mcu.architecture,
-      backend: r.backendName,
-      status: r.offlineReason ? 'offline' : 'online',
-      reason: r.offlineReason ?? '',
-    }));
-    if (opts.json) {
-      console.log(JSON.stringify(rows, null, 2));
-      return;
-    }
-    for (const r of rows) {
-      console.log(`${r.id.padEnd(18)} ${r.mcu.padEnd(12)} ${r.backend.padEnd(7)} ${r.status}${r.reason ? `  (${r.reason})` : ''}`);
-    }
+  .action(async (opts: BoardsOptions) => {
+    const { boardsCommand } = await import('./boards-command.js');
+    await boardsCommand(opts);
   });
-
-/** A duration as scenario files write it (500ms, 1.5s, 2m, 1h; a bare number is milliseconds), parsed by the same rule. */
-function durationOption(value: string): number {
-  const parsed = durationSchema.safeParse(/^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : value);
-  if (!parsed.success) throw new InvalidArgumentError(`expected a duration such as 500ms, 30s, 2m or 1h, got "${value}"`);
-  return durationMs(parsed.data);
-}
-
-function variable(value: string, previous: Record<string, string> = {}): Record<string, string> {
-  const eq = value.indexOf('=');
-  if (eq < 1) throw new InvalidArgumentError(`expected name=value, got "${value}"`);
-  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
-}
 
 program
   .command('run')

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { type Command, Option } from 'commander';
-import { backendNames } from '../boards/board-schema.js';
-import { defaultBoardsDir } from '../boards/catalog.js';
+import { backendNames } from '../boards/backend-names.js';
+import { defaultBoardsDir } from '../boards/boards-dir.js';
 
 /**
  * `hilbench worker` (a bench worker next to the hardware, dialing a lab server) and

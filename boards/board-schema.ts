@@ -49,8 +49,7 @@ export const mcuSchema = z
 export type Mcu = z.infer<typeof mcuSchema>;
 export type MemoryRegion = z.infer<typeof memoryRegionSchema>;
 
-export const backendNames = ['mock', 'sim', 'qemu', 'renode', 'probe'] as const;
-export type BackendName = (typeof backendNames)[number];
+export { backendNames, type BackendName } from './backend-names.js';
 
 /** Backend-specific keys. Each backend validates its own entry again when it opens a board. */
 const backendKeysSchema = z

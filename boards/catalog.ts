@@ -1,12 +1,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { type Board, boardFileSchema, type Mcu, mcuSchema } from './board-schema.js';
 
-/** The folder that holds the shipped board files. */
-export const defaultBoardsDir = path.dirname(fileURLToPath(import.meta.url));
+import { defaultBoardsDir } from './boards-dir.js';
+
+export { defaultBoardsDir };
 
 /** A board or MCU file failed to parse or validate; the message names the file and the field. */
 export class BoardFileError extends Error {

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { DURATION, durationMs } from './duration.js';
+
+export { durationMs };
 
 /**
  * The schema pieces steps share (durations, clocks, waits, text matches, HTTP expectations).
@@ -10,16 +13,6 @@ import { z } from 'zod';
 export const clockKinds = ['simulated', 'wall'] as const;
 export type ClockKind = (typeof clockKinds)[number];
 
-const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h)$/;
-const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Milliseconds of a duration: a number (milliseconds) or text with a unit (`500ms`, `1.5s`, `2m`, `1h`). */
-export function durationMs(value: number | string): number {
-  if (typeof value === 'number') return value;
-  const match = DURATION.exec(value.trim());
-  if (!match) throw new Error(`not a duration: ${JSON.stringify(value)}`);
-  return Number(match[1]) * (unitMs[match[2] as string] as number);
-}
 
 export const durationSchema = z
   .union([z.number().nonnegative().finite(), z.string().regex(DURATION, 'expected a duration such as 500ms, 1.5s, 2m or 1h (a bare number is milliseconds)')])

@@ -1,8 +1,8 @@
 import pino from 'pino';
+import type { LogLevel } from './log-levels.js';
 import type { LogFields, Logger } from './logger.js';
 
-export const logLevels = ['debug', 'info', 'warn', 'error', 'silent'] as const;
-export type LogLevel = (typeof logLevels)[number];
+export { logLevels, type LogLevel } from './log-levels.js';
 
 /**
  * Structured JSON logs, one object per line on stderr (`hilbench serve`, `hilbench worker`): time,

@@ -77,18 +77,9 @@ export interface RelayServiceConfig {
   trustProxyHops?: number;
 }
 
-/** Requests per client address per minute (a burst of that many, then one every 60/n s); docs/relay-api.md, "Rate limits". */
-export interface RelayRateLimits {
-  /** POST /register: each makes a node and an event every peer pulls. */
-  registrationsPerMinute: number;
-  /**
-   * POST /session, /login, /login/verify, /recover/start, /recover/finish: credentials and SMS
-   * codes. The per-number limits on codes (PhoneCodes) stay; this bounds one client trying many numbers or codes.
-   */
-  signInsPerMinute: number;
-}
+import { defaultRelayRateLimits, type RelayRateLimits } from './relay-rate-limits.js';
 
-export const defaultRelayRateLimits: RelayRateLimits = { registrationsPerMinute: 10, signInsPerMinute: 20 };
+export { defaultRelayRateLimits, type RelayRateLimits };
 
 export interface RelayService {
   /** The express app; it never listens by itself. */

@@ -1,0 +1,68 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { InvalidArgumentError } from 'commander';
+import { backendNames } from '../boards/backend-names.js';
+import { DURATION, durationMs } from '../harness/scenario/duration.js';
+
+/**
+ * Option parsers and values the command definitions share. Kept light on purpose: `hilbench
+ * --help` loads this file and commander, never a service, a simulator or zod (docs/performance.md).
+ */
+
+export const backendChoices = ['auto', ...backendNames];
+
+export function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`expected a positive number, got "${value}"`);
+  return n;
+}
+
+export function wholeNumber(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`expected a whole number 0 or more, got "${value}"`);
+  return n;
+}
+
+export function requestCount(value: string): number {
+  const n = wholeNumber(value);
+  if (n < 1) throw new InvalidArgumentError(`expected at least 1 request, got "${value}"`);
+  return n;
+}
+
+export function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port 0-65535, got "${value}"`);
+  return n;
+}
+
+/** `a, b,c` -> ['a','b','c']; undefined when the option was not given. */
+export function commaList(value: unknown): string[] | undefined {
+  return typeof value === 'string' ? value.split(',').map((u) => u.trim()).filter(Boolean) : undefined;
+}
+
+export const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+export const envName = (s: string) => `HILBENCH_${kebab(s).replace(/-/g, '_').toUpperCase()}`;
+
+/** A duration as scenario files write it (500ms, 1.5s, 2m, 1h; a bare number is milliseconds), parsed by the same rule. */
+export function durationOption(value: string): number {
+  const text = value.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+  if (!DURATION.test(text)) throw new InvalidArgumentError(`expected a duration such as 500ms, 30s, 2m or 1h, got "${value}"`);
+  return durationMs(text);
+}
+
+/** `--var name=value`, repeatable. */
+export function variable(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq < 1) throw new InvalidArgumentError(`expected name=value, got "${value}"`);
+  return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
+}
+
+/** The package's version: its package.json is next to `bin/` in the sources and next to `dist/` in the package. */
+export function packageVersion(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const file = [path.resolve(here, '../package.json'), path.resolve(here, '../../package.json')].find((f) => existsSync(f));
+  if (!file) return 'unknown';
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+}

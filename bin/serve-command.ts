@@ -1,0 +1,131 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { loadBoardCatalog } from '../boards/catalog.js';
+import { systemClock } from '../core/clock.js';
+import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
+import { createBackends } from '../harness/backend-registry.js';
+import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
+import { type BackendsContext, startBenchServer } from '../server/bench/bench-service.js';
+import { type LogLevel, pinoLogger } from '../server/http/pino-logger.js';
+import { startRelayServer } from '../server/relay/relay-service.js';
+import { WebhookSmsSender } from '../server/relay/sms-sender.js';
+import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
+import { commaList } from './cli-options.js';
+
+/** `hilbench serve`: the bench service and the relay beside it, until SIGINT or SIGTERM. Loaded only when it runs. */
+export async function serveCommand(opts: Record<string, unknown>): Promise<void> {
+  const clock = systemClock;
+  // The data dir holds e-mails, phone numbers and keys: whatever this process creates there (or
+  // anywhere) is owner-only unless made otherwise (decision 0222). The services set explicit modes
+  // too, for library users; this covers files a dependency creates with its own default.
+  process.umask(0o077);
+  const dataDir = path.resolve(String(opts.dataDir));
+  const boards = loadBoardCatalog(String(opts.boardsDir));
+  const limits: Partial<BenchLimits> = {};
+  for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
+    if (typeof opts[key] === 'number') limits[key] = opts[key] as number;
+  }
+  // Built once the database is open: the probe backend keeps board health (quarantine) in it.
+  const backends = ({ quarantineStore }: BackendsContext) =>
+    createBackends({
+      clock,
+      boards,
+      benchFile: opts.benchFile as string | undefined,
+      rp2040BootromPath: opts.rp2040Bootrom as string | undefined,
+      qemuBinary: opts.qemu as string | undefined,
+      renodePath: opts.renode as string | undefined,
+      quarantineStore,
+      onAutomaticHealthCheck: ({ boardId, attempt, outcome, nextInMs }) =>
+        console.log(
+          `board ${boardId}: automatic health check ${attempt} ${outcome.passed ? 'passed: released from quarantine' : `failed: ${outcome.reason ?? 'no reason given'}`}` +
+            (nextInMs === undefined ? '' : `; next in ${Math.round(nextInMs / 1000)} s`),
+        ),
+    });
+  const host = String(opts.host);
+  const logger = pinoLogger({ level: opts.logLevel as LogLevel, name: 'hilbench' });
+  const bench = await startBenchServer({
+    logger,
+    metricsToken: opts.metricsToken as string | undefined,
+    port: opts.port as number,
+    host,
+    dataDir,
+    clock,
+    boards,
+    backends,
+    backend: opts.backend as never,
+    adminToken: opts.adminToken as string | undefined,
+    pages: { contactEmail: opts.contactEmail as string | undefined },
+    publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
+    limits,
+    trustProxyHops: opts.trustProxyHops as number,
+    ...(opts.localWorker === false ? { localWorker: false as const } : {}),
+    ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
+    workerTimings: {
+      ...(typeof opts.workerHeartbeatSeconds === 'number' ? { heartbeatSeconds: opts.workerHeartbeatSeconds } : {}),
+      ...(typeof opts.workerOfflineAfterSeconds === 'number' ? { offlineAfterSeconds: opts.workerOfflineAfterSeconds } : {}),
+      ...(typeof opts.workerClaimSeconds === 'number' ? { claimSeconds: opts.workerClaimSeconds } : {}),
+    },
+  });
+  const where = typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? `state in ${redactDatabaseUrl(opts.databaseUrl)}, scratch in ${dataDir}` : `data in ${dataDir}`;
+  console.log(`hilbench bench service on ${bench.url} (${where}, backend ${String(opts.backend)})`);
+  console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/`);
+  // A relay that cannot start (its data dir held by another server) must not leave the bench running.
+  const relay =
+    opts.relay === false
+      ? undefined
+      : await startRelayServer({
+          clock,
+          logger,
+          dataDir: path.join(dataDir, 'relay'),
+          host,
+          port: opts.relayPort as number,
+          publicOrigin: opts.relayPublicUrl as string | undefined,
+          peers: commaList(opts.relayPeers),
+          probeIntervalMs: (opts.relayProbeIntervalSeconds as number) * 1000,
+          operators: commaList(opts.relayOperators),
+          allowPrivatePeers: opts.relayAllowPrivatePeers === true,
+          trustProxyHops: opts.trustProxyHops as number,
+          rateLimits: {
+            ...(typeof opts.relayRegistrationsPerMinute === 'number' ? { registrationsPerMinute: opts.relayRegistrationsPerMinute } : {}),
+            ...(typeof opts.relaySignInsPerMinute === 'number' ? { signInsPerMinute: opts.relaySignInsPerMinute } : {}),
+          },
+          seeds: commaList(opts.relaySeeds),
+          selfSlice: typeof opts.relaySelfSlice === 'string' ? readSelfSlice(opts.relaySelfSlice) : undefined,
+          smsSender:
+            typeof opts.relaySmsWebhookUrl === 'string'
+              ? new WebhookSmsSender({
+                  url: opts.relaySmsWebhookUrl,
+                  clock,
+                  headers: process.env.HILBENCH_RELAY_SMS_WEBHOOK_AUTHORIZATION
+                    ? { authorization: process.env.HILBENCH_RELAY_SMS_WEBHOOK_AUTHORIZATION }
+                    : undefined,
+                })
+              : undefined,
+        }).catch(async (err: unknown) => {
+          await bench.close();
+          throw err;
+        });
+  if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: stopping`);
+    await Promise.allSettled([bench.close(), relay?.close()]);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/** Reads and validates the relay's own slice file; a bad file stops the start with every issue named. */
+function readSelfSlice(file: string): QuorumSet {
+  const checked = validateQuorumSet(parseYaml(readFileSync(file, 'utf8')));
+  if (!checked.ok) {
+    throw new Error(`${file}: not a valid quorum set: ${checked.issues.map((i) => `${i.loc.join('.') || '(root)'}: ${i.msg}`).join('; ')}`);
+  }
+  return checked.value;
+}
+

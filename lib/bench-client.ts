@@ -1,0 +1,222 @@
+import { agentRegistrationSchema, boardListSchema, healthSchema, jobSchema, sessionSchema } from '../server/bench/bench-schemas.js';
+import { BenchApiError, BenchTimeoutError } from './bench-errors.js';
+import { type CallOptions, deadlineSignal, exchange, type HttpSettings, realSleep, type RetryPolicy } from './bench-http.js';
+import { BenchSession } from './bench-session.js';
+import type { AgentRegistration, Board, Health, Job, Session } from './bench-types.js';
+import { parseUartEvents, type UartEvent } from './uart-stream.js';
+
+export interface BenchClientOptions {
+  /** The bench service, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** The agent token (`hb_...`) from `register`; calls that need it throw `BenchAuthError` without. */
+  token?: string;
+  /** Every call gives up after this many ms unless it says otherwise (default 30 000). */
+  timeoutMs?: number;
+  /** Retries of 409 (busy) and 503 answers, honouring `Retry-After` (default: none). */
+  retry?: RetryPolicy;
+  fetch?: typeof fetch;
+  /** How retries wait (default: real time); tests pass their own. */
+  sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+}
+
+/** Firmware to flash: the ELF bytes, or a `Blob`. */
+export type Firmware = Uint8Array | Blob;
+
+export interface FlashOptions extends CallOptions {
+  /** Seconds of UART to capture, in the device's time base (the service's default when absent). */
+  uartSeconds?: number;
+  /** The session holding the board; without it the job takes the board for itself. */
+  sessionId?: string;
+  fileName?: string;
+}
+
+/** What `waitForUart` found: the match, or why it stopped looking, with the text seen. */
+export type UartWait = { matched: true; text: string; match: RegExpMatchArray } | { matched: false; text: string; reason: 'finished' | 'timeout'; job?: Job };
+
+/**
+ * A typed client of the bench service API (docs/bench-api.md, docs/library.md). Every call takes
+ * `timeoutMs` and `signal`; answers are parsed with the schemas the service documents them with;
+ * errors are the classes of bench-errors.ts.
+ */
+export class BenchClient {
+  readonly baseUrl: string;
+  private readonly settings: HttpSettings;
+
+  constructor(private readonly options: BenchClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.settings = {
+      baseUrl: this.baseUrl,
+      token: options.token,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      retry: options.retry ?? { attempts: 0 },
+      fetch: options.fetch ?? fetch,
+      sleep: options.sleep ?? realSleep,
+    };
+  }
+
+  /** The same client acting with another agent token. */
+  withToken(token: string): BenchClient {
+    return new BenchClient({ ...this.options, token });
+  }
+
+  /** Registers an agent; the answer's `token` (shown once) is what `withToken` takes. */
+  async register(label = 'agent', options: CallOptions = {}): Promise<AgentRegistration> {
+    const answer = await exchange(this.settings, 'POST', '/api/v1/agents/register', { body: new URLSearchParams({ label }), ...options });
+    return agentRegistrationSchema.parse(answer.json);
+  }
+
+  async health(options: CallOptions = {}): Promise<Health> {
+    return healthSchema.parse((await exchange(this.settings, 'GET', '/api/v1/health', options)).json);
+  }
+
+  async boards(options: CallOptions = {}): Promise<Board[]> {
+    return boardListSchema.parse((await exchange(this.settings, 'GET', '/api/v1/boards', options)).json).boards;
+  }
+
+  /**
+   * Opens an exclusive session on `board` and returns it heartbeating (see `BenchSession`; end
+   * it, or `await using` it). `waitSeconds` (at most 300) queues for a busy board on the server
+   * instead of failing at once with `BenchBusyError`.
+   */
+  async openSession(board: string, options: CallOptions & { idleSeconds?: number; waitSeconds?: number } = {}): Promise<BenchSession> {
+    const form = new URLSearchParams({ board });
+    if (options.idleSeconds !== undefined) form.set('idle_seconds', String(options.idleSeconds));
+    if (options.waitSeconds !== undefined) form.set('wait_seconds', String(options.waitSeconds));
+    const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, ((options.waitSeconds ?? 0) + 10) * 1000);
+    const answer = await exchange(this.settings, 'POST', '/api/v1/sessions', { body: form, ...options, timeoutMs });
+    return new BenchSession(this, sessionSchema.parse(answer.json));
+  }
+
+  async getSession(sessionId: string, options: CallOptions = {}): Promise<Session> {
+    return sessionSchema.parse((await exchange(this.settings, 'GET', `/api/v1/sessions/${encodeURIComponent(sessionId)}`, options)).json);
+  }
+
+  async heartbeat(sessionId: string, options: CallOptions = {}): Promise<Session> {
+    return sessionSchema.parse((await exchange(this.settings, 'POST', `/api/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`, options)).json);
+  }
+
+  async endSession(sessionId: string, options: CallOptions = {}): Promise<Session> {
+    return sessionSchema.parse((await exchange(this.settings, 'POST', `/api/v1/sessions/${encodeURIComponent(sessionId)}/end`, options)).json);
+  }
+
+  /** Submits a flash job and answers it as queued; `flash` also waits for it to finish. */
+  async submitFlash(board: string, firmware: Firmware, options: FlashOptions = {}): Promise<Job> {
+    const form = new FormData();
+    form.set('board', board);
+    form.set('firmware', firmware instanceof Blob ? firmware : new Blob([firmware], { type: 'application/octet-stream' }), options.fileName ?? 'firmware.elf');
+    if (options.uartSeconds !== undefined) form.set('uart_seconds', String(options.uartSeconds));
+    if (options.sessionId !== undefined) form.set('session', options.sessionId);
+    return jobSchema.parse((await exchange(this.settings, 'POST', '/api/v1/jobs/flash', { body: form, ...options })).json);
+  }
+
+  /** Flashes and runs `firmware` on `board` and answers the finished job (`done` or `failed`). */
+  async flash(board: string, firmware: Firmware, options: FlashOptions = {}): Promise<Job> {
+    const job = await this.submitFlash(board, firmware, options);
+    return this.waitForJob(job.job_id, options);
+  }
+
+  /** The job now; with `waitSeconds` (at most 60) the service answers as soon as it is finished. */
+  async getJob(jobId: string, options: CallOptions & { waitSeconds?: number } = {}): Promise<Job> {
+    const query = options.waitSeconds === undefined ? '' : `?wait=${options.waitSeconds}`;
+    const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, ((options.waitSeconds ?? 0) + 10) * 1000);
+    return jobSchema.parse((await exchange(this.settings, 'GET', `/api/v1/jobs/${encodeURIComponent(jobId)}${query}`, { ...options, timeoutMs })).json);
+  }
+
+  /** Waits until the job is `done` or `failed` (long polls of at most 60 s), for at most `timeoutMs` (default 10 min). */
+  async waitForJob(jobId: string, options: CallOptions = {}): Promise<Job> {
+    const timeoutMs = options.timeoutMs ?? 600_000;
+    const signal = deadlineSignal(`waiting for job ${jobId}`, timeoutMs, options.signal);
+    let last: Job | undefined;
+    try {
+      // A plain read first: a timeout then still says the state the job was last seen in.
+      last = await this.getJob(jobId, { signal, timeoutMs });
+      while (last.state !== 'done' && last.state !== 'failed') {
+        last = await this.getJob(jobId, { waitSeconds: 60, signal, timeoutMs: 75_000 });
+      }
+      return last;
+    } catch (err) {
+      if (signal.reason instanceof BenchTimeoutError) throw new BenchTimeoutError(`waiting for job ${jobId}`, timeoutMs, last ? `state ${last.state}` : '');
+      throw err;
+    }
+  }
+
+  /**
+   * The job's UART as it is captured, from the first byte, then its end with the finished job:
+   * the service's Server-Sent Events stream, resumed where it broke off; on a service without
+   * it, polling with long waits (each new part of `uart.text` one event).
+   */
+  async *uart(jobId: string, options: { signal?: AbortSignal } = {}): AsyncGenerator<UartEvent> {
+    const state: { lastId?: string } = {};
+    for (let reconnects = 0; reconnects <= 5; reconnects++) {
+      const headers: Record<string, string> = { accept: 'text/event-stream' };
+      if (this.settings.token) headers.authorization = `Bearer ${this.settings.token}`;
+      if (state.lastId !== undefined) headers['last-event-id'] = state.lastId;
+      const response = await this.settings.fetch(`${this.baseUrl}/api/v1/jobs/${encodeURIComponent(jobId)}/uart`, { headers, ...(options.signal ? { signal: options.signal } : {}) });
+      const type = response.headers.get('content-type') ?? '';
+      if (response.ok && type.startsWith('text/event-stream') && response.body) {
+        try {
+          for await (const event of parseUartEvents(response.body, state)) {
+            yield event;
+            if (event.kind === 'end') return;
+          }
+        } catch (err) {
+          if (options.signal?.aborted) throw options.signal.reason as Error;
+          if (!(err instanceof TypeError)) throw err; // a broken connection: resume below
+        }
+        continue;
+      }
+      if (response.status === 401 || response.status === 404 || response.status === 403) {
+        const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
+        throw new BenchApiError('GET', `/api/v1/jobs/${jobId}/uart`, response.status, body.detail);
+      }
+      await response.body?.cancel();
+      yield* this.pollUart(jobId, options.signal);
+      return;
+    }
+    yield* this.pollUart(jobId, options.signal);
+  }
+
+  /** Waits for `pattern` in the job's UART (live), for at most `timeoutMs` (default 30 000). */
+  async waitForUart(jobId: string, pattern: string | RegExp, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<UartWait> {
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const signal = deadlineSignal(`waiting for ${String(pattern)} on job ${jobId}`, timeoutMs, options.signal);
+    const regex = typeof pattern === 'string' ? new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) : pattern;
+    let text = '';
+    try {
+      for await (const event of this.uart(jobId, { signal })) {
+        if (event.kind === 'end') return { matched: false, text, reason: 'finished', job: event.job };
+        text += event.text;
+        const match = text.match(regex);
+        if (match) return { matched: true, text, match };
+      }
+      return { matched: false, text, reason: 'finished' };
+    } catch (err) {
+      if (signal.reason instanceof BenchTimeoutError && !options.signal?.aborted) return { matched: false, text, reason: 'timeout' };
+      throw err;
+    }
+  }
+
+  /** Writes bytes (or UTF-8 text) to the running job's serial input; `BenchBusyError` when it is not running. */
+  async writeUart(jobId: string, data: string | Uint8Array, options: CallOptions = {}): Promise<number> {
+    const body = typeof data === 'string' ? { text: data } : { base64: Buffer.from(data).toString('base64') };
+    const answer = await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/uart`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, ...options });
+    return (answer.json as { written_bytes: number }).written_bytes;
+  }
+
+  private async *pollUart(jobId: string, signal: AbortSignal | undefined): AsyncGenerator<UartEvent> {
+    let seen = 0;
+    for (;;) {
+      const job = await this.getJob(jobId, { waitSeconds: 1, ...(signal ? { signal } : {}) });
+      const text = job.uart?.text ?? '';
+      if (text.length > seen) {
+        const part = text.slice(seen);
+        yield { kind: 'uart', offset: seen, atNanos: 0, timeBase: job.uart?.time_base ?? 'wall', text: part, bytes: new TextEncoder().encode(part) };
+        seen = text.length;
+      }
+      if (job.state === 'done' || job.state === 'failed') {
+        yield { kind: 'end', job };
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,106 @@
+import { type BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
+
+/**
+ * One HTTP exchange with a bench service, as every `BenchClient` call makes it: a bearer token, a
+ * timeout and the caller's abort signal on every call, and bounded retries of 409 and 503 that
+ * wait as long as `Retry-After` says (never longer than `maxRetryDelayMs`).
+ */
+
+export interface CallOptions {
+  /** Gives up after this many ms (default: the client's `timeoutMs`). */
+  timeoutMs?: number;
+  /** Aborts the call; the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export interface RetryPolicy {
+  /** Further tries after a 409 or 503 (default 0: none). */
+  attempts: number;
+  /** The longest wait between tries, whatever `Retry-After` says (default 30 000). */
+  maxRetryDelayMs?: number;
+}
+
+export interface HttpSettings {
+  baseUrl: string;
+  token: string | undefined;
+  timeoutMs: number;
+  retry: RetryPolicy;
+  fetch: typeof fetch;
+  /** Waits between retries; rejects when `signal` aborts (injected by tests). */
+  sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  json: unknown;
+}
+
+/** Sleeps `ms` in real time, or until `signal` aborts (then rejects with its reason). */
+export function realSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason as Error);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** `Retry-After` in seconds (delta form), or undefined. */
+export function retryAfterSeconds(headers: Headers): number | undefined {
+  const value = headers.get('retry-after');
+  const seconds = value === null ? NaN : Number(value);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
+}
+
+/** A signal that aborts with the caller's signal, or with a `BenchTimeoutError` after `timeoutMs`. */
+export function deadlineSignal(what: string, timeoutMs: number, signal: AbortSignal | undefined): AbortSignal {
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(new BenchTimeoutError(what, timeoutMs)), timeoutMs);
+  timer.unref?.();
+  return signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
+}
+
+/**
+ * Sends one request and answers the parsed JSON of a 2xx answer; anything else throws the
+ * `BenchApiError` subclass of its status, after the retries the policy allows.
+ */
+export async function exchange(settings: HttpSettings, method: string, path: string, init: { body?: RequestInit['body']; headers?: Record<string, string> } & CallOptions = {}): Promise<Answer> {
+  const what = `${method} ${path}`;
+  const timeoutMs = init.timeoutMs ?? settings.timeoutMs;
+  const signal = deadlineSignal(what, timeoutMs, init.signal);
+  const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
+  if (settings.token) headers.authorization = `Bearer ${settings.token}`;
+  for (let attempt = 0; ; attempt++) {
+    let response: Response;
+    try {
+      response = await settings.fetch(settings.baseUrl + path, { method, headers, ...(init.body !== undefined ? { body: init.body } : {}), signal });
+    } catch (err) {
+      throw signal.aborted ? (signal.reason as Error) : err;
+    }
+    const json = await readJson(response);
+    if (response.ok) return { status: response.status, headers: response.headers, json };
+    const error: BenchApiError = benchApiError(method, path, response.status, (json as { detail?: unknown } | undefined)?.detail ?? json, retryAfterSeconds(response.headers));
+    const retriable = (response.status === 409 || response.status === 503) && attempt < settings.retry.attempts;
+    if (!retriable) throw error;
+    const waitMs = Math.min((error.retryAfterSeconds ?? 1) * 1000, settings.retry.maxRetryDelayMs ?? 30_000);
+    await settings.sleep(waitMs, signal).catch(() => {
+      throw signal.reason as Error;
+    });
+  }
+}
+
+async function readJson(response: Response): Promise<unknown> {
+  const text = await response.text();
+  try {
+    return text === '' ? undefined : (JSON.parse(text) as unknown);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * hilbench as a library (docs/library.md): typed clients of the bench and relay HTTP APIs, their
+ * errors and answer types, and the scenario runner. `hilbench/vitest` adds a test fixture.
+ * Everything exported here follows semver; what is not exported is internal.
+ */
+export { BenchClient, type BenchClientOptions, type Firmware, type FlashOptions, type UartWait } from './bench-client.js';
+export { BenchSession } from './bench-session.js';
+export type { CallOptions, RetryPolicy } from './bench-http.js';
+export {
+  BenchApiError,
+  BenchAuthError,
+  BenchBusyError,
+  BenchNotFoundError,
+  BenchRateLimitError,
+  BenchTimeoutError,
+  BenchUnavailableError,
+  BenchValidationError,
+  type ValidationIssue,
+} from './bench-errors.js';
+export type { AgentRegistration, Board, BoardList, Health, Job, JobState, Session } from './bench-types.js';
+export type { UartEvent } from './uart-stream.js';
+export { RelayClient, type RelayAnswer, type RelayClientOptions, type RelayNode } from '../harness/clients/relay-client.js';
+export { runScenario, type ScenarioResult, describeFailure } from '../harness/scenario/run-scenario.js';
+export { loadScenario, parseScenario } from '../harness/scenario/load-scenario.js';
+export { exitCodeOf, jsonReport, junitReport } from '../harness/scenario/scenario-report.js';
+export { remoteTarget, type ScenarioTarget } from '../harness/scenario/scenario-target.js';
+export { systemClock, type Clock } from '../core/clock.js';
