@@ -38,7 +38,8 @@ if (!requireTools && !postgresAnswers) {
 export default defineConfig({
   test: {
     include: ['**/*.test.ts'],
-    exclude: ['node_modules/**', 'data/**', ...leftOut],
+    // examples/ are projects of their own, run against the packed package (test/package/pack.test.ts).
+    exclude: ['node_modules/**', 'data/**', 'dist/**', 'examples/**', ...leftOut],
     // Emulator-backed tests spawn processes; give them room without hiding hangs for ever.
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -124,7 +124,7 @@ program
 program
   .command('run')
   .description('Replay scenario files (docs/scenarios.md) against an in-process bench and relay on a fake clock, or remote services. Exit 0 pass, 1 a scenario failed, 2 invalid file or target, 42 a wait timed out.')
-  .argument('<files...>', 'scenario files or globs (e.g. "scenarios/*.yaml")')
+  .argument('<files...>', 'scenario files, folders (every .yaml under them) or globs (e.g. "scenarios/*.yaml")')
   .addOption(new Option('--backend <name>', 'backend of the in-process bench and of device steps').env('HILBENCH_BACKEND').default('mock').choices(backendChoices))
   .addOption(new Option('--bench-url <url>', 'replay bench steps against this remote bench service, in real time').env('HILBENCH_BENCH_URL'))
   .addOption(new Option('--relay-url <url>', 'replay relay steps against this remote relay service, in real time').env('HILBENCH_RELAY_URL'))

@@ -112,12 +112,17 @@ export async function startInProcessTarget(options: {
   };
 }
 
-/** Expands `*`, `**` and `?` in paths (Node 20 has no fs.glob); plain paths pass through. */
+/**
+ * Expands `*`, `**` and `?` in paths (Node 20 has no fs.glob); a folder means every scenario
+ * file (`.yaml`, `.yml`) under it, as vitest and pytest take folders; other paths pass through.
+ */
 export function expandGlobs(patterns: readonly string[], cwd = process.cwd()): string[] {
   const out: string[] = [];
   for (const pattern of patterns) {
     if (!/[*?]/.test(pattern)) {
-      out.push(path.resolve(cwd, pattern));
+      const resolved = path.resolve(cwd, pattern);
+      if (isDirectory(resolved)) out.push(...scenarioFilesUnder(resolved));
+      else out.push(resolved);
       continue;
     }
     const parts = pattern.split(/[\\/]/);
@@ -149,6 +154,26 @@ export function expandGlobs(patterns: readonly string[], cwd = process.cwd()): s
     walk(root, '');
   }
   return [...new Set(out)];
+}
+
+function isDirectory(file: string): boolean {
+  try {
+    return statSync(file).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Scenario files under `dir`, in name order; hidden folders and node_modules are skipped. */
+function scenarioFilesUnder(dir: string): string[] {
+  const found: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    if (name.startsWith('.') || name === 'node_modules') continue;
+    const full = path.join(dir, name);
+    if (isDirectory(full)) found.push(...scenarioFilesUnder(full));
+    else if (/\.ya?ml$/.test(name)) found.push(full);
+  }
+  return found;
 }
 
 export interface RunCommandOptions {

@@ -23,7 +23,8 @@ export async function startInProcessBench(options: { backend?: 'auto' | 'sim' | 
   ]);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-vitest-'));
   const boards = loadBoardCatalog();
-  const quiet = { info: () => undefined, warn: (m: string) => console.warn(`hilbench: ${m}`), error: (m: string, cause?: unknown) => console.error(`hilbench: ${m}`, cause ?? '') };
+  // Quiet but for errors: a board that cannot run here is refused, with why, when a test asks for it.
+  const quiet = { info: () => undefined, warn: () => undefined, error: (m: string, cause?: unknown) => console.error(`hilbench: ${m}`, cause ?? '') };
   try {
     const server = await startBenchServer({
       port: 0,

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { expect, test as base } from 'vitest';
+import { expect, recordArtifact, test as base } from 'vitest';
 import { durationMs } from '../harness/scenario/duration.js';
 import { BenchClient } from './bench-client.js';
 import type { BenchSession } from './bench-session.js';
@@ -60,16 +60,8 @@ export const test = base.extend<HilbenchFixtures>({
       await session.end().catch(() => undefined);
     }
   },
-  flash: async ({ bench, board, onTestFailed, annotate }, use) => {
+  flash: async ({ bench, board, task }, use) => {
     const jobs: FlashedJob[] = [];
-    // A failed test carries the UART of every job it flashed in its report.
-    onTestFailed(async () => {
-      for (const job of jobs) {
-        const finished = await bench.getJob(job.id).catch(() => undefined);
-        const body = finished?.uart?.text ?? '(no UART captured)';
-        await annotate(`UART of job ${job.id} on ${job.board} (${finished?.state ?? 'unknown'})`, { contentType: 'text/plain', body });
-      }
-    });
     await use(async (elf, options = {}) => {
       const bytes = typeof elf === 'string' ? new Uint8Array(readFileSync(elf)) : elf;
       const job = await board.submitFlash(bytes, options.uartSeconds === undefined ? {} : { uartSeconds: options.uartSeconds });
@@ -77,6 +69,16 @@ export const test = base.extend<HilbenchFixtures>({
       jobs.push(flashed);
       return flashed;
     });
+    // A failed test carries the UART of every job it flashed in its report: its output (what the
+    // reporters show with the failure, JUnit's <system-err>) and an artifact with the whole text.
+    if (task.result?.state !== 'fail') return;
+    for (const job of jobs) {
+      const finished = await bench.getJob(job.id).catch(() => undefined);
+      const body = finished?.uart?.text ?? '(no UART captured)';
+      const tail = body.length > 4000 ? `...${body.slice(-4000)}` : body;
+      console.error(`UART of job ${job.id} on ${job.board} (${finished?.state ?? 'unknown'}):\n${tail}`);
+      await recordArtifact(task, { type: 'hilbench:uart', message: `UART of job ${job.id} on ${job.board}`, attachments: [{ contentType: 'text/plain', body }] });
+    }
   },
 });
 
@@ -108,6 +110,10 @@ expect.extend({
 });
 
 declare module 'vitest' {
+  interface TestArtifactRegistry {
+    /** The UART of a job a failed test flashed. */
+    'hilbench:uart': { type: 'hilbench:uart'; message: string; attachments: { contentType: string; body: string }[] };
+  }
   // eslint-disable-next-line @typescript-eslint/no-explicit-any, @typescript-eslint/no-unused-vars -- must match vitest's own declaration to merge
   interface Matchers<T = any> {
     /** The job's UART shows `pattern` (live), within `within` of device time when given. */

@@ -12,8 +12,14 @@ import { runRelayIngestBench } from './relay-ingest.bench.js';
 import { runRomLoopBench } from './rom-loop.bench.js';
 import { runLabBench } from './lab.bench.js';
 import { runReplicasBench } from './replicas.bench.js';
+import { runStartupBench } from './startup.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
+  {
+    title: 'CLI start-up',
+    intro: 'The compiled CLI (`dist/bin/hilbench.js`, what the installed package runs) against `node -e 0`, alternately in the same run (issue 17).',
+    run: () => runStartupBench(),
+  },
   {
     title: 'Bench service on the mock backend',
     intro: 'Flash jobs through the HTTP API against a bare HTTP round trip on the same machine (issue 2).',

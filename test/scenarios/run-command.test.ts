@@ -105,6 +105,10 @@ describe('hilbench run', () => {
     expect(found).toContain('bench-busy-board.yaml');
     expect(found.every((f) => f.startsWith('bench-') && f.endsWith('.yaml'))).toBe(true);
     expect(expandGlobs(['**/hello.elf'], scenariosDir).length).toBeGreaterThan(5);
+    // A folder is every scenario file under it (not EISDIR), as vitest and pytest take folders.
+    const folder = expandGlobs([scenariosDir]);
+    expect(folder.map((f) => path.basename(f))).toEqual(expandGlobs(['*.yaml'], scenariosDir).map((f) => path.basename(f)));
+    expect(folder.length).toBeGreaterThan(5);
   });
 });
 
