@@ -13,6 +13,7 @@ import {
   BenchNotFoundError,
   BenchRateLimitError,
   BenchTimeoutError,
+  BenchUnavailableError,
   BenchValidationError,
   type UartEvent,
 } from '../../lib/index.js';
@@ -138,6 +139,23 @@ describe('BenchClient against a real bench service', () => {
     const blocker = await alice.openSession('mps2-an385');
     await expect(never.openSession('mps2-an385')).rejects.toBeInstanceOf(BenchBusyError);
     await blocker.end();
+  });
+
+  it('a 503 is a BenchUnavailableError, tried again after Retry-After when the policy allows', async () => {
+    let refusals = 1;
+    const flaky: typeof fetch = async (input, init) => {
+      if (refusals-- > 0) return new Response('{"detail":"the database is not answering"}', { status: 503, headers: { 'content-type': 'application/json', 'retry-after': '2' } });
+      return fetch(input, init);
+    };
+    const waits: number[] = [];
+    const patient = new BenchClient({ baseUrl: server.url, fetch: flaky, retry: { attempts: 1 }, sleep: async (ms) => void waits.push(ms) });
+    expect((await patient.health()).status).toBe('ok');
+    expect(waits).toEqual([2000]);
+    refusals = 1;
+    const impatient = new BenchClient({ baseUrl: server.url, fetch: flaky });
+    const refused = await impatient.health().catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(BenchUnavailableError);
+    expect(refused).toMatchObject({ status: 503, detail: 'the database is not answering', retryAfterSeconds: 2 });
   });
 
   it('a call gives up at its timeout, and an aborted call rejects with the abort reason', async () => {
