@@ -1,6 +1,3 @@
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from 'commander';
 import { backendNames } from '../boards/backend-names.js';
 import { DURATION, durationMs } from '../harness/scenario/duration.js';
@@ -59,10 +56,4 @@ export function variable(value: string, previous: Record<string, string> = {}): 
   return { ...previous, [value.slice(0, eq)]: value.slice(eq + 1) };
 }
 
-/** The package's version: its package.json is next to `bin/` in the sources and next to `dist/` in the package. */
-export function packageVersion(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const file = [path.resolve(here, '../package.json'), path.resolve(here, '../../package.json')].find((f) => existsSync(f));
-  if (!file) return 'unknown';
-  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
-}
+export { packageVersion } from '../lib/package-version.js';

@@ -81,6 +81,7 @@ const serve = program
       .argParser(requestCount),
   )
   .addOption(new Option('--no-relay', 'do not start the relay service'))
+  .addOption(new Option('--no-mcp', 'do not serve MCP at /mcp (docs/mcp.md)'))
   .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
   .addOption(new Option('--metrics-token <token>', 'GET /metrics answers only "authorization: Bearer <token>" (default: open)').env('HILBENCH_METRICS_TOKEN'))
   .addOption(new Option('--no-local-worker', 'run no bench worker in this process: jobs run on remote workers (hilbench worker; docs/worker-protocol.md)'))
@@ -97,6 +98,16 @@ serve.action(async (opts: Record<string, unknown>) => {
   const { serveCommand } = await import('./serve-command.js');
   await serveCommand(opts);
 });
+
+program
+  .command('mcp')
+  .description('The bench as MCP tools on stdin/stdout for an AI agent (docs/mcp.md): against --server, or a bench in this process on the simulators.')
+  .addOption(new Option('--server <url>', 'a bench server (else: one in this process, every board on its own simulator or emulator)').env('HILBENCH_URL'))
+  .addOption(new Option('--token <token>', 'the agent token for --server (else: a new agent is registered)').env('HILBENCH_TOKEN'))
+  .action(async (opts: { server?: string; token?: string }) => {
+    const { mcpCommand } = await import('./mcp-command.js');
+    await mcpCommand(opts);
+  });
 
 addWorkerCommands(program);
 addFlashCommand(program);

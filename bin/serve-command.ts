@@ -11,6 +11,7 @@ import { type LogLevel, pinoLogger } from '../server/http/pino-logger.js';
 import { startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
+import { mcpHttpHandler } from '../lib/mcp/mcp-server.js';
 import { commaList } from './cli-options.js';
 
 /** `hilbench serve`: the bench service and the relay beside it, until SIGINT or SIGTERM. Loaded only when it runs. */
@@ -44,6 +45,9 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
     });
   const host = String(opts.host);
   const logger = pinoLogger({ level: opts.logLevel as LogLevel, name: 'hilbench' });
+  // MCP tools call this service's own API with the caller's token, on the listening address.
+  let ownUrl = '';
+  const mcp = opts.mcp === false ? undefined : mcpHttpHandler(() => ownUrl);
   const bench = await startBenchServer({
     logger,
     metricsToken: opts.metricsToken as string | undefined,
@@ -56,6 +60,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
     backend: opts.backend as never,
     adminToken: opts.adminToken as string | undefined,
     pages: { contactEmail: opts.contactEmail as string | undefined },
+    ...(mcp ? { mcp } : {}),
     publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
     limits,
     trustProxyHops: opts.trustProxyHops as number,
@@ -67,9 +72,10 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
       ...(typeof opts.workerClaimSeconds === 'number' ? { claimSeconds: opts.workerClaimSeconds } : {}),
     },
   });
+  ownUrl = bench.url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//127.0.0.1:');
   const where = typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? `state in ${redactDatabaseUrl(opts.databaseUrl)}, scratch in ${dataDir}` : `data in ${dataDir}`;
   console.log(`hilbench bench service on ${bench.url} (${where}, backend ${String(opts.backend)})`);
-  console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/`);
+  console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/${mcp ? `   mcp: ${bench.url}/mcp` : ''}`);
   // A relay that cannot start (its data dir held by another server) must not leave the bench running.
   const relay =
     opts.relay === false

@@ -76,15 +76,16 @@ export class BenchClient {
   /**
    * Opens an exclusive session on `board` and returns it heartbeating (see `BenchSession`; end
    * it, or `await using` it). `waitSeconds` (at most 300) queues for a busy board on the server
-   * instead of failing at once with `BenchBusyError`.
+   * instead of failing at once with `BenchBusyError`. `heartbeat: false` leaves heartbeats to
+   * the caller (`heartbeat(id)`), for sessions that outlive this process or request.
    */
-  async openSession(board: string, options: CallOptions & { idleSeconds?: number; waitSeconds?: number } = {}): Promise<BenchSession> {
+  async openSession(board: string, options: CallOptions & { idleSeconds?: number; waitSeconds?: number; heartbeat?: boolean } = {}): Promise<BenchSession> {
     const form = new URLSearchParams({ board });
     if (options.idleSeconds !== undefined) form.set('idle_seconds', String(options.idleSeconds));
     if (options.waitSeconds !== undefined) form.set('wait_seconds', String(options.waitSeconds));
     const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, ((options.waitSeconds ?? 0) + 10) * 1000);
     const answer = await exchange(this.settings, 'POST', '/api/v1/sessions', { body: form, ...options, timeoutMs });
-    return new BenchSession(this, sessionSchema.parse(answer.json));
+    return new BenchSession(this, sessionSchema.parse(answer.json), { heartbeat: options.heartbeat ?? true });
   }
 
   async getSession(sessionId: string, options: CallOptions = {}): Promise<Session> {

@@ -14,20 +14,21 @@ export class BenchSession implements AsyncDisposable {
   current: Session;
   /** The last heartbeat failure, if one failed (the next one tries again). */
   heartbeatError: Error | undefined;
-  private readonly timer: ReturnType<typeof setInterval>;
+  private readonly timer: ReturnType<typeof setInterval> | undefined;
   private ended: Promise<Session> | undefined;
 
   constructor(
     private readonly client: BenchClient,
     session: Session,
+    options: { heartbeat: boolean } = { heartbeat: true },
   ) {
     this.id = session.session_id;
     this.board = session.board;
     this.current = session;
     const everyMs = Math.max(1_000, (session.idle_seconds * 1000) / 3);
-    this.timer = setInterval(() => void this.beat(), everyMs);
+    this.timer = options.heartbeat ? setInterval(() => void this.beat(), everyMs) : undefined;
     // A session never keeps a process alive by itself.
-    this.timer.unref?.();
+    this.timer?.unref?.();
   }
 
   /** Flashes `firmware` on this session's board and answers the finished job. */

@@ -100,6 +100,12 @@ export interface BenchServiceConfig {
   checkImage?: BenchDeps['checkImage'];
   /** Human pages and discovery documents; `contactEmail` goes into ai-plugin.json. */
   pages?: { contactEmail?: string };
+  /**
+   * Serves MCP at `/mcp` with this handler (`mcpHttpHandler` of lib/mcp, given by `hilbench
+   * serve`: its tools call this service's own API with the caller's token); llms.txt and the
+   * home page then say how to connect (docs/mcp.md).
+   */
+  mcp?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 }
 
 /** What a `backends` function receives from the service. */
@@ -262,6 +268,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
         waitlist,
         csrfSecret: await store.secret('waitlist-csrf', () => new Uint8Array(randomBytes(32))),
         contactEmail: config.pages?.contactEmail,
+        mcp: config.mcp !== undefined,
         logError: (message, cause) => logger.error(message, cause),
       }),
     );
@@ -275,6 +282,8 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     app.get('/openapi.json', (_req, res) => {
       res.json(openApi);
     });
+    const mcp = config.mcp;
+    if (mcp) app.all('/mcp', (req, res) => mcp(req, res));
     const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES];
     mountApiRoutes(app, routes, guard, { otherPaths });
     app.use(notFoundHandler);

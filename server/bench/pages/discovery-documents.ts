@@ -1,3 +1,4 @@
+import { mcpExample } from './home-page.js';
 /**
  * The machine-discovery documents: `/llms.txt` (llmstxt.org format), `/robots.txt` (RFC 9309) and
  * `/.well-known/ai-plugin.json` (the plugin manifest, schema v1). All absolute links are built from
@@ -8,8 +9,19 @@
 export const INTERFACE_VERSION = '0.3.4';
 
 /** `/llms.txt`: H1, a summary quote, the auth flow, then link lists (llmstxt.org). */
-export function renderLlmsTxt(publicBaseUrl: string): string {
+export function renderLlmsTxt(publicBaseUrl: string, options: { mcp?: boolean } = {}): string {
   const u = (path: string) => `${publicBaseUrl}${path}`;
+  const mcp = options.mcp
+    ? `
+## MCP
+
+- [MCP endpoint](${u('/mcp')}): the bench as Model Context Protocol tools (list_boards, run_firmware, open_session, heartbeat_session, end_session, get_job, stream_job_uart) over streamable HTTP; send \`Authorization: Bearer <token>\` with the token from registration. A client configuration:
+
+\`\`\`json
+${mcpExample(publicBaseUrl)}
+\`\`\`
+`
+    : '';
   return `# hilbench
 
 > hilbench is a hardware-in-the-loop bench for software agents: send an ELF firmware image and a board name over HTTP, the bench flashes it onto that microcontroller board (simulator, emulator or real hardware), runs it and returns the UART output. Bench service interface ${INTERFACE_VERSION}; machine endpoints live under ${u('/api/v1')} and answer JSON.
@@ -47,7 +59,7 @@ Auth and work flow:
 - [Statistics page](${u('/stats')}): the same numbers as HTML
 - [Plugin manifest](${u('/.well-known/ai-plugin.json')}): ai-plugin.json pointing at the OpenAPI document
 - [Waitlist](${u('/#waitlist')}): POST ${u('/api/v1/waitlist')} with form \`kind\` (person, team or agent), \`email\`, \`note\` and \`csrf\` taken from the form on the status page
-`;
+${mcp}`;
 }
 
 /** `/robots.txt`: pages and discovery files for everyone; the API and admin are not for crawlers. */

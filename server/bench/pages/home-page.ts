@@ -16,6 +16,13 @@ export interface HomePageInput {
   styleNonce: string;
   /** The visitor just joined the waitlist (`/?joined=1` after the form's 303). */
   joined: boolean;
+  /** The service serves MCP at `/mcp` (docs/mcp.md). */
+  mcp?: boolean;
+}
+
+/** How an MCP client connects to `/mcp`: a client configuration as most MCP clients read it. */
+export function mcpExample(publicBaseUrl: string): string {
+  return JSON.stringify({ mcpServers: { hilbench: { type: 'http', url: `${publicBaseUrl}/mcp`, headers: { Authorization: 'Bearer <token from POST /api/v1/agents/register>' } } } }, null, 2);
 }
 
 /** Quotes `text` for a POSIX shell so a pasted example means exactly what it shows. */
@@ -81,6 +88,13 @@ export function waitlistCurl(publicBaseUrl: string): string {
 }
 
 /** `GET /`: what hilbench is, live board status, recent activity, how to connect, the waitlist form. */
+function mcpSection(publicBaseUrl: string) {
+  return html`<h3 id="mcp">MCP</h3>
+<p>Agents that speak the Model Context Protocol can use the bench as tools (list_boards, run_firmware, open_session,
+heartbeat_session, end_session, get_job, stream_job_uart) at <code>${publicBaseUrl}/mcp</code> (streamable HTTP, with the agent's bearer token):</p>
+<pre><code>${mcpExample(publicBaseUrl)}</code></pre>`;
+}
+
 export function renderHomePage(input: HomePageInput): string {
   const { snapshot, publicBaseUrl } = input;
   const free = snapshot.boards.filter((b) => b.status === 'free').length;
@@ -118,6 +132,7 @@ The examples below use <code>curl</code> and <code>jq</code>:</p>
 <li>end the session so the next agent gets the board.</li>
 </ol>
 <pre><code>${curlWalkthrough(publicBaseUrl, exampleBoard(snapshot))}</code></pre>
+${input.mcp ? mcpSection(publicBaseUrl) : ''}
 </section>
 
 <section id="waitlist">

@@ -22,6 +22,8 @@ export interface PagesDeps {
   clock: Clock;
   /** e.g. http://127.0.0.1:8080, used in curl examples, llms.txt and ai-plugin.json. */
   publicBaseUrl: string;
+  /** The service serves MCP at `/mcp`: llms.txt and the home page say how to connect. */
+  mcp?: boolean;
   snapshot: () => Promise<BenchSnapshot>;
   waitlist: WaitlistStore;
   /** Server-wide secret (32 random bytes, persisted by the API side); signs the waitlist CSRF tokens. */
@@ -167,7 +169,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
   // Fail at start-up, not at the first form, when the secret is unusable.
   issueCsrfToken(deps.csrfSecret, deps.clock.nowMs());
 
-  const llmsTxt = renderLlmsTxt(baseUrl);
+  const llmsTxt = renderLlmsTxt(baseUrl, { mcp: deps.mcp === true });
   const robotsTxt = renderRobotsTxt(baseUrl);
   const manifest = aiPluginManifest(baseUrl, contactEmail);
   const logoPng = renderLogoPng();
@@ -214,6 +216,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
       csrfToken: issueCsrfToken(deps.csrfSecret, nowMs),
       styleNonce,
       joined: req.query['joined'] === '1',
+      mcp: deps.mcp === true,
     });
     sendHtmlPage(res, styleNonce, page);
   };

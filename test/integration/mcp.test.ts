@@ -1,0 +1,123 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { systemClock } from '../../core/clock.js';
+import { createBackends } from '../../harness/backend-registry.js';
+import { BenchClient } from '../../lib/bench-client.js';
+import { mcpHttpHandler } from '../../lib/mcp/mcp-server.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { type RunningBenchServer, startBenchServer } from '../../server/bench/bench-service.js';
+import { hilbenchCli } from '../support/hilbench-processes.js';
+
+/**
+ * The bench as MCP tools, tested with the MCP SDK's own client: over streamable HTTP at /mcp on a
+ * real bench service (pico on the simulator, the repository's hello firmware), and over stdio
+ * from `hilbench mcp` in a child process.
+ */
+
+const root = path.resolve(import.meta.dirname, '../..');
+const helloElf = path.join(root, 'scenarios/firmware/pico/hello.elf');
+const catalog = loadBoardCatalog();
+let server: RunningBenchServer;
+let dataDir: string;
+let token: string;
+let mcp: Client;
+
+type ToolAnswer = { isError?: boolean; structuredContent?: Record<string, unknown>; content: Array<{ type: string; text?: string }> };
+const call = async (name: string, args: Record<string, unknown> = {}) => (await mcp.callTool({ name, arguments: args })) as ToolAnswer;
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-mcp-'));
+  let url = '';
+  server = await startBenchServer({
+    port: 0,
+    dataDir,
+    boards: catalog,
+    clock: systemClock,
+    logger: memoryLogger(),
+    backend: 'sim',
+    backends: () => createBackends({ clock: systemClock, boards: catalog }),
+    publicBaseUrl: 'http://127.0.0.1',
+    mcp: mcpHttpHandler(() => url),
+  });
+  url = server.url;
+  token = (await new BenchClient({ baseUrl: url }).register('mcp-agent')).token;
+  mcp = new Client({ name: 'hilbench-test', version: '1.0.0' });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+}, 60_000);
+afterAll(async () => {
+  await mcp?.close();
+  await server.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('MCP over streamable HTTP at /mcp', () => {
+  it('lists the bench tools with their input schemas', async () => {
+    const { tools } = await mcp.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['end_session', 'get_job', 'heartbeat_session', 'list_boards', 'open_session', 'run_firmware', 'stream_job_uart']);
+    expect(tools.find((t) => t.name === 'run_firmware')!.inputSchema.properties).toHaveProperty('elf_base64');
+  });
+
+  it('lists boards and runs firmware to its UART and outcome', async () => {
+    const boards = (await call('list_boards')).structuredContent!.boards as Array<{ id: string; status: string }>;
+    expect(boards.find((b) => b.id === 'pico')!.status).toBe('free');
+    const elf = readFileSync(helloElf).toString('base64');
+    const run = await call('run_firmware', { board: 'pico', elf_base64: elf, uart_seconds: 0.5, expect_text: 'hilbench hello board=pico' });
+    expect(run.isError).toBeFalsy();
+    expect(run.structuredContent).toMatchObject({ outcome: 'passed', state: 'done' });
+    expect(run.structuredContent!.uart_text).toContain('tick 4');
+    const wrong = await call('run_firmware', { board: 'pico', elf_base64: elf, uart_seconds: 0.2, expect_text: 'never printed' });
+    expect(wrong.structuredContent).toMatchObject({ outcome: 'failed', state: 'done' });
+  });
+
+  it('opens, heartbeats and ends a session; reads a job and streams its UART', async () => {
+    const opened = (await call('open_session', { board: 'uno', idle_seconds: 60 })).structuredContent!;
+    expect(opened).toMatchObject({ board: 'uno', state: 'active' });
+    expect((await call('heartbeat_session', { session_id: opened.session_id })).structuredContent).toMatchObject({ state: 'active' });
+    const client = new BenchClient({ baseUrl: server.url, token });
+    const job = await client.submitFlash('uno', new Uint8Array(readFileSync(path.join(root, 'scenarios/firmware/uno/hello.elf'))), { sessionId: String(opened.session_id), uartSeconds: 0.5 });
+    const streamed = (await call('stream_job_uart', { job_id: job.job_id, until_text: 'tick 2' })).structuredContent!;
+    expect(streamed.stopped).toBe('text-seen');
+    expect(streamed.uart_text).toContain('hilbench hello board=uno');
+    expect((await call('get_job', { job_id: job.job_id, wait_seconds: 30 })).structuredContent).toMatchObject({ state: 'done' });
+    expect((await call('end_session', { session_id: opened.session_id })).structuredContent).toMatchObject({ state: 'ended' });
+  });
+
+  it('answers errors as tool errors in the service\'s words, and refuses server paths over HTTP', async () => {
+    const missing = await call('get_job', { job_id: 'job_nope' });
+    expect(missing.isError).toBe(true);
+    expect(missing.content[0]!.text).toMatch(/404/);
+    const byPath = await call('run_firmware', { board: 'pico', elf_path: '/etc/passwd' });
+    expect(byPath.isError).toBe(true);
+    expect(byPath.content[0]!.text).toMatch(/elf_path is only for a local hilbench mcp/);
+  });
+
+  it('needs the agent token, takes only POST, and is named by llms.txt and the home page', async () => {
+    const anonymous = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toMatchObject({ detail: expect.stringMatching(/Not authenticated/) });
+    expect((await fetch(`${server.url}/mcp`)).status).toBe(405);
+    const llms = await (await fetch(`${server.url}/llms.txt`)).text();
+    expect(llms).toContain('## MCP');
+    expect(llms).toContain('http://127.0.0.1/mcp');
+    expect(await (await fetch(`${server.url}/`)).text()).toContain('id="mcp"');
+  });
+});
+
+describe('hilbench mcp on stdio', () => {
+  it('serves the same tools from a child process, with local ELF paths, on a bench of its own', async () => {
+    const stdio = new Client({ name: 'hilbench-test', version: '1.0.0' });
+    await stdio.connect(new StdioClientTransport({ command: process.execPath, args: [hilbenchCli, 'mcp'], env: { ...process.env, HILBENCH_URL: '' } as Record<string, string>, stderr: 'ignore' }));
+    try {
+      const run = (await stdio.callTool({ name: 'run_firmware', arguments: { board: 'pico', elf_path: helloElf, uart_seconds: 0.3, expect_text: 'tick 2' } })) as ToolAnswer;
+      expect(run.structuredContent).toMatchObject({ outcome: 'passed' });
+    } finally {
+      await stdio.close();
+    }
+  }, 60_000);
+});
