@@ -142,13 +142,15 @@ program
   .addOption(new Option('--bench-file <file>', 'real boards attached to this host (docs/bench-file.md); needed by --backend probe').env('HILBENCH_BENCH_FILE'))
   .option('--junit <file>', 'write a JUnit XML report')
   .option('--json <file>', 'write a JSON report')
+  .option('--verbose', 'show serial output live (device UART as it comes, a job\'s UART when it is read finished)')
+  .option('--serial-log-dir <dir>', 'write each scenario\'s whole serial log to <dir>/<file name>.log')
   .option('--var <name=value>', 'set a scenario variable (repeatable)', variable)
   .option('--timeout <duration>', "default timeout of every wait, over the files' own (500ms, 30s, 2m, 1h)", durationOption)
   .option('--time-limit <duration>', "the most real time each scenario may take, over the files' own time-limit (default 10m)", durationOption)
   .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
   // Usage errors are exit 2 for `run` (docs/scenarios.md), as an invalid scenario file is.
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
-  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; var?: Record<string, string>; timeout?: number; timeLimit?: number; boardsDir: string; benchFile?: string }) => {
+  .action(async (files: string[], opts: { backend: string; benchUrl?: string; relayUrl?: string; junit?: string; json?: string; verbose?: boolean; serialLogDir?: string; var?: Record<string, string>; timeout?: number; timeLimit?: number; boardsDir: string; benchFile?: string }) => {
     const { runCommand } = await import('./run-command.js');
     const code = await runCommand({
       files,
@@ -157,6 +159,8 @@ program
       ...(opts.relayUrl ? { relayUrl: opts.relayUrl } : {}),
       ...(opts.junit ? { junit: opts.junit } : {}),
       ...(opts.json ? { json: opts.json } : {}),
+      ...(opts.verbose ? { verbose: true } : {}),
+      ...(opts.serialLogDir ? { serialLogDir: opts.serialLogDir } : {}),
       vars: opts.var ?? {},
       ...(opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {}),
       ...(opts.timeLimit !== undefined ? { timeLimitMs: opts.timeLimit } : {}),

@@ -13,7 +13,7 @@ import { loadBoardCatalog } from '../boards/catalog.js';
 import { clockFromFakeTimers, foregroundClock, systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { loadScenario } from '../harness/scenario/load-scenario.js';
-import { describeFailure, runScenario, type ScenarioResult, scenarioStatuses } from '../harness/scenario/run-scenario.js';
+import { describeFailure, runScenario, type ScenarioResult, scenarioStatuses, type StepResult } from '../harness/scenario/run-scenario.js';
 import { ScenarioError } from '../harness/scenario/scenario-error.js';
 import { exitCodeOf, jsonReport, junitReport } from '../harness/scenario/scenario-report.js';
 import { remoteTarget, type ScenarioTarget } from '../harness/scenario/scenario-target.js';
@@ -191,21 +191,40 @@ export interface RunCommandOptions {
   boardsDir?: string;
   /** Bench file of real boards (`--bench-file`, docs/bench-file.md): enables the probe backend. */
   benchFile?: string;
-  /** Where progress and failures go (default console.log). */
+  /** Where progress goes (default console.log): a line per step as it ends, a line per scenario. */
   print?: (line: string) => void;
+  /** Where diagnostics go (default console.error): failures, usage errors. */
+  printError?: (line: string) => void;
+  /** Serial output live (`--verbose`): device UART as it comes, jobs' UART when read finished. */
+  verbose?: boolean;
+  /** Where serial output goes with `verbose` (default process.stdout). */
+  writeSerial?: (text: string) => void;
+  /** Writes each scenario's whole serial log to `<dir>/<scenario file name>.log` (`--serial-log-dir`). */
+  serialLogDir?: string;
 }
 
-/** Runs every file; prints one line per scenario and a block per failure; writes reports. Returns the exit code. */
+const rel = (file: string) => path.relative(process.cwd(), file) || file;
+
+/**
+ * Runs every file; prints a line per step as it ends and one per scenario (stdout), a block per
+ * failure (stderr); writes reports and serial logs. Returns the exit code.
+ */
 export async function runCommand(options: RunCommandOptions): Promise<number> {
   const print = options.print ?? ((line: string) => console.log(line));
+  const printError = options.printError ?? options.print ?? ((line: string) => console.error(line));
+  const writeSerial = options.writeSerial ?? ((text: string) => void process.stdout.write(text));
+  const progress = {
+    onStep: (s: StepResult) => print(`  ${s.status.padEnd(7)} steps[${s.index}] ${s.kind}${s.name ? ` (${JSON.stringify(s.name)})` : ''} ${s.hostMs} ms`),
+    ...(options.verbose ? { onSerial: writeSerial } : {}),
+  };
   const files = expandGlobs(options.files);
   if (!files.length) {
-    print(`hilbench run: no scenario files match ${options.files.join(' ')}`);
+    printError(`hilbench run: no scenario files match ${options.files.join(' ')}`);
     return 2;
   }
   const boards = options.boardsDir ? loadBoardCatalog(options.boardsDir) : loadBoardCatalog();
   if (options.backend === 'probe' && !options.benchFile) {
-    print('hilbench run: --backend probe needs --bench-file (or HILBENCH_BENCH_FILE): which real boards are attached (docs/bench-file.md)');
+    printError('hilbench run: --backend probe needs --bench-file (or HILBENCH_BENCH_FILE): which real boards are attached (docs/bench-file.md)');
     return 2;
   }
   if (options.benchFile) {
@@ -214,13 +233,14 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
       loadBenchFile(options.benchFile);
     } catch (err) {
       if (!(err instanceof BenchFileError)) throw err;
-      print(`hilbench run: ${err.message}`);
+      printError(`hilbench run: ${err.message}`);
       return 2;
     }
   }
   const remote = options.benchUrl !== undefined || options.relayUrl !== undefined;
   const backendPaths = backendPathsFromEnv();
   const results: ScenarioResult[] = [];
+  const logsWritten = new Set<string>();
   for (const file of files) {
     let result: ScenarioResult;
     try {
@@ -230,11 +250,13 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
         const backends = createBackends({ clock: systemClock, boards, ...backendPaths, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
         const device = backends[deviceBackendName(options.backend)];
         const target = remoteTarget({ ...(options.benchUrl ? { benchUrl: options.benchUrl } : {}), ...(options.relayUrl ? { relayUrl: options.relayUrl } : {}), ...(device ? { backend: device } : {}), boards });
-        result = await runScenario(scenario, target, { vars: options.vars ?? {}, ...(options.timeLimitMs !== undefined ? { timeLimitMs: options.timeLimitMs } : {}) });
+        print(`${rel(file)}: ${scenario.name}`);
+        result = await runScenario(scenario, target, { ...progress, vars: options.vars ?? {}, ...(options.timeLimitMs !== undefined ? { timeLimitMs: options.timeLimitMs } : {}) });
       } else {
         const started = await startInProcessTarget({ backend: options.backend, boards, backendPaths, ...(options.benchFile ? { benchFile: options.benchFile } : {}) });
         try {
-          result = await runScenario(scenario, started.target, { vars: options.vars ?? {}, ...(options.timeLimitMs !== undefined ? { timeLimitMs: options.timeLimitMs } : {}) });
+          print(`${rel(file)}: ${scenario.name}`);
+          result = await runScenario(scenario, started.target, { ...progress, vars: options.vars ?? {}, ...(options.timeLimitMs !== undefined ? { timeLimitMs: options.timeLimitMs } : {}) });
         } finally {
           await started.close();
         }
@@ -244,10 +266,18 @@ export async function runCommand(options: RunCommandOptions): Promise<number> {
       result = { file, name: path.basename(file), target: '', status: 'invalid', steps: [], hostMs: 0, clockMs: 0, failure: { kind: err.kind, message: err.message, uartTail: [], issues: [...err.issues] } };
     }
     results.push(result);
-    const rel = path.relative(process.cwd(), file) || file;
+    if (options.serialLogDir) {
+      mkdirSync(options.serialLogDir, { recursive: true });
+      // One file per scenario, named after its file; a second file of the same name gets a number.
+      const base = path.basename(file).replace(/\.ya?ml$/, '');
+      let name = `${base}.log`;
+      for (let n = 2; logsWritten.has(name); n++) name = `${base}-${n}.log`;
+      logsWritten.add(name);
+      writeFileSync(path.join(options.serialLogDir, name), result.serialLog ?? '');
+    }
     const extra = result.status === 'skipped' ? ` (${result.skipReason})` : ` (${result.steps.filter((s) => s.status === 'passed').length}/${result.steps.length} steps, ${result.hostMs} ms real, ${result.clockMs} ms on the target clock)`;
-    print(`${result.status.toUpperCase().padEnd(11)} ${rel}: ${result.name}${extra}`);
-    if (result.failure) print(result.status === 'invalid' ? result.failure.message : describeFailure(result));
+    print(`${result.status.toUpperCase().padEnd(11)} ${rel(file)}: ${result.name}${extra}`);
+    if (result.failure) printError(result.status === 'invalid' ? result.failure.message : describeFailure(result));
   }
   const writeReport = (file: string, text: string) => {
     mkdirSync(path.dirname(path.resolve(file)), { recursive: true });

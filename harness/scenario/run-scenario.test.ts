@@ -121,14 +121,15 @@ describe('reports', () => {
     expect(jsonReport([pass, timeout], { generatedAtMs: 0 })).toMatchObject({ exit_code: 42, totals: { scenarios: 2, passed: 1, timeout: 1 } });
   });
 
-  it('JUnit: one testsuite per scenario, one testcase per step, failures with escaped detail', async () => {
+  it('JUnit: one testcase per scenario, the failure with its step and escaped detail, the serial log in system-out', async () => {
     const r = await runScenario(scenario(`${flash}  - wait-serial: { text: "<&\\"'>", timeout: 100ms }\n  - delay: 1s\n`), deviceTarget());
     const xml = junitReport([r], { cwd: path.resolve('.') });
-    expect(xml).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="hilbench scenarios" tests="3" failures="1" errors="0" skipped="1" time="[\d.]+">/);
-    expect(xml).toContain('<testsuite name="scenarios/inline-test.yaml: inline" tests="3" failures="1" errors="0" skipped="1"');
-    expect(xml).toContain('name="steps[1] wait-serial"');
+    expect(xml).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites name="hilbench scenarios" tests="1" failures="1" errors="0" skipped="0" time="[\d.]+">/);
+    expect(xml).toContain('<testsuite name="scenarios/inline-test.yaml" tests="1" failures="1" errors="0" skipped="0"');
+    expect(xml).toContain('<testcase classname="scenarios/inline-test.yaml" name="inline"');
+    expect(xml).toMatch(/<failure type="timeout" message="[^"]*">at steps\[1\] wait-serial\n/);
     expect(xml).toContain('&lt;&amp;\\&quot;&apos;&gt;');
-    expect(xml).toContain('<skipped message="not run: an earlier step failed"/>');
+    expect(xml).toMatch(/<system-out>--- device pico ---\nhilbench-mock: reset pico\r\n[\s\S]*hilbench-mock: tick 1\r\n[\s\S]*<\/system-out>/);
     expect(xml).not.toMatch(/<&"'>/);
   });
 });
@@ -161,13 +162,13 @@ describe('JUnit totals', () => {
       [...xml.matchAll(new RegExp(`<${tag} name="[^"]*" tests="(\\d+)" failures="(\\d+)" errors="(\\d+)" skipped="(\\d+)" time="([\\d.]+)"`, 'g'))].map((m) => m.slice(1).map(Number));
     const suites = attrs('testsuite');
     expect(suites.map((a) => a.slice(0, 4))).toEqual([
-      [2, 0, 0, 0],
-      [3, 1, 0, 1],
+      [1, 0, 0, 0],
+      [1, 1, 0, 0],
       [1, 0, 1, 0],
-      [2, 0, 1, 0],
+      [1, 0, 1, 0],
     ]);
     const [root] = attrs('testsuites');
-    expect(root?.slice(0, 4)).toEqual([8, 1, 2, 1]);
+    expect(root?.slice(0, 4)).toEqual([4, 1, 2, 0]);
     expect(root?.[4]).toBeCloseTo(suites.reduce((t, a) => t + (a[4] as number), 0), 2);
     // At a step, unsupported is an <error>, as before the first step, never a <failure>.
     expect(xml).toContain('<error type="unsupported" message="this backend cannot do that">');

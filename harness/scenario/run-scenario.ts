@@ -50,6 +50,8 @@ export interface ScenarioResult {
   hostMs: number;
   /** Milliseconds that passed on the target's clock (simulated host time in process). */
   clockMs: number;
+  /** What the scenario's devices and jobs printed (bounded; see ScenarioContext.serialLog). */
+  serialLog?: string;
 }
 
 /** `steps[3] wait-serial ("boot")`. */
@@ -236,6 +238,8 @@ export interface RunScenarioOptions {
   runId?: string;
   /** Called after every step (progress output). */
   onStep?: (result: StepResult, step: ScenarioStep) => void;
+  /** Told serial output as it comes: device UART live, a job's UART when it is read finished. */
+  onSerial?: (text: string) => void;
 }
 
 /**
@@ -246,7 +250,9 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
   const hostStart = systemClock.nowMs();
   const clockStart = target.clock.nowMs();
   const steps: StepResult[] = scenario.steps.map((s, index) => ({ index, kind: s.kind, ...(s.name ? { name: s.name } : {}), status: 'not-run', hostMs: 0 }));
+  let serialLogOf = () => '';
   const result = (status: ScenarioStatus, extra: Partial<ScenarioResult> = {}): ScenarioResult => ({
+    serialLog: serialLogOf(),
     file: scenario.file,
     name: scenario.name,
     target: target.description,
@@ -283,6 +289,8 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
   });
   aborted.catch(() => {});
   const ctx = new ScenarioContext(scenario, target, signal, options.runId);
+  ctx.onSerial = options.onSerial;
+  serialLogOf = () => ctx.serialLog;
   for (const [k, v] of Object.entries(options.vars ?? {})) ctx.vars.set(k, v);
   const handlers = { ...stepHandlers, ...options.handlers } as StepRegistry;
   try {

@@ -35,6 +35,8 @@ export interface DeviceState {
 }
 
 const MAX_UART_KEPT_CHARS = 256 * 1024;
+/** The most of a scenario's serial log kept (and written to reports), characters. */
+const MAX_SERIAL_LOG_CHARS = 1024 * 1024;
 
 /** State shared by the steps of one scenario run. */
 export class ScenarioContext {
@@ -45,6 +47,14 @@ export class ScenarioContext {
   lastUart = '';
   /** Real milliseconds each request of the current step may take (the runner sets it per step). */
   requestTimeoutMs: number;
+  /**
+   * Everything the scenario's devices printed, as it came, and each finished job's UART: the
+   * scenario's serial log (reports, `--serial-log-dir`). Bounded: past the limit, the tail.
+   */
+  serialLog = '';
+  /** Told every piece of serial output as the log gets it (`hilbench run --verbose`). */
+  onSerial: ((text: string) => void) | undefined;
+  private readonly jobsLogged = new Set<string>();
   private benchClient: BenchClient | undefined;
   private relayClient: RelayClient | undefined;
   readonly startedMs: number;
@@ -213,6 +223,21 @@ export class ScenarioContext {
     }
   }
 
+  /** Adds serial output to the scenario's log (bounded) and tells `onSerial`. */
+  logSerial(text: string): void {
+    if (text === '') return;
+    this.serialLog += text;
+    if (this.serialLog.length > MAX_SERIAL_LOG_CHARS) this.serialLog = this.serialLog.slice(this.serialLog.length - MAX_SERIAL_LOG_CHARS);
+    this.onSerial?.(text);
+  }
+
+  /** Logs a finished job's UART once, under a header naming the job. */
+  logJobUart(jobId: string, board: string, text: string): void {
+    if (this.jobsLogged.has(jobId)) return;
+    this.jobsLogged.add(jobId);
+    this.logSerial(`--- job ${jobId} on ${board} ---\n${text}${text.endsWith('\n') ? '' : '\n'}`);
+  }
+
   /** Opens capture on a freshly opened device. */
   attachDevice(device: Device): DeviceState {
     const decoder = new TextDecoder();
@@ -224,8 +249,11 @@ export class ScenarioContext {
       stopped: undefined,
       detach: () => {},
     };
+    this.logSerial(`--- device ${device.board.id} ---\n`);
     state.detach = device.onUart((chunk) => {
-      state.uartText += decoder.decode(chunk.bytes, { stream: true });
+      const text = decoder.decode(chunk.bytes, { stream: true });
+      state.uartText += text;
+      this.logSerial(text);
       // Bounded: long runs keep the tail. Consumed output is what is dropped first.
       if (state.uartText.length > MAX_UART_KEPT_CHARS) {
         const cut = state.uartText.length - MAX_UART_KEPT_CHARS;

@@ -3,8 +3,8 @@ import { isoFromMs } from '../../core/clock.js';
 import { type ScenarioResult, type ScenarioStatus, scenarioStatuses } from './run-scenario.js';
 
 /**
- * CI reports of a `hilbench run`: JUnit XML (one testsuite per scenario file, one testcase per
- * step, as most CI servers render it) and a JSON document (docs/scenarios.md, "Reports").
+ * CI reports of a `hilbench run`: JUnit XML (one testcase per scenario, its serial log in
+ * `<system-out>`) and a JSON document (docs/scenarios.md, "Reports").
  */
 
 export const SCENARIO_REPORT_VERSION = 1;
@@ -37,51 +37,46 @@ const xmlEscape = (s: string) =>
 
 type CaseOutcome = 'passed' | 'failure' | 'error' | 'skipped';
 
+/** What a failed scenario's report says: the step, the message, expected and actual, where in time, the UART tail. */
+function failureDetail(r: ScenarioResult): string {
+  const f = r.failure;
+  if (!f) return '';
+  const step = f.step ? `at steps[${f.step.index}] ${f.step.kind}${f.step.name ? ` (${JSON.stringify(f.step.name)})` : ''}` : '';
+  return [step, f.message, f.expected !== undefined ? `expected: ${f.expected}` : '', f.actual !== undefined ? `actual: ${f.actual}` : '', f.at ? `at: ${f.at}` : '', ...(f.issues ?? []), ...(f.uartTail.length ? ['last UART lines:', ...f.uartTail] : [])]
+    .filter(Boolean)
+    .join('\n');
+}
+
 /**
- * JUnit XML. Every count is taken from the testcases written, so suites and the `<testsuites>`
+ * JUnit XML: one testcase per scenario (in one testsuite per file), its serial log in
+ * `<system-out>`. Counts are taken from the testcases written, so suites and the `<testsuites>`
  * root always agree: `invalid` and `unsupported` are `<error>`s (the target or the file, not the
- * code under test, is at fault), at the step when one is named, else for the whole file;
- * `failed` and `timeout` are `<failure>`s; a skipped file and steps not run are `<skipped>`.
+ * code under test, is at fault); `failed` and `timeout` are `<failure>`s with the step, expected,
+ * actual, time and UART tail; a skipped scenario is `<skipped>`.
  */
 export function junitReport(results: readonly ScenarioResult[], options: { cwd?: string } = {}): string {
   const cwd = options.cwd ?? process.cwd();
   const total = { tests: 0, failures: 0, errors: 0, skipped: 0, seconds: 0 };
   const suites = results.map((r) => {
     const file = path.relative(cwd, r.file) || r.file;
-    const cases: Array<{ xml: string; outcome: CaseOutcome }> = [];
-    const isError = r.status === 'invalid' || r.status === 'unsupported';
-    const failureElement = (detail: string) => {
-      const f = r.failure;
-      const tag = isError ? 'error' : 'failure';
-      return `<${tag} type="${r.status}" message="${xmlEscape(f?.message.split('\n')[0] ?? r.status)}">${xmlEscape(detail)}</${tag}>`;
-    };
-    if (r.status === 'skipped') {
-      cases.push({ outcome: 'skipped', xml: `    <testcase classname="${xmlEscape(file)}" name="${xmlEscape(r.name)}" time="0"><skipped message="${xmlEscape(r.skipReason ?? '')}"/></testcase>` });
-    } else if (isError && !r.failure?.step) {
-      cases.push({ outcome: 'error', xml: `    <testcase classname="${xmlEscape(file)}" name="${xmlEscape(r.name)}" time="0">${failureElement(r.failure?.message ?? '')}</testcase>` });
-    } else {
-      for (const s of r.steps) {
-        const name = `steps[${s.index}] ${s.kind}${s.name ? ` ${s.name}` : ''}`;
-        const open = `    <testcase classname="${xmlEscape(`${file} ${r.name}`)}" name="${xmlEscape(name)}" time="${(s.hostMs / 1000).toFixed(3)}"`;
-        if (s.status === 'passed') cases.push({ outcome: 'passed', xml: `${open}/>` });
-        else if (s.status === 'not-run') cases.push({ outcome: 'skipped', xml: `${open}><skipped message="not run: an earlier step failed"/></testcase>` });
-        else {
-          const f = r.failure;
-          const body = [f?.message, f?.expected !== undefined ? `expected: ${f.expected}` : '', f?.actual !== undefined ? `actual: ${f.actual}` : '', f?.at ? `at: ${f.at}` : '', ...(f?.uartTail.length ? ['last UART lines:', ...f.uartTail] : [])]
-            .filter(Boolean)
-            .join('\n');
-          cases.push({ outcome: isError ? 'error' : 'failure', xml: `${open}>${failureElement(body)}</testcase>` });
-        }
-      }
+    const outcome: CaseOutcome =
+      r.status === 'skipped' ? 'skipped' : r.status === 'invalid' || r.status === 'unsupported' ? 'error' : r.status === 'passed' ? 'passed' : 'failure';
+    const seconds = r.hostMs / 1000;
+    const inner: string[] = [];
+    if (outcome === 'skipped') inner.push(`<skipped message="${xmlEscape(r.skipReason ?? '')}"/>`);
+    if (outcome === 'failure' || outcome === 'error') {
+      inner.push(`<${outcome} type="${r.status}" message="${xmlEscape(r.failure?.message.split('\n')[0] ?? r.status)}">${xmlEscape(failureDetail(r))}</${outcome}>`);
     }
-    const count = (o: CaseOutcome) => cases.filter((c) => c.outcome === o).length;
-    const suite = { tests: cases.length, failures: count('failure'), errors: count('error'), skipped: count('skipped'), seconds: r.hostMs / 1000 };
-    total.tests += suite.tests;
-    total.failures += suite.failures;
-    total.errors += suite.errors;
-    total.skipped += suite.skipped;
-    total.seconds += suite.seconds;
-    return `  <testsuite name="${xmlEscape(`${file}: ${r.name}`)}" tests="${suite.tests}" failures="${suite.failures}" errors="${suite.errors}" skipped="${suite.skipped}" time="${suite.seconds.toFixed(3)}">\n${cases.map((c) => c.xml).join('\n')}\n  </testsuite>`;
+    if (r.serialLog) inner.push(`<system-out>${xmlEscape(r.serialLog)}</system-out>`);
+    const open = `    <testcase classname="${xmlEscape(file)}" name="${xmlEscape(r.name)}" time="${seconds.toFixed(3)}"`;
+    const testcase = inner.length ? `${open}>${inner.join('')}</testcase>` : `${open}/>`;
+    total.tests += 1;
+    if (outcome === 'failure') total.failures += 1;
+    if (outcome === 'error') total.errors += 1;
+    if (outcome === 'skipped') total.skipped += 1;
+    total.seconds += seconds;
+    const count = (o: CaseOutcome) => (outcome === o ? 1 : 0);
+    return `  <testsuite name="${xmlEscape(file)}" tests="1" failures="${count('failure')}" errors="${count('error')}" skipped="${count('skipped')}" time="${seconds.toFixed(3)}">\n${testcase}\n  </testsuite>`;
   });
   const root = `<testsuites name="hilbench scenarios" tests="${total.tests}" failures="${total.failures}" errors="${total.errors}" skipped="${total.skipped}" time="${total.seconds.toFixed(3)}">`;
   return `<?xml version="1.0" encoding="UTF-8"?>\n${root}\n${suites.join('\n')}\n</testsuites>\n`;

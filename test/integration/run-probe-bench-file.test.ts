@@ -66,10 +66,10 @@ describe('hilbench run --backend probe --bench-file', () => {
     writeFileSync(bad, 'version: 2\nboards: {}\n');
     const invalid = await execa('node', [cli, 'run', '--backend', 'probe', '--bench-file', bad, scenario], { reject: false, env: toolsEnv(), cwd: root });
     expect(invalid.exitCode).toBe(2);
-    expect(invalid.stdout).toContain(`${bad}: version`);
+    expect(invalid.stderr).toContain(`${bad}: version`);
     const env = { ...toolsEnv() } as Record<string, string | undefined>;
     const missing = await execa('node', [cli, 'run', '--backend', 'probe', scenario], { reject: false, env: { ...env, HILBENCH_BENCH_FILE: undefined }, extendEnv: false, cwd: root });
     expect(missing.exitCode).toBe(2);
-    expect(missing.stdout).toContain('--backend probe needs --bench-file');
+    expect(missing.stderr).toContain('--backend probe needs --bench-file');
   });
 });

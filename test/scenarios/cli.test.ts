@@ -26,7 +26,7 @@ describe('hilbench run and record (CLI)', () => {
     const usage = await execa('node', [cli, 'run', bad, '--timeout', 'soon'], { reject: false });
     expect(usage.exitCode).toBe(2);
     expect(invalid.exitCode).toBe(2);
-    expect(invalid.stdout).toContain('steps[0].wait-serial');
+    expect(invalid.stderr).toContain('steps[0].wait-serial'); // diagnostics on stderr, progress on stdout
   });
 
   it('run: --timeout and --time-limit take the files\' duration forms, and --time-limit stops an overlong scenario (exit 42)', async () => {
@@ -38,7 +38,7 @@ describe('hilbench run and record (CLI)', () => {
     writeFileSync(slow, 'version: 1\nname: slow\nsteps:\n  - delay: { duration: 2s, clock: wall }\n');
     const tooShort = await execa('node', [cli, 'run', slow, '--time-limit', '100ms'], { reject: false });
     expect(tooShort.exitCode, tooShort.stdout + tooShort.stderr).toBe(42);
-    expect(tooShort.stdout).toMatch(/time limit of 100 ms/);
+    expect(tooShort.stderr).toMatch(/time limit of 100 ms/);
   });
 
   it('record: proxies until SIGINT, then writes a scenario that loads', async () => {

@@ -30,8 +30,23 @@ describe('hilbench run', () => {
     const { code, out } = await run([ok], { junit, json });
     expect(code).toBe(0);
     expect(out).toMatch(/^PASSED +.*ok\.yaml: ok \(2\/2 steps/m);
-    expect(readFileSync(junit, 'utf8')).toContain('tests="2" failures="0" errors="0" skipped="0"');
+    expect(readFileSync(junit, 'utf8')).toContain('tests="1" failures="0" errors="0" skipped="0"');
     expect(JSON.parse(readFileSync(json, 'utf8'))).toMatchObject({ version: 1, exit_code: 0, totals: { passed: 1 }, scenarios: [{ name: 'ok', status: 'passed' }] });
+  });
+
+  it('prints a line per step as it ends, serial output live with verbose, and a serial log per scenario', async () => {
+    const device = file('device.yaml', 'version: 1\nname: device\nboard: pico\nsteps:\n  - device-flash: { firmware: firmware/hello.elf }\n  - name: first tick\n    wait-serial: tick 2\n');
+    const serial: string[] = [];
+    const logs = path.join(dir, 'serial-logs');
+    const junit = path.join(dir, 'reports/device-junit.xml');
+    const { code, out } = await run([device], { verbose: true, writeSerial: (t) => serial.push(t), serialLogDir: logs, junit });
+    expect(code).toBe(0);
+    expect(out).toMatch(/device\.yaml: device\n {2}passed {2}steps\[0\] device-flash \d+ ms\n {2}passed {2}steps\[1\] wait-serial \("first tick"\) \d+ ms\nPASSED/);
+    expect(serial.join('')).toContain('hilbench-mock: tick 2');
+    const log = readFileSync(path.join(logs, 'device.log'), 'utf8');
+    expect(log).toMatch(/^--- device pico ---\nhilbench-mock: reset pico\r\n/);
+    expect(log).toContain('hilbench-mock: tick 2');
+    expect(readFileSync(junit, 'utf8')).toMatch(/<testcase classname="[^"]*device\.yaml" name="device" time="[\d.]+"><system-out>--- device pico ---/);
   });
 
   it('1 when a step fails; the output names file, step, expected and actual', async () => {

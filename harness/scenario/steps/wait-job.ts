@@ -47,6 +47,7 @@ export const waitJobStep = defineStep({
         realTimeWork = !finished && ctx.target.simulatedHost && typeof record?.board === 'string' && (await ctx.benchBackendOf(record.board)) !== 'mock';
         if (typeof record?.uart?.text === 'string') {
           ctx.lastUart = record.uart.text;
+          if (finished) ctx.logJobUart(job, String(record.board), record.uart.text);
           ctx.checkFailText(record.uart.text, `the UART of job ${job}`);
         }
         return finished ? answer : undefined;
