@@ -23,10 +23,11 @@ function layerPattern(layer) {
 }
 
 /** Test-only code (vitest, test/support) stays in test/ and *.test.ts files: production never loads it. */
-const testOnlyPattern = {
-  group: ['vitest', 'vitest/*', '**/test/**', '../test/*', '../../test/*', '../../../test/*'],
-  message: 'test-only code (vitest, test/) may be imported by tests only: move the helper to test/support.',
-};
+const testOnlyMessage = 'test-only code (vitest, test/) may be imported by tests only: move the helper to test/support.';
+const testOnlyPatterns = [
+  { group: ['vitest', 'vitest/*'], message: testOnlyMessage },
+  { regex: '^(?:\\.\\./)+test/', message: testOnlyMessage },
+];
 
 /**
  * The two services never import each other: what both need lives in server/http (or lower, in
@@ -64,7 +65,7 @@ export default tseslint.config(
     files: [`${layer}/**/*.ts`],
     // lib/vitest.ts is the vitest fixture users import (`hilbench/vitest`): vitest is its peer.
     ignores: ['**/*.test.ts', 'lib/vitest.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [...(layer === 'bin' ? [] : [layerPattern(layer)]), testOnlyPattern] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [...(layer === 'bin' ? [] : [layerPattern(layer)]), ...testOnlyPatterns] }] },
   })),
   ...layers
     .filter((layer) => layer !== 'bin')
@@ -76,7 +77,7 @@ export default tseslint.config(
   ...services.map((service) => ({
     files: [`server/${service}/**/*.ts`],
     ignores: ['**/*.test.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns(service), testOnlyPattern] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns(service), ...testOnlyPatterns] }] },
   })),
   ...services.map((service) => ({
     files: [`server/${service}/**/*.test.ts`],

@@ -1,11 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../core/package-root.js';
 
-/** The package's version: package.json is beside lib/ in the sources and beside dist/ in the package. */
+/** The package's version, from its package.json. */
 export function packageVersion(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const file = [path.resolve(here, '../package.json'), path.resolve(here, '../../package.json')].find((f) => existsSync(f));
-  if (!file) return 'unknown';
-  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+  return (JSON.parse(readFileSync(path.join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }

@@ -204,7 +204,7 @@ async function setup(makeStore: () => BenchStore | Promise<BenchStore>): Promise
 }
 
 /** The lease model test on stores from `makeStore` (fresh and empty each). */
-export function describeLeaseModel(name: string, makeStore: () => BenchStore | Promise<BenchStore>): void {
+export function describeLeaseModel(name: string, makeStore: () => BenchStore | Promise<BenchStore>, options: { numRuns?: number } = {}): void {
   describe(`bench store contract: ${name}: lease state machine (model-based)`, () => {
     it('matches the model for any sequence of opens, heartbeats, ends, reads and clock advances', async () => {
       await fc.assert(
@@ -218,8 +218,10 @@ export function describeLeaseModel(name: string, makeStore: () => BenchStore | P
             rmSync(real.blobDir, { recursive: true, force: true });
           }
         }),
-        { numRuns: 60 },
+        { numRuns: options.numRuns ?? 60 },
       );
-    });
+      // A bound, not a speed assertion: each run builds a fresh store (a fresh database on PostgreSQL),
+      // which a loaded 2-core machine can take seconds for.
+    }, 240_000);
   });
 }
