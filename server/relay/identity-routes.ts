@@ -22,10 +22,12 @@ import {
   sessionBody,
 } from './relay-schemas.js';
 import { verifySignedDocument } from './signed-document.js';
+import { LookupLimiter } from './lookup-limiter.js';
 
 /** Identities, credentials, phone numbers, bots, directory and search. */
 export function identityRoutes(deps: RelayDeps): RelayRoute[] {
-  const { nodes, phones, bots, lookups, items, votes } = deps.store.data;
+  const { nodes, phones, bots, items, votes } = deps.store.data;
+  const lookupLimiter = new LookupLimiter(relayLimits.lookupsPerHour);
   const now = () => deps.clock.nowMs();
 
   /**
@@ -237,14 +239,11 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ caller, query }) => {
         const nodeId = callerNode(caller);
         const phone = normalizePhone(query.phone, ['query', 'phone']);
-        deps.store.tx(() => {
-          const recentMs = lookups.recentLookups(nodeId, now());
-          if (recentMs.length >= relayLimits.lookupsPerHour) {
-            const retry = Math.ceil((recentMs[0]! + 3600_000 - now()) / 1000);
-            throw new HttpError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
-          }
-          lookups.record(nodeId, now());
-        });
+        const allowed = lookupLimiter.take(nodeId, now());
+        if (!allowed.ok) {
+          const retry = allowed.retryAfterSeconds;
+          throw new HttpError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
+        }
         return { phone, nodes: phones.discoverableNodes(phone) };
       },
     }),
