@@ -61,7 +61,11 @@ export interface RelayServiceConfig {
   allowPrivatePeers?: boolean;
   /** Resolves peer host names for that check; default the system resolver (tests inject one). */
   resolveHost?: HostResolver;
-  /** The relay node's own slice; default: the nodes registered here plus peer relay nodes. */
+  /**
+   * The relay node's own slice. Default: its operators plus the relay nodes of its configured peers,
+   * 67 % (none when both are empty: the relay then relays and tallies but never accepts); never the
+   * nodes that registered here (decision 0402).
+   */
   selfSlice?: QuorumSet;
   /** Probe every peer this often (host ms on `clock`); absent or 0: only on POST /reach/probe. */
   probeIntervalMs?: number;
@@ -135,7 +139,9 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     const serverKey = loadOrCreateSecret(config.dataDir, 'relay-server.key');
     const selfKey = nodeKeyFromSecret(new Uint8Array(loadOrCreateSecret(config.dataDir, 'relay-node.key')));
     const files = new FileStore(config.dataDir);
-    const voting = new Voting({ store, clock: config.clock, selfKey, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}) });
+    // Without a configured slice, the relay trusts only its operator's word (decision 0402).
+    const defaultSliceFrom = { operators: config.operators ?? [], configuredPeers };
+    const voting = new Voting({ store, clock: config.clock, selfKey, defaultSliceFrom, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}) });
     const federation = new Federation({
       store,
       clock: config.clock,

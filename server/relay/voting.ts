@@ -2,7 +2,7 @@ import type { Clock } from '../../core/clock.js';
 import type { Bulletin, NodeKey, QuorumSet, Vote } from './protocol.js';
 import { applyFloor, raisesFloor } from './bulletin-floor.js';
 import type { RelayStore } from './relay-store.js';
-import { SelfVoter, type Emission } from './self-voter.js';
+import { type DefaultSliceSources, SelfVoter, type Emission } from './self-voter.js';
 import { type PublishedSlice, SliceBook } from './slice-book.js';
 import { StatementLog, type StoredVote } from './statement-log.js';
 import { sliceChangers, tallyItem } from './voting-tally.js';
@@ -26,10 +26,12 @@ export interface VotingOptions {
   clock: Clock;
   selfKey: NodeKey;
   /**
-   * The relay node's slice. Absent: every node registered here plus every peer relay node, with the
-   * default threshold, rebuilt whenever those change (see docs/relay-api.md: operators should set it).
+   * The relay node's slice. Absent: the default built from `defaultSliceFrom` (operators and
+   * configured peer relays, 67 %), rebuilt whenever those change; none when both are empty.
    */
   selfSlice?: QuorumSet;
+  /** What the default relay slice is built from; default none (the relay then never accepts). */
+  defaultSliceFrom?: DefaultSliceSources;
   /** Entries in each parsed-slice cache (published slices, slices by hash, voters' inline slices); default 4096. */
   cachedSlices?: number;
   /** Items whose parsed statements are kept; default 64. */
@@ -56,7 +58,7 @@ export class Voting {
     const cachedSlices = options.cachedSlices ?? 4096;
     this.slices = new SliceBook(options.store, cachedSlices);
     this.log = new StatementLog(options.store, this.slices, { cachedSlices, cachedItems: options.cachedItems ?? 64 });
-    this.self = new SelfVoter(options.store, this.slices, this.log, options.selfKey, options.selfSlice);
+    this.self = new SelfVoter(options.store, this.slices, this.log, options.selfKey, options.selfSlice, options.defaultSliceFrom);
     options.store.onRollback(() => this.forgetCached());
   }
 
