@@ -35,7 +35,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     if (deps.operators.size === 0) {
       throw new HttpError(403, 'this relay names no operators, so nobody may add or probe peers over HTTP; start it with the operators option (node ids) to allow them. Peers from its configuration are still probed');
     }
-    if (caller.kind !== 'human' || !deps.operators.has(caller.nodeId)) throw new HttpError(403, 'only this relay\'s operators may add or probe peers');
+    if (caller.kind !== 'human' || !deps.operators.has(caller.nodeId)) throw new HttpError(403, 'only this relay\'s operators may add, probe or pull from peers');
     return caller.nodeId;
   };
 
@@ -195,6 +195,21 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
         if (only !== undefined && !deps.federation.peer(only)) throw new HttpError(404, 'not a known peer; POST /reach first');
         return { results: await deps.federation.probeAll(only) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/federation/pull',
+      summary: 'Pull from every peer now (or the one given) until caught up with its feed, verifying each event before storing it; answers what each peer gave. Operators only (403 for others, and for everyone when the relay names none). A hilbench extension: the periodic probe does the same on a timer.',
+      auth: 'human',
+      since: '0.9.19',
+      body: reachProbeBody,
+      handle: async ({ caller, body }) => {
+        mustOperate(caller);
+        const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
+        if (only !== undefined && !deps.federation.peer(only)) throw new HttpError(404, 'not a known peer; POST /reach first');
+        const results = await deps.federation.pullNow(only);
+        return { results, pulled: results.reduce((n, r) => n + r.pulled, 0), caught_up: results.every((r) => r.caught_up) };
       },
     }),
   ];

@@ -73,6 +73,8 @@ export interface RelayServiceConfig {
   peerRequestTimeoutMs?: number;
   /** Bound on downloading one file from a peer (up to 16 MiB); default 120000. */
   peerFileTimeoutMs?: number;
+  /** Event pages (of up to 500 events) one probe reads from one peer; default 20. */
+  peerPagesPerProbe?: number;
   /** Where unexpected errors are logged with their cause (the HTTP layer's logger); default stderr. */
   logger?: Logger;
   /** Per-client limits on unauthenticated writes; default `defaultRelayRateLimits`. */
@@ -152,6 +154,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       fetch: config.fetch ?? peerFetch.fetch,
       ...(config.peerRequestTimeoutMs !== undefined ? { requestTimeoutMs: config.peerRequestTimeoutMs } : {}),
       ...(config.peerFileTimeoutMs !== undefined ? { fileTimeoutMs: config.peerFileTimeoutMs } : {}),
+      ...(config.peerPagesPerProbe !== undefined ? { maxPagesPerProbe: config.peerPagesPerProbe } : {}),
       allowPrivatePeers: config.allowPrivatePeers === true,
       ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
       log,
