@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { systemClock } from '../core/clock.js';
 import { type BenchRow, markdownTable, nowMs as hostNowMs, percentile } from './measure.js';
-import { defaultThreshold, type QuorumSet, type Vote } from '../core/relay/index.js';
+import { defaultThreshold, generateNodeKey, type NodeKey, type QuorumSet, type Vote } from '../core/relay/index.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../test/support/relay-test-kit.js';
 
 /**
@@ -45,10 +45,14 @@ async function measureScene(voterCount: number, options: RelayIngestBenchOptions
   const checkpoints = new Set(options.bulletinAfterVotes ?? [100, 1000]);
   const reads = options.bulletinReads ?? 50;
   const data = tempDataDir('relay-ingest-bench-');
+  // The relay's own slice is every voter at 67 %, configured (registrations never join it by
+  // themselves, decision 0402), so its node accepts and confirms: the costliest tally is measured.
+  const keys = Array.from({ length: voterCount }, () => generateNodeKey());
+  const selfSlice: QuorumSet = { t: defaultThreshold(voterCount), v: keys.map((k) => k.nodeId).sort(), i: [] };
   // The relay runs on host time: registrations and votes carry real created_at values.
-  const relay = await startRelayServer({ clock: systemClock, dataDir: data.dir, logger: { info: () => {}, warn: () => {}, error: (m, c) => console.error(m, c) } });
+  const relay = await startRelayServer({ clock: systemClock, dataDir: data.dir, selfSlice, logger: { info: () => {}, warn: () => {}, error: (m, c) => console.error(m, c) } });
   try {
-    const voters = await registerVoters(relay, voterCount);
+    const voters = await registerVoters(relay, keys);
     const sliceOf = (k: number): QuorumSet => {
       const v = Array.from({ length: sliceSize }, (_, j) => voters[(k + 1 + j) % voterCount]!.nodeId);
       return { t: defaultThreshold(sliceSize), v, i: [] };
@@ -99,12 +103,12 @@ async function measureScene(voterCount: number, options: RelayIngestBenchOptions
   }
 }
 
-/** Registers `count` voters, a few at a time (registration is setup, not measured). */
-async function registerVoters(relay: RunningRelay, count: number): Promise<TestNode[]> {
+/** Registers the voters' keys, a few at a time (registration is setup, not measured). */
+async function registerVoters(relay: RunningRelay, keys: readonly NodeKey[]): Promise<TestNode[]> {
   const voters: TestNode[] = [];
-  for (let start = 0; start < count; start += 16) {
-    const batch = Math.min(16, count - start);
-    voters.push(...(await Promise.all(Array.from({ length: batch }, (_, k) => registerNode(relay, systemClock, { name: `voter ${start + k}` })))));
+  for (let start = 0; start < keys.length; start += 16) {
+    const batch = keys.slice(start, start + 16);
+    voters.push(...(await Promise.all(batch.map((key, k) => registerNode(relay, systemClock, { name: `voter ${start + k}`, key })))));
   }
   return voters;
 }

@@ -54,7 +54,15 @@ export interface ProbeResult {
   pulled: number;
   rejected: number;
   cursor: number;
+  /** The probe read the peer's feed to its end (no page left, nothing held back by a failed file). */
+  caught_up: boolean;
   error: string | null;
+}
+
+/** Result of pulling from one peer until caught up (POST /federation/pull). */
+export interface PullResult extends ProbeResult {
+  /** Probes it took (each reads up to `maxPagesPerProbe` pages). */
+  probes: number;
 }
 
 interface WireEvent {
@@ -146,6 +154,26 @@ export class Federation {
     return Promise.all(targets.map((url) => this.probe(url)));
   }
 
+  /**
+   * Pulls from every peer (or one) now until each is caught up, fails, or `maxProbes` probes ran:
+   * one probe reads at most `maxPagesPerProbe` pages, so a peer with a long feed needs several.
+   * Peers are pulled one after another, so what one peer relayed from another is in before the next.
+   */
+  async pullNow(only?: string, maxProbes = 50): Promise<PullResult[]> {
+    const targets = only === undefined ? this.peers().map((p) => p.url) : [only];
+    const results: PullResult[] = [];
+    for (const url of targets) {
+      let total: PullResult | undefined;
+      for (let probes = 1; probes <= maxProbes; probes++) {
+        const r = await this.probe(url);
+        total = { ...r, pulled: (total?.pulled ?? 0) + r.pulled, rejected: (total?.rejected ?? 0) + r.rejected, probes };
+        if (r.caught_up || !r.reachable || r.error !== null) break;
+      }
+      results.push(total!);
+    }
+    return results;
+  }
+
   probe(url: string): Promise<ProbeResult> {
     const running = this.probing.get(url);
     if (running) return running;
@@ -186,6 +214,7 @@ export class Federation {
     let version: string | null = null;
     /** Why the probe stopped early on a failure that may pass (the cursor stays before it). */
     let transient: string | null = null;
+    let caughtUp = false;
     try {
       // Checked at every probe, not only when added: a stored peer may predate the rule, and a name may now resolve elsewhere.
       const problem = await this.targetProblem(url);
@@ -251,14 +280,17 @@ export class Federation {
           error = transient;
           break;
         }
-        if (!hasMore || events.length === 0) break;
+        if (!hasMore || events.length === 0) {
+          caughtUp = true;
+          break;
+        }
       }
     } catch (cause) {
       error = cause instanceof Error ? cause.message : String(cause);
       if (!reachable) this.o.log(`relay: peer ${url} unreachable`, cause);
     }
     peers.recordProbe(url, { nowMs: this.o.clock.nowMs(), reachable, error, rejectedEvents: rejected });
-    return { url, reachable, node_id: nodeId, version, pulled, rejected, cursor: this.peer(url)!.cursor, error };
+    return { url, reachable, node_id: nodeId, version, pulled, rejected, cursor: this.peer(url)!.cursor, caught_up: caughtUp, error };
   }
 
   /** Verifies and stores one peer event; returns null when stored or already known, else why it was refused. */

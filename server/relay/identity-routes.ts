@@ -8,7 +8,8 @@ import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
-import { nodesPageSchema, meSchema } from './relay-responses.js';
+import { meNodeSchema, meSchema, nodesPageSchema } from './relay-responses.js';
+import { botCreatedSchema, botSchema, codeRequestSchema, credentialAnswerSchema, directorySchema, exportSchema, lookupSchema, nodeDetailSchema, phoneVerifiedSchema, recoveredSchema, registerAnswerSchema, searchSchema } from './relay-responses-more.js';
 import { type RelayRoute, callerNode, route } from './relay-route.js';
 import {
   botBody,
@@ -22,10 +23,12 @@ import {
   sessionBody,
 } from './relay-schemas.js';
 import { verifySignedDocument } from './signed-document.js';
+import { LookupLimiter } from './lookup-limiter.js';
 
 /** Identities, credentials, phone numbers, bots, directory and search. */
 export function identityRoutes(deps: RelayDeps): RelayRoute[] {
-  const { nodes, phones, bots, lookups, items, votes } = deps.store.data;
+  const { nodes, phones, bots, items, votes } = deps.store.data;
+  const lookupLimiter = new LookupLimiter(relayLimits.lookupsPerHour);
   const now = () => deps.clock.nowMs();
 
   /**
@@ -75,6 +78,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Register a node: post an x.register/1 document signed by the node key; answers the human credential.',
       auth: 'signature',
       since: '0.9.3',
+      response: registerAnswerSchema,
       body: registerBody,
       successStatus: 201,
       handle: ({ body, res }) => {
@@ -102,6 +106,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Sign in with the node key: post an x.session/1 document signed by it; answers the current human credential.',
       auth: 'signature',
       since: '0.9.3',
+      response: credentialAnswerSchema,
       body: sessionBody,
       handle: ({ body }) => {
         deps.store.tx(() => {
@@ -131,6 +136,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Update your name and about text (local to this relay, not federated).',
       auth: 'human',
       since: '0.9.3',
+      response: meNodeSchema,
       body: meUpdateBody,
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);
@@ -144,6 +150,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Everything the caller owns on this relay, as one JSON document.',
       auth: 'human',
       since: '0.9.3',
+      response: exportSchema,
       handle: ({ caller }) => exportOf(deps, callerNode(caller), phoneOf(callerNode(caller))?.phone ?? null),
     }),
     route({
@@ -152,6 +159,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Start verifying a phone number for your node: a one-time code is sent to it.',
       auth: 'human',
       since: '0.9.3',
+      response: codeRequestSchema,
       body: phoneBody,
       handle: async ({ caller, body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
@@ -164,6 +172,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Finish verifying your phone number with the code. A number belongs to one node: proving it moves it.',
       auth: 'human',
       since: '0.9.3',
+      response: phoneVerifiedSchema,
       body: phoneCodeBody,
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);
@@ -179,6 +188,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Request a login code by SMS. The answer is the same whether or not the number is registered.',
       auth: 'none',
       since: '0.9.3',
+      response: codeRequestSchema,
       body: phoneBody,
       handle: ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
@@ -191,6 +201,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Exchange a login code for the current human credential.',
       auth: 'none',
       since: '0.9.3',
+      response: credentialAnswerSchema,
       body: phoneCodeBody,
       handle: ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
@@ -203,6 +214,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Start account recovery: a code goes to the verified number. Same answer for unknown numbers.',
       auth: 'none',
       since: '0.9.19',
+      response: codeRequestSchema,
       body: phoneBody,
       handle: ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
@@ -215,6 +227,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Finish recovery with the code: every earlier human credential and every bot token of the node is revoked; answers a new credential.',
       auth: 'none',
       since: '0.9.19',
+      response: recoveredSchema,
       body: phoneCodeBody,
       handle: ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
@@ -233,18 +246,16 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: `Find nodes by phone number. Only numbers whose owner opted in (POST /directory phone_discoverable) are found; every other number answers the same empty list. At most ${relayLimits.lookupsPerHour} lookups per hour per caller.`,
       auth: 'human',
       since: '0.9.3',
+      response: lookupSchema,
       query: lookupQuery,
       handle: ({ caller, query }) => {
         const nodeId = callerNode(caller);
         const phone = normalizePhone(query.phone, ['query', 'phone']);
-        deps.store.tx(() => {
-          const recentMs = lookups.recentLookups(nodeId, now());
-          if (recentMs.length >= relayLimits.lookupsPerHour) {
-            const retry = Math.ceil((recentMs[0]! + 3600_000 - now()) / 1000);
-            throw new HttpError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
-          }
-          lookups.record(nodeId, now());
-        });
+        const allowed = lookupLimiter.take(nodeId, now());
+        if (!allowed.ok) {
+          const retry = allowed.retryAfterSeconds;
+          throw new HttpError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
+        }
         return { phone, nodes: phones.discoverableNodes(phone) };
       },
     }),
@@ -254,6 +265,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: `Create a bot that acts for your node; the token is shown once and stored hashed. At most ${relayLimits.botsPerNodeMax} bots per node.`,
       auth: 'human',
       since: '0.9.19',
+      response: botCreatedSchema,
       body: botBody,
       successStatus: 201,
       handle: ({ caller, body }) => {
@@ -273,6 +285,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'The calling bot.',
       auth: 'bot',
       since: '0.9.19',
+      response: botSchema,
       handle: ({ caller }) => {
         if (caller.kind !== 'bot') throw new Error('unreachable: route requires a bot');
         const bot = bots.get(caller.botId)!;
@@ -285,6 +298,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Choose whether you appear in /search (listed) and whether /lookup finds you by phone (phone_discoverable).',
       auth: 'human',
       since: '0.9.3',
+      response: directorySchema,
       body: directoryBody,
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);
@@ -299,6 +313,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: `Search listed nodes (name, about) and items (title) for q; at most ${relayLimits.searchResultsMax} of each.`,
       auth: 'none',
       since: '0.9.3',
+      response: searchSchema,
       query: searchQuery,
       handle: ({ query }) => {
         const like = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -328,6 +343,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'One node: profile, published slice, pairings and activity counts.',
       auth: 'none',
       since: '0.9.3',
+      response: nodeDetailSchema,
       handle: ({ params }) => {
         const id = params.id!;
         if (!isNodeId(id)) throw invalidInput(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);

@@ -8,6 +8,7 @@ import { parseOr422 } from '../http/zod-to-422.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { itemsPageSchema, itemDetailSchema, bulletinSchema } from './relay-responses.js';
+import { itemCreatedSchema, reportSchema, reportsSchema, sliceAnswerSchema, voteAnswerSchema } from './relay-responses-more.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
 import { throwCoreIssues } from './signed-document.js';
@@ -105,6 +106,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: `Post an item: a JSON claim {kind, title, body} or a multipart/form-data file (field file, optional title). Title <= ${relayLimits.titleMaxChars} and body <= ${relayLimits.bodyMaxChars} code points (422 beyond); file <= ${relayLimits.fileMaxBytes} bytes (413 beyond).`,
       auth: 'human-or-bot',
       since: '0.9.3',
+      response: itemCreatedSchema,
       body: claimBody,
       bodyKind: 'json-or-multipart',
       multipart: fileUploadForm,
@@ -135,6 +137,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Post a signed x.vote/1 statement (Ed25519 over RFC 8785 bytes without sig and hint). Duplicates are idempotent; equivocations are kept as evidence. The relay node then re-tallies and emits its own statements.',
       auth: 'signature',
       since: '0.9.3',
+      response: voteAnswerSchema,
       body: voteDocSchema,
       bodyKind: 'core',
       successStatus: 201,
@@ -188,6 +191,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Publish your slice (quorum set {t, v, i}; omit t for the default 67 %). Sanity rules: 1 <= t <= entries, no node twice, depth <= 4, 1..1000 nodes, not yourself. Votes may then carry its slice_hash.',
       auth: 'human',
       since: '0.9.3',
+      response: sliceAnswerSchema,
       body: quorumSetSchema,
       handle: ({ caller, body }) => sliceChange(caller, () => body),
     }),
@@ -197,6 +201,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Add a validator to the top level of your slice (creating a 1-node slice if you had none).',
       auth: 'human',
       since: '0.9.3',
+      response: sliceAnswerSchema,
       body: sliceMemberBody,
       handle: ({ caller, body }) =>
         sliceChange(caller, (current) => {
@@ -211,6 +216,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Remove a validator from the top level of your slice. Refused (422) when it would leave the slice empty or t above the entries.',
       auth: 'human',
       since: '0.9.3',
+      response: sliceAnswerSchema,
       body: sliceMemberBody,
       handle: ({ caller, body }) =>
         sliceChange(caller, (current) => {
@@ -224,6 +230,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Report an item (one report per node per item; reporting again updates it).',
       auth: 'human-or-bot',
       since: '0.9.19',
+      response: reportSchema,
       body: reportBody,
       successStatus: 201,
       handle: ({ caller, params, body }) => {
@@ -239,6 +246,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Your reports (for a bot: the reports of the node it acts for), newest first.',
       auth: 'human-or-bot',
       since: '0.9.3',
+      response: reportsSchema,
       handle: ({ caller }) => {
         const rows = reports.byReporter(callerNode(caller));
         return { reports: rows.map((r) => ({ item: r.item_id, reason: r.reason, note: r.note, bot_id: r.bot_id, created_at: isoFromMs(r.created_ms) })) };

@@ -18,6 +18,7 @@ import {
   voteSchema,
 } from './relay-facts.js';
 import { healthSchema, eventsPageSchema } from './relay-responses.js';
+import { examplesSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from './relay-responses-more.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { eventsQuery, reachBody, reachProbeBody } from './relay-schemas.js';
 import { signDocument } from './signed-document.js';
@@ -35,7 +36,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     if (deps.operators.size === 0) {
       throw new HttpError(403, 'this relay names no operators, so nobody may add or probe peers over HTTP; start it with the operators option (node ids) to allow them. Peers from its configuration are still probed');
     }
-    if (caller.kind !== 'human' || !deps.operators.has(caller.nodeId)) throw new HttpError(403, 'only this relay\'s operators may add or probe peers');
+    if (caller.kind !== 'human' || !deps.operators.has(caller.nodeId)) throw new HttpError(403, 'only this relay\'s operators may add, probe or pull from peers');
     return caller.nodeId;
   };
 
@@ -69,6 +70,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Worked examples: a claim and its id, a registration document and a signed vote (made with a throwaway key; they verify).',
       auth: 'none',
       since: '0.9.3',
+      response: examplesSchema,
       handle: () => {
         const key = generateNodeKey();
         const claim = { kind: 'measurement', title: 'UART0 prints at 115200 baud on the pico bench', body: 'Measured with a logic analyser, 3 runs.' };
@@ -93,6 +95,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Relays to start from: configured seeds and the peers this relay knows.',
       auth: 'none',
       since: '0.9.3',
+      response: seedsSchema,
       handle: () => {
         const seeds = new Set<string>([...deps.seeds, ...deps.federation.peers().map((p) => p.url)]);
         return { seeds: [...seeds].map((url) => ({ url })), self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId } };
@@ -104,6 +107,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'The network as this relay sees it: counts, this relay, its peers, and slice edges (who trusts whom).',
       auth: 'none',
       since: '0.9.3',
+      response: networkSchema,
       handle: () => {
         const edges = data.slices.edges(1000);
         return {
@@ -158,6 +162,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Peer relays this relay federates with.',
       auth: 'none',
       since: '0.9.19',
+      response: relaysSchema,
       handle: () => ({ self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId }, relays: deps.federation.peers().map((p) => ({ url: p.url, node_id: p.node_id, version: p.version })) }),
     }),
     route({
@@ -166,6 +171,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Add a peer relay by its base URL (http or https). It is probed at the next /reach/probe or periodic probe. Operators only (403 for others, and for everyone when the relay names none); a host that is or resolves to a loopback, link-local or private address is refused with 403 unless the relay allows private peers.',
       auth: 'human',
       since: '0.9.19',
+      response: peerAddedSchema,
       body: reachBody,
       successStatus: 201,
       handle: async ({ caller, body, res }) => {
@@ -181,6 +187,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Reachability of every peer: last probe time, reachable, last error, feed cursor, events pulled and refused.',
       auth: 'none',
       since: '0.9.19',
+      response: peersSchema,
       handle: () => ({ peers: deps.federation.peers().map((p) => Federation.view(p)) }),
     }),
     route({
@@ -189,12 +196,29 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Probe every peer now (or the one given) and pull its new events, verifying each before storing. Operators only (403 for others, and for everyone when the relay names none).',
       auth: 'human',
       since: '0.9.19',
+      response: probeSchema,
       body: reachProbeBody,
       handle: async ({ caller, body }) => {
         mustOperate(caller);
         const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
         if (only !== undefined && !deps.federation.peer(only)) throw new HttpError(404, 'not a known peer; POST /reach first');
         return { results: await deps.federation.probeAll(only) };
+      },
+    }),
+    route({
+      method: 'post',
+      path: '/federation/pull',
+      summary: 'Pull from every peer now (or the one given) until caught up with its feed, verifying each event before storing it; answers what each peer gave. Operators only (403 for others, and for everyone when the relay names none). A hilbench extension: the periodic probe does the same on a timer.',
+      auth: 'human',
+      since: '0.9.19',
+      response: pullSchema,
+      body: reachProbeBody,
+      handle: async ({ caller, body }) => {
+        mustOperate(caller);
+        const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
+        if (only !== undefined && !deps.federation.peer(only)) throw new HttpError(404, 'not a known peer; POST /reach first');
+        const results = await deps.federation.pullNow(only);
+        return { results, pulled: results.reduce((n, r) => n + r.pulled, 0), caught_up: results.every((r) => r.caught_up) };
       },
     }),
   ];

@@ -51,6 +51,36 @@ export const itemDetailSchema = z
   .discriminatedUnion('type', [claimItem.extend(itemDetails), fileItem.extend(itemDetails)])
   .meta({ id: 'ItemDetail', description: "An item with its vote counts, report count and this relay node's bulletin." });
 
+const signedRegistration = z
+  .object({ schema: z.literal('x.register/1'), node_id: nodeId, relay: z.string(), created_at: z.number().int(), name: z.string().optional(), sig: z.string() })
+  .meta({ id: 'SignedRegistration', description: 'the x.register/1 document as signed (verify it as POST /register does)' });
+const signedVote = z
+  .object({
+    schema: z.literal('x.vote/1'),
+    scheme: z.literal('scp-s5'),
+    item: itemId,
+    voter: nodeId,
+    value: z.enum(['yes', 'no']),
+    phase: z.enum(['vote', 'accept', 'confirm']),
+    slice: z.unknown().optional(),
+    slice_hash: z.string().optional(),
+    created_at: z.number().int(),
+    sig: z.string(),
+    hint: z.unknown().optional(),
+  })
+  .meta({ id: 'SignedVote', description: 'the x.vote/1 statement as received (docs/scp-s5.md)' });
+/** What each event kind carries (docs/relay-api.md, "Events"). */
+export const eventDataSchema = z
+  .union([
+    z.strictObject({ registration: signedRegistration }).meta({ description: 'kind node' }),
+    z.strictObject({ item: itemSummarySchema }).meta({ description: 'kind item: the item without counts' }),
+    z.strictObject({ vote: signedVote }).meta({ description: 'kind vote' }),
+    z
+      .strictObject({ node_id: nodeId, slice: z.unknown(), slice_hash: z.string(), updated_ms: z.number().int().meta({ description: 'declaration time, host ms; the newest wins between relays' }) })
+      .meta({ description: 'kind slice: a published slice declaration' }),
+  ])
+  .meta({ id: 'EventData' });
+
 export const eventsPageSchema = z
   .strictObject({
     events: z.array(
@@ -58,10 +88,10 @@ export const eventsPageSchema = z
         seq: z.number().int().positive(),
         kind: z.enum(['node', 'item', 'vote', 'slice']),
         author: nodeId,
-        subject: z.string(),
-        origin: z.string().nullable(),
+        subject: z.string().meta({ description: 'node: the node id; item and vote: the item id; slice: the slice_hash' }),
+        origin: z.string().nullable().meta({ description: 'the peer relay it was pulled from; null when it happened here' }),
         created_at: isoTime,
-        data: z.unknown(),
+        data: eventDataSchema,
       }),
     ),
     next: z.number().int().nonnegative(),
@@ -86,13 +116,13 @@ export const nodesPageSchema = z
   .strictObject({ nodes: z.array(publicNodeSchema), total: count, truncated: z.boolean().meta({ description: 'more than 500 nodes: only the oldest 500 are listed' }) })
   .meta({ id: 'NodesPage' });
 
-const meNode = z
+export const meNodeSchema = z
   .strictObject({ ...publicNodeShape, phone: z.string().nullable().meta({ description: 'masked' }), phone_discoverable: z.boolean(), credential_version: z.number().int().positive(), paired_with: z.array(nodeId) })
   .meta({ id: 'MeNode' });
 export const meSchema = z
   .discriminatedUnion('caller', [
-    z.strictObject({ caller: z.literal('human'), node: meNode, bots: z.array(z.strictObject({ bot_id: z.string(), name: z.string(), created_at: isoTime })) }),
-    z.strictObject({ caller: z.literal('bot'), bot_id: z.string(), node: meNode }),
+    z.strictObject({ caller: z.literal('human'), node: meNodeSchema, bots: z.array(z.strictObject({ bot_id: z.string(), name: z.string(), created_at: isoTime })) }),
+    z.strictObject({ caller: z.literal('bot'), bot_id: z.string(), node: meNodeSchema }),
   ])
   .meta({ id: 'Me' });
 

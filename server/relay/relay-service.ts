@@ -61,7 +61,11 @@ export interface RelayServiceConfig {
   allowPrivatePeers?: boolean;
   /** Resolves peer host names for that check; default the system resolver (tests inject one). */
   resolveHost?: HostResolver;
-  /** The relay node's own slice; default: the nodes registered here plus peer relay nodes. */
+  /**
+   * The relay node's own slice. Default: its operators plus the relay nodes of its configured peers,
+   * 67 % (none when both are empty: the relay then relays and tallies but never accepts); never the
+   * nodes that registered here (decision 0402).
+   */
   selfSlice?: QuorumSet;
   /** Probe every peer this often (host ms on `clock`); absent or 0: only on POST /reach/probe. */
   probeIntervalMs?: number;
@@ -69,6 +73,8 @@ export interface RelayServiceConfig {
   peerRequestTimeoutMs?: number;
   /** Bound on downloading one file from a peer (up to 16 MiB); default 120000. */
   peerFileTimeoutMs?: number;
+  /** Event pages (of up to 500 events) one probe reads from one peer; default 20. */
+  peerPagesPerProbe?: number;
   /** Where unexpected errors are logged with their cause (the HTTP layer's logger); default stderr. */
   logger?: Logger;
   /** Per-client limits on unauthenticated writes; default `defaultRelayRateLimits`. */
@@ -126,7 +132,9 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     const serverKey = loadOrCreateSecret(config.dataDir, 'relay-server.key');
     const selfKey = nodeKeyFromSecret(new Uint8Array(loadOrCreateSecret(config.dataDir, 'relay-node.key')));
     const files = new FileStore(config.dataDir);
-    const voting = new Voting({ store, clock: config.clock, selfKey, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}) });
+    // Without a configured slice, the relay trusts only its operator's word (decision 0402).
+    const defaultSliceFrom = { operators: config.operators ?? [], configuredPeers };
+    const voting = new Voting({ store, clock: config.clock, selfKey, defaultSliceFrom, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}) });
     const federation = new Federation({
       store,
       clock: config.clock,
@@ -137,6 +145,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       fetch: config.fetch ?? peerFetch.fetch,
       ...(config.peerRequestTimeoutMs !== undefined ? { requestTimeoutMs: config.peerRequestTimeoutMs } : {}),
       ...(config.peerFileTimeoutMs !== undefined ? { fileTimeoutMs: config.peerFileTimeoutMs } : {}),
+      ...(config.peerPagesPerProbe !== undefined ? { maxPagesPerProbe: config.peerPagesPerProbe } : {}),
       allowPrivatePeers: config.allowPrivatePeers === true,
       ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
       log,

@@ -6,12 +6,24 @@ import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
 import type { StatementLog } from './statement-log.js';
 import { tallyItem } from './voting-tally.js';
 
+/**
+ * What the default relay slice (no configured `selfSlice`) is built from: the operator's word only.
+ * Never the nodes that registered here: anyone who can register keys would then decide what the
+ * relay accepts and confirms (issue 18; decision 0402).
+ */
+export interface DefaultSliceSources {
+  /** The relay's operators (node ids from its configuration). */
+  operators: readonly string[];
+  /** Peer URLs from its configuration; their relay nodes count once a probe learned their node ids. */
+  configuredPeers: readonly string[];
+}
+
 /** Statements the relay's own node signed while re-tallying. */
 export type Emission = Vote[];
 
 /**
- * The relay's own node as a voter: its slice (configured, or the default built from the nodes
- * registered here and the peer relay nodes), and the statements it signs when a tally says so.
+ * The relay's own node as a voter: its slice (configured, or the default built from its operators
+ * and configured peer relays), and the statements it signs when a tally says so.
  */
 export class SelfVoter {
   /** The default relay slice last built and the `membership` version it was built at. */
@@ -24,6 +36,7 @@ export class SelfVoter {
     private readonly log: StatementLog,
     private readonly selfKey: NodeKey,
     private readonly configuredSlice: QuorumSet | undefined,
+    private readonly trusted: DefaultSliceSources = { operators: [], configuredPeers: [] },
   ) {
     this.membership = store.data.slices;
   }
@@ -46,7 +59,7 @@ export class SelfVoter {
     if (this.configuredSlice) return this.configuredSlice;
     const version = this.membership.membershipVersion();
     if (this.defaultSelfSlice?.version === version) return this.defaultSelfSlice.qset;
-    const members = this.membership.defaultMembers(this.selfKey.nodeId);
+    const members = [...new Set([...this.trusted.operators, ...this.membership.peerNodeIds(this.trusted.configuredPeers)])].filter((id) => id !== this.selfKey.nodeId).sort();
     const previous = this.defaultSelfSlice?.qset;
     const next: QuorumSet | undefined = members.length === 0 ? undefined : { t: defaultThreshold(members.length), v: members, i: [] };
     // Same members, same object: the core's compiled form of it stays valid.

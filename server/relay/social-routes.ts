@@ -7,6 +7,7 @@ import type { RelayDeps } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
+import { inviteAcceptedSchema, inviteCreatedSchema, invitesSchema, pairStartedSchema, pairStateSchema, pairedSchema } from './relay-responses-more.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { inviteAcceptBody, pairConfirmBody } from './relay-schemas.js';
 import type { PairingRow } from './data-access/social-repository.js';
@@ -48,6 +49,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       summary: `Create a single-use invite code (valid ${relayLimits.inviteTtlSeconds / 86400} days; at most ${relayLimits.openInvitesMax} open at once).`,
       auth: 'human',
       since: '0.9.3',
+      response: inviteCreatedSchema,
       successStatus: 201,
       handle: ({ caller }) => {
         const inviter = callerNode(caller);
@@ -68,6 +70,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Your invites and their states (open, accepted, expired).',
       auth: 'human',
       since: '0.9.3',
+      response: invitesSchema,
       handle: ({ caller }) => {
         const rows = social.invitesOf(callerNode(caller));
         return {
@@ -88,6 +91,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Accept an invite: records who invited you (once per node). Unknown, used and expired codes get the same 404.',
       auth: 'human',
       since: '0.9.3',
+      response: inviteAcceptedSchema,
       body: inviteAcceptBody,
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);
@@ -109,6 +113,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       summary: `Start pairing: a single-use token (valid ${relayLimits.pairTokenTtlSeconds} s) to show as a QR image; another node confirms it to pair with you.`,
       auth: 'human',
       since: '0.9.3',
+      response: pairStartedSchema,
       successStatus: 201,
       handle: ({ caller }) => {
         const nodeId = callerNode(caller);
@@ -124,6 +129,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'State of a pairing token: pending, paired or expired, and who started it.',
       auth: 'none',
       since: '0.9.3',
+      response: pairStateSchema,
       handle: ({ params }) => {
         const row = pairingOf(params.token!);
         const starter = getNode(deps, row.node_id);
@@ -158,6 +164,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       summary: 'Confirm a pairing token shown by another node: the two nodes are paired (listed on both /nodes/{id}). Single use.',
       auth: 'human',
       since: '0.9.3',
+      response: pairedSchema,
       body: pairConfirmBody,
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);

@@ -9,8 +9,8 @@ import { Voting } from './voting.js';
 
 /**
  * Audit finding 1: a node's bulletin rank went down when a voter posted a later statement with
- * another slice. The slice of a voter's first statement for an item now counts (later ones are
- * evidence, listed in `sliceChangers`), and the reported bulletin is floored at what was reported.
+ * another slice. A voter with several slices for an item now counts as satisfied by any of them
+ * (decision 0403; listed in `sliceChangers`), and the reported bulletin is floored on write paths.
  */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
 const item = 'ab'.repeat(32);
@@ -38,7 +38,7 @@ afterEach(() => {
   data.remove();
 });
 
-describe('a voter slice is fixed by its first statement for the item', () => {
+describe('a voter that re-declares its slice for an item cannot withdraw from a quorum', () => {
   it('the audit repro: Y re-declaring its slice in a later accept does not pull X out of the quorum {X, Y}', () => {
     store1(statement(x, 'yes', 'vote', slice(1, [y, w])));
     store1(statement(y, 'yes', 'vote', slice(1, [x])));
@@ -47,7 +47,7 @@ describe('a voter slice is fixed by its first statement for the item', () => {
     expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'confirmed', value: 'yes', sliceChangers: [y.nodeId] });
   });
 
-  it('holds without any floor: the tally itself uses the first slice (floors wiped before reading)', () => {
+  it('holds without any floor: the tally itself counts the voter under any of its slices (floors wiped before reading)', () => {
     store1(statement(x, 'yes', 'vote', slice(1, [y, w])));
     store1(statement(y, 'yes', 'vote', slice(1, [x])));
     store1(statement(y, 'yes', 'accept', slice(1, [w])));
@@ -120,7 +120,7 @@ describe('a bulletin rank never goes down (property, store-backed Voting)', () =
   }
 
   it('statements with changing slices and no published slices: the tally alone is monotone (floors wiped)', () => {
-    // A node's slice comes only from its statements here, so this checks the first-slice rule by
+    // A node's slice comes only from its statements here, so this checks the declared-slices rule by
     // itself (going from a published slice to the one in a first statement is the floor's job).
     fc.assert(
       fc.property(fc.array(voteArb, { maxLength: 14 }), (votes) => assertMonotone(votes, true)),

@@ -1,11 +1,12 @@
-import { type Bulletin, type EmittedStatement, type QuorumSet, type Vote, quorumSetHash, tally } from './protocol.js';
-import { type SliceBook, sameQuorumSet } from './slice-book.js';
+import { type Bulletin, type EmittedStatement, type QuorumSet, type Vote, bulletinRank, quorumSetHash, tally } from './protocol.js';
+import { BoundedCache } from './bounded-cache.js';
+import { type SliceBook, deepFreeze } from './slice-book.js';
 
 /**
- * The core tally of `nodeId` over an item's stored statements, where a node's slice is the one in
- * its first stored statement about the item (signed, and fixed from then on, so a later statement
- * cannot pull the node out of a quorum it already counted in), else the one it published here; the
- * relay node's slice is `relaySlice()`.
+ * The core tally of `nodeId` over an item's stored statements. A node that signed statements about
+ * the item counts with the slices it signed there (`declaredSlice`), else with the one it published
+ * here; the relay node's slice is `relaySlice()`. Depends on the set of statements only, never on
+ * the order they arrived in (issue 18, decision 0403), so relays holding the same statements agree.
  */
 export function tallyItem(
   input: { itemId: string; nodeId: string; statements: readonly Vote[]; selfNodeId: string },
@@ -13,29 +14,93 @@ export function tallyItem(
   relaySlice: () => QuorumSet | undefined,
 ): Bulletin {
   const { itemId, nodeId, statements } = input;
-  return tally({ self: nodeId, item: itemId, statements, sliceOf: sliceResolver(statements, slices, input.selfNodeId, relaySlice), emitted: emittedBy(statements, nodeId) });
+  const declared = declaredSlices(statements, slices);
+  const sliceOf = sliceResolver(declared, slices, input.selfNodeId, relaySlice);
+  const emitted = emittedBy(statements, nodeId);
+  const mine = nodeId === input.selfNodeId ? undefined : declared.get(nodeId);
+  if (!mine || mine.size <= 1) return tally({ self: nodeId, item: itemId, statements, sliceOf, emitted });
+  // The node itself declared several slices: its bulletin under each of them, combined so that a
+  // further slice can only raise it (as "any of them" does for the node as a quorum member: a
+  // single `{t: 1, i: [...]}` would make it v-blocked only when blocked under every one).
+  const each = [...mine.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([, own]) => tally({ self: nodeId, item: itemId, statements, sliceOf: (node) => (node === nodeId ? own : sliceOf(node)), emitted }));
+  return highestOf(each);
 }
 
-function sliceResolver(statements: readonly Vote[], slices: SliceBook, selfNodeId: string, relaySlice: () => QuorumSet | undefined): (node: string) => QuorumSet | undefined {
-  // A voter's slice for the item is the one in its first stored statement (the list is in storage
-  // order). The newest one used to win, which let a later statement with another slice withdraw
-  // the voter from a quorum other nodes had already accepted through: their rank went down.
-  const first = new Map<string, Vote>();
-  for (const s of statements) if (!first.has(s.voter)) first.set(s.voter, s);
+/**
+ * The highest of a node's bulletins under each slice it declared (the first in slice_hash order on
+ * ties); `conflicted` when any is, or when two accept different values (it would hold both sides).
+ */
+function highestOf(bulletins: Bulletin[]): Bulletin {
+  const first = bulletins[0] as Bulletin;
+  const accepted = new Set(bulletins.filter((b) => bulletinRank[b.state] >= bulletinRank.accepted && b.value !== null).map((b) => b.value));
+  if (bulletins.some((b) => b.state === 'conflicted') || accepted.size > 1) {
+    return { ...first, state: 'conflicted', value: null, accepted_via: null, toEmit: [] };
+  }
+  return bulletins.reduce((best, b) => (bulletinRank[b.state] > bulletinRank[best.state] ? b : best), first);
+}
+
+function sliceResolver(
+  declared: Map<string, Map<string, QuorumSet>>,
+  slices: SliceBook,
+  selfNodeId: string,
+  relaySlice: () => QuorumSet | undefined,
+): (node: string) => QuorumSet | undefined {
   const cache = new Map<string, QuorumSet | undefined>();
   return (node) => {
     if (cache.has(node)) return cache.get(node);
     let q: QuorumSet | undefined;
     if (node === selfNodeId) q = relaySlice();
     else {
-      const s = first.get(node);
-      if (s?.slice) q = s.slice;
-      else if (s?.slice_hash !== undefined) q = slices.quorumSetByHash(s.slice_hash);
-      q ??= slices.publishedSlice(node)?.qset;
+      const mine = declared.get(node);
+      q = mine === undefined ? slices.publishedSlice(node)?.qset : declaredSlice(mine);
     }
     cache.set(node, q);
     return q;
   };
+}
+
+/** voter -> the distinct slices (by slice_hash) its statements about the item declare. */
+function declaredSlices(statements: readonly Vote[], slices: SliceBook): Map<string, Map<string, QuorumSet>> {
+  const declared = new Map<string, Map<string, QuorumSet>>();
+  for (const s of statements) {
+    const q = s.slice ?? (s.slice_hash === undefined ? undefined : slices.quorumSetByHash(s.slice_hash));
+    if (!q) continue;
+    let mine = declared.get(s.voter);
+    if (!mine) declared.set(s.voter, (mine = new Map()));
+    const hash = s.slice_hash ?? hashOf(q);
+    if (!mine.has(hash)) mine.set(hash, q);
+  }
+  return declared;
+}
+
+/**
+ * A voter's slice for an item: the one its statements declare, or, when they declare several,
+ * "any of them" (`{t: 1, i: [each]}`, inner sets in slice_hash order). Order-independent, and
+ * monotone: a further statement can only add a way to satisfy the voter, so it never pulls the
+ * voter out of a quorum another node already counted it in. ("The slice of the first statement"
+ * depended on arrival order: two relays with the same statements answered different bulletins.)
+ */
+function declaredSlice(mine: Map<string, QuorumSet>): QuorumSet | undefined {
+  if (mine.size <= 1) return mine.values().next().value;
+  const key = [...mine.keys()].sort().join(' ');
+  let combined = combinedSlices.get(key);
+  if (!combined) {
+    // Frozen and kept: the core compiles each quorum set object once.
+    combined = deepFreeze({ t: 1, v: [], i: [...mine.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, q]) => q) });
+    combinedSlices.set(key, combined);
+  }
+  return combined;
+}
+
+const combinedSlices = new BoundedCache<string, QuorumSet>(4096);
+/** slice_hash of an inline slice, once per (frozen, shared) object. */
+const inlineHashes = new WeakMap<QuorumSet, string>();
+function hashOf(q: QuorumSet): string {
+  let hash = inlineHashes.get(q);
+  if (hash === undefined) inlineHashes.set(q, (hash = quorumSetHash(q)));
+  return hash;
 }
 
 /** What `nodeId` already signed beyond its vote, the tally's `emitted`. */
@@ -47,25 +112,16 @@ function emittedBy(statements: readonly Vote[], nodeId: string): EmittedStatemen
   return out;
 }
 
-/**
- * Voters with statements under more than one slice (compared by content), sorted. Only the slice of
- * a voter's first statement counts; the later ones stay stored as evidence.
- */
+/** Voters whose statements about the item declare more than one slice (compared by slice_hash), sorted. */
 export function sliceChangers(statements: readonly Vote[]): string[] {
-  const first = new Map<string, Vote>();
+  const seen = new Map<string, string>();
   const changers = new Set<string>();
   for (const s of statements) {
-    const seen = first.get(s.voter);
-    if (!seen) first.set(s.voter, s);
-    else if (!changers.has(s.voter) && !sameDeclaredSlice(seen, s)) changers.add(s.voter);
+    const hash = s.slice_hash ?? (s.slice ? hashOf(s.slice) : undefined);
+    if (hash === undefined) continue;
+    const first = seen.get(s.voter);
+    if (first === undefined) seen.set(s.voter, hash);
+    else if (first !== hash) changers.add(s.voter);
   }
   return [...changers].sort();
-}
-
-/** Whether two statements declare the same slice (inline or by hash). */
-function sameDeclaredSlice(a: Vote, b: Vote): boolean {
-  if (a.slice && b.slice) return sameQuorumSet(a.slice, b.slice);
-  if (a.slice_hash !== undefined && b.slice_hash !== undefined) return a.slice_hash === b.slice_hash;
-  const hashOf = (s: Vote) => s.slice_hash ?? (s.slice ? quorumSetHash(s.slice) : undefined);
-  return hashOf(a) === hashOf(b);
 }

@@ -127,39 +127,36 @@ describe('Voting caches', () => {
     expect(Object.isFrozen(voting.statements(item)[0]!.slice)).toBe(true);
   });
 
-  it('the default relay slice follows registrations and peers, and stays one object while they stay the same', () => {
+  it('the default relay slice is the operators and the configured peers\' relay nodes, never who registered, and stays one object while they stay the same', () => {
+    const operator = generateNodeKey();
+    const configured = 'http://configured-peer.test';
+    const trusting = new Voting({ store, clock, selfKey: generateNodeKey(), defaultSliceFrom: { operators: [operator.nodeId], configuredPeers: [configured] } });
     const addNode = (id: string, local: 0 | 1) => store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, ?, '{}', 0, 0)").run(id, local);
-    expect(voting.selfSlice()).toBeUndefined();
+    // Nothing configured: no slice at all, however many register.
     addNode(h1.nodeId, 1);
-    const a = voting.selfSlice();
-    expect(a?.v).toEqual([h1.nodeId]);
-    expect(voting.selfSlice()).toBe(a);
-    // A node learned from a peer counts only once it is a peer relay's node.
-    addNode(h2.nodeId, 0);
-    expect(voting.selfSlice()?.v).toEqual([h1.nodeId]);
-    store.db.prepare("INSERT INTO peers (url, added_ms) VALUES ('http://peer.test', 0)").run();
-    expect(voting.selfSlice()?.v).toEqual([h1.nodeId]);
-    store.db.prepare("UPDATE peers SET node_id = ? WHERE url = 'http://peer.test'").run(h2.nodeId);
-    expect(voting.selfSlice()?.v).toEqual([h1.nodeId, h2.nodeId].sort());
-    // A node learned from a peer that then registers here counts.
-    addNode(x.nodeId, 0);
-    expect(voting.selfSlice()?.v).toHaveLength(2);
-    store.db.prepare('UPDATE nodes SET local = 1 WHERE node_id = ?').run(x.nodeId);
-    const b = voting.selfSlice();
-    expect(b?.v).toEqual([h1.nodeId, h2.nodeId, x.nodeId].sort());
-    // Writes that change nothing it is built from keep the same object.
-    store.db.prepare("UPDATE nodes SET name = 'renamed' WHERE node_id = ?").run(x.nodeId);
-    store.db.prepare("UPDATE peers SET node_id = ?, last_probe_ms = 5 WHERE url = 'http://peer.test'").run(h2.nodeId);
-    expect(voting.selfSlice()).toBe(b);
-    // A registration rolled back after the slice was read inside its transaction is forgotten.
-    const y = generateNodeKey();
+    expect(voting.selfSlice()).toBeUndefined();
+    const a = trusting.selfSlice();
+    expect(a).toEqual({ t: 1, v: [operator.nodeId], i: [] });
+    // Registrations and peers an operator added over HTTP change nothing.
+    addNode(h2.nodeId, 1);
+    store.db.prepare("INSERT INTO peers (url, node_id, added_ms, added_by) VALUES ('http://requested.test', ?, 0, ?)").run(x.nodeId, operator.nodeId);
+    expect(trusting.selfSlice()).toBe(a);
+    // A configured peer counts once a probe learned its relay node.
+    store.db.prepare("INSERT INTO peers (url, added_ms) VALUES (?, 0)").run(configured);
+    expect(trusting.selfSlice()).toBe(a);
+    store.db.prepare('UPDATE peers SET node_id = ? WHERE url = ?').run(h2.nodeId, configured);
+    const b = trusting.selfSlice();
+    expect(b).toEqual({ t: 2, v: [operator.nodeId, h2.nodeId].sort(), i: [] });
+    store.db.prepare("UPDATE nodes SET name = 'renamed' WHERE node_id = ?").run(h2.nodeId);
+    expect(trusting.selfSlice()).toBe(b);
+    // A change rolled back after the slice was read inside its transaction is forgotten.
     expect(() =>
       store.tx(() => {
-        addNode(y.nodeId, 1);
-        expect(voting.selfSlice()?.v).toContain(y.nodeId);
+        store.db.prepare('UPDATE peers SET node_id = ? WHERE url = ?').run(h1.nodeId, configured);
+        expect(trusting.selfSlice()?.v).toContain(h1.nodeId);
         throw new Error('abandon');
       }),
     ).toThrow('abandon');
-    expect(voting.selfSlice()?.v).not.toContain(y.nodeId);
+    expect(trusting.selfSlice()?.v).toEqual([operator.nodeId, h2.nodeId].sort());
   });
 });

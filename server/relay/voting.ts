@@ -2,7 +2,7 @@ import type { Clock } from '../../core/clock.js';
 import type { Bulletin, NodeKey, QuorumSet, Vote } from './protocol.js';
 import { applyFloor, raisesFloor } from './bulletin-floor.js';
 import type { RelayStore } from './relay-store.js';
-import { SelfVoter, type Emission } from './self-voter.js';
+import { type DefaultSliceSources, SelfVoter, type Emission } from './self-voter.js';
 import { type PublishedSlice, SliceBook } from './slice-book.js';
 import { StatementLog, type StoredVote } from './statement-log.js';
 import { sliceChangers, tallyItem } from './voting-tally.js';
@@ -26,10 +26,12 @@ export interface VotingOptions {
   clock: Clock;
   selfKey: NodeKey;
   /**
-   * The relay node's slice. Absent: every node registered here plus every peer relay node, with the
-   * default threshold, rebuilt whenever those change (see docs/relay-api.md: operators should set it).
+   * The relay node's slice. Absent: the default built from `defaultSliceFrom` (operators and
+   * configured peer relays, 67 %), rebuilt whenever those change; none when both are empty.
    */
   selfSlice?: QuorumSet;
+  /** What the default relay slice is built from; default none (the relay then never accepts). */
+  defaultSliceFrom?: DefaultSliceSources;
   /** Entries in each parsed-slice cache (published slices, slices by hash, voters' inline slices); default 4096. */
   cachedSlices?: number;
   /** Items whose parsed statements are kept; default 64. */
@@ -56,7 +58,7 @@ export class Voting {
     const cachedSlices = options.cachedSlices ?? 4096;
     this.slices = new SliceBook(options.store, cachedSlices);
     this.log = new StatementLog(options.store, this.slices, { cachedSlices, cachedItems: options.cachedItems ?? 64 });
-    this.self = new SelfVoter(options.store, this.slices, this.log, options.selfKey, options.selfSlice);
+    this.self = new SelfVoter(options.store, this.slices, this.log, options.selfKey, options.selfSlice, options.defaultSliceFrom);
     options.store.onRollback(() => this.forgetCached());
   }
 
@@ -75,11 +77,14 @@ export class Voting {
     return this.slices.publishedSlice(nodeId);
   }
 
+  /** Publishes a node's slice; call inside a transaction. Its bulletins are floored first (`holdFloorsOf`). */
   setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number): { hash: string; qset: QuorumSet } {
+    this.holdFloorsOf(nodeId, nowMs);
     return this.slices.setSlice(nodeId, qset, tAuto, nowMs);
   }
 
   applyRemoteSlice(nodeId: string, qset: QuorumSet, updatedMs: number, origin: string, nowMs: number): boolean {
+    this.holdFloorsOf(nodeId, nowMs);
     return this.slices.applyRemoteSlice(nodeId, qset, updatedMs, origin, nowMs);
   }
 
@@ -95,7 +100,12 @@ export class Voting {
     return this.slices.quorumSetByHash(hash);
   }
 
+  /**
+   * Stores a verified statement; call inside a transaction. A voter's first statement about an item
+   * replaces its published slice by the one it signed, so its bulletin is floored first.
+   */
   storeVote(vote: Vote, origin: string | null, nowMs: number): StoredVote {
+    if (!this.options.store.data.votes.hasAnyBy(vote.voter, vote.item)) this.raiseFloor(vote.item, vote.voter, nowMs);
     return this.log.storeVote(vote, origin, nowMs);
   }
 
@@ -112,21 +122,41 @@ export class Voting {
   }
 
   /**
-   * Bulletin of `nodeId` for an item: the tally (see `tallyItem`) floored at the highest bulletin
-   * reported before for this node and item (persisted in `bulletin_floors`): a published slice or
-   * the default relay slice may still change, and the design note promises that a node's rank for
-   * an item never goes down. Reaching a higher rank writes the new floor, inside the caller's
-   * transaction when there is one.
+   * Bulletin of `nodeId` for an item: the tally (see `tallyItem`) floored at the highest bulletin the
+   * node had at a committed state (`bulletin_floors`). A read never writes: the floor is raised on
+   * the write paths, just before the only writes that can lower a tally (a node's published slice
+   * changing, and a node's first statement replacing its published slice by the signed one), so a
+   * rank the relay could have reported is never lost (design note: a node's rank for an item never
+   * goes down). Decision 0401.
    */
   bulletin(itemId: string, nodeId: string): RelayBulletin {
-    const votes = this.options.store.data.votes;
     const statements = this.log.statements(itemId);
-    const computed = tallyItem({ itemId, nodeId, statements, selfNodeId: this.options.selfKey.nodeId }, this.slices, () => this.self.selfSlice());
-    const floor = votes.floorOf(itemId, nodeId);
-    const reported = applyFloor(computed, floor, statements, nodeId);
-    if (raisesFloor(reported, floor)) {
-      votes.setFloor(itemId, nodeId, { state: reported.state, value: reported.value, acceptedVia: reported.accepted_via }, this.options.clock.nowMs());
-    }
+    const reported = this.floored(itemId, nodeId, statements);
     return { ...reported, sliceChangers: sliceChangers(statements) };
+  }
+
+  private floored(itemId: string, nodeId: string, statements: readonly Vote[]): Bulletin {
+    const computed = tallyItem({ itemId, nodeId, statements, selfNodeId: this.options.selfKey.nodeId }, this.slices, () => this.self.selfSlice());
+    return applyFloor(computed, this.options.store.data.votes.floorOf(itemId, nodeId), statements, nodeId);
+  }
+
+  /** Stores the node's bulletin as its floor when it ranks higher; write paths only, inside their transaction. */
+  private raiseFloor(itemId: string, nodeId: string, nowMs: number): void {
+    const votes = this.options.store.data.votes;
+    // Without a published slice and its own statements a node's tally is `uncommitted`: nothing to hold.
+    if (nodeId !== this.options.selfKey.nodeId && !this.slices.publishedSlice(nodeId)) return;
+    const reported = this.floored(itemId, nodeId, this.log.statements(itemId));
+    const floor = votes.floorOf(itemId, nodeId);
+    if (raisesFloor(reported, floor)) votes.setFloor(itemId, nodeId, { state: reported.state, value: reported.value, acceptedVia: reported.accepted_via }, nowMs);
+  }
+
+  /**
+   * Before a node's published slice changes: floors its bulletins on the items that slice decides,
+   * those where the node signed nothing (else its signed slice counts) and someone accepted (else it
+   * is at most `uncommitted` there: no own vote, nothing to be v-blocked by).
+   */
+  private holdFloorsOf(nodeId: string, nowMs: number): void {
+    if (nodeId === this.options.selfKey.nodeId) return; // its tally uses the relay slice, not a published one
+    for (const itemId of this.options.store.data.votes.itemsAcceptedWithout(nodeId)) this.raiseFloor(itemId, nodeId, nowMs);
   }
 }

@@ -234,9 +234,18 @@ describe('docs/interface/relay-service.md', () => {
   it('lists exactly the endpoints of /openapi.json (44), plus the documented extensions', async () => {
     expect(endpointRows).toHaveLength(44);
     const served = Object.entries(openApi.paths as Json).flatMap(([p, ops]) => Object.keys(ops as Json).map((m) => `${m.toUpperCase()} ${p}`));
-    expect(endpointRows.map((r) => `${r.Method} ${r.Path}`).sort()).toEqual(served.sort());
-    expect(extensionRows.map((r) => `${r.Method} ${r.Path}`)).toEqual(['GET /openapi.json']);
+    // Both ways: every served endpoint is a row of the interface or a documented extension, and every row is served.
+    const documented = [...endpointRows, ...extensionRows].map((r) => `${r.Method} ${r.Path}`);
+    expect(documented.sort()).toEqual([...served, 'GET /openapi.json'].sort());
+    expect(new Set(documented).size).toBe(documented.length);
+    expect(extensionRows.map((r) => `${r.Method} ${r.Path}`)).toContain('GET /openapi.json');
     expect((await fetch(`${relay.baseUrl}/openapi.json`)).status).toBe(200);
+  });
+
+  it.each(extensionRows.filter((r) => r.Path !== '/openapi.json').map((r) => [`${r.Method} ${r.Path}`, r] as const))('extension %s: credential and success answer as documented', (_name, row) => {
+    const op = openApi.paths[row.Path!][row.Method!.toLowerCase()] as Json;
+    expect(op['x-credential']).toBe(row.Credential);
+    expect(Object.keys(op.responses)).toContain(row.Success);
   });
 
   it.each(endpointRows.map((r) => [`${r.Method} ${r.Path}`, r] as const))('%s: version, credential, query and success answer as documented', (_name, row) => {

@@ -18,6 +18,17 @@ const specRows = readFileSync(new URL('../../docs/interface/relay-service.md', i
   .filter((m): m is RegExpExecArray => m !== null)
   .map((m) => ({ method: m[1]!.toLowerCase(), path: m[2]!, in093: m[4] === 'yes', in0919: m[5] === 'yes', credential: m[6]! }));
 
+/** The documented extensions (docs/interface/relay-service.md, "Endpoints hilbench adds") the relay serves as routes. */
+const extensionRows = (() => {
+  const doc = readFileSync(new URL('../../docs/interface/relay-service.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('### Endpoints hilbench adds'), doc.indexOf('## Resources'));
+  return section
+    .split('\n')
+    .map((line) => /^\| (GET|POST) \| (\/\S*) \| (\S+) \| (\d{3}) \|$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null && m[2] !== '/openapi.json')
+    .map((m) => ({ method: m[1]!.toLowerCase(), path: m[2]!, credential: m[3]! }));
+})();
+
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
 const data = tempDataDir();
 let relay: RunningRelay;
@@ -47,13 +58,16 @@ describe('the route table against the spec', () => {
 
   it('serves exactly the interface endpoints, each with the version it first appeared in and its credential', () => {
     const ours = relay.service.routes.map((r) => `${r.method} ${r.path} ${r.since} ${r.auth}`).sort();
-    const spec = specRows.map((r) => `${r.method} ${r.path.replace(/\?.*$/, '')} ${r.in093 ? '0.9.3' : '0.9.19'} ${r.credential}`).sort();
-    expect(ours).toEqual(spec);
+    const spec = specRows.map((r) => `${r.method} ${r.path.replace(/\?.*$/, '')} ${r.in093 ? '0.9.3' : '0.9.19'} ${r.credential}`);
+    // Documented extensions are served too, as of the current version.
+    const extensions = extensionRows.map((r) => `${r.method} ${r.path} 0.9.19 ${r.credential}`);
+    expect(extensions).toEqual(['post /federation/pull 0.9.19 human']);
+    expect(ours).toEqual([...spec, ...extensions].sort());
   });
 });
 
 describe('each endpoint refuses the wrong kind of credential', () => {
-  it.each(specRows.map((r) => [r.method, r.path.replace(/\?.*$/, '')] as const))('%s %s', async (method, path) => {
+  it.each([...specRows, ...extensionRows].map((r) => [r.method, r.path.replace(/\?.*$/, '')] as const))('%s %s', async (method, path) => {
     const r = relay.service.routes.find((x) => x.method === method && x.path === path)!;
     const url = concrete(path);
     const send = (auth?: string) => call(relay.baseUrl, method.toUpperCase(), url, { ...(auth ? { auth } : {}), ...(method === 'post' ? { body: {} } : {}) });

@@ -72,7 +72,7 @@ describe('who may add and probe peers', () => {
     const someone = await registerNode(relay, clock);
     const refused = await reach(relay, 'http://127.0.0.1:9', someone.auth);
     expect(refused.status).toBe(403);
-    expect(String(refused.body.detail)).toBe("only this relay's operators may add or probe peers");
+    expect(String(refused.body.detail)).toBe("only this relay's operators may add, probe or pull from peers");
     expect((await probe(relay, someone.auth)).status).toBe(403);
     expect(await peerUrls(relay)).toEqual([]);
     expect((await reach(relay, 'http://127.0.0.1:9', operator.auth)).status).toBe(201);

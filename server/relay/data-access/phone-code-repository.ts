@@ -51,18 +51,3 @@ export class PhoneCodeRepository {
     this.q.sql('UPDATE phone_codes SET used = 1 WHERE id = ?').run(id);
   }
 }
-
-/** Phone lookups per caller, kept one hour: the log behind `lookupsPerHour`. */
-export class LookupRepository {
-  constructor(private readonly q: PreparedStatements) {}
-
-  /** The caller's lookup times within the hour before `nowMs`, oldest first; older ones (of every caller) are dropped. */
-  recentLookups(caller: string, nowMs: number): number[] {
-    this.q.sql('DELETE FROM lookups WHERE at_ms <= ?').run(nowMs - 3600_000);
-    return this.q.sql('SELECT at_ms FROM lookups WHERE caller = ? ORDER BY at_ms').pluck().all(caller) as number[];
-  }
-
-  record(caller: string, nowMs: number): void {
-    this.q.sql('INSERT INTO lookups (caller, at_ms) VALUES (?, ?)').run(caller, nowMs);
-  }
-}

@@ -23,17 +23,6 @@ const HOUR_MS = 3600_000;
 const node = (n: number) => n.toString(16).padStart(64, '0');
 
 describe('relay repositories', () => {
-  it('keeps a lookup log of the last hour per caller, oldest first', () => {
-    const { lookups } = open().data;
-    lookups.record('a', 1000);
-    lookups.record('a', 2000);
-    lookups.record('b', 1500);
-    expect(lookups.recentLookups('a', 3000)).toEqual([1000, 2000]);
-    // Exactly one hour later the first lookup no longer counts.
-    expect(lookups.recentLookups('a', 1000 + HOUR_MS)).toEqual([2000]);
-    expect(lookups.recentLookups('b', 1000 + HOUR_MS)).toEqual([1500]);
-  });
-
   it('keeps code sends of the last hour and one open code per number and purpose', () => {
     const { phoneCodes } = open().data;
     phoneCodes.recordSend('+41791234567', 0);

@@ -5,7 +5,7 @@ import { ExportRepository } from './export-repository.js';
 import { ItemRepository, ReportRepository } from './item-repository.js';
 import { NodeRepository } from './node-repository.js';
 import { PeerRepository } from './peer-repository.js';
-import { LookupRepository, PhoneCodeRepository } from './phone-code-repository.js';
+import { PhoneCodeRepository } from './phone-code-repository.js';
 import { PhoneRepository } from './phone-repository.js';
 import { PreparedStatements } from './prepared-statements.js';
 import { SliceRepository } from './slice-repository.js';
@@ -21,7 +21,6 @@ export class RelayData {
   readonly nodes: NodeRepository;
   readonly phones: PhoneRepository;
   readonly phoneCodes: PhoneCodeRepository;
-  readonly lookups: LookupRepository;
   readonly bots: BotRepository;
   readonly items: ItemRepository;
   readonly reports: ReportRepository;
@@ -38,7 +37,6 @@ export class RelayData {
     this.nodes = new NodeRepository(q);
     this.phones = new PhoneRepository(q);
     this.phoneCodes = new PhoneCodeRepository(q);
-    this.lookups = new LookupRepository(q);
     this.bots = new BotRepository(q);
     this.items = new ItemRepository(q);
     this.reports = new ReportRepository(q);

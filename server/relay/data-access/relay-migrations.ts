@@ -157,4 +157,7 @@ CREATE TRIGGER IF NOT EXISTS membership_peer_added AFTER INSERT ON peers BEGIN U
 CREATE TRIGGER IF NOT EXISTS membership_peer_changed AFTER UPDATE OF node_id ON peers WHEN OLD.node_id IS NOT NEW.node_id BEGIN UPDATE membership SET version = version + 1; END;
 CREATE TRIGGER IF NOT EXISTS membership_peer_removed AFTER DELETE ON peers BEGIN UPDATE membership SET version = version + 1; END;
 `),
+  // GET /lookup used to log each lookup here, so a read wrote to the database; the per-caller limit
+  // now lives in memory (LookupLimiter, issue 18: a read never writes).
+  sqlMigration(2, 'lookup limit in memory', `DROP TABLE IF EXISTS lookups;`),
 ];

@@ -7,7 +7,7 @@ export interface SliceRow {
   t_auto: number;
 }
 
-/** Published slices, quorum sets by hash, and the membership the default relay slice is built from. */
+/** Published slices, quorum sets by hash, and what the default relay slice is built from. */
 export class SliceRepository {
   constructor(private readonly q: PreparedStatements) {}
 
@@ -41,16 +41,17 @@ export class SliceRepository {
     return this.q.sql('SELECT qset FROM qsets WHERE hash = ?').pluck().get(hash) as string | undefined;
   }
 
-  /** Bumped by triggers whenever nodes registered here or peer relay nodes change (see the schema). */
+  /** Bumped by triggers whenever nodes or peer relay nodes change (see the schema); the default relay slice is rebuilt then. */
   membershipVersion(): number {
     return this.q.sql('SELECT version FROM membership WHERE id = 1').pluck().get() as number;
   }
 
-  /** Nodes registered here and peer relay nodes, except `self`, by id, at most 1000. */
-  defaultMembers(self: string): string[] {
+  /** Node ids the peers at these URLs reported (in /health), for the default relay slice; unknown ones are skipped. */
+  peerNodeIds(urls: readonly string[]): string[] {
+    if (urls.length === 0) return [];
     return this.q
-      .sql('SELECT node_id FROM nodes WHERE (local = 1 OR node_id IN (SELECT node_id FROM peers WHERE node_id IS NOT NULL)) AND node_id != ? ORDER BY node_id LIMIT 1000')
+      .sql('SELECT DISTINCT node_id FROM peers WHERE node_id IS NOT NULL AND url IN (SELECT value FROM json_each(?)) ORDER BY node_id')
       .pluck()
-      .all(self) as string[];
+      .all(JSON.stringify(urls)) as string[];
   }
 }

@@ -9,7 +9,7 @@ export interface StatementKey {
   phase: string;
 }
 
-/** The highest bulletin reported for a node and item (a row of `bulletin_floors`). */
+/** The highest bulletin a node had for an item at a committed state (a row of `bulletin_floors`), raised on write paths only. */
 export interface Floor {
   state: BulletinState;
   value: VoteValue | null;
@@ -27,6 +27,19 @@ export class VoteRepository {
         .sql('INSERT OR IGNORE INTO votes (voter, item_id, value, phase, doc, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
         .run(vote.voter, vote.item, vote.value, vote.phase, doc, origin, nowMs).changes > 0
     );
+  }
+
+  /** Whether the voter signed any statement about the item. */
+  hasAnyBy(voter: string, itemId: string): boolean {
+    return this.q.sql('SELECT 1 FROM votes WHERE voter = ? AND item_id = ? LIMIT 1').get(voter, itemId) !== undefined;
+  }
+
+  /** Items with an accept or confirm statement and no statement by `nodeId`. */
+  itemsAcceptedWithout(nodeId: string): string[] {
+    return this.q
+      .sql("SELECT DISTINCT item_id FROM votes WHERE phase != 'vote' AND item_id NOT IN (SELECT item_id FROM votes WHERE voter = ?) ORDER BY item_id")
+      .pluck()
+      .all(nodeId) as string[];
   }
 
   has(voter: string, itemId: string, value: string, phase: string): boolean {
