@@ -31,6 +31,8 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/lab-processes.test.ts',
       // hilbench flash shows QEMU's output live (issue 11).
       'test/integration/flash-live-qemu.test.ts',
+      // hilbench run --verbose shows QEMU's output live (issue 11).
+      'test/integration/run-verbose-qemu.test.ts',
       // The packed package's example runs a QEMU board through hilbench/vitest (issue 17).
       'test/package/pack.test.ts',
     ],
