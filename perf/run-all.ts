@@ -13,6 +13,7 @@ import { runRomLoopBench } from './rom-loop.bench.js';
 import { runLabBench } from './lab.bench.js';
 import { runReplicasBench } from './replicas.bench.js';
 import { runStartupBench } from './startup.bench.js';
+import { runLiveUartBench } from './live-uart.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
   {
@@ -40,6 +41,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     title: 'QEMU backend overhead',
     intro: 'A job through the backend against a direct qemu-system-arm run of the same ELF for the same capture (issue 3).',
     run: () => runQemuBench(),
+  },
+  {
+    title: 'Live UART: the first byte at a stream client',
+    intro:
+      'Time from submitting a flash job to the first UART byte reaching a client of `GET /api/v1/jobs/{id}/uart` (Server-Sent Events), per backend, and for QEMU against spawn to the first byte of a direct `qemu-system-arm -serial stdio` of the same ELF, alternately in one run (issue 11).',
+    run: () => runLiveUartBench(),
   },
   {
     title: 'Lab: a remote bench worker against the one in the server',
