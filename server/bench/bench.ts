@@ -192,6 +192,19 @@ export class Bench {
     return this.streams.streamUart(agent, jobId, options);
   }
 
+  /** Any job with its agent's label, for the operator's console; undefined when there is none. */
+  async operatorJob(jobId: string): Promise<{ job: JobBody; agentLabel: string } | undefined> {
+    const record = await this.deps.store.getJob(jobId);
+    if (!record) return undefined;
+    const agent = await this.deps.store.getAgent(record.agentId);
+    return { job: jobBody(record), agentLabel: agent?.label ?? record.agentId };
+  }
+
+  /** Any job's UART as it is printed, for the operator's console. */
+  streamJobUartAsOperator(jobId: string, options: Parameters<JobStreams['streamUart']>[2]): Promise<() => void> {
+    return this.streams.streamUartAsOperator(jobId, options);
+  }
+
   /** Serial input for a running job (`POST /api/v1/jobs/{id}/uart`). */
   writeJobUart(agent: AgentRecord, jobId: string, bytes: Uint8Array): Promise<void> {
     return this.streams.writeUart(agent, jobId, bytes);

@@ -8,14 +8,12 @@ import { parseOr422 } from '../http/zod-to-422.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
-import { jobBody } from './bench-views.js';
+import { answerUartEventStream } from './uart-event-stream.js';
 
 /** The longest `?wait=` a client may ask for, seconds. */
 export const MAX_JOB_WAIT_SECONDS = 60;
 /** The most serial input one request may carry, bytes. */
 export const MAX_UART_INPUT_BYTES = 4096;
-/** Host ms of silence on a UART stream after which a `: keep-alive` comment is sent. */
-const KEEP_ALIVE_MS = 15_000;
 
 const ERRORS = {
   500: 'Internal Server Error (unexpected; logged on the server)',
@@ -65,41 +63,7 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
       response: z.string().meta({ description: 'text/event-stream: `uart` events (id = byte offset after the chunk) then one `end` event.' }),
       produces: 'text/event-stream',
       errors: ERRORS,
-      handler: async (req, res, caller) => {
-        const lastId = Number(req.get('last-event-id') ?? '0');
-        const fromOffset = Number.isSafeInteger(lastId) && lastId > 0 ? lastId : 0;
-        const write = (text: string) => {
-          if (!res.writableEnded) res.write(text);
-        };
-        let started = false;
-        const start = () => {
-          if (started) return;
-          started = true;
-          res.status(200).set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
-          res.flushHeaders();
-        };
-        const stop = await bench.streamJobUart(callerAgent(caller), pathParam(req, 'job_id'), {
-          fromOffset,
-          onChunk: (c) => {
-            start();
-            const data = { offset: c.offset, at_ns: c.atNanos, time_base: c.timeBase, text: new TextDecoder().decode(c.bytes), base64: Buffer.from(c.bytes).toString('base64') };
-            write(`event: uart\nid: ${c.offset + c.bytes.length}\ndata: ${JSON.stringify(data)}\n\n`);
-          },
-          onEnd: (job) => {
-            start();
-            write(`event: end\ndata: ${JSON.stringify(jobBody(job))}\n\n`);
-            res.end();
-          },
-          onIdle: () => {
-            start();
-            write(': keep-alive\n\n');
-          },
-          idleMs: KEEP_ALIVE_MS,
-        });
-        // Headers go out at once: a client sees the stream open before the first byte is printed.
-        start();
-        res.on('close', stop);
-      },
+      handler: (req, res, caller) => answerUartEventStream(req, res, (options) => bench.streamJobUart(callerAgent(caller), pathParam(req, 'job_id'), options)),
     },
     {
       method: 'post',

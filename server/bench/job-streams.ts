@@ -36,6 +36,12 @@ export class JobStreams {
     return streamJobUart({ ...this.deps, localUart: (id) => this.deps.gateway.uartSoFar(id) }, jobId, options);
   }
 
+  /** Streams any job's UART, for the operator's console (no owner check: the console checked the operator). */
+  async streamUartAsOperator(jobId: string, options: Parameters<JobStreams['streamUart']>[2]): Promise<() => void> {
+    if (!(await this.deps.store.getJob(jobId))) throw new BenchError('job_not_found', `job ${jobId} not found`);
+    return streamJobUart({ ...this.deps, localUart: (id) => this.deps.gateway.uartSoFar(id) }, jobId, options);
+  }
+
   /** Writes `bytes` to the running firmware's serial input. */
   async writeUart(agent: AgentRecord, jobId: string, bytes: Uint8Array): Promise<void> {
     const job = await this.own(agent, jobId);

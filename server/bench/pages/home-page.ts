@@ -1,5 +1,6 @@
 import type { BenchSnapshot } from '../bench-snapshot.js';
 import { html } from './html.js';
+import { LIVE_HOME_SCRIPT } from './live-scripts.js';
 import { renderLayout } from './page-layout.js';
 import { activityTable, boardsTable, snapshotFooter } from './snapshot-views.js';
 import { NOTE_MAX_CHARS, WAITLIST_KINDS } from './waitlist-form.js';
@@ -111,12 +112,12 @@ ${snapshot.totals.jobsTotal} jobs run so far. <a href="/stats">More statistics</
 
 <section id="boards">
 <h2>Boards</h2>
-${boardsTable(snapshot, input.nowMs)}
+<div id="live-boards">${boardsTable(snapshot, input.nowMs)}</div>
 </section>
 
 <section id="activity">
 <h2>Recent activity</h2>
-${activityTable(snapshot.recentActivity)}
+<div id="live-activity">${activityTable(snapshot.recentActivity)}</div>
 </section>
 
 <section id="connect">
@@ -171,5 +172,6 @@ hilbench is free software under the MIT licence.</p>
     current: 'home',
     body,
     footer: snapshotFooter(snapshot),
+    script: LIVE_HOME_SCRIPT,
   });
 }

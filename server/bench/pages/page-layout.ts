@@ -47,7 +47,9 @@ export interface LayoutInput {
   /** The CSP nonce of this response; the style element carries it. */
   styleNonce: string;
   /** Which navigation entry is the current page. */
-  current: 'home' | 'stats';
+  current: 'home' | 'stats' | 'console';
+  /** Our own script for live updates (a constant of ours, never data), under the same nonce. */
+  script?: SafeHtml;
   body: SafeHtml;
   footer: SafeHtml;
 }
@@ -66,6 +68,7 @@ export function renderLayout(input: LayoutInput): string {
 <link rel="icon" href="/logo.png" type="image/png">
 <link rel="alternate" type="text/plain" href="/llms.txt" title="llms.txt">
 <style nonce="${input.styleNonce}">${STYLE}</style>
+${input.script ? html`<script nonce="${input.styleNonce}">${input.script}</script>` : ''}
 </head>
 <body>
 <header>

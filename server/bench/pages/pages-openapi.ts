@@ -41,6 +41,15 @@ export function pagesOpenApiPaths(): Record<string, JsonObject> {
   return {
     '/': page('Bench status page', 'text/html', 'Boards with live status, recent activity, how to connect, the waitlist form.'),
     '/stats': page('Statistics page', 'text/html', 'Totals, jobs by state, boards, recent activity.'),
+    '/live/home': {
+      get: {
+        tags: ['pages'],
+        summary: "The home page's live parts",
+        description: 'The boards table and recent activity as the home page renders them (escaped HTML by element id), which its script swaps in every 2 s.',
+        operationId: 'pages_live_home',
+        responses: { '200': { description: 'Element id to HTML.', content: { 'application/json': { schema: { type: 'object', additionalProperties: { type: 'string' } } } } } },
+      },
+    },
     '/llms.txt': page('llms.txt', 'text/plain', 'llmstxt.org summary of the service for language models (served as text/plain).'),
     '/robots.txt': page('robots.txt', 'text/plain', 'Crawler rules (served as text/plain).'),
     '/.well-known/ai-plugin.json': {

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { board, removeDbDir, sampleSnapshot, startPagesTestApp, TEST_START_MS, type PagesTestApp } from '../../../test/support/pages-test-app.js';
+import { LIVE_HOME_SCRIPT } from './live-scripts.js';
 import { createPagesRouter } from './pages-router.js';
 import { clockFromFakeTimers } from '../../../core/clock.js';
 import { createClock } from '@sinonjs/fake-timers';
@@ -40,7 +41,9 @@ function expectPageSecurityHeaders(res: Response): void {
   const csp = res.headers.get('content-security-policy') ?? '';
   expect(csp).toContain("default-src 'none'");
   expect(csp).toMatch(/style-src 'nonce-[A-Za-z0-9+/=]+'/);
-  expect(csp).not.toContain('script-src');
+  // Scripts: only ours, under the same nonce as the style sheet; requests only back to this origin.
+  expect(/script-src 'nonce-([^']+)'/.exec(csp)?.[1]).toBe(/style-src 'nonce-([^']+)'/.exec(csp)?.[1]);
+  expect(csp).toContain("connect-src 'self'");
   expect(csp).not.toContain('unsafe-inline');
   expect(csp).toContain("form-action 'self'");
   expect(res.headers.get('x-content-type-options')).toBe('nosniff');
@@ -69,7 +72,7 @@ describe('GET /', () => {
     expectPageSecurityHeaders(res);
   });
 
-  it('uses the one style element with the nonce of its own response, and no script at all', async () => {
+  it('uses the one style element and the one live-update script with the nonce of its own response', async () => {
     const first = await get('/');
     const second = await get('/');
     const nonceOf = (r: Response) => /'nonce-([^']+)'/.exec(r.headers.get('content-security-policy') ?? '')?.[1];
@@ -78,7 +81,9 @@ describe('GET /', () => {
     expect(nonceOf(second.res)).not.toBe(nonce);
     expect(first.text).toContain(`<style nonce="${nonce}">`);
     expect(first.text.match(/<style/g)).toHaveLength(1);
-    expect(first.text).not.toMatch(/<script|\sstyle=|\son[a-z]+=/i);
+    expect(first.text.match(/<script/g)).toHaveLength(1);
+    expect(first.text).toContain(`<script nonce="${nonce}">${LIVE_HOME_SCRIPT.value}</script>`);
+    expect(first.text).not.toMatch(/\sstyle=|\son[a-z]+=/i);
     expect(first.text).not.toMatch(/(src|href)="(https?:)?\/\//); // no external assets
   });
 
@@ -135,7 +140,8 @@ describe('GET /', () => {
     for (const path of ['/', '/stats']) {
       const { res, text } = await get(path);
       expect(res.status).toBe(200);
-      expect(text).not.toContain('<script');
+      // The only script element is our own live-update script; every `<script>` of the data is escaped.
+      expect(text.replace(/<script nonce="[^"]+">[^<]*<\/script>/, '')).not.toContain('<script');
       expect(text).not.toContain('"x")');
       expect(text).toContain('&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
       expect(text).toContain('Name &lt;script&gt;');

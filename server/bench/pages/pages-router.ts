@@ -5,6 +5,8 @@ import type { BenchSnapshot } from '../bench-snapshot.js';
 import { CSRF_TOKEN_TTL_MS, type CsrfRejection, issueCsrfToken, verifyCsrfToken } from './csrf-token.js';
 import { aiPluginManifest, renderLlmsTxt, renderRobotsTxt } from './discovery-documents.js';
 import { renderHomePage } from './home-page.js';
+import { activityTable, boardsTable } from './snapshot-views.js';
+import { sendHtmlPage, setCommonHeaders } from './html-response.js';
 import { renderLogoPng } from './logo-png.js';
 import type { WaitlistStore } from '../../store/waitlist-store.js';
 import { renderStatsPage } from './stats-page.js';
@@ -44,6 +46,7 @@ export const WAITLIST_BODY_LIMIT_BYTES = 16 * 1024;
 export const PAGES_ROUTES = [
   { method: 'GET', path: '/' },
   { method: 'GET', path: '/stats' },
+  { method: 'GET', path: '/live/home' },
   { method: 'GET', path: '/llms.txt' },
   { method: 'GET', path: '/robots.txt' },
   { method: 'GET', path: '/.well-known/ai-plugin.json' },
@@ -75,31 +78,6 @@ export function normalisePublicBaseUrl(publicBaseUrl: string): string {
     );
   }
   return url.href.replace(/\/+$/, '');
-}
-
-/** Content-Security-Policy of the HTML pages: nothing but our own nonce'd style sheet and our own images. */
-function contentSecurityPolicy(styleNonce: string): string {
-  return [
-    "default-src 'none'",
-    `style-src 'nonce-${styleNonce}'`,
-    "img-src 'self'",
-    "form-action 'self'",
-    "base-uri 'none'",
-    "frame-ancestors 'none'",
-  ].join('; ');
-}
-
-function setCommonHeaders(res: express.Response): void {
-  res.set('X-Content-Type-Options', 'nosniff');
-  res.set('Referrer-Policy', 'no-referrer');
-}
-
-function sendHtmlPage(res: express.Response, styleNonce: string, page: string): void {
-  setCommonHeaders(res);
-  res.set('Content-Security-Policy', contentSecurityPolicy(styleNonce));
-  // Live status and a fresh CSRF token: a cached copy would be stale on both counts.
-  res.set('Cache-Control', 'no-store');
-  res.type('text/html; charset=utf-8').send(page);
 }
 
 function sendText(res: express.Response, text: string): void {
@@ -221,6 +199,14 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
     sendHtmlPage(res, styleNonce, page);
   };
 
+  // The home page's live parts, rendered as the page renders them (its script swaps them in).
+  const liveHome: express.RequestHandler = async (_req, res) => {
+    const snapshot = await deps.snapshot();
+    setCommonHeaders(res);
+    res.set('Cache-Control', 'no-store');
+    res.json({ 'live-boards': boardsTable(snapshot, deps.clock.nowMs()).value, 'live-activity': activityTable(snapshot.recentActivity).value });
+  };
+
   const statsPage: express.RequestHandler = async (_req, res) => {
     const snapshot = await deps.snapshot();
     const styleNonce = randomBytes(16).toString('base64');
@@ -283,6 +269,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
   const router = express.Router();
   router.get('/', homePage, sendError);
   router.get('/stats', statsPage, sendError);
+  router.get('/live/home', liveHome, sendError);
   router.get('/llms.txt', textDocument(llmsTxt), sendError);
   router.get('/robots.txt', textDocument(robotsTxt), sendError);
   router.get('/.well-known/ai-plugin.json', manifestJson, sendError);
