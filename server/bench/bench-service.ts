@@ -48,7 +48,8 @@ import { workerOpenApiComponents } from './worker-schemas.js';
 import { uartInputAnswerSchema } from './job-live-routes.js';
 import { remoteBoardResolver } from './remote-boards.js';
 import { mapBenchErrors } from './bench-error-http.js';
-import { pagesOpenApiPaths } from './pages/pages-openapi.js';
+import { consoleOpenApiPaths, pagesOpenApiPaths } from './pages/pages-openapi.js';
+import { CONSOLE_ROUTES, createConsoleRouter } from './pages/console-router.js';
 import { createPagesRouter, PAGES_ROUTES } from './pages/pages-router.js';
 
 export interface BenchServiceConfig {
@@ -237,7 +238,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
       components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema },
-      extraPaths: { ...pagesOpenApiPaths(), ...metricsOpenApiPath },
+      extraPaths: { ...pagesOpenApiPaths(), ...consoleOpenApiPaths(), ...metricsOpenApiPath },
       security: benchOpenApiSecurity,
     });
 
@@ -282,9 +283,18 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     app.get('/openapi.json', (_req, res) => {
       res.json(openApi);
     });
+    app.use(
+      createConsoleRouter({
+        clock,
+        bench,
+        adminToken: config.adminToken,
+        secret: await store.secret('console', () => new Uint8Array(randomBytes(32))),
+        secureCookies: config.publicBaseUrl.startsWith('https:'),
+      }),
+    );
     const mcp = config.mcp;
     if (mcp) app.all('/mcp', (req, res) => mcp(req, res));
-    const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES];
+    const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES, ...CONSOLE_ROUTES];
     mountApiRoutes(app, routes, guard, { otherPaths });
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger));

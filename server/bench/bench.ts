@@ -5,6 +5,7 @@ import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
 import { JobStreams } from './job-streams.js';
 import { jobBody } from './bench-views.js';
+import { adminJob } from './board-views.js';
 import type { TimerHandle } from '../../core/clock.js';
 import { createLocalWorker, LOCAL_WORKER_ID } from './local-worker.js';
 import type { BenchWorker } from '../../harness/worker/bench-worker.js';
@@ -198,6 +199,11 @@ export class Bench {
     if (!record) return undefined;
     const agent = await this.deps.store.getAgent(record.agentId);
     return { job: jobBody(record), agentLabel: agent?.label ?? record.agentId };
+  }
+
+  /** A board's most recent jobs (of the last 500 on the bench), newest first, for the operator's console. */
+  async boardHistory(boardId: string, limit = 50): Promise<AdminBody['recent_jobs']> {
+    return (await this.deps.store.recentJobs(500)).filter((j) => j.board === boardId).slice(0, limit).map(adminJob);
   }
 
   /** Any job's UART as it is printed, for the operator's console. */

@@ -81,6 +81,7 @@ ${navLink('/stats', 'Statistics', 'stats')}
 ${navLink('/openapi.json', 'OpenAPI')}
 ${navLink('/llms.txt', 'llms.txt')}
 ${navLink('/#waitlist', 'Waitlist')}
+${navLink('/console', 'Console', 'console')}
 </ul></nav>
 </header>
 <main>

@@ -36,6 +36,35 @@ function page(summary: string, contentType: string, description: string): JsonOb
   };
 }
 
+/** One console operation: cookie-signed (no API credential), its success answer and its error statuses. */
+function consoleOp(summary: string, success: [status: number, contentType: string, description: string], errors: Record<number, string>): JsonObject {
+  const responses: JsonObject = { [String(success[0])]: { description: success[2], content: { [success[1]]: { schema: { type: 'string' } } } } };
+  for (const [status, description] of Object.entries(errors)) responses[status] = status === '303' ? { description, content: { 'text/html': { schema: { type: 'string' } } } } : plainError(description);
+  return { tags: ['console'], summary, description: 'The operator console (docs/pages.md): signed in with the administrator token, then a SameSite=Strict cookie.', operationId: `console_${summary.toLowerCase().replace(/[^a-z0-9]+/g, '_').replace(/^_|_$/g, '')}`, responses };
+}
+
+/** Path items of the operator console (server/bench/pages/console-router.ts). */
+export function consoleOpenApiPaths(): Record<string, JsonObject> {
+  const toSignIn = { 303: 'Not signed in: to /console/sign-in' };
+  const formErrors = { 403: 'The form\'s CSRF token is missing or expired', 413: 'The form is too large', 500: 'Internal Server Error' };
+  return {
+    '/console': { get: consoleOp('Console', [200, 'text/html', 'Every job, the boards, quarantined boards with a release button'], { ...toSignIn, 500: 'Internal Server Error' }) },
+    '/console/sign-in': {
+      get: consoleOp('Sign-in page', [200, 'text/html', 'The sign-in form'], {}),
+      post: consoleOp('Sign in', [303, 'text/html', 'Signed in: the session cookie is set, to /console'], { 401: 'Not the administrator token (the form again)', ...formErrors }),
+    },
+    '/console/sign-out': { post: consoleOp('Sign out', [303, 'text/html', 'The cookie is cleared, to /console/sign-in'], formErrors) },
+    '/console/jobs/{job_id}': { get: consoleOp('Job page', [200, 'text/html', 'Firmware, timings, outcome and UART, live while it runs'], { ...toSignIn, 404: 'No such job', 500: 'Internal Server Error' }) },
+    '/console/jobs/{job_id}/uart': {
+      get: consoleOp('Job UART stream', [200, 'text/event-stream', 'The UART as Server-Sent Events, as GET /api/v1/jobs/{job_id}/uart'], { 401: 'Not signed in', 404: 'No such job', 500: 'Internal Server Error' }),
+    },
+    '/console/boards/{board}': { get: consoleOp('Board page', [200, 'text/html', 'Recent jobs and pass rate'], { ...toSignIn, 500: 'Internal Server Error' }) },
+    '/console/boards/{board}/release': {
+      post: consoleOp('Release a board', [303, 'text/html', 'Released, to /console'], { 401: 'Not signed in', 404: 'No such board', 409: 'The board keeps no health', ...formErrors }),
+    },
+  };
+}
+
 /** Path items keyed by path, for every route in PAGES_ROUTES. */
 export function pagesOpenApiPaths(): Record<string, JsonObject> {
   return {

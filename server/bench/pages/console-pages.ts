@@ -1,0 +1,88 @@
+import type { AdminBody, JobBody } from '../bench-schemas.js';
+import { html, type SafeHtml } from './html.js';
+import { LIVE_UART_SCRIPT } from './live-scripts.js';
+import { renderLayout } from './page-layout.js';
+import { formatUtc } from './snapshot-views.js';
+
+/** The operator's console (docs/pages.md, "Console"): every job, a job with its UART, a board's history, quarantines. */
+
+type AdminJob = AdminBody['recent_jobs'][number];
+
+const footer = html`<p>The operator's console of this bench. <a href="/">Bench status</a>.</p>`;
+const signOut = (csrf: string) =>
+  html`<form method="post" action="/console/sign-out"><input type="hidden" name="csrf" value="${csrf}"><button type="submit">Sign out</button></form>`;
+
+function page(title: string, styleNonce: string, body: SafeHtml, script?: SafeHtml): string {
+  return renderLayout({ title: `${title} · hilbench console`, styleNonce, current: 'console', body, footer, ...(script ? { script } : {}) });
+}
+
+export function renderSignIn(input: { styleNonce: string; csrf: string; problem?: string; closed: boolean }): string {
+  const body = input.closed
+    ? html`<section><h2>Console</h2><p>The console is closed: this server was started without an administrator token (<code>--admin-token</code>).</p></section>`
+    : html`<section><h2>Sign in to the console</h2>
+${input.problem ? html`<p class="notice" role="alert">${input.problem}</p>` : ''}
+<form method="post" action="/console/sign-in">
+<label for="token">Administrator token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required>
+<input type="hidden" name="csrf" value="${input.csrf}">
+<button type="submit">Sign in</button>
+</form></section>`;
+  return page('Sign in', input.styleNonce, body);
+}
+
+function jobsTable(jobs: readonly AdminJob[]): SafeHtml {
+  if (jobs.length === 0) return html`<p>No jobs yet.</p>`;
+  const rows = jobs.map(
+    (j) => html`<tr><td><a href="/console/jobs/${j.job_id}">${j.job_id}</a></td><td><a href="/console/boards/${j.board}">${j.board}</a></td><td>${j.agent_label}</td><td>${j.state}</td><td>${formatUtc(j.created_at)}</td><td>${j.failure ? `${j.failure.kind}: ${j.failure.message}` : ''}</td></tr>`,
+  );
+  return html`<table><thead><tr><th>Job</th><th>Board</th><th>Agent</th><th>State</th><th>Created</th><th>Failure</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+export function renderConsoleIndex(input: { styleNonce: string; csrf: string; admin: AdminBody }): string {
+  const quarantined = input.admin.boards.filter((b) => b.health?.quarantined);
+  const quarantines =
+    quarantined.length === 0
+      ? html`<p>No board is quarantined.</p>`
+      : html`<table><thead><tr><th>Board</th><th>Since</th><th>Reason</th><th></th></tr></thead><tbody>${quarantined.map(
+          (b) => html`<tr><td><a href="/console/boards/${b.id}">${b.id}</a></td><td>${b.health?.quarantined_since ? formatUtc(b.health.quarantined_since) : ''}</td><td>${b.health?.quarantine_reason ?? ''}</td><td><form method="post" action="/console/boards/${b.id}/release"><input type="hidden" name="csrf" value="${input.csrf}"><button type="submit">Release</button></form></td></tr>`,
+        )}</tbody></table>`;
+  const boards = input.admin.boards.map((b) => html`<li><a href="/console/boards/${b.id}">${b.id}</a> (${b.status}, ${b.queued_jobs} queued)</li>`);
+  const body = html`<section><h2>Console</h2>${signOut(input.csrf)}</section>
+<section id="quarantine"><h2>Quarantined boards</h2>${quarantines}</section>
+<section id="boards"><h2>Boards</h2><ul>${boards}</ul></section>
+<section id="jobs"><h2>Recent jobs, every agent</h2>${jobsTable(input.admin.recent_jobs)}</section>`;
+  return page('Console', input.styleNonce, body);
+}
+
+const finished = (state: string) => state === 'done' || state === 'failed';
+
+export function renderConsoleJob(input: { styleNonce: string; job: JobBody; agentLabel: string }): string {
+  const { job } = input;
+  const elf = job.firmware.elf;
+  const t = job.timings_ms;
+  const outcome = job.failure
+    ? html`<p>Failed: <strong>${job.failure.kind}</strong>: ${job.failure.message}</p>`
+    : job.stop
+      ? html`<p>Stopped: ${job.stop.reason}${job.stop.exit_code !== undefined ? ` (exit code ${job.stop.exit_code})` : ''}${job.stop.message ? `: ${job.stop.message}` : ''}, after ${job.stop.elapsed_seconds} s of ${job.uart?.time_base ?? 'device'} time</p>`
+      : html`<p>Not finished yet.</p>`;
+  const live = !finished(job.state);
+  const uart = live
+    ? html`<pre id="uart" data-stream="/console/jobs/${job.job_id}/uart">(the UART appears here as it is printed)</pre>`
+    : html`<pre id="uart">${job.uart?.text ?? '(no UART captured)'}</pre>`;
+  const body = html`<section><h2>Job ${job.job_id}</h2>
+<p><a href="/console">Console</a> · board <a href="/console/boards/${job.board}">${job.board}</a> · agent ${input.agentLabel} · state <strong id="job-state">${job.state}</strong></p>
+${outcome}</section>
+<section id="firmware"><h2>Firmware</h2><p>sha256 <code>${job.firmware.sha256}</code>, ${job.firmware.size_bytes} bytes, ${elf.machine_name}, entry 0x${elf.entry.toString(16)}, ${elf.segments.length} loadable segments.</p></section>
+<section id="timings"><h2>Timings</h2><p>Created ${formatUtc(job.created_at)}; queued ${t.queued ?? '–'} ms, flash ${t.flash ?? '–'} ms, run ${t.run ?? '–'} ms; capture ${job.uart_seconds} s.</p></section>
+<section id="uart-output"><h2>UART</h2>${uart}</section>`;
+  return page(`Job ${job.job_id}`, input.styleNonce, body, live ? LIVE_UART_SCRIPT : undefined);
+}
+
+export function renderConsoleBoard(input: { styleNonce: string; boardId: string; history: readonly AdminJob[] }): string {
+  const ended = input.history.filter((j) => finished(j.state));
+  const passed = ended.filter((j) => j.state === 'done').length;
+  const rate = ended.length === 0 ? 'no finished jobs yet' : `${Math.round((passed / ended.length) * 100)} % of the last ${ended.length} finished jobs done (${ended.length - passed} failed)`;
+  const body = html`<section><h2>Board ${input.boardId}</h2><p><a href="/console">Console</a></p><p id="pass-rate">Pass rate: ${rate}.</p></section>
+<section id="history"><h2>Recent jobs</h2>${jobsTable(input.history)}</section>`;
+  return page(`Board ${input.boardId}`, input.styleNonce, body);
+}
