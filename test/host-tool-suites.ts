@@ -33,9 +33,16 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/flash-live-qemu.test.ts',
       // hilbench run --verbose shows QEMU's output live (issue 11).
       'test/integration/run-verbose-qemu.test.ts',
+      // The console's job page streams a QEMU job in a browser (issue 11).
+      'test/browser/console-live.test.ts',
       // The packed package's example runs a QEMU board through hilbench/vitest (issue 17).
       'test/package/pack.test.ts',
     ],
+  },
+  chromium: {
+    install: 'apt-get install -y chromium',
+    // The pages in a real headless browser through playwright-core (issue 11).
+    files: ['test/browser/console-live.test.ts'],
   },
   socat: {
     install: 'apt-get install -y socat',
