@@ -19,7 +19,21 @@ export {
 } from './bench-errors.js';
 export type { AgentRegistration, Board, BoardList, Health, Job, JobState, Session } from './bench-types.js';
 export type { UartEvent } from './uart-stream.js';
-export { RelayClient, type RelayAnswer, type RelayClientOptions, type RelayNode } from '../harness/clients/relay-client.js';
+export {
+  RelayApiError,
+  RelayClient,
+  type Bulletin,
+  type ItemCreated,
+  type ItemDetail,
+  type ItemsPage,
+  type Me,
+  type NodeDetail,
+  type RegisterAnswer,
+  type RelayClientOptions,
+  type RelayHealth,
+  type RelayNode,
+  type VoteAnswer,
+} from './relay-client.js';
 export { runScenario, type ScenarioResult, describeFailure } from '../harness/scenario/run-scenario.js';
 export { loadScenario, parseScenario } from '../harness/scenario/load-scenario.js';
 export { exitCodeOf, jsonReport, junitReport } from '../harness/scenario/scenario-report.js';
