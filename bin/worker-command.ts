@@ -4,6 +4,7 @@ import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { backendNames } from '../boards/backend-names.js';
 import { defaultBoardsDir } from '../boards/boards-dir.js';
+import { type LogLevel, logLevels } from '../server/http/log-levels.js';
 
 /**
  * `hilbench worker` (a bench worker next to the hardware, dialing a lab server) and
@@ -25,12 +26,16 @@ export function addWorkerCommands(program: Command): void {
     .addOption(new Option('--qemu <path>', 'qemu-system-arm executable').env('HILBENCH_QEMU'))
     .addOption(new Option('--renode <path>', 'Renode executable').env('HILBENCH_RENODE'))
     .addOption(new Option('--cache-dir <dir>', 'where fetched firmware is kept by sha256').env('HILBENCH_WORKER_CACHE_DIR'))
+    .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
     .action(async (opts: WorkerOptions) => {
       const token = workerToken(opts);
       const { systemClock } = await import('../core/clock.js');
       const { loadBoardCatalog } = await import('../boards/catalog.js');
       const { createBackends } = await import('../harness/backend-registry.js');
       const { RemoteWorker } = await import('../harness/worker/remote-worker.js');
+      const { pinoLogger } = await import('../server/http/pino-logger.js');
+      // The same JSON lines as the server's (docs/deployment.md, "Logs"); the start and stop lines stay plain on stdout.
+      const logger = pinoLogger({ level: opts.logLevel as LogLevel, name: 'hilbench-worker' });
       const catalog = loadBoardCatalog(opts.boardsDir);
       const wanted = opts.boards?.split(',').map((b) => b.trim()).filter(Boolean);
       const unknown = (wanted ?? []).filter((id) => !catalog.some((b) => b.id === id));
@@ -53,8 +58,8 @@ export function addWorkerCommands(program: Command): void {
         backends,
         choice: opts.backend as never,
         firmwareCacheDir: cacheDir,
-        logInfo: (message) => console.log(message),
-        logError: (message, cause) => console.error(`${message}${cause instanceof Error ? `: ${cause.message}` : ''}`),
+        logInfo: (message) => logger.info(message),
+        logError: (message, cause) => logger.error(message, cause),
       });
       const answer = await worker.start();
       console.log(`hilbench worker ${answer.label} (${answer.worker_id}) serving ${boards.map((b) => b.id).join(', ')} for ${opts.server}`);
@@ -101,6 +106,7 @@ interface WorkerOptions {
   qemu?: string;
   renode?: string;
   cacheDir?: string;
+  logLevel: string;
 }
 
 function workerToken(opts: WorkerOptions): string {

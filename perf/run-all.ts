@@ -2,7 +2,7 @@
  * `npm run bench`: runs every benchmark on this machine and writes docs/performance.md.
  * Speed is measured here, never asserted in tests.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { runBenchApiBench } from './bench-api.bench.js';
 import { runQemuBench, runSimBench } from './emulators.bench.js';
@@ -72,15 +72,34 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   },
 ];
 
+// `npm run bench -- --only relay` re-measures the sections whose title contains a given word and
+// keeps the others as the last full run wrote them (with that run's header line).
+const onlyIndex = process.argv.indexOf('--only');
+const only = onlyIndex >= 0 ? process.argv.slice(onlyIndex + 1).map((w) => w.toLowerCase()) : [];
+const performanceFile = new URL('../docs/performance.md', import.meta.url);
+const previous = new Map<string, string>();
+if (only.length > 0 && existsSync(performanceFile)) {
+  for (const part of readFileSync(performanceFile, 'utf8').split(/^## /m).slice(1)) {
+    const [title, ...rest] = part.split('\n');
+    previous.set(title!.trim(), rest.join('\n').trim());
+  }
+}
+const measuredOn = `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}`;
 const parts: string[] = [
   '# Performance',
   '',
-  `Written by \`npm run bench\` (\`perf/run-all.ts\`) on ${new Date().toISOString().slice(0, 10)}: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'unknown CPU'}, ` +
-    `${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}.`,
+  `Written by \`npm run bench\` (\`perf/run-all.ts\`) on ${new Date().toISOString().slice(0, 10)}: ${measuredOn}.` +
+    (only.length > 0 ? ` Sections re-measured that day with \`--only ${only.join(' ')}\` are marked; the others are from the last full run.` : ''),
   'Numbers are from one run on a shared machine; compare runs on the same machine only.',
   '',
 ];
 for (const section of sections) {
+  const selected = only.length === 0 || only.some((w) => section.title.toLowerCase().includes(w));
+  const kept = previous.get(section.title);
+  if (!selected && kept !== undefined) {
+    parts.push(`## ${section.title}`, '', kept, '');
+    continue;
+  }
   process.stdout.write(`${section.title}...\n`);
   let body: string;
   try {
@@ -88,8 +107,9 @@ for (const section of sections) {
   } catch (err) {
     body = `Not measured: ${(err as Error).message}`;
   }
-  parts.push(`## ${section.title}`, '', section.intro, '', body, '');
+  const mark = only.length > 0 ? `(Re-measured with \`--only\` on ${measuredOn}.)\n\n` : '';
+  parts.push(`## ${section.title}`, '', section.intro, '', mark + body, '');
   process.stdout.write(`${body}\n\n`);
 }
-writeFileSync(new URL('../docs/performance.md', import.meta.url), parts.join('\n'));
+writeFileSync(performanceFile, parts.join('\n'));
 process.stdout.write('wrote docs/performance.md\n');
