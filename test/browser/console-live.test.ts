@@ -1,14 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadBoardCatalog } from '../../boards/catalog.js';
-import { systemClock } from '../../core/clock.js';
-import { createBackends } from '../../harness/backend-registry.js';
 import { BenchClient } from '../../lib/bench-client.js';
-import { memoryLogger } from '../../server/http/logger.js';
-import { type RunningBenchServer, startBenchServer } from '../../server/bench/bench-service.js';
+import type { RunningBenchServer } from '../../server/bench/bench-service.js';
+import { startSystemClockBench } from '../support/system-clock-bench.js';
 
 /**
  * The pages in a real headless browser (Debian's chromium through playwright-core): a job started
@@ -21,25 +17,12 @@ declare const document: { querySelector(selector: string): { textContent: string
 
 const ADMIN = 'browser-test-admin-token';
 const root = path.resolve(import.meta.dirname, '../..');
-const catalog = loadBoardCatalog();
 let server: RunningBenchServer;
-let dataDir: string;
 let browser: Browser;
 let api: BenchClient;
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-browser-'));
-  server = await startBenchServer({
-    port: 0,
-    dataDir,
-    boards: catalog,
-    clock: systemClock,
-    logger: memoryLogger(),
-    backend: 'auto',
-    backends: () => createBackends({ clock: systemClock, boards: catalog }),
-    publicBaseUrl: 'http://127.0.0.1',
-    adminToken: ADMIN,
-  });
+  server = await startSystemClockBench({ adminToken: ADMIN });
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-background-networking'] });
   const anonymous = new BenchClient({ baseUrl: server.url });
   api = anonymous.withToken((await anonymous.register('browser-agent')).token);
@@ -47,7 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('the pages in a browser', () => {

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
@@ -17,8 +14,8 @@ import {
   BenchValidationError,
   type UartEvent,
 } from '../../lib/index.js';
-import { memoryLogger } from '../../server/http/logger.js';
-import { type RunningBenchServer, startBenchServer } from '../../server/bench/bench-service.js';
+import type { RunningBenchServer } from '../../server/bench/bench-service.js';
+import { startSystemClockBench } from '../support/system-clock-bench.js';
 import { makeElf } from '../support/make-elf.js';
 
 /**
@@ -38,26 +35,14 @@ function elfFor(board: string, fault?: string): Uint8Array {
 }
 
 let server: RunningBenchServer;
-let dataDir: string;
 let client: BenchClient;
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-client-'));
-  server = await startBenchServer({
-    port: 0,
-    dataDir,
-    boards: catalog,
-    clock: systemClock,
-    logger: memoryLogger(),
-    backends: { mock: new MockBackend() },
-    publicBaseUrl: 'http://127.0.0.1',
-    limits: { maxQueuedJobsPerBoard: 1 },
-  });
+  server = await startSystemClockBench({ backend: 'mock', backends: { mock: new MockBackend() }, limits: { maxQueuedJobsPerBoard: 1 } });
   client = new BenchClient({ baseUrl: server.url });
 });
 afterAll(async () => {
   await server.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function agent(label = 'agent'): Promise<BenchClient> {

@@ -1,17 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadBoardCatalog } from '../../boards/catalog.js';
-import { systemClock } from '../../core/clock.js';
-import { createBackends } from '../../harness/backend-registry.js';
 import { BenchClient } from '../../lib/bench-client.js';
 import { mcpHttpHandler } from '../../lib/mcp/mcp-server.js';
-import { memoryLogger } from '../../server/http/logger.js';
-import { type RunningBenchServer, startBenchServer } from '../../server/bench/bench-service.js';
+import type { RunningBenchServer } from '../../server/bench/bench-service.js';
+import { startSystemClockBench } from '../support/system-clock-bench.js';
 import { hilbenchCli } from '../support/hilbench-processes.js';
 
 /**
@@ -22,9 +18,7 @@ import { hilbenchCli } from '../support/hilbench-processes.js';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const helloElf = path.join(root, 'scenarios/firmware/pico/hello.elf');
-const catalog = loadBoardCatalog();
 let server: RunningBenchServer;
-let dataDir: string;
 let token: string;
 let mcp: Client;
 
@@ -32,19 +26,8 @@ type ToolAnswer = { isError?: boolean; structuredContent?: Record<string, unknow
 const call = async (name: string, args: Record<string, unknown> = {}) => (await mcp.callTool({ name, arguments: args })) as ToolAnswer;
 
 beforeAll(async () => {
-  dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-mcp-'));
   let url = '';
-  server = await startBenchServer({
-    port: 0,
-    dataDir,
-    boards: catalog,
-    clock: systemClock,
-    logger: memoryLogger(),
-    backend: 'sim',
-    backends: () => createBackends({ clock: systemClock, boards: catalog }),
-    publicBaseUrl: 'http://127.0.0.1',
-    mcp: mcpHttpHandler(() => url),
-  });
+  server = await startSystemClockBench({ backend: 'sim', mcp: mcpHttpHandler(() => url) });
   url = server.url;
   token = (await new BenchClient({ baseUrl: url }).register('mcp-agent')).token;
   mcp = new Client({ name: 'hilbench-test', version: '1.0.0' });
@@ -53,7 +36,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await mcp?.close();
   await server.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('MCP over streamable HTTP at /mcp', () => {
