@@ -25,7 +25,7 @@ import { type FirmwareBlobs, FirmwareBlobStore } from '../store/firmware-blob-st
 import { redactDatabaseUrl } from '../store/postgres/pg-database.js';
 import { PostgresBenchStore } from '../store/postgres/postgres-bench-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
-import type { BenchStore } from '../store/bench-store.js';
+import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { BoardHealthStore } from '../store/board-health-store.js';
 import { Bench, BENCH_API_VERSION, type BenchDeps } from './bench.js';
 import { type BenchLimits, defaultBenchLimits, validateBenchLimits } from './bench-limits.js';
@@ -179,7 +179,9 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const backends =
       typeof config.backends === 'function' ? config.backends({ clock, quarantineStore }) : (config.backends ?? { mock: new MockBackend() });
     const timings: WorkerTimings = { ...defaultWorkerTimings, ...config.workerTimings };
-    const workerAdmin = new WorkerAdmin({ clock, store, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000 });
+    // A revocation fails the worker's jobs: told to live readers and waiting claims once they exist (below).
+    let announceReleased: (jobs: readonly JobRecord[]) => void = () => undefined;
+    const workerAdmin = new WorkerAdmin({ clock, store, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000, onJobsReleased: (jobs) => announceReleased(jobs) });
     // A lab server (no worker in its process) knows its boards from the workers' reports.
     const labServer = config.localWorker === false;
     const boards = new LiveBoards({
@@ -198,6 +200,12 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     // On a shared database a job may be queued, or a board freed, through another replica: waiting
     // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
     const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
+    announceReleased = (jobs) => {
+      for (const job of jobs) {
+        live.publishState(job.jobId, job.state, job);
+        gateway.jobQueued(job.board);
+      }
+    };
     const bench = new Bench({
       clock,
       store,

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type Clock, isoFromMs } from '../../core/clock.js';
-import type { BenchStore } from '../store/bench-store.js';
+import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { WorkerRecord } from '../store/worker-registry.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
@@ -15,6 +15,8 @@ export interface WorkerAdminDeps {
   store: BenchStore;
   /** Host ms without a heartbeat after which a worker and its boards count as offline. */
   workerOfflineAfterMs: number;
+  /** Told the jobs a revocation failed, so live readers and waiting claims hear of them at once. */
+  onJobsReleased?: (jobs: readonly JobRecord[]) => void;
 }
 
 /** A worker as an administrator reads it (`GET /admin/workers`). */
@@ -52,7 +54,8 @@ export class WorkerAdmin {
     const nowMs = this.deps.clock.nowMs();
     const worker = await this.deps.store.workers.revoke(workerId, nowMs);
     if (!worker) throw new BenchError('worker_not_found', `worker ${workerId} not found`);
-    await this.deps.store.releaseWorkerJobs(workerId, { reason: `worker ${workerId} (${worker.label}) was revoked by an administrator`, nowMs });
+    const released = await this.deps.store.releaseWorkerJobs(workerId, { reason: `worker ${workerId} (${worker.label}) was revoked by an administrator`, nowMs });
+    this.deps.onJobsReleased?.(released);
     return this.view(worker);
   }
 

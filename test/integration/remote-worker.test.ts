@@ -107,6 +107,21 @@ describe('a lab server and its remote bench workers', () => {
     expect((await app.request('/admin/workers', { method: 'POST', body: new URLSearchParams({ label: 'x' }) })).status).toBe(401);
   });
 
+  it('revoking a worker fails its running job at once, and a client waiting on the job hears it then', async () => {
+    await labServer();
+    const { worker_id, token } = await createWorkerToken('pi-revoked');
+    await startWorker(token, ['pico']);
+    const alice = await app.register('alice');
+    app.fake.tick(5_000);
+    const job = await submit(app, alice.token, { board: 'pico', uart_seconds: '0.1' }, withFault('run-hang'));
+    await app.jobReaches(job.job_id, 'running');
+    // Waits up to 30 s of the fake clock, which nobody ticks: only the revocation's news can answer it.
+    const waiting = app.request(`/api/v1/jobs/${job.job_id}?wait=30`, { headers: bearer(alice.token) });
+    expect((await app.request(`/admin/workers/${worker_id}/revoke`, { method: 'POST', headers: { 'x-admin-token': ADMIN } })).status).toBe(200);
+    const answered = (await (await waiting).json()) as { state: string; failure: { kind: string; message: string } };
+    expect(answered).toMatchObject({ state: 'failed', failure: { kind: 'interrupted', message: expect.stringMatching(/was revoked by an administrator/) } });
+  });
+
   it('lets a worker claim only boards it announced, and only boards of the catalog', async () => {
     await labServer();
     const { token } = await createWorkerToken('pi');
