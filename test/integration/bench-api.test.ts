@@ -5,6 +5,7 @@ import type { Board } from '../../boards/board-schema.js';
 import type { Backend } from '../../backends/backend.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { PAGES_ROUTES } from '../../server/bench/pages/pages-router.js';
+import { CONSOLE_ROUTES } from '../../server/bench/pages/console-router.js';
 import { expressPath } from '../../server/http/api-route.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { makeElf } from '../support/make-elf.js';
@@ -281,9 +282,9 @@ describe('GET /openapi.json', () => {
       .flatMap((layer) => Object.keys(layer.route!.methods).map((m) => `${m.toUpperCase()} ${layer.route!.path}`))
       .filter((r) => r !== 'GET /openapi.json')
       .sort();
-    const pages = PAGES_ROUTES.map((r) => `${r.method} ${r.path}`);
+    const pages = [...PAGES_ROUTES, ...CONSOLE_ROUTES].map((r) => `${r.method} ${r.path}`);
     expect([...served, ...pages].sort()).toEqual(documented);
-    expect(documented.filter((r) => !pages.includes(r as (typeof pages)[number]))).toEqual(
+    expect(documented.filter((r) => !pages.includes(r))).toEqual(
       [
         'GET /api/v1/health',
         'GET /api/v1/boards',

@@ -22,14 +22,14 @@ export interface ConsoleDeps {
 
 /** The console's paths, for the 405 rule and the OpenAPI document. */
 export const CONSOLE_ROUTES = [
-  { method: 'get', path: '/console' },
-  { method: 'get', path: '/console/sign-in' },
-  { method: 'post', path: '/console/sign-in' },
-  { method: 'post', path: '/console/sign-out' },
-  { method: 'get', path: '/console/jobs/:job_id' },
-  { method: 'get', path: '/console/jobs/:job_id/uart' },
-  { method: 'get', path: '/console/boards/:board' },
-  { method: 'post', path: '/console/boards/:board/release' },
+  { method: 'GET', path: '/console' },
+  { method: 'GET', path: '/console/sign-in' },
+  { method: 'POST', path: '/console/sign-in' },
+  { method: 'POST', path: '/console/sign-out' },
+  { method: 'GET', path: '/console/jobs/:job_id' },
+  { method: 'GET', path: '/console/jobs/:job_id/uart' },
+  { method: 'GET', path: '/console/boards/:board' },
+  { method: 'POST', path: '/console/boards/:board/release' },
 ] as const;
 
 /**
