@@ -31,7 +31,16 @@ export interface FlashOptions extends CallOptions {
 }
 
 /** What `waitForUart` found: the match, or why it stopped looking, with the text seen. */
-export type UartWait = { matched: true; text: string; match: RegExpMatchArray } | { matched: false; text: string; reason: 'finished' | 'timeout'; job?: Job };
+export type UartWait =
+  | {
+      matched: true;
+      text: string;
+      match: RegExpMatchArray;
+      /** Device time from reset release of the chunk that completed the match, in the job's time base. */
+      atSeconds: number;
+      timeBase: 'simulated' | 'wall';
+    }
+  | { matched: false; text: string; reason: 'finished' | 'timeout'; job?: Job };
 
 /**
  * A typed client of the bench service API (docs/bench-api.md, docs/library.md). Every call takes
@@ -126,7 +135,7 @@ export class BenchClient {
   /** Waits until the job is `done` or `failed` (long polls of at most 60 s), for at most `timeoutMs` (default 10 min). */
   async waitForJob(jobId: string, options: CallOptions = {}): Promise<Job> {
     const timeoutMs = options.timeoutMs ?? 600_000;
-    const signal = deadlineSignal(`waiting for job ${jobId}`, timeoutMs, options.signal);
+    const { signal, release } = deadlineSignal(`waiting for job ${jobId}`, timeoutMs, options.signal);
     let last: Job | undefined;
     try {
       // A plain read first: a timeout then still says the state the job was last seen in.
@@ -138,6 +147,8 @@ export class BenchClient {
     } catch (err) {
       if (signal.reason instanceof BenchTimeoutError) throw new BenchTimeoutError(`waiting for job ${jobId}`, timeoutMs, last ? `state ${last.state}` : '');
       throw err;
+    } finally {
+      release();
     }
   }
 
@@ -180,7 +191,7 @@ export class BenchClient {
   /** Waits for `pattern` in the job's UART (live), for at most `timeoutMs` (default 30 000). */
   async waitForUart(jobId: string, pattern: string | RegExp, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<UartWait> {
     const timeoutMs = options.timeoutMs ?? 30_000;
-    const signal = deadlineSignal(`waiting for ${String(pattern)} on job ${jobId}`, timeoutMs, options.signal);
+    const { signal, release } = deadlineSignal(`waiting for ${String(pattern)} on job ${jobId}`, timeoutMs, options.signal);
     const regex = typeof pattern === 'string' ? new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) : pattern;
     let text = '';
     try {
@@ -188,12 +199,14 @@ export class BenchClient {
         if (event.kind === 'end') return { matched: false, text, reason: 'finished', job: event.job };
         text += event.text;
         const match = text.match(regex);
-        if (match) return { matched: true, text, match };
+        if (match) return { matched: true, text, match, atSeconds: event.atNanos / 1e9, timeBase: event.timeBase };
       }
       return { matched: false, text, reason: 'finished' };
     } catch (err) {
       if (signal.reason instanceof BenchTimeoutError && !options.signal?.aborted) return { matched: false, text, reason: 'timeout' };
       throw err;
+    } finally {
+      release();
     }
   }
 

@@ -59,12 +59,15 @@ export function retryAfterSeconds(headers: Headers): number | undefined {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
 }
 
-/** A signal that aborts with the caller's signal, or with a `BenchTimeoutError` after `timeoutMs`. */
-export function deadlineSignal(what: string, timeoutMs: number, signal: AbortSignal | undefined): AbortSignal {
+/**
+ * A signal that aborts with the caller's signal, or with a `BenchTimeoutError` after `timeoutMs`;
+ * `release()` drops the timer once the call is over (a long wait of many calls keeps none behind).
+ */
+export function deadlineSignal(what: string, timeoutMs: number, signal: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(new BenchTimeoutError(what, timeoutMs)), timeoutMs);
   timer.unref?.();
-  return signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
+  return { signal: signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal, release: () => clearTimeout(timer) };
 }
 
 /**
@@ -74,17 +77,27 @@ export function deadlineSignal(what: string, timeoutMs: number, signal: AbortSig
 export async function exchange(settings: HttpSettings, method: string, path: string, init: { body?: RequestInit['body']; headers?: Record<string, string> } & CallOptions = {}): Promise<Answer> {
   const what = `${method} ${path}`;
   const timeoutMs = init.timeoutMs ?? settings.timeoutMs;
-  const signal = deadlineSignal(what, timeoutMs, init.signal);
+  const { signal, release } = deadlineSignal(what, timeoutMs, init.signal);
+  try {
+    return await exchangeUntil(settings, method, path, init, signal);
+  } finally {
+    release();
+  }
+}
+
+async function exchangeUntil(settings: HttpSettings, method: string, path: string, init: { body?: RequestInit['body']; headers?: Record<string, string> }, signal: AbortSignal): Promise<Answer> {
   const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
   if (settings.token) headers.authorization = `Bearer ${settings.token}`;
   for (let attempt = 0; ; attempt++) {
     let response: Response;
+    let json: unknown;
     try {
       response = await settings.fetch(settings.baseUrl + path, { method, headers, ...(init.body !== undefined ? { body: init.body } : {}), signal });
+      // The body is read under the same deadline: a stalled answer is a timeout, not a hang.
+      json = await readJson(response);
     } catch (err) {
       throw signal.aborted ? (signal.reason as Error) : err;
     }
-    const json = await readJson(response);
     if (response.ok) return { status: response.status, headers: response.headers, json };
     const error: BenchApiError = benchApiError(method, path, response.status, (json as { detail?: unknown } | undefined)?.detail ?? json, retryAfterSeconds(response.headers));
     const retriable = (response.status === 409 || response.status === 503) && attempt < settings.retry.attempts;

@@ -1,7 +1,7 @@
 import type { BenchClient } from './bench-client.js';
 import type { Job } from './bench-types.js';
 
-/** What a job printed up to a pattern: the match and the device time (from reset release) of the chunk that completed it. */
+/** What a job printed up to a pattern: the device time (from reset release) of the chunk that completed it, or why it was not found. */
 export type PrintSearch =
   | { found: true; text: string; atSeconds: number; timeBase: 'simulated' | 'wall' }
   | { found: false; text: string; why: string };
@@ -19,29 +19,13 @@ export class FlashedJob {
     return this.client.waitForJob(this.id, options);
   }
 
-  /** Reads the live UART until `pattern` shows up or the job ends, for at most `timeoutMs` of host time. */
+  /** Reads the live UART until `pattern` shows up or the job ends, for at most `timeoutMs` of host time (default 60 000). */
   async search(pattern: string | RegExp, options: { timeoutMs?: number } = {}): Promise<PrintSearch> {
-    const regex = typeof pattern === 'string' ? new RegExp(pattern.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')) : pattern;
     const timeoutMs = options.timeoutMs ?? 60_000;
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error('timeout')), timeoutMs);
-    let text = '';
-    try {
-      for await (const event of this.client.uart(this.id, { signal: controller.signal })) {
-        if (event.kind === 'end') {
-          const failure = event.job.failure ? ` (${event.job.failure.kind}: ${event.job.failure.message})` : '';
-          return { found: false, text, why: `job ${this.id} ended ${event.job.state}${failure} without printing it` };
-        }
-        text += event.text;
-        if (regex.test(text)) return { found: true, text, atSeconds: event.atNanos / 1e9, timeBase: event.timeBase };
-      }
-      return { found: false, text, why: `the UART stream of job ${this.id} ended` };
-    } catch (err) {
-      if (controller.signal.aborted) return { found: false, text, why: `not printed within ${timeoutMs} ms of host time` };
-      throw err;
-    } finally {
-      clearTimeout(timer);
-      controller.abort();
-    }
+    const seen = await this.client.waitForUart(this.id, pattern, { timeoutMs });
+    if (seen.matched) return { found: true, text: seen.text, atSeconds: seen.atSeconds, timeBase: seen.timeBase };
+    if (seen.reason === 'timeout') return { found: false, text: seen.text, why: `not printed within ${timeoutMs} ms of host time` };
+    const failure = seen.job?.failure ? ` (${seen.job.failure.kind}: ${seen.job.failure.message})` : '';
+    return { found: false, text: seen.text, why: seen.job ? `job ${this.id} ended ${seen.job.state}${failure} without printing it` : `the UART stream of job ${this.id} ended` };
   }
 }
