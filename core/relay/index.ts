@@ -9,5 +9,7 @@ export * from './ed25519.js';
 export * from './node-id.js';
 export * from './claim.js';
 export * from './quorum-set.js';
+export * from './growing-quorum.js';
+export * from './growing-tally.js';
 export * from './vote.js';
 export * from './tally.js';

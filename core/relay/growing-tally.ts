@@ -1,0 +1,149 @@
+import { type QuorumSet, entryCount, quorumSetHash } from './quorum-set.js';
+import { GrowingMaxQuorum } from './growing-quorum.js';
+import { type Bulletin, type EmittedStatement, type PhaseCounts } from './tally.js';
+import { type VotePhase, type VoteValue, otherValue, votePhases, voteValues } from './vote.js';
+
+/**
+ * The scp-s5 tally of node `self` for one item (see `tally`), kept up to date as statements arrive
+ * instead of recomputed over all of them (issue 18): each statement updates the voter sets, the
+ * largest quorums (`GrowingMaxQuorum`) and the v-blocking count it can change, and `bulletin()`
+ * reads the answer off them. Same answers as `tally` over the same statements, in any order (a
+ * property test holds it to that); slices are fixed for the life of one instance, so a caller
+ * whose slices change (a voter declaring another one, a published slice, self's) builds a new one.
+ */
+export class GrowingTally {
+  private readonly voters: Record<VoteValue, Record<VotePhase, Set<string>>> = { yes: phaseSets(), no: phaseSets() };
+  private readonly equivocators = new Set<string>();
+  /** Per value: the largest quorum inside the voters with any statement for it. */
+  private readonly anyPhase: Record<VoteValue, GrowingMaxQuorum>;
+  /** Per value: the largest quorum inside the voters that accepted or confirmed it, plus self. */
+  private readonly accepters: Record<VoteValue, GrowingMaxQuorum>;
+  /** Per value: whether the accepters block self's slice. */
+  private readonly blocking: Record<VoteValue, BlockingCount | undefined>;
+  private readonly slice: QuorumSet | undefined;
+  private readonly sliceHash: string | null;
+
+  constructor(
+    private readonly self: string,
+    private readonly item: string,
+    sliceOf: (node: string) => QuorumSet | undefined,
+  ) {
+    this.slice = sliceOf(self);
+    this.sliceHash = this.slice ? quorumSetHash(this.slice) : null;
+    this.anyPhase = { yes: new GrowingMaxQuorum(sliceOf), no: new GrowingMaxQuorum(sliceOf) };
+    this.accepters = { yes: new GrowingMaxQuorum(sliceOf, [self]), no: new GrowingMaxQuorum(sliceOf, [self]) };
+    const slice = this.slice;
+    this.blocking = { yes: slice && new BlockingCount(slice), no: slice && new BlockingCount(slice) };
+  }
+
+  /** Adds a statement (or one self emitted); statements about other items are ignored, repeats change nothing. */
+  add(statement: { item: string; voter: string; value: VoteValue; phase: VotePhase }): void {
+    const { voter, value, phase } = statement;
+    if (statement.item !== this.item) return;
+    const set = this.voters[value][phase];
+    if (set.has(voter)) return;
+    set.add(voter);
+    if (this.voters[otherValue(value)][phase].has(voter)) this.equivocators.add(voter);
+    this.anyPhase[value].add(voter);
+    if (phase !== 'vote') {
+      this.accepters[value].add(voter);
+      this.blocking[value]?.add(voter);
+    }
+  }
+
+  /** Self's bulletin now: what `tally` answers over every statement added. */
+  bulletin(): Bulletin {
+    const { self, voters } = this;
+    const counts = { yes: countsOf(voters.yes), no: countsOf(voters.no) };
+    const base = { counts, equivocators: [...this.equivocators].sort(), slice_hash: this.sliceHash };
+    const conflicted = (): Bulletin => ({ ...base, state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
+    const hasAccepted = (p: VoteValue) => voters[p].accept.has(self) || voters[p].confirm.has(self);
+    const ownVotes = voteValues.filter((p) => voters[p].vote.has(self));
+    const ownAccepts = voteValues.filter(hasAccepted);
+    if (ownVotes.length > 1 || ownAccepts.length > 1) return conflicted();
+
+    let accepted: VoteValue | undefined = ownAccepts[0];
+    const toEmit: EmittedStatement[] = [];
+    if (accepted !== undefined) {
+      if (this.acceptRule(otherValue(accepted)) !== null) return conflicted();
+    } else {
+      const candidates = voteValues.filter((p) => this.acceptRule(p) !== null);
+      if (candidates.length > 1) return conflicted();
+      accepted = candidates[0];
+      if (accepted !== undefined) toEmit.push({ value: accepted, phase: 'accept' });
+    }
+    if (accepted === undefined) {
+      const vote = ownVotes[0];
+      return vote === undefined
+        ? { ...base, state: 'uncommitted', value: null, accepted_via: null, toEmit }
+        : { ...base, state: 'voted', value: vote, accepted_via: null, toEmit };
+    }
+    const confirmedBefore = voters[accepted].confirm.has(self);
+    const confirmed = confirmedBefore || this.accepters[accepted].has(self);
+    if (confirmed && !confirmedBefore) toEmit.push({ value: accepted, phase: 'confirm' });
+    return { ...base, state: confirmed ? 'confirmed' : 'accepted', value: accepted, accepted_via: this.acceptRule(accepted), toEmit };
+  }
+
+  /** Which rule makes self accept p now, if any (see `tally`). */
+  private acceptRule(p: VoteValue): 'quorum' | 'v-blocking' | null {
+    if (!this.slice) return null;
+    if (this.anyPhase[p].has(this.self)) return 'quorum';
+    return this.blocking[p]?.blocked ? 'v-blocking' : null;
+  }
+}
+
+function phaseSets(): Record<VotePhase, Set<string>> {
+  return { vote: new Set(), accept: new Set(), confirm: new Set() };
+}
+
+function countsOf(phases: Record<VotePhase, Set<string>>): PhaseCounts {
+  const counts = { vote: 0, accept: 0, confirm: 0 };
+  for (const phase of votePhases) counts[phase] = phases[phase].size;
+  return counts;
+}
+
+/**
+ * `blocks(q, b)` for a set `b` that only grows, counted instead of recomputed: each inner set
+ * keeps how many of its entries `b` meets, and a member joining updates only the sets that name it.
+ */
+class BlockingCount {
+  /** node -> the sets (by index) naming it as a validator. */
+  private readonly holders = new Map<string, number[]>();
+  private readonly slack: number[] = [];
+  private readonly parent: number[] = [];
+  private readonly hits: number[] = [];
+  private readonly met = new Set<string>();
+
+  constructor(q: QuorumSet) {
+    const visit = (set: QuorumSet, parent: number) => {
+      const index = this.slack.length;
+      this.slack.push(entryCount(set) - set.t);
+      this.parent.push(parent);
+      this.hits.push(0);
+      for (const node of set.v) {
+        const list = this.holders.get(node);
+        if (list) list.push(index);
+        else this.holders.set(node, [index]);
+      }
+      for (const inner of set.i) visit(inner, index);
+    };
+    visit(q, -1);
+  }
+
+  get blocked(): boolean {
+    return (this.hits[0] as number) > (this.slack[0] as number);
+  }
+
+  add(node: string): void {
+    if (this.met.has(node)) return;
+    this.met.add(node);
+    for (const holder of this.holders.get(node) ?? []) {
+      // A set becomes blocked exactly when its hits pass its slack; that counts once in its parent.
+      for (let set = holder; set >= 0; set = this.parent[set] as number) {
+        const hits = (this.hits[set] as number) + 1;
+        this.hits[set] = hits;
+        if (hits !== (this.slack[set] as number) + 1) break;
+      }
+    }
+  }
+}
