@@ -11,3 +11,6 @@ export * from './claim.js';
 export * from './quorum-set.js';
 export * from './vote.js';
 export * from './tally.js';
+export * from './signed-statement.js';
+export * from './item-authorship.js';
+export * from './slice-declaration.js';
