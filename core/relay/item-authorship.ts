@@ -50,7 +50,7 @@ export function parseItemAuthorship(input: unknown): Validated<ItemAuthorship> {
   f.signature();
   f.onlyKnown(KNOWN);
   if (f.issues.length > 0) return { ok: false, issues: f.issues };
-  const base = { schema: ITEM_AUTHORSHIP_SCHEMA, item: input.item as string, author: input.author as string, sig: input.sig as string };
+  const base = { schema: ITEM_AUTHORSHIP_SCHEMA as typeof ITEM_AUTHORSHIP_SCHEMA, item: input.item as string, author: input.author as string, sig: input.sig as string };
   return {
     ok: true,
     value: input.type === 'file' ? { ...base, type: 'file', title: input.title as string, media_type: input.media_type as string } : { ...base, type: 'claim' },

@@ -32,7 +32,8 @@ describe('x.item/1 authorship', () => {
 
   it('verifies as signed, whatever the key order, and survives JSON', () => {
     expect(verifyItemAuthorship(claimDoc)).toBe(true);
-    const reordered = JSON.parse(JSON.stringify({ sig: fileDoc.sig, ...fileDoc })) as unknown;
+    const { sig, ...rest } = fileDoc;
+    const reordered = JSON.parse(JSON.stringify({ sig, ...rest })) as unknown;
     const parsed = parseItemAuthorship(reordered);
     expect(parsed.ok && verifyItemAuthorship(parsed.value)).toBe(true);
   });
