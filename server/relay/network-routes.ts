@@ -30,6 +30,20 @@ export function pageAddresses(humanUrl: string): Record<string, string> {
 
 /** Health, discovery, the event feed and federation. */
 export function networkRoutes(deps: RelayDeps): RelayRoute[] {
+  /**
+   * An event's data as served: what a peer needs to verify it. Events stored before signed
+   * authorship and declarations say so with null; a statement naming its slice by hash carries the
+   * quorum set, so a peer that never saw it can still tally it (it checks the hash).
+   */
+  const eventData = (kind: string, payload: Record<string, unknown>): Record<string, unknown> => {
+    if (kind === 'item' && payload.item !== null && typeof payload.item === 'object') return { ...payload, item: { ...payload.item, authorship: (payload.item as { authorship?: unknown }).authorship ?? null } };
+    if (kind === 'slice') return { ...payload, declaration: payload.declaration ?? null };
+    const hash = kind === 'vote' ? (payload.vote as { slice_hash?: unknown } | undefined)?.slice_hash : undefined;
+    if (typeof hash !== 'string') return payload;
+    const slice = deps.voting.quorumSetByHash(hash);
+    return slice ? { ...payload, slice } : payload;
+  };
+
   const data = deps.store.data;
   // These two endpoints make the relay fetch URLs someone chose: operators only, and nobody when none are named.
   const mustOperate = (caller: Caller): string => {
@@ -150,7 +164,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         const rows = data.events.after(since, authors, limit + 1);
         const page = rows.slice(0, limit);
         return {
-          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: JSON.parse(r.payload) as unknown })),
+          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: eventData(r.kind, JSON.parse(r.payload) as Record<string, unknown>) })),
           next: page.at(-1)?.seq ?? since,
           has_more: rows.length > limit,
         };
