@@ -1,3 +1,4 @@
+import { createHash, createPublicKey, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { claimId } from './claim.js';
 import { RelayError } from './issue.js';
@@ -105,5 +106,32 @@ describe('x.slice/1 declarations', () => {
     expect(supersedes({ updated_ms: 2, slice_hash: 'a' }, { updated_ms: 1, slice_hash: 'b' })).toBe(true);
     expect(supersedes({ updated_ms: 1, slice_hash: 'b' }, { updated_ms: 1, slice_hash: 'a' })).toBe(true);
     expect(supersedes({ updated_ms: 1, slice_hash: 'a' }, { updated_ms: 1, slice_hash: 'a' })).toBe(false);
+  });
+});
+
+/**
+ * docs/relay-api.md, "Derived identifiers and signed documents", followed by hand with node:crypto
+ * alone (no core helper), so an outside client written from the document computes the same.
+ */
+describe('the documented definitions, computed without the core', () => {
+  const [a, b, c] = [other.nodeId, third.nodeId, author.nodeId].sort() as [string, string, string];
+
+  it('slice_hash: SHA-256 of the canonical JSON of the normal form (one-entry inner sets lifted, v sorted)', () => {
+    const normalText = `{"i":[],"t":1,"v":["${a}","${b}","${c}"]}`;
+    const expected = createHash('sha256').update(normalText, 'utf8').digest('hex');
+    expect(quorumSetHash({ t: 1, v: [c, a], i: [{ t: 1, v: [b], i: [] }] })).toBe(expected);
+  });
+
+  it('x.item/1 and x.slice/1: Ed25519 over the canonical JSON without sig, sig in unpadded base64url', () => {
+    const rawVerify = (text: string, sig: string, nodeId: string) =>
+      verify(null, Buffer.from(text, 'utf8'), createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(nodeId, 'hex').toString('base64url') }, format: 'jwk' }), Buffer.from(sig, 'base64url'));
+    const claimDoc = signItemAuthorship({ schema: 'x.item/1', item, type: 'claim', author: author.nodeId }, author.secretKey);
+    expect(claimDoc.sig).toMatch(/^[A-Za-z0-9_-]{86}$/);
+    expect(rawVerify(`{"author":"${author.nodeId}","item":"${item}","schema":"x.item/1","type":"claim"}`, claimDoc.sig, author.nodeId)).toBe(true);
+    const [x, y] = [other.nodeId, third.nodeId].sort() as [string, string];
+    const declaration = signSliceDeclaration({ node_id: author.nodeId, slice: { t: 1, v: [y, x], i: [] }, updated_ms: 1_795_176_000_123 }, author.secretKey);
+    const hash = createHash('sha256').update(`{"i":[],"t":1,"v":["${x}","${y}"]}`, 'utf8').digest('hex');
+    const text = `{"node_id":"${author.nodeId}","schema":"x.slice/1","slice":{"i":[],"t":1,"v":["${x}","${y}"]},"slice_hash":"${hash}","updated_ms":1795176000123}`;
+    expect(rawVerify(text, declaration.sig, author.nodeId)).toBe(true);
   });
 });

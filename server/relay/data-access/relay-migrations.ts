@@ -164,7 +164,7 @@ CREATE TRIGGER IF NOT EXISTS membership_peer_removed AFTER DELETE ON peers BEGIN
   // author's signed x.item/1 statement, published slices the node's signed x.slice/1 declaration
   // (NULL: posted here without one, so never forwarded as the node's word), and each peer the
   // documents it served that failed verification; past a bound it is suspended (not pulled from)
-  // until an operator adds it again. See docs/decisions/0411-signed-authorship-and-peer-standing.md.
+  // until an operator adds it again. Decisions 0410 and 0411.
   sqlMigration(3, 'signed authorship, slice declarations and peer standing', `
 ALTER TABLE items ADD COLUMN authorship TEXT;
 ALTER TABLE slices ADD COLUMN declaration TEXT;
