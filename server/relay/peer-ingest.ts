@@ -80,6 +80,7 @@ export class PeerIngest {
   fileWorthFetching(ev: WireEvent, authorsInPage: ReadonlySet<string>): boolean {
     const item = itemOf(ev);
     if (ev.kind !== 'item' || item.type !== 'file' || !isItemId(item.id) || !isNodeId(item.author)) return false;
+    if (item.authorship === undefined || item.authorship === null) return false;
     if (this.o.store.data.items.exists(item.id) || this.fileItemProblem(item) !== null) return false;
     return this.o.store.data.nodes.exists(item.author) || authorsInPage.has(item.author);
   }

@@ -131,7 +131,8 @@ describe('a lying relay among honest ones', () => {
       claimEvent(borrowedClaim, alice.nodeId, claimAuthorship(alice, signed)),
       claimEvent(malloryClaim, mallory.nodeId, claimAuthorship(mallory, malloryClaim)),
       claimEvent(unsigned, alice.nodeId, null),
-      // A file item whose authorship is forged: refused before a byte is fetched.
+      // File items: one without a statement (skipped, never downloaded) and one whose statement is forged (refused, never downloaded).
+      { kind: 'item', author: alice.nodeId, subject: 'd'.repeat(64), data: { item: { id: 'd'.repeat(64), type: 'file', kind: 'file', title: 'unsigned.bin', author: alice.nodeId, bytes: 3, media_type: 'application/octet-stream', authorship: null } } },
       { kind: 'item', author: alice.nodeId, subject: 'e'.repeat(64), data: { item: { id: 'e'.repeat(64), type: 'file', kind: 'file', title: 'fw.bin', author: alice.nodeId, bytes: 3, media_type: 'application/octet-stream', authorship: { ...signItemAuthorship({ schema: 'x.item/1', item: 'e'.repeat(64), type: 'file', author: mallory.nodeId, title: 'fw.bin', media_type: 'application/octet-stream' }, mallory.secretKey), author: alice.nodeId } } } },
       // Slices: bob's declaration altered after signing; one contradicted by its event; the stale one replayed.
       { kind: 'slice', author: bob.nodeId, subject: quorumSetHash(altered), data: { node_id: bob.nodeId, slice: altered, slice_hash: quorumSetHash(altered), updated_ms: clock.nowMs() + 1, declaration: { ...declarations[1]!, slice: altered, slice_hash: quorumSetHash(altered), updated_ms: clock.nowMs() + 1 } } },
