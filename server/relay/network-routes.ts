@@ -1,6 +1,6 @@
 import { isoFromMs } from '../../core/clock.js';
 import { Federation } from './federation.js';
-import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signVote } from './protocol.js';
+import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signItemAuthorship, signSliceDeclaration, signVote } from './protocol.js';
 import type { Caller } from './credentials.js';
 import type { RelayDeps } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
@@ -81,7 +81,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'get',
       path: '/examples',
-      summary: 'Worked examples: a claim and its id, a registration document and a signed vote (made with a throwaway key; they verify).',
+      summary: 'Worked examples: a claim with its id and its author\'s signed x.item/1 statement, a registration document, a signed vote and a signed x.slice/1 declaration (made with a throwaway key; they verify).',
       auth: 'none',
       since: '0.9.3',
       response: examplesSchema,
@@ -93,13 +93,22 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         const createdAt = Math.floor(deps.clock.nowMs() / 1000);
         const vote = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: id, voter: key.nodeId, value: 'yes', phase: 'vote', slice, created_at: createdAt }, key.secretKey);
         return {
-          claim: { request: { method: 'POST', path: '/items', body: claim }, id, id_rule: 'sha256("x.claim/1\\n" + kind + "\\n" + title + "\\n" + body), hex' },
+          claim: {
+            request: { method: 'POST', path: '/items', body: { ...claim, authorship: signItemAuthorship({ schema: 'x.item/1', item: id, type: 'claim', author: key.nodeId }, key.secretKey) } },
+            id,
+            id_rule: 'sha256("x.claim/1\\n" + kind + "\\n" + title + "\\n" + body), hex',
+            authorship_rule: "optional x.item/1 statement: Ed25519 by the author's node key over RFC 8785 canonical JSON without sig; without it the item stays on this relay",
+          },
           registration: {
             request: { method: 'POST', path: '/register', body: signDocument({ schema: registerSchema, node_id: key.nodeId, relay: deps.baseUrl, created_at: createdAt, name: 'example' }, key.secretKey) },
             rule: 'Ed25519 by the node key over RFC 8785 canonical JSON of the document without sig; sig is unpadded base64url; created_at within ' + relayLimits.proofMaxSkewSeconds + ' s; relay is this base URL; each document works once',
           },
           vote: { request: { method: 'POST', path: `/items/${id}/vote`, body: { ...vote, hint: 'hint is not signed: relays may change it' } }, slice_hash: quorumSetHash(slice) },
           slice: { request: { method: 'POST', path: '/slice', body: { v: [deps.selfKey.nodeId] } }, rule: 'omit t for the default threshold (67 %, rounded up)' },
+          declaration: {
+            request: { method: 'POST', path: '/slice/declare', body: signSliceDeclaration({ node_id: key.nodeId, slice, updated_ms: deps.clock.nowMs() }, key.secretKey) },
+            rule: 'x.slice/1: Ed25519 by the node key over RFC 8785 canonical JSON without sig; slice_hash is quorumSetHash(slice); the newest updated_ms (Unix ms) wins; peers forward and verify it',
+          },
         };
       },
     }),

@@ -175,7 +175,7 @@ export const networkSchema = z
   .meta({ id: 'Network' });
 
 export const examplesSchema = z
-  .strictObject({ claim: openObject, registration: openObject, vote: openObject, slice: openObject })
+  .strictObject({ claim: openObject, registration: openObject, vote: openObject, slice: openObject, declaration: openObject })
   .meta({ id: 'Examples', description: 'Worked requests (method, path, body) made with a throwaway key; they verify.' });
 
 export const exportSchema = z

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type QuorumSet, claimId, generateNodeKey, quorumSetHash, signVote } from '../../server/relay/protocol.js';
+import { type QuorumSet, claimId, generateNodeKey, parseItemAuthorship, parseSliceDeclaration, quorumSetHash, signVote, verifyItemAuthorship, verifySliceDeclaration } from '../../server/relay/protocol.js';
 import { call, claimAuthorship, fileAuthorship, registerNode, sliceDeclarationBy, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**
@@ -124,6 +124,16 @@ describe('POST /slice/declare', () => {
       expect(answer.status, answer.text).toBe(status);
       if (loc) expect(detail(answer.body).loc).toEqual(loc);
     }
+  });
+});
+
+describe('GET /examples', () => {
+  it('shows a claim with its author\'s statement and a slice declaration, both verifying', async () => {
+    const ex = (await call<{ claim: { request: { body: { authorship: unknown } } }; declaration: { request: { body: unknown } } }>(base(), 'GET', '/examples')).body;
+    const authorship = parseItemAuthorship(ex.claim.request.body.authorship);
+    expect(authorship.ok && verifyItemAuthorship(authorship.value)).toBe(true);
+    const declaration = parseSliceDeclaration(ex.declaration.request.body);
+    expect(declaration.ok && verifySliceDeclaration(declaration.value)).toBe(true);
   });
 });
 
