@@ -72,8 +72,10 @@ export interface PullResult extends ProbeResult {
 
 /**
  * Federation: the relay knows its peers, probes their /health, and pulls their /events feed,
- * verifying everything before storing it (node registrations by their signature, claims by
- * recomputing their id, files by hashing their bytes, votes with the core's `verifyVote`).
+ * verifying everything before storing it (`PeerIngest`: registrations, the author's x.item/1
+ * statement of each item, the node's x.slice/1 declaration of each slice, votes with the core's
+ * `verifyVote`; claims by recomputing their id, files by hashing their bytes). A peer that serves
+ * false documents loses standing and, past `offenceLimit`, is no longer pulled from (decision 0411).
  * What it stores it re-publishes in its own feed, so items travel across a chain of relays.
  * Nothing arrives unasked: a relay only pulls, never accepts pushes.
  */
