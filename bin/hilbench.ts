@@ -56,6 +56,11 @@ const serve = program
       .argParser((v) => (v === '0' ? 0 : positiveNumber(v))),
   )
   .addOption(new Option('--relay-operators <ids>', 'comma-separated node ids allowed to add and probe peers (POST /reach, /reach/probe); default nobody').env('HILBENCH_RELAY_OPERATORS'))
+  .addOption(
+    new Option('--relay-peer-offence-limit <n>', 'documents failing verification a peer may serve before it is suspended until an operator adds it again (default 10)')
+      .env('HILBENCH_RELAY_PEER_OFFENCE_LIMIT')
+      .argParser(requestCount),
+  )
   .addOption(new Option('--relay-allow-private-peers', 'let operators add peers on loopback or private addresses (test networks)'))
   .addOption(new Option('--relay-seeds <urls>', 'comma-separated seed relay URLs published by GET /seeds').env('HILBENCH_RELAY_SEEDS'))
   .addOption(new Option('--relay-self-slice <file>', "the relay node's own slice, a quorum set {t, v, i} in YAML or JSON (docs/scp-s5.md); default: the operators plus the configured peers' relay nodes at 67 %, none without either (docs/relay-api.md)").env('HILBENCH_RELAY_SELF_SLICE'))

@@ -91,6 +91,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
           probeIntervalMs: (opts.relayProbeIntervalSeconds as number) * 1000,
           operators: commaList(opts.relayOperators),
           allowPrivatePeers: opts.relayAllowPrivatePeers === true,
+          ...(typeof opts.relayPeerOffenceLimit === 'number' ? { peerOffenceLimit: opts.relayPeerOffenceLimit } : {}),
           trustProxyHops: opts.trustProxyHops as number,
           rateLimits: {
             ...(typeof opts.relayRegistrationsPerMinute === 'number' ? { registrationsPerMinute: opts.relayRegistrationsPerMinute } : {}),

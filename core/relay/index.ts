@@ -13,3 +13,6 @@ export * from './growing-quorum.js';
 export * from './growing-tally.js';
 export * from './vote.js';
 export * from './tally.js';
+export * from './signed-statement.js';
+export * from './item-authorship.js';
+export * from './slice-declaration.js';

@@ -1,11 +1,11 @@
-import { canonicalJson, defaultThreshold, generateNodeKey, type NodeKey, type QuorumSet, signEd25519, signVote, type VotePhase, type VoteValue } from '../../core/relay/index.js';
+import { canonicalJson, claimId, defaultThreshold, generateNodeKey, type NodeKey, type QuorumSet, signEd25519, signItemAuthorship, signVote, type VotePhase, type VoteValue } from '../../core/relay/index.js';
 import type { Clock } from '../../core/clock.js';
 import { readAnswer } from './http-answer.js';
 
 /**
  * A small client of the relay service API (docs/relay-api.md) for scenarios and tests. It holds
- * node keys in memory and signs what the protocol wants signed (x.register/1 documents and x.vote/1
- * statements) with the core's canonical JSON and Ed25519, so it works against any relay, in process
+ * node keys in memory and signs what the protocol wants signed (x.register/1 documents, x.item/1
+ * authorship of the claims it posts and x.vote/1 statements) with the core's canonical JSON and Ed25519, so it works against any relay, in process
  * or remote. It never throws on an HTTP status: callers decide what an answer should be.
  */
 
@@ -83,9 +83,15 @@ export class RelayClient {
     return { node: typeof authorization === 'string' ? { ...key, authorization } : undefined, answer };
   }
 
-  /** Posts a claim as `node`. */
+  /**
+   * Posts a claim as `node`, with the node's signed x.item/1 statement of authorship, so the claim
+   * travels to the relay's peers (without it, it stays on this relay). No node: posted without a
+   * credential (to see the 401).
+   */
   postClaim(node: RelayNode | undefined, claim: { kind: string; title: string; body: string }): Promise<RelayAnswer> {
-    return this.request('POST', '/items', { json: claim, ...(node ? { auth: node.authorization } : {}) });
+    if (!node) return this.request('POST', '/items', { json: claim });
+    const authorship = signItemAuthorship({ schema: 'x.item/1', item: claimId(claim), type: 'claim', author: node.nodeId }, node.secretKey);
+    return this.request('POST', '/items', { json: { ...claim, authorship }, auth: node.authorization });
   }
 
   /** Signs and posts a vote by `node`; the slice's `t` defaults to the protocol's 67 %. */

@@ -4,7 +4,7 @@ import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { claimId, generateNodeKey, signVote } from './protocol.js';
+import { claimId, generateNodeKey, signItemAuthorship, signVote } from './protocol.js';
 import { createRelayService, type RelayService } from './relay-service.js';
 import { signDocument } from './signed-document.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
@@ -31,15 +31,18 @@ const fileIdOk = createHash('sha256').update(fileBytes).digest('hex');
 const fileIdBad = 'f'.repeat(64);
 const vote = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: goodId, voter: author.nodeId, value: 'yes', phase: 'vote', slice: { t: 1, v: [peerNode.nodeId], i: [] }, created_at: createdAt }, author.secretKey);
 
+const claimBy = (id: string) => signItemAuthorship({ schema: 'x.item/1', item: id, type: 'claim', author: author.nodeId }, author.secretKey);
+const fileBy = (id: string, title: string) => signItemAuthorship({ schema: 'x.item/1', item: id, type: 'file', author: author.nodeId, title, media_type: 'application/octet-stream' }, author.secretKey);
+
 /** The peer's feed: valid events interleaved with forged ones. */
 const feed = [
   { seq: 1, kind: 'node', author: peerNode.nodeId, subject: peerNode.nodeId, data: { registration: registration(peerNode) } },
   { seq: 2, kind: 'node', author: author.nodeId, subject: author.nodeId, data: { registration: registration(author) } },
   { seq: 3, kind: 'node', author: author.nodeId, subject: author.nodeId, data: { registration: { ...registration(generateNodeKey()), name: 'changed after signing' } } },
-  { seq: 4, kind: 'item', author: author.nodeId, subject: goodId, data: { item: { id: goodId, type: 'claim', ...claim, author: author.nodeId } } },
-  { seq: 5, kind: 'item', author: author.nodeId, subject: 'a'.repeat(64), data: { item: { id: 'a'.repeat(64), type: 'claim', ...claim, title: 'id does not match', author: author.nodeId } } },
-  { seq: 6, kind: 'item', author: author.nodeId, subject: fileIdOk, data: { item: { id: fileIdOk, type: 'file', title: 'fw', bytes: fileBytes.length, media_type: 'application/octet-stream', author: author.nodeId } } },
-  { seq: 7, kind: 'item', author: author.nodeId, subject: fileIdBad, data: { item: { id: fileIdBad, type: 'file', title: 'lies', bytes: 3, author: author.nodeId } } },
+  { seq: 4, kind: 'item', author: author.nodeId, subject: goodId, data: { item: { id: goodId, type: 'claim', ...claim, author: author.nodeId, authorship: claimBy(goodId) } } },
+  { seq: 5, kind: 'item', author: author.nodeId, subject: 'a'.repeat(64), data: { item: { id: 'a'.repeat(64), type: 'claim', ...claim, title: 'id does not match', author: author.nodeId, authorship: claimBy('a'.repeat(64)) } } },
+  { seq: 6, kind: 'item', author: author.nodeId, subject: fileIdOk, data: { item: { id: fileIdOk, type: 'file', title: 'fw', bytes: fileBytes.length, media_type: 'application/octet-stream', author: author.nodeId, authorship: fileBy(fileIdOk, 'fw') } } },
+  { seq: 7, kind: 'item', author: author.nodeId, subject: fileIdBad, data: { item: { id: fileIdBad, type: 'file', title: 'lies', bytes: 3, media_type: 'application/octet-stream', author: author.nodeId, authorship: fileBy(fileIdBad, 'lies') } } },
   { seq: 8, kind: 'vote', author: author.nodeId, subject: goodId, data: { vote } },
   { seq: 9, kind: 'vote', author: author.nodeId, subject: goodId, data: { vote: { ...vote, value: 'no' } } },
   { seq: 10, kind: 'gossip', author: author.nodeId, subject: goodId, data: {} },
@@ -88,6 +91,8 @@ describe('Federation.probe', () => {
     expect(peerRow.reachable).toBe(1);
     expect(peerRow.rejected_events).toBe(5);
     expect(peerRow.last_error).toMatch(/unknown event kind/);
+    // Four of them are false documents (an unknown kind may be a newer relay's): they count against its standing.
+    expect(peerRow).toMatchObject({ offences: 4, suspended_ms: null, last_offence: expect.stringMatching(/^event 9 \(vote\): vote signature does not verify/) });
   });
 
   it('does not pull again what it already has, and is idempotent', async () => {

@@ -3,14 +3,12 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
-import { claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
+import { isItemId } from './protocol.js';
 import { HttpError } from '../http/http-error.js';
+import { PeerIngest, type WireEvent } from './peer-ingest.js';
 import { invalidInput } from './relay-error.js';
-import { voteTimeProblem } from './relay-deps.js';
 import { relayLimits, relayProtocol } from './relay-facts.js';
-import { codePointText, registerBody } from './relay-schemas.js';
 import type { RelayStore } from './relay-store.js';
-import { verifySignedDocument } from './signed-document.js';
 import type { Voting } from './voting.js';
 import type { PeerRow } from './data-access/peer-repository.js';
 
@@ -40,7 +38,14 @@ export interface FederationOptions {
   allowPrivatePeers?: boolean;
   /** Resolves peer host names for that check; default the system resolver. */
   resolveHost?: HostResolver;
+  /**
+   * Refused documents (false signatures, mismatched ids or hashes, unknown authors) after which a
+   * peer is suspended: no longer pulled from until an operator adds it again (POST /reach). Default 10.
+   */
+  offenceLimit?: number;
   log: (message: string, cause: unknown) => void;
+  /** Where refused documents, suspensions and reinstatements are reported; default `log`. */
+  warn?: (message: string) => void;
 }
 
 export type { PeerRow };
@@ -65,18 +70,12 @@ export interface PullResult extends ProbeResult {
   probes: number;
 }
 
-interface WireEvent {
-  seq: number;
-  kind: string;
-  author: string;
-  subject: string;
-  data: unknown;
-}
-
 /**
  * Federation: the relay knows its peers, probes their /health, and pulls their /events feed,
- * verifying everything before storing it (node registrations by their signature, claims by
- * recomputing their id, files by hashing their bytes, votes with the core's `verifyVote`).
+ * verifying everything before storing it (`PeerIngest`: registrations, the author's x.item/1
+ * statement of each item, the node's x.slice/1 declaration of each slice, votes with the core's
+ * `verifyVote`; claims by recomputing their id, files by hashing their bytes). A peer that serves
+ * false documents loses standing and, past `offenceLimit`, is no longer pulled from (decision 0411).
  * What it stores it re-publishes in its own feed, so items travel across a chain of relays.
  * Nothing arrives unasked: a relay only pulls, never accepts pushes.
  */
@@ -84,6 +83,8 @@ export class Federation {
   private readonly timeoutMs: number;
   private readonly fileTimeoutMs: number;
   private readonly maxPages: number;
+  private readonly offenceLimit: number;
+  private readonly ingest: PeerIngest;
   private probing = new Map<string, Promise<ProbeResult>>();
   /** Peers from the relay's configuration: trusted as they are, whatever address they have. */
   private readonly configured = new Set<string>();
@@ -92,7 +93,12 @@ export class Federation {
     this.timeoutMs = o.requestTimeoutMs ?? 10_000;
     this.fileTimeoutMs = o.fileTimeoutMs ?? 120_000;
     this.maxPages = o.maxPagesPerProbe ?? 20;
+    this.offenceLimit = o.offenceLimit ?? 10;
+    this.ingest = new PeerIngest(o);
+    this.warn = o.warn ?? ((message) => o.log(message, undefined));
   }
+
+  private readonly warn: (message: string) => void;
 
   /** Normalises a peer URL (http or https, no trailing slash, no query) or throws 422 at `loc`. */
   static normalizeUrl(input: string, loc: (string | number)[]): string {
@@ -125,7 +131,13 @@ export class Federation {
     if (problem !== null) {
       throw new HttpError(403, `refused peer ${url}: ${problem}. Peers added over HTTP must be public addresses; configure private ones with the peers option, or start the relay with allowPrivatePeers`);
     }
-    return this.insertPeer(url, input, addedBy);
+    const added = this.insertPeer(url, input, addedBy);
+    // Adding a known peer again is how an operator restores its standing (see "Standing" in docs/relay-api.md).
+    if (!added.created && this.o.store.data.peers.reinstate(url)) {
+      this.warn(`relay: peer ${url} reinstated by ${addedBy}; its offence count starts again from 0`);
+      return { peer: this.peer(url)!, created: false };
+    }
+    return added;
   }
 
   private insertPeer(url: string, input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
@@ -199,13 +211,22 @@ export class Federation {
       cursor: p.cursor,
       pulled_events: p.pulled_events,
       rejected_events: p.rejected_events,
+      offences: p.offences,
+      last_offence: p.last_offence,
+      suspended_at: p.suspended_ms === null ? null : isoFromMs(p.suspended_ms),
       added_at: isoFromMs(p.added_ms),
     };
   }
 
   private async probeOnce(url: string): Promise<ProbeResult> {
     const peers = this.o.store.data.peers;
-    if (!this.peer(url)) throw new HttpError(404, 'not a known peer; POST /reach first');
+    const known = this.peer(url);
+    if (!known) throw new HttpError(404, 'not a known peer; POST /reach first');
+    if (known.suspended_ms !== null) {
+      // Nothing is fetched and nothing written: the peer keeps its record until an operator acts.
+      const error = `suspended at ${isoFromMs(known.suspended_ms)} after ${known.offences} refused documents (last: ${known.last_offence ?? 'none'}); not pulled from until an operator adds it again with POST /reach`;
+      return { url, reachable: false, node_id: known.node_id, version: known.version, pulled: 0, rejected: 0, cursor: known.cursor, caught_up: false, error };
+    }
     let pulled = 0;
     let rejected = 0;
     let error: string | null = null;
@@ -234,7 +255,12 @@ export class Federation {
         const events = (body.events as WireEvent[]).slice(0, relayLimits.eventsPageMax);
         let previous = cursor;
         for (const ev of events) {
-          if (typeof ev?.seq !== 'number' || !Number.isSafeInteger(ev.seq) || ev.seq <= previous) throw new Error(`${url}/events answered seq ${String(ev?.seq)} after ${previous}; refusing the page`);
+          if (typeof ev?.seq !== 'number' || !Number.isSafeInteger(ev.seq) || ev.seq <= previous) {
+            // A replayed or reordered page: no relay serves one from a feed whose seqs only grow.
+            const reason = `${url}/events answered seq ${String(ev?.seq)} after ${previous}; refusing the page`;
+            this.recordOffences(url, 1, reason);
+            throw new Error(reason);
+          }
           previous = ev.seq;
         }
         // Files are fetched before the transaction: a transaction never waits on the network. A file
@@ -243,10 +269,15 @@ export class Federation {
         // so the cursor stays there and the next probe tries again. Moving past it lost the item
         // and every vote for it for good (audit finding 2).
         const files = new Map<string, string | null>();
+        // Nodes this page registers, so a file by one of them is worth fetching before they are stored.
+        const authorsInPage = new Set<string>();
         for (let k = 0; k < events.length; k++) {
           const ev = events[k] as WireEvent;
+          if (ev.kind === 'node' && this.ingest.registrationProblem(ev) === null) authorsInPage.add((ev.data as { registration: { node_id: string } }).registration.node_id);
           const item = (ev.data as { item?: { type?: unknown; id?: unknown } } | null)?.item;
           if (ev.kind !== 'item' || item?.type !== 'file' || !isItemId(item.id) || files.has(item.id)) continue;
+          // Unsigned, forged or orphan file items are decided without downloading a byte.
+          if (!this.ingest.fileWorthFetching(ev, authorsInPage)) continue;
           if (this.o.files.has(item.id) || this.o.store.data.items.exists(item.id)) {
             files.set(item.id, null);
             continue;
@@ -263,19 +294,25 @@ export class Federation {
         }
         const next = events.length > 0 ? (events.at(-1) as WireEvent).seq : cursor;
         const hasMore = transient === null && (body.has_more === true || (body.events as unknown[]).length > events.length);
+        const offences: string[] = [];
         this.o.store.tx(() => {
           let stored = 0;
           for (const ev of events) {
-            const problem = this.ingest(ev, url, files);
-            if (problem === null) stored++;
+            const outcome = this.ingest.ingest(ev, url, files);
+            if (outcome.kind === 'stored') stored++;
             else {
               rejected++;
-              error = `event ${String(ev.seq)} (${String(ev.kind)}): ${problem}`;
+              error = `event ${String(ev.seq)} (${String(ev.kind)}): ${outcome.reason}`;
+              if (outcome.kind === 'refused') offences.push(error);
             }
           }
           pulled += stored;
           peers.advanceCursor(url, next, stored);
         });
+        if (offences.length > 0 && this.recordOffences(url, offences.length, offences.at(-1)!, offences)) {
+          error = `suspended: ${offences.length} refused documents in this page brought it to ${this.peer(url)!.offences} (the bound is ${this.offenceLimit}); last: ${offences.at(-1)!}`;
+          break;
+        }
         if (transient !== null) {
           error = transient;
           break;
@@ -293,77 +330,15 @@ export class Federation {
     return { url, reachable, node_id: nodeId, version, pulled, rejected, cursor: this.peer(url)!.cursor, caught_up: caughtUp, error };
   }
 
-  /** Verifies and stores one peer event; returns null when stored or already known, else why it was refused. */
-  private ingest(ev: WireEvent, origin: string, files: ReadonlyMap<string, string | null>): string | null {
-    const { nodes, items } = this.o.store.data;
-    const nowMs = this.o.clock.nowMs();
-    const data = (ev.data ?? {}) as Record<string, unknown>;
-    try {
-      switch (ev.kind) {
-        case 'node': {
-          const parsed = registerBody.safeParse(data.registration);
-          if (!parsed.success) return 'registration document malformed';
-          const reg = parsed.data;
-          const problem = nodeIdProblem(reg.node_id);
-          if (problem) return problem;
-          if (!verifySignedDocument(reg, reg.node_id)) return 'registration signature does not verify';
-          const learned = nodes.insertLearned({ nodeId: reg.node_id, name: reg.name ?? '', registration: JSON.stringify(reg), origin, nowMs });
-          if (learned) this.o.store.appendEvent('node', reg.node_id, reg.node_id, { registration: reg }, nowMs, origin);
-          return null;
-        }
-        case 'item': {
-          const item = (data.item ?? {}) as Record<string, unknown>;
-          const id = item.id;
-          if (!isItemId(id) || !isNodeId(item.author)) return 'item without a well-formed id or author';
-          if (items.exists(id)) return null;
-          let row: { type: 'claim' | 'file'; kind: string; title: string; body: string; bytes: number | null; media: string | null };
-          if (item.type === 'claim') {
-            const checked = validateClaim({ kind: item.kind, title: item.title, body: item.body });
-            if (!checked.ok) return `invalid claim: ${checked.issues[0]?.msg ?? ''}`;
-            if (claimId(checked.value) !== id) return 'claim id does not match its content';
-            row = { type: 'claim', kind: checked.value.kind, title: checked.value.title, body: checked.value.body, bytes: null, media: null };
-          } else if (item.type === 'file') {
-            const refused = files.get(id);
-            if (refused !== null || !this.o.files.has(id)) return `file refused: ${refused ?? 'content missing'}`;
-            const title = codePointText(relayLimits.titleMaxChars, { singleLine: true }).safeParse(item.title ?? '');
-            if (!title.success) return 'file title invalid';
-            row = { type: 'file', kind: 'file', title: title.data, body: '', bytes: this.o.files.sizeOf(id), media: typeof item.media_type === 'string' ? item.media_type.slice(0, 200) : 'application/octet-stream' };
-          } else return 'unknown item type';
-          items.insert({ item_id: id, type: row.type, kind: row.kind, title: row.title, body: row.body, file_bytes: row.bytes, media_type: row.media, author: item.author, bot_id: null, origin, created_ms: nowMs });
-          const stored = { ...item, origin };
-          this.o.store.appendEvent('item', item.author, id, { item: stored }, nowMs, origin);
-          return null;
-        }
-        case 'vote': {
-          const parsed = parseVote(data.vote);
-          if (!parsed.ok) return `malformed vote: ${parsed.issues[0]?.msg ?? ''}`;
-          const vote = parsed.value;
-          const timeProblem = voteTimeProblem(vote.created_at, nowMs);
-          if (timeProblem !== null) return timeProblem;
-          if (!verifyVote(vote)) return 'vote signature does not verify';
-          if (!items.exists(vote.item)) return 'vote for an item this relay does not have';
-          if (!nodes.exists(vote.voter)) return 'vote by a node this relay does not know';
-          const stored = this.o.voting.storeVote(vote, origin, nowMs);
-          if (stored.stored && vote.voter !== this.o.selfNodeId) this.o.voting.retallySelf(vote.item, nowMs);
-          return null;
-        }
-        case 'slice': {
-          const checked = validateQuorumSet(data.slice, typeof data.node_id === 'string' ? { self: data.node_id } : {});
-          if (!checked.ok) return 'invalid slice';
-          const hash = quorumSetHash(checked.value);
-          if (hash !== data.slice_hash) return 'slice_hash does not match the slice';
-          if (typeof data.node_id !== 'string' || !nodes.exists(data.node_id)) return 'slice of a node this relay does not know';
-          const updatedMs = typeof data.updated_ms === 'number' && Number.isSafeInteger(data.updated_ms) ? data.updated_ms : 0;
-          this.o.voting.applyRemoteSlice(data.node_id, checked.value, updatedMs, origin, nowMs);
-          return null;
-        }
-        default:
-          return 'unknown event kind';
-      }
-    } catch (cause) {
-      if (cause instanceof HttpError) return cause.message;
-      throw cause;
-    }
+  /**
+   * Counts refused documents against a peer's standing and logs each; returns whether the peer is
+   * now suspended (at `offenceLimit` or more since an operator last added it).
+   */
+  private recordOffences(url: string, count: number, last: string, each: readonly string[] = [last]): boolean {
+    for (const reason of each) this.warn(`relay: refused a document from peer ${url}: ${reason}`);
+    const suspended = this.o.store.data.peers.recordOffences(url, { count, last, nowMs: this.o.clock.nowMs(), limit: this.offenceLimit });
+    if (suspended) this.warn(`relay: peer ${url} suspended after ${this.peer(url)!.offences} refused documents; an operator adds it again with POST /reach`);
+    return suspended;
   }
 
   /**

@@ -19,6 +19,17 @@ export interface ReceivedFile {
   title: string;
 }
 
+/** What an upload's check sees once the file is hashed, before it is moved into place. */
+export interface UploadCheck {
+  itemId: string;
+  /** The `title` field, else the part's file name, else "". */
+  title: string;
+  /** The part's Content-Type as `type/subtype` in lower case (busboy drops parameters), else application/octet-stream. */
+  mediaType: string;
+  /** Every other text field of the form, by name (the last value wins). */
+  fields: ReadonlyMap<string, string>;
+}
+
 /** Multipart overhead we tolerate above the file limit before refusing on Content-Length alone. */
 const multipartSlackBytes = 64 * 1024;
 
@@ -51,12 +62,12 @@ export class FileStore {
    * Reads a multipart/form-data request with one `file` part (and an optional `title` field).
    * Throws 413 as soon as the file passes `fileMaxBytes`, 422 when the part is missing.
    *
-   * `checkTitle` validates the title (the `title` field, else the part's file name) before the file
-   * is moved into place and returns the title to keep; when it throws, the temp file is removed and
-   * its error is the answer, so a refused upload leaves nothing in the store (it used to leave an
-   * orphan file: audit finding 4).
+   * `check` validates the upload (its title, its other fields such as a signed authorship) before
+   * the file is moved into place and returns the title to keep; when it throws, the temp file is
+   * removed and its error is the answer, so a refused upload leaves nothing in the store (it used to
+   * leave an orphan file: audit finding 4).
    */
-  receiveMultipart(req: Request, checkTitle: (title: string) => string = (title) => title): Promise<ReceivedFile> {
+  receiveMultipart(req: Request, check: (upload: UploadCheck) => string = (upload) => upload.title): Promise<ReceivedFile> {
     const declared = Number(req.headers['content-length'] ?? NaN);
     if (Number.isFinite(declared) && declared > relayLimits.fileMaxBytes + multipartSlackBytes) {
       return Promise.reject(tooLarge());
@@ -73,6 +84,7 @@ export class FileStore {
         return;
       }
       let title: string | undefined;
+      const fields = new Map<string, string>();
       let filename = '';
       let settled = false;
       let current: Readable | undefined;
@@ -97,6 +109,7 @@ export class FileStore {
       };
       bb.on('field', (name, value) => {
         if (name === 'title') title = value;
+        else fields.set(name, value);
       });
       bb.on('file', (name, stream, info) => {
         // busboy destroys the part being read with its error when the body ends inside it; an
@@ -151,7 +164,7 @@ export class FileStore {
             }
             let checked: string;
             try {
-              checked = checkTitle(title ?? filename);
+              checked = check({ itemId: u.itemId, title: title ?? filename, mediaType: u.mediaType, fields });
             } catch (err) {
               safeUnlink(u.tmp);
               fail(err);

@@ -12,13 +12,18 @@ import { itemCreatedSchema, reportSchema, reportsSchema, sliceAnswerSchema, vote
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from './relay-schemas.js';
 import { throwCoreIssues } from './signed-document.js';
+import { requireAuthorship } from './signed-statements.js';
 import type { ItemRow } from './data-access/item-repository.js';
 
 export type { ItemRow };
 
-/** The JSON face of an item (claims carry their text; files their size and type). */
+/**
+ * The JSON face of an item (claims carry their text; files their size and type), with the author's
+ * signed x.item/1 statement when there is one: what peers verify the authorship with.
+ */
 export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  const base = { id: row.item_id, type: row.type, kind: row.kind, title: row.title, author: row.author, origin: row.origin, created_at: isoFromMs(row.created_ms) };
+  const authorship = row.authorship === null ? null : (JSON.parse(row.authorship) as unknown);
+  const base = { id: row.item_id, type: row.type, kind: row.kind, title: row.title, author: row.author, origin: row.origin, created_at: isoFromMs(row.created_ms), authorship };
   return row.type === 'claim' ? { ...base, body: row.body, ...extra } : { ...base, bytes: row.file_bytes, media_type: row.media_type, ...extra };
 }
 
@@ -38,11 +43,20 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
   };
   const botOf = (caller: Caller) => (caller.kind === 'bot' ? caller.botId : null);
 
-  /** Stores a new item with its event; an existing id answers the stored item (ids are content addresses). */
+  /**
+   * Stores a new item with its event; an existing id answers the stored item (ids are content
+   * addresses). When the stored item is the caller's and was posted without the author's statement,
+   * a statement given now is added and the item published again, so peers can take it from then on.
+   */
   const insertItem = (row: Omit<ItemRow, 'created_ms' | 'origin'>): { row: ItemRow; created: boolean } =>
     deps.store.tx(() => {
       const existing = getItem(row.item_id);
-      if (existing) return { row: existing, created: false };
+      if (existing) {
+        if (row.authorship === null || !items.attachAuthorship(row.item_id, row.author, row.authorship)) return { row: existing, created: false };
+        const signed = getItem(row.item_id)!;
+        deps.store.appendEvent('item', signed.author, signed.item_id, { item: itemView(signed) }, now());
+        return { row: signed, created: false };
+      }
       items.insert({ ...row, origin: null, created_ms: now() });
       const stored = getItem(row.item_id)!;
       deps.store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now());
@@ -114,19 +128,38 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: async ({ caller, req, res }) => {
         const author = callerNode(caller);
         if (req.is('multipart/form-data')) {
-          // The title is checked before the file is moved into the store, so a refused upload leaves no file behind.
-          const file = await deps.files.receiveMultipart(req, (title) => parseOr422(fileTitleField, { title }, 'body').title);
-          const { row, created } = insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title: file.title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller) });
+          // The title and the authorship statement are checked before the file is moved into the
+          // store, so a refused upload leaves no file behind.
+          let authorship: string | null = null;
+          const file = await deps.files.receiveMultipart(req, (upload) => {
+            const title = parseOr422(fileTitleField, { title: upload.title }, 'body').title;
+            const statement = upload.fields.get('authorship');
+            if (statement !== undefined) {
+              let doc: unknown;
+              try {
+                doc = JSON.parse(statement);
+              } catch {
+                throw invalidInput(['body', 'authorship'], 'Value error, authorship must be the x.item/1 statement as JSON text', statement, 'json_invalid');
+              }
+              const item = { id: upload.itemId, type: 'file' as const, author, title, media_type: upload.mediaType };
+              authorship = JSON.stringify(requireAuthorship(doc, item, ['body', 'authorship']));
+            }
+            return title;
+          });
+          const { row, created } = insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title: file.title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller), authorship });
           if (!created) res.status(200);
           return itemView(row, { created });
         }
         if (!req.is('application/json')) throw new HttpError(415, 'send a claim as application/json or a file as multipart/form-data');
         const input: unknown = req.body;
         parseOr422(claimBody, input, 'body');
-        const checked = validateClaim({ body: '', ...(input as object) });
+        const { authorship: statement, ...fields } = input as Record<string, unknown>;
+        const checked = validateClaim({ body: '', ...fields });
         if (!checked.ok) throwCoreIssues(checked.issues, ['body']);
         const claim = checked.value;
-        const { row, created } = insertItem({ item_id: claimId(claim), type: 'claim', kind: claim.kind, title: claim.title, body: claim.body, file_bytes: null, media_type: null, author, bot_id: botOf(caller) });
+        const id = claimId(claim);
+        const authorship = statement === undefined ? null : JSON.stringify(requireAuthorship(statement, { id, type: 'claim', author, title: claim.title, media_type: null }, ['body', 'authorship']));
+        const { row, created } = insertItem({ item_id: id, type: 'claim', kind: claim.kind, title: claim.title, body: claim.body, file_bytes: null, media_type: null, author, bot_id: botOf(caller), authorship });
         if (!created) res.status(200);
         return itemView(row, { created });
       },

@@ -1,6 +1,6 @@
 import { isoFromMs } from '../../core/clock.js';
 import { Federation } from './federation.js';
-import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signVote } from './protocol.js';
+import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signItemAuthorship, signSliceDeclaration, signVote } from './protocol.js';
 import type { Caller } from './credentials.js';
 import type { RelayDeps } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
@@ -30,6 +30,20 @@ export function pageAddresses(humanUrl: string): Record<string, string> {
 
 /** Health, discovery, the event feed and federation. */
 export function networkRoutes(deps: RelayDeps): RelayRoute[] {
+  /**
+   * An event's data as served: what a peer needs to verify it. Events stored before signed
+   * authorship and declarations say so with null; a statement naming its slice by hash carries the
+   * quorum set, so a peer that never saw it can still tally it (it checks the hash).
+   */
+  const eventData = (kind: string, payload: Record<string, unknown>): Record<string, unknown> => {
+    if (kind === 'item' && payload.item !== null && typeof payload.item === 'object') return { ...payload, item: { ...payload.item, authorship: (payload.item as { authorship?: unknown }).authorship ?? null } };
+    if (kind === 'slice') return { ...payload, declaration: payload.declaration ?? null };
+    const hash = kind === 'vote' ? (payload.vote as { slice_hash?: unknown } | undefined)?.slice_hash : undefined;
+    if (typeof hash !== 'string') return payload;
+    const slice = deps.voting.quorumSetByHash(hash);
+    return slice ? { ...payload, slice } : payload;
+  };
+
   const data = deps.store.data;
   // These two endpoints make the relay fetch URLs someone chose: operators only, and nobody when none are named.
   const mustOperate = (caller: Caller): string => {
@@ -67,7 +81,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'get',
       path: '/examples',
-      summary: 'Worked examples: a claim and its id, a registration document and a signed vote (made with a throwaway key; they verify).',
+      summary: 'Worked examples: a claim with its id and its author\'s signed x.item/1 statement, a registration document, a signed vote and a signed x.slice/1 declaration (made with a throwaway key; they verify).',
       auth: 'none',
       since: '0.9.3',
       response: examplesSchema,
@@ -79,13 +93,22 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         const createdAt = Math.floor(deps.clock.nowMs() / 1000);
         const vote = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: id, voter: key.nodeId, value: 'yes', phase: 'vote', slice, created_at: createdAt }, key.secretKey);
         return {
-          claim: { request: { method: 'POST', path: '/items', body: claim }, id, id_rule: 'sha256("x.claim/1\\n" + kind + "\\n" + title + "\\n" + body), hex' },
+          claim: {
+            request: { method: 'POST', path: '/items', body: { ...claim, authorship: signItemAuthorship({ schema: 'x.item/1', item: id, type: 'claim', author: key.nodeId }, key.secretKey) } },
+            id,
+            id_rule: 'sha256("x.claim/1\\n" + kind + "\\n" + title + "\\n" + body), hex',
+            authorship_rule: "optional x.item/1 statement: Ed25519 by the author's node key over RFC 8785 canonical JSON without sig; without it the item stays on this relay",
+          },
           registration: {
             request: { method: 'POST', path: '/register', body: signDocument({ schema: registerSchema, node_id: key.nodeId, relay: deps.baseUrl, created_at: createdAt, name: 'example' }, key.secretKey) },
             rule: 'Ed25519 by the node key over RFC 8785 canonical JSON of the document without sig; sig is unpadded base64url; created_at within ' + relayLimits.proofMaxSkewSeconds + ' s; relay is this base URL; each document works once',
           },
           vote: { request: { method: 'POST', path: `/items/${id}/vote`, body: { ...vote, hint: 'hint is not signed: relays may change it' } }, slice_hash: quorumSetHash(slice) },
           slice: { request: { method: 'POST', path: '/slice', body: { v: [deps.selfKey.nodeId] } }, rule: 'omit t for the default threshold (67 %, rounded up)' },
+          declaration: {
+            request: { method: 'POST', path: '/slice/declare', body: signSliceDeclaration({ node_id: key.nodeId, slice, updated_ms: deps.clock.nowMs() }, key.secretKey) },
+            rule: 'x.slice/1: Ed25519 by the node key over RFC 8785 canonical JSON without sig; slice_hash is quorumSetHash(slice); the newest updated_ms (Unix ms) wins; peers forward and verify it',
+          },
         };
       },
     }),
@@ -150,7 +173,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         const rows = data.events.after(since, authors, limit + 1);
         const page = rows.slice(0, limit);
         return {
-          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: JSON.parse(r.payload) as unknown })),
+          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: eventData(r.kind, JSON.parse(r.payload) as Record<string, unknown>) })),
           next: page.at(-1)?.seq ?? since,
           has_more: rows.length > limit,
         };

@@ -29,6 +29,14 @@ export {
   isSignatureText,
   tally,
   bulletinRank,
+  parseItemAuthorship,
+  verifyItemAuthorship,
+  signItemAuthorship,
+  authorshipMismatch,
+  parseSliceDeclaration,
+  verifySliceDeclaration,
+  signSliceDeclaration,
+  supersedes,
 } from '../../core/relay/index.js';
 export type {
   Claim,
@@ -42,4 +50,7 @@ export type {
   Bulletin,
   BulletinState,
   EmittedStatement,
+  ItemAuthorship,
+  AuthoredItem,
+  SliceDeclaration,
 } from '../../core/relay/index.js';

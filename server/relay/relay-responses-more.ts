@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { reportReasons } from './relay-schemas.js';
+import { itemAuthorshipDoc, reportReasons } from './relay-schemas.js';
 import { bulletinSchema, publicNodeSchema } from './relay-responses.js';
 
 /**
@@ -71,8 +71,8 @@ export const nodeDetailSchema = publicNodeSchema
 
 export const itemCreatedSchema = z
   .discriminatedUnion('type', [
-    z.strictObject({ id: itemId, type: z.literal('claim'), kind: z.string(), title: z.string(), author: nodeId, origin: z.string().nullable(), created_at: isoTime, body: z.string(), created: z.boolean() }),
-    z.strictObject({ id: itemId, type: z.literal('file'), kind: z.string(), title: z.string(), author: nodeId, origin: z.string().nullable(), created_at: isoTime, bytes: count.nullable(), media_type: z.string().nullable(), created: z.boolean() }),
+    z.strictObject({ id: itemId, type: z.literal('claim'), kind: z.string(), title: z.string(), author: nodeId, origin: z.string().nullable(), created_at: isoTime, authorship: itemAuthorshipDoc.nullable(), body: z.string(), created: z.boolean() }),
+    z.strictObject({ id: itemId, type: z.literal('file'), kind: z.string(), title: z.string(), author: nodeId, origin: z.string().nullable(), created_at: isoTime, authorship: itemAuthorshipDoc.nullable(), bytes: count.nullable(), media_type: z.string().nullable(), created: z.boolean() }),
   ])
   .meta({ id: 'ItemCreated', description: 'created false (200) when the same content was already stored' });
 
@@ -136,6 +136,9 @@ const peerView = z
     cursor: count.meta({ description: "the peer's feed seq pulled up to" }),
     pulled_events: count,
     rejected_events: count,
+    offences: count.meta({ description: 'documents it served that failed verification since it was last added (forged signatures, mismatched ids or hashes, unknown authors); see Federation, "Standing"' }),
+    last_offence: z.string().nullable(),
+    suspended_at: isoTime.nullable().meta({ description: 'when it passed the offence bound; a suspended peer is not pulled from until an operator adds it again with POST /reach' }),
     added_at: isoTime,
   })
   .meta({ id: 'Peer' });
@@ -172,7 +175,7 @@ export const networkSchema = z
   .meta({ id: 'Network' });
 
 export const examplesSchema = z
-  .strictObject({ claim: openObject, registration: openObject, vote: openObject, slice: openObject })
+  .strictObject({ claim: openObject, registration: openObject, vote: openObject, slice: openObject, declaration: openObject })
   .meta({ id: 'Examples', description: 'Worked requests (method, path, body) made with a throwaway key; they verify.' });
 
 export const exportSchema = z

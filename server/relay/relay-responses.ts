@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { itemAuthorshipDoc, sliceDeclarationDoc } from './relay-schemas.js';
 
 /**
  * Success answers of the main relay routes, for /openapi.json (each route names its schema as
@@ -37,6 +38,7 @@ const itemBase = {
   author: nodeId,
   origin: z.string().nullable().meta({ description: 'the peer relay it was pulled from; null when posted here' }),
   created_at: isoTime,
+  authorship: itemAuthorshipDoc.nullable().meta({ description: "the author's signed x.item/1 statement; null when posted without one (such items stay on the relay they were posted to)" }),
 };
 const claimItem = z.strictObject({ ...itemBase, type: z.literal('claim'), body: z.string() });
 const fileItem = z.strictObject({ ...itemBase, type: z.literal('file'), bytes: count.nullable(), media_type: z.string().nullable() });
@@ -74,9 +76,20 @@ export const eventDataSchema = z
   .union([
     z.strictObject({ registration: signedRegistration }).meta({ description: 'kind node' }),
     z.strictObject({ item: itemSummarySchema }).meta({ description: 'kind item: the item without counts' }),
-    z.strictObject({ vote: signedVote }).meta({ description: 'kind vote' }),
     z
-      .strictObject({ node_id: nodeId, slice: z.unknown(), slice_hash: z.string(), updated_ms: z.number().int().meta({ description: 'declaration time, host ms; the newest wins between relays' }) })
+      .strictObject({
+        vote: signedVote,
+        slice: z.unknown().optional().meta({ description: 'for a statement naming its slice by slice_hash: that quorum set, so a peer can resolve the hash (it checks the hash)' }),
+      })
+      .meta({ description: 'kind vote' }),
+    z
+      .strictObject({
+        node_id: nodeId,
+        slice: z.unknown(),
+        slice_hash: z.string(),
+        updated_ms: z.number().int().meta({ description: 'declaration time, Unix ms; the newest wins between relays' }),
+        declaration: sliceDeclarationDoc.nullable().meta({ description: "the node's signed x.slice/1 declaration; null when published here with a credential only (peers do not take it)" }),
+      })
       .meta({ description: 'kind slice: a published slice declaration' }),
   ])
   .meta({ id: 'EventData' });

@@ -81,12 +81,29 @@ export const phoneCodeBody = z
 
 export const botBody = z.object({ name: codePointText(relayLimits.nameMaxChars, { singleLine: true, minChars: 1 }) }).strict().meta({ id: 'BotCreate' });
 
+/**
+ * The x.item/1 statement, for /openapi.json and answers: the relay parses it with the core's
+ * `parseItemAuthorship` (one parser, one verifier), which is stricter than this outline.
+ */
+export const itemAuthorshipDoc = z
+  .object({
+    schema: z.literal('x.item/1'),
+    item: itemIdSchema,
+    type: z.enum(['claim', 'file']),
+    author: nodeIdSchema,
+    title: z.string().optional().meta({ description: 'files only: the title as stored' }),
+    media_type: z.string().optional().meta({ description: 'files only: the media type as stored (type/subtype, lower case)' }),
+    sig: sigSchema,
+  })
+  .meta({ id: 'ItemAuthorship', description: "The author's signed statement of authorship: Ed25519 by author over RFC 8785 canonical JSON without sig. Files also sign their title and media type." });
+
 export const claimBody = z
   .object({
     // Documented as an enum; the value is checked by the core's validateClaim (422 literal_error), one rule for every path.
     kind: z.string().meta({ enum: [...claimKinds], description: 'one of the claim kinds (also listed by /health)' }),
     title: codePointText(relayLimits.titleMaxChars, { singleLine: true }),
     body: codePointText(relayLimits.bodyMaxChars).default(''),
+    authorship: itemAuthorshipDoc.optional().meta({ description: "hilbench extension: the author's signed x.item/1 statement; without it the item is not forwarded to peer relays" }),
   })
   .strict()
   .meta({ id: 'ClaimCreate', description: 'A claim item. Lengths count Unicode code points; kind and title may not contain a line break.' });
@@ -166,6 +183,18 @@ export const voteDocSchema = z
   })
   .meta({ id: 'Vote', description: 'Signed statement: Ed25519 by voter over RFC 8785 canonical JSON without sig and hint; exactly one of slice and slice_hash.' });
 
+/** The x.slice/1 declaration (POST /slice/declare; events), outlined for /openapi.json: the core's `parseSliceDeclaration` decides. */
+export const sliceDeclarationDoc = z
+  .object({
+    schema: z.literal('x.slice/1'),
+    node_id: nodeIdSchema,
+    slice: quorumSetSchema,
+    slice_hash: z.string().regex(/^[0-9a-f]{64}$/).meta({ description: 'quorumSetHash of slice' }),
+    updated_ms: z.number().int().nonnegative().meta({ description: 'Unix ms of the declaration; the newest wins, ties by the larger slice_hash' }),
+    sig: sigSchema,
+  })
+  .meta({ id: 'SliceDeclaration', description: "A node's signed declaration of its slice: Ed25519 by node_id over RFC 8785 canonical JSON without sig." });
+
 /** The `title` form field of a file upload (an object, so a refusal points at ["body", "title"]). */
 export const fileTitleField = z.object({ title: codePointText(relayLimits.titleMaxChars, { singleLine: true }) });
 
@@ -173,4 +202,5 @@ export const fileTitleField = z.object({ title: codePointText(relayLimits.titleM
 export const fileUploadForm = z.object({
   file: z.string().max(relayLimits.fileMaxBytes).meta({ format: 'binary', description: `the file, at most ${relayLimits.fileMaxBytes} bytes (413 beyond)` }),
   title: fileTitleField.shape.title.optional(),
+  authorship: z.string().max(4096).optional().meta({ description: "hilbench extension: the author's signed x.item/1 statement as JSON text (type file, with the title and media type the relay stores)" }),
 });

@@ -28,6 +28,7 @@ import { relaySite } from './relay-site.js';
 import { RelayStore } from './relay-store.js';
 import { signDocument } from './signed-document.js';
 import { FileOutboxSmsSender, type SmsSender } from './sms-sender.js';
+import { sliceDeclarationRoutes } from './slice-declaration-routes.js';
 import { socialRoutes } from './social-routes.js';
 import { Voting } from './voting.js';
 
@@ -75,6 +76,11 @@ export interface RelayServiceConfig {
   peerFileTimeoutMs?: number;
   /** Event pages (of up to 500 events) one probe reads from one peer; default 20. */
   peerPagesPerProbe?: number;
+  /**
+   * Documents a peer may serve that fail verification (forged signatures, mismatched ids or hashes,
+   * unknown authors) before it is suspended until an operator adds it again; default 10.
+   */
+  peerOffenceLimit?: number;
   /** Where unexpected errors are logged with their cause (the HTTP layer's logger); default stderr. */
   logger?: Logger;
   /** Per-client limits on unauthenticated writes; default `defaultRelayRateLimits`. */
@@ -148,7 +154,9 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       ...(config.peerPagesPerProbe !== undefined ? { maxPagesPerProbe: config.peerPagesPerProbe } : {}),
       allowPrivatePeers: config.allowPrivatePeers === true,
       ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
+      ...(config.peerOffenceLimit !== undefined ? { offenceLimit: config.peerOffenceLimit } : {}),
       log,
+      warn: (message) => logger.warn(message),
     });
     const deps: RelayDeps = {
       store,
@@ -169,7 +177,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     store.tx(() => voting.publishSelfSlice(config.clock.nowMs()));
     for (const peer of config.peers ?? []) federation.addConfiguredPeer(peer);
 
-    const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...socialRoutes(deps)];
+    const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...sliceDeclarationRoutes(deps), ...socialRoutes(deps)];
     const rates = { ...defaultRelayRateLimits, ...config.rateLimits };
     const clientOf = (req: Request) => clientAddress(req, config.trustProxyHops ?? 0);
     const limited = Router();

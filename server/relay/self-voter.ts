@@ -1,4 +1,4 @@
-import { type EmittedStatement, type NodeKey, type QuorumSet, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, signVote } from './protocol.js';
+import { type EmittedStatement, type NodeKey, type QuorumSet, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, signSliceDeclaration, signVote } from './protocol.js';
 import type { SliceRepository } from './data-access/slice-repository.js';
 import { relayScheme, voteSchema } from './relay-facts.js';
 import type { RelayStore } from './relay-store.js';
@@ -45,13 +45,17 @@ export class SelfVoter {
     this.defaultSelfSlice = undefined;
   }
 
-  /** Publishes the configured relay slice as the relay node's declaration when it changed (at start). */
+  /**
+   * Publishes the configured relay slice as the relay node's declaration, signed with its key (an
+   * x.slice/1 statement peers verify), when it changed or was published before declarations were signed (at start).
+   */
   publishSelfSlice(nowMs: number): void {
     const configured = this.configuredSlice;
     if (!configured) return;
     const hash = quorumSetHash(configured);
-    if (this.slices.publishedSlice(this.selfKey.nodeId)?.hash === hash) return;
-    this.slices.setSlice(this.selfKey.nodeId, normalizeQuorumSet(configured), false, nowMs);
+    if (this.slices.publishedSlice(this.selfKey.nodeId)?.hash === hash && this.slices.declarationOf(this.selfKey.nodeId) !== null) return;
+    const declaration = signSliceDeclaration({ node_id: this.selfKey.nodeId, slice: configured, updated_ms: nowMs }, this.selfKey.secretKey);
+    this.slices.setSlice(this.selfKey.nodeId, normalizeQuorumSet(configured), false, nowMs, declaration);
   }
 
   /** The relay node's slice now (configured, or the default described in `VotingOptions`). */

@@ -1,4 +1,4 @@
-import { type QuorumSet, defaultThreshold, normalizeQuorumSet, quorumSetHash, validateQuorumSet } from './protocol.js';
+import { type QuorumSet, type SliceDeclaration, defaultThreshold, normalizeQuorumSet, quorumSetHash, supersedes, validateQuorumSet } from './protocol.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { SliceRepository } from './data-access/slice-repository.js';
 import type { RelayStore } from './relay-store.js';
@@ -72,29 +72,49 @@ export class SliceBook {
     return slice ?? undefined;
   }
 
-  /** Stores a node's slice and its hash (so votes may carry `slice_hash`); call inside a transaction. */
-  setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number): { hash: string; qset: QuorumSet } {
+  /**
+   * Stores a node's slice and its hash (so votes may carry `slice_hash`); call inside a transaction.
+   * `declaration` is the node's signed x.slice/1 statement of it (the relay node signs its own); a
+   * slice published without one (POST /slice with a credential) stays this relay's word and peers
+   * do not take it as the node's.
+   */
+  setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number, declaration: SliceDeclaration | null = null): { hash: string; qset: QuorumSet } {
     const hash = this.rememberQuorumSet(qset);
-    this.slices.put(nodeId, { qsetJson: JSON.stringify(qset), hash, tAuto }, nowMs);
+    this.slices.put(nodeId, { qsetJson: JSON.stringify(qset), hash, tAuto, declarationJson: declaration && JSON.stringify(declaration) }, declaration?.updated_ms ?? nowMs);
     this.published.delete(nodeId);
-    this.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash, updated_ms: nowMs }, nowMs);
+    this.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash, updated_ms: declaration?.updated_ms ?? nowMs, declaration }, nowMs);
     return { hash, qset };
   }
 
   /**
-   * Applies a slice declaration pulled from a peer (last writer wins on `updatedMs`, ties broken by
-   * hash so every relay picks the same one); returns whether it changed anything. Call inside a
-   * transaction. Declarations are trusted from peers as item authorship is; a tally prefers the
-   * signed slice inside a node's own statements wherever it has voted.
+   * True when a verified declaration would replace the node's published slice: none yet, or it is
+   * newer (`updated_ms`, ties by the larger hash, so every relay keeps the same one whatever order
+   * declarations arrive in).
    */
-  applyRemoteSlice(nodeId: string, qset: QuorumSet, updatedMs: number, origin: string, nowMs: number): boolean {
+  wouldApply(declaration: SliceDeclaration): boolean {
+    const current = this.slices.declaredAt(declaration.node_id);
+    return current === undefined || supersedes(declaration, { updated_ms: current.updated_ms, slice_hash: current.hash });
+  }
+
+  /**
+   * Publishes a node's verified x.slice/1 declaration (from a peer, `origin` its URL, or posted here,
+   * null) when `wouldApply`; returns whether it did. Call inside a transaction. Its event carries the
+   * declaration, so the next relay verifies it against the node's key too.
+   */
+  applyDeclaration(declaration: SliceDeclaration, origin: string | null, nowMs: number): boolean {
+    if (!this.wouldApply(declaration)) return false;
+    const qset = normalizeQuorumSet(declaration.slice);
     const hash = this.rememberQuorumSet(qset);
-    const current = this.slices.declaredAt(nodeId);
-    if (current && (current.updated_ms > updatedMs || (current.updated_ms === updatedMs && current.hash >= hash))) return false;
-    this.slices.put(nodeId, { qsetJson: JSON.stringify(normalizeQuorumSet(qset)), hash, tAuto: false }, updatedMs);
-    this.published.delete(nodeId);
-    this.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: normalizeQuorumSet(qset), slice_hash: hash, updated_ms: updatedMs }, nowMs, origin);
+    this.slices.put(declaration.node_id, { qsetJson: JSON.stringify(qset), hash, tAuto: false, declarationJson: JSON.stringify(declaration) }, declaration.updated_ms);
+    this.published.delete(declaration.node_id);
+    this.store.appendEvent('slice', declaration.node_id, hash, { node_id: declaration.node_id, slice: qset, slice_hash: hash, updated_ms: declaration.updated_ms, declaration }, nowMs, origin);
     return true;
+  }
+
+  /** The node's signed declaration of its published slice, or null (none, or published here without one). */
+  declarationOf(nodeId: string): SliceDeclaration | null {
+    const json = this.slices.get(nodeId)?.declaration;
+    return json ? (JSON.parse(json) as SliceDeclaration) : null;
   }
 
   /** Keeps hash -> quorum set so `slice_hash` in votes resolves; returns the hash. */

@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, quorumSetHash, signVote } from './protocol.js';
+import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, quorumSetHash, signSliceDeclaration, signVote } from './protocol.js';
 import { RelayStore } from './relay-store.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import { Voting } from './voting.js';
@@ -50,7 +50,8 @@ describe('Voting caches', () => {
   it('a slice applied from a peer is used by the very next tally', () => {
     store.tx(() => voting.setSlice(x.nodeId, { t: 1, v: [h2.nodeId], i: [] }, false, 1));
     expect(voting.bulletin(item, x.nodeId).state).toBe('uncommitted');
-    expect(store.tx(() => voting.applyRemoteSlice(x.nodeId, { t: 1, v: [h1.nodeId], i: [] }, 5, 'http://peer.test', 6))).toBe(true);
+    const declaration = signSliceDeclaration({ node_id: x.nodeId, slice: { t: 1, v: [h1.nodeId], i: [] }, updated_ms: 5 }, x.secretKey);
+    expect(store.tx(() => voting.applyDeclaration(declaration, 'http://peer.test', 6))).toBe(true);
     expect(voting.bulletin(item, x.nodeId).state).toBe('accepted');
   });
 

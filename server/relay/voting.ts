@@ -1,5 +1,5 @@
 import type { Clock } from '../../core/clock.js';
-import type { Bulletin, NodeKey, QuorumSet, Vote } from './protocol.js';
+import type { Bulletin, NodeKey, QuorumSet, SliceDeclaration, Vote } from './protocol.js';
 import { applyFloor, raisesFloor } from './bulletin-floor.js';
 import type { RelayStore } from './relay-store.js';
 import { type DefaultSliceSources, SelfVoter, type Emission } from './self-voter.js';
@@ -83,9 +83,18 @@ export class Voting {
     return this.slices.setSlice(nodeId, qset, tAuto, nowMs);
   }
 
-  applyRemoteSlice(nodeId: string, qset: QuorumSet, updatedMs: number, origin: string, nowMs: number): boolean {
-    this.holdFloorsOf(nodeId, nowMs);
-    return this.slices.applyRemoteSlice(nodeId, qset, updatedMs, origin, nowMs);
+  /**
+   * Publishes a node's verified x.slice/1 declaration (from a peer, or posted here with origin null)
+   * unless an equal or newer one is published; call inside a transaction. A stale one changes nothing.
+   */
+  applyDeclaration(declaration: SliceDeclaration, origin: string | null, nowMs: number): boolean {
+    if (!this.slices.wouldApply(declaration)) return false;
+    this.holdFloorsOf(declaration.node_id, nowMs);
+    return this.slices.applyDeclaration(declaration, origin, nowMs);
+  }
+
+  sliceDeclaration(nodeId: string): SliceDeclaration | null {
+    return this.slices.declarationOf(nodeId);
   }
 
   publishSelfSlice(nowMs: number): void {

@@ -61,7 +61,7 @@ describe('the route table against the spec', () => {
     const spec = specRows.map((r) => `${r.method} ${r.path.replace(/\?.*$/, '')} ${r.in093 ? '0.9.3' : '0.9.19'} ${r.credential}`);
     // Documented extensions are served too, as of the current version.
     const extensions = extensionRows.map((r) => `${r.method} ${r.path} 0.9.19 ${r.credential}`);
-    expect(extensions).toEqual(['post /federation/pull 0.9.19 human']);
+    expect(extensions).toEqual(['post /federation/pull 0.9.19 human', 'post /slice/declare 0.9.19 signature']);
     expect(ours).toEqual([...spec, ...extensions].sort());
   });
 });

@@ -4,7 +4,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { generateNodeKey, quorumSetHash } from '../../server/relay/protocol.js';
 import { readSmsOutbox } from '../../server/relay/sms-sender.js';
-import { call, registerNode, registrationFor, sessionFor, startRelayServer, tempDataDir, voteBy, type Answer, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, claimAuthorship, registerNode, sliceDeclarationBy, registrationFor, sessionFor, startRelayServer, tempDataDir, voteBy, type Answer, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**
  * Issue 18, "an outside client can be written from the documents": every relay route declares its
@@ -62,12 +62,15 @@ beforeAll(async () => {
   await hit('GET', '/lookup', '/lookup?phone=' + encodeURIComponent(phoneA), { auth: b.auth });
   await hit('GET', '/lookup', '/lookup?phone=%2B41795550999', { auth: b.auth });
   const claim = String((await hit('POST', '/items', '/items', { body: { kind: 'statement', title: 'answers documented', body: 'text' }, auth: a.auth })).body.id);
+  const signedClaim = { kind: 'statement', title: 'signed by its author', body: '' };
+  await hit('POST', '/items', '/items', { body: { ...signedClaim, authorship: claimAuthorship(a, signedClaim) }, auth: a.auth });
   const form = new FormData();
   form.append('file', new Blob([new TextEncoder().encode('file bytes')]), 'fw.bin');
   const file = String((await hit('POST', '/items', '/items', { rawBody: form, auth: botAuth })).body.id);
   await hit('POST', '/slice', '/slice', { body: { t: 1, v: [b.nodeId] }, auth: a.auth });
   await hit('POST', '/slice/include', '/slice/include', { body: { node_id: relay.service.nodeId }, auth: a.auth });
   await hit('POST', '/slice/exclude', '/slice/exclude', { body: { node_id: relay.service.nodeId }, auth: a.auth });
+  await hit('POST', '/slice/declare', '/slice/declare', { body: sliceDeclarationBy(b, { t: 1, v: [a.nodeId] }, clock.nowMs()) });
   const sliceA = { t: 1, v: [b.nodeId], i: [] };
   await hit('POST', '/items/{id}/vote', `/items/${claim}/vote`, { body: voteBy(a, claim, 'yes', 'vote', sliceA, clock) });
   await hit('POST', '/items/{id}/vote', `/items/${claim}/vote`, { body: voteBy(a, claim, 'yes', 'vote', sliceA, clock) });

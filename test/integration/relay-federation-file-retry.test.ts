@@ -8,7 +8,7 @@ import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey, signVote } from '../../server/relay/protocol.js';
+import { generateNodeKey, signItemAuthorship, signVote } from '../../server/relay/protocol.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
 import { signDocument } from '../../server/relay/signed-document.js';
 import { tempDataDir } from '../support/relay-test-kit.js';
@@ -33,9 +33,10 @@ const fileBytes = new TextEncoder().encode('firmware image v2');
 const fileId = createHash('sha256').update(fileBytes).digest('hex');
 const registration = signDocument({ schema: 'x.register/1', node_id: author.nodeId, relay: peer, created_at: createdAt, name: 'remote' }, author.secretKey);
 const vote = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: fileId, voter: author.nodeId, value: 'yes', phase: 'vote', slice: { t: 1, v: [peerNode.nodeId], i: [] }, created_at: createdAt }, author.secretKey);
+const authorship = signItemAuthorship({ schema: 'x.item/1', item: fileId, type: 'file', author: author.nodeId, title: 'fw', media_type: 'application/octet-stream' }, author.secretKey);
 const feed = [
   { seq: 1, kind: 'node', author: author.nodeId, subject: author.nodeId, data: { registration } },
-  { seq: 2, kind: 'item', author: author.nodeId, subject: fileId, data: { item: { id: fileId, type: 'file', title: 'fw', bytes: fileBytes.length, media_type: 'application/octet-stream', author: author.nodeId } } },
+  { seq: 2, kind: 'item', author: author.nodeId, subject: fileId, data: { item: { id: fileId, type: 'file', title: 'fw', bytes: fileBytes.length, media_type: 'application/octet-stream', author: author.nodeId, authorship } } },
   { seq: 3, kind: 'vote', author: author.nodeId, subject: fileId, data: { vote } },
 ];
 

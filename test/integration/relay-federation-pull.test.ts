@@ -38,7 +38,7 @@ describe('POST /federation/pull', () => {
     const operator = await registerNode(relay, clock, { key: operatorKey });
     const voters: TestNode[] = [];
     for (let k = 0; k < 170; k++) voters.push(await registerNode(upstream, clock));
-    const item = await postClaim(upstream, voters[0]!.auth, { kind: 'statement', title: 'pulled now', body: '' });
+    const item = await postClaim(upstream, voters[0]!, { kind: 'statement', title: 'pulled now', body: '' });
     const sliceOf = (k: number) => ({ t: 1, v: [voters[(k + 1) % voters.length]!.nodeId], i: [] });
     for (const phase of ['vote', 'accept'] as const) {
       for (const [k, voter] of voters.entries()) expect((await call(upstream.baseUrl, 'POST', `/items/${item}/vote`, { body: voteBy(voter, item, 'yes', phase, sliceOf(k), clock) })).status).toBe(201);

@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey, type NodeKey } from '../../server/relay/protocol.js';
-import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, fileAuthorship, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 /**
@@ -79,11 +80,13 @@ afterAll(async () => {
 
 describe('three relays on loopback', () => {
   it('converge to the same items, votes and bulletins, and the relays confirm together', async () => {
-    const claim = await postClaim(relays[0]!, humans[0]!.auth, { kind: 'statement', title: 'the pico bench prints hello at boot', body: 'seen 10/10' });
-    await postClaim(relays[2]!, humans[2]!.auth, { kind: 'question', title: 'should uno keep 9600 baud?', body: '' });
+    const claim = await postClaim(relays[0]!, humans[0]!, { kind: 'statement', title: 'the pico bench prints hello at boot', body: 'seen 10/10' });
+    await postClaim(relays[2]!, humans[2]!, { kind: 'question', title: 'should uno keep 9600 baud?', body: '' });
     const form = new FormData();
+    const fileBytes = new TextEncoder().encode('hello\n'.repeat(1000));
     form.append('title', 'uart capture');
-    form.append('file', new Blob([new TextEncoder().encode('hello\n'.repeat(1000))]), 'uart.log');
+    form.append('authorship', JSON.stringify(fileAuthorship(humans[1]!, { id: createHash('sha256').update(fileBytes).digest('hex'), title: 'uart capture' })));
+    form.append('file', new Blob([fileBytes]), 'uart.log');
     const file = await call(relays[1]!.baseUrl, 'POST', '/items', { rawBody: form, auth: humans[1]!.auth });
     expect(file.status).toBe(201);
     await syncRounds(3);

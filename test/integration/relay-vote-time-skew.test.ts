@@ -4,7 +4,7 @@ import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { claimId, generateNodeKey, signVote, type NodeKey, type Vote } from '../../server/relay/protocol.js';
+import { claimId, generateNodeKey, signItemAuthorship, signVote, type NodeKey, type Vote } from '../../server/relay/protocol.js';
 import { relayLimits } from '../../server/relay/relay-facts.js';
 import { createRelayService } from '../../server/relay/relay-service.js';
 import { signDocument } from '../../server/relay/signed-document.js';
@@ -58,7 +58,7 @@ describe('federation', () => {
     const feed = [
       { seq: 1, kind: 'node', author: a.nodeId, subject: a.nodeId, data: { registration: registration(a) } },
       { seq: 2, kind: 'node', author: b.nodeId, subject: b.nodeId, data: { registration: registration(b) } },
-      { seq: 3, kind: 'item', author: a.nodeId, subject: item, data: { item: { id: item, type: 'claim', ...claim, author: a.nodeId } } },
+      { seq: 3, kind: 'item', author: a.nodeId, subject: item, data: { item: { id: item, type: 'claim', ...claim, author: a.nodeId, authorship: signItemAuthorship({ schema: 'x.item/1', item, type: 'claim', author: a.nodeId }, a.secretKey) } } },
       { seq: 4, kind: 'vote', author: a.nodeId, subject: item, data: { vote: voteAt(a, item, 'yes', now + skew + 1) } },
       { seq: 5, kind: 'vote', author: b.nodeId, subject: item, data: { vote: voteAt(b, item, 'yes', now + skew) } },
     ];

@@ -71,8 +71,8 @@ describe('relays with the same statements answer the same bulletins, whatever th
       fc.asyncProperty(scenarioArb, async ({ statements, targets, postOrder, pullOrder }) => {
         run += 1;
         const claim = { kind: 'statement', title: `convergence run ${run}`, body: '' };
-        const item = await postClaim(relays[0]!, operators[0]!.auth, claim);
-        for (const [k, r] of relays.entries()) if (k > 0) await postClaim(r, operators[k]!.auth, claim);
+        const item = await postClaim(relays[0]!, operators[0]!, claim);
+        for (const [k, r] of relays.entries()) if (k > 0) await postClaim(r, operators[k]!, claim);
         const signed = statements.map((s) => sign(item, s));
         // Each relay gets its share in its own order.
         for (const [k, r] of relays.entries()) {

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '../../core/clock.js';
-import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from '../../server/relay/protocol.js';
+import { type ItemAuthorship, type NodeKey, type QuorumSet, type SliceDeclaration, type Vote, claimId, generateNodeKey, signItemAuthorship, signSliceDeclaration, signVote } from '../../server/relay/protocol.js';
 import { registerSchema, relayLimits, sessionSchema } from '../../server/relay/relay-facts.js';
 import { type RunningRelay, type StartRelayServerOptions, startRelayServer as startRelayServerWithDefaults } from '../../server/relay/relay-service.js';
 import { signDocument } from '../../server/relay/signed-document.js';
@@ -83,9 +83,29 @@ export function voteBy(key: NodeKey, item: string, value: 'yes' | 'no', phase: '
   return signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value, phase, slice, created_at: nowSeconds(clock) }, key.secretKey);
 }
 
-/** Posts a claim as `node` and returns its id. */
-export async function postClaim(relay: { baseUrl: string }, auth: string, claim: { kind: string; title: string; body: string }): Promise<string> {
-  const answer = await call(relay.baseUrl, 'POST', '/items', { body: claim, auth });
+/** `key`'s signed x.item/1 statement that it authored the claim. */
+export function claimAuthorship(key: NodeKey, claim: { kind: string; title: string; body: string }): ItemAuthorship {
+  return signItemAuthorship({ schema: 'x.item/1', item: claimId(claim), type: 'claim', author: key.nodeId }, key.secretKey);
+}
+
+/** `key`'s signed x.item/1 statement that it authored a file (title and media type as the relay stores them). */
+export function fileAuthorship(key: NodeKey, file: { id: string; title: string; mediaType?: string }): ItemAuthorship {
+  return signItemAuthorship({ schema: 'x.item/1', item: file.id, type: 'file', author: key.nodeId, title: file.title, media_type: file.mediaType ?? 'application/octet-stream' }, key.secretKey);
+}
+
+/** `key`'s signed x.slice/1 declaration of `slice` at `updatedMs`. */
+export function sliceDeclarationBy(key: NodeKey, slice: { t: number; v: string[]; i?: QuorumSet[] }, updatedMs: number): SliceDeclaration {
+  return signSliceDeclaration({ node_id: key.nodeId, slice: { i: [], ...slice }, updated_ms: updatedMs }, key.secretKey);
+}
+
+/**
+ * Posts a claim and returns its id. Given a node (its key and credential), the claim carries the
+ * node's signed authorship, as a client must for the item to travel to other relays; given only a
+ * credential, it is posted without one (it then stays on this relay).
+ */
+export async function postClaim(relay: { baseUrl: string }, node: TestNode | string, claim: { kind: string; title: string; body: string }): Promise<string> {
+  const signed = typeof node === 'string' ? claim : { ...claim, authorship: claimAuthorship(node, claim) };
+  const answer = await call(relay.baseUrl, 'POST', '/items', { body: signed, auth: typeof node === 'string' ? node : node.auth });
   if (answer.status !== 201 && answer.status !== 200) throw new Error(`post claim failed: ${answer.status} ${answer.text}`);
   return String(answer.body.id);
 }

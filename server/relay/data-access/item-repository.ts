@@ -12,6 +12,8 @@ export interface ItemRow {
   bot_id: string | null;
   origin: string | null;
   created_ms: number;
+  /** The author's signed x.item/1 statement (JSON), or null when posted here without one. */
+  authorship: string | null;
 }
 
 /** Items (claims and files) and reports about them. */
@@ -28,8 +30,13 @@ export class ItemRepository {
 
   insert(row: ItemRow): void {
     this.q
-      .sql('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(row.item_id, row.type, row.kind, row.title, row.body, row.file_bytes, row.media_type, row.author, row.bot_id, row.origin, row.created_ms);
+      .sql('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms, authorship) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(row.item_id, row.type, row.kind, row.title, row.body, row.file_bytes, row.media_type, row.author, row.bot_id, row.origin, row.created_ms, row.authorship);
+  }
+
+  /** Adds the author's statement to an item stored without one; false when it has one or another author. */
+  attachAuthorship(itemId: string, author: string, authorshipJson: string): boolean {
+    return this.q.sql('UPDATE items SET authorship = ? WHERE item_id = ? AND author = ? AND authorship IS NULL').run(authorshipJson, itemId, author).changes > 0;
   }
 
   /** Newest first, before cursor `after` (a rowid), optionally by one author; each row carries its cursor. */

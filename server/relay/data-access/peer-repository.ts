@@ -12,6 +12,11 @@ export interface PeerRow {
   version: string | null;
   pulled_events: number;
   rejected_events: number;
+  /** Documents the peer served that failed verification (forged, mismatched, by unknown nodes) since it was last added. */
+  offences: number;
+  last_offence: string | null;
+  /** When the peer passed the offence bound and stopped being pulled from; null while in standing. */
+  suspended_ms: number | null;
 }
 
 /** Peer relays, their feed cursors and probe results. */
@@ -45,6 +50,22 @@ export class PeerRepository {
     this.q
       .sql('UPDATE peers SET last_probe_ms = ?, reachable = ?, last_error = ?, rejected_events = rejected_events + ? WHERE url = ?')
       .run(probe.nowMs, probe.reachable ? 1 : 0, probe.error, probe.rejectedEvents, url);
+  }
+
+  /**
+   * Counts documents the peer served that failed verification; at `limit` or more the peer is
+   * suspended (kept, not pulled from) from `nowMs`. Returns whether it is suspended now.
+   */
+  recordOffences(url: string, offences: { count: number; last: string; nowMs: number; limit: number }): boolean {
+    this.q
+      .sql('UPDATE peers SET offences = offences + ?, last_offence = ?, suspended_ms = CASE WHEN suspended_ms IS NULL AND offences + ? >= ? THEN ? ELSE suspended_ms END WHERE url = ?')
+      .run(offences.count, offences.last, offences.count, offences.limit, offences.nowMs, url);
+    return this.get(url)?.suspended_ms !== null;
+  }
+
+  /** An operator added the peer again: its standing starts afresh (the last offence stays on record). */
+  reinstate(url: string): boolean {
+    return this.q.sql('UPDATE peers SET offences = 0, suspended_ms = NULL WHERE url = ? AND (suspended_ms IS NOT NULL OR offences > 0)').run(url).changes > 0;
   }
 
   count(): number {

@@ -72,7 +72,7 @@ describe('relay repositories', () => {
     const store = open();
     const { items, events } = store.data;
     for (const n of [1, 2, 3]) {
-      items.insert({ item_id: node(n), type: 'claim', kind: 'note', title: `t${n}`, body: '', file_bytes: null, media_type: null, author: node(n % 2), bot_id: null, origin: null, created_ms: n });
+      items.insert({ item_id: node(n), type: 'claim', kind: 'note', title: `t${n}`, body: '', file_bytes: null, media_type: null, author: node(n % 2), bot_id: null, origin: null, created_ms: n, authorship: null });
       store.appendEvent('item', node(n % 2), node(n), { n }, n);
     }
     const page = items.page(Number.MAX_SAFE_INTEGER, undefined, 2);

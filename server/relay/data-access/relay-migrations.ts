@@ -160,4 +160,16 @@ CREATE TRIGGER IF NOT EXISTS membership_peer_removed AFTER DELETE ON peers BEGIN
   // GET /lookup used to log each lookup here, so a read wrote to the database; the per-caller limit
   // now lives in memory (LookupLimiter, issue 18: a read never writes).
   sqlMigration(2, 'lookup limit in memory', `DROP TABLE IF EXISTS lookups;`),
+  // Trust (issue 18): what peers can check instead of taking a relay's word. Items keep their
+  // author's signed x.item/1 statement, published slices the node's signed x.slice/1 declaration
+  // (NULL: posted here without one, so never forwarded as the node's word), and each peer the
+  // documents it served that failed verification; past a bound it is suspended (not pulled from)
+  // until an operator adds it again. Decisions 0410 and 0411.
+  sqlMigration(3, 'signed authorship, slice declarations and peer standing', `
+ALTER TABLE items ADD COLUMN authorship TEXT;
+ALTER TABLE slices ADD COLUMN declaration TEXT;
+ALTER TABLE peers ADD COLUMN offences INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE peers ADD COLUMN last_offence TEXT;
+ALTER TABLE peers ADD COLUMN suspended_ms INTEGER;
+`),
 ];

@@ -5,6 +5,8 @@ export interface SliceRow {
   qset: string;
   hash: string;
   t_auto: number;
+  /** The node's signed x.slice/1 declaration (JSON), or null when published here without one. */
+  declaration: string | null;
 }
 
 /** Published slices, quorum sets by hash, and what the default relay slice is built from. */
@@ -12,7 +14,7 @@ export class SliceRepository {
   constructor(private readonly q: PreparedStatements) {}
 
   get(nodeId: string): SliceRow | undefined {
-    return this.q.sql('SELECT qset, hash, t_auto FROM slices WHERE node_id = ?').get(nodeId) as SliceRow | undefined;
+    return this.q.sql('SELECT qset, hash, t_auto, declaration FROM slices WHERE node_id = ?').get(nodeId) as SliceRow | undefined;
   }
 
   /** The version a stored slice was declared at (for last-writer-wins between relays). */
@@ -20,12 +22,12 @@ export class SliceRepository {
     return this.q.sql('SELECT hash, updated_ms FROM slices WHERE node_id = ?').get(nodeId) as { hash: string; updated_ms: number } | undefined;
   }
 
-  put(nodeId: string, slice: { qsetJson: string; hash: string; tAuto: boolean }, updatedMs: number): void {
+  put(nodeId: string, slice: { qsetJson: string; hash: string; tAuto: boolean; declarationJson?: string | null }, updatedMs: number): void {
     this.q
       .sql(
-        'INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms',
+        'INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms, declaration) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms, declaration = excluded.declaration',
       )
-      .run(nodeId, slice.qsetJson, slice.hash, slice.tAuto ? 1 : 0, updatedMs);
+      .run(nodeId, slice.qsetJson, slice.hash, slice.tAuto ? 1 : 0, updatedMs, slice.declarationJson ?? null);
   }
 
   /** Slices by node, for the network view. */

@@ -1,0 +1,103 @@
+import { canonicalJson } from './canonical-json.js';
+import { publicKeyFromSecret, signEd25519, verifyEd25519 } from './ed25519.js';
+import { type Issue, RelayError, isPlainObject } from './issue.js';
+import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
+import { isSignatureText } from './vote.js';
+
+/**
+ * Signed statements other than votes (x.item/1 authorship, x.slice/1 slice declarations, and the
+ * x.register/1 and x.session/1 proofs): Ed25519 by the signer's node key over the UTF-8 bytes of the
+ * RFC 8785 canonical JSON of the document without its top-level `sig`; `sig` is 64 bytes in
+ * canonical unpadded base64url (86 characters), as for votes. Nothing is unsigned in them (they
+ * have no `hint`), so any change to any field breaks the signature.
+ */
+export function statementSigningBytes(doc: Record<string, unknown>): Uint8Array {
+  const signed = Object.fromEntries(Object.entries(doc).filter(([key, value]) => key !== 'sig' && value !== undefined));
+  return new TextEncoder().encode(canonicalJson(signed));
+}
+
+/** True when `doc.sig` is `signer`'s signature over the document; false (never throws) otherwise. */
+export function verifyStatement(doc: Record<string, unknown>, signer: string): boolean {
+  if (!isNodeId(signer) || !isSignatureText(doc.sig)) return false;
+  try {
+    return verifyEd25519(new Uint8Array(Buffer.from(doc.sig, 'base64url')), statementSigningBytes(doc), nodeIdToPublicKey(signer));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Signs a document with a 32-byte secret seed; returns it with `sig`. When `signer` is given, a key
+ * that is not that node's throws `RelayError` (signing for the wrong node should fail loudly).
+ */
+export function signStatement<T extends Record<string, unknown>>(doc: T, secretKey: Uint8Array, signer?: string): T & { sig: string } {
+  if (signer !== undefined) {
+    const keyOf = publicKeyToNodeId(publicKeyFromSecret(secretKey));
+    if (keyOf !== signer) throw new RelayError(`secret key belongs to node ${keyOf}, not to ${signer}`);
+  }
+  const { sig: _old, ...unsigned } = doc;
+  const sig = Buffer.from(signEd25519(statementSigningBytes(unsigned), secretKey)).toString('base64url');
+  return { ...(unsigned as T), sig };
+}
+
+/** Field checks shared by the statement parsers; each pushes pydantic-style issues. */
+export class FieldChecks {
+  readonly issues: Issue[] = [];
+  constructor(readonly input: Record<string, unknown>) {}
+
+  has(key: string): boolean {
+    return Object.prototype.hasOwnProperty.call(this.input, key) && this.input[key] !== undefined;
+  }
+
+  literal(key: string, expected: readonly string[]): void {
+    if (!this.has(key)) this.issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
+    else if (!expected.includes(this.input[key] as string)) {
+      const text = expected.map((e) => `'${e}'`).join(' or ');
+      this.issues.push({ loc: [key], msg: `Input should be ${text}`, type: 'literal_error', input: this.input[key], ctx: { expected: text } });
+    }
+  }
+
+  hex64(key: string, what: string): void {
+    if (!this.has(key)) this.issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
+    else if (typeof this.input[key] !== 'string' || !/^[0-9a-f]{64}$/.test(this.input[key])) {
+      this.issues.push({ loc: [key], msg: `String should match pattern '^[0-9a-f]{64}$' (${what})`, type: 'string_pattern_mismatch', input: this.input[key], ctx: { pattern: '^[0-9a-f]{64}$' } });
+    }
+  }
+
+  string(key: string, maxChars: number): void {
+    if (!this.has(key)) this.issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
+    else if (typeof this.input[key] !== 'string') this.issues.push({ loc: [key], msg: 'Input should be a valid string', type: 'string_type', input: this.input[key] });
+    else if ([...(this.input[key] as string)].length > maxChars) {
+      this.issues.push({ loc: [key], msg: `String should have at most ${maxChars} characters`, type: 'string_too_long', input: this.input[key], ctx: { max_length: maxChars } });
+    }
+  }
+
+  wholeNumber(key: string, unit: string): void {
+    const value = this.input[key];
+    if (!this.has(key)) this.issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
+    else if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      this.issues.push({ loc: [key], msg: `Input should be a non-negative integer (${unit})`, type: 'int_type', input: value });
+    }
+  }
+
+  signature(): void {
+    if (!this.has('sig')) this.issues.push({ loc: ['sig'], msg: 'Field required', type: 'missing' });
+    else if (!isSignatureText(this.input.sig)) {
+      this.issues.push({ loc: ['sig'], msg: 'Value error, sig must be 64 bytes in canonical unpadded base64url (86 characters)', type: 'value_error', input: this.input.sig });
+    }
+  }
+
+  /** Refuses keys outside `known` (they would be signed but meaningless). */
+  onlyKnown(known: ReadonlySet<string>): void {
+    for (const key of Object.keys(this.input)) {
+      if (!known.has(key)) this.issues.push({ loc: [key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: this.input[key] });
+    }
+  }
+}
+
+/** The issue for input that is not a JSON object. */
+export function notAnObject(input: unknown): Issue[] {
+  return [{ loc: [], msg: 'Input should be a valid dictionary', type: 'dict_type', input }];
+}
+
+export { isPlainObject };

@@ -1,0 +1,56 @@
+import {
+  type AuthoredItem,
+  type ItemAuthorship,
+  type SliceDeclaration,
+  authorshipMismatch,
+  parseItemAuthorship,
+  parseSliceDeclaration,
+  verifyItemAuthorship,
+  verifySliceDeclaration,
+} from './protocol.js';
+import { invalidInput } from './relay-error.js';
+import { throwCoreIssues } from './signed-document.js';
+
+/**
+ * The relay's checks of x.item/1 authorship statements and x.slice/1 slice declarations (core
+ * `item-authorship.ts`, `slice-declaration.ts`), in the two forms it needs: a 422 located in the
+ * request for a client, and a reason for a peer's event (federation refuses it and counts it
+ * against the peer's standing). One rule for both, as `verifyVote` is for votes.
+ */
+
+/** The author's statement for `item`, or a 422 under `loc` naming what is wrong. */
+export function requireAuthorship(input: unknown, item: AuthoredItem, loc: (string | number)[]): ItemAuthorship {
+  const parsed = parseItemAuthorship(input);
+  if (!parsed.ok) throwCoreIssues(parsed.issues, loc);
+  const doc = parsed.value;
+  const mismatch = authorshipMismatch(doc, item);
+  if (mismatch) throw invalidInput([...loc, mismatch.field], `Value error, ${mismatch.msg}`, (doc as unknown as Record<string, unknown>)[mismatch.field]);
+  if (!verifyItemAuthorship(doc)) throw invalidInput([...loc, 'sig'], "Value error, sig is not the author's Ed25519 signature over this statement", doc.sig);
+  return doc;
+}
+
+/** Why `input` is not `item`'s authorship statement signed by its author, or null when it is. */
+export function authorshipProblem(input: unknown, item: AuthoredItem): string | null {
+  const parsed = parseItemAuthorship(input);
+  if (!parsed.ok) return `authorship statement malformed at ${parsed.issues[0]?.loc.join('.') ?? ''}: ${parsed.issues[0]?.msg ?? ''}`;
+  const mismatch = authorshipMismatch(parsed.value, item);
+  if (mismatch) return `authorship statement does not match the item: ${mismatch.field}`;
+  if (!verifyItemAuthorship(parsed.value)) return "authorship signature does not verify against the author's key";
+  return null;
+}
+
+/** A declaration from a request, parsed and verified, or a 422 under `loc`. */
+export function requireSliceDeclaration(input: unknown, loc: (string | number)[]): SliceDeclaration {
+  const parsed = parseSliceDeclaration(input);
+  if (!parsed.ok) throwCoreIssues(parsed.issues, loc);
+  if (!verifySliceDeclaration(parsed.value)) throw invalidInput([...loc, 'sig'], "Value error, sig is not the node's Ed25519 signature over this declaration", parsed.value.sig);
+  return parsed.value;
+}
+
+/** A declaration from a peer, parsed and verified, or why not. */
+export function sliceDeclarationOrProblem(input: unknown): { ok: true; value: SliceDeclaration } | { ok: false; problem: string } {
+  const parsed = parseSliceDeclaration(input);
+  if (!parsed.ok) return { ok: false, problem: `slice declaration malformed at ${parsed.issues[0]?.loc.join('.') ?? ''}: ${parsed.issues[0]?.msg ?? ''}` };
+  if (!verifySliceDeclaration(parsed.value)) return { ok: false, problem: "slice declaration signature does not verify against the node's key" };
+  return { ok: true, value: parsed.value };
+}
