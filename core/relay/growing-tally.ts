@@ -51,6 +51,11 @@ export class GrowingTally {
     }
   }
 
+  /** Whether `voter` signed `phase` for `value` (among the statements added). */
+  has(voter: string, value: VoteValue, phase: VotePhase): boolean {
+    return this.voters[value][phase].has(voter);
+  }
+
   /** Self's bulletin now: what `tally` answers over every statement added. */
   bulletin(): Bulletin {
     const { self, voters } = this;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Bulletin, Vote } from './protocol.js';
-import { applyFloor, raisesFloor } from './bulletin-floor.js';
+import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
 
 const NODE = 'a'.repeat(64);
 const zero = { vote: 0, accept: 0, confirm: 0 };
@@ -18,14 +18,14 @@ const signed = (value: 'yes' | 'no', phase: 'vote' | 'accept' | 'confirm') => ({
 
 describe('applyFloor', () => {
   it('reports the tally as it is when there is no floor or the tally is at or above it', () => {
-    expect(applyFloor(computed(), undefined, [], NODE)).toEqual(computed());
+    expect(applyFloor(computed(), undefined, signedAmong([], NODE))).toEqual(computed());
     const accepted = computed({ state: 'accepted', accepted_via: 'quorum' });
-    expect(applyFloor(accepted, { state: 'accepted', value: 'yes', acceptedVia: 'quorum' }, [], NODE)).toBe(accepted);
+    expect(applyFloor(accepted, { state: 'accepted', value: 'yes', acceptedVia: 'quorum' }, signedAmong([], NODE))).toBe(accepted);
   });
 
   it('never reports below the floor, and asks the node to sign what the floor implies', () => {
     const floor = { state: 'confirmed', value: 'yes', acceptedVia: 'v-blocking' } as const;
-    expect(applyFloor(computed(), floor, [signed('yes', 'vote')], NODE)).toMatchObject({
+    expect(applyFloor(computed(), floor, signedAmong([signed('yes', 'vote')], NODE))).toMatchObject({
       state: 'confirmed',
       value: 'yes',
       accepted_via: 'v-blocking',
@@ -35,12 +35,12 @@ describe('applyFloor', () => {
       ],
     });
     // What it already signed is not asked again.
-    expect(applyFloor(computed(), floor, [signed('yes', 'accept')], NODE).toEmit).toEqual([{ value: 'yes', phase: 'confirm' }]);
+    expect(applyFloor(computed(), floor, signedAmong([signed('yes', 'accept')], NODE)).toEmit).toEqual([{ value: 'yes', phase: 'confirm' }]);
   });
 
   it('reports conflicted when the floor and the tally accepted different values', () => {
     const now = computed({ state: 'accepted', value: 'no', accepted_via: 'quorum', toEmit: [{ value: 'no', phase: 'accept' }] });
-    expect(applyFloor(now, { state: 'accepted', value: 'yes', acceptedVia: 'quorum' }, [], NODE)).toMatchObject({ state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
+    expect(applyFloor(now, { state: 'accepted', value: 'yes', acceptedVia: 'quorum' }, signedAmong([], NODE))).toMatchObject({ state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
   });
 });
 

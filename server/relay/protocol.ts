@@ -28,6 +28,7 @@ export {
   verifyVote,
   isSignatureText,
   tally,
+  GrowingTally,
   bulletinRank,
   parseItemAuthorship,
   verifyItemAuthorship,

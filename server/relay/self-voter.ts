@@ -3,8 +3,8 @@ import type { SliceRepository } from './data-access/slice-repository.js';
 import { relayScheme, voteSchema } from './relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
+import type { SelfTallies } from './self-tally.js';
 import type { StatementLog } from './statement-log.js';
-import { tallyItem } from './voting-tally.js';
 
 /**
  * What the default relay slice (no configured `selfSlice`) is built from: the operator's word only.
@@ -34,6 +34,7 @@ export class SelfVoter {
     store: RelayStore,
     private readonly slices: SliceBook,
     private readonly log: StatementLog,
+    private readonly tallies: SelfTallies,
     private readonly selfKey: NodeKey,
     private readonly configuredSlice: QuorumSet | undefined,
     private readonly trusted: DefaultSliceSources = { operators: [], configuredPeers: [] },
@@ -78,14 +79,13 @@ export class SelfVoter {
    * triggering statements, so the emission commits with them.
    */
   retallySelf(itemId: string, nowMs: number): Emission {
-    const self = this.selfKey;
     const emitted: Vote[] = [];
     // Read once: storing the relay's own statements changes no node or peer, so its slice stays.
     const slice = this.selfSlice();
     // Each round emits at least one new statement, and there are only four (2 values x 2 phases).
     for (let round = 0; round < 4; round++) {
-      const statements = this.log.statements(itemId);
-      const bulletin = tallyItem({ itemId, nodeId: self.nodeId, statements, selfNodeId: self.nodeId }, this.slices, () => slice);
+      // The kept tally (`SelfTallies`): each statement stored below updates it.
+      const { bulletin } = this.tallies.bulletin(itemId);
       if (bulletin.toEmit.length === 0) break;
       for (const statement of bulletin.toEmit) {
         const vote = this.signOwn(itemId, statement, slice, nowMs);

@@ -16,8 +16,12 @@ export interface StoredVote {
 interface ItemStatements {
   /** mapKey -> the parsed, frozen statement. */
   parsed: Map<string, Vote>;
-  /** Every statement in order, with its key; undefined until first read. */
-  ordered: { keys: StatementKey[]; votes: readonly Vote[] } | undefined;
+  /**
+   * Every statement in order, with its key; undefined until first read. A new statement is placed
+   * in these arrays (an append, usually: O(1), where copying them made a round of votes O(n^2));
+   * `frozen` is the copy handed out, made again on the first read after a change.
+   */
+  ordered: { keys: StatementKey[]; votes: Vote[]; frozen: readonly Vote[] | undefined } | undefined;
 }
 
 /**
@@ -36,6 +40,8 @@ export class StatementLog {
     private readonly store: RelayStore,
     private readonly slices: SliceBook,
     sizes: { cachedSlices: number; cachedItems: number },
+    /** Told of every statement stored (parsed back from its stored text), inside the storing transaction. */
+    private readonly onStored: (vote: Vote) => void = () => {},
   ) {
     this.votes = store.data.votes;
     this.inlineSlices = new BoundedCache(sizes.cachedSlices);
@@ -61,17 +67,21 @@ export class StatementLog {
     const equivocation = this.votes.has(vote.voter, vote.item, other, vote.phase);
     if (!inserted) return { stored: false, duplicate: true, equivocation };
     const item = this.items.get(vote.item);
+    // Parsed back from the stored text, so it is what a later read would give.
+    const parsed = this.shareInlineSlice(JSON.parse(JSON.stringify(vote)) as Vote);
     if (item?.ordered) {
-      // Placed where the database's ORDER BY puts it (usually last); parsed back from the stored text.
+      // Placed where the database's ORDER BY puts it (usually last).
       const key: StatementKey = { createdMs: nowMs, voter: vote.voter, value: vote.value, phase: vote.phase };
-      const parsed = this.shareInlineSlice(JSON.parse(JSON.stringify(vote)) as Vote);
       item.parsed.set(mapKey(key), parsed);
       const { keys, votes } = item.ordered;
       let at = keys.length;
       while (at > 0 && compareKeys(keys[at - 1] as StatementKey, key) > 0) at--;
-      item.ordered = { keys: [...keys.slice(0, at), key, ...keys.slice(at)], votes: Object.freeze([...votes.slice(0, at), parsed, ...votes.slice(at)]) };
+      keys.splice(at, 0, key);
+      votes.splice(at, 0, parsed);
+      item.ordered.frozen = undefined;
     }
     this.store.appendEvent('vote', vote.voter, vote.item, { vote }, nowMs, origin);
+    this.onStored(parsed);
     return { stored: true, duplicate: false, equivocation };
   }
 
@@ -81,7 +91,7 @@ export class StatementLog {
    */
   statements(itemId: string): readonly Vote[] {
     let item = this.items.get(itemId);
-    if (item?.ordered) return item.ordered.votes;
+    if (item?.ordered) return (item.ordered.frozen ??= Object.freeze([...item.ordered.votes]));
     if (!item) {
       item = { parsed: new Map(), ordered: undefined };
       this.items.set(itemId, item);
@@ -96,8 +106,9 @@ export class StatementLog {
       }
       votes.push(vote);
     }
-    item.ordered = { keys, votes: Object.freeze(votes) };
-    return item.ordered.votes;
+    const frozen = Object.freeze([...votes]);
+    item.ordered = { keys, votes, frozen };
+    return frozen;
   }
 
   /** Freezes a parsed statement, replacing its inline slice by the voter's previous one when equal. */

@@ -82,7 +82,7 @@ function declaredSlices(statements: readonly Vote[], slices: SliceBook): Map<str
  * voter out of a quorum another node already counted it in. ("The slice of the first statement"
  * depended on arrival order: two relays with the same statements answered different bulletins.)
  */
-function declaredSlice(mine: Map<string, QuorumSet>): QuorumSet | undefined {
+export function declaredSlice(mine: ReadonlyMap<string, QuorumSet>): QuorumSet | undefined {
   if (mine.size <= 1) return mine.values().next().value;
   const key = [...mine.keys()].sort().join(' ');
   let combined = combinedSlices.get(key);
@@ -97,7 +97,7 @@ function declaredSlice(mine: Map<string, QuorumSet>): QuorumSet | undefined {
 const combinedSlices = new BoundedCache<string, QuorumSet>(4096);
 /** slice_hash of an inline slice, once per (frozen, shared) object. */
 const inlineHashes = new WeakMap<QuorumSet, string>();
-function hashOf(q: QuorumSet): string {
+export function hashOf(q: QuorumSet): string {
   let hash = inlineHashes.get(q);
   if (hash === undefined) inlineHashes.set(q, (hash = quorumSetHash(q)));
   return hash;

@@ -1,11 +1,12 @@
 import type { Clock } from '../../core/clock.js';
 import type { Bulletin, NodeKey, QuorumSet, SliceDeclaration, Vote } from './protocol.js';
-import { applyFloor, raisesFloor } from './bulletin-floor.js';
+import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
 import type { RelayStore } from './relay-store.js';
 import { type DefaultSliceSources, SelfVoter, type Emission } from './self-voter.js';
 import { type PublishedSlice, SliceBook } from './slice-book.js';
 import { StatementLog, type StoredVote } from './statement-log.js';
-import { sliceChangers, tallyItem } from './voting-tally.js';
+import { SelfTallies } from './self-tally.js';
+import { hashOf, sliceChangers, tallyItem } from './voting-tally.js';
 
 export type { Emission, PublishedSlice, StoredVote };
 
@@ -53,12 +54,15 @@ export class Voting {
   private readonly slices: SliceBook;
   private readonly log: StatementLog;
   private readonly self: SelfVoter;
+  private readonly selfTallies: SelfTallies;
 
   constructor(private readonly options: VotingOptions) {
     const cachedSlices = options.cachedSlices ?? 4096;
+    const cachedItems = options.cachedItems ?? 64;
     this.slices = new SliceBook(options.store, cachedSlices);
-    this.log = new StatementLog(options.store, this.slices, { cachedSlices, cachedItems: options.cachedItems ?? 64 });
-    this.self = new SelfVoter(options.store, this.slices, this.log, options.selfKey, options.selfSlice, options.defaultSliceFrom);
+    this.log = new StatementLog(options.store, this.slices, { cachedSlices, cachedItems }, (vote) => this.selfTallies.stored(vote));
+    this.selfTallies = new SelfTallies(options.selfKey.nodeId, this.slices, () => this.self.selfSlice(), (itemId) => this.log.statements(itemId), cachedItems);
+    this.self = new SelfVoter(options.store, this.slices, this.log, this.selfTallies, options.selfKey, options.selfSlice, options.defaultSliceFrom);
     options.store.onRollback(() => this.forgetCached());
   }
 
@@ -67,6 +71,7 @@ export class Voting {
     this.slices.forgetCached();
     this.log.forgetCached();
     this.self.forgetCached();
+    this.selfTallies.forgetCached();
   }
 
   parseSlice(input: unknown, owner: string, loc: (string | number)[]): { qset: QuorumSet; tAuto: boolean } {
@@ -114,8 +119,23 @@ export class Voting {
    * replaces its published slice by the one it signed, so its bulletin is floored first.
    */
   storeVote(vote: Vote, origin: string | null, nowMs: number): StoredVote {
-    if (!this.options.store.data.votes.hasAnyBy(vote.voter, vote.item)) this.raiseFloor(vote.item, vote.voter, nowMs);
+    if (this.replacesPublishedSlice(vote) && !this.options.store.data.votes.hasAnyBy(vote.voter, vote.item)) this.raiseFloor(vote.item, vote.voter, nowMs);
     return this.log.storeVote(vote, origin, nowMs);
+  }
+
+  /**
+   * Whether the statement, when it is its voter's first about the item, puts a slice in place of
+   * the voter's published one: it declares a slice, and not that one. Otherwise the voter's tally
+   * only gains a statement and cannot go down, so its floor need not be held (a full tally per
+   * voter's first vote made a round of votes O(n^2) again). The relay node's slice never changes
+   * by its statements.
+   */
+  private replacesPublishedSlice(vote: Vote): boolean {
+    if (vote.voter === this.options.selfKey.nodeId) return false;
+    const published = this.slices.publishedSlice(vote.voter);
+    if (!published) return false;
+    const declared = vote.slice_hash ?? (vote.slice ? hashOf(vote.slice) : undefined);
+    return declared !== undefined && declared !== published.hash;
   }
 
   statements(itemId: string): readonly Vote[] {
@@ -139,14 +159,19 @@ export class Voting {
    * goes down). Decision 0401.
    */
   bulletin(itemId: string, nodeId: string): RelayBulletin {
+    const floor = this.options.store.data.votes.floorOf(itemId, nodeId);
+    if (nodeId === this.options.selfKey.nodeId) {
+      // The relay node's own tally is kept up to date vote by vote (issue 18): no pass over the statements.
+      const own = this.selfTallies.bulletin(itemId);
+      return { ...applyFloor(own.bulletin, floor, own.hasSigned), sliceChangers: own.sliceChangers };
+    }
     const statements = this.log.statements(itemId);
-    const reported = this.floored(itemId, nodeId, statements);
-    return { ...reported, sliceChangers: sliceChangers(statements) };
+    return { ...applyFloor(this.computed(itemId, nodeId, statements), floor, signedAmong(statements, nodeId)), sliceChangers: sliceChangers(statements) };
   }
 
-  private floored(itemId: string, nodeId: string, statements: readonly Vote[]): Bulletin {
-    const computed = tallyItem({ itemId, nodeId, statements, selfNodeId: this.options.selfKey.nodeId }, this.slices, () => this.self.selfSlice());
-    return applyFloor(computed, this.options.store.data.votes.floorOf(itemId, nodeId), statements, nodeId);
+  /** The full reference tally (`tallyItem`) of `nodeId`. */
+  private computed(itemId: string, nodeId: string, statements: readonly Vote[]): Bulletin {
+    return tallyItem({ itemId, nodeId, statements, selfNodeId: this.options.selfKey.nodeId }, this.slices, () => this.self.selfSlice());
   }
 
   /** Stores the node's bulletin as its floor when it ranks higher; write paths only, inside their transaction. */
@@ -154,7 +179,7 @@ export class Voting {
     const votes = this.options.store.data.votes;
     // Without a published slice and its own statements a node's tally is `uncommitted`: nothing to hold.
     if (nodeId !== this.options.selfKey.nodeId && !this.slices.publishedSlice(nodeId)) return;
-    const reported = this.floored(itemId, nodeId, this.log.statements(itemId));
+    const reported = this.bulletin(itemId, nodeId);
     const floor = votes.floorOf(itemId, nodeId);
     if (raisesFloor(reported, floor)) votes.setFloor(itemId, nodeId, { state: reported.state, value: reported.value, acceptedVia: reported.accepted_via }, nowMs);
   }

@@ -1,0 +1,93 @@
+import { createClock } from '@sinonjs/fake-timers';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { applyFloor, signedAmong } from './bulletin-floor.js';
+import { type NodeKey, type QuorumSet, generateNodeKey, normalizeQuorumSet, signVote } from './protocol.js';
+import { RelayStore } from './relay-store.js';
+import { tempDataDir } from '../../test/support/relay-test-kit.js';
+import { tallyItem } from './voting-tally.js';
+import { Voting } from './voting.js';
+
+/**
+ * The relay node's kept tally (`SelfTallies`, issue 18) against the full reference (`tallyItem`,
+ * floored the same way) through the real write paths: statements stored one by one with the relay
+ * node emitting what it must, voters changing the slice their statements declare, published
+ * slices changing under them, and a rollback.
+ */
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 25, 12)));
+const item = 'cd'.repeat(32);
+const keys: NodeKey[] = Array.from({ length: 5 }, () => generateNodeKey());
+const relayKey = generateNodeKey();
+const ids = keys.map((k) => k.nodeId);
+const others = (k: number) => ids.filter((_, j) => j !== k);
+
+const sliceArb = (k: number): fc.Arbitrary<QuorumSet> =>
+  fc.shuffledSubarray(others(k), { minLength: 1 }).chain((v) => fc.integer({ min: 1, max: v.length }).map((t) => normalizeQuorumSet({ t, v, i: [] })));
+
+type Op =
+  | { kind: 'statement'; voter: number; value: 'yes' | 'no'; phase: 'vote' | 'accept' | 'confirm'; slice: QuorumSet | null }
+  | { kind: 'publish'; node: number; slice: QuorumSet }
+  | { kind: 'rollback'; voter: number };
+
+const opArb: fc.Arbitrary<Op> = fc.integer({ min: 0, max: keys.length - 1 }).chain((n) =>
+  fc.oneof(
+    { weight: 8, arbitrary: fc.record({ kind: fc.constant('statement' as const), voter: fc.constant(n), value: fc.constantFrom('yes' as const, 'no' as const), phase: fc.constantFrom('vote' as const, 'accept' as const, 'confirm' as const), slice: fc.option(sliceArb(n), { nil: null }) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('publish' as const), node: fc.constant(n), slice: sliceArb(n) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('rollback' as const), voter: fc.constant(n) }) },
+  ),
+);
+
+describe("the relay node's kept tally", () => {
+  it('answers what the full tally answers after every write, slice changes and rollbacks included', () => {
+    fc.assert(
+      fc.property(fc.shuffledSubarray(ids, { minLength: 1 }), fc.array(opArb, { maxLength: 30 }), (relayMembers, ops) => {
+        const data = tempDataDir('self-tally-');
+        const store = new RelayStore(data.dir);
+        try {
+          const selfSlice = normalizeQuorumSet({ t: Math.ceil(relayMembers.length / 2), v: relayMembers, i: [] });
+          const voting = new Voting({ store, clock, selfKey: relayKey, selfSlice });
+          store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(item, ids[0]);
+          let now = 1000;
+          for (const op of ops) {
+            now += 1000;
+            if (op.kind === 'publish') {
+              store.tx(() => voting.setSlice(ids[op.node] as string, op.slice, false, now));
+            } else {
+              const key = keys[op.kind === 'statement' ? op.voter : op.voter] as NodeKey;
+              const value = op.kind === 'statement' ? op.value : 'yes';
+              const phase = op.kind === 'statement' ? op.phase : 'vote';
+              const slice = op.kind === 'statement' ? op.slice : null;
+              // No slice drawn: the statement names the voter's published slice by hash (or, without one, a fixed slice).
+              const published = voting.publishedSlice(key.nodeId);
+              const declared = slice ? { slice } : published ? { slice_hash: published.hash } : { slice: normalizeQuorumSet({ t: 1, v: others(keys.indexOf(key)), i: [] }) };
+              const signed = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value, phase, ...declared, created_at: Math.floor(now / 1000) }, key.secretKey);
+              const write = () => {
+                const stored = voting.storeVote(signed, null, now);
+                if (stored.stored) voting.retallySelf(item, now);
+                if (op.kind === 'rollback') throw new Error('rolled back on purpose');
+              };
+              if (op.kind === 'rollback') expect(() => store.tx(write)).toThrow('on purpose');
+              else store.tx(write);
+            }
+            const statements = voting.statements(item);
+            const reference = tallyItem({ itemId: item, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, sliceBookOf(voting), () => voting.selfSlice());
+            const expected = applyFloor(reference, store.data.votes.floorOf(item, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
+            const { sliceChangers, ...kept } = voting.bulletin(item, relayKey.nodeId);
+            expect(kept).toEqual(expected);
+            expect(sliceChangers).toEqual(voting.bulletin(item, ids[0] as string).sliceChangers);
+          }
+        } finally {
+          store.close();
+          data.remove();
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+/** The voting's slice book, for the reference tally (the same published slices it reads). */
+function sliceBookOf(voting: Voting): Parameters<typeof tallyItem>[1] {
+  return (voting as unknown as { slices: Parameters<typeof tallyItem>[1] }).slices;
+}
