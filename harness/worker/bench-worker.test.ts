@@ -20,6 +20,10 @@ class FakeServer {
   readonly outcomes = new Map<string, WorkerJobOutcome>();
   stopOnHeartbeat: string | null = null;
   claimFailures = 0;
+  /** Serial input per job as the server hands it out (a test may hand one out twice), and each fetch's acknowledgement. */
+  readonly inputs = new Map<string, Array<{ seq: number; bytes: Uint8Array }>>();
+  readonly acknowledged: number[] = [];
+  private inputWake: (() => void) | undefined;
   private wake: (() => void) | undefined;
   private readonly watchers = new Map<string, (push: JobPush) => void>();
   private finished: Array<() => void> = [];
@@ -28,6 +32,11 @@ class FakeServer {
     this.firmwareBySha.set(sha256(firmware), firmware);
     this.tickets.push({ jobId, board: 'pico', firmwareSha256: sha256(firmware), uartSeconds: 0.35, maxUartBytes: 4096, ...over });
     this.wake?.();
+  }
+
+  sendInput(jobId: string, seq: number, text: string): void {
+    this.inputs.set(jobId, [...(this.inputs.get(jobId) ?? []), { seq, bytes: new TextEncoder().encode(text) }]);
+    this.inputWake?.();
   }
 
   push(jobId: string, push: JobPush): void {
@@ -77,6 +86,20 @@ class FakeServer {
     finish: async (jobId, outcome) => {
       this.outcomes.set(jobId, outcome);
       for (const check of this.finished.splice(0)) check();
+    },
+    input: async (jobId, writtenThroughSeq, signal) => {
+      this.acknowledged.push(writtenThroughSeq);
+      for (;;) {
+        const pending = this.inputs.get(jobId) ?? [];
+        if (pending.length > 0 || signal.aborted) {
+          this.inputs.delete(jobId);
+          return { inputs: pending, lost: false };
+        }
+        await new Promise<void>((resolve) => {
+          this.inputWake = resolve;
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+      }
     },
     watch: (jobId, listener) => {
       this.watchers.set(jobId, listener);
@@ -146,15 +169,25 @@ describe('BenchWorker', () => {
     await worker.close();
   });
 
-  it('writes serial input pushed by the server to the running device', async () => {
+  it('writes the serial input it fetches to the running device in order, once each, and acknowledges it on the next fetch', async () => {
     const server = new FakeServer();
     const { worker } = startWorker(server);
     server.queue('job_in', picoTestElf({ fault: 'run-hang' }));
     await vitestWaitFor(() => server.reports.some(([, what]) => what === 'running'));
-    const written = await new Promise<unknown>((resolve) => server.push('job_in', { kind: 'input', bytes: new Uint8Array([104, 105]), written: resolve }));
-    expect(written).toBeUndefined();
+    server.sendInput('job_in', 1, 'hi ');
+    server.sendInput('job_in', 2, 'there');
+    await vitestWaitFor(() => server.acknowledged.includes(2));
+    // An answer the worker already had, sent again (its acknowledgement was lost), is not written twice.
+    server.sendInput('job_in', 2, 'there');
+    server.sendInput('job_in', 3, '!');
+    await vitestWaitFor(() => server.acknowledged.includes(3));
     server.push('job_in', { kind: 'stop', reason: 'done with it' });
     await server.finishedCount(1);
+    const echoed = (server.outcomes.get('job_in')?.uart?.uart ?? []).map((c) => new TextDecoder().decode(c.bytes)).join('');
+    // The mock firmware echoes its serial input.
+    expect(echoed).toContain('hi there!');
+    expect(echoed.match(/there/g)).toHaveLength(1);
+    expect(server.acknowledged.slice(0, 3)).toEqual([0, 2, 3]);
     await worker.close();
   });
 

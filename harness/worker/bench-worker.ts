@@ -5,7 +5,7 @@ import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import { LocalDispatcher, type LocalDispatcherOptions, type UartSoFar } from '../dispatcher.js';
 import type { FirmwareRun } from '../run-firmware.js';
 import { jobFailureDetail } from './job-failure-detail.js';
-import type { JobTicket, UartCaptureReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+import type { JobTicket, SerialInputBatch, UartCaptureReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
 
 /** The board a job runs on and the backend to open it with, decided when the job starts. */
 export interface WorkerBoard {
@@ -146,11 +146,10 @@ export class BenchWorker {
     const reporter = new UartReporter(ticket.jobId, link, this.options.logError);
     let device: Device | undefined;
     const stop = (reason: string) => this.dispatcher.cancel(ticket.jobId, reason);
-    const unwatch = link.watch?.(ticket.jobId, (push) => {
-      if (push.kind === 'stop') stop(push.reason);
-      else if (device) device.writeUart(push.bytes).then(() => push.written(), push.written);
-      else push.written(new BackendError('unavailable', `job ${ticket.jobId} has no device open yet`));
-    });
+    const unwatch = link.watch?.(ticket.jobId, (push) => stop(push.reason));
+    // Serial input is fetched once reset is released (input queued while flashing waits for it).
+    const inputEnded = new AbortController();
+    let inputPump: Promise<void> = Promise.resolve();
     const { clock } = this.options;
     const heartbeatMs = this.options.heartbeatMs ?? 2_000;
     let heartbeat: TimerHandle | undefined;
@@ -182,6 +181,7 @@ export class BenchWorker {
           if (phase === 'flashing') return this.markStarted(ticket.jobId);
           const control = await link.running(ticket.jobId);
           if (control.stop !== null) stop(control.stop);
+          inputPump = this.pumpSerialInput(ticket.jobId, () => device, inputEnded.signal);
         },
         onUart: (soFar) => reporter.report(soFar),
         onOpen: (opened) => {
@@ -199,13 +199,52 @@ export class BenchWorker {
       if (heartbeat !== undefined) clock.clearTimeout(heartbeat);
       heartbeat = undefined;
       unwatch?.();
+      inputEnded.abort();
       device = undefined;
+      await inputPump;
     }
     await reporter.flushed();
     await this.options.afterJob?.(ticket.board, target.used?.() ?? target.backend);
     // Stopped by our own shutdown: left for the server to fail as interrupted (see close()).
     if (this.closed) return;
     await link.finish(ticket.jobId, outcome);
+  }
+
+  /**
+   * Writes a running job's serial input to its device, in order, until `signal` aborts (the job
+   * ended) or the server says the job is no longer ours. Each input is written at most once: the
+   * next fetch acknowledges it, and one sent again after a lost answer is skipped by its number.
+   * An input the device refuses (it closed as the job ended) is logged and dropped. Never rejects.
+   */
+  private async pumpSerialInput(jobId: string, device: () => Device | undefined, signal: AbortSignal): Promise<void> {
+    const baseRetryMs = this.options.retryMs ?? 1_000;
+    let retryMs = baseRetryMs;
+    let writtenThrough = 0;
+    while (!signal.aborted) {
+      let batch: SerialInputBatch;
+      try {
+        batch = await this.options.link.input(jobId, writtenThrough, signal);
+        retryMs = baseRetryMs;
+      } catch (err) {
+        if (signal.aborted) return;
+        this.options.logError(`fetching the serial input of job ${jobId} failed; asking again in ${retryMs} ms`, err);
+        await sleep(this.options.clock, retryMs, signal).catch(() => undefined);
+        retryMs = Math.min(retryMs * 2, 30_000);
+        continue;
+      }
+      if (batch.lost) return;
+      for (const input of batch.inputs) {
+        if (input.seq <= writtenThrough) continue;
+        try {
+          const open = device();
+          if (!open) throw new BackendError('unavailable', 'the device is closed');
+          await open.writeUart(input.bytes);
+        } catch (err) {
+          this.options.logError(`serial input ${input.seq} of job ${jobId} (${input.bytes.length} bytes) could not be written; dropped`, err);
+        }
+        writtenThrough = input.seq;
+      }
+    }
   }
 
   /** The ticket's firmware, checked against the sha256 it was submitted with. */

@@ -3,7 +3,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
-import type { JobControl, JobTicket, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+import type { JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */
 export class WorkerServerError extends Error {
@@ -112,6 +112,23 @@ export class HttpWorkerLink implements WorkerLink {
 
   heartbeat(jobId: string): Promise<JobControl> {
     return this.request<JobControl>('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/heartbeat`);
+  }
+
+  /** A long poll for the job's serial input (`POST .../input`); a refusal (404, 409) means the job is no longer ours. */
+  async input(jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
+    try {
+      const answer = await this.request<{ inputs: Array<{ seq: number; base64: string }> }>(
+        'POST',
+        `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/input`,
+        { written_through: writtenThroughSeq, wait_seconds: this.options.claimWaitSeconds ?? 20 },
+        signal,
+      );
+      return { inputs: answer.inputs.map((i) => ({ seq: i.seq, bytes: new Uint8Array(Buffer.from(i.base64, 'base64')) })), lost: false };
+    } catch (err) {
+      if (signal.aborted) return { inputs: [], lost: false };
+      if (err instanceof WorkerServerError && (err.status === 404 || err.status === 409)) return { inputs: [], lost: true };
+      throw err;
+    }
   }
 
   /** Queues `report` and sends it with the others of the next `uartBatchMs`. */

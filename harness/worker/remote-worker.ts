@@ -150,5 +150,6 @@ function bindLink(link: HttpWorkerLink) {
     uart: link.uart.bind(link),
     heartbeat: link.heartbeat.bind(link),
     finish: link.finish.bind(link),
+    input: link.input.bind(link),
   };
 }

@@ -26,9 +26,15 @@ export interface WorkerLink {
   /** The job's outcome, with everything it printed. */
   finish(jobId: string, outcome: WorkerJobOutcome): Promise<void>;
   /**
+   * Serial input agents sent to a running job, in the order the server accepted it: the inputs
+   * numbered after `writtenThroughSeq`, which also tells the server that every input up to it was
+   * written (decision 0420). A long poll: waits until some arrive, or answers none when its wait
+   * runs out or `signal` aborts. `lost` when the job is no longer this worker's.
+   */
+  input(jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch>;
+  /**
    * Optional push channel: a link that can tell the worker at once (the worker in the server's
-   * process) that a job must stop, or that serial input arrived for it; the worker still hears a
-   * stop on its next heartbeat without it.
+   * process) that a job must stop; the worker still hears a stop on its next heartbeat without it.
    */
   watch?(jobId: string, listener: (push: JobPush) => void): () => void;
 }
@@ -48,7 +54,15 @@ export interface JobControl {
   stop: string | null;
 }
 
-export type JobPush = { kind: 'stop'; reason: string } | { kind: 'input'; bytes: Uint8Array; written: (err?: unknown) => void };
+export type JobPush = { kind: 'stop'; reason: string };
+
+/** Serial input for a running job, as `WorkerLink.input` answers it. */
+export interface SerialInputBatch {
+  /** In order; `seq` is 1-based and gap-free per job. */
+  inputs: Array<{ seq: number; bytes: Uint8Array }>;
+  /** The job is no longer this worker's (finished, cancelled, failed by a sweep): stop asking. */
+  lost: boolean;
+}
 
 export interface UartReport extends Pick<UartSoFar, 'timeBase' | 'clockSource' | 'droppedUartBytes'> {
   /** Byte offset of the first chunk's first byte in the job's capture. */

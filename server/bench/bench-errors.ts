@@ -49,8 +49,10 @@ export const BENCH_ERROR_CODES = [
   'job_not_held',
   /** The bench runs no worker in its process, so it cannot run this itself. */
   'no_local_worker',
-  /** Serial input for a job that is not running (or runs where input cannot reach it). */
+  /** Serial input for a job that is not running. */
   'job_not_running',
+  /** Too much serial input of a job waits for its worker. */
+  'serial_input_full',
 ] as const;
 
 export type BenchErrorCode = (typeof BENCH_ERROR_CODES)[number];

@@ -3,7 +3,7 @@ import type { AgentRecord } from '../store/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
-import { JobStreams } from './job-streams.js';
+import { JobStreams, type SerialInputReceipt } from './job-streams.js';
 import { jobBody } from './bench-views.js';
 import { adminJob } from './board-views.js';
 import type { TimerHandle } from '../../core/clock.js';
@@ -211,9 +211,9 @@ export class Bench {
     return this.streams.streamUartAsOperator(jobId, options);
   }
 
-  /** Serial input for a running job (`POST /api/v1/jobs/{id}/uart`). */
-  writeJobUart(agent: AgentRecord, jobId: string, bytes: Uint8Array): Promise<void> {
-    return this.streams.writeUart(agent, jobId, bytes);
+  /** Serial input for a running job (`POST /api/v1/jobs/{id}/uart`): written, or queued for its worker. */
+  writeJobUart(agent: AgentRecord, jobId: string, bytes: Uint8Array, signal: AbortSignal): Promise<SerialInputReceipt> {
+    return this.streams.writeUart(agent, jobId, bytes, signal);
   }
 
   /** Settles once the session expiry sweeps its timers started have finished (tests on a fake clock). */

@@ -1,12 +1,16 @@
 import type { UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
-import type { JobPush, JobTicket, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from '../../harness/worker/worker-link.js';
+import type { JobPush, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from '../../harness/worker/worker-link.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobOutcome, JobRecord } from '../store/bench-store.js';
 import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
+import { StoreSignals } from './store-signals.js';
 import { UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
+
+/** The most serial input one fetch hands a worker, bytes (one input is never split). */
+export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
 
 export interface WorkerGatewayDeps {
   clock: Clock;
@@ -47,8 +51,12 @@ interface JobInFlight {
 export class WorkerGateway {
   private readonly inFlight = new Map<string, JobInFlight>();
   private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
+  /** Serial input queued and written, by job: a fetch or a writer waiting here wakes at once. */
+  private readonly signals: StoreSignals;
 
-  constructor(private readonly deps: WorkerGatewayDeps) {}
+  constructor(private readonly deps: WorkerGatewayDeps) {
+    this.signals = new StoreSignals(deps.clock, deps.claimPollMs);
+  }
 
   private now(): number {
     return this.deps.clock.nowMs();
@@ -67,6 +75,7 @@ export class WorkerGateway {
       finish: async (jobId, outcome) => {
         await this.finish(workerId, jobId, outcome);
       },
+      input: (jobId, writtenThroughSeq, signal) => this.input(workerId, jobId, writtenThroughSeq, signal),
       watch: (jobId, listener) => this.watch(jobId, listener),
     };
   }
@@ -210,6 +219,9 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, maxChunks), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, maxChunks) : null };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
+    // Input nobody will read any more; a fetch still waiting hears the job is over.
+    await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
+    this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
       this.deps.live.publishState(jobId, finished.state, finished);
       // The board is free for its next job (a worker of another board id waiting on it claims now).
@@ -222,14 +234,44 @@ export class WorkerGateway {
     const entry = this.inFlight.get(jobId);
     if (!entry) return () => undefined;
     entry.watchers.add(listener);
-    const detachInput = this.deps.live.attachInput(
-      jobId,
-      (bytes) => new Promise<void>((resolve, reject) => listener({ kind: 'input', bytes, written: (err) => (err === undefined ? resolve() : reject(err)) })),
-    );
     return () => {
       entry.watchers.delete(listener);
-      detachInput();
     };
+  }
+
+  /**
+   * Serial input for a job `workerId` holds (a long poll until some is queued or `signal` aborts),
+   * acknowledging what it wrote through `writtenThroughSeq`. Woken at once by input queued through
+   * this process; input queued through another replica is seen on the next look at the store.
+   */
+  async input(workerId: string, jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
+    const taken = await this.signals.until(`input:${jobId}`, signal, async () => {
+      const result = await this.deps.store.serialInput.take(jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
+      // What the worker acknowledged may answer an agent waiting to hear its input was written.
+      this.signals.notify(`written:${jobId}`);
+      return result.kind === 'lost' || result.inputs.length > 0 ? result : undefined;
+    });
+    if (!taken) return { inputs: [], lost: false };
+    return taken.kind === 'lost' ? { inputs: [], lost: true } : { inputs: taken.inputs.map((i) => ({ seq: i.seq, bytes: i.bytes })), lost: false };
+  }
+
+  /** Serial input was queued for `jobId`: its worker's waiting fetch takes it now. */
+  inputQueued(jobId: string): void {
+    this.signals.notify(`input:${jobId}`);
+  }
+
+  /** Whether the job's worker wrote input `seq` within `waitMs` (host ms, injected clock). */
+  async inputWritten(jobId: string, seq: number, waitMs: number, signal: AbortSignal): Promise<boolean> {
+    const timeout = new AbortController();
+    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+    try {
+      const written = await this.signals.until(`written:${jobId}`, AbortSignal.any([signal, timeout.signal]), async () =>
+        (await this.deps.store.serialInput.writtenThrough(jobId)) >= seq ? true : undefined,
+      );
+      return written === true;
+    } finally {
+      this.deps.clock.clearTimeout(timer);
+    }
   }
 
   private started(job: JobRecord, workerId: string, claimMs: number | null): void {

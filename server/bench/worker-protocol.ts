@@ -1,6 +1,6 @@
 import type { UartChunk } from '../../backends/backend.js';
 import type { Clock } from '../../core/clock.js';
-import type { JobTicket, UartCaptureReport, WorkerJobOutcome } from '../../harness/worker/worker-link.js';
+import type { JobTicket, SerialInputBatch, UartCaptureReport, WorkerJobOutcome } from '../../harness/worker/worker-link.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
@@ -93,6 +93,20 @@ export class WorkerProtocol {
     try {
       const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.deps.timings.claimSeconds * 1000 });
       return await link.claim(boards, both);
+    } finally {
+      this.deps.clock.clearTimeout(timer);
+    }
+  }
+
+  /** Serial input for a job the worker holds, waiting up to `waitMs` for some; refused when it no longer holds the job. */
+  async input(worker: WorkerRecord, jobId: string, writtenThroughSeq: number, waitMs: number, signal: AbortSignal): Promise<SerialInputBatch['inputs']> {
+    await this.heardFrom(worker);
+    const timeout = new AbortController();
+    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+    try {
+      const batch = await this.deps.gateway.input(worker.workerId, jobId, writtenThroughSeq, AbortSignal.any([signal, timeout.signal]));
+      if (batch.lost) throw await this.notHeld(worker, jobId);
+      return batch.inputs;
     } finally {
       this.deps.clock.clearTimeout(timer);
     }

@@ -19,6 +19,8 @@ import {
   finishAnswerSchema,
   finishBodySchema,
   heartbeatBodySchema,
+  inputAnswerSchema,
+  inputBodySchema,
   jobControlSchema,
   okAnswerSchema,
   uartBodySchema,
@@ -168,6 +170,24 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
         const body = await readBody(req, uartBodySchema);
         await protocol.uart(workerOf(caller), pathParam(req, 'job_id'), body.offset, body);
         res.json({ ok: true });
+      },
+    },
+    {
+      method: 'post',
+      path: jobPath('input'),
+      operationId: 'workerJobInput',
+      summary: 'Serial input agents sent to the job, after the inputs the worker says it wrote (a long poll; `{"inputs": []}` when none came)',
+      tags: ['workers'],
+      auth: 'worker',
+      body: jsonBody(inputBodySchema),
+      response: inputAnswerSchema,
+      errors: { ...JOB_ERRORS, ...BODY_ERRORS },
+      handler: async (req, res, caller) => {
+        const body = await readBody(req, inputBodySchema);
+        const gone = new AbortController();
+        res.on('close', () => gone.abort());
+        const inputs = await protocol.input(workerOf(caller), pathParam(req, 'job_id'), body.written_through, body.wait_seconds * 1000, gone.signal);
+        res.json({ inputs: inputs.map((i) => ({ seq: i.seq, base64: Buffer.from(i.bytes).toString('base64') })) });
       },
     },
     {

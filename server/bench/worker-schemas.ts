@@ -32,6 +32,19 @@ export const claimBodySchema = z.object({
   wait_seconds: z.number().min(0).max(30).default(20),
 });
 
+export const inputBodySchema = z.object({
+  /** Every input up to this number was written to the device (acknowledged; the server deletes it). */
+  written_through: z.number().int().nonnegative(),
+  /** How long to wait for input before answering none. */
+  wait_seconds: z.number().min(0).max(30).default(20),
+});
+
+export const inputAnswerSchema = z.object({
+  inputs: z
+    .array(z.object({ seq: z.number().int(), base64: z.string() }))
+    .meta({ description: 'Serial input after `written_through`, in the order the server accepted it (numbered 1, 2, ... per job).' }),
+});
+
 const chunkSchema = z.object({
   at_ns: z.number().nonnegative(),
   /** The chunk's bytes, base64. */
@@ -123,6 +136,7 @@ export const workerOpenApiComponents = {
   WorkerOk: okAnswerSchema,
   WorkerClaim: claimAnswerSchema,
   WorkerJobControl: jobControlSchema,
+  WorkerSerialInput: inputAnswerSchema,
   WorkerJobFinished: finishAnswerSchema,
   WorkerCreated: workerCreatedSchema,
   WorkerList: workerListSchema,

@@ -309,6 +309,7 @@ describe('GET /openapi.json', () => {
         'POST /api/v1/worker/jobs/:job_id/running',
         'POST /api/v1/worker/jobs/:job_id/heartbeat',
         'POST /api/v1/worker/jobs/:job_id/uart',
+        'POST /api/v1/worker/jobs/:job_id/input',
         'POST /api/v1/worker/jobs/:job_id/finish',
         'POST /admin/workers',
         'GET /admin/workers',

@@ -13,6 +13,7 @@ import { RemoteWorker } from '../../harness/worker/remote-worker.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { picoTestElf } from '../support/make-elf.js';
+import { ClockedUartBackend } from './clocked-uart-backend.js';
 
 /**
  * Server replicas on one PostgreSQL database (issue 10): whichever replica an agent reaches, a
@@ -115,6 +116,63 @@ describe('replicas sharing PostgreSQL', () => {
       });
       expect((await a.server.service.store.getJob(id))?.state).toBe('done');
     }
+  });
+});
+
+describe('serial input across replicas', () => {
+  it('reaches the worker connected to replica b whichever replica the agent sends it to, in order', { timeout: 120_000 }, async () => {
+    const { a, b, fake } = await twoReplicas();
+    const { token } = (await (
+      await b.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'echo' }) })
+    ).json()) as { token: string };
+    const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-replica-cache-'));
+    cleanups.push(async () => rmSync(cache, { recursive: true, force: true }));
+    const clock = clockFromFakeTimers(fake);
+    const worker = new RemoteWorker({
+      serverUrl: b.url,
+      token,
+      clock,
+      boards: loadBoardCatalog().filter((x) => x.id === 'pico'),
+      backends: { mock: new ClockedUartBackend(clock) },
+      choice: 'mock',
+      firmwareCacheDir: cache,
+      logInfo: () => undefined,
+      logError: () => undefined,
+    });
+    await worker.start();
+    cleanups.push(() => worker.close());
+    await fake.tickAsync(5_000);
+    const agent = await a.register('typist');
+    const body = new FormData();
+    body.set('board', 'pico');
+    body.set('uart_seconds', '20');
+    body.set('firmware', new Blob([picoTestElf()], { type: 'application/octet-stream' }), 'fw.elf');
+    const submitted = await a.request('/api/v1/jobs/flash', { method: 'POST', headers: { authorization: `Bearer ${agent.token}` }, body });
+    expect(submitted.status, await submitted.clone().text()).toBe(200);
+    const { job_id: jobId } = (await submitted.json()) as { job_id: string };
+    // Each look advances the fake clock by a poll interval and gives the real I/O real time.
+    const ticking = { timeoutMs: 30_000, pollMs: 50, pause: async (ms: number) => {
+      await fake.tickAsync(2_000);
+      await new Promise((r) => setTimeout(r, ms));
+    } };
+    await waitUntil(systemClock, async () => ((await b.server.service.store.getJob(jobId))?.state === 'running' ? true : undefined), { ...ticking, describe: `job ${jobId} running` });
+    const send = (replica: BenchTestApp, text: string) =>
+      replica.request(`/api/v1/jobs/${jobId}/uart`, { method: 'POST', headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+
+    // Through the worker's own replica: it is woken at once and the answer hears it was written.
+    const viaB = await send(b, '<b>');
+    expect(await viaB.json()).toMatchObject({ input_seq: 1, delivery: 'written' });
+    // Through the other replica: queued in the database, fetched on the worker's replica's next look.
+    const viaA = send(a, '<a>');
+    const answered = await waitUntil(systemClock, async () => Promise.race([viaA.then((r) => r), new Promise<undefined>((r) => setTimeout(() => r(undefined), 10))]), {
+      ...ticking,
+      describe: 'the answer to input sent through replica a',
+    });
+    expect(answered.status).toBe(200);
+    expect(await answered.json()).toMatchObject({ input_seq: 2, delivery: expect.stringMatching(/^(written|queued)$/) });
+    await waitUntil(systemClock, async () => ((await b.server.service.store.getJob(jobId))?.state === 'done' ? true : undefined), { ...ticking, describe: `job ${jobId} done` });
+    const done = (await (await a.request(`/api/v1/jobs/${jobId}`, { headers: { authorization: `Bearer ${agent.token}` } })).json()) as { uart: { text: string } };
+    expect(done.uart.text.replace(/line \d+\r\n/g, '')).toBe('<b><a>');
   });
 });
 
