@@ -6,14 +6,15 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { picoTestElf } from '../../test/support/make-elf.js';
 import { BenchWorker } from './bench-worker.js';
-import type { JobPush, JobTicket, UartReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+import type { HealthCheckReport, JobPush, JobTicket, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /** A server as a worker sees it: a queue of tickets, firmware by sha256, and what was reported. */
 class FakeServer {
-  readonly tickets: JobTicket[] = [];
+  readonly tickets: WorkerTask[] = [];
+  readonly healthChecks = new Map<string, HealthCheckReport>();
   readonly firmwareBySha = new Map<string, Uint8Array>();
   readonly reports: Array<[string, string]> = [];
   readonly uart = new Map<string, UartReport[]>();
@@ -30,7 +31,7 @@ class FakeServer {
 
   queue(jobId: string, firmware: Uint8Array, over: Partial<JobTicket> = {}): void {
     this.firmwareBySha.set(sha256(firmware), firmware);
-    this.tickets.push({ jobId, board: 'pico', firmwareSha256: sha256(firmware), uartSeconds: 0.35, maxUartBytes: 4096, ...over });
+    this.tickets.push({ kind: 'job', jobId, board: 'pico', firmwareSha256: sha256(firmware), uartSeconds: 0.35, maxUartBytes: 4096, ...over });
     this.wake?.();
   }
 
@@ -46,7 +47,7 @@ class FakeServer {
   /** Settles once `count` outcomes are in. */
   finishedCount(count: number): Promise<void> {
     return new Promise((resolve) => {
-      const check = () => (this.outcomes.size >= count ? resolve() : this.finished.push(check));
+      const check = () => (this.outcomes.size + this.healthChecks.size >= count ? resolve() : this.finished.push(check));
       check();
     });
   }
@@ -100,6 +101,10 @@ class FakeServer {
           signal.addEventListener('abort', () => resolve(), { once: true });
         });
       }
+    },
+    healthCheckDone: async (checkId, report) => {
+      this.healthChecks.set(checkId, report);
+      for (const check of this.finished.splice(0)) check();
     },
     watch: (jobId, listener) => {
       this.watchers.set(jobId, listener);
@@ -195,7 +200,7 @@ describe('BenchWorker', () => {
     const server = new FakeServer();
     const { worker } = startWorker(server);
     const elf = picoTestElf();
-    server.tickets.push({ jobId: 'job_missing', board: 'pico', firmwareSha256: 'f'.repeat(64), uartSeconds: 0.1, maxUartBytes: 10 });
+    server.tickets.push({ kind: 'job', jobId: 'job_missing', board: 'pico', firmwareSha256: 'f'.repeat(64), uartSeconds: 0.1, maxUartBytes: 10 });
     server.firmwareBySha.set('e'.repeat(64), elf);
     server.queue('job_corrupt', elf, { firmwareSha256: 'e'.repeat(64) });
     await server.finishedCount(2);

@@ -5,7 +5,8 @@ import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import { LocalDispatcher, type LocalDispatcherOptions, type UartSoFar } from '../dispatcher.js';
 import type { FirmwareRun } from '../run-firmware.js';
 import { jobFailureDetail } from './job-failure-detail.js';
-import type { JobTicket, SerialInputBatch, UartCaptureReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+import { runWorkerHealthCheck } from './worker-health-check.js';
+import type { HealthCheckTicket, JobTicket, SerialInputBatch, UartCaptureReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** The board a job runs on and the backend to open it with, decided when the job starts. */
 export interface WorkerBoard {
@@ -105,7 +106,7 @@ export class BenchWorker {
       const idle = this.options.boards.filter((b) => !this.busy.has(b));
       this.claimAbort = new AbortController();
       const { signal } = this.claimAbort;
-      let ticket: JobTicket | undefined;
+      let ticket: WorkerTask | undefined;
       try {
         ticket = idle.length === 0 ? await untilAborted(signal) : await this.options.link.claim(idle, signal);
         retryMs = this.options.retryMs ?? 1_000;
@@ -118,7 +119,10 @@ export class BenchWorker {
       }
       if (!ticket || this.closed) continue;
       this.busy.add(ticket.board);
-      const job = this.runJob(ticket).catch((err: unknown) => this.options.logError(`job ${ticket.jobId} could not be reported`, err));
+      const job =
+        ticket.kind === 'job'
+          ? this.runJob(ticket).catch((err: unknown) => this.options.logError(`job ${ticket.jobId} could not be reported`, err))
+          : this.runHealthCheck(ticket);
       this.running.add(job);
       void job.finally(() => {
         this.running.delete(job);
@@ -127,6 +131,17 @@ export class BenchWorker {
         this.claimAbort.abort();
       });
     }
+  }
+
+  /** An administrator's health check of one of this worker's boards; the board takes no job until the backend is done. Never rejects. */
+  private async runHealthCheck(ticket: HealthCheckTicket): Promise<void> {
+    const { report, settled } = runWorkerHealthCheck(ticket, this.options.boardFor(ticket.board), this.options.clock);
+    try {
+      await this.options.link.healthCheckDone(ticket.checkId, await report);
+    } catch (err) {
+      this.options.logError(`the outcome of health check ${ticket.checkId} on ${ticket.board} could not be reported`, err);
+    }
+    await settled;
   }
 
   private async runJob(ticket: JobTicket): Promise<void> {

@@ -32,6 +32,8 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   no_local_worker: 409,
   job_not_running: 409,
   serial_input_full: 429,
+  health_check_not_found: 404,
+  health_check_not_held: 409,
 };
 
 /** `WWW-Authenticate` of each 401, as RFC 6750 words the three cases. */

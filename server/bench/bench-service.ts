@@ -27,7 +27,7 @@ import { PostgresBenchStore } from '../store/postgres/postgres-bench-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { BoardHealthStore } from '../store/board-health-store.js';
-import { Bench, BENCH_API_VERSION, type BenchDeps } from './bench.js';
+import { Bench, BENCH_API_VERSION, type BenchDeps, DEFAULT_HEALTH_CHECK_TIMEOUT_MS } from './bench.js';
 import { type BenchLimits, defaultBenchLimits, validateBenchLimits } from './bench-limits.js';
 import { benchGuards, benchRoutes } from './bench-routes.js';
 import { benchGuard, benchOpenApiSecurity } from './bench-route.js';
@@ -38,6 +38,7 @@ import { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
 import type { LocalWorkerOptions } from './local-worker.js';
 import { WorkerGateway } from './worker-gateway.js';
+import { RemoteBoardHealth } from './remote-board-health.js';
 import { benchMetrics } from './bench-metrics.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
@@ -182,8 +183,12 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     // A revocation fails the worker's jobs: told to live readers and waiting claims once they exist (below).
     let announceReleased: (jobs: readonly JobRecord[]) => void = () => undefined;
     const workerAdmin = new WorkerAdmin({ clock, store, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000, onJobsReleased: (jobs) => announceReleased(jobs) });
-    // A lab server (no worker in its process) knows its boards from the workers' reports.
+    // A lab server (no worker in its process) knows its boards, and their health, from the workers.
     const labServer = config.localWorker === false;
+    const remoteHealth = new Map<string, { name: BackendName; control: RemoteBoardHealth }>();
+    let gatewayOf: () => WorkerGateway = () => {
+      throw new Error('the worker gateway is not built yet');
+    };
     const boards = new LiveBoards({
       clock,
       boards: config.boards,
@@ -191,7 +196,26 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       choice: config.backend ?? 'mock',
       cacheMs: config.availabilityCacheMs,
       logger,
-      resolve: labServer ? remoteBoardResolver({ clock, store, workers: workerAdmin }) : undefined,
+      resolve: labServer
+        ? remoteBoardResolver({
+            clock,
+            store,
+            workers: workerAdmin,
+            onHealthKeeper: (boardId, keeper) => {
+              if (!keeper) return void remoteHealth.delete(boardId);
+              const control = new RemoteBoardHealth({
+                clock,
+                store,
+                gateway: () => gatewayOf(),
+                worker: { workerId: keeper.worker.workerId, label: keeper.worker.label },
+                healthCheckTimeoutMs: config.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS,
+                canCheck: keeper.report.healthCheck === true,
+              });
+              remoteHealth.set(boardId, { name: keeper.report.backend as BackendName, control });
+            },
+          })
+        : undefined,
+      remoteHealth: labServer ? (boardId) => remoteHealth.get(boardId) : undefined,
     });
     // Every board is checked once at start (offline ones are logged), then again when it matters.
     await boards.all();
@@ -200,6 +224,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     // On a shared database a job may be queued, or a board freed, through another replica: waiting
     // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
     const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
+    gatewayOf = () => gateway;
     announceReleased = (jobs) => {
       for (const job of jobs) {
         live.publishState(job.jobId, job.state, job);

@@ -1,6 +1,7 @@
 import type { UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
-import type { JobPush, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from '../../harness/worker/worker-link.js';
+import type { HealthCheckReport, JobPush, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
+import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobOutcome, JobRecord } from '../store/bench-store.js';
 import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
@@ -76,6 +77,9 @@ export class WorkerGateway {
         await this.finish(workerId, jobId, outcome);
       },
       input: (jobId, writtenThroughSeq, signal) => this.input(workerId, jobId, writtenThroughSeq, signal),
+      healthCheckDone: async (checkId, report) => {
+        await this.healthCheckDone(workerId, checkId, report);
+      },
       watch: (jobId, listener) => this.watch(jobId, listener),
     };
   }
@@ -132,7 +136,7 @@ export class WorkerGateway {
     for (const waiter of [...this.waiters]) waiter.wake();
   }
 
-  async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined> {
+  async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
     const wanted = new Set(boards);
     const pollMs = this.deps.claimPollMs;
     while (!signal.aborted) {
@@ -142,6 +146,9 @@ export class WorkerGateway {
       const waiter = { boards: wanted, wake };
       this.waiters.add(waiter);
       try {
+        // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
+        const check = await this.deps.store.healthChecks.claim(workerId, boards, this.now());
+        if (check) return { kind: 'health-check', checkId: check.checkId, board: check.board, timeoutMs: check.timeoutMs };
         const job = await this.deps.store.claimJob({ workerId, boards, nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
@@ -255,6 +262,29 @@ export class WorkerGateway {
     return taken.kind === 'lost' ? { inputs: [], lost: true } : { inputs: taken.inputs.map((i) => ({ seq: i.seq, bytes: i.bytes })), lost: false };
   }
 
+  /** Records the outcome of a health check `workerId` ran; undefined when it does not run that check (late, or not its). */
+  async healthCheckDone(workerId: string, checkId: string, report: HealthCheckReport): Promise<HealthCheckRecord | undefined> {
+    const outcome: HealthCheckOutcomeRecord = report.passed
+      ? { passed: true, uartText: report.uartText, elapsedNanos: report.elapsedNanos }
+      : { passed: false, reason: report.reason, uartText: report.uartText, ...('refused' in report && report.refused ? { refused: true } : {}) };
+    const finished = await this.deps.store.healthChecks.finish(checkId, workerId, outcome, this.now());
+    this.signals.notify(`check:${checkId}`);
+    return finished;
+  }
+
+  /** A health check was requested of the worker serving `board`: a claim waiting for that board takes it now. */
+  healthCheckRequested(board: string): void {
+    this.jobQueued(board);
+  }
+
+  /** The health check once it is done (its outcome); undefined when `signal` aborts first. */
+  healthCheckOutcome(checkId: string, signal: AbortSignal): Promise<HealthCheckRecord | undefined> {
+    return this.signals.until(`check:${checkId}`, signal, async () => {
+      const check = await this.deps.store.healthChecks.get(checkId);
+      return check?.state === 'done' ? check : undefined;
+    });
+  }
+
   /** Serial input was queued for `jobId`: its worker's waiting fetch takes it now. */
   inputQueued(jobId: string): void {
     this.signals.notify(`input:${jobId}`);
@@ -316,6 +346,7 @@ export class WorkerGateway {
 
   private ticketOf(job: JobRecord): JobTicket {
     return {
+      kind: 'job',
       jobId: job.jobId,
       board: job.board,
       firmwareSha256: job.firmware.sha256,

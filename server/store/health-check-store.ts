@@ -5,7 +5,10 @@
  * requested or running at a time.
  */
 
-export type HealthCheckOutcomeRecord = { passed: true; uartText: string; elapsedNanos: number } | { passed: false; reason: string; uartText: string };
+/** `refused`: the worker could not check the board at all (no health-check run there): the administrator's 409. */
+export type HealthCheckOutcomeRecord =
+  | { passed: true; uartText: string; elapsedNanos: number }
+  | { passed: false; reason: string; uartText: string; refused?: boolean };
 
 export const healthCheckStates = ['requested', 'running', 'done'] as const;
 export type HealthCheckState = (typeof healthCheckStates)[number];
