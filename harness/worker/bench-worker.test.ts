@@ -35,6 +35,12 @@ class FakeServer {
     this.wake?.();
   }
 
+  /** Hands out a task (a health check) with the next claim. */
+  queueTask(task: WorkerTask): void {
+    this.tickets.push(task);
+    this.wake?.();
+  }
+
   sendInput(jobId: string, seq: number, text: string): void {
     this.inputs.set(jobId, [...(this.inputs.get(jobId) ?? []), { seq, bytes: new TextEncoder().encode(text) }]);
     this.inputWake?.();
@@ -193,6 +199,50 @@ describe('BenchWorker', () => {
     expect(echoed).toContain('hi there!');
     expect(echoed.match(/there/g)).toHaveLength(1);
     expect(server.acknowledged.slice(0, 3)).toEqual([0, 2, 3]);
+    await worker.close();
+  });
+
+  it('runs a health check it claims on its board’s backend under the ticket’s deadline, and refuses one its backend cannot run', async () => {
+    /** A mock that keeps board health and whose health check never ends by itself. */
+    class HangingCheckBackend extends MockBackend {
+      aborted = false;
+      async health() {
+        return { consecutiveFailures: 0, lastFailure: undefined, quarantine: undefined };
+      }
+      async release() {}
+      healthCheck = (_board: string, options?: { signal?: AbortSignal }) =>
+        new Promise<never>((_resolve, reject) =>
+          options?.signal?.addEventListener('abort', () => {
+            this.aborted = true;
+            reject(new Error('aborted'));
+          }),
+        );
+    }
+    const refusing = new FakeServer();
+    const plain = startWorker(refusing);
+    refusing.queueTask({ kind: 'health-check', checkId: 'hc_plain', board: 'pico', timeoutMs: 5_000 });
+    await refusing.finishedCount(1);
+    expect(refusing.healthChecks.get('hc_plain')).toEqual({
+      passed: false,
+      refused: true,
+      reason: 'board pico cannot be health-checked on this worker: its mock backend has no health-check run',
+      uartText: '',
+    });
+    await plain.worker.close();
+
+    const server = new FakeServer();
+    const backend = new HangingCheckBackend();
+    const { worker, fake } = startWorker(server, { backend });
+    server.queueTask({ kind: 'health-check', checkId: 'hc_hang', board: 'pico', timeoutMs: 5_000 });
+    await vitestWaitFor(() => fake.countTimers() > 0);
+    await fake.tickAsync(5_000);
+    await server.finishedCount(1);
+    expect(server.healthChecks.get('hc_hang')).toEqual({ passed: false, reason: 'health check on pico did not finish within 5 s (the mock backend was aborted)', uartText: '' });
+    expect(backend.aborted).toBe(true);
+    // The board was the check's meanwhile, and is free for jobs afterwards.
+    server.queue('job_after', picoTestElf());
+    await server.finishedCount(2);
+    expect(server.outcomes.get('job_after')).toMatchObject({ state: 'done' });
     await worker.close();
   });
 

@@ -46,6 +46,8 @@ export class BenchWorker {
   private readonly busy = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private claimAbort = new AbortController();
+  /** Aborted when the worker closes: stops the health checks it runs. */
+  private readonly closing = new AbortController();
   private loop: Promise<void> | undefined;
   private closed = false;
   /** Jobs started on their device here (recent ones), and who waits for a job to start. */
@@ -74,6 +76,7 @@ export class BenchWorker {
   async close(): Promise<void> {
     this.closed = true;
     this.claimAbort.abort();
+    this.closing.abort();
     await this.dispatcher.close();
     await Promise.all([this.loop, ...this.running]);
   }
@@ -135,9 +138,11 @@ export class BenchWorker {
 
   /** An administrator's health check of one of this worker's boards; the board takes no job until the backend is done. Never rejects. */
   private async runHealthCheck(ticket: HealthCheckTicket): Promise<void> {
-    const { report, settled } = runWorkerHealthCheck(ticket, this.options.boardFor(ticket.board), this.options.clock);
+    const { report, settled } = runWorkerHealthCheck(ticket, this.options.boardFor(ticket.board), { clock: this.options.clock, signal: this.closing.signal });
     try {
-      await this.options.link.healthCheckDone(ticket.checkId, await report);
+      const outcome = await report;
+      // Stopped by our own shutdown: no outcome; the server's request lapses (as a job is left interrupted).
+      if (!this.closed) await this.options.link.healthCheckDone(ticket.checkId, outcome);
     } catch (err) {
       this.options.logError(`the outcome of health check ${ticket.checkId} on ${ticket.board} could not be reported`, err);
     }

@@ -9,7 +9,12 @@ import type { HealthCheckReport, HealthCheckTicket } from './worker-link.js';
  * worker cannot check is `refused` (the administrator's 409), a backend failure is a failed check.
  * `settled` is when the backend call really returned (the board stays the check's until then).
  */
-export function runWorkerHealthCheck(ticket: HealthCheckTicket, target: WorkerBoard | undefined, clock: Clock): { report: Promise<HealthCheckReport>; settled: Promise<void> } {
+export function runWorkerHealthCheck(
+  ticket: HealthCheckTicket,
+  target: WorkerBoard | undefined,
+  options: { clock: Clock; /** Aborts the check (the worker is stopping). */ signal: AbortSignal },
+): { report: Promise<HealthCheckReport>; settled: Promise<void> } {
+  const { clock } = options;
   const backend = target?.backend;
   const check = backend && keepsBoardHealth(backend) ? backend.healthCheck?.bind(backend) : undefined;
   if (!backend || !check) {
@@ -18,6 +23,9 @@ export function runWorkerHealthCheck(ticket: HealthCheckTicket, target: WorkerBo
     return { report: Promise.resolve(report), settled: Promise.resolve() };
   }
   const controller = new AbortController();
+  const stop = () => controller.abort(new Error('the worker is stopping'));
+  if (options.signal.aborted) stop();
+  else options.signal.addEventListener('abort', stop, { once: true });
   let timer: TimerHandle | undefined;
   const deadline = new Promise<HealthCheckReport>((resolve) => {
     timer = clock.setTimeout(() => {
@@ -37,6 +45,7 @@ export function runWorkerHealthCheck(ticket: HealthCheckTicket, target: WorkerBo
     );
   const report = Promise.race([running, deadline]).finally(() => {
     if (timer !== undefined) clock.clearTimeout(timer);
+    options.signal.removeEventListener('abort', stop);
   });
   return { report, settled: running.then(() => undefined) };
 }

@@ -111,7 +111,10 @@ describe('board health of a board on a remote worker', () => {
     await failJobs(alice.token, 2);
     expect(await adminHealth()).toMatchObject({ backend: 'probe', consecutive_failures: 2, quarantined: false });
     expect((await pico()).status).toBe('free');
+    const healthOf = async () => ((await (await app.request('/api/v1/health')).json()) as { status: string; boards: { online: number } });
+    expect(await healthOf()).toMatchObject({ status: 'ok', boards: { online: 1 } });
     await failJobs(alice.token, 1);
+    expect(await healthOf()).toMatchObject({ status: 'degraded', boards: { online: 0 } });
     // At once, not at the worker's next heartbeat: the record is the store's.
     expect(await pico()).toMatchObject({ status: 'offline', offline_reason: QUARANTINE_REASON });
     expect(await adminHealth()).toEqual({
@@ -206,5 +209,25 @@ describe('board health of a board on a remote worker', () => {
     expect(check.status).toBe(409);
     expect(await check.json()).toEqual({ detail: 'cannot health-check board pico: the probe backend has no health-check run' });
     expect(await adminHealth()).toMatchObject({ backend: 'probe', quarantined: false });
+  });
+
+  it('fails a health check its worker never reports at the deadline, and frees the board once the deadline and the grace ran out', async () => {
+    const worker = await startWorker(await labServer());
+    const hold = deferred();
+    worker.bench().holdHealthCheck = hold.promise;
+    const running = adminPost('/admin/boards/pico/health-check');
+    await worker.bench().healthCheckStarted.promise;
+    // The worker vanishes mid-check (as with kill -9): no outcome will come.
+    await workers.splice(0)[0]!.close();
+    await app.fake.tickAsync(60_000);
+    expect(await (await running).json()).toMatchObject({ passed: false, reason: 'health check on pico did not finish within 60 s (the probe backend was aborted)' });
+    // The request still holds the board in the store until its grace runs out (the worker might still report).
+    expect((await app.server.service.store.healthChecks.active()).map((c) => c.board)).toEqual(['pico']);
+    await app.fake.tickAsync(30_000);
+    await waitUntil(systemClock, async () => ((await app.server.service.store.healthChecks.active()).length === 0 ? true : undefined), {
+      timeoutMs: 10_000,
+      describe: 'the lapsed health check swept',
+    });
+    expect(app.logger.lines.some((l) => /^warn: health check hc_\w+ on pico lapsed: its worker never reported it$/.test(l))).toBe(true);
   });
 });
