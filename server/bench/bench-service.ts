@@ -38,7 +38,7 @@ import { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
 import type { LocalWorkerOptions } from './local-worker.js';
 import { WorkerGateway } from './worker-gateway.js';
-import { RemoteBoardHealth } from './remote-board-health.js';
+import { remoteHealthKeepers } from './remote-board-health.js';
 import { benchMetrics } from './bench-metrics.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
@@ -185,10 +185,12 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const workerAdmin = new WorkerAdmin({ clock, store, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000, onJobsReleased: (jobs) => announceReleased(jobs) });
     // A lab server (no worker in its process) knows its boards, and their health, from the workers.
     const labServer = config.localWorker === false;
-    const remoteHealth = new Map<string, { name: BackendName; control: RemoteBoardHealth }>();
-    let gatewayOf: () => WorkerGateway = () => {
-      throw new Error('the worker gateway is not built yet');
-    };
+    const live = new JobLive();
+    // On a shared database a job may be queued, or a board freed, through another replica: waiting
+    // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
+    const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
+    const healthCheckTimeoutMs = config.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
+    const remoteHealth = remoteHealthKeepers({ clock, store, gateway, healthCheckTimeoutMs });
     const boards = new LiveBoards({
       clock,
       boards: config.boards,
@@ -196,35 +198,12 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       choice: config.backend ?? 'mock',
       cacheMs: config.availabilityCacheMs,
       logger,
-      resolve: labServer
-        ? remoteBoardResolver({
-            clock,
-            store,
-            workers: workerAdmin,
-            onHealthKeeper: (boardId, keeper) => {
-              if (!keeper) return void remoteHealth.delete(boardId);
-              const control = new RemoteBoardHealth({
-                clock,
-                store,
-                gateway: () => gatewayOf(),
-                worker: { workerId: keeper.worker.workerId, label: keeper.worker.label },
-                healthCheckTimeoutMs: config.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS,
-                canCheck: keeper.report.healthCheck === true,
-              });
-              remoteHealth.set(boardId, { name: keeper.report.backend as BackendName, control });
-            },
-          })
-        : undefined,
-      remoteHealth: labServer ? (boardId) => remoteHealth.get(boardId) : undefined,
+      resolve: labServer ? remoteBoardResolver({ clock, store, workers: workerAdmin, onHealthKeeper: remoteHealth.onHealthKeeper }) : undefined,
+      remoteHealth: labServer ? remoteHealth.keeperOf : undefined,
     });
     // Every board is checked once at start (offline ones are logged), then again when it matters.
     await boards.all();
     const { waitlist } = store;
-    const live = new JobLive();
-    // On a shared database a job may be queued, or a board freed, through another replica: waiting
-    // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
-    const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
-    gatewayOf = () => gateway;
     announceReleased = (jobs) => {
       for (const job of jobs) {
         live.publishState(job.jobId, job.state, job);

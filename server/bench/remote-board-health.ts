@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { type BoardHealth, BackendError, type BoardHealthControl, type HealthCheckOutcome } from '../../backends/backend.js';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import { healthyBoardRecord } from '../store/board-health-store.js';
+import type { BackendName } from '../../boards/board-schema.js';
 import type { BenchStore } from '../store/bench-store.js';
+import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
 /** How long after its deadline a health check its worker never reported still holds its board (host ms). */
@@ -19,8 +21,7 @@ export class RemoteBoardHealth implements BoardHealthControl {
     private readonly deps: {
       clock: Clock;
       store: BenchStore;
-      /** The gateway (built after the boards are first resolved). */
-      gateway: () => WorkerGateway;
+      gateway: WorkerGateway;
       /** The worker serving the board, asked to run its health checks. */
       worker: { workerId: string; label: string };
       /** Host ms the worker's backend may take for a check. */
@@ -41,8 +42,7 @@ export class RemoteBoardHealth implements BoardHealthControl {
   }
 
   healthCheck: BoardHealthControl['healthCheck'] = async (boardId, options = {}): Promise<HealthCheckOutcome> => {
-    const { store, worker, clock } = this.deps;
-    const gateway = this.deps.gateway();
+    const { store, gateway, worker, clock } = this.deps;
     const checkId = `hc_${randomBytes(12).toString('hex')}`;
     const requested = await store.healthChecks.request({ checkId, board: boardId, workerId: worker.workerId, timeoutMs: this.deps.healthCheckTimeoutMs, nowMs: clock.nowMs() });
     if (requested.kind === 'already-active') {
@@ -56,5 +56,28 @@ export class RemoteBoardHealth implements BoardHealthControl {
     if (outcome.passed) return outcome;
     if (outcome.refused) throw new BackendError('unavailable', `worker ${worker.label} (${worker.workerId}): ${outcome.reason}`);
     return { passed: false, reason: outcome.reason, uartText: outcome.uartText };
+  };
+}
+
+/**
+ * The health keepers of a lab server's boards, kept up to date by the board resolver
+ * (`remoteBoardResolver`'s `onHealthKeeper`) and read by `LiveBoards.healthControl`.
+ */
+export function remoteHealthKeepers(deps: Pick<ConstructorParameters<typeof RemoteBoardHealth>[0], 'clock' | 'store' | 'gateway' | 'healthCheckTimeoutMs'>) {
+  const keepers = new Map<string, { name: BackendName; control: RemoteBoardHealth }>();
+  return {
+    onHealthKeeper: (boardId: string, keeper: { worker: WorkerRecord; report: WorkerBoardReport } | undefined): void => {
+      if (!keeper) {
+        keepers.delete(boardId);
+        return;
+      }
+      const control = new RemoteBoardHealth({
+        ...deps,
+        worker: { workerId: keeper.worker.workerId, label: keeper.worker.label },
+        canCheck: keeper.report.healthCheck === true,
+      });
+      keepers.set(boardId, { name: keeper.report.backend as BackendName, control });
+    },
+    keeperOf: (boardId: string) => keepers.get(boardId),
   };
 }

@@ -52,7 +52,7 @@ interface JobInFlight {
 export class WorkerGateway {
   private readonly inFlight = new Map<string, JobInFlight>();
   private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
-  /** Serial input queued and written, by job: a fetch or a writer waiting here wakes at once. */
+  /** What waiters look for in the store (serial input queued or written, a health check done): woken at once from here. */
   private readonly signals: StoreSignals;
 
   constructor(private readonly deps: WorkerGatewayDeps) {
