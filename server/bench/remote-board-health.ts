@@ -28,6 +28,8 @@ export class RemoteBoardHealth implements BoardHealthControl {
       healthCheckTimeoutMs: number;
       /** Whether the worker's backend can run a health check of the board. */
       canCheck: boolean;
+      /** Whether the worker was heard from recently (a check asked of a silent worker is refused, not left to time out). */
+      online: boolean;
     },
   ) {
     if (!deps.canCheck) this.healthCheck = undefined;
@@ -43,6 +45,7 @@ export class RemoteBoardHealth implements BoardHealthControl {
 
   healthCheck: BoardHealthControl['healthCheck'] = async (boardId, options = {}): Promise<HealthCheckOutcome> => {
     const { store, gateway, worker, clock } = this.deps;
+    if (!this.deps.online) throw new BackendError('unavailable', `worker ${worker.label} (${worker.workerId}), which runs its health checks, is offline`);
     const checkId = `hc_${randomBytes(12).toString('hex')}`;
     const requested = await store.healthChecks.request({ checkId, board: boardId, workerId: worker.workerId, timeoutMs: this.deps.healthCheckTimeoutMs, nowMs: clock.nowMs() });
     if (requested.kind === 'already-active') {
@@ -66,7 +69,7 @@ export class RemoteBoardHealth implements BoardHealthControl {
 export function remoteHealthKeepers(deps: Pick<ConstructorParameters<typeof RemoteBoardHealth>[0], 'clock' | 'store' | 'gateway' | 'healthCheckTimeoutMs'>) {
   const keepers = new Map<string, { name: BackendName; control: RemoteBoardHealth }>();
   return {
-    onHealthKeeper: (boardId: string, keeper: { worker: WorkerRecord; report: WorkerBoardReport } | undefined): void => {
+    onHealthKeeper: (boardId: string, keeper: { worker: WorkerRecord; report: WorkerBoardReport; online: boolean } | undefined): void => {
       if (!keeper) {
         keepers.delete(boardId);
         return;
@@ -75,6 +78,7 @@ export function remoteHealthKeepers(deps: Pick<ConstructorParameters<typeof Remo
         ...deps,
         worker: { workerId: keeper.worker.workerId, label: keeper.worker.label },
         canCheck: keeper.report.healthCheck === true,
+        online: keeper.online,
       });
       keepers.set(boardId, { name: keeper.report.backend as BackendName, control });
     },

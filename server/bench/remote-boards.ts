@@ -17,7 +17,7 @@ export function remoteBoardResolver(deps: {
   store: BenchStore;
   workers: WorkerAdmin;
   /** Told, at each resolution, which worker keeps the board's health (undefined: none does). */
-  onHealthKeeper?: (boardId: string, keeper: { worker: WorkerRecord; report: WorkerBoardReport } | undefined) => void;
+  onHealthKeeper?: (boardId: string, keeper: { worker: WorkerRecord; report: WorkerBoardReport; online: boolean } | undefined) => void;
 }): (board: Board) => Promise<ResolvedBoard> {
   return async (board) => {
     const nowMs = deps.clock.nowMs();
@@ -28,7 +28,7 @@ export function remoteBoardResolver(deps: {
     // Health is the store's whether or not the worker is online (a quarantine outlives it); a check
     // goes to a worker that is online, else to the one that served the board last.
     const keeper = [...online, ...serving].find((s) => s.report.keepsHealth);
-    deps.onHealthKeeper?.(board.id, keeper);
+    deps.onHealthKeeper?.(board.id, keeper && { ...keeper, online: online.includes(keeper) });
     if (serving.length === 0) return { board, backend: null, backendName: 'none', offlineReason: `no bench worker serves board ${board.id}` };
     // A quarantine in the store shows at once on every replica, before the worker's next heartbeat.
     const quarantine = keeper && (await deps.store.boardHealth.get(board.id)).quarantine;

@@ -209,6 +209,15 @@ describe('board health of a board on a remote worker', () => {
     expect(check.status).toBe(409);
     expect(await check.json()).toEqual({ detail: 'cannot health-check board pico: the probe backend has no health-check run' });
     expect(await adminHealth()).toMatchObject({ backend: 'probe', quarantined: false });
+    // A worker that went silent is not asked (the request would only time out); its record still shows.
+    await workers.splice(0)[0]!.close();
+    await startWorker(token);
+    await workers.splice(0)[0]!.close();
+    await app.fake.tickAsync(20_000);
+    const silent = await adminPost('/admin/boards/pico/health-check');
+    expect(silent.status).toBe(409);
+    expect(((await silent.json()) as { detail: string }).detail).toMatch(/^cannot health-check board pico: worker pi-probe \(wk_\S+\), which runs its health checks, is offline$/);
+    expect(await adminHealth()).toMatchObject({ backend: 'probe', quarantined: false });
   });
 
   it('fails a health check its worker never reports at the deadline, and frees the board once the deadline and the grace ran out', async () => {
