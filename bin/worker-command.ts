@@ -4,6 +4,7 @@ import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { backendNames } from '../boards/backend-names.js';
 import { defaultBoardsDir } from '../boards/boards-dir.js';
+import type { QuarantineStore } from '../backends/probe/quarantine-store.js';
 import { type LogLevel, logLevels } from '../server/http/log-levels.js';
 
 /**
@@ -41,14 +42,17 @@ export function addWorkerCommands(program: Command): void {
       const unknown = (wanted ?? []).filter((id) => !catalog.some((b) => b.id === id));
       if (unknown.length > 0) throw new Error(`--boards names boards the catalog does not have: ${unknown.join(', ')}`);
       const boards = catalog.filter((b) => (wanted ? wanted.includes(b.id) : opts.backend === 'auto' || opts.backend in b.backends));
-      const backends = createBackends({
-        clock: systemClock,
-        boards,
-        benchFile: opts.benchFile,
-        rp2040BootromPath: opts.rp2040Bootrom,
-        qemuBinary: opts.qemu,
-        renodePath: opts.renode,
-      });
+      // Board health (quarantine) is kept by the server, so every replica sees it (docs/lab.md).
+      const backends = ({ quarantineStore }: { quarantineStore: QuarantineStore }) =>
+        createBackends({
+          clock: systemClock,
+          boards,
+          benchFile: opts.benchFile,
+          rp2040BootromPath: opts.rp2040Bootrom,
+          qemuBinary: opts.qemu,
+          renodePath: opts.renode,
+          quarantineStore,
+        });
       const cacheDir = opts.cacheDir ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'hilbench', 'firmware');
       const worker = new RemoteWorker({
         serverUrl: opts.server,

@@ -210,11 +210,15 @@ export class BenchClient {
     }
   }
 
-  /** Writes bytes (or UTF-8 text) to the running job's serial input; `BenchBusyError` when it is not running. */
+  /**
+   * Sends bytes (or UTF-8 text) to the running job's serial input and answers how many were
+   * accepted (all of them); the server writes them in order, at once or as soon as the job's
+   * worker fetches them (docs/lab.md). `BenchBusyError` when the job is not running.
+   */
   async writeUart(jobId: string, data: string | Uint8Array, options: CallOptions = {}): Promise<number> {
     const body = typeof data === 'string' ? { text: data } : { base64: Buffer.from(data).toString('base64') };
     const answer = await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/uart`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, ...options });
-    return (answer.json as { written_bytes: number }).written_bytes;
+    return (answer.json as { accepted_bytes: number }).accepted_bytes;
   }
 
   private async *pollUart(jobId: string, signal: AbortSignal | undefined): AsyncGenerator<UartEvent> {

@@ -6,28 +6,44 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { picoTestElf } from '../../test/support/make-elf.js';
 import { BenchWorker } from './bench-worker.js';
-import type { JobPush, JobTicket, UartReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+import type { HealthCheckReport, JobPush, JobTicket, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /** A server as a worker sees it: a queue of tickets, firmware by sha256, and what was reported. */
 class FakeServer {
-  readonly tickets: JobTicket[] = [];
+  readonly tickets: WorkerTask[] = [];
+  readonly healthChecks = new Map<string, HealthCheckReport>();
   readonly firmwareBySha = new Map<string, Uint8Array>();
   readonly reports: Array<[string, string]> = [];
   readonly uart = new Map<string, UartReport[]>();
   readonly outcomes = new Map<string, WorkerJobOutcome>();
   stopOnHeartbeat: string | null = null;
   claimFailures = 0;
+  /** Serial input per job as the server hands it out (a test may hand one out twice), and each fetch's acknowledgement. */
+  readonly inputs = new Map<string, Array<{ seq: number; bytes: Uint8Array }>>();
+  readonly acknowledged: number[] = [];
+  private inputWake: (() => void) | undefined;
   private wake: (() => void) | undefined;
   private readonly watchers = new Map<string, (push: JobPush) => void>();
   private finished: Array<() => void> = [];
 
   queue(jobId: string, firmware: Uint8Array, over: Partial<JobTicket> = {}): void {
     this.firmwareBySha.set(sha256(firmware), firmware);
-    this.tickets.push({ jobId, board: 'pico', firmwareSha256: sha256(firmware), uartSeconds: 0.35, maxUartBytes: 4096, ...over });
+    this.tickets.push({ kind: 'job', jobId, board: 'pico', firmwareSha256: sha256(firmware), uartSeconds: 0.35, maxUartBytes: 4096, ...over });
     this.wake?.();
+  }
+
+  /** Hands out a task (a health check) with the next claim. */
+  queueTask(task: WorkerTask): void {
+    this.tickets.push(task);
+    this.wake?.();
+  }
+
+  sendInput(jobId: string, seq: number, text: string): void {
+    this.inputs.set(jobId, [...(this.inputs.get(jobId) ?? []), { seq, bytes: new TextEncoder().encode(text) }]);
+    this.inputWake?.();
   }
 
   push(jobId: string, push: JobPush): void {
@@ -37,7 +53,7 @@ class FakeServer {
   /** Settles once `count` outcomes are in. */
   finishedCount(count: number): Promise<void> {
     return new Promise((resolve) => {
-      const check = () => (this.outcomes.size >= count ? resolve() : this.finished.push(check));
+      const check = () => (this.outcomes.size + this.healthChecks.size >= count ? resolve() : this.finished.push(check));
       check();
     });
   }
@@ -76,6 +92,24 @@ class FakeServer {
     },
     finish: async (jobId, outcome) => {
       this.outcomes.set(jobId, outcome);
+      for (const check of this.finished.splice(0)) check();
+    },
+    input: async (jobId, writtenThroughSeq, signal) => {
+      this.acknowledged.push(writtenThroughSeq);
+      for (;;) {
+        const pending = this.inputs.get(jobId) ?? [];
+        if (pending.length > 0 || signal.aborted) {
+          this.inputs.delete(jobId);
+          return { inputs: pending, lost: false };
+        }
+        await new Promise<void>((resolve) => {
+          this.inputWake = resolve;
+          signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+      }
+    },
+    healthCheckDone: async (checkId, report) => {
+      this.healthChecks.set(checkId, report);
       for (const check of this.finished.splice(0)) check();
     },
     watch: (jobId, listener) => {
@@ -146,15 +180,69 @@ describe('BenchWorker', () => {
     await worker.close();
   });
 
-  it('writes serial input pushed by the server to the running device', async () => {
+  it('writes the serial input it fetches to the running device in order, once each, and acknowledges it on the next fetch', async () => {
     const server = new FakeServer();
     const { worker } = startWorker(server);
     server.queue('job_in', picoTestElf({ fault: 'run-hang' }));
     await vitestWaitFor(() => server.reports.some(([, what]) => what === 'running'));
-    const written = await new Promise<unknown>((resolve) => server.push('job_in', { kind: 'input', bytes: new Uint8Array([104, 105]), written: resolve }));
-    expect(written).toBeUndefined();
+    server.sendInput('job_in', 1, 'hi ');
+    server.sendInput('job_in', 2, 'there');
+    await vitestWaitFor(() => server.acknowledged.includes(2));
+    // An answer the worker already had, sent again (its acknowledgement was lost), is not written twice.
+    server.sendInput('job_in', 2, 'there');
+    server.sendInput('job_in', 3, '!');
+    await vitestWaitFor(() => server.acknowledged.includes(3));
     server.push('job_in', { kind: 'stop', reason: 'done with it' });
     await server.finishedCount(1);
+    const echoed = (server.outcomes.get('job_in')?.uart?.uart ?? []).map((c) => new TextDecoder().decode(c.bytes)).join('');
+    // The mock firmware echoes its serial input.
+    expect(echoed).toContain('hi there!');
+    expect(echoed.match(/there/g)).toHaveLength(1);
+    expect(server.acknowledged.slice(0, 3)).toEqual([0, 2, 3]);
+    await worker.close();
+  });
+
+  it('runs a health check it claims on its board’s backend under the ticket’s deadline, and refuses one its backend cannot run', async () => {
+    /** A mock that keeps board health and whose health check never ends by itself. */
+    class HangingCheckBackend extends MockBackend {
+      aborted = false;
+      async health() {
+        return { consecutiveFailures: 0, lastFailure: undefined, quarantine: undefined };
+      }
+      async release() {}
+      healthCheck = (_board: string, options?: { signal?: AbortSignal }) =>
+        new Promise<never>((_resolve, reject) =>
+          options?.signal?.addEventListener('abort', () => {
+            this.aborted = true;
+            reject(new Error('aborted'));
+          }),
+        );
+    }
+    const refusing = new FakeServer();
+    const plain = startWorker(refusing);
+    refusing.queueTask({ kind: 'health-check', checkId: 'hc_plain', board: 'pico', timeoutMs: 5_000 });
+    await refusing.finishedCount(1);
+    expect(refusing.healthChecks.get('hc_plain')).toEqual({
+      passed: false,
+      refused: true,
+      reason: 'board pico cannot be health-checked on this worker: its mock backend has no health-check run',
+      uartText: '',
+    });
+    await plain.worker.close();
+
+    const server = new FakeServer();
+    const backend = new HangingCheckBackend();
+    const { worker, fake } = startWorker(server, { backend });
+    server.queueTask({ kind: 'health-check', checkId: 'hc_hang', board: 'pico', timeoutMs: 5_000 });
+    await vitestWaitFor(() => fake.countTimers() > 0);
+    await fake.tickAsync(5_000);
+    await server.finishedCount(1);
+    expect(server.healthChecks.get('hc_hang')).toEqual({ passed: false, reason: 'health check on pico did not finish within 5 s (the mock backend was aborted)', uartText: '' });
+    expect(backend.aborted).toBe(true);
+    // The board was the check's meanwhile, and is free for jobs afterwards.
+    server.queue('job_after', picoTestElf());
+    await server.finishedCount(2);
+    expect(server.outcomes.get('job_after')).toMatchObject({ state: 'done' });
     await worker.close();
   });
 
@@ -162,7 +250,7 @@ describe('BenchWorker', () => {
     const server = new FakeServer();
     const { worker } = startWorker(server);
     const elf = picoTestElf();
-    server.tickets.push({ jobId: 'job_missing', board: 'pico', firmwareSha256: 'f'.repeat(64), uartSeconds: 0.1, maxUartBytes: 10 });
+    server.tickets.push({ kind: 'job', jobId: 'job_missing', board: 'pico', firmwareSha256: 'f'.repeat(64), uartSeconds: 0.1, maxUartBytes: 10 });
     server.firmwareBySha.set('e'.repeat(64), elf);
     server.queue('job_corrupt', elf, { firmwareSha256: 'e'.repeat(64) });
     await server.finishedCount(2);

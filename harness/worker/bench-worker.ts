@@ -5,7 +5,8 @@ import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import { LocalDispatcher, type LocalDispatcherOptions, type UartSoFar } from '../dispatcher.js';
 import type { FirmwareRun } from '../run-firmware.js';
 import { jobFailureDetail } from './job-failure-detail.js';
-import type { JobTicket, UartCaptureReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+import { runWorkerHealthCheck } from './worker-health-check.js';
+import type { HealthCheckTicket, JobTicket, SerialInputBatch, UartCaptureReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** The board a job runs on and the backend to open it with, decided when the job starts. */
 export interface WorkerBoard {
@@ -45,6 +46,8 @@ export class BenchWorker {
   private readonly busy = new Set<string>();
   private readonly running = new Set<Promise<void>>();
   private claimAbort = new AbortController();
+  /** Aborted when the worker closes: stops the health checks it runs. */
+  private readonly closing = new AbortController();
   private loop: Promise<void> | undefined;
   private closed = false;
   /** Jobs started on their device here (recent ones), and who waits for a job to start. */
@@ -73,6 +76,7 @@ export class BenchWorker {
   async close(): Promise<void> {
     this.closed = true;
     this.claimAbort.abort();
+    this.closing.abort();
     await this.dispatcher.close();
     await Promise.all([this.loop, ...this.running]);
   }
@@ -105,7 +109,7 @@ export class BenchWorker {
       const idle = this.options.boards.filter((b) => !this.busy.has(b));
       this.claimAbort = new AbortController();
       const { signal } = this.claimAbort;
-      let ticket: JobTicket | undefined;
+      let ticket: WorkerTask | undefined;
       try {
         ticket = idle.length === 0 ? await untilAborted(signal) : await this.options.link.claim(idle, signal);
         retryMs = this.options.retryMs ?? 1_000;
@@ -118,7 +122,10 @@ export class BenchWorker {
       }
       if (!ticket || this.closed) continue;
       this.busy.add(ticket.board);
-      const job = this.runJob(ticket).catch((err: unknown) => this.options.logError(`job ${ticket.jobId} could not be reported`, err));
+      const job =
+        ticket.kind === 'job'
+          ? this.runJob(ticket).catch((err: unknown) => this.options.logError(`job ${ticket.jobId} could not be reported`, err))
+          : this.runHealthCheck(ticket);
       this.running.add(job);
       void job.finally(() => {
         this.running.delete(job);
@@ -127,6 +134,19 @@ export class BenchWorker {
         this.claimAbort.abort();
       });
     }
+  }
+
+  /** An administrator's health check of one of this worker's boards; the board takes no job until the backend is done. Never rejects. */
+  private async runHealthCheck(ticket: HealthCheckTicket): Promise<void> {
+    const { report, settled } = runWorkerHealthCheck(ticket, this.options.boardFor(ticket.board), { clock: this.options.clock, signal: this.closing.signal });
+    try {
+      const outcome = await report;
+      // Stopped by our own shutdown: no outcome; the server's request lapses (as a job is left interrupted).
+      if (!this.closed) await this.options.link.healthCheckDone(ticket.checkId, outcome);
+    } catch (err) {
+      this.options.logError(`the outcome of health check ${ticket.checkId} on ${ticket.board} could not be reported`, err);
+    }
+    await settled;
   }
 
   private async runJob(ticket: JobTicket): Promise<void> {
@@ -146,11 +166,10 @@ export class BenchWorker {
     const reporter = new UartReporter(ticket.jobId, link, this.options.logError);
     let device: Device | undefined;
     const stop = (reason: string) => this.dispatcher.cancel(ticket.jobId, reason);
-    const unwatch = link.watch?.(ticket.jobId, (push) => {
-      if (push.kind === 'stop') stop(push.reason);
-      else if (device) device.writeUart(push.bytes).then(() => push.written(), push.written);
-      else push.written(new BackendError('unavailable', `job ${ticket.jobId} has no device open yet`));
-    });
+    const unwatch = link.watch?.(ticket.jobId, (push) => stop(push.reason));
+    // Serial input is fetched once reset is released (input queued while flashing waits for it).
+    const inputEnded = new AbortController();
+    let inputPump: Promise<void> = Promise.resolve();
     const { clock } = this.options;
     const heartbeatMs = this.options.heartbeatMs ?? 2_000;
     let heartbeat: TimerHandle | undefined;
@@ -182,6 +201,7 @@ export class BenchWorker {
           if (phase === 'flashing') return this.markStarted(ticket.jobId);
           const control = await link.running(ticket.jobId);
           if (control.stop !== null) stop(control.stop);
+          inputPump = this.pumpSerialInput(ticket.jobId, () => device, inputEnded.signal);
         },
         onUart: (soFar) => reporter.report(soFar),
         onOpen: (opened) => {
@@ -199,13 +219,52 @@ export class BenchWorker {
       if (heartbeat !== undefined) clock.clearTimeout(heartbeat);
       heartbeat = undefined;
       unwatch?.();
+      inputEnded.abort();
       device = undefined;
+      await inputPump;
     }
     await reporter.flushed();
     await this.options.afterJob?.(ticket.board, target.used?.() ?? target.backend);
     // Stopped by our own shutdown: left for the server to fail as interrupted (see close()).
     if (this.closed) return;
     await link.finish(ticket.jobId, outcome);
+  }
+
+  /**
+   * Writes a running job's serial input to its device, in order, until `signal` aborts (the job
+   * ended) or the server says the job is no longer ours. Each input is written at most once: the
+   * next fetch acknowledges it, and one sent again after a lost answer is skipped by its number.
+   * An input the device refuses (it closed as the job ended) is logged and dropped. Never rejects.
+   */
+  private async pumpSerialInput(jobId: string, device: () => Device | undefined, signal: AbortSignal): Promise<void> {
+    const baseRetryMs = this.options.retryMs ?? 1_000;
+    let retryMs = baseRetryMs;
+    let writtenThrough = 0;
+    while (!signal.aborted) {
+      let batch: SerialInputBatch;
+      try {
+        batch = await this.options.link.input(jobId, writtenThrough, signal);
+        retryMs = baseRetryMs;
+      } catch (err) {
+        if (signal.aborted) return;
+        this.options.logError(`fetching the serial input of job ${jobId} failed; asking again in ${retryMs} ms`, err);
+        await sleep(this.options.clock, retryMs, signal).catch(() => undefined);
+        retryMs = Math.min(retryMs * 2, 30_000);
+        continue;
+      }
+      if (batch.lost) return;
+      for (const input of batch.inputs) {
+        if (input.seq <= writtenThrough) continue;
+        try {
+          const open = device();
+          if (!open) throw new BackendError('unavailable', 'the device is closed');
+          await open.writeUart(input.bytes);
+        } catch (err) {
+          this.options.logError(`serial input ${input.seq} of job ${jobId} (${input.bytes.length} bytes) could not be written; dropped`, err);
+        }
+        writtenThrough = input.seq;
+      }
+    }
   }
 
   /** The ticket's firmware, checked against the sha256 it was submitted with. */

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { UartChunk } from '../../backends/backend.js';
+import type { BoardHealth, UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
-import type { JobControl, JobTicket, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from './worker-link.js';
+import type { BoardHealthLink, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */
 export class WorkerServerError extends Error {
@@ -45,7 +45,7 @@ interface PendingUart {
  * server cannot take now is retried (bounded by `deliverForMs`), so a job that finished while the
  * network was down still reports once it is back.
  */
-export class HttpWorkerLink implements WorkerLink {
+export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   private readonly base: string;
   private readonly pending = new Map<string, PendingUart>();
 
@@ -75,16 +75,17 @@ export class HttpWorkerLink implements WorkerLink {
     return (res.headers.get('content-type') ?? '').startsWith('application/json') ? ((await res.json()) as T) : (new Uint8Array(await res.arrayBuffer()) as T);
   }
 
-  async claim(boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined> {
+  async claim(boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
     try {
-      const answer = await this.request<{ job: { job_id: string; board: string; firmware_sha256: string; uart_seconds: number; max_uart_bytes: number } | null }>(
-        'POST',
-        '/api/v1/worker/claim',
-        { boards, wait_seconds: this.options.claimWaitSeconds ?? 20 },
-        signal,
-      );
-      const job = answer.job;
-      return job ? { jobId: job.job_id, board: job.board, firmwareSha256: job.firmware_sha256, uartSeconds: job.uart_seconds, maxUartBytes: job.max_uart_bytes } : undefined;
+      const answer = await this.request<{
+        job: { job_id: string; board: string; firmware_sha256: string; uart_seconds: number; max_uart_bytes: number } | null;
+        health_check?: { check_id: string; board: string; timeout_ms: number } | null;
+      }>('POST', '/api/v1/worker/claim', { boards, wait_seconds: this.options.claimWaitSeconds ?? 20 }, signal);
+      const { job, health_check: check } = answer;
+      if (check) return { kind: 'health-check', checkId: check.check_id, board: check.board, timeoutMs: check.timeout_ms };
+      return job
+        ? { kind: 'job', jobId: job.job_id, board: job.board, firmwareSha256: job.firmware_sha256, uartSeconds: job.uart_seconds, maxUartBytes: job.max_uart_bytes }
+        : undefined;
     } catch (err) {
       if (signal.aborted) return undefined;
       throw err;
@@ -112,6 +113,39 @@ export class HttpWorkerLink implements WorkerLink {
 
   heartbeat(jobId: string): Promise<JobControl> {
     return this.request<JobControl>('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/heartbeat`);
+  }
+
+  /** A long poll for the job's serial input (`POST .../input`); a refusal (404, 409) means the job is no longer ours. */
+  async input(jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
+    try {
+      const answer = await this.request<{ inputs: Array<{ seq: number; base64: string }> }>(
+        'POST',
+        `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/input`,
+        { written_through: writtenThroughSeq, wait_seconds: this.options.claimWaitSeconds ?? 20 },
+        signal,
+      );
+      return { inputs: answer.inputs.map((i) => ({ seq: i.seq, bytes: new Uint8Array(Buffer.from(i.base64, 'base64')) })), lost: false };
+    } catch (err) {
+      if (signal.aborted) return { inputs: [], lost: false };
+      if (err instanceof WorkerServerError && (err.status === 404 || err.status === 409)) return { inputs: [], lost: true };
+      throw err;
+    }
+  }
+
+  async healthCheckDone(checkId: string, outcome: HealthCheckReport): Promise<void> {
+    const wire =
+      outcome.passed
+        ? { passed: true, uart_text: outcome.uartText, elapsed_ns: outcome.elapsedNanos }
+        : { passed: false, reason: outcome.reason, uart_text: outcome.uartText, refused: 'refused' in outcome };
+    await this.request('POST', `/api/v1/worker/health-checks/${encodeURIComponent(checkId)}`, wire);
+  }
+
+  async getBoardHealth(boardId: string): Promise<BoardHealth> {
+    return boardHealthFromWire(await this.request<WireBoardHealth>('GET', `/api/v1/worker/boards/${encodeURIComponent(boardId)}/health`));
+  }
+
+  async putBoardHealth(boardId: string, health: BoardHealth): Promise<void> {
+    await this.request('POST', `/api/v1/worker/boards/${encodeURIComponent(boardId)}/health`, boardHealthToWire(health));
   }
 
   /** Queues `report` and sends it with the others of the next `uartBatchMs`. */
@@ -182,4 +216,27 @@ function outcomeToWire(outcome: WorkerJobOutcome) {
         ? { reason: 'crashed', message: stop.message, elapsed_ns: stop.elapsedNanos }
         : { reason: stop.reason, elapsed_ns: stop.elapsedNanos };
   return { state: 'done', uart: captureToWire(outcome.uart), stop: wireStop, flash_ms: outcome.flashMs, run_ms: outcome.runMs };
+}
+
+/** Board health on the wire (`/api/v1/worker/boards/{board}/health`). */
+interface WireBoardHealth {
+  consecutive_failures: number;
+  last_failure: string | null;
+  quarantine: { since_ms: number; reason: string } | null;
+}
+
+function boardHealthFromWire(w: WireBoardHealth): BoardHealth {
+  return {
+    consecutiveFailures: w.consecutive_failures,
+    lastFailure: w.last_failure ?? undefined,
+    quarantine: w.quarantine ? { sinceMs: w.quarantine.since_ms, reason: w.quarantine.reason } : undefined,
+  };
+}
+
+function boardHealthToWire(h: BoardHealth): WireBoardHealth {
+  return {
+    consecutive_failures: h.consecutiveFailures,
+    last_failure: h.lastFailure ?? null,
+    quarantine: h.quarantine ? { since_ms: h.quarantine.sinceMs, reason: h.quarantine.reason } : null,
+  };
 }

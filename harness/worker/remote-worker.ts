@@ -1,10 +1,12 @@
 import type { Board, BackendName } from '../../boards/board-schema.js';
-import type { Backend } from '../../backends/backend.js';
+import { type Backend, keepsBoardHealth } from '../../backends/backend.js';
+import type { QuarantineStore } from '../../backends/probe/quarantine-store.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { LocalDispatcherOptions } from '../dispatcher.js';
 import { type BackendChoice, resolveBoardBackends } from '../board-resolution.js';
 import { BenchWorker } from './bench-worker.js';
 import { HttpWorkerLink, WorkerServerError } from './http-worker-link.js';
+import { LinkedQuarantineStore } from './linked-quarantine-store.js';
 
 export interface RemoteWorkerOptions {
   serverUrl: string;
@@ -12,7 +14,11 @@ export interface RemoteWorkerOptions {
   clock: Clock;
   /** The boards attached to this host (from its bench file, or the catalog for an emulator farm). */
   boards: readonly Board[];
-  backends: Partial<Record<BackendName, Backend>>;
+  /**
+   * The backends that run the boards; as a function, given the board-health store kept by the
+   * server (decision 0421), e.g. `({ quarantineStore }) => createBackends({ ..., quarantineStore })`.
+   */
+  backends: Partial<Record<BackendName, Backend>> | ((context: { quarantineStore: QuarantineStore }) => Partial<Record<BackendName, Backend>>);
   choice: BackendChoice;
   firmwareCacheDir: string;
   dispatcher?: Omit<LocalDispatcherOptions, 'clock'>;
@@ -39,6 +45,8 @@ interface AnnounceAnswer {
  */
 export class RemoteWorker {
   private readonly link: HttpWorkerLink;
+  private readonly backends: Partial<Record<BackendName, Backend>>;
+  private readonly quarantineStore: LinkedQuarantineStore;
   private worker: BenchWorker | undefined;
   private heartbeatTimer: TimerHandle | undefined;
   private closed = false;
@@ -52,6 +60,8 @@ export class RemoteWorker {
       firmwareCacheDir: options.firmwareCacheDir,
       logError: options.logError,
     });
+    this.quarantineStore = new LinkedQuarantineStore({ link: this.link, clock: options.clock, logError: options.logError });
+    this.backends = typeof options.backends === 'function' ? options.backends({ quarantineStore: this.quarantineStore }) : options.backends;
   }
 
   /** Announces (retrying while the server cannot be reached; a refused token is thrown) and starts claiming. */
@@ -95,16 +105,31 @@ export class RemoteWorker {
     this.closed = true;
     if (this.heartbeatTimer !== undefined) this.options.clock.clearTimeout(this.heartbeatTimer);
     await this.worker?.close();
+    this.quarantineStore.close();
+    // Backends built here (from the factory) are ours to stop (scheduled automatic health checks).
+    if (typeof this.options.backends === 'function') for (const backend of Object.values(this.backends)) await backend?.close?.();
   }
 
-  /** The boards as this host can run them now. */
+  /** The boards as this host can run them now, and whether their backends keep board health and can check it. */
   private async reports() {
-    const resolved = await resolveBoardBackends(this.options.boards, this.options.backends, this.options.choice);
-    return resolved.map((r) => ({ board: r.board.id, backend: r.backendName, available: r.backend !== null, reason: r.offlineReason }));
+    const resolved = await resolveBoardBackends(this.options.boards, this.backends, this.options.choice);
+    return resolved.map((r) => {
+      const backend = this.backendOf(r.board);
+      const keepsHealth = backend !== undefined && keepsBoardHealth(backend);
+      return {
+        board: r.board.id,
+        backend: r.backendName,
+        available: r.backend !== null,
+        reason: r.offlineReason,
+        keeps_health: keepsHealth,
+        health_check: keepsHealth && backend.healthCheck !== undefined,
+      };
+    });
   }
 
   private backendOf(board: Board): Backend | undefined {
-    const { choice, backends } = this.options;
+    const { choice } = this.options;
+    const backends = this.backends;
     if (choice !== 'auto') return backends[choice];
     for (const name of Object.keys(board.backends) as BackendName[]) if (backends[name]) return backends[name];
     return undefined;
@@ -150,5 +175,7 @@ function bindLink(link: HttpWorkerLink) {
     uart: link.uart.bind(link),
     heartbeat: link.heartbeat.bind(link),
     finish: link.finish.bind(link),
+    input: link.input.bind(link),
+    healthCheckDone: link.healthCheckDone.bind(link),
   };
 }

@@ -1,4 +1,4 @@
-import type { BackendErrorKind, RunStop, UartChunk } from '../../backends/backend.js';
+import type { BackendErrorKind, BoardHealth, HealthCheckOutcome, RunStop, UartChunk } from '../../backends/backend.js';
 import type { UartSoFar } from '../dispatcher.js';
 
 /**
@@ -11,10 +11,11 @@ import type { UartSoFar } from '../dispatcher.js';
  */
 export interface WorkerLink {
   /**
-   * The next job for one of `boards`, oldest first; waits (a long poll) until one is queued or
-   * `signal` aborts (then undefined). Each job is handed to one worker once.
+   * The next task for one of `boards`: an administrator's health check of the board (first), or
+   * its oldest queued job; waits (a long poll) until one comes or `signal` aborts (then
+   * undefined). Each task is handed to one worker once.
    */
-  claim(boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined>;
+  claim(boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined>;
   /** The firmware bytes of a claimed job (the worker checks them against `ticket.firmwareSha256`). */
   firmware(ticket: JobTicket): Promise<Uint8Array>;
   /** Reset was released: the job is running. */
@@ -26,15 +27,27 @@ export interface WorkerLink {
   /** The job's outcome, with everything it printed. */
   finish(jobId: string, outcome: WorkerJobOutcome): Promise<void>;
   /**
+   * Serial input agents sent to a running job, in the order the server accepted it: the inputs
+   * numbered after `writtenThroughSeq`, which also tells the server that every input up to it was
+   * written (decision 0420). A long poll: waits until some arrive, or answers none when its wait
+   * runs out or `signal` aborts. `lost` when the job is no longer this worker's.
+   */
+  input(jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch>;
+  /** The outcome of a health check this worker ran (decision 0421); `refused` when the board cannot be checked here. */
+  healthCheckDone(checkId: string, outcome: HealthCheckReport): Promise<void>;
+  /**
    * Optional push channel: a link that can tell the worker at once (the worker in the server's
-   * process) that a job must stop, or that serial input arrived for it; the worker still hears a
-   * stop on its next heartbeat without it.
+   * process) that a job must stop; the worker still hears a stop on its next heartbeat without it.
    */
   watch?(jobId: string, listener: (push: JobPush) => void): () => void;
 }
 
+/** What a claim hands a worker: a job to run, or a health check of one of its boards. */
+export type WorkerTask = JobTicket | HealthCheckTicket;
+
 /** A claimed job, as a worker needs it. */
 export interface JobTicket {
+  kind: 'job';
   jobId: string;
   board: string;
   firmwareSha256: string;
@@ -43,12 +56,41 @@ export interface JobTicket {
   maxUartBytes: number;
 }
 
+/** An administrator's health check of a board, claimed by the worker that serves it. */
+export interface HealthCheckTicket {
+  kind: 'health-check';
+  checkId: string;
+  board: string;
+  /** Host ms the backend's check may run before it is aborted (and fails). */
+  timeoutMs: number;
+}
+
+/** A health check's outcome as a worker reports it: `refused` when the board has no check here (the administrator's 409). */
+export type HealthCheckReport = HealthCheckOutcome | { passed: false; refused: true; reason: string; uartText: '' };
+
+/**
+ * Board health of a worker's boards kept by the server (decision 0421): the worker's backends
+ * read and write it through the link, so every replica sees it and it outlives the worker.
+ */
+export interface BoardHealthLink {
+  getBoardHealth(boardId: string): Promise<BoardHealth>;
+  putBoardHealth(boardId: string, health: BoardHealth): Promise<void>;
+}
+
 /** `stop`: why the job must stop now (cancelled, or the claim is no longer the worker's); null to go on. */
 export interface JobControl {
   stop: string | null;
 }
 
-export type JobPush = { kind: 'stop'; reason: string } | { kind: 'input'; bytes: Uint8Array; written: (err?: unknown) => void };
+export type JobPush = { kind: 'stop'; reason: string };
+
+/** Serial input for a running job, as `WorkerLink.input` answers it. */
+export interface SerialInputBatch {
+  /** In order; `seq` is 1-based and gap-free per job. */
+  inputs: Array<{ seq: number; bytes: Uint8Array }>;
+  /** The job is no longer this worker's (finished, cancelled, failed by a sweep): stop asking. */
+  lost: boolean;
+}
 
 export interface UartReport extends Pick<UartSoFar, 'timeBase' | 'clockSource' | 'droppedUartBytes'> {
   /** Byte offset of the first chunk's first byte in the job's capture. */

@@ -31,6 +31,9 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   job_not_held: 409,
   no_local_worker: 409,
   job_not_running: 409,
+  serial_input_full: 429,
+  health_check_not_found: 404,
+  health_check_not_held: 409,
 };
 
 /** `WWW-Authenticate` of each 401, as RFC 6750 words the three cases. */

@@ -49,8 +49,14 @@ export const BENCH_ERROR_CODES = [
   'job_not_held',
   /** The bench runs no worker in its process, so it cannot run this itself. */
   'no_local_worker',
-  /** Serial input for a job that is not running (or runs where input cannot reach it). */
+  /** Serial input for a job that is not running. */
   'job_not_running',
+  /** Too much serial input of a job waits for its worker. */
+  'serial_input_full',
+  /** A worker reported a health check that is not one of its own (worker protocol). */
+  'health_check_not_found',
+  /** A worker reported a health check that ended already (it ran past its deadline). */
+  'health_check_not_held',
 ] as const;
 
 export type BenchErrorCode = (typeof BENCH_ERROR_CODES)[number];

@@ -27,7 +27,7 @@ import { PostgresBenchStore } from '../store/postgres/postgres-bench-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { BoardHealthStore } from '../store/board-health-store.js';
-import { Bench, BENCH_API_VERSION, type BenchDeps } from './bench.js';
+import { Bench, BENCH_API_VERSION, type BenchDeps, DEFAULT_HEALTH_CHECK_TIMEOUT_MS } from './bench.js';
 import { type BenchLimits, defaultBenchLimits, validateBenchLimits } from './bench-limits.js';
 import { benchGuards, benchRoutes } from './bench-routes.js';
 import { benchGuard, benchOpenApiSecurity } from './bench-route.js';
@@ -38,6 +38,7 @@ import { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
 import type { LocalWorkerOptions } from './local-worker.js';
 import { WorkerGateway } from './worker-gateway.js';
+import { remoteHealthKeepers } from './remote-board-health.js';
 import { benchMetrics } from './bench-metrics.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
@@ -182,8 +183,14 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     // A revocation fails the worker's jobs: told to live readers and waiting claims once they exist (below).
     let announceReleased: (jobs: readonly JobRecord[]) => void = () => undefined;
     const workerAdmin = new WorkerAdmin({ clock, store, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000, onJobsReleased: (jobs) => announceReleased(jobs) });
-    // A lab server (no worker in its process) knows its boards from the workers' reports.
+    // A lab server (no worker in its process) knows its boards, and their health, from the workers.
     const labServer = config.localWorker === false;
+    const live = new JobLive();
+    // On a shared database a job may be queued, or a board freed, through another replica: waiting
+    // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
+    const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
+    const healthCheckTimeoutMs = config.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
+    const remoteHealth = remoteHealthKeepers({ clock, store, gateway, healthCheckTimeoutMs });
     const boards = new LiveBoards({
       clock,
       boards: config.boards,
@@ -191,15 +198,12 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       choice: config.backend ?? 'mock',
       cacheMs: config.availabilityCacheMs,
       logger,
-      resolve: labServer ? remoteBoardResolver({ clock, store, workers: workerAdmin }) : undefined,
+      resolve: labServer ? remoteBoardResolver({ clock, store, workers: workerAdmin, onHealthKeeper: remoteHealth.onHealthKeeper }) : undefined,
+      remoteHealth: labServer ? remoteHealth.keeperOf : undefined,
     });
     // Every board is checked once at start (offline ones are logged), then again when it matters.
     await boards.all();
     const { waitlist } = store;
-    const live = new JobLive();
-    // On a shared database a job may be queued, or a board freed, through another replica: waiting
-    // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
-    const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
     announceReleased = (jobs) => {
       for (const job of jobs) {
         live.publishState(job.jobId, job.state, job);

@@ -3,7 +3,7 @@ import type { AgentRecord } from '../store/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
-import { JobStreams } from './job-streams.js';
+import { JobStreams, type SerialInputReceipt } from './job-streams.js';
 import { jobBody } from './bench-views.js';
 import { adminJob } from './board-views.js';
 import type { TimerHandle } from '../../core/clock.js';
@@ -25,6 +25,7 @@ import { BenchStatus } from './bench-status.js';
 import { BoardAccess } from './board-access.js';
 import { BoardHealthAdmin } from './board-health-admin.js';
 import { FlashJobs } from './flash-jobs.js';
+import { HEALTH_CHECK_GRACE_MS } from './remote-board-health.js';
 import { SessionLeases } from './session-leases.js';
 
 export type { BenchDeps } from './bench-deps.js';
@@ -119,6 +120,16 @@ export class Bench {
     this.sweepTimer = clock.setTimeout(() => {
       const nowMs = clock.nowMs();
       const waitSeconds = this.deps.limits.maxQueueWaitSeconds;
+      // A health check its worker never reported frees its board (docs/lab.md).
+      void store.healthChecks
+        .expire(nowMs, {
+          graceMs: HEALTH_CHECK_GRACE_MS,
+          reason: `its worker did not report this health check within its deadline and ${HEALTH_CHECK_GRACE_MS / 1000} s more`,
+        })
+        .then((expired) => {
+          for (const check of expired) logger.warn(`health check ${check.checkId} on ${check.board} lapsed: its worker never reported it`);
+        })
+        .catch((err: unknown) => logger.error('sweeping lapsed health checks failed', err));
       void Promise.all([
         store.failLapsedClaims(nowMs),
         store.failOverdueQueuedJobs(nowMs - waitSeconds * 1000, {
@@ -211,9 +222,9 @@ export class Bench {
     return this.streams.streamUartAsOperator(jobId, options);
   }
 
-  /** Serial input for a running job (`POST /api/v1/jobs/{id}/uart`). */
-  writeJobUart(agent: AgentRecord, jobId: string, bytes: Uint8Array): Promise<void> {
-    return this.streams.writeUart(agent, jobId, bytes);
+  /** Serial input for a running job (`POST /api/v1/jobs/{id}/uart`): written, or queued for its worker. */
+  writeJobUart(agent: AgentRecord, jobId: string, bytes: Uint8Array, signal: AbortSignal): Promise<SerialInputReceipt> {
+    return this.streams.writeUart(agent, jobId, bytes, signal);
   }
 
   /** Settles once the session expiry sweeps its timers started have finished (tests on a fake clock). */

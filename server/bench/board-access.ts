@@ -54,11 +54,12 @@ export class BoardAccess {
   async usable(boardId: string): Promise<ResolvedBoard> {
     const resolved = await this.deps.boards.get(boardId);
     if (!resolved.backend) throw new BenchError('board_offline', `board ${boardId} is offline: ${resolved.offlineReason ?? 'no backend'}`);
-    const check = this.healthChecks.get(boardId);
-    if (check) {
+    // Started through this process, or (a board on a worker) through any replica: the store says.
+    const startedAtMs = this.healthChecks.get(boardId)?.startedAtMs ?? (await this.deps.store.healthChecks.active()).find((c) => c.board === boardId)?.requestedAtMs;
+    if (startedAtMs !== undefined) {
       throw new BenchError(
         'board_health_check_running',
-        `board ${boardId} is running a health check started by an administrator at ${isoFromMs(check.startedAtMs)} (retry_after_seconds=5)`,
+        `board ${boardId} is running a health check started by an administrator at ${isoFromMs(startedAtMs)} (retry_after_seconds=5)`,
         { retryAfterSeconds: 5 },
       );
     }
@@ -106,8 +107,7 @@ export class BoardAccess {
     const boards = await this.deps.boards.all();
     const leases = new Map((await this.deps.store.listLeases(this.now())).map((l) => [l.board, l]));
     const activity = await this.deps.store.boardActivity();
-    return boards.map((resolved) =>
-      boardState(resolved, leases.get(resolved.board.id), activity.get(resolved.board.id), this.healthChecks.has(resolved.board.id)),
-    );
+    const checking = new Set([...this.healthChecks.keys(), ...(await this.deps.store.healthChecks.active()).map((c) => c.board)]);
+    return boards.map((resolved) => boardState(resolved, leases.get(resolved.board.id), activity.get(resolved.board.id), checking.has(resolved.board.id)));
   }
 }

@@ -47,8 +47,10 @@ export class BoardHealthAdmin {
   }
 
   /** `board_not_found` for an unknown board, `board_health_unsupported` when none of its backends keeps board health. */
-  private healthKeeper(boardId: string, action: string) {
+  private async healthKeeper(boardId: string, action: string) {
     const board = this.deps.access.knownBoard(boardId);
+    // A board on a worker: who keeps its health is known from its resolution (cached briefly).
+    await this.deps.boards.get(board.id);
     const keeper = this.deps.boards.healthControl(board.id);
     if (!keeper) {
       const running = this.deps.boards.lastKnown(board.id)?.backendName;
@@ -76,7 +78,7 @@ export class BoardHealthAdmin {
    * service (idempotent: releasing a healthy board resets its failure count).
    */
   async releaseBoard(boardId: string): Promise<BoardReleaseBody> {
-    const keeper = this.healthKeeper(boardId, 'release');
+    const keeper = await this.healthKeeper(boardId, 'release');
     try {
       await keeper.control.release(boardId);
     } catch (err) {
@@ -94,7 +96,7 @@ export class BoardHealthAdmin {
    * the board refuses sessions and jobs and is listed `busy` unless offline.
    */
   async healthCheckBoard(boardId: string): Promise<BoardHealthCheckBody> {
-    const keeper = this.healthKeeper(boardId, 'health-check');
+    const keeper = await this.healthKeeper(boardId, 'health-check');
     const healthCheck = keeper.control.healthCheck?.bind(keeper.control);
     if (!healthCheck) {
       throw new BenchError('health_check_unsupported', `cannot health-check board ${boardId}: the ${keeper.name} backend has no health-check run`);

@@ -37,7 +37,17 @@ export const uartInputSchema = z
   })
   .refine((b) => (b.text === undefined) !== (b.base64 === undefined), { message: 'send exactly one of text or base64' });
 
-export const uartInputAnswerSchema = z.object({ job_id: z.string(), written_bytes: z.number().int() }).meta({ title: 'UartInputWritten' });
+export const uartInputAnswerSchema = z
+  .object({
+    job_id: z.string(),
+    accepted_bytes: z.number().int().meta({ description: 'The bytes of this request, all accepted.' }),
+    input_seq: z.number().int().meta({ description: 'The number of this input within the job (1, 2, ...): inputs are written in this order.' }),
+    delivery: z.enum(['written', 'queued']).meta({
+      description: '`written`: the worker wrote it to the serial input before this answer; `queued`: kept for the worker, written once it fetches it (the job may still be flashing).',
+    }),
+    written_bytes: z.number().int().meta({ description: '`accepted_bytes` when written, 0 when queued.' }),
+  })
+  .meta({ title: 'UartInputWritten' });
 
 /** Aborted when the client goes away before its answer is complete. */
 function clientGone(res: Response): AbortSignal {
@@ -69,12 +79,19 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
       method: 'post',
       path: '/api/v1/jobs/{job_id}/uart',
       operationId: 'writeJobUart',
-      summary: "Extension: bytes to the running firmware's serial input (409 when the job is not running)",
+      summary: "Extension: bytes to the running firmware's serial input, wherever its worker runs (409 when the job is not running)",
       tags: ['jobs'],
       auth: 'bearer',
       body: { kind: 'json', schema: uartInputSchema as unknown as z.ZodObject, required: true },
       response: uartInputAnswerSchema,
-      errors: { ...ERRORS, 400: 'The body ended before it was complete', 409: 'The job is not running (queued, flashing, done, failed), or runs where input cannot reach it', 413: 'Body over the limit', 415: 'Body is not JSON' },
+      errors: {
+        ...ERRORS,
+        400: 'The body ended before it was complete',
+        409: 'The job is not flashing or running (queued, done, failed)',
+        413: 'Body over the limit',
+        415: 'Body is not JSON',
+        429: 'Too much of the job’s serial input waits for its worker (with Retry-After)',
+      },
       handler: async (req, res, caller) => {
         const body = parseOr422(uartInputSchema, await readJsonBody(req, { maxBodyBytes: 16 * 1024 }), 'body');
         const bytes = body.text !== undefined ? new TextEncoder().encode(body.text) : new Uint8Array(Buffer.from(body.base64!, 'base64'));
@@ -84,8 +101,14 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
           throw fieldValueError(field, `the input is ${bytes.length} bytes; at most ${MAX_UART_INPUT_BYTES} bytes per request`, body[field]);
         }
         const jobId = pathParam(req, 'job_id');
-        await bench.writeJobUart(callerAgent(caller), jobId, bytes);
-        res.json({ job_id: jobId, written_bytes: bytes.length });
+        const receipt = await bench.writeJobUart(callerAgent(caller), jobId, bytes, clientGone(res));
+        res.json({
+          job_id: jobId,
+          accepted_bytes: bytes.length,
+          input_seq: receipt.seq,
+          delivery: receipt.delivery,
+          written_bytes: receipt.delivery === 'written' ? bytes.length : 0,
+        });
       },
     },
   ];

@@ -26,17 +26,4 @@ describe('JobLive', () => {
     live.publishState('j', 'failed');
     expect(seen).toEqual(['state']);
   });
-
-  it('writes serial input only while a job has it attached', async () => {
-    const live = new JobLive();
-    const written: number[][] = [];
-    expect(await live.writeInput('j', new Uint8Array([1]))).toBe(false);
-    const detach = live.attachInput('j', async (bytes) => {
-      written.push([...bytes]);
-    });
-    expect(await live.writeInput('j', new Uint8Array([2, 3]))).toBe(true);
-    detach();
-    expect(await live.writeInput('j', new Uint8Array([4]))).toBe(false);
-    expect(written).toEqual([[2, 3]]);
-  });
 });

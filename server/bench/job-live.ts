@@ -17,13 +17,12 @@ export type JobLiveListener = (event: JobLiveEvent) => void;
 
 /**
  * What this process sees of jobs while they run: UART chunks the moment a worker reports them,
- * state changes, and the serial input of jobs running here. In-process only: a reader served by
- * one replica about a job reported through another learns of it from the store (readers poll it as
- * the fallback), so nothing here is the record; the store is.
+ * and state changes (serial input goes through the store: decision 0420). In-process only: a
+ * reader served by one replica about a job reported through another learns of it from the store
+ * (readers poll it as the fallback), so nothing here is the record; the store is.
  */
 export class JobLive {
   private readonly listeners = new Map<string, Set<JobLiveListener>>();
-  private readonly inputs = new Map<string, (bytes: Uint8Array) => Promise<void>>();
   private readonly everyJob = new Set<(jobId: string, event: JobLiveEvent) => void>();
 
   /** Listens to one job's events; returns the unsubscribe. */
@@ -49,22 +48,6 @@ export class JobLive {
 
   publishState(jobId: string, state: JobState, job?: JobRecord): void {
     this.emit(jobId, job ? { kind: 'state', state, job } : { kind: 'state', state });
-  }
-
-  /** While a job runs here, its firmware's serial input; returns the detach. */
-  attachInput(jobId: string, write: (bytes: Uint8Array) => Promise<void>): () => void {
-    this.inputs.set(jobId, write);
-    return () => {
-      if (this.inputs.get(jobId) === write) this.inputs.delete(jobId);
-    };
-  }
-
-  /** Writes to a running job's serial input; false when no job of that id takes input here now. */
-  async writeInput(jobId: string, bytes: Uint8Array): Promise<boolean> {
-    const write = this.inputs.get(jobId);
-    if (!write) return false;
-    await write(bytes);
-    return true;
   }
 
   private emit(jobId: string, event: JobLiveEvent): void {

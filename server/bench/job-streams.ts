@@ -42,25 +42,38 @@ export class JobStreams {
     return streamJobUart({ ...this.deps, localUart: (id) => this.deps.gateway.uartSoFar(id) }, jobId, options);
   }
 
-  /** Writes `bytes` to the running firmware's serial input. */
-  async writeUart(agent: AgentRecord, jobId: string, bytes: Uint8Array): Promise<void> {
-    const job = await this.own(agent, jobId);
-    if (job.state !== 'running' && job.state !== 'flashing') {
-      throw new BenchError('job_not_running', `job ${jobId} is ${job.state}, not running: serial input reaches a running job only`);
+  /**
+   * Queues `bytes` for the running firmware's serial input (decision 0420), in the store, for the
+   * worker holding the job wherever it is connected; then waits up to `SERIAL_INPUT_WRITE_WAIT_MS`
+   * to hear that the worker wrote it. Input sent while the job flashes waits for reset release.
+   */
+  async writeUart(agent: AgentRecord, jobId: string, bytes: Uint8Array, signal: AbortSignal): Promise<SerialInputReceipt> {
+    await this.own(agent, jobId);
+    const queued = await this.deps.store.serialInput.enqueue(jobId, bytes, { nowMs: this.deps.clock.nowMs(), maxPendingBytes: MAX_PENDING_SERIAL_INPUT_BYTES });
+    if (queued.kind === 'not-running') {
+      throw new BenchError('job_not_running', `job ${jobId} is ${queued.state ?? 'gone'}, not running: serial input reaches a running job only`);
     }
-    let written: boolean;
-    try {
-      written = await this.deps.live.writeInput(jobId, bytes);
-    } catch (err) {
-      throw new BenchError('job_not_running', `job ${jobId} did not take the input: ${(err as Error).message}`);
-    }
-    if (!written) {
+    if (queued.kind === 'full') {
       throw new BenchError(
-        'job_not_running',
-        job.state === 'flashing'
-          ? `job ${jobId} is flashing: its serial input opens once the board runs; try again in a moment`
-          : `job ${jobId} runs on a remote bench worker: serial input reaches jobs run by the server's own worker only`,
+        'serial_input_full',
+        `job ${jobId} has ${queued.pendingBytes} bytes of serial input its worker has not written yet (at most ${MAX_PENDING_SERIAL_INPUT_BYTES}); send more once it has (retry_after_seconds=1)`,
+        { retryAfterSeconds: 1 },
       );
     }
+    this.deps.gateway.inputQueued(jobId);
+    const written = await this.deps.gateway.inputWritten(jobId, queued.seq, SERIAL_INPUT_WRITE_WAIT_MS, signal);
+    return { seq: queued.seq, delivery: written ? 'written' : 'queued' };
   }
+}
+
+/** How long an agent's serial input request waits to hear its input was written, host ms. */
+export const SERIAL_INPUT_WRITE_WAIT_MS = 2_000;
+/** The most serial input of one job that may wait for its worker, bytes (16 full requests). */
+export const MAX_PENDING_SERIAL_INPUT_BYTES = 64 * 1024;
+
+/** What became of an agent's serial input: written to the device, or queued for the worker still. */
+export interface SerialInputReceipt {
+  /** The input's number within the job (1, 2, ...), the order the worker writes them in. */
+  seq: number;
+  delivery: 'written' | 'queued';
 }

@@ -25,6 +25,11 @@ export interface LiveBoardsOptions {
    * remote-boards.ts). It never rejects, like `resolveBoardBackend`.
    */
   resolve?: (board: Board) => Promise<ResolvedBoard>;
+  /**
+   * Who keeps a board's health when the server's own backends do not (a lab server: the worker
+   * serving it, known from its last resolution, remote-board-health.ts).
+   */
+  remoteHealth?: (boardId: string) => { name: BackendName; control: BoardHealthControl } | undefined;
 }
 
 interface CacheEntry {
@@ -98,9 +103,12 @@ export class LiveBoards {
   }
 
   /** The backend keeping `boardId`'s health, if any (see `healthBackendOf`). */
-  healthControl(boardId: string): { name: BackendName; control: Backend & BoardHealthControl } | undefined {
+  healthControl(boardId: string): { name: BackendName; control: BoardHealthControl } | undefined {
     const board = this.byId.get(boardId);
-    return board ? healthBackendOf(board, this.options.backends, this.options.choice) : undefined;
+    if (!board) return undefined;
+    // A lab server's boards run on workers: their health is the workers' (kept in the store).
+    if (this.options.remoteHealth) return this.options.remoteHealth(boardId);
+    return healthBackendOf(board, this.options.backends, this.options.choice);
   }
 
   private async check(board: Board, generation: number): Promise<ResolvedBoard> {

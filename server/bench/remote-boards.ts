@@ -3,6 +3,7 @@ import { type Backend, BackendError } from '../../backends/backend.js';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { BenchStore } from '../store/bench-store.js';
 import type { ResolvedBoard } from './board-backends.js';
+import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
 import type { WorkerAdmin } from './worker-admin.js';
 
 /**
@@ -11,14 +12,27 @@ import type { WorkerAdmin } from './worker-admin.js';
  * the worker missed its heartbeats since a given time, or what the worker's backend says). The
  * server runs no backend itself: the board's `backend` only names the worker's and refuses to open.
  */
-export function remoteBoardResolver(deps: { clock: Clock; store: BenchStore; workers: WorkerAdmin }): (board: Board) => Promise<ResolvedBoard> {
+export function remoteBoardResolver(deps: {
+  clock: Clock;
+  store: BenchStore;
+  workers: WorkerAdmin;
+  /** Told, at each resolution, which worker keeps the board's health (undefined: none does). */
+  onHealthKeeper?: (boardId: string, keeper: { worker: WorkerRecord; report: WorkerBoardReport; online: boolean } | undefined) => void;
+}): (board: Board) => Promise<ResolvedBoard> {
   return async (board) => {
     const nowMs = deps.clock.nowMs();
     const serving = (await deps.store.workers.list())
       .filter((w) => w.revokedAtMs === null)
       .flatMap((w) => w.boards.filter((b) => b.board === board.id).map((report) => ({ worker: w, report })));
-    if (serving.length === 0) return { board, backend: null, backendName: 'none', offlineReason: `no bench worker serves board ${board.id}` };
     const online = serving.filter((s) => deps.workers.isOnline(s.worker, nowMs));
+    // Health is the store's whether or not the worker is online (a quarantine outlives it); a check
+    // goes to a worker that is online, else to the one that served the board last.
+    const keeper = [...online, ...serving].find((s) => s.report.keepsHealth);
+    deps.onHealthKeeper?.(board.id, keeper && { ...keeper, online: online.includes(keeper) });
+    if (serving.length === 0) return { board, backend: null, backendName: 'none', offlineReason: `no bench worker serves board ${board.id}` };
+    // A quarantine in the store shows at once on every replica, before the worker's next heartbeat.
+    const quarantine = keeper && (await deps.store.boardHealth.get(board.id)).quarantine;
+    if (keeper && quarantine) return { board, backend: null, backendName: keeper.report.backend, offlineReason: quarantine.reason };
     const ready = online.find((s) => s.report.available);
     if (ready) return { board, backend: workerBackend(ready.report.backend, ready.worker.label), backendName: ready.report.backend, offlineReason: null };
     const why = serving.map(({ worker, report }) =>

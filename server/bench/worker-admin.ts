@@ -87,7 +87,7 @@ export class WorkerAdmin {
       revoked_at: w.revokedAtMs === null ? null : isoFromMs(w.revokedAtMs),
       last_seen_at: w.lastSeenAtMs === null ? null : isoFromMs(w.lastSeenAtMs),
       online: this.isOnline(w, this.deps.clock.nowMs()),
-      boards: w.boards,
+      boards: w.boards.map(({ board, backend, available, reason }) => ({ board, backend, available, reason })),
     };
   }
 }

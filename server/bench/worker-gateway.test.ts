@@ -1,3 +1,4 @@
+import type { JobTicket } from '../../harness/worker/worker-link.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -103,7 +104,7 @@ describe('WorkerGateway', () => {
     const a = gateway();
     await store.createJob(jobRecord(), { maxQueuedPerBoard: 4, nowMs: T0 });
     const ticket = await a.linkFor('w1', { claimMs: 30_000 }).claim(['pico'], new AbortController().signal);
-    await a.linkFor('w1', { claimMs: 30_000 }).uart(ticket!.jobId, report(0, 'first half\n'));
+    await a.linkFor('w1', { claimMs: 30_000 }).uart((ticket as JobTicket).jobId, report(0, 'first half\n'));
     await fake.tickAsync(UART_SAVE_INTERVAL_MS);
     // The same worker's next report reaches another replica, which continues from what is stored.
     const b = gateway();

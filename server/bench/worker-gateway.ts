@@ -1,12 +1,17 @@
 import type { UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
-import type { JobPush, JobTicket, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink } from '../../harness/worker/worker-link.js';
+import type { HealthCheckReport, JobPush, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
+import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobOutcome, JobRecord } from '../store/bench-store.js';
 import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
+import { StoreSignals } from './store-signals.js';
 import { UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
+
+/** The most serial input one fetch hands a worker, bytes (one input is never split). */
+export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
 
 export interface WorkerGatewayDeps {
   clock: Clock;
@@ -47,8 +52,12 @@ interface JobInFlight {
 export class WorkerGateway {
   private readonly inFlight = new Map<string, JobInFlight>();
   private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
+  /** What waiters look for in the store (serial input queued or written, a health check done): woken at once from here. */
+  private readonly signals: StoreSignals;
 
-  constructor(private readonly deps: WorkerGatewayDeps) {}
+  constructor(private readonly deps: WorkerGatewayDeps) {
+    this.signals = new StoreSignals(deps.clock, deps.claimPollMs);
+  }
 
   private now(): number {
     return this.deps.clock.nowMs();
@@ -66,6 +75,10 @@ export class WorkerGateway {
       heartbeat: (jobId) => this.heartbeat(workerId, jobId),
       finish: async (jobId, outcome) => {
         await this.finish(workerId, jobId, outcome);
+      },
+      input: (jobId, writtenThroughSeq, signal) => this.input(workerId, jobId, writtenThroughSeq, signal),
+      healthCheckDone: async (checkId, report) => {
+        await this.healthCheckDone(workerId, checkId, report);
       },
       watch: (jobId, listener) => this.watch(jobId, listener),
     };
@@ -123,7 +136,7 @@ export class WorkerGateway {
     for (const waiter of [...this.waiters]) waiter.wake();
   }
 
-  async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<JobTicket | undefined> {
+  async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
     const wanted = new Set(boards);
     const pollMs = this.deps.claimPollMs;
     while (!signal.aborted) {
@@ -133,6 +146,9 @@ export class WorkerGateway {
       const waiter = { boards: wanted, wake };
       this.waiters.add(waiter);
       try {
+        // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
+        const check = await this.deps.store.healthChecks.claim(workerId, boards, this.now());
+        if (check) return { kind: 'health-check', checkId: check.checkId, board: check.board, timeoutMs: check.timeoutMs };
         const job = await this.deps.store.claimJob({ workerId, boards, nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
@@ -210,6 +226,9 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, maxChunks), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, maxChunks) : null };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
+    // Input nobody will read any more; a fetch still waiting hears the job is over.
+    await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
+    this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
       this.deps.live.publishState(jobId, finished.state, finished);
       // The board is free for its next job (a worker of another board id waiting on it claims now).
@@ -222,14 +241,67 @@ export class WorkerGateway {
     const entry = this.inFlight.get(jobId);
     if (!entry) return () => undefined;
     entry.watchers.add(listener);
-    const detachInput = this.deps.live.attachInput(
-      jobId,
-      (bytes) => new Promise<void>((resolve, reject) => listener({ kind: 'input', bytes, written: (err) => (err === undefined ? resolve() : reject(err)) })),
-    );
     return () => {
       entry.watchers.delete(listener);
-      detachInput();
     };
+  }
+
+  /**
+   * Serial input for a job `workerId` holds (a long poll until some is queued or `signal` aborts),
+   * acknowledging what it wrote through `writtenThroughSeq`. Woken at once by input queued through
+   * this process; input queued through another replica is seen on the next look at the store.
+   */
+  async input(workerId: string, jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
+    const taken = await this.signals.until(`input:${jobId}`, signal, async () => {
+      const result = await this.deps.store.serialInput.take(jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
+      // What the worker acknowledged may answer an agent waiting to hear its input was written.
+      this.signals.notify(`written:${jobId}`);
+      return result.kind === 'lost' || result.inputs.length > 0 ? result : undefined;
+    });
+    if (!taken) return { inputs: [], lost: false };
+    return taken.kind === 'lost' ? { inputs: [], lost: true } : { inputs: taken.inputs.map((i) => ({ seq: i.seq, bytes: i.bytes })), lost: false };
+  }
+
+  /** Records the outcome of a health check `workerId` ran; undefined when it does not run that check (late, or not its). */
+  async healthCheckDone(workerId: string, checkId: string, report: HealthCheckReport): Promise<HealthCheckRecord | undefined> {
+    const outcome: HealthCheckOutcomeRecord = report.passed
+      ? { passed: true, uartText: report.uartText, elapsedNanos: report.elapsedNanos }
+      : { passed: false, reason: report.reason, uartText: report.uartText, ...('refused' in report && report.refused ? { refused: true } : {}) };
+    const finished = await this.deps.store.healthChecks.finish(checkId, workerId, outcome, this.now());
+    this.signals.notify(`check:${checkId}`);
+    return finished;
+  }
+
+  /** A health check was requested of the worker serving `board`: a claim waiting for that board takes it now. */
+  healthCheckRequested(board: string): void {
+    this.jobQueued(board);
+  }
+
+  /** The health check once it is done (its outcome); undefined when `signal` aborts first. */
+  healthCheckOutcome(checkId: string, signal: AbortSignal): Promise<HealthCheckRecord | undefined> {
+    return this.signals.until(`check:${checkId}`, signal, async () => {
+      const check = await this.deps.store.healthChecks.get(checkId);
+      return check?.state === 'done' ? check : undefined;
+    });
+  }
+
+  /** Serial input was queued for `jobId`: its worker's waiting fetch takes it now. */
+  inputQueued(jobId: string): void {
+    this.signals.notify(`input:${jobId}`);
+  }
+
+  /** Whether the job's worker wrote input `seq` within `waitMs` (host ms, injected clock). */
+  async inputWritten(jobId: string, seq: number, waitMs: number, signal: AbortSignal): Promise<boolean> {
+    const timeout = new AbortController();
+    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+    try {
+      const written = await this.signals.until(`written:${jobId}`, AbortSignal.any([signal, timeout.signal]), async () =>
+        (await this.deps.store.serialInput.writtenThrough(jobId)) >= seq ? true : undefined,
+      );
+      return written === true;
+    } finally {
+      this.deps.clock.clearTimeout(timer);
+    }
   }
 
   private started(job: JobRecord, workerId: string, claimMs: number | null): void {
@@ -274,6 +346,7 @@ export class WorkerGateway {
 
   private ticketOf(job: JobRecord): JobTicket {
     return {
+      kind: 'job',
       jobId: job.jobId,
       board: job.board,
       firmwareSha256: job.firmware.sha256,

@@ -1,6 +1,7 @@
 import type { UartChunk } from '../../backends/backend.js';
 import type { Clock } from '../../core/clock.js';
-import type { JobTicket, UartCaptureReport, WorkerJobOutcome } from '../../harness/worker/worker-link.js';
+import type { HealthCheckReport, SerialInputBatch, UartCaptureReport, WorkerJobOutcome, WorkerTask } from '../../harness/worker/worker-link.js';
+import type { BoardHealthRecord } from '../store/board-health-store.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
@@ -83,8 +84,8 @@ export class WorkerProtocol {
     if (boards) for (const board of boards) this.deps.boards.invalidate(board.board);
   }
 
-  /** Waits up to `waitMs` for a job on `boards`; undefined when none came (or the client left). */
-  async claim(worker: WorkerRecord, boards: readonly string[], waitMs: number, signal: AbortSignal): Promise<JobTicket | undefined> {
+  /** Waits up to `waitMs` for a task on `boards`; undefined when none came (or the client left). */
+  async claim(worker: WorkerRecord, boards: readonly string[], waitMs: number, signal: AbortSignal): Promise<WorkerTask | undefined> {
     this.checkServes(worker, boards);
     await this.deps.store.workers.heardFrom(worker.workerId, { nowMs: this.now() });
     const timeout = new AbortController();
@@ -96,6 +97,49 @@ export class WorkerProtocol {
     } finally {
       this.deps.clock.clearTimeout(timer);
     }
+  }
+
+  /** Serial input for a job the worker holds, waiting up to `waitMs` for some; refused when it no longer holds the job. */
+  async input(worker: WorkerRecord, jobId: string, writtenThroughSeq: number, waitMs: number, signal: AbortSignal): Promise<SerialInputBatch['inputs']> {
+    await this.heardFrom(worker);
+    const timeout = new AbortController();
+    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+    try {
+      const batch = await this.deps.gateway.input(worker.workerId, jobId, writtenThroughSeq, AbortSignal.any([signal, timeout.signal]));
+      if (batch.lost) throw await this.notHeld(worker, jobId);
+      return batch.inputs;
+    } finally {
+      this.deps.clock.clearTimeout(timer);
+    }
+  }
+
+  /** The health the server keeps of a catalog board (public in the board list anyway). */
+  async boardHealth(worker: WorkerRecord, boardId: string): Promise<BoardHealthRecord> {
+    await this.heardFrom(worker);
+    if (!this.deps.boards.board(boardId)) throw new BenchError('board_not_served', `this server's catalog has no board ${boardId}`);
+    return this.deps.store.boardHealth.get(boardId);
+  }
+
+  /** A worker's backend counted a failure, quarantined or released one of the worker's boards. */
+  async putBoardHealth(worker: WorkerRecord, boardId: string, health: BoardHealthRecord): Promise<void> {
+    await this.heardFrom(worker);
+    this.checkServes(worker, [boardId]);
+    await this.deps.store.boardHealth.put(boardId, health);
+    // Listings show a quarantine (or its end) at once.
+    this.deps.boards.invalidate(boardId);
+  }
+
+  /** The outcome of a health check the worker ran; refused when the check is not its own, or ended already. */
+  async healthCheckDone(worker: WorkerRecord, checkId: string, report: HealthCheckReport): Promise<void> {
+    await this.heardFrom(worker);
+    const finished = await this.deps.gateway.healthCheckDone(worker.workerId, checkId, report);
+    if (finished) {
+      this.deps.boards.invalidate(finished.board);
+      return;
+    }
+    const check = await this.deps.store.healthChecks.get(checkId);
+    if (!check || check.workerId !== worker.workerId) throw new BenchError('health_check_not_found', `health check ${checkId} not found among this worker's`);
+    throw new BenchError('health_check_not_held', `health check ${checkId} is ${check.state}${check.outcome && !check.outcome.passed ? ` (${check.outcome.reason})` : ''}: its outcome came too late`);
   }
 
   async firmware(worker: WorkerRecord, jobId: string): Promise<Uint8Array> {

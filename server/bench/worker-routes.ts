@@ -6,19 +6,24 @@ import { readJsonBody } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import { parseFormBody } from '../http/parse-form.js';
 import type { AgentRecord } from '../store/bench-store.js';
-import type { WorkerRecord } from '../store/worker-registry.js';
+import type { BoardHealthRecord } from '../store/board-health-store.js';
+import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import type { WorkerAdmin } from './worker-admin.js';
 import { captureFromWire, type WorkerProtocol, type WorkerTimings } from './worker-protocol.js';
 import {
   announceAnswerSchema,
   announceBodySchema,
+  boardHealthWireSchema,
   claimAnswerSchema,
   claimBodySchema,
   createWorkerBodySchema,
   finishAnswerSchema,
   finishBodySchema,
+  healthCheckReportSchema,
   heartbeatBodySchema,
+  inputAnswerSchema,
+  inputBodySchema,
   jobControlSchema,
   okAnswerSchema,
   uartBodySchema,
@@ -68,7 +73,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       handler: async (req, res, caller) => {
         const worker = workerOf(caller);
         const body = await readBody(req, announceBodySchema);
-        const { interrupted } = await protocol.announce(worker, body.boards, body.running_jobs);
+        const { interrupted } = await protocol.announce(worker, body.boards.map(boardReportFromWire), body.running_jobs);
         res.json({
           worker_id: worker.workerId,
           label: worker.label,
@@ -91,7 +96,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       errors: { ...WORKER_ERRORS, ...BODY_ERRORS },
       handler: async (req, res, caller) => {
         const body = await readBody(req, heartbeatBodySchema);
-        await protocol.heartbeat(workerOf(caller), body.boards);
+        await protocol.heartbeat(workerOf(caller), body.boards?.map(boardReportFromWire));
         res.json({ ok: true });
       },
     },
@@ -109,11 +114,13 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
         const body = await readBody(req, claimBodySchema);
         const gone = new AbortController();
         res.on('close', () => gone.abort());
-        const ticket = await protocol.claim(workerOf(caller), body.boards, body.wait_seconds * 1000, gone.signal);
+        const task = await protocol.claim(workerOf(caller), body.boards, body.wait_seconds * 1000, gone.signal);
         res.json({
-          job: ticket
-            ? { job_id: ticket.jobId, board: ticket.board, firmware_sha256: ticket.firmwareSha256, uart_seconds: ticket.uartSeconds, max_uart_bytes: ticket.maxUartBytes }
-            : null,
+          health_check: task?.kind === 'health-check' ? { check_id: task.checkId, board: task.board, timeout_ms: task.timeoutMs } : null,
+          job:
+            task?.kind === 'job'
+              ? { job_id: task.jobId, board: task.board, firmware_sha256: task.firmwareSha256, uart_seconds: task.uartSeconds, max_uart_bytes: task.maxUartBytes }
+              : null,
         });
       },
     },
@@ -172,6 +179,24 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
     },
     {
       method: 'post',
+      path: jobPath('input'),
+      operationId: 'workerJobInput',
+      summary: 'Serial input agents sent to the job, after the inputs the worker says it wrote (a long poll; `{"inputs": []}` when none came)',
+      tags: ['workers'],
+      auth: 'worker',
+      body: jsonBody(inputBodySchema),
+      response: inputAnswerSchema,
+      errors: { ...JOB_ERRORS, ...BODY_ERRORS },
+      handler: async (req, res, caller) => {
+        const body = await readBody(req, inputBodySchema);
+        const gone = new AbortController();
+        res.on('close', () => gone.abort());
+        const inputs = await protocol.input(workerOf(caller), pathParam(req, 'job_id'), body.written_through, body.wait_seconds * 1000, gone.signal);
+        res.json({ inputs: inputs.map((i) => ({ seq: i.seq, base64: Buffer.from(i.bytes).toString('base64') })) });
+      },
+    },
+    {
+      method: 'post',
       path: jobPath('finish'),
       operationId: 'workerJobFinish',
       summary: 'The job’s outcome, with everything it printed',
@@ -196,6 +221,61 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
             : { state: 'failed', failure: outcome.failure, uart: outcome.uart ? captureFromWire(outcome.uart) : null },
         );
         res.json({ job_id: job.jobId, state: job.state });
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/v1/worker/boards/{board}/health',
+      operationId: 'workerGetBoardHealth',
+      summary: 'The health the server keeps of a board: consecutive failures, the last one, the quarantine (docs/lab.md)',
+      tags: ['workers'],
+      auth: 'worker',
+      response: boardHealthWireSchema,
+      errors: WORKER_ERRORS,
+      handler: async (req, res, caller) => res.json(boardHealthToWire(await protocol.boardHealth(workerOf(caller), pathParam(req, 'board')))),
+    },
+    {
+      method: 'post',
+      path: '/api/v1/worker/boards/{board}/health',
+      operationId: 'workerPutBoardHealth',
+      summary: 'The worker’s backend counted a failure, quarantined or released one of its boards',
+      tags: ['workers'],
+      auth: 'worker',
+      body: jsonBody(boardHealthWireSchema),
+      response: okAnswerSchema,
+      errors: { ...WORKER_ERRORS, ...BODY_ERRORS },
+      handler: async (req, res, caller) => {
+        const body = await readBody(req, boardHealthWireSchema);
+        await protocol.putBoardHealth(workerOf(caller), pathParam(req, 'board'), {
+          consecutiveFailures: body.consecutive_failures,
+          lastFailure: body.last_failure ?? undefined,
+          quarantine: body.quarantine ? { sinceMs: body.quarantine.since_ms, reason: body.quarantine.reason } : undefined,
+        });
+        res.json({ ok: true });
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/v1/worker/health-checks/{check_id}',
+      operationId: 'workerHealthCheckDone',
+      summary: 'The outcome of an administrator’s health check the worker ran',
+      tags: ['workers'],
+      auth: 'worker',
+      body: { kind: 'json', schema: healthCheckReportSchema as unknown as z.ZodObject, required: true },
+      response: okAnswerSchema,
+      errors: { ...WORKER_ERRORS, ...BODY_ERRORS, 404: 'No such health check among this worker’s', 409: 'The check ended already (its outcome came too late)' },
+      handler: async (req, res, caller) => {
+        const body = await readBody(req, healthCheckReportSchema);
+        await protocol.healthCheckDone(
+          workerOf(caller),
+          pathParam(req, 'check_id'),
+          body.passed
+            ? { passed: true, uartText: body.uart_text, elapsedNanos: body.elapsed_ns }
+            : body.refused
+              ? { passed: false, refused: true, reason: body.reason, uartText: '' }
+              : { passed: false, reason: body.reason, uartText: body.uart_text },
+        );
+        res.json({ ok: true });
       },
     },
     {
@@ -253,4 +333,16 @@ function stopFromWire(stop: WireStop) {
     default:
       return { reason: stop.reason, elapsedNanos: stop.elapsed_ns };
   }
+}
+
+function boardReportFromWire(b: z.infer<typeof announceBodySchema>['boards'][number]): WorkerBoardReport {
+  return { board: b.board, backend: b.backend, available: b.available, reason: b.reason, keepsHealth: b.keeps_health, healthCheck: b.health_check };
+}
+
+function boardHealthToWire(h: BoardHealthRecord): z.infer<typeof boardHealthWireSchema> {
+  return {
+    consecutive_failures: h.consecutiveFailures,
+    last_failure: h.lastFailure ?? null,
+    quarantine: h.quarantine ? { since_ms: h.quarantine.sinceMs, reason: h.quarantine.reason } : null,
+  };
 }

@@ -14,7 +14,28 @@ export const workerBoardReportSchema = z.object({
   backend: z.string().min(1).max(32),
   available: z.boolean(),
   reason: z.string().max(2000).nullable().default(null),
+  /** The board's backend keeps board health (quarantine) through the server (docs/lab.md). */
+  keeps_health: z.boolean().default(false),
+  /** The board's backend can run a health check of it. */
+  health_check: z.boolean().default(false),
 });
+
+export const boardHealthWireSchema = z.object({
+  consecutive_failures: z.number().int().nonnegative(),
+  last_failure: z.string().max(2000).nullable(),
+  quarantine: z.object({ since_ms: z.number().int().nonnegative(), reason: z.string().max(2000) }).nullable(),
+});
+
+export const healthCheckReportSchema = z.discriminatedUnion('passed', [
+  z.object({ passed: z.literal(true), uart_text: z.string().max(65_536), elapsed_ns: z.number().nonnegative() }),
+  z.object({
+    passed: z.literal(false),
+    reason: z.string().max(8000),
+    uart_text: z.string().max(65_536),
+    /** The board cannot be checked on this worker (no health-check run): the administrator's 409. */
+    refused: z.boolean().default(false),
+  }),
+]);
 
 export const announceBodySchema = z.object({
   boards: z.array(workerBoardReportSchema).max(256),
@@ -30,6 +51,19 @@ export const claimBodySchema = z.object({
   boards: z.array(id).min(1).max(256),
   /** How long to wait for a job before answering `{"job": null}`. */
   wait_seconds: z.number().min(0).max(30).default(20),
+});
+
+export const inputBodySchema = z.object({
+  /** Every input up to this number was written to the device (acknowledged; the server deletes it). */
+  written_through: z.number().int().nonnegative(),
+  /** How long to wait for input before answering none. */
+  wait_seconds: z.number().min(0).max(30).default(20),
+});
+
+export const inputAnswerSchema = z.object({
+  inputs: z
+    .array(z.object({ seq: z.number().int(), base64: z.string() }))
+    .meta({ description: 'Serial input after `written_through`, in the order the server accepted it (numbered 1, 2, ... per job).' }),
 });
 
 const chunkSchema = z.object({
@@ -84,6 +118,10 @@ export const announceAnswerSchema = z.object({
 export const okAnswerSchema = z.object({ ok: z.literal(true) });
 
 export const claimAnswerSchema = z.object({
+  health_check: z
+    .object({ check_id: z.string(), board: z.string(), timeout_ms: z.number().int() })
+    .nullable()
+    .meta({ description: "An administrator's health check of one of the worker's boards: run it, then POST its outcome to /api/v1/worker/health-checks/{check_id}." }),
   job: z
     .object({
       job_id: z.string(),
@@ -123,6 +161,8 @@ export const workerOpenApiComponents = {
   WorkerOk: okAnswerSchema,
   WorkerClaim: claimAnswerSchema,
   WorkerJobControl: jobControlSchema,
+  WorkerSerialInput: inputAnswerSchema,
+  WorkerBoardHealth: boardHealthWireSchema,
   WorkerJobFinished: finishAnswerSchema,
   WorkerCreated: workerCreatedSchema,
   WorkerList: workerListSchema,

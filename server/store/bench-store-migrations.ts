@@ -143,6 +143,36 @@ export const benchStoreMigrations: readonly Migration[] = [
   );
 `,
   ),
+  // Serial input for running jobs and health checks of boards on workers, both through the store
+  // so every replica sees them (decisions 0420, 0421): inputs numbered per job (the next number and
+  // the highest one the worker acknowledged live on the job), and one active check per board.
+  sqlMigration(
+    7,
+    'serial input and worker health checks',
+    `
+  ALTER TABLE jobs ADD COLUMN serial_next_seq INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE jobs ADD COLUMN serial_acked_seq INTEGER NOT NULL DEFAULT 0;
+  CREATE TABLE job_serial_input (
+    job_id       TEXT    NOT NULL,
+    seq          INTEGER NOT NULL,
+    bytes        BLOB    NOT NULL,
+    queued_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (job_id, seq)
+  );
+  CREATE TABLE board_health_checks (
+    check_id        TEXT    NOT NULL PRIMARY KEY,
+    board           TEXT    NOT NULL,
+    worker_id       TEXT    NOT NULL,
+    state           TEXT    NOT NULL CHECK (state IN ('requested', 'running', 'done')),
+    requested_at_ms INTEGER NOT NULL,
+    timeout_ms      INTEGER NOT NULL,
+    started_at_ms   INTEGER,
+    finished_at_ms  INTEGER,
+    outcome_json    TEXT
+  );
+  CREATE UNIQUE INDEX board_health_checks_one_active ON board_health_checks(board) WHERE state IN ('requested', 'running');
+`,
+  ),
 ];
 
 /** Brings a bench database (the store's file, or a test's handle) to the current schema. */

@@ -1,5 +1,7 @@
 import type { BackendErrorKind } from '../../backends/backend.js';
 import type { BoardHealthStore } from './board-health-store.js';
+import type { HealthCheckStore } from './health-check-store.js';
+import type { SerialInputStore } from './serial-input-store.js';
 import type { WaitlistStore } from './waitlist-store.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
@@ -113,6 +115,10 @@ export interface BenchStore {
 
   /** Board health (failures, quarantine) per board, in the same database. */
   readonly boardHealth: BoardHealthStore;
+  /** Health checks of boards on workers: requested, claimed by the worker, finished (decision 0421). */
+  readonly healthChecks: HealthCheckStore;
+  /** Serial input queued for the worker running a job (decision 0420). */
+  readonly serialInput: SerialInputStore;
   /** The pages' waitlist, in the same database. */
   readonly waitlist: WaitlistStore;
   /** Bench workers (credentials, boards, last heard from), in the same database. */

@@ -20,7 +20,9 @@ import { jobStates } from './bench-store.js';
 import { latestVersion } from '../db/run-migrations.js';
 import { prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
 import { benchStoreMigrations, migrateBenchDatabase } from './bench-store-migrations.js';
+import { SqliteHealthChecks } from './sqlite-health-checks.js';
 import { SqliteQuarantineStore } from './sqlite-quarantine-store.js';
+import { SqliteSerialInput } from './sqlite-serial-input.js';
 import { SqliteWaitlist } from './sqlite-waitlist.js';
 import { SqliteWorkerRegistry } from './sqlite-worker-registry.js';
 import { type AgentRow, type JobRow, type SessionRow, agentFromRow, insertSession, jobFromRow, sessionFromRow } from './sqlite-bench-rows.js';
@@ -40,6 +42,8 @@ export class SqliteBenchStore implements BenchStore {
   /** The open database. For this class and its tests only: the service sees `BenchStore`. */
   readonly database: Database.Database;
   readonly boardHealth: SqliteQuarantineStore;
+  readonly healthChecks: SqliteHealthChecks;
+  readonly serialInput: SqliteSerialInput;
   readonly waitlist: SqliteWaitlist;
   readonly workers: SqliteWorkerRegistry;
 
@@ -54,6 +58,8 @@ export class SqliteBenchStore implements BenchStore {
     this.database.pragma('busy_timeout = 5000');
     migrateBenchDatabase(this.database);
     this.boardHealth = new SqliteQuarantineStore(this.database);
+    this.healthChecks = new SqliteHealthChecks(this.database);
+    this.serialInput = new SqliteSerialInput(this.database);
     this.waitlist = new SqliteWaitlist(this.database);
     this.workers = new SqliteWorkerRegistry(this.database);
   }

@@ -26,6 +26,10 @@ export interface WorkerBoardReport {
   available: boolean;
   /** Why the board cannot run now; null when it can. */
   reason: string | null;
+  /** Its backend keeps board health (quarantine) in the server's store (decision 0421); absent: false. */
+  keepsHealth?: boolean;
+  /** Its backend can run a health check of it; absent: false. */
+  healthCheck?: boolean;
 }
 
 export interface WorkerRegistry {

@@ -111,7 +111,7 @@ describe('POST /api/v1/jobs/{job_id}/uart', () => {
       app.request(`/api/v1/jobs/${jobId}/uart`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const written = await post({ text: 'ping\n' });
     expect(written.status, await written.clone().text()).toBe(200);
-    expect(await written.json()).toEqual({ job_id: jobId, written_bytes: 5 });
+    expect(await written.json()).toEqual({ job_id: jobId, accepted_bytes: 5, input_seq: 1, delivery: 'written', written_bytes: 5 });
     expect((await post({ text: 'a', base64: 'Yg==' })).status).toBe(422);
     // 4096 characters of a 3-byte character are 12 288 bytes: refused on the field, not a 500.
     const tooMany = await post({ text: '€'.repeat(4096) });

@@ -13,6 +13,8 @@ import { RemoteWorker } from '../../harness/worker/remote-worker.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { picoTestElf } from '../support/make-elf.js';
+import { deferred, FakeBenchBackend } from './board-health-fake-backend.js';
+import { ClockedUartBackend } from './clocked-uart-backend.js';
 
 /**
  * Server replicas on one PostgreSQL database (issue 10): whichever replica an agent reaches, a
@@ -115,6 +117,139 @@ describe('replicas sharing PostgreSQL', () => {
       });
       expect((await a.server.service.store.getJob(id))?.state).toBe('done');
     }
+  });
+});
+
+describe('serial input across replicas', () => {
+  it('reaches the worker connected to replica b whichever replica the agent sends it to, in order', { timeout: 120_000 }, async () => {
+    const { a, b, fake } = await twoReplicas();
+    const { token } = (await (
+      await b.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'echo' }) })
+    ).json()) as { token: string };
+    const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-replica-cache-'));
+    cleanups.push(async () => rmSync(cache, { recursive: true, force: true }));
+    const clock = clockFromFakeTimers(fake);
+    const worker = new RemoteWorker({
+      serverUrl: b.url,
+      token,
+      clock,
+      boards: loadBoardCatalog().filter((x) => x.id === 'pico'),
+      backends: { mock: new ClockedUartBackend(clock) },
+      choice: 'mock',
+      firmwareCacheDir: cache,
+      logInfo: () => undefined,
+      logError: () => undefined,
+    });
+    await worker.start();
+    cleanups.push(() => worker.close());
+    await fake.tickAsync(5_000);
+    const agent = await a.register('typist');
+    const body = new FormData();
+    body.set('board', 'pico');
+    body.set('uart_seconds', '20');
+    body.set('firmware', new Blob([picoTestElf()], { type: 'application/octet-stream' }), 'fw.elf');
+    const submitted = await a.request('/api/v1/jobs/flash', { method: 'POST', headers: { authorization: `Bearer ${agent.token}` }, body });
+    expect(submitted.status, await submitted.clone().text()).toBe(200);
+    const { job_id: jobId } = (await submitted.json()) as { job_id: string };
+    // Each look advances the fake clock by a poll interval and gives the real I/O real time.
+    const ticking = { timeoutMs: 30_000, pollMs: 50, pause: async (ms: number) => {
+      await fake.tickAsync(2_000);
+      await new Promise((r) => setTimeout(r, ms));
+    } };
+    await waitUntil(systemClock, async () => ((await b.server.service.store.getJob(jobId))?.state === 'running' ? true : undefined), { ...ticking, describe: `job ${jobId} running` });
+    const send = (replica: BenchTestApp, text: string) =>
+      replica.request(`/api/v1/jobs/${jobId}/uart`, { method: 'POST', headers: { authorization: `Bearer ${agent.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+
+    // Through the worker's own replica: it is woken at once and the answer hears it was written.
+    const viaB = await send(b, '<b>');
+    expect(await viaB.json()).toMatchObject({ input_seq: 1, delivery: 'written' });
+    // Through the other replica: queued in the database, fetched on the worker's replica's next look.
+    const viaA = send(a, '<a>');
+    const answered = await waitUntil(systemClock, async () => Promise.race([viaA.then((r) => r), new Promise<undefined>((r) => setTimeout(() => r(undefined), 10))]), {
+      ...ticking,
+      describe: 'the answer to input sent through replica a',
+    });
+    expect(answered.status).toBe(200);
+    expect(await answered.json()).toMatchObject({ input_seq: 2, delivery: expect.stringMatching(/^(written|queued)$/) });
+    await waitUntil(systemClock, async () => ((await b.server.service.store.getJob(jobId))?.state === 'done' ? true : undefined), { ...ticking, describe: `job ${jobId} done` });
+    const done = (await (await a.request(`/api/v1/jobs/${jobId}`, { headers: { authorization: `Bearer ${agent.token}` } })).json()) as { uart: { text: string } };
+    expect(done.uart.text.replace(/line \d+\r\n/g, '')).toBe('<b><a>');
+  });
+});
+
+describe('board health across replicas', () => {
+  it('shows a quarantine reported through replica b on replica a, and a health check asked through a runs on b’s worker and holds the board on b', { timeout: 120_000 }, async () => {
+    const { a, b, fake } = await twoReplicas();
+    const { token } = (await (
+      await a.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'probe-pi' }) })
+    ).json()) as { token: string };
+    const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-replica-cache-'));
+    cleanups.push(async () => rmSync(cache, { recursive: true, force: true }));
+    const clock = clockFromFakeTimers(fake);
+    let bench: FakeBenchBackend | undefined;
+    const worker = new RemoteWorker({
+      serverUrl: b.url,
+      token,
+      clock,
+      boards: loadBoardCatalog().filter((x) => x.id === 'pico'),
+      backends: ({ quarantineStore }) => {
+        bench = new FakeBenchBackend({ clock, store: quarantineStore, attached: ['pico'], quarantineAfterFailures: 3, withHealthCheck: true });
+        return { probe: bench };
+      },
+      choice: 'probe',
+      firmwareCacheDir: cache,
+      logInfo: () => undefined,
+      logError: () => undefined,
+    });
+    await worker.start();
+    cleanups.push(() => worker.close());
+    await fake.tickAsync(5_000);
+    const ticking = { timeoutMs: 30_000, pollMs: 50, pause: async (ms: number) => {
+      await fake.tickAsync(2_000);
+      await new Promise((r) => setTimeout(r, ms));
+    } };
+    const agent = await b.register('breaker');
+    bench!.brokenProbe.add('pico');
+    for (let i = 0; i < 3; i++) {
+      const body = new FormData();
+      body.set('board', 'pico');
+      body.set('uart_seconds', '0.2');
+      body.set('firmware', new Blob([picoTestElf()], { type: 'application/octet-stream' }), 'fw.elf');
+      const res = await b.request('/api/v1/jobs/flash', { method: 'POST', headers: { authorization: `Bearer ${agent.token}` }, body });
+      expect(res.status, await res.clone().text()).toBe(200);
+      const { job_id: jobId } = (await res.json()) as { job_id: string };
+      await b.jobReaches(jobId, 'failed');
+    }
+    const picoOn = async (replica: BenchTestApp) => {
+      const { boards } = (await (await replica.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; status: string; offline_reason: string | null }> };
+      return boards.find((x) => x.id === 'pico')!;
+    };
+    // Replica a learns of it from the database once its availability cache (5 s) runs out.
+    await fake.tickAsync(5_000);
+    expect(await picoOn(a)).toMatchObject({ status: 'offline', offline_reason: expect.stringMatching(/^quarantined after 3 consecutive infrastructure failures: /) });
+
+    bench!.brokenProbe.delete('pico');
+    const hold = deferred();
+    bench!.holdHealthCheck = hold.promise;
+    const checking = a.request('/admin/boards/pico/health-check', { method: 'POST', headers: { 'x-admin-token': ADMIN } });
+    // The worker talks to b: it takes the request on b's next look at the database.
+    await waitUntil(systemClock, async () => ((await b.server.service.store.healthChecks.active())[0]?.state === 'running' ? true : undefined), {
+      ...ticking,
+      describe: 'the health check running on the worker',
+    });
+    await bench!.healthCheckStarted.promise;
+    const released = await b.request('/admin/boards/pico/release', { method: 'POST', headers: { 'x-admin-token': ADMIN } });
+    expect(released.status).toBe(200);
+    // Released: back once the worker's next heartbeat says so, but held by the check asked through a.
+    await waitUntil(systemClock, async () => ((await picoOn(b)).status === 'busy' ? true : undefined), { ...ticking, describe: 'pico busy with its health check on b' });
+    const session = await b.request('/api/v1/sessions', { method: 'POST', headers: { authorization: `Bearer ${agent.token}` }, body: new URLSearchParams({ board: 'pico' }) });
+    expect([session.status, ((await session.json()) as { detail: string }).detail]).toEqual([409, expect.stringMatching(/^board pico is running a health check started by an administrator at /)]);
+    hold.resolve();
+    const answered = await waitUntil(systemClock, async () => Promise.race([checking, new Promise<undefined>((r) => setTimeout(() => r(undefined), 10))]), {
+      ...ticking,
+      describe: 'the answer to the health check asked through replica a',
+    });
+    expect(await answered.json()).toMatchObject({ board: 'pico', passed: true, health: { quarantined: false } });
   });
 });
 

@@ -108,6 +108,35 @@ export const pgBenchMigrations: readonly PgMigration[] = [
   );
 `,
   },
+  {
+    // Serial input for running jobs and health checks of boards on workers (decisions 0420, 0421).
+    version: 2,
+    name: 'serial input and worker health checks',
+    sql: `
+  ALTER TABLE jobs ADD COLUMN serial_next_seq BIGINT NOT NULL DEFAULT 0;
+  ALTER TABLE jobs ADD COLUMN serial_acked_seq BIGINT NOT NULL DEFAULT 0;
+  CREATE TABLE job_serial_input (
+    job_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    bytes BYTEA NOT NULL,
+    queued_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (job_id, seq)
+  );
+  CREATE TABLE board_health_checks (
+    seq BIGSERIAL UNIQUE,
+    check_id TEXT NOT NULL PRIMARY KEY,
+    board TEXT NOT NULL,
+    worker_id TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('requested', 'running', 'done')),
+    requested_at_ms BIGINT NOT NULL,
+    timeout_ms BIGINT NOT NULL,
+    started_at_ms BIGINT,
+    finished_at_ms BIGINT,
+    outcome_json TEXT
+  );
+  CREATE UNIQUE INDEX board_health_checks_one_active ON board_health_checks(board) WHERE state IN ('requested', 'running');
+`,
+  },
 ];
 
 /** The schema version this code writes. */

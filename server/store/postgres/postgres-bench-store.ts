@@ -22,6 +22,7 @@ import * as jobs from './pg-jobs.js';
 import { migratePgBenchDatabase } from './pg-migrations.js';
 import { asOf, closeSession, expireDue, inUse, idleMs, leaseOn, listLeasesAsOf } from './pg-session-leases.js';
 import { PgBoardHealthStore, PgFirmwareBlobs, PgWaitlist, PgWorkerRegistry } from './pg-side-stores.js';
+import { PgHealthChecks, PgSerialInput } from './pg-worker-requests.js';
 
 /**
  * The bench store on PostgreSQL, for server replicas (issue 10, decision 0353): every replica
@@ -31,6 +32,8 @@ import { PgBoardHealthStore, PgFirmwareBlobs, PgWaitlist, PgWorkerRegistry } fro
  */
 export class PostgresBenchStore implements BenchStore {
   readonly boardHealth: PgBoardHealthStore;
+  readonly healthChecks: PgHealthChecks;
+  readonly serialInput: PgSerialInput;
   readonly waitlist: PgWaitlist;
   readonly workers: PgWorkerRegistry;
   /** Firmware in the database, shared by every replica (the service uses it instead of files). */
@@ -38,6 +41,8 @@ export class PostgresBenchStore implements BenchStore {
 
   private constructor(private readonly db: PgDatabase) {
     this.boardHealth = new PgBoardHealthStore(db);
+    this.healthChecks = new PgHealthChecks(db);
+    this.serialInput = new PgSerialInput(db);
     this.waitlist = new PgWaitlist(db);
     this.workers = new PgWorkerRegistry(db);
     this.firmware = new PgFirmwareBlobs(db);
