@@ -1,106 +1,154 @@
-import { pathToFileURL } from 'node:url';
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { systemClock } from '../core/clock.js';
 import { type BenchRow, markdownTable, nowMs as hostNowMs, percentile } from './measure.js';
 import { defaultThreshold, generateNodeKey, type NodeKey, type QuorumSet, type Vote } from '../core/relay/index.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../test/support/relay-test-kit.js';
+import type { LoadResult, LoadRound } from './relay-load-client.js';
 
 /**
- * Relay ingest speed through HTTP (issue 5): signed votes accepted per second by
- * `POST /items/{id}/vote` (parse, signature check, store, the relay node's re-tally and its own
- * statements, all in one transaction), sequentially and from a few concurrent clients, and the
- * latency of a bulletin read (a full tally) once 100 and 1000 votes are stored. A relay on
- * loopback (port 0) in a temporary data dir; votes are signed before the clock starts, so only the
- * relay's work is timed. `npm run bench` calls `runRelayIngestBench()`; run this file alone with
- * `npx tsx perf/relay-ingest.bench.ts`. Tally cost without HTTP: perf/relay-core.bench.ts.
+ * Relay ingest speed through HTTP (issue 18): signed votes accepted per second by
+ * `POST /items/{id}/vote` (parse, signature check, store, the relay node's tally and its own
+ * statements), against the floor of an authenticated request that does no work (`GET /me` on the
+ * same relay), sequentially and by 4 clients, at 100, 1000 and 10 000 voters. Absolute rates on a
+ * shared machine are noise; the rows that matter are the ratios measured in the same run.
+ *
+ * The client is a child process (perf/relay-load-client.ts, keep-alive HTTP, one connection per
+ * client), so it never shares the relay's event loop. Statements are signed before a round
+ * starts: a vote, then an accept, per voter, in that order (every vote first, as a real network
+ * sends them). Each voter's slice is the next 20 voters around a ring at 67 %; the relay node's
+ * slice is up to 1000 voters (a quorum set names at most 1000 nodes) spread evenly over the ring,
+ * at 67 %, so its node accepts and confirms: the costliest tally is measured. `npm run bench` calls
+ * `runRelayIngestBench()`; run this file alone with `npx tsx perf/relay-ingest.bench.ts [voters...]`.
  */
 export type { BenchRow };
 
 export interface RelayIngestBenchOptions {
-  /** One fresh relay per entry, with this many registered voters; default [100, 1000]. */
+  /** One fresh relay per entry, with this many registered voters; default [100, 1000, 10000]. */
   voters?: number[];
-  /** Validators in each voter's slice (the next ones in registration order, 67 % threshold); default 20. */
+  /** Validators in each voter's slice (the next ones around the ring, 67 % threshold); default 20. */
   sliceSize?: number;
-  /** Clients posting at once in the concurrent run; default 4. */
+  /** Clients posting at once in the concurrent rounds; default 4. */
   concurrency?: number;
-  /** Stored votes after which bulletin reads are timed (in each run that reaches them, and after the last); default [100, 1000]. */
-  bulletinAfterVotes?: number[];
-  /** Bulletin reads timed at each of those points; default 50. */
-  bulletinReads?: number;
+  /** `GET /me` requests per floor round; default 2000. */
+  floorRequests?: number;
   /** Monotonic milliseconds; injectable like every clock in hilbench. */
   nowMs?: () => number;
 }
 
-/** Runs every measurement and returns the rows; `npm run bench` (perf/run-all.ts) prints them with the others. */
-export async function runRelayIngestBench(options: RelayIngestBenchOptions = {}): Promise<BenchRow[]> {
-  const rows: BenchRow[] = [];
-  for (const voters of options.voters ?? [100, 1000]) rows.push(...(await measureScene(voters, options)));
-  return rows;
+interface Scene {
+  voters: number;
+  sequential: number;
+  concurrent: number;
+  meSequential: number;
+  meConcurrent: number;
 }
 
-async function measureScene(voterCount: number, options: RelayIngestBenchOptions): Promise<BenchRow[]> {
+/** Runs every measurement and returns the rows; `npm run bench` (perf/run-all.ts) prints them with the others. */
+export async function runRelayIngestBench(options: RelayIngestBenchOptions = {}): Promise<BenchRow[]> {
+  const client = fork(fileURLToPath(new URL('./relay-load-client.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  try {
+    const rows: BenchRow[] = [];
+    const scenes: Scene[] = [];
+    for (const voters of options.voters ?? [100, 1000, 10000]) {
+      const measured = await measureScene(client, voters, options);
+      rows.push(...measured.rows);
+      scenes.push(measured.scene);
+    }
+    rows.push(...ratioRows(scenes, options.concurrency ?? 4));
+    return rows;
+  } finally {
+    client.kill();
+  }
+}
+
+async function measureScene(client: ChildProcess, voterCount: number, options: RelayIngestBenchOptions): Promise<{ rows: BenchRow[]; scene: Scene }> {
   if (!Number.isSafeInteger(voterCount) || voterCount < 2) throw new RangeError(`relay ingest bench needs at least 2 voters, got ${voterCount}`);
   const nowMs = options.nowMs ?? hostNowMs;
   const sliceSize = Math.min(options.sliceSize ?? 20, voterCount - 1);
   const concurrency = options.concurrency ?? 4;
-  const checkpoints = new Set(options.bulletinAfterVotes ?? [100, 1000]);
-  const reads = options.bulletinReads ?? 50;
+  const floorRequests = options.floorRequests ?? 2000;
   const data = tempDataDir('relay-ingest-bench-');
-  // The relay's own slice is every voter at 67 %, configured (registrations never join it by
-  // themselves, decision 0402), so its node accepts and confirms: the costliest tally is measured.
   const keys = Array.from({ length: voterCount }, () => generateNodeKey());
-  const selfSlice: QuorumSet = { t: defaultThreshold(voterCount), v: keys.map((k) => k.nodeId).sort(), i: [] };
+  const ring = keys.map((k) => k.nodeId);
+  const stride = Math.max(1, Math.ceil(voterCount / 1000));
+  const relayMembers = ring.filter((_, k) => k % stride === 0).sort();
+  const selfSlice: QuorumSet = { t: defaultThreshold(relayMembers.length), v: relayMembers, i: [] };
   // The relay runs on host time: registrations and votes carry real created_at values.
   const relay = await startRelayServer({ clock: systemClock, dataDir: data.dir, selfSlice, logger: { info: () => {}, warn: () => {}, error: (m, c) => console.error(m, c) } });
   try {
     const voters = await registerVoters(relay, keys);
     const sliceOf = (k: number): QuorumSet => {
-      const v = Array.from({ length: sliceSize }, (_, j) => voters[(k + 1 + j) % voterCount]!.nodeId);
+      const v = Array.from({ length: sliceSize }, (_, j) => ring[(k + 1 + j) % voterCount] as string);
       return { t: defaultThreshold(sliceSize), v, i: [] };
     };
-    const rows: BenchRow[] = [];
     const setup = `${voterCount} voters, slices of ${sliceSize} (67 %), a vote and an accept per voter`;
+    const me = Array.from({ length: floorRequests }, (_, k) => ({ method: 'GET' as const, path: '/me', auth: (voters[k % voterCount] as TestNode).auth }));
+    const round = async (requests: LoadRound['requests'], clients: number, expectStatus: number) => {
+      const result = await runRound(client, { baseUrl: relay.baseUrl, requests, clients, expectStatus });
+      return { perSecond: (requests.length * 1000) / result.elapsedMs, latencies: result.latenciesMs };
+    };
+    const votesFor = async (title: string) => {
+      const item = await postClaim(relay, voters[0] as TestNode, { kind: 'statement', title, body: '' });
+      return signAll(voters, item, sliceOf).map((vote) => ({ method: 'POST' as const, path: `/items/${vote.item}/vote`, body: JSON.stringify(vote) }));
+    };
 
-    // Sequential: one client, statements in the order a real network sends them (every vote, then every accept).
-    const sequentialItem = await postClaim(relay, voters[0]!.auth, { kind: 'statement', title: `ingest bench, sequential, ${voterCount} voters`, body: '' });
-    const sequential = signAll(voters, sequentialItem, sliceOf);
-    const latencies: number[] = [];
-    const readRows: BenchRow[] = [];
-    const t0 = nowMs();
-    let pausedMs = 0;
-    for (const [index, vote] of sequential.entries()) {
-      const sent = nowMs();
-      await postVote(relay, vote);
-      latencies.push(nowMs() - sent);
-      // Also once every statement is in: the relay's node has then accepted and confirmed, the costliest tally.
-      if (checkpoints.has(index + 1) || index + 1 === sequential.length) {
-        const pause = nowMs();
-        readRows.push(...(await bulletinReads(relay, sequentialItem, index + 1, voterCount, reads, nowMs)));
-        pausedMs += nowMs() - pause;
-      }
-    }
-    const sequentialMs = nowMs() - t0 - pausedMs;
-    rows.push(
-      { name: `vote ingest, ${voterCount} voters, sequential`, value: (sequential.length * 1000) / sequentialMs, unit: 'votes/s', note: `${sequential.length} statements; ${setup}` },
-      { name: `vote ingest, ${voterCount} voters, sequential, p50`, value: percentile(latencies, 50), unit: 'ms', note: 'one POST /items/{id}/vote' },
-      { name: `vote ingest, ${voterCount} voters, sequential, p99`, value: percentile(latencies, 99), unit: 'ms', note: '' },
-    );
-
-    // Concurrent: the same statements for a second item, split between `concurrency` clients.
-    const concurrentItem = await postClaim(relay, voters[0]!.auth, { kind: 'statement', title: `ingest bench, concurrent, ${voterCount} voters`, body: '' });
-    const concurrent = signAll(voters, concurrentItem, sliceOf);
-    let next = 0;
-    const t1 = nowMs();
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        for (let k = next++; k < concurrent.length; k = next++) await postVote(relay, concurrent[k]!);
-      }),
-    );
-    rows.push({ name: `vote ingest, ${voterCount} voters, ${concurrency} concurrent clients`, value: (concurrent.length * 1000) / (nowMs() - t1), unit: 'votes/s', note: `${concurrent.length} statements` });
-    return [...rows, ...readRows];
+    // Each ingest round beside its floor round, so both see the same machine.
+    const sequentialVotes = await votesFor(`ingest bench, sequential, ${voterCount} voters`);
+    const meSequential = await round(me, 1, 200);
+    const sequential = await round(sequentialVotes, 1, 201);
+    const last = await bulletinRead(relay, sequentialVotes, nowMs);
+    const concurrentVotes = await votesFor(`ingest bench, concurrent, ${voterCount} voters`);
+    const meConcurrent = await round(me, concurrency, 200);
+    const concurrent = await round(concurrentVotes, concurrency, 201);
+    const rows: BenchRow[] = [
+      { name: `GET /me, ${voterCount} voters, sequential`, value: meSequential.perSecond, unit: 'requests/s', note: `the floor: an authenticated request that does no work, ${floorRequests} requests` },
+      { name: `vote ingest, ${voterCount} voters, sequential`, value: sequential.perSecond, unit: 'votes/s', note: `${sequentialVotes.length} statements; ${setup}` },
+      { name: `vote ingest, ${voterCount} voters, sequential, p50`, value: percentile(sequential.latencies, 50), unit: 'ms', note: 'one POST /items/{id}/vote' },
+      { name: `vote ingest, ${voterCount} voters, sequential, p99`, value: percentile(sequential.latencies, 99), unit: 'ms', note: '' },
+      { name: `GET /me, ${voterCount} voters, ${concurrency} clients`, value: meConcurrent.perSecond, unit: 'requests/s', note: '' },
+      { name: `vote ingest, ${voterCount} voters, ${concurrency} clients`, value: concurrent.perSecond, unit: 'votes/s', note: `${concurrentVotes.length} statements` },
+      last,
+    ];
+    return { rows, scene: { voters: voterCount, sequential: sequential.perSecond, concurrent: concurrent.perSecond, meSequential: meSequential.perSecond, meConcurrent: meConcurrent.perSecond } };
   } finally {
     await relay.close();
     data.remove();
   }
+}
+
+/** Issue 18's goals as ratios of rates measured in the same run. */
+function ratioRows(scenes: readonly Scene[], concurrency: number): BenchRow[] {
+  const rows: BenchRow[] = [];
+  for (const s of scenes) {
+    rows.push(
+      { name: `ingest / GET /me, ${s.voters} voters, sequential`, value: s.sequential / s.meSequential, unit: 'ratio', note: 'goal: at least 0.6' },
+      { name: `ingest / GET /me, ${s.voters} voters, ${concurrency} clients`, value: s.concurrent / s.meConcurrent, unit: 'ratio', note: 'goal: at least 0.5' },
+      { name: `ingest by ${concurrency} clients / sequential ingest, ${s.voters} voters`, value: s.concurrent / s.sequential, unit: 'ratio', note: 'goal: at least 1.3' },
+    );
+  }
+  const smallest = scenes[0];
+  for (const s of scenes.slice(1)) {
+    if (!smallest) break;
+    rows.push(
+      { name: `ingest at ${s.voters} / at ${smallest.voters} voters, sequential`, value: s.sequential / smallest.sequential, unit: 'ratio', note: 'goal (flat): at least 0.8' },
+      { name: `ingest at ${s.voters} / at ${smallest.voters} voters, ${concurrency} clients`, value: s.concurrent / smallest.concurrent, unit: 'ratio', note: 'goal (flat): at least 0.8' },
+    );
+  }
+  return rows;
+}
+
+function runRound(client: ChildProcess, round: LoadRound): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`relay load client exited (code ${code}) during a round`));
+    client.once('exit', onExit);
+    client.once('message', (result: LoadResult) => {
+      client.off('exit', onExit);
+      if (result.error) reject(new Error(`relay ingest bench: ${result.error}`));
+      else resolve(result);
+    });
+    client.send(round);
+  });
 }
 
 /** Registers the voters' keys, a few at a time (registration is setup, not measured). */
@@ -116,32 +164,26 @@ async function registerVoters(relay: RunningRelay, keys: readonly NodeKey[]): Pr
 /** Every voter's `vote`, then every voter's `accept`, all yes, signed now. */
 function signAll(voters: readonly TestNode[], item: string, sliceOf: (k: number) => QuorumSet): Vote[] {
   const slices = voters.map((_, k) => sliceOf(k));
-  return (['vote', 'accept'] as const).flatMap((phase) => voters.map((voter, k) => voteBy(voter, item, 'yes', phase, slices[k]!, systemClock)));
+  return (['vote', 'accept'] as const).flatMap((phase) => voters.map((voter, k) => voteBy(voter, item, 'yes', phase, slices[k] as QuorumSet, systemClock)));
 }
 
-async function postVote(relay: RunningRelay, vote: Vote): Promise<void> {
-  const answer = await call(relay.baseUrl, 'POST', `/items/${vote.item}/vote`, { body: vote });
-  if (answer.status !== 201) throw new Error(`relay ingest bench: vote by ${vote.voter.slice(0, 8)}… (${vote.phase}) answered ${answer.status}: ${answer.text.slice(0, 300)}`);
-}
-
-/** p50 and p99 of GET /items/{id}/bulletin/{relay node} (a full tally as the relay's node) with `stored` votes. */
-async function bulletinReads(relay: RunningRelay, item: string, stored: number, voterCount: number, reads: number, nowMs: () => number): Promise<BenchRow[]> {
+/** Latency of one GET of the relay node's bulletin once every statement is in (served from the kept tally). */
+async function bulletinRead(relay: RunningRelay, votes: readonly { path: string }[], nowMs: () => number): Promise<BenchRow> {
+  const item = (votes[0] as { path: string }).path.split('/')[2] as string;
   const path = `/items/${item}/bulletin/${relay.service.nodeId}`;
   const samples: number[] = [];
   let state = '';
-  for (let k = 0; k < reads; k++) {
+  for (let k = 0; k < 20; k++) {
     const t0 = nowMs();
     const answer = await call(relay.baseUrl, 'GET', path);
     samples.push(nowMs() - t0);
     if (answer.status !== 200) throw new Error(`relay ingest bench: GET ${path} answered ${answer.status}: ${answer.text.slice(0, 300)}`);
     state = String(answer.body.state);
   }
-  return [
-    { name: `bulletin read after ${stored} votes, ${voterCount} voters, p50`, value: percentile(samples, 50), unit: 'ms', note: `GET /items/{id}/bulletin/{relay node}, ${reads} reads; state ${state}` },
-    { name: `bulletin read after ${stored} votes, ${voterCount} voters, p99`, value: percentile(samples, 99), unit: 'ms', note: '' },
-  ];
+  return { name: `relay node's bulletin after ${votes.length} statements, p50`, value: percentile(samples, 50), unit: 'ms', note: `GET /items/{id}/bulletin/{relay node}, 20 reads; state ${state}` };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  console.log(markdownTable(await runRelayIngestBench()));
+  const voters = process.argv.slice(2).map(Number).filter((n) => n > 0);
+  console.log(markdownTable(await runRelayIngestBench(voters.length > 0 ? { voters } : {})));
 }

@@ -6,23 +6,29 @@ import { runRelayIngestBench } from '../../perf/relay-ingest.bench.js';
  * itself is never asserted here (npm run bench measures it); this keeps the benchmark from rotting.
  */
 describe('runRelayIngestBench', () => {
-  it('registers voters, ingests every statement and reports ingest rates and bulletin reads', async () => {
-    let tick = 0;
-    // A fake monotonic clock: each reading is 1 ms later, so every rate and latency is finite and positive.
-    const rows = await runRelayIngestBench({ voters: [4], sliceSize: 2, concurrency: 2, bulletinAfterVotes: [3], bulletinReads: 3, nowMs: () => tick++ });
+  it('registers voters, ingests every statement through an outside client and reports the rates beside GET /me, and the ratios', async () => {
+    const rows = await runRelayIngestBench({ voters: [4, 6], sliceSize: 2, concurrency: 2, floorRequests: 5 });
+    const scene = (n: number) => [
+      `GET /me, ${n} voters, sequential`,
+      `vote ingest, ${n} voters, sequential`,
+      `vote ingest, ${n} voters, sequential, p50`,
+      `vote ingest, ${n} voters, sequential, p99`,
+      `GET /me, ${n} voters, 2 clients`,
+      `vote ingest, ${n} voters, 2 clients`,
+      `relay node's bulletin after ${2 * n} statements, p50`,
+    ];
+    const ratios = (n: number) => [`ingest / GET /me, ${n} voters, sequential`, `ingest / GET /me, ${n} voters, 2 clients`, `ingest by 2 clients / sequential ingest, ${n} voters`];
     expect(rows.map((r) => r.name)).toEqual([
-      'vote ingest, 4 voters, sequential',
-      'vote ingest, 4 voters, sequential, p50',
-      'vote ingest, 4 voters, sequential, p99',
-      'vote ingest, 4 voters, 2 concurrent clients',
-      'bulletin read after 3 votes, 4 voters, p50',
-      'bulletin read after 3 votes, 4 voters, p99',
-      'bulletin read after 8 votes, 4 voters, p50',
-      'bulletin read after 8 votes, 4 voters, p99',
+      ...scene(4),
+      ...scene(6),
+      ...ratios(4),
+      ...ratios(6),
+      'ingest at 6 / at 4 voters, sequential',
+      'ingest at 6 / at 4 voters, 2 clients',
     ]);
     for (const row of rows) expect(Number.isFinite(row.value) && row.value > 0, row.name).toBe(true);
     // Every voter voted and accepted yes and each trusts two others: the relay node confirms.
-    expect(rows.find((r) => r.name === 'bulletin read after 8 votes, 4 voters, p50')!.note).toMatch(/state confirmed/);
+    expect(rows.find((r) => r.name === "relay node's bulletin after 8 statements, p50")!.note).toMatch(/state confirmed/);
   });
 
   it('refuses a network too small to vote on', async () => {
