@@ -152,6 +152,28 @@ export const ed25519Verifiers: Record<'nodeCrypto' | 'noble', Ed25519Verifier> =
 /** The relay's one verifier (see docs/decisions/0101-ed25519-verifier.md). */
 export const verifyEd25519: Ed25519Verifier = ed25519Verifiers.nodeCrypto;
 
+/**
+ * `verifyEd25519` with the signature check on libuv's thread pool (node:crypto's callback form), so
+ * a server verifying the votes of several clients uses more than its one JavaScript thread and
+ * answers other requests meanwhile (issue 18). Same fence, same answers.
+ */
+export function verifyEd25519Async(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array): Promise<boolean> {
+  if (publicKey.length !== 32 || !isCanonicalSignature(sig)) return Promise.resolve(false);
+  let key: KeyObject;
+  try {
+    key = publicKeyObject(publicKey);
+  } catch {
+    return Promise.resolve(false);
+  }
+  return new Promise((resolve) => {
+    try {
+      cryptoVerify(null, message, key, sig, (error, valid) => resolve(!error && valid && isAcceptablePublicKey(publicKey)));
+    } catch {
+      resolve(false);
+    }
+  });
+}
+
 function privateKeyObject(secretKey: Uint8Array): KeyObject {
   if (secretKey.length !== 32) {
     throw new RelayError(`an Ed25519 secret key is the 32-byte seed, got ${secretKey.length} bytes`);

@@ -1,6 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
 import { isItemId } from './claim.js';
-import { publicKeyFromSecret, signEd25519, verifyEd25519 } from './ed25519.js';
+import { publicKeyFromSecret, signEd25519, verifyEd25519, verifyEd25519Async } from './ed25519.js';
 import { type Issue, RelayError, type Validated, isPlainObject, unwrap } from './issue.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
 import { type QuorumSet, validateQuorumSet } from './quorum-set.js';
@@ -187,6 +187,18 @@ export function signVote(unsigned: UnsignedVote, secretKey: Uint8Array): Vote {
   const parsed = unwrap(parseVote({ ...unsigned, sig: PLACEHOLDER_SIG }), 'vote');
   const sig = Buffer.from(signEd25519(voteSigningBytes(parsed), secretKey)).toString('base64url');
   return { ...parsed, sig };
+}
+
+/** `verifyVote` with the signature check on the thread pool (`verifyEd25519Async`); same answers. */
+export function verifyVoteAsync(vote: Vote): Promise<boolean> {
+  if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return Promise.resolve(false);
+  let message: Uint8Array;
+  try {
+    message = voteSigningBytes(vote);
+  } catch {
+    return Promise.resolve(false);
+  }
+  return verifyEd25519Async(new Uint8Array(Buffer.from(vote.sig, 'base64url')), message, nodeIdToPublicKey(vote.voter));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { isoFromMs } from '../../core/clock.js';
 import type { Caller } from './credentials.js';
-import { claimId, isItemId, isNodeId, parseVote, validateClaim, verifyVote, type Vote } from './protocol.js';
+import { claimId, isItemId, isNodeId, parseVote, validateClaim, verifyVoteAsync, type Vote } from './protocol.js';
 import { type RelayDeps, unixSeconds, voteTimeProblem } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { parseOr422 } from '../http/zod-to-422.js';
@@ -14,6 +14,7 @@ import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema,
 import { throwCoreIssues } from './signed-document.js';
 import { requireAuthorship } from './signed-statements.js';
 import type { ItemRow } from './data-access/item-repository.js';
+import { VoteIngest } from './vote-ingest.js';
 
 export type { ItemRow };
 
@@ -31,6 +32,7 @@ export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Rec
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
   const { items, reports, nodes } = deps.store.data;
   const now = () => deps.clock.nowMs();
+  const ingest = new VoteIngest(deps.store, deps.voting, deps.selfKey.nodeId, now);
   const getItem = (id: string) => items.get(id);
   const checkItemId = (id: string, where = 'id') => {
     if (!isItemId(id)) throw invalidInput(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
@@ -174,7 +176,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       body: voteDocSchema,
       bodyKind: 'core',
       successStatus: 201,
-      handle: ({ params, req, res }) => {
+      handle: async ({ params, req, res }) => {
         const row = mustGetItem(params.id!);
         const parsed = parseVote(req.body);
         if (!parsed.ok) throwCoreIssues(parsed.issues, ['body']);
@@ -182,15 +184,16 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (vote.item !== row.item_id) throw invalidInput(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
         const timeProblem = voteTimeProblem(vote.created_at, now());
         if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
-        if (!verifyVote(vote)) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
+        // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
+        if (!(await verifyVoteAsync(vote))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
         if (!nodes.exists(vote.voter)) throw new HttpError(403, 'voter is not a registered node: POST /register first');
-        const outcome = deps.store.tx(() => {
-          const stored = deps.voting.storeVote(vote, null, now());
-          const emitted = stored.stored ? deps.voting.retallySelf(row.item_id, now()) : [];
-          return { ...stored, emitted };
-        });
+        if (vote.slice_hash !== undefined && !deps.voting.quorumSetByHash(vote.slice_hash)) {
+          // Checked here as well as where it is stored: a refusal never reaches the write path.
+          throw invalidInput(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', vote.slice_hash);
+        }
+        const outcome = await ingest.submit(vote);
         if (!outcome.stored) res.status(200);
-        const bulletin = deps.voting.bulletin(row.item_id, deps.selfKey.nodeId);
+        const bulletin = outcome.bulletin;
         return {
           item: row.item_id,
           voter: vote.voter,

@@ -26,6 +26,7 @@ export {
   parseVote,
   signVote,
   verifyVote,
+  verifyVoteAsync,
   isSignatureText,
   tally,
   GrowingTally,

@@ -1,0 +1,61 @@
+import { createClock } from '@sinonjs/fake-timers';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { type NodeKey, type Vote, generateNodeKey, signVote } from './protocol.js';
+import { RelayStore } from './relay-store.js';
+import { tempDataDir } from '../../test/support/relay-test-kit.js';
+import { VoteIngest } from './vote-ingest.js';
+import { Voting } from './voting.js';
+
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 25, 12)));
+const item = 'cd'.repeat(32);
+const [a, b, c] = [generateNodeKey(), generateNodeKey(), generateNodeKey()] as [NodeKey, NodeKey, NodeKey];
+let data: ReturnType<typeof tempDataDir>;
+let store: RelayStore;
+let voting: Voting;
+let ingest: VoteIngest;
+let transactions: number;
+
+function vote(key: NodeKey, onItem = item): Vote {
+  return signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: onItem, voter: key.nodeId, value: 'yes', phase: 'vote', slice: { t: 1, v: [c.nodeId], i: [] }, created_at: 1 }, key.secretKey);
+}
+
+beforeEach(() => {
+  data = tempDataDir('vote-ingest-');
+  store = new RelayStore(data.dir);
+  voting = new Voting({ store, clock, selfKey: generateNodeKey() });
+  ingest = new VoteIngest(store, voting, 'ee'.repeat(32), () => clock.nowMs());
+  store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(item, a.nodeId);
+  transactions = 0;
+  const tx = store.tx.bind(store);
+  store.tx = <T>(fn: () => T): T => {
+    transactions++;
+    return tx(fn);
+  };
+});
+afterEach(() => {
+  store.close();
+  data.remove();
+});
+
+describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
+  it('stores votes that arrive together in one transaction, each in its own savepoint: one that fails takes back only itself', async () => {
+    const answers = await Promise.allSettled([ingest.submit(vote(a)), ingest.submit(vote(b, 'ab'.repeat(32))), ingest.submit(vote(b)), ingest.submit(vote(a))]);
+    expect(answers.map((x) => x.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    const [first, , second, again] = answers as PromiseFulfilledResult<{ stored: boolean; duplicate: boolean; bulletin: { counts: { yes: { vote: number } } } }>[];
+    expect(first!.value).toMatchObject({ stored: true, duplicate: false });
+    expect(second!.value).toMatchObject({ stored: true, duplicate: false });
+    // The same statement twice in one batch: the second is a duplicate, as it would be one request later.
+    expect(again!.value).toMatchObject({ stored: false, duplicate: true });
+    // Every answer is given after the commit: its bulletin counts what the batch stored.
+    expect(first!.value.bulletin.counts.yes.vote).toBe(2);
+    expect(voting.statements(item).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
+    // One outer transaction and one savepoint per vote.
+    expect(transactions).toBe(1 + 4);
+  });
+
+  it('answers a vote alone as soon as the event loop turns', async () => {
+    await expect(ingest.submit(vote(b))).resolves.toMatchObject({ stored: true });
+    expect(transactions).toBe(2);
+  });
+});
