@@ -1,7 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { isoFromMs } from '../../core/clock.js';
 import type { Caller } from './credentials.js';
-import { claimId, isItemId, isNodeId, parseVote, validateClaim, verifyVoteAsync, type Vote } from './protocol.js';
+import { claimId, isItemId, isNodeId, parseVote, validateClaim, type Vote } from './protocol.js';
 import { type RelayDeps, unixSeconds, voteTimeProblem } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { parseOr422 } from '../http/zod-to-422.js';
@@ -176,7 +176,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       body: voteDocSchema,
       bodyKind: 'core',
       successStatus: 201,
-      handle: async ({ params, req, res }) => {
+      handle: ({ params, req, res }) => ingest.request(async () => {
         const row = mustGetItem(params.id!);
         const parsed = parseVote(req.body);
         if (!parsed.ok) throwCoreIssues(parsed.issues, ['body']);
@@ -185,7 +185,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const timeProblem = voteTimeProblem(vote.created_at, now());
         if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
         // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
-        if (!(await verifyVoteAsync(vote))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
+        if (!(await ingest.verify(vote))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
         if (!nodes.exists(vote.voter)) throw new HttpError(403, 'voter is not a registered node: POST /register first');
         if (vote.slice_hash !== undefined && !deps.voting.quorumSetByHash(vote.slice_hash)) {
           // Checked here as well as where it is stored: a refusal never reaches the write path.
@@ -205,7 +205,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           relay_emitted: outcome.emitted.map((v) => ({ value: v.value, phase: v.phase })),
           relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id),
         };
-      },
+      }),
     }),
     route({
       method: 'get',
