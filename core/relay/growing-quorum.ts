@@ -143,46 +143,89 @@ export class GrowingMaxQuorum {
    */
   private recertify(node: string, entry: OutMember, tentative: ReadonlySet<string>): string[] | undefined {
     const slice = this.slices.get(node) as QuorumSet;
-    const usable = (m: string) => (tentative.has(m) ? undefined : this.outOrd(m));
-    const below = blockingSet(slice, (m) => {
-      const ord = usable(m);
-      return ord !== undefined && ord < entry.ord ? ord : undefined;
-    });
-    if (below) {
-      entry.certificate = below.nodes;
-      return below.nodes;
+    const patched = slice.i.length === 0 ? this.patch(slice, entry, tentative) : undefined;
+    if (patched) {
+      entry.certificate = patched;
+      return patched;
     }
-    const above = new Map<string, Set<string>>();
-    const found = blockingSet(slice, (m) => {
-      const ord = usable(m);
-      if (ord === undefined || ord < entry.ord) return ord;
-      const cone = this.coneAbove(m, entry.ord, node);
-      if (!cone) return undefined;
-      above.set(m, cone);
-      return ord;
-    });
-    if (!found) return undefined;
-    entry.certificate = found.nodes;
+    const usable = (m: string) => (tentative.has(m) ? undefined : this.outOrd(m));
+    // Cheapest blocking set by ord; members above `node` are checked for a path back to it only
+    // once chosen (rarely one has one: it is then left out and the choice made again).
+    const cyclic = new Set<string>();
+    const safe = new Set<string>();
+    // Closed under certificates above `node` (so moving it all below `node` keeps the order); a cone
+    // found for a member that a later attempt does not choose only moves a little more.
     const moved = new Set<string>();
-    for (const m of found.nodes) for (const c of above.get(m) ?? []) moved.add(c);
-    if (moved.size > 0) this.placeBelow(moved, entry);
-    return found.nodes;
+    for (;;) {
+      const found = blockingSet(slice, (m) => (cyclic.has(m) ? undefined : usable(m)));
+      if (!found) return undefined;
+      let culprit: string | undefined;
+      for (const m of found.nodes) {
+        const ord = this.out.get(m)?.ord;
+        if (ord === undefined || ord < entry.ord) continue;
+        if (!this.coneAbove(m, entry.ord, node, safe, moved)) {
+          culprit = m;
+          break;
+        }
+      }
+      if (culprit !== undefined) {
+        cyclic.add(culprit);
+        continue;
+      }
+      entry.certificate = found.nodes;
+      if (moved.size > 0) this.placeBelow(moved, entry);
+      return found.nodes;
+    }
   }
 
-  /** Out members reachable from `from` through certificates with ord above `floor`; undefined when `target` is one. */
-  private coneAbove(from: string, floor: number, target: string): Set<string> | undefined {
-    const cone = new Set<string>([from]);
+  /**
+   * Adds to `cone` the out members reachable from `from` through certificates with ord above
+   * `floor` (`from` included); false when `target` is among them. Members in `safe` were seen
+   * before without reaching `target`; those seen now join them when it is not reached.
+   */
+  private coneAbove(from: string, floor: number, target: string, safe: Set<string>, cone: Set<string>): boolean {
+    const seen: string[] = [from];
+    const visited = new Set<string>([from]);
     const todo = [from];
     for (let m = todo.pop(); m !== undefined; m = todo.pop()) {
+      if (--this.budget < 0) return false;
       for (const next of this.out.get(m)?.certificate ?? []) {
-        if (next === target || --this.budget < 0) return undefined;
+        if (next === target) return false;
         const entry = this.out.get(next);
-        if (!entry || entry.ord < floor || cone.has(next)) continue;
-        cone.add(next);
-        todo.push(next);
+        if (!entry || entry.ord < floor || visited.has(next)) continue;
+        visited.add(next);
+        seen.push(next);
+        if (!safe.has(next)) todo.push(next);
+        else cone.add(next);
       }
     }
-    return cone;
+    for (const m of seen) {
+      safe.add(m);
+      cone.add(m);
+    }
+    return true;
+  }
+
+  /**
+   * The common case, cheaply: a flat slice whose certificate lost a member or two (they joined or
+   * came back). Keeps the members still out and fills up from the rest of the slice with nodes
+   * outside the set or out members below `entry`, scanning the slice once; undefined when that is
+   * not enough (the general search then runs).
+   */
+  private patch(slice: QuorumSet, entry: OutMember, tentative: ReadonlySet<string>): string[] | undefined {
+    const need = slice.v.length - slice.t + 1;
+    const kept: string[] = [];
+    for (const m of entry.certificate) if (!tentative.has(m) && this.outOrd(m) !== undefined) kept.push(m);
+    if (kept.length >= need) return kept.slice(0, need);
+    const inCertificate = new Set(kept);
+    for (const m of slice.v) {
+      if (inCertificate.has(m) || tentative.has(m)) continue;
+      const ord = this.outOrd(m);
+      if (ord === undefined || ord >= entry.ord) continue;
+      kept.push(m);
+      if (kept.length === need) return kept;
+    }
+    return undefined;
   }
 
   /** Moves `moved` (closed under certificates above `entry`) just below `entry`, keeping their order. */
