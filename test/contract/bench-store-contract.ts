@@ -66,7 +66,7 @@ export const done = (nowMs: number) =>
   ({ state: 'done', nowMs, uart: uartOf('ok'), stop: { reason: 'elapsed', elapsedNanos: 1 }, flashMs: 1, runMs: 1 }) as const;
 const queueOf = (nowMs: number, maxQueuedPerBoard = 8) => ({ maxQueuedPerBoard, nowMs });
 
-export function describeBenchStoreContract(name: string, makeStore: BenchStoreFactory): void {
+export function describeBenchStoreContract(name: string, makeStore: BenchStoreFactory, options: { leaseModelRuns?: number } = {}): void {
   /** A fresh store with agents ag_1 ("one") and ag_2 ("two"); closed after `body`. */
   async function withStore(body: (store: BenchStore) => Promise<void>): Promise<void> {
     const store = await makeStore();
@@ -315,5 +315,5 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
   describeJobQueueContract(name, withStore);
   describeWorkersContract(name, withStore);
   describeWorkerRequestsContract(name, withStore);
-  describeLeaseModel(name, makeStore);
+  describeLeaseModel(name, makeStore, options.leaseModelRuns === undefined ? {} : { numRuns: options.leaseModelRuns });
 }
