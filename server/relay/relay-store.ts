@@ -23,6 +23,9 @@ export class RelayStore {
     prepareOwnerOnlyDatabase(join(dataDir, 'relay.sqlite'));
     this.db = new Database(join(dataDir, 'relay.sqlite'));
     this.db.pragma('journal_mode = WAL');
+    // Every commit synced: an accepted vote or registration survives a power cut, not only a crash
+    // of the process (concurrent votes share one sync: server/relay/vote-ingest.ts).
+    this.db.pragma('synchronous = FULL');
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
     runMigrations(this.db, relayMigrations, { label: 'the relay database' });
