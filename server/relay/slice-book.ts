@@ -20,6 +20,8 @@ export class SliceBook {
   private readonly published: BoundedCache<string, PublishedSlice | null>;
   /** slice hash -> quorum set; a hash names one content forever, so entries never go stale. */
   private readonly byHash: BoundedCache<string, QuorumSet>;
+  /** A quorum set as sent (its JSON text) -> its slice_hash, for sets stored already. */
+  private readonly remembered: BoundedCache<string, string>;
   private readonly slices: SliceRepository;
 
   constructor(
@@ -29,11 +31,13 @@ export class SliceBook {
     this.slices = store.data.slices;
     this.published = new BoundedCache(cachedSlices);
     this.byHash = new BoundedCache(cachedSlices);
+    this.remembered = new BoundedCache(cachedSlices);
   }
 
   forgetCached(): void {
     this.published.clear();
     this.byHash.clear();
+    this.remembered.clear();
   }
 
   /**
@@ -119,9 +123,15 @@ export class SliceBook {
 
   /** Keeps hash -> quorum set so `slice_hash` in votes resolves; returns the hash. */
   rememberQuorumSet(qset: QuorumSet): string {
+    // Voters send the same inline slice with each statement: once stored (in a committed or the
+    // current transaction; a rollback empties this), its hash is known without hashing or writing.
+    const spelled = JSON.stringify(qset);
+    const known = this.remembered.get(spelled);
+    if (known !== undefined) return known;
     const normal = normalizeQuorumSet(qset);
     const hash = quorumSetHash(normal);
     this.slices.rememberQuorumSet(hash, JSON.stringify(normal));
+    this.remembered.set(spelled, hash);
     return hash;
   }
 
