@@ -182,7 +182,7 @@ export class PeerIngest {
       if (carried.ok && quorumSetHash(carried.value) === vote.slice_hash) this.o.voting.rememberQuorumSet(carried.value);
     }
     const result = this.o.voting.storeVote(vote, origin, nowMs);
-    if (result.stored && vote.voter !== this.o.selfNodeId) this.o.voting.retallySelf(vote.item, nowMs);
+    if ((result.stored || result.keptAnotherDocument) && vote.voter !== this.o.selfNodeId) this.o.voting.retallySelf(vote.item, nowMs);
     return stored;
   }
 

@@ -11,7 +11,19 @@ export interface StoredVote {
   duplicate: boolean;
   /** The voter has now signed both values in this phase; both statements are kept as evidence. */
   equivocation: boolean;
+  /**
+   * A duplicate of a stored statement in another signed document (another `created_at` or slice):
+   * kept beside it and published (`MAX_OTHER_DOCUMENTS` per statement), so the slices it declares count.
+   */
+  keptAnotherDocument?: boolean;
 }
+
+/**
+ * Other documents kept per (voter, item, value, phase) beyond the first. Every relay that received
+ * them keeps them all, in whatever order they came (issue 18, convergence: first-come kept one and
+ * two relays then counted different slices); a bound, so a voter cannot grow a statement without end.
+ */
+export const MAX_OTHER_DOCUMENTS = 3;
 
 interface ItemStatements {
   /** mapKey -> the parsed, frozen statement. */
@@ -21,7 +33,7 @@ interface ItemStatements {
    * in these arrays (an append, usually: O(1), where copying them made a round of votes O(n^2));
    * `frozen` is the copy handed out, made again on the first read after a change.
    */
-  ordered: { keys: StatementKey[]; votes: Vote[]; frozen: readonly Vote[] | undefined } | undefined;
+  ordered: { keys: StatementKey[]; votes: Vote[]; others: Vote[]; frozen: readonly Vote[] | undefined } | undefined;
 }
 
 /**
@@ -65,7 +77,7 @@ export class StatementLog {
     const inserted = this.votes.insertIfNew(vote, JSON.stringify(vote), origin, nowMs);
     const other = vote.value === 'yes' ? 'no' : 'yes';
     const equivocation = this.votes.has(vote.voter, vote.item, other, vote.phase);
-    if (!inserted) return { stored: false, duplicate: true, equivocation };
+    if (!inserted) return { stored: false, duplicate: true, equivocation, keptAnotherDocument: this.keepOtherDocument(vote, origin, nowMs) };
     const item = this.items.get(vote.item);
     // Parsed back from the stored text, so it is what a later read would give.
     const parsed = this.shareInlineSlice(JSON.parse(JSON.stringify(vote)) as Vote);
@@ -85,13 +97,30 @@ export class StatementLog {
     return { stored: true, duplicate: false, equivocation };
   }
 
+  /** Keeps and publishes another signed document of a stored statement (see `MAX_OTHER_DOCUMENTS`). */
+  private keepOtherDocument(vote: Vote, origin: string | null, nowMs: number): boolean {
+    if (this.votes.sigOf(vote) === vote.sig) return false;
+    if (this.votes.otherDocumentCount(vote) >= MAX_OTHER_DOCUMENTS) return false;
+    if (!this.votes.insertOtherDocument(vote, JSON.stringify(vote), origin, nowMs)) return false;
+    const parsed = this.shareInlineSlice(JSON.parse(JSON.stringify(vote)) as Vote);
+    const ordered = this.items.get(vote.item)?.ordered;
+    if (ordered) {
+      ordered.others.push(parsed);
+      ordered.frozen = undefined;
+    }
+    this.store.appendEvent('vote', vote.voter, vote.item, { vote }, nowMs, origin);
+    this.onStored(parsed);
+    return true;
+  }
+
   /**
-   * Every stored statement about an item, oldest first. Frozen and shared between calls (an inline
-   * slice is the same object while its voter keeps sending the same one): never mutate them.
+   * Every stored statement about an item, oldest first, then the other documents of statements
+   * (`keepOtherDocument`). Frozen and shared between calls (an inline slice is the same object
+   * while its voter keeps sending the same one): never mutate them.
    */
   statements(itemId: string): readonly Vote[] {
     let item = this.items.get(itemId);
-    if (item?.ordered) return (item.ordered.frozen ??= Object.freeze([...item.ordered.votes]));
+    if (item?.ordered) return (item.ordered.frozen ??= Object.freeze([...item.ordered.votes, ...item.ordered.others]));
     if (!item) {
       item = { parsed: new Map(), ordered: undefined };
       this.items.set(itemId, item);
@@ -106,8 +135,9 @@ export class StatementLog {
       }
       votes.push(vote);
     }
-    const frozen = Object.freeze([...votes]);
-    item.ordered = { keys, votes, frozen };
+    const others = this.votes.otherDocumentsOf(itemId).map((doc) => this.shareInlineSlice(JSON.parse(doc) as Vote));
+    const frozen = Object.freeze([...votes, ...others]);
+    item.ordered = { keys, votes, others, frozen };
     return frozen;
   }
 

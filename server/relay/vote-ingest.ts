@@ -104,6 +104,7 @@ export class VoteIngest {
   private storeOne(vote: Vote): StoredVote & { emitted: Vote[] } {
     const now = this.nowMs();
     const stored = this.voting.storeVote(vote, null, now);
-    return { ...stored, emitted: stored.stored ? this.voting.retallySelf(vote.item, now) : [] };
+    // Another document of a stored statement may declare another slice: the relay node re-tallies too.
+    return { ...stored, emitted: stored.stored || stored.keptAnotherDocument ? this.voting.retallySelf(vote.item, now) : [] };
   }
 }

@@ -172,4 +172,22 @@ ALTER TABLE peers ADD COLUMN offences INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE peers ADD COLUMN last_offence TEXT;
 ALTER TABLE peers ADD COLUMN suspended_ms INTEGER;
 `),
+  // Convergence (issue 18): a voter's other signed documents for a statement it already made here
+  // (same voter, item, value and phase; another signature: another created_at or slice). Kept (a few
+  // per statement) and published, so every relay that received them holds them all, whatever order
+  // they came in, and counts the slices they declare; `votes` keeps the first stored.
+  sqlMigration(4, 'other documents of a statement', `
+CREATE TABLE IF NOT EXISTS vote_documents (
+  voter TEXT NOT NULL,
+  item_id TEXT NOT NULL REFERENCES items(item_id),
+  value TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  sig TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  origin TEXT,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY (voter, item_id, value, phase, sig)
+);
+CREATE INDEX IF NOT EXISTS vote_documents_by_item ON vote_documents (item_id);
+`),
 ];

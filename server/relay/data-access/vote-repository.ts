@@ -29,6 +29,30 @@ export class VoteRepository {
     );
   }
 
+  /** The signature of the document kept in `votes` for the statement's key, or undefined. */
+  sigOf(vote: { voter: string; item: string; value: string; phase: string }): string | undefined {
+    return this.q.sql("SELECT json_extract(doc, '$.sig') FROM votes WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?").pluck().get(vote.voter, vote.item, vote.value, vote.phase) as string | undefined;
+  }
+
+  /** How many other documents are kept for the statement's key. */
+  otherDocumentCount(vote: { voter: string; item: string; value: string; phase: string }): number {
+    return this.q.count('SELECT COUNT(*) AS n FROM vote_documents WHERE voter = ? AND item_id = ? AND value = ? AND phase = ?', vote.voter, vote.item, vote.value, vote.phase);
+  }
+
+  /** Keeps another document of a stored statement; false when that signature is kept already. */
+  insertOtherDocument(vote: { voter: string; item: string; value: string; phase: string; sig: string }, doc: string, origin: string | null, nowMs: number): boolean {
+    return (
+      this.q
+        .sql('INSERT OR IGNORE INTO vote_documents (voter, item_id, value, phase, sig, doc, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(vote.voter, vote.item, vote.value, vote.phase, vote.sig, doc, origin, nowMs).changes > 0
+    );
+  }
+
+  /** The other documents kept about an item, in the order they were stored. */
+  otherDocumentsOf(itemId: string): string[] {
+    return this.q.sql('SELECT doc FROM vote_documents WHERE item_id = ? ORDER BY created_ms, voter, value, phase, sig').pluck().all(itemId) as string[];
+  }
+
   /** Whether the voter signed any statement about the item. */
   hasAnyBy(voter: string, itemId: string): boolean {
     return this.q.sql('SELECT 1 FROM votes WHERE voter = ? AND item_id = ? LIMIT 1').get(voter, itemId) !== undefined;
