@@ -32,9 +32,14 @@ export interface RelayIngestBenchOptions {
   concurrency?: number;
   /** `GET /me` requests per floor round; default 2000. */
   floorRequests?: number;
+  /** Statements per ingest round at least (a small network votes on several items); default 2000. */
+  minStatementsPerRound?: number;
   /** Monotonic milliseconds; injectable like every clock in hilbench. */
   nowMs?: () => number;
 }
+
+/** Statements per measured ingest round at least, by default (several items when the network is small). */
+const MIN_STATEMENTS_PER_ROUND = 2000;
 
 interface Scene {
   voters: number;
@@ -88,22 +93,31 @@ async function measureScene(client: ChildProcess, voterCount: number, options: R
       const result = await runRound(client, { baseUrl: relay.baseUrl, requests, clients, expectStatus });
       return { perSecond: (requests.length * 1000) / result.elapsedMs, latencies: result.latenciesMs };
     };
-    const votesFor = async (title: string) => {
-      const item = await postClaim(relay, voters[0] as TestNode, { kind: 'statement', title, body: '' });
-      return signAll(voters, item, sliceOf).map((vote) => ({ method: 'POST' as const, path: `/items/${vote.item}/vote`, body: JSON.stringify(vote) }));
+    // A small network's round is short: enough items that every round has at least 2000 statements.
+    const itemsPerRound = Math.max(1, Math.ceil((options.minStatementsPerRound ?? MIN_STATEMENTS_PER_ROUND) / (2 * voterCount)));
+    const votesFor = async (title: string, items = itemsPerRound) => {
+      const requests: LoadRound['requests'] = [];
+      for (let k = 0; k < items; k++) {
+        const item = await postClaim(relay, voters[0] as TestNode, { kind: 'statement', title: `${title} #${k}`, body: '' });
+        requests.push(...signAll(voters, item, sliceOf).map((vote) => ({ method: 'POST' as const, path: `/items/${vote.item}/vote`, body: JSON.stringify(vote) })));
+      }
+      return requests;
     };
 
-    // Each ingest round beside its floor round, so both see the same machine.
+    // Warm-up (JIT, caches, connections) on an item of its own, then each ingest round beside its
+    // floor round, so both see the same machine.
+    await round(me.slice(0, 200), 1, 200);
+    await round((await votesFor(`ingest bench, warm-up, ${voterCount} voters`, 1)).slice(0, 400), 1, 201);
     const sequentialVotes = await votesFor(`ingest bench, sequential, ${voterCount} voters`);
     const meSequential = await round(me, 1, 200);
     const sequential = await round(sequentialVotes, 1, 201);
-    const last = await bulletinRead(relay, sequentialVotes, nowMs);
+    const last = await bulletinRead(relay, sequentialVotes.slice(-2 * voterCount), nowMs);
     const concurrentVotes = await votesFor(`ingest bench, concurrent, ${voterCount} voters`);
     const meConcurrent = await round(me, concurrency, 200);
     const concurrent = await round(concurrentVotes, concurrency, 201);
     const rows: BenchRow[] = [
       { name: `GET /me, ${voterCount} voters, sequential`, value: meSequential.perSecond, unit: 'requests/s', note: `the floor: an authenticated request that does no work, ${floorRequests} requests` },
-      { name: `vote ingest, ${voterCount} voters, sequential`, value: sequential.perSecond, unit: 'votes/s', note: `${sequentialVotes.length} statements; ${setup}` },
+      { name: `vote ingest, ${voterCount} voters, sequential`, value: sequential.perSecond, unit: 'votes/s', note: `${sequentialVotes.length} statements (${itemsPerRound} item${itemsPerRound > 1 ? 's' : ''}); ${setup}` },
       { name: `vote ingest, ${voterCount} voters, sequential, p50`, value: percentile(sequential.latencies, 50), unit: 'ms', note: 'one POST /items/{id}/vote' },
       { name: `vote ingest, ${voterCount} voters, sequential, p99`, value: percentile(sequential.latencies, 99), unit: 'ms', note: '' },
       { name: `GET /me, ${voterCount} voters, ${concurrency} clients`, value: meConcurrent.perSecond, unit: 'requests/s', note: '' },

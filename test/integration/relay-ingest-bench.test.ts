@@ -7,7 +7,7 @@ import { runRelayIngestBench } from '../../perf/relay-ingest.bench.js';
  */
 describe('runRelayIngestBench', () => {
   it('registers voters, ingests every statement through an outside client and reports the rates beside GET /me, and the ratios', async () => {
-    const rows = await runRelayIngestBench({ voters: [4, 6], sliceSize: 2, concurrency: 2, floorRequests: 5 });
+    const rows = await runRelayIngestBench({ voters: [4, 6], sliceSize: 2, concurrency: 2, floorRequests: 5, minStatementsPerRound: 10 });
     const scene = (n: number) => [
       `GET /me, ${n} voters, sequential`,
       `vote ingest, ${n} voters, sequential`,
