@@ -113,18 +113,24 @@ export class RemoteWorker {
   /** The boards as this host can run them now, and whether their backends keep board health and can check it. */
   private async reports() {
     const resolved = await resolveBoardBackends(this.options.boards, this.backends, this.options.choice);
-    return resolved.map((r) => {
-      const backend = this.backendOf(r.board);
-      const keepsHealth = backend !== undefined && keepsBoardHealth(backend);
-      return {
-        board: r.board.id,
-        backend: r.backendName,
-        available: r.backend !== null,
-        reason: r.offlineReason,
-        keeps_health: keepsHealth,
-        health_check: keepsHealth && backend.healthCheck !== undefined,
-      };
-    });
+    return Promise.all(
+      resolved.map(async (r) => {
+        const backend = this.backendOf(r.board);
+        const keepsHealth = backend !== undefined && keepsBoardHealth(backend);
+        // Said apart from other reasons, so the server can follow its store's record instead (a
+        // release there then shows at once, not at this worker's next heartbeat).
+        const quarantined = keepsHealth && r.backend === null && (await backend.health(r.board.id)).quarantine !== undefined;
+        return {
+          board: r.board.id,
+          backend: r.backendName,
+          available: r.backend !== null,
+          reason: r.offlineReason,
+          keeps_health: keepsHealth,
+          health_check: keepsHealth && backend.healthCheck !== undefined,
+          quarantined,
+        };
+      }),
+    );
   }
 
   private backendOf(board: Board): Backend | undefined {

@@ -33,7 +33,9 @@ export function remoteBoardResolver(deps: {
     // A quarantine in the store shows at once on every replica, before the worker's next heartbeat.
     const quarantine = keeper && (await deps.store.boardHealth.get(board.id)).quarantine;
     if (keeper && quarantine) return { board, backend: null, backendName: keeper.report.backend, offlineReason: quarantine.reason };
-    const ready = online.find((s) => s.report.available);
+    // Unavailable only because of a quarantine the store no longer holds (an administrator released
+    // it, or a health check passed): available now, not at the worker's next heartbeat.
+    const ready = online.find((s) => s.report.available || (s.report.quarantined === true && s.report.keepsHealth === true));
     if (ready) return { board, backend: workerBackend(ready.report.backend, ready.worker.label), backendName: ready.report.backend, offlineReason: null };
     const why = serving.map(({ worker, report }) =>
       deps.workers.isOnline(worker, nowMs)

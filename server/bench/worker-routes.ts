@@ -336,7 +336,7 @@ function stopFromWire(stop: WireStop) {
 }
 
 function boardReportFromWire(b: z.infer<typeof announceBodySchema>['boards'][number]): WorkerBoardReport {
-  return { board: b.board, backend: b.backend, available: b.available, reason: b.reason, keepsHealth: b.keeps_health, healthCheck: b.health_check };
+  return { board: b.board, backend: b.backend, available: b.available, reason: b.reason, keepsHealth: b.keeps_health, healthCheck: b.health_check, quarantined: b.quarantined };
 }
 
 function boardHealthToWire(h: BoardHealthRecord): z.infer<typeof boardHealthWireSchema> {

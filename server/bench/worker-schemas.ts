@@ -18,6 +18,11 @@ export const workerBoardReportSchema = z.object({
   keeps_health: z.boolean().default(false),
   /** The board's backend can run a health check of it. */
   health_check: z.boolean().default(false),
+  /**
+   * The board is unavailable because its health record says quarantined (its backend keeps health
+   * in the server's store): the server then follows the store, so a release shows at once.
+   */
+  quarantined: z.boolean().default(false),
 });
 
 export const boardHealthWireSchema = z.object({

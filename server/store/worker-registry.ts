@@ -30,6 +30,8 @@ export interface WorkerBoardReport {
   keepsHealth?: boolean;
   /** Its backend can run a health check of it; absent: false. */
   healthCheck?: boolean;
+  /** Unavailable because quarantined (its health is kept in the store, which then decides); absent: false. */
+  quarantined?: boolean;
 }
 
 export interface WorkerRegistry {

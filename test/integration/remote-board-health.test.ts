@@ -78,6 +78,12 @@ async function adminHealth(): Promise<unknown> {
   return admin.boards.find((b) => b.id === 'pico')!.health;
 }
 
+/** What the worker last reported about pico, as the server stored it. */
+async function workerReport(): Promise<{ available: boolean; quarantined?: boolean }> {
+  const [worker] = await app.server.service.store.workers.list();
+  return worker!.boards.find((b) => b.board === 'pico')!;
+}
+
 const adminPost = (route: string) => app.request(route, { method: 'POST', headers: { 'x-admin-token': ADMIN } });
 
 async function failJobs(token: string, count: number): Promise<void> {
@@ -138,16 +144,28 @@ describe('board health of a board on a remote worker', () => {
     expect(await pico()).toMatchObject({ status: 'offline', offline_reason: QUARANTINE_REASON });
   });
 
-  it('is released by an administrator through the store: the worker reads it at its next heartbeat and runs the next job', async () => {
+  it('is released by an administrator through the store: it shows free at once (before the worker next reports) and the worker runs the next job', async () => {
     const worker = await startWorker(await labServer());
     const alice = await app.register('alice');
     worker.bench().brokenProbe.add('pico');
     await failJobs(alice.token, 3);
     worker.bench().brokenProbe.delete('pico');
+    // Heartbeats until the worker itself reports pico unavailable as quarantined (its last word until the next one).
+    await waitUntil(systemClock, async () => ((await workerReport()).quarantined ? true : undefined), {
+      timeoutMs: 20_000,
+      pollMs: 20,
+      describe: 'the worker reporting pico quarantined',
+      pause: async (ms) => {
+        await app.fake.tickAsync(5_000);
+        await new Promise((r) => setTimeout(r, ms));
+      },
+    });
+    expect(await workerReport()).toMatchObject({ available: false, quarantined: true });
     const released = await adminPost('/admin/boards/pico/release');
     expect(released.status, await released.clone().text()).toBe(200);
     expect(await released.json()).toMatchObject({ board: 'pico', health: { consecutive_failures: 0, quarantined: false } });
-    await picoBecomes('free');
+    // No clock advance: the worker's last report still says quarantined; the store says released.
+    expect(await pico()).toMatchObject({ status: 'free', offline_reason: null });
     const res = await flash(app, alice.token, { board: 'pico', uart_seconds: '0.2' }, picoElf);
     const { job_id: jobId } = (await res.json()) as { job_id: string };
     await app.jobReaches(jobId, 'done');
