@@ -1,7 +1,7 @@
 import { type QuorumSet, entryCount, quorumSetHash } from './quorum-set.js';
 import { GrowingMaxQuorum } from './growing-quorum.js';
-import { type Bulletin, type EmittedStatement, type PhaseCounts } from './tally.js';
-import { type VotePhase, type VoteValue, otherValue, votePhases, voteValues } from './vote.js';
+import { type Bulletin, type PhaseCounts, decideBulletin } from './tally.js';
+import { type VotePhase, type VoteValue, otherValue, votePhases } from './vote.js';
 
 /**
  * The scp-s5 tally of node `self` for one item (see `tally`), kept up to date as statements arrive
@@ -58,35 +58,13 @@ export class GrowingTally {
 
   /** Self's bulletin now: what `tally` answers over every statement added. */
   bulletin(): Bulletin {
-    const { self, voters } = this;
-    const counts = { yes: countsOf(voters.yes), no: countsOf(voters.no) };
-    const base = { counts, equivocators: [...this.equivocators].sort(), slice_hash: this.sliceHash };
-    const conflicted = (): Bulletin => ({ ...base, state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
-    const hasAccepted = (p: VoteValue) => voters[p].accept.has(self) || voters[p].confirm.has(self);
-    const ownVotes = voteValues.filter((p) => voters[p].vote.has(self));
-    const ownAccepts = voteValues.filter(hasAccepted);
-    if (ownVotes.length > 1 || ownAccepts.length > 1) return conflicted();
-
-    let accepted: VoteValue | undefined = ownAccepts[0];
-    const toEmit: EmittedStatement[] = [];
-    if (accepted !== undefined) {
-      if (this.acceptRule(otherValue(accepted)) !== null) return conflicted();
-    } else {
-      const candidates = voteValues.filter((p) => this.acceptRule(p) !== null);
-      if (candidates.length > 1) return conflicted();
-      accepted = candidates[0];
-      if (accepted !== undefined) toEmit.push({ value: accepted, phase: 'accept' });
-    }
-    if (accepted === undefined) {
-      const vote = ownVotes[0];
-      return vote === undefined
-        ? { ...base, state: 'uncommitted', value: null, accepted_via: null, toEmit }
-        : { ...base, state: 'voted', value: vote, accepted_via: null, toEmit };
-    }
-    const confirmedBefore = voters[accepted].confirm.has(self);
-    const confirmed = confirmedBefore || this.accepters[accepted].has(self);
-    if (confirmed && !confirmedBefore) toEmit.push({ value: accepted, phase: 'confirm' });
-    return { ...base, state: confirmed ? 'confirmed' : 'accepted', value: accepted, accepted_via: this.acceptRule(accepted), toEmit };
+    const { voters } = this;
+    const base = { counts: { yes: countsOf(voters.yes), no: countsOf(voters.no) }, equivocators: [...this.equivocators].sort(), slice_hash: this.sliceHash };
+    return decideBulletin(base, {
+      signed: (p, phase) => voters[p][phase].has(this.self),
+      acceptRule: (p) => this.acceptRule(p),
+      inConfirmingQuorum: (p) => this.accepters[p].has(this.self),
+    });
   }
 
   /** Which rule makes self accept p now, if any (see `tally`). */

@@ -118,13 +118,37 @@ export function tally(input: TallyInput): Bulletin {
     return rule;
   };
 
-  const ownVotes = voteValues.filter((p) => voters[p].vote.has(self));
-  const ownAccepts = voteValues.filter((p) => voters[p].accept.has(self) || voters[p].confirm.has(self));
   const base = {
     counts,
     equivocators: [...equivocators].sort(),
     slice_hash: slice ? quorumSetHash(slice) : null,
   };
+  return decideBulletin(base, {
+    signed: (p, phase) => voters[p][phase].has(self),
+    acceptRule,
+    inConfirmingQuorum: (p) => maxQuorum(accepters(p).add(self), sliceOf).has(self),
+  });
+}
+
+/**
+ * The decision part of the tally, shared by `tally` and `GrowingTally` (which answer the rules
+ * from sets they keep up to date): self's state, value, rule and what it must sign next, from what
+ * self signed, which rule accepts each value now, and whether self is in a quorum of accepters.
+ */
+export function decideBulletin(
+  base: Pick<Bulletin, 'counts' | 'equivocators' | 'slice_hash'>,
+  rules: {
+    /** Whether self signed `phase` for `p`. */
+    signed: (p: VoteValue, phase: VotePhase) => boolean;
+    /** Which rule makes self accept `p` now, if any. */
+    acceptRule: (p: VoteValue) => 'quorum' | 'v-blocking' | null;
+    /** Whether self is in the largest quorum of the nodes that accepted `p`, self included. */
+    inConfirmingQuorum: (p: VoteValue) => boolean;
+  },
+): Bulletin {
+  const { signed, acceptRule } = rules;
+  const ownVotes = voteValues.filter((p) => signed(p, 'vote'));
+  const ownAccepts = voteValues.filter((p) => signed(p, 'accept') || signed(p, 'confirm'));
   const conflicted = (): Bulletin => ({ ...base, state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
 
   // Self's own word for both sides means its quorum-intersection assumption is already broken.
@@ -148,9 +172,9 @@ export function tally(input: TallyInput): Bulletin {
       : { ...base, state: 'voted', value: vote, accepted_via: null, toEmit };
   }
 
-  const acceptedBy = accepters(accepted).add(self);
-  const confirmed = voters[accepted].confirm.has(self) || maxQuorum(acceptedBy, sliceOf).has(self);
-  if (confirmed && !voters[accepted].confirm.has(self)) toEmit.push({ value: accepted, phase: 'confirm' });
+  const confirmedBefore = signed(accepted, 'confirm');
+  const confirmed = confirmedBefore || rules.inConfirmingQuorum(accepted);
+  if (confirmed && !confirmedBefore) toEmit.push({ value: accepted, phase: 'confirm' });
   return {
     ...base,
     state: confirmed ? 'confirmed' : 'accepted',
