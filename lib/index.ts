@@ -32,6 +32,7 @@ export {
   type RelayClientOptions,
   type RelayHealth,
   type RelayNode,
+  type SliceAnswer,
   type VoteAnswer,
 } from './relay-client.js';
 export { runScenario, type ScenarioResult, describeFailure } from '../harness/scenario/run-scenario.js';

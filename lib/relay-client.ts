@@ -1,9 +1,9 @@
 import type { z } from 'zod';
 import { type Clock, systemClock } from '../core/clock.js';
-import type { NodeKey, VotePhase, VoteValue } from '../core/relay/index.js';
+import { type NodeKey, type VotePhase, type VoteValue, defaultThreshold, signSliceDeclaration } from '../core/relay/index.js';
 import { type RelayAnswer, RelayClient as SigningRelayClient, type RelayNode } from '../harness/clients/relay-client.js';
 import { bulletinSchema, healthSchema, itemDetailSchema, itemsPageSchema, meSchema } from '../server/relay/relay-responses.js';
-import { itemCreatedSchema, nodeDetailSchema, registerAnswerSchema, voteAnswerSchema } from '../server/relay/relay-responses-more.js';
+import { itemCreatedSchema, nodeDetailSchema, registerAnswerSchema, sliceAnswerSchema, voteAnswerSchema } from '../server/relay/relay-responses-more.js';
 
 /** The relay's answers as types, derived from the zod schemas its /openapi.json is built from. */
 export type RelayHealth = z.infer<typeof healthSchema>;
@@ -15,6 +15,7 @@ export type VoteAnswer = z.infer<typeof voteAnswerSchema>;
 export type Bulletin = z.infer<typeof bulletinSchema>;
 export type NodeDetail = z.infer<typeof nodeDetailSchema>;
 export type Me = z.infer<typeof meSchema>;
+export type SliceAnswer = z.infer<typeof sliceAnswerSchema>;
 export type { RelayNode };
 
 /** The relay answered with an error status; `detail` is its `{"detail": ...}` (a string, or the 422 list). */
@@ -47,7 +48,10 @@ export class RelayClient {
   /** The same relay without parsing: `request` answers any status (for calls this class has no method for). */
   readonly raw: SigningRelayClient;
 
+  private readonly clock: Clock;
+
   constructor(options: RelayClientOptions) {
+    this.clock = options.clock ?? systemClock;
     this.raw = new SigningRelayClient({ baseUrl: options.baseUrl, clock: options.clock ?? systemClock, ...(options.fetch ? { fetch: options.fetch } : {}) });
   }
 
@@ -79,6 +83,20 @@ export class RelayClient {
   /** Signs and posts `node`'s vote; the slice's `t` defaults to the protocol's 67 %. */
   async vote(node: NodeKey, vote: { item: string; value: VoteValue; phase: VotePhase; slice: { t?: number; v: string[] } }): Promise<VoteAnswer> {
     return parsed(await this.raw.vote(node, vote), 'POST', `/items/${vote.item}/vote`, voteAnswerSchema);
+  }
+
+  /**
+   * Signs `node`'s slice as an x.slice/1 declaration (dated now) and publishes it with
+   * `POST /slice/declare`: peers forward and verify it, unlike a slice posted with `POST /slice`.
+   * The slice's `t` defaults to the protocol's 67 %.
+   */
+  async declareSlice(node: NodeKey, slice: { t?: number; v: string[]; i?: { t: number; v: string[]; i: [] }[] }): Promise<SliceAnswer> {
+    const inner = slice.i ?? [];
+    const declaration = signSliceDeclaration(
+      { node_id: node.nodeId, slice: { t: slice.t ?? defaultThreshold(slice.v.length + inner.length), v: slice.v, i: inner }, updated_ms: this.clock.nowMs() },
+      node.secretKey,
+    );
+    return parsed(await this.raw.request('POST', '/slice/declare', { json: declaration }), 'POST', '/slice/declare', sliceAnswerSchema);
   }
 
   /** `node`'s bulletin for `item`, as the relay tallies it. */

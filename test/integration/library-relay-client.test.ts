@@ -36,6 +36,10 @@ describe('RelayClient against a real relay', () => {
     const bulletin = await client.bulletin(id, node.nodeId);
     expect(bulletin.node).toBe(node.nodeId);
     expect((await client.node(node.nodeId)).node_id).toBe(node.nodeId);
+    // A signed declaration of alice's slice: published, and shown as her slice.
+    const declared = await client.declareSlice(node, { v: [bob.nodeId] });
+    expect(declared).toMatchObject({ node_id: node.nodeId, slice: { t: 1, v: [bob.nodeId], i: [] } });
+    expect((await client.node(node.nodeId)).slice?.hash).toBe(declared.slice_hash);
   });
 
   it('an error status is a RelayApiError with the status and the relay\'s detail', async () => {
