@@ -41,12 +41,13 @@ const opArb: fc.Arbitrary<Op> = fc.integer({ min: 0, max: keys.length - 1 }).cha
 describe("the relay node's kept tally", () => {
   it('answers what the full tally answers after every write, slice changes and rollbacks included', () => {
     fc.assert(
-      fc.property(fc.shuffledSubarray(ids, { minLength: 1 }), fc.array(opArb, { maxLength: 30 }), (relayMembers, ops) => {
+      fc.property(fc.shuffledSubarray(ids, { minLength: 1 }), fc.array(opArb, { maxLength: 30 }), fc.constantFrom(undefined, 3), (relayMembers, ops, keptStatements) => {
         const data = tempDataDir('self-tally-');
         const store = new RelayStore(data.dir);
         try {
           const selfSlice = normalizeQuorumSet({ t: Math.ceil(relayMembers.length / 2), v: relayMembers, i: [] });
-          const voting = new Voting({ store, clock, selfKey: relayKey, selfSlice });
+          // Kept tallies bounded to a few statements: forgetting and building again is exercised too.
+          const voting = new Voting({ store, clock, selfKey: relayKey, selfSlice, keptTallyStatements: keptStatements });
           store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(item, ids[0]);
           let now = 1000;
           for (const op of ops) {
@@ -91,3 +92,38 @@ describe("the relay node's kept tally", () => {
 function sliceBookOf(voting: Voting): Parameters<typeof tallyItem>[1] {
   return (voting as unknown as { slices: Parameters<typeof tallyItem>[1] }).slices;
 }
+
+describe('the kept tallies, bounded', () => {
+  it('forget the least recently used item past the bound and build it again from its statements when needed', () => {
+    const data = tempDataDir('self-tally-bound-');
+    const store = new RelayStore(data.dir);
+    try {
+      const other = 'ef'.repeat(32);
+      const selfSlice = normalizeQuorumSet({ t: 2, v: ids.slice(0, 3), i: [] });
+      const voting = new Voting({ store, clock, selfKey: relayKey, selfSlice, keptTallyStatements: 2 });
+      for (const id of [item, other]) store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(id, ids[0]);
+      const sign = (k: number, onItem: string, phase: 'vote' | 'accept') =>
+        signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: onItem, voter: ids[k] as string, value: 'yes', phase, slice: normalizeQuorumSet({ t: 1, v: others(k).slice(0, 2), i: [] }), created_at: 1 }, (keys[k] as NodeKey).secretKey);
+      const reference = (onItem: string) => {
+        const statements = voting.statements(onItem);
+        const full = tallyItem({ itemId: onItem, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, sliceBookOf(voting), () => voting.selfSlice());
+        return applyFloor(full, store.data.votes.floorOf(onItem, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
+      };
+      // Alternating items with a bound of 2 statements: every switch forgets the other item's tally.
+      for (const [k, phase] of [[0, 'vote'], [1, 'vote'], [2, 'vote'], [0, 'accept'], [1, 'accept']] as const) {
+        for (const onItem of [item, other]) {
+          store.tx(() => {
+            voting.storeVote(sign(k, onItem, phase), null, clock.nowMs());
+            voting.retallySelf(onItem, clock.nowMs());
+          });
+          const { sliceChangers: _changers, ...kept } = voting.bulletin(onItem, relayKey.nodeId);
+          expect(kept).toEqual(reference(onItem));
+        }
+      }
+      expect(voting.bulletin(item, relayKey.nodeId).state).toBe('confirmed');
+    } finally {
+      store.close();
+      data.remove();
+    }
+  });
+});

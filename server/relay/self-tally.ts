@@ -1,5 +1,4 @@
 import { GrowingTally, type Bulletin, type QuorumSet, type Vote } from './protocol.js';
-import { BoundedCache } from './bounded-cache.js';
 import type { HasSigned } from './bulletin-floor.js';
 import type { SliceBook } from './slice-book.js';
 import { declaredSlice, hashOf } from './voting-tally.js';
@@ -22,20 +21,24 @@ export interface SelfBulletin {
  * every stored statement declares its slice, inline or by a known slice_hash) and at the relay node.
  */
 export class SelfTallies {
-  private readonly items: BoundedCache<string, ItemTally>;
+  /** Item id -> its kept tally, least recently used first. */
+  private readonly items = new Map<string, ItemTally>();
+  /** Statements counted by the kept tallies together (what their memory grows with). */
+  private keptStatements = 0;
 
   constructor(
     private readonly selfNodeId: string,
     private readonly slices: SliceBook,
     private readonly relaySlice: () => QuorumSet | undefined,
     private readonly statementsOf: (itemId: string) => readonly Vote[],
-    cachedItems: number,
-  ) {
-    this.items = new BoundedCache(cachedItems);
-  }
+    private readonly cachedItems: number,
+    /** Statements the kept tallies may count together; default `MAX_KEPT_STATEMENTS`. */
+    private readonly maxStatements = MAX_KEPT_STATEMENTS,
+  ) {}
 
   forgetCached(): void {
     this.items.clear();
+    this.keptStatements = 0;
   }
 
   /** The relay node's bulletin now (not floored: the caller applies the floor). */
@@ -47,18 +50,51 @@ export class SelfTallies {
   /** A statement was stored: the item's tally (when kept) takes it, or is dropped to be built again. */
   stored(vote: Vote): void {
     const item = this.items.get(vote.item);
-    if (item && !item.add(vote)) this.items.delete(vote.item);
+    if (!item) return;
+    if (item.add(vote)) this.keptStatements++;
+    else this.drop(vote.item);
+    this.trim(vote.item);
   }
 
   private current(itemId: string): ItemTally {
     const kept = this.items.get(itemId);
-    if (kept && kept.relaySlice === this.relaySlice()) return kept;
+    if (kept && kept.relaySlice === this.relaySlice()) {
+      // Marked as just used: Map keeps insertion order.
+      this.items.delete(itemId);
+      this.items.set(itemId, kept);
+      return kept;
+    }
+    this.drop(itemId);
     const item = new ItemTally(itemId, this.selfNodeId, this.slices, this.relaySlice());
     item.build(this.statementsOf(itemId));
     this.items.set(itemId, item);
+    this.keptStatements += item.counted;
+    this.trim(itemId);
     return item;
   }
+
+  private drop(itemId: string): void {
+    const item = this.items.get(itemId);
+    if (!item) return;
+    this.items.delete(itemId);
+    this.keptStatements -= item.counted;
+  }
+
+  /** Forgets the least recently used tallies (never `keep`) past either bound. */
+  private trim(keep: string): void {
+    for (const oldest of this.items.keys()) {
+      if (this.items.size <= this.cachedItems && this.keptStatements <= this.maxStatements) return;
+      if (oldest !== keep) this.drop(oldest);
+    }
+  }
 }
+
+/**
+ * Statements the relay node's kept tallies count together, by default: about 0.5 KiB each (a
+ * 10 000-voter round of 20 000 statements keeps ~11 MB), so ~100 MB at most, whatever the number
+ * of items. A tally forgotten is built again from the stored statements when next needed.
+ */
+export const MAX_KEPT_STATEMENTS = 200_000;
 
 /** One item's growing tally with the slice bookkeeping `tallyItem` does over all statements. */
 class ItemTally {
@@ -69,7 +105,7 @@ class ItemTally {
   private readonly firstHash = new Map<string, string>();
   readonly changers = new Set<string>();
   /** Voters with a statement already counted (their slice is then fixed in the tally). */
-  private readonly counted = new Set<string>();
+  private readonly countedVoters = new Set<string>();
 
   constructor(
     itemId: string,
@@ -80,13 +116,17 @@ class ItemTally {
     this.tally = new GrowingTally(selfNodeId, itemId, (node) => this.sliceOf(node));
   }
 
+  /** Statements added (the kept tallies' memory grows with it). */
+  counted = 0;
+
   /** Counts every stored statement, each voter with the slice all of its statements declare. */
   build(statements: readonly Vote[]): void {
     for (const vote of statements) this.declare(vote);
     for (const vote of statements) {
-      this.counted.add(vote.voter);
+      this.countedVoters.add(vote.voter);
       this.tally.add(vote);
     }
+    this.counted += statements.length;
   }
 
   /**
@@ -94,11 +134,12 @@ class ItemTally {
    * must then be built again).
    */
   add(vote: Vote): boolean {
-    const before = this.counted.has(vote.voter) ? this.sliceKey(vote.voter) : undefined;
+    const before = this.countedVoters.has(vote.voter) ? this.sliceKey(vote.voter) : undefined;
     this.declare(vote);
     if (before !== undefined && vote.voter !== this.selfNodeId && this.sliceKey(vote.voter) !== before) return false;
-    this.counted.add(vote.voter);
+    this.countedVoters.add(vote.voter);
     this.tally.add(vote);
+    this.counted++;
     return true;
   }
 
