@@ -37,6 +37,11 @@ export class BoundedCache<K, V> {
     return this;
   }
 
+  /** Every entry, least recently used first (reading does not mark them used). */
+  entriesOldestFirst(): IterableIterator<[K, V]> {
+    return this.entries.entries();
+  }
+
   delete(key: K): boolean {
     return this.entries.delete(key);
   }

@@ -93,14 +93,15 @@ function sliceBookOf(voting: Voting): Parameters<typeof tallyItem>[1] {
   return (voting as unknown as { slices: Parameters<typeof tallyItem>[1] }).slices;
 }
 
-describe('the kept tallies, bounded', () => {
-  it('forget the least recently used item past the bound and build it again from its statements when needed', () => {
+describe('the kept tallies and statements, bounded', () => {
+  it('forget the least recently used item past the bound and read or build it again when needed', () => {
     const data = tempDataDir('self-tally-bound-');
     const store = new RelayStore(data.dir);
     try {
       const other = 'ef'.repeat(32);
       const selfSlice = normalizeQuorumSet({ t: 2, v: ids.slice(0, 3), i: [] });
-      const voting = new Voting({ store, clock, selfKey: relayKey, selfSlice, keptTallyStatements: 2 });
+      // Both in-memory bounds tiny: statements and tallies are forgotten and read or built again.
+      const voting = new Voting({ store, clock, selfKey: relayKey, selfSlice, keptTallyStatements: 2, cachedStatements: 2 });
       for (const id of [item, other]) store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(id, ids[0]);
       const sign = (k: number, onItem: string, phase: 'vote' | 'accept') =>
         signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: onItem, voter: ids[k] as string, value: 'yes', phase, slice: normalizeQuorumSet({ t: 1, v: others(k).slice(0, 2), i: [] }), created_at: 1 }, (keys[k] as NodeKey).secretKey);
@@ -118,6 +119,7 @@ describe('the kept tallies, bounded', () => {
           });
           const { sliceChangers: _changers, ...kept } = voting.bulletin(onItem, relayKey.nodeId);
           expect(kept).toEqual(reference(onItem));
+          expect(voting.statements(onItem).map((v) => v.sig).sort()).toEqual((store.db.prepare('SELECT doc FROM votes WHERE item_id = ?').pluck().all(onItem) as string[]).map((d) => (JSON.parse(d) as { sig: string }).sig).sort());
         }
       }
       expect(voting.bulletin(item, relayKey.nodeId).state).toBe('confirmed');

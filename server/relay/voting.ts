@@ -37,6 +37,8 @@ export interface VotingOptions {
   cachedSlices?: number;
   /** Items whose parsed statements are kept; default 64. */
   cachedItems?: number;
+  /** Parsed statements kept in memory across cached items; default `MAX_CACHED_STATEMENTS` (statement-log.ts). */
+  cachedStatements?: number;
   /** Statements the relay node's kept tallies count together; default `MAX_KEPT_STATEMENTS` (self-tally.ts). */
   keptTallyStatements?: number;
 }
@@ -62,7 +64,7 @@ export class Voting {
     const cachedSlices = options.cachedSlices ?? 4096;
     const cachedItems = options.cachedItems ?? 64;
     this.slices = new SliceBook(options.store, cachedSlices);
-    this.log = new StatementLog(options.store, this.slices, { cachedSlices, cachedItems }, (vote) => this.selfTallies.stored(vote));
+    this.log = new StatementLog(options.store, this.slices, { cachedSlices, cachedItems, ...(options.cachedStatements === undefined ? {} : { cachedStatements: options.cachedStatements }) }, (vote) => this.selfTallies.stored(vote));
     this.selfTallies = new SelfTallies(options.selfKey.nodeId, this.slices, () => this.self.selfSlice(), (itemId) => this.log.statements(itemId), cachedItems, options.keptTallyStatements);
     this.self = new SelfVoter(options.store, this.slices, this.log, this.selfTallies, options.selfKey, options.selfSlice, options.defaultSliceFrom);
     options.store.onRollback(() => this.forgetCached());
