@@ -1,4 +1,4 @@
-import { type QuorumSet, entryCount, quorumSetMembers } from './quorum-set.js';
+import type { QuorumSet } from './quorum-set.js';
 
 /**
  * `maxQuorum(nodes, sliceOf)` of a node set that only grows, kept up to date as nodes join instead
@@ -17,22 +17,35 @@ import { type QuorumSet, entryCount, quorumSetMembers } from './quorum-set.js';
  * everything else held fixed. The work per join is proportional to the members it can affect, not
  * to the size of the set. Certificates prefer nodes outside the set, then out members of low ord.
  *
+ * Node ids are numbered per instance (slices compiled to those numbers once), so the hot loops
+ * index arrays instead of hashing 64-character ids.
+ *
  * `maxQuorum` stays the reference: a property test checks that both agree after every join, on
  * random networks, slices and join orders.
  */
 export class GrowingMaxQuorum {
-  /** Every node that joined -> its slice (undefined: no slice, never in a quorum). */
-  private readonly slices = new Map<string, QuorumSet | undefined>();
-  /** Members left out of the quorum (those with a slice), with their place in the order and certificate. */
-  private readonly out = new Map<string, OutMember>();
-  /** node -> members whose slice names it (so a member that leaves is re-checked by its watchers). */
-  private readonly watchers = new Map<string, string[]>();
+  private readonly ids = new Map<string, number>();
+  private readonly names: string[] = [];
+  /** Per node: undefined until it joins, null when it joined without a slice (never in a quorum), else its slice. */
+  private readonly slices: (Compiled | null | undefined)[] = [];
+  /** Nodes that joined, in order. */
+  private readonly joinedIds: number[] = [];
+  /** Per out member (joined, with a slice, left out): its place in a topological order of certificates; NaN otherwise. */
+  private readonly ords: number[] = [];
+  /** Per out member: the members of its slice whose absence alone blocks it (never circular). */
+  private readonly certificates: (number[] | undefined)[] = [];
+  /** node -> joined members whose slice names it (so a member that leaves is re-checked by its watchers). */
+  private readonly watchers: (number[] | undefined)[] = [];
   /** node -> out members whose certificate names it. */
-  private readonly dependents = new Map<string, Set<string>>();
+  private readonly dependents: (Set<number> | undefined)[] = [];
+  /** `tentative[id] === epoch`: brought back (or joining) during the current join. */
+  private readonly tentativeMarks: number[] = [];
+  private epoch = 0;
   private topOrd = 0;
   private quorumSize = 0;
   /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
   private budget = 0;
+  private readonly compiledSlices = new WeakMap<QuorumSet, Compiled>();
 
   constructor(
     private readonly sliceOf: (node: string) => QuorumSet | undefined,
@@ -43,12 +56,14 @@ export class GrowingMaxQuorum {
 
   /** Whether `node` is in the largest quorum inside the set. */
   has(node: string): boolean {
-    return this.slices.get(node) !== undefined && !this.out.has(node);
+    const id = this.ids.get(node);
+    return id !== undefined && this.inQuorum(id);
   }
 
   /** Whether `node` joined the set (in the quorum or not). */
   joined(node: string): boolean {
-    return this.slices.has(node);
+    const id = this.ids.get(node);
+    return id !== undefined && this.slices[id] !== undefined;
   }
 
   get size(): number {
@@ -58,7 +73,7 @@ export class GrowingMaxQuorum {
   /** The largest quorum inside the set now. */
   members(): Set<string> {
     const inside = new Set<string>();
-    for (const [node, slice] of this.slices) if (slice !== undefined && !this.out.has(node)) inside.add(node);
+    for (const id of this.joinedIds) if (this.inQuorum(id)) inside.add(this.names[id] as string);
     return inside;
   }
 
@@ -67,103 +82,157 @@ export class GrowingMaxQuorum {
   }
 
   addAll(nodes: Iterable<string>): void {
-    const fresh: string[] = [];
+    const fresh: number[] = [];
     for (const node of nodes) {
-      if (this.slices.has(node)) continue;
+      const id = this.intern(node);
+      if (this.slices[id] !== undefined) continue;
       const slice = this.sliceOf(node);
-      this.slices.set(node, slice);
-      if (slice === undefined) continue; // out for good, like a node outside the set
-      fresh.push(node);
-      for (const member of quorumSetMembers(slice)) {
-        const list = this.watchers.get(member);
-        if (list) list.push(node);
-        else this.watchers.set(member, [node]);
+      this.joinedIds.push(id);
+      if (slice === undefined) {
+        this.slices[id] = null; // out for good, like a node outside the set
+        continue;
       }
+      const compiled = this.compile(slice);
+      this.slices[id] = compiled;
+      fresh.push(id);
+      for (const member of compiled.members) (this.watchers[member] ??= []).push(id);
     }
     if (fresh.length === 0) return;
+    this.epoch++;
     this.quorumSize += fresh.length; // peel() takes out the ones that do not stay
-    const tentative = new Set(fresh);
+    for (const id of fresh) this.tentativeMarks[id] = this.epoch;
     // Near the point where a large quorum forms, one join can reshape most certificates; past a
-    // budget of about one full peel, peeling everything again is cheaper (and bounds the worst case).
-    this.budget = FULL_PEEL_BUDGET_FACTOR * this.slices.size + 64;
+    // budget of about two full peels, peeling everything again is cheaper (and bounds the worst case).
+    this.budget = FULL_PEEL_BUDGET_FACTOR * this.joinedIds.length + 64;
+    const tentative = [...fresh];
     if (this.bringBack(fresh, tentative)) this.peel(tentative);
     else this.peelEverything();
   }
 
+  private intern(node: string): number {
+    let id = this.ids.get(node);
+    if (id === undefined) {
+      id = this.names.length;
+      this.ids.set(node, id);
+      this.names.push(node);
+      this.ords.push(NaN);
+    }
+    return id;
+  }
+
+  private compile(q: QuorumSet): Compiled {
+    let compiled = this.compiledSlices.get(q);
+    if (!compiled) {
+      const inner = q.i.map((set) => this.compile(set));
+      const v = q.v.map((node) => this.intern(node));
+      compiled = { t: q.t, v, i: inner, members: [...new Set([...v, ...inner.flatMap((set) => set.members)])] };
+      this.compiledSlices.set(q, compiled);
+    }
+    return compiled;
+  }
+
+  private inQuorum(id: number): boolean {
+    const slice = this.slices[id];
+    return slice !== undefined && slice !== null && Number.isNaN(this.ords[id] as number);
+  }
+
+  private isTentative(id: number): boolean {
+    return this.tentativeMarks[id] === this.epoch;
+  }
+
+  /** Ord of an out member (-Infinity outside the set or without a slice); undefined when in the quorum. */
+  private outOrd(id: number): number | undefined {
+    const slice = this.slices[id];
+    if (slice === undefined || slice === null) return -Infinity;
+    const ord = this.ords[id] as number;
+    return Number.isNaN(ord) ? undefined : ord;
+  }
+
   /** Forgets every certificate and peels the whole set again, like `maxQuorum`. */
   private peelEverything(): void {
-    this.out.clear();
-    this.dependents.clear();
+    this.epoch++;
+    const everyone: number[] = [];
+    for (const id of this.joinedIds) {
+      this.certificates[id] = undefined;
+      this.dependents[id] = undefined;
+      if (this.slices[id]) {
+        this.ords[id] = NaN;
+        this.tentativeMarks[id] = this.epoch;
+        everyone.push(id);
+      }
+    }
+    for (let id = 0; id < this.names.length; id++) this.dependents[id] = undefined;
     this.topOrd = 0;
-    const everyone = new Set<string>();
-    for (const [node, slice] of this.slices) if (slice !== undefined) everyone.add(node);
-    this.quorumSize = everyone.size;
+    this.quorumSize = everyone.length;
     this.peel(everyone);
   }
 
   /**
    * Re-examines the out members whose certificates name a node of `joining` (or a member brought
-   * back); adds to `tentative` (and takes out of `out`) those that find no new certificate.
+   * back); marks tentative (and adds to `tentative`) those that find no new certificate.
    */
-  private bringBack(joining: readonly string[], tentative: Set<string>): boolean {
-    const queue: string[] = [];
-    const queued = new Set<string>();
-    const enqueueDependents = (node: string) => {
-      for (const d of this.dependents.get(node) ?? []) {
+  private bringBack(joining: readonly number[], tentative: number[]): boolean {
+    const queue: number[] = [];
+    const queued = new Set<number>();
+    const enqueueDependents = (id: number) => {
+      const deps = this.dependents[id];
+      if (!deps) return;
+      for (const d of deps) {
         if (queued.has(d)) continue;
         queued.add(d);
         queue.push(d);
       }
     };
-    for (const node of joining) enqueueDependents(node);
+    for (const id of joining) enqueueDependents(id);
     for (let head = 0; head < queue.length; head++) {
       if (--this.budget < 0) return false;
-      const node = queue[head] as string;
-      queued.delete(node);
-      const entry = this.out.get(node) as OutMember;
-      this.forget(node, entry.certificate);
-      const certificate = this.recertify(node, entry, tentative);
+      const id = queue[head] as number;
+      queued.delete(id);
+      const previous = this.certificates[id] as number[];
+      this.forget(id, previous);
+      const certificate = this.recertify(id);
       if (certificate) {
-        this.remember(node, certificate);
+        this.certificates[id] = certificate;
+        this.remember(id, certificate);
         continue;
       }
-      this.out.delete(node);
+      this.certificates[id] = undefined;
+      this.ords[id] = NaN;
       this.quorumSize++;
-      tentative.add(node);
-      enqueueDependents(node);
+      this.tentativeMarks[id] = this.epoch;
+      tentative.push(id);
+      enqueueDependents(id);
     }
     return this.budget >= 0;
   }
 
   /**
-   * A new certificate for out member `node` among the out members that do not depend on it, or
+   * A new certificate for out member `id` among the out members that do not depend on it, or
    * undefined. Members below it in the order are safe; one above it is used only when following
-   * certificates from it never reaches `node`, and then it (with what it depends on above `node`)
-   * moves just below `node`, so the order stays topological.
+   * certificates from it never reaches `id`, and then it (with what it depends on above `id`)
+   * moves just below `id`, so the order stays topological.
    */
-  private recertify(node: string, entry: OutMember, tentative: ReadonlySet<string>): string[] | undefined {
-    const slice = this.slices.get(node) as QuorumSet;
-    const patched = slice.i.length === 0 ? this.patch(slice, entry, tentative) : undefined;
-    if (patched) {
-      entry.certificate = patched;
-      return patched;
-    }
-    const usable = (m: string) => (tentative.has(m) ? undefined : this.outOrd(m));
-    // Cheapest blocking set by ord; members above `node` are checked for a path back to it only
-    // once chosen (rarely one has one: it is then left out and the choice made again).
-    const cyclic = new Set<string>();
-    const safe = new Set<string>();
-    // Closed under certificates above `node` (so moving it all below `node` keeps the order); a cone
-    // found for a member that a later attempt does not choose only moves a little more.
-    const moved = new Set<string>();
+  private recertify(id: number): number[] | undefined {
+    const slice = this.slices[id] as Compiled;
+    const ord = this.ords[id] as number;
+    const patched = slice.i.length === 0 ? this.patch(slice, id, ord) : undefined;
+    if (patched) return patched;
+    // Cheapest blocking set by ord; members above `id` are checked for a path back to it only once
+    // chosen (rarely one has one: it is then left out and the choice made again).
+    const cyclic = new Set<number>();
+    const safe = new Set<number>();
+    // Closed under certificates above `id` (so moving it all below `id` keeps the order); a cone
+    // found for a member a later attempt does not choose only moves a little more.
+    const moved = new Set<number>();
+    const usable = (m: number) => (cyclic.has(m) || this.isTentative(m) ? undefined : this.outOrd(m));
     for (;;) {
-      const found = blockingSet(slice, (m) => (cyclic.has(m) ? undefined : usable(m)));
+      const found = blockingSet(slice, usable);
       if (!found) return undefined;
-      let culprit: string | undefined;
+      let culprit: number | undefined;
       for (const m of found.nodes) {
-        const ord = this.out.get(m)?.ord;
-        if (ord === undefined || ord < entry.ord) continue;
-        if (!this.coneAbove(m, entry.ord, node, safe, moved)) {
+        const mOrd = this.ords[m] as number;
+        if (Number.isNaN(mOrd) || mOrd < ord || !this.slices[m]) continue;
+        if (!this.coneAbove(m, ord, id, safe, moved)) {
           culprit = m;
           break;
         }
@@ -172,10 +241,34 @@ export class GrowingMaxQuorum {
         cyclic.add(culprit);
         continue;
       }
-      entry.certificate = found.nodes;
-      if (moved.size > 0) this.placeBelow(moved, entry);
+      // The order is fixed before the certificate is filed (placeBelow reads certificates).
+      this.certificates[id] = found.nodes;
+      if (moved.size > 0) this.placeBelow(moved, ord);
       return found.nodes;
     }
+  }
+
+  /**
+   * The common case, cheaply: a flat slice whose certificate lost a member or two (they joined or
+   * came back). Keeps the members still out and fills up from the rest of the slice with nodes
+   * outside the set or out members below `ord`, scanning the slice once; undefined when that is
+   * not enough (the general search then runs).
+   */
+  private patch(slice: Compiled, id: number, ord: number): number[] | undefined {
+    const need = slice.v.length - slice.t + 1;
+    const kept: number[] = [];
+    for (const m of this.certificates[id] as number[]) if (!this.isTentative(m) && this.outOrd(m) !== undefined) kept.push(m);
+    if (kept.length >= need) return kept.length === need ? kept : kept.slice(0, need);
+    // A flat slice's certificate is a few members: a scan beats building a Set (a large one gets a Set).
+    const inCertificate = kept.length > 16 ? new Set(kept) : undefined;
+    for (const m of slice.v) {
+      if ((inCertificate ? inCertificate.has(m) : kept.includes(m)) || this.isTentative(m)) continue;
+      const mOrd = this.outOrd(m);
+      if (mOrd === undefined || mOrd >= ord) continue;
+      kept.push(m);
+      if (kept.length === need) return kept;
+    }
+    return undefined;
   }
 
   /**
@@ -183,16 +276,16 @@ export class GrowingMaxQuorum {
    * `floor` (`from` included); false when `target` is among them. Members in `safe` were seen
    * before without reaching `target`; those seen now join them when it is not reached.
    */
-  private coneAbove(from: string, floor: number, target: string, safe: Set<string>, cone: Set<string>): boolean {
-    const seen: string[] = [from];
-    const visited = new Set<string>([from]);
+  private coneAbove(from: number, floor: number, target: number, safe: Set<number>, cone: Set<number>): boolean {
+    const seen: number[] = [from];
+    const visited = new Set<number>([from]);
     const todo = [from];
     for (let m = todo.pop(); m !== undefined; m = todo.pop()) {
       if (--this.budget < 0) return false;
-      for (const next of this.out.get(m)?.certificate ?? []) {
+      for (const next of this.certificates[m] ?? []) {
         if (next === target) return false;
-        const entry = this.out.get(next);
-        if (!entry || entry.ord < floor || visited.has(next)) continue;
+        const nextOrd = this.ords[next] as number;
+        if (Number.isNaN(nextOrd) || !this.slices[next] || nextOrd < floor || visited.has(next)) continue;
         visited.add(next);
         seen.push(next);
         if (!safe.has(next)) todo.push(next);
@@ -206,46 +299,24 @@ export class GrowingMaxQuorum {
     return true;
   }
 
-  /**
-   * The common case, cheaply: a flat slice whose certificate lost a member or two (they joined or
-   * came back). Keeps the members still out and fills up from the rest of the slice with nodes
-   * outside the set or out members below `entry`, scanning the slice once; undefined when that is
-   * not enough (the general search then runs).
-   */
-  private patch(slice: QuorumSet, entry: OutMember, tentative: ReadonlySet<string>): string[] | undefined {
-    const need = slice.v.length - slice.t + 1;
-    const kept: string[] = [];
-    for (const m of entry.certificate) if (!tentative.has(m) && this.outOrd(m) !== undefined) kept.push(m);
-    if (kept.length >= need) return kept.slice(0, need);
-    const inCertificate = new Set(kept);
-    for (const m of slice.v) {
-      if (inCertificate.has(m) || tentative.has(m)) continue;
-      const ord = this.outOrd(m);
-      if (ord === undefined || ord >= entry.ord) continue;
-      kept.push(m);
-      if (kept.length === need) return kept;
-    }
-    return undefined;
-  }
-
-  /** Moves `moved` (closed under certificates above `entry`) just below `entry`, keeping their order. */
-  private placeBelow(moved: ReadonlySet<string>, entry: OutMember): void {
+  /** Moves `moved` (closed under certificates above `below`) just below ord `below`, keeping their order. */
+  private placeBelow(moved: ReadonlySet<number>, below: number): void {
     let floor = -Infinity;
     for (const m of moved) {
-      for (const dep of (this.out.get(m) as OutMember).certificate) {
+      for (const dep of this.certificates[m] as number[]) {
         if (moved.has(dep)) continue;
-        const ord = this.out.get(dep)?.ord;
-        if (ord !== undefined && ord > floor) floor = ord;
+        const ord = this.ords[dep] as number;
+        if (!Number.isNaN(ord) && this.slices[dep] && ord > floor) floor = ord;
       }
     }
-    const sorted = [...moved].map((m) => this.out.get(m) as OutMember).sort((a, b) => a.ord - b.ord);
-    const low = floor === -Infinity ? entry.ord - sorted.length - 1 : floor;
-    const step = (entry.ord - low) / (sorted.length + 1);
+    const sorted = [...moved].sort((a, b) => (this.ords[a] as number) - (this.ords[b] as number));
+    const low = floor === -Infinity ? below - sorted.length - 1 : floor;
+    const step = (below - low) / (sorted.length + 1);
     if (!(step > MIN_ORD_STEP)) {
       this.renumber();
       return;
     }
-    sorted.forEach((m, k) => (m.ord = low + step * (k + 1)));
+    sorted.forEach((m, k) => (this.ords[m] = low + step * (k + 1)));
   }
 
   /**
@@ -253,77 +324,65 @@ export class GrowingMaxQuorum {
    * (when the gaps left by repeated moves got too fine). Roots are taken in their old order.
    */
   private renumber(): void {
-    const order: OutMember[] = [];
-    const placed = new Set<OutMember>();
-    for (const root of [...this.out.values()].sort((a, b) => a.ord - b.ord)) {
+    const out = this.joinedIds.filter((id) => this.slices[id] && !Number.isNaN(this.ords[id] as number));
+    out.sort((a, b) => (this.ords[a] as number) - (this.ords[b] as number));
+    const order: number[] = [];
+    const placed = new Set<number>();
+    const depsOf = (id: number) => (this.certificates[id] ?? []).filter((m) => this.slices[m] && !Number.isNaN(this.ords[m] as number));
+    for (const root of out) {
       if (placed.has(root)) continue;
       placed.add(root);
-      const stack: { member: OutMember; deps: OutMember[]; at: number }[] = [{ member: root, deps: this.depsOf(root), at: 0 }];
+      const stack: { id: number; deps: number[]; at: number }[] = [{ id: root, deps: depsOf(root), at: 0 }];
       while (stack.length > 0) {
-        const top = stack[stack.length - 1] as { member: OutMember; deps: OutMember[]; at: number };
+        const top = stack[stack.length - 1] as { id: number; deps: number[]; at: number };
         const dep = top.deps[top.at++];
         if (dep === undefined) {
           stack.pop();
-          order.push(top.member);
+          order.push(top.id);
         } else if (!placed.has(dep)) {
           placed.add(dep);
-          stack.push({ member: dep, deps: this.depsOf(dep), at: 0 });
+          stack.push({ id: dep, deps: depsOf(dep), at: 0 });
         }
       }
     }
-    order.forEach((m, k) => (m.ord = k + 1));
+    order.forEach((id, k) => (this.ords[id] = k + 1));
     this.topOrd = order.length;
   }
 
-  private depsOf(member: OutMember): OutMember[] {
-    const deps: OutMember[] = [];
-    for (const m of member.certificate) {
-      const entry = this.out.get(m);
-      if (entry) deps.push(entry);
-    }
-    return deps;
-  }
-
   /** Takes out, as `maxQuorum` does, the tentative members whose slices fail; everything else is fixed. */
-  private peel(tentative: Set<string>): void {
+  private peel(tentative: readonly number[]): void {
     const todo = [...tentative];
-    for (let node = todo.pop(); node !== undefined; node = todo.pop()) {
-      if (!tentative.has(node)) continue;
-      const slice = this.slices.get(node) as QuorumSet;
-      if (satisfied(slice, (m) => this.has(m))) continue;
-      tentative.delete(node);
+    const inside = (m: number) => this.inQuorum(m);
+    for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
+      if (!this.isTentative(id)) continue;
+      const slice = this.slices[id] as Compiled;
+      if (satisfied(slice, inside)) continue;
+      this.tentativeMarks[id] = 0;
       // Everything it names that is out is out already, below it in the order: no cycle.
-      const certificate = (blockingSet(slice, (m) => (tentative.has(m) ? undefined : this.outOrd(m))) as { nodes: string[] }).nodes;
-      this.out.set(node, { ord: ++this.topOrd, certificate });
+      const certificate = (blockingSet(slice, (m) => (this.isTentative(m) ? undefined : this.outOrd(m))) as { nodes: number[] }).nodes;
+      this.ords[id] = ++this.topOrd;
+      this.certificates[id] = certificate;
       this.quorumSize--;
-      this.remember(node, certificate);
-      for (const watcher of this.watchers.get(node) ?? []) if (tentative.has(watcher)) todo.push(watcher);
+      this.remember(id, certificate);
+      for (const watcher of this.watchers[id] ?? []) if (this.isTentative(watcher)) todo.push(watcher);
     }
   }
 
-  /** Ord of `node` when it is out (-Infinity outside the set or without a slice); undefined when in the quorum. */
-  private outOrd(node: string): number | undefined {
-    if (this.slices.get(node) === undefined) return -Infinity;
-    return this.out.get(node)?.ord;
+  private remember(id: number, certificate: readonly number[]): void {
+    for (const m of certificate) (this.dependents[m] ??= new Set()).add(id);
   }
 
-  private remember(node: string, certificate: readonly string[]): void {
-    for (const m of certificate) {
-      const deps = this.dependents.get(m);
-      if (deps) deps.add(node);
-      else this.dependents.set(m, new Set([node]));
-    }
-  }
-
-  private forget(node: string, certificate: readonly string[]): void {
-    for (const m of certificate) this.dependents.get(m)?.delete(node);
+  private forget(id: number, certificate: readonly number[]): void {
+    for (const m of certificate) this.dependents[m]?.delete(id);
   }
 }
 
-interface OutMember {
-  /** Place in a topological order of certificates: a certificate names only members of lower ord. */
-  ord: number;
-  certificate: string[];
+/** A slice with its node ids numbered; `members` every node it names, once. */
+interface Compiled {
+  t: number;
+  v: number[];
+  i: Compiled[];
+  members: number[];
 }
 
 /** Steps per joined node a join may take before it peels everything again instead. */
@@ -333,9 +392,9 @@ const FULL_PEEL_BUDGET_FACTOR = 2;
 const MIN_ORD_STEP = 1e-6;
 
 /** Whether `q` is satisfied by the nodes `inside` says are in. */
-function satisfied(q: QuorumSet, inside: (node: string) => boolean): boolean {
+function satisfied(q: Compiled, inside: (id: number) => boolean): boolean {
   let met = 0;
-  for (const node of q.v) if (inside(node) && ++met >= q.t) return true;
+  for (const id of q.v) if (inside(id) && ++met >= q.t) return true;
   for (const inner of q.i) if (satisfied(inner, inside) && ++met >= q.t) return true;
   return false;
 }
@@ -345,12 +404,12 @@ function satisfied(q: QuorumSet, inside: (node: string) => boolean): boolean {
  * usable validator, or an inner set blocked recursively), those of lowest rank. Its rank is the
  * highest rank in it.
  */
-function blockingSet(q: QuorumSet, usable: (node: string) => number | undefined): { nodes: string[]; rank: number } | undefined {
-  const need = entryCount(q) - q.t + 1;
-  const options: { nodes: string[]; rank: number }[] = [];
-  for (const node of q.v) {
-    const rank = usable(node);
-    if (rank !== undefined) options.push({ nodes: [node], rank });
+function blockingSet(q: Compiled, usable: (id: number) => number | undefined): { nodes: number[]; rank: number } | undefined {
+  const need = q.v.length + q.i.length - q.t + 1;
+  const options: { nodes: number[]; rank: number }[] = [];
+  for (const id of q.v) {
+    const rank = usable(id);
+    if (rank !== undefined) options.push({ nodes: [id], rank });
   }
   for (const inner of q.i) {
     const found = blockingSet(inner, usable);
@@ -358,10 +417,10 @@ function blockingSet(q: QuorumSet, usable: (node: string) => number | undefined)
   }
   if (options.length < need) return undefined;
   if (options.length > need) options.sort((a, b) => a.rank - b.rank);
-  const nodes: string[] = [];
-  let rank = -1;
+  const nodes: number[] = [];
+  let rank = -Infinity;
   for (let k = 0; k < need; k++) {
-    const option = options[k] as { nodes: string[]; rank: number };
+    const option = options[k] as { nodes: number[]; rank: number };
     nodes.push(...option.nodes);
     if (option.rank > rank) rank = option.rank;
   }
