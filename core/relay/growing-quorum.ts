@@ -1,4 +1,5 @@
 import type { QuorumSet } from './quorum-set.js';
+import { type Compiled, blockingSet, satisfied } from './compiled-slice.js';
 
 /**
  * `maxQuorum(nodes, sliceOf)` of a node set that only grows, kept up to date as nodes join instead
@@ -377,52 +378,8 @@ export class GrowingMaxQuorum {
   }
 }
 
-/** A slice with its node ids numbered; `members` every node it names, once. */
-interface Compiled {
-  t: number;
-  v: number[];
-  i: Compiled[];
-  members: number[];
-}
-
 /** Steps per joined node a join may take before it peels everything again instead. */
 const FULL_PEEL_BUDGET_FACTOR = 2;
 
 /** Below this gap between ords, moved members get fresh integer ords instead (floating point runs out). */
 const MIN_ORD_STEP = 1e-6;
-
-/** Whether `q` is satisfied by the nodes `inside` says are in. */
-function satisfied(q: Compiled, inside: (id: number) => boolean): boolean {
-  let met = 0;
-  for (const id of q.v) if (inside(id) && ++met >= q.t) return true;
-  for (const inner of q.i) if (satisfied(inner, inside) && ++met >= q.t) return true;
-  return false;
-}
-
-/**
- * The cheapest blocking set of `q` among usable nodes: `entries - t + 1` blocked entries (a
- * usable validator, or an inner set blocked recursively), those of lowest rank. Its rank is the
- * highest rank in it.
- */
-function blockingSet(q: Compiled, usable: (id: number) => number | undefined): { nodes: number[]; rank: number } | undefined {
-  const need = q.v.length + q.i.length - q.t + 1;
-  const options: { nodes: number[]; rank: number }[] = [];
-  for (const id of q.v) {
-    const rank = usable(id);
-    if (rank !== undefined) options.push({ nodes: [id], rank });
-  }
-  for (const inner of q.i) {
-    const found = blockingSet(inner, usable);
-    if (found) options.push(found);
-  }
-  if (options.length < need) return undefined;
-  if (options.length > need) options.sort((a, b) => a.rank - b.rank);
-  const nodes: number[] = [];
-  let rank = -Infinity;
-  for (let k = 0; k < need; k++) {
-    const option = options[k] as { nodes: number[]; rank: number };
-    nodes.push(...option.nodes);
-    if (option.rank > rank) rank = option.rank;
-  }
-  return { nodes, rank };
-}

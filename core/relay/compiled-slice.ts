@@ -1,0 +1,48 @@
+/**
+ * Slices with node ids numbered (by `GrowingMaxQuorum`, per instance), and the two questions it
+ * asks of them: is a slice satisfied, and which out members alone block it.
+ */
+
+/** A slice with its node ids numbered; `members` every node it names, once. */
+export interface Compiled {
+  t: number;
+  v: number[];
+  i: Compiled[];
+  members: number[];
+}
+
+/** Whether `q` is satisfied by the nodes `inside` says are in. */
+export function satisfied(q: Compiled, inside: (id: number) => boolean): boolean {
+  let met = 0;
+  for (const id of q.v) if (inside(id) && ++met >= q.t) return true;
+  for (const inner of q.i) if (satisfied(inner, inside) && ++met >= q.t) return true;
+  return false;
+}
+
+/**
+ * The cheapest blocking set of `q` among usable nodes: `entries - t + 1` blocked entries (a
+ * usable validator, or an inner set blocked recursively), those of lowest rank. Its rank is the
+ * highest rank in it.
+ */
+export function blockingSet(q: Compiled, usable: (id: number) => number | undefined): { nodes: number[]; rank: number } | undefined {
+  const need = q.v.length + q.i.length - q.t + 1;
+  const options: { nodes: number[]; rank: number }[] = [];
+  for (const id of q.v) {
+    const rank = usable(id);
+    if (rank !== undefined) options.push({ nodes: [id], rank });
+  }
+  for (const inner of q.i) {
+    const found = blockingSet(inner, usable);
+    if (found) options.push(found);
+  }
+  if (options.length < need) return undefined;
+  if (options.length > need) options.sort((a, b) => a.rank - b.rank);
+  const nodes: number[] = [];
+  let rank = -Infinity;
+  for (let k = 0; k < need; k++) {
+    const option = options[k] as { nodes: number[]; rank: number };
+    nodes.push(...option.nodes);
+    if (option.rank > rank) rank = option.rank;
+  }
+  return { nodes, rank };
+}
