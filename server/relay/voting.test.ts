@@ -109,6 +109,8 @@ describe('Voting caches', () => {
         fc.array(fc.tuple(fc.integer({ min: 0, max: 3 }), fc.constantFrom('vote' as const, 'accept' as const), fc.integer({ min: 0, max: 5 })), { maxLength: 12 }),
         (writes) => {
           store.db.prepare('DELETE FROM votes').run();
+          // A statement's other documents go with it (they never outlive it in a relay).
+          store.db.prepare('DELETE FROM vote_documents').run();
           voting.forgetCached();
           voting.statements(item); // the ordered list now exists and is kept up to date from here on
           for (const [who, phase, atMs] of writes) store.tx(() => voting.storeVote(vote(voters[who]!, phase, { t: 1, v: [h1.nodeId], i: [] }), null, atMs));
