@@ -55,8 +55,10 @@ describe('network safety (design note scp-s5, properties 7 and 8)', () => {
       }),
       { numRuns: NUM_RUNS },
     );
-    // Not vacuous: honest nodes did accept in many runs (votes are mixed, so not in all).
-    expect(honestAcceptances).toBeGreaterThan(NUM_RUNS);
+    // Not vacuous: honest nodes did accept in many runs (votes are mixed, so not in all). Over
+    // random draws the count runs about 160-250 for 150 runs, and one CI run drew 138: the bound
+    // is a third of the runs, far below that spread and still far from none.
+    expect(honestAcceptances).toBeGreaterThan(NUM_RUNS / 3);
   });
 
   it('8. random heterogeneous nested slices with equivocators: intertwined honest nodes never confirm contradictory values', () => {
