@@ -213,9 +213,11 @@ export class BenchClient {
   /**
    * Sends bytes (or UTF-8 text) to the running job's serial input and answers how many were
    * accepted (all of them); the server writes them in order, at once or as soon as the job's
-   * worker fetches them (docs/lab.md). `BenchBusyError` when the job is not running.
+   * worker fetches them (docs/lab.md). `BenchBusyError` when the job is not running. Empty data
+   * sends nothing and answers 0 (the server refuses an input of no bytes).
    */
   async writeUart(jobId: string, data: string | Uint8Array, options: CallOptions = {}): Promise<number> {
+    if (data.length === 0) return 0;
     const body = typeof data === 'string' ? { text: data } : { base64: Buffer.from(data).toString('base64') };
     const answer = await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/uart`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, ...options });
     return (answer.json as { accepted_bytes: number }).accepted_bytes;

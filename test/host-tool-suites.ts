@@ -74,7 +74,7 @@ export const postgresSuites = {
   install: 'apt-get install -y postgresql && pg_ctlcluster 15 main start && su postgres -c "createuser -s $(whoami)"',
   /** The database the tests connect to in order to create (and drop) one database per test store. */
   defaultBaseUrl: 'postgresql:///postgres?host=/var/run/postgresql',
-  files: ['test/contract/postgres-bench-store.contract.test.ts', 'test/integration/replicas.test.ts'],
+  files: ['test/contract/postgres-bench-store.contract.test.ts', 'test/integration/replicas.test.ts', 'test/integration/bench-hostile-inputs.test.ts'],
 };
 
 /** Whether `command` is an executable file on `searchPath`. */

@@ -84,6 +84,18 @@ describe('parseVote', () => {
     ]);
     expect(issueTypes('vote')).toEqual([['', 'dict_type']]);
   });
+  it('takes a hint nested 32 deep and refuses one nested deeper (a relay serialises what it stores)', () => {
+    const vote = signVote(unsigned, voter.secretKey);
+    const nested = (depth: number): unknown => JSON.parse('['.repeat(depth) + ']'.repeat(depth));
+    expect(parseVote({ ...vote, hint: nested(32) }).ok).toBe(true);
+    expect(parseVote({ ...vote, hint: { a: [{ b: 'x' }] } }).ok).toBe(true);
+    for (const hint of [nested(33), nested(100_000), { a: nested(32) }]) {
+      const parsed = parseVote({ ...vote, hint });
+      expect(parsed.ok).toBe(false);
+      expect(!parsed.ok && parsed.issues).toEqual([{ loc: ['hint'], msg: 'Value error, hint nests at most 32 deep', type: 'value_error', ctx: { max_depth: 32 } }]);
+    }
+  });
+
   it('refuses signature spellings a lenient base64 decoder would accept', () => {
     // The last character carries 4 unused bits: only A, Q, g, w leave them zero.
     const last = vote.sig.at(-1) as string;

@@ -67,6 +67,24 @@ const KNOWN_FIELDS = new Set([
   'hint',
 ]);
 
+/**
+ * How deep a vote's `hint` may nest (arrays and objects). The hint is "anything, unsigned", but a
+ * relay stores and serves it as JSON text, and serialising a hint nested 10 000 deep overflowed
+ * the stack (a 500 for the client, and a page a peer could never ingest).
+ */
+export const VOTE_HINT_MAX_DEPTH = 32;
+
+/** True when `value` holds arrays or objects nested more than `maxDepth` deep; walked without recursion. */
+function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
+  const todo: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
+  for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
+    if (next.value === null || typeof next.value !== 'object') continue;
+    if (next.depth >= maxDepth) return true;
+    for (const inner of Object.values(next.value)) todo.push({ value: inner, depth: next.depth + 1 });
+  }
+  return false;
+}
+
 /** True for a canonical base64url (unpadded) spelling of 64 bytes. */
 export function isSignatureText(s: unknown): s is string {
   return typeof s === 'string' && SIG.test(s);
@@ -144,6 +162,9 @@ export function parseVote(input: unknown): Validated<Vote> {
     if (!KNOWN_FIELDS.has(key)) {
       issues.push({ loc: [key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: input[key] });
     }
+  }
+  if (has('hint') && nestsDeeperThan(input.hint, VOTE_HINT_MAX_DEPTH)) {
+    issues.push({ loc: ['hint'], msg: `Value error, hint nests at most ${VOTE_HINT_MAX_DEPTH} deep`, type: 'value_error', ctx: { max_depth: VOTE_HINT_MAX_DEPTH } });
   }
   if (issues.length > 0) return { ok: false, issues };
   const vote: Vote = {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { hasLoneSurrogate } from '../../core/relay/issue.js';
 import type { Request, Response } from 'express';
 import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteCaller } from './bench-route.js';
@@ -30,10 +31,26 @@ export const jobWaitQuerySchema = z.object({
     .meta({ description: `Extension: answer as soon as the job is done or failed, or after this many seconds (at most ${MAX_JOB_WAIT_SECONDS}) with the job as it is then.` }),
 });
 
+/** Standard base64 with its padding: Node's decoder skips any other character, so "!!!!" would be 0 bytes sent. */
+const BASE64_PATTERN = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
 export const uartInputSchema = z
   .object({
-    text: z.string().max(MAX_UART_INPUT_BYTES).optional().meta({ description: 'Text to send, as UTF-8.' }),
-    base64: z.string().max(Math.ceil(MAX_UART_INPUT_BYTES / 3) * 4).optional().meta({ description: 'Bytes to send, base64.' }),
+    // A lone surrogate has no UTF-8 form: the encoder would send U+FFFD instead of what was asked.
+    text: z
+      .string()
+      .min(1)
+      .max(MAX_UART_INPUT_BYTES)
+      .refine((text) => !hasLoneSurrogate(text), { message: 'Value error, text holds a lone UTF-16 surrogate, which has no UTF-8 form' })
+      .optional()
+      .meta({ description: 'Text to send, as UTF-8 (at least one character).' }),
+    base64: z
+      .string()
+      .min(1)
+      .max(Math.ceil(MAX_UART_INPUT_BYTES / 3) * 4)
+      .regex(BASE64_PATTERN, { message: 'Value error, base64 must be standard base64 with its = padding' })
+      .optional()
+      .meta({ description: 'Bytes to send, standard base64 with padding (at least one byte).' }),
   })
   .refine((b) => (b.text === undefined) !== (b.base64 === undefined), { message: 'send exactly one of text or base64' });
 

@@ -42,6 +42,15 @@ const ADMIN_ERRORS = { ...ERRORS, 401: 'Missing or wrong x-admin-token', 403: 'A
 /** JSON bodies of the worker protocol: the finish report carries a job's whole UART (base64). */
 const MAX_WORKER_BODY_BYTES = 4 * 1024 * 1024;
 
+/**
+ * A worker's diagnostic text as the stores keep it: a NUL, which a PostgreSQL text cannot hold (the
+ * request answered 500, so a job failure whose message held one could never be recorded), becomes
+ * U+FFFD, as in a job's UART text. Only free-text diagnostics; ids and labels are refused instead.
+ */
+function storable(text: string): string {
+  return text.replaceAll('\u0000', '\ufffd');
+}
+
 function workerOf(caller: RouteCaller<AgentRecord>): WorkerRecord {
   if (!caller.worker) throw new Error('workerOf used on a route without worker auth; the route table and the handler disagree');
   return caller.worker as WorkerRecord;
@@ -218,7 +227,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
                 flashMs: outcome.flash_ms,
                 runMs: outcome.run_ms,
               }
-            : { state: 'failed', failure: outcome.failure, uart: outcome.uart ? captureFromWire(outcome.uart) : null },
+            : { state: 'failed', failure: { ...outcome.failure, message: storable(outcome.failure.message) }, uart: outcome.uart ? captureFromWire(outcome.uart) : null },
         );
         res.json({ job_id: job.jobId, state: job.state });
       },
@@ -248,8 +257,8 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
         const body = await readBody(req, boardHealthWireSchema);
         await protocol.putBoardHealth(workerOf(caller), pathParam(req, 'board'), {
           consecutiveFailures: body.consecutive_failures,
-          lastFailure: body.last_failure ?? undefined,
-          quarantine: body.quarantine ? { sinceMs: body.quarantine.since_ms, reason: body.quarantine.reason } : undefined,
+          lastFailure: body.last_failure === null ? undefined : storable(body.last_failure),
+          quarantine: body.quarantine ? { sinceMs: body.quarantine.since_ms, reason: storable(body.quarantine.reason) } : undefined,
         });
         res.json({ ok: true });
       },
@@ -272,8 +281,8 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
           body.passed
             ? { passed: true, uartText: body.uart_text, elapsedNanos: body.elapsed_ns }
             : body.refused
-              ? { passed: false, refused: true, reason: body.reason, uartText: '' }
-              : { passed: false, reason: body.reason, uartText: body.uart_text },
+              ? { passed: false, refused: true, reason: storable(body.reason), uartText: '' }
+              : { passed: false, reason: storable(body.reason), uartText: body.uart_text },
         );
         res.json({ ok: true });
       },
@@ -329,14 +338,14 @@ function stopFromWire(stop: WireStop) {
     case 'exited':
       return { reason: 'exited' as const, exitCode: stop.exit_code, elapsedNanos: stop.elapsed_ns };
     case 'crashed':
-      return { reason: 'crashed' as const, message: stop.message, elapsedNanos: stop.elapsed_ns };
+      return { reason: 'crashed' as const, message: storable(stop.message), elapsedNanos: stop.elapsed_ns };
     default:
       return { reason: stop.reason, elapsedNanos: stop.elapsed_ns };
   }
 }
 
 function boardReportFromWire(b: z.infer<typeof announceBodySchema>['boards'][number]): WorkerBoardReport {
-  return { board: b.board, backend: b.backend, available: b.available, reason: b.reason, keepsHealth: b.keeps_health, healthCheck: b.health_check, quarantined: b.quarantined };
+  return { board: b.board, backend: b.backend, available: b.available, reason: b.reason === null ? null : storable(b.reason), keepsHealth: b.keeps_health, healthCheck: b.health_check, quarantined: b.quarantined };
 }
 
 function boardHealthToWire(h: BoardHealthRecord): z.infer<typeof boardHealthWireSchema> {

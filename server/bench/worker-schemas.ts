@@ -25,10 +25,15 @@ export const workerBoardReportSchema = z.object({
   quarantined: z.boolean().default(false),
 });
 
+/** The stores keep the count in a 32-bit INTEGER column (PostgreSQL refused more with a 500). */
+const MAX_FAILURE_COUNT = 2 ** 31 - 1;
+/** The latest instant a JavaScript Date holds: every view shows `since_ms` as an ISO date. */
+const MAX_DATE_MS = 8.64e15;
+
 export const boardHealthWireSchema = z.object({
-  consecutive_failures: z.number().int().nonnegative(),
+  consecutive_failures: z.number().int().nonnegative().max(MAX_FAILURE_COUNT),
   last_failure: z.string().max(2000).nullable(),
-  quarantine: z.object({ since_ms: z.number().int().nonnegative(), reason: z.string().max(2000) }).nullable(),
+  quarantine: z.object({ since_ms: z.number().int().nonnegative().max(MAX_DATE_MS), reason: z.string().max(2000) }).nullable(),
 });
 
 export const healthCheckReportSchema = z.discriminatedUnion('passed', [
@@ -144,7 +149,8 @@ export const jobControlSchema = z.object({
 
 export const finishAnswerSchema = z.object({ job_id: z.string(), state: z.enum(['done', 'failed']) });
 
-export const createWorkerBodySchema = z.object({ label: z.string().min(1).max(100) });
+/** Control characters (C0, DEL and C1) are refused in labels, as in agents' (bench-schemas.ts): they would corrupt logs and pages. */
+export const createWorkerBodySchema = z.object({ label: z.string().min(1).max(100).regex(/^[^\x00-\x1f\x7f-\x9f]*$/) });
 
 const workerViewSchema = z.object({
   worker_id: z.string(),

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import type { z } from 'zod';
 import { methodNotAllowed } from './error-handler.js';
+import { HttpError } from './http-error.js';
 
 /**
  * One endpoint of either service, described once: the router serves it from this description
@@ -84,6 +85,7 @@ export function mountApiRoutes<Caller, Auth extends string>(
       next();
     };
     const handle: RequestHandler = async (req, res) => {
+      refuseNulInPath(req.params as Record<string, string>);
       await route.handler(req, res, res.locals.caller as Caller);
     };
     const chain = options.beforeHandler ? [authorize, options.beforeHandler, handle] : [authorize, handle];
@@ -92,6 +94,15 @@ export function mountApiRoutes<Caller, Auth extends string>(
   }
   for (const other of options.otherPaths ?? []) allow(expressPath(other.path), other.method);
   for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
+}
+
+/**
+ * A 404 for path parameters holding a NUL: no id or name holds one, and PostgreSQL cannot even
+ * compare a text with one (such requests answered 500). Such a path names nothing, like one whose
+ * escapes do not decode (error-handler.ts).
+ */
+export function refuseNulInPath(params: Readonly<Record<string, string>>): void {
+  if (Object.values(params).some((value) => value.includes('\u0000'))) throw new HttpError(404, 'Not Found');
 }
 
 /** A path parameter as express decoded it; the route table guarantees it, so its absence is a bug. */

@@ -102,6 +102,41 @@ describe('Federation.probe', () => {
     expect(again[0]).toMatchObject({ pulled: 0, rejected: 0, cursor: 10 });
   });
 
+  it('stops reading an event page past its byte bound, so a peer streaming without end cannot fill memory', async () => {
+    const bound = 1024 * 1024;
+    const chunk = new TextEncoder().encode(' '.repeat(64 * 1024));
+    let sent = 0;
+    server.use(
+      http.get(`${peer}/health`, () => HttpResponse.json({ protocol: 'x-relay', version: '0.9.19', node_id: peerNode.nodeId })),
+      // 64 MiB of whitespace before a page that would parse: read whole, it cost 64 times the bound.
+      http.get(`${peer}/events`, () =>
+        new HttpResponse(
+          new ReadableStream<Uint8Array>({
+            pull(controller) {
+              if (sent++ < 1024) controller.enqueue(chunk);
+              else {
+                controller.enqueue(new TextEncoder().encode('{"events": [], "next": 0, "has_more": false}'));
+                controller.close();
+              }
+            },
+          }),
+          { headers: { 'content-type': 'application/json' } },
+        ),
+      ),
+    );
+    const dir = tempDataDir();
+    const bounded = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], logger: memoryLogger(), peerPageMaxBytes: bound });
+    try {
+      const [result] = await bounded.federation.probeAll();
+      expect(result).toMatchObject({ reachable: true, pulled: 0, error: `${peer}/events?since=0&limit=500 answered more than ${bound} bytes; not read further` });
+      // The stream was cancelled a few chunks past the bound, not read to its end.
+      expect(sent).toBeLessThan(64);
+    } finally {
+      await bounded.close();
+      dir.remove();
+    }
+  });
+
   it('marks a peer that does not speak x-relay as unreachable', async () => {
     server.use(http.get(`${peer}/health`, () => HttpResponse.json({ protocol: 'something-else' })));
     const [result] = await relay.federation.probeAll();

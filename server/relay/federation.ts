@@ -5,6 +5,7 @@ import type { FileStore } from './file-store.js';
 import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
 import { isItemId } from './protocol.js';
 import { HttpError } from '../http/http-error.js';
+import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES, readPeerJson } from './peer-answer.js';
 import { PeerIngest, type WireEvent } from './peer-ingest.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits, relayProtocol } from './relay-facts.js';
@@ -43,6 +44,8 @@ export interface FederationOptions {
    * peer is suspended: no longer pulled from until an operator adds it again (POST /reach). Default 10.
    */
   offenceLimit?: number;
+  /** Bytes of one event page read from a peer before the page is refused; default `PEER_PAGE_MAX_BYTES` (tests set less). */
+  pageMaxBytes?: number;
   log: (message: string, cause: unknown) => void;
   /** Where refused documents, suspensions and reinstatements are reported; default `log`. */
   warn?: (message: string) => void;
@@ -84,6 +87,7 @@ export class Federation {
   private readonly fileTimeoutMs: number;
   private readonly maxPages: number;
   private readonly offenceLimit: number;
+  private readonly pageMaxBytes: number;
   private readonly ingest: PeerIngest;
   private probing = new Map<string, Promise<ProbeResult>>();
   /** Peers from the relay's configuration: trusted as they are, whatever address they have. */
@@ -94,6 +98,7 @@ export class Federation {
     this.fileTimeoutMs = o.fileTimeoutMs ?? 120_000;
     this.maxPages = o.maxPagesPerProbe ?? 20;
     this.offenceLimit = o.offenceLimit ?? 10;
+    this.pageMaxBytes = o.pageMaxBytes ?? PEER_PAGE_MAX_BYTES;
     this.ingest = new PeerIngest(o);
     this.warn = o.warn ?? ((message) => o.log(message, undefined));
   }
@@ -240,7 +245,7 @@ export class Federation {
       // Checked at every probe, not only when added: a stored peer may predate the rule, and a name may now resolve elsewhere.
       const problem = await this.targetProblem(url);
       if (problem !== null) throw new Error(`not probed: ${problem} (peers added over HTTP must be public addresses)`);
-      const health = await this.getJson(`${url}/health`);
+      const health = await this.getJson(`${url}/health`, PEER_HEALTH_MAX_BYTES);
       const h = health as { protocol?: unknown; node_id?: unknown; version?: unknown };
       if (h.protocol !== relayProtocol) throw new Error(`${url}/health does not report protocol ${relayProtocol}`);
       reachable = true;
@@ -249,7 +254,7 @@ export class Federation {
       peers.recordIdentity(url, nodeId, version);
       for (let page = 0; page < this.maxPages; page++) {
         const cursor = this.peer(url)!.cursor;
-        const body = (await this.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`)) as { events?: unknown; next?: unknown; has_more?: unknown };
+        const body = (await this.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`, this.pageMaxBytes)) as { events?: unknown; next?: unknown; has_more?: unknown };
         if (!Array.isArray(body.events) || typeof body.next !== 'number') throw new Error(`${url}/events answered something that is not an event page`);
         // Never trust a peer's page shape: at most one page's worth, seqs strictly increasing past the cursor.
         const events = (body.events as WireEvent[]).slice(0, relayLimits.eventsPageMax);
@@ -356,10 +361,10 @@ export class Federation {
     }
   }
 
-  private getJson(url: string): Promise<unknown> {
+  private getJson(url: string, maxBytes: number): Promise<unknown> {
     return this.exchange(url, { headers: { accept: 'application/json' } }, this.timeoutMs, async (response) => {
       if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-      return (await response.json()) as unknown;
+      return readPeerJson(response, url, maxBytes);
     });
   }
 

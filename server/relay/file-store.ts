@@ -30,6 +30,10 @@ export interface UploadCheck {
   fields: ReadonlyMap<string, string>;
 }
 
+/** Fields a multipart upload may carry besides its file (title, authorship, and room to grow), and their size. */
+const MULTIPART_FIELDS_MAX = 4;
+const MULTIPART_FIELD_MAX_BYTES = 4096;
+
 /** Multipart overhead we tolerate above the file limit before refusing on Content-Length alone. */
 const multipartSlackBytes = 64 * 1024;
 
@@ -77,7 +81,7 @@ export class FileStore {
       try {
         // busboy signals 'limit' when a file *reaches* fileSize, so allow one byte more: reaching
         // fileMaxBytes + 1 is what makes an upload too large.
-        bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: 4, fieldSize: 4096, parts: 6 } });
+        bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: MULTIPART_FIELDS_MAX, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: MULTIPART_FIELDS_MAX + 1 } });
       } catch (cause) {
         req.resume();
         reject(invalidInput(['header', 'content-type'], `Value error, not a usable multipart request: ${(cause as Error).message}`, req.headers['content-type'] ?? null));
@@ -107,10 +111,18 @@ export class FileStore {
           () => undefined,
         ).finally(() => reject(err));
       };
-      bb.on('field', (name, value) => {
-        if (name === 'title') title = value;
+      bb.on('field', (name, value, info) => {
+        // busboy cuts a long value, and skips parts past its limits, without failing: a form read
+        // only in part is refused, not stored without what was cut (a dropped authorship left the
+        // item unsigned with a 201).
+        if (info.valueTruncated) fail(invalidInput(['body', name], `Value error, a form field holds at most ${MULTIPART_FIELD_MAX_BYTES} bytes`, null));
+        else if (name === 'title') title = value;
         else fields.set(name, value);
       });
+      bb.on('filesLimit', () => fail(invalidInput(['body', 'file'], 'Value error, send one file part', null)));
+      const tooManyParts = () => fail(invalidInput(['body'], `Value error, a form holds one file part and at most ${MULTIPART_FIELDS_MAX} fields`, null));
+      bb.on('fieldsLimit', tooManyParts);
+      bb.on('partsLimit', tooManyParts);
       bb.on('file', (name, stream, info) => {
         // busboy destroys the part being read with its error when the body ends inside it; an
         // 'error' nobody listens to is thrown and ends the whole process (issue 9). The parser

@@ -1,7 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { isoFromMs } from '../../core/clock.js';
 import type { Caller } from './credentials.js';
-import { claimId, isItemId, isNodeId, parseVote, validateClaim, type Vote } from './protocol.js';
+import { type AuthoredItem, type ItemAuthorship, authorshipMismatch, claimId, isItemId, isNodeId, parseVote, validateClaim, type Vote } from './protocol.js';
 import { type RelayDeps, unixSeconds, voteTimeProblem } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { parseOr422 } from '../http/zod-to-422.js';
@@ -46,20 +46,41 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
   const botOf = (caller: Caller) => (caller.kind === 'bot' ? caller.botId : null);
 
   /**
+   * The item an author's statement posted with `posted` must describe: the stored one when the
+   * caller authored it (the statement is then served with it, and peers verify it against it, so a
+   * statement of another title or media type would make this relay serve a false document), else
+   * the posted one. Ids are content addresses, but a claim's text can also be posted as a file: an
+   * id stored as the other type is a 409, answered before a file is moved into the store.
+   */
+  const describedItem = (posted: AuthoredItem): AuthoredItem => {
+    const existing = getItem(posted.id);
+    if (!existing) return posted;
+    if (existing.type !== posted.type) throw new HttpError(409, `an item with id ${posted.id} is stored here as a ${existing.type}, not a ${posted.type}`);
+    if (existing.author !== posted.author) return posted;
+    return { id: existing.item_id, type: existing.type, author: existing.author, title: existing.title, media_type: existing.media_type };
+  };
+
+  /**
    * Stores a new item with its event; an existing id answers the stored item (ids are content
    * addresses). When the stored item is the caller's and was posted without the author's statement,
    * a statement given now is added and the item published again, so peers can take it from then on.
+   * Checked again in the transaction (`describedItem`): another request may have stored the id since.
    */
-  const insertItem = (row: Omit<ItemRow, 'created_ms' | 'origin'>): { row: ItemRow; created: boolean } =>
+  const insertItem = (row: Omit<ItemRow, 'created_ms' | 'origin' | 'authorship'>, statement: ItemAuthorship | null): { row: ItemRow; created: boolean } =>
     deps.store.tx(() => {
+      const posted: AuthoredItem = { id: row.item_id, type: row.type, author: row.author, title: row.title, media_type: row.media_type };
+      const described = describedItem(posted);
+      const mismatch = statement === null ? null : authorshipMismatch(statement, described);
+      if (mismatch) throw invalidInput(['body', 'authorship', mismatch.field], `Value error, ${mismatch.msg}`, (statement as unknown as Record<string, unknown>)[mismatch.field]);
+      const authorship = statement === null ? null : JSON.stringify(statement);
       const existing = getItem(row.item_id);
       if (existing) {
-        if (row.authorship === null || !items.attachAuthorship(row.item_id, row.author, row.authorship)) return { row: existing, created: false };
+        if (authorship === null || !items.attachAuthorship(row.item_id, row.author, authorship)) return { row: existing, created: false };
         const signed = getItem(row.item_id)!;
         deps.store.appendEvent('item', signed.author, signed.item_id, { item: itemView(signed) }, now());
         return { row: signed, created: false };
       }
-      items.insert({ ...row, origin: null, created_ms: now() });
+      items.insert({ ...row, authorship, origin: null, created_ms: now() });
       const stored = getItem(row.item_id)!;
       deps.store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now());
       return { row: stored, created: true };
@@ -132,9 +153,10 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (req.is('multipart/form-data')) {
           // The title and the authorship statement are checked before the file is moved into the
           // store, so a refused upload leaves no file behind.
-          let authorship: string | null = null;
+          let authorship: ItemAuthorship | null = null;
           const file = await deps.files.receiveMultipart(req, (upload) => {
             const title = parseOr422(fileTitleField, { title: upload.title }, 'body').title;
+            const described = describedItem({ id: upload.itemId, type: 'file', author, title, media_type: upload.mediaType });
             const statement = upload.fields.get('authorship');
             if (statement !== undefined) {
               let doc: unknown;
@@ -143,12 +165,11 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
               } catch {
                 throw invalidInput(['body', 'authorship'], 'Value error, authorship must be the x.item/1 statement as JSON text', statement, 'json_invalid');
               }
-              const item = { id: upload.itemId, type: 'file' as const, author, title, media_type: upload.mediaType };
-              authorship = JSON.stringify(requireAuthorship(doc, item, ['body', 'authorship']));
+              authorship = requireAuthorship(doc, described, ['body', 'authorship']);
             }
             return title;
           });
-          const { row, created } = insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title: file.title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller), authorship });
+          const { row, created } = insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title: file.title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller) }, authorship);
           if (!created) res.status(200);
           return itemView(row, { created });
         }
@@ -160,8 +181,9 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (!checked.ok) throwCoreIssues(checked.issues, ['body']);
         const claim = checked.value;
         const id = claimId(claim);
-        const authorship = statement === undefined ? null : JSON.stringify(requireAuthorship(statement, { id, type: 'claim', author, title: claim.title, media_type: null }, ['body', 'authorship']));
-        const { row, created } = insertItem({ item_id: id, type: 'claim', kind: claim.kind, title: claim.title, body: claim.body, file_bytes: null, media_type: null, author, bot_id: botOf(caller), authorship });
+        const described = describedItem({ id, type: 'claim', author, title: claim.title, media_type: null });
+        const authorship = statement === undefined ? null : requireAuthorship(statement, described, ['body', 'authorship']);
+        const { row, created } = insertItem({ item_id: id, type: 'claim', kind: claim.kind, title: claim.title, body: claim.body, file_bytes: null, media_type: null, author, bot_id: botOf(caller) }, authorship);
         if (!created) res.status(200);
         return itemView(row, { created });
       },

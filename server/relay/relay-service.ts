@@ -81,6 +81,8 @@ export interface RelayServiceConfig {
    * unknown authors) before it is suspended until an operator adds it again; default 10.
    */
   peerOffenceLimit?: number;
+  /** Bytes of one event page read from a peer before the page is refused; default `PEER_PAGE_MAX_BYTES` (about 210 MB). */
+  peerPageMaxBytes?: number;
   /** Where unexpected errors are logged with their cause (the HTTP layer's logger); default stderr. */
   logger?: Logger;
   /** Per-client limits on unauthenticated writes; default `defaultRelayRateLimits`. */
@@ -155,6 +157,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       allowPrivatePeers: config.allowPrivatePeers === true,
       ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
       ...(config.peerOffenceLimit !== undefined ? { offenceLimit: config.peerOffenceLimit } : {}),
+      ...(config.peerPageMaxBytes !== undefined ? { pageMaxBytes: config.peerPageMaxBytes } : {}),
       log,
       warn: (message) => logger.warn(message),
     });

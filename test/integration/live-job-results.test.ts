@@ -128,4 +128,32 @@ describe('POST /api/v1/jobs/{job_id}/uart', () => {
     expect(late.status).toBe(409);
     expect(await late.json()).toEqual({ detail: `job ${jobId} is done, not running: serial input reaches a running job only` });
   });
+
+  it('refuses input that is not bytes it could write as sent (no bytes, base64 that is not, a lone surrogate) with 422, queueing nothing', async () => {
+    const { app, token, jobId } = await runningJob('0.3');
+    const post = (raw: string) => app.request(`/api/v1/jobs/${jobId}/uart`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: raw });
+    const refusals: Array<[string, unknown[]]> = [
+      ['{"text": ""}', ['body', 'text']],
+      ['{"base64": ""}', ['body', 'base64']],
+      ['{"base64": "!!!!"}', ['body', 'base64']],
+      ['{"base64": "YQ==!!"}', ['body', 'base64']],
+      ['{"base64": "Y Q=="}', ['body', 'base64']],
+      ['{"text": "a\\ud800"}', ['body', 'text']],
+      ['{"text": "\\udc00b"}', ['body', 'text']],
+    ];
+    for (const [raw, loc] of refusals) {
+      const refused = await post(raw);
+      expect(refused.status, raw).toBe(422);
+      expect(((await refused.json()) as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc, raw).toEqual(loc);
+    }
+    // Nothing was queued: the first accepted input is number 1, and only its bytes reach the device.
+    const written = await post(JSON.stringify({ base64: Buffer.from('ok\u0000\n').toString('base64') }));
+    expect(await written.json()).toMatchObject({ input_seq: 1, accepted_bytes: 4 });
+    const emoji = await post(JSON.stringify({ text: '\u{1F600}' }));
+    expect(await emoji.json()).toMatchObject({ input_seq: 2, accepted_bytes: 4 });
+    for (let i = 0; i < 3; i++) await app.fake.tickAsync(100);
+    await app.jobReaches(jobId, 'done');
+    const job = (await (await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(token) })).json()) as { uart: { base64: string } };
+    expect(Buffer.from(job.uart.base64, 'base64').toString('utf8')).toBe('ok\u0000\n\u{1F600}line 1\r\nline 2\r\nline 3\r\n');
+  });
 });

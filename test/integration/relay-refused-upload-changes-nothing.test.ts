@@ -60,4 +60,23 @@ describe('a refused file upload changes nothing', () => {
     expect((await upload(bytes, { title: 'y'.repeat(relayLimits.titleMaxChars + 1) })).status).toBe(422);
     expect(filesDir()).toEqual(before);
   });
+
+  it('a form the relay would read only in part (a second file, more fields than it reads, a field cut at 4096 bytes) is a 422, not stored without what it dropped', async () => {
+    const bytes = new TextEncoder().encode('a form read in part');
+    const forms: Array<[string, (form: FormData) => void, unknown[]]> = [
+      ['a second file', (form) => form.append('file', new Blob([new Uint8Array([1])]), 'second.bin'), ['body', 'file']],
+      ['a fifth field (the authorship after four others would be dropped)', (form) => { for (const name of ['a', 'b', 'c', 'd', 'authorship']) form.append(name, '{}'); }, ['body']],
+      ['a field over 4096 bytes', (form) => form.append('authorship', 'x'.repeat(4097)), ['body', 'authorship']],
+    ];
+    for (const [what, add, loc] of forms) {
+      const before = filesDir();
+      const form = new FormData();
+      form.append('file', new Blob([bytes]), 'firmware.bin');
+      add(form);
+      const r = await call(relay.baseUrl, 'POST', '/items', { rawBody: form, auth: alice.auth });
+      expect([what, r.status]).toEqual([what, 422]);
+      expect((r.body.detail as { loc: unknown }[])[0]!.loc).toEqual(loc);
+      expect(filesDir()).toEqual(before);
+    }
+  });
 });

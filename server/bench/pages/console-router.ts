@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import express from 'express';
 import type { Clock } from '../../../core/clock.js';
 import { HttpError } from '../../http/http-error.js';
+import { refuseNulInPath } from '../../http/api-route.js';
 import type { Bench } from '../bench.js';
 import { mapBenchErrors } from '../bench-error-http.js';
 import { answerUartEventStream } from '../uart-event-stream.js';
@@ -60,7 +61,10 @@ export function createConsoleRouter(deps: ConsoleDeps): express.Router {
   const requireSession = (req: express.Request) => {
     if (!signedIn(req)) throw new HttpError(401, 'sign in to the console first: /console/sign-in');
   };
-  const param = (req: express.Request, name: string) => String((req.params as Record<string, string>)[name]);
+  const param = (req: express.Request, name: string) => {
+    refuseNulInPath(req.params as Record<string, string>);
+    return String((req.params as Record<string, string>)[name]);
+  };
 
   router.get('/console/sign-in', (_req, res) => {
     const styleNonce = nonce();

@@ -1,0 +1,47 @@
+import { createClock } from '@sinonjs/fake-timers';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { generateNodeKey } from '../../server/relay/protocol.js';
+import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+
+/**
+ * A vote's `hint` is unsigned, so anyone holding a signed vote may send it with any hint. One
+ * nested 10 000 deep parsed, then overflowed the stack where the relay serialised it to store it:
+ * a 500. It is a 422 at `["body", "hint"]`, nothing is stored, and the same vote with a plain hint
+ * is taken afterwards.
+ */
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
+const data = tempDataDir('relay-hostile-votes-');
+const logger = memoryLogger();
+let relay: RunningRelay;
+let alice: TestNode;
+let bob: TestNode;
+
+beforeAll(async () => {
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger, operators: [generateNodeKey().nodeId] });
+  alice = await registerNode(relay, clock);
+  bob = await registerNode(relay, clock);
+});
+afterAll(async () => {
+  await relay.close();
+  data.remove();
+});
+
+describe('POST /items/{id}/vote with a hint nested deeper than a relay serialises', () => {
+  it('is a 422 at the hint and stores nothing; the same vote with a plain hint is taken', async () => {
+    const item = await postClaim(relay, alice, { kind: 'statement', title: 'hinted', body: '' });
+    const vote = voteBy(bob, item, 'yes', 'vote', { t: 1, v: [alice.nodeId], i: [] }, clock);
+    const depth = 10_000;
+    const raw = JSON.stringify(vote).replace(/}$/, `,"hint":${'['.repeat(depth)}${']'.repeat(depth)}}`);
+    const refused = await call(relay.baseUrl, 'POST', `/items/${item}/vote`, { rawBody: raw, headers: { 'content-type': 'application/json' } });
+    expect(refused.status, refused.text.slice(0, 200)).toBe(422);
+    expect((refused.body as { detail: { loc: unknown[] }[] }).detail[0]!.loc).toEqual(['body', 'hint']);
+    expect(logger.lines.filter((line) => line.startsWith('error'))).toEqual([]);
+    const events = (await call<{ events: { kind: string }[] }>(relay.baseUrl, 'GET', `/events?authors=${bob.nodeId}`)).body.events;
+    expect(events.filter((e) => e.kind === 'vote')).toEqual([]);
+
+    const taken = await call(relay.baseUrl, 'POST', `/items/${item}/vote`, { body: { ...vote, hint: { via: ['a relay'] } } });
+    expect([taken.status, taken.body.stored]).toEqual([201, true]);
+  });
+});
