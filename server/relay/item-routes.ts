@@ -15,6 +15,7 @@ import { throwCoreIssues } from './signed-document.js';
 import { requireAuthorship } from './signed-statements.js';
 import type { ItemRow } from './data-access/item-repository.js';
 import { VoteIngest } from './vote-ingest.js';
+import { unknownSliceHash } from './statement-log.js';
 
 export type { ItemRow };
 
@@ -211,7 +212,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (!nodes.exists(vote.voter)) throw new HttpError(403, 'voter is not a registered node: POST /register first');
         if (vote.slice_hash !== undefined && !deps.voting.quorumSetByHash(vote.slice_hash)) {
           // Checked here as well as where it is stored: a refusal never reaches the write path.
-          throw invalidInput(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', vote.slice_hash);
+          throw unknownSliceHash(vote.slice_hash);
         }
         const outcome = await ingest.submit(vote);
         if (!outcome.stored) res.status(200);

@@ -25,6 +25,11 @@ export interface StoredVote {
  */
 export const MAX_OTHER_DOCUMENTS = 3;
 
+/** The 422 for a statement naming a slice_hash this relay never stored (the route checks it before the write path too). */
+export function unknownSliceHash(hash: string): Error {
+  return invalidInput(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', hash);
+}
+
 /** Parsed statements the log keeps in memory across its cached items, by default (~0.5-2 KiB each). */
 export const MAX_CACHED_STATEMENTS = 200_000;
 
@@ -79,7 +84,7 @@ export class StatementLog {
   storeVote(vote: Vote, origin: string | null, nowMs: number): StoredVote {
     if (vote.slice) this.slices.rememberQuorumSet(vote.slice);
     else if (vote.slice_hash !== undefined && !this.slices.quorumSetByHash(vote.slice_hash)) {
-      throw invalidInput(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', vote.slice_hash);
+      throw unknownSliceHash(vote.slice_hash);
     }
     const inserted = this.votes.insertIfNew(vote, JSON.stringify(vote), origin, nowMs);
     const other = vote.value === 'yes' ? 'no' : 'yes';
