@@ -25,7 +25,7 @@ import { BenchStatus } from './bench-status.js';
 import { BoardAccess } from './board-access.js';
 import { BoardHealthAdmin } from './board-health-admin.js';
 import { FlashJobs } from './flash-jobs.js';
-import { HEALTH_CHECK_GRACE_MS } from './remote-board-health.js';
+import { HEALTH_CHECK_GRACE_MS } from './stored-board-health.js';
 import { SessionLeases } from './session-leases.js';
 
 export type { BenchDeps } from './bench-deps.js';
@@ -70,7 +70,7 @@ export class Bench {
           }
         : undefined);
     const access = new BoardAccess({ ...deps, jobDeadlineMs });
-    if (deps.localWorker) worker = createLocalWorker(deps, access, deps.localWorker);
+    if (deps.localWorker) worker = createLocalWorker(deps, deps.localWorker);
     this.worker = worker;
     this.agents = new AgentAuth(deps);
     this.sessions = new SessionLeases({ ...deps, access });
