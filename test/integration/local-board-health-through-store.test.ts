@@ -20,7 +20,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function embedded(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestApp; bench: () => FakeBenchBackend }> {
+async function embedded(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestApp; bench: () => FakeBenchBackend; restart: () => Promise<BenchTestApp> }> {
   const database = store === 'postgres' ? await createTestDatabase() : undefined;
   if (database) cleanups.push(database.drop);
   let bench: FakeBenchBackend | undefined;
@@ -33,8 +33,16 @@ async function embedded(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestA
     },
     ...(database ? { databaseUrl: database.url } : {}),
   });
-  cleanups.push(() => app.close());
-  return { app, bench: () => bench! };
+  let current = app;
+  cleanups.push(() => current.close());
+  return {
+    app,
+    bench: () => bench!,
+    restart: async () => {
+      current = await current.restart();
+      return current;
+    },
+  };
 }
 
 const adminPost = (app: BenchTestApp, route: string) => app.request(route, { method: 'POST', headers: { 'x-admin-token': ADMIN } });
@@ -90,5 +98,27 @@ describe.each(['sqlite', 'postgres'] as const)('board health of the server’s o
       outcome: { passed: true, uartText: 'health ok on pico\r\n' },
     });
     expect(await app.server.service.store.healthChecks.active()).toEqual([]);
+  });
+
+  it('ends a health check the server’s own worker was running when the server stopped, freeing the board at the next start', async () => {
+    const { app, bench, restart } = await embedded(store);
+    bench().holdHealthCheck = new Promise<void>(() => undefined);
+    const checking = adminPost(app, '/admin/boards/pico/health-check').catch((err: unknown) => err);
+    await bench().healthCheckStarted.promise;
+    const [running] = await app.server.service.store.healthChecks.active();
+    expect(running).toMatchObject({ board: 'pico', state: 'running' });
+    const restarted = await restart();
+    await checking;
+    // Not held until the lapse sweep (deadline and 30 s more): nothing would ever report it.
+    expect(await restarted.server.service.store.healthChecks.active()).toEqual([]);
+    expect(await restarted.server.service.store.healthChecks.get(running!.checkId)).toMatchObject({
+      state: 'done',
+      outcome: { passed: false, reason: 'the bench service restarted while this health check ran' },
+    });
+    expect(restarted.logger.lines).toContain(`warn: health check ${running!.checkId} on pico was interrupted by a restart`);
+    expect(await pico(restarted)).toMatchObject({ status: 'free' });
+    const again = await adminPost(restarted, '/admin/boards/pico/health-check');
+    expect(again.status, await again.clone().text()).toBe(200);
+    expect(await again.json()).toMatchObject({ passed: true, status: 'free' });
   });
 });
