@@ -1,5 +1,5 @@
 import type { Board, BackendName } from '../boards/board-schema.js';
-import type { Backend } from '../backends/backend.js';
+import { type Backend, type BoardHealthControl, keepsBoardHealth } from '../backends/backend.js';
 
 /** `--backend`: `mock` (the default), `auto`, or one backend for every board. */
 export type BackendChoice = 'auto' | BackendName;
@@ -60,4 +60,22 @@ async function tryBackend(board: Board, name: BackendName, backend: Backend | un
   } catch (err) {
     return { board, backend: null, backendName: name, offlineReason: `the ${name} backend failed its availability check: ${err instanceof Error ? err.message : String(err)}` };
   }
+}
+
+/**
+ * The backend that keeps `board`'s health (quarantine), if any: the chosen backend, or with
+ * `auto` the first configured backend listed for the board that implements `BoardHealthControl`.
+ * Independent of availability: a quarantined board is exactly one its backend reports unavailable.
+ */
+export function healthBackendOf(
+  board: Board,
+  backends: Partial<Record<BackendName, Backend>>,
+  choice: BackendChoice,
+): { name: BackendName; control: Backend & BoardHealthControl } | undefined {
+  const names = choice === 'auto' ? (Object.keys(board.backends) as BackendName[]) : [choice];
+  for (const name of names) {
+    const backend = backends[name];
+    if (backend && keepsBoardHealth(backend)) return { name, control: backend };
+  }
+  return undefined;
 }

@@ -14,6 +14,8 @@ export interface WorkerBoard {
   backend: Backend;
   /** The backend that actually opened the board, once it did (a gated backend may pick one late). */
   used?: () => Backend | undefined;
+  /** The backend keeping the board's health and running its health checks, when not `backend` itself. */
+  healthKeeper?: Backend;
 }
 
 export interface BenchWorkerOptions {

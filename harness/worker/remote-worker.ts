@@ -1,12 +1,13 @@
 import type { Board, BackendName } from '../../boards/board-schema.js';
-import { type Backend, keepsBoardHealth } from '../../backends/backend.js';
+import type { Backend } from '../../backends/backend.js';
 import type { QuarantineStore } from '../../backends/probe/quarantine-store.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { LocalDispatcherOptions } from '../dispatcher.js';
-import { type BackendChoice, resolveBoardBackends } from '../board-resolution.js';
+import type { BackendChoice } from '../board-resolution.js';
 import { BenchWorker } from './bench-worker.js';
 import { HttpWorkerLink, WorkerServerError } from './http-worker-link.js';
 import { LinkedQuarantineStore } from './linked-quarantine-store.js';
+import { WorkerBoards } from './worker-boards.js';
 
 export interface RemoteWorkerOptions {
   serverUrl: string;
@@ -46,6 +47,7 @@ interface AnnounceAnswer {
 export class RemoteWorker {
   private readonly link: HttpWorkerLink;
   private readonly backends: Partial<Record<BackendName, Backend>>;
+  private readonly boards: WorkerBoards;
   private readonly quarantineStore: LinkedQuarantineStore;
   private worker: BenchWorker | undefined;
   private heartbeatTimer: TimerHandle | undefined;
@@ -62,12 +64,12 @@ export class RemoteWorker {
     });
     this.quarantineStore = new LinkedQuarantineStore({ link: this.link, clock: options.clock, logError: options.logError });
     this.backends = typeof options.backends === 'function' ? options.backends({ quarantineStore: this.quarantineStore }) : options.backends;
+    this.boards = new WorkerBoards(options.boards, this.backends, options.choice);
   }
 
   /** Announces (retrying while the server cannot be reached; a refused token is thrown) and starts claiming. */
   async start(): Promise<AnnounceAnswer> {
     const answer = await this.announceUntilHeard();
-    const byId = new Map(this.options.boards.map((b) => [b.id, b]));
     const link = this.link;
     const running = this.running;
     this.worker = new BenchWorker({
@@ -87,11 +89,7 @@ export class RemoteWorker {
         },
       },
       boards: this.options.boards.map((b) => b.id),
-      boardFor: (id) => {
-        const board = byId.get(id);
-        const backend = board && this.backendOf(board);
-        return board && backend ? { board, backend } : undefined;
-      },
+      boardFor: (id) => this.boards.target(id),
       dispatcher: this.options.dispatcher,
       heartbeatMs: (answer.claim_seconds * 1000) / 3,
       logError: this.options.logError,
@@ -112,33 +110,25 @@ export class RemoteWorker {
 
   /** The boards as this host can run them now, and whether their backends keep board health and can check it. */
   private async reports() {
-    const resolved = await resolveBoardBackends(this.options.boards, this.backends, this.options.choice);
+    const resolved = await this.boards.resolveAll();
     return Promise.all(
       resolved.map(async (r) => {
-        const backend = this.backendOf(r.board);
-        const keepsHealth = backend !== undefined && keepsBoardHealth(backend);
+        const keeper = this.boards.healthKeeper(r.board);
         // Said apart from other reasons, so the server can follow its store's record instead (a
         // release there then shows at once, not at this worker's next heartbeat).
-        const quarantined = keepsHealth && r.backend === null && (await backend.health(r.board.id)).quarantine !== undefined;
+        const quarantined = keeper !== undefined && r.backend === null && (await keeper.control.health(r.board.id)).quarantine !== undefined;
         return {
           board: r.board.id,
-          backend: r.backendName,
+          // With `auto` a quarantined board has no usable backend: named by the one keeping its health.
+          backend: quarantined ? keeper.name : r.backendName,
           available: r.backend !== null,
           reason: r.offlineReason,
-          keeps_health: keepsHealth,
-          health_check: keepsHealth && backend.healthCheck !== undefined,
+          keeps_health: keeper !== undefined,
+          health_check: keeper?.control.healthCheck !== undefined,
           quarantined,
         };
       }),
     );
-  }
-
-  private backendOf(board: Board): Backend | undefined {
-    const { choice } = this.options;
-    const backends = this.backends;
-    if (choice !== 'auto') return backends[choice];
-    for (const name of Object.keys(board.backends) as BackendName[]) if (backends[name]) return backends[name];
-    return undefined;
   }
 
   private async announceUntilHeard(): Promise<AnnounceAnswer> {

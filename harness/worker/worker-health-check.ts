@@ -15,7 +15,7 @@ export function runWorkerHealthCheck(
   options: { clock: Clock; /** Aborts the check (the worker is stopping). */ signal: AbortSignal },
 ): { report: Promise<HealthCheckReport>; settled: Promise<void> } {
   const { clock } = options;
-  const backend = target?.backend;
+  const backend = target?.healthKeeper ?? target?.backend;
   const check = backend && keepsBoardHealth(backend) ? backend.healthCheck?.bind(backend) : undefined;
   if (!backend || !check) {
     const why = backend ? `its ${backend.name} backend has no health-check run` : 'this worker does not serve it any more';

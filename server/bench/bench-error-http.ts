@@ -20,7 +20,6 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   job_not_found: 404,
   firmware_invalid: 422,
   board_health_unsupported: 409,
-  board_release_refused: 409,
   health_check_unsupported: 409,
   health_check_already_running: 409,
   board_not_idle: 409,

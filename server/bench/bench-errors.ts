@@ -30,8 +30,6 @@ export const BENCH_ERROR_CODES = [
   'firmware_invalid',
   /** No backend of the board keeps board health. */
   'board_health_unsupported',
-  /** The board's backend refused to release it. */
-  'board_release_refused',
   /** The board's backend keeps health but has no health-check run. */
   'health_check_unsupported',
   /** A health check already runs on the board. */

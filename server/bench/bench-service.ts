@@ -36,9 +36,9 @@ import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
 import { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
-import type { LocalWorkerOptions } from './local-worker.js';
+import { LOCAL_WORKER_ID, type LocalWorkerOptions } from './local-worker.js';
 import { WorkerGateway } from './worker-gateway.js';
-import { remoteHealthKeepers } from './remote-board-health.js';
+import { localHealthKeepers, remoteHealthKeepers } from './stored-board-health.js';
 import { benchMetrics } from './bench-metrics.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
@@ -191,7 +191,27 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
     const healthCheckTimeoutMs = config.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
     const remoteHealth = remoteHealthKeepers({ clock, store, gateway, healthCheckTimeoutMs });
-    const boards = new LiveBoards({
+    const localWorker: LocalWorkerOptions | undefined =
+      config.localWorker === false
+        ? undefined
+        : {
+            dispatcher: config.dispatcherOptions,
+            // On a shared database each replica's worker has its own id, and claims that lapse
+            // if the replica dies; alone on SQLite, its claims last until its next start.
+            ...(config.databaseUrl ? { workerId: replicaWorkerId(config.dataDir), claimMs: timings.claimSeconds * 1000 } : {}),
+            ...config.localWorker,
+          };
+    // The worker in this process runs its boards' health checks as a remote worker does: asked
+    // through the store, never by the server calling a backend (decision 0430).
+    const localHealth = localHealthKeepers({
+      clock,
+      store,
+      gateway,
+      healthCheckTimeoutMs,
+      worker: { workerId: localWorker?.workerId ?? LOCAL_WORKER_ID, label: 'in this server' },
+      ownHealthBackend: (boardId) => boards.ownHealthBackend(boardId),
+    });
+    const boards: LiveBoards = new LiveBoards({
       clock,
       boards: config.boards,
       backends,
@@ -199,7 +219,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       cacheMs: config.availabilityCacheMs,
       logger,
       resolve: labServer ? remoteBoardResolver({ clock, store, workers: workerAdmin, onHealthKeeper: remoteHealth.onHealthKeeper }) : undefined,
-      remoteHealth: labServer ? remoteHealth.keeperOf : undefined,
+      healthKeeper: labServer ? remoteHealth.keeperOf : localHealth,
     });
     // Every board is checked once at start (offline ones are logged), then again when it matters.
     await boards.all();
@@ -222,16 +242,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       checkImage: config.checkImage ?? checkImageForBoard,
       waitlistCount: () => waitlist.count(),
       healthCheckTimeoutMs: config.healthCheckTimeoutMs,
-      localWorker:
-        config.localWorker === false
-          ? undefined
-          : {
-              dispatcher: config.dispatcherOptions,
-              // On a shared database each replica's worker has its own id, and claims that lapse
-              // if the replica dies; alone on SQLite, its claims last until its next start.
-              ...(config.databaseUrl ? { workerId: replicaWorkerId(config.dataDir), claimMs: timings.claimSeconds * 1000 } : {}),
-              ...config.localWorker,
-            },
+      localWorker,
       // Lapsed claims are found within half a claim period (at most every 5 s).
       claimSweepMs: Math.min(5_000, (timings.claimSeconds * 1000) / 2),
     });

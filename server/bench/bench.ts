@@ -25,7 +25,7 @@ import { BenchStatus } from './bench-status.js';
 import { BoardAccess } from './board-access.js';
 import { BoardHealthAdmin } from './board-health-admin.js';
 import { FlashJobs } from './flash-jobs.js';
-import { HEALTH_CHECK_GRACE_MS } from './remote-board-health.js';
+import { HEALTH_CHECK_GRACE_MS } from './stored-board-health.js';
 import { SessionLeases } from './session-leases.js';
 
 export type { BenchDeps } from './bench-deps.js';
@@ -70,7 +70,7 @@ export class Bench {
           }
         : undefined);
     const access = new BoardAccess({ ...deps, jobDeadlineMs });
-    if (deps.localWorker) worker = createLocalWorker(deps, access, deps.localWorker);
+    if (deps.localWorker) worker = createLocalWorker(deps, deps.localWorker);
     this.worker = worker;
     this.agents = new AgentAuth(deps);
     this.sessions = new SessionLeases({ ...deps, access });
@@ -101,6 +101,9 @@ export class Bench {
       const workerId = this.deps.localWorker?.workerId ?? LOCAL_WORKER_ID;
       const interrupted = await store.releaseWorkerJobs(workerId, { reason: 'the bench service restarted', nowMs: clock.nowMs() });
       for (const job of interrupted) logger.warn(`job ${job.jobId} on ${job.board} was interrupted by a restart`);
+      // Its health checks too: nothing will report them, and each holds its board until it ends.
+      const checks = await store.healthChecks.interrupt(workerId, { reason: 'the bench service restarted while this health check ran', nowMs: clock.nowMs() });
+      for (const check of checks) logger.warn(`health check ${check.checkId} on ${check.board} was interrupted by a restart`);
     }
     const expired = await store.expireSessions(clock.nowMs());
     if (expired.length > 0) logger.info(`${expired.length} session(s) expired while the server was down`);

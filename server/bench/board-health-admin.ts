@@ -1,4 +1,4 @@
-import { BackendError, NANOS_PER_SECOND } from '../../backends/backend.js';
+import { NANOS_PER_SECOND } from '../../backends/backend.js';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
@@ -14,9 +14,11 @@ import { runHealthCheck } from './run-health-check.js';
 export const DEFAULT_HEALTH_CHECK_TIMEOUT_MS = 120_000;
 
 /**
- * Board health, as an administrator sees and changes it: the health a backend keeps, releasing a
- * quarantined board, and running a board's health check (one per board at a time, holding the
- * board in `BoardAccess.healthChecks` while it runs).
+ * Board health, as an administrator sees and changes it: the health kept in the store for a
+ * board's backend, releasing a quarantined board, and running a board's health check (one per
+ * board at a time, holding the board in `BoardAccess.healthChecks` while it runs). Every board
+ * takes one path, whether its worker runs in this process or dials in (decision 0430): the keeper
+ * is `StoredBoardHealth` (stored-board-health.ts), so the server never calls a backend here.
  */
 export class BoardHealthAdmin {
   constructor(
@@ -34,14 +36,14 @@ export class BoardHealthAdmin {
     return this.deps.clock.nowMs();
   }
 
-  /** The health `boardId`'s backend keeps, or null when no backend of this board keeps any. Never throws. */
+  /** The health kept for `boardId`'s backend, or null when no backend of this board keeps any. Never throws. */
   async boardHealth(boardId: string): Promise<BoardHealthBody | null> {
     const keeper = this.deps.boards.healthControl(boardId);
     if (!keeper) return null;
     try {
       return healthBody(keeper.name, await keeper.control.health(boardId));
     } catch (err) {
-      this.deps.logger.error(`reading the health of board ${boardId} from the ${keeper.name} backend failed`, err);
+      this.deps.logger.error(`reading the health of board ${boardId} (kept for its ${keeper.name} backend) failed`, err);
       return null;
     }
   }
@@ -68,23 +70,19 @@ export class BoardHealthAdmin {
   ): Promise<Pick<BoardReleaseBody, 'status' | 'offline_reason' | 'health'>> {
     this.deps.boards.invalidate(boardId);
     const state = (await this.deps.access.boardStates()).find((s) => s.resolved.board.id === boardId)!;
-    // Read directly: if the backend cannot say, the administrator gets a 500 (logged), not a guess.
+    // Read directly: if the store cannot say, the administrator gets a 500 (logged), not a guess.
     const health = healthBody(keeper.name, await keeper.control.health(boardId));
     return { status: state.status, offline_reason: state.resolved.offlineReason, health };
   }
 
   /**
    * `POST /admin/boards/{board}/release`: an administrator puts a quarantined board back in
-   * service (idempotent: releasing a healthy board resets its failure count).
+   * service (idempotent: releasing a healthy board resets its failure count). A healthy record in
+   * the store: the worker's backend reads it at its next availability check.
    */
   async releaseBoard(boardId: string): Promise<BoardReleaseBody> {
     const keeper = await this.healthKeeper(boardId, 'release');
-    try {
-      await keeper.control.release(boardId);
-    } catch (err) {
-      if (err instanceof BackendError) throw new BenchError('board_release_refused', `cannot release board ${boardId}: ${err.message}`);
-      throw err;
-    }
+    await keeper.control.release(boardId);
     this.deps.logger.info(`board ${boardId} released by an administrator`);
     return { board: boardId, ...(await this.freshBoardView(boardId, keeper)) };
   }

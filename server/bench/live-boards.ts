@@ -26,10 +26,11 @@ export interface LiveBoardsOptions {
    */
   resolve?: (board: Board) => Promise<ResolvedBoard>;
   /**
-   * Who keeps a board's health when the server's own backends do not (a lab server: the worker
-   * serving it, known from its last resolution, remote-board-health.ts).
+   * Who keeps a board's health (stored-board-health.ts): the worker serving it, through the store
+   * (a lab server: known from the board's last resolution; the embedded default: the worker in
+   * this process, for boards whose backend here keeps health). Absent: no board keeps health.
    */
-  remoteHealth?: (boardId: string) => { name: BackendName; control: BoardHealthControl } | undefined;
+  healthKeeper?: (boardId: string) => { name: BackendName; control: BoardHealthControl } | undefined;
 }
 
 interface CacheEntry {
@@ -102,13 +103,19 @@ export class LiveBoards {
     this.generations.set(boardId, (this.generations.get(boardId) ?? 0) + 1);
   }
 
-  /** The backend keeping `boardId`'s health, if any (see `healthBackendOf`). */
+  /** Who keeps `boardId`'s health, as the server reads and changes it (through the store), if anyone does. */
   healthControl(boardId: string): { name: BackendName; control: BoardHealthControl } | undefined {
+    if (!this.byId.has(boardId)) return undefined;
+    return this.options.healthKeeper?.(boardId);
+  }
+
+  /**
+   * The backend of this process that keeps `boardId`'s health (see `healthBackendOf`): what the
+   * worker in this process runs its health checks on. Never called by the server itself.
+   */
+  ownHealthBackend(boardId: string): { name: BackendName; control: Backend & BoardHealthControl } | undefined {
     const board = this.byId.get(boardId);
-    if (!board) return undefined;
-    // A lab server's boards run on workers: their health is the workers' (kept in the store).
-    if (this.options.remoteHealth) return this.options.remoteHealth(boardId);
-    return healthBackendOf(board, this.options.backends, this.options.choice);
+    return board && healthBackendOf(board, this.options.backends, this.options.choice);
   }
 
   private async check(board: Board, generation: number): Promise<ResolvedBoard> {

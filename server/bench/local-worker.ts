@@ -4,7 +4,6 @@ import type { LocalDispatcherOptions } from '../../harness/dispatcher.js';
 import { BenchWorker, type WorkerBoard } from '../../harness/worker/bench-worker.js';
 import type { WorkerLink } from '../../harness/worker/worker-link.js';
 import type { BenchDeps } from './bench-deps.js';
-import type { BoardAccess } from './board-access.js';
 import { boardHealthControlOf } from './board-health-control.js';
 
 /** The id the worker inside the server's own process claims jobs under (kept across restarts). */
@@ -29,14 +28,14 @@ export interface LocalWorkerOptions {
  * never lapse; the next start releases them). A queued job's board is asked again when the job
  * starts (`gatedBackend`): a board that went offline meanwhile fails the job as `unavailable`.
  */
-export function createLocalWorker(deps: Pick<BenchDeps, 'clock' | 'gateway' | 'boards' | 'logger'>, access: BoardAccess, options: LocalWorkerOptions = {}): BenchWorker {
+export function createLocalWorker(deps: Pick<BenchDeps, 'clock' | 'gateway' | 'boards' | 'logger'>, options: LocalWorkerOptions = {}): BenchWorker {
   return new BenchWorker({
     clock: deps.clock,
     link: (options.decorateLink ?? ((link) => link))(deps.gateway.linkFor(options.workerId ?? LOCAL_WORKER_ID, { claimMs: options.claimMs ?? null })),
     boards: deps.boards.ids,
     boardFor: (boardId) => {
       const board = deps.boards.board(boardId);
-      return board && gatedBackend(deps, access, board);
+      return board && gatedBackend(deps, board);
     },
     afterJob: (boardId, backend) => afterJobOn(deps, boardId, backend),
     dispatcher: options.dispatcher,
@@ -48,15 +47,14 @@ export function createLocalWorker(deps: Pick<BenchDeps, 'clock' | 'gateway' | 'b
 /**
  * The backend a job runs on: when the worker opens the board, its availability is asked again
  * (cached as for listings) and an offline board fails the job with the reason. With
- * `--backend auto` the job runs on whichever backend serves the board at that moment.
+ * `--backend auto` the job runs on whichever backend serves the board at that moment. Health
+ * checks run on the backend keeping the board's health (available or not: a quarantined board is
+ * exactly one to check); the worker holds the board while one runs, as for a job.
  */
-function gatedBackend(deps: Pick<BenchDeps, 'boards'>, access: BoardAccess, board: Board): WorkerBoard {
+function gatedBackend(deps: Pick<BenchDeps, 'boards'>, board: Board): WorkerBoard {
   let used: Backend | undefined;
   const live = deps.boards;
   const current = async (): Promise<Backend> => {
-    // A job that starts just as an administrator started a health check waits for the check to
-    // end (the board is the check's until then), then sees the board as the check left it.
-    await access.healthChecks.get(board.id)?.done;
     const now = await live.get(board.id);
     if (!now.backend) throw new BackendError('unavailable', `board ${board.id} is offline: ${now.offlineReason ?? 'no backend'}`);
     return now.backend;
@@ -75,7 +73,7 @@ function gatedBackend(deps: Pick<BenchDeps, 'boards'>, access: BoardAccess, boar
     // The job deadline is set before the board is opened: from the backend serving the board now.
     jobBudgetMs: (b) => (used ?? live.lastKnown(board.id)?.backend)?.jobBudgetMs?.(b) ?? { flashMs: 0, resetMs: 0 },
   };
-  return { board, backend, used: () => used };
+  return { board, backend, used: () => used, healthKeeper: live.ownHealthBackend(board.id)?.control };
 }
 
 /**

@@ -40,6 +40,11 @@ export interface HealthCheckStore {
   /** Checks requested or running: each holds its board. */
   active(): Promise<HealthCheckRecord[]>;
   /**
+   * Fails, with `reason`, every check `workerId` was running (it restarted under them: nothing will
+   * report them); checks it has not claimed yet stay requested for it. Returns those it failed.
+   */
+  interrupt(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]>;
+  /**
    * Fails, with `reason`, every check still requested or running whose
    * `requestedAtMs + timeoutMs + graceMs <= nowMs` (its worker never answered). Safe on every
    * replica at once (a check ends once).

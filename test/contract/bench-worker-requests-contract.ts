@@ -103,5 +103,23 @@ export function describeWorkerRequestsContract(name: string, withStore: (body: (
         expect(await store.healthChecks.finish('hc_1', 'w1', passed, T0 + 2_001)).toBeUndefined();
         expect((await store.healthChecks.active()).map((c) => c.checkId)).toEqual(['hc_2']);
       }));
+
+    it('fails the checks a restarted worker was running, only its own and only running ones; their late outcome changes nothing', () =>
+      withStore(async (store) => {
+        await store.healthChecks.request(request('hc_run'));
+        await store.healthChecks.request(request('hc_wait', 'uno'));
+        await store.healthChecks.request(request('hc_other', 'microbit', 'w2'));
+        await store.healthChecks.claim('w1', ['pico'], T0 + 1);
+        await store.healthChecks.claim('w2', ['microbit'], T0 + 1);
+        expect(await store.healthChecks.interrupt('w1', { reason: 'restarted', nowMs: T0 + 2 })).toMatchObject([
+          { checkId: 'hc_run', state: 'done', finishedAtMs: T0 + 2, outcome: { passed: false, reason: 'restarted', uartText: '' } },
+        ]);
+        expect(await store.healthChecks.interrupt('w1', { reason: 'restarted', nowMs: T0 + 3 })).toEqual([]);
+        expect(await store.healthChecks.finish('hc_run', 'w1', passed, T0 + 4)).toBeUndefined();
+        expect((await store.healthChecks.active()).map((c) => [c.checkId, c.state])).toEqual([
+          ['hc_wait', 'requested'],
+          ['hc_other', 'running'],
+        ]);
+      }));
   });
 }

@@ -11,9 +11,16 @@ export const hilbenchCli = path.resolve(import.meta.dirname, '../../bin/hilbench
 export class HilbenchProcesses {
   private readonly running = new Set<ResultPromise>();
 
-  async start(args: string[], ready: RegExp): Promise<{ child: ResultPromise; match: RegExpExecArray }> {
-    const child = execa('node', [hilbenchCli, ...args], { reject: false, all: true });
+  /** `env`: variables added to this process's environment for the child; `readyWithinMs` bounds the wait (default 60 000). */
+  async start(
+    args: string[],
+    ready: RegExp,
+    options: { env?: Record<string, string>; readyWithinMs?: number } = {},
+  ): Promise<{ child: ResultPromise; match: RegExpExecArray }> {
+    const child = execa('node', [hilbenchCli, ...args], { reject: false, all: true, ...(options.env ? { env: options.env } : {}) });
     this.running.add(child);
+    const readyWithinMs = options.readyWithinMs ?? 60_000;
+    let timer: NodeJS.Timeout | undefined;
     const match = await new Promise<RegExpExecArray>((resolve, reject) => {
       let seen = '';
       child.all?.on('data', (chunk: Buffer) => {
@@ -22,7 +29,8 @@ export class HilbenchProcesses {
         if (m) resolve(m);
       });
       void child.then((r) => reject(new Error(`hilbench ${args[0]} exited early (${r.exitCode}): ${r.all}`)));
-    });
+      timer = setTimeout(() => reject(new Error(`hilbench ${args[0]} printed no ${ready} within ${readyWithinMs} ms; it printed: ${seen.slice(-2000)}`)), readyWithinMs);
+    }).finally(() => clearTimeout(timer));
     return { child, match };
   }
 

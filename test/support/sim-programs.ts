@@ -93,6 +93,13 @@ export const AVR_MAILBOX_EXIT_5 = '05e00abd07ee0bbdffcf';
 export const AVR_MAILBOX_CRASH = '05ec0bbdffcf';
 /** `ldi r16,0x80; out ACSR,r16; 1: rjmp 1b`: switches the analog comparator off, which avr8js does not model. */
 export const AVR_WRITE_ACSR = '00e800bfffcf';
+/**
+ * USART0 echo: UBRR0L = 8, UCSR0B = RXEN0 | TXEN0, then for ever: poll RXC0, read UDR0, poll UDRE0,
+ * write the byte back (`rx: lds r17,UCSR0A; sbrs r17,7; rjmp rx; lds r18,UDR0; tx: lds r17,UCSR0A;
+ * sbrs r17,5; rjmp tx; sts UDR0,r18; rjmp rx`). Polls rather than sleeps: a sleeping simulator with
+ * nothing scheduled jumps to the end of its run, before any input could come.
+ */
+export const AVR_ECHO = '08e00093c40008e10093c1001091c00017fffccf2091c6001091c00015fffccf2093c600f3cf';
 /** UBRR0L = 8, UCSR0B = RXEN0, `sei`, then `1: rjmp 1b` without ever reading UDR0. */
 export const AVR_RX_NEVER_READ = '08e00093c40000e10093c1007894ffcf';
 

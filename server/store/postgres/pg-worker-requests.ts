@@ -121,6 +121,17 @@ export class PgHealthChecks implements HealthCheckStore {
     return rows.map(healthCheckFromRow);
   }
 
+  interrupt(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]> {
+    const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
+    return this.db.write(async (q) => {
+      const rows = await q<HealthCheckRow>(
+        "UPDATE board_health_checks SET state = 'done', finished_at_ms = $1, outcome_json = $2 WHERE worker_id = $3 AND state = 'running' RETURNING *",
+        [options.nowMs, outcome, workerId],
+      );
+      return rows.map(healthCheckFromRow);
+    });
+  }
+
   expire(nowMs: number, options: { graceMs: number; reason: string }): Promise<HealthCheckRecord[]> {
     const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
     return this.db.write(async (q) => {

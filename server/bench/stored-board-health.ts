@@ -11,12 +11,14 @@ import type { WorkerGateway } from './worker-gateway.js';
 export const HEALTH_CHECK_GRACE_MS = 30_000;
 
 /**
- * Board health of a board on a bench worker (decision 0421), as the server's `BoardHealthControl`:
- * the record is the store's (the worker's backend writes it through the worker protocol), a
- * release writes a healthy record there (the worker reads it at its next availability check), and
- * a health check is a request in the store that the worker claims, runs and reports.
+ * Board health of a board on a bench worker, remote or in this process (decisions 0421, 0430), as
+ * the server's `BoardHealthControl`: the record is the store's (the worker's backend writes it,
+ * through the worker protocol or, in this process, into the same table), a release writes a
+ * healthy record there (the worker's backend reads it at its next availability check), and a
+ * health check is a request in the store that the worker claims, runs and reports. The server
+ * never calls a backend for any of it.
  */
-export class RemoteBoardHealth implements BoardHealthControl {
+export class StoredBoardHealth implements BoardHealthControl {
   constructor(
     private readonly deps: {
       clock: Clock;
@@ -62,19 +64,24 @@ export class RemoteBoardHealth implements BoardHealthControl {
   };
 }
 
+type KeeperDeps = Pick<ConstructorParameters<typeof StoredBoardHealth>[0], 'clock' | 'store' | 'gateway' | 'healthCheckTimeoutMs'>;
+
+/** Who keeps a board's health, as `LiveBoards.healthControl` answers it. */
+export type HealthKeeper = { name: BackendName; control: StoredBoardHealth };
+
 /**
  * The health keepers of a lab server's boards, kept up to date by the board resolver
  * (`remoteBoardResolver`'s `onHealthKeeper`) and read by `LiveBoards.healthControl`.
  */
-export function remoteHealthKeepers(deps: Pick<ConstructorParameters<typeof RemoteBoardHealth>[0], 'clock' | 'store' | 'gateway' | 'healthCheckTimeoutMs'>) {
-  const keepers = new Map<string, { name: BackendName; control: RemoteBoardHealth }>();
+export function remoteHealthKeepers(deps: KeeperDeps) {
+  const keepers = new Map<string, HealthKeeper>();
   return {
     onHealthKeeper: (boardId: string, keeper: { worker: WorkerRecord; report: WorkerBoardReport; online: boolean } | undefined): void => {
       if (!keeper) {
         keepers.delete(boardId);
         return;
       }
-      const control = new RemoteBoardHealth({
+      const control = new StoredBoardHealth({
         ...deps,
         worker: { workerId: keeper.worker.workerId, label: keeper.worker.label },
         canCheck: keeper.report.healthCheck === true,
@@ -83,5 +90,24 @@ export function remoteHealthKeepers(deps: Pick<ConstructorParameters<typeof Remo
       keepers.set(boardId, { name: keeper.report.backend as BackendName, control });
     },
     keeperOf: (boardId: string) => keepers.get(boardId),
+  };
+}
+
+/**
+ * The health keepers of the boards of the worker in this process (the embedded default): the same
+ * stored record and stored health-check requests as for a remote worker, asked of `worker`, for the
+ * boards whose backend here keeps health (`ownHealthBackend`, what that worker runs the checks on).
+ */
+export function localHealthKeepers(
+  deps: KeeperDeps & {
+    worker: { workerId: string; label: string };
+    ownHealthBackend: (boardId: string) => { name: BackendName; control: BoardHealthControl } | undefined;
+  },
+): (boardId: string) => HealthKeeper | undefined {
+  return (boardId) => {
+    const own = deps.ownHealthBackend(boardId);
+    if (!own) return undefined;
+    // Online while this server runs: the worker's claim loop lives and dies with it.
+    return { name: own.name, control: new StoredBoardHealth({ ...deps, canCheck: own.control.healthCheck !== undefined, online: true }) };
   };
 }
