@@ -70,9 +70,9 @@ export class WorkerGateway {
       firmware: (ticket) => this.firmware(ticket.firmwareSha256),
       running: (jobId) => this.running(workerId, jobId),
       uart: async (jobId, report) => {
-        await this.uart(workerId, jobId, report);
+        await this.uart(workerId, options.claimMs, jobId, report);
       },
-      heartbeat: (jobId) => this.heartbeat(workerId, jobId),
+      heartbeat: (jobId) => this.heartbeat(workerId, options.claimMs, jobId),
       finish: async (jobId, outcome) => {
         await this.finish(workerId, jobId, outcome);
       },
@@ -178,15 +178,20 @@ export class WorkerGateway {
     return { stop: status.cancelReason };
   }
 
-  async heartbeat(workerId: string, jobId: string): Promise<{ stop: string | null }> {
-    const entry = this.inFlight.get(jobId);
-    const status = await this.deps.store.renewJobClaim(jobId, workerId, { nowMs: this.now(), claimMs: entry?.claimMs ?? null });
+  /**
+   * Renews `workerId`'s claim on the job for `claimMs` (null: the worker in this process, whose
+   * claims never lapse). Given by the caller, not remembered from the claim: after a restart, or
+   * on a replica that did not hand out the job, nothing here remembers it, and a renewal that
+   * guessed "never" left a vanished worker's job running, holding its board, for good.
+   */
+  async heartbeat(workerId: string, claimMs: number | null, jobId: string): Promise<{ stop: string | null }> {
+    const status = await this.deps.store.renewJobClaim(jobId, workerId, { nowMs: this.now(), claimMs });
     return { stop: status.kind === 'lost' ? lostReason(jobId, status.state) : status.cancelReason };
   }
 
-  /** False when the worker does not hold the job (the report is dropped). */
-  async uart(workerId: string, jobId: string, report: UartReport): Promise<boolean> {
-    const entry = await this.entryOf(workerId, jobId);
+  /** False when the worker does not hold the job (the report is dropped); `claimMs` as for `heartbeat`. */
+  async uart(workerId: string, claimMs: number | null, jobId: string, report: UartReport): Promise<boolean> {
+    const entry = await this.entryOf(workerId, claimMs, jobId);
     if (!entry) return false;
     entry.capture = { timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes };
     let offset = report.offset;
@@ -320,12 +325,12 @@ export class WorkerGateway {
   }
 
   /** The job as this gateway knows it; another replica's job is taken up from the store. */
-  private async entryOf(workerId: string, jobId: string): Promise<JobInFlight | undefined> {
+  private async entryOf(workerId: string, claimMs: number | null, jobId: string): Promise<JobInFlight | undefined> {
     const known = this.inFlight.get(jobId);
     if (known) return known.workerId === workerId ? known : undefined;
     const job = await this.deps.store.getJob(jobId);
     if (!job || job.workerId !== workerId || (job.state !== 'flashing' && job.state !== 'running')) return undefined;
-    this.started(job, workerId, null);
+    this.started(job, workerId, claimMs);
     const entry = this.inFlight.get(jobId)!;
     if (job.uart) {
       entry.chunks = job.uart.chunks.map((c) => ({ atNanos: c.atNanos, bytes: job.uart!.bytes.slice(c.offset, c.offset + c.length) }));

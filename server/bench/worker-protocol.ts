@@ -92,7 +92,7 @@ export class WorkerProtocol {
     const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
     const both = AbortSignal.any([signal, timeout.signal]);
     try {
-      const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.deps.timings.claimSeconds * 1000 });
+      const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.claimMs() });
       return await link.claim(boards, both);
     } finally {
       this.deps.clock.clearTimeout(timer);
@@ -155,13 +155,13 @@ export class WorkerProtocol {
 
   async jobHeartbeat(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
     await this.heardFrom(worker);
-    return this.deps.gateway.heartbeat(worker.workerId, jobId);
+    return this.deps.gateway.heartbeat(worker.workerId, this.claimMs(), jobId);
   }
 
   async uart(worker: WorkerRecord, jobId: string, offset: number, capture: WireCapture): Promise<void> {
     await this.heardFrom(worker);
     const report = { ...captureFromWire(capture), offset, chunks: chunksFromWire(capture.chunks) };
-    const kept = await this.deps.gateway.uart(worker.workerId, jobId, { offset, chunks: report.chunks, timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes });
+    const kept = await this.deps.gateway.uart(worker.workerId, this.claimMs(), jobId, { offset, chunks: report.chunks, timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes });
     if (!kept) throw await this.notHeld(worker, jobId);
   }
 
@@ -170,6 +170,11 @@ export class WorkerProtocol {
     const job = await this.deps.gateway.finish(worker.workerId, jobId, outcome);
     if (job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
     return job;
+  }
+
+  /** How long a remote worker's claim holds without renewal (host ms). */
+  private claimMs(): number {
+    return this.deps.timings.claimSeconds * 1000;
   }
 
   private async heardFrom(worker: WorkerRecord): Promise<void> {

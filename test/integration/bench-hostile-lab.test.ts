@@ -1,0 +1,104 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { picoTestElf } from '../support/make-elf.js';
+import { createTestDatabase } from '../support/postgres-test-database.js';
+import { bearer, flash } from './bench-job-requests.js';
+
+/**
+ * A hostile (or merely unlucky) bench worker against the lab's surfaces, on both stores: calls
+ * in an order no honest worker makes, for jobs that are not its own, with reports bigger or
+ * stranger than the protocol allows, and across a server restart. Each is answered as documented
+ * (docs/worker-protocol.md), never a 500, and nothing accepted is lost or held for good.
+ */
+
+const ADMIN = 'admin-secret';
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+type Store = 'sqlite' | 'postgres';
+
+async function startLab(store: Store): Promise<BenchTestApp> {
+  const database = store === 'postgres' ? await createTestDatabase() : undefined;
+  if (database) cleanups.push(database.drop);
+  const app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}) });
+  cleanups.push(() => app.close());
+  return app;
+}
+
+async function createWorker(app: BenchTestApp, label: string): Promise<{ token: string; workerId: string }> {
+  const res = await app.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label }) });
+  expect(res.status).toBe(200);
+  const { token, worker_id: workerId } = (await res.json()) as { token: string; worker_id: string };
+  return { token, workerId };
+}
+
+/** A worker token's request with a JSON body (GET without one). */
+const asWorker = (app: BenchTestApp, token: string, path: string, body?: unknown) =>
+  app.request(path, { method: body === undefined ? 'GET' : 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+
+const PICO = { board: 'pico', backend: 'probe', available: true };
+
+/** Announces the pico for `worker`, queues a job of a new agent on it; the job's id and the agent's token. */
+async function queuedJob(app: BenchTestApp, worker: string): Promise<{ jobId: string; agent: string }> {
+  expect((await asWorker(app, worker, '/api/v1/worker/announce', { boards: [PICO] })).status).toBe(200);
+  app.fake.tick(5_000); // past the availability cache
+  const { token: agent } = await app.register('alice');
+  const submitted = await flash(app, agent, { board: 'pico', uart_seconds: '5' }, picoTestElf());
+  expect(submitted.status, await submitted.clone().text()).toBe(200);
+  return { jobId: ((await submitted.json()) as { job_id: string }).job_id, agent };
+}
+
+/** `queuedJob`, claimed by `worker` and running. */
+async function runningJob(app: BenchTestApp, worker: string): Promise<{ jobId: string; agent: string }> {
+  const queued = await queuedJob(app, worker);
+  const claimed = (await (await asWorker(app, worker, '/api/v1/worker/claim', { boards: ['pico'], wait_seconds: 0 })).json()) as { job: { job_id: string } | null };
+  expect(claimed.job?.job_id).toBe(queued.jobId);
+  expect(await (await asWorker(app, worker, `/api/v1/worker/jobs/${queued.jobId}/running`, {})).json()).toEqual({ stop: null });
+  return queued;
+}
+
+/**
+ * Moves the fake clock a second at a time (each sweep arms the next when it is done, so one big
+ * tick runs one sweep) until job `jobId` failed, for at most `maxFakeMs` of fake time.
+ */
+async function sweptUntilFailed(app: BenchTestApp, jobId: string, options: { maxFakeMs: number }): Promise<void> {
+  let seen = 'not looked at yet';
+  let fakeMs = 0;
+  await waitUntil(
+    systemClock,
+    async () => {
+      const job = await app.server.service.store.getJob(jobId);
+      seen = `${job?.state ?? 'missing'} after ${fakeMs} fake ms`;
+      if (job?.state === 'failed') return job;
+      if (fakeMs >= options.maxFakeMs) throw new Error(`job ${jobId} still ${seen}: the sweep never failed it`);
+      app.fake.tick(1_000);
+      fakeMs += 1_000;
+      return undefined;
+    },
+    { timeoutMs: 20_000, pollMs: 5, describe: `job ${jobId} to fail by the sweep`, lastSeen: () => seen },
+  );
+}
+
+const uartReport = (offset: number, text: string) => ({ offset, time_base: 'wall', dropped_bytes: 0, chunks: [{ at_ns: offset, base64: Buffer.from(text).toString('base64') }] });
+
+describe.each(['sqlite', 'postgres'] as const)('a hostile bench worker (%s store)', (store) => {
+  it("fails a job whose worker vanished after renewing its claim through a restarted server (the renewal used to make the claim never lapse)", async () => {
+    let app = await startLab(store);
+    const { token } = await createWorker(app, 'pi');
+    const { jobId } = await runningJob(app, token);
+    app = await app.restart();
+    cleanups.push(() => app.close());
+    // The worker goes on talking to the restarted server, which has no memory of handing out the job.
+    expect(await (await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/heartbeat`, {})).json()).toEqual({ stop: null });
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(0, 'booted\n'))).status).toBe(200);
+    // Then it loses power: past its claim (30 s) and a sweep (every 5 s), the job fails as interrupted.
+    await sweptUntilFailed(app, jobId, { maxFakeMs: 120_000 });
+    const job = (await app.server.service.store.getJob(jobId))!;
+    expect([job.failure?.kind, job.failure?.message]).toEqual(['interrupted', expect.stringContaining('its claim lapsed')]);
+    expect(new TextDecoder().decode(job.uart?.bytes)).toBe('booted\n');
+  });
+});
