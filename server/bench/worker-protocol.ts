@@ -150,11 +150,13 @@ export class WorkerProtocol {
 
   async running(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
     await this.heardFrom(worker);
+    await this.everHeld(worker, jobId);
     return this.deps.gateway.running(worker.workerId, jobId);
   }
 
   async jobHeartbeat(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
     await this.heardFrom(worker);
+    await this.everHeld(worker, jobId);
     return this.deps.gateway.heartbeat(worker.workerId, this.claimMs(), jobId);
   }
 
@@ -167,6 +169,7 @@ export class WorkerProtocol {
 
   async finish(worker: WorkerRecord, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
     await this.heardFrom(worker);
+    await this.everHeld(worker, jobId);
     const job = await this.deps.gateway.finish(worker.workerId, jobId, outcome);
     if (job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
     return job;
@@ -187,6 +190,16 @@ export class WorkerProtocol {
     if (foreign.length > 0) {
       throw new BenchError('board_not_served', `worker ${worker.workerId} did not announce board ${foreign.join(', ')}: announce it first (POST /api/v1/worker/announce)`);
     }
+  }
+
+  /**
+   * Refuses (404, like a missing job) a job this worker never claimed: another worker's job (its
+   * existence and state are not revealed) or none at all (the store's finish had no row to answer
+   * with: a 500). A job it claimed and lost since (swept, revoked) is answered by the call itself.
+   */
+  private async everHeld(worker: WorkerRecord, jobId: string): Promise<void> {
+    const job = await this.deps.store.getJob(jobId);
+    if (!job || job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
   }
 
   private async heldJob(worker: WorkerRecord, jobId: string): Promise<void> {

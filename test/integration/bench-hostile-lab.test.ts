@@ -102,3 +102,35 @@ describe.each(['sqlite', 'postgres'] as const)('a hostile bench worker (%s store
     expect(new TextDecoder().decode(job.uart?.bytes)).toBe('booted\n');
   });
 });
+
+describe.each(['sqlite', 'postgres'] as const)('a bench worker naming jobs that are not its own (%s store)', (store) => {
+  it("answers 404 for a job that does not exist or is another worker's, on every job call, and changes nothing", async () => {
+    const app = await startLab(store);
+    const mine = await createWorker(app, 'pi-1');
+    const other = await createWorker(app, 'pi-2');
+    expect((await asWorker(app, other.token, '/api/v1/worker/announce', { boards: [PICO] })).status).toBe(200);
+    const { jobId, agent } = await runningJob(app, mine.token);
+    const failed = { outcome: { state: 'failed', failure: { kind: 'flash-failed', message: 'not mine' }, uart: null } };
+    const calls = (id: string, token: string): Array<[string, Promise<Response>]> => [
+      ['running', asWorker(app, token, `/api/v1/worker/jobs/${id}/running`, {})],
+      ['heartbeat', asWorker(app, token, `/api/v1/worker/jobs/${id}/heartbeat`, {})],
+      ['uart', asWorker(app, token, `/api/v1/worker/jobs/${id}/uart`, uartReport(0, 'x'))],
+      ['input', asWorker(app, token, `/api/v1/worker/jobs/${id}/input`, { written_through: 0, wait_seconds: 0 })],
+      ['firmware', asWorker(app, token, `/api/v1/worker/jobs/${id}/firmware`)],
+      ['finish', asWorker(app, token, `/api/v1/worker/jobs/${id}/finish`, failed)],
+    ];
+    for (const [id, token] of [
+      ['job_AAAAAAAAAAAAAAAAAAAAAA', mine.token],
+      [jobId, other.token],
+    ] as const) {
+      for (const [what, answer] of calls(id, token)) {
+        const res = await answer;
+        expect([what, id, res.status, await res.json()]).toEqual([what, id, 404, { detail: `job ${id} not found among this worker's jobs` }]);
+      }
+    }
+    const job = (await (await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(agent) })).json()) as { state: string };
+    expect(job.state).toBe('running');
+    // The worker holding it still runs it.
+    expect(await (await asWorker(app, mine.token, `/api/v1/worker/jobs/${jobId}/heartbeat`, {})).json()).toEqual({ stop: null });
+  });
+});
