@@ -1,3 +1,4 @@
+import type { UartChunk } from '../../backends/backend.js';
 import type { UartSoFar } from '../../harness/dispatcher.js';
 import { concatUart, type FirmwareRun } from '../../harness/run-firmware.js';
 import type { UartRecord } from '../store/bench-store.js';
@@ -9,14 +10,43 @@ import type { UartRecord } from '../store/bench-store.js';
  */
 export const UART_SAVE_INTERVAL_MS = 1_000;
 
-/** A capture as stored: every kept byte, and chunk boundaries up to `maxChunks` (the rest counted). */
-export function uartRecordOf(capture: Pick<UartSoFar | FirmwareRun, 'uart' | 'droppedUartBytes' | 'timeBase' | 'clockSource'>, maxChunks: number): UartRecord {
-  const bytes = concatUart(capture.uart);
+/**
+ * A capture as stored: its first `maxBytes` bytes (the rest counted in `droppedBytes`: a worker's
+ * report is held to the limit its ticket stated, whatever it sends), and chunk boundaries up to
+ * `maxChunks` (the rest counted in `chunksOmitted`).
+ */
+export function uartRecordOf(
+  capture: Pick<UartSoFar | FirmwareRun, 'uart' | 'droppedUartBytes' | 'timeBase' | 'clockSource'>,
+  limits: { maxChunks: number; maxBytes: number },
+): UartRecord {
+  const kept = keptWithin(capture.uart, limits.maxBytes);
+  const bytes = concatUart(kept.chunks);
   const chunks: UartRecord['chunks'] = [];
   let offset = 0;
-  for (const chunk of capture.uart) {
-    if (chunks.length < maxChunks) chunks.push({ atNanos: chunk.atNanos, offset, length: chunk.bytes.length });
+  for (const chunk of kept.chunks) {
+    if (chunks.length < limits.maxChunks) chunks.push({ atNanos: chunk.atNanos, offset, length: chunk.bytes.length });
     offset += chunk.bytes.length;
   }
-  return { bytes, droppedBytes: capture.droppedUartBytes, timeBase: capture.timeBase, clockSource: capture.clockSource, chunks, chunksOmitted: Math.max(0, capture.uart.length - maxChunks) };
+  return {
+    bytes,
+    droppedBytes: capture.droppedUartBytes + kept.droppedBytes,
+    timeBase: capture.timeBase,
+    clockSource: capture.clockSource,
+    chunks,
+    chunksOmitted: Math.max(0, kept.chunks.length - limits.maxChunks),
+  };
+}
+
+/** The chunks holding the first `maxBytes` bytes (the last one cut), and how many bytes were left out. */
+export function keptWithin(uart: readonly UartChunk[], maxBytes: number): { chunks: UartChunk[]; droppedBytes: number } {
+  const chunks: UartChunk[] = [];
+  let room = maxBytes;
+  let droppedBytes = 0;
+  for (const chunk of uart) {
+    const take = Math.min(room, chunk.bytes.length);
+    if (take > 0) chunks.push(take === chunk.bytes.length ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(0, take) });
+    room -= take;
+    droppedBytes += chunk.bytes.length - take;
+  }
+  return { chunks, droppedBytes };
 }

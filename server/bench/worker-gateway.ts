@@ -8,7 +8,7 @@ import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 import { StoreSignals } from './store-signals.js';
-import { UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
+import { keptWithin, UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
 
 /** The most serial input one fetch hands a worker, bytes (one input is never split). */
 export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
@@ -33,8 +33,13 @@ interface JobInFlight {
   job: JobRecord;
   workerId: string;
   claimMs: number | null;
+  /** What the worker reported, up to `maxUartBytesPerJob` bytes. */
   chunks: UartChunk[];
   bytes: number;
+  /** The end of the worker's reports so far: `bytes` and what was over the limit. */
+  reportedBytes: number;
+  /** Bytes the worker reported over `maxUartBytesPerJob`, counted as dropped. */
+  droppedHere: number;
   capture: Omit<UartCaptureReport, 'uart'>;
   saveTimer: TimerHandle | undefined;
   saving: Promise<void>;
@@ -198,11 +203,17 @@ export class WorkerGateway {
     for (const chunk of report.chunks) {
       const end = offset + chunk.bytes.length;
       // A range the gateway has already (a worker re-sending after a lost answer) is not kept twice.
-      if (end > entry.bytes) {
-        const fresh = offset >= entry.bytes ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(entry.bytes - offset) };
-        entry.chunks.push(fresh);
-        this.deps.live.publishUart(jobId, { offset: entry.bytes, atNanos: fresh.atNanos, bytes: fresh.bytes, timeBase: report.timeBase });
-        entry.bytes += fresh.bytes.length;
+      if (end > entry.reportedBytes) {
+        const fresh = offset >= entry.reportedBytes ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(entry.reportedBytes - offset) };
+        entry.reportedBytes += fresh.bytes.length;
+        // Held to the limit the ticket stated: a worker sending more (a leaked token) cannot fill the server's memory.
+        const { chunks: [kept], droppedBytes } = keptWithin([fresh], this.deps.limits.maxUartBytesPerJob - entry.bytes);
+        entry.droppedHere += droppedBytes;
+        if (kept) {
+          entry.chunks.push(kept);
+          this.deps.live.publishUart(jobId, { offset: entry.bytes, atNanos: kept.atNanos, bytes: kept.bytes, timeBase: report.timeBase });
+          entry.bytes += kept.bytes.length;
+        }
       }
       offset = end;
     }
@@ -224,12 +235,12 @@ export class WorkerGateway {
       await entry.saving;
       this.inFlight.delete(jobId);
     }
-    const maxChunks = this.deps.limits.maxUartChunksPerJob;
+    const limits = this.uartLimits();
     const nowMs = this.now();
     const record: JobOutcome =
       outcome.state === 'done'
-        ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, maxChunks), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
-        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, maxChunks) : null };
+        ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
+        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : null };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
     // Input nobody will read any more; a fetch still waiting hears the job is over.
     await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
@@ -316,6 +327,8 @@ export class WorkerGateway {
       claimMs,
       chunks: [],
       bytes: 0,
+      reportedBytes: 0,
+      droppedHere: 0,
       capture: { timeBase: 'wall', droppedUartBytes: 0 },
       saveTimer: undefined,
       saving: Promise.resolve(),
@@ -335,18 +348,23 @@ export class WorkerGateway {
     if (job.uart) {
       entry.chunks = job.uart.chunks.map((c) => ({ atNanos: c.atNanos, bytes: job.uart!.bytes.slice(c.offset, c.offset + c.length) }));
       entry.bytes = job.uart.bytes.length;
+      entry.reportedBytes = entry.bytes;
     }
     return entry;
   }
 
   private save(entry: JobInFlight): void {
-    const uart = uartRecordOf({ ...entry.capture, uart: entry.chunks }, this.deps.limits.maxUartChunksPerJob);
+    const uart = uartRecordOf({ ...entry.capture, droppedUartBytes: entry.capture.droppedUartBytes + entry.droppedHere, uart: entry.chunks }, this.uartLimits());
     const { jobId } = entry.job;
     entry.saving = entry.saving
       .then(async () => {
         await this.deps.store.renewJobClaim(jobId, entry.workerId, { nowMs: this.now(), claimMs: entry.claimMs, uart });
       })
       .catch((err: unknown) => this.deps.logger.error(`saving the UART of running job ${jobId} failed`, err));
+  }
+
+  private uartLimits(): { maxChunks: number; maxBytes: number } {
+    return { maxChunks: this.deps.limits.maxUartChunksPerJob, maxBytes: this.deps.limits.maxUartBytesPerJob };
   }
 
   private ticketOf(job: JobRecord): JobTicket {

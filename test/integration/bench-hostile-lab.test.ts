@@ -21,10 +21,10 @@ afterEach(async () => {
 
 type Store = 'sqlite' | 'postgres';
 
-async function startLab(store: Store): Promise<BenchTestApp> {
+async function startLab(store: Store, overrides: Parameters<typeof startBenchTestApp>[0] = {}): Promise<BenchTestApp> {
   const database = store === 'postgres' ? await createTestDatabase() : undefined;
   if (database) cleanups.push(database.drop);
-  const app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}) });
+  const app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}), ...overrides });
   cleanups.push(() => app.close());
   return app;
 }
@@ -132,5 +132,40 @@ describe.each(['sqlite', 'postgres'] as const)('a bench worker naming jobs that 
     expect(job.state).toBe('running');
     // The worker holding it still runs it.
     expect(await (await asWorker(app, mine.token, `/api/v1/worker/jobs/${jobId}/heartbeat`, {})).json()).toEqual({ stop: null });
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)('a bench worker sending more UART than its ticket allows (%s store)', (store) => {
+  it('keeps at most maxUartBytesPerJob of a job, while it runs and at its end, and counts the rest as dropped', async () => {
+    const app = await startLab(store, { limits: { maxUartBytesPerJob: 1_000 } });
+    const { token } = await createWorker(app, 'pi');
+    const { jobId, agent } = await runningJob(app, token);
+    const stored = app.server.service.store;
+    // 3 reports of 600 bytes: 1 800 bytes against a limit of 1 000 (the worker was told: max_uart_bytes).
+    for (const offset of [0, 600, 1_200]) {
+      const res = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(offset, 'u'.repeat(600)));
+      expect(res.status, await res.clone().text()).toBe(200);
+    }
+    app.fake.tick(1_000); // the save
+    let seen = 'nothing';
+    const saved = await waitUntil(
+      systemClock,
+      async () => {
+        const uart = (await stored.getJob(jobId))?.uart;
+        seen = uart ? `${uart.bytes.length} bytes, ${uart.droppedBytes} dropped` : 'no UART';
+        return uart && uart.bytes.length + uart.droppedBytes === 1_800 ? uart : undefined;
+      },
+      { timeoutMs: 20_000, pollMs: 5, describe: 'the UART save', lastSeen: () => seen },
+    );
+    expect([saved.bytes.length, saved.droppedBytes]).toEqual([1_000, 800]);
+
+    // The outcome carries a capture of 5 000 bytes (and 7 the worker's backend dropped itself).
+    const capture = { time_base: 'wall', dropped_bytes: 7, chunks: [{ at_ns: 1, base64: Buffer.alloc(5_000, 0x41).toString('base64') }] };
+    const finished = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, {
+      outcome: { state: 'done', uart: capture, stop: { reason: 'elapsed', elapsed_ns: 1 }, flash_ms: 1, run_ms: 1 },
+    });
+    expect(finished.status, await finished.clone().text()).toBe(200);
+    const job = (await (await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(agent) })).json()) as { uart: { bytes: number; dropped_bytes: number } };
+    expect([job.uart.bytes, job.uart.dropped_bytes]).toEqual([1_000, 4_007]);
   });
 });
