@@ -3,7 +3,7 @@ import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { HealthCheckReport, JobPush, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
 import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
 import type { Logger } from '../http/logger.js';
-import type { BenchStore, JobOutcome, JobRecord } from '../store/bench-store.js';
+import type { BenchStore, JobOutcome, JobRecord, UartRecord } from '../store/bench-store.js';
 import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
@@ -346,7 +346,7 @@ export class WorkerGateway {
     this.started(job, workerId, claimMs);
     const entry = this.inFlight.get(jobId)!;
     if (job.uart) {
-      entry.chunks = job.uart.chunks.map((c) => ({ atNanos: c.atNanos, bytes: job.uart!.bytes.slice(c.offset, c.offset + c.length) }));
+      entry.chunks = chunksOfRecord(job.uart);
       entry.bytes = job.uart.bytes.length;
       entry.reportedBytes = entry.bytes;
     }
@@ -377,6 +377,19 @@ export class WorkerGateway {
       maxUartBytes: this.deps.limits.maxUartBytesPerJob,
     };
   }
+}
+
+/**
+ * A stored capture as chunks again, every byte in one: the record lists at most
+ * `maxUartChunksPerJob` boundaries, and the bytes after the last one listed are one more chunk
+ * (stamped like the last), not left out: the next save writes these chunks over the record.
+ */
+function chunksOfRecord(uart: UartRecord): UartChunk[] {
+  const chunks = uart.chunks.map((c) => ({ atNanos: c.atNanos, bytes: uart.bytes.slice(c.offset, c.offset + c.length) }));
+  const last = uart.chunks.at(-1);
+  const listedThrough = last ? last.offset + last.length : 0;
+  if (listedThrough < uart.bytes.length) chunks.push({ atNanos: last?.atNanos ?? 0, bytes: uart.bytes.slice(listedThrough) });
+  return chunks;
 }
 
 function lostReason(jobId: string, state: string): string {

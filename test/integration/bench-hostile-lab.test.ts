@@ -83,6 +83,20 @@ async function sweptUntilFailed(app: BenchTestApp, jobId: string, options: { max
   );
 }
 
+/** The UART text saved for running job `jobId` once `done` says it is complete (bounded poll of the store). */
+async function savedUartText(app: BenchTestApp, jobId: string, done: (text: string) => boolean): Promise<string> {
+  let seen = 'nothing saved';
+  return waitUntil(
+    systemClock,
+    async () => {
+      const uart = (await app.server.service.store.getJob(jobId))?.uart;
+      seen = uart ? JSON.stringify(new TextDecoder().decode(uart.bytes)) : 'nothing saved';
+      return uart && done(new TextDecoder().decode(uart.bytes)) ? new TextDecoder().decode(uart.bytes) : undefined;
+    },
+    { timeoutMs: 20_000, pollMs: 5, describe: `the UART of job ${jobId} to be saved`, lastSeen: () => seen },
+  );
+}
+
 const uartReport = (offset: number, text: string) => ({ offset, time_base: 'wall', dropped_bytes: 0, chunks: [{ at_ns: offset, base64: Buffer.from(text).toString('base64') }] });
 
 describe.each(['sqlite', 'postgres'] as const)('a hostile bench worker (%s store)', (store) => {
@@ -167,5 +181,24 @@ describe.each(['sqlite', 'postgres'] as const)('a bench worker sending more UART
     expect(finished.status, await finished.clone().text()).toBe(200);
     const job = (await (await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(agent) })).json()) as { uart: { bytes: number; dropped_bytes: number } };
     expect([job.uart.bytes, job.uart.dropped_bytes]).toEqual([1_000, 4_007]);
+  });
+});
+
+describe.each(['sqlite', 'postgres'] as const)('a running job taken up by a restarted server (%s store)', (store) => {
+  it('keeps every byte saved before the restart, also past the chunk boundaries the record lists', async () => {
+    let app = await startLab(store, { limits: { maxUartChunksPerJob: 4 } });
+    const { token } = await createWorker(app, 'pi');
+    const { jobId } = await runningJob(app, token);
+    const lines = Array.from({ length: 10 }, (_, i) => `line ${i}\n`);
+    const report = { offset: 0, time_base: 'wall', dropped_bytes: 0, chunks: lines.map((line, i) => ({ at_ns: i, base64: Buffer.from(line).toString('base64') })) };
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, report)).status).toBe(200);
+    app = await app.restart(); // closing saves the UART: 10 chunks, 4 of them listed
+    cleanups.push(() => app.close());
+    const before = (await app.server.service.store.getJob(jobId))!.uart!;
+    expect([new TextDecoder().decode(before.bytes), before.chunks.length, before.chunksOmitted]).toEqual([lines.join(''), 4, 6]);
+    // The worker goes on where it was; the restarted server takes the job up from the store and saves it a second later.
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(before.bytes.length, 'after\n'))).status).toBe(200);
+    app.fake.tick(1_000);
+    expect(await savedUartText(app, jobId, (text) => text.endsWith('after\n'))).toBe(`${lines.join('')}after\n`);
   });
 });
