@@ -38,7 +38,7 @@ interface JobInFlight {
   bytes: number;
   /** The end of the worker's reports so far: `bytes` and what was over the limit. */
   reportedBytes: number;
-  /** Bytes the worker reported over `maxUartBytesPerJob`, counted as dropped. */
+  /** Bytes the worker reported over `maxUartBytesPerJob`, or never reported (a gap), counted as dropped. */
   droppedHere: number;
   capture: Omit<UartCaptureReport, 'uart'>;
   saveTimer: TimerHandle | undefined;
@@ -194,10 +194,20 @@ export class WorkerGateway {
     return { stop: status.kind === 'lost' ? lostReason(jobId, status.state) : status.cancelReason };
   }
 
-  /** False when the worker does not hold the job (the report is dropped); `claimMs` as for `heartbeat`. */
+  /**
+   * Keeps a report of the job's UART from `report.offset` on; false when the worker does not hold
+   * the job (nothing is kept). `claimMs` as for `heartbeat`. A report starting past the bytes
+   * received so far (an earlier one lost on the way, or the unsaved second before a restart) leaves
+   * a gap: its size is counted as dropped, so no byte is taken for another, and a late report of
+   * the missing range is not placed after newer bytes; the outcome carries the whole capture.
+   */
   async uart(workerId: string, claimMs: number | null, jobId: string, report: UartReport): Promise<boolean> {
     const entry = await this.entryOf(workerId, claimMs, jobId);
     if (!entry) return false;
+    if (report.offset > entry.reportedBytes) {
+      entry.droppedHere += report.offset - entry.reportedBytes;
+      entry.reportedBytes = report.offset;
+    }
     entry.capture = { timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes };
     let offset = report.offset;
     for (const chunk of report.chunks) {

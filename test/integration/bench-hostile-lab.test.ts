@@ -202,3 +202,19 @@ describe.each(['sqlite', 'postgres'] as const)('a running job taken up by a rest
     expect(await savedUartText(app, jobId, (text) => text.endsWith('after\n'))).toBe(`${lines.join('')}after\n`);
   });
 });
+
+describe.each(['sqlite', 'postgres'] as const)('UART reports out of order (%s store)', (store) => {
+  it('never places bytes at another offset: a report past the bytes received counts the gap as dropped, a late report of the gap is not put after newer bytes', async () => {
+    const app = await startLab(store);
+    const { token } = await createWorker(app, 'pi');
+    const { jobId } = await runningJob(app, token);
+    const send = async (offset: number, text: string) => expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(offset, text))).status).toBe(200);
+    await send(0, 'first\n'); // bytes 0..6
+    await send(16, 'third\n'); // bytes 6..16 never came
+    await send(6, 'second...\n'); // they come late
+    await send(22, 'fourth\n');
+    app.fake.tick(1_000);
+    expect(await savedUartText(app, jobId, (text) => text.endsWith('fourth\n'))).toBe('first\nthird\nfourth\n');
+    expect((await app.server.service.store.getJob(jobId))!.uart!.droppedBytes).toBe(10);
+  });
+});
