@@ -218,3 +218,27 @@ describe.each(['sqlite', 'postgres'] as const)('UART reports out of order (%s st
     expect((await app.server.service.store.getJob(jobId))!.uart!.droppedBytes).toBe(10);
   });
 });
+
+describe.each(['sqlite', 'postgres'] as const)('a revoked bench worker (%s store)', (store) => {
+  it('takes no job with a claim it was already waiting in when revoked; the job waits for a worker still trusted', async () => {
+    const app = await startLab(store);
+    const revoked = await createWorker(app, 'pi-1');
+    const trusted = await createWorker(app, 'pi-2');
+    for (const worker of [revoked, trusted]) expect((await asWorker(app, worker.token, '/api/v1/worker/announce', { boards: [PICO] })).status).toBe(200);
+    app.fake.tick(5_000);
+    const timersBefore = app.fake.countTimers();
+    const waiting = asWorker(app, revoked.token, '/api/v1/worker/claim', { boards: ['pico'], wait_seconds: 20 });
+    // The claim is waiting once it set its 20 s timer on the server's clock.
+    await waitUntil(systemClock, () => (app.fake.countTimers() > timersBefore ? true : undefined), { timeoutMs: 20_000, pollMs: 2, describe: 'the claim to wait' });
+    expect((await app.request(`/admin/workers/${revoked.workerId}/revoke`, { method: 'POST', headers: { 'x-admin-token': ADMIN } })).status).toBe(200);
+    const { token: agent } = await app.register('alice');
+    const submitted = await flash(app, agent, { board: 'pico', uart_seconds: '5' }, picoTestElf());
+    expect(submitted.status, await submitted.clone().text()).toBe(200);
+    const { job_id: jobId } = (await submitted.json()) as { job_id: string };
+    app.fake.tick(20_000);
+    expect(await (await waiting).json()).toEqual({ health_check: null, job: null });
+    expect((await app.server.service.store.getJob(jobId))!.state).toBe('queued');
+    const claimed = (await (await asWorker(app, trusted.token, '/api/v1/worker/claim', { boards: ['pico'], wait_seconds: 0 })).json()) as { job: { job_id: string } | null };
+    expect(claimed.job?.job_id).toBe(jobId);
+  });
+});
