@@ -242,3 +242,28 @@ describe.each(['sqlite', 'postgres'] as const)('a revoked bench worker (%s store
     expect(claimed.job?.job_id).toBe(jobId);
   });
 });
+
+describe.each(['sqlite', 'postgres'] as const)('a NUL in form fields the store looks up or keeps (%s store)', (store) => {
+  it("answers a flash job naming a session with a NUL 404, like any session that is not the caller's", async () => {
+    const app = await startLab(store, { localWorker: true });
+    const { token } = await app.register('alice');
+    const res = await flash(app, token, { board: 'pico', session: 'ses_\u0000' }, picoTestElf());
+    expect([res.status, await res.json()]).toEqual([404, { detail: 'session ses_\u0000 not found' }]);
+    // Nothing was queued: the board takes a job of another agent at once.
+    const bob = await app.register('bob');
+    expect((await flash(app, bob.token, { board: 'pico' }, picoTestElf())).status).toBe(200);
+  });
+
+  it("refuses a waitlist note with a NUL or another control character (422, nothing stored); tabs and line breaks stay", async () => {
+    const app = await startLab(store);
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await (await app.request('/')).text())![1]!;
+    const join = (email: string, note: string) => app.request('/api/v1/waitlist', { method: 'POST', body: new URLSearchParams({ kind: 'person', email, note, csrf }) });
+    for (const note of ['hi\u0000', 'bell\u0007', 'c1\u0085']) {
+      const res = await join('a@example.org', note);
+      expect(res.status, note).toBe(422);
+      expect(((await res.json()) as { detail: Array<{ type: string; loc: unknown[] }> }).detail.map((d) => [d.type, d.loc])).toEqual([['string_pattern_mismatch', ['body', 'note']]]);
+    }
+    expect((await join('b@example.org', 'boards:\tpico\r\nand uno')).status).toBe(200);
+    expect((await app.server.service.store.waitlist.list({ limit: 10 })).map((e) => [e.email, e.note])).toEqual([['b@example.org', 'boards:\tpico\r\nand uno']]);
+  });
+});
