@@ -245,7 +245,7 @@ describe.each(['sqlite', 'postgres'] as const)('a revoked bench worker (%s store
 
 describe.each(['sqlite', 'postgres'] as const)('a NUL in form fields the store looks up or keeps (%s store)', (store) => {
   it("answers a flash job naming a session with a NUL 404, like any session that is not the caller's", async () => {
-    const app = await startLab(store, { localWorker: true });
+    const app = await startLab(store, { localWorker: undefined });
     const { token } = await app.register('alice');
     const res = await flash(app, token, { board: 'pico', session: 'ses_\u0000' }, picoTestElf());
     expect([res.status, await res.json()]).toEqual([404, { detail: 'session ses_\u0000 not found' }]);
