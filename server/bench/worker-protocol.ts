@@ -169,7 +169,13 @@ export class WorkerProtocol {
 
   async finish(worker: WorkerRecord, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
     await this.heardFrom(worker);
-    await this.everHeld(worker, jobId);
+    const before = await this.everHeld(worker, jobId);
+    // An outcome for a job that ended otherwise (its claim lapsed, the worker was revoked) came too
+    // late: refused, so the worker's log says so; the same outcome again (its answer was lost) is not.
+    if ((before.state === 'done' || before.state === 'failed') && !sameOutcome(before, outcome)) {
+      const why = before.failure ? ` (${before.failure.kind}: ${before.failure.message})` : '';
+      throw new BenchError('job_not_held', `job ${jobId} is ${before.state}${why}: this outcome came too late, the first one stands`);
+    }
     const job = await this.deps.gateway.finish(worker.workerId, jobId, outcome);
     if (job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
     return job;
@@ -197,9 +203,10 @@ export class WorkerProtocol {
    * existence and state are not revealed) or none at all (the store's finish had no row to answer
    * with: a 500). A job it claimed and lost since (swept, revoked) is answered by the call itself.
    */
-  private async everHeld(worker: WorkerRecord, jobId: string): Promise<void> {
+  private async everHeld(worker: WorkerRecord, jobId: string): Promise<JobRecord> {
     const job = await this.deps.store.getJob(jobId);
     if (!job || job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
+    return job;
   }
 
   private async heldJob(worker: WorkerRecord, jobId: string): Promise<void> {
@@ -215,4 +222,10 @@ export class WorkerProtocol {
     }
     return new BenchError('job_not_held', `job ${jobId} is ${job.state}: this worker no longer holds it`);
   }
+}
+
+/** Whether a stored outcome is the one reported (a report sent again after its answer was lost). */
+function sameOutcome(job: JobRecord, outcome: WorkerJobOutcome): boolean {
+  if (outcome.state === 'done') return job.state === 'done';
+  return job.state === 'failed' && job.failure?.kind === outcome.failure.kind && job.failure.message === outcome.failure.message;
 }

@@ -267,3 +267,28 @@ describe.each(['sqlite', 'postgres'] as const)('a NUL in form fields the store l
     expect((await app.server.service.store.waitlist.list({ limit: 10 })).map((e) => [e.email, e.note])).toEqual([['b@example.org', 'boards:\tpico\r\nand uno']]);
   });
 });
+
+describe.each(['sqlite', 'postgres'] as const)('a job outcome that comes late or twice (%s store)', (store) => {
+  const done = { outcome: { state: 'done', uart: { time_base: 'wall', dropped_bytes: 0, chunks: [] }, stop: { reason: 'elapsed', elapsed_ns: 1 }, flash_ms: 1, run_ms: 1 } };
+
+  it('refuses (409, naming how the job ended) an outcome for a job the sweep failed meanwhile, and keeps the first', async () => {
+    const app = await startLab(store);
+    const { token } = await createWorker(app, 'pi');
+    const { jobId } = await runningJob(app, token);
+    await sweptUntilFailed(app, jobId, { maxFakeMs: 120_000 });
+    const late = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, done);
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as { detail: string }).detail).toMatch(new RegExp(`^job ${jobId} is failed \\(interrupted: .*its claim lapsed.*\\): this outcome came too late, the first one stands$`));
+    expect((await app.server.service.store.getJob(jobId))!.failure?.kind).toBe('interrupted');
+  });
+
+  it('answers the same outcome sent again (its answer lost) as the first', async () => {
+    const app = await startLab(store);
+    const { token } = await createWorker(app, 'pi');
+    const { jobId } = await runningJob(app, token);
+    for (let i = 0; i < 2; i++) {
+      const res = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, done);
+      expect([i, res.status, await res.json()]).toEqual([i, 200, { job_id: jobId, state: 'done' }]);
+    }
+  });
+});
