@@ -50,3 +50,16 @@ export function keptWithin(uart: readonly UartChunk[], maxBytes: number): { chun
   }
   return { chunks, droppedBytes };
 }
+
+/**
+ * A stored capture as chunks again, every byte in one: the record lists at most
+ * `maxUartChunksPerJob` boundaries, and the bytes after the last one listed are one more chunk
+ * (stamped like the last), not left out: the next save writes these chunks over the record.
+ */
+export function chunksOfRecord(uart: UartRecord): UartChunk[] {
+  const chunks = uart.chunks.map((c) => ({ atNanos: c.atNanos, bytes: uart.bytes.slice(c.offset, c.offset + c.length) }));
+  const last = uart.chunks.at(-1);
+  const listedThrough = last ? last.offset + last.length : 0;
+  if (listedThrough < uart.bytes.length) chunks.push({ atNanos: last?.atNanos ?? 0, bytes: uart.bytes.slice(listedThrough) });
+  return chunks;
+}

@@ -8,7 +8,7 @@ import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 import { StoreSignals } from './store-signals.js';
-import { keptWithin, UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
+import { chunksOfRecord, keptWithin, UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
 
 /** The most serial input one fetch hands a worker, bytes (one input is never split). */
 export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
@@ -250,7 +250,7 @@ export class WorkerGateway {
     const record: JobOutcome =
       outcome.state === 'done'
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
-        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : null };
+        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : await this.uartSoFarOf(entry, jobId) };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
     // Input nobody will read any more; a fetch still waiting hears the job is over.
     await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
@@ -261,6 +261,15 @@ export class WorkerGateway {
       this.jobQueued(finished.board);
     }
     return finished;
+  }
+
+  /**
+   * What a job reported before a failure that carries no capture: what this gateway holds (saved
+   * or not yet), else what the store saved. Recording none would wipe UART the server accepted.
+   */
+  private async uartSoFarOf(entry: JobInFlight | undefined, jobId: string): Promise<UartRecord | null> {
+    if (entry && entry.chunks.length > 0) return this.recordOf(entry);
+    return (await this.deps.store.getJob(jobId))?.uart ?? null;
   }
 
   watch(jobId: string, listener: (push: JobPush) => void): () => void {
@@ -364,13 +373,17 @@ export class WorkerGateway {
   }
 
   private save(entry: JobInFlight): void {
-    const uart = uartRecordOf({ ...entry.capture, droppedUartBytes: entry.capture.droppedUartBytes + entry.droppedHere, uart: entry.chunks }, this.uartLimits());
+    const uart = this.recordOf(entry);
     const { jobId } = entry.job;
     entry.saving = entry.saving
       .then(async () => {
         await this.deps.store.renewJobClaim(jobId, entry.workerId, { nowMs: this.now(), claimMs: entry.claimMs, uart });
       })
       .catch((err: unknown) => this.deps.logger.error(`saving the UART of running job ${jobId} failed`, err));
+  }
+
+  private recordOf(entry: JobInFlight): UartRecord {
+    return uartRecordOf({ ...entry.capture, droppedUartBytes: entry.capture.droppedUartBytes + entry.droppedHere, uart: entry.chunks }, this.uartLimits());
   }
 
   private uartLimits(): { maxChunks: number; maxBytes: number } {
@@ -387,19 +400,6 @@ export class WorkerGateway {
       maxUartBytes: this.deps.limits.maxUartBytesPerJob,
     };
   }
-}
-
-/**
- * A stored capture as chunks again, every byte in one: the record lists at most
- * `maxUartChunksPerJob` boundaries, and the bytes after the last one listed are one more chunk
- * (stamped like the last), not left out: the next save writes these chunks over the record.
- */
-function chunksOfRecord(uart: UartRecord): UartChunk[] {
-  const chunks = uart.chunks.map((c) => ({ atNanos: c.atNanos, bytes: uart.bytes.slice(c.offset, c.offset + c.length) }));
-  const last = uart.chunks.at(-1);
-  const listedThrough = last ? last.offset + last.length : 0;
-  if (listedThrough < uart.bytes.length) chunks.push({ atNanos: last?.atNanos ?? 0, bytes: uart.bytes.slice(listedThrough) });
-  return chunks;
 }
 
 function lostReason(jobId: string, state: string): string {

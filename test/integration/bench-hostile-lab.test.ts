@@ -292,3 +292,29 @@ describe.each(['sqlite', 'postgres'] as const)('a job outcome that comes late or
     }
   });
 });
+
+describe.each(['sqlite', 'postgres'] as const)('a failure reported without a capture (%s store)', (store) => {
+  const failed = { outcome: { state: 'failed', failure: { kind: 'internal', message: 'worker lost its capture' }, uart: null } };
+  const uartText = async (app: BenchTestApp, agent: string, jobId: string) =>
+    ((await (await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(agent) })).json()) as { uart: { text: string } | null }).uart?.text;
+
+  it('keeps the UART the job reported, not saved yet', async () => {
+    const app = await startLab(store);
+    const { token } = await createWorker(app, 'pi');
+    const { jobId, agent } = await runningJob(app, token);
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(0, 'booted\n'))).status).toBe(200);
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, failed)).status).toBe(200);
+    expect(await uartText(app, agent, jobId)).toBe('booted\n');
+  });
+
+  it('keeps the UART saved before a restart', async () => {
+    let app = await startLab(store);
+    const { token } = await createWorker(app, 'pi');
+    const { jobId, agent } = await runningJob(app, token);
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(0, 'booted\n'))).status).toBe(200);
+    app = await app.restart();
+    cleanups.push(() => app.close());
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, failed)).status).toBe(200);
+    expect(await uartText(app, agent, jobId)).toBe('booted\n');
+  });
+});
