@@ -318,3 +318,21 @@ describe.each(['sqlite', 'postgres'] as const)('a failure reported without a cap
     expect(await uartText(app, agent, jobId)).toBe('booted\n');
   });
 });
+
+describe('base64 in a worker report that is not standard base64', () => {
+  it('is a 422 naming the chunk, and the job keeps what it had (Node would decode "!!!!" as no bytes)', async () => {
+    const app = await startLab('sqlite');
+    const { token } = await createWorker(app, 'pi');
+    const { jobId } = await runningJob(app, token);
+    for (const base64 of ['!!!!', 'QQ', 'QUJD\n']) {
+      const report = { offset: 0, time_base: 'wall', dropped_bytes: 0, chunks: [{ at_ns: 0, base64: 'QUJD' }, { at_ns: 1, base64 }] };
+      const res = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, report);
+      expect([base64, res.status]).toEqual([base64, 422]);
+      expect(((await res.json()) as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc).toEqual(['body', 'chunks', 1, 'base64']);
+      const finish = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, { outcome: { state: 'failed', failure: { kind: 'internal', message: 'x' }, uart: { ...report, offset: undefined } } });
+      expect([base64, finish.status]).toEqual([base64, 422]);
+    }
+    const job = (await app.server.service.store.getJob(jobId))!;
+    expect([job.state, job.uart]).toEqual(['running', null]);
+  });
+});
