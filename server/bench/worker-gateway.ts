@@ -130,6 +130,23 @@ export class WorkerGateway {
     }
   }
 
+  /**
+   * Forgets the jobs that ended without their worker's outcome coming through here (the sweep
+   * failed them when the worker vanished, an administrator revoked it, or it finished through
+   * another replica): only an outcome through this gateway removed a job from it, so each such
+   * job kept its UART in memory, a save timer, and counted as running for its session, for good.
+   */
+  async forgetEnded(): Promise<void> {
+    for (const [jobId, entry] of [...this.inFlight]) {
+      const job = await this.deps.store.getJob(jobId);
+      if (job && (job.state === 'flashing' || job.state === 'running')) continue;
+      if (this.inFlight.get(jobId) !== entry) continue; // finished meanwhile
+      if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
+      entry.saveTimer = undefined;
+      this.inFlight.delete(jobId);
+    }
+  }
+
   /** Waits for the UART saves in progress (shutdown: the next start finds what the jobs printed). */
   async close(): Promise<void> {
     for (const entry of this.inFlight.values()) {

@@ -336,3 +336,32 @@ describe('base64 in a worker report that is not standard base64', () => {
     expect([job.state, job.uart]).toEqual(['running', null]);
   });
 });
+
+describe.each(['sqlite', 'postgres'] as const)('a job whose worker vanished (%s store)', (store) => {
+  it('is forgotten by the server once the sweep failed it: its session expires with its board free, not with jobs still stopping', async () => {
+    const app = await startLab(store);
+    const { token } = await createWorker(app, 'pi');
+    expect((await asWorker(app, token, '/api/v1/worker/announce', { boards: [PICO] })).status).toBe(200);
+    app.fake.tick(5_000);
+    const { token: agent } = await app.register('alice');
+    const opened = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(agent), body: new URLSearchParams({ board: 'pico', idle_seconds: '60' }) });
+    const { session_id: sessionId } = (await opened.json()) as { session_id: string };
+    const submitted = await flash(app, agent, { board: 'pico', session: sessionId }, picoTestElf());
+    const { job_id: jobId } = (await submitted.json()) as { job_id: string };
+    expect(((await (await asWorker(app, token, '/api/v1/worker/claim', { boards: ['pico'], wait_seconds: 0 })).json()) as { job: { job_id: string } }).job.job_id).toBe(jobId);
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(0, 'booted\n'))).status).toBe(200);
+    // The worker loses power; its claim lapses, the sweep fails the job, and the session runs out 60 s later.
+    await sweptUntilFailed(app, jobId, { maxFakeMs: 120_000 });
+    let seen = '';
+    await waitUntil(
+      systemClock,
+      () => {
+        app.fake.tick(1_000);
+        seen = app.logger.lines.filter((l) => l.includes(`session ${sessionId}`)).join(' | ');
+        return seen.includes('expired') ? seen : undefined;
+      },
+      { timeoutMs: 20_000, pollMs: 5, describe: `session ${sessionId} to expire`, lastSeen: () => seen || 'no log line' },
+    );
+    expect(seen).toContain(`session ${sessionId} on pico expired; the board is free`);
+  });
+});
