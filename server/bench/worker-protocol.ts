@@ -21,6 +21,14 @@ export interface WorkerTimings {
 
 export const defaultWorkerTimings: WorkerTimings = { heartbeatSeconds: 5, offlineAfterSeconds: 15, claimSeconds: 30 };
 
+/**
+ * The most claims one worker waits in at once on one server process (decision 0470): a worker
+ * claims in one loop, and a few more cover a claim whose client gave up before the server noticed.
+ */
+export const MAX_WAITING_CLAIMS_PER_WORKER = 4;
+/** The most serial-input fetches one worker waits in at once for one job (it runs one per job). */
+export const MAX_WAITING_INPUT_FETCHES_PER_JOB = 2;
+
 /** A UART chunk on the wire: device ns and base64 bytes. */
 export interface WireChunk {
   at_ns: number;
@@ -50,6 +58,9 @@ export const captureFromWire = (c: WireCapture): UartCaptureReport => ({
  * that reports come from the worker holding the job. Every call records that the worker was heard from.
  */
 export class WorkerProtocol {
+  /** Long polls open in this process, by worker and what they wait for (decision 0470). */
+  private readonly waiting = new Map<string, number>();
+
   constructor(
     private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; boards: LiveBoards; logger: Logger; timings: WorkerTimings },
   ) {}
@@ -88,29 +99,34 @@ export class WorkerProtocol {
   async claim(worker: WorkerRecord, boards: readonly string[], waitMs: number, signal: AbortSignal): Promise<WorkerTask | undefined> {
     this.checkServes(worker, boards);
     await this.deps.store.workers.heardFrom(worker.workerId, { nowMs: this.now() });
-    const timeout = new AbortController();
-    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
-    const both = AbortSignal.any([signal, timeout.signal]);
-    try {
-      const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.claimMs() });
-      return await link.claim(boards, both);
-    } finally {
-      this.deps.clock.clearTimeout(timer);
-    }
+    return this.longPoll(`claim:${worker.workerId}`, MAX_WAITING_CLAIMS_PER_WORKER, `worker ${worker.workerId} already waits in ${MAX_WAITING_CLAIMS_PER_WORKER} claims`, async () => {
+      const timeout = new AbortController();
+      const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+      const both = AbortSignal.any([signal, timeout.signal]);
+      try {
+        const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.claimMs() });
+        return await link.claim(boards, both);
+      } finally {
+        this.deps.clock.clearTimeout(timer);
+      }
+    });
   }
 
   /** Serial input for a job the worker holds, waiting up to `waitMs` for some; refused when it no longer holds the job. */
   async input(worker: WorkerRecord, jobId: string, writtenThroughSeq: number, waitMs: number, signal: AbortSignal): Promise<SerialInputBatch['inputs']> {
     await this.heardFrom(worker);
-    const timeout = new AbortController();
-    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
-    try {
-      const batch = await this.deps.gateway.input(worker.workerId, jobId, writtenThroughSeq, AbortSignal.any([signal, timeout.signal]));
-      if (batch.lost) throw await this.notHeld(worker, jobId);
-      return batch.inputs;
-    } finally {
-      this.deps.clock.clearTimeout(timer);
-    }
+    const why = `worker ${worker.workerId} already waits in ${MAX_WAITING_INPUT_FETCHES_PER_JOB} serial-input fetches of job ${jobId}`;
+    return this.longPoll(`input:${worker.workerId}:${jobId}`, MAX_WAITING_INPUT_FETCHES_PER_JOB, why, async () => {
+      const timeout = new AbortController();
+      const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+      try {
+        const batch = await this.deps.gateway.input(worker.workerId, jobId, writtenThroughSeq, AbortSignal.any([signal, timeout.signal]));
+        if (batch.lost) throw await this.notHeld(worker, jobId);
+        return batch.inputs;
+      } finally {
+        this.deps.clock.clearTimeout(timer);
+      }
+    });
   }
 
   /** The health the server keeps of a catalog board (public in the board list anyway). */
@@ -179,6 +195,24 @@ export class WorkerProtocol {
     const job = await this.deps.gateway.finish(worker.workerId, jobId, outcome);
     if (job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
     return job;
+  }
+
+  /**
+   * Runs one long poll of a worker, at most `max` at once per `key` in this process: each one looks
+   * at the store every few seconds (across replicas), so a leaked worker token opening thousands
+   * slowed every agent's request (a 429 instead, naming `why`; decision 0470).
+   */
+  private async longPoll<T>(key: string, max: number, why: string, run: () => Promise<T>): Promise<T> {
+    const open = this.waiting.get(key) ?? 0;
+    if (open >= max) throw new BenchError('too_many_long_polls', `${why}: let one answer (or end it) before opening another`, { retryAfterSeconds: 1 });
+    this.waiting.set(key, open + 1);
+    try {
+      return await run();
+    } finally {
+      const left = (this.waiting.get(key) ?? 1) - 1;
+      if (left === 0) this.waiting.delete(key);
+      else this.waiting.set(key, left);
+    }
   }
 
   /** How long a remote worker's claim holds without renewal (host ms). */

@@ -365,3 +365,37 @@ describe.each(['sqlite', 'postgres'] as const)('a job whose worker vanished (%s 
     expect(seen).toContain(`session ${sessionId} on pico expired; the board is free`);
   });
 });
+
+describe('a worker opening long polls by the thousand (decision 0470)', () => {
+  it('waits in at most 4 claims and 2 serial-input fetches per job at once; more is a 429 with Retry-After, and a slot frees when a poll answers', async () => {
+    const app = await startLab('sqlite');
+    const { token } = await createWorker(app, 'pi');
+    const { jobId } = await runningJob(app, token);
+    expect((await asWorker(app, token, '/api/v1/worker/announce', { boards: [PICO, { ...PICO, board: 'uno', backend: 'sim' }], running_jobs: [jobId] })).status).toBe(200);
+    const timersBefore = app.fake.countTimers();
+    const claims = Array.from({ length: 4 }, () => asWorker(app, token, '/api/v1/worker/claim', { boards: ['uno'], wait_seconds: 20 }));
+    const inputs = Array.from({ length: 2 }, () => asWorker(app, token, `/api/v1/worker/jobs/${jobId}/input`, { written_through: 0, wait_seconds: 20 }));
+    // All six wait once each set its timer on the server's clock.
+    await waitUntil(systemClock, () => (app.fake.countTimers() >= timersBefore + 6 ? true : undefined), { timeoutMs: 20_000, pollMs: 2, describe: 'six long polls to wait' });
+    // Bounded: without the limit these two would wait their 20 s of a clock that does not move.
+    const overLimit = (path: string, body: unknown) =>
+      app
+        .request(path, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) })
+        .catch((err: unknown) => {
+          throw new Error(`${path} was not refused but waited (no limit on long polls): ${String(err)}`);
+        });
+    const claim = await overLimit('/api/v1/worker/claim', { boards: ['uno'], wait_seconds: 20 });
+    expect([claim.status, claim.headers.get('retry-after')]).toEqual([429, '1']);
+    expect(((await claim.json()) as { detail: string }).detail).toMatch(/already waits in 4 claims/);
+    const input = await overLimit(`/api/v1/worker/jobs/${jobId}/input`, { written_through: 0, wait_seconds: 20 });
+    expect(input.status).toBe(429);
+    app.fake.tick(20_000);
+    for (const answer of [...claims, ...inputs]) expect((await answer).status).toBe(200);
+    // The slots are free again: a claim waits (its timer set), and answers none when its wait ends.
+    const timersNow = app.fake.countTimers();
+    const again = asWorker(app, token, '/api/v1/worker/claim', { boards: ['uno'], wait_seconds: 1 });
+    await waitUntil(systemClock, () => (app.fake.countTimers() > timersNow ? true : undefined), { timeoutMs: 20_000, pollMs: 2, describe: 'the claim to wait' });
+    app.fake.tick(1_000);
+    expect(await (await again).json()).toEqual({ health_check: null, job: null });
+  });
+});
