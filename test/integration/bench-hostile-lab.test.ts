@@ -399,3 +399,60 @@ describe('a worker opening long polls by the thousand (decision 0470)', () => {
     expect(await (await again).json()).toEqual({ health_check: null, job: null });
   });
 });
+
+describe('the database failing a look while an agent waits for a job', () => {
+  /** Makes the store's next `times` job reads fail as a dropped database connection would. */
+  function failJobReads(app: BenchTestApp, times: number): { failed: () => number } {
+    const store = app.server.service.store;
+    const real = store.getJob.bind(store);
+    let left = times;
+    store.getJob = async (jobId) => {
+      if (left <= 0) return real(jobId);
+      left--;
+      throw new Error('Connection terminated unexpectedly');
+    };
+    return { failed: () => times - left };
+  }
+
+  it('goes on waiting (?wait= and the UART stream) and answers when the job ends; nothing is left unhandled to end the process', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    cleanups.push(async () => void process.off('unhandledRejection', onUnhandled));
+    const app = await startLab('sqlite');
+    const { token } = await createWorker(app, 'pi');
+    const { jobId, agent } = await queuedJob(app, token);
+    const timersBefore = app.fake.countTimers();
+    const waiting = app.request(`/api/v1/jobs/${jobId}?wait=30`, { headers: bearer(agent) });
+    await waitUntil(systemClock, () => (app.fake.countTimers() >= timersBefore + 2 ? true : undefined), { timeoutMs: 20_000, pollMs: 2, describe: 'the ?wait= request to wait' });
+    const stream = await app.request(`/api/v1/jobs/${jobId}/uart`, { headers: bearer(agent), signal: AbortSignal.timeout(20_000) });
+    expect(stream.status).toBe(200);
+    const reads = failJobReads(app, 3);
+    // Three failed looks (the wait's and the stream's polls), each tried again a second later.
+    await waitUntil(
+      systemClock,
+      () => {
+        app.fake.tick(1_000);
+        return reads.failed() >= 3 ? true : undefined;
+      },
+      { timeoutMs: 20_000, pollMs: 5, describe: 'three failed job reads' },
+    );
+    // The job runs and ends; both the waiting request and the stream hear of it.
+    const claimed = (await (await asWorker(app, token, '/api/v1/worker/claim', { boards: ['pico'], wait_seconds: 0 })).json()) as { job: { job_id: string } };
+    expect(claimed.job.job_id).toBe(jobId);
+    const done = { outcome: { state: 'done', uart: { time_base: 'wall', dropped_bytes: 0, chunks: [] }, stop: { reason: 'elapsed', elapsed_ns: 1 }, flash_ms: 1, run_ms: 1 } };
+    expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, done)).status).toBe(200);
+    const answer = await waiting;
+    expect([answer.status, ((await answer.json()) as { state: string }).state]).toEqual([200, 'done']);
+    let events = '';
+    const reader = stream.body!.getReader();
+    while (!events.includes('event: end')) {
+      const { value, done: over } = await reader.read();
+      if (over) break;
+      events += new TextDecoder().decode(value);
+      app.fake.tick(1_000);
+    }
+    expect(events).toContain('event: end');
+    expect(unhandled).toEqual([]);
+  });
+});
