@@ -7,8 +7,7 @@ import { JobStreams, type SerialInputReceipt } from './job-streams.js';
 import { jobBody } from './bench-views.js';
 import { adminJob } from './board-views.js';
 import type { TimerHandle } from '../../core/clock.js';
-import { createLocalWorker, LOCAL_WORKER_ID } from './local-worker.js';
-import type { BenchWorker } from '../../harness/worker/bench-worker.js';
+import { LocalWorker, LOCAL_WORKER_ID } from './local-worker.js';
 import type {
   AdminBody,
   AgentRegistrationBody,
@@ -54,23 +53,15 @@ export class Bench {
   }
 
   /** The worker in this process, when the server runs one (the embedded default). */
-  private readonly worker: BenchWorker | undefined;
+  private readonly worker: LocalWorker | undefined;
   private sweepTimer: TimerHandle | undefined;
   private closing = false;
 
   constructor(private readonly deps: BenchDeps) {
-    let worker: BenchWorker | undefined;
+    const worker = deps.localWorker && new LocalWorker(deps, deps.localWorker);
     // The job deadline of the worker in this process is the Retry-After of a board a job holds.
-    const jobDeadlineMs =
-      deps.jobDeadlineMs ??
-      (deps.localWorker
-        ? (uartSeconds: number, boardId: string) => {
-            const live = deps.boards.lastKnown(boardId);
-            return worker!.deadlineMs(uartSeconds, live?.backend?.jobBudgetMs?.(live.board));
-          }
-        : undefined);
+    const jobDeadlineMs = deps.jobDeadlineMs ?? (worker ? (uartSeconds: number, boardId: string) => worker.deadlineMs(uartSeconds, boardId) : undefined);
     const access = new BoardAccess({ ...deps, jobDeadlineMs });
-    if (deps.localWorker) worker = createLocalWorker(deps, deps.localWorker);
     this.worker = worker;
     this.agents = new AgentAuth(deps);
     this.sessions = new SessionLeases({ ...deps, access });
@@ -108,7 +99,7 @@ export class Bench {
     const expired = await store.expireSessions(clock.nowMs());
     if (expired.length > 0) logger.info(`${expired.length} session(s) expired while the server was down`);
     await this.sessions.armAll();
-    this.worker?.start();
+    await this.worker?.start();
     this.armClaimSweep();
   }
 
