@@ -35,6 +35,11 @@ export interface BenchDeps {
    * this process to ask): `Retry-After: 5`.
    */
   jobDeadlineMs?: (uartSeconds: number, boardId: string) => number;
+  /**
+   * Host ms from a start during which the remote workers' claims on running jobs cannot lapse:
+   * while the server was down they could neither renew them nor deliver an outcome. Default 0.
+   */
+  claimGraceAtStartMs?: number;
   /** Host ms between two sweeps for jobs whose remote worker went silent. Default 5 000. */
   claimSweepMs?: number;
   /** Runs a worker in this process on its backends (the embedded default); absent: remote workers only. */

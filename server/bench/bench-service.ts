@@ -39,6 +39,7 @@ import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
 import type { WorkerTimings } from './worker-protocol.js';
 import { benchWorkers } from './bench-workers.js';
+import { MAX_DELIVERY_PAUSE_MS } from '../../harness/worker/http-worker-link.js';
 import type { LocalWorkerOptions } from './local-worker.js';
 import { workerRoutes } from './worker-routes.js';
 import { workerOpenApiComponents } from './worker-schemas.js';
@@ -216,6 +217,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       waitlistCount: () => waitlist.count(),
       healthCheckTimeoutMs: config.healthCheckTimeoutMs,
       localWorker,
+      claimGraceAtStartMs: timings.claimSeconds * 1000 + MAX_DELIVERY_PAUSE_MS,
       // Lapsed claims are found within half a claim period (at most every 5 s).
       claimSweepMs: Math.min(5_000, (timings.claimSeconds * 1000) / 2),
     });

@@ -96,6 +96,10 @@ export class Bench {
       const checks = await store.healthChecks.interrupt(workerId, { reason: 'the bench service restarted while this health check ran', nowMs: clock.nowMs() });
       for (const check of checks) logger.warn(`health check ${check.checkId} on ${check.board} was interrupted by a restart`);
     }
+    // A remote worker may have finished a job while this server was down, and delivers its outcome
+    // when it hears the server again: its claim gets a claim period and a delivery pause from now.
+    const extended = await store.extendClaims(clock.nowMs() + (this.deps.claimGraceAtStartMs ?? 0));
+    if (extended > 0) logger.info(`${extended} job(s) running on remote workers kept for their workers to report`);
     const expired = await store.expireSessions(clock.nowMs());
     if (expired.length > 0) logger.info(`${expired.length} session(s) expired while the server was down`);
     await this.sessions.armAll();
