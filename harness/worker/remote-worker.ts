@@ -41,8 +41,9 @@ interface AnnounceAnswer {
 /**
  * `hilbench worker`: a bench worker next to the hardware. It dials the server (outbound only),
  * announces the boards it can run and their availability, heartbeats with fresh availability, and
- * runs the jobs it claims through the same `BenchWorker` as the server's own. It announces again
- * after the server lost track of it, naming the jobs it still runs so those are kept.
+ * runs the jobs it claims through the same `BenchWorker` as the server's own. It announces once,
+ * at start (the server then fails as interrupted whatever it held before); a server that was down
+ * meanwhile keeps its running jobs' claims for their outcomes (decision 0461).
  */
 export class RemoteWorker {
   private readonly link: HttpWorkerLink;
