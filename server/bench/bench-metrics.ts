@@ -114,3 +114,16 @@ export function benchMetrics(deps: { clock: Clock; store: BenchStore; live: JobL
   });
   return { registry, stop };
 }
+
+/** `GET /metrics` in the OpenAPI document: served beside the API, not one of its JSON routes. */
+export const metricsOpenApiPath = {
+  '/metrics': {
+    get: {
+      tags: ['status'],
+      summary: 'Prometheus metrics: jobs by state, queue depth per board, leases, workers and their last heartbeat, HTTP requests by route and status',
+      description: 'Open unless the server has a metrics token (`--metrics-token`); then `authorization: Bearer <metrics token>`. See docs/deployment.md.',
+      operationId: 'metrics',
+      responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
+  },
+};

@@ -34,7 +34,7 @@ import { openApiComponents } from './bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
 import { JobLive } from './job-live.js';
-import { benchMetrics } from './bench-metrics.js';
+import { benchMetrics, metricsOpenApiPath } from './bench-metrics.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
 import type { WorkerTimings } from './worker-protocol.js';
@@ -388,16 +388,3 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
 function stopBackendTimers(backend: Backend | undefined): void {
   void backend?.close?.();
 }
-
-/** `GET /metrics` in the OpenAPI document: served beside the API, not one of its JSON routes. */
-const metricsOpenApiPath = {
-  '/metrics': {
-    get: {
-      tags: ['status'],
-      summary: 'Prometheus metrics: jobs by state, queue depth per board, leases, workers and their last heartbeat, HTTP requests by route and status',
-      description: 'Open unless the server has a metrics token (`--metrics-token`); then `authorization: Bearer <metrics token>`. See docs/deployment.md.',
-      operationId: 'metrics',
-      responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
-    },
-  },
-};
