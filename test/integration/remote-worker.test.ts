@@ -114,6 +114,46 @@ describe('a lab server and its remote bench workers', () => {
     ]);
   });
 
+  it('lets a worker touch only its own jobs and boards: another worker’s job is answered like a missing one, and stays its own', async () => {
+    await labServer();
+    const owner = await createWorkerToken('pi-pico');
+    await startWorker(owner.token, ['pico']);
+    const intruder = await createWorkerToken('pi-uno');
+    await startWorker(intruder.token, ['uno']);
+    app.fake.tick(5_000);
+    const alice = await app.register('alice');
+    const job = await submit(app, alice.token, { board: 'pico', uart_seconds: '0.1' }, withFault('run-hang'));
+    await app.jobReaches(job.job_id, 'running');
+
+    const asIntruder = (method: string, route: string, body?: unknown) =>
+      app!.request(route, {
+        method,
+        headers: { ...bearer(intruder.token), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const capture = { time_base: 'wall', clock_source: null, dropped_bytes: 0, chunks: [{ at_ns: 0, base64: Buffer.from('forged').toString('base64') }] };
+    const jobRoute = (part: string) => `/api/v1/worker/jobs/${job.job_id}/${part}`;
+    const attempts: Array<[string, string, unknown]> = [
+      ['GET', jobRoute('firmware'), undefined],
+      ['POST', jobRoute('running'), undefined],
+      ['POST', jobRoute('heartbeat'), undefined],
+      ['POST', jobRoute('uart'), { offset: 0, ...capture }],
+      ['POST', jobRoute('input'), { written_through: 0, wait_seconds: 0 }],
+      ['POST', jobRoute('finish'), { outcome: { state: 'done', uart: capture, stop: { reason: 'elapsed', elapsed_ns: 1 }, flash_ms: 1, run_ms: 1 } }],
+    ];
+    for (const [method, route, body] of attempts) {
+      const res = await asIntruder(method, route, body);
+      expect(res.status, `${method} ${route}`).toBe(404);
+      expect(await res.json()).toEqual({ detail: `job ${job.job_id} not found among this worker's jobs` });
+    }
+    // Nor may it write the health of a board it did not announce.
+    const health = await asIntruder('POST', '/api/v1/worker/boards/pico/health', { consecutive_failures: 0, last_failure: null, quarantine: null });
+    expect(health.status).toBe(403);
+    // The job is still the owner's, untouched.
+    const stored = await app.server.service.store.getJob(job.job_id);
+    expect(stored).toMatchObject({ state: 'running', workerId: owner.worker_id, uart: null });
+  });
+
   it('fails the running job of a worker that went silent, with the reason and its UART, and takes the board offline until a worker returns', async () => {
     await labServer();
     const { token } = await createWorkerToken('pi-flaky');
