@@ -150,11 +150,13 @@ export class WorkerProtocol {
 
   async running(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
     await this.heardFrom(worker);
+    await this.ownJob(worker, jobId);
     return this.deps.gateway.running(worker.workerId, jobId);
   }
 
   async jobHeartbeat(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
     await this.heardFrom(worker);
+    await this.ownJob(worker, jobId);
     return this.deps.gateway.heartbeat(worker.workerId, jobId);
   }
 
@@ -182,6 +184,15 @@ export class WorkerProtocol {
     if (foreign.length > 0) {
       throw new BenchError('board_not_served', `worker ${worker.workerId} did not announce board ${foreign.join(', ')}: announce it first (POST /api/v1/worker/announce)`);
     }
+  }
+
+  /**
+   * Refuses, like a missing job, a job this worker was never given: its answer (a stop reason
+   * naming the job's state) is only for the worker that claimed it, which then stops.
+   */
+  private async ownJob(worker: WorkerRecord, jobId: string): Promise<void> {
+    const job = await this.deps.store.getJob(jobId);
+    if (!job || job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
   }
 
   private async heldJob(worker: WorkerRecord, jobId: string): Promise<void> {
