@@ -5,6 +5,7 @@ import { ensurePrivateDir, prepareOwnerOnlyDatabase } from '../lifecycle/private
 import type { EventKind } from './data-access/event-repository.js';
 import { RelayData } from './data-access/relay-data.js';
 import { relayMigrations } from './data-access/relay-migrations.js';
+import { PreparedStatements } from './data-access/prepared-statements.js';
 
 /**
  * The relay's embedded SQLite store (`relay.sqlite` in the data dir). One connection, used
@@ -29,7 +30,8 @@ export class RelayStore {
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
     runMigrations(this.db, relayMigrations, { label: 'the relay database' });
-    this.data = new RelayData(this.db);
+    // One statement cache for all: the store has one connection.
+    this.data = new RelayData(new PreparedStatements(this.db));
   }
 
   private readonly rollbackListeners: (() => void)[] = [];
