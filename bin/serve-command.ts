@@ -84,6 +84,8 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
           clock,
           logger,
           dataDir: path.join(dataDir, 'relay'),
+          // The relay's tables beside the bench's, in their own schema: replicas share both (decision 0440).
+          ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
           host,
           port: opts.relayPort as number,
           publicOrigin: opts.relayPublicUrl as string | undefined,

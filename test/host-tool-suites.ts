@@ -74,7 +74,13 @@ export const postgresSuites = {
   install: 'apt-get install -y postgresql && pg_ctlcluster 15 main start && su postgres -c "createuser -s $(whoami)"',
   /** The database the tests connect to in order to create (and drop) one database per test store. */
   defaultBaseUrl: 'postgresql:///postgres?host=/var/run/postgresql',
-  files: ['test/contract/postgres-bench-store.contract.test.ts', 'test/integration/replicas.test.ts', 'test/integration/bench-hostile-inputs.test.ts'],
+  files: [
+    'test/contract/postgres-bench-store.contract.test.ts',
+    // The relay's tables on PostgreSQL (decision 0440).
+    'test/contract/postgres-relay-store.contract.test.ts',
+    'test/integration/replicas.test.ts',
+    'test/integration/bench-hostile-inputs.test.ts',
+  ],
 };
 
 /** Whether `command` is an executable file on `searchPath`. */

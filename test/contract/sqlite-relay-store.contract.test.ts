@@ -1,0 +1,18 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { RelayStore } from '../../server/relay/relay-store.js';
+import { describeRelayStoreContract } from './relay-store-contract.js';
+
+// The embedded default: relay.sqlite in a fresh data dir per store.
+describeRelayStoreContract('sqlite', async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-contract-'));
+  const store = new RelayStore(dataDir);
+  return {
+    store,
+    dispose: async () => {
+      store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+});
