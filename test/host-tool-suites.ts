@@ -78,6 +78,8 @@ export const postgresSuites = {
     'test/contract/postgres-bench-store.contract.test.ts',
     // The relay's tables on PostgreSQL (decision 0440).
     'test/contract/postgres-relay-store.contract.test.ts',
+    'test/integration/relay-store-replicas.test.ts',
+    'test/integration/relay-replicas.test.ts',
     'test/integration/replicas.test.ts',
     'test/integration/bench-hostile-inputs.test.ts',
   ],
