@@ -1,10 +1,14 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterEach, describe, expect, it } from 'vitest';
-import { clockFromFakeTimers } from '../../core/clock.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { generateNodeKey, type NodeKey } from '../../core/relay/index.js';
 import { listen } from '../../server/http/listen.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
+import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { call, registrationFor, tempDataDir, voteBy, type TestNode } from '../support/relay-test-kit.js';
 
@@ -185,5 +189,72 @@ describe('relay replicas sharing PostgreSQL', () => {
     // A replica started again on the same database serves all of it too.
     const c = await startReplica(databaseUrl);
     expect((await wholeFeed(c)).filter((e) => e.kind === 'item').map((e) => e.subject)).toEqual(accepted);
+  });
+});
+
+// Processes: two `hilbench serve --database-url` replicas, one killed with SIGKILL while it takes writes.
+const processes = new HilbenchProcesses();
+afterAll(async () => {
+  await processes.killAll();
+});
+
+describe('a relay replica killed with SIGKILL', () => {
+  it('loses nothing it accepted: the other replica serves all of it and carries on', { timeout: 180_000 }, async () => {
+    const database = await createTestDatabase();
+    cleanups.push(database.drop);
+    const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-replicas-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const replica = (name: string) =>
+      processes.start(
+        ['serve', '--database-url', database.url, '--no-local-worker', '--port', '0', '--relay-port', '0', '--data-dir', path.join(dir, name), '--admin-token', 'relay-replicas-admin'],
+        /hilbench relay service on (http:\/\/127\.0\.0\.1:\d+)/,
+      );
+    const first = await replica('a');
+    const second = await replica('b');
+    const [urlA, urlB] = [first.match[1] as string, second.match[1] as string];
+    // Registered through b (each replica here has its own address, and a registration names the one it is sent to).
+    const key = generateNodeKey();
+    const registered = await call(urlB, 'POST', '/register', { body: registrationFor(key, urlB, systemClock, 'alice') });
+    expect(registered.status, registered.text).toBe(201);
+    const auth = String(registered.body.authorization);
+    const accepted: string[] = [];
+    let n = 0;
+    const post = async (url: string) => {
+      const answer = await call(url, 'POST', '/items', { body: { kind: 'statement', title: `item ${n++}`, body: '' }, auth });
+      if (answer.status !== 201) throw new Error(`POST /items answered ${answer.status}: ${answer.text}`);
+      accepted.push(String(answer.body.id));
+    };
+    // A writes without pause until it is killed; b writes beside it.
+    let killed = false;
+    const writingToA = (async () => {
+      while (!killed) {
+        try {
+          await post(urlA);
+        } catch (err) {
+          if (!killed) throw err;
+        }
+      }
+    })();
+    await until('replica a to accept 20 items', () => accepted.length >= 20, 30_000);
+    for (let i = 0; i < 5; i++) await post(urlB);
+    killed = true;
+    first.child.kill('SIGKILL');
+    await first.child;
+    await writingToA;
+    for (let i = 0; i < 5; i++) await post(urlB);
+
+    const feed: { seq: number; kind: string; subject: string }[] = [];
+    for (let since = 0; ; ) {
+      const page = await call<{ events: typeof feed; next: number; has_more: boolean }>(urlB, 'GET', `/events?since=${since}&limit=50`);
+      expect(page.status).toBe(200);
+      feed.push(...page.body.events);
+      since = page.body.next;
+      if (!page.body.has_more) break;
+    }
+    const seqs = feed.map((e) => e.seq);
+    expect(seqs, 'events in seq order, none twice').toEqual([...new Set(seqs)].sort((x, y) => x - y));
+    const items = new Set(feed.filter((e) => e.kind === 'item').map((e) => e.subject));
+    expect(accepted.filter((id) => !items.has(id)), 'accepted items missing from the feed').toEqual([]);
+    for (const id of accepted.slice(0, 3)) expect((await call(urlB, 'GET', `/items/${id}`)).status).toBe(200);
   });
 });
