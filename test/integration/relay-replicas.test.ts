@@ -116,6 +116,20 @@ describe('relay replicas sharing PostgreSQL', () => {
     expect(seen.body).toMatchObject({ id, title: 'posted through b', author: alice.nodeId });
   });
 
+  it('serve a file uploaded through one replica from the other, byte for byte', { timeout: 60_000 }, async () => {
+    const [a, b] = await twoReplicas();
+    const alice = await register(a, 'alice');
+    const bytes = new Uint8Array(200_000).map((_, i) => (i * 7) % 256);
+    const form = new FormData();
+    form.append('title', 'firmware');
+    form.append('file', new Blob([bytes], { type: 'application/octet-stream' }), 'firmware.bin');
+    const uploaded = await call(a.address, 'POST', '/items', { rawBody: form, auth: alice.auth });
+    expect(uploaded.status, uploaded.text).toBe(201);
+    const response = await fetch(`${b.address}/items/${String(uploaded.body.id)}`, { headers: { accept: 'application/octet-stream' } });
+    expect(response.status).toBe(200);
+    expect(Buffer.from(await response.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
+  });
+
   it('tally every vote whichever replica took it: bulletins agree, and none answers from a stale cache', { timeout: 60_000 }, async () => {
     const [a, b] = await twoReplicas();
     const voters = [await register(a, 'v0'), await register(b, 'v1'), await register(a, 'v2')];
