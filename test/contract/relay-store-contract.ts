@@ -201,6 +201,16 @@ export function describeRelayStoreContract(name: string, open: OpenRelayStore): 
       });
     });
 
+    it("moves a peer's cursor forward only (replicas probing it at once)", () => {
+      const { peers } = store().data;
+      peers.insertIfNew('https://peer.example', null, 1);
+      peers.advanceCursor('https://peer.example', 500, 500);
+      peers.advanceCursor('https://peer.example', 300, 0);
+      expect(peers.get('https://peer.example')).toMatchObject({ cursor: 500, pulled_events: 500 });
+      peers.advanceCursor('https://peer.example', 800, 300);
+      expect(peers.get('https://peer.example')).toMatchObject({ cursor: 800, pulled_events: 800 });
+    });
+
     it('keeps a secret by name: the same bytes every time it is asked', () => {
       const s = store();
       const key = s.loadOrCreateSecret('relay-node.key');

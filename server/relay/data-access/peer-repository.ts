@@ -42,8 +42,12 @@ export class PeerRepository {
     this.q.run('UPDATE peers SET node_id = ?, version = ? WHERE url = ?', nodeId, version, url);
   }
 
+  /**
+   * Moves the peer's feed cursor forward, never back: replicas probing one peer at once each read a
+   * page from where they started, and the later commit must not undo the further one (decision 0440).
+   */
   advanceCursor(url: string, cursor: number, pulledEvents: number): void {
-    this.q.run('UPDATE peers SET cursor = ?, pulled_events = pulled_events + ? WHERE url = ?', cursor, pulledEvents, url);
+    this.q.run('UPDATE peers SET cursor = CASE WHEN ? > cursor THEN ? ELSE cursor END, pulled_events = pulled_events + ? WHERE url = ?', cursor, cursor, pulledEvents, url);
   }
 
   recordProbe(url: string, probe: { nowMs: number; reachable: boolean; error: string | null; rejectedEvents: number }): void {
