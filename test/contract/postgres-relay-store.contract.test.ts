@@ -1,4 +1,7 @@
+import { describe, expect, it } from 'vitest';
+import { PgStatementError, PgSyncConnection } from '../../server/relay/data-access/pg-sync-connection.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
+import { pgConnection } from '../../server/store/postgres/pg-database.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { describeRelayStoreContract } from './relay-store-contract.js';
 
@@ -13,4 +16,29 @@ describeRelayStoreContract('postgres', async () => {
       await database.drop();
     },
   };
+});
+
+describe('PgSyncConnection', () => {
+  it('answers statements in order, turns a refused one into an error with its SQLSTATE and stays usable, and refuses after close', async () => {
+    const database = await createTestDatabase();
+    const connection = new PgSyncConnection(pgConnection(database.url), { statementTimeoutMs: 30_000, label: 'the test database' });
+    try {
+      expect(connection.query('SELECT $1::int + 1 AS n, $2::bytea AS b', [41, Buffer.from([1, 2])]).rows).toEqual([{ n: 42, b: new Uint8Array([1, 2]) }]);
+      connection.query('CREATE TABLE t (id INTEGER PRIMARY KEY)');
+      expect(connection.query('INSERT INTO t VALUES (1), (2)').rowCount).toBe(2);
+      let refused: unknown;
+      try {
+        connection.query('INSERT INTO t VALUES (1)');
+      } catch (err) {
+        refused = err;
+      }
+      expect(refused).toBeInstanceOf(PgStatementError);
+      expect(refused).toMatchObject({ code: '23505', message: expect.stringContaining('the test database') });
+      expect(connection.query('SELECT COUNT(*) AS n FROM t').rows).toEqual([{ n: 2 }]);
+    } finally {
+      connection.close();
+      await database.drop();
+    }
+    expect(() => connection.query('SELECT 1')).toThrow('the test database is closed');
+  });
 });

@@ -25,13 +25,20 @@ export class PgStatementError extends Error {
  * caller through the shared flag. CommonJS text (an eval'd worker runs no TypeScript); it loads `pg`
  * from the path the caller resolved, so it finds the same package wherever hilbench is installed.
  * A connection that failed is dropped and the next statement opens a new one (a transaction it was
- * in is gone: PostgreSQL rolled it back and released its locks).
+ * in is gone: PostgreSQL rolled it back and released its locks). Every failure is an answer: the
+ * caller's thread is blocked and would otherwise only learn of it at its timeout.
  */
 const WORKER_SOURCE = `
 const { workerData } = require('node:worker_threads');
-const pg = require(workerData.pgPath);
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
-pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
+let pg;
+let loadError;
+try {
+  pg = require(workerData.pgPath);
+  pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+  pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
+} catch (err) {
+  loadError = err;
+}
 const flag = new Int32Array(workerData.flag);
 const port = workerData.port;
 let client;
@@ -47,6 +54,7 @@ async function connection() {
 port.on('message', async (message) => {
   let reply;
   try {
+    if (loadError) throw loadError;
     if (message.end) { if (client) await client.end().catch(() => undefined); reply = { rows: [], rowCount: 0 }; }
     else {
       const c = await connection();
