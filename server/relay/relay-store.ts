@@ -126,6 +126,9 @@ export class RelayStore {
    * the event is about or by (the `authors` filter), `payload` is what a peer needs to verify it.
    */
   appendEvent(kind: EventKind, author: string, subject: string, payload: unknown, nowMs: number, origin: string | null = null): number {
+    // Outside `tx` an event would be committed without the write lock: on PostgreSQL another
+    // replica's event could then commit with a smaller seq after it, and a reader would skip it.
+    if (!(this.pg ? this.pg.inTransaction : this.db.inTransaction)) throw new Error(`RelayStore.appendEvent(${kind}) outside a transaction: call it inside tx`);
     return this.data.events.append({ kind, author, subject, payloadJson: JSON.stringify(payload), origin, nowMs });
   }
 

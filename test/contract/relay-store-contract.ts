@@ -77,7 +77,7 @@ export function describeRelayStoreContract(name: string, open: OpenRelayStore): 
       const { items, events } = s.data;
       for (const n of [1, 2, 3]) {
         items.insert({ item_id: node(n), type: 'claim', kind: 'note', title: `t${n}`, body: '', file_bytes: null, media_type: null, author: node(n % 2), bot_id: null, origin: null, created_ms: n, authorship: null });
-        s.appendEvent('item', node(n % 2), node(n), { n }, n);
+        s.tx(() => s.appendEvent('item', node(n % 2), node(n), { n }, n));
       }
       const page = items.page(Number.MAX_SAFE_INTEGER, undefined, 2);
       expect(page.map((r) => r.title)).toEqual(['t3', 't2']);
@@ -153,6 +153,12 @@ export function describeRelayStoreContract(name: string, open: OpenRelayStore): 
         s.tx(() => s.data.items.insert(item(1)));
         expect(() => s.tx(() => s.data.items.insert({ ...item(1), title: 'other' }))).toThrow();
         expect(s.data.items.get(node(1))?.title).toBe('Title 1');
+      });
+
+      it('refuses to append an event outside a transaction (it would commit without the write lock)', () => {
+        const s = store();
+        expect(() => s.appendEvent('node', node(1), node(1), {}, 1)).toThrow('outside a transaction');
+        expect(s.data.events.count()).toBe(0);
       });
 
       it('gives events increasing seqs that are never reused', () => {

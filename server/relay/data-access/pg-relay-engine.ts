@@ -46,6 +46,10 @@ export class PgRelayEngine {
     this.sql = new PgRelaySql(this.connection);
   }
 
+  get inTransaction(): boolean {
+    return this.depth > 0;
+  }
+
   tx<T>(fn: () => T): T {
     const q = (sql: string, params?: unknown[]) => this.connection.query(sql, params);
     if (this.depth > 0) {
