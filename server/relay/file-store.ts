@@ -24,7 +24,7 @@ export interface UploadCheck {
   itemId: string;
   /** The `title` field, else the part's file name, else "". */
   title: string;
-  /** The part's Content-Type as `type/subtype` in lower case (busboy drops parameters), else application/octet-stream. */
+  /** The part's Content-Type as `type/subtype` in lower case (busboy drops parameters); `text/plain` when the part has none (busboy, after RFC 7578). */
   mediaType: string;
   /** Every other text field of the form, by name (the last value wins). */
   fields: ReadonlyMap<string, string>;
@@ -183,7 +183,7 @@ export class FileStore {
         });
         const out = createWriteStream(tmp, { mode: 0o600 });
         upload = pipeline(stream, out)
-          .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType || 'application/octet-stream', tmp }))
+          .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType, tmp }))
           .catch(async (err: unknown) => {
             // A write stream destroyed before its file was open still opens (creates) it and then
             // closes it: removing the file before that 'close' would let it reappear afterwards.
