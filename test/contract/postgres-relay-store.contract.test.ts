@@ -3,10 +3,11 @@ import { PgStatementError, PgSyncConnection } from '../../server/relay/data-acce
 import { RelayStore } from '../../server/relay/relay-store.js';
 import { pgConnection } from '../../server/store/postgres/pg-database.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
-import { describeRelayStoreContract } from './relay-store-contract.js';
+import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
+import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-contract.js';
 
 // The same contract as SQLite's, on a fresh PostgreSQL database per store (dropped when it closes).
-describeRelayStoreContract('postgres', async () => {
+const open: OpenRelayStore = async () => {
   const database = await createTestDatabase();
   const store = RelayStore.openPostgres(database.url);
   return {
@@ -16,7 +17,9 @@ describeRelayStoreContract('postgres', async () => {
       await database.drop();
     },
   };
-});
+};
+describeRelayStoreContract('postgres', open);
+describeRelayRepositoriesContract('postgres', open);
 
 describe('PgSyncConnection', () => {
   it('answers statements in order, turns a refused one into an error with its SQLSTATE and stays usable, and refuses after close', async () => {
