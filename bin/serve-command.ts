@@ -115,7 +115,9 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
           await bench.close();
           throw err;
         });
-  if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
+  // Where the relay keeps its tables: beside the bench's in PostgreSQL (shared by replicas), or SQLite in its data dir.
+  const relayWhere = typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? `tables in ${redactDatabaseUrl(opts.databaseUrl)}, schema relay` : `data in ${path.join(dataDir, 'relay')}`;
+  if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19, ${relayWhere})`);
 
   let stopping = false;
   const stop = async (signal: string) => {
