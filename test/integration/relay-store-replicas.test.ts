@@ -78,6 +78,29 @@ describe('relay stores sharing PostgreSQL', () => {
     await script;
   });
 
+  it('reconnects after its database connection was cut, without a restart', async () => {
+    const { a, url } = await twoStores();
+    a.tx(() => a.appendEvent('node', node(1), node(1), {}, 1));
+    const pid = a.sql.value<number>('SELECT pg_backend_pid()');
+    const admin = new pg.Client(pgConnection(url));
+    await admin.connect();
+    cleanups.push(() => admin.end());
+    await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+    // The statement that meets the cut connection may fail (with PostgreSQL's reason); the next one reconnects.
+    let count: number | undefined;
+    for (let attempt = 0; attempt < 2 && count === undefined; attempt++) {
+      try {
+        count = a.data.events.count();
+      } catch (err) {
+        expect((err as Error).message).toContain('the relay database');
+      }
+    }
+    expect(count).toBe(1);
+    expect(a.sql.value<number>('SELECT pg_backend_pid()')).not.toBe(pid);
+    a.tx(() => a.appendEvent('node', node(2), node(2), {}, 2));
+    expect(a.data.events.count()).toBe(2);
+  });
+
   it('share the relay keys and file contents', async () => {
     const { a, b } = await twoStores();
     expect(b.loadOrCreateSecret('relay-node.key').equals(a.loadOrCreateSecret('relay-node.key'))).toBe(true);
