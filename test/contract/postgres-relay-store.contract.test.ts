@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PgStatementError, PgSyncConnection } from '../../server/relay/data-access/pg-sync-connection.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
@@ -43,5 +46,33 @@ describe('PgSyncConnection', () => {
       await database.drop();
     }
     expect(() => connection.query('SELECT 1')).toThrow('the test database is closed');
+  });
+});
+
+describe('the relay schema on PostgreSQL', () => {
+  it('has every table and column of the SQLite schema (a new SQLite migration needs its PostgreSQL twin)', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-schema-'));
+    const database = await createTestDatabase();
+    const sqlite = new RelayStore(dataDir);
+    const postgres = RelayStore.openPostgres(database.url);
+    try {
+      const sqliteColumns = new Set<string>();
+      const tables = sqlite.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
+      for (const table of tables) {
+        for (const column of sqlite.db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]) sqliteColumns.add(`${table}.${column}`);
+      }
+      const postgresColumns = new Set(
+        postgres.sql.values<string>("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = 'relay'"),
+      );
+      expect([...sqliteColumns].filter((c) => !postgresColumns.has(c)).sort()).toEqual([]);
+      // What only PostgreSQL has: insertion order of items, and what replicas share (decisions 0440, 0441).
+      const onlyPostgres = [...postgresColumns].filter((c) => !sqliteColumns.has(c)).sort();
+      expect(onlyPostgres).toEqual(['items.item_seq', 'relay_files.content', 'relay_files.item_id', 'relay_secrets.hex', 'relay_secrets.name', 'write_generation.generation', 'write_generation.id']);
+    } finally {
+      sqlite.close();
+      postgres.close();
+      rmSync(dataDir, { recursive: true, force: true });
+      await database.drop();
+    }
   });
 });
