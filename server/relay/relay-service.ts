@@ -238,6 +238,8 @@ function registerSelf(deps: RelayDeps): void {
   const nowMs = deps.clock.nowMs();
   const registration = signDocument({ schema: registerSchema, node_id: selfKey.nodeId, relay: deps.baseUrl, created_at: Math.floor(nowMs / 1000), name: 'relay node' }, selfKey.secretKey);
   store.tx(() => {
+    // Checked again under the write lock: replicas starting together register the relay node once.
+    if (store.data.nodes.exists(selfKey.nodeId)) return;
     store.data.nodes.insert({ nodeId: selfKey.nodeId, local: false, name: 'relay node', registration: JSON.stringify(registration), nowMs });
     store.appendEvent('node', selfKey.nodeId, selfKey.nodeId, { registration }, nowMs);
   });

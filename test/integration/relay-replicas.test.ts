@@ -223,8 +223,8 @@ describe('a relay replica killed with SIGKILL', () => {
         ['serve', '--database-url', database.url, '--no-local-worker', '--port', '0', '--relay-port', '0', '--data-dir', path.join(dir, name), '--admin-token', 'relay-replicas-admin'],
         /hilbench relay service on (http:\/\/127\.0\.0\.1:\d+)/,
       );
-    const first = await replica('a');
-    const second = await replica('b');
+    // Started together: migrations, the relay's keys and its own registration are made once.
+    const [first, second] = await Promise.all([replica('a'), replica('b')]);
     const [urlA, urlB] = [first.match[1] as string, second.match[1] as string];
     // Registered through b (each replica here has its own address, and a registration names the one it is sent to).
     const key = generateNodeKey();
