@@ -81,6 +81,10 @@ export const postgresSuites = {
     'test/integration/replicas.test.ts',
     'test/integration/bench-hostile-inputs.test.ts',
     'test/integration/lab-replicas-processes.test.ts',
+    // The relay's tables on PostgreSQL (decision 0440).
+    'test/contract/postgres-relay-store.contract.test.ts',
+    'test/integration/relay-store-replicas.test.ts',
+    'test/integration/relay-replicas.test.ts',
   ],
 };
 
