@@ -43,6 +43,8 @@ export class GrowingMaxQuorum {
   private readonly tentativeMarks: number[] = [];
   private epoch = 0;
   private topOrd = 0;
+  /** Ords handed out below every other, counting down from 0 (see `settleOutside`). */
+  private bottomOrd = 0;
   private quorumSize = 0;
   /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
   private budget = 0;
@@ -95,8 +97,8 @@ export class GrowingMaxQuorum {
       }
       const compiled = this.compile(slice);
       this.slices[id] = compiled;
-      fresh.push(id);
       for (const member of compiled.members) (this.watchers[member] ??= []).push(id);
+      if (!this.settleOutside(id, compiled)) fresh.push(id);
     }
     if (fresh.length === 0) return;
     this.epoch++;
@@ -108,6 +110,22 @@ export class GrowingMaxQuorum {
     const tentative = [...fresh];
     if (this.bringBack(fresh, tentative)) this.peel(tentative);
     else this.peelEverything();
+  }
+
+  /**
+   * The common join, cheaply: a node whose slice is blocked by nodes outside the set alone (not
+   * joined, or joined without a slice) is out whatever else happens, since only a join can bring
+   * those in. It takes them as its certificate and the lowest ord (its certificate names no out
+   * member, so any ord is topological), and then every certificate that named it while it was
+   * outside stays valid as it is: nothing needs re-examining.
+   */
+  private settleOutside(id: number, slice: Compiled): boolean {
+    const found = blockingSet(slice, (m) => (this.slices[m] ? undefined : -Infinity));
+    if (!found) return false;
+    this.ords[id] = --this.bottomOrd;
+    this.certificates[id] = found.nodes;
+    this.remember(id, found.nodes);
+    return true;
   }
 
   private intern(node: string): number {
@@ -164,6 +182,7 @@ export class GrowingMaxQuorum {
     }
     for (let id = 0; id < this.names.length; id++) this.dependents[id] = undefined;
     this.topOrd = 0;
+    this.bottomOrd = 0;
     this.quorumSize = everyone.length;
     this.peel(everyone);
   }
@@ -348,6 +367,7 @@ export class GrowingMaxQuorum {
     }
     order.forEach((id, k) => (this.ords[id] = k + 1));
     this.topOrd = order.length;
+    this.bottomOrd = 0;
   }
 
   /** Takes out, as `maxQuorum` does, the tentative members whose slices fail; everything else is fixed. */
