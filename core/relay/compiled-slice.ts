@@ -46,3 +46,40 @@ export function blockingSet(q: Compiled, usable: (id: number) => number | undefi
   }
   return { nodes, rank };
 }
+
+/**
+ * `blockingSet(q, usable)` when every usable node has the same rank, as the nodes outside a set
+ * do: the first `entries - t + 1` blocked entries in order (validators, then inner sets blocked
+ * recursively), or undefined. Counts before it allocates, since most calls find none.
+ */
+export function firstBlockingSet(q: Compiled, blocked: (id: number) => boolean): number[] | undefined {
+  const need = q.v.length + q.i.length - q.t + 1;
+  if (q.i.length === 0) {
+    let count = 0;
+    for (const id of q.v) if (blocked(id)) count++;
+    if (count < need) return undefined;
+    const nodes: number[] = [];
+    for (const id of q.v) {
+      if (!blocked(id)) continue;
+      nodes.push(id);
+      if (nodes.length === need) break;
+    }
+    return nodes;
+  }
+  const nodes: number[] = [];
+  let taken = 0;
+  for (const id of q.v) {
+    if (taken === need) return nodes;
+    if (!blocked(id)) continue;
+    nodes.push(id);
+    taken++;
+  }
+  for (const inner of q.i) {
+    if (taken === need) return nodes;
+    const found = firstBlockingSet(inner, blocked);
+    if (!found) continue;
+    nodes.push(...found);
+    taken++;
+  }
+  return taken === need ? nodes : undefined;
+}

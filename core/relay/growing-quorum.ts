@@ -1,5 +1,5 @@
 import type { QuorumSet } from './quorum-set.js';
-import { type Compiled, blockingSet, satisfied } from './compiled-slice.js';
+import { type Compiled, blockingSet, firstBlockingSet, satisfied } from './compiled-slice.js';
 
 /**
  * `maxQuorum(nodes, sliceOf)` of a node set that only grows, kept up to date as nodes join instead
@@ -49,6 +49,18 @@ export class GrowingMaxQuorum {
   /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
   private budget = 0;
   private readonly compiledSlices = new WeakMap<QuorumSet, Compiled>();
+  /** Per node: `repeatMarks[id] === repeatStamp` when `repeats` saw it in the current list. */
+  private readonly repeatMarks: number[] = [];
+  private repeatStamp = 0;
+  /** Per node: `queueMarks[id] === epoch` while it waits in `bringBack`'s queue. */
+  private readonly queueMarks: number[] = [];
+  // The questions the hot loops ask of `compiled-slice`, as functions made once per instance
+  // (a closure per call costs more than the work, all the more under tsx's keepNames).
+  /** Whether a node is outside the set (not joined, or joined without a slice). */
+  private readonly outside = (m: number): boolean => !this.slices[m];
+  /** Rank of a node that stays out during this join (its ord, -Infinity outside the set); undefined for others. */
+  private readonly settledOutRank = (m: number): number | undefined => (this.isTentative(m) ? undefined : this.outOrd(m));
+  private readonly inside = (m: number): boolean => this.inQuorum(m);
 
   constructor(
     private readonly sliceOf: (node: string) => QuorumSet | undefined,
@@ -81,26 +93,41 @@ export class GrowingMaxQuorum {
   }
 
   add(node: string): void {
-    this.addAll([node]);
+    // One node at a time is the tally's case: no arrays unless the join needs the general path.
+    const id = this.join(node);
+    if (id !== undefined) this.settle([id]);
   }
 
   addAll(nodes: Iterable<string>): void {
     const fresh: number[] = [];
     for (const node of nodes) {
-      const id = this.intern(node);
-      if (this.slices[id] !== undefined) continue;
-      const slice = this.sliceOf(node);
-      this.joinedIds.push(id);
-      if (slice === undefined) {
-        this.slices[id] = null; // out for good, like a node outside the set
-        continue;
-      }
-      const compiled = this.compile(slice);
-      this.slices[id] = compiled;
-      for (const member of compiled.members) (this.watchers[member] ??= []).push(id);
-      if (!this.settleOutside(id, compiled)) fresh.push(id);
+      const id = this.join(node);
+      if (id !== undefined) fresh.push(id);
     }
-    if (fresh.length === 0) return;
+    if (fresh.length > 0) this.settle(fresh);
+  }
+
+  /**
+   * Records `node` as joined; returns its id when it has a slice and its place must be worked out
+   * (`settle`), undefined when it joined before, has no slice, or `settleOutside` placed it.
+   */
+  private join(node: string): number | undefined {
+    const id = this.intern(node);
+    if (this.slices[id] !== undefined) return undefined;
+    const slice = this.sliceOf(node);
+    this.joinedIds.push(id);
+    if (slice === undefined) {
+      this.slices[id] = null; // out for good, like a node outside the set
+      return undefined;
+    }
+    const compiled = this.compile(slice);
+    this.slices[id] = compiled;
+    for (const member of compiled.members) (this.watchers[member] ??= []).push(id);
+    return this.settleOutside(id, compiled) ? undefined : id;
+  }
+
+  /** Works out the quorum again after the nodes `fresh` (with slices) joined. */
+  private settle(fresh: readonly number[]): void {
     this.epoch++;
     this.quorumSize += fresh.length; // peel() takes out the ones that do not stay
     for (const id of fresh) this.tentativeMarks[id] = this.epoch;
@@ -120,11 +147,11 @@ export class GrowingMaxQuorum {
    * outside stays valid as it is: nothing needs re-examining.
    */
   private settleOutside(id: number, slice: Compiled): boolean {
-    const found = blockingSet(slice, (m) => (this.slices[m] ? undefined : -Infinity));
+    const found = firstBlockingSet(slice, this.outside);
     if (!found) return false;
     this.ords[id] = --this.bottomOrd;
-    this.certificates[id] = found.nodes;
-    this.remember(id, found.nodes);
+    this.certificates[id] = found;
+    this.remember(id, found);
     return true;
   }
 
@@ -142,12 +169,24 @@ export class GrowingMaxQuorum {
   private compile(q: QuorumSet): Compiled {
     let compiled = this.compiledSlices.get(q);
     if (!compiled) {
-      const inner = q.i.map((set) => this.compile(set));
-      const v = q.v.map((node) => this.intern(node));
-      compiled = { t: q.t, v, i: inner, members: [...new Set([...v, ...inner.flatMap((set) => set.members)])] };
+      const inner: Compiled[] = [];
+      for (const set of q.i) inner.push(this.compile(set));
+      const v: number[] = [];
+      for (const node of q.v) v.push(this.intern(node));
+      compiled = { t: q.t, v, i: inner, members: inner.length === 0 && !this.repeats(v) ? v : [...new Set([...v, ...inner.flatMap((set) => set.members)])] };
       this.compiledSlices.set(q, compiled);
     }
     return compiled;
+  }
+
+  /** Whether `ids` names a node twice (a slice should not, but `members` must list each once). */
+  private repeats(ids: readonly number[]): boolean {
+    const stamp = ++this.repeatStamp;
+    for (const id of ids) {
+      if (this.repeatMarks[id] === stamp) return true;
+      this.repeatMarks[id] = stamp;
+    }
+    return false;
   }
 
   private inQuorum(id: number): boolean {
@@ -193,21 +232,11 @@ export class GrowingMaxQuorum {
    */
   private bringBack(joining: readonly number[], tentative: number[]): boolean {
     const queue: number[] = [];
-    const queued = new Set<number>();
-    const enqueueDependents = (id: number) => {
-      const deps = this.dependents[id];
-      if (!deps) return;
-      for (const d of deps) {
-        if (queued.has(d)) continue;
-        queued.add(d);
-        queue.push(d);
-      }
-    };
-    for (const id of joining) enqueueDependents(id);
+    for (const id of joining) this.enqueueDependents(id, queue);
     for (let head = 0; head < queue.length; head++) {
       if (--this.budget < 0) return false;
       const id = queue[head] as number;
-      queued.delete(id);
+      this.queueMarks[id] = 0;
       const previous = this.certificates[id] as number[];
       this.forget(id, previous);
       const certificate = this.recertify(id);
@@ -221,9 +250,20 @@ export class GrowingMaxQuorum {
       this.quorumSize++;
       this.tentativeMarks[id] = this.epoch;
       tentative.push(id);
-      enqueueDependents(id);
+      this.enqueueDependents(id, queue);
     }
     return this.budget >= 0;
+  }
+
+  /** Queues for `bringBack` the out members whose certificates name `id`, those not queued already. */
+  private enqueueDependents(id: number, queue: number[]): void {
+    const deps = this.dependents[id];
+    if (!deps) return;
+    for (const d of deps) {
+      if (this.queueMarks[d] === this.epoch) continue;
+      this.queueMarks[d] = this.epoch;
+      queue.push(d);
+    }
   }
 
   /**
@@ -238,16 +278,15 @@ export class GrowingMaxQuorum {
     const patched = slice.i.length === 0 ? this.patch(slice, id, ord) : undefined;
     if (patched) return patched;
     // Cheapest blocking set by ord; members above `id` are checked for a path back to it only once
-    // chosen (rarely one has one: it is then left out and the choice made again).
-    const cyclic = new Set<number>();
+    // chosen (rarely one has one: it is then left out and the choice made again). Most calls end
+    // at the first search (no blocking set at all), so the sets below are made only when needed.
+    let found = blockingSet(slice, this.settledOutRank);
+    let cyclic: Set<number> | undefined;
     const safe = new Set<number>();
     // Closed under certificates above `id` (so moving it all below `id` keeps the order); a cone
     // found for a member a later attempt does not choose only moves a little more.
     const moved = new Set<number>();
-    const usable = (m: number) => (cyclic.has(m) || this.isTentative(m) ? undefined : this.outOrd(m));
-    for (;;) {
-      const found = blockingSet(slice, usable);
-      if (!found) return undefined;
+    while (found) {
       let culprit: number | undefined;
       for (const m of found.nodes) {
         const mOrd = this.ords[m] as number;
@@ -258,7 +297,8 @@ export class GrowingMaxQuorum {
         }
       }
       if (culprit !== undefined) {
-        cyclic.add(culprit);
+        const left = (cyclic ??= new Set<number>()).add(culprit);
+        found = blockingSet(slice, (m) => (left.has(m) ? undefined : this.settledOutRank(m)));
         continue;
       }
       // The order is fixed before the certificate is filed (placeBelow reads certificates).
@@ -266,6 +306,7 @@ export class GrowingMaxQuorum {
       if (moved.size > 0) this.placeBelow(moved, ord);
       return found.nodes;
     }
+    return undefined;
   }
 
   /**
@@ -373,14 +414,13 @@ export class GrowingMaxQuorum {
   /** Takes out, as `maxQuorum` does, the tentative members whose slices fail; everything else is fixed. */
   private peel(tentative: readonly number[]): void {
     const todo = [...tentative];
-    const inside = (m: number) => this.inQuorum(m);
     for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
       if (!this.isTentative(id)) continue;
       const slice = this.slices[id] as Compiled;
-      if (satisfied(slice, inside)) continue;
+      if (satisfied(slice, this.inside)) continue;
       this.tentativeMarks[id] = 0;
       // Everything it names that is out is out already, below it in the order: no cycle.
-      const certificate = (blockingSet(slice, (m) => (this.isTentative(m) ? undefined : this.outOrd(m))) as { nodes: number[] }).nodes;
+      const certificate = (blockingSet(slice, this.settledOutRank) as { nodes: number[] }).nodes;
       this.ords[id] = ++this.topOrd;
       this.certificates[id] = certificate;
       this.quorumSize--;
