@@ -43,7 +43,7 @@ export class GrowingMaxQuorum {
   private readonly tentativeMarks: number[] = [];
   private epoch = 0;
   private topOrd = 0;
-  /** Ords handed out below every other, counting down from 0 (see `settleOutside`). */
+  /** Below every ord handed out since the last renumbering; `settleOutside` counts down from it. */
   private bottomOrd = 0;
   private quorumSize = 0;
   /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
@@ -52,6 +52,12 @@ export class GrowingMaxQuorum {
   /** Per node: `repeatMarks[id] === repeatStamp` when `repeats` saw it in the current list. */
   private readonly repeatMarks: number[] = [];
   private repeatStamp = 0;
+  /** Per node: `coneMarks[id] === coneStamp` once the current `coneAbove` reached it. */
+  private readonly coneMarks: number[] = [];
+  private coneStamp = 0;
+  /** Per node: `movedMarks[id] === movedStamp` when it is in the current `recertify`'s moved cone. */
+  private readonly movedMarks: number[] = [];
+  private movedStamp = 0;
   /** Per node: `queueMarks[id] === epoch` while it waits in `bringBack`'s queue. */
   private readonly queueMarks: number[] = [];
   // The questions the hot loops ask of `compiled-slice`, as functions made once per instance
@@ -90,6 +96,42 @@ export class GrowingMaxQuorum {
     const inside = new Set<string>();
     for (const id of this.joinedIds) if (this.inQuorum(id)) inside.add(this.names[id] as string);
     return inside;
+  }
+
+  /**
+   * What breaks the invariants the incremental answer rests on (for the property tests; empty when
+   * sound): every out member has a certificate naming only members of its slice that are out or
+   * outside the set, each below it in the order, which alone block its slice; `dependents` lists
+   * exactly the out members whose certificates name a node. Costs a pass over every certificate.
+   */
+  certificateFaults(): string[] {
+    const faults: string[] = [];
+    for (const id of this.joinedIds) {
+      const slice = this.slices[id];
+      const ord = this.ords[id] as number;
+      if (!slice || Number.isNaN(ord)) continue;
+      const name = this.names[id] as string;
+      const certificate = this.certificates[id];
+      if (!certificate) {
+        faults.push(`${name} is out without a certificate`);
+        continue;
+      }
+      const named = new Set(certificate);
+      if (satisfied(slice, (m) => !named.has(m))) faults.push(`${name}'s certificate does not block its slice`);
+      for (const m of certificate) {
+        const mOrd = this.outOrd(m);
+        if (!slice.members.includes(m)) faults.push(`${name}'s certificate names ${this.names[m]}, outside its slice`);
+        if (mOrd === undefined) faults.push(`${name}'s certificate names ${this.names[m]}, in the quorum`);
+        else if (!(mOrd < ord)) faults.push(`${name}'s certificate names ${this.names[m]}, not below it in the order`);
+        if (!this.dependents[m]?.has(id)) faults.push(`${name} is missing from the dependents of ${this.names[m]}`);
+      }
+    }
+    for (let m = 0; m < this.names.length; m++) {
+      for (const d of this.dependents[m] ?? []) {
+        if (!this.certificates[d]?.includes(m) || Number.isNaN(this.ords[d] as number)) faults.push(`${this.names[d]} is a stale dependent of ${this.names[m]}`);
+      }
+    }
+    return faults;
   }
 
   add(node: string): void {
@@ -282,16 +324,17 @@ export class GrowingMaxQuorum {
     // at the first search (no blocking set at all), so the sets below are made only when needed.
     let found = blockingSet(slice, this.settledOutRank);
     let cyclic: Set<number> | undefined;
-    const safe = new Set<number>();
     // Closed under certificates above `id` (so moving it all below `id` keeps the order); a cone
-    // found for a member a later attempt does not choose only moves a little more.
-    const moved = new Set<number>();
+    // found for a member a later attempt does not choose only moves a little more. Its members
+    // (marked `movedMarks[m] === movedStamp`) are known not to lead back to `id`.
+    const moved: number[] = [];
+    this.movedStamp++;
     while (found) {
       let culprit: number | undefined;
       for (const m of found.nodes) {
         const mOrd = this.ords[m] as number;
         if (Number.isNaN(mOrd) || mOrd < ord || !this.slices[m]) continue;
-        if (!this.coneAbove(m, ord, id, safe, moved)) {
+        if (!this.coneAbove(m, ord, id, moved)) {
           culprit = m;
           break;
         }
@@ -303,7 +346,7 @@ export class GrowingMaxQuorum {
       }
       // The order is fixed before the certificate is filed (placeBelow reads certificates).
       this.certificates[id] = found.nodes;
-      if (moved.size > 0) this.placeBelow(moved, ord);
+      if (moved.length > 0) this.placeBelow(moved, ord);
       return found.nodes;
     }
     return undefined;
@@ -333,44 +376,49 @@ export class GrowingMaxQuorum {
   }
 
   /**
-   * Adds to `cone` the out members reachable from `from` through certificates with ord above
-   * `floor` (`from` included); false when `target` is among them. Members in `safe` were seen
-   * before without reaching `target`; those seen now join them when it is not reached.
+   * Adds to `moved` the out members reachable from `from` through certificates with ord above
+   * `floor` (`from` included); false when `target` is among them. Members marked in `moved` were
+   * seen before without reaching `target`, and are not followed again. Marks instead of sets: at
+   * the join that forms a large quorum, this walks most of the set, possibly many times.
    */
-  private coneAbove(from: number, floor: number, target: number, safe: Set<number>, cone: Set<number>): boolean {
+  private coneAbove(from: number, floor: number, target: number, moved: number[]): boolean {
+    const visit = ++this.coneStamp;
     const seen: number[] = [from];
-    const visited = new Set<number>([from]);
+    this.coneMarks[from] = visit;
     const todo = [from];
     for (let m = todo.pop(); m !== undefined; m = todo.pop()) {
       if (--this.budget < 0) return false;
-      for (const next of this.certificates[m] ?? []) {
+      const certificate = this.certificates[m];
+      if (!certificate) continue;
+      for (const next of certificate) {
         if (next === target) return false;
         const nextOrd = this.ords[next] as number;
-        if (Number.isNaN(nextOrd) || !this.slices[next] || nextOrd < floor || visited.has(next)) continue;
-        visited.add(next);
+        if (Number.isNaN(nextOrd) || !this.slices[next] || nextOrd < floor || this.coneMarks[next] === visit) continue;
+        this.coneMarks[next] = visit;
+        if (this.movedMarks[next] === this.movedStamp) continue;
         seen.push(next);
-        if (!safe.has(next)) todo.push(next);
-        else cone.add(next);
+        todo.push(next);
       }
     }
     for (const m of seen) {
-      safe.add(m);
-      cone.add(m);
+      if (this.movedMarks[m] === this.movedStamp) continue;
+      this.movedMarks[m] = this.movedStamp;
+      moved.push(m);
     }
     return true;
   }
 
-  /** Moves `moved` (closed under certificates above `below`) just below ord `below`, keeping their order. */
-  private placeBelow(moved: ReadonlySet<number>, below: number): void {
+  /** Moves `moved` (closed under certificates above `below`, marked in `movedMarks`) just below ord `below`, keeping their order. */
+  private placeBelow(moved: readonly number[], below: number): void {
     let floor = -Infinity;
     for (const m of moved) {
       for (const dep of this.certificates[m] as number[]) {
-        if (moved.has(dep)) continue;
+        if (this.movedMarks[dep] === this.movedStamp) continue;
         const ord = this.ords[dep] as number;
         if (!Number.isNaN(ord) && this.slices[dep] && ord > floor) floor = ord;
       }
     }
-    const sorted = [...moved].sort((a, b) => (this.ords[a] as number) - (this.ords[b] as number));
+    const sorted = moved.slice().sort((a, b) => (this.ords[a] as number) - (this.ords[b] as number));
     const low = floor === -Infinity ? below - sorted.length - 1 : floor;
     const step = (below - low) / (sorted.length + 1);
     if (!(step > MIN_ORD_STEP)) {
@@ -378,6 +426,8 @@ export class GrowingMaxQuorum {
       return;
     }
     sorted.forEach((m, k) => (this.ords[m] = low + step * (k + 1)));
+    // `settleOutside` hands out ords below every other: keep its counter below these.
+    if (low < this.bottomOrd) this.bottomOrd = low;
   }
 
   /**

@@ -22,17 +22,71 @@ describe('GrowingMaxQuorum (issue 18: maxQuorum kept up to date as nodes join)',
         const growing = new GrowingMaxQuorum(sliceOf, s.initial);
         const joined = [...s.initial];
         expect(growing.members()).toEqual(maxQuorum(joined, sliceOf));
+        expect(growing.certificateFaults()).toEqual([]);
         for (const node of s.joins) {
           growing.add(node);
           joined.push(node);
           const expected = maxQuorum(joined, sliceOf);
           expect(growing.members()).toEqual(expected);
+          expect(growing.certificateFaults()).toEqual([]);
           expect(growing.size).toBe(expected.size);
           for (const name of new Set(joined)) expect(growing.has(name)).toBe(expected.has(name));
         }
       }),
       { numRuns: 1000 },
     );
+  });
+
+  it('keeps its certificates sound on rings joined in ring order, backwards or shuffled (the shape of the bench, where most joins settle outside the set)', () => {
+    const ringScene = fc.integer({ min: 3, max: 40 }).chain((n) =>
+      fc.record({
+        n: fc.constant(n),
+        width: fc.integer({ min: 1, max: Math.min(n - 1, 8) }),
+        thresholdShare: fc.double({ min: 0, max: 1, noNaN: true }),
+        start: fc.integer({ min: 0, max: n - 1 }),
+        order: fc.constantFrom('forward', 'backward', 'shuffled'),
+        shuffled: fc.shuffledSubarray(Array.from({ length: n }, (_, k) => k), { minLength: n, maxLength: n }),
+      }),
+    );
+    fc.assert(
+      fc.property(ringScene, ({ n, width, thresholdShare, start, order, shuffled }) => {
+        const names = Array.from({ length: n }, (_, k) => nodeName(k));
+        const t = 1 + Math.min(width - 1, Math.floor(thresholdShare * width));
+        const ring = new Map(names.map((name, k) => [name, { t, v: Array.from({ length: width }, (_, j) => names[(k + 1 + j) % n] as string), i: [] }]));
+        const sliceOf = (node: string) => ring.get(node);
+        const sequence =
+          order === 'shuffled' ? shuffled : Array.from({ length: n }, (_, k) => (order === 'forward' ? start + k : start + n - k) % n);
+        const growing = new GrowingMaxQuorum(sliceOf);
+        const joined: string[] = [];
+        for (const k of sequence) {
+          growing.add(names[k] as string);
+          joined.push(names[k] as string);
+          expect(growing.members()).toEqual(maxQuorum(joined, sliceOf));
+          expect(growing.certificateFaults()).toEqual([]);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('keeps a node settled outside the set below members moved down the order before it joined (a case the checks found)', () => {
+    const topology = new Map([
+      ['n0', { t: 1, v: ['n6'], i: [] }],
+      ['n1', { t: 1, v: ['n2', 'n0'], i: [] }],
+      ['n3', { t: 1, v: ['n2'], i: [] }],
+      ['n4', { t: 2, v: ['n5', 'n1'], i: [] }],
+      ['n5', { t: 1, v: ['n3'], i: [] }],
+    ]);
+    const sliceOf = (node: string) => topology.get(node);
+    // n4's re-certification moves n1 below n4; n0 then settles outside the set, under n1's certificate.
+    const growing = new GrowingMaxQuorum(sliceOf, ['n1', 'n3', 'n4']);
+    const joined = ['n1', 'n3', 'n4'];
+    for (const node of ['n5', 'n0']) {
+      growing.add(node);
+      joined.push(node);
+      expect(growing.members()).toEqual(maxQuorum(joined, sliceOf));
+      expect(growing.certificateFaults()).toEqual([]);
+    }
   });
 
   it('agrees with maxQuorum on a ring of 300 nodes joining in order, where each join reshapes a long chain of exclusions', () => {
@@ -42,7 +96,10 @@ describe('GrowingMaxQuorum (issue 18: maxQuorum kept up to date as nodes join)',
     const growing = new GrowingMaxQuorum((node) => ring.get(node));
     for (let k = 0; k < n; k++) {
       growing.add(names[k] as string);
-      if (k % 7 === 0 || k > n - 30) expect(growing.members()).toEqual(maxQuorum(names.slice(0, k + 1), (node) => ring.get(node)));
+      if (k % 7 === 0 || k > n - 30) {
+        expect(growing.members()).toEqual(maxQuorum(names.slice(0, k + 1), (node) => ring.get(node)));
+        expect(growing.certificateFaults()).toEqual([]);
+      }
     }
     expect(growing.size).toBe(n);
   });
