@@ -1,6 +1,9 @@
+import type { QuorumSet } from './quorum-set.js';
+
 /**
- * Slices with node ids numbered (by `GrowingMaxQuorum`, per instance), and the two questions it
- * asks of them: is a slice satisfied, and which out members alone block it.
+ * Slices with node ids numbered (`SliceNumbering`, shared by the growing quorums of one tally), and
+ * the questions `GrowingMaxQuorum` asks of them: is a slice satisfied, and which out members alone
+ * block it.
  */
 
 /** A slice with its node ids numbered; `members` every node it names, once. */
@@ -9,6 +12,62 @@ export interface Compiled {
   v: number[];
   i: Compiled[];
   members: number[];
+}
+
+/** Node ids numbered 0, 1, 2, ... in the order first seen, and slices compiled to those numbers once. */
+export class SliceNumbering {
+  private readonly ids = new Map<string, number>();
+  /** id -> node id. */
+  readonly names: string[] = [];
+  private readonly compiled = new WeakMap<QuorumSet, Compiled>();
+  /** `marks[id] === stamp` when `repeats` saw id in the current list. */
+  private readonly marks: number[] = [];
+  private stamp = 0;
+
+  /** How many nodes are numbered (ids run from 0 to size - 1). */
+  get size(): number {
+    return this.names.length;
+  }
+
+  idOf(node: string): number | undefined {
+    return this.ids.get(node);
+  }
+
+  intern(node: string): number {
+    let id = this.ids.get(node);
+    if (id === undefined) {
+      id = this.names.length;
+      this.ids.set(node, id);
+      this.names.push(node);
+      this.marks.push(0);
+    }
+    return id;
+  }
+
+  /** `q` with its nodes numbered; the same object for the same `q` (slices are kept by object). */
+  compile(q: QuorumSet): Compiled {
+    let compiled = this.compiled.get(q);
+    if (!compiled) {
+      const inner: Compiled[] = [];
+      for (const set of q.i) inner.push(this.compile(set));
+      const v: number[] = [];
+      for (const node of q.v) v.push(this.intern(node));
+      const flat = inner.length === 0 && !this.repeats(v);
+      compiled = { t: q.t, v, i: inner, members: flat ? v : [...new Set([...v, ...inner.flatMap((set) => set.members)])] };
+      this.compiled.set(q, compiled);
+    }
+    return compiled;
+  }
+
+  /** Whether `ids` names a node twice (a slice should not, but `members` must list each once). */
+  private repeats(ids: readonly number[]): boolean {
+    const stamp = ++this.stamp;
+    for (const id of ids) {
+      if (this.marks[id] === stamp) return true;
+      this.marks[id] = stamp;
+    }
+    return false;
+  }
 }
 
 /** Whether `q` is satisfied by the nodes `inside` says are in. */

@@ -1,5 +1,6 @@
 import type { QuorumSet } from './quorum-set.js';
-import { type Compiled, blockingSet, firstBlockingSet, satisfied } from './compiled-slice.js';
+import { type Compiled, SliceNumbering, blockingSet, firstBlockingSet, satisfied } from './compiled-slice.js';
+import { CertificateState } from './certificate-state.js';
 
 /**
  * `maxQuorum(nodes, sliceOf)` of a node set that only grows, kept up to date as nodes join instead
@@ -18,48 +19,23 @@ import { type Compiled, blockingSet, firstBlockingSet, satisfied } from './compi
  * everything else held fixed. The work per join is proportional to the members it can affect, not
  * to the size of the set. Certificates prefer nodes outside the set, then out members of low ord.
  *
- * Node ids are numbered per instance (slices compiled to those numbers once), so the hot loops
- * index arrays instead of hashing 64-character ids.
+ * Node ids are numbered (slices compiled to those numbers once, by a `SliceNumbering` the growing
+ * quorums of one tally share), so the hot loops index arrays instead of hashing 64-character ids;
+ * the per-node state and the check of its invariants live in `CertificateState`.
  *
  * `maxQuorum` stays the reference: a property test checks that both agree after every join, on
  * random networks, slices and join orders.
  */
-export class GrowingMaxQuorum {
-  private readonly ids = new Map<string, number>();
-  private readonly names: string[] = [];
-  /** Per node: undefined until it joins, null when it joined without a slice (never in a quorum), else its slice. */
-  private readonly slices: (Compiled | null | undefined)[] = [];
-  /** Nodes that joined, in order. */
-  private readonly joinedIds: number[] = [];
-  /** Per out member (joined, with a slice, left out): its place in a topological order of certificates; NaN otherwise. */
-  private readonly ords: number[] = [];
-  /** Per out member: the members of its slice whose absence alone blocks it (never circular). */
-  private readonly certificates: (number[] | undefined)[] = [];
-  /** node -> joined members whose slice names it (so a member that leaves is re-checked by its watchers). */
-  private readonly watchers: (number[] | undefined)[] = [];
-  /** node -> out members whose certificate names it. */
-  private readonly dependents: (Set<number> | undefined)[] = [];
-  /** `tentative[id] === epoch`: brought back (or joining) during the current join. */
-  private readonly tentativeMarks: number[] = [];
-  private epoch = 0;
+export class GrowingMaxQuorum extends CertificateState {
   private topOrd = 0;
   /** Below every ord handed out since the last renumbering; `settleOutside` counts down from it. */
   private bottomOrd = 0;
-  private quorumSize = 0;
   /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
   private budget = 0;
-  private readonly compiledSlices = new WeakMap<QuorumSet, Compiled>();
-  /** Per node: `repeatMarks[id] === repeatStamp` when `repeats` saw it in the current list. */
-  private readonly repeatMarks: number[] = [];
-  private repeatStamp = 0;
   /** Per node: `coneMarks[id] === coneStamp` once the current `coneAbove` reached it. */
-  private readonly coneMarks: number[] = [];
   private coneStamp = 0;
   /** Per node: `movedMarks[id] === movedStamp` when it is in the current `recertify`'s moved cone. */
-  private readonly movedMarks: number[] = [];
   private movedStamp = 0;
-  /** Per node: `queueMarks[id] === epoch` while it waits in `bringBack`'s queue. */
-  private readonly queueMarks: number[] = [];
   // The questions the hot loops ask of `compiled-slice`, as functions made once per instance
   // (a closure per call costs more than the work, all the more under tsx's keepNames).
   /** Whether a node is outside the set (not joined, or joined without a slice). */
@@ -68,22 +44,25 @@ export class GrowingMaxQuorum {
   private readonly settledOutRank = (m: number): number | undefined => (this.isTentative(m) ? undefined : this.outOrd(m));
   private readonly inside = (m: number): boolean => this.inQuorum(m);
 
+  /** `numbering`: share one between the growing quorums of one tally (they see the same slices). */
   constructor(
     private readonly sliceOf: (node: string) => QuorumSet | undefined,
     nodes: Iterable<string> = [],
+    numbering = new SliceNumbering(),
   ) {
+    super(numbering);
     this.addAll(nodes);
   }
 
   /** Whether `node` is in the largest quorum inside the set. */
   has(node: string): boolean {
-    const id = this.ids.get(node);
+    const id = this.numbering.idOf(node);
     return id !== undefined && this.inQuorum(id);
   }
 
   /** Whether `node` joined the set (in the quorum or not). */
   joined(node: string): boolean {
-    const id = this.ids.get(node);
+    const id = this.numbering.idOf(node);
     return id !== undefined && this.slices[id] !== undefined;
   }
 
@@ -94,44 +73,8 @@ export class GrowingMaxQuorum {
   /** The largest quorum inside the set now. */
   members(): Set<string> {
     const inside = new Set<string>();
-    for (const id of this.joinedIds) if (this.inQuorum(id)) inside.add(this.names[id] as string);
+    for (const id of this.joinedIds) if (this.inQuorum(id)) inside.add(this.numbering.names[id] as string);
     return inside;
-  }
-
-  /**
-   * What breaks the invariants the incremental answer rests on (for the property tests; empty when
-   * sound): every out member has a certificate naming only members of its slice that are out or
-   * outside the set, each below it in the order, which alone block its slice; `dependents` lists
-   * exactly the out members whose certificates name a node. Costs a pass over every certificate.
-   */
-  certificateFaults(): string[] {
-    const faults: string[] = [];
-    for (const id of this.joinedIds) {
-      const slice = this.slices[id];
-      const ord = this.ords[id] as number;
-      if (!slice || Number.isNaN(ord)) continue;
-      const name = this.names[id] as string;
-      const certificate = this.certificates[id];
-      if (!certificate) {
-        faults.push(`${name} is out without a certificate`);
-        continue;
-      }
-      const named = new Set(certificate);
-      if (satisfied(slice, (m) => !named.has(m))) faults.push(`${name}'s certificate does not block its slice`);
-      for (const m of certificate) {
-        const mOrd = this.outOrd(m);
-        if (!slice.members.includes(m)) faults.push(`${name}'s certificate names ${this.names[m]}, outside its slice`);
-        if (mOrd === undefined) faults.push(`${name}'s certificate names ${this.names[m]}, in the quorum`);
-        else if (!(mOrd < ord)) faults.push(`${name}'s certificate names ${this.names[m]}, not below it in the order`);
-        if (!this.dependents[m]?.has(id)) faults.push(`${name} is missing from the dependents of ${this.names[m]}`);
-      }
-    }
-    for (let m = 0; m < this.names.length; m++) {
-      for (const d of this.dependents[m] ?? []) {
-        if (!this.certificates[d]?.includes(m) || Number.isNaN(this.ords[d] as number)) faults.push(`${this.names[d]} is a stale dependent of ${this.names[m]}`);
-      }
-    }
-    return faults;
   }
 
   add(node: string): void {
@@ -154,15 +97,16 @@ export class GrowingMaxQuorum {
    * (`settle`), undefined when it joined before, has no slice, or `settleOutside` placed it.
    */
   private join(node: string): number | undefined {
-    const id = this.intern(node);
+    const id = this.numbering.intern(node);
     if (this.slices[id] !== undefined) return undefined;
     const slice = this.sliceOf(node);
+    const compiled = slice && this.numbering.compile(slice);
+    this.grow();
     this.joinedIds.push(id);
-    if (slice === undefined) {
+    if (compiled === undefined) {
       this.slices[id] = null; // out for good, like a node outside the set
       return undefined;
     }
-    const compiled = this.compile(slice);
     this.slices[id] = compiled;
     for (const member of compiled.members) (this.watchers[member] ??= []).push(id);
     return this.settleOutside(id, compiled) ? undefined : id;
@@ -197,57 +141,6 @@ export class GrowingMaxQuorum {
     return true;
   }
 
-  private intern(node: string): number {
-    let id = this.ids.get(node);
-    if (id === undefined) {
-      id = this.names.length;
-      this.ids.set(node, id);
-      this.names.push(node);
-      this.ords.push(NaN);
-    }
-    return id;
-  }
-
-  private compile(q: QuorumSet): Compiled {
-    let compiled = this.compiledSlices.get(q);
-    if (!compiled) {
-      const inner: Compiled[] = [];
-      for (const set of q.i) inner.push(this.compile(set));
-      const v: number[] = [];
-      for (const node of q.v) v.push(this.intern(node));
-      compiled = { t: q.t, v, i: inner, members: inner.length === 0 && !this.repeats(v) ? v : [...new Set([...v, ...inner.flatMap((set) => set.members)])] };
-      this.compiledSlices.set(q, compiled);
-    }
-    return compiled;
-  }
-
-  /** Whether `ids` names a node twice (a slice should not, but `members` must list each once). */
-  private repeats(ids: readonly number[]): boolean {
-    const stamp = ++this.repeatStamp;
-    for (const id of ids) {
-      if (this.repeatMarks[id] === stamp) return true;
-      this.repeatMarks[id] = stamp;
-    }
-    return false;
-  }
-
-  private inQuorum(id: number): boolean {
-    const slice = this.slices[id];
-    return slice !== undefined && slice !== null && Number.isNaN(this.ords[id] as number);
-  }
-
-  private isTentative(id: number): boolean {
-    return this.tentativeMarks[id] === this.epoch;
-  }
-
-  /** Ord of an out member (-Infinity outside the set or without a slice); undefined when in the quorum. */
-  private outOrd(id: number): number | undefined {
-    const slice = this.slices[id];
-    if (slice === undefined || slice === null) return -Infinity;
-    const ord = this.ords[id] as number;
-    return Number.isNaN(ord) ? undefined : ord;
-  }
-
   /** Forgets every certificate and peels the whole set again, like `maxQuorum`. */
   private peelEverything(): void {
     this.epoch++;
@@ -261,7 +154,7 @@ export class GrowingMaxQuorum {
         everyone.push(id);
       }
     }
-    for (let id = 0; id < this.names.length; id++) this.dependents[id] = undefined;
+    this.dependents.fill(undefined);
     this.topOrd = 0;
     this.bottomOrd = 0;
     this.quorumSize = everyone.length;
@@ -479,13 +372,6 @@ export class GrowingMaxQuorum {
     }
   }
 
-  private remember(id: number, certificate: readonly number[]): void {
-    for (const m of certificate) (this.dependents[m] ??= new Set()).add(id);
-  }
-
-  private forget(id: number, certificate: readonly number[]): void {
-    for (const m of certificate) this.dependents[m]?.delete(id);
-  }
 }
 
 /** Steps per joined node a join may take before it peels everything again instead. */

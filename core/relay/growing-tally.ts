@@ -1,4 +1,5 @@
 import { type QuorumSet, entryCount, quorumSetHash } from './quorum-set.js';
+import { SliceNumbering } from './compiled-slice.js';
 import { GrowingMaxQuorum } from './growing-quorum.js';
 import { type Bulletin, type BulletinRules, type PhaseCounts, decideBulletin } from './tally.js';
 import { type VotePhase, type VoteValue, otherValue } from './vote.js';
@@ -32,8 +33,10 @@ export class GrowingTally {
   ) {
     this.slice = sliceOf(self);
     this.sliceHash = this.slice ? quorumSetHash(this.slice) : null;
-    this.anyPhase = { yes: new GrowingMaxQuorum(sliceOf), no: new GrowingMaxQuorum(sliceOf) };
-    this.accepters = { yes: new GrowingMaxQuorum(sliceOf, [self]), no: new GrowingMaxQuorum(sliceOf, [self]) };
+    // The four quorums see the same slices: one numbering compiles each slice once for all of them.
+    const numbering = new SliceNumbering();
+    this.anyPhase = { yes: new GrowingMaxQuorum(sliceOf, [], numbering), no: new GrowingMaxQuorum(sliceOf, [], numbering) };
+    this.accepters = { yes: new GrowingMaxQuorum(sliceOf, [self], numbering), no: new GrowingMaxQuorum(sliceOf, [self], numbering) };
     const slice = this.slice;
     this.blocking = { yes: slice && new BlockingCount(slice), no: slice && new BlockingCount(slice) };
   }
