@@ -84,6 +84,7 @@ export function satisfied(q: Compiled, inside: (id: number) => boolean): boolean
  * highest rank in it.
  */
 export function blockingSet(q: Compiled, usable: (id: number) => number | undefined): { nodes: number[]; rank: number } | undefined {
+  if (q.i.length === 0) return flatBlockingSet(q, usable);
   const need = q.v.length + q.i.length - q.t + 1;
   const options: { nodes: number[]; rank: number }[] = [];
   for (const id of q.v) {
@@ -102,6 +103,48 @@ export function blockingSet(q: Compiled, usable: (id: number) => number | undefi
     const option = options[k] as { nodes: number[]; rank: number };
     nodes.push(...option.nodes);
     if (option.rank > rank) rank = option.rank;
+  }
+  return { nodes, rank };
+}
+
+/** Usable validators and their ranks, reused by every `flatBlockingSet` call (it never nests). */
+const scratchIds: number[] = [];
+const scratchRanks: number[] = [];
+
+/**
+ * `blockingSet` of a slice without inner sets, the same answer without an object per option: the
+ * `need` usable validators of lowest rank, ties in slice order (as the stable sort there gives).
+ */
+function flatBlockingSet(q: Compiled, usable: (id: number) => number | undefined): { nodes: number[]; rank: number } | undefined {
+  const need = q.v.length - q.t + 1;
+  let count = 0;
+  for (const id of q.v) {
+    const rank = usable(id);
+    if (rank === undefined) continue;
+    scratchIds[count] = id;
+    scratchRanks[count] = rank;
+    count++;
+  }
+  if (count < need) return undefined;
+  const nodes: number[] = [];
+  let rank = -Infinity;
+  if (count === need) {
+    for (let k = 0; k < count; k++) {
+      nodes.push(scratchIds[k] as number);
+      if ((scratchRanks[k] as number) > rank) rank = scratchRanks[k] as number;
+    }
+    return { nodes, rank };
+  }
+  // Picks the lowest rank left `need` times (the first of equal ones); a picked one gets rank NaN.
+  for (let picked = 0; picked < need; picked++) {
+    let best = -1;
+    for (let k = 0; k < count; k++) {
+      const r = scratchRanks[k] as number;
+      if (!Number.isNaN(r) && (best < 0 || r < (scratchRanks[best] as number))) best = k;
+    }
+    nodes.push(scratchIds[best] as number);
+    rank = scratchRanks[best] as number; // picked in rising order: the last is the highest
+    scratchRanks[best] = NaN;
   }
   return { nodes, rank };
 }

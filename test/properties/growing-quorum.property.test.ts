@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { blockingSet, firstBlockingSet } from '../../core/relay/compiled-slice.js';
 import { GrowingMaxQuorum, maxQuorum } from '../../core/relay/index.js';
 import { nodeName, topologyArb } from './relay-arbitraries.js';
 
@@ -102,5 +103,34 @@ describe('GrowingMaxQuorum (issue 18: maxQuorum kept up to date as nodes join)',
       }
     }
     expect(growing.size).toBe(n);
+  });
+
+  it('blockingSet and firstBlockingSet of a flat slice pick what the sort-based search picks', () => {
+    const flat = fc.integer({ min: 1, max: 12 }).chain((n) =>
+      fc.record({
+        t: fc.integer({ min: 1, max: n }),
+        // Per validator: unusable, or a rank among few values (ties are the point), -Infinity included.
+        ranks: fc.array(fc.option(fc.constantFrom(-Infinity, 1, 2, 3, 2.5), { nil: undefined }), { minLength: n, maxLength: n }),
+      }),
+    );
+    fc.assert(
+      fc.property(flat, ({ t, ranks }) => {
+        const v = ranks.map((_, k) => 10 + k);
+        const slice = { t, v, i: [], members: v };
+        const rankOf = (id: number) => ranks[id - 10];
+        const usable = v.filter((id) => rankOf(id) !== undefined);
+        const need = v.length - t + 1;
+        // Exactly enough: all of them, in slice order; more: the lowest ranks (Array#sort is stable).
+        const expected =
+          usable.length < need ? undefined : usable.length === need ? usable : [...usable].sort((a, b) => (rankOf(a) as number) - (rankOf(b) as number)).slice(0, need);
+        const found = blockingSet(slice, rankOf);
+        expect(found?.nodes).toEqual(expected);
+        if (found && expected) expect(found.rank).toBe(Math.max(...expected.map((id) => rankOf(id) as number)));
+        // All of one rank, as the nodes outside the set are: the first usable ones in slice order.
+        const outside = (id: number) => rankOf(id) !== undefined;
+        expect(firstBlockingSet(slice, outside)).toEqual(usable.length < need ? undefined : usable.slice(0, need));
+      }),
+      { numRuns: 500 },
+    );
   });
 });
