@@ -1,5 +1,5 @@
 import type { QuorumSet } from './quorum-set.js';
-import { type Compiled, SliceNumbering, blockingSet, firstBlockingSet, satisfied } from './compiled-slice.js';
+import { type Compiled, SliceNumbering, blockingSet, satisfied } from './compiled-slice.js';
 import { CertificateState } from './certificate-state.js';
 
 /**
@@ -18,6 +18,8 @@ import { CertificateState } from './certificate-state.js';
  * brought back, and the tentative ones are then peeled exactly like `maxQuorum` does, with
  * everything else held fixed. The work per join is proportional to the members it can affect, not
  * to the size of the set. Certificates prefer nodes outside the set, then out members of low ord.
+ * Most joins do not even get there: a node whose slice is already blocked by nodes that cannot
+ * depend on it is placed out at once (`settleOut`), and nothing else is re-examined.
  *
  * Node ids are numbered (slices compiled to those numbers once, by a `SliceNumbering` the growing
  * quorums of one tally share), so the hot loops index arrays instead of hashing 64-character ids;
@@ -28,7 +30,7 @@ import { CertificateState } from './certificate-state.js';
  */
 export class GrowingMaxQuorum extends CertificateState {
   private topOrd = 0;
-  /** Below every ord handed out since the last renumbering; `settleOutside` counts down from it. */
+  /** Below every ord handed out since the last renumbering; `settleOut` counts down from it. */
   private bottomOrd = 0;
   /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
   private budget = 0;
@@ -38,8 +40,8 @@ export class GrowingMaxQuorum extends CertificateState {
   private movedStamp = 0;
   // The questions the hot loops ask of `compiled-slice`, as functions made once per instance
   // (a closure per call costs more than the work, all the more under tsx's keepNames).
-  /** Whether a node is outside the set (not joined, or joined without a slice). */
-  private readonly outside = (m: number): boolean => !this.slices[m];
+  /** Rank of an out member (its ord, -Infinity outside the set); undefined in the quorum. */
+  private readonly outRank = (m: number): number | undefined => this.outOrd(m);
   /** Rank of a node that stays out during this join (its ord, -Infinity outside the set); undefined for others. */
   private readonly settledOutRank = (m: number): number | undefined => (this.isTentative(m) ? undefined : this.outOrd(m));
   private readonly inside = (m: number): boolean => this.inQuorum(m);
@@ -94,7 +96,7 @@ export class GrowingMaxQuorum extends CertificateState {
 
   /**
    * Records `node` as joined; returns its id when it has a slice and its place must be worked out
-   * (`settle`), undefined when it joined before, has no slice, or `settleOutside` placed it.
+   * (`settle`), undefined when it joined before, has no slice, or `settleOut` placed it.
    */
   private join(node: string): number | undefined {
     const id = this.numbering.intern(node);
@@ -109,7 +111,7 @@ export class GrowingMaxQuorum extends CertificateState {
     }
     this.slices[id] = compiled;
     for (const member of compiled.members) (this.watchers[member] ??= []).push(id);
-    return this.settleOutside(id, compiled) ? undefined : id;
+    return this.settleOut(id, compiled) ? undefined : id;
   }
 
   /** Works out the quorum again after the nodes `fresh` (with slices) joined. */
@@ -126,18 +128,30 @@ export class GrowingMaxQuorum extends CertificateState {
   }
 
   /**
-   * The common join, cheaply: a node whose slice is blocked by nodes outside the set alone (not
-   * joined, or joined without a slice) is out whatever else happens, since only a join can bring
-   * those in. It takes them as its certificate and the lowest ord (its certificate names no out
-   * member, so any ord is topological), and then every certificate that named it while it was
-   * outside stays valid as it is: nothing needs re-examining.
+   * The common join, cheaply: a node whose slice is blocked by out members and nodes outside the
+   * set, all below (in the order) every out member whose certificate names it, is out whatever
+   * else happens. Those certificates named it while it was outside, so whatever depends on it
+   * lies above them; its own certificate, all below them, cannot lead back to it. It takes that
+   * certificate and an ord between the two, and every certificate stays valid as it is: nothing
+   * needs re-examining. A certificate of nodes outside the set alone (not joined, or joined
+   * without a slice: only a join brings those in) takes an ord below every other. Returns false
+   * when no such certificate fits, and the join takes the general path.
    */
-  private settleOutside(id: number, slice: Compiled): boolean {
-    const found = firstBlockingSet(slice, this.outside);
+  private settleOut(id: number, slice: Compiled): boolean {
+    const found = blockingSet(slice, this.outRank);
     if (!found) return false;
-    this.ords[id] = --this.bottomOrd;
-    this.certificates[id] = found;
-    this.remember(id, found);
+    let ord: number;
+    if (found.rank === -Infinity) ord = --this.bottomOrd;
+    else {
+      let above = Infinity;
+      for (const d of this.dependents[id] ?? []) above = Math.min(above, this.ords[d] as number);
+      if (above === Infinity) ord = ++this.topOrd;
+      else if (above - found.rank > 2 * MIN_ORD_STEP) ord = (found.rank + above) / 2;
+      else return false;
+    }
+    this.ords[id] = ord;
+    this.certificates[id] = found.nodes;
+    this.remember(id, found.nodes);
     return true;
   }
 
@@ -319,7 +333,7 @@ export class GrowingMaxQuorum extends CertificateState {
       return;
     }
     sorted.forEach((m, k) => (this.ords[m] = low + step * (k + 1)));
-    // `settleOutside` hands out ords below every other: keep its counter below these.
+    // `settleOut` hands out ords below every other: keep its counter below these.
     if (low < this.bottomOrd) this.bottomOrd = low;
   }
 
