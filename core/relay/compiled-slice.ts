@@ -118,25 +118,36 @@ const scratchRanks: number[] = [];
 function flatBlockingSet(q: Compiled, usable: (id: number) => number | undefined): { nodes: number[]; rank: number } | undefined {
   const need = q.v.length - q.t + 1;
   let count = 0;
+  let lowest = 0; // how many have rank -Infinity (nodes outside the set): they come first
   for (const id of q.v) {
     const rank = usable(id);
     if (rank === undefined) continue;
     scratchIds[count] = id;
     scratchRanks[count] = rank;
     count++;
+    if (rank === -Infinity) lowest++;
   }
   if (count < need) return undefined;
   const nodes: number[] = [];
-  let rank = -Infinity;
-  if (count === need) {
-    for (let k = 0; k < count; k++) {
+  if (count === need || lowest >= need) {
+    // All of them in slice order, or the first `need` of rank -Infinity: no choice to make.
+    let rank = -Infinity;
+    for (let k = 0; k < count && nodes.length < need; k++) {
+      const r = scratchRanks[k] as number;
+      if (count > need && r !== -Infinity) continue;
       nodes.push(scratchIds[k] as number);
-      if ((scratchRanks[k] as number) > rank) rank = scratchRanks[k] as number;
+      if (r > rank) rank = r;
     }
     return { nodes, rank };
   }
-  // Picks the lowest rank left `need` times (the first of equal ones); a picked one gets rank NaN.
-  for (let picked = 0; picked < need; picked++) {
+  for (let k = 0; k < count; k++) {
+    if (scratchRanks[k] !== -Infinity) continue;
+    nodes.push(scratchIds[k] as number);
+    scratchRanks[k] = NaN;
+  }
+  // Then the lowest rank left, `need - lowest` times (the first of equal ones); a picked one gets rank NaN.
+  let rank = -Infinity;
+  while (nodes.length < need) {
     let best = -1;
     for (let k = 0; k < count; k++) {
       const r = scratchRanks[k] as number;
