@@ -29,7 +29,7 @@ const serve = program
   .addOption(new Option('--host <host>', 'interface to listen on').env('HILBENCH_HOST').default('127.0.0.1'))
   .addOption(new Option('--data-dir <dir>', 'SQLite files, firmware blobs, keys').env('HILBENCH_DATA_DIR').default('data'))
   .addOption(
-    new Option('--database-url <url>', 'keep the bench state in PostgreSQL (postgres://user:pass@host/db) so several replicas can serve it; each replica keeps its own --data-dir')
+    new Option('--database-url <url>', 'keep the bench state and the relay\'s tables in PostgreSQL (postgres://user:pass@host/db) so several replicas can serve them; each replica keeps its own --data-dir')
       .env('HILBENCH_DATABASE_URL'),
   )
   .addOption(new Option('--public-url <url>', 'the bench address clients use (default: the listening address)').env('HILBENCH_PUBLIC_URL'))

@@ -84,6 +84,8 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
           clock,
           logger,
           dataDir: path.join(dataDir, 'relay'),
+          // The relay's tables beside the bench's, in their own schema: replicas share both (decision 0440).
+          ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
           host,
           port: opts.relayPort as number,
           publicOrigin: opts.relayPublicUrl as string | undefined,
@@ -113,7 +115,9 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
           await bench.close();
           throw err;
         });
-  if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19)`);
+  // Where the relay keeps its tables: beside the bench's in PostgreSQL (shared by replicas), or SQLite in its data dir.
+  const relayWhere = typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? `tables in ${redactDatabaseUrl(opts.databaseUrl)}, schema relay` : `data in ${path.join(dataDir, 'relay')}`;
+  if (relay) console.log(`hilbench relay service on ${relay.url} (x-relay 0.9.19, ${relayWhere})`);
 
   let stopping = false;
   const stop = async (signal: string) => {

@@ -29,6 +29,8 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/crash-recovery.test.ts',
       // A lab in processes: a QEMU worker and a simulator worker (issue 10).
       'test/integration/lab-processes.test.ts',
+      // Two replicas on PostgreSQL, a QEMU worker and a simulator worker (issue 10).
+      'test/integration/lab-replicas-processes.test.ts',
       // hilbench flash shows QEMU's output live (issue 11).
       'test/integration/flash-live-qemu.test.ts',
       // hilbench run --verbose shows QEMU's output live (issue 11).
@@ -74,7 +76,16 @@ export const postgresSuites = {
   install: 'apt-get install -y postgresql && pg_ctlcluster 15 main start && su postgres -c "createuser -s $(whoami)"',
   /** The database the tests connect to in order to create (and drop) one database per test store. */
   defaultBaseUrl: 'postgresql:///postgres?host=/var/run/postgresql',
-  files: ['test/contract/postgres-bench-store.contract.test.ts', 'test/integration/replicas.test.ts', 'test/integration/bench-hostile-inputs.test.ts'],
+  files: [
+    'test/contract/postgres-bench-store.contract.test.ts',
+    'test/integration/replicas.test.ts',
+    'test/integration/bench-hostile-inputs.test.ts',
+    'test/integration/lab-replicas-processes.test.ts',
+    // The relay's tables on PostgreSQL (decision 0440).
+    'test/contract/postgres-relay-store.contract.test.ts',
+    'test/integration/relay-store-replicas.test.ts',
+    'test/integration/relay-replicas.test.ts',
+  ],
 };
 
 /** Whether `command` is an executable file on `searchPath`. */

@@ -12,6 +12,7 @@ import { firmwareImage, makeElf } from '../../test/support/make-elf.js';
 import { BackendError } from '../backend.js';
 import { BenchFileError, parseBenchFile } from './bench-file.js';
 import { ProbeBackend } from './probe-backend.js';
+import { InMemoryQuarantineStore } from './quarantine-store.js';
 import type { ProbeDevice } from './probe-device.js';
 
 /**
@@ -40,6 +41,19 @@ function setup(options: { behaviour?: FakeBehaviour; createPort?: boolean; quara
   writeFakeProbes(probesFile, [{ serialNumber: 'F4', uart: '/dev/null', behaviour: options.behaviour ?? 'silent', stateDir: path.join(dir, 'state') }]);
   if (options.createPort ?? true) SerialPortMock.binding.createPort(serialPath, { echo: true, record: true });
   const fake = createClock(0);
+  const { bench } = testBenchFile(options);
+  const backend = new ProbeBackend({
+    bench,
+    clock: clockFromFakeTimers(fake),
+    openocdPath: fakeOpenocdPath,
+    serialBinding: SerialPortMock.binding,
+    toolEnv: { [FAKE_PROBES_ENV]: probesFile },
+  });
+  return { backend, fake };
+}
+
+/** The bench file of the tests: stm32f4-discovery on a fake openocd probe. */
+function testBenchFile(options: { quarantineAfterFailures?: number } = {}) {
   const bench = parseBenchFile(
     {
       version: 1,
@@ -54,14 +68,7 @@ function setup(options: { behaviour?: FakeBehaviour; createPort?: boolean; quara
     },
     path.join(dir, 'bench.yaml'),
   );
-  const backend = new ProbeBackend({
-    bench,
-    clock: clockFromFakeTimers(fake),
-    openocdPath: fakeOpenocdPath,
-    serialBinding: SerialPortMock.binding,
-    toolEnv: { [FAKE_PROBES_ENV]: probesFile },
-  });
-  return { backend, fake };
+  return { bench };
 }
 
 const pidAlive = (pid: number) => {
@@ -198,6 +205,16 @@ describe('ProbeBackend (serial mock, stand-in openocd, fake clock)', () => {
 
     await backend.release(board.id);
     expect(await backend.availability(board)).toEqual({ available: true });
+  });
+
+  it('names what else is wrong with a quarantined board before its quarantine (a worker then knows a release alone will not bring it back)', async () => {
+    const quarantineStore = new InMemoryQuarantineStore();
+    await quarantineStore.put(board.id, { consecutiveFailures: 3, lastFailure: 'x', quarantine: { sinceMs: 0, reason: 'quarantined after 3 consecutive infrastructure failures: x' } });
+    const { bench } = testBenchFile();
+    const withoutTool = new ProbeBackend({ bench, clock: clockFromFakeTimers(createClock(0)), openocdPath: path.join(dir, 'no-openocd-here'), quarantineStore });
+    expect(await withoutTool.availability(board)).toEqual({ available: false, reason: expect.stringMatching(/no-openocd-here is not installed or not executable/) });
+    const withTool = new ProbeBackend({ bench, clock: clockFromFakeTimers(createClock(0)), openocdPath: fakeOpenocdPath, serialBinding: SerialPortMock.binding, quarantineStore });
+    expect(await withTool.availability(board)).toEqual({ available: false, reason: 'quarantined after 3 consecutive infrastructure failures: x' });
   });
 
   it('does not count the user\'s mistakes (bad images, cancellations) towards quarantine', async () => {

@@ -90,8 +90,6 @@ export class ProbeBackend implements Backend {
   async availability(board: Board): Promise<Availability> {
     const attachment = this.options.bench.boards[board.id];
     if (!attachment) return { available: false, reason: this.notAttached(board.id) };
-    const health = await this.store.get(board.id);
-    if (health.quarantine) return { available: false, reason: health.quarantine.reason };
     const tool = this.toolPath(attachment);
     if (!findExecutable(tool)) {
       const install = attachment.probe.kind === 'openocd' ? 'apt-get install -y openocd' : 'see https://probe.rs/docs/getting-started/installation/';
@@ -101,6 +99,10 @@ export class ProbeBackend implements Backend {
     if (!this.options.serialBinding && !existsSync(attachment.serial.path)) {
       return { available: false, reason: `serial device ${attachment.serial.path} is missing: is ${board.id} plugged in?` };
     }
+    // The quarantine last: a quarantined board that is also unplugged says so, and a worker then
+    // knows a release alone will not bring it back (docs/lab.md).
+    const health = await this.store.get(board.id);
+    if (health.quarantine) return { available: false, reason: health.quarantine.reason };
     return { available: true };
   }
 

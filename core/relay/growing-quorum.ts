@@ -1,5 +1,6 @@
 import type { QuorumSet } from './quorum-set.js';
-import { type Compiled, blockingSet, satisfied } from './compiled-slice.js';
+import { type Compiled, SliceNumbering, blockingSet, satisfied } from './compiled-slice.js';
+import { CertificateState } from './certificate-state.js';
 
 /**
  * `maxQuorum(nodes, sliceOf)` of a node set that only grows, kept up to date as nodes join instead
@@ -17,53 +18,53 @@ import { type Compiled, blockingSet, satisfied } from './compiled-slice.js';
  * brought back, and the tentative ones are then peeled exactly like `maxQuorum` does, with
  * everything else held fixed. The work per join is proportional to the members it can affect, not
  * to the size of the set. Certificates prefer nodes outside the set, then out members of low ord.
+ * Most joins do not even get there: a node whose slice is already blocked by nodes that cannot
+ * depend on it is placed out at once (`settleOut`), and nothing else is re-examined.
  *
- * Node ids are numbered per instance (slices compiled to those numbers once), so the hot loops
- * index arrays instead of hashing 64-character ids.
+ * Node ids are numbered (slices compiled to those numbers once, by a `SliceNumbering` the growing
+ * quorums of one tally share), so the hot loops index arrays instead of hashing 64-character ids;
+ * the per-node state and the check of its invariants live in `CertificateState`.
  *
  * `maxQuorum` stays the reference: a property test checks that both agree after every join, on
  * random networks, slices and join orders.
  */
-export class GrowingMaxQuorum {
-  private readonly ids = new Map<string, number>();
-  private readonly names: string[] = [];
-  /** Per node: undefined until it joins, null when it joined without a slice (never in a quorum), else its slice. */
-  private readonly slices: (Compiled | null | undefined)[] = [];
-  /** Nodes that joined, in order. */
-  private readonly joinedIds: number[] = [];
-  /** Per out member (joined, with a slice, left out): its place in a topological order of certificates; NaN otherwise. */
-  private readonly ords: number[] = [];
-  /** Per out member: the members of its slice whose absence alone blocks it (never circular). */
-  private readonly certificates: (number[] | undefined)[] = [];
-  /** node -> joined members whose slice names it (so a member that leaves is re-checked by its watchers). */
-  private readonly watchers: (number[] | undefined)[] = [];
-  /** node -> out members whose certificate names it. */
-  private readonly dependents: (Set<number> | undefined)[] = [];
-  /** `tentative[id] === epoch`: brought back (or joining) during the current join. */
-  private readonly tentativeMarks: number[] = [];
-  private epoch = 0;
+export class GrowingMaxQuorum extends CertificateState {
   private topOrd = 0;
-  private quorumSize = 0;
+  /** Below every ord handed out since the last renumbering; `settleOut` counts down from it. */
+  private bottomOrd = 0;
   /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
   private budget = 0;
-  private readonly compiledSlices = new WeakMap<QuorumSet, Compiled>();
+  /** Per node: `coneMarks[id] === coneStamp` once the current `coneAbove` reached it. */
+  private coneStamp = 0;
+  /** Per node: `movedMarks[id] === movedStamp` when it is in the current `recertify`'s moved cone. */
+  private movedStamp = 0;
+  // The questions the hot loops ask of `compiled-slice`, as functions made once per instance
+  // (a closure per call costs more than the work, all the more under tsx's keepNames).
+  /** Rank of an out member (its ord, -Infinity outside the set); undefined in the quorum. */
+  private readonly outRank = (m: number): number | undefined => this.outOrd(m);
+  /** Rank of a node that stays out during this join (its ord, -Infinity outside the set); undefined for others. */
+  private readonly settledOutRank = (m: number): number | undefined => (this.isTentative(m) ? undefined : this.outOrd(m));
+  private readonly inside = (m: number): boolean => this.inQuorum(m);
 
+  /** `numbering`: share one between the growing quorums of one tally (they see the same slices). */
   constructor(
     private readonly sliceOf: (node: string) => QuorumSet | undefined,
     nodes: Iterable<string> = [],
+    numbering = new SliceNumbering(),
   ) {
+    super(numbering);
     this.addAll(nodes);
   }
 
   /** Whether `node` is in the largest quorum inside the set. */
   has(node: string): boolean {
-    const id = this.ids.get(node);
+    const id = this.numbering.idOf(node);
     return id !== undefined && this.inQuorum(id);
   }
 
   /** Whether `node` joined the set (in the quorum or not). */
   joined(node: string): boolean {
-    const id = this.ids.get(node);
+    const id = this.numbering.idOf(node);
     return id !== undefined && this.slices[id] !== undefined;
   }
 
@@ -74,31 +75,47 @@ export class GrowingMaxQuorum {
   /** The largest quorum inside the set now. */
   members(): Set<string> {
     const inside = new Set<string>();
-    for (const id of this.joinedIds) if (this.inQuorum(id)) inside.add(this.names[id] as string);
+    for (const id of this.joinedIds) if (this.inQuorum(id)) inside.add(this.numbering.names[id] as string);
     return inside;
   }
 
   add(node: string): void {
-    this.addAll([node]);
+    // One node at a time is the tally's case: no arrays unless the join needs the general path.
+    const id = this.join(node);
+    if (id !== undefined) this.settle([id]);
   }
 
   addAll(nodes: Iterable<string>): void {
     const fresh: number[] = [];
     for (const node of nodes) {
-      const id = this.intern(node);
-      if (this.slices[id] !== undefined) continue;
-      const slice = this.sliceOf(node);
-      this.joinedIds.push(id);
-      if (slice === undefined) {
-        this.slices[id] = null; // out for good, like a node outside the set
-        continue;
-      }
-      const compiled = this.compile(slice);
-      this.slices[id] = compiled;
-      fresh.push(id);
-      for (const member of compiled.members) (this.watchers[member] ??= []).push(id);
+      const id = this.join(node);
+      if (id !== undefined) fresh.push(id);
     }
-    if (fresh.length === 0) return;
+    if (fresh.length > 0) this.settle(fresh);
+  }
+
+  /**
+   * Records `node` as joined; returns its id when it has a slice and its place must be worked out
+   * (`settle`), undefined when it joined before, has no slice, or `settleOut` placed it.
+   */
+  private join(node: string): number | undefined {
+    const id = this.numbering.intern(node);
+    if (this.slices[id] !== undefined) return undefined;
+    const slice = this.sliceOf(node);
+    const compiled = slice && this.numbering.compile(slice);
+    this.grow();
+    this.joinedIds.push(id);
+    if (compiled === undefined) {
+      this.slices[id] = null; // out for good, like a node outside the set
+      return undefined;
+    }
+    this.slices[id] = compiled;
+    for (const member of compiled.members) (this.watchers[member] ??= []).push(id);
+    return this.settleOut(id, compiled) ? undefined : id;
+  }
+
+  /** Works out the quorum again after the nodes `fresh` (with slices) joined. */
+  private settle(fresh: readonly number[]): void {
     this.epoch++;
     this.quorumSize += fresh.length; // peel() takes out the ones that do not stay
     for (const id of fresh) this.tentativeMarks[id] = this.epoch;
@@ -110,43 +127,32 @@ export class GrowingMaxQuorum {
     else this.peelEverything();
   }
 
-  private intern(node: string): number {
-    let id = this.ids.get(node);
-    if (id === undefined) {
-      id = this.names.length;
-      this.ids.set(node, id);
-      this.names.push(node);
-      this.ords.push(NaN);
+  /**
+   * The common join, cheaply: a node whose slice is blocked by out members and nodes outside the
+   * set, all below (in the order) every out member whose certificate names it, is out whatever
+   * else happens. Those certificates named it while it was outside, so whatever depends on it
+   * lies above them; its own certificate, all below them, cannot lead back to it. It takes that
+   * certificate and an ord between the two, and every certificate stays valid as it is: nothing
+   * needs re-examining. A certificate of nodes outside the set alone (not joined, or joined
+   * without a slice: only a join brings those in) takes an ord below every other. Returns false
+   * when no such certificate fits, and the join takes the general path.
+   */
+  private settleOut(id: number, slice: Compiled): boolean {
+    const found = blockingSet(slice, this.outRank);
+    if (!found) return false;
+    let ord: number;
+    if (found.rank === -Infinity) ord = --this.bottomOrd;
+    else {
+      let above = Infinity;
+      for (const d of this.dependents[id] ?? []) above = Math.min(above, this.ords[d] as number);
+      if (above === Infinity) ord = ++this.topOrd;
+      else if (above - found.rank > 2 * MIN_ORD_STEP) ord = (found.rank + above) / 2;
+      else return false;
     }
-    return id;
-  }
-
-  private compile(q: QuorumSet): Compiled {
-    let compiled = this.compiledSlices.get(q);
-    if (!compiled) {
-      const inner = q.i.map((set) => this.compile(set));
-      const v = q.v.map((node) => this.intern(node));
-      compiled = { t: q.t, v, i: inner, members: [...new Set([...v, ...inner.flatMap((set) => set.members)])] };
-      this.compiledSlices.set(q, compiled);
-    }
-    return compiled;
-  }
-
-  private inQuorum(id: number): boolean {
-    const slice = this.slices[id];
-    return slice !== undefined && slice !== null && Number.isNaN(this.ords[id] as number);
-  }
-
-  private isTentative(id: number): boolean {
-    return this.tentativeMarks[id] === this.epoch;
-  }
-
-  /** Ord of an out member (-Infinity outside the set or without a slice); undefined when in the quorum. */
-  private outOrd(id: number): number | undefined {
-    const slice = this.slices[id];
-    if (slice === undefined || slice === null) return -Infinity;
-    const ord = this.ords[id] as number;
-    return Number.isNaN(ord) ? undefined : ord;
+    this.ords[id] = ord;
+    this.certificates[id] = found.nodes;
+    this.remember(id, found.nodes);
+    return true;
   }
 
   /** Forgets every certificate and peels the whole set again, like `maxQuorum`. */
@@ -162,8 +168,9 @@ export class GrowingMaxQuorum {
         everyone.push(id);
       }
     }
-    for (let id = 0; id < this.names.length; id++) this.dependents[id] = undefined;
+    this.dependents.fill(undefined);
     this.topOrd = 0;
+    this.bottomOrd = 0;
     this.quorumSize = everyone.length;
     this.peel(everyone);
   }
@@ -174,21 +181,11 @@ export class GrowingMaxQuorum {
    */
   private bringBack(joining: readonly number[], tentative: number[]): boolean {
     const queue: number[] = [];
-    const queued = new Set<number>();
-    const enqueueDependents = (id: number) => {
-      const deps = this.dependents[id];
-      if (!deps) return;
-      for (const d of deps) {
-        if (queued.has(d)) continue;
-        queued.add(d);
-        queue.push(d);
-      }
-    };
-    for (const id of joining) enqueueDependents(id);
+    for (const id of joining) this.enqueueDependents(id, queue);
     for (let head = 0; head < queue.length; head++) {
       if (--this.budget < 0) return false;
       const id = queue[head] as number;
-      queued.delete(id);
+      this.queueMarks[id] = 0;
       const previous = this.certificates[id] as number[];
       this.forget(id, previous);
       const certificate = this.recertify(id);
@@ -202,9 +199,20 @@ export class GrowingMaxQuorum {
       this.quorumSize++;
       this.tentativeMarks[id] = this.epoch;
       tentative.push(id);
-      enqueueDependents(id);
+      this.enqueueDependents(id, queue);
     }
     return this.budget >= 0;
+  }
+
+  /** Queues for `bringBack` the out members whose certificates name `id`, those not queued already. */
+  private enqueueDependents(id: number, queue: number[]): void {
+    const deps = this.dependents[id];
+    if (!deps) return;
+    for (const d of deps) {
+      if (this.queueMarks[d] === this.epoch) continue;
+      this.queueMarks[d] = this.epoch;
+      queue.push(d);
+    }
   }
 
   /**
@@ -219,34 +227,36 @@ export class GrowingMaxQuorum {
     const patched = slice.i.length === 0 ? this.patch(slice, id, ord) : undefined;
     if (patched) return patched;
     // Cheapest blocking set by ord; members above `id` are checked for a path back to it only once
-    // chosen (rarely one has one: it is then left out and the choice made again).
-    const cyclic = new Set<number>();
-    const safe = new Set<number>();
+    // chosen (rarely one has one: it is then left out and the choice made again). Most calls end
+    // at the first search (no blocking set at all), so the sets below are made only when needed.
+    let found = blockingSet(slice, this.settledOutRank);
+    let cyclic: Set<number> | undefined;
     // Closed under certificates above `id` (so moving it all below `id` keeps the order); a cone
-    // found for a member a later attempt does not choose only moves a little more.
-    const moved = new Set<number>();
-    const usable = (m: number) => (cyclic.has(m) || this.isTentative(m) ? undefined : this.outOrd(m));
-    for (;;) {
-      const found = blockingSet(slice, usable);
-      if (!found) return undefined;
+    // found for a member a later attempt does not choose only moves a little more. Its members
+    // (marked `movedMarks[m] === movedStamp`) are known not to lead back to `id`.
+    const moved: number[] = [];
+    this.movedStamp++;
+    while (found) {
       let culprit: number | undefined;
       for (const m of found.nodes) {
         const mOrd = this.ords[m] as number;
         if (Number.isNaN(mOrd) || mOrd < ord || !this.slices[m]) continue;
-        if (!this.coneAbove(m, ord, id, safe, moved)) {
+        if (!this.coneAbove(m, ord, id, moved)) {
           culprit = m;
           break;
         }
       }
       if (culprit !== undefined) {
-        cyclic.add(culprit);
+        const left = (cyclic ??= new Set<number>()).add(culprit);
+        found = blockingSet(slice, (m) => (left.has(m) ? undefined : this.settledOutRank(m)));
         continue;
       }
       // The order is fixed before the certificate is filed (placeBelow reads certificates).
       this.certificates[id] = found.nodes;
-      if (moved.size > 0) this.placeBelow(moved, ord);
+      if (moved.length > 0) this.placeBelow(moved, ord);
       return found.nodes;
     }
+    return undefined;
   }
 
   /**
@@ -273,44 +283,49 @@ export class GrowingMaxQuorum {
   }
 
   /**
-   * Adds to `cone` the out members reachable from `from` through certificates with ord above
-   * `floor` (`from` included); false when `target` is among them. Members in `safe` were seen
-   * before without reaching `target`; those seen now join them when it is not reached.
+   * Adds to `moved` the out members reachable from `from` through certificates with ord above
+   * `floor` (`from` included); false when `target` is among them. Members marked in `moved` were
+   * seen before without reaching `target`, and are not followed again. Marks instead of sets: at
+   * the join that forms a large quorum, this walks most of the set, possibly many times.
    */
-  private coneAbove(from: number, floor: number, target: number, safe: Set<number>, cone: Set<number>): boolean {
+  private coneAbove(from: number, floor: number, target: number, moved: number[]): boolean {
+    const visit = ++this.coneStamp;
     const seen: number[] = [from];
-    const visited = new Set<number>([from]);
+    this.coneMarks[from] = visit;
     const todo = [from];
     for (let m = todo.pop(); m !== undefined; m = todo.pop()) {
       if (--this.budget < 0) return false;
-      for (const next of this.certificates[m] ?? []) {
+      const certificate = this.certificates[m];
+      if (!certificate) continue;
+      for (const next of certificate) {
         if (next === target) return false;
         const nextOrd = this.ords[next] as number;
-        if (Number.isNaN(nextOrd) || !this.slices[next] || nextOrd < floor || visited.has(next)) continue;
-        visited.add(next);
+        if (Number.isNaN(nextOrd) || !this.slices[next] || nextOrd < floor || this.coneMarks[next] === visit) continue;
+        this.coneMarks[next] = visit;
+        if (this.movedMarks[next] === this.movedStamp) continue;
         seen.push(next);
-        if (!safe.has(next)) todo.push(next);
-        else cone.add(next);
+        todo.push(next);
       }
     }
     for (const m of seen) {
-      safe.add(m);
-      cone.add(m);
+      if (this.movedMarks[m] === this.movedStamp) continue;
+      this.movedMarks[m] = this.movedStamp;
+      moved.push(m);
     }
     return true;
   }
 
-  /** Moves `moved` (closed under certificates above `below`) just below ord `below`, keeping their order. */
-  private placeBelow(moved: ReadonlySet<number>, below: number): void {
+  /** Moves `moved` (closed under certificates above `below`, marked in `movedMarks`) just below ord `below`, keeping their order. */
+  private placeBelow(moved: readonly number[], below: number): void {
     let floor = -Infinity;
     for (const m of moved) {
       for (const dep of this.certificates[m] as number[]) {
-        if (moved.has(dep)) continue;
+        if (this.movedMarks[dep] === this.movedStamp) continue;
         const ord = this.ords[dep] as number;
         if (!Number.isNaN(ord) && this.slices[dep] && ord > floor) floor = ord;
       }
     }
-    const sorted = [...moved].sort((a, b) => (this.ords[a] as number) - (this.ords[b] as number));
+    const sorted = moved.slice().sort((a, b) => (this.ords[a] as number) - (this.ords[b] as number));
     const low = floor === -Infinity ? below - sorted.length - 1 : floor;
     const step = (below - low) / (sorted.length + 1);
     if (!(step > MIN_ORD_STEP)) {
@@ -318,6 +333,8 @@ export class GrowingMaxQuorum {
       return;
     }
     sorted.forEach((m, k) => (this.ords[m] = low + step * (k + 1)));
+    // `settleOut` hands out ords below every other: keep its counter below these.
+    if (low < this.bottomOrd) this.bottomOrd = low;
   }
 
   /**
@@ -348,19 +365,19 @@ export class GrowingMaxQuorum {
     }
     order.forEach((id, k) => (this.ords[id] = k + 1));
     this.topOrd = order.length;
+    this.bottomOrd = 0;
   }
 
   /** Takes out, as `maxQuorum` does, the tentative members whose slices fail; everything else is fixed. */
   private peel(tentative: readonly number[]): void {
     const todo = [...tentative];
-    const inside = (m: number) => this.inQuorum(m);
     for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
       if (!this.isTentative(id)) continue;
       const slice = this.slices[id] as Compiled;
-      if (satisfied(slice, inside)) continue;
+      if (satisfied(slice, this.inside)) continue;
       this.tentativeMarks[id] = 0;
       // Everything it names that is out is out already, below it in the order: no cycle.
-      const certificate = (blockingSet(slice, (m) => (this.isTentative(m) ? undefined : this.outOrd(m))) as { nodes: number[] }).nodes;
+      const certificate = (blockingSet(slice, this.settledOutRank) as { nodes: number[] }).nodes;
       this.ords[id] = ++this.topOrd;
       this.certificates[id] = certificate;
       this.quorumSize--;
@@ -369,13 +386,6 @@ export class GrowingMaxQuorum {
     }
   }
 
-  private remember(id: number, certificate: readonly number[]): void {
-    for (const m of certificate) (this.dependents[m] ??= new Set()).add(id);
-  }
-
-  private forget(id: number, certificate: readonly number[]): void {
-    for (const m of certificate) this.dependents[m]?.delete(id);
-  }
 }
 
 /** Steps per joined node a join may take before it peels everything again instead. */

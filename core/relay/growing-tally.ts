@@ -1,7 +1,8 @@
 import { type QuorumSet, entryCount, quorumSetHash } from './quorum-set.js';
+import { SliceNumbering } from './compiled-slice.js';
 import { GrowingMaxQuorum } from './growing-quorum.js';
-import { type Bulletin, type PhaseCounts, decideBulletin } from './tally.js';
-import { type VotePhase, type VoteValue, otherValue, votePhases } from './vote.js';
+import { type Bulletin, type BulletinRules, type PhaseCounts, decideBulletin } from './tally.js';
+import { type VotePhase, type VoteValue, otherValue } from './vote.js';
 
 /**
  * The scp-s5 tally of node `self` for one item (see `tally`), kept up to date as statements arrive
@@ -14,6 +15,8 @@ import { type VotePhase, type VoteValue, otherValue, votePhases } from './vote.j
 export class GrowingTally {
   private readonly voters: Record<VoteValue, Record<VotePhase, Set<string>>> = { yes: phaseSets(), no: phaseSets() };
   private readonly equivocators = new Set<string>();
+  /** `equivocators` sorted, kept beside it (it changes rarely; the bulletin is read after every statement). */
+  private sortedEquivocators: string[] = [];
   /** Per value: the largest quorum inside the voters with any statement for it. */
   private readonly anyPhase: Record<VoteValue, GrowingMaxQuorum>;
   /** Per value: the largest quorum inside the voters that accepted or confirmed it, plus self. */
@@ -30,8 +33,10 @@ export class GrowingTally {
   ) {
     this.slice = sliceOf(self);
     this.sliceHash = this.slice ? quorumSetHash(this.slice) : null;
-    this.anyPhase = { yes: new GrowingMaxQuorum(sliceOf), no: new GrowingMaxQuorum(sliceOf) };
-    this.accepters = { yes: new GrowingMaxQuorum(sliceOf, [self]), no: new GrowingMaxQuorum(sliceOf, [self]) };
+    // The four quorums see the same slices: one numbering compiles each slice once for all of them.
+    const numbering = new SliceNumbering();
+    this.anyPhase = { yes: new GrowingMaxQuorum(sliceOf, [], numbering), no: new GrowingMaxQuorum(sliceOf, [], numbering) };
+    this.accepters = { yes: new GrowingMaxQuorum(sliceOf, [self], numbering), no: new GrowingMaxQuorum(sliceOf, [self], numbering) };
     const slice = this.slice;
     this.blocking = { yes: slice && new BlockingCount(slice), no: slice && new BlockingCount(slice) };
   }
@@ -43,7 +48,10 @@ export class GrowingTally {
     const set = this.voters[value][phase];
     if (set.has(voter)) return;
     set.add(voter);
-    if (this.voters[otherValue(value)][phase].has(voter)) this.equivocators.add(voter);
+    if (this.voters[otherValue(value)][phase].has(voter) && !this.equivocators.has(voter)) {
+      this.equivocators.add(voter);
+      this.sortedEquivocators = [...this.equivocators].sort();
+    }
     this.anyPhase[value].add(voter);
     if (phase !== 'vote') {
       this.accepters[value].add(voter);
@@ -58,14 +66,17 @@ export class GrowingTally {
 
   /** Self's bulletin now: what `tally` answers over every statement added. */
   bulletin(): Bulletin {
-    const { voters } = this;
-    const base = { counts: { yes: countsOf(voters.yes), no: countsOf(voters.no) }, equivocators: [...this.equivocators].sort(), slice_hash: this.sliceHash };
-    return decideBulletin(base, {
-      signed: (p, phase) => voters[p][phase].has(this.self),
-      acceptRule: (p) => this.acceptRule(p),
-      inConfirmingQuorum: (p) => this.accepters[p].has(this.self),
-    });
+    const { yes, no } = this.voters;
+    const base = { counts: { yes: countsOf(yes), no: countsOf(no) }, equivocators: this.sortedEquivocators.slice(), slice_hash: this.sliceHash };
+    return decideBulletin(base, this.rules);
   }
+
+  /** The rules `decideBulletin` asks, answered from the kept sets; one object for the life of the tally. */
+  private readonly rules: BulletinRules = {
+    signed: (p, phase) => this.voters[p][phase].has(this.self),
+    acceptRule: (p) => this.acceptRule(p),
+    inConfirmingQuorum: (p) => this.accepters[p].has(this.self),
+  };
 
   /** Which rule makes self accept p now, if any (see `tally`). */
   private acceptRule(p: VoteValue): 'quorum' | 'v-blocking' | null {
@@ -80,9 +91,7 @@ function phaseSets(): Record<VotePhase, Set<string>> {
 }
 
 function countsOf(phases: Record<VotePhase, Set<string>>): PhaseCounts {
-  const counts = { vote: 0, accept: 0, confirm: 0 };
-  for (const phase of votePhases) counts[phase] = phases[phase].size;
-  return counts;
+  return { vote: phases.vote.size, accept: phases.accept.size, confirm: phases.confirm.size };
 }
 
 /**

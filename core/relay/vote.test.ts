@@ -96,6 +96,17 @@ describe('parseVote', () => {
     }
   });
 
+  it('takes a hint of 4096 bytes of JSON and refuses a longer one (whoever sends a vote first decides what every relay keeps)', () => {
+    const vote = signVote(unsigned, voter.secretKey);
+    const text = (bytes: number): string => 'é'.repeat((bytes - 2) / 2); // two UTF-8 bytes each, plus the quotes
+    expect(parseVote({ ...vote, hint: text(4096) }).ok).toBe(true);
+    for (const hint of [text(4098), ['x'.repeat(5000)], { note: 'x'.repeat(400_000) }]) {
+      const parsed = parseVote({ ...vote, hint });
+      expect(parsed.ok).toBe(false);
+      expect(!parsed.ok && parsed.issues).toEqual([{ loc: ['hint'], msg: 'Value error, hint is at most 4096 bytes of JSON', type: 'value_error', ctx: { max_bytes: 4096 } }]);
+    }
+  });
+
   it('refuses signature spellings a lenient base64 decoder would accept', () => {
     // The last character carries 4 unused bits: only A, Q, g, w leave them zero.
     const last = vote.sig.at(-1) as string;

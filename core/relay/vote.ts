@@ -74,6 +74,19 @@ const KNOWN_FIELDS = new Set([
  */
 export const VOTE_HINT_MAX_DEPTH = 32;
 
+/**
+ * How long a vote's `hint` may be, as UTF-8 bytes of its JSON. The hint is unsigned, so whoever
+ * first sends a signed vote decides the hint every relay stores and forwards with it; without a
+ * bound that was the whole JSON body (about 400 KB) per statement, on every relay of the network.
+ * 4 KiB holds any route or note a client writes.
+ */
+export const VOTE_HINT_MAX_BYTES = 4096;
+
+/** UTF-8 bytes of `value` as JSON; called only on a hint already bounded in depth. */
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+}
+
 /** True when `value` holds arrays or objects nested more than `maxDepth` deep; walked without recursion. */
 function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
   const todo: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
@@ -165,6 +178,8 @@ export function parseVote(input: unknown): Validated<Vote> {
   }
   if (has('hint') && nestsDeeperThan(input.hint, VOTE_HINT_MAX_DEPTH)) {
     issues.push({ loc: ['hint'], msg: `Value error, hint nests at most ${VOTE_HINT_MAX_DEPTH} deep`, type: 'value_error', ctx: { max_depth: VOTE_HINT_MAX_DEPTH } });
+  } else if (has('hint') && jsonBytes(input.hint) > VOTE_HINT_MAX_BYTES) {
+    issues.push({ loc: ['hint'], msg: `Value error, hint is at most ${VOTE_HINT_MAX_BYTES} bytes of JSON`, type: 'value_error', ctx: { max_bytes: VOTE_HINT_MAX_BYTES } });
   }
   if (issues.length > 0) return { ok: false, issues };
   const vote: Vote = {

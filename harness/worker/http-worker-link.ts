@@ -33,6 +33,9 @@ export interface HttpWorkerLinkOptions {
   logError: (message: string, cause?: unknown) => void;
 }
 
+/** The longest pause between two attempts to deliver an outcome (host ms): a server back up hears it within this. */
+export const MAX_DELIVERY_PAUSE_MS = 30_000;
+
 interface PendingUart {
   report: UartReport;
   timer: TimerHandle | undefined;
@@ -173,7 +176,7 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     this.undelivered.delete(jobId);
     const body = { outcome: outcomeToWire(outcome) };
     const giveUpAtMs = this.options.clock.nowMs() + (this.options.deliverForMs ?? 600_000);
-    for (let pauseMs = 1_000; ; pauseMs = Math.min(pauseMs * 2, 30_000)) {
+    for (let pauseMs = 1_000; ; pauseMs = Math.min(pauseMs * 2, MAX_DELIVERY_PAUSE_MS)) {
       try {
         await this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/finish`, body);
         return;

@@ -41,8 +41,9 @@ interface AnnounceAnswer {
 /**
  * `hilbench worker`: a bench worker next to the hardware. It dials the server (outbound only),
  * announces the boards it can run and their availability, heartbeats with fresh availability, and
- * runs the jobs it claims through the same `BenchWorker` as the server's own. It announces again
- * after the server lost track of it, naming the jobs it still runs so those are kept.
+ * runs the jobs it claims through the same `BenchWorker` as the server's own. It announces once,
+ * at start (the server then fails as interrupted whatever it held before); a server that was down
+ * meanwhile keeps its running jobs' claims for their outcomes (decision 0461).
  */
 export class RemoteWorker {
   private readonly link: HttpWorkerLink;
@@ -108,27 +109,17 @@ export class RemoteWorker {
     if (typeof this.options.backends === 'function') for (const backend of Object.values(this.backends)) await backend?.close?.();
   }
 
-  /** The boards as this host can run them now, and whether their backends keep board health and can check it. */
+  /** The boards as this host can run them now, and whether their backends keep board health and can check it (the wire's names). */
   private async reports() {
-    const resolved = await this.boards.resolveAll();
-    return Promise.all(
-      resolved.map(async (r) => {
-        const keeper = this.boards.healthKeeper(r.board);
-        // Said apart from other reasons, so the server can follow its store's record instead (a
-        // release there then shows at once, not at this worker's next heartbeat).
-        const quarantined = keeper !== undefined && r.backend === null && (await keeper.control.health(r.board.id)).quarantine !== undefined;
-        return {
-          board: r.board.id,
-          // With `auto` a quarantined board has no usable backend: named by the one keeping its health.
-          backend: quarantined ? keeper.name : r.backendName,
-          available: r.backend !== null,
-          reason: r.offlineReason,
-          keeps_health: keeper !== undefined,
-          health_check: keeper?.control.healthCheck !== undefined,
-          quarantined,
-        };
-      }),
-    );
+    return (await this.boards.states()).map((s) => ({
+      board: s.board,
+      backend: s.backend,
+      available: s.available,
+      reason: s.reason,
+      keeps_health: s.keepsHealth,
+      health_check: s.healthCheck,
+      quarantined: s.quarantined,
+    }));
   }
 
   private async announceUntilHeard(): Promise<AnnounceAnswer> {

@@ -4,11 +4,32 @@ import { type BackendChoice, healthBackendOf, resolveBoardBackend, resolveBoardB
 import type { WorkerBoard } from './bench-worker.js';
 
 /**
- * The backends a bench worker on its own host runs its boards on, by `--backend`: one backend for
- * every board, or with `auto` the first backend listed for the board that can run it when the job
- * opens it (as the server's own worker does), so a board whose first listed backend is missing
- * here (Renode before a real kit's probe) still runs. Board health is kept and checked by
- * `healthBackendOf`'s backend, whether or not it runs the board's jobs.
+ * One board as a worker reports it to the server (announce, heartbeat): whether its backend can
+ * run it now and why not, and whether that backend keeps board health and can check it.
+ */
+export interface WorkerBoardState {
+  board: string;
+  /** The backend that runs it here (with `auto` and a quarantine: the one keeping its health). */
+  backend: string;
+  available: boolean;
+  reason: string | null;
+  keepsHealth: boolean;
+  healthCheck: boolean;
+  /**
+   * Unavailable only because of a quarantine (the server then follows its stored record, so a
+   * release shows at once); false when the board is also unusable for another reason.
+   */
+  quarantined: boolean;
+}
+
+/**
+ * The backends a bench worker runs its boards on, by `--backend`: one backend for every board, or
+ * with `auto` the first backend listed for the board that can run it when the job opens it, so a
+ * board whose first listed backend is missing here (Renode before a real kit's probe) still runs.
+ * Either way a board is asked again when a job opens it: one that went offline since the last
+ * report fails the job as `unavailable` with the reason. Board health is kept and checked by
+ * `healthBackendOf`'s backend, whether or not it runs the board's jobs. The same class serves the
+ * worker on a single-board computer and the worker in the server's process.
  */
 export class WorkerBoards {
   private readonly byId: ReadonlyMap<string, Board>;
@@ -23,6 +44,11 @@ export class WorkerBoards {
     this.byId = new Map(boards.map((b) => [b.id, b]));
   }
 
+  /** The ids of the boards served here, in catalog order. */
+  get ids(): string[] {
+    return [...this.byId.keys()];
+  }
+
   /** Every board as this host can run it now (never rejects). */
   async resolveAll(): Promise<ResolvedBoard[]> {
     const resolved = await resolveBoardBackends(this.boards, this.backends, this.choice);
@@ -30,9 +56,20 @@ export class WorkerBoards {
     return resolved;
   }
 
+  /** Every board as the worker reports it now (never rejects). */
+  async states(): Promise<WorkerBoardState[]> {
+    const resolved = await this.resolveAll();
+    return Promise.all(resolved.map((r) => this.stateOf(r)));
+  }
+
   /** The backend keeping `board`'s health and running its health checks, if any, with its name. */
   healthKeeper(board: Board) {
     return healthBackendOf(board, this.backends, this.choice);
+  }
+
+  /** The backend that runs jobs on `boardId` as far as the last report knows (for job deadlines). */
+  lastKnownBackend(boardId: string): Backend | undefined {
+    return this.lastResolved.get(boardId)?.backend ?? (this.choice === 'auto' ? undefined : this.backends[this.choice]);
   }
 
   /** The board and backend for a job or health check that starts now; undefined for a board not served here. */
@@ -40,19 +77,35 @@ export class WorkerBoards {
     const board = this.byId.get(boardId);
     if (!board) return undefined;
     const healthKeeper = this.healthKeeper(board)?.control;
-    if (this.choice !== 'auto') {
-      const backend = this.backends[this.choice];
-      return backend && { board, backend, healthKeeper };
-    }
+    if (this.choice !== 'auto' && !this.backends[this.choice]) return undefined;
     return { ...this.chosenAtOpen(board), healthKeeper };
   }
 
-  /** With `auto`: the backend that can run `board` when the job opens it; an offline board fails the job with the reasons. */
+  private async stateOf(r: ResolvedBoard): Promise<WorkerBoardState> {
+    const keeper = this.healthKeeper(r.board);
+    const quarantine = keeper === undefined || r.backend !== null ? undefined : (await keeper.control.health(r.board.id)).quarantine;
+    // Quarantined and nothing else: a backend keeping health checks its hardware before the
+    // quarantine (the probe: tool, serial device), so its reason is the quarantine's only when
+    // nothing else is wrong. A board also unplugged says so, and stays offline after a release.
+    const quarantined = quarantine !== undefined && r.offlineReason !== null && r.offlineReason.includes(quarantine.reason);
+    return {
+      board: r.board.id,
+      // With `auto` a quarantined board has no usable backend: named by the one keeping its health.
+      backend: quarantine !== undefined ? keeper!.name : r.backendName,
+      available: r.backend !== null,
+      reason: r.offlineReason,
+      keepsHealth: keeper !== undefined,
+      healthCheck: keeper?.control.healthCheck !== undefined,
+      quarantined,
+    };
+  }
+
+  /** The backend that can run `board` when the job opens it; an offline board fails the job with the reasons. */
   private chosenAtOpen(board: Board): WorkerBoard {
     let used: Backend | undefined;
-    const known = () => used ?? this.lastResolved.get(board.id)?.backend ?? undefined;
+    const known = () => used ?? this.lastKnownBackend(board.id);
     const current = async (): Promise<Backend> => {
-      const now = await resolveBoardBackend(board, this.backends, 'auto');
+      const now = await resolveBoardBackend(board, this.backends, this.choice);
       this.lastResolved.set(board.id, now);
       if (!now.backend) throw new BackendError('unavailable', `board ${board.id} is offline: ${now.offlineReason ?? 'no backend'}`);
       return now.backend;

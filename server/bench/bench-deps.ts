@@ -8,14 +8,14 @@ import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive } from './job-live.js';
 import type { LiveBoards } from './live-boards.js';
-import type { LocalWorkerOptions } from './local-worker.js';
+import type { LocalWorkerSetup } from './local-worker.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
 export interface BenchDeps {
   clock: Clock;
   store: BenchStore;
   blobs: FirmwareBlobs;
-  /** Every board with its backend, availability re-checked when it matters (live-boards.ts). */
+  /** Every board with its availability as its worker last reported it (live-boards.ts). */
   boards: LiveBoards;
   /** The server's side of the worker protocol: workers claim the store's jobs through it. */
   gateway: WorkerGateway;
@@ -35,10 +35,15 @@ export interface BenchDeps {
    * this process to ask): `Retry-After: 5`.
    */
   jobDeadlineMs?: (uartSeconds: number, boardId: string) => number;
+  /**
+   * Host ms from a start during which the remote workers' claims on running jobs cannot lapse:
+   * while the server was down they could neither renew them nor deliver an outcome. Default 0.
+   */
+  claimGraceAtStartMs?: number;
   /** Host ms between two sweeps for jobs whose remote worker went silent. Default 5 000. */
   claimSweepMs?: number;
-  /** Runs a worker in this process on `boards` (the embedded default); absent: remote workers only. */
-  localWorker?: LocalWorkerOptions;
+  /** Runs a worker in this process on its backends (the embedded default); absent: remote workers only. */
+  localWorker?: LocalWorkerSetup;
 }
 
 /** Random public identifier: `prefix` + 16 random bytes, base64url. */

@@ -26,6 +26,7 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   invalid_worker_token: 401,
   worker_revoked: 403,
   worker_not_found: 404,
+  worker_not_revocable: 409,
   board_not_served: 403,
   job_not_held: 409,
   no_local_worker: 409,

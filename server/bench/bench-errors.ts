@@ -41,6 +41,8 @@ export const BENCH_ERROR_CODES = [
   /** The worker's token was revoked by an administrator. */
   'worker_revoked',
   'worker_not_found',
+  /** The worker runs inside a bench service (it has no token): it stops with that service, not by revocation. */
+  'worker_not_revocable',
   /** A worker asked for jobs of, or reported, a board it does not serve. */
   'board_not_served',
   /** A worker reported on a job it does not hold (not claimed by it, or finished meanwhile). */

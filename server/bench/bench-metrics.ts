@@ -60,11 +60,21 @@ export function benchMetrics(deps: { clock: Clock; store: BenchStore; live: JobL
       this.set((await store.counts()).agents);
     },
   });
-  const workersOnline = new Gauge({
+  // Each gauge reads the workers itself: a gauge set from another's collect would be written out
+  // before that collect ran, one scrape late.
+  const liveWorkers = async () => (await store.workers.list()).filter((w) => w.revokedAtMs === null);
+  new Gauge({
     name: 'hilbench_worker_online',
     help: '1 while a bench worker is heard from within its offline window, else 0 (revoked workers are left out).',
     labelNames: ['worker', 'label'] as const,
     registers: [registry],
+    async collect() {
+      this.reset();
+      const nowMs = deps.clock.nowMs();
+      for (const w of await liveWorkers()) {
+        this.set({ worker: w.workerId, label: w.label }, w.lastSeenAtMs !== null && nowMs - w.lastSeenAtMs < deps.workerOfflineAfterMs ? 1 : 0);
+      }
+    },
   });
   new Gauge({
     name: 'hilbench_worker_last_heartbeat_timestamp_seconds',
@@ -73,14 +83,7 @@ export function benchMetrics(deps: { clock: Clock; store: BenchStore; live: JobL
     registers: [registry],
     async collect() {
       this.reset();
-      workersOnline.reset();
-      const nowMs = deps.clock.nowMs();
-      for (const w of await store.workers.list()) {
-        if (w.revokedAtMs !== null) continue;
-        const labels = { worker: w.workerId, label: w.label };
-        if (w.lastSeenAtMs !== null) this.set(labels, w.lastSeenAtMs / 1000);
-        workersOnline.set(labels, w.lastSeenAtMs !== null && nowMs - w.lastSeenAtMs < deps.workerOfflineAfterMs ? 1 : 0);
-      }
+      for (const w of await liveWorkers()) if (w.lastSeenAtMs !== null) this.set({ worker: w.workerId, label: w.label }, w.lastSeenAtMs / 1000);
     },
   });
 
@@ -111,3 +114,16 @@ export function benchMetrics(deps: { clock: Clock; store: BenchStore; live: JobL
   });
   return { registry, stop };
 }
+
+/** `GET /metrics` in the OpenAPI document: served beside the API, not one of its JSON routes. */
+export const metricsOpenApiPath = {
+  '/metrics': {
+    get: {
+      tags: ['status'],
+      summary: 'Prometheus metrics: jobs by state, queue depth per board, leases, workers and their last heartbeat, HTTP requests by route and status',
+      description: 'Open unless the server has a metrics token (`--metrics-token`); then `authorization: Bearer <metrics token>`. See docs/deployment.md.',
+      operationId: 'metrics',
+      responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
+  },
+};

@@ -1,5 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import express from 'express';
@@ -36,19 +35,16 @@ import { openApiComponents } from './bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
 import { JobLive } from './job-live.js';
-import { LiveBoards } from './live-boards.js';
-import { LOCAL_WORKER_ID, type LocalWorkerOptions } from './local-worker.js';
-import { WorkerGateway } from './worker-gateway.js';
-import { localHealthKeepers, remoteHealthKeepers } from './stored-board-health.js';
-import { benchMetrics } from './bench-metrics.js';
+import { benchMetrics, metricsOpenApiPath } from './bench-metrics.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
-import { WorkerAdmin } from './worker-admin.js';
-import { defaultWorkerTimings, WorkerProtocol, type WorkerTimings } from './worker-protocol.js';
+import type { WorkerTimings } from './worker-protocol.js';
+import { benchWorkers } from './bench-workers.js';
+import { MAX_DELIVERY_PAUSE_MS } from '../../harness/worker/http-worker-link.js';
+import type { LocalWorkerOptions } from './local-worker.js';
 import { workerRoutes } from './worker-routes.js';
 import { workerOpenApiComponents } from './worker-schemas.js';
 import { uartInputAnswerSchema } from './job-live-routes.js';
-import { remoteBoardResolver } from './remote-boards.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { consoleOpenApiPaths, pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { CONSOLE_ROUTES, createConsoleRouter } from './pages/console-router.js';
@@ -180,50 +176,28 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const quarantineStore = store.boardHealth;
     const backends =
       typeof config.backends === 'function' ? config.backends({ clock, quarantineStore }) : (config.backends ?? { mock: new MockBackend() });
-    const timings: WorkerTimings = { ...defaultWorkerTimings, ...config.workerTimings };
+    const live = new JobLive();
     // A revocation fails the worker's jobs: told to live readers and waiting claims once they exist (below).
     let announceReleased: (jobs: readonly JobRecord[]) => void = () => undefined;
-    const workerAdmin = new WorkerAdmin({ clock, store, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000, onJobsReleased: (jobs) => announceReleased(jobs) });
-    // A lab server (no worker in its process) knows its boards, and their health, from the workers.
-    const labServer = config.localWorker === false;
-    const live = new JobLive();
-    // On a shared database a job may be queued, or a board freed, through another replica: waiting
-    // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
-    const gateway = new WorkerGateway({ clock, store, blobs, live, limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
-    const healthCheckTimeoutMs = config.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
-    const remoteHealth = remoteHealthKeepers({ clock, store, gateway, healthCheckTimeoutMs });
-    const localWorker: LocalWorkerOptions | undefined =
-      config.localWorker === false
-        ? undefined
-        : {
-            dispatcher: config.dispatcherOptions,
-            // On a shared database each replica's worker has its own id, and claims that lapse
-            // if the replica dies; alone on SQLite, its claims last until its next start.
-            ...(config.databaseUrl ? { workerId: replicaWorkerId(config.dataDir), claimMs: timings.claimSeconds * 1000 } : {}),
-            ...config.localWorker,
-          };
-    // The worker in this process runs its boards' health checks as a remote worker does: asked
-    // through the store, never by the server calling a backend (decision 0430).
-    const localHealth = localHealthKeepers({
+    const { timings, workerAdmin, gateway, boards, protocol, localWorker } = benchWorkers({
       clock,
       store,
-      gateway,
-      healthCheckTimeoutMs,
-      worker: { workerId: localWorker?.workerId ?? LOCAL_WORKER_ID, label: 'in this server' },
-      ownHealthBackend: (boardId) => boards.ownHealthBackend(boardId),
-    });
-    const boards: LiveBoards = new LiveBoards({
-      clock,
+      blobs,
+      live,
+      limits,
+      logger,
       boards: config.boards,
       backends,
-      choice: config.backend ?? 'mock',
-      cacheMs: config.availabilityCacheMs,
-      logger,
-      resolve: labServer ? remoteBoardResolver({ clock, store, workers: workerAdmin, onHealthKeeper: remoteHealth.onHealthKeeper }) : undefined,
-      healthKeeper: labServer ? remoteHealth.keeperOf : localHealth,
+      backend: config.backend ?? 'mock',
+      localWorker: config.localWorker,
+      dispatcher: config.dispatcherOptions,
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      availabilityCacheMs: config.availabilityCacheMs,
+      healthCheckTimeoutMs: config.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS,
+      workerTimings: config.workerTimings,
+      onJobsReleased: (jobs) => announceReleased(jobs),
     });
-    // Every board is checked once at start (offline ones are logged), then again when it matters.
-    await boards.all();
     const { waitlist } = store;
     announceReleased = (jobs) => {
       for (const job of jobs) {
@@ -244,13 +218,16 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       waitlistCount: () => waitlist.count(),
       healthCheckTimeoutMs: config.healthCheckTimeoutMs,
       localWorker,
+      claimGraceAtStartMs: timings.claimSeconds * 1000 + MAX_DELIVERY_PAUSE_MS,
       // Lapsed claims are found within half a claim period (at most every 5 s).
       claimSweepMs: Math.min(5_000, (timings.claimSeconds * 1000) / 2),
     });
     started = bench;
+    // The worker in this process reports its boards as it starts: then every board is read once
+    // (offline ones are logged), and again when it matters.
     await bench.start();
+    await boards.all();
 
-    const protocol = new WorkerProtocol({ clock, store, gateway, boards, logger, timings });
     const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings })];
     const guard = benchGuard({
       ...benchGuards(bench, { adminToken: config.adminToken }),
@@ -414,21 +391,3 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
 function stopBackendTimers(backend: Backend | undefined): void {
   void backend?.close?.();
 }
-
-/** The id of a replica's own worker: stable across its restarts (host and data dir), distinct between replicas. */
-function replicaWorkerId(dataDir: string): string {
-  return `local-${hostname()}-${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 8)}`;
-}
-
-/** `GET /metrics` in the OpenAPI document: served beside the API, not one of its JSON routes. */
-const metricsOpenApiPath = {
-  '/metrics': {
-    get: {
-      tags: ['status'],
-      summary: 'Prometheus metrics: jobs by state, queue depth per board, leases, workers and their last heartbeat, HTTP requests by route and status',
-      description: 'Open unless the server has a metrics token (`--metrics-token`); then `authorization: Bearer <metrics token>`. See docs/deployment.md.',
-      operationId: 'metrics',
-      responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
-    },
-  },
-};

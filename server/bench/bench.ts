@@ -7,8 +7,7 @@ import { JobStreams, type SerialInputReceipt } from './job-streams.js';
 import { jobBody } from './bench-views.js';
 import { adminJob } from './board-views.js';
 import type { TimerHandle } from '../../core/clock.js';
-import { createLocalWorker, LOCAL_WORKER_ID } from './local-worker.js';
-import type { BenchWorker } from '../../harness/worker/bench-worker.js';
+import { LocalWorker, LOCAL_WORKER_ID } from './local-worker.js';
 import type {
   AdminBody,
   AgentRegistrationBody,
@@ -54,23 +53,15 @@ export class Bench {
   }
 
   /** The worker in this process, when the server runs one (the embedded default). */
-  private readonly worker: BenchWorker | undefined;
+  private readonly worker: LocalWorker | undefined;
   private sweepTimer: TimerHandle | undefined;
   private closing = false;
 
   constructor(private readonly deps: BenchDeps) {
-    let worker: BenchWorker | undefined;
+    const worker = deps.localWorker && new LocalWorker(deps, deps.localWorker);
     // The job deadline of the worker in this process is the Retry-After of a board a job holds.
-    const jobDeadlineMs =
-      deps.jobDeadlineMs ??
-      (deps.localWorker
-        ? (uartSeconds: number, boardId: string) => {
-            const live = deps.boards.lastKnown(boardId);
-            return worker!.deadlineMs(uartSeconds, live?.backend?.jobBudgetMs?.(live.board));
-          }
-        : undefined);
+    const jobDeadlineMs = deps.jobDeadlineMs ?? (worker ? (uartSeconds: number, boardId: string) => worker.deadlineMs(uartSeconds, boardId) : undefined);
     const access = new BoardAccess({ ...deps, jobDeadlineMs });
-    if (deps.localWorker) worker = createLocalWorker(deps, deps.localWorker);
     this.worker = worker;
     this.agents = new AgentAuth(deps);
     this.sessions = new SessionLeases({ ...deps, access });
@@ -105,10 +96,14 @@ export class Bench {
       const checks = await store.healthChecks.interrupt(workerId, { reason: 'the bench service restarted while this health check ran', nowMs: clock.nowMs() });
       for (const check of checks) logger.warn(`health check ${check.checkId} on ${check.board} was interrupted by a restart`);
     }
+    // A remote worker may have finished a job while this server was down, and delivers its outcome
+    // when it hears the server again: its claim gets a claim period and a delivery pause from now.
+    const extended = await store.extendClaims(clock.nowMs() + (this.deps.claimGraceAtStartMs ?? 0));
+    if (extended > 0) logger.info(`${extended} job(s) running on remote workers kept for their workers to report`);
     const expired = await store.expireSessions(clock.nowMs());
     if (expired.length > 0) logger.info(`${expired.length} session(s) expired while the server was down`);
     await this.sessions.armAll();
-    this.worker?.start();
+    await this.worker?.start();
     this.armClaimSweep();
   }
 

@@ -100,6 +100,8 @@ export class FlashJobs {
           { retryAfterSeconds: 5 },
         );
     }
+    // The first of its transitions in the log (the others are logged as workers report them).
+    this.deps.logger.info(`job ${result.job.jobId} queued`, { jobId: result.job.jobId, state: 'queued', board: result.job.board });
     // A worker may claim the job the moment it is queued: it finds the firmware there.
     this.deps.gateway.jobQueued(result.job.board);
     return jobBody(result.job);

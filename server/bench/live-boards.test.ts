@@ -5,6 +5,7 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import type { Board } from '../../boards/board-schema.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
+import { resolveBoardBackend } from '../../harness/board-resolution.js';
 import { memoryLogger } from '../http/logger.js';
 import { LiveBoards } from './live-boards.js';
 
@@ -28,7 +29,9 @@ function scriptedBackend() {
 function live(backend: Backend, cacheMs = 1_000) {
   const fake = createClock(0);
   const logger = memoryLogger();
-  const boards = new LiveBoards({ clock: clockFromFakeTimers(fake), boards: [pico], backends: { probe: backend }, choice: 'probe', cacheMs, logger });
+  // What a worker would report, asked at once: the test is about the caching around it.
+  const resolve = (board: Board) => resolveBoardBackend(board, { probe: backend }, 'probe');
+  const boards = new LiveBoards({ clock: clockFromFakeTimers(fake), boards: [pico], resolve, cacheMs, logger });
   return { fake, logger, boards };
 }
 

@@ -1,9 +1,8 @@
-import type { Backend } from '../../backends/backend.js';
 import type { Board, BackendName } from '../../boards/board-schema.js';
 import type { Clock } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
 import type { BoardHealthControl } from './board-health-control.js';
-import { type BackendChoice, healthBackendOf, resolveBoardBackend, type ResolvedBoard } from './board-backends.js';
+import type { ResolvedBoard } from './board-backends.js';
 
 /** Default for `LiveBoardsOptions.cacheMs`. */
 export const DEFAULT_AVAILABILITY_CACHE_MS = 5_000;
@@ -11,24 +10,21 @@ export const DEFAULT_AVAILABILITY_CACHE_MS = 5_000;
 export interface LiveBoardsOptions {
   clock: Clock;
   boards: readonly Board[];
-  backends: Partial<Record<BackendName, Backend>>;
-  choice: BackendChoice;
   /**
-   * Host milliseconds (injected clock) a board's availability is reused before its backend is
-   * asked again. Short, so a board that goes offline (quarantine, emulator removed, probe
-   * unplugged) shows within seconds, yet a busy listing does not run `qemu --version` per request.
+   * Host milliseconds (injected clock) a board's resolution is reused before it is asked again.
+   * Short, so a board that goes offline (quarantine, emulator removed, probe unplugged, a worker
+   * gone silent) shows within seconds, yet a busy listing does not read the store per request.
    */
   cacheMs?: number;
   logger: Logger;
   /**
-   * Where availability comes from instead of `backends` (a lab server: from the workers' reports,
-   * remote-boards.ts). It never rejects, like `resolveBoardBackend`.
+   * Where availability comes from: the reports of the workers serving the board, in the store
+   * (remote-boards.ts), whether the worker runs in this process or on another host. It never rejects.
    */
-  resolve?: (board: Board) => Promise<ResolvedBoard>;
+  resolve: (board: Board) => Promise<ResolvedBoard>;
   /**
-   * Who keeps a board's health (stored-board-health.ts): the worker serving it, through the store
-   * (a lab server: known from the board's last resolution; the embedded default: the worker in
-   * this process, for boards whose backend here keeps health). Absent: no board keeps health.
+   * Who keeps a board's health (stored-board-health.ts): the worker serving it, through the store,
+   * known from the board's last resolution. Absent: no board keeps health.
    */
   healthKeeper?: (boardId: string) => { name: BackendName; control: BoardHealthControl } | undefined;
 }
@@ -39,11 +35,11 @@ interface CacheEntry {
 }
 
 /**
- * Which backend runs each board and whether it can run now, re-checked when it matters (listing,
- * snapshot, opening a session, submitting or starting a job) and cached for `cacheMs`. Concurrent
- * callers share one check per board; a check never rejects (a throwing backend makes the board
- * offline with the error). Status changes are logged once each: offline as a warning with the
- * reason, back online as info.
+ * Which backend runs each board and whether it can run now, as its workers reported it, read again
+ * when it matters (listing, snapshot, opening a session, submitting a job) and cached for
+ * `cacheMs` (or until `invalidate`: a worker's report, a health change). Concurrent callers share
+ * one check per board; a check never rejects. Status changes are logged once each: offline as a
+ * warning with the reason, back online as info.
  */
 export class LiveBoards {
   private readonly byId: ReadonlyMap<string, Board>;
@@ -109,21 +105,12 @@ export class LiveBoards {
     return this.options.healthKeeper?.(boardId);
   }
 
-  /**
-   * The backend of this process that keeps `boardId`'s health (see `healthBackendOf`): what the
-   * worker in this process runs its health checks on. Never called by the server itself.
-   */
-  ownHealthBackend(boardId: string): { name: BackendName; control: Backend & BoardHealthControl } | undefined {
-    const board = this.byId.get(boardId);
-    return board && healthBackendOf(board, this.options.backends, this.options.choice);
-  }
-
   private async check(board: Board, generation: number): Promise<ResolvedBoard> {
     let resolved: ResolvedBoard;
     try {
-      resolved = await (this.options.resolve ? this.options.resolve(board) : resolveBoardBackend(board, this.options.backends, this.options.choice));
+      resolved = await this.options.resolve(board);
     } catch (err) {
-      // resolveBoardBackend catches backend errors itself; this is the last line of defence.
+      // The resolver catches what it can itself; this is the last line of defence (a store error).
       resolved = { board, backend: null, backendName: 'none', offlineReason: `checking ${board.id}'s backend failed: ${err instanceof Error ? err.message : String(err)}` };
     }
     const checkedAtMs = this.options.clock.nowMs();

@@ -1,10 +1,14 @@
-import type { Board } from '../../boards/board-schema.js';
-import { type Backend, BackendError } from '../../backends/backend.js';
+import type { Board, BackendName } from '../../boards/board-schema.js';
+import type { Backend } from '../../backends/backend.js';
+import { type Clock, type TimerHandle } from '../../core/clock.js';
 import type { LocalDispatcherOptions } from '../../harness/dispatcher.js';
-import { BenchWorker, type WorkerBoard } from '../../harness/worker/bench-worker.js';
+import type { BackendChoice } from '../../harness/board-resolution.js';
+import { BenchWorker } from '../../harness/worker/bench-worker.js';
+import { type WorkerBoardState, WorkerBoards } from '../../harness/worker/worker-boards.js';
 import type { WorkerLink } from '../../harness/worker/worker-link.js';
-import type { BenchDeps } from './bench-deps.js';
+import type { Logger } from '../http/logger.js';
 import { boardHealthControlOf } from './board-health-control.js';
+import type { WorkerGateway } from './worker-gateway.js';
 
 /** The id the worker inside the server's own process claims jobs under (kept across restarts). */
 export const LOCAL_WORKER_ID = 'local';
@@ -22,71 +26,103 @@ export interface LocalWorkerOptions {
   decorateLink?: (link: WorkerLink) => WorkerLink;
 }
 
-/**
- * The embedded default's worker: the same `BenchWorker` a single-board computer runs, in the
- * server's process, on the server's boards, through the gateway's in-process link (claims that
- * never lapse; the next start releases them). A queued job's board is asked again when the job
- * starts (`gatedBackend`): a board that went offline meanwhile fails the job as `unavailable`.
- */
-export function createLocalWorker(deps: Pick<BenchDeps, 'clock' | 'gateway' | 'boards' | 'logger'>, options: LocalWorkerOptions = {}): BenchWorker {
-  return new BenchWorker({
-    clock: deps.clock,
-    link: (options.decorateLink ?? ((link) => link))(deps.gateway.linkFor(options.workerId ?? LOCAL_WORKER_ID, { claimMs: options.claimMs ?? null })),
-    boards: deps.boards.ids,
-    boardFor: (boardId) => {
-      const board = deps.boards.board(boardId);
-      return board && gatedBackend(deps, board);
-    },
-    afterJob: (boardId, backend) => afterJobOn(deps, boardId, backend),
-    dispatcher: options.dispatcher,
-    heartbeatMs: options.heartbeatMs,
-    logError: (message, cause) => deps.logger.error(message, cause),
-  });
+/** What the service gives the worker in its process: the backends it runs, and where it reports its boards. */
+export interface LocalWorkerWiring {
+  boards: readonly Board[];
+  backends: Partial<Record<BackendName, Backend>>;
+  choice: BackendChoice;
+  /**
+   * Records the boards as a worker's announce (`first`) or heartbeat does, through the worker
+   * protocol into the store: where the server reads their availability, as for remote workers.
+   */
+  report: (states: readonly WorkerBoardState[], options: { first: boolean }) => Promise<void>;
+  /** Host ms between two reports: the heartbeat the server asks of every worker. */
+  reportEveryMs: number;
 }
 
-/**
- * The backend a job runs on: when the worker opens the board, its availability is asked again
- * (cached as for listings) and an offline board fails the job with the reason. With
- * `--backend auto` the job runs on whichever backend serves the board at that moment. Health
- * checks run on the backend keeping the board's health (available or not: a quarantined board is
- * exactly one to check); the worker holds the board while one runs, as for a job.
- */
-function gatedBackend(deps: Pick<BenchDeps, 'boards'>, board: Board): WorkerBoard {
-  let used: Backend | undefined;
-  const live = deps.boards;
-  const current = async (): Promise<Backend> => {
-    const now = await live.get(board.id);
-    if (!now.backend) throw new BackendError('unavailable', `board ${board.id} is offline: ${now.offlineReason ?? 'no backend'}`);
-    return now.backend;
-  };
-  const backend: Backend = {
-    // Named after the backend that ran it, or that serves the board as far as we know yet (the
-    // worker's deadline names it in timeout messages).
-    get name() {
-      return (used ?? live.lastKnown(board.id)?.backend)?.name ?? 'mock';
-    },
-    availability: async (b) => (await current()).availability(b),
-    open: async (b, options) => {
-      used = await current();
-      return used.open(b, options);
-    },
-    // The job deadline is set before the board is opened: from the backend serving the board now.
-    jobBudgetMs: (b) => (used ?? live.lastKnown(board.id)?.backend)?.jobBudgetMs?.(b) ?? { flashMs: 0, resetMs: 0 },
-  };
-  return { board, backend, used: () => used, healthKeeper: live.ownHealthBackend(board.id)?.control };
-}
+export type LocalWorkerSetup = LocalWorkerOptions & LocalWorkerWiring;
 
 /**
- * A backend that keeps board health may just have counted a failure or quarantined the board:
- * its availability is asked again now (not after the cache window), so listings show it at once
- * and the operator's log says so when it happens. Never rejects.
+ * The embedded default's worker: the same `BenchWorker` and `WorkerBoards` a single-board
+ * computer runs, in the server's process, on the server's backends, through the gateway's
+ * in-process link (claims that never lapse; the next start releases them). Like a remote worker it
+ * reports its boards (availability, health keeping) at start and every heartbeat, and the server
+ * reads them from the store: the server itself never asks a backend (decision 0460). A backend
+ * keeping board health may have quarantined a board in a job: the boards are reported again after
+ * such a job, so listings show it when the job's outcome does.
  */
-async function afterJobOn(deps: Pick<BenchDeps, 'boards' | 'logger'>, boardId: string, backend: Backend | undefined): Promise<void> {
-  if (!backend || !boardHealthControlOf(backend)) return;
-  try {
-    deps.boards.invalidate(boardId);
-    await deps.boards.get(boardId);
-  } catch (err) {
-    deps.logger.error(`asking board ${boardId} for its health after a job failed`, err);
+export class LocalWorker {
+  private readonly worker: BenchWorker;
+  private readonly boards: WorkerBoards;
+  private timer: TimerHandle | undefined;
+  private closed = false;
+  /** Reports run one after another, so an older one never overwrites a newer one. */
+  private reporting: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly deps: { clock: Clock; gateway: WorkerGateway; logger: Logger },
+    private readonly setup: LocalWorkerSetup,
+  ) {
+    this.boards = new WorkerBoards(setup.boards, setup.backends, setup.choice);
+    this.worker = new BenchWorker({
+      clock: deps.clock,
+      link: (setup.decorateLink ?? ((link) => link))(deps.gateway.linkFor(setup.workerId ?? LOCAL_WORKER_ID, { claimMs: setup.claimMs ?? null })),
+      boards: this.boards.ids,
+      boardFor: (boardId) => this.boards.target(boardId),
+      afterJob: async (_boardId, backend) => {
+        if (backend && boardHealthControlOf(backend)) await this.report({ first: false });
+      },
+      dispatcher: setup.dispatcher,
+      heartbeatMs: setup.heartbeatMs,
+      logError: (message, cause) => deps.logger.error(message, cause),
+    });
+  }
+
+  /** Announces its boards (settles once the store has them), then heartbeats and claims jobs. */
+  async start(): Promise<void> {
+    await this.report({ first: true });
+    this.arm();
+    this.worker.start();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== undefined) this.deps.clock.clearTimeout(this.timer);
+    await this.worker.close();
+    await this.reporting;
+  }
+
+  /** The host ms a job of `uartSeconds` on `boardId` may take, by the backend running the board (its `Retry-After`). */
+  deadlineMs(uartSeconds: number, boardId: string): number {
+    const board = this.setup.boards.find((b) => b.id === boardId);
+    return this.worker.deadlineMs(uartSeconds, board && this.boards.lastKnownBackend(boardId)?.jobBudgetMs?.(board));
+  }
+
+  started(jobId: string): Promise<void> {
+    return this.worker.started(jobId);
+  }
+
+  idle(): Promise<void> {
+    return this.worker.idle();
+  }
+
+  /** Reports every board now, after any report still running. Never rejects. */
+  private report(options: { first: boolean }): Promise<void> {
+    const next = this.reporting.then(async () => {
+      try {
+        await this.setup.report(await this.boards.states(), options);
+      } catch (err) {
+        this.deps.logger.error('the worker in this server could not report its boards', err);
+      }
+    });
+    this.reporting = next;
+    return next;
+  }
+
+  private arm(): void {
+    if (this.closed) return;
+    this.timer = this.deps.clock.setTimeout(() => {
+      void this.report({ first: false }).finally(() => this.arm());
+    }, this.setup.reportEveryMs);
   }
 }

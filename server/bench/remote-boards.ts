@@ -7,15 +7,22 @@ import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.j
 import type { WorkerAdmin } from './worker-admin.js';
 
 /**
- * A lab server's boards (issue 10): a board is online while a worker that serves it was heard from
- * recently and reports it available; otherwise it is offline with the reason (no worker serves it,
- * the worker missed its heartbeats since a given time, or what the worker's backend says). The
- * server runs no backend itself: the board's `backend` only names the worker's and refuses to open.
+ * The server's boards (issue 10), whether their workers run on other hosts or in this process: a
+ * board is online while a worker that serves it was heard from recently and reports it available;
+ * otherwise it is offline with the reason (no worker serves it, the worker missed its heartbeats
+ * since a given time, or what the worker's backend says). The server runs no backend itself
+ * (decision 0460): the board's `backend` only names the worker's and refuses to open.
  */
 export function remoteBoardResolver(deps: {
   clock: Clock;
   store: BenchStore;
   workers: WorkerAdmin;
+  /**
+   * The worker in this process, if any: online while this process runs (it answers, so its worker
+   * lives), whatever the injected clock says of its last heartbeat. Other replicas judge it by
+   * its heartbeats like any worker.
+   */
+  selfWorkerId?: string;
   /** Told, at each resolution, which worker keeps the board's health (undefined: none does). */
   onHealthKeeper?: (boardId: string, keeper: { worker: WorkerRecord; report: WorkerBoardReport; online: boolean } | undefined) => void;
 }): (board: Board) => Promise<ResolvedBoard> {
@@ -24,7 +31,8 @@ export function remoteBoardResolver(deps: {
     const serving = (await deps.store.workers.list())
       .filter((w) => w.revokedAtMs === null)
       .flatMap((w) => w.boards.filter((b) => b.board === board.id).map((report) => ({ worker: w, report })));
-    const online = serving.filter((s) => deps.workers.isOnline(s.worker, nowMs));
+    const isOnline = (w: WorkerRecord) => w.workerId === deps.selfWorkerId || deps.workers.isOnline(w, nowMs);
+    const online = serving.filter((s) => isOnline(s.worker));
     // Health is the store's whether or not the worker is online (a quarantine outlives it); a check
     // goes to a worker that is online, else to the one that served the board last.
     const keeper = [...online, ...serving].find((s) => s.report.keepsHealth);
@@ -38,7 +46,10 @@ export function remoteBoardResolver(deps: {
     const ready = online.find((s) => s.report.available || (s.report.quarantined === true && s.report.keepsHealth === true));
     if (ready) return { board, backend: workerBackend(ready.report.backend, ready.worker.label), backendName: ready.report.backend, offlineReason: null };
     const why = serving.map(({ worker, report }) =>
-      deps.workers.isOnline(worker, nowMs)
+      // The embedded default's own worker: the backend's reason alone, as a newcomer expects it.
+      worker.workerId === deps.selfWorkerId && serving.length === 1
+        ? (report.reason ?? 'unavailable')
+        : isOnline(worker)
         ? `worker ${worker.label} (${worker.workerId}): ${report.reason ?? 'unavailable'}`
         : `worker ${worker.label} (${worker.workerId}) missed its heartbeats: last heard from ${worker.lastSeenAtMs === null ? 'never' : `at ${isoFromMs(worker.lastSeenAtMs)}`}`,
     );

@@ -70,7 +70,7 @@ type KeeperDeps = Pick<ConstructorParameters<typeof StoredBoardHealth>[0], 'cloc
 export type HealthKeeper = { name: BackendName; control: StoredBoardHealth };
 
 /**
- * The health keepers of a lab server's boards, kept up to date by the board resolver
+ * The health keepers of the server's boards (on remote workers or the worker in this process), kept up to date by the board resolver
  * (`remoteBoardResolver`'s `onHealthKeeper`) and read by `LiveBoards.healthControl`.
  */
 export function remoteHealthKeepers(deps: KeeperDeps) {
@@ -90,24 +90,5 @@ export function remoteHealthKeepers(deps: KeeperDeps) {
       keepers.set(boardId, { name: keeper.report.backend as BackendName, control });
     },
     keeperOf: (boardId: string) => keepers.get(boardId),
-  };
-}
-
-/**
- * The health keepers of the boards of the worker in this process (the embedded default): the same
- * stored record and stored health-check requests as for a remote worker, asked of `worker`, for the
- * boards whose backend here keeps health (`ownHealthBackend`, what that worker runs the checks on).
- */
-export function localHealthKeepers(
-  deps: KeeperDeps & {
-    worker: { workerId: string; label: string };
-    ownHealthBackend: (boardId: string) => { name: BackendName; control: BoardHealthControl } | undefined;
-  },
-): (boardId: string) => HealthKeeper | undefined {
-  return (boardId) => {
-    const own = deps.ownHealthBackend(boardId);
-    if (!own) return undefined;
-    // Online while this server runs: the worker's claim loop lives and dies with it.
-    return { name: own.name, control: new StoredBoardHealth({ ...deps, canCheck: own.control.healthCheck !== undefined, online: true }) };
   };
 }

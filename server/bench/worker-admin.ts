@@ -8,6 +8,12 @@ import { BenchError } from './bench-errors.js';
 /** Worker tokens start `hbw_`, agent tokens `hb_`: neither ever passes for the other. */
 export const WORKER_TOKEN_PREFIX = 'hbw_';
 
+/**
+ * What a worker inside a bench service's own process holds instead of a token hash: no SHA-256
+ * (64 hex digits) ever equals it, so no token authenticates as it.
+ */
+const IN_PROCESS_MARK = 'in-process:';
+
 const sha256Hex = (data: string) => createHash('sha256').update(data).digest('hex');
 
 export interface WorkerAdminDeps {
@@ -46,12 +52,26 @@ export class WorkerAdmin {
     return { ...this.view({ ...worker, revokedAtMs: null, lastSeenAtMs: null, boards: [] }), token };
   }
 
+  /**
+   * The record of the worker in a bench service's own process (decision 0460), created at its first
+   * start: it reports its boards into the store as remote workers do, but has no token.
+   */
+  async inProcess(workerId: string, label: string): Promise<WorkerRecord> {
+    const known = await this.deps.store.workers.get(workerId);
+    if (known) return known;
+    await this.deps.store.workers.insert({ workerId, label, tokenSha256: `${IN_PROCESS_MARK}${workerId}`, createdAtMs: this.deps.clock.nowMs() });
+    return (await this.deps.store.workers.get(workerId))!;
+  }
+
   async list(): Promise<WorkerView[]> {
     return (await this.deps.store.workers.list()).map((w) => this.view(w));
   }
 
   async revoke(workerId: string): Promise<WorkerView> {
     const nowMs = this.deps.clock.nowMs();
+    if ((await this.deps.store.workers.get(workerId))?.tokenSha256.startsWith(IN_PROCESS_MARK)) {
+      throw new BenchError('worker_not_revocable', `worker ${workerId} runs inside a bench service and has no token to revoke: stop that service (or start it with --no-local-worker) instead`);
+    }
     const worker = await this.deps.store.workers.revoke(workerId, nowMs);
     if (!worker) throw new BenchError('worker_not_found', `worker ${workerId} not found`);
     const released = await this.deps.store.releaseWorkerJobs(workerId, { reason: `worker ${workerId} (${worker.label}) was revoked by an administrator`, nowMs });

@@ -166,13 +166,13 @@ export class WorkerProtocol {
 
   async running(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
     await this.heardFrom(worker);
-    await this.everHeld(worker, jobId);
+    await this.ownJob(worker, jobId);
     return this.deps.gateway.running(worker.workerId, jobId);
   }
 
   async jobHeartbeat(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
     await this.heardFrom(worker);
-    await this.everHeld(worker, jobId);
+    await this.ownJob(worker, jobId);
     return this.deps.gateway.heartbeat(worker.workerId, this.claimMs(), jobId);
   }
 
@@ -185,7 +185,7 @@ export class WorkerProtocol {
 
   async finish(worker: WorkerRecord, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
     await this.heardFrom(worker);
-    const before = await this.everHeld(worker, jobId);
+    const before = await this.ownJob(worker, jobId);
     // An outcome for a job that ended otherwise (its claim lapsed, the worker was revoked) came too
     // late: refused, so the worker's log says so; the same outcome again (its answer was lost) is not.
     if ((before.state === 'done' || before.state === 'failed') && !sameOutcome(before, outcome)) {
@@ -233,11 +233,12 @@ export class WorkerProtocol {
   }
 
   /**
-   * Refuses (404, like a missing job) a job this worker never claimed: another worker's job (its
-   * existence and state are not revealed) or none at all (the store's finish had no row to answer
-   * with: a 500). A job it claimed and lost since (swept, revoked) is answered by the call itself.
+   * Refuses (404, like a missing job) a job this worker was never given: another worker's job (its
+   * existence and state, named in a stop reason, are only for the worker that claimed it) or none
+   * at all (the store's finish had no row to answer with: a 500). A job it claimed and lost since
+   * (swept, revoked) is answered by the call itself.
    */
-  private async everHeld(worker: WorkerRecord, jobId: string): Promise<JobRecord> {
+  private async ownJob(worker: WorkerRecord, jobId: string): Promise<JobRecord> {
     const job = await this.deps.store.getJob(jobId);
     if (!job || job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
     return job;

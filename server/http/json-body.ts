@@ -9,7 +9,7 @@ import { HttpError, validationFailed } from './http-error.js';
  */
 export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes: number }): Promise<unknown> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type !== 'application/json') throw new HttpError(415, `Unsupported media type: the body must be JSON (content-type: application/json), not ${type || 'none'}`);
+  if (type !== 'application/json') throw notJson(type);
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > options.maxBodyBytes) throw tooLarge(options.maxBodyBytes);
   const chunks: Buffer[] = [];
@@ -30,6 +30,11 @@ export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes
   } catch (err) {
     throw validationFailed([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: (err as Error).message } }]);
   }
+}
+
+/** The 415 both services answer for a body that is not declared JSON where JSON is read. */
+export function notJson(mediaType: string): HttpError {
+  return new HttpError(415, `Unsupported media type: the body must be JSON (content-type: application/json), not ${mediaType || 'none'}`);
 }
 
 function tooLarge(maxBodyBytes: number): HttpError {

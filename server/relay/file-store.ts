@@ -1,7 +1,7 @@
 import busboy from 'busboy';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -24,7 +24,7 @@ export interface UploadCheck {
   itemId: string;
   /** The `title` field, else the part's file name, else "". */
   title: string;
-  /** The part's Content-Type as `type/subtype` in lower case (busboy drops parameters), else application/octet-stream. */
+  /** The part's Content-Type as `type/subtype` in lower case (busboy drops parameters); `text/plain` when the part has none (busboy, after RFC 7578). */
   mediaType: string;
   /** Every other text field of the form, by name (the last value wins). */
   fields: ReadonlyMap<string, string>;
@@ -38,14 +38,30 @@ const MULTIPART_FIELD_MAX_BYTES = 4096;
 const multipartSlackBytes = 64 * 1024;
 
 /**
+ * File contents every replica can read (the relay's PostgreSQL store, decision 0440). A file's id
+ * is the SHA-256 of its content, so a copy on one replica's disk never goes stale.
+ */
+export interface SharedFileContents {
+  has(itemId: string): boolean;
+  /** Stores the content unless it is stored already. */
+  put(itemId: string, content: Buffer): void;
+  get(itemId: string): Buffer | undefined;
+}
+
+/**
  * Content-addressed file storage under `dataDir/files`. Uploads are streamed: each chunk is
  * hashed and written to a temporary file as it arrives, never held whole in memory; the file is
  * renamed to its SHA-256 once complete, so a crash leaves only a `tmp-*` file behind and a stored
- * file is always complete.
+ * file is always complete. With `shared` contents (replicas on PostgreSQL), a file is put there
+ * once it is in place and before its item can be stored, and the local directory is a cache of it:
+ * a file another replica received is copied here on first use.
  */
 export class FileStore {
   readonly dir: string;
-  constructor(dataDir: string) {
+  constructor(
+    dataDir: string,
+    private readonly shared?: SharedFileContents,
+  ) {
     this.dir = join(dataDir, 'files');
     mkdirSync(this.dir, { recursive: true });
   }
@@ -55,11 +71,28 @@ export class FileStore {
   }
 
   has(itemId: string): boolean {
-    return existsSync(this.pathOf(itemId));
+    return existsSync(this.pathOf(itemId)) || (this.shared?.has(itemId) ?? false);
   }
 
   open(itemId: string): Readable {
+    this.copyFromShared(itemId);
     return createReadStream(this.pathOf(itemId));
+  }
+
+  /** A file now in place here: every replica can read it (a no-op without shared contents). */
+  private publish(itemId: string): void {
+    this.shared?.put(itemId, readFileSync(this.pathOf(itemId)));
+  }
+
+  /** Copies a file another replica received into the local directory, when it is not here yet. */
+  private copyFromShared(itemId: string): void {
+    if (!this.shared || existsSync(this.pathOf(itemId))) return;
+    const content = this.shared.get(itemId);
+    if (content === undefined) return;
+    // Written aside and renamed, as uploads are: a reader never sees half a file.
+    const tmp = join(this.dir, `tmp-${randomBytes(8).toString('hex')}`);
+    writeFileSync(tmp, content, { mode: 0o600 });
+    renameSync(tmp, this.pathOf(itemId));
   }
 
   /**
@@ -150,7 +183,7 @@ export class FileStore {
         });
         const out = createWriteStream(tmp, { mode: 0o600 });
         upload = pipeline(stream, out)
-          .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType || 'application/octet-stream', tmp }))
+          .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType, tmp }))
           .catch(async (err: unknown) => {
             // A write stream destroyed before its file was open still opens (creates) it and then
             // closes it: removing the file before that 'close' would let it reappear afterwards.
@@ -182,10 +215,17 @@ export class FileStore {
               fail(err);
               return;
             }
-            settled = true;
             const target = this.pathOf(u.itemId);
             if (existsSync(target)) safeUnlink(u.tmp);
             else renameSync(u.tmp, target);
+            try {
+              // Before the answer, so the item (stored after this) is never without its content.
+              this.publish(u.itemId);
+            } catch (err) {
+              fail(err);
+              return;
+            }
+            settled = true;
             resolve({ itemId: u.itemId, bytes: u.bytes, mediaType: u.mediaType, title: checked });
           },
           (err: unknown) => fail(err),
@@ -246,6 +286,7 @@ export class FileStore {
       }
       if (existsSync(this.pathOf(expectedId))) safeUnlink(tmp);
       else renameSync(tmp, this.pathOf(expectedId));
+      this.publish(expectedId);
       return { ok: true, bytes };
     } catch (err) {
       drop();
@@ -254,6 +295,7 @@ export class FileStore {
   }
 
   sizeOf(itemId: string): number {
+    this.copyFromShared(itemId);
     return statSync(this.pathOf(itemId)).size;
   }
 }

@@ -1,7 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { isoFromMs } from '../../core/clock.js';
 import type { Caller } from './credentials.js';
-import { type AuthoredItem, type ItemAuthorship, authorshipMismatch, claimId, isItemId, isNodeId, parseVote, validateClaim, type Vote } from './protocol.js';
+import { type AuthoredItem, type ItemAuthorship, MEDIA_TYPE_MAX_CHARS, authorshipMismatch, claimId, isItemId, isNodeId, parseVote, validateClaim, type Vote } from './protocol.js';
 import { type RelayDeps, unixSeconds, voteTimeProblem } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { parseOr422 } from '../http/zod-to-422.js';
@@ -126,7 +126,14 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const row = mustGetItem(params.id!);
         if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {
           if (!deps.files.has(row.item_id)) throw new HttpError(404, 'file content not stored on this relay');
-          res.status(200).set({ 'content-type': row.media_type ?? 'application/octet-stream', 'content-length': String(row.file_bytes ?? deps.files.sizeOf(row.item_id)) });
+          // The media type is the uploader's: a browser opening the link must not run an uploaded
+          // text/html or SVG on the relay's origin, so the answer is a sandboxed attachment.
+          res.status(200).set({
+            'content-type': row.media_type ?? 'application/octet-stream',
+            'content-length': String(row.file_bytes ?? deps.files.sizeOf(row.item_id)),
+            'content-security-policy': "default-src 'none'; sandbox",
+            'content-disposition': `attachment; filename="${row.item_id}"`,
+          });
           // pipeline, not pipe: a read error must end the response, not crash the process.
           pipeline(deps.files.open(row.item_id), res).catch((cause: unknown) => {
             // A client that hangs up mid-download is not a server fault.
@@ -157,6 +164,10 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           let authorship: ItemAuthorship | null = null;
           const file = await deps.files.receiveMultipart(req, (upload) => {
             const title = parseOr422(fileTitleField, { title: upload.title }, 'body').title;
+            // Stored and served back as the file's Content-Type: bounded like a signed one would be.
+            if (upload.mediaType.length > MEDIA_TYPE_MAX_CHARS) {
+              throw invalidInput(['body', 'file'], `Value error, the file part's Content-Type is at most ${MEDIA_TYPE_MAX_CHARS} characters`, upload.mediaType.slice(0, 80), 'value_error', { max_length: MEDIA_TYPE_MAX_CHARS });
+            }
             const described = describedItem({ id: upload.itemId, type: 'file', author, title, media_type: upload.mediaType });
             const statement = upload.fields.get('authorship');
             if (statement !== undefined) {

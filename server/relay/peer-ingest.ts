@@ -166,7 +166,7 @@ export class PeerIngest {
 
   private vote(data: Record<string, unknown>, origin: string): IngestOutcome {
     const { nodes, items } = this.o.store.data;
-    const parsed = parseVote(data.vote);
+    const parsed = parsePeerVote(data.vote);
     if (!parsed.ok) return refuse(`malformed vote: ${parsed.issues[0]?.msg ?? ''}`);
     const vote = parsed.value;
     const nowMs = this.o.clock.nowMs();
@@ -200,4 +200,17 @@ export class PeerIngest {
     this.o.voting.applyDeclaration(declaration, origin, nowMs);
     return stored;
   }
+}
+
+/**
+ * `parseVote`, but a vote that only its hint keeps out (too deep or too long, decision 0435) is
+ * taken without the hint. The hint is unsigned and relays may change it (scp-s5), so a peer holding
+ * such a vote (a relay of an older version took it from a client) has not lied: the signed vote is
+ * kept and the hint dropped, instead of counting an offence against the peer.
+ */
+function parsePeerVote(doc: unknown): ReturnType<typeof parseVote> {
+  const parsed = parseVote(doc);
+  if (parsed.ok || !parsed.issues.every((issue) => issue.loc[0] === 'hint')) return parsed;
+  const { hint: _dropped, ...signed } = doc as Record<string, unknown>;
+  return parseVote(signed);
 }

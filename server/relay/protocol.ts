@@ -32,6 +32,7 @@ export {
   GrowingTally,
   bulletinRank,
   parseItemAuthorship,
+  MEDIA_TYPE_MAX_CHARS,
   verifyItemAuthorship,
   signItemAuthorship,
   authorshipMismatch,

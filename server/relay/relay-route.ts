@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { ApiRoute, RouteGuard } from '../http/api-route.js';
 import type { OpenApiSecurity } from '../http/openapi.js';
+import { notJson } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import { type Caller, type Credentials, requireCredential } from './credentials.js';
 import { type CredentialKind, credentialFormats, credentialMeaning } from './relay-facts.js';
@@ -65,6 +66,9 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
     ...(spec.produces ? { produces: spec.produces } : {}),
     ...(spec.successStatus ? { successStatus: spec.successStatus } : {}),
     handler: async (req, res, caller) => {
+      // A body the JSON parser skipped (text/plain, a form) would otherwise be validated as `{}`: a
+      // 422 `dict_type` at best, silently ignored where every field is optional.
+      if (spec.body && bodyKind !== 'json-or-multipart' && carriesBytes(req) && !req.is(JSON_TYPES)) throw notJson(mediaTypeOf(req));
       const query = (spec.query ? parseOr422(spec.query, req.query, 'query') : req.query) as Q;
       const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body ?? {}, 'body') : req.body) as B;
       res.status(spec.successStatus ?? 200);
@@ -72,6 +76,18 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
       if (result !== alreadySent) res.json(result);
     },
   };
+}
+
+/** What express.json parses for the relay (relay-service.ts). */
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/** An empty POST (`content-length: 0`, what fetch sends without a body) keeps its usual answer. */
+function carriesBytes(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
+}
+
+function mediaTypeOf(req: Request): string {
+  return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
 }
 
 /** The relay's guard: anonymous for open and signature-checked routes, else the credential the route names. */

@@ -1,7 +1,7 @@
 import express, { type Express, type Request, type Response, Router } from 'express';
 import { join } from 'node:path';
 import type { Clock, TimerHandle } from '../../core/clock.js';
-import { Credentials, loadOrCreateSecret } from './credentials.js';
+import { Credentials } from './credentials.js';
 import { Federation } from './federation.js';
 import { type HostResolver, publicPeerFetch } from './peer-target.js';
 import { FileStore } from './file-store.js';
@@ -34,8 +34,16 @@ import { Voting } from './voting.js';
 
 export interface RelayServiceConfig {
   clock: Clock;
-  /** Holds relay.sqlite, the server HMAC key, the relay node key, stored files and the SMS outbox. */
+  /**
+   * Holds relay.sqlite, the server HMAC key, the relay node key, stored files and the SMS outbox.
+   * With `databaseUrl`, only the SMS outbox and a cache of the files (decision 0440).
+   */
   dataDir: string;
+  /**
+   * Keep the relay's tables, keys and file contents in this PostgreSQL database (schema `relay`)
+   * instead of relay.sqlite, so any number of replicas serve the same relay (decision 0440).
+   */
+  databaseUrl?: string;
   /** API base address as clients reach it, e.g. http://127.0.0.1:8081 or https://relay.example/api. */
   baseUrl: string;
   /** Human site address, e.g. https://relay.example. */
@@ -131,15 +139,15 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
   try {
     removePartialFiles(join(config.dataDir, 'files'), PARTIAL_UPLOAD_PATTERN);
     ensurePrivateDir(join(config.dataDir, 'files'));
-    store = new RelayStore(config.dataDir);
+    store = config.databaseUrl ? RelayStore.openPostgres(config.databaseUrl) : new RelayStore(config.dataDir);
   } catch (err) {
     lock.release();
     throw err;
   }
   try {
-    const serverKey = loadOrCreateSecret(config.dataDir, 'relay-server.key');
-    const selfKey = nodeKeyFromSecret(new Uint8Array(loadOrCreateSecret(config.dataDir, 'relay-node.key')));
-    const files = new FileStore(config.dataDir);
+    const serverKey = store.loadOrCreateSecret('relay-server.key');
+    const selfKey = nodeKeyFromSecret(new Uint8Array(store.loadOrCreateSecret('relay-node.key')));
+    const files = new FileStore(config.dataDir, store.sharedFiles);
     // Without a configured slice, the relay trusts only its operator's word (decision 0402).
     const defaultSliceFrom = { operators: config.operators ?? [], configuredPeers };
     const voting = new Voting({ store, clock: config.clock, selfKey, defaultSliceFrom, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}) });
@@ -230,6 +238,8 @@ function registerSelf(deps: RelayDeps): void {
   const nowMs = deps.clock.nowMs();
   const registration = signDocument({ schema: registerSchema, node_id: selfKey.nodeId, relay: deps.baseUrl, created_at: Math.floor(nowMs / 1000), name: 'relay node' }, selfKey.secretKey);
   store.tx(() => {
+    // Checked again under the write lock: replicas starting together register the relay node once.
+    if (store.data.nodes.exists(selfKey.nodeId)) return;
     store.data.nodes.insert({ nodeId: selfKey.nodeId, local: false, name: 'relay node', registration: JSON.stringify(registration), nowMs });
     store.appendEvent('node', selfKey.nodeId, selfKey.nodeId, { registration }, nowMs);
   });
@@ -245,6 +255,12 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   app.use(noSniff);
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
   const api = Router();
+  // Replicas on PostgreSQL: caches another replica's commit made stale are dropped before anything
+  // reads them (decision 0441); on SQLite a no-op.
+  app.use((_req, _res, next) => {
+    deps.store.refresh();
+    next();
+  });
   // Before the routes: a client over its limit costs no credential check and no body parse.
   api.use(rateLimits);
 

@@ -2,56 +2,123 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { runMigrations } from '../db/run-migrations.js';
 import { ensurePrivateDir, prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
+import { loadOrCreateSecret } from './credentials.js';
 import type { EventKind } from './data-access/event-repository.js';
+import type { SharedFileContents } from './file-store.js';
+import { PgRelayEngine } from './data-access/pg-relay-engine.js';
+import { PreparedStatements } from './data-access/prepared-statements.js';
 import { RelayData } from './data-access/relay-data.js';
 import { relayMigrations } from './data-access/relay-migrations.js';
+import type { RelaySql } from './data-access/relay-sql.js';
 
 /**
- * The relay's embedded SQLite store (`relay.sqlite` in the data dir). One connection, used
- * synchronously: SQLite serialises writers and better-sqlite3 never yields inside a
- * transaction, so an event's rowid order is its commit order. That is what lets GET /events
- * page by `seq > since` with no gap and no duplicate while other requests write.
+ * The relay's store: embedded SQLite (`relay.sqlite` in the data dir) by default, or PostgreSQL
+ * shared by replicas (`RelayStore.openPostgres`, decision 0440). Both are used synchronously: the
+ * relay never yields inside a transaction, and every write transaction holds the store's one
+ * writer lock (SQLite's, or one PostgreSQL advisory lock for all replicas), so an event's seq order
+ * is its commit order. That is what lets GET /events page by `seq > since` with no gap and no
+ * duplicate while other requests (and other replicas) write.
  */
 export class RelayStore {
-  readonly db: Database.Database;
   /** Every query of the relay, as typed repository calls (decision 0312). */
   readonly data: RelayData;
+  readonly sql: RelaySql;
+  private readonly sqlite: Database.Database | undefined;
+  private readonly pg: PgRelayEngine | undefined;
+  private readonly invalidationListeners: (() => void)[] = [];
 
-  constructor(readonly dataDir: string) {
-    // Phone numbers and credentials: the folder 0700, the database (and so its -wal/-shm) 0600.
-    ensurePrivateDir(dataDir);
-    prepareOwnerOnlyDatabase(join(dataDir, 'relay.sqlite'));
-    this.db = new Database(join(dataDir, 'relay.sqlite'));
-    this.db.pragma('journal_mode = WAL');
-    // Every commit synced: an accepted vote or registration survives a power cut, not only a crash
-    // of the process (concurrent votes share one sync: server/relay/vote-ingest.ts).
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('foreign_keys = ON');
-    this.db.pragma('busy_timeout = 5000');
-    runMigrations(this.db, relayMigrations, { label: 'the relay database' });
-    this.data = new RelayData(this.db);
+  /** The embedded SQLite store in `dataDir`. */
+  constructor(dataDir: string);
+  /** Internal: see `openPostgres`. */
+  constructor(dataDir: null, pg: PgRelayEngine);
+  constructor(
+    readonly dataDir: string | null,
+    pg?: PgRelayEngine,
+  ) {
+    if (dataDir === null) {
+      if (!pg) throw new TypeError('RelayStore: a PostgreSQL engine is required without a data dir');
+      this.pg = pg;
+      this.sql = pg.sql;
+    } else {
+      // Phone numbers and credentials: the folder 0700, the database (and so its -wal/-shm) 0600.
+      ensurePrivateDir(dataDir);
+      prepareOwnerOnlyDatabase(join(dataDir, 'relay.sqlite'));
+      const db = new Database(join(dataDir, 'relay.sqlite'));
+      db.pragma('journal_mode = WAL');
+      // Every commit synced: an accepted vote or registration survives a power cut, not only a crash
+      // of the process (concurrent votes share one sync: server/relay/vote-ingest.ts).
+      db.pragma('synchronous = FULL');
+      db.pragma('foreign_keys = ON');
+      db.pragma('busy_timeout = 5000');
+      runMigrations(db, relayMigrations, { label: 'the relay database' });
+      this.sqlite = db;
+      // One statement cache for all: the store has one connection.
+      this.sql = new PreparedStatements(db);
+    }
+    this.data = new RelayData(this.sql);
   }
 
-  private readonly rollbackListeners: (() => void)[] = [];
+  /** The relay's tables in PostgreSQL at `databaseUrl` (schema `relay`), migrated; shared by every replica. */
+  static openPostgres(databaseUrl: string): RelayStore {
+    // The engine tells the store's cache listeners of another replica's commit; the store needs the engine first.
+    const opened: { store?: RelayStore } = {};
+    const engine = new PgRelayEngine(databaseUrl, () => opened.store?.invalidateCaches());
+    opened.store = new RelayStore(null, engine);
+    return opened.store;
+  }
 
-  /** Runs `fn` in one immediate transaction; the change and its event commit together or not at all. */
+  /** The SQLite database (tests and migrations); throws on PostgreSQL. */
+  get db(): Database.Database {
+    if (!this.sqlite) throw new Error('this relay store is on PostgreSQL; it has no SQLite database');
+    return this.sqlite;
+  }
+
+  get dialect(): 'sqlite' | 'postgres' {
+    return this.sql.dialect;
+  }
+
+  /** Runs `fn` in one write transaction; the change and its event commit together or not at all. Nested: a savepoint. */
   tx<T>(fn: () => T): T {
     try {
-      return this.db.transaction(fn).immediate();
+      return this.pg ? this.pg.tx(fn) : this.db.transaction(fn).immediate();
     } catch (err) {
       // Whatever `fn` wrote is gone (a nested call only rolls back its savepoint, but telling the
       // listeners too often only costs them a reload): in-memory views of those rows must forget them.
-      for (const listener of this.rollbackListeners) listener();
+      this.invalidateCaches();
       throw err;
     }
   }
 
   /**
-   * Calls `listener` whenever a `tx` rolls back, so caches filled inside a transaction never keep
-   * rows that were not committed (see Voting's slice cache).
+   * Calls `listener` whenever rows held in memory may no longer be the database's: a `tx` rolled
+   * back (caches filled inside it may hold rows never committed; see Voting's slice cache), or, on
+   * PostgreSQL, another replica committed since this one last looked (see `refresh`).
    */
-  onRollback(listener: () => void): void {
-    this.rollbackListeners.push(listener);
+  onCachesInvalid(listener: () => void): void {
+    this.invalidationListeners.push(listener);
+  }
+
+  /**
+   * On PostgreSQL, looks whether another replica committed since this one last did or looked, and
+   * if so tells the `onCachesInvalid` listeners; call before serving a request from caches. A write
+   * transaction does the same under the write lock. SQLite has one writer, this process: a no-op.
+   */
+  refresh(): void {
+    this.pg?.refresh();
+  }
+
+  /** A 32-byte secret by name: a file in the data dir on SQLite, a row shared by every replica on PostgreSQL. */
+  loadOrCreateSecret(name: string): Buffer {
+    return this.pg ? this.pg.loadOrCreateSecret(name) : loadOrCreateSecret(this.dataDir as string, name);
+  }
+
+  /** File contents every replica reads (PostgreSQL); undefined on SQLite, whose files are the data dir's. */
+  get sharedFiles(): SharedFileContents | undefined {
+    return this.pg?.files;
+  }
+
+  private invalidateCaches(): void {
+    for (const listener of this.invalidationListeners) listener();
   }
 
   /**
@@ -59,11 +126,15 @@ export class RelayStore {
    * the event is about or by (the `authors` filter), `payload` is what a peer needs to verify it.
    */
   appendEvent(kind: EventKind, author: string, subject: string, payload: unknown, nowMs: number, origin: string | null = null): number {
+    // Outside `tx` an event would be committed without the write lock: on PostgreSQL another
+    // replica's event could then commit with a smaller seq after it, and a reader would skip it.
+    if (!(this.pg ? this.pg.inTransaction : this.db.inTransaction)) throw new Error(`RelayStore.appendEvent(${kind}) outside a transaction: call it inside tx`);
     return this.data.events.append({ kind, author, subject, payloadJson: JSON.stringify(payload), origin, nowMs });
   }
 
   close(): void {
-    if (this.db.open) this.db.close();
+    if (this.pg) this.pg.close();
+    else if (this.sqlite?.open) this.sqlite.close();
   }
 }
 

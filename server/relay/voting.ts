@@ -51,8 +51,8 @@ export interface VotingOptions {
  *
  * Parsed slices and statements are cached (decision 0053). Slices and votes are written only
  * through these parts, on the store's one connection, so each write drops what it changes from the
- * caches inside its own transaction, and a rolled back transaction empties them
- * (`RelayStore.onRollback`).
+ * caches inside its own transaction, and a rolled back transaction, or (PostgreSQL) another
+ * replica's commit, empties them (`RelayStore.onCachesInvalid`, decision 0441).
  */
 export class Voting {
   private readonly slices: SliceBook;
@@ -67,10 +67,10 @@ export class Voting {
     this.log = new StatementLog(options.store, this.slices, { cachedSlices, cachedItems, ...(options.cachedStatements === undefined ? {} : { cachedStatements: options.cachedStatements }) }, (vote) => this.selfTallies.stored(vote));
     this.selfTallies = new SelfTallies(options.selfKey.nodeId, this.slices, () => this.self.selfSlice(), (itemId) => this.log.statements(itemId), cachedItems, options.keptTallyStatements);
     this.self = new SelfVoter(options.store, this.slices, this.log, this.selfTallies, options.selfKey, options.selfSlice, options.defaultSliceFrom);
-    options.store.onRollback(() => this.forgetCached());
+    options.store.onCachesInvalid(() => this.forgetCached());
   }
 
-  /** Empties every cache (after a rollback; the next lookups read the database again). */
+  /** Empties every cache (after a rollback or another replica's commit; the next lookups read the database again). */
   forgetCached(): void {
     this.slices.forgetCached();
     this.log.forgetCached();

@@ -87,6 +87,12 @@ export interface BenchStore {
    */
   failLapsedClaims(nowMs: number): Promise<JobRecord[]>;
   /**
+   * Moves every lapsing claim on a flashing or running job to at least `untilMs` (never earlier):
+   * at a server's start, its remote workers could not renew nor report while it was down. Returns
+   * how many claims moved. Safe on every replica at once.
+   */
+  extendClaims(untilMs: number): Promise<number>;
+  /**
    * Fails as `unavailable`, with `reason`, every job still queued that was created at or before
    * `createdAtOrBeforeMs` (waited too long for a worker), freeing its own lease and renewing its
    * session from `nowMs`. Safe on every replica at once.

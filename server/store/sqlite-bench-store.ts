@@ -26,7 +26,7 @@ import { SqliteSerialInput } from './sqlite-serial-input.js';
 import { SqliteWaitlist } from './sqlite-waitlist.js';
 import { SqliteWorkerRegistry } from './sqlite-worker-registry.js';
 import { type AgentRow, type JobRow, type SessionRow, agentFromRow, insertSession, jobFromRow, sessionFromRow } from './sqlite-bench-rows.js';
-import { claimJob, failLapsedClaims, failOverdueQueuedJobs, markJobRunning, releaseWorkerJobs, renewJobClaim, requestJobCancel } from './sqlite-job-queue.js';
+import { claimJob, extendClaims, failLapsedClaims, failOverdueQueuedJobs, markJobRunning, releaseWorkerJobs, renewJobClaim, requestJobCancel } from './sqlite-job-queue.js';
 import { createJob, finishJob } from './sqlite-job-writes.js';
 import { asOf, closeSession, expireDue, inUse, leaseOn, listLeasesAsOf } from './sqlite-session-leases.js';
 
@@ -183,6 +183,10 @@ export class SqliteBenchStore implements BenchStore {
 
   async failLapsedClaims(nowMs: number): Promise<JobRecord[]> {
     return failLapsedClaims(this.database, nowMs);
+  }
+
+  async extendClaims(untilMs: number): Promise<number> {
+    return extendClaims(this.database, untilMs);
   }
 
   async failOverdueQueuedJobs(createdAtOrBeforeMs: number, failure: { reason: string; nowMs: number }): Promise<JobRecord[]> {

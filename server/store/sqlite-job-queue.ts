@@ -123,6 +123,15 @@ function interrupt(db: Database.Database, row: JobRow, message: string, nowMs: n
   return jobFromRow(db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(row.job_id) as JobRow);
 }
 
+/** Lapsing claims on flashing or running jobs moved to at least `untilMs`; how many moved. */
+export function extendClaims(db: Database.Database, untilMs: number): number {
+  return db
+    .prepare(
+      `UPDATE jobs SET claim_expires_at_ms = ? WHERE state IN ('flashing', 'running') AND claim_expires_at_ms IS NOT NULL AND claim_expires_at_ms < ?`,
+    )
+    .run(untilMs, untilMs).changes;
+}
+
 /** Jobs whose worker stopped renewing its claim: failed as interrupted. */
 export function failLapsedClaims(db: Database.Database, nowMs: number): JobRecord[] {
   return db

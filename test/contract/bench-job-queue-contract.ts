@@ -56,6 +56,26 @@ export function describeJobQueueContract(name: string, withStore: (body: (store:
         expect(await store.failLapsedClaims(T0 + 10_000_000)).toEqual([]);
       }));
 
+    it('moves lapsing claims forward, never back, and leaves claims without expiry and finished jobs alone', () =>
+      withStore(async (store) => {
+        await store.createJob(jobRecord({ jobId: 'job_r' }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_u', board: 'uno', createdAtMs: T0 + 1 }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_l', board: 'netduinoplus2', createdAtMs: T0 + 2 }), queueOf(T0));
+        await claimBy(store, T0, ['pico'], 'remote', 30_000);
+        await claimBy(store, T0, ['uno'], 'far', 300_000);
+        await claimBy(store, T0, ['netduinoplus2'], 'local', null);
+        // Twice at once, as replicas starting together would.
+        const moved = await Promise.all([store.extendClaims(T0 + 100_000), store.extendClaims(T0 + 100_000)]);
+        expect(moved[0] + moved[1]).toBe(1);
+        expect(await store.failLapsedClaims(T0 + 99_999)).toEqual([]);
+        expect((await store.failLapsedClaims(T0 + 100_000)).map((j) => j.jobId)).toEqual(['job_r']);
+        // A claim lasting beyond the new time keeps its own.
+        expect(await store.extendClaims(T0 + 200_000)).toBe(0);
+        expect(await store.failLapsedClaims(T0 + 299_999)).toEqual([]);
+        expect((await store.failLapsedClaims(T0 + 300_000)).map((j) => j.jobId)).toEqual(['job_u']);
+        expect(await store.failLapsedClaims(T0 + 10_000_000)).toEqual([]);
+      }));
+
     it('cancels a queued job at once and asks a running one to stop; a finished one is left alone', () =>
       withStore(async (store) => {
         await store.createJob(jobRecord({ jobId: 'job_q', board: 'uno' }), queueOf(T0));

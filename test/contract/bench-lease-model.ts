@@ -8,6 +8,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { checkImageForBoard } from '../../backends/image-check.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
+import { resolveBoardBackend } from '../../harness/board-resolution.js';
 import { HttpError } from '../../server/http/http-error.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { AgentRecord, BenchStore } from '../../server/store/bench-store.js';
@@ -173,8 +174,8 @@ async function setup(makeStore: () => BenchStore | Promise<BenchStore>): Promise
   const boards = new LiveBoards({
     clock,
     boards: loadBoardCatalog().filter((b) => BOARDS.includes(b.id)),
-    backends: { mock: new MockBackend() },
-    choice: 'mock',
+    // Every board online on the mock (leases are the subject here, not workers' reports).
+    resolve: (board) => resolveBoardBackend(board, { mock: new MockBackend() }, 'mock'),
     logger: memoryLogger(),
   });
   const blobs = new FirmwareBlobStore(blobDir);
@@ -188,7 +189,6 @@ async function setup(makeStore: () => BenchStore | Promise<BenchStore>): Promise
     boards,
     gateway,
     live,
-    localWorker: {},
     limits: defaultBenchLimits,
     logger: memoryLogger(),
     checkImage: checkImageForBoard,

@@ -59,9 +59,10 @@ export class FakeBenchBackend implements Backend, BoardHealthControl {
     this.availabilityCalls.set(board.id, (this.availabilityCalls.get(board.id) ?? 0) + 1);
     if (this.availabilityThrows.has(board.id)) throw new Error(`udevadm info printed garbage for ${board.id}`);
     if (!this.options.attached.includes(board.id)) return { available: false, reason: `board ${board.id} is not attached to this fake bench` };
+    // As the probe backend: the hardware before the quarantine.
+    if (this.unplugged.has(board.id)) return { available: false, reason: `serial device /dev/ttyFAKE-${board.id} is missing: is ${board.id} plugged in?` };
     const health = await this.options.store.get(board.id);
     if (health.quarantine) return { available: false, reason: health.quarantine.reason };
-    if (this.unplugged.has(board.id)) return { available: false, reason: `serial device /dev/ttyFAKE-${board.id} is missing: is ${board.id} plugged in?` };
     return { available: true };
   }
 

@@ -349,9 +349,10 @@ describe('--backend auto', () => {
       await api.flash(token, { board: 'stm32f4-discovery', uartSeconds: 0.5 }, f4Elf);
       await app.idle();
     }
-    const reason =
-      'no backend can run stm32f4-discovery here (renode: the renode backend is not configured on this server; probe: quarantined after 3 consecutive infrastructure failures: flash on stm32f4-discovery failed (exit status 1); last error: ** Programming Failed **)';
-    expect(await f4()).toMatchObject({ status: 'offline', backend: 'none', offline_reason: reason });
+    // Named by the backend keeping its health, with the quarantine's reason (the store's record,
+    // as for a board on a remote worker: one path, decision 0460).
+    const reason = 'quarantined after 3 consecutive infrastructure failures: flash on stm32f4-discovery failed (exit status 1); last error: ** Programming Failed **';
+    expect(await f4()).toMatchObject({ status: 'offline', backend: 'probe', offline_reason: reason });
     const admin = adminSchema.parse(await (await app.request('/admin', { headers: { 'x-admin-token': ADMIN_TOKEN } })).json());
     expect(admin.boards.find((b) => b.id === 'stm32f4-discovery')!.health).toMatchObject({ backend: 'probe', quarantined: true });
     // A board that lists no backend keeping health (microbit: qemu only) has none.

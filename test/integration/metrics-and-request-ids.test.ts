@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
-import { bearer, getJob, picoElf, submit } from './bench-job-requests.js';
+import type { Logger, LogFields } from '../../server/http/logger.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
+import { bearer, getJob, picoElf, submit, withFault } from './bench-job-requests.js';
 
 /** `GET /metrics` (Prometheus) and the request id of every answer (issue 10, "Operable"). */
 
@@ -31,8 +32,29 @@ describe('GET /metrics', () => {
     expect(text).toContain('hilbench_agents 1');
     expect(metricLine(text, 'hilbench_http_requests_total', 'method="POST",route="/api/v1/jobs/flash",status="200"')).toMatch(/ 1$/);
     expect(metricLine(text, 'hilbench_http_requests_total', 'method="GET",route="/api/v1/jobs/:job_id",status="200"')).toMatch(/ 1$/);
+    // Queue depth per board, job phase durations, and the workers with their last heartbeat (the
+    // embedded default's own worker reports like any: decision 0460).
+    expect(metricLine(text, 'hilbench_job_phase_duration_seconds_count', 'board="pico",phase="run"')).toMatch(/ 1$/);
+    expect(metricLine(text, 'hilbench_worker_online', 'worker="local",label="in this server"')).toMatch(/ 1$/);
+    expect(metricLine(text, 'hilbench_worker_last_heartbeat_timestamp_seconds', 'worker="local",label="in this server"')).toBe(
+      `hilbench_worker_last_heartbeat_timestamp_seconds{worker="local",label="in this server"} ${TEST_START_MS / 1000}`,
+    );
     // Route patterns only: no job id ever becomes a label.
     expect(text).not.toContain(job.job_id);
+  });
+
+  it('reports the queue depth of a board: jobs waiting and the one active', async () => {
+    app = await startBenchTestApp();
+    const alice = await app.register('alice');
+    const opened = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(alice.token), body: new URLSearchParams({ board: 'pico' }) });
+    const { session_id: session } = (await opened.json()) as { session_id: string };
+    const hung = await submit(app, alice.token, { board: 'pico', uart_seconds: '10', session }, withFault('run-hang'));
+    await app.jobReaches(hung.job_id, 'running');
+    await submit(app, alice.token, { board: 'pico', session }, picoElf());
+    await submit(app, alice.token, { board: 'pico', session }, picoElf());
+    const text = await (await app.request('/metrics')).text();
+    expect(metricLine(text, 'hilbench_board_jobs', 'board="pico",phase="queued"')).toBe('hilbench_board_jobs{board="pico",phase="queued"} 2');
+    expect(metricLine(text, 'hilbench_board_jobs', 'board="pico",phase="active"')).toBe('hilbench_board_jobs{board="pico",phase="active"} 1');
   });
 
   it('asks for the metrics token when the server has one', async () => {
@@ -48,6 +70,29 @@ describe('GET /metrics', () => {
     expect(await status('bearer scrape-me')).toBe(200);
     expect(await status('BEARER scrape-me')).toBe(200);
     for (const wrong of ['Bearer scrape-m', 'Bearer scrape-me2', 'Basic scrape-me', 'Bearer', 'scrape-me']) expect([wrong, await status(wrong)]).toEqual([wrong, 401]);
+  });
+});
+
+describe('logs', () => {
+  it('write one line per job transition with the job id, and one per request at debug with its request id', async () => {
+    const records: Array<{ level: string; message: string; fields?: LogFields }> = [];
+    const logger: Logger = {
+      info: (message, fields) => records.push({ level: 'info', message, fields }),
+      warn: (message, fields) => records.push({ level: 'warn', message, fields }),
+      error: (message, _cause, fields) => records.push({ level: 'error', message, fields }),
+      debug: (message, fields) => records.push({ level: 'debug', message, fields }),
+    };
+    app = await startBenchTestApp({ logger });
+    const alice = await app.register('alice');
+    const job = await submit(app, alice.token, { board: 'pico' }, picoElf());
+    await app.jobReaches(job.job_id, 'done');
+    await app.idle();
+    const transitions = records.filter((r) => r.fields?.jobId === job.job_id);
+    expect(transitions.map((r) => `${r.level}: ${r.message}`)).toEqual(['queued', 'flashing', 'running', 'done'].map((state) => `info: job ${job.job_id} ${state}`));
+    expect(transitions.map((r) => r.fields?.state)).toEqual(['queued', 'flashing', 'running', 'done']);
+
+    await app.request('/api/v1/health', { headers: { 'x-request-id': 'proxy-7' } });
+    expect(records.find((r) => r.level === 'debug' && r.fields?.requestId === 'proxy-7')).toMatchObject({ message: 'GET /api/v1/health 200' });
   });
 });
 

@@ -45,3 +45,24 @@ describe('POST /items/{id}/vote with a hint nested deeper than a relay serialise
     expect([taken.status, taken.body.stored]).toEqual([201, true]);
   });
 });
+
+describe('POST /items/{id}/vote with a hint longer than 4096 bytes of JSON', () => {
+  it('is a 422 at the hint whether or not the vote is already stored, and a stored hint stays as first sent', async () => {
+    const item = await postClaim(relay, alice, { kind: 'statement', title: 'long hint', body: '' });
+    const vote = voteBy(bob, item, 'yes', 'vote', { t: 1, v: [alice.nodeId], i: [] }, clock);
+    const long = { note: 'x'.repeat(400_000) };
+    const refused = await call(relay.baseUrl, 'POST', `/items/${item}/vote`, { body: { ...vote, hint: long } });
+    expect(refused.status).toBe(422);
+    expect(refused.body.detail).toMatchObject([{ loc: ['body', 'hint'], msg: 'Value error, hint is at most 4096 bytes of JSON', type: 'value_error', ctx: { max_bytes: 4096 } }]);
+    const events = (await call<{ events: { kind: string }[] }>(relay.baseUrl, 'GET', `/events?authors=${bob.nodeId}&kinds=vote`)).body.events;
+    expect(events.filter((e) => JSON.stringify(e).includes(item))).toEqual([]);
+
+    const taken = await call(relay.baseUrl, 'POST', `/items/${item}/vote`, { body: { ...vote, hint: { via: 'a relay' } } });
+    expect([taken.status, taken.body.stored]).toEqual([201, true]);
+    const again = await call(relay.baseUrl, 'POST', `/items/${item}/vote`, { body: { ...vote, hint: long } });
+    expect(again.status).toBe(422);
+    const served = (await call<{ events: { kind: string; data: { vote: { hint?: unknown } } }[] }>(relay.baseUrl, 'GET', `/events?authors=${bob.nodeId}`)).body.events;
+    const hints = served.filter((e) => e.kind === 'vote' && JSON.stringify(e).includes(item)).map((e) => e.data.vote.hint);
+    expect(hints).toEqual([{ via: 'a relay' }]);
+  });
+});

@@ -220,6 +220,33 @@ describe('file items', () => {
     expect(r.status).toBe(415);
   });
 
+  it('serves a file as a sandboxed attachment under the media type it came with', async () => {
+    const form = new FormData();
+    form.append('file', new Blob(['<script>alert(1)</script>'], { type: 'text/html' }), 'page.html');
+    const r = await call(relay.baseUrl, 'POST', '/items', { rawBody: form, auth: alice.auth });
+    expect([r.status, r.body.media_type]).toEqual([201, 'text/html']);
+    const back = await fetch(`${relay.baseUrl}/items/${String(r.body.id)}`, { headers: { accept: 'application/octet-stream' } });
+    expect(back.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(back.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
+    expect(back.headers.get('content-disposition')).toBe(`attachment; filename="${String(r.body.id)}"`);
+  });
+
+  it('a file part without a Content-Type is text/plain (RFC 7578), and one over 200 characters is a 422 storing nothing', async () => {
+    const boundary = 'mediatypeboundary';
+    const part = (headers: string, bytes: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="x.bin"\r\n${headers}\r\n${bytes}\r\n--${boundary}--\r\n`;
+    const send = (body: string) => call(relay.baseUrl, 'POST', '/items', { rawBody: body, auth: alice.auth, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    const bare = await send(part('', 'no content type here'));
+    expect([bare.status, bare.body.media_type]).toEqual([201, 'text/plain']);
+    const longBytes = 'long media type';
+    const long = await send(part(`Content-Type: application/${'x'.repeat(300)}\r\n`, longBytes));
+    expect(long.status).toBe(422);
+    expect((long.body.detail as unknown[])[0]).toMatchObject({ loc: ['body', 'file'], type: 'value_error', ctx: { max_length: 200 } });
+    const id = createHash('sha256').update(longBytes).digest('hex');
+    expect((await call(relay.baseUrl, 'GET', `/items/${id}`)).status).toBe(404);
+    await noTempFilesLeft();
+  });
+
   it('a multipart body without a file part is a 422', async () => {
     const form = new FormData();
     form.append('title', 'no file');

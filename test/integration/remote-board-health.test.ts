@@ -1,13 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadBoardCatalog } from '../../boards/catalog.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { RemoteWorker } from '../../harness/worker/remote-worker.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { createWorkerToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
 import { makeElf } from '../support/make-elf.js';
 import { bearer, flash } from './bench-job-requests.js';
 import { deferred, FakeBenchBackend } from './board-health-fake-backend.js';
@@ -25,31 +21,26 @@ const QUARANTINE_REASON = 'quarantined after 3 consecutive infrastructure failur
 const picoElf = makeElf({ segments: [{ paddr: 0x1000_0000, data: new Uint8Array(64).fill(7) }] });
 
 let app: BenchTestApp;
-const workers: RemoteWorker[] = [];
-const dirs: string[] = [];
+const workers: LabWorker[] = [];
 afterEach(async () => {
   for (const w of workers.splice(0)) await w.close();
   await app?.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 async function labServer(): Promise<string> {
   app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, healthCheckTimeoutMs: 60_000 });
-  const created = await app.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'pi-probe' }) });
-  return ((await created.json()) as { token: string }).token;
+  return (await createWorkerToken(app.request, { adminToken: ADMIN, label: 'pi-probe' })).token;
 }
 
 /** A worker whose pico is a fake probe bench keeping health through the server; `keepsHealth: false` serves it on the mock. */
 async function startWorker(token: string, options: { keepsHealth?: boolean; withHealthCheck?: boolean } = {}): Promise<{ bench: () => FakeBenchBackend }> {
-  const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-worker-cache-'));
-  dirs.push(cache);
   const clock = clockFromFakeTimers(app.fake);
   let bench: FakeBenchBackend | undefined;
-  const worker = new RemoteWorker({
+  const worker = await startLabWorker({
     serverUrl: app.url,
     token,
     clock,
-    boards: loadBoardCatalog().filter((b) => b.id === 'pico'),
+    boards: ['pico'],
     backends:
       options.keepsHealth === false
         ? { mock: new MockBackend() }
@@ -58,12 +49,8 @@ async function startWorker(token: string, options: { keepsHealth?: boolean; with
             return { probe: bench };
           },
     choice: options.keepsHealth === false ? 'mock' : 'probe',
-    firmwareCacheDir: cache,
-    logInfo: () => undefined,
-    logError: () => undefined,
   });
   workers.push(worker);
-  await worker.start();
   await app.fake.tickAsync(5_000); // past the availability cache
   return { bench: () => bench! };
 }

@@ -1,11 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadBoardCatalog } from '../../boards/catalog.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { RemoteWorker } from '../../harness/worker/remote-worker.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { createWorkerToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
 import { picoTestElf } from '../support/make-elf.js';
 import { bearer, flash, getJob } from './bench-job-requests.js';
 import { ClockedUartBackend } from './clocked-uart-backend.js';
@@ -19,35 +15,18 @@ import { ClockedUartBackend } from './clocked-uart-backend.js';
 
 const ADMIN = 'admin-secret';
 let app: BenchTestApp;
-const workers: RemoteWorker[] = [];
-const dirs: string[] = [];
+const workers: LabWorker[] = [];
 
 afterEach(async () => {
   for (const w of workers.splice(0)) await w.close();
   await app?.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
 async function labWithWorker(): Promise<void> {
   app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN });
-  const created = await app.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'pi-serial' }) });
-  const { token } = (await created.json()) as { token: string };
-  const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-worker-cache-'));
-  dirs.push(cache);
+  const { token } = await createWorkerToken(app.request, { adminToken: ADMIN, label: 'pi-serial' });
   const clock = clockFromFakeTimers(app.fake);
-  const worker = new RemoteWorker({
-    serverUrl: app.url,
-    token,
-    clock,
-    boards: loadBoardCatalog().filter((b) => b.id === 'pico'),
-    backends: { mock: new ClockedUartBackend(clock) },
-    choice: 'mock',
-    firmwareCacheDir: cache,
-    logInfo: () => undefined,
-    logError: () => undefined,
-  });
-  workers.push(worker);
-  await worker.start();
+  workers.push(await startLabWorker({ serverUrl: app.url, token, clock, boards: ['pico'], backends: { mock: new ClockedUartBackend(clock) } }));
   app.fake.tick(5_000); // past the availability cache: the worker's board is free
 }
 

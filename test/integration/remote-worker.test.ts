@@ -1,14 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadBoardCatalog } from '../../boards/catalog.js';
-import { MockBackend } from '../../backends/mock/mock-backend.js';
-import { clockFromFakeTimers } from '../../core/clock.js';
+import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { systemClock } from '../../core/clock.js';
-import { RemoteWorker } from '../../harness/worker/remote-worker.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { createWorkerToken as createToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
 import { bearer, getJob, picoElf, submit, withFault } from './bench-job-requests.js';
 
 /**
@@ -20,44 +14,23 @@ import { bearer, getJob, picoElf, submit, withFault } from './bench-job-requests
 
 const ADMIN = 'admin-secret';
 let app: BenchTestApp;
-const workers: RemoteWorker[] = [];
-const dirs: string[] = [];
+const workers: LabWorker[] = [];
 
 afterEach(async () => {
   for (const w of workers.splice(0)) await w.close();
   await app?.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-
-const catalog = loadBoardCatalog();
 
 async function labServer() {
   app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN });
   return app;
 }
 
-async function createWorkerToken(label: string): Promise<{ worker_id: string; token: string }> {
-  const res = await app.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label }) });
-  expect(res.status).toBe(200);
-  return (await res.json()) as { worker_id: string; token: string };
-}
+const createWorkerToken = (label: string) => createToken(app.request, { adminToken: ADMIN, label });
 
-async function startWorker(token: string, boardIds: string[]): Promise<RemoteWorker> {
-  const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-worker-cache-'));
-  dirs.push(cache);
-  const worker = new RemoteWorker({
-    serverUrl: app.url,
-    token,
-    clock: clockFromFakeTimers(app.fake),
-    boards: catalog.filter((b) => boardIds.includes(b.id)),
-    backends: { mock: new MockBackend() },
-    choice: 'mock',
-    firmwareCacheDir: cache,
-    logInfo: () => undefined,
-    logError: () => undefined,
-  });
+async function startWorker(token: string, boardIds: string[]): Promise<LabWorker> {
+  const worker = await startLabWorker({ serverUrl: app.url, token, clock: clockFromFakeTimers(app.fake), boards: boardIds });
   workers.push(worker);
-  await worker.start();
   return worker;
 }
 
@@ -141,6 +114,46 @@ describe('a lab server and its remote bench workers', () => {
     ]);
   });
 
+  it('lets a worker touch only its own jobs and boards: another worker’s job is answered like a missing one, and stays its own', async () => {
+    await labServer();
+    const owner = await createWorkerToken('pi-pico');
+    await startWorker(owner.token, ['pico']);
+    const intruder = await createWorkerToken('pi-uno');
+    await startWorker(intruder.token, ['uno']);
+    app.fake.tick(5_000);
+    const alice = await app.register('alice');
+    const job = await submit(app, alice.token, { board: 'pico', uart_seconds: '0.1' }, withFault('run-hang'));
+    await app.jobReaches(job.job_id, 'running');
+
+    const asIntruder = (method: string, route: string, body?: unknown) =>
+      app!.request(route, {
+        method,
+        headers: { ...bearer(intruder.token), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const capture = { time_base: 'wall', clock_source: null, dropped_bytes: 0, chunks: [{ at_ns: 0, base64: Buffer.from('forged').toString('base64') }] };
+    const jobRoute = (part: string) => `/api/v1/worker/jobs/${job.job_id}/${part}`;
+    const attempts: Array<[string, string, unknown]> = [
+      ['GET', jobRoute('firmware'), undefined],
+      ['POST', jobRoute('running'), undefined],
+      ['POST', jobRoute('heartbeat'), undefined],
+      ['POST', jobRoute('uart'), { offset: 0, ...capture }],
+      ['POST', jobRoute('input'), { written_through: 0, wait_seconds: 0 }],
+      ['POST', jobRoute('finish'), { outcome: { state: 'done', uart: capture, stop: { reason: 'elapsed', elapsed_ns: 1 }, flash_ms: 1, run_ms: 1 } }],
+    ];
+    for (const [method, route, body] of attempts) {
+      const res = await asIntruder(method, route, body);
+      expect(res.status, `${method} ${route}`).toBe(404);
+      expect(await res.json()).toEqual({ detail: `job ${job.job_id} not found among this worker's jobs` });
+    }
+    // Nor may it write the health of a board it did not announce.
+    const health = await asIntruder('POST', '/api/v1/worker/boards/pico/health', { consecutive_failures: 0, last_failure: null, quarantine: null });
+    expect(health.status).toBe(403);
+    // The job is still the owner's, untouched.
+    const stored = await app.server.service.store.getJob(job.job_id);
+    expect(stored).toMatchObject({ state: 'running', workerId: owner.worker_id, uart: null });
+  });
+
   it('fails the running job of a worker that went silent, with the reason and its UART, and takes the board offline until a worker returns', async () => {
     await labServer();
     const { token } = await createWorkerToken('pi-flaky');
@@ -151,7 +164,6 @@ describe('a lab server and its remote bench workers', () => {
     await app.jobReaches(job.job_id, 'running');
     // The worker vanishes (as with kill -9: no outcome, no more heartbeats).
     await worker.close();
-    workers.splice(workers.indexOf(worker), 1);
     for (let i = 0; i < 8; i++) await app.fake.tickAsync(5_000);
     await app.jobReaches(job.job_id, 'failed');
     const failed = await getJob(app, alice.token, job.job_id);
@@ -173,7 +185,6 @@ describe('a lab server and its remote bench workers', () => {
     app.fake.tick(5_000);
     // The worker goes away before the job is submitted: nobody will claim it.
     await worker.close();
-    workers.splice(workers.indexOf(worker), 1);
     const alice = await app.register('alice');
     const job = await submit(app, alice.token, { board: 'pico', uart_seconds: '0.1' }, picoElf());
     await app.fake.tickAsync(899_000);

@@ -5,12 +5,10 @@ import { execa } from 'execa';
 import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { loadBoardCatalog } from '../../boards/catalog.js';
-import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { RemoteWorker } from '../../harness/worker/remote-worker.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
+import { createWorkerToken, startLabWorker } from '../support/lab-worker.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { picoTestElf } from '../support/make-elf.js';
 import { deferred, FakeBenchBackend } from './board-health-fake-backend.js';
@@ -45,24 +43,9 @@ describe('replicas sharing PostgreSQL', () => {
     const { a, b, fake } = await twoReplicas();
     const replicas = [a, b];
     // A worker on replica b serves the boards (a lab server leases only boards a worker serves).
-    const { token } = (await (
-      await b.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'farm' }) })
-    ).json()) as { token: string };
-    const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-replica-cache-'));
-    cleanups.push(async () => rmSync(cache, { recursive: true, force: true }));
-    const worker = new RemoteWorker({
-      serverUrl: b.url,
-      token,
-      clock: clockFromFakeTimers(fake),
-      boards: loadBoardCatalog().filter((x) => BOARDS.includes(x.id)),
-      backends: { mock: new MockBackend() },
-      choice: 'mock',
-      firmwareCacheDir: cache,
-      logInfo: () => undefined,
-      logError: () => undefined,
-    });
-    await worker.start();
-    cleanups.push(() => worker.close());
+    const { token } = await createWorkerToken(b.request, { adminToken: ADMIN, label: 'farm' });
+    const worker = await startLabWorker({ serverUrl: b.url, token, clock: clockFromFakeTimers(fake), boards: BOARDS });
+    cleanups.push(worker.close);
     // Replica a learns of the worker's boards once its availability cache (5 s) runs out.
     await fake.tickAsync(5_000);
     const agents = await Promise.all(Array.from({ length: 100 }, (_, i) => replicas[i % 2]!.register(`agent-${i}`)));
@@ -123,25 +106,10 @@ describe('replicas sharing PostgreSQL', () => {
 describe('serial input across replicas', () => {
   it('reaches the worker connected to replica b whichever replica the agent sends it to, in order', { timeout: 120_000 }, async () => {
     const { a, b, fake } = await twoReplicas();
-    const { token } = (await (
-      await b.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'echo' }) })
-    ).json()) as { token: string };
-    const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-replica-cache-'));
-    cleanups.push(async () => rmSync(cache, { recursive: true, force: true }));
+    const { token } = await createWorkerToken(b.request, { adminToken: ADMIN, label: 'echo' });
     const clock = clockFromFakeTimers(fake);
-    const worker = new RemoteWorker({
-      serverUrl: b.url,
-      token,
-      clock,
-      boards: loadBoardCatalog().filter((x) => x.id === 'pico'),
-      backends: { mock: new ClockedUartBackend(clock) },
-      choice: 'mock',
-      firmwareCacheDir: cache,
-      logInfo: () => undefined,
-      logError: () => undefined,
-    });
-    await worker.start();
-    cleanups.push(() => worker.close());
+    const worker = await startLabWorker({ serverUrl: b.url, token, clock, boards: ['pico'], backends: { mock: new ClockedUartBackend(clock) } });
+    cleanups.push(worker.close);
     await fake.tickAsync(5_000);
     const agent = await a.register('typist');
     const body = new FormData();
@@ -180,29 +148,21 @@ describe('serial input across replicas', () => {
 describe('board health across replicas', () => {
   it('shows a quarantine reported through replica b on replica a, and a health check asked through a runs on b’s worker and holds the board on b', { timeout: 120_000 }, async () => {
     const { a, b, fake } = await twoReplicas();
-    const { token } = (await (
-      await a.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label: 'probe-pi' }) })
-    ).json()) as { token: string };
-    const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-replica-cache-'));
-    cleanups.push(async () => rmSync(cache, { recursive: true, force: true }));
+    const { token } = await createWorkerToken(a.request, { adminToken: ADMIN, label: 'probe-pi' });
     const clock = clockFromFakeTimers(fake);
     let bench: FakeBenchBackend | undefined;
-    const worker = new RemoteWorker({
+    const worker = await startLabWorker({
       serverUrl: b.url,
       token,
       clock,
-      boards: loadBoardCatalog().filter((x) => x.id === 'pico'),
+      boards: ['pico'],
       backends: ({ quarantineStore }) => {
         bench = new FakeBenchBackend({ clock, store: quarantineStore, attached: ['pico'], quarantineAfterFailures: 3, withHealthCheck: true });
         return { probe: bench };
       },
       choice: 'probe',
-      firmwareCacheDir: cache,
-      logInfo: () => undefined,
-      logError: () => undefined,
     });
-    await worker.start();
-    cleanups.push(() => worker.close());
+    cleanups.push(worker.close);
     await fake.tickAsync(5_000);
     const ticking = { timeoutMs: 30_000, pollMs: 50, pause: async (ms: number) => {
       await fake.tickAsync(2_000);

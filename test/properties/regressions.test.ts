@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { QuorumSet } from '../../core/relay/index.js';
+import { GrowingMaxQuorum, type QuorumSet, maxQuorum } from '../../core/relay/index.js';
 import type { SimBehaviour } from '../support/relay-simulation.js';
 import { checkIntertwinedSafety, nonTransitiveTally } from './network-checks.js';
 import type { Topology } from './relay-arbitraries.js';
@@ -70,5 +70,30 @@ describe('regressions: property 8 (intertwined safety)', () => {
       }
     }
     expect(broken).toBeGreaterThan(0);
+  });
+});
+
+describe('regressions: GrowingMaxQuorum certificates (decision 0450)', () => {
+  // Found by certificateFaults in the property "equals maxQuorum ... after every join": n4's
+  // re-certification moves n1 below n4, under the bottom of the order; n0 then joins with a slice
+  // blocked by nodes outside the set and took the next bottom ord, above n1, whose certificate
+  // names n0. The answers were still right; the order (what later joins rely on) was not.
+  it('a node settled outside the set lands below a member moved down the order before it joined', () => {
+    const topology = new Map([
+      ['n0', slice(1, 'n6')],
+      ['n1', slice(1, 'n2', 'n0')],
+      ['n3', slice(1, 'n2')],
+      ['n4', slice(2, 'n5', 'n1')],
+      ['n5', slice(1, 'n3')],
+    ]);
+    const sliceOf = (node: string) => topology.get(node);
+    const growing = new GrowingMaxQuorum(sliceOf, ['n1', 'n3', 'n4']);
+    const joined = ['n1', 'n3', 'n4'];
+    for (const node of ['n5', 'n0']) {
+      growing.add(node);
+      joined.push(node);
+      expect(growing.members()).toEqual(maxQuorum(joined, sliceOf));
+      expect(growing.certificateFaults()).toEqual([]);
+    }
   });
 });

@@ -60,22 +60,23 @@ export function removeMadeDataDirs(): void {
 afterAll(removeMadeDataDirs);
 
 /**
- * Starts the bench service on 127.0.0.1:0 with a fake clock (not installed globally), the
- * shipped boards, the mock backend and a fresh data dir (or `dataDir` to reopen one).
+ * Starts the bench service on 127.0.0.1:0 (or `port`) with a fake clock (not installed globally),
+ * the shipped boards, the mock backend and a fresh data dir (or `dataDir` to reopen one).
  */
 export async function startBenchTestApp(
-  overrides: Partial<BenchServiceConfig> & { dataDir?: string; fake?: ReturnType<typeof createClock> } = {},
+  overrides: Partial<BenchServiceConfig> & { dataDir?: string; fake?: ReturnType<typeof createClock>; port?: number } = {},
 ): Promise<BenchTestApp> {
   const fake = overrides.fake ?? createClock(TEST_START_MS);
   const dataDir = overrides.dataDir ?? makeDataDir();
   const logger = memoryLogger();
   const server = await startBenchServer({
-    port: 0,
     publicBaseUrl: 'http://bench.test',
     boards: loadBoardCatalog(),
     clock: clockFromFakeTimers(fake),
     logger,
     ...overrides,
+    // A server started again on the port it had (workers dial a fixed address), else a free one.
+    port: overrides.port ?? 0,
     // Tests register many agents from one loopback address on a clock that barely moves: rate limits
     // far above that unless a test sets its own (the rate-limit tests set the defaults).
     limits: { agentRegistrationsPerMinute: 100_000, waitlistJoinsPerMinute: 100_000, ...overrides.limits },

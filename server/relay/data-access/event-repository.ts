@@ -1,4 +1,4 @@
-import type { PreparedStatements } from './prepared-statements.js';
+import type { RelaySql } from './relay-sql.js';
 
 export type EventKind = 'node' | 'item' | 'vote' | 'slice';
 
@@ -14,14 +14,20 @@ export interface EventRow {
 
 /** The event feed: append only, `seq` never reused. */
 export class EventRepository {
-  constructor(private readonly q: PreparedStatements) {}
+  constructor(private readonly q: RelaySql) {}
 
   /** Appends an event; returns its seq. */
   append(event: { kind: EventKind; author: string; subject: string; payloadJson: string; origin: string | null; nowMs: number }): number {
-    const info = this.q
-      .sql('INSERT INTO events (kind, author, subject, payload, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(event.kind, event.author, event.subject, event.payloadJson, event.origin, event.nowMs);
-    return Number(info.lastInsertRowid);
+    const seq = this.q.value<number>(
+      'INSERT INTO events (kind, author, subject, payload, origin, created_ms) VALUES (?, ?, ?, ?, ?, ?) RETURNING seq',
+      event.kind,
+      event.author,
+      event.subject,
+      event.payloadJson,
+      event.origin,
+      event.nowMs,
+    );
+    return Number(seq);
   }
 
   /**
@@ -31,9 +37,7 @@ export class EventRepository {
   after(since: number, authors: readonly string[], limit: number): EventRow[] {
     const byAuthors = authors.length ? `AND author IN (${authors.map(() => '?').join(',')})` : '';
     // Not cached: the text varies with the number of authors.
-    return this.q.db
-      .prepare(`SELECT seq, kind, author, subject, payload, origin, created_ms FROM events WHERE seq > ? ${byAuthors} ORDER BY seq LIMIT ?`)
-      .all(since, ...authors, limit) as EventRow[];
+    return this.q.allOnce<EventRow>(`SELECT seq, kind, author, subject, payload, origin, created_ms FROM events WHERE seq > ? ${byAuthors} ORDER BY seq LIMIT ?`, since, ...authors, limit);
   }
 
   count(): number {

@@ -1,16 +1,16 @@
-import type { PreparedStatements } from './prepared-statements.js';
+import type { RelaySql } from './relay-sql.js';
 
 type Rows = Record<string, unknown>[];
 
 /** Everything a node owns, table by table, for GET /me/export (credentials excluded). */
 export class ExportRepository {
-  constructor(private readonly q: PreparedStatements) {}
+  constructor(private readonly q: RelaySql) {}
 
   rowsOf(nodeId: string): { items: Rows; voteDocs: string[]; bots: Rows; invites: Rows; pairings: Rows; reports: Rows; events: Rows } {
-    const all = (sql: string, ...args: unknown[]) => this.q.sql(sql).all(...args) as Rows;
+    const all = (sql: string, ...args: unknown[]) => this.q.all<Rows[number]>(sql, ...args);
     return {
       items: all('SELECT item_id AS id, type, kind, title, body, file_bytes, media_type, bot_id, created_ms FROM items WHERE author = ? ORDER BY created_ms', nodeId),
-      voteDocs: this.q.sql('SELECT doc FROM votes WHERE voter = ? ORDER BY created_ms').pluck().all(nodeId) as string[],
+      voteDocs: this.q.values('SELECT doc FROM votes WHERE voter = ? ORDER BY created_ms', nodeId) as string[],
       bots: all('SELECT bot_id, name, created_ms, revoked_ms FROM bots WHERE owner = ? ORDER BY created_ms', nodeId),
       invites: all('SELECT code, created_ms, expires_ms, accepted_by, accepted_ms FROM invites WHERE inviter = ? ORDER BY created_ms', nodeId),
       pairings: all('SELECT a, b, created_ms FROM pairs WHERE a = ? OR b = ? ORDER BY created_ms', nodeId, nodeId),

@@ -1,4 +1,4 @@
-import type { PreparedStatements } from './prepared-statements.js';
+import { type RelaySql, likeOf } from './relay-sql.js';
 
 export interface ItemRow {
   item_id: string;
@@ -16,43 +16,44 @@ export interface ItemRow {
   authorship: string | null;
 }
 
+/** The columns of an ItemRow (PostgreSQL's table has one more, `item_seq`, where SQLite pages by rowid). */
+const ITEM_COLUMNS = 'item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms, authorship';
+
 /** Items (claims and files) and reports about them. */
 export class ItemRepository {
-  constructor(private readonly q: PreparedStatements) {}
+  constructor(private readonly q: RelaySql) {}
 
   get(itemId: string): ItemRow | undefined {
-    return this.q.sql('SELECT * FROM items WHERE item_id = ?').get(itemId) as ItemRow | undefined;
+    return this.q.get(`SELECT ${ITEM_COLUMNS} FROM items WHERE item_id = ?`, itemId) as ItemRow | undefined;
   }
 
   exists(itemId: string): boolean {
-    return this.q.sql('SELECT 1 FROM items WHERE item_id = ?').get(itemId) !== undefined;
+    return this.q.get('SELECT 1 FROM items WHERE item_id = ?', itemId) !== undefined;
   }
 
   insert(row: ItemRow): void {
-    this.q
-      .sql('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms, authorship) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(row.item_id, row.type, row.kind, row.title, row.body, row.file_bytes, row.media_type, row.author, row.bot_id, row.origin, row.created_ms, row.authorship);
+    this.q.run('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms, authorship) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', row.item_id, row.type, row.kind, row.title, row.body, row.file_bytes, row.media_type, row.author, row.bot_id, row.origin, row.created_ms, row.authorship);
   }
 
   /** Adds the author's statement to an item stored without one; false when it has one or another author. */
   attachAuthorship(itemId: string, author: string, authorshipJson: string): boolean {
-    return this.q.sql('UPDATE items SET authorship = ? WHERE item_id = ? AND author = ? AND authorship IS NULL').run(authorshipJson, itemId, author).changes > 0;
+    return this.q.run('UPDATE items SET authorship = ? WHERE item_id = ? AND author = ? AND authorship IS NULL', authorshipJson, itemId, author) > 0;
   }
 
   /** Newest first, before cursor `after` (a rowid), optionally by one author; each row carries its cursor. */
   page(after: number, author: string | undefined, limit: number): (ItemRow & { cursor: number })[] {
+    // Insertion order: SQLite's rowid, PostgreSQL's item_seq.
+    const seq = this.q.dialect === 'postgres' ? 'item_seq' : 'rowid';
     return (
       author
-        ? this.q.sql('SELECT rowid AS cursor, * FROM items WHERE rowid < ? AND author = ? ORDER BY rowid DESC LIMIT ?').all(after, author, limit)
-        : this.q.sql('SELECT rowid AS cursor, * FROM items WHERE rowid < ? ORDER BY rowid DESC LIMIT ?').all(after, limit)
+        ? this.q.all(`SELECT ${seq} AS cursor, ${ITEM_COLUMNS} FROM items WHERE ${seq} < ? AND author = ? ORDER BY ${seq} DESC LIMIT ?`, after, author, limit)
+        : this.q.all(`SELECT ${seq} AS cursor, ${ITEM_COLUMNS} FROM items WHERE ${seq} < ? ORDER BY ${seq} DESC LIMIT ?`, after, limit)
     ) as (ItemRow & { cursor: number })[];
   }
 
   /** Items whose title matches a LIKE pattern (escaped with `\`), oldest first. */
   searchTitles(likePattern: string, limit: number): Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[] {
-    return this.q
-      .sql("SELECT item_id, type, kind, title, author, created_ms FROM items WHERE title LIKE ? ESCAPE '\\' ORDER BY created_ms LIMIT ?")
-      .all(likePattern, limit) as Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[];
+    return this.q.all(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE title ${likeOf(this.q)} ? ESCAPE '\\' ORDER BY created_ms LIMIT ?`, likePattern, limit) as Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[];
   }
 
   countByAuthor(author: string): number {
@@ -74,14 +75,10 @@ export interface ReportRow {
 
 /** Reports: one per node and item; reporting again replaces it. */
 export class ReportRepository {
-  constructor(private readonly q: PreparedStatements) {}
+  constructor(private readonly q: RelaySql) {}
 
   upsert(report: ReportRow & { reporter: string }): void {
-    this.q
-      .sql(
-        'INSERT INTO reports (item_id, reporter, bot_id, reason, note, created_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, reporter) DO UPDATE SET reason = excluded.reason, note = excluded.note, bot_id = excluded.bot_id, created_ms = excluded.created_ms',
-      )
-      .run(report.item_id, report.reporter, report.bot_id, report.reason, report.note, report.created_ms);
+    this.q.run('INSERT INTO reports (item_id, reporter, bot_id, reason, note, created_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, reporter) DO UPDATE SET reason = excluded.reason, note = excluded.note, bot_id = excluded.bot_id, created_ms = excluded.created_ms', report.item_id, report.reporter, report.bot_id, report.reason, report.note, report.created_ms);
   }
 
   countForItem(itemId: string): number {
@@ -90,6 +87,6 @@ export class ReportRepository {
 
   /** The reporter's reports, newest first. */
   byReporter(reporter: string): ReportRow[] {
-    return this.q.sql('SELECT item_id, reason, note, bot_id, created_ms FROM reports WHERE reporter = ? ORDER BY created_ms DESC, report_id DESC').all(reporter) as ReportRow[];
+    return this.q.all('SELECT item_id, reason, note, bot_id, created_ms FROM reports WHERE reporter = ? ORDER BY created_ms DESC, report_id DESC', reporter) as ReportRow[];
   }
 }

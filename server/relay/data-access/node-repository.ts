@@ -1,4 +1,4 @@
-import type { PreparedStatements } from './prepared-statements.js';
+import { type RelaySql, likeOf } from './relay-sql.js';
 
 /** A row of `nodes`: a node registered here (`local` 1) or learned from a peer (0). */
 export interface NodeRow {
@@ -18,81 +18,74 @@ export interface NodeRow {
 
 /** Nodes and the proofs (signed register/session documents) they already used. */
 export class NodeRepository {
-  constructor(private readonly q: PreparedStatements) {}
+  constructor(private readonly q: RelaySql) {}
 
   get(nodeId: string): NodeRow | undefined {
-    return this.q.sql('SELECT * FROM nodes WHERE node_id = ?').get(nodeId) as NodeRow | undefined;
+    return this.q.get('SELECT * FROM nodes WHERE node_id = ?', nodeId) as NodeRow | undefined;
   }
 
   exists(nodeId: string): boolean {
-    return this.q.sql('SELECT 1 FROM nodes WHERE node_id = ?').get(nodeId) !== undefined;
+    return this.q.get('SELECT 1 FROM nodes WHERE node_id = ?', nodeId) !== undefined;
   }
 
   /** The credential version of a node registered here; undefined for unknown and learned nodes. */
   localCredVersion(nodeId: string): number | undefined {
-    const row = this.q.sql('SELECT cred_version FROM nodes WHERE node_id = ? AND local = 1').get(nodeId) as { cred_version: number } | undefined;
+    const row = this.q.get('SELECT cred_version FROM nodes WHERE node_id = ? AND local = 1', nodeId) as { cred_version: number } | undefined;
     return row?.cred_version;
   }
 
   /** Records a signature as used; false when it already was (a replayed document). */
   burnProof(sig: string, nowMs: number): boolean {
-    return this.q.sql('INSERT OR IGNORE INTO used_proofs (sig, used_ms) VALUES (?, ?)').run(sig, nowMs).changes > 0;
+    return this.q.run('INSERT INTO used_proofs (sig, used_ms) VALUES (?, ?) ON CONFLICT DO NOTHING', sig, nowMs) > 0;
   }
 
   /** A node registered here (`local` 1) or, with `local` false, one the relay holds without credentials (its own node). */
   insert(node: { nodeId: string; local: boolean; name: string; registration: string; nowMs: number }): void {
-    this.q
-      .sql('INSERT INTO nodes (node_id, local, name, registration, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(node.nodeId, node.local ? 1 : 0, node.name, node.registration, node.nowMs, node.nowMs);
+    this.q.run('INSERT INTO nodes (node_id, local, name, registration, created_ms, updated_ms) VALUES (?, ?, ?, ?, ?, ?)', node.nodeId, node.local ? 1 : 0, node.name, node.registration, node.nowMs, node.nowMs);
   }
 
   /** A node learned from a peer; false when the relay already knew it. */
   insertLearned(node: { nodeId: string; name: string; registration: string; origin: string; nowMs: number }): boolean {
     return (
-      this.q
-        .sql('INSERT OR IGNORE INTO nodes (node_id, local, name, registration, origin, created_ms, updated_ms) VALUES (?, 0, ?, ?, ?, ?, ?)')
-        .run(node.nodeId, node.name, node.registration, node.origin, node.nowMs, node.nowMs).changes > 0
+      this.q.run('INSERT INTO nodes (node_id, local, name, registration, origin, created_ms, updated_ms) VALUES (?, 0, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING', node.nodeId, node.name, node.registration, node.origin, node.nowMs, node.nowMs) > 0
     );
   }
 
   /** A known node registers here again: it becomes local; a given name replaces the old one. */
   markLocal(nodeId: string, name: string | null, nowMs: number): void {
-    this.q.sql('UPDATE nodes SET local = 1, name = COALESCE(?, name), updated_ms = ? WHERE node_id = ?').run(name, nowMs, nodeId);
+    this.q.run('UPDATE nodes SET local = 1, name = COALESCE(?, name), updated_ms = ? WHERE node_id = ?', name, nowMs, nodeId);
   }
 
   /** Sets name and about; null keeps the current value. */
   updateProfile(nodeId: string, change: { name: string | null; about: string | null }, nowMs: number): void {
-    this.q.sql('UPDATE nodes SET name = COALESCE(?, name), about = COALESCE(?, about), updated_ms = ? WHERE node_id = ?').run(change.name, change.about, nowMs, nodeId);
+    this.q.run('UPDATE nodes SET name = COALESCE(?, name), about = COALESCE(?, about), updated_ms = ? WHERE node_id = ?', change.name, change.about, nowMs, nodeId);
   }
 
   /** Sets the directory flags; null keeps the current value. */
   updateDirectory(nodeId: string, change: { listed: boolean | null; phoneDiscoverable: boolean | null }, nowMs: number): void {
     const flag = (b: boolean | null) => (b === null ? null : Number(b));
-    this.q
-      .sql('UPDATE nodes SET listed = COALESCE(?, listed), phone_discoverable = COALESCE(?, phone_discoverable), updated_ms = ? WHERE node_id = ?')
-      .run(flag(change.listed), flag(change.phoneDiscoverable), nowMs, nodeId);
+    this.q.run('UPDATE nodes SET listed = COALESCE(?, listed), phone_discoverable = COALESCE(?, phone_discoverable), updated_ms = ? WHERE node_id = ?', flag(change.listed), flag(change.phoneDiscoverable), nowMs, nodeId);
   }
 
   setInvitedBy(nodeId: string, inviter: string, nowMs: number): void {
-    this.q.sql('UPDATE nodes SET invited_by = ?, updated_ms = ? WHERE node_id = ?').run(inviter, nowMs, nodeId);
+    this.q.run('UPDATE nodes SET invited_by = ?, updated_ms = ? WHERE node_id = ?', inviter, nowMs, nodeId);
   }
 
   /** Bumps the credential version (revoking every human credential issued before); returns the new one. */
   bumpCredVersion(nodeId: string, nowMs: number): number {
-    this.q.sql('UPDATE nodes SET cred_version = cred_version + 1, updated_ms = ? WHERE node_id = ?').run(nowMs, nodeId);
-    return (this.q.sql('SELECT cred_version FROM nodes WHERE node_id = ?').get(nodeId) as { cred_version: number }).cred_version;
+    this.q.run('UPDATE nodes SET cred_version = cred_version + 1, updated_ms = ? WHERE node_id = ?', nowMs, nodeId);
+    return (this.q.get('SELECT cred_version FROM nodes WHERE node_id = ?', nodeId) as { cred_version: number }).cred_version;
   }
 
   /** Oldest first (ties by id), at most `limit`. */
   oldest(limit: number): NodeRow[] {
-    return this.q.sql('SELECT * FROM nodes ORDER BY created_ms, node_id LIMIT ?').all(limit) as NodeRow[];
+    return this.q.all('SELECT * FROM nodes ORDER BY created_ms, node_id LIMIT ?', limit) as NodeRow[];
   }
 
   /** Listed nodes whose name or about matches a LIKE pattern (escaped with `\`), oldest first. */
   searchListed(likePattern: string, limit: number): NodeRow[] {
-    return this.q
-      .sql("SELECT * FROM nodes WHERE listed = 1 AND (name LIKE ? ESCAPE '\\' OR about LIKE ? ESCAPE '\\') ORDER BY created_ms LIMIT ?")
-      .all(likePattern, likePattern, limit) as NodeRow[];
+    const like = likeOf(this.q);
+    return this.q.all(`SELECT * FROM nodes WHERE listed = 1 AND (name ${like} ? ESCAPE '\\' OR about ${like} ? ESCAPE '\\') ORDER BY created_ms LIMIT ?`, likePattern, likePattern, limit) as NodeRow[];
   }
 
   count(): number {

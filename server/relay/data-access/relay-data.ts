@@ -1,4 +1,3 @@
-import type Database from 'better-sqlite3';
 import { BotRepository } from './bot-repository.js';
 import { EventRepository } from './event-repository.js';
 import { ExportRepository } from './export-repository.js';
@@ -7,7 +6,7 @@ import { NodeRepository } from './node-repository.js';
 import { PeerRepository } from './peer-repository.js';
 import { PhoneCodeRepository } from './phone-code-repository.js';
 import { PhoneRepository } from './phone-repository.js';
-import { PreparedStatements } from './prepared-statements.js';
+import type { RelaySql } from './relay-sql.js';
 import { SliceRepository } from './slice-repository.js';
 import { SocialRepository } from './social-repository.js';
 import { VoteRepository } from './vote-repository.js';
@@ -31,9 +30,8 @@ export class RelayData {
   readonly peers: PeerRepository;
   readonly exports: ExportRepository;
 
-  constructor(db: Database.Database) {
-    // One statement cache for all: the store has one connection.
-    const q = new PreparedStatements(db);
+  /** `q`: the store's one connection (SQLite's prepared statements, or PostgreSQL's). */
+  constructor(q: RelaySql) {
     this.nodes = new NodeRepository(q);
     this.phones = new PhoneRepository(q);
     this.phoneCodes = new PhoneCodeRepository(q);

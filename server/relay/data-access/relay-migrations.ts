@@ -3,7 +3,9 @@ import { sqlMigration, type Migration } from '../../db/run-migrations.js';
 /**
  * The relay database's schema, run by the shared migration runner (decision 0311). Append only:
  * a shipped step is never edited; a change is a new entry with the next version. Column names
- * follow decision 0311: snake_case, units in the name (`created_ms`, `file_bytes`).
+ * follow decision 0311: snake_case, units in the name (`created_ms`, `file_bytes`). A new step needs
+ * its twin in pg-relay-migrations.ts (the relay's tables on PostgreSQL, decision 0440); a test
+ * compares the two schemas column by column.
  */
 export const relayMigrations: readonly Migration[] = [
   // Version 1 is the schema the relay created, unversioned, on every start before the runner: every

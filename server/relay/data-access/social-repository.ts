@@ -1,4 +1,4 @@
-import type { PreparedStatements } from './prepared-statements.js';
+import type { RelaySql } from './relay-sql.js';
 
 export interface InviteRow {
   code: string;
@@ -20,52 +20,52 @@ export interface PairingRow {
 
 /** Invites, pairing tokens and the pairs they made. */
 export class SocialRepository {
-  constructor(private readonly q: PreparedStatements) {}
+  constructor(private readonly q: RelaySql) {}
 
   countOpenInvites(inviter: string, nowMs: number): number {
     return this.q.count('SELECT COUNT(*) AS n FROM invites WHERE inviter = ? AND accepted_by IS NULL AND expires_ms > ?', inviter, nowMs);
   }
 
   insertInvite(invite: { code: string; inviter: string; nowMs: number; expiresMs: number }): void {
-    this.q.sql('INSERT INTO invites (code, inviter, created_ms, expires_ms) VALUES (?, ?, ?, ?)').run(invite.code, invite.inviter, invite.nowMs, invite.expiresMs);
+    this.q.run('INSERT INTO invites (code, inviter, created_ms, expires_ms) VALUES (?, ?, ?, ?)', invite.code, invite.inviter, invite.nowMs, invite.expiresMs);
   }
 
   /** The inviter's invites, newest first. */
   invitesOf(inviter: string): InviteRow[] {
-    return this.q.sql('SELECT * FROM invites WHERE inviter = ? ORDER BY created_ms DESC').all(inviter) as InviteRow[];
+    return this.q.all('SELECT * FROM invites WHERE inviter = ? ORDER BY created_ms DESC', inviter) as InviteRow[];
   }
 
   invite(code: string): InviteRow | undefined {
-    return this.q.sql('SELECT * FROM invites WHERE code = ?').get(code) as InviteRow | undefined;
+    return this.q.get('SELECT * FROM invites WHERE code = ?', code) as InviteRow | undefined;
   }
 
   acceptInvite(code: string, nodeId: string, nowMs: number): void {
-    this.q.sql('UPDATE invites SET accepted_by = ?, accepted_ms = ? WHERE code = ?').run(nodeId, nowMs, code);
+    this.q.run('UPDATE invites SET accepted_by = ?, accepted_ms = ? WHERE code = ?', nodeId, nowMs, code);
   }
 
   insertPairing(pairing: { tokenHash: string; nodeId: string; nowMs: number; expiresMs: number }): void {
-    this.q.sql('INSERT INTO pairings (token_hash, node_id, created_ms, expires_ms) VALUES (?, ?, ?, ?)').run(pairing.tokenHash, pairing.nodeId, pairing.nowMs, pairing.expiresMs);
+    this.q.run('INSERT INTO pairings (token_hash, node_id, created_ms, expires_ms) VALUES (?, ?, ?, ?)', pairing.tokenHash, pairing.nodeId, pairing.nowMs, pairing.expiresMs);
   }
 
   pairing(tokenHash: string): PairingRow | undefined {
-    return this.q.sql('SELECT * FROM pairings WHERE token_hash = ?').get(tokenHash) as PairingRow | undefined;
+    return this.q.get('SELECT * FROM pairings WHERE token_hash = ?', tokenHash) as PairingRow | undefined;
   }
 
   /** Marks the pairing confirmed by `nodeId` and records the pair (once, in id order). Call inside a transaction. */
   confirmPairing(pairing: PairingRow, nodeId: string, nowMs: number): void {
-    this.q.sql('UPDATE pairings SET confirmed_by = ?, confirmed_ms = ? WHERE token_hash = ?').run(nodeId, nowMs, pairing.token_hash);
+    this.q.run('UPDATE pairings SET confirmed_by = ?, confirmed_ms = ? WHERE token_hash = ?', nodeId, nowMs, pairing.token_hash);
     const [a, b] = [pairing.node_id, nodeId].sort() as [string, string];
-    this.q.sql('INSERT OR IGNORE INTO pairs (a, b, created_ms) VALUES (?, ?, ?)').run(a, b, nowMs);
+    this.q.run('INSERT INTO pairs (a, b, created_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', a, b, nowMs);
   }
 
   /** Nodes paired with `nodeId`, both directions, oldest pairing first. */
   pairedWith(nodeId: string): string[] {
-    const rows = this.q.sql('SELECT a, b FROM pairs WHERE a = ? OR b = ? ORDER BY created_ms').all(nodeId, nodeId) as { a: string; b: string }[];
+    const rows = this.q.all('SELECT a, b FROM pairs WHERE a = ? OR b = ? ORDER BY created_ms', nodeId, nodeId) as { a: string; b: string }[];
     return rows.map((r) => (r.a === nodeId ? r.b : r.a));
   }
 
   /** Every pair, oldest first, at most `limit`. */
   pairs(limit: number): [string, string][] {
-    return (this.q.sql('SELECT a, b FROM pairs ORDER BY created_ms LIMIT ?').all(limit) as { a: string; b: string }[]).map((p) => [p.a, p.b]);
+    return (this.q.all('SELECT a, b FROM pairs ORDER BY created_ms LIMIT ?', limit) as { a: string; b: string }[]).map((p) => [p.a, p.b]);
   }
 }

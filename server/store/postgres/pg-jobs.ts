@@ -117,6 +117,16 @@ async function interrupt(q: Query, row: JobRow, message: string, nowMs: number):
   return (await jobById(q, row.job_id))!;
 }
 
+/** Lapsing claims on flashing or running jobs moved to at least `untilMs`; how many moved. */
+export async function extendClaims(q: Query, untilMs: number): Promise<number> {
+  const moved = await q<{ job_id: string }>(
+    `UPDATE jobs SET claim_expires_at_ms = $1 WHERE state IN ('flashing', 'running') AND claim_expires_at_ms IS NOT NULL AND claim_expires_at_ms < $1
+     RETURNING job_id`,
+    [untilMs],
+  );
+  return moved.length;
+}
+
 export async function failLapsedClaims(q: Query, nowMs: number): Promise<JobRecord[]> {
   const lapsed = await q<JobRow>(
     `SELECT * FROM jobs WHERE state IN ('flashing', 'running') AND claim_expires_at_ms IS NOT NULL AND claim_expires_at_ms <= $1

@@ -171,6 +171,10 @@ export class PostgresBenchStore implements BenchStore {
     return this.db.write((q) => jobs.failLapsedClaims(q, nowMs));
   }
 
+  extendClaims(untilMs: number): Promise<number> {
+    return this.db.write((q) => jobs.extendClaims(q, untilMs));
+  }
+
   failOverdueQueuedJobs(createdAtOrBeforeMs: number, failure: { reason: string; nowMs: number }): Promise<JobRecord[]> {
     return this.db.write((q) => jobs.failOverdueQueuedJobs(q, createdAtOrBeforeMs, failure));
   }

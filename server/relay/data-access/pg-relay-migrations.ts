@@ -1,0 +1,224 @@
+import { DatabaseNewerThanCodeError } from '../../db/run-migrations.js';
+import type { PgSyncConnection } from './pg-sync-connection.js';
+
+/** One step of the relay's PostgreSQL schema; append only, like relay-migrations.ts. */
+interface PgRelayMigration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Text compared and ordered bytewise, as SQLite does (the statement log's order relies on it). */
+const T = 'TEXT COLLATE "C"';
+
+/**
+ * The relay's tables on PostgreSQL (decision 0440), in their own schema `relay` so they sit beside
+ * the bench's in one database: the SQLite schema as relay-migrations.ts leaves it, with BIGINT for
+ * host milliseconds, BIGSERIAL where SQLite has rowid (`items.item_seq` pages items) and the
+ * membership triggers in PL/pgSQL. Three tables only PostgreSQL has: the relay's secrets (its node
+ * and server keys, shared by every replica), file contents, and the write generation each write
+ * transaction bumps so a replica knows when another one committed.
+ */
+export const pgRelayMigrations: readonly PgRelayMigration[] = [
+  {
+    version: 1,
+    name: 'baseline',
+    sql: `
+CREATE TABLE nodes (
+  node_id ${T} PRIMARY KEY,
+  local INTEGER NOT NULL,
+  name ${T} NOT NULL DEFAULT '',
+  about ${T} NOT NULL DEFAULT '',
+  cred_version INTEGER NOT NULL DEFAULT 1,
+  registration ${T} NOT NULL,
+  origin ${T},
+  invited_by ${T},
+  listed INTEGER NOT NULL DEFAULT 0,
+  phone_discoverable INTEGER NOT NULL DEFAULT 0,
+  created_ms BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL
+);
+CREATE TABLE used_proofs (sig ${T} PRIMARY KEY, used_ms BIGINT NOT NULL);
+CREATE TABLE phones (phone ${T} PRIMARY KEY, node_id ${T} NOT NULL UNIQUE REFERENCES nodes(node_id), verified_ms BIGINT NOT NULL);
+CREATE TABLE phone_codes (
+  id BIGSERIAL PRIMARY KEY,
+  phone ${T} NOT NULL,
+  purpose ${T} NOT NULL,
+  node_id ${T},
+  code_hash ${T} NOT NULL,
+  created_ms BIGINT NOT NULL,
+  expires_ms BIGINT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  used INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX phone_codes_by_phone ON phone_codes (phone, purpose);
+CREATE TABLE code_sends (phone ${T} NOT NULL, sent_ms BIGINT NOT NULL);
+CREATE INDEX code_sends_by_phone ON code_sends (phone, sent_ms);
+CREATE TABLE bots (
+  bot_id ${T} PRIMARY KEY,
+  owner ${T} NOT NULL REFERENCES nodes(node_id),
+  name ${T} NOT NULL,
+  token_hash ${T} NOT NULL UNIQUE,
+  created_ms BIGINT NOT NULL,
+  revoked_ms BIGINT
+);
+CREATE TABLE items (
+  item_seq BIGSERIAL UNIQUE NOT NULL,
+  item_id ${T} PRIMARY KEY,
+  type ${T} NOT NULL,
+  kind ${T} NOT NULL,
+  title ${T} NOT NULL,
+  body ${T} NOT NULL DEFAULT '',
+  file_bytes BIGINT,
+  media_type ${T},
+  author ${T} NOT NULL,
+  bot_id ${T},
+  origin ${T},
+  created_ms BIGINT NOT NULL,
+  authorship ${T}
+);
+CREATE TABLE votes (
+  voter ${T} NOT NULL,
+  item_id ${T} NOT NULL REFERENCES items(item_id),
+  value ${T} NOT NULL,
+  phase ${T} NOT NULL,
+  doc ${T} NOT NULL,
+  origin ${T},
+  created_ms BIGINT NOT NULL,
+  PRIMARY KEY (voter, item_id, value, phase)
+);
+CREATE INDEX votes_by_item ON votes (item_id);
+CREATE TABLE vote_documents (
+  voter ${T} NOT NULL,
+  item_id ${T} NOT NULL REFERENCES items(item_id),
+  value ${T} NOT NULL,
+  phase ${T} NOT NULL,
+  sig ${T} NOT NULL,
+  doc ${T} NOT NULL,
+  origin ${T},
+  created_ms BIGINT NOT NULL,
+  PRIMARY KEY (voter, item_id, value, phase, sig)
+);
+CREATE INDEX vote_documents_by_item ON vote_documents (item_id);
+CREATE TABLE slices (
+  node_id ${T} PRIMARY KEY,
+  qset ${T} NOT NULL,
+  hash ${T} NOT NULL,
+  t_auto INTEGER NOT NULL,
+  updated_ms BIGINT NOT NULL,
+  declaration ${T}
+);
+CREATE TABLE qsets (hash ${T} PRIMARY KEY, qset ${T} NOT NULL);
+CREATE TABLE bulletin_floors (
+  item_id ${T} NOT NULL,
+  node_id ${T} NOT NULL,
+  state ${T} NOT NULL,
+  value ${T},
+  accepted_via ${T},
+  updated_ms BIGINT NOT NULL,
+  PRIMARY KEY (item_id, node_id)
+);
+CREATE TABLE pairings (
+  token_hash ${T} PRIMARY KEY,
+  node_id ${T} NOT NULL,
+  created_ms BIGINT NOT NULL,
+  expires_ms BIGINT NOT NULL,
+  confirmed_by ${T},
+  confirmed_ms BIGINT
+);
+CREATE TABLE pairs (a ${T} NOT NULL, b ${T} NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (a, b));
+CREATE TABLE invites (
+  code ${T} PRIMARY KEY,
+  inviter ${T} NOT NULL,
+  created_ms BIGINT NOT NULL,
+  expires_ms BIGINT NOT NULL,
+  accepted_by ${T},
+  accepted_ms BIGINT
+);
+CREATE TABLE reports (
+  report_id BIGSERIAL PRIMARY KEY,
+  item_id ${T} NOT NULL,
+  reporter ${T} NOT NULL,
+  bot_id ${T},
+  reason ${T} NOT NULL,
+  note ${T} NOT NULL,
+  created_ms BIGINT NOT NULL,
+  UNIQUE (item_id, reporter)
+);
+-- A sequence never reuses a value; the write lock makes seq order commit order (decision 0440).
+CREATE TABLE events (
+  seq BIGSERIAL PRIMARY KEY,
+  kind ${T} NOT NULL,
+  author ${T} NOT NULL,
+  subject ${T} NOT NULL,
+  payload ${T} NOT NULL,
+  origin ${T},
+  created_ms BIGINT NOT NULL
+);
+CREATE INDEX events_by_author ON events (author, seq);
+CREATE TABLE peers (
+  url ${T} PRIMARY KEY,
+  node_id ${T},
+  added_ms BIGINT NOT NULL,
+  added_by ${T},
+  cursor BIGINT NOT NULL DEFAULT 0,
+  last_probe_ms BIGINT,
+  reachable INTEGER,
+  last_error ${T},
+  version ${T},
+  pulled_events BIGINT NOT NULL DEFAULT 0,
+  rejected_events BIGINT NOT NULL DEFAULT 0,
+  offences INTEGER NOT NULL DEFAULT 0,
+  last_offence ${T},
+  suspended_ms BIGINT
+);
+CREATE TABLE membership (id INTEGER PRIMARY KEY CHECK (id = 1), version BIGINT NOT NULL);
+INSERT INTO membership (id, version) VALUES (1, 0);
+CREATE FUNCTION bump_membership() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE membership SET version = version + 1; RETURN NULL; END $$;
+CREATE TRIGGER membership_node_added AFTER INSERT ON nodes FOR EACH ROW EXECUTE FUNCTION bump_membership();
+CREATE TRIGGER membership_node_changed AFTER UPDATE OF node_id, local ON nodes FOR EACH ROW
+  WHEN (OLD.node_id IS DISTINCT FROM NEW.node_id OR OLD.local IS DISTINCT FROM NEW.local) EXECUTE FUNCTION bump_membership();
+CREATE TRIGGER membership_node_removed AFTER DELETE ON nodes FOR EACH ROW EXECUTE FUNCTION bump_membership();
+CREATE TRIGGER membership_peer_added AFTER INSERT ON peers FOR EACH ROW EXECUTE FUNCTION bump_membership();
+CREATE TRIGGER membership_peer_changed AFTER UPDATE OF node_id ON peers FOR EACH ROW
+  WHEN (OLD.node_id IS DISTINCT FROM NEW.node_id) EXECUTE FUNCTION bump_membership();
+CREATE TRIGGER membership_peer_removed AFTER DELETE ON peers FOR EACH ROW EXECUTE FUNCTION bump_membership();
+CREATE TABLE relay_secrets (name ${T} PRIMARY KEY, hex ${T} NOT NULL);
+CREATE TABLE relay_files (item_id ${T} PRIMARY KEY, content BYTEA NOT NULL);
+CREATE TABLE write_generation (id INTEGER PRIMARY KEY CHECK (id = 1), generation BIGINT NOT NULL);
+INSERT INTO write_generation (id, generation) VALUES (1, 0);
+`,
+  },
+];
+
+/** Session advisory lock held while migrating: replicas starting together take turns. */
+const RELAY_MIGRATION_LOCK_KEY = 0x72656d67; // 'remg'
+
+/**
+ * Creates the `relay` schema if needed and brings it to the latest version; refuses a schema a
+ * newer hilbench wrote. The connection's search_path must already be `relay`.
+ */
+export function migrateRelaySchema(connection: PgSyncConnection): void {
+  connection.query('SELECT pg_advisory_lock($1)', [RELAY_MIGRATION_LOCK_KEY]);
+  try {
+    connection.query('CREATE SCHEMA IF NOT EXISTS relay');
+    connection.query('CREATE TABLE IF NOT EXISTS relay.schema_version (version INTEGER NOT NULL)');
+    const current = Number(connection.query('SELECT version FROM relay.schema_version').rows[0]?.version ?? 0);
+    const latest = pgRelayMigrations.length;
+    if (current > latest) throw new DatabaseNewerThanCodeError('the relay schema in PostgreSQL', current, latest);
+    for (const migration of pgRelayMigrations.slice(current)) {
+      connection.query('BEGIN');
+      try {
+        connection.query(migration.sql);
+        connection.query('DELETE FROM relay.schema_version');
+        connection.query('INSERT INTO relay.schema_version (version) VALUES ($1)', [migration.version]);
+        connection.query('COMMIT');
+      } catch (err) {
+        connection.query('ROLLBACK');
+        throw new Error(`relay PostgreSQL migration ${migration.version} (${migration.name}) failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+  } finally {
+    connection.query('SELECT pg_advisory_unlock($1)', [RELAY_MIGRATION_LOCK_KEY]);
+  }
+}

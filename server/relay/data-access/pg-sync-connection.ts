@@ -1,0 +1,141 @@
+import { createRequire } from 'node:module';
+import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
+import type pg from 'pg';
+
+/** What one statement gave back. */
+export interface PgResult {
+  rows: Record<string, unknown>[];
+  /** Rows a write changed (INSERT, UPDATE, DELETE); 0 for other statements. */
+  rowCount: number;
+}
+
+/** A statement PostgreSQL refused; `code` is its SQLSTATE (e.g. 23505, a unique violation). */
+export class PgStatementError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'PgStatementError';
+  }
+}
+
+/**
+ * The worker: one `pg` client, one statement at a time, answering on the port and waking the
+ * caller through the shared flag. CommonJS text (an eval'd worker runs no TypeScript); it loads `pg`
+ * from the path the caller resolved, so it finds the same package wherever hilbench is installed.
+ * A connection that failed is dropped and the next statement opens a new one (a transaction it was
+ * in is gone: PostgreSQL rolled it back and released its locks). Every failure is an answer: the
+ * caller's thread is blocked and would otherwise only learn of it at its timeout.
+ */
+const WORKER_SOURCE = `
+const { workerData } = require('node:worker_threads');
+let pg;
+let loadError;
+try {
+  pg = require(workerData.pgPath);
+  pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+  pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
+} catch (err) {
+  loadError = err;
+}
+const flag = new Int32Array(workerData.flag);
+const port = workerData.port;
+let client;
+async function connection() {
+  if (!client) {
+    const c = new pg.Client(workerData.connection);
+    c.on('error', () => { if (client === c) client = undefined; });
+    client = c;
+    try { await c.connect(); } catch (err) { client = undefined; throw err; }
+  }
+  return client;
+}
+port.on('message', async (message) => {
+  let reply;
+  try {
+    if (loadError) throw loadError;
+    if (message.end) { if (client) await client.end().catch(() => undefined); reply = { rows: [], rowCount: 0 }; }
+    else {
+      const c = await connection();
+      const result = await c.query(message.sql, message.params);
+      reply = { rows: result.rows, rowCount: result.rowCount || 0 };
+    }
+  } catch (err) {
+    reply = { error: String(err && err.message || err), code: err && err.code };
+    if (!err || !err.code || String(err.code).startsWith('08') || String(err.code).startsWith('57P')) {
+      const c = client; client = undefined; if (c) c.end().catch(() => undefined);
+    }
+  }
+  port.postMessage(reply);
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+});
+`;
+
+/**
+ * A synchronous connection to PostgreSQL (decision 0440): statements run on a `pg` client in a
+ * worker thread while the calling thread waits on a shared flag (`Atomics.wait`), so the relay's
+ * synchronous data access and its `tx(() => ...)` work unchanged on PostgreSQL. The caller's event
+ * loop stands still for each statement, as it does for each better-sqlite3 statement; a replica
+ * serves one statement at a time and more replicas serve more.
+ */
+export class PgSyncConnection {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly flag: Int32Array;
+  private closed = false;
+
+  constructor(
+    connection: pg.ClientConfig,
+    private readonly options: { statementTimeoutMs: number; label: string },
+  ) {
+    const { port1, port2 } = new MessageChannel();
+    const flag = new SharedArrayBuffer(4);
+    const pgPath = createRequire(import.meta.url).resolve('pg');
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { pgPath, port: port2, flag, connection }, transferList: [port2] });
+    // Neither the thread nor its port keeps the process alive: `close` ends them, and a process that
+    // is done must be able to exit without it.
+    this.worker.unref();
+    port1.unref();
+    this.port = port1;
+    this.flag = new Int32Array(flag);
+  }
+
+  /** Runs one statement (`$1`, `$2`... parameters) and waits for its answer. */
+  query(sql: string, params: readonly unknown[] = []): PgResult {
+    if (this.closed) throw new Error(`${this.options.label} is closed`);
+    return this.exchange({ sql, params }, sql);
+  }
+
+  private exchange(message: unknown, what: string): PgResult {
+    Atomics.store(this.flag, 0, 0);
+    this.port.postMessage(message);
+    const waited = Atomics.wait(this.flag, 0, 0, this.options.statementTimeoutMs);
+    const answer = receiveMessageOnPort(this.port)?.message as (PgResult & { error?: undefined }) | { error: string; code?: string } | undefined;
+    if (waited === 'timed-out' || answer === undefined) {
+      // The worker may still answer later, out of step with the next statement: this connection is done.
+      this.terminate();
+      throw new Error(`${this.options.label}: no answer from PostgreSQL within ${this.options.statementTimeoutMs} ms to ${what.slice(0, 80)}`);
+    }
+    if (answer.error !== undefined) throw new PgStatementError(`${this.options.label}: ${answer.error}`, answer.code);
+    return answer;
+  }
+
+  /** Ends the database connection and the worker thread. */
+  close(): void {
+    if (this.closed) return;
+    try {
+      this.exchange({ end: true }, 'closing the connection');
+    } catch {
+      // Closing anyway: the worker goes with the connection it holds.
+    }
+    this.terminate();
+  }
+
+  private terminate(): void {
+    this.closed = true;
+    this.port.close();
+    void this.worker.terminate();
+  }
+}

@@ -1,0 +1,21 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { RelayStore } from '../../server/relay/relay-store.js';
+import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
+import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-contract.js';
+
+// The embedded default: relay.sqlite in a fresh data dir per store.
+const open: OpenRelayStore = async () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-contract-'));
+  const store = new RelayStore(dataDir);
+  return {
+    store,
+    dispose: async () => {
+      store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+};
+describeRelayStoreContract('sqlite', open);
+describeRelayRepositoriesContract('sqlite', open);
