@@ -63,3 +63,56 @@ export function chunksOfRecord(uart: UartRecord): UartChunk[] {
   if (listedThrough < uart.bytes.length) chunks.push({ atNanos: last?.atNanos ?? 0, bytes: uart.bytes.slice(listedThrough) });
   return chunks;
 }
+
+/** What a server holds of a running job's UART as its worker reports it. */
+export interface HeldUart {
+  /** What the worker reported, up to the job's UART limit. */
+  chunks: UartChunk[];
+  bytes: number;
+  /** Where the worker's reports have reached: `bytes` and what was dropped. */
+  reportedBytes: number;
+  /** Bytes reported over the limit, or never reported (a gap), counted as dropped. */
+  droppedHere: number;
+}
+
+/**
+ * Adds a worker's report from byte `report.offset` to `held`, keeping at most `maxBytes` in all;
+ * returns the chunks newly kept with the offsets they were kept at. A range held already (sent
+ * again after a lost answer) is not kept twice; a report starting past what was reported leaves a
+ * gap counted as dropped, so no byte is taken for another, and a late report of the gap is ignored.
+ */
+export function holdReport(held: HeldUart, report: { offset: number; chunks: readonly UartChunk[] }, maxBytes: number): Array<{ offset: number; chunk: UartChunk }> {
+  const added: Array<{ offset: number; chunk: UartChunk }> = [];
+  if (report.offset > held.reportedBytes) {
+    held.droppedHere += report.offset - held.reportedBytes;
+    held.reportedBytes = report.offset;
+  }
+  let offset = report.offset;
+  for (const chunk of report.chunks) {
+    const end = offset + chunk.bytes.length;
+    if (end > held.reportedBytes) {
+      const fresh = offset >= held.reportedBytes ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(held.reportedBytes - offset) };
+      held.reportedBytes += fresh.bytes.length;
+      // Held to the limit the ticket stated: a worker sending more (a leaked token) cannot fill the server's memory.
+      const { chunks: [kept], droppedBytes } = keptWithin([fresh], maxBytes - held.bytes);
+      held.droppedHere += droppedBytes;
+      if (kept) {
+        held.chunks.push(kept);
+        added.push({ offset: held.bytes, chunk: kept });
+        held.bytes += kept.bytes.length;
+      }
+    }
+    offset = end;
+  }
+  return added;
+}
+
+/** Each chunk with the byte offset it starts at. */
+export function withOffsets(chunks: readonly UartChunk[]): Array<{ offset: number; chunk: UartChunk }> {
+  let offset = 0;
+  return chunks.map((chunk) => {
+    const at = offset;
+    offset += chunk.bytes.length;
+    return { offset: at, chunk };
+  });
+}

@@ -1,4 +1,3 @@
-import type { UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { HealthCheckReport, JobPush, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
 import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
@@ -8,7 +7,7 @@ import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 import { StoreSignals } from './store-signals.js';
-import { chunksOfRecord, keptWithin, UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
+import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
 
 /** The most serial input one fetch hands a worker, bytes (one input is never split). */
 export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
@@ -28,18 +27,11 @@ export interface WorkerGatewayDeps {
   claimPollMs?: number;
 }
 
-/** What the gateway keeps of a job a worker reported through it. */
-interface JobInFlight {
+/** What the gateway keeps of a job a worker reported through it (its UART as `HeldUart`). */
+interface JobInFlight extends HeldUart {
   job: JobRecord;
   workerId: string;
   claimMs: number | null;
-  /** What the worker reported, up to `maxUartBytesPerJob` bytes. */
-  chunks: UartChunk[];
-  bytes: number;
-  /** The end of the worker's reports so far: `bytes` and what was over the limit. */
-  reportedBytes: number;
-  /** Bytes the worker reported over `maxUartBytesPerJob`, or never reported (a gap), counted as dropped. */
-  droppedHere: number;
   capture: Omit<UartCaptureReport, 'uart'>;
   saveTimer: TimerHandle | undefined;
   saving: Promise<void>;
@@ -107,13 +99,7 @@ export class WorkerGateway {
    */
   uartSoFar(jobId: string): LiveUartChunk[] | undefined {
     const entry = this.inFlight.get(jobId);
-    if (!entry) return undefined;
-    let offset = 0;
-    return entry.chunks.map((c) => {
-      const chunk = { offset, atNanos: c.atNanos, bytes: c.bytes, timeBase: entry.capture.timeBase };
-      offset += c.bytes.length;
-      return chunk;
-    });
+    return entry && withOffsets(entry.chunks).map(({ offset, chunk }) => ({ offset, atNanos: chunk.atNanos, bytes: chunk.bytes, timeBase: entry.capture.timeBase }));
   }
 
   /** Whether a job of the session is running through this gateway. */
@@ -221,28 +207,9 @@ export class WorkerGateway {
   async uart(workerId: string, claimMs: number | null, jobId: string, report: UartReport): Promise<boolean> {
     const entry = await this.entryOf(workerId, claimMs, jobId);
     if (!entry) return false;
-    if (report.offset > entry.reportedBytes) {
-      entry.droppedHere += report.offset - entry.reportedBytes;
-      entry.reportedBytes = report.offset;
-    }
     entry.capture = { timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes };
-    let offset = report.offset;
-    for (const chunk of report.chunks) {
-      const end = offset + chunk.bytes.length;
-      // A range the gateway has already (a worker re-sending after a lost answer) is not kept twice.
-      if (end > entry.reportedBytes) {
-        const fresh = offset >= entry.reportedBytes ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(entry.reportedBytes - offset) };
-        entry.reportedBytes += fresh.bytes.length;
-        // Held to the limit the ticket stated: a worker sending more (a leaked token) cannot fill the server's memory.
-        const { chunks: [kept], droppedBytes } = keptWithin([fresh], this.deps.limits.maxUartBytesPerJob - entry.bytes);
-        entry.droppedHere += droppedBytes;
-        if (kept) {
-          entry.chunks.push(kept);
-          this.deps.live.publishUart(jobId, { offset: entry.bytes, atNanos: kept.atNanos, bytes: kept.bytes, timeBase: report.timeBase });
-          entry.bytes += kept.bytes.length;
-        }
-      }
-      offset = end;
+    for (const { offset, chunk } of holdReport(entry, report, this.deps.limits.maxUartBytesPerJob)) {
+      this.deps.live.publishUart(jobId, { offset, atNanos: chunk.atNanos, bytes: chunk.bytes, timeBase: report.timeBase });
     }
     if (entry.saveTimer === undefined) {
       entry.saveTimer = this.deps.clock.setTimeout(() => {
