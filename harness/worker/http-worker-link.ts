@@ -51,6 +51,8 @@ interface PendingUart {
 export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   private readonly base: string;
   private readonly pending = new Map<string, PendingUart>();
+  /** Per job, UART a send could not deliver (the server unreachable or failing): sent again before the next batch. */
+  private readonly undelivered = new Map<string, UartReport>();
 
   constructor(private readonly options: HttpWorkerLinkOptions) {
     this.base = options.serverUrl.replace(/\/+$/, '');
@@ -170,6 +172,8 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
       await pending.sending;
       this.pending.delete(jobId);
     }
+    // The outcome carries the whole capture, what never got through included.
+    this.undelivered.delete(jobId);
     const body = { outcome: outcomeToWire(outcome) };
     const giveUpAtMs = this.options.clock.nowMs() + (this.options.deliverForMs ?? 600_000);
     for (let pauseMs = 1_000; ; pauseMs = Math.min(pauseMs * 2, MAX_DELIVERY_PAUSE_MS)) {
@@ -189,13 +193,21 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   private flush(jobId: string, entry: PendingUart): void {
     if (entry.timer !== undefined) this.options.clock.clearTimeout(entry.timer);
     entry.timer = undefined;
-    const { report } = entry;
-    entry.sending = entry.sending
-      .then(() => this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/uart`, { offset: report.offset, ...captureToWire({ ...report, uart: report.chunks }) }))
-      .then(
-        () => undefined,
-        (err: unknown) => this.options.logError(`sending the UART of job ${jobId} failed (the outcome carries all of it)`, err),
-      );
+    const { report: batch } = entry;
+    entry.sending = entry.sending.then(async () => {
+      // A batch that did not get through goes first, with this one: dropped, it would leave a gap the
+      // server counts as lost bytes (and live readers never see), though the network only blinked.
+      const before = this.undelivered.get(jobId);
+      this.undelivered.delete(jobId);
+      const report = before ? { ...batch, offset: before.offset, chunks: [...before.chunks, ...batch.chunks] } : batch;
+      try {
+        await this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/uart`, { offset: report.offset, ...captureToWire({ ...report, uart: report.chunks }) });
+      } catch (err) {
+        // A refusal (the job is no longer ours, or the report is malformed) will not change; an unreachable server may.
+        if (!(err instanceof WorkerServerError) || err.status >= 500 || err.status === 429) this.undelivered.set(jobId, report);
+        this.options.logError(`sending the UART of job ${jobId} failed (sent again with the next batch; the outcome carries all of it)`, err);
+      }
+    });
   }
 }
 

@@ -34,6 +34,7 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   serial_input_full: 429,
   health_check_not_found: 404,
   health_check_not_held: 409,
+  too_many_long_polls: 429,
 };
 
 /** `WWW-Authenticate` of each 401, as RFC 6750 words the three cases. */

@@ -57,6 +57,8 @@ export const BENCH_ERROR_CODES = [
   'health_check_not_found',
   /** A worker reported a health check that ended already (it ran past its deadline). */
   'health_check_not_held',
+  /** A worker waits in more long polls (claims, or serial input of one job) than it ever needs at once (decision 0470). */
+  'too_many_long_polls',
 ] as const;
 
 export type BenchErrorCode = (typeof BENCH_ERROR_CODES)[number];

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { sameSecret } from '../http/same-secret.js';
 import type { IncomingMessage } from 'node:http';
 import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteGuards } from './bench-route.js';
@@ -46,9 +46,7 @@ function checkAdmin(req: IncomingMessage, adminToken: string | undefined): void 
   }
   const given = req.headers['x-admin-token'];
   if (typeof given !== 'string' || given === '') throw new HttpError(401, 'admin token required: send it in the x-admin-token header');
-  const a = createHash('sha256').update(given).digest();
-  const b = createHash('sha256').update(adminToken).digest();
-  if (!timingSafeEqual(a, b)) throw new HttpError(401, 'wrong admin token');
+  if (!sameSecret(given, adminToken)) throw new HttpError(401, 'wrong admin token');
 }
 
 /** How the router checks the bench's two credentials (`ApiRoute.auth`). */

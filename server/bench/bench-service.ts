@@ -13,6 +13,7 @@ import { mountApiRoutes } from '../http/api-route.js';
 import { continueListener } from '../http/expect-continue.js';
 import { createErrorHandler, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
+import { bearerToken, sameSecret } from '../http/same-secret.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
 import { listen, type ListeningServer } from '../http/listen.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
@@ -274,8 +275,10 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       }),
     );
     app.get('/metrics', async (req, res) => {
-      // Open by default (board ids, worker labels and counts); with a metrics token, a bearer scrape.
-      if (config.metricsToken && req.get('authorization') !== `Bearer ${config.metricsToken}`) {
+      // Open by default (board ids, worker labels and counts); with a metrics token, a bearer scrape,
+      // compared in constant time like the admin token (a plain comparison leaked it by timing).
+      const token = bearerToken(req.get('authorization'));
+      if (config.metricsToken && (token === undefined || !sameSecret(token, config.metricsToken))) {
         throw new HttpError(401, 'metrics token required: send "authorization: Bearer <metrics token>"', { 'WWW-Authenticate': 'Bearer' });
       }
       res.type(metrics.registry.contentType).send(await metrics.registry.metrics());

@@ -143,6 +143,9 @@ export class Bench {
           }
         })
         .catch((err: unknown) => logger.error('sweeping lapsed job claims failed', err))
+        // Jobs that ended without an outcome through this process are forgotten here too.
+        .then(() => this.deps.gateway.forgetEnded())
+        .catch((err: unknown) => logger.error('forgetting ended jobs failed', err))
         .finally(() => this.armClaimSweep());
     }, this.deps.claimSweepMs ?? 5_000);
   }

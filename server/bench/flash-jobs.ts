@@ -78,7 +78,10 @@ export class FlashJobs {
       workerId: null,
       cancelReason: null,
     };
-    const result = await this.deps.store.createJob(job, { maxQueuedPerBoard: this.deps.limits.maxQueuedJobsPerBoard, nowMs });
+    // No session id holds a NUL, and PostgreSQL cannot even compare a text with one (a 500 for any agent).
+    const result = input.session.includes('\u0000')
+      ? ({ kind: 'session-not-found' } as const)
+      : await this.deps.store.createJob(job, { maxQueuedPerBoard: this.deps.limits.maxQueuedJobsPerBoard, nowMs });
     switch (result.kind) {
       case 'created':
         break;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { BASE64_PATTERN } from './base64-pattern.js';
 import { hasLoneSurrogate } from '../../core/relay/issue.js';
 import type { Request, Response } from 'express';
 import { pathParam } from '../http/api-route.js';
@@ -31,8 +32,6 @@ export const jobWaitQuerySchema = z.object({
     .meta({ description: `Extension: answer as soon as the job is done or failed, or after this many seconds (at most ${MAX_JOB_WAIT_SECONDS}) with the job as it is then.` }),
 });
 
-/** Standard base64 with its padding: Node's decoder skips any other character, so "!!!!" would be 0 bytes sent. */
-const BASE64_PATTERN = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 export const uartInputSchema = z
   .object({

@@ -18,31 +18,36 @@ export interface WatchDeps {
 /**
  * Resolves with the job once it is done or failed, or as it is when `waitMs` (injected clock) runs
  * out or `signal` aborts. Woken by this process's job events; the store is looked at every
- * `pollMs` too, for a job whose worker reports through another replica.
+ * `pollMs` too, for a job whose worker reports through another replica. A look that fails (the
+ * database blinked) is tried again at the next poll; the last read's failure rejects. Neither may
+ * go unhandled: Node ends the process on an unhandled rejection, every request with it.
  */
 export async function waitForJobEnd(deps: WatchDeps, jobId: string, waitMs: number, signal: AbortSignal): Promise<JobRecord | undefined> {
   const first = await deps.store.getJob(jobId);
   if (!first || isFinishedJobState(first.state) || waitMs <= 0) return first;
-  return new Promise<JobRecord | undefined>((resolve) => {
+  return new Promise<JobRecord | undefined>((resolve, reject) => {
     let settled = false;
     const timers: TimerHandle[] = [];
-    const finish = async () => {
+    const finish = () => {
       if (settled) return;
       settled = true;
       unsubscribe();
       for (const t of timers) deps.clock.clearTimeout(t);
       signal.removeEventListener('abort', finish);
-      resolve(await deps.store.getJob(jobId));
+      deps.store.getJob(jobId).then(resolve, reject);
     };
     const unsubscribe = deps.live.subscribe(jobId, (event) => {
-      if (event.kind === 'state' && isFinishedJobState(event.state)) void finish();
+      if (event.kind === 'state' && isFinishedJobState(event.state)) finish();
     });
     signal.addEventListener('abort', finish, { once: true });
-    timers.push(deps.clock.setTimeout(() => void finish(), waitMs));
+    timers.push(deps.clock.setTimeout(finish, waitMs));
     const poll = () => {
       timers.push(
         deps.clock.setTimeout(() => {
-          void deps.store.getJob(jobId).then((job) => (job && isFinishedJobState(job.state) ? finish() : !settled && poll()));
+          deps.store.getJob(jobId).then(
+            (job) => (job && isFinishedJobState(job.state) ? finish() : !settled && poll()),
+            () => !settled && poll(),
+          );
         }, deps.pollMs ?? WATCH_POLL_MS),
       );
     };
@@ -129,16 +134,25 @@ export function streamJobUart(
     if (pollTimer !== undefined) deps.clock.clearTimeout(pollTimer);
     if (idleTimer !== undefined) deps.clock.clearTimeout(idleTimer);
   };
-  void deps.store.getJob(jobId).then((job) => {
-    fromStore(job);
-    // What this process holds beyond the store's copy (saved up to a second later).
-    for (const chunk of deps.localUart?.(jobId) ?? []) send(chunk);
-    started = true;
-    for (const chunk of early.splice(0)) send(chunk);
-    if (!stopped) {
-      poll();
-      armIdle();
-    }
-  });
+  // The store's copy first; a read that fails (the database blinked) is tried again a poll later,
+  // live chunks kept meanwhile (sent before the stored ones, they would hide them), never unhandled.
+  const begin = () =>
+    deps.store.getJob(jobId).then(
+      (job) => {
+        fromStore(job);
+        // What this process holds beyond the store's copy (saved up to a second later).
+        for (const chunk of deps.localUart?.(jobId) ?? []) send(chunk);
+        started = true;
+        for (const chunk of early.splice(0)) send(chunk);
+        if (!stopped) {
+          poll();
+          armIdle();
+        }
+      },
+      () => {
+        if (!stopped) pollTimer = deps.clock.setTimeout(() => void begin(), deps.pollMs ?? WATCH_POLL_MS);
+      },
+    );
+  void begin();
   return stop;
 }

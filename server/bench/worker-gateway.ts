@@ -1,14 +1,13 @@
-import type { UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { HealthCheckReport, JobPush, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
 import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
 import type { Logger } from '../http/logger.js';
-import type { BenchStore, JobOutcome, JobRecord } from '../store/bench-store.js';
+import type { BenchStore, JobOutcome, JobRecord, UartRecord } from '../store/bench-store.js';
 import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 import { StoreSignals } from './store-signals.js';
-import { UART_SAVE_INTERVAL_MS, uartRecordOf } from './uart-record.js';
+import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
 
 /** The most serial input one fetch hands a worker, bytes (one input is never split). */
 export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
@@ -28,13 +27,11 @@ export interface WorkerGatewayDeps {
   claimPollMs?: number;
 }
 
-/** What the gateway keeps of a job a worker reported through it. */
-interface JobInFlight {
+/** What the gateway keeps of a job a worker reported through it (its UART as `HeldUart`). */
+interface JobInFlight extends HeldUart {
   job: JobRecord;
   workerId: string;
   claimMs: number | null;
-  chunks: UartChunk[];
-  bytes: number;
   capture: Omit<UartCaptureReport, 'uart'>;
   saveTimer: TimerHandle | undefined;
   saving: Promise<void>;
@@ -70,9 +67,9 @@ export class WorkerGateway {
       firmware: (ticket) => this.firmware(ticket.firmwareSha256),
       running: (jobId) => this.running(workerId, jobId),
       uart: async (jobId, report) => {
-        await this.uart(workerId, jobId, report);
+        await this.uart(workerId, options.claimMs, jobId, report);
       },
-      heartbeat: (jobId) => this.heartbeat(workerId, jobId),
+      heartbeat: (jobId) => this.heartbeat(workerId, options.claimMs, jobId),
       finish: async (jobId, outcome) => {
         await this.finish(workerId, jobId, outcome);
       },
@@ -102,13 +99,7 @@ export class WorkerGateway {
    */
   uartSoFar(jobId: string): LiveUartChunk[] | undefined {
     const entry = this.inFlight.get(jobId);
-    if (!entry) return undefined;
-    let offset = 0;
-    return entry.chunks.map((c) => {
-      const chunk = { offset, atNanos: c.atNanos, bytes: c.bytes, timeBase: entry.capture.timeBase };
-      offset += c.bytes.length;
-      return chunk;
-    });
+    return entry && withOffsets(entry.chunks).map(({ offset, chunk }) => ({ offset, atNanos: chunk.atNanos, bytes: chunk.bytes, timeBase: entry.capture.timeBase }));
   }
 
   /** Whether a job of the session is running through this gateway. */
@@ -122,6 +113,23 @@ export class WorkerGateway {
       if (entry.watchers.size === 0) continue;
       const job = await this.deps.store.getJob(entry.job.jobId);
       if (job?.cancelReason) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason: job.cancelReason });
+    }
+  }
+
+  /**
+   * Forgets the jobs that ended without their worker's outcome coming through here (the sweep
+   * failed them when the worker vanished, an administrator revoked it, or it finished through
+   * another replica): only an outcome through this gateway removed a job from it, so each such
+   * job kept its UART in memory, a save timer, and counted as running for its session, for good.
+   */
+  async forgetEnded(): Promise<void> {
+    for (const [jobId, entry] of [...this.inFlight]) {
+      const job = await this.deps.store.getJob(jobId);
+      if (job && (job.state === 'flashing' || job.state === 'running')) continue;
+      if (this.inFlight.get(jobId) !== entry) continue; // finished meanwhile
+      if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
+      entry.saveTimer = undefined;
+      this.inFlight.delete(jobId);
     }
   }
 
@@ -178,28 +186,30 @@ export class WorkerGateway {
     return { stop: status.cancelReason };
   }
 
-  async heartbeat(workerId: string, jobId: string): Promise<{ stop: string | null }> {
-    const entry = this.inFlight.get(jobId);
-    const status = await this.deps.store.renewJobClaim(jobId, workerId, { nowMs: this.now(), claimMs: entry?.claimMs ?? null });
+  /**
+   * Renews `workerId`'s claim on the job for `claimMs` (null: the worker in this process, whose
+   * claims never lapse). Given by the caller, not remembered from the claim: after a restart, or
+   * on a replica that did not hand out the job, nothing here remembers it, and a renewal that
+   * guessed "never" left a vanished worker's job running, holding its board, for good.
+   */
+  async heartbeat(workerId: string, claimMs: number | null, jobId: string): Promise<{ stop: string | null }> {
+    const status = await this.deps.store.renewJobClaim(jobId, workerId, { nowMs: this.now(), claimMs });
     return { stop: status.kind === 'lost' ? lostReason(jobId, status.state) : status.cancelReason };
   }
 
-  /** False when the worker does not hold the job (the report is dropped). */
-  async uart(workerId: string, jobId: string, report: UartReport): Promise<boolean> {
-    const entry = await this.entryOf(workerId, jobId);
+  /**
+   * Keeps a report of the job's UART from `report.offset` on; false when the worker does not hold
+   * the job (nothing is kept). `claimMs` as for `heartbeat`. A report starting past the bytes
+   * received so far (an earlier one lost on the way, or the unsaved second before a restart) leaves
+   * a gap: its size is counted as dropped, so no byte is taken for another, and a late report of
+   * the missing range is not placed after newer bytes; the outcome carries the whole capture.
+   */
+  async uart(workerId: string, claimMs: number | null, jobId: string, report: UartReport): Promise<boolean> {
+    const entry = await this.entryOf(workerId, claimMs, jobId);
     if (!entry) return false;
     entry.capture = { timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes };
-    let offset = report.offset;
-    for (const chunk of report.chunks) {
-      const end = offset + chunk.bytes.length;
-      // A range the gateway has already (a worker re-sending after a lost answer) is not kept twice.
-      if (end > entry.bytes) {
-        const fresh = offset >= entry.bytes ? chunk : { atNanos: chunk.atNanos, bytes: chunk.bytes.slice(entry.bytes - offset) };
-        entry.chunks.push(fresh);
-        this.deps.live.publishUart(jobId, { offset: entry.bytes, atNanos: fresh.atNanos, bytes: fresh.bytes, timeBase: report.timeBase });
-        entry.bytes += fresh.bytes.length;
-      }
-      offset = end;
+    for (const { offset, chunk } of holdReport(entry, report, this.deps.limits.maxUartBytesPerJob)) {
+      this.deps.live.publishUart(jobId, { offset, atNanos: chunk.atNanos, bytes: chunk.bytes, timeBase: report.timeBase });
     }
     if (entry.saveTimer === undefined) {
       entry.saveTimer = this.deps.clock.setTimeout(() => {
@@ -219,12 +229,12 @@ export class WorkerGateway {
       await entry.saving;
       this.inFlight.delete(jobId);
     }
-    const maxChunks = this.deps.limits.maxUartChunksPerJob;
+    const limits = this.uartLimits();
     const nowMs = this.now();
     const record: JobOutcome =
       outcome.state === 'done'
-        ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, maxChunks), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
-        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, maxChunks) : null };
+        ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
+        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : await this.uartSoFarOf(entry, jobId) };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
     // Input nobody will read any more; a fetch still waiting hears the job is over.
     await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
@@ -235,6 +245,15 @@ export class WorkerGateway {
       this.jobQueued(finished.board);
     }
     return finished;
+  }
+
+  /**
+   * What a job reported before a failure that carries no capture: what this gateway holds (saved
+   * or not yet), else what the store saved. Recording none would wipe UART the server accepted.
+   */
+  private async uartSoFarOf(entry: JobInFlight | undefined, jobId: string): Promise<UartRecord | null> {
+    if (entry && entry.chunks.length > 0) return this.recordOf(entry);
+    return (await this.deps.store.getJob(jobId))?.uart ?? null;
   }
 
   watch(jobId: string, listener: (push: JobPush) => void): () => void {
@@ -311,6 +330,8 @@ export class WorkerGateway {
       claimMs,
       chunks: [],
       bytes: 0,
+      reportedBytes: 0,
+      droppedHere: 0,
       capture: { timeBase: 'wall', droppedUartBytes: 0 },
       saveTimer: undefined,
       saving: Promise.resolve(),
@@ -320,28 +341,37 @@ export class WorkerGateway {
   }
 
   /** The job as this gateway knows it; another replica's job is taken up from the store. */
-  private async entryOf(workerId: string, jobId: string): Promise<JobInFlight | undefined> {
+  private async entryOf(workerId: string, claimMs: number | null, jobId: string): Promise<JobInFlight | undefined> {
     const known = this.inFlight.get(jobId);
     if (known) return known.workerId === workerId ? known : undefined;
     const job = await this.deps.store.getJob(jobId);
     if (!job || job.workerId !== workerId || (job.state !== 'flashing' && job.state !== 'running')) return undefined;
-    this.started(job, workerId, null);
+    this.started(job, workerId, claimMs);
     const entry = this.inFlight.get(jobId)!;
     if (job.uart) {
-      entry.chunks = job.uart.chunks.map((c) => ({ atNanos: c.atNanos, bytes: job.uart!.bytes.slice(c.offset, c.offset + c.length) }));
+      entry.chunks = chunksOfRecord(job.uart);
       entry.bytes = job.uart.bytes.length;
+      entry.reportedBytes = entry.bytes;
     }
     return entry;
   }
 
   private save(entry: JobInFlight): void {
-    const uart = uartRecordOf({ ...entry.capture, uart: entry.chunks }, this.deps.limits.maxUartChunksPerJob);
+    const uart = this.recordOf(entry);
     const { jobId } = entry.job;
     entry.saving = entry.saving
       .then(async () => {
         await this.deps.store.renewJobClaim(jobId, entry.workerId, { nowMs: this.now(), claimMs: entry.claimMs, uart });
       })
       .catch((err: unknown) => this.deps.logger.error(`saving the UART of running job ${jobId} failed`, err));
+  }
+
+  private recordOf(entry: JobInFlight): UartRecord {
+    return uartRecordOf({ ...entry.capture, droppedUartBytes: entry.capture.droppedUartBytes + entry.droppedHere, uart: entry.chunks }, this.uartLimits());
+  }
+
+  private uartLimits(): { maxChunks: number; maxBytes: number } {
+    return { maxChunks: this.deps.limits.maxUartChunksPerJob, maxBytes: this.deps.limits.maxUartBytesPerJob };
   }
 
   private ticketOf(job: JobRecord): JobTicket {

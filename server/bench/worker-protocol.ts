@@ -21,6 +21,14 @@ export interface WorkerTimings {
 
 export const defaultWorkerTimings: WorkerTimings = { heartbeatSeconds: 5, offlineAfterSeconds: 15, claimSeconds: 30 };
 
+/**
+ * The most claims one worker waits in at once on one server process (decision 0470): a worker
+ * claims in one loop, and a few more cover a claim whose client gave up before the server noticed.
+ */
+export const MAX_WAITING_CLAIMS_PER_WORKER = 4;
+/** The most serial-input fetches one worker waits in at once for one job (it runs one per job). */
+export const MAX_WAITING_INPUT_FETCHES_PER_JOB = 2;
+
 /** A UART chunk on the wire: device ns and base64 bytes. */
 export interface WireChunk {
   at_ns: number;
@@ -50,6 +58,9 @@ export const captureFromWire = (c: WireCapture): UartCaptureReport => ({
  * that reports come from the worker holding the job. Every call records that the worker was heard from.
  */
 export class WorkerProtocol {
+  /** Long polls open in this process, by worker and what they wait for (decision 0470). */
+  private readonly waiting = new Map<string, number>();
+
   constructor(
     private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; boards: LiveBoards; logger: Logger; timings: WorkerTimings },
   ) {}
@@ -88,29 +99,34 @@ export class WorkerProtocol {
   async claim(worker: WorkerRecord, boards: readonly string[], waitMs: number, signal: AbortSignal): Promise<WorkerTask | undefined> {
     this.checkServes(worker, boards);
     await this.deps.store.workers.heardFrom(worker.workerId, { nowMs: this.now() });
-    const timeout = new AbortController();
-    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
-    const both = AbortSignal.any([signal, timeout.signal]);
-    try {
-      const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.deps.timings.claimSeconds * 1000 });
-      return await link.claim(boards, both);
-    } finally {
-      this.deps.clock.clearTimeout(timer);
-    }
+    return this.longPoll(`claim:${worker.workerId}`, MAX_WAITING_CLAIMS_PER_WORKER, `worker ${worker.workerId} already waits in ${MAX_WAITING_CLAIMS_PER_WORKER} claims`, async () => {
+      const timeout = new AbortController();
+      const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+      const both = AbortSignal.any([signal, timeout.signal]);
+      try {
+        const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.claimMs() });
+        return await link.claim(boards, both);
+      } finally {
+        this.deps.clock.clearTimeout(timer);
+      }
+    });
   }
 
   /** Serial input for a job the worker holds, waiting up to `waitMs` for some; refused when it no longer holds the job. */
   async input(worker: WorkerRecord, jobId: string, writtenThroughSeq: number, waitMs: number, signal: AbortSignal): Promise<SerialInputBatch['inputs']> {
     await this.heardFrom(worker);
-    const timeout = new AbortController();
-    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
-    try {
-      const batch = await this.deps.gateway.input(worker.workerId, jobId, writtenThroughSeq, AbortSignal.any([signal, timeout.signal]));
-      if (batch.lost) throw await this.notHeld(worker, jobId);
-      return batch.inputs;
-    } finally {
-      this.deps.clock.clearTimeout(timer);
-    }
+    const why = `worker ${worker.workerId} already waits in ${MAX_WAITING_INPUT_FETCHES_PER_JOB} serial-input fetches of job ${jobId}`;
+    return this.longPoll(`input:${worker.workerId}:${jobId}`, MAX_WAITING_INPUT_FETCHES_PER_JOB, why, async () => {
+      const timeout = new AbortController();
+      const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+      try {
+        const batch = await this.deps.gateway.input(worker.workerId, jobId, writtenThroughSeq, AbortSignal.any([signal, timeout.signal]));
+        if (batch.lost) throw await this.notHeld(worker, jobId);
+        return batch.inputs;
+      } finally {
+        this.deps.clock.clearTimeout(timer);
+      }
+    });
   }
 
   /** The health the server keeps of a catalog board (public in the board list anyway). */
@@ -157,21 +173,51 @@ export class WorkerProtocol {
   async jobHeartbeat(worker: WorkerRecord, jobId: string): Promise<{ stop: string | null }> {
     await this.heardFrom(worker);
     await this.ownJob(worker, jobId);
-    return this.deps.gateway.heartbeat(worker.workerId, jobId);
+    return this.deps.gateway.heartbeat(worker.workerId, this.claimMs(), jobId);
   }
 
   async uart(worker: WorkerRecord, jobId: string, offset: number, capture: WireCapture): Promise<void> {
     await this.heardFrom(worker);
     const report = { ...captureFromWire(capture), offset, chunks: chunksFromWire(capture.chunks) };
-    const kept = await this.deps.gateway.uart(worker.workerId, jobId, { offset, chunks: report.chunks, timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes });
+    const kept = await this.deps.gateway.uart(worker.workerId, this.claimMs(), jobId, { offset, chunks: report.chunks, timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes });
     if (!kept) throw await this.notHeld(worker, jobId);
   }
 
   async finish(worker: WorkerRecord, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
     await this.heardFrom(worker);
+    const before = await this.ownJob(worker, jobId);
+    // An outcome for a job that ended otherwise (its claim lapsed, the worker was revoked) came too
+    // late: refused, so the worker's log says so; the same outcome again (its answer was lost) is not.
+    if ((before.state === 'done' || before.state === 'failed') && !sameOutcome(before, outcome)) {
+      const why = before.failure ? ` (${before.failure.kind}: ${before.failure.message})` : '';
+      throw new BenchError('job_not_held', `job ${jobId} is ${before.state}${why}: this outcome came too late, the first one stands`);
+    }
     const job = await this.deps.gateway.finish(worker.workerId, jobId, outcome);
     if (job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
     return job;
+  }
+
+  /**
+   * Runs one long poll of a worker, at most `max` at once per `key` in this process: each one looks
+   * at the store every few seconds (across replicas), so a leaked worker token opening thousands
+   * slowed every agent's request (a 429 instead, naming `why`; decision 0470).
+   */
+  private async longPoll<T>(key: string, max: number, why: string, run: () => Promise<T>): Promise<T> {
+    const open = this.waiting.get(key) ?? 0;
+    if (open >= max) throw new BenchError('too_many_long_polls', `${why}: let one answer (or end it) before opening another`, { retryAfterSeconds: 1 });
+    this.waiting.set(key, open + 1);
+    try {
+      return await run();
+    } finally {
+      const left = (this.waiting.get(key) ?? 1) - 1;
+      if (left === 0) this.waiting.delete(key);
+      else this.waiting.set(key, left);
+    }
+  }
+
+  /** How long a remote worker's claim holds without renewal (host ms). */
+  private claimMs(): number {
+    return this.deps.timings.claimSeconds * 1000;
   }
 
   private async heardFrom(worker: WorkerRecord): Promise<void> {
@@ -187,12 +233,15 @@ export class WorkerProtocol {
   }
 
   /**
-   * Refuses, like a missing job, a job this worker was never given: its answer (a stop reason
-   * naming the job's state) is only for the worker that claimed it, which then stops.
+   * Refuses (404, like a missing job) a job this worker was never given: another worker's job (its
+   * existence and state, named in a stop reason, are only for the worker that claimed it) or none
+   * at all (the store's finish had no row to answer with: a 500). A job it claimed and lost since
+   * (swept, revoked) is answered by the call itself.
    */
-  private async ownJob(worker: WorkerRecord, jobId: string): Promise<void> {
+  private async ownJob(worker: WorkerRecord, jobId: string): Promise<JobRecord> {
     const job = await this.deps.store.getJob(jobId);
     if (!job || job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
+    return job;
   }
 
   private async heldJob(worker: WorkerRecord, jobId: string): Promise<void> {
@@ -208,4 +257,10 @@ export class WorkerProtocol {
     }
     return new BenchError('job_not_held', `job ${jobId} is ${job.state}: this worker no longer holds it`);
   }
+}
+
+/** Whether a stored outcome is the one reported (a report sent again after its answer was lost). */
+function sameOutcome(job: JobRecord, outcome: WorkerJobOutcome): boolean {
+  if (outcome.state === 'done') return job.state === 'done';
+  return job.state === 'failed' && job.failure?.kind === outcome.failure.kind && job.failure.message === outcome.failure.message;
 }

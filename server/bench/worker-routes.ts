@@ -37,6 +37,8 @@ const WORKER_ERRORS = { ...ERRORS, 401: 'Missing or invalid worker token (agent 
 /** Routes with a JSON body: not JSON (415), over the limit (413), cut off mid-body (400). */
 const BODY_ERRORS = { 400: 'The body ended before it was complete', 413: 'Body over the limit', 415: 'Body is not JSON' };
 const JOB_ERRORS = { ...WORKER_ERRORS, 404: 'No such job among this worker’s', 409: 'The worker no longer holds the job' };
+/** Long polls: a worker waits in at most a few at once (decision 0470). */
+const LONG_POLL_ERRORS = { 429: 'The worker already waits in as many such long polls as it may (Retry-After: 1)' };
 const ADMIN_ERRORS = { ...ERRORS, 401: 'Missing or wrong x-admin-token', 403: 'Admin disabled (no admin token configured)' };
 
 /** JSON bodies of the worker protocol: the finish report carries a job's whole UART (base64). */
@@ -118,7 +120,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       auth: 'worker',
       body: jsonBody(claimBodySchema),
       response: claimAnswerSchema,
-      errors: { ...WORKER_ERRORS, ...BODY_ERRORS },
+      errors: { ...WORKER_ERRORS, ...BODY_ERRORS, ...LONG_POLL_ERRORS },
       handler: async (req, res, caller) => {
         const body = await readBody(req, claimBodySchema);
         const gone = new AbortController();
@@ -195,7 +197,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
       auth: 'worker',
       body: jsonBody(inputBodySchema),
       response: inputAnswerSchema,
-      errors: { ...JOB_ERRORS, ...BODY_ERRORS },
+      errors: { ...JOB_ERRORS, ...BODY_ERRORS, ...LONG_POLL_ERRORS },
       handler: async (req, res, caller) => {
         const body = await readBody(req, inputBodySchema);
         const gone = new AbortController();

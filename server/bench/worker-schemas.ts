@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { backendErrorKinds } from '../../backends/backend.js';
+import { BASE64_PATTERN } from './base64-pattern.js';
 
 /**
  * The worker protocol's bodies (docs/worker-protocol.md), validated at the edge like every other
@@ -78,8 +79,8 @@ export const inputAnswerSchema = z.object({
 
 const chunkSchema = z.object({
   at_ns: z.number().nonnegative(),
-  /** The chunk's bytes, base64. */
-  base64: z.string().max(1_000_000),
+  /** The chunk's bytes, standard base64 with padding (anything else would be decoded in part, silently). */
+  base64: z.string().max(1_000_000).regex(BASE64_PATTERN, { message: 'Value error, base64 must be standard base64 with its = padding' }),
 });
 
 const captureFields = {

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { isRevoked } from './sqlite-job-queue.js';
 import {
   type HealthCheckOutcomeRecord,
   type HealthCheckRecord,
@@ -46,7 +47,8 @@ export class SqliteHealthChecks implements HealthCheckStore {
              ORDER BY requested_at_ms, rowid LIMIT 1`,
           )
           .get(workerId, ...boards) as { check_id: string } | undefined;
-        if (!row) return undefined;
+        // A revoked worker's claim (it was waiting in it when revoked) takes nothing.
+        if (!row || isRevoked(db, workerId)) return undefined;
         db.prepare("UPDATE board_health_checks SET state = 'running', started_at_ms = ? WHERE check_id = ?").run(nowMs, row.check_id);
         return this.byId(row.check_id);
       })

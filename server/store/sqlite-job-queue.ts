@@ -10,7 +10,10 @@ import { expireDue, renewAfterJob } from './sqlite-session-leases.js';
  * written together.
  */
 
-/** The oldest queued job on one of `boards` whose board is idle, moved to `flashing` for the worker. */
+/**
+ * The oldest queued job on one of `boards` whose board is idle, moved to `flashing` for the worker;
+ * nothing for a revoked worker (a claim it was already waiting in when revoked, on any replica).
+ */
 export function claimJob(
   db: Database.Database,
   request: { workerId: string; boards: readonly string[]; nowMs: number; claimMs: number | null },
@@ -20,6 +23,7 @@ export function claimJob(
     .transaction((): JobRecord | undefined => {
       // Due sessions expire first: a queued job of a session that ran out is cancelled, not run.
       expireDue(db, request.nowMs);
+      if (isRevoked(db, request.workerId)) return undefined;
       const placeholders = request.boards.map(() => '?').join(', ');
       const row = db
         .prepare(
@@ -37,6 +41,11 @@ export function claimJob(
       return jobFromRow(db.prepare('SELECT * FROM jobs WHERE job_id = ?').get(row.job_id) as JobRow);
     })
     .immediate();
+}
+
+/** Whether `workerId` is a bench worker an administrator revoked (the server's own worker has no row). */
+export function isRevoked(db: Database.Database, workerId: string): boolean {
+  return db.prepare('SELECT 1 FROM workers WHERE worker_id = ? AND revoked_at_ms IS NOT NULL').get(workerId) !== undefined;
 }
 
 function claimStatus(db: Database.Database, jobId: string, workerId: string): JobClaimStatus {

@@ -63,6 +63,14 @@ describe('GET /metrics', () => {
     expect((await app.request('/metrics', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
     expect((await app.request('/metrics', { headers: { authorization: 'Bearer scrape-me' } })).status).toBe(200);
   });
+
+  it('reads the metrics token as the admin token is read: the scheme in any case, the token compared whole', async () => {
+    app = await startBenchTestApp({ metricsToken: 'scrape-me' });
+    const status = async (authorization: string) => (await app!.request('/metrics', { headers: { authorization } })).status;
+    expect(await status('bearer scrape-me')).toBe(200);
+    expect(await status('BEARER scrape-me')).toBe(200);
+    for (const wrong of ['Bearer scrape-m', 'Bearer scrape-me2', 'Basic scrape-me', 'Bearer', 'scrape-me']) expect([wrong, await status(wrong)]).toEqual([wrong, 401]);
+  });
 });
 
 describe('logs', () => {

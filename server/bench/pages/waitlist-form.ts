@@ -15,6 +15,13 @@ export { WAITLIST_KINDS, type WaitlistKind };
 /** Enough for "what I would test and on which boards", short enough that the list cannot be used as storage. */
 export const NOTE_MAX_CHARS = 500;
 
+/**
+ * The characters a note may hold: any but control characters, except tab and line breaks. A NUL
+ * could not even be stored on PostgreSQL (an anonymous 500), and the others would corrupt the
+ * pages and logs that show the list.
+ */
+export const NOTE_PATTERN = '^[^\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]*$';
+
 export const WAITLIST_FIELDS = ['kind', 'email', 'note', 'csrf'] as const;
 
 /** One item of a 422 body, keys in pydantic's order: type, loc, msg, input, ctx. */
@@ -102,6 +109,14 @@ export function parseWaitlistForm(fields: ReadonlyMap<string, readonly string[]>
       msg: `String should have at most ${NOTE_MAX_CHARS} characters`,
       input: note,
       ctx: { max_length: NOTE_MAX_CHARS },
+    });
+  } else if (note !== undefined && !new RegExp(NOTE_PATTERN).test(note)) {
+    errors.push({
+      type: 'string_pattern_mismatch',
+      loc: ['body', 'note'],
+      msg: `String should match pattern '${NOTE_PATTERN}'`,
+      input: note,
+      ctx: { pattern: NOTE_PATTERN },
     });
   }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { EMAIL_MAX_CHARS, parseEmailAddress } from './email-address.js';
-import { NOTE_MAX_CHARS, WAITLIST_KINDS } from './waitlist-form.js';
+import { NOTE_MAX_CHARS, NOTE_PATTERN, WAITLIST_KINDS } from './waitlist-form.js';
 
 /**
  * The waitlist form and answer as zod schemas, for the service's `/openapi.json` (through
@@ -24,6 +24,7 @@ export const waitlistFormSchema = z.object({
   note: z
     .string()
     .refine((value) => [...value].length <= NOTE_MAX_CHARS, { message: `String should have at most ${NOTE_MAX_CHARS} characters` })
+    .regex(new RegExp(NOTE_PATTERN))
     .default('')
     .meta({ maxLength: NOTE_MAX_CHARS, description: 'What you would like to test (optional).' }),
   csrf: z

@@ -48,6 +48,7 @@ export async function claimJob(
 ): Promise<JobRecord | undefined> {
   if (request.boards.length === 0) return undefined;
   await expireDue(q, request.nowMs);
+  if (await isRevoked(q, request.workerId)) return undefined;
   const [row] = await q<{ job_id: string }>(
     `SELECT q.job_id FROM jobs q
      WHERE q.state = 'queued' AND q.board = ANY($1::text[])
@@ -64,6 +65,11 @@ export async function claimJob(
     row.job_id,
   ]);
   return jobById(q, row.job_id);
+}
+
+/** Whether `workerId` is a bench worker an administrator revoked (a claim it waited in takes nothing; the server's own worker has no row). */
+export async function isRevoked(q: Query, workerId: string): Promise<boolean> {
+  return (await q('SELECT 1 FROM workers WHERE worker_id = $1 AND revoked_at_ms IS NOT NULL', [workerId])).length > 0;
 }
 
 async function claimStatus(q: Query, jobId: string, workerId: string): Promise<JobClaimStatus> {

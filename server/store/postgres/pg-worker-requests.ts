@@ -9,6 +9,7 @@ import {
 } from '../health-check-store.js';
 import { type EnqueueSerialInputResult, type SerialInputStore, type TakeSerialInputResult, withinBytes } from '../serial-input-store.js';
 import type { PgDatabase, Query } from './pg-database.js';
+import { isRevoked } from './pg-jobs.js';
 
 /**
  * What the server asks of a worker through the PostgreSQL store: serial input for its running jobs
@@ -96,7 +97,8 @@ export class PgHealthChecks implements HealthCheckStore {
          ORDER BY requested_at_ms, seq LIMIT 1`,
         [workerId, [...boards]],
       );
-      if (!row) return undefined;
+      // A revoked worker's claim (it was waiting in it when revoked) takes nothing.
+      if (!row || (await isRevoked(q, workerId))) return undefined;
       await q("UPDATE board_health_checks SET state = 'running', started_at_ms = $1 WHERE check_id = $2", [nowMs, row.check_id]);
       return checkById(q, row.check_id);
     });
