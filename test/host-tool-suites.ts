@@ -31,6 +31,8 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/lab-processes.test.ts',
       // Two replicas on PostgreSQL, a QEMU worker and a simulator worker (issue 10).
       'test/integration/lab-replicas-processes.test.ts',
+    'test/integration/bench-hostile-lab.test.ts',
+    'test/integration/local-board-health-through-store.test.ts',
       // hilbench flash shows QEMU's output live (issue 11).
       'test/integration/flash-live-qemu.test.ts',
       // hilbench run --verbose shows QEMU's output live (issue 11).
@@ -81,6 +83,8 @@ export const postgresSuites = {
     'test/integration/replicas.test.ts',
     'test/integration/bench-hostile-inputs.test.ts',
     'test/integration/lab-replicas-processes.test.ts',
+    'test/integration/bench-hostile-lab.test.ts',
+    'test/integration/local-board-health-through-store.test.ts',
     // The relay's tables on PostgreSQL (decision 0440).
     'test/contract/postgres-relay-store.contract.test.ts',
     'test/integration/relay-store-replicas.test.ts',
