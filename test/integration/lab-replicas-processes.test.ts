@@ -36,14 +36,17 @@ describe('a lab of two replicas on PostgreSQL and two worker processes', () => {
   it('serves the bench API through either replica, jobs running on the QEMU worker and on the simulator worker', { timeout: 240_000 }, async () => {
     const database = await createTestDatabase();
     cleanups.push(database.drop);
-    const replica = (name: string) =>
+    // Replica a is given the database by --database-url, replica b by HILBENCH_DATABASE_URL alone:
+    // were the variable ignored, b would run on its own SQLite and the replicas would not agree.
+    const replica = (name: string, database: { flag: string[]; env?: Record<string, string> }) =>
       processes.start(
-        ['serve', '--database-url', database.url, '--no-local-worker', '--no-relay', '--port', '0', '--data-dir', path.join(dir, name), '--admin-token', ADMIN,
+        ['serve', ...database.flag, '--no-local-worker', '--no-relay', '--port', '0', '--data-dir', path.join(dir, name), '--admin-token', ADMIN,
           '--worker-heartbeat-seconds', '1', '--worker-offline-after-seconds', '3', '--worker-claim-seconds', '3', '--max-uart-seconds', '600'],
         /bench service on (http:\/\/127\.0\.0\.1:\d+)/,
+        database.env ? { env: database.env } : {},
       );
-    const urlA = (await replica('a')).match[1]!;
-    const urlB = (await replica('b')).match[1]!;
+    const urlA = (await replica('a', { flag: ['--database-url', database.url] })).match[1]!;
+    const urlB = (await replica('b', { flag: [], env: { HILBENCH_DATABASE_URL: database.url } })).match[1]!;
 
     const tokenFile = async (serverUrl: string, label: string) => {
       const created = await execa('node', [hilbenchCli, 'worker-token', 'create', '--server', serverUrl, '--admin-token', ADMIN, '--label', label]);
