@@ -5,7 +5,6 @@ import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readChildLedger } from '../../backends/process/child-ledger.js';
 import { isProcessAlive, processStartTicks, type ProcessIdentity } from '../../backends/process/process-identity.js';
-import { defaultScratchParent } from '../../backends/process/scratch-dir.js';
 import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
 import { childLedgerDir } from '../../server/lifecycle/reap-leftovers.js';
 import { until } from '../support/hilbench-processes.js';
@@ -16,6 +15,11 @@ import { until } from '../support/hilbench-processes.js';
 const cli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-crash-'));
 const dataDir = path.join(dir, 'data');
+// The servers' own temp dir, so their emulator scratch folders live apart from every other test's:
+// any server starting elsewhere removes the folders of dead owners in its temp dir, and would take
+// the killed server's (which this test counts before the restart) while test files run in parallel.
+const scratchParent = path.join(dir, 'tmp');
+mkdirSync(scratchParent);
 const servers = new Set<ResultPromise>();
 afterAll(async () => {
   for (const server of servers) server.kill('SIGKILL');
@@ -31,7 +35,7 @@ interface Serve {
 
 /** Starts `hilbench serve` on `dataDir` with the QEMU backend; resolves once the bench and relay listen. */
 async function serve(): Promise<Serve> {
-  const child = execa('node', [cli, 'serve', '--port', '0', '--relay-port', '0', '--data-dir', dataDir, '--backend', 'qemu', '--max-uart-seconds', '600'], { reject: false });
+  const child = execa('node', [cli, 'serve', '--port', '0', '--relay-port', '0', '--data-dir', dataDir, '--backend', 'qemu', '--max-uart-seconds', '600'], { reject: false, env: { TMPDIR: scratchParent } });
   servers.add(child);
   const benchUrl = await new Promise<string>((resolve, reject) => {
     let seen = '';
@@ -89,7 +93,7 @@ function qemusOf(ownerPid: number): ProcessIdentity[] {
     .map((r) => r.child);
 }
 
-const scratchDirsOf = (pid: number) => readdirSync(defaultScratchParent()).filter((name) => name.startsWith(`hbq-${pid}-`));
+const scratchDirsOf = (pid: number) => readdirSync(scratchParent).filter((name) => name.startsWith(`hbq-${pid}-`));
 
 describe('hilbench serve killed with SIGKILL during QEMU jobs', () => {
   it('leaves no emulator running, and the restart finds no leftovers and every accepted job', { timeout: 180_000 }, async () => {
