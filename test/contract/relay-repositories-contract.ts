@@ -1,6 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RelayStore } from '../../server/relay/relay-store.js';
-import type { OpenRelayStore } from './relay-store-contract.js';
+import { describe, expect, it } from 'vitest';
+import { type OpenRelayStore, freshStorePerTest } from './relay-store-contract.js';
 
 const node = (n: number) => n.toString(16).padStart(64, '0');
 const claim = (n: number, author: string, createdMs = n) => ({
@@ -24,18 +23,7 @@ const claim = (n: number, author: string, createdMs = n) => ({
  */
 export function describeRelayRepositoriesContract(name: string, open: OpenRelayStore): void {
   describe(`relay repositories contract: ${name}`, () => {
-    let current: Awaited<ReturnType<OpenRelayStore>> | undefined;
-    const store = (): RelayStore => {
-      if (!current) throw new Error('no store open: beforeEach did not run');
-      return current.store;
-    };
-    beforeEach(async () => {
-      current = await open();
-    });
-    afterEach(async () => {
-      await current?.dispose();
-      current = undefined;
-    });
+    const store = freshStorePerTest(open);
 
     it('nodes: learned and local, invited, oldest first, counted', () => {
       const { nodes } = store().data;

@@ -7,24 +7,29 @@ export type OpenRelayStore = () => Promise<{ store: RelayStore; dispose: () => P
 const HOUR_MS = 3600_000;
 const node = (n: number) => n.toString(16).padStart(64, '0');
 
+/** Opens a fresh store before each test of the enclosing `describe` and disposes of it after; returns its getter. */
+export function freshStorePerTest(open: OpenRelayStore): () => RelayStore {
+  let current: { store: RelayStore; dispose: () => Promise<void> } | undefined;
+  beforeEach(async () => {
+    current = await open();
+  });
+  afterEach(async () => {
+    await current?.dispose();
+    current = undefined;
+  });
+  return () => {
+    if (!current) throw new Error('no store open: beforeEach did not run');
+    return current.store;
+  };
+}
+
 /**
  * The relay's storage contract (issue 10, decision 0440): the same repositories, transactions,
  * event order, secrets and cache invalidation on the embedded SQLite store and on PostgreSQL.
  */
 export function describeRelayStoreContract(name: string, open: OpenRelayStore): void {
   describe(`relay store contract: ${name}`, () => {
-    let current: { store: RelayStore; dispose: () => Promise<void> } | undefined;
-    const store = (): RelayStore => {
-      if (!current) throw new Error('no store open: beforeEach did not run');
-      return current.store;
-    };
-    beforeEach(async () => {
-      current = await open();
-    });
-    afterEach(async () => {
-      await current?.dispose();
-      current = undefined;
-    });
+    const store = freshStorePerTest(open);
 
     describe('repositories', () => {
     it('keeps code sends of the last hour and one open code per number and purpose', () => {
