@@ -28,7 +28,7 @@ const BOARDS = [
 ];
 
 /** A lab server whose worker serves the pico and the uno but claims nothing; a job of agent alice queued on the pico. */
-async function lab(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestApp; alice: string; jobId: string }> {
+async function lab(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestApp; alice: string; jobId: string; worker: string }> {
   const database = store === 'postgres' ? await createTestDatabase() : undefined;
   if (database) cleanups.push(database.drop);
   const app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}) });
@@ -41,7 +41,7 @@ async function lab(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestApp; a
   const { token: alice } = await app.register('alice');
   const submitted = await flash(app, alice, { board: 'pico', uart_seconds: '5' }, picoTestElf());
   expect(submitted.status, await submitted.clone().text()).toBe(200);
-  return { app, alice, jobId: ((await submitted.json()) as { job_id: string }).job_id };
+  return { app, alice, worker, jobId: ((await submitted.json()) as { job_id: string }).job_id };
 }
 
 /** Waits (bounded) until `count` more timers are set on the server's clock than `before`: that many polls wait. */
@@ -55,7 +55,7 @@ const timersSet = (app: BenchTestApp, before: number, count: number, what: strin
 
 describe.each(['sqlite', 'postgres'] as const)('an agent opening long polls by the thousand (%s store)', (store) => {
   it(`holds at most ${MAX} requests open at once; more is a 429 with Retry-After that changes nothing, and a slot frees when a poll answers or its client goes`, async () => {
-    const { app, alice, jobId } = await lab(store);
+    const { app, alice, jobId, worker } = await lab(store);
     const asAlice = bearer(alice);
     const streams: AbortController[] = [];
     cleanups.push(async () => streams.forEach((s) => s.abort()));
@@ -127,5 +127,25 @@ describe.each(['sqlite', 'postgres'] as const)('an agent opening long polls by t
     for (const answer of [...waiting, bobWaits]) expect((await answer).status).toBe(200);
     const more = await Promise.all(Array.from({ length: waits }, () => openStream()));
     expect(more.map((s) => s.res.status)).toEqual(Array.from({ length: waits }, () => 200));
+
+    // Streams that end with their job free their slots too: the worker runs the job to its end.
+    const asWorker = { ...bearer(worker), 'content-type': 'application/json' };
+    const claimed = await app.request('/api/v1/worker/claim', { method: 'POST', headers: asWorker, body: JSON.stringify({ boards: ['pico'], wait_seconds: 0 }) });
+    expect(((await claimed.json()) as { job: { job_id: string } }).job.job_id).toBe(jobId);
+    const done = { outcome: { state: 'done', uart: { time_base: 'wall', dropped_bytes: 0, chunks: [] }, stop: { reason: 'elapsed', elapsed_ns: 1 }, flash_ms: 1, run_ms: 1 } };
+    expect((await app.request(`/api/v1/worker/jobs/${jobId}/finish`, { method: 'POST', headers: asWorker, body: JSON.stringify(done) })).status).toBe(200);
+    const held = [...open.slice(1).map((s) => s.res), reopened, ...more.map((s) => s.res)];
+    expect(held).toHaveLength(MAX);
+    for (const stream of held) expect(await stream.text()).toContain('event: end');
+    // Once the server saw them close, alice's next request is answered, not refused.
+    const answered = await waitUntil(
+      systemClock,
+      async () => {
+        const res = await app.request(`/api/v1/jobs/${jobId}?wait=60`, { headers: asAlice });
+        return res.status === 429 ? undefined : res;
+      },
+      { timeoutMs: 20_000, pollMs: 20, describe: "a slot of alice's to free after her streams ended with the job" },
+    );
+    expect([answered.status, ((await answered.json()) as { state: string }).state]).toEqual([200, 'done']);
   });
 });
