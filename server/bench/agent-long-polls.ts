@@ -14,21 +14,15 @@ export class AgentLongPolls {
 
   /** Takes a slot of `agent` (429 `too_many_long_polls` when it holds them all); returns its release. */
   take(agent: AgentRecord): () => void {
-    const max = this.maxPerAgent;
-    return this.slots.take(
-      agent.agentId,
-      max,
-      `agent ${agent.agentId} already holds ${max} long polls on this server (job ?wait=, UART streams, serial input waiting to be written, session queues)`,
-    );
+    return this.slots.take(agent.agentId, this.maxPerAgent, this.why(agent));
   }
 
   /** Runs `poll` in a slot of `agent`, freed when it settles. */
-  async run<T>(agent: AgentRecord, poll: () => Promise<T>): Promise<T> {
-    const release = this.take(agent);
-    try {
-      return await poll();
-    } finally {
-      release();
-    }
+  run<T>(agent: AgentRecord, poll: () => Promise<T>): Promise<T> {
+    return this.slots.run(agent.agentId, this.maxPerAgent, this.why(agent), poll);
+  }
+
+  private why(agent: AgentRecord): string {
+    return `agent ${agent.agentId} already holds ${this.maxPerAgent} long polls on this server (job ?wait=, UART streams, serial input waiting to be written, session queues)`;
   }
 }
