@@ -57,7 +57,10 @@ export const BENCH_ERROR_CODES = [
   'health_check_not_found',
   /** A worker reported a health check that ended already (it ran past its deadline). */
   'health_check_not_held',
-  /** A worker waits in more long polls (claims, or serial input of one job) than it ever needs at once (decision 0470). */
+  /**
+   * A worker waits in more long polls (claims, or serial input of one job) than it ever needs at
+   * once (decision 0470), or an agent holds more requests open (waits, streams) than its bound (decision 0471).
+   */
   'too_many_long_polls',
 ] as const;
 

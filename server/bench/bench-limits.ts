@@ -23,6 +23,12 @@ export interface BenchLimits {
   /** Longest agent label, characters. */
   maxLabelLength: number;
   /**
+   * Requests one agent may hold open at once on one server process (job `?wait=`, UART streams,
+   * serial input waiting to be written, session queues); one more is refused with 429 and
+   * `Retry-After` (decision 0471).
+   */
+  maxLongPollsPerAgent: number;
+  /**
    * `POST /api/v1/agents/register` per client address per minute (a burst of this many, then one
    * every 60/n s); one more is refused with 429 and `Retry-After`. docs/bench-api.md, "Rate limits".
    */
@@ -43,6 +49,9 @@ export const defaultBenchLimits: BenchLimits = {
   // Far above a full queue on a healthy board (8 jobs of at most 30 s of UART, on a slow host).
   maxQueueWaitSeconds: 900,
   maxLabelLength: 64,
+  // An agent follows each job it runs with one long poll (a ?wait= or its stream), and a few boards
+  // at once; the slack covers polls whose client left before the server noticed (decision 0471).
+  maxLongPollsPerAgent: 16,
   // A person or a CI job registers a handful of agents; a script minting tokens does not get far.
   agentRegistrationsPerMinute: 10,
   waitlistJoinsPerMinute: 5,
@@ -62,6 +71,7 @@ const INTEGER_LIMITS: ReadonlySet<keyof BenchLimits> = new Set([
   'maxUartChunksPerJob',
   'maxQueuedJobsPerBoard',
   'maxLabelLength',
+  'maxLongPollsPerAgent',
   'agentRegistrationsPerMinute',
   'waitlistJoinsPerMinute',
 ]);

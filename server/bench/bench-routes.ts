@@ -8,7 +8,7 @@ import { declaredBodyTooLarge, parseFormBody } from '../http/parse-form.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
-import { getJobMaybeWaiting, jobLiveRoutes, jobWaitQuerySchema } from './job-live-routes.js';
+import { getJobMaybeWaiting, jobLiveRoutes, jobWaitQuerySchema, LONG_POLLS_429 } from './job-live-routes.js';
 import type { BenchLimits } from './bench-limits.js';
 import {
   adminSchema,
@@ -140,6 +140,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
         404: 'Unknown board',
         409: 'Board leased (by whom, until when; Retry-After) or already leased by the caller',
         413: 'Form body over the limit',
+        429: `With wait_seconds: ${LONG_POLLS_429}`,
         415: 'Body is not a form',
         503: 'Board offline (with the reason)',
       },
@@ -229,7 +230,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       auth: 'bearer',
       query: jobWaitQuerySchema,
       response: jobSchema,
-      errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such job of the caller' },
+      errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such job of the caller', 429: LONG_POLLS_429 },
       handler: getJobMaybeWaiting(bench),
     },
     {

@@ -54,10 +54,23 @@ export interface BenchWorkersConfig {
 export function benchWorkers(config: BenchWorkersConfig) {
   const { clock, store, logger } = config;
   const timings: WorkerTimings = { ...defaultWorkerTimings, ...config.workerTimings };
-  const workerAdmin = new WorkerAdmin({ clock, store, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000, onJobsReleased: config.onJobsReleased });
   // On a shared database a job may be queued, or a board freed, through another replica: waiting
   // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
   const gateway = new WorkerGateway({ clock, store, blobs: config.blobs, live: config.live, limits: config.limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
+  const workerAdmin = new WorkerAdmin({
+    clock,
+    store,
+    workerOfflineAfterMs: timings.offlineAfterSeconds * 1000,
+    onJobsReleased: config.onJobsReleased,
+    // The administrator waiting for one hears its end now; the board it held shows free at once.
+    onHealthChecksEnded: (checks) => {
+      for (const check of checks) {
+        logger.warn(`health check ${check.checkId} on ${check.board} failed: its worker was revoked`);
+        gateway.healthCheckEnded(check.checkId);
+        boards.invalidate(check.board);
+      }
+    },
+  });
   const health = remoteHealthKeepers({ clock, store, gateway, healthCheckTimeoutMs: config.healthCheckTimeoutMs });
   const localWorkerId = config.localWorker === false ? undefined : (config.localWorker?.workerId ?? (config.databaseUrl ? replicaWorkerId(config.dataDir) : LOCAL_WORKER_ID));
   const boards = new LiveBoards({

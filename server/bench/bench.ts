@@ -1,6 +1,7 @@
 import type { UploadedFile } from '../http/form-schema.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
+import { AgentLongPolls } from './agent-long-polls.js';
 import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
 import { JobStreams, type SerialInputReceipt } from './job-streams.js';
@@ -62,11 +63,12 @@ export class Bench {
     // The job deadline of the worker in this process is the Retry-After of a board a job holds.
     const jobDeadlineMs = deps.jobDeadlineMs ?? (worker ? (uartSeconds: number, boardId: string) => worker.deadlineMs(uartSeconds, boardId) : undefined);
     const access = new BoardAccess({ ...deps, jobDeadlineMs });
+    const longPolls = new AgentLongPolls(deps.limits.maxLongPollsPerAgent);
     this.worker = worker;
     this.agents = new AgentAuth(deps);
-    this.sessions = new SessionLeases({ ...deps, access });
+    this.sessions = new SessionLeases({ ...deps, access, longPolls });
     this.jobs = new FlashJobs({ ...deps, access });
-    this.streams = new JobStreams(deps);
+    this.streams = new JobStreams({ ...deps, longPolls });
     // A finished job renewed its session in the store: its expiry timer is armed for the new time.
     deps.live.subscribeAll((jobId, event) => {
       if (event.kind !== 'state' || (event.state !== 'done' && event.state !== 'failed')) return;

@@ -14,6 +14,8 @@ import { answerUartEventStream } from './uart-event-stream.js';
 
 /** The longest `?wait=` a client may ask for, seconds. */
 export const MAX_JOB_WAIT_SECONDS = 60;
+/** The 429 of a route that holds the request open (decision 0471). */
+export const LONG_POLLS_429 = 'The caller already holds maxLongPollsPerAgent long polls (job ?wait=, UART streams, serial input, session queues) on this server (Retry-After)';
 /** The most serial input one request may carry, bytes. */
 export const MAX_UART_INPUT_BYTES = 4096;
 
@@ -88,7 +90,7 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
       auth: 'bearer',
       response: z.string().meta({ description: 'text/event-stream: `uart` events (id = byte offset after the chunk) then one `end` event.' }),
       produces: 'text/event-stream',
-      errors: ERRORS,
+      errors: { ...ERRORS, 429: LONG_POLLS_429 },
       handler: (req, res, caller) => answerUartEventStream(req, res, (options) => bench.streamJobUart(callerAgent(caller), pathParam(req, 'job_id'), options)),
     },
     {
@@ -106,7 +108,7 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
         409: 'The job is not flashing or running (queued, done, failed)',
         413: 'Body over the limit',
         415: 'Body is not JSON',
-        429: 'Too much of the job’s serial input waits for its worker (with Retry-After)',
+        429: `Too much of the job’s serial input waits for its worker, or: ${LONG_POLLS_429}`,
       },
       handler: async (req, res, caller) => {
         const body = parseOr422(uartInputSchema, await readJsonBody(req, { maxBodyBytes: 16 * 1024 }), 'body');

@@ -1,5 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import type { AgentRecord, BenchStore, JobRecord } from '../store/bench-store.js';
+import type { AgentLongPolls } from './agent-long-polls.js';
 import { BenchError } from './bench-errors.js';
 import type { JobLive } from './job-live.js';
 import { type StreamChunk, streamJobUart, waitForJobEnd } from './job-watch.js';
@@ -10,7 +11,7 @@ import type { WorkerGateway } from './worker-gateway.js';
  * serial input to a running job. Another agent's job is answered like a missing one.
  */
 export class JobStreams {
-  constructor(private readonly deps: { clock: Clock; store: BenchStore; live: JobLive; gateway: WorkerGateway }) {}
+  constructor(private readonly deps: { clock: Clock; store: BenchStore; live: JobLive; gateway: WorkerGateway; longPolls: AgentLongPolls }) {}
 
   private async own(agent: AgentRecord, jobId: string): Promise<JobRecord> {
     const job = await this.deps.store.getJob(jobId);
@@ -20,10 +21,12 @@ export class JobStreams {
 
   /** The job once done or failed, or as it is after `waitSeconds`. */
   async waitForEnd(agent: AgentRecord, jobId: string, waitSeconds: number, signal: AbortSignal): Promise<JobRecord> {
-    await this.own(agent, jobId);
-    const job = await waitForJobEnd(this.deps, jobId, Math.round(waitSeconds * 1000), signal);
-    if (!job) throw new BenchError('job_not_found', `job ${jobId} not found`);
-    return job;
+    return this.deps.longPolls.run(agent, async () => {
+      await this.own(agent, jobId);
+      const job = await waitForJobEnd(this.deps, jobId, Math.round(waitSeconds * 1000), signal);
+      if (!job) throw new BenchError('job_not_found', `job ${jobId} not found`);
+      return job;
+    });
   }
 
   /** Streams the job's UART from byte `fromOffset` (see `streamJobUart`); returns the stop. */
@@ -32,8 +35,19 @@ export class JobStreams {
     jobId: string,
     options: { fromOffset: number; onChunk: (chunk: StreamChunk) => void; onEnd: (job: JobRecord) => void; onIdle: () => void; idleMs: number },
   ): Promise<() => void> {
-    await this.own(agent, jobId);
-    return streamJobUart({ ...this.deps, localUart: (id) => this.deps.gateway.uartSoFar(id) }, jobId, options);
+    // Held until the stream stops: its end, or its client gone (the caller calls the stop for both).
+    const release = this.deps.longPolls.take(agent);
+    try {
+      await this.own(agent, jobId);
+      const stop = streamJobUart({ ...this.deps, localUart: (id) => this.deps.gateway.uartSoFar(id) }, jobId, options);
+      return () => {
+        stop();
+        release();
+      };
+    } catch (err) {
+      release();
+      throw err;
+    }
   }
 
   /** Streams any job's UART, for the operator's console (no owner check: the console checked the operator). */
@@ -48,6 +62,11 @@ export class JobStreams {
    * to hear that the worker wrote it. Input sent while the job flashes waits for reset release.
    */
   async writeUart(agent: AgentRecord, jobId: string, bytes: Uint8Array, signal: AbortSignal): Promise<SerialInputReceipt> {
+    // Refused before anything is queued: a refused request changes nothing.
+    return this.deps.longPolls.run(agent, () => this.queueAndWait(agent, jobId, bytes, signal));
+  }
+
+  private async queueAndWait(agent: AgentRecord, jobId: string, bytes: Uint8Array, signal: AbortSignal): Promise<SerialInputReceipt> {
     await this.own(agent, jobId);
     const queued = await this.deps.store.serialInput.enqueue(jobId, bytes, { nowMs: this.deps.clock.nowMs(), maxPendingBytes: MAX_PENDING_SERIAL_INPUT_BYTES });
     if (queued.kind === 'not-running') {

@@ -8,6 +8,7 @@ import type { SessionBody } from './bench-schemas.js';
 import { sessionBody } from './bench-views.js';
 import type { WorkerGateway } from './worker-gateway.js';
 import type { BoardAccess } from './board-access.js';
+import type { AgentLongPolls } from './agent-long-polls.js';
 
 /**
  * Sessions: exclusive board leases kept alive by heartbeats, freed by a timer on the injected
@@ -22,7 +23,7 @@ export class SessionLeases {
   private readonly queue: SessionQueue;
 
   constructor(
-    private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; logger: Logger; access: BoardAccess },
+    private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; logger: Logger; access: BoardAccess; longPolls: AgentLongPolls },
   ) {
     this.queue = new SessionQueue({ clock: deps.clock });
   }
@@ -81,7 +82,8 @@ export class SessionLeases {
     let outcome = await attempt();
     if (outcome.lease && wait && wait.seconds > 0 && outcome.lease.agentId !== agent.agentId) {
       let lastLease = outcome.lease;
-      const queued = await this.queue.wait(boardId, agent.agentId, {
+      // Waiting in the queue holds the request open: one of the agent's long polls (decision 0471).
+      const queued = await this.deps.longPolls.run(agent, () => this.queue.wait(boardId, agent.agentId, {
         waitMs: Math.round(wait.seconds * 1000),
         signal: wait.signal,
         attempt: async () => {
@@ -89,7 +91,7 @@ export class SessionLeases {
           if (tried.lease) lastLease = tried.lease;
           return tried.session;
         },
-      });
+      }));
       if (!queued.value) {
         const conflict = await access.leasedConflict(lastLease, agent);
         throw new BenchError('board_leased', `${conflict.detail}; you were number ${queued.position} in the queue for ${boardId} when your wait of ${wait.seconds} s ran out`, conflict.extra);

@@ -47,5 +47,7 @@ export async function answerUartEventStream(req: Request, res: Response, open: (
   });
   // Headers go out at once: a client sees the stream open before the first byte is printed.
   start();
-  res.on('close', stop);
+  // A client gone while the stream opened: 'close' came already, so stop now (its slot is freed).
+  if (res.closed) stop();
+  else res.on('close', stop);
 }

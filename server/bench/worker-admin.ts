@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
+import type { HealthCheckRecord } from '../store/health-check-store.js';
 import type { WorkerRecord } from '../store/worker-registry.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
@@ -23,6 +24,8 @@ export interface WorkerAdminDeps {
   workerOfflineAfterMs: number;
   /** Told the jobs a revocation failed, so live readers and waiting claims hear of them at once. */
   onJobsReleased?: (jobs: readonly JobRecord[]) => void;
+  /** Told the health checks a revocation failed, so the administrator waiting for one hears at once. */
+  onHealthChecksEnded?: (checks: readonly HealthCheckRecord[]) => void;
 }
 
 /** A worker as an administrator reads it (`GET /admin/workers`). */
@@ -39,8 +42,8 @@ export interface WorkerView {
 /**
  * Bench workers as credentials (issue 10): an administrator creates one (its token shown once,
  * kept only as a hash), lists and revokes them; a worker request is authenticated here. A
- * revoked worker's running jobs fail as `interrupted` at once: their results could never be
- * accepted.
+ * revoked worker's running jobs fail as `interrupted` at once, and its health checks (requested
+ * or running) fail: their results could never be accepted, and each would hold its board.
  */
 export class WorkerAdmin {
   constructor(private readonly deps: WorkerAdminDeps) {}
@@ -74,8 +77,12 @@ export class WorkerAdmin {
     }
     const worker = await this.deps.store.workers.revoke(workerId, nowMs);
     if (!worker) throw new BenchError('worker_not_found', `worker ${workerId} not found`);
-    const released = await this.deps.store.releaseWorkerJobs(workerId, { reason: `worker ${workerId} (${worker.label}) was revoked by an administrator`, nowMs });
+    const reason = `worker ${workerId} (${worker.label}) was revoked by an administrator`;
+    const released = await this.deps.store.releaseWorkerJobs(workerId, { reason, nowMs });
     this.deps.onJobsReleased?.(released);
+    // After the revocation is stored: a claim it waits in can no longer take a check that is still requested.
+    const checks = await this.deps.store.healthChecks.failAllOf(workerId, { reason: `${reason} before it reported this health check`, nowMs });
+    this.deps.onHealthChecksEnded?.(checks);
     return this.view(worker);
   }
 

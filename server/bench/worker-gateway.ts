@@ -291,6 +291,11 @@ export class WorkerGateway {
     return finished;
   }
 
+  /** A health check ended without its worker's outcome (the worker was revoked): whoever waits for it hears now. */
+  healthCheckEnded(checkId: string): void {
+    this.signals.notify(`check:${checkId}`);
+  }
+
   /** A health check was requested of the worker serving `board`: a claim waiting for that board takes it now. */
   healthCheckRequested(board: string): void {
     this.jobQueued(board);

@@ -7,6 +7,7 @@ import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
 import { BenchError } from './bench-errors.js';
 import type { LiveBoards } from './live-boards.js';
+import { LongPollSlots } from './long-poll-slots.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
 /** The timings a server gives its workers (host seconds). */
@@ -59,7 +60,7 @@ export const captureFromWire = (c: WireCapture): UartCaptureReport => ({
  */
 export class WorkerProtocol {
   /** Long polls open in this process, by worker and what they wait for (decision 0470). */
-  private readonly waiting = new Map<string, number>();
+  private readonly waiting = new LongPollSlots();
 
   constructor(
     private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; boards: LiveBoards; logger: Logger; timings: WorkerTimings },
@@ -99,7 +100,7 @@ export class WorkerProtocol {
   async claim(worker: WorkerRecord, boards: readonly string[], waitMs: number, signal: AbortSignal): Promise<WorkerTask | undefined> {
     this.checkServes(worker, boards);
     await this.deps.store.workers.heardFrom(worker.workerId, { nowMs: this.now() });
-    return this.longPoll(`claim:${worker.workerId}`, MAX_WAITING_CLAIMS_PER_WORKER, `worker ${worker.workerId} already waits in ${MAX_WAITING_CLAIMS_PER_WORKER} claims`, async () => {
+    return this.waiting.run(`claim:${worker.workerId}`, MAX_WAITING_CLAIMS_PER_WORKER, `worker ${worker.workerId} already waits in ${MAX_WAITING_CLAIMS_PER_WORKER} claims`, async () => {
       const timeout = new AbortController();
       const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
       const both = AbortSignal.any([signal, timeout.signal]);
@@ -116,7 +117,7 @@ export class WorkerProtocol {
   async input(worker: WorkerRecord, jobId: string, writtenThroughSeq: number, waitMs: number, signal: AbortSignal): Promise<SerialInputBatch['inputs']> {
     await this.heardFrom(worker);
     const why = `worker ${worker.workerId} already waits in ${MAX_WAITING_INPUT_FETCHES_PER_JOB} serial-input fetches of job ${jobId}`;
-    return this.longPoll(`input:${worker.workerId}:${jobId}`, MAX_WAITING_INPUT_FETCHES_PER_JOB, why, async () => {
+    return this.waiting.run(`input:${worker.workerId}:${jobId}`, MAX_WAITING_INPUT_FETCHES_PER_JOB, why, async () => {
       const timeout = new AbortController();
       const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
       try {
@@ -195,24 +196,6 @@ export class WorkerProtocol {
     const job = await this.deps.gateway.finish(worker.workerId, jobId, outcome);
     if (job.workerId !== worker.workerId) throw await this.notHeld(worker, jobId);
     return job;
-  }
-
-  /**
-   * Runs one long poll of a worker, at most `max` at once per `key` in this process: each one looks
-   * at the store every few seconds (across replicas), so a leaked worker token opening thousands
-   * slowed every agent's request (a 429 instead, naming `why`; decision 0470).
-   */
-  private async longPoll<T>(key: string, max: number, why: string, run: () => Promise<T>): Promise<T> {
-    const open = this.waiting.get(key) ?? 0;
-    if (open >= max) throw new BenchError('too_many_long_polls', `${why}: let one answer (or end it) before opening another`, { retryAfterSeconds: 1 });
-    this.waiting.set(key, open + 1);
-    try {
-      return await run();
-    } finally {
-      const left = (this.waiting.get(key) ?? 1) - 1;
-      if (left === 0) this.waiting.delete(key);
-      else this.waiting.set(key, left);
-    }
   }
 
   /** How long a remote worker's claim holds without renewal (host ms). */

@@ -45,6 +45,12 @@ export interface HealthCheckStore {
    */
   interrupt(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]>;
   /**
+   * Fails, with `reason`, every check requested of or running on `workerId` (an administrator
+   * revoked it: it can neither claim nor report one again, and each would hold its board until
+   * its deadline). Returns those it failed; a late outcome changes nothing.
+   */
+  failAllOf(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]>;
+  /**
    * Fails, with `reason`, every check still requested or running whose
    * `requestedAtMs + timeoutMs + graceMs <= nowMs` (its worker never answered). Safe on every
    * replica at once (a check ends once).

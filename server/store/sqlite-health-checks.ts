@@ -85,6 +85,22 @@ export class SqliteHealthChecks implements HealthCheckStore {
       .immediate();
   }
 
+  async failAllOf(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]> {
+    const { db } = this;
+    return db
+      .transaction((): HealthCheckRecord[] => {
+        const active = db
+          .prepare("SELECT check_id FROM board_health_checks WHERE worker_id = ? AND state IN ('requested', 'running') ORDER BY requested_at_ms, rowid")
+          .all(workerId) as Array<{ check_id: string }>;
+        const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
+        for (const { check_id } of active) {
+          db.prepare("UPDATE board_health_checks SET state = 'done', finished_at_ms = ?, outcome_json = ? WHERE check_id = ?").run(options.nowMs, outcome, check_id);
+        }
+        return active.map((r) => this.byId(r.check_id)!);
+      })
+      .immediate();
+  }
+
   async expire(nowMs: number, options: { graceMs: number; reason: string }): Promise<HealthCheckRecord[]> {
     const { db } = this;
     return db

@@ -121,5 +121,22 @@ export function describeWorkerRequestsContract(name: string, withStore: (body: (
           ['hc_other', 'running'],
         ]);
       }));
+
+    it("fails every check of a revoked worker, requested and running alike, only its own; none is claimed or finished after", () =>
+      withStore(async (store) => {
+        await store.healthChecks.request(request('hc_run'));
+        await store.healthChecks.request(request('hc_wait', 'uno', 'w1', T0 + 1));
+        await store.healthChecks.request(request('hc_other', 'microbit', 'w2'));
+        await store.healthChecks.claim('w1', ['pico'], T0 + 2);
+        const failed = { passed: false, reason: 'worker w1 was revoked', uartText: '' };
+        expect(await store.healthChecks.failAllOf('w1', { reason: 'worker w1 was revoked', nowMs: T0 + 3 })).toMatchObject([
+          { checkId: 'hc_run', state: 'done', finishedAtMs: T0 + 3, outcome: failed },
+          { checkId: 'hc_wait', state: 'done', finishedAtMs: T0 + 3, outcome: failed },
+        ]);
+        expect(await store.healthChecks.failAllOf('w1', { reason: 'again', nowMs: T0 + 4 })).toEqual([]);
+        expect(await store.healthChecks.claim('w1', ['uno'], T0 + 4)).toBeUndefined();
+        expect(await store.healthChecks.finish('hc_run', 'w1', passed, T0 + 4)).toBeUndefined();
+        expect((await store.healthChecks.active()).map((c) => c.checkId)).toEqual(['hc_other']);
+      }));
   });
 }

@@ -134,6 +134,17 @@ export class PgHealthChecks implements HealthCheckStore {
     });
   }
 
+  failAllOf(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]> {
+    const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
+    return this.db.write(async (q) => {
+      const rows = await q<HealthCheckRow>(
+        "UPDATE board_health_checks SET state = 'done', finished_at_ms = $1, outcome_json = $2 WHERE worker_id = $3 AND state IN ('requested', 'running') RETURNING *",
+        [options.nowMs, outcome, workerId],
+      );
+      return rows.map(healthCheckFromRow).sort((a, b) => a.requestedAtMs - b.requestedAtMs);
+    });
+  }
+
   expire(nowMs: number, options: { graceMs: number; reason: string }): Promise<HealthCheckRecord[]> {
     const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
     return this.db.write(async (q) => {
