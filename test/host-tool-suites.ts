@@ -33,6 +33,8 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/lab-replicas-processes.test.ts',
     'test/integration/bench-hostile-lab.test.ts',
     'test/integration/local-board-health-through-store.test.ts',
+    'test/integration/bench-agent-long-polls.test.ts',
+    'test/integration/bench-revoked-worker-health-check.test.ts',
       // hilbench flash shows QEMU's output live (issue 11).
       'test/integration/flash-live-qemu.test.ts',
       // hilbench run --verbose shows QEMU's output live (issue 11).
@@ -85,6 +87,8 @@ export const postgresSuites = {
     'test/integration/lab-replicas-processes.test.ts',
     'test/integration/bench-hostile-lab.test.ts',
     'test/integration/local-board-health-through-store.test.ts',
+    'test/integration/bench-agent-long-polls.test.ts',
+    'test/integration/bench-revoked-worker-health-check.test.ts',
     // The relay's tables on PostgreSQL (decision 0440).
     'test/contract/postgres-relay-store.contract.test.ts',
     'test/integration/relay-store-replicas.test.ts',
