@@ -197,16 +197,21 @@ export function parseVote(input: unknown): Validated<Vote> {
   return { ok: true, value: vote };
 }
 
+const UTF8 = new TextEncoder();
+
 /**
  * The bytes a vote signature covers: UTF-8 of the RFC 8785 canonical JSON of the document without its
  * top-level `sig` and `hint`. Works on signed and unsigned votes alike.
  */
 export function voteSigningBytes(vote: UnsignedVote | Vote): Uint8Array {
   // Top-level keys holding undefined are absent, as in parseVote; nested undefined still throws.
-  const signed = Object.fromEntries(
-    Object.entries(vote).filter(([key, value]) => key !== 'sig' && key !== 'hint' && value !== undefined),
-  );
-  return new TextEncoder().encode(canonicalJson(signed));
+  // No prototype: an own `__proto__` key (JSON.parse makes one) stays a key, as Object.fromEntries kept it.
+  const signed = Object.create(null) as Record<string, unknown>;
+  for (const key of Object.keys(vote)) {
+    const value = (vote as unknown as Record<string, unknown>)[key];
+    if (key !== 'sig' && key !== 'hint' && value !== undefined) signed[key] = value;
+  }
+  return UTF8.encode(canonicalJson(signed));
 }
 
 /**

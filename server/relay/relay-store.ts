@@ -128,8 +128,13 @@ export class RelayStore {
   appendEvent(kind: EventKind, author: string, subject: string, payload: unknown, nowMs: number, origin: string | null = null): number {
     // Outside `tx` an event would be committed without the write lock: on PostgreSQL another
     // replica's event could then commit with a smaller seq after it, and a reader would skip it.
+    return this.appendEventJson(kind, author, subject, JSON.stringify(payload), nowMs, origin);
+  }
+
+  /** `appendEvent` with the payload already serialised (`JSON.stringify` of it), for a caller that has the text. */
+  appendEventJson(kind: EventKind, author: string, subject: string, payloadJson: string, nowMs: number, origin: string | null = null): number {
     if (!(this.pg ? this.pg.inTransaction : this.db.inTransaction)) throw new Error(`RelayStore.appendEvent(${kind}) outside a transaction: call it inside tx`);
-    return this.data.events.append({ kind, author, subject, payloadJson: JSON.stringify(payload), origin, nowMs });
+    return this.data.events.append({ kind, author, subject, payloadJson, origin, nowMs });
   }
 
   close(): void {
