@@ -86,6 +86,20 @@ describe('canonicalJson (RFC 8785)', () => {
     expect(() => canonicalJson(value)).toThrow(RelayError);
   });
 
+  it('names where the refused value is, after siblings that were fine', () => {
+    const refusal = (value: unknown) => {
+      try {
+        canonicalJson(value);
+      } catch (error) {
+        return { message: (error as RelayError).message, loc: (error as RelayError).issues.map((i) => i.loc) };
+      }
+      throw new Error('canonicalJson accepted a value it must refuse');
+    };
+    expect(refusal({ a: [1, { b: 2 }], c: { d: [true, Number.NaN] } })).toEqual({ message: 'cannot canonicalise at c.d.1: number NaN has no JSON form', loc: [['c', 'd', '1']] });
+    expect(refusal({ a: { b: 1 }, '\udc00': 1 })).toEqual({ message: 'cannot canonicalise at \udc00: key holds a lone UTF-16 surrogate', loc: [['\udc00']] });
+    expect(refusal(undefined)).toEqual({ message: 'cannot canonicalise: undefined has no JSON form', loc: [[]] });
+  });
+
   it('refuses cycles but allows a shared (acyclic) subobject twice', () => {
     const shared = { x: 1 };
     expect(canonicalJson({ a: shared, b: shared })).toBe('{"a":{"x":1},"b":{"x":1}}');

@@ -15,6 +15,10 @@ export function canonicalJson(value: unknown): string {
   return serialise(value, [], new Set());
 }
 
+/**
+ * `path` is the keys down to `value`, one array pushed and popped as the walk goes (a copy per
+ * element made every signature check allocate a path for each node id in a slice); `fail` copies it.
+ */
 function serialise(value: unknown, path: string[], stack: Set<object>): string {
   switch (typeof value) {
     case 'boolean':
@@ -32,21 +36,26 @@ function serialise(value: unknown, path: string[], stack: Set<object>): string {
       stack.add(value);
       try {
         if (Array.isArray(value)) {
-          const parts: string[] = [];
+          let out = '[';
           for (let k = 0; k < value.length; k++) {
+            path.push(String(k));
             // Holes in sparse arrays are undefined: refuse them like any undefined.
-            parts.push(serialise(value[k], [...path, String(k)], stack));
+            out += (k === 0 ? '' : ',') + serialise(value[k], path, stack);
+            path.pop();
           }
-          return `[${parts.join(',')}]`;
+          return `${out}]`;
         }
         if (!isPlainObject(value)) fail(path, 'only plain objects, arrays and primitives have a canonical form');
         const keys = Object.keys(value).sort();
-        const parts: string[] = [];
-        for (const key of keys) {
-          if (hasLoneSurrogate(key)) fail([...path, key], 'key holds a lone UTF-16 surrogate');
-          parts.push(`${JSON.stringify(key)}:${serialise(value[key], [...path, key], stack)}`);
+        let out = '{';
+        for (let k = 0; k < keys.length; k++) {
+          const key = keys[k]!;
+          path.push(key);
+          if (hasLoneSurrogate(key)) fail(path, 'key holds a lone UTF-16 surrogate');
+          out += `${k === 0 ? '' : ','}${JSON.stringify(key)}:${serialise(value[key], path, stack)}`;
+          path.pop();
         }
-        return `{${parts.join(',')}}`;
+        return `${out}}`;
       } finally {
         stack.delete(value);
       }
@@ -56,9 +65,9 @@ function serialise(value: unknown, path: string[], stack: Set<object>): string {
   }
 }
 
-function fail(path: string[], why: string): never {
+function fail(path: readonly string[], why: string): never {
   const where = path.length > 0 ? ` at ${path.join('.')}` : '';
   throw new RelayError(`cannot canonicalise${where}: ${why}`, [
-    { loc: path, msg: why, type: 'value_error' },
+    { loc: [...path], msg: why, type: 'value_error' },
   ]);
 }

@@ -100,6 +100,18 @@ describe('the two verifiers agree on the edge cases', () => {
     expect(ed25519Verifiers.noble(malleable, message, publicKey)).toBe(false);
   });
 
+  it('a signature is canonical exactly when S < L and the low 255 bits of R are below p, at the edges too', () => {
+    const R_VALUES = [0n, 1n, P - 1n, P, P + 1n, (1n << 255n) - 1n, 1n << 255n, (1n << 255n) + P - 1n, (1n << 255n) + P, (1n << 256n) - 1n];
+    const S_VALUES = [0n, 1n, ED25519_L - 1n, ED25519_L, ED25519_L + 1n, 1n << 253n, (1n << 256n) - 1n, fromLe(sig.subarray(32))];
+    for (const r of R_VALUES) {
+      for (const s of S_VALUES) {
+        const expected = s < ED25519_L && (r & ((1n << 255n) - 1n)) < P;
+        expect(isCanonicalSignature(new Uint8Array([...le(r), ...le(s)])), `R ${r.toString(16)}, S ${s.toString(16)}`).toBe(expected);
+      }
+    }
+    expect(isCanonicalSignature(sig.subarray(0, 63))).toBe(false);
+  });
+
   it('both refuse the universal forgery under a small-order key that bare OpenSSL accepts', () => {
     // R = identity, S = 0 satisfies [S]B = R + [k]A for A = identity, whatever the message.
     const identity = hex(SMALL_ORDER[0] as string);

@@ -80,10 +80,32 @@ export function isSmallOrderPublicKey(bytes: Uint8Array): boolean {
  */
 export function isCanonicalSignature(sig: Uint8Array): boolean {
   if (sig.length !== 64) return false;
-  const s = littleEndian(sig.subarray(32));
-  if (s >= ED25519_L) return false;
-  const ry = littleEndian(sig.subarray(0, 32)) & ((1n << 255n) - 1n);
-  return ry < P;
+  // Byte by byte from the most significant end: the same comparisons as on the bigints, without
+  // building two of them bit by bit for every signature checked.
+  return lessThan(sig, 32, 0xff, L_BYTES) && lessThan(sig, 0, 0x7f, P_BYTES);
+}
+
+/** Little-endian 32-byte encodings of L and p, for `lessThan`. */
+const L_BYTES = littleEndianBytes(ED25519_L);
+const P_BYTES = littleEndianBytes(P);
+
+function littleEndianBytes(n: bigint): Uint8Array {
+  const out = new Uint8Array(32);
+  for (let k = 0; k < 32; k++) out[k] = Number((n >> BigInt(8 * k)) & 0xffn);
+  return out;
+}
+
+/**
+ * Whether the little-endian number in `bytes[at..at + 32)`, its top byte masked with `topMask`
+ * (0x7f: the low 255 bits, as R's y), is below `limit`.
+ */
+function lessThan(bytes: Uint8Array, at: number, topMask: number, limit: Uint8Array): boolean {
+  for (let k = 31; k >= 0; k--) {
+    const b = k === 31 ? (bytes[at + k] ?? 0) & topMask : (bytes[at + k] ?? 0);
+    const l = limit[k] ?? 0;
+    if (b !== l) return b < l;
+  }
+  return false;
 }
 
 /** A raw verifier: signature bytes, message bytes, raw 32-byte public key. */

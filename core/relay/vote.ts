@@ -103,6 +103,34 @@ export function isSignatureText(s: unknown): s is string {
   return typeof s === 'string' && SIG.test(s);
 }
 
+/** A key holding undefined is absent: JSON cannot carry it, and programmatic callers spread optionals. */
+function has(input: Record<string, unknown>, key: string): boolean {
+  return Object.prototype.hasOwnProperty.call(input, key) && input[key] !== undefined;
+}
+
+/** Module functions, not closures made on each `parseVote` (a relay parses one per vote it receives). */
+function literal(input: Record<string, unknown>, issues: Issue[], key: string, expected: readonly string[]): void {
+  if (!has(input, key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
+  else if (!expected.includes(input[key] as string)) {
+    const list = expected.map((e) => `'${e}'`);
+    const text = list.length === 1 ? list[0] : `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`;
+    issues.push({ loc: [key], msg: `Input should be ${text}`, type: 'literal_error', input: input[key], ctx: { expected: text } });
+  }
+}
+
+function hex(input: Record<string, unknown>, issues: Issue[], key: string, what: string): void {
+  if (!has(input, key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
+  else if (!isItemId(input[key])) {
+    issues.push({
+      loc: [key],
+      msg: `String should match pattern '^[0-9a-f]{64}$' (${what})`,
+      type: 'string_pattern_mismatch',
+      input: input[key],
+      ctx: { pattern: '^[0-9a-f]{64}$' },
+    });
+  }
+}
+
 /**
  * Parses an untrusted x.vote/1 document into a `Vote` (the signature is NOT checked here: call
  * `verifyVote`). Unknown top-level fields are refused (`extra_forbidden`): they would be signed but
@@ -113,35 +141,13 @@ export function parseVote(input: unknown): Validated<Vote> {
     return { ok: false, issues: [{ loc: [], msg: 'Input should be a valid dictionary', type: 'dict_type', input }] };
   }
   const issues: Issue[] = [];
-  // A key holding undefined is absent: JSON cannot carry it, and programmatic callers spread optionals.
-  const has = (key: string) => Object.prototype.hasOwnProperty.call(input, key) && input[key] !== undefined;
-  const literal = (key: string, expected: readonly string[]) => {
-    if (!has(key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
-    else if (!expected.includes(input[key] as string)) {
-      const list = expected.map((e) => `'${e}'`);
-      const text = list.length === 1 ? list[0] : `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`;
-      issues.push({ loc: [key], msg: `Input should be ${text}`, type: 'literal_error', input: input[key], ctx: { expected: text } });
-    }
-  };
-  const hex = (key: string, what: string) => {
-    if (!has(key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
-    else if (!isItemId(input[key])) {
-      issues.push({
-        loc: [key],
-        msg: `String should match pattern '^[0-9a-f]{64}$' (${what})`,
-        type: 'string_pattern_mismatch',
-        input: input[key],
-        ctx: { pattern: '^[0-9a-f]{64}$' },
-      });
-    }
-  };
-  literal('schema', [VOTE_SCHEMA]);
-  literal('scheme', [VOTE_SCHEME]);
-  hex('item', 'an item id, SHA-256 hex');
-  hex('voter', 'a node_id');
-  literal('value', voteValues);
-  literal('phase', votePhases);
-  if (!has('created_at')) issues.push({ loc: ['created_at'], msg: 'Field required', type: 'missing' });
+  literal(input, issues, 'schema', [VOTE_SCHEMA]);
+  literal(input, issues, 'scheme', [VOTE_SCHEME]);
+  hex(input, issues, 'item', 'an item id, SHA-256 hex');
+  hex(input, issues, 'voter', 'a node_id');
+  literal(input, issues, 'value', voteValues);
+  literal(input, issues, 'phase', votePhases);
+  if (!has(input, 'created_at')) issues.push({ loc: ['created_at'], msg: 'Field required', type: 'missing' });
   else {
     const at = input.created_at;
     if (typeof at !== 'number' || !Number.isSafeInteger(at)) {
@@ -150,7 +156,7 @@ export function parseVote(input: unknown): Validated<Vote> {
       issues.push({ loc: ['created_at'], msg: 'Input should be greater than or equal to 0', type: 'greater_than_equal', input: at, ctx: { ge: 0 } });
     }
   }
-  if (!has('sig')) issues.push({ loc: ['sig'], msg: 'Field required', type: 'missing' });
+  if (!has(input, 'sig')) issues.push({ loc: ['sig'], msg: 'Field required', type: 'missing' });
   else if (!isSignatureText(input.sig)) {
     issues.push({
       loc: ['sig'],
@@ -160,14 +166,14 @@ export function parseVote(input: unknown): Validated<Vote> {
     });
   }
   let slice: QuorumSet | undefined;
-  if (has('slice') && has('slice_hash')) {
+  if (has(input, 'slice') && has(input, 'slice_hash')) {
     issues.push({ loc: ['slice_hash'], msg: 'Value error, give either slice or slice_hash, not both', type: 'value_error' });
-  } else if (has('slice')) {
+  } else if (has(input, 'slice')) {
     const parsed = validateQuorumSet(input.slice, isNodeId(input.voter) ? { self: input.voter } : {});
     if (parsed.ok) slice = parsed.value;
     else for (const issue of parsed.issues) issues.push({ ...issue, loc: ['slice', ...issue.loc] });
-  } else if (has('slice_hash')) {
-    hex('slice_hash', 'quorumSetHash of the slice');
+  } else if (has(input, 'slice_hash')) {
+    hex(input, issues, 'slice_hash', 'quorumSetHash of the slice');
   } else {
     issues.push({ loc: ['slice'], msg: 'Field required (slice or slice_hash)', type: 'missing' });
   }
@@ -176,9 +182,9 @@ export function parseVote(input: unknown): Validated<Vote> {
       issues.push({ loc: [key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: input[key] });
     }
   }
-  if (has('hint') && nestsDeeperThan(input.hint, VOTE_HINT_MAX_DEPTH)) {
+  if (has(input, 'hint') && nestsDeeperThan(input.hint, VOTE_HINT_MAX_DEPTH)) {
     issues.push({ loc: ['hint'], msg: `Value error, hint nests at most ${VOTE_HINT_MAX_DEPTH} deep`, type: 'value_error', ctx: { max_depth: VOTE_HINT_MAX_DEPTH } });
-  } else if (has('hint') && jsonBytes(input.hint) > VOTE_HINT_MAX_BYTES) {
+  } else if (has(input, 'hint') && jsonBytes(input.hint) > VOTE_HINT_MAX_BYTES) {
     issues.push({ loc: ['hint'], msg: `Value error, hint is at most ${VOTE_HINT_MAX_BYTES} bytes of JSON`, type: 'value_error', ctx: { max_bytes: VOTE_HINT_MAX_BYTES } });
   }
   if (issues.length > 0) return { ok: false, issues };
@@ -192,10 +198,12 @@ export function parseVote(input: unknown): Validated<Vote> {
     ...(slice ? { slice } : { slice_hash: input.slice_hash as string }),
     created_at: input.created_at as number,
     sig: input.sig as string,
-    ...(has('hint') ? { hint: input.hint } : {}),
+    ...(has(input, 'hint') ? { hint: input.hint } : {}),
   };
   return { ok: true, value: vote };
 }
+
+const UTF8 = new TextEncoder();
 
 /**
  * The bytes a vote signature covers: UTF-8 of the RFC 8785 canonical JSON of the document without its
@@ -203,10 +211,13 @@ export function parseVote(input: unknown): Validated<Vote> {
  */
 export function voteSigningBytes(vote: UnsignedVote | Vote): Uint8Array {
   // Top-level keys holding undefined are absent, as in parseVote; nested undefined still throws.
-  const signed = Object.fromEntries(
-    Object.entries(vote).filter(([key, value]) => key !== 'sig' && key !== 'hint' && value !== undefined),
-  );
-  return new TextEncoder().encode(canonicalJson(signed));
+  // No prototype: an own `__proto__` key (JSON.parse makes one) stays a key, as Object.fromEntries kept it.
+  const signed = Object.create(null) as Record<string, unknown>;
+  for (const key of Object.keys(vote)) {
+    const value = (vote as unknown as Record<string, unknown>)[key];
+    if (key !== 'sig' && key !== 'hint' && value !== undefined) signed[key] = value;
+  }
+  return UTF8.encode(canonicalJson(signed));
 }
 
 /**

@@ -211,11 +211,14 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       bodyKind: 'core',
       successStatus: 201,
       handle: ({ params, req, res }) => ingest.request(async () => {
-        const row = mustGetItem(params.id!);
+        const itemId = params.id!;
+        checkItemId(itemId);
+        // Only whether it exists: the vote's answer needs nothing else of the item's row.
+        if (!items.exists(itemId)) throw new HttpError(404, 'no such item on this relay');
         const parsed = parseVote(req.body);
         if (!parsed.ok) throwCoreIssues(parsed.issues, ['body']);
         const vote: Vote = parsed.value;
-        if (vote.item !== row.item_id) throw invalidInput(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
+        if (vote.item !== itemId) throw invalidInput(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
         const timeProblem = voteTimeProblem(vote.created_at, now());
         if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
         // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
@@ -229,7 +232,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (!outcome.stored) res.status(200);
         const bulletin = outcome.bulletin;
         return {
-          item: row.item_id,
+          item: itemId,
           voter: vote.voter,
           value: vote.value,
           phase: vote.phase,
@@ -237,7 +240,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           duplicate: outcome.duplicate,
           equivocation: outcome.equivocation,
           relay_emitted: outcome.emitted.map((v) => ({ value: v.value, phase: v.phase })),
-          relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id),
+          relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, itemId),
         };
       }),
     }),

@@ -25,6 +25,8 @@ export class RelayStore {
   readonly sql: RelaySql;
   private readonly sqlite: Database.Database | undefined;
   private readonly pg: PgRelayEngine | undefined;
+  /** The SQLite store's one reusable immediate transaction (see the constructor). */
+  private readonly immediateTx: ((fn: () => unknown) => unknown) | undefined;
   private readonly invalidationListeners: (() => void)[] = [];
 
   /** The embedded SQLite store in `dataDir`. */
@@ -52,6 +54,9 @@ export class RelayStore {
       db.pragma('busy_timeout = 5000');
       runMigrations(db, relayMigrations, { label: 'the relay database' });
       this.sqlite = db;
+      // Made once: better-sqlite3's `transaction(fn)` builds four wrapper functions and their
+      // properties on every call, and a vote runs two (its batch and its savepoint).
+      this.immediateTx = db.transaction((fn: () => unknown) => fn()).immediate;
       // One statement cache for all: the store has one connection.
       this.sql = new PreparedStatements(db);
     }
@@ -67,6 +72,12 @@ export class RelayStore {
     return opened.store;
   }
 
+  /** `BEGIN IMMEDIATE` ... `COMMIT` around a function, a savepoint when nested (better-sqlite3's `transaction`). */
+  private sqliteTx(): (fn: () => unknown) => unknown {
+    if (!this.immediateTx) throw new Error('this relay store is on PostgreSQL; it has no SQLite database');
+    return this.immediateTx;
+  }
+
   /** The SQLite database (tests and migrations); throws on PostgreSQL. */
   get db(): Database.Database {
     if (!this.sqlite) throw new Error('this relay store is on PostgreSQL; it has no SQLite database');
@@ -80,7 +91,7 @@ export class RelayStore {
   /** Runs `fn` in one write transaction; the change and its event commit together or not at all. Nested: a savepoint. */
   tx<T>(fn: () => T): T {
     try {
-      return this.pg ? this.pg.tx(fn) : this.db.transaction(fn).immediate();
+      return this.pg ? this.pg.tx(fn) : (this.sqliteTx()(fn) as T);
     } catch (err) {
       // Whatever `fn` wrote is gone (a nested call only rolls back its savepoint, but telling the
       // listeners too often only costs them a reload): in-memory views of those rows must forget them.
@@ -128,8 +139,13 @@ export class RelayStore {
   appendEvent(kind: EventKind, author: string, subject: string, payload: unknown, nowMs: number, origin: string | null = null): number {
     // Outside `tx` an event would be committed without the write lock: on PostgreSQL another
     // replica's event could then commit with a smaller seq after it, and a reader would skip it.
+    return this.appendEventJson(kind, author, subject, JSON.stringify(payload), nowMs, origin);
+  }
+
+  /** `appendEvent` with the payload already serialised (`JSON.stringify` of it), for a caller that has the text. */
+  appendEventJson(kind: EventKind, author: string, subject: string, payloadJson: string, nowMs: number, origin: string | null = null): number {
     if (!(this.pg ? this.pg.inTransaction : this.db.inTransaction)) throw new Error(`RelayStore.appendEvent(${kind}) outside a transaction: call it inside tx`);
-    return this.data.events.append({ kind, author, subject, payloadJson: JSON.stringify(payload), origin, nowMs });
+    return this.data.events.append({ kind, author, subject, payloadJson, origin, nowMs });
   }
 
   close(): void {

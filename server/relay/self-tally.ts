@@ -44,7 +44,7 @@ export class SelfTallies {
   /** The relay node's bulletin now (not floored: the caller applies the floor). */
   bulletin(itemId: string): SelfBulletin {
     const item = this.current(itemId);
-    return { bulletin: item.tally.bulletin(), hasSigned: (value, phase) => item.tally.has(this.selfNodeId, value, phase), sliceChangers: [...item.changers].sort() };
+    return { bulletin: item.tally.bulletin(), hasSigned: item.hasSigned, sliceChangers: [...item.changers].sort() };
   }
 
   /** A statement was stored: the item's tally (when kept) takes it, or is dropped to be built again. */
@@ -106,6 +106,8 @@ class ItemTally {
   readonly changers = new Set<string>();
   /** Voters with a statement already counted (their slice is then fixed in the tally). */
   private readonly countedVoters = new Set<string>();
+  /** Whether the relay node signed a statement here; made once per item, not once per bulletin. */
+  readonly hasSigned: HasSigned = (value, phase) => this.tally.has(this.selfNodeId, value, phase);
 
   constructor(
     itemId: string,

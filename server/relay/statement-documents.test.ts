@@ -82,4 +82,14 @@ describe("a statement's other documents", () => {
     // Every kept document is published for peers; the refused one is not.
     expect(r.store.db.prepare("SELECT COUNT(*) AS n FROM events WHERE kind = 'vote' AND author = ?").get(x.nodeId)).toEqual({ n: 1 + MAX_OTHER_DOCUMENTS });
   });
+
+  it('stores and publishes each document as its JSON text, the event payload being {"vote": ...}', () => {
+    const r = relay();
+    const kept = [statement(x, { t: 1, v: [y.nodeId], i: [] }, 100), { ...statement(x, { t: 1, v: [y.nodeId], i: [] }, 101), hint: { route: ['a', 'é'] } } as Vote];
+    deliver(r, kept);
+    const events = r.store.db.prepare("SELECT payload FROM events WHERE kind = 'vote' AND author = ? ORDER BY seq").pluck().all(x.nodeId);
+    expect(events).toEqual(kept.map((vote) => JSON.stringify({ vote })));
+    const docs = r.store.db.prepare('SELECT doc FROM votes WHERE voter = ? UNION ALL SELECT doc FROM vote_documents WHERE voter = ?').pluck().all(x.nodeId, x.nodeId);
+    expect(docs).toEqual(kept.map((vote) => JSON.stringify(vote)));
+  });
 });

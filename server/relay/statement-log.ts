@@ -86,13 +86,15 @@ export class StatementLog {
     else if (vote.slice_hash !== undefined && !this.slices.quorumSetByHash(vote.slice_hash)) {
       throw unknownSliceHash(vote.slice_hash);
     }
-    const inserted = this.votes.insertIfNew(vote, JSON.stringify(vote), origin, nowMs);
+    // Serialised once: the stored text, the parsed-back statement and the event's payload all come from it.
+    const text = JSON.stringify(vote);
+    const inserted = this.votes.insertIfNew(vote, text, origin, nowMs);
     const other = vote.value === 'yes' ? 'no' : 'yes';
     const equivocation = this.votes.has(vote.voter, vote.item, other, vote.phase);
-    if (!inserted) return { stored: false, duplicate: true, equivocation, keptAnotherDocument: this.keepOtherDocument(vote, origin, nowMs) };
+    if (!inserted) return { stored: false, duplicate: true, equivocation, keptAnotherDocument: this.keepOtherDocument(vote, text, origin, nowMs) };
     const item = this.items.get(vote.item);
     // Parsed back from the stored text, so it is what a later read would give.
-    const parsed = this.shareInlineSlice(JSON.parse(JSON.stringify(vote)) as Vote);
+    const parsed = this.shareInlineSlice(JSON.parse(text) as Vote);
     if (item?.ordered) {
       // Placed where the database's ORDER BY puts it (usually last).
       const key: StatementKey = { createdMs: nowMs, voter: vote.voter, value: vote.value, phase: vote.phase };
@@ -105,23 +107,23 @@ export class StatementLog {
       item.ordered.frozen = undefined;
       this.trim(vote.item);
     }
-    this.store.appendEvent('vote', vote.voter, vote.item, { vote }, nowMs, origin);
+    this.store.appendEventJson('vote', vote.voter, vote.item, votePayloadJson(text), nowMs, origin);
     this.onStored(parsed);
     return { stored: true, duplicate: false, equivocation };
   }
 
   /** Keeps and publishes another signed document of a stored statement (see `MAX_OTHER_DOCUMENTS`). */
-  private keepOtherDocument(vote: Vote, origin: string | null, nowMs: number): boolean {
+  private keepOtherDocument(vote: Vote, text: string, origin: string | null, nowMs: number): boolean {
     if (this.votes.sigOf(vote) === vote.sig) return false;
     if (this.votes.otherDocumentCount(vote) >= MAX_OTHER_DOCUMENTS) return false;
-    if (!this.votes.insertOtherDocument(vote, JSON.stringify(vote), origin, nowMs)) return false;
-    const parsed = this.shareInlineSlice(JSON.parse(JSON.stringify(vote)) as Vote);
+    if (!this.votes.insertOtherDocument(vote, text, origin, nowMs)) return false;
+    const parsed = this.shareInlineSlice(JSON.parse(text) as Vote);
     const ordered = this.items.get(vote.item)?.ordered;
     if (ordered) {
       ordered.others.push(parsed);
       ordered.frozen = undefined;
     }
-    this.store.appendEvent('vote', vote.voter, vote.item, { vote }, nowMs, origin);
+    this.store.appendEventJson('vote', vote.voter, vote.item, votePayloadJson(text), nowMs, origin);
     this.onStored(parsed);
     return true;
   }
@@ -180,6 +182,11 @@ export class StatementLog {
     }
     return Object.freeze(vote);
   }
+}
+
+/** `JSON.stringify({ vote })` from `JSON.stringify(vote)`: the same text, without serialising the vote again. */
+function votePayloadJson(voteJson: string): string {
+  return `{"vote":${voteJson}}`;
 }
 
 function mapKey(k: StatementKey): string {
