@@ -10,6 +10,11 @@ export type HealthCheckOutcomeRecord =
   | { passed: true; uartText: string; elapsedNanos: number }
   | { passed: false; reason: string; uartText: string; refused?: boolean };
 
+/** The stored outcome of a check the server ended itself (interrupted, its worker revoked, lapsed). */
+export function failedOutcomeJson(reason: string): string {
+  return JSON.stringify({ passed: false, reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
+}
+
 export const healthCheckStates = ['requested', 'running', 'done'] as const;
 export type HealthCheckState = (typeof healthCheckStates)[number];
 

@@ -5,6 +5,7 @@ import {
   type HealthCheckRecord,
   type HealthCheckRow,
   type HealthCheckStore,
+  failedOutcomeJson,
   healthCheckFromRow,
   type RequestHealthCheckResult,
 } from './health-check-store.js';
@@ -72,47 +73,27 @@ export class SqliteHealthChecks implements HealthCheckStore {
   }
 
   async interrupt(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]> {
-    const { db } = this;
-    return db
-      .transaction((): HealthCheckRecord[] => {
-        const running = db.prepare("SELECT check_id FROM board_health_checks WHERE worker_id = ? AND state = 'running'").all(workerId) as Array<{ check_id: string }>;
-        const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
-        for (const { check_id } of running) {
-          db.prepare("UPDATE board_health_checks SET state = 'done', finished_at_ms = ?, outcome_json = ? WHERE check_id = ?").run(options.nowMs, outcome, check_id);
-        }
-        return running.map((r) => this.byId(r.check_id)!);
-      })
-      .immediate();
+    return this.failWhere("worker_id = ? AND state = 'running'", [workerId], options);
   }
 
   async failAllOf(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]> {
-    const { db } = this;
-    return db
-      .transaction((): HealthCheckRecord[] => {
-        const active = db
-          .prepare("SELECT check_id FROM board_health_checks WHERE worker_id = ? AND state IN ('requested', 'running') ORDER BY requested_at_ms, rowid")
-          .all(workerId) as Array<{ check_id: string }>;
-        const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
-        for (const { check_id } of active) {
-          db.prepare("UPDATE board_health_checks SET state = 'done', finished_at_ms = ?, outcome_json = ? WHERE check_id = ?").run(options.nowMs, outcome, check_id);
-        }
-        return active.map((r) => this.byId(r.check_id)!);
-      })
-      .immediate();
+    return this.failWhere("worker_id = ? AND state IN ('requested', 'running')", [workerId], options);
   }
 
   async expire(nowMs: number, options: { graceMs: number; reason: string }): Promise<HealthCheckRecord[]> {
+    return this.failWhere("state IN ('requested', 'running') AND requested_at_ms + timeout_ms + ? <= ?", [options.graceMs, nowMs], { reason: options.reason, nowMs });
+  }
+
+  /** Ends every check matching `where` as failed with `reason`, in one transaction, oldest first. */
+  private failWhere(where: string, params: unknown[], options: { reason: string; nowMs: number }): HealthCheckRecord[] {
     const { db } = this;
     return db
       .transaction((): HealthCheckRecord[] => {
-        const due = db
-          .prepare("SELECT check_id FROM board_health_checks WHERE state IN ('requested', 'running') AND requested_at_ms + timeout_ms + ? <= ?")
-          .all(options.graceMs, nowMs) as Array<{ check_id: string }>;
-        const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
-        for (const { check_id } of due) {
-          db.prepare("UPDATE board_health_checks SET state = 'done', finished_at_ms = ?, outcome_json = ? WHERE check_id = ?").run(nowMs, outcome, check_id);
-        }
-        return due.map((d) => this.byId(d.check_id)!);
+        const ended = db.prepare(`SELECT check_id FROM board_health_checks WHERE ${where} ORDER BY requested_at_ms, rowid`).all(...params) as Array<{ check_id: string }>;
+        const outcome = failedOutcomeJson(options.reason);
+        const update = db.prepare("UPDATE board_health_checks SET state = 'done', finished_at_ms = ?, outcome_json = ? WHERE check_id = ?");
+        for (const { check_id } of ended) update.run(options.nowMs, outcome, check_id);
+        return ended.map((r) => this.byId(r.check_id)!);
       })
       .immediate();
   }

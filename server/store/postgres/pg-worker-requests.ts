@@ -1,6 +1,7 @@
 import type { JobState } from '../bench-store.js';
 import {
   type HealthCheckOutcomeRecord,
+  failedOutcomeJson,
   type HealthCheckRecord,
   type HealthCheckRow,
   type HealthCheckStore,
@@ -124,7 +125,7 @@ export class PgHealthChecks implements HealthCheckStore {
   }
 
   interrupt(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]> {
-    const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
+    const outcome = failedOutcomeJson(options.reason);
     return this.db.write(async (q) => {
       const rows = await q<HealthCheckRow>(
         "UPDATE board_health_checks SET state = 'done', finished_at_ms = $1, outcome_json = $2 WHERE worker_id = $3 AND state = 'running' RETURNING *",
@@ -135,7 +136,7 @@ export class PgHealthChecks implements HealthCheckStore {
   }
 
   failAllOf(workerId: string, options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]> {
-    const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
+    const outcome = failedOutcomeJson(options.reason);
     return this.db.write(async (q) => {
       const rows = await q<HealthCheckRow>(
         "UPDATE board_health_checks SET state = 'done', finished_at_ms = $1, outcome_json = $2 WHERE worker_id = $3 AND state IN ('requested', 'running') RETURNING *",
@@ -146,7 +147,7 @@ export class PgHealthChecks implements HealthCheckStore {
   }
 
   expire(nowMs: number, options: { graceMs: number; reason: string }): Promise<HealthCheckRecord[]> {
-    const outcome = JSON.stringify({ passed: false, reason: options.reason, uartText: '' } satisfies HealthCheckOutcomeRecord);
+    const outcome = failedOutcomeJson(options.reason);
     return this.db.write(async (q) => {
       const rows = await q<HealthCheckRow>(
         `UPDATE board_health_checks SET state = 'done', finished_at_ms = $1, outcome_json = $2
