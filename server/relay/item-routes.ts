@@ -210,7 +210,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       body: voteDocSchema,
       bodyKind: 'core',
       successStatus: 201,
-      handle: ({ params, req, res }) => ingest.request(async () => {
+      handle: ({ params, req, res }) => ingest.request(res, async () => {
         const itemId = params.id!;
         checkItemId(itemId);
         // Only whether it exists: the vote's answer needs nothing else of the item's row.

@@ -14,6 +14,8 @@ import type { RelayDeps } from './relay-deps.js';
 import { notFoundHandler } from '../http/error-handler.js';
 import { mountApiRoutes } from '../http/api-route.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
+import type { SyncFile } from './data-access/wal-sync.js';
+import { answersWaitFor } from '../http/answers-wait-for.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { noSniff } from '../http/security-headers.js';
@@ -97,6 +99,8 @@ export interface RelayServiceConfig {
   rateLimits?: Partial<RelayRateLimits>;
   /** Reverse proxies in front whose X-Forwarded-For is trusted for those limits; default 0 (the connected address). */
   trustProxyHops?: number;
+  /** SQLite only: how the WAL is made durable before answers go out; default fdatasync on the thread pool (decision 0480; tests gate it). */
+  syncFile?: SyncFile;
 }
 
 import { defaultRelayRateLimits, type RelayRateLimits } from './relay-rate-limits.js';
@@ -139,7 +143,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
   try {
     removePartialFiles(join(config.dataDir, 'files'), PARTIAL_UPLOAD_PATTERN);
     ensurePrivateDir(join(config.dataDir, 'files'));
-    store = config.databaseUrl ? RelayStore.openPostgres(config.databaseUrl) : new RelayStore(config.dataDir);
+    store = config.databaseUrl ? RelayStore.openPostgres(config.databaseUrl) : new RelayStore(config.dataDir, undefined, config.syncFile ? { syncFile: config.syncFile } : {});
   } catch (err) {
     lock.release();
     throw err;
@@ -255,6 +259,17 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   app.use(noSniff);
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
   const api = Router();
+  // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
+  let syncFailureLogged = false;
+  app.use(
+    answersWaitFor(
+      () => deps.store.whenDurable(),
+      (error) => {
+        if (!syncFailureLogged) logger.error('relay: committed data could not be synced to disk; every answer is now a 503 until the relay restarts', error);
+        syncFailureLogged = true;
+      },
+    ),
+  );
   // Replicas on PostgreSQL: caches another replica's commit made stale are dropped before anything
   // reads them (decision 0441); on SQLite a no-op.
   app.use((_req, _res, next) => {

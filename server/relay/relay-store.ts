@@ -10,6 +10,7 @@ import { PreparedStatements } from './data-access/prepared-statements.js';
 import { RelayData } from './data-access/relay-data.js';
 import { relayMigrations } from './data-access/relay-migrations.js';
 import type { RelaySql } from './data-access/relay-sql.js';
+import { type SyncFile, WalSync } from './data-access/wal-sync.js';
 
 /**
  * The relay's store: embedded SQLite (`relay.sqlite` in the data dir) by default, or PostgreSQL
@@ -28,14 +29,19 @@ export class RelayStore {
   /** The SQLite store's one reusable immediate transaction (see the constructor). */
   private readonly immediateTx: ((fn: () => unknown) => unknown) | undefined;
   private readonly invalidationListeners: (() => void)[] = [];
+  /** SQLite only: makes commits durable off the event loop (decision 0480). */
+  private readonly walSync: WalSync | undefined;
+  /** Nesting depth of `tx`: a commit is noted when the outermost one returns. */
+  private txDepth = 0;
 
   /** The embedded SQLite store in `dataDir`. */
-  constructor(dataDir: string);
+  constructor(dataDir: string, pg?: undefined, options?: SqliteRelayStoreOptions);
   /** Internal: see `openPostgres`. */
   constructor(dataDir: null, pg: PgRelayEngine);
   constructor(
     readonly dataDir: string | null,
     pg?: PgRelayEngine,
+    options: SqliteRelayStoreOptions = {},
   ) {
     if (dataDir === null) {
       if (!pg) throw new TypeError('RelayStore: a PostgreSQL engine is required without a data dir');
@@ -47,18 +53,20 @@ export class RelayStore {
       prepareOwnerOnlyDatabase(join(dataDir, 'relay.sqlite'));
       const db = new Database(join(dataDir, 'relay.sqlite'));
       db.pragma('journal_mode = WAL');
-      // Every commit synced: an accepted vote or registration survives a power cut, not only a crash
-      // of the process (concurrent votes share one sync: server/relay/vote-ingest.ts).
-      db.pragma('synchronous = FULL');
+      // Commits write the WAL without waiting for the disk; `walSync` then syncs it off the event
+      // loop and every answer waits for that (decision 0480): an accepted vote or registration is
+      // on disk before anyone hears of it, as with FULL, and concurrent requests share one sync.
+      db.pragma('synchronous = NORMAL');
       db.pragma('foreign_keys = ON');
       db.pragma('busy_timeout = 5000');
       runMigrations(db, relayMigrations, { label: 'the relay database' });
       this.sqlite = db;
+      this.walSync = new WalSync(`${db.name}-wal`, options.syncFile);
       // Made once: better-sqlite3's `transaction(fn)` builds four wrapper functions and their
       // properties on every call, and a vote runs two (its batch and its savepoint).
       this.immediateTx = db.transaction((fn: () => unknown) => fn()).immediate;
       // One statement cache for all: the store has one connection.
-      this.sql = new PreparedStatements(db);
+      this.sql = new PreparedStatements(db, () => this.walSync?.noteCommit());
     }
     this.data = new RelayData(this.sql);
   }
@@ -90,8 +98,30 @@ export class RelayStore {
 
   /** Runs `fn` in one write transaction; the change and its event commit together or not at all. Nested: a savepoint. */
   tx<T>(fn: () => T): T {
+    if (this.pg) return this.withRollbackListeners(() => (this.pg as PgRelayEngine).tx(fn));
+    this.txDepth++;
+    let result: T;
     try {
-      return this.pg ? this.pg.tx(fn) : (this.sqliteTx()(fn) as T);
+      result = this.withRollbackListeners(() => this.sqliteTx()(fn) as T);
+    } finally {
+      this.txDepth--;
+    }
+    if (this.txDepth === 0) this.walSync?.noteCommit();
+    return result;
+  }
+
+  /**
+   * Settles when everything committed so far is on disk; null when it already is. Every answer of
+   * the relay waits for it (relay-service.ts), so no one hears of a commit a power cut could undo.
+   * PostgreSQL syncs its own commits: always null there. Rejects for good once a sync failed.
+   */
+  whenDurable(): Promise<void> | null {
+    return this.walSync?.whenDurable() ?? null;
+  }
+
+  private withRollbackListeners<T>(fn: () => T): T {
+    try {
+      return fn();
     } catch (err) {
       // Whatever `fn` wrote is gone (a nested call only rolls back its savepoint, but telling the
       // listeners too often only costs them a reload): in-memory views of those rows must forget them.
@@ -150,8 +180,16 @@ export class RelayStore {
 
   close(): void {
     if (this.pg) this.pg.close();
-    else if (this.sqlite?.open) this.sqlite.close();
+    else if (this.sqlite?.open) {
+      this.sqlite.close();
+      this.walSync?.close();
+    }
   }
+}
+
+export interface SqliteRelayStoreOptions {
+  /** How the WAL file is made durable; fdatasync on the thread pool by default (tests inject a gate). */
+  syncFile?: SyncFile;
 }
 
 export type { EventKind };

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
@@ -42,11 +43,13 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
   it('stores votes that arrive together in one transaction, each in its own savepoint: one that fails takes back only itself', async () => {
     // Another request in flight (waiting on something else), so these four arrive as concurrent ones do.
     let release = () => {};
-    const other = ingest.request(() => new Promise<void>((resolve) => (release = resolve)));
-    const submitted = [vote(a), vote(b, 'ab'.repeat(32)), vote(b), vote(a)].map((v) => ingest.request(() => ingest.submit(v)));
+    const otherAnswer = new EventEmitter();
+    const other = ingest.request(otherAnswer, () => new Promise<void>((resolve) => (release = resolve)));
+    const submitted = [vote(a), vote(b, 'ab'.repeat(32)), vote(b), vote(a)].map((v) => ingest.request(new EventEmitter(), () => ingest.submit(v)));
     const answers = await Promise.allSettled(submitted);
     release();
     await other;
+    otherAnswer.emit('close');
     expect(answers.map((x) => x.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     const [first, , second, again] = answers as PromiseFulfilledResult<{ stored: boolean; duplicate: boolean; bulletin: { counts: { yes: { vote: number } } } }>[];
     expect(first!.value).toMatchObject({ stored: true, duplicate: false });
@@ -58,6 +61,21 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     expect(voting.statements(item).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
     // One outer transaction and one savepoint per vote.
     expect(transactions).toBe(1 + 4);
+  });
+
+  it('counts a request as in flight until its answer is written: votes arriving while one waits for the disk share a transaction', async () => {
+    const waiting = new EventEmitter();
+    // Its handler is done, its answer not yet written (decision 0480: answers wait for the WAL sync).
+    await ingest.request(waiting, () => ingest.submit(vote(a)));
+    expect(transactions).toBe(2);
+    const later = [vote(b), vote(generateNodeKey())].map((v) => ingest.request(new EventEmitter(), () => ingest.submit(v)));
+    await Promise.all(later);
+    expect(transactions).toBe(2 + 1 + 2);
+    waiting.emit('close');
+    // Alone again: stored at once, in a transaction of its own.
+    const alone = new EventEmitter();
+    await ingest.request(alone, () => ingest.submit(vote(generateNodeKey())));
+    expect(transactions).toBe(2 + 1 + 2 + 2);
   });
 
   it('stores a vote alone at once, in its own transaction', async () => {

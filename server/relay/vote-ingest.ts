@@ -36,14 +36,15 @@ export class VoteIngest {
     private readonly nowMs: () => number,
   ) {}
 
-  /** Runs one vote request (`verify`, checks, `submit`), counted as in flight while it runs. */
-  async request<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one vote request (`verify`, checks, `submit`), counted as in flight until its answer is
+   * written or its connection closed: an answer waits for the disk (decision 0480), and the votes
+   * that arrive meanwhile are what group commit and the parallel signature checks are for.
+   */
+  async request<T>(answer: { once(event: 'close', listener: () => void): unknown }, work: () => Promise<T>): Promise<T> {
     this.inFlight++;
-    try {
-      return await work();
-    } finally {
-      this.inFlight--;
-    }
+    answer.once('close', () => this.inFlight--);
+    return work();
   }
 
   /** `verifyVote`, on the thread pool when other vote requests are in flight. */

@@ -12,7 +12,19 @@ export class PreparedStatements implements RelaySql {
   /** Statements that return their first column (better-sqlite3's `pluck`), by SQL text. */
   private readonly plucked = new Map<string, Database.Statement>();
 
-  constructor(readonly db: Database.Database) {}
+  /**
+   * `onAutocommitWrite` is told of a statement that wrote outside a transaction (it committed on
+   * its own), so the store makes it durable like a transaction's commit (decision 0480).
+   */
+  constructor(
+    readonly db: Database.Database,
+    private readonly onAutocommitWrite: () => void = () => {},
+  ) {}
+
+  /** Call after running `statement`: a write outside a transaction is reported as a commit. */
+  private ran(statement: Database.Statement): void {
+    if (!statement.readonly && !this.db.inTransaction) this.onAutocommitWrite();
+  }
 
   private sql(text: string): Database.Statement {
     let statement = this.byText.get(text);
@@ -33,30 +45,51 @@ export class PreparedStatements implements RelaySql {
   }
 
   run(text: string, ...args: unknown[]): number {
-    return this.sql(text).run(...args).changes;
+    const statement = this.sql(text);
+    const result = statement.run(...args).changes;
+    this.ran(statement);
+    return result;
   }
 
   get<T>(text: string, ...args: unknown[]): T | undefined {
-    return this.sql(text).get(...args) as T | undefined;
+    const statement = this.sql(text);
+    const result = statement.get(...args) as T | undefined;
+    this.ran(statement);
+    return result;
   }
 
   all<T>(text: string, ...args: unknown[]): T[] {
-    return this.sql(text).all(...args) as T[];
+    const statement = this.sql(text);
+    const result = statement.all(...args) as T[];
+    this.ran(statement);
+    return result;
   }
 
   value<T>(text: string, ...args: unknown[]): T | undefined {
-    return this.pluck(text).get(...args) as T | undefined;
+    const statement = this.pluck(text);
+    const result = statement.get(...args) as T | undefined;
+    this.ran(statement);
+    return result;
   }
 
   values<T>(text: string, ...args: unknown[]): T[] {
-    return this.pluck(text).all(...args) as T[];
+    const statement = this.pluck(text);
+    const result = statement.all(...args) as T[];
+    this.ran(statement);
+    return result;
   }
 
   allOnce<T>(text: string, ...args: unknown[]): T[] {
-    return this.db.prepare(text).all(...args) as T[];
+    const statement = this.db.prepare(text);
+    const result = statement.all(...args) as T[];
+    this.ran(statement);
+    return result;
   }
 
   count(text: string, ...args: unknown[]): number {
-    return (this.sql(text).get(...args) as { n: number }).n;
+    const statement = this.sql(text);
+    const result = (statement.get(...args) as { n: number }).n;
+    this.ran(statement);
+    return result;
   }
 }

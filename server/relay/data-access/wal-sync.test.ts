@@ -1,0 +1,101 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { tempDataDir } from '../../../test/support/relay-test-kit.js';
+import { WalSync } from './wal-sync.js';
+
+/** A sync the test finishes by hand: which syncs started, and a way to end each. */
+function gatedSync() {
+  const started: { finish: () => void; fail: (error: Error) => void }[] = [];
+  const syncFile = () =>
+    new Promise<void>((resolve, reject) => {
+      started.push({ finish: resolve, fail: reject });
+    });
+  return { started, syncFile };
+}
+
+/** Whether `promise` has settled once pending callbacks ran (no timers: a few turns of the microtask queue). */
+async function settled(promise: Promise<void>): Promise<boolean> {
+  let done = false;
+  promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let k = 0; k < 5; k++) await Promise.resolve();
+  return done;
+}
+
+let data: ReturnType<typeof tempDataDir>;
+let walPath: string;
+let wal: WalSync | undefined;
+beforeEach(() => {
+  data = tempDataDir('wal-sync-');
+  walPath = join(data.dir, 'db.sqlite-wal');
+  writeFileSync(walPath, '');
+});
+afterEach(() => {
+  wal?.close();
+  wal = undefined;
+  data.remove();
+});
+
+describe('WalSync (group commit off the event loop, decision 0480)', () => {
+  it('answers at once when nothing was committed since the last sync, and starts a sync at each commit when none runs', async () => {
+    const gate = gatedSync();
+    wal = new WalSync(walPath, gate.syncFile);
+    expect(wal.whenDurable()).toBeNull();
+    wal.noteCommit();
+    expect(gate.started).toHaveLength(1);
+    const durable = wal.whenDurable() as Promise<void>;
+    expect(durable).not.toBeNull();
+    expect(await settled(durable)).toBe(false);
+    gate.started[0]!.finish();
+    expect(await settled(durable)).toBe(true);
+    expect(wal.whenDurable()).toBeNull();
+  });
+
+  it('makes a commit made while a sync runs wait for one more sync, shared by every such commit', async () => {
+    const gate = gatedSync();
+    wal = new WalSync(walPath, gate.syncFile);
+    wal.noteCommit();
+    const first = wal.whenDurable() as Promise<void>;
+    // Two commits while the first sync runs: its flush may have missed them.
+    wal.noteCommit();
+    const second = wal.whenDurable() as Promise<void>;
+    wal.noteCommit();
+    const third = wal.whenDurable() as Promise<void>;
+    expect(gate.started).toHaveLength(1);
+    gate.started[0]!.finish();
+    expect(await settled(first)).toBe(true);
+    expect(await settled(second)).toBe(false);
+    // One more sync for both, begun after the first ended.
+    expect(gate.started).toHaveLength(2);
+    expect(await settled(third)).toBe(false);
+    gate.started[1]!.finish();
+    expect(await settled(second)).toBe(true);
+    expect(await settled(third)).toBe(true);
+    expect(gate.started).toHaveLength(2);
+    expect(wal.whenDurable()).toBeNull();
+  });
+
+  it('refuses every later answer once a sync failed, even with nothing new committed', async () => {
+    const gate = gatedSync();
+    wal = new WalSync(walPath, gate.syncFile);
+    wal.noteCommit();
+    const durable = wal.whenDurable() as Promise<void>;
+    gate.started[0]!.fail(new Error('EIO: i/o error, fdatasync'));
+    await expect(durable).rejects.toThrow(/could not be synced to disk \(EIO: i\/o error, fdatasync\); restart the relay/);
+    await expect(wal.whenDurable()).rejects.toThrow(/could not be synced/);
+    wal.noteCommit();
+    await expect(wal.whenDurable()).rejects.toThrow(/could not be synced/);
+    expect(gate.started).toHaveLength(1);
+  });
+
+  it('syncs the real WAL file with fdatasync by default', async () => {
+    wal = new WalSync(walPath);
+    wal.noteCommit();
+    await wal.whenDurable();
+    expect(wal.whenDurable()).toBeNull();
+    expect(wal.busy).toBe(false);
+  });
+});

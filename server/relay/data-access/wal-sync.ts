@@ -1,0 +1,117 @@
+import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/** Makes a file's written data durable: fdatasync on libuv's thread pool by default; injectable in tests. */
+export type SyncFile = (fd: number) => Promise<void>;
+
+const fdatasyncOnThreadPool: SyncFile = (fd) => new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
+
+/**
+ * Group commit for the relay's SQLite database, off the event loop (decision 0480). SQLite runs
+ * with `synchronous = NORMAL`: a commit writes its WAL frames but does not wait for the disk.
+ * This class then makes them durable with one fdatasync of the WAL file on libuv's thread pool,
+ * and every answer waits for a sync that began after the last commit (`whenDurable`). So nothing is
+ * answered, and nothing committed is shown to anyone, before it is on disk, as with
+ * `synchronous = FULL`, but the event loop parses, verifies and commits other requests while the
+ * disk works, and all commits made during one sync share the next one.
+ *
+ * Why this is sound: on Linux an fdatasync through any descriptor flushes the file's dirty pages;
+ * SQLite never replaces the WAL file while a connection is open (it rewrites it from the start
+ * after a checkpoint, in place); with NORMAL, SQLite itself syncs the WAL before a checkpoint copies
+ * it into the database and syncs the database after, so the database file needs nothing from us.
+ */
+export class WalSync {
+  /** Commits noted (`noteCommit`) since the store opened. */
+  private committed = 0;
+  /** Commits known to be on disk. */
+  private synced = 0;
+  private inFlight: { upTo: number; done: Promise<void> } | null = null;
+  /** One sync queued behind the one in flight, shared by every commit made since that one began. */
+  private queued: Promise<void> | null = null;
+  private failure: Error | null = null;
+  private closed = false;
+  private readonly fd: number;
+
+  constructor(
+    walPath: string,
+    private readonly syncFile: SyncFile = fdatasyncOnThreadPool,
+  ) {
+    this.fd = openSync(walPath, 'r+');
+    // What the store committed before this existed (its migrations) is made durable here, once.
+    fdatasyncSync(this.fd);
+    // The WAL file may have just been created: its directory entry must be durable too, once.
+    const dir = openSync(dirname(walPath), 'r');
+    try {
+      fsyncSync(dir);
+    } finally {
+      closeSync(dir);
+    }
+  }
+
+  /** A write transaction committed: its frames are in the WAL, maybe not yet on disk. Starts a sync at once. */
+  noteCommit(): void {
+    this.committed++;
+    // Started now, the sync runs while the caller builds its answer; a failure is kept for `whenDurable`.
+    this.whenDurable()?.catch(() => {});
+  }
+
+  /**
+   * Settles when every commit noted so far is on disk; null when they already are (answer at once,
+   * no promise, no tick). Rejects, for good, once a sync has failed: after a failed fdatasync the
+   * kernel may have dropped the unsynced pages, so nothing written since can be trusted.
+   */
+  whenDurable(): Promise<void> | null {
+    if (this.failure) return Promise.reject(this.failure);
+    // Closed: SQLite checkpointed and synced the database when its connection closed.
+    if (this.synced >= this.committed || this.closed) return null;
+    const inFlight = this.inFlight;
+    if (!inFlight) return this.start();
+    if (inFlight.upTo >= this.committed) return inFlight.done;
+    // The sync in flight began before the latest commit: one more after it, shared by all who wait.
+    this.queued ??= inFlight.done.then(
+      () => {
+        this.queued = null;
+        return this.start();
+      },
+      (err: unknown) => {
+        this.queued = null;
+        throw err;
+      },
+    );
+    return this.queued;
+  }
+
+  /** Whether a sync is running or queued (tests, and `close`). */
+  get busy(): boolean {
+    return this.inFlight !== null || this.queued !== null;
+  }
+
+  /** Closes the WAL descriptor once no sync uses it. */
+  close(): void {
+    this.closed = true;
+    const pending = this.queued ?? this.inFlight?.done;
+    if (!pending) {
+      closeSync(this.fd);
+      return;
+    }
+    const closeAfter = () => this.close();
+    pending.then(closeAfter, closeAfter);
+  }
+
+  private start(): Promise<void> {
+    const upTo = this.committed;
+    const done = this.syncFile(this.fd).then(
+      () => {
+        this.synced = Math.max(this.synced, upTo);
+        this.inFlight = null;
+      },
+      (err: unknown) => {
+        this.failure = new Error(`the relay database's WAL could not be synced to disk (${err instanceof Error ? err.message : String(err)}); restart the relay`, { cause: err });
+        this.inFlight = null;
+        throw this.failure;
+      },
+    );
+    this.inFlight = { upTo, done };
+    return done;
+  }
+}

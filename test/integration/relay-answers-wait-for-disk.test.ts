@@ -1,0 +1,108 @@
+import { createClock } from '@sinonjs/fake-timers';
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { generateNodeKey } from '../../server/relay/protocol.js';
+import { call, postClaim, registerNode, type RunningRelay, startRelayServer, tempDataDir, voteBy } from '../support/relay-test-kit.js';
+
+/**
+ * Decision 0480: the relay's commits are synced off the event loop, and no answer, success or
+ * read, goes out before what it depends on is on disk. The WAL sync is gated here by hand: while
+ * it is held, a committed vote is in the database but nobody has heard of it.
+ */
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 25, 12)));
+
+/** A sync that passes at once until `hold()`, then waits for `release()` or `fail()`. */
+function syncGate() {
+  let held = false;
+  const waiting: { resolve: () => void; reject: (error: Error) => void }[] = [];
+  let onStart: (() => void) | undefined;
+  return {
+    syncFile: () =>
+      new Promise<void>((resolve, reject) => {
+        if (!held) return resolve();
+        waiting.push({ resolve, reject });
+        onStart?.();
+      }),
+    hold: () => (held = true),
+    /** Settles when a held sync has begun. */
+    started: () => new Promise<void>((resolve) => (waiting.length > 0 ? resolve() : (onStart = resolve))),
+    release: () => {
+      held = false;
+      for (const w of waiting.splice(0)) w.resolve();
+    },
+    fail: (error: Error) => {
+      for (const w of waiting.splice(0)) w.reject(error);
+    },
+  };
+}
+
+/** Whether `promise` settled while the test let the event loop turn (bounded: 20 turns, no wall time). */
+async function settledSoon(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  for (let turn = 0; turn < 20 && !done; turn++) await new Promise((resolve) => setImmediate(resolve));
+  return done;
+}
+
+let relay: RunningRelay | undefined;
+const data = tempDataDir('relay-disk-');
+afterEach(async () => {
+  await relay?.close();
+  relay = undefined;
+});
+
+describe('relay answers wait until their commit is on disk (decision 0480)', () => {
+  it('holds a vote\'s answer, and a read of what it committed, until the WAL sync ends', async () => {
+    const gate = syncGate();
+    relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), syncFile: gate.syncFile });
+    const voter = await registerNode(relay, clock);
+    const item = await postClaim(relay, voter, { kind: 'statement', title: 'on disk first', body: '' });
+
+    gate.hold();
+    const answer = call(relay.baseUrl, 'POST', `/items/${item}/vote`, { body: voteBy(voter, item, 'yes', 'vote', { t: 1, v: [relay.service.nodeId], i: [] }, clock) });
+    await gate.started();
+    // Committed (another connection sees it) ...
+    const peek = new Database(join(data.dir, 'relay.sqlite'), { readonly: true });
+    try {
+      expect(peek.prepare('SELECT count(*) AS n FROM votes WHERE item_id = ? AND voter = ?').get(item, voter.nodeId)).toEqual({ n: 1 });
+    } finally {
+      peek.close();
+    }
+    // ... but neither its answer nor a read that would show it has gone out.
+    const events = call<{ events: { kind: string }[] }>(relay.baseUrl, 'GET', '/events?limit=500');
+    expect(await settledSoon(answer)).toBe(false);
+    expect(await settledSoon(events)).toBe(false);
+
+    gate.release();
+    expect((await answer).status).toBe(201);
+    const read = await events;
+    expect(read.status).toBe(200);
+    expect(read.body.events.some((e) => e.kind === 'vote')).toBe(true);
+  });
+
+  it('answers 503 with the reason once a sync failed, and keeps refusing until restarted', async () => {
+    const gate = syncGate();
+    const logger = memoryLogger();
+    relay = await startRelayServer({ clock, dataDir: data.dir, logger, syncFile: gate.syncFile });
+    const voter = await registerNode(relay, clock, { key: generateNodeKey() });
+    const item = await postClaim(relay, voter, { kind: 'statement', title: 'the disk fails', body: '' });
+
+    gate.hold();
+    const answer = call(relay.baseUrl, 'POST', `/items/${item}/vote`, { body: voteBy(voter, item, 'yes', 'vote', { t: 1, v: [relay.service.nodeId], i: [] }, clock) });
+    await gate.started();
+    gate.fail(new Error('EIO: i/o error, fdatasync'));
+    const refused = await answer;
+    expect(refused.status).toBe(503);
+    expect(refused.body.detail).toMatch(/could not be synced to disk \(EIO: i\/o error, fdatasync\); restart the relay/);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
+    // Nothing new committed, still refused: after a failed fdatasync the kernel may have dropped pages.
+    expect((await call(relay.baseUrl, 'GET', '/health')).status).toBe(503);
+    expect(logger.lines.filter((line) => /could not be synced/.test(line))).toHaveLength(1);
+  });
+});
