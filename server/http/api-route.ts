@@ -42,6 +42,10 @@ export interface ApiRoute<Caller = unknown, Auth extends string = string> {
   produces?: string;
   /** Status of a success answer; 200 unless said. */
   successStatus?: number;
+  /** Other success statuses with the same body (e.g. 200 for "already stored" beside 201), with when. */
+  otherSuccess?: Record<number, string>;
+  /** A second content type the success answer may have, chosen by `Accept` (documented as binary). */
+  alsoProduces?: string;
   /**
    * Error statuses this endpoint can answer, with when. 422 is added for routes that take input.
    * A route that declares none is documented with a `default` error answer.

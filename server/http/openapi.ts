@@ -140,10 +140,12 @@ export function buildOpenApiDocument<Caller, Auth extends string>(routes: readon
     // A missing credential header is a 401, not a 422: listed, but never required.
     for (const header of credential.headers ?? []) parameters.push({ name: header.name, in: 'header', required: false, schema: { type: 'string', title: header.title } });
 
-    const success = route.produces && route.produces !== 'application/json'
+    const success: Record<string, unknown> = route.produces && route.produces !== 'application/json'
       ? { [route.produces]: { schema: { type: 'string', format: 'binary' } } }
       : { 'application/json': route.response ? { schema: book.use(route.response, 'output') } : {} };
+    if (route.alsoProduces) success[route.alsoProduces] = { schema: { type: 'string', format: 'binary' } };
     const responses: Record<string, unknown> = { [String(route.successStatus ?? 200)]: { description: 'Successful Response', content: success } };
+    for (const [status, description] of Object.entries(route.otherSuccess ?? {})) responses[status] = { description, content: success };
     const errors: Record<number, string> = { ...credential.errors, ...route.errors };
     if (route.body || route.query) errors[422] ??= 'Validation Error';
     for (const [status, description] of Object.entries(errors).sort(([a], [b]) => Number(a) - Number(b))) {

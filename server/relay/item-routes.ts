@@ -122,6 +122,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: itemDetailSchema,
+      // Accept: application/octet-stream: the bytes, under the media type they were uploaded with.
+      alsoProduces: '*/*',
       handle: ({ params, req, res }) => {
         const row = mustGetItem(params.id!);
         if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {

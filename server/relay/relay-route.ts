@@ -7,6 +7,7 @@ import { notJson } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import { type Caller, type Credentials, requireCredential } from './credentials.js';
 import { type CredentialKind, credentialFormats, credentialMeaning } from './relay-facts.js';
+import { bodyErrors, genericErrors, pathErrors, routeErrors, routeOtherSuccess } from './route-statuses.js';
 
 /**
  * A relay endpoint: the HTTP toolkit's one route type, with the relay's credential names and the
@@ -43,6 +44,8 @@ interface RelayRouteSpec<B, Q> {
   bodyKind?: 'json' | 'core' | 'json-or-multipart';
   multipart?: z.ZodType;
   produces?: string;
+  /** A second content type of the success answer, chosen by `Accept` (a file item's bytes). */
+  alsoProduces?: string;
   response?: z.ZodType;
   successStatus?: number;
   /** Returns the JSON answer, or `alreadySent` when it wrote the answer itself. */
@@ -52,6 +55,7 @@ interface RelayRouteSpec<B, Q> {
 /** Declares a relay route; query and body are parsed with the same schemas the document shows. */
 export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>): RelayRoute {
   const bodyKind = spec.bodyKind ?? 'json';
+  const key = `${spec.method.toUpperCase()} ${spec.path}`;
   return {
     method: spec.method,
     path: spec.path,
@@ -64,7 +68,11 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
       : {}),
     ...(spec.response ? { response: spec.response } : {}),
     ...(spec.produces ? { produces: spec.produces } : {}),
+    ...(spec.alsoProduces ? { alsoProduces: spec.alsoProduces } : {}),
     ...(spec.successStatus ? { successStatus: spec.successStatus } : {}),
+    ...(routeOtherSuccess[key] ? { otherSuccess: routeOtherSuccess[key] } : {}),
+    // Listed, so /openapi.json names every error status of the route (no catch-all `default`).
+    errors: { ...genericErrors, ...(spec.path.includes('{') ? pathErrors : {}), ...(spec.body ? bodyErrors : {}), ...routeErrors[key] },
     handler: async (req, res, caller) => {
       // A body the JSON parser skipped (text/plain, a form) would otherwise be validated as `{}`: a
       // 422 `dict_type` at best, silently ignored where every field is optional.

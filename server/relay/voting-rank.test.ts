@@ -65,6 +65,22 @@ describe('a voter that re-declares its slice for an item cannot withdraw from a 
   });
 });
 
+describe('a voter with several slices for an item', () => {
+  it('is conflicted when under two of its slices it accepts different values (docs/scp-s5.md, case 6), floors aside', () => {
+    const z = keys[3] as NodeKey;
+    // Two signed documents of one statement (vote yes), each declaring another slice.
+    store1(statement(z, 'yes', 'vote', slice(1, [y])));
+    const { sig: _sig, ...unsigned } = statement(z, 'yes', 'vote', slice(1, [w]));
+    store1(signVote({ ...unsigned, created_at: 1_700_000_001 }, z.secretKey));
+    store1(statement(y, 'yes', 'accept', slice(1, [x])));
+    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', sliceChangers: [z.nodeId] });
+    store1(statement(w, 'no', 'accept', slice(1, [x])));
+    // Under {y} z accepts yes, under {w} it accepts no: it would hold both sides.
+    store.db.prepare('DELETE FROM bulletin_floors').run();
+    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
+  });
+});
+
 describe('the floor', () => {
   it('a floor at accepted yes and a tally now accepting no is conflicted (the node would hold both sides), and stays so', () => {
     const z = keys[3] as NodeKey;
