@@ -6,7 +6,10 @@
  * `relayOpenApiSecurity`, 422 for input from the OpenAPI builder, and the ones every route or every
  * route with a body can answer from `genericErrors` and `bodyErrors`.
  */
-export const genericErrors: Record<number, string> = { 500: 'Internal Server Error (unexpected; logged on the server, never with its stack)' };
+export const genericErrors: Record<number, string> = {
+  500: 'Internal Server Error (unexpected; logged on the server, never with its stack)',
+  503: "the relay's database could not be synced to disk: every answer is refused until the relay restarts (decision 0480)",
+};
 
 /** Every route with path parameters: each is checked before it is looked up. */
 export const pathErrors: Record<number, string> = { 422: 'Validation Error: a malformed path parameter (an id that is not 64 hex characters, a token of the wrong form)' };
