@@ -1,8 +1,10 @@
 import { type ChildProcess, fork } from 'node:child_process';
+import { closeSync, fdatasyncSync, openSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { systemClock } from '../core/clock.js';
 import { type BenchRow, markdownTable, nowMs as hostNowMs, percentile } from './measure.js';
-import { defaultThreshold, generateNodeKey, type NodeKey, type QuorumSet, type Vote } from '../core/relay/index.js';
+import { defaultThreshold, generateNodeKey, type NodeKey, type QuorumSet, type Vote, verifyVote } from '../core/relay/index.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../test/support/relay-test-kit.js';
 import type { LoadResult, LoadRound } from './relay-load-client.js';
 
@@ -47,6 +49,10 @@ interface Scene {
   concurrent: number;
   meSequential: number;
   meConcurrent: number;
+  /** One vote's signature check (`verifyVote`), ms, measured beside the floor. */
+  verifyMs: number;
+  /** One WAL-sized write and fdatasync in the relay's data dir, ms, measured beside the floor. */
+  syncMs: number;
 }
 
 /** Runs every measurement and returns the rows; `npm run bench` (perf/run-all.ts) prints them with the others. */
@@ -110,6 +116,8 @@ async function measureScene(client: ChildProcess, voterCount: number, options: R
     await round((await votesFor(`ingest bench, warm-up, ${voterCount} voters`, 1)).slice(0, 400), 1, 201);
     const sequentialVotes = await votesFor(`ingest bench, sequential, ${voterCount} voters`);
     const meSequential = await round(me, 1, 200);
+    const verifyMs = verifyCostMs(sequentialVotes, nowMs);
+    const syncMs = syncCostMs(data.dir, nowMs);
     const sequential = await round(sequentialVotes, 1, 201);
     const last = await bulletinRead(relay, sequentialVotes.slice(-2 * voterCount), nowMs);
     const concurrentVotes = await votesFor(`ingest bench, concurrent, ${voterCount} voters`);
@@ -120,11 +128,14 @@ async function measureScene(client: ChildProcess, voterCount: number, options: R
       { name: `vote ingest, ${voterCount} voters, sequential`, value: sequential.perSecond, unit: 'votes/s', note: `${sequentialVotes.length} statements (${itemsPerRound} item${itemsPerRound > 1 ? 's' : ''}); ${setup}` },
       { name: `vote ingest, ${voterCount} voters, sequential, p50`, value: percentile(sequential.latencies, 50), unit: 'ms', note: 'one POST /items/{id}/vote' },
       { name: `vote ingest, ${voterCount} voters, sequential, p99`, value: percentile(sequential.latencies, 99), unit: 'ms', note: '' },
+      { name: `one vote's signature check, ${voterCount} voters`, value: verifyMs, unit: 'ms', note: 'verifyVote (canonical JSON, Ed25519 by OpenSSL), mean over the round\'s statements' },
+      { name: `one WAL sync, ${voterCount} voters`, value: syncMs, unit: 'ms', note: 'write 8 pages + fdatasync in the relay\'s data dir, mean of 200' },
       { name: `GET /me, ${voterCount} voters, ${concurrency} clients`, value: meConcurrent.perSecond, unit: 'requests/s', note: '' },
       { name: `vote ingest, ${voterCount} voters, ${concurrency} clients`, value: concurrent.perSecond, unit: 'votes/s', note: `${concurrentVotes.length} statements` },
       last,
     ];
-    return { rows, scene: { voters: voterCount, sequential: sequential.perSecond, concurrent: concurrent.perSecond, meSequential: meSequential.perSecond, meConcurrent: meConcurrent.perSecond } };
+    const scene = { voters: voterCount, sequential: sequential.perSecond, concurrent: concurrent.perSecond, meSequential: meSequential.perSecond, meConcurrent: meConcurrent.perSecond, verifyMs, syncMs };
+    return { rows, scene };
   } finally {
     await relay.close();
     data.remove();
@@ -137,6 +148,12 @@ function ratioRows(scenes: readonly Scene[], concurrency: number): BenchRow[] {
   for (const s of scenes) {
     rows.push(
       { name: `ingest / GET /me, ${s.voters} voters, sequential`, value: s.sequential / s.meSequential, unit: 'ratio', note: 'goal: at least 0.6' },
+      {
+        name: `ingest / GET /me, ${s.voters} voters, sequential, at most`,
+        value: sequentialBound(s),
+        unit: 'ratio',
+        note: 'if a vote cost the floor plus one signature check and one WAL sync, and nothing else',
+      },
       { name: `ingest / GET /me, ${s.voters} voters, ${concurrency} clients`, value: s.concurrent / s.meConcurrent, unit: 'ratio', note: 'goal: at least 0.5' },
       { name: `ingest by ${concurrency} clients / sequential ingest, ${s.voters} voters`, value: s.concurrent / s.sequential, unit: 'ratio', note: 'goal: at least 1.3' },
     );
@@ -150,6 +167,38 @@ function ratioRows(scenes: readonly Scene[], concurrency: number): BenchRow[] {
     );
   }
   return rows;
+}
+
+/** The sequential ratio a vote could reach if beyond the floor it only checked its signature and waited for one sync. */
+function sequentialBound(s: Scene): number {
+  const floorMs = 1000 / s.meSequential;
+  return floorMs / (floorMs + s.verifyMs + s.syncMs);
+}
+
+/** Mean ms of `verifyVote` over the round's statements (keys already cached by the warm-up, as in the relay). */
+function verifyCostMs(votes: readonly { body?: string }[], nowMs: () => number): number {
+  const parsed = votes.map((v) => JSON.parse(v.body ?? 'null') as Vote);
+  const t0 = nowMs();
+  for (const vote of parsed) if (!verifyVote(vote)) throw new Error('relay ingest bench: a signed statement does not verify');
+  return (nowMs() - t0) / parsed.length;
+}
+
+/** Mean ms of writing 8 pages (a vote's WAL frames) and fdatasync, in `dir` (the relay's file system). */
+function syncCostMs(dir: string, nowMs: () => number, times = 200): number {
+  const path = join(dir, 'sync-probe');
+  const fd = openSync(path, 'w');
+  const page = Buffer.alloc(8 * 4096, 1);
+  try {
+    const t0 = nowMs();
+    for (let k = 0; k < times; k++) {
+      writeSync(fd, page, 0, page.length, (k % 32) * page.length);
+      fdatasyncSync(fd);
+    }
+    return (nowMs() - t0) / times;
+  } finally {
+    closeSync(fd);
+    rmSync(path, { force: true });
+  }
 }
 
 function runRound(client: ChildProcess, round: LoadRound): Promise<LoadResult> {

@@ -10,7 +10,7 @@ import { PreparedStatements } from './data-access/prepared-statements.js';
 import { RelayData } from './data-access/relay-data.js';
 import { relayMigrations } from './data-access/relay-migrations.js';
 import type { RelaySql } from './data-access/relay-sql.js';
-import { type SyncFile, WalSync } from './data-access/wal-sync.js';
+import { WalSync, type WalSyncOptions } from './data-access/wal-sync.js';
 
 /**
  * The relay's store: embedded SQLite (`relay.sqlite` in the data dir) by default, or PostgreSQL
@@ -61,7 +61,7 @@ export class RelayStore {
       db.pragma('busy_timeout = 5000');
       runMigrations(db, relayMigrations, { label: 'the relay database' });
       this.sqlite = db;
-      this.walSync = new WalSync(`${db.name}-wal`, options.syncFile);
+      this.walSync = new WalSync(`${db.name}-wal`, options.wal);
       // Made once: better-sqlite3's `transaction(fn)` builds four wrapper functions and their
       // properties on every call, and a vote runs two (its batch and its savepoint).
       this.immediateTx = db.transaction((fn: () => unknown) => fn()).immediate;
@@ -188,8 +188,8 @@ export class RelayStore {
 }
 
 export interface SqliteRelayStoreOptions {
-  /** How the WAL file is made durable; fdatasync on the thread pool by default (tests inject a gate). */
-  syncFile?: SyncFile;
+  /** How and when the WAL file is made durable (decision 0480); fdatasync on the thread pool by default. */
+  wal?: WalSyncOptions;
 }
 
 export type { EventKind };

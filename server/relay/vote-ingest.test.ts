@@ -67,19 +67,26 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     const waiting = new EventEmitter();
     // Its handler is done, its answer not yet written (decision 0480: answers wait for the WAL sync).
     await ingest.request(waiting, () => ingest.submit(vote(a)));
-    expect(transactions).toBe(2);
+    expect(transactions).toBe(1);
     const later = [vote(b), vote(generateNodeKey())].map((v) => ingest.request(new EventEmitter(), () => ingest.submit(v)));
     await Promise.all(later);
-    expect(transactions).toBe(2 + 1 + 2);
+    expect(transactions).toBe(1 + 1 + 2);
     waiting.emit('close');
     // Alone again: stored at once, in a transaction of its own.
     const alone = new EventEmitter();
     await ingest.request(alone, () => ingest.submit(vote(generateNodeKey())));
-    expect(transactions).toBe(2 + 1 + 2 + 2);
+    expect(transactions).toBe(1 + 1 + 2 + 1);
   });
 
-  it('stores a vote alone at once, in its own transaction', async () => {
+  it('stores a vote alone at once, in its own transaction (no savepoint)', async () => {
     await expect(ingest.submit(vote(b))).resolves.toMatchObject({ stored: true });
-    expect(transactions).toBe(2);
+    expect(transactions).toBe(1);
+  });
+
+  it('rejects a vote alone that fails, and keeps none of its writes', async () => {
+    // An item the store does not hold: the insert fails its foreign key.
+    await expect(ingest.submit(vote(b, 'ab'.repeat(32)))).rejects.toThrow(/FOREIGN KEY/);
+    expect(store.db.prepare('SELECT count(*) AS n FROM events').get()).toEqual({ n: 0 });
+    expect(voting.statements('ab'.repeat(32))).toEqual([]);
   });
 });

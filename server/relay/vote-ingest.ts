@@ -75,14 +75,17 @@ export class VoteIngest {
     const results: ({ ok: true; stored: StoredVote & { emitted: Vote[] } } | { ok: false; error: unknown })[] = [];
     try {
       this.store.tx(() => {
-        for (const { vote } of batch) {
-          try {
-            // A nested transaction is a savepoint: a vote that throws takes back only its own writes.
-            results.push({ ok: true, stored: this.store.tx(() => this.storeOne(vote)) });
-          } catch (error) {
-            results.push({ ok: false, error });
+        // One vote alone needs no savepoint: if it fails, its transaction is all there is to undo.
+        if (batch.length === 1) results.push({ ok: true, stored: this.storeOne((batch[0] as { vote: Vote }).vote) });
+        else
+          for (const { vote } of batch) {
+            try {
+              // A nested transaction is a savepoint: a vote that throws takes back only its own writes.
+              results.push({ ok: true, stored: this.store.tx(() => this.storeOne(vote)) });
+            } catch (error) {
+              results.push({ ok: false, error });
+            }
           }
-        }
       });
     } catch (error) {
       for (const entry of batch) entry.reject(error);

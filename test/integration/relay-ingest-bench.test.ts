@@ -13,11 +13,13 @@ describe('runRelayIngestBench', () => {
       `vote ingest, ${n} voters, sequential`,
       `vote ingest, ${n} voters, sequential, p50`,
       `vote ingest, ${n} voters, sequential, p99`,
+      `one vote's signature check, ${n} voters`,
+      `one WAL sync, ${n} voters`,
       `GET /me, ${n} voters, 2 clients`,
       `vote ingest, ${n} voters, 2 clients`,
       `relay node's bulletin after ${2 * n} statements, p50`,
     ];
-    const ratios = (n: number) => [`ingest / GET /me, ${n} voters, sequential`, `ingest / GET /me, ${n} voters, 2 clients`, `ingest by 2 clients / sequential ingest, ${n} voters`];
+    const ratios = (n: number) => [`ingest / GET /me, ${n} voters, sequential`, `ingest / GET /me, ${n} voters, sequential, at most`, `ingest / GET /me, ${n} voters, 2 clients`, `ingest by 2 clients / sequential ingest, ${n} voters`];
     expect(rows.map((r) => r.name)).toEqual([
       ...scene(4),
       ...scene(6),
@@ -27,6 +29,8 @@ describe('runRelayIngestBench', () => {
       'ingest at 6 / at 4 voters, 2 clients',
     ]);
     for (const row of rows) expect(Number.isFinite(row.value) && row.value > 0, row.name).toBe(true);
+    // The bound is the floor against the floor plus two positive costs: below 1.
+    for (const n of [4, 6]) expect(rows.find((r) => r.name === `ingest / GET /me, ${n} voters, sequential, at most`)!.value).toBeLessThan(1);
     // Every voter voted and accepted yes and each trusts two others: the relay node confirms.
     expect(rows.find((r) => r.name === "relay node's bulletin after 8 statements, p50")!.note).toMatch(/state confirmed/);
   });

@@ -42,7 +42,7 @@ afterEach(() => {
 describe('WalSync (group commit off the event loop, decision 0480)', () => {
   it('answers at once when nothing was committed since the last sync, and starts a sync at each commit when none runs', async () => {
     const gate = gatedSync();
-    wal = new WalSync(walPath, gate.syncFile);
+    wal = new WalSync(walPath, { syncFile: gate.syncFile });
     expect(wal.whenDurable()).toBeNull();
     wal.noteCommit();
     expect(gate.started).toHaveLength(1);
@@ -56,7 +56,7 @@ describe('WalSync (group commit off the event loop, decision 0480)', () => {
 
   it('makes a commit made while a sync runs wait for one more sync, shared by every such commit', async () => {
     const gate = gatedSync();
-    wal = new WalSync(walPath, gate.syncFile);
+    wal = new WalSync(walPath, { syncFile: gate.syncFile });
     wal.noteCommit();
     const first = wal.whenDurable() as Promise<void>;
     // Two commits while the first sync runs: its flush may have missed them.
@@ -80,7 +80,7 @@ describe('WalSync (group commit off the event loop, decision 0480)', () => {
 
   it('refuses every later answer once a sync failed, even with nothing new committed', async () => {
     const gate = gatedSync();
-    wal = new WalSync(walPath, gate.syncFile);
+    wal = new WalSync(walPath, { syncFile: gate.syncFile });
     wal.noteCommit();
     const durable = wal.whenDurable() as Promise<void>;
     gate.started[0]!.fail(new Error('EIO: i/o error, fdatasync'));
@@ -89,6 +89,28 @@ describe('WalSync (group commit off the event loop, decision 0480)', () => {
     wal.noteCommit();
     await expect(wal.whenDurable()).rejects.toThrow(/could not be synced/);
     expect(gate.started).toHaveLength(1);
+  });
+
+  it('syncs on the event loop when told nothing else waits, and off it when something does', async () => {
+    const gate = gatedSync();
+    let alone = true;
+    let syncedNow = 0;
+    wal = new WalSync(walPath, { syncFile: gate.syncFile, syncFileNow: () => syncedNow++, inline: () => alone });
+    wal.noteCommit();
+    expect(syncedNow).toBe(1);
+    expect(wal.whenDurable()).toBeNull();
+    alone = false;
+    wal.noteCommit();
+    expect(syncedNow).toBe(1);
+    expect(gate.started).toHaveLength(1);
+    // Alone again while that sync runs: the commit waits for the next sync off the loop, after it.
+    alone = true;
+    wal.noteCommit();
+    const later = wal.whenDurable() as Promise<void>;
+    gate.started[0]!.finish();
+    await settled(later);
+    expect(syncedNow).toBe(2);
+    expect(await settled(later)).toBe(true);
   });
 
   it('syncs the real WAL file with fdatasync by default', async () => {
