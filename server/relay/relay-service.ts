@@ -99,11 +99,7 @@ export interface RelayServiceConfig {
   rateLimits?: Partial<RelayRateLimits>;
   /** Reverse proxies in front whose X-Forwarded-For is trusted for those limits; default 0 (the connected address). */
   trustProxyHops?: number;
-  /**
-   * SQLite only: how the WAL is made durable before answers go out (decision 0480). Default:
-   * fdatasync on the event loop for a request alone, on the thread pool otherwise. Given (tests
-   * gate it), it takes every sync.
-   */
+  /** SQLite only: how the WAL is made durable before answers go out; default fdatasync on the thread pool (decision 0480; tests gate it). */
   syncFile?: SyncFile;
 }
 
@@ -143,18 +139,11 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
   // Ours alone and owner-only from here on (decisions 0221, 0222); then what a crash left: uploads
   // it was receiving stay as `files/tmp-*` and are nobody's now.
   const lock = claimDataDir(config.dataDir, { service: 'relay service', logger });
-  /** Requests received and not yet answered (or cut): one alone syncs the WAL on the event loop. */
-  const openRequests = { count: 0 };
   let store: RelayStore;
   try {
     removePartialFiles(join(config.dataDir, 'files'), PARTIAL_UPLOAD_PATTERN);
     ensurePrivateDir(join(config.dataDir, 'files'));
-    store = config.databaseUrl ? RelayStore.openPostgres(config.databaseUrl) : new RelayStore(config.dataDir, undefined, {
-            // Alone, a request syncs on the event loop: nothing else would run meanwhile, and the
-            // thread hop costs about as much as the sync (decision 0480).
-            // An injected `syncFile` (a test's gate) takes every sync.
-            wal: config.syncFile ? { syncFile: config.syncFile } : { inline: () => openRequests.count <= 1 },
-          });
+    store = config.databaseUrl ? RelayStore.openPostgres(config.databaseUrl) : new RelayStore(config.dataDir, undefined, config.syncFile ? { wal: { syncFile: config.syncFile } } : {});
   } catch (err) {
     lock.release();
     throw err;
@@ -209,7 +198,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     const limited = Router();
     limited.post('/register', rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.registrationsPerMinute, perMs: 60_000 }), clientOf, what: 'registrations' }));
     limited.post(['/session', '/login', '/login/verify', '/recover/start', '/recover/finish'], rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.signInsPerMinute, perMs: 60_000 }), clientOf, what: 'sign-in and recovery requests' }));
-    const app = buildApp(deps, routes, logger, limited, openRequests);
+    const app = buildApp(deps, routes, logger, limited);
 
     let timer: TimerHandle | undefined;
     let closed = false;
@@ -264,14 +253,9 @@ function pathPrefix(url: string): string {
   return new URL(url).pathname.replace(/\/+$/, '');
 }
 
-function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router, openRequests: { count: number }): Express {
+function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use((_req, res, next) => {
-    openRequests.count++;
-    res.once('close', () => openRequests.count--);
-    next();
-  });
   app.use(noSniff);
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
   const api = Router();

@@ -91,28 +91,6 @@ describe('WalSync (group commit off the event loop, decision 0480)', () => {
     expect(gate.started).toHaveLength(1);
   });
 
-  it('syncs on the event loop when told nothing else waits, and off it when something does', async () => {
-    const gate = gatedSync();
-    let alone = true;
-    let syncedNow = 0;
-    wal = new WalSync(walPath, { syncFile: gate.syncFile, syncFileNow: () => syncedNow++, inline: () => alone });
-    wal.noteCommit();
-    expect(syncedNow).toBe(1);
-    expect(wal.whenDurable()).toBeNull();
-    alone = false;
-    wal.noteCommit();
-    expect(syncedNow).toBe(1);
-    expect(gate.started).toHaveLength(1);
-    // Alone again while that sync runs: the commit waits for the next sync off the loop, after it.
-    alone = true;
-    wal.noteCommit();
-    const later = wal.whenDurable() as Promise<void>;
-    gate.started[0]!.finish();
-    await settled(later);
-    expect(syncedNow).toBe(2);
-    expect(await settled(later)).toBe(true);
-  });
-
   it('syncs the real WAL file with fdatasync by default', async () => {
     wal = new WalSync(walPath);
     wal.noteCommit();

@@ -7,15 +7,12 @@ export type SyncFile = (fd: number) => Promise<void>;
 const fdatasyncOnThreadPool: SyncFile = (fd) => new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
 export interface WalSyncOptions {
-  /** The sync off the event loop; default fdatasync on the thread pool. */
-  syncFile?: SyncFile;
   /**
-   * The same on the event loop (default fdatasyncSync), used when `inline()` says nothing else
-   * waits: a thread hop and back costs about as much as the sync itself (0.1-0.15 ms here).
+   * The sync off the event loop; default fdatasync on the thread pool. Always off the loop: syncing
+   * on it when one request was open gained a sequential client 0.03-0.07 of the GET /me ratio but
+   * cost four clients 0.07-0.16, as the loop then stalled just as the others' requests arrived.
    */
-  syncFileNow?: (fd: number) => void;
-  /** Whether to sync on the event loop now; default never. The relay: when one request is open. */
-  inline?: () => boolean;
+  syncFile?: SyncFile;
 }
 
 /**
@@ -44,13 +41,9 @@ export class WalSync {
   private closed = false;
   private readonly fd: number;
   private readonly syncFile: SyncFile;
-  private readonly syncFileNow: (fd: number) => void;
-  private readonly inline: () => boolean;
 
   constructor(walPath: string, options: WalSyncOptions = {}) {
     this.syncFile = options.syncFile ?? fdatasyncOnThreadPool;
-    this.syncFileNow = options.syncFileNow ?? fdatasyncSync;
-    this.inline = options.inline ?? (() => false);
     this.fd = openSync(walPath, 'r+');
     // What the store committed before this existed (its migrations) is made durable here, once.
     fdatasyncSync(this.fd);
@@ -80,13 +73,13 @@ export class WalSync {
     // Closed: SQLite checkpointed and synced the database when its connection closed.
     if (this.synced >= this.committed || this.closed) return null;
     const inFlight = this.inFlight;
-    if (!inFlight) return this.inline() ? this.syncNow() : this.start();
+    if (!inFlight) return this.start();
     if (inFlight.upTo >= this.committed) return inFlight.done;
     // The sync in flight began before the latest commit: one more after it, shared by all who wait.
     this.queued ??= inFlight.done.then(
       () => {
         this.queued = null;
-        return this.inline() ? (this.syncNow() ?? undefined) : this.start();
+        return this.start();
       },
       (err: unknown) => {
         this.queued = null;
@@ -111,17 +104,6 @@ export class WalSync {
     }
     const closeAfter = () => this.close();
     pending.then(closeAfter, closeAfter);
-  }
-
-  /** Syncs on the event loop: null when done, a rejection (kept for good) when it failed. */
-  private syncNow(): Promise<void> | null {
-    try {
-      this.syncFileNow(this.fd);
-    } catch (err) {
-      return Promise.reject(this.failed(err));
-    }
-    this.synced = this.committed;
-    return null;
   }
 
   private failed(err: unknown): Error {
