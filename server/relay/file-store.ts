@@ -1,6 +1,7 @@
 import busboy from 'busboy';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { type FileSyncs, fileSyncs } from '../lifecycle/durable-files.js';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -52,7 +53,9 @@ export interface SharedFileContents {
  * Content-addressed file storage under `dataDir/files`. Uploads are streamed: each chunk is
  * hashed and written to a temporary file as it arrives, never held whole in memory; the file is
  * renamed to its SHA-256 once complete, so a crash leaves only a `tmp-*` file behind and a stored
- * file is always complete. With `shared` contents (replicas on PostgreSQL), a file is put there
+ * file is always complete. Its bytes are synced before the rename and the rename through the
+ * directory after, before it counts as stored, so a power cut cannot leave a committed item
+ * without its content (decision 0480). With `shared` contents (replicas on PostgreSQL), a file is put there
  * once it is in place and before its item can be stored, and the local directory is a cache of it:
  * a file another replica received is copied here on first use.
  */
@@ -61,6 +64,7 @@ export class FileStore {
   constructor(
     dataDir: string,
     private readonly shared?: SharedFileContents,
+    private readonly syncs: FileSyncs = fileSyncs,
   ) {
     this.dir = join(dataDir, 'files');
     mkdirSync(this.dir, { recursive: true });
@@ -183,6 +187,8 @@ export class FileStore {
         });
         const out = createWriteStream(tmp, { mode: 0o600 });
         upload = pipeline(stream, out)
+          // The bytes on disk before the file is renamed into place (and its item committed).
+          .then(() => this.syncs.file(tmp))
           .then(() => ({ itemId: hash.digest('hex'), bytes, mediaType: info.mimeType, tmp }))
           .catch(async (err: unknown) => {
             // A write stream destroyed before its file was open still opens (creates) it and then
@@ -215,18 +221,20 @@ export class FileStore {
               fail(err);
               return;
             }
-            const target = this.pathOf(u.itemId);
-            if (existsSync(target)) safeUnlink(u.tmp);
-            else renameSync(u.tmp, target);
-            try {
-              // Before the answer, so the item (stored after this) is never without its content.
-              this.publish(u.itemId);
-            } catch (err) {
-              fail(err);
-              return;
-            }
-            settled = true;
-            resolve({ itemId: u.itemId, bytes: u.bytes, mediaType: u.mediaType, title: checked });
+            this.putInPlace(u.tmp, u.itemId).then(
+              () => {
+                try {
+                  // Before the answer, so the item (stored after this) is never without its content.
+                  this.publish(u.itemId);
+                } catch (err) {
+                  fail(err);
+                  return;
+                }
+                settled = true;
+                resolve({ itemId: u.itemId, bytes: u.bytes, mediaType: u.mediaType, title: checked });
+              },
+              (err: unknown) => fail(err),
+            );
           },
           (err: unknown) => fail(err),
         );
@@ -284,14 +292,24 @@ export class FileStore {
         safeUnlink(tmp);
         return { ok: false, reason: `file content hashes to ${got}, not to its id ${expectedId}` };
       }
-      if (existsSync(this.pathOf(expectedId))) safeUnlink(tmp);
-      else renameSync(tmp, this.pathOf(expectedId));
+      await this.syncs.file(tmp);
+      await this.putInPlace(tmp, expectedId);
       this.publish(expectedId);
       return { ok: true, bytes };
     } catch (err) {
       drop();
       throw err;
     }
+  }
+
+  /** Renames a complete, synced temp file to its id (or drops it when that file is here already) and syncs the rename. */
+  private async putInPlace(tmp: string, itemId: string): Promise<void> {
+    if (existsSync(this.pathOf(itemId))) {
+      safeUnlink(tmp);
+      return;
+    }
+    renameSync(tmp, this.pathOf(itemId));
+    await this.syncs.dir(this.dir);
   }
 
   sizeOf(itemId: string): number {
