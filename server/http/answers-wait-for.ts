@@ -1,35 +1,77 @@
 import type { RequestHandler, Response } from 'express';
 
+type Call = (...args: unknown[]) => unknown;
+
 /**
- * Holds the end of every answer until `ready()` settles (null: answer at once). The relay uses it
- * so that nothing it committed is told to anyone, success or read, before the commit is on disk
+ * Holds every answer until `ready()` settles (null: answer at once). The relay uses it so that
+ * nothing it committed is told to anyone, success or read, before the commit is on disk
  * (decision 0480): its commits are synced off the event loop, and an answer waits for the sync.
- * It wraps `res.end`, the one call every answer ends with (JSON, errors, files, redirects), as
- * compression middleware does, so no route can forget it.
+ * It wraps `res.end`, the one call every answer ends with (JSON, errors, redirects), and
+ * `res.write`, with which a streamed answer (a file's bytes) sends its head and, with a
+ * Content-Length, all a client needs before `end`; as compression middleware does, so no route
+ * can forget it. A stream waits once, at its first write, and again at its end.
  *
  * When `ready()` rejects, an answer whose head is not yet written becomes a 503 with the reason;
  * one already streaming is cut, so the client never takes it for a whole answer.
  */
 export function answersWaitFor(ready: () => Promise<void> | null, onFailure: (error: unknown) => void): RequestHandler {
   return (_req, res, next) => {
-    const end = res.end.bind(res) as (...args: unknown[]) => Response;
-    res.end = ((...args: unknown[]) => {
-      const wait = ready();
-      if (wait === null) return end(...args);
-      wait.then(
-        () => end(...args),
+    const end = res.end.bind(res) as Call;
+    const write = res.write.bind(res) as Call;
+    // Writes and the end held behind the disk, in order; null when nothing is held.
+    let held: Promise<void> | null = null;
+    let waitedAtFirstWrite = false;
+    let refused = false;
+    /** Runs `send` once `wait` and whatever was held before it settle; a failure refuses the answer. */
+    const after = (wait: Promise<void>, send: () => unknown) => {
+      const previous = held;
+      const mine: Promise<void> = (previous ? previous.then(() => wait) : wait).then(
+        () => {
+          if (refused) return;
+          const flowing = send();
+          if (held !== mine) return;
+          held = null;
+          // A stream paused on our `write` returning false goes on (when the socket took the bytes;
+          // otherwise the response emits 'drain' itself once it has).
+          if (flowing === true) res.emit('drain');
+        },
         (error: unknown) => {
+          if (held === mine) held = null;
+          if (refused) return;
+          refused = true;
           onFailure(error);
           refuse(res, end, error);
         },
       );
+      held = mine;
+    };
+    res.write = ((...args: unknown[]) => {
+      if (refused) return false;
+      if (!waitedAtFirstWrite) {
+        // The head goes out with the first write: it waits for what was committed before it.
+        waitedAtFirstWrite = true;
+        const wait = ready();
+        if (wait) {
+          after(wait, () => write(...args));
+          return false;
+        }
+      }
+      if (!held) return write(...args);
+      after(Promise.resolve(), () => write(...args));
+      return false;
+    }) as Response['write'];
+    res.end = ((...args: unknown[]) => {
+      if (refused) return res;
+      const wait = ready();
+      if (wait === null && !held) return end(...args);
+      after(wait ?? Promise.resolve(), () => end(...args));
       return res;
     }) as Response['end'];
     next();
   };
 }
 
-function refuse(res: Response, end: (...args: unknown[]) => Response, error: unknown): void {
+function refuse(res: Response, end: Call, error: unknown): void {
   if (res.headersSent) {
     res.destroy(error instanceof Error ? error : new Error(String(error)));
     return;

@@ -1,5 +1,6 @@
 import { createClock } from '@sinonjs/fake-timers';
 import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
@@ -84,6 +85,54 @@ describe('relay answers wait until their commit is on disk (decision 0480)', () 
     const read = await events;
     expect(read.status).toBe(200);
     expect(read.body.events.some((e) => e.kind === 'vote')).toBe(true);
+  });
+
+  it('holds a streamed file download, head and bytes, until the commit of its item is on disk', async () => {
+    const gate = syncGate();
+    relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), syncFile: gate.syncFile });
+    const uploader = await registerNode(relay, clock);
+    const bytes = new TextEncoder().encode('firmware that must not be seen before it is stored');
+    const fileId = createHash('sha256').update(bytes).digest('hex');
+
+    gate.hold();
+    const form = new FormData();
+    form.append('file', new Blob([bytes], { type: 'application/octet-stream' }), 'fw.bin');
+    const upload = fetch(`${relay.baseUrl}/items`, { method: 'POST', headers: { authorization: uploader.auth }, body: form });
+    await gate.started();
+    // The item is committed; its bytes are streamed with a Content-Length, so a head sent now
+    // would hand the client the whole answer before the commit is durable.
+    const download = fetch(`${relay.baseUrl}/items/${fileId}`, { headers: { accept: 'application/octet-stream' } });
+    expect(await settledSoon(download)).toBe(false);
+    expect(await settledSoon(upload)).toBe(false);
+
+    gate.release();
+    expect((await upload).status).toBe(201);
+    const got = await download;
+    expect(got.status).toBe(200);
+    expect(new Uint8Array(await got.arrayBuffer())).toEqual(bytes);
+  });
+
+  it('refuses a held file download with a 503 (no head, no bytes) when the sync fails', async () => {
+    const gate = syncGate();
+    relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), syncFile: gate.syncFile });
+    const uploader = await registerNode(relay, clock);
+    const bytes = new TextEncoder().encode('bytes of an item whose commit fails to sync');
+    const fileId = createHash('sha256').update(bytes).digest('hex');
+
+    gate.hold();
+    const form = new FormData();
+    form.append('file', new Blob([bytes], { type: 'application/octet-stream' }), 'fw.bin');
+    const upload = fetch(`${relay.baseUrl}/items`, { method: 'POST', headers: { authorization: uploader.auth }, body: form });
+    await gate.started();
+    const download = call(relay.baseUrl, 'GET', `/items/${fileId}`, { headers: { accept: 'application/octet-stream' } });
+    expect(await settledSoon(download)).toBe(false);
+    gate.fail(new Error('EIO: i/o error, fdatasync'));
+    expect((await upload).status).toBe(503);
+    const refused = await download;
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(refused.headers.get('content-disposition')).toBeNull();
+    expect(refused.body).toEqual({ detail: expect.stringMatching(/could not be synced to disk/) });
   });
 
   it('answers 503 with the reason once a sync failed, and keeps refusing until restarted', async () => {
