@@ -78,6 +78,25 @@ describe('WalSync (group commit off the event loop, decision 0480)', () => {
     expect(wal.whenDurable()).toBeNull();
   });
 
+  it('runs one sync at a time even when a commit comes between the end of a sync and the start of the one queued behind it', async () => {
+    const gate = gatedSync();
+    wal = new WalSync(walPath, { syncFile: gate.syncFile });
+    wal.noteCommit();
+    const first = wal.whenDurable() as Promise<void>;
+    // Called back when the first sync ends, before the queued follow-up starts (registered first).
+    void first.then(() => wal!.noteCommit());
+    wal.noteCommit();
+    const second = wal.whenDurable() as Promise<void>;
+    gate.started[0]!.finish();
+    expect(await settled(first)).toBe(true);
+    // Both later commits share the follow-up: a second sync beside it would race it for the descriptor.
+    expect(gate.started).toHaveLength(2);
+    gate.started[1]!.finish();
+    expect(await settled(second)).toBe(true);
+    expect(wal.whenDurable()).toBeNull();
+    expect(gate.started).toHaveLength(2);
+  });
+
   it('refuses every later answer once a sync failed, even with nothing new committed', async () => {
     const gate = gatedSync();
     wal = new WalSync(walPath, { syncFile: gate.syncFile });

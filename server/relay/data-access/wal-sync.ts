@@ -73,7 +73,10 @@ export class WalSync {
     // Closed: SQLite checkpointed and synced the database when its connection closed.
     if (this.synced >= this.committed || this.closed) return null;
     const inFlight = this.inFlight;
-    if (!inFlight) return this.start();
+    // Between the end of a sync and the start of the one queued behind it (a microtask later),
+    // that queued one is the next: it begins after this commit, so it covers it. Starting another
+    // here would run two syncs at once, and `close` would wait for only one of them.
+    if (!inFlight) return this.queued ?? this.start();
     if (inFlight.upTo >= this.committed) return inFlight.done;
     // The sync in flight began before the latest commit: one more after it, shared by all who wait.
     this.queued ??= inFlight.done.then(
