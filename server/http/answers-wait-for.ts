@@ -12,11 +12,29 @@ type Call = (...args: unknown[]) => unknown;
  * can forget it. A stream waits once, at its first write, and again at its end.
  *
  * When `ready()` rejects, an answer whose head is not yet written becomes a 503 with the reason;
- * one already streaming is cut, so the client never takes it for a whole answer.
+ * one already streaming is cut, so the client never takes it for a whole answer. Once `failure()`
+ * names the reason, every request is a 503 before it reaches a handler.
  */
-export function answersWaitFor(ready: () => Promise<void> | null, onFailure: (error: unknown) => void): RequestHandler {
+export interface AnswersWaitForOptions {
+  /** Settles when what the answer may show is durable; null when it already is. */
+  ready: () => Promise<void> | null;
+  /** The failure that makes `ready` reject for good, once known; null before. */
+  failure: () => Error | null;
+  /** Told of each refusal (the relay logs the first). */
+  onFailure: (error: unknown) => void;
+}
+
+export function answersWaitFor({ ready, failure, onFailure }: AnswersWaitForOptions): RequestHandler {
   return (_req, res, next) => {
     const end = res.end.bind(res) as Call;
+    // Refused before any handler runs: a request answered 503 must have changed nothing (once the
+    // disk failed, what it committed could still reach the disk and outlive the 503).
+    const failed = failure();
+    if (failed) {
+      onFailure(failed);
+      refuse(res, end, failed);
+      return;
+    }
     const write = res.write.bind(res) as Call;
     // Writes and the end held behind the disk, in order; null when nothing is held.
     let held: Promise<void> | null = null;

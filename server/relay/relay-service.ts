@@ -262,13 +262,14 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
   let syncFailureLogged = false;
   app.use(
-    answersWaitFor(
-      () => deps.store.whenDurable(),
-      (error) => {
+    answersWaitFor({
+      ready: () => deps.store.whenDurable(),
+      failure: () => deps.store.syncFailure,
+      onFailure: (error) => {
         if (!syncFailureLogged) logger.error('relay: committed data could not be synced to disk; every answer is now a 503 until the relay restarts', error);
         syncFailureLogged = true;
       },
-    ),
+    }),
   );
   // Replicas on PostgreSQL: caches another replica's commit made stale are dropped before anything
   // reads them (decision 0441); on SQLite a no-op.

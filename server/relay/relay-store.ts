@@ -119,6 +119,11 @@ export class RelayStore {
     return this.walSync?.whenDurable() ?? null;
   }
 
+  /** Why commits can no longer be made durable (a failed sync; the relay must restart); null while they can. */
+  get syncFailure(): Error | null {
+    return this.walSync?.failure ?? null;
+  }
+
   private withRollbackListeners<T>(fn: () => T): T {
     try {
       return fn();

@@ -152,6 +152,17 @@ describe('relay answers wait until their commit is on disk (decision 0480)', () 
     expect(refused.headers.get('content-type')).toMatch(/^application\/json/);
     // Nothing new committed, still refused: after a failed fdatasync the kernel may have dropped pages.
     expect((await call(relay.baseUrl, 'GET', '/health')).status).toBe(503);
+    // A write refused with a 503 stores nothing: the disk may still take what it committed, and
+    // the client, told 503, would not expect it after the restart.
+    const claim = { kind: 'statement', title: 'after the disk failed', body: '' };
+    const late = await call(relay.baseUrl, 'POST', '/items', { body: claim, auth: voter.auth });
+    expect(late.status).toBe(503);
+    const peek = new Database(join(data.dir, 'relay.sqlite'), { readonly: true });
+    try {
+      expect(peek.prepare('SELECT count(*) AS n FROM items WHERE title = ?').get(claim.title)).toEqual({ n: 0 });
+    } finally {
+      peek.close();
+    }
     expect(logger.lines.filter((line) => /could not be synced/.test(line))).toHaveLength(1);
   });
 });

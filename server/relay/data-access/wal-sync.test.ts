@@ -104,6 +104,7 @@ describe('WalSync (group commit off the event loop, decision 0480)', () => {
     const durable = wal.whenDurable() as Promise<void>;
     gate.started[0]!.fail(new Error('EIO: i/o error, fdatasync'));
     await expect(durable).rejects.toThrow(/could not be synced to disk \(EIO: i\/o error, fdatasync\); restart the relay/);
+    expect(wal.failure?.message).toMatch(/could not be synced to disk/);
     await expect(wal.whenDurable()).rejects.toThrow(/could not be synced/);
     wal.noteCommit();
     await expect(wal.whenDurable()).rejects.toThrow(/could not be synced/);

@@ -37,7 +37,7 @@ export class WalSync {
   private inFlight: { upTo: number; done: Promise<void> } | null = null;
   /** One sync queued behind the one in flight, shared by every commit made since that one began. */
   private queued: Promise<void> | null = null;
-  private failure: Error | null = null;
+  private failedWith: Error | null = null;
   private closed = false;
   private readonly fd: number;
   private readonly syncFile: SyncFile;
@@ -69,7 +69,7 @@ export class WalSync {
    * kernel may have dropped the unsynced pages, so nothing written since can be trusted.
    */
   whenDurable(): Promise<void> | null {
-    if (this.failure) return Promise.reject(this.failure);
+    if (this.failedWith) return Promise.reject(this.failedWith);
     // Closed: SQLite checkpointed and synced the database when its connection closed.
     if (this.synced >= this.committed || this.closed) return null;
     const inFlight = this.inFlight;
@@ -92,6 +92,11 @@ export class WalSync {
     return this.queued;
   }
 
+  /** The failed sync that makes `whenDurable` reject for good; null while none failed. */
+  get failure(): Error | null {
+    return this.failedWith;
+  }
+
   /** Whether a sync is running or queued (tests, and `close`). */
   get busy(): boolean {
     return this.inFlight !== null || this.queued !== null;
@@ -110,8 +115,8 @@ export class WalSync {
   }
 
   private failed(err: unknown): Error {
-    this.failure = new Error(`the relay database's WAL could not be synced to disk (${err instanceof Error ? err.message : String(err)}); restart the relay`, { cause: err });
-    return this.failure;
+    this.failedWith = new Error(`the relay database's WAL could not be synced to disk (${err instanceof Error ? err.message : String(err)}); restart the relay`, { cause: err });
+    return this.failedWith;
   }
 
   private start(): Promise<void> {
