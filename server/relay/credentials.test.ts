@@ -1,4 +1,6 @@
 import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Credentials, loadOrCreateSecret } from './credentials.js';
 import { generateNodeKey } from './protocol.js';
@@ -67,5 +69,19 @@ describe('Credentials.authenticate', () => {
     expect(again.toString('hex')).toBe(loadOrCreateSecret(data.dir, 'relay-server.key').toString('hex'));
     const fresh = new Credentials(store, again);
     expect(fresh.currentCredential(node.nodeId)).toBe(credentials.currentCredential(node.nodeId));
+  });
+
+  it('a new key file is synced, bytes then its directory entry, before it is used', () => {
+    const seen: string[] = [];
+    const path = join(data.dir, 'relay-node-synced.key');
+    const key = loadOrCreateSecret(data.dir, 'relay-node-synced.key', {
+      file: () => seen.push(`file holding ${readFileSync(path, 'utf8').trim().length} hex characters`),
+      dir: (dir) => seen.push(`dir ${dir === data.dir ? 'data dir' : dir}`),
+    });
+    expect(seen).toEqual(['file holding 64 hex characters', 'dir data dir']);
+    expect(readFileSync(path, 'utf8')).toBe(`${key.toString('hex')}\n`);
+    // Read again, nothing written, nothing synced.
+    loadOrCreateSecret(data.dir, 'relay-node-synced.key', { file: () => seen.push('again'), dir: () => seen.push('again') });
+    expect(seen).toHaveLength(2);
   });
 });

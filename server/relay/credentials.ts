@@ -1,6 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { type FileSyncsSync, createFileDurably } from '../lifecycle/durable-files.js';
 import { isNodeId } from './protocol.js';
 import { HttpError } from '../http/http-error.js';
 import type { CredentialKind } from './relay-facts.js';
@@ -15,9 +16,9 @@ export type Caller =
 
 /**
  * Reads (or creates, mode 0600) a 32-byte secret kept as hex in `dataDir/fileName`.
- * Used for the server HMAC key; losing it revokes every human credential at once.
+ * Used for the server HMAC key; losing it revokes every human credential at once. `syncs`: tests.
  */
-export function loadOrCreateSecret(dataDir: string, fileName: string): Buffer {
+export function loadOrCreateSecret(dataDir: string, fileName: string, syncs?: FileSyncsSync): Buffer {
   const path = join(dataDir, fileName);
   if (existsSync(path)) {
     const hex = readFileSync(path, 'utf8').trim();
@@ -25,7 +26,8 @@ export function loadOrCreateSecret(dataDir: string, fileName: string): Buffer {
     return Buffer.from(hex, 'hex');
   }
   const key = randomBytes(32);
-  writeFileSync(path, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  // Synced before anyone gets a credential made with it (decision 0480: nothing answered before it is on disk).
+  createFileDurably(path, key.toString('hex') + '\n', { mode: 0o600, ...(syncs ? { syncs } : {}) });
   chmodSync(path, 0o600);
   return key;
 }
