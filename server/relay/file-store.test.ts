@@ -91,6 +91,22 @@ describe('FileStore: a stored file is on disk before it is reported stored', () 
     await expect(received).resolves.toEqual({ ok: true, bytes: content.length });
   });
 
+  it('the same content arriving while the first copy\'s rename is being synced does not settle before that sync', async () => {
+    const recorder = recordingSyncs(() => join(data.dir, 'files', id));
+    const files = new FileStore(data.dir, undefined, recorder.syncs);
+    const first = files.receiveVerified(chunks(), id);
+    await recorder.dirCalled;
+    // The name is in the directory but not yet durable: a second copy must not count it as stored.
+    const second = files.receiveVerified(chunks(), id);
+    // Bounded: the second copy is written and its bytes synced (file writes take a few turns).
+    for (let turn = 0; turn < 1000 && recorder.calls.filter((c) => c.startsWith('file')).length < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(recorder.calls.filter((c) => c.startsWith('file')), 'the second copy never reached its file sync').toHaveLength(2);
+    expect(await settledSoon(second)).toBe(false);
+    recorder.releaseDir();
+    await expect(first).resolves.toEqual({ ok: true, bytes: content.length });
+    await expect(second).resolves.toEqual({ ok: true, bytes: content.length });
+  });
+
   it('syncs for real by default', async () => {
     const files = new FileStore(data.dir);
     await expect(files.receiveVerified(chunks(), id)).resolves.toEqual({ ok: true, bytes: content.length });

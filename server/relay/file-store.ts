@@ -302,13 +302,14 @@ export class FileStore {
     }
   }
 
-  /** Renames a complete, synced temp file to its id (or drops it when that file is here already) and syncs the rename. */
+  /**
+   * Renames a complete, synced temp file to its id (or drops it when that file is here already) and
+   * syncs the directory either way: a file found in place may be another copy's whose rename is
+   * still being synced, and this copy's item must not be committed before that name is durable.
+   */
   private async putInPlace(tmp: string, itemId: string): Promise<void> {
-    if (existsSync(this.pathOf(itemId))) {
-      safeUnlink(tmp);
-      return;
-    }
-    renameSync(tmp, this.pathOf(itemId));
+    if (existsSync(this.pathOf(itemId))) safeUnlink(tmp);
+    else renameSync(tmp, this.pathOf(itemId));
     await this.syncs.dir(this.dir);
   }
 
