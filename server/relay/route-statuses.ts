@@ -8,7 +8,7 @@
  */
 export const genericErrors: Record<number, string> = {
   500: 'Internal Server Error (unexpected; logged on the server, never with its stack)',
-  503: "the relay's database could not be synced to disk: every answer is refused until the relay restarts (decision 0480)",
+  503: "the relay's database could not be synced to disk: every request is refused, before it runs, until the relay restarts (one in flight at the failure may have been stored; decision 0480)",
 };
 
 /** Every route with path parameters: each is checked before it is looked up. */
