@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import type { FileSyncs } from '../lifecycle/durable-files.js';
 import { FileStore } from './file-store.js';
+import { settledSoon } from '../../test/support/settled-soon.js';
 
 /**
  * A stored file is durable before anyone hears of it (decision 0480): its bytes are synced before
@@ -34,16 +35,6 @@ function recordingSyncs(target: () => string) {
     },
   };
   return { calls, syncs, dirCalled, releaseDir: () => releaseDir() };
-}
-
-async function settledSoon(promise: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void promise.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  for (let turn = 0; turn < 20 && !done; turn++) await new Promise((resolve) => setImmediate(resolve));
-  return done;
 }
 
 /** A multipart request as express hands it over: a stream with headers. */

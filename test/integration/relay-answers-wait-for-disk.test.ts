@@ -7,6 +7,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
 import { call, postClaim, registerNode, type RunningRelay, startRelayServer, tempDataDir, voteBy } from '../support/relay-test-kit.js';
+import { settledSoon } from '../support/settled-soon.js';
 
 /**
  * Decision 0480: the relay's commits are synced off the event loop, and no answer, success or
@@ -40,23 +41,30 @@ function syncGate() {
   };
 }
 
-/** Whether `promise` settled while the test let the event loop turn (bounded: 20 turns, no wall time). */
-async function settledSoon(promise: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  void promise.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  for (let turn = 0; turn < 20 && !done; turn++) await new Promise((resolve) => setImmediate(resolve));
-  return done;
-}
-
 let relay: RunningRelay | undefined;
 const data = tempDataDir('relay-disk-');
 afterEach(async () => {
   await relay?.close();
   relay = undefined;
 });
+
+/**
+ * A relay whose WAL sync is held while a file item is uploaded: resolves once the upload's item is
+ * committed and its sync has begun (the upload's answer still held).
+ */
+async function heldUpload(text: string) {
+  const gate = syncGate();
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), syncFile: gate.syncFile });
+  const uploader = await registerNode(relay, clock);
+  const bytes = new TextEncoder().encode(text);
+  const fileId = createHash('sha256').update(bytes).digest('hex');
+  gate.hold();
+  const form = new FormData();
+  form.append('file', new Blob([bytes], { type: 'application/octet-stream' }), 'fw.bin');
+  const upload = fetch(`${relay.baseUrl}/items`, { method: 'POST', headers: { authorization: uploader.auth }, body: form });
+  await gate.started();
+  return { gate, relay, bytes, fileId, upload };
+}
 
 describe('relay answers wait until their commit is on disk (decision 0480)', () => {
   it('holds a vote\'s answer, and a read of what it committed, until the WAL sync ends', async () => {
@@ -88,17 +96,7 @@ describe('relay answers wait until their commit is on disk (decision 0480)', () 
   });
 
   it('holds a streamed file download, head and bytes, until the commit of its item is on disk', async () => {
-    const gate = syncGate();
-    relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), syncFile: gate.syncFile });
-    const uploader = await registerNode(relay, clock);
-    const bytes = new TextEncoder().encode('firmware that must not be seen before it is stored');
-    const fileId = createHash('sha256').update(bytes).digest('hex');
-
-    gate.hold();
-    const form = new FormData();
-    form.append('file', new Blob([bytes], { type: 'application/octet-stream' }), 'fw.bin');
-    const upload = fetch(`${relay.baseUrl}/items`, { method: 'POST', headers: { authorization: uploader.auth }, body: form });
-    await gate.started();
+    const { gate, relay, bytes, fileId, upload } = await heldUpload('firmware that must not be seen before it is stored');
     // The item is committed; its bytes are streamed with a Content-Length, so a head sent now
     // would hand the client the whole answer before the commit is durable.
     const download = fetch(`${relay.baseUrl}/items/${fileId}`, { headers: { accept: 'application/octet-stream' } });
@@ -113,17 +111,7 @@ describe('relay answers wait until their commit is on disk (decision 0480)', () 
   });
 
   it('refuses a held file download with a 503 (no head, no bytes) when the sync fails', async () => {
-    const gate = syncGate();
-    relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), syncFile: gate.syncFile });
-    const uploader = await registerNode(relay, clock);
-    const bytes = new TextEncoder().encode('bytes of an item whose commit fails to sync');
-    const fileId = createHash('sha256').update(bytes).digest('hex');
-
-    gate.hold();
-    const form = new FormData();
-    form.append('file', new Blob([bytes], { type: 'application/octet-stream' }), 'fw.bin');
-    const upload = fetch(`${relay.baseUrl}/items`, { method: 'POST', headers: { authorization: uploader.auth }, body: form });
-    await gate.started();
+    const { gate, relay, fileId, upload } = await heldUpload('bytes of an item whose commit fails to sync');
     const download = call(relay.baseUrl, 'GET', `/items/${fileId}`, { headers: { accept: 'application/octet-stream' } });
     expect(await settledSoon(download)).toBe(false);
     gate.fail(new Error('EIO: i/o error, fdatasync'));
