@@ -111,11 +111,33 @@ export async function postClaim(relay: { baseUrl: string }, node: TestNode | str
 }
 
 /**
+ * Where the relays this test file starts keep their tables: SQLite in their data dir (the default),
+ * or, once a file called `storeRelaysOnPostgres` (test/support/relays-on-postgres.ts), one
+ * PostgreSQL database per data dir, so that a relay restarted on the same data dir finds its data.
+ */
+const postgresRelays: { createDatabase?: () => Promise<string>; urlByDataDir: Map<string, string> } = { urlByDataDir: new Map() };
+
+/** From now on, relays started without a `databaseUrl` get a database from `createDatabase` (one per data dir). */
+export function storeRelaysOnPostgres(createDatabase: () => Promise<string>): void {
+  postgresRelays.createDatabase = createDatabase;
+}
+
+/** The PostgreSQL database of the relay started on `dataDir`, or undefined when it is on SQLite. */
+export function relayDatabaseUrl(dataDir: string): string | undefined {
+  return postgresRelays.urlByDataDir.get(dataDir);
+}
+
+/**
  * `startRelayServer` with per-client rate limits far above what a test file does from one loopback
  * address on a clock that barely moves, unless the test sets its own (the rate-limit tests set the defaults).
  */
-export function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
-  return startRelayServerWithDefaults({ ...options, rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
+export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
+  let databaseUrl = options.databaseUrl;
+  if (databaseUrl === undefined && postgresRelays.createDatabase) {
+    databaseUrl = postgresRelays.urlByDataDir.get(options.dataDir) ?? (await postgresRelays.createDatabase());
+    postgresRelays.urlByDataDir.set(options.dataDir, databaseUrl);
+  }
+  return startRelayServerWithDefaults({ ...options, ...(databaseUrl !== undefined ? { databaseUrl } : {}), rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
 }
 
 export { relayLimits, type RunningRelay, type StartRelayServerOptions };
