@@ -102,6 +102,7 @@ export const postgresSuites = {
     'test/integration/postgres/relay-items.postgres.test.ts',
     'test/integration/postgres/relay-lying-peer.postgres.test.ts',
     'test/integration/postgres/relay-reads-never-write.postgres.test.ts',
+    'test/integration/postgres/relay-restart.postgres.test.ts',
   ],
 };
 

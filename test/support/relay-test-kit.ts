@@ -128,16 +128,24 @@ export function relayDatabaseUrl(dataDir: string): string | undefined {
 }
 
 /**
+ * The store options of a relay on `dataDir`: none (SQLite in the data dir), or, in a file that
+ * stores its relays on PostgreSQL, the `databaseUrl` of that data dir's database (made the first
+ * time). For tests that call `createRelayService` themselves; the kit's `startRelayServer` uses it.
+ */
+export async function relayStoreOptions(dataDir: string): Promise<{ databaseUrl?: string }> {
+  if (!postgresRelays.createDatabase) return {};
+  const databaseUrl = postgresRelays.urlByDataDir.get(dataDir) ?? (await postgresRelays.createDatabase());
+  postgresRelays.urlByDataDir.set(dataDir, databaseUrl);
+  return { databaseUrl };
+}
+
+/**
  * `startRelayServer` with per-client rate limits far above what a test file does from one loopback
  * address on a clock that barely moves, unless the test sets its own (the rate-limit tests set the defaults).
  */
 export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
-  let databaseUrl = options.databaseUrl;
-  if (databaseUrl === undefined && postgresRelays.createDatabase) {
-    databaseUrl = postgresRelays.urlByDataDir.get(options.dataDir) ?? (await postgresRelays.createDatabase());
-    postgresRelays.urlByDataDir.set(options.dataDir, databaseUrl);
-  }
-  return startRelayServerWithDefaults({ ...options, ...(databaseUrl !== undefined ? { databaseUrl } : {}), rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
+  const store = options.databaseUrl === undefined ? await relayStoreOptions(options.dataDir) : {};
+  return startRelayServerWithDefaults({ ...options, ...store, rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
 }
 
 export { relayLimits, type RunningRelay, type StartRelayServerOptions };
