@@ -98,6 +98,7 @@ export const postgresSuites = {
     'test/integration/postgres/relay-events.postgres.test.ts',
     'test/integration/postgres/relay-federation.postgres.test.ts',
     'test/integration/postgres/relay-federation-pull.postgres.test.ts',
+    'test/integration/postgres/relay-federation-file-retry.postgres.test.ts',
     'test/integration/postgres/relay-identity.postgres.test.ts',
     'test/integration/postgres/relay-items.postgres.test.ts',
     'test/integration/postgres/relay-lying-peer.postgres.test.ts',
