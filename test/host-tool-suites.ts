@@ -93,6 +93,18 @@ export const postgresSuites = {
     'test/contract/postgres-relay-store.contract.test.ts',
     'test/integration/relay-store-replicas.test.ts',
     'test/integration/relay-replicas.test.ts',
+    // Relay HTTP suites run again on PostgreSQL-backed relays (test/support/relays-on-postgres.ts).
+    'test/integration/postgres/relay-credentials.postgres.test.ts',
+    'test/integration/postgres/relay-events.postgres.test.ts',
+    'test/integration/postgres/relay-federation.postgres.test.ts',
+    'test/integration/postgres/relay-federation-pull.postgres.test.ts',
+    'test/integration/postgres/relay-federation-file-retry.postgres.test.ts',
+    'test/integration/postgres/relay-identity.postgres.test.ts',
+    'test/integration/postgres/relay-items.postgres.test.ts',
+    'test/integration/postgres/relay-lying-peer.postgres.test.ts',
+    'test/integration/postgres/relay-refused-upload-changes-nothing.postgres.test.ts',
+    'test/integration/postgres/relay-reads-never-write.postgres.test.ts',
+    'test/integration/postgres/relay-restart.postgres.test.ts',
   ],
 };
 

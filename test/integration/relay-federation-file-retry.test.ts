@@ -1,6 +1,5 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { createHash } from 'node:crypto';
-import Database from 'better-sqlite3';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { http, HttpResponse } from 'msw';
@@ -11,7 +10,8 @@ import { memoryLogger } from '../../server/http/logger.js';
 import { generateNodeKey, signItemAuthorship, signVote } from '../../server/relay/protocol.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
 import { signDocument } from '../../server/relay/signed-document.js';
-import { tempDataDir } from '../support/relay-test-kit.js';
+import { relayStoreOptions, tempDataDir } from '../support/relay-test-kit.js';
+import { relayTableRows } from '../support/relay-tables.js';
 
 /**
  * A file item whose download failed once used to be skipped for good, with every vote for
@@ -58,26 +58,22 @@ const bytesResponse = () => new HttpResponse(fileBytes, { headers: { 'content-ty
 
 let data: ReturnType<typeof tempDataDir>;
 let relay: RelayService;
-beforeEach(() => {
+beforeEach(async () => {
   data = tempDataDir();
-  relay = createRelayService({ clock, dataDir: data.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 1000, peerFileTimeoutMs: 60_000, logger: memoryLogger() });
+  relay = createRelayService({ clock, dataDir: data.dir, ...(await relayStoreOptions(data.dir)), baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 1000, peerFileTimeoutMs: 60_000, logger: memoryLogger() });
 });
 afterEach(async () => {
   await relay.close();
   data.remove();
 });
 
-/** Reads the relay's database on the side (read-only) to see what it stored. */
-function query<T>(sql: string): T {
-  const db = new Database(join(data.dir, 'relay.sqlite'), { readonly: true });
-  try {
-    return db.prepare(sql).pluck().get(fileId) as T;
-  } finally {
-    db.close();
-  }
+/** The rows of `table` about the file item, read from the relay's database on the side to see what it stored. */
+async function rowsAboutFile(table: 'items' | 'votes'): Promise<number> {
+  const rows = (await relayTableRows(data.dir))[table] ?? [];
+  return rows.filter((row) => (JSON.parse(row) as { item_id?: string }).item_id === fileId).length;
 }
-const hasItem = () => query<number>('SELECT COUNT(*) FROM items WHERE item_id = ?') === 1;
-const voteCount = () => query<number>('SELECT COUNT(*) FROM votes WHERE item_id = ?');
+const hasItem = async () => (await rowsAboutFile('items')) === 1;
+const voteCount = () => rowsAboutFile('votes');
 const filesOnDisk = () => readdirSync(join(data.dir, 'files')).sort();
 
 describe('a file that could not be fetched now is retried, with its votes', () => {
@@ -85,13 +81,13 @@ describe('a file that could not be fetched now is retried, with its votes', () =
     const peerFile = peerServing((attempt) => (attempt === 1 ? HttpResponse.json({ detail: 'busy' }, { status: 503 }) : bytesResponse()));
     const [first] = await relay.federation.probeAll();
     expect(first).toMatchObject({ reachable: true, pulled: 1, rejected: 0, cursor: 1, error: expect.stringMatching(/event 2 \(item\): file .* answered 503.*next probe retries/) });
-    expect(hasItem()).toBe(false);
+    expect(await hasItem()).toBe(false);
     expect(filesOnDisk()).toEqual([]);
     const [second] = await relay.federation.probeAll();
     expect(second).toMatchObject({ reachable: true, pulled: 2, rejected: 0, cursor: 3, error: null });
     expect(peerFile.attempts()).toBe(2);
-    expect(hasItem()).toBe(true);
-    expect(voteCount()).toBe(1);
+    expect(await hasItem()).toBe(true);
+    expect(await voteCount()).toBe(1);
     expect(filesOnDisk()).toEqual([fileId]);
   });
 
@@ -99,7 +95,7 @@ describe('a file that could not be fetched now is retried, with its votes', () =
     peerServing((attempt) => (attempt === 1 ? HttpResponse.error() : bytesResponse()));
     expect((await relay.federation.probeAll())[0]).toMatchObject({ pulled: 1, cursor: 1, error: expect.stringMatching(/not fetched/) });
     expect((await relay.federation.probeAll())[0]).toMatchObject({ pulled: 2, cursor: 3 });
-    expect(voteCount()).toBe(1);
+    expect(await voteCount()).toBe(1);
   });
 
   it('a download slower than the page timeout but within peerFileTimeoutMs completes; past it, the cursor stays', async () => {
@@ -121,7 +117,7 @@ describe('a file that could not be fetched now is retried, with its votes', () =
     fake.tick(5000); // five times the page timeout: a file has its own bound
     release();
     expect((await probing)[0]).toMatchObject({ pulled: 3, cursor: 3, error: null });
-    expect(hasItem()).toBe(true);
+    expect(await hasItem()).toBe(true);
   });
 
   it('a download that outlasts peerFileTimeoutMs leaves the cursor before the file', async () => {
@@ -156,6 +152,6 @@ describe('content that fails verification is skipped and recorded', () => {
     peerServing(() => HttpResponse.json({ detail: 'no' }, { status: 404 }));
     const [result] = await relay.federation.probeAll();
     expect(result).toMatchObject({ pulled: 1, rejected: 2, cursor: 3 });
-    expect(hasItem()).toBe(false);
+    expect(await hasItem()).toBe(false);
   });
 });

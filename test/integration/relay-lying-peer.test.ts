@@ -1,5 +1,4 @@
 import { createClock } from '@sinonjs/fake-timers';
-import Database from 'better-sqlite3';
 import { readdirSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +9,7 @@ import { memoryLogger } from '../../server/http/logger.js';
 import { type SliceDeclaration, type Vote, claimId, generateNodeKey, quorumSetHash, signItemAuthorship, signVote } from '../../server/relay/protocol.js';
 import { signDocument } from '../../server/relay/signed-document.js';
 import { call, claimAuthorship, postClaim, registerNode, sliceDeclarationBy, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { relayTableRows } from '../support/relay-tables.js';
 
 /**
  * Issue 18, "Trust": two honest relays (A and B, real HTTP on loopback) and a lying one, a small
@@ -78,17 +78,12 @@ const pull = (k: number, url: string) => call<{ results: { error: string | null;
 
 /**
  * Every row of every table, and the file store; but `peers` (the liar's record there is meant to
- * change) and `membership` (a counter its triggers bump when a peer is added or reports its node id).
+ * change), `membership` (a counter its triggers bump when a peer is added or reports its node id)
+ * and, on PostgreSQL, `write_generation` (a count of commits, the peer record's among them).
  */
-function snapshot(k: number): Record<string, unknown[]> {
-  const db = new Database(join(dirs[k]!.dir, 'relay.sqlite'), { readonly: true, fileMustExist: true });
-  try {
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('peers', 'membership') ORDER BY name").pluck().all() as string[];
-    const rows: Record<string, unknown[]> = Object.fromEntries(tables.map((t) => [t, db.prepare(`SELECT * FROM "${t}"`).all().map((r) => JSON.stringify(r)).sort()]));
-    return { ...rows, files: readdirSync(join(dirs[k]!.dir, 'files')).sort() };
-  } finally {
-    db.close();
-  }
+async function snapshot(k: number): Promise<Record<string, unknown[]>> {
+  const rows = await relayTableRows(dirs[k]!.dir, { except: ['peers', 'membership', 'write_generation'] });
+  return { ...rows, files: readdirSync(join(dirs[k]!.dir, 'files')).sort() };
 }
 
 type Peer = { url: string; offences: number; last_offence: string | null; suspended_at: string | null };
@@ -147,7 +142,7 @@ describe('a lying relay among honest ones', () => {
     // The liar replays A's whole genuine feed first (renumbered), then the forgeries, then goes back.
     liarFeed = [...genuine, ...forgeries].map((e, k) => ({ ...e, seq: k + 1 }));
     liarTail = { ...liarFeed[2]!, seq: 3 };
-    const before = [snapshot(0), snapshot(1)];
+    const before = [await snapshot(0), await snapshot(1)];
     for (const [k, r] of honest.entries()) expect((await call(r.baseUrl, 'POST', '/reach', { body: { url: liarUrl }, auth: operators[k]!.auth })).status).toBe(201);
 
     for (const k of [0, 1]) {
@@ -157,7 +152,7 @@ describe('a lying relay among honest ones', () => {
     }
     // Nine false documents and the page going back: ten offences, the default bound.
     for (const k of [0, 1]) {
-      expect(snapshot(k), `relay ${k}'s stored state`).toEqual(before[k]);
+      expect(await snapshot(k), `relay ${k}'s stored state`).toEqual(before[k]);
       expect(await liarRecord(k)).toMatchObject({ offences: 10, suspended_at: expect.any(String), last_offence: expect.stringMatching(/refusing the page/) });
       const warnings = loggers[k]!.lines.filter((l) => l.startsWith(`warn: relay: refused a document from peer ${liarUrl}`));
       expect(warnings).toHaveLength(10);
@@ -176,7 +171,7 @@ describe('a lying relay among honest ones', () => {
     await pull(0, liarUrl);
     expect(liarRequests.length).toBeGreaterThan(asked);
     expect(await liarRecord(0)).toMatchObject({ offences: 1, suspended_at: null });
-    expect(snapshot(0)).toEqual(before[0]);
+    expect(await snapshot(0)).toEqual(before[0]);
   });
 });
 

@@ -1,10 +1,9 @@
 import { createClock } from '@sinonjs/fake-timers';
-import Database from 'better-sqlite3';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { relayTableRows } from '../support/relay-tables.js';
 
 /**
  * Issue 18, "a read never writes": GET /items/{id}/bulletin/{node} used to store the bulletin it
@@ -47,17 +46,6 @@ afterAll(async () => {
   data.remove();
 });
 
-/** Every table of the relay's database, each row as JSON, in a stable order. */
-function snapshot(): Record<string, string[]> {
-  const db = new Database(join(data.dir, 'relay.sqlite'), { readonly: true, fileMustExist: true });
-  try {
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all() as string[];
-    return Object.fromEntries(tables.map((table) => [table, (db.prepare(`SELECT * FROM "${table}"`).all() as unknown[]).map((row) => JSON.stringify(row)).sort()]));
-  } finally {
-    db.close();
-  }
-}
-
 /** Every GET path of /openapi.json, with its path parameters filled in every way this relay can answer. */
 async function everyGet(): Promise<{ path: string; auth?: string; headers?: Record<string, string> }[]> {
   const openapi = (await call<{ paths: Record<string, Record<string, { 'x-credential'?: string }>> }>(relay.baseUrl, 'GET', '/openapi.json')).body;
@@ -87,7 +75,7 @@ describe('a read never writes', () => {
   it('every relay table is the same, row by row, before and after a burst of every GET', async () => {
     const gets = await everyGet();
     expect(gets.some((g) => g.path.includes('/bulletin/'))).toBe(true);
-    const before = snapshot();
+    const before = await relayTableRows(data.dir);
     expect(Object.keys(before)).toEqual(expect.arrayContaining(['bulletin_floors', 'votes', 'slices', 'events']));
     for (let round = 0; round < 3; round++) {
       const answers = await Promise.all(gets.map((g) => call(relay.baseUrl, 'GET', g.path, { ...(g.auth ? { auth: g.auth } : {}), ...(g.headers ? { headers: g.headers } : {}) })));
@@ -95,6 +83,6 @@ describe('a read never writes', () => {
     }
     // The bulletin that used to be stored as a floor is what was read.
     expect((await call(relay.baseUrl, 'GET', `/items/${item}/bulletin/${nodes[2]!.nodeId}`)).body).toMatchObject({ state: 'accepted', value: 'yes' });
-    expect(snapshot()).toEqual(before);
+    expect(await relayTableRows(data.dir)).toEqual(before);
   });
 });

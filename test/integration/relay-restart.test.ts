@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../server/relay/protocol.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
-import { call, postClaim, registrationFor, tempDataDir, voteBy } from '../support/relay-test-kit.js';
+import { call, postClaim, registrationFor, relayStoreOptions, tempDataDir, voteBy } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 /** The relay's public address stays the same across restarts; the listening port does not matter. */
@@ -16,7 +16,7 @@ const key = generateNodeKey();
 
 async function open(): Promise<{ url: string; service: RelayService; close(): Promise<void> }> {
   // peer.test never resolves: private peers are allowed so the stored peer needs no DNS answer.
-  const service = createRelayService({ clock, dataDir: data.dir, baseUrl, humanUrl: baseUrl, logger: memoryLogger(), operators: [key.nodeId], allowPrivatePeers: true });
+  const service = createRelayService({ clock, dataDir: data.dir, ...(await relayStoreOptions(data.dir)), baseUrl, humanUrl: baseUrl, logger: memoryLogger(), operators: [key.nodeId], allowPrivatePeers: true });
   const server: Server = createServer(service.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

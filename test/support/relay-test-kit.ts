@@ -111,11 +111,41 @@ export async function postClaim(relay: { baseUrl: string }, node: TestNode | str
 }
 
 /**
+ * Where the relays this test file starts keep their tables: SQLite in their data dir (the default),
+ * or, once a file called `storeRelaysOnPostgres` (test/support/relays-on-postgres.ts), one
+ * PostgreSQL database per data dir, so that a relay restarted on the same data dir finds its data.
+ */
+const postgresRelays: { createDatabase?: () => Promise<string>; urlByDataDir: Map<string, string> } = { urlByDataDir: new Map() };
+
+/** From now on, relays started without a `databaseUrl` get a database from `createDatabase` (one per data dir). */
+export function storeRelaysOnPostgres(createDatabase: () => Promise<string>): void {
+  postgresRelays.createDatabase = createDatabase;
+}
+
+/** The PostgreSQL database of the relay started on `dataDir`, or undefined when it is on SQLite. */
+export function relayDatabaseUrl(dataDir: string): string | undefined {
+  return postgresRelays.urlByDataDir.get(dataDir);
+}
+
+/**
+ * The store options of a relay on `dataDir`: none (SQLite in the data dir), or, in a file that
+ * stores its relays on PostgreSQL, the `databaseUrl` of that data dir's database (made the first
+ * time). For tests that call `createRelayService` themselves; the kit's `startRelayServer` uses it.
+ */
+export async function relayStoreOptions(dataDir: string): Promise<{ databaseUrl?: string }> {
+  if (!postgresRelays.createDatabase) return {};
+  const databaseUrl = postgresRelays.urlByDataDir.get(dataDir) ?? (await postgresRelays.createDatabase());
+  postgresRelays.urlByDataDir.set(dataDir, databaseUrl);
+  return { databaseUrl };
+}
+
+/**
  * `startRelayServer` with per-client rate limits far above what a test file does from one loopback
  * address on a clock that barely moves, unless the test sets its own (the rate-limit tests set the defaults).
  */
-export function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
-  return startRelayServerWithDefaults({ ...options, rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
+export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
+  const store = options.databaseUrl === undefined ? await relayStoreOptions(options.dataDir) : {};
+  return startRelayServerWithDefaults({ ...options, ...store, rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
 }
 
 export { relayLimits, type RunningRelay, type StartRelayServerOptions };
