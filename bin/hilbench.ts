@@ -36,9 +36,9 @@ const serve = program
   .addOption(new Option('--admin-token <token>', 'enables GET /admin with header x-admin-token').env('HILBENCH_ADMIN_TOKEN'))
   .addOption(new Option('--contact-email <email>', 'operator contact published in /.well-known/ai-plugin.json').env('HILBENCH_CONTACT_EMAIL'))
   .addOption(
-    new Option('--backend <name>', 'which backend runs the boards: mock, or auto (each board on its own emulator/simulator/probe), or one backend for all')
+    new Option('--backend <name>', 'which backend runs the boards: auto (each board on its own simulator, emulator or probe; boards with none here are offline, with the reason), mock (every board, nothing executed), or one backend for all')
       .env('HILBENCH_BACKEND')
-      .default('mock')
+      .default('auto')
       .choices(backendChoices),
   )
   .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
