@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HilbenchProcesses } from '../support/hilbench-processes.js';
 
 /**
  * Decision 0494: `hilbench serve` with no `--backend` (what `npm start` runs) on a machine with
@@ -11,29 +11,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * with the reason, so the README's walk-through shows what the firmware prints.
  */
 const repo = path.resolve(import.meta.dirname, '../..');
-const cli = path.join(repo, 'bin/hilbench.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-serve-default-'));
-let server: ResultPromise | undefined;
+const processes = new HilbenchProcesses();
 let benchUrl = '';
-let banner = '';
+let backendChoice = '';
 
 beforeAll(async () => {
-  const env: NodeJS.ProcessEnv = { ...process.env, HILBENCH_QEMU: path.join(dir, 'no-qemu-system-arm'), HILBENCH_RENODE: path.join(dir, 'no-renode') };
-  delete env.HILBENCH_BACKEND;
-  server = execa('node', [cli, 'serve', '--port', '0', '--no-relay', '--data-dir', path.join(dir, 'data')], { reject: false, env, extendEnv: false });
-  benchUrl = await new Promise<string>((resolve, reject) => {
-    server?.stdout?.on('data', (chunk: Buffer) => {
-      banner += chunk.toString();
-      const url = /bench service on (http:\/\/127\.0\.0\.1:\d+)/.exec(banner)?.[1];
-      if (url) resolve(url);
-    });
-    void server?.then((r) => reject(new Error(`serve exited early: ${r.exitCode} ${String(r.stderr)}`)));
+  const { match } = await processes.start(['serve', '--port', '0', '--no-relay', '--data-dir', path.join(dir, 'data')], /bench service on (http:\/\/127\.0\.0\.1:\d+) \(.*, backend (\w+)\)/, {
+    env: { HILBENCH_QEMU: path.join(dir, 'no-qemu-system-arm'), HILBENCH_RENODE: path.join(dir, 'no-renode') },
+    unsetEnv: ['HILBENCH_BACKEND'],
   });
-}, 30_000);
+  [benchUrl, backendChoice] = [match[1] as string, match[2] as string];
+}, 60_000);
 
 afterAll(async () => {
-  server?.kill('SIGTERM');
-  await server;
+  await processes.killAll();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -52,7 +44,7 @@ async function json<T>(response: Response): Promise<T> {
 
 describe('hilbench serve with no --backend (npm start)', () => {
   it('says it runs on auto, lists the Pico and the Uno on the simulator, and every other board offline with the reason', async () => {
-    expect(banner).toContain('backend auto');
+    expect(backendChoice).toBe('auto');
     const { boards } = await json<{ boards: BoardView[] }>(await fetch(`${benchUrl}/api/v1/boards`));
     const byId = new Map(boards.map((b) => [b.id, b]));
     for (const id of ['pico', 'uno']) expect({ id, status: byId.get(id)?.status, backend: byId.get(id)?.backend }).toEqual({ id, status: 'free', backend: 'sim' });

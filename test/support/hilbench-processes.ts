@@ -11,13 +11,19 @@ export const hilbenchCli = path.resolve(import.meta.dirname, '../../bin/hilbench
 export class HilbenchProcesses {
   private readonly running = new Set<ResultPromise>();
 
-  /** `env`: variables added to this process's environment for the child; `readyWithinMs` bounds the wait (default 60 000). */
+  /**
+   * `env`: variables added to this process's environment for the child; `unsetEnv`: variables of
+   * this process the child must not see (a default under test); `readyWithinMs` bounds the wait
+   * (default 60 000).
+   */
   async start(
     args: string[],
     ready: RegExp,
-    options: { env?: Record<string, string>; readyWithinMs?: number } = {},
+    options: { env?: Record<string, string>; unsetEnv?: string[]; readyWithinMs?: number } = {},
   ): Promise<{ child: ResultPromise; match: RegExpExecArray }> {
-    const child = execa('node', [hilbenchCli, ...args], { reject: false, all: true, ...(options.env ? { env: options.env } : {}) });
+    const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+    for (const name of options.unsetEnv ?? []) delete env[name];
+    const child = execa('node', [hilbenchCli, ...args], { reject: false, all: true, env, extendEnv: false });
     this.running.add(child);
     const readyWithinMs = options.readyWithinMs ?? 60_000;
     let timer: NodeJS.Timeout | undefined;
