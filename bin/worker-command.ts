@@ -85,7 +85,8 @@ export function addWorkerCommands(program: Command): void {
     .requiredOption('--label <label>', 'a name for the worker, e.g. the host')
     .action(async (opts: { server: string; adminToken: string; label: string }) => {
       const created = (await adminCall(opts, 'POST', '/admin/workers', { label: opts.label })) as { worker_id: string; token: string };
-      console.log(`worker ${created.worker_id} (${opts.label}) created; its token, shown once:`);
+      // The token alone on stdout, so `> pi-1.token` writes a file `--token-file` takes; the note is for the person.
+      console.error(`worker ${created.worker_id} (${opts.label}) created; its token, shown once:`);
       console.log(created.token);
     });
   adminOptions(tokens.command('list').description('List workers: online, last heard from, boards.')).action(async (opts: { server: string; adminToken: string }) => {
@@ -113,9 +114,17 @@ interface WorkerOptions {
   logLevel: string;
 }
 
+/** A worker token as the server makes them (server/bench/worker-admin.ts): `hbw_` and base64url. */
+const WORKER_TOKEN = /^hbw_[A-Za-z0-9_-]+$/;
+
 function workerToken(opts: WorkerOptions): string {
   const token = opts.tokenFile ? readFileSync(opts.tokenFile, 'utf8').trim() : opts.token;
   if (!token) throw new Error('a worker token is needed: --token-file <file> or --token (create one with hilbench worker-token create)');
+  // Refused here, without echoing it: sent as it is, it fails every call and the failure logs it.
+  if (!WORKER_TOKEN.test(token)) {
+    const source = opts.tokenFile ? `--token-file ${opts.tokenFile}` : '--token';
+    throw new Error(`${source} does not hold a worker token (one line, hbw_...): put only the token hilbench worker-token create prints on stdout there`);
+  }
   return token;
 }
 
