@@ -30,7 +30,9 @@ export function addWorkerCommands(program: Command): void {
     .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
     .action(async (opts: WorkerOptions) => {
       const token = workerToken(opts);
-      const { systemClock } = await import('../core/clock.js');
+      // Timers that keep the process alive: while the server is away the worker's only work is a
+      // wait before dialling again, and on systemClock's unref'd timers Node would exit instead.
+      const { foregroundClock: clock } = await import('../core/clock.js');
       const { loadBoardCatalog } = await import('../boards/catalog.js');
       const { createBackends } = await import('../harness/backend-registry.js');
       const { RemoteWorker } = await import('../harness/worker/remote-worker.js');
@@ -45,7 +47,7 @@ export function addWorkerCommands(program: Command): void {
       // Board health (quarantine) is kept by the server, so every replica sees it (docs/lab.md).
       const backends = ({ quarantineStore }: { quarantineStore: QuarantineStore }) =>
         createBackends({
-          clock: systemClock,
+          clock,
           boards,
           benchFile: opts.benchFile,
           rp2040BootromPath: opts.rp2040Bootrom,
@@ -57,7 +59,7 @@ export function addWorkerCommands(program: Command): void {
       const worker = new RemoteWorker({
         serverUrl: opts.server,
         token,
-        clock: systemClock,
+        clock,
         boards,
         backends,
         choice: opts.backend as never,
