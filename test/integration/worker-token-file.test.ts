@@ -21,7 +21,8 @@ describe('worker tokens through files', () => {
   it('worker-token create prints the token alone on stdout, so "> file" makes a token file the worker takes', { timeout: 120_000 }, async () => {
     const server = await processes.start(
       ['serve', '--no-local-worker', '--no-relay', '--port', '0', '--data-dir', path.join(dir, 'data'), '--admin-token', ADMIN],
-      /bench service on (http:\/\/127\.0\.0\.1:\d+)/,
+      // The banner says where jobs run: a server without a local worker runs none itself.
+      /bench service on (http:\/\/127\.0\.0\.1:\d+) \(data in \S+, jobs on remote workers\)/,
     );
     const url = server.match[1]!;
     const created = await execa('node', [hilbenchCli, 'worker-token', 'create', '--server', url, '--admin-token', ADMIN, '--label', 'pi-1']);
