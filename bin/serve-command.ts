@@ -74,7 +74,9 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
   });
   ownUrl = bench.url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//127.0.0.1:');
   const where = typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? `state in ${redactDatabaseUrl(opts.databaseUrl)}, scratch in ${dataDir}` : `data in ${dataDir}`;
-  console.log(`hilbench bench service on ${bench.url} (${where}, backend ${String(opts.backend)})`);
+  // Without a local worker no backend of this process runs a job: naming one (the default mock) misled.
+  const runs = opts.localWorker === false ? 'jobs on remote workers' : `backend ${String(opts.backend)}`;
+  console.log(`hilbench bench service on ${bench.url} (${where}, ${runs})`);
   console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/${mcp ? `   mcp: ${bench.url}/mcp` : ''}`);
   // A relay that cannot start (its data dir held by another server) must not leave the bench running.
   const relay =

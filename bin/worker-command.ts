@@ -30,7 +30,9 @@ export function addWorkerCommands(program: Command): void {
     .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
     .action(async (opts: WorkerOptions) => {
       const token = workerToken(opts);
-      const { systemClock } = await import('../core/clock.js');
+      // Timers that keep the process alive: while the server is away the worker's only work is a
+      // wait before dialling again, and on systemClock's unref'd timers Node would exit instead.
+      const { foregroundClock: clock } = await import('../core/clock.js');
       const { loadBoardCatalog } = await import('../boards/catalog.js');
       const { createBackends } = await import('../harness/backend-registry.js');
       const { RemoteWorker } = await import('../harness/worker/remote-worker.js');
@@ -45,7 +47,7 @@ export function addWorkerCommands(program: Command): void {
       // Board health (quarantine) is kept by the server, so every replica sees it (docs/lab.md).
       const backends = ({ quarantineStore }: { quarantineStore: QuarantineStore }) =>
         createBackends({
-          clock: systemClock,
+          clock,
           boards,
           benchFile: opts.benchFile,
           rp2040BootromPath: opts.rp2040Bootrom,
@@ -57,7 +59,7 @@ export function addWorkerCommands(program: Command): void {
       const worker = new RemoteWorker({
         serverUrl: opts.server,
         token,
-        clock: systemClock,
+        clock,
         boards,
         backends,
         choice: opts.backend as never,
@@ -85,7 +87,8 @@ export function addWorkerCommands(program: Command): void {
     .requiredOption('--label <label>', 'a name for the worker, e.g. the host')
     .action(async (opts: { server: string; adminToken: string; label: string }) => {
       const created = (await adminCall(opts, 'POST', '/admin/workers', { label: opts.label })) as { worker_id: string; token: string };
-      console.log(`worker ${created.worker_id} (${opts.label}) created; its token, shown once:`);
+      // The token alone on stdout, so `> pi-1.token` writes a file `--token-file` takes; the note is for the person.
+      console.error(`worker ${created.worker_id} (${opts.label}) created; its token, shown once:`);
       console.log(created.token);
     });
   adminOptions(tokens.command('list').description('List workers: online, last heard from, boards.')).action(async (opts: { server: string; adminToken: string }) => {
@@ -113,9 +116,17 @@ interface WorkerOptions {
   logLevel: string;
 }
 
+/** A worker token as the server makes them (server/bench/worker-admin.ts): `hbw_` and base64url. */
+const WORKER_TOKEN = /^hbw_[A-Za-z0-9_-]+$/;
+
 function workerToken(opts: WorkerOptions): string {
   const token = opts.tokenFile ? readFileSync(opts.tokenFile, 'utf8').trim() : opts.token;
   if (!token) throw new Error('a worker token is needed: --token-file <file> or --token (create one with hilbench worker-token create)');
+  // Refused here, without echoing it: sent as it is, it fails every call and the failure logs it.
+  if (!WORKER_TOKEN.test(token)) {
+    const source = opts.tokenFile ? `--token-file ${opts.tokenFile}` : '--token';
+    throw new Error(`${source} does not hold a worker token (one line, hbw_...): put only the token hilbench worker-token create prints on stdout there`);
+  }
   return token;
 }
 

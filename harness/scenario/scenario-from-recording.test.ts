@@ -88,6 +88,23 @@ describe('scenarioFromRecording', () => {
     );
     expect(parseScenario(withPause.yaml, 'x.yaml').steps.map((x) => (x.kind === 'delay' ? x.body : x.kind))).toEqual(['http', '91200ms', 'http']);
   });
+
+  it('takes the job and session ids from the path without its query (a job read with ?wait=, as the README does)', async () => {
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const { yaml } = await scenarioFromRecording(
+      [
+        ex({ method: 'POST', path: '/api/v1/agents/register', requestHeaders: { 'content-type': 'application/x-www-form-urlencoded' }, requestBody: enc('label=a'), answer: { agent_id: 'ag_x', token: TOKEN } }),
+        ex({ method: 'POST', path: '/api/v1/sessions', requestHeaders: { 'content-type': 'application/x-www-form-urlencoded', ...auth }, requestBody: enc('board=pico'), answer: { session_id: 'ses_recorded1', state: 'active' } }),
+        ex({ path: '/api/v1/sessions/ses_recorded1?fresh=1', requestHeaders: auth, answer: { session_id: 'ses_recorded1', state: 'active' } }),
+        ex({ path: '/api/v1/jobs/job_recorded1?wait=30', requestHeaders: auth, answer: { job_id: 'job_recorded1', state: 'done' } }),
+      ],
+      { name: 'waits' },
+    );
+    const s = parseScenario(yaml, 'x.yaml');
+    expect(s.steps.map((x) => x.kind)).toEqual(['register', 'open-session', 'get-session', 'wait-job']);
+    expect(s.steps[2]).toMatchObject({ body: { session: '${session1.session_id}' } });
+    expect(s.steps[3]).toMatchObject({ body: { job: 'job_recorded1', state: 'done' } });
+  });
 });
 
 describe('scenarioFromRecording', () => {

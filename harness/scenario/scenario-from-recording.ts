@@ -135,15 +135,17 @@ export async function scenarioFromRecording(exchanges: readonly RecordedExchange
     const res = isObject(resJson) ? resJson : {};
     const contentType = ex.requestHeaders['content-type'] ?? '';
     const form = contentType.startsWith('application/x-www-form-urlencoded') ? Object.fromEntries(new URLSearchParams(decode(ex.requestBody))) : undefined;
-    const route = `${ex.method} ${ex.path.split('?')[0]}`;
+    // Ids come from the path without its query: an agent reads a job with `?wait=` (bench-api.md).
+    const pathOnly = ex.path.split('?')[0] as string;
+    const route = `${ex.method} ${pathOnly}`;
     let step: Step | undefined;
     let poll = false;
     /** Recognised but not representable (a warning says why): no raw fallback either. */
     let leftOut = false;
 
     if (ex.service === 'bench') {
-      const sessionMatch = /^\/api\/v1\/sessions\/([^/]+)(\/heartbeat|\/end)?$/.exec(ex.path);
-      const jobMatch = /^\/api\/v1\/jobs\/([^/]+)$/.exec(ex.path);
+      const sessionMatch = /^\/api\/v1\/sessions\/([^/]+)(\/heartbeat|\/end)?$/.exec(pathOnly);
+      const jobMatch = /^\/api\/v1\/jobs\/([^/]+)$/.exec(pathOnly);
       if (route === 'POST /api/v1/agents/register') {
         const as = ok ? nextName('agent') : undefined;
         step = { register: withExpect({ ...(form?.label ? { label: form.label } : {}), ...(as ? { as } : {}) }, ex) };

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -39,6 +39,9 @@ describe('the packed package', () => {
     for (const target of targets) expect(files, target).toContain(target.replace(/^\.\//, ''));
     expect(files).toContain('boards/pico.yaml');
     expect(files).toContain('scenarios/firmware/pico/hello.elf');
+    // The build leaves the CLI executable: `npx hilbench` in a clone runs dist/bin/hilbench.js
+    // itself, and after tsc rewrote it (mode 0644) it failed with "Permission denied".
+    expect(statSync(path.join(root, manifest.bin.hilbench!)).mode & 0o111).toBe(0o111);
   });
 
   it('installs into a project and runs its hilbench/vitest tests, its CLI and its library import', async () => {
