@@ -57,3 +57,20 @@ export function variable(value: string, previous: Record<string, string> = {}): 
 }
 
 export { packageVersion } from '../lib/package-version.js';
+
+/** Listening on every interface: the listening address is no address a client can use. */
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '0:0:0:0:0:0:0:0']);
+
+/**
+ * What `serve` warns about at start when it listens on a wildcard address without the public URL
+ * of a service: llms.txt, /openapi.json's servers and the relay's base_url (which clients sign
+ * into registrations) would then advertise `http://0.0.0.0:<port>`.
+ */
+export function wildcardAddressWarnings(host: string, urls: { publicUrl?: unknown; relayPublicUrl?: unknown; relay: boolean }): string[] {
+  if (!WILDCARD_HOSTS.has(host)) return [];
+  const warnings: string[] = [];
+  const missing = (url: unknown) => typeof url !== 'string' || url === '';
+  if (missing(urls.publicUrl)) warnings.push(`--host ${host} without --public-url: the bench advertises http://${host}:<port> in llms.txt, /openapi.json and its pages; set the address clients use`);
+  if (urls.relay && missing(urls.relayPublicUrl)) warnings.push(`--host ${host} without --relay-public-url: the relay advertises http://${host}:<port> as its base_url, which clients sign into registrations; set the address clients use`);
+  return warnings;
+}

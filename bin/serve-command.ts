@@ -12,7 +12,7 @@ import { startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
 import { mcpHttpHandler } from '../lib/mcp/mcp-server.js';
-import { commaList } from './cli-options.js';
+import { commaList, wildcardAddressWarnings } from './cli-options.js';
 
 /** `hilbench serve`: the bench service and the relay beside it, until SIGINT or SIGTERM. Loaded only when it runs. */
 export async function serveCommand(opts: Record<string, unknown>): Promise<void> {
@@ -74,10 +74,11 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
   });
   ownUrl = bench.url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//127.0.0.1:');
   const where = typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? `state in ${redactDatabaseUrl(opts.databaseUrl)}, scratch in ${dataDir}` : `data in ${dataDir}`;
-  // Without a local worker no backend of this process runs a job: naming one (the default mock) misled.
+  // Without a local worker no backend of this process runs a job: naming one (the --backend default) misled.
   const runs = opts.localWorker === false ? 'jobs on remote workers' : `backend ${String(opts.backend)}`;
   console.log(`hilbench bench service on ${bench.url} (${where}, ${runs})`);
   console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/${mcp ? `   mcp: ${bench.url}/mcp` : ''}`);
+  for (const warning of wildcardAddressWarnings(host, { publicUrl: opts.publicUrl, relayPublicUrl: opts.relayPublicUrl, relay: opts.relay !== false })) console.warn(`hilbench: warning: ${warning}`);
   // A relay that cannot start (its data dir held by another server) must not leave the bench running.
   const relay =
     opts.relay === false

@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { wildcardAddressWarnings } from './cli-options.js';
+
+describe('wildcardAddressWarnings (serve on every interface)', () => {
+  it('warns for each service whose public URL is missing when listening on a wildcard address', () => {
+    for (const host of ['0.0.0.0', '::', '[::]']) {
+      const warnings = wildcardAddressWarnings(host, { relay: true });
+      expect(warnings).toHaveLength(2);
+      expect(warnings[0]).toContain('--public-url');
+      expect(warnings[1]).toContain('--relay-public-url');
+    }
+  });
+
+  it('says nothing once both URLs are given, on a named address, or for a relay that is not started', () => {
+    expect(wildcardAddressWarnings('0.0.0.0', { publicUrl: 'https://bench.lab', relayPublicUrl: 'https://relay.lab', relay: true })).toEqual([]);
+    expect(wildcardAddressWarnings('127.0.0.1', { relay: true })).toEqual([]);
+    expect(wildcardAddressWarnings('0.0.0.0', { publicUrl: 'https://bench.lab', relay: false })).toEqual([]);
+    expect(wildcardAddressWarnings('0.0.0.0', { publicUrl: '', relayPublicUrl: 'https://relay.lab', relay: true })).toHaveLength(1);
+  });
+});
