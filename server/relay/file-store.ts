@@ -166,7 +166,9 @@ export class FileStore {
         // reports the same error, so this only has to be heard (the `file` part's copy below hears
         // it through its pipeline too).
         stream.on('error', (err: Error) => fail(malformed(err)));
-        if (name !== 'file') {
+        // After a refusal (a field cut before this part, in the same chunk) nobody would remove
+        // its temp file: the parser is unpiped, so its 'close' never comes.
+        if (name !== 'file' || settled) {
           stream.resume();
           return;
         }
