@@ -1,7 +1,7 @@
 import type { Clock } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { itemView } from './item-routes.js';
-import { nulLocation } from './no-nul.js';
+import { unstorableText } from './storable-text.js';
 import { HttpError } from '../http/http-error.js';
 import { claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
 import { voteTimeProblem } from './relay-deps.js';
@@ -83,17 +83,17 @@ export class PeerIngest {
     if (ev.kind !== 'item' || item.type !== 'file' || !isItemId(item.id) || !isNodeId(item.author)) return false;
     if (item.authorship === undefined || item.authorship === null) return false;
     // Its event is skipped (ingest): its bytes would be left without an item.
-    if (nulLocation(ev.data) !== null) return false;
+    if (unstorableText(ev.data) !== null) return false;
     if (this.o.store.data.items.exists(item.id) || this.fileItemProblem(item) !== null) return false;
     return this.o.store.data.nodes.exists(item.author) || authorsInPage.has(item.author);
   }
 
   /** Verifies and stores one peer event; call inside a transaction. `files` maps fetched file ids to null (stored) or why they were refused. */
   ingest(ev: WireEvent, origin: string, files: ReadonlyMap<string, string | null>): IngestOutcome {
-    const data = withoutNulHint(ev.kind, (ev.data ?? {}) as Record<string, unknown>);
+    const data = withoutUnstorableHint(ev.kind, (ev.data ?? {}) as Record<string, unknown>);
     // True or not, it cannot be stored everywhere (decision 0490); the page goes on without it.
-    const nul = nulLocation(data);
-    if (nul !== null) return skip(`holds U+0000 at data.${nul.loc.join('.')}, which relays do not store`);
+    const unstorable = unstorableText(data);
+    if (unstorable !== null) return skip(`holds ${unstorable.problem === 'nul' ? 'U+0000' : 'a lone UTF-16 surrogate'} at data.${unstorable.loc.join('.')}, which relays do not store`);
     try {
       switch (ev.kind) {
         case 'node':
@@ -209,22 +209,23 @@ export class PeerIngest {
 }
 
 /**
+ * A vote's data without its hint when the hint holds text relays do not store (U+0000, a lone
+ * surrogate): the hint is unsigned, so the vote is kept without it, as one over the hint's bounds
+ * is (decisions 0435, 0490).
+ */
+function withoutUnstorableHint(kind: unknown, data: Record<string, unknown>): Record<string, unknown> {
+  const vote = data.vote;
+  if (kind !== 'vote' || vote === null || typeof vote !== 'object' || unstorableText((vote as { hint?: unknown }).hint) === null) return data;
+  const { hint: _dropped, ...signed } = vote as Record<string, unknown>;
+  return { ...data, vote: signed };
+}
+
+/**
  * `parseVote`, but a vote that only its hint keeps out (too deep or too long, decision 0435) is
  * taken without the hint. The hint is unsigned and relays may change it (scp-s5), so a peer holding
  * such a vote (a relay of an older version took it from a client) has not lied: the signed vote is
  * kept and the hint dropped, instead of counting an offence against the peer.
  */
-/**
- * A vote's data without its hint when the hint holds U+0000: the hint is unsigned, so the vote is
- * kept without it, as one over the hint's bounds is (decisions 0435, 0490).
- */
-function withoutNulHint(kind: unknown, data: Record<string, unknown>): Record<string, unknown> {
-  const vote = data.vote;
-  if (kind !== 'vote' || vote === null || typeof vote !== 'object' || nulLocation((vote as { hint?: unknown }).hint) === null) return data;
-  const { hint: _dropped, ...signed } = vote as Record<string, unknown>;
-  return { ...data, vote: signed };
-}
-
 function parsePeerVote(doc: unknown): ReturnType<typeof parseVote> {
   const parsed = parseVote(doc);
   if (parsed.ok || !parsed.issues.every((issue) => issue.loc[0] === 'hint')) return parsed;

@@ -6,7 +6,7 @@ import type { OpenApiSecurity } from '../http/openapi.js';
 import { notJson } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import { type Caller, type Credentials, requireCredential } from './credentials.js';
-import { refuseNul } from './no-nul.js';
+import { refuseUnstorableText } from './storable-text.js';
 import { type CredentialKind, credentialFormats, credentialMeaning } from './relay-facts.js';
 import { bodyErrors, genericErrors, pathErrors, routeErrors, routeOtherSuccess } from './route-statuses.js';
 
@@ -79,8 +79,8 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
       // 422 `dict_type` at best, silently ignored where every field is optional.
       if (spec.body && bodyKind !== 'json-or-multipart' && carriesBytes(req) && !req.is(JSON_TYPES)) throw notJson(mediaTypeOf(req));
       // What a route reads, before it is validated or stored (decision 0490); what it ignores may hold anything.
-      if (spec.query) refuseNul(req.query, ['query']);
-      if (spec.body && req.body !== undefined) refuseNul(req.body, ['body']);
+      if (spec.query) refuseUnstorableText(req.query, ['query']);
+      if (spec.body && req.body !== undefined) refuseUnstorableText(req.body, ['body']);
       const query = (spec.query ? parseOr422(spec.query, req.query, 'query') : req.query) as Q;
       const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body ?? {}, 'body') : req.body) as B;
       res.status(spec.successStatus ?? 200);
