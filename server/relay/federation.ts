@@ -266,7 +266,7 @@ export class Federation {
         for (const ev of events) {
           if (typeof ev?.seq !== 'number' || !Number.isSafeInteger(ev.seq) || ev.seq <= previous) {
             // A replayed or reordered page: no relay serves one from a feed whose seqs only grow.
-            const reason = `${url}/events answered seq ${String(ev?.seq)} after ${previous}; refusing the page`;
+            const reason = `${url}/events answered seq ${JSON.stringify(ev?.seq) ?? 'none'} after ${previous}; refusing the page`;
             this.recordOffences(url, 1, reason);
             throw new Error(reason);
           }

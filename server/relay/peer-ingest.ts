@@ -93,7 +93,8 @@ export class PeerIngest {
     const data = withoutUnstorableHint(ev.kind, (ev.data ?? {}) as Record<string, unknown>);
     // True or not, it cannot be stored everywhere (decision 0490); the page goes on without it.
     const unstorable = unstorableText(data);
-    if (unstorable !== null) return skip(`holds ${unstorable.problem === 'nul' ? 'U+0000' : 'a lone UTF-16 surrogate'} at data.${unstorable.loc.join('.')}, which relays do not store`);
+    // The location as JSON: a key holding the text itself must not carry it into `last_error`.
+    if (unstorable !== null) return skip(`holds ${unstorable.problem === 'nul' ? 'U+0000' : 'a lone UTF-16 surrogate'} in data at ${JSON.stringify(unstorable.loc)}, which relays do not store`);
     try {
       switch (ev.kind) {
         case 'node':

@@ -37,8 +37,8 @@ beforeAll(async () => {
     res.setHeader('content-type', 'application/json');
     if (url.pathname === '/health') return res.end(JSON.stringify({ protocol: 'x-relay', version: '0.9.19', node_id: generateNodeKey().nodeId, base_url: peerUrl }));
     const since = Number(url.searchParams.get('since'));
-    const events = peerFeed.filter((e) => e.seq > since);
-    return res.end(JSON.stringify({ events, next: events.at(-1)?.seq ?? since, has_more: false }));
+    const events = peerFeed.filter((e) => typeof e.seq !== 'number' || e.seq > since);
+    return res.end(JSON.stringify({ events, next: since, has_more: false }));
   });
   await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
   peerUrl = `http://127.0.0.1:${(peer.address() as AddressInfo).port}`;
@@ -96,17 +96,28 @@ describe('a peer event holding U+0000 or a lone surrogate', () => {
     const voteEvent = { seq: 3, kind: 'vote', author: alice.nodeId, subject: item, data: { vote: { ...vote, hint: { 'k\u0000': 1, '\ud800': 2 } } } };
     const claim = { kind: 'statement', title: 'lone \udc00', body: '' };
     const claimEvent = { seq: 4, kind: 'item', author: alice.nodeId, subject: 'f'.repeat(64), data: { item: { id: 'f'.repeat(64), type: 'claim', ...claim, author: alice.nodeId, origin: null, created_at: '2026-11-20T12:00:00.000Z', authorship: null } } };
-    peerFeed = [nodeEvent(1, named, 'nul\u0000name'), nodeEvent(2, plain, 'plain'), voteEvent, claimEvent];
+    // Last, so its reason is the peer's `last_error`: that text must not carry the key itself.
+    const keyEvent = { seq: 5, kind: 'slice', author: alice.nodeId, subject: alice.nodeId, data: { 'k\u0000': 1 } };
+    peerFeed = [nodeEvent(1, named, 'nul\u0000name'), nodeEvent(2, plain, 'plain'), voteEvent, claimEvent, keyEvent];
     expect((await call(relay.baseUrl, 'POST', '/reach', { body: { url: peerUrl }, auth: operator.auth })).status).toBe(201);
     const pulled = await call<{ results: { pulled: number; rejected: number; caught_up: boolean; error: string | null }[] }>(relay.baseUrl, 'POST', '/federation/pull', { body: { url: peerUrl }, auth: operator.auth });
     expect(pulled.status).toBe(200);
-    expect(pulled.body.results[0]).toMatchObject({ pulled: 2, rejected: 2, caught_up: true, error: 'event 4 (item): holds a lone UTF-16 surrogate at data.item.title, which relays do not store' });
+    expect(pulled.body.results[0]).toMatchObject({ pulled: 2, rejected: 3, caught_up: true, error: 'event 5 (slice): holds U+0000 in data at ["k\\u0000"], which relays do not store' });
     expect((await call(relay.baseUrl, 'GET', `/nodes/${named.nodeId}`)).status).toBe(404);
     expect((await call(relay.baseUrl, 'GET', `/nodes/${plain.nodeId}`)).status).toBe(200);
     const feed = await call<{ events: { kind: string; data: { vote?: Record<string, unknown> } }[] }>(relay.baseUrl, 'GET', `/events?authors=${alice.nodeId}&limit=500`);
     expect(feed.body.events.filter((e) => e.kind === 'vote').map((e) => e.data.vote)).toEqual([firstVote, vote]);
     // Skipped, not refused: the document is true, so the peer keeps its standing.
-    const record = (await call<{ peers: { url: string; offences: number }[] }>(relay.baseUrl, 'GET', '/reach')).body.peers.find((p) => p.url === peerUrl);
+    const record = (await call<{ peers: { url: string; offences: number; last_error: string }[] }>(relay.baseUrl, 'GET', '/reach')).body.peers.find((p) => p.url === peerUrl);
     expect(record?.offences).toBe(0);
+    expect(record?.last_error).toContain('["k\\u0000"]');
+  });
+
+  it('a page whose seq is such text is refused as an offence (the reason recorded it as sent, which PostgreSQL could not store)', async () => {
+    peerFeed = [{ seq: 'x\u0000' as unknown as number, kind: 'node', author: '', subject: '', data: {} }];
+    const pulled = await call<{ results: { error: string | null }[] }>(relay.baseUrl, 'POST', '/federation/pull', { body: { url: peerUrl }, auth: operator.auth });
+    expect(pulled.body.results[0]?.error).toContain('answered seq "x\\u0000"');
+    const record = (await call<{ peers: { url: string; offences: number }[] }>(relay.baseUrl, 'GET', '/reach')).body.peers.find((p) => p.url === peerUrl);
+    expect(record?.offences).toBe(1);
   });
 });
