@@ -29,6 +29,14 @@ describe('listen', () => {
     expect(exchange.responses.map((r) => ({ status: r.status, body: r.body.toString() }))).toEqual([{ status: 400, body: JSON.stringify({ detail: 'Invalid HTTP request received.' }) }]);
   });
 
+  it('answers an Expect other than 100-continue with a JSON 417 and closes (node sent an empty chunked 417)', async () => {
+    const l = await started();
+    const exchange = await rawExchange(l.origin, { method: 'POST', path: '/', headers: { 'Content-Length': 2, Expect: 'something-else' }, body: Buffer.from('{}') });
+    expect(exchange.responses.map((r) => ({ status: r.status, body: r.body.toString(), connection: r.headers.connection }))).toEqual([
+      { status: 417, body: JSON.stringify({ detail: 'Expectation Failed: the only expectation understood is "Expect: 100-continue"' }), connection: 'close' },
+    ]);
+  });
+
   it('close resolves with a keep-alive connection still open', async () => {
     const l = await started();
     const agent = new http.Agent({ keepAlive: true });

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /**
@@ -41,4 +41,16 @@ function statusOf(code: string | undefined): number {
 function detailOf(status: number): string {
   if (status === 400) return 'Invalid HTTP request received.';
   return STATUS_CODES[status] ?? 'Bad Request';
+}
+
+/**
+ * The HTTP server's `checkExpectation` listener (`server.on('checkExpectation', ...)`): a request
+ * whose `Expect` is anything but `100-continue`. Node's own answer is a 417 with an empty chunked
+ * body; this one is the services' wire format, and the connection closes (the body was never asked
+ * for, so whatever the client sends after the head cannot be framed).
+ */
+export function answerUnmetExpectation(_req: IncomingMessage, res: ServerResponse): void {
+  const body = JSON.stringify({ detail: 'Expectation Failed: the only expectation understood is "Expect: 100-continue"' });
+  res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Content-Type-Options': 'nosniff', Connection: 'close' });
+  res.end(body);
 }
