@@ -27,7 +27,8 @@ export interface ListenOptions {
 /** Listens on `host:port` and resolves once bound; rejects (nothing left open) if binding fails. */
 export async function listen(options: ListenOptions): Promise<ListeningServer> {
   const host = options.host ?? '127.0.0.1';
-  const server = createServer();
+  // A request without Host is refused by the apps (`requireHost`), in JSON: node's own answer has no body.
+  const server = createServer({ requireHostHeader: false });
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
   // JSON, not node's bare 400 or empty 417.
   server.on('clientError', answerMalformedRequest);

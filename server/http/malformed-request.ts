@@ -1,4 +1,5 @@
 import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { NextFunction, Request, Response } from 'express';
 import type { Duplex } from 'node:stream';
 
 /**
@@ -53,4 +54,17 @@ export function answerUnmetExpectation(_req: IncomingMessage, res: ServerRespons
   const body = JSON.stringify({ detail: 'Expectation Failed: the only expectation understood is "Expect: 100-continue"' });
   res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Content-Type-Options': 'nosniff', Connection: 'close' });
   res.end(body);
+}
+
+/**
+ * An HTTP/1.1 request without `Host` is a 400 (RFC 9112 section 3.2), in the services' wire format.
+ * Node's own check (`requireHostHeader`, which `listen` turns off for this) answers an empty chunked
+ * 400; first middleware of both apps, so the `Expect: 100-continue` path goes through it too.
+ */
+export function requireHost(req: Request, res: Response, next: NextFunction): void {
+  if (req.headers.host !== undefined || req.httpVersion !== '1.1') {
+    next();
+    return;
+  }
+  res.status(400).set('Connection', 'close').json({ detail: detailOf(400) });
 }

@@ -19,6 +19,7 @@ import type { SyncFile } from './data-access/wal-sync.js';
 import { answersWaitFor } from '../http/answers-wait-for.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
+import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
 import { continueListener } from '../http/expect-continue.js';
 import { listen } from '../http/listen.js';
@@ -270,6 +271,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   const app = express();
   app.disable('x-powered-by');
   app.use(noSniff);
+  app.use(requireHost);
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
   const api = Router();
   // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
