@@ -103,6 +103,7 @@ export const postgresSuites = {
     'test/integration/postgres/relay-items.postgres.test.ts',
     'test/integration/postgres/relay-lying-peer.postgres.test.ts',
     'test/integration/postgres/relay-refused-upload-changes-nothing.postgres.test.ts',
+    'test/integration/postgres/relay-unstorable-text.postgres.test.ts',
     'test/integration/postgres/relay-reads-never-write.postgres.test.ts',
     'test/integration/postgres/relay-restart.postgres.test.ts',
   ],

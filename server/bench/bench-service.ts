@@ -18,6 +18,7 @@ import { consoleLogger, type Logger } from '../http/logger.js';
 import { listen, type ListeningServer } from '../http/listen.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
+import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
@@ -246,6 +247,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const app = express();
     app.disable('x-powered-by');
     app.use(noSniff);
+    app.use(requireHost);
     // A request id for every answer and log line, and HTTP metrics by route pattern and status.
     const metrics = benchMetrics({ clock, store, live, logger, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000 });
     stopMetrics = metrics.stop;

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { answerMalformedRequest } from './malformed-request.js';
+import { answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
 
 /**
  * The one listen/close of both services. App factories never listen (tests start them on port 0
@@ -27,9 +27,12 @@ export interface ListenOptions {
 /** Listens on `host:port` and resolves once bound; rejects (nothing left open) if binding fails. */
 export async function listen(options: ListenOptions): Promise<ListeningServer> {
   const host = options.host ?? '127.0.0.1';
-  const server = createServer();
-  // A request node cannot parse is answered in the services' JSON, not node's bare 400.
+  // A request without Host is refused by the apps (`requireHost`), in JSON: node's own answer has no body.
+  const server = createServer({ requireHostHeader: false });
+  // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
+  // JSON, not node's bare 400 or empty 417.
   server.on('clientError', answerMalformedRequest);
+  server.on('checkExpectation', answerUnmetExpectation);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, host, () => {

@@ -1,4 +1,5 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
+import type { NextFunction, Request, Response } from 'express';
 import type { Duplex } from 'node:stream';
 
 /**
@@ -41,4 +42,29 @@ function statusOf(code: string | undefined): number {
 function detailOf(status: number): string {
   if (status === 400) return 'Invalid HTTP request received.';
   return STATUS_CODES[status] ?? 'Bad Request';
+}
+
+/**
+ * The HTTP server's `checkExpectation` listener (`server.on('checkExpectation', ...)`): a request
+ * whose `Expect` is anything but `100-continue`. Node's own answer is a 417 with an empty chunked
+ * body; this one is the services' wire format, and the connection closes (the body was never asked
+ * for, so whatever the client sends after the head cannot be framed).
+ */
+export function answerUnmetExpectation(_req: IncomingMessage, res: ServerResponse): void {
+  const body = JSON.stringify({ detail: 'Expectation Failed: the only expectation understood is "Expect: 100-continue"' });
+  res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'X-Content-Type-Options': 'nosniff', Connection: 'close' });
+  res.end(body);
+}
+
+/**
+ * An HTTP/1.1 request without `Host` is a 400 (RFC 9112 section 3.2), in the services' wire format.
+ * Node's own check (`requireHostHeader`, which `listen` turns off for this) answers an empty chunked
+ * 400; first middleware of both apps, so the `Expect: 100-continue` path goes through it too.
+ */
+export function requireHost(req: Request, res: Response, next: NextFunction): void {
+  if (req.headers.host !== undefined || req.httpVersion !== '1.1') {
+    next();
+    return;
+  }
+  res.status(400).set('Connection', 'close').json({ detail: detailOf(400) });
 }

@@ -3,7 +3,7 @@ import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
-import { isItemId } from './protocol.js';
+import { isItemId, nodeIdProblem } from './protocol.js';
 import { HttpError } from '../http/http-error.js';
 import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES, readPeerJson } from './peer-answer.js';
 import { PeerIngest, type WireEvent } from './peer-ingest.js';
@@ -249,7 +249,11 @@ export class Federation {
       const h = health as { protocol?: unknown; node_id?: unknown; version?: unknown };
       if (h.protocol !== relayProtocol) throw new Error(`${url}/health does not report protocol ${relayProtocol}`);
       reachable = true;
-      nodeId = typeof h.node_id === 'string' ? h.node_id : null;
+      // A configured peer's node joins the relay node's default slice (decision 0402): a key the
+      // relay cannot sign a slice with made every vote it answered with its own statements fail.
+      const idProblem = h.node_id === undefined || h.node_id === null ? null : nodeIdProblem(h.node_id);
+      nodeId = idProblem === null && typeof h.node_id === 'string' ? h.node_id : null;
+      if (idProblem !== null) error = `${url}/health reports a node_id this relay cannot take (${idProblem}); not recorded`;
       version = typeof h.version === 'string' ? h.version : null;
       peers.recordIdentity(url, nodeId, version);
       for (let page = 0; page < this.maxPages; page++) {
@@ -262,7 +266,7 @@ export class Federation {
         for (const ev of events) {
           if (typeof ev?.seq !== 'number' || !Number.isSafeInteger(ev.seq) || ev.seq <= previous) {
             // A replayed or reordered page: no relay serves one from a feed whose seqs only grow.
-            const reason = `${url}/events answered seq ${String(ev?.seq)} after ${previous}; refusing the page`;
+            const reason = `${url}/events answered seq ${JSON.stringify(ev?.seq) ?? 'none'} after ${previous}; refusing the page`;
             this.recordOffences(url, 1, reason);
             throw new Error(reason);
           }

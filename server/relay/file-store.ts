@@ -1,6 +1,7 @@
 import busboy from 'busboy';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
 import { type FileSyncs, fileSyncs } from '../lifecycle/durable-files.js';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -109,10 +110,8 @@ export class FileStore {
    * leave an orphan file: audit finding 4).
    */
   receiveMultipart(req: Request, check: (upload: UploadCheck) => string = (upload) => upload.title): Promise<ReceivedFile> {
-    const declared = Number(req.headers['content-length'] ?? NaN);
-    if (Number.isFinite(declared) && declared > relayLimits.fileMaxBytes + multipartSlackBytes) {
-      return Promise.reject(tooLarge());
-    }
+    const refused = declaredUploadTooLarge(req);
+    if (refused) return Promise.reject(refused);
     return new Promise<ReceivedFile>((resolve, reject) => {
       let bb: busboy.Busboy;
       try {
@@ -166,7 +165,9 @@ export class FileStore {
         // reports the same error, so this only has to be heard (the `file` part's copy below hears
         // it through its pipeline too).
         stream.on('error', (err: Error) => fail(malformed(err)));
-        if (name !== 'file') {
+        // After a refusal (a field cut before this part, in the same chunk) nobody would remove
+        // its temp file: the parser is unpiped, so its 'close' never comes.
+        if (name !== 'file' || settled) {
           stream.resume();
           return;
         }
@@ -322,6 +323,12 @@ export class FileStore {
 /** The 400 for a multipart body that is not well-formed or ends early, in the bench's (Starlette's) words. */
 function malformed(err: Error): HttpError {
   return new HttpError(400, `There was an error parsing the body: ${err.message}`);
+}
+
+/** The 413 of an upload whose declared `Content-Length` is already far over the file limit; null otherwise. */
+export function declaredUploadTooLarge(req: IncomingMessage): HttpError | null {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  return Number.isFinite(declared) && declared > relayLimits.fileMaxBytes + multipartSlackBytes ? tooLarge() : null;
 }
 
 function tooLarge(): HttpError {

@@ -5,6 +5,7 @@ import { type AuthoredItem, type ItemAuthorship, MEDIA_TYPE_MAX_CHARS, authorshi
 import { type RelayDeps, unixSeconds, voteTimeProblem } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { parseOr422 } from '../http/zod-to-422.js';
+import { refuseUnstorableText } from './storable-text.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
 import { itemsPageSchema, itemDetailSchema, bulletinSchema } from './relay-responses.js';
@@ -165,6 +166,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           // store, so a refused upload leaves no file behind.
           let authorship: ItemAuthorship | null = null;
           const file = await deps.files.receiveMultipart(req, (upload) => {
+            refuseUnstorableText({ title: upload.title, ...Object.fromEntries(upload.fields) }, ['body']);
             const title = parseOr422(fileTitleField, { title: upload.title }, 'body').title;
             // Stored and served back as the file's Content-Type: bounded like a signed one would be.
             if (upload.mediaType.length > MEDIA_TYPE_MAX_CHARS) {

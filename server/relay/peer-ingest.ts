@@ -1,6 +1,7 @@
 import type { Clock } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { itemView } from './item-routes.js';
+import { unstorableText } from './storable-text.js';
 import { HttpError } from '../http/http-error.js';
 import { claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from './protocol.js';
 import { voteTimeProblem } from './relay-deps.js';
@@ -81,13 +82,19 @@ export class PeerIngest {
     const item = itemOf(ev);
     if (ev.kind !== 'item' || item.type !== 'file' || !isItemId(item.id) || !isNodeId(item.author)) return false;
     if (item.authorship === undefined || item.authorship === null) return false;
+    // Its event is skipped (ingest): its bytes would be left without an item.
+    if (unstorableText(ev.data) !== null) return false;
     if (this.o.store.data.items.exists(item.id) || this.fileItemProblem(item) !== null) return false;
     return this.o.store.data.nodes.exists(item.author) || authorsInPage.has(item.author);
   }
 
   /** Verifies and stores one peer event; call inside a transaction. `files` maps fetched file ids to null (stored) or why they were refused. */
   ingest(ev: WireEvent, origin: string, files: ReadonlyMap<string, string | null>): IngestOutcome {
-    const data = (ev.data ?? {}) as Record<string, unknown>;
+    const data = withoutUnstorableHint(ev.kind, (ev.data ?? {}) as Record<string, unknown>);
+    // True or not, it cannot be stored everywhere (decision 0490); the page goes on without it.
+    const unstorable = unstorableText(data);
+    // The location as JSON: a key holding the text itself must not carry it into `last_error`.
+    if (unstorable !== null) return skip(`holds ${unstorable.problem === 'nul' ? 'U+0000' : 'a lone UTF-16 surrogate'} in data at ${JSON.stringify(unstorable.loc)}, which relays do not store`);
     try {
       switch (ev.kind) {
         case 'node':
@@ -200,6 +207,18 @@ export class PeerIngest {
     this.o.voting.applyDeclaration(declaration, origin, nowMs);
     return stored;
   }
+}
+
+/**
+ * A vote's data without its hint when the hint holds text relays do not store (U+0000, a lone
+ * surrogate): the hint is unsigned, so the vote is kept without it, as one over the hint's bounds
+ * is (decisions 0435, 0490).
+ */
+function withoutUnstorableHint(kind: unknown, data: Record<string, unknown>): Record<string, unknown> {
+  const vote = data.vote;
+  if (kind !== 'vote' || vote === null || typeof vote !== 'object' || unstorableText((vote as { hint?: unknown }).hint) === null) return data;
+  const { hint: _dropped, ...signed } = vote as Record<string, unknown>;
+  return { ...data, vote: signed };
 }
 
 /**

@@ -6,6 +6,7 @@
 export {
   canonicalJson,
   codePointLength,
+  hasLoneSurrogate,
   claimId,
   claimKinds,
   validateClaim,

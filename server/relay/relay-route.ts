@@ -3,10 +3,13 @@ import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import type { ApiRoute, RouteGuard } from '../http/api-route.js';
 import type { OpenApiSecurity } from '../http/openapi.js';
+import { HttpError } from '../http/http-error.js';
 import { notJson } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import { type Caller, type Credentials, requireCredential } from './credentials.js';
-import { type CredentialKind, credentialFormats, credentialMeaning } from './relay-facts.js';
+import { declaredUploadTooLarge } from './file-store.js';
+import { refuseUnstorableText } from './storable-text.js';
+import { type CredentialKind, credentialFormats, credentialMeaning, relayLimits } from './relay-facts.js';
 import { bodyErrors, genericErrors, pathErrors, routeErrors, routeOtherSuccess } from './route-statuses.js';
 
 /**
@@ -73,10 +76,16 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
     ...(routeOtherSuccess[key] ? { otherSuccess: routeOtherSuccess[key] } : {}),
     // Listed, so /openapi.json names every error status of the route (no catch-all `default`).
     errors: { ...genericErrors, ...(spec.path.includes('{') ? pathErrors : {}), ...(spec.body ? bodyErrors : {}), ...routeErrors[key] },
+    // With `Expect: 100-continue`, a body the handler would refuse for its declared size is never
+    // asked for (the credential is checked before this, as for every route).
+    ...(spec.body ? { beforeContinue: async (req: IncomingMessage) => refuseDeclaredSize(req, bodyKind) } : {}),
     handler: async (req, res, caller) => {
       // A body the JSON parser skipped (text/plain, a form) would otherwise be validated as `{}`: a
       // 422 `dict_type` at best, silently ignored where every field is optional.
       if (spec.body && bodyKind !== 'json-or-multipart' && carriesBytes(req) && !req.is(JSON_TYPES)) throw notJson(mediaTypeOf(req));
+      // What a route reads, before it is validated or stored (decision 0490); what it ignores may hold anything.
+      if (spec.query) refuseUnstorableText(req.query, ['query']);
+      if (spec.body && req.body !== undefined) refuseUnstorableText(req.body, ['body']);
       const query = (spec.query ? parseOr422(spec.query, req.query, 'query') : req.query) as Q;
       const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body ?? {}, 'body') : req.body) as B;
       res.status(spec.successStatus ?? 200);
@@ -84,6 +93,13 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
       if (result !== alreadySent) res.json(result);
     },
   };
+}
+
+/** The 413 the parser or the upload would answer for the declared `Content-Length` (relay-service.ts sets the JSON limit). */
+function refuseDeclaredSize(req: IncomingMessage, bodyKind: 'json' | 'core' | 'json-or-multipart'): void {
+  const multipart = bodyKind === 'json-or-multipart' && mediaTypeOf(req) === 'multipart/form-data';
+  const refused = multipart ? declaredUploadTooLarge(req) : Number(req.headers['content-length']) > relayLimits.jsonBodyMaxBytes ? new HttpError(413, 'request body too large') : null;
+  if (refused) throw refused;
 }
 
 /** What express.json parses for the relay (relay-service.ts). */
@@ -94,7 +110,7 @@ function carriesBytes(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
 }
 
-function mediaTypeOf(req: Request): string {
+function mediaTypeOf(req: IncomingMessage): string {
   return (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
 }
 

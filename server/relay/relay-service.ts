@@ -1,5 +1,6 @@
 import express, { type Express, type Request, type Response, Router } from 'express';
 import { join } from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { Credentials } from './credentials.js';
 import { Federation } from './federation.js';
@@ -18,7 +19,9 @@ import type { SyncFile } from './data-access/wal-sync.js';
 import { answersWaitFor } from '../http/answers-wait-for.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
+import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
+import { continueListener } from '../http/expect-continue.js';
 import { listen } from '../http/listen.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { ensurePrivateDir } from '../lifecycle/private-files.js';
@@ -115,6 +118,12 @@ export interface RelayService {
   /** The route table (what /openapi.json, the site and the docs are built from). */
   routes: readonly RelayRoute[];
   federation: Federation;
+  /**
+   * The HTTP server's `checkContinue` listener (`server.on('checkContinue', ...)`, done by
+   * `startRelayServer`): a request sent with `Expect: 100-continue` that its credential or its
+   * declared size would have refused is refused before `100 Continue`, so its body is never sent.
+   */
+  checkContinue(req: IncomingMessage, res: ServerResponse): void;
   /** Stops periodic probes and closes the database. */
   close(): Promise<void>;
 }
@@ -213,8 +222,13 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     };
     schedule();
 
+    // The routes as the server sees them: under the API's path.
+    const apiPrefix = pathPrefix(baseUrl);
+    const checkContinue = continueListener(routes.map((r) => ({ ...r, path: apiPrefix + r.path })), relayGuard(deps.credentials), app);
+
     return {
       app,
+      checkContinue,
       nodeId: selfKey.nodeId,
       routes,
       federation,
@@ -257,6 +271,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   const app = express();
   app.disable('x-powered-by');
   app.use(noSniff);
+  app.use(requireHost);
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
   const api = Router();
   // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
@@ -346,6 +361,7 @@ export async function startRelayServer(options: StartRelayServerOptions): Promis
     throw err;
   }
   listening.server.on('request', service.app);
+  listening.server.on('checkContinue', service.checkContinue);
   return {
     url: origin,
     baseUrl,

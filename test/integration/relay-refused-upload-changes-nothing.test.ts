@@ -85,4 +85,18 @@ describe('a refused file upload changes nothing', () => {
       expect(await stored()).toEqual(before);
     }
   });
+
+  it('a field over 4096 bytes before the file part is a 422 and leaves no temp file (the file part was still written to files/tmp-* and never removed)', async () => {
+    const before = await stored();
+    const form = new FormData();
+    form.append('authorship', 'x'.repeat(4097));
+    form.append('file', new Blob([new TextEncoder().encode('after a refused field')]), 'firmware.bin');
+    const r = await call(relay.baseUrl, 'POST', '/items', { rawBody: form, auth: alice.auth });
+    expect(r.status).toBe(422);
+    expect((r.body.detail as { loc: unknown }[])[0]!.loc).toEqual(['body', 'authorship']);
+    // An upload that completes after it: its temp file was opened later than a leftover one would have been.
+    const ok = await upload(new TextEncoder().encode('stored after the refusal'), { title: 'later' });
+    expect(ok.status).toBe(201);
+    expect(filesDir()).toEqual([...before.files, ok.body.id as string].sort());
+  });
 });

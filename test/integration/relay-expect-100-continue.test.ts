@@ -1,0 +1,94 @@
+import { createClock } from '@sinonjs/fake-timers';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { relayLimits } from '../../server/relay/relay-facts.js';
+import { registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+
+/**
+ * With `Expect: 100-continue`, a request the relay refuses from its headers (a bad credential, a
+ * declared size over the limit) is refused before `100 Continue`, so the client never sends the
+ * body; the relay used to say 100 to everything, and an upload of 16 MiB travelled only to be
+ * refused. A welcome one gets 100, sends its body and is served. The API is under a base path, as
+ * `basePath` allows.
+ */
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
+const data = tempDataDir();
+let relay: RunningRelay;
+let alice: TestNode;
+
+beforeAll(async () => {
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), basePath: '/api' });
+  alice = await registerNode(relay, clock, { name: 'alice' });
+});
+afterAll(async () => {
+  await relay.close();
+  data.remove();
+});
+
+interface Outcome {
+  continued: boolean;
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A POST with `Expect: 100-continue` declaring `declaredBytes`: `body` is sent only if the relay says 100. */
+function expectContinue(path: string, headers: Record<string, string>, body: Buffer, declaredBytes = body.length): Promise<Outcome> {
+  return new Promise((resolve, reject) => {
+    let continued = false;
+    const req = http.request(new URL(`${relay.baseUrl}${path}`), { method: 'POST', headers: { ...headers, expect: '100-continue', 'content-length': String(declaredBytes) } });
+    req.on('continue', () => {
+      continued = true;
+      req.end(body);
+    });
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        resolve({ continued, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
+        req.destroy();
+      });
+    });
+    req.on('error', reject);
+    req.flushHeaders();
+  });
+}
+
+const upload = (content: string) => {
+  const boundary = 'relay-continue';
+  return {
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    body: Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\n${content}\r\n--${boundary}--\r\n`),
+  };
+};
+
+describe('Expect: 100-continue on the relay', () => {
+  it('refuses an upload without a credential with 401 before writing 100', async () => {
+    const { headers, body } = upload('no credential');
+    const out = await expectContinue('/items', headers, body);
+    expect(out).toMatchObject({ continued: false, status: 401, headers: { connection: 'close' } });
+    expect(JSON.parse(out.body)).toEqual({ detail: expect.stringContaining('credential') });
+  });
+
+  it('refuses an upload declaring more than the file limit with 413 before writing 100', async () => {
+    const { headers, body } = upload('declared too large');
+    const out = await expectContinue('/items', { ...headers, authorization: alice.auth }, body, relayLimits.fileMaxBytes * 2);
+    expect(out).toMatchObject({ continued: false, status: 413, headers: { connection: 'close' } });
+    expect(JSON.parse(out.body)).toEqual({ detail: `file larger than ${relayLimits.fileMaxBytes} bytes (the limit); nothing was stored` });
+  });
+
+  it('refuses a JSON body declaring more than the JSON limit with 413 before writing 100', async () => {
+    const out = await expectContinue('/register', { 'content-type': 'application/json' }, Buffer.from('{}'), relayLimits.jsonBodyMaxBytes + 1);
+    expect(out).toMatchObject({ continued: false, status: 413 });
+    expect(JSON.parse(out.body)).toEqual({ detail: 'request body too large' });
+  });
+
+  it('asks for and serves a welcome upload', async () => {
+    const { headers, body } = upload('a welcome upload');
+    const out = await expectContinue('/items', { ...headers, authorization: alice.auth }, body);
+    expect(out).toMatchObject({ continued: true, status: 201 });
+    expect(JSON.parse(out.body)).toMatchObject({ type: 'file', title: 'a.txt', bytes: 'a welcome upload'.length });
+  });
+});

@@ -1,0 +1,53 @@
+import { createClock } from '@sinonjs/fake-timers';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
+
+/**
+ * An HTTP/1.1 request without `Host` is a 400 on both services, in their wire format: `{"detail":
+ * ...}` with `Connection: close`. Node answered it itself, with an empty chunked body.
+ */
+const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
+const data = tempDataDir();
+let bench: BenchTestApp;
+let relay: RunningRelay;
+
+beforeAll(async () => {
+  bench = await startBenchTestApp();
+  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
+});
+afterAll(async () => {
+  await bench.close();
+  await relay.close();
+  data.remove();
+});
+
+/** The whole answer to `request`, read until the server closes the connection. */
+function exchange(origin: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(origin);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let text = '';
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+    socket.end(request);
+  });
+}
+
+describe('a request without Host', () => {
+  it.each([
+    ['bench', () => bench.url, '/api/v1/health'],
+    ['relay', () => relay.baseUrl, '/health'],
+  ])('%s: 400 {"detail": ...} with Connection: close, nosniff', async (_service, origin, path) => {
+    const answer = await exchange(origin(), `GET ${path} HTTP/1.1\r\n\r\n`);
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(head).toMatch(/\r\nConnection: close\r\n/i);
+    expect(head).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i);
+    expect(body).toBe(JSON.stringify({ detail: 'Invalid HTTP request received.' }));
+  });
+});
