@@ -4,6 +4,7 @@ import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
 import { isItemId, nodeIdProblem } from './protocol.js';
+import { unstorableText } from './storable-text.js';
 import { HttpError } from '../http/http-error.js';
 import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES, readPeerJson } from './peer-answer.js';
 import { PeerIngest, type WireEvent } from './peer-ingest.js';
@@ -254,7 +255,9 @@ export class Federation {
       const idProblem = h.node_id === undefined || h.node_id === null ? null : nodeIdProblem(h.node_id);
       nodeId = idProblem === null && typeof h.node_id === 'string' ? h.node_id : null;
       if (idProblem !== null) error = `${url}/health reports a node_id this relay cannot take (${idProblem}); not recorded`;
-      version = typeof h.version === 'string' ? h.version : null;
+      const versionProblem = peerVersionProblem(h.version);
+      version = versionProblem === null && typeof h.version === 'string' ? h.version : null;
+      if (versionProblem !== null) error ??= `${url}/health reports a version this relay does not keep (${versionProblem}); not recorded`;
       peers.recordIdentity(url, nodeId, version);
       for (let page = 0; page < this.maxPages; page++) {
         const cursor = this.peer(url)!.cursor;
@@ -388,4 +391,20 @@ export class Federation {
       return received.ok ? null : received.reason;
     });
   }
+}
+
+/** Characters of a peer's reported `version` kept at most: its own is `0.9.19`; a version is a label, not a payload. */
+export const PEER_VERSION_MAX_CHARS = 64;
+
+/**
+ * Why a peer's `/health` `version` is not kept (it is stored and shown on the public peer lists), or
+ * null when it is fine or absent. Unbounded, a peer filled every reader's answer with a 1 MiB string;
+ * holding U+0000 it failed every probe of that peer on PostgreSQL (decision 0490).
+ */
+export function peerVersionProblem(version: unknown): string | null {
+  if (version === undefined || version === null) return null;
+  if (typeof version !== 'string') return 'not a string';
+  if (version.length > PEER_VERSION_MAX_CHARS) return `longer than ${PEER_VERSION_MAX_CHARS} characters`;
+  if (unstorableText(version) !== null) return 'holds U+0000 or a lone UTF-16 surrogate';
+  return null;
 }

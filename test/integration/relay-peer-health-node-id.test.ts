@@ -19,6 +19,7 @@ const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
 const data = tempDataDir();
 const operatorKey = generateNodeKey();
 let healthNodeId: unknown = 'not a node id';
+let healthVersion: unknown = '0.9.19';
 let peer: Server;
 let peerUrl: string;
 let relay: RunningRelay;
@@ -28,7 +29,7 @@ let alice: TestNode;
 beforeAll(async () => {
   peer = createServer((req, res) => {
     res.setHeader('content-type', 'application/json');
-    if ((req.url ?? '').startsWith('/health')) return res.end(JSON.stringify({ protocol: 'x-relay', version: '0.9.19', node_id: healthNodeId }));
+    if ((req.url ?? '').startsWith('/health')) return res.end(JSON.stringify({ protocol: 'x-relay', version: healthVersion, node_id: healthNodeId }));
     return res.end(JSON.stringify({ events: [], next: 0, has_more: false }));
   });
   await new Promise<void>((resolve) => peer.listen(0, '127.0.0.1', resolve));
@@ -43,7 +44,7 @@ afterAll(async () => {
   data.remove();
 });
 
-const pull = () => call<{ results: { node_id: string | null; error: string | null }[] }>(relay.baseUrl, 'POST', '/federation/pull', { body: { url: peerUrl }, auth: operator.auth });
+const pull = () => call<{ results: { node_id: string | null; version: string | null; error: string | null }[] }>(relay.baseUrl, 'POST', '/federation/pull', { body: { url: peerUrl }, auth: operator.auth });
 
 describe("a configured peer's /health node_id", () => {
   it.each([
@@ -69,5 +70,26 @@ describe("a configured peer's /health node_id", () => {
     healthNodeId = peerNode;
     expect((await pull()).body.results[0]).toMatchObject({ node_id: peerNode, error: null });
     expect((await call<{ relay: { slice: { v: string[] } } }>(relay.baseUrl, 'GET', '/network')).body.relay.slice.v).toEqual([operator.nodeId, peerNode].sort());
+  });
+});
+
+describe("a configured peer's /health version", () => {
+  it.each([
+    ['100 000 characters long', 'v'.repeat(100_000)],
+    ['holding U+0000', '0.9.19\u0000'],
+    ['holding a lone surrogate', '0.9.19\ud800'],
+    ['a number', 919],
+  ])('%s is not recorded (GET /network and /relays show it), and the probe says why', async (_what, version) => {
+    healthNodeId = generateNodeKey().nodeId;
+    healthVersion = version;
+    const probed = await pull();
+    expect(probed.status).toBe(200);
+    expect(probed.body.results[0]).toMatchObject({ node_id: healthNodeId, version: null, error: expect.stringContaining('version') });
+    for (const path of ['/network', '/relays']) expect(JSON.stringify((await call(relay.baseUrl, 'GET', path)).body)).not.toContain('vvvvvvvvvv');
+  });
+
+  it('a short version is recorded', async () => {
+    healthVersion = '0.9.19';
+    expect((await pull()).body.results[0]).toMatchObject({ version: '0.9.19', error: null });
   });
 });
