@@ -39,6 +39,8 @@ export const relayLimits = {
   pairTokenTtlSeconds: 300,
   inviteTtlSeconds: 7 * 24 * 3600,
   openInvitesMax: 20,
+  /** Pairing tokens of one node pending at once (an extension: the interface sets no bound, and each is a stored row). */
+  pendingPairingsMax: 20,
   botsPerNodeMax: 20,
   searchResultsMax: 50,
   /**

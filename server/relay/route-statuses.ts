@@ -55,6 +55,7 @@ export const routeErrors: Record<string, Record<number, string>> = {
   'POST /invites/accept': { 404: 'unknown, used or expired invite code', 409: 'your own invite, or you already accepted one' },
   'GET /pair/{token}': { 404: 'unknown pairing token' },
   'GET /pair/{token}/qr': { 404: 'unknown pairing token', 410: 'the token was used or expired' },
+  'POST /pair/start': { 409: 'at most 20 pending pairing tokens' },
   'POST /pair/confirm': { 404: 'unknown pairing token', 409: 'your own token', 410: 'the token was used or expired' },
   'POST /reach': { 403: 'not an operator, or a peer on a non-public address', 422: 'not an http(s) URL, or the relay itself' },
   'POST /reach/probe': { 403: 'not an operator', 404: 'url is not a known peer' },

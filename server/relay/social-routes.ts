@@ -110,7 +110,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'post',
       path: '/pair/start',
-      summary: `Start pairing: a single-use token (valid ${relayLimits.pairTokenTtlSeconds} s) to show as a QR image; another node confirms it to pair with you.`,
+      summary: `Start pairing: a single-use token (valid ${relayLimits.pairTokenTtlSeconds} s; at most ${relayLimits.pendingPairingsMax} pending at once) to show as a QR image; another node confirms it to pair with you.`,
       auth: 'human',
       since: '0.9.3',
       response: pairStartedSchema,
@@ -119,7 +119,12 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const nodeId = callerNode(caller);
         const token = randomBytes(24).toString('base64url');
         const expiresMs = now() + relayLimits.pairTokenTtlSeconds * 1000;
-        social.insertPairing({ tokenHash: sha256Hex(token), nodeId, nowMs: now(), expiresMs });
+        deps.store.tx(() => {
+          if (social.countPendingPairings(nodeId, now()) >= relayLimits.pendingPairingsMax) {
+            throw new HttpError(409, `at most ${relayLimits.pendingPairingsMax} pending pairing tokens; wait for some to be confirmed or expire`);
+          }
+          social.insertPairing({ tokenHash: sha256Hex(token), nodeId, nowMs: now(), expiresMs });
+        });
         return { token, node_id: nodeId, state: 'pending', expires_at: isoFromMs(expiresMs), url: pairUrl(token), qr: `${pairUrl(token)}/qr` };
       },
     }),

@@ -84,6 +84,25 @@ describe('pairing', () => {
     expect((await post('/pair/confirm', { token: old }, ben.auth)).status).toBe(410);
     expect((await call(relay.baseUrl, 'GET', `/pair/${'x'.repeat(32)}`)).status).toBe(404);
   });
+
+  it('limits pending pairing tokens per node; a confirmed or expired one frees its place', async () => {
+    const node = await registerNode(relay, clock);
+    const start = () => call(relay.baseUrl, 'POST', '/pair/start', { auth: node.auth });
+    const tokens: string[] = [];
+    for (let i = 0; i < relayLimits.pendingPairingsMax; i++) {
+      const started = await start();
+      expect(started.status).toBe(201);
+      tokens.push(String(started.body.token));
+    }
+    const refused = await start();
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toContain(`at most ${relayLimits.pendingPairingsMax} pending pairing tokens`);
+    expect((await post('/pair/confirm', { token: tokens[0] }, ben.auth)).status).toBe(200);
+    expect((await start()).status).toBe(201);
+    expect((await start()).status).toBe(409);
+    fake.tick(relayLimits.pairTokenTtlSeconds * 1000);
+    expect((await start()).status).toBe(201);
+  });
 });
 
 describe('directory, search and nodes', () => {

@@ -43,6 +43,11 @@ export class SocialRepository {
     this.q.run('UPDATE invites SET accepted_by = ?, accepted_ms = ? WHERE code = ?', nodeId, nowMs, code);
   }
 
+  /** The node's pairing tokens neither confirmed nor expired. */
+  countPendingPairings(nodeId: string, nowMs: number): number {
+    return this.q.count('SELECT COUNT(*) AS n FROM pairings WHERE node_id = ? AND confirmed_by IS NULL AND expires_ms > ?', nodeId, nowMs);
+  }
+
   insertPairing(pairing: { tokenHash: string; nodeId: string; nowMs: number; expiresMs: number }): void {
     this.q.run('INSERT INTO pairings (token_hash, node_id, created_ms, expires_ms) VALUES (?, ?, ?, ?)', pairing.tokenHash, pairing.nodeId, pairing.nowMs, pairing.expiresMs);
   }
