@@ -95,6 +95,7 @@ export const postgresSuites = {
     'test/integration/relay-replicas.test.ts',
     // Relay HTTP suites run again on PostgreSQL-backed relays (test/support/relays-on-postgres.ts).
     'test/integration/postgres/relay-credentials.postgres.test.ts',
+    'test/integration/postgres/relay-social.postgres.test.ts',
     'test/integration/postgres/relay-events.postgres.test.ts',
     'test/integration/postgres/relay-federation.postgres.test.ts',
     'test/integration/postgres/relay-federation-pull.postgres.test.ts',
