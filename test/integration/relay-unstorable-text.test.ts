@@ -120,4 +120,11 @@ describe('a peer event holding U+0000 or a lone surrogate', () => {
     const record = (await call<{ peers: { url: string; offences: number }[] }>(relay.baseUrl, 'GET', '/reach')).body.peers.find((p) => p.url === peerUrl);
     expect(record?.offences).toBe(1);
   });
+
+  it('an event whose kind is such text is skipped and named as JSON (recording it as sent was a 500 on PostgreSQL)', async () => {
+    peerFeed = [{ seq: 6, kind: 'k\u0000', author: '', subject: '', data: {} }];
+    const pulled = await call<{ results: { rejected: number; error: string | null }[] }>(relay.baseUrl, 'POST', '/federation/pull', { body: { url: peerUrl }, auth: operator.auth });
+    expect(pulled.status).toBe(200);
+    expect(pulled.body.results[0]).toMatchObject({ rejected: 1, error: 'event 6 ("k\\u0000"): unknown event kind "k\\u0000"' });
+  });
 });
