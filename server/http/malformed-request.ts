@@ -59,12 +59,18 @@ export function answerUnmetExpectation(_req: IncomingMessage, res: ServerRespons
 /**
  * An HTTP/1.1 request without `Host` is a 400 (RFC 9112 section 3.2), in the services' wire format.
  * Node's own check (`requireHostHeader`, which `listen` turns off for this) answers an empty chunked
- * 400; first middleware of both apps, so the `Expect: 100-continue` path goes through it too.
+ * 400; first middleware of both apps, so the `Expect: 100-continue` path goes through it too
+ * (without `100 Continue` first: `continueListener`).
  */
 export function requireHost(req: Request, res: Response, next: NextFunction): void {
-  if (req.headers.host !== undefined || req.httpVersion !== '1.1') {
+  if (!lacksHost(req)) {
     next();
     return;
   }
   res.status(400).set('Connection', 'close').json({ detail: detailOf(400) });
+}
+
+/** Whether `requireHost` refuses the request: HTTP/1.1 without `Host`. */
+export function lacksHost(req: IncomingMessage): boolean {
+  return req.headers.host === undefined && req.httpVersion === '1.1';
 }

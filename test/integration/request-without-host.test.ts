@@ -50,4 +50,17 @@ describe('a request without Host', () => {
     expect(head).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i);
     expect(body).toBe(JSON.stringify({ detail: 'Invalid HTTP request received.' }));
   });
+
+  // Before, `100 Continue` came first (the body was asked for, then refused), or without a
+  // credential the route's own check answered 401.
+  it.each([
+    ['bench', () => bench.url, '/api/v1/agents/register', 'application/x-www-form-urlencoded'],
+    ['bench, a route needing a credential,', () => bench.url, '/api/v1/jobs/flash', 'multipart/form-data; boundary=x'],
+    ['relay', () => relay.baseUrl, '/register', 'application/json'],
+    ['relay, a route needing a credential,', () => relay.baseUrl, '/items', 'application/json'],
+  ])('%s: with Expect: 100-continue, the same 400 and no 100 Continue before it', async (_service, origin, path, type) => {
+    const answer = await exchange(origin(), `POST ${path} HTTP/1.1\r\nContent-Type: ${type}\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n`);
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(answer.split('\r\n\r\n')[1]).toBe(JSON.stringify({ detail: 'Invalid HTTP request received.' }));
+  });
 });
