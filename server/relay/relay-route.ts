@@ -95,18 +95,36 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
   };
 }
 
-/** The 413 the parser or the upload would answer for the declared `Content-Length` (relay-service.ts sets the JSON limit). */
+/**
+ * What the route answers from the headers alone, as it would without `Expect`: the handler's 415 for
+ * a body that is not JSON, else the 413 the parser or the upload answers for the declared
+ * `Content-Length` (relay-service.ts sets the JSON limit). A body the JSON parser skips was never
+ * held to its limit: with a size check first, a big text/plain body got 413 here and 415 without `Expect`.
+ */
 function refuseDeclaredSize(req: IncomingMessage, bodyKind: 'json' | 'core' | 'json-or-multipart'): void {
-  const multipart = bodyKind === 'json-or-multipart' && mediaTypeOf(req) === 'multipart/form-data';
-  const refused = multipart ? declaredUploadTooLarge(req) : Number(req.headers['content-length']) > relayLimits.jsonBodyMaxBytes ? new HttpError(413, 'request body too large') : null;
-  if (refused) throw refused;
+  const mediaType = mediaTypeOf(req);
+  if (bodyKind === 'json-or-multipart' && mediaType === 'multipart/form-data') {
+    const refused = declaredUploadTooLarge(req);
+    if (refused) throw refused;
+    return;
+  }
+  if (!isJsonType(mediaType)) {
+    if (bodyKind !== 'json-or-multipart' && carriesBytes(req)) throw notJson(mediaType);
+    return;
+  }
+  if (Number(req.headers['content-length']) > relayLimits.jsonBodyMaxBytes) throw new HttpError(413, 'request body too large');
+}
+
+/** `JSON_TYPES` for a bare media type (`mediaTypeOf`). */
+function isJsonType(mediaType: string): boolean {
+  return mediaType === 'application/json' || /^application\/[^/]+\+json$/.test(mediaType);
 }
 
 /** What express.json parses for the relay (relay-service.ts). */
 const JSON_TYPES = ['application/json', 'application/*+json'];
 
 /** An empty POST (`content-length: 0`, what fetch sends without a body) keeps its usual answer. */
-function carriesBytes(req: Request): boolean {
+function carriesBytes(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length']) > 0;
 }
 

@@ -85,6 +85,12 @@ describe('Expect: 100-continue on the relay', () => {
     expect(JSON.parse(out.body)).toEqual({ detail: 'request body too large' });
   });
 
+  it('refuses a body that is not JSON with the 415 it gets without Expect, whatever its declared size (it was a 413)', async () => {
+    const out = await expectContinue('/register', { 'content-type': 'text/plain' }, Buffer.from('hi'), relayLimits.jsonBodyMaxBytes + 1);
+    expect(out).toMatchObject({ continued: false, status: 415 });
+    expect(JSON.parse(out.body)).toEqual({ detail: 'Unsupported media type: the body must be JSON (content-type: application/json), not text/plain' });
+  });
+
   it('asks for and serves a welcome upload', async () => {
     const { headers, body } = upload('a welcome upload');
     const out = await expectContinue('/items', { ...headers, authorization: alice.auth }, body);
