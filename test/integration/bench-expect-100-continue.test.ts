@@ -1,6 +1,6 @@
-import http from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { expectContinue as expectContinueTo } from '../support/expect-continue-request.js';
 import { makeElf } from '../support/make-elf.js';
 
 /**
@@ -17,37 +17,9 @@ afterEach(async () => {
   await app.close();
 });
 
-interface Outcome {
-  continued: boolean;
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** A raw request with `Expect: 100-continue`: the body is sent only if the server says 100. */
-function expectContinue(pathName: string, headers: Record<string, string>, body: Buffer): Promise<Outcome> {
-  const url = new URL(pathName, app.url);
-  return new Promise((resolve, reject) => {
-    let continued = false;
-    const req = http.request(url, {
-      method: 'POST',
-      headers: { ...headers, expect: '100-continue', 'content-length': String(body.length) },
-    });
-    req.on('continue', () => {
-      continued = true;
-      req.end(body);
-    });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        resolve({ continued, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
-        req.destroy();
-      });
-    });
-    req.on('error', reject);
-    req.flushHeaders();
-  });
+/** A raw request with `Expect: 100-continue` to the bench: the body is sent only if the server says 100. */
+function expectContinue(pathName: string, headers: Record<string, string>, body: Buffer) {
+  return expectContinueTo(new URL(pathName, app.url), headers, body);
 }
 
 function multipart(fields: Record<string, string>, file?: Uint8Array): { contentType: string; body: Buffer } {

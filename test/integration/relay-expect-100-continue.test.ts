@@ -1,8 +1,8 @@
 import { createClock } from '@sinonjs/fake-timers';
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
+import { expectContinue as expectContinueTo } from '../support/expect-continue-request.js';
 import { relayLimits } from '../../server/relay/relay-facts.js';
 import { registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
@@ -27,33 +27,9 @@ afterAll(async () => {
   data.remove();
 });
 
-interface Outcome {
-  continued: boolean;
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
-
-/** A POST with `Expect: 100-continue` declaring `declaredBytes`: `body` is sent only if the relay says 100. */
-function expectContinue(path: string, headers: Record<string, string>, body: Buffer, declaredBytes = body.length): Promise<Outcome> {
-  return new Promise((resolve, reject) => {
-    let continued = false;
-    const req = http.request(new URL(`${relay.baseUrl}${path}`), { method: 'POST', headers: { ...headers, expect: '100-continue', 'content-length': String(declaredBytes) } });
-    req.on('continue', () => {
-      continued = true;
-      req.end(body);
-    });
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        resolve({ continued, status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') });
-        req.destroy();
-      });
-    });
-    req.on('error', reject);
-    req.flushHeaders();
-  });
+/** A POST to the relay with `Expect: 100-continue` declaring `declaredBytes`: `body` is sent only if the relay says 100. */
+function expectContinue(path: string, headers: Record<string, string>, body: Buffer, declaredBytes = body.length) {
+  return expectContinueTo(new URL(`${relay.baseUrl}${path}`), headers, body, declaredBytes);
 }
 
 const upload = (content: string) => {
