@@ -129,7 +129,8 @@ export interface BenchService {
   /**
    * The HTTP server's `checkContinue` listener (`server.on('checkContinue', ...)`, done by
    * `startBenchServer`): a request sent with `Expect: 100-continue` is refused from its headers
-   * (401, 413, with the normal bodies and `Connection: close`) before `100 Continue` is written;
+   * (401, 413, and the 400 of a missing `Host`, with the normal bodies and `Connection: close`)
+   * before `100 Continue` is written;
    * otherwise 100 is written and the request goes to the app.
    */
   checkContinue(req: IncomingMessage, res: ServerResponse): void;

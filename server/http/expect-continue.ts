@@ -19,8 +19,8 @@ export function continueCheck<Caller, Auth extends string>(route: ApiRoute<Calle
 /**
  * The HTTP server's `checkContinue` listener for `routes` served by `app`: a request sent with
  * `Expect: 100-continue` is refused from its headers (401, 413, with the normal bodies and
- * `Connection: close`) before `100 Continue` is written; otherwise 100 is written and the request
- * goes to the app.
+ * `Connection: close`) before `100 Continue` is written, and one without `Host` goes to the app
+ * unasked (its 400); otherwise 100 is written and the request goes to the app.
  */
 export function continueListener<Caller, Auth extends string>(
   routes: readonly ApiRoute<Caller, Auth>[],

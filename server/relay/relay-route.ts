@@ -76,8 +76,8 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
     ...(routeOtherSuccess[key] ? { otherSuccess: routeOtherSuccess[key] } : {}),
     // Listed, so /openapi.json names every error status of the route (no catch-all `default`).
     errors: { ...genericErrors, ...(spec.path.includes('{') ? pathErrors : {}), ...(spec.body ? bodyErrors : {}), ...routeErrors[key] },
-    // With `Expect: 100-continue`, a body the handler would refuse for its declared size is never
-    // asked for (the credential is checked before this, as for every route).
+    // With `Expect: 100-continue`, a body the handler would refuse for its declared type or size is
+    // never asked for (the credential is checked before this, as for every route).
     ...(spec.body ? { beforeContinue: async (req: IncomingMessage) => refuseDeclaredSize(req, bodyKind) } : {}),
     handler: async (req, res, caller) => {
       // A body the JSON parser skipped (text/plain, a form) would otherwise be validated as `{}`: a

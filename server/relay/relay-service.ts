@@ -120,8 +120,9 @@ export interface RelayService {
   federation: Federation;
   /**
    * The HTTP server's `checkContinue` listener (`server.on('checkContinue', ...)`, done by
-   * `startRelayServer`): a request sent with `Expect: 100-continue` that its credential or its
-   * declared size would have refused is refused before `100 Continue`, so its body is never sent.
+   * `startRelayServer`): a request sent with `Expect: 100-continue` that its credential, its
+   * declared type or size, or a missing `Host` would have refused is refused before `100 Continue`,
+   * so its body is never sent.
    */
   checkContinue(req: IncomingMessage, res: ServerResponse): void;
   /** Stops periodic probes and closes the database. */
