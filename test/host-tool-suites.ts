@@ -96,6 +96,7 @@ export const postgresSuites = {
     // Relay HTTP suites run again on PostgreSQL-backed relays (test/support/relays-on-postgres.ts).
     'test/integration/postgres/relay-credentials.postgres.test.ts',
     'test/integration/postgres/relay-social.postgres.test.ts',
+    'test/integration/postgres/relay-peer-health-node-id.postgres.test.ts',
     'test/integration/postgres/relay-events.postgres.test.ts',
     'test/integration/postgres/relay-federation.postgres.test.ts',
     'test/integration/postgres/relay-federation-pull.postgres.test.ts',
