@@ -4,7 +4,7 @@ import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteGuards } from './bench-route.js';
 import { parseForm } from '../http/form-schema.js';
 import { HttpError } from '../http/http-error.js';
-import { declaredBodyTooLarge, parseFormBody } from '../http/parse-form.js';
+import { formRefusedFromHeaders, parseFormBody } from '../http/parse-form.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
@@ -72,8 +72,8 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
   const forms = buildFormSchemas(limits);
   /** The check a body route makes from its headers after auth (which the router makes first). */
   const headersCheck = (options: { maxBodyBytes: number }) => async (req: IncomingMessage) => {
-    const tooLarge = declaredBodyTooLarge(req, options.maxBodyBytes);
-    if (tooLarge) throw tooLarge;
+    const refused = formRefusedFromHeaders(req, options.maxBodyBytes);
+    if (refused) throw refused;
   };
   const flashBodyBytes = limits.maxFirmwareBytes + FLASH_FORM_OVERHEAD_BYTES;
 

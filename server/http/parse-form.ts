@@ -50,35 +50,37 @@ function malformed(err: Error): HttpError {
 }
 
 /**
- * The 413 for a request whose `Content-Length` alone is over `maxBodyBytes` (what
- * `parseFormBody` answers before reading), or undefined. Used before `100 Continue` too.
+ * What `parseFormBody` answers from the headers alone, before reading: the 415 for a body that is
+ * not a form, else the 413 for a `Content-Length` over `maxBodyBytes`; undefined otherwise (and for
+ * no body at all). Used before `100 Continue` too, so a request gets the same status with or
+ * without `Expect` (a big text/plain body got 413 with it, 415 without).
  */
-export function declaredBodyTooLarge(req: IncomingMessage, maxBodyBytes: number): HttpError | undefined {
+export function formRefusedFromHeaders(req: IncomingMessage, maxBodyBytes: number): HttpError | undefined {
+  if (!hasBody(req)) return undefined;
+  const contentType = req.headers['content-type'];
+  const mediaType = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (!FORM_TYPES.includes(mediaType)) {
+    return new HttpError(415, `Unsupported Media Type: send the body as ${FORM_TYPES.join(' or ')}${contentType ? `, not ${mediaType || contentType}` : ''}`);
+  }
   const declaredLength = req.headers['content-length'];
   if (declaredLength !== undefined && Number(declaredLength) > maxBodyBytes) return tooLarge('the request body', maxBodyBytes);
   return undefined;
 }
 
+/** A request without a content type, length or chunks is a form with no fields. */
+function hasBody(req: IncomingMessage): boolean {
+  const declaredLength = req.headers['content-length'];
+  return req.headers['content-type'] !== undefined || req.headers['transfer-encoding'] !== undefined || (declaredLength !== undefined && declaredLength !== '0');
+}
+
 /** Parses the request body as a form. Throws `HttpError` 413 / 415 / 400. */
 export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise<ParsedForm> {
-  const contentType = req.headers['content-type'];
-  const declaredLength = req.headers['content-length'];
-  const chunked = req.headers['transfer-encoding'] !== undefined;
-  if (contentType === undefined && !chunked && (declaredLength === undefined || declaredLength === '0')) {
-    return Promise.resolve({ hasBody: false, values: {} });
-  }
-  const mediaType = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  if (!FORM_TYPES.includes(mediaType)) {
+  if (!hasBody(req)) return Promise.resolve({ hasBody: false, values: {} });
+  const refused = formRefusedFromHeaders(req, limits.maxBodyBytes);
+  if (refused) {
+    // Refused from the headers alone: not one byte of the body is read into memory.
     req.resume();
-    return Promise.reject(
-      new HttpError(415, `Unsupported Media Type: send the body as ${FORM_TYPES.join(' or ')}${contentType ? `, not ${mediaType || contentType}` : ''}`),
-    );
-  }
-  const declaredTooLarge = declaredBodyTooLarge(req, limits.maxBodyBytes);
-  if (declaredTooLarge) {
-    // Refused from the header alone: not one byte of the body is read into memory.
-    req.resume();
-    return Promise.reject(declaredTooLarge);
+    return Promise.reject(refused);
   }
 
   const fileFields = new Set(limits.fileFields ?? []);

@@ -63,6 +63,12 @@ describe('Expect: 100-continue', () => {
     expect(out.status).toBe(413);
   });
 
+  it('refuses a body that is not a form with the 415 it gets without Expect, whatever its size (it was a 413)', async () => {
+    const out = await expectContinue('/api/v1/agents/register', { 'content-type': 'text/plain' }, Buffer.alloc(64 * 1024 + 1, 'a'));
+    expect(out).toMatchObject({ continued: false, status: 415 });
+    expect(JSON.parse(out.body)).toEqual({ detail: 'Unsupported Media Type: send the body as application/x-www-form-urlencoded or multipart/form-data, not text/plain' });
+  });
+
   it('writes 100 for a welcome upload and serves it', async () => {
     const { token } = await app.register();
     const { contentType, body } = multipart({ board: 'pico' }, elf);
