@@ -7,7 +7,7 @@ import { isItemId, nodeIdProblem } from './protocol.js';
 import { unstorableText } from './storable-text.js';
 import { HttpError } from '../http/http-error.js';
 import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES, readPeerJson } from './peer-answer.js';
-import { PeerIngest, type WireEvent } from './peer-ingest.js';
+import { PeerIngest, type WireEvent, eventKindLabel } from './peer-ingest.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits, relayProtocol } from './relay-facts.js';
 import type { RelayStore } from './relay-store.js';
@@ -314,7 +314,7 @@ export class Federation {
             if (outcome.kind === 'stored') stored++;
             else {
               rejected++;
-              error = `event ${String(ev.seq)} (${kindLabel(ev.kind)}): ${outcome.reason}`;
+              error = `event ${String(ev.seq)} (${eventKindLabel(ev.kind)}): ${outcome.reason}`;
               if (outcome.kind === 'refused') offences.push(error);
             }
           }
@@ -391,14 +391,6 @@ export class Federation {
       return received.ok ? null : received.reason;
     });
   }
-}
-
-/**
- * A peer event's `kind` as `last_error` names it: as sent when it is storable text, otherwise as JSON
- * (a kind holding U+0000 made recording the probe fail on PostgreSQL: a 500 on /federation/pull).
- */
-function kindLabel(kind: unknown): string {
-  return typeof kind === 'string' && unstorableText(kind) === null ? kind : (JSON.stringify(kind) ?? 'none');
 }
 
 /** Characters of a peer's reported `version` kept at most: its own is `0.9.19`; a version is a label, not a payload. */

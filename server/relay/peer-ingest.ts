@@ -106,7 +106,7 @@ export class PeerIngest {
         case 'slice':
           return this.slice(data, origin);
         default:
-          return skip(`unknown event kind ${JSON.stringify(ev.kind)}`);
+          return skip(`unknown event kind ${eventKindLabel(ev.kind)}`);
       }
     } catch (cause) {
       // The store's own 422s (an unknown slice_hash) say this relay cannot use it, not that it is false.
@@ -207,6 +207,25 @@ export class PeerIngest {
     this.o.voting.applyDeclaration(declaration, origin, nowMs);
     return stored;
   }
+}
+
+/** The kinds `ingest` stores. */
+const EVENT_KINDS: ReadonlySet<unknown> = new Set(['node', 'item', 'vote', 'slice']);
+/** Characters of an unknown kind's JSON a probe's `last_error` keeps: the peer chose it, and GET /reach shows it to anyone. */
+const UNKNOWN_KIND_SHOWN_MAX_CHARS = 64;
+
+/**
+ * A peer event's kind as a probe's `last_error` names it: a known kind as it is, any other as JSON,
+ * cut. Written as sent, a kind holding U+0000 made recording the probe fail on PostgreSQL (a 500 on
+ * /federation/pull), and a kind of 1 MB made every GET /reach answer 2 MB.
+ */
+export function eventKindLabel(kind: unknown): string {
+  if (EVENT_KINDS.has(kind)) return kind as string;
+  const json = JSON.stringify(kind) ?? 'none';
+  if (json.length <= UNKNOWN_KIND_SHOWN_MAX_CHARS) return json;
+  // Not between the halves of a surrogate pair: the cut must stay storable text.
+  const cut = json.slice(0, UNKNOWN_KIND_SHOWN_MAX_CHARS);
+  return `${/[\ud800-\udbff]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
 }
 
 /**

@@ -127,4 +127,12 @@ describe('a peer event holding U+0000 or a lone surrogate', () => {
     expect(pulled.status).toBe(200);
     expect(pulled.body.results[0]).toMatchObject({ rejected: 1, error: 'event 6 ("k\\u0000"): unknown event kind "k\\u0000"' });
   });
+
+  it('an event whose kind is 100 000 characters is named cut, so GET /reach does not show it (it showed it twice)', async () => {
+    peerFeed = [{ seq: 7, kind: 'k'.repeat(100_000), author: '', subject: '', data: {} }];
+    const pulled = await call<{ results: { rejected: number; error: string | null }[] }>(relay.baseUrl, 'POST', '/federation/pull', { body: { url: peerUrl }, auth: operator.auth });
+    const cut = `"${'k'.repeat(63)}…`;
+    expect(pulled.body.results[0]).toMatchObject({ rejected: 1, error: `event 7 (${cut}): unknown event kind ${cut}` });
+    expect((await call(relay.baseUrl, 'GET', '/reach')).text.length).toBeLessThan(2000);
+  });
 });
