@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { unstorableText } from './storable-text.js';
-import { eventKindLabel } from './peer-ingest.js';
+import { eventKindLabel, shownJson } from './peer-ingest.js';
 
 describe('eventKindLabel (how last_error names a peer event kind)', () => {
   it('names a known kind as it is and any other as JSON', () => {
@@ -15,5 +15,6 @@ describe('eventKindLabel (how last_error names a peer event kind)', () => {
     const label = eventKindLabel(`${'k'.repeat(62)}😀${'k'.repeat(10)}`);
     expect(label).toBe(`"${'k'.repeat(62)}…`);
     expect(unstorableText(label)).toBeNull();
+    expect(shownJson(['k\u0000'], 64)).toBe('["k\\u0000"]');
   });
 });

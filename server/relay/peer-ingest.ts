@@ -94,7 +94,7 @@ export class PeerIngest {
     // True or not, it cannot be stored everywhere (decision 0490); the page goes on without it.
     const unstorable = unstorableText(data);
     // The location as JSON: a key holding the text itself must not carry it into `last_error`.
-    if (unstorable !== null) return skip(`holds ${unstorable.problem === 'nul' ? 'U+0000' : 'a lone UTF-16 surrogate'} in data at ${JSON.stringify(unstorable.loc)}, which relays do not store`);
+    if (unstorable !== null) return skip(`holds ${unstorable.problem === 'nul' ? 'U+0000' : 'a lone UTF-16 surrogate'} in data at ${shownJson(unstorable.loc, PEER_TEXT_SHOWN_MAX_CHARS)}, which relays do not store`);
     try {
       switch (ev.kind) {
         case 'node':
@@ -211,8 +211,11 @@ export class PeerIngest {
 
 /** The kinds `ingest` stores. */
 const EVENT_KINDS: ReadonlySet<unknown> = new Set(['node', 'item', 'vote', 'slice']);
-/** Characters of an unknown kind's JSON a probe's `last_error` keeps: the peer chose it, and GET /reach shows it to anyone. */
-const UNKNOWN_KIND_SHOWN_MAX_CHARS = 64;
+/**
+ * Characters of a peer's own text (an unknown kind, the location of unstorable text) a probe's
+ * `last_error` keeps, as JSON: the peer chose it, and GET /reach shows it to anyone.
+ */
+const PEER_TEXT_SHOWN_MAX_CHARS = 64;
 
 /**
  * A peer event's kind as a probe's `last_error` names it: a known kind as it is, any other as JSON,
@@ -220,11 +223,15 @@ const UNKNOWN_KIND_SHOWN_MAX_CHARS = 64;
  * /federation/pull), and a kind of 1 MB made every GET /reach answer 2 MB.
  */
 export function eventKindLabel(kind: unknown): string {
-  if (EVENT_KINDS.has(kind)) return kind as string;
-  const json = JSON.stringify(kind) ?? 'none';
-  if (json.length <= UNKNOWN_KIND_SHOWN_MAX_CHARS) return json;
+  return EVENT_KINDS.has(kind) ? (kind as string) : shownJson(kind, PEER_TEXT_SHOWN_MAX_CHARS);
+}
+
+/** `value` as JSON (which escapes U+0000 and lone surrogates), cut to `maxChars` and marked `…`. */
+export function shownJson(value: unknown, maxChars: number): string {
+  const json = JSON.stringify(value) ?? 'none';
+  if (json.length <= maxChars) return json;
   // Not between the halves of a surrogate pair: the cut must stay storable text.
-  const cut = json.slice(0, UNKNOWN_KIND_SHOWN_MAX_CHARS);
+  const cut = json.slice(0, maxChars);
   return `${/[\ud800-\udbff]$/.test(cut) ? cut.slice(0, -1) : cut}…`;
 }
 

@@ -135,4 +135,11 @@ describe('a peer event holding U+0000 or a lone surrogate', () => {
     expect(pulled.body.results[0]).toMatchObject({ rejected: 1, error: `event 7 (${cut}): unknown event kind ${cut}` });
     expect((await call(relay.baseUrl, 'GET', '/reach')).text.length).toBeLessThan(2000);
   });
+
+  it('an event whose unstorable key is 100 000 characters long names its location cut (last_error held the key whole)', async () => {
+    peerFeed = [{ seq: 8, kind: 'slice', author: alice.nodeId, subject: alice.nodeId, data: { [`${'k'.repeat(100_000)}\u0000`]: 1 } }];
+    const pulled = await call<{ results: { rejected: number; error: string | null }[] }>(relay.baseUrl, 'POST', '/federation/pull', { body: { url: peerUrl }, auth: operator.auth });
+    expect(pulled.body.results[0]).toMatchObject({ rejected: 1, error: `event 8 (slice): holds U+0000 in data at ["${'k'.repeat(62)}…, which relays do not store` });
+    expect((await call(relay.baseUrl, 'GET', '/reach')).text.length).toBeLessThan(2000);
+  });
 });
