@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type OpenRelayStore, freshStorePerTest } from './relay-store-contract.js';
+import { PEER_NOTE_MAX_CHARS } from '../../server/relay/data-access/peer-repository.js';
 
 const node = (n: number) => n.toString(16).padStart(64, '0');
 const claim = (n: number, author: string, createdMs = n) => ({
@@ -121,6 +122,22 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
       expect(peers.get('https://a.example')).toMatchObject({ offences: 0, suspended_ms: null });
       expect(peers.all().map((p) => p.url)).toEqual(['https://a.example', 'https://b.example']);
       expect(peers.count()).toBe(2);
+    });
+
+    it("peers: a note quoting the peer's text is stored bounded, with U+0000 and lone surrogates made storable", () => {
+      const { peers } = store().data;
+      peers.insertIfNew('https://a.example', null, 1);
+      const quoted = `refused: ${'\u0000'}\ud800${'é'.repeat(5000)}`;
+      peers.recordProbe('https://a.example', { nowMs: 2, reachable: true, error: quoted, rejectedEvents: 1 });
+      peers.recordOffences('https://a.example', { count: 1, last: quoted, nowMs: 3, limit: 10 });
+      const row = peers.get('https://a.example');
+      for (const note of [row?.last_error, row?.last_offence]) {
+        expect(note?.startsWith('refused: \\u0000\ufffdé')).toBe(true);
+        expect(Array.from(note ?? '')).toHaveLength(PEER_NOTE_MAX_CHARS);
+        expect(note?.endsWith('é…')).toBe(true);
+      }
+      peers.recordProbe('https://a.example', { nowMs: 4, reachable: true, error: null, rejectedEvents: 0 });
+      expect(peers.get('https://a.example')?.last_error).toBeNull();
     });
 
     it('invites: open ones counted until accepted or expired, newest first', () => {

@@ -19,6 +19,23 @@ export interface PeerRow {
   suspended_ms: number | null;
 }
 
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** Characters of a probe's `last_error` or a peer's `last_offence` kept at most (the public GET /reach shows them). */
+export const PEER_NOTE_MAX_CHARS = 1000;
+
+/**
+ * A note about a peer as it can be stored and shown: many carry text the peer chose (a refusal's
+ * reason quotes what it sent), so it is cut to `PEER_NOTE_MAX_CHARS` code points, U+0000 is
+ * written as `\u0000` and a lone surrogate as U+FFFD (PostgreSQL's text holds neither, and a
+ * probe whose record failed answered 500 and never counted the peer's offences).
+ */
+export function storablePeerNote(note: string): string {
+  const clean = note.replaceAll('\u0000', '\\u0000').replace(LONE_SURROGATE, '\ufffd');
+  const points = Array.from(clean);
+  return points.length <= PEER_NOTE_MAX_CHARS ? clean : `${points.slice(0, PEER_NOTE_MAX_CHARS - 1).join('')}…`;
+}
+
 /** Peer relays, their feed cursors and probe results. */
 export class PeerRepository {
   constructor(private readonly q: RelaySql) {}
@@ -51,7 +68,7 @@ export class PeerRepository {
   }
 
   recordProbe(url: string, probe: { nowMs: number; reachable: boolean; error: string | null; rejectedEvents: number }): void {
-    this.q.run('UPDATE peers SET last_probe_ms = ?, reachable = ?, last_error = ?, rejected_events = rejected_events + ? WHERE url = ?', probe.nowMs, probe.reachable ? 1 : 0, probe.error, probe.rejectedEvents, url);
+    this.q.run('UPDATE peers SET last_probe_ms = ?, reachable = ?, last_error = ?, rejected_events = rejected_events + ? WHERE url = ?', probe.nowMs, probe.reachable ? 1 : 0, probe.error === null ? null : storablePeerNote(probe.error), probe.rejectedEvents, url);
   }
 
   /**
@@ -59,7 +76,7 @@ export class PeerRepository {
    * suspended (kept, not pulled from) from `nowMs`. Returns whether it is suspended now.
    */
   recordOffences(url: string, offences: { count: number; last: string; nowMs: number; limit: number }): boolean {
-    this.q.run('UPDATE peers SET offences = offences + ?, last_offence = ?, suspended_ms = CASE WHEN suspended_ms IS NULL AND offences + ? >= ? THEN ? ELSE suspended_ms END WHERE url = ?', offences.count, offences.last, offences.count, offences.limit, offences.nowMs, url);
+    this.q.run('UPDATE peers SET offences = offences + ?, last_offence = ?, suspended_ms = CASE WHEN suspended_ms IS NULL AND offences + ? >= ? THEN ? ELSE suspended_ms END WHERE url = ?', offences.count, storablePeerNote(offences.last), offences.count, offences.limit, offences.nowMs, url);
     return this.get(url)?.suspended_ms !== null;
   }
 
