@@ -55,7 +55,8 @@ describe('scenarioFromRecording', () => {
         ex({ service: 'relay', method: 'POST', path: `/items/${item}/vote`, json: { voter: NODE, item, value: 'yes', phase: 'vote', slice: { t: 1, v: [OTHER], i: [] } }, status: 201, answer: {} }),
         ex({ service: 'relay', method: 'POST', path: `/items/${item}/vote`, json: { voter: OTHER, item, value: 'yes', phase: 'vote', slice: { t: 1, v: [], i: [{ t: 1, v: [NODE], i: [] }] } }, status: 201, answer: {} }),
         ex({ service: 'relay', method: 'GET', path: `/items/${item}/bulletin/${NODE}`, answer: { state: 'voted' } }),
-        ex({ service: 'relay', method: 'GET', path: `/items/${item}/bulletin/${RELAY}`, answer: { state: 'uncommitted' } }),
+        // A query string (a client's cache-buster) does not hide the route, as on the bench side.
+        ex({ service: 'relay', method: 'GET', path: `/items/${item}/bulletin/${RELAY}?fresh=1`, answer: { state: 'uncommitted' } }),
       ],
       { name: 'relay' },
     );

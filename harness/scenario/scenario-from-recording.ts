@@ -202,8 +202,8 @@ export async function scenarioFromRecording(exchanges: readonly RecordedExchange
         } else if (ok) poll = true;
       }
     } else {
-      const voteMatch = /^\/items\/([^/]+)\/vote$/.exec(ex.path);
-      const bulletinMatch = /^\/items\/([^/]+)\/bulletin\/([^/?]+)$/.exec(ex.path);
+      const voteMatch = /^\/items\/([^/]+)\/vote$/.exec(pathOnly);
+      const bulletinMatch = /^\/items\/([^/]+)\/bulletin\/([^/]+)$/.exec(pathOnly);
       if (route === 'POST /register' && isObject(reqJson) && reqJson.schema === 'x.register/1' && ok) {
         const as = nextName('node');
         step = { 'create-node': { as, ...(typeof reqJson.name === 'string' ? { name: reqJson.name } : {}) } };
