@@ -3,7 +3,7 @@ import { wildcardAddressWarnings } from './cli-options.js';
 
 describe('wildcardAddressWarnings (serve on every interface)', () => {
   it('warns for each service whose public URL is missing when listening on a wildcard address', () => {
-    for (const host of ['0.0.0.0', '::', '[::]']) {
+    for (const host of ['0.0.0.0', '::', '::0', '[::]']) {
       const warnings = wildcardAddressWarnings(host, { relay: true });
       expect(warnings).toHaveLength(2);
       expect(warnings[0]).toContain('--public-url');

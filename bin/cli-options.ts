@@ -59,7 +59,7 @@ export function variable(value: string, previous: Record<string, string> = {}): 
 export { packageVersion } from '../lib/package-version.js';
 
 /** Listening on every interface: the listening address is no address a client can use. */
-const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '0:0:0:0:0:0:0:0']);
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '::0', '[::]', '[::0]', '0:0:0:0:0:0:0:0']);
 
 /**
  * What `serve` warns about at start when it listens on a wildcard address without the public URL
