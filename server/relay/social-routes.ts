@@ -120,6 +120,8 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const token = randomBytes(24).toString('base64url');
         const expiresMs = now() + relayLimits.pairTokenTtlSeconds * 1000;
         deps.store.tx(() => {
+          // Its expired tokens, and tokens confirmed a token's lifetime ago, answer 404 from now on.
+          social.pruneDonePairings(nodeId, now(), relayLimits.pairTokenTtlSeconds * 1000);
           if (social.countPendingPairings(nodeId, now()) >= relayLimits.pendingPairingsMax) {
             throw new HttpError(409, `at most ${relayLimits.pendingPairingsMax} pending pairing tokens; wait for some to be confirmed or expire`);
           }

@@ -85,7 +85,7 @@ describe('pairing', () => {
     expect((await call(relay.baseUrl, 'GET', `/pair/${'x'.repeat(32)}`)).status).toBe(404);
   });
 
-  it('limits pending pairing tokens per node; a confirmed or expired one frees its place', async () => {
+  it('limits pending pairing tokens per node; a confirmed or expired one frees its place, and is deleted at the next start', async () => {
     const node = await registerNode(relay, clock);
     const start = () => call(relay.baseUrl, 'POST', '/pair/start', { auth: node.auth });
     const tokens: string[] = [];
@@ -101,7 +101,15 @@ describe('pairing', () => {
     expect((await start()).status).toBe(201);
     expect((await start()).status).toBe(409);
     fake.tick(relayLimits.pairTokenTtlSeconds * 1000);
+    const stateOf = async (token: string) => {
+      const answer = await call(relay.baseUrl, 'GET', `/pair/${token}`);
+      return answer.status === 200 ? answer.body.state : answer.status;
+    };
+    expect([await stateOf(tokens[0] as string), await stateOf(tokens[1] as string)]).toEqual(['paired', 'expired']);
     expect((await start()).status).toBe(201);
+    // Starting another pruned the node's expired tokens and the one confirmed a lifetime ago: the rows do not pile up.
+    expect([await stateOf(tokens[0] as string), await stateOf(tokens[1] as string)]).toEqual([404, 404]);
+    expect((await call(relay.baseUrl, 'GET', `/nodes/${node.nodeId}`)).body.paired_with).toEqual([ben.nodeId]);
   });
 });
 

@@ -43,6 +43,15 @@ export class SocialRepository {
     this.q.run('UPDATE invites SET accepted_by = ?, accepted_ms = ? WHERE code = ?', nodeId, nowMs, code);
   }
 
+  /**
+   * Deletes the node's pairing tokens that are done with: expired unconfirmed ones, and confirmed
+   * ones older than `keptMs` (the pair they made is kept in `pairs`). Called when the node starts
+   * another, so one node's rows stay bounded by the pending cap.
+   */
+  pruneDonePairings(nodeId: string, nowMs: number, keptMs: number): void {
+    this.q.run('DELETE FROM pairings WHERE node_id = ? AND ((confirmed_by IS NULL AND expires_ms <= ?) OR (confirmed_by IS NOT NULL AND confirmed_ms <= ?))', nodeId, nowMs, nowMs - keptMs);
+  }
+
   /** The node's pairing tokens neither confirmed nor expired. */
   countPendingPairings(nodeId: string, nowMs: number): number {
     return this.q.count('SELECT COUNT(*) AS n FROM pairings WHERE node_id = ? AND confirmed_by IS NULL AND expires_ms > ?', nodeId, nowMs);
