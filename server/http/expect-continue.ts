@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ApiRoute, RouteGuard } from './api-route.js';
 import { HttpError } from './http-error.js';
-import { lacksHost } from './malformed-request.js';
+import { lacksOneHost } from './malformed-request.js';
 
 /**
  * The `Expect: 100-continue` check of `route`, or undefined when it has none to make: `auth`
@@ -38,7 +38,7 @@ export function continueListener<Caller, Auth extends string>(
       res.writeContinue();
       app(req, res);
     };
-    if (lacksHost(req)) {
+    if (lacksOneHost(req)) {
       // The app's first answer to it, whatever the route or credential: a 400 its body is not asked for.
       app(req, res);
       return;

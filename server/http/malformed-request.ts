@@ -57,20 +57,27 @@ export function answerUnmetExpectation(_req: IncomingMessage, res: ServerRespons
 }
 
 /**
- * An HTTP/1.1 request without `Host` is a 400 (RFC 9112 section 3.2), in the services' wire format.
+ * An HTTP/1.1 request without `Host`, or one with two, is a 400 (RFC 9112 section 3.2), in the services' wire format.
  * Node's own check (`requireHostHeader`, which `listen` turns off for this) answers an empty chunked
  * 400; first middleware of both apps, so the `Expect: 100-continue` path goes through it too
  * (without `100 Continue` first: `continueListener`).
  */
 export function requireHost(req: Request, res: Response, next: NextFunction): void {
-  if (!lacksHost(req)) {
+  if (!lacksOneHost(req)) {
     next();
     return;
   }
   res.status(400).set('Connection', 'close').json({ detail: detailOf(400) });
 }
 
-/** Whether `requireHost` refuses the request: HTTP/1.1 without `Host`. */
-export function lacksHost(req: IncomingMessage): boolean {
-  return req.headers.host === undefined && req.httpVersion === '1.1';
+/**
+ * Whether `requireHost` refuses the request: HTTP/1.1 without `Host`, or any request with more
+ * than one (RFC 9112 section 3.2: a 400 either way; node keeps the first and drops the others, so
+ * two parties reading the head could route it to different hosts).
+ */
+export function lacksOneHost(req: IncomingMessage): boolean {
+  if (req.headers.host === undefined) return req.httpVersion === '1.1';
+  let hosts = 0;
+  for (let k = 0; k < req.rawHeaders.length; k += 2) if ((req.rawHeaders[k] as string).toLowerCase() === 'host') hosts++;
+  return hosts > 1;
 }

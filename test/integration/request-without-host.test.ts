@@ -51,6 +51,18 @@ describe('a request without Host', () => {
     expect(body).toBe(JSON.stringify({ detail: 'Invalid HTTP request received.' }));
   });
 
+  it.each([
+    ['bench', () => bench.url, '/api/v1/health'],
+    ['relay', () => relay.baseUrl, '/health'],
+  ])('%s: two Host headers get the same 400 (node kept the first and answered)', async (_service, origin, path) => {
+    const answer = await exchange(origin(), `GET ${path} HTTP/1.1\r\nHost: a.example\r\nhost: b.example\r\nConnection: close\r\n\r\n`);
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(body).toBe(JSON.stringify({ detail: 'Invalid HTTP request received.' }));
+    const one = await exchange(origin(), `GET ${path} HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n`);
+    expect(one).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
   // Before, `100 Continue` came first (the body was asked for, then refused), or without a
   // credential the route's own check answered 401.
   it.each([
