@@ -48,6 +48,12 @@ export function hasLoneSurrogate(s: string): boolean {
   return LONE_SURROGATE.test(s);
 }
 
+/** `s` with each lone UTF-16 surrogate replaced by U+FFFD (ES2024's `toWellFormed`), so it has a UTF-8 encoding. */
+export function withLoneSurrogatesReplaced(s: string): string {
+  return s.replace(LONE_SURROGATES, '\ufffd');
+}
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
 /** Length in Unicode code points, the unit of every relay length limit. */
 export function codePointLength(s: string): number {
   let n = 0;

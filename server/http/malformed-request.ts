@@ -77,7 +77,11 @@ export function requireHost(req: Request, res: Response, next: NextFunction): vo
  */
 export function lacksOneHost(req: IncomingMessage): boolean {
   if (req.headers.host === undefined) return req.httpVersion === '1.1';
+  // On every request of both services: a length test before any lower-casing.
   let hosts = 0;
-  for (let k = 0; k < req.rawHeaders.length; k += 2) if ((req.rawHeaders[k] as string).toLowerCase() === 'host') hosts++;
+  for (let k = 0; k < req.rawHeaders.length; k += 2) {
+    const name = req.rawHeaders[k] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
+  }
   return hosts > 1;
 }

@@ -7,6 +7,7 @@ export {
   canonicalJson,
   codePointLength,
   hasLoneSurrogate,
+  withLoneSurrogatesReplaced,
   claimId,
   claimKinds,
   validateClaim,

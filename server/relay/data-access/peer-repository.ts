@@ -1,3 +1,4 @@
+import { withLoneSurrogatesReplaced } from '../protocol.js';
 import type { RelaySql } from './relay-sql.js';
 
 export interface PeerRow {
@@ -19,8 +20,6 @@ export interface PeerRow {
   suspended_ms: number | null;
 }
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
 /** Characters of a probe's `last_error` or a peer's `last_offence` kept at most (the public GET /reach shows them). */
 export const PEER_NOTE_MAX_CHARS = 1000;
 
@@ -31,7 +30,9 @@ export const PEER_NOTE_MAX_CHARS = 1000;
  * probe whose record failed answered 500 and never counted the peer's offences).
  */
 export function storablePeerNote(note: string): string {
-  const clean = note.replaceAll('\u0000', '\\u0000').replace(LONE_SURROGATE, '\ufffd');
+  const clean = withLoneSurrogatesReplaced(note.replaceAll('\u0000', '\\u0000'));
+  // UTF-16 units are at least code points: most notes need no count.
+  if (clean.length <= PEER_NOTE_MAX_CHARS) return clean;
   const points = Array.from(clean);
   return points.length <= PEER_NOTE_MAX_CHARS ? clean : `${points.slice(0, PEER_NOTE_MAX_CHARS - 1).join('')}…`;
 }
