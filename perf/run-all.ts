@@ -67,7 +67,7 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   {
     title: 'Relay ingest through HTTP',
     intro:
-      "Signed votes accepted per second by POST /items/{id}/vote (signature check, store, the relay node's tally and its own statements, and the answer only once the commit is on disk: decision 0480) from an outside client process, sequential and by 4 clients, at 100, 1000 and 10 000 voters, beside the floor of an authenticated GET /me on the same relay; issue 18's goals as ratios of rates measured in the same run. One signature check and one WAL sync are measured beside the floor: the 'at most' rows are the sequential ratio a vote would reach if it cost the floor plus those two and nothing else.",
+      "Signed votes accepted per second by POST /items/{id}/vote (signature check, store, the relay node's tally and its own statements, and the answer only once the commit is on disk: decision 0480) from an outside client process, sequential and by 4 clients, at 100, 1000 and 10 000 voters, beside the floor of an authenticated GET /me on the same relay; issue 18's goals as ratios of rates measured in the same run. One signature check and one WAL sync are measured beside the floor: the 'at most' rows are the sequential ratio a vote would reach if it cost the floor plus those two and nothing else; where the rest of a vote's time goes, and why the two floor ratios stay below their goals: decision 0496.",
     run: () => runRelayIngestBench(),
   },
 ];
