@@ -6,6 +6,7 @@ import { backendNames } from '../boards/backend-names.js';
 import { defaultBoardsDir } from '../boards/boards-dir.js';
 import type { QuarantineStore } from '../backends/probe/quarantine-store.js';
 import { type LogLevel, logLevels } from '../server/http/log-levels.js';
+import { looksLikeWorkerToken } from '../server/bench/worker-token-format.js';
 
 /**
  * `hilbench worker` (a bench worker next to the hardware, dialing a lab server) and
@@ -116,14 +117,11 @@ interface WorkerOptions {
   logLevel: string;
 }
 
-/** A worker token as the server makes them (server/bench/worker-admin.ts): `hbw_` and base64url. */
-const WORKER_TOKEN = /^hbw_[A-Za-z0-9_-]+$/;
-
 function workerToken(opts: WorkerOptions): string {
   const token = opts.tokenFile ? readFileSync(opts.tokenFile, 'utf8').trim() : opts.token;
   if (!token) throw new Error('a worker token is needed: --token-file <file> or --token (create one with hilbench worker-token create)');
   // Refused here, without echoing it: sent as it is, it fails every call and the failure logs it.
-  if (!WORKER_TOKEN.test(token)) {
+  if (!looksLikeWorkerToken(token)) {
     const source = opts.tokenFile ? `--token-file ${opts.tokenFile}` : '--token';
     throw new Error(`${source} does not hold a worker token (one line, hbw_...): put only the token hilbench worker-token create prints on stdout there`);
   }

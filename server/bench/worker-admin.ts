@@ -5,9 +5,8 @@ import type { HealthCheckRecord } from '../store/health-check-store.js';
 import type { WorkerRecord } from '../store/worker-registry.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
+import { WORKER_TOKEN_PREFIX } from './worker-token-format.js';
 
-/** Worker tokens start `hbw_`, agent tokens `hb_`: neither ever passes for the other. */
-export const WORKER_TOKEN_PREFIX = 'hbw_';
 
 /**
  * What a worker inside a bench service's own process holds instead of a token hash: no SHA-256
