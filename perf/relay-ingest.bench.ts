@@ -12,7 +12,8 @@ import type { LoadResult, LoadRound } from './relay-load-client.js';
  * Relay ingest speed through HTTP (issue 18): signed votes accepted per second by
  * `POST /items/{id}/vote` (parse, signature check, store, the relay node's tally and its own
  * statements), against the floor of an authenticated request that does no work (`GET /me` on the
- * same relay), sequentially and by 4 clients, at 100, 1000 and 10 000 voters. Absolute rates on a
+ * same relay), sequentially and by 4 clients, at 100, 1000 and 10 000 voters; and against `POST /me`, an
+ * authenticated write committed durably (decision 0496: no goal, data for the owner). Absolute rates on a
  * shared machine are noise; the rows that matter are the ratios measured in the same run.
  *
  * The client is a child process (perf/relay-load-client.ts, keep-alive HTTP, one connection per
@@ -49,6 +50,9 @@ interface Scene {
   concurrent: number;
   meSequential: number;
   meConcurrent: number;
+  /** `POST /me` (an authenticated write committed durably), the second floor of decision 0496. */
+  writeSequential: number;
+  writeConcurrent: number;
   /** One vote's signature check (`verifyVote`), ms, measured beside the floor. */
   verifyMs: number;
   /** One WAL-sized write and fdatasync in the relay's data dir, ms, measured beside the floor. */
@@ -95,6 +99,9 @@ async function measureScene(client: ChildProcess, voterCount: number, options: R
     };
     const setup = `${voterCount} voters, slices of ${sliceSize} (67 %), a vote and an accept per voter`;
     const me = Array.from({ length: floorRequests }, (_, k) => ({ method: 'GET' as const, path: '/me', auth: (voters[k % voterCount] as TestNode).auth }));
+    // Each write changes the row (SQLite writes a page either way; a changed text keeps it honest).
+    const meWrites = (round: string) =>
+      Array.from({ length: floorRequests }, (_, k) => ({ method: 'POST' as const, path: '/me', auth: (voters[k % voterCount] as TestNode).auth, body: JSON.stringify({ about: `ingest bench, ${round} write ${k}` }) }));
     const round = async (requests: LoadRound['requests'], clients: number, expectStatus: number) => {
       const result = await runRound(client, { baseUrl: relay.baseUrl, requests, clients, expectStatus });
       return { perSecond: (requests.length * 1000) / result.elapsedMs, latencies: result.latenciesMs };
@@ -113,28 +120,33 @@ async function measureScene(client: ChildProcess, voterCount: number, options: R
     // Warm-up (JIT, caches, connections) on an item of its own, then each ingest round beside its
     // floor round, so both see the same machine.
     await round(me.slice(0, 200), 1, 200);
+    await round(meWrites('warm-up').slice(0, 200), 1, 200);
     await round((await votesFor(`ingest bench, warm-up, ${voterCount} voters`, 1)).slice(0, 400), 1, 201);
     const sequentialVotes = await votesFor(`ingest bench, sequential, ${voterCount} voters`);
     const meSequential = await round(me, 1, 200);
+    const writeSequential = await round(meWrites('sequential'), 1, 200);
     const verifyMs = verifyCostMs(sequentialVotes, nowMs);
     const syncMs = syncCostMs(data.dir, nowMs);
     const sequential = await round(sequentialVotes, 1, 201);
     const last = await bulletinRead(relay, sequentialVotes.slice(-2 * voterCount), nowMs);
     const concurrentVotes = await votesFor(`ingest bench, concurrent, ${voterCount} voters`);
     const meConcurrent = await round(me, concurrency, 200);
+    const writeConcurrent = await round(meWrites('concurrent'), concurrency, 200);
     const concurrent = await round(concurrentVotes, concurrency, 201);
     const rows: BenchRow[] = [
       { name: `GET /me, ${voterCount} voters, sequential`, value: meSequential.perSecond, unit: 'requests/s', note: `the floor: an authenticated request that does no work, ${floorRequests} requests` },
+      { name: `POST /me, ${voterCount} voters, sequential`, value: writeSequential.perSecond, unit: 'requests/s', note: `an authenticated write committed durably (decision 0496), ${floorRequests} requests` },
       { name: `vote ingest, ${voterCount} voters, sequential`, value: sequential.perSecond, unit: 'votes/s', note: `${sequentialVotes.length} statements (${itemsPerRound} item${itemsPerRound > 1 ? 's' : ''}); ${setup}` },
       { name: `vote ingest, ${voterCount} voters, sequential, p50`, value: percentile(sequential.latencies, 50), unit: 'ms', note: 'one POST /items/{id}/vote' },
       { name: `vote ingest, ${voterCount} voters, sequential, p99`, value: percentile(sequential.latencies, 99), unit: 'ms', note: '' },
       { name: `one vote's signature check, ${voterCount} voters`, value: verifyMs, unit: 'ms', note: 'verifyVote (canonical JSON, Ed25519 by OpenSSL), mean over the round\'s statements' },
       { name: `one WAL sync, ${voterCount} voters`, value: syncMs, unit: 'ms', note: 'write 8 pages + fdatasync in the relay\'s data dir, mean of 200' },
       { name: `GET /me, ${voterCount} voters, ${concurrency} clients`, value: meConcurrent.perSecond, unit: 'requests/s', note: '' },
+      { name: `POST /me, ${voterCount} voters, ${concurrency} clients`, value: writeConcurrent.perSecond, unit: 'requests/s', note: '' },
       { name: `vote ingest, ${voterCount} voters, ${concurrency} clients`, value: concurrent.perSecond, unit: 'votes/s', note: `${concurrentVotes.length} statements` },
       last,
     ];
-    const scene = { voters: voterCount, sequential: sequential.perSecond, concurrent: concurrent.perSecond, meSequential: meSequential.perSecond, meConcurrent: meConcurrent.perSecond, verifyMs, syncMs };
+    const scene = { voters: voterCount, sequential: sequential.perSecond, concurrent: concurrent.perSecond, meSequential: meSequential.perSecond, meConcurrent: meConcurrent.perSecond, writeSequential: writeSequential.perSecond, writeConcurrent: writeConcurrent.perSecond, verifyMs, syncMs };
     return { rows, scene };
   } finally {
     await relay.close();
@@ -155,6 +167,8 @@ function ratioRows(scenes: readonly Scene[], concurrency: number): BenchRow[] {
         note: 'if a vote cost the floor plus one signature check and one WAL sync, and nothing else',
       },
       { name: `ingest / GET /me, ${s.voters} voters, ${concurrency} clients`, value: s.concurrent / s.meConcurrent, unit: 'ratio', note: 'goal: at least 0.5' },
+      { name: `ingest / POST /me, ${s.voters} voters, sequential`, value: s.sequential / s.writeSequential, unit: 'ratio', note: 'no goal: against an authenticated durable write (decision 0496)' },
+      { name: `ingest / POST /me, ${s.voters} voters, ${concurrency} clients`, value: s.concurrent / s.writeConcurrent, unit: 'ratio', note: 'no goal: against an authenticated durable write (decision 0496)' },
       { name: `ingest by ${concurrency} clients / sequential ingest, ${s.voters} voters`, value: s.concurrent / s.sequential, unit: 'ratio', note: 'goal: at least 1.3' },
     );
   }
