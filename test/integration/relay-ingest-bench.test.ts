@@ -6,20 +6,29 @@ import { runRelayIngestBench } from '../../perf/relay-ingest.bench.js';
  * itself is never asserted here (npm run bench measures it); this keeps the benchmark from rotting.
  */
 describe('runRelayIngestBench', () => {
-  it('registers voters, ingests every statement through an outside client and reports the rates beside GET /me, and the ratios', async () => {
+  it('registers voters, ingests every statement through an outside client and reports the rates beside GET /me and POST /me, and the ratios', async () => {
     const rows = await runRelayIngestBench({ voters: [4, 6], sliceSize: 2, concurrency: 2, floorRequests: 5, minStatementsPerRound: 10 });
     const scene = (n: number) => [
       `GET /me, ${n} voters, sequential`,
+      `POST /me, ${n} voters, sequential`,
       `vote ingest, ${n} voters, sequential`,
       `vote ingest, ${n} voters, sequential, p50`,
       `vote ingest, ${n} voters, sequential, p99`,
       `one vote's signature check, ${n} voters`,
       `one WAL sync, ${n} voters`,
       `GET /me, ${n} voters, 2 clients`,
+      `POST /me, ${n} voters, 2 clients`,
       `vote ingest, ${n} voters, 2 clients`,
       `relay node's bulletin after ${2 * n} statements, p50`,
     ];
-    const ratios = (n: number) => [`ingest / GET /me, ${n} voters, sequential`, `ingest / GET /me, ${n} voters, sequential, at most`, `ingest / GET /me, ${n} voters, 2 clients`, `ingest by 2 clients / sequential ingest, ${n} voters`];
+    const ratios = (n: number) => [
+      `ingest / GET /me, ${n} voters, sequential`,
+      `ingest / GET /me, ${n} voters, sequential, at most`,
+      `ingest / GET /me, ${n} voters, 2 clients`,
+      `ingest / POST /me, ${n} voters, sequential`,
+      `ingest / POST /me, ${n} voters, 2 clients`,
+      `ingest by 2 clients / sequential ingest, ${n} voters`,
+    ];
     expect(rows.map((r) => r.name)).toEqual([
       ...scene(4),
       ...scene(6),
