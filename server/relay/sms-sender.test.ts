@@ -67,4 +67,30 @@ describe('FileOutboxSmsSender', () => {
       dir.remove();
     }
   });
+
+  it('resolves a send only once its line is synced, and fails it when the sync fails', async () => {
+    const dir = tempDataDir();
+    try {
+      let release!: () => void;
+      const synced: string[] = [];
+      const sender = new FileOutboxSmsSender(dir.dir, clockFromFakeTimers(createClock(0)), async () => {
+        synced.push(readSmsOutbox(dir.dir).at(-1)?.text ?? 'nothing');
+        await new Promise<void>((resolve) => (release = resolve));
+      });
+      let settled = false;
+      const sending = sender.send({ to: '+1555', text: 'held' }).then(() => (settled = true));
+      await expect.poll(() => synced).toEqual(['held']);
+      expect(settled).toBe(false);
+      release();
+      await sending;
+      expect(settled).toBe(true);
+
+      const failing = new FileOutboxSmsSender(dir.dir, clockFromFakeTimers(createClock(0)), async () => {
+        throw new Error('EIO: i/o error, fdatasync');
+      });
+      await expect(failing.send({ to: '+1556', text: 'lost' })).rejects.toThrow(/EIO/);
+    } finally {
+      dir.remove();
+    }
+  });
 });

@@ -1,4 +1,5 @@
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Clock, isoFromMs, systemClock } from '../../core/clock.js';
 
@@ -16,21 +17,34 @@ export interface SmsSender {
 /** Name of the outbox file the default sender appends to, one JSON object per line. */
 export const smsOutboxFileName = 'sms-outbox.jsonl';
 
+/** Makes an open file's appended lines durable; `datasync` (fdatasync on the thread pool) by default, injectable in tests. */
+export type SyncOutbox = (file: FileHandle) => Promise<void>;
+
 /**
  * The default sender: appends `{"at","to","text"}` lines to `sms-outbox.jsonl` in the data dir,
- * where an operator (`tail -f`) or a test reads them. Nothing leaves the machine.
+ * where an operator (`tail -f`) or a test reads them. Nothing leaves the machine. A send resolves
+ * once its line is on disk: the relay then answers that the code was sent, and a power cut must
+ * not take back a code someone was told to expect (the line is one `O_APPEND` write, so
+ * concurrent sends never interleave).
  */
 export class FileOutboxSmsSender implements SmsSender {
   readonly path: string;
   constructor(
     dataDir: string,
     private readonly clock: Clock,
+    private readonly syncOutbox: SyncOutbox = (file) => file.datasync(),
   ) {
     this.path = join(dataDir, smsOutboxFileName);
   }
 
   async send(message: SmsMessage): Promise<void> {
-    appendFileSync(this.path, JSON.stringify({ at: isoFromMs(this.clock.nowMs()), to: message.to, text: message.text }) + '\n', { mode: 0o600 });
+    const file = await open(this.path, 'a', 0o600);
+    try {
+      await file.appendFile(JSON.stringify({ at: isoFromMs(this.clock.nowMs()), to: message.to, text: message.text }) + '\n');
+      await this.syncOutbox(file);
+    } finally {
+      await file.close();
+    }
   }
 }
 
