@@ -70,6 +70,27 @@ describe('GET /api/v1/jobs/{job_id}?wait=', () => {
       expect(((await res.json()) as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc).toEqual(['query', 'wait']);
     }
   });
+
+  it('reads wait as numeric text like a form field: pydantic\'s errors, and the last of a repeated value', async () => {
+    const { app, token, jobId } = await runningJob('0.1');
+    for (let i = 0; i < 3; i++) await app.fake.tickAsync(100);
+    await app.jobReaches(jobId, 'done');
+    const detailOf = async (query: string) => {
+      const res = await app.request(`/api/v1/jobs/${jobId}?${query}`, { headers: bearer(token) });
+      expect(res.status, query).toBe(422);
+      return ((await res.json()) as { detail: unknown[] }).detail;
+    };
+    const floatParsing = (input: string) => [{ type: 'float_parsing', loc: ['query', 'wait'], msg: 'Input should be a valid number, unable to parse string as a number', input }];
+    expect(await detailOf('wait=')).toEqual(floatParsing(''));
+    expect(await detailOf('wait=soon')).toEqual(floatParsing('soon'));
+    expect(await detailOf('wait=nan')).toEqual([{ type: 'finite_number', loc: ['query', 'wait'], msg: 'Input should be a finite number', input: 'nan' }]);
+    expect(await detailOf('wait=5&wait=0')).toEqual([{ type: 'greater_than', loc: ['query', 'wait'], msg: 'Input should be greater than 0', input: '0', ctx: { gt: 0 } }]);
+    for (const query of ['wait=1_0', 'wait=%201e1%20', 'wait=0&wait=5']) {
+      const res = await app.request(`/api/v1/jobs/${jobId}?${query}`, { headers: bearer(token) });
+      expect(res.status, query).toBe(200);
+      expect(((await res.json()) as { state: string }).state).toBe('done');
+    }
+  });
 });
 
 describe('GET /api/v1/jobs/{job_id}/uart (Server-Sent Events)', () => {
