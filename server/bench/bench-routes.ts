@@ -117,7 +117,13 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       tags: ['agents'],
       body: { kind: 'form', schema: forms.agentRegister, required: false },
       response: agentRegistrationSchema,
-      errors: { ...BODY_ERRORS, 413: 'Form body over the limit', 415: 'Body is not a form' },
+      // 429 comes from the rate limit mounted before the routes (bench-service.ts), not from the handler.
+      errors: {
+        ...BODY_ERRORS,
+        413: 'Form body over the limit',
+        415: 'Body is not a form',
+        429: `More than ${limits.agentRegistrationsPerMinute} registrations a minute from the client's address (Retry-After)`,
+      },
       beforeContinue: headersCheck({ maxBodyBytes: limits.maxFormBodyBytes }),
       handler: async (req, res) => {
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
