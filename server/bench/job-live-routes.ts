@@ -46,7 +46,7 @@ export const uartInputSchema = z
       .string()
       .min(1)
       .max(MAX_UART_INPUT_BYTES)
-      .refine((text) => !hasLoneSurrogate(text), { message: 'Value error, text holds a lone UTF-16 surrogate, which has no UTF-8 form' })
+      .refine((text) => !hasLoneSurrogate(text), { message: 'Value error, text holds a lone UTF-16 surrogate, which has no UTF-8 form', params: { ctx: { error: {} } } })
       .optional()
       .meta({ description: 'Text to send, as UTF-8 (at least one character).' }),
     base64: z
@@ -57,7 +57,10 @@ export const uartInputSchema = z
       .optional()
       .meta({ description: 'Bytes to send, standard base64 with padding (at least one byte).' }),
   })
-  .refine((b) => (b.text === undefined) !== (b.base64 === undefined), { message: 'send exactly one of text or base64' });
+  .refine((b) => (b.text === undefined) !== (b.base64 === undefined), {
+    message: 'Value error, send exactly one of text or base64',
+    params: { ctx: { error: {} } },
+  });
 
 export const uartInputAnswerSchema = z
   .object({

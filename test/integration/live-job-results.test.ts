@@ -133,7 +133,12 @@ describe('POST /api/v1/jobs/{job_id}/uart', () => {
     const written = await post({ text: 'ping\n' });
     expect(written.status, await written.clone().text()).toBe(200);
     expect(await written.json()).toEqual({ job_id: jobId, accepted_bytes: 5, input_seq: 1, delivery: 'written', written_bytes: 5 });
-    expect((await post({ text: 'a', base64: 'Yg==' })).status).toBe(422);
+    const both = await post({ text: 'a', base64: 'Yg==' });
+    expect(both.status).toBe(422);
+    // pydantic's words for a model validator's ValueError, located on the body.
+    expect(await both.json()).toEqual({
+      detail: [{ type: 'value_error', loc: ['body'], msg: 'Value error, send exactly one of text or base64', input: { text: 'a', base64: 'Yg==' }, ctx: { error: {} } }],
+    });
     // 4096 characters of a 3-byte character are 12 288 bytes: refused on the field, not a 500.
     const tooMany = await post({ text: '€'.repeat(4096) });
     expect(tooMany.status).toBe(422);
@@ -165,7 +170,10 @@ describe('POST /api/v1/jobs/{job_id}/uart', () => {
     for (const [raw, loc] of refusals) {
       const refused = await post(raw);
       expect(refused.status, raw).toBe(422);
-      expect(((await refused.json()) as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc, raw).toEqual(loc);
+      const [item] = ((await refused.json()) as { detail: Array<{ loc: unknown[]; type: string; msg: string; ctx?: unknown }> }).detail;
+      expect(item!.loc, raw).toEqual(loc);
+      // A validator's ValueError, as pydantic reports it: the message prefixed and an (empty) error in ctx.
+      if (item!.type === 'value_error') expect([item!.msg.startsWith('Value error, '), item!.ctx], raw).toEqual([true, { error: {} }]);
     }
     // Nothing was queued: the first accepted input is number 1, and only its bytes reach the device.
     const written = await post(JSON.stringify({ base64: Buffer.from('ok\u0000\n').toString('base64') }));
