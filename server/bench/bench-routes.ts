@@ -144,7 +144,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
         ...BODY_ERRORS,
         ...AUTH_ERRORS,
         404: 'Unknown board',
-        409: 'Board leased (by whom, until when; Retry-After) or already leased by the caller',
+        409: "Board leased or busy (by whom, until when; Retry-After), already leased by the caller, or, with wait_seconds, the wait ran out (the detail gives the caller's place in the queue)",
         413: 'Form body over the limit',
         429: `With wait_seconds: ${LONG_POLLS_429}`,
         415: 'Body is not a form',
