@@ -37,6 +37,7 @@ import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
 import { JobLive } from './job-live.js';
 import { benchMetrics, metricsOpenApiPath } from './bench-metrics.js';
+import { mcpOpenApiPath } from './mcp-openapi.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
 import type { WorkerTimings } from './worker-protocol.js';
@@ -241,7 +242,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
       components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema },
-      extraPaths: { ...pagesOpenApiPaths(), ...consoleOpenApiPaths(), ...metricsOpenApiPath },
+      extraPaths: { ...pagesOpenApiPaths(), ...consoleOpenApiPaths(), ...metricsOpenApiPath, ...(config.mcp ? mcpOpenApiPath : {}) },
       security: benchOpenApiSecurity,
     });
 
