@@ -97,7 +97,7 @@ describe('GET /', () => {
       '-d board=pico -d idle_seconds=90',
       'curl -sS -X POST "$BASE/api/v1/jobs/flash" -H "authorization: Bearer $TOKEN"',
       '-F board=pico -F session="$SID" -F uart_seconds=0.8 -F firmware=@firmware.elf',
-      'curl -sS "$BASE/api/v1/jobs/$JOB" -H "authorization: Bearer $TOKEN"',
+      'curl -sS "$BASE/api/v1/jobs/$JOB?wait=60" -H "authorization: Bearer $TOKEN"',
       'curl -sS -X POST "$BASE/api/v1/sessions/$SID/heartbeat" -H "authorization: Bearer $TOKEN"',
       'curl -sS -X POST "$BASE/api/v1/sessions/$SID/end" -H "authorization: Bearer $TOKEN"',
     ];
