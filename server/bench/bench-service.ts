@@ -232,8 +232,9 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     await boards.all();
 
     const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings })];
+    const agentGuards = benchGuards(bench, { adminToken: config.adminToken });
     const guard = benchGuard({
-      ...benchGuards(bench, { adminToken: config.adminToken }),
+      ...agentGuards,
       worker: mapBenchErrors((req: IncomingMessage) => workerAdmin.authenticate(req.headers.authorization)),
     });
     const openApi = buildOpenApiDocument(routes, {
@@ -300,7 +301,14 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       }),
     );
     const mcp = config.mcp;
-    if (mcp) app.all('/mcp', (req, res) => mcp(req, res));
+    // The agent's token is checked here, as on every bearer route: a wrong one is a 401 at the door
+    // rather than an MCP conversation whose every tool then fails with the API's 401.
+    if (mcp) {
+      app.all('/mcp', async (req, res) => {
+        if (req.method === 'POST') await agentGuards.bearer(req);
+        await mcp(req, res);
+      });
+    }
     const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES, ...CONSOLE_ROUTES];
     mountApiRoutes(app, routes, guard, { otherPaths });
     app.use(notFoundHandler);

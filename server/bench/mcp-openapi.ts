@@ -30,7 +30,7 @@ export const mcpOpenApiPath = {
       responses: {
         '200': { description: 'The JSON-RPC answer', content: { 'application/json': { schema: { type: 'object' } } } },
         '400': jsonRpcError('Not a JSON-RPC message (parse error, invalid request)'),
-        '401': errorDetail('No bearer token (with WWW-Authenticate: Bearer)'),
+        '401': errorDetail('Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)'),
         '406': jsonRpcError('Accept does not name both application/json and text/event-stream'),
         '415': jsonRpcError('Body is not application/json'),
         '500': errorDetail('Internal Server Error (unexpected; logged on the server)'),
