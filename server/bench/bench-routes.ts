@@ -117,7 +117,13 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       tags: ['agents'],
       body: { kind: 'form', schema: forms.agentRegister, required: false },
       response: agentRegistrationSchema,
-      errors: { ...BODY_ERRORS, 413: 'Form body over the limit', 415: 'Body is not a form' },
+      // 429 comes from the rate limit mounted before the routes (bench-service.ts), not from the handler.
+      errors: {
+        ...BODY_ERRORS,
+        413: 'Form body over the limit',
+        415: 'Body is not a form',
+        429: `More than ${limits.agentRegistrationsPerMinute} registrations a minute from the client's address (Retry-After)`,
+      },
       beforeContinue: headersCheck({ maxBodyBytes: limits.maxFormBodyBytes }),
       handler: async (req, res) => {
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
@@ -138,7 +144,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
         ...BODY_ERRORS,
         ...AUTH_ERRORS,
         404: 'Unknown board',
-        409: 'Board leased (by whom, until when; Retry-After) or already leased by the caller',
+        409: "Board leased or busy (by whom, until when; Retry-After), already leased by the caller, or, with wait_seconds, the wait ran out (the detail gives the caller's place in the queue)",
         413: 'Form body over the limit',
         429: `With wait_seconds: ${LONG_POLLS_429}`,
         415: 'Body is not a form',

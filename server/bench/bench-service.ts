@@ -37,6 +37,7 @@ import type { BenchSnapshot } from './bench-snapshot.js';
 import type { BackendChoice } from './board-backends.js';
 import { JobLive } from './job-live.js';
 import { benchMetrics, metricsOpenApiPath } from './bench-metrics.js';
+import { mcpOpenApiPath } from './mcp-openapi.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
 import type { WorkerTimings } from './worker-protocol.js';
@@ -231,8 +232,9 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     await boards.all();
 
     const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings })];
+    const agentGuards = benchGuards(bench, { adminToken: config.adminToken });
     const guard = benchGuard({
-      ...benchGuards(bench, { adminToken: config.adminToken }),
+      ...agentGuards,
       worker: mapBenchErrors((req: IncomingMessage) => workerAdmin.authenticate(req.headers.authorization)),
     });
     const openApi = buildOpenApiDocument(routes, {
@@ -241,7 +243,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
       components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema },
-      extraPaths: { ...pagesOpenApiPaths(), ...consoleOpenApiPaths(), ...metricsOpenApiPath },
+      extraPaths: { ...pagesOpenApiPaths(), ...consoleOpenApiPaths(), ...metricsOpenApiPath, ...(config.mcp ? mcpOpenApiPath : {}) },
       security: benchOpenApiSecurity,
     });
 
@@ -299,7 +301,14 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       }),
     );
     const mcp = config.mcp;
-    if (mcp) app.all('/mcp', (req, res) => mcp(req, res));
+    // The agent's token is checked here, as on every bearer route: a wrong one is a 401 at the door
+    // rather than an MCP conversation whose every tool then fails with the API's 401.
+    if (mcp) {
+      app.all('/mcp', async (req, res) => {
+        if (req.method === 'POST') await agentGuards.bearer(req);
+        await mcp(req, res);
+      });
+    }
     const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES, ...CONSOLE_ROUTES];
     mountApiRoutes(app, routes, guard, { otherPaths });
     app.use(notFoundHandler);

@@ -57,8 +57,11 @@ export class BoardHealthAdmin {
     if (!keeper) {
       const running = this.deps.boards.lastKnown(board.id)?.backendName;
       // With `auto` and nothing usable the name is "none": name the board's backends instead.
-      const which = running && running !== 'none' ? `its backend (${running}) keeps` : `its backends (${Object.keys(board.backends).join(', ')}) keep`;
-      throw new BenchError('board_health_unsupported', `cannot ${action} board ${board.id}: ${which} no board health and never quarantine it`);
+      const which =
+        running && running !== 'none'
+          ? `its backend (${running}) keeps no board health and never quarantines it`
+          : `its backends (${Object.keys(board.backends).join(', ')}) keep no board health and never quarantine it`;
+      throw new BenchError('board_health_unsupported', `cannot ${action} board ${board.id}: ${which}`);
     }
     return keeper;
   }

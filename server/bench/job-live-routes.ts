@@ -5,6 +5,7 @@ import type { Request, Response } from 'express';
 import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteCaller } from './bench-route.js';
 import { fieldValueError } from '../http/http-error.js';
+import { numericTextParam } from '../http/form-schema.js';
 import { readJsonBody } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import type { AgentRecord } from '../store/bench-store.js';
@@ -26,14 +27,17 @@ const ERRORS = {
 };
 
 export const jobWaitQuerySchema = z.object({
-  wait: z.coerce
-    .number()
-    .gt(0)
-    .lte(MAX_JOB_WAIT_SECONDS)
-    .optional()
-    .meta({ description: `Extension: answer as soon as the job is done or failed, or after this many seconds (at most ${MAX_JOB_WAIT_SECONDS}) with the job as it is then.` }),
+  wait: numericTextParam({
+    gt: 0,
+    le: MAX_JOB_WAIT_SECONDS,
+    description: `Extension: answer as soon as the job is done or failed, or after this many seconds (at most ${MAX_JOB_WAIT_SECONDS}) with the job as it is then.`,
+  }),
 });
 
+/** A query parameter sent more than once keeps its last value, as FastAPI reads a scalar parameter. */
+function lastValues(query: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(query).map(([name, value]) => [name, Array.isArray(value) ? value.at(-1) : value]));
+}
 
 export const uartInputSchema = z
   .object({
@@ -42,7 +46,7 @@ export const uartInputSchema = z
       .string()
       .min(1)
       .max(MAX_UART_INPUT_BYTES)
-      .refine((text) => !hasLoneSurrogate(text), { message: 'Value error, text holds a lone UTF-16 surrogate, which has no UTF-8 form' })
+      .refine((text) => !hasLoneSurrogate(text), { message: 'Value error, text holds a lone UTF-16 surrogate, which has no UTF-8 form', params: { ctx: { error: {} } } })
       .optional()
       .meta({ description: 'Text to send, as UTF-8 (at least one character).' }),
     base64: z
@@ -53,7 +57,10 @@ export const uartInputSchema = z
       .optional()
       .meta({ description: 'Bytes to send, standard base64 with padding (at least one byte).' }),
   })
-  .refine((b) => (b.text === undefined) !== (b.base64 === undefined), { message: 'send exactly one of text or base64' });
+  .refine((b) => (b.text === undefined) !== (b.base64 === undefined), {
+    message: 'Value error, send exactly one of text or base64',
+    params: { ctx: { error: {} } },
+  });
 
 export const uartInputAnswerSchema = z
   .object({
@@ -136,7 +143,7 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
 /** The `GET /api/v1/jobs/{job_id}` handler with `?wait=` (the route itself stays in bench-routes.ts). */
 export function getJobMaybeWaiting(bench: Bench) {
   return async (req: Request, res: Response, caller: RouteCaller<AgentRecord>): Promise<void> => {
-    const { wait } = parseOr422(jobWaitQuerySchema, req.query, 'query');
+    const { wait } = parseOr422(jobWaitQuerySchema, lastValues(req.query), 'query');
     const agent = callerAgent(caller);
     const jobId = pathParam(req, 'job_id');
     res.json(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res)));

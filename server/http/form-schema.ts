@@ -57,6 +57,31 @@ export function numericTextField(options: NumberBounds & { default: string; desc
     .meta({ description: options.description });
 }
 
+/**
+ * An optional numeric query parameter with bounds: the same numeric text as a form field (so
+ * `?wait=` and `?wait=soon` are pydantic's `float_parsing`, not a number JavaScript made of them),
+ * documented as the number it stands for.
+ */
+export function numericTextParam(options: NumberBounds & { description: string }) {
+  let n = z.number();
+  if (options.gt !== undefined) n = n.gt(options.gt);
+  if (options.ge !== undefined) n = n.gte(options.ge);
+  if (options.lt !== undefined) n = n.lt(options.lt);
+  if (options.le !== undefined) n = n.lte(options.le);
+  return z
+    .preprocess((raw, ctx) => {
+      if (typeof raw !== 'string') return raw;
+      const value = parseNumericText(raw);
+      if (value === undefined) {
+        ctx.addIssue({ code: 'custom', message: FLOAT_PARSING_MSG, input: raw, params: { pydantic: { type: 'float_parsing', msg: FLOAT_PARSING_MSG } } });
+        return z.NEVER;
+      }
+      return value;
+    }, n)
+    .optional()
+    .meta({ description: options.description });
+}
+
 /** A text form field: required unless a default is given. */
 export function textField(options: { minLength?: number; maxLength?: number; pattern?: RegExp; default?: string; description: string }) {
   let s = z.string();

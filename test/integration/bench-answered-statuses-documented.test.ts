@@ -125,3 +125,23 @@ describe('every status a route answers is documented for it', () => {
     }
   });
 });
+
+describe('the rate limits of the unauthenticated writes', () => {
+  it('answer 429, which /openapi.json documents for the agent registration and the waitlist', async () => {
+    const limited = await startBenchTestApp({ limits: { agentRegistrationsPerMinute: 1, waitlistJoinsPerMinute: 1 } });
+    try {
+      const statuses = async (path: string) => {
+        const out: number[] = [];
+        for (let i = 0; i < 2; i++) out.push((await limited.request(path, { method: 'POST', body: new URLSearchParams({ label: 'x' }) })).status);
+        return out;
+      };
+      expect((await statuses('/api/v1/agents/register'))[1]).toBe(429);
+      expect((await statuses('/api/v1/waitlist'))[1]).toBe(429);
+      const doc = (await (await limited.request('/openapi.json')).json()) as { paths: Record<string, { post: { responses: Record<string, unknown> } }> };
+      expect(Object.keys(doc.paths['/api/v1/agents/register']!.post.responses)).toContain('429');
+      expect(Object.keys(doc.paths['/api/v1/waitlist']!.post.responses)).toContain('429');
+    } finally {
+      await limited.close();
+    }
+  });
+});

@@ -335,6 +335,8 @@ describe('GET /openapi.json', () => {
     expect(form.properties.uart_seconds).toMatchObject({ type: 'string', default: '0.8' });
     expect(Object.keys(flash.responses)).toEqual(['200', '400', '401', '404', '409', '413', '415', '422', '429', '500', '503']);
     expect(doc.paths['/api/v1/sessions']!.post!.requestBody!.content['application/x-www-form-urlencoded']!.schema.properties.idle_seconds).toMatchObject({ default: '90' });
+    // The 409 a queued caller gets when its wait_seconds run out is one an agent should expect from the document.
+    expect((doc.paths['/api/v1/sessions']!.post!.responses['409'] as { description: string }).description).toMatch(/wait_seconds.*place in the queue/);
     expect(doc.paths['/api/v1/jobs/{job_id}']!.get!.responses['200']).toEqual({
       description: 'Successful Response',
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Job' } } },

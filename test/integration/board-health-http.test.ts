@@ -305,7 +305,7 @@ describe('admin endpoints: authentication and refusals', () => {
     for (const action of ['release', 'health-check']) {
       const res = await mock.post(`/admin/boards/pico/${action}`);
       expect(res.status).toBe(409);
-      expect(await res.json()).toEqual({ detail: `cannot ${action} board pico: its backend (mock) keeps no board health and never quarantine it` });
+      expect(await res.json()).toEqual({ detail: `cannot ${action} board pico: its backend (mock) keeps no board health and never quarantines it` });
     }
     expect((await mock.admin()).boards.every((b) => b.health === null)).toBe(true);
   });

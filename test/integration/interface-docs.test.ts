@@ -56,7 +56,8 @@ describe('docs/interface/bench-service.md', () => {
   let app: BenchTestApp;
   let openApi: Json;
   beforeAll(async () => {
-    app = await startBenchTestApp();
+    // As `hilbench serve` runs it: with MCP at /mcp (the handler does not matter to the document).
+    app = await startBenchTestApp({ mcp: async (_req, res) => void res.end() });
     openApi = (await (await app.request('/openapi.json')).json()) as Json;
   });
   afterAll(() => app.close());

@@ -70,6 +70,27 @@ describe('GET /api/v1/jobs/{job_id}?wait=', () => {
       expect(((await res.json()) as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc).toEqual(['query', 'wait']);
     }
   });
+
+  it('reads wait as numeric text like a form field: pydantic\'s errors, and the last of a repeated value', async () => {
+    const { app, token, jobId } = await runningJob('0.1');
+    for (let i = 0; i < 3; i++) await app.fake.tickAsync(100);
+    await app.jobReaches(jobId, 'done');
+    const detailOf = async (query: string) => {
+      const res = await app.request(`/api/v1/jobs/${jobId}?${query}`, { headers: bearer(token) });
+      expect(res.status, query).toBe(422);
+      return ((await res.json()) as { detail: unknown[] }).detail;
+    };
+    const floatParsing = (input: string) => [{ type: 'float_parsing', loc: ['query', 'wait'], msg: 'Input should be a valid number, unable to parse string as a number', input }];
+    expect(await detailOf('wait=')).toEqual(floatParsing(''));
+    expect(await detailOf('wait=soon')).toEqual(floatParsing('soon'));
+    expect(await detailOf('wait=nan')).toEqual([{ type: 'finite_number', loc: ['query', 'wait'], msg: 'Input should be a finite number', input: 'nan' }]);
+    expect(await detailOf('wait=5&wait=0')).toEqual([{ type: 'greater_than', loc: ['query', 'wait'], msg: 'Input should be greater than 0', input: '0', ctx: { gt: 0 } }]);
+    for (const query of ['wait=1_0', 'wait=%201e1%20', 'wait=0&wait=5']) {
+      const res = await app.request(`/api/v1/jobs/${jobId}?${query}`, { headers: bearer(token) });
+      expect(res.status, query).toBe(200);
+      expect(((await res.json()) as { state: string }).state).toBe('done');
+    }
+  });
 });
 
 describe('GET /api/v1/jobs/{job_id}/uart (Server-Sent Events)', () => {
@@ -112,7 +133,12 @@ describe('POST /api/v1/jobs/{job_id}/uart', () => {
     const written = await post({ text: 'ping\n' });
     expect(written.status, await written.clone().text()).toBe(200);
     expect(await written.json()).toEqual({ job_id: jobId, accepted_bytes: 5, input_seq: 1, delivery: 'written', written_bytes: 5 });
-    expect((await post({ text: 'a', base64: 'Yg==' })).status).toBe(422);
+    const both = await post({ text: 'a', base64: 'Yg==' });
+    expect(both.status).toBe(422);
+    // pydantic's words for a model validator's ValueError, located on the body.
+    expect(await both.json()).toEqual({
+      detail: [{ type: 'value_error', loc: ['body'], msg: 'Value error, send exactly one of text or base64', input: { text: 'a', base64: 'Yg==' }, ctx: { error: {} } }],
+    });
     // 4096 characters of a 3-byte character are 12 288 bytes: refused on the field, not a 500.
     const tooMany = await post({ text: '€'.repeat(4096) });
     expect(tooMany.status).toBe(422);
@@ -144,7 +170,10 @@ describe('POST /api/v1/jobs/{job_id}/uart', () => {
     for (const [raw, loc] of refusals) {
       const refused = await post(raw);
       expect(refused.status, raw).toBe(422);
-      expect(((await refused.json()) as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc, raw).toEqual(loc);
+      const [item] = ((await refused.json()) as { detail: Array<{ loc: unknown[]; type: string; msg: string; ctx?: unknown }> }).detail;
+      expect(item!.loc, raw).toEqual(loc);
+      // A validator's ValueError, as pydantic reports it: the message prefixed and an (empty) error in ctx.
+      if (item!.type === 'value_error') expect([item!.msg.startsWith('Value error, '), item!.ctx], raw).toEqual([true, { error: {} }]);
     }
     // Nothing was queued: the first accepted input is number 1, and only its bytes reach the device.
     const written = await post(JSON.stringify({ base64: Buffer.from('ok\u0000\n').toString('base64') }));

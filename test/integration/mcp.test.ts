@@ -83,6 +83,16 @@ describe('MCP over streamable HTTP at /mcp', () => {
     const anonymous = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(anonymous.status).toBe(401);
     expect(await anonymous.json()).toMatchObject({ detail: expect.stringMatching(/Not authenticated/) });
+    // A token no agent has is refused at the door like on every bearer route, not answered with tools that fail one by one.
+    const mcpHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const unknown = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { ...mcpHeaders, authorization: 'Bearer hb_nobody' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(unknown.status).toBe(401);
+    expect(unknown.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+    expect(await unknown.json()).toEqual({ detail: 'Invalid token: no agent has this token' });
     expect((await fetch(`${server.url}/mcp`)).status).toBe(405);
     const llms = await (await fetch(`${server.url}/llms.txt`)).text();
     expect(llms).toContain('## MCP');

@@ -113,6 +113,8 @@ export function pagesOpenApiPaths(): Record<string, JsonObject> {
             description: 'Validation Error',
             content: { 'application/json': { schema: { $ref: '#/components/schemas/HTTPValidationError' } } },
           },
+          // Answered by the service's rate limit in front of this router, not by the router itself.
+          '429': plainError('Too many sign-ups from the client\'s address (waitlistJoinsPerMinute a minute; Retry-After); a browser gets a short HTML page.'),
         },
       },
     },

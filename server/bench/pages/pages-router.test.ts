@@ -97,7 +97,7 @@ describe('GET /', () => {
       '-d board=pico -d idle_seconds=90',
       'curl -sS -X POST "$BASE/api/v1/jobs/flash" -H "authorization: Bearer $TOKEN"',
       '-F board=pico -F session="$SID" -F uart_seconds=0.8 -F firmware=@firmware.elf',
-      'curl -sS "$BASE/api/v1/jobs/$JOB" -H "authorization: Bearer $TOKEN"',
+      'curl -sS "$BASE/api/v1/jobs/$JOB?wait=60" -H "authorization: Bearer $TOKEN"',
       'curl -sS -X POST "$BASE/api/v1/sessions/$SID/heartbeat" -H "authorization: Bearer $TOKEN"',
       'curl -sS -X POST "$BASE/api/v1/sessions/$SID/end" -H "authorization: Bearer $TOKEN"',
     ];
@@ -249,6 +249,11 @@ describe('discovery documents', () => {
     expect(apiSection.split('\n').filter((l) => l.startsWith('- ')).length).toBe(links.length);
     expect(text).toContain('authorization: Bearer <token>');
     expect(text).toMatch(/1\. `POST \/api\/v1\/agents\/register`.*returns `token`/);
+    // The extensions an agent would otherwise discover only in /openapi.json: waiting for a job's end, its
+    // live UART, and waiting in a board's queue.
+    expect(text).toMatch(/5\. `GET \/api\/v1\/jobs\/\{job_id\}\?wait=60` answers as soon as/);
+    expect(text).toContain('`GET /api/v1/jobs/{job_id}/uart` streams it live');
+    expect(text).toMatch(/3\. .*`wait_seconds`/);
   });
 
   it('/robots.txt allows the pages, disallows /admin and /api/ and points at llms.txt', async () => {
@@ -283,6 +288,8 @@ describe('discovery documents', () => {
     expect(m.description_for_human.length).toBeLessThanOrEqual(100);
     expect(m.description_for_model.length).toBeLessThanOrEqual(8000);
     expect(m.description_for_model).toContain('/api/v1/jobs/flash');
+    // The wait that answers once the job ended, so an agent does not poll in a loop.
+    expect(m.description_for_model).toContain('GET /api/v1/jobs/{job_id}?wait=60');
     // The links it gives resolve on this router.
     expect((await get('/logo.png')).res.status).toBe(200);
     expect((await get('/')).text).toContain('<section id="legal">');

@@ -40,7 +40,7 @@ afterEach(async () => {
 });
 
 describe('the curl walk-through on /', () => {
-  it.skipIf(!hasTools('curl', 'jq', 'bash'))('registers, opens a session, flashes, polls, heartbeats and ends against the real service', async () => {
+  it.skipIf(!hasTools('curl', 'jq', 'bash'))('registers, opens a session, flashes, waits for the job, heartbeats and ends against the real service', async () => {
     app = await startBenchTestApp();
     const page = await (await app.request('/')).text();
     const connect = page.slice(page.indexOf('<section id="connect">'));
@@ -51,6 +51,9 @@ describe('the curl walk-through on /', () => {
     lines[0] = `BASE=${app.url}`;
     const board = /-d board=(\S+) /.exec(script)?.[1];
     expect(board).toBeDefined();
+    // One request that answers when the job ends, not a polling loop (the README's walk-through does the same).
+    expect(script).toContain('/api/v1/jobs/$JOB?wait=60');
+    expect(script).not.toContain('sleep');
 
     workDir = mkdtempSync(join(tmpdir(), 'hilbench-walkthrough-'));
     writeFileSync(join(workDir, 'firmware.elf'), makeElf());
