@@ -50,6 +50,18 @@ describe('PgSyncConnection', () => {
     }
     expect(() => connection.query('SELECT 1')).toThrow('the test database is closed');
   });
+
+  it('waits longer for a statement given its own timeout (a migration building an index over every row)', async () => {
+    const database = await createTestDatabase();
+    const connection = new PgSyncConnection(pgConnection(database.url), { statementTimeoutMs: 200, label: 'the test database' });
+    try {
+      expect(connection.query('SELECT 1 AS n FROM pg_sleep(0.6)', [], { timeoutMs: 60_000 }).rows).toEqual([{ n: 1 }]);
+      expect(() => connection.query('SELECT pg_sleep(0.6)')).toThrow('the test database: no answer from PostgreSQL within 200 ms');
+    } finally {
+      connection.close();
+      await database.drop();
+    }
+  });
 });
 
 describe('the relay schema on PostgreSQL', () => {
