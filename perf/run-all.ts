@@ -9,6 +9,7 @@ import { runQemuBench, runSimBench } from './emulators.bench.js';
 import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
 import { runRelayIngestBench } from './relay-ingest.bench.js';
+import { runRelaySearchBench } from './relay-search.bench.js';
 import { runRomLoopBench } from './rom-loop.bench.js';
 import { runLabBench } from './lab.bench.js';
 import { runReplicasBench } from './replicas.bench.js';
@@ -69,6 +70,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     intro:
       "Signed votes accepted per second by POST /items/{id}/vote (signature check, store, the relay node's tally and its own statements, and the answer only once the commit is on disk: decision 0480) from an outside client process, sequential and by 4 clients, at 100, 1000 and 10 000 voters, beside the floor of an authenticated GET /me on the same relay; issue 18's goals as ratios of rates measured in the same run. One signature check and one WAL sync are measured beside the floor: the 'at most' rows are the sequential ratio a vote would reach if it cost the floor plus those two and nothing else; where the rest of a vote's time goes, and why the two floor ratios stay below their goals: decision 0496.",
     run: () => runRelayIngestBench(),
+  },
+  {
+    title: 'Relay search through the trigram index',
+    intro:
+      "GET /search's item query over 100 000 titles, for a q that matches one of them (what the index is for) and for one that matches about a quarter (its worst case): through the trigram index (FTS5 on SQLite, pg_trgm on PostgreSQL) against the plain LIKE scan it replaced, alternately in the same run (decisions 0505, 0506).",
+    run: () => runRelaySearchBench(),
   },
 ];
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { schemaVersionOf } from '../db/run-migrations.js';
+import { runMigrations, schemaVersionOf } from '../db/run-migrations.js';
 import { relayMigrations } from './data-access/relay-migrations.js';
 import { RelayStore } from './relay-store.js';
 
@@ -41,6 +41,22 @@ describe('RelayStore schema', () => {
     expect(store.db.prepare('SELECT node_id FROM nodes').all()).toEqual([{ node_id: 'n1' }]);
     // The membership triggers still count (the baseline's INSERT OR IGNORE kept the old counter).
     expect(store.db.prepare('SELECT version FROM membership').get()).toEqual({ version: 1 });
+    store.close();
+  });
+
+  it('indexes for search the items and nodes a database held before the search index (decision 0505)', () => {
+    const dataDir = dir();
+    const old = new Database(path.join(dataDir, 'relay.sqlite'));
+    runMigrations(old, relayMigrations.slice(0, 4));
+    old.prepare("INSERT INTO nodes (node_id, local, name, about, registration, listed, created_ms, updated_ms) VALUES ('n1', 1, 'Alice', 'uno bench', '{}', 1, 1, 1)").run();
+    old.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES ('i1', 'claim', 'note', 'The Uno bench resets', 'n1', 1)").run();
+    old.close();
+
+    const store = new RelayStore(dataDir);
+    expect(store.data.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
+    expect(store.data.nodes.searchListed('%UNO%', 10).map((n) => n.node_id)).toEqual(['n1']);
+    // The index holds what the tables hold, token for token (FTS5 compares them).
+    store.db.exec("INSERT INTO items_search (items_search) VALUES ('integrity-check'); INSERT INTO nodes_search (nodes_search) VALUES ('integrity-check');");
     store.close();
   });
 

@@ -3,10 +3,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PgStatementError, PgSyncConnection } from '../../server/relay/data-access/pg-sync-connection.js';
+import { searchIndexOf } from '../../server/relay/data-access/trigram-prefilter.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
 import { pgConnection } from '../../server/store/postgres/pg-database.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
+import { describeRelaySearchContract } from './relay-search-contract.js';
 import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-contract.js';
 
 // The same contract as SQLite's, on a fresh PostgreSQL database per store (dropped when it closes).
@@ -23,6 +25,7 @@ const open: OpenRelayStore = async () => {
 };
 describeRelayStoreContract('postgres', open);
 describeRelayRepositoriesContract('postgres', open);
+describeRelaySearchContract('postgres', open, { numRuns: 40 });
 
 describe('PgSyncConnection', () => {
   it('answers statements in order, turns a refused one into an error with its SQLSTATE and stays usable, and refuses after close', async () => {
@@ -47,6 +50,18 @@ describe('PgSyncConnection', () => {
     }
     expect(() => connection.query('SELECT 1')).toThrow('the test database is closed');
   });
+
+  it('waits longer for a statement given its own timeout (a migration building an index over every row)', async () => {
+    const database = await createTestDatabase();
+    const connection = new PgSyncConnection(pgConnection(database.url), { statementTimeoutMs: 200, label: 'the test database' });
+    try {
+      expect(connection.query('SELECT 1 AS n FROM pg_sleep(0.6)', [], { timeoutMs: 60_000 }).rows).toEqual([{ n: 1 }]);
+      expect(() => connection.query('SELECT pg_sleep(0.6)')).toThrow('the test database: no answer from PostgreSQL within 200 ms');
+    } finally {
+      connection.close();
+      await database.drop();
+    }
+  });
 });
 
 describe('the relay schema on PostgreSQL', () => {
@@ -57,7 +72,11 @@ describe('the relay schema on PostgreSQL', () => {
     const postgres = RelayStore.openPostgres(database.url);
     try {
       const sqliteColumns = new Set<string>();
-      const tables = sqlite.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
+      // Tables only: the search index (FTS5 virtual tables items_search, nodes_search and their
+      // shadow tables, decision 0505) is SQLite's counterpart of PostgreSQL's pg_trgm indexes
+      // (decision 0506), which information_schema.columns does not list either.
+      const tables = sqlite.db.prepare("SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as string[];
+      expect(sqlite.db.prepare("SELECT name FROM pragma_table_list WHERE type = 'virtual' ORDER BY name").pluck().all()).toEqual(['items_search', 'nodes_search']);
       for (const table of tables) {
         for (const column of sqlite.db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]) sqliteColumns.add(`${table}.${column}`);
       }
@@ -73,6 +92,46 @@ describe('the relay schema on PostgreSQL', () => {
       postgres.close();
       rmSync(dataDir, { recursive: true, force: true });
       await database.drop();
+    }
+  });
+
+  /** A fresh database prepared by `setup` (a superuser's statements) before the relay migrates it. */
+  async function migratedAfter(setup: string): Promise<{ store: RelayStore; dispose: () => Promise<void> }> {
+    const database = await createTestDatabase();
+    const connection = new PgSyncConnection(pgConnection(database.url), { statementTimeoutMs: 30_000, label: 'the test database' });
+    connection.query(setup);
+    connection.close();
+    const store = RelayStore.openPostgres(database.url);
+    return {
+      store,
+      dispose: async () => {
+        store.close();
+        await database.drop();
+      },
+    };
+  }
+
+  it('migrates and keeps searching, by scanning, where pg_trgm cannot be installed (decision 0506)', async () => {
+    // A function pg_trgm would create, already there: CREATE EXTENSION fails as it does where a
+    // managed server refuses it, and the migration must go on without it.
+    const { store, dispose } = await migratedAfter("CREATE SCHEMA relay; CREATE FUNCTION relay.similarity(text, text) RETURNS real LANGUAGE sql AS 'SELECT 0::real'");
+    try {
+      expect(searchIndexOf(store.sql)).toBe('scan');
+      expect(store.sql.value("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")).toBeUndefined();
+      store.data.items.insert({ item_id: 'i1', type: 'claim', kind: 'note', title: 'The Uno bench', body: '', file_bytes: null, media_type: null, author: 'n1', bot_id: null, origin: null, created_ms: 1, authorship: null });
+      expect(store.data.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it('uses pg_trgm where it is already installed, in a schema outside the search path', async () => {
+    const { store, dispose } = await migratedAfter('CREATE EXTENSION pg_trgm SCHEMA public');
+    try {
+      expect(searchIndexOf(store.sql)).toBe('pg_trgm');
+      expect(store.sql.values("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname LIKE '%trgm' ORDER BY indexname")).toEqual(['items_title_trgm', 'nodes_about_trgm', 'nodes_name_trgm']);
+    } finally {
+      await dispose();
     }
   });
 });

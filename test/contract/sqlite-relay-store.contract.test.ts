@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RelayStore } from '../../server/relay/relay-store.js';
 import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
+import { describeRelaySearchContract } from './relay-search-contract.js';
 import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-contract.js';
 
 // The embedded default: relay.sqlite in a fresh data dir per store.
@@ -19,3 +20,4 @@ const open: OpenRelayStore = async () => {
 };
 describeRelayStoreContract('sqlite', open);
 describeRelayRepositoriesContract('sqlite', open);
+describeRelaySearchContract('sqlite', open, { numRuns: 200 });

@@ -16,7 +16,10 @@ export async function relayTableRows(dataDir: string, options: { except?: readon
   if (databaseUrl === undefined) {
     const db = new Database(join(dataDir, 'relay.sqlite'), { readonly: true, fileMustExist: true });
     try {
-      const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all() as string[]).filter((t) => !except.includes(t));
+      // Not the search index (FTS5 virtual and shadow tables, decision 0505): derived from items
+      // and nodes, like PostgreSQL's indexes, which are not read there either.
+      const derived = "SELECT name FROM pragma_table_list WHERE type IN ('virtual', 'shadow')";
+      const tables = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN (${derived}) ORDER BY name`).pluck().all() as string[]).filter((t) => !except.includes(t));
       return Object.fromEntries(tables.map((table) => [table, db.prepare(`SELECT * FROM "${table}"`).all().map((row) => JSON.stringify(row)).sort()]));
     } finally {
       db.close();

@@ -1,4 +1,5 @@
 import { type RelaySql, likeOf } from './relay-sql.js';
+import { trigramMatchOf } from './trigram-prefilter.js';
 
 export interface ItemRow {
   item_id: string;
@@ -51,9 +52,16 @@ export class ItemRepository {
     ) as (ItemRow & { cursor: number })[];
   }
 
-  /** Items whose title matches a LIKE pattern (escaped with `\`), oldest first. */
+  /**
+   * Items whose title matches a LIKE pattern (escaped with `\`), oldest first (ties by id). An
+   * index narrows the rows when it can (decisions 0505, 0506): PostgreSQL's planner uses pg_trgm
+   * by itself; on SQLite the trigram table picks the candidates, and the same LIKE decides.
+   */
   searchTitles(likePattern: string, limit: number): Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[] {
-    return this.q.all(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE title ${likeOf(this.q)} ? ESCAPE '\\' ORDER BY created_ms LIMIT ?`, likePattern, limit) as Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[];
+    const match = this.q.dialect === 'sqlite' ? trigramMatchOf(likePattern) : undefined;
+    const candidates = match === undefined ? '' : 'rowid IN (SELECT rowid FROM items_search WHERE items_search MATCH ?) AND ';
+    const args = match === undefined ? [likePattern, limit] : [match, likePattern, limit];
+    return this.q.all(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE ${candidates}title ${likeOf(this.q)} ? ESCAPE '\\' ORDER BY created_ms, item_id LIMIT ?`, ...args) as Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[];
   }
 
   countByAuthor(author: string): number {

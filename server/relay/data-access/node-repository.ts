@@ -1,4 +1,5 @@
 import { type RelaySql, likeOf } from './relay-sql.js';
+import { trigramMatchOf } from './trigram-prefilter.js';
 
 /** A row of `nodes`: a node registered here (`local` 1) or learned from a peer (0). */
 export interface NodeRow {
@@ -82,10 +83,17 @@ export class NodeRepository {
     return this.q.all('SELECT * FROM nodes ORDER BY created_ms, node_id LIMIT ?', limit) as NodeRow[];
   }
 
-  /** Listed nodes whose name or about matches a LIKE pattern (escaped with `\`), oldest first. */
+  /**
+   * Listed nodes whose name or about matches a LIKE pattern (escaped with `\`), oldest first (ties
+   * by id); narrowed by a trigram index like ItemRepository.searchTitles (decisions 0505, 0506).
+   */
   searchListed(likePattern: string, limit: number): NodeRow[] {
     const like = likeOf(this.q);
-    return this.q.all(`SELECT * FROM nodes WHERE listed = 1 AND (name ${like} ? ESCAPE '\\' OR about ${like} ? ESCAPE '\\') ORDER BY created_ms LIMIT ?`, likePattern, likePattern, limit) as NodeRow[];
+    const match = this.q.dialect === 'sqlite' ? trigramMatchOf(likePattern) : undefined;
+    // A MATCH over both columns keeps every node whose name or about holds all the runs.
+    const candidates = match === undefined ? '' : 'rowid IN (SELECT rowid FROM nodes_search WHERE nodes_search MATCH ?) AND ';
+    const args = match === undefined ? [likePattern, likePattern, limit] : [match, likePattern, likePattern, limit];
+    return this.q.all(`SELECT * FROM nodes WHERE ${candidates}listed = 1 AND (name ${like} ? ESCAPE '\\' OR about ${like} ? ESCAPE '\\') ORDER BY created_ms, node_id LIMIT ?`, ...args) as NodeRow[];
   }
 
   count(): number {

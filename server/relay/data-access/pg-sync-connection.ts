@@ -102,21 +102,24 @@ export class PgSyncConnection {
     this.flag = new Int32Array(flag);
   }
 
-  /** Runs one statement (`$1`, `$2`... parameters) and waits for its answer. */
-  query(sql: string, params: readonly unknown[] = []): PgResult {
+  /**
+   * Runs one statement (`$1`, `$2`... parameters) and waits for its answer, at most `timeoutMs`
+   * (default: the connection's `statementTimeoutMs`; longer for a migration that builds an index).
+   */
+  query(sql: string, params: readonly unknown[] = [], options: { timeoutMs?: number } = {}): PgResult {
     if (this.closed) throw new Error(`${this.options.label} is closed`);
-    return this.exchange({ sql, params }, sql);
+    return this.exchange({ sql, params }, sql, options.timeoutMs);
   }
 
-  private exchange(message: unknown, what: string): PgResult {
+  private exchange(message: unknown, what: string, timeoutMs = this.options.statementTimeoutMs): PgResult {
     Atomics.store(this.flag, 0, 0);
     this.port.postMessage(message);
-    const waited = Atomics.wait(this.flag, 0, 0, this.options.statementTimeoutMs);
+    const waited = Atomics.wait(this.flag, 0, 0, timeoutMs);
     const answer = receiveMessageOnPort(this.port)?.message as (PgResult & { error?: undefined }) | { error: string; code?: string } | undefined;
     if (waited === 'timed-out' || answer === undefined) {
       // The worker may still answer later, out of step with the next statement: this connection is done.
       this.terminate();
-      throw new Error(`${this.options.label}: no answer from PostgreSQL within ${this.options.statementTimeoutMs} ms to ${what.slice(0, 80)}`);
+      throw new Error(`${this.options.label}: no answer from PostgreSQL within ${timeoutMs} ms to ${what.slice(0, 80)}`);
     }
     if (answer.error !== undefined) throw new PgStatementError(`${this.options.label}: ${answer.error}`, answer.code);
     return answer;

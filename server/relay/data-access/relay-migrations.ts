@@ -192,4 +192,36 @@ CREATE TABLE IF NOT EXISTS vote_documents (
 );
 CREATE INDEX IF NOT EXISTS vote_documents_by_item ON vote_documents (item_id);
 `),
+  // GET /search at network scale (decision 0505): trigram indexes of the searched columns, which
+  // the repositories use to narrow `LIKE '%q%'` before applying it to the real columns. External
+  // content (the text stays in items/nodes only; the index is keyed by their rowid, which the relay
+  // already relies on: items page by it, and nothing here runs VACUUM or REPLACE). Triggers keep the
+  // index in step in the writing transaction; 'rebuild' indexes the rows the database already holds.
+  // columnsize=0: no per-row size table, which only ranking (bm25) would read.
+  sqlMigration(5, 'trigram search indexes', `
+CREATE VIRTUAL TABLE items_search USING fts5(title, content='items', content_rowid='rowid', tokenize='trigram', columnsize=0);
+CREATE VIRTUAL TABLE nodes_search USING fts5(name, about, content='nodes', content_rowid='rowid', tokenize='trigram', columnsize=0);
+CREATE TRIGGER items_search_added AFTER INSERT ON items BEGIN
+  INSERT INTO items_search (rowid, title) VALUES (NEW.rowid, NEW.title);
+END;
+CREATE TRIGGER items_search_changed AFTER UPDATE OF title ON items BEGIN
+  INSERT INTO items_search (items_search, rowid, title) VALUES ('delete', OLD.rowid, OLD.title);
+  INSERT INTO items_search (rowid, title) VALUES (NEW.rowid, NEW.title);
+END;
+CREATE TRIGGER items_search_removed AFTER DELETE ON items BEGIN
+  INSERT INTO items_search (items_search, rowid, title) VALUES ('delete', OLD.rowid, OLD.title);
+END;
+CREATE TRIGGER nodes_search_added AFTER INSERT ON nodes BEGIN
+  INSERT INTO nodes_search (rowid, name, about) VALUES (NEW.rowid, NEW.name, NEW.about);
+END;
+CREATE TRIGGER nodes_search_changed AFTER UPDATE OF name, about ON nodes BEGIN
+  INSERT INTO nodes_search (nodes_search, rowid, name, about) VALUES ('delete', OLD.rowid, OLD.name, OLD.about);
+  INSERT INTO nodes_search (rowid, name, about) VALUES (NEW.rowid, NEW.name, NEW.about);
+END;
+CREATE TRIGGER nodes_search_removed AFTER DELETE ON nodes BEGIN
+  INSERT INTO nodes_search (nodes_search, rowid, name, about) VALUES ('delete', OLD.rowid, OLD.name, OLD.about);
+END;
+INSERT INTO items_search (items_search) VALUES ('rebuild');
+INSERT INTO nodes_search (nodes_search) VALUES ('rebuild');
+`),
 ];
