@@ -20,6 +20,7 @@ import { buildOpenApiDocument } from '../http/openapi.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
+import { redirectSlashes, starletteApp, strictRouter } from '../http/starlette-routing.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { type FirmwareBlobs, FirmwareBlobStore } from '../store/firmware-blob-store.js';
@@ -246,6 +247,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     });
 
     const app = express();
+    starletteApp(app);
     app.disable('x-powered-by');
     app.use(noSniff);
     app.use(requireHost);
@@ -260,7 +262,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     // Unauthenticated writes, limited per client address before anything is read (decision 0232).
     const clientOf = (req: IncomingMessage) => clientAddress(req, config.trustProxyHops ?? 0);
     const perMinute = (requests: number) => new RateLimiter({ clock, requests, perMs: 60_000 });
-    const limited = express.Router();
+    const limited = strictRouter();
     limited.post('/api/v1/agents/register', rateLimit({ limiter: perMinute(limits.agentRegistrationsPerMinute), clientOf, what: 'agent registrations' }));
     limited.post('/api/v1/waitlist', rateLimit({ limiter: perMinute(limits.waitlistJoinsPerMinute), clientOf, what: 'waitlist sign-ups', htmlForBrowsers: true }));
     // A router of its own, so the app's route table (what /openapi.json is checked against) stays the routes served.
@@ -302,6 +304,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     if (mcp) app.all('/mcp', (req, res) => mcp(req, res));
     const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES, ...CONSOLE_ROUTES];
     mountApiRoutes(app, routes, guard, { otherPaths });
+    app.use(redirectSlashes([...routes, ...otherPaths, ...(mcp ? [{ method: 'all', path: '/mcp' }] : [])]));
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger));
 
