@@ -103,6 +103,8 @@ export interface RelayServiceConfig {
   rateLimits?: Partial<RelayRateLimits>;
   /** Reverse proxies in front whose X-Forwarded-For is trusted for those limits; default 0 (the connected address). */
   trustProxyHops?: number;
+  /** Payload bytes after which a GET /events page ends before its `limit`; default `relayLimits.eventsPagePayloadMaxBytes` (4 MiB; tests set less). */
+  eventsPagePayloadMaxBytes?: number;
   /** SQLite only: how the WAL is made durable before answers go out; default fdatasync on the thread pool (decision 0480; tests gate it). */
   syncFile?: SyncFile;
 }
@@ -198,6 +200,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       seeds: config.seeds ?? [],
       operators: new Set(config.operators ?? []),
       log,
+      eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
     };
     registerSelf(deps);
     store.tx(() => voting.publishSelfSlice(config.clock.nowMs()));
