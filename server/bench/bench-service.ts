@@ -15,7 +15,7 @@ import { createErrorHandler, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
 import { bearerToken, sameSecret } from '../http/same-secret.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
-import { listen, type ListeningServer } from '../http/listen.js';
+import { type ListenOptions, listen, listenOptionsOf, type ListeningServer } from '../http/listen.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
@@ -355,7 +355,7 @@ function reapLeftovers(dataDir: string, logger: Logger): void {
   removePartialFiles(path.join(dataDir, 'firmware'), PARTIAL_BLOB_PATTERN);
 }
 
-export interface StartBenchServerOptions extends BenchServiceConfig {
+export interface StartBenchServerOptions extends BenchServiceConfig, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs'> {
   /** 0 picks a free port (tests). */
   port: number;
   /** Default 127.0.0.1: exposing the bench is a decision, not a default. */
@@ -375,7 +375,7 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
   const service = await createBenchService(options);
   let listening: ListeningServer;
   try {
-    listening = await listen({ port: options.port, ...(options.host !== undefined ? { host: options.host } : {}) });
+    listening = await listen({ port: options.port, ...listenOptionsOf(options) });
   } catch (err) {
     await service.close();
     throw err;

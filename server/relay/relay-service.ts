@@ -23,7 +23,7 @@ import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
 import { redirectSlashes, starletteApp, strictRouter } from '../http/starlette-routing.js';
 import { continueListener } from '../http/expect-continue.js';
-import { listen } from '../http/listen.js';
+import { type ListenOptions, listen, listenOptionsOf } from '../http/listen.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { ensurePrivateDir } from '../lifecycle/private-files.js';
 import { PARTIAL_UPLOAD_PATTERN, removePartialFiles } from '../lifecycle/reap-leftovers.js';
@@ -335,7 +335,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   return app;
 }
 
-export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl'> {
+export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs'> {
   /** Interface to listen on; default 127.0.0.1. */
   host?: string;
   /** 0 (the default) picks a free port. */
@@ -360,7 +360,7 @@ export interface RunningRelay {
 /** Listens (port 0 by default), then builds the relay with the base and human addresses it now knows. */
 export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
   // Listens first: the service's own URLs (signed into its documents) need the bound port.
-  const listening = await listen({ port: options.port ?? 0, ...(options.host !== undefined ? { host: options.host } : {}) });
+  const listening = await listen({ port: options.port ?? 0, ...listenOptionsOf(options) });
   const origin = (options.publicOrigin ?? listening.origin).replace(/\/+$/, '');
   const baseUrl = origin + (options.basePath ?? '');
   const humanUrl = origin + (options.humanPath ?? '');
