@@ -27,6 +27,12 @@ export function requestCount(value: string): number {
   return n;
 }
 
+export function connectionCount(value: string): number {
+  const n = wholeNumber(value);
+  if (n < 1) throw new InvalidArgumentError(`expected at least 1 connection, got "${value}"`);
+  return n;
+}
+
 export function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`expected a port 0-65535, got "${value}"`);

@@ -8,10 +8,11 @@
 import { Command, Option } from 'commander';
 import { defaultBoardsDir } from '../boards/boards-dir.js';
 import { defaultBenchLimits, type BenchLimits } from '../server/bench/bench-limits.js';
+import { DEFAULT_MAX_CONNECTIONS } from '../server/http/listen.js';
 import { logLevels } from '../server/http/log-levels.js';
 import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
 import type { BoardsOptions } from './boards-command.js';
-import { backendChoices, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
+import { backendChoices, connectionCount, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
 import { addFlashCommand } from './flash-command.js';
 import { addWorkerCommands } from './worker-command.js';
 
@@ -74,6 +75,11 @@ const serve = program
       .env('HILBENCH_TRUST_PROXY_HOPS')
       .default(0)
       .argParser(wholeNumber),
+  )
+  .addOption(
+    new Option('--max-connections <n>', `connections each service holds open at once; more are closed when accepted (default ${DEFAULT_MAX_CONNECTIONS})`)
+      .env('HILBENCH_MAX_CONNECTIONS')
+      .argParser(connectionCount),
   )
   .addOption(
     new Option('--relay-registrations-per-minute <n>', `POST /register per client address per minute (default ${defaultRelayRateLimits.registrationsPerMinute})`)

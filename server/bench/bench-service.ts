@@ -15,11 +15,12 @@ import { createErrorHandler, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
 import { bearerToken, sameSecret } from '../http/same-secret.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
-import { listen, type ListeningServer } from '../http/listen.js';
+import { type ListenOptions, listen, listenOptionsOf, type ListeningServer } from '../http/listen.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
+import { redirectSlashes, starletteApp, strictRouter } from '../http/starlette-routing.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { type FirmwareBlobs, FirmwareBlobStore } from '../store/firmware-blob-store.js';
@@ -248,6 +249,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     });
 
     const app = express();
+    starletteApp(app);
     app.disable('x-powered-by');
     app.use(noSniff);
     app.use(requireHost);
@@ -262,7 +264,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     // Unauthenticated writes, limited per client address before anything is read (decision 0232).
     const clientOf = (req: IncomingMessage) => clientAddress(req, config.trustProxyHops ?? 0);
     const perMinute = (requests: number) => new RateLimiter({ clock, requests, perMs: 60_000 });
-    const limited = express.Router();
+    const limited = strictRouter();
     limited.post('/api/v1/agents/register', rateLimit({ limiter: perMinute(limits.agentRegistrationsPerMinute), clientOf, what: 'agent registrations' }));
     limited.post('/api/v1/waitlist', rateLimit({ limiter: perMinute(limits.waitlistJoinsPerMinute), clientOf, what: 'waitlist sign-ups', htmlForBrowsers: true }));
     // A router of its own, so the app's route table (what /openapi.json is checked against) stays the routes served.
@@ -311,6 +313,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     }
     const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES, ...CONSOLE_ROUTES];
     mountApiRoutes(app, routes, guard, { otherPaths });
+    app.use(redirectSlashes([...routes, ...otherPaths, ...(mcp ? [{ method: 'all', path: '/mcp' }] : [])]));
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger));
 
@@ -361,7 +364,7 @@ function reapLeftovers(dataDir: string, logger: Logger): void {
   removePartialFiles(path.join(dataDir, 'firmware'), PARTIAL_BLOB_PATTERN);
 }
 
-export interface StartBenchServerOptions extends BenchServiceConfig {
+export interface StartBenchServerOptions extends BenchServiceConfig, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs'> {
   /** 0 picks a free port (tests). */
   port: number;
   /** Default 127.0.0.1: exposing the bench is a decision, not a default. */
@@ -381,7 +384,7 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
   const service = await createBenchService(options);
   let listening: ListeningServer;
   try {
-    listening = await listen({ port: options.port, ...(options.host !== undefined ? { host: options.host } : {}) });
+    listening = await listen({ port: options.port, ...listenOptionsOf(options) });
   } catch (err) {
     await service.close();
     throw err;

@@ -1,9 +1,10 @@
 import express from 'express';
 import http from 'node:http';
-import { connect } from 'node:net';
+import { type Socket, connect } from 'node:net';
+import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rawExchange } from '../../test/fuzz/raw-http.js';
-import { listen, type ListeningServer } from './listen.js';
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, type ListenOptions, listen, type ListeningServer } from './listen.js';
 import { requireHost } from './malformed-request.js';
 
 const open: ListeningServer[] = [];
@@ -11,8 +12,8 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((l) => l.close()));
 });
 
-async function started(): Promise<ListeningServer> {
-  const l = await listen({ port: 0 });
+async function started(options: Omit<ListenOptions, 'port'> = {}): Promise<ListeningServer> {
+  const l = await listen({ port: 0, ...options });
   open.push(l);
   l.server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => res.end('{"ok":true}'));
   return l;
@@ -77,5 +78,78 @@ describe('listen', () => {
   it('rejects when the port is taken, leaving nothing open', async () => {
     const first = await started();
     await expect(listen({ port: first.port })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+  });
+
+  it('caps open connections at 1024 and times a request head at 30 s by default', async () => {
+    const l = await started();
+    expect([DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADERS_TIMEOUT_MS]).toEqual([1024, 30_000]);
+    expect([l.server.maxConnections, l.server.headersTimeout]).toEqual([1024, 30_000]);
+    expect(l.server.requestTimeout).toBe(300_000);
+  });
+
+  it('refuses a connection over maxConnections at once, and accepts again once one closed', async () => {
+    const l = await started({ maxConnections: 2 });
+    const accepted: Socket[] = [];
+    l.server.on('connection', (socket: Socket) => accepted.push(socket));
+    const connected = async () => {
+      const socket = connect(l.port, '127.0.0.1');
+      await once(socket, 'connect');
+      return socket;
+    };
+    const first = await connected();
+    const second = await connected();
+    while (accepted.length < 2) await once(l.server, 'connection');
+
+    const dropped = once(l.server, 'drop');
+    const third = connect(l.port, '127.0.0.1');
+    let received = '';
+    third.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    third.on('error', () => {}); // a reset is one way of being refused
+    third.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await Promise.all([dropped, once(third, 'close')]);
+    expect(received).toBe('');
+    expect(accepted).toHaveLength(2);
+
+    // The two accepted still answer; once one closes, a new connection is served.
+    second.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    const [answer] = (await once(second, 'data')) as [Buffer];
+    expect(answer.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    const serverSide = once(accepted[0]!, 'close');
+    first.destroy();
+    await serverSide;
+    expect(await (await fetch(l.origin)).json()).toEqual({ ok: true });
+    second.destroy();
+  });
+
+  it('answers a request whose head stalls past headersTimeoutMs 408 and closes it, while an answer that waits (a long poll) is not cut', async () => {
+    const l = await listen({ port: 0, headersTimeoutMs: 50 });
+    open.push(l);
+    let releaseLongPoll = () => {};
+    const longPollHeld = new Promise<void>((resolve) => {
+      l.server.on('request', (_req: http.IncomingMessage, res: http.ServerResponse) => {
+        releaseLongPoll = () => res.end('{"waited":true}');
+        resolve();
+      });
+    });
+    const longPoll = fetch(l.origin);
+    await longPollHeld;
+
+    const stalled = connect(l.port, '127.0.0.1');
+    let text = '';
+    stalled.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+    stalled.write('GET / HTTP/1.1\r\nHost: x\r\n');
+    await once(stalled, 'close');
+    expect(text).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    expect(text.split('\r\n\r\n')[1]).toBe(JSON.stringify({ detail: 'Request Timeout' }));
+
+    // The stalled head was cut by a check that ran after the long poll had waited longer than the bound.
+    releaseLongPoll();
+    const answer = await longPoll;
+    expect([answer.status, await answer.json()]).toEqual([200, { waited: true }]);
+  });
+
+  it('refuses a cap or a timeout that is not a whole number above 0', async () => {
+    await expect(listen({ port: 0, maxConnections: 0 })).rejects.toThrow(/maxConnections must be a whole number above 0/);
+    await expect(listen({ port: 0, headersTimeoutMs: 1.5 })).rejects.toThrow(/headersTimeoutMs must be a whole number of ms above 0/);
   });
 });

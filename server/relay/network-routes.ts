@@ -21,6 +21,7 @@ import { healthSchema, eventsPageSchema } from './relay-responses.js';
 import { examplesSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from './relay-responses-more.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { eventsQuery, reachBody, reachProbeBody } from './relay-schemas.js';
+import { readEventsPage } from './events-page.js';
 import { signDocument } from './signed-document.js';
 
 /** Addresses of the human site, shared by /health and the site itself. */
@@ -152,7 +153,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'get',
       path: '/events',
-      summary: `The event feed (node, item, vote, slice), oldest first. since = the next of the previous page (exclusive; 0 or absent = the start); authors = comma-separated node ids; limit <= ${relayLimits.eventsPageMax} (default ${relayLimits.eventsPageDefault}). Pages concatenate to the whole feed with no gap and no duplicate.`,
+      summary: `The event feed (node, item, vote, slice), oldest first. since = the next of the previous page (exclusive; 0 or absent = the start); authors = comma-separated node ids; limit <= ${relayLimits.eventsPageMax} (default ${relayLimits.eventsPageDefault}); a page stops short of limit (has_more true) before its events' stored payloads pass ${relayLimits.eventsPagePayloadMaxBytes / (1024 * 1024)} MiB, and holds at least one event. Pages concatenate to the whole feed with no gap and no duplicate.`,
       auth: 'none',
       since: '0.9.3',
       response: eventsPageSchema,
@@ -170,12 +171,11 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         authors.forEach((a, index) => {
           if (!isNodeId(a)) throw invalidInput(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
         });
-        const rows = data.events.after(since, authors, limit + 1);
-        const page = rows.slice(0, limit);
+        const { rows: page, hasMore } = readEventsPage(data.events, since, authors, limit, deps.eventsPagePayloadMaxBytes);
         return {
           events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: eventData(r.kind, JSON.parse(r.payload) as Record<string, unknown>) })),
           next: page.at(-1)?.seq ?? since,
-          has_more: rows.length > limit,
+          has_more: hasMore,
         };
       },
     }),

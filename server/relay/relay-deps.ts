@@ -28,6 +28,8 @@ export interface RelayDeps {
   /** Node ids allowed to add and probe peers over HTTP; empty: nobody. */
   operators: ReadonlySet<string>;
   log: (message: string, cause: unknown) => void;
+  /** Payload bytes after which a GET /events page ends (`relayLimits.eventsPagePayloadMaxBytes` unless a test sets less). */
+  eventsPagePayloadMaxBytes: number;
 }
 
 /** Unix seconds of host milliseconds (the unit of `created_at` in signed documents). */

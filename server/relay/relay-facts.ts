@@ -22,6 +22,12 @@ export const relayLimits = {
   /** Events per page of GET /events. */
   eventsPageMax: 500,
   eventsPageDefault: 100,
+  /**
+   * Bytes of stored payload text one GET /events page carries before it ends short of `limit`
+   * (always at least one event): 500 events with the largest payloads made an anonymous caller
+   * worth tens of MB of parsing and JSON per request.
+   */
+  eventsPagePayloadMaxBytes: 4 * 1024 * 1024,
   /** Node ids in one `authors` filter. */
   authorsFilterMax: 100,
   /** Signed registration and session documents must be this fresh (both directions). */

@@ -1,4 +1,4 @@
-import express, { type Express, type Request, type Response, Router } from 'express';
+import express, { type Express, type Request, type Response, type Router } from 'express';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock, TimerHandle } from '../../core/clock.js';
@@ -21,15 +21,16 @@ import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
+import { redirectSlashes, starletteApp, strictRouter } from '../http/starlette-routing.js';
 import { continueListener } from '../http/expect-continue.js';
-import { listen } from '../http/listen.js';
+import { type ListenOptions, listen, listenOptionsOf } from '../http/listen.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { ensurePrivateDir } from '../lifecycle/private-files.js';
 import { PARTIAL_UPLOAD_PATTERN, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { relayErrorHandler } from './relay-error.js';
 import { registerSchema, relayLimits, relayVersion } from './relay-facts.js';
 import { type RelayRoute, relayGuard, relayOpenApiSecurity } from './relay-route.js';
-import { relaySite } from './relay-site.js';
+import { RELAY_SITE_PATHS, relaySite } from './relay-site.js';
 import { RelayStore } from './relay-store.js';
 import { signDocument } from './signed-document.js';
 import { FileOutboxSmsSender, type SmsSender } from './sms-sender.js';
@@ -102,6 +103,8 @@ export interface RelayServiceConfig {
   rateLimits?: Partial<RelayRateLimits>;
   /** Reverse proxies in front whose X-Forwarded-For is trusted for those limits; default 0 (the connected address). */
   trustProxyHops?: number;
+  /** Payload bytes after which a GET /events page ends before its `limit`; default `relayLimits.eventsPagePayloadMaxBytes` (4 MiB; tests set less). */
+  eventsPagePayloadMaxBytes?: number;
   /** SQLite only: how the WAL is made durable before answers go out; default fdatasync on the thread pool (decision 0480; tests gate it). */
   syncFile?: SyncFile;
 }
@@ -197,6 +200,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       seeds: config.seeds ?? [],
       operators: new Set(config.operators ?? []),
       log,
+      eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
     };
     registerSelf(deps);
     store.tx(() => voting.publishSelfSlice(config.clock.nowMs()));
@@ -205,7 +209,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...sliceDeclarationRoutes(deps), ...socialRoutes(deps)];
     const rates = { ...defaultRelayRateLimits, ...config.rateLimits };
     const clientOf = (req: Request) => clientAddress(req, config.trustProxyHops ?? 0);
-    const limited = Router();
+    const limited = strictRouter();
     limited.post('/register', rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.registrationsPerMinute, perMs: 60_000 }), clientOf, what: 'registrations' }));
     limited.post(['/session', '/login', '/login/verify', '/recover/start', '/recover/finish'], rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.signInsPerMinute, perMs: 60_000 }), clientOf, what: 'sign-in and recovery requests' }));
     const app = buildApp(deps, routes, logger, limited);
@@ -270,11 +274,12 @@ function pathPrefix(url: string): string {
 
 function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router): Express {
   const app = express();
+  starletteApp(app);
   app.disable('x-powered-by');
   app.use(noSniff);
   app.use(requireHost);
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
-  const api = Router();
+  const api = strictRouter();
   // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
   let syncFailureLogged = false;
   app.use(
@@ -320,12 +325,17 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // The site first: with both at "/", "/" and "/agents" are pages, every other path is the API.
   app.use(sitePrefix || '/', relaySite(routes, deps.baseUrl, deps.humanUrl, stats));
   app.use(apiPrefix || '/', api);
+  const served = [
+    ...RELAY_SITE_PATHS.map((path) => ({ method: 'get', path: sitePrefix + path })),
+    ...[...routes, { method: 'get', path: '/openapi.json' }].map((route) => ({ method: route.method, path: apiPrefix + route.path })),
+  ];
+  app.use(redirectSlashes(served));
   app.use(notFoundHandler);
   app.use(relayErrorHandler(logger));
   return app;
 }
 
-export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl'> {
+export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs'> {
   /** Interface to listen on; default 127.0.0.1. */
   host?: string;
   /** 0 (the default) picks a free port. */
@@ -350,7 +360,7 @@ export interface RunningRelay {
 /** Listens (port 0 by default), then builds the relay with the base and human addresses it now knows. */
 export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
   // Listens first: the service's own URLs (signed into its documents) need the bound port.
-  const listening = await listen({ port: options.port ?? 0, ...(options.host !== undefined ? { host: options.host } : {}) });
+  const listening = await listen({ port: options.port ?? 0, ...listenOptionsOf(options) });
   const origin = (options.publicOrigin ?? listening.origin).replace(/\/+$/, '');
   const baseUrl = origin + (options.basePath ?? '');
   const humanUrl = origin + (options.humanPath ?? '');

@@ -1,4 +1,5 @@
-import { type Response, Router } from 'express';
+import type { Response, Router } from 'express';
+import { strictRouter } from '../http/starlette-routing.js';
 import { setPageSecurityHeaders, styleHashSource } from '../http/security-headers.js';
 import { claimKinds } from './protocol.js';
 import { claimSchema, credentialFormats, credentialMeaning, type CredentialKind, publicLimits, relayProtocol, relayScheme, relayVersion, voteSchema } from './relay-facts.js';
@@ -106,9 +107,12 @@ function htmlTable(headers: string[], rows: string[][]): string {
     .join('')}</tbody></table>`;
 }
 
+/** The pages `relaySite` serves (GET), under the path of `humanUrl`. */
+export const RELAY_SITE_PATHS = ['/', '/agents', '/AGENTS.md', '/llms.txt'] as const;
+
 /** The human site: `/`, `/agents`, `/AGENTS.md`, `/llms.txt`, mounted at the path of `humanUrl`. */
 export function relaySite(routes: readonly RelayRoute[], baseUrl: string, humanUrl: string, stats: () => Record<string, number>): Router {
-  const router = Router();
+  const router = strictRouter();
   const limitsRows = Object.entries(publicLimits()).map(([k, v]) => [k, String(v)]);
   router.get('/', (_req, res) => {
     const s = stats();

@@ -56,6 +56,8 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
         const code = readableCode();
         const expiresMs = now() + relayLimits.inviteTtlSeconds * 1000;
         deps.store.tx(() => {
+          // Invites expired or accepted an invite's lifetime ago leave GET /invites and /me/export from now on.
+          social.pruneDoneInvites(inviter, now(), relayLimits.inviteTtlSeconds * 1000);
           if (social.countOpenInvites(inviter, now()) >= relayLimits.openInvitesMax) {
             throw new HttpError(409, `at most ${relayLimits.openInvitesMax} open invites; wait for some to be accepted or expire`);
           }

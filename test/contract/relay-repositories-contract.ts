@@ -152,6 +152,23 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
       expect(social.invitesOf(node(1)).map((i) => i.code)).toEqual(['c2', 'c1']);
     });
 
+    it('invites: pruning deletes the inviter\'s invites expired or accepted at least the kept time ago, and nothing else', () => {
+      const { social } = store().data;
+      social.insertInvite({ code: 'expired-long-ago', inviter: node(1), nowMs: 1, expiresMs: 10 });
+      social.insertInvite({ code: 'expired-lately', inviter: node(1), nowMs: 1, expiresMs: 60 });
+      social.insertInvite({ code: 'accepted-long-ago', inviter: node(1), nowMs: 1, expiresMs: 500 });
+      social.insertInvite({ code: 'accepted-lately', inviter: node(1), nowMs: 1, expiresMs: 500 });
+      social.insertInvite({ code: 'open', inviter: node(1), nowMs: 1, expiresMs: 500 });
+      social.insertInvite({ code: 'another-inviter', inviter: node(2), nowMs: 1, expiresMs: 10 });
+      social.acceptInvite('accepted-long-ago', node(3), 50);
+      social.acceptInvite('accepted-lately', node(4), 51);
+      // At 100 with 50 kept: gone are those expired or accepted at 50 or before.
+      social.pruneDoneInvites(node(1), 100, 50);
+      expect(social.invitesOf(node(1)).map((i) => i.code).sort()).toEqual(['accepted-lately', 'expired-lately', 'open']);
+      expect(social.invite('another-inviter')).toBeDefined();
+      expect(social.countOpenInvites(node(1), 100)).toBe(1);
+    });
+
     it("exports everything a node owns, table by table", () => {
       const s = store();
       const { nodes, items, bots, social } = s.data;

@@ -48,6 +48,33 @@ describe('invites', () => {
     expect(list.body.invites.map((i) => i.state).sort()).toEqual(['accepted', 'expired']);
   });
 
+  it('are deleted once expired or accepted an invite\'s lifetime ago, when their inviter creates another', async () => {
+    const dana = await registerNode(relay, clock, { name: 'dana' });
+    const eve = await registerNode(relay, clock, { name: 'eve' });
+    const create = async () => {
+      fake.tick(1); // GET /invites lists newest first
+      return String((await call(relay.baseUrl, 'POST', '/invites', { auth: dana.auth })).body.code);
+    };
+    const codesListed = async () => (await call<{ invites: { code: string; state: string }[] }>(relay.baseUrl, 'GET', '/invites', { auth: dana.auth })).body.invites.map((i) => [i.code, i.state]);
+    const expiring = await create();
+    const accepted = await create();
+    const ttlMs = relayLimits.inviteTtlSeconds * 1000;
+    fake.tick(ttlMs / 2);
+    expect((await post('/invites/accept', { code: accepted }, eve.auth)).status).toBe(200);
+    fake.tick(ttlMs / 2);
+    // Expired just now, accepted half a lifetime ago: creating another keeps both, listed as before.
+    const later = await create();
+    expect(await codesListed()).toEqual([[later, 'open'], [accepted, 'accepted'], [expiring, 'expired']]);
+    fake.tick(ttlMs);
+    // Both a lifetime past: creating another deletes them; \`later\`, expired just now, stays.
+    const last = await create();
+    expect(await codesListed()).toEqual([[last, 'open'], [later, 'expired']]);
+    // A pruned code answers the same 404 as any used or unknown one; who invited eve stays.
+    const again = await post('/invites/accept', { code: accepted }, ann.auth);
+    expect([again.status, again.text]).toEqual([404, (await post('/invites/accept', { code: 'NOPE' }, ann.auth)).text]);
+    expect((await call(relay.baseUrl, 'GET', `/nodes/${eve.nodeId}`)).body.invited_by).toBe(dana.nodeId);
+  });
+
   it('limits open invites per node', async () => {
     const node = await registerNode(relay, clock);
     for (let i = 0; i < relayLimits.openInvitesMax; i++) expect((await call(relay.baseUrl, 'POST', '/invites', { auth: node.auth })).status).toBe(201);

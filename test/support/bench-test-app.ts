@@ -8,7 +8,7 @@ import { waitUntil } from '../../core/wait.js';
 import type { JobState } from '../../server/store/bench-store.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type BenchServiceConfig, type RunningBenchServer, startBenchServer } from '../../server/bench/bench-service.js';
+import { type BenchServiceConfig, type RunningBenchServer, type StartBenchServerOptions, startBenchServer } from '../../server/bench/bench-service.js';
 
 /** 2026-01-01T00:00:00Z: every test starts its fake clock here, so times in answers are exact. */
 export const TEST_START_MS = Date.UTC(2026, 0, 1);
@@ -64,7 +64,7 @@ afterAll(removeMadeDataDirs);
  * the shipped boards, the mock backend and a fresh data dir (or `dataDir` to reopen one).
  */
 export async function startBenchTestApp(
-  overrides: Partial<BenchServiceConfig> & { dataDir?: string; fake?: ReturnType<typeof createClock>; port?: number } = {},
+  overrides: Partial<BenchServiceConfig> & Pick<StartBenchServerOptions, 'maxConnections' | 'headersTimeoutMs'> & { dataDir?: string; fake?: ReturnType<typeof createClock>; port?: number } = {},
 ): Promise<BenchTestApp> {
   const fake = overrides.fake ?? createClock(TEST_START_MS);
   const dataDir = overrides.dataDir ?? makeDataDir();

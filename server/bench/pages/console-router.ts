@@ -10,6 +10,7 @@ import { renderConsoleBoard, renderConsoleIndex, renderConsoleJob, renderSignIn 
 import { CONSOLE_SESSION_MS, consoleCookieValue, consoleSetCookie, hasConsoleSession, isAdminToken } from './console-session.js';
 import { issueCsrfToken, verifyCsrfToken } from './csrf-token.js';
 import { sendHtmlPage } from './html-response.js';
+import { strictRouter } from '../../http/starlette-routing.js';
 
 export interface ConsoleDeps {
   clock: Clock;
@@ -40,7 +41,7 @@ export const CONSOLE_ROUTES = [
  * redirects to the sign-in, a stream or a form answers 401.
  */
 export function createConsoleRouter(deps: ConsoleDeps): express.Router {
-  const router = express.Router();
+  const router = strictRouter();
   const form = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 });
   const now = () => deps.clock.nowMs();
   const csrf = () => issueCsrfToken(deps.secret, now());

@@ -11,6 +11,7 @@ import { renderLogoPng } from './logo-png.js';
 import type { WaitlistStore } from '../../store/waitlist-store.js';
 import { renderStatsPage } from './stats-page.js';
 import { type ValidationErrorItem, parseWaitlistForm } from './waitlist-form.js';
+import { strictRouter } from '../../http/starlette-routing.js';
 
 /**
  * The parts of the bench service (spec 0.3.4) that people and crawlers see: `GET /`, `GET /stats`,
@@ -266,7 +267,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
     res.json({ status: 'ok', kind: form.kind, email: form.email });
   };
 
-  const router = express.Router();
+  const router = strictRouter();
   router.get('/', homePage, sendError);
   router.get('/stats', statsPage, sendError);
   router.get('/live/home', liveHome, sendError);

@@ -44,6 +44,21 @@ export class SocialRepository {
   }
 
   /**
+   * Deletes the inviter's invites that are done with: those expired unaccepted at least `keptMs`
+   * ago, and those accepted at least `keptMs` ago (who accepted stays in `nodes.invited_by`).
+   * Called when the inviter creates another, so one node's rows stay bounded by the open cap
+   * instead of growing by the cap every lifetime; `GET /invites` still shows each for `keptMs`.
+   */
+  pruneDoneInvites(inviter: string, nowMs: number, keptMs: number): void {
+    this.q.run(
+      'DELETE FROM invites WHERE inviter = ? AND ((accepted_by IS NULL AND expires_ms <= ?) OR (accepted_by IS NOT NULL AND accepted_ms <= ?))',
+      inviter,
+      nowMs - keptMs,
+      nowMs - keptMs,
+    );
+  }
+
+  /**
    * Deletes the node's pairing tokens that are done with: expired unconfirmed ones, and confirmed
    * ones older than `keptMs` (the pair they made is kept in `pairs`). Called when the node starts
    * another, so one node's rows stay bounded by the pending cap.
