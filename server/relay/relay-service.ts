@@ -15,7 +15,7 @@ import type { RelayDeps } from './relay-deps.js';
 import { notFoundHandler } from '../http/error-handler.js';
 import { mountApiRoutes } from '../http/api-route.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
-import type { SyncFile } from './data-access/wal-sync.js';
+import type { SyncFile } from '../db/wal-sync.js';
 import { answersWaitFor } from '../http/answers-wait-for.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';

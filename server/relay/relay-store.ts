@@ -10,7 +10,7 @@ import { PreparedStatements } from './data-access/prepared-statements.js';
 import { RelayData } from './data-access/relay-data.js';
 import { relayMigrations } from './data-access/relay-migrations.js';
 import type { RelaySql } from './data-access/relay-sql.js';
-import { WalSync, type WalSyncOptions } from './data-access/wal-sync.js';
+import { WalSync, type WalSyncOptions } from '../db/wal-sync.js';
 
 /**
  * The relay's store: embedded SQLite (`relay.sqlite` in the data dir) by default, or PostgreSQL

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { tempDataDir } from '../../../test/support/relay-test-kit.js';
+import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import { WalSync } from './wal-sync.js';
 
 /** A sync the test finishes by hand: which syncs started, and a way to end each. */
