@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
@@ -117,5 +118,44 @@ describe('WalSync (group commit off the event loop, decision 0480)', () => {
     await wal.whenDurable();
     expect(wal.whenDurable()).toBeNull();
     expect(wal.busy).toBe(false);
+  });
+
+  it('refuses, for good and without syncing, once the WAL file was deleted under it', async () => {
+    const gate = gatedSync();
+    wal = new WalSync(walPath, { syncFile: gate.syncFile, owner: 'bench service' });
+    unlinkSync(walPath);
+    wal.noteCommit();
+    await expect(wal.whenDurable()).rejects.toThrow(/bench service database's WAL could not be synced to disk \(.*db\.sqlite-wal was deleted under the open database.*\); restart the bench service/);
+    // The stale descriptor was never synced: that would have reported durable what is nowhere.
+    expect(gate.started).toHaveLength(0);
+    await expect(wal.whenDurable()).rejects.toThrow(/was deleted/);
+  });
+
+  it('refuses once the WAL file was replaced by another file of the same name', async () => {
+    const gate = gatedSync();
+    wal = new WalSync(walPath, { syncFile: gate.syncFile });
+    // A new file first, so the old inode is still in use and cannot be reused for the new one.
+    writeFileSync(`${walPath}.new`, '');
+    renameSync(`${walPath}.new`, walPath);
+    wal.noteCommit();
+    await expect(wal.whenDurable()).rejects.toThrow(/was replaced under the open database/);
+    expect(gate.started).toHaveLength(0);
+  });
+
+  it('notices SQLite leaving WAL mode (it deletes the -wal file) at the next commit', async () => {
+    const db = new Database(join(data.dir, 'real.sqlite'));
+    try {
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE t (x)');
+      const gate = gatedSync();
+      wal = new WalSync(`${db.name}-wal`, { syncFile: gate.syncFile });
+      db.pragma('journal_mode = DELETE');
+      db.prepare('INSERT INTO t VALUES (1)').run();
+      wal.noteCommit();
+      await expect(wal.whenDurable()).rejects.toThrow(/was deleted under the open database \(journal mode switched away from WAL\?\)/);
+      expect(gate.started).toHaveLength(0);
+    } finally {
+      db.close();
+    }
   });
 });

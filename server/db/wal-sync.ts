@@ -1,4 +1,4 @@
-import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fstatSync, fsyncSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** Makes a file's written data durable: fdatasync on libuv's thread pool by default; injectable in tests. */
@@ -13,10 +13,15 @@ export interface WalSyncOptions {
    * cost four clients 0.07-0.16, as the loop then stalled just as the others' requests arrived.
    */
   syncFile?: SyncFile;
+  /**
+   * Whose database this is, as its failure names it ("the <owner> database's WAL ...; restart the
+   * <owner>"): `relay` (the default, decision 0480) or `bench service` (decision 0503).
+   */
+  owner?: string;
 }
 
 /**
- * Group commit for the relay's SQLite database, off the event loop (decision 0480). SQLite runs
+ * Group commit for a SQLite database (the relay's, decision 0480; the bench service's, 0503), off the event loop (decision 0480). SQLite runs
  * with `synchronous = NORMAL`: a commit writes its WAL frames but does not wait for the disk.
  * This class then makes them durable with one fdatasync of the WAL file on libuv's thread pool,
  * and every answer waits for a sync that began after the last commit (`whenDurable`). So nothing is
@@ -41,10 +46,19 @@ export class WalSync {
   private closed = false;
   private readonly fd: number;
   private readonly syncFile: SyncFile;
+  private readonly owner: string;
+  /** The WAL file the descriptor is open on (device and inode), to notice it replaced or deleted. */
+  private readonly file: { dev: number; ino: number };
 
-  constructor(walPath: string, options: WalSyncOptions = {}) {
+  constructor(
+    private readonly walPath: string,
+    options: WalSyncOptions = {},
+  ) {
     this.syncFile = options.syncFile ?? fdatasyncOnThreadPool;
+    this.owner = options.owner ?? 'relay';
     this.fd = openSync(walPath, 'r+');
+    const { dev, ino } = fstatSync(this.fd);
+    this.file = { dev, ino };
     // What the store committed before this existed (its migrations) is made durable here, once.
     fdatasyncSync(this.fd);
     // The WAL file may have just been created: its directory entry must be durable too, once.
@@ -115,13 +129,31 @@ export class WalSync {
   }
 
   private failed(err: unknown): Error {
-    this.failedWith = new Error(`the relay database's WAL could not be synced to disk (${err instanceof Error ? err.message : String(err)}); restart the relay`, { cause: err });
+    const { owner } = this;
+    this.failedWith = new Error(`the ${owner} database's WAL could not be synced to disk (${err instanceof Error ? err.message : String(err)}); restart the ${owner}`, { cause: err });
     return this.failedWith;
+  }
+
+  /**
+   * Why the descriptor no longer reaches the database's WAL, or null while it does. SQLite deletes
+   * the -wal file when the journal mode leaves WAL (and makes a new one if it comes back), and
+   * someone may delete or replace it by hand: syncing the old descriptor would then report durable
+   * what is in another file (or only in memory). Two syscalls on the loop per sync, microseconds.
+   */
+  private staleFile(): string | null {
+    // Closed: SQLite checkpointed the WAL into the database and may have deleted it, as it should.
+    if (this.closed) return null;
+    const now = statSync(this.walPath, { throwIfNoEntry: false });
+    if (!now) return `${this.walPath} was deleted under the open database (journal mode switched away from WAL?)`;
+    if (now.ino !== this.file.ino || now.dev !== this.file.dev) return `${this.walPath} was replaced under the open database (journal mode switched and back?)`;
+    return null;
   }
 
   private start(): Promise<void> {
     const upTo = this.committed;
-    const done = this.syncFile(this.fd).then(
+    const stale = this.staleFile();
+    const sync = stale === null ? this.syncFile(this.fd) : Promise.reject(new Error(stale));
+    const done = sync.then(
       () => {
         this.synced = Math.max(this.synced, upTo);
         this.inFlight = null;
