@@ -15,13 +15,13 @@ export interface WalSyncOptions {
   syncFile?: SyncFile;
   /**
    * Whose database this is, as its failure names it ("the <owner> database's WAL ...; restart the
-   * <owner>"): `relay` (the default, decision 0480) or `bench service` (decision 0503).
+   * <owner>"): `relay` by default (decision 0480); a replaced WAL: decision 0504.
    */
   owner?: string;
 }
 
 /**
- * Group commit for a SQLite database (the relay's, decision 0480; the bench service's, 0503), off the event loop (decision 0480). SQLite runs
+ * Group commit for a SQLite database (the relay's), off the event loop (decision 0480). SQLite runs
  * with `synchronous = NORMAL`: a commit writes its WAL frames but does not wait for the disk.
  * This class then makes them durable with one fdatasync of the WAL file on libuv's thread pool,
  * and every answer waits for a sync that began after the last commit (`whenDurable`). So nothing is
