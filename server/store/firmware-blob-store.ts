@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { type FileSyncs, fileSyncs } from '../lifecycle/durable-files.js';
 
 /** Content-addressed firmware storage: each image stored once, by its SHA-256 (hex). */
 export interface FirmwareBlobs {
@@ -13,13 +14,19 @@ export interface FirmwareBlobs {
 
 /** Firmware in files, `<dir>/<sha256>`: the embedded default's store (PostgreSQL keeps them in a table). */
 export class FirmwareBlobStore implements FirmwareBlobs {
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    /** How the bytes and the rename reach the disk; injectable so tests can see the order. */
+    private readonly syncs: FileSyncs = fileSyncs,
+  ) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   }
 
   /**
-   * Stores `bytes` under `sha256`. Written to a temporary file in the same folder and renamed
-   * into place, so a crash never leaves a half-written blob under a valid name.
+   * Stores `bytes` under `sha256`. Written to a temporary file in the same folder, its bytes
+   * synced, renamed into place and the rename synced through the folder, all before this resolves:
+   * a crash never leaves a half-written blob under a valid name, and a job committed after `put`
+   * never names firmware a power cut took back (the job row commits once this resolves).
    */
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
     const target = this.pathOf(sha256);
@@ -27,12 +34,14 @@ export class FirmwareBlobStore implements FirmwareBlobs {
     const temp = path.join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.tmp`);
     try {
       // Owner-only, like everything in the data dir (decision 0222).
-      await writeFile(temp, bytes, { flush: true, mode: 0o600 });
+      await writeFile(temp, bytes, { mode: 0o600 });
+      await this.syncs.file(temp);
       await rename(temp, target);
     } catch (err) {
       await rm(temp, { force: true });
       throw err;
     }
+    await this.syncs.dir(this.dir);
   }
 
   /** The stored bytes, or undefined when no blob has this hash. */

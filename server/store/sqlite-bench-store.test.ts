@@ -141,6 +141,23 @@ describe('FirmwareBlobStore', () => {
     expect(await blobs.get('c'.repeat(64))).toBeUndefined();
   });
 
+  it('syncs the bytes before the rename and the rename through the folder before put resolves', async () => {
+    const d = dir();
+    const sha = 'e'.repeat(64);
+    const seen: string[] = [];
+    const blobs = new FirmwareBlobStore(d, {
+      file: async (file) => {
+        seen.push(`file ${path.basename(file) === sha ? 'under its name' : 'aside'}, ${readdirSync(d).includes(sha) ? 'renamed' : 'not renamed'}`);
+      },
+      dir: async (folder) => {
+        seen.push(`dir ${folder === d ? 'of the blob' : folder}, ${readdirSync(d).includes(sha) ? 'renamed' : 'not renamed'}`);
+      },
+    });
+    await blobs.put(sha, new Uint8Array([7]));
+    expect(seen).toEqual(['file aside, not renamed', 'dir of the blob, renamed']);
+    expect(readdirSync(d)).toEqual([sha]);
+  });
+
   it('never lets a malformed hash name another path', async () => {
     const d = dir();
     writeFileSync(path.join(d, 'x'), 'x');
