@@ -41,6 +41,17 @@ describe('one zod-to-422 converter, in pydantic v2 words', () => {
     ]);
   });
 
+  // Regression: a body that is no object read "object_type", "Input should be a valid object", words no FastAPI service uses.
+  it('a body or a field that is no object is model_attributes_type, as FastAPI validates a model', () => {
+    const schema = z.object({ inner: z.object({ a: z.string() }) });
+    expect(detailOf(schema, [1])).toEqual([
+      { type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: [1] },
+    ]);
+    expect(detailOf(schema, { inner: 'x' })).toEqual([
+      { type: 'model_attributes_type', loc: ['body', 'inner'], msg: 'Input should be a valid dictionary or object to extract fields from', input: 'x' },
+    ]);
+  });
+
   it('a pattern shows its source alone, as pydantic does', () => {
     expect(detailOf(z.object({ id: z.string().regex(/^[0-9a-f]{4}$/, 'custom words') }), { id: 'xyz' })).toEqual([
       { type: 'string_pattern_mismatch', loc: ['body', 'id'], msg: "String should match pattern '^[0-9a-f]{4}$'", input: 'xyz', ctx: { pattern: '^[0-9a-f]{4}$' } },

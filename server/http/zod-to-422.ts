@@ -100,6 +100,9 @@ export function pydanticErrorOf(issue: z.core.$ZodIssue): PydanticError {
       // zod refuses NaN and ±Infinity as numbers (and says so in `received`); pydantic's word for
       // that is finite_number (allow_inf_nan=False).
       if (issue.expected === 'number' && 'received' in issue && issue.received !== undefined) return { type: 'finite_number', msg: 'Input should be a finite number' };
+      // A z.object is a pydantic model, which FastAPI validates from attributes: a body or field
+      // that is no object gets model_attributes_type, in these words.
+      if (issue.expected === 'object') return { type: 'model_attributes_type', msg: 'Input should be a valid dictionary or object to extract fields from' };
       return { type: `${issue.expected}_type`, msg: `Input should be a valid ${issue.expected}` };
     case 'invalid_value': {
       const expected = issue.values.map((v) => JSON.stringify(v));
