@@ -93,6 +93,7 @@ export const postgresSuites = {
     'test/contract/postgres-relay-store.contract.test.ts',
     'test/integration/relay-store-replicas.test.ts',
     'test/integration/relay-replicas.test.ts',
+    'test/integration/relay-search-index-warning.test.ts',
     // Relay HTTP suites run again on PostgreSQL-backed relays (test/support/relays-on-postgres.ts).
     'test/integration/postgres/relay-credentials.postgres.test.ts',
     'test/integration/postgres/relay-social.postgres.test.ts',

@@ -34,6 +34,7 @@ import { RELAY_SITE_PATHS, relaySite } from './relay-site.js';
 import { RelayStore } from './relay-store.js';
 import { signDocument } from './signed-document.js';
 import { FileOutboxSmsSender, type SmsSender } from './sms-sender.js';
+import { searchIndexOf } from './data-access/trigram-prefilter.js';
 import { sliceDeclarationRoutes } from './slice-declaration-routes.js';
 import { socialRoutes } from './social-routes.js';
 import { Voting } from './voting.js';
@@ -162,6 +163,8 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     throw err;
   }
   try {
+    // Said at start, once: where pg_trgm could not be installed, every search reads every row (decision 0506).
+    if (searchIndexOf(store.sql) === 'scan') logger.warn('relay: GET /search scans every title, name and about: the PostgreSQL extension pg_trgm is not installed in this database (docs/deployment.md says how to add it and its indexes)');
     const serverKey = store.loadOrCreateSecret('relay-server.key');
     const selfKey = nodeKeyFromSecret(new Uint8Array(store.loadOrCreateSecret('relay-node.key')));
     const files = new FileStore(config.dataDir, store.sharedFiles);
