@@ -169,6 +169,20 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
       expect(social.countOpenInvites(node(1), 100)).toBe(1);
     });
 
+    it('invites and pairing tokens are indexed by their node (counted, pruned and listed on every POST /invites and /pair/start)', () => {
+      const s = store();
+      const indexes =
+        s.dialect === 'sqlite'
+          ? s.sql.values<string>("SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('invites_by_inviter', 'pairings_by_node') ORDER BY name")
+          : s.sql.values<string>("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname IN ('invites_by_inviter', 'pairings_by_node') ORDER BY indexname");
+      expect(indexes).toEqual(['invites_by_inviter', 'pairings_by_node']);
+      if (s.dialect === 'sqlite') {
+        // SQLite plans the same on an empty table: the count reads the index, not every node's rows.
+        const plan = s.sql.allOnce<{ detail: string }>('EXPLAIN QUERY PLAN SELECT COUNT(*) AS n FROM invites WHERE inviter = ? AND accepted_by IS NULL AND expires_ms > ?', node(1), 0);
+        expect(plan.map((r) => r.detail).join('\n')).toMatch(/USING INDEX invites_by_inviter/);
+      }
+    });
+
     it("exports everything a node owns, table by table", () => {
       const s = store();
       const { nodes, items, bots, social } = s.data;

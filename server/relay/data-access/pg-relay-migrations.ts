@@ -232,6 +232,15 @@ BEGIN
 END $$;
 `,
   },
+  {
+    // As SQLite's migration 6: invites and pairing tokens are counted, pruned and listed by their node.
+    version: 3,
+    name: 'invites and pairing tokens by their node',
+    sql: `
+CREATE INDEX invites_by_inviter ON invites (inviter, created_ms);
+CREATE INDEX pairings_by_node ON pairings (node_id);
+`,
+  },
 ];
 
 /** Session advisory lock held while migrating: replicas starting together take turns. */
