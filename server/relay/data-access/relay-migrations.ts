@@ -224,9 +224,9 @@ END;
 INSERT INTO items_search (items_search) VALUES ('rebuild');
 INSERT INTO nodes_search (nodes_search) VALUES ('rebuild');
 `),
-  // Every POST /invites and POST /pair/start counts and prunes the caller's rows (bounded per node,
-  // decision 0500 and commit 1431afb), and GET /invites lists them: by their node, not by a scan of
-  // every node's rows.
+  // Every POST /invites and POST /pair/start counts and prunes the caller's rows (pruneDoneInvites,
+  // pruneDonePairings: bounded per node), and GET /invites lists them: by their node, not by a scan
+  // of every node's rows.
   sqlMigration(6, 'invites and pairing tokens by their node', `
 CREATE INDEX IF NOT EXISTS invites_by_inviter ON invites (inviter, created_ms);
 CREATE INDEX IF NOT EXISTS pairings_by_node ON pairings (node_id);
