@@ -26,11 +26,17 @@ export class FirmwareBlobStore implements FirmwareBlobs {
    * Stores `bytes` under `sha256`. Written to a temporary file in the same folder, its bytes
    * synced, renamed into place and the rename synced through the folder, all before this resolves:
    * a crash never leaves a half-written blob under a valid name, and a job committed after `put`
-   * never names firmware a power cut took back (the job row commits once this resolves).
+   * never names firmware a power cut took back (the job row commits once this resolves), even
+   * when the blob was already in place.
    */
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
     const target = this.pathOf(sha256);
-    if (await exists(target)) return;
+    if (await exists(target)) {
+      // The name may be another put's whose rename is still being synced (the same firmware sent
+      // twice at once, or a put cut short by a crash): this caller's job must not commit before it.
+      await this.syncs.dir(this.dir);
+      return;
+    }
     const temp = path.join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.tmp`);
     try {
       // Owner-only, like everything in the data dir (decision 0222).
