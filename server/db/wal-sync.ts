@@ -138,7 +138,7 @@ export class WalSync {
    * Why the descriptor no longer reaches the database's WAL, or null while it does. SQLite deletes
    * the -wal file when the journal mode leaves WAL (and makes a new one if it comes back), and
    * someone may delete or replace it by hand: syncing the old descriptor would then report durable
-   * what is in another file (or only in memory). Two syscalls on the loop per sync, microseconds.
+   * what is in another file (or only in memory). One `stat` on the loop per sync, microseconds.
    */
   private staleFile(): string | null {
     // Closed: SQLite checkpointed the WAL into the database and may have deleted it, as it should.
