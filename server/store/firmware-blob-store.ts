@@ -14,6 +14,9 @@ export interface FirmwareBlobs {
 
 /** Firmware in files, `<dir>/<sha256>`: the embedded default's store (PostgreSQL keeps them in a table). */
 export class FirmwareBlobStore implements FirmwareBlobs {
+  /** Blobs whose name this process saw synced through the folder: found again, no sync is needed. */
+  private readonly durable = new Set<string>();
+
   constructor(
     private readonly dir: string,
     /** How the bytes and the rename reach the disk; injectable so tests can see the order. */
@@ -34,7 +37,7 @@ export class FirmwareBlobStore implements FirmwareBlobs {
     if (await exists(target)) {
       // The name may be another put's whose rename is still being synced (the same firmware sent
       // twice at once, or a put cut short by a crash): this caller's job must not commit before it.
-      await this.syncs.dir(this.dir);
+      if (!this.durable.has(sha256)) await this.syncDir(sha256);
       return;
     }
     const temp = path.join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.tmp`);
@@ -47,7 +50,12 @@ export class FirmwareBlobStore implements FirmwareBlobs {
       await rm(temp, { force: true });
       throw err;
     }
+    await this.syncDir(sha256);
+  }
+
+  private async syncDir(sha256: string): Promise<void> {
     await this.syncs.dir(this.dir);
+    this.durable.add(sha256);
   }
 
   /** The stored bytes, or undefined when no blob has this hash. */

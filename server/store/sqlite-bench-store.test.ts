@@ -180,6 +180,10 @@ describe('FirmwareBlobStore', () => {
     for (const sync of folderSyncs) sync.release();
     await Promise.all([first, second]);
     expect(readdirSync(d)).toEqual([sha]);
+    // Once seen synced, the same firmware again costs no folder sync.
+    const third = blobs.put(sha, new Uint8Array([7]));
+    await third;
+    expect(folderSyncs).toHaveLength(2);
   });
 
   it('never lets a malformed hash name another path', async () => {
