@@ -7,6 +7,7 @@ import { type BenchRoute, callerAgent, type RouteCaller } from './bench-route.js
 import { fieldValueError } from '../http/http-error.js';
 import { numericTextParam } from '../http/form-schema.js';
 import { readJsonBody } from '../http/json-body.js';
+import { lastQueryValues } from '../http/query-values.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
@@ -34,10 +35,6 @@ export const jobWaitQuerySchema = z.object({
   }),
 });
 
-/** A query parameter sent more than once keeps its last value, as FastAPI reads a scalar parameter. */
-function lastValues(query: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(query).map(([name, value]) => [name, Array.isArray(value) ? value.at(-1) : value]));
-}
 
 export const uartInputSchema = z
   .object({
@@ -143,7 +140,7 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
 /** The `GET /api/v1/jobs/{job_id}` handler with `?wait=` (the route itself stays in bench-routes.ts). */
 export function getJobMaybeWaiting(bench: Bench) {
   return async (req: Request, res: Response, caller: RouteCaller<AgentRecord>): Promise<void> => {
-    const { wait } = parseOr422(jobWaitQuerySchema, lastValues(req.query), 'query');
+    const { wait } = parseOr422(jobWaitQuerySchema, lastQueryValues(req.query), 'query');
     const agent = callerAgent(caller);
     const jobId = pathParam(req, 'job_id');
     res.json(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res)));

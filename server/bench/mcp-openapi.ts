@@ -29,9 +29,12 @@ export const mcpOpenApiPath = {
       },
       responses: {
         '200': { description: 'The JSON-RPC answer', content: { 'application/json': { schema: { type: 'object' } } } },
+        // What every MCP client sends after initialize (notifications/initialized) gets this.
+        '202': { description: 'Accepted, no body: the message held only notifications or responses, which have no answer' },
         '400': jsonRpcError('Not a JSON-RPC message (parse error, invalid request)'),
         '401': errorDetail('Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)'),
         '406': jsonRpcError('Accept does not name both application/json and text/event-stream'),
+        '413': jsonRpcError('Body over the MCP SDK\'s 4 MiB'),
         '415': jsonRpcError('Body is not application/json'),
         '500': errorDetail('Internal Server Error (unexpected; logged on the server)'),
       },

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
@@ -140,6 +140,19 @@ describe('WalSync (group commit off the event loop, decision 0480)', () => {
     wal.noteCommit();
     await expect(wal.whenDurable()).rejects.toThrow(/was replaced under the open database/);
     expect(gate.started).toHaveLength(0);
+  });
+
+  // Regression: a stat failing otherwise than "no such file" threw out of noteCommit (after the
+  // commit, so the request that committed failed with a 500) and recorded no failure.
+  it('refuses, for good, when the WAL path cannot even be looked at (a symlink loop put in its place)', async () => {
+    const gate = gatedSync();
+    wal = new WalSync(walPath, { syncFile: gate.syncFile });
+    unlinkSync(walPath);
+    symlinkSync(walPath, walPath);
+    expect(() => wal!.noteCommit()).not.toThrow();
+    await expect(wal.whenDurable()).rejects.toThrow(/relay database's WAL could not be synced to disk \(.*db\.sqlite-wal could not be looked at: ELOOP/);
+    expect(gate.started).toHaveLength(0);
+    expect(wal.failure).not.toBeNull();
   });
 
   it('notices SQLite leaving WAL mode (it deletes the -wal file) at the next commit', async () => {

@@ -138,12 +138,18 @@ export class WalSync {
    * Why the descriptor no longer reaches the database's WAL, or null while it does. SQLite deletes
    * the -wal file when the journal mode leaves WAL (and makes a new one if it comes back), and
    * someone may delete or replace it by hand: syncing the old descriptor would then report durable
-   * what is in another file (or only in memory). Two syscalls on the loop per sync, microseconds.
+   * what is in another file (or only in memory). One `stat` on the loop per sync, microseconds.
    */
   private staleFile(): string | null {
     // Closed: SQLite checkpointed the WAL into the database and may have deleted it, as it should.
     if (this.closed) return null;
-    const now = statSync(this.walPath, { throwIfNoEntry: false });
+    let now: ReturnType<typeof statSync>;
+    try {
+      now = statSync(this.walPath, { throwIfNoEntry: false });
+    } catch (err) {
+      // Thrown here it would leave noteCommit after the commit, with no failure kept: a failed sync.
+      return `${this.walPath} could not be looked at: ${err instanceof Error ? err.message : String(err)}`;
+    }
     if (!now) return `${this.walPath} was deleted under the open database (journal mode switched away from WAL?)`;
     if (now.ino !== this.file.ino || now.dev !== this.file.dev) return `${this.walPath} was replaced under the open database (journal mode switched and back?)`;
     return null;

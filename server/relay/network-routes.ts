@@ -21,6 +21,7 @@ import { healthSchema, eventsPageSchema } from './relay-responses.js';
 import { examplesSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from './relay-responses-more.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { eventsQuery, reachBody, reachProbeBody } from './relay-schemas.js';
+import type { EventRow } from './data-access/event-repository.js';
 import { readEventsPage } from './events-page.js';
 import { signDocument } from './signed-document.js';
 
@@ -153,7 +154,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     route({
       method: 'get',
       path: '/events',
-      summary: `The event feed (node, item, vote, slice), oldest first. since = the next of the previous page (exclusive; 0 or absent = the start); authors = comma-separated node ids; limit <= ${relayLimits.eventsPageMax} (default ${relayLimits.eventsPageDefault}); a page stops short of limit (has_more true) before its events' stored payloads pass ${relayLimits.eventsPagePayloadMaxBytes / (1024 * 1024)} MiB, and holds at least one event. Pages concatenate to the whole feed with no gap and no duplicate.`,
+      summary: `The event feed (node, item, vote, slice), oldest first. since = the next of the previous page (exclusive; 0 or absent = the start); authors = comma-separated node ids; limit <= ${relayLimits.eventsPageMax} (default ${relayLimits.eventsPageDefault}); a page stops short of limit (has_more true) before its events' data (as answered) pass ${relayLimits.eventsPagePayloadMaxBytes / (1024 * 1024)} MiB, and holds at least one event. Pages concatenate to the whole feed with no gap and no duplicate.`,
       auth: 'none',
       since: '0.9.3',
       response: eventsPageSchema,
@@ -171,9 +172,20 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         authors.forEach((a, index) => {
           if (!isNodeId(a)) throw invalidInput(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
         });
-        const { rows: page, hasMore } = readEventsPage(data.events, since, authors, limit, deps.eventsPagePayloadMaxBytes);
+        // Counted as answered: a vote naming its slice by hash carries the quorum set, which its
+        // stored payload does not (up to 1000 node ids), so the stored text alone bounds nothing.
+        const dataBySeq = new Map<number, Record<string, unknown>>();
+        const dataOf = (r: EventRow): Record<string, unknown> => {
+          let answered = dataBySeq.get(r.seq);
+          if (answered === undefined) {
+            answered = eventData(r.kind, JSON.parse(r.payload) as Record<string, unknown>);
+            dataBySeq.set(r.seq, answered);
+          }
+          return answered;
+        };
+        const { rows: page, hasMore } = readEventsPage(data.events, since, authors, limit, deps.eventsPagePayloadMaxBytes, (r) => Buffer.byteLength(JSON.stringify(dataOf(r)), 'utf8'));
         return {
-          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: eventData(r.kind, JSON.parse(r.payload) as Record<string, unknown>) })),
+          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: dataOf(r) })),
           next: page.at(-1)?.seq ?? since,
           has_more: hasMore,
         };

@@ -23,7 +23,7 @@ export const relayLimits = {
   eventsPageMax: 500,
   eventsPageDefault: 100,
   /**
-   * Bytes of stored payload text one GET /events page carries before it ends short of `limit`
+   * Bytes of event data (JSON, as answered) one GET /events page carries before it ends short of `limit`
    * (always at least one event): 500 events with the largest payloads made an anonymous caller
    * worth tens of MB of parsing and JSON per request.
    */

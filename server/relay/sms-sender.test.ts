@@ -72,14 +72,16 @@ describe('FileOutboxSmsSender', () => {
     const dir = tempDataDir();
     try {
       let release!: () => void;
-      const synced: string[] = [];
+      let syncStarted!: (lastLine: string) => void;
+      const synced = new Promise<string>((resolve) => (syncStarted = resolve));
       const sender = new FileOutboxSmsSender(dir.dir, clockFromFakeTimers(createClock(0)), async () => {
-        synced.push(readSmsOutbox(dir.dir).at(-1)?.text ?? 'nothing');
+        syncStarted(readSmsOutbox(dir.dir).at(-1)?.text ?? 'nothing');
         await new Promise<void>((resolve) => (release = resolve));
       });
       let settled = false;
       const sending = sender.send({ to: '+1555', text: 'held' }).then(() => (settled = true));
-      await expect.poll(() => synced).toEqual(['held']);
+      // Waited for by the sync's own call, not by polling on wall time.
+      expect(await synced).toBe('held');
       expect(settled).toBe(false);
       release();
       await sending;

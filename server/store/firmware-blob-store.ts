@@ -14,6 +14,9 @@ export interface FirmwareBlobs {
 
 /** Firmware in files, `<dir>/<sha256>`: the embedded default's store (PostgreSQL keeps them in a table). */
 export class FirmwareBlobStore implements FirmwareBlobs {
+  /** Blobs whose name this process saw synced through the folder: found again, no sync is needed. */
+  private readonly durable = new Set<string>();
+
   constructor(
     private readonly dir: string,
     /** How the bytes and the rename reach the disk; injectable so tests can see the order. */
@@ -26,11 +29,17 @@ export class FirmwareBlobStore implements FirmwareBlobs {
    * Stores `bytes` under `sha256`. Written to a temporary file in the same folder, its bytes
    * synced, renamed into place and the rename synced through the folder, all before this resolves:
    * a crash never leaves a half-written blob under a valid name, and a job committed after `put`
-   * never names firmware a power cut took back (the job row commits once this resolves).
+   * never names firmware a power cut took back (the job row commits once this resolves), even
+   * when the blob was already in place.
    */
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
     const target = this.pathOf(sha256);
-    if (await exists(target)) return;
+    if (await exists(target)) {
+      // The name may be another put's whose rename is still being synced (the same firmware sent
+      // twice at once, or a put cut short by a crash): this caller's job must not commit before it.
+      if (!this.durable.has(sha256)) await this.syncDir(sha256);
+      return;
+    }
     const temp = path.join(this.dir, `.${sha256}.${randomBytes(6).toString('hex')}.tmp`);
     try {
       // Owner-only, like everything in the data dir (decision 0222).
@@ -41,7 +50,12 @@ export class FirmwareBlobStore implements FirmwareBlobs {
       await rm(temp, { force: true });
       throw err;
     }
+    await this.syncDir(sha256);
+  }
+
+  private async syncDir(sha256: string): Promise<void> {
     await this.syncs.dir(this.dir);
+    this.durable.add(sha256);
   }
 
   /** The stored bytes, or undefined when no blob has this hash. */

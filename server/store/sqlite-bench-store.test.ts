@@ -158,6 +158,34 @@ describe('FirmwareBlobStore', () => {
     expect(readdirSync(d)).toEqual([sha]);
   });
 
+  // Regression: a put that found the blob in place resolved at once, while the put that renamed it
+  // (the same firmware uploaded twice at once) could still be syncing the folder: the second job's
+  // row then named a name a power cut could take back.
+  it('a put that finds the blob in place resolves only after a folder sync that began after it', async () => {
+    const d = dir();
+    const sha = 'f'.repeat(64);
+    const folderSyncs: { release: () => void }[] = [];
+    const blobs = new FirmwareBlobStore(d, {
+      file: async () => {},
+      dir: () => new Promise<void>((release) => folderSyncs.push({ release })),
+    });
+    const first = blobs.put(sha, new Uint8Array([7]));
+    while (folderSyncs.length < 1) await new Promise((resolve) => setImmediate(resolve));
+    // The rename is done, its folder sync still running: an identical upload arrives.
+    let secondDone = false;
+    const second = blobs.put(sha, new Uint8Array([7])).then(() => (secondDone = true));
+    while (folderSyncs.length < 2 && !secondDone) await new Promise((resolve) => setImmediate(resolve));
+    expect(secondDone).toBe(false);
+    expect(folderSyncs).toHaveLength(2);
+    for (const sync of folderSyncs) sync.release();
+    await Promise.all([first, second]);
+    expect(readdirSync(d)).toEqual([sha]);
+    // Once seen synced, the same firmware again costs no folder sync.
+    const third = blobs.put(sha, new Uint8Array([7]));
+    await third;
+    expect(folderSyncs).toHaveLength(2);
+  });
+
   it('never lets a malformed hash name another path', async () => {
     const d = dir();
     writeFileSync(path.join(d, 'x'), 'x');

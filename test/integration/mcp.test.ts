@@ -99,6 +99,19 @@ describe('MCP over streamable HTTP at /mcp', () => {
     expect(llms).toContain('http://127.0.0.1/mcp');
     expect(await (await fetch(`${server.url}/`)).text()).toContain('id="mcp"');
   });
+
+  // Regression: /openapi.json listed 200, 400, 401, 406, 415 and 500 only, while every MCP client's
+  // notifications/initialized is answered 202 and a body over the SDK's 4 MiB 413.
+  it('answers a notification 202 and a body over 4 MiB 413, both documented for POST /mcp', async () => {
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
+    const notified = await fetch(`${server.url}/mcp`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    expect([notified.status, await notified.text()]).toEqual([202, '']);
+    const huge = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(4 * 1024 * 1024) } });
+    const tooLarge = await fetch(`${server.url}/mcp`, { method: 'POST', headers, body: huge });
+    expect(tooLarge.status).toBe(413);
+    const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, { post: { responses: Record<string, unknown> } }> };
+    expect(Object.keys(doc.paths['/mcp']!.post.responses)).toEqual(expect.arrayContaining(['200', '202', '400', '401', '406', '413', '415', '500']));
+  });
 });
 
 describe('hilbench mcp on stdio', () => {

@@ -2,11 +2,11 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey } from '../../server/relay/protocol.js';
+import { generateNodeKey, signVote } from '../../server/relay/protocol.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, type RunningRelay, type StartRelayServerOptions } from '../support/relay-test-kit.js';
 
 /**
- * A GET /events page ends before its events' stored payloads pass a byte budget (4 MiB; small
+ * A GET /events page ends before its events' data (as answered) pass a byte budget (4 MiB; small
  * here), with at least one event, so `limit=500` over the largest events no longer builds tens of
  * MB for anyone who asks. Short pages still concatenate to the whole feed, and a relay pulling
  * from a peer follows `has_more` across them.
@@ -79,6 +79,27 @@ describe('GET /events pages within a byte budget', () => {
     // A page read from the middle starts right after its cursor.
     const middle = pages[1]!;
     expect((await page(relay, pages[0]!.next, 500)).events[0]).toEqual(middle.events[0]);
+  });
+
+  // Regression: the budget counted stored payloads only, while a vote naming its slice by hash is
+  // answered with the whole quorum set (up to 1000 node ids): 500 such votes were tens of MB again.
+  it('counts the data as answered: a vote naming its slice by hash carries its quorum set', async () => {
+    const relay = await relayWith({ eventsPagePayloadMaxBytes: budget });
+    const voter = await registerNode(relay, clock, { name: 'voter' });
+    const slice = { t: 1, v: Array.from({ length: 40 }, () => generateNodeKey().nodeId) };
+    const published = await call(relay.baseUrl, 'POST', '/slice', { body: slice, auth: voter.auth });
+    expect(published.status, published.text).toBe(200);
+    for (let k = 0; k < 6; k++) {
+      const item = await postClaim(relay, voter, { kind: 'statement', title: `voted on ${k}`, body: '' });
+      const vote = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: voter.nodeId, value: 'yes', phase: 'vote', slice_hash: String(published.body.slice_hash), created_at: Math.floor(clock.nowMs() / 1000) }, voter.secretKey);
+      const voted = await call(relay.baseUrl, 'POST', `/items/${item}/vote`, { body: vote });
+      expect(voted.status, voted.text).toBe(201);
+    }
+    const pages = await allPages(relay, 500);
+    const votes = pages.flatMap((p) => p.events).filter((e) => e.kind === 'vote' && JSON.stringify(e.data).includes(slice.v[0]!));
+    expect(votes).toHaveLength(6);
+    for (const p of pages) if (p.events.length > 1) expect(JSON.stringify(p.events.map((e) => e.data)).length).toBeLessThanOrEqual(budget);
+    expect(pages.flatMap((p) => p.events)).toEqual((await allPages(relay, 1)).flatMap((p) => p.events));
   });
 
   it('a peer pulling the feed follows has_more across short pages to its end', async () => {

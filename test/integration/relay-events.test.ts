@@ -114,4 +114,14 @@ describe('GET /events', () => {
     const past = await page('?since=999999999');
     expect(past.body).toEqual({ events: [], next: 999999999, has_more: false });
   });
+
+  // Regression: a repeated parameter was a 422 string_type echoing the array (["500","2"]).
+  it('reads a query parameter sent twice as its last value, as FastAPI does', async () => {
+    const twice = await page('?limit=500&limit=2');
+    expect(twice.status).toBe(200);
+    expect(twice.body.events).toHaveLength(2);
+    const refused = await call<{ detail: unknown }>(relay.baseUrl, 'GET', '/events?limit=2&limit=0');
+    expect([refused.status, refused.body.detail]).toEqual([422, [expect.objectContaining({ loc: ['query', 'limit'], input: '0' })]]);
+    expect((await call(relay.baseUrl, 'GET', '/search?q=x&q=writer')).status).toBe(200);
+  });
 });
