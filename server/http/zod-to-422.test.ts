@@ -52,6 +52,17 @@ describe('one zod-to-422 converter, in pydantic v2 words', () => {
     ]);
   });
 
+  // Regression: zod's JSON type names leaked through as array_type, boolean_type and number_type.
+  it('a value of the wrong type is named as pydantic names it: list_type, bool_type, float_type, string_type', () => {
+    const schema = z.object({ v: z.array(z.string()), listed: z.boolean(), t: z.number(), name: z.string() });
+    expect(detailOf(schema, { v: 'a', listed: 'x', t: 'x', name: 1 })).toEqual([
+      { type: 'list_type', loc: ['body', 'v'], msg: 'Input should be a valid list', input: 'a' },
+      { type: 'bool_type', loc: ['body', 'listed'], msg: 'Input should be a valid boolean', input: 'x' },
+      { type: 'float_type', loc: ['body', 't'], msg: 'Input should be a valid number', input: 'x' },
+      { type: 'string_type', loc: ['body', 'name'], msg: 'Input should be a valid string', input: 1 },
+    ]);
+  });
+
   it('a pattern shows its source alone, as pydantic does', () => {
     expect(detailOf(z.object({ id: z.string().regex(/^[0-9a-f]{4}$/, 'custom words') }), { id: 'xyz' })).toEqual([
       { type: 'string_pattern_mismatch', loc: ['body', 'id'], msg: "String should match pattern '^[0-9a-f]{4}$'", input: 'xyz', ctx: { pattern: '^[0-9a-f]{4}$' } },

@@ -103,7 +103,11 @@ export function pydanticErrorOf(issue: z.core.$ZodIssue): PydanticError {
       // A z.object is a pydantic model, which FastAPI validates from attributes: a body or field
       // that is no object gets model_attributes_type, in these words.
       if (issue.expected === 'object') return { type: 'model_attributes_type', msg: 'Input should be a valid dictionary or object to extract fields from' };
-      return { type: `${issue.expected}_type`, msg: `Input should be a valid ${issue.expected}` };
+      {
+        // zod names JSON's types; pydantic names Python's, and says "number" for a float.
+        const pydantic = PYDANTIC_TYPES[issue.expected] ?? { type: `${issue.expected}_type`, noun: issue.expected };
+        return { type: pydantic.type, msg: `Input should be a valid ${pydantic.noun}` };
+      }
     case 'invalid_value': {
       const expected = issue.values.map((v) => JSON.stringify(v));
       return { type: 'enum', msg: `Input should be ${expected.join(' or ')}`, ctx: { expected: expected.join(', ') } };
@@ -113,6 +117,15 @@ export function pydanticErrorOf(issue: z.core.$ZodIssue): PydanticError {
   }
   return { type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: {} } };
 }
+
+/** zod's expected type -> pydantic's error type and the noun of its message. */
+const PYDANTIC_TYPES: Partial<Record<string, { type: string; noun: string }>> = {
+  array: { type: 'list_type', noun: 'list' },
+  boolean: { type: 'bool_type', noun: 'boolean' },
+  number: { type: 'float_type', noun: 'number' },
+  int: { type: 'int_type', noun: 'integer' },
+  string: { type: 'string_type', noun: 'string' },
+};
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let cur: unknown = root;
