@@ -1,4 +1,6 @@
 import { mcpExample } from './home-page.js';
+import { MAX_SESSION_WAIT_SECONDS } from '../bench-schemas.js';
+import { MAX_JOB_WAIT_SECONDS } from '../job-live-routes.js';
 /**
  * The machine-discovery documents: `/llms.txt` (llmstxt.org format), `/robots.txt` (RFC 9309) and
  * `/.well-known/ai-plugin.json` (the plugin manifest, schema v1). All absolute links are built from
@@ -36,9 +38,9 @@ Auth and work flow:
 
 1. \`POST /api/v1/agents/register\` (form: \`label\`, default "agent") returns \`token\`.
 2. \`GET /api/v1/boards\` lists boards and whether each is free, leased, busy or offline.
-3. \`POST /api/v1/sessions\` (form: \`board\`, \`idle_seconds\` default "90") opens an exclusive lease and returns \`session_id\`. A board someone else holds is 409 with \`Retry-After\`; \`wait_seconds\` (up to 300) waits in the board's queue instead.
+3. \`POST /api/v1/sessions\` (form: \`board\`, \`idle_seconds\` default "90") opens an exclusive lease and returns \`session_id\`. A board someone else holds is 409 with \`Retry-After\`; \`wait_seconds\` (up to ${MAX_SESSION_WAIT_SECONDS}) waits in the board's queue instead.
 4. \`POST /api/v1/jobs/flash\` (multipart: \`board\`, \`firmware\` = the ELF file, \`uart_seconds\` default "0.8", \`session\`) returns a job in state \`queued\`.
-5. \`GET /api/v1/jobs/{job_id}?wait=60\` answers as soon as \`state\` is \`done\` or \`failed\` (else after 60 s: ask again); the UART capture is in \`uart\`. \`GET /api/v1/jobs/{job_id}/uart\` streams it live (Server-Sent Events).
+5. \`GET /api/v1/jobs/{job_id}?wait=${MAX_JOB_WAIT_SECONDS}\` answers as soon as \`state\` is \`done\` or \`failed\` (else after ${MAX_JOB_WAIT_SECONDS} s: ask again); the UART capture is in \`uart\`. \`GET /api/v1/jobs/{job_id}/uart\` streams it live (Server-Sent Events).
 6. \`POST /api/v1/sessions/{sid}/heartbeat\` before \`idle_seconds\` pass keeps the lease; \`POST /api/v1/sessions/{sid}/end\` frees the board.
 
 ## API
@@ -49,7 +51,7 @@ Auth and work flow:
 - [Open a session](${u('/api/v1/sessions')}): POST form \`board\`, \`idle_seconds\`; bearer token required
 - [Session status, heartbeat, end](${u('/api/v1/sessions/{sid}')}): GET; POST \`/heartbeat\` and \`/end\` with no body
 - [Flash firmware](${u('/api/v1/jobs/flash')}): POST multipart \`board\`, \`firmware\`, \`uart_seconds\`, \`session\`
-- [Job status](${u('/api/v1/jobs/{job_id}')}): GET, \`?wait=<seconds>\` (at most 60) to answer once it ended; state, ELF summary, UART capture, failure reason
+- [Job status](${u('/api/v1/jobs/{job_id}')}): GET, \`?wait=<seconds>\` (at most ${MAX_JOB_WAIT_SECONDS}) to answer once it ended; state, ELF summary, UART capture, failure reason
 - [Health](${u('/api/v1/health')}): GET; service and board availability
 - [Statistics](${u('/api/v1/stats')}): GET; totals, jobs by state, recent activity
 
@@ -103,8 +105,8 @@ export function aiPluginManifest(publicBaseUrl: string, contactEmail: string): A
       '"authorization: Bearer <token>". List boards with GET /api/v1/boards and pick one whose status is free. Open a session ' +
       '(POST /api/v1/sessions, form fields board and idle_seconds) to lease the board exclusively, and send ' +
       'POST /api/v1/sessions/{sid}/heartbeat before idle_seconds pass. Upload an ELF built for that board\'s MCU with ' +
-      'POST /api/v1/jobs/flash (multipart: board, firmware, uart_seconds, session); GET /api/v1/jobs/{job_id}?wait=60 answers ' +
-      'once state is done or failed (else after 60 s: ask again), then read uart.text, or failure.message when it failed. End the session with ' +
+      `POST /api/v1/jobs/flash (multipart: board, firmware, uart_seconds, session); GET /api/v1/jobs/{job_id}?wait=${MAX_JOB_WAIT_SECONDS} answers ` +
+      `once state is done or failed (else after ${MAX_JOB_WAIT_SECONDS} s: ask again), then read uart.text, or failure.message when it failed. End the session with ` +
       'POST /api/v1/sessions/{sid}/end. Errors are {"detail": ...}; 409 means the board is held by someone else (the detail ' +
       'says until when), 422 lists each invalid field. Never send secrets in labels; labels are public.',
     auth: { type: 'user_http', authorization_type: 'bearer' },
