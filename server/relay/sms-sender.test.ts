@@ -68,6 +68,20 @@ describe('FileOutboxSmsSender', () => {
     }
   });
 
+  it('writes the line within the call, even before the send is awaited (the relay answers login codes before their send settles)', async () => {
+    const dir = tempDataDir();
+    try {
+      let release!: () => void;
+      const sender = new FileOutboxSmsSender(dir.dir, clockFromFakeTimers(createClock(0)), () => new Promise<void>((resolve) => (release = resolve)));
+      const sending = sender.send({ to: '+1555', text: 'at once' });
+      expect(readSmsOutbox(dir.dir).map((m) => m.text)).toEqual(['at once']);
+      release();
+      await sending;
+    } finally {
+      dir.remove();
+    }
+  });
+
   it('resolves a send only once its line is synced, and fails it when the sync fails', async () => {
     const dir = tempDataDir();
     try {

@@ -1,5 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { type FileHandle, open } from 'node:fs/promises';
+import { closeSync, existsSync, fdatasync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Clock, isoFromMs, systemClock } from '../../core/clock.js';
 
@@ -17,33 +16,36 @@ export interface SmsSender {
 /** Name of the outbox file the default sender appends to, one JSON object per line. */
 export const smsOutboxFileName = 'sms-outbox.jsonl';
 
-/** Makes an open file's appended lines durable; `datasync` (fdatasync on the thread pool) by default, injectable in tests. */
-export type SyncOutbox = (file: FileHandle) => Promise<void>;
+/** Makes an open file's written lines durable (by descriptor); fdatasync on the thread pool by default, injectable in tests. */
+export type SyncOutbox = (fd: number) => Promise<void>;
+
+const fdatasyncOnThreadPool: SyncOutbox = (fd) => new Promise((resolve, reject) => fdatasync(fd, (err) => (err ? reject(err) : resolve())));
 
 /**
  * The default sender: appends `{"at","to","text"}` lines to `sms-outbox.jsonl` in the data dir,
- * where an operator (`tail -f`) or a test reads them. Nothing leaves the machine. A send resolves
- * once its line is on disk: the relay then answers that the code was sent, and a power cut must
- * not take back a code someone was told to expect (the line is one `O_APPEND` write, so
- * concurrent sends never interleave).
+ * where an operator (`tail -f`) or a test reads them. Nothing leaves the machine. The line is
+ * written at once, in the call (one `O_APPEND` write, so concurrent sends never interleave, and a
+ * reader sees it as soon as the relay has answered, even where the relay answers before the send
+ * settles); the send resolves once it is on disk, so where the relay waits for the send
+ * (`POST /me/phone`), a power cut cannot take back a code someone was told to expect.
  */
 export class FileOutboxSmsSender implements SmsSender {
   readonly path: string;
   constructor(
     dataDir: string,
     private readonly clock: Clock,
-    private readonly syncOutbox: SyncOutbox = (file) => file.datasync(),
+    private readonly syncOutbox: SyncOutbox = fdatasyncOnThreadPool,
   ) {
     this.path = join(dataDir, smsOutboxFileName);
   }
 
   async send(message: SmsMessage): Promise<void> {
-    const file = await open(this.path, 'a', 0o600);
+    const fd = openSync(this.path, 'a', 0o600);
     try {
-      await file.appendFile(JSON.stringify({ at: isoFromMs(this.clock.nowMs()), to: message.to, text: message.text }) + '\n');
-      await this.syncOutbox(file);
+      writeSync(fd, JSON.stringify({ at: isoFromMs(this.clock.nowMs()), to: message.to, text: message.text }) + '\n');
+      await this.syncOutbox(fd);
     } finally {
-      await file.close();
+      closeSync(fd);
     }
   }
 }
