@@ -87,7 +87,7 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
       if (spec.query) refuseUnstorableText(req.query, ['query']);
       if (spec.body && req.body !== undefined) refuseUnstorableText(req.body, ['body']);
       const query = (spec.query ? parseOr422(spec.query, req.query, 'query') : req.query) as Q;
-      const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body ?? {}, 'body') : req.body) as B;
+      const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body === undefined ? {} : req.body, 'body') : req.body) as B;
       res.status(spec.successStatus ?? 200);
       const result = await spec.handle({ caller, body, query, params: req.params as Record<string, string>, req, res });
       if (result !== alreadySent) res.json(result);

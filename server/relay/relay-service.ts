@@ -278,7 +278,9 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   app.disable('x-powered-by');
   app.use(noSniff);
   app.use(requireHost);
-  const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
+  // strict: false parses any JSON value, as FastAPI does: a body of `"x"` or `1` is well-formed JSON
+  // that is no object (a 422 model_attributes_type from the route's schema), not a decode error.
+  const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'], strict: false });
   const api = strictRouter();
   // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
   let syncFailureLogged = false;
