@@ -365,7 +365,7 @@ function reapLeftovers(dataDir: string, logger: Logger): void {
   removePartialFiles(path.join(dataDir, 'firmware'), PARTIAL_BLOB_PATTERN);
 }
 
-export interface StartBenchServerOptions extends BenchServiceConfig, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs'> {
+export interface StartBenchServerOptions extends BenchServiceConfig, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
   /** 0 picks a free port (tests). */
   port: number;
   /** Default 127.0.0.1: exposing the bench is a decision, not a default. */
