@@ -6,6 +6,7 @@ import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteCaller } from './bench-route.js';
 import { fieldValueError } from '../http/http-error.js';
 import { numericTextParam } from '../http/form-schema.js';
+import { lastQueryValues } from '../http/last-query-values.js';
 import { readJsonBody } from '../http/json-body.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import type { AgentRecord } from '../store/bench-store.js';
@@ -33,11 +34,6 @@ export const jobWaitQuerySchema = z.object({
     description: `Extension: answer as soon as the job is done or failed, or after this many seconds (at most ${MAX_JOB_WAIT_SECONDS}) with the job as it is then.`,
   }),
 });
-
-/** A query parameter sent more than once keeps its last value, as FastAPI reads a scalar parameter. */
-function lastValues(query: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(query).map(([name, value]) => [name, Array.isArray(value) ? value.at(-1) : value]));
-}
 
 export const uartInputSchema = z
   .object({
@@ -143,7 +139,7 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
 /** The `GET /api/v1/jobs/{job_id}` handler with `?wait=` (the route itself stays in bench-routes.ts). */
 export function getJobMaybeWaiting(bench: Bench) {
   return async (req: Request, res: Response, caller: RouteCaller<AgentRecord>): Promise<void> => {
-    const { wait } = parseOr422(jobWaitQuerySchema, lastValues(req.query), 'query');
+    const { wait } = parseOr422(jobWaitQuerySchema, lastQueryValues(req.query), 'query');
     const agent = callerAgent(caller);
     const jobId = pathParam(req, 'job_id');
     res.json(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res)));

@@ -5,6 +5,7 @@ import type { ApiRoute, RouteGuard } from '../http/api-route.js';
 import type { OpenApiSecurity } from '../http/openapi.js';
 import { HttpError } from '../http/http-error.js';
 import { notJson } from '../http/json-body.js';
+import { lastQueryValues } from '../http/last-query-values.js';
 import { parseOr422 } from '../http/zod-to-422.js';
 import { type Caller, type Credentials, requireCredential } from './credentials.js';
 import { declaredUploadTooLarge } from './file-store.js';
@@ -84,9 +85,11 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
       // 422 `dict_type` at best, silently ignored where every field is optional.
       if (spec.body && bodyKind !== 'json-or-multipart' && carriesBytes(req) && !req.is(JSON_TYPES)) throw notJson(mediaTypeOf(req));
       // What a route reads, before it is validated or stored (decision 0490); what it ignores may hold anything.
-      if (spec.query) refuseUnstorableText(req.query, ['query']);
+      // A parameter sent twice counts with its last value, as FastAPI reads it (it was a 422 string_type).
+      const rawQuery = lastQueryValues(req.query);
+      if (spec.query) refuseUnstorableText(rawQuery, ['query']);
       if (spec.body && req.body !== undefined) refuseUnstorableText(req.body, ['body']);
-      const query = (spec.query ? parseOr422(spec.query, req.query, 'query') : req.query) as Q;
+      const query = (spec.query ? parseOr422(spec.query, rawQuery, 'query') : req.query) as Q;
       const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body === undefined ? {} : req.body, 'body') : req.body) as B;
       res.status(spec.successStatus ?? 200);
       const result = await spec.handle({ caller, body, query, params: req.params as Record<string, string>, req, res });

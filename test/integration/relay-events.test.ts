@@ -115,6 +115,9 @@ describe('GET /events', () => {
     const first = await page('');
     expect(first.body.events.length).toBe(relayLimits.eventsPageDefault);
     expect(first.body.has_more).toBe(true);
+    // A parameter sent twice counts with its last value, as FastAPI reads it (it was a 422 string_type).
+    const twice = await page('?limit=7&limit=2&since=999999999&since=0');
+    expect([twice.status, twice.body.events.map((e) => e.seq)]).toEqual([200, first.body.events.slice(0, 2).map((e) => e.seq)]);
     const past = await page('?since=999999999');
     expect(past.body).toEqual({ events: [], next: 999999999, has_more: false });
   });
