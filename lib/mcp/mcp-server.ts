@@ -35,7 +35,9 @@ export function mcpHttpHandler(benchUrl: () => string): (req: IncomingMessage & 
       res.end(JSON.stringify(body));
     };
     if (req.method !== 'POST') return json(405, { detail: 'Method Not Allowed: this MCP endpoint is stateless; POST JSON-RPC messages to it' }, { allow: 'POST' });
-    const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
+    // The scheme is case-insensitive (RFC 9110), as the service's bearer guard in front of this reads it:
+    // a `bearer hb_...` it let in was refused here.
+    const token = /^Bearer (\S+)$/i.exec((req.headers.authorization ?? '').trim())?.[1];
     if (!token) return json(401, { detail: 'Not authenticated: send "authorization: Bearer <agent token>" (POST /api/v1/agents/register)' }, { 'www-authenticate': 'Bearer' });
     const server = benchMcpServer(new BenchClient({ baseUrl: benchUrl(), token }), { localFiles: false });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

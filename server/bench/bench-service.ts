@@ -20,7 +20,7 @@ import { buildOpenApiDocument } from '../http/openapi.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
-import { redirectSlashes, starletteApp, strictRouter } from '../http/starlette-routing.js';
+import { redirectSlashes, slashRedirects, starletteApp, strictRouter } from '../http/starlette-routing.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { type FirmwareBlobs, FirmwareBlobStore } from '../store/firmware-blob-store.js';
@@ -313,11 +313,12 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     }
     const otherPaths = [{ method: 'get', path: '/metrics' }, { method: 'get', path: '/openapi.json' }, ...PAGES_ROUTES, ...CONSOLE_ROUTES];
     mountApiRoutes(app, routes, guard, { otherPaths });
-    app.use(redirectSlashes([...routes, ...otherPaths, ...(mcp ? [{ method: 'all', path: '/mcp' }] : [])]));
+    const served = [...routes, ...otherPaths, ...(mcp ? [{ method: 'all', path: '/mcp' }] : [])];
+    app.use(redirectSlashes(served));
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger));
 
-    const checkContinue = continueListener(routes, guard, app);
+    const checkContinue = continueListener(routes, guard, app, slashRedirects(served));
 
     let closed = false;
     return {
@@ -364,7 +365,7 @@ function reapLeftovers(dataDir: string, logger: Logger): void {
   removePartialFiles(path.join(dataDir, 'firmware'), PARTIAL_BLOB_PATTERN);
 }
 
-export interface StartBenchServerOptions extends BenchServiceConfig, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs'> {
+export interface StartBenchServerOptions extends BenchServiceConfig, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
   /** 0 picks a free port (tests). */
   port: number;
   /** Default 127.0.0.1: exposing the bench is a decision, not a default. */

@@ -20,12 +20,16 @@ export function continueCheck<Caller, Auth extends string>(route: ApiRoute<Calle
  * The HTTP server's `checkContinue` listener for `routes` served by `app`: a request sent with
  * `Expect: 100-continue` is refused from its headers (401, 413, with the normal bodies and
  * `Connection: close`) before `100 Continue` is written, and one without `Host` goes to the app
- * unasked (its 400); otherwise 100 is written and the request goes to the app.
+ * unasked (its 400), as does one `slashRedirect` names a `Location` for (the app's 307 reads no
+ * body: an upload to `/api/v1/jobs/flash/` was sent whole, then again to where it was redirected);
+ * otherwise 100 is written and the request goes to the app. Node closes a connection answered
+ * without 100, so its unsent body is never waited for.
  */
 export function continueListener<Caller, Auth extends string>(
   routes: readonly ApiRoute<Caller, Auth>[],
   guard: RouteGuard<Caller, Auth>,
   app: (req: IncomingMessage, res: ServerResponse) => void,
+  slashRedirect: (method: string, url: string) => string | undefined = () => undefined,
 ): (req: IncomingMessage, res: ServerResponse) => void {
   const checks = routes.flatMap((route) => {
     const check = continueCheck(route, guard);
@@ -38,8 +42,9 @@ export function continueListener<Caller, Auth extends string>(
       res.writeContinue();
       app(req, res);
     };
-    if (lacksOneHost(req)) {
-      // The app's first answer to it, whatever the route or credential: a 400 its body is not asked for.
+    if (lacksOneHost(req) || (!entry && slashRedirect(req.method ?? '', req.url ?? '/') !== undefined)) {
+      // The app's first answer to it, whatever the route or credential (a 400, the 307 to the slash
+      // variant): its body is not asked for.
       app(req, res);
       return;
     }

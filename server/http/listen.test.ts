@@ -4,7 +4,7 @@ import { type Socket, connect } from 'node:net';
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rawExchange } from '../../test/fuzz/raw-http.js';
-import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, type ListenOptions, listen, type ListeningServer } from './listen.js';
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_SEND_STALL_TIMEOUT_MS, type ListenOptions, listen, type ListeningServer } from './listen.js';
 import { requireHost } from './malformed-request.js';
 
 const open: ListeningServer[] = [];
@@ -82,7 +82,7 @@ describe('listen', () => {
 
   it('caps open connections at 1024 and times a request head at 30 s by default', async () => {
     const l = await started();
-    expect([DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADERS_TIMEOUT_MS]).toEqual([1024, 30_000]);
+    expect([DEFAULT_MAX_CONNECTIONS, DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_SEND_STALL_TIMEOUT_MS]).toEqual([1024, 30_000, 60_000]);
     expect([l.server.maxConnections, l.server.headersTimeout]).toEqual([1024, 30_000]);
     expect(l.server.requestTimeout).toBe(300_000);
   });
@@ -148,8 +148,43 @@ describe('listen', () => {
     expect([answer.status, await answer.json()]).toEqual([200, { waited: true }]);
   });
 
+  it('destroys a connection whose client stopped reading a large answer after sendStallTimeoutMs, while a long poll with nothing to send is not cut', async () => {
+    const l = await listen({ port: 0, sendStallTimeoutMs: 50 });
+    open.push(l);
+    let releaseLongPoll = () => {};
+    let longPollHeld = () => {};
+    const held = new Promise<void>((resolve) => (longPollHeld = resolve));
+    l.server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      if (req.url === '/large') {
+        // More than the loopback socket buffers hold, so bytes stay queued while nobody reads.
+        res.end(Buffer.alloc(64 * 1024 * 1024));
+        return;
+      }
+      releaseLongPoll = () => res.end('{"waited":true}');
+      longPollHeld();
+    });
+    const longPoll = fetch(l.origin);
+    await held;
+
+    const serverSide = once(l.server, 'connection') as Promise<[Socket]>;
+    const reader = connect(l.port, '127.0.0.1');
+    reader.on('error', () => {}); // the reset is the point
+    reader.pause();
+    reader.write('GET /large HTTP/1.1\r\nHost: x\r\n\r\n');
+    const [socket] = await serverSide;
+    await once(socket, 'close'); // without the bound, it never closes and the test times out
+    expect(socket.destroyed).toBe(true);
+
+    // Cut by a check that ran after the long poll had waited longer than the bound.
+    releaseLongPoll();
+    const answer = await longPoll;
+    expect([answer.status, await answer.json()]).toEqual([200, { waited: true }]);
+    reader.destroy();
+  });
+
   it('refuses a cap or a timeout that is not a whole number above 0', async () => {
     await expect(listen({ port: 0, maxConnections: 0 })).rejects.toThrow(/maxConnections must be a whole number above 0/);
     await expect(listen({ port: 0, headersTimeoutMs: 1.5 })).rejects.toThrow(/headersTimeoutMs must be a whole number of ms above 0/);
+    await expect(listen({ port: 0, sendStallTimeoutMs: 0 })).rejects.toThrow(/sendStallTimeoutMs must be a whole number of ms above 0/);
   });
 });

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
 
 /**
@@ -35,10 +35,19 @@ export interface ListenOptions {
    * is timed: long polls and live streams, whose answer waits, are not. Default `DEFAULT_HEADERS_TIMEOUT_MS`.
    */
   headersTimeoutMs?: number;
+  /**
+   * A connection with answer bytes waiting to be sent all this time, of which the client took less
+   * than 64 KiB, is destroyed. Node has no timeout on sending: a client that asks for a large answer (a relay
+   * file, a long page) and never reads held its connection, and a place under `maxConnections`,
+   * for ever, so as many such clients as the cap shut everyone out. A connection with nothing to
+   * send (a long poll waiting) is never cut by this. Default `DEFAULT_SEND_STALL_TIMEOUT_MS`.
+   */
+  sendStallTimeoutMs?: number;
 }
 
 export const DEFAULT_MAX_CONNECTIONS = 1024;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
+export const DEFAULT_SEND_STALL_TIMEOUT_MS = 60_000;
 
 /** The listen options a service's start options carry (absent ones left to `listen`'s defaults). */
 export function listenOptionsOf(options: Omit<ListenOptions, 'port'>): Omit<ListenOptions, 'port'> {
@@ -46,6 +55,7 @@ export function listenOptionsOf(options: Omit<ListenOptions, 'port'>): Omit<List
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
     ...(options.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.headersTimeoutMs } : {}),
+    ...(options.sendStallTimeoutMs !== undefined ? { sendStallTimeoutMs: options.sendStallTimeoutMs } : {}),
   };
 }
 
@@ -56,6 +66,8 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
   if (!Number.isSafeInteger(headersTimeoutMs) || headersTimeoutMs < 1) throw new RangeError(`headersTimeoutMs must be a whole number of ms above 0; got ${headersTimeoutMs}`);
   const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) throw new RangeError(`maxConnections must be a whole number above 0; got ${maxConnections}`);
+  const sendStallTimeoutMs = options.sendStallTimeoutMs ?? DEFAULT_SEND_STALL_TIMEOUT_MS;
+  if (!Number.isSafeInteger(sendStallTimeoutMs) || sendStallTimeoutMs < 1) throw new RangeError(`sendStallTimeoutMs must be a whole number of ms above 0; got ${sendStallTimeoutMs}`);
   const server = createServer({
     // A request without Host is refused by the apps (`requireHost`), in JSON: node's own answer has no body.
     requireHostHeader: false,
@@ -68,6 +80,8 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
   // JSON, not node's bare 400 or empty 417.
   server.on('clientError', answerMalformedRequest);
   server.on('checkExpectation', answerUnmetExpectation);
+  const stopCuttingStalledSends = cutStalledSends(server, sendStallTimeoutMs);
+  server.once('close', stopCuttingStalledSends);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, host, () => {
@@ -86,4 +100,38 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
         server.closeAllConnections();
       }),
   };
+}
+
+/** Bytes a stalled-looking connection must take per `sendStallTimeoutMs` to keep it (about 1 KiB/s at the default). */
+const SEND_STALL_MIN_BYTES = 64 * 1024;
+
+/**
+ * Destroys the server's connections that kept answer bytes queued (`writableLength`) for
+ * `stallMs` on end while the client took fewer than SEND_STALL_MIN_BYTES of them: a reader that
+ * stopped (or trickles, the kernel letting a byte through now and then, or a client reading one a
+ * minute) does not keep its place. Checked every `stallMs / 2` (at most 5 s, like the head
+ * timeout's check); returns the function that stops checking.
+ */
+function cutStalledSends(server: Server, stallMs: number): () => void {
+  const open = new Map<Socket, { sinceMs: number; sentBytes: number } | undefined>();
+  server.on('connection', (socket: Socket) => {
+    open.set(socket, undefined);
+    socket.once('close', () => open.delete(socket));
+  });
+  const check = () => {
+    const nowMs = performance.now();
+    for (const [socket, window] of open) {
+      const queuedBytes = socket.writableLength;
+      // What left node for the kernel: written minus what is still queued.
+      const sentBytes = socket.bytesWritten - queuedBytes;
+      if (queuedBytes === 0) open.set(socket, undefined);
+      else if (!window) open.set(socket, { sinceMs: nowMs, sentBytes });
+      else if (nowMs - window.sinceMs < stallMs) continue;
+      else if (sentBytes - window.sentBytes < SEND_STALL_MIN_BYTES) socket.destroy();
+      else open.set(socket, { sinceMs: nowMs, sentBytes });
+    }
+  };
+  const timer = setInterval(check, Math.max(1, Math.min(5_000, Math.floor(stallMs / 2))));
+  timer.unref();
+  return () => clearInterval(timer);
 }

@@ -31,16 +31,29 @@ export interface ServedPath {
  * goes on to the 404. Mount it after every route, just before the not-found handler.
  */
 export function redirectSlashes(served: readonly ServedPath[]): RequestHandler {
+  const redirectOf = slashRedirects(served);
+  return (req, res, next) => {
+    const location = redirectOf(req.method, req.originalUrl);
+    if (location === undefined) return next();
+    res.status(307).location(location).end();
+  };
+}
+
+/**
+ * The `Location` `redirectSlashes(served)` answers a request of `method` to `url` (path and query,
+ * as on the request line) with, or undefined when it lets the request through.
+ */
+export function slashRedirects(served: readonly ServedPath[]): (method: string, url: string) => string | undefined {
   const entries = served.map((s) => ({ method: s.method.toUpperCase(), pattern: pathPattern(s.path) }));
   const serves = (method: string, path: string) =>
     entries.some((e) => (e.method === method || e.method === 'ALL' || (method === 'HEAD' && e.method === 'GET')) && e.pattern.test(path));
-  return (req, res, next) => {
-    const [path = '/', query] = splitUrl(req.originalUrl);
-    if (path === '/') return next();
+  return (method, url) => {
+    const [path = '/', query] = splitUrl(url);
+    if (path === '/') return undefined;
     const other = path.endsWith('/') ? path.replace(/\/+$/, '') : `${path}/`;
     // "//host" would be a protocol-relative Location (no served path starts so; checked anyway).
-    if (other === '' || other.startsWith('//') || !serves(req.method, other)) return next();
-    res.status(307).location(query === undefined ? other : `${other}?${query}`).end();
+    if (other === '' || other.startsWith('//') || !serves(method, other)) return undefined;
+    return query === undefined ? other : `${other}?${query}`;
   };
 }
 

@@ -162,8 +162,10 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ query }) => {
         const since = Number(query.since ?? 0);
         const limit = query.limit === undefined ? relayLimits.eventsPageDefault : Number(query.limit);
-        if (limit < 1 || limit > relayLimits.eventsPageMax) {
-          throw invalidInput(['query', 'limit'], `Input should be between 1 and ${relayLimits.eventsPageMax}`, query.limit, 'less_than_equal', { ge: 1, le: relayLimits.eventsPageMax });
+        // Pydantic's words for `Query(ge=1, le=max)`: one bound per error, the one that was crossed.
+        if (limit < 1) throw invalidInput(['query', 'limit'], 'Input should be greater than or equal to 1', query.limit, 'greater_than_equal', { ge: 1 });
+        if (limit > relayLimits.eventsPageMax) {
+          throw invalidInput(['query', 'limit'], `Input should be less than or equal to ${relayLimits.eventsPageMax}`, query.limit, 'less_than_equal', { le: relayLimits.eventsPageMax });
         }
         const authors = query.authors === undefined || query.authors === '' ? [] : query.authors.split(',').map((a) => a.trim());
         if (authors.length > relayLimits.authorsFilterMax) {

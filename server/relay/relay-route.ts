@@ -90,7 +90,8 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
       if (queryValues) refuseUnstorableText(queryValues, ['query']);
       if (spec.body && req.body !== undefined) refuseUnstorableText(req.body, ['body']);
       const query = (spec.query ? parseOr422(spec.query, queryValues, 'query') : req.query) as Q;
-      const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body ?? {}, 'body') : req.body) as B;
+      // No body is an empty object; a JSON null is no object (a 422), not an empty one.
+      const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body === undefined ? {} : req.body, 'body') : req.body) as B;
       res.status(spec.successStatus ?? 200);
       const result = await spec.handle({ caller, body, query, params: req.params as Record<string, string>, req, res });
       if (result !== alreadySent) res.json(result);

@@ -21,7 +21,7 @@ import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
-import { redirectSlashes, starletteApp, strictRouter } from '../http/starlette-routing.js';
+import { type ServedPath, redirectSlashes, slashRedirects, starletteApp, strictRouter } from '../http/starlette-routing.js';
 import { continueListener } from '../http/expect-continue.js';
 import { type ListenOptions, listen, listenOptionsOf } from '../http/listen.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
@@ -232,7 +232,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
 
     // The routes as the server sees them: under the API's path.
     const apiPrefix = pathPrefix(baseUrl);
-    const checkContinue = continueListener(routes.map((r) => ({ ...r, path: apiPrefix + r.path })), relayGuard(deps.credentials), app);
+    const checkContinue = continueListener(routes.map((r) => ({ ...r, path: apiPrefix + r.path })), relayGuard(deps.credentials), app, slashRedirects(servedPaths(deps, routes)));
 
     return {
       app,
@@ -275,13 +275,25 @@ function pathPrefix(url: string): string {
   return new URL(url).pathname.replace(/\/+$/, '');
 }
 
+/** Every path the relay's app serves, as the server sees it (site and API prefixes), for the slash redirects. */
+function servedPaths(deps: RelayDeps, routes: readonly RelayRoute[]): ServedPath[] {
+  const sitePrefix = pathPrefix(deps.humanUrl);
+  const apiPrefix = pathPrefix(deps.baseUrl);
+  return [
+    ...RELAY_SITE_PATHS.map((path) => ({ method: 'get', path: sitePrefix + path })),
+    ...[...routes, { method: 'get', path: '/openapi.json' }].map((route) => ({ method: route.method, path: apiPrefix + route.path })),
+  ];
+}
+
 function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router): Express {
   const app = express();
   starletteApp(app);
   app.disable('x-powered-by');
   app.use(noSniff);
   app.use(requireHost);
-  const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'] });
+  // strict: false parses any JSON value, as FastAPI does: a body of `"x"` or `1` is well-formed JSON
+  // that is no object (a 422 model_attributes_type from the route's schema), not a decode error.
+  const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'], strict: false });
   const api = strictRouter();
   // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
   let syncFailureLogged = false;
@@ -328,17 +340,13 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // The site first: with both at "/", "/" and "/agents" are pages, every other path is the API.
   app.use(sitePrefix || '/', relaySite(routes, deps.baseUrl, deps.humanUrl, stats));
   app.use(apiPrefix || '/', api);
-  const served = [
-    ...RELAY_SITE_PATHS.map((path) => ({ method: 'get', path: sitePrefix + path })),
-    ...[...routes, { method: 'get', path: '/openapi.json' }].map((route) => ({ method: route.method, path: apiPrefix + route.path })),
-  ];
-  app.use(redirectSlashes(served));
+  app.use(redirectSlashes(servedPaths(deps, routes)));
   app.use(notFoundHandler);
   app.use(relayErrorHandler(logger));
   return app;
 }
 
-export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs'> {
+export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
   /** Interface to listen on; default 127.0.0.1. */
   host?: string;
   /** 0 (the default) picks a free port. */

@@ -79,6 +79,14 @@ describe('Expect: 100-continue', () => {
     await app.idle();
   });
 
+  it('answers an upload to the trailing-slash variant with its 307 before writing 100 (it was sent whole, then again)', async () => {
+    const { token } = await app.register();
+    const { contentType, body } = multipart({ board: 'pico' }, elf);
+    const out = await expectContinue('/api/v1/jobs/flash/?wait=1', { 'content-type': contentType, authorization: `Bearer ${token}` }, body);
+    expect(out).toMatchObject({ continued: false, status: 307, headers: { location: '/api/v1/jobs/flash?wait=1', connection: 'close' } });
+    expect(await app.server.service.store.counts()).toMatchObject({ jobsTotal: 0 });
+  });
+
   it('writes 100 for routes without a headers check and lets the app answer', async () => {
     const body = Buffer.from('label=carol');
     const out = await expectContinue('/api/v1/agents/register', { 'content-type': 'application/x-www-form-urlencoded' }, body);

@@ -93,6 +93,14 @@ describe('MCP over streamable HTTP at /mcp', () => {
     expect(unknown.status).toBe(401);
     expect(unknown.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
     expect(await unknown.json()).toEqual({ detail: 'Invalid token: no agent has this token' });
+    // The scheme is case-insensitive on /mcp as on every bearer route (the guard let it in; the handler refused it).
+    const lowerScheme = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { ...mcpHeaders, authorization: `bearer ${token}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(lowerScheme.status).toBe(200);
+    expect(JSON.stringify(await lowerScheme.json())).toContain('list_boards');
     expect((await fetch(`${server.url}/mcp`)).status).toBe(405);
     const llms = await (await fetch(`${server.url}/llms.txt`)).text();
     expect(llms).toContain('## MCP');

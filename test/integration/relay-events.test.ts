@@ -108,9 +108,16 @@ describe('GET /events', () => {
   it('bounds the page size and validates the query', async () => {
     const bad = [`?limit=${relayLimits.eventsPageMax + 1}`, '?limit=0', '?since=-1', '?since=abc', '?authors=nothex', `?authors=${Array.from({ length: 101 }, () => 'a'.repeat(64)).join(',')}`];
     for (const q of bad) expect((await page(q)).status, q).toBe(422);
+    // Each bound in pydantic's words for Query(ge=1, le=max) (a limit of 0 was called less_than_equal).
+    expect((await page('?limit=0')).body as unknown).toMatchObject({ detail: [{ type: 'greater_than_equal', loc: ['query', 'limit'], msg: 'Input should be greater than or equal to 1', input: '0', ctx: { ge: 1 } }] });
+    const over = String(relayLimits.eventsPageMax + 1);
+    expect((await page(`?limit=${over}`)).body as unknown).toMatchObject({ detail: [{ type: 'less_than_equal', loc: ['query', 'limit'], msg: `Input should be less than or equal to ${relayLimits.eventsPageMax}`, input: over, ctx: { le: relayLimits.eventsPageMax } }] });
     const first = await page('');
     expect(first.body.events.length).toBe(relayLimits.eventsPageDefault);
     expect(first.body.has_more).toBe(true);
+    // A parameter sent twice counts with its last value, as FastAPI reads it (it was a 422 string_type).
+    const twice = await page('?limit=7&limit=2&since=999999999&since=0');
+    expect([twice.status, twice.body.events.map((e) => e.seq)]).toEqual([200, first.body.events.slice(0, 2).map((e) => e.seq)]);
     const past = await page('?since=999999999');
     expect(past.body).toEqual({ events: [], next: 999999999, has_more: false });
   });

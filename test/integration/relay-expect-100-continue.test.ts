@@ -67,6 +67,12 @@ describe('Expect: 100-continue on the relay', () => {
     expect(JSON.parse(out.body)).toEqual({ detail: 'Unsupported media type: the body must be JSON (content-type: application/json), not text/plain' });
   });
 
+  it('answers an upload to the trailing-slash variant with its 307 before writing 100 (it was sent whole, then again)', async () => {
+    const { headers, body } = upload('to the slash variant');
+    const out = await expectContinue('/items/', { ...headers, authorization: alice.auth }, body);
+    expect(out).toMatchObject({ continued: false, status: 307, headers: { location: '/api/items', connection: 'close' } });
+  });
+
   it('asks for and serves a welcome upload', async () => {
     const { headers, body } = upload('a welcome upload');
     const out = await expectContinue('/items', { ...headers, authorization: alice.auth }, body);

@@ -93,6 +93,18 @@ describe('POST /register: proving the node key', () => {
     expect(badJson.status).toBe(422);
     expect((badJson.body.detail as { type: string }[])[0]!.type).toBe('json_invalid');
   });
+
+  it('a body that is well-formed JSON but no object is a 422 model_attributes_type, as FastAPI answers, not a decode error', async () => {
+    const node = await registerNode(relay, clock);
+    for (const [path, auth] of [['/register', undefined], ['/me', node.auth], ['/invites/accept', node.auth]] as const) {
+      for (const raw of ['"x"', '1', 'true', 'null']) {
+        const r = await call(relay.baseUrl, 'POST', path, { rawBody: raw, headers: { 'content-type': 'application/json' }, ...(auth ? { auth } : {}) });
+        expect(r.status, `${path} ${raw}`).toBe(422);
+        // null included: it is not "no body" (which keeps its usual answer), so POST /me with it changes nothing.
+        expect(r.body.detail, `${path} ${raw}`).toEqual([{ type: 'model_attributes_type', loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', input: JSON.parse(raw) }]);
+      }
+    }
+  });
 });
 
 describe('POST /session', () => {
