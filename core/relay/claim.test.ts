@@ -77,8 +77,8 @@ describe('validateClaim', () => {
       [{ kind: 'statement', title: 5, body: '' }, 'string_type'],
       [{ kind: 'statement', title: 't', body: 'a\ud800b' }, 'string_unicode'],
       [{ kind: 'statement', title: 't', body: '', file: 'x' }, 'extra_forbidden'],
-      [[], 'dict_type'],
-      [null, 'dict_type'],
+      [[], 'model_attributes_type'],
+      [null, 'model_attributes_type'],
     ];
     for (const [input, type] of cases) {
       const result = validateClaim(input);

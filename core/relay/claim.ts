@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Issue, type Validated, codePointLength, hasLoneSurrogate, isPlainObject } from './issue.js';
+import { type Issue, type Validated, codePointLength, hasLoneSurrogate, isPlainObject, notAnObjectIssue } from './issue.js';
 
 /**
  * Claim items and their ids (relay spec, "Item"; design note, "Claim ids").
@@ -70,7 +70,7 @@ const LINE_BREAK = /[\n\r]/;
  */
 export function validateClaim(input: unknown): Validated<Claim> {
   if (!isPlainObject(input)) {
-    return { ok: false, issues: [{ loc: [], msg: 'Input should be a valid dictionary', type: 'dict_type', input }] };
+    return { ok: false, issues: [notAnObjectIssue([], input)] };
   }
   const issues: Issue[] = [];
   const text = (field: 'kind' | 'title' | 'body'): string | undefined => {

@@ -35,6 +35,14 @@ export function unwrap<T>(result: Validated<T>, what: string): T {
 }
 
 /** True for a plain JSON-like object (not an array, not a class instance). */
+/**
+ * The issue for a document (or a nested one) that is no JSON object, in the words FastAPI answers
+ * for a model: every relay body and the bench's say the same (server/http/zod-to-422.ts).
+ */
+export function notAnObjectIssue(loc: string[], input: unknown): Issue {
+  return { loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type', input };
+}
+
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const proto: unknown = Object.getPrototypeOf(value);

@@ -80,7 +80,7 @@ describe('validateQuorumSet', () => {
     expect(typesOf({ t: 1, v: [a, b], i: [] }, { self: b })).toEqual([['v.1', 'value_error']]);
     expect(typesOf({ t: 1, v: [a], i: [], x: 1 })).toEqual([['x', 'extra_forbidden']]);
     expect(typesOf({ t: 1, v: [], i: [] })).toEqual([['t', 'value_error']]);
-    expect(typesOf('x')).toEqual([['', 'dict_type']]);
+    expect(typesOf('x')).toEqual([['', 'model_attributes_type']]);
     const deep = (levels: number): unknown =>
       levels === 1 ? { t: 1, v: [id(100 + levels)], i: [] } : { t: 1, v: [id(100 + levels)], i: [deep(levels - 1)] };
     expect(validateQuorumSet(deep(4)).ok).toBe(true);

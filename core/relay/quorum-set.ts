@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
-import { type Issue, type Validated, isPlainObject } from './issue.js';
+import { type Issue, type Validated, isPlainObject, notAnObjectIssue } from './issue.js';
 import { isNodeId } from './node-id.js';
 
 /**
@@ -233,7 +233,7 @@ function parseLevel(
   seen: Map<string, string[]>,
 ): QuorumSet | undefined {
   if (!isPlainObject(input)) {
-    issues.push({ loc, msg: 'Input should be a valid dictionary', type: 'dict_type', input });
+    issues.push(notAnObjectIssue(loc, input));
     return undefined;
   }
   const before = issues.length;

@@ -61,7 +61,7 @@ describe('x.item/1 authorship', () => {
     expect(issues({ ...claimDoc, title: 'boots' })).toEqual(['title:extra_forbidden']);
     expect(issues({ ...claimDoc, type: 'file' })).toEqual(['title:missing', 'media_type:missing']);
     expect(issues({ ...claimDoc, sig: 'short' })).toEqual(['sig:value_error']);
-    expect(issues([])).toEqual([':dict_type']);
+    expect(issues([])).toEqual([':model_attributes_type']);
   });
 
   it('names the first field that disagrees with the item', () => {

@@ -1,6 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
 import { publicKeyFromSecret, signEd25519, verifyEd25519 } from './ed25519.js';
-import { type Issue, RelayError, isPlainObject } from './issue.js';
+import { type Issue, RelayError, isPlainObject, notAnObjectIssue } from './issue.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
 import { isSignatureText } from './vote.js';
 
@@ -97,7 +97,7 @@ export class FieldChecks {
 
 /** The issue for input that is not a JSON object. */
 export function notAnObject(input: unknown): Issue[] {
-  return [{ loc: [], msg: 'Input should be a valid dictionary', type: 'dict_type', input }];
+  return [notAnObjectIssue([], input)];
 }
 
 export { isPlainObject };

@@ -82,7 +82,7 @@ describe('parseVote', () => {
       ['sig', 'missing'],
       ['slice', 'missing'],
     ]);
-    expect(issueTypes('vote')).toEqual([['', 'dict_type']]);
+    expect(issueTypes('vote')).toEqual([['', 'model_attributes_type']]);
   });
   it('takes a hint nested 32 deep and refuses one nested deeper (a relay serialises what it stores)', () => {
     const vote = signVote(unsigned, voter.secretKey);

@@ -1,7 +1,7 @@
 import { canonicalJson } from './canonical-json.js';
 import { isItemId } from './claim.js';
 import { publicKeyFromSecret, signEd25519, verifyEd25519, verifyEd25519Async } from './ed25519.js';
-import { type Issue, RelayError, type Validated, isPlainObject, unwrap } from './issue.js';
+import { type Issue, RelayError, type Validated, isPlainObject, unwrap, notAnObjectIssue } from './issue.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
 import { type QuorumSet, validateQuorumSet } from './quorum-set.js';
 
@@ -138,7 +138,7 @@ function hex(input: Record<string, unknown>, issues: Issue[], key: string, what:
  */
 export function parseVote(input: unknown): Validated<Vote> {
   if (!isPlainObject(input)) {
-    return { ok: false, issues: [{ loc: [], msg: 'Input should be a valid dictionary', type: 'dict_type', input }] };
+    return { ok: false, issues: [notAnObjectIssue([], input)] };
   }
   const issues: Issue[] = [];
   literal(input, issues, 'schema', [VOTE_SCHEMA]);

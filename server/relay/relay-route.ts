@@ -82,7 +82,7 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
     ...(spec.body ? { beforeContinue: async (req: IncomingMessage) => refuseDeclaredSize(req, bodyKind) } : {}),
     handler: async (req, res, caller) => {
       // A body the JSON parser skipped (text/plain, a form) would otherwise be validated as `{}`: a
-      // 422 `dict_type` at best, silently ignored where every field is optional.
+      // 422 `model_attributes_type` at best, silently ignored where every field is optional.
       if (spec.body && bodyKind !== 'json-or-multipart' && carriesBytes(req) && !req.is(JSON_TYPES)) throw notJson(mediaTypeOf(req));
       // What a route reads, before it is validated or stored (decision 0490); what it ignores may hold anything.
       // A parameter sent twice is read as its last value, as FastAPI reads it.
