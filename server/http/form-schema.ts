@@ -36,12 +36,18 @@ export function parseNumericText(text: string): number | undefined {
 }
 
 /** An optional numeric-text form field with a default and bounds (both checked after parsing). */
-export function numericTextField(options: NumberBounds & { default: string; description: string }) {
+/** A number within the bounds given (pydantic's gt/ge/lt/le), checked after the text is parsed. */
+function boundedNumber(bounds: NumberBounds): z.ZodNumber {
   let n = z.number();
-  if (options.gt !== undefined) n = n.gt(options.gt);
-  if (options.ge !== undefined) n = n.gte(options.ge);
-  if (options.lt !== undefined) n = n.lt(options.lt);
-  if (options.le !== undefined) n = n.lte(options.le);
+  if (bounds.gt !== undefined) n = n.gt(bounds.gt);
+  if (bounds.ge !== undefined) n = n.gte(bounds.ge);
+  if (bounds.lt !== undefined) n = n.lt(bounds.lt);
+  if (bounds.le !== undefined) n = n.lte(bounds.le);
+  return n;
+}
+
+export function numericTextField(options: NumberBounds & { default: string; description: string }) {
+  const n = boundedNumber(options);
   return z
     .string()
     .default(options.default)
@@ -63,11 +69,7 @@ export function numericTextField(options: NumberBounds & { default: string; desc
  * documented as the number it stands for.
  */
 export function numericTextParam(options: NumberBounds & { description: string }) {
-  let n = z.number();
-  if (options.gt !== undefined) n = n.gt(options.gt);
-  if (options.ge !== undefined) n = n.gte(options.ge);
-  if (options.lt !== undefined) n = n.lt(options.lt);
-  if (options.le !== undefined) n = n.lte(options.le);
+  const n = boundedNumber(options);
   return z
     .preprocess((raw, ctx) => {
       if (typeof raw !== 'string') return raw;
