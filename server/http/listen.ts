@@ -73,7 +73,7 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
     requireHostHeader: false,
     headersTimeout: headersTimeoutMs,
     // Node checks the timeouts this often (default 30 s, which would double a 30 s bound).
-    connectionsCheckingInterval: Math.max(1, Math.min(5_000, Math.floor(headersTimeoutMs / 2))),
+    connectionsCheckingInterval: checkEveryMs(headersTimeoutMs),
   });
   server.maxConnections = maxConnections;
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
@@ -100,6 +100,11 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
         server.closeAllConnections();
       }),
   };
+}
+
+/** How often a timeout of `timeoutMs` is checked: at half of it, at most every 5 s, so it is late by that at most. */
+function checkEveryMs(timeoutMs: number): number {
+  return Math.max(1, Math.min(5_000, Math.floor(timeoutMs / 2)));
 }
 
 /** Bytes a stalled-looking connection must take per `sendStallTimeoutMs` to keep it (about 1 KiB/s at the default). */
@@ -131,7 +136,7 @@ function cutStalledSends(server: Server, stallMs: number): () => void {
       else open.set(socket, { sinceMs: nowMs, sentBytes });
     }
   };
-  const timer = setInterval(check, Math.max(1, Math.min(5_000, Math.floor(stallMs / 2))));
+  const timer = setInterval(check, checkEveryMs(stallMs));
   timer.unref();
   return () => clearInterval(timer);
 }

@@ -215,7 +215,9 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
     const limited = strictRouter();
     limited.post('/register', rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.registrationsPerMinute, perMs: 60_000 }), clientOf, what: 'registrations' }));
     limited.post(['/session', '/login', '/login/verify', '/recover/start', '/recover/finish'], rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.signInsPerMinute, perMs: 60_000 }), clientOf, what: 'sign-in and recovery requests' }));
-    const app = buildApp(deps, routes, logger, limited);
+    // One list for the app's 307s and the `Expect: 100-continue` listener's, which must agree.
+    const served = servedPaths(deps, routes);
+    const app = buildApp(deps, routes, logger, limited, served);
 
     let timer: TimerHandle | undefined;
     let closed = false;
@@ -232,7 +234,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
 
     // The routes as the server sees them: under the API's path.
     const apiPrefix = pathPrefix(baseUrl);
-    const checkContinue = continueListener(routes.map((r) => ({ ...r, path: apiPrefix + r.path })), relayGuard(deps.credentials), app, slashRedirects(servedPaths(deps, routes)));
+    const checkContinue = continueListener(routes.map((r) => ({ ...r, path: apiPrefix + r.path })), relayGuard(deps.credentials), app, slashRedirects(served));
 
     return {
       app,
@@ -285,7 +287,7 @@ function servedPaths(deps: RelayDeps, routes: readonly RelayRoute[]): ServedPath
   ];
 }
 
-function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router): Express {
+function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router, served: readonly ServedPath[]): Express {
   const app = express();
   starletteApp(app);
   app.disable('x-powered-by');
@@ -340,7 +342,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // The site first: with both at "/", "/" and "/agents" are pages, every other path is the API.
   app.use(sitePrefix || '/', relaySite(routes, deps.baseUrl, deps.humanUrl, stats));
   app.use(apiPrefix || '/', api);
-  app.use(redirectSlashes(servedPaths(deps, routes)));
+  app.use(redirectSlashes(served));
   app.use(notFoundHandler);
   app.use(relayErrorHandler(logger));
   return app;
