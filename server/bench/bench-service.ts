@@ -162,7 +162,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     if (config.databaseUrl) {
       // Replicas share everything accepted through the database; the data dir keeps only this
       // process's scratch (child ledger, emulator work dirs).
-      const shared = await PostgresBenchStore.open(config.databaseUrl, config.databasePoolSize === undefined ? {} : { poolSize: config.databasePoolSize }).catch((err: unknown) => {
+      const shared = await PostgresBenchStore.open(config.databaseUrl, { clock: config.clock, ...(config.databasePoolSize === undefined ? {} : { poolSize: config.databasePoolSize }) }).catch((err: unknown) => {
         throw new Error(`cannot open the database at ${redactDatabaseUrl(config.databaseUrl!)}: ${(err as Error).message}`, { cause: err });
       });
       store = shared;
@@ -318,7 +318,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const served = [...routes, ...otherPaths, ...(mcp ? [{ method: 'all', path: '/mcp' }] : [])];
     app.use(redirectSlashes(served));
     app.use(notFoundHandler);
-    app.use(createErrorHandler(logger));
+    app.use(createErrorHandler(logger, { service: 'bench' }));
 
     const checkContinue = continueListener(routes, guard, app, slashRedirects(served));
 

@@ -8,6 +8,7 @@ import { type WorkerBoardState, WorkerBoards } from '../../harness/worker/worker
 import type { WorkerLink } from '../../harness/worker/worker-link.js';
 import type { Logger } from '../http/logger.js';
 import { boardHealthControlOf } from './board-health-control.js';
+import { linkOutlastingOutages } from './link-outlasting-outages.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
 /** The id the worker inside the server's own process claims jobs under (kept across restarts). */
@@ -66,7 +67,12 @@ export class LocalWorker {
     this.boards = new WorkerBoards(setup.boards, setup.backends, setup.choice);
     this.worker = new BenchWorker({
       clock: deps.clock,
-      link: (setup.decorateLink ?? ((link) => link))(deps.gateway.linkFor(setup.workerId ?? LOCAL_WORKER_ID, { claimMs: setup.claimMs ?? null })),
+      link: (setup.decorateLink ?? ((link) => link))(
+        linkOutlastingOutages(deps.gateway.linkFor(setup.workerId ?? LOCAL_WORKER_ID, { claimMs: setup.claimMs ?? null }), {
+          clock: deps.clock,
+          logError: (message, cause) => deps.logger.warn(`${message}: ${cause instanceof Error ? cause.message : String(cause)}`),
+        }),
+      ),
       boards: this.boards.ids,
       boardFor: (boardId) => this.boards.target(boardId),
       afterJob: async (_boardId, backend) => {

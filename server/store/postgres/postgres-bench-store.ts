@@ -1,3 +1,4 @@
+import type { Clock } from '../../../core/clock.js';
 import { jobStates } from '../../../harness/job-states.js';
 import type {
   AgentRecord,
@@ -51,7 +52,7 @@ export class PostgresBenchStore implements BenchStore {
   }
 
   /** Connects and brings the schema up to date (replicas starting together take turns). */
-  static async open(databaseUrl: string, options: { poolSize?: number } = {}): Promise<PostgresBenchStore> {
+  static async open(databaseUrl: string, options: { poolSize?: number; clock?: Clock } = {}): Promise<PostgresBenchStore> {
     const db = new PgDatabase(databaseUrl, options);
     try {
       await migratePgBenchDatabase(db);
