@@ -44,6 +44,8 @@ export interface BenchDeps {
   claimSweepMs?: number;
   /** Runs a worker in this process on its backends (the embedded default); absent: remote workers only. */
   localWorker?: LocalWorkerSetup;
+  /** Whether the disk under the data directory is full (`DiskSpace`), for the health answer; absent: never. */
+  storageFull?: () => Promise<boolean>;
 }
 
 /** Random public identifier: `prefix` + 16 random bytes, base64url. */
