@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { ConsoleLogger, LogLevel, Simulator } from 'rp2040js';
 import { loadFirmwareImage } from '../backends/image-check.js';
 import { SimBackend } from '../backends/sim/sim-backend.js';
@@ -17,18 +19,39 @@ const FLASH_START = 0x1000_0000;
 const BOOT2_VECTOR_TABLE = 0x1000_0100;
 const ROM_END = 0x4000;
 const CYCLE_NANOS = 1e9 / 125_000_000;
+/** Event-loop turns given before each timed run, after the collection, for the tasks it queued. */
+const SETTLE_TURNS = 3;
+v8.setFlagsFromString('--expose-gc');
+/** V8's full collection, reachable without starting Node with --expose-gc. */
+const collectGarbage = runInNewContext('gc') as () => void;
 
 /**
- * One run of rom-test.elf on raw rp2040js: its `Simulator` chip and clock, the project's ROM image
- * mapped, and the bare loop every rp2040js user writes (execute, tick). The ROM's functions are
- * dispatched to the same TypeScript entries the engine uses, or the image could not run at all;
- * nothing else of hilbench is in the loop (no slices, UART buffer, unmodelled-access hooks).
- * Returns the instructions executed (a ROM call counts as one, as in the engine) and the host ms
- * of the loop alone: building the chip is left out, as the engine's is (flash and reset).
+ * Collects garbage and lets the event loop run what is queued before a timed run. Each run
+ * builds a chip with 16 MiB of flash; the collection this causes runs partly as event-loop
+ * tasks, so it lands in the first timed code that yields: the sim backend (runEngine yields
+ * between slices), never the raw loop, which does not. Unsettled, the backend paid for both
+ * chips: about 70 % of its time on a loaded machine (decision 0525).
  */
-function rawRp2040jsRun(bytes: Uint8Array, rom: OwnBootrom): { instructions: number; hostMs: number } {
+async function settle(): Promise<void> {
+  collectGarbage();
+  for (let i = 0; i < SETTLE_TURNS; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+/** A raw rp2040js chip with rom-test.elf loaded, ready for `rawRp2040jsRun`. */
+interface RawChip {
+  sim: Simulator;
+  machine: RomMachine;
+  stopped: boolean;
+}
+
+/**
+ * rom-test.elf on raw rp2040js: its `Simulator` chip and clock, the project's ROM image mapped,
+ * and the core where boot2 leaves it. Built apart from the timed loop, as the engine is (flash
+ * and reset).
+ */
+function rawRp2040jsChip(bytes: Uint8Array, rom: OwnBootrom): RawChip {
   const sim = new Simulator();
-  const { rp2040: chip, clock } = sim;
+  const { rp2040: chip } = sim;
   chip.logger = new ConsoleLogger(LogLevel.Error);
   chip.loadBootrom(rom.words);
   for (const seg of loadableSegments(parseElf(bytes))) chip.flash.set(bytes.subarray(seg.offset, seg.offset + seg.fileSizeBytes), seg.paddr - FLASH_START);
@@ -51,11 +74,25 @@ function rawRp2040jsRun(bytes: Uint8Array, rom: OwnBootrom): { instructions: num
     write8: (address, value) => chip.writeUint8(address >>> 0, value),
     flash: chip.flash,
   };
-  let stopped = false;
-  chip.onBreak = () => (stopped = true);
+  const raw: RawChip = { sim, machine, stopped: false };
+  chip.onBreak = () => (raw.stopped = true);
+  return raw;
+}
+
+/**
+ * One run on raw rp2040js: the bare loop every rp2040js user writes (execute, tick). The ROM's
+ * functions are dispatched to the same TypeScript entries the engine uses, or the image could
+ * not run at all; nothing else of hilbench is in the loop (no slices, UART buffer,
+ * unmodelled-access hooks). Returns the instructions executed (a ROM call counts as one, as in
+ * the engine) and the host ms of the loop alone.
+ */
+function rawRp2040jsRun(raw: RawChip, rom: OwnBootrom): { instructions: number; hostMs: number } {
+  const { clock, rp2040: chip } = raw.sim;
+  const { core } = chip;
+  const { machine } = raw;
   let instructions = 0;
   const startMs = nowMs();
-  while (!stopped) {
+  while (!raw.stopped) {
     instructions++;
     if (core.PC < ROM_END) {
       const outcome = rom.entryAt(core.PC)!.run(machine);
@@ -88,12 +125,15 @@ export async function runRomLoopBench(options: { repeats?: number } = {}): Promi
   try {
     await device.flash(loadFirmwareImage(bytes));
     for (let i = 0; i < repeats; i++) {
+      await settle();
       const t0 = nowMs();
       const stop = await device.run(NANOS_PER_SECOND);
       engineMs += nowMs() - t0;
       if (stop.reason !== 'exited' || stop.exitCode !== 0) throw new Error(`rom-test on the sim backend did not pass: ${JSON.stringify(stop)}`);
       await device.reset();
-      const raw = rawRp2040jsRun(bytes, rom);
+      const chip = rawRp2040jsChip(bytes, rom);
+      await settle();
+      const raw = rawRp2040jsRun(chip, rom);
       rawInstructions += raw.instructions;
       rawMs += raw.hostMs;
     }
