@@ -178,9 +178,12 @@ describe('Rp2040Engine', () => {
     expect(halt).toEqual({ reason: 'exited', exitCode: 0 });
   });
 
-  it('stops with a clear error, not a silent spin, when firmware talks to core 1 through the inter-core FIFO', () => {
+  it("delivers a word core 0 writes to the inter-core FIFO to core 1's boot ROM, which echoes it (sim/rp2040/second-core.test.ts has the rest)", () => {
     const engine = new Rp2040Engine(pico, boot2Program(THUMB_FIFO_WRITE), strict);
-    expect(() => engine.advance(1_000_000)).toThrow(/core 1 is not modelled: the firmware wrote to the inter-core FIFO \(SIO FIFO_WR\)/);
+    engine.fifo.drain(0);
+    expect(engine.advance(1_000_000)).toBeUndefined();
+    expect(engine.fifo.read(0)).toBe(0);
+    expect(engine.core1.state).toBe('pen');
   });
 
   it('halts with a clear message when firmware calls reset_to_usb_boot', () => {

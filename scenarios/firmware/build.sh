@@ -104,6 +104,7 @@ rp2040_boot2() {
   echo "built $board/$prog (arm cortex-m0plus, boot2 stage, ld/rp2040-boot2.ld)"
 }
 rp2040_boot2 pico rom-test arm/rp2040-rom-test.c
+rp2040_boot2 pico multicore arm/rp2040-multicore.c
 
 # Arduino-core sketches for the uno simulator (docs/firmware.md, "Arduino sketches"): Debian's
 # arduino-core-avr compiled as the Arduino IDE's platform.txt does for the Uno (without -flto,
