@@ -10,6 +10,7 @@ import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
 import { runRelayIngestBench } from './relay-ingest.bench.js';
 import { runRelaySearchBench } from './relay-search.bench.js';
+import { runMulticoreBench } from './multicore.bench.js';
 import { runRomLoopBench } from './rom-loop.bench.js';
 import { runLabBench } from './lab.bench.js';
 import { runReplicasBench } from './replicas.bench.js';
@@ -35,8 +36,14 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   {
     title: 'SDK-style RP2040 image against raw rp2040js',
     intro:
-      'Instructions per second of rom-test.elf (boot2 stage, ROM lookups, soft float and double calls on the own boot ROM) through the sim backend, and of the same instruction stream on raw rp2040js, measured alternately in the same run (issue 12).',
+      'Instructions per second of rom-test.elf (boot2 stage, ROM lookups, soft float and double calls on the own boot ROM) through the sim backend, and of the same instruction stream on raw rp2040js, measured alternately in the same run, in process CPU time, with garbage collected before each timed run (issue 12; where the time went: decision 0525).',
     run: () => runRomLoopBench(),
+  },
+  {
+    title: 'Both RP2040 cores and the ROM path against raw rp2040js',
+    intro:
+      'Integer work with core 1 waiting in the boot ROM, the same work on both cores at once, and soft float and double through the own ROM, each against raw rp2040js on the same image, alternately in one run, timed in process CPU time (issue 28; decisions 0525, 0526).',
+    run: () => runMulticoreBench(),
   },
   {
     title: 'QEMU backend overhead',
