@@ -186,6 +186,12 @@ describe('Rp2040Engine', () => {
     expect(engine.core1.state).toBe('pen');
   });
 
+  it('refuses the USB controller with a clear error when the firmware enables it (no USB host is attached)', () => {
+    // `ldr r1,=0x50110040; movs r0,#1; str r0,[r1]; b .`: MAIN_CTRL.CONTROLLER_EN.
+    const engine = new Rp2040Engine(pico, thumbProgram('014901200860fee740001150'), strict);
+    expect(() => engine.advance(1_000_000)).toThrow(/the USB controller is not modelled: the firmware enabled it/);
+  });
+
   it('halts with a clear message when firmware calls reset_to_usb_boot', () => {
     const engine = new Rp2040Engine(pico, boot2Program(THUMB_RESET_TO_USB_BOOT), strict);
     expect(engine.advance(1_000_000)).toEqual({

@@ -9,6 +9,7 @@ import { OwnBootrom } from './rp2040/own-bootrom.js';
 import type { RomMachine } from './rp2040/rom-functions.js';
 import { Rp2040Pins } from './rp2040/rp2040-pins.js';
 import { SecondCore } from './rp2040/second-core.js';
+import { refuseUsbController } from './rp2040/usb-refusal.js';
 import { SimClock } from './sim-clock.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
 import { SimError } from './sim-error.js';
@@ -143,6 +144,7 @@ export class Rp2040Engine implements SimEngine {
   /**
    * Wires core 1 into the chip: core 0's SIO sees its side of the FIFOs, shared peripherals
    * interrupt both cores, SEV reaches the other core, and PSM FRCE_OFF.proc1 resets core 1.
+   * The USB controller is refused.
    */
   private attachCore1() {
     const chip = this.rp2040;
@@ -161,6 +163,7 @@ export class Rp2040Engine implements SimEngine {
       chip.core.setInterrupt(irq, value);
       this.core1.core.setInterrupt(irq, value);
     };
+    refuseUsbController(chip);
     const psm = chip.findPeripheral(PSM_BASE);
     const psmWrite = psm.writeUint32.bind(psm);
     psm.writeUint32 = (offset: number, value: number) => {
@@ -210,9 +213,7 @@ export class Rp2040Engine implements SimEngine {
   }
 
   private halted(halt: EngineHalt | undefined) {
-    if (!halt || this.halt) return;
-    this.halt = halt;
-    this.breakLoop = true;
+    if (halt && !this.halt) [this.halt, this.breakLoop] = [halt, true];
   }
 
   get nanos(): number {
