@@ -30,3 +30,14 @@ export function markdownTable(rows: readonly BenchRow[]): string {
 
 /** Host milliseconds, monotonic. Benchmarks measure the real machine, so this is the one place that reads it. */
 export const nowMs = (): number => performance.now();
+
+/**
+ * CPU milliseconds this process has used (all its threads, user and system). On a loaded
+ * machine wall time also counts the time the scheduler gave to other processes, and far more
+ * often for code that enters the kernel (the sim backend yields to the event loop between
+ * slices) than for a loop that never does; the RP2040 benchmarks time both sides with this.
+ */
+export const cpuMs = (): number => {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+};

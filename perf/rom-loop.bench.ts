@@ -1,73 +1,15 @@
 import { readFileSync } from 'node:fs';
-import { ConsoleLogger, LogLevel, Simulator } from 'rp2040js';
 import { loadFirmwareImage } from '../backends/image-check.js';
 import { SimBackend } from '../backends/sim/sim-backend.js';
 import { SimDevice } from '../backends/sim/sim-device.js';
 import { NANOS_PER_SECOND } from '../backends/backend.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
-import { loadableSegments, parseElf } from '../core/elf.js';
 import { systemClock } from '../core/clock.js';
 import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
-import type { RomMachine } from '../sim/rp2040/rom-functions.js';
-import { type BenchRow, nowMs } from './measure.js';
+import { type BenchRow, cpuMs } from './measure.js';
+import { rawRp2040jsChip, rawRp2040jsRun, settle } from './raw-rp2040js.js';
 
 const ROM_TEST = new URL('../scenarios/firmware/pico/rom-test.elf', import.meta.url);
-const FLASH_START = 0x1000_0000;
-/** Where boot2 leaves the core: the image's vector table after the 256-byte boot2 stage. */
-const BOOT2_VECTOR_TABLE = 0x1000_0100;
-const ROM_END = 0x4000;
-const CYCLE_NANOS = 1e9 / 125_000_000;
-
-/**
- * One run of rom-test.elf on raw rp2040js: its `Simulator` chip and clock, the project's ROM image
- * mapped, and the bare loop every rp2040js user writes (execute, tick). The ROM's functions are
- * dispatched to the same TypeScript entries the engine uses, or the image could not run at all;
- * nothing else of hilbench is in the loop (no slices, UART buffer, unmodelled-access hooks).
- * Returns the instructions executed (a ROM call counts as one, as in the engine) and the host ms
- * of the loop alone: building the chip is left out, as the engine's is (flash and reset).
- */
-function rawRp2040jsRun(bytes: Uint8Array, rom: OwnBootrom): { instructions: number; hostMs: number } {
-  const sim = new Simulator();
-  const { rp2040: chip, clock } = sim;
-  chip.logger = new ConsoleLogger(LogLevel.Error);
-  chip.loadBootrom(rom.words);
-  for (const seg of loadableSegments(parseElf(bytes))) chip.flash.set(bytes.subarray(seg.offset, seg.offset + seg.fileSizeBytes), seg.paddr - FLASH_START);
-  const { core } = chip;
-  core.VTOR = BOOT2_VECTOR_TABLE;
-  core.SP = chip.readUint32(BOOT2_VECTOR_TABLE);
-  core.PC = chip.readUint32(BOOT2_VECTOR_TABLE + 4) & ~1;
-  const machine: RomMachine = {
-    regs: {
-      r: core.registers,
-      setFlags: ({ n, z, c, v }) => {
-        core.N = n;
-        core.Z = z;
-        core.C = c;
-        core.V = v;
-      },
-    },
-    read8: (address) => chip.readUint8(address >>> 0),
-    read16: (address) => chip.readUint16(address >>> 0),
-    write8: (address, value) => chip.writeUint8(address >>> 0, value),
-    flash: chip.flash,
-  };
-  let stopped = false;
-  chip.onBreak = () => (stopped = true);
-  let instructions = 0;
-  const startMs = nowMs();
-  while (!stopped) {
-    instructions++;
-    if (core.PC < ROM_END) {
-      const outcome = rom.entryAt(core.PC)!.run(machine);
-      if (outcome !== undefined) throw new Error(`rom-test took a ROM path the raw loop does not follow (${outcome.kind})`);
-      core.BXWritePC(core.LR);
-      continue;
-    }
-    clock.tick(core.executeInstruction() * CYCLE_NANOS);
-  }
-  return { instructions, hostMs: nowMs() - startMs };
-}
-
 /**
  * Instructions per second of an SDK-style image (boot2 stage, ROM lookups, soft float and double
  * calls: scenarios/firmware/pico/rom-test.elf, run to its exit again and again) on the sim
@@ -88,12 +30,15 @@ export async function runRomLoopBench(options: { repeats?: number } = {}): Promi
   try {
     await device.flash(loadFirmwareImage(bytes));
     for (let i = 0; i < repeats; i++) {
-      const t0 = nowMs();
+      await settle();
+      const t0 = cpuMs();
       const stop = await device.run(NANOS_PER_SECOND);
-      engineMs += nowMs() - t0;
+      engineMs += cpuMs() - t0;
       if (stop.reason !== 'exited' || stop.exitCode !== 0) throw new Error(`rom-test on the sim backend did not pass: ${JSON.stringify(stop)}`);
       await device.reset();
-      const raw = rawRp2040jsRun(bytes, rom);
+      const chip = rawRp2040jsChip(bytes, rom);
+      await settle();
+      const raw = rawRp2040jsRun(chip, rom);
       rawInstructions += raw.instructions;
       rawMs += raw.hostMs;
     }

@@ -10,6 +10,7 @@ import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
 import { runRelayIngestBench } from './relay-ingest.bench.js';
 import { runRelaySearchBench } from './relay-search.bench.js';
+import { runMulticoreBench } from './multicore.bench.js';
 import { runRomLoopBench } from './rom-loop.bench.js';
 import { runLabBench } from './lab.bench.js';
 import { runReplicasBench } from './replicas.bench.js';
@@ -35,8 +36,14 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   {
     title: 'SDK-style RP2040 image against raw rp2040js',
     intro:
-      'Instructions per second of rom-test.elf (boot2 stage, ROM lookups, soft float and double calls on the own boot ROM) through the sim backend, and of the same instruction stream on raw rp2040js, measured alternately in the same run (issue 12).',
+      "Instructions per second of rom-test.elf (boot2 stage, ROM lookups, soft float and double calls on the own boot ROM) through the sim backend, and of the same instruction stream on raw rp2040js, measured alternately in the same run, in process CPU time, with garbage collected before each timed run (issue 12). Where the time went (decision 0525, profiled with --cpu-prof): inside the engine's advance the image ran as fast as in the raw loop (dispatch of a ROM call, marshalling of its registers and the per-instruction bookkeeping cost what the raw loop's own do); the 0.276 of the earlier runs was garbage collection of each run's 16 MiB chip, which ran in the backend's first yield between slices and never in the raw loop, and, on a loaded machine, wall time lost at every yield. Measured on a machine with a load average of 15 on 2 cores: retake on a quiet machine.",
     run: () => runRomLoopBench(),
+  },
+  {
+    title: 'Both RP2040 cores and the ROM path against raw rp2040js',
+    intro:
+      "Integer work with core 1 waiting in the boot ROM, the same work on both cores at once, and soft float and double through the own ROM, each against raw rp2040js on the same image, alternately in one run, timed in process CPU time (issue 28; decisions 0525, 0526). Goals: compute >= 0.95, both cores >= 0.9 of raw single-core instructions per second. float-heavy is limited by the engine's per-call cost beside V8's polymorphic call sites once both cores have run in the process (0.84 of raw in a process of its own; decision 0525). Measured on a machine with a load average of 15 on 2 cores, where the same section gave compute 0.87 to 1.05 and both cores 0.81 to 1.08 from run to run: retake on a quiet machine.",
+    run: () => runMulticoreBench(),
   },
   {
     title: 'QEMU backend overhead',

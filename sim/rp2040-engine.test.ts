@@ -178,9 +178,18 @@ describe('Rp2040Engine', () => {
     expect(halt).toEqual({ reason: 'exited', exitCode: 0 });
   });
 
-  it('stops with a clear error, not a silent spin, when firmware talks to core 1 through the inter-core FIFO', () => {
+  it("delivers a word core 0 writes to the inter-core FIFO to core 1's boot ROM, which echoes it (sim/rp2040/second-core.test.ts has the rest)", () => {
     const engine = new Rp2040Engine(pico, boot2Program(THUMB_FIFO_WRITE), strict);
-    expect(() => engine.advance(1_000_000)).toThrow(/core 1 is not modelled: the firmware wrote to the inter-core FIFO \(SIO FIFO_WR\)/);
+    engine.fifo.drain(0);
+    expect(engine.advance(1_000_000)).toBeUndefined();
+    expect(engine.fifo.read(0)).toBe(0);
+    expect(engine.core1.state).toBe('pen');
+  });
+
+  it('refuses the USB controller with a clear error when the firmware enables it (no USB host is attached)', () => {
+    // `ldr r1,=0x50110040; movs r0,#1; str r0,[r1]; b .`: MAIN_CTRL.CONTROLLER_EN.
+    const engine = new Rp2040Engine(pico, thumbProgram('014901200860fee740001150'), strict);
+    expect(() => engine.advance(1_000_000)).toThrow(/the USB controller is not modelled: the firmware enabled it/);
   });
 
   it('halts with a clear message when firmware calls reset_to_usb_boot', () => {

@@ -104,6 +104,11 @@ rp2040_boot2() {
   echo "built $board/$prog (arm cortex-m0plus, boot2 stage, ld/rp2040-boot2.ld)"
 }
 rp2040_boot2 pico rom-test arm/rp2040-rom-test.c
+rp2040_boot2 pico multicore arm/rp2040-multicore.c
+# Bench images (perf/multicore.bench.ts): integer work on core 0 alone, on both cores, and soft float through the ROM.
+rp2040_boot2 pico compute arm/rp2040-compute.c
+rp2040_boot2 pico compute-dual arm/rp2040-compute.c -DBOTH_CORES
+rp2040_boot2 pico float-heavy arm/rp2040-float.c
 
 # Arduino-core sketches for the uno simulator (docs/firmware.md, "Arduino sketches"): Debian's
 # arduino-core-avr compiled as the Arduino IDE's platform.txt does for the Uno (without -flto,

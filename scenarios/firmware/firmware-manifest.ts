@@ -17,9 +17,13 @@ export const firmwarePrograms = ['hello', 'exit', 'crash'] as const;
 export type FirmwareProgram = (typeof firmwarePrograms)[number];
 /**
  * Programs built for one board only, on top of hello, exit and crash: `rom-test` is an RP2040
- * image with a boot2 stage that checks the simulator's own boot ROM (docs/backends/sim.md).
+ * image with a boot2 stage that checks the simulator's own boot ROM, `multicore` one that runs
+ * both RP2040 cores (launch, FIFOs, spinlocks, an interrupt on core 1, a divider per core;
+ * docs/backends/sim.md); `compute`, `compute-dual` and `float-heavy` are the images
+ * perf/multicore.bench.ts measures (integer work on core 0 alone and on both cores, soft float
+ * and double through the ROM).
  */
-export const boardOnlyPrograms = { pico: ['rom-test'] } as const satisfies Record<string, readonly string[]>;
+export const boardOnlyPrograms = { pico: ['rom-test', 'multicore', 'compute', 'compute-dual', 'float-heavy'] } as const satisfies Record<string, readonly string[]>;
 export type BoardOnlyProgram = (typeof boardOnlyPrograms)[keyof typeof boardOnlyPrograms][number];
 /** Every program listed for `boardId`. */
 export const programsFor = (boardId: string): ReadonlyArray<FirmwareProgram | BoardOnlyProgram> => [
@@ -105,6 +109,30 @@ export function expectedFirmware(
     case 'rom-test':
       // Exits 0 after every check passed on the simulator's own boot ROM (version 3).
       return { ...base, uartPattern: `^hilbench rom-test board=${id} rom=v3\\r\\nrom-test PASS \\d+ checks\\r\\n`, outcome: 'exits', exitCode: 0, qemuExitStatus: null };
+    case 'multicore':
+      // Core 0 prints one line per part it checked with core 1, then exits 0.
+      return {
+        ...base,
+        uartPattern:
+          `^hilbench multicore board=${id}\\r\\nlaunch ok, fifo ping-pong 100\\r\\nspinlock counter 6000\\r\\nfifo flags ok\\r\\n` +
+          `core 1 fifo interrupt sum 55\\r\\ndivider per core ok\\r\\nmulticore PASS\\r\\n`,
+        outcome: 'exits',
+        exitCode: 0,
+        qemuExitStatus: null,
+      };
+    case 'compute':
+      return { ...base, uartPattern: `^hilbench compute board=${id}\\r\\ncrc ec4f4ecc\\r\\n`, outcome: 'exits', exitCode: 0, qemuExitStatus: null };
+    case 'compute-dual':
+      // Both cores computed the same sum.
+      return { ...base, uartPattern: `^hilbench compute board=${id}\\r\\ncrc ec4f4ecc ec4f4ecc\\r\\n`, outcome: 'exits', exitCode: 0, qemuExitStatus: null };
+    case 'float-heavy':
+      return {
+        ...base,
+        uartPattern: `^hilbench float-heavy board=${id}\\r\\nfloat 43b8a5bf double 407714b7b67da885\\r\\n`,
+        outcome: 'exits',
+        exitCode: 0,
+        qemuExitStatus: null,
+      };
     case 'crash':
       return {
         ...base,

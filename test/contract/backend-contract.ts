@@ -28,6 +28,8 @@ export interface BackendContractFixtures {
   exits?: { image: FirmwareImage; exitCode: number };
   /** Firmware that crashes (locks up / faults). */
   crashes?: FirmwareImage;
+  /** Self-checking programs the board has on top (pico: multicore): each prints `uartPattern` and exits with `exitCode`. */
+  selfChecks?: ReadonlyArray<{ program: string; image: FirmwareImage; uartPattern: RegExp; exitCode: number }>;
 }
 
 const text = (d: { uart: Uint8Array }) => new TextDecoder().decode(d.uart);
@@ -171,6 +173,18 @@ export function describeBackendContract(name: string, fixtures: BackendContractF
           await device.flash(image);
           const stop = await device.run(selfEndingNanos);
           expect(stop).toMatchObject({ reason: 'exited', exitCode });
+        });
+      });
+    }
+
+    for (const check of fixtures.selfChecks ?? []) {
+      it(`runs the self-checking program ${check.program}: its output, then its exit status (${check.exitCode})`, async () => {
+        await withDevice(fixtures, async (device) => {
+          const output = collect(device);
+          await device.flash(check.image);
+          const stop = await device.run(selfEndingNanos);
+          expect(text(output)).toMatch(check.uartPattern);
+          expect(stop).toMatchObject({ reason: 'exited', exitCode: check.exitCode });
         });
       });
     }

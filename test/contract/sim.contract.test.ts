@@ -15,10 +15,15 @@ import { describeBackendContract } from './backend-contract.js';
 const boards = loadBoardCatalog();
 const manifest = loadFirmwareManifest();
 
-function firmware(boardId: string, program: 'hello' | 'exit' | 'crash') {
+function firmware(boardId: string, program: 'hello' | 'exit' | 'crash' | 'multicore') {
   const entry = manifest.firmware.find((f) => f.board === boardId && f.program === program);
   if (!entry) throw new Error(`scenarios/firmware/manifest.json has no ${program} for ${boardId}`);
   return { image: firmwareImage(new Uint8Array(readFileSync(firmwarePath(entry)))), entry };
+}
+
+function multicore() {
+  const { image, entry } = firmware('pico', 'multicore');
+  return { program: 'multicore', image, uartPattern: new RegExp(entry.uartPattern), exitCode: entry.exitCode ?? 0 };
 }
 
 const backend = () =>
@@ -47,5 +52,7 @@ for (const [boardId, wrongMachine] of [
     wrongArchitecture: firmwareImage(makeElf({ machine: wrongMachine })),
     exits: { image: exit.image, exitCode: exit.entry.exitCode },
     crashes: firmware(boardId, 'crash').image,
+    // Both RP2040 cores: launch, FIFOs, spinlocks, an interrupt on core 1, a divider per core.
+    selfChecks: boardId === 'pico' ? [multicore()] : [],
   });
 }

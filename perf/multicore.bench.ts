@@ -1,0 +1,97 @@
+import { readFileSync } from 'node:fs';
+import { loadFirmwareImage } from '../backends/image-check.js';
+import { SimBackend } from '../backends/sim/sim-backend.js';
+import { SimDevice } from '../backends/sim/sim-device.js';
+import { NANOS_PER_SECOND } from '../backends/backend.js';
+import { loadBoardCatalog } from '../boards/catalog.js';
+import { systemClock } from '../core/clock.js';
+import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
+import { type BenchRow, cpuMs } from './measure.js';
+import { rawRp2040jsChip, rawRp2040jsRun, settle } from './raw-rp2040js.js';
+
+const image = (program: string) => new Uint8Array(readFileSync(new URL(`../scenarios/firmware/pico/${program}.elf`, import.meta.url)));
+
+/** Instructions, simulated and host time summed over the runs of one image on one side. */
+interface Totals {
+  instructions: number;
+  simulatedNanos: number;
+  hostMs: number;
+}
+const zero = (): Totals => ({ instructions: 0, simulatedNanos: 0, hostMs: 0 });
+const mips = (t: Totals) => t.instructions / (t.hostMs / 1000) / 1e6;
+const realTime = (t: Totals) => t.simulatedNanos / 1e6 / t.hostMs;
+
+/**
+ * Both RP2040 cores and the ROM path on the sim backend against raw rp2040js (issue 28), each
+ * image run to its exit again and again, the two sides alternating run by run so both see the
+ * same machine load, with garbage collected before each timed run (perf/raw-rp2040js.ts):
+ * - `compute` (integer work on core 0; core 1 waits in the boot ROM) against the same image on
+ *   raw rp2040js: what a second core costs while it waits;
+ * - `compute-dual` (the same work on both cores at once): instructions per second of both cores
+ *   together against raw rp2040js running `compute` on its one core;
+ * - `float-heavy` (soft float and double through the ROM's SF/SD tables) against raw rp2040js
+ *   with the ROM's entries dispatched to the same TypeScript functions.
+ */
+export async function runMulticoreBench(options: { repeats?: number } = {}): Promise<BenchRow[]> {
+  const repeats = options.repeats ?? 40;
+  const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
+  const backend = new SimBackend({ clock: systemClock, onUnmodelled: () => {} });
+  const rom = new OwnBootrom();
+  const programs = ['compute', 'compute-dual', 'float-heavy'] as const;
+  const sim = Object.fromEntries(programs.map((p) => [p, zero()])) as Record<(typeof programs)[number], Totals>;
+  const raw = { compute: zero(), 'float-heavy': zero() };
+  const devices = new Map<string, SimDevice>();
+  try {
+    for (const program of programs) {
+      const device = await backend.open(pico);
+      if (!(device instanceof SimDevice)) throw new Error('the sim backend returned a device that is not a SimDevice');
+      await device.flash(loadFirmwareImage(image(program)));
+      devices.set(program, device);
+    }
+    for (let i = 0; i < repeats; i++) {
+      for (const program of programs) {
+        const device = devices.get(program)!;
+        await device.reset();
+        const before = device.stats;
+        await settle();
+        const t0 = cpuMs();
+        const stop = await device.run(NANOS_PER_SECOND);
+        const hostMs = cpuMs() - t0;
+        if (stop.reason !== 'exited' || stop.exitCode !== 0) throw new Error(`${program} on the sim backend did not pass: ${JSON.stringify(stop)}`);
+        const after = device.stats;
+        sim[program].instructions += after.instructions - before.instructions;
+        sim[program].simulatedNanos += after.simulatedNanos - before.simulatedNanos;
+        sim[program].hostMs += hostMs;
+        if (program === 'compute-dual') continue;
+        const chip = rawRp2040jsChip(image(program), rom);
+        await settle();
+        const run = rawRp2040jsRun(chip, rom);
+        raw[program].instructions += run.instructions;
+        raw[program].simulatedNanos += run.simulatedNanos;
+        raw[program].hostMs += run.hostMs;
+      }
+    }
+  } finally {
+    for (const device of devices.values()) await device.close();
+  }
+  const note = `${repeats} runs to the exit, alternated with raw rp2040js`;
+  const row = (name: string, t: Totals, what: string): BenchRow[] => [
+    { name: `${name}: instructions per second`, value: mips(t), unit: 'M instr/s', note: `${what}; ${note}` },
+    { name: `${name}: simulated time / host time`, value: realTime(t), unit: 'x real time', note: 'clk_sys 12 MHz (the images run clk_sys from the crystal)' },
+  ];
+  return [
+    ...row('sim pico, compute (core 1 waiting in the ROM)', sim.compute, `${Math.round(sim.compute.instructions / repeats / 1e3)} k instructions a run`),
+    ...row('raw rp2040js, compute', raw.compute, 'same image, bare execute/tick loop'),
+    { name: 'compute: sim pico / raw rp2040js', value: mips(sim.compute) / mips(raw.compute), unit: 'x', note: 'goal >= 0.95: a waiting core 1 costs nothing' },
+    ...row('sim pico, compute-dual (both cores busy)', sim['compute-dual'], 'instructions of both cores together'),
+    {
+      name: 'compute-dual, both cores / raw rp2040js single core',
+      value: mips(sim['compute-dual']) / mips(raw.compute),
+      unit: 'x',
+      note: 'goal >= 0.9: instructions per second of both cores together against raw rp2040js on compute',
+    },
+    ...row('sim pico, float-heavy', sim['float-heavy'], 'soft float/double through the own ROM'),
+    ...row('raw rp2040js, float-heavy', raw['float-heavy'], 'same image, ROM entries dispatched to the same functions'),
+    { name: 'float-heavy: sim pico / raw rp2040js', value: mips(sim['float-heavy']) / mips(raw['float-heavy']), unit: 'x', note: 'above 1: the engine is faster' },
+  ];
+}
