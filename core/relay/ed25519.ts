@@ -140,6 +140,15 @@ function publicKeyObject(publicKey: Uint8Array): KeyObject {
 
 const acceptableKeys = new Map<string, boolean>();
 
+/**
+ * Forgets every parsed key object and key verdict: what a new process starts without. The ingest
+ * bench measures a voter's first vote after a restart with it (perf/relay-ingest-scene.ts).
+ */
+export function forgetKeyCaches(): void {
+  keyCache.clear();
+  acceptableKeys.clear();
+}
+
 /** `checkPublicKey(...) === null`, memoised (the check decodes a point and multiplies by L). */
 export function isAcceptablePublicKey(publicKey: Uint8Array): boolean {
   const id = Buffer.from(publicKey).toString('hex');
