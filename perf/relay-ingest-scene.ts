@@ -54,7 +54,7 @@ interface Round {
   commits: number;
 }
 
-export type Request = LoadRound['requests'][number];
+export type LoadRequest = LoadRound['requests'][number];
 
 export class IngestScene {
   readonly blocks: number;
@@ -66,8 +66,8 @@ export class IngestScene {
     private readonly voters: TestNode[],
     private readonly sliceOf: (k: number) => QuorumSet,
     private readonly selfSlice: QuorumSet,
-    private readonly sequentialVotes: Request[],
-    private readonly concurrentVotes: Request[],
+    private readonly sequentialVotes: LoadRequest[],
+    private readonly concurrentVotes: LoadRequest[],
     private readonly client: ChildProcess,
   ) {
     this.blocks = Math.ceil(sequentialVotes.length / options.blockSize);
@@ -118,8 +118,8 @@ export class IngestScene {
     }
   }
 
-  /** The statements of block `k` of the sequential rounds (the ones read after the round). */
-  sequentialStatements(k: number): Request[] {
+  /** The statements of block `k` of the sequential rounds. */
+  private sequentialStatements(k: number): LoadRequest[] {
     return this.sequentialVotes.slice(k * this.options.blockSize, (k + 1) * this.options.blockSize);
   }
 
@@ -164,7 +164,7 @@ export class IngestScene {
     this.relay = await startScenesRelay(this.data.dir, this.selfSlice, this.counters);
     const item = await postClaim(this.relay, this.voters[0] as TestNode, { kind: 'statement', title: `ingest bench, after a restart, ${this.options.voters} voters`, body: '' });
     const count = Math.min(pairs + 1, this.voters.length);
-    const requests: Request[] = [];
+    const requests: LoadRequest[] = [];
     for (let k = 0; k < count; k++) {
       const voter = this.voters[k] as TestNode;
       for (const phase of ['vote', 'accept'] as const) requests.push(voteRequest(voteBy(voter, item, 'yes', phase, this.sliceOf(k), systemClock)));
@@ -180,14 +180,14 @@ export class IngestScene {
   }
 
   /** `GET /me`, or `POST /me` writing a changed text each time (a changed row keeps the write honest), by every voter in turn. */
-  private me(method: 'GET' | 'POST', round = ''): Request[] {
+  private me(method: 'GET' | 'POST', round = ''): LoadRequest[] {
     return Array.from({ length: this.options.blockSize }, (_, k) => {
       const auth = (this.voters[k % this.voters.length] as TestNode).auth;
       return method === 'GET' ? { method, path: '/me', auth } : { method, path: '/me', auth, body: JSON.stringify({ about: `ingest bench, ${round} write ${k}` }) };
     });
   }
 
-  private async round(requests: Request[], clients: number, expectStatus: number): Promise<Round> {
+  private async round(requests: LoadRequest[], clients: number, expectStatus: number): Promise<Round> {
     const syncsBefore = this.counters.syncs;
     const commitsBefore = this.relay.service.commitCount();
     const loopBefore = mainThreadCpuMs();
@@ -229,7 +229,7 @@ function startScenesRelay(dir: string, selfSlice: QuorumSet, counters: { syncs: 
 }
 
 /** `verifyVote` per second over the statements' bytes as the route receives them (keys cached as in the relay). */
-function verifyRate(votes: readonly Request[], nowMs: () => number): number {
+function verifyRate(votes: readonly LoadRequest[], nowMs: () => number): number {
   const parsed = votes.map((v) => JSON.parse(v.body ?? 'null') as Vote);
   const t0 = nowMs();
   for (const vote of parsed) if (!verifyVote(vote)) throw new Error('relay ingest bench: a signed statement does not verify');
@@ -265,6 +265,6 @@ function signAll(voters: readonly TestNode[], item: string, sliceOf: (k: number)
   return (['vote', 'accept'] as const).flatMap((phase) => voters.map((voter, k) => voteBy(voter, item, 'yes', phase, slices[k] as QuorumSet, systemClock)));
 }
 
-function voteRequest(vote: Vote): Request {
+function voteRequest(vote: Vote): LoadRequest {
   return { method: 'POST', path: `/items/${vote.item}/vote`, body: JSON.stringify(vote) };
 }
