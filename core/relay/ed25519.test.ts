@@ -122,6 +122,17 @@ describe('the two verifiers agree on the edge cases', () => {
     expect(ed25519Verifiers.noble(forged, message, identity)).toBe(false);
   });
 
+  it('keyChecked skips only the key check: the caller vouches for the key (a relay for its registered nodes), the signature is still checked', () => {
+    const identity = hex(SMALL_ORDER[0] as string);
+    const forged = new Uint8Array([...identity, ...new Uint8Array(32)]);
+    // What the option trusts the caller with: the key check is what refuses this forgery.
+    expect(ed25519Verifiers.nodeCrypto(forged, message, identity, { keyChecked: true })).toBe(true);
+    expect(ed25519Verifiers.nodeCrypto(forged, message, identity)).toBe(false);
+    expect(ed25519Verifiers.nodeCrypto(sig, message, publicKey, { keyChecked: true })).toBe(true);
+    expect(ed25519Verifiers.nodeCrypto(sig, new Uint8Array([...message, 1]), publicKey, { keyChecked: true })).toBe(false);
+    expect(ed25519Verifiers.noble(sig, message, publicKey, { keyChecked: true })).toBe(true);
+  });
+
   it('both refuse small-order keys in any encoding', () => {
     const forged = new Uint8Array([...hex(SMALL_ORDER[0] as string), ...new Uint8Array(32)]);
     for (const key of [...SMALL_ORDER.map(hex), le(P + 1n)]) {

@@ -109,7 +109,17 @@ function lessThan(bytes: Uint8Array, at: number, topMask: number, limit: Uint8Ar
 }
 
 /** A raw verifier: signature bytes, message bytes, raw 32-byte public key. */
-export type Ed25519Verifier = (sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array) => boolean;
+export type Ed25519Verifier = (sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array, options?: KeyVerdict) => boolean;
+
+/**
+ * What the caller already knows of the public key. `keyChecked`: it passed `checkPublicKey` before
+ * (a relay's registered node did, at registration, and the relay keeps that verdict in its nodes
+ * table), so the verifier need not check it again; a first vote after a restart then costs no
+ * scalar multiplication in JavaScript. Without it the key is checked (memoised).
+ */
+export interface KeyVerdict {
+  keyChecked?: boolean;
+}
 
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -140,6 +150,15 @@ function publicKeyObject(publicKey: Uint8Array): KeyObject {
 
 const acceptableKeys = new Map<string, boolean>();
 
+/**
+ * Forgets every parsed key object and key verdict: what a new process starts without. The ingest
+ * bench measures a voter's first vote after a restart with it (perf/relay-ingest-scene.ts).
+ */
+export function forgetKeyCaches(): void {
+  keyCache.clear();
+  acceptableKeys.clear();
+}
+
 /** `checkPublicKey(...) === null`, memoised (the check decodes a point and multiplies by L). */
 export function isAcceptablePublicKey(publicKey: Uint8Array): boolean {
   const id = Buffer.from(publicKey).toString('hex');
@@ -160,7 +179,7 @@ export function isAcceptablePublicKey(publicKey: Uint8Array): boolean {
  * so garbage signatures are turned away by the cheap checks before it.
  */
 export const ed25519Verifiers: Record<'nodeCrypto' | 'noble', Ed25519Verifier> = {
-  nodeCrypto: (sig, message, publicKey) => {
+  nodeCrypto: (sig, message, publicKey, options = {}) => {
     if (publicKey.length !== 32 || !isCanonicalSignature(sig)) return false;
     let valid: boolean;
     try {
@@ -169,11 +188,11 @@ export const ed25519Verifiers: Record<'nodeCrypto' | 'noble', Ed25519Verifier> =
       // OpenSSL may refuse to load bytes that are no curve point: that is a failed verification.
       return false;
     }
-    return valid && isAcceptablePublicKey(publicKey);
+    return valid && (options.keyChecked === true || isAcceptablePublicKey(publicKey));
   },
-  noble: (sig, message, publicKey) => {
+  noble: (sig, message, publicKey, options = {}) => {
     if (publicKey.length !== 32 || !isCanonicalSignature(sig)) return false;
-    return noble.verify(sig, message, publicKey, { zip215: false }) && isAcceptablePublicKey(publicKey);
+    return noble.verify(sig, message, publicKey, { zip215: false }) && (options.keyChecked === true || isAcceptablePublicKey(publicKey));
   },
 };
 
@@ -185,7 +204,7 @@ export const verifyEd25519: Ed25519Verifier = ed25519Verifiers.nodeCrypto;
  * a server verifying the votes of several clients uses more than its one JavaScript thread and
  * answers other requests meanwhile (issue 18). Same fence, same answers.
  */
-export function verifyEd25519Async(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array): Promise<boolean> {
+export function verifyEd25519Async(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array, options: KeyVerdict = {}): Promise<boolean> {
   if (publicKey.length !== 32 || !isCanonicalSignature(sig)) return Promise.resolve(false);
   let key: KeyObject;
   try {
@@ -195,7 +214,7 @@ export function verifyEd25519Async(sig: Uint8Array, message: Uint8Array, publicK
   }
   return new Promise((resolve) => {
     try {
-      cryptoVerify(null, message, key, sig, (error, valid) => resolve(!error && valid && isAcceptablePublicKey(publicKey)));
+      cryptoVerify(null, message, key, sig, (error, valid) => resolve(!error && valid && (options.keyChecked === true || isAcceptablePublicKey(publicKey))));
     } catch {
       resolve(false);
     }

@@ -1,6 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
 import { isItemId } from './claim.js';
-import { publicKeyFromSecret, signEd25519, verifyEd25519, verifyEd25519Async } from './ed25519.js';
+import { type KeyVerdict, publicKeyFromSecret, signEd25519, verifyEd25519, verifyEd25519Async } from './ed25519.js';
 import { type Issue, RelayError, type Validated, isPlainObject, unwrap, notAnObjectIssue } from './issue.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
 import { type QuorumSet, validateQuorumSet } from './quorum-set.js';
@@ -237,7 +237,7 @@ export function signVote(unsigned: UnsignedVote, secretKey: Uint8Array): Vote {
 }
 
 /** `verifyVote` with the signature check on the thread pool (`verifyEd25519Async`); same answers. */
-export function verifyVoteAsync(vote: Vote): Promise<boolean> {
+export function verifyVoteAsync(vote: Vote, options: KeyVerdict = {}): Promise<boolean> {
   if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return Promise.resolve(false);
   let message: Uint8Array;
   try {
@@ -245,15 +245,16 @@ export function verifyVoteAsync(vote: Vote): Promise<boolean> {
   } catch {
     return Promise.resolve(false);
   }
-  return verifyEd25519Async(new Uint8Array(Buffer.from(vote.sig, 'base64url')), message, nodeIdToPublicKey(vote.voter));
+  return verifyEd25519Async(new Uint8Array(Buffer.from(vote.sig, 'base64url')), message, nodeIdToPublicKey(vote.voter), options);
 }
 
 /**
  * True when `vote.sig` is the voter's Ed25519 signature over `voteSigningBytes(vote)`. The key is the
  * voter's node_id; malformed ids, refused keys (small-order, non-canonical) and non-canonical
- * signatures are false, never exceptions.
+ * signatures are false, never exceptions. `options.keyChecked`: the caller knows the voter's key
+ * passed `checkPublicKey` (a registered node's did), so it is not checked again.
  */
-export function verifyVote(vote: Vote): boolean {
+export function verifyVote(vote: Vote, options: KeyVerdict = {}): boolean {
   if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return false;
   let message: Uint8Array;
   try {
@@ -261,5 +262,5 @@ export function verifyVote(vote: Vote): boolean {
   } catch {
     return false;
   }
-  return verifyEd25519(new Uint8Array(Buffer.from(vote.sig, 'base64url')), message, nodeIdToPublicKey(vote.voter));
+  return verifyEd25519(new Uint8Array(Buffer.from(vote.sig, 'base64url')), message, nodeIdToPublicKey(vote.voter), options);
 }

@@ -28,6 +28,8 @@ import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { ensurePrivateDir } from '../lifecycle/private-files.js';
 import { PARTIAL_UPLOAD_PATTERN, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { relayErrorHandler } from './relay-error.js';
+import { defaultRelayRateLimits, type RelayRateLimits } from './relay-rate-limits.js';
+export { defaultRelayRateLimits, type RelayRateLimits };
 import { registerSchema, relayLimits, relayVersion } from './relay-facts.js';
 import { type RelayRoute, relayGuard, relayOpenApiSecurity } from './relay-route.js';
 import { RELAY_SITE_PATHS, relaySite } from './relay-site.js';
@@ -110,10 +112,6 @@ export interface RelayServiceConfig {
   syncFile?: SyncFile;
 }
 
-import { defaultRelayRateLimits, type RelayRateLimits } from './relay-rate-limits.js';
-
-export { defaultRelayRateLimits, type RelayRateLimits };
-
 export interface RelayService {
   /** The express app; it never listens by itself. */
   app: Express;
@@ -129,6 +127,8 @@ export interface RelayService {
    * so its body is never sent.
    */
   checkContinue(req: IncomingMessage, res: ServerResponse): void;
+  /** Write transactions committed since the relay started (SQLite; 0 on PostgreSQL), for the ingest bench. */
+  commitCount(): number;
   /** Stops periodic probes and closes the database. */
   close(): Promise<void>;
 }
@@ -242,6 +242,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       nodeId: selfKey.nodeId,
       routes,
       federation,
+      commitCount: () => store.commits,
       close: async () => {
         closed = true;
         if (timer !== undefined) config.clock.clearTimeout(timer);

@@ -78,6 +78,28 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     expect(transactions).toBe(1 + 1 + 2 + 1);
   });
 
+  it('holds a batch while a signature is still being checked: that vote joins it (issue 30: fewer transactions and syncs per vote)', async () => {
+    // Another request in flight, so signatures are checked on the thread pool, as with concurrent clients.
+    const otherAnswer = new EventEmitter();
+    const other = ingest.request(otherAnswer, () => Promise.resolve());
+    await other;
+    const second = vote(b);
+    let secondAnswer: Promise<unknown> = Promise.resolve();
+    const first = ingest.request(new EventEmitter(), async () => {
+      expect(await ingest.verify(vote(a))).toBe(true);
+      const stored = ingest.submit(vote(a));
+      // The second vote's check starts after the first joined the queue, before its batch is stored.
+      secondAnswer = ingest.request(new EventEmitter(), async () => ((await ingest.verify(second)) ? ingest.submit(second) : null));
+      return stored;
+    });
+    await first;
+    await secondAnswer;
+    otherAnswer.emit('close');
+    expect(voting.statements(item).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
+    // One outer transaction, a savepoint per vote: the first vote waited for the second's check.
+    expect(transactions).toBe(1 + 2);
+  });
+
   it('stores a vote alone at once, in its own transaction (no savepoint)', async () => {
     await expect(ingest.submit(vote(b))).resolves.toMatchObject({ stored: true });
     expect(transactions).toBe(1);
