@@ -48,6 +48,8 @@ import type { LocalWorkerOptions } from './local-worker.js';
 import { workerRoutes } from './worker-routes.js';
 import { workerOpenApiComponents } from './worker-schemas.js';
 import { uartInputAnswerSchema } from './job-live-routes.js';
+import { jobTextSchema, uartTextSchema } from './job-text-view.js';
+import { boardQueueSchema } from './cancel-and-queue-routes.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { consoleOpenApiPaths, pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { CONSOLE_ROUTES, createConsoleRouter } from './pages/console-router.js';
@@ -243,7 +245,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       version: BENCH_API_VERSION,
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
-      components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema },
+      components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema, JobText: jobTextSchema, UartText: uartTextSchema, BoardQueue: boardQueueSchema },
       extraPaths: { ...pagesOpenApiPaths(), ...consoleOpenApiPaths(), ...metricsOpenApiPath, ...(config.mcp ? mcpOpenApiPath : {}) },
       security: benchOpenApiSecurity,
     });

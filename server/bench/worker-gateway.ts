@@ -94,6 +94,15 @@ export class WorkerGateway {
   }
 
   /**
+   * An agent cancelled the job (the store asked it to stop): the worker in this process stops it
+   * at once; a remote worker hears it from its waiting serial-input fetch (decision 0535).
+   */
+  jobCancelled(jobId: string, reason: string): void {
+    for (const watcher of [...(this.inFlight.get(jobId)?.watchers ?? [])]) watcher({ kind: 'stop', reason });
+    this.signals.notify(`input:${jobId}`);
+  }
+
+  /**
    * What a job running through this gateway has printed so far, with byte offsets (the store has
    * it up to a second later); undefined for a job not running here.
    */
@@ -275,10 +284,14 @@ export class WorkerGateway {
       const result = await this.deps.store.serialInput.take(jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
       // What the worker acknowledged may answer an agent waiting to hear its input was written.
       this.signals.notify(`written:${jobId}`);
-      return result.kind === 'lost' || result.inputs.length > 0 ? result : undefined;
+      if (result.kind === 'lost' || result.inputs.length > 0) return { result, stop: null };
+      // A cancel answers the fetch at once: a remote worker's only request held open while its job runs.
+      const stop = (await this.deps.store.getJob(jobId))?.cancelReason ?? null;
+      return stop === null ? undefined : { result, stop };
     });
     if (!taken) return { inputs: [], lost: false };
-    return taken.kind === 'lost' ? { inputs: [], lost: true } : { inputs: taken.inputs.map((i) => ({ seq: i.seq, bytes: i.bytes })), lost: false };
+    const { result, stop } = taken;
+    return result.kind === 'lost' ? { inputs: [], lost: true } : { inputs: result.inputs.map((i) => ({ seq: i.seq, bytes: i.bytes })), lost: false, ...(stop === null ? {} : { stop }) };
   }
 
   /** Records the outcome of a health check `workerId` ran; undefined when it does not run that check (late, or not its). */

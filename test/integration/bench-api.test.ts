@@ -292,6 +292,8 @@ describe('GET /openapi.json', () => {
         'GET /metrics',
         'GET /api/v1/jobs/:job_id/uart',
         'POST /api/v1/jobs/:job_id/uart',
+        'POST /api/v1/jobs/:job_id/cancel',
+        'GET /api/v1/boards/:board/queue',
         'POST /api/v1/agents/register',
         'POST /api/v1/sessions',
         'GET /api/v1/sessions/:sid',
@@ -339,7 +341,8 @@ describe('GET /openapi.json', () => {
     expect((doc.paths['/api/v1/sessions']!.post!.responses['409'] as { description: string }).description).toMatch(/wait_seconds.*place in the queue/);
     expect(doc.paths['/api/v1/jobs/{job_id}']!.get!.responses['200']).toEqual({
       description: 'Successful Response',
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Job' } } },
+      // The whole job, or with ?uart=text / ?max_chars= its UART as text (decision 0537).
+      content: { 'application/json': { schema: { anyOf: [{ $ref: '#/components/schemas/Job' }, { $ref: '#/components/schemas/JobText' }] } } },
     });
   });
 });
