@@ -1,7 +1,7 @@
 import { agentRegistrationSchema, boardListSchema, healthSchema, jobSchema, sessionSchema } from '../server/bench/bench-schemas.js';
 import { boardQueueSchema } from '../server/bench/cancel-and-queue-routes.js';
 import { jobTextSchema } from '../server/bench/job-text-view.js';
-import { BenchApiError, BenchTimeoutError } from './bench-errors.js';
+import { BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
 import { type CallOptions, deadlineSignal, exchange, type HttpSettings, realSleep, type RetryPolicy } from './bench-http.js';
 import { BenchSession } from './bench-session.js';
 import type { AgentRegistration, Board, BoardQueue, Health, Job, JobText, Session } from './bench-types.js';
@@ -156,6 +156,24 @@ export class BenchClient {
     // The service waits up to 15 s for a running job to stop before it answers.
     const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, 25_000);
     return jobSchema.parse((await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/cancel`, { body, ...options, timeoutMs })).json);
+  }
+
+  /** The example firmware the service ships for `board` (`GET /examples/{board}/hello.elf`): its banner, then a tick every 100 ms. */
+  async exampleFirmware(board: string, options: CallOptions = {}): Promise<Uint8Array> {
+    const path = `/examples/${encodeURIComponent(board)}/hello.elf`;
+    const { signal, release } = deadlineSignal(`GET ${path}`, options.timeoutMs ?? this.settings.timeoutMs, options.signal);
+    try {
+      const response = await this.settings.fetch(`${this.baseUrl}${path}`, { signal });
+      if (!response.ok) {
+        const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
+        throw benchApiError('GET', path, response.status, body.detail);
+      }
+      return new Uint8Array(await response.arrayBuffer());
+    } catch (err) {
+      throw signal.aborted ? (signal.reason as Error) : err;
+    } finally {
+      release();
+    }
   }
 
   /** `board`'s session queue on the service: how many wait for it, and this agent's place (null: not waiting). */

@@ -61,8 +61,10 @@ function jobAnswer(job: Job, maxChars: number | undefined) {
 }
 
 export function registerBenchTools(server: McpServer, client: BenchClient, options: BenchToolOptions): void {
-  const firmwareOf = (args: { elf_path?: string | undefined; elf_base64?: string | undefined }): Uint8Array => {
-    if ((args.elf_path === undefined) === (args.elf_base64 === undefined)) throw new ToolInputError('give the ELF as elf_path or as elf_base64, one of them');
+  const firmwareOf = async (args: { board: string; elf_path?: string | undefined; elf_base64?: string | undefined; example_firmware?: boolean | undefined }): Promise<Uint8Array> => {
+    const given = [args.elf_path, args.elf_base64, args.example_firmware ? true : undefined].filter((v) => v !== undefined).length;
+    if (given !== 1) throw new ToolInputError('give the ELF as elf_path, as elf_base64, or example_firmware: true, one of them');
+    if (args.example_firmware) return client.exampleFirmware(args.board);
     if (args.elf_base64 !== undefined) return Uint8Array.from(Buffer.from(args.elf_base64, 'base64'));
     if (!options.localFiles) throw new ToolInputError('elf_path is only for a local hilbench mcp; over HTTP send elf_base64');
     return new Uint8Array(readFileSync(args.elf_path!));
@@ -84,6 +86,7 @@ export function registerBenchTools(server: McpServer, client: BenchClient, optio
         board: z.string().min(1).describe('a board id from list_boards'),
         elf_path: z.string().optional().describe('an ELF file on the host of a local hilbench mcp'),
         elf_base64: z.string().optional().describe('the ELF bytes, base64'),
+        example_firmware: z.boolean().optional().describe("run the bench's own example firmware for the board (it prints its banner, then a tick every 100 ms)"),
         uart_seconds: z.number().positive().max(30).optional().describe('seconds of UART to capture (default 0.8)'),
         expect_text: z.string().min(1).optional().describe('passed only when the UART contains this'),
         wait_seconds: z.number().min(0).max(300).optional().describe('how long to wait for a busy board (default 60)'),
@@ -92,7 +95,7 @@ export function registerBenchTools(server: McpServer, client: BenchClient, optio
     },
     (args) =>
       answer(async () => {
-        const firmware = firmwareOf(args);
+        const firmware = await firmwareOf(args);
         await using session = await client.openSession(args.board, { waitSeconds: args.wait_seconds ?? 60 });
         const submitted = await session.submitFlash(firmware, args.uart_seconds === undefined ? {} : { uartSeconds: args.uart_seconds });
         let seen = false;

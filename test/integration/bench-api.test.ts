@@ -79,7 +79,7 @@ describe('GET /api/v1/boards', () => {
     expect(boards.find((b) => b.id === 'uno')).toMatchObject({ backend: 'none', status: 'offline', offline_reason: 'no backend can run uno here (sim: no engine for uno)' });
     expect(boards.find((b) => b.id === 'mps2-an385')).toMatchObject({
       status: 'offline',
-      offline_reason: expect.stringMatching(/qemu: the qemu backend is not configured on this server/),
+      offline_reason: expect.stringMatching(/qemu: the qemu backend is not configured here/),
     });
   });
 });
