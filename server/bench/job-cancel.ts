@@ -41,7 +41,9 @@ export class JobCancel {
       }
       return asked;
     }
-    gateway.jobCancelled(jobId, asked.cancelReason ?? why);
+    // The worker in this process stops it now; a remote one at its waiting serial-input fetch, woken here.
+    await gateway.pushStoredCancels();
+    gateway.inputQueued(jobId);
     return (await waitForJobEnd({ clock, store, live }, jobId, CANCEL_WAIT_MS, signal)) ?? asked;
   }
 }

@@ -8,6 +8,7 @@ import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 import { StoreSignals } from './store-signals.js';
 import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
+import { takeInputOrStop } from './input-or-stop.js';
 
 /** The most serial input one fetch hands a worker, bytes (one input is never split). */
 export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
@@ -91,15 +92,6 @@ export class WorkerGateway {
     for (const entry of this.inFlight.values()) {
       if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
     }
-  }
-
-  /**
-   * An agent cancelled the job (the store asked it to stop): the worker in this process stops it
-   * at once; a remote worker hears it from its waiting serial-input fetch (decision 0535).
-   */
-  jobCancelled(jobId: string, reason: string): void {
-    for (const watcher of [...(this.inFlight.get(jobId)?.watchers ?? [])]) watcher({ kind: 'stop', reason });
-    this.signals.notify(`input:${jobId}`);
   }
 
   /**
@@ -281,17 +273,12 @@ export class WorkerGateway {
    */
   async input(workerId: string, jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
     const taken = await this.signals.until(`input:${jobId}`, signal, async () => {
-      const result = await this.deps.store.serialInput.take(jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
+      const found = await takeInputOrStop(this.deps.store, jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
       // What the worker acknowledged may answer an agent waiting to hear its input was written.
       this.signals.notify(`written:${jobId}`);
-      if (result.kind === 'lost' || result.inputs.length > 0) return { result, stop: null };
-      // A cancel answers the fetch at once: a remote worker's only request held open while its job runs.
-      const stop = (await this.deps.store.getJob(jobId))?.cancelReason ?? null;
-      return stop === null ? undefined : { result, stop };
+      return found;
     });
-    if (!taken) return { inputs: [], lost: false };
-    const { result, stop } = taken;
-    return result.kind === 'lost' ? { inputs: [], lost: true } : { inputs: result.inputs.map((i) => ({ seq: i.seq, bytes: i.bytes })), lost: false, ...(stop === null ? {} : { stop }) };
+    return taken ?? { inputs: [], lost: false };
   }
 
   /** Records the outcome of a health check `workerId` ran; undefined when it does not run that check (late, or not its). */
