@@ -31,7 +31,7 @@ export async function boardsCommand(opts: BoardsOptions): Promise<void> {
     console.log(JSON.stringify(rows, null, 2));
     return;
   }
-  for (const r of rows) {
-    console.log(`${r.id.padEnd(18)} ${r.mcu.padEnd(12)} ${r.backend.padEnd(7)} ${r.status}${r.reason ? `  (${r.reason})` : ''}`);
-  }
+  const line = (id: string, mcu: string, backend: string, status: string) => `${id.padEnd(18)} ${mcu.padEnd(12)} ${backend.padEnd(7)} ${status}`;
+  console.log(line('BOARD', 'MCU', 'BACKEND', 'STATUS (WHY OFFLINE)'));
+  for (const r of rows) console.log(`${line(r.id, r.mcu, r.backend, r.status)}${r.reason ? `  (${r.reason})` : ''}`);
 }

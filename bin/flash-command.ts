@@ -8,6 +8,7 @@ interface FlashOptions {
   board: string;
   server?: string;
   token?: string;
+  wait: number;
   backend: string;
   boardsDir: string;
   timeout: number;
@@ -22,20 +23,33 @@ interface FlashOptions {
 /** How one flash run ended: what the exit code and the JUnit case say. */
 type Outcome = { outcome: 'passed' | 'failed' | 'timeout'; reason: string };
 
+/** Seconds `--server` waits for a busy board by default: a CI step queues behind the one before it. */
+const DEFAULT_WAIT_SECONDS = 300;
+
 /**
  * `hilbench flash <firmware.elf> --board <id>`: one firmware image, its serial output live on
  * stdout, a verdict from `--expect-text`/`--expect-regex`/`--fail-text`, and Wokwi's exit codes
- * (0 passed, 1 failed, 42 timeout). Against a bench server (`--server`, `--token`) through the
- * live UART stream, or in this process on a backend (`--backend`). docs/cli.md.
+ * (0 passed, 1 failed, 42 timeout) plus 2 when it never ran (refused, unreachable, bad arguments,
+ * no such board). Against a bench server (`--server`, `--token`, waiting `--wait` for a busy
+ * board) through the live UART stream, or in this process on a backend (`--backend`). docs/cli.md.
  */
 export function addFlashCommand(program: Command): void {
   program
     .command('flash')
-    .description('Flash one firmware image and watch its serial output live; exit 0 passed, 1 failed, 42 timeout (docs/cli.md).')
+    .description('Flash one firmware image and watch its serial output live; exit 0 passed, 1 failed, 42 timeout, 2 never ran (docs/cli.md).')
     .argument('<firmware>', 'the ELF file')
     .requiredOption('--board <id>', 'the board to run it on')
     .addOption(new Option('--server <url>', 'a bench server to run it on (else: in this process)').env('HILBENCH_URL'))
     .addOption(new Option('--token <token>', 'the agent token for --server').env('HILBENCH_TOKEN'))
+    .addOption(
+      new Option('--wait <seconds>', 'with --server: how long to wait for a busy board in its queue (0: fail at once)')
+        .default(DEFAULT_WAIT_SECONDS)
+        .argParser((v) => {
+          const n = Number(v);
+          if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`expected a number of seconds 0 or more, got "${v}"`);
+          return n;
+        }),
+    )
     .addOption(new Option('--backend <name>', 'in process: the backend').default('auto').choices(['auto', ...backendNames]))
     .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
     .addOption(new Option('--qemu <path>', 'qemu-system-arm executable').env('HILBENCH_QEMU'))
@@ -53,42 +67,69 @@ export function addFlashCommand(program: Command): void {
     .option('--fail-text <text>', 'fail as soon as the output contains this')
     .option('--serial-log-file <file>', 'write the whole serial output here')
     .option('--junit <file>', 'write a JUnit report with one test case')
+    // Bad arguments never ran anything: exit 2, as every other run that never started (docs/cli.md).
+    .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : FLASH_NEVER_RAN_EXIT))
     .action(async (firmware: string, opts: FlashOptions) => {
-      const { SerialWatch, FLASH_EXIT, flashJunit } = await import('../harness/cli/serial-verdict.js');
-      let expectRegex: RegExp | undefined;
+      const { NeverRan } = await import('./flash-on-server.js');
       try {
-        expectRegex = opts.expectRegex === undefined ? undefined : new RegExp(opts.expectRegex, 's');
+        await flashAction(firmware, opts);
       } catch (err) {
-        throw new Error(`--expect-regex is not a valid regular expression: ${(err as Error).message}`);
+        if (!(err instanceof NeverRan)) throw err;
+        process.stderr.write(`hilbench flash: never ran: ${err.message}\n`);
+        process.exitCode = FLASH_NEVER_RAN_EXIT;
       }
-      const watch = new SerialWatch({ expectText: opts.expectText, expectRegex, failText: opts.failText });
-      const bytes = readFileSync(firmware);
-      let serial = '';
-      const print = (text: string) => {
-        serial += text;
-        process.stdout.write(text);
-        return watch.feed(text);
-      };
-      const started = performance.now();
-      const result = opts.server ? await onServer(opts, bytes, print) : await inProcess(opts, bytes, print);
-      const final: Outcome = watch.verdict
-        ? { outcome: watch.verdict.outcome, reason: watch.verdict.reason }
-        : result.failed
-          ? { outcome: 'failed', reason: result.failed }
-          : watch.expectsSomething
-            ? { outcome: 'timeout', reason: `the expected output did not appear within ${opts.timeout} s of device time` }
-            : { outcome: 'passed', reason: 'the firmware ran for its capture window' };
-      if (opts.serialLogFile) writeFileSync(opts.serialLogFile, serial);
-      if (opts.junit) {
-        writeFileSync(opts.junit, flashJunit({ name: `${opts.board} ${path.basename(firmware)}`, seconds: (performance.now() - started) / 1000, ...final, serial }));
-      }
-      process.stderr.write(`\nhilbench flash: ${final.outcome}: ${final.reason}\n`);
-      process.exitCode = FLASH_EXIT[final.outcome];
     });
 }
 
+/** The exit code of a run that never started (FLASH_EXIT.neverRan; kept here so `--help` loads nothing more). */
+const FLASH_NEVER_RAN_EXIT = 2;
+
+async function flashAction(firmware: string, opts: FlashOptions): Promise<void> {
+  const { SerialWatch, FLASH_EXIT, flashJunit } = await import('../harness/cli/serial-verdict.js');
+  const { NeverRan, flashOnServer } = await import('./flash-on-server.js');
+  let expectRegex: RegExp | undefined;
+  try {
+    expectRegex = opts.expectRegex === undefined ? undefined : new RegExp(opts.expectRegex, 's');
+  } catch (err) {
+    throw new NeverRan(`--expect-regex is not a valid regular expression: ${(err as Error).message}`);
+  }
+  const watch = new SerialWatch({ expectText: opts.expectText, expectRegex, failText: opts.failText });
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(firmware);
+  } catch (err) {
+    throw new NeverRan(`reading the firmware ${firmware} failed: ${(err as Error).message}`);
+  }
+  let serial = '';
+  const print = (text: string) => {
+    serial += text;
+    process.stdout.write(text);
+    return watch.feed(text)?.reason;
+  };
+  const started = performance.now();
+  const note = (line: string) => void process.stderr.write(`${line}\n`);
+  const result = opts.server
+    ? await flashOnServer({ server: opts.server, token: opts.token, board: opts.board, uartSeconds: opts.timeout, waitSeconds: opts.wait, bytes, print, note })
+    : await inProcess(opts, bytes, print);
+  // The next shell prompt starts on a line of its own, whatever the firmware printed last.
+  if (serial !== '' && !serial.endsWith('\n')) process.stdout.write('\n');
+  const final: Outcome = watch.verdict
+    ? { outcome: watch.verdict.outcome, reason: watch.verdict.reason }
+    : result.failed
+      ? { outcome: 'failed', reason: result.failed }
+      : watch.expectsSomething
+        ? { outcome: 'timeout', reason: `the expected output did not appear within ${opts.timeout} s of device time` }
+        : { outcome: 'passed', reason: 'the firmware ran for its capture window' };
+  if (opts.serialLogFile) writeFileSync(opts.serialLogFile, serial);
+  if (opts.junit) {
+    writeFileSync(opts.junit, flashJunit({ name: `${opts.board} ${path.basename(firmware)}`, seconds: (performance.now() - started) / 1000, ...final, serial }));
+  }
+  process.stderr.write(`hilbench flash: ${final.outcome}: ${final.reason}\n`);
+  process.exitCode = FLASH_EXIT[final.outcome];
+}
+
 /** Runs the image in this process; `print` returns a verdict once one is reached (the run stops then). */
-async function inProcess(opts: FlashOptions, bytes: Uint8Array, print: (text: string) => unknown): Promise<{ failed?: string }> {
+async function inProcess(opts: FlashOptions, bytes: Uint8Array, print: (text: string) => string | undefined): Promise<{ failed?: string }> {
   const { systemClock } = await import('../core/clock.js');
   const { loadBoardCatalog } = await import('../boards/catalog.js');
   const { createBackends } = await import('../harness/backend-registry.js');
@@ -96,12 +137,18 @@ async function inProcess(opts: FlashOptions, bytes: Uint8Array, print: (text: st
   const { loadFirmwareImage, checkImageForBoard } = await import('../backends/image-check.js');
   const { runFirmware } = await import('../harness/run-firmware.js');
   const { BackendError } = await import('../backends/backend.js');
+  const { NeverRan } = await import('./flash-on-server.js');
   const board = loadBoardCatalog(opts.boardsDir).find((b) => b.id === opts.board);
-  if (!board) throw new Error(`board "${opts.board}" is not in the catalog (hilbench boards lists them)`);
+  if (!board) throw new NeverRan(`board "${opts.board}" is not in the catalog (hilbench boards lists them)`);
   const resolved = await resolveBoardBackend(board, createBackends({ clock: systemClock, boards: [board], qemuBinary: opts.qemu }), opts.backend as never);
-  if (!resolved.backend) throw new Error(`board ${board.id} cannot run here: ${resolved.offlineReason ?? 'no backend'}`);
-  const image = loadFirmwareImage(bytes);
-  checkImageForBoard(image, board);
+  if (!resolved.backend) throw new NeverRan(`board ${board.id} cannot run here: ${resolved.offlineReason ?? 'no backend'}`);
+  let image;
+  try {
+    image = loadFirmwareImage(bytes);
+    checkImageForBoard(image, board);
+  } catch (err) {
+    throw new NeverRan(`the firmware cannot run on ${board.id}: ${(err as Error).message}`);
+  }
   const decided = new AbortController();
   const decoder = new TextDecoder();
   try {
@@ -111,7 +158,7 @@ async function inProcess(opts: FlashOptions, bytes: Uint8Array, print: (text: st
       maxUartBytes: 16 * 1024 * 1024,
       signal: decided.signal,
       onUart: (chunk) => {
-        if (print(decoder.decode(chunk.bytes, { stream: true }))) decided.abort();
+        if (print(decoder.decode(chunk.bytes, { stream: true })) !== undefined) decided.abort();
       },
     });
     if (run.stop.reason === 'crashed') return { failed: `the firmware crashed: ${run.stop.message}` };
@@ -121,48 +168,5 @@ async function inProcess(opts: FlashOptions, bytes: Uint8Array, print: (text: st
     if (decided.signal.aborted) return {};
     if (err instanceof BackendError) return { failed: `${err.kind}: ${err.message}` };
     throw err;
-  }
-}
-
-/** Runs the image on a bench server, watching its live UART stream (docs/bench-api.md, "Live results"). */
-async function onServer(opts: FlashOptions, bytes: Uint8Array, print: (text: string) => unknown): Promise<{ failed?: string }> {
-  if (!opts.token) throw new Error('--server needs --token (an agent token: POST /api/v1/agents/register)');
-  const base = opts.server!.replace(/\/+$/, '');
-  const auth = { authorization: `Bearer ${opts.token}` };
-  const form = new FormData();
-  form.set('board', opts.board);
-  form.set('uart_seconds', String(opts.timeout));
-  form.set('firmware', new Blob([bytes], { type: 'application/octet-stream' }), 'firmware.elf');
-  const submitted = await fetch(`${base}/api/v1/jobs/flash`, { method: 'POST', headers: auth, body: form });
-  const job = (await submitted.json()) as { job_id?: string; detail?: unknown };
-  if (!submitted.ok || !job.job_id) throw new Error(`the server refused the job (${submitted.status}): ${JSON.stringify(job.detail)}`);
-  const stream = await fetch(`${base}/api/v1/jobs/${job.job_id}/uart`, { headers: { ...auth, accept: 'text/event-stream' } });
-  if (!stream.ok || !stream.body) throw new Error(`the server did not stream the job's UART (${stream.status})`);
-  const reader = stream.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return { failed: 'the UART stream closed before the job ended' };
-    buffer += decoder.decode(value, { stream: true });
-    let cut: number;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event === 'uart' && data) {
-        if (print((JSON.parse(data) as { text: string }).text)) {
-          await reader.cancel().catch(() => undefined);
-          return {};
-        }
-      } else if (event === 'end' && data) {
-        const ended = JSON.parse(data) as { state: string; failure: { kind: string; message: string } | null; stop: { reason: string; exit_code?: number; message?: string } | null };
-        if (ended.state === 'failed') return { failed: `${ended.failure?.kind}: ${ended.failure?.message}` };
-        if (ended.stop?.reason === 'crashed') return { failed: `the firmware crashed: ${ended.stop.message ?? ''}` };
-        if (ended.stop?.reason === 'exited' && ended.stop.exit_code !== 0) return { failed: `the firmware exited with code ${ended.stop.exit_code}` };
-        return {};
-      }
-    }
   }
 }

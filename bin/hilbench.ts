@@ -41,7 +41,7 @@ const serve = program
   )
   .addOption(new Option('--public-url <url>', 'the bench address clients use (default: the listening address)').env('HILBENCH_PUBLIC_URL'))
   .addOption(new Option('--admin-token <token>', 'enables GET /admin with header x-admin-token').env('HILBENCH_ADMIN_TOKEN'))
-  .addOption(new Option('--contact-email <email>', 'operator contact published in /.well-known/ai-plugin.json').env('HILBENCH_CONTACT_EMAIL'))
+  .addOption(new Option('--contact-email <email>', 'operator contact published in /.well-known/ai-plugin.json (left out when unset)').env('HILBENCH_CONTACT_EMAIL'))
   .addOption(
     new Option('--backend <name>', 'which backend runs the boards: auto (each board on its own simulator, emulator or probe; boards with none here are offline, with the reason), mock (every board, nothing executed), or one backend for all')
       .env('HILBENCH_BACKEND')
@@ -99,6 +99,7 @@ const serve = program
   )
   .addOption(new Option('--no-relay', 'do not start the relay service'))
   .addOption(new Option('--no-mcp', 'do not serve MCP at /mcp (docs/mcp.md)'))
+  .addOption(new Option('--no-waitlist', "turn off the home page's waitlist (this bench operator's list of who wants more boards here)"))
   .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
   .addOption(new Option('--metrics-token <token>', 'GET /metrics answers only "authorization: Bearer <token>" (default: open)').env('HILBENCH_METRICS_TOKEN'))
   .addOption(new Option('--no-local-worker', 'run no bench worker in this process: jobs run on remote workers (hilbench worker; docs/worker-protocol.md)'))

@@ -60,7 +60,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
     backends,
     backend: opts.backend as never,
     adminToken: opts.adminToken as string | undefined,
-    pages: { contactEmail: opts.contactEmail as string | undefined },
+    pages: { contactEmail: opts.contactEmail as string | undefined, waitlist: opts.waitlist !== false },
     ...(mcp ? { mcp } : {}),
     publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
     limits,
@@ -79,7 +79,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
   // Without a local worker no backend of this process runs a job: naming one (the --backend default) misled.
   const runs = opts.localWorker === false ? 'jobs on remote workers' : `backend ${String(opts.backend)}`;
   console.log(`hilbench bench service on ${bench.url} (${where}, ${runs})`);
-  console.log(`  boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/${mcp ? `   mcp: ${bench.url}/mcp` : ''}`);
+  console.log(`  health: ${bench.url}/api/v1/health   boards: ${bench.url}/api/v1/boards   docs: ${bench.url}/openapi.json   page: ${bench.url}/${mcp ? `   mcp: ${bench.url}/mcp` : ''}`);
   for (const warning of wildcardAddressWarnings(host, { publicUrl: opts.publicUrl, relayPublicUrl: opts.relayPublicUrl, relay: opts.relay !== false })) console.warn(`hilbench: warning: ${warning}`);
   // A relay that cannot start (its data dir held by another server) must not leave the bench running.
   const relay =

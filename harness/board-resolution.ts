@@ -51,8 +51,14 @@ export async function resolveBoardBackend(
   return { board, backend: null, backendName: 'none', offlineReason: `no backend can run ${board.id} here (${reasons.join('; ')})` };
 }
 
+/**
+ * What a missing backend needs. Said without naming a server: `hilbench boards` and a worker
+ * resolve boards too, and the reason read "not configured on this server" where none was involved.
+ */
+const NOT_CONFIGURED_HINT: Partial<Record<BackendName, string>> = { probe: ' (it needs a bench file of the real boards: --bench-file)' };
+
 async function tryBackend(board: Board, name: BackendName, backend: Backend | undefined): Promise<ResolvedBoard> {
-  if (!backend) return { board, backend: null, backendName: name, offlineReason: `the ${name} backend is not configured on this server` };
+  if (!backend) return { board, backend: null, backendName: name, offlineReason: `the ${name} backend is not configured here${NOT_CONFIGURED_HINT[name] ?? ''}` };
   try {
     const availability = await backend.availability(board);
     if (availability.available) return { board, backend, backendName: name, offlineReason: null };

@@ -1,8 +1,10 @@
 import { agentRegistrationSchema, boardListSchema, healthSchema, jobSchema, sessionSchema } from '../server/bench/bench-schemas.js';
-import { BenchApiError, BenchTimeoutError } from './bench-errors.js';
+import { boardQueueSchema } from '../server/bench/cancel-and-queue-routes.js';
+import { jobTextSchema } from '../server/bench/job-text-view.js';
+import { BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
 import { type CallOptions, deadlineSignal, exchange, type HttpSettings, realSleep, type RetryPolicy } from './bench-http.js';
 import { BenchSession } from './bench-session.js';
-import type { AgentRegistration, Board, Health, Job, Session } from './bench-types.js';
+import type { AgentRegistration, Board, BoardQueue, Health, Job, JobText, Session } from './bench-types.js';
 import { parseUartEvents, type UartEvent } from './uart-stream.js';
 
 export interface BenchClientOptions {
@@ -130,6 +132,53 @@ export class BenchClient {
     const query = options.waitSeconds === undefined ? '' : `?wait=${options.waitSeconds}`;
     const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, ((options.waitSeconds ?? 0) + 10) * 1000);
     return jobSchema.parse((await exchange(this.settings, 'GET', `/api/v1/jobs/${encodeURIComponent(jobId)}${query}`, { ...options, timeoutMs })).json);
+  }
+
+  /**
+   * The job with its UART as text only (no base64, no chunks); with `maxChars`, its head and tail
+   * and how many characters were cut (`uart.cut_chars`). `waitSeconds` as for `getJob`.
+   */
+  async getJobText(jobId: string, options: CallOptions & { waitSeconds?: number; maxChars?: number } = {}): Promise<JobText> {
+    const query = new URLSearchParams({ uart: 'text' });
+    if (options.waitSeconds !== undefined) query.set('wait', String(options.waitSeconds));
+    if (options.maxChars !== undefined) query.set('max_chars', String(options.maxChars));
+    const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, ((options.waitSeconds ?? 0) + 10) * 1000);
+    return jobTextSchema.parse((await exchange(this.settings, 'GET', `/api/v1/jobs/${encodeURIComponent(jobId)}?${query}`, { ...options, timeoutMs })).json);
+  }
+
+  /**
+   * Stops the job now, once its verdict is known, so its board is free for the next job
+   * (decision 0535): it ends `failed` with kind `cancelled` and `reason`, keeping the UART it
+   * captured. Answers the job once it has stopped; a finished job as it is (idempotent).
+   */
+  async cancelJob(jobId: string, options: CallOptions & { reason?: string } = {}): Promise<Job> {
+    const body = new URLSearchParams(options.reason === undefined ? {} : { reason: options.reason.slice(0, 200) });
+    // The service waits up to 15 s for a running job to stop before it answers.
+    const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, 25_000);
+    return jobSchema.parse((await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/cancel`, { body, ...options, timeoutMs })).json);
+  }
+
+  /** The example firmware the service ships for `board` (`GET /examples/{board}/hello.elf`): its banner, then a tick every 100 ms. */
+  async exampleFirmware(board: string, options: CallOptions = {}): Promise<Uint8Array> {
+    const path = `/examples/${encodeURIComponent(board)}/hello.elf`;
+    const { signal, release } = deadlineSignal(`GET ${path}`, options.timeoutMs ?? this.settings.timeoutMs, options.signal);
+    try {
+      const response = await this.settings.fetch(`${this.baseUrl}${path}`, { signal });
+      if (!response.ok) {
+        const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
+        throw benchApiError('GET', path, response.status, body.detail);
+      }
+      return new Uint8Array(await response.arrayBuffer());
+    } catch (err) {
+      throw signal.aborted ? (signal.reason as Error) : err;
+    } finally {
+      release();
+    }
+  }
+
+  /** `board`'s session queue on the service: how many wait for it, and this agent's place (null: not waiting). */
+  async boardQueue(board: string, options: CallOptions = {}): Promise<BoardQueue> {
+    return boardQueueSchema.parse((await exchange(this.settings, 'GET', `/api/v1/boards/${encodeURIComponent(board)}/queue`, options)).json);
   }
 
   /** Waits until the job is `done` or `failed` (long polls of at most 60 s), for at most `timeoutMs` (default 10 min). */

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import type { agentRegistrationSchema, boardListSchema, boardSchema, healthSchema, jobSchema, sessionSchema } from '../server/bench/bench-schemas.js';
+import type { boardQueueSchema } from '../server/bench/cancel-and-queue-routes.js';
+import type { jobTextSchema } from '../server/bench/job-text-view.js';
 
 /**
  * The bench API's answers as TypeScript types, derived from the zod schemas the service validates
@@ -12,3 +14,7 @@ export type BoardList = z.infer<typeof boardListSchema>;
 export type Health = z.infer<typeof healthSchema>;
 export type Job = z.infer<typeof jobSchema>;
 export type JobState = Job['state'];
+/** A job read with its UART as (cut) text: `BenchClient.getJobText` (decision 0537). */
+export type JobText = z.infer<typeof jobTextSchema>;
+/** A board's session queue as a waiter sees it: `BenchClient.boardQueue`. */
+export type BoardQueue = z.infer<typeof boardQueueSchema>;

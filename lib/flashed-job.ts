@@ -19,6 +19,14 @@ export class FlashedJob {
     return this.client.waitForJob(this.id, options);
   }
 
+  /**
+   * Stops the job now, its verdict known, so the board is free for the next test (decision 0535);
+   * it ends `failed` with kind `cancelled`, keeping its UART. Answers the job once it stopped.
+   */
+  cancel(reason = 'the test has its verdict'): Promise<Job> {
+    return this.client.cancelJob(this.id, { reason });
+  }
+
   /** Reads the live UART until `pattern` shows up or the job ends, for at most `timeoutMs` of host time (default 60 000). */
   async search(pattern: string | RegExp, options: { timeoutMs?: number } = {}): Promise<PrintSearch> {
     const timeoutMs = options.timeoutMs ?? 60_000;

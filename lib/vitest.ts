@@ -69,6 +69,9 @@ export const test = base.extend<HilbenchFixtures>({
       jobs.push(flashed);
       return flashed;
     });
+    // The test has its verdict (a toPrint matched, or failed): jobs still running are stopped, so
+    // the board is free for the next test at once, not after their capture windows (issue 31).
+    for (const job of jobs) await job.cancel('the test ended').catch(() => undefined);
     // A failed test carries the UART of every job it flashed in its report: its output (what the
     // reporters show with the failure, JUnit's <system-err>) and an artifact with the whole text.
     if (task.result?.state !== 'fail') return;

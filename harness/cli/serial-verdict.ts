@@ -45,8 +45,8 @@ export class SerialWatch {
   }
 }
 
-/** Exit codes of `hilbench flash`, as Wokwi's CLI: 0 passed, 1 failed, 42 timed out (docs/cli.md). */
-export const FLASH_EXIT = { passed: 0, failed: 1, timeout: 42, usage: 2 } as const;
+/** Exit codes of `hilbench flash`, as Wokwi's CLI: 0 passed, 1 failed, 42 timed out; and 2: it never ran (refused, unreachable, bad arguments, no such board; docs/cli.md). */
+export const FLASH_EXIT = { passed: 0, failed: 1, timeout: 42, neverRan: 2 } as const;
 
 /** A JUnit report of one flash run: one test case, its serial output in `<system-out>`. */
 export function flashJunit(options: { name: string; seconds: number; outcome: 'passed' | 'failed' | 'timeout'; reason: string; serial: string }): string {

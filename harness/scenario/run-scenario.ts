@@ -266,7 +266,8 @@ export async function runScenario(scenario: Scenario, target: ScenarioTarget, op
   try {
     const backend = await filterBackend(scenario, target, options.vars ?? {});
     if (scenario.backends && backend && !(scenario.backends as readonly string[]).includes(backend.name)) {
-      return result('skipped', { skipReason: `runs only on ${scenario.backends.join(', ')}; ${backend.where} is ${backend.name}` });
+      // Says the flag that runs it (issue 31): `hilbench run` defaults to the mock backend.
+      return result('skipped', { skipReason: `runs only on ${scenario.backends.join(', ')}; ${backend.where} is ${backend.name} (run it with --backend ${scenario.backends[0]})` });
     }
     checkTarget(scenario, target);
     await checkDeviceBoards(scenario, target, options.vars ?? {});

@@ -203,7 +203,7 @@ export class BenchWorker {
           if (phase === 'flashing') return this.markStarted(ticket.jobId);
           const control = await link.running(ticket.jobId);
           if (control.stop !== null) stop(control.stop);
-          inputPump = this.pumpSerialInput(ticket.jobId, () => device, inputEnded.signal);
+          inputPump = this.pumpSerialInput(ticket.jobId, () => device, inputEnded.signal, stop);
         },
         onUart: (soFar) => reporter.report(soFar),
         onOpen: (opened) => {
@@ -238,7 +238,7 @@ export class BenchWorker {
    * next fetch acknowledges it, and one sent again after a lost answer is skipped by its number.
    * An input the device refuses (it closed as the job ended) is logged and dropped. Never rejects.
    */
-  private async pumpSerialInput(jobId: string, device: () => Device | undefined, signal: AbortSignal): Promise<void> {
+  private async pumpSerialInput(jobId: string, device: () => Device | undefined, signal: AbortSignal, stop: (reason: string) => void): Promise<void> {
     const baseRetryMs = this.options.retryMs ?? 1_000;
     let retryMs = baseRetryMs;
     let writtenThrough = 0;
@@ -255,6 +255,8 @@ export class BenchWorker {
         continue;
       }
       if (batch.lost) return;
+      // Asked to stop (its agent cancelled it): heard here at once, not at the next claim renewal.
+      if (batch.stop !== undefined) return stop(batch.stop);
       for (const input of batch.inputs) {
         if (input.seq <= writtenThrough) continue;
         try {

@@ -123,13 +123,14 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   /** A long poll for the job's serial input (`POST .../input`); a refusal (404, 409) means the job is no longer ours. */
   async input(jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
     try {
-      const answer = await this.request<{ inputs: Array<{ seq: number; base64: string }> }>(
+      const answer = await this.request<{ inputs: Array<{ seq: number; base64: string }>; stop?: string }>(
         'POST',
         `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/input`,
         { written_through: writtenThroughSeq, wait_seconds: this.options.claimWaitSeconds ?? 20 },
         signal,
       );
-      return { inputs: answer.inputs.map((i) => ({ seq: i.seq, bytes: new Uint8Array(Buffer.from(i.base64, 'base64')) })), lost: false };
+      const inputs = answer.inputs.map((i) => ({ seq: i.seq, bytes: new Uint8Array(Buffer.from(i.base64, 'base64')) }));
+      return { inputs, lost: false, ...(typeof answer.stop === 'string' ? { stop: answer.stop } : {}) };
     } catch (err) {
       if (signal.aborted) return { inputs: [], lost: false };
       if (err instanceof WorkerServerError && (err.status === 404 || err.status === 409)) return { inputs: [], lost: true };

@@ -90,6 +90,8 @@ export interface SerialInputBatch {
   inputs: Array<{ seq: number; bytes: Uint8Array }>;
   /** The job is no longer this worker's (finished, cancelled, failed by a sweep): stop asking. */
   lost: boolean;
+  /** The job was asked to stop (its agent cancelled it): why; the worker stops it now. */
+  stop?: string;
 }
 
 export interface UartReport extends Pick<UartSoFar, 'timeBase' | 'clockSource' | 'droppedUartBytes'> {

@@ -4,6 +4,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { BenchClient } from '../bench-client.js';
 import { BenchApiError, BenchTimeoutError } from '../bench-errors.js';
+import type { Job } from '../bench-types.js';
+import { headAndTail } from '../../server/bench/job-text-view.js';
 
 /**
  * The bench's MCP tools (docs/mcp.md): what an AI agent does with a bench, one call each, through
@@ -31,9 +33,38 @@ async function answer(run: () => Promise<unknown>): Promise<CallToolResult> {
 
 class ToolInputError extends Error {}
 
+/**
+ * Characters of UART a tool answers by default: its head and tail, and how many were cut
+ * (issue 31): a chatty firmware's 64 KiB would fill a language model's context.
+ */
+export const DEFAULT_TOOL_MAX_CHARS = 4_000;
+
+const maxCharsInput = z
+  .number()
+  .int()
+  .min(0)
+  .max(1_000_000)
+  .optional()
+  .describe(`characters of UART text to answer: its head and tail, with how many were cut (default ${DEFAULT_TOOL_MAX_CHARS}; 0: all)`);
+
+/** `text` cut to `maxChars` (0: whole), as `uart_text` with `uart_cut_chars`. */
+function uartText(text: string, maxChars: number | undefined): { uart_text: string; uart_cut_chars: number } {
+  const limit = maxChars ?? DEFAULT_TOOL_MAX_CHARS;
+  const cut = headAndTail(text, limit === 0 ? undefined : limit);
+  return { uart_text: cut.text, uart_cut_chars: cut.cutChars };
+}
+
+/** A job as a tool answers it: its UART as (cut) text, never base64 or chunks. */
+function jobAnswer(job: Job, maxChars: number | undefined) {
+  const { uart, ...rest } = job;
+  return { ...rest, uart: uart ? { bytes: uart.bytes, dropped_bytes: uart.dropped_bytes, time_base: uart.time_base } : null, ...uartText(uart?.text ?? '', maxChars) };
+}
+
 export function registerBenchTools(server: McpServer, client: BenchClient, options: BenchToolOptions): void {
-  const firmwareOf = (args: { elf_path?: string | undefined; elf_base64?: string | undefined }): Uint8Array => {
-    if ((args.elf_path === undefined) === (args.elf_base64 === undefined)) throw new ToolInputError('give the ELF as elf_path or as elf_base64, one of them');
+  const firmwareOf = async (args: { board: string; elf_path?: string | undefined; elf_base64?: string | undefined; example_firmware?: boolean | undefined }): Promise<Uint8Array> => {
+    const given = [args.elf_path, args.elf_base64, args.example_firmware ? true : undefined].filter((v) => v !== undefined).length;
+    if (given !== 1) throw new ToolInputError('give the ELF as elf_path, as elf_base64, or example_firmware: true, one of them');
+    if (args.example_firmware) return client.exampleFirmware(args.board);
     if (args.elf_base64 !== undefined) return Uint8Array.from(Buffer.from(args.elf_base64, 'base64'));
     if (!options.localFiles) throw new ToolInputError('elf_path is only for a local hilbench mcp; over HTTP send elf_base64');
     return new Uint8Array(readFileSync(args.elf_path!));
@@ -50,24 +81,40 @@ export function registerBenchTools(server: McpServer, client: BenchClient, optio
     {
       title: 'Run firmware',
       description:
-        'Flash an ELF on a board, run it for uart_seconds of the device clock and answer the UART it printed and the outcome. With expect_text, passed means the UART contains it. Queues behind the board\'s current holder for up to wait_seconds.',
+        'Flash an ELF on a board, run it for uart_seconds of the device clock and answer the UART it printed (as text, its head and tail when long) and the outcome. With expect_text, passed as soon as the UART contains it: the job is then cancelled, so the board is free at once. Queues behind the board\'s current holder for up to wait_seconds.',
       inputSchema: {
         board: z.string().min(1).describe('a board id from list_boards'),
         elf_path: z.string().optional().describe('an ELF file on the host of a local hilbench mcp'),
         elf_base64: z.string().optional().describe('the ELF bytes, base64'),
+        example_firmware: z.boolean().optional().describe("run the bench's own example firmware for the board (it prints its banner, then a tick every 100 ms)"),
         uart_seconds: z.number().positive().max(30).optional().describe('seconds of UART to capture (default 0.8)'),
         expect_text: z.string().min(1).optional().describe('passed only when the UART contains this'),
         wait_seconds: z.number().min(0).max(300).optional().describe('how long to wait for a busy board (default 60)'),
+        max_chars: maxCharsInput,
       },
     },
     (args) =>
       answer(async () => {
-        const firmware = firmwareOf(args);
+        const firmware = await firmwareOf(args);
         await using session = await client.openSession(args.board, { waitSeconds: args.wait_seconds ?? 60 });
-        const job = await session.flash(firmware, args.uart_seconds === undefined ? {} : { uartSeconds: args.uart_seconds });
-        const uartText = job.uart?.text ?? '';
-        const passed = job.state === 'done' && (args.expect_text === undefined || uartText.includes(args.expect_text));
-        return { outcome: passed ? 'passed' : 'failed', job_id: job.job_id, state: job.state, uart_text: uartText, stop: job.stop, failure: job.failure };
+        const submitted = await session.submitFlash(firmware, args.uart_seconds === undefined ? {} : { uartSeconds: args.uart_seconds });
+        let seen = false;
+        if (args.expect_text !== undefined) {
+          // Watched live: the verdict is out once the text shows, and the job is stopped then (decision 0535).
+          const watched = await client.waitForUart(submitted.job_id, args.expect_text, { timeoutMs: 600_000 });
+          seen = watched.matched;
+          if (seen) await client.cancelJob(submitted.job_id, { reason: 'run_firmware saw its expect_text' });
+        }
+        const job = await client.waitForJob(submitted.job_id);
+        const text = job.uart?.text ?? '';
+        const passed = args.expect_text === undefined ? job.state === 'done' : seen || (job.state === 'done' && text.includes(args.expect_text));
+        const reason =
+          args.expect_text === undefined
+            ? `the job ended ${job.state}`
+            : passed
+              ? `the UART contains ${JSON.stringify(args.expect_text)}; the job was then cancelled to free the board`
+              : `the job ended ${job.state} without printing ${JSON.stringify(args.expect_text)}`;
+        return { outcome: passed ? 'passed' : 'failed', reason, job_id: job.job_id, state: job.state, ...uartText(text, args.max_chars), stop: job.stop, failure: job.failure };
       }),
   );
 
@@ -105,10 +152,20 @@ export function registerBenchTools(server: McpServer, client: BenchClient, optio
     'get_job',
     {
       title: 'Get a job',
-      description: 'A job with its state, UART and outcome. wait_seconds (at most 60) answers as soon as it is finished.',
-      inputSchema: { job_id: z.string().min(1), wait_seconds: z.number().positive().max(60).optional() },
+      description: 'A job with its state, outcome and UART as text (its head and tail when long, with uart_cut_chars). wait_seconds (at most 60) answers as soon as it is finished.',
+      inputSchema: { job_id: z.string().min(1), wait_seconds: z.number().positive().max(60).optional(), max_chars: maxCharsInput },
     },
-    (args) => answer(() => client.getJob(args.job_id, args.wait_seconds === undefined ? {} : { waitSeconds: args.wait_seconds })),
+    (args) => answer(async () => jobAnswer(await client.getJob(args.job_id, args.wait_seconds === undefined ? {} : { waitSeconds: args.wait_seconds }), args.max_chars)),
+  );
+
+  server.registerTool(
+    'cancel_job',
+    {
+      title: 'Cancel a job',
+      description: 'Stop a job once its verdict is known, so its board is free for the next run: it ends failed with kind cancelled, keeping the UART it printed. A finished job is answered as it is.',
+      inputSchema: { job_id: z.string().min(1), reason: z.string().max(200).optional(), max_chars: maxCharsInput },
+    },
+    (args) => answer(async () => jobAnswer(await client.cancelJob(args.job_id, args.reason === undefined ? {} : { reason: args.reason }), args.max_chars)),
   );
 
   server.registerTool(
@@ -121,6 +178,7 @@ export function registerBenchTools(server: McpServer, client: BenchClient, optio
         job_id: z.string().min(1),
         until_text: z.string().min(1).optional(),
         timeout_seconds: z.number().positive().max(300).optional().describe('default 30'),
+        max_chars: maxCharsInput,
       },
     },
     (args, extra) =>
@@ -129,17 +187,17 @@ export function registerBenchTools(server: McpServer, client: BenchClient, optio
         const controller = new AbortController();
         const timer = setTimeout(() => controller.abort(new Error('timeout')), timeoutMs);
         const signal = AbortSignal.any([controller.signal, extra.signal]);
-        let uartText = '';
+        let text = '';
         try {
           for await (const event of client.uart(args.job_id, { signal })) {
-            if (event.kind === 'end') return { stopped: 'job-finished', state: event.job.state, uart_text: uartText };
-            uartText += event.text;
+            if (event.kind === 'end') return { stopped: 'job-finished', state: event.job.state, ...uartText(text, args.max_chars) };
+            text += event.text;
             await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: `uart ${args.job_id}`, data: event.text } }).catch(() => undefined);
-            if (args.until_text !== undefined && uartText.includes(args.until_text)) return { stopped: 'text-seen', uart_text: uartText };
+            if (args.until_text !== undefined && text.includes(args.until_text)) return { stopped: 'text-seen', ...uartText(text, args.max_chars) };
           }
-          return { stopped: 'stream-ended', uart_text: uartText };
+          return { stopped: 'stream-ended', ...uartText(text, args.max_chars) };
         } catch (err) {
-          if (controller.signal.aborted) return { stopped: 'timeout', uart_text: uartText };
+          if (controller.signal.aborted) return { stopped: 'timeout', ...uartText(text, args.max_chars) };
           throw err;
         } finally {
           clearTimeout(timer);

@@ -10,7 +10,7 @@ import { registerBenchTools } from './bench-tools.js';
 export function benchMcpServer(client: BenchClient, options: { localFiles: boolean }): McpServer {
   const server = new McpServer(
     { name: 'hilbench', version: packageVersion() },
-    { instructions: 'A hardware-in-the-loop bench: list_boards, then run_firmware for a one-shot run, or open_session / get_job / stream_job_uart / end_session for more. Times are the device clock unless a tool says otherwise.' },
+    { instructions: 'A hardware-in-the-loop bench: list_boards, then run_firmware for a one-shot run (with expect_text it answers, and frees the board, as soon as the text shows), or open_session / get_job / stream_job_uart / cancel_job / end_session for more. UART comes back as text, its head and tail when long (uart_cut_chars says how much was cut; max_chars asks for more). Times are the device clock unless a tool says otherwise.' },
   );
   registerBenchTools(server, client, options);
   return server;

@@ -1,4 +1,7 @@
+import { z } from 'zod';
 import { sameSecret } from '../http/same-secret.js';
+import { jobTextSchema } from './job-text-view.js';
+import { cancelAndQueueRoutes } from './cancel-and-queue-routes.js';
 import type { IncomingMessage } from 'node:http';
 import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteGuards } from './bench-route.js';
@@ -64,7 +67,7 @@ export function benchGuards(bench: Bench, options: { adminToken?: string }): Rou
  * (`bench-error-http.ts`), so the domain never picks a status.
  */
 export function benchRoutes(bench: Bench, options: { limits: BenchLimits }): BenchRoute[] {
-  return [...benchRouteTable(bench, options).map((route) => ({ ...route, handler: mapBenchErrors(route.handler) })), ...jobLiveRoutes(bench)];
+  return [...benchRouteTable(bench, options).map((route) => ({ ...route, handler: mapBenchErrors(route.handler) })), ...jobLiveRoutes(bench), ...cancelAndQueueRoutes(bench)];
 }
 
 function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchRoute[] {
@@ -235,7 +238,8 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       tags: ['jobs'],
       auth: 'bearer',
       query: jobWaitQuerySchema,
-      response: jobSchema,
+      // `?uart=text` / `?max_chars=` answer the UART as (cut) text (job-text-view.ts).
+      response: z.union([jobSchema, jobTextSchema]),
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such job of the caller', 429: LONG_POLLS_429 },
       handler: getJobMaybeWaiting(bench),
     },

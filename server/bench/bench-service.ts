@@ -49,6 +49,9 @@ import type { LocalWorkerOptions } from './local-worker.js';
 import { workerRoutes } from './worker-routes.js';
 import { workerOpenApiComponents } from './worker-schemas.js';
 import { uartInputAnswerSchema } from './job-live-routes.js';
+import { jobTextSchema, uartTextSchema } from './job-text-view.js';
+import { boardQueueSchema } from './cancel-and-queue-routes.js';
+import { exampleFirmwareOf } from './example-firmware.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { consoleOpenApiPaths, pagesOpenApiPaths } from './pages/pages-openapi.js';
 import { CONSOLE_ROUTES, createConsoleRouter } from './pages/console-router.js';
@@ -103,8 +106,11 @@ export interface BenchServiceConfig {
   workerTimings?: Partial<WorkerTimings>;
   /** Checks an image against a board before it is queued. Default `checkImageForBoard`. */
   checkImage?: BenchDeps['checkImage'];
-  /** Human pages and discovery documents; `contactEmail` goes into ai-plugin.json. */
-  pages?: { contactEmail?: string };
+  /**
+   * Human pages and discovery documents; `contactEmail` goes into ai-plugin.json (left out when
+   * unset); `waitlist: false` turns the waitlist off (`--no-waitlist`, issue 31).
+   */
+  pages?: { contactEmail?: string; waitlist?: boolean };
   /**
    * Serves MCP at `/mcp` with this handler (`mcpHttpHandler` of lib/mcp, given by `hilbench
    * serve`: its tools call this service's own API with the caller's token); llms.txt and the
@@ -249,7 +255,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       version: BENCH_API_VERSION,
       description: 'Flash ELF firmware on remote microcontroller benches (mock, simulated, emulated or real) and read the UART. See docs/bench-api.md.',
       serverUrl: config.publicBaseUrl,
-      components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema },
+      components: { ...openApiComponents, ...workerOpenApiComponents, UartInputWritten: uartInputAnswerSchema, JobText: jobTextSchema, UartText: uartTextSchema, BoardQueue: boardQueueSchema },
       extraPaths: { ...pagesOpenApiPaths(), ...consoleOpenApiPaths(), ...metricsOpenApiPath, ...(config.mcp ? mcpOpenApiPath : {}) },
       security: benchOpenApiSecurity,
     });
@@ -284,6 +290,8 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
         waitlist,
         csrfSecret: await store.secret('waitlist-csrf', () => new Uint8Array(randomBytes(32))),
         contactEmail: config.pages?.contactEmail,
+        waitlistOpen: config.pages?.waitlist !== false,
+        exampleFirmware: exampleFirmwareOf(config.boards.map((b) => b.id)),
         mcp: config.mcp !== undefined,
         logError: (message, cause) => logger.error(message, cause),
       }),

@@ -4,6 +4,7 @@ import { AgentAuth } from './agent-auth.js';
 import { AgentLongPolls } from './agent-long-polls.js';
 import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
+import { JobCancel } from './job-cancel.js';
 import { JobStreams, type SerialInputReceipt } from './job-streams.js';
 import { jobBody } from './bench-views.js';
 import { adminJob } from './board-views.js';
@@ -47,6 +48,7 @@ export class Bench {
   private readonly boardHealth: BoardHealthAdmin;
   private readonly status: BenchStatus;
   private readonly streams: JobStreams;
+  private readonly cancels: JobCancel;
 
   /** Jobs as they run in this process (live UART, states, serial input). */
   get live(): JobLive {
@@ -69,6 +71,7 @@ export class Bench {
     this.sessions = new SessionLeases({ ...deps, access, longPolls });
     this.jobs = new FlashJobs({ ...deps, access });
     this.streams = new JobStreams({ ...deps, longPolls });
+    this.cancels = new JobCancel(deps);
     // A finished job renewed its session in the store: its expiry timer is armed for the new time.
     deps.live.subscribeAll((jobId, event) => {
       if (event.kind !== 'state' || (event.state !== 'done' && event.state !== 'failed')) return;
@@ -200,6 +203,16 @@ export class Bench {
   /** The job once done or failed, or as it is after `waitSeconds` (`GET /api/v1/jobs/{id}?wait=`). */
   async waitForJob(agent: AgentRecord, jobId: string, waitSeconds: number, signal: AbortSignal): Promise<JobBody> {
     return jobBody(await this.streams.waitForEnd(agent, jobId, waitSeconds, signal));
+  }
+
+  /** Stops the caller's job (`POST /api/v1/jobs/{id}/cancel`, decision 0535); a finished one is answered as it is. */
+  async cancelJob(agent: AgentRecord, jobId: string, reason: string, signal: AbortSignal): Promise<JobBody> {
+    return jobBody(await this.cancels.cancel(agent, jobId, reason, signal));
+  }
+
+  /** `board`'s session queue on this server (`GET /api/v1/boards/{board}/queue`): how many wait, the caller's place. */
+  boardQueue(agent: AgentRecord, boardId: string): { board: string; waiting: number; position: number | null } {
+    return { board: this.sessions.knownBoard(boardId), ...this.sessions.queueOf(boardId, agent.agentId) };
   }
 
   /** The job's UART as it is printed (`GET /api/v1/jobs/{id}/uart`); returns the stop. */

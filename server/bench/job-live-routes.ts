@@ -13,6 +13,7 @@ import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { answerUartEventStream } from './uart-event-stream.js';
+import { jobView, jobViewQueryFields } from './job-text-view.js';
 
 /** The longest `?wait=` a client may ask for, seconds. */
 export const MAX_JOB_WAIT_SECONDS = 60;
@@ -33,6 +34,7 @@ export const jobWaitQuerySchema = z.object({
     le: MAX_JOB_WAIT_SECONDS,
     description: `Extension: answer as soon as the job is done or failed, or after this many seconds (at most ${MAX_JOB_WAIT_SECONDS}) with the job as it is then.`,
   }),
+  ...jobViewQueryFields,
 });
 
 
@@ -140,10 +142,10 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
 /** The `GET /api/v1/jobs/{job_id}` handler with `?wait=` (the route itself stays in bench-routes.ts). */
 export function getJobMaybeWaiting(bench: Bench) {
   return async (req: Request, res: Response, caller: RouteCaller<AgentRecord>): Promise<void> => {
-    const { wait } = parseOr422(jobWaitQuerySchema, lastQueryValues(req.query), 'query');
+    const { wait, ...view } = parseOr422(jobWaitQuerySchema, lastQueryValues(req.query), 'query');
     const agent = callerAgent(caller);
     const jobId = pathParam(req, 'job_id');
-    res.json(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res)));
+    res.json(jobView(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res)), view));
   };
 }
 

@@ -80,7 +80,9 @@ export class SessionLeases {
       return result.kind === 'opened' ? { session: result.session } : { lease: result.lease };
     };
     let outcome = await attempt();
-    if (outcome.lease && wait && wait.seconds > 0 && outcome.lease.agentId !== agent.agentId) {
+    // The caller's own flash job is waited for as anyone's is (a one-shot run right after another, issue 31).
+    const waitable = (lease: LeaseWithAgent) => lease.agentId !== agent.agentId || lease.holder.kind === 'job';
+    if (outcome.lease && wait && wait.seconds > 0 && waitable(outcome.lease)) {
       let lastLease = outcome.lease;
       // Waiting in the queue holds the request open: one of the agent's long polls (decision 0471).
       const queued = await this.deps.longPolls.run(agent, () => this.queue.wait(boardId, agent.agentId, {
@@ -101,6 +103,16 @@ export class SessionLeases {
     if (outcome.lease) throw await access.leasedConflict(outcome.lease, agent);
     this.armExpiry(outcome.session!);
     return sessionBody(outcome.session!);
+  }
+
+  /** The id of a board of this server; `board_not_found` otherwise. */
+  knownBoard(boardId: string): string {
+    return this.deps.access.knownBoard(boardId).id;
+  }
+
+  /** `board`'s session queue in this process: how many wait, and the caller's place (1-based) when it waits. */
+  queueOf(board: string, agentId: string): { waiting: number; position: number | null } {
+    return this.queue.lineOf(board, agentId);
   }
 
   /** Something in this process may have freed a board (a job ended): the queues try again. */

@@ -24,6 +24,13 @@ export class SessionQueue {
     return index < 0 ? queue.length + 1 : index + 1;
   }
 
+  /** How many wait for `board`, and the first place (1-based) of `agentId` among them, if it waits. */
+  lineOf(board: string, agentId: string): { waiting: number; position: number | null } {
+    const queue = this.queues.get(board) ?? [];
+    const index = queue.findIndex((w) => w.agentId === agentId);
+    return { waiting: queue.length, position: index < 0 ? null : index + 1 };
+  }
+
   /** Something may have freed a board: every head of queue tries again. */
   nudge(): void {
     for (const queue of this.queues.values()) queue[0]?.wake();

@@ -8,6 +8,7 @@ import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 import { StoreSignals } from './store-signals.js';
 import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
+import { takeInputOrStop } from './input-or-stop.js';
 
 /** The most serial input one fetch hands a worker, bytes (one input is never split). */
 export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
@@ -272,13 +273,12 @@ export class WorkerGateway {
    */
   async input(workerId: string, jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
     const taken = await this.signals.until(`input:${jobId}`, signal, async () => {
-      const result = await this.deps.store.serialInput.take(jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
+      const found = await takeInputOrStop(this.deps.store, jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
       // What the worker acknowledged may answer an agent waiting to hear its input was written.
       this.signals.notify(`written:${jobId}`);
-      return result.kind === 'lost' || result.inputs.length > 0 ? result : undefined;
+      return found;
     });
-    if (!taken) return { inputs: [], lost: false };
-    return taken.kind === 'lost' ? { inputs: [], lost: true } : { inputs: taken.inputs.map((i) => ({ seq: i.seq, bytes: i.bytes })), lost: false };
+    return taken ?? { inputs: [], lost: false };
   }
 
   /** Records the outcome of a health check `workerId` ran; undefined when it does not run that check (late, or not its). */

@@ -114,7 +114,7 @@ export class WorkerProtocol {
   }
 
   /** Serial input for a job the worker holds, waiting up to `waitMs` for some; refused when it no longer holds the job. */
-  async input(worker: WorkerRecord, jobId: string, writtenThroughSeq: number, waitMs: number, signal: AbortSignal): Promise<SerialInputBatch['inputs']> {
+  async input(worker: WorkerRecord, jobId: string, writtenThroughSeq: number, waitMs: number, signal: AbortSignal): Promise<Pick<SerialInputBatch, 'inputs' | 'stop'>> {
     await this.heardFrom(worker);
     const why = `worker ${worker.workerId} already waits in ${MAX_WAITING_INPUT_FETCHES_PER_JOB} serial-input fetches of job ${jobId}`;
     return this.waiting.run(`input:${worker.workerId}:${jobId}`, MAX_WAITING_INPUT_FETCHES_PER_JOB, why, async () => {
@@ -123,7 +123,7 @@ export class WorkerProtocol {
       try {
         const batch = await this.deps.gateway.input(worker.workerId, jobId, writtenThroughSeq, AbortSignal.any([signal, timeout.signal]));
         if (batch.lost) throw await this.notHeld(worker, jobId);
-        return batch.inputs;
+        return batch;
       } finally {
         this.deps.clock.clearTimeout(timer);
       }

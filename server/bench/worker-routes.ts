@@ -202,8 +202,8 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
         const body = await readBody(req, inputBodySchema);
         const gone = new AbortController();
         res.on('close', () => gone.abort());
-        const inputs = await protocol.input(workerOf(caller), pathParam(req, 'job_id'), body.written_through, body.wait_seconds * 1000, gone.signal);
-        res.json({ inputs: inputs.map((i) => ({ seq: i.seq, base64: Buffer.from(i.bytes).toString('base64') })) });
+        const batch = await protocol.input(workerOf(caller), pathParam(req, 'job_id'), body.written_through, body.wait_seconds * 1000, gone.signal);
+        res.json({ inputs: batch.inputs.map((i) => ({ seq: i.seq, base64: Buffer.from(i.bytes).toString('base64') })), ...(batch.stop === undefined ? {} : { stop: batch.stop }) });
       },
     },
     {

@@ -75,6 +75,7 @@ export const inputAnswerSchema = z.object({
   inputs: z
     .array(z.object({ seq: z.number().int(), base64: z.string() }))
     .meta({ description: 'Serial input after `written_through`, in the order the server accepted it (numbered 1, 2, ... per job).' }),
+  stop: z.string().optional().meta({ description: 'The job was asked to stop (its agent cancelled it, its session ended): why. The worker stops it now (decision 0535).' }),
 });
 
 const chunkSchema = z.object({

@@ -79,7 +79,7 @@ describe('GET /api/v1/boards', () => {
     expect(boards.find((b) => b.id === 'uno')).toMatchObject({ backend: 'none', status: 'offline', offline_reason: 'no backend can run uno here (sim: no engine for uno)' });
     expect(boards.find((b) => b.id === 'mps2-an385')).toMatchObject({
       status: 'offline',
-      offline_reason: expect.stringMatching(/qemu: the qemu backend is not configured on this server/),
+      offline_reason: expect.stringMatching(/qemu: the qemu backend is not configured here/),
     });
   });
 });
@@ -292,6 +292,8 @@ describe('GET /openapi.json', () => {
         'GET /metrics',
         'GET /api/v1/jobs/:job_id/uart',
         'POST /api/v1/jobs/:job_id/uart',
+        'POST /api/v1/jobs/:job_id/cancel',
+        'GET /api/v1/boards/:board/queue',
         'POST /api/v1/agents/register',
         'POST /api/v1/sessions',
         'GET /api/v1/sessions/:sid',
@@ -339,7 +341,8 @@ describe('GET /openapi.json', () => {
     expect((doc.paths['/api/v1/sessions']!.post!.responses['409'] as { description: string }).description).toMatch(/wait_seconds.*place in the queue/);
     expect(doc.paths['/api/v1/jobs/{job_id}']!.get!.responses['200']).toEqual({
       description: 'Successful Response',
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Job' } } },
+      // The whole job, or with ?uart=text / ?max_chars= its UART as text (decision 0537).
+      content: { 'application/json': { schema: { anyOf: [{ $ref: '#/components/schemas/Job' }, { $ref: '#/components/schemas/JobText' }] } } },
     });
   });
 });

@@ -61,10 +61,13 @@ describe('jobs and leases', () => {
     expect(boards.boards.find((b) => b.id === 'pico')!.status).toBe('busy');
     const blocked = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) });
     expect(blocked.status).toBe(409);
-    // The job's deadline (below) from when it started flashing, not a guess of one second.
-    expect(blocked.headers.get('retry-after')).toBe('74');
+    // Its expected end (issue 31): flashing since 0, an expected flash of 1 s, then 0.8 s of capture;
+    // the detail names its deadline (below) from when it started flashing too.
+    expect(blocked.headers.get('retry-after')).toBe('2');
     expect(await blocked.json()).toEqual({
-      detail: 'board pico is busy: agent "alice" leased it for a flash job, until that job finishes, at the latest 2026-01-01T00:01:13.200Z (its deadline) (retry_after_seconds=74)',
+      detail:
+        'board pico is busy: agent "alice" leased it for a flash job, until that job finishes, expected in about 2 s (its capture window), ' +
+        'at the latest 2026-01-01T00:01:13.200Z (its deadline) (retry_after_seconds=2)',
     });
 
     // Default deadline: 60 s flash + 0.8 s x 4 s + 10 s margin = 73.2 s.

@@ -123,10 +123,13 @@ describe('a board held by a job answers 409 with Retry-After from the job deadli
 
     const blocked = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(bob.token), body: new URLSearchParams({ board: 'pico' }) });
     expect(blocked.status).toBe(409);
-    // Deadline: flashing at 0 + 60 s flash + 0.1 s x 4 s + 10 s margin = 70.4 s; now is 5 s.
-    expect(blocked.headers.get('retry-after')).toBe('66');
+    // Past its expected end (running at 0 for 0.1 s; now is 5 s) it is asked about again in 5 s;
+    // deadline: flashing at 0 + 60 s flash + 0.1 s x 4 s + 10 s margin = 70.4 s.
+    expect(blocked.headers.get('retry-after')).toBe('5');
     expect(await blocked.json()).toEqual({
-      detail: 'board pico is busy: agent "alice" leased it for a flash job, until that job finishes, at the latest 2026-01-01T00:01:10.400Z (its deadline) (retry_after_seconds=66)',
+      detail:
+        'board pico is busy: agent "alice" leased it for a flash job, until that job finishes, expected in about 5 s (its capture window), ' +
+        'at the latest 2026-01-01T00:01:10.400Z (its deadline) (retry_after_seconds=5)',
     });
 
     slow.deliver();

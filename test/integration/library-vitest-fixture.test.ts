@@ -34,3 +34,19 @@ test('a job that never prints the text fails the matcher with the UART it did pr
   const job = await flash(firmware(board.board), { uartSeconds: 0.3 });
   await expect(expect(job).toPrint('never printed')).rejects.toThrow(/ended done without printing it\nUART \(last lines\):\n[\s\S]*tick 2/);
 });
+
+// Issue 31: the verdict is out once toPrint matched; the job must not hold the board for the rest of its window.
+let longJob: string | undefined;
+
+test('a long job whose text was printed', async ({ flash, board }) => {
+  const job = await flash(firmware(board.board), { uartSeconds: 30 });
+  longJob = job.id;
+  await expect(job).toPrint(/tick 2/);
+});
+
+test('is stopped when its test ends, keeping its UART, so the board is free at once', async ({ bench }) => {
+  const job = await bench.getJob(longJob!);
+  expect(job.state).toBe('failed');
+  expect(job.failure).toEqual({ kind: 'cancelled', message: `job ${longJob} cancelled: its agent cancelled it: the test ended` });
+  expect(job.uart?.text).toContain('tick 2');
+});

@@ -41,7 +41,7 @@ afterAll(async () => {
 describe('MCP over streamable HTTP at /mcp', () => {
   it('lists the bench tools with their input schemas', async () => {
     const { tools } = await mcp.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['end_session', 'get_job', 'heartbeat_session', 'list_boards', 'open_session', 'run_firmware', 'stream_job_uart']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['cancel_job', 'end_session', 'get_job', 'heartbeat_session', 'list_boards', 'open_session', 'run_firmware', 'stream_job_uart']);
     expect(tools.find((t) => t.name === 'run_firmware')!.inputSchema.properties).toHaveProperty('elf_base64');
   });
 
@@ -49,10 +49,18 @@ describe('MCP over streamable HTTP at /mcp', () => {
     const boards = (await call('list_boards')).structuredContent!.boards as Array<{ id: string; status: string }>;
     expect(boards.find((b) => b.id === 'pico')!.status).toBe('free');
     const elf = readFileSync(helloElf).toString('base64');
-    const run = await call('run_firmware', { board: 'pico', elf_base64: elf, uart_seconds: 0.5, expect_text: 'hilbench hello board=pico' });
+    // Passed once the text shows: the job is then cancelled, so the board is free at once (issue 31).
+    const run = await call('run_firmware', { board: 'pico', elf_base64: elf, uart_seconds: 20, expect_text: 'tick 2' });
     expect(run.isError).toBeFalsy();
-    expect(run.structuredContent).toMatchObject({ outcome: 'passed', state: 'done' });
-    expect(run.structuredContent!.uart_text).toContain('tick 4');
+    expect(run.structuredContent).toMatchObject({ outcome: 'passed', state: 'failed', failure: { kind: 'cancelled' }, uart_cut_chars: 0 });
+    expect(run.structuredContent!.uart_text).toContain('hilbench hello board=pico');
+    const whole = await call('run_firmware', { board: 'pico', elf_base64: elf, uart_seconds: 0.5 });
+    expect(whole.structuredContent).toMatchObject({ outcome: 'passed', state: 'done' });
+    expect(whole.structuredContent!.uart_text).toContain('tick 4');
+    // Text by default, cut to its head and tail with how much was cut.
+    const cut = await call('get_job', { job_id: whole.structuredContent!.job_id, max_chars: 20 });
+    expect(cut.structuredContent).toMatchObject({ state: 'done', uart_cut_chars: String(whole.structuredContent!.uart_text).length - 20 });
+    expect(cut.structuredContent!.uart).not.toHaveProperty('base64');
     const wrong = await call('run_firmware', { board: 'pico', elf_base64: elf, uart_seconds: 0.2, expect_text: 'never printed' });
     expect(wrong.structuredContent).toMatchObject({ outcome: 'failed', state: 'done' });
   });

@@ -107,7 +107,7 @@ describe('QEMU and Renode missing, --backend auto', () => {
       expect(board).toMatchObject({ status: 'offline', backend: 'none' });
       expect(board.offline_reason).toContain(`renode: Renode not found (${renodePath}): ${RENODE_HINT}`);
       // Its other backend is named too, so the operator sees every way to bring it online.
-      expect(board.offline_reason).toContain('probe: the probe backend is not configured on this server');
+      expect(board.offline_reason).toContain('probe: the probe backend is not configured here (it needs a bench file of the real boards: --bench-file)');
     }
     for (const id of simBoards) expect(boards.get(id)).toMatchObject({ status: 'free', backend: 'sim', offline_reason: null });
 

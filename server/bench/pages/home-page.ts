@@ -19,6 +19,32 @@ export interface HomePageInput {
   joined: boolean;
   /** The service serves MCP at `/mcp` (docs/mcp.md). */
   mcp?: boolean;
+  /** The waitlist is open (default); false: the operator turned it off (`--no-waitlist`). */
+  waitlistOpen?: boolean;
+}
+
+/** The board of the quick start: pico (the README's) when this bench can run it, else the walk-through's. */
+function quickStartBoard(snapshot: BenchSnapshot): string {
+  const pico = snapshot.boards.find((b) => b.id === 'pico' && b.status !== 'offline');
+  return pico ? 'pico' : exampleBoard(snapshot);
+}
+
+/**
+ * The shortest run, as the README's "Try it" shows it word for word (a test keeps them equal):
+ * health, register, the example firmware this bench serves, flash without a session, read the
+ * job once it ended (issue 31).
+ */
+export function quickStartCurl(publicBaseUrl: string, boardId: string): string {
+  const board = shellQuote(boardId);
+  return [
+    `BASE=${shellQuote(publicBaseUrl)}`,
+    'curl -s "$BASE/api/v1/health"                 # {"status":"ok",...} once the bench is up',
+    'TOKEN=$(curl -s -X POST "$BASE/api/v1/agents/register" -d label=me | jq -r .token)',
+    `curl -s -o hello.elf "$BASE/examples/${board}/hello.elf"   # the example firmware this bench ships`,
+    'JOB=$(curl -s -X POST "$BASE/api/v1/jobs/flash" -H "authorization: Bearer $TOKEN" \\',
+    `        -F board=${board} -F firmware=@hello.elf | jq -r .job_id)`,
+    'curl -s "$BASE/api/v1/jobs/$JOB?wait=30&uart=text" -H "authorization: Bearer $TOKEN" | jq -r .uart.text',
+  ].join('\n');
 }
 
 /** How an MCP client connects to `/mcp`: a client configuration as most MCP clients read it. */
@@ -75,6 +101,8 @@ export function curlWalkthrough(publicBaseUrl: string, boardId: string): string 
   ].join('\n');
 }
 
+const plural = (n: number, word: string) => (n === 1 ? word : `${word}s`);
+
 /** Joining the waitlist from a shell: fetch the page for its token, then post the form. */
 export function waitlistCurl(publicBaseUrl: string): string {
   return [
@@ -89,8 +117,34 @@ export function waitlistCurl(publicBaseUrl: string): string {
 function mcpSection(publicBaseUrl: string) {
   return html`<h3 id="mcp">MCP</h3>
 <p>Agents that speak the Model Context Protocol can use the bench as tools (list_boards, run_firmware, open_session,
-heartbeat_session, end_session, get_job, stream_job_uart) at <code>${publicBaseUrl}/mcp</code> (streamable HTTP, with the agent's bearer token):</p>
+heartbeat_session, end_session, get_job, stream_job_uart, cancel_job) at <code>${publicBaseUrl}/mcp</code> (streamable HTTP, with the agent's bearer token):</p>
 <pre><code>${mcpExample(publicBaseUrl)}</code></pre>`;
+}
+
+/** The waitlist form: on a self-hosted bench, the list of people who want a board here, kept by this bench's operator. */
+function waitlistSection(input: HomePageInput) {
+  return html`<section id="waitlist">
+<h2>Join the waitlist</h2>
+${input.joined ? html`<p class="notice" role="status">Thank you: your address is on the waitlist. The operator of this bench will write when more boards open here.</p>` : ''}
+<p>This list belongs to the operator of this bench: leave an address, and they will write when more boards or real hardware
+open up here. Nothing leaves this server (see <a href="#legal">data</a>); an operator who does not want a list starts the
+bench with <code>--no-waitlist</code>.</p>
+<form method="post" action="/api/v1/waitlist">
+<input type="hidden" name="csrf" value="${input.csrfToken}">
+<label>Email address
+<input type="email" name="email" required maxlength="${EMAIL_MAX_CHARS}" autocomplete="email"></label>
+<label>You are
+<select name="kind">
+${WAITLIST_KINDS.map((k) => html`<option value="${k}">${KIND_LABELS[k]}</option>`)}
+</select></label>
+<label>What would you like to test? <small>(optional, up to ${NOTE_MAX_CHARS} characters)</small>
+<textarea name="note" rows="3" maxlength="${NOTE_MAX_CHARS}"></textarea></label>
+<button type="submit">Join the waitlist</button>
+</form>
+<p class="muted">Agents can join too: <code>POST /api/v1/waitlist</code> with the form fields above, taking
+<code>csrf</code> from this page's form (valid for two hours):</p>
+<pre><code>${waitlistCurl(input.publicBaseUrl)}</code></pre>
+</section>`;
 }
 
 export function renderHomePage(input: HomePageInput): string {
@@ -103,8 +157,15 @@ export function renderHomePage(input: HomePageInput): string {
 (ELF) and a board name over HTTP; the bench flashes it onto that board, whether a simulator, an
 emulator or real hardware attached to a single-board computer, runs it and returns what it printed on its UART.
 Agents take an exclusive, heartbeat-renewed session on a board so their runs are not interleaved with anyone else's.</p>
-<p>${free} of ${snapshot.boards.length} boards free right now, ${snapshot.totals.sessionsOpen} sessions open,
-${snapshot.totals.jobsTotal} jobs run so far. <a href="/stats">More statistics</a>.</p>
+<p>${free} of ${snapshot.boards.length} ${plural(snapshot.boards.length, 'board')} free right now, ${snapshot.totals.sessionsOpen} ${plural(snapshot.totals.sessionsOpen, 'session')} open,
+${snapshot.totals.jobsTotal} ${plural(snapshot.totals.jobsTotal, 'job')} run so far. <a href="/stats">More statistics</a>.</p>
+</section>
+
+<section id="quick-start">
+<h2>Quick start</h2>
+<p>Run this bench's example firmware from a shell (<code>curl</code> and <code>jq</code>), as the README shows:
+the job takes the board for itself, no session needed, and <code>?wait=30</code> answers once it has run.</p>
+<pre><code>${quickStartCurl(publicBaseUrl, quickStartBoard(snapshot))}</code></pre>
 </section>
 
 <section id="boards">
@@ -133,27 +194,7 @@ The examples below use <code>curl</code> and <code>jq</code>:</p>
 ${input.mcp ? mcpSection(publicBaseUrl) : ''}
 </section>
 
-<section id="waitlist">
-<h2>Join the waitlist</h2>
-${input.joined ? html`<p class="notice" role="status">Thank you: your address is on the waitlist. We will write when more benches open.</p>` : ''}
-<p>More boards and real hardware are coming. Leave an address and we will write when they open up.
-We store only what you type here (see <a href="#legal">data</a>).</p>
-<form method="post" action="/api/v1/waitlist">
-<input type="hidden" name="csrf" value="${input.csrfToken}">
-<label>Email address
-<input type="email" name="email" required maxlength="${EMAIL_MAX_CHARS}" autocomplete="email"></label>
-<label>You are
-<select name="kind">
-${WAITLIST_KINDS.map((k) => html`<option value="${k}">${KIND_LABELS[k]}</option>`)}
-</select></label>
-<label>What would you like to test? <small>(optional, up to ${NOTE_MAX_CHARS} characters)</small>
-<textarea name="note" rows="3" maxlength="${NOTE_MAX_CHARS}"></textarea></label>
-<button type="submit">Join the waitlist</button>
-</form>
-<p class="muted">Agents can join too: <code>POST /api/v1/waitlist</code> with the form fields above, taking
-<code>csrf</code> from this page's form (valid for two hours):</p>
-<pre><code>${waitlistCurl(publicBaseUrl)}</code></pre>
-</section>
+${input.waitlistOpen === false ? '' : waitlistSection(input)}
 
 <section id="legal">
 <h2>Data and licence</h2>

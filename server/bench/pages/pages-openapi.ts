@@ -90,6 +90,19 @@ export function pagesOpenApiPaths(): Record<string, JsonObject> {
       },
     },
     '/logo.png': page('Logo', 'image/png', 'The logo named by the plugin manifest.'),
+    '/examples/{board}/hello.elf': {
+      get: {
+        tags: ['pages'],
+        summary: "A board's example firmware",
+        description: "The hello-world ELF this bench ships for the board (it prints its banner, then a tick every 100 ms): a first run needs no file of one's own.",
+        operationId: 'pages_example_firmware',
+        parameters: [{ name: 'board', in: 'path', required: true, schema: { type: 'string', title: 'Board' } }],
+        responses: {
+          '200': { description: 'The ELF file.', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+          '404': plainError('No such board, or it ships no example.'),
+        },
+      },
+    },
     '/api/v1/waitlist': {
       post: {
         tags: ['waitlist'],
@@ -106,7 +119,7 @@ export function pagesOpenApiPaths(): Record<string, JsonObject> {
           },
           '303': { description: 'Joined, for a browser form post (Accept: text/html): back to /?joined=1.' },
           '400': plainError('The body could not be parsed (not UTF-8).'),
-          '403': plainError('CSRF token missing, invalid or expired, or a cross-site browser post: reload / and submit again.'),
+          '403': plainError('CSRF token missing, invalid or expired, or a cross-site browser post: reload / and submit again; or the operator turned the waitlist off (--no-waitlist).'),
           '413': plainError('Form body over 16 KiB.'),
           '415': plainError('Not application/x-www-form-urlencoded UTF-8.'),
           '422': {

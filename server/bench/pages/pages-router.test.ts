@@ -248,12 +248,15 @@ describe('discovery documents', () => {
     }
     expect(apiSection.split('\n').filter((l) => l.startsWith('- ')).length).toBe(links.length);
     expect(text).toContain('authorization: Bearer <token>');
-    expect(text).toMatch(/1\. `POST \/api\/v1\/agents\/register`.*returns `token`/);
-    // The extensions an agent would otherwise discover only in /openapi.json: waiting for a job's end, its
-    // live UART, and waiting in a board's queue.
-    expect(text).toMatch(/5\. `GET \/api\/v1\/jobs\/\{job_id\}\?wait=60` answers as soon as/);
-    expect(text).toContain('`GET /api/v1/jobs/{job_id}/uart` streams it live');
-    expect(text).toMatch(/3\. .*`wait_seconds`/);
+    // The shortest flow first (issue 31): register, flash without a session, read the job once it ended.
+    const base = app.baseUrl.replace(/[.]/g, '\\.');
+    expect(text).toMatch(new RegExp(`^Shortest flow: three requests, no session needed\\.\\n\\n1\\. \`POST ${base}/api/v1/agents/register\`.*returns \`token\``, 'm'));
+    expect(text).toMatch(new RegExp(`^2\\. \`POST ${base}/api/v1/jobs/flash\`.*\`session\` is optional`, 'm'));
+    expect(text).toMatch(new RegExp(`^3\\. \`GET ${base}/api/v1/jobs/\\{job_id\\}\\?wait=60&uart=text\` answers once`, 'm'));
+    expect(text).toContain(`${app.baseUrl}/examples/pico/hello.elf`);
+    // The extensions an agent would otherwise discover only in /openapi.json: its live UART, and waiting in a board's queue.
+    expect(text).toContain('`GET /api/v1/jobs/{job_id}/uart` streams its UART live');
+    expect(text).toMatch(/2\. .*`wait_seconds`/);
   });
 
   it('/robots.txt allows the pages, disallows /admin and /api/ and points at llms.txt', async () => {

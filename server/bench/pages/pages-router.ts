@@ -31,14 +31,18 @@ export interface PagesDeps {
   waitlist: WaitlistStore;
   /** Server-wide secret (32 random bytes, persisted by the API side); signs the waitlist CSRF tokens. */
   csrfSecret: Uint8Array;
-  /** Operator address for ai-plugin.json `contact_email`; defaults to {@link DEFAULT_CONTACT_EMAIL}. */
+  /** Operator address for ai-plugin.json `contact_email`; none set: the manifest leaves it out. */
   contactEmail?: string;
+  /**
+   * The example firmware the service ships for a board (its `hello.elf`), served at
+   * `/examples/{board}/hello.elf` so a first run needs no local file (issue 31); undefined: none.
+   */
+  exampleFirmware?: (board: string) => Uint8Array | undefined;
+  /** The waitlist form and its mention on the pages; false: turned off by the operator (`--no-waitlist`). */
+  waitlistOpen?: boolean;
   /** Where unexpected errors are reported with their cause; defaults to `console.error`. */
   logError?: (message: string, cause: unknown) => void;
 }
-
-/** Placeholder contact for ai-plugin.json until the operator configures one (docs/pages.md). */
-export const DEFAULT_CONTACT_EMAIL = 'operator@example.org';
 
 /** Largest waitlist form body accepted; the largest valid form (a note of 500 four-byte characters, percent-encoded) is about 7 KiB. */
 export const WAITLIST_BODY_LIMIT_BYTES = 16 * 1024;
@@ -52,6 +56,7 @@ export const PAGES_ROUTES = [
   { method: 'GET', path: '/robots.txt' },
   { method: 'GET', path: '/.well-known/ai-plugin.json' },
   { method: 'GET', path: '/logo.png' },
+  { method: 'GET', path: '/examples/:board/hello.elf' },
   { method: 'POST', path: '/api/v1/waitlist' },
 ] as const;
 
@@ -143,12 +148,12 @@ function crossSiteReason(req: express.Request, publicBaseUrl: string): string | 
 /** Builds the router; mount it at the root of the bench service app. */
 export function createPagesRouter(deps: PagesDeps): express.Router {
   const baseUrl = normalisePublicBaseUrl(deps.publicBaseUrl);
-  const contactEmail = deps.contactEmail ?? DEFAULT_CONTACT_EMAIL;
+  const contactEmail = deps.contactEmail;
   const logError = deps.logError ?? ((message: string, cause: unknown) => console.error(message, cause));
   // Fail at start-up, not at the first form, when the secret is unusable.
   issueCsrfToken(deps.csrfSecret, deps.clock.nowMs());
 
-  const llmsTxt = renderLlmsTxt(baseUrl, { mcp: deps.mcp === true });
+  const llmsTxt = renderLlmsTxt(baseUrl, { mcp: deps.mcp === true, waitlist: deps.waitlistOpen !== false });
   const robotsTxt = renderRobotsTxt(baseUrl);
   const manifest = aiPluginManifest(baseUrl, contactEmail);
   const logoPng = renderLogoPng();
@@ -196,6 +201,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
       styleNonce,
       joined: req.query['joined'] === '1',
       mcp: deps.mcp === true,
+      waitlistOpen: deps.waitlistOpen !== false,
     });
     sendHtmlPage(res, styleNonce, page);
   };
@@ -225,6 +231,15 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
     res.json(manifest);
   };
 
+  const exampleElf: express.RequestHandler = (req, res) => {
+    const board = String(req.params['board']);
+    const bytes = deps.exampleFirmware?.(board);
+    if (!bytes) throw new PagesHttpError(404, `no example firmware for board "${board}" here: GET /api/v1/boards lists the boards`);
+    setCommonHeaders(res);
+    res.set('Cache-Control', 'public, max-age=3600');
+    res.type('application/octet-stream').attachment(`${board}-hello.elf`).send(Buffer.from(bytes));
+  };
+
   const logo: express.RequestHandler = (_req, res) => {
     setCommonHeaders(res);
     res.set('Cache-Control', 'public, max-age=86400');
@@ -235,6 +250,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
   const readBody = express.raw({ type: () => true, limit: WAITLIST_BODY_LIMIT_BYTES });
 
   const joinWaitlist: express.RequestHandler = async (req, res) => {
+    if (deps.waitlistOpen === false) throw new PagesHttpError(403, 'the operator of this bench turned the waitlist off');
     const parsed = parseWaitlistForm(formFields(req));
     if (!parsed.ok) throw new PagesHttpError(422, parsed.errors);
     const { form } = parsed;
@@ -275,6 +291,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
   router.get('/robots.txt', textDocument(robotsTxt), sendError);
   router.get('/.well-known/ai-plugin.json', manifestJson, sendError);
   router.get('/logo.png', logo, sendError);
+  router.get('/examples/:board/hello.elf', exampleElf, sendError);
   router.post('/api/v1/waitlist', readBody, joinWaitlist, sendError);
   return router;
 }

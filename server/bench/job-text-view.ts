@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { numericTextParam } from '../http/form-schema.js';
+import { jobSchema } from './bench-schemas.js';
+import type { JobBody } from './bench-schemas.js';
+
+/** The most characters `max_chars` may ask for (the UART a job keeps is at most 64 KiB by default anyway). */
+export const MAX_TEXT_CHARS = 1_000_000;
+
+/**
+ * Extension (issue 31, decision 0537): `GET /api/v1/jobs/{job_id}?uart=text` answers the UART as
+ * text only, without `base64` and `chunks`, and `max_chars=N` keeps its first and last N/2
+ * characters with a marker between them: a chatty firmware's 64 KiB is 206 KB as JSON with its
+ * chunks, too heavy for a language model's context.
+ */
+export const jobViewQueryFields = {
+  uart: z
+    .enum(['full', 'text'])
+    .optional()
+    .meta({ description: 'Extension: `full` (the default) answers the whole capture; `text` the text only, without `base64` and `chunks`.' }),
+  max_chars: numericTextParam({
+    gt: 0,
+    le: MAX_TEXT_CHARS,
+    description: `Extension: with \`uart=text\` (implied), keep at most this many characters of \`uart.text\`: its head and its tail, joined by a line saying how many were cut (\`uart.cut_chars\`); 0 < x <= ${MAX_TEXT_CHARS}.`,
+  }),
+};
+
+export const uartTextSchema = z
+  .object({
+    text: z.string().meta({ description: 'The captured bytes as UTF-8 (invalid sequences become U+FFFD); with `max_chars`, its head and tail around a `[... N characters cut ...]` line.' }),
+    bytes: z.number().int(),
+    dropped_bytes: z.number().int(),
+    time_base: z.enum(['simulated', 'wall']),
+    clock: z.string().nullable(),
+    cut_chars: z.number().int().meta({ description: 'Characters of the text left out by `max_chars` (0: none).' }),
+  })
+  .meta({ title: 'UartText' });
+
+export const jobTextSchema = jobSchema.extend({ uart: uartTextSchema.nullable() }).meta({ title: 'JobText' });
+
+export type JobTextBody = z.infer<typeof jobTextSchema>;
+
+/** The job as asked: whole (`uart` absent or `full`, no `max_chars`), or its UART as (cut) text. */
+export function jobView(job: JobBody, query: { uart?: 'full' | 'text' | undefined; max_chars?: number | undefined }): JobBody | JobTextBody {
+  if (query.uart !== 'text' && query.max_chars === undefined) return job;
+  if (!job.uart) return { ...job, uart: null };
+  const maxChars = query.max_chars === undefined ? undefined : Math.max(1, Math.floor(query.max_chars));
+  const { text, cutChars } = headAndTail(job.uart.text, maxChars);
+  const { bytes, dropped_bytes, time_base, clock } = job.uart;
+  return { ...job, uart: { text, bytes, dropped_bytes, time_base, clock, cut_chars: cutChars } };
+}
+
+/**
+ * `text` whole when it has at most `maxChars` characters, else its first and last `maxChars / 2`
+ * around a line that says how many were cut; never splits a surrogate pair.
+ */
+export function headAndTail(text: string, maxChars: number | undefined): { text: string; cutChars: number } {
+  if (maxChars === undefined || text.length <= maxChars) return { text, cutChars: 0 };
+  let headEnd = Math.ceil(maxChars / 2);
+  let tailStart = text.length - Math.floor(maxChars / 2);
+  if (isHighSurrogate(text.charCodeAt(headEnd - 1))) headEnd -= 1;
+  if (isLowSurrogate(text.charCodeAt(tailStart))) tailStart += 1;
+  const cutChars = tailStart - headEnd;
+  return { text: `${text.slice(0, headEnd)}\n[... ${cutChars} characters cut ...]\n${text.slice(tailStart)}`, cutChars };
+}
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
