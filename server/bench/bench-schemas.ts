@@ -75,6 +75,7 @@ export const sessionSchema = z
   .object({
     session_id: z.string(),
     board: z.string(),
+    instance: z.string().optional().meta({ description: 'Extension (decision 0510): the instance of the board (a pool of several) it holds; absent when the board is a pool of one, its own only instance.' }),
     state: z.enum(['active', 'ended', 'expired']),
     idle_seconds: z.number(),
     created_at: iso,
@@ -162,6 +163,7 @@ export const jobSchema = z
   .object({
     job_id: z.string(),
     board: z.string(),
+    instance: z.string().optional().meta({ description: 'Extension (decision 0510): the instance of the board (a pool of several) it runs on; absent when the board is a pool of one, its own only instance.' }),
     session_id: z.string().nullable(),
     state: z.enum(jobStates),
     firmware: z.object({

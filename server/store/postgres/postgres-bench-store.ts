@@ -199,6 +199,11 @@ export class PostgresBenchStore implements BenchStore {
     return new Map(rows.map((r) => [r.board, { queued: r.queued, active: r.active }]));
   }
 
+  /** Per instance; until pools are ported to this store (decision 0510) each board is its one instance. */
+  async instanceActivity(): Promise<Map<string, { queued: number; active: number }>> {
+    return this.boardActivity();
+  }
+
   async counts(nowMs?: number): Promise<StoreCounts> {
     const [{ n: agents }] = (await this.q<{ n: number }>('SELECT COUNT(*) AS n FROM agents')) as [{ n: number }];
     const sessionsOpen =
