@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BoardHealth, UartChunk } from '../../backends/backend.js';
@@ -105,7 +105,8 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     // Kept only when it is what the job names; written aside and renamed, so a crash leaves no half file.
     if (sha256(bytes) === ticket.firmwareSha256) {
       await mkdir(this.options.firmwareCacheDir, { recursive: true, mode: 0o700 });
-      const temp = `${cached}.${process.pid}.tmp`;
+      // One name per write: jobs on several instances of a pool fetch the same firmware at once (decision 0510).
+      const temp = `${cached}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
       await writeFile(temp, bytes, { mode: 0o600 });
       await rename(temp, cached);
     }
