@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { backendNames } from '../boards/backend-names.js';
 import { DURATION, durationMs } from '../harness/scenario/duration.js';
+import { MAX_DATABASE_POOL_SIZE } from '../server/store/postgres/database-pool-size.js';
 
 /**
  * Option parsers and values the command definitions share. Kept light on purpose: `hilbench
@@ -30,6 +31,12 @@ export function requestCount(value: string): number {
 export function connectionCount(value: string): number {
   const n = wholeNumber(value);
   if (n < 1) throw new InvalidArgumentError(`expected at least 1 connection, got "${value}"`);
+  return n;
+}
+
+export function databasePoolSize(value: string): number {
+  const n = wholeNumber(value);
+  if (n < 1 || n > MAX_DATABASE_POOL_SIZE) throw new InvalidArgumentError(`expected 1 to ${MAX_DATABASE_POOL_SIZE} connections, got "${value}"`);
   return n;
 }
 

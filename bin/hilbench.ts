@@ -10,9 +10,10 @@ import { defaultBoardsDir } from '../boards/boards-dir.js';
 import { defaultBenchLimits, type BenchLimits } from '../server/bench/bench-limits.js';
 import { DEFAULT_MAX_CONNECTIONS } from '../server/http/listen.js';
 import { logLevels } from '../server/http/log-levels.js';
+import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../server/store/postgres/database-pool-size.js';
 import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
 import type { BoardsOptions } from './boards-command.js';
-import { backendChoices, connectionCount, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
+import { backendChoices, connectionCount, databasePoolSize, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
 import { addFlashCommand } from './flash-command.js';
 import { addWorkerCommands } from './worker-command.js';
 
@@ -32,6 +33,11 @@ const serve = program
   .addOption(
     new Option('--database-url <url>', 'keep the bench state and the relay\'s tables in PostgreSQL (postgres://user:pass@host/db) so several replicas can serve them; each replica keeps its own --data-dir')
       .env('HILBENCH_DATABASE_URL'),
+  )
+  .addOption(
+    new Option('--database-pool-size <n>', `PostgreSQL connections the bench store of this replica opens, 1-${MAX_DATABASE_POOL_SIZE} (default ${DEFAULT_DATABASE_POOL_SIZE}; with --database-url)`)
+      .env('HILBENCH_DATABASE_POOL_SIZE')
+      .argParser(databasePoolSize),
   )
   .addOption(new Option('--public-url <url>', 'the bench address clients use (default: the listening address)').env('HILBENCH_PUBLIC_URL'))
   .addOption(new Option('--admin-token <token>', 'enables GET /admin with header x-admin-token').env('HILBENCH_ADMIN_TOKEN'))

@@ -67,6 +67,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
     trustProxyHops: opts.trustProxyHops as number,
     ...(opts.localWorker === false ? { localWorker: false as const } : {}),
     ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
+    ...(typeof opts.databasePoolSize === 'number' ? { databasePoolSize: opts.databasePoolSize } : {}),
     workerTimings: {
       ...(typeof opts.workerHeartbeatSeconds === 'number' ? { heartbeatSeconds: opts.workerHeartbeatSeconds } : {}),
       ...(typeof opts.workerOfflineAfterSeconds === 'number' ? { offlineAfterSeconds: opts.workerOfflineAfterSeconds } : {}),

@@ -13,11 +13,14 @@ const quietLogger: Logger = { info: () => undefined, warn: () => undefined, erro
 
 /**
  * Jobs per second through two replicas on one PostgreSQL database against one replica on the
- * same database, in the same run (issue 10): 8 agents, each on its own mock board, submitting and
- * waiting in a loop for `seconds`; each replica runs its own worker, both claiming from the one queue.
+ * same database, and one replica on PostgreSQL against one on the embedded SQLite default, in the
+ * same run (issues 10 and 27): 8 agents, each on its own mock board, submitting and waiting in a
+ * loop; each replica runs its own worker, all claiming from the one queue. The three set-ups take
+ * turns in short phases (ABCABC...), so the machine's load falls on all of them alike.
  */
-export async function runReplicasBench(options: { seconds?: number } = {}): Promise<BenchRow[]> {
-  const seconds = options.seconds ?? 8;
+export async function runReplicasBench(options: { seconds?: number; rounds?: number } = {}): Promise<BenchRow[]> {
+  const phaseSeconds = options.seconds ?? 2;
+  const rounds = options.rounds ?? 4;
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
   try {
     database = await createTestDatabase();
@@ -28,14 +31,14 @@ export async function runReplicasBench(options: { seconds?: number } = {}): Prom
   const firmware = new Uint8Array(readFileSync(new URL('../scenarios/firmware/pico/hello.elf', import.meta.url)));
   const mockBoards = boards.slice(0, 8).map((b) => b.id);
   const dirs: string[] = [];
-  const replica = () => {
+  const replica = (databaseUrl: string | undefined) => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-perf-replica-'));
     dirs.push(dataDir);
     return startBenchServer({
       port: 0,
       dataDir,
       boards,
-      databaseUrl: database.url,
+      ...(databaseUrl === undefined ? {} : { databaseUrl }),
       clock: systemClock,
       publicBaseUrl: 'http://127.0.0.1',
       logger: quietLogger,
@@ -43,35 +46,46 @@ export async function runReplicasBench(options: { seconds?: number } = {}): Prom
       checkImage: () => undefined,
     });
   };
-  const first = await replica();
-  const second = await replica();
+  const first = await replica(database.url);
+  const second = await replica(database.url);
+  const embedded = await replica(undefined);
   try {
-    const run = async (urls: string[]) => {
+    /** A set-up: its replicas' URLs, agents registered once, and its jobs and seconds summed over its phases. */
+    const setUp = async (name: string, urls: string[]) => {
       const clients = urls.map((u) => new BenchClient({ baseUrl: u }));
-      const agents = await Promise.all(mockBoards.map((_, k) => clients[k % clients.length]!.register(`perf-${k}-${urls.length}`)));
-      let done = 0;
-      const endMs = nowMs() + seconds * 1000;
+      const agents = await Promise.all(mockBoards.map((_, k) => clients[k % clients.length]!.register(`perf-${name}-${k}`)));
+      return { clients, agents, jobs: 0, seconds: 0 };
+    };
+    const runPhase = async (set: Awaited<ReturnType<typeof setUp>>) => {
+      const startMs = nowMs();
+      const endMs = startMs + phaseSeconds * 1000;
       await Promise.all(
         mockBoards.map(async (board, k) => {
-          const client = clients[k % clients.length]!;
+          const client = set.clients[k % set.clients.length]!;
           while (nowMs() < endMs) {
-            const job = await client.flash(agents[k]!.token, { board, firmware, uartSeconds: 0.1 });
-            await client.waitForJob(agents[k]!.token, job.job_id, { clock: systemClock, timeoutMs: 30_000, pollMs: 2 });
-            done++;
+            const job = await client.flash(set.agents[k]!.token, { board, firmware, uartSeconds: 0.1 });
+            await client.waitForJob(set.agents[k]!.token, job.job_id, { clock: systemClock, timeoutMs: 30_000, pollMs: 2 });
+            set.jobs++;
           }
         }),
       );
-      return done / seconds;
+      set.seconds += (nowMs() - startMs) / 1000;
     };
-    const one = await run([first.url]);
-    const two = await run([first.url, second.url]);
+    const one = await setUp('one', [first.url]);
+    const two = await setUp('two', [first.url, second.url]);
+    const sqlite = await setUp('sqlite', [embedded.url]);
+    for (let round = 0; round < rounds; round++) for (const set of [one, two, sqlite]) await runPhase(set);
+    const rate = (set: typeof one) => set.jobs / set.seconds;
+    const note = `${mockBoards.length} agents on mock boards, ${rounds} alternating phases of ${phaseSeconds} s each`;
     return [
-      { name: 'jobs per second, one replica', value: one, unit: 'jobs/s', note: `PostgreSQL, mock boards, ${mockBoards.length} agents, ${seconds} s` },
-      { name: 'jobs per second, two replicas', value: two, unit: 'jobs/s', note: 'agents spread over both; each replica runs a worker' },
-      { name: 'two replicas / one replica', value: two / one, unit: 'ratio', note: 'writes serialise on one database lock (decision 0353)' },
+      { name: 'jobs per second, one replica', value: rate(one), unit: 'jobs/s', note: `PostgreSQL, ${note}` },
+      { name: 'jobs per second, two replicas', value: rate(two), unit: 'jobs/s', note: 'agents spread over both; each replica runs a worker' },
+      { name: 'jobs per second, one replica on SQLite', value: rate(sqlite), unit: 'jobs/s', note: 'the embedded default, same load' },
+      { name: 'two replicas / one replica', value: rate(two) / rate(one), unit: 'ratio', note: 'goal >= 1.3 (issue 27); no global write lock (decision 0515)' },
+      { name: 'one replica, PostgreSQL / SQLite', value: rate(one) / rate(sqlite), unit: 'ratio', note: 'goal >= 0.7 (issue 27)' },
     ];
   } finally {
-    await Promise.all([first.close(), second.close()]);
+    await Promise.all([first.close(), second.close(), embedded.close()]);
     await database.drop();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }

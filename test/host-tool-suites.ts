@@ -82,6 +82,10 @@ export const postgresSuites = {
   defaultBaseUrl: 'postgresql:///postgres?host=/var/run/postgresql',
   files: [
     'test/contract/postgres-bench-store.contract.test.ts',
+    // Several PostgreSQL stores writing one database at once, with no global lock (decision 0515).
+    'test/contract/postgres-stores-racing.test.ts',
+    // A private PostgreSQL cluster stopped and started under load, bench and relay (decision 0516).
+    'test/integration/database-restart.test.ts',
     'test/integration/replicas.test.ts',
     'test/integration/bench-hostile-inputs.test.ts',
     'test/integration/lab-replicas-processes.test.ts',

@@ -94,6 +94,8 @@ export interface BenchServiceConfig {
    * same database, each with its own data directory. Absent: SQLite in the data directory.
    */
   databaseUrl?: string;
+  /** Connections the PostgreSQL store opens (`--database-pool-size`); default `DEFAULT_DATABASE_POOL_SIZE`. */
+  databasePoolSize?: number;
   /** When set, `GET /metrics` answers only `authorization: Bearer <metricsToken>`; unset: open. */
   metricsToken?: string;
   /** Heartbeat, offline and claim timings given to remote workers; default `defaultWorkerTimings`. */
@@ -160,7 +162,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     if (config.databaseUrl) {
       // Replicas share everything accepted through the database; the data dir keeps only this
       // process's scratch (child ledger, emulator work dirs).
-      const shared = await PostgresBenchStore.open(config.databaseUrl).catch((err: unknown) => {
+      const shared = await PostgresBenchStore.open(config.databaseUrl, { clock: config.clock, ...(config.databasePoolSize === undefined ? {} : { poolSize: config.databasePoolSize }) }).catch((err: unknown) => {
         throw new Error(`cannot open the database at ${redactDatabaseUrl(config.databaseUrl!)}: ${(err as Error).message}`, { cause: err });
       });
       store = shared;
@@ -317,7 +319,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const served = [...routes, ...otherPaths, ...(mcp ? [{ method: 'all', path: '/mcp' }] : [])];
     app.use(redirectSlashes(served));
     app.use(notFoundHandler);
-    app.use(createErrorHandler(logger));
+    app.use(createErrorHandler(logger, { service: 'bench' }));
 
     const checkContinue = continueListener(routes, guard, app, slashRedirects(served));
 

@@ -9,6 +9,7 @@ import type { WorkerLink } from '../../harness/worker/worker-link.js';
 import type { PoolSizes } from '../../harness/worker/pool-size.js';
 import type { Logger } from '../http/logger.js';
 import { boardHealthControlOf } from './board-health-control.js';
+import { linkOutlastingOutages } from './link-outlasting-outages.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
 /** The id the worker inside the server's own process claims jobs under (kept across restarts). */
@@ -69,7 +70,12 @@ export class LocalWorker {
     this.boards = new WorkerBoards(setup.boards, setup.backends, setup.choice, setup.poolSizes);
     this.worker = new BenchWorker({
       clock: deps.clock,
-      link: (setup.decorateLink ?? ((link) => link))(deps.gateway.linkFor(setup.workerId ?? LOCAL_WORKER_ID, { claimMs: setup.claimMs ?? null })),
+      link: (setup.decorateLink ?? ((link) => link))(
+        linkOutlastingOutages(deps.gateway.linkFor(setup.workerId ?? LOCAL_WORKER_ID, { claimMs: setup.claimMs ?? null }), {
+          clock: deps.clock,
+          logError: (message, cause) => deps.logger.warn(`${message}: ${cause instanceof Error ? cause.message : String(cause)}`),
+        }),
+      ),
       boards: this.boards.ids,
       poolSize: (boardId) => this.boards.poolSize(boardId),
       boardFor: (boardId) => this.boards.target(boardId),

@@ -4,15 +4,22 @@ import { boundedInput } from './bounded-input.js';
 import { HttpError } from './http-error.js';
 import type { Logger } from './logger.js';
 import { requestIdOf } from './request-context.js';
+import { storageFaultAnswer } from './storage-fault-answer.js';
 
 /**
  * The one error handler. `HttpError`s are written as `{"detail": ...}` with their status and
  * headers; errors of express, its router or a body parser carrying a 4xx `status`/`statusCode`
- * answer that status (`clientErrorOf`) and are not logged; anything else is a bug: logged with its cause, answered with FastAPI's generic 500,
+ * answer that status (`clientErrorOf`) and are not logged; a storage fault (the database away, the
+ * disk full) is answered 503 or 507 with `Retry-After`, naming `options.service`, and logged as a
+ * warning; anything else is a bug: logged with its cause, answered with FastAPI's generic 500,
  * and its stack never leaves the server.
  */
-export function createErrorHandler(logger: Logger): ErrorRequestHandler {
-  return (err: unknown, req, res, _next) => {
+export function createErrorHandler(logger: Logger, options: { service?: string } = {}): ErrorRequestHandler {
+  const service = options.service ?? 'service';
+  return (caught: unknown, req, res, _next) => {
+    const fault = storageFaultAnswer(caught, service);
+    if (fault) logger.warn(`${req.method} ${req.originalUrl}: ${fault.status}: ${(caught as Error).message}`, { requestId: requestIdOf(res) });
+    const err = fault ?? caught;
     if (res.headersSent) {
       // Too late for a clean answer: log, and cut the connection so the client sees an incomplete
       // answer rather than a complete-looking one. Not `next(err)`: express's final handler would

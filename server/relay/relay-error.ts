@@ -30,7 +30,7 @@ export function issue(type: string, loc: (string | number)[], msg: string, input
  * and closes connections answered before their body was read.
  */
 export function relayErrorHandler(logger: Logger): ErrorRequestHandler {
-  const common = createErrorHandler(logger);
+  const common = createErrorHandler(logger, { service: 'relay' });
   return (err: unknown, req, res, next) => {
     common(translate(err), req, res, next);
   };

@@ -1,6 +1,9 @@
 import { createRequire } from 'node:module';
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import type pg from 'pg';
+import { type Clock, systemClock } from '../../../core/clock.js';
+import { ReconnectBackoff } from '../../db/reconnect-backoff.js';
+import { DatabaseUnavailableError, isDatabaseConnectionFault, isDiskFull, StorageFullError } from '../../db/storage-faults.js';
 
 /** What one statement gave back. */
 export interface PgResult {
@@ -73,33 +76,60 @@ port.on('message', async (message) => {
 });
 `;
 
+/** The worker thread holding the connection, its port and the flag it wakes the caller with. */
+interface ConnectionThread {
+  worker: Worker;
+  port: MessagePort;
+  flag: Int32Array;
+}
+
+/** Pauses between tries while the database is away (decision 0516): from a quarter second, doubling, at most 5 s. */
+const RECONNECT_FIRST_MS = 250;
+const RECONNECT_MAX_MS = 5_000;
+
 /**
  * A synchronous connection to PostgreSQL (decision 0440): statements run on a `pg` client in a
  * worker thread while the calling thread waits on a shared flag (`Atomics.wait`), so the relay's
  * synchronous data access and its `tx(() => ...)` work unchanged on PostgreSQL. The caller's event
  * loop stands still for each statement, as it does for each better-sqlite3 statement; a replica
  * serves one statement at a time and more replicas serve more.
+ *
+ * A database restart is a fault it survives (decision 0516): the thread opens a new connection
+ * for the next statement; while the database is away statements fail at once with
+ * `DatabaseUnavailableError` (503) until the next try of a bounded backoff; a statement that got no
+ * answer in time gets a new thread. A transaction whose connection was lost stays failed until its
+ * ROLLBACK, so none of its later statements runs outside it on the new connection.
  */
 export class PgSyncConnection {
-  private readonly worker: Worker;
-  private readonly port: MessagePort;
-  private readonly flag: Int32Array;
+  private thread: ConnectionThread | undefined;
   private closed = false;
+  private readonly backoff: ReconnectBackoff;
+  private inTransaction = false;
+  private transactionLost = false;
 
   constructor(
-    connection: pg.ClientConfig,
-    private readonly options: { statementTimeoutMs: number; label: string },
+    private readonly connection: pg.ClientConfig,
+    private readonly options: { statementTimeoutMs: number; label: string; clock?: Clock },
   ) {
+    this.backoff = new ReconnectBackoff(options.clock ?? systemClock, { firstMs: RECONNECT_FIRST_MS, maxMs: RECONNECT_MAX_MS, what: options.label });
+    this.thread = this.startThread();
+  }
+
+  private startThread(): ConnectionThread {
     const { port1, port2 } = new MessageChannel();
     const flag = new SharedArrayBuffer(4);
     const pgPath = createRequire(import.meta.url).resolve('pg');
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { pgPath, port: port2, flag, connection }, transferList: [port2] });
+    const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { pgPath, port: port2, flag, connection: this.connection }, transferList: [port2] });
     // Neither the thread nor its port keeps the process alive: `close` ends them, and a process that
     // is done must be able to exit without it.
-    this.worker.unref();
+    worker.unref();
     port1.unref();
-    this.port = port1;
-    this.flag = new Int32Array(flag);
+    return { worker, port: port1, flag: new Int32Array(flag) };
+  }
+
+  /** Whether the database failed to answer since it last did. */
+  get away(): boolean {
+    return this.backoff.away;
   }
 
   /**
@@ -108,18 +138,43 @@ export class PgSyncConnection {
    */
   query(sql: string, params: readonly unknown[] = [], options: { timeoutMs?: number } = {}): PgResult {
     if (this.closed) throw new Error(`${this.options.label} is closed`);
-    return this.exchange({ sql, params }, sql, options.timeoutMs);
+    const verb = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase();
+    if (this.transactionLost) {
+      if (verb !== 'ROLLBACK') throw new DatabaseUnavailableError(`${this.options.label}: the connection of this transaction was lost; it was rolled back`, 1);
+      // PostgreSQL rolled it back when the connection went: nothing to send.
+      this.transactionLost = false;
+      this.inTransaction = false;
+      return { rows: [], rowCount: 0 };
+    }
+    this.backoff.check();
+    try {
+      const result = this.exchange({ sql, params }, sql, options.timeoutMs);
+      this.backoff.succeeded();
+      if (verb === 'BEGIN') this.inTransaction = true;
+      if (verb === 'COMMIT' || verb === 'ROLLBACK') this.inTransaction = false;
+      return result;
+    } catch (err) {
+      if (!isDatabaseConnectionFault(err)) {
+        this.backoff.succeeded();
+        if (isDiskFull(err)) throw new StorageFullError(`${this.options.label}: the database's disk is full (${(err as Error).message})`, 60, { cause: err });
+        throw err;
+      }
+      if (this.inTransaction && verb !== 'COMMIT' && verb !== 'ROLLBACK') this.transactionLost = true;
+      this.inTransaction = false;
+      throw this.backoff.failed(err);
+    }
   }
 
   private exchange(message: unknown, what: string, timeoutMs = this.options.statementTimeoutMs): PgResult {
-    Atomics.store(this.flag, 0, 0);
-    this.port.postMessage(message);
-    const waited = Atomics.wait(this.flag, 0, 0, timeoutMs);
-    const answer = receiveMessageOnPort(this.port)?.message as (PgResult & { error?: undefined }) | { error: string; code?: string } | undefined;
+    const thread = (this.thread ??= this.startThread());
+    Atomics.store(thread.flag, 0, 0);
+    thread.port.postMessage(message);
+    const waited = Atomics.wait(thread.flag, 0, 0, timeoutMs);
+    const answer = receiveMessageOnPort(thread.port)?.message as (PgResult & { error?: undefined }) | { error: string; code?: string } | undefined;
     if (waited === 'timed-out' || answer === undefined) {
-      // The worker may still answer later, out of step with the next statement: this connection is done.
-      this.terminate();
-      throw new Error(`${this.options.label}: no answer from PostgreSQL within ${timeoutMs} ms to ${what.slice(0, 80)}`);
+      // The worker may still answer later, out of step with the next statement: the next one gets a new thread.
+      this.stopThread();
+      throw new DatabaseUnavailableError(`${this.options.label}: no answer from PostgreSQL within ${timeoutMs} ms to ${what.slice(0, 80)}`, 1);
     }
     if (answer.error !== undefined) throw new PgStatementError(`${this.options.label}: ${answer.error}`, answer.code);
     return answer;
@@ -129,16 +184,19 @@ export class PgSyncConnection {
   close(): void {
     if (this.closed) return;
     try {
-      this.exchange({ end: true }, 'closing the connection');
+      if (this.thread) this.exchange({ end: true }, 'closing the connection', Math.min(this.options.statementTimeoutMs, 5_000));
     } catch {
       // Closing anyway: the worker goes with the connection it holds.
     }
-    this.terminate();
+    this.closed = true;
+    this.stopThread();
   }
 
-  private terminate(): void {
-    this.closed = true;
-    this.port.close();
-    void this.worker.terminate();
+  private stopThread(): void {
+    const thread = this.thread;
+    this.thread = undefined;
+    if (!thread) return;
+    thread.port.close();
+    void thread.worker.terminate();
   }
 }

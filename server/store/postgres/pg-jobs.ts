@@ -1,13 +1,16 @@
 import type { CreateJobResult, JobClaimStatus, JobOutcome, JobRecord, JobState, UartRecord } from '../bench-store.js';
-import { type JobRow, type SessionRow, jobFromRow, sessionFromRow, uartJson } from '../sqlite-bench-rows.js';
-import type { Query } from './pg-database.js';
-import { expireDue, leaseOn, renewAfterJob } from './pg-session-leases.js';
+import { type JobRow, jobFromRow, sessionFromRow, uartJson } from '../sqlite-bench-rows.js';
+import { lockBoard, type Query } from './pg-database.js';
+import { expireDue, leaseOn, lockSession, renewAfterJob } from './pg-session-leases.js';
 
 /**
  * Jobs in the PostgreSQL store: create, claim, run, renew, cancel, finish, and the sweeps, with the
  * rules of the SQLite store (sqlite-job-writes.ts, sqlite-job-queue.ts). Every function runs
- * inside `PgDatabase.write` (one writer at a time across replicas); the claim also takes its row
- * with `FOR UPDATE SKIP LOCKED` and the partial unique index keeps one active job per board.
+ * inside `PgDatabase.write`, one short transaction, with no global lock (decision 0515): a job is
+ * created under its board's advisory lock (the lease check and the queue limit); a claim takes the
+ * head of a board's queue `FOR UPDATE SKIP LOCKED`, and the partial unique index keeps one active
+ * job per board; every change of state is an UPDATE whose WHERE names the state it leaves, so the
+ * database lets one of two racing writers win. Locks are taken session first, then job, then lease.
  */
 
 async function jobById(q: Query, jobId: string): Promise<JobRecord | undefined> {
@@ -16,9 +19,11 @@ async function jobById(q: Query, jobId: string): Promise<JobRecord | undefined> 
 }
 
 export async function createJob(q: Query, job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult> {
+  await lockBoard(q, job.board);
   await expireDue(q, options.nowMs);
   if (job.sessionId !== null) {
-    const [row] = await q<SessionRow>('SELECT * FROM sessions WHERE session_id = $1', [job.sessionId]);
+    // Locked, so a sweep expiring this session waits for the job (and then keeps the session alive).
+    const row = await lockSession(q, job.sessionId);
     if (!row || row.agent_id !== job.agentId) return { kind: 'session-not-found' };
     const session = sessionFromRow(row);
     if (session.state !== 'active') return { kind: 'session-not-active', session };
@@ -49,22 +54,23 @@ export async function claimJob(
   if (request.boards.length === 0) return undefined;
   await expireDue(q, request.nowMs);
   if (await isRevoked(q, request.workerId)) return undefined;
+  // Only the head of each idle board's queue is a candidate (FIFO per board); a head another
+  // claimer holds is skipped with its board, never passed by the job behind it.
   const [row] = await q<{ job_id: string }>(
     `SELECT q.job_id FROM jobs q
      WHERE q.state = 'queued' AND q.board = ANY($1::text[])
        AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.board = q.board AND a.state IN ('flashing', 'running'))
+       AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.board = q.board AND o.state = 'queued' AND (o.created_at_ms, o.seq) < (q.created_at_ms, q.seq))
      ORDER BY q.created_at_ms, q.seq LIMIT 1 FOR UPDATE SKIP LOCKED`,
     [[...request.boards]],
   );
   if (!row) return undefined;
   const expiresAtMs = request.claimMs === null ? null : request.nowMs + request.claimMs;
-  await q("UPDATE jobs SET state = 'flashing', started_at_ms = $1, worker_id = $2, claim_expires_at_ms = $3 WHERE job_id = $4 AND state = 'queued'", [
-    request.nowMs,
-    request.workerId,
-    expiresAtMs,
-    row.job_id,
-  ]);
-  return jobById(q, row.job_id);
+  const [claimed] = await q<JobRow>(
+    "UPDATE jobs SET state = 'flashing', started_at_ms = $1, worker_id = $2, claim_expires_at_ms = $3 WHERE job_id = $4 AND state = 'queued' RETURNING *",
+    [request.nowMs, request.workerId, expiresAtMs, row.job_id],
+  );
+  return claimed && jobFromRow(claimed);
 }
 
 /** Whether `workerId` is a bench worker an administrator revoked (a claim it waited in takes nothing; the server's own worker has no row). */
@@ -93,11 +99,15 @@ export async function renewJobClaim(
   workerId: string,
   renewal: { nowMs: number; claimMs: number | null; uart?: UartRecord },
 ): Promise<JobClaimStatus> {
-  const status = await claimStatus(q, jobId, workerId);
-  if (status.kind === 'lost') return status;
-  await q('UPDATE jobs SET claim_expires_at_ms = $1 WHERE job_id = $2', [renewal.claimMs === null ? null : renewal.nowMs + renewal.claimMs, jobId]);
-  if (renewal.uart) await q('UPDATE jobs SET uart_bytes = $1, uart_json = $2 WHERE job_id = $3', [Buffer.from(renewal.uart.bytes), uartJson(renewal.uart), jobId]);
-  return status;
+  // One conditional UPDATE: a job finished or swept meanwhile keeps its outcome and its UART.
+  const claimExpiresAtMs = renewal.claimMs === null ? null : renewal.nowMs + renewal.claimMs;
+  const uart = renewal.uart;
+  const [held] = await q<{ cancel_reason: string | null }>(
+    `UPDATE jobs SET claim_expires_at_ms = $1, uart_bytes = CASE WHEN $2::boolean THEN $3 ELSE uart_bytes END, uart_json = CASE WHEN $2::boolean THEN $4 ELSE uart_json END
+     WHERE job_id = $5 AND worker_id = $6 AND state IN ('flashing', 'running') RETURNING cancel_reason`,
+    [claimExpiresAtMs, uart !== undefined, uart ? Buffer.from(uart.bytes) : null, uart ? uartJson(uart) : null, jobId, workerId],
+  );
+  return held ? { kind: 'held', cancelReason: held.cancel_reason } : claimStatus(q, jobId, workerId);
 }
 
 export async function requestJobCancel(q: Query, jobId: string, reason: string, nowMs: number): Promise<JobRecord | undefined> {
@@ -110,11 +120,21 @@ export async function requestJobCancel(q: Query, jobId: string, reason: string, 
   return jobById(q, jobId);
 }
 
-async function interrupt(q: Query, row: JobRow, message: string, nowMs: number): Promise<JobRecord> {
-  await q("UPDATE jobs SET state = 'failed', failure_kind = 'interrupted', failure_message = $1, finished_at_ms = $2 WHERE job_id = $3", [message, nowMs, row.job_id]);
+/**
+ * Fails `row` as interrupted unless it changed since it was read (`stillSql`, a condition on the
+ * job's columns, is checked again under the row lock): a job fails once, whoever sweeps.
+ */
+async function interrupt(q: Query, row: JobRow, failure: { message: string; nowMs: number; stillSql: string; params: readonly unknown[] }): Promise<JobRecord | undefined> {
+  if (row.session_id !== null) await lockSession(q, row.session_id);
+  const [failed] = await q<JobRow>(
+    `UPDATE jobs SET state = 'failed', failure_kind = 'interrupted', failure_message = $1, finished_at_ms = $2
+     WHERE job_id = $3 AND state IN ('flashing', 'running') AND ${failure.stillSql} RETURNING *`,
+    [failure.message, failure.nowMs, row.job_id, ...failure.params],
+  );
+  if (!failed) return undefined;
   await q("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = $1", [row.job_id]);
-  await renewAfterJob(q, row.session_id, nowMs);
-  return (await jobById(q, row.job_id))!;
+  await renewAfterJob(q, row.session_id, failure.nowMs);
+  return jobFromRow(failed);
 }
 
 /** Lapsing claims on flashing or running jobs moved to at least `untilMs`; how many moved. */
@@ -135,14 +155,13 @@ export async function failLapsedClaims(q: Query, nowMs: number): Promise<JobReco
   );
   const failed: JobRecord[] = [];
   for (const row of lapsed) {
-    failed.push(
-      await interrupt(
-        q,
-        row,
-        `worker ${row.worker_id ?? '?'} stopped answering while this job was ${row.state} (its claim lapsed); the UART it reported is kept; submit the job again`,
-        nowMs,
-      ),
-    );
+    const job = await interrupt(q, row, {
+      message: `worker ${row.worker_id ?? '?'} stopped answering while this job was ${row.state} (its claim lapsed); the UART it reported is kept; submit the job again`,
+      nowMs,
+      stillSql: 'claim_expires_at_ms IS NOT NULL AND claim_expires_at_ms <= $4',
+      params: [nowMs],
+    });
+    if (job) failed.push(job);
   }
   return failed;
 }
@@ -152,40 +171,34 @@ export async function releaseWorkerJobs(q: Query, workerId: string, release: { r
   const held = await q<JobRow>("SELECT * FROM jobs WHERE worker_id = $1 AND state IN ('flashing', 'running') ORDER BY created_at_ms, seq", [workerId]);
   const released: JobRecord[] = [];
   for (const row of held.filter((r) => !keep.has(r.job_id))) {
-    released.push(await interrupt(q, row, `${release.reason} while this job was ${row.state}; submit it again`, release.nowMs));
+    const job = await interrupt(q, row, { message: `${release.reason} while this job was ${row.state}; submit it again`, nowMs: release.nowMs, stillSql: 'worker_id = $4', params: [workerId] });
+    if (job) released.push(job);
   }
   return released;
 }
 
 export async function finishJob(q: Query, jobId: string, outcome: JobOutcome, options: { workerId?: string } = {}): Promise<JobRecord> {
-  const [before] = await q<{ state: JobState; session_id: string | null; worker_id: string | null }>('SELECT state, session_id, worker_id FROM jobs WHERE job_id = $1', [jobId]);
-  const notTheWorkers = options.workerId !== undefined && before?.worker_id !== options.workerId;
+  const [before] = await q<{ session_id: string | null }>('SELECT session_id FROM jobs WHERE job_id = $1', [jobId]);
   if (!before) throw new Error(`job ${jobId} not found`);
-  if (before.state === 'done' || before.state === 'failed' || notTheWorkers) return (await jobById(q, jobId))!;
+  if (before.session_id !== null) await lockSession(q, before.session_id);
+  // The first outcome wins, and with `workerId` only the claim's holder may write one: both are
+  // conditions of the UPDATE, checked again under the row lock.
+  const unfinished = `job_id = $1 AND state NOT IN ('done', 'failed') AND ($2::text IS NULL OR worker_id = $2)`;
   const uart = outcome.uart ?? null;
-  if (outcome.state === 'done') {
-    await q('UPDATE jobs SET state = $1, finished_at_ms = $2, uart_bytes = $3, uart_json = $4, stop_json = $5, flash_ms = $6, run_ms = $7 WHERE job_id = $8', [
-      'done',
-      outcome.nowMs,
-      Buffer.from(outcome.uart.bytes),
-      uartJson(outcome.uart),
-      JSON.stringify(outcome.stop),
-      outcome.flashMs,
-      outcome.runMs,
-      jobId,
-    ]);
-  } else {
-    await q("UPDATE jobs SET state = 'failed', finished_at_ms = $1, failure_kind = $2, failure_message = $3, uart_bytes = $4, uart_json = $5 WHERE job_id = $6", [
-      outcome.nowMs,
-      outcome.failure.kind,
-      outcome.failure.message,
-      uart ? Buffer.from(uart.bytes) : null,
-      uart ? uartJson(uart) : null,
-      jobId,
-    ]);
+  const changed =
+    outcome.state === 'done'
+      ? await q(
+          `UPDATE jobs SET state = 'done', finished_at_ms = $3, uart_bytes = $4, uart_json = $5, stop_json = $6, flash_ms = $7, run_ms = $8 WHERE ${unfinished} RETURNING job_id`,
+          [jobId, options.workerId ?? null, outcome.nowMs, Buffer.from(outcome.uart.bytes), uartJson(outcome.uart), JSON.stringify(outcome.stop), outcome.flashMs, outcome.runMs],
+        )
+      : await q(
+          `UPDATE jobs SET state = 'failed', finished_at_ms = $3, failure_kind = $4, failure_message = $5, uart_bytes = $6, uart_json = $7 WHERE ${unfinished} RETURNING job_id`,
+          [jobId, options.workerId ?? null, outcome.nowMs, outcome.failure.kind, outcome.failure.message, uart ? Buffer.from(uart.bytes) : null, uart ? uartJson(uart) : null],
+        );
+  if (changed.length === 1) {
+    await renewAfterJob(q, before.session_id, outcome.nowMs);
+    await q("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = $1", [jobId]);
   }
-  await renewAfterJob(q, before.session_id, outcome.nowMs);
-  await q("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = $1", [jobId]);
   return (await jobById(q, jobId))!;
 }
 
@@ -193,10 +206,15 @@ export async function failOverdueQueuedJobs(q: Query, createdAtOrBeforeMs: numbe
   const overdue = await q<JobRow>("SELECT * FROM jobs WHERE state = 'queued' AND created_at_ms <= $1 ORDER BY created_at_ms, seq", [createdAtOrBeforeMs]);
   const failed: JobRecord[] = [];
   for (const row of overdue) {
-    await q("UPDATE jobs SET state = 'failed', failure_kind = 'unavailable', failure_message = $1, finished_at_ms = $2 WHERE job_id = $3", [failure.reason, failure.nowMs, row.job_id]);
+    if (row.session_id !== null) await lockSession(q, row.session_id);
+    const [job] = await q<JobRow>(
+      "UPDATE jobs SET state = 'failed', failure_kind = 'unavailable', failure_message = $1, finished_at_ms = $2 WHERE job_id = $3 AND state = 'queued' RETURNING *",
+      [failure.reason, failure.nowMs, row.job_id],
+    );
+    if (!job) continue;
     await q("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = $1", [row.job_id]);
     await renewAfterJob(q, row.session_id, failure.nowMs);
-    failed.push((await jobById(q, row.job_id))!);
+    failed.push(jobFromRow(job));
   }
   return failed;
 }

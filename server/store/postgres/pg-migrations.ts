@@ -148,6 +148,12 @@ export const PG_SCHEMA_VERSION = pgBenchMigrations.at(-1)!.version;
  */
 export async function migratePgBenchDatabase(db: PgDatabase): Promise<{ from: number; to: number }> {
   const client = await db.pool.connect();
+  // Handled while checked out: a connection ended by the server must not end the process.
+  let lost: Error | undefined;
+  const onError = (err: Error) => {
+    lost = err;
+  };
+  client.on('error', onError);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [0x6d696772]);
     await client.query('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
@@ -170,7 +176,8 @@ export async function migratePgBenchDatabase(db: PgDatabase): Promise<{ from: nu
     }
     return { from, to: Math.max(from, PG_SCHEMA_VERSION) };
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [0x6d696772]).catch(() => undefined);
-    client.release();
+    if (!lost) await client.query('SELECT pg_advisory_unlock($1)', [0x6d696772]).catch(() => undefined);
+    client.off('error', onError);
+    client.release(lost);
   }
 }

@@ -6,7 +6,7 @@ import type { Query } from './pg-database.js';
 /**
  * The session and lease rules of the PostgreSQL store, as the SQLite store keeps them
  * (sqlite-session-leases.ts, decision 0211): expiry, closing a session, and how a session or lease
- * looks at a time while one of its jobs is unfinished. Writers run inside `PgDatabase.write`.
+ * looks at a time while one of its jobs is unfinished. Writers run inside `PgDatabase.write`, one short transaction each.
  */
 
 const UNFINISHED_JOB_STATES = "('queued', 'flashing', 'running')";
@@ -17,19 +17,39 @@ const LEASE_SELECT = `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.
          FROM leases l JOIN agents a ON a.agent_id = l.agent_id
          LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id`;
 
-/** Expires due sessions (none with an unfinished job) and closes them. */
+/**
+ * Expires due sessions (none with an unfinished job) and closes them. The due rows are locked
+ * first, in one order for every caller (so two sweeps cannot deadlock), and the expiring UPDATE is
+ * a later statement: in READ COMMITTED it sees every job committed before the locks were granted,
+ * so a job just submitted into a session keeps it alive, and a session another replica expired or
+ * heartbeated meanwhile drops out. A session expires once, whoever sweeps.
+ */
 export async function expireDue(q: Query, nowMs: number): Promise<SessionRecord[]> {
-  const due = await q<SessionRow>(
-    `SELECT * FROM sessions s WHERE s.state = 'active' AND s.expires_at_ms <= $1
-       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.session_id = s.session_id AND j.state IN ${UNFINISHED_JOB_STATES})
-     ORDER BY s.expires_at_ms, s.seq`,
+  const locked = await q<{ session_id: string }>(
+    "SELECT session_id FROM sessions WHERE state = 'active' AND expires_at_ms <= $1 ORDER BY expires_at_ms, seq FOR UPDATE",
     [nowMs],
   );
-  for (const row of due) {
-    await q("UPDATE sessions SET state = 'expired', ended_at_ms = expires_at_ms WHERE session_id = $1", [row.session_id]);
-    await closeSession(q, row.session_id, 'expired', row.expires_at_ms);
-  }
-  return due.map((row) => ({ ...sessionFromRow(row), state: 'expired' as const, endedAtMs: row.expires_at_ms }));
+  if (locked.length === 0) return [];
+  const due = await q<SessionRow & { seq: number }>(
+    `UPDATE sessions s SET state = 'expired', ended_at_ms = s.expires_at_ms
+     WHERE s.session_id = ANY($1::text[]) AND s.state = 'active' AND s.expires_at_ms <= $2
+       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.session_id = s.session_id AND j.state IN ${UNFINISHED_JOB_STATES})
+     RETURNING s.*`,
+    [locked.map((r) => r.session_id), nowMs],
+  );
+  due.sort((a, b) => a.expires_at_ms - b.expires_at_ms || a.seq - b.seq);
+  for (const row of due) await closeSession(q, row.session_id, 'expired', row.expires_at_ms);
+  return due.map(sessionFromRow);
+}
+
+/**
+ * Locks the row of `sessionId` until the transaction ends and returns it as committed now. Every
+ * transaction that writes a session and its jobs locks the session first, then the jobs, so two
+ * of them never wait on each other in a circle.
+ */
+export async function lockSession(q: Query, sessionId: string): Promise<SessionRow | undefined> {
+  const [row] = await q<SessionRow>('SELECT * FROM sessions WHERE session_id = $1 FOR UPDATE', [sessionId]);
+  return row;
 }
 
 /** A session that just ended or expired: queued jobs cancelled, running ones asked to stop and handed its lease. */

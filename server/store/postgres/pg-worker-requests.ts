@@ -15,8 +15,9 @@ import { isRevoked } from './pg-jobs.js';
 /**
  * What the server asks of a worker through the PostgreSQL store: serial input for its running jobs
  * and health checks of its boards, with the rules of the SQLite store (sqlite-serial-input.ts,
- * sqlite-health-checks.ts). Writes run under `PgDatabase.write`, one writer across replicas, so an
- * input's number and its job's state are decided once.
+ * sqlite-health-checks.ts). Each write is one transaction that locks the job's row first (or
+ * takes a check `FOR UPDATE SKIP LOCKED`), so an input's number and its job's state are decided once
+ * across replicas (decision 0515).
  */
 
 type JobInputRow = { state: JobState; worker_id: string | null; serial_next_seq: number };
@@ -26,7 +27,7 @@ export class PgSerialInput implements SerialInputStore {
 
   enqueue(jobId: string, bytes: Uint8Array, options: { nowMs: number; maxPendingBytes: number }): Promise<EnqueueSerialInputResult> {
     return this.db.write(async (q): Promise<EnqueueSerialInputResult> => {
-      const [job] = await q<JobInputRow>('SELECT state, worker_id, serial_next_seq FROM jobs WHERE job_id = $1', [jobId]);
+      const [job] = await q<JobInputRow>('SELECT state, worker_id, serial_next_seq FROM jobs WHERE job_id = $1 FOR UPDATE', [jobId]);
       if (!job || job.worker_id === null || (job.state !== 'flashing' && job.state !== 'running')) return { kind: 'not-running', state: job?.state };
       const [{ pending }] = (await q<{ pending: number }>('SELECT COALESCE(SUM(LENGTH(bytes)), 0) AS pending FROM job_serial_input WHERE job_id = $1', [jobId])) as [
         { pending: number },
@@ -41,7 +42,7 @@ export class PgSerialInput implements SerialInputStore {
 
   take(jobId: string, request: { workerId: string; writtenThroughSeq: number; maxBytes: number }): Promise<TakeSerialInputResult> {
     return this.db.write(async (q): Promise<TakeSerialInputResult> => {
-      const [job] = await q<JobInputRow>('SELECT state, worker_id, serial_next_seq FROM jobs WHERE job_id = $1', [jobId]);
+      const [job] = await q<JobInputRow>('SELECT state, worker_id, serial_next_seq FROM jobs WHERE job_id = $1 FOR UPDATE', [jobId]);
       if (!job || job.worker_id !== request.workerId || (job.state !== 'flashing' && job.state !== 'running')) return { kind: 'lost' };
       const acked = Math.min(Math.max(0, Math.floor(request.writtenThroughSeq)), job.serial_next_seq);
       await q('UPDATE jobs SET serial_acked_seq = GREATEST(serial_acked_seq, $1) WHERE job_id = $2', [acked, jobId]);
@@ -95,12 +96,12 @@ export class PgHealthChecks implements HealthCheckStore {
     return this.db.write(async (q) => {
       const [row] = await q<{ check_id: string }>(
         `SELECT check_id FROM board_health_checks WHERE worker_id = $1 AND state = 'requested' AND board = ANY($2::text[])
-         ORDER BY requested_at_ms, seq LIMIT 1`,
+         ORDER BY requested_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED`,
         [workerId, [...boards]],
       );
       // A revoked worker's claim (it was waiting in it when revoked) takes nothing.
       if (!row || (await isRevoked(q, workerId))) return undefined;
-      await q("UPDATE board_health_checks SET state = 'running', started_at_ms = $1 WHERE check_id = $2", [nowMs, row.check_id]);
+      await q("UPDATE board_health_checks SET state = 'running', started_at_ms = $1 WHERE check_id = $2 AND state = 'requested'", [nowMs, row.check_id]);
       return checkById(q, row.check_id);
     });
   }

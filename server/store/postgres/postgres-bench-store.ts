@@ -1,3 +1,4 @@
+import type { Clock } from '../../../core/clock.js';
 import { jobStates } from '../../../harness/job-states.js';
 import type {
   AgentRecord,
@@ -17,18 +18,20 @@ import type {
   UartRecord,
 } from '../bench-store.js';
 import { type AgentRow, type JobRow, type SessionRow, agentFromRow, jobFromRow, sessionFromRow } from '../sqlite-bench-rows.js';
-import { PgDatabase, type Query } from './pg-database.js';
+import { lockBoard, PgDatabase, type Query } from './pg-database.js';
 import * as jobs from './pg-jobs.js';
 import { migratePgBenchDatabase } from './pg-migrations.js';
-import { asOf, closeSession, expireDue, inUse, idleMs, leaseOn, listLeasesAsOf } from './pg-session-leases.js';
+import { asOf, closeSession, expireDue, inUse, idleMs, leaseOn, listLeasesAsOf, lockSession } from './pg-session-leases.js';
 import { PgBoardHealthStore, PgFirmwareBlobs, PgWaitlist, PgWorkerRegistry } from './pg-side-stores.js';
 import { PgHealthChecks, PgSerialInput } from './pg-worker-requests.js';
 
 /**
  * The bench store on PostgreSQL, for server replicas (issue 10, decision 0353): every replica
  * opens one on the same database; the rules are those of the SQLite store, and the same contract
- * suite runs on both (test/contract/postgres-bench-store.contract.test.ts). Writes take one
- * advisory lock (`PgDatabase.write`), so a lease or a claim is decided once across replicas.
+ * suite runs on both (test/contract/postgres-bench-store.contract.test.ts). There is no global
+ * write lock (decision 0515): row locks, unique indexes and per-board advisory locks decide a
+ * lease, a claim or a session's expiry once across replicas, and writes on different boards run
+ * at once.
  */
 export class PostgresBenchStore implements BenchStore {
   readonly boardHealth: PgBoardHealthStore;
@@ -49,7 +52,7 @@ export class PostgresBenchStore implements BenchStore {
   }
 
   /** Connects and brings the schema up to date (replicas starting together take turns). */
-  static async open(databaseUrl: string, options: { maxConnections?: number } = {}): Promise<PostgresBenchStore> {
+  static async open(databaseUrl: string, options: { poolSize?: number; clock?: Clock } = {}): Promise<PostgresBenchStore> {
     const db = new PgDatabase(databaseUrl, options);
     try {
       await migratePgBenchDatabase(db);
@@ -88,6 +91,7 @@ export class PostgresBenchStore implements BenchStore {
 
   openSession(session: SessionRecord): Promise<OpenSessionResult> {
     return this.db.write(async (q): Promise<OpenSessionResult> => {
+      await lockBoard(q, session.board);
       await expireDue(q, session.createdAtMs);
       const lease = await leaseOn(q, session.board, session.createdAtMs);
       if (lease) return { kind: 'board-leased', lease };
@@ -109,7 +113,7 @@ export class PostgresBenchStore implements BenchStore {
   private changeSession(sessionId: string, nowMs: number, change: (q: Query, s: SessionRecord) => Promise<void>): Promise<SessionChangeResult> {
     return this.db.write(async (q): Promise<SessionChangeResult> => {
       await expireDue(q, nowMs);
-      const [row] = await q<SessionRow>('SELECT * FROM sessions WHERE session_id = $1', [sessionId]);
+      const row = await lockSession(q, sessionId);
       if (!row) return { kind: 'not-found' };
       const session = sessionFromRow(row);
       if (session.state !== 'active') return { kind: 'not-active', session };
@@ -241,9 +245,10 @@ export class PostgresBenchStore implements BenchStore {
     return this.db.write(async (q) => {
       const [row] = await q<{ value: Buffer }>('SELECT value FROM secrets WHERE name = $1', [name]);
       if (row) return new Uint8Array(row.value);
-      const value = create();
-      await q('INSERT INTO secrets (name, value) VALUES ($1, $2)', [name, Buffer.from(value)]);
-      return value;
+      // Two replicas starting at once may both create one: the first insert wins, and both answer its value.
+      await q('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, Buffer.from(create())]);
+      const [stored] = (await q<{ value: Buffer }>('SELECT value FROM secrets WHERE name = $1', [name])) as [{ value: Buffer }];
+      return new Uint8Array(stored.value);
     });
   }
 

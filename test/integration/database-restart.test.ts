@@ -1,0 +1,163 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { systemClock } from '../../core/clock.js';
+import { generateNodeKey } from '../../core/relay/index.js';
+import { BenchApiError, BenchClient } from '../../harness/clients/bench-client.js';
+import { startBenchServer } from '../../server/bench/bench-service.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { until } from '../support/hilbench-processes.js';
+import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.js';
+import { call, registrationFor, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
+
+/**
+ * A database restart is a fault the services survive (issue 27, decision 0516). Each case runs on
+ * a PostgreSQL cluster of this file's own (test/support/private-postgres.ts), so stopping it
+ * disturbs no other test file. Under load, the database stops: every request is answered (503 with
+ * `Retry-After` and a FastAPI detail, never a 500) and the process lives on; the database starts
+ * again: the service serves again by itself, and every job it accepted, before or during the
+ * outage, ends done or failed with a reason. Waits are bounded and say what they waited for.
+ */
+
+let database: PrivatePostgres;
+beforeAll(() => {
+  database = startPrivatePostgres();
+}, 180_000);
+afterAll(() => database?.remove());
+
+/** Calls `fn` until it gives a value, at most `boundMs`. */
+async function eventually<T>(what: string, fn: () => Promise<T | undefined>, boundMs = 60_000): Promise<T> {
+  let value: T | undefined;
+  await until(what, async () => (value = await fn()) !== undefined, boundMs);
+  return value!;
+}
+
+describe('the bench service across a database restart', () => {
+  it('answers 503 with Retry-After while the database is away, keeps every job it accepted, and serves again by itself', { timeout: 240_000 }, async () => {
+    const dataDir = tempDataDir('bench-restart-');
+    const logger = memoryLogger();
+    const boards = loadBoardCatalog();
+    const bench = await startBenchServer({
+      port: 0,
+      dataDir: dataDir.dir,
+      boards,
+      backend: 'mock',
+      databaseUrl: database.url,
+      clock: systemClock,
+      publicBaseUrl: 'http://127.0.0.1',
+      logger,
+      limits: { agentRegistrationsPerMinute: 1_000_000 },
+      checkImage: () => undefined,
+    });
+    const firmware = new Uint8Array(readFileSync(new URL('../../scenarios/firmware/pico/hello.elf', import.meta.url)));
+    const client = new BenchClient({ baseUrl: bench.url });
+    const loadBoards = boards.slice(0, 6).map((b) => b.id);
+    const agents = await Promise.all(loadBoards.map((_, k) => client.register(`restart-${k}`)));
+    const accepted: Array<{ jobId: string; token: string }> = [];
+    const refusals = new Map<number, number>();
+    let finished = 0;
+    let stop = false;
+    /** `request` until it is not refused, counting each refusal by status; a pause between tries. */
+    const asked = async <T>(request: () => Promise<T>): Promise<T> => {
+      for (;;) {
+        try {
+          return await request();
+        } catch (err) {
+          if (!(err instanceof BenchApiError)) throw err;
+          refusals.set(err.status, (refusals.get(err.status) ?? 0) + 1);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+    };
+    // Six agents each submitting a job and waiting for it to end, in a loop, as a CI pipeline does:
+    // a refused submission is sent again, a refused look at the job is made again.
+    const load = loadBoards.map(async (board, k) => {
+      const token = agents[k]!.token;
+      while (!stop) {
+        const job = await asked(() => client.flash(token, { board, firmware, uartSeconds: 0.05 }));
+        accepted.push({ jobId: job.job_id, token });
+        await asked(() => client.waitForJob(token, job.job_id, { clock: systemClock, timeoutMs: 120_000, pollMs: 20 }));
+        finished++;
+      }
+    });
+    try {
+      await until('six jobs done before the restart', () => finished >= 6);
+      const firstJob = accepted[0]!;
+      database.stop();
+      // While it is away: a read and a write are answered 503, with Retry-After and a detail saying why.
+      for (const answer of [
+        await call(bench.url, 'GET', `/api/v1/jobs/${firstJob.jobId}`, { auth: `Bearer ${firstJob.token}` }),
+        await call(bench.url, 'POST', '/api/v1/sessions', { auth: `Bearer ${firstJob.token}`, body: { board: loadBoards[0] } }),
+      ]) {
+        expect(answer.status, answer.text).toBe(503);
+        expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(answer.body).toEqual({ detail: expect.stringMatching(/^the bench's database is unavailable/) });
+      }
+      const health = await call(bench.url, 'GET', '/api/v1/health');
+      expect(health.body).toMatchObject({ status: 'degraded', database: 'error' });
+      const finishedBefore = finished;
+      database.start();
+      await until('six more jobs done after the database came back', () => finished >= finishedBefore + 6, 120_000);
+      stop = true;
+      await Promise.all(load);
+      // Nothing accepted is lost: every job ends done, or failed with its reason.
+      for (const { jobId, token } of accepted) {
+        const job = await eventually(`job ${jobId} to end`, async () => {
+          const seen = await client.getJob(token, jobId);
+          return seen.state === 'done' || seen.state === 'failed' ? seen : undefined;
+        });
+        if (job.state === 'failed') expect(job.failure?.message ?? '').not.toBe('');
+      }
+      expect([...refusals.keys()].filter((status) => status !== 503)).toEqual([]);
+      expect(await call(bench.url, 'GET', '/api/v1/health')).toMatchObject({ body: { database: 'ok' } });
+    } finally {
+      stop = true;
+      await Promise.allSettled(load);
+      await bench.close();
+      dataDir.remove();
+    }
+  });
+});
+
+describe('the relay service across a database restart', () => {
+  it('answers 503 with Retry-After while the database is away and serves what it took, before and after, once it is back', { timeout: 180_000 }, async () => {
+    const dataDir = tempDataDir('relay-restart-');
+    const relay = await startRelayServer({
+      port: 0,
+      clock: systemClock,
+      dataDir: dataDir.dir,
+      databaseUrl: database.url,
+      logger: memoryLogger(),
+      rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000 },
+    });
+    const register = (name: string) => call(relay.baseUrl, 'POST', '/register', { body: registrationFor(generateNodeKey(), relay.baseUrl, systemClock, name) });
+    try {
+      const before = await register('before');
+      expect(before.status, before.text).toBe(201);
+      const auth = String(before.body.authorization);
+      const item = await call(relay.baseUrl, 'POST', '/items', { body: { kind: 'statement', title: 'before the restart', body: '' }, auth });
+      expect(item.status, item.text).toBe(201);
+      database.stop();
+      for (const answer of [await call(relay.baseUrl, 'GET', `/items/${String(item.body.id)}`), await register('during')]) {
+        expect(answer.status, answer.text).toBe(503);
+        expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(answer.body).toEqual({ detail: expect.stringMatching(/^the relay's database is unavailable/) });
+      }
+      database.start();
+      const after = await eventually('a registration taken again after the restart', async () => {
+        const answer = await register('after');
+        if (answer.status === 503) return undefined;
+        return answer;
+      });
+      expect(after.status, after.text).toBe(201);
+      const seen = await call(relay.baseUrl, 'GET', `/items/${String(item.body.id)}`);
+      expect(seen.status, seen.text).toBe(200);
+      expect(seen.body).toMatchObject({ title: 'before the restart' });
+      const me = await call(relay.baseUrl, 'GET', '/me', { auth });
+      expect(me.status, me.text).toBe(200);
+    } finally {
+      await relay.close();
+      dataDir.remove();
+    }
+  });
+});
