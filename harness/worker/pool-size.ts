@@ -8,6 +8,8 @@ export const MAX_POOL_SIZE = 64;
 
 /** Backends that emulate a board: nothing physical limits how many copies of it run. */
 const EMULATING_BACKENDS: ReadonlySet<string> = new Set(['mock', 'sim', 'qemu', 'renode']);
+/** Emulating backends whose engines run inside the worker's process (no emulator process per instance). */
+const IN_PROCESS_BACKENDS: ReadonlySet<string> = new Set(['mock', 'sim']);
 
 /** Pool sizes a worker was given: one for every emulated board, and per board. */
 export interface PoolSizes {
@@ -15,11 +17,23 @@ export interface PoolSizes {
   all?: number;
   /** By board id. */
   byBoard?: Readonly<Record<string, number>>;
+  /**
+   * For boards on in-process engines (sim, mock) when neither of the above is given: the CLI's
+   * default, the host's cores. QEMU and Renode instances are emulator processes an operator sizes
+   * (`all` or `byBoard`); without either they stay one.
+   */
+  inProcessDefault?: number;
 }
 
 /** The default a worker host gets from `hilbench serve` and `hilbench worker`: its number of cores. */
 export function hostPoolSize(): number {
   return Math.min(MAX_POOL_SIZE, availableParallelism());
+}
+
+/** The CLI's pool sizes: `--pool-size` values as given, else the host's cores for in-process engines. */
+export function cliPoolSizes(values: readonly string[]): PoolSizes {
+  const given = parsePoolSizeOptions(values);
+  return given.all === undefined ? { ...given, inProcessDefault: hostPoolSize() } : given;
 }
 
 /** A pool size as given (CLI, options): an integer 1..MAX_POOL_SIZE, else an error naming `what` and the bound. */
@@ -33,6 +47,7 @@ export function checkPoolSize(size: number, what: string): number {
 /** Every size in `sizes` checked (`checkPoolSize`); throws on the first bad one. */
 export function checkPoolSizes(sizes: PoolSizes): PoolSizes {
   if (sizes.all !== undefined) checkPoolSize(sizes.all, 'every emulated board');
+  if (sizes.inProcessDefault !== undefined) checkPoolSize(sizes.inProcessDefault, 'every simulated board');
   for (const [board, size] of Object.entries(sizes.byBoard ?? {})) checkPoolSize(size, `board ${board}`);
   return sizes;
 }
@@ -43,7 +58,7 @@ export function checkPoolSizes(sizes: PoolSizes): PoolSizes {
  */
 export function poolSizeOf(board: string, backendName: string, sizes: PoolSizes): number {
   if (!EMULATING_BACKENDS.has(backendName)) return 1;
-  return sizes.byBoard?.[board] ?? sizes.all ?? 1;
+  return sizes.byBoard?.[board] ?? sizes.all ?? (IN_PROCESS_BACKENDS.has(backendName) ? sizes.inProcessDefault : undefined) ?? 1;
 }
 
 /**
