@@ -87,6 +87,25 @@ export const sessionSchema = z
 
 export const boardStatuses = ['free', 'leased', 'busy', 'offline'] as const;
 
+/** A pool of more than one instance (decision 0510); absent for a pool of one. */
+const poolSchema = z
+  .object({
+    total: z.number().int(),
+    free: z.number().int(),
+    busy: z.number().int(),
+    leased: z.number().int(),
+    offline: z.number().int(),
+    list: z.array(
+      z.object({
+        instance: z.string(),
+        status: z.enum(boardStatuses),
+        workers: z.array(z.object({ worker_id: z.string(), label: z.string(), online: z.boolean() })),
+        held_by: z.string().nullable().meta({ description: 'The label of the agent holding it.' }),
+      }),
+    ),
+  })
+  .meta({ title: 'BoardPool', description: 'Extension (decision 0510): the instances of a board that is a pool of several, counted by status.' });
+
 export const boardSchema = z
   .object({
     id: z.string(),
@@ -105,6 +124,7 @@ export const boardSchema = z
     offline_reason: z.string().nullable(),
     lease_expires_at: iso.nullable(),
     queued_jobs: z.number().int(),
+    instances: poolSchema.optional(),
   })
   .meta({ title: 'Board' });
 
@@ -139,6 +159,7 @@ export const statsSchema = z
         leased_by: z.string().nullable(),
         lease_expires_at: iso.nullable(),
         queued_jobs: z.number().int(),
+        instances: poolSchema.optional(),
       }),
     ),
     recent_activity: z.array(z.object({ job_id: z.string(), board: z.string(), agent_label: z.string(), state: z.string(), at: iso })),

@@ -3,7 +3,7 @@ import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { AgentRecord, BenchStore, LeaseWithAgent } from '../store/bench-store.js';
 import { BenchError } from './bench-errors.js';
 import type { ResolvedBoard } from './board-backends.js';
-import { type BoardState, boardState } from './board-views.js';
+import { type BoardState, boardState, poolStatus, poolView } from './board-views.js';
 import type { LiveBoards } from './live-boards.js';
 import { closestNames } from '../../core/closest-names.js';
 import { boardOfInstance, type PoolInstances } from './pool-instances.js';
@@ -134,9 +134,24 @@ export class BoardAccess {
   /** Every board as it stands now; the board list, snapshot, stats and admin view are projections of it. */
   async boardStates(): Promise<BoardState[]> {
     const boards = await this.deps.boards.all();
-    const leases = new Map((await this.deps.store.listLeases(this.now())).map((l) => [l.board, l]));
+    const allLeases = await this.deps.store.listLeases(this.now());
+    const leases = new Map(allLeases.map((l) => [l.board, l]));
     const activity = await this.deps.store.boardActivity();
     const checking = new Set([...this.healthChecks.keys(), ...(await this.deps.store.healthChecks.active()).map((c) => c.board)]);
-    return boards.map((resolved) => boardState(resolved, leases.get(resolved.board.id), activity.get(resolved.board.id), checking.has(resolved.board.id)));
+    const states = boards.map((resolved) => boardState(resolved, leases.get(resolved.board.id), activity.get(resolved.board.id), checking.has(resolved.board.id)));
+    if (!this.deps.pools) return states;
+    // Pools of several instances (decision 0510): counted per instance, the board's status from theirs.
+    const byInstance = new Map(allLeases.map((l) => [l.instance ?? l.board, l]));
+    const perInstance = await this.deps.store.instanceActivity();
+    return Promise.all(
+      states.map(async (state) => {
+        const instances = await this.deps.pools!.of(state.resolved.board.id);
+        if (instances.length <= 1) return state;
+        const pool = poolView(instances, byInstance, perInstance);
+        // An administrator's health check holds the whole board.
+        const status = checking.has(state.resolved.board.id) ? state.status : poolStatus(pool, state.status);
+        return { ...state, pool, status, lease: status === 'leased' ? state.lease : undefined };
+      }),
+    );
   }
 }

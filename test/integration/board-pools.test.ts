@@ -23,9 +23,10 @@ afterEach(async () => {
 const openSession = (a: BenchTestApp, token: string, fields: Record<string, string>) =>
   a.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams(fields) });
 
-/** An app whose own worker runs `localSize` instances of pico (no remote worker yet). */
-async function poolApp(localSize: number): Promise<BenchTestApp> {
-  app = await startBenchTestApp({ adminToken: ADMIN, localWorker: { poolSizes: { all: localSize } }, workerTimings: { claimSeconds: 30 } });
+/** An app whose own worker runs `localSize` instances of every board, or of `pico` only (no remote worker yet). */
+async function poolApp(localSize: number, options: { picoOnly?: boolean } = {}): Promise<BenchTestApp> {
+  const poolSizes = options.picoOnly ? { byBoard: { pico: localSize } } : { all: localSize };
+  app = await startBenchTestApp({ adminToken: ADMIN, localWorker: { poolSizes }, workerTimings: { claimSeconds: 30 } });
   return app;
 }
 
@@ -130,6 +131,33 @@ describe('board pools', () => {
     expect(carol).toEqual({ status: 200, body: expect.objectContaining({ instance: holders[1]!.instance }) });
     await a.request(`/api/v1/sessions/${holders[0]!.session_id}/end`, { method: 'POST', headers: bearer(holders[0]!.token) });
     expect(await waiting[1]!).toEqual({ status: 200, body: expect.objectContaining({ instance: holders[0]!.instance }) });
+  });
+
+  it('shows each pool’s instances on GET /api/v1/boards, /api/v1/stats and the home page: counts, workers and holders', async () => {
+    const a = await poolApp(2, { picoOnly: true });
+    const remoteId = await remoteWorker(a, 1, 'pi-one');
+    const alice = await a.register('alice');
+    await openSession(a, alice.token, { board: 'pico.2@local' });
+    const boards = (await (await a.request('/api/v1/boards')).json()) as { boards: Array<{ id: string; status: string; instances?: unknown }> };
+    const pico = boards.boards.find((b) => b.id === 'pico')!;
+    expect(pico.status).toBe('free');
+    expect(pico.instances).toEqual({
+      total: 3,
+      free: 2,
+      busy: 0,
+      leased: 1,
+      offline: 0,
+      list: [
+        { instance: 'pico.1@local', status: 'free', workers: [{ worker_id: 'local', label: expect.any(String), online: true }], held_by: null },
+        { instance: 'pico.2@local', status: 'leased', workers: [{ worker_id: 'local', label: expect.any(String), online: true }], held_by: 'alice' },
+        { instance: 'pico', status: 'free', workers: [{ worker_id: remoteId, label: 'pi-one', online: true }], held_by: null },
+      ],
+    });
+    // A pool of one answers exactly as before: no instances field.
+    expect(boards.boards.find((b) => b.id === 'uno')).not.toHaveProperty('instances');
+    const stats = (await (await a.request('/api/v1/stats')).json()) as { boards: Array<{ id: string; instances?: { total: number } }> };
+    expect(stats.boards.find((b) => b.id === 'pico')!.instances).toMatchObject({ total: 3, leased: 1 });
+    expect(await (await a.request('/')).text()).toContain('2 of 3 instances free, 0 busy, 1 leased, 0 offline');
   });
 
   it('refuses a worker reporting a pool of 0 or above the bound with a 422, keeping what it reported before', async () => {
