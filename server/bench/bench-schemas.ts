@@ -104,7 +104,7 @@ const poolSchema = z
       }),
     ),
   })
-  .meta({ title: 'BoardPool', description: 'Extension (decision 0510): the instances of a board that is a pool of several, counted by status.' });
+  .meta({ description: 'Extension (decision 0510): the instances of a board that is a pool of several, counted by status.' });
 
 export const boardSchema = z
   .object({
