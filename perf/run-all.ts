@@ -57,7 +57,8 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   },
   {
     title: 'Lab: two replicas on one PostgreSQL database against one',
-    intro: 'Flash jobs per second on mock boards through one replica and through two sharing the database, each replica running its own worker, in one run (issue 10).',
+    intro:
+      'Flash jobs per second on mock boards through one replica and through two sharing the database, each replica running its own worker, and through one replica on the embedded SQLite default, in alternating phases of one run (issues 10 and 27).',
     run: () => runReplicasBench(),
   },
   {

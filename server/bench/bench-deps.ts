@@ -47,6 +47,8 @@ export interface BenchDeps {
   localWorker?: LocalWorkerSetup;
   /** The instances of each board's pool as workers report them (decision 0510); absent: every board is its one instance. */
   pools?: PoolInstances;
+  /** Whether the disk under the data directory is full (`DiskSpace`), for the health answer; absent: never. */
+  storageFull?: () => Promise<boolean>;
 }
 
 /** Random public identifier: `prefix` + 16 random bytes, base64url. */

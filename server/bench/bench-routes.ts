@@ -83,7 +83,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       path: '/api/v1/health',
       operationId: 'health',
       summary: 'Service health',
-      description: 'ok when the database answers and at least one board can run; degraded otherwise.',
+      description: 'ok when the database answers, the data directory\'s disk is not full and at least one board can run; degraded otherwise.',
       tags: ['status'],
       response: healthSchema,
       errors: { ...GENERIC_ERRORS },

@@ -137,6 +137,7 @@ export const healthSchema = z
     uptime_seconds: z.number(),
     boards: z.object({ online: z.number().int(), offline: z.number().int() }),
     database: z.enum(['ok', 'error']),
+    storage: z.enum(['ok', 'full']).meta({ description: "full while the disk under the data directory is (nearly) full: uploads are answered 507, reads go on (docs/bench-api.md)." }),
   })
   .meta({ title: 'Health' });
 

@@ -24,6 +24,7 @@ import { redirectSlashes, slashRedirects, starletteApp, strictRouter } from '../
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { type FirmwareBlobs, FirmwareBlobStore } from '../store/firmware-blob-store.js';
+import { DiskSpace } from '../db/disk-space.js';
 import { redactDatabaseUrl } from '../store/postgres/pg-database.js';
 import { PostgresBenchStore } from '../store/postgres/postgres-bench-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
@@ -211,6 +212,8 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
         gateway.jobQueued(job.board);
       }
     };
+    // The disk under the data directory, for health and metrics (a full one answers uploads 507).
+    const disk = new DiskSpace(config.dataDir);
     const bench = new Bench({
       clock,
       store,
@@ -228,6 +231,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       claimGraceAtStartMs: timings.claimSeconds * 1000 + MAX_DELIVERY_PAUSE_MS,
       // Lapsed claims are found within half a claim period (at most every 5 s).
       claimSweepMs: Math.min(5_000, (timings.claimSeconds * 1000) / 2),
+      storageFull: async () => (await disk.look()).full,
     });
     started = bench;
     // The worker in this process reports its boards as it starts: then every board is read once
@@ -259,6 +263,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     // A request id for every answer and log line, and HTTP metrics by route pattern and status.
     const metrics = benchMetrics({ clock, store, live, logger, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000 });
     stopMetrics = metrics.stop;
+    disk.register(metrics.registry);
     app.use(requestContext({ logger, nowMs: () => clock.nowMs(), onDone: httpMetrics(metrics.registry) }));
     // One log line per job transition this replica sees (docs/deployment.md, "Logs").
     live.subscribeAll((jobId, event) => {

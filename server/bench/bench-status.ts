@@ -24,6 +24,7 @@ export class BenchStatus {
       access: BoardAccess;
       waitlistCount: () => Promise<number>;
       boardHealth: (boardId: string) => Promise<BoardHealthBody | null>;
+      storageFull?: () => Promise<boolean>;
     },
   ) {
     this.startedAtMs = deps.clock.nowMs();
@@ -45,15 +46,17 @@ export class BenchStatus {
       database = 'error';
       this.deps.logger.error('health check: the database did not answer', err);
     }
+    const storage = (await this.deps.storageFull?.()) ? 'full' : 'ok';
     const boards = await this.deps.boards.all();
     const online = boards.filter((b) => b.backend).length;
     const offline = boards.length - online;
     return {
-      status: database === 'ok' && (online > 0 || boards.length === 0) ? 'ok' : 'degraded',
+      status: database === 'ok' && storage === 'ok' && (online > 0 || boards.length === 0) ? 'ok' : 'degraded',
       version: BENCH_API_VERSION,
       uptime_seconds: (this.now() - this.startedAtMs) / 1000,
       boards: { online, offline },
       database,
+      storage,
     };
   }
 

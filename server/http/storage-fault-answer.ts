@@ -1,4 +1,4 @@
-import { StorageFault } from '../db/storage-faults.js';
+import { isDiskFull, StorageFault, StorageFullError } from '../db/storage-faults.js';
 import { HttpError } from './http-error.js';
 
 /**
@@ -7,14 +7,30 @@ import { HttpError } from './http-error.js';
  * with `Retry-After` and a `detail` naming the service; undefined for any other error.
  */
 export function storageFaultAnswer(err: unknown, service: string): HttpError | undefined {
-  if (!(err instanceof StorageFault)) return undefined;
-  const headers = { 'Retry-After': String(err.retryAfterSeconds) };
-  if (err.kind === 'database-unavailable') {
-    return new HttpError(503, `the ${service}'s database is unavailable (restarting or unreachable); try again in ${err.retryAfterSeconds} s`, headers);
+  const fault = storageFaultOf(err);
+  if (!fault) return undefined;
+  const headers = { 'Retry-After': String(fault.retryAfterSeconds) };
+  if (fault.kind === 'database-unavailable') {
+    return new HttpError(503, `the ${service}'s database is unavailable (restarting or unreachable); try again in ${fault.retryAfterSeconds} s`, headers);
   }
   return new HttpError(
     507,
-    `the ${service}'s storage is full: nothing more can be stored until space is freed on its data directory's disk; reads still work; try again in ${err.retryAfterSeconds} s`,
+    `the ${service}'s storage is full: nothing more can be stored until space is freed on its data directory's disk; reads still work; try again in ${fault.retryAfterSeconds} s`,
     headers,
   );
 }
+
+/**
+ * `err` as a storage fault: one already, or a full disk met by a store that does not know the
+ * words (SQLite's SQLITE_FULL, ENOSPC from a file write), looked for along its causes.
+ */
+function storageFaultOf(err: unknown): StorageFault | undefined {
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof StorageFault) return e;
+    if (isDiskFull(e)) return new StorageFullError((e as Error).message ?? 'the disk is full', FULL_DISK_RETRY_AFTER_SECONDS, { cause: e });
+  }
+  return undefined;
+}
+
+/** Freeing a disk takes an operator: a minute between tries. */
+export const FULL_DISK_RETRY_AFTER_SECONDS = 60;

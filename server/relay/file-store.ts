@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Request } from 'express';
+import { isDiskFull } from '../db/storage-faults.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from './relay-facts.js';
@@ -320,8 +321,13 @@ export class FileStore {
   }
 }
 
-/** The 400 for a multipart body that is not well-formed or ends early, in the bench's (Starlette's) words. */
-function malformed(err: Error): HttpError {
+/**
+ * The 400 for a multipart body that is not well-formed or ends early, in the bench's (Starlette's)
+ * words; a part that could not be written because the disk is full is no fault of the body: that
+ * error passes on as it is, and the error handler answers it 507.
+ */
+function malformed(err: Error): Error {
+  if (isDiskFull(err)) return err;
   return new HttpError(400, `There was an error parsing the body: ${err.message}`);
 }
 

@@ -29,7 +29,7 @@ describe('GET /api/v1/health', () => {
     a.fake.tick(5_500);
     const res = await a.request('/api/v1/health');
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: 'ok', version: '0.3.4', uptime_seconds: 5.5, boards: { online: 12, offline: 0 }, database: 'ok' });
+    expect(await res.json()).toEqual({ status: 'ok', version: '0.3.4', uptime_seconds: 5.5, boards: { online: 12, offline: 0 }, database: 'ok', storage: 'ok' });
   });
 
   it('is degraded when no board can run', async () => {
