@@ -103,4 +103,4 @@ export function poolSizeValues(value: string, previous: string[] = []): string[]
   return [...previous, ...values];
 }
 
-export const POOL_SIZE_HELP = `instances of each emulated board this worker runs at once: N (every one) or BOARD=N, 1-${MAX_POOL_SIZE}, repeatable (default: the host's cores for sim and mock boards, 1 for QEMU and Renode; docs/lab.md)`;
+export const POOL_SIZE_HELP = `instances of each emulated board this worker runs at once: N (every one) or BOARD=N, 1-${MAX_POOL_SIZE}, repeatable (default: the host's cores for sim boards, 1 for mock, QEMU and Renode; docs/lab.md)`;

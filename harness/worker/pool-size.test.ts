@@ -15,7 +15,7 @@ describe('pool sizes (decision 0510)', () => {
   it("defaults the CLI's in-process engines to the host's cores, emulator processes to one", () => {
     const sizes = cliPoolSizes([]);
     expect(poolSizeOf('pico', 'sim', sizes)).toBe(hostPoolSize());
-    expect(poolSizeOf('pico', 'mock', sizes)).toBe(hostPoolSize());
+    expect(poolSizeOf('pico', 'mock', sizes)).toBe(1);
     expect(poolSizeOf('netduinoplus2', 'qemu', sizes)).toBe(1);
     expect(poolSizeOf('netduinoplus2', 'qemu', cliPoolSizes(['2']))).toBe(2);
     expect(poolSizeOf('pico', 'sim', cliPoolSizes(['uno=4']))).toBe(hostPoolSize());

@@ -8,8 +8,12 @@ export const MAX_POOL_SIZE = 64;
 
 /** Backends that emulate a board: nothing physical limits how many copies of it run. */
 const EMULATING_BACKENDS: ReadonlySet<string> = new Set(['mock', 'sim', 'qemu', 'renode']);
-/** Emulating backends whose engines run inside the worker's process (no emulator process per instance). */
-const IN_PROCESS_BACKENDS: ReadonlySet<string> = new Set(['mock', 'sim']);
+/**
+ * Backends whose engines run inside the worker's process and get the host's cores by default: the
+ * simulators. The mock stands in for one board in tests and labs' smoke checks, so it stays one
+ * unless sized (the lab tests expect a mock board held by one session to refuse the next).
+ */
+const IN_PROCESS_BACKENDS: ReadonlySet<string> = new Set(['sim']);
 
 /** Pool sizes a worker was given: one for every emulated board, and per board. */
 export interface PoolSizes {
@@ -18,7 +22,7 @@ export interface PoolSizes {
   /** By board id. */
   byBoard?: Readonly<Record<string, number>>;
   /**
-   * For boards on in-process engines (sim, mock) when neither of the above is given: the CLI's
+   * For boards on the simulators (sim) when neither of the above is given: the CLI's
    * default, the host's cores. QEMU and Renode instances are emulator processes an operator sizes
    * (`all` or `byBoard`); without either they stay one.
    */
