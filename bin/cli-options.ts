@@ -2,6 +2,7 @@ import { InvalidArgumentError } from 'commander';
 import { backendNames } from '../boards/backend-names.js';
 import { DURATION, durationMs } from '../harness/scenario/duration.js';
 import { MAX_DATABASE_POOL_SIZE } from '../server/store/postgres/database-pool-size.js';
+import { MAX_POOL_SIZE, parsePoolSizeOptions } from '../harness/worker/pool-size.js';
 
 /**
  * Option parsers and values the command definitions share. Kept light on purpose: `hilbench
@@ -87,3 +88,19 @@ export function wildcardAddressWarnings(host: string, urls: { publicUrl?: unknow
   if (urls.relay && missing(urls.relayPublicUrl)) warnings.push(`--host ${host} without --relay-public-url: the relay advertises http://${host}:<port> as its base_url, which clients sign into registrations; set the address clients use`);
   return warnings;
 }
+
+/**
+ * `--pool-size` (decision 0510), repeatable and comma-separated: `N` for every emulated board or
+ * `BOARD=N` for one, each checked now (0 or above the bound stops the command with the value named).
+ */
+export function poolSizeValues(value: string, previous: string[] = []): string[] {
+  const values = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  try {
+    parsePoolSizeOptions(values);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return [...previous, ...values];
+}
+
+export const POOL_SIZE_HELP = `instances of each emulated board this worker runs at once: N (every one) or BOARD=N, 1-${MAX_POOL_SIZE}, repeatable (default: the host's cores for sim boards, 1 for mock, QEMU and Renode; docs/lab.md)`;

@@ -13,7 +13,7 @@ import { logLevels } from '../server/http/log-levels.js';
 import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../server/store/postgres/database-pool-size.js';
 import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
 import type { BoardsOptions } from './boards-command.js';
-import { backendChoices, connectionCount, databasePoolSize, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
+import { backendChoices, connectionCount, POOL_SIZE_HELP, poolSizeValues, databasePoolSize, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
 import { addFlashCommand } from './flash-command.js';
 import { addWorkerCommands } from './worker-command.js';
 
@@ -103,6 +103,7 @@ const serve = program
   .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
   .addOption(new Option('--metrics-token <token>', 'GET /metrics answers only "authorization: Bearer <token>" (default: open)').env('HILBENCH_METRICS_TOKEN'))
   .addOption(new Option('--no-local-worker', 'run no bench worker in this process: jobs run on remote workers (hilbench worker; docs/worker-protocol.md)'))
+  .addOption(new Option('--pool-size <n|board=n>', `the in-process worker's ${POOL_SIZE_HELP}`).env('HILBENCH_POOL_SIZE').argParser(poolSizeValues))
   .addOption(new Option('--worker-heartbeat-seconds <s>', 'how often remote workers send a heartbeat (default 5)').env('HILBENCH_WORKER_HEARTBEAT_SECONDS').argParser(positiveNumber))
   .addOption(new Option('--worker-offline-after-seconds <s>', 'a remote worker unheard of this long is offline, with its boards (default 15)').env('HILBENCH_WORKER_OFFLINE_AFTER_SECONDS').argParser(positiveNumber))
   .addOption(new Option('--worker-claim-seconds <s>', "a remote worker's running job fails as interrupted when its claim is not renewed within this (default 30)").env('HILBENCH_WORKER_CLAIM_SECONDS').argParser(positiveNumber));

@@ -5,6 +5,7 @@ import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
 import { createBackends } from '../harness/backend-registry.js';
+import { cliPoolSizes } from '../harness/worker/pool-size.js';
 import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
 import { type BackendsContext, startBenchServer } from '../server/bench/bench-service.js';
 import { type LogLevel, pinoLogger } from '../server/http/pino-logger.js';
@@ -65,7 +66,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
     publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
     limits,
     trustProxyHops: opts.trustProxyHops as number,
-    ...(opts.localWorker === false ? { localWorker: false as const } : {}),
+    localWorker: opts.localWorker === false ? false : { poolSizes: cliPoolSizes((opts.poolSize as string[] | undefined) ?? []) },
     ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
     ...(typeof opts.databasePoolSize === 'number' ? { databasePoolSize: opts.databasePoolSize } : {}),
     workerTimings: {

@@ -7,6 +7,7 @@ import { defaultBoardsDir } from '../boards/boards-dir.js';
 import type { QuarantineStore } from '../backends/probe/quarantine-store.js';
 import { type LogLevel, logLevels } from '../server/http/log-levels.js';
 import { looksLikeWorkerToken } from '../server/bench/worker-token-format.js';
+import { POOL_SIZE_HELP, poolSizeValues } from './cli-options.js';
 
 /**
  * `hilbench worker` (a bench worker next to the hardware, dialing a lab server) and
@@ -29,8 +30,11 @@ export function addWorkerCommands(program: Command): void {
     .addOption(new Option('--renode <path>', 'Renode executable').env('HILBENCH_RENODE'))
     .addOption(new Option('--cache-dir <dir>', 'where fetched firmware is kept by sha256').env('HILBENCH_WORKER_CACHE_DIR'))
     .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
+    .addOption(new Option('--pool-size <n|board=n>', POOL_SIZE_HELP).env('HILBENCH_POOL_SIZE').argParser(poolSizeValues))
     .action(async (opts: WorkerOptions) => {
       const token = workerToken(opts);
+      const { cliPoolSizes } = await import('../harness/worker/pool-size.js');
+      const poolSizes = cliPoolSizes(opts.poolSize ?? []);
       // Timers that keep the process alive: while the server is away the worker's only work is a
       // wait before dialling again, and on systemClock's unref'd timers Node would exit instead.
       const { foregroundClock: clock } = await import('../core/clock.js');
@@ -64,6 +68,7 @@ export function addWorkerCommands(program: Command): void {
         boards,
         backends,
         choice: opts.backend as never,
+        poolSizes,
         firmwareCacheDir: cacheDir,
         logInfo: (message) => logger.info(message),
         logError: (message, cause) => logger.error(message, cause),
@@ -115,6 +120,7 @@ interface WorkerOptions {
   renode?: string;
   cacheDir?: string;
   logLevel: string;
+  poolSize?: string[];
 }
 
 function workerToken(opts: WorkerOptions): string {

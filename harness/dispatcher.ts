@@ -8,6 +8,8 @@ export type JobPhase = 'flashing' | 'running';
 export interface DispatchRequest {
   jobId: string;
   board: Board;
+  /** The instance of the board the job runs on (decision 0510): jobs of one instance run one at a time. Default: the board. */
+  instance?: string;
   backend: Backend;
   image: FirmwareImage;
   /** UART capture after reset release, in seconds of the device's time base. */
@@ -70,7 +72,7 @@ interface BoardQueue {
 }
 
 /**
- * Runs jobs on local backends: FIFO per board, one job per board at a time, each with a deadline
+ * Runs jobs on local backends: FIFO per board instance (the board itself unless the request names one), one job per instance at a time, each with a deadline
  * and an abort that a backend ignoring its signal cannot outlast. A bench worker
  * (harness/worker/bench-worker.ts) runs the jobs it claims through it.
  */
@@ -112,9 +114,10 @@ export class LocalDispatcher {
   dispatch(request: DispatchRequest): Promise<FirmwareRun> {
     if (this.closed) return Promise.reject(new BackendError('cancelled', `job ${request.jobId} not started: the dispatcher is closed`));
     return new Promise<FirmwareRun>((resolve, reject) => {
-      const queue = this.queueOf(request.board.id);
+      const lane = request.instance ?? request.board.id;
+      const queue = this.queueOf(lane);
       queue.waiting.push({ request, controller: new AbortController(), resolve, reject });
-      this.pump(request.board.id);
+      this.pump(lane);
     });
   }
 

@@ -23,6 +23,11 @@ export interface BenchWorkerOptions {
   link: WorkerLink;
   /** The ids of the boards this worker serves. */
   boards: readonly string[];
+  /**
+   * How many jobs of a board run here at once: its pool size on this worker (decision 0510; the
+   * server hands each job of the board one of this worker's instances of it). Default 1.
+   */
+  poolSize?: (boardId: string) => number;
   /** The board and backend for a job that starts now; undefined when the worker has no such board. */
   boardFor: (boardId: string) => WorkerBoard | undefined;
   /** Told after each job, with the backend it ran on (board health is asked again). Never rejects. */
@@ -45,7 +50,8 @@ export interface BenchWorkerOptions {
  */
 export class BenchWorker {
   private readonly dispatcher: LocalDispatcher;
-  private readonly busy = new Set<string>();
+  /** Per board, how many of its instances run a task here (a health check takes them all). */
+  private readonly busy = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
   private claimAbort = new AbortController();
   /** Aborted when the worker closes: stops the health checks it runs. */
@@ -100,6 +106,10 @@ export class BenchWorker {
     this.startWaiters.delete(jobId);
   }
 
+  private capacity(boardId: string): number {
+    return Math.max(1, this.options.poolSize?.(boardId) ?? 1);
+  }
+
   /** Waits until no job runs here (tests, orderly shutdown). */
   async idle(): Promise<void> {
     while (this.running.size > 0) await Promise.all([...this.running]);
@@ -108,7 +118,7 @@ export class BenchWorker {
   private async claimLoop(): Promise<void> {
     let retryMs = this.options.retryMs ?? 1_000;
     while (!this.closed) {
-      const idle = this.options.boards.filter((b) => !this.busy.has(b));
+      const idle = this.options.boards.filter((b) => (this.busy.get(b) ?? 0) < this.capacity(b));
       this.claimAbort = new AbortController();
       const { signal } = this.claimAbort;
       let ticket: WorkerTask | undefined;
@@ -123,7 +133,10 @@ export class BenchWorker {
         continue;
       }
       if (!ticket || this.closed) continue;
-      this.busy.add(ticket.board);
+      const board = ticket.board;
+      // A health check holds the whole board: no job of it starts here until it is done.
+      const taken = ticket.kind === 'job' ? 1 : this.capacity(board);
+      this.busy.set(board, (this.busy.get(board) ?? 0) + taken);
       const job =
         ticket.kind === 'job'
           ? this.runJob(ticket).catch((err: unknown) => this.options.logError(`job ${ticket.jobId} could not be reported`, err))
@@ -131,7 +144,9 @@ export class BenchWorker {
       this.running.add(job);
       void job.finally(() => {
         this.running.delete(job);
-        this.busy.delete(ticket.board);
+        const left = (this.busy.get(board) ?? taken) - taken;
+        if (left > 0) this.busy.set(board, left);
+        else this.busy.delete(board);
         // Ask again with this board among the idle ones.
         this.claimAbort.abort();
       });
@@ -195,6 +210,7 @@ export class BenchWorker {
       const run = await this.dispatcher.dispatch({
         jobId: ticket.jobId,
         board: target.board,
+        ...(ticket.instance === undefined ? {} : { instance: ticket.instance }),
         backend: target.backend,
         image,
         uartSeconds: ticket.uartSeconds,

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BoardHealth, UartChunk } from '../../backends/backend.js';
@@ -83,13 +83,13 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   async claim(boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
     try {
       const answer = await this.request<{
-        job: { job_id: string; board: string; firmware_sha256: string; uart_seconds: number; max_uart_bytes: number } | null;
+        job: { job_id: string; board: string; instance?: string; firmware_sha256: string; uart_seconds: number; max_uart_bytes: number } | null;
         health_check?: { check_id: string; board: string; timeout_ms: number } | null;
       }>('POST', '/api/v1/worker/claim', { boards, wait_seconds: this.options.claimWaitSeconds ?? 20 }, signal);
       const { job, health_check: check } = answer;
       if (check) return { kind: 'health-check', checkId: check.check_id, board: check.board, timeoutMs: check.timeout_ms };
       return job
-        ? { kind: 'job', jobId: job.job_id, board: job.board, firmwareSha256: job.firmware_sha256, uartSeconds: job.uart_seconds, maxUartBytes: job.max_uart_bytes }
+        ? { kind: 'job', jobId: job.job_id, board: job.board, ...(job.instance === undefined ? {} : { instance: job.instance }), firmwareSha256: job.firmware_sha256, uartSeconds: job.uart_seconds, maxUartBytes: job.max_uart_bytes }
         : undefined;
     } catch (err) {
       if (signal.aborted) return undefined;
@@ -105,7 +105,8 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     // Kept only when it is what the job names; written aside and renamed, so a crash leaves no half file.
     if (sha256(bytes) === ticket.firmwareSha256) {
       await mkdir(this.options.firmwareCacheDir, { recursive: true, mode: 0o700 });
-      const temp = `${cached}.${process.pid}.tmp`;
+      // One name per write: jobs on several instances of a pool fetch the same firmware at once (decision 0510).
+      const temp = `${cached}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
       await writeFile(temp, bytes, { mode: 0o600 });
       await rename(temp, cached);
     }

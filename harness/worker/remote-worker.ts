@@ -8,6 +8,7 @@ import { BenchWorker } from './bench-worker.js';
 import { HttpWorkerLink, WorkerServerError } from './http-worker-link.js';
 import { LinkedQuarantineStore } from './linked-quarantine-store.js';
 import { WorkerBoards } from './worker-boards.js';
+import type { PoolSizes } from './pool-size.js';
 
 export interface RemoteWorkerOptions {
   serverUrl: string;
@@ -21,6 +22,8 @@ export interface RemoteWorkerOptions {
    */
   backends: Partial<Record<BackendName, Backend>> | ((context: { quarantineStore: QuarantineStore }) => Partial<Record<BackendName, Backend>>);
   choice: BackendChoice;
+  /** Instances of each emulated board run here at once (decision 0510); default 1 (the CLI gives the host's cores). */
+  poolSizes?: PoolSizes;
   firmwareCacheDir: string;
   dispatcher?: Omit<LocalDispatcherOptions, 'clock'>;
   /** Host ms between two announcement attempts while the server cannot be reached. Default 2 000 (doubling to 30 000). */
@@ -65,7 +68,7 @@ export class RemoteWorker {
     });
     this.quarantineStore = new LinkedQuarantineStore({ link: this.link, clock: options.clock, logError: options.logError });
     this.backends = typeof options.backends === 'function' ? options.backends({ quarantineStore: this.quarantineStore }) : options.backends;
-    this.boards = new WorkerBoards(options.boards, this.backends, options.choice);
+    this.boards = new WorkerBoards(options.boards, this.backends, options.choice, options.poolSizes);
   }
 
   /** Announces (retrying while the server cannot be reached; a refused token is thrown) and starts claiming. */
@@ -90,6 +93,7 @@ export class RemoteWorker {
         },
       },
       boards: this.options.boards.map((b) => b.id),
+      poolSize: (boardId) => this.boards.poolSize(boardId),
       boardFor: (id) => this.boards.target(id),
       dispatcher: this.options.dispatcher,
       heartbeatMs: (answer.claim_seconds * 1000) / 3,
@@ -117,6 +121,7 @@ export class RemoteWorker {
       available: s.available,
       reason: s.reason,
       keeps_health: s.keepsHealth,
+      pool_size: s.poolSize,
       health_check: s.healthCheck,
       quarantined: s.quarantined,
     }));

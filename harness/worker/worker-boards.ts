@@ -2,6 +2,7 @@ import type { Board, BackendName } from '../../boards/board-schema.js';
 import { type Backend, BackendError } from '../../backends/backend.js';
 import { type BackendChoice, healthBackendOf, resolveBoardBackend, resolveBoardBackends, type ResolvedBoard } from '../board-resolution.js';
 import type { WorkerBoard } from './bench-worker.js';
+import { checkPoolSizes, poolSizeOf, type PoolSizes } from './pool-size.js';
 
 /**
  * One board as a worker reports it to the server (announce, heartbeat): whether its backend can
@@ -20,6 +21,8 @@ export interface WorkerBoardState {
    * release shows at once); false when the board is also unusable for another reason.
    */
   quarantined: boolean;
+  /** How many instances of the board this worker runs at once (decision 0510). */
+  poolSize: number;
 }
 
 /**
@@ -35,13 +38,23 @@ export class WorkerBoards {
   private readonly byId: ReadonlyMap<string, Board>;
   /** Each board's last resolution (every heartbeat): the job deadline is set before the board is opened. */
   private readonly lastResolved = new Map<string, ResolvedBoard>();
+  private readonly poolSizes: PoolSizes;
 
+  /** `poolSizes`: how many instances of each emulated board run here at once (checked: 1..MAX_POOL_SIZE; default 1). */
   constructor(
     private readonly boards: readonly Board[],
     private readonly backends: Partial<Record<BackendName, Backend>>,
     private readonly choice: BackendChoice,
+    poolSizes: PoolSizes = {},
   ) {
     this.byId = new Map(boards.map((b) => [b.id, b]));
+    this.poolSizes = checkPoolSizes(poolSizes);
+  }
+
+  /** How many jobs of `boardId` run here at once: its pool size as last reported (1 before the first report). */
+  poolSize(boardId: string): number {
+    const resolved = this.lastResolved.get(boardId);
+    return resolved ? poolSizeOf(boardId, resolved.backendName, this.poolSizes) : 1;
   }
 
   /** The ids of the boards served here, in catalog order. */
@@ -97,6 +110,7 @@ export class WorkerBoards {
       keepsHealth: keeper !== undefined,
       healthCheck: keeper?.control.healthCheck !== undefined,
       quarantined,
+      poolSize: poolSizeOf(r.board.id, r.backendName, this.poolSizes),
     };
   }
 

@@ -50,6 +50,8 @@ export interface JobTicket {
   kind: 'job';
   jobId: string;
   board: string;
+  /** The instance of the board (pool) the job runs on (decision 0510); absent: the board itself. */
+  instance?: string;
   firmwareSha256: string;
   /** UART capture after reset release, in seconds of the device's time base. */
   uartSeconds: number;

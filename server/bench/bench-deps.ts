@@ -9,6 +9,7 @@ import type { BenchLimits } from './bench-limits.js';
 import type { JobLive } from './job-live.js';
 import type { LiveBoards } from './live-boards.js';
 import type { LocalWorkerSetup } from './local-worker.js';
+import type { PoolInstances } from './pool-instances.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
 export interface BenchDeps {
@@ -44,6 +45,8 @@ export interface BenchDeps {
   claimSweepMs?: number;
   /** Runs a worker in this process on its backends (the embedded default); absent: remote workers only. */
   localWorker?: LocalWorkerSetup;
+  /** The instances of each board's pool as workers report them (decision 0510); absent: every board is its one instance. */
+  pools?: PoolInstances;
   /** Whether the disk under the data directory is full (`DiskSpace`), for the health answer; absent: never. */
   storageFull?: () => Promise<boolean>;
 }

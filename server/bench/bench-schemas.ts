@@ -75,6 +75,7 @@ export const sessionSchema = z
   .object({
     session_id: z.string(),
     board: z.string(),
+    instance: z.string().optional().meta({ description: 'Extension (decision 0510): the instance of the board (a pool of several) it holds; absent when the board is a pool of one, its own only instance.' }),
     state: z.enum(['active', 'ended', 'expired']),
     idle_seconds: z.number(),
     created_at: iso,
@@ -85,6 +86,25 @@ export const sessionSchema = z
   .meta({ title: 'Session' });
 
 export const boardStatuses = ['free', 'leased', 'busy', 'offline'] as const;
+
+/** A pool of more than one instance (decision 0510); absent for a pool of one. */
+const poolSchema = z
+  .object({
+    total: z.number().int(),
+    free: z.number().int(),
+    busy: z.number().int(),
+    leased: z.number().int(),
+    offline: z.number().int(),
+    list: z.array(
+      z.object({
+        instance: z.string(),
+        status: z.enum(boardStatuses),
+        workers: z.array(z.object({ worker_id: z.string(), label: z.string(), online: z.boolean() })),
+        held_by: z.string().nullable().meta({ description: 'The label of the agent holding it.' }),
+      }),
+    ),
+  })
+  .meta({ description: 'Extension (decision 0510): the instances of a board that is a pool of several, counted by status.' });
 
 export const boardSchema = z
   .object({
@@ -104,6 +124,7 @@ export const boardSchema = z
     offline_reason: z.string().nullable(),
     lease_expires_at: iso.nullable(),
     queued_jobs: z.number().int(),
+    instances: poolSchema.optional(),
   })
   .meta({ title: 'Board' });
 
@@ -139,6 +160,7 @@ export const statsSchema = z
         leased_by: z.string().nullable(),
         lease_expires_at: iso.nullable(),
         queued_jobs: z.number().int(),
+        instances: poolSchema.optional(),
       }),
     ),
     recent_activity: z.array(z.object({ job_id: z.string(), board: z.string(), agent_label: z.string(), state: z.string(), at: iso })),
@@ -163,6 +185,7 @@ export const jobSchema = z
   .object({
     job_id: z.string(),
     board: z.string(),
+    instance: z.string().optional().meta({ description: 'Extension (decision 0510): the instance of the board (a pool of several) it runs on; absent when the board is a pool of one, its own only instance.' }),
     session_id: z.string().nullable(),
     state: z.enum(jobStates),
     firmware: z.object({

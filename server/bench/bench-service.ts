@@ -192,7 +192,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     const live = new JobLive();
     // A revocation fails the worker's jobs: told to live readers and waiting claims once they exist (below).
     let announceReleased: (jobs: readonly JobRecord[]) => void = () => undefined;
-    const { timings, workerAdmin, gateway, boards, protocol, localWorker } = benchWorkers({
+    const { timings, workerAdmin, gateway, boards, protocol, localWorker, pools } = benchWorkers({
       clock,
       store,
       blobs,
@@ -233,6 +233,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       waitlistCount: () => waitlist.count(),
       healthCheckTimeoutMs: config.healthCheckTimeoutMs,
       localWorker,
+      pools,
       claimGraceAtStartMs: timings.claimSeconds * 1000 + MAX_DELIVERY_PAUSE_MS,
       // Lapsed claims are found within half a claim period (at most every 5 s).
       claimSweepMs: Math.min(5_000, (timings.claimSeconds * 1000) / 2),

@@ -1,3 +1,4 @@
+import type { PoolView } from './board-views.js';
 /**
  * What the human pages (`/`, `/stats`) and `GET /api/v1/stats` show: a read-only snapshot of the
  * bench, built by the bench service from its store and backends. Nothing secret goes in here:
@@ -20,6 +21,8 @@ export interface BoardSnapshot {
   /** ISO 8601 time the current lease expires unless renewed. */
   leaseExpiresAt: string | null;
   queuedJobs: number;
+  /** The instances of a board that is a pool of several (decision 0510); absent for a pool of one. */
+  pool?: PoolView;
 }
 
 export interface ActivitySnapshot {

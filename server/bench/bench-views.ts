@@ -1,6 +1,6 @@
 import { NANOS_PER_SECOND } from '../../backends/backend.js';
 import { isoFromMs } from '../../core/clock.js';
-import type { JobRecord, SessionRecord, StopRecord, UartRecord } from '../store/bench-store.js';
+import { instanceField, type JobRecord, type SessionRecord, type StopRecord, type UartRecord } from '../store/bench-store.js';
 import type { BoardHealthRecord } from '../store/board-health-store.js';
 import type { BoardHealthBody, JobBody, SessionBody } from './bench-schemas.js';
 
@@ -20,6 +20,7 @@ export function jobBody(job: JobRecord): JobBody {
   return {
     job_id: job.jobId,
     board: job.board,
+    ...instanceField(job.board, job.instance),
     session_id: job.sessionId,
     state: job.state,
     firmware: {
@@ -90,6 +91,7 @@ export function sessionBody(s: SessionRecord): SessionBody {
   return {
     session_id: s.sessionId,
     board: s.board,
+    ...instanceField(s.board, s.instance),
     state: s.state,
     idle_seconds: s.idleSeconds,
     created_at: isoFromMs(s.createdAtMs),

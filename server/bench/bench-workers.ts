@@ -12,6 +12,7 @@ import type { BackendChoice } from './board-backends.js';
 import type { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
 import { LOCAL_WORKER_ID, type LocalWorkerOptions, type LocalWorkerSetup } from './local-worker.js';
+import { PoolInstances } from './pool-instances.js';
 import { remoteBoardResolver } from './remote-boards.js';
 import { remoteHealthKeepers } from './stored-board-health.js';
 import { WorkerAdmin } from './worker-admin.js';
@@ -82,6 +83,7 @@ export function benchWorkers(config: BenchWorkersConfig) {
     healthKeeper: health.keeperOf,
   });
   const protocol = new WorkerProtocol({ clock, store, gateway, boards, logger, timings });
+  const pools = new PoolInstances({ clock, store, isOnline: (w, nowMs) => workerAdmin.isOnline(w, nowMs), selfWorkerId: localWorkerId });
   let localWorker: LocalWorkerSetup | undefined;
   if (localWorkerId !== undefined) {
     const label = config.databaseUrl ? `in replica ${localWorkerId}` : 'in this server';
@@ -103,7 +105,7 @@ export function benchWorkers(config: BenchWorkersConfig) {
       },
     };
   }
-  return { timings, workerAdmin, gateway, boards, protocol, localWorker };
+  return { timings, workerAdmin, gateway, boards, protocol, localWorker, pools };
 }
 
 /** The id of a replica's own worker: stable across its restarts (host and data dir), distinct between replicas. */

@@ -3,9 +3,10 @@ import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { AgentRecord, BenchStore, JobRecord, LeaseWithAgent } from '../store/bench-store.js';
 import { BenchError } from './bench-errors.js';
 import type { ResolvedBoard } from './board-backends.js';
-import { type BoardState, boardState } from './board-views.js';
+import { type BoardState, boardState, poolStatus, poolView } from './board-views.js';
 import type { LiveBoards } from './live-boards.js';
 import { closestNames } from '../../core/closest-names.js';
+import { boardOfInstance, type PoolInstances } from './pool-instances.js';
 
 /** A board running an administrator's health check: when it started (host ms), and its end. */
 export interface HealthCheckClaim {
@@ -28,8 +29,34 @@ export class BoardAccess {
       store: BenchStore;
       boards: LiveBoards;
       jobDeadlineMs?: (uartSeconds: number, boardId: string) => number;
+      pools?: PoolInstances;
     },
   ) {}
+
+  /**
+   * What a request's `board` names (decision 0510): a board (its pool: any free instance), or one
+   * instance of a pool asked for explicitly. An instance no worker reports is `board_not_found`
+   * naming the pool's instances.
+   */
+  async target(name: string): Promise<{ board: Board; instance?: string }> {
+    if (this.deps.boards.board(name) || !this.deps.pools) return { board: this.knownBoard(name) };
+    const poolId = boardOfInstance(name);
+    const board = poolId === undefined ? undefined : this.deps.boards.board(poolId);
+    if (!board) return { board: this.knownBoard(name) };
+    const instances = (await this.deps.pools.of(board.id)).map((i) => i.instance);
+    if (!instances.includes(name)) {
+      throw new BenchError(
+        'board_not_found',
+        `instance "${name}" of board ${board.id} not found; the instances of ${board.id} here: ${instances.join(', ') || 'none'} (or ask for "${board.id}": any free one)`,
+      );
+    }
+    return { board, instance: name };
+  }
+
+  /** The instances of `boardId`'s pool to hand out now, in order (decision 0510); the board itself without pools. */
+  async handOut(boardId: string): Promise<string[]> {
+    return this.deps.pools ? this.deps.pools.handOut(boardId) : [boardId];
+  }
 
   private now(): number {
     return this.deps.clock.nowMs();
@@ -74,12 +101,14 @@ export class BoardAccess {
    */
   async leasedConflict(lease: LeaseWithAgent, agent: AgentRecord): Promise<BenchError> {
     const who = lease.agentId === agent.agentId ? 'you' : `agent "${lease.agentLabel}"`;
+    // An instance of a larger pool is named as such (decision 0510); a pool of one reads as before.
+    const name = lease.instance === undefined ? `board ${lease.board}` : `instance ${lease.instance} of board ${lease.board}`;
     if (lease.holder.kind === 'job') {
       const job = await this.deps.store.getJob(lease.holder.jobId);
       const nowMs = this.now();
       const budgetMs = job && this.deps.jobDeadlineMs ? this.deps.jobDeadlineMs(job.uartSeconds, job.board) : undefined;
       if (job === undefined || budgetMs === undefined) {
-        return new BenchError('board_leased', `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes (retry_after_seconds=5)`, {
+        return new BenchError('board_leased', `${name} is busy: ${who} leased it for a flash job, until that job finishes (retry_after_seconds=5)`, {
           retryAfterSeconds: 5,
         });
       }
@@ -90,7 +119,7 @@ export class BoardAccess {
       const retryAfterSeconds = Math.max(1, Math.ceil((expectedMs - nowMs) / 1000));
       return new BenchError(
         'board_leased',
-        `board ${lease.board} is busy: ${who} leased it for a flash job, until that job finishes, expected in about ${retryAfterSeconds} s (its capture window), ` +
+        `${name} is busy: ${who} leased it for a flash job, until that job finishes, expected in about ${retryAfterSeconds} s (its capture window), ` +
           `at the latest ${isoFromMs(deadlineMs)} (its deadline) (retry_after_seconds=${retryAfterSeconds})`,
         { retryAfterSeconds },
       );
@@ -100,19 +129,34 @@ export class BoardAccess {
     const until = `until ${isoFromMs(lease.expiresAtMs)} unless renewed (retry_after_seconds=${retryAfterSeconds})`;
     const detail =
       lease.agentId === agent.agentId
-        ? `board ${lease.board} is already leased by you (one lease per board) in session ${lease.holder.sessionId} ${until}; ` +
+        ? `${name} is already leased by you (one lease per board) in session ${lease.holder.sessionId} ${until}; ` +
           `send session=${lease.holder.sessionId} with the flash job, or end that session`
-        : `board ${lease.board} is leased by ${who} ${until}`;
+        : `${name} is leased by ${who} ${until}`;
     return new BenchError('board_leased', detail, { retryAfterSeconds });
   }
 
   /** Every board as it stands now; the board list, snapshot, stats and admin view are projections of it. */
   async boardStates(): Promise<BoardState[]> {
     const boards = await this.deps.boards.all();
-    const leases = new Map((await this.deps.store.listLeases(this.now())).map((l) => [l.board, l]));
+    const allLeases = await this.deps.store.listLeases(this.now());
+    const leases = new Map(allLeases.map((l) => [l.board, l]));
     const activity = await this.deps.store.boardActivity();
     const checking = new Set([...this.healthChecks.keys(), ...(await this.deps.store.healthChecks.active()).map((c) => c.board)]);
-    return boards.map((resolved) => boardState(resolved, leases.get(resolved.board.id), activity.get(resolved.board.id), checking.has(resolved.board.id)));
+    const states = boards.map((resolved) => boardState(resolved, leases.get(resolved.board.id), activity.get(resolved.board.id), checking.has(resolved.board.id)));
+    if (!this.deps.pools) return states;
+    // Pools of several instances (decision 0510): counted per instance, the board's status from theirs.
+    const byInstance = new Map(allLeases.map((l) => [l.instance ?? l.board, l]));
+    const perInstance = await this.deps.store.instanceActivity();
+    return Promise.all(
+      states.map(async (state) => {
+        const instances = await this.deps.pools!.of(state.resolved.board.id);
+        if (instances.length <= 1) return state;
+        const pool = poolView(instances, byInstance, perInstance);
+        // An administrator's health check holds the whole board.
+        const status = checking.has(state.resolved.board.id) ? state.status : poolStatus(pool, state.status);
+        return { ...state, pool, status, lease: status === 'leased' ? state.lease : undefined };
+      }),
+    );
   }
 }
 

@@ -14,6 +14,68 @@ export interface BoardState {
   status: BoardStatus;
   lease: LeaseWithAgent | undefined;
   queued: number;
+  /** The pool's instances when it has more than one (decision 0510); absent for a pool of one. */
+  pool?: PoolView;
+}
+
+/** One instance of a pool as the views show it. */
+export interface InstanceView {
+  instance: string;
+  status: BoardStatus;
+  /** The workers reporting it (one, unless a pool of one is served by several). */
+  workers: Array<{ workerId: string; label: string; online: boolean }>;
+  /** The label of the agent holding it, if any. */
+  heldBy: string | null;
+}
+
+/** A pool's instances, counted by status (busy counts an instance running a job, leased or not). */
+export interface PoolView {
+  total: number;
+  free: number;
+  busy: number;
+  leased: number;
+  offline: number;
+  instances: InstanceView[];
+}
+
+/** A pool's view from its instances (decision 0510): an instance is offline unless an online worker reports it available. */
+export function poolView(
+  instances: ReadonlyArray<{ instance: string; workers: ReadonlyArray<{ workerId: string; label: string; online: boolean; available: boolean }> }>,
+  leases: ReadonlyMap<string, LeaseWithAgent>,
+  activity: ReadonlyMap<string, { queued: number; active: number }>,
+): PoolView {
+  const views = instances.map((i): InstanceView => {
+    const lease = leases.get(i.instance);
+    const online = i.workers.some((w) => w.online && w.available);
+    const status: BoardStatus = !online ? 'offline' : (activity.get(i.instance)?.active ?? 0) > 0 ? 'busy' : lease ? 'leased' : 'free';
+    return { instance: i.instance, status, workers: i.workers.map(({ workerId, label, online: on }) => ({ workerId, label, online: on })), heldBy: lease?.agentLabel ?? null };
+  });
+  const count = (s: BoardStatus) => views.filter((v) => v.status === s).length;
+  return { total: views.length, free: count('free'), busy: count('busy'), leased: count('leased'), offline: count('offline'), instances: views };
+}
+
+/** The board's status from its pool's: free while an instance is free, else leased, busy, offline in that order. */
+export function poolStatus(pool: PoolView, boardStatus: BoardStatus): BoardStatus {
+  if (boardStatus === 'offline') return 'offline';
+  for (const s of ['free', 'leased', 'busy'] as const) if (pool[s] > 0) return s;
+  return 'offline';
+}
+
+/** The `instances` field of `GET /api/v1/boards` and `/stats` (an extension, decision 0510). */
+export function poolBody(pool: PoolView) {
+  return {
+    total: pool.total,
+    free: pool.free,
+    busy: pool.busy,
+    leased: pool.leased,
+    offline: pool.offline,
+    list: pool.instances.map((i) => ({
+      instance: i.instance,
+      status: i.status,
+      workers: i.workers.map((w) => ({ worker_id: w.workerId, label: w.label, online: w.online })),
+      held_by: i.heldBy,
+    })),
+  };
 }
 
 /** A board's state from its backend, its lease, its jobs and whether an administrator is checking it. */
@@ -30,7 +92,7 @@ export function boardState(
 }
 
 /** `GET /api/v1/boards`. */
-export function boardBody({ resolved, status, lease, queued }: BoardState): BoardBody {
+export function boardBody({ resolved, status, lease, queued, pool }: BoardState): BoardBody {
   const { board } = resolved;
   return {
     id: board.id,
@@ -49,11 +111,12 @@ export function boardBody({ resolved, status, lease, queued }: BoardState): Boar
     offline_reason: resolved.offlineReason,
     lease_expires_at: lease?.expiresAtMs != null ? isoFromMs(lease.expiresAtMs) : null,
     queued_jobs: queued,
+    ...(pool ? { instances: poolBody(pool) } : {}),
   };
 }
 
 /** A board on the pages and in `GET /api/v1/stats`. */
-export function snapshotBoard({ resolved, status, lease, queued }: BoardState): BenchSnapshot['boards'][number] {
+export function snapshotBoard({ resolved, status, lease, queued, pool }: BoardState): BenchSnapshot['boards'][number] {
   return {
     id: resolved.board.id,
     name: resolved.board.name,
@@ -66,6 +129,7 @@ export function snapshotBoard({ resolved, status, lease, queued }: BoardState): 
     leasedBy: lease?.agentLabel ?? null,
     leaseExpiresAt: lease?.expiresAtMs != null ? isoFromMs(lease.expiresAtMs) : null,
     queuedJobs: queued,
+    ...(pool ? { pool } : {}),
   };
 }
 
@@ -86,6 +150,7 @@ export function statsBody(s: BenchSnapshot): StatsBody {
       leased_by: b.leasedBy,
       lease_expires_at: b.leaseExpiresAt,
       queued_jobs: b.queuedJobs,
+      ...(b.pool ? { instances: poolBody(b.pool) } : {}),
     })),
     recent_activity: s.recentActivity.map((a) => ({ job_id: a.jobId, board: a.board, agent_label: a.agentLabel, state: a.state, at: a.at })),
     totals: {

@@ -1,7 +1,7 @@
 import { BackendError, type FirmwareImage } from '../../backends/backend.js';
 import { type ElfFile, ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
 import type { UploadedFile } from '../http/form-schema.js';
-import type { AgentRecord, ElfSummary, JobRecord } from '../store/bench-store.js';
+import { type AgentRecord, type ElfSummary, instanceOf, type JobRecord } from '../store/bench-store.js';
 import { type BenchDeps, newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
 import type { JobBody } from './bench-schemas.js';
@@ -28,7 +28,8 @@ export class FlashJobs {
     agent: AgentRecord,
     input: { board: string; firmware: UploadedFile; uartSeconds: number; session: string },
   ): Promise<JobBody> {
-    const board = this.deps.access.knownBoard(input.board);
+    // A board (its pool) or one instance of it asked for explicitly (decision 0510).
+    const { board, instance } = await this.deps.access.target(input.board);
     const { firmware } = input;
     const field = { name: 'firmware', input: firmware.filename };
     let elf: ElfFile;
@@ -77,11 +78,14 @@ export class FlashJobs {
       runMs: null,
       workerId: null,
       cancelReason: null,
+      ...(instance === undefined ? {} : { instance }),
     };
+    // A session-less job takes a free instance of the pool; a session's job runs on the session's.
+    const instances = input.session === '' && instance === undefined ? await this.deps.access.handOut(board.id) : undefined;
     // No session id holds a NUL, and PostgreSQL cannot even compare a text with one (a 500 for any agent).
     const result = input.session.includes('\u0000')
       ? ({ kind: 'session-not-found' } as const)
-      : await this.deps.store.createJob(job, { maxQueuedPerBoard: this.deps.limits.maxQueuedJobsPerBoard, nowMs });
+      : await this.deps.store.createJob(job, { maxQueuedPerBoard: this.deps.limits.maxQueuedJobsPerBoard, nowMs, instances });
     switch (result.kind) {
       case 'created':
         break;
@@ -90,7 +94,12 @@ export class FlashJobs {
       case 'session-not-active':
         throw new BenchError('session_not_active', `session ${input.session} is ${result.session.state}, not active: open a new session`);
       case 'session-other-board':
-        throw new BenchError('session_other_board', `session ${input.session} holds board ${result.session.board}, not ${input.board}`);
+        throw new BenchError(
+          'session_other_board',
+          result.session.board === board.id
+            ? `session ${input.session} holds instance ${instanceOf(result.session)} of board ${board.id}, not ${input.board}: its jobs run on its instance`
+            : `session ${input.session} holds board ${result.session.board}, not ${input.board}`,
+        );
       case 'board-leased':
         throw await this.deps.access.leasedConflict(result.lease, agent);
       case 'queue-full':

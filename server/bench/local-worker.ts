@@ -6,6 +6,7 @@ import type { BackendChoice } from '../../harness/board-resolution.js';
 import { BenchWorker } from '../../harness/worker/bench-worker.js';
 import { type WorkerBoardState, WorkerBoards } from '../../harness/worker/worker-boards.js';
 import type { WorkerLink } from '../../harness/worker/worker-link.js';
+import type { PoolSizes } from '../../harness/worker/pool-size.js';
 import type { Logger } from '../http/logger.js';
 import { boardHealthControlOf } from './board-health-control.js';
 import { linkOutlastingOutages } from './link-outlasting-outages.js';
@@ -23,6 +24,8 @@ export interface LocalWorkerOptions {
   workerId?: string;
   /** Host ms its claims last unless renewed; null (default): until the server's next start. */
   claimMs?: number | null;
+  /** Instances of each emulated board this worker runs at once (decision 0510); default 1. */
+  poolSizes?: PoolSizes;
   /** Wraps the in-process link (metrics, tests that hold a message back); default: as it is. */
   decorateLink?: (link: WorkerLink) => WorkerLink;
 }
@@ -64,7 +67,7 @@ export class LocalWorker {
     private readonly deps: { clock: Clock; gateway: WorkerGateway; logger: Logger },
     private readonly setup: LocalWorkerSetup,
   ) {
-    this.boards = new WorkerBoards(setup.boards, setup.backends, setup.choice);
+    this.boards = new WorkerBoards(setup.boards, setup.backends, setup.choice, setup.poolSizes);
     this.worker = new BenchWorker({
       clock: deps.clock,
       link: (setup.decorateLink ?? ((link) => link))(
@@ -74,6 +77,7 @@ export class LocalWorker {
         }),
       ),
       boards: this.boards.ids,
+      poolSize: (boardId) => this.boards.poolSize(boardId),
       boardFor: (boardId) => this.boards.target(boardId),
       afterJob: async (_boardId, backend) => {
         if (backend && boardHealthControlOf(backend)) await this.report({ first: false });

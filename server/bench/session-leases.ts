@@ -60,23 +60,27 @@ export class SessionLeases {
    */
   async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionBody> {
     const { access } = this.deps;
-    access.knownBoard(boardId);
-    await access.usable(boardId);
+    // `boardId` names a pool (any free instance) or one instance of it (decision 0510).
+    const target = await access.target(boardId);
+    const pool = target.board.id;
+    await access.usable(pool);
     // A session that expired without its timer having fired yet: its jobs stop before anyone else's lease.
     await this.cancelJobsOfClosedSessions();
     const attempt = async (): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
+      const instances = target.instance === undefined ? await access.handOut(pool) : undefined;
       const nowMs = this.now();
       const result = await this.deps.store.openSession({
         sessionId: newId('ses'),
         agentId: agent.agentId,
-        board: boardId,
+        board: pool,
+        ...(target.instance === undefined ? {} : { instance: target.instance }),
         state: 'active',
         idleSeconds,
         createdAtMs: nowMs,
         expiresAtMs: nowMs + Math.round(idleSeconds * 1000),
         endedAtMs: null,
         lastHeartbeatAtMs: null,
-      });
+      }, { instances });
       return result.kind === 'opened' ? { session: result.session } : { lease: result.lease };
     };
     let outcome = await attempt();
@@ -85,7 +89,7 @@ export class SessionLeases {
     if (outcome.lease && wait && wait.seconds > 0 && waitable(outcome.lease)) {
       let lastLease = outcome.lease;
       // Waiting in the queue holds the request open: one of the agent's long polls (decision 0471).
-      const queued = await this.deps.longPolls.run(agent, () => this.queue.wait(boardId, agent.agentId, {
+      const queued = await this.deps.longPolls.run(agent, () => this.queue.wait(target.instance ?? pool, agent.agentId, {
         waitMs: Math.round(wait.seconds * 1000),
         signal: wait.signal,
         attempt: async () => {

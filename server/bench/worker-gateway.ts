@@ -6,6 +6,7 @@ import type { BenchStore, JobOutcome, JobRecord, UartRecord } from '../store/ben
 import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
+import { reportedInstances } from './pool-instances.js';
 import { StoreSignals } from './store-signals.js';
 import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
 import { takeInputOrStop } from './input-or-stop.js';
@@ -148,6 +149,12 @@ export class WorkerGateway {
   async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
     const wanted = new Set(boards);
     const pollMs = this.deps.claimPollMs;
+    // The worker names boards; its jobs are on its instances of them (decision 0510), as it reported them.
+    const reports = (await this.deps.store.workers.get(workerId))?.boards ?? [];
+    const instances = boards.flatMap((board) => {
+      const report = reports.find((r) => r.board === board);
+      return report ? reportedInstances(workerId, report) : [board];
+    });
     while (!signal.aborted) {
       // Listening before looking: a job queued between the look and the wait still wakes us.
       let wake: () => void = () => undefined;
@@ -158,7 +165,7 @@ export class WorkerGateway {
         // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
         const check = await this.deps.store.healthChecks.claim(workerId, boards, this.now());
         if (check) return { kind: 'health-check', checkId: check.checkId, board: check.board, timeoutMs: check.timeoutMs };
-        const job = await this.deps.store.claimJob({ workerId, boards, nowMs: this.now(), claimMs });
+        const job = await this.deps.store.claimJob({ workerId, boards: instances, nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
           return this.ticketOf(job);
@@ -384,6 +391,7 @@ export class WorkerGateway {
       kind: 'job',
       jobId: job.jobId,
       board: job.board,
+      ...(job.instance === undefined ? {} : { instance: job.instance }),
       firmwareSha256: job.firmware.sha256,
       uartSeconds: job.uartSeconds,
       maxUartBytes: this.deps.limits.maxUartBytesPerJob,

@@ -130,7 +130,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
           health_check: task?.kind === 'health-check' ? { check_id: task.checkId, board: task.board, timeout_ms: task.timeoutMs } : null,
           job:
             task?.kind === 'job'
-              ? { job_id: task.jobId, board: task.board, firmware_sha256: task.firmwareSha256, uart_seconds: task.uartSeconds, max_uart_bytes: task.maxUartBytes }
+              ? { job_id: task.jobId, board: task.board, ...(task.instance === undefined ? {} : { instance: task.instance }), firmware_sha256: task.firmwareSha256, uart_seconds: task.uartSeconds, max_uart_bytes: task.maxUartBytes }
               : null,
         });
       },
@@ -347,7 +347,7 @@ function stopFromWire(stop: WireStop) {
 }
 
 function boardReportFromWire(b: z.infer<typeof announceBodySchema>['boards'][number]): WorkerBoardReport {
-  return { board: b.board, backend: b.backend, available: b.available, reason: b.reason === null ? null : storable(b.reason), keepsHealth: b.keeps_health, healthCheck: b.health_check, quarantined: b.quarantined };
+  return { board: b.board, backend: b.backend, available: b.available, reason: b.reason === null ? null : storable(b.reason), keepsHealth: b.keeps_health, healthCheck: b.health_check, quarantined: b.quarantined, ...(b.pool_size === 1 ? {} : { poolSize: b.pool_size }) };
 }
 
 function boardHealthToWire(h: BoardHealthRecord): z.infer<typeof boardHealthWireSchema> {

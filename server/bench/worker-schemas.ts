@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { backendErrorKinds } from '../../backends/backend.js';
 import { BASE64_PATTERN } from './base64-pattern.js';
+import { MAX_POOL_SIZE } from '../../harness/worker/pool-size.js';
 
 /**
  * The worker protocol's bodies (docs/worker-protocol.md), validated at the edge like every other
@@ -24,6 +25,8 @@ export const workerBoardReportSchema = z.object({
    * in the server's store): the server then follows the store, so a release shows at once.
    */
   quarantined: z.boolean().default(false),
+  /** How many instances of the board the worker runs at once (decision 0510): a pool of this many on this worker. */
+  pool_size: z.number().int().min(1).max(MAX_POOL_SIZE).default(1),
 });
 
 /** The stores keep the count in a 32-bit INTEGER column (PostgreSQL refused more with a 500). */
@@ -138,6 +141,7 @@ export const claimAnswerSchema = z.object({
     .object({
       job_id: z.string(),
       board: z.string(),
+      instance: z.string().optional().meta({ description: 'The instance of the board (pool) the job runs on (decision 0510); absent: the board itself.' }),
       firmware_sha256: z.string(),
       uart_seconds: z.number(),
       max_uart_bytes: z.number().int(),

@@ -173,6 +173,36 @@ export const benchStoreMigrations: readonly Migration[] = [
   CREATE UNIQUE INDEX board_health_checks_one_active ON board_health_checks(board) WHERE state IN ('requested', 'running');
 `,
   ),
+  // Board pools (issue 27, decision 0510): a board id names a pool, a session or job holds one
+  // instance of it. A pool of one has the board id as its only instance, so every existing row
+  // gets its board as its instance. Leases are keyed by instance (one lease per instance), and the
+  // one-job-at-a-time rule moves from the board to the instance.
+  sqlMigration(
+    8,
+    'board pools',
+    `
+  ALTER TABLE sessions ADD COLUMN instance TEXT;
+  UPDATE sessions SET instance = board;
+  ALTER TABLE jobs ADD COLUMN instance TEXT;
+  UPDATE jobs SET instance = board;
+  CREATE TABLE leases_by_instance (
+    instance TEXT PRIMARY KEY,
+    board TEXT NOT NULL,
+    holder_kind TEXT NOT NULL CHECK (holder_kind IN ('session', 'job')),
+    holder_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id)
+  );
+  INSERT INTO leases_by_instance (instance, board, holder_kind, holder_id, agent_id)
+    SELECT board, board, holder_kind, holder_id, agent_id FROM leases;
+  DROP TABLE leases;
+  ALTER TABLE leases_by_instance RENAME TO leases;
+  CREATE INDEX leases_by_board ON leases(board);
+  CREATE INDEX leases_by_holder ON leases(holder_kind, holder_id);
+  DROP INDEX jobs_one_active_per_board;
+  CREATE UNIQUE INDEX jobs_one_active_per_instance ON jobs(instance) WHERE state IN ('flashing', 'running');
+  CREATE INDEX jobs_queued_by_instance ON jobs(instance, created_at_ms) WHERE state = 'queued';
+`,
+  ),
 ];
 
 /** Brings a bench database (the store's file, or a test's handle) to the current schema. */

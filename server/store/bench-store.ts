@@ -39,8 +39,13 @@ export interface BenchStore {
    * the lease passes to that job and is freed when it finishes.
    */
   expireSessions(nowMs: number): Promise<SessionRecord[]>;
-  /** Opens `session` and its lease on `session.board`, unless that board is leased (by anyone). */
-  openSession(session: SessionRecord): Promise<OpenSessionResult>;
+  /**
+   * Opens `session` and its lease on the first of `options.instances` (the pool's instances the
+   * service would hand out, in its order; default: `session.instance`, else the board itself) that
+   * nobody leases, checked and taken in one transaction. With every candidate leased: `board-leased`
+   * with the lease that frees first (decision 0510).
+   */
+  openSession(session: SessionRecord, options?: { instances?: readonly string[] }): Promise<OpenSessionResult>;
   /**
    * The session as of `nowMs`. Here and in every other read of sessions and leases, a session
    * with an unfinished job shows `expiresAtMs` no earlier than `nowMs + idleSeconds`.
@@ -51,8 +56,13 @@ export interface BenchStore {
   endSession(sessionId: string, nowMs: number): Promise<SessionChangeResult>;
   listActiveSessions(nowMs: number): Promise<SessionWithAgent[]>;
 
-  /** Inserts a queued job after checking its lease and the board's queue, atomically. */
-  createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult>;
+  /**
+   * Inserts a queued job after checking its lease and the board's queue, atomically. A job in a
+   * session runs on the session's instance (`job.instance`, when set, must be that one:
+   * `session-other-board` otherwise); a session-less job leases the first free one of
+   * `options.instances` (default: `job.instance`, else the board itself) for its own duration.
+   */
+  createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number; instances?: readonly string[] }): Promise<CreateJobResult>;
   getJob(jobId: string): Promise<JobRecord | undefined>;
   /**
    * Job execution: a worker (in this process, or a remote one next to the hardware) claims the
@@ -60,7 +70,8 @@ export interface BenchStore {
    * job runs (saving the UART so far), and finishes it. The store is the queue: two workers or
    * two replicas never start one job, and jobs on a board start one at a time, oldest first.
    *
-   * Claims the oldest queued job on one of `boards` whose board has no job flashing or running,
+   * Claims the oldest queued job on one of `boards` (instance ids: a pool of one's instance is its
+   * board id, decision 0510) whose instance has no job flashing or running,
    * moving it to `flashing` for `workerId`. `claimMs`: the claim lapses unless renewed within it
    * (`failLapsedClaims`); null for a worker in the server's own process, whose claims hold until
    * `releaseWorkerJobs` (it dies with the process, and the next start releases them).
@@ -114,6 +125,8 @@ export interface BenchStore {
   listLeases(nowMs: number): Promise<LeaseWithAgent[]>;
   /** Per board: jobs waiting and jobs flashing or running. */
   boardActivity(): Promise<Map<string, { queued: number; active: number }>>;
+  /** Per instance (decision 0510): jobs waiting and jobs flashing or running. */
+  instanceActivity(): Promise<Map<string, { queued: number; active: number }>>;
   /** Totals; with `nowMs`, a session due by then is not counted open (as `listActiveSessions`). */
   counts(nowMs?: number): Promise<StoreCounts>;
   recentJobs(limit: number): Promise<JobWithAgent[]>;
@@ -165,6 +178,11 @@ export interface SessionRecord {
   /** When the session was ended, or when it expired (= its `expiresAtMs`). */
   endedAtMs: number | null;
   lastHeartbeatAtMs: number | null;
+  /**
+   * The instance of the pool `board` the session holds (decision 0510); absent when it is the
+   * board itself (a pool of one). On input: the one instance asked for explicitly.
+   */
+  instance?: string;
 }
 
 export interface SessionWithAgent extends SessionRecord {
@@ -175,7 +193,10 @@ export interface SessionWithAgent extends SessionRecord {
 export type LeaseHolder = { kind: 'session'; sessionId: string } | { kind: 'job'; jobId: string };
 
 export interface LeaseWithAgent {
+  /** The pool (board id). */
   board: string;
+  /** The instance leased; absent when it is the board itself (a pool of one). */
+  instance?: string;
   holder: LeaseHolder;
   agentId: string;
   agentLabel: string;
@@ -243,6 +264,11 @@ export interface JobRecord {
   workerId: string | null;
   /** Why the job was asked to stop while flashing or running; null when it was not. */
   cancelReason: string | null;
+  /**
+   * The instance of the pool `board` the job runs on (its session's, or the one it leased);
+   * absent when it is the board itself (a pool of one). On input: the one asked for explicitly.
+   */
+  instance?: string;
 }
 
 export interface JobWithAgent extends JobRecord {
@@ -274,4 +300,14 @@ export interface StoreCounts {
   sessionsOpen: number;
   jobsTotal: number;
   jobsByState: Record<JobState, number>;
+}
+
+/** The instance a record holds: its `instance`, or its board for a pool of one (decision 0510). */
+export function instanceOf(record: { board: string; instance?: string }): string {
+  return record.instance ?? record.board;
+}
+
+/** The `instance` field of a record holding `instance` of pool `board`: absent when they are one. */
+export function instanceField(board: string, instance: string | null | undefined): { instance?: string } {
+  return instance === null || instance === undefined || instance === board ? {} : { instance };
 }

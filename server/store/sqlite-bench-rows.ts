@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { instanceField, instanceOf } from './bench-store.js';
 import type { AgentRecord, ElfSummary, JobRecord, JobState, SessionRecord, SessionState, StopRecord, UartRecord } from './bench-store.js';
 
 /**
@@ -23,9 +24,11 @@ export interface SessionRow {
   expires_at_ms: number;
   ended_at_ms: number | null;
   last_heartbeat_at_ms: number | null;
+  instance: string | null;
 }
 
 export interface LeaseRow {
+  instance: string;
   board: string;
   holder_kind: 'session' | 'job';
   holder_id: string;
@@ -59,13 +62,14 @@ export interface JobRow {
   worker_id: string | null;
   claim_expires_at_ms: number | null;
   cancel_reason: string | null;
+  instance: string | null;
 }
 
 export function insertSession(db: Database.Database, s: SessionRecord): void {
   db.prepare(
-    `INSERT INTO sessions (session_id, agent_id, board, state, idle_seconds, created_at_ms, expires_at_ms, ended_at_ms, last_heartbeat_at_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(s.sessionId, s.agentId, s.board, s.state, s.idleSeconds, s.createdAtMs, s.expiresAtMs, s.endedAtMs, s.lastHeartbeatAtMs);
+    `INSERT INTO sessions (session_id, agent_id, board, state, idle_seconds, created_at_ms, expires_at_ms, ended_at_ms, last_heartbeat_at_ms, instance)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(s.sessionId, s.agentId, s.board, s.state, s.idleSeconds, s.createdAtMs, s.expiresAtMs, s.endedAtMs, s.lastHeartbeatAtMs, instanceOf(s));
 }
 
 export const agentFromRow = (r: AgentRow): AgentRecord => ({
@@ -85,6 +89,7 @@ export const sessionFromRow = (r: SessionRow): SessionRecord => ({
   expiresAtMs: r.expires_at_ms,
   endedAtMs: r.ended_at_ms,
   lastHeartbeatAtMs: r.last_heartbeat_at_ms,
+  ...instanceField(r.board, r.instance),
 });
 
 /** UART metadata as stored beside the raw bytes (the bytes go in their own BLOB column). */
@@ -126,5 +131,6 @@ export function jobFromRow(r: JobRow): JobRecord {
     runMs: r.run_ms,
     workerId: r.worker_id,
     cancelReason: r.cancel_reason,
+    ...instanceField(r.board, r.instance),
   };
 }

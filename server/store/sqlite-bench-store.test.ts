@@ -80,7 +80,10 @@ describe('SqliteBenchStore', () => {
     await store.createJob(job({ jobId: 'job_a' }), { maxQueuedPerBoard: 4, nowMs: T0 });
     await store.claimJob({ workerId: 'local', boards: ['pico'], nowMs: T0 + 1, claimMs: null });
     // A database from before the rule (schema 3), where a second job of the board got going too.
-    store.database.exec(`DROP INDEX jobs_one_active_per_board; DROP INDEX jobs_queued_by_board; DROP INDEX jobs_by_claim;
+    store.database.exec(`DROP INDEX jobs_one_active_per_instance; DROP INDEX jobs_queued_by_instance;
+      ALTER TABLE jobs DROP COLUMN instance; ALTER TABLE sessions DROP COLUMN instance; DROP TABLE leases;
+      CREATE TABLE leases (board TEXT PRIMARY KEY, holder_kind TEXT NOT NULL, holder_id TEXT NOT NULL, agent_id TEXT NOT NULL REFERENCES agents(agent_id));
+      DROP INDEX jobs_queued_by_board; DROP INDEX jobs_by_claim;
       ALTER TABLE jobs DROP COLUMN worker_id; ALTER TABLE jobs DROP COLUMN claim_expires_at_ms; ALTER TABLE jobs DROP COLUMN cancel_reason;
       ALTER TABLE jobs DROP COLUMN serial_next_seq; ALTER TABLE jobs DROP COLUMN serial_acked_seq;
       DROP TABLE job_serial_input; DROP TABLE board_health_checks;

@@ -16,7 +16,7 @@ import type {
   StoreCounts,
   UartRecord,
 } from './bench-store.js';
-import { jobStates } from './bench-store.js';
+import { instanceField, instanceOf, jobStates } from './bench-store.js';
 import { latestVersion } from '../db/run-migrations.js';
 import { prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
 import { benchStoreMigrations, migrateBenchDatabase } from './bench-store-migrations.js';
@@ -28,7 +28,7 @@ import { SqliteWorkerRegistry } from './sqlite-worker-registry.js';
 import { type AgentRow, type JobRow, type SessionRow, agentFromRow, insertSession, jobFromRow, sessionFromRow } from './sqlite-bench-rows.js';
 import { claimJob, extendClaims, failLapsedClaims, failOverdueQueuedJobs, markJobRunning, releaseWorkerJobs, renewJobClaim, requestJobCancel } from './sqlite-job-queue.js';
 import { createJob, finishJob } from './sqlite-job-writes.js';
-import { asOf, closeSession, expireDue, inUse, leaseOn, listLeasesAsOf } from './sqlite-session-leases.js';
+import { asOf, closeSession, expireDue, firstFree, inUse, listLeasesAsOf } from './sqlite-session-leases.js';
 
 /** The schema version this code writes; a database from a newer version is refused. */
 export const SQLITE_SCHEMA_VERSION = latestVersion(benchStoreMigrations);
@@ -88,22 +88,26 @@ export class SqliteBenchStore implements BenchStore {
     return this.database.transaction(() => expireDue(this.database, nowMs)).immediate();
   }
 
-  async openSession(session: SessionRecord): Promise<OpenSessionResult> {
+  async openSession(session: SessionRecord, options: { instances?: readonly string[] } = {}): Promise<OpenSessionResult> {
     const db = this.database;
+    const candidates = session.instance !== undefined || !options.instances?.length ? [instanceOf(session)] : options.instances;
     // IMMEDIATE takes the write lock first, so the check and the insert are one step for every
     // writer of this file (other connections included), not only for this process.
     return db
       .transaction((): OpenSessionResult => {
         expireDue(db, session.createdAtMs);
-        const lease = leaseOn(db, session.board, session.createdAtMs);
-        if (lease) return { kind: 'board-leased', lease };
-        insertSession(db, session);
-        db.prepare("INSERT INTO leases (board, holder_kind, holder_id, agent_id) VALUES (?, 'session', ?, ?)").run(
+        const pick = firstFree(db, candidates, session.createdAtMs);
+        if ('lease' in pick) return { kind: 'board-leased', lease: pick.lease };
+        const { instance: _asked, ...rest } = session;
+        const opened: SessionRecord = { ...rest, ...instanceField(session.board, pick.free) };
+        insertSession(db, opened);
+        db.prepare("INSERT INTO leases (instance, board, holder_kind, holder_id, agent_id) VALUES (?, ?, 'session', ?, ?)").run(
+          pick.free,
           session.board,
           session.sessionId,
           session.agentId,
         );
-        return { kind: 'opened', session };
+        return { kind: 'opened', session: opened };
       })
       .immediate();
   }
@@ -156,7 +160,7 @@ export class SqliteBenchStore implements BenchStore {
       .filter((s) => s.state === 'active');
   }
 
-  async createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult> {
+  async createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number; instances?: readonly string[] }): Promise<CreateJobResult> {
     return createJob(this.database, job, options);
   }
 
@@ -213,6 +217,16 @@ export class SqliteBenchStore implements BenchStore {
       )
       .all() as Array<{ board: string; queued: number; active: number }>;
     return new Map(rows.map((r) => [r.board, { queued: r.queued, active: r.active }]));
+  }
+
+  async instanceActivity(): Promise<Map<string, { queued: number; active: number }>> {
+    const rows = this.database
+      .prepare(
+        `SELECT instance, SUM(state = 'queued') AS queued, SUM(state IN ('flashing', 'running')) AS active
+         FROM jobs WHERE state IN ('queued', 'flashing', 'running') GROUP BY instance`,
+      )
+      .all() as Array<{ instance: string; queued: number; active: number }>;
+    return new Map(rows.map((r) => [r.instance, { queued: r.queued, active: r.active }]));
   }
 
   async counts(nowMs?: number): Promise<StoreCounts> {

@@ -11,7 +11,7 @@ import { expireDue, renewAfterJob } from './sqlite-session-leases.js';
  */
 
 /**
- * The oldest queued job on one of `boards` whose board is idle, moved to `flashing` for the worker;
+ * The oldest queued job on one of `boards` (instance ids, decision 0510) whose instance is idle, moved to `flashing` for the worker;
  * nothing for a revoked worker (a claim it was already waiting in when revoked, on any replica).
  */
 export function claimJob(
@@ -28,8 +28,8 @@ export function claimJob(
       const row = db
         .prepare(
           `SELECT q.job_id FROM jobs q
-           WHERE q.state = 'queued' AND q.board IN (${placeholders})
-             AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.board = q.board AND a.state IN ('flashing', 'running'))
+           WHERE q.state = 'queued' AND q.instance IN (${placeholders})
+             AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.instance = q.instance AND a.state IN ('flashing', 'running'))
            ORDER BY q.created_at_ms, q.rowid LIMIT 1`,
         )
         .get(...request.boards) as { job_id: string } | undefined;

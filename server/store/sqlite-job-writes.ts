@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
-import type { CreateJobResult, JobOutcome, JobRecord, JobState } from './bench-store.js';
+import { type CreateJobResult, instanceField, instanceOf, type JobOutcome, type JobRecord, type JobState } from './bench-store.js';
 import { type JobRow, type SessionRow, jobFromRow, sessionFromRow, uartJson } from './sqlite-bench-rows.js';
-import { expireDue, leaseOn, renewAfterJob } from './sqlite-session-leases.js';
+import { expireDue, firstFree, renewAfterJob } from './sqlite-session-leases.js';
 
 /**
  * Creating and finishing jobs in the SQLite bench store (the claims in between are in
@@ -9,10 +9,15 @@ import { expireDue, leaseOn, renewAfterJob } from './sqlite-session-leases.js';
  */
 
 /** Creates a queued job when its session or the board's lease allows it and the board's queue has room. */
-export function createJob(db: Database.Database, job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): CreateJobResult {
+export function createJob(
+  db: Database.Database,
+  job: JobRecord,
+  options: { maxQueuedPerBoard: number; nowMs: number; instances?: readonly string[] },
+): CreateJobResult {
   return db
     .transaction((): CreateJobResult => {
       expireDue(db, options.nowMs);
+      let instance: string;
       if (job.sessionId !== null) {
         const row = db.prepare('SELECT * FROM sessions WHERE session_id = ?').get(job.sessionId) as SessionRow | undefined;
         // Another agent's session is reported exactly like a missing one: existence is not revealed.
@@ -20,9 +25,14 @@ export function createJob(db: Database.Database, job: JobRecord, options: { maxQ
         const session = sessionFromRow(row);
         if (session.state !== 'active') return { kind: 'session-not-active', session };
         if (session.board !== job.board) return { kind: 'session-other-board', session };
+        // A job in a session runs on the session's instance; one asked for explicitly must be it.
+        instance = instanceOf(session);
+        if (job.instance !== undefined && job.instance !== instance) return { kind: 'session-other-board', session };
       } else {
-        const lease = leaseOn(db, job.board, options.nowMs);
-        if (lease) return { kind: 'board-leased', lease };
+        const candidates = job.instance !== undefined || !options.instances?.length ? [instanceOf(job)] : options.instances;
+        const pick = firstFree(db, candidates, options.nowMs);
+        if ('lease' in pick) return { kind: 'board-leased', lease: pick.lease };
+        instance = pick.free;
       }
       const { queued } = db
         .prepare("SELECT COUNT(*) AS queued FROM jobs WHERE board = ? AND state = 'queued'")
@@ -30,8 +40,8 @@ export function createJob(db: Database.Database, job: JobRecord, options: { maxQ
       if (queued >= options.maxQueuedPerBoard) return { kind: 'queue-full', queued };
       db.prepare(
         `INSERT INTO jobs (job_id, agent_id, board, session_id, state, firmware_sha256, firmware_size_bytes, elf_json,
-           uart_seconds, created_at_ms)
-         VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)`,
+           uart_seconds, created_at_ms, instance)
+         VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
       ).run(
         job.jobId,
         job.agentId,
@@ -42,11 +52,13 @@ export function createJob(db: Database.Database, job: JobRecord, options: { maxQ
         JSON.stringify(job.firmware.elf),
         job.uartSeconds,
         job.createdAtMs,
+        instance,
       );
       if (job.sessionId === null) {
-        db.prepare("INSERT INTO leases (board, holder_kind, holder_id, agent_id) VALUES (?, 'job', ?, ?)").run(job.board, job.jobId, job.agentId);
+        db.prepare("INSERT INTO leases (instance, board, holder_kind, holder_id, agent_id) VALUES (?, ?, 'job', ?, ?)").run(instance, job.board, job.jobId, job.agentId);
       }
-      return { kind: 'created', job: { ...job, state: 'queued' } };
+      const { instance: _asked, ...rest } = job;
+      return { kind: 'created', job: { ...rest, state: 'queued', ...instanceField(job.board, instance) } };
     })
     .immediate();
 }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { LeaseWithAgent, SessionRecord } from './bench-store.js';
+import { instanceField, type LeaseWithAgent, type SessionRecord } from './bench-store.js';
 import { isoFromMs } from '../../core/clock.js';
 import { type LeaseRow, type SessionRow, sessionFromRow } from './sqlite-bench-rows.js';
 
@@ -16,7 +16,7 @@ const UNFINISHED_JOB_STATES = "('queued', 'flashing', 'running')";
 export const idleMs = (idleSeconds: number) => Math.round(idleSeconds * 1000);
 
 /** The lease columns with the holder's agent label and, for a session holder, its expiry. */
-const LEASE_SELECT = `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms, s.idle_seconds
+const LEASE_SELECT = `SELECT l.instance, l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms, s.idle_seconds
          FROM leases l JOIN agents a ON a.agent_id = l.agent_id
          LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id`;
 
@@ -107,27 +107,43 @@ export function renewAfterJob(db: Database.Database, sessionId: string | null, n
   db.prepare('UPDATE sessions SET expires_at_ms = MAX(expires_at_ms, ?) WHERE session_id = ?').run(nowMs + idleMs(row.idle_seconds), sessionId);
 }
 
-/** The lease on `board`, if any, as it stands at `nowMs`. */
-export function leaseOn(db: Database.Database, board: string, nowMs: number): LeaseWithAgent | undefined {
+/** The lease on `instance` (a board's id for a pool of one), if any, as it stands at `nowMs`. */
+export function leaseOn(db: Database.Database, instance: string, nowMs: number): LeaseWithAgent | undefined {
   const row = db.prepare(`${LEASE_SELECT}
-         WHERE l.board = ?`).get(board) as LeaseRow | undefined;
+         WHERE l.instance = ?`).get(instance) as LeaseRow | undefined;
   return row && leaseFromRow(db, row, nowMs);
+}
+
+/**
+ * The first of `instances` nobody leases at `nowMs`, or the lease that frees first when every one
+ * is leased (a job's lease last: it frees only when its job ends). Inside the caller's transaction,
+ * which then takes the free one (decision 0510).
+ */
+export function firstFree(db: Database.Database, instances: readonly string[], nowMs: number): { free: string } | { lease: LeaseWithAgent } {
+  const leases: LeaseWithAgent[] = [];
+  for (const instance of instances) {
+    const lease = leaseOn(db, instance, nowMs);
+    if (!lease) return { free: instance };
+    leases.push(lease);
+  }
+  const freesAt = (l: LeaseWithAgent) => l.expiresAtMs ?? Number.POSITIVE_INFINITY;
+  return { lease: leases.reduce((best, l) => (freesAt(l) < freesAt(best) ? l : best)) };
 }
 
 /** Every lease as it stands at `nowMs`, by board; a session lease due then is left out. */
 export function listLeasesAsOf(db: Database.Database, nowMs: number): LeaseWithAgent[] {
   const rows = db.prepare(`${LEASE_SELECT}
-         ORDER BY l.board`).all() as LeaseRow[];
+         ORDER BY l.board, l.instance`).all() as LeaseRow[];
   // A session lease due at `nowMs` is as good as freed: the sweep frees it without a job to pass it to.
   return rows.map((row) => leaseFromRow(db, row, nowMs)).filter((l) => !(l.holder.kind === 'session' && l.expiresAtMs! <= nowMs));
 }
 
 function leaseFromRow(db: Database.Database, r: LeaseRow, nowMs: number): LeaseWithAgent {
   if (r.holder_kind === 'job') {
-    return { board: r.board, holder: { kind: 'job', jobId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs: null };
+    return { board: r.board, ...instanceField(r.board, r.instance), holder: { kind: 'job', jobId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs: null };
   }
   const storedMs = r.expires_at_ms ?? 0;
   const expiresAtMs =
     r.idle_seconds !== null && hasUnfinishedJob(db, r.holder_id) ? Math.max(storedMs, nowMs + idleMs(r.idle_seconds)) : storedMs;
-  return { board: r.board, holder: { kind: 'session', sessionId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs };
+  return { board: r.board, ...instanceField(r.board, r.instance), holder: { kind: 'session', sessionId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs };
 }

@@ -32,6 +32,8 @@ export interface WorkerBoardReport {
   healthCheck?: boolean;
   /** Unavailable because quarantined (its health is kept in the store, which then decides); absent: false. */
   quarantined?: boolean;
+  /** How many instances of the board the worker runs at once (decision 0510); absent: 1. */
+  poolSize?: number;
 }
 
 export interface WorkerRegistry {

@@ -33,6 +33,8 @@ export interface LabWorkerOptions {
   backends?: RemoteWorkerOptions['backends'];
   /** Default `mock`. */
   choice?: BackendChoice;
+  /** Instances of each emulated board it runs (decision 0510); default 1. */
+  poolSizes?: RemoteWorkerOptions['poolSizes'];
 }
 
 export interface LabWorker {
@@ -51,6 +53,7 @@ export async function startLabWorker(options: LabWorkerOptions): Promise<LabWork
     boards: loadBoardCatalog().filter((b) => options.boards.includes(b.id)),
     backends: options.backends ?? { mock: new MockBackend() },
     choice: options.choice ?? 'mock',
+    ...(options.poolSizes ? { poolSizes: options.poolSizes } : {}),
     firmwareCacheDir: cache,
     logInfo: () => undefined,
     logError: () => undefined,

@@ -1,5 +1,6 @@
 import type { ActivitySnapshot, BenchSnapshot, BoardSnapshot } from '../bench-snapshot.js';
 import { type SafeHtml, html } from './html.js';
+import type { PoolView } from '../board-views.js';
 
 /** Pieces of the snapshot both pages show: board status, board table, recent activity, footer. */
 
@@ -45,6 +46,15 @@ export function boardStatus(board: BoardSnapshot, nowMs: number): SafeHtml {
   }
 }
 
+/** A pool of several instances (decision 0510): its counts, and each instance with its worker and holder. */
+function poolLine(pool: PoolView): SafeHtml {
+  const each = pool.instances.map(
+    (i) => html`<li><code>${i.instance}</code> ${i.status}${i.heldBy ? html` by ${i.heldBy}` : ''} <small>(worker ${i.workers.map((w) => w.label).join(', ')})</small></li>`,
+  );
+  return html`<br><small>${pool.free} of ${pool.total} instances free, ${pool.busy} busy, ${pool.leased} leased, ${pool.offline} offline</small>
+<details><summary>instances</summary><ul>${each}</ul></details>`;
+}
+
 /** Table of every board with its MCU, backend, live status and queue length. */
 export function boardsTable(snapshot: BenchSnapshot, nowMs: number): SafeHtml {
   if (snapshot.boards.length === 0) return html`<p>No boards are configured on this bench.</p>`;
@@ -53,7 +63,7 @@ export function boardsTable(snapshot: BenchSnapshot, nowMs: number): SafeHtml {
 <td><strong>${b.name}</strong><br><code>${b.id}</code>${b.description ? html`<br><small>${b.description}</small>` : ''}</td>
 <td>${b.mcu}<br><small>${b.architecture}</small></td>
 <td><code>${b.backend}</code></td>
-<td>${boardStatus(b, nowMs)}</td>
+<td>${boardStatus(b, nowMs)}${b.pool ? poolLine(b.pool) : ''}</td>
 <td class="num">${b.queuedJobs}</td>
 </tr>`,
   );

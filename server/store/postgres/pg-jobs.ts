@@ -1,7 +1,7 @@
-import type { CreateJobResult, JobClaimStatus, JobOutcome, JobRecord, JobState, UartRecord } from '../bench-store.js';
+import { type CreateJobResult, instanceField, instanceOf, type JobClaimStatus, type JobOutcome, type JobRecord, type JobState, type UartRecord } from '../bench-store.js';
 import { type JobRow, jobFromRow, sessionFromRow, uartJson } from '../sqlite-bench-rows.js';
 import { lockBoard, type Query } from './pg-database.js';
-import { expireDue, leaseOn, lockSession, renewAfterJob } from './pg-session-leases.js';
+import { expireDue, firstFree, lockSession, renewAfterJob } from './pg-session-leases.js';
 
 /**
  * Jobs in the PostgreSQL store: create, claim, run, renew, cancel, finish, and the sweeps, with the
@@ -18,9 +18,15 @@ async function jobById(q: Query, jobId: string): Promise<JobRecord | undefined> 
   return row && jobFromRow(row);
 }
 
-export async function createJob(q: Query, job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number }): Promise<CreateJobResult> {
+export async function createJob(
+  q: Query,
+  job: JobRecord,
+  options: { maxQueuedPerBoard: number; nowMs: number; instances?: readonly string[] },
+): Promise<CreateJobResult> {
+  // The pool's lock (a board id names a pool, decision 0510): its lease checks and queue limit.
   await lockBoard(q, job.board);
   await expireDue(q, options.nowMs);
+  let instance: string;
   if (job.sessionId !== null) {
     // Locked, so a sweep expiring this session waits for the job (and then keeps the session alive).
     const row = await lockSession(q, job.sessionId);
@@ -28,23 +34,29 @@ export async function createJob(q: Query, job: JobRecord, options: { maxQueuedPe
     const session = sessionFromRow(row);
     if (session.state !== 'active') return { kind: 'session-not-active', session };
     if (session.board !== job.board) return { kind: 'session-other-board', session };
+    // A job in a session runs on the session's instance; one asked for explicitly must be it.
+    instance = instanceOf(session);
+    if (job.instance !== undefined && job.instance !== instance) return { kind: 'session-other-board', session };
   } else {
-    const lease = await leaseOn(q, job.board, options.nowMs);
-    if (lease) return { kind: 'board-leased', lease };
+    const candidates = job.instance !== undefined || !options.instances?.length ? [instanceOf(job)] : options.instances;
+    const pick = await firstFree(q, candidates, options.nowMs);
+    if ('lease' in pick) return { kind: 'board-leased', lease: pick.lease };
+    instance = pick.free;
   }
   const [{ queued }] = (await q<{ queued: number }>("SELECT COUNT(*) AS queued FROM jobs WHERE board = $1 AND state = 'queued'", [job.board])) as [
     { queued: number },
   ];
   if (queued >= options.maxQueuedPerBoard) return { kind: 'queue-full', queued };
   await q(
-    `INSERT INTO jobs (job_id, agent_id, board, session_id, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms)
-     VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9)`,
-    [job.jobId, job.agentId, job.board, job.sessionId, job.firmware.sha256, job.firmware.sizeBytes, JSON.stringify(job.firmware.elf), job.uartSeconds, job.createdAtMs],
+    `INSERT INTO jobs (job_id, agent_id, board, session_id, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms, instance)
+     VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10)`,
+    [job.jobId, job.agentId, job.board, job.sessionId, job.firmware.sha256, job.firmware.sizeBytes, JSON.stringify(job.firmware.elf), job.uartSeconds, job.createdAtMs, instance],
   );
   if (job.sessionId === null) {
-    await q("INSERT INTO leases (board, holder_kind, holder_id, agent_id) VALUES ($1, 'job', $2, $3)", [job.board, job.jobId, job.agentId]);
+    await q("INSERT INTO leases (instance, board, holder_kind, holder_id, agent_id) VALUES ($1, $2, 'job', $3, $4)", [instance, job.board, job.jobId, job.agentId]);
   }
-  return { kind: 'created', job: { ...job, state: 'queued' } };
+  const { instance: _asked, ...rest } = job;
+  return { kind: 'created', job: { ...rest, state: 'queued', ...instanceField(job.board, instance) } };
 }
 
 export async function claimJob(
@@ -54,13 +66,13 @@ export async function claimJob(
   if (request.boards.length === 0) return undefined;
   await expireDue(q, request.nowMs);
   if (await isRevoked(q, request.workerId)) return undefined;
-  // Only the head of each idle board's queue is a candidate (FIFO per board); a head another
-  // claimer holds is skipped with its board, never passed by the job behind it.
+  // Only the head of each idle instance's queue is a candidate (FIFO per instance, decision 0510);
+  // a head another claimer holds is skipped with its instance, never passed by the job behind it.
   const [row] = await q<{ job_id: string }>(
     `SELECT q.job_id FROM jobs q
-     WHERE q.state = 'queued' AND q.board = ANY($1::text[])
-       AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.board = q.board AND a.state IN ('flashing', 'running'))
-       AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.board = q.board AND o.state = 'queued' AND (o.created_at_ms, o.seq) < (q.created_at_ms, q.seq))
+     WHERE q.state = 'queued' AND q.instance = ANY($1::text[])
+       AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.instance = q.instance AND a.state IN ('flashing', 'running'))
+       AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.instance = q.instance AND o.state = 'queued' AND (o.created_at_ms, o.seq) < (q.created_at_ms, q.seq))
      ORDER BY q.created_at_ms, q.seq LIMIT 1 FOR UPDATE SKIP LOCKED`,
     [[...request.boards]],
   );

@@ -137,6 +137,29 @@ export const pgBenchMigrations: readonly PgMigration[] = [
   CREATE UNIQUE INDEX board_health_checks_one_active ON board_health_checks(board) WHERE state IN ('requested', 'running');
 `,
   },
+  {
+    // Board pools (issue 27, decision 0510), as SQLite's migration 8: every row's instance is its
+    // board (a pool of one); leases are keyed by instance; one active job per instance.
+    version: 3,
+    name: 'board pools',
+    sql: `
+  ALTER TABLE sessions ADD COLUMN instance TEXT;
+  UPDATE sessions SET instance = board;
+  ALTER TABLE sessions ALTER COLUMN instance SET NOT NULL;
+  ALTER TABLE jobs ADD COLUMN instance TEXT;
+  UPDATE jobs SET instance = board;
+  ALTER TABLE jobs ALTER COLUMN instance SET NOT NULL;
+  ALTER TABLE leases RENAME COLUMN board TO instance;
+  ALTER TABLE leases ADD COLUMN board TEXT;
+  UPDATE leases SET board = instance;
+  ALTER TABLE leases ALTER COLUMN board SET NOT NULL;
+  CREATE INDEX leases_by_board ON leases(board);
+  CREATE INDEX leases_by_holder ON leases(holder_kind, holder_id);
+  DROP INDEX jobs_one_active_per_board;
+  CREATE UNIQUE INDEX jobs_one_active_per_instance ON jobs(instance) WHERE state IN ('flashing', 'running');
+  CREATE INDEX jobs_queued_by_instance ON jobs(instance, created_at_ms) WHERE state = 'queued';
+`,
+  },
 ];
 
 /** The schema version this code writes. */

@@ -1,5 +1,5 @@
 import { isoFromMs } from '../../../core/clock.js';
-import type { LeaseWithAgent, SessionRecord } from '../bench-store.js';
+import { instanceField, type LeaseWithAgent, type SessionRecord } from '../bench-store.js';
 import { type LeaseRow, type SessionRow, sessionFromRow } from '../sqlite-bench-rows.js';
 import type { Query } from './pg-database.js';
 
@@ -13,7 +13,7 @@ const UNFINISHED_JOB_STATES = "('queued', 'flashing', 'running')";
 
 export const idleMs = (idleSeconds: number) => Math.round(idleSeconds * 1000);
 
-const LEASE_SELECT = `SELECT l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms, s.idle_seconds
+const LEASE_SELECT = `SELECT l.instance, l.board, l.holder_kind, l.holder_id, l.agent_id, a.label AS agent_label, s.expires_at_ms, s.idle_seconds
          FROM leases l JOIN agents a ON a.agent_id = l.agent_id
          LEFT JOIN sessions s ON l.holder_kind = 'session' AND s.session_id = l.holder_id`;
 
@@ -100,22 +100,39 @@ export async function renewAfterJob(q: Query, sessionId: string | null, nowMs: n
   await q('UPDATE sessions SET expires_at_ms = GREATEST(expires_at_ms, $1) WHERE session_id = $2', [nowMs + idleMs(row.idle_seconds), sessionId]);
 }
 
-export async function leaseOn(q: Query, board: string, nowMs: number): Promise<LeaseWithAgent | undefined> {
-  const [row] = await q<LeaseRow>(`${LEASE_SELECT} WHERE l.board = $1`, [board]);
+/** The lease on `instance` (a board's id for a pool of one), if any, as it stands at `nowMs`. */
+export async function leaseOn(q: Query, instance: string, nowMs: number): Promise<LeaseWithAgent | undefined> {
+  const [row] = await q<LeaseRow>(`${LEASE_SELECT} WHERE l.instance = $1`, [instance]);
   return row && leaseFromRow(q, row, nowMs);
 }
 
+/**
+ * The first of `instances` nobody leases at `nowMs`, or the lease that frees first when every one
+ * is leased (as sqlite-session-leases.ts). The caller holds its pool's advisory lock (`lockBoard`),
+ * so no other writer takes one of them meanwhile; the lease's primary key backs that up.
+ */
+export async function firstFree(q: Query, instances: readonly string[], nowMs: number): Promise<{ free: string } | { lease: LeaseWithAgent }> {
+  const leases: LeaseWithAgent[] = [];
+  for (const instance of instances) {
+    const lease = await leaseOn(q, instance, nowMs);
+    if (!lease) return { free: instance };
+    leases.push(lease);
+  }
+  const freesAt = (l: LeaseWithAgent) => l.expiresAtMs ?? Number.POSITIVE_INFINITY;
+  return { lease: leases.reduce((best, l) => (freesAt(l) < freesAt(best) ? l : best)) };
+}
+
 export async function listLeasesAsOf(q: Query, nowMs: number): Promise<LeaseWithAgent[]> {
-  const rows = await q<LeaseRow>(`${LEASE_SELECT} ORDER BY l.board`);
+  const rows = await q<LeaseRow>(`${LEASE_SELECT} ORDER BY l.board, l.instance`);
   const leases = await Promise.all(rows.map((row) => leaseFromRow(q, row, nowMs)));
   return leases.filter((l) => !(l.holder.kind === 'session' && l.expiresAtMs! <= nowMs));
 }
 
 async function leaseFromRow(q: Query, r: LeaseRow, nowMs: number): Promise<LeaseWithAgent> {
   if (r.holder_kind === 'job') {
-    return { board: r.board, holder: { kind: 'job', jobId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs: null };
+    return { board: r.board, ...instanceField(r.board, r.instance), holder: { kind: 'job', jobId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs: null };
   }
   const storedMs = r.expires_at_ms ?? 0;
   const expiresAtMs = r.idle_seconds !== null && (await hasUnfinishedJob(q, r.holder_id)) ? Math.max(storedMs, nowMs + idleMs(r.idle_seconds)) : storedMs;
-  return { board: r.board, holder: { kind: 'session', sessionId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs };
+  return { board: r.board, ...instanceField(r.board, r.instance), holder: { kind: 'session', sessionId: r.holder_id }, agentId: r.agent_id, agentLabel: r.agent_label, expiresAtMs };
 }

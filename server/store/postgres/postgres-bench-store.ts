@@ -17,11 +17,12 @@ import type {
   StoreCounts,
   UartRecord,
 } from '../bench-store.js';
+import { instanceField, instanceOf } from '../bench-store.js';
 import { type AgentRow, type JobRow, type SessionRow, agentFromRow, jobFromRow, sessionFromRow } from '../sqlite-bench-rows.js';
 import { lockBoard, PgDatabase, type Query } from './pg-database.js';
 import * as jobs from './pg-jobs.js';
 import { migratePgBenchDatabase } from './pg-migrations.js';
-import { asOf, closeSession, expireDue, inUse, idleMs, leaseOn, listLeasesAsOf, lockSession } from './pg-session-leases.js';
+import { asOf, closeSession, expireDue, firstFree, inUse, idleMs, listLeasesAsOf, lockSession } from './pg-session-leases.js';
 import { PgBoardHealthStore, PgFirmwareBlobs, PgWaitlist, PgWorkerRegistry } from './pg-side-stores.js';
 import { PgHealthChecks, PgSerialInput } from './pg-worker-requests.js';
 
@@ -89,19 +90,23 @@ export class PostgresBenchStore implements BenchStore {
     return this.db.write((q) => expireDue(q, nowMs));
   }
 
-  openSession(session: SessionRecord): Promise<OpenSessionResult> {
+  openSession(session: SessionRecord, options: { instances?: readonly string[] } = {}): Promise<OpenSessionResult> {
+    const candidates = session.instance !== undefined || !options.instances?.length ? [instanceOf(session)] : options.instances;
     return this.db.write(async (q): Promise<OpenSessionResult> => {
+      // The pool's lock (a board id names a pool, decision 0510): its instances' lease checks.
       await lockBoard(q, session.board);
       await expireDue(q, session.createdAtMs);
-      const lease = await leaseOn(q, session.board, session.createdAtMs);
-      if (lease) return { kind: 'board-leased', lease };
+      const pick = await firstFree(q, candidates, session.createdAtMs);
+      if ('lease' in pick) return { kind: 'board-leased', lease: pick.lease };
+      const { instance: _asked, ...rest } = session;
+      const opened: SessionRecord = { ...rest, ...instanceField(session.board, pick.free) };
       await q(
-        `INSERT INTO sessions (session_id, agent_id, board, state, idle_seconds, created_at_ms, expires_at_ms, ended_at_ms, last_heartbeat_at_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [session.sessionId, session.agentId, session.board, session.state, session.idleSeconds, session.createdAtMs, session.expiresAtMs, session.endedAtMs, session.lastHeartbeatAtMs],
+        `INSERT INTO sessions (session_id, agent_id, board, state, idle_seconds, created_at_ms, expires_at_ms, ended_at_ms, last_heartbeat_at_ms, instance)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [session.sessionId, session.agentId, session.board, session.state, session.idleSeconds, session.createdAtMs, session.expiresAtMs, session.endedAtMs, session.lastHeartbeatAtMs, pick.free],
       );
-      await q("INSERT INTO leases (board, holder_kind, holder_id, agent_id) VALUES ($1, 'session', $2, $3)", [session.board, session.sessionId, session.agentId]);
-      return { kind: 'opened', session };
+      await q("INSERT INTO leases (instance, board, holder_kind, holder_id, agent_id) VALUES ($1, $2, 'session', $3, $4)", [pick.free, session.board, session.sessionId, session.agentId]);
+      return { kind: 'opened', session: opened };
     });
   }
 
@@ -201,6 +206,14 @@ export class PostgresBenchStore implements BenchStore {
        FROM jobs WHERE state IN ('queued', 'flashing', 'running') GROUP BY board`,
     );
     return new Map(rows.map((r) => [r.board, { queued: r.queued, active: r.active }]));
+  }
+
+  async instanceActivity(): Promise<Map<string, { queued: number; active: number }>> {
+    const rows = await this.q<{ instance: string; queued: number; active: number }>(
+      `SELECT instance, COUNT(*) FILTER (WHERE state = 'queued') AS queued, COUNT(*) FILTER (WHERE state IN ('flashing', 'running')) AS active
+       FROM jobs WHERE state IN ('queued', 'flashing', 'running') GROUP BY instance`,
+    );
+    return new Map(rows.map((r) => [r.instance, { queued: r.queued, active: r.active }]));
   }
 
   async counts(nowMs?: number): Promise<StoreCounts> {
