@@ -1,5 +1,5 @@
 import type { Board } from '../../boards/board-schema.js';
-import type { Clock } from '../../core/clock.js';
+import { type Clock, systemClock } from '../../core/clock.js';
 import { pinNamesOf } from '../../core/pins.js';
 import { readRp2040Bootrom } from '../../sim/rp2040-bootrom.js';
 import type { UnmodelledListener } from '../../sim/sim-engine.js';
@@ -13,7 +13,7 @@ import { acquireSimThread, releaseSimThread } from './sim-thread-pool.js';
 export interface SimBackendOptions {
   /** The RP2040 B1 boot ROM (raw .bin or .elf), for Pico SDK images (bin/ fills it from --rp2040-bootrom or HILBENCH_RP2040_BOOTROM). */
   rp2040BootromPath?: string;
-  /** Host clock for the `stats.hostMs` of devices and the engine threads' watchdog (injected: the system clock in production). */
+  /** Host clock for the `stats.hostMs` of devices (injected: the system clock in production). */
   clock: Clock;
   /** Simulated nanoseconds between two looks at the host (UART batch, abort, UART input) in the engine's thread; default 1 ms. */
   sliceNanos?: number;
@@ -26,6 +26,11 @@ export interface SimBackendOptions {
   onUnmodelled?: UnmodelledListener;
   /** Host ms a busy engine thread may show no sign of life (detected within twice this) before its job fails; default 30 000. */
   answerWithinMs?: number;
+  /**
+   * The clock of that watchdog; default the system clock. Separate from `clock` because it judges
+   * a real thread: a test's fake clock that jumps a minute must not make a busy thread look hung.
+   */
+  watchdogClock?: Clock;
   /** The engine thread's entry module; default `backends/sim/sim-thread`. Tests pass one whose engines fail on purpose. */
   threadEntry?: URL;
 }
@@ -72,7 +77,7 @@ export class SimBackend implements Backend {
       const kind = err instanceof SimError || err instanceof BackendError ? 'unavailable' : 'internal';
       throw new BackendError(kind, `board ${board.id} cannot run on the sim backend: ${(err as Error).message}`, { cause: err });
     }
-    const thread = await acquireSimThread(this.options.threadEntry ?? defaultSimThreadEntry, { clock: this.options.clock, answerWithinMs: this.answerWithinMs });
+    const thread = await acquireSimThread(this.options.threadEntry ?? defaultSimThreadEntry, { clock: this.options.watchdogClock ?? systemClock, answerWithinMs: this.answerWithinMs });
     thread.label = `the simulator thread of ${board.id}`;
     const device = new SimDevice(board, {
       thread,

@@ -76,7 +76,7 @@ describe('sim engine threads: faults', () => {
   it('a hung engine fails its run as a timeout once its thread shows no sign of life for the bound, and is terminated', async () => {
     const fake = createClock(0);
     const answerWithinMs = 5_000;
-    const sim = backend({ clock: clockFromFakeTimers(fake), answerWithinMs });
+    const sim = backend({ watchdogClock: clockFromFakeTimers(fake), answerWithinMs });
     const device: Device = await sim.open(faultyPico('hangs'));
     await device.flash(spin);
     const hanging = new Promise<void>((resolve) => device.onUart((chunk) => new TextDecoder().decode(chunk.bytes) === 'hanging\n' && resolve()));

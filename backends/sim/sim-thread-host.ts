@@ -190,15 +190,17 @@ export class SimThread {
 
   /**
    * Every `answerWithinMs` while busy: the beat the thread bumps at every slice and every message
-   * must have moved since the last look. It is read from shared memory, so a host that was itself
-   * too busy to read the thread's messages does not mistake a live thread for a hung one.
+   * must have moved since the last look, unless the thread is waiting for the host's verdict on
+   * `until`. Both are read from shared memory, so a host that was itself too busy to read the
+   * thread's messages does not mistake a live thread for a hung one.
    */
   private armWatchdog() {
     this.watchdog = this.watch.clock.setTimeout(() => {
       this.watchdog = undefined;
       if (!this.busy || this.failure) return;
       const beat = Atomics.load(this.control, CONTROL.beat);
-      if (beat === this.beatAtLastCheck) {
+      const waitingOnHost = Atomics.load(this.control, CONTROL.waiting) === 1;
+      if (beat === this.beatAtLastCheck && !waitingOnHost) {
         const doing = this.started ? 'starting' : [...this.pending.values()].map((p) => p.what).join(', ');
         this.fail(
           new BackendError(

@@ -21,8 +21,10 @@ export const CONTROL = {
   verdict: 1,
   /** Bumped by the thread at every slice and every message it handles: the host's sign of life. */
   beat: 2,
+  /** 1 while the thread waits for a verdict: it is waiting on the host, not hung. */
+  waiting: 3,
 } as const;
-export const CONTROL_WORDS = 3;
+export const CONTROL_WORDS = 4;
 export const STOP = { go: 0, until: 1, abort: 2 } as const;
 
 /** What the host hands a thread at start (`workerData`). */

@@ -66,8 +66,10 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
         // stops at exactly this chunk when it holds.
         const seen = Atomics.load(control, CONTROL.verdict);
         beat();
+        Atomics.store(control, CONTROL.waiting, 1);
         flush(true);
         while (Atomics.load(control, CONTROL.verdict) === seen) Atomics.wait(control, CONTROL.verdict, seen, VERDICT_WAIT_MS);
+        Atomics.store(control, CONTROL.waiting, 0);
       }
       return Atomics.load(control, CONTROL.stop) !== STOP.go;
     };
