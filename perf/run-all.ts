@@ -15,6 +15,7 @@ import { runLabBench } from './lab.bench.js';
 import { runReplicasBench } from './replicas.bench.js';
 import { runStartupBench } from './startup.bench.js';
 import { runLiveUartBench } from './live-uart.bench.js';
+import { runHealthUnderSimLoadBench, runSimParallelBench } from './sim-threads.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
   {
@@ -37,6 +38,17 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     intro:
       'Instructions per second of rom-test.elf (boot2 stage, ROM lookups, soft float and double calls on the own boot ROM) through the sim backend, and of the same instruction stream on raw rp2040js, measured alternately in the same run (issue 12).',
     run: () => runRomLoopBench(),
+  },
+  {
+    title: 'Simulators on every core: devices at once',
+    intro:
+      "4 simulated devices running 20 simulated seconds of hello at once against one alone, per board, on the sim backend (each device's engine in a worker thread of its own: decision 0520), alternately in one run (issue 27).",
+    run: () => runSimParallelBench(),
+  },
+  {
+    title: 'Simulators on every core: the server stays fast',
+    intro: '`GET /api/v1/health` p99 while every simulated board runs a job, against the same server idle, alternately in one run (issue 27).',
+    run: () => runHealthUnderSimLoadBench(),
   },
   {
     title: 'QEMU backend overhead',

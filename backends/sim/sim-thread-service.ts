@@ -5,6 +5,7 @@ import type { EngineRunStop } from '../../sim/run-engine.js';
 import type { EngineUartChunk } from '../../sim/sim-engine.js';
 import { SimError } from '../../sim/sim-error.js';
 import type { BackendErrorKind } from '../backend.js';
+import { lowerThisThreadsPriority } from './engine-thread-priority.js';
 import { SimChip } from './sim-chip.js';
 import type { EngineFactoryFor } from './sim-engines.js';
 import { CONTROL, type HostMessage, hostMessageSchema, STOP, type ThreadMessage, UART_BATCH_BYTES } from './sim-thread-protocol.js';
@@ -22,6 +23,8 @@ const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(reso
  * then reports as the job's reason.
  */
 export function serveSimThread(port: MessagePort, options: { control: SharedArrayBuffer; engineFactory: EngineFactoryFor }): void {
+  // The server's event loop, in the main thread, goes first when they compete for a core.
+  lowerThisThreadsPriority();
   const control = new Int32Array(options.control);
   const beat = () => Atomics.add(control, CONTROL.beat, 1);
   let device: { board: Board; chip: SimChip } | undefined;
