@@ -146,7 +146,11 @@ export class SimThread {
     }
     const message = parsed.data;
     if (message.type === 'ready') this.started?.resolve();
-    else if (message.type === 'batch') this.onBatch?.(message);
+    else if (message.type === 'batch') {
+      if (this.onBatch) this.onBatch(message);
+      // Nobody to judge `until`: stop the run rather than leave the thread waiting for a verdict.
+      else if (message.ask) this.setStop(STOP.abort);
+    }
     else {
       const waiting = this.pending.get(message.id);
       if (!waiting) return;
