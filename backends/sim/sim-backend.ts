@@ -105,6 +105,7 @@ export class SimBackend implements Backend {
     const opened = await thread.request({ type: 'open', board, bootrom }).catch((err: unknown) => err);
     if (opened instanceof Error) {
       thread.terminate();
+      releaseSimThread(thread, { end: true });
       throw opened instanceof BackendError ? opened : new BackendError('internal', `${thread.label} could not open ${board.id}: ${opened.message}`, { cause: opened });
     }
     return device;
