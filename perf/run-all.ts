@@ -16,6 +16,7 @@ import { runLabBench } from './lab.bench.js';
 import { runReplicasBench } from './replicas.bench.js';
 import { runStartupBench } from './startup.bench.js';
 import { runLiveUartBench } from './live-uart.bench.js';
+import { runHealthUnderSimLoadBench, runSimParallelBench } from './sim-threads.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
   {
@@ -44,6 +45,17 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     intro:
       "Integer work with core 1 waiting in the boot ROM, the same work on both cores at once, and soft float and double through the own ROM, each against raw rp2040js on the same image, alternately in one run, timed in process CPU time (issue 28; decisions 0525, 0526). Goals: compute >= 0.95, both cores >= 0.9 of raw single-core instructions per second. float-heavy is limited by the engine's per-call cost beside V8's polymorphic call sites once both cores have run in the process (0.84 of raw in a process of its own; decision 0525). Measured on a machine with a load average of 15 on 2 cores, where the same section gave compute 0.87 to 1.05 and both cores 0.81 to 1.08 from run to run: retake on a quiet machine.",
     run: () => runMulticoreBench(),
+  },
+  {
+    title: 'Simulators on every core: devices at once',
+    intro:
+      "4 simulated devices running 20 simulated seconds of hello at once against one alone, per board, on the sim backend (each device's engine in a worker thread of its own: decision 0520), alternately in one run (issue 27).",
+    run: () => runSimParallelBench(),
+  },
+  {
+    title: 'Simulators on every core: the server stays fast',
+    intro: '`GET /api/v1/health` p99 while every simulated board runs a job, against the same server idle, alternately in one run (issue 27).',
+    run: () => runHealthUnderSimLoadBench(),
   },
   {
     title: 'QEMU backend overhead',

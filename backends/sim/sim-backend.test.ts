@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -164,65 +165,57 @@ describe('SimDevice', () => {
 
   it('is cancelled mid-run by its signal, keeps its place, and can run on afterwards', async () => {
     const controller = new AbortController();
-    let yields = 0;
-    const device = await openPico({
-      sliceNanos: 1_000_000,
-      yieldToHost: async () => {
-        if (++yields === 5) controller.abort(new Error('user pressed stop'));
-      },
-    });
+    const device = await openPico({ sliceNanos: 1_000_000 });
     await device.flash(image(thumbProgram(THUMB_SPIN)));
-    const error = await rejection(device.run(600_000_000_000, { signal: controller.signal }));
+    const run = rejection(device.run(600_000_000_000, { signal: controller.signal }));
+    controller.abort(new Error('user pressed stop'));
+    const error = await run;
     expect(error.kind).toBe('cancelled');
-    // Five 1 ms slices, each ending on the first instruction boundary past its end.
+    // The engine's thread sees the abort at its next slice end: a whole number of 1 ms slices.
     const [, elapsed] = /after (\d+) simulated ns: its abort signal fired/.exec(error.message) ?? [];
-    expect(Number(elapsed)).toBeGreaterThanOrEqual(5_000_000);
-    expect(Number(elapsed)).toBeLessThan(5_001_000);
-    await expect(device.run(8_000_000)).resolves.toMatchObject({ reason: 'elapsed' });
-    expect(device.stats.simulatedNanos).toBeGreaterThanOrEqual(8_000_000);
+    expect(Number(elapsed)).toBeGreaterThanOrEqual(1_000_000);
+    expect(Number(elapsed) % 1_000_000).toBeLessThan(1_000);
+    await expect(device.run(Number(elapsed) + 8_000_000)).resolves.toMatchObject({ reason: 'elapsed' });
+    expect(device.stats.simulatedNanos).toBeGreaterThanOrEqual(Number(elapsed) + 8_000_000);
+    await device.close();
   });
 
   it('stops a run when the device is closed, and refuses use after close', async () => {
-    let yields = 0;
-    const device: SimDevice = await openPico({
-      yieldToHost: async () => {
-        if (++yields === 3) await device.close();
-      },
-    });
+    const device = await openPico();
     await device.flash(image(thumbProgram(THUMB_SPIN)));
-    const error = await rejection(device.run(600_000_000_000));
+    const run = rejection(device.run(600_000_000_000));
+    await device.close();
+    const error = await run;
     expect(error.kind).toBe('cancelled');
     expect(error.message).toMatch(/the device was closed/);
     // The chip is released, its totals are kept.
-    expect(device.stats.simulatedNanos).toBeGreaterThanOrEqual(3_000_000);
+    expect(device.stats.simulatedNanos).toBeGreaterThanOrEqual(1_000_000);
     expect((await rejection(device.writeUart(new Uint8Array(1)))).message).toMatch(/after close/);
   });
 
   it('refuses a second run while one is in progress', async () => {
-    let second: Promise<unknown> | undefined;
-    const device: SimDevice = await openPico({
-      yieldToHost: async () => {
-        second ??= device.run(1_000_000);
-      },
-    });
+    const device = await openPico();
     await device.flash(image(thumbProgram(THUMB_SPIN)));
-    await device.run(3_000_000);
-    expect((await rejection(second!)).message).toMatch(/while a run is in progress/);
+    const first = device.run(3_000_000);
+    expect((await rejection(device.run(1_000_000))).message).toMatch(/while a run is in progress/);
+    await expect(first).resolves.toMatchObject({ reason: 'elapsed' });
+    await device.close();
   });
 
   it('reports crashes as stops and accumulates stats, with host time on the injected clock', async () => {
     const fake = createClock(0);
-    const device = await openPico({
-      clock: clockFromFakeTimers(fake),
-      yieldToHost: async () => void fake.tick(2),
-    });
+    const device = await openPico({ clock: clockFromFakeTimers(fake) });
     const seen: string[] = [];
-    device.onUart((c) => seen.push(new TextDecoder().decode(c.bytes)));
+    device.onUart((c) => {
+      seen.push(new TextDecoder().decode(c.bytes));
+      fake.tick(2);
+    });
     await device.flash(image(thumbProgram(THUMB_HELLO_BKPT_5)));
     const stop = await device.run(1_000_000);
     expect(stop).toMatchObject({ reason: 'crashed', message: expect.stringMatching(/bkpt #5/) });
     expect(seen.join('')).toBe('hi\n');
-    expect(device.stats).toMatchObject({ instructions: 8, simulatedNanos: stop.elapsedNanos, sleptNanos: 0, hostMs: 0, coreClockHz: 125_000_000 });
+    // Host time is what the injected clock says passed during the run (2 ms, ticked by the listener).
+    expect(device.stats).toMatchObject({ instructions: 8, simulatedNanos: stop.elapsedNanos, sleptNanos: 0, hostMs: 2, coreClockHz: 125_000_000 });
 
     await device.flash(image(thumbProgram(THUMB_SLEEP_FOR_EVER)));
     await device.run(3_000_000);
@@ -230,8 +223,8 @@ describe('SimDevice', () => {
     expect(stats.instructions).toBeLessThan(20);
     expect(stats.simulatedNanos).toBe(stop.elapsedNanos + 3_000_000);
     expect(stats.sleptNanos).toBeGreaterThan(2_999_000);
-    // One slice finds the core asleep (one yield, 2 fake ms); then it jumps straight to the end.
     expect(stats.hostMs).toBe(2);
+    await device.close();
   });
 
   it('reports accesses to registers rp2040js does not model, with a running count', async () => {
@@ -240,5 +233,19 @@ describe('SimDevice', () => {
     await device.flash(image(thumbProgram(THUMB_UNMODELLED_READ)));
     await device.run(1_000_000);
     expect(reports).toEqual([[expect.stringMatching(/ROSC_BASE: Unimplemented peripheral read from 0x0/), 1]]);
+  });
+});
+
+describe('SimBackend engine threads', () => {
+  /** The nice values of this process's threads, from /proc (field 19 of each task's stat). */
+  const threadNices = () =>
+    readdirSync('/proc/self/task').map((task) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]));
+
+  it.skipIf(os.platform() !== 'linux')('runs engine threads at engineThreadNice, and leaves them alone without it', async () => {
+    expect(threadNices()).not.toContain(13);
+    const device = await backend({ engineThreadNice: 13 }).open(pico);
+    expect(threadNices()).toContain(13);
+    await device.close();
+    expect(() => backend({ engineThreadNice: 20 })).toThrow(/engineThreadNice must be a whole number from 1 to 19, not 20/);
   });
 });

@@ -1,9 +1,7 @@
 import type { Board } from '../../boards/board-schema.js';
 import type { Clock } from '../../core/clock.js';
-import { type EngineRunStop, runEngine } from '../../sim/run-engine.js';
-import type { SimEngine, SimImage } from '../../sim/sim-engine.js';
-import { SimError } from '../../sim/sim-error.js';
 import { resolvePinName } from '../../core/pins.js';
+import type { UnmodelledListener } from '../../sim/sim-engine.js';
 import {
   BackendError,
   type Device,
@@ -12,10 +10,12 @@ import {
   type RunOptions,
   type RunStop,
   throwIfCancelled,
-  type UartChunk,
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
 import { UartFanout } from '../uart-fanout.js';
+import type { SimCounters } from './sim-chip.js';
+import type { HostRequest, SimThread } from './sim-thread-host.js';
+import { STOP, type ThreadAnswer, type ThreadBatch } from './sim-thread-protocol.js';
 
 /** Throughput of a simulated device since it was opened: what `npm run bench` reports. */
 export interface SimStats {
@@ -31,111 +31,162 @@ export interface SimStats {
   coreClockHz: number | undefined;
 }
 
-/** What the device needs from its backend: how to build a fresh chip for an image. */
+/** What the device needs from its backend. */
 export interface SimDeviceOptions {
-  createEngine: (image: SimImage) => SimEngine;
+  /** The engine thread this device has to itself until it closes. */
+  thread: SimThread;
   /** The simulated MCU's pin names (`GP25`, `PB5`); the board file adds its own. */
   mcuPins: readonly string[];
   /** Host clock for `stats.hostMs`. */
   clock: Clock;
   sliceNanos?: number;
-  yieldToHost?: () => Promise<void>;
+  onUnmodelled: UnmodelledListener;
+  /** Called once when the device closes, with its thread (ended or kept for the next device). */
+  release: (thread: SimThread) => void;
 }
 
+const noCounters: SimCounters = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, coreClockHz: undefined, droppedRxBytes: 0 };
+
 /**
- * A board on the pure-TypeScript simulator. `flash` builds a fresh chip with the image loaded
+ * A board on the pure-TypeScript simulator, whose chip runs in an engine thread of its own
+ * (`SimThread`, docs/backends/sim.md): `flash` builds a fresh chip there with the image loaded
  * and held in reset; `run` releases it and runs in simulated time; `reset` builds a fresh chip
- * again from the same image.
+ * again from the same image. UART output arrives in batches and is handed to `onUart` listeners
+ * here, on the host; `until` is judged here too, on every chunk.
  */
 export class SimDevice implements Device {
   readonly timeBase = 'simulated' as const;
   private readonly uart = new UartFanout();
   private readonly closing = new AbortController();
-  private image: FirmwareImage | undefined;
-  private engine: SimEngine | undefined;
-  private running = false;
+  private readonly thread: SimThread;
+  private flashed = false;
+  private running: Promise<unknown> | undefined;
   private closed = false;
-  /** Totals of the engines replaced by reset or flash. */
-  private retired = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, droppedRxBytes: 0 };
+  /** The totals the thread reported last. */
+  private counters = noCounters;
   private hostMs = 0;
-  /** Levels driven from outside, by MCU pin name: applied to every chip built after (flash, reset). */
-  private readonly driven = new Map<string, 0 | 1>();
 
   readonly pins: DevicePins = {
     read: async (name) => {
       const pin = this.mcuPin(name);
-      if (!this.engine) throw new BackendError('bad-image', `reading pin ${name} before flash on ${this.board.id}: no firmware loaded`);
-      return this.engine.pins.read(pin);
+      if (!this.flashed) throw new BackendError('bad-image', `reading pin ${name} before flash on ${this.board.id}: no firmware loaded`);
+      const answer = await this.request({ type: 'read', pin }, `reading pin ${name} of ${this.board.id}`);
+      if (!answer.reading) throw new BackendError('internal', `${this.thread.label} answered a pin read without a reading`);
+      return answer.reading;
     },
     drive: async (name, level) => {
       const pin = this.mcuPin(name);
-      this.driven.set(pin, level);
-      this.engine?.pins.drive(pin, level);
+      this.assertUsable('pins.drive');
+      this.thread.notify({ type: 'drive', pin, level });
     },
   };
 
   constructor(
     readonly board: Board,
     private readonly options: SimDeviceOptions,
-  ) {}
+  ) {
+    this.thread = options.thread;
+  }
 
   get droppedUartBytes(): number {
-    return this.retired.droppedRxBytes + (this.engine?.droppedRxBytes ?? 0);
+    return this.counters.droppedRxBytes;
   }
 
   get stats(): SimStats {
-    const e = this.engine;
-    return {
-      instructions: this.retired.instructions + (e?.instructions ?? 0),
-      simulatedNanos: this.retired.simulatedNanos + (e?.nanos ?? 0),
-      sleptNanos: this.retired.sleptNanos + (e?.sleptNanos ?? 0),
-      hostMs: this.hostMs,
-      coreClockHz: e?.clockHz,
-    };
+    const { instructions, simulatedNanos, sleptNanos, coreClockHz } = this.counters;
+    return { instructions, simulatedNanos, sleptNanos, hostMs: this.hostMs, coreClockHz };
   }
 
   async flash(image: FirmwareImage, options: { signal?: AbortSignal } = {}): Promise<void> {
     this.assertUsable('flash');
     throwIfCancelled(options.signal, 'flash');
     checkImageForBoard(image, this.board);
-    const engine = this.build(image);
-    this.retire();
-    this.image = image;
-    this.engine = engine;
-    this.applyDriven();
+    await this.request({ type: 'flash', bytes: image.bytes }, `loading the image into ${this.board.id}`);
+    this.flashed = true;
   }
 
-  onUart(listener: (chunk: UartChunk) => void): () => void {
+  onUart(listener: (chunk: { atNanos: number; bytes: Uint8Array }) => void): () => void {
     return this.uart.subscribe(listener);
   }
 
   async run(durationNanos: number, options: RunOptions = {}): Promise<RunStop> {
     this.assertUsable('run');
     throwIfCancelled(options.signal, 'run');
-    const engine = this.engine;
-    if (!engine) throw new BackendError('bad-image', `run called before flash on ${this.board.id}: no firmware loaded`);
+    if (!this.flashed) throw new BackendError('bad-image', `run called before flash on ${this.board.id}: no firmware loaded`);
     if (!Number.isFinite(durationNanos) || durationNanos < 0) {
       throw new BackendError('internal', `run duration must be a finite, non-negative number of nanoseconds, not ${durationNanos}`);
     }
-    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
-    this.running = true;
-    const startedMs = this.options.clock.nowMs();
-    let stop: EngineRunStop;
+    const run = this.runOnThread(durationNanos, options);
+    this.running = run.catch(() => undefined);
     try {
-      stop = await runEngine(engine, {
-        endNanos: durationNanos,
-        sliceNanos: this.options.sliceNanos,
-        yieldToHost: this.options.yieldToHost,
-        signal,
-        until: options.until,
-        onUart: (chunk) => this.uart.emit(chunk),
-      });
-    } catch (err) {
-      throw asBackendError(err, `simulating ${this.board.id}`);
+      return await run;
     } finally {
-      this.running = false;
+      this.running = undefined;
+    }
+  }
+
+  async writeUart(bytes: Uint8Array): Promise<void> {
+    this.assertUsable('writeUart');
+    if (!this.flashed) throw new BackendError('bad-image', `writeUart called before flash on ${this.board.id}: no firmware to receive it`);
+    this.thread.notify({ type: 'write', bytes: Uint8Array.from(bytes) });
+  }
+
+  async reset(): Promise<void> {
+    this.assertUsable('reset');
+    if (!this.flashed) return;
+    await this.request({ type: 'reset' }, `loading the image into ${this.board.id}`);
+  }
+
+  /** Stops a run in progress (it rejects as cancelled), lets the chip go in its thread, and hands the thread back. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.closing.abort(new Error('device closed'));
+    this.uart.clear();
+    await this.running;
+    if (this.thread.unusable === undefined) {
+      // The chip's memories (16 MiB of RP2040 flash) go; the totals stay readable in `stats`.
+      await this.request({ type: 'close' }, `closing ${this.board.id}`).catch(() => undefined);
+    }
+    this.options.release(this.thread);
+  }
+
+  private async runOnThread(durationNanos: number, options: RunOptions): Promise<RunStop> {
+    const thread = this.thread;
+    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
+    /** The first exception of a listener, `until` or `onUnmodelled`: it fails the run, as it did in process. */
+    let failure: unknown;
+    const fail = (err: unknown) => {
+      failure ??= err;
+      thread.setStop(STOP.abort);
+    };
+    const onAbort = () => thread.setStop(STOP.abort);
+    thread.setStop(STOP.go);
+    signal.addEventListener('abort', onAbort, { once: true });
+    thread.onBatch = (batch: ThreadBatch) => {
+      this.counters = batch.counters;
+      try {
+        this.reportUnmodelled(batch.unmodelled);
+        for (const chunk of batch.chunks) this.uart.emit(chunk);
+        if (batch.ask && failure === undefined && options.until?.()) thread.setStop(STOP.until);
+      } catch (err) {
+        fail(err);
+      }
+      if (batch.ask) thread.giveVerdict();
+    };
+    const startedMs = this.options.clock.nowMs();
+    let answer: ThreadAnswer;
+    try {
+      const request: HostRequest = { type: 'run', endNanos: durationNanos, sliceNanos: this.options.sliceNanos, asks: options.until !== undefined };
+      answer = await this.request(request, `simulating ${this.board.id}`, fail);
+    } finally {
+      thread.onBatch = undefined;
+      signal.removeEventListener('abort', onAbort);
       this.hostMs += this.options.clock.nowMs() - startedMs;
     }
+    if (failure !== undefined) throw asBackendError(failure, `simulating ${this.board.id}`);
+    const stop = answer.stop;
+    if (!stop) throw new BackendError('internal', `${thread.label} answered a run without saying how it stopped`);
     if (stop.reason === 'cancelled') {
       const why = this.closed ? 'the device was closed' : 'its abort signal fired';
       throw new BackendError('cancelled', `run on ${this.board.id} cancelled after ${stop.elapsedNanos} simulated ns: ${why}`, {
@@ -145,28 +196,26 @@ export class SimDevice implements Device {
     return stop;
   }
 
-  async writeUart(bytes: Uint8Array): Promise<void> {
-    this.assertUsable('writeUart');
-    if (!this.engine) throw new BackendError('bad-image', `writeUart called before flash on ${this.board.id}: no firmware to receive it`);
-    this.engine.queueUartInput(bytes);
+  /**
+   * One request to the thread: its counters and unmodelled reports are taken in, its error thrown
+   * as the `BackendError` it names. `onListenerError` takes an exception of `onUnmodelled`
+   * (default: thrown as an internal failure of `doing`).
+   */
+  private async request(message: HostRequest, doing: string, onListenerError?: (err: unknown) => void): Promise<ThreadAnswer> {
+    const answer = await this.thread.request(message);
+    if (answer.counters) this.counters = answer.counters;
+    try {
+      this.reportUnmodelled(answer.unmodelled);
+    } catch (err) {
+      if (onListenerError) onListenerError(err);
+      else throw asBackendError(err, doing);
+    }
+    if (answer.error) throw new BackendError(answer.error.kind, answer.error.message);
+    return answer;
   }
 
-  async reset(): Promise<void> {
-    this.assertUsable('reset');
-    if (!this.image) return;
-    const engine = this.build(this.image);
-    this.retire();
-    this.engine = engine;
-    this.applyDriven();
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.closing.abort(new Error('device closed'));
-    this.uart.clear();
-    // Let the chip's memories (16 MiB of RP2040 flash) go; the totals stay readable in `stats`.
-    this.retire();
+  private reportUnmodelled(reports: ReadonlyArray<{ message: string; count: number }>) {
+    for (const { message, count } of reports) this.options.onUnmodelled(message, count);
   }
 
   /** The MCU pin `name` means on this board (its own name or the board file's). */
@@ -176,32 +225,9 @@ export class SimDevice implements Device {
     return pin;
   }
 
-  private applyDriven() {
-    for (const [pin, level] of this.driven) this.engine?.pins.drive(pin, level);
-  }
-
-  private build(image: FirmwareImage): SimEngine {
-    try {
-      return this.options.createEngine(image);
-    } catch (err) {
-      throw asBackendError(err, `loading the image into ${this.board.id}`);
-    }
-  }
-
-  /** Folds the current engine's counters into the totals; bytes still on their way to it are lost. */
-  private retire() {
-    const e = this.engine;
-    if (!e) return;
-    this.retired.instructions += e.instructions;
-    this.retired.simulatedNanos += e.nanos;
-    this.retired.sleptNanos += e.sleptNanos;
-    this.retired.droppedRxBytes += e.droppedRxBytes + e.pendingRxBytes;
-    this.engine = undefined;
-  }
-
   private assertUsable(what: string) {
     if (this.closed) throw new BackendError('internal', `${what} on the sim device for ${this.board.id} after close`);
-    if (this.running && what !== 'writeUart') {
+    if (this.running && what !== 'writeUart' && what !== 'pins.drive') {
       throw new BackendError('internal', `${what} on the sim device for ${this.board.id} while a run is in progress`);
     }
   }
@@ -209,6 +235,5 @@ export class SimDevice implements Device {
 
 function asBackendError(err: unknown, doing: string): BackendError {
   if (err instanceof BackendError) return err;
-  if (err instanceof SimError) return new BackendError(err.kind, err.message, { cause: err });
   return new BackendError('internal', `the simulator failed unexpectedly while ${doing}: ${(err as Error).message}`, { cause: err });
 }

@@ -1,0 +1,107 @@
+import type { PinReading } from '../../core/pins.js';
+import { type EngineRunStop, type RunEngineOptions, runEngine } from '../../sim/run-engine.js';
+import type { SimEngine, SimImage } from '../../sim/sim-engine.js';
+
+/** Totals of one device's chips since it was opened, over all runs, resets and re-flashes. */
+export interface SimCounters {
+  instructions: number;
+  simulatedNanos: number;
+  sleptNanos: number;
+  /** The core clock of the current chip, in hertz (undefined before flash). */
+  coreClockHz?: number | undefined;
+  /** Received bytes the firmware lost, plus bytes still queued when a chip was replaced. */
+  droppedRxBytes: number;
+}
+
+/**
+ * One device's simulated chip over its life, where its engine runs (the engine's thread):
+ * `flash` builds a fresh chip with the image loaded and held in reset, `reset` builds one again
+ * from the same image, and externally driven pin levels are applied to every chip built after.
+ */
+export class SimChip {
+  private image: SimImage | undefined;
+  private engine: SimEngine | undefined;
+  /** Totals of the engines replaced by reset or flash. */
+  private retired = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, droppedRxBytes: 0 };
+  /** Levels driven from outside, by MCU pin name. */
+  private readonly driven = new Map<string, 0 | 1>();
+
+  constructor(private readonly createEngine: (image: SimImage) => SimEngine) {}
+
+  get flashed(): boolean {
+    return this.engine !== undefined;
+  }
+
+  get counters(): SimCounters {
+    const e = this.engine;
+    return {
+      instructions: this.retired.instructions + (e?.instructions ?? 0),
+      simulatedNanos: this.retired.simulatedNanos + (e?.nanos ?? 0),
+      sleptNanos: this.retired.sleptNanos + (e?.sleptNanos ?? 0),
+      coreClockHz: e?.clockHz,
+      droppedRxBytes: this.retired.droppedRxBytes + (e?.droppedRxBytes ?? 0),
+    };
+  }
+
+  /** Builds a fresh chip with `image`; the old one is kept if building fails. */
+  flash(image: SimImage): void {
+    const engine = this.createEngine(image);
+    this.retire();
+    this.image = image;
+    this.engine = engine;
+    this.applyDriven();
+  }
+
+  reset(): void {
+    if (!this.image) return;
+    const engine = this.createEngine(this.image);
+    this.retire();
+    this.engine = engine;
+    this.applyDriven();
+  }
+
+  /** Runs the current chip (see `runEngine`); throws when nothing is flashed. */
+  run(options: RunEngineOptions): Promise<EngineRunStop> {
+    return runEngine(this.requireEngine(), options);
+  }
+
+  queueUartInput(bytes: Uint8Array): void {
+    this.requireEngine().queueUartInput(bytes);
+  }
+
+  readPin(pin: string): PinReading {
+    return this.requireEngine().pins.read(pin);
+  }
+
+  drivePin(pin: string, level: 0 | 1): void {
+    this.driven.set(pin, level);
+    this.engine?.pins.drive(pin, level);
+  }
+
+  /** Lets the chip's memories go (16 MiB of RP2040 flash); the totals stay in `counters`. */
+  release(): void {
+    this.retire();
+    this.image = undefined;
+  }
+
+  private requireEngine(): SimEngine {
+    // The host checks this first and says what was called; this guards the thread on its own.
+    if (!this.engine) throw new Error('no firmware is loaded');
+    return this.engine;
+  }
+
+  private applyDriven() {
+    for (const [pin, level] of this.driven) this.engine?.pins.drive(pin, level);
+  }
+
+  /** Folds the current engine's counters into the totals; bytes still on their way to it are lost. */
+  private retire() {
+    const e = this.engine;
+    if (!e) return;
+    this.retired.instructions += e.instructions;
+    this.retired.simulatedNanos += e.nanos;
+    this.retired.sleptNanos += e.sleptNanos;
+    this.retired.droppedRxBytes += e.droppedRxBytes + e.pendingRxBytes;
+    this.engine = undefined;
+  }
+}

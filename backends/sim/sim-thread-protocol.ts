@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import type { Board } from '../../boards/board-schema.js';
+import { backendErrorKinds } from '../backend.js';
+
+/**
+ * The messages between the sim backend (host) and an engine's thread (`sim-thread.ts`), and the
+ * shared control words beside them. Both sides parse what they receive with these schemas.
+ *
+ * Traffic is kept small: UART output crosses in batches (at most one per slice of simulated time,
+ * or when a batch reaches `UART_BATCH_BYTES`), never per byte; unmodelled accesses cross as
+ * running counts per message. The one per-chunk round trip is a run with an `until` condition,
+ * which lives on the host: the thread then waits for the host's verdict on every chunk
+ * (`asks`), so the run stops at exactly the chunk that satisfied it, as it did in process.
+ */
+
+/** Indices into the shared Int32Array of one thread (`workerData.control`). */
+export const CONTROL = {
+  /** What the host wants of the current run: `STOP.go`, `STOP.until` or `STOP.abort`. Reset by the host before each run. */
+  stop: 0,
+  /** Bumped by the host when it has judged an asking batch; the thread waits on it. */
+  verdict: 1,
+  /** Bumped by the thread at every slice and every message it handles: the host's sign of life. */
+  beat: 2,
+  /** 1 while the thread waits for a verdict: it is waiting on the host, not hung. */
+  waiting: 3,
+} as const;
+export const CONTROL_WORDS = 4;
+export const STOP = { go: 0, until: 1, abort: 2 } as const;
+
+/** What the host hands a thread at start (`workerData`). */
+const threadDataSchema = z.object({
+  control: z.instanceof(SharedArrayBuffer),
+  /** The nice value the thread lowers itself to (`SimBackendOptions.engineThreadNice`), if any. */
+  nice: z.number().int().min(1).max(19).optional(),
+});
+
+/** The thread's start data, parsed. */
+export function simThreadData(workerData: unknown): z.infer<typeof threadDataSchema> {
+  return threadDataSchema.parse(workerData);
+}
+
+/** A batch is sent early once its chunks hold this many bytes. */
+export const UART_BATCH_BYTES = 64 * 1024;
+
+const bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected a Uint8Array');
+const nanos = z.number().finite().nonnegative();
+
+export const hostMessageSchema = z.discriminatedUnion('type', [
+  /** Starts a device on this thread: the board and the B1 ROM, if configured. */
+  z.object({
+    type: z.literal('open'),
+    id: z.number(),
+    board: z.custom<Board>((v) => typeof v === 'object' && v !== null),
+    bootrom: z.custom<Uint32Array>((v) => v instanceof Uint32Array, 'expected a Uint32Array').optional(),
+  }),
+  z.object({ type: z.literal('flash'), id: z.number(), bytes }),
+  z.object({ type: z.literal('reset'), id: z.number() }),
+  z.object({ type: z.literal('run'), id: z.number(), endNanos: nanos, sliceNanos: nanos.optional(), asks: z.boolean() }),
+  z.object({ type: z.literal('read'), id: z.number(), pin: z.string() }),
+  /** Releases the device's chip; the thread may serve another device after. */
+  z.object({ type: z.literal('close'), id: z.number() }),
+  // Fire and forget: applied in order with the requests.
+  z.object({ type: z.literal('write'), bytes }),
+  z.object({ type: z.literal('drive'), pin: z.string(), level: z.union([z.literal(0), z.literal(1)]) }),
+]);
+export type HostMessage = z.infer<typeof hostMessageSchema>;
+
+const countersSchema = z.object({
+  instructions: z.number(),
+  simulatedNanos: z.number(),
+  sleptNanos: z.number(),
+  coreClockHz: z.number().optional(),
+  droppedRxBytes: z.number(),
+});
+
+/** Unmodelled accesses since the last message: each message with its running count. */
+const unmodelledSchema = z.array(z.object({ message: z.string(), count: z.number().int().positive() }));
+
+const engineStopSchema = z.discriminatedUnion('reason', [
+  z.object({ reason: z.literal('elapsed'), elapsedNanos: nanos }),
+  z.object({ reason: z.literal('until'), elapsedNanos: nanos }),
+  z.object({ reason: z.literal('cancelled'), elapsedNanos: nanos }),
+  z.object({ reason: z.literal('exited'), exitCode: z.number().int(), elapsedNanos: nanos }),
+  z.object({ reason: z.literal('crashed'), message: z.string(), elapsedNanos: nanos }),
+]);
+
+export const threadMessageSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready') }),
+  z.object({
+    type: z.literal('batch'),
+    chunks: z.array(z.object({ atNanos: nanos, bytes })),
+    /** True when the thread waits for the verdict on `until` (`CONTROL.verdict`). */
+    ask: z.boolean(),
+    counters: countersSchema,
+    unmodelled: unmodelledSchema,
+  }),
+  z.object({
+    type: z.literal('answer'),
+    id: z.number(),
+    counters: countersSchema.optional(),
+    unmodelled: unmodelledSchema,
+    /** Absent on success; the failure in the words the device reports. */
+    error: z.object({ kind: z.enum(backendErrorKinds), message: z.string() }).optional(),
+    stop: engineStopSchema.optional(),
+    reading: z
+      .object({ level: z.union([z.literal(0), z.literal(1)]), driver: z.enum(['firmware', 'outside', 'pull-up', 'pull-down', 'floating']) })
+      .optional(),
+  }),
+]);
+export type ThreadMessage = z.infer<typeof threadMessageSchema>;
+export type ThreadAnswer = Extract<ThreadMessage, { type: 'answer' }>;
+export type ThreadBatch = Extract<ThreadMessage, { type: 'batch' }>;

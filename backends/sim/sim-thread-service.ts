@@ -1,0 +1,160 @@
+import type { MessagePort } from 'node:worker_threads';
+import type { Board } from '../../boards/board-schema.js';
+import { parseElf } from '../../core/elf.js';
+import type { EngineRunStop } from '../../sim/run-engine.js';
+import type { EngineUartChunk } from '../../sim/sim-engine.js';
+import { SimError } from '../../sim/sim-error.js';
+import type { BackendErrorKind } from '../backend.js';
+import { lowerThisThreadsPriority } from './engine-thread-priority.js';
+import { SimChip } from './sim-chip.js';
+import type { EngineFactoryFor } from './sim-engines.js';
+import { CONTROL, type HostMessage, hostMessageSchema, STOP, type ThreadMessage, UART_BATCH_BYTES } from './sim-thread-protocol.js';
+
+/** How long one wait for the host's verdict blocks before it looks again (lets `terminate` in between). */
+const VERDICT_WAIT_MS = 50;
+
+const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * The engine side of a sim thread: serves one device at a time on `port` (open, flash, reset,
+ * run, pins, UART input, close) with a `SimChip`, and reports back in the messages of
+ * `sim-thread-protocol.ts`. A failure of the engine is answered as the request's error; only an
+ * exception outside a request (or the engine ending the thread) ends the thread, which the host
+ * then reports as the job's reason.
+ */
+export function serveSimThread(port: MessagePort, options: { control: SharedArrayBuffer; nice?: number; engineFactory: EngineFactoryFor }): void {
+  if (options.nice !== undefined) lowerThisThreadsPriority(options.nice);
+  const control = new Int32Array(options.control);
+  const beat = () => Atomics.add(control, CONTROL.beat, 1);
+  let device: { board: Board; chip: SimChip } | undefined;
+
+  // Unmodelled accesses: a message's first report goes out with count 1, later ones as the latest count.
+  const firstSeen: string[] = [];
+  const latestCount = new Map<string, number>();
+  const takeUnmodelled = () => {
+    const reports = firstSeen.map((message) => ({ message, count: 1 }));
+    for (const [message, count] of latestCount) if (count > 1) reports.push({ message, count });
+    firstSeen.length = 0;
+    latestCount.clear();
+    return reports;
+  };
+  const send = (message: ThreadMessage) => port.postMessage(message);
+  const answer = (id: number, fields: { error?: { kind: BackendErrorKind; message: string }; stop?: EngineRunStop; reading?: ThreadAnswerReading } = {}) =>
+    send({ type: 'answer', id, counters: device?.chip.counters, unmodelled: takeUnmodelled(), ...fields });
+
+  const open = (board: Board, bootrom: Uint32Array | undefined) => {
+    const createEngine = options.engineFactory(board, {
+      bootrom,
+      onUnmodelled: (message, count) => {
+        if (count === 1) firstSeen.push(message);
+        latestCount.set(message, count);
+      },
+    });
+    device = { board, chip: new SimChip(createEngine) };
+  };
+
+  const run = async (id: number, chip: SimChip, request: Extract<HostMessage, { type: 'run' }>) => {
+    let chunks: EngineUartChunk[] = [];
+    let chunkBytes = 0;
+    const flush = (ask: boolean) => {
+      if (!ask && chunks.length === 0 && latestCount.size === 0) return;
+      send({ type: 'batch', chunks, ask, counters: chip.counters, unmodelled: takeUnmodelled() });
+      chunks = [];
+      chunkBytes = 0;
+    };
+    const until = () => {
+      if (request.asks && chunks.length > 0) {
+        // The condition lives on the host: hand it the chunk and wait for its verdict, so the run
+        // stops at exactly this chunk when it holds.
+        const seen = Atomics.load(control, CONTROL.verdict);
+        beat();
+        Atomics.store(control, CONTROL.waiting, 1);
+        flush(true);
+        while (Atomics.load(control, CONTROL.verdict) === seen) Atomics.wait(control, CONTROL.verdict, seen, VERDICT_WAIT_MS);
+        Atomics.store(control, CONTROL.waiting, 0);
+      }
+      return Atomics.load(control, CONTROL.stop) !== STOP.go;
+    };
+    const stop = await chip.run({
+      endNanos: request.endNanos,
+      sliceNanos: request.sliceNanos,
+      until,
+      onUart: (chunk) => {
+        chunks.push(chunk);
+        chunkBytes += chunk.bytes.length;
+        if (!request.asks && chunkBytes >= UART_BATCH_BYTES) flush(false);
+      },
+      yieldToHost: async () => {
+        beat();
+        flush(false);
+        await setImmediateYield();
+      },
+    });
+    flush(false);
+    const aborted = stop.reason === 'until' && Atomics.load(control, CONTROL.stop) === STOP.abort;
+    answer(id, { stop: aborted ? { reason: 'cancelled', elapsedNanos: stop.elapsedNanos } : stop });
+  };
+
+  const handle = async (message: HostMessage) => {
+    if (message.type === 'open') {
+      open(message.board, message.bootrom);
+      answer(message.id);
+      return;
+    }
+    if (!device) throw new Error(`sim thread: ${message.type} before open`);
+    const { board, chip } = device;
+    switch (message.type) {
+      case 'write':
+        chip.queueUartInput(message.bytes);
+        return;
+      case 'drive':
+        chip.drivePin(message.pin, message.level);
+        return;
+      case 'close':
+        chip.release();
+        answer(message.id);
+        device = undefined;
+        return;
+      case 'read':
+        try {
+          answer(message.id, { reading: chip.readPin(message.pin) });
+        } catch (err) {
+          answer(message.id, { error: failure(err, `reading pin ${message.pin} of ${board.id}`) });
+        }
+        return;
+      case 'flash':
+      case 'reset':
+        try {
+          if (message.type === 'flash') chip.flash({ bytes: message.bytes, elf: parseElf(message.bytes) });
+          else chip.reset();
+          answer(message.id);
+        } catch (err) {
+          answer(message.id, { error: failure(err, `loading the image into ${board.id}`) });
+        }
+        return;
+      case 'run':
+        try {
+          await run(message.id, chip, message);
+        } catch (err) {
+          answer(message.id, { error: failure(err, `simulating ${board.id}`) });
+        }
+        return;
+    }
+  };
+
+  port.on('message', (raw: unknown) => {
+    beat();
+    // A message that does not parse is a bug on the host: let it end the thread loudly.
+    void handle(hostMessageSchema.parse(raw));
+  });
+  send({ type: 'ready' });
+}
+
+type ThreadAnswerReading = ReturnType<SimChip['readPin']>;
+
+/** A failure in the words the device reports: the simulator's own kinds, or an unexpected one as internal. */
+function failure(err: unknown, doing: string): { kind: BackendErrorKind; message: string } {
+  if (err instanceof SimError) return { kind: err.kind, message: err.message };
+  const message = err instanceof Error ? err.message : String(err);
+  return { kind: 'internal', message: `the simulator failed unexpectedly while ${doing}: ${message}` };
+}
