@@ -17,6 +17,7 @@ import { runReplicasBench } from './replicas.bench.js';
 import { runStartupBench } from './startup.bench.js';
 import { runLiveUartBench } from './live-uart.bench.js';
 import { runHealthUnderSimLoadBench, runSimParallelBench } from './sim-threads.bench.js';
+import { runPoolJobsBench } from './pool-jobs.bench.js';
 
 const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRow[]> }> = [
   {
@@ -51,6 +52,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     intro:
       "4 simulated devices running 20 simulated seconds of hello at once against one alone, per board, on the sim backend (each device's engine in a worker thread of its own: decision 0520), alternately in one run (issue 27).",
     run: () => runSimParallelBench(),
+  },
+  {
+    title: 'Board pools: CI jobs at once on one board id',
+    intro:
+      "4 CI jobs on one board id at once, each a queued session (`wait_seconds`) running hello for 20 simulated seconds through the HTTP API of a `hilbench serve`-like server, against one such job alone, alternately in one run (issue 27, decision 0510). pico and uno with the CLI's default pool size (the host's cores), a QEMU board with a pool of 2.",
+    run: () => runPoolJobsBench(),
   },
   {
     title: 'Simulators on every core: the server stays fast',

@@ -84,8 +84,12 @@ export class SessionLeases {
       return result.kind === 'opened' ? { session: result.session } : { lease: result.lease };
     };
     let outcome = await attempt();
-    // The caller's own flash job is waited for as anyone's is (a one-shot run right after another, issue 31).
-    const waitable = (lease: LeaseWithAgent) => lease.agentId !== agent.agentId || lease.holder.kind === 'job';
+    // The caller's own flash job is waited for as anyone's is (a one-shot run right after another,
+    // issue 31). So is its own session on a pool of several instances: a CI pipeline's parallel
+    // jobs share one token, and each waits for the next free instance (issue 27). On a pool of one
+    // (or an instance asked for by id) the caller's own session is answered at once, as before.
+    const sharedPool = target.instance === undefined && (await access.handOut(pool)).length > 1;
+    const waitable = (lease: LeaseWithAgent) => lease.agentId !== agent.agentId || lease.holder.kind === 'job' || sharedPool;
     if (outcome.lease && wait && wait.seconds > 0 && waitable(outcome.lease)) {
       let lastLease = outcome.lease;
       // Waiting in the queue holds the request open: one of the agent's long polls (decision 0471).

@@ -133,6 +133,24 @@ describe('board pools', () => {
     expect(await waiting[1]!).toEqual({ status: 200, body: expect.objectContaining({ instance: holders[0]!.instance }) });
   });
 
+  it('lets one agent (a CI pipeline’s parallel jobs on one token) hold several instances and wait for its own next one', async () => {
+    const a = await poolApp(2);
+    const { token } = await a.register('pipeline');
+    const held = [];
+    for (let i = 0; i < 2; i++) held.push((await (await openSession(a, token, { board: 'pico' })).json()) as { session_id: string; instance: string });
+    expect(held.map((s) => s.instance).sort()).toEqual(['pico.1@local', 'pico.2@local']);
+    // Without a wait, the pool being full is a 409 at once, naming the caller's own lease.
+    const refused = await openSession(a, token, { board: 'pico' });
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { detail: string }).detail).toMatch(/already leased by you/);
+    // With a wait, the third job queues behind the pipeline's own sessions and gets the first freed.
+    const timersBefore = a.fake.countTimers();
+    const third = openSession(a, token, { board: 'pico', wait_seconds: '60' }).then(async (res) => ({ status: res.status, body: (await res.json()) as { instance: string } }));
+    await waitUntil(systemClock, () => (a.fake.countTimers() > timersBefore ? true : undefined), { timeoutMs: 20_000, describe: 'the third session waiting in the queue' });
+    await a.request(`/api/v1/sessions/${held[0]!.session_id}/end`, { method: 'POST', headers: bearer(token) });
+    expect(await third).toEqual({ status: 200, body: expect.objectContaining({ instance: held[0]!.instance }) });
+  });
+
   it('shows each pool’s instances on GET /api/v1/boards, /api/v1/stats and the home page: counts, workers and holders', async () => {
     const a = await poolApp(2, { picoOnly: true });
     const remoteId = await remoteWorker(a, 1, 'pi-one');
