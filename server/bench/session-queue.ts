@@ -49,6 +49,9 @@ export class SessionQueue {
     this.queues.set(board, queue);
     const deadlineMs = this.deps.clock.nowMs() + options.waitMs;
     let timer: TimerHandle | undefined;
+    // One abort listener for the whole wait (one per retry piled up: 300 on a 300 s wait).
+    const onAbort = () => wake();
+    options.signal.addEventListener('abort', onAbort, { once: true });
     try {
       for (;;) {
         if (queue[0] === waiter) {
@@ -60,11 +63,12 @@ export class SessionQueue {
         await new Promise<void>((resolve) => {
           wake = resolve;
           timer = this.deps.clock.setTimeout(resolve, Math.min(leftMs, this.deps.retryMs ?? 1_000));
-          options.signal.addEventListener('abort', () => resolve(), { once: true });
+          if (options.signal.aborted) resolve();
         });
         if (timer !== undefined) this.deps.clock.clearTimeout(timer);
       }
     } finally {
+      options.signal.removeEventListener('abort', onAbort);
       if (timer !== undefined) this.deps.clock.clearTimeout(timer);
       const index = queue.indexOf(waiter);
       if (index >= 0) queue.splice(index, 1);
