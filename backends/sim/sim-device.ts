@@ -16,6 +16,7 @@ import {
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
 import { UartFanout } from '../uart-fanout.js';
+import { simDeviceDebug } from './sim-debug.js';
 
 /** Throughput of a simulated device since it was opened: what `npm run bench` reports. */
 export interface SimStats {
@@ -54,6 +55,7 @@ export class SimDevice implements Device {
   private image: FirmwareImage | undefined;
   private engine: SimEngine | undefined;
   private running = false;
+  private debugging = false;
   private closed = false;
   /** Totals of the engines replaced by reset or flash. */
   private retired = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, droppedRxBytes: 0 };
@@ -73,6 +75,22 @@ export class SimDevice implements Device {
       this.engine?.pins.drive(pin, level);
     },
   };
+
+  /** The debug capability: the engine's GDB stub on a fresh chip (backends/sim/sim-debug.ts). */
+  readonly debug = simDeviceDebug({
+    boardId: () => this.board.id,
+    resetEngine: () => {
+      this.assertUsable('attaching a debugger');
+      if (!this.image) throw new BackendError('bad-image', `attaching a debugger to ${this.board.id} before flash: no firmware loaded`);
+      const engine = this.build(this.image);
+      this.retire();
+      this.engine = engine;
+      this.applyDriven();
+      return engine;
+    },
+    emitUart: (chunk) => this.uart.emit(chunk),
+    setDebugging: (debugging) => (this.debugging = debugging),
+  });
 
   constructor(
     readonly board: Board,
@@ -164,6 +182,7 @@ export class SimDevice implements Device {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort(new Error('device closed'));
+    this.debug.detachAll();
     this.uart.clear();
     // Let the chip's memories (16 MiB of RP2040 flash) go; the totals stay readable in `stats`.
     this.retire();
@@ -201,6 +220,9 @@ export class SimDevice implements Device {
 
   private assertUsable(what: string) {
     if (this.closed) throw new BackendError('internal', `${what} on the sim device for ${this.board.id} after close`);
+    if (this.debugging && what !== 'writeUart') {
+      throw new BackendError('internal', `${what} on the sim device for ${this.board.id} while a debugger is attached`);
+    }
     if (this.running && what !== 'writeUart') {
       throw new BackendError('internal', `${what} on the sim device for ${this.board.id} while a run is in progress`);
     }
