@@ -5,7 +5,9 @@ import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
 
 /** How a bridge ended: the debugger detached or killed the target, the firmware exited under it, nobody debugged for the idle timeout, or the bench stopped it. */
-export type GdbBridgeEnd = { reason: 'detached' | 'killed' | 'exited' | 'idle' | 'stopped'; message: string };
+export type GdbBridgeEnd =
+  | { reason: 'detached' | 'killed' | 'idle' | 'stopped'; message: string }
+  | { reason: 'exited'; message: string; exitCode: number | undefined };
 
 export interface GdbBridgeOptions {
   /** The device's debug capability (flashed). */
@@ -139,8 +141,12 @@ export class GdbBridge {
           if (targetReadable) {
             try {
               for (const event of targetReader.feed(text)) {
-                if (event.kind === 'packet' && /^[WX][0-9a-fA-F]{2}/.test(event.payload)) {
-                  connection.ending = { reason: 'exited', message: `the firmware ended under the debugger (${event.payload})` };
+                if (!connection.ending && event.kind === 'packet' && /^[WX][0-9a-fA-F]{2}/.test(event.payload)) {
+                  const status = parseInt(event.payload.slice(1, 3), 16);
+                  connection.ending =
+                    event.payload[0] === 'W'
+                      ? { reason: 'exited', message: `the firmware exited with status ${status} under the debugger`, exitCode: status }
+                      : { reason: 'exited', message: `the target was terminated by signal ${status} under the debugger`, exitCode: undefined };
                 }
               }
             } catch {
