@@ -45,8 +45,12 @@ export async function runDebugSession(backend: Backend, board: Board, image: Fir
       throw new BackendError('unavailable', `board ${board.id} on the ${backend.name} backend cannot be debugged: this backend has no GDB server`);
     }
     await device.flash(image, { signal: options.signal });
+    // Attached now, so a board that cannot be debugged is refused before anyone connects, and
+    // the first debugger finds the core already halted at reset.
+    const firstStream = await device.debug.attach({ signal: options.signal });
     bridge = await GdbBridge.start({
       debug: device.debug,
+      firstStream,
       boardId: board.id,
       clock: options.clock,
       port: options.gdbPort,

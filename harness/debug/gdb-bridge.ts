@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { type DeviceDebug, type GdbStream } from '../../backends/backend.js';
+import { BackendError, type DeviceDebug, type GdbStream } from '../../backends/backend.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
@@ -12,6 +12,8 @@ export type GdbBridgeEnd =
 export interface GdbBridgeOptions {
   /** The device's debug capability (flashed). */
   debug: DeviceDebug;
+  /** A stream already attached (the core halted at reset), for the first debugger; later ones attach afresh. */
+  firstStream?: GdbStream;
   /** Board id, for messages. */
   boardId: string;
   clock: Clock;
@@ -47,8 +49,10 @@ export class GdbBridge {
   private active: { socket: net.Socket; stream?: GdbStream; ending?: GdbBridgeEnd } | undefined;
   private idleTimer: TimerHandle | undefined;
   private finished = false;
+  private firstStream: GdbStream | undefined;
 
   private constructor(private readonly options: GdbBridgeOptions) {
+    this.firstStream = options.firstStream;
     this.ended = new Promise((resolve) => (this.settle = resolve));
     this.server = net.createServer((socket) => this.accept(socket));
   }
@@ -56,10 +60,13 @@ export class GdbBridge {
   /** Listens on `options.port` and starts the idle timer. */
   static async start(options: GdbBridgeOptions): Promise<GdbBridge> {
     const bridge = new GdbBridge(options);
+    const host = options.host ?? '127.0.0.1';
     await new Promise<void>((resolve, reject) => {
-      bridge.server.once('error', reject);
-      bridge.server.listen(options.port, options.host ?? '127.0.0.1', () => {
-        bridge.server.off('error', reject);
+      bridge.server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new BackendError('unavailable', `cannot serve GDB on ${host}:${options.port}: ${err.code === 'EADDRINUSE' ? 'the port is taken (choose another with --gdb-port)' : err.message}`, { cause: err })),
+      );
+      bridge.server.listen(options.port, host, () => {
+        bridge.server.removeAllListeners('error');
         resolve();
       });
     });
@@ -129,7 +136,9 @@ export class GdbBridge {
       }
     });
 
-    this.options.debug.attach().then(
+    const ready = this.firstStream ? Promise.resolve(this.firstStream) : this.options.debug.attach();
+    this.firstStream = undefined;
+    ready.then(
       (opened) => {
         if (socket.destroyed) {
           void opened.close();
@@ -190,6 +199,7 @@ export class GdbBridge {
     this.disarmIdleTimer();
     const active = this.active;
     this.active = undefined;
+    void this.firstStream?.close();
     void active?.stream?.close();
     active?.socket.destroy();
     this.server.close(() => this.settle(end));
