@@ -25,7 +25,8 @@ arm() {
 
 arm pico cortex-m0plus rp2040 rp2040
 arm mps2-an385 cortex-m3 mps2 uart-cmsdk -DUART_BASE=0x40004000u -DSYSTICK_HZ=25000000u
-arm stm32f4-discovery cortex-m4 stm32f4 uart-stm32 -DSTM32_F2F4 -DUSART_NUMBER=2 -DUSART_CLOCK_HZ=16000000u -DSYSTICK_HZ=16000000u
+# The Renode board: Renode runs without semihosting, so the program idles instead of exiting.
+arm stm32f4-discovery cortex-m4 stm32f4 uart-stm32 -DDEBUG_ENDS_IN_LOOP -DSTM32_F2F4 -DUSART_NUMBER=2 -DUSART_CLOCK_HZ=16000000u -DSYSTICK_HZ=16000000u
 avr-gcc -mmcu=atmega328p "${CFLAGS[@]}" -DF_CPU=16000000UL -DBOARD_ID='"uno"' -I"$FW/src" \
   -o scenarios/debug-firmware/uno.elf "$FW/avr/uno.c" "${SRC[@]}"
 echo "built uno"

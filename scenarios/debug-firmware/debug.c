@@ -1,7 +1,8 @@
 /*
  * debug: the program the GDB tests and docs/debug.md debug. A global the debugger reads at main,
  * a stack word it reads after one line, then one line printed once the debugger lets it run,
- * and exit 0 (docs/firmware.md conventions). Exact output:
+ * and exit 0 (docs/firmware.md conventions; an idle loop where build.sh defines
+ * DEBUG_ENDS_IN_LOOP). Exact output:
  *   hilbench debug board=<board id> counter=42
  */
 #include "hilbench.h"
@@ -18,5 +19,11 @@ int main(void) {
   uart_putu(debug_counter);
   uart_puts("\r\n");
   uart_flush();
+#ifdef DEBUG_ENDS_IN_LOOP
+  /* Boards whose backend has no exit convention (Renode runs without semihosting) idle instead. */
+  for (;;) {
+  }
+#else
   board_exit(0);
+#endif
 }

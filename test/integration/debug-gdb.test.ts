@@ -5,18 +5,20 @@ import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../backends/backend.js';
 import { loadFirmwareImage } from '../../backends/image-check.js';
 import { QemuBackend } from '../../backends/qemu/qemu-backend.js';
+import { RenodeBackend } from '../../backends/renode/renode-backend.js';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { runDebugSession } from '../../harness/debug/debug-session.js';
+import { renodeStandinPath } from '../fakes/renode-standin/standin-path.js';
 import { allFactsHold, debugElf, gdbBatch, walkThroughFacts } from '../support/gdb-batch.js';
 
 /**
  * Real GDB in batch mode against `hilbench debug`'s session (issue 32): it connects, breaks at
  * main, continues to it, reads $pc, a global and a stack word, single-steps into a call and
  * detaches; the firmware then prints its line. On sim pico (rp2040js's GDB server), sim uno
- * (hilbench's avr8js stub, with gdb-avr's avr-gdb) and a QEMU board (its gdbstub); the Renode
- * stand-in has its own file.
+ * (hilbench's avr8js stub, with gdb-avr's avr-gdb), a QEMU board (its gdbstub) and the Renode
+ * stand-in (test/fakes/renode-standin: StartGdbServer).
  */
 const root = path.resolve(import.meta.dirname, '../..');
 const boards = loadBoardCatalog();
@@ -46,6 +48,8 @@ describe('hilbench debug with real GDB', () => {
     ['pico', () => new SimBackend({ clock: systemClock })],
     ['uno', () => new SimBackend({ clock: systemClock })],
     ['mps2-an385', () => new QemuBackend({ clock: systemClock })],
+    // Renode is not installable here: its stand-in answers StartGdbServer with QEMU's gdbstub.
+    ['stm32f4-discovery', () => new RenodeBackend({ clock: systemClock, renodePath: renodeStandinPath })],
   ] as const)('%s: break at main, read $pc, a global and a stack word, step, detach; the firmware then prints', { timeout: 120_000 }, async (boardId, backend) => {
     const { gdb, outcome, uart } = await debugWithGdb(backend(), boardId);
     expect(walkThroughFacts(gdb.output), gdb.output).toEqual(allFactsHold);
