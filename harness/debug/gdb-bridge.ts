@@ -4,6 +4,9 @@ import type { Clock, TimerHandle } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
 
+/** Idle time before TCP keepalive probes a debugger's connection, ms. */
+const KEEPALIVE_MS = 10_000;
+
 /** How a bridge ended: the debugger detached or killed the target, the firmware exited under it, nobody debugged for the idle timeout, or the bench stopped it. */
 export type GdbBridgeEnd =
   | { reason: 'detached' | 'killed' | 'idle' | 'stopped'; message: string }
@@ -88,6 +91,9 @@ export class GdbBridge {
 
   private accept(socket: net.Socket) {
     socket.setNoDelay(true);
+    // A debugger whose host vanished without closing (a laptop lid) is noticed by TCP keepalive,
+    // and then counts as disconnected: the idle timeout frees the board.
+    socket.setKeepAlive(true, KEEPALIVE_MS);
     socket.on('error', () => undefined);
     if (this.finished) {
       socket.destroy();
