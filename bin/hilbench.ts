@@ -13,6 +13,7 @@ import { logLevels } from '../server/http/log-levels.js';
 import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
 import type { BoardsOptions } from './boards-command.js';
 import { backendChoices, connectionCount, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
+import { addDebugCommand } from './debug-command.js';
 import { addFlashCommand } from './flash-command.js';
 import { addWorkerCommands } from './worker-command.js';
 
@@ -122,6 +123,7 @@ program
 
 addWorkerCommands(program);
 addFlashCommand(program);
+addDebugCommand(program);
 
 program
   .command('boards')

@@ -5,9 +5,11 @@ import { RP2040_BOOTROM_BYTES, RP2040_BOOTROM_HINT } from './rp2040-bootrom.js';
 import { BOOT2_VECTOR_TABLE, checkBoot2, hasBoot2Stage } from './rp2040/boot2.js';
 import { OwnBootrom } from './rp2040/own-bootrom.js';
 import type { RomMachine } from './rp2040/rom-functions.js';
+import { Rp2040GdbTarget } from './rp2040/rp2040-gdb-target.js';
 import { Rp2040Pins } from './rp2040/rp2040-pins.js';
 import { SimClock } from './sim-clock.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
+import type { SimGdbIo, SimGdbTarget } from './sim-gdb-target.js';
 import { SimError } from './sim-error.js';
 import { UartOutputBuffer } from './uart-output-buffer.js';
 
@@ -292,6 +294,11 @@ export class Rp2040Engine implements SimEngine {
 
   takeUartOutput(options: { partial: boolean }): EngineUartChunk | undefined {
     return this.tx.take(options);
+  }
+
+  /** A GDB stub on rp2040js's GDB server (sim/rp2040/rp2040-gdb-target.ts). */
+  openGdb(io: SimGdbIo): SimGdbTarget {
+    return new Rp2040GdbTarget(this, io);
   }
 
   queueUartInput(bytes: Uint8Array): void {
