@@ -116,9 +116,12 @@ export class GdbBridge {
     const toTarget = (text: string) => (stream ? stream.write(text) : pending.push(text));
 
     socket.on('data', (data: Buffer) => {
-      const text = data.toString('latin1');
+      // Only whole, well-framed units reach the target: a packet still arriving stays here, so an
+      // oversized or broken one never gets a byte of itself past the bridge.
+      let forward = '';
       try {
-        for (const event of reader.feed(text)) {
+        for (const event of reader.feed(data.toString('latin1'))) {
+          forward += event.kind === 'packet' ? event.raw : event.kind === 'ack' ? '+' : event.kind === 'nak' ? '-' : '\x03';
           if (event.kind !== 'packet' || !event.checksumOk) continue;
           const { payload } = event;
           if (payload[0] === 'D') connection.ending = { reason: 'detached', message: 'the debugger detached; the firmware runs on' };
@@ -130,7 +133,7 @@ export class GdbBridge {
         socket.destroy();
         return;
       }
-      toTarget(text);
+      if (forward) toTarget(forward);
     });
     socket.once('close', () => {
       if (this.active === connection) this.active = undefined;
