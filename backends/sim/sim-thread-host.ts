@@ -259,6 +259,6 @@ export class SimThread {
 
 function doingWords(doing: string): string {
   if (doing === 'run') return 'running';
-  if (doing === 'debug') return 'running under the debugger';
+  if (doing === 'debug') return 'serving the debugger';
   return doing;
 }
