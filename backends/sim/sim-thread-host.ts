@@ -223,8 +223,10 @@ export class SimThread {
   /**
    * Every `answerWithinMs` while busy: the beat the thread bumps at every slice and every message
    * must have moved since the last look, unless the thread is waiting for the host's verdict on
-   * `until`, or only a debugger is attached and its target is halted (waiting for the debugger). Both are read from shared memory, so a host that was itself too busy to read the
-   * thread's messages does not mistake a live thread for a hung one.
+   * `until`, or only a debugger is attached and its target is halted (it waits for a person, for
+   * as long as they like: `CONTROL.debugWorking` is 0). All are read from shared memory, so a host
+   * that was itself too busy to read the thread's messages does not mistake a live thread for a
+   * hung one.
    */
   private armWatchdog() {
     this.watchdog = this.watch.clock.setTimeout(() => {
