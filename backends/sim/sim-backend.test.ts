@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -232,5 +233,19 @@ describe('SimDevice', () => {
     await device.flash(image(thumbProgram(THUMB_UNMODELLED_READ)));
     await device.run(1_000_000);
     expect(reports).toEqual([[expect.stringMatching(/ROSC_BASE: Unimplemented peripheral read from 0x0/), 1]]);
+  });
+});
+
+describe('SimBackend engine threads', () => {
+  /** The nice values of this process's threads, from /proc (field 19 of each task's stat). */
+  const threadNices = () =>
+    readdirSync('/proc/self/task').map((task) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]));
+
+  it.skipIf(os.platform() !== 'linux')('runs engine threads at engineThreadNice, and leaves them alone without it', async () => {
+    expect(threadNices()).not.toContain(13);
+    const device = await backend({ engineThreadNice: 13 }).open(pico);
+    expect(threadNices()).toContain(13);
+    await device.close();
+    expect(() => backend({ engineThreadNice: 20 })).toThrow(/engineThreadNice must be a whole number from 1 to 19, not 20/);
   });
 });

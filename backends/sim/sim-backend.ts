@@ -31,6 +31,13 @@ export interface SimBackendOptions {
    * a real thread: a test's fake clock that jumps a minute must not make a busy thread look hung.
    */
   watchdogClock?: Clock;
+  /**
+   * Linux: the nice value (1..19) of engine threads, below the main thread's 0, so that when every
+   * core is busy with engines the process's event loop (the server's answers) wins the CPU; say
+   * 10 on a host that runs a lab worker and little else. Default: engine threads keep the
+   * process's priority (on a shared host a low priority would starve the simulators instead).
+   */
+  engineThreadNice?: number;
   /** The engine thread's entry module; default `backends/sim/sim-thread`. Tests pass one whose engines fail on purpose. */
   threadEntry?: URL;
 }
@@ -56,6 +63,10 @@ export class SimBackend implements Backend {
   private closed = false;
 
   constructor(private readonly options: SimBackendOptions) {
+    const nice = options.engineThreadNice;
+    if (nice !== undefined && !(Number.isInteger(nice) && nice >= 1 && nice <= 19)) {
+      throw new RangeError(`engineThreadNice must be a whole number from 1 to 19, not ${nice}`);
+    }
     this.bootromPath = options.rp2040BootromPath;
   }
 
@@ -77,7 +88,11 @@ export class SimBackend implements Backend {
       const kind = err instanceof SimError || err instanceof BackendError ? 'unavailable' : 'internal';
       throw new BackendError(kind, `board ${board.id} cannot run on the sim backend: ${(err as Error).message}`, { cause: err });
     }
-    const thread = await acquireSimThread(this.options.threadEntry ?? defaultSimThreadEntry, { clock: this.options.watchdogClock ?? systemClock, answerWithinMs: this.answerWithinMs });
+    const thread = await acquireSimThread(
+      this.options.threadEntry ?? defaultSimThreadEntry,
+      { clock: this.options.watchdogClock ?? systemClock, answerWithinMs: this.answerWithinMs },
+      { nice: this.options.engineThreadNice },
+    );
     thread.label = `the simulator thread of ${board.id}`;
     const device = new SimDevice(board, {
       thread,
@@ -90,6 +105,7 @@ export class SimBackend implements Backend {
     const opened = await thread.request({ type: 'open', board, bootrom }).catch((err: unknown) => err);
     if (opened instanceof Error) {
       thread.terminate();
+      releaseSimThread(thread, { end: true });
       throw opened instanceof BackendError ? opened : new BackendError('internal', `${thread.label} could not open ${board.id}: ${opened.message}`, { cause: opened });
     }
     return device;

@@ -75,6 +75,8 @@ export class SimThread {
     /** The thread's entry module (`defaultSimThreadEntry`, or a test's with faulty engines). */
     readonly entry: URL,
     watch: SimThreadWatch,
+    /** The nice value the thread runs at (Linux), if lowered. */
+    readonly nice: number | undefined,
   ) {
     this.watch = watch;
     const shared = new SharedArrayBuffer(CONTROL_WORDS * Int32Array.BYTES_PER_ELEMENT);
@@ -84,9 +86,9 @@ export class SimThread {
         // does not apply a parent's loader hooks, nor `--import` in `execArgv`, to a worker's entry.
         new Worker(`import(${JSON.stringify(tsxApiUrl())}).then((tsx) => tsx.tsImport(${JSON.stringify(entry.href)}, ${JSON.stringify(entry.href)}))`, {
           eval: true,
-          workerData: { control: shared },
+          workerData: { control: shared, nice },
         })
-      : new Worker(entry, { workerData: { control: shared } });
+      : new Worker(entry, { workerData: { control: shared, nice } });
     this.worker.on('message', (raw: unknown) => this.receive(raw));
     this.worker.on('error', (err) => this.fail(new BackendError('internal', `${this.label} failed: ${err.message}`, { cause: err })));
     this.worker.on('messageerror', (err) => this.fail(new BackendError('internal', `${this.label} sent a message that could not be read: ${err.message}`)));
@@ -96,8 +98,8 @@ export class SimThread {
   }
 
   /** Starts a thread and waits until it serves (bounded by the watchdog). */
-  static async start(entry: URL, watch: SimThreadWatch): Promise<SimThread> {
-    const thread = new SimThread(entry, watch);
+  static async start(entry: URL, watch: SimThreadWatch, options: { nice?: number } = {}): Promise<SimThread> {
+    const thread = new SimThread(entry, watch, options.nice);
     const ready = new Promise<void>((resolve, reject) => (thread.started = { resolve, reject }));
     thread.busyChanged();
     try {

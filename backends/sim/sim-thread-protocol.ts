@@ -35,7 +35,11 @@ export const CONTROL_WORDS = 5;
 export const STOP = { go: 0, until: 1, abort: 2 } as const;
 
 /** What the host hands a thread at start (`workerData`). */
-const threadDataSchema = z.object({ control: z.instanceof(SharedArrayBuffer) });
+const threadDataSchema = z.object({
+  control: z.instanceof(SharedArrayBuffer),
+  /** The nice value the thread lowers itself to (`SimBackendOptions.engineThreadNice`), if any. */
+  nice: z.number().int().min(1).max(19).optional(),
+});
 
 /** The thread's start data, parsed. */
 export function simThreadData(workerData: unknown): z.infer<typeof threadDataSchema> {

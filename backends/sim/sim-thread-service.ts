@@ -23,9 +23,8 @@ const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(reso
  * exception outside a request (or the engine ending the thread) ends the thread, which the host
  * then reports as the job's reason.
  */
-export function serveSimThread(port: MessagePort, options: { control: SharedArrayBuffer; engineFactory: EngineFactoryFor }): void {
-  // The server's event loop, in the main thread, goes first when they compete for a core.
-  lowerThisThreadsPriority();
+export function serveSimThread(port: MessagePort, options: { control: SharedArrayBuffer; nice?: number; engineFactory: EngineFactoryFor }): void {
+  if (options.nice !== undefined) lowerThisThreadsPriority(options.nice);
   const control = new Int32Array(options.control);
   const beat = () => Atomics.add(control, CONTROL.beat, 1);
   let device: { board: Board; chip: SimChip } | undefined;

@@ -8,4 +8,4 @@ import { simThreadData } from './sim-thread-protocol.js';
 import { serveSimThread } from './sim-thread-service.js';
 
 if (!parentPort) throw new Error('backends/sim/sim-thread is the entry of a worker thread; the sim backend starts it');
-serveSimThread(parentPort, { control: simThreadData(workerData).control, engineFactory: simEngineFactory });
+serveSimThread(parentPort, { ...simThreadData(workerData), engineFactory: simEngineFactory });

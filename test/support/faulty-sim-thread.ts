@@ -71,4 +71,4 @@ const faultyEngineFactory: EngineFactoryFor = (board, options) => {
   return fault ? (image) => faulty(real(image), fault) : real;
 };
 
-if (parentPort) serveSimThread(parentPort, { control: simThreadData(workerData).control, engineFactory: faultyEngineFactory });
+if (parentPort) serveSimThread(parentPort, { ...simThreadData(workerData), engineFactory: faultyEngineFactory });
