@@ -132,6 +132,33 @@ export interface DevicePins {
   drive(name: string, level: 0 | 1): Promise<void>;
 }
 
+/**
+ * One GDB remote serial protocol byte stream to a device's core (the optional debug capability).
+ * Bytes are RSP as GDB sends and receives them (framing, acks, 0x03 interrupts); text is latin1.
+ */
+export interface GdbStream {
+  /** Sends bytes from the debugger to the target. */
+  write(text: string): void;
+  /** Subscribes to bytes from the target to the debugger; returns an unsubscribe function. */
+  onData(listener: (text: string) => void): () => void;
+  /** Resolves when the stream has ended, from either side, with why. */
+  readonly closed: Promise<{ reason: string }>;
+  /** Ends the stream; the target keeps the state it has (halted or running). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/**
+ * The optional debug capability of a device (sim, QEMU, Renode, probe): after `flash`, `attach`
+ * puts the core back at reset, halted, and gives a GDB stream to it. While attached, the debugger
+ * owns execution (continue, step, breakpoints) and UART output still reaches `onUart`. When the
+ * stream ends, the core is where the debugger left it and `run` carries on from there (after a
+ * GDB `detach`, the firmware runs on). One stream at a time.
+ */
+export interface DeviceDebug {
+  /** Resets the flashed core, halted, and opens the GDB stream. Throws `BackendError` ('bad-image' before flash, 'unavailable', ...). */
+  attach(options?: { signal?: AbortSignal }): Promise<GdbStream>;
+}
+
 /** True when `backend` keeps board health: it has both `health` and `release`. */
 export function keepsBoardHealth(backend: Backend): backend is Backend & BoardHealthControl {
   return backend.health !== undefined && backend.release !== undefined;
@@ -149,6 +176,8 @@ export interface Device {
   readonly droppedUartBytes: number;
   /** Optional: its GPIO pins, on backends with `pinNames`. */
   readonly pins?: DevicePins;
+  /** Optional debug capability: a GDB remote-protocol stream to the flashed core (see `DeviceDebug`). */
+  readonly debug?: DeviceDebug;
   /** Loads `image`; the core stays in reset. Throws `BackendError` ('bad-image', 'flash-failed', ...). */
   flash(image: FirmwareImage, options?: { signal?: AbortSignal }): Promise<void>;
   /**

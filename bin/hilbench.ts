@@ -14,6 +14,7 @@ import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../server/st
 import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
 import type { BoardsOptions } from './boards-command.js';
 import { backendChoices, connectionCount, POOL_SIZE_HELP, poolSizeValues, databasePoolSize, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
+import { addDebugCommand } from './debug-command.js';
 import { addFlashCommand } from './flash-command.js';
 import { addWorkerCommands } from './worker-command.js';
 
@@ -130,6 +131,7 @@ program
 
 addWorkerCommands(program);
 addFlashCommand(program);
+addDebugCommand(program);
 
 program
   .command('boards')

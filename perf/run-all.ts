@@ -5,6 +5,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { runBenchApiBench } from './bench-api.bench.js';
+import { runDebugBench } from './debug.bench.js';
 import { runQemuBench, runSimBench } from './emulators.bench.js';
 import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
@@ -86,6 +87,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     intro:
       'Flash jobs per second on mock boards through one replica and through two sharing the database, each replica running its own worker, and through one replica on the embedded SQLite default, in alternating phases of one run (issues 10 and 27).',
     run: () => runReplicasBench(),
+  },
+  {
+    title: 'GDB through hilbench debug',
+    intro:
+      "Per backend, a GDB register read (`g`, one at a time, after the target answered `?`) through `hilbench debug`'s bridge (the RSP framing checks, one debugger per board) against the same read on the engine's own GDB server behind a plain TCP forward, and real GDB in batch mode from `target remote` to halted at `main`, both alternately in one run (issue 32, docs/debug.md).",
+    run: () => runDebugBench(),
   },
   {
     title: 'Relay core',

@@ -26,10 +26,12 @@ import {
   watchdogConfig,
 } from 'avr8js';
 import type { Board } from '../boards/board-schema.js';
+import { AvrGdbTarget } from './avr/avr-gdb-target.js';
 import { AvrPins } from './avr/avr-pins.js';
 import { UsartTransmitter, usartCyclesPerChar } from './avr/usart-transmitter.js';
 import { loadSegments, type LoadTarget, type PlacedSegment } from './load-segments.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
+import type { SimGdbIo, SimGdbTarget } from './sim-gdb-target.js';
 import { SimError } from './sim-error.js';
 import { UartOutputBuffer } from './uart-output-buffer.js';
 
@@ -253,13 +255,22 @@ export class AvrEngine implements SimEngine {
     return this.rxQueue.length;
   }
 
-  advance(targetNanos: number): EngineHalt | undefined {
+  /**
+   * `limits` serve a debugger (sim/avr/avr-gdb-target.ts): stop before executing an instruction at
+   * one of `stopAtWords` (word addresses; never before the first one, so a resume from a
+   * breakpoint moves on), or after `maxInstructions` (a single step).
+   */
+  advance(targetNanos: number, limits: { stopAtWords?: ReadonlySet<number>; maxInstructions?: number } = {}): EngineHalt | undefined {
     if (this.halt) return this.halt;
     this.outputReady = false;
     const { cpu, progMem } = this;
     const targetCycles = Math.ceil(targetNanos / this.nanosPerCycle);
-    while (cpu.cycles < targetCycles && !this.outputReady && !this.halt) {
+    const { stopAtWords, maxInstructions = Infinity } = limits;
+    let executed = 0;
+    while (cpu.cycles < targetCycles && !this.outputReady && !this.halt && executed < maxInstructions) {
       const pc = cpu.pc;
+      if (executed > 0 && stopAtWords?.has(pc)) break;
+      executed++;
       if (pc >= this.programEndWord) {
         this.halt = {
           reason: 'crashed',
@@ -320,6 +331,10 @@ export class AvrEngine implements SimEngine {
 
   takeUartOutput(options: { partial: boolean }): EngineUartChunk | undefined {
     return this.tx.take(options);
+  }
+
+  openGdb(io: SimGdbIo): SimGdbTarget {
+    return new AvrGdbTarget(this, io);
   }
 
   queueUartInput(bytes: Uint8Array): void {

@@ -7,11 +7,13 @@ import { type CoreIndex, InterCoreFifo, SIO_FIFO_RD, SIO_FIFO_ST, SIO_FIFO_WR } 
 import { loadAndStart } from './rp2040/load-and-start.js';
 import { OwnBootrom } from './rp2040/own-bootrom.js';
 import type { RomMachine } from './rp2040/rom-functions.js';
+import { Rp2040GdbTarget } from './rp2040/rp2040-gdb-target.js';
 import { Rp2040Pins } from './rp2040/rp2040-pins.js';
 import { SecondCore } from './rp2040/second-core.js';
 import { refuseUsbController } from './rp2040/usb-refusal.js';
 import { SimClock } from './sim-clock.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
+import type { SimGdbIo, SimGdbTarget } from './sim-gdb-target.js';
 import { SimError } from './sim-error.js';
 import { UartOutputBuffer } from './uart-output-buffer.js';
 
@@ -345,6 +347,11 @@ export class Rp2040Engine implements SimEngine {
 
   takeUartOutput(options: { partial: boolean }): EngineUartChunk | undefined {
     return this.tx.take(options);
+  }
+
+  /** A GDB stub on rp2040js's GDB server (sim/rp2040/rp2040-gdb-target.ts). */
+  openGdb(io: SimGdbIo): SimGdbTarget {
+    return new Rp2040GdbTarget(this, io);
   }
 
   queueUartInput(bytes: Uint8Array): void {

@@ -1,4 +1,5 @@
 import type { ElfFile } from '../core/elf.js';
+import type { SimGdbIo, SimGdbTarget } from './sim-gdb-target.js';
 import type { EnginePins } from './sim-pins.js';
 
 /**
@@ -51,6 +52,11 @@ export interface SimEngine {
   readonly pendingRxBytes: number;
   /** The chip's GPIO pins. */
   readonly pins: EnginePins;
+  /**
+   * Optional: a GDB stub for this chip (sim/sim-gdb-target.ts), RSP text in and out. Build it on a
+   * fresh engine (held at reset release); the stub drives `advance` until it ends.
+   */
+  openGdb?(io: SimGdbIo): SimGdbTarget;
 }
 
 /** Reports accesses the simulator does not model; called once per distinct message with its running count. */

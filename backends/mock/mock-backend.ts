@@ -5,6 +5,7 @@ import {
   type Backend,
   BackendError,
   type Device,
+  type DeviceDebug,
   type FirmwareImage,
   type RunOptions,
   type RunStop,
@@ -69,6 +70,16 @@ export function faultFromImage(image: FirmwareImage): MockFault | undefined {
 class MockDevice implements Device {
   readonly timeBase = 'simulated' as const;
   readonly droppedUartBytes = 0;
+  /** The debug capability, refused in words that say why and where to go instead. */
+  readonly debug: DeviceDebug = {
+    attach: async () => {
+      throw new BackendError(
+        'unavailable',
+        `board ${this.board.id} runs on the mock backend, which executes no firmware (it prints a fixed transcript), so there is nothing to debug: ` +
+          'use a backend that runs it (sim for pico and uno, qemu, renode, or probe for a real board)',
+      );
+    },
+  };
   private readonly uart = new UartFanout();
   private image: FirmwareImage | undefined;
   private fault: MockFault | undefined;

@@ -9,6 +9,7 @@ import {
   type Backend,
   BackendError,
   type Device,
+  type DeviceDebug,
   type FirmwareImage,
   type RunOptions,
   type RunStop,
@@ -21,6 +22,7 @@ import { findExecutable } from '../process/find-executable.js';
 import { defaultScratchParent, makeScratchDir } from '../process/scratch-dir.js';
 import { DEFAULT_QEMU_BINARY, describeQemuGuestClock, qemuBackendCommand, qemuGuestClock, qemuKeysFor } from './qemu-command.js';
 import { classifyRunExit, startupFailure } from './qemu-outcome.js';
+import { connectGdbServer, socketGdbStream } from '../socket-gdb-stream.js';
 import { SocketUart, writeUartSocket } from '../socket-uart.js';
 import { waitForWallRun } from '../wall-run.js';
 
@@ -132,6 +134,30 @@ class QemuDevice implements Device {
   private running = false;
   private closed = false;
 
+  /**
+   * The debug capability: QEMU restarted with `-S -gdb` (the CPU stopped at reset), the UART
+   * connected, and QEMU's own gdbstub as the stream. After a detach, `run` captures on.
+   */
+  readonly debug: DeviceDebug = {
+    attach: async (options = {}) => {
+      this.assertOpen('attaching a debugger');
+      throwIfCancelled(options.signal, 'attaching a debugger');
+      if (!this.kernelPath) throw new BackendError('bad-image', `attaching a debugger to ${this.board.id} before flash: no firmware loaded`);
+      if (this.running) throw new BackendError('internal', `attaching a debugger to ${this.board.id} while a run is in progress`);
+      await this.endSession();
+      this.finalStop = undefined;
+      const gdbSocketPath = path.join(this.workDir, 'gdb.sock');
+      rmSync(gdbSocketPath, { force: true });
+      const session = await this.startSession(options.signal, gdbSocketPath);
+      await this.release(session, options.signal);
+      const socket = await connectGdbServer(
+        { path: gdbSocketPath },
+        { clock: this.clock, timeoutMs: this.options.startTimeoutMs ?? 10_000, what: 'qemu-system-arm', outputTail: () => session.process.outputTail(), signal: options.signal },
+      );
+      return socketGdbStream(socket);
+    },
+  };
+
   constructor(
     readonly board: Board,
     private readonly binary: string,
@@ -226,12 +252,12 @@ class QemuDevice implements Device {
     return this.session?.process.pid;
   }
 
-  private async startSession(signal: AbortSignal | undefined): Promise<Session> {
+  private async startSession(signal: AbortSignal | undefined, gdbSocketPath?: string): Promise<Session> {
     const kernelPath = this.kernelPath;
     if (!kernelPath) throw new BackendError('bad-image', 'no firmware loaded');
     const socketPath = path.join(this.workDir, 'uart.sock');
     rmSync(socketPath, { force: true });
-    const command = qemuBackendCommand(this.board, kernelPath, socketPath, { ...this.options, qemuBinary: this.binary });
+    const command = qemuBackendCommand(this.board, kernelPath, socketPath, { ...this.options, qemuBinary: this.binary, gdbSocketPath });
     const process = new EmulatorProcess(command.file, command.args, { clock: this.clock, killGraceMs: this.options.killGraceMs ?? 2000 });
     const session: Session = { process };
     this.session = session;

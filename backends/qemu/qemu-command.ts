@@ -77,16 +77,22 @@ function commonArgs(board: Board, kernelPath: string, serial: string, options: Q
  * The command the backend runs: serial0 is a unix socket QEMU listens on with `wait=on`, so the
  * guest does not start until hilbench has connected and no byte is lost.
  */
-export function qemuBackendCommand(board: Board, kernelPath: string, socketPath: string, options: QemuCommandOptions = {}): QemuCommand {
+export function qemuBackendCommand(
+  board: Board,
+  kernelPath: string,
+  socketPath: string,
+  options: QemuCommandOptions & { gdbSocketPath?: string } = {},
+): QemuCommand {
   // sockaddr_un.sun_path holds 108 bytes including the terminating NUL.
   if (Buffer.byteLength(socketPath) > 107) {
     throw new BackendError('internal', `unix socket path is ${Buffer.byteLength(socketPath)} bytes; the limit is 107: ${socketPath}`);
   }
   if (socketPath.includes(',')) throw new BackendError('internal', `unix socket path must not contain a comma (QEMU option syntax): ${socketPath}`);
-  return {
-    file: options.qemuBinary ?? DEFAULT_QEMU_BINARY,
-    args: commonArgs(board, kernelPath, `unix:${socketPath},server=on,wait=on`, options),
-  };
+  const args = commonArgs(board, kernelPath, `unix:${socketPath},server=on,wait=on`, options);
+  // For a debugger: -S keeps the CPU stopped at reset (after the UART connects) until GDB
+  // continues; -gdb serves QEMU's gdbstub on a second unix socket (docs/debug.md).
+  if (options.gdbSocketPath) args.unshift('-S', '-gdb', `unix:${options.gdbSocketPath},server=on,wait=off`);
+  return { file: options.qemuBinary ?? DEFAULT_QEMU_BINARY, args };
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   BackendError,
   type BackendErrorKind,
   type Device,
+  type DeviceDebug,
   type FirmwareImage,
   type RunOptions,
   type RunStop,
@@ -14,7 +15,9 @@ import {
 } from '../backend.js';
 import { checkImageForBoard } from '../image-check.js';
 import { defaultScratchParent, makeScratchDir } from '../process/scratch-dir.js';
+import { connectGdbServer, socketGdbStream } from '../socket-gdb-stream.js';
 import { SocketUart, writeUartSocket } from '../socket-uart.js';
+import { freeTcpPort } from './free-tcp-port.js';
 import { waitForWallRun } from '../wall-run.js';
 import type { RenodeBackendOptions } from './renode-backend-options.js';
 import { pathToken, renodeKeysFor } from './renode-command.js';
@@ -41,6 +44,31 @@ export class RenodeDevice implements Device {
   private running = false;
   private abortActiveRun: ((err: BackendError) => void) | undefined;
   private closed = false;
+
+  /**
+   * The debug capability: a fresh Renode session with the machine set up, then Renode's GDB server
+   * (`machine StartGdbServer <port> true`: the emulation starts when GDB connects, the core waits
+   * for GDB's continue). UART time counts from the server's start. After a detach, `run` captures on.
+   */
+  readonly debug: DeviceDebug = {
+    attach: async (options = {}) => {
+      this.assertOpen('attaching a debugger');
+      throwIfCancelled(options.signal, 'attaching a debugger');
+      if (!this.elfPath) throw new BackendError('bad-image', `attaching a debugger to ${this.board.id} before flash: no firmware loaded`);
+      if (this.running) throw new BackendError('internal', `attaching a debugger to ${this.board.id} while a run is in progress`);
+      await this.endSession();
+      this.finalStop = undefined;
+      const session = await this.startSession(options.signal);
+      const port = await (this.options.pickPort ?? freeTcpPort)();
+      session.releasedAtMs = this.clock.nowMs();
+      await this.command(session, `machine StartGdbServer ${port} true`, 'unavailable');
+      const socket = await connectGdbServer(
+        { host: '127.0.0.1', port },
+        { clock: this.clock, timeoutMs: this.options.commandTimeoutMs ?? 30_000, what: 'Renode', outputTail: () => session.process.outputTail(), signal: options.signal },
+      );
+      return socketGdbStream(socket);
+    },
+  };
 
   constructor(
     readonly board: Board,

@@ -1,6 +1,8 @@
 import type { PinReading } from '../../core/pins.js';
 import { type EngineRunStop, type RunEngineOptions, runEngine } from '../../sim/run-engine.js';
 import type { SimEngine, SimImage } from '../../sim/sim-engine.js';
+import { SimError } from '../../sim/sim-error.js';
+import type { SimGdbIo, SimGdbTarget } from '../../sim/sim-gdb-target.js';
 
 /** Totals of one device's chips since it was opened, over all runs, resets and re-flashes. */
 export interface SimCounters {
@@ -63,6 +65,18 @@ export class SimChip {
   /** Runs the current chip (see `runEngine`); throws when nothing is flashed. */
   run(options: RunEngineOptions): Promise<EngineRunStop> {
     return runEngine(this.requireEngine(), options);
+  }
+
+  /**
+   * Builds a fresh chip from the image (held at reset release) and opens its engine's GDB stub on
+   * it; the chip stays the current one after the debugger, so `run` carries on from its state.
+   */
+  openGdb(io: SimGdbIo, boardId: string): SimGdbTarget {
+    if (!this.image) throw new SimError('bad-image', `attaching a debugger to ${boardId} before flash: no firmware loaded`);
+    this.reset();
+    const engine = this.requireEngine();
+    if (!engine.openGdb) throw new SimError('unavailable', `the simulator of ${boardId} has no GDB stub`);
+    return engine.openGdb(io);
   }
 
   queueUartInput(bytes: Uint8Array): void {

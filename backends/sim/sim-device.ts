@@ -14,6 +14,7 @@ import {
 import { checkImageForBoard } from '../image-check.js';
 import { UartFanout } from '../uart-fanout.js';
 import type { SimCounters } from './sim-chip.js';
+import { simDeviceDebug } from './sim-debug.js';
 import type { HostRequest, SimThread } from './sim-thread-host.js';
 import { STOP, type ThreadAnswer, type ThreadBatch } from './sim-thread-protocol.js';
 
@@ -61,6 +62,7 @@ export class SimDevice implements Device {
   private readonly thread: SimThread;
   private flashed = false;
   private running: Promise<unknown> | undefined;
+  private debugging = false;
   private closed = false;
   /** The totals the thread reported last. */
   private counters = noCounters;
@@ -81,11 +83,31 @@ export class SimDevice implements Device {
     },
   };
 
+  /** The debug capability: the engine's GDB stub on a fresh chip, in the engine's thread (backends/sim/sim-debug.ts). */
+  readonly debug: ReturnType<typeof simDeviceDebug>;
+
   constructor(
     readonly board: Board,
     private readonly options: SimDeviceOptions,
   ) {
     this.thread = options.thread;
+    this.debug = simDeviceDebug({
+      boardId: () => this.board.id,
+      thread: this.thread,
+      checkAttachable: () => {
+        this.assertUsable('attaching a debugger');
+        if (!this.flashed) throw new BackendError('bad-image', `attaching a debugger to ${this.board.id} before flash: no firmware loaded`);
+      },
+      attachOnThread: async (session) => {
+        await this.request({ type: 'debug-attach', session }, `attaching a debugger to ${this.board.id}`);
+      },
+      takeCounters: (output) => {
+        this.counters = output.counters;
+        this.reportUnmodelled(output.unmodelled);
+      },
+      emitUart: (chunk) => this.uart.emit(chunk),
+      setDebugging: (debugging) => (this.debugging = debugging),
+    });
   }
 
   get droppedUartBytes(): number {
@@ -142,6 +164,7 @@ export class SimDevice implements Device {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort(new Error('device closed'));
+    this.debug.detachAll();
     this.uart.clear();
     await this.running;
     if (this.thread.unusable === undefined) {
@@ -227,7 +250,12 @@ export class SimDevice implements Device {
 
   private assertUsable(what: string) {
     if (this.closed) throw new BackendError('internal', `${what} on the sim device for ${this.board.id} after close`);
-    if (this.running && what !== 'writeUart' && what !== 'pins.drive') {
+    // UART input and driven pins reach the chip between slices, as they do during a run.
+    const meanwhile = what === 'writeUart' || what === 'pins.drive';
+    if (this.debugging && !meanwhile) {
+      throw new BackendError('internal', `${what} on the sim device for ${this.board.id} while a debugger is attached`);
+    }
+    if (this.running && !meanwhile) {
       throw new BackendError('internal', `${what} on the sim device for ${this.board.id} while a run is in progress`);
     }
   }

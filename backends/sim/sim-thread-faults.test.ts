@@ -6,7 +6,8 @@ import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { simThreadFaults } from '../../test/support/faulty-sim-thread.js';
 import { firmwareImage } from '../../test/support/make-elf.js';
 import { THUMB_HELLO_BKPT_5, THUMB_SPIN, thumbProgram } from '../../test/support/sim-programs.js';
-import { BackendError, type Device } from '../backend.js';
+import { rspPacket } from '../../core/gdb/rsp-packet.js';
+import { BackendError, type Device, type GdbStream } from '../backend.js';
 import { SimBackend, type SimBackendOptions } from './sim-backend.js';
 
 /**
@@ -91,5 +92,49 @@ describe('sim engine threads: faults', () => {
     expect(error.message).toMatch(/the simulator thread of pico-hangs showed no sign of life for 5000 ms of host time while running: the engine hung; the thread was terminated/);
     await device.close();
     await healthyRun(backend());
+  });
+});
+
+/** Sends `packet` to the debugger's stream and resolves with the payload of the next packet back; rejects with why the stream ended first. */
+function exchange(stream: GdbStream, packet: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    void stream.closed.then(({ reason }) => reject(new Error(`the stream ended before a reply to ${packet}: ${reason}`)));
+    let seen = '';
+    const stop = stream.onData((text) => {
+      seen += text;
+      const reply = /\$([^#]*)#[0-9a-f]{2}/.exec(seen);
+      if (!reply) return;
+      stop();
+      resolve(reply[1]!);
+    });
+    stream.write(rspPacket(packet));
+  });
+}
+
+describe('sim engine threads: a debugger attached', () => {
+  it('a target halted in the debugger is not hung however long it waits; one that hangs under continue ends the session as a timeout', async () => {
+    const fake = createClock(0);
+    const answerWithinMs = 5_000;
+    const sim = backend({ watchdogClock: clockFromFakeTimers(fake), answerWithinMs });
+    const device = await sim.open(faultyPico('hangs'));
+    await device.flash(spin);
+    const stream = await device.debug!.attach();
+    expect(await exchange(stream, '?')).toMatch(/^S/);
+    // Halted, waiting for the debugger: ten looks of the watchdog with no sign of life.
+    for (let look = 0; look < 10; look++) fake.tick(answerWithinMs);
+    expect(await exchange(stream, 'g')).toMatch(/^[0-9a-f]+$/);
+
+    const hanging = new Promise<void>((resolve) => device.onUart((chunk) => new TextDecoder().decode(chunk.bytes) === 'hanging\n' && resolve()));
+    stream.write(rspPacket('c'));
+    await hanging;
+    // Running under the debugger, the engine now loops inside one slice: silence counts. Three
+    // looks: the first may still see the beat of the slice after the announcement.
+    for (let look = 0; look < 3; look++) fake.tick(answerWithinMs);
+    const { reason } = await stream.closed;
+    expect(reason).toMatch(
+      /the simulator thread of pico-hangs showed no sign of life for 5000 ms of host time while serving the debugger: the engine hung; the thread was terminated/,
+    );
+    expect((await rejection(device.run(1_000_000))).kind).toBe('timeout');
+    await device.close();
   });
 });

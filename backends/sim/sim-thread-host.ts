@@ -10,13 +10,21 @@ import {
   STOP,
   type ThreadAnswer,
   type ThreadBatch,
+  type ThreadDebugOutput,
   threadMessageSchema,
 } from './sim-thread-protocol.js';
 
 /** A request without its id: `SimThread.request` numbers it. */
 export type HostRequest = HostMessage extends infer M ? (M extends { id: number } ? Omit<M, 'id'> : never) : never;
 /** A message that gets no answer. */
-export type HostNotice = Extract<HostMessage, { type: 'write' | 'drive' }>;
+export type HostNotice = Extract<HostMessage, { type: 'write' | 'drive' | 'debug-in' | 'debug-close' }>;
+
+/** Whoever holds a debug session on the thread: its output, and the thread's failure, which ends the session. */
+export interface SimThreadDebugListener {
+  session: number;
+  onOutput(output: ThreadDebugOutput): void;
+  onFailure(reason: BackendError): void;
+}
 
 /** How the host watches a thread: set by whoever uses it (a thread serves one device after another). */
 export interface SimThreadWatch {
@@ -60,6 +68,8 @@ export class SimThread {
   private watchdog: TimerHandle | undefined;
   private beatAtLastCheck = -1;
   private started: { resolve: () => void; reject: (error: BackendError) => void } | undefined;
+  private debugListener: SimThreadDebugListener | undefined;
+  private lastDebugSession = 0;
 
   private constructor(
     /** The thread's entry module (`defaultSimThreadEntry`, or a test's with faulty engines). */
@@ -135,6 +145,21 @@ export class SimThread {
     Atomics.notify(this.control, CONTROL.verdict);
   }
 
+  /** A number for a new debug session, so output of an earlier one still on its way is told apart. */
+  nextDebugSession(): number {
+    return ++this.lastDebugSession;
+  }
+
+  /**
+   * Sets who receives debug output (undefined: nobody). While a debugger is attached the thread is
+   * watched, but its silence counts only while its target works (`CONTROL.debugWorking`): a
+   * target halted in the debugger is idle, not hung.
+   */
+  setDebugListener(listener: SimThreadDebugListener | undefined): void {
+    this.debugListener = listener;
+    this.busyChanged();
+  }
+
   /** Ends the thread and frees what it holds; waiting requests fail with `reason`. */
   terminate(reason = new BackendError('internal', `${this.label} was terminated`)): void {
     this.fail(reason);
@@ -152,8 +177,9 @@ export class SimThread {
       if (this.onBatch) this.onBatch(message);
       // Nobody to judge `until`: stop the run rather than leave the thread waiting for a verdict.
       else if (message.ask) this.setStop(STOP.abort);
-    }
-    else {
+    } else if (message.type === 'debug') {
+      if (this.debugListener?.session === message.session) this.debugListener.onOutput(message);
+    } else {
       const waiting = this.pending.get(message.id);
       if (!waiting) return;
       this.pending.delete(message.id);
@@ -170,13 +196,15 @@ export class SimThread {
     this.started?.reject(reason);
     for (const waiting of this.pending.values()) waiting.reject(reason);
     this.pending.clear();
+    this.debugListener?.onFailure(reason);
+    this.debugListener = undefined;
     // Wake a thread blocked on a verdict so termination is not delayed by the wait.
     this.setStop(STOP.abort);
     void this.worker.terminate();
   }
 
   private get busy(): boolean {
-    return this.started !== undefined || this.pending.size > 0;
+    return this.started !== undefined || this.pending.size > 0 || this.debugListener !== undefined;
   }
 
   /** A busy thread keeps the process alive and is watched; an idle one does neither. */
@@ -197,8 +225,10 @@ export class SimThread {
   /**
    * Every `answerWithinMs` while busy: the beat the thread bumps at every slice and every message
    * must have moved since the last look, unless the thread is waiting for the host's verdict on
-   * `until`. Both are read from shared memory, so a host that was itself too busy to read the
-   * thread's messages does not mistake a live thread for a hung one.
+   * `until`, or only a debugger is attached and its target is halted (it waits for a person, for
+   * as long as they like: `CONTROL.debugWorking` is 0). All are read from shared memory, so a host
+   * that was itself too busy to read the thread's messages does not mistake a live thread for a
+   * hung one.
    */
   private armWatchdog() {
     this.watchdog = this.watch.clock.setTimeout(() => {
@@ -206,12 +236,15 @@ export class SimThread {
       if (!this.busy || this.failure) return;
       const beat = Atomics.load(this.control, CONTROL.beat);
       const waitingOnHost = Atomics.load(this.control, CONTROL.waiting) === 1;
-      if (beat === this.beatAtLastCheck && !waitingOnHost) {
-        const doing = this.started ? 'starting' : [...this.pending.values()].map((p) => p.what).join(', ');
+      // Attached and nothing asked of it but the debugger's: silent is fine unless its target works.
+      const onlyDebugging = !this.started && this.pending.size === 0;
+      const idle = onlyDebugging && Atomics.load(this.control, CONTROL.debugWorking) === 0;
+      if (beat === this.beatAtLastCheck && !waitingOnHost && !idle) {
+        const doing = onlyDebugging ? 'debug' : this.started ? 'starting' : [...this.pending.values()].map((p) => p.what).join(', ');
         this.fail(
           new BackendError(
             'timeout',
-            `${this.label} showed no sign of life for ${this.watch.answerWithinMs} ms of host time while ${doing === 'run' ? 'running' : doing}: ` +
+            `${this.label} showed no sign of life for ${this.watch.answerWithinMs} ms of host time while ${doingWords(doing)}: ` +
               'the engine hung; the thread was terminated',
           ),
         );
@@ -226,4 +259,10 @@ export class SimThread {
     if (this.watchdog !== undefined) this.watch.clock.clearTimeout(this.watchdog);
     this.watchdog = undefined;
   }
+}
+
+function doingWords(doing: string): string {
+  if (doing === 'run') return 'running';
+  if (doing === 'debug') return 'serving the debugger';
+  return doing;
 }

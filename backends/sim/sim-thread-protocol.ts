@@ -11,6 +11,8 @@ import { backendErrorKinds } from '../backend.js';
  * running counts per message. The one per-chunk round trip is a run with an `until` condition,
  * which lives on the host: the thread then waits for the host's verdict on every chunk
  * (`asks`), so the run stops at exactly the chunk that satisfied it, as it did in process.
+ * A debugger's GDB target runs in the thread beside its engine; the RSP bytes cross as text
+ * messages (`debug-in`, `debug`), batched and bounded by `DEBUG_BATCH_CHARS`.
  */
 
 /** Indices into the shared Int32Array of one thread (`workerData.control`). */
@@ -23,8 +25,13 @@ export const CONTROL = {
   beat: 2,
   /** 1 while the thread waits for a verdict: it is waiting on the host, not hung. */
   waiting: 3,
+  /**
+   * 1 while a debugger's target works (handles the debugger's bytes, or runs the chip after a
+   * continue); 0 while it is halted waiting for the debugger, which is idle, not hung.
+   */
+  debugWorking: 4,
 } as const;
-export const CONTROL_WORDS = 4;
+export const CONTROL_WORDS = 5;
 export const STOP = { go: 0, until: 1, abort: 2 } as const;
 
 /** What the host hands a thread at start (`workerData`). */
@@ -42,6 +49,14 @@ export function simThreadData(workerData: unknown): z.infer<typeof threadDataSch
 /** A batch is sent early once its chunks hold this many bytes. */
 export const UART_BATCH_BYTES = 64 * 1024;
 
+/**
+ * GDB remote protocol text crosses in messages of at most this many characters (latin1, one per
+ * byte), either way: the thread's replies are gathered for one turn of its event loop (or one
+ * slice of a continue) and cut at this bound; the host cuts the debugger's bytes the same way.
+ */
+export const DEBUG_BATCH_CHARS = 64 * 1024;
+const rspText = z.string().max(DEBUG_BATCH_CHARS);
+
 const bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'expected a Uint8Array');
 const nanos = z.number().finite().nonnegative();
 
@@ -57,11 +72,20 @@ export const hostMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('reset'), id: z.number() }),
   z.object({ type: z.literal('run'), id: z.number(), endNanos: nanos, sliceNanos: nanos.optional(), asks: z.boolean() }),
   z.object({ type: z.literal('read'), id: z.number(), pin: z.string() }),
+  /**
+   * Builds a fresh chip from the flashed image and opens its engine's GDB target beside it
+   * (`SimEngine.openGdb`), as debug session `session`; its output comes back in `debug` messages.
+   */
+  z.object({ type: z.literal('debug-attach'), id: z.number(), session: z.number().int() }),
   /** Releases the device's chip; the thread may serve another device after. */
   z.object({ type: z.literal('close'), id: z.number() }),
   // Fire and forget: applied in order with the requests.
   z.object({ type: z.literal('write'), bytes }),
   z.object({ type: z.literal('drive'), pin: z.string(), level: z.union([z.literal(0), z.literal(1)]) }),
+  /** Bytes from the debugger for the target of `session` (ignored when that session is over). */
+  z.object({ type: z.literal('debug-in'), session: z.number().int(), text: rspText }),
+  /** The bench ends `session`: the target stops where it is and sends nothing more. */
+  z.object({ type: z.literal('debug-close'), session: z.number().int() }),
 ]);
 export type HostMessage = z.infer<typeof hostMessageSchema>;
 
@@ -95,6 +119,23 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
     unmodelled: unmodelledSchema,
   }),
   z.object({
+    /** What a debug session's target produced since the last one: RSP text, UART output, and its end. */
+    type: z.literal('debug'),
+    session: z.number().int(),
+    text: rspText,
+    chunks: z.array(z.object({ atNanos: nanos, bytes })),
+    /** Set once, on the session's last message: how the debugger ended it. */
+    end: z
+      .discriminatedUnion('how', [
+        z.object({ how: z.literal('detached') }),
+        z.object({ how: z.literal('killed') }),
+        z.object({ how: z.literal('protocol-error'), message: z.string() }),
+      ])
+      .optional(),
+    counters: countersSchema,
+    unmodelled: unmodelledSchema,
+  }),
+  z.object({
     type: z.literal('answer'),
     id: z.number(),
     counters: countersSchema.optional(),
@@ -110,3 +151,4 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
 export type ThreadMessage = z.infer<typeof threadMessageSchema>;
 export type ThreadAnswer = Extract<ThreadMessage, { type: 'answer' }>;
 export type ThreadBatch = Extract<ThreadMessage, { type: 'batch' }>;
+export type ThreadDebugOutput = Extract<ThreadMessage, { type: 'debug' }>;

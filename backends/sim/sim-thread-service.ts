@@ -8,6 +8,7 @@ import type { BackendErrorKind } from '../backend.js';
 import { lowerThisThreadsPriority } from './engine-thread-priority.js';
 import { SimChip } from './sim-chip.js';
 import type { EngineFactoryFor } from './sim-engines.js';
+import { ThreadDebugSession } from './sim-thread-debug.js';
 import { CONTROL, type HostMessage, hostMessageSchema, STOP, type ThreadMessage, UART_BATCH_BYTES } from './sim-thread-protocol.js';
 
 /** How long one wait for the host's verdict blocks before it looks again (lets `terminate` in between). */
@@ -27,6 +28,12 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
   const control = new Int32Array(options.control);
   const beat = () => Atomics.add(control, CONTROL.beat, 1);
   let device: { board: Board; chip: SimChip } | undefined;
+  /** The debugger's session on the device's chip, while one is attached (at most one). */
+  let debug: { session: number; target: ThreadDebugSession } | undefined;
+  const endDebug = () => {
+    debug?.target.close();
+    debug = undefined;
+  };
 
   // Unmodelled accesses: a message's first report goes out with count 1, later ones as the latest count.
   const firstSeen: string[] = [];
@@ -95,6 +102,24 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
     answer(id, { stop: aborted ? { reason: 'cancelled', elapsedNanos: stop.elapsedNanos } : stop });
   };
 
+  const attachDebugger = (id: number, session: number, board: Board, chip: SimChip) => {
+    endDebug();
+    try {
+      const target = new ThreadDebugSession(chip, board.id, {
+        control,
+        beat,
+        send: (output) => send({ type: 'debug', session, ...output, counters: chip.counters, unmodelled: takeUnmodelled() }),
+        onEnd: () => {
+          if (debug?.session === session) debug = undefined;
+        },
+      });
+      debug = { session, target };
+      answer(id);
+    } catch (err) {
+      answer(id, { error: failure(err, `attaching a debugger to ${board.id}`) });
+    }
+  };
+
   const handle = async (message: HostMessage) => {
     if (message.type === 'open') {
       open(message.board, message.bootrom);
@@ -110,7 +135,17 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
       case 'drive':
         chip.drivePin(message.pin, message.level);
         return;
+      case 'debug-attach':
+        attachDebugger(message.id, message.session, board, chip);
+        return;
+      case 'debug-in':
+        if (debug?.session === message.session) debug.target.receive(message.text);
+        return;
+      case 'debug-close':
+        if (debug?.session === message.session) endDebug();
+        return;
       case 'close':
+        endDebug();
         chip.release();
         answer(message.id);
         device = undefined;

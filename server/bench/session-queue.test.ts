@@ -10,14 +10,14 @@ function countingSignal(): { signal: AbortSignal; controller: AbortController; a
   let attached = 0;
   const add = signal.addEventListener.bind(signal);
   const remove = signal.removeEventListener.bind(signal);
-  signal.addEventListener = ((type: string, listener: EventListener, options?: AddEventListenerOptions) => {
-    if (type === 'abort') attached += 1;
-    add(type, listener, options);
-  }) as typeof signal.addEventListener;
-  signal.removeEventListener = ((type: string, listener: EventListener) => {
-    if (type === 'abort') attached -= 1;
-    remove(type, listener);
-  }) as typeof signal.removeEventListener;
+  signal.addEventListener = ((...args: Parameters<AbortSignal['addEventListener']>) => {
+    if (args[0] === 'abort') attached += 1;
+    add(...args);
+  }) as AbortSignal['addEventListener'];
+  signal.removeEventListener = ((...args: Parameters<AbortSignal['removeEventListener']>) => {
+    if (args[0] === 'abort') attached -= 1;
+    remove(...args);
+  }) as AbortSignal['removeEventListener'];
   return { signal, controller, attached: () => attached };
 }
 

@@ -27,7 +27,7 @@ function faulty(engine: SimEngine, fault: keyof typeof simThreadFaults): SimEngi
   let announced = false;
   let hangAfterNanos: number | undefined;
   return new Proxy(engine, {
-    get(target, key) {
+    get(target, key, receiver) {
       if (key === 'advance') {
         return (targetNanos: number) => {
           if (target.nanos < FAULT_AFTER_NANOS) return target.advance(Math.min(targetNanos, FAULT_AFTER_NANOS));
@@ -58,6 +58,8 @@ function faulty(engine: SimEngine, fault: keyof typeof simThreadFaults): SimEngi
         };
       }
       const value: unknown = Reflect.get(target, key, target);
+      // A debugger's stub drives the faulty engine too: it is built on the proxy, not the engine inside.
+      if (key === 'openGdb' && typeof value === 'function') return value.bind(receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });

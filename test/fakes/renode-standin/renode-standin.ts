@@ -60,6 +60,7 @@ async function execute(line: string): Promise<void> {
     else if (head === 'emulation' && verb === 'CreateServerSocketTerminal' && rest[0] && rest[1]) await machine.createTerminal(rest[0], rest[1], rest[2]);
     else if (head === 'emulation' && verb === 'RunFor' && rest[0]) await machine.runFor(rest[0]);
     else if (head === 'connector' && verb === 'Connect' && rest[0] && rest[1]) machine.connect(rest[0], rest[1]);
+    else if (head === 'machine' && verb === 'StartGdbServer' && rest[0]) machine.startGdbServer(rest[0]);
     else if (head === 'start' && verb === undefined) machine.start();
     else if (head === 'pause' && verb === undefined) machine.pause();
     else if (head === 'quit' && verb === undefined) await quit();

@@ -151,8 +151,24 @@ export class StandinMachine {
     else terminal.queue.push(data);
   }
 
+  /**
+   * `machine StartGdbServer <port> [autostartEmulation]`: Renode's GDB server on `port`, the
+   * emulation started with the core waiting for the debugger. Here QEMU's gdbstub serves it
+   * (-S -gdb), so GDB talks to QEMU's stub where it would talk to Renode's.
+   */
+  startGdbServer(portText: string) {
+    this.requireMachine();
+    const port = Number(portText);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CommandError(`Could not convert '${portText}' to Int32`);
+    if (!this.elfPath) throw new CommandError('Could not find device sysbus');
+    this.stopCpu('kill');
+    this.startCpu(['-S', '-gdb', `tcp:127.0.0.1:${port}`]);
+    this.started = true;
+    this.console.log('INFO', this.machine, `GDB server with all CPUs started on port :${port}`);
+  }
+
   /** CPU execution, delegated: qemu-system-arm with the connected UART's serial index on stdio. */
-  startCpu() {
+  startCpu(extraArgs: readonly string[] = []) {
     const platform = this.platform;
     if (!platform || !this.elfPath) return;
     const connected = [...this.connections.keys()][0];
@@ -161,7 +177,7 @@ export class StandinMachine {
     for (let i = 0; i <= Math.max(index, 0); i++) serials.push('-serial', i === index ? 'stdio' : 'null');
     const qemu = spawn(
       process.env.RENODE_STANDIN_QEMU ?? 'qemu-system-arm',
-      ['-M', platform.qemuMachine, '-nographic', '-monitor', 'none', ...serials, '-kernel', this.elfPath],
+      ['-M', platform.qemuMachine, '-nographic', '-monitor', 'none', ...serials, ...extraArgs, '-kernel', this.elfPath],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );
     this.cpu = qemu;

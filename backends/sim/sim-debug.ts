@@ -1,0 +1,103 @@
+import { BackendError, type DeviceDebug, type GdbStream, type UartChunk } from '../backend.js';
+import type { SimThread } from './sim-thread-host.js';
+import { DEBUG_BATCH_CHARS, type ThreadDebugOutput } from './sim-thread-protocol.js';
+
+/** What the debug capability needs from its `SimDevice`. */
+export interface SimDebugHost {
+  /** The board's id, for messages. */
+  boardId(): string;
+  /** The device's engine thread, where the GDB target runs beside the engine. */
+  thread: SimThread;
+  /** Throws unless a debugger may attach now (flashed, open, no run in progress). */
+  checkAttachable(): void;
+  /** Asks the thread to build a fresh chip and open its GDB target as `session`; throws the thread's refusal as a `BackendError`. */
+  attachOnThread(session: number): Promise<void>;
+  /** Takes in the counters and unmodelled reports of a debug message (may throw: the listener's exception). */
+  takeCounters(output: ThreadDebugOutput): void;
+  /** Hands UART output to the device's subscribers. */
+  emitUart(chunk: UartChunk): void;
+  /** Marks the device as driven by a debugger (run, reset and flash are refused meanwhile). */
+  setDebugging(debugging: boolean): void;
+}
+
+/** Words for how a stub's session ended, as `GdbStream.closed` reports it. */
+function endReason(end: NonNullable<ThreadDebugOutput['end']>): string {
+  if (end.how === 'protocol-error') return `the debugger sent what is not GDB's remote protocol: ${end.message}`;
+  return end.how === 'detached' ? 'the debugger detached' : 'the debugger killed the target';
+}
+
+/**
+ * The sim backend's debug capability: a fresh chip from the flashed image, driven by the engine's
+ * GDB stub (`SimEngine.openGdb`: avr8js through hilbench's own stub, rp2040js through its GDB
+ * server), which runs beside the engine in the device's thread. The debugger's bytes go to the
+ * thread in `debug-in` messages of at most `DEBUG_BATCH_CHARS`; the target's replies and UART
+ * output come back in `debug` messages. When the stream ends the chip stays the device's, so
+ * `run` continues from where the debugger left it. A thread that fails ends the stream with why.
+ */
+export function simDeviceDebug(host: SimDebugHost): DeviceDebug & { detachAll(): void } {
+  let current: { close(reason: string): void } | undefined;
+  return {
+    attach: async (options = {}) => {
+      if (options.signal?.aborted) throw new BackendError('cancelled', `attaching a debugger to ${host.boardId()} cancelled`, { cause: options.signal.reason });
+      if (current) throw new BackendError('internal', `a debugger is already attached to ${host.boardId()}: one at a time`);
+      host.checkAttachable();
+      const { thread } = host;
+      const session = thread.nextDebugSession();
+      const listeners = new Set<(text: string) => void>();
+      let settle: (value: { reason: string }) => void = () => undefined;
+      const closed = new Promise<{ reason: string }>((resolve) => (settle = resolve));
+      let ended = false;
+      /** Ends the session here; `tellThread` when the thread does not know yet (the bench ended it). */
+      const finish = (reason: string, tellThread: boolean) => {
+        if (ended) return;
+        ended = true;
+        if (tellThread && thread.unusable === undefined) thread.notify({ type: 'debug-close', session });
+        thread.setDebugListener(undefined);
+        listeners.clear();
+        current = undefined;
+        host.setDebugging(false);
+        settle({ reason });
+      };
+      current = { close: (reason) => finish(reason, true) };
+      host.setDebugging(true);
+      thread.setDebugListener({
+        session,
+        onOutput: (output) => {
+          try {
+            host.takeCounters(output);
+          } catch (err) {
+            finish(`the simulator of ${host.boardId()} failed under the debugger: ${(err as Error).message}`, true);
+            return;
+          }
+          for (const chunk of output.chunks) host.emitUart({ atNanos: Math.round(chunk.atNanos), bytes: chunk.bytes });
+          if (output.text.length > 0) for (const listener of listeners) listener(output.text);
+          // The reply to a detach came first, in the same message.
+          if (output.end) finish(endReason(output.end), false);
+        },
+        onFailure: (reason) => finish(`${reason.message}; the debugger's session ended`, false),
+      });
+      try {
+        await host.attachOnThread(session);
+      } catch (err) {
+        finish('the debugger could not attach', false);
+        throw err;
+      }
+      const stream: GdbStream = {
+        write: (text) => {
+          if (ended) return;
+          for (let at = 0; at < text.length; at += DEBUG_BATCH_CHARS) {
+            thread.notify({ type: 'debug-in', session, text: text.slice(at, at + DEBUG_BATCH_CHARS) });
+          }
+        },
+        onData: (listener) => {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+        closed,
+        close: async () => finish('closed by the bench', true),
+      };
+      return stream;
+    },
+    detachAll: () => current?.close('the device was closed'),
+  };
+}

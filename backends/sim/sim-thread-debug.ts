@@ -1,0 +1,120 @@
+import type { EngineUartChunk } from '../../sim/sim-engine.js';
+import type { SimGdbEnd, SimGdbTarget } from '../../sim/sim-gdb-target.js';
+import type { SimChip } from './sim-chip.js';
+import { CONTROL, DEBUG_BATCH_CHARS, type ThreadDebugOutput, UART_BATCH_BYTES } from './sim-thread-protocol.js';
+
+/** What a debug session needs from the thread that serves it. */
+export interface ThreadDebugHost {
+  control: Int32Array;
+  /** Bumps the thread's sign of life. */
+  beat(): void;
+  /** Posts a message to the host, with the chip's counters and the unmodelled reports added. */
+  send(output: Pick<ThreadDebugOutput, 'text' | 'chunks' | 'end'>): void;
+  /** Called once when the debugger ends the session (detach, kill, not RSP). */
+  onEnd(): void;
+}
+
+const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * One debugger's session inside an engine thread: the engine's GDB target (`SimChip.openGdb`)
+ * beside the engine, fed with the debugger's bytes as they come from the host (`receive`). What
+ * the target sends, and the UART output of a continue, is gathered and posted as `debug`
+ * messages: once per turn of the thread's event loop (after its microtasks, so a stop reply goes
+ * out with the target's state settled), once per slice of a continue, and early when a message
+ * would pass `DEBUG_BATCH_CHARS` or `UART_BATCH_BYTES`.
+ *
+ * `CONTROL.debugWorking` tells the host's watchdog whether silence counts: 1 from the moment
+ * bytes arrive until the target is halted again (a continue keeps it at 1 and beats every
+ * slice), 0 while the target waits for the debugger, which may take as long as a person likes.
+ */
+export class ThreadDebugSession {
+  private readonly target: SimGdbTarget;
+  private text = '';
+  private chunks: EngineUartChunk[] = [];
+  private chunkBytes = 0;
+  private flushScheduled = false;
+  private over = false;
+
+  constructor(
+    chip: SimChip,
+    boardId: string,
+    private readonly host: ThreadDebugHost,
+  ) {
+    this.target = chip.openGdb(
+      {
+        send: (text) => this.take(text),
+        onUart: (chunk) => {
+          this.chunks.push(chunk);
+          this.chunkBytes += chunk.bytes.length;
+          if (this.chunkBytes >= UART_BATCH_BYTES) this.flush();
+        },
+        // The detach reply is already gathered: it goes out in the same message as the end.
+        onEnd: (end) => this.end(end),
+        yieldToHost: async () => {
+          host.beat();
+          this.flush();
+          await setImmediateYield();
+          this.scheduleFlush();
+        },
+      },
+      boardId,
+    );
+  }
+
+  /** The debugger's bytes, as the host cut them. */
+  receive(text: string): void {
+    if (this.over) return;
+    Atomics.store(this.host.control, CONTROL.debugWorking, 1);
+    this.target.receive(text);
+    this.scheduleFlush();
+  }
+
+  /** The bench ends the session: the target stops where it is; nothing more is sent. */
+  close(): void {
+    if (this.over) return;
+    this.over = true;
+    this.target.close();
+    Atomics.store(this.host.control, CONTROL.debugWorking, 0);
+  }
+
+  private take(text: string) {
+    this.text += text;
+    if (this.text.length >= DEBUG_BATCH_CHARS) this.flush();
+    else this.scheduleFlush();
+  }
+
+  private scheduleFlush() {
+    if (this.flushScheduled || this.over) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  /** Posts what is gathered, cut at the bound; the watchdog word is set first, so the host never reads a stale one after a reply. */
+  private flush(end?: SimGdbEnd) {
+    if (this.over) return;
+    Atomics.store(this.host.control, CONTROL.debugWorking, end === undefined && this.target.running ? 1 : 0);
+    if (this.text.length === 0 && this.chunks.length === 0 && end === undefined) return;
+    let text = this.text;
+    let chunks = this.chunks;
+    this.text = '';
+    this.chunks = [];
+    this.chunkBytes = 0;
+    do {
+      const piece = text.slice(0, DEBUG_BATCH_CHARS);
+      text = text.slice(DEBUG_BATCH_CHARS);
+      this.host.send({ text: piece, chunks, end: text.length === 0 ? end : undefined });
+      chunks = [];
+    } while (text.length > 0);
+  }
+
+  private end(end: SimGdbEnd) {
+    if (this.over) return;
+    this.flush(end);
+    this.over = true;
+    this.host.onEnd();
+  }
+}

@@ -1,0 +1,99 @@
+import type { Board } from '../../boards/board-schema.js';
+import { type Backend, BackendError, type FirmwareImage, NANOS_PER_SECOND, type UartChunk } from '../../backends/backend.js';
+import type { Clock } from '../../core/clock.js';
+import { GdbBridge, type GdbBridgeEnd } from './gdb-bridge.js';
+
+export interface DebugSessionOptions {
+  clock: Clock;
+  /** TCP port for GDB on 127.0.0.1; 0 picks a free one (`onListening` says which). */
+  gdbPort: number;
+  /** With no debugger connected this long, host ms, the session ends and frees the board. */
+  idleTimeoutMs: number;
+  /** After a detach the firmware runs on for at most this long, in the device's time base, its UART still streamed. */
+  afterDetachSeconds: number;
+  onUart: (chunk: UartChunk) => void;
+  /** Lines for the user about connections (stderr in the CLI). */
+  log: (line: string) => void;
+  /** Called once GDB may connect, with the port. */
+  onListening: (port: number) => void;
+  /** Ends the session (Ctrl-C): the board is freed. */
+  signal?: AbortSignal;
+}
+
+/** How a debug session ended, in `hilbench flash`'s verdict words (exit 0, 1, 42), or interrupted (Ctrl-C). */
+export type DebugOutcome = { outcome: 'passed' | 'failed' | 'timeout' | 'interrupted'; reason: string };
+
+/**
+ * `hilbench debug` in this process: opens the board, flashes the image, serves GDB on the port
+ * (each debugger finds the core halted at reset), streams the UART, and ends when the debugger
+ * detaches (the firmware then runs on for `afterDetachSeconds`) or kills the target, when the
+ * firmware ends under the debugger, when nobody debugs for the idle timeout, or on the signal.
+ * Always closes the device.
+ */
+export async function runDebugSession(backend: Backend, board: Board, image: FirmwareImage, options: DebugSessionOptions): Promise<DebugOutcome> {
+  let device;
+  try {
+    device = await backend.open(board, { signal: options.signal });
+  } catch (err) {
+    return failure(err);
+  }
+  const unsubscribe = device.onUart(options.onUart);
+  let bridge: GdbBridge | undefined;
+  const onAbort = () => void bridge?.stop('interrupted');
+  try {
+    if (!device.debug) {
+      throw new BackendError('unavailable', `board ${board.id} on the ${backend.name} backend cannot be debugged: this backend has no GDB server`);
+    }
+    await device.flash(image, { signal: options.signal });
+    // Attached now, so a board that cannot be debugged is refused before anyone connects, and
+    // the first debugger finds the core already halted at reset.
+    const firstStream = await device.debug.attach({ signal: options.signal });
+    bridge = await GdbBridge.start({
+      debug: device.debug,
+      firstStream,
+      boardId: board.id,
+      clock: options.clock,
+      port: options.gdbPort,
+      idleTimeoutMs: options.idleTimeoutMs,
+      log: options.log,
+    });
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) onAbort();
+    options.onListening(bridge.port);
+    const end = await bridge.ended;
+    return await afterBridge(end, async () => {
+      const stop = await device.run(options.afterDetachSeconds * NANOS_PER_SECOND, { signal: options.signal });
+      if (stop.reason === 'crashed') return { outcome: 'failed', reason: `after the detach the firmware crashed: ${stop.message}` };
+      if (stop.reason === 'exited' && stop.exitCode !== 0) return { outcome: 'failed', reason: `after the detach the firmware exited with code ${stop.exitCode}` };
+      return { outcome: 'passed', reason: end.message };
+    });
+  } catch (err) {
+    if (options.signal?.aborted) return { outcome: 'interrupted', reason: 'interrupted (Ctrl-C); the board is freed' };
+    return failure(err);
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+    await bridge?.stop();
+    unsubscribe();
+    await device.close();
+  }
+}
+
+async function afterBridge(end: GdbBridgeEnd, runOn: () => Promise<DebugOutcome>): Promise<DebugOutcome> {
+  switch (end.reason) {
+    case 'detached':
+      return runOn();
+    case 'killed':
+      return { outcome: 'passed', reason: end.message };
+    case 'exited':
+      return end.exitCode === 0 ? { outcome: 'passed', reason: end.message } : { outcome: 'failed', reason: end.message };
+    case 'idle':
+      return { outcome: 'timeout', reason: end.message };
+    case 'stopped':
+      return { outcome: 'interrupted', reason: 'interrupted (Ctrl-C); the board is freed' };
+  }
+}
+
+function failure(err: unknown): DebugOutcome {
+  if (err instanceof BackendError) return { outcome: 'failed', reason: `${err.kind}: ${err.message}` };
+  throw err;
+}

@@ -1,0 +1,73 @@
+import net from 'node:net';
+import { describe, expect, it } from 'vitest';
+import type { DeviceDebug, GdbStream } from '../../backends/backend.js';
+import { systemClock } from '../../core/clock.js';
+import { rspPacket } from '../../core/gdb/rsp-packet.js';
+import { GdbBridge } from './gdb-bridge.js';
+
+/** A target that records what reaches it and answers every packet with `OK`. */
+function recordingDebug(): { debug: DeviceDebug; received: string[] } {
+  const received: string[] = [];
+  const debug: DeviceDebug = {
+    attach: async () => {
+      const listeners = new Set<(text: string) => void>();
+      let close: (value: { reason: string }) => void = () => undefined;
+      const stream: GdbStream = {
+        write: (text) => {
+          received.push(text);
+          if (text.includes('#')) for (const listener of listeners) listener(`+${rspPacket('OK')}`);
+        },
+        onData: (listener) => {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+        closed: new Promise((resolve) => (close = resolve)),
+        close: async () => close({ reason: 'closed' }),
+      };
+      return stream;
+    },
+  };
+  return { debug, received };
+}
+
+async function connect(port: number) {
+  const socket = net.createConnection({ port, host: '127.0.0.1' });
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let text = '';
+  socket.on('data', (data: Buffer) => (text += data.toString('latin1')));
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return { socket, closed, text: () => text };
+}
+
+describe('GdbBridge', () => {
+  it('hands the target whole packets only, however the debugger splits them', async () => {
+    const { debug, received } = recordingDebug();
+    const bridge = await GdbBridge.start({ debug, boardId: 'b', clock: systemClock, port: 0, idleTimeoutMs: 60_000, log: () => undefined });
+    const client = await connect(bridge.port);
+    const packet = rspPacket('m20000000,4');
+    client.socket.write(`+${packet.slice(0, 5)}`);
+    client.socket.write(packet.slice(5));
+    // As GDB does after its detach: send D, then close.
+    client.socket.end(rspPacket('D'));
+    expect(await bridge.ended).toMatchObject({ reason: 'detached' });
+    expect(received.join('')).toBe(`+${packet}${rspPacket('D')}`);
+    // Each write to the target is whole units: acks and complete packets, never a fragment.
+    expect(received.every((unit) => /^(?:\+|-|\x03|\$[^#$]*#[0-9a-f]{2})+$/.test(unit))).toBe(true);
+  });
+
+  it('passes no byte of an oversized packet to the target, and closes that connection only', async () => {
+    const { debug, received } = recordingDebug();
+    const lines: string[] = [];
+    const bridge = await GdbBridge.start({ debug, boardId: 'b', clock: systemClock, port: 0, idleTimeoutMs: 60_000, maxPacketBytes: 1024, log: (l) => lines.push(l) });
+    const client = await connect(bridge.port);
+    for (let i = 0; i < 8; i++) client.socket.write('$' + 'a'.repeat(300));
+    await client.closed;
+    expect(received).toEqual([]);
+    expect(lines.join('\n')).toMatch(/longer than 1024 bytes/);
+    const next = await connect(bridge.port);
+    next.socket.write(rspPacket('?'));
+    next.socket.end(rspPacket('D'));
+    expect(await bridge.ended).toMatchObject({ reason: 'detached' });
+    expect(received.join('')).toBe(rspPacket('?') + rspPacket('D'));
+  });
+});

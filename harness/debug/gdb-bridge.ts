@@ -1,0 +1,216 @@
+import net from 'node:net';
+import { BackendError, type DeviceDebug, type GdbStream } from '../../backends/backend.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import { rspPacket } from '../../core/gdb/rsp-packet.js';
+import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
+
+/** Idle time before TCP keepalive probes a debugger's connection, ms. */
+const KEEPALIVE_MS = 10_000;
+
+/** How a bridge ended: the debugger detached or killed the target, the firmware exited under it, nobody debugged for the idle timeout, or the bench stopped it. */
+export type GdbBridgeEnd =
+  | { reason: 'detached' | 'killed' | 'idle' | 'stopped'; message: string }
+  | { reason: 'exited'; message: string; exitCode: number | undefined };
+
+export interface GdbBridgeOptions {
+  /** The device's debug capability (flashed). */
+  debug: DeviceDebug;
+  /** A stream already attached (the core halted at reset), for the first debugger; later ones attach afresh. */
+  firstStream?: GdbStream;
+  /** Board id, for messages. */
+  boardId: string;
+  clock: Clock;
+  /** Port on `host`; 0 picks a free one (`GdbBridge.port` says which). */
+  port: number;
+  /** Default 127.0.0.1: the debugger is on this host; a lab reaches boards through the server. */
+  host?: string;
+  /** With no debugger connected for this long (host ms), the bridge ends and the board is freed. */
+  idleTimeoutMs: number;
+  /** Bound on one packet from the debugger, bytes (default 64 KiB). */
+  maxPacketBytes?: number;
+  /** One line for the user (stderr in the CLI) about each connection. */
+  log: (line: string) => void;
+}
+
+/**
+ * Serves a device's GDB stream on a TCP port, one debugger at a time:
+ * - the debugger's bytes are checked as RSP (`RspReader`) before they reach the target: a
+ *   malformed or oversized packet closes that connection only; the device stays attached-ready
+ *   and another debugger may connect;
+ * - a second debugger while one is connected gets an `E.` reply naming the board and is closed;
+ * - `D` (detach) or `k`/`vKill` (kill) from the debugger, or an exit reported by the target
+ *   (`W`/`X`), ends the bridge once that debugger's connection closes;
+ * - a debugger that vanishes (connection closed without detaching) leaves the core halted where
+ *   it was; with nobody connected for `idleTimeoutMs` (from the start, too) the bridge ends
+ *   `idle`, so an abandoned board is freed. The timer runs on the injected clock.
+ * Each connection gets a fresh stream from `DeviceDebug.attach` (the core back at reset, halted).
+ */
+export class GdbBridge {
+  readonly ended: Promise<GdbBridgeEnd>;
+  private settle: (end: GdbBridgeEnd) => void = () => undefined;
+  private readonly server: net.Server;
+  private active: { socket: net.Socket; stream?: GdbStream; ending?: GdbBridgeEnd } | undefined;
+  private idleTimer: TimerHandle | undefined;
+  private finished = false;
+  private firstStream: GdbStream | undefined;
+
+  private constructor(private readonly options: GdbBridgeOptions) {
+    this.firstStream = options.firstStream;
+    this.ended = new Promise((resolve) => (this.settle = resolve));
+    this.server = net.createServer((socket) => this.accept(socket));
+  }
+
+  /** Listens on `options.port` and starts the idle timer. */
+  static async start(options: GdbBridgeOptions): Promise<GdbBridge> {
+    const bridge = new GdbBridge(options);
+    const host = options.host ?? '127.0.0.1';
+    await new Promise<void>((resolve, reject) => {
+      bridge.server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new BackendError('unavailable', `cannot serve GDB on ${host}:${options.port}: ${err.code === 'EADDRINUSE' ? 'the port is taken (choose another with --gdb-port)' : err.message}`, { cause: err })),
+      );
+      bridge.server.listen(options.port, host, () => {
+        bridge.server.removeAllListeners('error');
+        resolve();
+      });
+    });
+    bridge.armIdleTimer();
+    return bridge;
+  }
+
+  /** The port it listens on. */
+  get port(): number {
+    const address = this.server.address();
+    return typeof address === 'object' && address ? address.port : this.options.port;
+  }
+
+  /** Ends the bridge: closes the debugger's connection and stream, stops listening. */
+  async stop(message = 'stopped by the bench'): Promise<void> {
+    this.finish({ reason: 'stopped', message });
+    await this.ended;
+  }
+
+  private accept(socket: net.Socket) {
+    socket.setNoDelay(true);
+    // A debugger whose host vanished without closing (a laptop lid) is noticed by TCP keepalive,
+    // and then counts as disconnected: the idle timeout frees the board.
+    socket.setKeepAlive(true, KEEPALIVE_MS);
+    socket.on('error', () => undefined);
+    if (this.finished) {
+      socket.destroy();
+      return;
+    }
+    if (this.active) {
+      const message = `board ${this.options.boardId} already has a debugger attached (one at a time)`;
+      this.options.log(`refused a second debugger: ${message}`);
+      socket.end(`+${rspPacket(`E.${message}`)}`);
+      return;
+    }
+    this.disarmIdleTimer();
+    const connection: NonNullable<GdbBridge['active']> = { socket };
+    this.active = connection;
+    const reader = new RspReader({ maxPacketBytes: this.options.maxPacketBytes ?? DEFAULT_MAX_PACKET_BYTES });
+    const targetReader = new RspReader({ maxPacketBytes: Number.MAX_SAFE_INTEGER });
+    let targetReadable = true;
+    const pending: string[] = [];
+    let stream: GdbStream | undefined;
+    const toTarget = (text: string) => (stream ? stream.write(text) : pending.push(text));
+
+    socket.on('data', (data: Buffer) => {
+      // Only whole, well-framed units reach the target: a packet still arriving stays here, so an
+      // oversized or broken one never gets a byte of itself past the bridge.
+      let forward = '';
+      try {
+        for (const event of reader.feed(data.toString('latin1'))) {
+          forward += event.kind === 'packet' ? event.raw : event.kind === 'ack' ? '+' : event.kind === 'nak' ? '-' : '\x03';
+          if (event.kind !== 'packet' || !event.checksumOk) continue;
+          const { payload } = event;
+          if (payload[0] === 'D') connection.ending = { reason: 'detached', message: 'the debugger detached; the firmware runs on' };
+          else if (payload === 'k' || payload.startsWith('vKill')) connection.ending = { reason: 'killed', message: 'the debugger killed the target' };
+        }
+      } catch (err) {
+        if (!(err instanceof RspProtocolError)) throw err;
+        this.options.log(`closed the debugger's connection: it sent what is not GDB's remote protocol (${err.message}); the board waits for another`);
+        socket.destroy();
+        return;
+      }
+      if (forward) toTarget(forward);
+    });
+    socket.once('close', () => {
+      if (this.active === connection) this.active = undefined;
+      void stream?.close();
+      if (connection.ending) this.finish(connection.ending);
+      else if (!this.finished) {
+        this.options.log(`the debugger disconnected without detaching; the core stays halted until one connects again (or ${this.options.idleTimeoutMs / 1000} s pass)`);
+        this.armIdleTimer();
+      }
+    });
+
+    const ready = this.firstStream ? Promise.resolve(this.firstStream) : this.options.debug.attach();
+    this.firstStream = undefined;
+    ready.then(
+      (opened) => {
+        if (socket.destroyed) {
+          void opened.close();
+          return;
+        }
+        stream = opened;
+        connection.stream = opened;
+        opened.onData((text) => {
+          if (targetReadable) {
+            try {
+              for (const event of targetReader.feed(text)) {
+                if (!connection.ending && event.kind === 'packet' && /^[WX][0-9a-fA-F]{2}/.test(event.payload)) {
+                  const status = parseInt(event.payload.slice(1, 3), 16);
+                  connection.ending =
+                    event.payload[0] === 'W'
+                      ? { reason: 'exited', message: `the firmware exited with status ${status} under the debugger`, exitCode: status }
+                      : { reason: 'exited', message: `the target was terminated by signal ${status} under the debugger`, exitCode: undefined };
+                }
+              }
+            } catch {
+              targetReadable = false;
+            }
+          }
+          socket.write(Buffer.from(text, 'latin1'));
+        });
+        void opened.closed.then(({ reason }) => {
+          // The target ended the session (a detach or kill it answered): the reply is written; close.
+          if (!socket.destroyed) socket.end();
+          if (this.active === connection && !connection.ending) this.options.log(`the target ended the debug session: ${reason}`);
+        });
+        for (const text of pending.splice(0)) opened.write(text);
+      },
+      (err: unknown) => {
+        const message = `could not attach to ${this.options.boardId}: ${(err as Error).message}`;
+        this.options.log(message);
+        socket.end(`+${rspPacket(`E.${message}`)}`);
+      },
+    );
+  }
+
+  private armIdleTimer() {
+    this.disarmIdleTimer();
+    const { idleTimeoutMs } = this.options;
+    this.idleTimer = this.options.clock.setTimeout(
+      () => this.finish({ reason: 'idle', message: `no debugger connected for ${idleTimeoutMs / 1000} s: the board is freed` }),
+      idleTimeoutMs,
+    );
+  }
+
+  private disarmIdleTimer() {
+    if (this.idleTimer !== undefined) this.options.clock.clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+  }
+
+  private finish(end: GdbBridgeEnd) {
+    if (this.finished) return;
+    this.finished = true;
+    this.disarmIdleTimer();
+    const active = this.active;
+    this.active = undefined;
+    void this.firstStream?.close();
+    void active?.stream?.close();
+    active?.socket.destroy();
+    this.server.close(() => this.settle(end));
+  }
+}

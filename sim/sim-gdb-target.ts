@@ -1,0 +1,81 @@
+import type { EngineHalt, EngineUartChunk } from './sim-engine.js';
+
+/**
+ * A GDB stub for one simulated chip, with a message-friendly interface: RSP text in (`receive`),
+ * RSP text out (`SimGdbIo.send`), so it can live next to its engine in another thread and talk
+ * through messages. Text is latin1, one character per byte. While the debugger lets the chip run
+ * (continue), the stub runs the engine itself in slices and yields between them.
+ */
+export interface SimGdbTarget {
+  /** Bytes from the debugger, as they arrive (any split). */
+  receive(text: string): void;
+  /** Stops the chip where it is and ends the stub; nothing more is sent. Safe to call twice. */
+  close(): void;
+  /** True while the debugger lets the chip run (a continue); false while it is halted. */
+  readonly running: boolean;
+}
+
+/** How a stub's session ended: the debugger detached (the chip may run on) or killed, or sent what is not RSP. */
+export type SimGdbEnd = { how: 'detached' } | { how: 'killed' } | { how: 'protocol-error'; message: string };
+
+/** What a stub needs from its host. */
+export interface SimGdbIo {
+  /** RSP bytes for the debugger. */
+  send(text: string): void;
+  /** UART output the firmware produced while running under the debugger. */
+  onUart(chunk: EngineUartChunk): void;
+  /** Called once when the debugger ends the session; the stub sends nothing after it. */
+  onEnd(end: SimGdbEnd): void;
+  /** Simulated nanoseconds run between yields to the host while the debugger lets the chip run; default 1 ms. */
+  sliceNanos?: number;
+  /** Lets the host event loop in between slices; default `setImmediate`. */
+  yieldToHost?: () => Promise<void>;
+}
+
+/** Why a debugged run stopped. */
+export type DebugRunStop = { kind: 'breakpoint' } | { kind: 'interrupted' } | { kind: 'halted'; halt: EngineHalt } | { kind: 'closed' };
+
+export const DEFAULT_DEBUG_SLICE_NANOS = 1_000_000;
+const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Runs a chip for a debugger until a breakpoint, an interrupt (0x03), a halt (exit, crash) or the
+ * stub's close, in slices of simulated time with a yield to the host after each, so the stub can
+ * read the debugger's interrupt and the host stays responsive.
+ */
+export async function runUntilDebugStop(options: {
+  /** Runs one slice up to `targetNanos`; true in `breakpoint` when it stopped at one. */
+  slice: (targetNanos: number) => { halt?: EngineHalt; breakpoint: boolean };
+  nanos: () => number;
+  takeUart: () => EngineUartChunk | undefined;
+  io: SimGdbIo;
+  /** Checked between slices: an interrupt or close asked the run to stop. */
+  stopRequested: () => 'interrupted' | 'closed' | undefined;
+}): Promise<DebugRunStop> {
+  const { io } = options;
+  const sliceNanos = io.sliceNanos ?? DEFAULT_DEBUG_SLICE_NANOS;
+  const yieldToHost = io.yieldToHost ?? setImmediateYield;
+  for (;;) {
+    const requested = options.stopRequested();
+    if (requested) return { kind: requested };
+    let sliced: { halt?: EngineHalt; breakpoint: boolean };
+    try {
+      sliced = options.slice(options.nanos() + sliceNanos);
+    } catch (err) {
+      // What ends a normal run with a failure (a SimError: core 1 not modelled, a bad ROM call)
+      // is, under a debugger, a stop at the faulting instruction that can be inspected.
+      sliced = { halt: { reason: 'crashed', message: (err as Error).message }, breakpoint: false };
+    }
+    const { halt, breakpoint } = sliced;
+    for (let chunk = options.takeUart(); chunk; chunk = options.takeUart()) io.onUart(chunk);
+    if (halt) return { kind: 'halted', halt };
+    if (breakpoint) return { kind: 'breakpoint' };
+    await yieldToHost();
+  }
+}
+
+/** The RSP stop reply for a halted chip: `W` with the exit status, or `S0b` (SIGSEGV) for a crash, so the debugger can still look around. */
+export function haltStopReply(halt: EngineHalt): string {
+  if (halt.reason === 'exited') return `W${(halt.exitCode & 0xff).toString(16).padStart(2, '0')}`;
+  return 'S0b';
+}
