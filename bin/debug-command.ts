@@ -17,8 +17,12 @@ interface DebugOptions {
   afterDetachSeconds: number;
 }
 
-/** Exit status of `hilbench debug`: `hilbench flash`'s (0 passed, 1 failed, 42 timeout), and 130 for Ctrl-C as any interrupted command. */
-const DEBUG_EXIT = { passed: 0, failed: 1, timeout: 42, interrupted: 130 } as const;
+/**
+ * Exit status of `hilbench debug`: `hilbench flash`'s (0 passed, 1 failed, 42 timeout, 2 never ran:
+ * no such board, none that can run it here, an unreadable or unfit ELF, a GDB port in use), and 130
+ * for Ctrl-C as any interrupted command.
+ */
+const DEBUG_EXIT = { passed: 0, failed: 1, timeout: 42, neverRan: 2, interrupted: 130 } as const;
 
 /**
  * `hilbench debug <firmware.elf> --board <id>`: flashes the image with the core halted at reset,
@@ -50,22 +54,35 @@ export function addDebugCommand(program: Command): void {
         import('../backends/image-check.js'),
         import('../harness/debug/debug-session.js'),
       ]);
-      const board = loadBoardCatalog(opts.boardsDir).find((b) => b.id === opts.board);
-      if (!board) throw new Error(`board "${opts.board}" is not in the catalog (hilbench boards lists them)`);
-      const backends = createBackends({
-        clock: foregroundClock,
-        boards: [board],
-        qemuBinary: opts.qemu, renodePath: opts.renode, rp2040BootromPath: opts.rp2040Bootrom,
-        benchFile: opts.benchFile,
-      });
-      const resolved = await resolveBoardBackend(board, backends, opts.backend as never);
-      if (!resolved.backend) throw new Error(`board ${board.id} cannot run here: ${resolved.offlineReason ?? 'no backend'}`);
-      const image = loadFirmwareImage(readFileSync(firmware));
-      checkImageForBoard(image, board);
+      const say = (line: string) => process.stderr.write(`hilbench debug: ${line}\n`);
+      // What fails before the image is on the board never ran, as `hilbench flash` says it (docs/cli.md).
+      const prepare = async () => {
+        const board = loadBoardCatalog(opts.boardsDir).find((b) => b.id === opts.board);
+        if (!board) throw new Error(`board "${opts.board}" is not in the catalog (hilbench boards lists them)`);
+        const backends = createBackends({
+          clock: foregroundClock,
+          boards: [board],
+          qemuBinary: opts.qemu, renodePath: opts.renode, rp2040BootromPath: opts.rp2040Bootrom,
+          benchFile: opts.benchFile,
+        });
+        const resolved = await resolveBoardBackend(board, backends, opts.backend as never);
+        if (!resolved.backend) throw new Error(`board ${board.id} cannot run here: ${resolved.offlineReason ?? 'no backend'}`);
+        const image = loadFirmwareImage(readFileSync(firmware));
+        checkImageForBoard(image, board);
+        return { board, resolved: { backend: resolved.backend, backendName: resolved.backendName }, image };
+      };
+      let prepared: Awaited<ReturnType<typeof prepare>>;
+      try {
+        prepared = await prepare();
+      } catch (err) {
+        say(`never ran: ${(err as Error).message}`);
+        process.exitCode = DEBUG_EXIT.neverRan;
+        return;
+      }
+      const { board, resolved, image } = prepared;
       const interrupted = new AbortController();
       const onSigint = () => interrupted.abort(new Error('Ctrl-C'));
       process.once('SIGINT', onSigint);
-      const say = (line: string) => process.stderr.write(`hilbench debug: ${line}\n`);
       const decoder = new TextDecoder();
       try {
         const ended = await runDebugSession(resolved.backend, board, image, {

@@ -74,4 +74,10 @@ describe('hilbench debug with real GDB', () => {
     expect({ exitCode: result.exitCode, stdout: result.stdout }).toEqual({ exitCode: 0, stdout: 'hilbench debug board=pico counter=42' });
     expect(result.stderr).toMatch(/hilbench debug: passed: the debugger detached/);
   });
+
+  it('the CLI says a run that never started never ran, with exit 2, as hilbench flash does', { timeout: 120_000 }, async () => {
+    const result = await execa('npx', ['tsx', 'bin/hilbench.ts', 'debug', debugElf('pico'), '--board', 'picco', '--gdb-port', '0'], { cwd: root, reject: false });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toMatch(/^hilbench debug: never ran: board "picco" is not in the catalog/m);
+  });
 });
