@@ -4,19 +4,12 @@
  * such job alone, alternately in one run. The server is `hilbench serve`'s: its in-process worker
  * runs the pool (default size: the host's cores for the simulators; QEMU sized explicitly).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { loadBoardCatalog } from '../boards/catalog.js';
-import { systemClock } from '../core/clock.js';
-import { createBackends } from '../harness/backend-registry.js';
-import { cliPoolSizes, type PoolSizes } from '../harness/worker/pool-size.js';
-import { BenchClient } from '../lib/bench-client.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import { readFileSync } from 'node:fs';
+import { cliPoolSizes } from '../harness/worker/pool-size.js';
+import { startLocalBench } from './local-bench-server.js';
 import type { BenchRow } from './measure.js';
 import { parallelSpeedup } from './sim-threads.bench.js';
 
-const quietLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const helloElf = (board: string) => new Uint8Array(readFileSync(new URL(`../scenarios/firmware/${board}/hello.elf`, import.meta.url)));
 
 interface PoolCase {
@@ -27,23 +20,8 @@ interface PoolCase {
 }
 
 async function poolSpeedup(c: PoolCase, parallel: number, rounds: number): Promise<{ row: BenchRow; poolSize: number }> {
-  const boards = loadBoardCatalog();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-pool-bench-'));
-  const poolSizes: PoolSizes = cliPoolSizes(c.poolSizeOptions);
-  const server = await startBenchServer({
-    port: 0,
-    dataDir,
-    boards,
-    clock: systemClock,
-    logger: quietLogger,
-    backend: 'auto',
-    backends: () => createBackends({ clock: systemClock, boards }),
-    publicBaseUrl: 'http://127.0.0.1',
-    localWorker: { poolSizes },
-  });
+  const { server, client, close } = await startLocalBench('pool', { localWorker: { poolSizes: cliPoolSizes(c.poolSizeOptions) } });
   try {
-    const anonymous = new BenchClient({ baseUrl: server.url });
-    const client = anonymous.withToken((await anonymous.register('pool-bench')).token);
     const firmware = helloElf(c.board);
     const listed = (await (await fetch(`${server.url}/api/v1/boards`)).json()) as { boards?: Array<{ id: string; instances?: { total?: number } }> };
     const poolSize = listed.boards?.find((b) => b.id === c.board)?.instances?.total ?? 1;
@@ -69,8 +47,7 @@ async function poolSpeedup(c: PoolCase, parallel: number, rounds: number): Promi
       },
     };
   } finally {
-    await server.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await close();
   }
 }
 

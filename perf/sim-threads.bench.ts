@@ -3,20 +3,15 @@
  * own, so (a) simulated devices running at once use the host's cores, and (b) the server's own
  * answers stay fast while they run. Both measured alternately in one run.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { NANOS_PER_SECOND } from '../backends/backend.js';
 import { loadFirmwareImage } from '../backends/image-check.js';
 import { SimBackend } from '../backends/sim/sim-backend.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
-import { createBackends } from '../harness/backend-registry.js';
-import { BenchClient } from '../lib/bench-client.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import { startLocalBench } from './local-bench-server.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
-const quietLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const helloElf = (board: string) => new Uint8Array(readFileSync(new URL(`../scenarios/firmware/${board}/hello.elf`, import.meta.url)));
 
 /** Host ms of one job alone and of `parallel` jobs at once, averaged over `rounds` alternating rounds (ABAB). */
@@ -110,21 +105,8 @@ export async function runHealthUnderSimLoadBench(options: { requests?: number; r
   const requests = options.requests ?? 300;
   const rounds = options.rounds ?? 2;
   const uartSeconds = options.uartSeconds ?? 20;
-  const boards = loadBoardCatalog();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-sim-threads-bench-'));
-  const server = await startBenchServer({
-    port: 0,
-    dataDir,
-    boards,
-    clock: systemClock,
-    logger: quietLogger,
-    backend: 'auto',
-    backends: () => createBackends({ clock: systemClock, boards }),
-    publicBaseUrl: 'http://127.0.0.1',
-  });
+  const { server, client, close } = await startLocalBench('sim-threads');
   try {
-    const anonymous = new BenchClient({ baseUrl: server.url });
-    const client = anonymous.withToken((await anonymous.register('bench')).token);
     const idle: number[] = [];
     const busy: number[] = [];
     await healthLatencies(server.url, 50);
@@ -151,7 +133,6 @@ export async function runHealthUnderSimLoadBench(options: { requests?: number; r
       { name: 'health p99 busy / idle', value: busyP99 / idleP99, unit: 'x', note: 'goal <= 1.5' },
     ];
   } finally {
-    await server.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await close();
   }
 }
