@@ -87,6 +87,33 @@ describe('hilbench debug on the probe backend (stand-in OpenOCD and probe-rs)', 
     }
   });
 
+  it('a GDB server that never listens is stopped at resetMs and the attach fails as timeout, quoting the tool', { timeout: 120_000 }, async () => {
+    const board = catalog.find((b) => b.id === 'pico')!;
+    const attachment = bench.boards.pico!;
+    const quick = new ProbeBackend({
+      bench: { ...bench, boards: { pico: { ...attachment, timeouts: { ...attachment.timeouts, resetMs: 1_500, killGraceMs: 300 } } } },
+      clock: systemClock,
+      probeRsPath: fakeProbeRsPath,
+      toolEnv: fake.toolEnv,
+    });
+    const device = await quick.open(board);
+    try {
+      await device.flash(loadFirmwareImage(readFileSync(debugElf('pico'))));
+      fake.setBehaviour('pico', 'hang');
+      const error = await device.debug!.attach().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toMatchObject({ kind: 'timeout', message: expect.stringMatching(/timed out after 1500 ms waiting for .*probe-rs gdb .*127\.0\.0\.1:\d+/) });
+      // The stand-in logs its pid once it runs (on a loaded machine it may not have got that far): then it must be gone.
+      const hung = /hang pid=(\d+)/.exec(fake.invocations('pico').join('\n'));
+      if (hung) expect(() => process.kill(Number(hung[1]), 0)).toThrow();
+    } finally {
+      fake.setBehaviour('pico', 'ok');
+      await device.close();
+    }
+  });
+
   it('hilbench debug with the probe unplugged fails before anyone can connect: probe-not-found with the tool\'s words', { timeout: 120_000 }, async () => {
     const board = catalog.find((b) => b.id === 'stm32f4-discovery')!;
     const image = loadFirmwareImage(readFileSync(debugElf('stm32f4-discovery')));
