@@ -91,7 +91,7 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   {
     title: 'GDB through hilbench debug',
     intro:
-      "Per backend, a GDB register read (`g`, one at a time, after the target answered `?`) through `hilbench debug`'s bridge (the RSP framing checks, one debugger per board) against the same read on the engine's own GDB server behind a plain TCP forward, and real GDB in batch mode from `target remote` to halted at `main`, both alternately in one run (issue 32, docs/debug.md).",
+      "Per backend, a GDB register read (`g`, one at a time, after the target answered `?`) through `hilbench debug` (the device's GDB stream: for the sims the stub in the engine's thread; hilbench's bridge with its RSP framing checks) against the same read on the engine's own GDB server with nothing of hilbench in between (rp2040js's `GDBServer` on its own `Simulator`, hilbench's avr8js stub in the main thread, QEMU's gdbstub on `-gdb tcp`), and, to show what the bridge alone costs, on the device's stream behind a plain TCP forward; then real GDB in batch mode from `target remote` to halted at `main` (break main, continue), timed by GDB's own clock, through both. All alternately in one run (issue 32, docs/debug.md). Taken on a shared, loaded 2-core machine: retake on a quiet one.",
     run: () => runDebugBench(),
   },
   {

@@ -90,6 +90,8 @@ export class Rp2040Engine implements SimEngine {
   private halt: EngineHalt | undefined;
   private outputReady = false;
   private readonly unmodelled = new Map<string, number>();
+  /** What a `bkpt` on core 1 does: ends the run (a debugger's stub replaces it while attached, as it does the chip's `onBreak`). */
+  core1Break: (code: number) => void = (code) => this.halted(breakHalt(this.rp2040, this.core1.core, code, CORE1, (m) => this.noteUnmodelled(m)));
 
   constructor(
     board: Board,
@@ -129,7 +131,7 @@ export class Rp2040Engine implements SimEngine {
     this.core1 = new SecondCore(this.rp2040, {
       fifo: this.fifo,
       logger: this.coreLogger(1),
-      onBreak: (code) => this.halted(breakHalt(this.rp2040, this.core1.core, code, CORE1, (m) => this.noteUnmodelled(m))),
+      onBreak: (code) => this.core1Break(code),
       // Without the own ROM there is no trapped entry to return to: an entry that returns runs whatever the B1 ROM has at 0.
       returnAddress: waitForVector === undefined ? 0 : waitForVector | 1,
       onLaunchFault: (message) => this.halted({ reason: 'crashed', message }),
