@@ -117,7 +117,7 @@ export class SessionLeases {
     }
     if (!outcome.session) throw await this.refusal(outcome.lease, boardId, agent);
     this.armExpiry(outcome.session);
-    return sessionBody(outcome.session!);
+    return sessionBody(outcome.session);
   }
 
   /** The id of a board of this server; `board_not_found` otherwise. */
