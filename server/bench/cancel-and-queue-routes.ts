@@ -25,7 +25,7 @@ export const cancelFormSchema = z.object({
 export const boardQueueSchema = z
   .object({
     board: z.string(),
-    waiting: z.number().int().meta({ description: "Requests waiting in the board's session queue on this server (POST /api/v1/sessions with wait_seconds)." }),
+    waiting: z.number().int().meta({ description: "Requests waiting in the board's session queue, on every replica (POST /api/v1/sessions with wait_seconds)." }),
     position: z.number().int().nullable().meta({ description: "The caller's place in it (1: next), or null when the caller does not wait for this board." }),
   })
   .meta({ title: 'BoardQueue' });
@@ -78,12 +78,12 @@ export function cancelAndQueueRoutes(bench: Bench): BenchRoute[] {
       method: 'get',
       path: '/api/v1/boards/{board}/queue',
       operationId: 'boardQueue',
-      summary: "Extension: the board's session queue on this server: how many wait, and the caller's place",
+      summary: "Extension: the board's session queue (across replicas): how many wait, and the caller's place",
       tags: ['boards'],
       auth: 'bearer',
       response: boardQueueSchema,
       errors: { ...ERRORS, 404: 'Unknown board' },
-      handler: async (req, res, caller) => res.json(bench.boardQueue(callerAgent(caller), pathParam(req, 'board'))),
+      handler: async (req, res, caller) => res.json(await bench.boardQueue(callerAgent(caller), pathParam(req, 'board'))),
     },
   ];
   return routes.map((route) => ({ ...route, handler: mapBenchErrors(route.handler) }));
