@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { parseElf } from '../../core/elf.js';
 import { THUMB_SLEEP_FOR_EVER, thumbProgram } from '../../test/support/sim-programs.js';
-import { CORE_QUANTUM_CYCLES, Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
+import { Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
+import { CORE_QUANTUM_CYCLES } from './core-turns.js';
 import { FIFO_ST_VLD } from './inter-core-fifo.js';
 
 const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
