@@ -16,7 +16,7 @@ import { QemuBackend } from '../backends/qemu/qemu-backend.js';
 import { systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { BenchClient } from '../lib/bench-client.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import { startBenchServer } from '../server/bench/start-bench-server.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
 const quietLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
