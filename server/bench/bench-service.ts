@@ -315,6 +315,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
         adminToken: config.adminToken,
         secret: await store.secret('console', () => new Uint8Array(randomBytes(32))),
         secureCookies: config.publicBaseUrl.startsWith('https:'),
+        waitlistOpen: config.pages?.waitlist !== false,
       }),
     );
     const mcp = config.mcp;
