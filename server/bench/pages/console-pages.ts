@@ -45,18 +45,47 @@ function jobsTable(jobs: readonly AdminJob[]): SafeHtml {
   return html`<table><thead><tr><th>Job</th><th>Board</th><th>Agent</th><th>State</th><th>Created</th><th>Failure</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
+type AdminBoard = AdminBody['boards'][number];
+type AdminPool = NonNullable<AdminBoard['instances']>;
+
+const releaseForm = (id: string, csrf: string) =>
+  html`<form method="post" action="/console/boards/${id}/release"><input type="hidden" name="csrf" value="${csrf}"><button type="submit">Release</button></form>`;
+
+/** A pool of several (decisions 0510, 0551): its counts, then each instance with its worker, holder and quarantine. */
+function poolTable(board: AdminBoard, pool: AdminPool): SafeHtml {
+  const rows = pool.list.map(
+    (i) =>
+      html`<tr><td><code>${i.instance}</code></td><td>${i.quarantined ? 'quarantined' : i.status}</td><td>${i.workers.map((w) => `${w.label} (${w.worker_id}${w.online ? '' : ', silent'})`).join(', ')}</td><td>${i.held_by ?? ''}</td><td>${i.offline_reason ?? ''}</td></tr>`,
+  );
+  return html`<h3 id="pool-${board.id}">${board.id}: ${pool.total} instances</h3>
+<p>${pool.free} free, ${pool.busy} busy, ${pool.leased} leased, ${pool.offline} offline, ${pool.quarantined} quarantined.</p>
+<table><thead><tr><th>Instance</th><th>Status</th><th>Worker</th><th>Held by</th><th>Why offline</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
 export function renderConsoleIndex(input: ConsoleFrame & { csrf: string; admin: AdminBody }): string {
-  const quarantined = input.admin.boards.filter((b) => b.health?.quarantined);
+  // Boards quarantined as a whole, and single instances of pools of several (released one by one).
+  const quarantined = [
+    ...input.admin.boards
+      .filter((b) => b.health?.quarantined)
+      .map((b) => ({ id: b.id, link: b.id, since: b.health?.quarantined_since ?? null, reason: b.health?.quarantine_reason ?? '' })),
+    ...input.admin.boards.flatMap((b) =>
+      (b.instances?.list ?? []).filter((i) => i.quarantined).map((i) => ({ id: i.instance, link: b.id, since: null, reason: i.offline_reason ?? '' })),
+    ),
+  ];
   const quarantines =
     quarantined.length === 0
       ? html`<p>No board is quarantined.</p>`
-      : html`<table><thead><tr><th>Board</th><th>Since</th><th>Reason</th><th></th></tr></thead><tbody>${quarantined.map(
-          (b) => html`<tr><td><a href="/console/boards/${b.id}">${b.id}</a></td><td>${b.health?.quarantined_since ? formatUtc(b.health.quarantined_since) : ''}</td><td>${b.health?.quarantine_reason ?? ''}</td><td><form method="post" action="/console/boards/${b.id}/release"><input type="hidden" name="csrf" value="${input.csrf}"><button type="submit">Release</button></form></td></tr>`,
+      : html`<table><thead><tr><th>Board or instance</th><th>Since</th><th>Reason</th><th></th></tr></thead><tbody>${quarantined.map(
+          (q) => html`<tr><td><a href="/console/boards/${q.link}">${q.id}</a></td><td>${q.since ? formatUtc(q.since) : ''}</td><td>${q.reason}</td><td>${releaseForm(q.id, input.csrf)}</td></tr>`,
         )}</tbody></table>`;
-  const boards = input.admin.boards.map((b) => html`<li><a href="/console/boards/${b.id}">${b.id}</a> (${b.status}, ${b.queued_jobs} queued)</li>`);
+  const boards = input.admin.boards.map(
+    (b) => html`<li><a href="/console/boards/${b.id}">${b.id}</a> (${b.status}, ${b.queued_jobs} queued${b.instances ? html`, <a href="#pool-${b.id}">${b.instances.total} instances</a>` : ''})</li>`,
+  );
+  const pools = input.admin.boards.filter((b) => b.instances).map((b) => poolTable(b, b.instances!));
   const body = html`<section><h2>Console</h2>${signOut(input.csrf)}</section>
 <section id="quarantine"><h2>Quarantined boards</h2>${quarantines}</section>
 <section id="boards"><h2>Boards</h2><ul>${boards}</ul></section>
+${pools.length > 0 ? html`<section id="pools"><h2>Pools</h2>${pools}</section>` : ''}
 <section id="jobs"><h2>Recent jobs, every agent</h2>${jobsTable(input.admin.recent_jobs)}</section>`;
   return page('Console', input, body);
 }
