@@ -15,6 +15,7 @@ import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
 import { mcpHttpHandler } from '../lib/mcp/mcp-server.js';
 import { commaList, wildcardAddressWarnings } from './cli-options.js';
+import { loadBenchFile } from '../backends/probe/bench-file.js';
 
 /** `hilbench serve`: the bench service and the relay beside it, until SIGINT or SIGTERM. Loaded only when it runs. */
 export async function serveCommand(opts: Record<string, unknown>): Promise<void> {
@@ -25,6 +26,9 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
   process.umask(0o077);
   const dataDir = path.resolve(String(opts.dataDir));
   const boards = loadBoardCatalog(String(opts.boardsDir));
+  // Read once before the data dir is touched: a bad bench file (two entries for one physical board,
+  // say) is refused with nothing created; the backends read it again once the database is open.
+  if (typeof opts.benchFile === 'string') loadBenchFile(opts.benchFile);
   const limits: Partial<BenchLimits> = {};
   for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
     if (typeof opts[key] === 'number') limits[key] = opts[key] as number;
