@@ -95,8 +95,18 @@ export interface Backend {
   readonly name: BackendName;
   /** Whether `board` can run on this backend on this host; when not, the reason says what to install or attach. */
   availability(board: Board): Promise<Availability>;
-  /** Opens `board` for exclusive use. The device holds its core in reset until the first `run`. */
-  open(board: Board, options?: { signal?: AbortSignal }): Promise<Device>;
+  /**
+   * Opens `board` for exclusive use. The device holds its core in reset until the first `run`.
+   * `instance`: the pool instance the job holds (`pico.2@w`, decision 0510); a backend with
+   * `instanceCount` opens that one of its boards, the others ignore it.
+   */
+  open(board: Board, options?: { signal?: AbortSignal; instance?: string }): Promise<Device>;
+  /**
+   * Optional: how many physical boards of `board` this backend has here (the probe: its bench-file
+   * entries, decision 0550); the worker reports them as the pool's instances. Emulators have none:
+   * their pool size is the worker's (`--pool-size`).
+   */
+  instanceCount?(board: Board): number;
   /**
    * Optional: the backend's own worst-case budgets for a job on `board` (e.g. the probe's bench-file
    * tool timeouts). Without it the dispatcher's defaults apply.

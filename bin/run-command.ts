@@ -18,7 +18,7 @@ import { ScenarioError } from '../harness/scenario/scenario-error.js';
 import { exitCodeOf, jsonReport, junitReport } from '../harness/scenario/scenario-report.js';
 import { remoteTarget, type ScenarioTarget } from '../harness/scenario/scenario-target.js';
 import type { Logger } from '../server/http/logger.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import { startBenchServer } from '../server/bench/start-bench-server.js';
 import type { BackendChoice } from '../server/bench/board-backends.js';
 import { startRelayServer } from '../server/relay/relay-service.js';
 

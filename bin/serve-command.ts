@@ -7,13 +7,15 @@ import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { cliPoolSizes } from '../harness/worker/pool-size.js';
 import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
-import { type BackendsContext, startBenchServer } from '../server/bench/bench-service.js';
+import type { BackendsContext } from '../server/bench/bench-service.js';
+import { startBenchServer } from '../server/bench/start-bench-server.js';
 import { type LogLevel, pinoLogger } from '../server/http/pino-logger.js';
 import { startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/sms-sender.js';
 import { redactDatabaseUrl } from '../server/store/postgres/pg-database.js';
 import { mcpHttpHandler } from '../lib/mcp/mcp-server.js';
 import { commaList, wildcardAddressWarnings } from './cli-options.js';
+import { loadBenchFile } from '../backends/probe/bench-file.js';
 
 /** `hilbench serve`: the bench service and the relay beside it, until SIGINT or SIGTERM. Loaded only when it runs. */
 export async function serveCommand(opts: Record<string, unknown>): Promise<void> {
@@ -24,6 +26,9 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
   process.umask(0o077);
   const dataDir = path.resolve(String(opts.dataDir));
   const boards = loadBoardCatalog(String(opts.boardsDir));
+  // Read once before the data dir is touched: a bad bench file (two entries for one physical board,
+  // say) is refused with nothing created; the backends read it again once the database is open.
+  if (typeof opts.benchFile === 'string') loadBenchFile(opts.benchFile);
   const limits: Partial<BenchLimits> = {};
   for (const key of Object.keys(defaultBenchLimits) as Array<keyof BenchLimits>) {
     if (typeof opts[key] === 'number') limits[key] = opts[key] as number;

@@ -217,6 +217,7 @@ export class LocalDispatcher {
         uartSeconds: request.uartSeconds,
         maxUartBytes: request.maxUartBytes,
         signal,
+        ...(request.instance === undefined ? {} : { instance: request.instance }),
         onFlashed: () => {
           waitingFor = `${request.uartSeconds} s of UART capture on ${request.backend.name}`;
           phase('running');

@@ -33,6 +33,8 @@ export interface RunFirmwareOptions {
   /** Captured bytes beyond this are counted as dropped, never stored. */
   maxUartBytes: number;
   signal?: AbortSignal;
+  /** The pool instance the job holds, given to `backend.open` (decision 0550). */
+  instance?: string;
   /** Called for every chunk kept, as it arrives (live output). */
   onUart?: (chunk: UartChunk) => void;
   /** Called once the image is flashed, just before reset is released (job state `running`). */
@@ -46,7 +48,7 @@ export interface RunFirmwareOptions {
 export async function runFirmware(backend: Backend, board: Board, image: FirmwareImage, options: RunFirmwareOptions): Promise<FirmwareRun> {
   const { clock } = options;
   const startedMs = clock.nowMs();
-  const device = await backend.open(board, { signal: options.signal });
+  const device = await backend.open(board, { signal: options.signal, ...(options.instance === undefined ? {} : { instance: options.instance }) });
   const uart: UartChunk[] = [];
   let uartBytes = 0;
   let overLimitBytes = 0;

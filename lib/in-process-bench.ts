@@ -16,7 +16,7 @@ export interface InProcessBench {
  */
 export async function startInProcessBench(options: { backend?: 'auto' | 'sim' | 'qemu' | 'mock' } = {}): Promise<InProcessBench> {
   const [{ startBenchServer }, { loadBoardCatalog }, { createBackends }, { systemClock }] = await Promise.all([
-    import('../server/bench/bench-service.js'),
+    import('../server/bench/start-bench-server.js'),
     import('../boards/catalog.js'),
     import('../harness/backend-registry.js'),
     import('../core/clock.js'),

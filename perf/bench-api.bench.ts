@@ -6,7 +6,7 @@ import path from 'node:path';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { BenchClient } from '../harness/clients/bench-client.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import { startBenchServer } from '../server/bench/start-bench-server.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
 /**

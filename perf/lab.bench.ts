@@ -6,7 +6,7 @@ import { systemClock } from '../core/clock.js';
 import { BenchClient } from '../harness/clients/bench-client.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { RemoteWorker } from '../harness/worker/remote-worker.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import { startBenchServer } from '../server/bench/start-bench-server.js';
 import type { Logger } from '../server/http/logger.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 

@@ -10,7 +10,7 @@ import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { BenchClient } from '../lib/bench-client.js';
-import { type RunningBenchServer, startBenchServer } from '../server/bench/bench-service.js';
+import { type RunningBenchServer, startBenchServer } from '../server/bench/start-bench-server.js';
 import type { LocalWorkerOptions } from '../server/bench/local-worker.js';
 
 const quietLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { BenchClient } from '../harness/clients/bench-client.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import { startBenchServer } from '../server/bench/start-bench-server.js';
 import type { Logger } from '../server/http/logger.js';
 import { createTestDatabase } from '../test/support/postgres-test-database.js';
 import { type BenchRow, nowMs } from './measure.js';

@@ -69,6 +69,7 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/contract/probe.contract.test.ts',
       'test/integration/board-health-probe-fakes.test.ts',
       'test/integration/job-failure-reason-once.test.ts',
+      'test/integration/physical-pool-probe-fakes.test.ts',
       'test/integration/probe-automatic-health-check.test.ts',
       'test/integration/probe-fakes.test.ts',
       'test/integration/probe-tool-timeout-and-job-deadline.test.ts',

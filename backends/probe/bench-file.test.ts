@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -164,3 +164,63 @@ describe('loadBenchFile', () => {
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+describe('a pool of physical boards (decision 0550)', () => {
+  const kit = (instance: string, sn: string, tty: string) => `
+    - instance: ${instance}
+      probe: { kind: openocd, serialNumber: "${sn}", interface: interface/stlink.cfg }
+      serial: { path: /dev/serial/by-id/${tty} }`;
+
+  it('reads a board given as a list of named instances, in order, the first also as the board', () => {
+    const bench = loadBenchFile(writeBench(`version: 1\nboards:\n  stm32f4-discovery:${kit('left', 'SN-A', 'tty-a')}${kit('right', 'SN-B', 'tty-b')}\n`));
+    expect(bench.pools['stm32f4-discovery']!.map((i) => [i.instance, i.probe.serialNumber])).toEqual([['left', 'SN-A'], ['right', 'SN-B']]);
+    expect(bench.boards['stm32f4-discovery']!.probe.serialNumber).toBe('SN-A');
+    const backend = new ProbeBackend({ bench, clock: systemClock, boards: catalog });
+    expect(backend.instanceCount(catalog.find((b) => b.id === 'stm32f4-discovery')!)).toBe(2);
+  });
+
+  it('refuses two entries for one physical board, naming both, whatever boards they are under', () => {
+    const cases: Array<[string, RegExp]> = [
+      [
+        `  stm32f4-discovery:${kit('left', 'SN-A', 'tty-a')}${kit('right', 'SN-A', 'tty-b')}\n`,
+        /two entries for one physical board: boards\.stm32f4-discovery\.0 \(instance left\) and boards\.stm32f4-discovery\.1 \(instance right\) name the same probe \(serialNumber "SN-A"\); each physical board is one entry/,
+      ],
+      [
+        `  stm32f4-discovery:${kit('left', 'SN-A', 'tty-a')}${kit('left', 'SN-B', 'tty-b')}\n`,
+        /boards\.stm32f4-discovery\.0 \(instance left\) and boards\.stm32f4-discovery\.1 \(instance left\) name the same instance "left" of stm32f4-discovery/,
+      ],
+      [
+        `  stm32f4-discovery:${kit('left', 'SN-A', 'tty-a')}\n  stm32vldiscovery:\n    probe: { kind: openocd, serialNumber: "SN-V", interface: interface/stlink.cfg }\n    serial: { path: /dev/serial/by-id/tty-a }\n`,
+        /boards\.stm32vldiscovery and boards\.stm32f4-discovery\.0 \(instance left\) name the same serial device \(\/dev\/serial\/by-id\/tty-a\)|boards\.stm32f4-discovery\.0 \(instance left\) and boards\.stm32vldiscovery name the same serial device \(\/dev\/serial\/by-id\/tty-a\)/,
+      ],
+    ];
+    for (const [boards, message] of cases) {
+      const file = writeBench(`version: 1\nboards:\n${boards}`);
+      expect(() => loadBenchFile(file), boards).toThrow(BenchFileError);
+      expect(() => loadBenchFile(file), boards).toThrow(message);
+    }
+  });
+
+  it('sees one device behind two serial paths (a by-id link and its tty) when it is there', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'bench-file-tty-'));
+    dirs.push(dir);
+    const tty = path.join(dir, 'ttyACM0');
+    writeFileSync(tty, '');
+    symlinkSync(tty, path.join(dir, 'by-id-kit'));
+    const raw = {
+      version: 1,
+      boards: {
+        'stm32f4-discovery': { probe: { kind: 'openocd', serialNumber: 'SN-A', interface: 'interface/stlink.cfg' }, serial: { path: tty } },
+        stm32vldiscovery: { probe: { kind: 'openocd', serialNumber: 'SN-B', interface: 'interface/stlink.cfg' }, serial: { path: path.join(dir, 'by-id-kit') } },
+      },
+    };
+    expect(() => parseBenchFile(raw, 'bench.yaml')).toThrow(`name the same serial device (${path.join(dir, 'by-id-kit')}, i.e. ${tty})`);
+  });
+
+  it('checks each instance as it checks a board, naming it by its place in the list', () => {
+    const file = writeBench(`version: 1\nboards:\n  stm32f4-discovery:\n    - instance: Left\n      probe: { kind: openocd, serialNumber: "SN-A", interface: interface/stlink.cfg }\n      serial: { path: relative/tty }\n`);
+    expect(() => loadBenchFile(file)).toThrow(/boards\.stm32f4-discovery\.0\.serial\.path: must be an absolute path/);
+    expect(() => loadBenchFile(file)).toThrow(/boards\.stm32f4-discovery\.0\.instance: instance names are lower-case kebab-case/);
+    expect(() => loadBenchFile(writeBench(`version: 1\nboards:\n  stm32f4-discovery: []\n`))).toThrow(/boards\.stm32f4-discovery: Too small/);
+  });
+});

@@ -6,7 +6,7 @@ import { type Availability, type Backend, BackendError, type Device, type Health
 import { loadFirmwareImage } from '../image-check.js';
 import { findExecutable } from '../process/find-executable.js';
 import { type AutomaticCheckListener, AutomaticHealthChecks } from './automatic-health-checks.js';
-import { type BenchBoard, type BenchFile, BenchFileError, readHealthCheckImage } from './bench-file.js';
+import { type BenchBoard, type BenchFile, BenchFileError, type BenchInstance, readHealthCheckImage } from './bench-file.js';
 import type { ProbeTarget } from './probe-commands.js';
 import { checkImageForProbe, ProbeDevice } from './probe-device.js';
 import { afterFailure, afterSuccess, type BoardHealth, InMemoryQuarantineStore, type QuarantineStore } from './quarantine-store.js';
@@ -55,6 +55,11 @@ export class ProbeBackend implements Backend {
       }
       this.targets.set(id, resolveTarget(options.bench.source, board, attachment));
       if (attachment.healthCheck) checkHealthCheckImage(options.bench.source, board, attachment.healthCheck.elf);
+      // A pool of several physical boards (decision 0550): each instance is its own target.
+      for (const [i, instance] of this.poolOf(id).entries()) {
+        this.targets.set(instanceKey(id, i + 1), resolveTarget(options.bench.source, board, instance));
+        if (instance.healthCheck) checkHealthCheckImage(options.bench.source, board, instance.healthCheck.elf);
+      }
     }
     this.automatic = new AutomaticHealthChecks({
       clock: options.clock,
@@ -87,6 +92,11 @@ export class ProbeBackend implements Backend {
     this.automatic.close();
   }
 
+  /** The physical boards of `board` here: its bench-file instances when it is a list, else one (decision 0550). */
+  instanceCount(board: Board): number {
+    return Math.max(1, this.poolOf(board.id).length);
+  }
+
   async availability(board: Board): Promise<Availability> {
     const attachment = this.options.bench.boards[board.id];
     if (!attachment) return { available: false, reason: this.notAttached(board.id) };
@@ -95,9 +105,12 @@ export class ProbeBackend implements Backend {
       const install = attachment.probe.kind === 'openocd' ? 'apt-get install -y openocd' : 'see https://probe.rs/docs/getting-started/installation/';
       return { available: false, reason: `${tool} is not installed or not executable on this host (${install}), needed for ${board.id}` };
     }
-    // Existence only: listing ports would spawn udevadm (see serial-link.ts).
-    if (!this.options.serialBinding && !existsSync(attachment.serial.path)) {
-      return { available: false, reason: `serial device ${attachment.serial.path} is missing: is ${board.id} plugged in?` };
+    // Existence only: listing ports would spawn udevadm (see serial-link.ts). A pool is available
+    // while one of its boards is plugged in; a job on one that is not fails with the reason and
+    // counts against that instance (decision 0551).
+    const paths = this.poolOf(board.id).length > 0 ? this.poolOf(board.id).map((i) => i.serial.path) : [attachment.serial.path];
+    if (!this.options.serialBinding && !paths.some((p) => existsSync(p))) {
+      return { available: false, reason: `serial device ${paths.join(', ')} is missing: is ${board.id} plugged in?` };
     }
     // The quarantine last: a quarantined board that is also unplugged says so, and a worker then
     // knows a release alone will not bring it back (docs/lab.md).
@@ -106,10 +119,10 @@ export class ProbeBackend implements Backend {
     return { available: true };
   }
 
-  async open(board: Board, options: { signal?: AbortSignal } = {}): Promise<Device> {
+  async open(board: Board, options: { signal?: AbortSignal; instance?: string } = {}): Promise<Device> {
     const health = await this.store.get(board.id);
     if (health.quarantine) throw new BackendError('unavailable', `board ${board.id}: ${health.quarantine.reason}`);
-    return this.openDevice(board, options.signal);
+    return this.openDevice(board, options.signal, options.instance);
   }
 
   /**
@@ -119,8 +132,12 @@ export class ProbeBackend implements Backend {
   jobBudgetMs(board: Board): JobBudget {
     const attachment = this.options.bench.boards[board.id];
     if (!attachment) return { flashMs: 0, resetMs: 0 };
-    const { serialOpenMs, flashMs, resetMs, killGraceMs } = attachment.timeouts;
-    return { flashMs: serialOpenMs + flashMs + killGraceMs, resetMs: resetMs + killGraceMs };
+    // A pool's instances may differ (a slower adapter): a job's budget is the largest.
+    const budgets = [attachment, ...this.poolOf(board.id)].map(({ timeouts: { serialOpenMs, flashMs, resetMs, killGraceMs } }) => ({
+      flashMs: serialOpenMs + flashMs + killGraceMs,
+      resetMs: resetMs + killGraceMs,
+    }));
+    return { flashMs: Math.max(...budgets.map((b) => b.flashMs)), resetMs: Math.max(...budgets.map((b) => b.resetMs)) };
   }
 
   /** Current health of `boardId` (for `/admin` and `/api/v1/boards`). */
@@ -142,6 +159,10 @@ export class ProbeBackend implements Backend {
    */
   async healthCheck(boardId: string, options: { signal?: AbortSignal } = {}): Promise<HealthCheckOutcome> {
     const attachment = this.attachmentOf(boardId);
+    if (this.poolOf(boardId).length > 0) {
+      // Health is per instance there, kept by the server (decision 0551); the check is per board.
+      throw new BackendError('unavailable', `${this.options.bench.source}: boards.${boardId} is a pool of ${this.poolOf(boardId).length} boards: a health check runs on a single board, not on an instance; release an instance instead`);
+    }
     const check = attachment.healthCheck;
     if (!check) throw new BackendError('unavailable', `${this.options.bench.source}: boards.${boardId} has no healthCheck firmware`);
     const image = readImage(check.elf);
@@ -169,14 +190,18 @@ export class ProbeBackend implements Backend {
     }
   }
 
-  private async openDevice(board: Board, signal: AbortSignal | undefined): Promise<ProbeDevice> {
-    const attachment = this.options.bench.boards[board.id];
-    const probe = this.targets.get(board.id);
+  private async openDevice(board: Board, signal: AbortSignal | undefined, instance?: string): Promise<ProbeDevice> {
+    const { key, attachment, pooled } = this.entryOf(board.id, instance);
+    const probe = this.targets.get(key);
     if (!attachment || !probe) throw new BackendError('unavailable', this.notAttached(board.id));
-    if (this.inUse.has(board.id)) throw new BackendError('unavailable', `board ${board.id} is already open on this bench (one user at a time)`);
+    const named = pooled ? `instance ${instance} of board ${board.id}` : `board ${board.id}`;
+    if (this.inUse.has(key)) throw new BackendError('unavailable', `${named} is already open on this bench (one user at a time)`);
     throwIfCancelled(signal, `opening ${board.id}`);
-    this.inUse.add(board.id);
+    this.inUse.add(key);
     const failed = async (error: BackendError) => {
+      // An instance of a pool: its health is the server's, per instance (decision 0551); the
+      // board's record here would take every instance out at once.
+      if (pooled) return;
       const before = await this.store.get(board.id);
       const after = afterFailure(before, error.message, this.options.bench.quarantineAfterFailures, this.options.clock.nowMs());
       await this.store.put(board.id, after);
@@ -204,16 +229,35 @@ export class ProbeBackend implements Backend {
           // A run that works resets the count, but only a health check or an administrator ends
           // a quarantine: a board whose UART is dead still flashes and resets "successfully".
           succeeded: async () => {
-            if (!(await this.store.get(board.id)).quarantine) await this.store.put(board.id, afterSuccess());
+            if (!pooled && !(await this.store.get(board.id)).quarantine) await this.store.put(board.id, afterSuccess());
           },
-          closed: () => this.inUse.delete(board.id),
+          closed: () => this.inUse.delete(key),
         },
       });
     } catch (err) {
-      this.inUse.delete(board.id);
+      this.inUse.delete(key);
       if (err instanceof BackendError && err.isInfrastructure) await failed(err);
       throw err;
     }
+  }
+
+  /** The bench file's instances of `boardId` when it lists several, else none. */
+  private poolOf(boardId: string): readonly BenchInstance[] {
+    return this.options.bench.pools[boardId] ?? [];
+  }
+
+  /**
+   * The bench-file entry a job's instance names: entry n of a list is the server's `<board>.<n>@<worker>`
+   * (decision 0550); a board of one entry is the board itself, whatever the instance.
+   */
+  private entryOf(boardId: string, instance: string | undefined): { key: string; attachment: BenchBoard | undefined; pooled: boolean } {
+    const pool = this.poolOf(boardId);
+    if (pool.length === 0) return { key: boardId, attachment: this.options.bench.boards[boardId], pooled: false };
+    const n = Number(/^[a-z0-9-]+\.(\d+)@/.exec(instance ?? '')?.[1] ?? NaN);
+    if (!Number.isInteger(n) || n < 1 || n > pool.length) {
+      throw new BackendError('unavailable', `board ${boardId} is a pool of ${pool.length} boards on this bench (${this.options.bench.source}): a job names one of its instances ${boardId}.1@… to ${boardId}.${pool.length}@…, not ${instance ?? 'none'}`);
+    }
+    return { key: instanceKey(boardId, n), attachment: pool[n - 1], pooled: true };
   }
 
   private attachmentOf(boardId: string): BenchBoard {
@@ -230,6 +274,11 @@ export class ProbeBackend implements Backend {
   private toolPath(attachment: BenchBoard): string {
     return attachment.probe.kind === 'openocd' ? (this.options.openocdPath ?? 'openocd') : (this.options.probeRsPath ?? 'probe-rs');
   }
+}
+
+/** The key of instance n of a bench-file pool among the targets and the boards in use. */
+function instanceKey(boardId: string, n: number): string {
+  return `${boardId}#${n}`;
 }
 
 /**

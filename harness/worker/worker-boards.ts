@@ -54,7 +54,7 @@ export class WorkerBoards {
   /** How many jobs of `boardId` run here at once: its pool size as last reported (1 before the first report). */
   poolSize(boardId: string): number {
     const resolved = this.lastResolved.get(boardId);
-    return resolved ? poolSizeOf(boardId, resolved.backendName, this.poolSizes) : 1;
+    return resolved ? this.poolSizeOf(resolved) : 1;
   }
 
   /** The ids of the boards served here, in catalog order. */
@@ -110,8 +110,13 @@ export class WorkerBoards {
       keepsHealth: keeper !== undefined,
       healthCheck: keeper?.control.healthCheck !== undefined,
       quarantined,
-      poolSize: poolSizeOf(r.board.id, r.backendName, this.poolSizes),
+      poolSize: this.poolSizeOf(r),
     };
+  }
+
+  /** Physical boards as the backend has them (the probe's bench-file entries), else the worker's size for emulated ones. */
+  private poolSizeOf(r: ResolvedBoard): number {
+    return r.backend?.instanceCount?.(r.board) ?? poolSizeOf(r.board.id, r.backendName, this.poolSizes);
   }
 
   /** The backend that can run `board` when the job opens it; an offline board fails the job with the reasons. */
@@ -134,6 +139,7 @@ export class WorkerBoards {
         return used.open(b, options);
       },
       jobBudgetMs: (b) => known()?.jobBudgetMs?.(b) ?? { flashMs: 0, resetMs: 0 },
+      instanceCount: (b) => known()?.instanceCount?.(b) ?? 1,
     };
     return { board, backend, used: () => used };
   }

@@ -95,16 +95,19 @@ const poolSchema = z
     busy: z.number().int(),
     leased: z.number().int(),
     offline: z.number().int(),
+    quarantined: z.number().int().meta({ description: 'Instances quarantined (decision 0551); counted among the offline too.' }),
     list: z.array(
       z.object({
         instance: z.string(),
         status: z.enum(boardStatuses),
+        offline_reason: z.string().nullable().meta({ description: 'Why it is offline: its quarantine, its worker silent, or what its worker reports.' }),
+        quarantined: z.boolean().meta({ description: 'Quarantined after consecutive infrastructure failures until an administrator releases it (POST /admin/boards/{instance}/release).' }),
         workers: z.array(z.object({ worker_id: z.string(), label: z.string(), online: z.boolean() })),
         held_by: z.string().nullable().meta({ description: 'The label of the agent holding it.' }),
       }),
     ),
   })
-  .meta({ description: 'Extension (decision 0510): the instances of a board that is a pool of several, counted by status.' });
+  .meta({ description: 'Extension (decisions 0510, 0551): the instances of a board that is a pool of several, counted by status.' });
 
 export const boardSchema = z
   .object({
@@ -296,6 +299,7 @@ export const adminSchema = z
         lease: leaseView.nullable(),
         queued_jobs: z.number().int(),
         health: boardHealthSchema.nullable(),
+        instances: poolSchema.optional(),
       }),
     ),
     sessions: z.array(

@@ -15,7 +15,6 @@ import { createErrorHandler, notFoundHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
 import { bearerToken, sameSecret } from '../http/same-secret.js';
 import { consoleLogger, type Logger } from '../http/logger.js';
-import { type ListenOptions, listen, listenOptionsOf, type ListeningServer } from '../http/listen.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
@@ -316,6 +315,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
         adminToken: config.adminToken,
         secret: await store.secret('console', () => new Uint8Array(randomBytes(32))),
         secureCookies: config.publicBaseUrl.startsWith('https:'),
+        waitlistOpen: config.pages?.waitlist !== false,
       }),
     );
     const mcp = config.mcp;
@@ -379,44 +379,6 @@ function reapLeftovers(dataDir: string, logger: Logger): void {
   // Not logged: which dead processes' temp folders a start finds depends on the whole machine.
   removeDeadScratchDirs();
   removePartialFiles(path.join(dataDir, 'firmware'), PARTIAL_BLOB_PATTERN);
-}
-
-export interface StartBenchServerOptions extends BenchServiceConfig, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
-  /** 0 picks a free port (tests). */
-  port: number;
-  /** Default 127.0.0.1: exposing the bench is a decision, not a default. */
-  host?: string;
-}
-
-export interface RunningBenchServer {
-  /** e.g. `http://127.0.0.1:41234`. */
-  url: string;
-  service: BenchService;
-  /** Stops accepting connections, then closes the service. */
-  close(): Promise<void>;
-}
-
-/** Creates the service and listens on `host:port`. */
-export async function startBenchServer(options: StartBenchServerOptions): Promise<RunningBenchServer> {
-  const service = await createBenchService(options);
-  let listening: ListeningServer;
-  try {
-    listening = await listen({ port: options.port, ...listenOptionsOf(options) });
-  } catch (err) {
-    await service.close();
-    throw err;
-  }
-  // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
-  listening.server.on('checkContinue', service.checkContinue);
-  listening.server.on('request', service.app);
-  return {
-    url: listening.origin,
-    service,
-    close: async () => {
-      await listening.close();
-      await service.close();
-    },
-  };
 }
 
 /** Calls a backend's optional `close()` (only backends with timers of their own have one). */

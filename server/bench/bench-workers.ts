@@ -57,7 +57,15 @@ export function benchWorkers(config: BenchWorkersConfig) {
   const timings: WorkerTimings = { ...defaultWorkerTimings, ...config.workerTimings };
   // On a shared database a job may be queued, or a board freed, through another replica: waiting
   // claims look at the store every 2 s. Alone on SQLite, the events of this process suffice.
-  const gateway = new WorkerGateway({ clock, store, blobs: config.blobs, live: config.live, limits: config.limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined });
+  // Instances of pools of several keep their own health (decision 0551): claims skip the quarantined.
+  const instanceHealth = {
+    unquarantined: (board: string, instances: readonly string[]) => pools.unquarantined(board, instances),
+    jobEnded: async (job: JobRecord) => {
+      const quarantined = await pools.health.jobEnded(job);
+      if (quarantined?.quarantine) logger.warn(`instance ${job.instance} of board ${job.board} quarantined: ${quarantined.quarantine.reason}`);
+    },
+  };
+  const gateway = new WorkerGateway({ clock, store, blobs: config.blobs, live: config.live, limits: config.limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined, instanceHealth });
   const workerAdmin = new WorkerAdmin({
     clock,
     store,

@@ -6,7 +6,7 @@ import type { ResolvedBoard } from './board-backends.js';
 import { type BoardState, boardState, poolStatus, poolView } from './board-views.js';
 import type { LiveBoards } from './live-boards.js';
 import { closestNames } from '../../core/closest-names.js';
-import { boardOfInstance, type PoolInstances } from './pool-instances.js';
+import { boardOfInstance, type PoolInstance, type PoolInstances } from './pool-instances.js';
 
 /** A board running an administrator's health check: when it started (host ms), and its end. */
 export interface HealthCheckClaim {
@@ -33,24 +33,50 @@ export class BoardAccess {
     },
   ) {}
 
+  /** The pools' instances (decision 0510), when the service has workers reporting them. */
+  get pools(): PoolInstances | undefined {
+    return this.deps.pools;
+  }
+
   /**
    * What a request's `board` names (decision 0510): a board (its pool: any free instance), or one
    * instance of a pool asked for explicitly. An instance no worker reports is `board_not_found`
    * naming the pool's instances.
    */
   async target(name: string): Promise<{ board: Board; instance?: string }> {
-    if (this.deps.boards.board(name) || !this.deps.pools) return { board: this.knownBoard(name) };
+    const found = await this.instanceNamed(name);
+    if (!found) return { board: this.knownBoard(name) };
+    const { board, asked } = found;
+    // Quarantined (decision 0551): offline until an administrator releases it; the pool serves on.
+    if (asked.quarantine) {
+      throw new BenchError(
+        'board_offline',
+        `instance ${name} of board ${board.id} is offline: ${asked.quarantine.reason}; ask for "${board.id}" (any free instance), or an administrator releases it (POST /admin/boards/${name}/release)`,
+      );
+    }
+    return { board, instance: name };
+  }
+
+  /**
+   * The instance of a pool of several that `name` names, as its workers report it (quarantined or
+   * not); undefined when `name` is a board or spells no instance; `board_not_found` naming the
+   * pool's instances when it spells one of a board here that no worker reports.
+   */
+  async instanceNamed(name: string): Promise<{ board: Board; asked: PoolInstance } | undefined> {
+    if (this.deps.boards.board(name) || !this.deps.pools) return undefined;
     const poolId = boardOfInstance(name);
     const board = poolId === undefined ? undefined : this.deps.boards.board(poolId);
-    if (!board) return { board: this.knownBoard(name) };
-    const instances = (await this.deps.pools.of(board.id)).map((i) => i.instance);
-    if (!instances.includes(name)) {
+    if (!board) return undefined;
+    const pool = await this.deps.pools.of(board.id);
+    const instances = pool.map((i) => i.instance);
+    const asked = pool.find((i) => i.instance === name);
+    if (!asked) {
       throw new BenchError(
         'board_not_found',
         `instance "${name}" of board ${board.id} not found; the instances of ${board.id} here: ${instances.join(', ') || 'none'} (or ask for "${board.id}": any free one)`,
       );
     }
-    return { board, instance: name };
+    return { board, asked };
   }
 
   /** The instances of `boardId`'s pool to hand out now, in order (decision 0510); the board itself without pools. */
@@ -154,7 +180,12 @@ export class BoardAccess {
         const pool = poolView(instances, byInstance, perInstance);
         // An administrator's health check holds the whole board.
         const status = checking.has(state.resolved.board.id) ? state.status : poolStatus(pool, state.status);
-        return { ...state, pool, status, lease: status === 'leased' ? state.lease : undefined };
+        // Offline because every instance is (quarantined, say) while the board's backend is fine: say why.
+        const resolved =
+          status === 'offline' && state.resolved.offlineReason === null
+            ? { ...state.resolved, offlineReason: `every instance is offline: ${pool.instances.map((i) => `${i.instance}: ${i.offlineReason}`).join('; ')}` }
+            : state.resolved;
+        return { ...state, resolved, pool, status, lease: status === 'leased' ? state.lease : undefined };
       }),
     );
   }

@@ -84,10 +84,29 @@ export class BoardHealthAdmin {
    * the store: the worker's backend reads it at its next availability check.
    */
   async releaseBoard(boardId: string): Promise<BoardReleaseBody> {
+    // One instance of a pool of several (decision 0551): its own record, the pool untouched.
+    const instance = await this.deps.access.instanceNamed(boardId);
+    if (instance) return this.releaseInstance(instance.board.id, boardId);
     const keeper = await this.healthKeeper(boardId, 'release');
     await keeper.control.release(boardId);
     this.deps.logger.info(`board ${boardId} released by an administrator`);
     return { board: boardId, ...(await this.freshBoardView(boardId, keeper)) };
+  }
+
+  /** Releases one instance of a pool of several; the answer shows that instance as it is now. */
+  private async releaseInstance(boardId: string, instance: string): Promise<BoardReleaseBody> {
+    const health = this.deps.access.pools!.health;
+    await health.release(instance);
+    this.deps.logger.info(`instance ${instance} of board ${boardId} released by an administrator`);
+    this.deps.boards.invalidate(boardId);
+    const state = (await this.deps.access.boardStates()).find((s) => s.resolved.board.id === boardId)!;
+    const view = state.pool?.instances.find((i) => i.instance === instance);
+    return {
+      board: instance,
+      status: view?.status ?? 'offline',
+      offline_reason: view?.offlineReason ?? null,
+      health: healthBody(state.resolved.backendName, await health.get(instance)),
+    };
   }
 
   /**

@@ -26,6 +26,9 @@ export interface InstanceView {
   workers: Array<{ workerId: string; label: string; online: boolean }>;
   /** The label of the agent holding it, if any. */
   heldBy: string | null;
+  /** Why it is offline (its quarantine first), else null. */
+  offlineReason: string | null;
+  quarantined: boolean;
 }
 
 /** A pool's instances, counted by status (busy counts an instance running a job, leased or not). */
@@ -35,23 +38,54 @@ export interface PoolView {
   busy: number;
   leased: number;
   offline: number;
+  /** Quarantined instances (decision 0551), counted among the offline too. */
+  quarantined: number;
   instances: InstanceView[];
 }
 
-/** A pool's view from its instances (decision 0510): an instance is offline unless an online worker reports it available. */
+/**
+ * A pool's view from its instances (decisions 0510, 0551): an instance is offline while quarantined
+ * or unless an online worker reports it available; a quarantined one a session still holds shows
+ * who holds it (the session's jobs wait for a release).
+ */
 export function poolView(
-  instances: ReadonlyArray<{ instance: string; workers: ReadonlyArray<{ workerId: string; label: string; online: boolean; available: boolean }> }>,
+  instances: ReadonlyArray<{
+    instance: string;
+    workers: ReadonlyArray<{ workerId: string; label: string; online: boolean; available: boolean; reason: string | null }>;
+    quarantine?: { reason: string };
+  }>,
   leases: ReadonlyMap<string, LeaseWithAgent>,
   activity: ReadonlyMap<string, { queued: number; active: number }>,
 ): PoolView {
   const views = instances.map((i): InstanceView => {
     const lease = leases.get(i.instance);
     const online = i.workers.some((w) => w.online && w.available);
-    const status: BoardStatus = !online ? 'offline' : (activity.get(i.instance)?.active ?? 0) > 0 ? 'busy' : lease ? 'leased' : 'free';
-    return { instance: i.instance, status, workers: i.workers.map(({ workerId, label, online: on }) => ({ workerId, label, online: on })), heldBy: lease?.agentLabel ?? null };
+    const offline = !online || i.quarantine !== undefined;
+    const status: BoardStatus = offline ? 'offline' : (activity.get(i.instance)?.active ?? 0) > 0 ? 'busy' : lease ? 'leased' : 'free';
+    const silent = i.workers.every((w) => !w.online);
+    const offlineReason = !offline
+      ? null
+      : (i.quarantine?.reason ??
+        (silent ? `its worker ${i.workers.map((w) => w.label).join(', ')} is not answering` : (i.workers.find((w) => w.online)?.reason ?? 'its worker reports it unavailable')));
+    return {
+      instance: i.instance,
+      status,
+      workers: i.workers.map(({ workerId, label, online: on }) => ({ workerId, label, online: on })),
+      heldBy: lease?.agentLabel ?? null,
+      offlineReason,
+      quarantined: i.quarantine !== undefined,
+    };
   });
   const count = (s: BoardStatus) => views.filter((v) => v.status === s).length;
-  return { total: views.length, free: count('free'), busy: count('busy'), leased: count('leased'), offline: count('offline'), instances: views };
+  return {
+    total: views.length,
+    free: count('free'),
+    busy: count('busy'),
+    leased: count('leased'),
+    offline: count('offline'),
+    quarantined: views.filter((v) => v.quarantined).length,
+    instances: views,
+  };
 }
 
 /** The board's status from its pool's: free while an instance is free, else leased, busy, offline in that order. */
@@ -69,9 +103,12 @@ export function poolBody(pool: PoolView) {
     busy: pool.busy,
     leased: pool.leased,
     offline: pool.offline,
+    quarantined: pool.quarantined,
     list: pool.instances.map((i) => ({
       instance: i.instance,
       status: i.status,
+      offline_reason: i.offlineReason,
+      quarantined: i.quarantined,
       workers: i.workers.map((w) => ({ worker_id: w.workerId, label: w.label, online: w.online })),
       held_by: i.heldBy,
     })),
@@ -164,7 +201,7 @@ export function statsBody(s: BenchSnapshot): StatsBody {
 }
 
 /** A board in `GET /admin`, with the health its backend keeps (null when none). */
-export function adminBoard({ resolved, status, lease, queued }: BoardState, health: BoardHealthBody | null): AdminBody['boards'][number] {
+export function adminBoard({ resolved, status, lease, queued, pool }: BoardState, health: BoardHealthBody | null): AdminBody['boards'][number] {
   return {
     id: resolved.board.id,
     backend: resolved.backendName,
@@ -182,6 +219,7 @@ export function adminBoard({ resolved, status, lease, queued }: BoardState, heal
       : null,
     queued_jobs: queued,
     health,
+    ...(pool ? { instances: poolBody(pool) } : {}),
   };
 }
 

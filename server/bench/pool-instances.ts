@@ -1,6 +1,8 @@
 import type { Clock } from '../../core/clock.js';
 import type { BenchStore } from '../store/bench-store.js';
 import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
+import { BenchError } from './bench-errors.js';
+import { InstanceHealth } from './instance-health.js';
 
 /**
  * The instances of a pool, named in one place (decision 0510): a worker serving board `b` once
@@ -29,6 +31,8 @@ export interface PoolInstance {
   board: string;
   /** The workers serving it (a pool of one served by several workers is one instance). */
   workers: Array<{ workerId: string; label: string; online: boolean; available: boolean; reason: string | null }>;
+  /** Set while the instance is quarantined (an instance of a pool of several, decision 0551). */
+  quarantine?: { sinceMs: number; reason: string };
 }
 
 /**
@@ -45,7 +49,12 @@ export class PoolInstances {
       /** The worker in this process: online while the process runs (remote-boards.ts). */
       selfWorkerId?: string;
     },
-  ) {}
+  ) {
+    this.health = new InstanceHealth({ clock: deps.clock, store: deps.store });
+  }
+
+  /** Health and quarantine of the instances of pools of several (decision 0551). */
+  readonly health: InstanceHealth;
 
   /** Every instance of `board` some worker (not revoked) reports, online or not, workers oldest first. */
   async of(board: string): Promise<PoolInstance[]> {
@@ -62,16 +71,30 @@ export class PoolInstances {
         }
       }
     }
-    return [...byId.values()];
+    const instances = [...byId.values()];
+    const quarantines = await this.health.quarantines(board, instances.map((i) => i.instance));
+    return instances.map((i) => (quarantines.has(i.instance) ? { ...i, quarantine: quarantines.get(i.instance)! } : i));
   }
 
   /**
-   * The instances of `board` to hand out now, in order: those an online worker reports available.
-   * None such (a pool of one whose availability the caller already checked, a board no worker
-   * reports in a pool): the board itself, exactly as before pools.
+   * The instances of `board` to hand out now, in order: those an online worker reports available
+   * and that are not quarantined. None such (a pool of one whose availability the caller already
+   * checked, a board no worker reports in a pool): the board itself, exactly as before pools. Every
+   * ready instance quarantined: `board_offline` naming them (nothing to hand out, nothing to wait for).
    */
   async handOut(board: string): Promise<string[]> {
-    const ready = (await this.of(board)).filter((i) => i.workers.some((w) => w.online && w.available)).map((i) => i.instance);
-    return ready.length > 0 ? ready : [board];
+    const ready = (await this.of(board)).filter((i) => i.workers.some((w) => w.online && w.available));
+    const healthy = ready.filter((i) => !i.quarantine).map((i) => i.instance);
+    if (ready.length > 0 && healthy.length === 0) {
+      const which = ready.map((i) => `${i.instance} (${i.quarantine!.reason})`).join('; ');
+      throw new BenchError('board_offline', `board ${board} is offline: every instance of its pool is quarantined: ${which}; an administrator releases one (POST /admin/boards/{instance}/release)`);
+    }
+    return healthy.length > 0 ? healthy : [board];
+  }
+
+  /** Of `instances` (one worker's, for its claim), those not quarantined. */
+  async unquarantined(board: string, instances: readonly string[]): Promise<string[]> {
+    const quarantines = await this.health.quarantines(board, instances);
+    return instances.filter((i) => !quarantines.has(i));
   }
 }

@@ -27,6 +27,14 @@ export interface WorkerGatewayDeps {
    * claimable happens in this process and wakes the claim itself.
    */
   claimPollMs?: number;
+  /**
+   * Instances of pools of several (decision 0551): which of a worker's may be claimed now (the
+   * quarantined are skipped), and what a job's end says of its instance's health. Absent: all.
+   */
+  instanceHealth?: {
+    unquarantined(board: string, instances: readonly string[]): Promise<string[]>;
+    jobEnded(job: JobRecord): Promise<unknown>;
+  };
 }
 
 /** What the gateway keeps of a job a worker reported through it (its UART as `HeldUart`). */
@@ -151,10 +159,16 @@ export class WorkerGateway {
     const pollMs = this.deps.claimPollMs;
     // The worker names boards; its jobs are on its instances of them (decision 0510), as it reported them.
     const reports = (await this.deps.store.workers.get(workerId))?.boards ?? [];
-    const instances = boards.flatMap((board) => {
+    const reported = boards.map((board) => {
       const report = reports.find((r) => r.board === board);
-      return report ? reportedInstances(workerId, report) : [board];
+      return { board, instances: report ? reportedInstances(workerId, report) : [board] };
     });
+    // Looked at again on every try: an instance quarantined (or released) meanwhile is skipped (or claimed).
+    const claimable = async () => {
+      const health = this.deps.instanceHealth;
+      if (!health) return reported.flatMap((r) => r.instances);
+      return (await Promise.all(reported.map((r) => health.unquarantined(r.board, r.instances)))).flat();
+    };
     while (!signal.aborted) {
       // Listening before looking: a job queued between the look and the wait still wakes us.
       let wake: () => void = () => undefined;
@@ -165,13 +179,15 @@ export class WorkerGateway {
         // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
         const check = await this.deps.store.healthChecks.claim(workerId, boards, this.now());
         if (check) return { kind: 'health-check', checkId: check.checkId, board: check.board, timeoutMs: check.timeoutMs };
-        const job = await this.deps.store.claimJob({ workerId, boards: instances, nowMs: this.now(), claimMs });
+        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
           return this.ticketOf(job);
         }
         const onAbort = () => wake();
         signal.addEventListener('abort', onAbort, { once: true });
+        // Aborted while the store was asked: the event has fired already and would never wake us.
+        if (signal.aborted) wake();
         await Promise.race([woken, ...(pollMs === undefined ? [] : [sleep(this.deps.clock, pollMs, signal).catch(() => undefined)])]);
         signal.removeEventListener('abort', onAbort);
       } finally {
@@ -248,6 +264,7 @@ export class WorkerGateway {
     await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
     this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
+      await this.deps.instanceHealth?.jobEnded(finished).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
       this.deps.live.publishState(jobId, finished.state, finished);
       // The board is free for its next job (a worker of another board id waiting on it claims now).
       this.jobQueued(finished.board);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BenchClient } from '../../lib/bench-client.js';
-import type { RunningBenchServer } from '../../server/bench/bench-service.js';
+import type { RunningBenchServer } from '../../server/bench/start-bench-server.js';
 import { startSystemClockBench } from '../support/system-clock-bench.js';
 
 /**

@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpHttpHandler } from '../../lib/mcp/mcp-server.js';
-import type { RunningBenchServer } from '../../server/bench/bench-service.js';
+import type { RunningBenchServer } from '../../server/bench/start-bench-server.js';
 import { startSystemClockBench } from '../support/system-clock-bench.js';
 
 /**

@@ -165,12 +165,17 @@ describe('board pools', () => {
       busy: 0,
       leased: 1,
       offline: 0,
+      quarantined: 0,
       list: [
-        { instance: 'pico.1@local', status: 'free', workers: [{ worker_id: 'local', label: expect.any(String), online: true }], held_by: null },
-        { instance: 'pico.2@local', status: 'leased', workers: [{ worker_id: 'local', label: expect.any(String), online: true }], held_by: 'alice' },
-        { instance: 'pico', status: 'free', workers: [{ worker_id: remoteId, label: 'pi-one', online: true }], held_by: null },
+        { instance: 'pico.1@local', status: 'free', offline_reason: null, quarantined: false, workers: [{ worker_id: 'local', label: expect.any(String), online: true }], held_by: null },
+        { instance: 'pico.2@local', status: 'leased', offline_reason: null, quarantined: false, workers: [{ worker_id: 'local', label: expect.any(String), online: true }], held_by: 'alice' },
+        { instance: 'pico', status: 'free', offline_reason: null, quarantined: false, workers: [{ worker_id: remoteId, label: 'pi-one', online: true }], held_by: null },
       ],
     });
+    // /admin shows the same instances with their workers and holders (decision 0551).
+    const admin = (await (await a.request('/admin', { headers: { 'x-admin-token': ADMIN } })).json()) as { boards: Array<{ id: string; instances?: unknown }> };
+    expect(admin.boards.find((b) => b.id === 'pico')!.instances).toEqual(pico.instances);
+    expect(admin.boards.find((b) => b.id === 'uno')).not.toHaveProperty('instances');
     // A pool of one answers exactly as before: no instances field.
     expect(boards.boards.find((b) => b.id === 'uno')).not.toHaveProperty('instances');
     const stats = (await (await a.request('/api/v1/stats')).json()) as { boards: Array<{ id: string; instances?: { total: number } }> };

@@ -7,7 +7,7 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { systemClock } from '../../core/clock.js';
 import { BenchClient } from '../../lib/bench-client.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type RunningBenchServer, startBenchServer } from '../../server/bench/bench-service.js';
+import { type RunningBenchServer, startBenchServer } from '../../server/bench/start-bench-server.js';
 import { makeElf } from '../support/make-elf.js';
 
 /** The operator's console over HTTP: who gets in, what it shows, and what its forms refuse. */

@@ -4,7 +4,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/index.js';
 import { BenchApiError, BenchClient } from '../../harness/clients/bench-client.js';
-import { startBenchServer } from '../../server/bench/bench-service.js';
+import { startBenchServer } from '../../server/bench/start-bench-server.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { until } from '../support/hilbench-processes.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.js';

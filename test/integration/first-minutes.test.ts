@@ -76,4 +76,20 @@ describe('what the operator publishes', () => {
     expect(join.status).toBe(403);
     expect(await join.json()).toEqual({ detail: 'the operator of this bench turned the waitlist off' });
   });
+
+  it('links the waitlist from the shared nav of home, stats and console only while it is open', async () => {
+    const waitlistLink = '<a href="/#waitlist">Waitlist</a>';
+    const pages = ['/', '/stats', '/console/sign-in'];
+    app = await startBenchTestApp();
+    for (const page of pages) expect(await (await app.request(page)).text(), page).toContain(waitlistLink);
+    await app.close();
+    app = await startBenchTestApp({ pages: { waitlist: false } });
+    for (const page of pages) {
+      const text = await (await app.request(page)).text();
+      expect(text, page).toContain('<a href="/stats"');
+      expect(text, page).not.toContain('#waitlist');
+    }
+    // Nor a waitlist total on /stats that can only ever read 0.
+    expect(await (await app.request('/stats')).text()).not.toContain('<dt>Waitlist</dt>');
+  });
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BenchClient } from '../../lib/bench-client.js';
-import type { RunningBenchServer } from '../../server/bench/bench-service.js';
+import type { RunningBenchServer } from '../../server/bench/start-bench-server.js';
 import { startBenchTestApp } from '../support/bench-test-app.js';
 import { until } from '../support/hilbench-processes.js';
 import { startSystemClockBench } from '../support/system-clock-bench.js';

@@ -5,7 +5,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/index.js';
 import { BenchClient } from '../../harness/clients/bench-client.js';
-import { startBenchServer } from '../../server/bench/bench-service.js';
+import { startBenchServer } from '../../server/bench/start-bench-server.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { mountSmallDisk } from '../support/small-disk.js';
 import { call, registrationFor, startRelayServer } from '../support/relay-test-kit.js';

@@ -30,7 +30,7 @@ beforeAll(async () => {
   const bench = await fake.start([{ boardId: F4, kind: 'openocd', healthCheck: { elf: healthElf, expect: 'boot sha256=[0-9a-f]{16}', withinSeconds: 10 } }], {
     quarantineAfterFailures: 3,
   });
-  const { source: _source, ...contents } = bench;
+  const { source: _source, pools: _pools, ...contents } = bench;
   benchYaml = path.join(dir, 'bench.yaml');
   writeFileSync(benchYaml, stringify(contents));
 });

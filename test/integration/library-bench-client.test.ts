@@ -14,7 +14,7 @@ import {
   BenchValidationError,
   type UartEvent,
 } from '../../lib/index.js';
-import type { RunningBenchServer } from '../../server/bench/bench-service.js';
+import type { RunningBenchServer } from '../../server/bench/start-bench-server.js';
 import { startSystemClockBench } from '../support/system-clock-bench.js';
 import { makeElf } from '../support/make-elf.js';
 

@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BenchClient } from '../../lib/bench-client.js';
 import { mcpHttpHandler } from '../../lib/mcp/mcp-server.js';
-import type { RunningBenchServer } from '../../server/bench/bench-service.js';
+import type { RunningBenchServer } from '../../server/bench/start-bench-server.js';
 import { startSystemClockBench } from '../support/system-clock-bench.js';
 import { hilbenchCli } from '../support/hilbench-processes.js';
 

@@ -21,7 +21,7 @@ let benchYaml: string;
 let scenario: string;
 beforeAll(async () => {
   const bench: BenchFile = await fake.start([{ boardId: 'stm32f4-discovery', kind: 'openocd' }]);
-  const { source: _source, ...contents } = bench;
+  const { source: _source, pools: _pools, ...contents } = bench;
   benchYaml = path.join(fake.dir, 'bench.yaml');
   writeFileSync(benchYaml, stringify(contents));
   writeFileSync(path.join(fake.dir, 'hello.elf'), makeElf({ segments: [{ paddr: 0x0800_0000, data: new Uint8Array(64).fill(7) }] }));

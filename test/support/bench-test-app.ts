@@ -8,7 +8,8 @@ import { waitUntil } from '../../core/wait.js';
 import type { JobState } from '../../server/store/bench-store.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type BenchServiceConfig, type RunningBenchServer, type StartBenchServerOptions, startBenchServer } from '../../server/bench/bench-service.js';
+import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
+import { type RunningBenchServer, type StartBenchServerOptions, startBenchServer } from '../../server/bench/start-bench-server.js';
 
 /** 2026-01-01T00:00:00Z: every test starts its fake clock here, so times in answers are exact. */
 export const TEST_START_MS = Date.UTC(2026, 0, 1);

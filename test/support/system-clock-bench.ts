@@ -5,7 +5,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { createBackends } from '../../harness/backend-registry.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type RunningBenchServer, type StartBenchServerOptions, startBenchServer } from '../../server/bench/bench-service.js';
+import { type RunningBenchServer, type StartBenchServerOptions, startBenchServer } from '../../server/bench/start-bench-server.js';
 
 /**
  * A bench service on 127.0.0.1:0 on the system clock, for tests whose clients run in real time

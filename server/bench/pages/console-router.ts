@@ -20,6 +20,8 @@ export interface ConsoleDeps {
   secret: Uint8Array;
   /** Cookies get `Secure` when the public address is https. */
   secureCookies: boolean;
+  /** The waitlist is open: the shared nav links to it (false: `--no-waitlist`). */
+  waitlistOpen: boolean;
 }
 
 /** The console's paths, for the 405 rule and the OpenAPI document. */
@@ -69,7 +71,7 @@ export function createConsoleRouter(deps: ConsoleDeps): express.Router {
 
   router.get('/console/sign-in', (_req, res) => {
     const styleNonce = nonce();
-    sendHtmlPage(res, styleNonce, renderSignIn({ styleNonce, csrf: csrf(), closed: !deps.adminToken }));
+    sendHtmlPage(res, styleNonce, renderSignIn({ styleNonce, waitlistOpen: deps.waitlistOpen, csrf: csrf(), closed: !deps.adminToken }));
   });
   router.post('/console/sign-in', form, (req, res) => {
     checkForm(req);
@@ -77,7 +79,7 @@ export function createConsoleRouter(deps: ConsoleDeps): express.Router {
     if (!isAdminToken(token, deps.adminToken)) {
       const styleNonce = nonce();
       res.status(401);
-      return sendHtmlPage(res, styleNonce, renderSignIn({ styleNonce, csrf: csrf(), closed: !deps.adminToken, problem: 'That is not the administrator token of this server.' }));
+      return sendHtmlPage(res, styleNonce, renderSignIn({ styleNonce, waitlistOpen: deps.waitlistOpen, csrf: csrf(), closed: !deps.adminToken, problem: 'That is not the administrator token of this server.' }));
     }
     res.set('Set-Cookie', consoleSetCookie(consoleCookieValue(deps.secret, now()), { secure: deps.secureCookies, maxAgeSeconds: CONSOLE_SESSION_MS / 1000 }));
     res.redirect(303, '/console');
@@ -87,20 +89,20 @@ export function createConsoleRouter(deps: ConsoleDeps): express.Router {
     res.set('Set-Cookie', consoleSetCookie('', { secure: deps.secureCookies, maxAgeSeconds: 0 }));
     res.redirect(303, '/console/sign-in');
   });
-  router.get('/console', page(async (_req, res) => renderConsoleIndex({ styleNonce: res.locals.styleNonce as string, csrf: csrf(), admin: await deps.bench.admin() })));
+  router.get('/console', page(async (_req, res) => renderConsoleIndex({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, csrf: csrf(), admin: await deps.bench.admin() })));
   router.get(
     '/console/jobs/:job_id',
     page(async (req, res) => {
       const found = await deps.bench.operatorJob(param(req, 'job_id'));
       if (!found) throw new HttpError(404, `job ${param(req, 'job_id')} not found`);
-      return renderConsoleJob({ styleNonce: res.locals.styleNonce as string, ...found });
+      return renderConsoleJob({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, ...found });
     }),
   );
   router.get('/console/jobs/:job_id/uart', async (req, res) => {
     requireSession(req);
     await answerUartEventStream(req, res, mapBenchErrors((options) => deps.bench.streamJobUartAsOperator(param(req, 'job_id'), options)));
   });
-  router.get('/console/boards/:board', page(async (req, res) => renderConsoleBoard({ styleNonce: res.locals.styleNonce as string, boardId: param(req, 'board'), history: await deps.bench.boardHistory(param(req, 'board')) })));
+  router.get('/console/boards/:board', page(async (req, res) => renderConsoleBoard({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, boardId: param(req, 'board'), history: await deps.bench.boardHistory(param(req, 'board')) })));
   router.post('/console/boards/:board/release', form, async (req, res) => {
     requireSession(req);
     checkForm(req);

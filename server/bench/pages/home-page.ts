@@ -208,6 +208,7 @@ hilbench is free software under the MIT licence.</p>
     title: 'hilbench: hardware-in-the-loop bench for agents',
     styleNonce: input.styleNonce,
     current: 'home',
+    waitlistOpen: input.waitlistOpen !== false,
     body,
     footer: snapshotFooter(snapshot),
     script: LIVE_HOME_SCRIPT,

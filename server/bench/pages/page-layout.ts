@@ -48,6 +48,8 @@ export interface LayoutInput {
   styleNonce: string;
   /** Which navigation entry is the current page. */
   current: 'home' | 'stats' | 'console';
+  /** The waitlist is open: the nav links to it (false: `--no-waitlist`, the link would lead nowhere). */
+  waitlistOpen: boolean;
   /** Our own script for live updates (a constant of ours, never data), under the same nonce. */
   script?: SafeHtml;
   body: SafeHtml;
@@ -80,7 +82,7 @@ ${navLink('/#connect', 'Connect an agent')}
 ${navLink('/stats', 'Statistics', 'stats')}
 ${navLink('/openapi.json', 'OpenAPI')}
 ${navLink('/llms.txt', 'llms.txt')}
-${navLink('/#waitlist', 'Waitlist')}
+${input.waitlistOpen ? navLink('/#waitlist', 'Waitlist') : ''}
 ${navLink('/console', 'Console', 'console')}
 </ul></nav>
 </header>

@@ -217,7 +217,7 @@ export function createPagesRouter(deps: PagesDeps): express.Router {
   const statsPage: express.RequestHandler = async (_req, res) => {
     const snapshot = await deps.snapshot();
     const styleNonce = randomBytes(16).toString('base64');
-    sendHtmlPage(res, styleNonce, renderStatsPage({ snapshot, nowMs: deps.clock.nowMs(), styleNonce }));
+    sendHtmlPage(res, styleNonce, renderStatsPage({ snapshot, nowMs: deps.clock.nowMs(), styleNonce, waitlistOpen: deps.waitlistOpen !== false }));
   };
 
   const textDocument =

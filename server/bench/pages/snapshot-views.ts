@@ -46,12 +46,13 @@ export function boardStatus(board: BoardSnapshot, nowMs: number): SafeHtml {
   }
 }
 
-/** A pool of several instances (decision 0510): its counts, and each instance with its worker and holder. */
+/** A pool of several instances (decisions 0510, 0551): its counts, and each instance with its worker, holder and quarantine. */
 function poolLine(pool: PoolView): SafeHtml {
   const each = pool.instances.map(
-    (i) => html`<li><code>${i.instance}</code> ${i.status}${i.heldBy ? html` by ${i.heldBy}` : ''} <small>(worker ${i.workers.map((w) => w.label).join(', ')})</small></li>`,
+    (i) =>
+      html`<li><code>${i.instance}</code> ${i.quarantined ? 'quarantined' : i.status}${i.heldBy ? html` by ${i.heldBy}` : ''}${i.offlineReason ? html`: ${i.offlineReason}` : ''} <small>(worker ${i.workers.map((w) => w.label).join(', ')})</small></li>`,
   );
-  return html`<br><small>${pool.free} of ${pool.total} instances free, ${pool.busy} busy, ${pool.leased} leased, ${pool.offline} offline</small>
+  return html`<br><small>${pool.free} of ${pool.total} instances free, ${pool.busy} busy, ${pool.leased} leased, ${pool.offline} offline${pool.quarantined > 0 ? ` (${pool.quarantined} quarantined)` : ''}</small>
 <details><summary>instances</summary><ul>${each}</ul></details>`;
 }
 

@@ -8,6 +8,8 @@ export interface StatsPageInput {
   snapshot: BenchSnapshot;
   nowMs: number;
   styleNonce: string;
+  /** The waitlist is open (its nav link and its total); false: `--no-waitlist`. */
+  waitlistOpen: boolean;
 }
 
 /** Job states in lifecycle order; states the page does not know follow, alphabetically. */
@@ -36,7 +38,7 @@ export function renderStatsPage(input: StatsPageInput): string {
 <div><dt>Open sessions</dt><dd>${t.sessionsOpen}</dd></div>
 <div><dt>Jobs, all time</dt><dd>${t.jobsTotal}</dd></div>
 <div><dt>Boards</dt><dd>${snapshot.boards.length}</dd></div>
-<div><dt>Waitlist</dt><dd>${t.waitlist}</dd></div>
+${input.waitlistOpen ? html`<div><dt>Waitlist</dt><dd>${t.waitlist}</dd></div>` : ''}
 </dl>
 </section>
 
@@ -69,6 +71,7 @@ ${activityTable(snapshot.recentActivity)}
     title: 'hilbench statistics',
     styleNonce: input.styleNonce,
     current: 'stats',
+    waitlistOpen: input.waitlistOpen,
     body,
     footer: snapshotFooter(snapshot),
   });
