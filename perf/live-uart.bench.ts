@@ -15,7 +15,7 @@ import { qemuDirectCommand } from '../backends/qemu/qemu-command.js';
 import { QemuBackend } from '../backends/qemu/qemu-backend.js';
 import { systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
-import { BenchClient } from '../lib/bench-client.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
 import { startBenchServer } from '../server/bench/bench-service.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 

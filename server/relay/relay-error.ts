@@ -1,7 +1,8 @@
 import type { ErrorRequestHandler } from 'express';
 import { RelayError as CoreRelayError } from '../../core/relay/index.js';
 import { createErrorHandler } from '../http/error-handler.js';
-import { HttpError, type ValidationErrorItem } from '../http/http-error.js';
+import { HttpError } from '../http/http-error.js';
+import type { ValidationErrorItem } from '../../wire/problem-detail.js';
 import type { Logger } from '../http/logger.js';
 
 /**

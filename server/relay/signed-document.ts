@@ -1,5 +1,5 @@
-import { canonicalJson, isSignatureText, nodeIdToPublicKey, signEd25519, verifyEd25519 } from './protocol.js';
-import type { CoreIssue } from './protocol.js';
+import { canonicalJson, isSignatureText, nodeIdToPublicKey, signEd25519, verifyEd25519 } from '../../core/relay/index.js';
+import type { Issue as CoreIssue } from '../../core/relay/index.js';
 import { HttpError } from '../http/http-error.js';
 import { issue, type ValidationIssue } from './relay-error.js';
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { T0, jobRecord, sessionRecord, uartOf } from '../../test/contract/bench-store-contract.js';
-import { jobStates } from '../../harness/job-states.js';
+import { jobStates } from '../../wire/job-states.js';
 import { FirmwareBlobStore } from './firmware-blob-store.js';
 import { runMigrations } from '../db/run-migrations.js';
 import { benchStoreMigrations } from './bench-store-migrations.js';

@@ -5,7 +5,7 @@ import type { BenchFile } from '../../backends/probe/bench-file.js';
 import { ProbeBackend } from '../../backends/probe/probe-backend.js';
 import { systemClock } from '../../core/clock.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
-import { adminSchema, boardHealthCheckSchema } from '../../server/bench/bench-schemas.js';
+import { adminSchema, boardHealthCheckSchema } from '../../wire/bench/bench-schemas.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { boardHealthControlOf } from '../../server/bench/board-health-control.js';
 import { escapeHtml } from '../../server/bench/pages/html.js';

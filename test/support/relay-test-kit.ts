@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '../../core/clock.js';
-import { type ItemAuthorship, type NodeKey, type QuorumSet, type SliceDeclaration, type Vote, claimId, generateNodeKey, signItemAuthorship, signSliceDeclaration, signVote } from '../../server/relay/protocol.js';
-import { registerSchema, relayLimits, sessionSchema } from '../../server/relay/relay-facts.js';
+import { type ItemAuthorship, type NodeKey, type QuorumSet, type SliceDeclaration, type Vote, claimId, generateNodeKey, signItemAuthorship, signSliceDeclaration, signVote } from '../../core/relay/index.js';
+import { registerSchema, relayLimits, sessionSchema } from '../../wire/relay/relay-facts.js';
 import { type RunningRelay, type StartRelayServerOptions, startRelayServer as startRelayServerWithDefaults } from '../../server/relay/relay-service.js';
 import { signDocument } from '../../server/relay/signed-document.js';
 

@@ -1,12 +1,33 @@
-import type { z } from 'zod';
-import { HttpError, type ValidationErrorItem } from './http-error.js';
+import { z } from 'zod';
 
 /**
- * The one zod-to-422 converter of both services: zod issues become pydantic v2 errors in its
- * exact words (`type`, `msg`, `ctx`), so a 422 from the bench or the relay reads as the FastAPI
- * implementation of the spec would write it. Form fields (`form-schema.ts`) and the relay's JSON,
- * query and path schemas both come through here.
+ * The problem vocabulary of the wire: the one translator of both services from zod issues to
+ * pydantic v2 errors in its exact words (`type`, `msg`, `ctx`), so a 422 from the bench or the
+ * relay reads as the FastAPI implementation of the spec would write it. Form fields
+ * (`form-fields.ts`) and the relay's JSON, query and path schemas all come through here; the
+ * server throws the result (`parseOr422`, server/http/http-error.ts).
  */
+
+/**
+ * One entry of a 422 body, exactly as pydantic v2 writes it, keys in its order:
+ * `type, loc, msg, input` and `ctx` when the error has context.
+ */
+export interface ValidationErrorItem {
+  type: string;
+  loc: Array<string | number>;
+  msg: string;
+  input: unknown;
+  ctx?: Record<string, unknown>;
+}
+
+/** A 422 answer's entries as clients parse them (keys beyond these pass through). */
+export const validationErrorItemSchema = z.looseObject({
+  type: z.string(),
+  loc: z.array(z.union([z.string(), z.number()])),
+  msg: z.string(),
+  input: z.unknown(),
+  ctx: z.record(z.string(), z.unknown()).optional(),
+});
 
 /** One pydantic error without its place and input. */
 export interface PydanticError {
@@ -159,11 +180,4 @@ export function zodIssuesToValidation(issues: readonly z.core.$ZodIssue[], where
     } else out.push(item(pydanticErrorOf(zi), loc, input));
   }
   return out;
-}
-
-/** Parses `input` with `schema`, throwing a 422 `HttpError` located under `where` (body, query, path). */
-export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
-  const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  throw new HttpError(422, zodIssuesToValidation(result.error.issues, where, input));
 }
