@@ -165,6 +165,11 @@ export function keepsBoardHealth(backend: Backend): backend is Backend & BoardHe
   return backend.health !== undefined && backend.release !== undefined;
 }
 
+/** `backend` as a `BoardHealthControl` when it keeps board health (`health` and `release`); undefined otherwise. */
+export function boardHealthControlOf(backend: Backend): (Backend & BoardHealthControl) | undefined {
+  return keepsBoardHealth(backend) ? backend : undefined;
+}
+
 export interface Device {
   readonly board: Board;
   readonly timeBase: TimeBase;

@@ -4,7 +4,7 @@ import type { boardQueueSchema, jobTextSchema } from '../../wire/bench/job-answe
 
 /**
  * The bench API's answers as TypeScript types, derived from the zod schemas the service validates
- * and documents its answers with (server/bench/bench-schemas.ts): one source of truth.
+ * and documents its answers with (wire/bench/bench-schemas.ts): one source of truth.
  */
 export type AgentRegistration = z.infer<typeof agentRegistrationSchema>;
 export type Session = z.infer<typeof sessionSchema>;

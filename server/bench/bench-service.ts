@@ -36,7 +36,7 @@ import { benchGuards, benchRoutes } from './bench-routes.js';
 import { benchGuard, benchOpenApiSecurity } from './bench-route.js';
 import { openApiComponents } from '../../wire/bench/bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
-import type { BackendChoice } from './board-backends.js';
+import type { BackendChoice } from '../../harness/board-resolution.js';
 import { JobLive } from './job-live.js';
 import { benchMetrics, metricsOpenApiPath } from './bench-metrics.js';
 import { mcpOpenApiPath } from './mcp-openapi.js';

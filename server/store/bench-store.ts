@@ -211,7 +211,7 @@ export type SessionChangeResult =
   | { kind: 'not-active'; session: SessionRecord }
   | { kind: 'not-found' };
 
-// The one list of job states (harness/job-states.ts), re-exported for the store's users.
+// The one list of job states (wire/job-states.ts), re-exported for the store's users.
 export { jobStates, type JobState } from '../../wire/job-states.js';
 import type { JobState } from '../../wire/job-states.js';
 

@@ -32,7 +32,7 @@ async function storeWithAgents(file = ':memory:') {
 
 /** What only SQLite has: the file, its schema version, reopening it. The rest: test/contract/bench-store-contract.ts. */
 describe('SqliteBenchStore', () => {
-  it('its CHECK on job states accepts exactly the one list of job states (harness/job-states.ts)', async () => {
+  it('its CHECK on job states accepts exactly the one list of job states (wire/job-states.ts)', async () => {
     const store = await storeWithAgents();
     const insert = store.database.prepare(
       "INSERT INTO jobs (job_id, agent_id, board, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms) VALUES (?, 'ag_1', ?, ?, 'x', 1, '{}', 1, 0)",

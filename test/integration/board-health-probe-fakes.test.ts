@@ -7,7 +7,7 @@ import { systemClock } from '../../core/clock.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { adminSchema, boardHealthCheckSchema } from '../../wire/bench/bench-schemas.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
-import { boardHealthControlOf } from '../../server/bench/board-health-control.js';
+import { boardHealthControlOf } from '../../backends/backend.js';
 import { escapeHtml } from '../../server/bench/pages/html.js';
 import { fakeBootLine } from '../fakes/openocd/fake-board.js';
 import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';
