@@ -19,11 +19,11 @@ function lintLayers(): string[] {
 }
 
 describe('the picture of the layers', () => {
-  it('docs/architecture.md draws the layers in the order the lint rule enforces', () => {
-    const line = read('docs/architecture.md')
+  it.each(['docs/architecture.md', 'README.md'])('%s draws the layers in the order the lint rule enforces', (file) => {
+    const line = read(file)
       .split('\n')
       .find((l) => /^core\s+<-/.test(l));
-    expect(line, 'docs/architecture.md has no "core <- ..." line').toBeDefined();
+    expect(line, `${file} has no "core <- ..." line`).toBeDefined();
     expect((line as string).split('<-').map((part) => part.trim())).toEqual(lintLayers());
   });
 

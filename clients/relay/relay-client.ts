@@ -90,6 +90,8 @@ export interface RelayClientOptions {
   /** Host clock for the `created_at` of signed documents (the relay refuses 300 s off its own). Default: the system clock. */
   clock?: Clock;
   fetch?: typeof fetch;
+  /** The relay's own base URL as registrations must name it, when the caller knows it (default: read once from `GET /health`). */
+  selfUrl?: string;
 }
 
 /**
@@ -113,6 +115,7 @@ export class RelayClient {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.clock = options.clock ?? systemClock;
     this.fetchFn = options.fetch ?? fetch;
+    this.selfUrl = options.selfUrl;
     this.raw = {
       request: (method, path, init) => this.send(method, path, init),
       register: (o) => this.sendRegistration(o),
