@@ -1,6 +1,6 @@
 import { agentRegistrationSchema, boardListSchema, healthSchema, jobSchema, sessionSchema } from '../../wire/bench/bench-schemas.js';
 import { boardQueueSchema, jobTextSchema, uartInputAnswerSchema } from '../../wire/bench/job-answer-schemas.js';
-import { type HttpAnswer, readAnswer } from '../http-answer.js';
+import { fieldOf, type HttpAnswer, readAnswer } from '../http-answer.js';
 import { BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
 import { type CallOptions, deadlineSignal, exchange, type HttpSettings, realSleep, type RetryPolicy } from './bench-http.js';
 import { BenchSession } from './bench-session.js';
@@ -188,8 +188,7 @@ export class BenchClient {
     try {
       const response = await this.settings.fetch(`${this.baseUrl}${path}`, { signal });
       if (!response.ok) {
-        const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
-        throw benchApiError('GET', path, response.status, body.detail);
+        throw benchApiError('GET', path, response.status, fieldOf(await response.json().catch(() => undefined), 'detail'));
       }
       return new Uint8Array(await response.arrayBuffer());
     } catch (err) {
@@ -250,8 +249,7 @@ export class BenchClient {
         continue;
       }
       if (response.status === 401 || response.status === 404 || response.status === 403) {
-        const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
-        throw new BenchApiError('GET', `/api/v1/jobs/${jobId}/uart`, response.status, body.detail);
+        throw new BenchApiError('GET', `/api/v1/jobs/${jobId}/uart`, response.status, fieldOf(await response.json().catch(() => undefined), 'detail'));
       }
       await response.body?.cancel();
       yield* this.pollUart(jobId, options.signal);

@@ -17,7 +17,7 @@ import {
 import { registerSchema } from '../../wire/relay/relay-facts.js';
 import { bulletinSchema, healthSchema, itemDetailSchema, itemsPageSchema, meSchema } from '../../wire/relay/relay-responses.js';
 import { itemCreatedSchema, nodeDetailSchema, registerAnswerSchema, sliceAnswerSchema, voteAnswerSchema } from '../../wire/relay/relay-responses-more.js';
-import { type HttpAnswer, readAnswer } from '../http-answer.js';
+import { fieldOf, type HttpAnswer, readAnswer } from '../http-answer.js';
 
 /** The relay's answers as types, derived from the zod schemas its /openapi.json is built from. */
 export type RelayHealth = z.infer<typeof healthSchema>;
@@ -187,7 +187,7 @@ export class RelayClient {
   async relaySelfUrl(): Promise<string> {
     if (this.selfUrl) return this.selfUrl;
     const health = await this.send('GET', '/health');
-    const url = (health.json as { base_url?: unknown } | undefined)?.base_url;
+    const url = fieldOf(health.json, 'base_url');
     if (health.status !== 200 || typeof url !== 'string') {
       throw new Error(`GET ${this.baseUrl}/health answered ${health.status} without base_url: ${health.text.slice(0, 200)}`);
     }
@@ -216,7 +216,7 @@ export class RelayClient {
     if (options.name !== undefined) doc.name = options.name;
     const sig = Buffer.from(signEd25519(new TextEncoder().encode(canonicalJson(doc)), key.secretKey)).toString('base64url');
     const answer = await this.send('POST', '/register', { json: { ...doc, sig } });
-    const authorization = (answer.json as { authorization?: unknown } | undefined)?.authorization;
+    const authorization = fieldOf(answer.json, 'authorization');
     return { node: typeof authorization === 'string' ? { ...key, authorization } : undefined, answer };
   }
 
@@ -238,6 +238,6 @@ export class RelayClient {
 }
 
 function parsed<T>(answer: RelayAnswer, method: string, path: string, schema: z.ZodType<T>): T {
-  if (answer.status < 200 || answer.status >= 300) throw new RelayApiError(method, path, answer.status, (answer.json as { detail?: unknown } | undefined)?.detail ?? answer.text);
+  if (answer.status < 200 || answer.status >= 300) throw new RelayApiError(method, path, answer.status, fieldOf(answer.json, 'detail') ?? answer.text);
   return schema.parse(answer.json);
 }
