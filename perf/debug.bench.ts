@@ -10,6 +10,8 @@ import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { rspPacket } from '../core/gdb/rsp-packet.js';
 import { GdbBridge } from '../harness/debug/gdb-bridge.js';
+import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
+import { avrStubInThread, type OwnGdbServer, qemuOwnGdbstub, rp2040jsOwnServer } from './debug-own-servers.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -75,7 +77,27 @@ async function timeRegisterReads(port: number, count: number): Promise<number[]>
   return samples;
 }
 
-async function debugRows(label: string, backend: Backend, boardId: string, gdb: string): Promise<BenchRow[]> {
+/** Runs `fn` against a freshly started server, then closes it. */
+async function withServer<T>(start: () => Promise<OwnGdbServer>, fn: (port: number) => Promise<T>): Promise<T> {
+  const server = await start();
+  try {
+    return await fn(server.port);
+  } finally {
+    await server.close();
+  }
+}
+
+/** One backend's rows: `own` starts its engine's own GDB server (the baseline), named `ownName`. */
+interface DebugCase {
+  label: string;
+  backend: Backend;
+  boardId: string;
+  gdb: string;
+  ownName: string;
+  own: (elf: string) => Promise<OwnGdbServer>;
+}
+
+async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCase): Promise<BenchRow[]> {
   const board = loadBoardCatalog().find((b) => b.id === boardId)!;
   const elf = path.join(root, 'scenarios/debug-firmware', `${boardId}.elf`);
   const device = await backend.open(board);
@@ -91,22 +113,29 @@ async function debugRows(label: string, backend: Backend, boardId: string, gdb: 
       await bridge.stop();
     }
   };
+  /** GDB's own clock (its Python) from `target remote` to halted at main: GDB's start-up and the ELF's load are outside it. */
   const walkToMain = async (port: number) => {
-    const t0 = nowMs();
-    const result = await execa(gdb, ['-nx', '--batch', '-ex', `file ${elf}`, '-ex', `target remote localhost:${port}`, '-ex', 'break main', '-ex', 'continue', '-ex', 'kill'], { reject: false, cwd: root });
-    if (!/Breakpoint 1, main/.test(result.stdout)) throw new Error(`${gdb} did not stop at main: ${result.stdout} ${result.stderr}`);
-    return nowMs() - t0;
+    const result = await execa(
+      gdb,
+      ['-nx', '--batch', '-ex', `file ${elf}`, '-ex', 'python import time; hb_t0 = time.monotonic()', '-ex', `target remote localhost:${port}`, '-ex', 'break main', '-ex', 'continue',
+        '-ex', 'python print("hilbench-to-main-ms %.3f" % ((time.monotonic() - hb_t0) * 1000))', '-ex', 'kill'],
+      { reject: false, cwd: root },
+    );
+    const ms = /hilbench-to-main-ms ([\d.]+)/.exec(result.stdout);
+    if (!/Breakpoint 1, main/.test(result.stdout) || !ms) throw new Error(`${gdb} did not stop at main: ${result.stdout} ${result.stderr}`);
+    return Number(ms[1]);
   };
-  const reads = { direct: [] as number[], bridged: [] as number[] };
-  const toMain = { direct: [] as number[], bridged: [] as number[] };
+  const reads = { own: [] as number[], forwarded: [] as number[], bridged: [] as number[] };
+  const toMain = { own: [] as number[], bridged: [] as number[] };
   try {
-    // ABAB: the engine's own server and the same server behind hilbench's bridge, alternately.
+    // ABCABC: the engine's own server, the device's stream behind a plain forward, and the same
+    // stream behind hilbench's bridge, alternately.
     for (let round = 0; round < ROUNDS; round++) {
-      reads.direct.push(...(await timeRegisterReads(direct.port, READS_PER_ROUND)));
+      reads.own.push(...(await withServer(() => own(elf), (port) => timeRegisterReads(port, READS_PER_ROUND))));
+      reads.forwarded.push(...(await timeRegisterReads(direct.port, READS_PER_ROUND)));
       await direct.settled();
       reads.bridged.push(...(await viaBridge((port) => timeRegisterReads(port, READS_PER_ROUND))));
-      toMain.direct.push(await walkToMain(direct.port));
-      await direct.settled();
+      toMain.own.push(await withServer(() => own(elf), walkToMain));
       toMain.bridged.push(await viaBridge(walkToMain));
     }
   } finally {
@@ -115,19 +144,27 @@ async function debugRows(label: string, backend: Backend, boardId: string, gdb: 
   }
   const p50 = (samples: number[]) => percentile(samples, 50);
   return [
-    { name: `${label}: register read (g) through hilbench debug, p50`, value: p50(reads.bridged) * 1000, unit: 'µs', note: `${reads.bridged.length} reads in ${ROUNDS} rounds, alternating with the row below` },
-    { name: `${label}: register read (g) on the engine's own GDB server, p50`, value: p50(reads.direct) * 1000, unit: 'µs', note: 'the same server behind a plain TCP forward, without the framing checks' },
-    { name: `${label}: register read, hilbench debug / own server`, value: p50(reads.bridged) / p50(reads.direct), unit: '×', note: 'issue 32 goal: at most 1.5 locally' },
-    { name: `${label}: ${gdb}: target remote, break main, continue until halted at main, through hilbench debug, p50`, value: p50(toMain.bridged), unit: 'ms', note: `the whole GDB process (its start-up included), ${ROUNDS} runs` },
-    { name: `${label}: the same on the engine's own GDB server, p50`, value: p50(toMain.direct), unit: 'ms', note: 'alternately with the row above' },
+    { name: `${label}: register read (g) through hilbench debug, p50`, value: p50(reads.bridged) * 1000, unit: 'µs', note: `${reads.bridged.length} reads in ${ROUNDS} rounds, alternating with the two rows below` },
+    { name: `${label}: register read (g) on ${ownName}, p50`, value: p50(reads.own) * 1000, unit: 'µs', note: 'the baseline: the engine\'s own GDB server, nothing of hilbench in between' },
+    { name: `${label}: register read, hilbench debug / own server`, value: p50(reads.bridged) / p50(reads.own), unit: '×', note: 'issue 32 goal: at most 1.5 locally' },
+    { name: `${label}: register read (g) on the device's stream behind a plain TCP forward, p50`, value: p50(reads.forwarded) * 1000, unit: 'µs', note: 'hilbench debug without its bridge (no framing checks): what the bridge itself costs' },
+    { name: `${label}: ${gdb}: from target remote to halted at main (break main, continue), through hilbench debug, p50`, value: p50(toMain.bridged), unit: 'ms', note: `timed by GDB's own clock, its start-up excluded; ${ROUNDS} runs` },
+    { name: `${label}: the same on ${ownName}, p50`, value: p50(toMain.own), unit: 'ms', note: 'alternately with the row above; the server started before GDB' },
   ];
 }
 
 /** `npm run bench` section: GDB through `hilbench debug` against the engines' own GDB servers (issue 32). */
 export async function runDebugBench(): Promise<BenchRow[]> {
+  const boards = loadBoardCatalog();
+  const board = (id: string) => boards.find((b) => b.id === id)!;
+  const rom = new OwnBootrom();
+  const sim = () => new SimBackend({ clock: systemClock });
+  const cases: DebugCase[] = [
+    { label: 'sim pico', backend: sim(), boardId: 'pico', gdb: 'gdb-multiarch', ownName: "rp2040js's GDBServer in this thread", own: (elf) => rp2040jsOwnServer(elf, rom) },
+    { label: 'sim uno', backend: sim(), boardId: 'uno', gdb: 'avr-gdb', ownName: "hilbench's avr8js stub in this thread", own: (elf) => avrStubInThread(board('uno'), elf) },
+    { label: 'QEMU mps2-an385', backend: new QemuBackend({ clock: systemClock }), boardId: 'mps2-an385', gdb: 'gdb-multiarch', ownName: "QEMU's gdbstub (-S -gdb tcp)", own: (elf) => qemuOwnGdbstub(board('mps2-an385'), elf) },
+  ];
   const rows: BenchRow[] = [];
-  rows.push(...(await debugRows('sim pico', new SimBackend({ clock: systemClock }), 'pico', 'gdb-multiarch')));
-  rows.push(...(await debugRows('sim uno', new SimBackend({ clock: systemClock }), 'uno', 'avr-gdb')));
-  rows.push(...(await debugRows('QEMU mps2-an385', new QemuBackend({ clock: systemClock }), 'mps2-an385', 'gdb-multiarch')));
+  for (const c of cases) rows.push(...(await debugRows(c)));
   return rows;
 }

@@ -7,19 +7,15 @@
  * queue, worker claim, UART relay to the stream).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { qemuDirectCommand } from '../backends/qemu/qemu-command.js';
 import { QemuBackend } from '../backends/qemu/qemu-backend.js';
 import { systemClock } from '../core/clock.js';
-import { createBackends } from '../harness/backend-registry.js';
-import { BenchClient } from '../clients/bench/bench-client.js';
-import { startBenchServer } from '../server/bench/bench-service.js';
+import type { BenchClient } from '../clients/bench/bench-client.js';
+import { startLocalBench } from './local-bench-server.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
-const quietLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 const firmware = (board: string) => new URL(`../scenarios/firmware/${board}/hello.elf`, import.meta.url).pathname;
 
 /** Spawn to first stdout byte of a direct QEMU run, killed at once after. */
@@ -61,21 +57,10 @@ async function streamedFirstByteMs(client: BenchClient, board: string): Promise<
 export async function runLiveUartBench(options: { repeats?: number } = {}): Promise<BenchRow[]> {
   const repeats = options.repeats ?? 5;
   const boards = loadBoardCatalog();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-live-bench-'));
-  const server = await startBenchServer({
-    port: 0,
-    dataDir,
-    boards,
-    clock: systemClock,
-    logger: quietLogger,
-    backend: 'auto',
-    backends: () => createBackends({ clock: systemClock, boards }),
-    publicBaseUrl: 'http://127.0.0.1',
-  });
+  const bench = await startLocalBench('live');
+  const { client } = bench;
   const rows: BenchRow[] = [];
   try {
-    const anonymous = new BenchClient({ baseUrl: server.url });
-    const client = anonymous.withToken((await anonymous.register('bench')).token);
     for (const [backend, board] of [['sim', 'pico'], ['sim', 'uno']] as const) {
       const samples: number[] = [];
       for (let i = 0; i < repeats; i++) samples.push(await streamedFirstByteMs(client, board));
@@ -103,7 +88,6 @@ export async function runLiveUartBench(options: { repeats?: number } = {}): Prom
     );
     return rows;
   } finally {
-    await server.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await bench.close();
   }
 }

@@ -16,7 +16,11 @@ export interface SceneOptions {
   voters: number;
   /** Validators in each voter's slice (the next ones around the ring, 67 %). */
   sliceSize: number;
-  /** Statements ingested in each mode (sequential, concurrent): whole items of a vote and an accept per voter. */
+  /**
+   * Statements ingested in each mode (sequential, concurrent): whole items of a vote and an accept
+   * per voter, or, when one item holds more, the votes and accepts of voters sampled evenly over the
+   * population (`chosenVoters`).
+   */
   statements: number;
   /** Requests of one block's rounds. */
   blockSize: number;
@@ -58,6 +62,8 @@ export type LoadRequest = LoadRound['requests'][number];
 
 export class IngestScene {
   readonly blocks: number;
+  /** Voters whose statements the rounds ingest: all of them, or an even sample (`chosenVoters`). */
+  readonly votersIngesting: number;
   private constructor(
     readonly options: SceneOptions,
     private relay: RunningRelay,
@@ -71,6 +77,7 @@ export class IngestScene {
     private readonly client: ChildProcess,
   ) {
     this.blocks = Math.ceil(sequentialVotes.length / options.blockSize);
+    this.votersIngesting = chosenVoters(options.voters, options.statements).length;
   }
 
   /** Starts a relay with `voters` registered voters and signs the statements of both modes. */
@@ -94,7 +101,12 @@ export class IngestScene {
         const v = Array.from({ length: sliceSize }, (_, j) => ring[(k + 1 + j) % voterCount] as string);
         return { t: defaultThreshold(sliceSize), v, i: [] };
       };
-      const items = Math.max(1, Math.ceil(options.statements / (2 * voterCount)));
+      // Whole items (every voter's vote, then every accept) while a round's statements hold them;
+      // past that (10 000 voters) one item per mode, voted on by a sample of voters spread evenly
+      // over the whole population, so the rounds stay as long as the smaller relays' and the bench
+      // bounded, while every key, row and index lookup is one of the full network's.
+      const chosen = chosenVoters(voterCount, options.statements);
+      const items = Math.max(1, Math.ceil(options.statements / (2 * chosen.length)));
       const post = async (title: string, count: number) => {
         const posted: string[] = [];
         for (let k = 0; k < count; k++) posted.push(await postClaim(relay, voters[0] as TestNode, { kind: 'statement', title: `${title} #${k}`, body: '' }));
@@ -104,12 +116,12 @@ export class IngestScene {
       // loop busy for seconds, and the relay (in this process) may then close an idle keep-alive
       // connection just as a claim is posted on it (ECONNRESET).
       const itemsOf = { sequential: await post(`ingest bench, sequential, ${voterCount} voters`, items), concurrent: await post(`ingest bench, concurrent, ${voterCount} voters`, items), warmUp: await post(`ingest bench, warm-up, ${voterCount} voters`, 1) };
-      const sign = (posted: string[]) => posted.flatMap((item) => signAll(voters, item, sliceOf).map(voteRequest));
+      const sign = (posted: string[], who: readonly number[] = chosen) => posted.flatMap((item) => signAll(voters, who, item, sliceOf).map(voteRequest));
       const scene = new IngestScene({ ...options, sliceSize }, relay, data, counters, voters, sliceOf, selfSlice, sign(itemsOf.sequential), sign(itemsOf.concurrent), client);
       // Warm-up (JIT, caches, connections) on an item of its own.
       await scene.round(scene.me('GET').slice(0, 200), 1, 200);
       await scene.round(scene.me('POST', 'warm-up').slice(0, 200), 1, 200);
-      await scene.round(sign(itemsOf.warmUp).slice(0, 400), 1, 201);
+      await scene.round(sign(itemsOf.warmUp, chosen.slice(0, 200)).slice(0, 400), 1, 201);
       return scene;
     } catch (error) {
       await relay.close();
@@ -259,10 +271,19 @@ async function registerVoters(relay: RunningRelay, keys: readonly NodeKey[]): Pr
   return voters;
 }
 
-/** Every voter's `vote`, then every voter's `accept`, all yes, signed now. */
-function signAll(voters: readonly TestNode[], item: string, sliceOf: (k: number) => QuorumSet): Vote[] {
-  const slices = voters.map((_, k) => sliceOf(k));
-  return (['vote', 'accept'] as const).flatMap((phase) => voters.map((voter, k) => voteBy(voter, item, 'yes', phase, slices[k] as QuorumSet, systemClock)));
+/**
+ * The voters whose statements a round ingests: all of them when their votes and accepts fit in
+ * `statements`, else `statements / 2` spread evenly over the whole population (indices, ascending).
+ */
+export function chosenVoters(voterCount: number, statements: number): number[] {
+  const count = Math.min(voterCount, Math.max(1, Math.floor(statements / 2)));
+  return Array.from({ length: count }, (_, j) => Math.floor((j * voterCount) / count));
+}
+
+/** The `vote` of every chosen voter, then their `accept`, all yes, signed now. */
+function signAll(voters: readonly TestNode[], chosen: readonly number[], item: string, sliceOf: (k: number) => QuorumSet): Vote[] {
+  const slices = chosen.map((k) => sliceOf(k));
+  return (['vote', 'accept'] as const).flatMap((phase) => chosen.map((k, j) => voteBy(voters[k] as TestNode, item, 'yes', phase, slices[j] as QuorumSet, systemClock)));
 }
 
 function voteRequest(vote: Vote): LoadRequest {

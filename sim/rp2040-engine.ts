@@ -1,12 +1,12 @@
 import { type Logger, RP2040 } from 'rp2040js';
 import type { Board } from '../boards/board-schema.js';
 import type { PlacedSegment } from './load-segments.js';
-import { RP2040_BOOTROM_BYTES, RP2040_BOOTROM_HINT } from './rp2040-bootrom.js';
-import { HardFault, breakHalt, hex, libraryMessage } from './rp2040/core-faults.js';
+import { HardFault, breakHalt, libraryMessage } from './rp2040/core-faults.js';
+import { CoreTurns } from './rp2040/core-turns.js';
 import { type CoreIndex, InterCoreFifo, SIO_FIFO_RD, SIO_FIFO_ST, SIO_FIFO_WR } from './rp2040/inter-core-fifo.js';
 import { loadAndStart } from './rp2040/load-and-start.js';
 import { OwnBootrom } from './rp2040/own-bootrom.js';
-import type { RomMachine } from './rp2040/rom-functions.js';
+import { OwnRomCalls } from './rp2040/own-rom-calls.js';
 import { Rp2040GdbTarget } from './rp2040/rp2040-gdb-target.js';
 import { Rp2040Pins } from './rp2040/rp2040-pins.js';
 import { SecondCore } from './rp2040/second-core.js';
@@ -22,15 +22,6 @@ const UARTFR_RXFF = 1 << 6;
 /** 115200 8N1 until the firmware programs the divider: ten bit times per character. */
 const DEFAULT_BAUD = 115_200;
 const BITS_PER_CHAR = 10;
-/** Core cycles charged for one call into the own boot ROM (its functions run in TypeScript: not the ROM's timing). */
-const ROM_CALL_CYCLES = 20;
-/**
- * With both cores running, each runs at most this many of its cycles before the other catches
- * up: the bound on how far apart they are (decision 0526). Small enough that a core polling
- * the other sees it within a fraction of a microsecond at 125 MHz; large enough that switching
- * costs little beside the instructions run.
- */
-export const CORE_QUANTUM_CYCLES = 64;
 /** SIO_IRQ_PROC0 and SIO_IRQ_PROC1 (datasheet §2.3.2): each wired to its own core only. */
 const SIO_IRQ_PROC = [15, 16] as const;
 /** PSM FRCE_OFF (datasheet §2.13): bit 16 holds core 1 in reset. */
@@ -60,36 +51,31 @@ export interface Rp2040EngineOptions {
  * would take a HardFault, the engine halts with `crashed`; semihosting exits as under QEMU.
  *
  * Core 1 (sim/rp2040/second-core.ts) waits in the boot ROM's holding pen and costs nothing
- * there: the loop runs core 0 alone until core 0 writes to the inter-core FIFO. From then on the
- * cores take turns of `CORE_QUANTUM_CYCLES`: core 0 runs a quantum, advancing the chip's clock
- * and its timers, then core 1 runs until it has caught up; when both sleep, time skips to the
- * next event as it does for one core.
+ * there. Who runs when is `CoreTurns` (sim/rp2040/core-turns.ts): core 0 alone until core 0
+ * writes to the inter-core FIFO, then turns of `CORE_QUANTUM_CYCLES`. This class builds the chip
+ * and wires core 1 into it (SIO, interrupts, SEV, PSM), and owns the UART and the halt.
  */
 export class Rp2040Engine implements SimEngine {
   readonly clock = new SimClock();
   readonly rp2040: RP2040;
   readonly pins: Rp2040Pins;
   readonly placed: PlacedSegment[];
-  instructions = 0;
-  sleptNanos = 0;
   droppedRxBytes = 0;
   /** The project's own boot ROM, mapped when no B1 ROM file is configured. */
   private readonly ownRom: OwnBootrom | undefined;
-  private readonly romMachine: RomMachine;
-  /** Core 1's ROM view, rebuilt when a reset of core 1 replaces its core. */
-  private core1Rom: { core: Core; machine: RomMachine } | undefined;
   readonly fifo: InterCoreFifo;
   readonly core1: SecondCore;
-  /** Set when the single-core loop must stop: output ready, a halt, or core 1 has work. */
-  private breakLoop = false;
+  /** Who runs when (sim/rp2040/core-turns.ts). */
+  private readonly turns: CoreTurns;
   private readonly uartIndex: number;
   private readonly tx = new UartOutputBuffer();
   private readonly rxQueue: number[] = [];
   private readonly rxAlarm;
-  private nanosPerCycle: number;
   private halt: EngineHalt | undefined;
   private outputReady = false;
   private readonly unmodelled = new Map<string, number>();
+  /** What a `bkpt` on core 1 does: ends the run (a debugger's stub replaces it while attached, as it does the chip's `onBreak`). */
+  core1Break: (code: number) => void = (code) => this.halted(breakHalt(this.rp2040, this.core1.core, code, CORE1, (m) => this.noteUnmodelled(m)));
 
   constructor(
     board: Board,
@@ -118,27 +104,33 @@ export class Rp2040Engine implements SimEngine {
 
     // Capture is attached before the first instruction runs.
     this.rp2040.uart[this.uartIndex]!.onByte = (value) => {
-      if (this.tx.push(value, this.clock.nanos)) this.outputReady = this.breakLoop = true;
+      if (this.tx.push(value, this.clock.nanos)) this.outputReady = this.turns.breakLoop = true;
     };
     this.rp2040.onBreak = (code) => this.halted(breakHalt(this.rp2040, core, code, '', (m) => this.noteUnmodelled(m)));
     this.rxAlarm = this.clock.createAlarm(() => this.deliverRxByte());
-    this.romMachine = romMachineFor(this.rp2040, core);
 
     this.fifo = new InterCoreFifo((side) => this.fifoChanged(side));
     const waitForVector = this.ownRom?.layout.functions.get('WV');
     this.core1 = new SecondCore(this.rp2040, {
       fifo: this.fifo,
       logger: this.coreLogger(1),
-      onBreak: (code) => this.halted(breakHalt(this.rp2040, this.core1.core, code, CORE1, (m) => this.noteUnmodelled(m))),
+      onBreak: (code) => this.core1Break(code),
       // Without the own ROM there is no trapped entry to return to: an entry that returns runs whatever the B1 ROM has at 0.
       returnAddress: waitForVector === undefined ? 0 : waitForVector | 1,
       onLaunchFault: (message) => this.halted({ reason: 'crashed', message }),
     });
+    const romCalls = this.ownRom
+      ? new OwnRomCalls(this.ownRom, this.rp2040, { onHalt: (message) => this.halted({ reason: 'crashed', message }), enterPen: () => this.core1.enterPen() })
+      : undefined;
+    this.turns = new CoreTurns(this.rp2040, this.clock, this.core1, {
+      romCalls,
+      // The ROM signals its echo with SEV, as the SDK's FIFO functions do.
+      sendEventFromCore1: () => this.sendEvent(1),
+      halted: () => this.halt !== undefined,
+    });
     this.attachCore1();
-
-    this.nanosPerCycle = 1e9 / this.rp2040.clkSys;
     this.rp2040.addClockListener((clkSys) => {
-      this.nanosPerCycle = 1e9 / clkSys;
+      this.turns.nanosPerCycle = 1e9 / clkSys;
       this.core1.clockChanged(clkSys);
     });
   }
@@ -211,11 +203,15 @@ export class Rp2040Engine implements SimEngine {
     // Called from SecondCore's constructor before it is assigned.
     if (!this.core1) return;
     this.core1.core.setInterrupt(SIO_IRQ_PROC[1], level);
-    if (this.core1.runnable) this.breakLoop = true;
+    // Called from the constructor (the pen's first 0 to core 0) before the turns exist.
+    if (this.core1.runnable && this.turns) this.turns.breakLoop = true;
   }
 
   private halted(halt: EngineHalt | undefined) {
-    if (halt && !this.halt) [this.halt, this.breakLoop] = [halt, true];
+    if (halt && !this.halt) {
+      this.halt = halt;
+      this.turns.breakLoop = true;
+    }
   }
 
   get nanos(): number {
@@ -239,110 +235,24 @@ export class Rp2040Engine implements SimEngine {
     return this.unmodelled;
   }
 
+  get instructions(): number {
+    return this.turns.instructions;
+  }
+
+  get sleptNanos(): number {
+    return this.turns.sleptNanos;
+  }
+
   advance(targetNanos: number): EngineHalt | undefined {
     if (this.halt) return this.halt;
     this.outputReady = false;
-    const clock = this.clock;
     try {
-      while (clock.nanos < targetNanos && !this.outputReady && !this.halt) {
-        this.breakLoop = false;
-        if (this.core1.parked) {
-          this.runCore0(targetNanos, targetNanos);
-          continue;
-        }
-        // One round: core 0 runs a quantum (its clock drives the timers), then core 1 catches up.
-        this.runCore0(Math.min(targetNanos, clock.nanos + CORE_QUANTUM_CYCLES * this.nanosPerCycle), targetNanos);
-        this.runCore1();
-      }
+      this.turns.run(targetNanos, () => this.outputReady || this.halt !== undefined);
     } catch (err) {
       if (!(err instanceof HardFault)) throw err;
       this.halted({ reason: 'crashed', message: err.message });
     }
     return this.halt;
-  }
-
-  /**
-   * Runs core 0 until the clock reaches `untilNanos` or `breakLoop` is set. Asleep, it skips to
-   * the next clock event; when core 1 is asleep too (or parked), as far as `targetNanos`.
-   */
-  private runCore0(untilNanos: number, targetNanos: number) {
-    const core = this.rp2040.core;
-    const clock = this.clock;
-    while (clock.nanos < untilNanos && !this.breakLoop) {
-      if (core.waiting) {
-        // WFI/WFE: nothing runs until an interrupt; jump to the next scheduled event.
-        const bothAsleep = !this.core1.runnable;
-        const limit = bothAsleep ? targetNanos : untilNanos;
-        const next = clock.nextAlarmNanos;
-        const to = next === undefined || next > limit ? limit : next;
-        if (bothAsleep) this.sleptNanos += to - clock.nanos;
-        clock.advanceTo(to);
-        continue;
-      }
-      if (core.PC < RP2040_BOOTROM_BYTES && this.ownRom) {
-        clock.tick(this.callOwnRom(core, this.romMachine, 0) * this.nanosPerCycle);
-        continue;
-      }
-      const cycles = core.executeInstruction();
-      this.instructions++;
-      clock.tick(cycles * this.nanosPerCycle);
-    }
-  }
-
-  /** Runs core 1 until its own time catches up with the clock (core 0's), or it sleeps. */
-  private runCore1() {
-    const second = this.core1;
-    const clock = this.clock;
-    while (second.nanos < clock.nanos && !this.halt) {
-      if (second.state !== 'running') {
-        if (!second.runnable) break;
-        second.nanos += second.penStep() * this.nanosPerCycle;
-        // The ROM signals its echo with SEV, as the SDK's FIFO functions do.
-        this.sendEvent(1);
-        continue;
-      }
-      const core = second.core;
-      if (core.waiting) break;
-      if (core.PC < RP2040_BOOTROM_BYTES && this.ownRom) {
-        if (this.core1Rom?.core !== core) this.core1Rom = { core, machine: romMachineFor(this.rp2040, core) };
-        second.nanos += this.callOwnRom(core, this.core1Rom.machine, 1) * this.nanosPerCycle;
-        continue;
-      }
-      const cycles = core.executeInstruction();
-      this.instructions++;
-      second.nanos += cycles * this.nanosPerCycle;
-    }
-    // Asleep or parked, core 1 idles along with the clock.
-    if (second.nanos < clock.nanos) second.nanos = clock.nanos;
-  }
-
-  /** Runs the own-ROM function whose entry core `index` is at, as if it had been called; returns the cycles charged. */
-  private callOwnRom(core: Core, machine: RomMachine, index: CoreIndex): number {
-    const entry = this.ownRom!.entryAt(core.PC);
-    if (!entry) {
-      throw new SimError(
-        'bad-image',
-        `execution${index === 1 ? CORE1 : ''} reached ${hex(core.PC)} in the boot ROM, which is not the entry of a function the simulator's own boot ROM provides ` +
-          `(docs/backends/sim.md lists them; firmware that jumps into the ROM's internals needs the real one: ${RP2040_BOOTROM_HINT}); ` +
-          `bare-metal firmware gets here only through a null or bad function pointer`,
-      );
-    }
-    this.instructions++;
-    const outcome = entry.run(machine);
-    if (outcome === undefined) core.BXWritePC(core.LR);
-    else if (outcome.kind === 'jump') {
-      core.LR = outcome.lr;
-      core.PC = outcome.pc & ~1;
-    } else if (outcome.kind === 'halt') {
-      this.halted({ reason: 'crashed', message: index === 1 ? `${outcome.message}${CORE1}` : outcome.message });
-    } else if (index === 1) {
-      // wait_for_vector on core 1 is its holding pen (also where a launched entry returns to).
-      this.core1.enterPen();
-    } else {
-      // Stays at this address; an interrupt wakes the core, and its return lands here again.
-      core.waiting = true;
-    }
-    return ROM_CALL_CYCLES;
   }
 
   takeUartOutput(options: { partial: boolean }): EngineUartChunk | undefined {
@@ -382,25 +292,4 @@ export class Rp2040Engine implements SimEngine {
     this.unmodelled.set(message, count);
     this.options.onUnmodelled(message, count);
   }
-}
-
-type Core = RP2040['core'];
-
-/** The registers and memory the own ROM's functions see when `core` calls them. */
-function romMachineFor(chip: RP2040, core: Core): RomMachine {
-  return {
-    regs: {
-      r: core.registers,
-      setFlags: ({ n, z, c, v }) => {
-        core.N = n;
-        core.Z = z;
-        core.C = c;
-        core.V = v;
-      },
-    },
-    read8: (address) => chip.readUint8(address >>> 0),
-    read16: (address) => chip.readUint16(address >>> 0),
-    write8: (address, value) => chip.writeUint8(address >>> 0, value),
-    flash: chip.flash,
-  };
 }

@@ -1,3 +1,4 @@
+import { hexOfText } from '../core/gdb/rsp-packet.js';
 import type { EngineHalt, EngineUartChunk } from './sim-engine.js';
 
 /**
@@ -78,4 +79,63 @@ export async function runUntilDebugStop(options: {
 export function haltStopReply(halt: EngineHalt): string {
   if (halt.reason === 'exited') return `W${(halt.exitCode & 0xff).toString(16).padStart(2, '0')}`;
   return 'S0b';
+}
+
+/**
+ * The thread packets of GDB's remote protocol for a chip whose cores are GDB threads (ids from 1,
+ * as GDB numbers them): `qfThreadInfo`/`qsThreadInfo` list them, `qC` names the one that stopped
+ * last, `Hg`/`Hc` select the one whose registers are read and the one a step runs (0 and -1:
+ * the one that stopped), `T` says whether one exists, `qThreadExtraInfo` describes it. Stop
+ * replies name their thread (`namedStopReply`), so GDB shows which core stopped.
+ */
+export class GdbCoreThreads {
+  /** The thread that stopped last; GDB's current thread after a stop. */
+  stopped = 1;
+  /** Selected by `Hg`: whose registers `g`, `G`, `p`, `P` read and write. */
+  registers = 1;
+  /** Selected by `Hc`: which core a step without a thread id steps. */
+  stepping = 1;
+
+  constructor(private readonly describe: ReadonlyArray<() => string>) {}
+
+  /** Records a stop of `thread`; GDB reads that thread's registers next. */
+  stop(thread: number): void {
+    this.stopped = this.registers = this.stepping = thread;
+  }
+
+  /** The reply to a thread packet, or undefined when `payload` is not one. */
+  answer(payload: string): string | undefined {
+    if (payload === 'qfThreadInfo') return `m${this.describe.map((_, i) => (i + 1).toString(16)).join(',')}`;
+    if (payload === 'qsThreadInfo') return 'l';
+    if (payload === 'qC') return `QC${this.stopped.toString(16)}`;
+    const select = /^H([gc])(-?[0-9a-fA-F]+)$/.exec(payload);
+    if (select) {
+      const id = parseInt(select[2]!, 16);
+      if (id > this.describe.length) return 'E01';
+      const thread = id <= 0 ? this.stopped : id;
+      if (select[1] === 'g') this.registers = thread;
+      else this.stepping = thread;
+      return 'OK';
+    }
+    const alive = /^T([0-9a-fA-F]+)$/.exec(payload);
+    if (alive) return this.exists(parseInt(alive[1]!, 16)) ? 'OK' : 'E01';
+    const extra = /^qThreadExtraInfo,([0-9a-fA-F]+)$/.exec(payload);
+    if (extra) {
+      const id = parseInt(extra[1]!, 16);
+      return this.exists(id) ? hexOfText(this.describe[id - 1]!()) : 'E01';
+    }
+    return undefined;
+  }
+
+  /** `S05`-style stop replies become `T05thread:N;`; a `T` reply without a thread gets the one that stopped. */
+  namedStopReply(payload: string): string {
+    const thread = `thread:${this.stopped.toString(16)};`;
+    if (/^S[0-9a-fA-F]{2}$/.test(payload)) return `T${payload.slice(1)}${thread}`;
+    if (/^T[0-9a-fA-F]{2}/.test(payload) && !payload.includes('thread:')) return `${payload}${payload.length > 3 && !payload.endsWith(';') ? ';' : ''}${thread}`;
+    return payload;
+  }
+
+  private exists(id: number): boolean {
+    return id >= 1 && id <= this.describe.length;
+  }
 }

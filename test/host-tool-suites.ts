@@ -96,6 +96,8 @@ export const postgresSuites = {
     'test/contract/postgres-bench-store.contract.test.ts',
     // Several PostgreSQL stores writing one database at once, with no global lock (decision 0515).
     'test/contract/postgres-stores-racing.test.ts',
+    'test/contract/postgres-pool-lease-model.test.ts',
+    'test/integration/replicas-pool-racing.test.ts',
     // A private PostgreSQL cluster stopped and started under load, bench and relay (decision 0516).
     'test/integration/database-restart.test.ts',
     'test/integration/replicas.test.ts',

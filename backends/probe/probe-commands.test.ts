@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { flashArgs, haltArgs, isProbeNotFound, type ProbeTarget, releaseResetArgs, toolFailure } from './probe-commands.js';
+import { flashArgs, gdbServerArgs, haltArgs, isProbeNotFound, type ProbeTarget, releaseResetArgs, toolFailure } from './probe-commands.js';
 import type { ToolResult } from './run-tool.js';
 
 const openocd: ProbeTarget = {
@@ -62,6 +62,26 @@ describe('probe command lines', () => {
     expect(haltArgs(probeRs)).toBeUndefined();
   });
 
+  it('serves GDB on a loopback port with the core reset and halted, the same probe selection as flashing', () => {
+    const server = gdbServerArgs(openocd, 40123);
+    expect(server.slice(0, 6)).toEqual(flashArgs(openocd, '/x.elf').slice(0, 6));
+    expect(server.slice(6)).toEqual([
+      '-c',
+      'bindto 127.0.0.1',
+      '-c',
+      'gdb_port 40123',
+      '-c',
+      'tcl_port disabled',
+      '-c',
+      'telnet_port disabled',
+      '-c',
+      'foreach t [target names] { $t configure -event gdb-detach { catch resume; shutdown } }',
+      '-c',
+      'init; reset halt',
+    ]);
+    expect(gdbServerArgs(probeRs, 40123)).toEqual(['gdb', '--chip', 'RP2040', '--probe', '2e8a:000c:E6614103', '--gdb-connection-string', '127.0.0.1:40123', '--reset-halt']);
+  });
+
   it('refuses a path OpenOCD would misread', () => {
     expect(() => flashArgs(openocd, '/tmp/a{b}.elf')).toThrow(/braces/);
   });
@@ -104,6 +124,10 @@ describe('toolFailure', () => {
     expect(error.kind).toBe('reset-failed');
     expect(error.message).toMatch(/did not reset \(exit status 1\)/);
     expect(toolFailure('halt', 'b', result({ exitCode: 1 }), 1000)!.message).toMatch(/did not halt.*it printed nothing/);
+    expect(toolFailure('GDB server', 'b', result({ exitCode: 1, output: 'Error: target not examined yet' }), 1000)).toMatchObject({
+      kind: 'unavailable',
+      message: expect.stringMatching(/^GDB server on b .*ended before a debugger could connect \(exit status 1\)/),
+    });
   });
 
   it('reports a killed hang as timeout with the deadline, and our own stop as cancelled', () => {

@@ -19,7 +19,7 @@ export type ProbeTarget =
     }
   | { kind: 'probe-rs'; serialNumber: string; vidPid: string; chip: string; protocol?: 'swd' | 'jtag' };
 
-export type ProbeStep = 'flash' | 'release reset' | 'halt';
+export type ProbeStep = 'flash' | 'release reset' | 'halt' | 'GDB server';
 
 /** Quotes a path for an OpenOCD Tcl command: braces keep spaces and `$` literal. */
 function tclPath(file: string): string {
@@ -65,6 +65,37 @@ export function releaseResetArgs(p: ProbeTarget): string[] {
 export function haltArgs(p: ProbeTarget): string[] | undefined {
   if (p.kind === 'openocd') return [...openocdPrelude(p), '-c', 'init; reset halt; shutdown'];
   return undefined;
+}
+
+/**
+ * Serve GDB's remote protocol on 127.0.0.1:`port` with the core reset and halted (`Device.debug`),
+ * with the same probe selection the backend flashes with. OpenOCD: its own TCL and telnet ports
+ * off (two boards on one worker must not collide on 6666 and 4444), and on every target the
+ * debugger's disconnect resumes the core and ends OpenOCD, so a detach lets the firmware run on
+ * (OpenOCD 0.12 does nothing on detach by default) and the server never outlives its debugger.
+ * A target with two cores (rp2040.cfg) serves core 0 on `port` and core 1 on `port` + 1.
+ * probe-rs: `gdb --reset-halt`; its stub resumes the cores itself when GDB detaches.
+ */
+export function gdbServerArgs(p: ProbeTarget, port: number): string[] {
+  if (p.kind === 'openocd') {
+    return [
+      ...openocdPrelude(p),
+      '-c',
+      'bindto 127.0.0.1',
+      '-c',
+      `gdb_port ${port}`,
+      '-c',
+      'tcl_port disabled',
+      '-c',
+      'telnet_port disabled',
+      // `catch`: a debugger that vanishes while the core runs must still end OpenOCD.
+      '-c',
+      'foreach t [target names] { $t configure -event gdb-detach { catch resume; shutdown } }',
+      '-c',
+      'init; reset halt',
+    ];
+  }
+  return ['gdb', ...probeRsSelector(p), '--gdb-connection-string', `127.0.0.1:${port}`, '--reset-halt'];
 }
 
 /** Output lines that mean "no such probe attached", across adapters. */
@@ -114,5 +145,6 @@ export function toolFailure(step: ProbeStep, boardId: string, result: ToolResult
     return new BackendError('unavailable', `${where}: the tool could not be started (${status})${quoted}`, details);
   }
   if (step === 'flash') return new BackendError('flash-failed', `${where}: flash or verify failed (${status})${quoted}`, details);
+  if (step === 'GDB server') return new BackendError('unavailable', `${where}: the GDB server ended before a debugger could connect (${status})${quoted}`, details);
   return new BackendError('reset-failed', `${where}: the target did not ${step === 'halt' ? 'halt' : 'reset'} (${status})${quoted}`, details);
 }

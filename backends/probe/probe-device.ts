@@ -7,7 +7,9 @@ import { loadableSegments } from '../../core/elf.js';
 import {
   BackendError,
   type Device,
+  type DeviceDebug,
   type FirmwareImage,
+  type GdbStream,
   NANOS_PER_MS,
   type RunOptions,
   type RunStop,
@@ -17,6 +19,7 @@ import {
 import { checkImageForBoard } from '../image-check.js';
 import { UartFanout } from '../uart-fanout.js';
 import type { BenchBoard } from './bench-file.js';
+import { startProbeGdbServer } from './probe-gdb-server.js';
 import { flashArgs, haltArgs, type ProbeStep, type ProbeTarget, releaseResetArgs, toolFailure } from './probe-commands.js';
 import { runTool } from './run-tool.js';
 import type { SerialLink } from './serial-link.js';
@@ -89,6 +92,21 @@ export class ProbeDevice implements Device {
   /** The reset-release command while it is still running. */
   private release: Promise<void> | undefined;
   private closed = false;
+  /** The debugger's stream while one is attached, and its GDB server's end (the tool gone). */
+  private debugStream: GdbStream | undefined;
+  private debugEnded: Promise<void> | undefined;
+  /** When the last debug session ended: the run after it counts its duration from there. */
+  private runFromMs: number | undefined;
+
+  /**
+   * The debug capability: the probe tool's own GDB server (OpenOCD or `probe-rs gdb`, the same
+   * probe selection as flashing) with the core reset and halted; its UART is delivered from the
+   * attach on. When the debugger detaches the tool resumes the core, so `run` captures on from
+   * there without releasing reset again, for its duration counted from the session's end.
+   */
+  readonly debug: DeviceDebug = {
+    attach: (options = {}) => this.attachDebugger(options.signal),
+  };
 
   constructor(private readonly options: ProbeDeviceOptions) {
     this.board = options.board;
@@ -103,6 +121,7 @@ export class ProbeDevice implements Device {
     this.assertUsable();
     throwIfCancelled(options.signal, 'flash');
     checkImageForProbe(this.board, image);
+    await this.debuggerGone();
     this.image = undefined;
     this.state = 'empty';
     await this.program(image, options.signal);
@@ -118,9 +137,10 @@ export class ProbeDevice implements Device {
     this.assertUsable();
     throwIfCancelled(options.signal, 'run');
     if (this.state === 'empty') throw new BackendError('bad-image', 'run called before flash: no firmware loaded');
+    await this.debuggerGone();
     if (this.state === 'held') await this.releaseReset(options.signal);
 
-    const deadlineMs = this.releaseMs + Math.ceil(durationNanos / NANOS_PER_MS);
+    const deadlineMs = (this.runFromMs ?? this.releaseMs) + Math.ceil(durationNanos / NANOS_PER_MS);
     const elapsedNanos = () => (this.options.clock.nowMs() - this.releaseMs) * NANOS_PER_MS;
     const reason = await this.waitFor(deadlineMs, options);
     const stoppedAtNanos = Math.max(elapsedNanos(), this.lastAtNanos);
@@ -140,8 +160,10 @@ export class ProbeDevice implements Device {
     this.assertUsable();
     const image = this.image;
     if (!image) return;
+    await this.debuggerGone();
     if (this.release) await this.release.catch(() => undefined);
     this.state = 'held';
+    this.runFromMs = undefined;
     const args = haltArgs(this.options.probe);
     if (args) {
       await this.tool('halt', args, this.options.attachment.timeouts.resetMs, undefined);
@@ -162,8 +184,57 @@ export class ProbeDevice implements Device {
     for (const controller of this.tools) controller.abort(new Error('device closed'));
     this.wake();
     if (this.release) await this.release.catch(() => undefined);
+    await this.debugStream?.close();
+    await this.debuggerGone();
     await this.options.link.close();
     this.options.hooks.closed();
+  }
+
+  /** Starts the tool's GDB server for one debugger (see `debug`). */
+  private async attachDebugger(signal: AbortSignal | undefined): Promise<GdbStream> {
+    this.assertUsable();
+    throwIfCancelled(signal, 'attaching a debugger');
+    if (!this.image) throw new BackendError('bad-image', `attaching a debugger to ${this.board.id} before flash: no firmware loaded`);
+    // One tool on a probe at a time: the previous debugger's server must be gone.
+    await this.debugStream?.close();
+    await this.debuggerGone();
+    if (this.release) await this.release.catch(() => undefined);
+    await this.options.link.flushInput().catch((error: unknown) => this.failWith(error));
+    // The server resets the core: what the firmware prints from here on is this session's.
+    this.releaseMs = this.options.clock.nowMs();
+    this.lastAtNanos = 0;
+    this.runFromMs = undefined;
+    this.state = 'running';
+    const { attachment, probe } = this.options;
+    let server;
+    try {
+      server = await startProbeGdbServer({
+        boardId: this.board.id,
+        probe,
+        toolPath: this.options.toolPath,
+        toolEnv: this.options.toolEnv,
+        clock: this.options.clock,
+        startTimeoutMs: attachment.timeouts.resetMs,
+        killGraceMs: attachment.timeouts.killGraceMs,
+        signal,
+      });
+    } catch (error) {
+      // Unknown core state: the next run releases reset afresh.
+      this.state = 'held';
+      return this.failWith(error);
+    }
+    const stream = server.stream;
+    this.debugStream = stream;
+    this.debugEnded = server.stopped.then(() => {
+      if (this.debugStream === stream) this.debugStream = undefined;
+      this.runFromMs = this.options.clock.nowMs();
+    });
+    return stream;
+  }
+
+  /** Resolves once the last debug session's GDB server has ended. */
+  private async debuggerGone(): Promise<void> {
+    await this.debugEnded?.catch(() => undefined);
   }
 
   /** Writes `image` to a temporary file and programs it with the probe tool; the core stays halted. */
@@ -184,6 +255,7 @@ export class ProbeDevice implements Device {
     await this.options.link.flushInput().catch((error: unknown) => this.failWith(error));
     this.releaseMs = this.options.clock.nowMs();
     this.lastAtNanos = 0;
+    this.runFromMs = undefined;
     this.state = 'running';
     const release = this.tool('release reset', releaseResetArgs(this.options.probe), this.options.attachment.timeouts.resetMs, signal);
     this.release = release.then(

@@ -33,7 +33,7 @@ describe('sim debug: RSP across the engine thread', () => {
       await allAnswered;
       expect(received.length).toBeGreaterThan(DEBUG_BATCH_CHARS);
       expect(replies).toBe(packets);
-      expect(new Set(received.match(/\$[^#]*#[0-9a-f]{2}/g))).toEqual(new Set([rspPacket('S05')]));
+      expect(new Set(received.match(/\$[^#]*#[0-9a-f]{2}/g))).toEqual(new Set([rspPacket('T05thread:1;')]));
       await stream.close();
     } finally {
       await device.close();

@@ -119,14 +119,15 @@ class FakeServer {
   };
 }
 
-function startWorker(server: FakeServer, options: { backend?: MockBackend } = {}) {
+function startWorker(server: FakeServer, options: { backend?: MockBackend; link?: WorkerLink; poolSize?: number } = {}) {
   const fake = createClock(0);
   const clock = clockFromFakeTimers(fake);
   const errors: string[] = [];
   const worker = new BenchWorker({
     clock,
-    link: server.link,
+    link: options.link ?? server.link,
     boards: ['pico'],
+    ...(options.poolSize === undefined ? {} : { poolSize: () => options.poolSize! }),
     boardFor: (id) => (id === 'pico' ? { board: pico, backend: options.backend ?? new MockBackend() } : undefined),
     heartbeatMs: 1_000,
     logError: (message) => errors.push(message),
@@ -285,6 +286,46 @@ describe('BenchWorker', () => {
     await fake.tickAsync(2_000);
     server.queue('job_late', picoTestElf());
     await server.finishedCount(1);
+    await worker.close();
+  });
+
+  it('never throws away a claim in flight: a pool of two whose next job becomes claimable as the last one ends runs every job (the lost jobs of two replicas)', async () => {
+    const server = new FakeServer();
+    // As over HTTP: a claim the worker aborted answers nothing, even when the server had already
+    // handed out a job on it (it claimed before it saw the connection close). Such a job is lost.
+    const handedOutOnAbort: string[] = [];
+    let jobLost: () => void = () => undefined;
+    const lostOne = new Promise<void>((resolve) => (jobLost = resolve));
+    const link: WorkerLink = {
+      ...server.link,
+      claim: async (boards, signal) => {
+        const task = await server.link.claim(boards, signal);
+        if (task && signal.aborted) {
+          handedOutOnAbort.push(task.kind === 'job' ? task.jobId : task.checkId);
+          jobLost();
+          return undefined;
+        }
+        return task;
+      },
+      // The jobs of one session: the next becomes claimable when the one before ends (its instance
+      // is free again); the server's waiting claim hears of it a moment later (its look at the store).
+      finish: async (jobId, outcome) => {
+        await server.link.finish(jobId, outcome);
+        const next = Number(jobId.slice('job_'.length)) + 1;
+        if (next > 3) return;
+        const firmware = picoTestElf();
+        server.firmwareBySha.set(sha256(firmware), firmware);
+        server.tickets.push({ kind: 'job', jobId: `job_${next}`, board: 'pico', instance: 'pico.1@w', firmwareSha256: sha256(firmware), uartSeconds: 0.35, maxUartBytes: 4096 });
+        setImmediate(() => server.queueTask(server.tickets.pop()!));
+      },
+    };
+    const { worker } = startWorker(server, { link, poolSize: 2 });
+    server.queue('job_1', picoTestElf(), { instance: 'pico.1@w' });
+    // Whichever comes first: every outcome, or a job handed out on a claim the worker threw away.
+    await Promise.race([server.finishedCount(3), lostOne]);
+    expect(handedOutOnAbort, 'jobs handed out on an aborted claim, never run').toEqual([]);
+    expect([...server.outcomes.keys()]).toEqual(['job_1', 'job_2', 'job_3']);
+    expect([...server.outcomes.values()].map((o) => o.state)).toEqual(['done', 'done', 'done']);
     await worker.close();
   });
 

@@ -53,7 +53,8 @@ export class BenchWorker {
   /** Per board, how many of its instances run a task here (a health check takes them all). */
   private readonly busy = new Map<string, number>();
   private readonly running = new Set<Promise<void>>();
-  private claimAbort = new AbortController();
+  /** Wakes the claim loop (a task ended: its board has room again). */
+  private wakeClaims: () => void = () => undefined;
   /** Aborted when the worker closes: stops the health checks it runs. */
   private readonly closing = new AbortController();
   private loop: Promise<void> | undefined;
@@ -83,8 +84,8 @@ export class BenchWorker {
    */
   async close(): Promise<void> {
     this.closed = true;
-    this.claimAbort.abort();
     this.closing.abort();
+    this.wakeClaims();
     await this.dispatcher.close();
     await Promise.all([this.loop, ...this.running]);
   }
@@ -115,23 +116,42 @@ export class BenchWorker {
     while (this.running.size > 0) await Promise.all([...this.running]);
   }
 
+  /**
+   * Claims tasks for the boards with room, runs each as it comes, and claims again. A claim in
+   * flight is never aborted before the worker closes: the server may have handed out a job on it
+   * already, and an answer thrown away is a job claimed by a worker that never runs it (it failed
+   * as `interrupted` once its claim lapsed, or waited for ever on the worker in the server's
+   * process). So a board that frees while a claim is in flight is claimed for by that claim when
+   * it already covers the board (a pool of several instances), or by one more claim alongside it.
+   */
   private async claimLoop(): Promise<void> {
     let retryMs = this.options.retryMs ?? 1_000;
+    const inFlight = new Set<Claim>();
     while (!this.closed) {
-      const idle = this.options.boards.filter((b) => (this.busy.get(b) ?? 0) < this.capacity(b));
-      this.claimAbort = new AbortController();
-      const { signal } = this.claimAbort;
-      let ticket: WorkerTask | undefined;
-      try {
-        ticket = idle.length === 0 ? await untilAborted(signal) : await this.options.link.claim(idle, signal);
-        retryMs = this.options.retryMs ?? 1_000;
-      } catch (err) {
+      const covered = new Set([...inFlight].flatMap((c) => c.boards));
+      const idle = this.options.boards.filter((b) => (this.busy.get(b) ?? 0) < this.capacity(b) && !covered.has(b));
+      if (idle.length > 0 && inFlight.size < MAX_CLAIMS_IN_FLIGHT) {
+        const claim: Claim = { boards: idle, answer: undefined as unknown as Claim['answer'] };
+        claim.answer = this.options.link.claim(idle, this.closing.signal).then(
+          (ticket) => ({ claim, ticket }),
+          (error: unknown) => ({ claim, error }),
+        );
+        inFlight.add(claim);
+        continue;
+      }
+      const woken = new Promise<undefined>((resolve) => (this.wakeClaims = () => resolve(undefined)));
+      const answer = await Promise.race([woken, ...[...inFlight].map((c) => c.answer)]);
+      if (answer === undefined) continue;
+      inFlight.delete(answer.claim);
+      if ('error' in answer) {
         if (this.closed) return;
-        this.options.logError(`claiming a job failed; asking again in ${retryMs} ms`, err);
-        await sleep(this.options.clock, retryMs, signal).catch(() => undefined);
+        this.options.logError(`claiming a job failed; asking again in ${retryMs} ms`, answer.error);
+        await sleep(this.options.clock, retryMs, this.closing.signal).catch(() => undefined);
         retryMs = Math.min(retryMs * 2, 30_000);
         continue;
       }
+      retryMs = this.options.retryMs ?? 1_000;
+      const ticket = answer.ticket;
       if (!ticket || this.closed) continue;
       const board = ticket.board;
       // A health check holds the whole board: no job of it starts here until it is done.
@@ -147,8 +167,8 @@ export class BenchWorker {
         const left = (this.busy.get(board) ?? taken) - taken;
         if (left > 0) this.busy.set(board, left);
         else this.busy.delete(board);
-        // Ask again with this board among the idle ones.
-        this.claimAbort.abort();
+        // Look again: the board has room (claimed for by a claim in flight, or by a new one).
+        this.wakeClaims();
       });
     }
   }
@@ -313,11 +333,16 @@ function doneOutcome(run: FirmwareRun): WorkerJobOutcome {
   return { state: 'done', uart: run, stop: run.stop, flashMs: run.flashMs, runMs: run.runMs };
 }
 
-function untilAborted(signal: AbortSignal): Promise<undefined> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve(undefined);
-    else signal.addEventListener('abort', () => resolve(undefined), { once: true });
-  });
+/**
+ * The most claims a worker waits in at once: the server takes four per worker (decision 0470,
+ * `MAX_WAITING_CLAIMS_PER_WORKER`), one of them left for a claim it has not yet seen end.
+ */
+const MAX_CLAIMS_IN_FLIGHT = 3;
+
+/** A claim in flight: the boards it asks for, and its answer (a task, none, or why it failed). */
+interface Claim {
+  boards: readonly string[];
+  answer: Promise<{ claim: Claim; ticket: WorkerTask | undefined } | { claim: Claim; error: unknown }>;
 }
 
 /** Sends a job's new UART chunks to the server in order, as the dispatcher's capture grows. */

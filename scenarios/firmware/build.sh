@@ -105,6 +105,7 @@ rp2040_boot2() {
 }
 rp2040_boot2 pico rom-test arm/rp2040-rom-test.c
 rp2040_boot2 pico multicore arm/rp2040-multicore.c
+rp2040_boot2 pico multicore-sdk arm/rp2040-multicore-sdk.c
 # Bench images (perf/multicore.bench.ts): integer work on core 0 alone, on both cores, and soft float through the ROM.
 rp2040_boot2 pico compute arm/rp2040-compute.c
 rp2040_boot2 pico compute-dual arm/rp2040-compute.c -DBOTH_CORES

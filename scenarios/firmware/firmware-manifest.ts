@@ -19,11 +19,12 @@ export type FirmwareProgram = (typeof firmwarePrograms)[number];
  * Programs built for one board only, on top of hello, exit and crash: `rom-test` is an RP2040
  * image with a boot2 stage that checks the simulator's own boot ROM, `multicore` one that runs
  * both RP2040 cores (launch, FIFOs, spinlocks, an interrupt on core 1, a divider per core;
- * docs/backends/sim.md); `compute`, `compute-dual` and `float-heavy` are the images
+ * docs/backends/sim.md), `multicore-sdk` one that drives them as a Pico SDK program does (reset
+ * and launch of core 1, blocking FIFO calls, FIFO interrupts, a mutex, lockout); `compute`, `compute-dual` and `float-heavy` are the images
  * perf/multicore.bench.ts measures (integer work on core 0 alone and on both cores, soft float
  * and double through the ROM).
  */
-export const boardOnlyPrograms = { pico: ['rom-test', 'multicore', 'compute', 'compute-dual', 'float-heavy'] } as const satisfies Record<string, readonly string[]>;
+export const boardOnlyPrograms = { pico: ['rom-test', 'multicore', 'multicore-sdk', 'compute', 'compute-dual', 'float-heavy'] } as const satisfies Record<string, readonly string[]>;
 export type BoardOnlyProgram = (typeof boardOnlyPrograms)[keyof typeof boardOnlyPrograms][number];
 /** Every program listed for `boardId`. */
 export const programsFor = (boardId: string): ReadonlyArray<FirmwareProgram | BoardOnlyProgram> => [
@@ -116,6 +117,17 @@ export function expectedFirmware(
         uartPattern:
           `^hilbench multicore board=${id}\\r\\nlaunch ok, fifo ping-pong 100\\r\\nspinlock counter 6000\\r\\nfifo flags ok\\r\\n` +
           `core 1 fifo interrupt sum 55\\r\\ndivider per core ok\\r\\nmulticore PASS\\r\\n`,
+        outcome: 'exits',
+        exitCode: 0,
+        qemuExitStatus: null,
+      };
+    case 'multicore-sdk':
+      // Core 1 prints one line under the stdio mutex; core 0 one per part, then exits 0.
+      return {
+        ...base,
+        uartPattern:
+          `^hilbench multicore-sdk board=${id}\\r\\ncore 1 up, cpuid 1\\r\\nfifo irq on core 0: 12 words, sum 78\\r\\nmutex counter 800\\r\\n` +
+          `lockout: core 1 held, then released\\r\\ncore 1 reset and relaunched\\r\\nmulticore-sdk PASS\\r\\n`,
         outcome: 'exits',
         exitCode: 0,
         qemuExitStatus: null,

@@ -210,9 +210,9 @@ export class Bench {
     return jobBody(await this.cancels.cancel(agent, jobId, reason, signal));
   }
 
-  /** `board`'s session queue on this server (`GET /api/v1/boards/{board}/queue`): how many wait, the caller's place. */
-  boardQueue(agent: AgentRecord, boardId: string): { board: string; waiting: number; position: number | null } {
-    return { board: this.sessions.knownBoard(boardId), ...this.sessions.queueOf(boardId, agent.agentId) };
+  /** `board`'s session queue on every replica (`GET /api/v1/boards/{board}/queue`, decision 0555): how many wait, the caller's place. */
+  async boardQueue(agent: AgentRecord, boardId: string): Promise<{ board: string; waiting: number; position: number | null }> {
+    return { board: this.sessions.knownBoard(boardId), ...(await this.sessions.queueOf(boardId, agent.agentId)) };
   }
 
   /** The job's UART as it is printed (`GET /api/v1/jobs/{id}/uart`); returns the stop. */

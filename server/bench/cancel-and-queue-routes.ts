@@ -72,12 +72,12 @@ export function cancelAndQueueRoutes(bench: Bench): BenchRoute[] {
       method: 'get',
       path: '/api/v1/boards/{board}/queue',
       operationId: 'boardQueue',
-      summary: "Extension: the board's session queue on this server: how many wait, and the caller's place",
+      summary: "Extension: the board's session queue (across replicas): how many wait, and the caller's place",
       tags: ['boards'],
       auth: 'bearer',
       response: boardQueueSchema,
       errors: { ...ERRORS, 404: 'Unknown board' },
-      handler: async (req, res, caller) => res.json(bench.boardQueue(callerAgent(caller), pathParam(req, 'board'))),
+      handler: async (req, res, caller) => res.json(await bench.boardQueue(callerAgent(caller), pathParam(req, 'board'))),
     },
   ];
   return routes.map((route) => ({ ...route, handler: mapBenchErrors(route.handler) }));

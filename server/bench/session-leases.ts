@@ -25,7 +25,7 @@ export class SessionLeases {
   constructor(
     private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; logger: Logger; access: BoardAccess; longPolls: AgentLongPolls },
   ) {
-    this.queue = new SessionQueue({ clock: deps.clock });
+    this.queue = new SessionQueue({ clock: deps.clock, store: deps.store.sessionQueue, logger: deps.logger });
   }
 
   private now(): number {
@@ -49,6 +49,7 @@ export class SessionLeases {
   /** Stops every expiry timer; none is armed again. */
   close(): void {
     this.closing = true;
+    this.queue.close();
     for (const handle of this.expiryTimers.values()) this.deps.clock.clearTimeout(handle);
     this.expiryTimers.clear();
   }
@@ -83,17 +84,22 @@ export class SessionLeases {
       }, { instances });
       return result.kind === 'opened' ? { session: result.session } : { lease: result.lease };
     };
-    let outcome = await attempt();
+    // The session queue is per pool, or per instance asked for by id (decision 0510), in the store
+    // across replicas (decision 0555). A waiting request that finds others already waiting joins
+    // behind them instead of trying first: first come first served.
+    const queue = { queue: target.instance ?? pool, pool };
+    const queued = wait !== undefined && wait.seconds > 0 && (await this.queue.lineOf(queue.queue, agent.agentId)).waiting > 0;
+    let outcome = queued ? { lease: await this.currentLease(queue.queue, pool) } : await attempt();
     // The caller's own flash job is waited for as anyone's is (a one-shot run right after another,
     // issue 31). So is its own session on a pool of several instances: a CI pipeline's parallel
     // jobs share one token, and each waits for the next free instance (issue 27). On a pool of one
     // (or an instance asked for by id) the caller's own session is answered at once, as before.
     const sharedPool = target.instance === undefined && (await access.handOut(pool)).length > 1;
-    const waitable = (lease: LeaseWithAgent) => lease.agentId !== agent.agentId || lease.holder.kind === 'job' || sharedPool;
-    if (outcome.lease && wait && wait.seconds > 0 && waitable(outcome.lease)) {
+    const waitable = (lease: LeaseWithAgent | undefined) => lease === undefined || lease.agentId !== agent.agentId || lease.holder.kind === 'job' || sharedPool;
+    if (!outcome.session && wait && wait.seconds > 0 && waitable(outcome.lease)) {
       let lastLease = outcome.lease;
       // Waiting in the queue holds the request open: one of the agent's long polls (decision 0471).
-      const queued = await this.deps.longPolls.run(agent, () => this.queue.wait(target.instance ?? pool, agent.agentId, {
+      const waited = await this.deps.longPolls.run(agent, () => this.queue.wait(queue, agent.agentId, {
         waitMs: Math.round(wait.seconds * 1000),
         signal: wait.signal,
         attempt: async () => {
@@ -102,15 +108,16 @@ export class SessionLeases {
           return tried.session;
         },
       }));
-      if (!queued.value) {
-        const conflict = await access.leasedConflict(lastLease, agent);
-        throw new BenchError('board_leased', `${conflict.detail}; you were number ${queued.position} in the queue for ${boardId} when your wait of ${wait.seconds} s ran out`, conflict.extra);
+      if (!waited.value) {
+        lastLease ??= await this.currentLease(queue.queue, pool);
+        const conflict = lastLease ? await access.leasedConflict(lastLease, agent) : { detail: `board ${boardId} is busy`, extra: {} };
+        throw new BenchError('board_leased', `${conflict.detail}; you were number ${waited.position} in the queue for ${boardId} when your wait of ${wait.seconds} s ran out`, conflict.extra);
       }
-      outcome = { session: queued.value };
+      outcome = { session: waited.value };
     }
-    if (outcome.lease) throw await access.leasedConflict(outcome.lease, agent);
-    this.armExpiry(outcome.session!);
-    return sessionBody(outcome.session!);
+    if (!outcome.session) throw await this.refusal(outcome.lease, boardId, agent);
+    this.armExpiry(outcome.session);
+    return sessionBody(outcome.session);
   }
 
   /** The id of a board of this server; `board_not_found` otherwise. */
@@ -118,9 +125,22 @@ export class SessionLeases {
     return this.deps.access.knownBoard(boardId).id;
   }
 
-  /** `board`'s session queue in this process: how many wait, and the caller's place (1-based) when it waits. */
-  queueOf(board: string, agentId: string): { waiting: number; position: number | null } {
+  /** `board`'s session queue on every replica: how many wait, and the caller's place (1-based) when it waits. */
+  queueOf(board: string, agentId: string): Promise<{ waiting: number; position: number | null }> {
     return this.queue.lineOf(board, agentId);
+  }
+
+  /** The lease on `queue` (an instance) or on `pool`'s instances that frees first; undefined when none is held. */
+  private async currentLease(queue: string, pool: string): Promise<LeaseWithAgent | undefined> {
+    const leases = (await this.deps.store.listLeases(this.now())).filter((l) => (queue === pool ? l.board === pool : (l.instance ?? l.board) === queue));
+    const freesAt = (l: LeaseWithAgent) => l.expiresAtMs ?? Number.POSITIVE_INFINITY;
+    return leases.reduce<LeaseWithAgent | undefined>((best, l) => (best === undefined || freesAt(l) < freesAt(best) ? l : best), undefined);
+  }
+
+  /** The 409 of a session request refused at once: who holds the board, or that it is busy. */
+  private async refusal(lease: LeaseWithAgent | undefined, boardId: string, agent: AgentRecord): Promise<BenchError> {
+    if (lease) return this.deps.access.leasedConflict(lease, agent);
+    return new BenchError('board_leased', `board ${boardId} is busy`);
   }
 
   /** Something in this process may have freed a board (a job ended): the queues try again. */

@@ -1,15 +1,15 @@
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
-import { isItemId, nodeIdProblem } from '../../core/relay/index.js';
-import { unstorableText } from './storable-text.js';
+import { nodeIdProblem } from '../../core/relay/index.js';
 import { HttpError } from '../http/http-error.js';
-import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES, readPeerJson } from './peer-answer.js';
-import { PeerIngest, type WireEvent, eventKindLabel } from './peer-ingest.js';
+import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES } from './peer-answer.js';
+import { PeerExchange } from './peer-exchange.js';
+import { PeerIngest, eventKindLabel } from './peer-ingest.js';
+import { PeerPageReader } from './peer-page-reader.js';
+import { peerVersionProblem } from './peer-version.js';
 import { invalidInput } from './relay-error.js';
-import { relayLimits, relayProtocol } from '../../wire/relay/relay-facts.js';
+import { relayProtocol } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import type { Voting } from './voting.js';
 import type { PeerRow } from './data-access/peer-repository.js';
@@ -82,25 +82,35 @@ export interface PullResult extends ProbeResult {
  * false documents loses standing and, past `offenceLimit`, is no longer pulled from (decision 0411).
  * What it stores it re-publishes in its own feed, so items travel across a chain of relays.
  * Nothing arrives unasked: a relay only pulls, never accepts pushes.
+ *
+ * This class keeps the peer list, runs the probes and keeps each peer's standing; the outbound
+ * HTTP is `PeerExchange`, reading and checking one page of a feed `PeerPageReader`, and judging
+ * and storing each event `PeerIngest`.
  */
 export class Federation {
-  private readonly timeoutMs: number;
-  private readonly fileTimeoutMs: number;
   private readonly maxPages: number;
   private readonly offenceLimit: number;
-  private readonly pageMaxBytes: number;
   private readonly ingest: PeerIngest;
+  private readonly exchange: PeerExchange;
+  private readonly pages: PeerPageReader;
   private probing = new Map<string, Promise<ProbeResult>>();
   /** Peers from the relay's configuration: trusted as they are, whatever address they have. */
   private readonly configured = new Set<string>();
 
   constructor(private readonly o: FederationOptions) {
-    this.timeoutMs = o.requestTimeoutMs ?? 10_000;
-    this.fileTimeoutMs = o.fileTimeoutMs ?? 120_000;
     this.maxPages = o.maxPagesPerProbe ?? 20;
     this.offenceLimit = o.offenceLimit ?? 10;
-    this.pageMaxBytes = o.pageMaxBytes ?? PEER_PAGE_MAX_BYTES;
     this.ingest = new PeerIngest(o);
+    this.exchange = new PeerExchange({ clock: o.clock, fetch: o.fetch, files: o.files, requestTimeoutMs: o.requestTimeoutMs ?? 10_000, fileTimeoutMs: o.fileTimeoutMs ?? 120_000 });
+    this.pages = new PeerPageReader({
+      store: o.store,
+      files: o.files,
+      exchange: this.exchange,
+      ingest: this.ingest,
+      pageMaxBytes: o.pageMaxBytes ?? PEER_PAGE_MAX_BYTES,
+      log: o.log,
+      offend: (url, reason) => this.recordOffences(url, 1, reason),
+    });
     this.warn = o.warn ?? ((message) => o.log(message, undefined));
   }
 
@@ -239,14 +249,12 @@ export class Federation {
     let reachable = false;
     let nodeId: string | null = null;
     let version: string | null = null;
-    /** Why the probe stopped early on a failure that may pass (the cursor stays before it). */
-    let transient: string | null = null;
     let caughtUp = false;
     try {
       // Checked at every probe, not only when added: a stored peer may predate the rule, and a name may now resolve elsewhere.
       const problem = await this.targetProblem(url);
       if (problem !== null) throw new Error(`not probed: ${problem} (peers added over HTTP must be public addresses)`);
-      const health = await this.getJson(`${url}/health`, PEER_HEALTH_MAX_BYTES);
+      const health = await this.exchange.getJson(`${url}/health`, PEER_HEALTH_MAX_BYTES);
       const h = health as { protocol?: unknown; node_id?: unknown; version?: unknown };
       if (h.protocol !== relayProtocol) throw new Error(`${url}/health does not report protocol ${relayProtocol}`);
       reachable = true;
@@ -260,52 +268,8 @@ export class Federation {
       if (versionProblem !== null) error ??= `${url}/health reports a version this relay does not keep (${versionProblem}); not recorded`;
       peers.recordIdentity(url, nodeId, version);
       for (let page = 0; page < this.maxPages; page++) {
-        const cursor = this.peer(url)!.cursor;
-        const body = (await this.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`, this.pageMaxBytes)) as { events?: unknown; next?: unknown; has_more?: unknown };
-        if (!Array.isArray(body.events) || typeof body.next !== 'number') throw new Error(`${url}/events answered something that is not an event page`);
-        // Never trust a peer's page shape: at most one page's worth, seqs strictly increasing past the cursor.
-        const events = (body.events as WireEvent[]).slice(0, relayLimits.eventsPageMax);
-        let previous = cursor;
-        for (const ev of events) {
-          if (typeof ev?.seq !== 'number' || !Number.isSafeInteger(ev.seq) || ev.seq <= previous) {
-            // A replayed or reordered page: no relay serves one from a feed whose seqs only grow.
-            const reason = `${url}/events answered seq ${JSON.stringify(ev?.seq) ?? 'none'} after ${previous}; refusing the page`;
-            this.recordOffences(url, 1, reason);
-            throw new Error(reason);
-          }
-          previous = ev.seq;
-        }
-        // Files are fetched before the transaction: a transaction never waits on the network. A file
-        // the peer serves with the wrong content is refused with its event; one that could not be
-        // fetched now (network error, timeout, 5xx, 408, 429) ends the page just before its event,
-        // so the cursor stays there and the next probe tries again. Moving past it lost the item
-        // and every vote for it for good (audit finding 2).
-        const files = new Map<string, string | null>();
-        // Nodes this page registers, so a file by one of them is worth fetching before they are stored.
-        const authorsInPage = new Set<string>();
-        for (let k = 0; k < events.length; k++) {
-          const ev = events[k] as WireEvent;
-          if (ev.kind === 'node' && this.ingest.registrationProblem(ev) === null) authorsInPage.add((ev.data as { registration: { node_id: string } }).registration.node_id);
-          const item = (ev.data as { item?: { type?: unknown; id?: unknown } } | null)?.item;
-          if (ev.kind !== 'item' || item?.type !== 'file' || !isItemId(item.id) || files.has(item.id)) continue;
-          // Unsigned, forged or orphan file items are decided without downloading a byte.
-          if (!this.ingest.fileWorthFetching(ev, authorsInPage)) continue;
-          if (this.o.files.has(item.id) || this.o.store.data.items.exists(item.id)) {
-            files.set(item.id, null);
-            continue;
-          }
-          try {
-            files.set(item.id, await this.fetchFile(url, item.id));
-          } catch (cause) {
-            const reason = cause instanceof Error ? cause.message : String(cause);
-            this.o.log(`relay: file ${item.id} from ${url} not fetched now; will retry from event ${ev.seq}`, cause);
-            transient = `event ${ev.seq} (item): file ${item.id} not fetched (${reason}); the cursor stays before it and the next probe retries`;
-            events.splice(k);
-            break;
-          }
-        }
-        const next = events.length > 0 ? (events.at(-1) as WireEvent).seq : cursor;
-        const hasMore = transient === null && (body.has_more === true || (body.events as unknown[]).length > events.length);
+        // `transient`: why the page stopped early on a failure that may pass (the cursor stays before it).
+        const { events, files, next, hasMore, transient } = await this.pages.read(url, this.peer(url)!.cursor);
         const offences: string[] = [];
         this.o.store.tx(() => {
           let stored = 0;
@@ -352,59 +316,4 @@ export class Federation {
     if (suspended) this.warn(`relay: peer ${url} suspended after ${this.peer(url)!.offences} refused documents; an operator adds it again with POST /reach`);
     return suspended;
   }
-
-  /**
-   * Runs one outbound exchange (request and reading its whole body) under one deadline of
-   * `timeoutMs` on the injected clock, so a peer that trickles its answer cannot hold a probe.
-   */
-  private async exchange<T>(url: string, init: RequestInit, timeoutMs: number, read: (response: Response) => Promise<T>): Promise<T> {
-    const abort = new AbortController();
-    const timer = this.o.clock.setTimeout(() => abort.abort(new Error(`no complete answer from ${url} within ${timeoutMs} ms`)), timeoutMs);
-    try {
-      const response = await this.o.fetch(url, { ...init, signal: abort.signal, redirect: 'error' });
-      return await read(response);
-    } finally {
-      this.o.clock.clearTimeout(timer);
-    }
-  }
-
-  private getJson(url: string, maxBytes: number): Promise<unknown> {
-    return this.exchange(url, { headers: { accept: 'application/json' } }, this.timeoutMs, async (response) => {
-      if (!response.ok) throw new Error(`${url} answered ${response.status}`);
-      return readPeerJson(response, url, maxBytes);
-    });
-  }
-
-  /**
-   * Fetches a file item's bytes into the file store. Returns null when stored, or why the peer's
-   * answer is refused for good (wrong content, too large, a 4xx other than 408 and 429). Throws
-   * when the download failed in a way that may pass: network error, timeout, 5xx, 408, 429.
-   */
-  private fetchFile(peer: string, itemId: string): Promise<string | null> {
-    const url = `${peer}/items/${itemId}`;
-    return this.exchange(url, { headers: { accept: 'application/octet-stream' } }, this.fileTimeoutMs, async (response) => {
-      const retryable = response.status >= 500 || response.status === 408 || response.status === 429;
-      if (retryable) throw new Error(`${url} answered ${response.status}`);
-      if (!response.ok) return `${url} answered ${response.status}`;
-      if (!response.body) return `${url} answered without a body`;
-      const received = await this.o.files.receiveVerified(Readable.fromWeb(response.body as NodeReadableStream<Uint8Array>), itemId);
-      return received.ok ? null : received.reason;
-    });
-  }
-}
-
-/** Characters of a peer's reported `version` kept at most: its own is `0.9.19`; a version is a label, not a payload. */
-export const PEER_VERSION_MAX_CHARS = 64;
-
-/**
- * Why a peer's `/health` `version` is not kept (it is stored and shown on the public peer lists), or
- * null when it is fine or absent. Unbounded, a peer filled every reader's answer with a 1 MiB string;
- * holding U+0000 it failed every probe of that peer on PostgreSQL (decision 0490).
- */
-export function peerVersionProblem(version: unknown): string | null {
-  if (version === undefined || version === null) return null;
-  if (typeof version !== 'string') return 'not a string';
-  if (version.length > PEER_VERSION_MAX_CHARS) return `longer than ${PEER_VERSION_MAX_CHARS} characters`;
-  if (unstorableText(version) !== null) return 'holds U+0000 or a lone UTF-16 surrogate';
-  return null;
 }

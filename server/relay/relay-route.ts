@@ -13,6 +13,8 @@ import { refuseUnstorableText } from './storable-text.js';
 import { type CredentialKind, credentialFormats, credentialMeaning, relayLimits } from '../../wire/relay/relay-facts.js';
 import { bodyErrors, genericErrors, pathErrors, routeErrors, routeOtherSuccess } from './route-statuses.js';
 
+export { inMatchOrder } from './route-match-order.js';
+
 /**
  * A relay endpoint: the HTTP toolkit's one route type, with the relay's credential names and the
  * spec's "Available in" version always given. The same list drives routing, /openapi.json and the

@@ -31,7 +31,7 @@ import { relayErrorHandler } from './relay-error.js';
 import { defaultRelayRateLimits, type RelayRateLimits } from './relay-rate-limits.js';
 export { defaultRelayRateLimits, type RelayRateLimits };
 import { registerSchema, relayLimits, relayVersion } from '../../wire/relay/relay-facts.js';
-import { type RelayRoute, relayGuard, relayOpenApiSecurity } from './relay-route.js';
+import { type RelayRoute, inMatchOrder, relayGuard, relayOpenApiSecurity } from './relay-route.js';
 import { RELAY_SITE_PATHS, relaySite } from './relay-site.js';
 import { RelayStore } from './relay-store.js';
 import { signDocument } from './signed-document.js';
@@ -332,7 +332,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
     res.json(openapi);
   });
   // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
-  mountApiRoutes(api, routes, relayGuard(deps.credentials), { beforeHandler: parse, otherPaths: [{ method: 'get', path: '/openapi.json' }] });
+  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: parse, otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
   const stats = () => {
     const { nodes, items, votes, peers } = deps.store.data;

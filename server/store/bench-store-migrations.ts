@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { type Migration, runMigrations, type MigrationResult, sqlMigration } from '../db/run-migrations.js';
+import { SQLITE_SESSION_QUEUE_MIGRATION } from './sqlite-session-queue.js';
 
 /**
  * The bench service's database, step by step (server/db/run-migrations.ts: one runner for every
@@ -203,6 +204,8 @@ export const benchStoreMigrations: readonly Migration[] = [
   CREATE INDEX jobs_queued_by_instance ON jobs(instance, created_at_ms) WHERE state = 'queued';
 `,
   ),
+  // The session queue across replicas (decision 0555): sqlite-session-queue.ts.
+  sqlMigration(9, 'session queue', SQLITE_SESSION_QUEUE_MIGRATION),
 ];
 
 /** Brings a bench database (the store's file, or a test's handle) to the current schema. */

@@ -2,6 +2,7 @@ import type { BackendErrorKind } from '../../backends/backend.js';
 import type { BoardHealthStore } from './board-health-store.js';
 import type { HealthCheckStore } from './health-check-store.js';
 import type { SerialInputStore } from './serial-input-store.js';
+import type { SessionQueueStore } from './session-queue-store.js';
 import type { WaitlistStore } from './waitlist-store.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
@@ -142,6 +143,8 @@ export interface BenchStore {
   readonly waitlist: WaitlistStore;
   /** Bench workers (credentials, boards, last heard from), in the same database. */
   readonly workers: WorkerRegistry;
+  /** The session queue (`wait_seconds`) of every replica, in the same database (decision 0555). */
+  readonly sessionQueue: SessionQueueStore;
 
   /** The secret stored under `name`, created (once, for ever) with `create` when absent. */
   secret(name: string, create: () => Uint8Array): Promise<Uint8Array>;

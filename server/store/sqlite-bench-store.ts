@@ -25,6 +25,7 @@ import { SqliteQuarantineStore } from './sqlite-quarantine-store.js';
 import { SqliteSerialInput } from './sqlite-serial-input.js';
 import { SqliteWaitlist } from './sqlite-waitlist.js';
 import { SqliteWorkerRegistry } from './sqlite-worker-registry.js';
+import { SqliteSessionQueue } from './sqlite-session-queue.js';
 import { type AgentRow, type JobRow, type SessionRow, agentFromRow, insertSession, jobFromRow, sessionFromRow } from './sqlite-bench-rows.js';
 import { claimJob, extendClaims, failLapsedClaims, failOverdueQueuedJobs, markJobRunning, releaseWorkerJobs, renewJobClaim, requestJobCancel } from './sqlite-job-queue.js';
 import { createJob, finishJob } from './sqlite-job-writes.js';
@@ -46,6 +47,7 @@ export class SqliteBenchStore implements BenchStore {
   readonly serialInput: SqliteSerialInput;
   readonly waitlist: SqliteWaitlist;
   readonly workers: SqliteWorkerRegistry;
+  readonly sessionQueue: SqliteSessionQueue;
 
   constructor(file: string) {
     // Agents' token hashes and e-mails, the CSRF secret: 0600, and SQLite gives -wal/-shm the same mode.
@@ -62,6 +64,7 @@ export class SqliteBenchStore implements BenchStore {
     this.serialInput = new SqliteSerialInput(this.database);
     this.waitlist = new SqliteWaitlist(this.database);
     this.workers = new SqliteWorkerRegistry(this.database);
+    this.sessionQueue = new SqliteSessionQueue(this.database);
   }
 
   async ping(): Promise<void> {

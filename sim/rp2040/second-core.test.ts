@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { parseElf } from '../../core/elf.js';
 import { THUMB_SLEEP_FOR_EVER, thumbProgram } from '../../test/support/sim-programs.js';
-import { CORE_QUANTUM_CYCLES, Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
+import { Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
+import { CORE_QUANTUM_CYCLES } from './core-turns.js';
 import { FIFO_ST_VLD } from './inter-core-fifo.js';
 
 const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
@@ -33,22 +34,39 @@ function launch(engine: Rp2040Engine, code: string, options: { thumb?: boolean }
   }
 }
 
+/** Runs a committed pico image until it halts (at most 200 ms simulated); its UART text, halt and engine. */
+function runToHalt(program: string) {
+  const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL(`../../scenarios/firmware/pico/${program}.elf`, import.meta.url))));
+  const engine = new Rp2040Engine(pico, { bytes, elf: parseElf(bytes) }, strict);
+  let uart = '';
+  let halt;
+  while (!halt && engine.nanos < 200_000_000) {
+    halt = engine.advance(200_000_000);
+    for (let chunk = engine.takeUartOutput({ partial: true }); chunk; chunk = engine.takeUartOutput({ partial: true })) uart += new TextDecoder().decode(chunk.bytes);
+  }
+  return { uart, halt, engine };
+}
+
 describe('core 1 of the RP2040', () => {
   it('runs scenarios/firmware/pico/multicore.elf: launch, FIFO ping-pong and flags, spinlocks, an interrupt on core 1, a divider per core', () => {
-    const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL('../../scenarios/firmware/pico/multicore.elf', import.meta.url))));
-    const engine = new Rp2040Engine(pico, { bytes, elf: parseElf(bytes) }, strict);
-    let uart = '';
-    let halt;
-    while (!halt && engine.nanos < 200_000_000) {
-      halt = engine.advance(200_000_000);
-      for (let chunk = engine.takeUartOutput({ partial: true }); chunk; chunk = engine.takeUartOutput({ partial: true })) uart += new TextDecoder().decode(chunk.bytes);
-    }
+    const { uart, halt, engine } = runToHalt('multicore');
     expect(uart).toBe(
       'hilbench multicore board=pico\r\nlaunch ok, fifo ping-pong 100\r\nspinlock counter 6000\r\nfifo flags ok\r\n' +
         'core 1 fifo interrupt sum 55\r\ndivider per core ok\r\nmulticore PASS\r\n',
     );
     expect(halt).toEqual({ reason: 'exited', exitCode: 0 });
     expect(engine.core1.state).toBe('running');
+  });
+
+  it('runs scenarios/firmware/pico/multicore-sdk.elf: the Pico SDK sequences (reset through the PSM, launch with a trampoline, blocking FIFO calls, FIFO interrupts, a mutex with WFE/SEV, lockout)', () => {
+    const { uart, halt, engine } = runToHalt('multicore-sdk');
+    expect(uart).toBe(
+      'hilbench multicore-sdk board=pico\r\ncore 1 up, cpuid 1\r\nfifo irq on core 0: 12 words, sum 78\r\nmutex counter 800\r\n' +
+        'lockout: core 1 held, then released\r\ncore 1 reset and relaunched\r\nmulticore-sdk PASS\r\n',
+    );
+    expect(halt).toEqual({ reason: 'exited', exitCode: 0 });
+    // The second entry returned: core 1 is back in the ROM's holding pen.
+    expect(engine.core1.state).toBe('pen');
   });
 
   it('waits in the boot ROM from reset, having told core 0 so with a 0, and costs no instructions there', () => {

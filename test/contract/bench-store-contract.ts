@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { BenchStore, JobRecord, SessionRecord, UartRecord } from '../../server/store/bench-store.js';
 import { describeJobQueueContract } from './bench-job-queue-contract.js';
 import { describePoolContract } from './bench-pool-contract.js';
+import { describeSessionQueueContract } from './bench-session-queue-contract.js';
 import { describeLeaseModel } from './bench-lease-model.js';
 import { describeWorkerRequestsContract } from './bench-worker-requests-contract.js';
 import { describeWorkersContract } from './bench-workers-contract.js';
@@ -317,5 +318,6 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
   describeWorkersContract(name, withStore);
   describeWorkerRequestsContract(name, withStore);
   describePoolContract(name, withStore);
+  describeSessionQueueContract(name, withStore);
   describeLeaseModel(name, makeStore, options.leaseModelRuns === undefined ? {} : { numRuns: options.leaseModelRuns });
 }

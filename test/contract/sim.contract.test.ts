@@ -15,15 +15,16 @@ import { describeBackendContract } from './backend-contract.js';
 const boards = loadBoardCatalog();
 const manifest = loadFirmwareManifest();
 
-function firmware(boardId: string, program: 'hello' | 'exit' | 'crash' | 'multicore') {
+function firmware(boardId: string, program: 'hello' | 'exit' | 'crash' | 'multicore' | 'multicore-sdk') {
   const entry = manifest.firmware.find((f) => f.board === boardId && f.program === program);
   if (!entry) throw new Error(`scenarios/firmware/manifest.json has no ${program} for ${boardId}`);
   return { image: firmwareImage(new Uint8Array(readFileSync(firmwarePath(entry)))), entry };
 }
 
-function multicore() {
-  const { image, entry } = firmware('pico', 'multicore');
-  return { program: 'multicore', image, uartPattern: new RegExp(entry.uartPattern), exitCode: entry.exitCode ?? 0 };
+/** A self-checking pico program: its UART pattern and exit code from the manifest. */
+function selfCheck(program: 'multicore' | 'multicore-sdk') {
+  const { image, entry } = firmware('pico', program);
+  return { program, image, uartPattern: new RegExp(entry.uartPattern), exitCode: entry.exitCode ?? 0 };
 }
 
 const backend = () =>
@@ -53,6 +54,6 @@ for (const [boardId, wrongMachine] of [
     exits: { image: exit.image, exitCode: exit.entry.exitCode },
     crashes: firmware(boardId, 'crash').image,
     // Both RP2040 cores: launch, FIFOs, spinlocks, an interrupt on core 1, a divider per core.
-    selfChecks: boardId === 'pico' ? [multicore()] : [],
+    selfChecks: boardId === 'pico' ? [selfCheck('multicore'), selfCheck('multicore-sdk')] : [],
   });
 }

@@ -104,7 +104,7 @@ describe('hilbench debug: bad input', () => {
     const port = await session.port;
     const first = await rawClient(port);
     first.socket.write(rspPacket('?'));
-    await first.receives(/\$S05#/);
+    await first.receives(/\$T05thread:1;#/);
     const second = await rawClient(port);
     await second.closed;
     expect(second.received()).toContain('E.board pico already has a debugger attached (one at a time)');
@@ -126,7 +126,7 @@ describe('hilbench debug: bad input', () => {
     expect(await session.logShows(/closed the debugger's connection/)).toMatch(logged);
     const good = await rawClient(port);
     good.socket.write(rspPacket('?'));
-    await good.receives(/\$S05#/);
+    await good.receives(/\$T05thread:1;#/);
     good.socket.write(rspPacket('D'));
     expect(await session.outcome).toMatchObject({ outcome: 'passed' });
   });
@@ -137,7 +137,7 @@ describe('hilbench debug: bad input', () => {
     const session = startSession(observed.backend, clockFromFakeTimers(fake));
     const client = await rawClient(await session.port);
     client.socket.write(rspPacket('?'));
-    await client.receives(/\$S05#/);
+    await client.receives(/\$T05thread:1;#/);
     client.socket.destroy();
     await session.logShows(/disconnected without detaching/);
     fake.tick(IDLE_MS - 1);

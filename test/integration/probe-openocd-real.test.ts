@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BackendError } from '../../backends/backend.js';
 import { parseBenchFile } from '../../backends/probe/bench-file.js';
 import { ProbeBackend } from '../../backends/probe/probe-backend.js';
+import { startProbeGdbServer } from '../../backends/probe/probe-gdb-server.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
@@ -88,5 +89,23 @@ describe.runIf(openocd !== undefined)(`real openocd (${openocd ?? 'not installed
     } finally {
       await device.close();
     }
+  });
+
+  it('refuses the GDB server command line (hilbench debug) for want of a probe, not for its Tcl: bindto, gdb_port, the ports off, the gdb-detach handler', async () => {
+    const error = await startProbeGdbServer({
+      boardId: 'stm32f4-discovery',
+      probe: { kind: 'openocd', serialNumber: 'NOT-ATTACHED', interface: 'interface/stlink.cfg', target: 'target/stm32f4x.cfg', resetMethod: 'system' },
+      toolPath: openocd!,
+      clock: systemClock,
+      startTimeoutMs: 20_000,
+      killGraceMs: 1_000,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ kind: 'probe-not-found', exitCode: 1, outputTail: expect.stringContaining('Error: open failed') });
+    // A command OpenOCD did not understand would have stopped it before it looked for the probe.
+    expect((error as BackendError).outputTail).not.toMatch(/invalid command|wrong # args|unknown/i);
+    expect((error as BackendError).message).toMatch(/^GDB server on stm32f4-discovery .*gdb_port \d+.*no probe found/s);
   });
 });

@@ -240,7 +240,10 @@ describe('a replica killed with SIGKILL', () => {
     const created = await execa('node', [cli, 'worker-token', 'create', '--server', urlA, '--admin-token', ADMIN, '--label', 'sim-farm']);
     const tokenFile = path.join(dir, 'worker.token');
     writeFileSync(tokenFile, created.stdout.split('\n').at(-1)!.trim(), { mode: 0o600 });
-    await start(['worker', '--server', urlB, '--token-file', tokenFile, '--backend', 'mock', '--boards', 'pico', '--cache-dir', path.join(dir, 'cache')], /serving pico/);
+    // A pool of two (decision 0510): the worker claims while a job runs. It used to abort that claim
+    // when the job ended, and a job the server handed out on it was lost (failed as interrupted
+    // once its claim lapsed): every other job of the session here.
+    await start(['worker', '--server', urlB, '--token-file', tokenFile, '--backend', 'mock', '--boards', 'pico', '--pool-size', '2', '--cache-dir', path.join(dir, 'cache')], /serving pico/);
 
     await until('pico free through replica a', async () => {
       const { boards } = (await (await fetch(`${urlA}/api/v1/boards`)).json()) as { boards: Array<{ id: string; status: string }> };
@@ -265,6 +268,8 @@ describe('a replica killed with SIGKILL', () => {
     first.child.kill('SIGKILL');
     await first.child;
     const state = async (id: string) => ((await (await fetch(`${urlB}/api/v1/jobs/${id}`, { headers: auth })).json()) as { state: string }).state;
-    for (const id of accepted) await until(`job ${id} done through replica b`, async () => (await state(id)) === 'done');
+    for (const id of accepted) await until(`job ${id} ended through replica b`, async () => ['done', 'failed'].includes(await state(id)));
+    // Each ended done: none was handed to the worker on a claim it threw away.
+    expect(await Promise.all(accepted.map(state))).toEqual(accepted.map(() => 'done'));
   });
 });

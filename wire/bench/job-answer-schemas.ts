@@ -37,7 +37,7 @@ export const uartInputAnswerSchema = z
 export const boardQueueSchema = z
   .object({
     board: z.string(),
-    waiting: z.number().int().meta({ description: "Requests waiting in the board's session queue on this server (POST /api/v1/sessions with wait_seconds)." }),
+    waiting: z.number().int().meta({ description: "Requests waiting in the board's session queue, on every replica (POST /api/v1/sessions with wait_seconds)." }),
     position: z.number().int().nullable().meta({ description: "The caller's place in it (1: next), or null when the caller does not wait for this board." }),
   })
   .meta({ title: 'BoardQueue' });

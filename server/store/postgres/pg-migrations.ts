@@ -1,4 +1,5 @@
 import type { PgDatabase } from './pg-database.js';
+import { PG_SESSION_QUEUE_MIGRATION } from './pg-session-queue.js';
 
 /** One step of the PostgreSQL schema; append only, like the SQLite migrations. */
 interface PgMigration {
@@ -160,6 +161,8 @@ export const pgBenchMigrations: readonly PgMigration[] = [
   CREATE INDEX jobs_queued_by_instance ON jobs(instance, created_at_ms) WHERE state = 'queued';
 `,
   },
+  // The session queue across replicas (decision 0555): pg-session-queue.ts.
+  { version: 9, name: 'session queue', sql: PG_SESSION_QUEUE_MIGRATION },
 ];
 
 /** The schema version this code writes. */

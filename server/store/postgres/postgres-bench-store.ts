@@ -25,6 +25,7 @@ import { migratePgBenchDatabase } from './pg-migrations.js';
 import { asOf, closeSession, expireDue, firstFree, inUse, idleMs, listLeasesAsOf, lockSession } from './pg-session-leases.js';
 import { PgBoardHealthStore, PgFirmwareBlobs, PgWaitlist, PgWorkerRegistry } from './pg-side-stores.js';
 import { PgHealthChecks, PgSerialInput } from './pg-worker-requests.js';
+import { PgSessionQueue } from './pg-session-queue.js';
 
 /**
  * The bench store on PostgreSQL, for server replicas (issue 10, decision 0353): every replica
@@ -40,15 +41,20 @@ export class PostgresBenchStore implements BenchStore {
   readonly serialInput: PgSerialInput;
   readonly waitlist: PgWaitlist;
   readonly workers: PgWorkerRegistry;
+  readonly sessionQueue: PgSessionQueue;
   /** Firmware in the database, shared by every replica (the service uses it instead of files). */
   readonly firmware: PgFirmwareBlobs;
 
-  private constructor(private readonly db: PgDatabase) {
+  private constructor(
+    private readonly db: PgDatabase,
+    clock?: Clock,
+  ) {
     this.boardHealth = new PgBoardHealthStore(db);
     this.healthChecks = new PgHealthChecks(db);
     this.serialInput = new PgSerialInput(db);
     this.waitlist = new PgWaitlist(db);
     this.workers = new PgWorkerRegistry(db);
+    this.sessionQueue = new PgSessionQueue(db, clock);
     this.firmware = new PgFirmwareBlobs(db);
   }
 
@@ -61,7 +67,7 @@ export class PostgresBenchStore implements BenchStore {
       await db.close();
       throw err;
     }
-    return new PostgresBenchStore(db);
+    return new PostgresBenchStore(db, options.clock);
   }
 
   private get q(): Query {
@@ -261,6 +267,7 @@ export class PostgresBenchStore implements BenchStore {
   }
 
   async close(): Promise<void> {
+    await this.sessionQueue.close();
     await this.db.close();
   }
 }

@@ -101,7 +101,8 @@ export class FakeBoard {
     mkdirSync(probe.stateDir, { recursive: true });
   }
 
-  private get imagePath() {
+  /** The flashed image. */
+  get imagePath(): string {
     return path.join(this.probe.stateDir, 'flash.elf');
   }
 

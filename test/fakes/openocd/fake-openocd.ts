@@ -1,10 +1,13 @@
 import { existsSync } from 'node:fs';
 import { FakeBoard, type FakeProbe, hangForever, readFakeProbes } from './fake-board.js';
+import { serveFakeGdb } from './fake-gdb-server.js';
 
 /**
  * Stand-in for OpenOCD 0.12 (`openocd` beside this file runs it). It accepts the command lines
  * hilbench uses (`-f`, `-c "adapter serial SN"`, `program FILE verify [reset] exit`,
- * `init; reset run; shutdown`, `init; reset halt; shutdown`) and answers as the real tool does:
+ * `init; reset run; shutdown`, `init; reset halt; shutdown`, and the GDB server's `bindto`,
+ * `gdb_port N`, `tcl_port disabled`, `telnet_port disabled`, the gdb-detach handler, `init; reset
+ * halt` without shutdown: fake-gdb-server.ts) and answers as the real tool does:
  * everything on stderr, the `** Programming Started **` ... `** Verified OK **` markers, and the
  * real no-probe output (`Error: open failed`, exit 1) when the serial number is not attached.
  */
@@ -16,12 +19,29 @@ for (let i = 0; i < argv.length; i++) {
   const value = argv[i + 1];
   if ((arg === '-f' || arg === '-c') && value !== undefined) {
     if (arg === '-f') files.push(value);
-    else commands.push(...value.split(';').map((c) => c.trim()).filter(Boolean));
+    else commands.push(...splitCommands(value));
     i++;
   } else {
     say(`Error: unexpected argument ${arg}`);
     process.exit(1);
   }
+}
+
+/** Splits a `-c` argument at the `;` that separate Tcl commands (not those inside braces). */
+function splitCommands(text: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let current = '';
+  for (const c of text) {
+    if (c === '{') depth++;
+    if (c === '}') depth--;
+    if (c === ';' && depth === 0) {
+      out.push(current);
+      current = '';
+    } else current += c;
+  }
+  out.push(current);
+  return out.map((c) => c.trim()).filter(Boolean);
 }
 
 function say(line: string) {
@@ -63,9 +83,24 @@ if (probe.behaviour === 'hang' || probe.behaviour === 'hang-ignore-term') {
 }
 
 function execute(probe: FakeProbe, board: FakeBoard): number {
+  let gdbPort: number | undefined;
+  let onDisconnect: 'resume-and-exit' | 'nothing' = 'nothing';
   for (const command of commands) {
     const [verb, ...rest] = command.split(/\s+/);
-    if (verb === 'adapter' || verb === 'reset_config' || verb === 'init') continue;
+    if (verb === 'adapter' || verb === 'reset_config' || verb === 'init' || verb === 'bindto' || verb === 'tcl_port' || verb === 'telnet_port') continue;
+    if (verb === 'gdb_port') {
+      gdbPort = Number(rest[0]);
+      continue;
+    }
+    if (verb === 'foreach') {
+      // Only the handler hilbench installs is understood.
+      if (!/configure -event gdb-detach \{ catch resume; shutdown \}/.test(command)) {
+        say(`invalid command name "${command}"`);
+        return 1;
+      }
+      onDisconnect = 'resume-and-exit';
+      continue;
+    }
     if (verb === 'program') {
       // `program {path with spaces} verify exit`: the path is braced.
       const match = /^program\s+(?:\{([^}]*)\}|(\S+))(.*)$/.exec(command);
@@ -123,7 +158,10 @@ function execute(probe: FakeProbe, board: FakeBoard): number {
       return 1;
     }
   }
-  // Without shutdown OpenOCD would keep serving gdb; the fake treats that as a hang.
-  hangForever(false);
+  // Without shutdown OpenOCD keeps serving GDB (on 3333 unless told otherwise).
+  void serveFakeGdb({ port: gdbPort ?? 3333, board, elfPath: board.imagePath, onDisconnect, log: say }).catch((err: unknown) => {
+    say(`Error: couldn't bind gdb to socket on port ${gdbPort ?? 3333}: ${(err as Error).message}`);
+    process.exit(1);
+  });
   return 0;
 }

@@ -1,9 +1,11 @@
 import { existsSync } from 'node:fs';
 import { FakeBoard, hangForever, readFakeProbes } from '../openocd/fake-board.js';
+import { serveFakeGdb } from '../openocd/fake-gdb-server.js';
 
 /**
  * Stand-in for probe-rs 0.32 (`probe-rs` beside this file runs it): `download --chip C --probe
- * VID:PID:SN [--protocol P] [--verify] FILE` and `reset --chip C --probe VID:PID:SN`. Output and
+ * VID:PID:SN [--protocol P] [--verify] FILE`, `reset --chip C --probe VID:PID:SN` and `gdb --chip C
+ * --probe VID:PID:SN --gdb-connection-string HOST:PORT --reset-halt` (fake-gdb-server.ts). Output and
  * exit codes follow probe-rs's source (it is not installable here): `Error: No connected probes
  * were found.` with nothing attached, `Probe was not found.` for an unknown selector, exit 1.
  */
@@ -13,7 +15,7 @@ const flags = new Set<string>();
 const positional: string[] = [];
 for (let i = 0; i < rest.length; i++) {
   const arg = rest[i]!;
-  if (arg === '--verify') flags.add(arg);
+  if (arg === '--verify' || arg === '--reset-halt') flags.add(arg);
   else if (arg.startsWith('--') && rest[i + 1] !== undefined) options.set(arg, rest[++i]!);
   else positional.push(arg);
 }
@@ -23,7 +25,7 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-if (subcommand !== 'download' && subcommand !== 'reset') fail(`unrecognized subcommand '${subcommand ?? ''}'`);
+if (subcommand !== 'download' && subcommand !== 'reset' && subcommand !== 'gdb') fail(`unrecognized subcommand '${subcommand ?? ''}'`);
 if (!options.has('--chip')) fail('the following required arguments were not provided:\n  --chip <CHIP>');
 
 const probes = readFakeProbes();
@@ -47,6 +49,15 @@ if (probe.behaviour === 'hang' || probe.behaviour === 'hang-ignore-term') {
   process.stderr.write('  Programming ✔ 100% [####################] 16.00 KiB @ 20.00 KiB/s (took 1s)\n');
   if (flags.has('--verify') && probe.behaviour === 'verify-fail') fail('Verification failed.');
   process.stderr.write('     Finished in 1.20s\n');
+} else if (subcommand === 'gdb') {
+  if (probe.behaviour === 'reset-fail' && flags.has('--reset-halt')) fail('An ARM specific error occurred.\n\nCaused by:\n    Timeout occured during operation.');
+  board.halt();
+  const address = options.get('--gdb-connection-string') ?? 'localhost:1337';
+  const port = Number(address.split(':').at(-1));
+  console.log(`Firing up GDB stub for Armv6m cores at [${address}]`);
+  void serveFakeGdb({ port, board, elfPath: board.imagePath, onDisconnect: 'resume-on-detach', log: (line) => process.stderr.write(`${line}\n`) }).catch((err: unknown) =>
+    fail(`During the execution of GDB an error was encountered:\n${(err as Error).message}`),
+  );
 } else {
   if (probe.behaviour === 'reset-fail') fail('An ARM specific error occurred.\n\nCaused by:\n    Timeout occured during operation.');
   board.run();

@@ -1,0 +1,113 @@
+/**
+ * The session queue in the store (decision 0555): requests waiting for a board (`POST
+ * /api/v1/sessions` with `wait_seconds`), recorded where every replica sees them, so the order is
+ * first come first served per pool across every instance, worker and replica.
+ *
+ * A waiter is a row: its queue (a pool's board id, or one instance asked for by id), its pool,
+ * its agent, when it joined, and a liveness deadline. The replica holding the waiting request
+ * renews the deadline while it waits and removes the row when the request ends (granted, timed
+ * out, or its client went away). A replica that dies leaves a row whose deadline passes: from then
+ * on it is a ghost, counted by nobody and removed by the next writer, so it never blocks the
+ * queue for longer than one liveness period. The order is the database's insertion order (a
+ * sequence), not the replicas' clocks.
+ *
+ * Reads never write. Times are host milliseconds from the caller's injected clock.
+ */
+export interface SessionQueueStore {
+  /**
+   * Puts `waiter` at the back of its queue (removing ghosts first); returns its place in the
+   * queue's order (`seq`: smaller is earlier, across replicas).
+   */
+  enqueue(waiter: SessionWaiter): Promise<number>;
+  /**
+   * Keeps `waiterId` alive until `aliveUntilMs`. A waiter dropped as a ghost meanwhile (its replica
+   * stalled past its deadline) joins again at the back: returns its new `seq`, or its old one.
+   */
+  renew(waiter: SessionWaiter): Promise<number>;
+  /** Leaves the queue (granted, timed out, or its client went away). Idempotent. */
+  leave(waiterId: string): Promise<void>;
+  /** 1-based place of `waiterId` among the live waiters of its queue at `nowMs`; null when it does not wait. */
+  position(waiterId: string, nowMs: number): Promise<number | null>;
+  /** How many live waiters `queue` has at `nowMs`, and the first place (1-based) of `agentId` among them. */
+  line(queue: string, agentId: string, nowMs: number): Promise<{ waiting: number; position: number | null }>;
+  /** The live waiters of `queue` at `nowMs`, first first (the contract tests and the pages). */
+  waiters(queue: string, nowMs: number): Promise<SessionWaiter[]>;
+  /**
+   * Calls `listener` with a queue or pool id whenever something that may move a queue happened
+   * on this database: a waiter left, or a lease was freed. From every replica on PostgreSQL
+   * (LISTEN/NOTIFY), from this store's connection on SQLite. A hint: waiters still poll, bounded.
+   */
+  onChange(listener: (queueOrPool: string) => void): () => void;
+  /**
+   * Settles once changes are reported to the listeners subscribed so far (on PostgreSQL: the
+   * LISTEN connection is open), or once trying failed (the poll carries on without events).
+   */
+  listening(): Promise<void>;
+  /** Stops listening (the PostgreSQL connection that LISTENs). */
+  close(): Promise<void>;
+}
+
+export interface SessionWaiter {
+  waiterId: string;
+  /** The queue: the pool's board id, or the one instance asked for by id. */
+  queue: string;
+  /** The pool (board id) the queue belongs to. */
+  pool: string;
+  agentId: string;
+  enqueuedAtMs: number;
+  /** The waiter is a ghost from this time on unless renewed. */
+  aliveUntilMs: number;
+}
+
+/** The queue's table, the same for both dialects but for the sequence's type (SQLite `INTEGER PRIMARY KEY`, PostgreSQL `BIGSERIAL`). */
+export function sessionWaitersTable(seqColumn: string): string {
+  return `
+  CREATE TABLE session_waiters (
+    ${seqColumn},
+    waiter_id TEXT NOT NULL UNIQUE,
+    queue TEXT NOT NULL,
+    pool TEXT NOT NULL,
+    agent_id TEXT NOT NULL REFERENCES agents(agent_id),
+    enqueued_at_ms BIGINT NOT NULL,
+    alive_until_ms BIGINT NOT NULL
+  );
+  CREATE INDEX session_waiters_by_queue ON session_waiters(queue, seq);
+`;
+}
+
+/** A row of `session_waiters`. */
+export interface SessionWaiterRow {
+  seq: number;
+  waiter_id: string;
+  queue: string;
+  pool: string;
+  agent_id: string;
+  enqueued_at_ms: number;
+  alive_until_ms: number;
+}
+
+export function waiterFromRow(row: SessionWaiterRow): SessionWaiter {
+  return { waiterId: row.waiter_id, queue: row.queue, pool: row.pool, agentId: row.agent_id, enqueuedAtMs: Number(row.enqueued_at_ms), aliveUntilMs: Number(row.alive_until_ms) };
+}
+
+/** The place of `agentId` (1-based) among `waiters`, and how many they are. */
+export function lineOf(waiters: readonly { agent_id: string }[], agentId: string): { waiting: number; position: number | null } {
+  const index = waiters.findIndex((w) => w.agent_id === agentId);
+  return { waiting: waiters.length, position: index < 0 ? null : index + 1 };
+}
+
+/** Listeners of `onChange`, called after the current call stack (a SQLite trigger fires inside its transaction). */
+export class QueueChangeListeners {
+  private readonly listeners = new Set<(queueOrPool: string) => void>();
+
+  add(listener: (queueOrPool: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  emit(queueOrPool: string): void {
+    queueMicrotask(() => {
+      for (const listener of [...this.listeners]) listener(queueOrPool);
+    });
+  }
+}

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import type { BenchStore } from '../../server/store/bench-store.js';
+import type { SessionWaiter } from '../../server/store/session-queue-store.js';
+import { sessionRecord, T0 } from './bench-store-contract.js';
+
+const ALIVE_MS = 10_000;
+const waiter = (waiterId: string, over: Partial<SessionWaiter> = {}): SessionWaiter => ({
+  waiterId,
+  queue: 'pico',
+  pool: 'pico',
+  agentId: 'ag_1',
+  enqueuedAtMs: T0,
+  aliveUntilMs: T0 + ALIVE_MS,
+  ...over,
+});
+
+/**
+ * Listens for the first change `store` reports for `id` (resolving `seen`, or rejecting it naming
+ * what it waited for after `turns` event-loop turns); settles once the store reports changes.
+ */
+async function nextChange(store: BenchStore, id: string, what: string, turns = 20_000): Promise<{ seen: Promise<void>; stop: () => void }> {
+  let stop: () => void = () => undefined;
+  const seen = new Promise<void>((resolve, reject) => {
+    let left = turns;
+    let done = false;
+    const unsubscribe = store.sessionQueue.onChange((changed) => {
+      if (changed !== id || done) return;
+      done = true;
+      unsubscribe();
+      resolve();
+    });
+    stop = () => {
+      done = true;
+      unsubscribe();
+    };
+    const tick = () => {
+      if (done) return;
+      if (--left <= 0) {
+        stop();
+        reject(new Error(`no change of ${id} reported after ${turns} event-loop turns: ${what}`));
+      } else setImmediate(tick);
+    };
+    setImmediate(tick);
+  });
+  await store.sessionQueue.listening();
+  return { seen, stop };
+}
+
+/**
+ * The session queue in the store (decision 0555), run by `describeBenchStoreContract` with its
+ * fresh-store helper (agents ag_1 and ag_2 present): first come first served per queue, ghosts
+ * never counted, leaving idempotent, events when a waiter leaves or a lease is freed.
+ */
+export function describeSessionQueueContract(name: string, withStore: (body: (store: BenchStore) => Promise<void>) => Promise<void>): void {
+  describe(`bench store contract, session queue: ${name}`, () => {
+    it('keeps waiters first come first served per queue, and answers each place and line', () =>
+      withStore(async (store) => {
+        const q = store.sessionQueue;
+        const seqA = await q.enqueue(waiter('w_a'));
+        const seqB = await q.enqueue(waiter('w_b', { agentId: 'ag_2' }));
+        await q.enqueue(waiter('w_other', { queue: 'uno', pool: 'uno' }));
+        const seqC = await q.enqueue(waiter('w_c'));
+        expect(seqA).toBeLessThan(seqB);
+        expect(seqB).toBeLessThan(seqC);
+        expect(await q.position('w_a', T0)).toBe(1);
+        expect(await q.position('w_b', T0)).toBe(2);
+        expect(await q.position('w_c', T0)).toBe(3);
+        expect(await q.position('w_other', T0)).toBe(1);
+        expect(await q.position('w_none', T0)).toBeNull();
+        expect(await q.line('pico', 'ag_2', T0)).toEqual({ waiting: 3, position: 2 });
+        expect(await q.line('pico', 'ag_1', T0)).toEqual({ waiting: 3, position: 1 });
+        expect(await q.line('uno', 'ag_2', T0)).toEqual({ waiting: 1, position: null });
+        await q.leave('w_a');
+        await q.leave('w_a');
+        expect(await q.position('w_b', T0)).toBe(1);
+        expect((await q.waiters('pico', T0)).map((w) => w.waiterId)).toEqual(['w_b', 'w_c']);
+        expect(await q.waiters('pico', T0)).toEqual([waiter('w_b', { agentId: 'ag_2' }), waiter('w_c')]);
+      }));
+
+    it('never counts a waiter whose liveness ran out (a dead replica’s ghost); a renewed one keeps its place', () =>
+      withStore(async (store) => {
+        const q = store.sessionQueue;
+        await q.enqueue(waiter('w_ghost'));
+        await q.enqueue(waiter('w_live'));
+        await q.renew(waiter('w_live', { aliveUntilMs: T0 + 3 * ALIVE_MS }));
+        expect(await q.position('w_live', T0 + ALIVE_MS - 1)).toBe(2);
+        // The ghost's deadline passed: the live waiter is next, though the ghost's row is still there.
+        expect(await q.position('w_live', T0 + ALIVE_MS)).toBe(1);
+        expect(await q.line('pico', 'ag_1', T0 + ALIVE_MS)).toEqual({ waiting: 1, position: 1 });
+        // The next writer removes it; a waiter renewed after it was removed joins again at the back.
+        await q.enqueue(waiter('w_late', { enqueuedAtMs: T0 + ALIVE_MS, aliveUntilMs: T0 + 4 * ALIVE_MS }));
+        expect(await q.position('w_ghost', T0)).toBeNull();
+        const back = await q.renew(waiter('w_ghost', { aliveUntilMs: T0 + 4 * ALIVE_MS }));
+        expect(back).toBeGreaterThan(0);
+        expect((await q.waiters('pico', T0 + ALIVE_MS)).map((w) => w.waiterId)).toEqual(['w_live', 'w_late', 'w_ghost']);
+      }));
+
+    it('reports a waiter leaving and a lease freed, whichever way it was freed', () =>
+      withStore(async (store) => {
+        const q = store.sessionQueue;
+        await q.enqueue(waiter('w_a'));
+        const left = await nextChange(store, 'pico', 'the waiter w_a left');
+        await q.leave('w_a');
+        await left.seen;
+        const opened = await store.openSession(sessionRecord({ sessionId: 'ses_q', expiresAtMs: T0 + 90_000 }), { instances: ['pico.1@w1'] });
+        expect(opened.kind).toBe('opened');
+        const freedInstance = await nextChange(store, 'pico.1@w1', 'the lease on pico.1@w1 freed by ending its session');
+        const freedPool = await nextChange(store, 'pico', 'the lease on pico.1@w1 freed by ending its session');
+        await store.endSession('ses_q', T0 + 1);
+        await Promise.all([freedInstance.seen, freedPool.seen]);
+        // An expiry sweep frees it too.
+        await store.openSession(sessionRecord({ sessionId: 'ses_r', createdAtMs: T0 + 2, expiresAtMs: T0 + 10 }), { instances: ['pico.1@w1'] });
+        const expired = await nextChange(store, 'pico', 'the lease freed by the expiry sweep');
+        expect(await store.expireSessions(T0 + 10)).toHaveLength(1);
+        await expired.seen;
+      }));
+  });
+}
