@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type Backend, BackendError, backendErrorKinds, type BoardHealth, keepsBoardHealth } from './backend.js';
+import { type Backend, BackendError, type BoardHealth, keepsBoardHealth } from './backend.js';
+import { jobFailureKinds } from '../wire/job-failure-kinds.js';
 import { MockBackend } from './mock/mock-backend.js';
 
 describe('BackendError', () => {
   it('classes every kind but bad-image and cancelled as an infrastructure failure (it counts towards quarantine)', () => {
-    const infrastructure = backendErrorKinds.filter((kind) => new BackendError(kind, 'x').isInfrastructure);
+    const infrastructure = jobFailureKinds.filter((kind) => new BackendError(kind, 'x').isInfrastructure);
     expect(infrastructure).toEqual(['unavailable', 'flash-failed', 'probe-not-found', 'reset-failed', 'serial-lost', 'timeout', 'internal']);
   });
 

@@ -1,6 +1,7 @@
 import type { Board, BackendName } from '../boards/board-schema.js';
 import type { ElfFile } from '../core/elf.js';
 import type { PinReading } from '../core/pins.js';
+import type { JobFailureKind } from '../wire/job-failure-kinds.js';
 
 /**
  * The one backend interface. A backend is "something that can flash, reset, run and capture" a
@@ -174,6 +175,11 @@ export function keepsBoardHealth(backend: Backend): backend is Backend & BoardHe
   return backend.health !== undefined && backend.release !== undefined;
 }
 
+/** `backend` as a `BoardHealthControl` when it keeps board health (`health` and `release`); undefined otherwise. */
+export function boardHealthControlOf(backend: Backend): (Backend & BoardHealthControl) | undefined {
+  return keepsBoardHealth(backend) ? backend : undefined;
+}
+
 export interface Device {
   readonly board: Board;
   readonly timeBase: TimeBase;
@@ -209,22 +215,7 @@ export interface Device {
   close(): Promise<void>;
 }
 
-/**
- * Stable failure kinds. `bad-image` and `firmware-fault`-style outcomes are the user's; the
- * others are infrastructure failures that count towards quarantining a board.
- */
-export const backendErrorKinds = [
-  'bad-image',
-  'unavailable',
-  'flash-failed',
-  'probe-not-found',
-  'reset-failed',
-  'serial-lost',
-  'timeout',
-  'cancelled',
-  'internal',
-] as const;
-export type BackendErrorKind = (typeof backendErrorKinds)[number];
+export type BackendErrorKind = JobFailureKind;
 
 /** The one error type backends throw. The message is shown to users in a failed job's reason. */
 export class BackendError extends Error {

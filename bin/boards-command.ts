@@ -1,7 +1,7 @@
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
-import { resolveBoardBackends } from '../server/bench/board-backends.js';
+import { resolveBoardBackends } from '../harness/board-resolution.js';
 
 export type BoardsOptions = { boardsDir: string; backend: string; benchFile?: string; rp2040Bootrom?: string; qemu?: string; renode?: string; json?: boolean };
 

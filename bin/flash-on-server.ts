@@ -1,7 +1,7 @@
-import { BenchClient } from '../lib/bench-client.js';
-import { BenchApiError, BenchBusyError, BenchTimeoutError } from '../lib/bench-errors.js';
-import type { BenchSession } from '../lib/bench-session.js';
-import type { Job } from '../lib/bench-types.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
+import { BenchApiError, BenchBusyError, BenchTimeoutError } from '../clients/bench/bench-errors.js';
+import type { BenchSession } from '../clients/bench/bench-session.js';
+import type { Job } from '../clients/bench/bench-types.js';
 
 /**
  * A run that never started: refused, unreachable, bad arguments, no such board. `hilbench flash`

@@ -1,4 +1,4 @@
-import { BenchClient } from '../lib/bench-client.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
 import { startInProcessBench } from '../lib/in-process-bench.js';
 import { serveMcpOnStdio } from '../lib/mcp/mcp-server.js';
 

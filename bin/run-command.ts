@@ -19,7 +19,7 @@ import { exitCodeOf, jsonReport, junitReport } from '../harness/scenario/scenari
 import { remoteTarget, type ScenarioTarget } from '../harness/scenario/scenario-target.js';
 import type { Logger } from '../server/http/logger.js';
 import { startBenchServer } from '../server/bench/start-bench-server.js';
-import type { BackendChoice } from '../server/bench/board-backends.js';
+import type { BackendChoice } from '../harness/board-resolution.js';
 import { startRelayServer } from '../server/relay/relay-service.js';
 
 /** Every in-process run starts its fake clock here, so recorded times and expiries are reproducible. */

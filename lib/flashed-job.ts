@@ -1,5 +1,5 @@
-import type { BenchClient } from './bench-client.js';
-import type { Job } from './bench-types.js';
+import type { BenchClient } from '../clients/bench/bench-client.js';
+import type { Job } from '../clients/bench/bench-types.js';
 
 /** What a job printed up to a pattern: the device time (from reset release) of the chunk that completed it, or why it was not found. */
 export type PrintSearch =

@@ -3,9 +3,9 @@
  * errors and answer types, and the scenario runner. `hilbench/vitest` adds a test fixture.
  * Everything exported here follows semver; what is not exported is internal.
  */
-export { BenchClient, type BenchClientOptions, type Firmware, type FlashOptions, type UartWait } from './bench-client.js';
-export { BenchSession } from './bench-session.js';
-export type { CallOptions, RetryPolicy } from './bench-http.js';
+export { BenchClient, type BenchClientOptions, type Firmware, type FlashOptions, type UartWait } from '../clients/bench/bench-client.js';
+export { BenchSession } from '../clients/bench/bench-session.js';
+export type { CallOptions, RetryPolicy } from '../clients/bench/bench-http.js';
 export {
   BenchApiError,
   BenchAuthError,
@@ -16,9 +16,9 @@ export {
   BenchUnavailableError,
   BenchValidationError,
   type ValidationIssue,
-} from './bench-errors.js';
-export type { AgentRegistration, Board, BoardList, Health, Job, JobState, Session } from './bench-types.js';
-export type { UartEvent } from './uart-stream.js';
+} from '../clients/bench/bench-errors.js';
+export type { AgentRegistration, Board, BoardList, Health, Job, JobState, Session } from '../clients/bench/bench-types.js';
+export type { UartEvent } from '../clients/bench/uart-stream.js';
 export {
   RelayApiError,
   RelayClient,
@@ -34,7 +34,7 @@ export {
   type RelayNode,
   type SliceAnswer,
   type VoteAnswer,
-} from './relay-client.js';
+} from '../clients/relay/relay-client.js';
 export { runScenario, type ScenarioResult, describeFailure } from '../harness/scenario/run-scenario.js';
 export { loadScenario, parseScenario } from '../harness/scenario/load-scenario.js';
 export { exitCodeOf, jsonReport, junitReport } from '../harness/scenario/scenario-report.js';

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { expect, recordArtifact, test as base } from 'vitest';
 import { durationMs } from '../harness/scenario/duration.js';
-import { BenchClient } from './bench-client.js';
-import type { BenchSession } from './bench-session.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
+import type { BenchSession } from '../clients/bench/bench-session.js';
 import { FlashedJob } from './flashed-job.js';
 import { startInProcessBench } from './in-process-bench.js';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
-import { BenchClient } from '../harness/clients/bench-client.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
 import { startBenchServer } from '../server/bench/start-bench-server.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
@@ -63,9 +63,9 @@ export async function runBenchApiBench(options: { jobs?: number; roundTrips?: nu
     const endToEndSamples: number[] = [];
     for (let i = 0; i < jobs; i++) {
       const t0 = nowMs();
-      const job = await client.flash(token, { board: 'pico', firmware, uartSeconds: 0.8 });
+      const job = await client.withToken(token).submitFlash('pico', firmware, { uartSeconds: 0.8 });
       submitSamples.push(nowMs() - t0);
-      await client.waitForJob(token, job.job_id, { clock: systemClock, timeoutMs: 10_000, pollMs: 1 });
+      await client.withToken(token).waitForJob(job.job_id, { timeoutMs: 10_000 });
       endToEndSamples.push(nowMs() - t0);
     }
     rows.push(
@@ -86,8 +86,8 @@ export async function runBenchApiBench(options: { jobs?: number; roundTrips?: nu
         const board = mockBoards[k]!;
         const image = armOrAvr(board);
         for (let i = 0; i < perAgent; i++) {
-          const job = await client.flash(agent.token, { board, firmware: image, uartSeconds: 0.8 });
-          await client.waitForJob(agent.token, job.job_id, { clock: systemClock, timeoutMs: 10_000, pollMs: 1 });
+          const job = await client.withToken(agent.token).submitFlash(board, image, { uartSeconds: 0.8 });
+          await client.withToken(agent.token).waitForJob(job.job_id, { timeoutMs: 10_000 });
         }
       }),
     );

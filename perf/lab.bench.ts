@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
-import { BenchClient } from '../harness/clients/bench-client.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { RemoteWorker } from '../harness/worker/remote-worker.js';
 import { startBenchServer } from '../server/bench/start-bench-server.js';
@@ -51,8 +51,8 @@ export async function runLabBench(options: { jobs?: number } = {}): Promise<Benc
   try {
     const timeJob = async (url: string, token: string, client: BenchClient) => {
       const t0 = nowMs();
-      const job = await client.flash(token, { board: BOARD, firmware, uartSeconds: 0.5 });
-      const done = await client.waitForJob(token, job.job_id, { clock: systemClock, timeoutMs: 60_000, pollMs: 2 });
+      const job = await client.withToken(token).submitFlash(BOARD, firmware, { uartSeconds: 0.5 });
+      const done = await client.withToken(token).waitForJob(job.job_id, { timeoutMs: 60_000 });
       if (done.state !== 'done') throw new Error(`job on ${url} ended ${done.state}`);
       return nowMs() - t0;
     };

@@ -12,7 +12,7 @@ import { loadBoardCatalog } from '../boards/catalog.js';
 import { qemuDirectCommand } from '../backends/qemu/qemu-command.js';
 import { QemuBackend } from '../backends/qemu/qemu-backend.js';
 import { systemClock } from '../core/clock.js';
-import type { BenchClient } from '../lib/bench-client.js';
+import type { BenchClient } from '../clients/bench/bench-client.js';
 import { startLocalBench } from './local-bench-server.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 

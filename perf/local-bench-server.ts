@@ -9,7 +9,7 @@ import path from 'node:path';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
-import { BenchClient } from '../lib/bench-client.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
 import { type RunningBenchServer, startBenchServer } from '../server/bench/start-bench-server.js';
 import type { LocalWorkerOptions } from '../server/bench/local-worker.js';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
-import { BenchClient } from '../harness/clients/bench-client.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
 import { startBenchServer } from '../server/bench/start-bench-server.js';
 import type { Logger } from '../server/http/logger.js';
 import { createTestDatabase } from '../test/support/postgres-test-database.js';
@@ -63,8 +63,8 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
         mockBoards.map(async (board, k) => {
           const client = set.clients[k % set.clients.length]!;
           while (nowMs() < endMs) {
-            const job = await client.flash(set.agents[k]!.token, { board, firmware, uartSeconds: 0.1 });
-            await client.waitForJob(set.agents[k]!.token, job.job_id, { clock: systemClock, timeoutMs: 30_000, pollMs: 2 });
+            const job = await client.withToken(set.agents[k]!.token).submitFlash(board, firmware, { uartSeconds: 0.1 });
+            await client.withToken(set.agents[k]!.token).waitForJob(job.job_id, { timeoutMs: 30_000 });
             set.jobs++;
           }
         }),

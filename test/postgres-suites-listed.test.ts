@@ -23,7 +23,7 @@ function testFiles(dir: string): string[] {
 
 describe('postgresSuites', () => {
   it('lists every test file that opens PostgreSQL, and nothing that does not exist', () => {
-    const all = ['test', 'server', 'harness', 'core', 'bin', 'backends', 'sim', 'lib'].flatMap((dir) => testFiles(join(root, dir)));
+    const all = ['test', 'server', 'harness', 'core', 'wire', 'clients', 'bin', 'backends', 'sim', 'lib'].flatMap((dir) => testFiles(join(root, dir)));
     const needing = all.filter((file) => file !== 'test/postgres-suites-listed.test.ts' && POSTGRES_MARKERS.some((marker) => readFileSync(join(root, file), 'utf8').includes(marker)));
     expect(needing.length).toBeGreaterThan(5);
     expect(needing.filter((file) => !postgresSuites.files.includes(file))).toEqual([]);

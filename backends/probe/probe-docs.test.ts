@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BackendError, backendErrorKinds } from '../backend.js';
+import { BackendError } from '../backend.js';
+import { jobFailureKinds } from '../../wire/job-failure-kinds.js';
 
 /**
  * Keeps the probe docs in step with `BackendError.isInfrastructure`, the rule quarantine counts
@@ -11,8 +12,8 @@ import { BackendError, backendErrorKinds } from '../backend.js';
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
-const infrastructure = backendErrorKinds.filter((kind) => new BackendError(kind, '').isInfrastructure);
-const other = backendErrorKinds.filter((kind) => !new BackendError(kind, '').isInfrastructure);
+const infrastructure = jobFailureKinds.filter((kind) => new BackendError(kind, '').isInfrastructure);
+const other = jobFailureKinds.filter((kind) => !new BackendError(kind, '').isInfrastructure);
 
 describe('probe docs and the quarantine rule', () => {
   it('docs/bench-file.md lists exactly the infrastructure kinds as counting against a board', () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Board } from '../../boards/board-schema.js';
-import { backendErrorKinds } from '../backend.js';
+import { jobFailureKinds } from '../../wire/job-failure-kinds.js';
 
 /**
  * The messages between the sim backend (host) and an engine's thread (`sim-thread.ts`), and the
@@ -141,7 +141,7 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
     counters: countersSchema.optional(),
     unmodelled: unmodelledSchema,
     /** Absent on success; the failure in the words the device reports. */
-    error: z.object({ kind: z.enum(backendErrorKinds), message: z.string() }).optional(),
+    error: z.object({ kind: z.enum(jobFailureKinds), message: z.string() }).optional(),
     stop: engineStopSchema.optional(),
     reading: z
       .object({ level: z.union([z.literal(0), z.literal(1)]), driver: z.enum(['firmware', 'outside', 'pull-up', 'pull-down', 'floating']) })

@@ -37,7 +37,7 @@ export function unwrap<T>(result: Validated<T>, what: string): T {
 /** True for a plain JSON-like object (not an array, not a class instance). */
 /**
  * The issue for a document (or a nested one) that is no JSON object, in the words FastAPI answers
- * for a model: every relay body and the bench's say the same (server/http/zod-to-422.ts).
+ * for a model: every relay body and the bench's say the same (wire/problem-detail.ts).
  */
 export function notAnObjectIssue(loc: string[], input: unknown): Issue {
   return { loc, msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type', input };

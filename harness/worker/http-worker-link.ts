@@ -3,6 +3,8 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BoardHealth, UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
+import type { z } from 'zod';
+import { boardHealthWireSchema, claimAnswerSchema, inputAnswerSchema, jobControlSchema, okAnswerSchema, finishAnswerSchema } from '../../wire/worker/worker-schemas.js';
 import type { BoardHealthLink, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */
@@ -58,8 +60,21 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     this.base = options.serverUrl.replace(/\/+$/, '');
   }
 
-  /** POST/GET a worker route; a non-2xx answer throws `WorkerServerError` with the server's detail. */
-  async request<T>(method: 'GET' | 'POST', route: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+  /**
+   * POST/GET a worker route and parse its JSON answer with `schema` (the worker protocol's wire
+   * schemas); a non-2xx answer throws `WorkerServerError` with the server's detail.
+   */
+  async request<T>(method: 'GET' | 'POST', route: string, schema: z.ZodType<T>, body?: unknown, signal?: AbortSignal): Promise<T> {
+    const res = await this.send(method, route, body, signal);
+    return schema.parse(await res.json());
+  }
+
+  /** GET a worker route that answers bytes (the firmware). */
+  private async bytes(route: string): Promise<Uint8Array> {
+    return new Uint8Array(await (await this.send('GET', route)).arrayBuffer());
+  }
+
+  private async send(method: 'GET' | 'POST', route: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
     const res = await fetch(`${this.base}${route}`, {
       method,
       headers: { authorization: `Bearer ${this.options.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -70,22 +85,20 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
       const text = await res.text();
       let detail = text;
       try {
-        const parsed = JSON.parse(text) as { detail?: unknown };
-        detail = typeof parsed.detail === 'string' ? parsed.detail : JSON.stringify(parsed.detail);
+        const parsed: unknown = JSON.parse(text);
+        const given = typeof parsed === 'object' && parsed !== null && 'detail' in parsed ? parsed.detail : undefined;
+        detail = typeof given === 'string' ? given : JSON.stringify(given);
       } catch {
         /* not JSON: the text is the detail */
       }
       throw new WorkerServerError(res.status, detail);
     }
-    return (res.headers.get('content-type') ?? '').startsWith('application/json') ? ((await res.json()) as T) : (new Uint8Array(await res.arrayBuffer()) as T);
+    return res;
   }
 
   async claim(boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
     try {
-      const answer = await this.request<{
-        job: { job_id: string; board: string; instance?: string; firmware_sha256: string; uart_seconds: number; max_uart_bytes: number } | null;
-        health_check?: { check_id: string; board: string; timeout_ms: number } | null;
-      }>('POST', '/api/v1/worker/claim', { boards, wait_seconds: this.options.claimWaitSeconds ?? 20 }, signal);
+      const answer = await this.request('POST', '/api/v1/worker/claim', claimAnswerSchema, { boards, wait_seconds: this.options.claimWaitSeconds ?? 20 }, signal);
       const { job, health_check: check } = answer;
       if (check) return { kind: 'health-check', checkId: check.check_id, board: check.board, timeoutMs: check.timeout_ms };
       return job
@@ -101,7 +114,7 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     const cached = path.join(this.options.firmwareCacheDir, ticket.firmwareSha256);
     const fromCache = await readFile(cached).catch(() => undefined);
     if (fromCache && sha256(fromCache) === ticket.firmwareSha256) return new Uint8Array(fromCache);
-    const bytes = await this.request<Uint8Array>('GET', `/api/v1/worker/jobs/${encodeURIComponent(ticket.jobId)}/firmware`);
+    const bytes = await this.bytes(`/api/v1/worker/jobs/${encodeURIComponent(ticket.jobId)}/firmware`);
     // Kept only when it is what the job names; written aside and renamed, so a crash leaves no half file.
     if (sha256(bytes) === ticket.firmwareSha256) {
       await mkdir(this.options.firmwareCacheDir, { recursive: true, mode: 0o700 });
@@ -114,19 +127,20 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   }
 
   running(jobId: string): Promise<JobControl> {
-    return this.request<JobControl>('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/running`);
+    return this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/running`, jobControlSchema);
   }
 
   heartbeat(jobId: string): Promise<JobControl> {
-    return this.request<JobControl>('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/heartbeat`);
+    return this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/heartbeat`, jobControlSchema);
   }
 
   /** A long poll for the job's serial input (`POST .../input`); a refusal (404, 409) means the job is no longer ours. */
   async input(jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
     try {
-      const answer = await this.request<{ inputs: Array<{ seq: number; base64: string }>; stop?: string }>(
+      const answer = await this.request(
         'POST',
         `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/input`,
+        inputAnswerSchema,
         { written_through: writtenThroughSeq, wait_seconds: this.options.claimWaitSeconds ?? 20 },
         signal,
       );
@@ -144,15 +158,15 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
       outcome.passed
         ? { passed: true, uart_text: outcome.uartText, elapsed_ns: outcome.elapsedNanos }
         : { passed: false, reason: outcome.reason, uart_text: outcome.uartText, refused: 'refused' in outcome };
-    await this.request('POST', `/api/v1/worker/health-checks/${encodeURIComponent(checkId)}`, wire);
+    await this.request('POST', `/api/v1/worker/health-checks/${encodeURIComponent(checkId)}`, okAnswerSchema, wire);
   }
 
   async getBoardHealth(boardId: string): Promise<BoardHealth> {
-    return boardHealthFromWire(await this.request<WireBoardHealth>('GET', `/api/v1/worker/boards/${encodeURIComponent(boardId)}/health`));
+    return boardHealthFromWire(await this.request('GET', `/api/v1/worker/boards/${encodeURIComponent(boardId)}/health`, boardHealthWireSchema));
   }
 
   async putBoardHealth(boardId: string, health: BoardHealth): Promise<void> {
-    await this.request('POST', `/api/v1/worker/boards/${encodeURIComponent(boardId)}/health`, boardHealthToWire(health));
+    await this.request('POST', `/api/v1/worker/boards/${encodeURIComponent(boardId)}/health`, okAnswerSchema, boardHealthToWire(health));
   }
 
   /** Queues `report` and sends it with the others of the next `uartBatchMs`. */
@@ -180,7 +194,7 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     const giveUpAtMs = this.options.clock.nowMs() + (this.options.deliverForMs ?? 600_000);
     for (let pauseMs = 1_000; ; pauseMs = Math.min(pauseMs * 2, MAX_DELIVERY_PAUSE_MS)) {
       try {
-        await this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/finish`, body);
+        await this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/finish`, finishAnswerSchema, body);
         return;
       } catch (err) {
         // A refusal (the job is no longer ours) will not change; an unreachable server may.
@@ -203,7 +217,7 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
       this.undelivered.delete(jobId);
       const report = before ? { ...batch, offset: before.offset, chunks: [...before.chunks, ...batch.chunks] } : batch;
       try {
-        await this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/uart`, { offset: report.offset, ...captureToWire({ ...report, uart: report.chunks }) });
+        await this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/uart`, okAnswerSchema, { offset: report.offset, ...captureToWire({ ...report, uart: report.chunks }) });
       } catch (err) {
         // A refusal (the job is no longer ours, or the report is malformed) will not change; an unreachable server may.
         if (!(err instanceof WorkerServerError) || err.status >= 500 || err.status === 429) this.undelivered.set(jobId, report);
@@ -236,11 +250,7 @@ function outcomeToWire(outcome: WorkerJobOutcome) {
 }
 
 /** Board health on the wire (`/api/v1/worker/boards/{board}/health`). */
-interface WireBoardHealth {
-  consecutive_failures: number;
-  last_failure: string | null;
-  quarantine: { since_ms: number; reason: string } | null;
-}
+type WireBoardHealth = z.infer<typeof boardHealthWireSchema>;
 
 function boardHealthFromWire(w: WireBoardHealth): BoardHealth {
   return {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkPoolSizes, cliPoolSizes, hostPoolSize, MAX_POOL_SIZE, parsePoolSizeOptions, poolSizeOf } from './pool-size.js';
+import { checkPoolSizes, cliPoolSizes, hostPoolSize, parsePoolSizeOptions, poolSizeOf } from './pool-size.js';
+import { MAX_POOL_SIZE } from '../../wire/worker/worker-schemas.js';
 
 describe('pool sizes (decision 0510)', () => {
   it('gives emulated boards their size, a board its own, and a physical board one', () => {

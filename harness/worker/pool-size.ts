@@ -1,10 +1,6 @@
 import { availableParallelism } from 'node:os';
+import { MAX_POOL_SIZE } from '../../wire/worker/worker-schemas.js';
 
-/**
- * How many instances of an emulated board a worker runs at once (issue 27, decision 0510). Bounded:
- * each instance is an engine or emulator process of its own, and a worker reports every instance.
- */
-export const MAX_POOL_SIZE = 64;
 
 /** Backends that emulate a board: nothing physical limits how many copies of it run. */
 const EMULATING_BACKENDS: ReadonlySet<string> = new Set(['mock', 'sim', 'qemu', 'renode']);

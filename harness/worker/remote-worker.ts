@@ -1,4 +1,6 @@
 import type { Board, BackendName } from '../../boards/board-schema.js';
+import type { z } from 'zod';
+import { announceAnswerSchema, okAnswerSchema } from '../../wire/worker/worker-schemas.js';
 import type { Backend } from '../../backends/backend.js';
 import type { QuarantineStore } from '../../backends/probe/quarantine-store.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
@@ -32,14 +34,7 @@ export interface RemoteWorkerOptions {
   logError: (message: string, cause?: unknown) => void;
 }
 
-interface AnnounceAnswer {
-  worker_id: string;
-  label: string;
-  heartbeat_seconds: number;
-  offline_after_seconds: number;
-  claim_seconds: number;
-  interrupted_jobs: string[];
-}
+type AnnounceAnswer = z.infer<typeof announceAnswerSchema>;
 
 /**
  * `hilbench worker`: a bench worker next to the hardware. It dials the server (outbound only),
@@ -130,7 +125,7 @@ export class RemoteWorker {
   private async announceUntilHeard(): Promise<AnnounceAnswer> {
     for (let pauseMs = this.options.retryMs ?? 2_000; ; pauseMs = Math.min(pauseMs * 2, 30_000)) {
       try {
-        const answer = await this.link.request<AnnounceAnswer>('POST', '/api/v1/worker/announce', { boards: await this.reports(), running_jobs: [...this.running] });
+        const answer = await this.link.request('POST', '/api/v1/worker/announce', announceAnswerSchema, { boards: await this.reports(), running_jobs: [...this.running] });
         this.options.logInfo(`announced to ${this.options.serverUrl} as worker ${answer.label} (${answer.worker_id})`);
         return answer;
       } catch (err) {
@@ -151,7 +146,7 @@ export class RemoteWorker {
 
   private async beat(): Promise<void> {
     try {
-      await this.link.request('POST', '/api/v1/worker/heartbeat', { boards: await this.reports() });
+      await this.link.request('POST', '/api/v1/worker/heartbeat', okAnswerSchema, { boards: await this.reports() });
     } catch (err) {
       this.options.logError('the heartbeat did not reach the server', err);
     }

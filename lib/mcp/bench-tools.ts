@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { BenchClient } from '../bench-client.js';
-import { BenchApiError, BenchTimeoutError } from '../bench-errors.js';
-import type { Job } from '../bench-types.js';
+import type { BenchClient } from '../../clients/bench/bench-client.js';
+import { BenchApiError, BenchTimeoutError } from '../../clients/bench/bench-errors.js';
+import type { Job } from '../../clients/bench/bench-types.js';
 import { headAndTail } from '../../server/bench/job-text-view.js';
 
 /**

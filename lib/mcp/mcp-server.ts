@@ -3,7 +3,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { packageVersion } from '../package-version.js';
-import { BenchClient } from '../bench-client.js';
+import { BenchClient } from '../../clients/bench/bench-client.js';
 import { registerBenchTools } from './bench-tools.js';
 
 /** An MCP server with the bench tools, acting through `client` (its base URL and agent token). */

@@ -3,7 +3,7 @@ import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { AgentRecord, BenchStore } from '../store/bench-store.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
-import type { AgentRegistrationBody } from './bench-schemas.js';
+import type { AgentRegistrationBody } from '../../wire/bench/bench-schemas.js';
 
 const TOKEN_PREFIX = 'hb_';
 

@@ -1,3 +1,5 @@
+import { FORM_DEFAULTS } from '../../wire/bench/bench-schemas.js';
+
 /** The bench service's configurable limits (docs/bench-api.md, "Limits"). */
 export interface BenchLimits {
   /** Largest firmware upload, bytes. A larger one is refused with 413 while streaming. */
@@ -56,12 +58,6 @@ export const defaultBenchLimits: BenchLimits = {
   agentRegistrationsPerMinute: 10,
   waitlistJoinsPerMinute: 5,
 };
-
-/**
- * The spec's form defaults (bench-service.md): an absent `idle_seconds`, `uart_seconds` or
- * `label` takes these, so the limits must admit them.
- */
-export const FORM_DEFAULTS = { idleSeconds: '90', uartSeconds: '0.8', label: 'agent' } as const;
 
 /** Limits counted in whole units (bytes, chunks, jobs, characters, requests). */
 const INTEGER_LIMITS: ReadonlySet<keyof BenchLimits> = new Set([

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Clock } from '../../core/clock.js';
-import { isFinishedJobState } from '../../harness/job-states.js';
+import { isFinishedJobState } from '../../wire/job-states.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
 import type { JobLive } from './job-live.js';

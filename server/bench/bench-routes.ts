@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { sameSecret } from '../http/same-secret.js';
-import { jobTextSchema } from './job-text-view.js';
+import { jobTextSchema } from '../../wire/bench/job-answer-schemas.js';
 import { cancelAndQueueRoutes } from './cancel-and-queue-routes.js';
 import type { IncomingMessage } from 'node:http';
 import { pathParam } from '../http/api-route.js';
@@ -24,7 +24,7 @@ import {
   jobSchema,
   sessionSchema,
   statsSchema,
-} from './bench-schemas.js';
+} from '../../wire/bench/bench-schemas.js';
 
 /** Multipart framing and the small text fields of a flash upload, on top of the firmware. */
 const FLASH_FORM_OVERHEAD_BYTES = 64 * 1024;

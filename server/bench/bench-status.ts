@@ -2,7 +2,7 @@ import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
-import type { AdminBody, BoardBody, BoardHealthBody, HealthBody, StatsBody } from './bench-schemas.js';
+import type { AdminBody, BoardBody, BoardHealthBody, HealthBody, StatsBody } from '../../wire/bench/bench-schemas.js';
 import { BENCH_API_VERSION } from './bench-version.js';
 import type { BoardAccess } from './board-access.js';
 import { adminBoard, adminJob, adminSession, boardBody, snapshotBoard, statsBody } from './board-views.js';

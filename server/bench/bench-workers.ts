@@ -8,7 +8,7 @@ import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
 import type { BenchLimits } from './bench-limits.js';
-import type { BackendChoice } from './board-backends.js';
+import type { BackendChoice } from '../../harness/board-resolution.js';
 import type { JobLive } from './job-live.js';
 import { LiveBoards } from './live-boards.js';
 import { LOCAL_WORKER_ID, type LocalWorkerOptions, type LocalWorkerSetup } from './local-worker.js';

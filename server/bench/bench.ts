@@ -1,4 +1,4 @@
-import type { UploadedFile } from '../http/form-schema.js';
+import type { UploadedFile } from '../../wire/form-fields.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import { AgentLongPolls } from './agent-long-polls.js';
@@ -20,7 +20,7 @@ import type {
   JobBody,
   SessionBody,
   StatsBody,
-} from './bench-schemas.js';
+} from '../../wire/bench/bench-schemas.js';
 import type { BenchSnapshot } from './bench-snapshot.js';
 import { BenchStatus } from './bench-status.js';
 import { BoardAccess } from './board-access.js';

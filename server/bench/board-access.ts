@@ -2,7 +2,7 @@ import type { Board } from '../../boards/board-schema.js';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { AgentRecord, BenchStore, JobRecord, LeaseWithAgent } from '../store/bench-store.js';
 import { BenchError } from './bench-errors.js';
-import type { ResolvedBoard } from './board-backends.js';
+import type { ResolvedBoard } from '../../harness/board-resolution.js';
 import { type BoardState, boardState, poolStatus, poolView } from './board-views.js';
 import type { LiveBoards } from './live-boards.js';
 import { closestNames } from '../../core/closest-names.js';

@@ -3,10 +3,10 @@ import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
 import { BenchError } from './bench-errors.js';
-import type { BoardHealthBody, BoardHealthCheckBody, BoardReleaseBody } from './bench-schemas.js';
+import type { BoardHealthBody, BoardHealthCheckBody, BoardReleaseBody } from '../../wire/bench/bench-schemas.js';
 import { healthBody } from './bench-views.js';
 import type { BoardAccess } from './board-access.js';
-import type { BoardHealthControl } from './board-health-control.js';
+import type { BoardHealthControl } from '../../backends/backend.js';
 import type { LiveBoards } from './live-boards.js';
 import { runHealthCheck } from './run-health-check.js';
 

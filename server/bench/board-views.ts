@@ -1,8 +1,8 @@
 import { isoFromMs } from '../../core/clock.js';
 import type { JobWithAgent, LeaseWithAgent, SessionWithAgent } from '../store/bench-store.js';
 import type { BenchSnapshot, BoardStatus } from './bench-snapshot.js';
-import type { AdminBody, BoardBody, BoardHealthBody, StatsBody } from './bench-schemas.js';
-import type { ResolvedBoard } from './board-backends.js';
+import type { AdminBody, BoardBody, BoardHealthBody, StatsBody } from '../../wire/bench/bench-schemas.js';
+import type { ResolvedBoard } from '../../harness/board-resolution.js';
 import { isoOrNull } from './bench-views.js';
 
 /**

@@ -1,12 +1,14 @@
 import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 import { pathParam } from '../http/api-route.js';
-import { parseForm, textField } from '../http/form-schema.js';
+import { parseForm } from '../http/form-schema.js';
+import { textField } from '../../wire/form-fields.js';
 import { formRefusedFromHeaders, parseFormBody } from '../http/parse-form.js';
 import { type BenchRoute, callerAgent } from './bench-route.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
-import { jobSchema } from './bench-schemas.js';
+import { jobSchema } from '../../wire/bench/bench-schemas.js';
+import { boardQueueSchema } from '../../wire/bench/job-answer-schemas.js';
 import { CANCEL_WAIT_MS } from './job-cancel.js';
 
 /** A cancel request's form is one short reason: far below the bench's form limit. */
@@ -21,14 +23,6 @@ export const cancelFormSchema = z.object({
     description: 'Optional: why, kept in the failure message (`its agent cancelled it: <reason>`); at most 200 characters, no control characters.',
   }),
 });
-
-export const boardQueueSchema = z
-  .object({
-    board: z.string(),
-    waiting: z.number().int().meta({ description: "Requests waiting in the board's session queue, on every replica (POST /api/v1/sessions with wait_seconds)." }),
-    position: z.number().int().nullable().meta({ description: "The caller's place in it (1: next), or null when the caller does not wait for this board." }),
-  })
-  .meta({ title: 'BoardQueue' });
 
 const ERRORS = {
   500: 'Internal Server Error (unexpected; logged on the server)',

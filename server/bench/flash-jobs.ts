@@ -1,10 +1,10 @@
 import { BackendError, type FirmwareImage } from '../../backends/backend.js';
 import { type ElfFile, ElfError, loadableSegments, machineName, parseElf } from '../../core/elf.js';
-import type { UploadedFile } from '../http/form-schema.js';
+import type { UploadedFile } from '../../wire/form-fields.js';
 import { type AgentRecord, type ElfSummary, instanceOf, type JobRecord } from '../store/bench-store.js';
 import { type BenchDeps, newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
-import type { JobBody } from './bench-schemas.js';
+import type { JobBody } from '../../wire/bench/bench-schemas.js';
 import { jobBody } from './bench-views.js';
 import type { BoardAccess } from './board-access.js';
 

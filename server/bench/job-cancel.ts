@@ -1,5 +1,5 @@
 import type { Clock } from '../../core/clock.js';
-import { isFinishedJobState } from '../../harness/job-states.js';
+import { isFinishedJobState } from '../../wire/job-states.js';
 import type { Logger } from '../http/logger.js';
 import type { AgentRecord, BenchStore, JobRecord } from '../store/bench-store.js';
 import { BenchError } from './bench-errors.js';

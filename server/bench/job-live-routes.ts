@@ -1,19 +1,20 @@
 import { z } from 'zod';
-import { BASE64_PATTERN } from './base64-pattern.js';
+import { BASE64_PATTERN } from '../../wire/base64-pattern.js';
 import { hasLoneSurrogate } from '../../core/relay/issue.js';
 import type { Request, Response } from 'express';
 import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteCaller } from './bench-route.js';
 import { fieldValueError } from '../http/http-error.js';
-import { numericTextParam } from '../http/form-schema.js';
+import { numericTextParam } from '../../wire/form-fields.js';
 import { readJsonBody } from '../http/json-body.js';
 import { lastQueryValues } from '../http/query-values.js';
-import { parseOr422 } from '../http/zod-to-422.js';
+import { parseOr422 } from '../http/http-error.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { answerUartEventStream } from './uart-event-stream.js';
 import { jobView, jobViewQueryFields } from './job-text-view.js';
+import { uartInputAnswerSchema } from '../../wire/bench/job-answer-schemas.js';
 
 /** The longest `?wait=` a client may ask for, seconds. */
 export const MAX_JOB_WAIT_SECONDS = 60;
@@ -60,18 +61,6 @@ export const uartInputSchema = z
     message: 'Value error, send exactly one of text or base64',
     params: { ctx: { error: {} } },
   });
-
-export const uartInputAnswerSchema = z
-  .object({
-    job_id: z.string(),
-    accepted_bytes: z.number().int().meta({ description: 'The bytes of this request, all accepted.' }),
-    input_seq: z.number().int().meta({ description: 'The number of this input within the job (1, 2, ...): inputs are written in this order.' }),
-    delivery: z.enum(['written', 'queued']).meta({
-      description: '`written`: the worker wrote it to the serial input before this answer; `queued`: kept for the worker, written once it fetches it (the job may still be flashing).',
-    }),
-    written_bytes: z.number().int().meta({ description: '`accepted_bytes` when written, 0 when queued.' }),
-  })
-  .meta({ title: 'UartInputWritten' });
 
 /** Aborted when the client goes away before its answer is complete. */
 function clientGone(res: Response): AbortSignal {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { numericTextParam } from '../http/form-schema.js';
-import { jobSchema } from './bench-schemas.js';
-import type { JobBody } from './bench-schemas.js';
+import { numericTextParam } from '../../wire/form-fields.js';
+import type { JobBody } from '../../wire/bench/bench-schemas.js';
+import type { JobTextBody } from '../../wire/bench/job-answer-schemas.js';
 
 /** The most characters `max_chars` may ask for (the UART a job keeps is at most 64 KiB by default anyway). */
 export const MAX_TEXT_CHARS = 1_000_000;
@@ -23,21 +23,6 @@ export const jobViewQueryFields = {
     description: `Extension: with \`uart=text\` (implied), keep at most this many characters of \`uart.text\`: its head and its tail, joined by a line saying how many were cut (\`uart.cut_chars\`); 0 < x <= ${MAX_TEXT_CHARS}.`,
   }),
 };
-
-export const uartTextSchema = z
-  .object({
-    text: z.string().meta({ description: 'The captured bytes as UTF-8 (invalid sequences become U+FFFD); with `max_chars`, its head and tail around a `[... N characters cut ...]` line.' }),
-    bytes: z.number().int(),
-    dropped_bytes: z.number().int(),
-    time_base: z.enum(['simulated', 'wall']),
-    clock: z.string().nullable(),
-    cut_chars: z.number().int().meta({ description: 'Characters of the text left out by `max_chars` (0: none).' }),
-  })
-  .meta({ title: 'UartText' });
-
-export const jobTextSchema = jobSchema.extend({ uart: uartTextSchema.nullable() }).meta({ title: 'JobText' });
-
-export type JobTextBody = z.infer<typeof jobTextSchema>;
 
 /** The job as asked: whole (`uart` absent or `full`, no `max_chars`), or its UART as (cut) text. */
 export function jobView(job: JobBody, query: { uart?: 'full' | 'text' | undefined; max_chars?: number | undefined }): JobBody | JobTextBody {

@@ -1,5 +1,5 @@
 import { type Clock, type TimerHandle } from '../../core/clock.js';
-import { isFinishedJobState } from '../../harness/job-states.js';
+import { isFinishedJobState } from '../../wire/job-states.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 

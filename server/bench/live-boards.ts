@@ -1,8 +1,8 @@
 import type { Board, BackendName } from '../../boards/board-schema.js';
 import type { Clock } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
-import type { BoardHealthControl } from './board-health-control.js';
-import type { ResolvedBoard } from './board-backends.js';
+import type { BoardHealthControl } from '../../backends/backend.js';
+import type { ResolvedBoard } from '../../harness/board-resolution.js';
 
 /** Default for `LiveBoardsOptions.cacheMs`. */
 export const DEFAULT_AVAILABILITY_CACHE_MS = 5_000;

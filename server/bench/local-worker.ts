@@ -8,7 +8,7 @@ import { type WorkerBoardState, WorkerBoards } from '../../harness/worker/worker
 import type { WorkerLink } from '../../harness/worker/worker-link.js';
 import type { PoolSizes } from '../../harness/worker/pool-size.js';
 import type { Logger } from '../http/logger.js';
-import { boardHealthControlOf } from './board-health-control.js';
+import { boardHealthControlOf } from '../../backends/backend.js';
 import { linkOutlastingOutages } from './link-outlasting-outages.js';
 import type { WorkerGateway } from './worker-gateway.js';
 

@@ -1,7 +1,7 @@
 import { BackendError } from '../../backends/backend.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { HttpError } from '../http/http-error.js';
-import type { BoardHealthControl, HealthCheckOutcome } from './board-health-control.js';
+import type { BoardHealthControl, HealthCheckOutcome } from '../../backends/backend.js';
 
 /**
  * Runs `healthCheck` with a deadline on the injected clock (its signal is aborted then).

@@ -4,7 +4,7 @@ import type { AgentRecord, BenchStore, LeaseWithAgent, SessionRecord } from '../
 import { SessionQueue } from './session-queue.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
-import type { SessionBody } from './bench-schemas.js';
+import type { SessionBody } from '../../wire/bench/bench-schemas.js';
 import { sessionBody } from './bench-views.js';
 import type { WorkerGateway } from './worker-gateway.js';
 import type { BoardAccess } from './board-access.js';

@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import type { JobRecord } from '../store/bench-store.js';
 import { jobBody } from './bench-views.js';
+import type { UartStreamChunkBody } from '../../wire/bench/job-answer-schemas.js';
 import type { JobStreams } from './job-streams.js';
 
 /** Host ms of silence on a UART stream after which a `: keep-alive` comment is sent. */
@@ -31,7 +32,7 @@ export async function answerUartEventStream(req: Request, res: Response, open: (
     fromOffset,
     onChunk: (c) => {
       start();
-      const data = { offset: c.offset, at_ns: c.atNanos, time_base: c.timeBase, text: new TextDecoder().decode(c.bytes), base64: Buffer.from(c.bytes).toString('base64') };
+      const data: UartStreamChunkBody = { offset: c.offset, at_ns: c.atNanos, time_base: c.timeBase, text: new TextDecoder().decode(c.bytes), base64: Buffer.from(c.bytes).toString('base64') };
       write(`event: uart\nid: ${c.offset + c.bytes.length}\ndata: ${JSON.stringify(data)}\n\n`);
     },
     onEnd: (job: JobRecord) => {

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, type RouteCaller } from './bench-route.js';
 import { readJsonBody } from '../http/json-body.js';
-import { parseOr422 } from '../http/zod-to-422.js';
+import { parseOr422 } from '../http/http-error.js';
 import { parseFormBody } from '../http/parse-form.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { BoardHealthRecord } from '../store/board-health-store.js';
@@ -30,7 +30,7 @@ import {
   workerCreatedSchema,
   workerListSchema,
   workerViewAnswerSchema,
-} from './worker-schemas.js';
+} from '../../wire/worker/worker-schemas.js';
 
 const ERRORS = { 500: 'Internal Server Error (unexpected; logged on the server)' };
 const WORKER_ERRORS = { ...ERRORS, 401: 'Missing or invalid worker token (agent tokens never work here)', 403: 'Worker revoked, or a board it did not announce' };

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { fileField, numericTextField, parseForm, parseNumericText, textField } from './form-schema.js';
+import { fileField, numericTextField, parseNumericText, textField } from '../../wire/form-fields.js';
+import { parseForm } from './form-schema.js';
 import { HttpError } from './http-error.js';
 
 const schema = z.object({

@@ -1,3 +1,6 @@
+import type { z } from 'zod';
+import { type ValidationErrorItem, zodIssuesToValidation } from '../../wire/problem-detail.js';
+
 /**
  * The one error type of the HTTP layer. Handlers throw it; the one error handler
  * (`error-handler.ts`) writes it as FastAPI does: `{"detail": <string or validation errors>}`.
@@ -14,18 +17,6 @@ export class HttpError extends Error {
   }
 }
 
-/**
- * One entry of a 422 body, exactly as pydantic v2 writes it, keys in its order:
- * `type, loc, msg, input` and `ctx` when the error has context.
- */
-export interface ValidationErrorItem {
-  type: string;
-  loc: Array<string | number>;
-  msg: string;
-  input: unknown;
-  ctx?: Record<string, unknown>;
-}
-
 /** A 422 with every failing field, in field order. */
 export function validationFailed(items: ValidationErrorItem[]): HttpError {
   return new HttpError(422, items);
@@ -34,4 +25,11 @@ export function validationFailed(items: ValidationErrorItem[]): HttpError {
 /** A `value_error` on one body field, worded as pydantic words a failed custom validator. */
 export function fieldValueError(field: string, message: string, input: unknown): HttpError {
   return validationFailed([{ type: 'value_error', loc: ['body', field], msg: `Value error, ${message}`, input, ctx: { error: {} } }]);
+}
+
+/** Parses `input` with `schema`, throwing a 422 `HttpError` located under `where` (body, query, path). */
+export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  throw new HttpError(422, zodIssuesToValidation(result.error.issues, where, input));
 }

@@ -2,7 +2,7 @@ import busboy from 'busboy';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { HttpError } from './http-error.js';
-import type { UploadedFile } from './form-schema.js';
+import type { UploadedFile } from '../../wire/form-fields.js';
 
 /**
  * Reads an `application/x-www-form-urlencoded` or `multipart/form-data` body as a stream

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Bulletin, Vote } from './protocol.js';
+import type { Bulletin, Vote } from '../../core/relay/index.js';
 import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
 
 const NODE = 'a'.repeat(64);

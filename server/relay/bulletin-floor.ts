@@ -1,4 +1,4 @@
-import { type Bulletin, type EmittedStatement, type Vote, type VoteValue, bulletinRank } from './protocol.js';
+import { type Bulletin, type EmittedStatement, type Vote, type VoteValue, bulletinRank } from '../../core/relay/index.js';
 import type { Floor } from './data-access/vote-repository.js';
 
 export type { Floor };

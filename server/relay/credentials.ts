@@ -2,9 +2,9 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FileSyncsSync, createFileDurably } from '../lifecycle/durable-files.js';
-import { isNodeId } from './protocol.js';
+import { isNodeId } from '../../core/relay/index.js';
 import { HttpError } from '../http/http-error.js';
-import type { CredentialKind } from './relay-facts.js';
+import type { CredentialKind } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 
 /** Who is calling, after the Authorization header was checked. */

@@ -4,7 +4,7 @@ import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { claimId, generateNodeKey, signItemAuthorship, signVote } from './protocol.js';
+import { claimId, generateNodeKey, signItemAuthorship, signVote } from '../../core/relay/index.js';
 import { createRelayService, type RelayService } from './relay-service.js';
 import { signDocument } from './signed-document.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';

@@ -1,7 +1,7 @@
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
-import { nodeIdProblem } from './protocol.js';
+import { nodeIdProblem } from '../../core/relay/index.js';
 import { HttpError } from '../http/http-error.js';
 import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES } from './peer-answer.js';
 import { PeerExchange } from './peer-exchange.js';
@@ -9,7 +9,7 @@ import { PeerIngest, eventKindLabel } from './peer-ingest.js';
 import { PeerPageReader } from './peer-page-reader.js';
 import { peerVersionProblem } from './peer-version.js';
 import { invalidInput } from './relay-error.js';
-import { relayProtocol } from './relay-facts.js';
+import { relayProtocol } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import type { Voting } from './voting.js';
 import type { PeerRow } from './data-access/peer-repository.js';

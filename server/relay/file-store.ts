@@ -11,7 +11,7 @@ import type { Request } from 'express';
 import { isDiskFull } from '../db/storage-faults.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
-import { relayLimits } from './relay-facts.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
 
 /** A file received in full, hashed and stored under its SHA-256. */
 export interface ReceivedFile {

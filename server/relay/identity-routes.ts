@@ -3,13 +3,13 @@ import { z } from 'zod';
 import { isoFromMs } from '../../core/clock.js';
 import { getNode, pairedWith, publicNode } from './node-view.js';
 import { maskPhone, normalizePhone } from './phone-codes.js';
-import { isNodeId, nodeIdProblem } from './protocol.js';
+import { isNodeId, nodeIdProblem } from '../../core/relay/index.js';
 import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
-import { relayLimits } from './relay-facts.js';
-import { meNodeSchema, meSchema, nodesPageSchema } from './relay-responses.js';
-import { botCreatedSchema, botSchema, codeRequestSchema, credentialAnswerSchema, directorySchema, exportSchema, lookupSchema, nodeDetailSchema, phoneVerifiedSchema, recoveredSchema, registerAnswerSchema, searchSchema } from './relay-responses-more.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
+import { meNodeSchema, meSchema, nodesPageSchema } from '../../wire/relay/relay-responses.js';
+import { botCreatedSchema, botSchema, codeRequestSchema, credentialAnswerSchema, directorySchema, exportSchema, lookupSchema, nodeDetailSchema, phoneVerifiedSchema, recoveredSchema, registerAnswerSchema, searchSchema } from '../../wire/relay/relay-responses-more.js';
 import { type RelayRoute, callerNode, route } from './relay-route.js';
 import {
   botBody,
@@ -21,7 +21,7 @@ import {
   registerBody,
   searchQuery,
   sessionBody,
-} from './relay-schemas.js';
+} from '../../wire/relay/relay-schemas.js';
 import { verifySignedDocument } from './signed-document.js';
 import { LookupLimiter } from './lookup-limiter.js';
 

@@ -1,6 +1,6 @@
 import { isoFromMs } from '../../core/clock.js';
 import { Federation } from './federation.js';
-import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signItemAuthorship, signSliceDeclaration, signVote } from './protocol.js';
+import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signItemAuthorship, signSliceDeclaration, signVote } from '../../core/relay/index.js';
 import type { Caller } from './credentials.js';
 import type { RelayDeps } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
@@ -16,11 +16,11 @@ import {
   relayVersion,
   sessionSchema,
   voteSchema,
-} from './relay-facts.js';
-import { healthSchema, eventsPageSchema } from './relay-responses.js';
-import { examplesSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from './relay-responses-more.js';
+} from '../../wire/relay/relay-facts.js';
+import { healthSchema, eventsPageSchema } from '../../wire/relay/relay-responses.js';
+import { examplesSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from '../../wire/relay/relay-responses-more.js';
 import { type RelayRoute, route } from './relay-route.js';
-import { eventsQuery, reachBody, reachProbeBody } from './relay-schemas.js';
+import { eventsQuery, reachBody, reachProbeBody } from '../../wire/relay/relay-schemas.js';
 import type { EventRow } from './data-access/event-repository.js';
 import { readEventsPage } from './events-page.js';
 import { signDocument } from './signed-document.js';

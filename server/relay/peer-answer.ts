@@ -1,4 +1,4 @@
-import { relayLimits } from './relay-facts.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
 
 /**
  * The most bytes of a peer's event page this relay reads: every event as large as the largest

@@ -1,8 +1,8 @@
 import type { FileStore } from './file-store.js';
 import type { PeerExchange } from './peer-exchange.js';
 import type { PeerIngest, WireEvent } from './peer-ingest.js';
-import { isItemId } from './protocol.js';
-import { relayLimits } from './relay-facts.js';
+import { isItemId } from '../../core/relay/index.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 
 /** One page of a peer's feed, checked, with the files its items name already fetched. */

@@ -2,7 +2,7 @@ import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../core/clock.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
-import { relayLimits } from './relay-facts.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import type { SmsSender } from './sms-sender.js';
 

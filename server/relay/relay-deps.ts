@@ -1,10 +1,10 @@
 import type { Clock } from '../../core/clock.js';
-import { relayLimits } from './relay-facts.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
 import type { Credentials } from './credentials.js';
 import type { Federation } from './federation.js';
 import type { FileStore } from './file-store.js';
 import type { PhoneCodes } from './phone-codes.js';
-import type { NodeKey } from './protocol.js';
+import type { NodeKey } from '../../core/relay/index.js';
 import type { RelayStore } from './relay-store.js';
 import type { Voting } from './voting.js';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../http/http-error.js';
-import { parseOr422 } from '../http/zod-to-422.js';
-import { codePointText } from './relay-schemas.js';
+import { parseOr422 } from '../http/http-error.js';
+import { codePointText } from '../../wire/relay/relay-schemas.js';
 
 function issuesOf(schema: z.ZodType, input: unknown): unknown[] {
   try {

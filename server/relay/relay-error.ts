@@ -1,7 +1,8 @@
 import type { ErrorRequestHandler } from 'express';
 import { RelayError as CoreRelayError } from '../../core/relay/index.js';
 import { createErrorHandler } from '../http/error-handler.js';
-import { HttpError, type ValidationErrorItem } from '../http/http-error.js';
+import { HttpError } from '../http/http-error.js';
+import { coreIssuesToValidation, type ValidationErrorItem } from '../../wire/problem-detail.js';
 import type { Logger } from '../http/logger.js';
 
 /**
@@ -38,7 +39,7 @@ export function relayErrorHandler(logger: Logger): ErrorRequestHandler {
 
 function translate(err: unknown): unknown {
   if (err instanceof CoreRelayError) {
-    const items = err.issues.length > 0 ? err.issues.map((i) => issue(i.type, ['body', ...i.loc], i.msg, i.input, i.ctx)) : [issue('value_error', ['body'], `Value error, ${err.message}`, null)];
+    const items = err.issues.length > 0 ? coreIssuesToValidation(err.issues, ['body']) : [issue('value_error', ['body'], `Value error, ${err.message}`, null)];
     return new HttpError(422, items);
   }
   const e = err as { type?: unknown; body?: unknown } | null;

@@ -6,11 +6,11 @@ import type { OpenApiSecurity } from '../http/openapi.js';
 import { HttpError } from '../http/http-error.js';
 import { notJson } from '../http/json-body.js';
 import { lastQueryValues } from '../http/query-values.js';
-import { parseOr422 } from '../http/zod-to-422.js';
+import { parseOr422 } from '../http/http-error.js';
 import { type Caller, type Credentials, requireCredential } from './credentials.js';
 import { declaredUploadTooLarge } from './file-store.js';
 import { refuseUnstorableText } from './storable-text.js';
-import { type CredentialKind, credentialFormats, credentialMeaning, relayLimits } from './relay-facts.js';
+import { type CredentialKind, credentialFormats, credentialMeaning, relayLimits } from '../../wire/relay/relay-facts.js';
 import { bodyErrors, genericErrors, pathErrors, routeErrors, routeOtherSuccess } from './route-statuses.js';
 
 export { inMatchOrder } from './route-match-order.js';

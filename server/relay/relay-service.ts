@@ -10,7 +10,7 @@ import { identityRoutes } from './identity-routes.js';
 import { itemRoutes } from './item-routes.js';
 import { networkRoutes } from './network-routes.js';
 import { PhoneCodes } from './phone-codes.js';
-import { type QuorumSet, isNodeId, nodeKeyFromSecret } from './protocol.js';
+import { type QuorumSet, isNodeId, nodeKeyFromSecret } from '../../core/relay/index.js';
 import type { RelayDeps } from './relay-deps.js';
 import { notFoundHandler } from '../http/error-handler.js';
 import { mountApiRoutes } from '../http/api-route.js';
@@ -30,7 +30,7 @@ import { PARTIAL_UPLOAD_PATTERN, removePartialFiles } from '../lifecycle/reap-le
 import { relayErrorHandler } from './relay-error.js';
 import { defaultRelayRateLimits, type RelayRateLimits } from './relay-rate-limits.js';
 export { defaultRelayRateLimits, type RelayRateLimits };
-import { registerSchema, relayLimits, relayVersion } from './relay-facts.js';
+import { registerSchema, relayLimits, relayVersion } from '../../wire/relay/relay-facts.js';
 import { type RelayRoute, inMatchOrder, relayGuard, relayOpenApiSecurity } from './relay-route.js';
 import { RELAY_SITE_PATHS, relaySite } from './relay-site.js';
 import { RelayStore } from './relay-store.js';

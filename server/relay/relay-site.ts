@@ -1,8 +1,8 @@
 import type { Response, Router } from 'express';
 import { strictRouter } from '../http/starlette-routing.js';
 import { setPageSecurityHeaders, styleHashSource } from '../http/security-headers.js';
-import { claimKinds } from './protocol.js';
-import { claimSchema, credentialFormats, credentialMeaning, type CredentialKind, publicLimits, relayProtocol, relayScheme, relayVersion, voteSchema } from './relay-facts.js';
+import { claimKinds } from '../../core/relay/index.js';
+import { claimSchema, credentialFormats, credentialMeaning, type CredentialKind, publicLimits, relayProtocol, relayScheme, relayVersion, voteSchema } from '../../wire/relay/relay-facts.js';
 import type { RelayRoute } from './relay-route.js';
 
 /** The endpoint table (Markdown), one row per route, in the spec's order of appearance in our route list. */

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { applyFloor, signedAmong } from './bulletin-floor.js';
-import { type NodeKey, type QuorumSet, generateNodeKey, normalizeQuorumSet, signVote } from './protocol.js';
+import { type NodeKey, type QuorumSet, generateNodeKey, normalizeQuorumSet, signVote } from '../../core/relay/index.js';
 import { RelayStore } from './relay-store.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import { tallyItem } from './voting-tally.js';

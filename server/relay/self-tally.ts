@@ -1,4 +1,4 @@
-import { GrowingTally, type Bulletin, type QuorumSet, type Vote } from './protocol.js';
+import { GrowingTally, type Bulletin, type QuorumSet, type Vote } from '../../core/relay/index.js';
 import type { HasSigned } from './bulletin-floor.js';
 import type { SliceBook } from './slice-book.js';
 import { declaredSlice, hashOf } from './voting-tally.js';

@@ -1,6 +1,6 @@
-import { type EmittedStatement, type NodeKey, type QuorumSet, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, signSliceDeclaration, signVote } from './protocol.js';
+import { type EmittedStatement, type NodeKey, type QuorumSet, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, signSliceDeclaration, signVote } from '../../core/relay/index.js';
 import type { SliceRepository } from './data-access/slice-repository.js';
-import { relayScheme, voteSchema } from './relay-facts.js';
+import { relayScheme, voteSchema } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
 import type { SelfTallies } from './self-tally.js';

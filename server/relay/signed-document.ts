@@ -1,7 +1,7 @@
-import { canonicalJson, isSignatureText, nodeIdToPublicKey, signEd25519, verifyEd25519 } from './protocol.js';
-import type { CoreIssue } from './protocol.js';
+import { canonicalJson, isSignatureText, nodeIdToPublicKey, signEd25519, verifyEd25519 } from '../../core/relay/index.js';
+import type { Issue as CoreIssue } from '../../core/relay/index.js';
 import { HttpError } from '../http/http-error.js';
-import { issue, type ValidationIssue } from './relay-error.js';
+import { coreIssuesToValidation } from '../../wire/problem-detail.js';
 
 /**
  * Registration (`x.register/1`) and session (`x.session/1`) documents are signed like votes:
@@ -28,11 +28,6 @@ export function verifySignedDocument(doc: Record<string, unknown>, nodeId: strin
 export function signDocument<T extends Record<string, unknown>>(doc: T, secretKey: Uint8Array): T & { sig: string } {
   const sig = Buffer.from(signEd25519(signedDocumentBytes(doc), secretKey)).toString('base64url');
   return { ...doc, sig };
-}
-
-/** Core issues (loc inside the value) as wire issues located under `where` (e.g. body). */
-export function coreIssuesToValidation(issues: readonly CoreIssue[], where: (string | number)[]): ValidationIssue[] {
-  return issues.map((i) => issue(i.type, [...where, ...i.loc], i.msg, i.input, i.ctx));
 }
 
 /** Throws the 422 for a failed core validation. */

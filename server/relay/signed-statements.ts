@@ -7,7 +7,7 @@ import {
   parseSliceDeclaration,
   verifyItemAuthorship,
   verifySliceDeclaration,
-} from './protocol.js';
+} from '../../core/relay/index.js';
 import { invalidInput } from './relay-error.js';
 import { throwCoreIssues } from './signed-document.js';
 

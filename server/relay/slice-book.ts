@@ -1,4 +1,4 @@
-import { type QuorumSet, type SliceDeclaration, defaultThreshold, normalizeQuorumSet, quorumSetHash, supersedes, validateQuorumSet } from './protocol.js';
+import { type QuorumSet, type SliceDeclaration, defaultThreshold, normalizeQuorumSet, quorumSetHash, supersedes, validateQuorumSet } from '../../core/relay/index.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { SliceRepository } from './data-access/slice-repository.js';
 import type { RelayStore } from './relay-store.js';

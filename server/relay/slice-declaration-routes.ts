@@ -1,10 +1,10 @@
 import { HttpError } from '../http/http-error.js';
 import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { invalidInput } from './relay-error.js';
-import { relayLimits } from './relay-facts.js';
-import { sliceAnswerSchema } from './relay-responses-more.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
+import { sliceAnswerSchema } from '../../wire/relay/relay-responses-more.js';
 import { type RelayRoute, route } from './relay-route.js';
-import { sliceDeclarationDoc } from './relay-schemas.js';
+import { sliceDeclarationDoc } from '../../wire/relay/relay-schemas.js';
 import { requireSliceDeclaration } from './signed-statements.js';
 
 /**

@@ -6,10 +6,10 @@ import { getNode } from './node-view.js';
 import type { RelayDeps } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
-import { relayLimits } from './relay-facts.js';
-import { inviteAcceptedSchema, inviteCreatedSchema, invitesSchema, pairStartedSchema, pairStateSchema, pairedSchema } from './relay-responses-more.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
+import { inviteAcceptedSchema, inviteCreatedSchema, invitesSchema, pairStartedSchema, pairStateSchema, pairedSchema } from '../../wire/relay/relay-responses-more.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
-import { inviteAcceptBody, pairConfirmBody } from './relay-schemas.js';
+import { inviteAcceptBody, pairConfirmBody } from '../../wire/relay/relay-schemas.js';
 import type { PairingRow } from './data-access/social-repository.js';
 
 /** A random code that is easy to read aloud: Crockford base32 (256 is a multiple of 32, so no bias). */

@@ -1,7 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from './protocol.js';
+import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from '../../core/relay/index.js';
 import { RelayStore } from './relay-store.js';
 import { MAX_OTHER_DOCUMENTS, type StoredVote } from './statement-log.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';

@@ -1,4 +1,4 @@
-import type { QuorumSet, Vote } from './protocol.js';
+import type { QuorumSet, Vote } from '../../core/relay/index.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { StatementKey, VoteRepository } from './data-access/vote-repository.js';
 import { invalidInput } from './relay-error.js';

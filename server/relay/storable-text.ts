@@ -1,4 +1,4 @@
-import { hasLoneSurrogate } from './protocol.js';
+import { hasLoneSurrogate } from '../../core/relay/index.js';
 import { invalidInput } from './relay-error.js';
 
 /**

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { type NodeKey, type Vote, generateNodeKey, signVote } from './protocol.js';
+import { type NodeKey, type Vote, generateNodeKey, signVote } from '../../core/relay/index.js';
 import { RelayStore } from './relay-store.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import { VoteIngest } from './vote-ingest.js';

@@ -1,4 +1,4 @@
-import { type Bulletin, type EmittedStatement, type QuorumSet, type Vote, bulletinRank, quorumSetHash, tally } from './protocol.js';
+import { type Bulletin, type EmittedStatement, type QuorumSet, type Vote, bulletinRank, quorumSetHash, tally } from '../../core/relay/index.js';
 import { BoundedCache } from './bounded-cache.js';
 import { type SliceBook, deepFreeze } from './slice-book.js';
 

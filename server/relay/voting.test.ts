@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, quorumSetHash, signSliceDeclaration, signVote } from './protocol.js';
+import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, quorumSetHash, signSliceDeclaration, signVote } from '../../core/relay/index.js';
 import { RelayStore } from './relay-store.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import { Voting } from './voting.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../../core/clock.js';
-import type { Bulletin, NodeKey, QuorumSet, SliceDeclaration, Vote } from './protocol.js';
+import type { Bulletin, NodeKey, QuorumSet, SliceDeclaration, Vote } from '../../core/relay/index.js';
 import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
 import type { RelayStore } from './relay-store.js';
 import { type DefaultSliceSources, SelfVoter, type Emission } from './self-voter.js';

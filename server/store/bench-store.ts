@@ -214,9 +214,9 @@ export type SessionChangeResult =
   | { kind: 'not-active'; session: SessionRecord }
   | { kind: 'not-found' };
 
-// The one list of job states (harness/job-states.ts), re-exported for the store's users.
-export { jobStates, type JobState } from '../../harness/job-states.js';
-import type { JobState } from '../../harness/job-states.js';
+// The one list of job states (wire/job-states.ts), re-exported for the store's users.
+export { jobStates, type JobState } from '../../wire/job-states.js';
+import type { JobState } from '../../wire/job-states.js';
 
 /** Failure kinds of a job: the backend's stable kinds, plus `interrupted` (server restarted under it). */
 export type JobFailureKind = BackendErrorKind | 'interrupted';

@@ -1,4 +1,4 @@
-import type { JobState } from '../../harness/job-states.js';
+import type { JobState } from '../../wire/job-states.js';
 
 /**
  * Serial input for running jobs, queued in the store (decision 0420): an agent's bytes reach the

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { T0, jobRecord, sessionRecord, uartOf } from '../../test/contract/bench-store-contract.js';
-import { jobStates } from '../../harness/job-states.js';
+import { jobStates } from '../../wire/job-states.js';
 import { FirmwareBlobStore } from './firmware-blob-store.js';
 import { runMigrations } from '../db/run-migrations.js';
 import { benchStoreMigrations } from './bench-store-migrations.js';
@@ -32,7 +32,7 @@ async function storeWithAgents(file = ':memory:') {
 
 /** What only SQLite has: the file, its schema version, reopening it. The rest: test/contract/bench-store-contract.ts. */
 describe('SqliteBenchStore', () => {
-  it('its CHECK on job states accepts exactly the one list of job states (harness/job-states.ts)', async () => {
+  it('its CHECK on job states accepts exactly the one list of job states (wire/job-states.ts)', async () => {
     const store = await storeWithAgents();
     const insert = store.database.prepare(
       "INSERT INTO jobs (job_id, agent_id, board, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms) VALUES (?, 'ag_1', ?, ?, 'x', 1, '{}', 1, 0)",

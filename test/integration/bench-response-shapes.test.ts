@@ -8,7 +8,7 @@ import {
   jobSchema,
   sessionSchema,
   statsSchema,
-} from '../../server/bench/bench-schemas.js';
+} from '../../wire/bench/bench-schemas.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { makeElf } from '../support/make-elf.js';
 

@@ -3,7 +3,7 @@ import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { afterFailure, afterSuccess, type BoardHealth, type QuarantineStore } from '../../backends/probe/quarantine-store.js';
 import type { Board } from '../../boards/board-schema.js';
 import type { Clock } from '../../core/clock.js';
-import type { BoardHealthControl, HealthCheckOutcome } from '../../server/bench/board-health-control.js';
+import type { BoardHealthControl, HealthCheckOutcome } from '../../backends/backend.js';
 
 /** A promise with its resolve, to hold a backend call until the test lets it go. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {

@@ -1,7 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
-import { adminSchema, boardHealthCheckSchema, boardReleaseSchema } from '../../server/bench/bench-schemas.js';
+import { adminSchema, boardHealthCheckSchema, boardReleaseSchema } from '../../wire/bench/bench-schemas.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { escapeHtml } from '../../server/bench/pages/html.js';
 import { makeElf } from '../support/make-elf.js';

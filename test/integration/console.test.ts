@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { systemClock } from '../../core/clock.js';
-import { BenchClient } from '../../lib/bench-client.js';
+import { BenchClient } from '../../clients/bench/bench-client.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { type RunningBenchServer, startBenchServer } from '../../server/bench/start-bench-server.js';
 import { makeElf } from '../support/make-elf.js';

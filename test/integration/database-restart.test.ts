@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/index.js';
-import { BenchApiError, BenchClient } from '../../harness/clients/bench-client.js';
+import { BenchApiError } from '../../clients/bench/bench-errors.js';
+import { BenchClient } from '../../clients/bench/bench-client.js';
 import { startBenchServer } from '../../server/bench/start-bench-server.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { until } from '../support/hilbench-processes.js';
@@ -74,9 +75,9 @@ describe('the bench service across a database restart', () => {
     const load = loadBoards.map(async (board, k) => {
       const token = agents[k]!.token;
       while (!stop) {
-        const job = await asked(() => client.flash(token, { board, firmware, uartSeconds: 0.05 }));
+        const job = await asked(() => client.withToken(token).submitFlash(board, firmware, { uartSeconds: 0.05 }));
         accepted.push({ jobId: job.job_id, token });
-        await asked(() => client.waitForJob(token, job.job_id, { clock: systemClock, timeoutMs: 120_000, pollMs: 20 }));
+        await asked(() => client.withToken(token).waitForJob(job.job_id, { timeoutMs: 120_000 }));
         finished++;
       }
     });
@@ -103,7 +104,7 @@ describe('the bench service across a database restart', () => {
       // Nothing accepted is lost: every job ends done, or failed with its reason.
       for (const { jobId, token } of accepted) {
         const job = await eventually(`job ${jobId} to end`, async () => {
-          const seen = await client.getJob(token, jobId);
+          const seen = await client.withToken(token).getJob(jobId);
           return seen.state === 'done' || seen.state === 'failed' ? seen : undefined;
         });
         if (job.state === 'failed') expect(job.failure?.message ?? '').not.toBe('');

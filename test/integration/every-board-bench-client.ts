@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
 import { type FirmwareEntry, type FirmwareProgram, firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
-import { boardListSchema, type BoardBody, healthSchema, type HealthBody, jobSchema, type JobBody } from '../../server/bench/bench-schemas.js';
+import { boardListSchema, type BoardBody, healthSchema, type HealthBody, jobSchema, type JobBody } from '../../wire/bench/bench-schemas.js';
 
 /**
  * A small client of the bench JSON API for the end-to-end tests (every-board-*, offline-*):

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BenchClient } from '../../lib/bench-client.js';
+import { BenchClient } from '../../clients/bench/bench-client.js';
 import type { RunningBenchServer } from '../../server/bench/start-bench-server.js';
 import { startBenchTestApp } from '../support/bench-test-app.js';
 import { until } from '../support/hilbench-processes.js';

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/index.js';
-import { BenchClient } from '../../harness/clients/bench-client.js';
+import { BenchClient } from '../../clients/bench/bench-client.js';
 import { startBenchServer } from '../../server/bench/start-bench-server.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { mountSmallDisk } from '../support/small-disk.js';
@@ -43,8 +43,8 @@ describe.skipIf(!mounted)('a full disk under the data directory', () => {
     try {
       const agent = await client.register('full-disk');
       const auth = `Bearer ${agent.token}`;
-      const before = await client.flash(agent.token, { board: 'pico', firmware: firmware('hello'), uartSeconds: 0.05 });
-      await client.waitForJob(agent.token, before.job_id, { clock: systemClock, timeoutMs: 60_000, pollMs: 20 });
+      const before = await client.withToken(agent.token).submitFlash('pico', firmware('hello'), { uartSeconds: 0.05 });
+      await client.withToken(agent.token).waitForJob(before.job_id, { timeoutMs: 60_000 });
       expect(await call(bench.url, 'GET', '/api/v1/health')).toMatchObject({ body: { storage: 'ok' } });
 
       mounted!.fill();
@@ -63,8 +63,8 @@ describe.skipIf(!mounted)('a full disk under the data directory', () => {
       expect((await call(bench.url, 'GET', '/metrics')).text).toMatch(/^hilbench_storage_full 1$/m);
 
       mounted!.free();
-      const after = await client.flash(agent.token, { board: 'pico', firmware: firmware('exit'), uartSeconds: 0.05 });
-      expect((await client.waitForJob(agent.token, after.job_id, { clock: systemClock, timeoutMs: 60_000, pollMs: 20 })).state).toBe('done');
+      const after = await client.withToken(agent.token).submitFlash('pico', firmware('exit'), { uartSeconds: 0.05 });
+      expect((await client.withToken(agent.token).waitForJob(after.job_id, { timeoutMs: 60_000 })).state).toBe('done');
       expect(await call(bench.url, 'GET', '/api/v1/health')).toMatchObject({ body: { storage: 'ok' } });
       expect((await call(bench.url, 'GET', '/metrics')).text).toMatch(/^hilbench_storage_full 0$/m);
     } finally {

@@ -4,14 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { bulletinRank, claimKinds, defaultThreshold, QUORUM_SET_MAX_DEPTH, QUORUM_SET_MAX_NODES, voteValues, votePhases } from '../../core/relay/index.js';
 import { BENCH_API_VERSION } from '../../server/bench/bench.js';
-import { defaultBenchLimits, FORM_DEFAULTS } from '../../server/bench/bench-limits.js';
+import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
+import { FORM_DEFAULTS } from '../../wire/bench/bench-schemas.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { EMAIL_MAX_CHARS } from '../../server/bench/pages/email-address.js';
 import { WAITLIST_BODY_LIMIT_BYTES } from '../../server/bench/pages/pages-router.js';
 import { NOTE_MAX_CHARS } from '../../server/bench/pages/waitlist-form.js';
-import { buildFormSchemas } from '../../server/bench/bench-schemas.js';
+import { buildFormSchemas } from '../../wire/bench/bench-schemas.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { credentialFormats, relayLimits, relayProtocol, relayScheme, relayVersion } from '../../server/relay/relay-facts.js';
+import { credentialFormats, relayLimits, relayProtocol, relayScheme, relayVersion } from '../../wire/relay/relay-facts.js';
 import { type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 
 /**

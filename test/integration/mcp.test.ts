@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BenchClient } from '../../lib/bench-client.js';
+import { BenchClient } from '../../clients/bench/bench-client.js';
 import { mcpHttpHandler } from '../../lib/mcp/mcp-server.js';
 import type { RunningBenchServer } from '../../server/bench/start-bench-server.js';
 import { startSystemClockBench } from '../support/system-clock-bench.js';

@@ -8,7 +8,7 @@ import { benchClient } from './every-board-bench-client.js';
 /**
  * A backend's availability check may throw anything, not only an `Error` (a rejected promise
  * with a string, a plugin throwing `{code}`). The board must still be offline with a reason that
- * says what was thrown. Today `server/bench/board-backends.ts` (`tryBackend`) formats
+ * says what was thrown. Today `harness/board-resolution.ts` (`tryBackend`) formats
  * `(err as Error).message`, which is `undefined` for these, so the reason reads "…failed its
  * availability check: undefined". Fix: `err instanceof Error ? err.message : String(err)` (or
  * `JSON.stringify` for plain objects).

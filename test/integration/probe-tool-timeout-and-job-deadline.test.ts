@@ -4,7 +4,7 @@ import type { BenchFile } from '../../backends/probe/bench-file.js';
 import { ProbeBackend } from '../../backends/probe/probe-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
-import { adminSchema } from '../../server/bench/bench-schemas.js';
+import { adminSchema } from '../../wire/bench/bench-schemas.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { startBenchTestApp } from '../support/bench-test-app.js';
 import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';

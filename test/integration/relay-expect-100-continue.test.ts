@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { expectContinue as expectContinueTo } from '../support/expect-continue-request.js';
-import { relayLimits } from '../../server/relay/relay-facts.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
 import { registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

@@ -7,7 +7,7 @@ import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey, signItemAuthorship, signVote } from '../../server/relay/protocol.js';
+import { generateNodeKey, signItemAuthorship, signVote } from '../../core/relay/index.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
 import { signDocument } from '../../server/relay/signed-document.js';
 import { relayStoreOptions, tempDataDir } from '../support/relay-test-kit.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { claimId, generateNodeKey } from '../../server/relay/protocol.js';
+import { claimId, generateNodeKey } from '../../core/relay/index.js';
 import { call, claimAuthorship, fileAuthorship, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers, foregroundClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { claimId, generateNodeKey, quorumSetHash, signVote } from '../../server/relay/protocol.js';
+import { claimId, generateNodeKey, quorumSetHash, signVote } from '../../core/relay/index.js';
 import { call, nowSeconds, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 

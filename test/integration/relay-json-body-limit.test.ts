@@ -2,8 +2,8 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { claimId } from '../../server/relay/protocol.js';
-import { relayLimits } from '../../server/relay/relay-facts.js';
+import { claimId } from '../../core/relay/index.js';
+import { relayLimits } from '../../wire/relay/relay-facts.js';
 import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /** A valid claim at the limits fits the JSON body limit even with every character JSON-escaped (it was once refused with 413). */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type QuorumSet, claimId, generateNodeKey, parseItemAuthorship, parseSliceDeclaration, quorumSetHash, signVote, verifyItemAuthorship, verifySliceDeclaration } from '../../server/relay/protocol.js';
+import { type QuorumSet, claimId, generateNodeKey, parseItemAuthorship, parseSliceDeclaration, quorumSetHash, signVote, verifyItemAuthorship, verifySliceDeclaration } from '../../core/relay/index.js';
 import { call, claimAuthorship, fileAuthorship, registerNode, sliceDeclarationBy, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type NodeKey, type Vote, generateNodeKey, signVote } from '../../server/relay/protocol.js';
+import { type NodeKey, type Vote, generateNodeKey, signVote } from '../../core/relay/index.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startInProcessTarget } from '../../bin/run-command.js';
-import { BenchClient } from '../../harness/clients/bench-client.js';
+import { BenchClient } from '../../clients/bench/bench-client.js';
 import { loadScenario } from '../../harness/scenario/load-scenario.js';
 import { scenariosDir } from './scenario-test-helper.js';
 
@@ -57,8 +57,8 @@ describe('hilbench run and record (CLI)', () => {
       });
       const bench = new BenchClient({ baseUrl: url });
       const agent = await bench.register('cli-agent');
-      const session = await bench.openSession(agent.token, 'pico');
-      await bench.endSession(agent.token, session.session_id);
+      const session = await bench.withToken(agent.token).openSession('pico', { heartbeat: false });
+      await session.end();
       child.kill('SIGINT');
       const result = await child;
       expect(result.exitCode, result.stderr).toBe(0);

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startInProcessTarget } from '../../bin/run-command.js';
 import type { Clock } from '../../core/clock.js';
-import type { BackendChoice } from '../../server/bench/board-backends.js';
+import type { BackendChoice } from '../../harness/board-resolution.js';
 import { parseScenario } from '../../harness/scenario/load-scenario.js';
 import { describeFailure, runScenario, type ScenarioResult } from '../../harness/scenario/run-scenario.js';
 import { scenariosDir } from './scenario-test-helper.js';

@@ -6,8 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startInProcessTarget, type InProcessTarget } from '../../bin/run-command.js';
 import { writeRecording } from '../../bin/record-command.js';
 import { systemClock } from '../../core/clock.js';
-import { BenchClient } from '../../harness/clients/bench-client.js';
-import { RelayClient } from '../../harness/clients/relay-client.js';
+import { BenchClient } from '../../clients/bench/bench-client.js';
+import { RelayClient } from '../../clients/relay/relay-client.js';
 import { loadScenario } from '../../harness/scenario/load-scenario.js';
 import { startRecordingProxy } from '../../harness/scenario/recording-proxy.js';
 import { describeFailure, runScenario } from '../../harness/scenario/run-scenario.js';
@@ -34,14 +34,15 @@ describe('hilbench record', () => {
     const bench = new BenchClient({ baseUrl: proxy.url });
     const firmware = new Uint8Array(readFileSync(path.join(scenariosDir, 'firmware/pico/hello.elf')));
     const agent = await bench.register('recorded-agent');
-    const session = await bench.openSession(agent.token, 'pico', 90);
-    const job = await bench.flash(agent.token, { board: 'pico', firmware, uartSeconds: 0.3, sessionId: session.session_id });
-    const done = await bench.waitForJob(agent.token, job.job_id, { clock: systemClock, timeoutMs: 10_000, pollMs: 5 });
+    const agentBench = bench.withToken(agent.token);
+    const session = await agentBench.openSession('pico', { idleSeconds: 90, heartbeat: false });
+    const job = await agentBench.submitFlash('pico', firmware, { uartSeconds: 0.3, sessionId: session.id });
+    const done = await agentBench.waitForJob(job.job_id, { timeoutMs: 10_000 });
     expect(done.state).toBe('done');
-    await bench.heartbeat(agent.token, session.session_id);
+    await agentBench.heartbeat(session.id);
     const busy = await bench.request('POST', '/api/v1/sessions', { token: agent.token, body: new URLSearchParams({ board: 'pico' }) });
     expect(busy.status).toBe(409);
-    await bench.endSession(agent.token, session.session_id);
+    await session.end();
     const boards = await bench.request('GET', '/api/v1/boards');
     expect(boards.status).toBe(200);
 
@@ -49,15 +50,14 @@ describe('hilbench record', () => {
     const relay = new RelayClient({ baseUrl: proxy.relayUrl as string, clock: original.target.clock });
     const a = (await relay.register({ name: 'a' })).node;
     const b = (await relay.register({ name: 'b' })).node;
-    if (!a || !b) throw new Error('relay registration through the proxy failed');
-    const item = (await relay.postClaim(a, { kind: 'statement', title: 'recorded claim', body: '' })).json as { id: string };
+    const item = await relay.postClaim(a, { kind: 'statement', title: 'recorded claim', body: '' });
     await relay.vote(a, { item: item.id, value: 'yes', phase: 'vote', slice: { t: 1, v: [b.nodeId] } });
     await relay.vote(b, { item: item.id, value: 'yes', phase: 'vote', slice: { t: 1, v: [a.nodeId] } });
     const bulletin = await relay.bulletin(item.id, a.nodeId);
-    expect((bulletin.json as { state: string }).state).toBe('accepted');
+    expect(bulletin.state).toBe('accepted');
     // The relay's own node: its id differs on the fresh relay, so the recording must capture it.
-    const relayNode = ((await relay.request('GET', '/health')).json as { node_id: string }).node_id;
-    expect((await relay.bulletin(item.id, relayNode)).status).toBe(200);
+    const relayNode = (await relay.health()).node_id;
+    expect((await relay.raw.bulletin(item.id, relayNode)).status).toBe(200);
 
     const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-recorded-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -67,7 +67,7 @@ describe('hilbench record', () => {
 
     const yaml = readFileSync(out, 'utf8');
     // No secret and no server-assigned id survives; they are captured variables.
-    for (const secret of [agent.token, a.authorization, b.authorization, session.session_id, job.job_id, agent.agent_id, a.nodeId, relayNode, item.id]) expect(yaml).not.toContain(secret);
+    for (const secret of [agent.token, a.authorization, b.authorization, session.id, job.job_id, agent.agent_id, a.nodeId, relayNode, item.id]) expect(yaml).not.toContain(secret);
     expect(yaml).toContain('${agent1.token}');
     expect(yaml).toContain('${session1.session_id}');
     expect(yaml).toContain('${node1.node_id}');
@@ -98,10 +98,10 @@ describe('hilbench record', () => {
     cleanups.push(() => proxy.close());
     const bench = new BenchClient({ baseUrl: proxy.url });
     const agent = await bench.register('late');
-    const session = await bench.openSession(agent.token, 'pico', 90);
+    const session = await bench.withToken(agent.token).openSession('pico', { idleSeconds: 90, heartbeat: false });
     nowMs += 95_000;
     await original.target.advance(95_000);
-    const late = await bench.request('POST', `/api/v1/sessions/${session.session_id}/heartbeat`, { token: agent.token });
+    const late = await bench.request('POST', `/api/v1/sessions/${session.id}/heartbeat`, { token: agent.token });
     expect(late.status).toBe(409);
 
     const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-recorded-'));

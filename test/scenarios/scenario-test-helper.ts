@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import type { BackendChoice } from '../../server/bench/board-backends.js';
+import type { BackendChoice } from '../../harness/board-resolution.js';
 import { expandGlobs, startInProcessTarget } from '../../bin/run-command.js';
 import { loadScenario } from '../../harness/scenario/load-scenario.js';
 import { describeFailure, runScenario } from '../../harness/scenario/run-scenario.js';

@@ -1,16 +1,25 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Clock } from '../../core/clock.js';
-import { type ItemAuthorship, type NodeKey, type QuorumSet, type SliceDeclaration, type Vote, claimId, generateNodeKey, signItemAuthorship, signSliceDeclaration, signVote } from '../../server/relay/protocol.js';
-import { registerSchema, relayLimits, sessionSchema } from '../../server/relay/relay-facts.js';
+import { type Clock, systemClock } from '../../core/clock.js';
+import { type ItemAuthorship, type NodeKey, type QuorumSet, type SliceDeclaration, type Vote, claimId, generateNodeKey, signItemAuthorship, signSliceDeclaration, signVote } from '../../core/relay/index.js';
+import { registerSchema, relayLimits, sessionSchema } from '../../wire/relay/relay-facts.js';
 import { type RunningRelay, type StartRelayServerOptions, startRelayServer as startRelayServerWithDefaults } from '../../server/relay/relay-service.js';
 import { signDocument } from '../../server/relay/signed-document.js';
+import { RelayClient } from '../../clients/relay/relay-client.js';
 
 /**
- * Test kit for the relay: a client that signs what it sends the way a real client must. Test-only
- * (it lives under test/support/, not next to the service), used by the relay's tests and benchmarks.
+ * Test kit for the relay: signed documents built the way a real client must build them (for tests
+ * that send them as they are, or spoiled), a plain HTTP helper (`call`) and relays started for a
+ * test. Registering and posting go through the one relay client (`clients/relay/relay-client.ts`).
+ * Test-only (it lives under test/support/, not next to the service), used by the relay's tests and
+ * benchmarks.
  */
+
+/** The one relay client for `baseUrl`, signing with `clock` (registrations name `baseUrl`, as a started relay does). */
+export function relayClient(baseUrl: string, clock: Clock): RelayClient {
+  return new RelayClient({ baseUrl, clock, selfUrl: baseUrl.replace(/\/+$/, '') });
+}
 
 /** A fresh temporary data dir; `remove()` deletes it. */
 export function tempDataDir(prefix = 'relay-'): { dir: string; remove(): void } {
@@ -72,10 +81,9 @@ export function sessionFor(key: NodeKey, relayBaseUrl: string, clock: Clock): Re
 
 /** Registers a fresh (or the given) key and returns it with its credential header. */
 export async function registerNode(relay: { baseUrl: string }, clock: Clock, options: { name?: string; key?: NodeKey } = {}): Promise<TestNode> {
-  const key = options.key ?? generateNodeKey();
-  const answer = await call(relay.baseUrl, 'POST', '/register', { body: registrationFor(key, relay.baseUrl, clock, options.name) });
-  if (answer.status !== 201 && answer.status !== 200) throw new Error(`register failed: ${answer.status} ${answer.text}`);
-  return { ...key, auth: String(answer.body.authorization) };
+  const { node, answer } = await relayClient(relay.baseUrl, clock).raw.register({ ...options, key: options.key ?? generateNodeKey() });
+  if (!node || (answer.status !== 201 && answer.status !== 200)) throw new Error(`register failed: ${answer.status} ${answer.text}`);
+  return { nodeId: node.nodeId, secretKey: node.secretKey, auth: node.authorization };
 }
 
 /** A signed vote by `key`. */
@@ -104,10 +112,15 @@ export function sliceDeclarationBy(key: NodeKey, slice: { t: number; v: string[]
  * credential, it is posted without one (it then stays on this relay).
  */
 export async function postClaim(relay: { baseUrl: string }, node: TestNode | string, claim: { kind: string; title: string; body: string }): Promise<string> {
-  const signed = typeof node === 'string' ? claim : { ...claim, authorship: claimAuthorship(node, claim) };
-  const answer = await call(relay.baseUrl, 'POST', '/items', { body: signed, auth: typeof node === 'string' ? node : node.auth });
-  if (answer.status !== 201 && answer.status !== 200) throw new Error(`post claim failed: ${answer.status} ${answer.text}`);
-  return String(answer.body.id);
+  // A claim carries no date: the client's clock is not used.
+  const client = relayClient(relay.baseUrl, systemClock);
+  const answer =
+    typeof node === 'string'
+      ? await client.raw.request('POST', '/items', { json: claim, auth: node })
+      : await client.raw.postClaim({ nodeId: node.nodeId, secretKey: node.secretKey, authorization: node.auth }, claim);
+  const id = (answer.json as { id?: unknown } | undefined)?.id;
+  if ((answer.status !== 201 && answer.status !== 200) || typeof id !== 'string') throw new Error(`post claim failed: ${answer.status} ${answer.text}`);
+  return id;
 }
 
 /**

@@ -11,7 +11,7 @@ export const createNodeStep = defineStep({
     .strictObject({ as: varName.describe('${as.node_id} and ${as.authorization} afterwards'), name: text.optional(), expect: expectSchema.optional(), timeout: requestTimeout })
     .describe('makes an Ed25519 node key and registers it (POST /register, a signed x.register/1 document)'),
   async handler(ctx, b) {
-    const { node, answer } = await ctx.relay.register(b.name === undefined ? {} : { name: ctx.vars.substitute(b.name) });
+    const { node, answer } = await ctx.relay.raw.register(b.name === undefined ? {} : { name: ctx.vars.substitute(b.name) });
     checkAnswer(answer, 'create-node (POST /register)', b.expect === undefined ? undefined : ctx.vars.substituteDeep(b.expect));
     if (!node) return;
     ctx.nodes.set(b.as, node);

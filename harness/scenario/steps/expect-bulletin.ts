@@ -38,7 +38,7 @@ export const expectBulletinStep = defineStep({
       ctx,
       { kind, timeoutMs: ctx.timeoutMsOf(b.timeout), pollMs: b.poll === undefined ? DEFAULT_POLL_MS : durationMs(b.poll), waitingFor: `bulletin of ${node} on ${item} to match ${JSON.stringify(expected)}`, lastSeen: () => last },
       async () => {
-        const a = await ctx.relay.bulletin(item, node);
+        const a = await ctx.relay.raw.bulletin(item, node);
         last = `${a.status} ${a.text.slice(0, 400)}`;
         if (a.status !== 200) return undefined;
         try {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { readAnswer } from '../../clients/http-answer.js';
+import { readAnswer } from '../../../clients/http-answer.js';
 import { defineStep } from '../define-step.js';
 import { formBody } from '../request-parts.js';
 import { ScenarioError } from '../scenario-error.js';

@@ -13,7 +13,7 @@ export const postItemStep = defineStep({
   async handler(ctx, b) {
     const node = ctx.nodes.get(b.node);
     if (!node) throw new ScenarioError('failed', `post-item: no node ${b.node} (make it with create-node; made so far: ${[...ctx.nodes.keys()].join(', ') || 'none'})`);
-    const answer = await ctx.relay.postClaim(node, { kind: ctx.vars.substitute(b.kind), title: ctx.vars.substitute(b.title), body: ctx.vars.substitute(b.body ?? '') });
+    const answer = await ctx.relay.raw.postClaim(node, { kind: ctx.vars.substitute(b.kind), title: ctx.vars.substitute(b.title), body: ctx.vars.substitute(b.body ?? '') });
     ctx.accept(answer, 'post-item', b);
   },
 });

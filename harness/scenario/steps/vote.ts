@@ -22,7 +22,7 @@ export const voteStep = defineStep({
   async handler(ctx, b) {
     const node = ctx.nodes.get(b.node);
     if (!node) throw new ScenarioError('failed', `vote: no node ${b.node} (make it with create-node)`);
-    const answer = await ctx.relay.vote(node, {
+    const answer = await ctx.relay.raw.vote(node, {
       item: ctx.vars.substitute(b.item),
       value: b.value,
       phase: b.phase ?? 'vote',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { finishedJobStates, isFinishedJobState } from '../../job-states.js';
+import { finishedJobStates, isFinishedJobState } from '../../../wire/job-states.js';
 import { defineStep } from '../define-step.js';
 import { DEFAULT_POLL_MS, pollUntil } from '../poll-until.js';
 import { checkAnswer } from '../scenario-context.js';

@@ -1,4 +1,4 @@
-import type { AdminBody, JobBody } from '../bench-schemas.js';
+import type { AdminBody, JobBody } from '../../../wire/bench/bench-schemas.js';
 import { html, type SafeHtml } from './html.js';
 import { LIVE_UART_SCRIPT } from './live-scripts.js';
 import { renderLayout } from './page-layout.js';

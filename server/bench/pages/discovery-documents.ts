@@ -1,5 +1,5 @@
 import { mcpExample } from './home-page.js';
-import { MAX_SESSION_WAIT_SECONDS } from '../bench-schemas.js';
+import { MAX_SESSION_WAIT_SECONDS } from '../../../wire/bench/bench-schemas.js';
 import { MAX_JOB_WAIT_SECONDS } from '../job-live-routes.js';
 /**
  * The machine-discovery documents: `/llms.txt` (llmstxt.org format), `/robots.txt` (RFC 9309) and

@@ -2,7 +2,7 @@ import type { BenchSnapshot, BoardStatus } from '../bench-snapshot.js';
 import { html } from './html.js';
 import { renderLayout } from './page-layout.js';
 import { activityTable, boardsTable, snapshotFooter } from './snapshot-views.js';
-import { jobStates } from '../../../harness/job-states.js';
+import { jobStates } from '../../../wire/job-states.js';
 
 export interface StatsPageInput {
   snapshot: BenchSnapshot;

@@ -1,4 +1,4 @@
-import { withLoneSurrogatesReplaced } from '../protocol.js';
+import { withLoneSurrogatesReplaced } from '../../../core/relay/index.js';
 import type { RelaySql } from './relay-sql.js';
 
 export interface PeerRow {

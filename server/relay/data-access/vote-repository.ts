@@ -1,4 +1,4 @@
-import type { BulletinState, VoteValue } from '../protocol.js';
+import type { BulletinState, VoteValue } from '../../../core/relay/index.js';
 import type { RelaySql } from './relay-sql.js';
 
 /** Where a statement sits in an item's list: the order of `keysOf` (created_ms, voter, value, phase). */

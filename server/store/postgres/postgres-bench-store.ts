@@ -1,5 +1,5 @@
 import type { Clock } from '../../../core/clock.js';
-import { jobStates } from '../../../harness/job-states.js';
+import { jobStates } from '../../../wire/job-states.js';
 import type {
   AgentRecord,
   BenchStore,

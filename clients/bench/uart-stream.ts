@@ -1,3 +1,5 @@
+import { jobSchema } from '../../wire/bench/bench-schemas.js';
+import { uartStreamChunkSchema } from '../../wire/bench/job-answer-schemas.js';
 import type { Job } from './bench-types.js';
 
 /** One event of a job's live UART: a chunk as it was captured, or the end with the finished job. */
@@ -27,18 +29,19 @@ export async function* parseUartEvents(body: ReadableStream<Uint8Array>, state: 
       }
       if (fields.id !== undefined) state.lastId = fields.id;
       if (fields.data === undefined) continue;
-      const data = JSON.parse(fields.data) as Record<string, unknown>;
+      const data: unknown = JSON.parse(fields.data);
       if (fields.event === 'uart') {
+        const chunk = uartStreamChunkSchema.parse(data);
         yield {
           kind: 'uart',
-          offset: data.offset as number,
-          atNanos: data.at_ns as number,
-          timeBase: data.time_base as 'simulated' | 'wall',
-          text: data.text as string,
-          bytes: Uint8Array.from(Buffer.from(data.base64 as string, 'base64')),
+          offset: chunk.offset,
+          atNanos: chunk.at_ns,
+          timeBase: chunk.time_base,
+          text: chunk.text,
+          bytes: Uint8Array.from(Buffer.from(chunk.base64, 'base64')),
         };
       } else if (fields.event === 'end') {
-        yield { kind: 'end', job: data as unknown as Job };
+        yield { kind: 'end', job: jobSchema.parse(data) };
         return;
       }
     }

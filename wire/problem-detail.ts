@@ -1,12 +1,70 @@
-import type { z } from 'zod';
-import { HttpError, type ValidationErrorItem } from './http-error.js';
+import { z } from 'zod';
+import type { Issue as CoreIssue } from '../core/relay/index.js';
 
 /**
- * The one zod-to-422 converter of both services: zod issues become pydantic v2 errors in its
- * exact words (`type`, `msg`, `ctx`), so a 422 from the bench or the relay reads as the FastAPI
- * implementation of the spec would write it. Form fields (`form-schema.ts`) and the relay's JSON,
- * query and path schemas both come through here.
+ * The problem vocabulary of the wire: the one translator of both services from zod issues and
+ * from the relay core's issues to pydantic v2 errors in its exact words (`type`, `msg`, `ctx`), so
+ * a 422 from the bench or the relay reads as the FastAPI implementation of the spec would write
+ * it. Form fields (`form-fields.ts`) and the relay's JSON, query and path schemas all come
+ * through here; the server throws the result (`parseOr422`, server/http/http-error.ts). Every
+ * `type` an answer can carry is in `problemTypes`, documented in docs/problems.md; a test keeps
+ * the three in step (decision 0581).
  */
+
+/**
+ * One entry of a 422 body, exactly as pydantic v2 writes it, keys in its order:
+ * `type, loc, msg, input` and `ctx` when the error has context.
+ */
+export interface ValidationErrorItem {
+  type: string;
+  loc: Array<string | number>;
+  msg: string;
+  input: unknown;
+  ctx?: Record<string, unknown>;
+}
+
+/**
+ * The catalog: every pydantic error `type` a 422 of the bench or the relay can carry, with what
+ * it means. docs/problems.md lists the same codes (test/integration/problem-catalog.test.ts).
+ */
+export const problemTypes = {
+  missing: 'A required field is absent.',
+  extra_forbidden: 'A field the body may not have.',
+  value_error: 'A value that fails a rule of its own, said in the message (`Value error, ...`).',
+  json_invalid: 'A body, or a field that must hold JSON text, that is not valid JSON.',
+  model_attributes_type: 'A body or a nested document that is no JSON object.',
+  string_type: 'Not a string.',
+  string_too_short: 'A string shorter than `ctx.min_length` characters.',
+  string_too_long: 'A string longer than `ctx.max_length` characters (the relay counts code points).',
+  string_pattern_mismatch: 'A string that does not match `ctx.pattern`.',
+  string_unicode: 'A string holding a lone UTF-16 surrogate, which has no UTF-8 form.',
+  literal_error: 'Not the one value allowed (`ctx.expected`), e.g. a document `schema`.',
+  enum: 'Not one of the values allowed (`ctx.expected`).',
+  int_type: 'Not an integer.',
+  float_type: 'Not a number.',
+  float_parsing: 'Numeric text that does not parse as a number.',
+  finite_number: 'NaN or an infinity.',
+  bool_type: 'Not a boolean.',
+  list_type: 'Not a list.',
+  greater_than: 'A number not above `ctx.gt`.',
+  greater_than_equal: 'A number below `ctx.ge`.',
+  less_than: 'A number not below `ctx.lt`.',
+  less_than_equal: 'A number above `ctx.le`.',
+  too_short: 'A list with fewer than `ctx.min_length` items.',
+  too_long: 'A list with more than `ctx.max_length` items.',
+  url_parsing: 'Not an absolute URL.',
+  url_scheme: 'A URL whose scheme is not http or https.',
+} as const;
+export type ProblemType = keyof typeof problemTypes;
+
+/** A 422 answer's entries as clients parse them (keys beyond these pass through). */
+export const validationErrorItemSchema = z.looseObject({
+  type: z.string(),
+  loc: z.array(z.union([z.string(), z.number()])),
+  msg: z.string(),
+  input: z.unknown(),
+  ctx: z.record(z.string(), z.unknown()).optional(),
+});
 
 /** One pydantic error without its place and input. */
 export interface PydanticError {
@@ -161,9 +219,10 @@ export function zodIssuesToValidation(issues: readonly z.core.$ZodIssue[], where
   return out;
 }
 
-/** Parses `input` with `schema`, throwing a 422 `HttpError` located under `where` (body, query, path). */
-export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
-  const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  throw new HttpError(422, zodIssuesToValidation(result.error.issues, where, input));
+/**
+ * The relay core's issues (`loc` inside the value that was validated) as 422 entries located
+ * under `where` (e.g. `['body']`): the core's second vocabulary goes through this module too.
+ */
+export function coreIssuesToValidation(issues: readonly CoreIssue[], where: (string | number)[]): ValidationErrorItem[] {
+  return issues.map((i) => item({ type: i.type, msg: i.msg, ...(i.ctx !== undefined ? { ctx: i.ctx } : {}) }, [...where, ...i.loc], i.input));
 }

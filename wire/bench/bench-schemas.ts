@@ -1,22 +1,37 @@
 import { z } from 'zod';
-import { fileField, numericTextField, textField } from '../http/form-schema.js';
-import { type BenchLimits, FORM_DEFAULTS } from './bench-limits.js';
-import { jobStates } from '../../harness/job-states.js';
+import { fileField, numericTextField, textField } from '../form-fields.js';
+import { jobStates } from '../job-states.js';
 
 /** The longest a session request may wait in a board's queue, seconds. */
 export const MAX_SESSION_WAIT_SECONDS = 300;
 
 /**
  * The bench API's wire shapes (spec 0.3.4 plus docs/bench-api.md for the parts the spec does
- * not show). Input forms are validated with these schemas and `/openapi.json` is generated from
- * them; responses are built as these types, so the document describes what is sent.
+ * not show). The server validates input forms with these schemas and generates `/openapi.json`
+ * from them; responses are built as these types, so the document describes what is sent; the one
+ * `BenchClient` (clients/bench) parses every answer with them.
  */
 
 /** Control characters (C0, DEL and C1) are refused in labels: they would corrupt logs and pages. */
 const NO_CONTROL_CHARS = /^[^\x00-\x1f\x7f-\x9f]*$/;
 
+/**
+ * The spec's form defaults (bench-service.md): an absent `idle_seconds`, `uart_seconds` or
+ * `label` takes these, so the configured limits must admit them (server/bench/bench-limits.ts).
+ */
+export const FORM_DEFAULTS = { idleSeconds: '90', uartSeconds: '0.8', label: 'agent' } as const;
+
+/** The configured limits the forms are bounded by (the server's `BenchLimits` has them all). */
+export interface FormLimits {
+  maxLabelLength: number;
+  minIdleSeconds: number;
+  maxIdleSeconds: number;
+  maxFirmwareBytes: number;
+  maxUartSeconds: number;
+}
+
 /** Form schemas; bounds come from the configured limits. */
-export function buildFormSchemas(limits: BenchLimits) {
+export function buildFormSchemas(limits: FormLimits) {
   return {
     agentRegister: z.object({
       label: textField({

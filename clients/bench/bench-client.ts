@@ -1,6 +1,6 @@
-import { agentRegistrationSchema, boardListSchema, healthSchema, jobSchema, sessionSchema } from '../server/bench/bench-schemas.js';
-import { boardQueueSchema } from '../server/bench/cancel-and-queue-routes.js';
-import { jobTextSchema } from '../server/bench/job-text-view.js';
+import { agentRegistrationSchema, boardListSchema, healthSchema, jobSchema, sessionSchema } from '../../wire/bench/bench-schemas.js';
+import { boardQueueSchema, jobTextSchema, uartInputAnswerSchema } from '../../wire/bench/job-answer-schemas.js';
+import { fieldOf, type HttpAnswer, readAnswer } from '../http-answer.js';
 import { BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
 import { type CallOptions, deadlineSignal, exchange, type HttpSettings, realSleep, type RetryPolicy } from './bench-http.js';
 import { BenchSession } from './bench-session.js';
@@ -45,9 +45,11 @@ export type UartWait =
   | { matched: false; text: string; reason: 'finished' | 'timeout'; job?: Job };
 
 /**
- * A typed client of the bench service API (docs/bench-api.md, docs/library.md). Every call takes
- * `timeoutMs` and `signal`; answers are parsed with the schemas the service documents them with;
- * errors are the classes of bench-errors.ts.
+ * The one client of the bench service API (docs/bench-api.md, docs/library.md), used by the
+ * library, the vitest fixture, MCP, the CLI, the scenario runner and the tests. Every call takes
+ * `timeoutMs` and `signal`; answers are parsed with the schemas the service validates and
+ * documents them with (wire/bench); errors are the classes of bench-errors.ts. `request` answers
+ * any status unparsed.
  */
 export class BenchClient {
   readonly baseUrl: string;
@@ -68,6 +70,27 @@ export class BenchClient {
   /** The same client acting with another agent token. */
   withToken(token: string): BenchClient {
     return new BenchClient({ ...this.options, token });
+  }
+
+  /**
+   * Sends any request and answers it whole, whatever its status (never throws on one): for calls
+   * this class has no method for, and for callers that check statuses themselves (the scenario
+   * runner's steps, tests of refusals). `token` stands in for the client's own; no timeout unless
+   * `timeoutMs` is given (the caller's `fetch` may bound it).
+   */
+  async request(method: string, path: string, init: { token?: string; body?: RequestInit['body']; headers?: Record<string, string> } & CallOptions = {}): Promise<HttpAnswer> {
+    const headers: Record<string, string> = { ...init.headers };
+    const token = init.token ?? this.settings.token;
+    if (token) headers.authorization = `Bearer ${token}`;
+    const deadline = init.timeoutMs === undefined ? undefined : deadlineSignal(`${method} ${path}`, init.timeoutMs, init.signal);
+    const signal = deadline?.signal ?? init.signal;
+    try {
+      return await readAnswer(await this.settings.fetch(this.baseUrl + path, { method, headers, ...(init.body !== undefined ? { body: init.body } : {}), ...(signal ? { signal } : {}) }));
+    } catch (err) {
+      throw signal?.aborted ? (signal.reason as Error) : err;
+    } finally {
+      deadline?.release();
+    }
   }
 
   /** Registers an agent; the answer's `token` (shown once) is what `withToken` takes. */
@@ -165,8 +188,7 @@ export class BenchClient {
     try {
       const response = await this.settings.fetch(`${this.baseUrl}${path}`, { signal });
       if (!response.ok) {
-        const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
-        throw benchApiError('GET', path, response.status, body.detail);
+        throw benchApiError('GET', path, response.status, fieldOf(await response.json().catch(() => undefined), 'detail'));
       }
       return new Uint8Array(await response.arrayBuffer());
     } catch (err) {
@@ -227,8 +249,7 @@ export class BenchClient {
         continue;
       }
       if (response.status === 401 || response.status === 404 || response.status === 403) {
-        const body = (await response.json().catch(() => ({}))) as { detail?: unknown };
-        throw new BenchApiError('GET', `/api/v1/jobs/${jobId}/uart`, response.status, body.detail);
+        throw new BenchApiError('GET', `/api/v1/jobs/${jobId}/uart`, response.status, fieldOf(await response.json().catch(() => undefined), 'detail'));
       }
       await response.body?.cancel();
       yield* this.pollUart(jobId, options.signal);
@@ -269,7 +290,7 @@ export class BenchClient {
     if (data.length === 0) return 0;
     const body = typeof data === 'string' ? { text: data } : { base64: Buffer.from(data).toString('base64') };
     const answer = await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/uart`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, ...options });
-    return (answer.json as { accepted_bytes: number }).accepted_bytes;
+    return uartInputAnswerSchema.parse(answer.json).accepted_bytes;
   }
 
   private async *pollUart(jobId: string, signal: AbortSignal | undefined): AsyncGenerator<UartEvent> {

@@ -1,4 +1,5 @@
 import { type BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
+import { fieldOf } from '../http-answer.js';
 
 /**
  * One HTTP exchange with a bench service, as every `BenchClient` call makes it: a bearer token, a
@@ -99,7 +100,7 @@ async function exchangeUntil(settings: HttpSettings, method: string, path: strin
       throw signal.aborted ? (signal.reason as Error) : err;
     }
     if (response.ok) return { status: response.status, headers: response.headers, json };
-    const error: BenchApiError = benchApiError(method, path, response.status, (json as { detail?: unknown } | undefined)?.detail ?? json, retryAfterSeconds(response.headers));
+    const error: BenchApiError = benchApiError(method, path, response.status, fieldOf(json, 'detail') ?? json, retryAfterSeconds(response.headers));
     const retriable = (response.status === 409 || response.status === 503) && attempt < settings.retry.attempts;
     if (!retriable) throw error;
     const waitMs = Math.min((error.retryAfterSeconds ?? 1) * 1000, settings.retry.maxRetryDelayMs ?? 30_000);

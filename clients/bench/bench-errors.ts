@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { validationErrorItemSchema } from '../../wire/problem-detail.js';
+
 /**
  * The errors a `BenchClient` throws: one class per way a call can fail, so callers catch what
  * they can act on (`instanceof BenchBusyError`) instead of comparing status numbers.
@@ -9,6 +12,8 @@ export interface ValidationIssue {
   msg: string;
   type: string;
 }
+
+const validationDetailSchema = z.array(validationErrorItemSchema);
 
 /** The service answered with an error status; `detail` is its `{"detail": ...}`. */
 export class BenchApiError extends Error {
@@ -44,7 +49,8 @@ export class BenchBusyError extends BenchApiError {
 export class BenchValidationError extends BenchApiError {
   override name = 'BenchValidationError';
   get issues(): ValidationIssue[] {
-    return Array.isArray(this.detail) ? (this.detail as ValidationIssue[]) : [];
+    const parsed = validationDetailSchema.safeParse(this.detail);
+    return parsed.success ? parsed.data : [];
   }
 }
 

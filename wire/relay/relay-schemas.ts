@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { stringTooLong, stringTooShort } from '../http/zod-to-422.js';
-import { claimKinds, codePointLength, quorumSetDepthIssue } from './protocol.js';
+import { stringTooLong, stringTooShort } from '../problem-detail.js';
+import { claimKinds, codePointLength, quorumSetDepthIssue } from '../../core/relay/index.js';
 import { registerSchema, relayLimits, sessionSchema } from './relay-facts.js';
 
 /**

@@ -1,13 +1,18 @@
 import { z } from 'zod';
-import { backendErrorKinds } from '../../backends/backend.js';
-import { BASE64_PATTERN } from './base64-pattern.js';
-import { MAX_POOL_SIZE } from '../../harness/worker/pool-size.js';
+import { jobFailureKinds } from '../job-failure-kinds.js';
+import { BASE64_PATTERN } from '../base64-pattern.js';
 
 /**
  * The worker protocol's bodies (docs/worker-protocol.md), validated at the edge like every other
  * request; the same schemas document it in /openapi.json. Bounded everywhere: a worker is a
  * credential, but a credential can leak.
  */
+
+/**
+ * How many instances of an emulated board a worker runs at once (issue 27, decision 0510). Bounded:
+ * each instance is an engine or emulator process of its own, and a worker reports every instance.
+ */
+export const MAX_POOL_SIZE = 64;
 
 const id = z.string().min(1).max(128);
 
@@ -115,7 +120,7 @@ export const finishBodySchema = z.object({
     }),
     z.object({
       state: z.literal('failed'),
-      failure: z.object({ kind: z.enum(backendErrorKinds), message: z.string().max(8000) }),
+      failure: z.object({ kind: z.enum(jobFailureKinds), message: z.string().max(8000) }),
       uart: captureSchema.nullable(),
     }),
   ]),

@@ -20,3 +20,8 @@ export async function readAnswer(response: Response): Promise<HttpAnswer> {
   }
   return { status: response.status, headers: response.headers, text, json };
 }
+
+/** The value of `key` in a parsed JSON body, or undefined when the body is no object or lacks it. */
+export function fieldOf(json: unknown, key: string): unknown {
+  return typeof json === 'object' && json !== null && !Array.isArray(json) && key in json ? (json as Record<string, unknown>)[key] : undefined;
+}

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { HttpError } from './http-error.js';
-import { parseOr422 } from './zod-to-422.js';
+import { HttpError, parseOr422 } from './http-error.js';
 
 function detailOf(schema: z.ZodType, input: unknown): unknown[] {
   try {

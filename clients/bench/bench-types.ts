@@ -1,11 +1,10 @@
 import type { z } from 'zod';
-import type { agentRegistrationSchema, boardListSchema, boardSchema, healthSchema, jobSchema, sessionSchema } from '../server/bench/bench-schemas.js';
-import type { boardQueueSchema } from '../server/bench/cancel-and-queue-routes.js';
-import type { jobTextSchema } from '../server/bench/job-text-view.js';
+import type { agentRegistrationSchema, boardListSchema, boardSchema, healthSchema, jobSchema, sessionSchema } from '../../wire/bench/bench-schemas.js';
+import type { boardQueueSchema, jobTextSchema } from '../../wire/bench/job-answer-schemas.js';
 
 /**
  * The bench API's answers as TypeScript types, derived from the zod schemas the service validates
- * and documents its answers with (server/bench/bench-schemas.ts): one source of truth.
+ * and documents its answers with (wire/bench/bench-schemas.ts): one source of truth.
  */
 export type AgentRegistration = z.infer<typeof agentRegistrationSchema>;
 export type Session = z.infer<typeof sessionSchema>;

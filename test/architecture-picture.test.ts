@@ -1,0 +1,59 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * docs/architecture.md draws the layers; eslint.config.js enforces them. A picture that drifts
+ * from the rule misleads every newcomer, so the two are compared here, and every top-level folder
+ * of TypeScript that ships is one of the layers.
+ */
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
+
+/** The `layers` array of eslint.config.js, in order. */
+function lintLayers(): string[] {
+  const match = /const layers = \[([^\]]*)\];/.exec(read('eslint.config.js'));
+  if (!match) throw new Error('eslint.config.js has no `const layers = [...]`');
+  return [...(match[1] as string).matchAll(/'([a-z]+)'/g)].map((m) => m[1] as string);
+}
+
+describe('the picture of the layers', () => {
+  it.each(['docs/architecture.md', 'README.md'])('%s draws the layers in the order the lint rule enforces', (file) => {
+    const line = read(file)
+      .split('\n')
+      .find((l) => /^core\s+<-/.test(l));
+    expect(line, `${file} has no "core <- ..." line`).toBeDefined();
+    expect((line as string).split('<-').map((part) => part.trim())).toEqual(lintLayers());
+  });
+
+  it('the upward picture lists the same layers, top to bottom', () => {
+    const doc = read('docs/architecture.md');
+    const block = doc.slice(doc.indexOf('Read upwards'));
+    const fence = block.slice(block.indexOf('```') + 3, block.indexOf('```', block.indexOf('```') + 3));
+    const names = fence
+      .split('\n')
+      .map((l) => /^\s+([a-z]+)\s/.exec(l)?.[1])
+      .filter((n): n is string => n !== undefined);
+    expect(names).toEqual([...lintLayers()].reverse());
+  });
+
+  it('the build compiles exactly the layers', () => {
+    const build = JSON.parse(read('tsconfig.build.json')) as { include: string[] };
+    expect(build.include).toEqual(lintLayers());
+  });
+
+  it('the architecture table names every layer', () => {
+    const doc = read('docs/architecture.md');
+    for (const layer of lintLayers()) expect(doc, layer).toContain(`| \`${layer}/\` |`);
+    // A new top-level folder of TypeScript must be placed in the layers (or be one of the folders
+    // of tests, tools and examples that nothing imports).
+    const notLayers = new Set(['test', 'perf', 'ci', 'scenarios', 'examples', 'node_modules', 'dist', 'data']);
+    const holdsTypeScript = (dir: string): boolean =>
+      readdirSync(dir, { withFileTypes: true }).some((d) => (d.isDirectory() ? holdsTypeScript(path.join(dir, d.name)) : d.name.endsWith('.ts')));
+    const folders = readdirSync(root, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !d.name.startsWith('.') && !notLayers.has(d.name) && holdsTypeScript(path.join(root, d.name)))
+      .map((d) => d.name);
+    expect(folders.sort()).toEqual([...lintLayers()].sort());
+  });
+});

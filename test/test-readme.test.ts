@@ -1,0 +1,19 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/** test/README.md says which kind of test lives where: every folder under test/ (two levels) must be in it. */
+const testDir = import.meta.dirname;
+
+describe('test/README.md', () => {
+  it('names every folder of test/ and of test/integration/', () => {
+    const readme = readFileSync(path.join(testDir, 'README.md'), 'utf8');
+    const folders = ['.', 'integration'].flatMap((parent) =>
+      readdirSync(path.join(testDir, parent), { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => path.posix.join('test', parent, d.name)),
+    );
+    expect(folders.length).toBeGreaterThan(5);
+    expect(folders.filter((folder) => !readme.includes(`\`${folder}/\``))).toEqual([]);
+  });
+});

@@ -1,0 +1,120 @@
+import { z } from 'zod';
+
+/**
+ * Form fields as zod schemas (the bench's forms, `wire/bench/bench-schemas.ts`), with their
+ * validation errors named in pydantic v2's exact words (`params.pydantic`, read by
+ * `problem-detail.ts`), so the 422 bodies match what a FastAPI implementation of the spec returns.
+ * The same schemas produce the OpenAPI document, so the documented and the enforced rules cannot
+ * drift. The server validates with them (`server/http/form-schema.ts`, `parseForm`).
+ *
+ * Every form value travels as a string (spec: "All form values are transmitted as strings").
+ */
+
+/** A numeric form value's bounds, named as pydantic names them in `ctx`. */
+export interface NumberBounds {
+  gt?: number;
+  ge?: number;
+  lt?: number;
+  le?: number;
+}
+
+/** pydantic-style description of a value that is not a number. */
+const FLOAT_PARSING_MSG = 'Input should be a valid number, unable to parse string as a number';
+
+/**
+ * Parses numeric text as Python's `float()` (and so pydantic) accepts it: surrounding white
+ * space, sign, digits with single underscores between them, fraction, exponent, `inf`, `nan`.
+ */
+export function parseNumericText(text: string): number | undefined {
+  const t = text.trim();
+  if (/^[+-]?(inf|infinity)$/i.test(t)) return t.startsWith('-') ? -Infinity : Infinity;
+  if (/^[+-]?nan$/i.test(t)) return NaN;
+  const digits = String.raw`\d(?:_?\d)*`;
+  const re = new RegExp(String.raw`^[+-]?(?:${digits}(?:\.(?:${digits})?)?|\.${digits})(?:[eE][+-]?${digits})?$`);
+  if (!re.test(t)) return undefined;
+  return Number(t.replaceAll('_', ''));
+}
+
+/** An optional numeric-text form field with a default and bounds (both checked after parsing). */
+/** A number within the bounds given (pydantic's gt/ge/lt/le), checked after the text is parsed. */
+function boundedNumber(bounds: NumberBounds): z.ZodNumber {
+  let n = z.number();
+  if (bounds.gt !== undefined) n = n.gt(bounds.gt);
+  if (bounds.ge !== undefined) n = n.gte(bounds.ge);
+  if (bounds.lt !== undefined) n = n.lt(bounds.lt);
+  if (bounds.le !== undefined) n = n.lte(bounds.le);
+  return n;
+}
+
+export function numericTextField(options: NumberBounds & { default: string; description: string }) {
+  const n = boundedNumber(options);
+  return z
+    .string()
+    .default(options.default)
+    .transform((text, ctx) => {
+      const value = parseNumericText(text);
+      if (value === undefined) {
+        ctx.addIssue({ code: 'custom', message: FLOAT_PARSING_MSG, params: { pydantic: { type: 'float_parsing', msg: FLOAT_PARSING_MSG } } });
+        return z.NEVER;
+      }
+      return value;
+    })
+    .pipe(n)
+    .meta({ description: options.description });
+}
+
+/**
+ * An optional numeric query parameter with bounds: the same numeric text as a form field (so
+ * `?wait=` and `?wait=soon` are pydantic's `float_parsing`, not a number JavaScript made of them),
+ * documented as the number it stands for.
+ */
+export function numericTextParam(options: NumberBounds & { description: string }) {
+  const n = boundedNumber(options);
+  return z
+    .preprocess((raw, ctx) => {
+      if (typeof raw !== 'string') return raw;
+      const value = parseNumericText(raw);
+      if (value === undefined) {
+        ctx.addIssue({ code: 'custom', message: FLOAT_PARSING_MSG, input: raw, params: { pydantic: { type: 'float_parsing', msg: FLOAT_PARSING_MSG } } });
+        return z.NEVER;
+      }
+      return value;
+    }, n)
+    .optional()
+    .meta({ description: options.description });
+}
+
+/** A text form field: required unless a default is given. */
+export function textField(options: { minLength?: number; maxLength?: number; pattern?: RegExp; default?: string; description: string }) {
+  let s = z.string();
+  if (options.minLength !== undefined) s = s.min(options.minLength);
+  if (options.maxLength !== undefined) s = s.max(options.maxLength);
+  if (options.pattern !== undefined) s = s.regex(options.pattern);
+  const field = options.default === undefined ? s : s.default(options.default);
+  return field.meta({ description: options.description });
+}
+
+/** An uploaded file, streamed and hashed by `parse-form.ts`. */
+export interface UploadedFile {
+  filename: string;
+  mimeType: string;
+  bytes: Uint8Array;
+  sizeBytes: number;
+  /** Lower-case hex SHA-256 of `bytes`, computed while streaming. */
+  sha256: string;
+}
+
+export function isUploadedFile(value: unknown): value is UploadedFile {
+  return typeof value === 'object' && value !== null && 'bytes' in value && (value as { bytes: unknown }).bytes instanceof Uint8Array;
+}
+
+/** A required file field (`multipart/form-data` part with a filename). */
+export function fileField(description: string) {
+  return z
+    .custom<UploadedFile>(isUploadedFile, {
+      params: {
+        pydantic: { type: 'value_error', msg: "Value error, Expected UploadFile, received: <class 'str'>", ctx: { error: {} } },
+      },
+    })
+    .meta({ type: 'string', format: 'binary', description });
+}
