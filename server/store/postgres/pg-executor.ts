@@ -1,0 +1,51 @@
+import { postgresDialect } from '../sql/dialect.js';
+import type { SqlExecutor } from '../sql/sql-executor.js';
+import { runSteps, type Statement, type Steps } from '../sql/sql-steps.js';
+import type { PgDatabase, RawQuery } from './pg-database.js';
+
+/** `sql` with its `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...). */
+const numbered = new Map<string, string>();
+export function numberPlaceholders(sql: string): string {
+  let text = numbered.get(sql);
+  if (text === undefined) {
+    let n = 0;
+    text = sql.replace(/\?/g, () => `$${++n}`);
+    numbered.set(sql, text);
+  }
+  return text;
+}
+
+async function perform(q: RawQuery, statement: Statement): Promise<unknown> {
+  const result = await q(numberPlaceholders(statement.sql), statement.params);
+  if (statement.kind === 'run') return result.rowCount;
+  if (statement.kind === 'one') return result.rows[0];
+  return result.rows;
+}
+
+/**
+ * The store's rules on PostgreSQL: each statement a named (prepared once per connection) query on
+ * a connection of the pool (`PgDatabase`, sized by `--database-pool-size`); a write is one
+ * transaction on one connection, run again when it lost a race, with the database's faults
+ * answered as decision 0516 says. Nothing here blocks the event loop.
+ */
+export class PgExecutor implements SqlExecutor {
+  readonly dialect = postgresDialect;
+
+  constructor(readonly db: PgDatabase) {}
+
+  get counters(): { statements: number; transactions: number } {
+    return this.db.counters;
+  }
+
+  read<T>(steps: () => Steps<T>): Promise<T> {
+    return runSteps(steps(), (statement) => perform(this.db.rawQuery, statement));
+  }
+
+  write<T>(steps: () => Steps<T>): Promise<T> {
+    return this.db.writeRaw((q) => runSteps(steps(), (statement) => perform(q, statement)));
+  }
+
+  close(): Promise<void> {
+    return this.db.close();
+  }
+}
