@@ -1,6 +1,6 @@
 import type { JobClaimStatus, JobRecord, JobState, UartRecord } from './bench-store.js';
 import { type JobRow, jobFromRow, uartJson } from './bench-rows.js';
-import { expireDue, lockSession, renewAfterJob } from './session-lease-rules.js';
+import { lockSession, renewAfterJob } from './session-lease-rules.js';
 import type { Dialect } from './sql/dialect.js';
 import { all, one, run, type Steps } from './sql/sql-steps.js';
 
@@ -14,33 +14,39 @@ import { all, one, run, type Steps } from './sql/sql-steps.js';
 /**
  * The oldest queued job on one of `boards` (instance ids, decision 0510) whose instance is idle,
  * moved to `flashing` for the worker; nothing for a revoked worker (a claim it was already waiting
- * in when revoked, on any replica). Only the head of each idle instance's queue is a candidate
- * (FIFO per instance): on PostgreSQL a head another claimer holds is skipped with its instance,
- * never passed by the job behind it (on SQLite, one writer at a time, the oldest candidate is a head).
+ * in when revoked, on any replica). One statement, so it needs no transaction: the pick is a
+ * subquery of the UPDATE, locked and skipping rows another claimer holds on PostgreSQL, and the
+ * UPDATE checks the job is still queued. Only the head of each idle instance's queue is a
+ * candidate (FIFO per instance): on PostgreSQL a head another claimer holds is skipped with its
+ * instance, never passed by the job behind it (on SQLite, one writer at a time, the oldest
+ * candidate is a head); the partial unique index backs up one active job per instance.
+ *
+ * No expiry sweep first: a session with a queued job never expires (decision 0211), so expiring
+ * due sessions cannot change what a claim may take.
  */
 export function* claimJob(d: Dialect, request: { workerId: string; boards: readonly string[]; nowMs: number; claimMs: number | null }): Steps<JobRecord | undefined> {
   if (request.boards.length === 0) return undefined;
-  // Due sessions expire first: a queued job of a session that ran out is cancelled, not run.
-  yield* expireDue(d, request.nowMs);
-  if (yield* isRevoked(request.workerId)) return undefined;
+  const expiresAtMs = request.claimMs === null ? null : request.nowMs + request.claimMs;
+  const claimed = yield* one<JobRow>(
+    `UPDATE jobs SET state = 'flashing', started_at_ms = ?, worker_id = ?, claim_expires_at_ms = ?
+     WHERE job_id = (${claimableSql(d)}) AND state = 'queued'
+       AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.worker_id = ? AND w.revoked_at_ms IS NOT NULL)
+     RETURNING *`,
+    [request.nowMs, request.workerId, expiresAtMs, d.listParam(request.boards), request.workerId],
+  );
+  return claimed && jobFromRow(claimed);
+}
+
+/** The oldest claimable job on the instances bound as one list parameter, locked (skipping held rows) where the dialect locks rows. */
+function claimableSql(d: Dialect): string {
   const headOnly =
     d.name === 'postgres'
       ? "AND NOT EXISTS (SELECT 1 FROM jobs o WHERE o.instance = q.instance AND o.state = 'queued' AND (o.created_at_ms, o.seq) < (q.created_at_ms, q.seq))"
       : '';
-  const row = yield* one<{ job_id: string }>(
-    `SELECT q.job_id FROM jobs q
+  return `SELECT q.job_id FROM jobs q
      WHERE q.state = 'queued' AND ${d.inList('q.instance')}
        AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.instance = q.instance AND a.state IN ('flashing', 'running')) ${headOnly}
-     ORDER BY q.created_at_ms, q.${d.seq} LIMIT 1${d.forUpdateSkipLocked}`,
-    [d.listParam(request.boards)],
-  );
-  if (!row) return undefined;
-  const expiresAtMs = request.claimMs === null ? null : request.nowMs + request.claimMs;
-  const claimed = yield* one<JobRow>(
-    "UPDATE jobs SET state = 'flashing', started_at_ms = ?, worker_id = ?, claim_expires_at_ms = ? WHERE job_id = ? AND state = 'queued' RETURNING *",
-    [request.nowMs, request.workerId, expiresAtMs, row.job_id],
-  );
-  return claimed && jobFromRow(claimed);
+     ORDER BY q.created_at_ms, q.${d.seq} LIMIT 1${d.forUpdateSkipLocked}`;
 }
 
 /** Whether `workerId` is a bench worker an administrator revoked (the server's own worker has no row). */

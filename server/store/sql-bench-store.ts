@@ -58,31 +58,31 @@ export class SqlBenchStore implements BenchStore {
   }
 
   async ping(): Promise<void> {
-    await this.sql.read(() => one('SELECT 1 AS one'));
+    await this.sql.plain(() => one('SELECT 1 AS one'));
   }
 
   async insertAgent(agent: AgentRecord): Promise<void> {
-    await this.sql.read(() => run('INSERT INTO agents (agent_id, label, token_sha256, created_at_ms) VALUES (?, ?, ?, ?)', [agent.agentId, agent.label, agent.tokenSha256, agent.createdAtMs]));
+    await this.sql.plain(() => run('INSERT INTO agents (agent_id, label, token_sha256, created_at_ms) VALUES (?, ?, ?, ?)', [agent.agentId, agent.label, agent.tokenSha256, agent.createdAtMs]));
   }
 
   async getAgent(agentId: string): Promise<AgentRecord | undefined> {
-    const row = await this.sql.read(() => one<AgentRow>('SELECT * FROM agents WHERE agent_id = ?', [agentId]));
+    const row = await this.sql.plain(() => one<AgentRow>('SELECT * FROM agents WHERE agent_id = ?', [agentId]));
     return row && agentFromRow(row);
   }
 
   async findAgentByTokenSha256(tokenSha256: string): Promise<AgentRecord | undefined> {
-    const row = await this.sql.read(() => one<AgentRow>('SELECT * FROM agents WHERE token_sha256 = ?', [tokenSha256]));
+    const row = await this.sql.plain(() => one<AgentRow>('SELECT * FROM agents WHERE token_sha256 = ?', [tokenSha256]));
     return row && agentFromRow(row);
   }
 
   expireSessions(nowMs: number): Promise<SessionRecord[]> {
-    return this.sql.write(() => expireDue(this.d, nowMs));
+    return this.sql.transaction(() => expireDue(this.d, nowMs));
   }
 
   openSession(session: SessionRecord, options: { instances?: readonly string[] } = {}): Promise<OpenSessionResult> {
     const d = this.d;
     const candidates = session.instance !== undefined || !options.instances?.length ? [instanceOf(session)] : options.instances;
-    return this.sql.write(function* (): Steps<OpenSessionResult> {
+    return this.sql.transaction(function* (): Steps<OpenSessionResult> {
       // The pool's lock (a board id names a pool, decision 0510): its instances' lease checks.
       yield* lockPool(d, session.board);
       yield* expireDue(d, session.createdAtMs);
@@ -98,7 +98,7 @@ export class SqlBenchStore implements BenchStore {
 
   getSession(sessionId: string, nowMs: number): Promise<SessionRecord | undefined> {
     // A plain read: a session due at `nowMs` is shown expired, the sweep (`expireSessions`) records it.
-    return this.sql.read(function* () {
+    return this.sql.plain(function* () {
       const row = yield* one<SessionRow>('SELECT * FROM sessions WHERE session_id = ?', [sessionId]);
       return row && (yield* asOf(sessionFromRow(row), nowMs));
     });
@@ -106,7 +106,7 @@ export class SqlBenchStore implements BenchStore {
 
   private changeSession(sessionId: string, nowMs: number, change: (s: SessionRecord) => Steps<SessionRow>): Promise<SessionChangeResult> {
     const d = this.d;
-    return this.sql.write(function* (): Steps<SessionChangeResult> {
+    return this.sql.transaction(function* (): Steps<SessionChangeResult> {
       yield* expireDue(d, nowMs);
       const row = yield* lockSession(d, sessionId);
       if (!row) return { kind: 'not-found' };
@@ -134,7 +134,7 @@ export class SqlBenchStore implements BenchStore {
 
   listActiveSessions(nowMs: number): Promise<SessionWithAgent[]> {
     const seq = this.d.seq;
-    return this.sql.read(function* () {
+    return this.sql.plain(function* () {
       const rows = yield* all<SessionRow & { agent_label: string }>(
         `SELECT s.*, a.label AS agent_label FROM sessions s JOIN agents a ON a.agent_id = s.agent_id
          WHERE s.state = 'active' ORDER BY s.created_at_ms, s.${seq}`,
@@ -146,52 +146,51 @@ export class SqlBenchStore implements BenchStore {
   }
 
   createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number; instances?: readonly string[] }): Promise<CreateJobResult> {
-    return this.sql.write(() => jobs.createJob(this.d, job, options));
+    return this.sql.transaction(() => jobs.createJob(this.d, job, options));
   }
 
   getJob(jobId: string): Promise<JobRecord | undefined> {
-    return this.sql.read(() => jobs.jobById(jobId));
+    return this.sql.plain(() => jobs.jobById(jobId));
   }
 
   async claimJob(request: { workerId: string; boards: readonly string[]; nowMs: number; claimMs: number | null }): Promise<JobRecord | undefined> {
-    if (request.boards.length === 0) return undefined;
-    return this.sql.write(() => queue.claimJob(this.d, request));
+    return this.sql.plain(() => queue.claimJob(this.d, request));
   }
 
   markJobRunning(jobId: string, workerId: string, nowMs: number): Promise<JobClaimStatus> {
-    return this.sql.read(() => queue.markJobRunning(jobId, workerId, nowMs));
+    return this.sql.plain(() => queue.markJobRunning(jobId, workerId, nowMs));
   }
 
   renewJobClaim(jobId: string, workerId: string, renewal: { nowMs: number; claimMs: number | null; uart?: UartRecord }): Promise<JobClaimStatus> {
-    return this.sql.read(() => queue.renewJobClaim(jobId, workerId, renewal));
+    return this.sql.plain(() => queue.renewJobClaim(jobId, workerId, renewal));
   }
 
   requestJobCancel(jobId: string, reason: string, nowMs: number): Promise<JobRecord | undefined> {
-    return this.sql.write(() => jobs.requestJobCancel(jobId, reason, nowMs));
+    return this.sql.transaction(() => jobs.requestJobCancel(jobId, reason, nowMs));
   }
 
   failLapsedClaims(nowMs: number): Promise<JobRecord[]> {
-    return this.sql.write(() => queue.failLapsedClaims(this.d, nowMs));
+    return this.sql.transaction(() => queue.failLapsedClaims(this.d, nowMs));
   }
 
   extendClaims(untilMs: number): Promise<number> {
-    return this.sql.read(() => queue.extendClaims(untilMs));
+    return this.sql.plain(() => queue.extendClaims(untilMs));
   }
 
   failOverdueQueuedJobs(createdAtOrBeforeMs: number, failure: { reason: string; nowMs: number }): Promise<JobRecord[]> {
-    return this.sql.write(() => queue.failOverdueQueuedJobs(this.d, createdAtOrBeforeMs, failure));
+    return this.sql.transaction(() => queue.failOverdueQueuedJobs(this.d, createdAtOrBeforeMs, failure));
   }
 
   releaseWorkerJobs(workerId: string, release: { reason: string; nowMs: number; keep?: readonly string[] }): Promise<JobRecord[]> {
-    return this.sql.write(() => queue.releaseWorkerJobs(this.d, workerId, release));
+    return this.sql.transaction(() => queue.releaseWorkerJobs(this.d, workerId, release));
   }
 
   finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<JobRecord> {
-    return this.sql.write(() => jobs.finishJob(this.d, jobId, outcome, options));
+    return this.sql.transaction(() => jobs.finishJob(this.d, jobId, outcome, options));
   }
 
   listLeases(nowMs: number): Promise<LeaseWithAgent[]> {
-    return this.sql.read(() => listLeasesAsOf(nowMs));
+    return this.sql.plain(() => listLeasesAsOf(nowMs));
   }
 
   boardActivity(): Promise<Map<string, { queued: number; active: number }>> {
@@ -203,7 +202,7 @@ export class SqlBenchStore implements BenchStore {
   }
 
   private async activityBy(column: 'board' | 'instance'): Promise<Map<string, { queued: number; active: number }>> {
-    const rows = await this.sql.read(() =>
+    const rows = await this.sql.plain(() =>
       all<{ key: string; queued: number; active: number }>(
         `SELECT ${column} AS key, COUNT(*) FILTER (WHERE state = 'queued') AS queued, COUNT(*) FILTER (WHERE state IN ('flashing', 'running')) AS active
          FROM jobs WHERE state IN ('queued', 'flashing', 'running') GROUP BY ${column}`,
@@ -213,11 +212,11 @@ export class SqlBenchStore implements BenchStore {
   }
 
   async counts(nowMs?: number): Promise<StoreCounts> {
-    const { agents, open } = (await this.sql.read(() =>
+    const { agents, open } = (await this.sql.plain(() =>
       one<{ agents: number; open: number }>("SELECT (SELECT COUNT(*) FROM agents) AS agents, (SELECT COUNT(*) FROM sessions WHERE state = 'active') AS open"),
     ))!;
     const sessionsOpen = nowMs === undefined ? open : (await this.listActiveSessions(nowMs)).length;
-    const byState = await this.sql.read(() => all<{ state: JobState; n: number }>('SELECT state, COUNT(*) AS n FROM jobs GROUP BY state'));
+    const byState = await this.sql.plain(() => all<{ state: JobState; n: number }>('SELECT state, COUNT(*) AS n FROM jobs GROUP BY state'));
     const jobsByState = Object.fromEntries(jobStates.map((s) => [s, 0])) as Record<JobState, number>;
     let jobsTotal = 0;
     for (const r of byState) {
@@ -236,7 +235,7 @@ export class SqlBenchStore implements BenchStore {
   }
 
   private async jobsWithAgent(where: string, limit: number): Promise<JobWithAgent[]> {
-    const rows = await this.sql.read(() =>
+    const rows = await this.sql.plain(() =>
       all<JobRow & { agent_label: string }>(
         `SELECT j.*, a.label AS agent_label FROM jobs j JOIN agents a ON a.agent_id = j.agent_id ${where}
          ORDER BY j.created_at_ms DESC, j.${this.d.seq} DESC LIMIT ?`,
@@ -247,7 +246,7 @@ export class SqlBenchStore implements BenchStore {
   }
 
   secret(name: string, create: () => Uint8Array): Promise<Uint8Array> {
-    return this.sql.write(function* () {
+    return this.sql.transaction(function* () {
       const row = yield* one<{ value: Buffer }>('SELECT value FROM secrets WHERE name = ?', [name]);
       if (row) return new Uint8Array(row.value);
       // Two replicas starting at once may both create one: the first insert wins, and both answer its value.

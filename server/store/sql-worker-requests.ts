@@ -31,7 +31,7 @@ export class SqlSerialInput implements SerialInputStore {
 
   enqueue(jobId: string, bytes: Uint8Array, options: { nowMs: number; maxPendingBytes: number }): Promise<EnqueueSerialInputResult> {
     const d = this.sql.dialect;
-    return this.sql.write(function* (): Steps<EnqueueSerialInputResult> {
+    return this.sql.transaction(function* (): Steps<EnqueueSerialInputResult> {
       const job = yield* one<JobInputRow>(`SELECT state, worker_id, serial_next_seq FROM jobs WHERE job_id = ?${d.forUpdate}`, [jobId]);
       if (!job || job.worker_id === null || (job.state !== 'flashing' && job.state !== 'running')) return { kind: 'not-running', state: job?.state };
       const { pending } = (yield* one<{ pending: number }>('SELECT COALESCE(SUM(LENGTH(bytes)), 0) AS pending FROM job_serial_input WHERE job_id = ?', [jobId]))!;
@@ -45,7 +45,7 @@ export class SqlSerialInput implements SerialInputStore {
 
   take(jobId: string, request: { workerId: string; writtenThroughSeq: number; maxBytes: number }): Promise<TakeSerialInputResult> {
     const d = this.sql.dialect;
-    return this.sql.write(function* (): Steps<TakeSerialInputResult> {
+    return this.sql.transaction(function* (): Steps<TakeSerialInputResult> {
       const job = yield* one<JobInputRow>(`SELECT state, worker_id, serial_next_seq FROM jobs WHERE job_id = ?${d.forUpdate}`, [jobId]);
       if (!job || job.worker_id !== request.workerId || (job.state !== 'flashing' && job.state !== 'running')) return { kind: 'lost' };
       // Never past what was queued: a confused worker cannot acknowledge input not yet taken.
@@ -61,11 +61,11 @@ export class SqlSerialInput implements SerialInputStore {
   }
 
   async writtenThrough(jobId: string): Promise<number> {
-    return (await this.sql.read(() => one<{ serial_acked_seq: number }>('SELECT serial_acked_seq FROM jobs WHERE job_id = ?', [jobId])))?.serial_acked_seq ?? 0;
+    return (await this.sql.plain(() => one<{ serial_acked_seq: number }>('SELECT serial_acked_seq FROM jobs WHERE job_id = ?', [jobId])))?.serial_acked_seq ?? 0;
   }
 
   purgeEnded(): Promise<number> {
-    return this.sql.read(() => run("DELETE FROM job_serial_input WHERE job_id IN (SELECT job_id FROM jobs WHERE state IN ('done', 'failed'))"));
+    return this.sql.plain(() => run("DELETE FROM job_serial_input WHERE job_id IN (SELECT job_id FROM jobs WHERE state IN ('done', 'failed'))"));
   }
 }
 
@@ -78,7 +78,7 @@ export class SqlHealthChecks implements HealthCheckStore {
   constructor(private readonly sql: SqlExecutor) {}
 
   request(r: { checkId: string; board: string; workerId: string; timeoutMs: number; nowMs: number }): Promise<RequestHealthCheckResult> {
-    return this.sql.write(function* (): Steps<RequestHealthCheckResult> {
+    return this.sql.transaction(function* (): Steps<RequestHealthCheckResult> {
       const active = yield* one<HealthCheckRow>("SELECT * FROM board_health_checks WHERE board = ? AND state IN ('requested', 'running')", [r.board]);
       if (active) return { kind: 'already-active', check: healthCheckFromRow(active) };
       const row = yield* one<HealthCheckRow>(
@@ -92,12 +92,12 @@ export class SqlHealthChecks implements HealthCheckStore {
   async claim(workerId: string, boards: readonly string[], nowMs: number): Promise<HealthCheckRecord | undefined> {
     if (boards.length === 0) return undefined;
     const d = this.sql.dialect;
-    return this.sql.write(function* (): Steps<HealthCheckRecord | undefined> {
-      const row = yield* one<{ check_id: string }>(
-        `SELECT check_id FROM board_health_checks WHERE worker_id = ? AND state = 'requested' AND ${d.inList('board')}
-         ORDER BY requested_at_ms, ${d.seq} LIMIT 1${d.forUpdateSkipLocked}`,
-        [workerId, d.listParam(boards)],
-      );
+    const pick = (lock: boolean) => `SELECT check_id FROM board_health_checks WHERE worker_id = ? AND state = 'requested' AND ${d.inList('board')}
+         ORDER BY requested_at_ms, ${d.seq} LIMIT 1${lock ? d.forUpdateSkipLocked : ''}`;
+    // A worker looks at every wake-up and nearly every look finds nothing: one plain statement answers those.
+    if (!(await this.sql.plain(() => one(pick(false), [workerId, d.listParam(boards)])))) return undefined;
+    return this.sql.transaction(function* (): Steps<HealthCheckRecord | undefined> {
+      const row = yield* one<{ check_id: string }>(pick(true), [workerId, d.listParam(boards)]);
       // A revoked worker's claim (it was waiting in it when revoked) takes nothing.
       if (!row || (yield* isRevoked(workerId))) return undefined;
       const claimed = yield* one<HealthCheckRow>("UPDATE board_health_checks SET state = 'running', started_at_ms = ? WHERE check_id = ? AND state = 'requested' RETURNING *", [
@@ -109,7 +109,7 @@ export class SqlHealthChecks implements HealthCheckStore {
   }
 
   async finish(checkId: string, workerId: string, outcome: HealthCheckOutcomeRecord, nowMs: number): Promise<HealthCheckRecord | undefined> {
-    const row = await this.sql.read(() =>
+    const row = await this.sql.plain(() =>
       one<HealthCheckRow>("UPDATE board_health_checks SET state = 'done', finished_at_ms = ?, outcome_json = ? WHERE check_id = ? AND worker_id = ? AND state = 'running' RETURNING *", [
         nowMs,
         JSON.stringify(outcome),
@@ -121,12 +121,12 @@ export class SqlHealthChecks implements HealthCheckStore {
   }
 
   get(checkId: string): Promise<HealthCheckRecord | undefined> {
-    return this.sql.read(() => checkById(checkId));
+    return this.sql.plain(() => checkById(checkId));
   }
 
   async active(): Promise<HealthCheckRecord[]> {
     const seq = this.sql.dialect.seq;
-    const rows = await this.sql.read(() => all<HealthCheckRow>(`SELECT * FROM board_health_checks WHERE state IN ('requested', 'running') ORDER BY requested_at_ms, ${seq}`));
+    const rows = await this.sql.plain(() => all<HealthCheckRow>(`SELECT * FROM board_health_checks WHERE state IN ('requested', 'running') ORDER BY requested_at_ms, ${seq}`));
     return rows.map(healthCheckFromRow);
   }
 
@@ -144,7 +144,7 @@ export class SqlHealthChecks implements HealthCheckStore {
 
   /** Ends every check matching `where` as failed with `reason`, in one statement, oldest first. */
   private async failWhere(where: string, params: readonly unknown[], options: { reason: string; nowMs: number }): Promise<HealthCheckRecord[]> {
-    const rows = await this.sql.read(() =>
+    const rows = await this.sql.plain(() =>
       all<HealthCheckRow>(`UPDATE board_health_checks SET state = 'done', finished_at_ms = ?, outcome_json = ? WHERE ${where} RETURNING *`, [
         options.nowMs,
         failedOutcomeJson(options.reason),

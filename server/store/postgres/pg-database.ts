@@ -85,11 +85,20 @@ export class PgDatabase {
 
   readonly query: Query = async <T>(sql: string, params: readonly unknown[] = []) => (await this.rawQuery(sql, params)).rows as T[];
 
-  /** One statement on any pooled connection, outside a transaction. */
+  /**
+   * One statement on any pooled connection, committed on its own; run again when it lost a race the
+   * database detected (a statement that failed changed nothing, so trying it again is safe).
+   */
   readonly rawQuery: RawQuery = (sql, params) =>
-    this.guarded(() => {
-      this.counters.statements++;
-      return run(this.pool, sql, params);
+    this.guarded(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          this.counters.statements++;
+          return await run(this.pool, sql, params);
+        } catch (err) {
+          if (attempt >= WRITE_ATTEMPTS || !RETRIED_SQLSTATES.has((err as { code?: string }).code ?? '')) throw err;
+        }
+      }
     });
 
   /** Runs `body` in one transaction (READ COMMITTED), again when it lost a race; rolls back when it throws. */

@@ -37,11 +37,11 @@ export class PgExecutor implements SqlExecutor {
     return this.db.counters;
   }
 
-  read<T>(steps: () => Steps<T>): Promise<T> {
+  plain<T>(steps: () => Steps<T>): Promise<T> {
     return runSteps(steps(), (statement) => perform(this.db.rawQuery, statement));
   }
 
-  write<T>(steps: () => Steps<T>): Promise<T> {
+  transaction<T>(steps: () => Steps<T>): Promise<T> {
     return this.db.writeRaw((q) => runSteps(steps(), (statement) => perform(q, statement)));
   }
 

@@ -17,11 +17,11 @@ export class SqliteExecutor implements SqlExecutor {
 
   constructor(private readonly db: Database.Database) {}
 
-  async read<T>(steps: () => Steps<T>): Promise<T> {
+  async plain<T>(steps: () => Steps<T>): Promise<T> {
     return runStepsSync(steps(), this.execute);
   }
 
-  async write<T>(steps: () => Steps<T>): Promise<T> {
+  async transaction<T>(steps: () => Steps<T>): Promise<T> {
     this.counters.transactions++;
     return this.db.transaction(() => runStepsSync(steps(), this.execute)).immediate();
   }
