@@ -44,13 +44,30 @@ export function* createJob(
     if ('lease' in pick) return { kind: 'board-leased', lease: pick.lease };
     instance = pick.free;
   }
-  const { queued } = (yield* one<{ queued: number }>("SELECT COUNT(*) AS queued FROM jobs WHERE board = ? AND state = 'queued'", [job.board]))!;
-  if (queued >= options.maxQueuedPerBoard) return { kind: 'queue-full', queued };
-  yield* run(
+  // The queue limit is a condition of the INSERT (one statement fewer on the way of every job);
+  // only a refused job pays for counting its answer.
+  const queuedSql = "SELECT COUNT(*) FROM jobs WHERE board = ? AND state = 'queued'";
+  const inserted = yield* run(
     `INSERT INTO jobs (job_id, agent_id, board, session_id, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms, instance)
-     VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)`,
-    [job.jobId, job.agentId, job.board, job.sessionId, job.firmware.sha256, job.firmware.sizeBytes, JSON.stringify(job.firmware.elf), job.uartSeconds, job.createdAtMs, instance],
+     SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), 'queued', CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS TEXT),
+       CAST(? AS DOUBLE PRECISION), CAST(? AS BIGINT), CAST(? AS TEXT)
+     WHERE (${queuedSql}) < ?`,
+    [
+      job.jobId,
+      job.agentId,
+      job.board,
+      job.sessionId,
+      job.firmware.sha256,
+      job.firmware.sizeBytes,
+      JSON.stringify(job.firmware.elf),
+      job.uartSeconds,
+      job.createdAtMs,
+      instance,
+      job.board,
+      options.maxQueuedPerBoard,
+    ],
   );
+  if (inserted === 0) return { kind: 'queue-full', queued: (yield* one<{ queued: number }>(queuedSql.replace('COUNT(*)', 'COUNT(*) AS queued'), [job.board]))!.queued };
   if (job.sessionId === null) {
     yield* run("INSERT INTO leases (instance, board, holder_kind, holder_id, agent_id) VALUES (?, ?, 'job', ?, ?)", [instance, job.board, job.jobId, job.agentId]);
   }
