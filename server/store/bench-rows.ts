@@ -1,5 +1,5 @@
 import { instanceField, instanceOf } from './bench-store.js';
-import { run, type Steps } from './sql/sql-steps.js';
+import { run, type Steps } from '../db/sql-steps.js';
 import type { AgentRecord, ElfSummary, JobRecord, JobState, SessionRecord, SessionState, StopRecord, UartRecord } from './bench-store.js';
 
 /**

@@ -2,7 +2,7 @@ import type { JobClaimStatus, JobRecord, JobState, UartRecord } from './bench-st
 import { type JobRow, jobFromRow, uartJson } from './bench-rows.js';
 import { lockSession, renewAfterJob } from './session-lease-rules.js';
 import type { Dialect } from './sql/dialect.js';
-import { all, one, run, type Steps } from './sql/sql-steps.js';
+import { all, one, run, type Steps } from '../db/sql-steps.js';
 
 /**
  * The job queue, once for both databases (decision 0545): workers claim queued jobs, mark them

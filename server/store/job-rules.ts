@@ -2,7 +2,7 @@ import { type CreateJobResult, instanceField, instanceOf, type JobOutcome, type 
 import { type JobRow, jobFromRow, sessionFromRow, uartJson } from './bench-rows.js';
 import { expireDue, firstFree, lockPool, lockSession, renewAfterJob } from './session-lease-rules.js';
 import type { Dialect } from './sql/dialect.js';
-import { one, run, type Steps } from './sql/sql-steps.js';
+import { one, run, type Steps } from '../db/sql-steps.js';
 
 /**
  * Creating, cancelling and finishing jobs, once for both databases (decision 0545); the claims in

@@ -2,7 +2,7 @@ import { isoFromMs } from '../../core/clock.js';
 import { instanceField, type LeaseWithAgent, type SessionRecord } from './bench-store.js';
 import { type LeaseRow, type SessionRow, sessionFromRow } from './bench-rows.js';
 import type { Dialect } from './sql/dialect.js';
-import { all, one, run, type Steps } from './sql/sql-steps.js';
+import { all, one, run, type Steps } from '../db/sql-steps.js';
 
 /**
  * The session and lease rules of the bench store, once for both databases (decision 0545):

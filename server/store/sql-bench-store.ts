@@ -24,7 +24,7 @@ import { asOf, closeSession, expireDue, firstFree, idleMs, inUse, listLeasesAsOf
 import { SqlBoardHealthStore, SqlWaitlist, SqlWorkerRegistry } from './sql-side-stores.js';
 import { SqlHealthChecks, SqlSerialInput } from './sql-worker-requests.js';
 import type { SqlExecutor } from './sql/sql-executor.js';
-import { all, one, run, type Steps } from './sql/sql-steps.js';
+import { all, one, run, type Steps } from '../db/sql-steps.js';
 
 /**
  * The bench store, once for SQLite and PostgreSQL (decision 0545): the rules are written once as

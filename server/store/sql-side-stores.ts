@@ -1,7 +1,7 @@
 import { type BoardHealthRecord, type BoardHealthStore, healthyBoardRecord } from './board-health-store.js';
 import type { FirmwareBlobs } from './firmware-blob-store.js';
 import type { SqlExecutor } from './sql/sql-executor.js';
-import { all, one, run } from './sql/sql-steps.js';
+import { all, one, run } from '../db/sql-steps.js';
 import { checkWaitlistEntry, WAITLIST_KINDS, type WaitlistAddResult, type WaitlistEntry, type WaitlistKind, type WaitlistStore } from './waitlist-store.js';
 import { type WorkerBoardReport, type WorkerRecord, type WorkerRegistry, type WorkerRow, workerFromRow } from './worker-registry.js';
 

@@ -11,7 +11,7 @@ import {
 import { isRevoked } from './job-queue-rules.js';
 import { type EnqueueSerialInputResult, type SerialInputStore, type TakeSerialInputResult, withinBytes } from './serial-input-store.js';
 import type { SqlExecutor } from './sql/sql-executor.js';
-import { all, one, run, type Steps } from './sql/sql-steps.js';
+import { all, one, run, type Steps } from '../db/sql-steps.js';
 
 /**
  * What the server asks of a worker through the store, once for both databases (decision 0545):

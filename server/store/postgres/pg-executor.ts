@@ -1,6 +1,6 @@
 import { postgresDialect } from '../sql/dialect.js';
 import type { SqlExecutor } from '../sql/sql-executor.js';
-import { runSteps, type Statement, type Steps } from '../sql/sql-steps.js';
+import { runSteps, type Statement, type Steps } from '../../db/sql-steps.js';
 import type { PgDatabase, RawQuery } from './pg-database.js';
 
 /** `sql` with its `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...). */
@@ -16,6 +16,8 @@ export function numberPlaceholders(sql: string): string {
 }
 
 async function perform(q: RawQuery, statement: Statement): Promise<unknown> {
+  // Scripts (several statements, transaction control) are the migration runner's, on a connection of its own.
+  if (statement.kind === 'script') throw new Error('a script runs only in a migration (server/db/run-migrations.ts)');
   const result = await q(numberPlaceholders(statement.sql), statement.params);
   if (statement.kind === 'run') return result.rowCount;
   if (statement.kind === 'one') return result.rows[0];

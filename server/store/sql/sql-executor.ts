@@ -1,5 +1,5 @@
 import type { Dialect } from './dialect.js';
-import type { Steps } from './sql-steps.js';
+import type { Steps } from '../../db/sql-steps.js';
 
 /**
  * Where the store's rules run (decision 0545): one implementation per database. Both answer

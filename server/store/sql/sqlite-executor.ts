@@ -1,21 +1,23 @@
 import type Database from 'better-sqlite3';
 import { sqliteDialect } from './dialect.js';
 import type { SqlExecutor } from './sql-executor.js';
-import { runStepsSync, type Statement, type Steps } from './sql-steps.js';
+import { runStepsSync, type Statement, type Steps } from '../../db/sql-steps.js';
+import { sqliteStatements } from '../../db/sqlite-statements.js';
 
 /**
  * The store's rules on SQLite (better-sqlite3): every statement runs synchronously, so a rule's
  * steps run from start to end without giving the event loop away, and a write is one
  * `BEGIN IMMEDIATE` transaction (the write lock first: the check and the change are one step for
- * every writer of the file, other processes included). Statements are prepared once per text and
- * kept: preparing is most of the cost of a short statement.
+ * every writer of the file, other processes included).
  */
 export class SqliteExecutor implements SqlExecutor {
   readonly dialect = sqliteDialect;
   readonly counters = { statements: 0, transactions: 0 };
-  private readonly prepared = new Map<string, Database.Statement>();
+  private readonly statements: ReturnType<typeof sqliteStatements>;
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(private readonly db: Database.Database) {
+    this.statements = sqliteStatements(db);
+  }
 
   async plain<T>(steps: () => Steps<T>): Promise<T> {
     return runStepsSync(steps(), this.execute);
@@ -28,18 +30,11 @@ export class SqliteExecutor implements SqlExecutor {
 
   private readonly execute = (statement: Statement): unknown => {
     this.counters.statements++;
-    let prepared = this.prepared.get(statement.sql);
-    if (prepared === undefined) {
-      prepared = this.db.prepare(statement.sql);
-      this.prepared.set(statement.sql, prepared);
-    }
-    if (statement.kind === 'run') return prepared.run(...statement.params).changes;
-    if (statement.kind === 'one') return prepared.get(...statement.params);
-    return prepared.all(...statement.params);
+    return this.statements.execute(statement);
   };
 
   async close(): Promise<void> {
-    this.prepared.clear();
+    this.statements.forget();
     if (this.db.open) this.db.close();
   }
 }

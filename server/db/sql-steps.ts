@@ -8,11 +8,16 @@
  * SQL text uses `?` placeholders in both dialects (the PostgreSQL executor numbers them `$1, $2...`).
  */
 
-/** One statement a rule asks for: every row, the first row, or how many rows it changed. */
+/**
+ * One statement a rule asks for: every row, the first row, how many rows it changed, or a script
+ * (several statements without parameters: a migration step, BEGIN, COMMIT).
+ */
 export interface Statement {
-  readonly kind: 'all' | 'one' | 'run';
+  readonly kind: 'all' | 'one' | 'run' | 'script';
   readonly sql: string;
   readonly params: readonly unknown[];
+  /** How long the statement may take, when longer than any statement usually may (an index over every row). */
+  readonly timeoutMs?: number;
 }
 
 /** A rule (or a part of one): statements out, their answers in, a result at the end. */
@@ -33,16 +38,42 @@ export function* run(sql: string, params: readonly unknown[] = []): Steps<number
   return (yield { kind: 'run', sql, params }) as number;
 }
 
-/** Runs `steps` to the end with a synchronous executor (SQLite). */
+/** Runs `script` (statements without parameters, or transaction control). */
+export function* script(sql: string, options: { timeoutMs?: number } = {}): Steps<void> {
+  yield { kind: 'script', sql, params: [], ...options };
+}
+
+/**
+ * Runs `steps` to the end with a synchronous executor (SQLite, the relay's synchronous PostgreSQL
+ * connection). A statement's error is thrown into the steps, so a step may roll back and rethrow.
+ */
 export function runStepsSync<T>(steps: Steps<T>, execute: (statement: Statement) => unknown): T {
   let next = steps.next();
-  while (!next.done) next = steps.next(execute(next.value));
+  while (!next.done) {
+    let answer: unknown;
+    try {
+      answer = execute(next.value);
+    } catch (err) {
+      next = steps.throw(err);
+      continue;
+    }
+    next = steps.next(answer);
+  }
   return next.value;
 }
 
 /** Runs `steps` to the end with an asynchronous executor (PostgreSQL), one statement at a time. */
 export async function runSteps<T>(steps: Steps<T>, execute: (statement: Statement) => Promise<unknown>): Promise<T> {
   let next = steps.next();
-  while (!next.done) next = steps.next(await execute(next.value));
+  while (!next.done) {
+    let answer: unknown;
+    try {
+      answer = await execute(next.value);
+    } catch (err) {
+      next = steps.throw(err);
+      continue;
+    }
+    next = steps.next(answer);
+  }
   return next.value;
 }
