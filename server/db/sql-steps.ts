@@ -77,3 +77,15 @@ export async function runSteps<T>(steps: Steps<T>, execute: (statement: Statemen
   }
   return next.value;
 }
+
+/** `sql` with its `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...). */
+const numbered = new Map<string, string>();
+export function numberPlaceholders(sql: string): string {
+  let text = numbered.get(sql);
+  if (text === undefined) {
+    let n = 0;
+    text = sql.replace(/\?/g, () => `$${++n}`);
+    numbered.set(sql, text);
+  }
+  return text;
+}

@@ -1,6 +1,5 @@
 import { type Migration, migrate, sqlMigration } from '../../db/run-migrations.js';
-import { runStepsSync } from '../../db/sql-steps.js';
-import { numberPlaceholders } from '../../store/postgres/pg-executor.js';
+import { numberPlaceholders, runStepsSync } from '../../db/sql-steps.js';
 import type { PgSyncConnection } from './pg-sync-connection.js';
 
 /**

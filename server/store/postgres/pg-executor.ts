@@ -1,19 +1,7 @@
 import { postgresDialect } from '../sql/dialect.js';
 import type { SqlExecutor } from '../sql/sql-executor.js';
-import { runSteps, type Statement, type Steps } from '../../db/sql-steps.js';
+import { numberPlaceholders, runSteps, type Statement, type Steps } from '../../db/sql-steps.js';
 import type { PgDatabase, RawQuery } from './pg-database.js';
-
-/** `sql` with its `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...). */
-const numbered = new Map<string, string>();
-export function numberPlaceholders(sql: string): string {
-  let text = numbered.get(sql);
-  if (text === undefined) {
-    let n = 0;
-    text = sql.replace(/\?/g, () => `$${++n}`);
-    numbered.set(sql, text);
-  }
-  return text;
-}
 
 async function perform(q: RawQuery, statement: Statement): Promise<unknown> {
   // Scripts (several statements, transaction control) are the migration runner's, on a connection of its own.

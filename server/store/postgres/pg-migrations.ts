@@ -1,7 +1,6 @@
 import { latestVersion, type Migration, migrate, type MigrationResult, sqlMigration } from '../../db/run-migrations.js';
-import { runSteps } from '../../db/sql-steps.js';
+import { numberPlaceholders, runSteps } from '../../db/sql-steps.js';
 import type { PgDatabase } from './pg-database.js';
-import { numberPlaceholders } from './pg-executor.js';
 
 /**
  * The bench store's PostgreSQL schema: the same tables and columns as the SQLite one
