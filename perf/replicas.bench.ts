@@ -8,6 +8,7 @@ import { startBenchServer } from '../server/bench/start-bench-server.js';
 import type { Logger } from '../server/http/logger.js';
 import { createTestDatabase } from '../test/support/postgres-test-database.js';
 import { type BenchRow, nowMs } from './measure.js';
+import { storeRoundTrips } from './store-round-trips.js';
 
 const quietLogger: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
@@ -76,6 +77,22 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
     const sqlite = await setUp('sqlite', [embedded.url]);
     for (let round = 0; round < rounds; round++) for (const set of [one, two, sqlite]) await runPhase(set);
     const rate = (set: typeof one) => set.jobs / set.seconds;
+    // Counted on fresh stores of each kind (decision 0545): what each job costs the database, beside the timed ratio.
+    const counted = async (inSession: boolean) => {
+      const scratch = await createTestDatabase();
+      try {
+        return await storeRoundTrips(scratch.url, { inSession });
+      } finally {
+        await scratch.drop();
+      }
+    };
+    const [alone, inSession] = [await counted(false), await counted(true)];
+    const trips = (label: string, t: { statementsPerJob: number; transactionsPerJob: number } | undefined): BenchRow => ({
+      name: `store statements per job, ${label}`,
+      value: t?.statementsPerJob ?? Number.NaN,
+      unit: 'statements',
+      note: `${t?.transactionsPerJob ?? '?'} transactions (on PostgreSQL each adds BEGIN and COMMIT round trips); counted, not timed: submit, claim, running, one renewal, done, one read`,
+    });
     const note = `${mockBoards.length} agents on mock boards, ${rounds} alternating phases of ${phaseSeconds} s each`;
     return [
       { name: 'jobs per second, one replica', value: rate(one), unit: 'jobs/s', note: `PostgreSQL, ${note}` },
@@ -83,6 +100,10 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
       { name: 'jobs per second, one replica on SQLite', value: rate(sqlite), unit: 'jobs/s', note: 'the embedded default, same load' },
       { name: 'two replicas / one replica', value: rate(two) / rate(one), unit: 'ratio', note: 'goal >= 1.3 (issue 27); no global write lock (decision 0515)' },
       { name: 'one replica, PostgreSQL / SQLite', value: rate(one) / rate(sqlite), unit: 'ratio', note: 'goal >= 0.7 (issue 27)' },
+      trips('SQLite, a job with its own lease', alone.sqlite),
+      trips('PostgreSQL, a job with its own lease', alone.postgres),
+      trips('SQLite, a job in a session', inSession.sqlite),
+      trips('PostgreSQL, a job in a session', inSession.postgres),
     ];
   } finally {
     await Promise.all([first.close(), second.close(), embedded.close()]);

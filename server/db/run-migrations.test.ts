@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DatabaseNewerThanCodeError, latestVersion, runMigrations, schemaVersionOf, sqlMigration, type Migration } from './run-migrations.js';
+import { script } from './sql-steps.js';
 
 const dirs: string[] = [];
 const dir = () => {
@@ -33,7 +34,13 @@ describe('runMigrations', () => {
   it('runs only the steps a database has not seen, and nothing on a second open', () => {
     const file = path.join(dir(), 'a.sqlite');
     const ran: number[] = [];
-    const counted = (m: Migration): Migration => ({ ...m, up: (db) => (ran.push(m.version), m.up(db)) });
+    const counted = (m: Migration): Migration => ({
+      ...m,
+      up: function* () {
+        ran.push(m.version);
+        yield* m.up();
+      },
+    });
     const db = new Database(file);
     runMigrations(db, [counted(first)]);
     db.close();
@@ -57,8 +64,8 @@ describe('runMigrations', () => {
     const broken: Migration = {
       version: 2,
       name: 'half done',
-      up: (d) => {
-        d.exec('CREATE TABLE half (x INTEGER)');
+      up: function* () {
+        yield* script('CREATE TABLE half (x INTEGER)');
         throw new Error('boom');
       },
     };
@@ -71,7 +78,13 @@ describe('runMigrations', () => {
     const db = new Database(':memory:');
     runMigrations(db, [first, second]);
     let ran = false;
-    const spy: Migration = { ...first, up: () => (ran = true) };
+    const spy: Migration = {
+      ...first,
+      up: function* () {
+        ran = true;
+        yield* first.up();
+      },
+    };
     expect(() => runMigrations(db, [spy], { label: 'the relay database' })).toThrow(DatabaseNewerThanCodeError);
     expect(() => runMigrations(db, [spy], { label: 'the relay database' })).toThrow(
       /^the relay database has schema version 2, newer than this hilbench understands \(1\)/,

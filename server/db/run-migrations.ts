@@ -1,21 +1,44 @@
 import type Database from 'better-sqlite3';
+import { one, run, runStepsSync, script, type Steps } from './sql-steps.js';
+import { sqliteStatements } from './sqlite-statements.js';
 
 /**
- * One step of a database's schema. Append only: a shipped migration is never edited, a change
- * is a new entry with the next version. `up` runs inside the transaction that records it, so it
- * must not change PRAGMAs that SQLite ignores in a transaction (journal_mode, foreign_keys).
+ * The one migration runner of every hilbench database (decisions 0311, 0545): the bench's and the
+ * relay's, on SQLite and on PostgreSQL. Written once as steps (`sql-steps.ts`), so it runs
+ * synchronously where the connection is synchronous (SQLite, the relay's PostgreSQL connection)
+ * and asynchronously on a `pg` client (the bench's PostgreSQL store); what differs per database is
+ * a `MigrationPlace`. Each database keeps its own list of steps and its own version numbers, so
+ * every database an earlier hilbench wrote opens as before.
+ */
+
+/**
+ * One step of a database's schema. Append only: a shipped migration is never edited, a change is
+ * a new entry with the next version. `up` runs inside the transaction that records it, so on
+ * SQLite it must not change PRAGMAs that SQLite ignores in a transaction (journal_mode, foreign_keys).
  */
 export interface Migration {
   /** 1, 2, 3, ...: consecutive, in array order. */
   readonly version: number;
   /** What the step does, for error messages and the decision trail (`'baseline'`, `'jobs by session'`). */
   readonly name: string;
-  readonly up: (db: Database.Database) => void;
+  readonly up: () => Steps<void>;
 }
 
-export interface MigrationOptions {
+/** Where migrations run: what differs between the databases. */
+export interface MigrationPlace {
   /** What the database is, for the refusal message: `'the relay database'`. */
-  readonly label?: string;
+  readonly label: string;
+  /** The table the version lives in (default `schema_version`; the relay's PostgreSQL tables: `relay.schema_version`). */
+  readonly versionTable?: string;
+  /**
+   * How a step's transaction begins. SQLite: `BEGIN IMMEDIATE`, the write lock first, so two
+   * processes opening one file take turns. PostgreSQL: `BEGIN`, the turns taken by `enter`.
+   */
+  readonly begin: 'BEGIN IMMEDIATE' | 'BEGIN';
+  /** Scripts run before the first look at the version (PostgreSQL: a session advisory lock, so replicas starting together take turns). */
+  readonly enter?: readonly string[];
+  /** Scripts run at the end, whatever happened (the advisory lock's release). */
+  readonly leave?: readonly string[];
 }
 
 export interface MigrationResult {
@@ -40,14 +63,14 @@ export class DatabaseNewerThanCodeError extends Error {
   }
 }
 
-/** The table the version lives in: the bench store's name and shape since its first release, so its files keep working. */
-const VERSION_TABLE_SQL = 'CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)';
+/** The version recorded in `table`, creating the table when absent (its name and shape since the first release). */
+function* versionIn(table: string): Steps<number> {
+  yield* script(`CREATE TABLE IF NOT EXISTS ${table} (version INTEGER NOT NULL)`);
+  return Number((yield* one<{ version: number }>(`SELECT version FROM ${table}`))?.version ?? 0);
+}
 
-/** The schema version recorded in `db` (0 when none is). */
-export function schemaVersionOf(db: Database.Database): number {
-  db.exec(VERSION_TABLE_SQL);
-  const row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
-  return row?.version ?? 0;
+function* recordVersion(table: string, version: number): Steps<void> {
+  if ((yield* run(`UPDATE ${table} SET version = ?`, [version])) === 0) yield* run(`INSERT INTO ${table} (version) VALUES (?)`, [version]);
 }
 
 /** The version `migrations` bring a database to; checks they are numbered 1..n in order. */
@@ -59,34 +82,64 @@ export function latestVersion(migrations: readonly Migration[]): number {
 }
 
 /**
- * Brings `db` to the last of `migrations`: each pending step in its own immediate transaction
- * together with the version it reaches, so a failing step leaves the database at the step
- * before it, never half-migrated. A database newer than the code is refused untouched.
+ * Brings the database to the last of `migrations`: each pending step in its own transaction
+ * together with the version it reaches, so a failing step leaves the database at the step before
+ * it, never half-migrated. A database newer than the code is refused untouched.
  */
-export function runMigrations(db: Database.Database, migrations: readonly Migration[], options: MigrationOptions = {}): MigrationResult {
+export function* migrate(migrations: readonly Migration[], place: MigrationPlace): Steps<MigrationResult> {
   const latest = latestVersion(migrations);
-  const fromVersion = schemaVersionOf(db);
-  if (fromVersion > latest) throw new DatabaseNewerThanCodeError(options.label ?? 'the database', fromVersion, latest);
-  for (const migration of migrations.slice(fromVersion)) {
-    db.transaction(() => {
-      // Read again under the write lock: another connection may have run this step meanwhile.
-      const current = schemaVersionOf(db);
-      if (current >= migration.version) return;
-      migration.up(db);
-      recordVersion(db, migration.version);
-    }).immediate();
+  const table = place.versionTable ?? 'schema_version';
+  for (const sql of place.enter ?? []) yield* script(sql);
+  try {
+    const fromVersion = yield* versionIn(table);
+    if (fromVersion > latest) throw new DatabaseNewerThanCodeError(place.label, fromVersion, latest);
+    for (const migration of migrations.slice(fromVersion)) {
+      yield* script(place.begin);
+      try {
+        // Read again in the transaction: another connection may have run this step meanwhile.
+        if ((yield* versionIn(table)) < migration.version) {
+          yield* migration.up();
+          yield* recordVersion(table, migration.version);
+        }
+        yield* script('COMMIT');
+      } catch (err) {
+        yield* rollBack();
+        throw err;
+      }
+    }
+    return { fromVersion, toVersion: latest };
+  } finally {
+    for (const sql of place.leave ?? []) {
+      try {
+        yield* script(sql);
+      } catch {
+        // The connection is gone, and its session's locks with it; the first error is the one to tell.
+      }
+    }
   }
-  return { fromVersion, toVersion: latest };
 }
 
-function recordVersion(db: Database.Database, version: number): void {
-  const updated = db.prepare('UPDATE schema_version SET version = ?').run(version);
-  if (updated.changes === 0) db.prepare('INSERT INTO schema_version (version) VALUES (?)').run(version);
+function* rollBack(): Steps<void> {
+  try {
+    yield* script('ROLLBACK');
+  } catch {
+    // A lost connection rolled the transaction back itself.
+  }
+}
+
+/** Brings the SQLite database `db` to the last of `migrations` (the bench's file, the relay's, a test's handle). */
+export function runMigrations(db: Database.Database, migrations: readonly Migration[], options: { label?: string } = {}): MigrationResult {
+  return runStepsSync(migrate(migrations, { label: options.label ?? 'the database', begin: 'BEGIN IMMEDIATE' }), sqliteStatements(db).execute);
+}
+
+/** The schema version recorded in the SQLite database `db` (0 when none is). */
+export function schemaVersionOf(db: Database.Database): number {
+  return runStepsSync(versionIn('schema_version'), sqliteStatements(db).execute);
 }
 
 /** A migration that runs one SQL script: most steps are nothing more. */
-export const sqlMigration = (version: number, name: string, sql: string): Migration => ({
+export const sqlMigration = (version: number, name: string, sql: string, options: { timeoutMs?: number } = {}): Migration => ({
   version,
   name,
-  up: (db) => db.exec(sql),
+  up: () => script(sql, options),
 });

@@ -14,7 +14,7 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 
 export interface FakeBenchBackendOptions {
   clock: Clock;
-  /** Board health, as the probe backend keeps it (the server's `SqliteQuarantineStore` in these tests). */
+  /** Board health, as the probe backend keeps it (the server's `SqlBoardHealthStore` in these tests). */
   store: QuarantineStore;
   /** Boards "attached" to this fake bench; others are unavailable. */
   attached: readonly string[];

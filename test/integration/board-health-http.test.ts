@@ -13,7 +13,7 @@ import { deferred, FakeBenchBackend } from './board-health-fake-backend.js';
  * infrastructure failures a board is quarantined, shown offline with the reason on
  * `/api/v1/boards`, `/` and `/admin`; an administrator releases it or a health check does; the
  * quarantine survives a restart. The bench is `FakeBenchBackend`: board health kept exactly as
- * the probe backend keeps it, in the server's `SqliteQuarantineStore`, firmware run on the mock.
+ * the probe backend keeps it, in the server's `SqlBoardHealthStore`, firmware run on the mock.
  */
 
 const ADMIN_TOKEN = 'admin-s3cret';

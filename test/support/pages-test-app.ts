@@ -9,7 +9,8 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import type { BenchSnapshot, BoardSnapshot } from '../../server/bench/bench-snapshot.js';
 import { createPagesRouter } from '../../server/bench/pages/pages-router.js';
 import { migrateBenchDatabase } from '../../server/store/bench-store-migrations.js';
-import { SqliteWaitlist } from '../../server/store/sqlite-waitlist.js';
+import { SqlWaitlist } from '../../server/store/sql-side-stores.js';
+import { SqliteExecutor } from '../../server/store/sql/sqlite-executor.js';
 
 /**
  * Test support for the pages (imported by `*.test.ts` only): an express app holding just the pages
@@ -81,7 +82,7 @@ export function sampleSnapshot(nowMs: number = TEST_START_MS): BenchSnapshot {
 export interface PagesTestApp {
   baseUrl: string;
   fake: ReturnType<typeof createClock>;
-  waitlist: SqliteWaitlist;
+  waitlist: SqlWaitlist;
   dbPath: string;
   /** Errors the router logged. */
   logged: { message: string; cause: unknown }[];
@@ -98,7 +99,7 @@ export async function startPagesTestApp(options: { dbPath?: string; startMs?: nu
   const dbPath = options.dbPath ?? join(mkdtempSync(join(tmpdir(), 'hilbench-pages-')), 'bench.sqlite');
   const db = new Database(dbPath);
   migrateBenchDatabase(db);
-  const waitlist = new SqliteWaitlist(db);
+  const waitlist = new SqlWaitlist(new SqliteExecutor(db));
   let snapshot: () => Promise<BenchSnapshot> = async () => sampleSnapshot(clock.nowMs());
   const logged: { message: string; cause: unknown }[] = [];
   const app = express();

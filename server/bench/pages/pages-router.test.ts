@@ -6,7 +6,8 @@ import { clockFromFakeTimers } from '../../../core/clock.js';
 import { createClock } from '@sinonjs/fake-timers';
 import Database from 'better-sqlite3';
 import { migrateBenchDatabase } from '../../store/bench-store-migrations.js';
-import { SqliteWaitlist } from '../../store/sqlite-waitlist.js';
+import { SqlWaitlist } from '../../store/sql-side-stores.js';
+import { SqliteExecutor } from '../../store/sql/sqlite-executor.js';
 
 let app: PagesTestApp;
 
@@ -323,7 +324,7 @@ describe('mounting', () => {
     const deps = {
       clock: clockFromFakeTimers(createClock(TEST_START_MS)),
       snapshot: async () => sampleSnapshot(),
-      waitlist: new SqliteWaitlist(db),
+      waitlist: new SqlWaitlist(new SqliteExecutor(db)),
       csrfSecret: new Uint8Array(32),
     };
     expect(() => createPagesRouter({ ...deps, publicBaseUrl: 'localhost:8080' })).toThrow(/http\(s\) URL/);

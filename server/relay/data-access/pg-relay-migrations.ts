@@ -1,14 +1,6 @@
-import { DatabaseNewerThanCodeError } from '../../db/run-migrations.js';
+import { type Migration, migrate, sqlMigration } from '../../db/run-migrations.js';
+import { numberPlaceholders, runStepsSync } from '../../db/sql-steps.js';
 import type { PgSyncConnection } from './pg-sync-connection.js';
-
-/** One step of the relay's PostgreSQL schema; append only, like relay-migrations.ts. */
-interface PgRelayMigration {
-  version: number;
-  name: string;
-  sql: string;
-  /** How long the relay waits for the step, when longer than for any statement (an index over every row). */
-  timeoutMs?: number;
-}
 
 /**
  * Building the search indexes over an existing relay's rows: about 12 s for 500 000 titles on a
@@ -27,11 +19,11 @@ const T = 'TEXT COLLATE "C"';
  * and server keys, shared by every replica), file contents, and the write generation each write
  * transaction bumps so a replica knows when another one committed.
  */
-export const pgRelayMigrations: readonly PgRelayMigration[] = [
-  {
-    version: 1,
-    name: 'baseline',
-    sql: `
+export const pgRelayMigrations: readonly Migration[] = [
+  sqlMigration(
+    1,
+    'baseline',
+    `
 CREATE TABLE nodes (
   node_id ${T} PRIMARY KEY,
   local INTEGER NOT NULL,
@@ -196,18 +188,17 @@ CREATE TABLE relay_files (item_id ${T} PRIMARY KEY, content BYTEA NOT NULL);
 CREATE TABLE write_generation (id INTEGER PRIMARY KEY CHECK (id = 1), generation BIGINT NOT NULL);
 INSERT INTO write_generation (id, generation) VALUES (1, 0);
 `,
-  },
-  {
-    // GET /search at network scale (decision 0506): pg_trgm's GIN indexes answer ILIKE '%q%' from
-    // the index. The extension is trusted (any role that may CREATE in the database installs it)
-    // but a managed server may not offer or allow it: the attempt runs in its own block, whose
-    // failure rolls back only itself, and without the extension the search keeps scanning
-    // (`searchIndexOf` tells which). An extension already installed elsewhere (often `public`,
-    // outside this search_path) is used where it is, its operator class named with its schema.
-    version: 2,
-    name: 'trigram search indexes',
-    timeoutMs: INDEX_BUILD_TIMEOUT_MS,
-    sql: `
+  ),
+  // GET /search at network scale (decision 0506): pg_trgm's GIN indexes answer ILIKE '%q%' from
+  // the index. The extension is trusted (any role that may CREATE in the database installs it)
+  // but a managed server may not offer or allow it: the attempt runs in its own block, whose
+  // failure rolls back only itself, and without the extension the search keeps scanning
+  // (`searchIndexOf` tells which). An extension already installed elsewhere (often `public`,
+  // outside this search_path) is used where it is, its operator class named with its schema.
+  sqlMigration(
+    2,
+    'trigram search indexes',
+    `
 DO $$
 DECLARE
   trgm_schema TEXT;
@@ -231,46 +222,40 @@ BEGIN
   END IF;
 END $$;
 `,
-  },
-  {
-    // As SQLite's migration 6: invites and pairing tokens are counted, pruned and listed by their node.
-    version: 3,
-    name: 'invites and pairing tokens by their node',
-    sql: `
+    { timeoutMs: INDEX_BUILD_TIMEOUT_MS },
+  ),
+  // As SQLite's migration 6: invites and pairing tokens are counted, pruned and listed by their node.
+  sqlMigration(
+    3,
+    'invites and pairing tokens by their node',
+    `
 CREATE INDEX invites_by_inviter ON invites (inviter, created_ms);
 CREATE INDEX pairings_by_node ON pairings (node_id);
 `,
-  },
+  ),
 ];
 
 /** Session advisory lock held while migrating: replicas starting together take turns. */
 const RELAY_MIGRATION_LOCK_KEY = 0x72656d67; // 'remg'
 
 /**
- * Creates the `relay` schema if needed and brings it to the latest version; refuses a schema a
+ * Creates the `relay` schema if needed and brings it to the latest version with the one migration
+ * runner (server/db/run-migrations.ts), synchronously on the relay's connection; refuses a schema a
  * newer hilbench wrote. The connection's search_path must already be `relay`.
  */
 export function migrateRelaySchema(connection: PgSyncConnection): void {
-  connection.query('SELECT pg_advisory_lock($1)', [RELAY_MIGRATION_LOCK_KEY]);
-  try {
-    connection.query('CREATE SCHEMA IF NOT EXISTS relay');
-    connection.query('CREATE TABLE IF NOT EXISTS relay.schema_version (version INTEGER NOT NULL)');
-    const current = Number(connection.query('SELECT version FROM relay.schema_version').rows[0]?.version ?? 0);
-    const latest = pgRelayMigrations.length;
-    if (current > latest) throw new DatabaseNewerThanCodeError('the relay schema in PostgreSQL', current, latest);
-    for (const migration of pgRelayMigrations.slice(current)) {
-      connection.query('BEGIN');
-      try {
-        connection.query(migration.sql, [], { timeoutMs: migration.timeoutMs });
-        connection.query('DELETE FROM relay.schema_version');
-        connection.query('INSERT INTO relay.schema_version (version) VALUES ($1)', [migration.version]);
-        connection.query('COMMIT');
-      } catch (err) {
-        connection.query('ROLLBACK');
-        throw new Error(`relay PostgreSQL migration ${migration.version} (${migration.name}) failed: ${(err as Error).message}`, { cause: err });
-      }
-    }
-  } finally {
-    connection.query('SELECT pg_advisory_unlock($1)', [RELAY_MIGRATION_LOCK_KEY]);
-  }
+  const steps = migrate(pgRelayMigrations, {
+    label: 'the relay schema in PostgreSQL',
+    versionTable: 'relay.schema_version',
+    begin: 'BEGIN',
+    enter: [`SELECT pg_advisory_lock(${RELAY_MIGRATION_LOCK_KEY})`, 'CREATE SCHEMA IF NOT EXISTS relay'],
+    leave: [`SELECT pg_advisory_unlock(${RELAY_MIGRATION_LOCK_KEY})`],
+  });
+  runStepsSync(steps, (statement) => {
+    const sql = statement.kind === 'script' ? statement.sql : numberPlaceholders(statement.sql);
+    const result = connection.query(sql, statement.params, { timeoutMs: statement.timeoutMs });
+    if (statement.kind === 'one') return result.rows[0];
+    if (statement.kind === 'all') return result.rows;
+    return result.rowCount;
+  });
 }

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { type Clock, systemClock } from '../../../core/clock.js';
 import { ReconnectBackoff } from '../../db/reconnect-backoff.js';
 import { isDatabaseConnectionFault, isDiskFull, StorageFullError } from '../../db/storage-faults.js';
+import { BOARD_LOCK_CLASS } from '../sql/dialect.js';
 import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from './database-pool-size.js';
 
 // BIGINT (host milliseconds, counts) as a JavaScript number: every value hilbench stores in one is
@@ -13,10 +14,8 @@ pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 
 /** Runs one statement and returns its rows. */
 export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<T[]>;
-
-
-/** First key of the two-key advisory locks of the bench store ('hilb'); the second is the board's hash. */
-const BOARD_LOCK_CLASS = 0x68696c62;
+/** Runs one statement and returns its rows and how many rows it changed. */
+export type RawQuery = (sql: string, params: readonly unknown[]) => Promise<{ rows: unknown[]; rowCount: number }>;
 
 /**
  * SQLSTATEs after which a write transaction is run again from the start: a deadlock the database
@@ -42,8 +41,9 @@ function statementName(sql: string): string {
   return name;
 }
 
-async function run<T>(client: pg.Pool | pg.PoolClient, sql: string, params: readonly unknown[]): Promise<T[]> {
-  return (await client.query({ name: statementName(sql), text: sql, values: params as unknown[] })).rows as T[];
+async function run(client: pg.Pool | pg.PoolClient, sql: string, params: readonly unknown[]): Promise<{ rows: unknown[]; rowCount: number }> {
+  const result = await client.query({ name: statementName(sql), text: sql, values: params as unknown[] });
+  return { rows: result.rows as unknown[], rowCount: result.rowCount ?? 0 };
 }
 
 /**
@@ -62,6 +62,8 @@ async function run<T>(client: pg.Pool | pg.PoolClient, sql: string, params: read
  */
 export class PgDatabase {
   readonly pool: pg.Pool;
+  /** Statements and transactions run so far (round trips: each statement is one, a transaction adds BEGIN and COMMIT). */
+  readonly counters = { statements: 0, transactions: 0 };
   private readonly backoff: ReconnectBackoff;
 
   constructor(connectionString: string, options: { poolSize?: number; clock?: Clock } = {}) {
@@ -81,13 +83,35 @@ export class PgDatabase {
     return this.backoff.away;
   }
 
-  readonly query: Query = <T>(sql: string, params: readonly unknown[] = []) => this.guarded(() => run<T>(this.pool, sql, params));
+  readonly query: Query = async <T>(sql: string, params: readonly unknown[] = []) => (await this.rawQuery(sql, params)).rows as T[];
+
+  /**
+   * One statement on any pooled connection, committed on its own; run again when it lost a race the
+   * database detected (a statement that failed changed nothing, so trying it again is safe).
+   */
+  readonly rawQuery: RawQuery = (sql, params) =>
+    this.guarded(async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          this.counters.statements++;
+          return await run(this.pool, sql, params);
+        } catch (err) {
+          if (attempt >= WRITE_ATTEMPTS || !RETRIED_SQLSTATES.has((err as { code?: string }).code ?? '')) throw err;
+        }
+      }
+    });
 
   /** Runs `body` in one transaction (READ COMMITTED), again when it lost a race; rolls back when it throws. */
   write<T>(body: (q: Query) => Promise<T>): Promise<T> {
+    return this.writeRaw((raw) => body(async <R>(sql: string, params: readonly unknown[] = []) => (await raw(sql, params)).rows as R[]));
+  }
+
+  /** As `write`, with statements that also tell how many rows they changed. */
+  writeRaw<T>(body: (q: RawQuery) => Promise<T>): Promise<T> {
     return this.guarded(async () => {
       for (let attempt = 1; ; attempt++) {
         try {
+          this.counters.transactions++;
           return await this.transaction(body);
         } catch (err) {
           if (attempt >= WRITE_ATTEMPTS || !RETRIED_SQLSTATES.has((err as { code?: string }).code ?? '')) throw err;
@@ -111,7 +135,7 @@ export class PgDatabase {
     }
   }
 
-  private async transaction<T>(body: (q: Query) => Promise<T>): Promise<T> {
+  private async transaction<T>(body: (q: RawQuery) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     // A checked-out client has no listener of the pool's: a connection ended between two statements
     // (57P01 at a restart) would otherwise be an unhandled 'error' event, which ends the process.
@@ -122,7 +146,10 @@ export class PgDatabase {
     client.on('error', onError);
     try {
       await client.query('BEGIN');
-      const result = await body(<R>(sql: string, params: readonly unknown[] = []) => run<R>(client, sql, params));
+      const result = await body((sql, params) => {
+        this.counters.statements++;
+        return run(client, sql, params);
+      });
       await client.query('COMMIT');
       return result;
     } catch (err) {

@@ -1,23 +1,18 @@
+import { latestVersion, type Migration, migrate, type MigrationResult, sqlMigration } from '../../db/run-migrations.js';
+import { numberPlaceholders, runSteps } from '../../db/sql-steps.js';
 import type { PgDatabase } from './pg-database.js';
 import { PG_SESSION_QUEUE_MIGRATION } from './pg-session-queue.js';
-
-/** One step of the PostgreSQL schema; append only, like the SQLite migrations. */
-interface PgMigration {
-  version: number;
-  name: string;
-  sql: string;
-}
 
 /**
  * The bench store's PostgreSQL schema: the same tables and columns as the SQLite one
  * (bench-store-migrations.ts), with `seq` for insertion order where SQLite has `rowid`, BYTEA for
  * blobs and BIGINT for host milliseconds; firmware blobs live here too, so every replica sees them.
  */
-export const pgBenchMigrations: readonly PgMigration[] = [
-  {
-    version: 1,
-    name: 'baseline',
-    sql: `
+export const pgBenchMigrations: readonly Migration[] = [
+  sqlMigration(
+    1,
+    'baseline',
+    `
   CREATE TABLE agents (
     agent_id TEXT PRIMARY KEY,
     label TEXT NOT NULL,
@@ -108,12 +103,12 @@ export const pgBenchMigrations: readonly PgMigration[] = [
     bytes BYTEA NOT NULL
   );
 `,
-  },
-  {
-    // Serial input for running jobs and health checks of boards on workers (decisions 0420, 0421).
-    version: 2,
-    name: 'serial input and worker health checks',
-    sql: `
+  ),
+  // Serial input for running jobs and health checks of boards on workers (decisions 0420, 0421).
+  sqlMigration(
+    2,
+    'serial input and worker health checks',
+    `
   ALTER TABLE jobs ADD COLUMN serial_next_seq BIGINT NOT NULL DEFAULT 0;
   ALTER TABLE jobs ADD COLUMN serial_acked_seq BIGINT NOT NULL DEFAULT 0;
   CREATE TABLE job_serial_input (
@@ -137,13 +132,13 @@ export const pgBenchMigrations: readonly PgMigration[] = [
   );
   CREATE UNIQUE INDEX board_health_checks_one_active ON board_health_checks(board) WHERE state IN ('requested', 'running');
 `,
-  },
-  {
-    // Board pools (issue 27, decision 0510), as SQLite's migration 8: every row's instance is its
-    // board (a pool of one); leases are keyed by instance; one active job per instance.
-    version: 3,
-    name: 'board pools',
-    sql: `
+  ),
+  // Board pools (issue 27, decision 0510), as SQLite's migration 8: every row's instance is its
+  // board (a pool of one); leases are keyed by instance; one active job per instance.
+  sqlMigration(
+    3,
+    'board pools',
+    `
   ALTER TABLE sessions ADD COLUMN instance TEXT;
   UPDATE sessions SET instance = board;
   ALTER TABLE sessions ALTER COLUMN instance SET NOT NULL;
@@ -160,19 +155,23 @@ export const pgBenchMigrations: readonly PgMigration[] = [
   CREATE UNIQUE INDEX jobs_one_active_per_instance ON jobs(instance) WHERE state IN ('flashing', 'running');
   CREATE INDEX jobs_queued_by_instance ON jobs(instance, created_at_ms) WHERE state = 'queued';
 `,
-  },
+  ),
   // The session queue across replicas (decision 0555): pg-session-queue.ts.
-  { version: 9, name: 'session queue', sql: PG_SESSION_QUEUE_MIGRATION },
+  sqlMigration(4, 'session queue', PG_SESSION_QUEUE_MIGRATION),
 ];
 
 /** The schema version this code writes. */
-export const PG_SCHEMA_VERSION = pgBenchMigrations.at(-1)!.version;
+export const PG_SCHEMA_VERSION = latestVersion(pgBenchMigrations);
+
+/** Session advisory lock held while migrating ('migr'): replicas starting together take turns. */
+const MIGRATION_LOCK_KEY = 0x6d696772;
 
 /**
- * Brings the database to the current schema. Replicas starting together take turns (a session
- * advisory lock); a database from a newer hilbench is refused, as with SQLite.
+ * Brings the database to the current schema with the one migration runner (server/db/run-migrations.ts),
+ * on a connection of its own. Replicas starting together take turns; a database from a newer
+ * hilbench is refused, as with SQLite.
  */
-export async function migratePgBenchDatabase(db: PgDatabase): Promise<{ from: number; to: number }> {
+export async function migratePgBenchDatabase(db: PgDatabase): Promise<MigrationResult> {
   const client = await db.pool.connect();
   // Handled while checked out: a connection ended by the server must not end the process.
   let lost: Error | undefined;
@@ -181,28 +180,20 @@ export async function migratePgBenchDatabase(db: PgDatabase): Promise<{ from: nu
   };
   client.on('error', onError);
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [0x6d696772]);
-    await client.query('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
-    const rows = (await client.query('SELECT version FROM schema_version')).rows as Array<{ version: number }>;
-    const from = rows[0]?.version ?? 0;
-    if (from > PG_SCHEMA_VERSION) {
-      throw new Error(`the database is at schema version ${from}, newer than this hilbench (${PG_SCHEMA_VERSION}): upgrade hilbench`);
-    }
-    for (const m of pgBenchMigrations.filter((m) => m.version > from)) {
-      await client.query('BEGIN');
-      try {
-        await client.query(m.sql);
-        await client.query('DELETE FROM schema_version');
-        await client.query('INSERT INTO schema_version (version) VALUES ($1)', [m.version]);
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${m.version} (${m.name}) failed: ${(err as Error).message}`, { cause: err });
-      }
-    }
-    return { from, to: Math.max(from, PG_SCHEMA_VERSION) };
+    const steps = migrate(pgBenchMigrations, {
+      label: 'the bench database',
+      begin: 'BEGIN',
+      enter: [`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`],
+      leave: [`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`],
+    });
+    return await runSteps(steps, async (statement) => {
+      const result =
+        statement.kind === 'script' ? await client.query(statement.sql) : await client.query(numberPlaceholders(statement.sql), statement.params as unknown[]);
+      if (statement.kind === 'one') return result.rows[0];
+      if (statement.kind === 'all') return result.rows;
+      return result.rowCount ?? 0;
+    });
   } finally {
-    if (!lost) await client.query('SELECT pg_advisory_unlock($1)', [0x6d696772]).catch(() => undefined);
     client.off('error', onError);
     client.release(lost);
   }

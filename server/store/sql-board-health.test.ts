@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { afterFailure, afterSuccess, type BoardHealth, healthyBoard, InMemoryQuarantineStore } from '../../backends/probe/quarantine-store.js';
 import { SqliteBenchStore } from './sqlite-bench-store.js';
-import { SqliteQuarantineStore } from './sqlite-quarantine-store.js';
+
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -18,7 +18,7 @@ const healthArb: fc.Arbitrary<BoardHealth> = fc.record({
   quarantine: fc.option(fc.record({ sinceMs: fc.nat(), reason: fc.string({ maxLength: 40 }) }), { nil: undefined }),
 });
 
-describe('SqliteQuarantineStore', () => {
+describe('SqlBoardHealthStore on SQLite', () => {
   it('treats a board never seen as healthy', async () => {
     const store = new SqliteBenchStore(':memory:').boardHealth;
     expect(await store.get('pico')).toEqual(healthyBoard);
@@ -31,11 +31,11 @@ describe('SqliteQuarantineStore', () => {
     let health = healthyBoard;
     for (let i = 0; i < 3; i++) health = afterFailure(health, `flash failed ${i}\nlong tail`, 3, 1000 + i);
     const first = new SqliteBenchStore(file);
-    await new SqliteQuarantineStore(first.database).put('stm32f4-discovery', health);
+    await first.boardHealth.put('stm32f4-discovery', health);
     await first.close();
 
     const second = new SqliteBenchStore(file);
-    const reopened = new SqliteQuarantineStore(second.database);
+    const reopened = second.boardHealth;
     expect(await reopened.get('stm32f4-discovery')).toEqual({
       consecutiveFailures: 3,
       lastFailure: 'flash failed 2',

@@ -1,10 +1,10 @@
-import type Database from 'better-sqlite3';
 import { instanceField, instanceOf } from './bench-store.js';
+import { run, type Steps } from '../db/sql-steps.js';
 import type { AgentRecord, ElfSummary, JobRecord, JobState, SessionRecord, SessionState, StopRecord, UartRecord } from './bench-store.js';
 
 /**
- * The bench store's SQLite rows and their mapping to and from the records of `bench-store.ts`
- * (snake_case columns, JSON columns parsed here and nowhere else).
+ * The bench store's rows (the same columns in SQLite and PostgreSQL) and their mapping to and from
+ * the records of `bench-store.ts` (snake_case columns, JSON columns parsed here and nowhere else).
  */
 
 export interface AgentRow {
@@ -65,11 +65,12 @@ export interface JobRow {
   instance: string | null;
 }
 
-export function insertSession(db: Database.Database, s: SessionRecord): void {
-  db.prepare(
+export function* insertSession(s: SessionRecord): Steps<void> {
+  yield* run(
     `INSERT INTO sessions (session_id, agent_id, board, state, idle_seconds, created_at_ms, expires_at_ms, ended_at_ms, last_heartbeat_at_ms, instance)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(s.sessionId, s.agentId, s.board, s.state, s.idleSeconds, s.createdAtMs, s.expiresAtMs, s.endedAtMs, s.lastHeartbeatAtMs, instanceOf(s));
+    [s.sessionId, s.agentId, s.board, s.state, s.idleSeconds, s.createdAtMs, s.expiresAtMs, s.endedAtMs, s.lastHeartbeatAtMs, instanceOf(s)],
+  );
 }
 
 export const agentFromRow = (r: AgentRow): AgentRecord => ({

@@ -5,7 +5,8 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrateBenchDatabase } from './bench-store-migrations.js';
 import { SqliteBenchStore } from './sqlite-bench-store.js';
-import { SqliteWaitlist } from './sqlite-waitlist.js';
+import { SqlWaitlist } from './sql-side-stores.js';
+import { SqliteExecutor } from './sql/sqlite-executor.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -18,11 +19,11 @@ function tempDbPath(): string {
   return join(dir, 'bench.sqlite');
 }
 
-describe('SqliteWaitlist', () => {
+describe('SqlWaitlist on SQLite', () => {
   it('adds, counts and lists newest first', async () => {
     const db = new Database(':memory:');
     migrateBenchDatabase(db);
-    const list = new SqliteWaitlist(db);
+    const list = new SqlWaitlist(new SqliteExecutor(db));
     expect(await list.count()).toBe(0);
     expect(await list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1000 })).toEqual({ created: true });
     expect(await list.add({ email: 'b@example.org', kind: 'agent', note: 'ci', joinedAtMs: 2000 })).toEqual({ created: true });
@@ -38,7 +39,7 @@ describe('SqliteWaitlist', () => {
   it('keeps the first entry of an address: a second add changes nothing', async () => {
     const db = new Database(':memory:');
     migrateBenchDatabase(db);
-    const list = new SqliteWaitlist(db);
+    const list = new SqlWaitlist(new SqliteExecutor(db));
     await list.add({ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 });
     expect(await list.add({ email: 'a@example.org', kind: 'team', note: 'overwritten?', joinedAtMs: 5000 })).toEqual({ created: false });
     expect(await list.list({ limit: 5 })).toEqual([{ email: 'a@example.org', kind: 'person', note: 'mine', joinedAtMs: 1000 }]);
@@ -59,7 +60,7 @@ describe('SqliteWaitlist', () => {
   it('refuses an unknown kind or a fractional time, in code and in the table', async () => {
     const db = new Database(':memory:');
     migrateBenchDatabase(db);
-    const list = new SqliteWaitlist(db);
+    const list = new SqlWaitlist(new SqliteExecutor(db));
     // @ts-expect-error: the type refuses it too; this is the run-time guard.
     await expect(list.add({ email: 'a@example.org', kind: 'robot', note: '', joinedAtMs: 1 })).rejects.toThrow(/unknown waitlist kind/);
     await expect(list.add({ email: 'a@example.org', kind: 'person', note: '', joinedAtMs: 1.5 })).rejects.toThrow(/integer/);
