@@ -6,6 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { runBenchApiBench } from './bench-api.bench.js';
 import { runDebugBench } from './debug.bench.js';
+import { runDebugRemoteBench } from './debug-remote.bench.js';
 import { runQemuBench, runSimBench } from './emulators.bench.js';
 import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
@@ -93,6 +94,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     intro:
       "Per backend, a GDB register read (`g`, one at a time, after the target answered `?`) through `hilbench debug`'s bridge (the RSP framing checks, one debugger per board) against the same read on the engine's own GDB server behind a plain TCP forward, and real GDB in batch mode from `target remote` to halted at `main`, both alternately in one run (issue 32, docs/debug.md).",
     run: () => runDebugBench(),
+  },
+  {
+    title: 'GDB through a lab server and a remote worker',
+    intro:
+      "A GDB register read (`g`, one at a time) through `hilbench debug --server` to a sim pico on a `hilbench worker` (a lab server and the worker in this process, the stream riding HTTP long polls on loopback) against the same read on rp2040js's own GDB server, and gdb-multiarch from `target remote` to halted at `main` both ways, alternately in one run (issue 32, decision 0560).",
+    run: () => runDebugRemoteBench(),
   },
   {
     title: 'Relay core',

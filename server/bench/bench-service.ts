@@ -47,6 +47,7 @@ import { benchWorkers } from './bench-workers.js';
 import { MAX_DELIVERY_PAUSE_MS } from '../../harness/worker/http-worker-link.js';
 import type { LocalWorkerOptions } from './local-worker.js';
 import { workerRoutes } from './worker-routes.js';
+import { debugRoutes } from './debug-routes.js';
 import { workerOpenApiComponents } from './worker-schemas.js';
 import { uartInputAnswerSchema } from './job-live-routes.js';
 import { jobTextSchema, uartTextSchema } from './job-text-view.js';
@@ -245,7 +246,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     await bench.start();
     await boards.all();
 
-    const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings })];
+    const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings }), ...debugRoutes(bench, gateway.debug)];
     const agentGuards = benchGuards(bench, { adminToken: config.adminToken });
     const guard = benchGuard({
       ...agentGuards,
