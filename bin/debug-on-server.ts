@@ -83,6 +83,7 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
     for (const socket of sockets) socket.destroy();
     server?.close();
     await session?.end().catch(() => undefined);
+    debug.end();
   }
 }
 
@@ -100,15 +101,29 @@ async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: 
     return;
   }
   let sending: Promise<void> = Promise.resolve();
+  let outgoing = '';
+  let inFlight = false;
   const gone = new AbortController();
-  socket.on('data', (data: Buffer) => {
-    const text = data.toString('latin1');
-    sending = sending.then(() =>
-      debug.send(jobId, stream, text).catch((err: unknown) => {
+  // One request at a time keeps the order; what GDB sends while one is on its way goes in the next (an ack and a packet in one).
+  const flush = async () => {
+    while (outgoing !== '') {
+      const text = outgoing;
+      outgoing = '';
+      try {
+        await debug.send(jobId, stream, text);
+      } catch (err) {
         log(`the debug stream closed: ${err instanceof DebugRefused ? err.detail : describe(err)}`);
+        outgoing = '';
         socket.destroy();
-      }),
-    );
+      }
+    }
+    inFlight = false;
+  };
+  socket.on('data', (data: Buffer) => {
+    outgoing += data.toString('latin1');
+    if (inFlight) return;
+    inFlight = true;
+    sending = flush();
   });
   socket.once('close', () => {
     gone.abort();

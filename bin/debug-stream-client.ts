@@ -1,3 +1,5 @@
+import { JsonPostError, JsonPoster } from '../harness/debug/json-post.js';
+
 /**
  * The bench API's debug extension as a client calls it (docs/bench-api.md, "Debugging"; decision
  * 0560): arm a session, open a stream on its debug job, send the debugger's bytes, long-poll the
@@ -14,10 +16,10 @@ export class DebugRefused extends Error {
 }
 
 export class DebugStreamClient {
-  private readonly base: string;
+  private readonly poster: JsonPoster;
 
-  constructor(private readonly options: { server: string; token: string }) {
-    this.base = options.server.replace(/\/+$/, '');
+  constructor(options: { server: string; token: string }) {
+    this.poster = new JsonPoster(options.server, options.token);
   }
 
   /** The session's next job runs under a debugger; answers the terms. */
@@ -49,24 +51,17 @@ export class DebugStreamClient {
     return `/api/v1/jobs/${encodeURIComponent(jobId)}/debug/${encodeURIComponent(stream)}`;
   }
 
+  /** Closes its kept-alive connections. */
+  end(): void {
+    this.poster.close();
+  }
+
   private async post<T>(route: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    const res = await fetch(`${this.base}${route}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${this.options.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal,
-    });
-    const text = await res.text();
-    if (!res.ok) {
-      let detail = text;
-      try {
-        const parsed = JSON.parse(text) as { detail?: unknown };
-        detail = typeof parsed.detail === 'string' ? parsed.detail : JSON.stringify(parsed.detail);
-      } catch {
-        /* not JSON: the text is the detail */
-      }
-      throw new DebugRefused(res.status, detail);
+    try {
+      return await this.poster.post<T>(route, body, signal);
+    } catch (err) {
+      if (err instanceof JsonPostError) throw new DebugRefused(err.status, err.detail);
+      throw err;
     }
-    return JSON.parse(text) as T;
   }
 }

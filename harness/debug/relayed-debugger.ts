@@ -60,6 +60,9 @@ class RelayedConnection implements DebuggerConnection {
   private dataListeners: Array<(text: string) => void> = [];
   private closeListeners: Array<() => void> = [];
   private sending: Promise<void> = Promise.resolve();
+  private outgoing = '';
+  private closing: string | undefined;
+  private inFlight = false;
   private closed = false;
 
   constructor(
@@ -106,13 +109,33 @@ class RelayedConnection implements DebuggerConnection {
     if (!this.closed) this.markClosed();
   }
 
+  /**
+   * Queues `text` (and the close) for the server. One request at a time keeps the order; what the
+   * target says while one is on its way goes out together in the next (an ack and its reply in one).
+   */
   private post(text: string, closed?: string): void {
-    this.sending = this.sending
-      .then(() => this.link.debugSend(this.jobId, this.stream, text, closed))
-      .catch((err: unknown) => {
+    this.outgoing += text;
+    if (closed !== undefined) this.closing = closed;
+    if (this.inFlight) return;
+    this.inFlight = true;
+    this.sending = this.flush();
+  }
+
+  private async flush(): Promise<void> {
+    while (this.outgoing !== '' || this.closing !== undefined) {
+      const [text, closed] = [this.outgoing, this.closing];
+      this.outgoing = '';
+      this.closing = undefined;
+      try {
+        await this.link.debugSend(this.jobId, this.stream, text, closed);
+      } catch (err) {
         this.logError(`sending to debug stream ${this.stream} of job ${this.jobId} failed; the stream is closed`, err);
+        this.outgoing = '';
+        this.closing = undefined;
         this.closedByPeer();
-      });
+      }
+    }
+    this.inFlight = false;
   }
 
   private markClosed(): void {

@@ -3,6 +3,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BoardHealth, UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
+import { JsonPostError, JsonPoster } from '../debug/json-post.js';
 import type { BoardHealthLink, DebugEvent, DebugEventBatch, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */
@@ -54,8 +55,12 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   /** Per job, UART a send could not deliver (the server unreachable or failing): sent again before the next batch. */
   private readonly undelivered = new Map<string, UartReport>();
 
+  /** The debug streams' hot path: kept-alive `http.request`s (decision 0560). */
+  private readonly debugPoster: JsonPoster;
+
   constructor(private readonly options: HttpWorkerLinkOptions) {
     this.base = options.serverUrl.replace(/\/+$/, '');
+    this.debugPoster = new JsonPoster(options.serverUrl, options.token);
   }
 
   /** POST/GET a worker route; a non-2xx answer throws `WorkerServerError` with the server's detail. */
@@ -159,8 +164,7 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   /** A long poll for what debuggers did on a debug job (`POST .../debug/events`, decision 0560); a refusal (404, 409) ends it. */
   async debugEvents(jobId: string, signal: AbortSignal): Promise<DebugEventBatch> {
     try {
-      const answer = await this.request<{ events: Array<{ stream: string; kind: 'open' | 'data' | 'close'; base64?: string; reason?: string }>; ended: boolean }>(
-        'POST',
+      const answer = await this.debugPoster.post<{ events: Array<{ stream: string; kind: 'open' | 'data' | 'close'; base64?: string; reason?: string }>; ended: boolean }>(
         `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/events`,
         { wait_seconds: this.options.claimWaitSeconds ?? 20 },
         signal,
@@ -171,14 +175,14 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
       return { events, ended: answer.ended };
     } catch (err) {
       if (signal.aborted) return { events: [], ended: false };
-      if (err instanceof WorkerServerError && (err.status === 404 || err.status === 409)) return { events: [], ended: true };
+      if (err instanceof JsonPostError && (err.status === 404 || err.status === 409)) return { events: [], ended: true };
       throw err;
     }
   }
 
   /** The target's bytes for a debug stream, and/or that the board closed it (`POST .../debug/send`). */
   async debugSend(jobId: string, stream: string, text: string, closed?: string): Promise<void> {
-    await this.request('POST', `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/send`, { stream, base64: Buffer.from(text, 'latin1').toString('base64'), closed: closed ?? null });
+    await this.debugPoster.post(`/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/send`, { stream, base64: Buffer.from(text, 'latin1').toString('base64'), closed: closed ?? null });
   }
 
   async healthCheckDone(checkId: string, outcome: HealthCheckReport): Promise<void> {
