@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
@@ -89,6 +91,28 @@ describe('hilbench debug through a server and a remote worker', () => {
     expect(walkThroughFacts(gdb.output), gdb.output).toEqual(allFactsHold);
     expect(outcome.outcome, outcome.reason).toBe('passed');
     expect(uart).toBe('hilbench debug board=pico counter=42\r\n');
+  });
+
+  it('the CLI with --server prints the target remote line, the UART on stdout, and exits 0 after the detach', { timeout: 120_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    const root = path.resolve(import.meta.dirname, '../..');
+    const args = ['tsx', 'bin/hilbench.ts', 'debug', debugElf('pico'), '--board', 'pico', '--gdb-port', '0', '--server', app.url, '--token', alice.token];
+    const child = execa('npx', args, { cwd: root, reject: false });
+    const port = await new Promise<number>((resolve, reject) => {
+      let seen = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        const line = /target remote localhost:(\d+)/.exec(seen);
+        if (line) resolve(Number(line[1]));
+      });
+      void child.then((r) => reject(new Error(`hilbench debug ended before listening (${r.exitCode}): ${r.stderr}`)));
+    });
+    const gdb = await gdbBatch('pico', port, ['break main', 'continue', 'print debug_counter', 'detach']);
+    const result = await child;
+    expect(gdb.output).toMatch(/^\$1 = 41$/m);
+    expect({ exitCode: result.exitCode, stdout: result.stdout }, result.stderr).toEqual({ exitCode: 0, stdout: 'hilbench debug board=pico counter=42' });
+    expect(result.stderr).toMatch(/hilbench debug: passed: job job_\S+ is done/);
   });
 
   it('refuses a second debugger, another agent, and a job that is not a debug job; a malformed packet closes only its stream', { timeout: 60_000 }, async () => {
