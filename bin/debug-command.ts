@@ -13,6 +13,8 @@ interface DebugOptions {
   rp2040Bootrom?: string;
   benchFile?: string;
   gdbPort: number;
+  server?: string;
+  token?: string;
   idleTimeoutSeconds: number;
   afterDetachSeconds: number;
 }
@@ -37,6 +39,8 @@ export function addDebugCommand(program: Command): void {
     .argument('<firmware>', 'the ELF file (with debug information, for source-level debugging)')
     .requiredOption('--board <id>', 'the board to debug it on')
     .addOption(new Option('--gdb-port <port>', 'TCP port on 127.0.0.1 for GDB (0: any free port)').default(3333).argParser(port))
+    .addOption(new Option('--server <url>', 'a bench server whose board (on any of its workers) to debug (else: in this process)').env('HILBENCH_URL'))
+    .addOption(new Option('--token <token>', 'the agent token for --server').env('HILBENCH_TOKEN'))
     .addOption(new Option('--backend <name>', 'the backend that runs the board').default('auto').choices(['auto', ...backendNames]))
     .addOption(new Option('--boards-dir <dir>', 'board catalog folder').env('HILBENCH_BOARDS_DIR').default(defaultBoardsDir))
     .addOption(new Option('--qemu <path>', 'qemu-system-arm executable').env('HILBENCH_QEMU'))
@@ -46,6 +50,7 @@ export function addDebugCommand(program: Command): void {
     .addOption(new Option('--idle-timeout-seconds <s>', 'end and free the board when no debugger is connected this long').default(300).argParser(positiveNumber))
     .addOption(new Option('--after-detach-seconds <s>', "after GDB detaches, let the firmware run on this long (device time), its UART still shown").default(2).argParser(positiveNumber))
     .action(async (firmware: string, opts: DebugOptions) => {
+      if (opts.server) return debugOnServer(firmware, opts);
       const [{ foregroundClock }, { loadBoardCatalog }, { createBackends }, { resolveBoardBackend }, { loadFirmwareImage, checkImageForBoard }, { runDebugSession }] = await Promise.all([
         import('../core/clock.js'),
         import('../boards/catalog.js'),
@@ -104,4 +109,49 @@ export function addDebugCommand(program: Command): void {
         process.off('SIGINT', onSigint);
       }
     });
+}
+
+/** `hilbench debug --server`: the board on a bench server's worker, GDB through the server (decision 0560). */
+async function debugOnServer(firmware: string, opts: DebugOptions): Promise<void> {
+  const { runRemoteDebugSession, RemoteNeverRan } = await import('./debug-on-server.js');
+  const say = (line: string) => process.stderr.write(`hilbench debug: ${line}\n`);
+  const neverRan = (message: string) => {
+    say(`never ran: ${message}`);
+    process.exitCode = DEBUG_EXIT.neverRan;
+  };
+  if (!opts.token) return neverRan('--server needs --token (an agent token: POST /api/v1/agents/register) or HILBENCH_TOKEN');
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(firmware);
+  } catch (err) {
+    return neverRan(`cannot read ${firmware}: ${(err as Error).message}`);
+  }
+  const interrupted = new AbortController();
+  const onSigint = () => interrupted.abort(new Error('Ctrl-C'));
+  process.once('SIGINT', onSigint);
+  try {
+    const ended = await runRemoteDebugSession({
+      server: opts.server!,
+      token: opts.token,
+      board: opts.board,
+      firmware: bytes,
+      gdbPort: opts.gdbPort,
+      idleTimeoutSeconds: opts.idleTimeoutSeconds,
+      afterDetachSeconds: opts.afterDetachSeconds,
+      onUart: (text) => process.stdout.write(text),
+      log: say,
+      onListening: (listening, job) => {
+        say(`${opts.board} (job ${job.job_id} at ${opts.server}) is halted at reset; GDB's remote protocol is on 127.0.0.1:${listening}. In GDB:`);
+        say(`  target remote localhost:${listening}`);
+      },
+      signal: interrupted.signal,
+    });
+    say(`${ended.outcome}: ${ended.reason}`);
+    process.exitCode = DEBUG_EXIT[ended.outcome];
+  } catch (err) {
+    if (!(err instanceof RemoteNeverRan)) throw err;
+    neverRan(err.message);
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
 }

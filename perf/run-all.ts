@@ -6,6 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { runBenchApiBench } from './bench-api.bench.js';
 import { runDebugBench } from './debug.bench.js';
+import { runDebugRemoteBench } from './debug-remote.bench.js';
 import { runQemuBench, runSimBench } from './emulators.bench.js';
 import { type BenchRow, markdownTable } from './measure.js';
 import { runRelayCoreBench } from './relay-core.bench.js';
@@ -93,6 +94,12 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
     intro:
       "Per backend, a GDB register read (`g`, one at a time, after the target answered `?`) through `hilbench debug` (the device's GDB stream: for the sims the stub in the engine's thread; hilbench's bridge with its RSP framing checks) against the same read on the engine's own GDB server with nothing of hilbench in between (rp2040js's `GDBServer` on its own `Simulator`, hilbench's avr8js stub in the main thread, QEMU's gdbstub on `-gdb tcp`), and, to show what the bridge alone costs, on the device's stream behind a plain TCP forward; then real GDB in batch mode from `target remote` to halted at `main` (break main, continue), timed by GDB's own clock, through both. All alternately in one run (issue 32, docs/debug.md). Taken on a shared, loaded 2-core machine: retake on a quiet one.",
     run: () => runDebugBench(),
+  },
+  {
+    title: 'GDB through a lab server and a remote worker',
+    intro:
+      "A GDB register read (`g`, one at a time) through `hilbench debug --server` to a sim pico on a `hilbench worker` (a lab server and the worker in this process, the stream riding HTTP long polls on loopback) against the same read on rp2040js's own GDB server, and gdb-multiarch from `target remote` to halted at `main` both ways, alternately in one run (issue 32, decision 0560).",
+    run: () => runDebugRemoteBench(),
   },
   {
     title: 'Relay core',

@@ -1,12 +1,16 @@
 import type { Board } from '../../boards/board-schema.js';
-import { type Backend, BackendError, type FirmwareImage, NANOS_PER_SECOND, type UartChunk } from '../../backends/backend.js';
+import { type Backend, BackendError, type BackendErrorKind, type Device, type FirmwareImage, NANOS_PER_SECOND, type RunStop, type UartChunk } from '../../backends/backend.js';
 import type { Clock } from '../../core/clock.js';
 import { GdbBridge, type GdbBridgeEnd } from './gdb-bridge.js';
 
 export interface DebugSessionOptions {
   clock: Clock;
-  /** TCP port for GDB on 127.0.0.1; 0 picks a free one (`onListening` says which). */
-  gdbPort: number;
+  /** TCP port for GDB on 127.0.0.1; 0 picks a free one (`onListening` says which). Absent: no port; `onBridge` brings the debuggers (a worker relaying streams from its server). */
+  gdbPort?: number;
+  /** The bridge, once the core is halted and it takes debuggers (before `onListening`). */
+  onBridge?: (bridge: GdbBridge) => void;
+  /** The device, once opened (a worker writes serial input to it, and reads its time base). */
+  onOpen?: (device: Device) => void;
   /** With no debugger connected this long, host ms, the session ends and frees the board. */
   idleTimeoutMs: number;
   /** After a detach the firmware runs on for at most this long, in the device's time base, its UART still streamed. */
@@ -20,8 +24,12 @@ export interface DebugSessionOptions {
   signal?: AbortSignal;
 }
 
-/** How a debug session ended, in `hilbench flash`'s verdict words (exit 0, 1, 42), or interrupted (Ctrl-C). */
-export type DebugOutcome = { outcome: 'passed' | 'failed' | 'timeout' | 'interrupted'; reason: string };
+/**
+ * How a debug session ended, in `hilbench flash`'s verdict words (exit 0, 1, 42), or interrupted
+ * (Ctrl-C); `stop` how the firmware stopped when it ran on after a detach (or exited under the
+ * debugger), `kind` the backend's error kind of a failure.
+ */
+export type DebugOutcome = { outcome: 'passed' | 'failed' | 'timeout' | 'interrupted'; reason: string; stop?: RunStop; kind?: BackendErrorKind };
 
 /**
  * `hilbench debug` in this process: opens the board, flashes the image, serves GDB on the port
@@ -37,6 +45,7 @@ export async function runDebugSession(backend: Backend, board: Board, image: Fir
   } catch (err) {
     return failure(err);
   }
+  options.onOpen?.(device);
   const unsubscribe = device.onUart(options.onUart);
   let bridge: GdbBridge | undefined;
   const onAbort = () => void bridge?.stop('interrupted');
@@ -59,13 +68,14 @@ export async function runDebugSession(backend: Backend, board: Board, image: Fir
     });
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) onAbort();
+    options.onBridge?.(bridge);
     options.onListening(bridge.port);
     const end = await bridge.ended;
     return await afterBridge(end, async () => {
       const stop = await device.run(options.afterDetachSeconds * NANOS_PER_SECOND, { signal: options.signal });
-      if (stop.reason === 'crashed') return { outcome: 'failed', reason: `after the detach the firmware crashed: ${stop.message}` };
-      if (stop.reason === 'exited' && stop.exitCode !== 0) return { outcome: 'failed', reason: `after the detach the firmware exited with code ${stop.exitCode}` };
-      return { outcome: 'passed', reason: end.message };
+      if (stop.reason === 'crashed') return { outcome: 'failed', reason: `after the detach the firmware crashed: ${stop.message}`, stop };
+      if (stop.reason === 'exited' && stop.exitCode !== 0) return { outcome: 'failed', reason: `after the detach the firmware exited with code ${stop.exitCode}`, stop };
+      return { outcome: 'passed', reason: end.message, stop };
     });
   } catch (err) {
     if (options.signal?.aborted) return { outcome: 'interrupted', reason: 'interrupted (Ctrl-C); the board is freed' };
@@ -84,8 +94,10 @@ async function afterBridge(end: GdbBridgeEnd, runOn: () => Promise<DebugOutcome>
       return runOn();
     case 'killed':
       return { outcome: 'passed', reason: end.message };
-    case 'exited':
-      return end.exitCode === 0 ? { outcome: 'passed', reason: end.message } : { outcome: 'failed', reason: end.message };
+    case 'exited': {
+      const stop: RunStop = { reason: 'exited', exitCode: end.exitCode ?? -1, elapsedNanos: 0 };
+      return end.exitCode === 0 ? { outcome: 'passed', reason: end.message, stop } : { outcome: 'failed', reason: end.message, stop };
+    }
     case 'idle':
       return { outcome: 'timeout', reason: end.message };
     case 'stopped':
@@ -94,6 +106,6 @@ async function afterBridge(end: GdbBridgeEnd, runOn: () => Promise<DebugOutcome>
 }
 
 function failure(err: unknown): DebugOutcome {
-  if (err instanceof BackendError) return { outcome: 'failed', reason: `${err.kind}: ${err.message}` };
+  if (err instanceof BackendError) return { outcome: 'failed', reason: `${err.kind}: ${err.message}`, kind: err.kind };
   throw err;
 }

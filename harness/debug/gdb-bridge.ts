@@ -12,6 +12,42 @@ export type GdbBridgeEnd =
   | { reason: 'detached' | 'killed' | 'idle' | 'stopped'; message: string }
   | { reason: 'exited'; message: string; exitCode: number | undefined };
 
+/**
+ * One debugger's connection, wherever it comes from: a TCP socket on this host (`socketConnection`)
+ * or a stream relayed through a bench server (harness/debug/relayed-debugger.ts). Text is RSP in
+ * latin1 (one char per byte).
+ */
+export interface DebuggerConnection {
+  write(text: string): void;
+  /** Writes `text` (if any), then closes. */
+  end(text?: string): void;
+  /** Closes at once. */
+  destroy(): void;
+  readonly destroyed: boolean;
+  onData(listener: (text: string) => void): void;
+  /** Once, when the connection has closed from either side. */
+  onClose(listener: () => void): void;
+}
+
+/** A TCP socket as a debugger connection. */
+export function socketConnection(socket: net.Socket): DebuggerConnection {
+  socket.setNoDelay(true);
+  // A debugger whose host vanished without closing (a laptop lid) is noticed by TCP keepalive,
+  // and then counts as disconnected: the idle timeout frees the board.
+  socket.setKeepAlive(true, KEEPALIVE_MS);
+  socket.on('error', () => undefined);
+  return {
+    write: (text) => void socket.write(Buffer.from(text, 'latin1')),
+    end: (text) => void (text === undefined ? socket.end() : socket.end(Buffer.from(text, 'latin1'))),
+    destroy: () => void socket.destroy(),
+    get destroyed() {
+      return socket.destroyed;
+    },
+    onData: (listener) => void socket.on('data', (data: Buffer) => listener(data.toString('latin1'))),
+    onClose: (listener) => void socket.once('close', listener),
+  };
+}
+
 export interface GdbBridgeOptions {
   /** The device's debug capability (flashed). */
   debug: DeviceDebug;
@@ -20,8 +56,8 @@ export interface GdbBridgeOptions {
   /** Board id, for messages. */
   boardId: string;
   clock: Clock;
-  /** Port on `host`; 0 picks a free one (`GdbBridge.port` says which). */
-  port: number;
+  /** Port on `host`; 0 picks a free one (`GdbBridge.port` says which). Absent: no listening; connections come through `accept`. */
+  port?: number;
   /** Default 127.0.0.1: the debugger is on this host; a lab reaches boards through the server. */
   host?: string;
   /** With no debugger connected for this long (host ms), the bridge ends and the board is freed. */
@@ -48,39 +84,44 @@ export interface GdbBridgeOptions {
 export class GdbBridge {
   readonly ended: Promise<GdbBridgeEnd>;
   private settle: (end: GdbBridgeEnd) => void = () => undefined;
-  private readonly server: net.Server;
-  private active: { socket: net.Socket; stream?: GdbStream; ending?: GdbBridgeEnd } | undefined;
+  private readonly server: net.Server | undefined;
+  private active: { socket: DebuggerConnection; stream?: GdbStream; ending?: GdbBridgeEnd } | undefined;
   private idleTimer: TimerHandle | undefined;
   private finished = false;
   private firstStream: GdbStream | undefined;
+  /** Settles once the last debugger's stream is closed: the next attach waits for it (a target takes one stream at a time). */
+  private released: Promise<unknown> = Promise.resolve();
 
   private constructor(private readonly options: GdbBridgeOptions) {
     this.firstStream = options.firstStream;
     this.ended = new Promise((resolve) => (this.settle = resolve));
-    this.server = net.createServer((socket) => this.accept(socket));
+    this.server = options.port === undefined ? undefined : net.createServer((socket) => this.accept(socketConnection(socket)));
   }
 
-  /** Listens on `options.port` and starts the idle timer. */
+  /** Listens on `options.port` (when given) and starts the idle timer. */
   static async start(options: GdbBridgeOptions): Promise<GdbBridge> {
     const bridge = new GdbBridge(options);
-    const host = options.host ?? '127.0.0.1';
-    await new Promise<void>((resolve, reject) => {
-      bridge.server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(new BackendError('unavailable', `cannot serve GDB on ${host}:${options.port}: ${err.code === 'EADDRINUSE' ? 'the port is taken (choose another with --gdb-port)' : err.message}`, { cause: err })),
-      );
-      bridge.server.listen(options.port, host, () => {
-        bridge.server.removeAllListeners('error');
-        resolve();
+    const { server } = bridge;
+    if (server) {
+      const host = options.host ?? '127.0.0.1';
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', (err: NodeJS.ErrnoException) =>
+          reject(new BackendError('unavailable', `cannot serve GDB on ${host}:${options.port}: ${err.code === 'EADDRINUSE' ? 'the port is taken (choose another with --gdb-port)' : err.message}`, { cause: err })),
+        );
+        server.listen(options.port, host, () => {
+          server.removeAllListeners('error');
+          resolve();
+        });
       });
-    });
+    }
     bridge.armIdleTimer();
     return bridge;
   }
 
-  /** The port it listens on. */
+  /** The port it listens on (0 when it does not listen). */
   get port(): number {
-    const address = this.server.address();
-    return typeof address === 'object' && address ? address.port : this.options.port;
+    const address = this.server?.address();
+    return typeof address === 'object' && address ? address.port : (this.options.port ?? 0);
   }
 
   /** Ends the bridge: closes the debugger's connection and stream, stops listening. */
@@ -89,12 +130,8 @@ export class GdbBridge {
     await this.ended;
   }
 
-  private accept(socket: net.Socket) {
-    socket.setNoDelay(true);
-    // A debugger whose host vanished without closing (a laptop lid) is noticed by TCP keepalive,
-    // and then counts as disconnected: the idle timeout frees the board.
-    socket.setKeepAlive(true, KEEPALIVE_MS);
-    socket.on('error', () => undefined);
+  /** Takes one debugger's connection (the TCP server calls it for each socket; a relay for each stream). */
+  accept(socket: DebuggerConnection): void {
     if (this.finished) {
       socket.destroy();
       return;
@@ -115,12 +152,12 @@ export class GdbBridge {
     let stream: GdbStream | undefined;
     const toTarget = (text: string) => (stream ? stream.write(text) : pending.push(text));
 
-    socket.on('data', (data: Buffer) => {
+    socket.onData((data) => {
       // Only whole, well-framed units reach the target: a packet still arriving stays here, so an
       // oversized or broken one never gets a byte of itself past the bridge.
       let forward = '';
       try {
-        for (const event of reader.feed(data.toString('latin1'))) {
+        for (const event of reader.feed(data)) {
           forward += event.kind === 'packet' ? event.raw : event.kind === 'ack' ? '+' : event.kind === 'nak' ? '-' : '\x03';
           if (event.kind !== 'packet' || !event.checksumOk) continue;
           const { payload } = event;
@@ -135,9 +172,9 @@ export class GdbBridge {
       }
       if (forward) toTarget(forward);
     });
-    socket.once('close', () => {
+    socket.onClose(() => {
       if (this.active === connection) this.active = undefined;
-      void stream?.close();
+      this.released = ready.then((opened) => opened.close(), () => undefined);
       if (connection.ending) this.finish(connection.ending);
       else if (!this.finished) {
         this.options.log(`the debugger disconnected without detaching; the core stays halted until one connects again (or ${this.options.idleTimeoutMs / 1000} s pass)`);
@@ -145,7 +182,8 @@ export class GdbBridge {
       }
     });
 
-    const ready = this.firstStream ? Promise.resolve(this.firstStream) : this.options.debug.attach();
+    const first = this.firstStream;
+    const ready = first ? Promise.resolve(first) : this.released.then(() => this.options.debug.attach());
     this.firstStream = undefined;
     ready.then(
       (opened) => {
@@ -171,7 +209,7 @@ export class GdbBridge {
               targetReadable = false;
             }
           }
-          socket.write(Buffer.from(text, 'latin1'));
+          socket.write(text);
         });
         void opened.closed.then(({ reason }) => {
           // The target ended the session (a detach or kill it answered): the reply is written; close.
@@ -211,6 +249,7 @@ export class GdbBridge {
     void this.firstStream?.close();
     void active?.stream?.close();
     active?.socket.destroy();
-    this.server.close(() => this.settle(end));
+    if (this.server) this.server.close(() => this.settle(end));
+    else this.settle(end);
   }
 }

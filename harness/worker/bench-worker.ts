@@ -2,11 +2,13 @@ import type { Board } from '../../boards/board-schema.js';
 import { type Backend, BackendError, type Device, type FirmwareImage } from '../../backends/backend.js';
 import { loadFirmwareImage } from '../../backends/image-check.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
-import { LocalDispatcher, type LocalDispatcherOptions, type UartSoFar } from '../dispatcher.js';
+import { LocalDispatcher, type LocalDispatcherOptions } from '../dispatcher.js';
 import type { FirmwareRun } from '../run-firmware.js';
 import { jobFailureDetail } from './job-failure-detail.js';
 import { runWorkerHealthCheck } from './worker-health-check.js';
-import type { HealthCheckTicket, JobTicket, SerialInputBatch, UartCaptureReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
+import type { HealthCheckTicket, JobTicket, SerialInputBatch, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
+import { UartReporter } from './uart-reporter.js';
+import { runDebugJob } from './debug-job.js';
 
 /** The board a job runs on and the backend to open it with, decided when the job starts. */
 export interface WorkerBoard {
@@ -200,6 +202,21 @@ export class BenchWorker {
       await link.finish(ticket.jobId, failed('internal', (err as Error).message));
       return;
     }
+    if (ticket.debug) {
+      const outcome = await runDebugJob({ ...ticket, debug: ticket.debug }, target, image, {
+        clock: this.options.clock,
+        link,
+        ordinaryDeadlineMs: this.deadlineMs(ticket.uartSeconds),
+        heartbeatMs: this.options.heartbeatMs ?? 2_000,
+        retryMs: this.options.retryMs ?? 1_000,
+        onStarted: () => this.markStarted(ticket.jobId),
+        closing: this.closing.signal,
+        logError: this.options.logError,
+      });
+      await this.options.afterJob?.(ticket.board, target.used?.() ?? target.backend);
+      if (!this.closed) await link.finish(ticket.jobId, outcome);
+      return;
+    }
     const reporter = new UartReporter(ticket.jobId, link, this.options.logError);
     let device: Device | undefined;
     const stop = (reason: string) => this.dispatcher.cancel(ticket.jobId, reason);
@@ -343,43 +360,4 @@ const MAX_CLAIMS_IN_FLIGHT = 3;
 interface Claim {
   boards: readonly string[];
   answer: Promise<{ claim: Claim; ticket: WorkerTask | undefined } | { claim: Claim; error: unknown }>;
-}
-
-/** Sends a job's new UART chunks to the server in order, as the dispatcher's capture grows. */
-class UartReporter {
-  private soFar: UartSoFar | undefined;
-  private sentChunks = 0;
-  private sentBytes = 0;
-  private sending: Promise<void> = Promise.resolve();
-
-  constructor(
-    private readonly jobId: string,
-    private readonly link: WorkerLink,
-    private readonly logError: BenchWorkerOptions['logError'],
-  ) {}
-
-  report(soFar: UartSoFar): void {
-    this.soFar = soFar;
-    const chunks = soFar.uart.slice(this.sentChunks);
-    if (chunks.length === 0) return;
-    const offset = this.sentBytes;
-    this.sentChunks = soFar.uart.length;
-    for (const c of chunks) this.sentBytes += c.bytes.length;
-    this.sending = this.sending
-      .then(() =>
-        this.link.uart(this.jobId, { offset, chunks, timeBase: soFar.timeBase, clockSource: soFar.clockSource, droppedUartBytes: soFar.droppedUartBytes }),
-      )
-      .catch((err: unknown) => this.logError(`reporting the UART of job ${this.jobId} failed`, err));
-  }
-
-  /** A copy of everything captured so far (the live capture keeps growing). */
-  capture(): UartCaptureReport | null {
-    const s = this.soFar;
-    if (!s) return null;
-    return { timeBase: s.timeBase, clockSource: s.clockSource, uart: [...s.uart], droppedUartBytes: s.droppedUartBytes };
-  }
-
-  flushed(): Promise<void> {
-    return this.sending;
-  }
 }

@@ -5,7 +5,8 @@ import type { BoardHealth, UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { z } from 'zod';
 import { boardHealthWireSchema, claimAnswerSchema, inputAnswerSchema, jobControlSchema, okAnswerSchema, finishAnswerSchema } from '../../wire/worker/worker-schemas.js';
-import type { BoardHealthLink, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
+import { JsonPostError, JsonPoster } from '../debug/json-post.js';
+import type { BoardHealthLink, DebugEvent, DebugEventBatch, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */
 export class WorkerServerError extends Error {
@@ -56,8 +57,12 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   /** Per job, UART a send could not deliver (the server unreachable or failing): sent again before the next batch. */
   private readonly undelivered = new Map<string, UartReport>();
 
+  /** The debug streams' hot path: kept-alive `http.request`s (decision 0560). */
+  private readonly debugPoster: JsonPoster;
+
   constructor(private readonly options: HttpWorkerLinkOptions) {
     this.base = options.serverUrl.replace(/\/+$/, '');
+    this.debugPoster = new JsonPoster(options.serverUrl, options.token);
   }
 
   /**
@@ -102,7 +107,16 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
       const { job, health_check: check } = answer;
       if (check) return { kind: 'health-check', checkId: check.check_id, board: check.board, timeoutMs: check.timeout_ms };
       return job
-        ? { kind: 'job', jobId: job.job_id, board: job.board, ...(job.instance === undefined ? {} : { instance: job.instance }), firmwareSha256: job.firmware_sha256, uartSeconds: job.uart_seconds, maxUartBytes: job.max_uart_bytes }
+        ? {
+            kind: 'job',
+            jobId: job.job_id,
+            board: job.board,
+            ...(job.instance === undefined ? {} : { instance: job.instance }),
+            firmwareSha256: job.firmware_sha256,
+            uartSeconds: job.uart_seconds,
+            maxUartBytes: job.max_uart_bytes,
+            ...(job.debug ? { debug: { idleTimeoutMs: job.debug.idle_timeout_ms, maxDebugMs: job.debug.max_debug_ms } } : {}),
+          }
         : undefined;
     } catch (err) {
       if (signal.aborted) return undefined;
@@ -151,6 +165,30 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
       if (err instanceof WorkerServerError && (err.status === 404 || err.status === 409)) return { inputs: [], lost: true };
       throw err;
     }
+  }
+
+  /** A long poll for what debuggers did on a debug job (`POST .../debug/events`, decision 0560); a refusal (404, 409) ends it. */
+  async debugEvents(jobId: string, signal: AbortSignal): Promise<DebugEventBatch> {
+    try {
+      const answer = await this.debugPoster.post<{ events: Array<{ stream: string; kind: 'open' | 'data' | 'close'; base64?: string; reason?: string }>; ended: boolean }>(
+        `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/events`,
+        { wait_seconds: this.options.claimWaitSeconds ?? 20 },
+        signal,
+      );
+      const events = answer.events.map((e): DebugEvent =>
+        e.kind === 'open' ? { stream: e.stream, kind: 'open' } : e.kind === 'data' ? { stream: e.stream, kind: 'data', text: Buffer.from(e.base64 ?? '', 'base64').toString('latin1') } : { stream: e.stream, kind: 'close', reason: e.reason ?? '' },
+      );
+      return { events, ended: answer.ended };
+    } catch (err) {
+      if (signal.aborted) return { events: [], ended: false };
+      if (err instanceof JsonPostError && (err.status === 404 || err.status === 409)) return { events: [], ended: true };
+      throw err;
+    }
+  }
+
+  /** The target's bytes for a debug stream, and/or that the board closed it (`POST .../debug/send`). */
+  async debugSend(jobId: string, stream: string, text: string, closed?: string): Promise<void> {
+    await this.debugPoster.post(`/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/send`, { stream, base64: Buffer.from(text, 'latin1').toString('base64'), closed: closed ?? null });
   }
 
   async healthCheckDone(checkId: string, outcome: HealthCheckReport): Promise<void> {

@@ -40,6 +40,36 @@ export interface WorkerLink {
    * process) that a job must stop; the worker still hears a stop on its next heartbeat without it.
    */
   watch?(jobId: string, listener: (push: JobPush) => void): () => void;
+  /**
+   * A debug job's debugger streams (issue 32, decision 0560): a long poll for what debuggers sent
+   * through the server (streams opened, their bytes, streams closed), answered at once when some
+   * is waiting, or with none when its wait runs out or `signal` aborts. `ended` once the job is no
+   * longer this worker's. Absent on a link that cannot carry debug streams.
+   */
+  debugEvents?(jobId: string, signal: AbortSignal): Promise<DebugEventBatch>;
+  /** Bytes from the target to debug stream `stream` (latin1 text), and/or that the worker closed it (`closed`: why). */
+  debugSend?(jobId: string, stream: string, text: string, closed?: string): Promise<void>;
+}
+
+/** What debuggers did through the server, in order: a stream opened, its bytes (RSP, latin1 text), a stream closed. */
+export type DebugEvent = { stream: string; kind: 'open' } | { stream: string; kind: 'data'; text: string } | { stream: string; kind: 'close'; reason: string };
+
+export interface DebugEventBatch {
+  events: DebugEvent[];
+  /** The job is no longer this worker's, or no longer a debug job here: stop asking. */
+  ended: boolean;
+}
+
+/**
+ * The terms of a debug job (issue 32, decision 0560): flashed with the core halted at reset and
+ * served to a debugger that reaches it through the server; its `uartSeconds` of device time run
+ * after the debugger detaches.
+ */
+export interface DebugTerms {
+  /** With no debugger attached this long (host ms), the job ends and frees the board. */
+  idleTimeoutMs: number;
+  /** The most host ms the job's wall deadline stretches for the time under a debugger. */
+  maxDebugMs: number;
 }
 
 /** What a claim hands a worker: a job to run, or a health check of one of its boards. */
@@ -56,6 +86,8 @@ export interface JobTicket {
   /** UART capture after reset release, in seconds of the device's time base. */
   uartSeconds: number;
   maxUartBytes: number;
+  /** Present for a debug job: run under a debugger reached through the server, not captured straight away. */
+  debug?: DebugTerms;
 }
 
 /** An administrator's health check of a board, claimed by the worker that serves it. */

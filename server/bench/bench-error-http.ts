@@ -35,6 +35,9 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   health_check_not_found: 404,
   health_check_not_held: 409,
   too_many_long_polls: 429,
+  debugger_attached: 409,
+  job_not_debuggable: 409,
+  debug_stream_closed: 409,
 };
 
 /** `WWW-Authenticate` of each 401, as RFC 6750 words the three cases. */

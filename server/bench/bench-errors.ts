@@ -62,6 +62,12 @@ export const BENCH_ERROR_CODES = [
    * once (decision 0470), or an agent holds more requests open (waits, streams) than its bound (decision 0471).
    */
   'too_many_long_polls',
+  /** A debugger is already attached to the debug job (one at a time, issue 32). */
+  'debugger_attached',
+  /** The job cannot take a debugger: it is queued, finished, or was not submitted for debugging. */
+  'job_not_debuggable',
+  /** The debug stream is closed (its debugger went, or sent what is not GDB's remote protocol). */
+  'debug_stream_closed',
 ] as const;
 
 export type BenchErrorCode = (typeof BENCH_ERROR_CODES)[number];

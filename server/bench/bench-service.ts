@@ -48,6 +48,7 @@ import type { LocalWorkerOptions } from './local-worker.js';
 import { workerRoutes } from './worker-routes.js';
 import { workerOpenApiComponents } from '../../wire/worker/worker-schemas.js';
 import { boardQueueSchema, jobTextSchema, uartInputAnswerSchema, uartTextSchema } from '../../wire/bench/job-answer-schemas.js';
+import { debugRoutes } from './debug-routes.js';
 import { exampleFirmwareOf } from './example-firmware.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { consoleOpenApiPaths, pagesOpenApiPaths } from './pages/pages-openapi.js';
@@ -242,7 +243,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     await bench.start();
     await boards.all();
 
-    const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings })];
+    const routes = [...benchRoutes(bench, { limits }), ...workerRoutes({ protocol, admin: workerAdmin, timings }), ...debugRoutes(bench, gateway.debug)];
     const agentGuards = benchGuards(bench, { adminToken: config.adminToken });
     const guard = benchGuard({
       ...agentGuards,

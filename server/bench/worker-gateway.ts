@@ -1,5 +1,7 @@
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
-import type { HealthCheckReport, JobPush, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
+import type { HealthCheckReport, JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
+import { DebugRelay } from './debug-relay.js';
+import { gatewayLink, ticketOf } from './gateway-link.js';
 import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobOutcome, JobRecord, UartRecord } from '../store/bench-store.js';
@@ -62,8 +64,12 @@ export class WorkerGateway {
   /** What waiters look for in the store (serial input queued or written, a health check done): woken at once from here. */
   private readonly signals: StoreSignals;
 
+  /** The GDB streams of debug jobs handed out here (issue 32, decision 0560). */
+  readonly debug: DebugRelay;
+
   constructor(private readonly deps: WorkerGatewayDeps) {
     this.signals = new StoreSignals(deps.clock, deps.claimPollMs);
+    this.debug = new DebugRelay({ clock: deps.clock, store: deps.store });
   }
 
   private now(): number {
@@ -72,23 +78,7 @@ export class WorkerGateway {
 
   /** The link of worker `workerId`; `claimMs` null for the worker in this process (claims never lapse). */
   linkFor(workerId: string, options: { claimMs: number | null }): WorkerLink {
-    return {
-      claim: (boards, signal) => this.claim(workerId, options.claimMs, boards, signal),
-      firmware: (ticket) => this.firmware(ticket.firmwareSha256),
-      running: (jobId) => this.running(workerId, jobId),
-      uart: async (jobId, report) => {
-        await this.uart(workerId, options.claimMs, jobId, report);
-      },
-      heartbeat: (jobId) => this.heartbeat(workerId, options.claimMs, jobId),
-      finish: async (jobId, outcome) => {
-        await this.finish(workerId, jobId, outcome);
-      },
-      input: (jobId, writtenThroughSeq, signal) => this.input(workerId, jobId, writtenThroughSeq, signal),
-      healthCheckDone: async (checkId, report) => {
-        await this.healthCheckDone(workerId, checkId, report);
-      },
-      watch: (jobId, listener) => this.watch(jobId, listener),
-    };
+    return gatewayLink(this, workerId, options);
   }
 
   /** A job was queued on `board`, or the board was freed: a worker waiting for that board claims now. */
@@ -98,6 +88,7 @@ export class WorkerGateway {
 
   /** A session closed: its jobs running through this gateway are told to stop at once (the store asked already). */
   sessionClosed(sessionId: string, reason: string): void {
+    this.debug.sessionEnded(sessionId);
     for (const entry of this.inFlight.values()) {
       if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
     }
@@ -137,6 +128,7 @@ export class WorkerGateway {
       const job = await this.deps.store.getJob(jobId);
       if (job && (job.state === 'flashing' || job.state === 'running')) continue;
       if (this.inFlight.get(jobId) !== entry) continue; // finished meanwhile
+      this.debug.jobEnded(jobId, `job ${jobId} ended`);
       if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
       entry.saveTimer = undefined;
       this.inFlight.delete(jobId);
@@ -152,6 +144,7 @@ export class WorkerGateway {
     }
     await Promise.all([...this.inFlight.values()].map((e) => e.saving));
     for (const waiter of [...this.waiters]) waiter.wake();
+    this.debug.shutdown();
   }
 
   async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
@@ -182,7 +175,7 @@ export class WorkerGateway {
         const job = await this.deps.store.claimJob({ workerId, boards: await claimable(), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
-          return this.ticketOf(job);
+          return ticketOf(job, this.deps.limits.maxUartBytesPerJob, this.debug.claimed(job, workerId));
         }
         const onAbort = () => wake();
         signal.addEventListener('abort', onAbort, { once: true });
@@ -260,6 +253,7 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : await this.uartSoFarOf(entry, jobId) };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
+    if (finished.workerId === workerId) this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
     // Input nobody will read any more; a fetch still waiting hears the job is over.
     await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
     this.signals.notify(`input:${jobId}`);
@@ -402,20 +396,9 @@ export class WorkerGateway {
   private uartLimits(): { maxChunks: number; maxBytes: number } {
     return { maxChunks: this.deps.limits.maxUartChunksPerJob, maxBytes: this.deps.limits.maxUartBytesPerJob };
   }
-
-  private ticketOf(job: JobRecord): JobTicket {
-    return {
-      kind: 'job',
-      jobId: job.jobId,
-      board: job.board,
-      ...(job.instance === undefined ? {} : { instance: job.instance }),
-      firmwareSha256: job.firmware.sha256,
-      uartSeconds: job.uartSeconds,
-      maxUartBytes: this.deps.limits.maxUartBytesPerJob,
-    };
-  }
 }
 
 function lostReason(jobId: string, state: string): string {
   return `job ${jobId} is ${state} and no longer this worker's`;
 }
+

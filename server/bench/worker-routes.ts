@@ -53,7 +53,7 @@ function storable(text: string): string {
   return text.replaceAll('\u0000', '\ufffd');
 }
 
-function workerOf(caller: RouteCaller<AgentRecord>): WorkerRecord {
+export function workerOf(caller: RouteCaller<AgentRecord>): WorkerRecord {
   if (!caller.worker) throw new Error('workerOf used on a route without worker auth; the route table and the handler disagree');
   return caller.worker as WorkerRecord;
 }
@@ -130,7 +130,15 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
           health_check: task?.kind === 'health-check' ? { check_id: task.checkId, board: task.board, timeout_ms: task.timeoutMs } : null,
           job:
             task?.kind === 'job'
-              ? { job_id: task.jobId, board: task.board, ...(task.instance === undefined ? {} : { instance: task.instance }), firmware_sha256: task.firmwareSha256, uart_seconds: task.uartSeconds, max_uart_bytes: task.maxUartBytes }
+              ? {
+                  job_id: task.jobId,
+                  board: task.board,
+                  ...(task.instance === undefined ? {} : { instance: task.instance }),
+                  firmware_sha256: task.firmwareSha256,
+                  uart_seconds: task.uartSeconds,
+                  max_uart_bytes: task.maxUartBytes,
+                  ...(task.debug ? { debug: { idle_timeout_ms: task.debug.idleTimeoutMs, max_debug_ms: task.debug.maxDebugMs } } : {}),
+                }
               : null,
         });
       },

@@ -150,6 +150,10 @@ export const claimAnswerSchema = z.object({
       firmware_sha256: z.string(),
       uart_seconds: z.number(),
       max_uart_bytes: z.number().int(),
+      debug: z
+        .object({ idle_timeout_ms: z.number().int(), max_debug_ms: z.number().int() })
+        .optional()
+        .meta({ description: 'A debug job (issue 32): flash it with the core halted and serve the debug streams of /api/v1/worker/jobs/{job_id}/debug/events.' }),
     })
     .nullable(),
 });

@@ -1,0 +1,185 @@
+import net from 'node:net';
+import { rspPacket } from '../core/gdb/rsp-packet.js';
+import { BenchClient } from '../clients/bench/bench-client.js';
+import type { BenchSession } from '../clients/bench/bench-session.js';
+import type { Job } from '../clients/bench/bench-types.js';
+import type { DebugOutcome } from '../harness/debug/debug-session.js';
+import { DebugRefused, DebugStreamClient } from './debug-stream-client.js';
+
+export interface RemoteDebugOptions {
+  server: string;
+  token: string;
+  board: string;
+  /** The ELF's bytes. */
+  firmware: Uint8Array;
+  /** TCP port on 127.0.0.1 for GDB; 0 picks a free one. */
+  gdbPort: number;
+  idleTimeoutSeconds: number;
+  /** Device time the firmware runs on after a detach (the job's `uart_seconds`). */
+  afterDetachSeconds: number;
+  onUart: (text: string) => void;
+  log: (line: string) => void;
+  onListening: (port: number, job: Job) => void;
+  signal?: AbortSignal;
+}
+
+/** Something failed before a debugger could attach (refused, unreachable, the job failed at once): `hilbench debug` exits 2. */
+export class RemoteNeverRan extends Error {
+  override name = 'RemoteNeverRan';
+}
+
+/** Seconds a receive waits on the server before asking again. */
+const RECEIVE_WAIT_SECONDS = 20;
+/** Host ms between two looks at a job that is not running yet. */
+const START_LOOK_MS = 50;
+
+/**
+ * `hilbench debug --server` (issue 32, decision 0560): opens a session on the board, arms it for
+ * debugging, submits the image in it and, once the worker has it halted at reset, serves GDB on
+ * 127.0.0.1: each GDB connection becomes one debug stream through the server (a second one while
+ * one is attached gets the server's refusal as an `E.` reply). The job's UART is printed as it
+ * comes; the session ends, and the board is freed, when the job ends (GDB detached and the
+ * firmware ran on, a kill, the idle timeout) or on the signal (the job is cancelled).
+ */
+export async function runRemoteDebugSession(options: RemoteDebugOptions): Promise<DebugOutcome> {
+  const client = new BenchClient({ baseUrl: options.server, token: options.token });
+  const debug = new DebugStreamClient({ server: options.server, token: options.token });
+  let session: BenchSession | undefined;
+  let server: net.Server | undefined;
+  const sockets = new Set<net.Socket>();
+  try {
+    let job: Job;
+    try {
+      session = await client.openSession(options.board, { idleSeconds: 60 });
+      await debug.arm(session.id, { idleTimeoutSeconds: options.idleTimeoutSeconds });
+      job = await session.submitFlash(options.firmware, { uartSeconds: options.afterDetachSeconds });
+      job = await untilRunning(client, job.job_id, options.signal);
+    } catch (err) {
+      if (options.signal?.aborted) return { outcome: 'interrupted', reason: 'interrupted (Ctrl-C); the board is freed' };
+      throw err instanceof RemoteNeverRan ? err : new RemoteNeverRan(describe(err));
+    }
+    const jobId = job.job_id;
+    server = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+      void relaySocket(socket, debug, jobId, options.log);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', (err: NodeJS.ErrnoException) => reject(new RemoteNeverRan(`cannot serve GDB on 127.0.0.1:${options.gdbPort}: ${err.code === 'EADDRINUSE' ? 'the port is taken (choose another with --gdb-port)' : err.message}`)));
+      server!.listen(options.gdbPort, '127.0.0.1', () => resolve());
+    });
+    const address = server.address();
+    options.onListening(typeof address === 'object' && address ? address.port : options.gdbPort, job);
+    const onAbort = () => void client.cancelJob(jobId, { reason: 'hilbench debug was interrupted (Ctrl-C)' }).catch(() => undefined);
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const ended = await followToEnd(client, jobId, options.onUart);
+      if (options.signal?.aborted) return { outcome: 'interrupted', reason: 'interrupted (Ctrl-C); the board is freed' };
+      return outcomeOf(ended);
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    server?.close();
+    await session?.end().catch(() => undefined);
+    debug.end();
+  }
+}
+
+/** One GDB connection as a debug stream: its bytes go to the server in order, the target's come back by long poll. */
+async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: string, log: (line: string) => void): Promise<void> {
+  socket.setNoDelay(true);
+  socket.on('error', () => undefined);
+  let stream: string;
+  try {
+    stream = await debug.open(jobId);
+  } catch (err) {
+    const message = err instanceof DebugRefused ? err.detail : describe(err);
+    log(`refused a debugger: ${message}`);
+    socket.end(`+${rspPacket(`E.${message}`)}`);
+    return;
+  }
+  let sending: Promise<void> = Promise.resolve();
+  let outgoing = '';
+  let inFlight = false;
+  const gone = new AbortController();
+  // One request at a time keeps the order; what GDB sends while one is on its way goes in the next (an ack and a packet in one).
+  const flush = async () => {
+    while (outgoing !== '') {
+      const text = outgoing;
+      outgoing = '';
+      try {
+        await debug.send(jobId, stream, text);
+      } catch (err) {
+        log(`the debug stream closed: ${err instanceof DebugRefused ? err.detail : describe(err)}`);
+        outgoing = '';
+        socket.destroy();
+      }
+    }
+    inFlight = false;
+  };
+  socket.on('data', (data: Buffer) => {
+    outgoing += data.toString('latin1');
+    if (inFlight) return;
+    inFlight = true;
+    sending = flush();
+  });
+  socket.once('close', () => {
+    gone.abort();
+    void sending.then(() => debug.close(jobId, stream)).catch(() => undefined);
+  });
+  while (!gone.signal.aborted) {
+    try {
+      const got = await debug.receive(jobId, stream, RECEIVE_WAIT_SECONDS, gone.signal);
+      if (got.text) socket.write(Buffer.from(got.text, 'latin1'));
+      if (got.closed !== null) {
+        socket.end();
+        return;
+      }
+    } catch (err) {
+      if (gone.signal.aborted) return;
+      log(`the debug stream closed: ${err instanceof DebugRefused ? err.detail : describe(err)}`);
+      socket.destroy();
+      return;
+    }
+  }
+}
+
+/** The job once its worker has the core halted (running), or a never-ran error when it ended first. */
+async function untilRunning(client: BenchClient, jobId: string, signal: AbortSignal | undefined): Promise<Job> {
+  for (;;) {
+    const job = await client.getJob(jobId);
+    if (job.state === 'running') return job;
+    if (job.state === 'failed') throw new RemoteNeverRan(`job ${jobId} failed before a debugger could attach: ${job.failure?.kind}: ${job.failure?.message}`);
+    if (job.state === 'done') throw new RemoteNeverRan(`job ${jobId} ended before a debugger could attach`);
+    if (signal?.aborted) throw new Error('interrupted');
+    await new Promise((resolve) => setTimeout(resolve, START_LOOK_MS));
+  }
+}
+
+/** Prints the job's UART as it comes and answers the job once it has ended. */
+async function followToEnd(client: BenchClient, jobId: string, onUart: (text: string) => void): Promise<Job> {
+  for await (const event of client.uart(jobId)) {
+    if (event.kind === 'uart') onUart(event.text);
+    else return event.job;
+  }
+  return client.getJob(jobId);
+}
+
+function outcomeOf(job: Job): DebugOutcome {
+  if (job.state === 'failed') {
+    const reason = `job ${job.job_id} failed: ${job.failure?.kind}: ${job.failure?.message}`;
+    return { outcome: job.failure?.kind === 'timeout' && /no debugger connected/.test(job.failure.message) ? 'timeout' : 'failed', reason };
+  }
+  if (job.stop?.reason === 'crashed') return { outcome: 'failed', reason: `the firmware crashed: ${job.stop.message ?? ''}` };
+  if (job.stop?.reason === 'exited' && job.stop.exit_code !== 0) return { outcome: 'failed', reason: `the firmware exited with code ${job.stop.exit_code}` };
+  return { outcome: 'passed', reason: `job ${job.job_id} is done: the debugger let the firmware go` };
+}
+
+function describe(err: unknown): string {
+  if (err instanceof DebugRefused) return err.detail;
+  const e = err as { detail?: unknown; message?: string; cause?: { message?: string } };
+  if (typeof e.detail === 'string') return e.detail;
+  return e.cause?.message ? `${e.message ?? ''}: ${e.cause.message}` : (e.message ?? String(err));
+}

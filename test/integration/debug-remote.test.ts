@@ -1,0 +1,187 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MockBackend } from '../../backends/mock/mock-backend.js';
+import { SimBackend } from '../../backends/sim/sim-backend.js';
+import { runRemoteDebugSession } from '../../bin/debug-on-server.js';
+import { systemClock } from '../../core/clock.js';
+import { rspPacket } from '../../core/gdb/rsp-packet.js';
+import type { Backend } from '../../backends/backend.js';
+import type { BackendChoice } from '../../harness/board-resolution.js';
+import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { allFactsHold, debugElf, gdbBatch, walkThroughFacts } from '../support/gdb-batch.js';
+import { createWorkerToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
+import { bearer, flash } from './bench-job-requests.js';
+
+/**
+ * GDB through a bench server and a remote worker (issue 32, decision 0560): the worker only dials
+ * out, the debug stream rides its long polls, and only the holder of the debug job's session may
+ * attach. Real GDB in batch mode walks the debug program on sim pico as it does locally
+ * (debug-gdb.test.ts); the bad-input cases go through the server's HTTP API.
+ */
+const ADMIN = 'admin-secret';
+let app: BenchTestApp;
+const workers: LabWorker[] = [];
+
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.close();
+  await app?.close();
+});
+
+/** A lab server on the system clock (real GDB runs in real time) and one remote worker serving pico. */
+async function lab(backends: Partial<Record<'sim' | 'mock', Backend>>, choice: BackendChoice): Promise<void> {
+  app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, clock: systemClock });
+  const { token } = await createWorkerToken(app.request, { adminToken: ADMIN, label: 'pi-debug' });
+  workers.push(await startLabWorker({ serverUrl: app.url, token, clock: systemClock, boards: ['pico'], backends, choice }));
+}
+
+const post = (token: string, path: string, body?: unknown) =>
+  app.request(path, { method: 'POST', headers: { ...bearer(token), ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+
+/** Opens a session on pico, arms it, submits the debug program in it; answers once the worker has the core halted. */
+async function debugJob(token: string, options: { idleTimeoutSeconds?: number } = {}): Promise<{ jobId: string; sessionId: string }> {
+  const opened = await app.request('/api/v1/sessions', { method: 'POST', headers: bearer(token), body: new URLSearchParams({ board: 'pico', idle_seconds: '120' }) });
+  expect(opened.status, await opened.clone().text()).toBe(200);
+  const { session_id: sessionId } = (await opened.json()) as { session_id: string };
+  const armed = await post(token, `/api/v1/sessions/${sessionId}/debug`, options.idleTimeoutSeconds === undefined ? {} : { idle_timeout_seconds: options.idleTimeoutSeconds });
+  expect(armed.status, await armed.clone().text()).toBe(200);
+  const submitted = await flash(app, token, { board: 'pico', uart_seconds: '2', session: sessionId }, readFileSync(debugElf('pico')));
+  expect(submitted.status, await submitted.clone().text()).toBe(200);
+  const { job_id: jobId } = (await submitted.json()) as { job_id: string };
+  await app.jobReaches(jobId, 'running', 'failed');
+  return { jobId, sessionId };
+}
+
+const sendBytes = (token: string, jobId: string, stream: string, text: string) =>
+  post(token, `/api/v1/jobs/${jobId}/debug/${stream}/send`, { base64: Buffer.from(text, 'latin1').toString('base64') });
+
+/** Receives until `pattern` shows in what the target sent (bounded by the server's waits). */
+async function receiveUntil(token: string, jobId: string, stream: string, pattern: RegExp): Promise<string> {
+  let seen = '';
+  for (let i = 0; i < 20 && !pattern.test(seen); i++) {
+    const got = (await (await post(token, `/api/v1/jobs/${jobId}/debug/${stream}/receive`, { wait_seconds: 5 })).json()) as { base64: string; closed: string | null };
+    seen += Buffer.from(got.base64, 'base64').toString('latin1');
+    if (got.closed !== null) break;
+  }
+  return seen;
+}
+
+describe('hilbench debug through a server and a remote worker', () => {
+  it('real GDB: break at main, read $pc, a global and a stack word, step, detach; the firmware then prints', { timeout: 120_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    let uart = '';
+    let listening: (port: number) => void = () => undefined;
+    const port = new Promise<number>((resolve) => (listening = resolve));
+    const session = runRemoteDebugSession({
+      server: app.url,
+      token: alice.token,
+      board: 'pico',
+      firmware: readFileSync(debugElf('pico')),
+      gdbPort: 0,
+      idleTimeoutSeconds: 120,
+      afterDetachSeconds: 2,
+      onUart: (text) => (uart += text),
+      log: () => undefined,
+      onListening: (p) => listening(p),
+    });
+    const gdb = await Promise.race([port.then((p) => gdbBatch('pico', p)), session.then((o) => ({ output: `the session ended first: ${JSON.stringify(o)}`, exitCode: -1 }))]);
+    const outcome = await session;
+    expect(walkThroughFacts(gdb.output), gdb.output).toEqual(allFactsHold);
+    expect(outcome.outcome, outcome.reason).toBe('passed');
+    expect(uart).toBe('hilbench debug board=pico counter=42\r\n');
+  });
+
+  it('the CLI with --server prints the target remote line, the UART on stdout, and exits 0 after the detach', { timeout: 120_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    const root = path.resolve(import.meta.dirname, '../..');
+    const args = ['tsx', 'bin/hilbench.ts', 'debug', debugElf('pico'), '--board', 'pico', '--gdb-port', '0', '--server', app.url, '--token', alice.token];
+    const child = execa('npx', args, { cwd: root, reject: false });
+    const port = await new Promise<number>((resolve, reject) => {
+      let seen = '';
+      child.stderr?.on('data', (chunk: Buffer) => {
+        seen += chunk.toString();
+        const line = /target remote localhost:(\d+)/.exec(seen);
+        if (line) resolve(Number(line[1]));
+      });
+      void child.then((r) => reject(new Error(`hilbench debug ended before listening (${r.exitCode}): ${r.stderr}`)));
+    });
+    const gdb = await gdbBatch('pico', port, ['break main', 'continue', 'print debug_counter', 'detach']);
+    const result = await child;
+    expect(gdb.output).toMatch(/^\$1 = 41$/m);
+    expect({ exitCode: result.exitCode, stdout: result.stdout }, result.stderr).toEqual({ exitCode: 0, stdout: 'hilbench debug board=pico counter=42' });
+    expect(result.stderr).toMatch(/hilbench debug: passed: job job_\S+ is done/);
+  });
+
+  it('refuses a second debugger, another agent, and a job that is not a debug job; a malformed packet closes only its stream', { timeout: 60_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    const bob = await app.register('bob');
+    const { jobId, sessionId } = await debugJob(alice.token);
+
+    const first = await post(alice.token, `/api/v1/jobs/${jobId}/debug`);
+    expect(first.status, await first.clone().text()).toBe(200);
+    const { stream_id: stream } = (await first.json()) as { stream_id: string };
+    const second = await post(alice.token, `/api/v1/jobs/${jobId}/debug`);
+    expect(second.status).toBe(409);
+    expect(await second.json()).toEqual({ detail: `job ${jobId} on board pico already has a debugger attached (one at a time)` });
+    const notHers = await post(bob.token, `/api/v1/jobs/${jobId}/debug`);
+    expect(notHers.status).toBe(404);
+    expect(await notHers.json()).toEqual({ detail: `job ${jobId} not found` });
+
+    // The first stream works: a stop-reason query is answered by rp2040js's GDB server through the worker.
+    expect((await sendBytes(alice.token, jobId, stream, `${rspPacket('?')}`)).status).toBe(200);
+    expect(await receiveUntil(alice.token, jobId, stream, /\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+
+    // Bytes outside a packet: this stream closes with the reason; the job and the board go on.
+    const garbage = await sendBytes(alice.token, jobId, stream, 'hello gdb');
+    expect(garbage.status).toBe(409);
+    expect(((await garbage.json()) as { detail: string }).detail).toMatch(new RegExp(`^debug stream ${stream} of job ${jobId} is closed: the debugger sent what is not GDB's remote protocol`));
+    const after = await sendBytes(alice.token, jobId, stream, rspPacket('?'));
+    expect(after.status).toBe(409);
+    // An oversized packet closes its stream the same way.
+    const next = (await (await post(alice.token, `/api/v1/jobs/${jobId}/debug`)).json()) as { stream_id: string };
+    const oversized = await sendBytes(alice.token, jobId, next.stream_id, `$${'m'.repeat(70 * 1024)}`);
+    expect(oversized.status).toBe(409);
+    expect(((await oversized.json()) as { detail: string }).detail).toMatch(/is closed: the debugger sent what is not GDB's remote protocol \(a packet longer than 65536 bytes/);
+    // Another debugger attaches and finds the core halted.
+    const third = (await (await post(alice.token, `/api/v1/jobs/${jobId}/debug`)).json()) as { stream_id: string };
+    await sendBytes(alice.token, jobId, third.stream_id, rspPacket('?'));
+    expect(await receiveUntil(alice.token, jobId, third.stream_id, /\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    expect((await app.server.service.store.getJob(jobId))?.state).toBe('running');
+
+    // The session's next job (its arming was used by the debug job) waits, and takes no debugger yet.
+    const plain = await flash(app, alice.token, { board: 'pico', uart_seconds: '1', session: sessionId }, readFileSync(debugElf('pico')));
+    const { job_id: plainId } = (await plain.json()) as { job_id: string };
+    const refused = await post(alice.token, `/api/v1/jobs/${plainId}/debug`);
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toEqual({ detail: `job ${plainId} is queued: a debugger attaches once it is running (GET /api/v1/jobs/${plainId}?wait=...)` });
+  });
+
+  it('a debugger that vanishes frees the board after the idle timeout; the finished job then refuses a debugger', { timeout: 60_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    const { jobId } = await debugJob(alice.token, { idleTimeoutSeconds: 1 });
+    const { stream_id: stream } = (await (await post(alice.token, `/api/v1/jobs/${jobId}/debug`)).json()) as { stream_id: string };
+    // The GDB connection drops without a detach: the client closes its stream.
+    expect((await post(alice.token, `/api/v1/jobs/${jobId}/debug/${stream}/close`)).status).toBe(200);
+    await app.jobReaches(jobId, 'failed');
+    const job = await app.server.service.store.getJob(jobId);
+    expect(job?.failure).toEqual({ kind: 'timeout', message: 'no debugger connected for 1 s: the board is freed' });
+    const late = await post(alice.token, `/api/v1/jobs/${jobId}/debug`);
+    expect(late.status).toBe(409);
+    expect(await late.json()).toEqual({ detail: `job ${jobId} has failed (timeout: no debugger connected for 1 s: the board is freed): a debugger attaches only while its debug job runs` });
+  });
+
+  it('a board on the mock backend is refused with the reason', { timeout: 60_000 }, async () => {
+    await lab({ mock: new MockBackend() }, 'mock');
+    const alice = await app.register('alice');
+    const { jobId } = await debugJob(alice.token);
+    await app.jobReaches(jobId, 'failed');
+    const refused = await post(alice.token, `/api/v1/jobs/${jobId}/debug`);
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { detail: string }).detail).toMatch(new RegExp(`^job ${jobId} has failed \\(unavailable: board pico .*mock.*\\): a debugger attaches only while its debug job runs$`));
+  });
+});
