@@ -67,7 +67,11 @@ export class ThreadDebugSession {
     if (this.over) return;
     Atomics.store(this.host.control, CONTROL.debugWorking, 1);
     this.target.receive(text);
-    this.scheduleFlush();
+    // The reply to a packet of a halted target (a register read, a memory read) is complete by
+    // now: post it at once rather than after a turn of the event loop, which on a loaded machine
+    // may wait for the thread to get a core again. What the target sends later (a stop reply
+    // after a continue, output of a microtask) still goes out by `scheduleFlush`.
+    this.flush();
   }
 
   /** The bench ends the session: the target stops where it is; nothing more is sent. */

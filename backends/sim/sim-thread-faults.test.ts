@@ -119,7 +119,7 @@ describe('sim engine threads: a debugger attached', () => {
     const device = await sim.open(faultyPico('hangs'));
     await device.flash(spin);
     const stream = await device.debug!.attach();
-    expect(await exchange(stream, '?')).toMatch(/^S/);
+    expect(await exchange(stream, '?')).toMatch(/^[ST]05/);
     // Halted, waiting for the debugger: ten looks of the watchdog with no sign of life.
     for (let look = 0; look < 10; look++) fake.tick(answerWithinMs);
     expect(await exchange(stream, 'g')).toMatch(/^[0-9a-f]+$/);
