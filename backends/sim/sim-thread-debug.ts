@@ -20,9 +20,11 @@ const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(reso
  * One debugger's session inside an engine thread: the engine's GDB target (`SimChip.openGdb`)
  * beside the engine, fed with the debugger's bytes as they come from the host (`receive`). What
  * the target sends, and the UART output of a continue, is gathered and posted as `debug`
- * messages: once per turn of the thread's event loop (after its microtasks, so a stop reply goes
- * out with the target's state settled), once per slice of a continue, and early when a message
- * would pass `DEBUG_BATCH_CHARS` or `UART_BATCH_BYTES`.
+ * messages: what it answers at once as soon as `receive` has fed it (a halted target's reply
+ * crosses without waiting for a turn of the loop: decision 0566), what it sends later once per
+ * turn of the thread's event loop (after its microtasks, so a stop reply goes out with the
+ * target's state settled), once per slice of a continue, and early when a message would pass
+ * `DEBUG_BATCH_CHARS` or `UART_BATCH_BYTES`.
  *
  * `CONTROL.debugWorking` tells the host's watchdog whether silence counts: 1 from the moment
  * bytes arrive until the target is halted again (a continue keeps it at 1 and beats every
