@@ -20,6 +20,9 @@ export interface SimDebugHost {
   setDebugging(debugging: boolean): void;
 }
 
+/** A write of nothing but acks. */
+const ACKS_ONLY = /^\++$/;
+
 /** Words for how a stub's session ended, as `GdbStream.closed` reports it. */
 function endReason(end: NonNullable<ThreadDebugOutput['end']>): string {
   if (end.how === 'protocol-error') return `the debugger sent what is not GDB's remote protocol: ${end.message}`;
@@ -30,7 +33,7 @@ function endReason(end: NonNullable<ThreadDebugOutput['end']>): string {
  * The sim backend's debug capability: a fresh chip from the flashed image, driven by the engine's
  * GDB stub (`SimEngine.openGdb`: avr8js through hilbench's own stub, rp2040js through its GDB
  * server), which runs beside the engine in the device's thread. The debugger's bytes go to the
- * thread in `debug-in` messages of at most `DEBUG_BATCH_CHARS`; the target's replies and UART
+ * thread in `debug-in` messages of at most `DEBUG_BATCH_CHARS` (acks wait for the next bytes); the target's replies and UART
  * output come back in `debug` messages. When the stream ends the chip stays the device's, so
  * `run` continues from where the debugger left it. A thread that fails ends the stream with why.
  */
@@ -82,9 +85,21 @@ export function simDeviceDebug(host: SimDebugHost): DeviceDebug & { detachAll():
         finish('the debugger could not attach', false);
         throw err;
       }
+      /** Acks the debugger sent since its last other bytes, still to cross (see `write`). */
+      let heldAcks = '';
       const stream: GdbStream = {
         write: (text) => {
           if (ended) return;
+          // GDB acks every reply with '+'. The engines' stubs read nothing from an ack (they never
+          // retransmit), so a write of acks alone waits here and crosses with the debugger's next
+          // bytes: the same bytes in the same order, one wake-up of the thread per packet instead
+          // of two. A NAK, an interrupt or a packet crosses at once, with the acks before it.
+          if (ACKS_ONLY.test(text) && heldAcks.length + text.length < DEBUG_BATCH_CHARS) {
+            heldAcks += text;
+            return;
+          }
+          text = heldAcks + text;
+          heldAcks = '';
           for (let at = 0; at < text.length; at += DEBUG_BATCH_CHARS) {
             thread.notify({ type: 'debug-in', session, text: text.slice(at, at + DEBUG_BATCH_CHARS) });
           }

@@ -20,9 +20,11 @@ const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(reso
  * One debugger's session inside an engine thread: the engine's GDB target (`SimChip.openGdb`)
  * beside the engine, fed with the debugger's bytes as they come from the host (`receive`). What
  * the target sends, and the UART output of a continue, is gathered and posted as `debug`
- * messages: once per turn of the thread's event loop (after its microtasks, so a stop reply goes
- * out with the target's state settled), once per slice of a continue, and early when a message
- * would pass `DEBUG_BATCH_CHARS` or `UART_BATCH_BYTES`.
+ * messages: what it answers at once as soon as `receive` has fed it (a halted target's reply
+ * crosses without waiting for a turn of the loop: decision 0566), what it sends later once per
+ * turn of the thread's event loop (after its microtasks, so a stop reply goes out with the
+ * target's state settled), once per slice of a continue, and early when a message would pass
+ * `DEBUG_BATCH_CHARS` or `UART_BATCH_BYTES`.
  *
  * `CONTROL.debugWorking` tells the host's watchdog whether silence counts: 1 from the moment
  * bytes arrive until the target is halted again (a continue keeps it at 1 and beats every
@@ -67,7 +69,11 @@ export class ThreadDebugSession {
     if (this.over) return;
     Atomics.store(this.host.control, CONTROL.debugWorking, 1);
     this.target.receive(text);
-    this.scheduleFlush();
+    // The reply to a packet of a halted target (a register read, a memory read) is complete by
+    // now: post it at once rather than after a turn of the event loop, which on a loaded machine
+    // may wait for the thread to get a core again. What the target sends later (a stop reply
+    // after a continue, output of a microtask) still goes out by `scheduleFlush`.
+    this.flush();
   }
 
   /** The bench ends the session: the target stops where it is; nothing more is sent. */

@@ -51,8 +51,9 @@ export const UART_BATCH_BYTES = 64 * 1024;
 
 /**
  * GDB remote protocol text crosses in messages of at most this many characters (latin1, one per
- * byte), either way: the thread's replies are gathered for one turn of its event loop (or one
- * slice of a continue) and cut at this bound; the host cuts the debugger's bytes the same way.
+ * byte), either way: the thread's replies are gathered per packet fed to the stub, per turn of its
+ * event loop or per slice of a continue, and cut at this bound; the host cuts the debugger's bytes
+ * the same way.
  */
 export const DEBUG_BATCH_CHARS = 64 * 1024;
 const rspText = z.string().max(DEBUG_BATCH_CHARS);
