@@ -138,6 +138,6 @@ describe('hilbench debug on the probe backend (stand-in OpenOCD and probe-rs)', 
     });
     fake.plugProbe('stm32f4-discovery');
     expect(listened).toBe(false);
-    expect(outcome).toEqual({ outcome: 'failed', reason: expect.stringMatching(/^probe-not-found: /) });
+    expect(outcome).toEqual({ outcome: 'failed', kind: 'probe-not-found', reason: expect.stringMatching(/^probe-not-found: /) });
   });
 });
