@@ -333,7 +333,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger, { service: 'bench' }));
 
-    const checkContinue = continueListener(routes, guard, app, slashRedirects(served));
+    const checkContinue = continueListener(routes, guard, app, slashRedirects(served), new Set(['GET', 'HEAD', 'OPTIONS']));
 
     let closed = false;
     return {

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { expectContinue as expectContinueTo } from '../support/expect-continue-request.js';
 import { makeElf } from '../support/make-elf.js';
+import { rawExchange } from '../fuzz/raw-http.js';
 
 /**
  * With `Expect: 100-continue`, a request the server will refuse from its
@@ -93,5 +94,28 @@ describe('Expect: 100-continue', () => {
     expect(out).toMatchObject({ continued: true, status: 200 });
     const unknown = await expectContinue('/api/v1/nowhere', { 'content-type': 'application/x-www-form-urlencoded' }, body);
     expect(unknown).toMatchObject({ continued: true, status: 404 });
+  });
+});
+
+describe('Expect: 100-continue on a GET', () => {
+  it('answers at once without 100, and a long answer arrives whole (it was cut at 64 KiB when the unread body reset the connection)', async () => {
+    // Enough traffic that /metrics passes 64 KiB: one series per route, method and status.
+    const paths = ['/api/v1/boards', '/api/v1/health', '/stats', '/api/v1/jobs/x', '/api/v1/sessions/x', '/admin/workers', '/llms.txt', '/openapi.json', '/api/v1/jobs/flash', '/api/v1/sessions', '/api/v1/agents/register', '/api/v1/waitlist', '/console', '/api/v1/worker/claim'];
+    for (let round = 0; round < 30; round++) {
+      await (await fetch(new URL(`/api/v1/boards/b${round}/queue`, app.url))).arrayBuffer();
+      for (const p of paths) for (const method of ['GET', 'POST', 'DELETE', 'PUT']) await (await fetch(new URL(p, app.url), { method })).arrayBuffer();
+    }
+    const exchange = await rawExchange(app.url, {
+      method: 'GET',
+      path: '/metrics',
+      headers: { 'Content-Type': 'application/json', 'Content-Length': 2, Expect: '100-continue' },
+      body: Buffer.from('{}'),
+      ending: 'expect-continue',
+    });
+    expect(exchange.responses.map((r) => r.status)).toEqual([200]);
+    const answer = exchange.responses[0]!;
+    expect(answer.body.length).toBe(Number(answer.headers['content-length']));
+    expect(answer.body.length).toBeGreaterThan(64 * 1024);
+    expect(exchange.leftover.length).toBe(0);
   });
 });
