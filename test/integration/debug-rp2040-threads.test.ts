@@ -53,7 +53,7 @@ describe('sim pico: both cores as GDB threads', () => {
     expect(core1Stepped!.pc).not.toBe(core1AtBreak!.pc);
     expect(core0Again).toEqual(core0);
     expect(output).toMatch(/\[Inferior 1 \(Remote target\) detached\]/);
-    expect(outcome).toEqual({ outcome: 'passed', reason: 'the debugger detached; the firmware runs on' });
+    expect(outcome).toEqual({ outcome: 'passed', reason: 'the debugger detached; the firmware runs on', stop: expect.objectContaining({ reason: 'exited', exitCode: 0 }) });
     expect(uart).toContain('multicore PASS');
   });
 });
