@@ -29,7 +29,16 @@ describe('GdbCoreThreads (two cores as GDB threads)', () => {
     expect(threads.answer('Hc2')).toBe('OK');
     expect(threads.stepping).toBe(2);
     expect(threads.answer('Hg3')).toBe('E01');
+    expect(threads.answer('Hc-2')).toBe('E01');
     expect(threads.registers).toBe(1);
+    expect(threads.stepping).toBe(2);
+  });
+
+  it('refuses a vCont naming a thread that does not exist, and passes the others on to the stub', () => {
+    const threads = twoCores();
+    for (const payload of ['vCont;s:5', 'vCont;s:2;c:3', 'vCont;c:p1.1', 'vCont;s:']) expect(threads.answer(payload), payload).toBe('E01');
+    for (const payload of ['vCont;s:2', 'vCont;s:1;c', 'vCont;c', 'vCont;c:-1', 'vCont?']) expect(threads.answer(payload), payload).toBeUndefined();
+    expect(threads.answer('qC')).toBe('QC1');
   });
 
   it('names the stopped thread in stop replies, and leaves other replies alone', () => {

@@ -85,8 +85,9 @@ export function haltStopReply(halt: EngineHalt): string {
  * The thread packets of GDB's remote protocol for a chip whose cores are GDB threads (ids from 1,
  * as GDB numbers them): `qfThreadInfo`/`qsThreadInfo` list them, `qC` names the one that stopped
  * last, `Hg`/`Hc` select the one whose registers are read and the one a step runs (0 and -1:
- * the one that stopped), `T` says whether one exists, `qThreadExtraInfo` describes it. Stop
- * replies name their thread (`namedStopReply`), so GDB shows which core stopped.
+ * the one that stopped), `T` says whether one exists, `qThreadExtraInfo` describes it. Any other
+ * id that names no thread, in these or in a `vCont` action, is `E01`. Stop replies name their
+ * thread (`namedStopReply`), so GDB shows which core stopped.
  */
 export class GdbCoreThreads {
   /** The thread that stopped last; GDB's current thread after a stop. */
@@ -111,11 +112,18 @@ export class GdbCoreThreads {
     const select = /^H([gc])(-?[0-9a-fA-F]+)$/.exec(payload);
     if (select) {
       const id = parseInt(select[2]!, 16);
-      if (id > this.describe.length) return 'E01';
+      if (id !== 0 && id !== -1 && !this.exists(id)) return 'E01';
       const thread = id <= 0 ? this.stopped : id;
       if (select[1] === 'g') this.registers = thread;
       else this.stepping = thread;
       return 'OK';
+    }
+    // An action for a thread that does not exist is refused whole, before the stub acts on it
+    // (a step of thread 5 would otherwise step core 0 and make `qC` name thread 5).
+    if (payload.startsWith('vCont;')) {
+      const ids = payload.slice('vCont;'.length).split(';').flatMap((action) => (action.includes(':') ? [action.slice(action.indexOf(':') + 1)] : []));
+      // -1 is every thread, 0 any one: the stub steps the selected thread for both.
+      return ids.every((id) => id === '-1' || id === '0' || (/^[0-9a-fA-F]+$/.test(id) && this.exists(parseInt(id, 16)))) ? undefined : 'E01';
     }
     const alive = /^T([0-9a-fA-F]+)$/.exec(payload);
     if (alive) return this.exists(parseInt(alive[1]!, 16)) ? 'OK' : 'E01';

@@ -58,15 +58,17 @@ export class InstanceHealth {
   async jobEnded(job: Pick<JobRecord, 'board' | 'instance' | 'state' | 'failure'>): Promise<BoardHealthRecord | undefined> {
     if (!InstanceHealth.ofSeveral(job.board, job.instance)) return undefined;
     const instance = job.instance;
-    const before = await this.get(instance);
     if (job.state === 'done') {
       // A job that ran resets the count; only a release ends a quarantine (as on the probe).
-      if (before.consecutiveFailures > 0 && !before.quarantine) await this.deps.store.boardHealth.put(instance, afterSuccess());
+      await this.deps.store.boardHealth.update(instance, (now) => (now.consecutiveFailures > 0 && !now.quarantine ? afterSuccess() : undefined));
       return undefined;
     }
     if (job.state !== 'failed' || !job.failure || NOT_THE_INSTANCE.has(job.failure.kind)) return undefined;
-    const after = afterFailure(before, `${job.failure.kind}: ${job.failure.message}`, INSTANCE_QUARANTINE_AFTER_FAILURES, this.deps.clock.nowMs());
-    await this.deps.store.boardHealth.put(instance, after);
+    const message = `${job.failure.kind}: ${job.failure.message}`;
+    const nowMs = this.deps.clock.nowMs();
+    // Counted and decided in one transaction (decision 0551): two replicas lose no count, and a
+    // release that lands meanwhile is not undone by a quarantine computed from the count before it.
+    const { before, after } = await this.deps.store.boardHealth.update(instance, (now) => afterFailure(now, message, INSTANCE_QUARANTINE_AFTER_FAILURES, nowMs));
     return !before.quarantine && after.quarantine ? after : undefined;
   }
 

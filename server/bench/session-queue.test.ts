@@ -95,6 +95,30 @@ describe('SessionQueue', () => {
     expect(fake.now).toBe(0);
   });
 
+  it('keeps a wake that arrives while the head attempts, and looks again at once instead of at the next poll', async () => {
+    const fake = createClock(0);
+    const { queue } = await queueOnStore(clockFromFakeTimers(fake));
+    let attempts = 0;
+    // The first attempt finds nothing, but a lease is freed meanwhile (the store's event, delivered
+    // while no pause is pending); the second attempt gets it.
+    const attempt = async () => {
+      attempts += 1;
+      if (attempts === 1) {
+        queue.nudge('pico');
+        return undefined;
+      }
+      return 'lease';
+    };
+    let settled = false;
+    const waiting = queue.wait(PICO, 'a', { waitMs: 60_000, signal: new AbortController().signal, attempt }).finally(() => {
+      settled = true;
+    });
+    // The clock never moves: a lost wake would leave the waiter in its 1 s poll, unsettled.
+    await fake.tickAsync(0);
+    expect({ settled, attempts, nowMs: fake.now }, 'the wake during attempt() was lost: the waiter sat in its poll').toEqual({ settled: true, attempts: 2, nowMs: 0 });
+    expect(await waiting).toEqual({ value: 'lease', position: 1 });
+  });
+
   it('counts a waiter of a replica that died only until its liveness runs out', async () => {
     const fake = createClock(0);
     const clock = clockFromFakeTimers(fake);

@@ -11,6 +11,7 @@ const RENEW_WHEN_LEFT_MS = WAITER_ALIVE_MS / 2;
 
 interface LocalWaiter {
   seq: number;
+  /** Something may have moved the queue: look again at once (kept when it comes between pauses). */
   wake: () => void;
 }
 
@@ -63,8 +64,16 @@ export class SessionQueue {
     const { clock, store } = this.deps;
     const startMs = clock.nowMs();
     const row: SessionWaiter = { waiterId: newId('wtr'), queue: target.queue, pool: target.pool, agentId, enqueuedAtMs: startMs, aliveUntilMs: startMs + WAITER_ALIVE_MS };
-    let wake: () => void = () => undefined;
-    const me: LocalWaiter = { seq: await store.enqueue(row), wake: () => wake() };
+    // A wake is a flag, not only the current pause's resolver: one that arrives while this waiter
+    // renews, reads its position or attempts (no pause pending) would otherwise be lost until the
+    // next poll, `retryMs` later. The loop skips its pause when the flag is up.
+    let woken = false;
+    let endPause: () => void = () => undefined;
+    const wake = () => {
+      woken = true;
+      endPause();
+    };
+    const me: LocalWaiter = { seq: await store.enqueue(row), wake };
     this.join(target.queue, me);
     const deadlineMs = startMs + options.waitMs;
     let timer: TimerHandle | undefined;
@@ -74,6 +83,8 @@ export class SessionQueue {
     options.signal.addEventListener('abort', onAbort, { once: true });
     try {
       for (;;) {
+        // Cleared before looking: a wake from here on is for what this turn may not have seen.
+        woken = false;
         const nowMs = clock.nowMs();
         if (row.aliveUntilMs - nowMs < RENEW_WHEN_LEFT_MS) {
           row.aliveUntilMs = nowMs + WAITER_ALIVE_MS;
@@ -95,11 +106,12 @@ export class SessionQueue {
         }
         // The earliest waiter here looks again every `retryMs`; the others only renew their liveness.
         const pauseMs = front ? (this.deps.retryMs ?? 1_000) : RENEW_WHEN_LEFT_MS / 2;
+        if (woken) continue;
         await new Promise<void>((resolve) => {
-          wake = resolve;
+          endPause = resolve;
           timer = clock.setTimeout(resolve, Math.min(leftMs, pauseMs));
-          if (options.signal.aborted) resolve();
         });
+        endPause = () => undefined;
         if (timer !== undefined) clock.clearTimeout(timer);
       }
     } finally {

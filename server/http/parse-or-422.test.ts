@@ -13,7 +13,7 @@ function detailOf(schema: z.ZodType, input: unknown): unknown[] {
   throw new Error('expected a 422');
 }
 
-describe('one zod-to-422 converter, in pydantic v2 words', () => {
+describe('parseOr422: zod issues as one 422, in pydantic v2 words', () => {
   // Regression: the relay's own converter said "at most 1 characters".
   it('a one-character limit is "1 character", singular, as pydantic writes it', () => {
     expect(detailOf(z.object({ c: z.string().max(1) }), { c: 'ab' })).toEqual([

@@ -18,6 +18,14 @@ export interface BoardHealthStore {
   get(boardId: string): Promise<BoardHealthRecord>;
   /** Replaces the board's health; committed before it resolves. */
   put(boardId: string, health: BoardHealthRecord): Promise<void>;
+  /**
+   * Changes the board's health in one transaction holding its row (decision 0551): `change` gets
+   * the record as it is now and returns the new one, or undefined to leave it. Read and write are
+   * one step, so two replicas counting failures of one board lose no count, and a `put` (a
+   * release) is never undone by a change computed from the record before it. `change` must be a
+   * pure function of its argument: the transaction may run again after a race the database detected.
+   */
+  update(boardId: string, change: (health: BoardHealthRecord) => BoardHealthRecord | undefined): Promise<{ before: BoardHealthRecord; after: BoardHealthRecord }>;
 }
 
 /** The health of a board never seen, or released. */

@@ -131,8 +131,10 @@ export class Rp2040GdbTarget implements SimGdbTarget {
    * register packet, the step's thread (or `Hc`'s) for a step; core 0 for everything else.
    */
   private withCoreOf(payload: string, handle: () => void) {
+    // The thread ids are ones that exist (`GdbCoreThreads.answer` refused the others with `E01`).
     const step = /^vCont;s(?::([0-9a-fA-F]+))?/.exec(payload);
-    const thread = /^[gGpP]/.test(payload) ? this.threads.registers : step ? (step[1] ? parseInt(step[1], 16) : this.threads.stepping) : 1;
+    const stepped = step?.[1] === undefined ? 0 : parseInt(step[1], 16);
+    const thread = /^[gGpP]/.test(payload) ? this.threads.registers : step ? stepped || this.threads.stepping : 1;
     if (step) this.threads.stop(thread);
     if (thread !== CORE1_THREAD) return handle();
     const chip = this.engine.rp2040 as { core: Core };

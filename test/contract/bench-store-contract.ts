@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BenchStore, JobRecord, SessionRecord, UartRecord } from '../../server/store/bench-store.js';
+import { type BoardHealthRecord, healthyBoardRecord } from '../../server/store/board-health-store.js';
 import { describeJobQueueContract } from './bench-job-queue-contract.js';
 import { describePoolContract } from './bench-pool-contract.js';
 import { describeSessionQueueContract } from './bench-session-queue-contract.js';
@@ -302,6 +303,32 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         expect(await store.boardHealth.get('pico')).toEqual(sick);
         expect((await store.boardHealth.get('uno')).consecutiveFailures).toBe(0);
         await expect(store.boardHealth.put('pico', { ...sick, consecutiveFailures: -1 })).rejects.toThrow(RangeError);
+      }));
+
+    it('changes board health in one step: concurrent failures lose no count, a release between two failures is not undone', () =>
+      withStore(async (store) => {
+        // The rule InstanceHealth applies, simplified: one more failure, quarantined at the third.
+        const fail = (now: BoardHealthRecord): BoardHealthRecord => {
+          const consecutiveFailures = now.consecutiveFailures + 1;
+          return { consecutiveFailures, lastFailure: 'flash', quarantine: now.quarantine ?? (consecutiveFailures >= 3 ? { sinceMs: T0, reason: 'quarantined' } : undefined) };
+        };
+        // A change that leaves a board never seen as it is.
+        expect(await store.boardHealth.update('never', () => undefined)).toEqual({ before: healthyBoardRecord, after: healthyBoardRecord });
+        // Eight failures at once (overlapping transactions on PostgreSQL's pool): every one counted, one quarantine.
+        const results = await Promise.all(Array.from({ length: 8 }, () => store.boardHealth.update('pico.2@w', fail)));
+        expect((await store.boardHealth.get('pico.2@w')).consecutiveFailures).toBe(8);
+        expect(results.filter(({ before, after }) => !before.quarantine && after.quarantine)).toHaveLength(1);
+        await expect(store.boardHealth.update('pico.2@w', (now) => ({ ...now, consecutiveFailures: -1 }))).rejects.toThrow(RangeError);
+        expect((await store.boardHealth.get('pico.2@w')).consecutiveFailures).toBe(8);
+        // Two failures, then a third and a release at once: either order leaves the board in service.
+        await store.boardHealth.update('pico.3@w', fail);
+        await store.boardHealth.update('pico.3@w', fail);
+        await Promise.all([store.boardHealth.update('pico.3@w', fail), store.boardHealth.put('pico.3@w', healthyBoardRecord)]);
+        const released = await store.boardHealth.get('pico.3@w');
+        expect(released.quarantine).toBeUndefined();
+        expect(released.consecutiveFailures).toBeLessThanOrEqual(1);
+        // After the release, failures count from zero again.
+        expect((await store.boardHealth.update('pico.3@w', fail)).after.quarantine).toBeUndefined();
       }));
 
     it('keeps the waitlist: first join of an address wins, newest first', () =>
