@@ -85,6 +85,11 @@ export class DebugRelay {
     return armed.terms;
   }
 
+  /** True while `jobId` is a debug job handed out here (until its end is told). */
+  has(jobId: string): boolean {
+    return this.jobs.has(jobId);
+  }
+
   /** The job ended (its outcome came, or it was swept): its stream closes and the worker stops asking. */
   jobEnded(jobId: string, why: string): void {
     const job = this.jobs.get(jobId);
