@@ -87,10 +87,17 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
   }
 }
 
+/** What `relaySocket` asks of the server (a `DebugStreamClient`). */
+export type DebugStreamCalls = Pick<DebugStreamClient, 'open' | 'send' | 'receive' | 'close'>;
+
 /** One GDB connection as a debug stream: its bytes go to the server in order, the target's come back by long poll. */
-async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: string, log: (line: string) => void): Promise<void> {
+export async function relaySocket(socket: net.Socket, debug: DebugStreamCalls, jobId: string, log: (line: string) => void): Promise<void> {
   socket.setNoDelay(true);
   socket.on('error', () => undefined);
+  // Heard before the open: a GDB gone while its stream opens must still close the stream, or the
+  // stream would hold the job's one debugger place until the server's silence timeout.
+  const gone = new AbortController();
+  socket.once('close', () => gone.abort());
   let stream: string;
   try {
     stream = await debug.open(jobId);
@@ -101,9 +108,14 @@ async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: 
     return;
   }
   let sending: Promise<void> = Promise.resolve();
+  const closeStream = () => void sending.then(() => debug.close(jobId, stream)).catch(() => undefined);
+  if (gone.signal.aborted) {
+    closeStream();
+    return;
+  }
+  gone.signal.addEventListener('abort', closeStream, { once: true });
   let outgoing = '';
   let inFlight = false;
-  const gone = new AbortController();
   // One request at a time keeps the order; what GDB sends while one is on its way goes in the next (an ack and a packet in one).
   const flush = async () => {
     while (outgoing !== '') {
@@ -124,10 +136,6 @@ async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: 
     if (inFlight) return;
     inFlight = true;
     sending = flush();
-  });
-  socket.once('close', () => {
-    gone.abort();
-    void sending.then(() => debug.close(jobId, stream)).catch(() => undefined);
   });
   while (!gone.signal.aborted) {
     try {
