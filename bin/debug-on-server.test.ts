@@ -1,7 +1,10 @@
 import net from 'node:net';
 import { once } from 'node:events';
+import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type DebugStreamCalls, relaySocket } from './debug-on-server.js';
+import type { Job } from '../clients/bench/bench-types.js';
+import { clockFromFakeTimers } from '../core/clock.js';
+import { type DebugStreamCalls, relaySocket, RemoteNeverRan, START_LOOK_MS, START_WAIT_MS, untilRunning } from './debug-on-server.js';
 
 const servers: net.Server[] = [];
 afterEach(() => {
@@ -41,5 +44,24 @@ describe('relaySocket', () => {
     // The close is sent after the open settles: give its promise chain its turns.
     for (let i = 0; i < 5 && calls.length === 0; i++) await new Promise((resolve) => setImmediate(resolve));
     expect(calls).toEqual(['close job_1.1']);
+  });
+});
+
+describe('untilRunning', () => {
+  it('gives up, saying what it waited for, when the job is not running within START_WAIT_MS', async () => {
+    const fake = createClock(0);
+    let looks = 0;
+    const client = { getJob: async (jobId: string) => (looks++, { job_id: jobId, state: 'flashing' } as Job) };
+    const waiting = untilRunning(client, 'job_1', clockFromFakeTimers(fake), undefined).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await fake.tickAsync(START_WAIT_MS + START_LOOK_MS);
+    const err = await waiting;
+    expect(err).toBeInstanceOf(RemoteNeverRan);
+    expect((err as Error).message).toBe(
+      "job job_1 was still flashing after 120 s, waiting for its worker to flash the board and halt its core for a debugger (is the board's worker online?)",
+    );
+    expect(looks).toBe(START_WAIT_MS / START_LOOK_MS + 1);
   });
 });
