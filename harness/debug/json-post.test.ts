@@ -4,7 +4,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { JsonPoster, JsonPostTimeout } from './json-post.js';
+import { JsonPostError, JsonPoster, JsonPostTimeout } from './json-post.js';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -47,5 +47,13 @@ describe('JsonPoster', () => {
     const { poster } = await posterTo((_req, res) => res.end(JSON.stringify({ ok: 'yes' })));
     await expect(poster.post('/x', z.object({ ok: z.string() }))).resolves.toEqual({ ok: 'yes' });
     await expect(poster.post('/x', z.object({ ok: z.literal(true) }))).rejects.toThrow(/answer to POST \/x is not what it should be/);
+  });
+
+  it("throws a refusal with its status and the server's detail", async () => {
+    const { poster } = await posterTo((_req, res) => {
+      res.statusCode = 409;
+      res.end(JSON.stringify({ detail: 'job j1 has done' }));
+    });
+    await expect(poster.post('/x', z.object({}))).rejects.toEqual(new JsonPostError(409, 'job j1 has done'));
   });
 });

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { type Clock, systemClock } from '../../core/clock.js';
 
 /** A failed answer: its status and the server's `detail` (or the body's text). */
@@ -103,10 +103,16 @@ export class JsonPoster {
 
 /** A refusal's `detail` (FastAPI's shape), or the body's text when it is not JSON. */
 function detailOf(text: string): string {
+  let parsed: unknown;
   try {
-    const parsed = JSON.parse(text) as { detail?: unknown };
-    return typeof parsed.detail === 'string' ? parsed.detail : JSON.stringify(parsed.detail);
+    parsed = JSON.parse(text);
   } catch {
     return text;
   }
+  const refusal = refusalSchema.safeParse(parsed);
+  if (!refusal.success) return text;
+  return typeof refusal.data.detail === 'string' ? refusal.data.detail : JSON.stringify(refusal.data.detail);
 }
+
+/** FastAPI's error body: `detail` a string, or a 422's list of `{loc, msg, type}`. */
+const refusalSchema = z.object({ detail: z.unknown() });
