@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { type Clock, foregroundClock, sleep } from '../core/clock.js';
 import { rspPacket } from '../core/gdb/rsp-packet.js';
 import { BenchClient } from '../clients/bench/bench-client.js';
 import type { BenchSession } from '../clients/bench/bench-session.js';
@@ -21,6 +22,8 @@ export interface RemoteDebugOptions {
   log: (line: string) => void;
   onListening: (port: number, job: Job) => void;
   signal?: AbortSignal;
+  /** Host time for the waits (default: the real clock, keeping the process alive). */
+  clock?: Clock;
 }
 
 /** Something failed before a debugger could attach (refused, unreachable, the job failed at once): `hilbench debug` exits 2. */
@@ -30,8 +33,13 @@ export class RemoteNeverRan extends Error {
 
 /** Seconds a receive waits on the server before asking again. */
 const RECEIVE_WAIT_SECONDS = 20;
-/** Host ms between two looks at a job that is not running yet. */
-const START_LOOK_MS = 50;
+/** Host ms between two looks at a job that is not running yet (the job's `?wait=` answers only its end). */
+export const START_LOOK_MS = 250;
+/**
+ * The most host ms a debug job may take to be running (flashed, the core halted at reset) once
+ * submitted: the session already holds the board, so only a worker that is gone or stuck takes longer.
+ */
+export const START_WAIT_MS = 120_000;
 
 /**
  * `hilbench debug --server` (issue 32, decision 0560): opens a session on the board, arms it for
@@ -53,7 +61,7 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
       session = await client.openSession(options.board, { idleSeconds: 60 });
       await debug.arm(session.id, { idleTimeoutSeconds: options.idleTimeoutSeconds });
       job = await session.submitFlash(options.firmware, { uartSeconds: options.afterDetachSeconds });
-      job = await untilRunning(client, job.job_id, options.signal);
+      job = await untilRunning(client, job.job_id, options.clock ?? foregroundClock, options.signal);
     } catch (err) {
       if (options.signal?.aborted) return { outcome: 'interrupted', reason: 'interrupted (Ctrl-C); the board is freed' };
       throw err instanceof RemoteNeverRan ? err : new RemoteNeverRan(describe(err));
@@ -87,10 +95,17 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
   }
 }
 
+/** What `relaySocket` asks of the server (a `DebugStreamClient`). */
+export type DebugStreamCalls = Pick<DebugStreamClient, 'open' | 'send' | 'receive' | 'close'>;
+
 /** One GDB connection as a debug stream: its bytes go to the server in order, the target's come back by long poll. */
-async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: string, log: (line: string) => void): Promise<void> {
+export async function relaySocket(socket: net.Socket, debug: DebugStreamCalls, jobId: string, log: (line: string) => void): Promise<void> {
   socket.setNoDelay(true);
   socket.on('error', () => undefined);
+  // Heard before the open: a GDB gone while its stream opens must still close the stream, or the
+  // stream would hold the job's one debugger place until the server's silence timeout.
+  const gone = new AbortController();
+  socket.once('close', () => gone.abort());
   let stream: string;
   try {
     stream = await debug.open(jobId);
@@ -101,9 +116,14 @@ async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: 
     return;
   }
   let sending: Promise<void> = Promise.resolve();
+  const closeStream = () => void sending.then(() => debug.close(jobId, stream)).catch(() => undefined);
+  if (gone.signal.aborted) {
+    closeStream();
+    return;
+  }
+  gone.signal.addEventListener('abort', closeStream, { once: true });
   let outgoing = '';
   let inFlight = false;
-  const gone = new AbortController();
   // One request at a time keeps the order; what GDB sends while one is on its way goes in the next (an ack and a packet in one).
   const flush = async () => {
     while (outgoing !== '') {
@@ -125,10 +145,6 @@ async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: 
     inFlight = true;
     sending = flush();
   });
-  socket.once('close', () => {
-    gone.abort();
-    void sending.then(() => debug.close(jobId, stream)).catch(() => undefined);
-  });
   while (!gone.signal.aborted) {
     try {
       const got = await debug.receive(jobId, stream, RECEIVE_WAIT_SECONDS, gone.signal);
@@ -146,15 +162,22 @@ async function relaySocket(socket: net.Socket, debug: DebugStreamClient, jobId: 
   }
 }
 
-/** The job once its worker has the core halted (running), or a never-ran error when it ended first. */
-async function untilRunning(client: BenchClient, jobId: string, signal: AbortSignal | undefined): Promise<Job> {
+/**
+ * The job once its worker has the core halted (running), or a never-ran error when it ended first
+ * or was not running within `START_WAIT_MS`.
+ */
+export async function untilRunning(client: Pick<BenchClient, 'getJob'>, jobId: string, clock: Clock, signal: AbortSignal | undefined): Promise<Job> {
+  const giveUpAtMs = clock.nowMs() + START_WAIT_MS;
   for (;;) {
     const job = await client.getJob(jobId);
     if (job.state === 'running') return job;
     if (job.state === 'failed') throw new RemoteNeverRan(`job ${jobId} failed before a debugger could attach: ${job.failure?.kind}: ${job.failure?.message}`);
     if (job.state === 'done') throw new RemoteNeverRan(`job ${jobId} ended before a debugger could attach`);
     if (signal?.aborted) throw new Error('interrupted');
-    await new Promise((resolve) => setTimeout(resolve, START_LOOK_MS));
+    if (clock.nowMs() >= giveUpAtMs) {
+      throw new RemoteNeverRan(`job ${jobId} was still ${job.state} after ${START_WAIT_MS / 1000} s, waiting for its worker to flash the board and halt its core for a debugger (is the board's worker online?)`);
+    }
+    await sleep(clock, START_LOOK_MS, signal);
   }
 }
 

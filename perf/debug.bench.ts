@@ -1,81 +1,20 @@
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import { execa } from 'execa';
-import type { Backend, DeviceDebug } from '../backends/backend.js';
+import type { Backend } from '../backends/backend.js';
 import { loadFirmwareImage } from '../backends/image-check.js';
 import { QemuBackend } from '../backends/qemu/qemu-backend.js';
 import { SimBackend } from '../backends/sim/sim-backend.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
-import { rspPacket } from '../core/gdb/rsp-packet.js';
 import { GdbBridge } from '../harness/debug/gdb-bridge.js';
 import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
 import { avrStubInThread, type OwnGdbServer, qemuOwnGdbstub, rp2040jsOwnServer } from './debug-own-servers.js';
-import { type BenchRow, nowMs, percentile } from './measure.js';
+import { forwardedServer, timeRegisterReads, walkToMain } from './gdb-measure.js';
+import { type BenchRow, percentile } from './measure.js';
 
 const root = path.resolve(import.meta.dirname, '..');
 const ROUNDS = 4;
 const READS_PER_ROUND = 200;
-
-/** A plain TCP forward to a freshly attached stream: the engine's own GDB server with no hilbench framing in between. */
-async function directServer(debug: DeviceDebug): Promise<{ port: number; settled: () => Promise<unknown>; close: () => Promise<void> }> {
-  let streamClosed: Promise<unknown> = Promise.resolve();
-  const server = net.createServer((socket) => {
-    // As the bridge does: without it Nagle's algorithm and delayed ACKs add ~40 ms to each reply.
-    socket.setNoDelay(true);
-    socket.on('error', () => undefined);
-    streamClosed = debug.attach().then((stream) => {
-      stream.onData((text) => socket.write(Buffer.from(text, 'latin1')));
-      socket.on('data', (data: Buffer) => stream.write(data.toString('latin1')));
-      // A kill ends the stream first; the debugger is then told by the connection's end.
-      void stream.closed.then(() => socket.end());
-      socket.once('close', () => void stream.close());
-      return stream.closed;
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address() as net.AddressInfo;
-  return { port: address.port, settled: () => streamClosed, close: () => new Promise((resolve) => server.close(() => resolve())) };
-}
-
-/** Connects, waits for the target's answer to `?`, then times `count` register reads (`g`), one at a time; per-read host ms. */
-async function timeRegisterReads(port: number, count: number): Promise<number[]> {
-  const socket = net.createConnection({ port, host: '127.0.0.1' });
-  socket.setNoDelay(true);
-  await new Promise((resolve) => socket.once('connect', resolve));
-  let buffer = '';
-  let waiter: (() => void) | undefined;
-  socket.on('data', (data: Buffer) => {
-    buffer += data.toString('latin1');
-    waiter?.();
-  });
-  const reply = () =>
-    new Promise<void>((resolve) => {
-      const check = () => {
-        const end = /\$[^#]*#[0-9a-f]{2}/.exec(buffer);
-        if (!end) return;
-        buffer = buffer.slice(end.index + end[0].length);
-        waiter = undefined;
-        socket.write('+');
-        resolve();
-      };
-      waiter = check;
-      check();
-    });
-  socket.write(rspPacket('?'));
-  await reply();
-  const samples: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const t0 = nowMs();
-    socket.write(rspPacket('g'));
-    await reply();
-    samples.push(nowMs() - t0);
-  }
-  socket.destroy();
-  await new Promise((resolve) => socket.once('close', resolve));
-  return samples;
-}
 
 /** Runs `fn` against a freshly started server, then closes it. */
 async function withServer<T>(start: () => Promise<OwnGdbServer>, fn: (port: number) => Promise<T>): Promise<T> {
@@ -103,7 +42,7 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
   const device = await backend.open(board);
   await device.flash(loadFirmwareImage(readFileSync(elf)));
   const debug = device.debug!;
-  const direct = await directServer(debug);
+  const direct = await forwardedServer(debug);
   /** Runs `fn` against a fresh bridge (each debugger's session is its own), then stops it. */
   const viaBridge = async <T>(fn: (port: number) => Promise<T>): Promise<T> => {
     const bridge = await GdbBridge.start({ debug, boardId, clock: systemClock, port: 0, idleTimeoutMs: 600_000, log: () => undefined });
@@ -113,18 +52,7 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
       await bridge.stop();
     }
   };
-  /** GDB's own clock (its Python) from `target remote` to halted at main: GDB's start-up and the ELF's load are outside it. */
-  const walkToMain = async (port: number) => {
-    const result = await execa(
-      gdb,
-      ['-nx', '--batch', '-ex', `file ${elf}`, '-ex', 'python import time; hb_t0 = time.monotonic()', '-ex', `target remote localhost:${port}`, '-ex', 'break main', '-ex', 'continue',
-        '-ex', 'python print("hilbench-to-main-ms %.3f" % ((time.monotonic() - hb_t0) * 1000))', '-ex', 'kill'],
-      { reject: false, cwd: root },
-    );
-    const ms = /hilbench-to-main-ms ([\d.]+)/.exec(result.stdout);
-    if (!/Breakpoint 1, main/.test(result.stdout) || !ms) throw new Error(`${gdb} did not stop at main: ${result.stdout} ${result.stderr}`);
-    return Number(ms[1]);
-  };
+  const toMainOn = (port: number) => walkToMain(gdb, elf, port, root);
   const reads = { own: [] as number[], forwarded: [] as number[], bridged: [] as number[] };
   const toMain = { own: [] as number[], bridged: [] as number[] };
   try {
@@ -135,8 +63,8 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
       reads.forwarded.push(...(await timeRegisterReads(direct.port, READS_PER_ROUND)));
       await direct.settled();
       reads.bridged.push(...(await viaBridge((port) => timeRegisterReads(port, READS_PER_ROUND))));
-      toMain.own.push(await withServer(() => own(elf), walkToMain));
-      toMain.bridged.push(await viaBridge(walkToMain));
+      toMain.own.push(await withServer(() => own(elf), toMainOn));
+      toMain.bridged.push(await viaBridge(toMainOn));
     }
   } finally {
     await direct.close();

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { BoardHealth, UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { z } from 'zod';
+import { workerEventsAnswerSchema } from '../../wire/worker/debug-schemas.js';
 import { boardHealthWireSchema, claimAnswerSchema, inputAnswerSchema, jobControlSchema, okAnswerSchema, finishAnswerSchema } from '../../wire/worker/worker-schemas.js';
 import { JsonPostError, JsonPoster } from '../debug/json-post.js';
 import type { BoardHealthLink, DebugEvent, DebugEventBatch, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
@@ -170,11 +171,8 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   /** A long poll for what debuggers did on a debug job (`POST .../debug/events`, decision 0560); a refusal (404, 409) ends it. */
   async debugEvents(jobId: string, signal: AbortSignal): Promise<DebugEventBatch> {
     try {
-      const answer = await this.debugPoster.post<{ events: Array<{ stream: string; kind: 'open' | 'data' | 'close'; base64?: string; reason?: string }>; ended: boolean }>(
-        `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/events`,
-        { wait_seconds: this.options.claimWaitSeconds ?? 20 },
-        signal,
-      );
+      const waitSeconds = this.options.claimWaitSeconds ?? 20;
+      const answer = await this.debugPoster.post(`/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/events`, workerEventsAnswerSchema, { wait_seconds: waitSeconds }, { signal, waitMs: waitSeconds * 1000 });
       const events = answer.events.map((e): DebugEvent =>
         e.kind === 'open' ? { stream: e.stream, kind: 'open' } : e.kind === 'data' ? { stream: e.stream, kind: 'data', text: Buffer.from(e.base64 ?? '', 'base64').toString('latin1') } : { stream: e.stream, kind: 'close', reason: e.reason ?? '' },
       );
@@ -188,7 +186,7 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
 
   /** The target's bytes for a debug stream, and/or that the board closed it (`POST .../debug/send`). */
   async debugSend(jobId: string, stream: string, text: string, closed?: string): Promise<void> {
-    await this.debugPoster.post(`/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/send`, { stream, base64: Buffer.from(text, 'latin1').toString('base64'), closed: closed ?? null });
+    await this.debugPoster.post(`/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/send`, okAnswerSchema, { stream, base64: Buffer.from(text, 'latin1').toString('base64'), closed: closed ?? null });
   }
 
   async healthCheckDone(checkId: string, outcome: HealthCheckReport): Promise<void> {

@@ -60,8 +60,8 @@ export function benchWorkers(config: BenchWorkersConfig) {
   // Instances of pools of several keep their own health (decision 0551): claims skip the quarantined.
   const instanceHealth = {
     unquarantined: (board: string, instances: readonly string[]) => pools.unquarantined(board, instances),
-    jobEnded: async (job: JobRecord) => {
-      const quarantined = await pools.health.jobEnded(job);
+    jobEnded: async (job: JobRecord, options: { debug: boolean }) => {
+      const quarantined = await pools.health.jobEnded(job, options);
       if (quarantined?.quarantine) logger.warn(`instance ${job.instance} of board ${job.board} quarantined: ${quarantined.quarantine.reason}`);
     },
   };

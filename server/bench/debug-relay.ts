@@ -21,6 +21,8 @@ interface DebugStream {
   toDebugger: string[];
   pendingBytes: number;
   closed: string | undefined;
+  /** Its client has received that it closed (nothing more to tell it). */
+  drained: boolean;
   reader: RspReader;
   silence: TimerHandle | undefined;
   wakeups: Wakeups;
@@ -39,6 +41,8 @@ interface DebugJob {
   toWorkerBytes: number;
   workerWakeups: Wakeups;
   ended: string | undefined;
+  /** Once ended: forgets the job when its last stream's bytes and reason were not received in time. */
+  forget: TimerHandle | undefined;
   sessionTouchedMs: number;
 }
 
@@ -80,24 +84,39 @@ export class DebugRelay {
       toWorkerBytes: 0,
       workerWakeups: new Wakeups(this.deps.clock),
       ended: undefined,
+      forget: undefined,
       sessionTouchedMs: this.deps.clock.nowMs(),
     });
     return armed.terms;
   }
 
-  /** The job ended (its outcome came, or it was swept): its stream closes and the worker stops asking. */
+  /** True while `jobId` is a running debug job handed out here (until its end is told). */
+  has(jobId: string): boolean {
+    const job = this.jobs.get(jobId);
+    return job !== undefined && job.ended === undefined;
+  }
+
+  /**
+   * The job ended (its outcome came, or it was swept): its stream closes and the worker stops
+   * asking. The debugger's client may still receive what the target sent last and why the stream
+   * closed: the job is kept until that is received, or for `STREAM_SILENCE_MS` at most.
+   */
   jobEnded(jobId: string, why: string): void {
     const job = this.jobs.get(jobId);
-    if (!job) return;
+    if (!job || job.ended !== undefined) return;
     job.ended = why;
     if (job.stream) this.closeStream(job, job.stream, why);
     job.workerWakeups.wakeAll();
-    this.jobs.delete(jobId);
+    if (!job.stream || (job.stream.toDebugger.length === 0 && job.stream.drained)) this.forget(job);
+    else job.forget = this.deps.clock.setTimeout(() => this.forget(job), STREAM_SILENCE_MS);
   }
 
   /** The server is closing: every stream closes and every waiting long poll is answered. */
   shutdown(): void {
-    for (const jobId of [...this.jobs.keys()]) this.jobEnded(jobId, 'the bench server is shutting down');
+    for (const job of [...this.jobs.values()]) {
+      this.jobEnded(job.jobId, 'the bench server is shutting down');
+      this.forget(job);
+    }
   }
 
   /** A session ended: an arming nobody used is dropped. */
@@ -110,7 +129,10 @@ export class DebugRelay {
     const job = await this.jobOf(agentId, jobId);
     if (job.stream && !job.stream.closed) throw new BenchError('debugger_attached', `job ${jobId} on board ${job.board} already has a debugger attached (one at a time)`);
     job.opened += 1;
-    const stream: DebugStream = { id: `${jobId}.${job.opened}`, toDebugger: [], pendingBytes: 0, closed: undefined, reader: new RspReader(), silence: undefined, wakeups: new Wakeups(this.deps.clock) };
+    // What the worker has not yet taken of the stream this one replaces is dropped: its bytes go
+    // nowhere now, and a stream the worker never saw open need not be opened and closed there.
+    if (job.stream) this.dropQueued(job, job.stream.id);
+    const stream: DebugStream = { id: `${jobId}.${job.opened}`, toDebugger: [], pendingBytes: 0, closed: undefined, drained: false, reader: new RspReader(), silence: undefined, wakeups: new Wakeups(this.deps.clock) };
     job.stream = stream;
     this.heardFrom(job, stream);
     this.toWorker(job, { stream: stream.id, kind: 'open' });
@@ -151,7 +173,11 @@ export class DebugRelay {
     // The session stays alive while a debugger is attached: the route renews it at most every 10 s.
     const due = job.sessionId !== null && this.deps.clock.nowMs() - job.sessionTouchedMs >= 10_000 ? job.sessionId : null;
     if (due) job.sessionTouchedMs = this.deps.clock.nowMs();
-    return { text, closed: stream.toDebugger.length === 0 ? (stream.closed ?? null) : null, sessionDue: due };
+    const closed = stream.closed ?? null;
+    if (closed !== null) stream.drained = true;
+    // An ended job was kept for this last receive only.
+    if (closed !== null && job.ended !== undefined) this.forget(job);
+    return { text, closed, sessionDue: due };
   }
 
   /** The debugger went away: its stream closes (the board waits for another, or its idle timeout). */
@@ -220,10 +246,30 @@ export class DebugRelay {
     );
   }
 
+  /**
+   * Queues `event` for the worker. Data following data of the same stream joins it, so the queue
+   * holds at most one data event between two opens or closes: its length is bounded by the streams,
+   * as its bytes are by `MAX_PENDING_DEBUG_BYTES`.
+   */
   private toWorker(job: DebugJob, event: DebugEvent): void {
-    job.toWorker.push(event);
+    const last = job.toWorker.at(-1);
+    if (event.kind === 'data' && last?.kind === 'data' && last.stream === event.stream) job.toWorker[job.toWorker.length - 1] = { ...last, text: last.text + event.text };
+    else job.toWorker.push(event);
     if (event.kind === 'data') job.toWorkerBytes += event.text.length;
     job.workerWakeups.wakeAll();
+  }
+
+  /** Drops what waits for the worker of stream `streamId` (all of it when the worker never saw it open, else all but its close). */
+  private dropQueued(job: DebugJob, streamId: string): void {
+    const unseen = job.toWorker.some((event) => event.stream === streamId && event.kind === 'open');
+    job.toWorker = job.toWorker.filter((event) => event.stream !== streamId || (!unseen && event.kind === 'close'));
+    job.toWorkerBytes = job.toWorker.reduce((bytes, event) => bytes + (event.kind === 'data' ? event.text.length : 0), 0);
+  }
+
+  private forget(job: DebugJob): void {
+    if (job.forget !== undefined) this.deps.clock.clearTimeout(job.forget);
+    job.forget = undefined;
+    if (this.jobs.get(job.jobId) === job) this.jobs.delete(job.jobId);
   }
 
   private closeStream(job: DebugJob, stream: DebugStream, reason: string, options: { tellWorker?: boolean } = {}): void {

@@ -5,7 +5,9 @@ import { pathParam } from '../http/api-route.js';
 import { HttpError } from '../http/http-error.js';
 import { readJsonBody } from '../http/json-body.js';
 import { parseOr422 } from '../http/http-error.js';
-import { BASE64_PATTERN } from '../../wire/base64-pattern.js';
+import { armAnswerSchema, armBodySchema, receiveAnswerSchema, receiveBodySchema, sendBodySchema, streamOpenedSchema } from '../../wire/bench/debug-schemas.js';
+import { workerEventsAnswerSchema, workerEventsBodySchema, workerSendBodySchema } from '../../wire/worker/debug-schemas.js';
+import { okAnswerSchema as okSchema } from '../../wire/worker/worker-schemas.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { type BenchRoute, callerAgent } from './bench-route.js';
@@ -14,31 +16,6 @@ import { workerOf } from './worker-routes.js';
 
 /** A debug request's JSON body: a 64 KiB packet in base64 and its framing fit well within it. */
 const MAX_DEBUG_BODY_BYTES = 256 * 1024;
-/** The longest wait of a debug long poll, seconds. */
-const MAX_DEBUG_WAIT_SECONDS = 30;
-
-const base64 = z.string().regex(BASE64_PATTERN, { message: 'Value error, base64 must be standard base64 with its = padding' });
-const waitSeconds = z.number().min(0).max(MAX_DEBUG_WAIT_SECONDS).default(20).meta({ description: `How long to wait for something to arrive, seconds (at most ${MAX_DEBUG_WAIT_SECONDS}).` });
-
-export const armBodySchema = z.object({
-  idle_timeout_seconds: z.number().gt(0).max(3600).optional().meta({ description: 'With no debugger attached this long, the debug job ends and frees the board (default 300).' }),
-});
-export const armAnswerSchema = z.object({ session_id: z.string(), idle_timeout_seconds: z.number(), max_debug_seconds: z.number() }).meta({ title: 'DebugArmed' });
-export const streamOpenedSchema = z.object({ job_id: z.string(), stream_id: z.string(), board: z.string() }).meta({ title: 'DebugStream' });
-export const sendBodySchema = z.object({ base64: base64.meta({ description: "The debugger's bytes (GDB's remote protocol), standard base64." }) });
-export const receiveBodySchema = z.object({ wait_seconds: waitSeconds });
-export const receiveAnswerSchema = z
-  .object({ base64: z.string(), closed: z.string().nullable().meta({ description: 'Why the stream closed, once it has and everything before it was received; null while open.' }) })
-  .meta({ title: 'DebugReceived' });
-export const workerEventsBodySchema = z.object({ wait_seconds: waitSeconds });
-export const workerEventsAnswerSchema = z.object({
-  events: z.array(
-    z.object({ stream: z.string(), kind: z.enum(['open', 'data', 'close']), base64: z.string().optional(), reason: z.string().optional() }),
-  ),
-  ended: z.boolean(),
-});
-export const workerSendBodySchema = z.object({ stream: z.string().min(1).max(200), base64, closed: z.string().max(2000).nullable().default(null) });
-const okSchema = z.object({ ok: z.literal(true) });
 
 const ERRORS = { 500: 'Internal Server Error (unexpected; logged on the server)', 401: 'Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)' };
 const BODY_ERRORS = { 400: 'The body ended before it was complete', 413: 'Body over the limit', 415: 'Body is not JSON' };

@@ -44,4 +44,17 @@ describe('InstanceHealth', () => {
     await health.jobEnded(RAN);
     expect((await health.get('pico.2@w')).quarantine).toMatchObject({ sinceMs: 1_000 });
   });
+
+  it('does not count a debug job that timed out waiting for its debugger against its instance', async () => {
+    const { health } = instanceHealth();
+    const timedOut = { ...FLASH_FAILED, failure: { kind: 'timeout', message: 'no debugger connected for 300 s' } } as const;
+    for (let i = 0; i < INSTANCE_QUARANTINE_AFTER_FAILURES + 1; i++) await health.jobEnded(timedOut, { debug: true });
+    expect(await health.get('pico.2@w')).toEqual({ consecutiveFailures: 0, lastFailure: undefined, quarantine: undefined });
+    // Its other infrastructure failures count, and so do an ordinary job's timeouts.
+    await health.jobEnded(FLASH_FAILED, { debug: true });
+    expect((await health.get('pico.2@w')).consecutiveFailures).toBe(1);
+    await health.jobEnded(timedOut);
+    const quarantined = await health.jobEnded(timedOut);
+    expect(quarantined?.quarantine?.reason).toContain('timeout');
+  });
 });

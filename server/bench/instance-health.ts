@@ -18,6 +18,13 @@ export const INSTANCE_QUARANTINE_AFTER_FAILURES = 3;
 const NOT_THE_INSTANCE: ReadonlySet<JobFailureKind> = new Set<JobFailureKind>(['bad-image', 'cancelled', 'interrupted']);
 
 /**
+ * What a job's end counts for when the job ran under a debugger (decision 0560): a debug job ends
+ * `timeout` when nobody attached for its idle timeout, or when the person at GDB outlasted its
+ * deadline; both are the person's pace, not the board's, so only the other infrastructure kinds count.
+ */
+const NOT_THE_INSTANCE_UNDER_A_DEBUGGER: ReadonlySet<JobFailureKind> = new Set<JobFailureKind>([...NOT_THE_INSTANCE, 'timeout']);
+
+/**
  * Health and quarantine per instance of a pool of several (decision 0551): one failing Pico is
  * quarantined and the pool goes on. The record is the store's `board_health` row keyed by the
  * instance id (`pico.2@w`), so every replica sees it and it survives restarts; a pool of one keeps
@@ -53,9 +60,10 @@ export class InstanceHealth {
 
   /**
    * A job on an instance of a pool of several ended as its worker reported it: counted against or
-   * for the instance. Returns the record when this job quarantined it (for the log), else undefined.
+   * for the instance; `debug` when it ran under a debugger (its `timeout` is then not counted).
+   * Returns the record when this job quarantined it (for the log), else undefined.
    */
-  async jobEnded(job: Pick<JobRecord, 'board' | 'instance' | 'state' | 'failure'>): Promise<BoardHealthRecord | undefined> {
+  async jobEnded(job: Pick<JobRecord, 'board' | 'instance' | 'state' | 'failure'>, options: { debug?: boolean } = {}): Promise<BoardHealthRecord | undefined> {
     if (!InstanceHealth.ofSeveral(job.board, job.instance)) return undefined;
     const instance = job.instance;
     if (job.state === 'done') {
@@ -63,7 +71,8 @@ export class InstanceHealth {
       await this.deps.store.boardHealth.update(instance, (now) => (now.consecutiveFailures > 0 && !now.quarantine ? afterSuccess() : undefined));
       return undefined;
     }
-    if (job.state !== 'failed' || !job.failure || NOT_THE_INSTANCE.has(job.failure.kind)) return undefined;
+    const notTheInstance = options.debug ? NOT_THE_INSTANCE_UNDER_A_DEBUGGER : NOT_THE_INSTANCE;
+    if (job.state !== 'failed' || !job.failure || notTheInstance.has(job.failure.kind)) return undefined;
     const message = `${job.failure.kind}: ${job.failure.message}`;
     const nowMs = this.deps.clock.nowMs();
     // Counted and decided in one transaction (decision 0551): two replicas lose no count, and a

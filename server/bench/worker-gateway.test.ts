@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { jobRecord, T0 } from '../../test/contract/bench-store-contract.js';
+import { jobRecord, sessionRecord, T0 } from '../../test/contract/bench-store-contract.js';
 import { memoryLogger } from '../http/logger.js';
 import { FirmwareBlobStore } from '../store/firmware-blob-store.js';
 import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
@@ -28,8 +28,10 @@ async function setUp() {
   dirs.push(dir);
   const blobs = new FirmwareBlobStore(dir);
   const live = new JobLive();
-  const gateway = (claimPollMs?: number) => new WorkerGateway({ clock, store, blobs, live, limits: defaultBenchLimits, logger: memoryLogger(), claimPollMs });
-  return { fake, store, live, gateway };
+  const healthCounted: Array<{ jobId: string; debug: boolean }> = [];
+  const instanceHealth = { unquarantined: async (_board: string, instances: readonly string[]) => [...instances], jobEnded: async (job: { jobId: string }, options: { debug: boolean }) => healthCounted.push({ jobId: job.jobId, ...options }) };
+  const gateway = (claimPollMs?: number) => new WorkerGateway({ clock, store, blobs, live, limits: defaultBenchLimits, logger: memoryLogger(), claimPollMs, instanceHealth });
+  return { fake, store, live, gateway, healthCounted };
 }
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -121,5 +123,23 @@ describe('WorkerGateway', () => {
     const job = await store.getJob('job_1');
     expect(job).toMatchObject({ state: 'done', workerId: 'w1' });
     expect(new TextDecoder().decode(job!.uart!.bytes)).toBe('first half\nsecond half\n');
+  });
+
+  it("tells the instance's health whether an ended job ran under a debugger", async () => {
+    const { store, gateway, healthCounted } = await setUp();
+    const g = gateway();
+    const link = g.linkFor('w1', { claimMs: 30_000 });
+    await store.openSession(sessionRecord());
+    await store.createJob(jobRecord({ jobId: 'job_debug', sessionId: 'ses_1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    g.debug.arm('ag_1', 'ses_1', {});
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_debug', debug: { idleTimeoutMs: 300_000 } });
+    await link.finish('job_debug', { state: 'failed', failure: { kind: 'timeout', message: 'no debugger connected for 300 s' }, uart: null });
+    await store.createJob(jobRecord({ jobId: 'job_plain', sessionId: 'ses_1', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_plain' });
+    await link.finish('job_plain', { state: 'failed', failure: { kind: 'timeout', message: 'deadline' }, uart: null });
+    expect(healthCounted).toEqual([
+      { jobId: 'job_debug', debug: true },
+      { jobId: 'job_plain', debug: false },
+    ]);
   });
 });

@@ -35,7 +35,8 @@ export interface WorkerGatewayDeps {
    */
   instanceHealth?: {
     unquarantined(board: string, instances: readonly string[]): Promise<string[]>;
-    jobEnded(job: JobRecord): Promise<unknown>;
+    /** `debug`: the job ran under a debugger (its idle end is not the instance's failure). */
+    jobEnded(job: JobRecord, options: { debug: boolean }): Promise<unknown>;
   };
 }
 
@@ -253,12 +254,13 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : await this.uartSoFarOf(entry, jobId) };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
+    const underDebugger = this.debug.has(jobId);
     if (finished.workerId === workerId) this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
     // Input nobody will read any more; a fetch still waiting hears the job is over.
     await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
     this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
-      await this.deps.instanceHealth?.jobEnded(finished).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
+      await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
       this.deps.live.publishState(jobId, finished.state, finished);
       // The board is free for its next job (a worker of another board id waiting on it claims now).
       this.jobQueued(finished.board);

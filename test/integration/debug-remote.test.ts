@@ -130,6 +130,11 @@ describe('hilbench debug through a server and a remote worker', () => {
     const notHers = await post(bob.token, `/api/v1/jobs/${jobId}/debug`);
     expect(notHers.status).toBe(404);
     expect(await notHers.json()).toEqual({ detail: `job ${jobId} not found` });
+    // Nor may Bob use Alice's stream: send, receive and close are refused as for a job he cannot see.
+    for (const [verb, body] of [['send', { base64: Buffer.from(rspPacket('?'), 'latin1').toString('base64') }], ['receive', { wait_seconds: 0 }], ['close', undefined]] as const) {
+      const refusedBob = await post(bob.token, `/api/v1/jobs/${jobId}/debug/${stream}/${verb}`, body);
+      expect({ verb, status: refusedBob.status, body: await refusedBob.json() }).toEqual({ verb, status: 404, body: { detail: `job ${jobId} not found` } });
+    }
 
     // The first stream works: a stop-reason query is answered by rp2040js's GDB server through the worker.
     expect((await sendBytes(alice.token, jobId, stream, `${rspPacket('?')}`)).status).toBe(200);

@@ -1,0 +1,86 @@
+import net from 'node:net';
+import { execa } from 'execa';
+import type { DeviceDebug } from '../backends/backend.js';
+import { rspPacket } from '../core/gdb/rsp-packet.js';
+import { nowMs } from './measure.js';
+
+/**
+ * What the GDB benchmarks share (perf/debug.bench.ts, perf/debug-remote.bench.ts): a device's GDB
+ * stream behind a plain TCP forward, register reads timed one at a time, and GDB's own clock from
+ * `target remote` to halted at main.
+ */
+
+/** A plain TCP forward to a freshly attached stream of the device: its GDB stream with no hilbench framing in between. */
+export async function forwardedServer(debug: DeviceDebug): Promise<{ port: number; settled: () => Promise<unknown>; close: () => Promise<void> }> {
+  let streamClosed: Promise<unknown> = Promise.resolve();
+  const server = net.createServer((socket) => {
+    // As the bridge does: without it Nagle's algorithm and delayed ACKs add ~40 ms to each reply.
+    socket.setNoDelay(true);
+    socket.on('error', () => undefined);
+    streamClosed = debug.attach().then((stream) => {
+      stream.onData((text) => socket.write(Buffer.from(text, 'latin1')));
+      socket.on('data', (data: Buffer) => stream.write(data.toString('latin1')));
+      // A kill ends the stream first; the debugger is then told by the connection's end.
+      void stream.closed.then(() => socket.end());
+      socket.once('close', () => void stream.close());
+      return stream.closed;
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address() as net.AddressInfo;
+  return { port: address.port, settled: () => streamClosed, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** Connects, waits for the target's answer to `?`, then times `count` register reads (`g`), one at a time; per-read host ms. */
+export async function timeRegisterReads(port: number, count: number): Promise<number[]> {
+  const socket = net.createConnection({ port, host: '127.0.0.1' });
+  socket.setNoDelay(true);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let buffer = '';
+  let waiter: (() => void) | undefined;
+  socket.on('data', (data: Buffer) => {
+    buffer += data.toString('latin1');
+    waiter?.();
+  });
+  const reply = () =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        const end = /\$[^#]*#[0-9a-f]{2}/.exec(buffer);
+        if (!end) return;
+        buffer = buffer.slice(end.index + end[0].length);
+        waiter = undefined;
+        socket.write('+');
+        resolve();
+      };
+      waiter = check;
+      check();
+    });
+  socket.write(rspPacket('?'));
+  await reply();
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const t0 = nowMs();
+    socket.write(rspPacket('g'));
+    await reply();
+    samples.push(nowMs() - t0);
+  }
+  socket.destroy();
+  await new Promise((resolve) => socket.once('close', resolve));
+  return samples;
+}
+
+/**
+ * `gdb` in batch mode on `elf` from `target remote` to halted at main (break main, continue, then
+ * kill), timed by GDB's own clock (its Python): GDB's start-up and the ELF's load are outside it. Host ms.
+ */
+export async function walkToMain(gdb: string, elf: string, port: number, cwd: string): Promise<number> {
+  const result = await execa(
+    gdb,
+    ['-nx', '--batch', '-ex', `file ${elf}`, '-ex', 'python import time; hb_t0 = time.monotonic()', '-ex', `target remote localhost:${port}`, '-ex', 'break main', '-ex', 'continue',
+      '-ex', 'python print("hilbench-to-main-ms %.3f" % ((time.monotonic() - hb_t0) * 1000))', '-ex', 'kill'],
+    { reject: false, cwd },
+  );
+  const ms = /hilbench-to-main-ms ([\d.]+)/.exec(result.stdout);
+  if (!/Breakpoint 1, main/.test(result.stdout) || !ms) throw new Error(`${gdb} did not stop at main: ${result.stdout} ${result.stderr}`);
+  return Number(ms[1]);
+}
