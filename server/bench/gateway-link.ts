@@ -1,6 +1,7 @@
 import type { DebugTerms, JobTicket, WorkerLink } from '../../harness/worker/worker-link.js';
 import type { JobRecord } from '../store/bench-store.js';
 import type { WorkerGateway } from './worker-gateway.js';
+import type { Clock } from '../../core/clock.js';
 
 /** How long the in-process worker's wait for debugger bytes lasts before it asks again, host ms (as a remote worker's long poll). */
 const DEBUG_EVENTS_WAIT_MS = 20_000;
@@ -10,9 +11,9 @@ const DEBUG_EVENTS_WAIT_MS = 20_000;
  * directly, and what the remote workers' HTTP routes reach through `WorkerProtocol` (the same
  * methods, checked). `claimMs` null for the worker in this process (claims never lapse).
  */
-export function gatewayLink(gateway: WorkerGateway, workerId: string, options: { claimMs: number | null }): WorkerLink {
+export function gatewayLink(gateway: WorkerGateway, workerId: string, options: { claimMs: number | null; claimWaitMs?: number }, clock: Clock): WorkerLink {
   return {
-    claim: (boards, signal) => gateway.claim(workerId, options.claimMs, boards, signal),
+    claim: (boards, signal) => (options.claimWaitMs === undefined ? gateway.claim(workerId, options.claimMs, boards, signal) : boundedClaim(gateway, workerId, options.claimMs, boards, signal, options.claimWaitMs, clock)),
     firmware: (ticket) => gateway.firmware(ticket.firmwareSha256),
     running: (jobId) => gateway.running(workerId, jobId),
     uart: async (jobId, report) => {
@@ -46,4 +47,23 @@ export function ticketOf(job: JobRecord, maxUartBytes: number, debug: DebugTerms
     maxUartBytes,
     ...(debug ? { debug } : {}),
   };
+}
+
+/**
+ * A claim that ends empty after `waitMs` (host ms, on the injected clock) unless `signal` ends it
+ * first. Ending the wait loses nothing: a job the gateway claimed as the wait ended is still
+ * answered, and the worker runs the answer of every claim it made (decision 0555's lost-jobs fix).
+ */
+async function boundedClaim(gateway: WorkerGateway, workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal, waitMs: number, clock: Clock) {
+  const bounded = new AbortController();
+  const end = () => bounded.abort();
+  signal.addEventListener('abort', end, { once: true });
+  if (signal.aborted) end();
+  const timer = clock.setTimeout(end, waitMs);
+  try {
+    return await gateway.claim(workerId, claimMs, boards, bounded.signal);
+  } finally {
+    clock.clearTimeout(timer);
+    signal.removeEventListener('abort', end);
+  }
 }

@@ -12,6 +12,14 @@ import { boardHealthControlOf } from '../../backends/backend.js';
 import { linkOutlastingOutages } from './link-outlasting-outages.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
+
+/**
+ * Host ms a claim of the worker in this process waits before it ends empty and the worker asks
+ * again, as a remote worker's long-polled claim does (`wait_seconds`). Unbounded, a claim waiting
+ * on boards nobody queues for held its place for ever: with the most claims in flight, a board
+ * freed meanwhile (covered by none of them) waited with its next job queued until one answered.
+ */
+const LOCAL_CLAIM_WAIT_MS = 20_000;
 /** The id the worker inside the server's own process claims jobs under (kept across restarts). */
 export const LOCAL_WORKER_ID = 'local';
 
@@ -71,7 +79,7 @@ export class LocalWorker {
     this.worker = new BenchWorker({
       clock: deps.clock,
       link: (setup.decorateLink ?? ((link) => link))(
-        linkOutlastingOutages(deps.gateway.linkFor(setup.workerId ?? LOCAL_WORKER_ID, { claimMs: setup.claimMs ?? null }), {
+        linkOutlastingOutages(deps.gateway.linkFor(setup.workerId ?? LOCAL_WORKER_ID, { claimMs: setup.claimMs ?? null, claimWaitMs: LOCAL_CLAIM_WAIT_MS }), {
           clock: deps.clock,
           logError: (message, cause) => deps.logger.warn(`${message}: ${cause instanceof Error ? cause.message : String(cause)}`),
         }),

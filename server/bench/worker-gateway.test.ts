@@ -43,6 +43,21 @@ const report = (offset: number, ...texts: string[]) => ({
 });
 
 describe('WorkerGateway', () => {
+  it("ends an in-process worker's claim empty after its wait (on the injected clock), so the worker asks again for the boards that freed meanwhile", async () => {
+    const { fake, gateway } = await setUp();
+    const g = gateway();
+    const settled = (p: Promise<unknown>) => Promise.race([p.then(() => 'settled'), new Promise((r) => setImmediate(() => setImmediate(() => r('waiting'))))]);
+    const bounded = g.linkFor('w1', { claimMs: null, claimWaitMs: 20_000 }).claim(['pico'], new AbortController().signal);
+    const unbounded = g.linkFor('w2', { claimMs: null }).claim(['pico'], new AbortController().signal);
+    await fake.tickAsync(19_999);
+    expect(await settled(bounded)).toBe('waiting');
+    await fake.tickAsync(1);
+    expect(await bounded).toBeUndefined();
+    await fake.tickAsync(60_000);
+    expect(await settled(unbounded), 'a claim without a bound waits').toBe('waiting');
+    await g.close();
+  });
+
   it('wakes a waiting claim only for a job on one of its boards', async () => {
     const { store, gateway } = await setUp();
     const g = gateway(60_000);

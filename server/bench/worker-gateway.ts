@@ -78,8 +78,8 @@ export class WorkerGateway {
   }
 
   /** The link of worker `workerId`; `claimMs` null for the worker in this process (claims never lapse). */
-  linkFor(workerId: string, options: { claimMs: number | null }): WorkerLink {
-    return gatewayLink(this, workerId, options);
+  linkFor(workerId: string, options: { claimMs: number | null; claimWaitMs?: number }): WorkerLink {
+    return gatewayLink(this, workerId, options, this.deps.clock);
   }
 
   /** A job was queued on `board`, or the board was freed: a worker waiting for that board claims now. */
