@@ -8,6 +8,8 @@ import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import type { FileSyncs } from '../lifecycle/durable-files.js';
 import { FileStore } from './file-store.js';
 import { settledSoon } from '../../test/support/settled-soon.js';
+import { systemClock } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
 
 /**
  * A stored file is durable before anyone hears of it (decision 0480): its bytes are synced before
@@ -89,9 +91,16 @@ describe('FileStore: a stored file is on disk before it is reported stored', () 
     await recorder.dirCalled;
     // The name is in the directory but not yet durable: a second copy must not count it as stored.
     const second = files.receiveVerified(chunks(), id);
-    // Bounded: the second copy is written and its bytes synced (file writes take a few turns).
-    for (let turn = 0; turn < 1000 && recorder.calls.filter((c) => c.startsWith('file')).length < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
-    expect(recorder.calls.filter((c) => c.startsWith('file')), 'the second copy never reached its file sync').toHaveLength(2);
+    // The second copy is written and its bytes synced: waited for with a bound in time, not in
+    // event-loop turns (file writes go through the thread pool; on a loaded machine they took
+    // more than the 1000 turns the test allowed).
+    const fileSyncs = () => recorder.calls.filter((c) => c.startsWith('file'));
+    await waitUntil(systemClock, () => (fileSyncs().length >= 2 ? true : undefined), {
+      timeoutMs: 10_000,
+      describe: 'the second copy reaching its file sync',
+      lastSeen: () => recorder.calls.join('; '),
+    });
+    expect(fileSyncs()).toHaveLength(2);
     expect(await settledSoon(second)).toBe(false);
     recorder.releaseDir();
     await expect(first).resolves.toEqual({ ok: true, bytes: content.length });
