@@ -1,44 +1,18 @@
-import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
+import { sleep, type TimerHandle } from '../../core/clock.js';
 import type { HealthCheckReport, JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
 import { DebugRelay } from './debug-relay.js';
 import { gatewayLink, ticketOf } from './gateway-link.js';
 import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
-import type { Logger } from '../http/logger.js';
-import type { BenchStore, JobOutcome, JobRecord, UartRecord } from '../store/bench-store.js';
-import type { FirmwareBlobs } from '../store/firmware-blob-store.js';
-import type { BenchLimits } from './bench-limits.js';
-import type { JobLive, LiveUartChunk } from './job-live.js';
+import type { JobOutcome, JobRecord, UartRecord } from '../store/bench-store.js';
+import type { LiveUartChunk } from './job-live.js';
 import { reportedInstances } from './pool-instances.js';
 import { StoreSignals } from './store-signals.js';
 import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
 import { takeInputOrStop } from './input-or-stop.js';
+import type { WorkerGatewayDeps } from './worker-gateway-deps.js';
 
 /** The most serial input one fetch hands a worker, bytes (one input is never split). */
 export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
-
-export interface WorkerGatewayDeps {
-  clock: Clock;
-  store: BenchStore;
-  blobs: FirmwareBlobs;
-  live: JobLive;
-  limits: Pick<BenchLimits, 'maxUartBytesPerJob' | 'maxUartChunksPerJob'>;
-  logger: Logger;
-  /**
-   * Host ms between two looks at the store by a waiting claim, for jobs queued or boards freed
-   * through another replica (a shared database). Absent: no looks; everything that can make a job
-   * claimable happens in this process and wakes the claim itself.
-   */
-  claimPollMs?: number;
-  /**
-   * Instances of pools of several (decision 0551): which of a worker's may be claimed now (the
-   * quarantined are skipped), and what a job's end says of its instance's health. Absent: all.
-   */
-  instanceHealth?: {
-    unquarantined(board: string, instances: readonly string[]): Promise<string[]>;
-    /** `debug`: the job ran under a debugger (its idle end is not the instance's failure). */
-    jobEnded(job: JobRecord, options: { debug: boolean }): Promise<unknown>;
-  };
-}
 
 /** What the gateway keeps of a job a worker reported through it (its UART as `HeldUart`). */
 interface JobInFlight extends HeldUart {
