@@ -1,13 +1,14 @@
 import type { Board } from '../../boards/board-schema.js';
 import { type Backend, BackendError, type Device, type FirmwareImage } from '../../backends/backend.js';
 import { loadFirmwareImage } from '../../backends/image-check.js';
-import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
+import { type Clock, sleep } from '../../core/clock.js';
 import { LocalDispatcher, type LocalDispatcherOptions } from '../dispatcher.js';
 import type { FirmwareRun } from '../run-firmware.js';
 import { jobFailureDetail } from './job-failure-detail.js';
 import { runWorkerHealthCheck } from './worker-health-check.js';
 import type { HealthCheckTicket, JobTicket, SerialInputBatch, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 import { UartReporter } from './uart-reporter.js';
+import { renewClaim } from './claim-renewal.js';
 import { runDebugJob } from './debug-job.js';
 
 /** The board a job runs on and the backend to open it with, decided when the job starts. */
@@ -225,23 +226,7 @@ export class BenchWorker {
     const inputEnded = new AbortController();
     let inputPump: Promise<void> = Promise.resolve();
     const { clock } = this.options;
-    const heartbeatMs = this.options.heartbeatMs ?? 2_000;
-    let heartbeat: TimerHandle | undefined;
-    const renew = () => {
-      heartbeat = clock.setTimeout(() => {
-        link.heartbeat(ticket.jobId).then(
-          (control) => {
-            if (control.stop !== null) stop(control.stop);
-            if (heartbeat !== undefined) renew();
-          },
-          (err: unknown) => {
-            this.options.logError(`renewing the claim on job ${ticket.jobId} failed`, err);
-            if (heartbeat !== undefined) renew();
-          },
-        );
-      }, heartbeatMs);
-    };
-    renew();
+    const endRenewals = renewClaim(link, ticket.jobId, { clock, everyMs: this.options.heartbeatMs ?? 2_000, onStop: stop, logError: this.options.logError });
     let outcome: WorkerJobOutcome;
     try {
       const run = await this.dispatcher.dispatch({
@@ -271,8 +256,7 @@ export class BenchWorker {
           : { state: 'failed', failure: { kind: 'internal', message: 'the bench failed unexpectedly while running this job' }, uart: reporter.capture() };
       if (!(err instanceof BackendError)) this.options.logError(`job ${ticket.jobId} failed unexpectedly`, err);
     } finally {
-      if (heartbeat !== undefined) clock.clearTimeout(heartbeat);
-      heartbeat = undefined;
+      endRenewals();
       unwatch?.();
       inputEnded.abort();
       device = undefined;

@@ -1,5 +1,6 @@
+import { renewClaim } from './claim-renewal.js';
 import { BackendError, type FirmwareImage, type UartChunk } from '../../backends/backend.js';
-import type { Clock, TimerHandle } from '../../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import { runDebugSession } from '../debug/debug-session.js';
 import { pumpRelayedDebuggers } from '../debug/relayed-debugger.js';
 import type { UartSoFar } from '../dispatcher.js';
@@ -44,22 +45,7 @@ export async function runDebugJob(ticket: JobTicket & { debug: DebugTerms }, tar
     deadlineMs,
   );
   const unwatch = link.watch?.(ticket.jobId, (push) => stop(push.reason));
-  let heartbeat: TimerHandle | undefined;
-  const renew = () => {
-    heartbeat = clock.setTimeout(() => {
-      link.heartbeat(ticket.jobId).then(
-        (control) => {
-          if (control.stop !== null) stop(control.stop);
-          if (heartbeat !== undefined) renew();
-        },
-        (err: unknown) => {
-          options.logError(`renewing the claim on debug job ${ticket.jobId} failed`, err);
-          if (heartbeat !== undefined) renew();
-        },
-      );
-    }, options.heartbeatMs);
-  };
-  renew();
+  const endRenewals = renewClaim(link, ticket.jobId, { clock, everyMs: options.heartbeatMs, onStop: stop, logError: options.logError, what: 'debug job' });
 
   const reporter = new UartReporter(ticket.jobId, link, options.logError);
   const chunks: UartChunk[] = [];
@@ -119,8 +105,7 @@ export async function runDebugJob(ticket: JobTicket & { debug: DebugTerms }, tar
   } finally {
     clock.clearTimeout(deadline);
     options.closing.removeEventListener('abort', onClosing);
-    if (heartbeat !== undefined) clock.clearTimeout(heartbeat);
-    heartbeat = undefined;
+    endRenewals();
     unwatch?.();
     pumpEnded.abort();
     await pump;
