@@ -17,7 +17,7 @@ import {
 /** A request without its id: `SimThread.request` numbers it. */
 export type HostRequest = HostMessage extends infer M ? (M extends { id: number } ? Omit<M, 'id'> : never) : never;
 /** A message that gets no answer. */
-export type HostNotice = Extract<HostMessage, { type: 'write' | 'drive' | 'debug-in' | 'debug-close' }>;
+export type HostNotice = Extract<HostMessage, { type: 'write' | 'drive' | 'debug-in' | 'debug-close' | 'verdict' }>;
 
 /** Whoever holds a debug session on the thread: its output, and the thread's failure, which ends the session. */
 export interface SimThreadDebugListener {
@@ -139,10 +139,10 @@ export class SimThread {
     if (stop === STOP.abort) this.giveVerdict();
   }
 
-  /** Lets a thread that asked about `until` go on (having set `setStop` first). */
+  /** Lets a thread that asked about `until` go on (having set `setStop` first): the word moves, then the message wakes it. */
   giveVerdict(): void {
     Atomics.add(this.control, CONTROL.verdict, 1);
-    Atomics.notify(this.control, CONTROL.verdict);
+    if (!this.failure) this.worker.postMessage({ type: 'verdict' } satisfies HostNotice);
   }
 
   /** A number for a new debug session, so output of an earlier one still on its way is told apart. */
@@ -198,8 +198,6 @@ export class SimThread {
     this.pending.clear();
     this.debugListener?.onFailure(reason);
     this.debugListener = undefined;
-    // Wake a thread blocked on a verdict so termination is not delayed by the wait.
-    this.setStop(STOP.abort);
     void this.worker.terminate();
   }
 

@@ -19,7 +19,7 @@ import { jobFailureKinds } from '../../wire/job-failure-kinds.js';
 export const CONTROL = {
   /** What the host wants of the current run: `STOP.go`, `STOP.until` or `STOP.abort`. Reset by the host before each run. */
   stop: 0,
-  /** Bumped by the host when it has judged an asking batch; the thread waits on it. */
+  /** Bumped by the host when it has judged an asking batch, before its `verdict` message wakes the thread. */
   verdict: 1,
   /** Bumped by the thread at every slice and every message it handles: the host's sign of life. */
   beat: 2,
@@ -83,6 +83,8 @@ export const hostMessageSchema = z.discriminatedUnion('type', [
   // Fire and forget: applied in order with the requests.
   z.object({ type: z.literal('write'), bytes }),
   z.object({ type: z.literal('drive'), pin: z.string(), level: z.union([z.literal(0), z.literal(1)]) }),
+  /** Wakes a run waiting for the host's verdict on `until` (`CONTROL.verdict` has moved; `CONTROL.stop` says what it is). */
+  z.object({ type: z.literal('verdict') }),
   /** Bytes from the debugger for the target of `session` (ignored when that session is over). */
   z.object({ type: z.literal('debug-in'), session: z.number().int(), text: rspText }),
   /** The bench ends `session`: the target stops where it is and sends nothing more. */
@@ -114,7 +116,7 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('batch'),
     chunks: z.array(z.object({ atNanos: nanos, bytes })),
-    /** True when the thread waits for the verdict on `until` (`CONTROL.verdict`). */
+    /** True when the thread waits for the verdict on `until` (a `verdict` message after `CONTROL.verdict` moved). */
     ask: z.boolean(),
     counters: countersSchema,
     unmodelled: unmodelledSchema,
