@@ -28,13 +28,14 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
   /** Wakes a run that asked the host about `until`; set while it waits. */
   let wakeForVerdict: (() => void) | undefined;
   /** The debugger's session on the device's chip, while one is attached (at most one). */
-  let debug: { session: number; target: ThreadDebugSession } | undefined;
+  let debug: ThreadDebugSession | undefined;
   const endDebug = () => {
-    debug?.target.close();
+    debug?.close();
     debug = undefined;
   };
 
-  // Unmodelled accesses: a message's first report goes out with count 1, later ones as the latest count.
+  // Unmodelled accesses: a message's first report goes out with count 1, later ones as the latest
+  // count. Every new report is in `latestCount` until taken.
   const firstSeen: string[] = [];
   const latestCount = new Map<string, number>();
   const takeUnmodelled = () => {
@@ -110,20 +111,23 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
     answer(id, { stop: aborted ? { reason: 'cancelled', elapsedNanos: stop.elapsedNanos } : stop });
   };
 
-  const attachDebugger = (id: number, session: number, board: Board, chip: SimChip) => {
+  const attachDebugger = (id: number, debugPort: MessagePort, board: Board, chip: SimChip) => {
     endDebug();
     try {
-      const target = new ThreadDebugSession(chip, board.id, {
+      const session: ThreadDebugSession = new ThreadDebugSession(chip, board.id, debugPort, {
         control,
         beat,
-        send: (output) => send({ type: 'debug', session, ...output, counters: chip.counters, unmodelled: takeUnmodelled() }),
+        counters: () => chip.counters,
+        takeUnmodelled,
+        hasUnmodelled: () => latestCount.size > 0,
         onEnd: () => {
-          if (debug?.session === session) debug = undefined;
+          if (debug === session) debug = undefined;
         },
       });
-      debug = { session, target };
+      debug = session;
       answer(id);
     } catch (err) {
+      debugPort.close();
       answer(id, { error: failure(err, `attaching a debugger to ${board.id}`) });
     }
   };
@@ -149,13 +153,7 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
         chip.drivePin(message.pin, message.level);
         return;
       case 'debug-attach':
-        attachDebugger(message.id, message.session, board, chip);
-        return;
-      case 'debug-in':
-        if (debug?.session === message.session) debug.target.receive(message.text);
-        return;
-      case 'debug-close':
-        if (debug?.session === message.session) endDebug();
+        attachDebugger(message.id, message.port, board, chip);
         return;
       case 'close':
         endDebug();
