@@ -33,10 +33,12 @@ function endReason(end: NonNullable<ThreadDebugOutput['end']>): string {
 /**
  * The sim backend's debug capability: a fresh chip from the flashed image, driven by the engine's
  * GDB stub (`SimEngine.openGdb`: avr8js through hilbench's own stub, rp2040js through its GDB
- * server), which runs beside the engine in the device's thread. The debugger's bytes go to the
- * thread in `debug-in` messages of at most `DEBUG_BATCH_CHARS` (acks wait for the next bytes); the target's replies and UART
- * output come back in `debug` messages. When the stream ends the chip stays the device's, so
- * `run` continues from where the debugger left it. A thread that fails ends the stream with why.
+ * server), which runs beside the engine in the device's thread. Each session has a
+ * `MessageChannel` of its own, one port here and one in the thread (decision 0630): the
+ * debugger's bytes cross as bare strings of at most `DEBUG_BATCH_CHARS` (acks wait for the next
+ * bytes); the target's replies come back as bare strings, or with UART output, counters or the
+ * end as `ThreadDebugOutput`. When the stream ends the chip stays the device's, so `run`
+ * continues from where the debugger left it. A thread that fails ends the stream with why.
  */
 export function simDeviceDebug(host: SimDebugHost): DeviceDebug & { detachAll(): void } {
   let current: { close(reason: string): void } | undefined;
