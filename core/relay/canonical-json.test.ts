@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from './canonical-json.js';
-import { RelayError } from './issue.js';
+import { RelayError } from './problem.js';
 
 describe('canonicalJson (RFC 8785)', () => {
   it('serialises the example of RFC 8785 section 3.2.2', () => {

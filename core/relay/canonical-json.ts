@@ -1,4 +1,4 @@
-import { RelayError, hasLoneSurrogate, isPlainObject } from './issue.js';
+import { RelayError, hasLoneSurrogate, isPlainObject } from './problem.js';
 
 /**
  * RFC 8785 JSON Canonicalization Scheme (JCS): the bytes every x.vote/1 signature covers.

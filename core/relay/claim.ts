@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Issue, type Validated, codePointLength, hasLoneSurrogate, isPlainObject, notAnObjectIssue } from './issue.js';
+import { type Issue, type Validated, codePointLength, hasLoneSurrogate, isPlainObject, notAnObjectIssue } from './problem.js';
 
 /**
  * Claim items and their ids (relay spec, "Item"; design note, "Claim ids").

@@ -1,5 +1,5 @@
 import { CLAIM_TITLE_MAX_CODE_POINTS } from './claim.js';
-import { type Validated, isPlainObject, unwrap } from './issue.js';
+import { type Validated, isPlainObject, unwrap } from './problem.js';
 import { FieldChecks, notAnObject, signStatement, verifyStatement } from './signed-statement.js';
 
 /**

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
-import { type Issue, type Validated, isPlainObject, notAnObjectIssue } from './issue.js';
+import { type Issue, type Validated, isPlainObject, notAnObjectIssue } from './problem.js';
 import { isNodeId } from './node-id.js';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash, createPublicKey, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { claimId } from './claim.js';
-import { RelayError } from './issue.js';
+import { RelayError } from './problem.js';
 import { authorshipMismatch, parseItemAuthorship, signItemAuthorship, verifyItemAuthorship } from './item-authorship.js';
 import { generateNodeKey } from './node-id.js';
 import { quorumSetHash } from './quorum-set.js';

@@ -1,6 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
 import { publicKeyFromSecret, signEd25519, verifyEd25519 } from './ed25519.js';
-import { type Issue, RelayError, isPlainObject, notAnObjectIssue } from './issue.js';
+import { type Issue, RelayError, isPlainObject, notAnObjectIssue } from './problem.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
 import { isSignatureText } from './vote.js';
 

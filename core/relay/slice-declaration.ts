@@ -1,4 +1,4 @@
-import { type Validated, isPlainObject, unwrap } from './issue.js';
+import { type Validated, isPlainObject, unwrap } from './problem.js';
 import { isNodeId } from './node-id.js';
 import { type QuorumSet, normalizeQuorumSet, quorumSetHash, validateQuorumSet } from './quorum-set.js';
 import { FieldChecks, notAnObject, signStatement, verifyStatement } from './signed-statement.js';

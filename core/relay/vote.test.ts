@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { claimId } from './claim.js';
-import { RelayError } from './issue.js';
+import { RelayError } from './problem.js';
 import { generateNodeKey } from './node-id.js';
 import { type UnsignedVote, parseVote, signVote, verifyVote, voteSigningBytes } from './vote.js';
 

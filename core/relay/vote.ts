@@ -1,7 +1,7 @@
 import { canonicalJson } from './canonical-json.js';
 import { isItemId } from './claim.js';
 import { type KeyVerdict, publicKeyFromSecret, signEd25519, verifyEd25519, verifyEd25519Async } from './ed25519.js';
-import { type Issue, RelayError, type Validated, isPlainObject, unwrap, notAnObjectIssue } from './issue.js';
+import { type Issue, RelayError, type Validated, isPlainObject, unwrap, notAnObjectIssue } from './problem.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
 import { type QuorumSet, validateQuorumSet } from './quorum-set.js';
 

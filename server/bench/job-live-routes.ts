@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { BASE64_PATTERN } from '../../wire/base64-pattern.js';
-import { hasLoneSurrogate } from '../../core/relay/issue.js';
+import { hasLoneSurrogate } from '../../core/relay/problem.js';
 import type { Request, Response } from 'express';
 import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteCaller } from './bench-route.js';
