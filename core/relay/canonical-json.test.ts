@@ -91,7 +91,7 @@ describe('canonicalJson (RFC 8785)', () => {
       try {
         canonicalJson(value);
       } catch (error) {
-        return { message: (error as RelayError).message, loc: (error as RelayError).issues.map((i) => i.loc) };
+        return { message: (error as RelayError).message, loc: (error as RelayError).problems.map((p) => p.path) };
       }
       throw new Error('canonicalJson accepted a value it must refuse');
     };

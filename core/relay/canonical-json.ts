@@ -67,7 +67,5 @@ function serialise(value: unknown, path: string[], stack: Set<object>): string {
 
 function fail(path: readonly string[], why: string): never {
   const where = path.length > 0 ? ` at ${path.join('.')}` : '';
-  throw new RelayError(`cannot canonicalise${where}: ${why}`, [
-    { loc: [...path], msg: why, type: 'value_error' },
-  ]);
+  throw new RelayError(`cannot canonicalise${where}: ${why}`, [{ path: [...path], code: 'no_canonical_form', note: why }]);
 }
