@@ -103,6 +103,11 @@ export const uartBodySchema = z.object({ offset: z.number().int().nonnegative(),
 
 const captureSchema = z.object(captureFields);
 
+/** A UART chunk as a worker reports it: device ns and base64 bytes. */
+export type WireChunk = z.infer<typeof chunkSchema>;
+/** A worker's UART capture as the server receives it (after parsing). */
+export type WireCapture = z.infer<typeof captureSchema>;
+
 const stopSchema = z.discriminatedUnion('reason', [
   z.object({ reason: z.enum(['elapsed', 'until']), elapsed_ns: z.number().nonnegative() }),
   z.object({ reason: z.literal('exited'), exit_code: z.number().int(), elapsed_ns: z.number().nonnegative() }),
