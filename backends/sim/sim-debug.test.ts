@@ -4,7 +4,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { firmwareImage } from '../../test/support/make-elf.js';
-import { THUMB_SPIN, thumbProgram } from '../../test/support/sim-programs.js';
+import { THUMB_HELLO_BKPT_5, THUMB_SPIN, thumbProgram } from '../../test/support/sim-programs.js';
 import type { SimGdbIo } from '../../sim/sim-gdb-target.js';
 import { SimBackend } from './sim-backend.js';
 import type { SimChip } from './sim-chip.js';
@@ -125,5 +125,33 @@ describe('sim debug: replies on the thread', () => {
     expect(drain(hostPort)).toEqual([expect.objectContaining({ text: `+${rspPacket('echo 8')}`, unmodelled: [{ message: 'write to 0x40000000', count: 1 }] })]);
     session.close();
     hostPort.close();
+  });
+});
+
+describe('sim debug: the device after the bench ends a session', () => {
+  // The bench's close travels on the session's channel, the run on the thread's main port, and
+  // Node keeps no order between two ports: the thread must take the close before the run.
+  it('a run right after the bench closes the stream ends as it would without a debugger (bkpt is a HardFault, the UART before it is kept)', async () => {
+    const image = firmwareImage(thumbProgram(THUMB_HELLO_BKPT_5).bytes);
+    for (let round = 0; round < 5; round += 1) {
+      const device = await new SimBackend({ clock: systemClock, onUnmodelled: () => undefined }).open(pico);
+      try {
+        await device.flash(image);
+        const stream = await device.debug!.attach();
+        stream.write(rspPacket('?'));
+        await stream.close();
+        let uart = '';
+        device.onUart((chunk) => (uart += Buffer.from(chunk.bytes).toString('latin1')));
+        const stop = await device.run(50_000_000);
+        expect({ round, stop: stop.reason, message: 'message' in stop ? stop.message : '', uart }).toEqual({
+          round,
+          stop: 'crashed',
+          message: expect.stringContaining('bkpt #5 with no debugger attached'),
+          uart: 'hi\n',
+        });
+      } finally {
+        await device.close();
+      }
+    }
   });
 });

@@ -1,4 +1,4 @@
-import type { MessagePort } from 'node:worker_threads';
+import { type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import type { EngineUartChunk } from '../../sim/sim-engine.js';
 import type { SimGdbEnd, SimGdbTarget } from '../../sim/sim-gdb-target.js';
 import type { SimChip, SimCounters } from './sim-chip.js';
@@ -80,13 +80,29 @@ export class ThreadDebugSession {
     );
     port.on('message', (raw: unknown) => {
       host.beat();
-      // A message that does not parse is a bug on the host: let it end the thread loudly.
-      const input = parseDebugInput(raw);
-      if (typeof input === 'string') this.receive(input);
-      else this.close();
+      this.takeInput(raw);
     });
     // The host's end of the channel went away: nobody reads what the target would say.
     port.once('close', () => this.close());
+  }
+
+  /**
+   * Handles, now, every message the host has already posted on the session's channel. The host's
+   * device requests (run, reset, flash, ...) come on the thread's main port, and Node keeps no
+   * order between two ports: a `run` posted after the bench closed the session can be handled
+   * before that close (and the bytes before it) unless the thread drains the channel first.
+   */
+  drainPending(): void {
+    for (let next = receiveMessageOnPort(this.port); next !== undefined && !this.over; next = receiveMessageOnPort(this.port)) {
+      this.takeInput(next.message);
+    }
+  }
+
+  private takeInput(raw: unknown) {
+    // A message that does not parse is a bug on the host: let it end the thread loudly.
+    const input = parseDebugInput(raw);
+    if (typeof input === 'string') this.receive(input);
+    else this.close();
   }
 
   /** The debugger's bytes, as the host cut them. */

@@ -144,6 +144,8 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
       return;
     }
     if (!device) throw new Error(`sim thread: ${message.type} before open`);
+    // What the debugger's channel already holds was posted before this request (see drainPending).
+    debug?.drainPending();
     const { board, chip } = device;
     switch (message.type) {
       case 'write':
