@@ -226,8 +226,10 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const timeProblem = voteTimeProblem(vote.created_at, now());
         if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
         // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
-        if (!(await ingest.verify(vote))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
-        if (!nodes.exists(vote.voter)) throw new HttpError(403, 'voter is not a registered node: POST /register first');
+        // Looked up once, before the check (a vote sent while its voter registers may be either side of it).
+        const voter = { registered: nodes.exists(vote.voter) };
+        if (!(await ingest.verify(vote, voter))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
+        if (!voter.registered) throw new HttpError(403, 'voter is not a registered node: POST /register first');
         if (vote.slice_hash !== undefined && !deps.voting.quorumSetByHash(vote.slice_hash)) {
           // Checked here as well as where it is stored: a refusal never reaches the write path.
           throw unknownSliceHash(vote.slice_hash);

@@ -17,6 +17,7 @@ import { mountApiRoutes } from '../http/api-route.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import type { SyncFile } from '../db/wal-sync.js';
 import { answersWaitFor } from '../http/answers-wait-for.js';
+import { plainJsonBody } from '../http/plain-json-body.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
@@ -319,8 +320,9 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // Before the routes: a client over its limit costs no credential check and no body parse.
   api.use(rateLimits);
 
-  // Multipart uploads are streamed by the handler; JSON is parsed (bounded) for everything else.
-  const parse = (req: Request, res: Response, next: (err?: unknown) => void) => (req.is('multipart/form-data') ? next() : json(req, res, next));
+  // Multipart uploads are streamed by the handler; JSON is parsed (bounded) for everything else,
+  // a plain JSON body (every vote) without body-parser's set-up (decision 0620).
+  const parse = plainJsonBody({ limitBytes: relayLimits.jsonBodyMaxBytes }, (req: Request, res: Response, next: (err?: unknown) => void) => (req.is('multipart/form-data') ? next() : json(req, res, next)));
   const openapi = buildOpenApiDocument(routes, {
     title: 'x-relay',
     version: relayVersion,

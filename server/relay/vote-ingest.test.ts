@@ -58,6 +58,9 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     expect(again!.value).toMatchObject({ stored: false, duplicate: true });
     // Every answer is given after the commit: its bulletin counts what the batch stored.
     expect(first!.value.bulletin.counts.yes.vote).toBe(2);
+    // The same after-commit bulletin for every vote of the batch on the item: computed once.
+    expect(second!.value.bulletin).toBe(first!.value.bulletin);
+    expect(again!.value.bulletin).toBe(first!.value.bulletin);
     expect(voting.statements(item).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
     // One outer transaction and one savepoint per vote.
     expect(transactions).toBe(1 + 4);
@@ -86,10 +89,10 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     const second = vote(b);
     let secondAnswer: Promise<unknown> = Promise.resolve();
     const first = ingest.request(new EventEmitter(), async () => {
-      expect(await ingest.verify(vote(a))).toBe(true);
+      expect(await ingest.verify(vote(a), { registered: false })).toBe(true);
       const stored = ingest.submit(vote(a));
       // The second vote's check starts after the first joined the queue, before its batch is stored.
-      secondAnswer = ingest.request(new EventEmitter(), async () => ((await ingest.verify(second)) ? ingest.submit(second) : null));
+      secondAnswer = ingest.request(new EventEmitter(), async () => ((await ingest.verify(second, { registered: false })) ? ingest.submit(second) : null));
       return stored;
     });
     await first;

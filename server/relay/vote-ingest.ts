@@ -51,14 +51,15 @@ export class VoteIngest {
   }
 
   /**
-   * `verifyVote`, on the thread pool when other vote requests are in flight. A registered voter's
+   * `verifyVote`, on the thread pool when other vote requests are in flight. `registered`: whether
+   * the voter's node is stored (the route looks once, for this and its 403). A registered voter's
    * key passed `checkPublicKey` when it registered (here, or at the peer it was learned from:
    * `nodeIdProblem` guards every row of `nodes`), so the nodes table is that verdict, kept across
    * restarts: a voter's first vote after one pays no key check in JavaScript (issue 30). Any other
    * key is checked, so the answers are the same either way.
    */
-  verify(vote: Vote): Promise<boolean> {
-    const options = { keyChecked: this.store.data.nodes.exists(vote.voter) };
+  verify(vote: Vote, voter: { registered: boolean }): Promise<boolean> {
+    const options = { keyChecked: voter.registered };
     if (this.inFlight <= 1) return Promise.resolve(verifyVote(vote, options));
     this.verifying++;
     const settled = () => {
@@ -121,13 +122,20 @@ export class VoteIngest {
       for (const entry of batch) entry.reject(error);
       return;
     }
+    // The relay node's bulletin after the commit is the same for every vote of the batch on an item: computed once (decision 0620).
+    const bulletins = new Map<string, RelayBulletin>();
+    const bulletinOf = (itemId: string) => {
+      let bulletin = bulletins.get(itemId);
+      if (!bulletin) bulletins.set(itemId, (bulletin = this.voting.bulletin(itemId, this.selfNodeId)));
+      return bulletin;
+    };
     batch.forEach((entry, k) => {
       const result = results[k];
       if (!result) entry.reject(new Error('vote batch ended without an outcome for every vote'));
       else if (!result.ok) entry.reject(result.error);
       else {
         try {
-          entry.resolve({ ...result.stored, bulletin: this.voting.bulletin(entry.vote.item, this.selfNodeId) });
+          entry.resolve({ ...result.stored, bulletin: bulletinOf(entry.vote.item) });
         } catch (error) {
           entry.reject(error);
         }
