@@ -103,6 +103,23 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     expect(transactions).toBe(1 + 2);
   });
 
+  it('keeps a stored item or registered voter as seen (neither is ever deleted), and reads a missing one again', () => {
+    const other = 'ab'.repeat(32);
+    let lookups = 0;
+    const exists = store.data.items.exists.bind(store.data.items);
+    store.data.items.exists = (id: string) => {
+      lookups++;
+      return exists(id);
+    };
+    expect([ingest.itemStored(item), ingest.itemStored(item)]).toEqual([true, true]);
+    expect(lookups).toBe(1);
+    expect(ingest.itemStored(other)).toBe(false);
+    store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 'u', ?, 0)").run(other, a.nodeId);
+    expect(ingest.itemStored(other)).toBe(true);
+    expect(lookups).toBe(3);
+    expect(ingest.voterRegistered(b.nodeId)).toBe(false);
+  });
+
   it('stores a vote alone at once, in its own transaction (no savepoint)', async () => {
     await expect(ingest.submit(vote(b))).resolves.toMatchObject({ stored: true });
     expect(transactions).toBe(1);

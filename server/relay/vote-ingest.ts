@@ -1,4 +1,5 @@
 import { type Vote, verifyVote, verifyVoteAsync } from '../../core/relay/index.js';
+import { BoundedCache } from './bounded-cache.js';
 import type { RelayStore } from './relay-store.js';
 import type { RelayBulletin, StoredVote, Voting } from './voting.js';
 
@@ -11,6 +12,9 @@ export interface VoteOutcome extends StoredVote {
 
 /** Votes taken into one transaction at most; the rest wait for the next. */
 const MAX_BATCH = 64;
+
+/** Item ids, and voters' node ids, each kept as seen stored: about 13 MB at most for both. */
+const SEEN_STORED_MAX = 65_536;
 
 /**
  * The write path of `POST /items/{id}/vote` with group commit (issue 18). Verified votes that
@@ -31,6 +35,13 @@ export class VoteIngest {
   private inFlight = 0;
   /** Signature checks running on the thread pool: the votes the next batch waits for. */
   private verifying = 0;
+  /**
+   * Items and voters seen stored. The relay never deletes an item or a node (no DELETE of either),
+   * so a yes once read stays true, and a vote skips its two lookups (decision 0620); a no is read
+   * again each time.
+   */
+  private readonly seenItems = new BoundedCache<string, true>(SEEN_STORED_MAX);
+  private readonly seenVoters = new BoundedCache<string, true>(SEEN_STORED_MAX);
 
   constructor(
     private readonly store: RelayStore,
@@ -48,6 +59,23 @@ export class VoteIngest {
     this.inFlight++;
     answer.once('close', () => this.inFlight--);
     return work();
+  }
+
+  /** Whether the item is stored (see `seenItems`). */
+  itemStored(itemId: string): boolean {
+    return this.seenStored(this.seenItems, itemId, () => this.store.data.items.exists(itemId));
+  }
+
+  /** Whether the voter's node is registered here (see `seenItems`). */
+  voterRegistered(nodeId: string): boolean {
+    return this.seenStored(this.seenVoters, nodeId, () => this.store.data.nodes.exists(nodeId));
+  }
+
+  private seenStored(seen: BoundedCache<string, true>, id: string, exists: () => boolean): boolean {
+    if (seen.has(id)) return true;
+    if (!exists()) return false;
+    seen.set(id, true);
+    return true;
   }
 
   /**
