@@ -95,6 +95,17 @@ describe('plainJsonBody', () => {
     expect(generalCalls - before).toBe(1);
   });
 
+  it('leaves a request whose connection is already gone to the general parser', () => {
+    let general = 0;
+    const parse = plainJsonBody({ limitBytes: LIMIT_BYTES }, (_req, _res, next) => {
+      general++;
+      next();
+    });
+    const req = { headers: { 'content-type': 'application/json', 'content-length': '2' }, readableEnded: false, readableFlowing: null, destroyed: true } as unknown as Parameters<RequestHandler>[0];
+    parse(req, {} as Parameters<RequestHandler>[1], () => {});
+    expect(general).toBe(1);
+  });
+
   it('hands on a body cut short as request.aborted, as raw-body does', async () => {
     const parse = plainJsonBody({ limitBytes: LIMIT_BYTES }, () => {
       throw new Error('the general parser was not expected');

@@ -43,8 +43,9 @@ function plainJsonLength(req: IncomingMessage, limitBytes: number): number | nul
   if (type === undefined || !PLAIN_JSON_TYPES.has(type.toLowerCase())) return null;
   if (headers['content-encoding'] !== undefined || headers['transfer-encoding'] !== undefined) return null;
   const declared = headers['content-length'];
-  // Node's parser refuses a malformed Content-Length; a read already begun (or done) is not ours.
-  if (declared === undefined || !/^[0-9]+$/.test(declared) || req.readableEnded || req.readableFlowing !== null) return null;
+  // Node's parser refuses a malformed Content-Length; a read already begun (or done), or a request
+  // whose connection is gone (body-parser then skips it), is not ours.
+  if (declared === undefined || !/^[0-9]+$/.test(declared) || req.readableEnded || req.readableFlowing !== null || req.destroyed) return null;
   const length = Number(declared);
   return length >= 1 && length <= limitBytes ? length : null;
 }
