@@ -32,7 +32,7 @@ export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Rec
 
 /** Items, votes, bulletins, slices and reports. */
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
-  const { items, reports, nodes } = deps.store.data;
+  const { items, reports } = deps.store.data;
   const now = () => deps.clock.nowMs();
   const ingest = new VoteIngest(deps.store, deps.voting, deps.selfKey.nodeId, now);
   const getItem = (id: string) => items.get(id);
@@ -218,7 +218,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const itemId = params.id!;
         checkItemId(itemId);
         // Only whether it exists: the vote's answer needs nothing else of the item's row.
-        if (!items.exists(itemId)) throw new HttpError(404, 'no such item on this relay');
+        if (!ingest.itemStored(itemId)) throw new HttpError(404, 'no such item on this relay');
         const parsed = parseVote(req.body);
         if (!parsed.ok) throwCoreProblems(parsed.problems, ['body']);
         const vote: Vote = parsed.value;
@@ -226,8 +226,10 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const timeProblem = voteTimeProblem(vote.created_at, now());
         if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
         // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
-        if (!(await ingest.verify(vote))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
-        if (!nodes.exists(vote.voter)) throw new HttpError(403, 'voter is not a registered node: POST /register first');
+        // Looked up once, before the check (a vote sent while its voter registers may be either side of it).
+        const voter = { registered: ingest.voterRegistered(vote.voter) };
+        if (!(await ingest.verify(vote, voter))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
+        if (!voter.registered) throw new HttpError(403, 'voter is not a registered node: POST /register first');
         if (vote.slice_hash !== undefined && !deps.voting.quorumSetByHash(vote.slice_hash)) {
           // Checked here as well as where it is stored: a refusal never reaches the write path.
           throw unknownSliceHash(vote.slice_hash);
