@@ -19,7 +19,7 @@ const ADMIN = 'perf-admin';
 const elf = path.join(root, 'scenarios/debug-firmware/pico.elf');
 
 /**
- * `npm run bench` section (issue 32, decision 0560): GDB through `hilbench debug --server` to a
+ * `npm run bench` section (issue 32, decisions 0560, 0625): GDB through `hilbench debug --server` to a
  * sim pico on a remote worker (a lab server and a `hilbench worker` in this process, HTTP on
  * loopback) against the same device's GDB stream behind a plain TCP forward in this process (as
  * perf/debug.bench.ts's "forwarded" row: not the engine's own GDB server), alternately (ABAB).
