@@ -57,7 +57,7 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
     let job: Job;
     try {
       session = await client.openSession(options.board, { idleSeconds: 60 });
-      await debug.arm(session.id, { idleTimeoutSeconds: options.idleTimeoutSeconds });
+      await client.armDebug(session.id, { idleTimeoutSeconds: options.idleTimeoutSeconds });
       job = await session.submitFlash(options.firmware, { uartSeconds: options.afterDetachSeconds });
       job = await untilRunning(client, job.job_id, options.clock ?? foregroundClock, options.signal);
     } catch (err) {
@@ -89,7 +89,6 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
     for (const socket of sockets) socket.destroy();
     server?.close();
     await session?.end().catch(() => undefined);
-    debug.end();
   }
 }
 

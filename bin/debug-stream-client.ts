@@ -1,13 +1,12 @@
 import WebSocket, { type RawData } from 'ws';
 import { z } from 'zod';
-import { JsonPostError, JsonPoster } from '../harness/debug/json-post.js';
-import { armAnswerSchema, debugStreamClosedSchema, debugStreamPath } from '../wire/bench/debug-schemas.js';
+import { debugStreamClosedSchema, debugStreamPath } from '../wire/bench/debug-schemas.js';
 import { MAX_DEBUG_MESSAGE_BYTES } from '../wire/worker/debug-schemas.js';
 
 /**
  * The bench API's debug extension as a client calls it (docs/bench-api.md, "Debugging"; decisions
- * 0560, 0625): arm a session, then open a debug stream, a WebSocket, on its debug job. A refusal
- * throws `DebugRefused` with the server's status and detail.
+ * 0560, 0625): a debug stream, a WebSocket, on a debug job (`BenchClient.armDebug` arms the session
+ * first). A refusal throws `DebugRefused` with the server's status and detail.
  */
 export class DebugRefused extends Error {
   override readonly name = 'DebugRefused';
@@ -31,21 +30,7 @@ export interface DebugStream {
 const HANDSHAKE_MS = 30_000;
 
 export class DebugStreamClient {
-  private readonly poster: JsonPoster;
-
-  constructor(private readonly options: { server: string; token: string }) {
-    this.poster = new JsonPoster(options.server, options.token);
-  }
-
-  /** The session's next job runs under a debugger; answers the terms. */
-  async arm(sessionId: string, options: { idleTimeoutSeconds?: number }): Promise<z.infer<typeof armAnswerSchema>> {
-    try {
-      return await this.poster.post(`/api/v1/sessions/${encodeURIComponent(sessionId)}/debug`, armAnswerSchema, options.idleTimeoutSeconds === undefined ? {} : { idle_timeout_seconds: options.idleTimeoutSeconds });
-    } catch (err) {
-      if (err instanceof JsonPostError) throw new DebugRefused(err.status, err.detail);
-      throw err;
-    }
-  }
+  constructor(private readonly options: { server: string; token: string }) {}
 
   /** Opens a debug stream on the running debug job (one debugger at a time); rejects with `DebugRefused` when the server refuses it. */
   open(jobId: string): Promise<DebugStream> {
@@ -86,11 +71,6 @@ export class DebugStreamClient {
         }),
       );
     });
-  }
-
-  /** Closes its kept-alive connections. */
-  end(): void {
-    this.poster.close();
   }
 }
 

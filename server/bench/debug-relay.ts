@@ -230,7 +230,7 @@ export class DebugRelay {
     if (job.state === 'queued') throw new BenchError('job_not_debuggable', `job ${jobId} is queued: a debugger attaches once it is running (GET /api/v1/jobs/${jobId}?wait=...)`);
     throw new BenchError(
       'job_not_debuggable',
-      `job ${jobId} was not submitted for debugging on this server: arm its session first (POST /api/v1/sessions/{session_id}/debug), then submit the job in it`,
+      `job ${jobId} was not submitted for debugging on this server: arm its session first (POST /api/v1/sessions/{session_id}/debug), then submit the job in it; behind several replicas, arm and open streams on the replica the board's worker connects to (docs/deployment.md, "Debugging behind replicas")`,
     );
   }
 
