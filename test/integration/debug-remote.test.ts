@@ -3,6 +3,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
+import { QemuBackend } from '../../backends/qemu/qemu-backend.js';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
 import { runRemoteDebugSession } from '../../bin/debug-on-server.js';
 import { DebugRefused, DebugStreamClient } from '../../bin/debug-stream-client.js';
@@ -11,15 +12,16 @@ import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import type { Backend } from '../../backends/backend.js';
 import type { BackendChoice } from '../../harness/board-resolution.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
-import { allFactsHold, debugElf, gdbBatch, walkThroughFacts } from '../support/gdb-batch.js';
+import { allFactsHold, debugElf, gdbBatch, walkThroughFacts, walkThroughSession } from '../support/gdb-batch.js';
 import { createWorkerToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
 import { bearer, flash } from './bench-job-requests.js';
 
 /**
  * GDB through a bench server and a remote worker (issue 32, decisions 0560, 0625): the worker only dials
  * out, the debug stream rides a WebSocket it dials, and only the holder of the debug job's session may
- * attach. Real GDB in batch mode walks the debug program on sim pico as it does locally
- * (debug-gdb.test.ts); the bad-input cases go through the server's HTTP API.
+ * attach. Real GDB in batch mode walks the debug program on sim pico, sim uno (avr-gdb) and a QEMU
+ * board as it does locally (debug-gdb.test.ts, the same walk-through); the bad-input cases open the
+ * debug stream as `hilbench debug --server` does.
  */
 const ADMIN = 'admin-secret';
 let app: BenchTestApp;
@@ -30,11 +32,11 @@ afterEach(async () => {
   await app?.close();
 });
 
-/** A lab server on the system clock (real GDB runs in real time) and one remote worker serving pico. */
-async function lab(backends: Partial<Record<'sim' | 'mock', Backend>>, choice: BackendChoice): Promise<void> {
+/** A lab server on the system clock (real GDB runs in real time) and one remote worker serving `board` (pico unless said). */
+async function lab(backends: Partial<Record<'sim' | 'mock' | 'qemu', Backend>>, choice: BackendChoice, board = 'pico'): Promise<void> {
   app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, clock: systemClock });
   const { token } = await createWorkerToken(app.request, { adminToken: ADMIN, label: 'pi-debug' });
-  workers.push(await startLabWorker({ serverUrl: app.url, token, clock: systemClock, boards: ['pico'], backends, choice }));
+  workers.push(await startLabWorker({ serverUrl: app.url, token, clock: systemClock, boards: [board], backends, choice }));
 }
 
 const post = (token: string, path: string, body?: unknown) =>
@@ -95,29 +97,30 @@ async function refusalOf(token: string, jobId: string): Promise<{ status: number
 }
 
 describe('hilbench debug through a server and a remote worker', () => {
-  it('real GDB: break at main, read $pc, a global and a stack word, step, detach; the firmware then prints', { timeout: 120_000 }, async () => {
-    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+  it.each([
+    ['pico', 'sim', () => ({ sim: new SimBackend({ clock: systemClock }) })],
+    ['uno', 'sim', () => ({ sim: new SimBackend({ clock: systemClock }) })],
+    ['mps2-an385', 'qemu', () => ({ qemu: new QemuBackend({ clock: systemClock }) })],
+  ] as const)('%s (%s) with real GDB: break at main, read $pc, a global and a stack word, step, detach; the firmware then prints', { timeout: 120_000 }, async (board, choice, backends) => {
+    await lab(backends(), choice, board);
     const alice = await app.register('alice');
-    let uart = '';
-    let listening: (port: number) => void = () => undefined;
-    const port = new Promise<number>((resolve) => (listening = resolve));
-    const session = runRemoteDebugSession({
-      server: app.url,
-      token: alice.token,
-      board: 'pico',
-      firmware: readFileSync(debugElf('pico')),
-      gdbPort: 0,
-      idleTimeoutSeconds: 120,
-      afterDetachSeconds: 2,
-      onUart: (text) => (uart += text),
-      log: () => undefined,
-      onListening: (p) => listening(p),
-    });
-    const gdb = await Promise.race([port.then((p) => gdbBatch('pico', p)), session.then((o) => ({ output: `the session ended first: ${JSON.stringify(o)}`, exitCode: -1 }))]);
-    const outcome = await session;
-    expect(walkThroughFacts(gdb.output), gdb.output).toEqual(allFactsHold);
-    expect(outcome.outcome, outcome.reason).toBe('passed');
-    expect(uart).toBe('hilbench debug board=pico counter=42\r\n');
+    const { gdb, outcome, uart } = await walkThroughSession(board, ({ listening, onUart }) =>
+      runRemoteDebugSession({
+        server: app.url,
+        token: alice.token,
+        board,
+        firmware: readFileSync(debugElf(board)),
+        gdbPort: 0,
+        idleTimeoutSeconds: 120,
+        afterDetachSeconds: 2,
+        onUart,
+        log: () => undefined,
+        onListening: (port) => listening(port),
+      }),
+    );
+    expect(walkThroughFacts(gdb), gdb).toEqual(allFactsHold);
+    expect(outcome).toEqual({ outcome: 'passed', reason: expect.stringMatching(/^job job_\S+ is done: the debugger let the firmware go$/) });
+    expect(uart).toBe(`hilbench debug board=${board} counter=42\r\n`);
   });
 
   it('the CLI with --server prints the target remote line, the UART on stdout, and exits 0 after the detach', { timeout: 120_000 }, async () => {
