@@ -102,6 +102,8 @@ export const postgresSuites = {
     'test/contract/postgres-stores-racing.test.ts',
     'test/contract/postgres-pool-lease-model.test.ts',
     'test/integration/replicas-pool-racing.test.ts',
+    // A debug job behind two replicas: through the worker's replica, and refused through the other (decision 0625).
+    'test/integration/debug-replicas.test.ts',
     // A private PostgreSQL cluster stopped and started under load, bench and relay (decision 0516).
     'test/integration/database-restart.test.ts',
     'test/integration/replicas.test.ts',
