@@ -65,7 +65,11 @@ export async function pumpRelayedDebuggers(bridge: GdbBridge, options: RelayedDe
       retryMs = Math.min(retryMs * 2, 30_000);
       continue;
     }
-    const onAbort = () => settle({ ended: true });
+    // The job ended here first: the server hears why its open streams close before the channel does.
+    const onAbort = () => {
+      for (const stream of streams.keys()) channel?.close(stream, `debug job ${jobId} ended on its worker`);
+      settle({ ended: true });
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
     const how = await settled;
