@@ -15,6 +15,8 @@ import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.
 import { allFactsHold, debugElf, gdbBatch, walkThroughFacts, walkThroughSession } from '../support/gdb-batch.js';
 import { createWorkerToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
 import { bearer, flash } from './bench-job-requests.js';
+import { connectDebugChannel } from '../../harness/worker/debug-channel-ws.js';
+import { DebugChannelRefused } from '../../harness/worker/worker-link.js';
 
 /**
  * GDB through a bench server and a remote worker (issue 32, decisions 0560, 0625): the worker only dials
@@ -195,6 +197,26 @@ describe('hilbench debug through a server and a remote worker', () => {
     const job = await app.server.service.store.getJob(jobId);
     expect(job?.failure).toEqual({ kind: 'timeout', message: 'no debugger connected for 1 s: the board is freed' });
     expect(await refusalOf(alice.token, jobId)).toEqual({ status: 409, detail: `job ${jobId} has failed (timeout: no debugger connected for 1 s: the board is freed): a debugger attaches only while its debug job runs` });
+  });
+
+  it("refuses a worker's debug channel for a job that is not its running debug job, and a channel without a worker token", { timeout: 60_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    const { jobId } = await debugJob(alice.token);
+    const { token: otherToken } = await createWorkerToken(app.request, { adminToken: ADMIN, label: 'pi-other' });
+    const handlers = { open: () => undefined, data: () => undefined, close: () => undefined, ended: () => undefined, dropped: () => undefined };
+    const notItsJob = await connectDebugChannel({ serverUrl: app.url, token: otherToken, jobId, clock: systemClock, handlers }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(notItsJob).toBeInstanceOf(DebugChannelRefused);
+    expect((notItsJob as Error).message).toMatch(new RegExp(`404 .*no running debug job ${jobId} of this worker was handed out by this server`));
+    const agentToken = await connectDebugChannel({ serverUrl: app.url, token: alice.token, jobId, clock: systemClock, handlers }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(agentToken).not.toBeInstanceOf(DebugChannelRefused);
+    expect((agentToken as Error).message).toMatch(/refused the debug channel .*: 401 /);
   });
 
   it('a board on the mock backend is refused with the reason', { timeout: 60_000 }, async () => {
