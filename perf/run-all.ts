@@ -98,7 +98,7 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   {
     title: 'GDB through a lab server and a remote worker',
     intro:
-      "A GDB register read (`g`, one at a time) through `hilbench debug --server` to a sim pico on a `hilbench worker` (a lab server and the worker in this process, the stream riding HTTP long polls on loopback) against the same read on rp2040js's own GDB server, and gdb-multiarch from `target remote` to halted at `main` both ways, alternately in one run (issue 32, decision 0560).",
+      "A GDB register read (`g`, one at a time) through `hilbench debug --server` to a sim pico on a `hilbench worker` (a lab server and the worker in this process, the stream riding WebSockets on loopback: decision 0625) against the same read on the device's stream behind a plain TCP forward and on rp2040js's own GDB server, and gdb-multiarch from `target remote` to halted at `main` through the server and on the forwarded stream, alternately in one run (issue 32, decisions 0560 and 0625).",
     run: () => runDebugRemoteBench(),
   },
   {

@@ -43,19 +43,20 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/browser/console-live.test.ts',
       // The packed package's example runs a QEMU board through hilbench/vitest (issue 17).
       'test/package/pack.test.ts',
-      // Real GDB on a QEMU board through hilbench debug (issue 32).
+      // Real GDB on a QEMU board through hilbench debug (issue 32), locally and through a remote worker.
       'test/integration/debug-gdb.test.ts',
+      'test/integration/debug-remote.test.ts',
     ],
   },
   // Real GDB in batch mode against hilbench debug (issue 32): Debian's gdb-multiarch for ARM
   // boards; it has no AVR target, so the uno is debugged with gdb-avr's avr-gdb.
   'gdb-multiarch': {
     install: 'apt-get install -y gdb-multiarch',
-    files: ['test/integration/debug-gdb.test.ts'],
+    files: ['test/integration/debug-gdb.test.ts', 'test/integration/debug-remote.test.ts'],
   },
   'avr-gdb': {
     install: 'apt-get install -y gdb-avr',
-    files: ['test/integration/debug-gdb.test.ts'],
+    files: ['test/integration/debug-gdb.test.ts', 'test/integration/debug-remote.test.ts'],
   },
   chromium: {
     install: 'apt-get install -y chromium',
@@ -101,6 +102,8 @@ export const postgresSuites = {
     'test/contract/postgres-stores-racing.test.ts',
     'test/contract/postgres-pool-lease-model.test.ts',
     'test/integration/replicas-pool-racing.test.ts',
+    // A debug job behind two replicas: through the worker's replica, and refused through the other (decision 0625).
+    'test/integration/debug-replicas.test.ts',
     // A private PostgreSQL cluster stopped and started under load, bench and relay (decision 0516).
     'test/integration/database-restart.test.ts',
     'test/integration/replicas.test.ts',
