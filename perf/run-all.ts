@@ -86,7 +86,7 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   {
     title: 'Lab: two replicas on one PostgreSQL database against one',
     intro:
-      'Flash jobs per second on mock boards through one replica and through two sharing the database, each replica running its own worker, and through one replica on the embedded SQLite default, in alternating phases of one run (issues 10 and 27).',
+      'Flash jobs per second on mock boards through one replica and through two sharing the database, each replica a process of its own running its own worker (the agents run in the benchmark process: an outside client), and through one replica on the embedded SQLite default, in alternating phases of one run (issues 10 and 27, decision 0600).',
     run: () => runReplicasBench(),
   },
   {
