@@ -167,8 +167,8 @@ export class ProbeBackend implements Backend {
         `${this.options.bench.source}: boards.${boardId} is a pool of ${this.poolOf(boardId).length} boards: a health check runs on one of its instances (POST /admin/boards/{instance}/health-check)`,
       );
     }
-    const { attachment } = pooled ? this.entryOf(boardId, options.instance) : { attachment: this.attachmentOf(boardId) };
-    const named = pooled ? `instance ${options.instance} of ${boardId}` : boardId;
+    const { attachment, entry } = pooled ? this.entryOf(boardId, options.instance) : { attachment: this.attachmentOf(boardId), entry: undefined };
+    const named = pooled ? `instance ${options.instance} of ${boardId} (entry "${entry}")` : boardId;
     const check = attachment?.healthCheck;
     if (!check) throw new BackendError('unavailable', `${this.options.bench.source}: ${pooled ? `the entry of instance ${options.instance} in boards.${boardId}` : `boards.${boardId}`} has no healthCheck firmware`);
     const image = readImage(check.elf);
@@ -197,10 +197,10 @@ export class ProbeBackend implements Backend {
   }
 
   private async openDevice(board: Board, signal: AbortSignal | undefined, instance?: string): Promise<ProbeDevice> {
-    const { key, attachment, pooled } = this.entryOf(board.id, instance);
+    const { key, attachment, pooled, entry } = this.entryOf(board.id, instance);
     const probe = this.targets.get(key);
     if (!attachment || !probe) throw new BackendError('unavailable', this.notAttached(board.id));
-    const named = pooled ? `instance ${instance} of board ${board.id}` : `board ${board.id}`;
+    const named = pooled ? `instance ${instance} of board ${board.id} (entry "${entry}")` : `board ${board.id}`;
     if (this.inUse.has(key)) throw new BackendError('unavailable', `${named} is already open on this bench (one user at a time)`);
     throwIfCancelled(signal, `opening ${board.id}`);
     this.inUse.add(key);
@@ -230,6 +230,7 @@ export class ProbeBackend implements Backend {
         toolEnv: this.options.toolEnv,
         link,
         clock: this.options.clock,
+        ...(pooled ? { label: `${board.id} (entry "${entry}")` } : {}),
         hooks: {
           failed,
           // A run that works resets the count, but only a health check or an administrator ends
@@ -256,14 +257,14 @@ export class ProbeBackend implements Backend {
    * The bench-file entry a job's instance names: entry n of a list is the server's `<board>.<n>@<worker>`
    * (decision 0550); a board of one entry is the board itself, whatever the instance.
    */
-  private entryOf(boardId: string, instance: string | undefined): { key: string; attachment: BenchBoard | undefined; pooled: boolean } {
+  private entryOf(boardId: string, instance: string | undefined): { key: string; attachment: BenchBoard | undefined; pooled: boolean; entry?: string } {
     const pool = this.poolOf(boardId);
     if (pool.length === 0) return { key: boardId, attachment: this.options.bench.boards[boardId], pooled: false };
     const n = Number(/^[a-z0-9-]+\.(\d+)@/.exec(instance ?? '')?.[1] ?? NaN);
     if (!Number.isInteger(n) || n < 1 || n > pool.length) {
       throw new BackendError('unavailable', `board ${boardId} is a pool of ${pool.length} boards on this bench (${this.options.bench.source}): a job names one of its instances ${boardId}.1@… to ${boardId}.${pool.length}@…, not ${instance ?? 'none'}`);
     }
-    return { key: instanceKey(boardId, n), attachment: pool[n - 1], pooled: true };
+    return { key: instanceKey(boardId, n), attachment: pool[n - 1], pooled: true, entry: pool[n - 1]!.instance };
   }
 
   private attachmentOf(boardId: string): BenchBoard {

@@ -24,6 +24,7 @@ const fake = new FakeBench();
 const leftElf = makeElf({ segments: [{ paddr: 0x0800_0000, data: new Uint8Array(128).fill(1) }] });
 const rightElf = makeElf({ segments: [{ paddr: 0x0800_0000, data: new Uint8Array(128).fill(2) }] });
 let bench: BenchFile;
+let reordered: BenchFile;
 
 beforeAll(async () => {
   await fake.start([
@@ -44,6 +45,10 @@ beforeAll(async () => {
   bench = parseBenchFile(
     { version: 1, boards: { 'stm32f4-discovery': [kit('left', 'kit-a', leftElf), kit('right', 'kit-b', rightElf)] } },
     path.join(fake.dir, 'bench.yaml'),
+  );
+  reordered = parseBenchFile(
+    { version: 1, boards: { 'stm32f4-discovery': [kit('right', 'kit-b', rightElf), kit('left', 'kit-a', leftElf)] } },
+    path.join(fake.dir, 'reordered.yaml'),
   );
 });
 afterAll(() => fake.stop());
@@ -77,7 +82,7 @@ describe('a health check of one instance of a physical pool', () => {
       fake.setBehaviour('kit-b', 'verify-fail');
       const failed = boardHealthCheckSchema.parse(await (await check(right)).json());
       expect(failed).toMatchObject({ board: right, passed: false, status: 'offline', health: { quarantined: true, quarantine_reason: reason } });
-      expect(failed.reason).toMatch(/^health check on instance stm32f4-discovery\.2@local of stm32f4-discovery failed: .*flash or verify failed/);
+      expect(failed.reason).toMatch(/^health check on instance stm32f4-discovery\.2@local of stm32f4-discovery \(entry "right"\) failed: flash on stm32f4-discovery \(entry "right"\) .*flash or verify failed/);
 
       // Repaired: the check runs kit b's own firmware on kit b and releases that instance.
       fake.setBehaviour('kit-b', 'ok');
@@ -97,5 +102,21 @@ describe('a health check of one instance of a physical pool', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('instance ids of a physical pool (decision 0607)', () => {
+  it('number the entries in the file\'s order: reordered, .1 is the other kit, and every message names the entry', { timeout: 60_000 }, async () => {
+    const instance = 'stm32f4-discovery.1@local';
+    const probe = (file: BenchFile) => new ProbeBackend({ bench: file, clock: systemClock, openocdPath: fakeOpenocdPath, probeRsPath: fakeProbeRsPath, toolEnv: fake.toolEnv });
+    fake.setBehaviour('kit-a', 'ok');
+    fake.setBehaviour('kit-b', 'verify-fail');
+    const before = await probe(bench).healthCheck('stm32f4-discovery', { instance });
+    expect(before).toMatchObject({ passed: true, uartText: expect.stringContaining(fakeBootLine(firmwareImage(leftElf).sha256)) });
+    // The same id after the file's entries swapped places: kit b (entry "right"), and the failure says so.
+    const after = await probe(reordered).healthCheck('stm32f4-discovery', { instance });
+    expect(after.passed).toBe(false);
+    expect(after.passed ? '' : after.reason).toMatch(/^health check on instance stm32f4-discovery\.1@local of stm32f4-discovery \(entry "right"\) failed: flash on stm32f4-discovery \(entry "right"\) /);
+    fake.setBehaviour('kit-b', 'ok');
   });
 });
