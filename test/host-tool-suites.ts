@@ -32,6 +32,7 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       // Two replicas on PostgreSQL, a QEMU worker and a simulator worker (issue 10).
       'test/integration/lab-replicas-processes.test.ts',
     'test/integration/bench-hostile-lab.test.ts',
+    'test/integration/bench-hostile-lab-reports.test.ts',
     'test/integration/local-board-health-through-store.test.ts',
     'test/integration/bench-agent-long-polls.test.ts',
     'test/integration/bench-revoked-worker-health-check.test.ts',
@@ -107,6 +108,7 @@ export const postgresSuites = {
     'test/integration/bench-hostile-inputs.test.ts',
     'test/integration/lab-replicas-processes.test.ts',
     'test/integration/bench-hostile-lab.test.ts',
+    'test/integration/bench-hostile-lab-reports.test.ts',
     'test/integration/local-board-health-through-store.test.ts',
     'test/integration/bench-agent-long-polls.test.ts',
     'test/integration/bench-revoked-worker-health-check.test.ts',
