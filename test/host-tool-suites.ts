@@ -77,12 +77,12 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/run-probe-bench-file.test.ts',
     ],
   },
-  // A library, not a program: its presence is a file (scenarios/firmware/avr/arduino-sketch.ts).
+  // A library, not a program: its presence is a file (firmware/examples/avr/arduino-sketch.ts).
   'arduino-core-avr': {
     install: 'apt-get install -y arduino-core-avr',
     installedFile: '/usr/share/arduino/hardware/arduino/avr/cores/arduino/Arduino.h',
     // Arduino-core sketches built by build.sh and run on the uno simulator (issue 12).
-    files: ['scenarios/firmware/avr/arduino-sketch.test.ts'],
+    files: ['firmware/examples/avr/arduino-sketch.test.ts'],
   },
 };
 
