@@ -18,7 +18,7 @@ const root = path.resolve(import.meta.dirname, '..');
 const ROUNDS = 3;
 const READS_PER_ROUND = 100;
 const ADMIN = 'perf-admin';
-const elf = path.join(root, 'scenarios/debug-firmware/pico.elf');
+const elf = path.join(root, 'firmware/debug/pico.elf');
 
 /**
  * `npm run bench` section (issue 32, decisions 0560, 0625): GDB through `hilbench debug --server` to a

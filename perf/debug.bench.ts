@@ -38,7 +38,7 @@ interface DebugCase {
 
 async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCase, client: RegisterReadClient): Promise<BenchRow[]> {
   const board = loadBoardCatalog().find((b) => b.id === boardId)!;
-  const elf = path.join(root, 'scenarios/debug-firmware', `${boardId}.elf`);
+  const elf = path.join(root, 'firmware/debug', `${boardId}.elf`);
   const device = await backend.open(board);
   await device.flash(loadFirmwareImage(readFileSync(elf)));
   const debug = device.debug!;

@@ -67,7 +67,7 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
     return [{ name: 'replicas', value: Number.NaN, unit: '', note: `skipped: PostgreSQL did not answer (${(err as Error).message})` }];
   }
   const boards = loadBoardCatalog();
-  const firmware = new Uint8Array(readFileSync(new URL('../scenarios/firmware/pico/hello.elf', import.meta.url)));
+  const firmware = new Uint8Array(readFileSync(new URL('../firmware/examples/pico/hello.elf', import.meta.url)));
   const mockBoards = boards.slice(0, 8).map((b) => b.id);
   const dirs: string[] = [];
   const replica = (databaseUrl: string | undefined) => {

@@ -32,6 +32,7 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       // Two replicas on PostgreSQL, a QEMU worker and a simulator worker (issue 10).
       'test/integration/lab-replicas-processes.test.ts',
     'test/integration/bench-hostile-lab.test.ts',
+    'test/integration/bench-hostile-lab-reports.test.ts',
     'test/integration/local-board-health-through-store.test.ts',
     'test/integration/bench-agent-long-polls.test.ts',
     'test/integration/bench-revoked-worker-health-check.test.ts',
@@ -77,12 +78,12 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/run-probe-bench-file.test.ts',
     ],
   },
-  // A library, not a program: its presence is a file (scenarios/firmware/avr/arduino-sketch.ts).
+  // A library, not a program: its presence is a file (firmware/examples/avr/arduino-sketch.ts).
   'arduino-core-avr': {
     install: 'apt-get install -y arduino-core-avr',
     installedFile: '/usr/share/arduino/hardware/arduino/avr/cores/arduino/Arduino.h',
     // Arduino-core sketches built by build.sh and run on the uno simulator (issue 12).
-    files: ['scenarios/firmware/avr/arduino-sketch.test.ts'],
+    files: ['firmware/examples/avr/arduino-sketch.test.ts'],
   },
 };
 
@@ -110,6 +111,7 @@ export const postgresSuites = {
     'test/integration/bench-hostile-inputs.test.ts',
     'test/integration/lab-replicas-processes.test.ts',
     'test/integration/bench-hostile-lab.test.ts',
+    'test/integration/bench-hostile-lab-reports.test.ts',
     'test/integration/local-board-health-through-store.test.ts',
     'test/integration/bench-agent-long-polls.test.ts',
     'test/integration/bench-revoked-worker-health-check.test.ts',

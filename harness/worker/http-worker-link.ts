@@ -101,7 +101,7 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     try {
       const answer = await this.request('POST', '/api/v1/worker/claim', claimAnswerSchema, { boards, wait_seconds: this.options.claimWaitSeconds ?? 20 }, signal);
       const { job, health_check: check } = answer;
-      if (check) return { kind: 'health-check', checkId: check.check_id, board: check.board, timeoutMs: check.timeout_ms };
+      if (check) return { kind: 'health-check', checkId: check.check_id, board: check.board, ...(check.instance === undefined ? {} : { instance: check.instance }), timeoutMs: check.timeout_ms };
       return job
         ? {
             kind: 'job',

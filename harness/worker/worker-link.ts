@@ -113,6 +113,8 @@ export interface HealthCheckTicket {
   kind: 'health-check';
   checkId: string;
   board: string;
+  /** The instance of the board (a pool of physical boards) to check (decision 0606); absent: the board itself. */
+  instance?: string;
   /** Host ms the backend's check may run before it is aborted (and fails). */
   timeoutMs: number;
 }

@@ -1,4 +1,6 @@
-import { type DebugChannel, DebugChannelRefused, type DebugChannelHandlers, type DebugTerms, type JobTicket, type WorkerLink } from '../../harness/worker/worker-link.js';
+import { type DebugChannel, DebugChannelRefused, type DebugChannelHandlers, type DebugTerms, type JobTicket, type WorkerLink, type WorkerTask } from '../../harness/worker/worker-link.js';
+import type { HealthCheckRecord } from '../store/health-check-store.js';
+import { boardOfInstance } from './pool-instances.js';
 import type { JobRecord } from '../store/bench-store.js';
 import type { WorkerGateway } from './worker-gateway.js';
 import type { Clock } from '../../core/clock.js';
@@ -82,4 +84,10 @@ async function boundedClaim(gateway: WorkerGateway, workerId: string, claimMs: n
     clock.clearTimeout(timer);
     signal.removeEventListener('abort', end);
   }
+}
+
+/** The ticket of a claimed health check: of a board, or of one instance of its pool (decision 0606), recorded under the instance's id. */
+export function healthCheckTicket(check: HealthCheckRecord): WorkerTask {
+  const board = boardOfInstance(check.board) ?? check.board;
+  return { kind: 'health-check', checkId: check.checkId, board, ...(board === check.board ? {} : { instance: check.board }), timeoutMs: check.timeoutMs };
 }

@@ -56,7 +56,7 @@ describe('the bench service across a database restart', () => {
       limits: { agentRegistrationsPerMinute: 1_000_000 },
       checkImage: () => undefined,
     });
-    const firmware = new Uint8Array(readFileSync(new URL('../../scenarios/firmware/pico/hello.elf', import.meta.url)));
+    const firmware = new Uint8Array(readFileSync(new URL('../../firmware/examples/pico/hello.elf', import.meta.url)));
     const client = new BenchClient({ baseUrl: bench.url });
     const loadBoards = boards.slice(0, 6).map((b) => b.id);
     const agents = await Promise.all(loadBoards.map((_, k) => client.register(`restart-${k}`)));

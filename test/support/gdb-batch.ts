@@ -3,8 +3,8 @@ import { execa } from 'execa';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
-/** The debug program's image for `board` (scenarios/debug-firmware/build.sh). */
-export const debugElf = (board: string) => path.join(root, 'scenarios/debug-firmware', `${board}.elf`);
+/** The debug program's image for `board` (firmware/debug/build.sh). */
+export const debugElf = (board: string) => path.join(root, 'firmware/debug', `${board}.elf`);
 
 /** Which GDB debugs a board: Debian's gdb-multiarch has no AVR target, gdb-avr's avr-gdb has. */
 export const gdbFor = (board: string) => (board === 'uno' ? 'avr-gdb' : 'gdb-multiarch');

@@ -3,8 +3,8 @@
  * float and double cases the rom-test firmware checks on the device, with the expected results
  * computed here by the host's own floating point, not by the simulator.
  *
- *   gcc -O0 -std=c11 -o /tmp/rom-cases scenarios/firmware/arm/rp2040-rom-cases.host.c -lm
- *   /tmp/rom-cases > scenarios/firmware/arm/rp2040-rom-cases.h
+ *   gcc -O0 -std=c11 -o /tmp/rom-cases firmware/examples/arm/rp2040-rom-cases.host.c -lm
+ *   /tmp/rom-cases > firmware/examples/arm/rp2040-rom-cases.h
  *
  * Conversions follow the RP2040 datasheet's ROM semantics (round towards minus infinity,
  * saturate; a NaN converts as the infinity of its sign); arithmetic is plain IEEE-754 with

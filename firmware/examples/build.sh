@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the example firmware (hello, exit, crash) for every board in boards/*.yaml.
 #
-#   scenarios/firmware/build.sh [--out DIR] [--arduino-out DIR] [BOARD...]
+#   firmware/examples/build.sh [--out DIR] [--arduino-out DIR] [BOARD...]
 #
 # Default output is this folder: <board>/<program>.elf, the committed prebuilt images.
 # Needs Debian's arm-none-eabi-gcc (gcc-arm-none-eabi) and avr-gcc (gcc-avr, avr-libc).
@@ -9,7 +9,7 @@
 # to --arduino-out, default <repo>/.tmp/arduino (gitignored): those images are never committed.
 # Builds are reproducible with one toolchain (no build id, no .comment, no absolute paths),
 # but not across toolchain versions: ci/check-firmware.ts compares behaviour, not bytes.
-# After a rebuild of the committed images run `npx tsx scenarios/firmware/update-manifest.ts`.
+# After a rebuild of the committed images run `npx tsx firmware/examples/update-manifest.ts`.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -100,7 +100,7 @@ rp2040_boot2() {
   arm-none-eabi-gcc -mcpu=cortex-m0plus -mthumb "${COMMON_CFLAGS[@]}" -nostdlib -DBOARD_ID="\"$board\"" \
     -Lld -T rp2040-boot2.ld "${COMMON_LDFLAGS[@]}" -Wl,--build-id=none \
     -o "$OUT/$board/$prog.elf" arm/rp2040-boot2.S arm/startup.c arm/arm-common.c arm/rp2040.c src/print.c "$@" -lgcc
-  (cd "$HERE/../.." && npx tsx scenarios/firmware/boot2-checksum.ts "$OUT/$board/$prog.elf") >/dev/null
+  (cd "$HERE/../.." && npx tsx firmware/examples/boot2-checksum.ts "$OUT/$board/$prog.elf") >/dev/null
   echo "built $board/$prog (arm cortex-m0plus, boot2 stage, ld/rp2040-boot2.ld)"
 }
 rp2040_boot2 pico rom-test arm/rp2040-rom-test.c

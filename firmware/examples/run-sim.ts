@@ -2,9 +2,9 @@
  * Runs a prebuilt sim-board ELF (pico on rp2040js, uno on avr8js) straight on the emulator
  * library, with no hilbench backend in between: the reference check that the committed
  * firmware and the conventions in docs/firmware.md work. ci/check-firmware.ts (npm run check:firmware) and
- * scenarios/firmware/firmware.test.ts use it; the sim backend implements the same conventions.
+ * firmware/examples/firmware.test.ts use it; the sim backend implements the same conventions.
  *
- *   npx tsx scenarios/firmware/run-sim.ts <pico|uno> <file.elf> [simulatedSeconds]
+ *   npx tsx firmware/examples/run-sim.ts <pico|uno> <file.elf> [simulatedSeconds]
  *
  * prints one JSON line: {"uart": "...", "stop": {...}, "simulatedNanos": n}.
  */

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Board } from '../../boards/board-schema.js';
 
 /**
- * The example firmware manifest (scenarios/firmware/manifest.json): for every board, which
+ * The example firmware manifest (firmware/examples/manifest.json): for every board, which
  * prebuilt ELF runs where and what it must print. Tests read it through `loadFirmwareManifest`;
  * `expectedFirmware` is the single place that says what each program prints, and
  * update-manifest.ts writes the file from it.
@@ -36,7 +36,7 @@ export const firmwareEntrySchema = z
   .object({
     board: z.string().min(1),
     program: z.enum([...firmwarePrograms, ...boardOnlyPrograms.pico]),
-    /** Relative to scenarios/firmware/. */
+    /** Relative to firmware/examples/. */
     path: z.string().regex(/^[a-z0-9-]+\/[a-z-]+\.elf$/),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     sizeBytes: z.number().int().positive(),

@@ -3,7 +3,7 @@
  * last 4 bytes of the 256-byte boot2 stage at 0x10000000 become the CRC32 of the first 252
  * (sim/rp2040/boot2.ts has the algorithm). build.sh runs it after linking:
  *
- *   npx tsx scenarios/firmware/boot2-checksum.ts <file.elf>
+ *   npx tsx firmware/examples/boot2-checksum.ts <file.elf>
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { loadableSegments, parseElf } from '../../core/elf.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The Arduino-core sketches for the uno simulator (scenarios/firmware/avr/*.ino): built by
+ * The Arduino-core sketches for the uno simulator (firmware/examples/avr/*.ino): built by
  * build.sh (target uno-arduino) from Debian's arduino-core-avr, never committed, cached under the
  * gitignored .tmp/arduino/ by a key of every input, so tests build them once per change.
  */

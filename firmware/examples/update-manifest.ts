@@ -1,8 +1,8 @@
 /**
- * Rewrites scenarios/firmware/manifest.json from the board catalog, the expectations in
+ * Rewrites firmware/examples/manifest.json from the board catalog, the expectations in
  * firmware-manifest.ts and the committed ELFs (sha256, size). Run after build.sh:
  *
- *   npx tsx scenarios/firmware/update-manifest.ts
+ *   npx tsx firmware/examples/update-manifest.ts
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -22,7 +22,7 @@ import { runSimBoard } from './run-sim.js';
 const manifest = loadFirmwareManifest();
 const catalog = loadBoardCatalog();
 
-describe('scenarios/firmware/manifest.json', () => {
+describe('firmware/examples/manifest.json', () => {
   it('lists hello, exit and crash for every board in the catalog, plus the board-only programs, and nothing else', () => {
     const listed = manifest.firmware.map((f) => `${f.board}/${f.program}`).sort();
     const wanted = catalog.flatMap((b) => programsFor(b.id).map((p) => `${b.id}/${p}`)).sort();
