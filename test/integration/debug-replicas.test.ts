@@ -89,7 +89,7 @@ describe('debugging behind two replicas of one database', () => {
     const { a, b } = await twoReplicas();
     const alice = await a.register('alice');
     // hello ticks for ever: the ordinary job still runs (30 s of device time) when the stream is asked for.
-    const jobId = await armedJob(a, alice.token, path.join(import.meta.dirname, '../../scenarios/firmware/pico/hello.elf'), '30');
+    const jobId = await armedJob(a, alice.token, path.join(import.meta.dirname, '../../firmware/examples/pico/hello.elf'), '30');
     await b.jobReaches(jobId, 'running');
     for (const replica of [a, b]) {
       const refused = await new DebugStreamClient({ server: replica.url, token: alice.token }).open(jobId).then(
