@@ -1,4 +1,3 @@
-import { NANOS_PER_SECOND } from '../../backends/backend.js';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
@@ -9,7 +8,7 @@ import type { BoardAccess } from './board-access.js';
 import type { BoardHealthControl } from '../../backends/backend.js';
 import type { LiveBoards } from './live-boards.js';
 import { healthCheckInstance } from './instance-health-check.js';
-import { runHealthCheck } from './run-health-check.js';
+import { healthCheckOutcomeFields, runHealthCheck } from './run-health-check.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
 /** Default of `BenchDeps.healthCheckTimeoutMs`: the probe's flash budget plus a slow boot. */
@@ -165,11 +164,7 @@ export class BoardHealthAdmin {
       if (!stillRunning) unclaimBoard();
       this.deps.logger.info(`health check on board ${boardId}: ${outcome.passed ? 'passed, board released' : `failed: ${outcome.reason}`}`);
       return {
-        board: boardId,
-        passed: outcome.passed,
-        reason: outcome.passed ? null : outcome.reason,
-        uart_text: outcome.uartText,
-        elapsed_seconds: outcome.passed ? outcome.elapsedNanos / NANOS_PER_SECOND : null,
+        ...healthCheckOutcomeFields(boardId, outcome),
         ...(await this.freshBoardView(boardId, keeper)),
       };
     } finally {

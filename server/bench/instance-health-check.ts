@@ -1,4 +1,3 @@
-import { NANOS_PER_SECOND } from '../../backends/backend.js';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
@@ -6,7 +5,7 @@ import type { BoardHealthCheckBody } from '../../wire/bench/bench-schemas.js';
 import { BenchError } from './bench-errors.js';
 import { healthBody } from './bench-views.js';
 import type { BoardAccess } from './board-access.js';
-import { runHealthCheck } from './run-health-check.js';
+import { healthCheckOutcomeFields, runHealthCheck } from './run-health-check.js';
 import { StoredBoardHealth } from './stored-board-health.js';
 import type { WorkerGateway } from './worker-gateway.js';
 
@@ -50,11 +49,7 @@ export async function healthCheckInstance(
   const state = (await access.boardStates()).find((s) => s.resolved.board.id === boardId);
   const view = state?.pool?.instances.find((i) => i.instance === instance);
   return {
-    board: instance,
-    passed: outcome.passed,
-    reason: outcome.passed ? null : outcome.reason,
-    uart_text: outcome.uartText,
-    elapsed_seconds: outcome.passed ? outcome.elapsedNanos / NANOS_PER_SECOND : null,
+    ...healthCheckOutcomeFields(instance, outcome),
     status: view?.status ?? 'offline',
     offline_reason: view?.offlineReason ?? null,
     health: healthBody(report.backend, await pools.health.get(instance)),
