@@ -12,8 +12,11 @@ const ERRORS = { 500: 'Internal Server Error (unexpected; logged on the server)'
 const BODY_ERRORS = { 400: 'The body ended before it was complete', 413: 'Body over the limit', 415: 'Body is not JSON' };
 
 /** What a plain GET of a debug stream's path is told: the stream is a WebSocket (server/bench/debug-upgrades.ts serves the upgrade). */
+// RFC 9110 (15.5.22, 7.8): a 426 names the protocol in `Upgrade`, and `Upgrade` is a connection
+// option. `close` too: this answer does not wait for a body the request may still be sending (or,
+// sent with `Expect: 100-continue`, never will), and a kept-alive connection would then hang.
 const notAnUpgrade = async () => {
-  throw new HttpError(426, 'a debug stream is a WebSocket: ask for it with "Upgrade: websocket" (docs/bench-api.md, "Debugging")', { Upgrade: 'websocket', Connection: 'Upgrade' });
+  throw new HttpError(426, 'a debug stream is a WebSocket: ask for it with "Upgrade: websocket" (docs/bench-api.md, "Debugging")', { Upgrade: 'websocket', Connection: 'Upgrade, close' });
 };
 
 /**
