@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BenchFile, parseBenchFile } from '../../backends/probe/bench-file.js';
 import { ProbeBackend } from '../../backends/probe/probe-backend.js';
 import { systemClock } from '../../core/clock.js';
-import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { boardHealthCheckSchema } from '../../wire/bench/bench-schemas.js';
 import { fakeBootLine } from '../fakes/openocd/fake-board.js';
 import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';
@@ -53,14 +52,7 @@ beforeAll(async () => {
 });
 afterAll(() => fake.stop());
 
-const config: Partial<BenchServiceConfig> = {
-  clock: systemClock,
-  adminToken: ADMIN,
-  backend: 'probe',
-  backends: ({ clock, quarantineStore }) => ({
-    probe: new ProbeBackend({ bench, clock, openocdPath: fakeOpenocdPath, probeRsPath: fakeProbeRsPath, toolEnv: fake.toolEnv, quarantineStore }),
-  }),
-};
+const config = fake.serviceConfig(() => bench, ADMIN);
 
 describe('a health check of one instance of a physical pool', () => {
   it("runs that entry's own firmware on that kit, and passing releases that instance alone", { timeout: 120_000 }, async () => {
