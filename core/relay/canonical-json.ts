@@ -1,4 +1,5 @@
-import { RelayError, hasLoneSurrogate, isPlainObject } from './problem.js';
+import { RelayError, isPlainObject } from './problem.js';
+import { hasLoneSurrogate } from '../unicode-text.js';
 
 /**
  * RFC 8785 JSON Canonicalization Scheme (JCS): the bytes every x.vote/1 signature covers.

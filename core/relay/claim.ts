@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { type Problem, type Validated, codePointLength, hasLoneSurrogate, isPlainObject, notAnObject } from './problem.js';
+import { type Problem, type Validated, isPlainObject, notAnObject } from './problem.js';
+import { codePointLength, hasLoneSurrogate } from '../unicode-text.js';
 
 /**
  * Claim items and their ids (relay spec, "Item"; design note, "Claim ids").

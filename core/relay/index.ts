@@ -4,6 +4,7 @@
  * harness scenario steps both build on it. Definition: docs/scp-s5.md.
  */
 export * from './problem.js';
+export * from '../unicode-text.js';
 export * from './canonical-json.js';
 export * from './ed25519.js';
 export * from './node-id.js';

@@ -77,7 +77,24 @@ export function unwrap<T>(result: Validated<T>, what: string): T {
   if (result.ok) return result.value;
   const first = result.problems[0];
   const where = first && first.path.length > 0 ? ` at ${first.path.join('.')}` : '';
-  throw new RelayError(`invalid ${what}${where}: ${first?.code ?? 'unknown problem'}`, result.problems);
+  const more = result.problems.length > 1 ? ` (and ${result.problems.length - 1} more)` : '';
+  throw new RelayError(`invalid ${what}${where}: ${first ? describeProblem(first) : 'unknown problem'}${more}`, result.problems);
+}
+
+/**
+ * A problem in a line a programmer reads in a stack trace: its code with what bounds it
+ * ("too_long (limit 280)"). Answers to clients never use it: the wire's translator words those.
+ */
+export function describeProblem(problem: Problem): string {
+  const facts: string[] = [];
+  if (problem.limit !== undefined) facts.push(`limit ${problem.limit}`);
+  if (problem.count !== undefined) facts.push(`found ${problem.count}`);
+  if (problem.expected !== undefined && problem.expected !== null) {
+    const expected = typeof problem.expected === 'string' ? problem.expected : problem.expected.join(', ');
+    facts.push(`expected ${expected}`);
+  }
+  if (problem.note !== undefined) facts.push(problem.note);
+  return facts.length > 0 ? `${problem.code} (${facts.join('; ')})` : problem.code;
 }
 
 /** The problem of a document (or a nested one) that is no JSON object. */
@@ -95,22 +112,3 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return proto === Object.prototype || proto === null;
 }
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** True when the string holds a lone UTF-16 surrogate (it has no UTF-8 encoding of its own). */
-export function hasLoneSurrogate(s: string): boolean {
-  return LONE_SURROGATE.test(s);
-}
-
-/** `s` with each lone UTF-16 surrogate replaced by U+FFFD (ES2024's `toWellFormed`), so it has a UTF-8 encoding. */
-export function withLoneSurrogatesReplaced(s: string): string {
-  return s.replace(LONE_SURROGATES, '\ufffd');
-}
-const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
-
-/** Length in Unicode code points, the unit of every relay length limit. */
-export function codePointLength(s: string): number {
-  let n = 0;
-  for (const _ of s) n++;
-  return n;
-}
