@@ -180,6 +180,29 @@ describe('SimDevice', () => {
     await device.close();
   });
 
+  it('is cancelled while its thread waits for the verdict on `until`, and can run on afterwards', async () => {
+    const controller = new AbortController();
+    const device = await openPico({ sliceNanos: 1_000_000 });
+    // Prints, then stops at a breakpoint: the thread asks the host about `until` on the chunk
+    // that carries the UART output, and waits for its verdict.
+    await device.flash(image(thumbProgram(THUMB_HELLO_BKPT_5)));
+    let asks = 0;
+    // The abort lands while the thread is parked on this very ask, and `until` does not hold:
+    // the run must end as cancelled (not as `until`, not hung waiting for a verdict).
+    const until = () => {
+      asks += 1;
+      controller.abort(new Error('user pressed stop'));
+      return false;
+    };
+    const error = await rejection(device.run(600_000_000_000, { signal: controller.signal, until }));
+    expect(error.kind).toBe('cancelled');
+    expect(error.message).toMatch(/its abort signal fired/);
+    expect(asks).toBe(1);
+    // The device is not left waiting: it runs on to the breakpoint.
+    await expect(device.run(600_000_000_000, { until: () => false })).resolves.not.toMatchObject({ reason: 'elapsed' });
+    await device.close();
+  });
+
   it('stops a run when the device is closed, and refuses use after close', async () => {
     const device = await openPico();
     await device.flash(image(thumbProgram(THUMB_SPIN)));
