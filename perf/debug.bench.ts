@@ -43,9 +43,15 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
   await device.flash(loadFirmwareImage(readFileSync(elf)));
   const debug = device.debug!;
   const direct = await forwardedServer(debug);
-  /** Runs `fn` against a fresh bridge (each debugger's session is its own), then stops it. */
+  /**
+   * Runs `fn` against a fresh bridge (each debugger's session is its own), then stops it. As
+   * `hilbench debug` does, the stream is attached before the port is offered, so the first
+   * debugger finds the core halted at reset: an attach (for QEMU a restart of the process) is
+   * not part of `target remote`, as the baselines' start is not.
+   */
   const viaBridge = async <T>(fn: (port: number) => Promise<T>): Promise<T> => {
-    const bridge = await GdbBridge.start({ debug, boardId, clock: systemClock, port: 0, idleTimeoutMs: 600_000, log: () => undefined });
+    const firstStream = await debug.attach();
+    const bridge = await GdbBridge.start({ debug, firstStream, boardId, clock: systemClock, port: 0, idleTimeoutMs: 600_000, log: () => undefined });
     try {
       return await fn(bridge.port);
     } finally {
