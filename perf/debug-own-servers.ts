@@ -21,15 +21,20 @@ export interface OwnGdbServer {
 
 const FLASH_START = 0x1000_0000;
 
-/** A plain TCP server handing each connection's bytes to `open(send)`'s receiver, in this thread. */
-async function inThreadServer(open: (send: (text: string) => void) => (text: string) => void): Promise<OwnGdbServer> {
+/**
+ * A plain TCP server handing each connection's bytes to the receiver `open(send)` returns, in this
+ * thread; when the connection closes, its `close` stops what it started (a simulator left running
+ * after GDB's `continue` and `kill` would take this thread's time from every later measurement).
+ */
+async function inThreadServer(open: (send: (text: string) => void) => { receive: (text: string) => void; close: () => void }): Promise<OwnGdbServer> {
   const server = net.createServer((socket) => {
     socket.setNoDelay(true);
     socket.on('error', () => undefined);
-    const receive = open((text) => {
+    const session = open((text) => {
       if (!socket.destroyed) socket.write(Buffer.from(text, 'latin1'));
     });
-    socket.on('data', (data: Buffer) => receive(data.toString('latin1')));
+    socket.on('data', (data: Buffer) => session.receive(data.toString('latin1')));
+    socket.once('close', () => session.close());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as net.AddressInfo;
@@ -58,7 +63,12 @@ export function rp2040jsOwnServer(elfPath: string, rom: OwnBootrom): Promise<Own
     const server = new GDBServer(sim);
     server.logger = new ConsoleLogger(LogLevel.Error);
     const connection = new GDBConnection(server, send);
-    return (text) => connection.feedData(text);
+    // As rp2040js's GDBTCPServer does on a socket's close, and the chip stops: nobody debugs it now.
+    const close = () => {
+      server.removeConnection(connection);
+      sim.stop();
+    };
+    return { receive: (text) => connection.feedData(text), close };
   });
 }
 
@@ -68,7 +78,7 @@ export function avrStubInThread(board: Board, elfPath: string): Promise<OwnGdbSe
   const elf = parseElf(bytes);
   return inThreadServer((send) => {
     const target = new AvrEngine(board, { bytes, elf }, { onUnmodelled: () => undefined }).openGdb({ send, onUart: () => undefined, onEnd: () => undefined });
-    return (text) => target.receive(text);
+    return { receive: (text) => target.receive(text), close: () => target.close() };
   });
 }
 

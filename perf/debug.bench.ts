@@ -9,7 +9,7 @@ import { systemClock } from '../core/clock.js';
 import { GdbBridge } from '../harness/debug/gdb-bridge.js';
 import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
 import { avrStubInThread, type OwnGdbServer, qemuOwnGdbstub, rp2040jsOwnServer } from './debug-own-servers.js';
-import { forwardedServer, RegisterReadClient, timeRegisterReads, walkToMain } from './gdb-measure.js';
+import { forwardedServer, plainProxy, RegisterReadClient, timeRegisterReads, walkToMain } from './gdb-measure.js';
 import { type BenchRow, percentile } from './measure.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -43,9 +43,15 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
   await device.flash(loadFirmwareImage(readFileSync(elf)));
   const debug = device.debug!;
   const direct = await forwardedServer(debug);
-  /** Runs `fn` against a fresh bridge (each debugger's session is its own), then stops it. */
+  /**
+   * Runs `fn` against a fresh bridge (each debugger's session is its own), then stops it. As
+   * `hilbench debug` does, the stream is attached before the port is offered, so the first
+   * debugger finds the core halted at reset: an attach (for QEMU a restart of the process) is
+   * not part of `target remote`, as the baselines' start is not.
+   */
   const viaBridge = async <T>(fn: (port: number) => Promise<T>): Promise<T> => {
-    const bridge = await GdbBridge.start({ debug, boardId, clock: systemClock, port: 0, idleTimeoutMs: 600_000, log: () => undefined });
+    const firstStream = await debug.attach();
+    const bridge = await GdbBridge.start({ debug, firstStream, boardId, clock: systemClock, port: 0, idleTimeoutMs: 600_000, log: () => undefined });
     try {
       return await fn(bridge.port);
     } finally {
@@ -55,9 +61,18 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
   const toMainOn = (port: number) => walkToMain(gdb, elf, port, root);
   const reads = { own: [] as number[], forwarded: [] as number[], bridged: [] as number[] };
   /** The same reads from a client thread of its own, as GDB reads from a process of its own. */
-  const apart = { own: [] as number[], bridged: [] as number[] };
+  const apart = { own: [] as number[], bridged: [] as number[], proxied: [] as number[] };
   const readsHere = (port: number) => timeRegisterReads(port, READS_PER_ROUND);
   const readsApart = (port: number) => client.timeRegisterReads(port, READS_PER_ROUND);
+  /** The engine's own server behind a proxy that only forwards: what any proxy costs (`plainProxy`). */
+  const readsApartProxied = async (port: number) => {
+    const proxy = await plainProxy(port);
+    try {
+      return await readsApart(proxy.port);
+    } finally {
+      await proxy.close();
+    }
+  };
   const toMain = { own: [] as number[], bridged: [] as number[] };
   try {
     // ABCABC: the engine's own server, the device's stream behind a plain forward, and the same
@@ -66,6 +81,7 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
     for (let round = 0; round < ROUNDS; round++) {
       reads.own.push(...(await withServer(() => own(elf), readsHere)));
       apart.own.push(...(await withServer(() => own(elf), readsApart)));
+      apart.proxied.push(...(await withServer(() => own(elf), readsApartProxied)));
       reads.forwarded.push(...(await readsHere(direct.port)));
       await direct.settled();
       reads.bridged.push(...(await viaBridge(readsHere)));
@@ -85,6 +101,8 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
     { name: `${label}: register read (g) through hilbench debug, from a client thread of its own, p50`, value: p50(apart.bridged) * 1000, unit: 'µs', note: `${apart.bridged.length} reads in ${ROUNDS} rounds, alternating with the rows above; GDB is a process of its own, so its reads wake the serving thread as these do` },
     { name: `${label}: register read (g) on ${ownName}, from a client thread of its own, p50`, value: p50(apart.own) * 1000, unit: 'µs', note: 'the baseline, read as GDB reads it: from outside its thread' },
     { name: `${label}: register read from a client thread of its own, hilbench debug / own server`, value: p50(apart.bridged) / p50(apart.own), unit: '×', note: 'issue 32 goal: at most 1.5 locally' },
+    { name: `${label}: register read (g) on ${ownName} behind a plain TCP proxy in this thread, from a client thread of its own, p50`, value: p50(apart.proxied) * 1000, unit: 'µs', note: 'alternately with the rows above; a proxy that only pipes bytes: the floor of any proxy, which hilbench debug must be to keep its bounds' },
+    { name: `${label}: register read from a client thread of its own, plain TCP proxy / own server`, value: p50(apart.proxied) / p50(apart.own), unit: '×', note: 'what any proxy in this process adds (two more wake-ups of a thread per read): decision 0660' },
     { name: `${label}: register read (g) on the device's stream behind a plain TCP forward, p50`, value: p50(reads.forwarded) * 1000, unit: 'µs', note: 'hilbench debug without its bridge (no framing checks): what the bridge itself costs' },
     { name: `${label}: ${gdb}: from target remote to halted at main (break main, continue), through hilbench debug, p50`, value: p50(toMain.bridged), unit: 'ms', note: `timed by GDB's own clock, its start-up excluded; ${ROUNDS} runs` },
     { name: `${label}: the same on ${ownName}, p50`, value: p50(toMain.own), unit: 'ms', note: 'alternately with the row above; the server started before GDB' },

@@ -34,6 +34,28 @@ export async function forwardedServer(debug: DeviceDebug): Promise<{ port: numbe
   return { port: address.port, settled: () => streamClosed, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
+/**
+ * A TCP proxy that does nothing but forward, in this thread, to 127.0.0.1:`targetPort`: each
+ * connection gets its own connection to the target, bytes piped untouched both ways, Nagle off.
+ * In front of an engine's own server it shows what any proxy in this process costs a read: the
+ * floor for `hilbench debug`, whose bridge must sit in the path to keep its bounds.
+ */
+export async function plainProxy(targetPort: number): Promise<{ port: number; close: () => Promise<void> }> {
+  const server = net.createServer((debuggerSide) => {
+    const targetSide = net.createConnection({ port: targetPort, host: '127.0.0.1' });
+    for (const socket of [debuggerSide, targetSide]) {
+      socket.setNoDelay(true);
+      socket.on('error', () => undefined);
+    }
+    debuggerSide.pipe(targetSide).pipe(debuggerSide);
+    debuggerSide.once('close', () => targetSide.destroy());
+    targetSide.once('close', () => debuggerSide.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return { port, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
 /** Connects, waits for the target's answer to `?`, then times `count` register reads (`g`), one at a time; per-read host ms. */
 export async function timeRegisterReads(port: number, count: number): Promise<number[]> {
   const socket = net.createConnection({ port, host: '127.0.0.1' });

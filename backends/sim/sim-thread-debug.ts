@@ -49,6 +49,8 @@ export class ThreadDebugSession {
   private chunks: EngineUartChunk[] = [];
   private chunkBytes = 0;
   private flushScheduled = false;
+  /** True while the target handles the debugger's bytes: `receive` flushes right after. */
+  private receiving = false;
   private over = false;
   /** The counters the host saw last: until they change, replies cross as bare strings. */
   private postedCounters: SimCounters | undefined;
@@ -109,7 +111,12 @@ export class ThreadDebugSession {
   receive(text: string): void {
     if (this.over) return;
     Atomics.store(this.host.control, CONTROL.debugWorking, 1);
-    this.target.receive(text);
+    this.receiving = true;
+    try {
+      this.target.receive(text);
+    } finally {
+      this.receiving = false;
+    }
     // The reply to a packet of a halted target (a register read, a memory read) is complete by
     // now: post it at once rather than after a turn of the event loop, which on a loaded machine
     // may wait for the thread to get a core again. What the target sends later (a stop reply
@@ -129,7 +136,9 @@ export class ThreadDebugSession {
   private take(text: string) {
     this.text += text;
     if (this.text.length >= DEBUG_BATCH_CHARS) this.flush();
-    else this.scheduleFlush();
+    // Sent while handling the debugger's bytes: `receive` posts it once the target returns, so
+    // no turn of the loop is spent on a flush that finds nothing (one per packet otherwise).
+    else if (!this.receiving) this.scheduleFlush();
   }
 
   private scheduleFlush() {

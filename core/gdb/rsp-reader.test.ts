@@ -17,6 +17,14 @@ describe('RSP framing', () => {
     expect(events.map((e) => (e.kind === 'packet' ? `${e.payload}:${e.checksumOk}` : e.kind))).toEqual(['ack', 'g:true', 'nak', 'interrupt', 'm0,4:true']);
   });
 
+  it('holds back only the start of a packet whose end has not arrived', () => {
+    const reader = new RspReader();
+    expect(reader.feed('+$m0,4#')).toEqual([{ kind: 'ack' }]);
+    expect(reader.held).toBe('$m0,4#');
+    expect(reader.feed('fd+')).toMatchObject([{ kind: 'packet', payload: 'm0,4', raw: '$m0,4#fd' }, { kind: 'ack' }]);
+    expect(reader.held).toBe('');
+  });
+
   it('reports a wrong checksum as such (the protocol answers it with -), not as broken framing', () => {
     expect(new RspReader().feed('$g#00')).toMatchObject([{ kind: 'packet', payload: 'g', checksumOk: false }]);
   });

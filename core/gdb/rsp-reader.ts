@@ -1,5 +1,3 @@
-import { rspChecksum } from './rsp-packet.js';
-
 /** One unit of what a peer sent: a packet (payload unescaped), an acknowledgement, or an interrupt. */
 export type RspEvent =
   | { kind: 'packet'; payload: string; checksumOk: boolean; raw: string }
@@ -30,39 +28,73 @@ export class RspReader {
     this.maxPacketBytes = options.maxPacketBytes ?? DEFAULT_MAX_PACKET_BYTES;
   }
 
+  /** What is held back: the start of a packet whose end has not arrived yet ('' most of the time). */
+  get held(): string {
+    return this.buffer;
+  }
+
   /** Parses `chunk` (latin1 text, one character per byte); throws `RspProtocolError` on broken framing. */
   feed(chunk: string): RspEvent[] {
-    this.buffer += chunk;
+    // Read by index and cut once at the end: a debugger's chunk is usually one whole packet or an
+    // ack, and the bridge parses every one of them on a register read's round trip.
+    const buffer = this.buffer.length === 0 ? chunk : this.buffer + chunk;
     const events: RspEvent[] = [];
+    let at = 0;
     for (;;) {
-      const first = this.buffer[0];
-      if (first === undefined) return events;
+      if (at >= buffer.length) break;
+      const first = buffer[at]!;
       if (first === '+' || first === '-' || first === '\x03') {
-        this.buffer = this.buffer.slice(1);
+        at++;
         events.push(first === '+' ? { kind: 'ack' } : first === '-' ? { kind: 'nak' } : { kind: 'interrupt' });
         continue;
       }
       if (first !== '$') {
+        this.buffer = buffer.slice(at);
         throw new RspProtocolError(`byte 0x${first.charCodeAt(0).toString(16).padStart(2, '0')} outside a packet (expected $, +, - or 0x03)`);
       }
-      const hash = this.buffer.indexOf('#');
+      const hash = buffer.indexOf('#', at);
       if (hash < 0) {
-        if (this.buffer.length - 1 > this.maxPacketBytes) {
+        if (buffer.length - at - 1 > this.maxPacketBytes) {
+          this.buffer = buffer.slice(at);
           throw new RspProtocolError(`a packet longer than ${this.maxPacketBytes} bytes (no # within the bound)`);
         }
-        return events;
+        break;
       }
-      if (hash - 1 > this.maxPacketBytes) throw new RspProtocolError(`a packet of ${hash - 1} bytes, over the bound of ${this.maxPacketBytes}`);
-      if (this.buffer.length < hash + 3) return events;
-      const body = this.buffer.slice(1, hash);
-      const sum = this.buffer.slice(hash + 1, hash + 3);
-      if (!/^[0-9a-fA-F]{2}$/.test(sum)) throw new RspProtocolError(`checksum field "${printable(sum)}" is not two hex digits`);
-      if (body.includes('$')) throw new RspProtocolError('a $ inside a packet (an unescaped start of packet)');
-      const raw = this.buffer.slice(0, hash + 3);
-      this.buffer = this.buffer.slice(hash + 3);
-      events.push({ kind: 'packet', payload: unescape(body), checksumOk: rspChecksum(body) === sum.toLowerCase(), raw });
+      const size = hash - at - 1;
+      if (size > this.maxPacketBytes) {
+        this.buffer = buffer.slice(at);
+        throw new RspProtocolError(`a packet of ${size} bytes, over the bound of ${this.maxPacketBytes}`);
+      }
+      if (buffer.length < hash + 3) break;
+      const high = hexValue(buffer.charCodeAt(hash + 1));
+      const low = hexValue(buffer.charCodeAt(hash + 2));
+      if (high < 0 || low < 0) {
+        this.buffer = buffer.slice(at);
+        throw new RspProtocolError(`checksum field "${printable(buffer.slice(hash + 1, hash + 3))}" is not two hex digits`);
+      }
+      const inner = buffer.indexOf('$', at + 1);
+      if (inner >= 0 && inner < hash) {
+        this.buffer = buffer.slice(at);
+        throw new RspProtocolError('a $ inside a packet (an unescaped start of packet)');
+      }
+      let sum = 0;
+      for (let i = at + 1; i < hash; i++) sum = (sum + buffer.charCodeAt(i)) & 0xff;
+      const body = buffer.slice(at + 1, hash);
+      const raw = buffer.slice(at, hash + 3);
+      at = hash + 3;
+      events.push({ kind: 'packet', payload: body.includes('}') ? unescape(body) : body, checksumOk: sum === high * 16 + low, raw });
     }
+    this.buffer = at === 0 ? buffer : buffer.slice(at);
+    return events;
   }
+}
+
+/** The value of one hex digit's character code; -1 when it is not one. */
+function hexValue(code: number): number {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30;
+  if (code >= 0x61 && code <= 0x66) return code - 0x61 + 10;
+  if (code >= 0x41 && code <= 0x46) return code - 0x41 + 10;
+  return -1;
 }
 
 /** Undoes `}` escaping; run-length encoding (`*`) is only ever sent by stubs, never by GDB, and is left as is. */

@@ -55,6 +55,37 @@ describe('GdbBridge', () => {
     expect(received.every((unit) => /^(?:\+|-|\x03|\$[^#$]*#[0-9a-f]{2})+$/.test(unit))).toBe(true);
   });
 
+  it('ends "exited" on the exit reply of the target, however its bytes arrive, and passes every byte on untouched', async () => {
+    const debug: DeviceDebug = {
+      attach: async () => {
+        const listeners = new Set<(text: string) => void>();
+        let close: (value: { reason: string }) => void = () => undefined;
+        return {
+          // The reply to a continue, cut inside the exit packet: a stub's output may arrive in any pieces.
+          write: (text) => {
+            if (!text.includes('$c#')) return;
+            for (const piece of ['+$O4869#', '2a$', 'W0', '3#b', 'a']) for (const listener of listeners) listener(piece);
+          },
+          onData: (listener) => {
+            listeners.add(listener);
+            return () => listeners.delete(listener);
+          },
+          closed: new Promise((resolve) => (close = resolve)),
+          close: async () => close({ reason: 'closed' }),
+        } satisfies GdbStream;
+      },
+    };
+    const bridge = await GdbBridge.start({ debug, boardId: 'b', clock: systemClock, port: 0, idleTimeoutMs: 60_000, log: () => undefined });
+    const client = await connect(bridge.port);
+    const expected = `+$O4869#2a${rspPacket('W03')}`;
+    const replied = new Promise<void>((resolve) => client.socket.on('data', () => client.text().length >= expected.length && resolve()));
+    client.socket.write(rspPacket('c'));
+    await replied;
+    expect(client.text()).toBe(expected);
+    client.socket.end();
+    expect(await bridge.ended).toMatchObject({ reason: 'exited', exitCode: 3 });
+  });
+
   it('passes no byte of an oversized packet to the target, and closes that connection only', async () => {
     const { debug, received } = recordingDebug();
     const lines: string[] = [];

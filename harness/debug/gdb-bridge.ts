@@ -3,6 +3,7 @@ import { BackendError, type DeviceDebug, type GdbStream } from '../../backends/b
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
+import { ExitReplyScan } from './exit-reply-scan.js';
 
 /** Idle time before TCP keepalive probes a debugger's connection, ms. */
 const KEEPALIVE_MS = 10_000;
@@ -146,19 +147,18 @@ export class GdbBridge {
     const connection: NonNullable<GdbBridge['active']> = { socket };
     this.active = connection;
     const reader = new RspReader({ maxPacketBytes: this.options.maxPacketBytes ?? DEFAULT_MAX_PACKET_BYTES });
-    const targetReader = new RspReader({ maxPacketBytes: Number.MAX_SAFE_INTEGER });
-    let targetReadable = true;
+    const exitScan = new ExitReplyScan();
     const pending: string[] = [];
     let stream: GdbStream | undefined;
     const toTarget = (text: string) => (stream ? stream.write(text) : pending.push(text));
 
     socket.onData((data) => {
       // Only whole, well-framed units reach the target: a packet still arriving stays here, so an
-      // oversized or broken one never gets a byte of itself past the bridge.
-      let forward = '';
+      // oversized or broken one never gets a byte of itself past the bridge. What goes on is the
+      // bytes themselves, untouched: the part of what the reader held and `data` that it consumed.
+      const heldBefore = reader.held;
       try {
         for (const event of reader.feed(data)) {
-          forward += event.kind === 'packet' ? event.raw : event.kind === 'ack' ? '+' : event.kind === 'nak' ? '-' : '\x03';
           if (event.kind !== 'packet' || !event.checksumOk) continue;
           const { payload } = event;
           if (payload[0] === 'D') connection.ending = { reason: 'detached', message: 'the debugger detached; the firmware runs on' };
@@ -170,7 +170,9 @@ export class GdbBridge {
         socket.destroy();
         return;
       }
-      if (forward) toTarget(forward);
+      const heldAfter = reader.held.length;
+      if (heldBefore.length === 0 && heldAfter === 0) toTarget(data);
+      else if (heldBefore.length + data.length > heldAfter) toTarget((heldBefore + data).slice(0, heldBefore.length + data.length - heldAfter));
     });
     socket.onClose(() => {
       if (this.active === connection) this.active = undefined;
@@ -194,20 +196,13 @@ export class GdbBridge {
         stream = opened;
         connection.stream = opened;
         opened.onData((text) => {
-          if (targetReadable) {
-            try {
-              for (const event of targetReader.feed(text)) {
-                if (!connection.ending && event.kind === 'packet' && /^[WX][0-9a-fA-F]{2}/.test(event.payload)) {
-                  const status = parseInt(event.payload.slice(1, 3), 16);
-                  connection.ending =
-                    event.payload[0] === 'W'
-                      ? { reason: 'exited', message: `the firmware exited with status ${status} under the debugger`, exitCode: status }
-                      : { reason: 'exited', message: `the target was terminated by signal ${status} under the debugger`, exitCode: undefined };
-                }
-              }
-            } catch {
-              targetReadable = false;
-            }
+          // Only an exit reply matters here; every other byte goes to the debugger as it came.
+          const exit = connection.ending ? undefined : exitScan.feed(text);
+          if (exit) {
+            connection.ending =
+              exit.kind === 'W'
+                ? { reason: 'exited', message: `the firmware exited with status ${exit.status} under the debugger`, exitCode: exit.status }
+                : { reason: 'exited', message: `the target was terminated by signal ${exit.status} under the debugger`, exitCode: undefined };
           }
           socket.write(text);
         });
