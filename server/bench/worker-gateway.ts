@@ -143,12 +143,14 @@ export class WorkerGateway {
     });
     // Looked at again on every try: an instance quarantined (or released) meanwhile is skipped (or claimed).
     // So is an instance under a health check (decision 0606): its job waits for the check to end.
-    const claimable = async () => {
+    const claimable = async (active: readonly HealthCheckRecord[]) => {
       const health = this.deps.instanceHealth;
       if (!health) return reported.flatMap((r) => r.instances);
-      const checking = new Set((await this.deps.store.healthChecks.active()).map((c) => c.board));
+      const checking = new Set(active.map((c) => c.board));
       return (await Promise.all(reported.map((r) => health.unquarantined(r.board, r.instances)))).flat().filter((i) => !checking.has(i));
     };
+    // A check of one instance (decision 0606) is recorded under the instance's id.
+    const checkable = [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))];
     while (!signal.aborted) {
       // Listening before looking: a job queued between the look and the wait still wakes us.
       let wake: () => void = () => undefined;
@@ -157,10 +159,13 @@ export class WorkerGateway {
       this.waiters.add(waiter);
       try {
         // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
-        // A check of one instance (decision 0606) is recorded under the instance's id.
-        const check = await this.deps.store.healthChecks.claim(workerId, [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))], this.now());
+        // One read of the active checks says both whether one is requested of this worker and which
+        // instances they hold (decision 0650: it was two reads on every try).
+        const active = await this.deps.store.healthChecks.active();
+        const requested = active.some((c) => c.state === 'requested' && c.workerId === workerId && checkable.includes(c.board));
+        const check = requested ? await this.deps.store.healthChecks.claim(workerId, checkable, this.now()) : undefined;
         if (check) return healthCheckTicket(check);
-        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(), nowMs: this.now(), claimMs });
+        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(active), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
           return ticketOf(job, this.deps.limits.maxUartBytesPerJob, this.debug.claimed(job, workerId));
