@@ -86,7 +86,7 @@ const sections: Array<{ title: string; intro: string; run: () => Promise<BenchRo
   {
     title: 'Lab: two replicas on one PostgreSQL database against one',
     intro:
-      'Flash jobs per second on mock boards through one replica and through two sharing the database, each replica a process of its own running its own worker (the agents run in the benchmark process: an outside client), and through one replica on the embedded SQLite default, in alternating phases of one run (issues 10 and 27, decision 0600).',
+      'Flash jobs per second on mock boards through one replica and through two sharing the database, each replica a process of its own running its own worker (the agents run in the benchmark process: an outside client), and through one replica on the embedded SQLite default, in alternating phases of one run (issues 10 and 27, decisions 0600, 0640 and 0650). What a machine with more cores gives (decision 0650): with 8 agents each waiting for its job, one replica serves at most 1/R jobs a second (R: its CPU time per job, on one event loop) and the machine at most cores/C (C: the CPU time per job of client, replicas and database together), so two replicas over one is at most min(2/R, cores/C) / min(1/R, cores/C). On these 2 cores, shared with the client and the database, that is 2R/C: about 1.14 with the shares measured on a loaded machine (client 13, replica 27, PostgreSQL 8 ms of CPU a job), and 1.3 needs client and database together below 54 % of the replica\'s CPU per job. With a core each for the client, the database and each replica (4 cores or more), each replica\'s event loop is the limit and two replicas give close to twice one. The ratios must be taken on a quiet machine.',
     run: () => runReplicasBench(),
   },
   {

@@ -151,6 +151,9 @@ export class Bench {
         // Jobs that ended without an outcome through this process are forgotten here too.
         .then(() => this.deps.gateway.forgetEnded())
         .catch((err: unknown) => logger.error('forgetting ended jobs failed', err))
+        // Each end deletes its job's unread serial input (decision 0650); this catches any left (an older version's).
+        .then(() => store.serialInput.purgeEnded())
+        .catch((err: unknown) => logger.error('purging the serial input of ended jobs failed', err))
         .finally(() => this.armClaimSweep());
     }, this.deps.claimSweepMs ?? 5_000);
   }

@@ -44,6 +44,6 @@ export class JobCancel {
     // The worker in this process stops it now; a remote one at its waiting serial-input fetch, woken here.
     await gateway.pushStoredCancels();
     gateway.inputQueued(jobId);
-    return (await waitForJobEnd({ clock, store, live }, jobId, CANCEL_WAIT_MS, signal)) ?? asked;
+    return (await waitForJobEnd({ clock, store, live, endsHere: (id) => gateway.carries(id) }, jobId, CANCEL_WAIT_MS, signal, asked)) ?? asked;
   }
 }

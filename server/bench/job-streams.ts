@@ -22,8 +22,9 @@ export class JobStreams {
   /** The job once done or failed, or as it is after `waitSeconds`. */
   async waitForEnd(agent: AgentRecord, jobId: string, waitSeconds: number, signal: AbortSignal): Promise<JobRecord> {
     return this.deps.longPolls.run(agent, async () => {
-      await this.own(agent, jobId);
-      const job = await waitForJobEnd(this.deps, jobId, Math.round(waitSeconds * 1000), signal);
+      const owned = await this.own(agent, jobId);
+      const watch = { ...this.deps, endsHere: (id: string) => this.deps.gateway.carries(id) };
+      const job = await waitForJobEnd(watch, jobId, Math.round(waitSeconds * 1000), signal, owned);
       if (!job) throw new BenchError('job_not_found', `job ${jobId} not found`);
       return job;
     });

@@ -12,48 +12,93 @@ export interface WatchDeps {
   live: JobLive;
   /** What a job running in this process has printed so far (ahead of the store's copy). */
   localUart?: (jobId: string) => readonly LiveUartChunk[] | undefined;
+  /**
+   * Whether the job's outcome is reported through this process (its worker's gateway here holds
+   * it): its end then arrives as a live event with the record, and the store's signal is not
+   * looked into. Absent: every signal is.
+   */
+  endsHere?: (jobId: string) => boolean;
   pollMs?: number;
 }
 
 /**
  * Resolves with the job once it is done or failed, or as it is when `waitMs` (injected clock) runs
- * out or `signal` aborts. Woken by this process's job events; the store is looked at every
- * `pollMs` too, for a job whose worker reports through another replica. A look that fails (the
- * database blinked) is tried again at the next poll; the last read's failure rejects. Neither may
- * go unhandled: Node ends the process on an unhandled rejection, every request with it.
+ * out or `signal` aborts. `known`: the job as the caller just read it (saves reading it again).
+ * Woken by this process's job events, which carry the finished record (no read then); by the
+ * store's signal that the job's instance freed (a session-less job's lease is deleted as it ends;
+ * on PostgreSQL a NOTIFY every replica hears, decision 0650), for a job whose worker reports
+ * through another replica; and, for what neither says (a job in a session keeps its session's
+ * lease; the LISTEN connection is down), by a look at the store every `pollMs`. A look that fails
+ * (the database blinked) is tried again at the next poll; the last read's failure rejects. Neither
+ * may go unhandled: Node ends the process on an unhandled rejection, every request with it.
  */
-export async function waitForJobEnd(deps: WatchDeps, jobId: string, waitMs: number, signal: AbortSignal): Promise<JobRecord | undefined> {
-  const first = await deps.store.getJob(jobId);
+export async function waitForJobEnd(deps: WatchDeps, jobId: string, waitMs: number, signal: AbortSignal, known?: JobRecord): Promise<JobRecord | undefined> {
+  const first = known ?? (await deps.store.getJob(jobId));
   if (!first || isFinishedJobState(first.state) || waitMs <= 0) return first;
+  const instance = first.instance ?? first.board;
   return new Promise<JobRecord | undefined>((resolve, reject) => {
     let settled = false;
+    let looking = false;
     const timers: TimerHandle[] = [];
-    const finish = () => {
-      if (settled) return;
+    const end = (): boolean => {
+      if (settled) return false;
       settled = true;
       unsubscribe();
+      stopSignals();
       for (const t of timers) deps.clock.clearTimeout(t);
       signal.removeEventListener('abort', finish);
-      deps.store.getJob(jobId).then(resolve, reject);
+      return true;
+    };
+    /** Ends with the job as the store has it now (timeout, abort). */
+    const finish = () => {
+      if (end()) deps.store.getJob(jobId).then(resolve, reject);
+    };
+    /** Ends with a finished record already read. */
+    const finishWith = (job: JobRecord) => {
+      if (end()) resolve(job);
+    };
+    /** Looks at the store once (one look at a time); `onFail` after a failed read. */
+    const look = (onFail: () => void, onUnfinished: () => void) => {
+      if (looking || settled) return;
+      looking = true;
+      deps.store.getJob(jobId).then(
+        (job) => {
+          looking = false;
+          if (job && isFinishedJobState(job.state)) finishWith(job);
+          else if (!settled) onUnfinished();
+        },
+        () => {
+          looking = false;
+          if (!settled) onFail();
+        },
+      );
     };
     const unsubscribe = deps.live.subscribe(jobId, (event) => {
-      if (event.kind === 'state' && isFinishedJobState(event.state)) finish();
+      if (event.kind === 'state' && isFinishedJobState(event.state)) {
+        if (event.job) finishWith(event.job);
+        else finish();
+      }
+    });
+    const stopSignals = deps.store.sessionQueue.onChange((freed) => {
+      // The instance's lease freed (or, without an id, anything may have): the job may have ended elsewhere.
+      if ((freed !== undefined && freed !== instance) || deps.endsHere?.(jobId)) return;
+      look(noop, noop);
     });
     signal.addEventListener('abort', finish, { once: true });
     timers.push(deps.clock.setTimeout(finish, waitMs));
     const poll = () => {
       timers.push(
         deps.clock.setTimeout(() => {
-          deps.store.getJob(jobId).then(
-            (job) => (job && isFinishedJobState(job.state) ? finish() : !settled && poll()),
-            () => !settled && poll(),
-          );
+          if (looking) poll();
+          else look(poll, poll);
         }, deps.pollMs ?? WATCH_POLL_MS),
       );
     };
     poll();
   });
 }
+
+const noop = () => undefined;
 
 /** One piece of a job's UART as a stream carries it. */
 export interface StreamChunk extends LiveUartChunk {

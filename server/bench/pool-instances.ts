@@ -90,6 +90,8 @@ export class PoolInstances {
       throw new BenchError('board_offline', `board ${board} is offline: every instance of its pool is quarantined: ${which}; an administrator releases one (POST /admin/boards/{instance}/release)`);
     }
     if (healthy.length === 0) return [board];
+    // One candidate has no order to keep: no read of the checks (each job on a pool of one asked it, decision 0650).
+    if (healthy.length === 1) return healthy;
     // An instance under an administrator's health check (decision 0606) goes last: a session that
     // still takes it waits for the check to end (no worker claims a job on it meanwhile).
     const checking = await this.checking();

@@ -35,6 +35,8 @@ interface JobInFlight extends HeldUart {
  */
 export class WorkerGateway {
   private readonly inFlight = new Map<string, JobInFlight>();
+  /** Jobs whose outcome is being recorded here (out of `inFlight` already, not yet told to live readers). */
+  private readonly finishing = new Set<string>();
   private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
   /** What waiters look for in the store (serial input queued or written, a health check done): woken at once from here. */
   private readonly signals: StoreSignals;
@@ -76,6 +78,14 @@ export class WorkerGateway {
   uartSoFar(jobId: string): LiveUartChunk[] | undefined {
     const entry = this.inFlight.get(jobId);
     return entry && withOffsets(entry.chunks).map(({ offset, chunk }) => ({ offset, atNanos: chunk.atNanos, bytes: chunk.bytes, timeBase: entry.capture.timeBase }));
+  }
+
+  /**
+   * Whether the job's outcome comes through this gateway (it runs through it, or its outcome is
+   * being recorded): its end reaches this process's readers as a live event with the record.
+   */
+  carries(jobId: string): boolean {
+    return this.inFlight.has(jobId) || this.finishing.has(jobId);
   }
 
   /** Whether a job of the session is running through this gateway. */
@@ -133,12 +143,14 @@ export class WorkerGateway {
     });
     // Looked at again on every try: an instance quarantined (or released) meanwhile is skipped (or claimed).
     // So is an instance under a health check (decision 0606): its job waits for the check to end.
-    const claimable = async () => {
+    const claimable = async (active: readonly HealthCheckRecord[]) => {
       const health = this.deps.instanceHealth;
       if (!health) return reported.flatMap((r) => r.instances);
-      const checking = new Set((await this.deps.store.healthChecks.active()).map((c) => c.board));
+      const checking = new Set(active.map((c) => c.board));
       return (await Promise.all(reported.map((r) => health.unquarantined(r.board, r.instances)))).flat().filter((i) => !checking.has(i));
     };
+    // A check of one instance (decision 0606) is recorded under the instance's id.
+    const checkable = [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))];
     while (!signal.aborted) {
       // Listening before looking: a job queued between the look and the wait still wakes us.
       let wake: () => void = () => undefined;
@@ -147,10 +159,13 @@ export class WorkerGateway {
       this.waiters.add(waiter);
       try {
         // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
-        // A check of one instance (decision 0606) is recorded under the instance's id.
-        const check = await this.deps.store.healthChecks.claim(workerId, [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))], this.now());
+        // One read of the active checks says both whether one is requested of this worker and which
+        // instances they hold (decision 0650: it was two reads on every try).
+        const active = await this.deps.store.healthChecks.active();
+        const requested = active.some((c) => c.state === 'requested' && c.workerId === workerId && checkable.includes(c.board));
+        const check = requested ? await this.deps.store.healthChecks.claim(workerId, checkable, this.now()) : undefined;
         if (check) return healthCheckTicket(check);
-        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(), nowMs: this.now(), claimMs });
+        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(active), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
           return ticketOf(job, this.deps.limits.maxUartBytesPerJob, this.debug.claimed(job, workerId));
@@ -217,6 +232,15 @@ export class WorkerGateway {
 
   /** Records the outcome; returns the job as stored (unchanged when the worker does not hold it). */
   async finish(workerId: string, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
+    this.finishing.add(jobId);
+    try {
+      return await this.record(workerId, jobId, outcome);
+    } finally {
+      this.finishing.delete(jobId);
+    }
+  }
+
+  private async record(workerId: string, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
     const entry = this.inFlight.get(jobId);
     if (entry) {
       if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
@@ -226,15 +250,16 @@ export class WorkerGateway {
     }
     const limits = this.uartLimits();
     const nowMs = this.now();
+    // A failure that carries no capture records what this gateway holds; holding none, the store keeps what it saved.
     const record: JobOutcome =
       outcome.state === 'done'
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
-        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : await this.uartSoFarOf(entry, jobId) };
+        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
+    // The store deletes the job's unread serial input as it records the end (decision 0650).
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
     const underDebugger = this.debug.has(jobId);
     if (finished.workerId === workerId) this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
-    // Input nobody will read any more; a fetch still waiting hears the job is over.
-    await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
+    // A fetch of input still waiting hears the job is over.
     this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
       await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
@@ -243,15 +268,6 @@ export class WorkerGateway {
       this.jobQueued(finished.board);
     }
     return finished;
-  }
-
-  /**
-   * What a job reported before a failure that carries no capture: what this gateway holds (saved
-   * or not yet), else what the store saved. Recording none would wipe UART the server accepted.
-   */
-  private async uartSoFarOf(entry: JobInFlight | undefined, jobId: string): Promise<UartRecord | null> {
-    if (entry && entry.chunks.length > 0) return this.recordOf(entry);
-    return (await this.deps.store.getJob(jobId))?.uart ?? null;
   }
 
   watch(jobId: string, listener: (push: JobPush) => void): () => void {

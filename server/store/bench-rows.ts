@@ -63,6 +63,9 @@ export interface JobRow {
   claim_expires_at_ms: number | null;
   cancel_reason: string | null;
   instance: string | null;
+  /** The last serial input number queued, and the last the worker acknowledged (decision 0420). */
+  serial_next_seq: number;
+  serial_acked_seq: number;
 }
 
 export function* insertSession(s: SessionRecord): Steps<void> {

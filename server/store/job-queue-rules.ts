@@ -1,5 +1,6 @@
 import type { JobClaimStatus, JobRecord, JobState, UartRecord } from './bench-store.js';
 import { type JobRow, jobFromRow, uartJson } from './bench-rows.js';
+import { dropUnreadInput } from './job-rules.js';
 import { lockSession, renewAfterJob } from './session-lease-rules.js';
 import type { Dialect } from './sql/dialect.js';
 import { all, one, run, type Steps } from '../db/sql-steps.js';
@@ -104,6 +105,7 @@ function* interrupt(d: Dialect, row: JobRow, failure: { message: string; nowMs: 
   );
   if (!failed) return undefined;
   yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [row.job_id]);
+  yield* dropUnreadInput(failed);
   yield* renewAfterJob(d, row.session_id, failure.nowMs);
   return jobFromRow(failed);
 }

@@ -117,10 +117,11 @@ export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, optio
           outcome.runMs,
           ...who,
         ])
-      : yield* one<JobRow>(`UPDATE jobs SET state = 'failed', finished_at_ms = ?, failure_kind = ?, failure_message = ?, uart_bytes = ?, uart_json = ? WHERE ${unfinished} RETURNING *`, [
+      : yield* one<JobRow>(`UPDATE jobs SET state = 'failed', finished_at_ms = ?, failure_kind = ?, failure_message = ?, uart_bytes = COALESCE(?, uart_bytes), uart_json = COALESCE(?, uart_json) WHERE ${unfinished} RETURNING *`, [
           outcome.nowMs,
           outcome.failure.kind,
           outcome.failure.message,
+          // No capture given: the UART saved while it ran stays (a failure wipes nothing the server accepted).
           uart ? Buffer.from(uart.bytes) : null,
           uart ? uartJson(uart) : null,
           ...who,
@@ -128,5 +129,16 @@ export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, optio
   if (!finished) return (yield* jobById(jobId))!;
   yield* renewAfterJob(d, before.session_id, outcome.nowMs);
   yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [jobId]);
+  yield* dropUnreadInput(finished);
   return jobFromRow(finished);
+}
+
+/**
+ * Deletes the serial input a job that just ended will never read, if it has any (numbers queued
+ * past those acknowledged: decision 0650). Run in the transaction that ended it, with its row
+ * locked: input is queued only for a flashing or running job under that lock, so none comes after.
+ * A job without input (nearly every one) costs no statement.
+ */
+export function* dropUnreadInput(ended: Pick<JobRow, 'job_id' | 'serial_next_seq' | 'serial_acked_seq'>): Steps<void> {
+  if (Number(ended.serial_next_seq) > Number(ended.serial_acked_seq)) yield* run('DELETE FROM job_serial_input WHERE job_id = ?', [ended.job_id]);
 }

@@ -56,6 +56,16 @@ export function describeJobQueueContract(name: string, withStore: (body: (store:
         expect(await store.failLapsedClaims(T0 + 10_000_000)).toEqual([]);
       }));
 
+    it('keeps the UART saved while a job ran when its worker reports a failure without a capture', () =>
+      withStore(async (store) => {
+        await store.createJob(jobRecord(), queueOf(T0));
+        await claimBy(store, T0, ['pico'], 'remote', 30_000);
+        await store.renewJobClaim('job_1', 'remote', { nowMs: T0 + 1_000, claimMs: 30_000, uart: uartOf('boot\n') });
+        const failed = await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 2_000, failure: { kind: 'internal', message: 'the engine died' } }, { workerId: 'remote' });
+        expect(failed).toMatchObject({ state: 'failed', failure: { kind: 'internal' } });
+        expect(new TextDecoder().decode(failed.uart?.bytes), 'a failure without a capture wiped the UART the server had saved').toBe('boot\n');
+      }));
+
     it('moves lapsing claims forward, never back, and leaves claims without expiry and finished jobs alone', () =>
       withStore(async (store) => {
         await store.createJob(jobRecord({ jobId: 'job_r' }), queueOf(T0));

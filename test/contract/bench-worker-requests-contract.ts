@@ -54,7 +54,7 @@ export function describeWorkerRequestsContract(name: string, withStore: (body: (
         expect(await store.serialInput.writtenThrough('job_1')).toBe(4);
       }));
 
-    it('refuses input once the job ended and purges what its worker never took', () =>
+    it('refuses input once the job ended, and deletes what its worker never took as it ends', () =>
       withStore(async (store) => {
         await store.createJob(jobRecord(), queueOf(T0));
         await claimBy(store, T0, ['pico'], 'w1');
@@ -62,8 +62,21 @@ export function describeWorkerRequestsContract(name: string, withStore: (body: (
         await store.finishJob('job_1', done(T0 + 1), { workerId: 'w1' });
         expect(await store.serialInput.enqueue('job_1', input('late'), limits(T0 + 2))).toEqual({ kind: 'not-running', state: 'done' });
         expect(await store.serialInput.take('job_1', { workerId: 'w1', writtenThroughSeq: 0, maxBytes: 100 })).toEqual({ kind: 'lost' });
-        expect(await store.serialInput.purgeEnded()).toBe(1);
+        // Deleted with the job's end (decision 0650): the sweep's purge finds nothing left.
         expect(await store.serialInput.purgeEnded()).toBe(0);
+      }));
+
+    it('deletes the unread input of a job its worker left (interrupted), and keeps the input of a running job', () =>
+      withStore(async (store) => {
+        await store.createJob(jobRecord(), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_2', board: 'uno', createdAtMs: T0 + 1 }), queueOf(T0 + 1));
+        await claimBy(store, T0, ['pico'], 'w1');
+        await claimBy(store, T0, ['uno'], 'w2');
+        await store.serialInput.enqueue('job_1', input('left'), limits(T0));
+        await store.serialInput.enqueue('job_2', input('kept'), limits(T0));
+        expect(await store.releaseWorkerJobs('w1', { reason: 'worker w1 restarted', nowMs: T0 + 2 })).toMatchObject([{ jobId: 'job_1', state: 'failed' }]);
+        expect(await store.serialInput.purgeEnded()).toBe(0);
+        expect(await store.serialInput.take('job_2', { workerId: 'w2', writtenThroughSeq: 0, maxBytes: 100 })).toMatchObject({ kind: 'held', inputs: [{ seq: 1 }] });
       }));
   });
 
