@@ -58,7 +58,7 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     expect(again!.value).toMatchObject({ stored: false, duplicate: true });
     // Every answer is given after the commit: its bulletin counts what the batch stored.
     expect(first!.value.bulletin.counts.yes.vote).toBe(2);
-    expect(voting.statements(item).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
+    expect(store.run(voting.statements(item)).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
     // One outer transaction and one savepoint per vote.
     expect(transactions).toBe(1 + 4);
   });
@@ -95,7 +95,7 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     await first;
     await secondAnswer;
     otherAnswer.emit('close');
-    expect(voting.statements(item).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
+    expect(store.run(voting.statements(item)).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
     // One outer transaction, a savepoint per vote: the first vote waited for the second's check.
     expect(transactions).toBe(1 + 2);
   });
@@ -109,6 +109,6 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     // An item the store does not hold: the insert fails its foreign key.
     await expect(ingest.submit(vote(b, 'ab'.repeat(32)))).rejects.toThrow(/FOREIGN KEY/);
     expect(store.db.prepare('SELECT count(*) AS n FROM events').get()).toEqual({ n: 0 });
-    expect(voting.statements('ab'.repeat(32))).toEqual([]);
+    expect(store.run(voting.statements('ab'.repeat(32)))).toEqual([]);
   });
 });

@@ -58,7 +58,7 @@ export class VoteIngest {
    * key is checked, so the answers are the same either way.
    */
   verify(vote: Vote): Promise<boolean> {
-    const options = { keyChecked: this.store.data.nodes.exists(vote.voter) };
+    const options = { keyChecked: this.store.syncData.nodes.exists(vote.voter) };
     if (this.inFlight <= 1) return Promise.resolve(verifyVote(vote, options));
     this.verifying++;
     const settled = () => {
@@ -127,7 +127,7 @@ export class VoteIngest {
       else if (!result.ok) entry.reject(result.error);
       else {
         try {
-          entry.resolve({ ...result.stored, bulletin: this.voting.bulletin(entry.vote.item, this.selfNodeId) });
+          entry.resolve({ ...result.stored, bulletin: this.store.run(this.voting.bulletin(entry.vote.item, this.selfNodeId)) });
         } catch (error) {
           entry.reject(error);
         }
@@ -137,8 +137,8 @@ export class VoteIngest {
 
   private storeOne(vote: Vote): StoredVote & { emitted: Vote[] } {
     const now = this.nowMs();
-    const stored = this.voting.storeVote(vote, null, now);
+    const stored = this.store.run(this.voting.storeVote(vote, null, now));
     // Another document of a stored statement may declare another slice: the relay node re-tallies too.
-    return { ...stored, emitted: stored.stored || stored.keptAnotherDocument ? this.voting.retallySelf(vote.item, now) : [] };
+    return { ...stored, emitted: stored.stored || stored.keptAnotherDocument ? this.store.run(this.voting.retallySelf(vote.item, now)) : [] };
   }
 }

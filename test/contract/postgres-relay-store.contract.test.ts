@@ -81,7 +81,7 @@ describe('the relay schema on PostgreSQL', () => {
         for (const column of sqlite.db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]) sqliteColumns.add(`${table}.${column}`);
       }
       const postgresColumns = new Set(
-        postgres.sql.values<string>("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = 'relay'"),
+        postgres.syncSql.values<string>("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = 'relay'"),
       );
       expect([...sqliteColumns].filter((c) => !postgresColumns.has(c)).sort()).toEqual([]);
       // What only PostgreSQL has: insertion order of items, and what replicas share (decisions 0440, 0441).
@@ -116,10 +116,10 @@ describe('the relay schema on PostgreSQL', () => {
     // managed server refuses it, and the migration must go on without it.
     const { store, dispose } = await migratedAfter("CREATE SCHEMA relay; CREATE FUNCTION relay.similarity(text, text) RETURNS real LANGUAGE sql AS 'SELECT 0::real'");
     try {
-      expect(searchIndexOf(store.sql)).toBe('scan');
-      expect(store.sql.value("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")).toBeUndefined();
-      store.data.items.insert({ item_id: 'i1', type: 'claim', kind: 'note', title: 'The Uno bench', body: '', file_bytes: null, media_type: null, author: 'n1', bot_id: null, origin: null, created_ms: 1, authorship: null });
-      expect(store.data.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
+      expect(store.run(searchIndexOf(store.sql))).toBe('scan');
+      expect(store.syncSql.value("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")).toBeUndefined();
+      store.syncData.items.insert({ item_id: 'i1', type: 'claim', kind: 'note', title: 'The Uno bench', body: '', file_bytes: null, media_type: null, author: 'n1', bot_id: null, origin: null, created_ms: 1, authorship: null });
+      expect(store.syncData.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
     } finally {
       await dispose();
     }
@@ -128,8 +128,8 @@ describe('the relay schema on PostgreSQL', () => {
   it('uses pg_trgm where it is already installed, in a schema outside the search path', async () => {
     const { store, dispose } = await migratedAfter('CREATE EXTENSION pg_trgm SCHEMA public');
     try {
-      expect(searchIndexOf(store.sql)).toBe('pg_trgm');
-      expect(store.sql.values("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname LIKE '%trgm' ORDER BY indexname")).toEqual(['items_title_trgm', 'nodes_about_trgm', 'nodes_name_trgm']);
+      expect(store.run(searchIndexOf(store.sql))).toBe('pg_trgm');
+      expect(store.syncSql.values("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname LIKE '%trgm' ORDER BY indexname")).toEqual(['items_title_trgm', 'nodes_about_trgm', 'nodes_name_trgm']);
     } finally {
       await dispose();
     }

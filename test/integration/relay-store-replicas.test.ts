@@ -36,19 +36,19 @@ describe('relay stores sharing PostgreSQL', () => {
     const { a, b } = await twoStores();
     const told: string[] = [];
     a.onCachesInvalid(() => told.push('invalid'));
-    a.tx(() => a.appendEvent('node', node(1), node(1), {}, 1));
+    a.tx(() => a.run(a.appendEvent('node', node(1), node(1), {}, 1)));
     a.refresh();
     const settled = told.length;
     // Its own commits and looks change nothing.
-    a.tx(() => a.appendEvent('node', node(2), node(2), {}, 2));
+    a.tx(() => a.run(a.appendEvent('node', node(2), node(2), {}, 2)));
     a.refresh();
     expect(told).toHaveLength(settled);
     // Another store's commit: the next transaction drops the caches before its body runs.
-    b.tx(() => b.appendEvent('node', node(3), node(3), {}, 3));
+    b.tx(() => b.run(b.appendEvent('node', node(3), node(3), {}, 3)));
     a.tx(() => told.push('body'));
     expect(told.slice(settled)).toEqual(['invalid', 'body']);
     // And a refresh (what every request does first) notices one too, once.
-    b.tx(() => b.appendEvent('node', node(4), node(4), {}, 4));
+    b.tx(() => b.run(b.appendEvent('node', node(4), node(4), {}, 4)));
     a.refresh();
     a.refresh();
     expect(told.slice(settled)).toEqual(['invalid', 'body', 'invalid']);
@@ -74,16 +74,16 @@ describe('relay stores sharing PostgreSQL', () => {
       const { rows } = await watcher.query<{ n: string }>("SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted", [RELAY_WRITE_LOCK_KEY]);
       return Number(rows[0]?.n) === 1;
     }, 10_000);
-    const seq = a.tx(() => a.appendEvent('node', node(2), node(2), {}, 2));
+    const seq = a.tx(() => a.run(a.appendEvent('node', node(2), node(2), {}, 2)));
     // Once a's event is committed, every event before it is too: a reader paging by seq misses none.
-    expect(a.data.events.after(0, [], 10).map((e) => e.seq)).toEqual([seq - 1, seq]);
+    expect(a.syncData.events.after(0, [], 10).map((e) => e.seq)).toEqual([seq - 1, seq]);
     await script;
   });
 
   it('reconnects after its database connection was cut, without a restart', async () => {
     const { a, url } = await twoStores();
-    a.tx(() => a.appendEvent('node', node(1), node(1), {}, 1));
-    const pid = a.sql.value<number>('SELECT pg_backend_pid()');
+    a.tx(() => a.run(a.appendEvent('node', node(1), node(1), {}, 1)));
+    const pid = a.syncSql.value<number>('SELECT pg_backend_pid()');
     const admin = new pg.Client(pgConnection(url));
     await admin.connect();
     cleanups.push(() => admin.end());
@@ -95,7 +95,7 @@ describe('relay stores sharing PostgreSQL', () => {
       systemClock,
       () => {
         try {
-          return a.data.events.count();
+          return a.syncData.events.count();
         } catch (err) {
           errors.push((err as Error).message);
           return undefined;
@@ -105,9 +105,9 @@ describe('relay stores sharing PostgreSQL', () => {
     );
     for (const message of errors) expect(message).toContain('the relay database');
     expect(count).toBe(1);
-    expect(a.sql.value<number>('SELECT pg_backend_pid()')).not.toBe(pid);
-    a.tx(() => a.appendEvent('node', node(2), node(2), {}, 2));
-    expect(a.data.events.count()).toBe(2);
+    expect(a.syncSql.value<number>('SELECT pg_backend_pid()')).not.toBe(pid);
+    a.tx(() => a.run(a.appendEvent('node', node(2), node(2), {}, 2)));
+    expect(a.syncData.events.count()).toBe(2);
   });
 
   it('share the relay keys and file contents', async () => {
