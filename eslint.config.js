@@ -48,7 +48,7 @@ function servicePatterns(service) {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'data/**', 'dist/**', 'examples/**/node_modules/**', '**/*.js', '!eslint.config.js', 'scenarios/firmware/**/build/**'] },
+  { ignores: ['node_modules/**', 'data/**', 'dist/**', 'examples/**/node_modules/**', '**/*.js', '!eslint.config.js', 'firmware/examples/**/build/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -86,7 +86,7 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns(service)] }] },
   })),
   {
-    files: ['bin/**/*.ts', 'perf/**/*.ts', 'ci/**/*.ts', 'test/**/*.ts', 'scenarios/**/*.ts'],
+    files: ['bin/**/*.ts', 'perf/**/*.ts', 'ci/**/*.ts', 'test/**/*.ts', 'scenarios/**/*.ts', 'firmware/**/*.ts'],
     rules: { 'no-restricted-syntax': 'off' },
   },
 );

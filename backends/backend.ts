@@ -84,8 +84,10 @@ export interface BoardHealthControl {
   /**
    * Runs the board's health-check firmware; passing releases the board. Throws
    * `BackendError('unavailable', ...)` when the board has no health check configured.
+   * `instance`: one instance of a pool of physical boards (`pico.2@w`, decision 0606), checked
+   * with its own entry's firmware; its health is the server's, so passing releases nothing here.
    */
-  healthCheck?(boardId: string, options?: { signal?: AbortSignal }): Promise<HealthCheckOutcome>;
+  healthCheck?(boardId: string, options?: { signal?: AbortSignal; instance?: string }): Promise<HealthCheckOutcome>;
 }
 
 /**
@@ -122,8 +124,8 @@ export interface Backend {
   health?(boardId: string): Promise<BoardHealth>;
   /** Optional, with `health`: puts a board back in service. */
   release?(boardId: string): Promise<void>;
-  /** Optional, with `health`: runs a board's health-check firmware. */
-  healthCheck?(boardId: string, options?: { signal?: AbortSignal }): Promise<HealthCheckOutcome>;
+  /** Optional, with `health`: runs a board's (or one instance's, decision 0606) health-check firmware. */
+  healthCheck?(boardId: string, options?: { signal?: AbortSignal; instance?: string }): Promise<HealthCheckOutcome>;
   /**
    * Optional pins capability: every name a scenario may use for a pin of `board` (the board
    * file's `pins` names, then the MCU's), or undefined when this backend does not model the

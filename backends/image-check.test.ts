@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Board } from '../boards/board-schema.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { EM_ARM, EM_AVR } from '../core/elf.js';
-import { firmwarePath, loadFirmwareManifest } from '../scenarios/firmware/firmware-manifest.js';
+import { firmwarePath, loadFirmwareManifest } from '../firmware/examples/firmware-manifest.js';
 import { type ElfSpec, makeElf } from '../test/support/make-elf.js';
 import { BackendError } from './backend.js';
 import { checkImageForBoard, loadFirmwareImage } from './image-check.js';

@@ -4,6 +4,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job } from '../clients/bench/bench-types.js';
 import { clockFromFakeTimers } from '../core/clock.js';
+import type { DebugStream } from './debug-stream-client.js';
 import { type DebugStreamCalls, relaySocket, RemoteNeverRan, START_LOOK_MS, START_WAIT_MS, untilRunning } from './debug-on-server.js';
 
 const servers: net.Server[] = [];
@@ -25,25 +26,58 @@ async function connectedPair(): Promise<{ served: net.Socket; gdb: net.Socket }>
 }
 
 describe('relaySocket', () => {
-  it('closes the stream, and asks nothing more, when GDB disconnects while the stream is opening', async () => {
+  it('closes the stream, and sends nothing, when GDB disconnects while the stream is opening', async () => {
     const { served, gdb } = await connectedPair();
-    let opened!: (stream: string) => void;
+    let opened!: (stream: DebugStream) => void;
     const calls: string[] = [];
-    const debug: DebugStreamCalls = {
-      open: () => new Promise<string>((resolve) => (opened = resolve)),
-      send: async () => void calls.push('send'),
-      receive: async () => (calls.push('receive'), { text: '', closed: 'closed by the test' }),
-      close: async (_jobId, stream) => void calls.push(`close ${stream}`),
+    const stream: DebugStream = {
+      send: () => void calls.push('send'),
+      onData: () => undefined,
+      onClosed: (listener) => void queueMicrotask(() => listener(undefined)),
+      close: () => void calls.push('close'),
     };
+    const debug: DebugStreamCalls = { open: () => new Promise<DebugStream>((resolve) => (opened = resolve)) };
     const closedHere = once(served, 'close');
     const relaying = relaySocket(served, debug, 'job_1', () => undefined);
+    gdb.write('$?#3f');
     gdb.destroy();
     await closedHere;
-    opened('job_1.1');
+    opened(stream);
     await relaying;
-    // The close is sent after the open settles: give its promise chain its turns.
-    for (let i = 0; i < 5 && calls.length === 0; i++) await new Promise((resolve) => setImmediate(resolve));
-    expect(calls).toEqual(['close job_1.1']);
+    expect(calls).toEqual(['close']);
+  });
+
+  it('sends what GDB wrote before the stream opened, then what it writes after, and writes the target\'s bytes back', async () => {
+    const { served, gdb } = await connectedPair();
+    let opened!: (stream: DebugStream) => void;
+    const sent: string[] = [];
+    let allSent: () => void = () => undefined;
+    const sentAll = new Promise<void>((resolve) => (allSent = resolve));
+    let toGdb: (bytes: Buffer) => void = () => undefined;
+    let close: (reason: string | undefined) => void = () => undefined;
+    const stream: DebugStream = {
+      send: (bytes) => {
+        sent.push(bytes.toString('latin1'));
+        if (sent.join('') === '+$?#3f$g#67') allSent();
+      },
+      onData: (listener) => (toGdb = listener),
+      onClosed: (listener) => (close = listener),
+      close: () => undefined,
+    };
+    const debug: DebugStreamCalls = { open: () => new Promise<DebugStream>((resolve) => (opened = resolve)) };
+    const lines: string[] = [];
+    const relaying = relaySocket(served, debug, 'job_1', (line) => lines.push(line));
+    gdb.write('+$?#3f');
+    opened(stream);
+    gdb.write('$g#67');
+    await sentAll;
+    const answer = once(gdb, 'data') as Promise<[Buffer]>;
+    toGdb(Buffer.from('+$S05#b8'));
+    expect((await answer)[0].toString('latin1')).toBe('+$S05#b8');
+    close('job job_1 is done');
+    await relaying;
+    expect(lines).toEqual(['the debug stream closed: job job_1 is done']);
+    gdb.destroy();
   });
 });
 

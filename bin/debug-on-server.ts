@@ -5,7 +5,7 @@ import { BenchClient } from '../clients/bench/bench-client.js';
 import type { BenchSession } from '../clients/bench/bench-session.js';
 import type { Job } from '../clients/bench/bench-types.js';
 import type { DebugOutcome } from '../harness/debug/debug-session.js';
-import { DebugRefused, DebugStreamClient } from './debug-stream-client.js';
+import { DebugRefused, type DebugStream, DebugStreamClient } from './debug-stream-client.js';
 
 export interface RemoteDebugOptions {
   server: string;
@@ -31,8 +31,6 @@ export class RemoteNeverRan extends Error {
   override name = 'RemoteNeverRan';
 }
 
-/** Seconds a receive waits on the server before asking again. */
-const RECEIVE_WAIT_SECONDS = 20;
 /** Host ms between two looks at a job that is not running yet (the job's `?wait=` answers only its end). */
 export const START_LOOK_MS = 250;
 /**
@@ -42,7 +40,7 @@ export const START_LOOK_MS = 250;
 export const START_WAIT_MS = 120_000;
 
 /**
- * `hilbench debug --server` (issue 32, decision 0560): opens a session on the board, arms it for
+ * `hilbench debug --server` (issue 32, decisions 0560, 0625): opens a session on the board, arms it for
  * debugging, submits the image in it and, once the worker has it halted at reset, serves GDB on
  * 127.0.0.1: each GDB connection becomes one debug stream through the server (a second one while
  * one is attached gets the server's refusal as an `E.` reply). The job's UART is printed as it
@@ -59,7 +57,7 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
     let job: Job;
     try {
       session = await client.openSession(options.board, { idleSeconds: 60 });
-      await debug.arm(session.id, { idleTimeoutSeconds: options.idleTimeoutSeconds });
+      await client.armDebug(session.id, { idleTimeoutSeconds: options.idleTimeoutSeconds });
       job = await session.submitFlash(options.firmware, { uartSeconds: options.afterDetachSeconds });
       job = await untilRunning(client, job.job_id, options.clock ?? foregroundClock, options.signal);
     } catch (err) {
@@ -91,22 +89,23 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
     for (const socket of sockets) socket.destroy();
     server?.close();
     await session?.end().catch(() => undefined);
-    debug.end();
   }
 }
 
 /** What `relaySocket` asks of the server (a `DebugStreamClient`). */
-export type DebugStreamCalls = Pick<DebugStreamClient, 'open' | 'send' | 'receive' | 'close'>;
+export type DebugStreamCalls = Pick<DebugStreamClient, 'open'>;
 
-/** One GDB connection as a debug stream: its bytes go to the server in order, the target's come back by long poll. */
+/** One GDB connection as a debug stream: a WebSocket to the server carrying its bytes both ways (decision 0625). */
 export async function relaySocket(socket: net.Socket, debug: DebugStreamCalls, jobId: string, log: (line: string) => void): Promise<void> {
   socket.setNoDelay(true);
   socket.on('error', () => undefined);
-  // Heard before the open: a GDB gone while its stream opens must still close the stream, or the
-  // stream would hold the job's one debugger place until the server's silence timeout.
-  const gone = new AbortController();
-  socket.once('close', () => gone.abort());
-  let stream: string;
+  // What GDB sends before the stream is open waits for it; a GDB gone meanwhile closes the stream at once.
+  const early: Buffer[] = [];
+  const collect = (data: Buffer) => void early.push(data);
+  socket.on('data', collect);
+  let gone = false;
+  socket.once('close', () => (gone = true));
+  let stream: DebugStream;
   try {
     stream = await debug.open(jobId);
   } catch (err) {
@@ -115,51 +114,22 @@ export async function relaySocket(socket: net.Socket, debug: DebugStreamCalls, j
     socket.end(`+${rspPacket(`E.${message}`)}`);
     return;
   }
-  let sending: Promise<void> = Promise.resolve();
-  const closeStream = () => void sending.then(() => debug.close(jobId, stream)).catch(() => undefined);
-  if (gone.signal.aborted) {
-    closeStream();
+  socket.off('data', collect);
+  if (gone) {
+    stream.close();
     return;
   }
-  gone.signal.addEventListener('abort', closeStream, { once: true });
-  let outgoing = '';
-  let inFlight = false;
-  // One request at a time keeps the order; what GDB sends while one is on its way goes in the next (an ack and a packet in one).
-  const flush = async () => {
-    while (outgoing !== '') {
-      const text = outgoing;
-      outgoing = '';
-      try {
-        await debug.send(jobId, stream, text);
-      } catch (err) {
-        log(`the debug stream closed: ${err instanceof DebugRefused ? err.detail : describe(err)}`);
-        outgoing = '';
-        socket.destroy();
-      }
-    }
-    inFlight = false;
-  };
-  socket.on('data', (data: Buffer) => {
-    outgoing += data.toString('latin1');
-    if (inFlight) return;
-    inFlight = true;
-    sending = flush();
-  });
-  while (!gone.signal.aborted) {
-    try {
-      const got = await debug.receive(jobId, stream, RECEIVE_WAIT_SECONDS, gone.signal);
-      if (got.text) socket.write(Buffer.from(got.text, 'latin1'));
-      if (got.closed !== null) {
-        socket.end();
-        return;
-      }
-    } catch (err) {
-      if (gone.signal.aborted) return;
-      log(`the debug stream closed: ${err instanceof DebugRefused ? err.detail : describe(err)}`);
-      socket.destroy();
-      return;
-    }
-  }
+  for (const data of early) stream.send(data);
+  socket.on('data', (data: Buffer) => stream.send(data));
+  stream.onData((bytes) => socket.write(bytes));
+  socket.once('close', () => stream.close());
+  await new Promise<void>((resolve) =>
+    stream.onClosed((reason) => {
+      if (reason !== undefined) log(`the debug stream closed: ${reason}`);
+      socket.end();
+      resolve();
+    }),
+  );
 }
 
 /**

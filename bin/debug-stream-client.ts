@@ -1,12 +1,12 @@
-import type { z } from 'zod';
-import { JsonPostError, JsonPoster } from '../harness/debug/json-post.js';
-import { armAnswerSchema, receiveAnswerSchema, streamOpenedSchema } from '../wire/bench/debug-schemas.js';
-import { okAnswerSchema } from '../wire/worker/worker-schemas.js';
+import WebSocket, { type RawData } from 'ws';
+import { z } from 'zod';
+import { debugStreamClosedSchema, debugStreamPath } from '../wire/bench/debug-schemas.js';
+import { MAX_DEBUG_MESSAGE_BYTES } from '../wire/worker/debug-schemas.js';
 
 /**
- * The bench API's debug extension as a client calls it (docs/bench-api.md, "Debugging"; decision
- * 0560): arm a session, open a stream on its debug job, send the debugger's bytes, long-poll the
- * target's, close. A refusal throws `DebugRefused` with the server's status and detail.
+ * The bench API's debug extension as a client calls it (docs/bench-api.md, "Debugging"; decisions
+ * 0560, 0625): a debug stream, a WebSocket, on a debug job (`BenchClient.armDebug` arms the session
+ * first). A refusal throws `DebugRefused` with the server's status and detail.
  */
 export class DebugRefused extends Error {
   override readonly name = 'DebugRefused';
@@ -18,53 +18,73 @@ export class DebugRefused extends Error {
   }
 }
 
+/** An open debug stream: GDB's bytes both ways; `onClosed` once, with why when the server said. */
+export interface DebugStream {
+  send(bytes: Buffer): void;
+  onData(listener: (bytes: Buffer) => void): void;
+  onClosed(listener: (reason: string | undefined) => void): void;
+  close(): void;
+}
+
+/** The most host ms the WebSocket's opening handshake may take. */
+const HANDSHAKE_MS = 30_000;
+
 export class DebugStreamClient {
-  private readonly poster: JsonPoster;
+  constructor(private readonly options: { server: string; token: string }) {}
 
-  constructor(options: { server: string; token: string }) {
-    this.poster = new JsonPoster(options.server, options.token);
+  /** Opens a debug stream on the running debug job (one debugger at a time); rejects with `DebugRefused` when the server refuses it. */
+  open(jobId: string): Promise<DebugStream> {
+    const url = new URL(debugStreamPath(jobId), this.options.server.replace(/\/+$/, '') + '/');
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${this.options.token}` }, maxPayload: MAX_DEBUG_MESSAGE_BYTES, perMessageDeflate: false, handshakeTimeout: HANDSHAKE_MS });
+    return new Promise<DebugStream>((resolve, reject) => {
+      let reason: string | undefined;
+      const closedListeners: Array<(reason: string | undefined) => void> = [];
+      const dataListeners: Array<(bytes: Buffer) => void> = [];
+      ws.on('unexpected-response', (_req, res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk.slice(0, 16_384)));
+        res.on('end', () => {
+          reject(new DebugRefused(res.statusCode ?? 0, detailOf(body)));
+          ws.terminate();
+        });
+      });
+      ws.on('error', (err) => reject(err));
+      ws.on('message', (data: RawData, isBinary) => {
+        const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+        if (isBinary) for (const listener of dataListeners) listener(bytes);
+        else {
+          const closed = debugStreamClosedSchema.safeParse(parseJson(bytes.toString('utf8')));
+          if (closed.success) reason = closed.data.closed;
+        }
+      });
+      ws.once('close', () => {
+        for (const listener of closedListeners.splice(0)) listener(reason);
+      });
+      ws.once('open', () =>
+        resolve({
+          send: (bytes) => ws.readyState === WebSocket.OPEN && ws.send(bytes, { binary: true }),
+          onData: (listener) => void dataListeners.push(listener),
+          onClosed: (listener) => (ws.readyState === WebSocket.CLOSED ? listener(reason) : void closedListeners.push(listener)),
+          close: () => ws.close(1000),
+        }),
+      );
+    });
   }
+}
 
-  /** The session's next job runs under a debugger; answers the terms. */
-  arm(sessionId: string, options: { idleTimeoutSeconds?: number }): Promise<z.infer<typeof armAnswerSchema>> {
-    return this.post(`/api/v1/sessions/${encodeURIComponent(sessionId)}/debug`, armAnswerSchema, options.idleTimeoutSeconds === undefined ? {} : { idle_timeout_seconds: options.idleTimeoutSeconds });
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
+}
 
-  /** Opens a debug stream on the running debug job (one debugger at a time). */
-  async open(jobId: string): Promise<string> {
-    return (await this.post(`/api/v1/jobs/${encodeURIComponent(jobId)}/debug`, streamOpenedSchema)).stream_id;
-  }
-
-  /** The debugger's bytes (latin1 text) to the target. */
-  async send(jobId: string, stream: string, text: string): Promise<void> {
-    await this.post(`${this.streamPath(jobId, stream)}/send`, okAnswerSchema, { base64: Buffer.from(text, 'latin1').toString('base64') });
-  }
-
-  /** The target's bytes (latin1 text), waiting up to `waitSeconds` for some; `closed` once the stream has closed. */
-  async receive(jobId: string, stream: string, waitSeconds: number, signal?: AbortSignal): Promise<{ text: string; closed: string | null }> {
-    const got = await this.post(`${this.streamPath(jobId, stream)}/receive`, receiveAnswerSchema, { wait_seconds: waitSeconds }, { signal, waitMs: waitSeconds * 1000 });
-    return { text: Buffer.from(got.base64, 'base64').toString('latin1'), closed: got.closed };
-  }
-
-  async close(jobId: string, stream: string): Promise<void> {
-    await this.post(`${this.streamPath(jobId, stream)}/close`, okAnswerSchema);
-  }
-
-  private streamPath(jobId: string, stream: string): string {
-    return `/api/v1/jobs/${encodeURIComponent(jobId)}/debug/${encodeURIComponent(stream)}`;
-  }
-
-  /** Closes its kept-alive connections. */
-  end(): void {
-    this.poster.close();
-  }
-
-  private async post<S extends z.ZodType>(route: string, schema: S, body?: unknown, options?: { signal?: AbortSignal; waitMs?: number }): Promise<z.infer<S>> {
-    try {
-      return await this.poster.post(route, schema, body, options);
-    } catch (err) {
-      if (err instanceof JsonPostError) throw new DebugRefused(err.status, err.detail);
-      throw err;
-    }
-  }
+/** A refusal's `detail` (FastAPI's shape), or the body's text. */
+function detailOf(body: string): string {
+  const refusal = z.object({ detail: z.unknown() }).safeParse(parseJson(body));
+  if (!refusal.success) return body;
+  return typeof refusal.data.detail === 'string' ? refusal.data.detail : JSON.stringify(refusal.data.detail);
 }

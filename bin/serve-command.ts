@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
+import { coreProblemMessage } from '../wire/problem-detail.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { cliPoolSizes } from '../harness/worker/pool-size.js';
 import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
@@ -143,11 +144,11 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
-/** Reads and validates the relay's own slice file; a bad file stops the start with every issue named. */
+/** Reads and validates the relay's own slice file; a bad file stops the start with every problem named. */
 function readSelfSlice(file: string): QuorumSet {
   const checked = validateQuorumSet(parseYaml(readFileSync(file, 'utf8')));
   if (!checked.ok) {
-    throw new Error(`${file}: not a valid quorum set: ${checked.issues.map((i) => `${i.loc.join('.') || '(root)'}: ${i.msg}`).join('; ')}`);
+    throw new Error(`${file}: not a valid quorum set: ${checked.problems.map((p) => `${p.path.join('.') || '(root)'}: ${coreProblemMessage(p)}`).join('; ')}`);
   }
   return checked.value;
 }

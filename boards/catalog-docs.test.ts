@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadFirmwareManifest } from '../scenarios/firmware/firmware-manifest.js';
+import { loadFirmwareManifest } from '../firmware/examples/firmware-manifest.js';
 import { loadBoardCatalog } from './catalog.js';
 
 /**

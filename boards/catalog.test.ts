@@ -73,7 +73,7 @@ describe('the shipped board catalog', () => {
 
   it.each(catalog.map((b) => [b.id] as const))('%s: has example firmware (hello, exit, crash)', (id) => {
     // Read by path, not imported: boards/ sits below scenarios/ in the layer order.
-    const dir = path.join(defaultBoardsDir, '..', 'scenarios', 'firmware', id);
+    const dir = path.join(defaultBoardsDir, '..', 'firmware', 'examples', id);
     for (const program of ['hello', 'exit', 'crash']) expect(existsSync(path.join(dir, `${program}.elf`)), `${id}/${program}.elf`).toBe(true);
   });
 

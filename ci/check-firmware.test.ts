@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { type FirmwareEntry, firmwarePath, loadFirmwareManifest } from '../scenarios/firmware/firmware-manifest.js';
+import { type FirmwareEntry, firmwarePath, loadFirmwareManifest } from '../firmware/examples/firmware-manifest.js';
 import { checkQemu, checkSim, qemuStandIns } from './check-firmware.js';
 
 /** The firmware check must fail when an image does not do what its manifest entry says. */

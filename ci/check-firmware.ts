@@ -9,7 +9,7 @@
  *   - QEMU boards: qemu-system-arm with semihosting; the UART text must match `uartPattern` and
  *     the exit status must be the manifest's (3 for exit, 134 for a lockup; hello runs until
  *     the time limit).
- *   - sim boards (pico, uno): rp2040js / avr8js directly (scenarios/firmware/run-sim.ts); the UART
+ *   - sim boards (pico, uno): rp2040js / avr8js directly (firmware/examples/run-sim.ts); the UART
  *     text must match, the stop reason and exit code must be the manifest's, and the fresh build
  *     must print exactly what the committed image prints.
  *   - Renode boards: Renode cannot run here. The fresh build must pass checkImageForBoard and
@@ -29,8 +29,8 @@ import path from 'node:path';
 import { checkImageForBoard, loadFirmwareImage } from '../backends/image-check.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { loadableSegments, parseElf } from '../core/elf.js';
-import { type FirmwareEntry, firmwareDir, firmwarePath, loadFirmwareManifest } from '../scenarios/firmware/firmware-manifest.js';
-import { runSimBoard } from '../scenarios/firmware/run-sim.js';
+import { type FirmwareEntry, firmwareDir, firmwarePath, loadFirmwareManifest } from '../firmware/examples/firmware-manifest.js';
+import { runSimBoard } from '../firmware/examples/run-sim.js';
 
 interface Options {
   committedOnly: boolean;

@@ -8,9 +8,9 @@ import { EM_ARM, EM_AVR, ElfError, loadableSegments, machineName, parseElf, PT_L
 /**
  * parseElf against GNU readelf. The literals below were produced once with
  * `readelf -h -l -S -s --wide` (binutils 2.40, Debian bookworm) on the committed images; their
- * sha256 is pinned in scenarios/firmware/manifest.json, so a rebuilt image fails that test first.
+ * sha256 is pinned in firmware/examples/manifest.json, so a rebuilt image fails that test first.
  */
-const firmware = (p: string) => new Uint8Array(readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'scenarios', 'firmware', p)));
+const firmware = (p: string) => new Uint8Array(readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'firmware', 'examples', p)));
 
 const SHT_PROGBITS = 1;
 const SHT_SYMTAB = 2;
@@ -25,7 +25,7 @@ const STB_LOCAL = 0;
 const STB_GLOBAL = 1;
 const STB_WEAK = 2;
 
-describe('parseElf on scenarios/firmware/pico/hello.elf (arm-none-eabi-gcc 12.2, Cortex-M0+)', () => {
+describe('parseElf on firmware/examples/pico/hello.elf (arm-none-eabi-gcc 12.2, Cortex-M0+)', () => {
   const elf = parseElf(firmware('pico/hello.elf'));
 
   it('reads the header as readelf -h does', () => {
@@ -84,7 +84,7 @@ describe('parseElf on scenarios/firmware/pico/hello.elf (arm-none-eabi-gcc 12.2,
   });
 });
 
-describe('parseElf on scenarios/firmware/uno/hello.elf (avr-gcc 5.4, ATmega328P)', () => {
+describe('parseElf on firmware/examples/uno/hello.elf (avr-gcc 5.4, ATmega328P)', () => {
   const elf = parseElf(firmware('uno/hello.elf'));
 
   it('reads the header: Atmel AVR, entry 0, flags 0x5 (avr:5)', () => {
@@ -127,7 +127,7 @@ describe('parseElf on scenarios/firmware/uno/hello.elf (avr-gcc 5.4, ATmega328P)
   });
 });
 
-describe('parseElf on scenarios/firmware/mps2-an505/exit.elf (Cortex-M33, Secure aliases)', () => {
+describe('parseElf on firmware/examples/mps2-an505/exit.elf (Cortex-M33, Secure aliases)', () => {
   const elf = parseElf(firmware('mps2-an505/exit.elf'));
   it('matches readelf', () => {
     expect(elf.entry).toBe(0x10000041);

@@ -57,7 +57,7 @@ export async function runBenchApiBench(options: { jobs?: number; roundTrips?: nu
       { name: 'GET /api/v1/health, p99', value: percentile(healthSamples, 99), unit: 'ms', note: '' },
     );
 
-    const firmware = new Uint8Array(readFileSync(new URL('../scenarios/firmware/pico/hello.elf', import.meta.url)));
+    const firmware = new Uint8Array(readFileSync(new URL('../firmware/examples/pico/hello.elf', import.meta.url)));
     const { token } = await client.register('bench');
     const submitSamples: number[] = [];
     const endToEndSamples: number[] = [];
@@ -79,7 +79,7 @@ export async function runBenchApiBench(options: { jobs?: number; roundTrips?: nu
     const mockBoards = boards.slice(0, concurrency).map((b) => b.id);
     const agents = await Promise.all(mockBoards.map((_, k) => client.register(`bench-${k}`)));
     const perAgent = Math.ceil(jobs / agents.length);
-    const armOrAvr = (id: string) => new Uint8Array(readFileSync(new URL(`../scenarios/firmware/${id}/hello.elf`, import.meta.url)));
+    const armOrAvr = (id: string) => new Uint8Array(readFileSync(new URL(`../firmware/examples/${id}/hello.elf`, import.meta.url)));
     const t0 = nowMs();
     await Promise.all(
       agents.map(async (agent, k) => {

@@ -9,6 +9,8 @@ import { systemClock } from '../core/clock.js';
 import { RemoteWorker } from '../harness/worker/remote-worker.js';
 import { startBenchServer } from '../server/bench/start-bench-server.js';
 import { consoleLogger } from '../server/http/logger.js';
+import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
+import { rp2040jsOwnServer } from './debug-own-servers.js';
 import { forwardedServer, timeRegisterReads, walkToMain } from './gdb-measure.js';
 import { type BenchRow, percentile } from './measure.js';
 
@@ -16,19 +18,22 @@ const root = path.resolve(import.meta.dirname, '..');
 const ROUNDS = 3;
 const READS_PER_ROUND = 100;
 const ADMIN = 'perf-admin';
-const elf = path.join(root, 'scenarios/debug-firmware/pico.elf');
+const elf = path.join(root, 'firmware/debug/pico.elf');
 
 /**
- * `npm run bench` section (issue 32, decision 0560): GDB through `hilbench debug --server` to a
- * sim pico on a remote worker (a lab server and a `hilbench worker` in this process, HTTP on
+ * `npm run bench` section (issue 32, decisions 0560, 0625): GDB through `hilbench debug --server` to a
+ * sim pico on a remote worker (a lab server and a `hilbench worker` in this process, WebSockets on
  * loopback) against the same device's GDB stream behind a plain TCP forward in this process (as
- * perf/debug.bench.ts's "forwarded" row: not the engine's own GDB server), alternately (ABAB).
+ * perf/debug.bench.ts's "forwarded" row) and rp2040js's own GDB server (the issue's baseline),
+ * alternately.
  */
 export async function runDebugRemoteBench(): Promise<BenchRow[]> {
   const board = loadBoardCatalog().find((b) => b.id === 'pico')!;
   const device = await new SimBackend({ clock: systemClock }).open(board);
   await device.flash(loadFirmwareImage(readFileSync(elf)));
   const direct = await forwardedServer(device.debug!);
+  // The issue's baseline: rp2040js's own GDBServer on its own Simulator in this thread (perf/debug.bench.ts's).
+  const own = await rp2040jsOwnServer(elf, new OwnBootrom());
   const toMainOn = (port: number) => walkToMain('gdb-multiarch', elf, port, root);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-perf-debug-'));
   const cache = mkdtempSync(path.join(tmpdir(), 'hilbench-perf-debug-cache-'));
@@ -67,10 +72,11 @@ export async function runDebugRemoteBench(): Promise<BenchRow[]> {
       await session;
     }
   };
-  const reads = { direct: [] as number[], remote: [] as number[] };
+  const reads = { direct: [] as number[], remote: [] as number[], own: [] as number[] };
   const toMain = { direct: [] as number[], remote: [] as number[] };
   try {
     for (let round = 0; round < ROUNDS; round++) {
+      reads.own.push(...(await timeRegisterReads(own.port, READS_PER_ROUND)));
       reads.direct.push(...(await timeRegisterReads(direct.port, READS_PER_ROUND)));
       await direct.settled();
       reads.remote.push(...(await viaServer((port) => timeRegisterReads(port, READS_PER_ROUND))));
@@ -82,6 +88,7 @@ export async function runDebugRemoteBench(): Promise<BenchRow[]> {
     await worker.close();
     await server.close();
     await direct.close();
+    await own.close();
     await device.close();
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(cache, { recursive: true, force: true });
@@ -91,6 +98,8 @@ export async function runDebugRemoteBench(): Promise<BenchRow[]> {
     { name: 'sim pico: register read (g) through hilbench debug --server and a remote worker, p50', value: p50(reads.remote) * 1000, unit: 'µs', note: `${reads.remote.length} reads in ${ROUNDS} rounds, alternating with the row below; HTTP long polls on loopback` },
     { name: "sim pico: register read (g) on the device's stream behind a plain TCP forward (forwarded), p50", value: p50(reads.direct) * 1000, unit: 'µs', note: "the baseline: the same device's GDB stream in this process, no bridge, no server; not rp2040js's own GDBServer (perf/debug.bench.ts has that)" },
     { name: 'sim pico: register read, through a server and worker / forwarded', value: p50(reads.remote) / p50(reads.direct), unit: '×', note: "issue 32 goal: at most 3 through a server and worker (against the engine's own server; the forwarded stream is close to it, see the local rows)" },
+    { name: "sim pico: register read (g) on rp2040js's GDBServer in this thread, p50", value: p50(reads.own) * 1000, unit: 'µs', note: "the issue's baseline: the engine's own GDB server, nothing of hilbench in between; alternately with the two rows above" },
+    { name: "sim pico: register read, through a server and worker / rp2040js's own server", value: p50(reads.remote) / p50(reads.own), unit: '×', note: 'issue 32 goal: at most 3; the forwarded stream alone (the sim engine thread, perf/debug.bench.ts) is most of the gap' },
     { name: 'sim pico: gdb-multiarch: from target remote to halted at main (break main, continue), through a server and worker, p50', value: p50(toMain.remote), unit: 'ms', note: `timed by GDB's own clock, its start-up excluded; ${ROUNDS} runs` },
     { name: 'sim pico: the same on the forwarded stream, p50', value: p50(toMain.direct), unit: 'ms', note: 'alternately with the row above' },
   ];

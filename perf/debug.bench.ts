@@ -9,7 +9,7 @@ import { systemClock } from '../core/clock.js';
 import { GdbBridge } from '../harness/debug/gdb-bridge.js';
 import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
 import { avrStubInThread, type OwnGdbServer, qemuOwnGdbstub, rp2040jsOwnServer } from './debug-own-servers.js';
-import { forwardedServer, timeRegisterReads, walkToMain } from './gdb-measure.js';
+import { forwardedServer, RegisterReadClient, timeRegisterReads, walkToMain } from './gdb-measure.js';
 import { type BenchRow, percentile } from './measure.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -36,9 +36,9 @@ interface DebugCase {
   own: (elf: string) => Promise<OwnGdbServer>;
 }
 
-async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCase): Promise<BenchRow[]> {
+async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCase, client: RegisterReadClient): Promise<BenchRow[]> {
   const board = loadBoardCatalog().find((b) => b.id === boardId)!;
-  const elf = path.join(root, 'scenarios/debug-firmware', `${boardId}.elf`);
+  const elf = path.join(root, 'firmware/debug', `${boardId}.elf`);
   const device = await backend.open(board);
   await device.flash(loadFirmwareImage(readFileSync(elf)));
   const debug = device.debug!;
@@ -54,15 +54,22 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
   };
   const toMainOn = (port: number) => walkToMain(gdb, elf, port, root);
   const reads = { own: [] as number[], forwarded: [] as number[], bridged: [] as number[] };
+  /** The same reads from a client thread of its own, as GDB reads from a process of its own. */
+  const apart = { own: [] as number[], bridged: [] as number[] };
+  const readsHere = (port: number) => timeRegisterReads(port, READS_PER_ROUND);
+  const readsApart = (port: number) => client.timeRegisterReads(port, READS_PER_ROUND);
   const toMain = { own: [] as number[], bridged: [] as number[] };
   try {
     // ABCABC: the engine's own server, the device's stream behind a plain forward, and the same
-    // stream behind hilbench's bridge, alternately.
+    // stream behind hilbench's bridge, alternately; each server afresh for the client apart (a
+    // bridge takes one debugger at a time, and the last one's close may not have reached it yet).
     for (let round = 0; round < ROUNDS; round++) {
-      reads.own.push(...(await withServer(() => own(elf), (port) => timeRegisterReads(port, READS_PER_ROUND))));
-      reads.forwarded.push(...(await timeRegisterReads(direct.port, READS_PER_ROUND)));
+      reads.own.push(...(await withServer(() => own(elf), readsHere)));
+      apart.own.push(...(await withServer(() => own(elf), readsApart)));
+      reads.forwarded.push(...(await readsHere(direct.port)));
       await direct.settled();
-      reads.bridged.push(...(await viaBridge((port) => timeRegisterReads(port, READS_PER_ROUND))));
+      reads.bridged.push(...(await viaBridge(readsHere)));
+      apart.bridged.push(...(await viaBridge(readsApart)));
       toMain.own.push(await withServer(() => own(elf), toMainOn));
       toMain.bridged.push(await viaBridge(toMainOn));
     }
@@ -75,6 +82,9 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
     { name: `${label}: register read (g) through hilbench debug, p50`, value: p50(reads.bridged) * 1000, unit: 'µs', note: `${reads.bridged.length} reads in ${ROUNDS} rounds, alternating with the two rows below` },
     { name: `${label}: register read (g) on ${ownName}, p50`, value: p50(reads.own) * 1000, unit: 'µs', note: 'the baseline: the engine\'s own GDB server, nothing of hilbench in between' },
     { name: `${label}: register read, hilbench debug / own server`, value: p50(reads.bridged) / p50(reads.own), unit: '×', note: 'issue 32 goal: at most 1.5 locally' },
+    { name: `${label}: register read (g) through hilbench debug, from a client thread of its own, p50`, value: p50(apart.bridged) * 1000, unit: 'µs', note: `${apart.bridged.length} reads in ${ROUNDS} rounds, alternating with the rows above; GDB is a process of its own, so its reads wake the serving thread as these do` },
+    { name: `${label}: register read (g) on ${ownName}, from a client thread of its own, p50`, value: p50(apart.own) * 1000, unit: 'µs', note: 'the baseline, read as GDB reads it: from outside its thread' },
+    { name: `${label}: register read from a client thread of its own, hilbench debug / own server`, value: p50(apart.bridged) / p50(apart.own), unit: '×', note: 'issue 32 goal: at most 1.5 locally' },
     { name: `${label}: register read (g) on the device's stream behind a plain TCP forward, p50`, value: p50(reads.forwarded) * 1000, unit: 'µs', note: 'hilbench debug without its bridge (no framing checks): what the bridge itself costs' },
     { name: `${label}: ${gdb}: from target remote to halted at main (break main, continue), through hilbench debug, p50`, value: p50(toMain.bridged), unit: 'ms', note: `timed by GDB's own clock, its start-up excluded; ${ROUNDS} runs` },
     { name: `${label}: the same on ${ownName}, p50`, value: p50(toMain.own), unit: 'ms', note: 'alternately with the row above; the server started before GDB' },
@@ -93,6 +103,11 @@ export async function runDebugBench(): Promise<BenchRow[]> {
     { label: 'QEMU mps2-an385', backend: new QemuBackend({ clock: systemClock }), boardId: 'mps2-an385', gdb: 'gdb-multiarch', ownName: "QEMU's gdbstub (-S -gdb tcp)", own: (elf) => qemuOwnGdbstub(board('mps2-an385'), elf) },
   ];
   const rows: BenchRow[] = [];
-  for (const c of cases) rows.push(...(await debugRows(c)));
+  const client = RegisterReadClient.start();
+  try {
+    for (const c of cases) rows.push(...(await debugRows(c, client)));
+  } finally {
+    await client.close();
+  }
   return rows;
 }

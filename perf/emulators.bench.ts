@@ -10,7 +10,7 @@ import { systemClock } from '../core/clock.js';
 import { runFirmware } from '../harness/run-firmware.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
-const firmwarePath = (board: string, program: string) => new URL(`../scenarios/firmware/${board}/${program}.elf`, import.meta.url);
+const firmwarePath = (board: string, program: string) => new URL(`../firmware/examples/${board}/${program}.elf`, import.meta.url);
 
 /**
  * The sim backend's speed: simulated instructions per host second, and simulated time per

@@ -1,4 +1,7 @@
+import { createRequire } from 'node:module';
 import net from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { execa } from 'execa';
 import type { DeviceDebug } from '../backends/backend.js';
 import { rspPacket } from '../core/gdb/rsp-packet.js';
@@ -43,20 +46,25 @@ export async function timeRegisterReads(port: number, count: number): Promise<nu
     waiter?.();
   });
   const reply = () =>
-    new Promise<void>((resolve) => {
+    new Promise<string>((resolve) => {
       const check = () => {
-        const end = /\$[^#]*#[0-9a-f]{2}/.exec(buffer);
+        const end = /\$([^#]*)#[0-9a-f]{2}/.exec(buffer);
         if (!end) return;
         buffer = buffer.slice(end.index + end[0].length);
         waiter = undefined;
         socket.write('+');
-        resolve();
+        resolve(end[1]!);
       };
       waiter = check;
       check();
     });
   socket.write(rspPacket('?'));
-  await reply();
+  const status = await reply();
+  // A refusal (`E.` and why: a debugger still attached) ends the connection; say so rather than wait for ever.
+  if (status.startsWith('E.')) {
+    socket.destroy();
+    throw new Error(`the GDB server on port ${port} refused the reads: ${status.slice(2)}`);
+  }
   const samples: number[] = [];
   for (let i = 0; i < count; i++) {
     const t0 = nowMs();
@@ -67,6 +75,38 @@ export async function timeRegisterReads(port: number, count: number): Promise<nu
   socket.destroy();
   await new Promise((resolve) => socket.once('close', resolve));
   return samples;
+}
+
+/**
+ * Times register reads (`timeRegisterReads`) from a worker thread of its own, as GDB reads from a
+ * process of its own: the server under test, wherever it runs, is woken by the read and the
+ * client by the reply, which a client in the server's own thread never pays. `close` ends it.
+ */
+export class RegisterReadClient {
+  private constructor(private readonly worker: Worker) {}
+
+  static start(): RegisterReadClient {
+    // The benchmarks run under tsx, which a worker's entry does not inherit: load it through tsx's API (as backends/sim/sim-thread-host.ts does).
+    const tsx = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json'))).href;
+    const entry = new URL('./gdb-read-client-thread.ts', import.meta.url).href;
+    return new RegisterReadClient(new Worker(`import(${JSON.stringify(tsx)}).then((t) => t.tsImport(${JSON.stringify(entry)}, ${JSON.stringify(entry)}))`, { eval: true }));
+  }
+
+  /** `count` reads on 127.0.0.1:`port`, one at a time; per-read host ms. */
+  timeRegisterReads(port: number, count: number): Promise<number[]> {
+    return new Promise((resolve, reject) => {
+      this.worker.once('message', (samples: number[]) => {
+        this.worker.off('error', reject);
+        resolve(samples);
+      });
+      this.worker.once('error', reject);
+      this.worker.postMessage({ port, count });
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.worker.terminate();
+  }
 }
 
 /**

@@ -22,7 +22,7 @@ const ADMIN = 'perf-admin';
 export async function runLabBench(options: { jobs?: number } = {}): Promise<BenchRow[]> {
   const jobs = options.jobs ?? 6;
   const boards = loadBoardCatalog().filter((b) => b.id === BOARD);
-  const firmware = new Uint8Array(readFileSync(new URL(`../scenarios/firmware/${BOARD}/hello.elf`, import.meta.url)));
+  const firmware = new Uint8Array(readFileSync(new URL(`../firmware/examples/${BOARD}/hello.elf`, import.meta.url)));
   const dirs: string[] = [];
   const dir = () => {
     const d = mkdtempSync(path.join(tmpdir(), 'hilbench-perf-lab-'));

@@ -16,7 +16,7 @@ import type { BenchClient } from '../clients/bench/bench-client.js';
 import { startLocalBench } from './local-bench-server.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
-const firmware = (board: string) => new URL(`../scenarios/firmware/${board}/hello.elf`, import.meta.url).pathname;
+const firmware = (board: string) => new URL(`../firmware/examples/${board}/hello.elf`, import.meta.url).pathname;
 
 /** Spawn to first stdout byte of a direct QEMU run, killed at once after. */
 function directFirstByteMs(board: string): Promise<number> {

@@ -8,7 +8,7 @@ import { systemClock } from '../core/clock.js';
 import { type BenchRow, cpuMs } from './measure.js';
 import { RawRp2040jsThread, settle } from './raw-rp2040js.js';
 
-const image = (program: string) => new Uint8Array(readFileSync(new URL(`../scenarios/firmware/pico/${program}.elf`, import.meta.url)));
+const image = (program: string) => new Uint8Array(readFileSync(new URL(`../firmware/examples/pico/${program}.elf`, import.meta.url)));
 
 /** Instructions, simulated and host time summed over the runs of one image on one side. */
 interface Totals {

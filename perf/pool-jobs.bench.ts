@@ -10,7 +10,7 @@ import { startLocalBench } from './local-bench-server.js';
 import type { BenchRow } from './measure.js';
 import { parallelSpeedup } from './sim-threads.bench.js';
 
-const helloElf = (board: string) => new Uint8Array(readFileSync(new URL(`../scenarios/firmware/${board}/hello.elf`, import.meta.url)));
+const helloElf = (board: string) => new Uint8Array(readFileSync(new URL(`../firmware/examples/${board}/hello.elf`, import.meta.url)));
 
 interface PoolCase {
   board: string;

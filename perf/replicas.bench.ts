@@ -1,23 +1,61 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadBoardCatalog } from '../boards/catalog.js';
-import { systemClock } from '../core/clock.js';
 import { BenchClient } from '../clients/bench/bench-client.js';
-import { startBenchServer } from '../server/bench/start-bench-server.js';
-import type { Logger } from '../server/http/logger.js';
 import { createTestDatabase } from '../test/support/postgres-test-database.js';
 import { type BenchRow, nowMs } from './measure.js';
+import type { ReplicaProcessOptions } from './replica-process.js';
 import { storeRoundTrips } from './store-round-trips.js';
 
-const quietLogger: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+/** How long a replica process may take to start listening (a loaded machine compiles the sources first). */
+const REPLICA_START_MS = 120_000;
+
+/** A replica in a process of its own (perf/replica-process.ts): its URL, and `close()` to end it. */
+async function forkReplica(options: ReplicaProcessOptions): Promise<{ url: string; close: () => Promise<void> }> {
+  const child: ChildProcess = fork(fileURLToPath(new URL('./replica-process.ts', import.meta.url)), [JSON.stringify(options)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = once(child, 'exit');
+  const started = new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`a replica process did not listen within ${REPLICA_START_MS} ms (${JSON.stringify(options)})`)), REPLICA_START_MS);
+    child.once('message', (message) => {
+      clearTimeout(timer);
+      resolve((message as { url: string }).url);
+    });
+    void exited.then(([code]) => {
+      clearTimeout(timer);
+      reject(new Error(`a replica process ended with code ${String(code)} before it listened (${JSON.stringify(options)})`));
+    });
+  });
+  let url: string;
+  try {
+    url = await started;
+  } catch (err) {
+    child.kill();
+    throw err;
+  }
+  return {
+    url,
+    close: async () => {
+      if (child.exitCode === null) child.send('close');
+      await exited;
+    },
+  };
+}
 
 /**
  * Jobs per second through two replicas on one PostgreSQL database against one replica on the
  * same database, and one replica on PostgreSQL against one on the embedded SQLite default, in the
  * same run (issues 10 and 27): 8 agents, each on its own mock board, submitting and waiting in a
- * loop; each replica runs its own worker, all claiming from the one queue. The three set-ups take
- * turns in short phases (ABCABC...), so the machine's load falls on all of them alike.
+ * loop; each replica runs its own worker, all claiming from the one queue. Each replica is a
+ * process of its own, as deployed, and the agents are this process: an outside client (decision
+ * 0600; replicas sharing one event loop could not add throughput). The three set-ups take turns in
+ * short phases (ABCABC...), so the machine's load falls on all of them alike.
  */
 export async function runReplicasBench(options: { seconds?: number; rounds?: number } = {}): Promise<BenchRow[]> {
   const phaseSeconds = options.seconds ?? 2;
@@ -29,28 +67,19 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
     return [{ name: 'replicas', value: Number.NaN, unit: '', note: `skipped: PostgreSQL did not answer (${(err as Error).message})` }];
   }
   const boards = loadBoardCatalog();
-  const firmware = new Uint8Array(readFileSync(new URL('../scenarios/firmware/pico/hello.elf', import.meta.url)));
+  const firmware = new Uint8Array(readFileSync(new URL('../firmware/examples/pico/hello.elf', import.meta.url)));
   const mockBoards = boards.slice(0, 8).map((b) => b.id);
   const dirs: string[] = [];
   const replica = (databaseUrl: string | undefined) => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-perf-replica-'));
     dirs.push(dataDir);
-    return startBenchServer({
-      port: 0,
-      dataDir,
-      boards,
-      ...(databaseUrl === undefined ? {} : { databaseUrl }),
-      clock: systemClock,
-      publicBaseUrl: 'http://127.0.0.1',
-      logger: quietLogger,
-      limits: { agentRegistrationsPerMinute: 1_000_000 },
-      checkImage: () => undefined,
-    });
+    return forkReplica({ dataDir, ...(databaseUrl === undefined ? {} : { databaseUrl }) });
   };
-  const first = await replica(database.url);
-  const second = await replica(database.url);
-  const embedded = await replica(undefined);
+  const started = await Promise.allSettled([replica(database.url), replica(database.url), replica(undefined)]);
+  const [first, second, embedded] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
   try {
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed || !first || !second || !embedded) throw (failed as PromiseRejectedResult).reason;
     /** A set-up: its replicas' URLs, agents registered once, and its jobs and seconds summed over its phases. */
     const setUp = async (name: string, urls: string[]) => {
       const clients = urls.map((u) => new BenchClient({ baseUrl: u }));
@@ -106,7 +135,7 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
       trips('PostgreSQL, a job in a session', inSession.postgres),
     ];
   } finally {
-    await Promise.all([first.close(), second.close(), embedded.close()]);
+    await Promise.all([first?.close(), second?.close(), embedded?.close()]);
     await database.drop();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }

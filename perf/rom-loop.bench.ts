@@ -8,13 +8,13 @@ import { systemClock } from '../core/clock.js';
 import { type BenchRow, cpuMs } from './measure.js';
 import { RawRp2040jsThread, settle } from './raw-rp2040js.js';
 
-const ROM_TEST = new URL('../scenarios/firmware/pico/rom-test.elf', import.meta.url);
+const ROM_TEST = new URL('../firmware/examples/pico/rom-test.elf', import.meta.url);
 /** Runs on both sides before the counted ones: V8 compiles each thread's hot paths in them. */
 const WARM_UP_RUNS = 20;
 
 /**
  * Instructions per second of an SDK-style image (boot2 stage, ROM lookups, soft float and double
- * calls: scenarios/firmware/pico/rom-test.elf, run to its exit again and again) on the sim
+ * calls: firmware/examples/pico/rom-test.elf, run to its exit again and again) on the sim
  * backend, against the same image's instruction stream on raw rp2040js, measured in the same run
  * for the same number of repetitions, alternating, so both see the same machine load. Each side
  * runs in a worker thread of its own (the engine's, and raw rp2040js's: decision 0571), timed in

@@ -12,7 +12,7 @@ import { systemClock } from '../core/clock.js';
 import { startLocalBench } from './local-bench-server.js';
 import { type BenchRow, nowMs, percentile } from './measure.js';
 
-const helloElf = (board: string) => new Uint8Array(readFileSync(new URL(`../scenarios/firmware/${board}/hello.elf`, import.meta.url)));
+const helloElf = (board: string) => new Uint8Array(readFileSync(new URL(`../firmware/examples/${board}/hello.elf`, import.meta.url)));
 
 /** Host ms of one job alone and of `parallel` jobs at once, averaged over `rounds` alternating rounds (ABAB). */
 export interface ParallelTiming {

@@ -165,8 +165,8 @@ describe('Rp2040Engine', () => {
     expect(engine.rp2040.flashView.getUint32(0, true)).toBe(0x20001000);
   });
 
-  it('runs scenarios/firmware/pico/rom-test.elf: every ROM function looked up by code and checked on the device passes', () => {
-    const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL('../scenarios/firmware/pico/rom-test.elf', import.meta.url))));
+  it('runs firmware/examples/pico/rom-test.elf: every ROM function looked up by code and checked on the device passes', () => {
+    const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL('../firmware/examples/pico/rom-test.elf', import.meta.url))));
     const engine = new Rp2040Engine(pico, { bytes, elf: parseElf(bytes) }, strict);
     let uart = '';
     let halt;

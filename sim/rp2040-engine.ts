@@ -126,11 +126,10 @@ export class Rp2040Engine implements SimEngine {
       romCalls,
       // The ROM signals its echo with SEV, as the SDK's FIFO functions do.
       sendEventFromCore1: () => this.sendEvent(1),
-      halted: () => this.halt !== undefined,
     });
     this.attachCore1();
     this.rp2040.addClockListener((clkSys) => {
-      this.turns.nanosPerCycle = 1e9 / clkSys;
+      this.turns.clockChanged(clkSys);
       this.core1.clockChanged(clkSys);
     });
   }
@@ -210,7 +209,7 @@ export class Rp2040Engine implements SimEngine {
   private halted(halt: EngineHalt | undefined) {
     if (halt && !this.halt) {
       this.halt = halt;
-      this.turns.breakLoop = true;
+      this.turns.halt();
     }
   }
 

@@ -13,8 +13,11 @@ export interface RunEngineOptions {
   /** Simulated time executed between two yields to the host event loop. Default 1 ms. */
   sliceNanos?: number;
   signal?: AbortSignal;
-  /** Checked after every UART chunk and at every slice end; true stops the run. */
-  until?: () => boolean;
+  /**
+   * Checked after every UART chunk and at every slice end; true stops the run. A promise (the
+   * verdict lives elsewhere: an engine thread asks its host) holds the run until it settles.
+   */
+  until?: () => boolean | Promise<boolean>;
   onUart: (chunk: EngineUartChunk) => void;
   /** Lets the host event loop run (timers, sockets, HTTP); default `setImmediate`. */
   yieldToHost?: () => Promise<void>;
@@ -39,11 +42,11 @@ export async function runEngine(engine: SimEngine, options: RunEngineOptions): P
   const stopWith = (reason: 'elapsed' | 'until' | 'cancelled'): EngineRunStop => ({ reason, elapsedNanos: nowNanos() });
 
   /** Hands out ready chunks; returns a stop if one of them ended the run. */
-  const drain = (partial: boolean): EngineRunStop | undefined => {
+  const drain = async (partial: boolean): Promise<EngineRunStop | undefined> => {
     for (let chunk = engine.takeUartOutput({ partial }); chunk; chunk = engine.takeUartOutput({ partial })) {
       options.onUart({ atNanos: Math.round(chunk.atNanos), bytes: chunk.bytes });
       if (signal?.aborted) return stopWith('cancelled');
-      if (until?.()) return stopWith('until');
+      if (await until?.()) return stopWith('until');
     }
     return undefined;
   };
@@ -53,19 +56,19 @@ export async function runEngine(engine: SimEngine, options: RunEngineOptions): P
     const sliceEnd = engine.asleepForever ? endNanos : Math.min(engine.nanos + sliceNanos, endNanos);
     while (engine.nanos < sliceEnd) {
       const halt = engine.advance(sliceEnd);
-      const stop = drain(false);
+      const stop = await drain(false);
       if (stop) return stop;
       if (halt) {
         // The exit or crash is the news; output still buffered is handed out first.
-        const last = drain(true);
+        const last = await drain(true);
         if (last && last.reason === 'cancelled') return last;
         return { ...halt, elapsedNanos: nowNanos() };
       }
     }
-    const stop = drain(true);
+    const stop = await drain(true);
     if (stop) return stop;
     if (engine.nanos >= endNanos) return stopWith('elapsed');
-    if (until?.()) return stopWith('until');
+    if (await until?.()) return stopWith('until');
     await yieldToHost();
     if (signal?.aborted) return stopWith('cancelled');
   }

@@ -48,4 +48,22 @@ describe('SimClock', () => {
     clock.advanceTo(10_000);
     expect(times).toEqual([1000, 2000, 3000]);
   });
+
+  it('calls the stop mark once time reaches it, after the alarms due on the way, and forgets a cleared one', () => {
+    const clock = new SimClock();
+    const seen: string[] = [];
+    clock.createAlarm(() => seen.push(`alarm ${clock.nanos}`)).schedule(100);
+    clock.stopAt(100, () => seen.push(`stop ${clock.nanos}`));
+    clock.tick(99);
+    expect(seen).toEqual([]);
+    clock.tick(5);
+    expect(seen).toEqual(['alarm 100', 'stop 104']);
+    clock.tick(1000);
+    expect(seen).toHaveLength(2);
+    clock.stopAt(2000, () => seen.push('cleared'));
+    clock.clearStop();
+    clock.advanceTo(3000);
+    expect(seen).toHaveLength(2);
+    expect(clock.nanos).toBe(3000);
+  });
 });

@@ -11,6 +11,14 @@ export class SimClock {
   private nowNanos = 0;
   /** Pending alarms, sorted by due time; ties keep scheduling order. */
   private pending: SimAlarm[] = [];
+  /** The stop mark (`stopAt`): Infinity when none is set. */
+  private stopNanos = Infinity;
+  private onStop: (() => void) | undefined;
+  /**
+   * The earlier of the next alarm's due time and the stop mark: until time reaches it, `tick`
+   * only moves time. Kept up to date so that the run loop's per-instruction `tick` is one compare.
+   */
+  private horizonNanos = Infinity;
 
   /** Simulated nanoseconds since reset release. */
   get nanos(): number {
@@ -26,16 +34,33 @@ export class SimClock {
     return new SimAlarm(this, callback);
   }
 
+  /**
+   * Sets the stop mark: the first `tick` or `advanceTo` that brings time to `stopNanos` or past
+   * it calls `onStop` once, after the alarms due on the way. The run loop ends its turn there
+   * instead of comparing the time at every instruction. Replaces an earlier mark.
+   */
+  stopAt(stopNanos: number, onStop: () => void): void {
+    this.stopNanos = stopNanos;
+    this.onStop = onStop;
+    this.updateHorizon();
+  }
+
+  /** Removes the stop mark, if any. */
+  clearStop(): void {
+    this.stopNanos = Infinity;
+    this.onStop = undefined;
+    this.updateHorizon();
+  }
+
   /** Advances time by `deltaNanos`, firing every alarm due on the way at its own time. */
   tick(deltaNanos: number): void {
     const target = this.nowNanos + deltaNanos;
-    // The hot path (once per instruction): no alarm due yet.
-    const next = this.pending[0];
-    if (next === undefined || next.dueNanos > target) this.nowNanos = target;
+    // The hot path (once per instruction): no alarm due yet, no stop mark reached.
+    if (target < this.horizonNanos) this.nowNanos = target;
     else this.advanceTo(target);
   }
 
-  /** Advances time to `targetNanos` (never backwards), firing due alarms in order. */
+  /** Advances time to `targetNanos` (never backwards), firing due alarms in order, then the stop mark's callback if it is reached. */
   advanceTo(targetNanos: number): void {
     for (;;) {
       const next = this.pending[0];
@@ -46,6 +71,13 @@ export class SimClock {
       next.callback();
     }
     if (targetNanos > this.nowNanos) this.nowNanos = targetNanos;
+    const onStop = this.onStop;
+    if (onStop && this.nowNanos >= this.stopNanos) {
+      this.stopNanos = Infinity;
+      this.onStop = undefined;
+      onStop();
+    }
+    this.updateHorizon();
   }
 
   /** @internal used by SimAlarm */
@@ -53,12 +85,19 @@ export class SimClock {
     let i = this.pending.length;
     while (i > 0 && this.pending[i - 1]!.dueNanos > alarm.dueNanos) i--;
     this.pending.splice(i, 0, alarm);
+    this.updateHorizon();
   }
 
   /** @internal used by SimAlarm */
   unlink(alarm: SimAlarm): void {
     const i = this.pending.indexOf(alarm);
     if (i >= 0) this.pending.splice(i, 1);
+    this.updateHorizon();
+  }
+
+  private updateHorizon() {
+    const next = this.pending[0];
+    this.horizonNanos = next !== undefined && next.dueNanos < this.stopNanos ? next.dueNanos : this.stopNanos;
   }
 }
 

@@ -48,7 +48,7 @@ describe('the picture of the layers', () => {
     for (const layer of lintLayers()) expect(doc, layer).toContain(`| \`${layer}/\` |`);
     // A new top-level folder of TypeScript must be placed in the layers (or be one of the folders
     // of tests, tools and examples that nothing imports).
-    const notLayers = new Set(['test', 'perf', 'ci', 'scenarios', 'examples', 'node_modules', 'dist', 'data']);
+    const notLayers = new Set(['test', 'perf', 'ci', 'scenarios', 'firmware', 'examples', 'node_modules', 'dist', 'data']);
     const holdsTypeScript = (dir: string): boolean =>
       readdirSync(dir, { withFileTypes: true }).some((d) => (d.isDirectory() ? holdsTypeScript(path.join(dir, d.name)) : d.name.endsWith('.ts')));
     const folders = readdirSync(root, { withFileTypes: true })

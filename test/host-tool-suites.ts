@@ -32,6 +32,7 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       // Two replicas on PostgreSQL, a QEMU worker and a simulator worker (issue 10).
       'test/integration/lab-replicas-processes.test.ts',
     'test/integration/bench-hostile-lab.test.ts',
+    'test/integration/bench-hostile-lab-reports.test.ts',
     'test/integration/local-board-health-through-store.test.ts',
     'test/integration/bench-agent-long-polls.test.ts',
     'test/integration/bench-revoked-worker-health-check.test.ts',
@@ -43,19 +44,20 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/browser/console-live.test.ts',
       // The packed package's example runs a QEMU board through hilbench/vitest (issue 17).
       'test/package/pack.test.ts',
-      // Real GDB on a QEMU board through hilbench debug (issue 32).
+      // Real GDB on a QEMU board through hilbench debug (issue 32), locally and through a remote worker.
       'test/integration/debug-gdb.test.ts',
+      'test/integration/debug-remote.test.ts',
     ],
   },
   // Real GDB in batch mode against hilbench debug (issue 32): Debian's gdb-multiarch for ARM
   // boards; it has no AVR target, so the uno is debugged with gdb-avr's avr-gdb.
   'gdb-multiarch': {
     install: 'apt-get install -y gdb-multiarch',
-    files: ['test/integration/debug-gdb.test.ts'],
+    files: ['test/integration/debug-gdb.test.ts', 'test/integration/debug-remote.test.ts'],
   },
   'avr-gdb': {
     install: 'apt-get install -y gdb-avr',
-    files: ['test/integration/debug-gdb.test.ts'],
+    files: ['test/integration/debug-gdb.test.ts', 'test/integration/debug-remote.test.ts'],
   },
   chromium: {
     install: 'apt-get install -y chromium',
@@ -76,12 +78,12 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/run-probe-bench-file.test.ts',
     ],
   },
-  // A library, not a program: its presence is a file (scenarios/firmware/avr/arduino-sketch.ts).
+  // A library, not a program: its presence is a file (firmware/examples/avr/arduino-sketch.ts).
   'arduino-core-avr': {
     install: 'apt-get install -y arduino-core-avr',
     installedFile: '/usr/share/arduino/hardware/arduino/avr/cores/arduino/Arduino.h',
     // Arduino-core sketches built by build.sh and run on the uno simulator (issue 12).
-    files: ['scenarios/firmware/avr/arduino-sketch.test.ts'],
+    files: ['firmware/examples/avr/arduino-sketch.test.ts'],
   },
 };
 
@@ -99,14 +101,19 @@ export const postgresSuites = {
     'test/contract/postgres-bench-migrations.test.ts',
     // Several PostgreSQL stores writing one database at once, with no global lock (decision 0515).
     'test/contract/postgres-stores-racing.test.ts',
+    // What the store's caches save PostgreSQL, counted in statements (decision 0600).
+    'server/store/store-caches.test.ts',
     'test/contract/postgres-pool-lease-model.test.ts',
     'test/integration/replicas-pool-racing.test.ts',
+    // A debug job behind two replicas: through the worker's replica, and refused through the other (decision 0625).
+    'test/integration/debug-replicas.test.ts',
     // A private PostgreSQL cluster stopped and started under load, bench and relay (decision 0516).
     'test/integration/database-restart.test.ts',
     'test/integration/replicas.test.ts',
     'test/integration/bench-hostile-inputs.test.ts',
     'test/integration/lab-replicas-processes.test.ts',
     'test/integration/bench-hostile-lab.test.ts',
+    'test/integration/bench-hostile-lab-reports.test.ts',
     'test/integration/local-board-health-through-store.test.ts',
     'test/integration/bench-agent-long-polls.test.ts',
     'test/integration/bench-revoked-worker-health-check.test.ts',

@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import type { Issue as CoreIssue } from '../core/relay/index.js';
+import type { Problem } from '../core/relay/index.js';
+import { type PydanticError, coreProblemError, plural, stringTooLong, stringTooShort } from './core-problem-errors.js';
 
 /**
  * The problem vocabulary of the wire: the one translator of both services from zod issues and
- * from the relay core's issues to pydantic v2 errors in its exact words (`type`, `msg`, `ctx`), so
+ * from the relay core's neutral problems to pydantic v2 errors in its exact words (`type`, `msg`, `ctx`), so
  * a 422 from the bench or the relay reads as the FastAPI implementation of the spec would write
  * it. Form fields (`form-fields.ts`) and the relay's JSON, query and path schemas all come
  * through here; the server throws the result (`parseOr422`, server/http/http-error.ts). Every
@@ -65,25 +66,6 @@ export const validationErrorItemSchema = z.looseObject({
   input: z.unknown(),
   ctx: z.record(z.string(), z.unknown()).optional(),
 });
-
-/** One pydantic error without its place and input. */
-export interface PydanticError {
-  type: string;
-  msg: string;
-  ctx?: Record<string, unknown>;
-}
-
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-
-/** pydantic's `string_too_long` for a limit of `maxLength` characters. */
-export function stringTooLong(maxLength: number): PydanticError {
-  return { type: 'string_too_long', msg: `String should have at most ${plural(maxLength, 'character')}`, ctx: { max_length: maxLength } };
-}
-
-/** pydantic's `string_too_short` for a floor of `minLength` characters. */
-export function stringTooShort(minLength: number): PydanticError {
-  return { type: 'string_too_short', msg: `String should have at least ${plural(minLength, 'character')}`, ctx: { min_length: minLength } };
-}
 
 /**
  * A custom issue names its pydantic error in `params`: either whole (`{ pydantic: {type, msg, ctx} }`)
@@ -220,9 +202,15 @@ export function zodIssuesToValidation(issues: readonly z.core.$ZodIssue[], where
 }
 
 /**
- * The relay core's issues (`loc` inside the value that was validated) as 422 entries located
- * under `where` (e.g. `['body']`): the core's second vocabulary goes through this module too.
+ * The relay core's neutral problems (`path` inside the value that was validated) as 422 entries
+ * located under `where` (e.g. `['body']`), worded by `coreProblemError`: the core's second
+ * vocabulary goes through this module too.
  */
-export function coreIssuesToValidation(issues: readonly CoreIssue[], where: (string | number)[]): ValidationErrorItem[] {
-  return issues.map((i) => item({ type: i.type, msg: i.msg, ...(i.ctx !== undefined ? { ctx: i.ctx } : {}) }, [...where, ...i.loc], i.input));
+export function coreProblemsToValidation(problems: readonly Problem[], where: (string | number)[]): ValidationErrorItem[] {
+  return problems.map((p) => item(coreProblemError(p), [...where, ...p.path], p.input));
+}
+
+/** The message of a core problem as a 422 entry would say it (for reasons given to a peer or a log). */
+export function coreProblemMessage(problem: Problem): string {
+  return coreProblemError(problem).msg;
 }

@@ -155,22 +155,28 @@ export class ProbeBackend implements Backend {
   /**
    * Flashes the bench file's health-check firmware on `boardId` (quarantined or not) and waits for
    * its `expect` regex. Passing releases the board; failing leaves it as it is (an infrastructure
-   * failure counts as one more).
+   * failure counts as one more). A pool of several (decision 0606) is checked one instance at a
+   * time: `instance` names the entry, whose own firmware runs on it; its health is the server's
+   * (decision 0551), so nothing is released or counted here.
    */
-  async healthCheck(boardId: string, options: { signal?: AbortSignal } = {}): Promise<HealthCheckOutcome> {
-    const attachment = this.attachmentOf(boardId);
-    if (this.poolOf(boardId).length > 0) {
-      // Health is per instance there, kept by the server (decision 0551); the check is per board.
-      throw new BackendError('unavailable', `${this.options.bench.source}: boards.${boardId} is a pool of ${this.poolOf(boardId).length} boards: a health check runs on a single board, not on an instance; release an instance instead`);
+  async healthCheck(boardId: string, options: { signal?: AbortSignal; instance?: string } = {}): Promise<HealthCheckOutcome> {
+    const pooled = this.poolOf(boardId).length > 0;
+    if (pooled && options.instance === undefined) {
+      throw new BackendError(
+        'unavailable',
+        `${this.options.bench.source}: boards.${boardId} is a pool of ${this.poolOf(boardId).length} boards: a health check runs on one of its instances (POST /admin/boards/{instance}/health-check)`,
+      );
     }
-    const check = attachment.healthCheck;
-    if (!check) throw new BackendError('unavailable', `${this.options.bench.source}: boards.${boardId} has no healthCheck firmware`);
+    const { attachment, entry } = pooled ? this.entryOf(boardId, options.instance) : { attachment: this.attachmentOf(boardId), entry: undefined };
+    const named = pooled ? `instance ${options.instance} of ${boardId} (entry "${entry}")` : boardId;
+    const check = attachment?.healthCheck;
+    if (!check) throw new BackendError('unavailable', `${this.options.bench.source}: ${pooled ? `the entry of instance ${options.instance} in boards.${boardId}` : `boards.${boardId}`} has no healthCheck firmware`);
     const image = readImage(check.elf);
     const pattern = new RegExp(check.expect);
     const board = this.boards.get(boardId)!;
     const decoder = new TextDecoder();
     let uartText = '';
-    const device = await this.openDevice(board, options.signal);
+    const device = await this.openDevice(board, options.signal, options.instance);
     try {
       device.onUart((chunk) => {
         uartText += decoder.decode(chunk.bytes, { stream: true });
@@ -178,23 +184,23 @@ export class ProbeBackend implements Backend {
       await device.flash(image, options);
       const stop = await device.run(Math.round(check.withinSeconds * NANOS_PER_SECOND), { ...options, until: () => pattern.test(uartText) });
       if (stop.reason !== 'until') {
-        return { passed: false, reason: `health check on ${boardId}: /${check.expect}/ did not appear within ${check.withinSeconds} s`, uartText };
+        return { passed: false, reason: `health check on ${named}: /${check.expect}/ did not appear within ${check.withinSeconds} s`, uartText };
       }
-      await this.release(boardId);
+      if (!pooled) await this.release(boardId);
       return { passed: true, uartText, elapsedNanos: stop.elapsedNanos };
     } catch (err) {
       if (!(err instanceof BackendError)) throw err;
-      return { passed: false, reason: `health check on ${boardId} failed: ${err.message}`, uartText };
+      return { passed: false, reason: `health check on ${named} failed: ${err.message}`, uartText };
     } finally {
       await device.close();
     }
   }
 
   private async openDevice(board: Board, signal: AbortSignal | undefined, instance?: string): Promise<ProbeDevice> {
-    const { key, attachment, pooled } = this.entryOf(board.id, instance);
+    const { key, attachment, pooled, entry } = this.entryOf(board.id, instance);
     const probe = this.targets.get(key);
     if (!attachment || !probe) throw new BackendError('unavailable', this.notAttached(board.id));
-    const named = pooled ? `instance ${instance} of board ${board.id}` : `board ${board.id}`;
+    const named = pooled ? `instance ${instance} of board ${board.id} (entry "${entry}")` : `board ${board.id}`;
     if (this.inUse.has(key)) throw new BackendError('unavailable', `${named} is already open on this bench (one user at a time)`);
     throwIfCancelled(signal, `opening ${board.id}`);
     this.inUse.add(key);
@@ -224,6 +230,7 @@ export class ProbeBackend implements Backend {
         toolEnv: this.options.toolEnv,
         link,
         clock: this.options.clock,
+        ...(pooled ? { label: `${board.id} (entry "${entry}")` } : {}),
         hooks: {
           failed,
           // A run that works resets the count, but only a health check or an administrator ends
@@ -250,14 +257,14 @@ export class ProbeBackend implements Backend {
    * The bench-file entry a job's instance names: entry n of a list is the server's `<board>.<n>@<worker>`
    * (decision 0550); a board of one entry is the board itself, whatever the instance.
    */
-  private entryOf(boardId: string, instance: string | undefined): { key: string; attachment: BenchBoard | undefined; pooled: boolean } {
+  private entryOf(boardId: string, instance: string | undefined): { key: string; attachment: BenchBoard | undefined; pooled: boolean; entry?: string } {
     const pool = this.poolOf(boardId);
     if (pool.length === 0) return { key: boardId, attachment: this.options.bench.boards[boardId], pooled: false };
     const n = Number(/^[a-z0-9-]+\.(\d+)@/.exec(instance ?? '')?.[1] ?? NaN);
     if (!Number.isInteger(n) || n < 1 || n > pool.length) {
       throw new BackendError('unavailable', `board ${boardId} is a pool of ${pool.length} boards on this bench (${this.options.bench.source}): a job names one of its instances ${boardId}.1@… to ${boardId}.${pool.length}@…, not ${instance ?? 'none'}`);
     }
-    return { key: instanceKey(boardId, n), attachment: pool[n - 1], pooled: true };
+    return { key: instanceKey(boardId, n), attachment: pool[n - 1], pooled: true, entry: pool[n - 1]!.instance };
   }
 
   private attachmentOf(boardId: string): BenchBoard {

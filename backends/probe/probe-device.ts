@@ -44,6 +44,11 @@ export interface ProbeDeviceOptions {
   link: SerialLink;
   clock: Clock;
   hooks: ProbeDeviceHooks;
+  /**
+   * How a tool failure names the board: its id, and for an instance of a pool its bench-file entry
+   * (`stm32f4-discovery (entry "right")`), so a quarantine reason names the kit (decision 0607).
+   */
+  label?: string;
 }
 
 /**
@@ -342,7 +347,7 @@ export class ProbeDevice implements Device {
         signal: controller.signal,
         env: this.options.toolEnv,
       });
-      const failure = toolFailure(step, this.board.id, result, timeoutMs);
+      const failure = toolFailure(step, this.options.label ?? this.board.id, result, timeoutMs);
       if (failure) await this.failWith(stoppedByDeadline(failure, signal) ?? failure);
     } finally {
       signal?.removeEventListener('abort', onAbort);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
-import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
 import { runQemuDirect } from './qemu-direct-run.js';
 
 const boards = loadBoardCatalog();

@@ -19,7 +19,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const an385 = loadBoardCatalog().find((b) => b.id === 'mps2-an385')!;
 // shift=7: 128 ns a guest instruction, so the hello's first 100 ms SysTick tick comes quickly.
 const deterministic: Board = { ...an385, backends: { qemu: { ...an385.backends.qemu!, icount: 7 } } };
-const hello = new Uint8Array(readFileSync(path.join(here, '../../scenarios/firmware/mps2-an385/hello.elf')));
+const hello = new Uint8Array(readFileSync(path.join(here, '../../firmware/examples/mps2-an385/hello.elf')));
 
 describe('QEMU with qemu.icount in the board file', () => {
   it('runs with -icount shift=7,align=off,sleep=off and states the icount clock', async () => {

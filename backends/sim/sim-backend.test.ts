@@ -115,7 +115,7 @@ describe('SimBackend pins', () => {
 describe('SimDevice', () => {
   it('runs an image with a boot2 stage on the own boot ROM with no ROM file, and refuses a bad boot2 CRC as bad-image', async () => {
     const device = await openPico();
-    const romTest = new Uint8Array(readFileSync(fileURLToPath(new URL('../../scenarios/firmware/pico/rom-test.elf', import.meta.url))));
+    const romTest = new Uint8Array(readFileSync(fileURLToPath(new URL('../../firmware/examples/pico/rom-test.elf', import.meta.url))));
     await device.flash(firmwareImage(romTest));
     let uart = '';
     device.onUart((chunk) => (uart += new TextDecoder().decode(chunk.bytes)));

@@ -1,6 +1,7 @@
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { BackendError, type DeviceDebug, type GdbStream, type UartChunk } from '../backend.js';
 import type { SimThread } from './sim-thread-host.js';
-import { DEBUG_BATCH_CHARS, type ThreadDebugOutput } from './sim-thread-protocol.js';
+import { DEBUG_BATCH_CHARS, type DebugInput, parseDebugOutput, type ThreadDebugOutput } from './sim-thread-protocol.js';
 
 /** What the debug capability needs from its `SimDevice`. */
 export interface SimDebugHost {
@@ -10,8 +11,8 @@ export interface SimDebugHost {
   thread: SimThread;
   /** Throws unless a debugger may attach now (flashed, open, no run in progress). */
   checkAttachable(): void;
-  /** Asks the thread to build a fresh chip and open its GDB target as `session`; throws the thread's refusal as a `BackendError`. */
-  attachOnThread(session: number): Promise<void>;
+  /** Asks the thread to build a fresh chip and open its GDB target on `port` (moved to the thread); throws the thread's refusal as a `BackendError`. */
+  attachOnThread(port: MessagePort): Promise<void>;
   /** Takes in the counters and unmodelled reports of a debug message (may throw: the listener's exception). */
   takeCounters(output: ThreadDebugOutput): void;
   /** Hands UART output to the device's subscribers. */
@@ -32,10 +33,12 @@ function endReason(end: NonNullable<ThreadDebugOutput['end']>): string {
 /**
  * The sim backend's debug capability: a fresh chip from the flashed image, driven by the engine's
  * GDB stub (`SimEngine.openGdb`: avr8js through hilbench's own stub, rp2040js through its GDB
- * server), which runs beside the engine in the device's thread. The debugger's bytes go to the
- * thread in `debug-in` messages of at most `DEBUG_BATCH_CHARS` (acks wait for the next bytes); the target's replies and UART
- * output come back in `debug` messages. When the stream ends the chip stays the device's, so
- * `run` continues from where the debugger left it. A thread that fails ends the stream with why.
+ * server), which runs beside the engine in the device's thread. Each session has a
+ * `MessageChannel` of its own, one port here and one in the thread (decision 0630): the
+ * debugger's bytes cross as bare strings of at most `DEBUG_BATCH_CHARS` (acks wait for the next
+ * bytes); the target's replies come back as bare strings, or with UART output, counters or the
+ * end as `ThreadDebugOutput`. When the stream ends the chip stays the device's, so `run`
+ * continues from where the debugger left it. A thread that fails ends the stream with why.
  */
 export function simDeviceDebug(host: SimDebugHost): DeviceDebug & { detachAll(): void } {
   let current: { close(reason: string): void } | undefined;
@@ -45,42 +48,55 @@ export function simDeviceDebug(host: SimDebugHost): DeviceDebug & { detachAll():
       if (current) throw new BackendError('internal', `a debugger is already attached to ${host.boardId()}: one at a time`);
       host.checkAttachable();
       const { thread } = host;
-      const session = thread.nextDebugSession();
+      const { port1: port, port2: threadPort } = new MessageChannel();
       const listeners = new Set<(text: string) => void>();
       let settle: (value: { reason: string }) => void = () => undefined;
       const closed = new Promise<{ reason: string }>((resolve) => (settle = resolve));
       let ended = false;
+      const post = (input: DebugInput) => port.postMessage(input);
       /** Ends the session here; `tellThread` when the thread does not know yet (the bench ended it). */
       const finish = (reason: string, tellThread: boolean) => {
         if (ended) return;
         ended = true;
-        if (tellThread && thread.unusable === undefined) thread.notify({ type: 'debug-close', session });
+        // Posted before the close, on the same channel: the thread reads it after every byte sent before it.
+        if (tellThread && thread.unusable === undefined) post({ type: 'close' });
+        port.close();
         thread.setDebugListener(undefined);
         listeners.clear();
         current = undefined;
         host.setDebugging(false);
         settle({ reason });
       };
+      const takeOutput = (output: ThreadDebugOutput) => {
+        try {
+          host.takeCounters(output);
+        } catch (err) {
+          finish(`the simulator of ${host.boardId()} failed under the debugger: ${(err as Error).message}`, true);
+          return;
+        }
+        for (const chunk of output.chunks) host.emitUart({ atNanos: Math.round(chunk.atNanos), bytes: chunk.bytes });
+        if (output.text.length > 0) for (const listener of listeners) listener(output.text);
+        // The reply to a detach came first, in the same message.
+        if (output.end) finish(endReason(output.end), false);
+      };
+      port.on('message', (raw: unknown) => {
+        if (ended) return;
+        let output: string | ThreadDebugOutput;
+        try {
+          output = parseDebugOutput(raw);
+        } catch (err) {
+          thread.terminate(new BackendError('internal', `${thread.label} sent debug output the host does not understand: ${(err as Error).message}`));
+          return;
+        }
+        // The reply to a packet of a halted target: text and nothing else.
+        if (typeof output === 'string') for (const listener of listeners) listener(output);
+        else takeOutput(output);
+      });
       current = { close: (reason) => finish(reason, true) };
       host.setDebugging(true);
-      thread.setDebugListener({
-        session,
-        onOutput: (output) => {
-          try {
-            host.takeCounters(output);
-          } catch (err) {
-            finish(`the simulator of ${host.boardId()} failed under the debugger: ${(err as Error).message}`, true);
-            return;
-          }
-          for (const chunk of output.chunks) host.emitUart({ atNanos: Math.round(chunk.atNanos), bytes: chunk.bytes });
-          if (output.text.length > 0) for (const listener of listeners) listener(output.text);
-          // The reply to a detach came first, in the same message.
-          if (output.end) finish(endReason(output.end), false);
-        },
-        onFailure: (reason) => finish(`${reason.message}; the debugger's session ended`, false),
-      });
+      thread.setDebugListener({ onFailure: (reason) => finish(`${reason.message}; the debugger's session ended`, false) });
       try {
-        await host.attachOnThread(session);
+        await host.attachOnThread(threadPort);
       } catch (err) {
         finish('the debugger could not attach', false);
         throw err;
@@ -100,9 +116,8 @@ export function simDeviceDebug(host: SimDebugHost): DeviceDebug & { detachAll():
           }
           text = heldAcks + text;
           heldAcks = '';
-          for (let at = 0; at < text.length; at += DEBUG_BATCH_CHARS) {
-            thread.notify({ type: 'debug-in', session, text: text.slice(at, at + DEBUG_BATCH_CHARS) });
-          }
+          if (text.length <= DEBUG_BATCH_CHARS) post(text);
+          else for (let at = 0; at < text.length; at += DEBUG_BATCH_CHARS) post(text.slice(at, at + DEBUG_BATCH_CHARS));
         },
         onData: (listener) => {
           listeners.add(listener);

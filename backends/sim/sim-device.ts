@@ -98,8 +98,8 @@ export class SimDevice implements Device {
         this.assertUsable('attaching a debugger');
         if (!this.flashed) throw new BackendError('bad-image', `attaching a debugger to ${this.board.id} before flash: no firmware loaded`);
       },
-      attachOnThread: async (session) => {
-        await this.request({ type: 'debug-attach', session }, `attaching a debugger to ${this.board.id}`);
+      attachOnThread: async (port) => {
+        await this.request({ type: 'debug-attach', port }, `attaching a debugger to ${this.board.id}`, undefined, [port]);
       },
       takeCounters: (output) => {
         this.counters = output.counters;
@@ -224,8 +224,8 @@ export class SimDevice implements Device {
    * as the `BackendError` it names. `onListenerError` takes an exception of `onUnmodelled`
    * (default: thrown as an internal failure of `doing`).
    */
-  private async request(message: HostRequest, doing: string, onListenerError?: (err: unknown) => void): Promise<ThreadAnswer> {
-    const answer = await this.thread.request(message);
+  private async request(message: HostRequest, doing: string, onListenerError?: (err: unknown) => void, transfer?: Parameters<SimThread['request']>[1]): Promise<ThreadAnswer> {
+    const answer = await this.thread.request(message, transfer);
     if (answer.counters) this.counters = answer.counters;
     try {
       this.reportUnmodelled(answer.unmodelled);

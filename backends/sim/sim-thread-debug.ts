@@ -1,30 +1,43 @@
+import { type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import type { EngineUartChunk } from '../../sim/sim-engine.js';
 import type { SimGdbEnd, SimGdbTarget } from '../../sim/sim-gdb-target.js';
-import type { SimChip } from './sim-chip.js';
-import { CONTROL, DEBUG_BATCH_CHARS, type ThreadDebugOutput, UART_BATCH_BYTES } from './sim-thread-protocol.js';
+import type { SimChip, SimCounters } from './sim-chip.js';
+import { CONTROL, DEBUG_BATCH_CHARS, parseDebugInput, type ThreadDebugOutput, UART_BATCH_BYTES } from './sim-thread-protocol.js';
 
 /** What a debug session needs from the thread that serves it. */
 export interface ThreadDebugHost {
   control: Int32Array;
   /** Bumps the thread's sign of life. */
   beat(): void;
-  /** Posts a message to the host, with the chip's counters and the unmodelled reports added. */
-  send(output: Pick<ThreadDebugOutput, 'text' | 'chunks' | 'end'>): void;
+  /** The device's counters now. */
+  counters(): SimCounters;
+  /** The unmodelled reports since the last taken; empty when there are none. */
+  takeUnmodelled(): ThreadDebugOutput['unmodelled'];
+  /** True when an unmodelled access was reported since the last `takeUnmodelled`. */
+  hasUnmodelled(): boolean;
   /** Called once when the debugger ends the session (detach, kill, not RSP). */
   onEnd(): void;
 }
 
 const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+const sameCounters = (a: SimCounters, b: SimCounters) =>
+  a.instructions === b.instructions &&
+  a.simulatedNanos === b.simulatedNanos &&
+  a.sleptNanos === b.sleptNanos &&
+  a.coreClockHz === b.coreClockHz &&
+  a.droppedRxBytes === b.droppedRxBytes;
+
 /**
  * One debugger's session inside an engine thread: the engine's GDB target (`SimChip.openGdb`)
- * beside the engine, fed with the debugger's bytes as they come from the host (`receive`). What
- * the target sends, and the UART output of a continue, is gathered and posted as `debug`
- * messages: what it answers at once as soon as `receive` has fed it (a halted target's reply
- * crosses without waiting for a turn of the loop: decision 0566), what it sends later once per
- * turn of the thread's event loop (after its microtasks, so a stop reply goes out with the
- * target's state settled), once per slice of a continue, and early when a message would pass
- * `DEBUG_BATCH_CHARS` or `UART_BATCH_BYTES`.
+ * beside the engine, fed with the debugger's bytes as they arrive on the session's own channel
+ * (`port`, decision 0630). What the target sends, and the UART output of a continue, is gathered
+ * and posted back on that channel: what it answers at once as soon as it has been fed (a halted
+ * target's reply crosses without waiting for a turn of the loop: decision 0566), what it sends
+ * later once per turn of the thread's event loop (after its microtasks, so a stop reply goes out
+ * with the target's state settled), once per slice of a continue, and early when a message would
+ * pass `DEBUG_BATCH_CHARS` or `UART_BATCH_BYTES`. Text alone, with the device's counters as last
+ * posted and nothing unmodelled, crosses as a bare string; anything more as `ThreadDebugOutput`.
  *
  * `CONTROL.debugWorking` tells the host's watchdog whether silence counts: 1 from the moment
  * bytes arrive until the target is halted again (a continue keeps it at 1 and beats every
@@ -37,10 +50,13 @@ export class ThreadDebugSession {
   private chunkBytes = 0;
   private flushScheduled = false;
   private over = false;
+  /** The counters the host saw last: until they change, replies cross as bare strings. */
+  private postedCounters: SimCounters | undefined;
 
   constructor(
     chip: SimChip,
     boardId: string,
+    private readonly port: MessagePort,
     private readonly host: ThreadDebugHost,
   ) {
     this.target = chip.openGdb(
@@ -62,6 +78,31 @@ export class ThreadDebugSession {
       },
       boardId,
     );
+    port.on('message', (raw: unknown) => {
+      host.beat();
+      this.takeInput(raw);
+    });
+    // The host's end of the channel went away: nobody reads what the target would say.
+    port.once('close', () => this.close());
+  }
+
+  /**
+   * Handles, now, every message the host has already posted on the session's channel. The host's
+   * device requests (run, reset, flash, ...) come on the thread's main port, and Node keeps no
+   * order between two ports: a `run` posted after the bench closed the session can be handled
+   * before that close (and the bytes before it) unless the thread drains the channel first.
+   */
+  drainPending(): void {
+    for (let next = receiveMessageOnPort(this.port); next !== undefined && !this.over; next = receiveMessageOnPort(this.port)) {
+      this.takeInput(next.message);
+    }
+  }
+
+  private takeInput(raw: unknown) {
+    // A message that does not parse is a bug on the host: let it end the thread loudly.
+    const input = parseDebugInput(raw);
+    if (typeof input === 'string') this.receive(input);
+    else this.close();
   }
 
   /** The debugger's bytes, as the host cut them. */
@@ -76,12 +117,13 @@ export class ThreadDebugSession {
     this.flush();
   }
 
-  /** The bench ends the session: the target stops where it is; nothing more is sent. */
+  /** The bench ends the session: the target stops where it is; nothing more is sent; the channel closes. */
   close(): void {
     if (this.over) return;
     this.over = true;
     this.target.close();
     Atomics.store(this.host.control, CONTROL.debugWorking, 0);
+    this.port.close();
   }
 
   private take(text: string) {
@@ -112,9 +154,21 @@ export class ThreadDebugSession {
     do {
       const piece = text.slice(0, DEBUG_BATCH_CHARS);
       text = text.slice(DEBUG_BATCH_CHARS);
-      this.host.send({ text: piece, chunks, end: text.length === 0 ? end : undefined });
+      this.post(piece, chunks, text.length === 0 ? end : undefined);
       chunks = [];
     } while (text.length > 0);
+  }
+
+  /** A bare string when the text is all the news; otherwise the text with the UART output, the end, the counters and the unmodelled reports. */
+  private post(text: string, chunks: EngineUartChunk[], end: SimGdbEnd | undefined) {
+    const counters = this.host.counters();
+    const countersSeen = this.postedCounters !== undefined && sameCounters(this.postedCounters, counters);
+    if (chunks.length === 0 && end === undefined && countersSeen && !this.host.hasUnmodelled()) {
+      this.port.postMessage(text);
+      return;
+    }
+    this.postedCounters = counters;
+    this.port.postMessage({ text, chunks, end, counters, unmodelled: this.host.takeUnmodelled() } satisfies ThreadDebugOutput);
   }
 
   private end(end: SimGdbEnd) {

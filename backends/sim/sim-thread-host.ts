@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { type Transferable, Worker } from 'node:worker_threads';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { BackendError } from '../backend.js';
 import {
@@ -10,19 +10,16 @@ import {
   STOP,
   type ThreadAnswer,
   type ThreadBatch,
-  type ThreadDebugOutput,
   threadMessageSchema,
 } from './sim-thread-protocol.js';
 
 /** A request without its id: `SimThread.request` numbers it. */
 export type HostRequest = HostMessage extends infer M ? (M extends { id: number } ? Omit<M, 'id'> : never) : never;
 /** A message that gets no answer. */
-export type HostNotice = Extract<HostMessage, { type: 'write' | 'drive' | 'debug-in' | 'debug-close' }>;
+export type HostNotice = Extract<HostMessage, { type: 'write' | 'drive' | 'verdict' }>;
 
-/** Whoever holds a debug session on the thread: its output, and the thread's failure, which ends the session. */
+/** Whoever holds a debug session on the thread (its output comes on the session's own channel): told of the thread's failure, which ends the session. */
 export interface SimThreadDebugListener {
-  session: number;
-  onOutput(output: ThreadDebugOutput): void;
   onFailure(reason: BackendError): void;
 }
 
@@ -69,7 +66,6 @@ export class SimThread {
   private beatAtLastCheck = -1;
   private started: { resolve: () => void; reject: (error: BackendError) => void } | undefined;
   private debugListener: SimThreadDebugListener | undefined;
-  private lastDebugSession = 0;
 
   private constructor(
     /** The thread's entry module (`defaultSimThreadEntry`, or a test's with faulty engines). */
@@ -116,14 +112,14 @@ export class SimThread {
     return this.failure;
   }
 
-  /** Sends `message` and resolves with the thread's answer; rejects with the reason when the thread fails first. */
-  request(message: HostRequest): Promise<ThreadAnswer> {
+  /** Sends `message` (moving `transfer`, e.g. a debug channel's port) and resolves with the thread's answer; rejects with the reason when the thread fails first. */
+  request(message: HostRequest, transfer: readonly Transferable[] = []): Promise<ThreadAnswer> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
     return new Promise<ThreadAnswer>((resolve, reject) => {
       this.pending.set(id, { resolve, reject, what: message.type });
       this.busyChanged();
-      this.worker.postMessage({ ...message, id });
+      this.worker.postMessage({ ...message, id }, transfer);
     });
   }
 
@@ -139,19 +135,14 @@ export class SimThread {
     if (stop === STOP.abort) this.giveVerdict();
   }
 
-  /** Lets a thread that asked about `until` go on (having set `setStop` first). */
+  /** Lets a thread that asked about `until` go on (having set `setStop` first): the word moves, then the message wakes it. */
   giveVerdict(): void {
     Atomics.add(this.control, CONTROL.verdict, 1);
-    Atomics.notify(this.control, CONTROL.verdict);
-  }
-
-  /** A number for a new debug session, so output of an earlier one still on its way is told apart. */
-  nextDebugSession(): number {
-    return ++this.lastDebugSession;
+    if (!this.failure) this.worker.postMessage({ type: 'verdict' } satisfies HostNotice);
   }
 
   /**
-   * Sets who receives debug output (undefined: nobody). While a debugger is attached the thread is
+   * Sets who holds a debug session (undefined: nobody). While a debugger is attached the thread is
    * watched, but its silence counts only while its target works (`CONTROL.debugWorking`): a
    * target halted in the debugger is idle, not hung.
    */
@@ -177,8 +168,6 @@ export class SimThread {
       if (this.onBatch) this.onBatch(message);
       // Nobody to judge `until`: stop the run rather than leave the thread waiting for a verdict.
       else if (message.ask) this.setStop(STOP.abort);
-    } else if (message.type === 'debug') {
-      if (this.debugListener?.session === message.session) this.debugListener.onOutput(message);
     } else {
       const waiting = this.pending.get(message.id);
       if (!waiting) return;
@@ -198,8 +187,6 @@ export class SimThread {
     this.pending.clear();
     this.debugListener?.onFailure(reason);
     this.debugListener = undefined;
-    // Wake a thread blocked on a verdict so termination is not delayed by the wait.
-    this.setStop(STOP.abort);
     void this.worker.terminate();
   }
 

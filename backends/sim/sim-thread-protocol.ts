@@ -1,3 +1,4 @@
+import { MessagePort } from 'node:worker_threads';
 import { z } from 'zod';
 import type { Board } from '../../boards/board-schema.js';
 import { jobFailureKinds } from '../../wire/job-failure-kinds.js';
@@ -11,15 +12,17 @@ import { jobFailureKinds } from '../../wire/job-failure-kinds.js';
  * running counts per message. The one per-chunk round trip is a run with an `until` condition,
  * which lives on the host: the thread then waits for the host's verdict on every chunk
  * (`asks`), so the run stops at exactly the chunk that satisfied it, as it did in process.
- * A debugger's GDB target runs in the thread beside its engine; the RSP bytes cross as text
- * messages (`debug-in`, `debug`), batched and bounded by `DEBUG_BATCH_CHARS`.
+ * A debugger's GDB target runs in the thread beside its engine; its RSP bytes cross on a
+ * `MessageChannel` of their own (`debug-attach` hands the thread one end), as bare strings both
+ * ways, batched and bounded by `DEBUG_BATCH_CHARS`: a halted target's reply to a packet is one
+ * string back, with no envelope to build or parse (decision 0630).
  */
 
 /** Indices into the shared Int32Array of one thread (`workerData.control`). */
 export const CONTROL = {
   /** What the host wants of the current run: `STOP.go`, `STOP.until` or `STOP.abort`. Reset by the host before each run. */
   stop: 0,
-  /** Bumped by the host when it has judged an asking batch; the thread waits on it. */
+  /** Bumped by the host when it has judged an asking batch, before its `verdict` message wakes the thread. */
   verdict: 1,
   /** Bumped by the thread at every slice and every message it handles: the host's sign of life. */
   beat: 2,
@@ -75,18 +78,16 @@ export const hostMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('read'), id: z.number(), pin: z.string() }),
   /**
    * Builds a fresh chip from the flashed image and opens its engine's GDB target beside it
-   * (`SimEngine.openGdb`), as debug session `session`; its output comes back in `debug` messages.
+   * (`SimEngine.openGdb`), talking on `port` (transferred): the debug channel's messages below.
    */
-  z.object({ type: z.literal('debug-attach'), id: z.number(), session: z.number().int() }),
+  z.object({ type: z.literal('debug-attach'), id: z.number(), port: z.instanceof(MessagePort) }),
   /** Releases the device's chip; the thread may serve another device after. */
   z.object({ type: z.literal('close'), id: z.number() }),
   // Fire and forget: applied in order with the requests.
   z.object({ type: z.literal('write'), bytes }),
   z.object({ type: z.literal('drive'), pin: z.string(), level: z.union([z.literal(0), z.literal(1)]) }),
-  /** Bytes from the debugger for the target of `session` (ignored when that session is over). */
-  z.object({ type: z.literal('debug-in'), session: z.number().int(), text: rspText }),
-  /** The bench ends `session`: the target stops where it is and sends nothing more. */
-  z.object({ type: z.literal('debug-close'), session: z.number().int() }),
+  /** Wakes a run waiting for the host's verdict on `until` (`CONTROL.verdict` has moved; `CONTROL.stop` says what it is). */
+  z.object({ type: z.literal('verdict') }),
 ]);
 export type HostMessage = z.infer<typeof hostMessageSchema>;
 
@@ -114,25 +115,8 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('batch'),
     chunks: z.array(z.object({ atNanos: nanos, bytes })),
-    /** True when the thread waits for the verdict on `until` (`CONTROL.verdict`). */
+    /** True when the thread waits for the verdict on `until` (a `verdict` message after `CONTROL.verdict` moved). */
     ask: z.boolean(),
-    counters: countersSchema,
-    unmodelled: unmodelledSchema,
-  }),
-  z.object({
-    /** What a debug session's target produced since the last one: RSP text, UART output, and its end. */
-    type: z.literal('debug'),
-    session: z.number().int(),
-    text: rspText,
-    chunks: z.array(z.object({ atNanos: nanos, bytes })),
-    /** Set once, on the session's last message: how the debugger ended it. */
-    end: z
-      .discriminatedUnion('how', [
-        z.object({ how: z.literal('detached') }),
-        z.object({ how: z.literal('killed') }),
-        z.object({ how: z.literal('protocol-error'), message: z.string() }),
-      ])
-      .optional(),
     counters: countersSchema,
     unmodelled: unmodelledSchema,
   }),
@@ -152,4 +136,46 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
 export type ThreadMessage = z.infer<typeof threadMessageSchema>;
 export type ThreadAnswer = Extract<ThreadMessage, { type: 'answer' }>;
 export type ThreadBatch = Extract<ThreadMessage, { type: 'batch' }>;
-export type ThreadDebugOutput = Extract<ThreadMessage, { type: 'debug' }>;
+
+/**
+ * On a debug session's channel, thread to host: a bare string is RSP text and nothing else (the
+ * device's counters unchanged, no UART output, no unmodelled access: a halted target's reply);
+ * anything more crosses as this object.
+ */
+const debugOutputSchema = z.object({
+  text: rspText,
+  chunks: z.array(z.object({ atNanos: nanos, bytes })),
+  /** Set once, on the session's last message: how the debugger ended it. */
+  end: z
+    .discriminatedUnion('how', [
+      z.object({ how: z.literal('detached') }),
+      z.object({ how: z.literal('killed') }),
+      z.object({ how: z.literal('protocol-error'), message: z.string() }),
+    ])
+    .optional(),
+  counters: countersSchema,
+  unmodelled: unmodelledSchema,
+});
+export type ThreadDebugOutput = z.infer<typeof debugOutputSchema>;
+
+/** What the thread posts on a debug channel, parsed: a bare string is a reply and nothing more. */
+export function parseDebugOutput(raw: unknown): string | ThreadDebugOutput {
+  // A string is checked by hand: the reply to every packet takes this path.
+  if (typeof raw === 'string') {
+    if (raw.length > DEBUG_BATCH_CHARS) throw new Error(`debug text of ${raw.length} characters, more than ${DEBUG_BATCH_CHARS}`);
+    return raw;
+  }
+  return debugOutputSchema.parse(raw);
+}
+
+/** On a debug session's channel, host to thread: the debugger's bytes as a bare string, or the bench ending the session. */
+export type DebugInput = string | { type: 'close' };
+
+/** What the host posts on a debug channel, parsed. */
+export function parseDebugInput(raw: unknown): DebugInput {
+  if (typeof raw === 'string') {
+    if (raw.length > DEBUG_BATCH_CHARS) throw new Error(`debugger bytes of ${raw.length} characters, more than ${DEBUG_BATCH_CHARS}`);
+    return raw;
+  }
+  return z.object({ type: z.literal('close') }).parse(raw);
+}

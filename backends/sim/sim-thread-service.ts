@@ -11,9 +11,6 @@ import type { EngineFactoryFor } from './sim-engines.js';
 import { ThreadDebugSession } from './sim-thread-debug.js';
 import { CONTROL, type HostMessage, hostMessageSchema, STOP, type ThreadMessage, UART_BATCH_BYTES } from './sim-thread-protocol.js';
 
-/** How long one wait for the host's verdict blocks before it looks again (lets `terminate` in between). */
-const VERDICT_WAIT_MS = 50;
-
 const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
@@ -28,14 +25,17 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
   const control = new Int32Array(options.control);
   const beat = () => Atomics.add(control, CONTROL.beat, 1);
   let device: { board: Board; chip: SimChip } | undefined;
+  /** Wakes a run that asked the host about `until`; set while it waits. */
+  let wakeForVerdict: (() => void) | undefined;
   /** The debugger's session on the device's chip, while one is attached (at most one). */
-  let debug: { session: number; target: ThreadDebugSession } | undefined;
+  let debug: ThreadDebugSession | undefined;
   const endDebug = () => {
-    debug?.target.close();
+    debug?.close();
     debug = undefined;
   };
 
-  // Unmodelled accesses: a message's first report goes out with count 1, later ones as the latest count.
+  // Unmodelled accesses: a message's first report goes out with count 1, later ones as the latest
+  // count. Every new report is in `latestCount` until taken.
   const firstSeen: string[] = [];
   const latestCount = new Map<string, number>();
   const takeUnmodelled = () => {
@@ -69,19 +69,28 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
       chunks = [];
       chunkBytes = 0;
     };
-    const until = () => {
-      if (request.asks && chunks.length > 0) {
-        // The condition lives on the host: hand it the chunk and wait for its verdict, so the run
-        // stops at exactly this chunk when it holds.
-        const seen = Atomics.load(control, CONTROL.verdict);
-        beat();
-        Atomics.store(control, CONTROL.waiting, 1);
-        flush(true);
-        while (Atomics.load(control, CONTROL.verdict) === seen) Atomics.wait(control, CONTROL.verdict, seen, VERDICT_WAIT_MS);
-        Atomics.store(control, CONTROL.waiting, 0);
-      }
-      return Atomics.load(control, CONTROL.stop) !== STOP.go;
+    const stopAsked = () => Atomics.load(control, CONTROL.stop) !== STOP.go;
+    /**
+     * The condition lives on the host: hand it the chunk and wait for its verdict, so the run
+     * stops at exactly this chunk when it holds. The thread waits in its event loop (no blocking
+     * wait), woken by the host's `verdict` message once the shared verdict word has moved.
+     */
+    const askHost = async () => {
+      const seen = Atomics.load(control, CONTROL.verdict);
+      beat();
+      Atomics.store(control, CONTROL.waiting, 1);
+      flush(true);
+      await new Promise<void>((resolve) => {
+        wakeForVerdict = () => {
+          if (Atomics.load(control, CONTROL.verdict) === seen) return;
+          wakeForVerdict = undefined;
+          resolve();
+        };
+      });
+      Atomics.store(control, CONTROL.waiting, 0);
+      return stopAsked();
     };
+    const until = () => (request.asks && chunks.length > 0 ? askHost() : stopAsked());
     const stop = await chip.run({
       endNanos: request.endNanos,
       sliceNanos: request.sliceNanos,
@@ -102,31 +111,41 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
     answer(id, { stop: aborted ? { reason: 'cancelled', elapsedNanos: stop.elapsedNanos } : stop });
   };
 
-  const attachDebugger = (id: number, session: number, board: Board, chip: SimChip) => {
+  const attachDebugger = (id: number, debugPort: MessagePort, board: Board, chip: SimChip) => {
     endDebug();
     try {
-      const target = new ThreadDebugSession(chip, board.id, {
+      const session: ThreadDebugSession = new ThreadDebugSession(chip, board.id, debugPort, {
         control,
         beat,
-        send: (output) => send({ type: 'debug', session, ...output, counters: chip.counters, unmodelled: takeUnmodelled() }),
+        counters: () => chip.counters,
+        takeUnmodelled,
+        hasUnmodelled: () => latestCount.size > 0,
         onEnd: () => {
-          if (debug?.session === session) debug = undefined;
+          if (debug === session) debug = undefined;
         },
       });
-      debug = { session, target };
+      debug = session;
       answer(id);
     } catch (err) {
+      debugPort.close();
       answer(id, { error: failure(err, `attaching a debugger to ${board.id}`) });
     }
   };
 
   const handle = async (message: HostMessage) => {
+    if (message.type === 'verdict') {
+      // A verdict nobody waits for (an abort between asks) is already in the stop word.
+      wakeForVerdict?.();
+      return;
+    }
     if (message.type === 'open') {
       open(message.board, message.bootrom);
       answer(message.id);
       return;
     }
     if (!device) throw new Error(`sim thread: ${message.type} before open`);
+    // What the debugger's channel already holds was posted before this request (see drainPending).
+    debug?.drainPending();
     const { board, chip } = device;
     switch (message.type) {
       case 'write':
@@ -136,13 +155,7 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
         chip.drivePin(message.pin, message.level);
         return;
       case 'debug-attach':
-        attachDebugger(message.id, message.session, board, chip);
-        return;
-      case 'debug-in':
-        if (debug?.session === message.session) debug.target.receive(message.text);
-        return;
-      case 'debug-close':
-        if (debug?.session === message.session) endDebug();
+        attachDebugger(message.id, message.port, board, chip);
         return;
       case 'close':
         endDebug();

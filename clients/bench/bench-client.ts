@@ -1,10 +1,11 @@
 import { agentRegistrationSchema, boardListSchema, healthSchema, jobSchema, sessionSchema } from '../../wire/bench/bench-schemas.js';
 import { boardQueueSchema, jobTextSchema, uartInputAnswerSchema } from '../../wire/bench/job-answer-schemas.js';
+import { armAnswerSchema } from '../../wire/bench/debug-schemas.js';
 import { fieldOf, type HttpAnswer, readAnswer } from '../http-answer.js';
 import { BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
 import { type CallOptions, deadlineSignal, exchange, type HttpSettings, realSleep, type RetryPolicy } from './bench-http.js';
 import { BenchSession } from './bench-session.js';
-import type { AgentRegistration, Board, BoardQueue, Health, Job, JobText, Session } from './bench-types.js';
+import type { AgentRegistration, Board, BoardQueue, DebugArmed, Health, Job, JobText, Session } from './bench-types.js';
 import { parseUartEvents, type UartEvent } from './uart-stream.js';
 
 export interface BenchClientOptions {
@@ -128,6 +129,12 @@ export class BenchClient {
 
   async heartbeat(sessionId: string, options: CallOptions = {}): Promise<Session> {
     return sessionSchema.parse((await exchange(this.settings, 'POST', `/api/v1/sessions/${encodeURIComponent(sessionId)}/heartbeat`, options)).json);
+  }
+
+  /** Extension (issue 32): the session's next job runs under a debugger, reached on its debug stream (docs/bench-api.md, "Debugging"). */
+  async armDebug(sessionId: string, options: CallOptions & { idleTimeoutSeconds?: number } = {}): Promise<DebugArmed> {
+    const body = JSON.stringify(options.idleTimeoutSeconds === undefined ? {} : { idle_timeout_seconds: options.idleTimeoutSeconds });
+    return armAnswerSchema.parse((await exchange(this.settings, 'POST', `/api/v1/sessions/${encodeURIComponent(sessionId)}/debug`, { body, headers: { 'content-type': 'application/json' }, ...options })).json);
   }
 
   async endSession(sessionId: string, options: CallOptions = {}): Promise<Session> {

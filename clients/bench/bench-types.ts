@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { agentRegistrationSchema, boardListSchema, boardSchema, healthSchema, jobSchema, sessionSchema } from '../../wire/bench/bench-schemas.js';
 import type { boardQueueSchema, jobTextSchema } from '../../wire/bench/job-answer-schemas.js';
+import type { armAnswerSchema } from '../../wire/bench/debug-schemas.js';
 
 /**
  * The bench API's answers as TypeScript types, derived from the zod schemas the service validates
@@ -8,6 +9,8 @@ import type { boardQueueSchema, jobTextSchema } from '../../wire/bench/job-answe
  */
 export type AgentRegistration = z.infer<typeof agentRegistrationSchema>;
 export type Session = z.infer<typeof sessionSchema>;
+/** The terms a session armed for debugging got (issue 32). */
+export type DebugArmed = z.infer<typeof armAnswerSchema>;
 export type Board = z.infer<typeof boardSchema>;
 export type BoardList = z.infer<typeof boardListSchema>;
 export type Health = z.infer<typeof healthSchema>;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from './canonical-json.js';
-import { RelayError } from './issue.js';
+import { RelayError } from './problem.js';
 
 describe('canonicalJson (RFC 8785)', () => {
   it('serialises the example of RFC 8785 section 3.2.2', () => {
@@ -91,7 +91,7 @@ describe('canonicalJson (RFC 8785)', () => {
       try {
         canonicalJson(value);
       } catch (error) {
-        return { message: (error as RelayError).message, loc: (error as RelayError).issues.map((i) => i.loc) };
+        return { message: (error as RelayError).message, loc: (error as RelayError).problems.map((p) => p.path) };
       }
       throw new Error('canonicalJson accepted a value it must refuse');
     };

@@ -1,4 +1,4 @@
-import { RelayError, hasLoneSurrogate, isPlainObject } from './issue.js';
+import { RelayError, hasLoneSurrogate, isPlainObject } from './problem.js';
 
 /**
  * RFC 8785 JSON Canonicalization Scheme (JCS): the bytes every x.vote/1 signature covers.
@@ -67,7 +67,5 @@ function serialise(value: unknown, path: string[], stack: Set<object>): string {
 
 function fail(path: readonly string[], why: string): never {
   const where = path.length > 0 ? ` at ${path.join('.')}` : '';
-  throw new RelayError(`cannot canonicalise${where}: ${why}`, [
-    { loc: [...path], msg: why, type: 'value_error' },
-  ]);
+  throw new RelayError(`cannot canonicalise${where}: ${why}`, [{ path: [...path], code: 'no_canonical_form', note: why }]);
 }

@@ -29,7 +29,7 @@ describe('validateClaim', () => {
     const result = validateClaim({});
     expect(result.ok).toBe(false);
     if (!result.ok) {
-      expect(result.issues.map((i) => [i.loc, i.type])).toEqual([
+      expect(result.problems.map((p) => [p.path, p.code])).toEqual([
         [['kind'], 'missing'],
         [['title'], 'missing'],
         [['body'], 'missing'],
@@ -37,7 +37,7 @@ describe('validateClaim', () => {
     }
   });
 
-  it('refuses a line break in kind or title with value_error, but allows one in body', () => {
+  it('refuses a line break in kind or title (line_break), but allows one in body', () => {
     for (const [field, value] of [
       ['title', 'one\ntwo'],
       ['title', 'one\rtwo'],
@@ -45,17 +45,17 @@ describe('validateClaim', () => {
     ] as const) {
       const result = validateClaim({ kind: 'statement', title: 't', body: 'b', [field]: value });
       expect(result.ok).toBe(false);
-      if (!result.ok) expect(result.issues).toMatchObject([{ loc: [field], type: 'value_error' }]);
+      if (!result.ok) expect(result.problems).toMatchObject([{ path: [field], code: 'line_break' }]);
     }
     expect(validateClaim({ kind: 'statement', title: 't', body: 'a\nb\r\n' }).ok).toBe(true);
   });
 
-  it('refuses an unknown kind with literal_error naming the allowed kinds', () => {
+  it('refuses an unknown kind (not_one_of) naming the allowed kinds', () => {
     const result = validateClaim({ kind: 'rumour', title: 't', body: 'b' });
     expect(result.ok).toBe(false);
     if (!result.ok) {
-      expect(result.issues).toMatchObject([{ loc: ['kind'], type: 'literal_error', input: 'rumour' }]);
-      expect(result.issues[0]?.msg).toContain("'firmware-result'");
+      expect(result.problems).toMatchObject([{ path: ['kind'], code: 'not_one_of', input: 'rumour' }]);
+      expect(result.problems[0]?.expected).toContain('firmware-result');
     }
   });
 
@@ -64,26 +64,26 @@ describe('validateClaim', () => {
     expect(validateClaim({ kind: 'statement', title: astral.repeat(200), body: '' }).ok).toBe(true);
     const result = validateClaim({ kind: 'statement', title: astral.repeat(201), body: '' });
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.issues).toMatchObject([{ loc: ['title'], type: 'string_too_long', ctx: { max_length: 200 } }]);
+    if (!result.ok) expect(result.problems).toMatchObject([{ path: ['title'], code: 'too_long', limit: 200 }]);
     expect(validateClaim({ kind: 'statement', title: 't', body: astral.repeat(CLAIM_BODY_MAX_CODE_POINTS) }).ok).toBe(true);
     const body = validateClaim({ kind: 'statement', title: 't', body: 'x'.repeat(CLAIM_BODY_MAX_CODE_POINTS + 1) });
     expect(body.ok).toBe(false);
-    if (!body.ok) expect(body.issues).toMatchObject([{ loc: ['body'], type: 'string_too_long', ctx: { max_length: 32000 } }]);
+    if (!body.ok) expect(body.problems).toMatchObject([{ path: ['body'], code: 'too_long', limit: 32000 }]);
   });
 
   it('refuses empty titles, non-strings, lone surrogates, extra fields and non-objects', () => {
     const cases: Array<[unknown, string]> = [
-      [{ kind: 'statement', title: '', body: '' }, 'string_too_short'],
-      [{ kind: 'statement', title: 5, body: '' }, 'string_type'],
-      [{ kind: 'statement', title: 't', body: 'a\ud800b' }, 'string_unicode'],
-      [{ kind: 'statement', title: 't', body: '', file: 'x' }, 'extra_forbidden'],
-      [[], 'model_attributes_type'],
-      [null, 'model_attributes_type'],
+      [{ kind: 'statement', title: '', body: '' }, 'too_short'],
+      [{ kind: 'statement', title: 5, body: '' }, 'not_string'],
+      [{ kind: 'statement', title: 't', body: 'a\ud800b' }, 'lone_surrogate'],
+      [{ kind: 'statement', title: 't', body: '', file: 'x' }, 'extra'],
+      [[], 'not_object'],
+      [null, 'not_object'],
     ];
-    for (const [input, type] of cases) {
+    for (const [input, code] of cases) {
       const result = validateClaim(input);
       expect(result.ok).toBe(false);
-      if (!result.ok) expect(result.issues.map((i) => i.type)).toEqual([type]);
+      if (!result.ok) expect(result.problems.map((p) => p.code)).toEqual([code]);
     }
   });
 });

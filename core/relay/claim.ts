@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type Issue, type Validated, codePointLength, hasLoneSurrogate, isPlainObject, notAnObjectIssue } from './issue.js';
+import { type Problem, type Validated, codePointLength, hasLoneSurrogate, isPlainObject, notAnObject } from './problem.js';
 
 /**
  * Claim items and their ids (relay spec, "Item"; design note, "Claim ids").
@@ -64,32 +64,27 @@ const LINE_BREAK = /[\n\r]/;
 
 /**
  * Parses an untrusted claim: a plain object with exactly `kind`, `title` and `body` strings. Returns the
- * typed claim or every issue found, pydantic style (`missing`, `string_type`, `string_unicode`,
- * `value_error` for a line break in kind or title, `literal_error` for an unknown kind,
- * `string_too_short` for an empty title, `string_too_long` with `ctx.max_length`, `extra_forbidden`).
+ * typed claim or every problem found (`missing`, `not_string`, `lone_surrogate`, `line_break` in kind
+ * or title, `not_one_of` for an unknown kind, `too_short` for an empty title, `too_long` past the
+ * limit in code points, `extra`).
  */
 export function validateClaim(input: unknown): Validated<Claim> {
   if (!isPlainObject(input)) {
-    return { ok: false, issues: [notAnObjectIssue([], input)] };
+    return { ok: false, problems: [notAnObject([], input)] };
   }
-  const issues: Issue[] = [];
+  const problems: Problem[] = [];
   const text = (field: 'kind' | 'title' | 'body'): string | undefined => {
     if (!(field in input)) {
-      issues.push({ loc: [field], msg: 'Field required', type: 'missing' });
+      problems.push({ path: [field], code: 'missing' });
       return undefined;
     }
     const value = input[field];
     if (typeof value !== 'string') {
-      issues.push({ loc: [field], msg: 'Input should be a valid string', type: 'string_type', input: value });
+      problems.push({ path: [field], code: 'not_string', input: value });
       return undefined;
     }
     if (hasLoneSurrogate(value)) {
-      issues.push({
-        loc: [field],
-        msg: 'Input should be a valid string, it holds a lone UTF-16 surrogate',
-        type: 'string_unicode',
-        input: value,
-      });
+      problems.push({ path: [field], code: 'lone_surrogate', input: value });
       return undefined;
     }
     return value;
@@ -99,50 +94,42 @@ export function validateClaim(input: unknown): Validated<Claim> {
   const body = text('body');
   if (kind !== undefined) {
     if (LINE_BREAK.test(kind)) {
-      issues.push({ loc: ['kind'], msg: 'Value error, kind must not contain a line break', type: 'value_error', input: kind });
+      problems.push({ path: ['kind'], code: 'line_break', input: kind });
     } else if (!(claimKinds as readonly string[]).includes(kind)) {
-      const expected = claimKinds.map((k) => `'${k}'`);
-      issues.push({
-        loc: ['kind'],
-        msg: `Input should be ${expected.slice(0, -1).join(', ')} or ${expected.at(-1)}`,
-        type: 'literal_error',
-        input: kind,
-        ctx: { expected: `${expected.slice(0, -1).join(', ')} or ${expected.at(-1)}` },
-      });
+      problems.push({ path: ['kind'], code: 'not_one_of', input: kind, expected: claimKinds });
     }
   }
   if (title !== undefined) {
     if (LINE_BREAK.test(title)) {
-      issues.push({ loc: ['title'], msg: 'Value error, title must not contain a line break', type: 'value_error', input: title });
+      problems.push({ path: ['title'], code: 'line_break', input: title });
     }
     const length = codePointLength(title);
     if (length < 1) {
-      issues.push({ loc: ['title'], msg: 'String should have at least 1 character', type: 'string_too_short', input: title, ctx: { min_length: 1 } });
+      problems.push({ path: ['title'], code: 'too_short', input: title, limit: 1 });
     } else if (length > CLAIM_TITLE_MAX_CODE_POINTS) {
-      issues.push(tooLong('title', title, CLAIM_TITLE_MAX_CODE_POINTS));
+      problems.push(tooLong('title', title, CLAIM_TITLE_MAX_CODE_POINTS));
     }
   }
   if (body !== undefined && codePointLength(body) > CLAIM_BODY_MAX_CODE_POINTS) {
-    issues.push(tooLong('body', body, CLAIM_BODY_MAX_CODE_POINTS));
+    problems.push(tooLong('body', body, CLAIM_BODY_MAX_CODE_POINTS));
   }
   for (const key of Object.keys(input)) {
     if (key !== 'kind' && key !== 'title' && key !== 'body') {
-      issues.push({ loc: [key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: input[key] });
+      problems.push({ path: [key], code: 'extra', input: input[key] });
     }
   }
-  if (issues.length > 0 || kind === undefined || title === undefined || body === undefined) {
-    return { ok: false, issues };
+  if (problems.length > 0 || kind === undefined || title === undefined || body === undefined) {
+    return { ok: false, problems };
   }
   return { ok: true, value: { kind: kind as ClaimKind, title, body } };
 }
 
-function tooLong(field: string, value: string, max: number): Issue {
+function tooLong(field: string, value: string, max: number): Problem {
   return {
-    loc: [field],
-    msg: `String should have at most ${max} characters`,
-    type: 'string_too_long',
+    path: [field],
+    code: 'too_long',
     // A 32000-code-point body echoed back helps no one: the length is what matters.
     input: value.length > 100 ? `${Array.from(value).slice(0, 100).join('')}…` : value,
-    ctx: { max_length: max },
+    limit: max,
   };
 }

@@ -8,7 +8,7 @@ import {
   verify as cryptoVerify,
 } from 'node:crypto';
 import * as noble from '@noble/ed25519';
-import { RelayError } from './issue.js';
+import { RelayError } from './problem.js';
 
 /**
  * Ed25519 for the relay: key checks, signing, and THE verifier. Both candidate verifiers live here so

@@ -3,7 +3,7 @@
  * scp-s5 tally. Pure and dependency-light (node:crypto, @noble/ed25519): the relay HTTP service and
  * harness scenario steps both build on it. Definition: docs/scp-s5.md.
  */
-export * from './issue.js';
+export * from './problem.js';
 export * from './canonical-json.js';
 export * from './ed25519.js';
 export * from './node-id.js';

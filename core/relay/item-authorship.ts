@@ -1,6 +1,6 @@
 import { CLAIM_TITLE_MAX_CODE_POINTS } from './claim.js';
-import { type Validated, isPlainObject, unwrap } from './issue.js';
-import { FieldChecks, notAnObject, signStatement, verifyStatement } from './signed-statement.js';
+import { type Problem, type Validated, isPlainObject, notAnObject, unwrap } from './problem.js';
+import { FieldChecks, signStatement, verifyStatement } from './signed-statement.js';
 
 /**
  * x.item/1: an author's signed statement that it authored an item. The relay that stores an item
@@ -32,7 +32,7 @@ const KNOWN = new Set(['schema', 'item', 'type', 'author', 'title', 'media_type'
 
 /** Parses an untrusted x.item/1 document (the signature is NOT checked: `verifyItemAuthorship`). */
 export function parseItemAuthorship(input: unknown): Validated<ItemAuthorship> {
-  if (!isPlainObject(input)) return { ok: false, issues: notAnObject(input) };
+  if (!isPlainObject(input)) return { ok: false, problems: [notAnObject([], input)] };
   const f = new FieldChecks(input);
   f.literal('schema', [ITEM_AUTHORSHIP_SCHEMA]);
   f.hex64('item', 'an item id, SHA-256 hex');
@@ -44,12 +44,12 @@ export function parseItemAuthorship(input: unknown): Validated<ItemAuthorship> {
   } else if (input.type === 'claim') {
     // A claim's title is in its id; a second copy here could only disagree with it.
     for (const key of ['title', 'media_type']) {
-      if (f.has(key)) f.issues.push({ loc: [key], msg: 'Extra inputs are not permitted (a claim id already covers its title)', type: 'extra_forbidden', input: input[key] });
+      if (f.has(key)) f.problems.push({ path: [key], code: 'extra', input: input[key], note: 'a claim id already covers its title' });
     }
   }
   f.signature();
   f.onlyKnown(KNOWN);
-  if (f.issues.length > 0) return { ok: false, issues: f.issues };
+  if (f.problems.length > 0) return { ok: false, problems: f.problems };
   const base = { schema: ITEM_AUTHORSHIP_SCHEMA as typeof ITEM_AUTHORSHIP_SCHEMA, item: input.item as string, author: input.author as string, sig: input.sig as string };
   return {
     ok: true,
@@ -78,14 +78,15 @@ export interface AuthoredItem {
 }
 
 /**
- * Why `doc` is not a statement of `item`'s authorship (another item, type or author, or a file's
- * title or media type other than the item's), or null when it is. The signature is checked apart.
+ * What in `doc` says another item than `item` (another id, type or author, or a file's title or
+ * media type other than the item's), or null when it is `item`'s statement. The signature is
+ * checked apart.
  */
-export function authorshipMismatch(doc: ItemAuthorship, item: AuthoredItem): { field: string; msg: string } | null {
-  if (doc.item !== item.id) return { field: 'item', msg: 'item must be the id of the item it is posted with' };
-  if (doc.type !== item.type) return { field: 'type', msg: `type must be ${item.type}` };
-  if (doc.author !== item.author) return { field: 'author', msg: 'author must be the node posting the item' };
-  if (doc.type === 'file' && doc.title !== item.title) return { field: 'title', msg: `title must be the file's title as stored: ${JSON.stringify(item.title)}` };
-  if (doc.type === 'file' && doc.media_type !== item.media_type) return { field: 'media_type', msg: `media_type must be the file's media type as stored: ${JSON.stringify(item.media_type)}` };
+export function authorshipMismatch(doc: ItemAuthorship, item: AuthoredItem): Problem | null {
+  if (doc.item !== item.id) return { path: ['item'], code: 'not_posted_item', input: doc.item };
+  if (doc.type !== item.type) return { path: ['type'], code: 'not_item_type', input: doc.type, expected: item.type };
+  if (doc.author !== item.author) return { path: ['author'], code: 'not_posting_author', input: doc.author };
+  if (doc.type === 'file' && doc.title !== item.title) return { path: ['title'], code: 'not_stored_title', input: doc.title, expected: item.title };
+  if (doc.type === 'file' && doc.media_type !== item.media_type) return { path: ['media_type'], code: 'not_stored_media_type', input: doc.media_type, expected: item.media_type };
   return null;
 }

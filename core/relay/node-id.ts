@@ -1,5 +1,5 @@
 import { checkPublicKey, isSmallOrderPublicKey, publicKeyFromSecret, randomSecretKey } from './ed25519.js';
-import { RelayError } from './issue.js';
+import { RelayError } from './problem.js';
 
 /**
  * A node's identity: `node_id` is its raw 32-byte Ed25519 public key as 64 lower-case hex characters.

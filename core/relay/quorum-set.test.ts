@@ -5,7 +5,7 @@ import {
   defaultThreshold,
   maxQuorum,
   normalizeQuorumSet,
-  quorumSetDepthIssue,
+  quorumSetDepthProblem,
   quorumSetHash,
   sat,
   sliceClosure,
@@ -62,7 +62,7 @@ describe('maxQuorum', () => {
 describe('validateQuorumSet', () => {
   const typesOf = (input: unknown, options?: { self?: string }) => {
     const result = validateQuorumSet(input, options);
-    return result.ok ? [] : result.issues.map((i) => [i.loc.join('.'), i.type]);
+    return result.ok ? [] : result.problems.map((p) => [p.path.join('.'), p.code]);
   };
   it('accepts a sane nested set', () => {
     expect(validateQuorumSet({ t: 2, v: [a], i: [{ t: 1, v: [b, c], i: [] }] })).toEqual({
@@ -71,24 +71,24 @@ describe('validateQuorumSet', () => {
     });
   });
   it('refuses t out of range, duplicates, bad ids, self, depth, extras', () => {
-    expect(typesOf({ t: 0, v: [a], i: [] })).toEqual([['t', 'value_error']]);
-    expect(typesOf({ t: 2, v: [a], i: [] })).toEqual([['t', 'value_error']]);
-    expect(typesOf({ t: 1.5, v: [a], i: [] })).toEqual([['t', 'int_type']]);
+    expect(typesOf({ t: 0, v: [a], i: [] })).toEqual([['t', 'threshold_range']]);
+    expect(typesOf({ t: 2, v: [a], i: [] })).toEqual([['t', 'threshold_range']]);
+    expect(typesOf({ t: 1.5, v: [a], i: [] })).toEqual([['t', 'not_integer']]);
     expect(typesOf({ v: [a], i: [] })).toEqual([['t', 'missing']]);
-    expect(typesOf({ t: 1, v: [a], i: [{ t: 1, v: [a], i: [] }] })).toEqual([['i.0.v.0', 'value_error']]);
-    expect(typesOf({ t: 1, v: ['A'.repeat(64)], i: [] })).toEqual([['v.0', 'string_pattern_mismatch']]);
-    expect(typesOf({ t: 1, v: [a, b], i: [] }, { self: b })).toEqual([['v.1', 'value_error']]);
-    expect(typesOf({ t: 1, v: [a], i: [], x: 1 })).toEqual([['x', 'extra_forbidden']]);
-    expect(typesOf({ t: 1, v: [], i: [] })).toEqual([['t', 'value_error']]);
-    expect(typesOf('x')).toEqual([['', 'model_attributes_type']]);
+    expect(typesOf({ t: 1, v: [a], i: [{ t: 1, v: [a], i: [] }] })).toEqual([['i.0.v.0', 'node_twice']]);
+    expect(typesOf({ t: 1, v: ['A'.repeat(64)], i: [] })).toEqual([['v.0', 'pattern_mismatch']]);
+    expect(typesOf({ t: 1, v: [a, b], i: [] }, { self: b })).toEqual([['v.1', 'self_in_slice']]);
+    expect(typesOf({ t: 1, v: [a], i: [], x: 1 })).toEqual([['x', 'extra']]);
+    expect(typesOf({ t: 1, v: [], i: [] })).toEqual([['t', 'threshold_range']]);
+    expect(typesOf('x')).toEqual([['', 'not_object']]);
     const deep = (levels: number): unknown =>
       levels === 1 ? { t: 1, v: [id(100 + levels)], i: [] } : { t: 1, v: [id(100 + levels)], i: [deep(levels - 1)] };
     expect(validateQuorumSet(deep(4)).ok).toBe(true);
-    expect(typesOf(deep(5))).toEqual([['i.0.i.0.i.0.i', 'value_error']]);
+    expect(typesOf(deep(5))).toEqual([['i.0.i.0.i.0.i', 'quorum_set_too_deep']]);
   });
   it('refuses more than 1000 nodes', () => {
     const many = Array.from({ length: 1001 }, (_, k) => id(k + 1));
-    expect(typesOf({ t: 1, v: many, i: [] })).toEqual([['', 'value_error']]);
+    expect(typesOf({ t: 1, v: many, i: [] })).toEqual([['', 'quorum_set_size']]);
     expect(validateQuorumSet({ t: 1, v: many.slice(0, 1000), i: [] }).ok).toBe(true);
   });
 });
@@ -104,7 +104,7 @@ describe('normalizeQuorumSet and quorumSetHash', () => {
   });
 });
 
-describe('quorumSetDepthIssue (issue 9: a set nested 1 000 deep overflowed a recursive validator)', () => {
+describe('quorumSetDepthProblem (issue 9: a set nested 1 000 deep overflowed a recursive validator)', () => {
   /** `depth` levels of `{i: [...]}` around `{v: [a]}`, built without recursion. */
   function nested(depth: number): unknown {
     let q: unknown = { t: 1, v: [a] };
@@ -112,23 +112,23 @@ describe('quorumSetDepthIssue (issue 9: a set nested 1 000 deep overflowed a rec
     return q;
   }
 
-  it('finds, without recursing, the issue validateQuorumSet reports', () => {
+  it('finds, without recursing, the problem validateQuorumSet reports', () => {
     for (const depth of [5, 1000, 200_000]) {
-      expect(quorumSetDepthIssue(nested(depth))).toEqual({ loc: ['i', '0', 'i', '0', 'i', '0', 'i'], msg: 'Value error, quorum sets nest at most 4 deep', type: 'value_error', ctx: { max_depth: 4 } });
+      expect(quorumSetDepthProblem(nested(depth))).toEqual({ path: ['i', '0', 'i', '0', 'i', '0', 'i'], code: 'quorum_set_too_deep', limit: 4 });
     }
     const viaValidator = validateQuorumSet(nested(5));
     expect(viaValidator.ok).toBe(false);
-    if (!viaValidator.ok) expect(viaValidator.issues).toEqual([quorumSetDepthIssue(nested(5))]);
+    if (!viaValidator.ok) expect(viaValidator.problems).toEqual([quorumSetDepthProblem(nested(5))]);
   });
 
   it('passes sets within the limit and leaves other mistakes to the validator', () => {
-    expect(quorumSetDepthIssue(nested(4))).toBeUndefined();
-    expect(quorumSetDepthIssue({ t: 1, v: [a], i: 'not a list' })).toBeUndefined();
-    expect(quorumSetDepthIssue(null)).toBeUndefined();
+    expect(quorumSetDepthProblem(nested(4))).toBeUndefined();
+    expect(quorumSetDepthProblem({ t: 1, v: [a], i: 'not a list' })).toBeUndefined();
+    expect(quorumSetDepthProblem(null)).toBeUndefined();
   });
 
   it('names the first set too deep in document order', () => {
     const deepSecond = { t: 1, i: [nested(2), nested(4)] };
-    expect(quorumSetDepthIssue(deepSecond)?.loc).toEqual(['i', '1', 'i', '0', 'i', '0', 'i']);
+    expect(quorumSetDepthProblem(deepSecond)?.path).toEqual(['i', '1', 'i', '0', 'i', '0', 'i']);
   });
 });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
-import { type Issue, type Validated, isPlainObject, notAnObjectIssue } from './issue.js';
+import { HEX64_PATTERN, type Problem, type Validated, isPlainObject, notAnObject } from './problem.js';
 import { isNodeId } from './node-id.js';
 
 /**
@@ -170,58 +170,48 @@ export function sliceClosure(self: string, sliceOf: (node: string) => QuorumSet 
 }
 
 /**
- * The nesting issue `validateQuorumSet` reports for a set nested deeper than
+ * The nesting problem `validateQuorumSet` reports for a set nested deeper than
  * `QUORUM_SET_MAX_DEPTH` (`loc` at the first `i` too deep, in document order), found without
  * recursion, or undefined. Recursive walkers (a zod schema, a validator) call it first: a set
  * nested 1 000 deep overflowed the stack of one and answered 500 (issue 9). Only objects on
  * the `i` path are followed; anything else is left for the full validation to name.
  */
-export function quorumSetDepthIssue(input: unknown): Issue | undefined {
+export function quorumSetDepthProblem(input: unknown): Problem | undefined {
   const todo: { value: unknown; loc: string[]; depth: number }[] = [{ value: input, loc: [], depth: 1 }];
   for (let next = todo.pop(); next !== undefined; next = todo.pop()) {
     const { value, loc, depth } = next;
     if (!isPlainObject(value) || !Array.isArray(value.i) || value.i.length === 0) continue;
-    if (depth >= QUORUM_SET_MAX_DEPTH) return depthIssue([...loc, 'i']);
+    if (depth >= QUORUM_SET_MAX_DEPTH) return depthProblem([...loc, 'i']);
     // Pushed last to first, so the first inner set is looked at first.
     for (let k = value.i.length - 1; k >= 0; k--) todo.push({ value: value.i[k], loc: [...loc, 'i', String(k)], depth: depth + 1 });
   }
   return undefined;
 }
 
-function depthIssue(loc: string[]): Issue {
-  return { loc, msg: `Value error, quorum sets nest at most ${QUORUM_SET_MAX_DEPTH} deep`, type: 'value_error', ctx: { max_depth: QUORUM_SET_MAX_DEPTH } };
+function depthProblem(path: string[]): Problem {
+  return { path, code: 'quorum_set_too_deep', limit: QUORUM_SET_MAX_DEPTH };
 }
 
 /**
  * Parses an untrusted quorum set and checks the design note's sanity rules: `t` a whole number with
  * `1 <= t <= entries`, no node twice anywhere, nesting depth <= 4 (a flat set has depth 1), 1..1000
  * nodes in all, node ids well formed, and, when `self` is given, self not listed (it is implicit).
- * A missing `v` or `i` means an empty list; a missing `t` is an issue (callers that default it fill it in).
- * Issues are pydantic style with `loc` inside the set, e.g. `['i', '0', 't']`.
+ * A missing `v` or `i` means an empty list; a missing `t` is a problem (callers that default it fill it in).
+ * Problems have their `path` inside the set, e.g. `['i', '0', 't']`.
  */
 export function validateQuorumSet(input: unknown, options: { self?: string } = {}): Validated<QuorumSet> {
-  const issues: Issue[] = [];
+  const problems: Problem[] = [];
   const seen = new Map<string, string[]>();
-  const parsed = parseLevel(input, [], 1, issues, seen);
+  const parsed = parseLevel(input, [], 1, problems, seen);
   if (parsed) {
     if (seen.size < 1 || seen.size > QUORUM_SET_MAX_NODES) {
-      issues.push({
-        loc: [],
-        msg: `Value error, a quorum set names 1 to ${QUORUM_SET_MAX_NODES} nodes, this one names ${seen.size}`,
-        type: 'value_error',
-        ctx: { min_nodes: 1, max_nodes: QUORUM_SET_MAX_NODES, nodes: seen.size },
-      });
+      problems.push({ path: [], code: 'quorum_set_size', limit: QUORUM_SET_MAX_NODES, count: seen.size });
     }
     if (options.self !== undefined && seen.has(options.self)) {
-      issues.push({
-        loc: seen.get(options.self) ?? [],
-        msg: 'Value error, a node does not list itself in its slice: self is implicit',
-        type: 'value_error',
-        input: options.self,
-      });
+      problems.push({ path: seen.get(options.self) ?? [], code: 'self_in_slice', input: options.self });
     }
   }
-  if (issues.length > 0 || !parsed) return { ok: false, issues };
+  if (problems.length > 0 || !parsed) return { ok: false, problems };
   return { ok: true, value: parsed };
 }
 
@@ -229,49 +219,36 @@ function parseLevel(
   input: unknown,
   loc: string[],
   depth: number,
-  issues: Issue[],
+  problems: Problem[],
   seen: Map<string, string[]>,
 ): QuorumSet | undefined {
   if (!isPlainObject(input)) {
-    issues.push(notAnObjectIssue(loc, input));
+    problems.push(notAnObject(loc, input));
     return undefined;
   }
-  const before = issues.length;
+  const before = problems.length;
   for (const key of Object.keys(input)) {
     if (key !== 't' && key !== 'v' && key !== 'i') {
-      issues.push({ loc: [...loc, key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: input[key] });
+      problems.push({ path: [...loc, key], code: 'extra', input: input[key] });
     }
   }
   const t = input.t;
-  if (!('t' in input)) issues.push({ loc: [...loc, 't'], msg: 'Field required', type: 'missing' });
-  else if (typeof t !== 'number' || !Number.isSafeInteger(t)) {
-    issues.push({ loc: [...loc, 't'], msg: 'Input should be a valid integer', type: 'int_type', input: t });
-  }
+  if (!('t' in input)) problems.push({ path: [...loc, 't'], code: 'missing' });
+  else if (typeof t !== 'number' || !Number.isSafeInteger(t)) problems.push({ path: [...loc, 't'], code: 'not_integer', input: t });
   const v: string[] = [];
   const rawV = 'v' in input ? input.v : [];
   if (!Array.isArray(rawV)) {
-    issues.push({ loc: [...loc, 'v'], msg: 'Input should be a valid list', type: 'list_type', input: rawV });
+    problems.push({ path: [...loc, 'v'], code: 'not_list', input: rawV });
   } else {
     rawV.forEach((node: unknown, k) => {
       const at = [...loc, 'v', String(k)];
       if (!isNodeId(node)) {
-        issues.push({
-          loc: at,
-          msg: "String should match pattern '^[0-9a-f]{64}$'",
-          type: 'string_pattern_mismatch',
-          input: node,
-          ctx: { pattern: '^[0-9a-f]{64}$' },
-        });
+        problems.push({ path: at, code: 'pattern_mismatch', input: node, expected: HEX64_PATTERN });
         return;
       }
       const first = seen.get(node);
       if (first) {
-        issues.push({
-          loc: at,
-          msg: `Value error, node listed twice (first at ${first.join('.')})`,
-          type: 'value_error',
-          input: node,
-        });
+        problems.push({ path: at, code: 'node_twice', input: node, note: `first at ${first.join('.')}` });
         return;
       }
       seen.set(node, at);
@@ -281,26 +258,20 @@ function parseLevel(
   const i: QuorumSet[] = [];
   const rawI = 'i' in input ? input.i : [];
   if (!Array.isArray(rawI)) {
-    issues.push({ loc: [...loc, 'i'], msg: 'Input should be a valid list', type: 'list_type', input: rawI });
+    problems.push({ path: [...loc, 'i'], code: 'not_list', input: rawI });
   } else if (rawI.length > 0 && depth >= QUORUM_SET_MAX_DEPTH) {
     // Never recurses past the limit, so this walk is as shallow as the limit.
-    issues.push(depthIssue([...loc, 'i']));
+    problems.push(depthProblem([...loc, 'i']));
   } else {
     rawI.forEach((inner: unknown, k) => {
-      const parsed = parseLevel(inner, [...loc, 'i', String(k)], depth + 1, issues, seen);
+      const parsed = parseLevel(inner, [...loc, 'i', String(k)], depth + 1, problems, seen);
       if (parsed) i.push(parsed);
     });
   }
-  if (issues.length > before || typeof t !== 'number') return undefined;
+  if (problems.length > before || typeof t !== 'number') return undefined;
   const entries = v.length + i.length;
   if (t < 1 || t > entries) {
-    issues.push({
-      loc: [...loc, 't'],
-      msg: `Value error, t must be between 1 and the number of entries (${entries})`,
-      type: 'value_error',
-      input: t,
-      ctx: { entries },
-    });
+    problems.push({ path: [...loc, 't'], code: 'threshold_range', input: t, limit: entries });
     return undefined;
   }
   return { t, v, i };

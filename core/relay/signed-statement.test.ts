@@ -1,7 +1,7 @@
 import { createHash, createPublicKey, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { claimId } from './claim.js';
-import { RelayError } from './issue.js';
+import { RelayError } from './problem.js';
 import { authorshipMismatch, parseItemAuthorship, signItemAuthorship, verifyItemAuthorship } from './item-authorship.js';
 import { generateNodeKey } from './node-id.js';
 import { quorumSetHash } from './quorum-set.js';
@@ -53,27 +53,27 @@ describe('x.item/1 authorship', () => {
   });
 
   it('parses strictly: unknown keys, a title on a claim, a file without its title, a bad sig', () => {
-    const issues = (input: unknown) => {
+    const problems = (input: unknown) => {
       const r = parseItemAuthorship(input);
-      return r.ok ? [] : r.issues.map((i) => `${i.loc.join('.')}:${i.type}`);
+      return r.ok ? [] : r.problems.map((p) => `${p.path.join('.')}:${p.code}`);
     };
-    expect(issues({ ...claimDoc, extra: 1 })).toEqual(['extra:extra_forbidden']);
-    expect(issues({ ...claimDoc, title: 'boots' })).toEqual(['title:extra_forbidden']);
-    expect(issues({ ...claimDoc, type: 'file' })).toEqual(['title:missing', 'media_type:missing']);
-    expect(issues({ ...claimDoc, sig: 'short' })).toEqual(['sig:value_error']);
-    expect(issues([])).toEqual([':model_attributes_type']);
+    expect(problems({ ...claimDoc, extra: 1 })).toEqual(['extra:extra']);
+    expect(problems({ ...claimDoc, title: 'boots' })).toEqual(['title:extra']);
+    expect(problems({ ...claimDoc, type: 'file' })).toEqual(['title:missing', 'media_type:missing']);
+    expect(problems({ ...claimDoc, sig: 'short' })).toEqual(['sig:signature_text']);
+    expect(problems([])).toEqual([':not_object']);
   });
 
   it('names the first field that disagrees with the item', () => {
     const base = { id: item, type: 'claim' as const, author: author.nodeId, title: 'boots', media_type: null };
     expect(authorshipMismatch(claimDoc, base)).toBeNull();
-    expect(authorshipMismatch(claimDoc, { ...base, id: 'c'.repeat(64) })?.field).toBe('item');
-    expect(authorshipMismatch(claimDoc, { ...base, author: other.nodeId })?.field).toBe('author');
-    expect(authorshipMismatch(claimDoc, { ...base, type: 'file' })?.field).toBe('type');
+    expect(authorshipMismatch(claimDoc, { ...base, id: 'c'.repeat(64) })?.path).toEqual(['item']);
+    expect(authorshipMismatch(claimDoc, { ...base, author: other.nodeId })?.path).toEqual(['author']);
+    expect(authorshipMismatch(claimDoc, { ...base, type: 'file' })?.path).toEqual(['type']);
     const file = { id: 'a'.repeat(64), type: 'file' as const, author: author.nodeId, title: 'fw.bin', media_type: 'application/octet-stream' };
     expect(authorshipMismatch(fileDoc, file)).toBeNull();
-    expect(authorshipMismatch(fileDoc, { ...file, title: 'renamed' })?.field).toBe('title');
-    expect(authorshipMismatch(fileDoc, { ...file, media_type: 'text/html' })?.field).toBe('media_type');
+    expect(authorshipMismatch(fileDoc, { ...file, title: 'renamed' })?.path).toEqual(['title']);
+    expect(authorshipMismatch(fileDoc, { ...file, media_type: 'text/html' })?.path).toEqual(['media_type']);
   });
 });
 
@@ -96,7 +96,7 @@ describe('x.slice/1 declarations', () => {
 
   it('refuses a slice_hash that is not the hash of the slice, and a slice naming its own node', () => {
     const wrongHash = parseSliceDeclaration({ ...doc, slice_hash: 'd'.repeat(64) });
-    expect(wrongHash.ok ? [] : wrongHash.issues.map((i) => i.loc.join('.'))).toEqual(['slice_hash']);
+    expect(wrongHash.ok ? [] : wrongHash.problems.map((p) => p.path.join('.'))).toEqual(['slice_hash']);
     const self = parseSliceDeclaration({ ...doc, slice: { t: 1, v: [author.nodeId], i: [] } });
     expect(self.ok).toBe(false);
     expect(() => signSliceDeclaration({ node_id: author.nodeId, slice: { t: 1, v: [author.nodeId], i: [] }, updated_ms: 1 }, author.secretKey)).toThrow(RelayError);

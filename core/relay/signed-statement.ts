@@ -1,6 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
 import { publicKeyFromSecret, signEd25519, verifyEd25519 } from './ed25519.js';
-import { type Issue, RelayError, isPlainObject, notAnObjectIssue } from './issue.js';
+import { HEX64_PATTERN, type Problem, RelayError, isPlainObject } from './problem.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
 import { isSignatureText } from './vote.js';
 
@@ -40,9 +40,9 @@ export function signStatement<T extends Record<string, unknown>>(doc: T, secretK
   return { ...(unsigned as T), sig };
 }
 
-/** Field checks shared by the statement parsers; each pushes pydantic-style issues. */
+/** Field checks shared by the statement parsers; each pushes neutral problems. */
 export class FieldChecks {
-  readonly issues: Issue[] = [];
+  readonly problems: Problem[] = [];
   constructor(readonly input: Record<string, unknown>) {}
 
   has(key: string): boolean {
@@ -50,54 +50,44 @@ export class FieldChecks {
   }
 
   literal(key: string, expected: readonly string[]): void {
-    if (!this.has(key)) this.issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
-    else if (!expected.includes(this.input[key] as string)) {
-      const text = expected.map((e) => `'${e}'`).join(' or ');
-      this.issues.push({ loc: [key], msg: `Input should be ${text}`, type: 'literal_error', input: this.input[key], ctx: { expected: text } });
-    }
+    if (!this.has(key)) this.problems.push({ path: [key], code: 'missing' });
+    else if (!expected.includes(this.input[key] as string)) this.problems.push({ path: [key], code: 'not_one_of', input: this.input[key], expected });
   }
 
+  /** `what` says what the hex names ("a node_id"). */
   hex64(key: string, what: string): void {
-    if (!this.has(key)) this.issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
-    else if (typeof this.input[key] !== 'string' || !/^[0-9a-f]{64}$/.test(this.input[key])) {
-      this.issues.push({ loc: [key], msg: `String should match pattern '^[0-9a-f]{64}$' (${what})`, type: 'string_pattern_mismatch', input: this.input[key], ctx: { pattern: '^[0-9a-f]{64}$' } });
+    if (!this.has(key)) this.problems.push({ path: [key], code: 'missing' });
+    else if (typeof this.input[key] !== 'string' || !HEX64.test(this.input[key])) {
+      this.problems.push({ path: [key], code: 'pattern_mismatch', input: this.input[key], expected: HEX64_PATTERN, note: what });
     }
   }
 
   string(key: string, maxChars: number): void {
-    if (!this.has(key)) this.issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
-    else if (typeof this.input[key] !== 'string') this.issues.push({ loc: [key], msg: 'Input should be a valid string', type: 'string_type', input: this.input[key] });
-    else if ([...(this.input[key] as string)].length > maxChars) {
-      this.issues.push({ loc: [key], msg: `String should have at most ${maxChars} characters`, type: 'string_too_long', input: this.input[key], ctx: { max_length: maxChars } });
-    }
+    if (!this.has(key)) this.problems.push({ path: [key], code: 'missing' });
+    else if (typeof this.input[key] !== 'string') this.problems.push({ path: [key], code: 'not_string', input: this.input[key] });
+    else if ([...(this.input[key] as string)].length > maxChars) this.problems.push({ path: [key], code: 'too_long', input: this.input[key], limit: maxChars });
   }
 
+  /** `unit` names what the number counts ("Unix milliseconds"). */
   wholeNumber(key: string, unit: string): void {
     const value = this.input[key];
-    if (!this.has(key)) this.issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
-    else if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-      this.issues.push({ loc: [key], msg: `Input should be a non-negative integer (${unit})`, type: 'int_type', input: value });
-    }
+    if (!this.has(key)) this.problems.push({ path: [key], code: 'missing' });
+    else if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) this.problems.push({ path: [key], code: 'not_whole_number', input: value, note: unit });
   }
 
   signature(): void {
-    if (!this.has('sig')) this.issues.push({ loc: ['sig'], msg: 'Field required', type: 'missing' });
-    else if (!isSignatureText(this.input.sig)) {
-      this.issues.push({ loc: ['sig'], msg: 'Value error, sig must be 64 bytes in canonical unpadded base64url (86 characters)', type: 'value_error', input: this.input.sig });
-    }
+    if (!this.has('sig')) this.problems.push({ path: ['sig'], code: 'missing' });
+    else if (!isSignatureText(this.input.sig)) this.problems.push({ path: ['sig'], code: 'signature_text', input: this.input.sig });
   }
 
   /** Refuses keys outside `known` (they would be signed but meaningless). */
   onlyKnown(known: ReadonlySet<string>): void {
     for (const key of Object.keys(this.input)) {
-      if (!known.has(key)) this.issues.push({ loc: [key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: this.input[key] });
+      if (!known.has(key)) this.problems.push({ path: [key], code: 'extra', input: this.input[key] });
     }
   }
 }
 
-/** The issue for input that is not a JSON object. */
-export function notAnObject(input: unknown): Issue[] {
-  return [notAnObjectIssue([], input)];
-}
+const HEX64 = new RegExp(HEX64_PATTERN);
 
 export { isPlainObject };

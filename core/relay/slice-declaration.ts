@@ -1,7 +1,7 @@
-import { type Validated, isPlainObject, unwrap } from './issue.js';
+import { type Validated, isPlainObject, notAnObject, unwrap } from './problem.js';
 import { isNodeId } from './node-id.js';
 import { type QuorumSet, normalizeQuorumSet, quorumSetHash, validateQuorumSet } from './quorum-set.js';
-import { FieldChecks, notAnObject, signStatement, verifyStatement } from './signed-statement.js';
+import { FieldChecks, signStatement, verifyStatement } from './signed-statement.js';
 
 /**
  * x.slice/1: a node's signed declaration of its published slice, so relays forward the node's own
@@ -34,25 +34,25 @@ const KNOWN = new Set(['schema', 'node_id', 'slice', 'slice_hash', 'updated_ms',
  * The slice must pass the sanity rules (not naming its own node) and `slice_hash` must be its hash.
  */
 export function parseSliceDeclaration(input: unknown): Validated<SliceDeclaration> {
-  if (!isPlainObject(input)) return { ok: false, issues: notAnObject(input) };
+  if (!isPlainObject(input)) return { ok: false, problems: [notAnObject([], input)] };
   const f = new FieldChecks(input);
   f.literal('schema', [SLICE_DECLARATION_SCHEMA]);
   f.hex64('node_id', 'a node_id');
   let slice: QuorumSet | undefined;
-  if (!f.has('slice')) f.issues.push({ loc: ['slice'], msg: 'Field required', type: 'missing' });
+  if (!f.has('slice')) f.problems.push({ path: ['slice'], code: 'missing' });
   else {
     const parsed = validateQuorumSet(input.slice, isNodeId(input.node_id) ? { self: input.node_id } : {});
     if (parsed.ok) slice = parsed.value;
-    else for (const issue of parsed.issues) f.issues.push({ ...issue, loc: ['slice', ...issue.loc] });
+    else for (const problem of parsed.problems) f.problems.push({ ...problem, path: ['slice', ...problem.path] });
   }
   f.hex64('slice_hash', 'quorumSetHash of the slice');
   if (slice && typeof input.slice_hash === 'string' && input.slice_hash !== quorumSetHash(slice)) {
-    f.issues.push({ loc: ['slice_hash'], msg: `Value error, slice_hash is not the hash of slice (${quorumSetHash(slice)})`, type: 'value_error', input: input.slice_hash });
+    f.problems.push({ path: ['slice_hash'], code: 'slice_hash_mismatch', input: input.slice_hash, expected: quorumSetHash(slice) });
   }
   f.wholeNumber('updated_ms', 'Unix milliseconds');
   f.signature();
   f.onlyKnown(KNOWN);
-  if (f.issues.length > 0 || !slice) return { ok: false, issues: f.issues };
+  if (f.problems.length > 0 || !slice) return { ok: false, problems: f.problems };
   return {
     ok: true,
     value: { schema: SLICE_DECLARATION_SCHEMA, node_id: input.node_id as string, slice, slice_hash: input.slice_hash as string, updated_ms: input.updated_ms as number, sig: input.sig as string },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { claimId } from './claim.js';
-import { RelayError } from './issue.js';
+import { RelayError } from './problem.js';
 import { generateNodeKey } from './node-id.js';
 import { type UnsignedVote, parseVote, signVote, verifyVote, voteSigningBytes } from './vote.js';
 
@@ -57,9 +57,9 @@ describe('signVote and verifyVote', () => {
 
 describe('parseVote', () => {
   const vote = signVote(unsigned, voter.secretKey);
-  const issueTypes = (input: unknown) => {
+  const problemCodes = (input: unknown) => {
     const result = parseVote(input);
-    return result.ok ? [] : result.issues.map((i) => [i.loc.join('.'), i.type]);
+    return result.ok ? [] : result.problems.map((p) => [p.path.join('.'), p.code]);
   };
   it('accepts a signed vote with slice or slice_hash', () => {
     expect(parseVote(vote)).toEqual({ ok: true, value: vote });
@@ -67,22 +67,22 @@ describe('parseVote', () => {
     expect(parseVote({ ...rest, slice_hash: 'ab'.repeat(32) }).ok).toBe(true);
   });
   it('names each bad field', () => {
-    expect(issueTypes({ ...vote, schema: 'x.vote/2' })).toEqual([['schema', 'literal_error']]);
-    expect(issueTypes({ ...vote, value: 'maybe' })).toEqual([['value', 'literal_error']]);
-    expect(issueTypes({ ...vote, item: 'AB'.repeat(32) })).toEqual([['item', 'string_pattern_mismatch']]);
-    expect(issueTypes({ ...vote, created_at: 1.5 })).toEqual([['created_at', 'int_type']]);
-    expect(issueTypes({ ...vote, created_at: -1 })).toEqual([['created_at', 'greater_than_equal']]);
-    expect(issueTypes({ ...vote, sig: `${vote.sig}=` })).toEqual([['sig', 'value_error']]);
-    expect(issueTypes({ ...vote, extra: 1 })).toEqual([['extra', 'extra_forbidden']]);
-    expect(issueTypes({ ...vote, slice_hash: 'ab'.repeat(32) })).toEqual([['slice_hash', 'value_error']]);
-    expect(issueTypes({ ...vote, slice: { t: 1, v: [voter.nodeId], i: [] } })).toEqual([['slice.v.0', 'value_error']]);
-    expect(issueTypes({ ...vote, slice: { t: 3, v: [other.nodeId], i: [] } })).toEqual([['slice.t', 'value_error']]);
+    expect(problemCodes({ ...vote, schema: 'x.vote/2' })).toEqual([['schema', 'not_one_of']]);
+    expect(problemCodes({ ...vote, value: 'maybe' })).toEqual([['value', 'not_one_of']]);
+    expect(problemCodes({ ...vote, item: 'AB'.repeat(32) })).toEqual([['item', 'pattern_mismatch']]);
+    expect(problemCodes({ ...vote, created_at: 1.5 })).toEqual([['created_at', 'not_integer']]);
+    expect(problemCodes({ ...vote, created_at: -1 })).toEqual([['created_at', 'below_minimum']]);
+    expect(problemCodes({ ...vote, sig: `${vote.sig}=` })).toEqual([['sig', 'signature_text']]);
+    expect(problemCodes({ ...vote, extra: 1 })).toEqual([['extra', 'extra']]);
+    expect(problemCodes({ ...vote, slice_hash: 'ab'.repeat(32) })).toEqual([['slice_hash', 'slice_and_slice_hash']]);
+    expect(problemCodes({ ...vote, slice: { t: 1, v: [voter.nodeId], i: [] } })).toEqual([['slice.v.0', 'self_in_slice']]);
+    expect(problemCodes({ ...vote, slice: { t: 3, v: [other.nodeId], i: [] } })).toEqual([['slice.t', 'threshold_range']]);
     const { sig: _sig, slice: _slice, ...bare } = vote;
-    expect(issueTypes(bare)).toEqual([
+    expect(problemCodes(bare)).toEqual([
       ['sig', 'missing'],
       ['slice', 'missing'],
     ]);
-    expect(issueTypes('vote')).toEqual([['', 'model_attributes_type']]);
+    expect(problemCodes('vote')).toEqual([['', 'not_object']]);
   });
   it('takes a hint nested 32 deep and refuses one nested deeper (a relay serialises what it stores)', () => {
     const vote = signVote(unsigned, voter.secretKey);
@@ -92,7 +92,7 @@ describe('parseVote', () => {
     for (const hint of [nested(33), nested(100_000), { a: nested(32) }]) {
       const parsed = parseVote({ ...vote, hint });
       expect(parsed.ok).toBe(false);
-      expect(!parsed.ok && parsed.issues).toEqual([{ loc: ['hint'], msg: 'Value error, hint nests at most 32 deep', type: 'value_error', ctx: { max_depth: 32 } }]);
+      expect(!parsed.ok && parsed.problems).toEqual([{ path: ['hint'], code: 'hint_too_deep', limit: 32 }]);
     }
   });
 
@@ -103,7 +103,7 @@ describe('parseVote', () => {
     for (const hint of [text(4098), ['x'.repeat(5000)], { note: 'x'.repeat(400_000) }]) {
       const parsed = parseVote({ ...vote, hint });
       expect(parsed.ok).toBe(false);
-      expect(!parsed.ok && parsed.issues).toEqual([{ loc: ['hint'], msg: 'Value error, hint is at most 4096 bytes of JSON', type: 'value_error', ctx: { max_bytes: 4096 } }]);
+      expect(!parsed.ok && parsed.problems).toEqual([{ path: ['hint'], code: 'hint_too_big', limit: 4096 }]);
     }
   });
 
@@ -113,7 +113,7 @@ describe('parseVote', () => {
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
     const sibling = alphabet[alphabet.indexOf(last) + 1] as string;
     expect(Buffer.from(vote.sig.slice(0, -1) + sibling, 'base64url')).toEqual(Buffer.from(vote.sig, 'base64url'));
-    expect(issueTypes({ ...vote, sig: vote.sig.slice(0, -1) + sibling })).toEqual([['sig', 'value_error']]);
+    expect(problemCodes({ ...vote, sig: vote.sig.slice(0, -1) + sibling })).toEqual([['sig', 'signature_text']]);
     expect(verifyVote({ ...vote, sig: vote.sig.slice(0, -1) + sibling })).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import { canonicalJson } from './canonical-json.js';
 import { isItemId } from './claim.js';
 import { type KeyVerdict, publicKeyFromSecret, signEd25519, verifyEd25519, verifyEd25519Async } from './ed25519.js';
-import { type Issue, RelayError, type Validated, isPlainObject, unwrap, notAnObjectIssue } from './issue.js';
+import { HEX64_PATTERN, type Problem, RelayError, type Validated, isPlainObject, notAnObject, unwrap } from './problem.js';
 import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
 import { type QuorumSet, validateQuorumSet } from './quorum-set.js';
 
@@ -109,85 +109,62 @@ function has(input: Record<string, unknown>, key: string): boolean {
 }
 
 /** Module functions, not closures made on each `parseVote` (a relay parses one per vote it receives). */
-function literal(input: Record<string, unknown>, issues: Issue[], key: string, expected: readonly string[]): void {
-  if (!has(input, key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
-  else if (!expected.includes(input[key] as string)) {
-    const list = expected.map((e) => `'${e}'`);
-    const text = list.length === 1 ? list[0] : `${list.slice(0, -1).join(', ')} or ${list.at(-1)}`;
-    issues.push({ loc: [key], msg: `Input should be ${text}`, type: 'literal_error', input: input[key], ctx: { expected: text } });
-  }
+function literal(input: Record<string, unknown>, problems: Problem[], key: string, expected: readonly string[]): void {
+  if (!has(input, key)) problems.push({ path: [key], code: 'missing' });
+  else if (!expected.includes(input[key] as string)) problems.push({ path: [key], code: 'not_one_of', input: input[key], expected });
 }
 
-function hex(input: Record<string, unknown>, issues: Issue[], key: string, what: string): void {
-  if (!has(input, key)) issues.push({ loc: [key], msg: 'Field required', type: 'missing' });
-  else if (!isItemId(input[key])) {
-    issues.push({
-      loc: [key],
-      msg: `String should match pattern '^[0-9a-f]{64}$' (${what})`,
-      type: 'string_pattern_mismatch',
-      input: input[key],
-      ctx: { pattern: '^[0-9a-f]{64}$' },
-    });
-  }
+/** `what` says what the hex names ("a node_id"). */
+function hex(input: Record<string, unknown>, problems: Problem[], key: string, what: string): void {
+  if (!has(input, key)) problems.push({ path: [key], code: 'missing' });
+  else if (!isItemId(input[key])) problems.push({ path: [key], code: 'pattern_mismatch', input: input[key], expected: HEX64_PATTERN, note: what });
 }
 
 /**
  * Parses an untrusted x.vote/1 document into a `Vote` (the signature is NOT checked here: call
- * `verifyVote`). Unknown top-level fields are refused (`extra_forbidden`): they would be signed but
+ * `verifyVote`). Unknown top-level fields are refused (`extra`): they would be signed but
  * meaningless, and a relay must be able to re-serialise what it stores.
  */
 export function parseVote(input: unknown): Validated<Vote> {
   if (!isPlainObject(input)) {
-    return { ok: false, issues: [notAnObjectIssue([], input)] };
+    return { ok: false, problems: [notAnObject([], input)] };
   }
-  const issues: Issue[] = [];
-  literal(input, issues, 'schema', [VOTE_SCHEMA]);
-  literal(input, issues, 'scheme', [VOTE_SCHEME]);
-  hex(input, issues, 'item', 'an item id, SHA-256 hex');
-  hex(input, issues, 'voter', 'a node_id');
-  literal(input, issues, 'value', voteValues);
-  literal(input, issues, 'phase', votePhases);
-  if (!has(input, 'created_at')) issues.push({ loc: ['created_at'], msg: 'Field required', type: 'missing' });
+  const problems: Problem[] = [];
+  literal(input, problems, 'schema', [VOTE_SCHEMA]);
+  literal(input, problems, 'scheme', [VOTE_SCHEME]);
+  hex(input, problems, 'item', 'an item id, SHA-256 hex');
+  hex(input, problems, 'voter', 'a node_id');
+  literal(input, problems, 'value', voteValues);
+  literal(input, problems, 'phase', votePhases);
+  if (!has(input, 'created_at')) problems.push({ path: ['created_at'], code: 'missing' });
   else {
     const at = input.created_at;
-    if (typeof at !== 'number' || !Number.isSafeInteger(at)) {
-      issues.push({ loc: ['created_at'], msg: 'Input should be a valid integer (Unix seconds)', type: 'int_type', input: at });
-    } else if (at < 0) {
-      issues.push({ loc: ['created_at'], msg: 'Input should be greater than or equal to 0', type: 'greater_than_equal', input: at, ctx: { ge: 0 } });
-    }
+    if (typeof at !== 'number' || !Number.isSafeInteger(at)) problems.push({ path: ['created_at'], code: 'not_integer', input: at, note: 'Unix seconds' });
+    else if (at < 0) problems.push({ path: ['created_at'], code: 'below_minimum', input: at, limit: 0 });
   }
-  if (!has(input, 'sig')) issues.push({ loc: ['sig'], msg: 'Field required', type: 'missing' });
-  else if (!isSignatureText(input.sig)) {
-    issues.push({
-      loc: ['sig'],
-      msg: 'Value error, sig must be 64 bytes in canonical unpadded base64url (86 characters)',
-      type: 'value_error',
-      input: input.sig,
-    });
-  }
+  if (!has(input, 'sig')) problems.push({ path: ['sig'], code: 'missing' });
+  else if (!isSignatureText(input.sig)) problems.push({ path: ['sig'], code: 'signature_text', input: input.sig });
   let slice: QuorumSet | undefined;
   if (has(input, 'slice') && has(input, 'slice_hash')) {
-    issues.push({ loc: ['slice_hash'], msg: 'Value error, give either slice or slice_hash, not both', type: 'value_error' });
+    problems.push({ path: ['slice_hash'], code: 'slice_and_slice_hash' });
   } else if (has(input, 'slice')) {
     const parsed = validateQuorumSet(input.slice, isNodeId(input.voter) ? { self: input.voter } : {});
     if (parsed.ok) slice = parsed.value;
-    else for (const issue of parsed.issues) issues.push({ ...issue, loc: ['slice', ...issue.loc] });
+    else for (const problem of parsed.problems) problems.push({ ...problem, path: ['slice', ...problem.path] });
   } else if (has(input, 'slice_hash')) {
-    hex(input, issues, 'slice_hash', 'quorumSetHash of the slice');
+    hex(input, problems, 'slice_hash', 'quorumSetHash of the slice');
   } else {
-    issues.push({ loc: ['slice'], msg: 'Field required (slice or slice_hash)', type: 'missing' });
+    problems.push({ path: ['slice'], code: 'missing', note: 'slice or slice_hash' });
   }
   for (const key of Object.keys(input)) {
-    if (!KNOWN_FIELDS.has(key)) {
-      issues.push({ loc: [key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden', input: input[key] });
-    }
+    if (!KNOWN_FIELDS.has(key)) problems.push({ path: [key], code: 'extra', input: input[key] });
   }
   if (has(input, 'hint') && nestsDeeperThan(input.hint, VOTE_HINT_MAX_DEPTH)) {
-    issues.push({ loc: ['hint'], msg: `Value error, hint nests at most ${VOTE_HINT_MAX_DEPTH} deep`, type: 'value_error', ctx: { max_depth: VOTE_HINT_MAX_DEPTH } });
+    problems.push({ path: ['hint'], code: 'hint_too_deep', limit: VOTE_HINT_MAX_DEPTH });
   } else if (has(input, 'hint') && jsonBytes(input.hint) > VOTE_HINT_MAX_BYTES) {
-    issues.push({ loc: ['hint'], msg: `Value error, hint is at most ${VOTE_HINT_MAX_BYTES} bytes of JSON`, type: 'value_error', ctx: { max_bytes: VOTE_HINT_MAX_BYTES } });
+    problems.push({ path: ['hint'], code: 'hint_too_big', limit: VOTE_HINT_MAX_BYTES });
   }
-  if (issues.length > 0) return { ok: false, issues };
+  if (problems.length > 0) return { ok: false, problems };
   const vote: Vote = {
     schema: VOTE_SCHEMA,
     scheme: VOTE_SCHEME,
@@ -229,7 +206,7 @@ export function signVote(unsigned: UnsignedVote, secretKey: Uint8Array): Vote {
   if (signerId !== unsigned.voter) {
     throw new RelayError(`secret key belongs to node ${signerId}, not to voter ${String(unsigned.voter)}`);
   }
-  // Parse first (with a well-formed placeholder sig): a malformed document is refused with its issues
+  // Parse first (with a well-formed placeholder sig): a malformed document is refused with its problems
   // before anything is signed, and the signed bytes are those of the parsed, typed document.
   const parsed = unwrap(parseVote({ ...unsigned, sig: PLACEHOLDER_SIG }), 'vote');
   const sig = Buffer.from(signEd25519(voteSigningBytes(parsed), secretKey)).toString('base64url');

@@ -1,8 +1,8 @@
 import { type Clock, sleep } from '../../core/clock.js';
-import type { DebugEventBatch, WorkerLink } from '../worker/worker-link.js';
+import { type DebugChannel, DebugChannelRefused, type WorkerLink } from '../worker/worker-link.js';
 import type { DebuggerConnection, GdbBridge } from './gdb-bridge.js';
 
-type DebugLink = Required<Pick<WorkerLink, 'debugEvents' | 'debugSend'>>;
+type DebugLink = Required<Pick<WorkerLink, 'debugConnect'>>;
 
 export interface RelayedDebuggersOptions {
   link: DebugLink;
@@ -10,66 +10,85 @@ export interface RelayedDebuggersOptions {
   clock: Clock;
   /** Aborted when the job ends: the pump stops and every relayed connection closes. */
   signal: AbortSignal;
-  /** Host ms before asking again after the server could not be reached (doubles up to 30 000). */
+  /** Host ms before connecting again after the server could not be reached (doubles up to 30 000). */
   retryMs: number;
   logError: (message: string, cause?: unknown) => void;
 }
 
 /**
- * Brings the debuggers a bench server relays for a debug job (decision 0560) to the job's bridge:
+ * Brings the debuggers a bench server relays for a debug job (decision 0625) to the job's bridge:
  * each stream the server opens becomes one `DebuggerConnection`, so the bridge's rules (RSP
  * checked before the target, one debugger at a time, the idle timeout) hold for them as for a
- * local TCP debugger. The worker only ever dials out: it long-polls what debuggers sent and posts
- * what the target answers, in order per stream. Never rejects.
+ * local TCP debugger. The worker only ever dials out: one channel per job, dialled again when it
+ * drops while the job runs. Never rejects.
  */
 export async function pumpRelayedDebuggers(bridge: GdbBridge, options: RelayedDebuggersOptions): Promise<void> {
   const { link, jobId, signal } = options;
-  const streams = new Map<string, RelayedConnection>();
   let retryMs = options.retryMs;
-  signal.addEventListener('abort', () => {
-    for (const stream of streams.values()) stream.closedByPeer();
-  });
   while (!signal.aborted) {
-    let batch: DebugEventBatch;
+    const streams = new Map<number, RelayedConnection>();
+    const closeAll = () => {
+      for (const stream of streams.values()) stream.closedByPeer();
+      streams.clear();
+    };
+    let settle: (how: { ended: boolean }) => void = () => undefined;
+    const settled = new Promise<{ ended: boolean }>((resolve) => (settle = resolve));
+    // A stream may open before the connect's answer is taken: what the bridge writes meanwhile waits.
+    let channel: DebugChannel | undefined;
+    const early: Array<(channel: DebugChannel) => void> = [];
+    const toChannel = (fn: (channel: DebugChannel) => void) => (channel ? fn(channel) : void early.push(fn));
     try {
-      batch = await link.debugEvents(jobId, signal);
+      channel = await link.debugConnect(jobId, {
+        open: (stream) => {
+          const connection = new RelayedConnection(
+            (text) => toChannel((c) => c.data(stream, text)),
+            (reason) => toChannel((c) => c.close(stream, reason)),
+          );
+          streams.set(stream, connection);
+          connection.onClose(() => streams.delete(stream));
+          bridge.accept(connection);
+        },
+        data: (stream, text) => streams.get(stream)?.receive(text),
+        close: (stream) => streams.get(stream)?.closedByPeer(),
+        ended: () => settle({ ended: true }),
+        dropped: (reason) => {
+          options.logError(`the debug channel of job ${jobId} dropped (${reason}); connecting again`);
+          settle({ ended: false });
+        },
+      });
+      for (const fn of early.splice(0)) fn(channel);
       retryMs = options.retryMs;
     } catch (err) {
-      if (signal.aborted) break;
-      options.logError(`fetching the debugger streams of job ${jobId} failed; asking again in ${retryMs} ms`, err);
+      if (signal.aborted || err instanceof DebugChannelRefused) break;
+      options.logError(`connecting the debug channel of job ${jobId} failed; trying again in ${retryMs} ms`, err);
       await sleep(options.clock, retryMs, signal).catch(() => undefined);
       retryMs = Math.min(retryMs * 2, 30_000);
       continue;
     }
-    for (const event of batch.events) {
-      if (event.kind === 'open') {
-        const connection = new RelayedConnection(link, jobId, event.stream, options.logError);
-        streams.set(event.stream, connection);
-        connection.onClose(() => streams.delete(event.stream));
-        bridge.accept(connection);
-      } else if (event.kind === 'data') streams.get(event.stream)?.receive(event.text);
-      else streams.get(event.stream)?.closedByPeer();
-    }
-    if (batch.ended) break;
+    // The job ended here first: the server hears why its open streams close before the channel does.
+    const onAbort = () => {
+      for (const stream of streams.keys()) channel?.close(stream, `debug job ${jobId} ended on its worker`);
+      settle({ ended: true });
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    const how = await settled;
+    signal.removeEventListener('abort', onAbort);
+    closeAll();
+    channel.end();
+    if (how.ended) break;
   }
-  for (const stream of streams.values()) stream.closedByPeer();
 }
 
-/** One relayed stream: what the bridge writes is posted to the server in order; what the debugger sent arrives by `receive`. */
+/** One relayed stream: what the bridge writes goes to the channel at once (the channel keeps the order); what the debugger sent arrives by `receive`. */
 class RelayedConnection implements DebuggerConnection {
   private dataListeners: Array<(text: string) => void> = [];
   private closeListeners: Array<() => void> = [];
-  private sending: Promise<void> = Promise.resolve();
-  private outgoing = '';
-  private closing: string | undefined;
-  private inFlight = false;
   private closed = false;
 
   constructor(
-    private readonly link: DebugLink,
-    private readonly jobId: string,
-    private readonly stream: string,
-    private readonly logError: RelayedDebuggersOptions['logError'],
+    private readonly send: (text: string) => void,
+    private readonly sendClose: (reason: string) => void,
   ) {}
 
   get destroyed(): boolean {
@@ -77,18 +96,19 @@ class RelayedConnection implements DebuggerConnection {
   }
 
   write(text: string): void {
-    if (!this.closed) this.post(text);
+    if (!this.closed && text !== '') this.send(text);
   }
 
   end(text = ''): void {
     if (this.closed) return;
-    this.post(text, 'the board closed the debug stream');
+    this.write(text);
+    this.sendClose('the board closed the debug stream');
     this.markClosed();
   }
 
   destroy(): void {
     if (this.closed) return;
-    this.post('', 'the board closed the debug stream');
+    this.sendClose('the board closed the debug stream');
     this.markClosed();
   }
 
@@ -107,35 +127,6 @@ class RelayedConnection implements DebuggerConnection {
   /** The server closed the stream (the debugger went, or its packet was refused): nothing is sent back. */
   closedByPeer(): void {
     if (!this.closed) this.markClosed();
-  }
-
-  /**
-   * Queues `text` (and the close) for the server. One request at a time keeps the order; what the
-   * target says while one is on its way goes out together in the next (an ack and its reply in one).
-   */
-  private post(text: string, closed?: string): void {
-    this.outgoing += text;
-    if (closed !== undefined) this.closing = closed;
-    if (this.inFlight) return;
-    this.inFlight = true;
-    this.sending = this.flush();
-  }
-
-  private async flush(): Promise<void> {
-    while (this.outgoing !== '' || this.closing !== undefined) {
-      const [text, closed] = [this.outgoing, this.closing];
-      this.outgoing = '';
-      this.closing = undefined;
-      try {
-        await this.link.debugSend(this.jobId, this.stream, text, closed);
-      } catch (err) {
-        this.logError(`sending to debug stream ${this.stream} of job ${this.jobId} failed; the stream is closed`, err);
-        this.outgoing = '';
-        this.closing = undefined;
-        this.closedByPeer();
-      }
-    }
-    this.inFlight = false;
   }
 
   private markClosed(): void {

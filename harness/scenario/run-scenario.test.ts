@@ -20,7 +20,7 @@ function deviceTarget(backend = new MockBackend()): ScenarioTarget {
 }
 
 const scenario = (steps: string, header = '') => parseScenario(`version: 1\nname: inline\nboard: pico\ntimeout: 1s\n${header}steps:\n${steps}`, scenarioFile);
-const flash = '  - device-flash: { firmware: firmware/pico/hello.elf }\n';
+const flash = '  - device-flash: { firmware: ../firmware/examples/pico/hello.elf }\n';
 
 describe('runScenario on a device', () => {
   it('passes waits that match, consuming output so the same line is not matched twice', async () => {
@@ -85,7 +85,7 @@ describe('runScenario on a device', () => {
     const offline = await runScenario(scenario(flash), deviceTarget(new MockBackend({ unavailable: { pico: 'probe unplugged' } })));
     expect(offline.status).toBe('unsupported');
     expect(offline.failure?.issues).toEqual(['steps[0] device-flash: backend mock cannot run pico here: probe unplugged']);
-    const unknown = await runScenario(scenario('  - device-flash: { board: "${b}", firmware: firmware/pico/hello.elf }\n'), deviceTarget(), { vars: { b: 'nonesuch' } });
+    const unknown = await runScenario(scenario('  - device-flash: { board: "${b}", firmware: ../firmware/examples/pico/hello.elf }\n'), deviceTarget(), { vars: { b: 'nonesuch' } });
     expect(unknown.status).toBe('unsupported');
     expect(unknown.failure?.message).toMatch(/unknown board nonesuch \(known: .*pico/);
   });
@@ -96,7 +96,7 @@ describe('runScenario on a device', () => {
   });
 
   it('a device error is a failure with the backend kind', async () => {
-    const r = await runScenario(scenario('  - device-flash: { firmware: firmware/uno/hello.elf }\n'), deviceTarget());
+    const r = await runScenario(scenario('  - device-flash: { firmware: ../firmware/examples/uno/hello.elf }\n'), deviceTarget());
     expect(r.status).toBe('failed');
     expect(r.failure?.message).toMatch(/device-flash on mock: bad-image: /);
   });

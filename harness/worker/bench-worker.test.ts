@@ -329,6 +329,51 @@ describe('BenchWorker', () => {
     await worker.close();
   });
 
+  it('allowed one claim per board, keeps a claim on every board that frees while claims on other boards wait unanswered (two replicas, decision 0640)', async () => {
+    const server = new FakeServer();
+    // Claims answered only by the test: like the claims of a replica's worker on boards whose jobs
+    // are queued through the other replica, nothing here wakes them.
+    const open: Array<{ boards: readonly string[]; answer: (task: WorkerTask | undefined) => void }> = [];
+    const link: WorkerLink = {
+      ...server.link,
+      claim: (boards, signal) =>
+        new Promise((resolve) => {
+          open.push({ boards, answer: resolve });
+          signal.addEventListener('abort', () => resolve(undefined), { once: true });
+        }),
+    };
+    const firmware = picoTestElf();
+    server.firmwareBySha.set(sha256(firmware), firmware);
+    const boards = ['a', 'b', 'c', 'd'];
+    const worker = new BenchWorker({
+      clock: clockFromFakeTimers(createClock(0)),
+      link,
+      boards,
+      maxClaimsInFlight: boards.length,
+      boardFor: () => ({ board: pico, backend: new MockBackend() }),
+      logError: () => undefined,
+    });
+    const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
+    /** Answers the open claim covering `board` with a job on it. */
+    const hand = (board: string) => {
+      const index = open.findIndex((c) => c.boards.includes(board));
+      expect(index, `an open claim covers ${board}`).toBeGreaterThanOrEqual(0);
+      open.splice(index, 1)[0]!.answer({ kind: 'job', jobId: `job_${board}`, board, firmwareSha256: sha256(firmware), uartSeconds: 0.35, maxUartBytes: 4096 });
+    };
+    worker.start();
+    // Jobs on a, b and c, each taken by the claim made after the one before: one claim is left, on d.
+    for (const board of ['a', 'b', 'c']) {
+      await settled();
+      hand(board);
+    }
+    await server.finishedCount(3);
+    await worker.idle();
+    await settled();
+    // a, b and c are free again: each has a claim, besides the one on d that nothing answered.
+    expect(new Set(open.flatMap((c) => c.boards))).toEqual(new Set(boards));
+    await worker.close();
+  });
+
   it('on close, stops its running job without reporting an outcome (the server fails it as interrupted)', async () => {
     const server = new FakeServer();
     const { worker } = startWorker(server);

@@ -41,6 +41,13 @@ export interface BenchWorkerOptions {
   heartbeatMs?: number;
   /** Host ms to wait before asking again after the server could not be reached; doubles up to 30 000. Default 1 000. */
   retryMs?: number;
+  /**
+   * The most claims this worker waits in at once. Default `MAX_CLAIMS_IN_FLIGHT`, what the server
+   * lets a remote worker hold over HTTP. The worker in a server's own process is held to no such
+   * limit and passes its number of boards: then a board that frees always gets a claim of its own
+   * (decision 0640).
+   */
+  maxClaimsInFlight?: number;
   logError: (message: string, cause?: unknown) => void;
 }
 
@@ -130,10 +137,16 @@ export class BenchWorker {
   private async claimLoop(): Promise<void> {
     let retryMs = this.options.retryMs ?? 1_000;
     const inFlight = new Set<Claim>();
+    // Claims in flight cover disjoint boards (a new one only boards no other covers), so at one per
+    // board a board with room is never left uncovered. Under a lower limit it is, until a claim in
+    // flight answers: with two replicas on one database, claims on boards whose jobs are queued
+    // through the other replica are not woken and answer only at their poll, and the jobs queued
+    // here for a board that freed meanwhile waited for that poll (decision 0640).
+    const maxInFlight = this.options.maxClaimsInFlight ?? MAX_CLAIMS_IN_FLIGHT;
     while (!this.closed) {
       const covered = new Set([...inFlight].flatMap((c) => c.boards));
       const idle = this.options.boards.filter((b) => (this.busy.get(b) ?? 0) < this.capacity(b) && !covered.has(b));
-      if (idle.length > 0 && inFlight.size < MAX_CLAIMS_IN_FLIGHT) {
+      if (idle.length > 0 && inFlight.size < maxInFlight) {
         const claim: Claim = { boards: idle, answer: undefined as unknown as Claim['answer'] };
         claim.answer = this.options.link.claim(idle, this.closing.signal).then(
           (ticket) => ({ claim, ticket }),

@@ -4,10 +4,9 @@ import path from 'node:path';
 import type { BoardHealth, UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { z } from 'zod';
-import { workerEventsAnswerSchema } from '../../wire/worker/debug-schemas.js';
 import { boardHealthWireSchema, claimAnswerSchema, inputAnswerSchema, jobControlSchema, okAnswerSchema, finishAnswerSchema } from '../../wire/worker/worker-schemas.js';
-import { JsonPostError, JsonPoster } from '../debug/json-post.js';
-import type { BoardHealthLink, DebugEvent, DebugEventBatch, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
+import { connectDebugChannel } from './debug-channel-ws.js';
+import type { BoardHealthLink, DebugChannel, DebugChannelHandlers, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */
 export class WorkerServerError extends Error {
@@ -58,12 +57,8 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
   /** Per job, UART a send could not deliver (the server unreachable or failing): sent again before the next batch. */
   private readonly undelivered = new Map<string, UartReport>();
 
-  /** The debug streams' hot path: kept-alive `http.request`s (decision 0560). */
-  private readonly debugPoster: JsonPoster;
-
   constructor(private readonly options: HttpWorkerLinkOptions) {
     this.base = options.serverUrl.replace(/\/+$/, '');
-    this.debugPoster = new JsonPoster(options.serverUrl, options.token);
   }
 
   /**
@@ -106,7 +101,7 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     try {
       const answer = await this.request('POST', '/api/v1/worker/claim', claimAnswerSchema, { boards, wait_seconds: this.options.claimWaitSeconds ?? 20 }, signal);
       const { job, health_check: check } = answer;
-      if (check) return { kind: 'health-check', checkId: check.check_id, board: check.board, timeoutMs: check.timeout_ms };
+      if (check) return { kind: 'health-check', checkId: check.check_id, board: check.board, ...(check.instance === undefined ? {} : { instance: check.instance }), timeoutMs: check.timeout_ms };
       return job
         ? {
             kind: 'job',
@@ -168,25 +163,9 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     }
   }
 
-  /** A long poll for what debuggers did on a debug job (`POST .../debug/events`, decision 0560); a refusal (404, 409) ends it. */
-  async debugEvents(jobId: string, signal: AbortSignal): Promise<DebugEventBatch> {
-    try {
-      const waitSeconds = this.options.claimWaitSeconds ?? 20;
-      const answer = await this.debugPoster.post(`/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/events`, workerEventsAnswerSchema, { wait_seconds: waitSeconds }, { signal, waitMs: waitSeconds * 1000 });
-      const events = answer.events.map((e): DebugEvent =>
-        e.kind === 'open' ? { stream: e.stream, kind: 'open' } : e.kind === 'data' ? { stream: e.stream, kind: 'data', text: Buffer.from(e.base64 ?? '', 'base64').toString('latin1') } : { stream: e.stream, kind: 'close', reason: e.reason ?? '' },
-      );
-      return { events, ended: answer.ended };
-    } catch (err) {
-      if (signal.aborted) return { events: [], ended: false };
-      if (err instanceof JsonPostError && (err.status === 404 || err.status === 409)) return { events: [], ended: true };
-      throw err;
-    }
-  }
-
-  /** The target's bytes for a debug stream, and/or that the board closed it (`POST .../debug/send`). */
-  async debugSend(jobId: string, stream: string, text: string, closed?: string): Promise<void> {
-    await this.debugPoster.post(`/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug/send`, okAnswerSchema, { stream, base64: Buffer.from(text, 'latin1').toString('base64'), closed: closed ?? null });
+  /** A debug job's channel: a WebSocket this worker dials (decision 0625). */
+  debugConnect(jobId: string, handlers: DebugChannelHandlers): Promise<DebugChannel> {
+    return connectDebugChannel({ serverUrl: this.options.serverUrl, token: this.options.token, jobId, clock: this.options.clock, handlers });
   }
 
   async healthCheckDone(checkId: string, outcome: HealthCheckReport): Promise<void> {

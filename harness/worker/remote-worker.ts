@@ -164,7 +164,6 @@ function bindLink(link: HttpWorkerLink) {
     finish: link.finish.bind(link),
     input: link.input.bind(link),
     healthCheckDone: link.healthCheckDone.bind(link),
-    debugEvents: link.debugEvents.bind(link),
-    debugSend: link.debugSend.bind(link),
+    debugConnect: link.debugConnect.bind(link),
   };
 }

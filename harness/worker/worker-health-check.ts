@@ -15,11 +15,13 @@ export function runWorkerHealthCheck(
   options: { clock: Clock; /** Aborts the check (the worker is stopping). */ signal: AbortSignal },
 ): { report: Promise<HealthCheckReport>; settled: Promise<void> } {
   const { clock } = options;
+  // An instance of a pool of physical boards is checked alone (decision 0606): named as such.
+  const named = ticket.instance ?? ticket.board;
   const backend = target?.healthKeeper ?? target?.backend;
   const check = backend && keepsBoardHealth(backend) ? backend.healthCheck?.bind(backend) : undefined;
   if (!backend || !check) {
     const why = backend ? `its ${backend.name} backend has no health-check run` : 'this worker does not serve it any more';
-    const report: HealthCheckReport = { passed: false, refused: true, reason: `board ${ticket.board} cannot be health-checked on this worker: ${why}`, uartText: '' };
+    const report: HealthCheckReport = { passed: false, refused: true, reason: `${ticket.instance === undefined ? `board ${ticket.board}` : `instance ${ticket.instance}`} cannot be health-checked on this worker: ${why}`, uartText: '' };
     return { report: Promise.resolve(report), settled: Promise.resolve() };
   }
   const controller = new AbortController();
@@ -30,17 +32,17 @@ export function runWorkerHealthCheck(
   const deadline = new Promise<HealthCheckReport>((resolve) => {
     timer = clock.setTimeout(() => {
       controller.abort(new Error(`health check deadline (${ticket.timeoutMs} ms)`));
-      resolve({ passed: false, reason: `health check on ${ticket.board} did not finish within ${ticket.timeoutMs / 1000} s (the ${backend.name} backend was aborted)`, uartText: '' });
+      resolve({ passed: false, reason: `health check on ${named} did not finish within ${ticket.timeoutMs / 1000} s (the ${backend.name} backend was aborted)`, uartText: '' });
     }, ticket.timeoutMs);
   });
   const running = Promise.resolve()
-    .then(() => check(ticket.board, { signal: controller.signal }))
+    .then(() => check(ticket.board, { signal: controller.signal, ...(ticket.instance === undefined ? {} : { instance: ticket.instance }) }))
     .then(
       (outcome): HealthCheckReport => outcome,
       (err: unknown): HealthCheckReport => {
         if (err instanceof BackendError && err.kind === 'unavailable') return { passed: false, refused: true, reason: err.message, uartText: '' };
         const message = err instanceof Error ? err.message : String(err);
-        return { passed: false, reason: `health check on ${ticket.board} failed: ${message}`, uartText: '' };
+        return { passed: false, reason: `health check on ${named} failed: ${message}`, uartText: '' };
       },
     );
   const report = Promise.race([running, deadline]).finally(() => {

@@ -41,23 +41,41 @@ export interface WorkerLink {
    */
   watch?(jobId: string, listener: (push: JobPush) => void): () => void;
   /**
-   * A debug job's debugger streams (issue 32, decision 0560): a long poll for what debuggers sent
-   * through the server (streams opened, their bytes, streams closed), answered at once when some
-   * is waiting, or with none when its wait runs out or `signal` aborts. `ended` once the job is no
-   * longer this worker's. Absent on a link that cannot carry debug streams.
+   * A debug job's channel for its debuggers' streams (issue 32, decision 0625): one connection the
+   * worker dials (a WebSocket for a remote worker). Resolves once connected; `handlers` then hear
+   * what debuggers do through the server, in order. Rejects with `DebugChannelRefused` when the job
+   * is not this worker's debug job there (stop), with anything else when the server could not be
+   * reached (ask again). Absent on a link that cannot carry debug streams.
    */
-  debugEvents?(jobId: string, signal: AbortSignal): Promise<DebugEventBatch>;
-  /** Bytes from the target to debug stream `stream` (latin1 text), and/or that the worker closed it (`closed`: why). */
-  debugSend?(jobId: string, stream: string, text: string, closed?: string): Promise<void>;
+  debugConnect?(jobId: string, handlers: DebugChannelHandlers): Promise<DebugChannel>;
 }
 
-/** What debuggers did through the server, in order: a stream opened, its bytes (RSP, latin1 text), a stream closed. */
-export type DebugEvent = { stream: string; kind: 'open' } | { stream: string; kind: 'data'; text: string } | { stream: string; kind: 'close'; reason: string };
+/** What a debug channel tells the worker, in order. Stream bytes are RSP as latin1 text (one char per byte). */
+export interface DebugChannelHandlers {
+  /** A debugger attached through the server: stream `stream` opened. */
+  open(stream: number): void;
+  data(stream: number, text: string): void;
+  /** The server closed `stream` (its debugger went, or sent what is not RSP). */
+  close(stream: number, reason: string): void;
+  /** The job is no longer a debug job there: the channel is closed for good. */
+  ended(reason: string): void;
+  /** The connection dropped with the job still running: its streams are gone; connect again. */
+  dropped(reason: string): void;
+}
 
-export interface DebugEventBatch {
-  events: DebugEvent[];
-  /** The job is no longer this worker's, or no longer a debug job here: stop asking. */
-  ended: boolean;
+/** The worker's side of a connected debug channel. */
+export interface DebugChannel {
+  /** The target's bytes for `stream`, in order. */
+  data(stream: number, text: string): void;
+  /** The board closed `stream` (why). */
+  close(stream: number, reason: string): void;
+  /** The worker is done with the channel (the job ended here). */
+  end(): void;
+}
+
+/** The server refused a debug channel: the job is not (or no longer) this worker's debug job there. */
+export class DebugChannelRefused extends Error {
+  override readonly name = 'DebugChannelRefused';
 }
 
 /**
@@ -95,6 +113,8 @@ export interface HealthCheckTicket {
   kind: 'health-check';
   checkId: string;
   board: string;
+  /** The instance of the board (a pool of physical boards) to check (decision 0606); absent: the board itself. */
+  instance?: string;
   /** Host ms the backend's check may run before it is aborted (and fails). */
   timeoutMs: number;
 }

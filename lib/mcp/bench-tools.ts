@@ -6,6 +6,7 @@ import type { BenchClient } from '../../clients/bench/bench-client.js';
 import { BenchApiError, BenchTimeoutError } from '../../clients/bench/bench-errors.js';
 import type { Job } from '../../clients/bench/bench-types.js';
 import { headAndTail } from '../../server/bench/job-text-view.js';
+import { MAX_TEXT_CHARS } from '../../wire/bench/job-request-schemas.js';
 
 /**
  * The bench's MCP tools (docs/mcp.md): what an AI agent does with a bench, one call each, through
@@ -43,7 +44,7 @@ const maxCharsInput = z
   .number()
   .int()
   .min(0)
-  .max(1_000_000)
+  .max(MAX_TEXT_CHARS)
   .optional()
   .describe(`characters of UART text to answer: its head and tail, with how many were cut (default ${DEFAULT_TOOL_MAX_CHARS}; 0: all)`);
 

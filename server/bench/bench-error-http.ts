@@ -37,7 +37,6 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   too_many_long_polls: 429,
   debugger_attached: 409,
   job_not_debuggable: 409,
-  debug_stream_closed: 409,
 };
 
 /** `WWW-Authenticate` of each 401, as RFC 6750 words the three cases. */

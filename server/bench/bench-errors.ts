@@ -66,8 +66,6 @@ export const BENCH_ERROR_CODES = [
   'debugger_attached',
   /** The job cannot take a debugger: it is queued, finished, or was not submitted for debugging. */
   'job_not_debuggable',
-  /** The debug stream is closed (its debugger went, or sent what is not GDB's remote protocol). */
-  'debug_stream_closed',
 ] as const;
 
 export type BenchErrorCode = (typeof BENCH_ERROR_CODES)[number];

@@ -1,6 +1,5 @@
-import { z } from 'zod';
 import { sameSecret } from '../http/same-secret.js';
-import { jobTextSchema } from '../../wire/bench/job-answer-schemas.js';
+import { jobOrTextSchema } from '../../wire/bench/job-answer-schemas.js';
 import { cancelAndQueueRoutes } from './cancel-and-queue-routes.js';
 import type { IncomingMessage } from 'node:http';
 import { pathParam } from '../http/api-route.js';
@@ -11,7 +10,8 @@ import { formRefusedFromHeaders, parseFormBody } from '../http/parse-form.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
-import { getJobMaybeWaiting, jobLiveRoutes, jobWaitQuerySchema, LONG_POLLS_429 } from './job-live-routes.js';
+import { getJobMaybeWaiting, jobLiveRoutes, LONG_POLLS_429 } from './job-live-routes.js';
+import { jobWaitQuerySchema } from '../../wire/bench/job-request-schemas.js';
 import type { BenchLimits } from './bench-limits.js';
 import {
   adminSchema,
@@ -239,7 +239,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       auth: 'bearer',
       query: jobWaitQuerySchema,
       // `?uart=text` / `?max_chars=` answer the UART as (cut) text (job-text-view.ts).
-      response: z.union([jobSchema, jobTextSchema]),
+      response: jobOrTextSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such job of the caller', 429: LONG_POLLS_429 },
       handler: getJobMaybeWaiting(bench),
     },

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
+import type { Duplex } from 'node:stream';
 import express from 'express';
 import type { Board, BackendName } from '../../boards/board-schema.js';
 import type { Backend } from '../../backends/backend.js';
@@ -49,6 +50,7 @@ import { workerRoutes } from './worker-routes.js';
 import { workerOpenApiComponents } from '../../wire/worker/worker-schemas.js';
 import { boardQueueSchema, jobTextSchema, uartInputAnswerSchema, uartTextSchema } from '../../wire/bench/job-answer-schemas.js';
 import { debugRoutes } from './debug-routes.js';
+import { debugUpgrades } from './debug-upgrades.js';
 import { exampleFirmwareOf } from './example-firmware.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { consoleOpenApiPaths, pagesOpenApiPaths } from './pages/pages-openapi.js';
@@ -143,6 +145,10 @@ export interface BenchService {
    * otherwise 100 is written and the request goes to the app.
    */
   checkContinue(req: IncomingMessage, res: ServerResponse): void;
+  /** The HTTP server's `upgrade` listener: the debug streams' WebSockets (decision 0625). */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Closes every debug WebSocket (before the HTTP server closes: upgraded connections would keep it open). */
+  closeUpgrades(): void;
   /** Stops timers and jobs (left for the next start to recover) and closes the database. */
   close(): Promise<void>;
 }
@@ -333,11 +339,14 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger, { service: 'bench' }));
 
+    const debugStreams = debugUpgrades({ relay: gateway.debug, clock, logger, authenticateAgent: (h) => bench.authenticate(h), authenticateWorker: (h) => workerAdmin.authenticate(h), renewSession: (a, s) => bench.heartbeat(a, s) });
     const checkContinue = continueListener(routes, guard, app, slashRedirects(served), new Set(['GET', 'HEAD', 'OPTIONS']));
 
     let closed = false;
     return {
       checkContinue,
+      upgrade: debugStreams.upgrade,
+      closeUpgrades: debugStreams.close,
       app,
       bench,
       store,
@@ -348,6 +357,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       close: async () => {
         if (closed) return;
         closed = true;
+        debugStreams.close();
         stopMetrics();
         await bench.close();
         // Backends with timers of their own (the probe's automatic health checks) stop before the

@@ -5,8 +5,10 @@ import type { BenchSnapshot } from './bench-snapshot.js';
 import type { AdminBody, BoardBody, BoardHealthBody, HealthBody, StatsBody } from '../../wire/bench/bench-schemas.js';
 import { BENCH_API_VERSION } from './bench-version.js';
 import type { BoardAccess } from './board-access.js';
-import { adminBoard, adminJob, adminSession, boardBody, snapshotBoard, statsBody } from './board-views.js';
+import { adminBoard, adminJob, adminSession, type BoardState, boardBody, snapshotBoard, statsBody } from './board-views.js';
 import type { LiveBoards } from './live-boards.js';
+
+type AdminWaiter = AdminBody['boards'][number]['waiting'][number];
 
 /**
  * The read side: service health, the board list, the snapshot (pages and stats) and the admin
@@ -91,14 +93,37 @@ export class BenchStatus {
     return statsBody(await this.getSnapshot());
   }
 
+  /**
+   * Who waits for `state`'s board (decisions 0555, 0605): the store's queue of its pool, then of
+   * each instance asked for by id, each first first, on every replica. `labels` caches agents' labels.
+   */
+  private async waiting(state: BoardState, labels: Map<string, Promise<string>>): Promise<AdminWaiter[]> {
+    const nowMs = this.now();
+    const id = state.resolved.board.id;
+    const queues = [id, ...(state.pool?.instances.map((i) => i.instance).filter((i) => i !== id) ?? [])];
+    const lines = await Promise.all(queues.map((queue) => this.deps.store.sessionQueue.waiters(queue, nowMs)));
+    const labelOf = (agentId: string) => {
+      const known = labels.get(agentId) ?? this.deps.store.getAgent(agentId).then((a) => a?.label ?? agentId);
+      labels.set(agentId, known);
+      return known;
+    };
+    return Promise.all(
+      lines.flatMap((line) =>
+        line.map(async (w, i) => ({ agent_id: w.agentId, agent_label: await labelOf(w.agentId), queue: w.queue, position: i + 1, since: isoFromMs(w.enqueuedAtMs) })),
+      ),
+    );
+  }
+
   async admin(): Promise<AdminBody> {
     const states = await this.deps.access.boardStates();
     const sessions = await this.deps.store.listActiveSessions(this.now());
     const counts = await this.deps.store.counts(this.now());
     const health = await Promise.all(states.map(({ resolved }) => this.deps.boardHealth(resolved.board.id)));
+    const labels = new Map<string, Promise<string>>();
+    const waiting = await Promise.all(states.map((state) => this.waiting(state, labels)));
     return {
       generated_at: isoFromMs(this.now()),
-      boards: states.map((state, i) => adminBoard(state, health[i] ?? null)),
+      boards: states.map((state, i) => adminBoard(state, health[i] ?? null, waiting[i] ?? [])),
       sessions: sessions.map(adminSession),
       recent_jobs: (await this.deps.store.recentJobs(50)).map(adminJob),
       recent_failures: (await this.deps.store.recentFailures(20)).map(adminJob),

@@ -173,6 +173,8 @@ export class BoardAccess {
     // Pools of several instances (decision 0510): counted per instance, the board's status from theirs.
     const byInstance = new Map(allLeases.map((l) => [l.instance ?? l.board, l]));
     const perInstance = await this.deps.store.instanceActivity();
+    // An instance under an administrator's health check (decision 0606) is busy.
+    for (const id of checking) if (id.includes('@')) perInstance.set(id, { queued: perInstance.get(id)?.queued ?? 0, active: (perInstance.get(id)?.active ?? 0) + 1 });
     return Promise.all(
       states.map(async (state) => {
         const instances = await this.deps.pools!.of(state.resolved.board.id);

@@ -1,4 +1,3 @@
-import { NANOS_PER_SECOND } from '../../backends/backend.js';
 import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
@@ -8,7 +7,9 @@ import { healthBody } from './bench-views.js';
 import type { BoardAccess } from './board-access.js';
 import type { BoardHealthControl } from '../../backends/backend.js';
 import type { LiveBoards } from './live-boards.js';
-import { runHealthCheck } from './run-health-check.js';
+import { healthCheckInstance } from './instance-health-check.js';
+import { healthCheckOutcomeFields, runHealthCheck } from './run-health-check.js';
+import type { WorkerGateway } from './worker-gateway.js';
 
 /** Default of `BenchDeps.healthCheckTimeoutMs`: the probe's flash budget plus a slow boot. */
 export const DEFAULT_HEALTH_CHECK_TIMEOUT_MS = 120_000;
@@ -28,6 +29,7 @@ export class BoardHealthAdmin {
       boards: LiveBoards;
       logger: Logger;
       access: BoardAccess;
+      gateway: WorkerGateway;
       healthCheckTimeoutMs?: number;
     },
   ) {}
@@ -111,11 +113,17 @@ export class BoardHealthAdmin {
 
   /**
    * `POST /admin/boards/{board}/health-check`: runs the board's health-check firmware (passing
-   * releases the board). Refused when the backend has no health check, the board is leased or
+   * releases the board), or one instance's of a pool of several (instance-health-check.ts). Refused when the backend has no health check, the board is leased or
    * has jobs, or a check is already running; one check per board at a time, and while it runs
    * the board refuses sessions and jobs and is listed `busy` unless offline.
    */
   async healthCheckBoard(boardId: string): Promise<BoardHealthCheckBody> {
+    // One instance of a pool of several (decision 0606): its own firmware, its own record.
+    const instance = await this.deps.access.instanceNamed(boardId);
+    if (instance) {
+      const timeoutMs = this.deps.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS;
+      return healthCheckInstance({ ...this.deps, timeoutMs }, instance.board.id, boardId);
+    }
     const keeper = await this.healthKeeper(boardId, 'health-check');
     const healthCheck = keeper.control.healthCheck?.bind(keeper.control);
     if (!healthCheck) {
@@ -156,11 +164,7 @@ export class BoardHealthAdmin {
       if (!stillRunning) unclaimBoard();
       this.deps.logger.info(`health check on board ${boardId}: ${outcome.passed ? 'passed, board released' : `failed: ${outcome.reason}`}`);
       return {
-        board: boardId,
-        passed: outcome.passed,
-        reason: outcome.passed ? null : outcome.reason,
-        uart_text: outcome.uartText,
-        elapsed_seconds: outcome.passed ? outcome.elapsedNanos / NANOS_PER_SECOND : null,
+        ...healthCheckOutcomeFields(boardId, outcome),
         ...(await this.freshBoardView(boardId, keeper)),
       };
     } finally {

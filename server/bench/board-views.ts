@@ -200,8 +200,12 @@ export function statsBody(s: BenchSnapshot): StatsBody {
   };
 }
 
-/** A board in `GET /admin`, with the health its backend keeps (null when none). */
-export function adminBoard({ resolved, status, lease, queued, pool }: BoardState, health: BoardHealthBody | null): AdminBody['boards'][number] {
+/** A board in `GET /admin`, with the health its backend keeps (null when none) and who waits for it (decision 0605). */
+export function adminBoard(
+  { resolved, status, lease, queued, pool }: BoardState,
+  health: BoardHealthBody | null,
+  waiting: AdminBody['boards'][number]['waiting'],
+): AdminBody['boards'][number] {
   return {
     id: resolved.board.id,
     backend: resolved.backendName,
@@ -220,6 +224,7 @@ export function adminBoard({ resolved, status, lease, queued, pool }: BoardState
     queued_jobs: queued,
     health,
     ...(pool ? { instances: poolBody(pool) } : {}),
+    waiting,
   };
 }
 

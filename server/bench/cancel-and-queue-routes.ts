@@ -1,28 +1,17 @@
 import type { IncomingMessage } from 'node:http';
-import { z } from 'zod';
 import { pathParam } from '../http/api-route.js';
 import { parseForm } from '../http/form-schema.js';
-import { textField } from '../../wire/form-fields.js';
 import { formRefusedFromHeaders, parseFormBody } from '../http/parse-form.js';
 import { type BenchRoute, callerAgent } from './bench-route.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { jobSchema } from '../../wire/bench/bench-schemas.js';
 import { boardQueueSchema } from '../../wire/bench/job-answer-schemas.js';
+import { cancelFormSchema } from '../../wire/bench/job-request-schemas.js';
 import { CANCEL_WAIT_MS } from './job-cancel.js';
 
 /** A cancel request's form is one short reason: far below the bench's form limit. */
 const CANCEL_FORM_MAX_BYTES = 4 * 1024;
-
-export const cancelFormSchema = z.object({
-  reason: textField({
-    maxLength: 200,
-    // Control characters would corrupt the failure message in logs and pages.
-    pattern: /^[^\x00-\x1f\x7f-\x9f]*$/,
-    default: '',
-    description: 'Optional: why, kept in the failure message (`its agent cancelled it: <reason>`); at most 200 characters, no control characters.',
-  }),
-});
 
 const ERRORS = {
   500: 'Internal Server Error (unexpected; logged on the server)',

@@ -1,32 +1,72 @@
-import type { Clock, TimerHandle } from '../../core/clock.js';
+import type { Clock } from '../../core/clock.js';
 import { RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
-import type { DebugEvent, DebugEventBatch, DebugTerms } from '../../harness/worker/worker-link.js';
+import type { DebugTerms } from '../../harness/worker/worker-link.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import { BenchError } from './bench-errors.js';
-import { Wakeups } from './wakeups.js';
 
 /** With no debugger attached this long (host ms), a debug job ends and frees its board; `idle_timeout_seconds` may ask for less or more, up to the most. */
 export const DEFAULT_DEBUG_IDLE_MS = 300_000;
 export const MAX_DEBUG_IDLE_MS = 3_600_000;
 /** The most a debug job's wall deadline stretches for the time under a debugger, host ms (decision 0560). */
 export const MAX_DEBUG_MS = 3_600_000;
-/** A stream whose client makes no request this long (host ms) has lost its debugger: closed. A client's receive waits at most 20 s. */
-export const STREAM_SILENCE_MS = 60_000;
-/** The most bytes waiting in one direction of a stream for the side that reads them. */
+/** The most bytes waiting in one direction of a stream for the side that reads them (a peer's send buffer included). */
 export const MAX_PENDING_DEBUG_BYTES = 1024 * 1024;
+/** While a debugger is attached, its session is renewed this often at most (host ms): the session stays alive under a debugger. */
+export const SESSION_RENEW_MS = 10_000;
 
-/** One debugger's stream through this server: bytes both ways, waiting for their reader. */
-interface DebugStream {
-  id: string;
-  toDebugger: string[];
-  pendingBytes: number;
-  closed: string | undefined;
-  /** Its client has received that it closed (nothing more to tell it). */
-  drained: boolean;
-  reader: RspReader;
-  silence: TimerHandle | undefined;
-  wakeups: Wakeups;
+/** The debugger's end of a stream (its WebSocket): the target's bytes, and why it closed. */
+export interface DebuggerPeer {
+  data(bytes: Buffer): void;
+  /** The stream closed: tell the debugger why and close. `protocol`: it sent what is not RSP. */
+  closed(reason: string, options: { protocol: boolean }): void;
+  /** Bytes written to it and not yet taken by the debugger's client. */
+  readonly bufferedBytes: number;
 }
+
+/** The worker's end of a debug job's channel (its WebSocket, or the in-process worker's handlers). */
+export interface WorkerPeer {
+  open(stream: number): void;
+  data(stream: number, bytes: Buffer): void;
+  close(stream: number, reason: string): void;
+  /** The job is no longer a debug job here: the channel closes for good. */
+  ended(reason: string): void;
+  /** Replaced by a newer connection of the same worker: closes without telling it the job ended. */
+  replaced(): void;
+  readonly bufferedBytes: number;
+}
+
+/** A debugger's stream, as the route that carries it sees it. */
+export interface OpenedStream {
+  stream: number;
+  board: string;
+  /** The debugger's connection is up: what waited for it is written to it now. */
+  attach(peer: DebuggerPeer): void;
+  /** The debugger's bytes, checked as RSP; broken framing or an oversized packet closes this stream only. */
+  send(bytes: Buffer): void;
+  /** The debugger went away (its connection closed): the board waits for another. */
+  close(reason: string): void;
+  /** The debugger's client was heard from; answers the session to renew when one is due. */
+  heard(): string | null;
+}
+
+/** The worker's channel of a debug job, as the route (or the in-process link) that carries it sees it. */
+export interface ConnectedWorker {
+  data(stream: number, bytes: Buffer): void;
+  close(stream: number, reason: string): void;
+  /** The worker's connection closed: the stream it carried closes too. */
+  disconnected(): void;
+}
+
+interface Stream {
+  n: number;
+  peer: DebuggerPeer | undefined;
+  /** The target's bytes that came before the debugger's connection was up. */
+  early: Buffer[];
+  closed: { reason: string; protocol: boolean } | undefined;
+  reader: RspReader;
+}
+
+type ToWorker = { kind: 'open'; stream: number } | { kind: 'data'; stream: number; bytes: Buffer } | { kind: 'close'; stream: number; reason: string };
 
 /** A debug job this server handed to a worker. */
 interface DebugJob {
@@ -35,24 +75,24 @@ interface DebugJob {
   workerId: string;
   board: string;
   sessionId: string | null;
-  stream: DebugStream | undefined;
+  stream: Stream | undefined;
   opened: number;
-  toWorker: DebugEvent[];
-  toWorkerBytes: number;
-  workerWakeups: Wakeups;
+  worker: WorkerPeer | undefined;
+  /** What waits for the worker's channel while it is not connected. */
+  backlog: ToWorker[];
+  backlogBytes: number;
   ended: string | undefined;
-  /** Once ended: forgets the job when its last stream's bytes and reason were not received in time. */
-  forget: TimerHandle | undefined;
   sessionTouchedMs: number;
 }
 
 /**
- * GDB streams between agents and the workers of their debug jobs (issue 32, decision 0560): a
- * session is armed for debugging, its next job is handed to its worker with debug terms, and the
- * agent then opens one stream at a time on that job; both ends long-poll this relay over HTTP, the
- * worker outbound as always. What a debugger sends is checked as RSP here (a packet over 64 KiB
- * or broken framing closes that stream only), and bytes wait in bounded queues. In this process's
- * memory: a debug job's agent and worker reach it through the replica that handed the job out.
+ * GDB streams between agents and the workers of their debug jobs (issue 32, decisions 0560 and
+ * 0625): a session is armed for debugging, its next job is handed to its worker with debug terms,
+ * the worker connects one channel for the job (it dials; it never accepts), and the agent opens
+ * one stream at a time on that job; this relay splices their bytes. What a debugger sends is
+ * checked as RSP here (a packet over 64 KiB or broken framing closes that stream only), and bytes
+ * waiting either way are bounded. In this process's memory: a debug job's agent and worker reach
+ * it through the replica that handed the job out (docs/deployment.md).
  */
 export class DebugRelay {
   private readonly armed = new Map<string, { agentId: string; terms: DebugTerms }>();
@@ -80,11 +120,10 @@ export class DebugRelay {
       sessionId: job.sessionId,
       stream: undefined,
       opened: 0,
-      toWorker: [],
-      toWorkerBytes: 0,
-      workerWakeups: new Wakeups(this.deps.clock),
+      worker: undefined,
+      backlog: [],
+      backlogBytes: 0,
       ended: undefined,
-      forget: undefined,
       sessionTouchedMs: this.deps.clock.nowMs(),
     });
     return armed.terms;
@@ -96,27 +135,20 @@ export class DebugRelay {
     return job !== undefined && job.ended === undefined;
   }
 
-  /**
-   * The job ended (its outcome came, or it was swept): its stream closes and the worker stops
-   * asking. The debugger's client may still receive what the target sent last and why the stream
-   * closed: the job is kept until that is received, or for `STREAM_SILENCE_MS` at most.
-   */
+  /** The job ended (its outcome came, or it was swept): its stream and its worker's channel close, and it is forgotten. */
   jobEnded(jobId: string, why: string): void {
     const job = this.jobs.get(jobId);
     if (!job || job.ended !== undefined) return;
     job.ended = why;
-    if (job.stream) this.closeStream(job, job.stream, why);
-    job.workerWakeups.wakeAll();
-    if (!job.stream || (job.stream.toDebugger.length === 0 && job.stream.drained)) this.forget(job);
-    else job.forget = this.deps.clock.setTimeout(() => this.forget(job), STREAM_SILENCE_MS);
+    if (job.stream) this.closeStream(job, job.stream, why, { tellWorker: false });
+    job.worker?.ended(why);
+    job.worker = undefined;
+    this.jobs.delete(jobId);
   }
 
-  /** The server is closing: every stream closes and every waiting long poll is answered. */
+  /** The server is closing: every stream and channel closes. */
   shutdown(): void {
-    for (const job of [...this.jobs.values()]) {
-      this.jobEnded(job.jobId, 'the bench server is shutting down');
-      this.forget(job);
-    }
+    for (const job of [...this.jobs.values()]) this.jobEnded(job.jobId, 'the bench server is shutting down');
   }
 
   /** A session ended: an arming nobody used is dropped. */
@@ -125,97 +157,70 @@ export class DebugRelay {
   }
 
   /** Opens agent `agentId`'s debug stream on `jobId`; refused when the job is not its running debug job, or a debugger is attached. */
-  async open(agentId: string, jobId: string): Promise<{ stream: string; board: string }> {
+  async open(agentId: string, jobId: string): Promise<OpenedStream> {
     const job = await this.jobOf(agentId, jobId);
     if (job.stream && !job.stream.closed) throw new BenchError('debugger_attached', `job ${jobId} on board ${job.board} already has a debugger attached (one at a time)`);
     job.opened += 1;
-    // What the worker has not yet taken of the stream this one replaces is dropped: its bytes go
-    // nowhere now, and a stream the worker never saw open need not be opened and closed there.
-    if (job.stream) this.dropQueued(job, job.stream.id);
-    const stream: DebugStream = { id: `${jobId}.${job.opened}`, toDebugger: [], pendingBytes: 0, closed: undefined, drained: false, reader: new RspReader(), silence: undefined, wakeups: new Wakeups(this.deps.clock) };
+    // What the worker has not yet taken of the stream this one replaces is dropped: its bytes go nowhere now.
+    if (job.stream) this.dropBacklog(job, job.stream.n);
+    const stream: Stream = { n: job.opened, peer: undefined, early: [], closed: undefined, reader: new RspReader() };
     job.stream = stream;
-    this.heardFrom(job, stream);
-    this.toWorker(job, { stream: stream.id, kind: 'open' });
-    return { stream: stream.id, board: job.board };
+    this.toWorker(job, { kind: 'open', stream: stream.n });
+    return {
+      stream: stream.n,
+      board: job.board,
+      attach: (peer) => {
+        stream.peer = peer;
+        for (const bytes of stream.early.splice(0)) peer.data(bytes);
+        if (stream.closed) peer.closed(stream.closed.reason, { protocol: stream.closed.protocol });
+      },
+      send: (bytes) => this.fromDebugger(job, stream, bytes),
+      close: (reason) => this.closeStream(job, stream, reason),
+      heard: () => {
+        if (job.sessionId === null || this.deps.clock.nowMs() - job.sessionTouchedMs < SESSION_RENEW_MS) return null;
+        job.sessionTouchedMs = this.deps.clock.nowMs();
+        return job.sessionId;
+      },
+    };
   }
 
-  /** Bytes the debugger sent (latin1 text), checked as RSP; broken framing or an oversized packet closes this stream only. */
-  async send(agentId: string, jobId: string, streamId: string, text: string): Promise<void> {
-    const job = await this.jobOf(agentId, jobId);
-    const stream = this.openStream(job, streamId);
-    this.heardFrom(job, stream);
-    try {
-      stream.reader.feed(text);
-    } catch (err) {
-      if (!(err instanceof RspProtocolError)) throw err;
-      const reason = `the debugger sent what is not GDB's remote protocol (${err.message}); this stream is closed, the board waits for another`;
-      this.closeStream(job, stream, reason);
-      throw closedError(jobId, streamId, reason);
-    }
-    if (job.toWorkerBytes + text.length > MAX_PENDING_DEBUG_BYTES) {
-      const reason = `more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the board: this stream is closed`;
-      this.closeStream(job, stream, reason);
-      throw closedError(jobId, streamId, reason);
-    }
-    this.toWorker(job, { stream: stream.id, kind: 'data', text });
-  }
-
-  /** What the target sent to the stream (a long poll of at most `waitMs`); `closed` once it is closed and drained. */
-  async receive(agentId: string, jobId: string, streamId: string, waitMs: number, signal: AbortSignal): Promise<{ text: string; closed: string | null; sessionDue: string | null }> {
-    const job = await this.jobOf(agentId, jobId, { ended: true });
-    const stream = job.stream?.id === streamId ? job.stream : undefined;
-    if (!stream) throw closedError(jobId, streamId, 'no such stream (a newer one replaced it, or it was never opened)');
-    this.heardFrom(job, stream);
-    if (stream.toDebugger.length === 0 && !stream.closed) await stream.wakeups.wait(waitMs, signal);
-    const text = stream.toDebugger.splice(0).join('');
-    stream.pendingBytes = 0;
-    this.heardFrom(job, stream);
-    // The session stays alive while a debugger is attached: the route renews it at most every 10 s.
-    const due = job.sessionId !== null && this.deps.clock.nowMs() - job.sessionTouchedMs >= 10_000 ? job.sessionId : null;
-    if (due) job.sessionTouchedMs = this.deps.clock.nowMs();
-    const closed = stream.closed ?? null;
-    if (closed !== null) stream.drained = true;
-    // An ended job was kept for this last receive only.
-    if (closed !== null && job.ended !== undefined) this.forget(job);
-    return { text, closed, sessionDue: due };
-  }
-
-  /** The debugger went away: its stream closes (the board waits for another, or its idle timeout). */
-  async close(agentId: string, jobId: string, streamId: string): Promise<void> {
-    const job = await this.jobOf(agentId, jobId, { ended: true });
-    if (job.stream?.id === streamId) this.closeStream(job, job.stream, 'the debugger closed the stream');
-  }
-
-  /** What debuggers did for the worker's debug job (a long poll of at most `waitMs`); `ended` when the job is no longer a debug job here. */
-  async events(workerId: string, jobId: string, waitMs: number, signal: AbortSignal): Promise<DebugEventBatch> {
+  /** True when `jobId` is worker `workerId`'s running debug job handed out here. */
+  holds(workerId: string, jobId: string): boolean {
     const job = this.jobs.get(jobId);
-    if (!job || job.workerId !== workerId) return { events: [], ended: true };
-    if (job.toWorker.length === 0 && !job.ended) await job.workerWakeups.wait(waitMs, signal);
-    const events = job.toWorker.splice(0);
-    job.toWorkerBytes = 0;
-    return { events, ended: job.ended !== undefined && events.length === 0 };
+    return job !== undefined && job.workerId === workerId && job.ended === undefined;
   }
 
-  /** The target's bytes for a stream, and/or that the worker closed it; false when the worker does not hold the job. */
-  fromTarget(workerId: string, jobId: string, streamId: string, text: string, closed: string | undefined): boolean {
+  /** Worker `workerId` connected its channel for `jobId`; undefined when that is not its running debug job here. A newer connection replaces an older one. */
+  connectWorker(workerId: string, jobId: string, peer: WorkerPeer): ConnectedWorker | undefined {
     const job = this.jobs.get(jobId);
-    if (!job || job.workerId !== workerId) return false;
-    const stream = job.stream?.id === streamId ? job.stream : undefined;
-    if (!stream || stream.closed) return true;
-    if (text) {
-      stream.toDebugger.push(text);
-      stream.pendingBytes += text.length;
+    if (!job || job.workerId !== workerId || job.ended !== undefined) return undefined;
+    if (job.worker) {
+      // The old connection's worker lost its streams with it: the debugger's stream closes too.
+      job.worker.replaced();
+      if (job.stream) this.closeStream(job, job.stream, "the worker's connection to the server was replaced", { tellWorker: false });
     }
-    if (closed !== undefined) this.closeStream(job, stream, closed, { tellWorker: false });
-    else if (stream.pendingBytes > MAX_PENDING_DEBUG_BYTES) this.closeStream(job, stream, `more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the debugger's client: this stream is closed`);
-    stream.wakeups.wakeAll();
-    return true;
+    job.worker = peer;
+    for (const message of job.backlog.splice(0)) this.deliver(peer, message);
+    job.backlogBytes = 0;
+    return {
+      data: (stream, bytes) => {
+        if (job.worker === peer) this.fromTarget(job, stream, bytes);
+      },
+      close: (stream, reason) => {
+        if (job.worker === peer && job.stream?.n === stream) this.closeStream(job, job.stream, reason, { tellWorker: false });
+      },
+      disconnected: () => {
+        if (job.worker !== peer) return;
+        job.worker = undefined;
+        if (job.stream) this.closeStream(job, job.stream, "the worker's connection to the server dropped; the board waits for another debugger", { tellWorker: false });
+      },
+    };
   }
 
   /** The agent's debug job `jobId` known here; a refusal that says why not. */
-  private async jobOf(agentId: string, jobId: string, options: { ended?: boolean } = {}): Promise<DebugJob> {
+  private async jobOf(agentId: string, jobId: string): Promise<DebugJob> {
     const known = this.jobs.get(jobId);
-    if (known && known.agentId === agentId && (options.ended || !known.ended)) return known;
+    if (known && known.agentId === agentId && !known.ended) return known;
     const job = await this.deps.store.getJob(jobId);
     if (!job || job.agentId !== agentId) throw new BenchError('job_not_found', `job ${jobId} not found`);
     if (job.state === 'done' || job.state === 'failed') {
@@ -225,63 +230,72 @@ export class DebugRelay {
     if (job.state === 'queued') throw new BenchError('job_not_debuggable', `job ${jobId} is queued: a debugger attaches once it is running (GET /api/v1/jobs/${jobId}?wait=...)`);
     throw new BenchError(
       'job_not_debuggable',
-      `job ${jobId} was not submitted for debugging on this server: arm its session first (POST /api/v1/sessions/{session_id}/debug), then submit the job in it`,
+      `job ${jobId} was not submitted for debugging on this server: arm its session first (POST /api/v1/sessions/{session_id}/debug), then submit the job in it; behind several replicas, arm and open streams on the replica the board's worker connects to (docs/deployment.md, "Debugging behind replicas")`,
     );
   }
 
-  private openStream(job: DebugJob, streamId: string): DebugStream {
-    const stream = job.stream?.id === streamId ? job.stream : undefined;
-    if (!stream) throw closedError(job.jobId, streamId, 'no such stream (a newer one replaced it, or it was never opened)');
-    if (stream.closed) throw closedError(job.jobId, streamId, stream.closed);
-    return stream;
-  }
-
-  /** The debugger's client was heard from: the stream's silence timer starts again. */
-  private heardFrom(job: DebugJob, stream: DebugStream): void {
+  private fromDebugger(job: DebugJob, stream: Stream, bytes: Buffer): void {
     if (stream.closed) return;
-    if (stream.silence !== undefined) this.deps.clock.clearTimeout(stream.silence);
-    stream.silence = this.deps.clock.setTimeout(
-      () => this.closeStream(job, stream, `the debugger's client made no request for ${STREAM_SILENCE_MS / 1000} s: it is gone`),
-      STREAM_SILENCE_MS,
-    );
+    try {
+      stream.reader.feed(bytes.toString('latin1'));
+    } catch (err) {
+      if (!(err instanceof RspProtocolError)) throw err;
+      this.closeStream(job, stream, `the debugger sent what is not GDB's remote protocol (${err.message}); this stream is closed, the board waits for another`, { protocol: true });
+      return;
+    }
+    if (job.backlogBytes + bytes.length > MAX_PENDING_DEBUG_BYTES || (job.worker?.bufferedBytes ?? 0) > MAX_PENDING_DEBUG_BYTES) {
+      this.closeStream(job, stream, `more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the board: this stream is closed`);
+      return;
+    }
+    this.toWorker(job, { kind: 'data', stream: stream.n, bytes });
   }
 
-  /**
-   * Queues `event` for the worker. Data following data of the same stream joins it, so the queue
-   * holds at most one data event between two opens or closes: its length is bounded by the streams,
-   * as its bytes are by `MAX_PENDING_DEBUG_BYTES`.
-   */
-  private toWorker(job: DebugJob, event: DebugEvent): void {
-    const last = job.toWorker.at(-1);
-    if (event.kind === 'data' && last?.kind === 'data' && last.stream === event.stream) job.toWorker[job.toWorker.length - 1] = { ...last, text: last.text + event.text };
-    else job.toWorker.push(event);
-    if (event.kind === 'data') job.toWorkerBytes += event.text.length;
-    job.workerWakeups.wakeAll();
+  private fromTarget(job: DebugJob, n: number, bytes: Buffer): void {
+    const stream = job.stream;
+    if (!stream || stream.n !== n || stream.closed) return;
+    if (!stream.peer) {
+      stream.early.push(bytes);
+      if (stream.early.reduce((sum, b) => sum + b.length, 0) > MAX_PENDING_DEBUG_BYTES) this.closeStream(job, stream, `more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the debugger's client: this stream is closed`);
+      return;
+    }
+    if (stream.peer.bufferedBytes > MAX_PENDING_DEBUG_BYTES) {
+      this.closeStream(job, stream, `more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the debugger's client: this stream is closed`);
+      return;
+    }
+    stream.peer.data(bytes);
   }
 
-  /** Drops what waits for the worker of stream `streamId` (all of it when the worker never saw it open, else all but its close). */
-  private dropQueued(job: DebugJob, streamId: string): void {
-    const unseen = job.toWorker.some((event) => event.stream === streamId && event.kind === 'open');
-    job.toWorker = job.toWorker.filter((event) => event.stream !== streamId || (!unseen && event.kind === 'close'));
-    job.toWorkerBytes = job.toWorker.reduce((bytes, event) => bytes + (event.kind === 'data' ? event.text.length : 0), 0);
+  /** To the worker's channel, or its backlog while it is not connected (at most one data message per run of sends). */
+  private toWorker(job: DebugJob, message: ToWorker): void {
+    if (job.worker) {
+      this.deliver(job.worker, message);
+      return;
+    }
+    const last = job.backlog.at(-1);
+    if (message.kind === 'data' && last?.kind === 'data' && last.stream === message.stream) job.backlog[job.backlog.length - 1] = { ...last, bytes: Buffer.concat([last.bytes, message.bytes]) };
+    else job.backlog.push(message);
+    if (message.kind === 'data') job.backlogBytes += message.bytes.length;
   }
 
-  private forget(job: DebugJob): void {
-    if (job.forget !== undefined) this.deps.clock.clearTimeout(job.forget);
-    job.forget = undefined;
-    if (this.jobs.get(job.jobId) === job) this.jobs.delete(job.jobId);
+  private deliver(peer: WorkerPeer, message: ToWorker): void {
+    if (message.kind === 'open') peer.open(message.stream);
+    else if (message.kind === 'data') peer.data(message.stream, message.bytes);
+    else peer.close(message.stream, message.reason);
   }
 
-  private closeStream(job: DebugJob, stream: DebugStream, reason: string, options: { tellWorker?: boolean } = {}): void {
+  /** Drops what waits for the worker of stream `n` (all of it when the worker never saw it open, else all but its close). */
+  private dropBacklog(job: DebugJob, n: number): void {
+    const unseen = job.backlog.some((m) => m.stream === n && m.kind === 'open');
+    job.backlog = job.backlog.filter((m) => m.stream !== n || (!unseen && m.kind === 'close'));
+    job.backlogBytes = job.backlog.reduce((bytes, m) => bytes + (m.kind === 'data' ? m.bytes.length : 0), 0);
+  }
+
+  private closeStream(job: DebugJob, stream: Stream, reason: string, options: { tellWorker?: boolean; protocol?: boolean } = {}): void {
     if (stream.closed) return;
-    stream.closed = reason;
-    if (stream.silence !== undefined) this.deps.clock.clearTimeout(stream.silence);
-    stream.silence = undefined;
-    if (options.tellWorker !== false && !job.ended) this.toWorker(job, { stream: stream.id, kind: 'close', reason });
-    stream.wakeups.wakeAll();
+    stream.closed = { reason, protocol: options.protocol === true };
+    stream.early = [];
+    if (options.tellWorker !== false && !job.ended) this.toWorker(job, { kind: 'close', stream: stream.n, reason });
+    stream.peer?.closed(reason, { protocol: stream.closed.protocol });
   }
 }
 
-function closedError(jobId: string, streamId: string, reason: string): BenchError {
-  return new BenchError('debug_stream_closed', `debug stream ${streamId} of job ${jobId} is closed: ${reason}`);
-}

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { packageRoot } from '../../core/package-root.js';
 
-/** Where the package keeps each board's example firmware (`scenarios/firmware/<board>/hello.elf`, docs/firmware.md). */
-export const exampleFirmwareDir = path.join(packageRoot(), 'scenarios', 'firmware');
+/** Where the package keeps each board's example firmware (`firmware/examples/<board>/hello.elf`, docs/firmware.md). */
+export const exampleFirmwareDir = path.join(packageRoot(), 'firmware', 'examples');
 
 /**
  * The example `hello.elf` of each board of `boardIds` that has one, read once and kept (a few KiB

@@ -1,10 +1,9 @@
-import type { DebugTerms, JobTicket, WorkerLink } from '../../harness/worker/worker-link.js';
+import { type DebugChannel, DebugChannelRefused, type DebugChannelHandlers, type DebugTerms, type JobTicket, type WorkerLink, type WorkerTask } from '../../harness/worker/worker-link.js';
+import type { HealthCheckRecord } from '../store/health-check-store.js';
+import { boardOfInstance } from './pool-instances.js';
 import type { JobRecord } from '../store/bench-store.js';
 import type { WorkerGateway } from './worker-gateway.js';
 import type { Clock } from '../../core/clock.js';
-
-/** How long the in-process worker's wait for debugger bytes lasts before it asks again, host ms (as a remote worker's long poll). */
-const DEBUG_EVENTS_WAIT_MS = 20_000;
 
 /**
  * The gateway as the `WorkerLink` of one worker: what the worker in the server's process calls
@@ -28,10 +27,29 @@ export function gatewayLink(gateway: WorkerGateway, workerId: string, options: {
       await gateway.healthCheckDone(workerId, checkId, report);
     },
     watch: (jobId, listener) => gateway.watch(jobId, listener),
-    debugEvents: (jobId, signal) => gateway.debug.events(workerId, jobId, DEBUG_EVENTS_WAIT_MS, signal),
-    debugSend: async (jobId, stream, text, closed) => {
-      if (!gateway.debug.fromTarget(workerId, jobId, stream, text, closed)) throw new Error(`debug job ${jobId} is no longer this worker's`);
-    },
+    debugConnect: async (jobId, handlers) => inProcessDebugChannel(gateway, workerId, jobId, handlers),
+  };
+}
+
+/**
+ * The debug channel of the worker in this process (decision 0625): the relay's calls, each handed
+ * to the worker on a later microtask, in order, so that neither side runs inside the other's call.
+ */
+function inProcessDebugChannel(gateway: WorkerGateway, workerId: string, jobId: string, handlers: DebugChannelHandlers): DebugChannel {
+  const later = (fn: () => void) => queueMicrotask(fn);
+  const connected = gateway.debug.connectWorker(workerId, jobId, {
+    open: (stream) => later(() => handlers.open(stream)),
+    data: (stream, bytes) => later(() => handlers.data(stream, bytes.toString('latin1'))),
+    close: (stream, reason) => later(() => handlers.close(stream, reason)),
+    ended: (reason) => later(() => handlers.ended(reason)),
+    replaced: () => later(() => handlers.dropped('replaced by a newer connection')),
+    bufferedBytes: 0,
+  });
+  if (!connected) throw new DebugChannelRefused(`job ${jobId} is not this worker's running debug job`);
+  return {
+    data: (stream, text) => later(() => connected.data(stream, Buffer.from(text, 'latin1'))),
+    close: (stream, reason) => later(() => connected.close(stream, reason)),
+    end: () => later(() => connected.disconnected()),
   };
 }
 
@@ -66,4 +84,10 @@ async function boundedClaim(gateway: WorkerGateway, workerId: string, claimMs: n
     clock.clearTimeout(timer);
     signal.removeEventListener('abort', end);
   }
+}
+
+/** The ticket of a claimed health check: of a board, or of one instance of its pool (decision 0606), recorded under the instance's id. */
+export function healthCheckTicket(check: HealthCheckRecord): WorkerTask {
+  const board = boardOfInstance(check.board) ?? check.board;
+  return { kind: 'health-check', checkId: check.checkId, board, ...(board === check.board ? {} : { instance: check.board }), timeoutMs: check.timeoutMs };
 }

@@ -1,11 +1,8 @@
 import { z } from 'zod';
-import { BASE64_PATTERN } from '../../wire/base64-pattern.js';
-import { hasLoneSurrogate } from '../../core/relay/issue.js';
 import type { Request, Response } from 'express';
 import { pathParam } from '../http/api-route.js';
 import { type BenchRoute, callerAgent, type RouteCaller } from './bench-route.js';
 import { fieldValueError } from '../http/http-error.js';
-import { numericTextParam } from '../../wire/form-fields.js';
 import { readJsonBody } from '../http/json-body.js';
 import { lastQueryValues } from '../http/query-values.js';
 import { parseOr422 } from '../http/http-error.js';
@@ -13,54 +10,17 @@ import type { AgentRecord } from '../store/bench-store.js';
 import type { Bench } from './bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { answerUartEventStream } from './uart-event-stream.js';
-import { jobView, jobViewQueryFields } from './job-text-view.js';
+import { jobView } from './job-text-view.js';
 import { uartInputAnswerSchema } from '../../wire/bench/job-answer-schemas.js';
+import { MAX_UART_INPUT_BYTES, jobWaitQuerySchema, uartInputSchema } from '../../wire/bench/job-request-schemas.js';
 
-/** The longest `?wait=` a client may ask for, seconds. */
-export const MAX_JOB_WAIT_SECONDS = 60;
 /** The 429 of a route that holds the request open (decision 0471). */
 export const LONG_POLLS_429 = 'The caller already holds maxLongPollsPerAgent long polls (job ?wait=, UART streams, serial input, session queues) on this server (Retry-After)';
-/** The most serial input one request may carry, bytes. */
-export const MAX_UART_INPUT_BYTES = 4096;
-
 const ERRORS = {
   500: 'Internal Server Error (unexpected; logged on the server)',
   401: 'Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)',
   404: 'No such job of the caller',
 };
-
-export const jobWaitQuerySchema = z.object({
-  wait: numericTextParam({
-    gt: 0,
-    le: MAX_JOB_WAIT_SECONDS,
-    description: `Extension: answer as soon as the job is done or failed, or after this many seconds (at most ${MAX_JOB_WAIT_SECONDS}) with the job as it is then.`,
-  }),
-  ...jobViewQueryFields,
-});
-
-
-export const uartInputSchema = z
-  .object({
-    // A lone surrogate has no UTF-8 form: the encoder would send U+FFFD instead of what was asked.
-    text: z
-      .string()
-      .min(1)
-      .max(MAX_UART_INPUT_BYTES)
-      .refine((text) => !hasLoneSurrogate(text), { message: 'Value error, text holds a lone UTF-16 surrogate, which has no UTF-8 form', params: { ctx: { error: {} } } })
-      .optional()
-      .meta({ description: 'Text to send, as UTF-8 (at least one character).' }),
-    base64: z
-      .string()
-      .min(1)
-      .max(Math.ceil(MAX_UART_INPUT_BYTES / 3) * 4)
-      .regex(BASE64_PATTERN, { message: 'Value error, base64 must be standard base64 with its = padding' })
-      .optional()
-      .meta({ description: 'Bytes to send, standard base64 with padding (at least one byte).' }),
-  })
-  .refine((b) => (b.text === undefined) !== (b.base64 === undefined), {
-    message: 'Value error, send exactly one of text or base64',
-    params: { ctx: { error: {} } },
-  });
 
 /** Aborted when the client goes away before its answer is complete. */
 function clientGone(res: Response): AbortSignal {

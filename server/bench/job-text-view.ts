@@ -1,28 +1,5 @@
-import { z } from 'zod';
-import { numericTextParam } from '../../wire/form-fields.js';
 import type { JobBody } from '../../wire/bench/bench-schemas.js';
 import type { JobTextBody } from '../../wire/bench/job-answer-schemas.js';
-
-/** The most characters `max_chars` may ask for (the UART a job keeps is at most 64 KiB by default anyway). */
-export const MAX_TEXT_CHARS = 1_000_000;
-
-/**
- * Extension (issue 31, decision 0537): `GET /api/v1/jobs/{job_id}?uart=text` answers the UART as
- * text only, without `base64` and `chunks`, and `max_chars=N` keeps its first and last N/2
- * characters with a marker between them: a chatty firmware's 64 KiB is 206 KB as JSON with its
- * chunks, too heavy for a language model's context.
- */
-export const jobViewQueryFields = {
-  uart: z
-    .enum(['full', 'text'])
-    .optional()
-    .meta({ description: 'Extension: `full` (the default) answers the whole capture; `text` the text only, without `base64` and `chunks`.' }),
-  max_chars: numericTextParam({
-    gt: 0,
-    le: MAX_TEXT_CHARS,
-    description: `Extension: with \`uart=text\` (implied), keep at most this many characters of \`uart.text\`: its head and its tail, joined by a line saying how many were cut (\`uart.cut_chars\`); 0 < x <= ${MAX_TEXT_CHARS}.`,
-  }),
-};
 
 /** The job as asked: whole (`uart` absent or `full`, no `max_chars`), or its UART as (cut) text. */
 export function jobView(job: JobBody, query: { uart?: 'full' | 'text' | undefined; max_chars?: number | undefined }): JobBody | JobTextBody {

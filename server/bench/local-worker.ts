@@ -85,6 +85,9 @@ export class LocalWorker {
         }),
       ),
       boards: this.boards.ids,
+      // In this process no server limit holds the worker to a few claims: one per board, so a board
+      // that frees is claimed for at once, whatever the claims on other boards wait for (decision 0640).
+      maxClaimsInFlight: Math.max(1, this.boards.ids.length),
       poolSize: (boardId) => this.boards.poolSize(boardId),
       boardFor: (boardId) => this.boards.target(boardId),
       afterJob: async (_boardId, backend) => {

@@ -89,7 +89,16 @@ export class PoolInstances {
       const which = ready.map((i) => `${i.instance} (${i.quarantine!.reason})`).join('; ');
       throw new BenchError('board_offline', `board ${board} is offline: every instance of its pool is quarantined: ${which}; an administrator releases one (POST /admin/boards/{instance}/release)`);
     }
-    return healthy.length > 0 ? healthy : [board];
+    if (healthy.length === 0) return [board];
+    // An instance under an administrator's health check (decision 0606) goes last: a session that
+    // still takes it waits for the check to end (no worker claims a job on it meanwhile).
+    const checking = await this.checking();
+    return [...healthy.filter((i) => !checking.has(i)), ...healthy.filter((i) => checking.has(i))];
+  }
+
+  /** The instances of pools of several under an administrator's health check now (decision 0606), on every replica. */
+  async checking(): Promise<Set<string>> {
+    return new Set((await this.deps.store.healthChecks.active()).map((c) => c.board).filter((id) => id.includes('@')));
   }
 
   /** Of `instances` (one worker's, for its claim), those not quarantined. */

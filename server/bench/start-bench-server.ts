@@ -29,10 +29,12 @@ export async function startBenchServer(options: StartBenchServerOptions): Promis
   // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
   listening.server.on('checkContinue', service.checkContinue);
   listening.server.on('request', service.app);
+  listening.server.on('upgrade', service.upgrade);
   return {
     url: listening.origin,
     service,
     close: async () => {
+      service.closeUpgrades();
       await listening.close();
       await service.close();
     },

@@ -6,6 +6,7 @@ import type { BackendName } from '../../boards/board-schema.js';
 import type { BenchStore } from '../store/bench-store.js';
 import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
 import type { WorkerGateway } from './worker-gateway.js';
+import { boardOfInstance } from './pool-instances.js';
 
 /** How long after its deadline a health check its worker never reported still holds its board (host ms). */
 export const HEALTH_CHECK_GRACE_MS = 30_000;
@@ -53,7 +54,8 @@ export class StoredBoardHealth implements BoardHealthControl {
     if (requested.kind === 'already-active') {
       throw new BackendError('unavailable', `a health check of board ${boardId} requested at ${isoFromMs(requested.check.requestedAtMs)} is still running`);
     }
-    gateway.healthCheckRequested(boardId);
+    // A check of one instance (decision 0606) wakes the claims of its pool's board.
+    gateway.healthCheckRequested(boardOfInstance(boardId) ?? boardId);
     const done = await gateway.healthCheckOutcome(checkId, options.signal ?? new AbortController().signal);
     // Aborted: the caller's deadline won and answers for itself; the request lapses in the store.
     if (!done?.outcome) throw new BackendError('timeout', `health check ${checkId} on ${boardId} was abandoned by the server`);

@@ -1,7 +1,7 @@
 import { sleep, type TimerHandle } from '../../core/clock.js';
 import type { HealthCheckReport, JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
 import { DebugRelay } from './debug-relay.js';
-import { gatewayLink, ticketOf } from './gateway-link.js';
+import { gatewayLink, healthCheckTicket, ticketOf } from './gateway-link.js';
 import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
 import type { JobOutcome, JobRecord, UartRecord } from '../store/bench-store.js';
 import type { LiveUartChunk } from './job-live.js';
@@ -132,10 +132,12 @@ export class WorkerGateway {
       return { board, instances: report ? reportedInstances(workerId, report) : [board] };
     });
     // Looked at again on every try: an instance quarantined (or released) meanwhile is skipped (or claimed).
+    // So is an instance under a health check (decision 0606): its job waits for the check to end.
     const claimable = async () => {
       const health = this.deps.instanceHealth;
       if (!health) return reported.flatMap((r) => r.instances);
-      return (await Promise.all(reported.map((r) => health.unquarantined(r.board, r.instances)))).flat();
+      const checking = new Set((await this.deps.store.healthChecks.active()).map((c) => c.board));
+      return (await Promise.all(reported.map((r) => health.unquarantined(r.board, r.instances)))).flat().filter((i) => !checking.has(i));
     };
     while (!signal.aborted) {
       // Listening before looking: a job queued between the look and the wait still wakes us.
@@ -145,8 +147,9 @@ export class WorkerGateway {
       this.waiters.add(waiter);
       try {
         // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
-        const check = await this.deps.store.healthChecks.claim(workerId, boards, this.now());
-        if (check) return { kind: 'health-check', checkId: check.checkId, board: check.board, timeoutMs: check.timeoutMs };
+        // A check of one instance (decision 0606) is recorded under the instance's id.
+        const check = await this.deps.store.healthChecks.claim(workerId, [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))], this.now());
+        if (check) return healthCheckTicket(check);
         const job = await this.deps.store.claimJob({ workerId, boards: await claimable(), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);

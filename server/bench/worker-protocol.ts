@@ -5,6 +5,7 @@ import type { BoardHealthRecord } from '../store/board-health-store.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
 import type { WorkerBoardReport, WorkerRecord } from '../store/worker-registry.js';
+import type { WireCapture, WireChunk } from '../../wire/worker/worker-schemas.js';
 import { BenchError } from './bench-errors.js';
 import type { LiveBoards } from './live-boards.js';
 import { LongPollSlots } from './long-poll-slots.js';
@@ -29,19 +30,6 @@ export const defaultWorkerTimings: WorkerTimings = { heartbeatSeconds: 5, offlin
 export const MAX_WAITING_CLAIMS_PER_WORKER = 4;
 /** The most serial-input fetches one worker waits in at once for one job (it runs one per job). */
 export const MAX_WAITING_INPUT_FETCHES_PER_JOB = 2;
-
-/** A UART chunk on the wire: device ns and base64 bytes. */
-export interface WireChunk {
-  at_ns: number;
-  base64: string;
-}
-
-export interface WireCapture {
-  time_base: 'simulated' | 'wall';
-  clock_source: string | null;
-  dropped_bytes: number;
-  chunks: WireChunk[];
-}
 
 export const chunksFromWire = (chunks: readonly WireChunk[]): UartChunk[] =>
   chunks.map((c) => ({ atNanos: c.at_ns, bytes: new Uint8Array(Buffer.from(c.base64, 'base64')) }));

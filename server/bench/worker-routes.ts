@@ -127,7 +127,7 @@ export function workerRoutes(deps: { protocol: WorkerProtocol; admin: WorkerAdmi
         res.on('close', () => gone.abort());
         const task = await protocol.claim(workerOf(caller), body.boards, body.wait_seconds * 1000, gone.signal);
         res.json({
-          health_check: task?.kind === 'health-check' ? { check_id: task.checkId, board: task.board, timeout_ms: task.timeoutMs } : null,
+          health_check: task?.kind === 'health-check' ? { check_id: task.checkId, board: task.board, ...(task.instance === undefined ? {} : { instance: task.instance }), timeout_ms: task.timeoutMs } : null,
           job:
             task?.kind === 'job'
               ? {

@@ -12,7 +12,7 @@ import { itemsPageSchema, itemDetailSchema, bulletinSchema } from '../../wire/re
 import { itemCreatedSchema, reportSchema, reportsSchema, sliceAnswerSchema, voteAnswerSchema } from '../../wire/relay/relay-responses-more.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from '../../wire/relay/relay-schemas.js';
-import { throwCoreIssues } from './signed-document.js';
+import { throwCoreProblems } from './signed-document.js';
 import { requireAuthorship } from './signed-statements.js';
 import type { ItemRow } from './data-access/item-repository.js';
 import { VoteIngest } from './vote-ingest.js';
@@ -33,7 +33,7 @@ export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Rec
 
 /** Items, votes, bulletins, slices and reports. */
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
-  const { items, reports, nodes } = deps.store.syncData;
+  const { items, reports } = deps.store.syncData;
   const now = () => deps.clock.nowMs();
   const ingest = new VoteIngest(deps.store, deps.voting, deps.selfKey.nodeId, now);
   const getItem = (id: string) => items.get(id);
@@ -74,7 +74,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       const posted: AuthoredItem = { id: row.item_id, type: row.type, author: row.author, title: row.title, media_type: row.media_type };
       const described = describedItem(posted);
       const mismatch = statement === null ? null : authorshipMismatch(statement, described);
-      if (mismatch) throw invalidInput(['body', 'authorship', mismatch.field], `Value error, ${mismatch.msg}`, (statement as unknown as Record<string, unknown>)[mismatch.field]);
+      if (mismatch) throwCoreProblems([mismatch], ['body', 'authorship']);
       const authorship = statement === null ? null : JSON.stringify(statement);
       const existing = getItem(row.item_id);
       if (existing) {
@@ -195,7 +195,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         parseOr422(claimBody, input, 'body');
         const { authorship: statement, ...fields } = input as Record<string, unknown>;
         const checked = validateClaim({ body: '', ...fields });
-        if (!checked.ok) throwCoreIssues(checked.issues, ['body']);
+        if (!checked.ok) throwCoreProblems(checked.problems, ['body']);
         const claim = checked.value;
         const id = claimId(claim);
         const described = describedItem({ id, type: 'claim', author, title: claim.title, media_type: null });
@@ -219,16 +219,18 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const itemId = params.id!;
         checkItemId(itemId);
         // Only whether it exists: the vote's answer needs nothing else of the item's row.
-        if (!items.exists(itemId)) throw new HttpError(404, 'no such item on this relay');
+        if (!ingest.itemStored(itemId)) throw new HttpError(404, 'no such item on this relay');
         const parsed = parseVote(req.body);
-        if (!parsed.ok) throwCoreIssues(parsed.issues, ['body']);
+        if (!parsed.ok) throwCoreProblems(parsed.problems, ['body']);
         const vote: Vote = parsed.value;
         if (vote.item !== itemId) throw invalidInput(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
         const timeProblem = voteTimeProblem(vote.created_at, now());
         if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
         // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
-        if (!(await ingest.verify(vote))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
-        if (!nodes.exists(vote.voter)) throw new HttpError(403, 'voter is not a registered node: POST /register first');
+        // Looked up once, before the check (a vote sent while its voter registers may be either side of it).
+        const voter = { registered: ingest.voterRegistered(vote.voter) };
+        if (!(await ingest.verify(vote, voter))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
+        if (!voter.registered) throw new HttpError(403, 'voter is not a registered node: POST /register first');
         if (vote.slice_hash !== undefined && !deps.store.run(deps.voting.quorumSetByHash(vote.slice_hash))) {
           // Checked here as well as where it is stored: a refusal never reaches the write path.
           throw unknownSliceHash(vote.slice_hash);

@@ -3,8 +3,9 @@ import type { FileStore } from './file-store.js';
 import { itemView } from './item-routes.js';
 import { unstorableText } from './storable-text.js';
 import { HttpError } from '../http/http-error.js';
-import { claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from '../../core/relay/index.js';
+import { type Problem, claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from '../../core/relay/index.js';
 import { voteTimeProblem } from './relay-deps.js';
+import { coreProblemMessage } from '../../wire/problem-detail.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
 import { codePointText, registerBody } from '../../wire/relay/relay-schemas.js';
 import type { RelayStore } from './relay-store.js';
@@ -37,6 +38,8 @@ export type IngestOutcome = { kind: 'stored' } | { kind: 'skipped'; reason: stri
 const stored: IngestOutcome = { kind: 'stored' };
 const skip = (reason: string): IngestOutcome => ({ kind: 'skipped', reason });
 const refuse = (reason: string): IngestOutcome => ({ kind: 'refused', reason });
+/** The first problem's message, as a client's 422 would say it. */
+const firstMessage = (problems: readonly Problem[]) => (problems[0] === undefined ? '' : coreProblemMessage(problems[0]));
 
 export interface PeerIngestOptions {
   store: RelayStore;
@@ -143,7 +146,7 @@ export class PeerIngest {
     let row: { type: 'claim' | 'file'; kind: string; title: string; body: string; bytes: number | null; media: string | null };
     if (item.type === 'claim') {
       const checked = validateClaim({ kind: item.kind, title: item.title, body: item.body });
-      if (!checked.ok) return refuse(`invalid claim: ${checked.issues[0]?.msg ?? ''}`);
+      if (!checked.ok) return refuse(`invalid claim: ${firstMessage(checked.problems)}`);
       if (claimId(checked.value) !== id) return refuse('claim id does not match its content');
       if (item.authorship === undefined || item.authorship === null) return skip("claim posted without its author's signed statement (x.item/1); not taken");
       const problem = authorshipProblem(item.authorship, { id, type: 'claim', author, title: checked.value.title, media_type: null });
@@ -174,7 +177,7 @@ export class PeerIngest {
   private vote(data: Record<string, unknown>, origin: string): IngestOutcome {
     const { nodes, items } = this.o.store.syncData;
     const parsed = parsePeerVote(data.vote);
-    if (!parsed.ok) return refuse(`malformed vote: ${parsed.issues[0]?.msg ?? ''}`);
+    if (!parsed.ok) return refuse(`malformed vote: ${firstMessage(parsed.problems)}`);
     const vote = parsed.value;
     const nowMs = this.o.clock.nowMs();
     const timeProblem = voteTimeProblem(vote.created_at, nowMs);
@@ -255,7 +258,7 @@ function withoutUnstorableHint(kind: unknown, data: Record<string, unknown>): Re
  */
 function parsePeerVote(doc: unknown): ReturnType<typeof parseVote> {
   const parsed = parseVote(doc);
-  if (parsed.ok || !parsed.issues.every((issue) => issue.loc[0] === 'hint')) return parsed;
+  if (parsed.ok || !parsed.problems.every((problem) => problem.path[0] === 'hint')) return parsed;
   const { hint: _dropped, ...signed } = doc as Record<string, unknown>;
   return parseVote(signed);
 }

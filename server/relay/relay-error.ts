@@ -2,13 +2,13 @@ import type { ErrorRequestHandler } from 'express';
 import { RelayError as CoreRelayError } from '../../core/relay/index.js';
 import { createErrorHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
-import { coreIssuesToValidation, type ValidationErrorItem } from '../../wire/problem-detail.js';
+import { coreProblemsToValidation, type ValidationErrorItem } from '../../wire/problem-detail.js';
 import type { Logger } from '../http/logger.js';
 
 /**
  * The relay uses the HTTP layer's one error type (`server/http/http-error.ts`): `HttpError(status,
  * detail, headers)` written as `{"detail": ...}` by the one handler. This module adds what the relay
- * needs on top: core issues as pydantic-style 422 entries, and a short way to make one.
+ * needs on top: core problems as pydantic-style 422 entries, and a short way to make one.
  */
 export type ValidationIssue = ValidationErrorItem;
 
@@ -39,7 +39,7 @@ export function relayErrorHandler(logger: Logger): ErrorRequestHandler {
 
 function translate(err: unknown): unknown {
   if (err instanceof CoreRelayError) {
-    const items = err.issues.length > 0 ? coreIssuesToValidation(err.issues, ['body']) : [issue('value_error', ['body'], `Value error, ${err.message}`, null)];
+    const items = err.problems.length > 0 ? coreProblemsToValidation(err.problems, ['body']) : [issue('value_error', ['body'], `Value error, ${err.message}`, null)];
     return new HttpError(422, items);
   }
   const e = err as { type?: unknown; body?: unknown } | null;

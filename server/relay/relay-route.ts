@@ -85,7 +85,8 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
     handler: async (req, res, caller) => {
       // A body the JSON parser skipped (text/plain, a form) would otherwise be validated as `{}`: a
       // 422 `model_attributes_type` at best, silently ignored where every field is optional.
-      if (spec.body && bodyKind !== 'json-or-multipart' && carriesBytes(req) && !req.is(JSON_TYPES)) throw notJson(mediaTypeOf(req));
+      // The header every vote sends is read without type-is (decision 0620).
+      if (spec.body && bodyKind !== 'json-or-multipart' && carriesBytes(req) && req.headers['content-type'] !== 'application/json' && !req.is(JSON_TYPES)) throw notJson(mediaTypeOf(req));
       // What a route reads, before it is validated or stored (decision 0490); what it ignores may hold anything.
       // A parameter sent twice is read as its last value, as FastAPI reads it.
       const queryValues = spec.query ? lastQueryValues(req.query) : undefined;

@@ -1,4 +1,4 @@
-import express, { type Express, type Request, type Response, type Router } from 'express';
+import express, { type Express, type Request, type Router } from 'express';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock, TimerHandle } from '../../core/clock.js';
@@ -17,6 +17,7 @@ import { mountApiRoutes } from '../http/api-route.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import type { SyncFile } from '../db/wal-sync.js';
 import { answersWaitFor } from '../http/answers-wait-for.js';
+import { relayBodyParser } from './relay-body-parser.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
@@ -294,9 +295,6 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   app.disable('x-powered-by');
   app.use(noSniff);
   app.use(requireHost);
-  // strict: false parses any JSON value, as FastAPI does: a body of `"x"` or `1` is well-formed JSON
-  // that is no object (a 422 model_attributes_type from the route's schema), not a decode error.
-  const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'], strict: false });
   const api = strictRouter();
   // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
   let syncFailureLogged = false;
@@ -319,8 +317,6 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // Before the routes: a client over its limit costs no credential check and no body parse.
   api.use(rateLimits);
 
-  // Multipart uploads are streamed by the handler; JSON is parsed (bounded) for everything else.
-  const parse = (req: Request, res: Response, next: (err?: unknown) => void) => (req.is('multipart/form-data') ? next() : json(req, res, next));
   const openapi = buildOpenApiDocument(routes, {
     title: 'x-relay',
     version: relayVersion,
@@ -332,7 +328,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
     res.json(openapi);
   });
   // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
-  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: parse, otherPaths: [{ method: 'get', path: '/openapi.json' }] });
+  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
   const stats = () => {
     const { nodes, items, votes, peers } = deps.store.syncData;

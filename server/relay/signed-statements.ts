@@ -1,6 +1,7 @@
 import {
   type AuthoredItem,
   type ItemAuthorship,
+  type Problem,
   type SliceDeclaration,
   authorshipMismatch,
   parseItemAuthorship,
@@ -9,7 +10,8 @@ import {
   verifySliceDeclaration,
 } from '../../core/relay/index.js';
 import { invalidInput } from './relay-error.js';
-import { throwCoreIssues } from './signed-document.js';
+import { coreProblemMessage } from '../../wire/problem-detail.js';
+import { throwCoreProblems } from './signed-document.js';
 
 /**
  * The relay's checks of x.item/1 authorship statements and x.slice/1 slice declarations (core
@@ -21,10 +23,10 @@ import { throwCoreIssues } from './signed-document.js';
 /** The author's statement for `item`, or a 422 under `loc` naming what is wrong. */
 export function requireAuthorship(input: unknown, item: AuthoredItem, loc: (string | number)[]): ItemAuthorship {
   const parsed = parseItemAuthorship(input);
-  if (!parsed.ok) throwCoreIssues(parsed.issues, loc);
+  if (!parsed.ok) throwCoreProblems(parsed.problems, loc);
   const doc = parsed.value;
   const mismatch = authorshipMismatch(doc, item);
-  if (mismatch) throw invalidInput([...loc, mismatch.field], `Value error, ${mismatch.msg}`, (doc as unknown as Record<string, unknown>)[mismatch.field]);
+  if (mismatch) throwCoreProblems([mismatch], loc);
   if (!verifyItemAuthorship(doc)) throw invalidInput([...loc, 'sig'], "Value error, sig is not the author's Ed25519 signature over this statement", doc.sig);
   return doc;
 }
@@ -32,9 +34,9 @@ export function requireAuthorship(input: unknown, item: AuthoredItem, loc: (stri
 /** Why `input` is not `item`'s authorship statement signed by its author, or null when it is. */
 export function authorshipProblem(input: unknown, item: AuthoredItem): string | null {
   const parsed = parseItemAuthorship(input);
-  if (!parsed.ok) return `authorship statement malformed at ${parsed.issues[0]?.loc.join('.') ?? ''}: ${parsed.issues[0]?.msg ?? ''}`;
+  if (!parsed.ok) return `authorship statement malformed at ${malformedAt(parsed.problems)}`;
   const mismatch = authorshipMismatch(parsed.value, item);
-  if (mismatch) return `authorship statement does not match the item: ${mismatch.field}`;
+  if (mismatch) return `authorship statement does not match the item: ${mismatch.path.join('.')}`;
   if (!verifyItemAuthorship(parsed.value)) return "authorship signature does not verify against the author's key";
   return null;
 }
@@ -42,7 +44,7 @@ export function authorshipProblem(input: unknown, item: AuthoredItem): string | 
 /** A declaration from a request, parsed and verified, or a 422 under `loc`. */
 export function requireSliceDeclaration(input: unknown, loc: (string | number)[]): SliceDeclaration {
   const parsed = parseSliceDeclaration(input);
-  if (!parsed.ok) throwCoreIssues(parsed.issues, loc);
+  if (!parsed.ok) throwCoreProblems(parsed.problems, loc);
   if (!verifySliceDeclaration(parsed.value)) throw invalidInput([...loc, 'sig'], "Value error, sig is not the node's Ed25519 signature over this declaration", parsed.value.sig);
   return parsed.value;
 }
@@ -50,7 +52,13 @@ export function requireSliceDeclaration(input: unknown, loc: (string | number)[]
 /** A declaration from a peer, parsed and verified, or why not. */
 export function sliceDeclarationOrProblem(input: unknown): { ok: true; value: SliceDeclaration } | { ok: false; problem: string } {
   const parsed = parseSliceDeclaration(input);
-  if (!parsed.ok) return { ok: false, problem: `slice declaration malformed at ${parsed.issues[0]?.loc.join('.') ?? ''}: ${parsed.issues[0]?.msg ?? ''}` };
+  if (!parsed.ok) return { ok: false, problem: `slice declaration malformed at ${malformedAt(parsed.problems)}` };
   if (!verifySliceDeclaration(parsed.value)) return { ok: false, problem: "slice declaration signature does not verify against the node's key" };
   return { ok: true, value: parsed.value };
+}
+
+/** `path: message` of the first problem, for a peer's refused event (as a 422 entry would word it). */
+function malformedAt(problems: readonly Problem[]): string {
+  const first = problems[0];
+  return first === undefined ? ': ' : `${first.path.join('.')}: ${coreProblemMessage(first)}`;
 }

@@ -3,7 +3,7 @@ import { BoundedCache } from './bounded-cache.js';
 import type { SliceRepository } from './data-access/slice-repository.js';
 import type { Steps } from '../db/sql-steps.js';
 import type { RelayStore } from './relay-store.js';
-import { throwCoreIssues } from './signed-document.js';
+import { throwCoreProblems } from './signed-document.js';
 
 /** A slice a node published (POST /slice or a peer's `slice` event). Frozen: shared between tallies. */
 export interface PublishedSlice {
@@ -83,7 +83,7 @@ export class SliceBook {
       return o;
     };
     const result = validateQuorumSet(fill(input), { self: owner });
-    if (!result.ok) throwCoreIssues(result.issues, loc);
+    if (!result.ok) throwCoreProblems(result.problems, loc);
     return { qset: normalizeQuorumSet(result.value), tAuto };
   }
 

@@ -1,5 +1,6 @@
 import { hasLoneSurrogate } from '../../core/relay/index.js';
 import { invalidInput } from './relay-error.js';
+import { throwCoreProblems } from './signed-document.js';
 
 /**
  * Text the relay stores as it was sent (decision 0490). U+0000 cannot be held by PostgreSQL's text
@@ -48,8 +49,8 @@ export function refuseUnstorableText(value: unknown, where: Key[]): void {
   const found = unstorableText(value);
   if (found === null) return;
   const loc = [...where, ...found.loc];
-  // The core's wording for a lone surrogate in a claim, so one rule reads the same everywhere.
-  if (found.problem === 'lone-surrogate') throw invalidInput(loc, 'Input should be a valid string, it holds a lone UTF-16 surrogate', found.text, 'string_unicode');
+  // The core's problem for a lone surrogate in a claim, so one rule reads the same everywhere.
+  if (found.problem === 'lone-surrogate') throwCoreProblems([{ path: [], code: 'lone_surrogate', input: found.text }], loc);
   throw invalidInput(loc, 'Value error, must not contain U+0000 (NUL)', found.text);
 }
 

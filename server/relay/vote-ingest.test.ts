@@ -58,6 +58,9 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     expect(again!.value).toMatchObject({ stored: false, duplicate: true });
     // Every answer is given after the commit: its bulletin counts what the batch stored.
     expect(first!.value.bulletin.counts.yes.vote).toBe(2);
+    // The same after-commit bulletin for every vote of the batch on the item: computed once.
+    expect(second!.value.bulletin).toBe(first!.value.bulletin);
+    expect(again!.value.bulletin).toBe(first!.value.bulletin);
     expect(store.run(voting.statements(item)).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
     // One outer transaction and one savepoint per vote.
     expect(transactions).toBe(1 + 4);
@@ -86,10 +89,10 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     const second = vote(b);
     let secondAnswer: Promise<unknown> = Promise.resolve();
     const first = ingest.request(new EventEmitter(), async () => {
-      expect(await ingest.verify(vote(a))).toBe(true);
+      expect(await ingest.verify(vote(a), { registered: false })).toBe(true);
       const stored = ingest.submit(vote(a));
       // The second vote's check starts after the first joined the queue, before its batch is stored.
-      secondAnswer = ingest.request(new EventEmitter(), async () => ((await ingest.verify(second)) ? ingest.submit(second) : null));
+      secondAnswer = ingest.request(new EventEmitter(), async () => ((await ingest.verify(second, { registered: false })) ? ingest.submit(second) : null));
       return stored;
     });
     await first;
@@ -98,6 +101,23 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     expect(store.run(voting.statements(item)).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
     // One outer transaction, a savepoint per vote: the first vote waited for the second's check.
     expect(transactions).toBe(1 + 2);
+  });
+
+  it('keeps a stored item or registered voter as seen (neither is ever deleted), and reads a missing one again', () => {
+    const other = 'ab'.repeat(32);
+    let lookups = 0;
+    const exists = store.syncData.items.exists.bind(store.syncData.items);
+    store.syncData.items.exists = (id: string) => {
+      lookups++;
+      return exists(id);
+    };
+    expect([ingest.itemStored(item), ingest.itemStored(item)]).toEqual([true, true]);
+    expect(lookups).toBe(1);
+    expect(ingest.itemStored(other)).toBe(false);
+    store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 'u', ?, 0)").run(other, a.nodeId);
+    expect(ingest.itemStored(other)).toBe(true);
+    expect(lookups).toBe(3);
+    expect(ingest.voterRegistered(b.nodeId)).toBe(false);
   });
 
   it('stores a vote alone at once, in its own transaction (no savepoint)', async () => {

@@ -1,4 +1,5 @@
 import { type Vote, verifyVote, verifyVoteAsync } from '../../core/relay/index.js';
+import { BoundedCache } from './bounded-cache.js';
 import type { RelayStore } from './relay-store.js';
 import type { RelayBulletin, StoredVote, Voting } from './voting.js';
 
@@ -11,6 +12,9 @@ export interface VoteOutcome extends StoredVote {
 
 /** Votes taken into one transaction at most; the rest wait for the next. */
 const MAX_BATCH = 64;
+
+/** Item ids, and voters' node ids, each kept as seen stored: about 13 MB at most for both. */
+const SEEN_STORED_MAX = 65_536;
 
 /**
  * The write path of `POST /items/{id}/vote` with group commit (issue 18). Verified votes that
@@ -31,6 +35,13 @@ export class VoteIngest {
   private inFlight = 0;
   /** Signature checks running on the thread pool: the votes the next batch waits for. */
   private verifying = 0;
+  /**
+   * Items and voters seen stored. The relay never deletes an item or a node (no DELETE of either),
+   * so a yes once read stays true, and a vote skips its two lookups (decision 0620); a no is read
+   * again each time.
+   */
+  private readonly seenItems = new BoundedCache<string, true>(SEEN_STORED_MAX);
+  private readonly seenVoters = new BoundedCache<string, true>(SEEN_STORED_MAX);
 
   constructor(
     private readonly store: RelayStore,
@@ -50,15 +61,33 @@ export class VoteIngest {
     return work();
   }
 
+  /** Whether the item is stored (see `seenItems`). */
+  itemStored(itemId: string): boolean {
+    return this.seenStored(this.seenItems, itemId, () => this.store.syncData.items.exists(itemId));
+  }
+
+  /** Whether the voter's node is registered here (see `seenItems`). */
+  voterRegistered(nodeId: string): boolean {
+    return this.seenStored(this.seenVoters, nodeId, () => this.store.syncData.nodes.exists(nodeId));
+  }
+
+  private seenStored(seen: BoundedCache<string, true>, id: string, exists: () => boolean): boolean {
+    if (seen.has(id)) return true;
+    if (!exists()) return false;
+    seen.set(id, true);
+    return true;
+  }
+
   /**
-   * `verifyVote`, on the thread pool when other vote requests are in flight. A registered voter's
+   * `verifyVote`, on the thread pool when other vote requests are in flight. `registered`: whether
+   * the voter's node is stored (the route looks once, for this and its 403). A registered voter's
    * key passed `checkPublicKey` when it registered (here, or at the peer it was learned from:
    * `nodeIdProblem` guards every row of `nodes`), so the nodes table is that verdict, kept across
    * restarts: a voter's first vote after one pays no key check in JavaScript (issue 30). Any other
    * key is checked, so the answers are the same either way.
    */
-  verify(vote: Vote): Promise<boolean> {
-    const options = { keyChecked: this.store.syncData.nodes.exists(vote.voter) };
+  verify(vote: Vote, voter: { registered: boolean }): Promise<boolean> {
+    const options = { keyChecked: voter.registered };
     if (this.inFlight <= 1) return Promise.resolve(verifyVote(vote, options));
     this.verifying++;
     const settled = () => {
@@ -121,13 +150,20 @@ export class VoteIngest {
       for (const entry of batch) entry.reject(error);
       return;
     }
+    // The relay node's bulletin after the commit is the same for every vote of the batch on an item: computed once (decision 0620).
+    const bulletins = new Map<string, RelayBulletin>();
+    const bulletinOf = (itemId: string) => {
+      let bulletin = bulletins.get(itemId);
+      if (!bulletin) bulletins.set(itemId, (bulletin = this.store.run(this.voting.bulletin(itemId, this.selfNodeId))));
+      return bulletin;
+    };
     batch.forEach((entry, k) => {
       const result = results[k];
       if (!result) entry.reject(new Error('vote batch ended without an outcome for every vote'));
       else if (!result.ok) entry.reject(result.error);
       else {
         try {
-          entry.resolve({ ...result.stored, bulletin: this.store.run(this.voting.bulletin(entry.vote.item, this.selfNodeId)) });
+          entry.resolve({ ...result.stored, bulletin: bulletinOf(entry.vote.item) });
         } catch (error) {
           entry.reject(error);
         }

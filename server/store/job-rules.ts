@@ -25,9 +25,10 @@ export function* createJob(
 ): Steps<CreateJobResult> {
   // The pool's lock (a board id names a pool, decision 0510): its lease checks and queue limit.
   yield* lockPool(d, job.board);
-  yield* expireDue(d, options.nowMs);
   let instance: string;
   if (job.sessionId !== null) {
+    // A session due now must expire before a job could keep it alive.
+    yield* expireDue(d, options.nowMs);
     // Locked, so a sweep expiring this session waits for the job (and then keeps the session alive).
     const row = yield* lockSession(d, job.sessionId);
     // Another agent's session is reported exactly like a missing one: existence is not revealed.
@@ -40,7 +41,13 @@ export function* createJob(
     if (job.instance !== undefined && job.instance !== instance) return { kind: 'session-other-board', session };
   } else {
     const candidates = job.instance !== undefined || !options.instances?.length ? [instanceOf(job)] : options.instances;
-    const pick = yield* firstFree(candidates, options.nowMs);
+    let pick = yield* firstFree(candidates, options.nowMs);
+    // Sessions are expired only when one due now is in the way (decision 0600): the sweep before
+    // every job cost each job a statement, though the sweep of the service expires them anyway.
+    if ('lease' in pick && pick.dueSession) {
+      yield* expireDue(d, options.nowMs);
+      pick = yield* firstFree(candidates, options.nowMs);
+    }
     if ('lease' in pick) return { kind: 'board-leased', lease: pick.lease };
     instance = pick.free;
   }

@@ -136,11 +136,12 @@ export function* leaseOn(instance: string, nowMs: number): Steps<LeaseWithAgent 
 
 /**
  * The first of `instances` nobody leases at `nowMs`, or the lease that frees first when every one
- * is leased (a job's lease last: it frees only when its job ends). Inside the caller's
+ * is leased (a job's lease last: it frees only when its job ends), and whether a session due at
+ * `nowMs` holds one of them (expiring it frees the instance). Inside the caller's
  * transaction, which holds the pool's lock (`lockPool`) and then takes the free one (decision
  * 0510); the lease's primary key backs that up.
  */
-export function* firstFree(instances: readonly string[], nowMs: number): Steps<{ free: string } | { lease: LeaseWithAgent }> {
+export function* firstFree(instances: readonly string[], nowMs: number): Steps<{ free: string } | { lease: LeaseWithAgent; dueSession: boolean }> {
   const leases: LeaseWithAgent[] = [];
   for (const instance of instances) {
     const lease = yield* leaseOn(instance, nowMs);
@@ -148,7 +149,10 @@ export function* firstFree(instances: readonly string[], nowMs: number): Steps<{
     leases.push(lease);
   }
   const freesAt = (l: LeaseWithAgent) => l.expiresAtMs ?? Number.POSITIVE_INFINITY;
-  return { lease: leases.reduce((best, l) => (freesAt(l) < freesAt(best) ? l : best)) };
+  // A session lease due at `nowMs` (the idle time of one in use is already extended) is held by
+  // a session that `expireDue` would expire now.
+  const dueSession = leases.some((l) => l.holder.kind === 'session' && freesAt(l) <= nowMs);
+  return { lease: leases.reduce((best, l) => (freesAt(l) < freesAt(best) ? l : best)), dueSession };
 }
 
 /** Every lease as it stands at `nowMs`, by board; a session lease due then is left out. */

@@ -35,9 +35,11 @@ export interface SessionQueueStore {
   /**
    * Calls `listener` with a queue or pool id whenever something that may move a queue happened
    * on this database: a waiter left, or a lease was freed. From every replica on PostgreSQL
-   * (LISTEN/NOTIFY), from this store's connection on SQLite. A hint: waiters still poll, bounded.
+   * (LISTEN/NOTIFY), from this store's connection on SQLite. Without an id, any queue may have
+   * moved: events may have been lost (PostgreSQL's LISTEN connection was lost and is back). A
+   * hint: waiters still poll, bounded.
    */
-  onChange(listener: (queueOrPool: string) => void): () => void;
+  onChange(listener: (queueOrPool?: string) => void): () => void;
   /**
    * Settles once changes are reported to the listeners subscribed so far (on PostgreSQL: the
    * LISTEN connection is open), or once trying failed (the poll carries on without events).
@@ -98,14 +100,15 @@ export function lineOf(waiters: readonly { agent_id: string }[], agentId: string
 
 /** Listeners of `onChange`, called after the current call stack (a SQLite trigger fires inside its transaction). */
 export class QueueChangeListeners {
-  private readonly listeners = new Set<(queueOrPool: string) => void>();
+  private readonly listeners = new Set<(queueOrPool?: string) => void>();
 
-  add(listener: (queueOrPool: string) => void): () => void {
+  add(listener: (queueOrPool?: string) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  emit(queueOrPool: string): void {
+  /** `queueOrPool` may have moved; every queue when undefined. */
+  emit(queueOrPool: string | undefined): void {
     queueMicrotask(() => {
       for (const listener of [...this.listeners]) listener(queueOrPool);
     });

@@ -26,6 +26,10 @@ import { SqlHealthChecks, SqlSerialInput } from './sql-worker-requests.js';
 import type { SessionQueueStore } from './session-queue-store.js';
 import type { SqlExecutor } from './sql/sql-executor.js';
 import { all, one, run, type Steps } from '../db/sql-steps.js';
+import { BoundedCache } from './bounded-cache.js';
+
+/** How many agents a store keeps in memory (by token and by id): far more than a lab's agents at once. */
+const CACHED_AGENTS = 4096;
 
 /**
  * The bench store, once for SQLite and PostgreSQL (decision 0545): the rules are written once as
@@ -42,6 +46,16 @@ export abstract class SqlBenchStore implements BenchStore {
   readonly serialInput: SqlSerialInput;
   readonly waitlist: SqlWaitlist;
   readonly workers: SqlWorkerRegistry;
+
+  /**
+   * Agents as read, by token hash and by id. An agent's row never changes and is never deleted (no
+   * statement of the store does either), so what was read once is true for good; only agents found
+   * are kept, so one registered meanwhile on another replica is found at its first request. This
+   * saves every authenticated request its round trip to the database (decision 0600). A store that
+   * comes to revoke or rotate agents' tokens must drop the entry on every replica first.
+   */
+  private readonly agentsByToken = new BoundedCache<string, AgentRecord>(CACHED_AGENTS);
+  private readonly agentsById = new BoundedCache<string, AgentRecord>(CACHED_AGENTS);
 
   constructor(protected readonly sql: SqlExecutor) {
     this.boardHealth = new SqlBoardHealthStore(sql);
@@ -69,13 +83,25 @@ export abstract class SqlBenchStore implements BenchStore {
   }
 
   async getAgent(agentId: string): Promise<AgentRecord | undefined> {
+    const known = this.agentsById.get(agentId);
+    if (known) return { ...known };
     const row = await this.sql.plain(() => one<AgentRow>('SELECT * FROM agents WHERE agent_id = ?', [agentId]));
-    return row && agentFromRow(row);
+    return row && this.remember(agentFromRow(row));
   }
 
   async findAgentByTokenSha256(tokenSha256: string): Promise<AgentRecord | undefined> {
+    const known = this.agentsByToken.get(tokenSha256);
+    if (known) return { ...known };
     const row = await this.sql.plain(() => one<AgentRow>('SELECT * FROM agents WHERE token_sha256 = ?', [tokenSha256]));
-    return row && agentFromRow(row);
+    return row && this.remember(agentFromRow(row));
+  }
+
+  /** Keeps `agent` (a copy: callers may change the record they get) and answers another copy. */
+  private remember(agent: AgentRecord): AgentRecord {
+    const kept = { ...agent };
+    this.agentsByToken.set(kept.tokenSha256, kept);
+    this.agentsById.set(kept.agentId, kept);
+    return { ...kept };
   }
 
   expireSessions(nowMs: number): Promise<SessionRecord[]> {

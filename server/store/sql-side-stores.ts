@@ -2,6 +2,7 @@ import { type BoardHealthRecord, type BoardHealthStore, healthyBoardRecord } fro
 import type { FirmwareBlobs } from './firmware-blob-store.js';
 import type { SqlExecutor } from './sql/sql-executor.js';
 import { all, one, run } from '../db/sql-steps.js';
+import { BoundedCache } from './bounded-cache.js';
 import { checkWaitlistEntry, WAITLIST_KINDS, type WaitlistAddResult, type WaitlistEntry, type WaitlistKind, type WaitlistStore } from './waitlist-store.js';
 import { type WorkerBoardReport, type WorkerRecord, type WorkerRegistry, type WorkerRow, workerFromRow } from './worker-registry.js';
 
@@ -154,16 +155,40 @@ export class SqlWorkerRegistry implements WorkerRegistry {
   }
 }
 
+/** How many firmware hashes a replica remembers as stored (64 hex characters each, plus the map's own). */
+const KNOWN_BLOBS = 4096;
+/** Firmware a replica keeps in memory for its workers: the last few images, each at most 1 MiB (at most 16 MiB in all). */
+const KEPT_BLOBS = 16;
+const KEPT_BLOB_MAX_BYTES = 1024 * 1024;
+
 /** Firmware by sha256 in the database (PostgreSQL), so a job accepted by one replica runs from any. */
 export class SqlFirmwareBlobs implements FirmwareBlobs {
+  /**
+   * Hashes this replica stored or read: a blob is named by its content and never deleted (no
+   * statement of the store does), so a CI pipeline sending the same image job after job pays its
+   * upload to the database once, not at every job (decision 0600).
+   */
+  private readonly known = new BoundedCache<string, true>(KNOWN_BLOBS);
+  /** The bytes of the last images workers fetched through this replica (the same image, job after job). */
+  private readonly kept = new BoundedCache<string, Uint8Array>(KEPT_BLOBS);
+
   constructor(private readonly sql: SqlExecutor) {}
 
   async put(sha256: string, bytes: Uint8Array): Promise<void> {
+    if (this.known.has(sha256)) return;
     await this.sql.plain(() => run('INSERT INTO firmware_blobs (sha256, bytes) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING', [sha256, Buffer.from(bytes)]));
+    this.known.set(sha256, true);
   }
 
   async get(sha256: string): Promise<Uint8Array | undefined> {
+    // Copies out: a caller may change what it got, never what is kept.
+    const kept = this.kept.get(sha256);
+    if (kept) return kept.slice();
     const row = await this.sql.plain(() => one<{ bytes: Buffer }>('SELECT bytes FROM firmware_blobs WHERE sha256 = ?', [sha256]));
-    return row ? new Uint8Array(row.bytes) : undefined;
+    if (!row) return undefined;
+    this.known.set(sha256, true);
+    const bytes = new Uint8Array(row.bytes);
+    if (bytes.length <= KEPT_BLOB_MAX_BYTES) this.kept.set(sha256, bytes.slice());
+    return bytes;
   }
 }

@@ -75,7 +75,7 @@ export class SqliteSessionQueue implements SessionQueueStore {
     return this.db.prepare('SELECT * FROM session_waiters WHERE queue = ? AND alive_until_ms > ? ORDER BY seq').all(queue, nowMs) as SessionWaiterRow[];
   }
 
-  onChange(listener: (queueOrPool: string) => void): () => void {
+  onChange(listener: (queueOrPool?: string) => void): () => void {
     return this.changes.add(listener);
   }
 

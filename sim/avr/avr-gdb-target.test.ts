@@ -15,7 +15,7 @@ import type { SimGdbEnd } from '../sim-gdb-target.js';
  * breakpoint, the exit report, detach.
  */
 const uno = loadBoardCatalog().find((b) => b.id === 'uno')!;
-const bytes = new Uint8Array(readFileSync(path.resolve(import.meta.dirname, '../../scenarios/debug-firmware/uno.elf')));
+const bytes = new Uint8Array(readFileSync(path.resolve(import.meta.dirname, '../../firmware/debug/uno.elf')));
 const elf = parseElf(bytes);
 const symbol = (name: string) => elf.symbols.find((s) => s.name === name)!.value;
 

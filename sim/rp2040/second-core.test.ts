@@ -36,7 +36,7 @@ function launch(engine: Rp2040Engine, code: string, options: { thumb?: boolean }
 
 /** Runs a committed pico image until it halts (at most 200 ms simulated); its UART text, halt and engine. */
 function runToHalt(program: string) {
-  const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL(`../../scenarios/firmware/pico/${program}.elf`, import.meta.url))));
+  const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL(`../../firmware/examples/pico/${program}.elf`, import.meta.url))));
   const engine = new Rp2040Engine(pico, { bytes, elf: parseElf(bytes) }, strict);
   let uart = '';
   let halt;
@@ -48,7 +48,7 @@ function runToHalt(program: string) {
 }
 
 describe('core 1 of the RP2040', () => {
-  it('runs scenarios/firmware/pico/multicore.elf: launch, FIFO ping-pong and flags, spinlocks, an interrupt on core 1, a divider per core', () => {
+  it('runs firmware/examples/pico/multicore.elf: launch, FIFO ping-pong and flags, spinlocks, an interrupt on core 1, a divider per core', () => {
     const { uart, halt, engine } = runToHalt('multicore');
     expect(uart).toBe(
       'hilbench multicore board=pico\r\nlaunch ok, fifo ping-pong 100\r\nspinlock counter 6000\r\nfifo flags ok\r\n' +
@@ -58,7 +58,7 @@ describe('core 1 of the RP2040', () => {
     expect(engine.core1.state).toBe('running');
   });
 
-  it('runs scenarios/firmware/pico/multicore-sdk.elf: the Pico SDK sequences (reset through the PSM, launch with a trampoline, blocking FIFO calls, FIFO interrupts, a mutex with WFE/SEV, lockout)', () => {
+  it('runs firmware/examples/pico/multicore-sdk.elf: the Pico SDK sequences (reset through the PSM, launch with a trampoline, blocking FIFO calls, FIFO interrupts, a mutex with WFE/SEV, lockout)', () => {
     const { uart, halt, engine } = runToHalt('multicore-sdk');
     expect(uart).toBe(
       'hilbench multicore-sdk board=pico\r\ncore 1 up, cpuid 1\r\nfifo irq on core 0: 12 words, sum 78\r\nmutex counter 800\r\n' +

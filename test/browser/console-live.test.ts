@@ -42,7 +42,7 @@ describe('the pages in a browser', () => {
       await Promise.all([page.waitForURL(`${server.url}/console`), page.click('button[type=submit]')]);
 
       // QEMU runs on host time: a 15 s capture keeps the job running while the page is watched, even on a loaded machine.
-      const elf = new Uint8Array(readFileSync(path.join(root, 'scenarios/firmware/netduinoplus2/hello.elf')));
+      const elf = new Uint8Array(readFileSync(path.join(root, 'firmware/examples/netduinoplus2/hello.elf')));
       const job = await api.submitFlash('netduinoplus2', elf, { uartSeconds: 15 });
       await page.goto(`${server.url}/console/jobs/${job.job_id}`);
       await page.waitForFunction(() => document.querySelector('#uart')?.textContent?.includes('tick 3'), undefined, { timeout: 30_000 });

@@ -4,13 +4,13 @@ import { QemuBackend } from '../../backends/qemu/qemu-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { EM_AVR } from '../../core/elf.js';
-import { type FirmwareProgram, firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { type FirmwareProgram, firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
 import { describeBackendContract } from './backend-contract.js';
 
 /**
  * The backend contract on real qemu-system-arm for one machine, with the example firmware of
- * scenarios/firmware (hello prints a banner and a tick every 100 ms; exit stops with status 3
+ * firmware/examples (hello prints a banner and a tick every 100 ms; exit stops with status 3
  * through semihosting; crash jumps to an execute-never address and locks up). One test file per
  * board (`qemu-<board>.contract.test.ts`), so the boards run in parallel and none is the long
  * pole. Nothing is skipped when QEMU is missing: the install-hint test and the board's
@@ -22,7 +22,7 @@ export function describeQemuContract(boardId: string): void {
   const manifest = loadFirmwareManifest();
   const firmware = (program: FirmwareProgram) => {
     const entry = manifest.firmware.find((f) => f.board === boardId && f.program === program);
-    if (!entry) throw new Error(`scenarios/firmware/manifest.json has no ${program} firmware for ${boardId}`);
+    if (!entry) throw new Error(`firmware/examples/manifest.json has no ${program} firmware for ${boardId}`);
     return { entry, image: firmwareImage(new Uint8Array(readFileSync(firmwarePath(entry)))) };
   };
 

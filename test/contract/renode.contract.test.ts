@@ -5,7 +5,7 @@ import { RenodeBackend } from '../../backends/renode/renode-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { EM_AVR } from '../../core/elf.js';
-import { type FirmwareProgram, firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { type FirmwareProgram, firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
 import { renodeStandinPath } from '../fakes/renode-standin/standin-path.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
 import { describeBackendContract } from './backend-contract.js';
@@ -21,7 +21,7 @@ const manifest = loadFirmwareManifest();
 
 function firmware(program: FirmwareProgram) {
   const entry = manifest.firmware.find((f) => f.board === board.id && f.program === program);
-  if (!entry) throw new Error(`scenarios/firmware/manifest.json has no ${program} firmware for ${board.id}`);
+  if (!entry) throw new Error(`firmware/examples/manifest.json has no ${program} firmware for ${board.id}`);
   return { entry, image: firmwareImage(new Uint8Array(readFileSync(firmwarePath(entry)))) };
 }
 

@@ -3,13 +3,13 @@ import { SimBackend } from '../../backends/sim/sim-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { EM_ARM, EM_AVR } from '../../core/elf.js';
-import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
 import { describeBackendContract } from './backend-contract.js';
 
 /**
  * The backend contract on the pure-TypeScript simulator: pico on rp2040js, uno on avr8js, with
- * the example firmware from scenarios/firmware (manifest.json says what each prints and how it
+ * the example firmware from firmware/examples (manifest.json says what each prints and how it
  * ends). Unmodelled accesses fail the test instead of warning.
  */
 const boards = loadBoardCatalog();
@@ -17,7 +17,7 @@ const manifest = loadFirmwareManifest();
 
 function firmware(boardId: string, program: 'hello' | 'exit' | 'crash' | 'multicore' | 'multicore-sdk') {
   const entry = manifest.firmware.find((f) => f.board === boardId && f.program === program);
-  if (!entry) throw new Error(`scenarios/firmware/manifest.json has no ${program} for ${boardId}`);
+  if (!entry) throw new Error(`firmware/examples/manifest.json has no ${program} for ${boardId}`);
   return { image: firmwareImage(new Uint8Array(readFileSync(firmwarePath(entry)))), entry };
 }
 

@@ -320,12 +320,8 @@ describe('GET /openapi.json', () => {
         'GET /admin/workers',
         'POST /admin/workers/:worker_id/revoke',
         'POST /api/v1/sessions/:sid/debug',
-        'POST /api/v1/jobs/:job_id/debug',
-        'POST /api/v1/jobs/:job_id/debug/:stream_id/send',
-        'POST /api/v1/jobs/:job_id/debug/:stream_id/receive',
-        'POST /api/v1/jobs/:job_id/debug/:stream_id/close',
-        'POST /api/v1/worker/jobs/:job_id/debug/events',
-        'POST /api/v1/worker/jobs/:job_id/debug/send',
+        'GET /api/v1/jobs/:job_id/debug',
+        'GET /api/v1/worker/jobs/:job_id/debug',
       ].sort(),
     );
 

@@ -1,103 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import type { BenchTestApp } from '../support/bench-test-app.js';
 import { picoTestElf } from '../support/make-elf.js';
-import { createTestDatabase } from '../support/postgres-test-database.js';
 import { bearer, flash } from './bench-job-requests.js';
+import { ADMIN, asWorker, cleanups, createWorker, PICO, queuedJob, runningJob, savedUartText, startLab, sweptUntilFailed, uartReport } from './hostile-lab-kit.js';
 
 /**
- * A hostile (or merely unlucky) bench worker against the lab's surfaces, on both stores: calls
- * in an order no honest worker makes, for jobs that are not its own, with reports bigger or
- * stranger than the protocol allows, and across a server restart. Each is answered as documented
- * (docs/worker-protocol.md), never a 500, and nothing accepted is lost or held for good.
+ * A hostile (or merely unlucky) bench worker against the lab's surfaces, on both stores: calls in an
+ * order no honest worker makes, across a server restart, late or twice, revoked, vanished, by the
+ * thousand, and with the database failing a look. Each is answered as documented
+ * (docs/worker-protocol.md), never a 500, and nothing accepted is lost or held for good. What a
+ * worker reports (jobs not its own, UART too big, out of order, bad base64):
+ * bench-hostile-lab-reports.test.ts.
  */
-
-const ADMIN = 'admin-secret';
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-type Store = 'sqlite' | 'postgres';
-
-async function startLab(store: Store, overrides: Parameters<typeof startBenchTestApp>[0] = {}): Promise<BenchTestApp> {
-  const database = store === 'postgres' ? await createTestDatabase() : undefined;
-  if (database) cleanups.push(database.drop);
-  const app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}), ...overrides });
-  cleanups.push(() => app.close());
-  return app;
-}
-
-async function createWorker(app: BenchTestApp, label: string): Promise<{ token: string; workerId: string }> {
-  const res = await app.request('/admin/workers', { method: 'POST', headers: { 'x-admin-token': ADMIN }, body: new URLSearchParams({ label }) });
-  expect(res.status).toBe(200);
-  const { token, worker_id: workerId } = (await res.json()) as { token: string; worker_id: string };
-  return { token, workerId };
-}
-
-/** A worker token's request with a JSON body (GET without one). */
-const asWorker = (app: BenchTestApp, token: string, path: string, body?: unknown) =>
-  app.request(path, { method: body === undefined ? 'GET' : 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-
-const PICO = { board: 'pico', backend: 'probe', available: true };
-
-/** Announces the pico for `worker`, queues a job of a new agent on it; the job's id and the agent's token. */
-async function queuedJob(app: BenchTestApp, worker: string): Promise<{ jobId: string; agent: string }> {
-  expect((await asWorker(app, worker, '/api/v1/worker/announce', { boards: [PICO] })).status).toBe(200);
-  app.fake.tick(5_000); // past the availability cache
-  const { token: agent } = await app.register('alice');
-  const submitted = await flash(app, agent, { board: 'pico', uart_seconds: '5' }, picoTestElf());
-  expect(submitted.status, await submitted.clone().text()).toBe(200);
-  return { jobId: ((await submitted.json()) as { job_id: string }).job_id, agent };
-}
-
-/** `queuedJob`, claimed by `worker` and running. */
-async function runningJob(app: BenchTestApp, worker: string): Promise<{ jobId: string; agent: string }> {
-  const queued = await queuedJob(app, worker);
-  const claimed = (await (await asWorker(app, worker, '/api/v1/worker/claim', { boards: ['pico'], wait_seconds: 0 })).json()) as { job: { job_id: string } | null };
-  expect(claimed.job?.job_id).toBe(queued.jobId);
-  expect(await (await asWorker(app, worker, `/api/v1/worker/jobs/${queued.jobId}/running`, {})).json()).toEqual({ stop: null });
-  return queued;
-}
-
-/**
- * Moves the fake clock a second at a time (each sweep arms the next when it is done, so one big
- * tick runs one sweep) until job `jobId` failed, for at most `maxFakeMs` of fake time.
- */
-async function sweptUntilFailed(app: BenchTestApp, jobId: string, options: { maxFakeMs: number }): Promise<void> {
-  let seen = 'not looked at yet';
-  let fakeMs = 0;
-  await waitUntil(
-    systemClock,
-    async () => {
-      const job = await app.server.service.store.getJob(jobId);
-      seen = `${job?.state ?? 'missing'} after ${fakeMs} fake ms`;
-      if (job?.state === 'failed') return job;
-      if (fakeMs >= options.maxFakeMs) throw new Error(`job ${jobId} still ${seen}: the sweep never failed it`);
-      app.fake.tick(1_000);
-      fakeMs += 1_000;
-      return undefined;
-    },
-    { timeoutMs: 20_000, pollMs: 5, describe: `job ${jobId} to fail by the sweep`, lastSeen: () => seen },
-  );
-}
-
-/** The UART text saved for running job `jobId` once `done` says it is complete (bounded poll of the store). */
-async function savedUartText(app: BenchTestApp, jobId: string, done: (text: string) => boolean): Promise<string> {
-  let seen = 'nothing saved';
-  return waitUntil(
-    systemClock,
-    async () => {
-      const uart = (await app.server.service.store.getJob(jobId))?.uart;
-      seen = uart ? JSON.stringify(new TextDecoder().decode(uart.bytes)) : 'nothing saved';
-      return uart && done(new TextDecoder().decode(uart.bytes)) ? new TextDecoder().decode(uart.bytes) : undefined;
-    },
-    { timeoutMs: 20_000, pollMs: 5, describe: `the UART of job ${jobId} to be saved`, lastSeen: () => seen },
-  );
-}
-
-const uartReport = (offset: number, text: string) => ({ offset, time_base: 'wall', dropped_bytes: 0, chunks: [{ at_ns: offset, base64: Buffer.from(text).toString('base64') }] });
 
 describe.each(['sqlite', 'postgres'] as const)('a hostile bench worker (%s store)', (store) => {
   it("fails a job whose worker vanished after renewing its claim through a restarted server (the renewal used to make the claim never lapse)", async () => {
@@ -117,73 +33,6 @@ describe.each(['sqlite', 'postgres'] as const)('a hostile bench worker (%s store
   });
 });
 
-describe.each(['sqlite', 'postgres'] as const)('a bench worker naming jobs that are not its own (%s store)', (store) => {
-  it("answers 404 for a job that does not exist or is another worker's, on every job call, and changes nothing", async () => {
-    const app = await startLab(store);
-    const mine = await createWorker(app, 'pi-1');
-    const other = await createWorker(app, 'pi-2');
-    expect((await asWorker(app, other.token, '/api/v1/worker/announce', { boards: [PICO] })).status).toBe(200);
-    const { jobId, agent } = await runningJob(app, mine.token);
-    const failed = { outcome: { state: 'failed', failure: { kind: 'flash-failed', message: 'not mine' }, uart: null } };
-    const calls = (id: string, token: string): Array<[string, Promise<Response>]> => [
-      ['running', asWorker(app, token, `/api/v1/worker/jobs/${id}/running`, {})],
-      ['heartbeat', asWorker(app, token, `/api/v1/worker/jobs/${id}/heartbeat`, {})],
-      ['uart', asWorker(app, token, `/api/v1/worker/jobs/${id}/uart`, uartReport(0, 'x'))],
-      ['input', asWorker(app, token, `/api/v1/worker/jobs/${id}/input`, { written_through: 0, wait_seconds: 0 })],
-      ['firmware', asWorker(app, token, `/api/v1/worker/jobs/${id}/firmware`)],
-      ['finish', asWorker(app, token, `/api/v1/worker/jobs/${id}/finish`, failed)],
-    ];
-    for (const [id, token] of [
-      ['job_AAAAAAAAAAAAAAAAAAAAAA', mine.token],
-      [jobId, other.token],
-    ] as const) {
-      for (const [what, answer] of calls(id, token)) {
-        const res = await answer;
-        expect([what, id, res.status, await res.json()]).toEqual([what, id, 404, { detail: `job ${id} not found among this worker's jobs` }]);
-      }
-    }
-    const job = (await (await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(agent) })).json()) as { state: string };
-    expect(job.state).toBe('running');
-    // The worker holding it still runs it.
-    expect(await (await asWorker(app, mine.token, `/api/v1/worker/jobs/${jobId}/heartbeat`, {})).json()).toEqual({ stop: null });
-  });
-});
-
-describe.each(['sqlite', 'postgres'] as const)('a bench worker sending more UART than its ticket allows (%s store)', (store) => {
-  it('keeps at most maxUartBytesPerJob of a job, while it runs and at its end, and counts the rest as dropped', async () => {
-    const app = await startLab(store, { limits: { maxUartBytesPerJob: 1_000 } });
-    const { token } = await createWorker(app, 'pi');
-    const { jobId, agent } = await runningJob(app, token);
-    const stored = app.server.service.store;
-    // 3 reports of 600 bytes: 1 800 bytes against a limit of 1 000 (the worker was told: max_uart_bytes).
-    for (const offset of [0, 600, 1_200]) {
-      const res = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(offset, 'u'.repeat(600)));
-      expect(res.status, await res.clone().text()).toBe(200);
-    }
-    app.fake.tick(1_000); // the save
-    let seen = 'nothing';
-    const saved = await waitUntil(
-      systemClock,
-      async () => {
-        const uart = (await stored.getJob(jobId))?.uart;
-        seen = uart ? `${uart.bytes.length} bytes, ${uart.droppedBytes} dropped` : 'no UART';
-        return uart && uart.bytes.length + uart.droppedBytes === 1_800 ? uart : undefined;
-      },
-      { timeoutMs: 20_000, pollMs: 5, describe: 'the UART save', lastSeen: () => seen },
-    );
-    expect([saved.bytes.length, saved.droppedBytes]).toEqual([1_000, 800]);
-
-    // The outcome carries a capture of 5 000 bytes (and 7 the worker's backend dropped itself).
-    const capture = { time_base: 'wall', dropped_bytes: 7, chunks: [{ at_ns: 1, base64: Buffer.alloc(5_000, 0x41).toString('base64') }] };
-    const finished = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, {
-      outcome: { state: 'done', uart: capture, stop: { reason: 'elapsed', elapsed_ns: 1 }, flash_ms: 1, run_ms: 1 },
-    });
-    expect(finished.status, await finished.clone().text()).toBe(200);
-    const job = (await (await app.request(`/api/v1/jobs/${jobId}`, { headers: bearer(agent) })).json()) as { uart: { bytes: number; dropped_bytes: number } };
-    expect([job.uart.bytes, job.uart.dropped_bytes]).toEqual([1_000, 4_007]);
-  });
-});
-
 describe.each(['sqlite', 'postgres'] as const)('a running job taken up by a restarted server (%s store)', (store) => {
   it('keeps every byte saved before the restart, also past the chunk boundaries the record lists', async () => {
     let app = await startLab(store, { limits: { maxUartChunksPerJob: 4 } });
@@ -200,22 +49,6 @@ describe.each(['sqlite', 'postgres'] as const)('a running job taken up by a rest
     expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(before.bytes.length, 'after\n'))).status).toBe(200);
     app.fake.tick(1_000);
     expect(await savedUartText(app, jobId, (text) => text.endsWith('after\n'))).toBe(`${lines.join('')}after\n`);
-  });
-});
-
-describe.each(['sqlite', 'postgres'] as const)('UART reports out of order (%s store)', (store) => {
-  it('never places bytes at another offset: a report past the bytes received counts the gap as dropped, a late report of the gap is not put after newer bytes', async () => {
-    const app = await startLab(store);
-    const { token } = await createWorker(app, 'pi');
-    const { jobId } = await runningJob(app, token);
-    const send = async (offset: number, text: string) => expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, uartReport(offset, text))).status).toBe(200);
-    await send(0, 'first\n'); // bytes 0..6
-    await send(16, 'third\n'); // bytes 6..16 never came
-    await send(6, 'second...\n'); // they come late
-    await send(22, 'fourth\n');
-    app.fake.tick(1_000);
-    expect(await savedUartText(app, jobId, (text) => text.endsWith('fourth\n'))).toBe('first\nthird\nfourth\n');
-    expect((await app.server.service.store.getJob(jobId))!.uart!.droppedBytes).toBe(10);
   });
 });
 
@@ -316,24 +149,6 @@ describe.each(['sqlite', 'postgres'] as const)('a failure reported without a cap
     cleanups.push(() => app.close());
     expect((await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, failed)).status).toBe(200);
     expect(await uartText(app, agent, jobId)).toBe('booted\n');
-  });
-});
-
-describe('base64 in a worker report that is not standard base64', () => {
-  it('is a 422 naming the chunk, and the job keeps what it had (Node would decode "!!!!" as no bytes)', async () => {
-    const app = await startLab('sqlite');
-    const { token } = await createWorker(app, 'pi');
-    const { jobId } = await runningJob(app, token);
-    for (const base64 of ['!!!!', 'QQ', 'QUJD\n']) {
-      const report = { offset: 0, time_base: 'wall', dropped_bytes: 0, chunks: [{ at_ns: 0, base64: 'QUJD' }, { at_ns: 1, base64 }] };
-      const res = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/uart`, report);
-      expect([base64, res.status]).toEqual([base64, 422]);
-      expect(((await res.json()) as { detail: Array<{ loc: unknown[] }> }).detail[0]!.loc).toEqual(['body', 'chunks', 1, 'base64']);
-      const finish = await asWorker(app, token, `/api/v1/worker/jobs/${jobId}/finish`, { outcome: { state: 'failed', failure: { kind: 'internal', message: 'x' }, uart: { ...report, offset: undefined } } });
-      expect([base64, finish.status]).toEqual([base64, 422]);
-    }
-    const job = (await app.server.service.store.getJob(jobId))!;
-    expect([job.state, job.uart]).toEqual(['running', null]);
   });
 });
 

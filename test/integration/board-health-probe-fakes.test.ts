@@ -6,11 +6,10 @@ import { ProbeBackend } from '../../backends/probe/probe-backend.js';
 import { systemClock } from '../../core/clock.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { adminSchema, boardHealthCheckSchema } from '../../wire/bench/bench-schemas.js';
-import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { boardHealthControlOf } from '../../backends/backend.js';
 import { escapeHtml } from '../../server/bench/pages/html.js';
 import { fakeBootLine } from '../fakes/openocd/fake-board.js';
-import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';
+import { FakeBench } from '../fakes/openocd/fake-bench.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
 import { type BenchClient, benchClient } from './every-board-bench-client.js';
 
@@ -37,14 +36,7 @@ beforeAll(async () => {
 });
 afterAll(() => fake.stop());
 
-const config: Partial<BenchServiceConfig> = {
-  clock: systemClock,
-  adminToken: ADMIN,
-  backend: 'probe',
-  backends: ({ clock, quarantineStore }) => ({
-    probe: new ProbeBackend({ bench: benchFile, clock, openocdPath: fakeOpenocdPath, probeRsPath: fakeProbeRsPath, toolEnv: fake.toolEnv, quarantineStore }),
-  }),
-};
+const config = fake.serviceConfig(() => benchFile, ADMIN);
 
 const f4Of = async (api: BenchClient) => (await api.boards()).find((b) => b.id === 'stm32f4-discovery')!;
 const adminF4 = async (app: BenchTestApp) =>

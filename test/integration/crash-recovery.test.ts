@@ -5,7 +5,7 @@ import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readChildLedger } from '../../backends/process/child-ledger.js';
 import { isProcessAlive, processStartTicks, type ProcessIdentity } from '../../backends/process/process-identity.js';
-import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
 import { childLedgerDir } from '../../server/lifecycle/reap-leftovers.js';
 import { until } from '../support/hilbench-processes.js';
 

@@ -1,12 +1,18 @@
 import { readFileSync } from 'node:fs';
+import { createClock } from '@sinonjs/fake-timers';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
-import { systemClock } from '../../core/clock.js';
+import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/index.js';
 import { BenchApiError } from '../../clients/bench/bench-errors.js';
 import { BenchClient } from '../../clients/bench/bench-client.js';
 import { startBenchServer } from '../../server/bench/start-bench-server.js';
 import { memoryLogger } from '../../server/http/logger.js';
+import { SessionQueue } from '../../server/bench/session-queue.js';
+import type { SessionRecord } from '../../server/store/bench-store.js';
+import { pgConnection } from '../../server/store/postgres/pg-database.js';
+import { PostgresBenchStore } from '../../server/store/postgres/postgres-bench-store.js';
 import { until } from '../support/hilbench-processes.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.js';
 import { call, registrationFor, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
@@ -50,7 +56,7 @@ describe('the bench service across a database restart', () => {
       limits: { agentRegistrationsPerMinute: 1_000_000 },
       checkImage: () => undefined,
     });
-    const firmware = new Uint8Array(readFileSync(new URL('../../scenarios/firmware/pico/hello.elf', import.meta.url)));
+    const firmware = new Uint8Array(readFileSync(new URL('../../firmware/examples/pico/hello.elf', import.meta.url)));
     const client = new BenchClient({ baseUrl: bench.url });
     const loadBoards = boards.slice(0, 6).map((b) => b.id);
     const agents = await Promise.all(loadBoards.map((_, k) => client.register(`restart-${k}`)));
@@ -58,6 +64,7 @@ describe('the bench service across a database restart', () => {
     const refusals = new Map<number, number>();
     let finished = 0;
     let stop = false;
+    let stopped = false;
     /** `request` until it is not refused, counting each refusal by status; a pause between tries. */
     const asked = async <T>(request: () => Promise<T>): Promise<T> => {
       for (;;) {
@@ -85,10 +92,17 @@ describe('the bench service across a database restart', () => {
       await until('six jobs done before the restart', () => finished >= 6);
       const firstJob = accepted[0]!;
       database.stop();
+      stopped = true;
       // While it is away: a read and a write are answered 503, with Retry-After and a detail saying why.
       for (const answer of [
         await call(bench.url, 'GET', `/api/v1/jobs/${firstJob.jobId}`, { auth: `Bearer ${firstJob.token}` }),
-        await call(bench.url, 'POST', '/api/v1/sessions', { auth: `Bearer ${firstJob.token}`, body: { board: loadBoards[0] } }),
+        // A well-formed write (a form, as the API takes it): the agent is known without the database
+        // (decision 0600), so it is the write that finds the database away.
+        await call(bench.url, 'POST', '/api/v1/sessions', {
+          auth: `Bearer ${firstJob.token}`,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          rawBody: new URLSearchParams({ board: loadBoards[0]! }).toString(),
+        }),
       ]) {
         expect(answer.status, answer.text).toBe(503);
         expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -98,6 +112,7 @@ describe('the bench service across a database restart', () => {
       expect(health.body).toMatchObject({ status: 'degraded', database: 'error' });
       const finishedBefore = finished;
       database.start();
+      stopped = false;
       await until('six more jobs done after the database came back', () => finished >= finishedBefore + 6, 120_000);
       stop = true;
       await Promise.all(load);
@@ -113,6 +128,8 @@ describe('the bench service across a database restart', () => {
       expect(await call(bench.url, 'GET', '/api/v1/health')).toMatchObject({ body: { database: 'ok' } });
     } finally {
       stop = true;
+      // A failed expectation while the database was away: the load's retries end only once it is back.
+      if (stopped) database.start();
       await Promise.allSettled(load);
       await bench.close();
       dataDir.remove();
@@ -159,6 +176,83 @@ describe('the relay service across a database restart', () => {
     } finally {
       await relay.close();
       dataDir.remove();
+    }
+  });
+});
+
+describe('the session queue across a database restart', () => {
+  it("listens again once the database is back and wakes its waiters by the database's events, not by the poll", { timeout: 180_000 }, async () => {
+    // A database of its own in the private cluster (the bench service's test above writes `postgres`).
+    const admin = new pg.Client(pgConnection(database.url));
+    await admin.connect();
+    await admin.query('CREATE DATABASE session_queue_restart');
+    await admin.end();
+    const url = database.url.replace('/postgres?', '/session_queue_restart?');
+    const T0 = 1_700_000_000_000;
+    const fake = createClock(T0);
+    const clock = clockFromFakeTimers(fake);
+    const store = await PostgresBenchStore.open(url, { poolSize: 2, clock });
+    // The poll is an hour: the fake clock never gets there, so only the database's events wake the waiter.
+    const pollMs = 3_600_000;
+    const queue = new SessionQueue({ clock, store: store.sessionQueue, logger: memoryLogger(), retryMs: pollMs });
+    const session = (sessionId: string, agentId: string): SessionRecord => ({
+      sessionId,
+      agentId,
+      board: 'pico',
+      state: 'active',
+      idleSeconds: 3_600,
+      createdAtMs: clock.nowMs(),
+      expiresAtMs: clock.nowMs() + 3_600_000,
+      endedAtMs: null,
+      lastHeartbeatAtMs: null,
+    });
+    const abort = new AbortController();
+    let waited: Promise<unknown> | undefined;
+    try {
+      for (const agentId of ['ag_holder', 'ag_waiter']) await store.insertAgent({ agentId, label: agentId, tokenSha256: agentId.padEnd(64, '0'), createdAtMs: T0 });
+      expect(await store.openSession(session('ses_holder', 'ag_holder'))).toMatchObject({ kind: 'opened' });
+      await store.sessionQueue.listening();
+      let attempts = 0;
+      const waiting = queue.wait({ queue: 'pico', pool: 'pico' }, 'ag_waiter', {
+        waitMs: 2 * pollMs,
+        signal: abort.signal,
+        attempt: async () => {
+          attempts++;
+          const opened = await store.openSession(session('ses_waiter', 'ag_waiter'));
+          return opened.kind === 'opened' ? opened.session : undefined;
+        },
+      });
+      waited = waiting;
+      await until('the waiter to try once and wait (pico is held)', () => attempts === 1);
+
+      database.restart();
+      // The store's connections come back by themselves, each try after the backoff of the injected clock.
+      await until('the store to answer again after the restart', async () => {
+        fake.tick(5_000);
+        return store.ping().then(
+          () => true,
+          () => false,
+        );
+      });
+      // Lease freed while nobody listened would be lost: on listening again the store says that
+      // anything may have changed, and the waiter looks (still held: it waits on).
+      await until('the waiter to look again once the store listens again (events lost during the restart)', () => {
+        if (attempts < 2) fake.tick(5_000);
+        return attempts >= 2;
+      });
+      expect(fake.now - T0).toBeLessThan(pollMs);
+      const ended = await store.endSession('ses_holder', clock.nowMs());
+      expect(ended.kind).toBe('changed');
+      // The lease freed after the restart reaches the waiter as an event: granted, the poll still far off.
+      const granted = await waiting;
+      expect(granted.value).toMatchObject({ sessionId: 'ses_waiter', agentId: 'ag_waiter', board: 'pico' });
+      expect(attempts).toBe(3);
+      expect(fake.now - T0).toBeLessThan(pollMs);
+    } finally {
+      abort.abort();
+      await waited?.catch(() => undefined);
+      queue.close();
+      await store.close();
     }
   });
 });

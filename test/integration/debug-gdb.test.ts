@@ -11,7 +11,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { runDebugSession } from '../../harness/debug/debug-session.js';
 import { renodeStandinPath } from '../fakes/renode-standin/standin-path.js';
-import { allFactsHold, debugElf, gdbBatch, walkThroughFacts } from '../support/gdb-batch.js';
+import { allFactsHold, debugElf, gdbBatch, walkThroughFacts, walkThroughSession } from '../support/gdb-batch.js';
 
 /**
  * Real GDB in batch mode against `hilbench debug`'s session (issue 32): it connects, breaks at
@@ -23,24 +23,21 @@ import { allFactsHold, debugElf, gdbBatch, walkThroughFacts } from '../support/g
 const root = path.resolve(import.meta.dirname, '../..');
 const boards = loadBoardCatalog();
 
-async function debugWithGdb(backend: Backend, boardId: string) {
+/** The walk-through on `boardId`, served by `hilbench debug`'s local session on `backend`. */
+function debugWithGdb(backend: Backend, boardId: string) {
   const board = boards.find((b) => b.id === boardId)!;
   const image = loadFirmwareImage(readFileSync(debugElf(boardId)));
-  let uart = '';
-  let listening: (port: number) => void = () => undefined;
-  const port = new Promise<number>((resolve) => (listening = resolve));
-  const session = runDebugSession(backend, board, image, {
-    clock: systemClock,
-    gdbPort: 0,
-    idleTimeoutMs: 120_000,
-    afterDetachSeconds: 2,
-    onUart: (chunk) => (uart += Buffer.from(chunk.bytes).toString('latin1')),
-    log: () => undefined,
-    onListening: listening,
-  });
-  const gdb = await gdbBatch(boardId, await port);
-  const outcome = await session;
-  return { gdb, outcome, uart };
+  return walkThroughSession(boardId, ({ listening, onUart }) =>
+    runDebugSession(backend, board, image, {
+      clock: systemClock,
+      gdbPort: 0,
+      idleTimeoutMs: 120_000,
+      afterDetachSeconds: 2,
+      onUart: (chunk) => onUart(Buffer.from(chunk.bytes).toString('latin1')),
+      log: () => undefined,
+      onListening: listening,
+    }),
+  );
 }
 
 describe('hilbench debug with real GDB', () => {
@@ -52,8 +49,8 @@ describe('hilbench debug with real GDB', () => {
     ['stm32f4-discovery', () => new RenodeBackend({ clock: systemClock, renodePath: renodeStandinPath })],
   ] as const)('%s: break at main, read $pc, a global and a stack word, step, detach; the firmware then prints', { timeout: 120_000 }, async (boardId, backend) => {
     const { gdb, outcome, uart } = await debugWithGdb(backend(), boardId);
-    expect(walkThroughFacts(gdb.output), gdb.output).toEqual(allFactsHold);
-    expect({ outcome: outcome.outcome, reason: outcome.reason }).toEqual({ outcome: 'passed', reason: 'the debugger detached; the firmware runs on' });
+    expect(walkThroughFacts(gdb), gdb).toEqual(allFactsHold);
+    expect(outcome).toEqual({ outcome: 'passed', reason: 'the debugger detached; the firmware runs on' });
     expect(uart).toBe(`hilbench debug board=${boardId} counter=42\r\n`);
   });
 

@@ -3,22 +3,27 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
+import { QemuBackend } from '../../backends/qemu/qemu-backend.js';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
 import { runRemoteDebugSession } from '../../bin/debug-on-server.js';
+import { DebugRefused, DebugStreamClient } from '../../bin/debug-stream-client.js';
 import { systemClock } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import type { Backend } from '../../backends/backend.js';
 import type { BackendChoice } from '../../harness/board-resolution.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
-import { allFactsHold, debugElf, gdbBatch, walkThroughFacts } from '../support/gdb-batch.js';
+import { allFactsHold, debugElf, gdbBatch, walkThroughFacts, walkThroughSession } from '../support/gdb-batch.js';
 import { createWorkerToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
 import { bearer, flash } from './bench-job-requests.js';
+import { connectDebugChannel } from '../../harness/worker/debug-channel-ws.js';
+import { DebugChannelRefused } from '../../harness/worker/worker-link.js';
 
 /**
- * GDB through a bench server and a remote worker (issue 32, decision 0560): the worker only dials
- * out, the debug stream rides its long polls, and only the holder of the debug job's session may
- * attach. Real GDB in batch mode walks the debug program on sim pico as it does locally
- * (debug-gdb.test.ts); the bad-input cases go through the server's HTTP API.
+ * GDB through a bench server and a remote worker (issue 32, decisions 0560, 0625): the worker only dials
+ * out, the debug stream rides a WebSocket it dials, and only the holder of the debug job's session may
+ * attach. Real GDB in batch mode walks the debug program on sim pico, sim uno (avr-gdb) and a QEMU
+ * board as it does locally (debug-gdb.test.ts, the same walk-through); the bad-input cases open the
+ * debug stream as `hilbench debug --server` does.
  */
 const ADMIN = 'admin-secret';
 let app: BenchTestApp;
@@ -29,11 +34,11 @@ afterEach(async () => {
   await app?.close();
 });
 
-/** A lab server on the system clock (real GDB runs in real time) and one remote worker serving pico. */
-async function lab(backends: Partial<Record<'sim' | 'mock', Backend>>, choice: BackendChoice): Promise<void> {
+/** A lab server on the system clock (real GDB runs in real time) and one remote worker serving `board` (pico unless said). */
+async function lab(backends: Partial<Record<'sim' | 'mock' | 'qemu', Backend>>, choice: BackendChoice, board = 'pico'): Promise<void> {
   app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, clock: systemClock });
   const { token } = await createWorkerToken(app.request, { adminToken: ADMIN, label: 'pi-debug' });
-  workers.push(await startLabWorker({ serverUrl: app.url, token, clock: systemClock, boards: ['pico'], backends, choice }));
+  workers.push(await startLabWorker({ serverUrl: app.url, token, clock: systemClock, boards: [board], backends, choice }));
 }
 
 const post = (token: string, path: string, body?: unknown) =>
@@ -53,44 +58,71 @@ async function debugJob(token: string, options: { idleTimeoutSeconds?: number } 
   return { jobId, sessionId };
 }
 
-const sendBytes = (token: string, jobId: string, stream: string, text: string) =>
-  post(token, `/api/v1/jobs/${jobId}/debug/${stream}/send`, { base64: Buffer.from(text, 'latin1').toString('base64') });
-
-/** Receives until `pattern` shows in what the target sent (bounded by the server's waits). */
-async function receiveUntil(token: string, jobId: string, stream: string, pattern: RegExp): Promise<string> {
+/** Opens a debug stream (a WebSocket) as `hilbench debug --server` does; what the target sends is gathered in `seen`. */
+async function openStream(token: string, jobId: string) {
+  const stream = await new DebugStreamClient({ server: app.url, token }).open(jobId);
   let seen = '';
-  for (let i = 0; i < 20 && !pattern.test(seen); i++) {
-    const got = (await (await post(token, `/api/v1/jobs/${jobId}/debug/${stream}/receive`, { wait_seconds: 5 })).json()) as { base64: string; closed: string | null };
-    seen += Buffer.from(got.base64, 'base64').toString('latin1');
-    if (got.closed !== null) break;
-  }
-  return seen;
+  let onSeen: () => void = () => undefined;
+  let closedWith: (reason: string | undefined) => void = () => undefined;
+  const closed = new Promise<string | undefined>((resolve) => (closedWith = resolve));
+  stream.onData((bytes) => {
+    seen += bytes.toString('latin1');
+    onSeen();
+  });
+  stream.onClosed((reason) => {
+    closedWith(reason);
+    onSeen();
+  });
+  return {
+    send: (text: string) => stream.send(Buffer.from(text, 'latin1')),
+    close: () => stream.close(),
+    closed,
+    /** What the target sent once it matches `pattern` (the stream's closing ends the wait too; the test's own timeout bounds it). */
+    until: (pattern: RegExp) =>
+      new Promise<string>((resolve) => {
+        onSeen = () => (pattern.test(seen) || closedNow ? resolve(seen) : undefined);
+        let closedNow = false;
+        void closed.then(() => (closedNow = true));
+        onSeen();
+      }),
+  };
+}
+
+/** The refusal of a debug stream's opening: its status and detail. */
+async function refusalOf(token: string, jobId: string): Promise<{ status: number; detail: string }> {
+  const err = await new DebugStreamClient({ server: app.url, token }).open(jobId).then(
+    (stream) => (stream.close(), new Error('the stream opened')),
+    (e: unknown) => e,
+  );
+  if (!(err instanceof DebugRefused)) throw err;
+  return { status: err.status, detail: err.detail };
 }
 
 describe('hilbench debug through a server and a remote worker', () => {
-  it('real GDB: break at main, read $pc, a global and a stack word, step, detach; the firmware then prints', { timeout: 120_000 }, async () => {
-    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+  it.each([
+    ['pico', 'sim', () => ({ sim: new SimBackend({ clock: systemClock }) })],
+    ['uno', 'sim', () => ({ sim: new SimBackend({ clock: systemClock }) })],
+    ['mps2-an385', 'qemu', () => ({ qemu: new QemuBackend({ clock: systemClock }) })],
+  ] as const)('%s (%s) with real GDB: break at main, read $pc, a global and a stack word, step, detach; the firmware then prints', { timeout: 120_000 }, async (board, choice, backends) => {
+    await lab(backends(), choice, board);
     const alice = await app.register('alice');
-    let uart = '';
-    let listening: (port: number) => void = () => undefined;
-    const port = new Promise<number>((resolve) => (listening = resolve));
-    const session = runRemoteDebugSession({
-      server: app.url,
-      token: alice.token,
-      board: 'pico',
-      firmware: readFileSync(debugElf('pico')),
-      gdbPort: 0,
-      idleTimeoutSeconds: 120,
-      afterDetachSeconds: 2,
-      onUart: (text) => (uart += text),
-      log: () => undefined,
-      onListening: (p) => listening(p),
-    });
-    const gdb = await Promise.race([port.then((p) => gdbBatch('pico', p)), session.then((o) => ({ output: `the session ended first: ${JSON.stringify(o)}`, exitCode: -1 }))]);
-    const outcome = await session;
-    expect(walkThroughFacts(gdb.output), gdb.output).toEqual(allFactsHold);
-    expect(outcome.outcome, outcome.reason).toBe('passed');
-    expect(uart).toBe('hilbench debug board=pico counter=42\r\n');
+    const { gdb, outcome, uart } = await walkThroughSession(board, ({ listening, onUart }) =>
+      runRemoteDebugSession({
+        server: app.url,
+        token: alice.token,
+        board,
+        firmware: readFileSync(debugElf(board)),
+        gdbPort: 0,
+        idleTimeoutSeconds: 120,
+        afterDetachSeconds: 2,
+        onUart,
+        log: () => undefined,
+        onListening: (port) => listening(port),
+      }),
+    );
+    expect(walkThroughFacts(gdb), gdb).toEqual(allFactsHold);
+    expect(outcome).toEqual({ outcome: 'passed', reason: expect.stringMatching(/^job job_\S+ is done: the debugger let the firmware go$/) });
+    expect(uart).toBe(`hilbench debug board=${board} counter=42\r\n`);
   });
 
   it('the CLI with --server prints the target remote line, the UART on stdout, and exits 0 after the detach', { timeout: 120_000 }, async () => {
@@ -121,63 +153,70 @@ describe('hilbench debug through a server and a remote worker', () => {
     const bob = await app.register('bob');
     const { jobId, sessionId } = await debugJob(alice.token);
 
-    const first = await post(alice.token, `/api/v1/jobs/${jobId}/debug`);
-    expect(first.status, await first.clone().text()).toBe(200);
-    const { stream_id: stream } = (await first.json()) as { stream_id: string };
-    const second = await post(alice.token, `/api/v1/jobs/${jobId}/debug`);
-    expect(second.status).toBe(409);
-    expect(await second.json()).toEqual({ detail: `job ${jobId} on board pico already has a debugger attached (one at a time)` });
-    const notHers = await post(bob.token, `/api/v1/jobs/${jobId}/debug`);
-    expect(notHers.status).toBe(404);
-    expect(await notHers.json()).toEqual({ detail: `job ${jobId} not found` });
-    // Nor may Bob use Alice's stream: send, receive and close are refused as for a job he cannot see.
-    for (const [verb, body] of [['send', { base64: Buffer.from(rspPacket('?'), 'latin1').toString('base64') }], ['receive', { wait_seconds: 0 }], ['close', undefined]] as const) {
-      const refusedBob = await post(bob.token, `/api/v1/jobs/${jobId}/debug/${stream}/${verb}`, body);
-      expect({ verb, status: refusedBob.status, body: await refusedBob.json() }).toEqual({ verb, status: 404, body: { detail: `job ${jobId} not found` } });
-    }
+    const first = await openStream(alice.token, jobId);
+    expect(await refusalOf(alice.token, jobId)).toEqual({ status: 409, detail: `job ${jobId} on board pico already has a debugger attached (one at a time)` });
+    expect(await refusalOf(bob.token, jobId)).toEqual({ status: 404, detail: `job ${jobId} not found` });
+    expect(await refusalOf('hb_nobody', jobId)).toEqual({ status: 401, detail: 'Invalid token: no agent has this token' });
 
     // The first stream works: a stop-reason query is answered by rp2040js's GDB server through the worker.
-    expect((await sendBytes(alice.token, jobId, stream, `${rspPacket('?')}`)).status).toBe(200);
-    expect(await receiveUntil(alice.token, jobId, stream, /\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    first.send(rspPacket('?'));
+    expect(await first.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
 
     // Bytes outside a packet: this stream closes with the reason; the job and the board go on.
-    const garbage = await sendBytes(alice.token, jobId, stream, 'hello gdb');
-    expect(garbage.status).toBe(409);
-    expect(((await garbage.json()) as { detail: string }).detail).toMatch(new RegExp(`^debug stream ${stream} of job ${jobId} is closed: the debugger sent what is not GDB's remote protocol`));
-    const after = await sendBytes(alice.token, jobId, stream, rspPacket('?'));
-    expect(after.status).toBe(409);
+    first.send('hello gdb');
+    expect(await first.closed).toMatch(/^the debugger sent what is not GDB's remote protocol/);
     // An oversized packet closes its stream the same way.
-    const next = (await (await post(alice.token, `/api/v1/jobs/${jobId}/debug`)).json()) as { stream_id: string };
-    const oversized = await sendBytes(alice.token, jobId, next.stream_id, `$${'m'.repeat(70 * 1024)}`);
-    expect(oversized.status).toBe(409);
-    expect(((await oversized.json()) as { detail: string }).detail).toMatch(/is closed: the debugger sent what is not GDB's remote protocol \(a packet longer than 65536 bytes/);
+    const next = await openStream(alice.token, jobId);
+    next.send(`$${'m'.repeat(70 * 1024)}`);
+    expect(await next.closed).toMatch(/^the debugger sent what is not GDB's remote protocol \(a packet longer than 65536 bytes/);
     // Another debugger attaches and finds the core halted.
-    const third = (await (await post(alice.token, `/api/v1/jobs/${jobId}/debug`)).json()) as { stream_id: string };
-    await sendBytes(alice.token, jobId, third.stream_id, rspPacket('?'));
-    expect(await receiveUntil(alice.token, jobId, third.stream_id, /\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    const third = await openStream(alice.token, jobId);
+    third.send(rspPacket('?'));
+    expect(await third.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
     expect((await app.server.service.store.getJob(jobId))?.state).toBe('running');
+    third.close();
 
     // The session's next job (its arming was used by the debug job) waits, and takes no debugger yet.
     const plain = await flash(app, alice.token, { board: 'pico', uart_seconds: '1', session: sessionId }, readFileSync(debugElf('pico')));
     const { job_id: plainId } = (await plain.json()) as { job_id: string };
-    const refused = await post(alice.token, `/api/v1/jobs/${plainId}/debug`);
-    expect(refused.status).toBe(409);
-    expect(await refused.json()).toEqual({ detail: `job ${plainId} is queued: a debugger attaches once it is running (GET /api/v1/jobs/${plainId}?wait=...)` });
+    expect(await refusalOf(alice.token, plainId)).toEqual({ status: 409, detail: `job ${plainId} is queued: a debugger attaches once it is running (GET /api/v1/jobs/${plainId}?wait=...)` });
+    // A plain GET of the stream's path is told it is a WebSocket.
+    const plainGet = await app.request(`/api/v1/jobs/${jobId}/debug`, { headers: bearer(alice.token) });
+    expect(plainGet.status).toBe(426);
   });
 
   it('a debugger that vanishes frees the board after the idle timeout; the finished job then refuses a debugger', { timeout: 60_000 }, async () => {
     await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
     const alice = await app.register('alice');
     const { jobId } = await debugJob(alice.token, { idleTimeoutSeconds: 1 });
-    const { stream_id: stream } = (await (await post(alice.token, `/api/v1/jobs/${jobId}/debug`)).json()) as { stream_id: string };
     // The GDB connection drops without a detach: the client closes its stream.
-    expect((await post(alice.token, `/api/v1/jobs/${jobId}/debug/${stream}/close`)).status).toBe(200);
+    const stream = await openStream(alice.token, jobId);
+    stream.close();
+    await stream.closed;
     await app.jobReaches(jobId, 'failed');
     const job = await app.server.service.store.getJob(jobId);
     expect(job?.failure).toEqual({ kind: 'timeout', message: 'no debugger connected for 1 s: the board is freed' });
-    const late = await post(alice.token, `/api/v1/jobs/${jobId}/debug`);
-    expect(late.status).toBe(409);
-    expect(await late.json()).toEqual({ detail: `job ${jobId} has failed (timeout: no debugger connected for 1 s: the board is freed): a debugger attaches only while its debug job runs` });
+    expect(await refusalOf(alice.token, jobId)).toEqual({ status: 409, detail: `job ${jobId} has failed (timeout: no debugger connected for 1 s: the board is freed): a debugger attaches only while its debug job runs` });
+  });
+
+  it("refuses a worker's debug channel for a job that is not its running debug job, and a channel without a worker token", { timeout: 60_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    const { jobId } = await debugJob(alice.token);
+    const { token: otherToken } = await createWorkerToken(app.request, { adminToken: ADMIN, label: 'pi-other' });
+    const handlers = { open: () => undefined, data: () => undefined, close: () => undefined, ended: () => undefined, dropped: () => undefined };
+    const notItsJob = await connectDebugChannel({ serverUrl: app.url, token: otherToken, jobId, clock: systemClock, handlers }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(notItsJob).toBeInstanceOf(DebugChannelRefused);
+    expect((notItsJob as Error).message).toMatch(new RegExp(`404 .*no running debug job ${jobId} of this worker was handed out by this server`));
+    const agentToken = await connectDebugChannel({ serverUrl: app.url, token: alice.token, jobId, clock: systemClock, handlers }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(agentToken).not.toBeInstanceOf(DebugChannelRefused);
+    expect((agentToken as Error).message).toMatch(/refused the debug channel .*: 401 /);
   });
 
   it('a board on the mock backend is refused with the reason', { timeout: 60_000 }, async () => {
@@ -185,8 +224,8 @@ describe('hilbench debug through a server and a remote worker', () => {
     const alice = await app.register('alice');
     const { jobId } = await debugJob(alice.token);
     await app.jobReaches(jobId, 'failed');
-    const refused = await post(alice.token, `/api/v1/jobs/${jobId}/debug`);
+    const refused = await refusalOf(alice.token, jobId);
     expect(refused.status).toBe(409);
-    expect(((await refused.json()) as { detail: string }).detail).toMatch(new RegExp(`^job ${jobId} has failed \\(unavailable: board pico .*mock.*\\): a debugger attaches only while its debug job runs$`));
+    expect(refused.detail).toMatch(new RegExp(`^job ${jobId} has failed \\(unavailable: board pico .*mock.*\\): a debugger attaches only while its debug job runs$`));
   });
 });

@@ -15,7 +15,7 @@ import { runDebugSession } from '../../harness/debug/debug-session.js';
  * then finishes its checks.
  */
 const root = path.resolve(import.meta.dirname, '../..');
-const elf = path.join(root, 'scenarios/firmware/pico/multicore.elf');
+const elf = path.join(root, 'firmware/examples/pico/multicore.elf');
 
 describe('sim pico: both cores as GDB threads', () => {
   it('lists core 0 and core 1, stops on core 1\'s breakpoint naming its thread, reads and steps each core', { timeout: 120_000 }, async () => {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { type FirmwareEntry, type FirmwareProgram, firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { type FirmwareEntry, type FirmwareProgram, firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
 import { boardListSchema, type BoardBody, healthSchema, type HealthBody, jobSchema, type JobBody } from '../../wire/bench/bench-schemas.js';
 
 /**
@@ -124,6 +124,6 @@ const manifest = loadFirmwareManifest();
 /** The committed example image of `program` for `board` and its manifest entry. */
 export function exampleFirmware(board: string, program: FirmwareProgram): { entry: FirmwareEntry; elf: Uint8Array } {
   const entry = manifest.firmware.find((f) => f.board === board && f.program === program);
-  if (!entry) throw new Error(`scenarios/firmware/manifest.json has no ${program} firmware for ${board}`);
+  if (!entry) throw new Error(`firmware/examples/manifest.json has no ${program} firmware for ${board}`);
   return { entry, elf: new Uint8Array(readFileSync(firmwarePath(entry))) };
 }

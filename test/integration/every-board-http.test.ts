@@ -5,7 +5,7 @@ import type { TimeBase } from '../../backends/backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
 import { createBackends } from '../../harness/backend-registry.js';
-import type { FirmwareEntry } from '../../scenarios/firmware/firmware-manifest.js';
+import type { FirmwareEntry } from '../../firmware/examples/firmware-manifest.js';
 import type { JobBody } from '../../wire/bench/bench-schemas.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { renodeStandinPath } from '../fakes/renode-standin/standin-path.js';

@@ -35,7 +35,7 @@ describe('the quick start', () => {
     const res = await app.request('/examples/pico/hello.elf');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/octet-stream');
-    expect(new Uint8Array(await res.arrayBuffer())).toEqual(new Uint8Array(readFileSync(path.join(root, 'scenarios/firmware/pico/hello.elf'))));
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(new Uint8Array(readFileSync(path.join(root, 'firmware/examples/pico/hello.elf'))));
     expect((await app.request('/examples/uno/hello.elf')).status).toBe(200);
     const missing = await app.request('/examples/nope/hello.elf');
     expect(missing.status).toBe(404);

@@ -12,7 +12,7 @@ import { startSystemClockBench } from '../support/system-clock-bench.js';
 /** `hilbench flash` (issue 11): serial output live on stdout, a verdict, Wokwi's exit codes, reports. */
 const root = path.resolve(import.meta.dirname, '../..');
 const cli = path.join(root, 'bin/hilbench.js');
-const hello = path.join(root, 'scenarios/firmware/pico/hello.elf');
+const hello = path.join(root, 'firmware/examples/pico/hello.elf');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-flash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -23,7 +23,7 @@ const mounted = 'dir' in disk ? disk : undefined;
 if (!mounted) console.warn(`hilbench: full-disk tests skipped: ${'notMounted' in disk ? disk.notMounted : ''}`);
 afterAll(() => mounted?.unmount());
 
-const firmware = (name: string) => new Uint8Array(readFileSync(new URL(`../../scenarios/firmware/pico/${name}.elf`, import.meta.url)));
+const firmware = (name: string) => new Uint8Array(readFileSync(new URL(`../../firmware/examples/pico/${name}.elf`, import.meta.url)));
 
 describe.skipIf(!mounted)('a full disk under the data directory', () => {
   it('refuses uploads 507 with Retry-After, keeps serving reads, says so in health and metrics, and takes uploads again once space returns', { timeout: 120_000 }, async () => {

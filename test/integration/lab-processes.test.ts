@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { execa } from 'execa';
 import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { firmwarePath, loadFirmwareManifest } from '../../scenarios/firmware/firmware-manifest.js';
+import { firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
 
 // A lab in processes on loopback (issue 10): `hilbench serve --no-local-worker`, worker tokens
 // created with `hilbench worker-token create`, and two `hilbench worker` processes, one with a

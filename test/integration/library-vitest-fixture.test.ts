@@ -8,7 +8,7 @@ import { expect, test } from '../../lib/vitest.js';
  * "tick n" every 100 ms of board time). The packed package runs the same in
  * examples/vitest-firmware (test/package/pack.test.ts).
  */
-const firmware = (board: string) => path.resolve(import.meta.dirname, `../../scenarios/firmware/${board}/hello.elf`);
+const firmware = (board: string) => path.resolve(import.meta.dirname, `../../firmware/examples/${board}/hello.elf`);
 
 test('the default board prints its banner and ticks, on the device clock', async ({ flash, board }) => {
   expect(board.board).toBe(process.env.HILBENCH_BOARD ?? 'pico');

@@ -17,7 +17,7 @@ import { hilbenchCli } from '../support/hilbench-processes.js';
  */
 
 const root = path.resolve(import.meta.dirname, '../..');
-const helloElf = path.join(root, 'scenarios/firmware/pico/hello.elf');
+const helloElf = path.join(root, 'firmware/examples/pico/hello.elf');
 let server: RunningBenchServer;
 let token: string;
 let mcp: Client;
@@ -70,7 +70,7 @@ describe('MCP over streamable HTTP at /mcp', () => {
     expect(opened).toMatchObject({ board: 'uno', state: 'active' });
     expect((await call('heartbeat_session', { session_id: opened.session_id })).structuredContent).toMatchObject({ state: 'active' });
     const client = new BenchClient({ baseUrl: server.url, token });
-    const job = await client.submitFlash('uno', new Uint8Array(readFileSync(path.join(root, 'scenarios/firmware/uno/hello.elf'))), { sessionId: String(opened.session_id), uartSeconds: 0.5 });
+    const job = await client.submitFlash('uno', new Uint8Array(readFileSync(path.join(root, 'firmware/examples/uno/hello.elf'))), { sessionId: String(opened.session_id), uartSeconds: 0.5 });
     const streamed = (await call('stream_job_uart', { job_id: job.job_id, until_text: 'tick 2' })).structuredContent!;
     expect(streamed.stopped).toBe('text-seen');
     expect(streamed.uart_text).toContain('hilbench hello board=uno');

@@ -4,11 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BenchFile, parseBenchFile } from '../../backends/probe/bench-file.js';
-import { ProbeBackend } from '../../backends/probe/probe-backend.js';
-import { systemClock } from '../../core/clock.js';
-import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { fakeBootLine } from '../fakes/openocd/fake-board.js';
-import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';
+import { FakeBench } from '../fakes/openocd/fake-bench.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
 import { startBenchTestApp } from '../support/bench-test-app.js';
 import { bearer, getJob, submit } from './bench-job-requests.js';
@@ -41,14 +38,7 @@ beforeAll(async () => {
 });
 afterAll(() => fake.stop());
 
-const config: Partial<BenchServiceConfig> = {
-  clock: systemClock,
-  adminToken: ADMIN,
-  backend: 'probe',
-  backends: ({ clock, quarantineStore }) => ({
-    probe: new ProbeBackend({ bench, clock, openocdPath: fakeOpenocdPath, probeRsPath: fakeProbeRsPath, toolEnv: fake.toolEnv, quarantineStore }),
-  }),
-};
+const config = fake.serviceConfig(() => bench, ADMIN);
 
 describe('a pool of two physical kits from one bench file', () => {
   it('hands out each kit as an instance, runs a job on the kit it names, and quarantines a failing kit alone', { timeout: 120_000 }, async () => {

@@ -2,6 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { problemCodes } from '../../core/relay/index.js';
+import { coreProblemError } from '../../wire/core-problem-errors.js';
 import { problemTypes, zodIssuesToValidation } from '../../wire/problem-detail.js';
 import { numericTextField } from '../../wire/form-fields.js';
 
@@ -37,9 +39,16 @@ function handBuiltCodes(): Map<string, string> {
 }
 
 describe('the 422 problem catalog', () => {
-  it('docs/problems.md lists exactly the catalog', () => {
-    const documented = [...readFileSync(path.join(root, 'docs/problems.md'), 'utf8').matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]).sort();
+  it('docs/problems.md lists exactly the catalog (its first table: the types an answer carries)', () => {
+    const documented = [...readFileSync(path.join(root, 'docs/problems.md'), 'utf8').matchAll(/^\| `([a-z_]+)` \| (?!`)/gm)].map((m) => m[1]).sort();
     expect(documented).toEqual(catalog);
+  });
+
+  it("docs/problems.md lists every code of the relay core with the type the translator answers", () => {
+    const rows = [...readFileSync(path.join(root, 'docs/problems.md'), 'utf8').matchAll(/^\| `([a-z_]+)` \| `([a-z_]+)` \|/gm)].map((m) => [m[1], m[2]]);
+    const translated = problemCodes.map((code) => [code, coreProblemError({ path: ['x'], code, limit: 1, expected: ['x'] }).type]);
+    expect(rows).toEqual(translated);
+    expect(translated.every(([, type]) => catalog.includes(type as string))).toBe(true);
   });
 
   it('every code the services build by hand is in the catalog', () => {

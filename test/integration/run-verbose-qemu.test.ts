@@ -15,7 +15,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 it('prints the first UART line before the capture window ends', async () => {
   mkdirSync(path.join(dir, 'firmware'));
-  copyFileSync(path.join(root, 'scenarios/firmware/netduinoplus2/hello.elf'), path.join(dir, 'firmware/hello.elf'));
+  copyFileSync(path.join(root, 'firmware/examples/netduinoplus2/hello.elf'), path.join(dir, 'firmware/hello.elf'));
   const file = path.join(dir, 'live.yaml');
   writeFileSync(file, 'version: 1\nname: live\nboard: netduinoplus2\nsteps:\n  - device-flash: { firmware: firmware/hello.elf }\n  - name: capture\n    delay: 3s\n');
   const events: string[] = [];

@@ -62,7 +62,7 @@ describe('hilbench serve with no --backend (npm start)', () => {
     const form = new FormData();
     form.set('board', 'pico');
     form.set('session', session_id);
-    form.set('firmware', new Blob([readFileSync(path.join(repo, 'scenarios/firmware/pico/hello.elf'))]), 'hello.elf');
+    form.set('firmware', new Blob([readFileSync(path.join(repo, 'firmware/examples/pico/hello.elf'))]), 'hello.elf');
     const { job_id } = await json<{ job_id: string }>(await fetch(`${benchUrl}/api/v1/jobs/flash`, { method: 'POST', headers: auth, body: form }));
     // The job's own bound ends it (max UART seconds); ?wait= answers as soon as it is done.
     let job: { state: string; uart: { text: string } } = { state: 'queued', uart: { text: '' } };

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { systemClock } from '../../core/clock.js';
+import { waitUntil } from '../../core/wait.js';
+import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { bearer } from './bench-job-requests.js';
 
 /** Waiting for a busy board instead of polling 409s (issue 11): a FIFO queue per board, bounded. */
@@ -48,5 +50,58 @@ describe('POST /api/v1/sessions with wait_seconds', () => {
     for (let i = 0; i < 26; i++) await app.fake.tickAsync(1_000);
     expect(((await (await bobWaits).json()) as { detail: string }).detail).toMatch(/you were number 1 in the queue for pico/);
     expect((await open(bob.token, { wait_seconds: '301' })).status).toBe(422);
+  });
+});
+
+describe('who waits, on /admin and the console (decision 0605)', () => {
+  const ADMIN = 'queue-admin-token';
+  const waiting = async (n: number) => {
+    let seen = 0;
+    await waitUntil(
+      systemClock,
+      async () => {
+        const queues = await Promise.all(['pico', 'pico.2@local'].map((q) => app.server.service.store.sessionQueue.waiters(q, app.fake.now)));
+        seen = queues.flat().length;
+        return seen >= n ? true : undefined;
+      },
+      { timeoutMs: 20_000, describe: `${n} session requests waiting in the store's queue`, lastSeen: () => `${seen} waiting` },
+    );
+  };
+
+  it("lists each board's waiters with agent, queue, place and since; the console shows them", async () => {
+    app = await startBenchTestApp({ adminToken: ADMIN, localWorker: { poolSizes: { byBoard: { pico: 2 } } } });
+    const [alice, bob, carol, dave] = [await app.register('alice'), await app.register('bob'), await app.register('carol'), await app.register('dave')];
+    for (let i = 0; i < 2; i++) expect((await open(alice.token, { idle_seconds: '3600' })).status).toBe(200);
+    const bobWaits = open(bob.token, { wait_seconds: '5' });
+    await waiting(1);
+    await app.fake.tickAsync(1_000);
+    const carolWaits = open(carol.token, { board: 'pico.2@local', wait_seconds: '5' });
+    await waiting(2);
+    const daveWaits = open(dave.token, { wait_seconds: '5' });
+    await waiting(3);
+
+    const admin = (await (await app.request('/admin', { headers: { 'x-admin-token': ADMIN } })).json()) as {
+      boards: Array<{ id: string; waiting: Array<{ agent_id: string; agent_label: string; queue: string; position: number; since: string }> }>;
+    };
+    const pico = admin.boards.find((b) => b.id === 'pico')!;
+    expect(pico.waiting).toEqual([
+      { agent_id: bob.agentId, agent_label: 'bob', queue: 'pico', position: 1, since: new Date(TEST_START_MS).toISOString() },
+      { agent_id: dave.agentId, agent_label: 'dave', queue: 'pico', position: 2, since: new Date(TEST_START_MS + 1_000).toISOString() },
+      { agent_id: carol.agentId, agent_label: 'carol', queue: 'pico.2@local', position: 1, since: new Date(TEST_START_MS + 1_000).toISOString() },
+    ]);
+    expect(admin.boards.find((b) => b.id === 'uno')!.waiting).toEqual([]);
+
+    const signInPage = await app.request('/console/sign-in');
+    const csrf = /name="csrf" value="([^"]+)"/.exec(await signInPage.text())![1]!;
+    const signedIn = await app.request('/console/sign-in', { method: 'POST', redirect: 'manual', body: new URLSearchParams({ token: ADMIN, csrf }) });
+    const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
+    const console = await (await app.request('/console', { headers: { cookie } })).text();
+    const section = /<section id="waiting">[\s\S]*?<\/section>/.exec(console)![0];
+    expect(section).toMatch(/<code>pico<\/code><\/td><td>1<\/td><td>bob \(ag_[^)]+\)<\/td><td>2026-01-01 00:00:00 UTC<\/td>[\s\S]*<code>pico<\/code><\/td><td>2<\/td><td>dave[\s\S]*<code>pico\.2@local<\/code><\/td><td>1<\/td><td>carol/);
+
+    // The waits run out; the queue empties and says so.
+    for (let i = 0; i < 6; i++) await app.fake.tickAsync(1_000);
+    expect((await Promise.all([bobWaits, carolWaits, daveWaits])).map((r) => r.status)).toEqual([409, 409, 409]);
+    expect(await (await app.request('/console', { headers: { cookie } })).text()).toContain('Nobody is waiting for a board.');
   });
 });

@@ -38,7 +38,7 @@ describe('the packed package', () => {
     const targets = [...Object.values(manifest.bin), ...Object.values(manifest.exports).flatMap((e) => (typeof e === 'string' ? [e] : Object.values(e)))];
     for (const target of targets) expect(files, target).toContain(target.replace(/^\.\//, ''));
     expect(files).toContain('boards/pico.yaml');
-    expect(files).toContain('scenarios/firmware/pico/hello.elf');
+    expect(files).toContain('firmware/examples/pico/hello.elf');
     // The build leaves the CLI executable: `npx hilbench` in a clone runs dist/bin/hilbench.js
     // itself, and after tsc rewrote it (mode 0644) it failed with "Permission denied".
     expect(statSync(path.join(root, manifest.bin.hilbench!)).mode & 0o111).toBe(0o111);

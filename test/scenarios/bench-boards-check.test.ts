@@ -42,7 +42,7 @@ describe('bench boards are checked before the first step', () => {
   });
 
   it('without a device backend the message says how to get one', async () => {
-    const r = await runScenario(parseScenario('version: 1\nname: d\nboard: pico\nsteps:\n  - device-flash: { firmware: firmware/pico/hello.elf }\n', path.join(scenariosDir, 'd.yaml')), remoteTarget({ benchUrl: 'http://127.0.0.1:9', boards: [] }));
+    const r = await runScenario(parseScenario('version: 1\nname: d\nboard: pico\nsteps:\n  - device-flash: { firmware: ../firmware/examples/pico/hello.elf }\n', path.join(scenariosDir, 'd.yaml')), remoteTarget({ benchUrl: 'http://127.0.0.1:9', boards: [] }));
     expect(r.status).toBe('unsupported');
     expect(r.failure?.message).toMatch(/needs a device backend, and bench http:\/\/127\.0\.0\.1:9 has none available \(mock, sim, qemu or renode with --backend; probe also needs --bench-file\)/);
   });

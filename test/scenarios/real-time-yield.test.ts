@@ -73,7 +73,7 @@ const job = [
   'board: pico',
   'steps:',
   '  - register: { as: a }',
-  '  - flash: { token: "${a.token}", firmware: firmware/pico/hello.elf, uart-seconds: 0.5, as: job }',
+  '  - flash: { token: "${a.token}", firmware: ../firmware/examples/pico/hello.elf, uart-seconds: 0.5, as: job }',
   '  - wait-job: { token: "${a.token}", job: "${job.job_id}", poll: 10ms }',
   '',
 ].join('\n');

@@ -32,7 +32,7 @@ describe('hilbench record', () => {
 
     // The scripted agent: it only knows the proxy's addresses.
     const bench = new BenchClient({ baseUrl: proxy.url });
-    const firmware = new Uint8Array(readFileSync(path.join(scenariosDir, 'firmware/pico/hello.elf')));
+    const firmware = new Uint8Array(readFileSync(path.join(scenariosDir, '../firmware/examples/pico/hello.elf')));
     const agent = await bench.register('recorded-agent');
     const agentBench = bench.withToken(agent.token);
     const session = await agentBench.openSession('pico', { idleSeconds: 90, heartbeat: false });

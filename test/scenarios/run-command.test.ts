@@ -8,7 +8,7 @@ import { scenariosDir } from './scenario-test-helper.js';
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 mkdirSync(path.join(dir, 'firmware'));
-copyFileSync(path.join(scenariosDir, 'firmware/pico/hello.elf'), path.join(dir, 'firmware/hello.elf'));
+copyFileSync(path.join(scenariosDir, '../firmware/examples/pico/hello.elf'), path.join(dir, 'firmware/hello.elf'));
 
 function file(name: string, text: string): string {
   const p = path.join(dir, name);
@@ -119,7 +119,7 @@ describe('hilbench run', () => {
     const found = expandGlobs([path.join(scenariosDir, 'bench-*.yaml')]).map((f) => path.basename(f));
     expect(found).toContain('bench-busy-board.yaml');
     expect(found.every((f) => f.startsWith('bench-') && f.endsWith('.yaml'))).toBe(true);
-    expect(expandGlobs(['**/hello.elf'], scenariosDir).length).toBeGreaterThan(5);
+    expect(expandGlobs(['**/hello.elf'], path.join(scenariosDir, '../firmware/examples')).length).toBeGreaterThan(5);
     // A folder is every scenario file under it (not EISDIR), as vitest and pytest take folders.
     const folder = expandGlobs([scenariosDir]);
     expect(folder.map((f) => path.basename(f))).toEqual(expandGlobs(['*.yaml'], scenariosDir).map((f) => path.basename(f)));

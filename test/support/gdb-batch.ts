@@ -3,8 +3,8 @@ import { execa } from 'execa';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
-/** The debug program's image for `board` (scenarios/debug-firmware/build.sh). */
-export const debugElf = (board: string) => path.join(root, 'scenarios/debug-firmware', `${board}.elf`);
+/** The debug program's image for `board` (firmware/debug/build.sh). */
+export const debugElf = (board: string) => path.join(root, 'firmware/debug', `${board}.elf`);
 
 /** Which GDB debugs a board: Debian's gdb-multiarch has no AVR target, gdb-avr's avr-gdb has. */
 export const gdbFor = (board: string) => (board === 'uno' ? 'avr-gdb' : 'gdb-multiarch');
@@ -37,3 +37,32 @@ export function walkThroughFacts(output: string) {
 }
 
 export const allFactsHold = { stoppedAtMain: true, pcInMain: true, globalRead: true, stackWordRead: true, steppedIntoCall: true, detached: true };
+
+/** What a debug session that serves GDB on a port ends with (local or through a server). */
+export interface WalkedSession {
+  /** Everything GDB printed. */
+  gdb: string;
+  outcome: { outcome: string; reason: string };
+  /** The firmware's UART, as text. */
+  uart: string;
+}
+
+/**
+ * The walk-through against one debug session, local or through a server (issue 32): `start`
+ * begins the session, calls `listening` with its GDB port and `onUart` with what the firmware
+ * prints, and resolves with its outcome; GDB then walks the debug program on `board`.
+ */
+export async function walkThroughSession(
+  board: string,
+  start: (hooks: { listening: (port: number) => void; onUart: (text: string) => void }) => Promise<{ outcome: string; reason: string }>,
+): Promise<WalkedSession> {
+  let uart = '';
+  let listening: (port: number) => void = () => undefined;
+  const port = new Promise<number>((resolve) => (listening = resolve));
+  const session = start({ listening, onUart: (text) => (uart += text) });
+  // Only the wait for the port races the session: once GDB runs, its detach ends the session first.
+  const first = await Promise.race([port.then((p) => ({ port: p })), session.then((ended) => ({ ended }))]);
+  const gdb = 'port' in first ? (await gdbBatch(board, first.port)).output : `the session ended before GDB could connect: ${JSON.stringify(first.ended)}`;
+  const outcome = await session;
+  return { gdb, outcome: { outcome: outcome.outcome, reason: outcome.reason }, uart };
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RelayError } from '../../core/relay/issue.js';
+import { RelayError } from '../../core/relay/problem.js';
 import type { QuorumSet } from '../../core/relay/quorum-set.js';
 import { SIM_SIGNATURE, Simulation, type SimNode, seededRandom } from './relay-simulation.js';
 

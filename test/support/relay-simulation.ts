@@ -1,4 +1,4 @@
-import { RelayError } from '../../core/relay/issue.js';
+import { RelayError } from '../../core/relay/problem.js';
 import type { QuorumSet } from '../../core/relay/quorum-set.js';
 import { type Bulletin, type Emitted, type EmittedStatement, type TallyInput, tally } from '../../core/relay/tally.js';
 import { type Vote, type VotePhase, type VoteValue, VOTE_SCHEMA, VOTE_SCHEME, votePhases, voteValues } from '../../core/relay/vote.js';

@@ -257,6 +257,15 @@ const leaseView = z.object({
   expires_at: iso.nullable(),
 });
 
+/** A session request waiting for a board (decision 0555), as `GET /admin` shows it (decision 0605). */
+const waiterView = z.object({
+  agent_id: z.string(),
+  agent_label: z.string(),
+  queue: z.string().meta({ description: 'What it waits for: the board (any free instance of its pool) or one instance asked for by id.' }),
+  position: z.number().int().meta({ description: '1-based place in that queue.' }),
+  since: iso,
+});
+
 const adminJob = z.object({
   job_id: z.string(),
   agent_id: z.string(),
@@ -315,6 +324,10 @@ export const adminSchema = z
         queued_jobs: z.number().int(),
         health: boardHealthSchema.nullable(),
         instances: poolSchema.optional(),
+        waiting: z.array(waiterView).meta({
+          description:
+            'Extension (decision 0605): the session requests waiting for this board (wait_seconds), in the store on every replica: its pool queue first, then each instance asked for by id, each in its order.',
+        }),
       }),
     ),
     sessions: z.array(

@@ -22,6 +22,9 @@ export const jobTextSchema = jobSchema.extend({ uart: uartTextSchema.nullable() 
 
 export type JobTextBody = z.infer<typeof jobTextSchema>;
 
+/** `GET /api/v1/jobs/{job_id}`: the job, or with `?uart=text` or `?max_chars=` its text view. */
+export const jobOrTextSchema = z.union([jobSchema, jobTextSchema]);
+
 export const uartInputAnswerSchema = z
   .object({
     job_id: z.string(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { stringTooLong, stringTooShort } from '../problem-detail.js';
-import { claimKinds, codePointLength, quorumSetDepthIssue } from '../../core/relay/index.js';
+import { coreProblemError, stringTooLong, stringTooShort } from '../core-problem-errors.js';
+import { claimKinds, codePointLength, quorumSetDepthProblem } from '../../core/relay/index.js';
 import { registerSchema, relayLimits, sessionSchema } from './relay-facts.js';
 
 /**
@@ -125,8 +125,11 @@ const quorumSetShape: z.ZodType<unknown> = z
  * core gives; issue 9). A preprocess step, so /openapi.json still documents the `QuorumSet` itself.
  */
 export const quorumSetSchema: z.ZodType<unknown> = z.preprocess((input, ctx) => {
-  const tooDeep = quorumSetDepthIssue(input);
-  if (tooDeep) ctx.addIssue({ code: 'custom', path: tooDeep.loc, message: tooDeep.msg, input: null, params: { type: tooDeep.type, ctx: tooDeep.ctx } });
+  const tooDeep = quorumSetDepthProblem(input);
+  if (tooDeep) {
+    const error = coreProblemError(tooDeep);
+    ctx.addIssue({ code: 'custom', path: tooDeep.path, message: error.msg, input: null, params: { pydantic: error } });
+  }
   return input;
 }, quorumSetShape);
 

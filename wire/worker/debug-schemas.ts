@@ -1,25 +1,44 @@
 import { z } from 'zod';
-import { BASE64_PATTERN } from '../base64-pattern.js';
 
 /**
- * The worker's side of the debug streams (docs/worker-protocol.md, decision 0560): the server
- * validates the requests with these, the worker parses the answers with them.
+ * The worker's side of the debug streams (docs/worker-protocol.md, "Debug jobs"; decision 0625):
+ * one WebSocket the worker dials per debug job, `GET /api/v1/worker/jobs/{job_id}/debug` with its
+ * worker token. Text messages are JSON control messages parsed by these schemas; binary messages
+ * are a stream's bytes (`debugDataFrame`). The server and the worker both import them.
  */
 
-/** The longest wait of a debug long poll, seconds (the agent's receive and the worker's events alike). */
-export const MAX_DEBUG_WAIT_SECONDS = 30;
+/** The worker's debug channel of job `jobId`. */
+export const workerDebugPath = (jobId: string) => `/api/v1/worker/jobs/${encodeURIComponent(jobId)}/debug`;
 
-export const debugBase64Schema = z.string().regex(BASE64_PATTERN, { message: 'Value error, base64 must be standard base64 with its = padding' });
-export const debugWaitSecondsSchema = z
-  .number()
-  .min(0)
-  .max(MAX_DEBUG_WAIT_SECONDS)
-  .default(20)
-  .meta({ description: `How long to wait for something to arrive, seconds (at most ${MAX_DEBUG_WAIT_SECONDS}).` });
+/** The largest WebSocket message either side accepts, bytes: a 64 KiB RSP packet and its escapes fit well within it. */
+export const MAX_DEBUG_MESSAGE_BYTES = 256 * 1024;
 
-export const workerEventsBodySchema = z.object({ wait_seconds: debugWaitSecondsSchema });
-export const workerEventsAnswerSchema = z.object({
-  events: z.array(z.object({ stream: z.string(), kind: z.enum(['open', 'data', 'close']), base64: z.string().optional(), reason: z.string().optional() })),
-  ended: z.boolean(),
-});
-export const workerSendBodySchema = z.object({ stream: z.string().min(1).max(200), base64: debugBase64Schema, closed: z.string().max(2000).nullable().default(null) });
+/** A debugger's stream on the job, numbered from 1 in the order the server opened them. */
+const streamNumberSchema = z.number().int().min(1).max(0xffff_ffff);
+
+/** What the server tells the worker: a debugger's stream opened (the core is reset, halted, for it), it closed (why), or the job is no longer a debug job here. */
+export const serverDebugMessageSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('open'), stream: streamNumberSchema }),
+  z.object({ kind: z.literal('close'), stream: streamNumberSchema, reason: z.string() }),
+  z.object({ kind: z.literal('ended'), reason: z.string() }),
+]);
+export type ServerDebugMessage = z.infer<typeof serverDebugMessageSchema>;
+
+/** What the worker tells the server: the board closed a stream (why). */
+export const workerDebugMessageSchema = z.object({ kind: z.literal('close'), stream: streamNumberSchema, reason: z.string().max(2000) });
+export type WorkerDebugMessage = z.infer<typeof workerDebugMessageSchema>;
+
+/** A binary message: the stream's number (4 bytes, big-endian), then its bytes (GDB's remote protocol). */
+export function debugDataFrame(stream: number, bytes: Buffer): Buffer {
+  const frame = Buffer.allocUnsafe(4 + bytes.length);
+  frame.writeUInt32BE(stream, 0);
+  bytes.copy(frame, 4);
+  return frame;
+}
+
+/** A binary message's stream and bytes; undefined when it is too short to carry a stream number. */
+export function parseDebugDataFrame(frame: Buffer): { stream: number; bytes: Buffer } | undefined {
+  if (frame.length < 4) return undefined;
+  const stream = frame.readUInt32BE(0);
+  return stream === 0 ? undefined : { stream, bytes: frame.subarray(4) };
+}

@@ -103,6 +103,11 @@ export const uartBodySchema = z.object({ offset: z.number().int().nonnegative(),
 
 const captureSchema = z.object(captureFields);
 
+/** A UART chunk as a worker reports it: device ns and base64 bytes. */
+export type WireChunk = z.infer<typeof chunkSchema>;
+/** A worker's UART capture as the server receives it (after parsing). */
+export type WireCapture = z.infer<typeof captureSchema>;
+
 const stopSchema = z.discriminatedUnion('reason', [
   z.object({ reason: z.enum(['elapsed', 'until']), elapsed_ns: z.number().nonnegative() }),
   z.object({ reason: z.literal('exited'), exit_code: z.number().int(), elapsed_ns: z.number().nonnegative() }),
@@ -139,7 +144,12 @@ export const okAnswerSchema = z.object({ ok: z.literal(true) });
 
 export const claimAnswerSchema = z.object({
   health_check: z
-    .object({ check_id: z.string(), board: z.string(), timeout_ms: z.number().int() })
+    .object({
+      check_id: z.string(),
+      board: z.string(),
+      instance: z.string().optional().meta({ description: 'The instance of the board (a pool of physical boards) to check with its own health-check firmware (decision 0606); absent: the board itself.' }),
+      timeout_ms: z.number().int(),
+    })
     .nullable()
     .meta({ description: "An administrator's health check of one of the worker's boards: run it, then POST its outcome to /api/v1/worker/health-checks/{check_id}." }),
   job: z

@@ -62,6 +62,18 @@ function poolTable(board: AdminBoard, pool: AdminPool): SafeHtml {
 <table><thead><tr><th>Instance</th><th>Status</th><th>Worker</th><th>Held by</th><th>Why offline</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
+/** The session queue of every board (decisions 0555, 0605): who waits, for what, in which place, since when. */
+function waitingTable(boards: readonly AdminBoard[]): SafeHtml {
+  const rows = boards.flatMap((b) =>
+    b.waiting.map(
+      (w) =>
+        html`<tr><td><a href="/console/boards/${b.id}">${b.id}</a></td><td><code>${w.queue}</code></td><td>${w.position}</td><td>${w.agent_label} (${w.agent_id})</td><td>${formatUtc(w.since)}</td></tr>`,
+    ),
+  );
+  if (rows.length === 0) return html`<p>Nobody is waiting for a board.</p>`;
+  return html`<table><thead><tr><th>Board</th><th>Queue</th><th>Position</th><th>Agent</th><th>Waiting since</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
 export function renderConsoleIndex(input: ConsoleFrame & { csrf: string; admin: AdminBody }): string {
   // Boards quarantined as a whole, and single instances of pools of several (released one by one).
   const quarantined = [
@@ -86,6 +98,7 @@ export function renderConsoleIndex(input: ConsoleFrame & { csrf: string; admin: 
 <section id="quarantine"><h2>Quarantined boards</h2>${quarantines}</section>
 <section id="boards"><h2>Boards</h2><ul>${boards}</ul></section>
 ${pools.length > 0 ? html`<section id="pools"><h2>Pools</h2>${pools}</section>` : ''}
+<section id="waiting"><h2>Waiting for a board</h2>${waitingTable(input.admin.boards)}</section>
 <section id="jobs"><h2>Recent jobs, every agent</h2>${jobsTable(input.admin.recent_jobs)}</section>`;
   return page('Console', input, body);
 }

@@ -1,6 +1,6 @@
 import { mcpExample } from './home-page.js';
 import { MAX_SESSION_WAIT_SECONDS } from '../../../wire/bench/bench-schemas.js';
-import { MAX_JOB_WAIT_SECONDS } from '../job-live-routes.js';
+import { MAX_JOB_WAIT_SECONDS } from '../../../wire/bench/job-request-schemas.js';
 /**
  * The machine-discovery documents: `/llms.txt` (llmstxt.org format), `/robots.txt` (RFC 9309) and
  * `/.well-known/ai-plugin.json` (the plugin manifest, schema v1). All absolute links are built from

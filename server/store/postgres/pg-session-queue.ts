@@ -1,12 +1,12 @@
 import pg from 'pg';
-import { type Clock, systemClock } from '../../../core/clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../../../core/clock.js';
 import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, waiterFromRow } from '../session-queue-store.js';
 import type { PgDatabase } from './pg-database.js';
 
 /** The channel every replica LISTENs on; the payload is a queue or pool id. */
 const CHANNEL = 'hilbench_session_queue';
 /** After the LISTEN connection failed, the next try waits this long (the bounded poll covers the gap). */
-const RELISTEN_AFTER_MS = 5_000;
+export const RELISTEN_AFTER_MS = 5_000;
 
 /**
  * Migration 9 of the PostgreSQL bench store: the session queue (decision 0555), and triggers that
@@ -32,15 +32,21 @@ export const PG_SESSION_QUEUE_MIGRATION = `${sessionWaitersTable('seq BIGSERIAL 
 /**
  * The session queue on PostgreSQL (decision 0555), shared by every replica. Each statement is
  * short; the order is the `seq` the database assigns. Events come by LISTEN on one connection of
- * its own, opened when the first listener subscribes; a lost connection (a database restart,
- * decision 0516) is dropped and opened again on the next subscription or `relisten`, at most
- * every few seconds, while the waiters' bounded poll carries on without it.
+ * its own, opened when the first listener subscribes. A lost connection (a database restart,
+ * decision 0516) is dropped and opened again by a timer of the injected clock, every
+ * `RELISTEN_AFTER_MS` until it is back (decision 0600), while the waiters' bounded poll
+ * carries on without it. What was notified while nobody listened is lost, so once listening again
+ * the store tells its listeners that any queue may have moved.
  */
 export class PgSessionQueue implements SessionQueueStore {
   private readonly changes = new QueueChangeListeners();
   private listener: pg.Client | undefined;
   private opening: Promise<void> | undefined;
   private lastListenFailedAtMs = Number.NEGATIVE_INFINITY;
+  /** The next try to listen again, while a lost or failed connection waits for its turn. */
+  private retry: TimerHandle | undefined;
+  /** A LISTEN connection was open before and lost: events may have been missed meanwhile. */
+  private missedEvents = false;
   private subscribers = 0;
   private closed = false;
 
@@ -89,7 +95,7 @@ export class PgSessionQueue implements SessionQueueStore {
     return this.db.query<SessionWaiterRow>('SELECT * FROM session_waiters WHERE queue = $1 AND alive_until_ms > $2 ORDER BY seq', [queue, nowMs]);
   }
 
-  onChange(listener: (queueOrPool: string) => void): () => void {
+  onChange(listener: (queueOrPool?: string) => void): () => void {
     const remove = this.changes.add(listener);
     this.subscribers++;
     this.relisten();
@@ -106,40 +112,72 @@ export class PgSessionQueue implements SessionQueueStore {
     await this.opening;
   }
 
-  /** Opens the LISTEN connection when someone listens and none is open (not more often than `RELISTEN_AFTER_MS`). */
+  /**
+   * Opens the LISTEN connection when someone listens and none is open; after a failure not before
+   * `RELISTEN_AFTER_MS` has passed, for which a timer of the injected clock then waits.
+   */
   private relisten(): void {
-    if (this.closed || this.subscribers === 0 || this.listener || this.opening) return;
-    if (this.clock.nowMs() - this.lastListenFailedAtMs < RELISTEN_AFTER_MS) return;
+    if (this.closed || this.subscribers === 0 || this.listener || this.opening || this.retry) return;
+    const waitMs = this.lastListenFailedAtMs + RELISTEN_AFTER_MS - this.clock.nowMs();
+    if (waitMs > 0) {
+      this.retry = this.clock.setTimeout(() => {
+        this.retry = undefined;
+        this.relisten();
+      }, waitMs);
+      return;
+    }
     const client = new pg.Client(this.db.pool.options);
-    const failed = () => {
-      this.lastListenFailedAtMs = this.clock.nowMs();
-      if (this.listener === client) this.listener = undefined;
-      void client.end().catch(() => undefined);
+    /** The connection is gone (`failed`: it failed, rather than closed by us): the next try is due. */
+    const gone = (failed: boolean) => {
+      if (failed) this.lastListenFailedAtMs = this.clock.nowMs();
+      const wasListening = this.listener === client;
+      if (wasListening) {
+        this.listener = undefined;
+        this.missedEvents = true;
+      }
+      if (failed) void client.end().catch(() => undefined);
+      // Only a connection that was listening is tried again from here; a failed opening tries itself.
+      if (wasListening) this.relisten();
     };
     // A connection the server ended (57P01 at a restart) must not end the process (decision 0516).
-    client.on('error', failed);
-    client.on('end', () => {
-      if (this.listener === client) this.listener = undefined;
-    });
+    client.on('error', () => gone(true));
+    client.on('end', () => gone(!this.closed));
     client.on('notification', (message) => {
       if (message.channel === CHANNEL && message.payload) this.changes.emit(message.payload);
     });
     this.opening = (async () => {
+      let opened = false;
       try {
         await client.connect();
         await client.query(`LISTEN ${CHANNEL}`);
-        if (this.closed) await client.end();
-        else this.listener = client;
+        opened = true;
       } catch {
-        failed();
+        this.lastListenFailedAtMs = this.clock.nowMs();
+        void client.end().catch(() => undefined);
       } finally {
         this.opening = undefined;
+      }
+      if (!opened) {
+        this.relisten();
+        return;
+      }
+      if (this.closed) {
+        await client.end().catch(() => undefined);
+        return;
+      }
+      this.listener = client;
+      // Whatever was notified while nobody listened is lost: every waiter looks once.
+      if (this.missedEvents) {
+        this.missedEvents = false;
+        this.changes.emit(undefined);
       }
     })();
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.retry !== undefined) this.clock.clearTimeout(this.retry);
+    this.retry = undefined;
     await this.opening;
     await this.listener?.end().catch(() => undefined);
     this.listener = undefined;

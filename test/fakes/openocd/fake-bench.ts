@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type BenchFile, parseBenchFile } from '../../../backends/probe/bench-file.js';
+import { ProbeBackend } from '../../../backends/probe/probe-backend.js';
+import { systemClock } from '../../../core/clock.js';
+import type { BenchServiceConfig } from '../../../server/bench/bench-service.js';
 import { type FakeBehaviour, FAKE_PROBES_ENV, type FakeProbe, writeFakeProbes } from './fake-board.js';
 
 /**
@@ -33,6 +36,21 @@ export class FakeBench {
   /** The environment the ProbeBackend passes to the tools (`toolEnv`). */
   get toolEnv(): Record<string, string> {
     return { [FAKE_PROBES_ENV]: this.configPath };
+  }
+
+  /**
+   * A bench service on the probe backend over this fake bench's tools, with the admin token
+   * `adminToken`. `bench` is read when the service starts (after a `beforeAll` has written it).
+   */
+  serviceConfig(bench: () => BenchFile, adminToken: string): Partial<BenchServiceConfig> {
+    return {
+      clock: systemClock,
+      adminToken,
+      backend: 'probe',
+      backends: ({ clock, quarantineStore }) => ({
+        probe: new ProbeBackend({ bench: bench(), clock, openocdPath: fakeOpenocdPath, probeRsPath: fakeProbeRsPath, toolEnv: this.toolEnv, quarantineStore }),
+      }),
+    };
   }
 
   /** Starts a pty pair per board and writes the probe config; resolves when the ptys exist. */

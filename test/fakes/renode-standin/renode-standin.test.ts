@@ -8,7 +8,7 @@ import { systemClock } from '../../../core/clock.js';
 import { EmulatorProcess } from '../../../backends/process/emulator-process.js';
 import { freeTcpPort } from '../../../backends/renode/renode-backend.js';
 import { RenodeCommandError, RenodeMonitor } from '../../../backends/renode/renode-monitor.js';
-import { firmwarePath, loadFirmwareManifest } from '../../../scenarios/firmware/firmware-manifest.js';
+import { firmwarePath, loadFirmwareManifest } from '../../../firmware/examples/firmware-manifest.js';
 import { writeLateUartQemu } from './late-uart-qemu.js';
 import { renodeStandinPath } from './standin-path.js';
 

@@ -3,7 +3,7 @@ import { loadBoardCatalog } from '../../../boards/catalog.js';
 import { RenodeBackend, type RenodeBackendOptions } from '../../../backends/renode/renode-backend.js';
 import type { Device } from '../../../backends/backend.js';
 import { systemClock } from '../../../core/clock.js';
-import { firmwarePath, loadFirmwareManifest } from '../../../scenarios/firmware/firmware-manifest.js';
+import { firmwarePath, loadFirmwareManifest } from '../../../firmware/examples/firmware-manifest.js';
 import { firmwareImage } from '../../support/make-elf.js';
 import { renodeStandinPath } from './standin-path.js';
 
