@@ -1,6 +1,6 @@
 import { runStepsSync, type Steps } from '../../db/sql-steps.js';
 import type { PgSyncConnection } from './pg-sync-connection.js';
-import type { RelayStatement } from './relay-sql.js';
+import { type RelayStatement, firstColumn } from './relay-sql.js';
 
 /**
  * The relay's steps on PostgreSQL, over one synchronous connection (decision 0440). The
@@ -24,8 +24,8 @@ export class PgRelaySteps {
     }
     const result = this.connection.query(this.text(statement.sql, !statement.once), statement.params);
     if (statement.kind === 'run') return result.rowCount;
-    if (statement.kind === 'one') return result.rows[0];
-    return result.rows;
+    if (statement.kind === 'one') return statement.pluck ? firstColumn(result.rows[0]) : result.rows[0];
+    return statement.pluck ? result.rows.map(firstColumn) : result.rows;
   };
 
   private text(sql: string, remember: boolean): string {

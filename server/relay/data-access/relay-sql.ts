@@ -3,6 +3,12 @@ import type { Statement, Steps } from '../../db/sql-steps.js';
 /** A statement of the relay's rules; `once`: its text varies, so the executor does not keep it prepared. */
 export interface RelayStatement extends Statement {
   readonly once?: boolean;
+  /**
+   * Answer the first column instead of rows (`one`: its value or undefined; `all`: a list of them).
+   * SQLite runs it as a plucked statement (better-sqlite3's `pluck`), which builds no row object:
+   * the vote path reads most of its lookups this way.
+   */
+  readonly pluck?: boolean;
 }
 
 /**
@@ -30,14 +36,14 @@ export class RelaySql {
 
   /** The first column of the first row, or undefined. */
   *value<T>(sql: string, ...args: unknown[]): Steps<T | undefined> {
-    const row = (yield { kind: 'one', sql, params: args }) as Record<string, unknown> | undefined;
-    return row === undefined ? undefined : (firstColumn(row) as T);
+    const statement: RelayStatement = { kind: 'one', sql, params: args, pluck: true };
+    return (yield statement) as T | undefined;
   }
 
   /** The first column of every row. */
   *values<T>(sql: string, ...args: unknown[]): Steps<T[]> {
-    const rows = (yield { kind: 'all', sql, params: args }) as Record<string, unknown>[];
-    return rows.map((row) => firstColumn(row) as T);
+    const statement: RelayStatement = { kind: 'all', sql, params: args, pluck: true };
+    return (yield statement) as T[];
   }
 
   /** `all` for a statement whose text varies (not worth keeping prepared). */
@@ -48,11 +54,14 @@ export class RelaySql {
 
   /** `SELECT COUNT(*) AS n ...` as a number. */
   *count(sql: string, ...args: unknown[]): Steps<number> {
-    return Number(((yield { kind: 'one', sql, params: args }) as { n: number | string }).n);
+    const statement: RelayStatement = { kind: 'one', sql, params: args, pluck: true };
+    return Number((yield statement) as number | string);
   }
 }
 
-function firstColumn(row: Record<string, unknown>): unknown {
+/** The first column of `row` (a plucked statement's answer where the driver cannot pluck), or undefined. */
+export function firstColumn(row: Record<string, unknown> | undefined): unknown {
+  if (row === undefined) return undefined;
   for (const key in row) return row[key];
   return undefined;
 }

@@ -11,6 +11,8 @@ import type { RelayStatement } from './relay-sql.js';
  */
 export class SqliteRelayExecutor {
   private readonly prepared = new Map<string, Database.Statement>();
+  /** Plucked statements (`RelayStatement.pluck`), by SQL text: a statement is either plucked or not for good. */
+  private readonly plucked = new Map<string, Database.Statement>();
 
   /**
    * `onAutocommitWrite` is told of a statement that wrote outside a transaction (it committed on
@@ -31,10 +33,12 @@ export class SqliteRelayExecutor {
       this.db.exec(statement.sql);
       return 0;
     }
-    let ready = statement.once ? undefined : this.prepared.get(statement.sql);
+    const cache = statement.pluck ? this.plucked : this.prepared;
+    let ready = statement.once ? undefined : cache.get(statement.sql);
     if (ready === undefined) {
       ready = this.db.prepare(statement.sql);
-      if (!statement.once) this.prepared.set(statement.sql, ready);
+      if (statement.pluck) ready.pluck();
+      if (!statement.once) cache.set(statement.sql, ready);
     }
     const answer = statement.kind === 'run' ? ready.run(...statement.params).changes : statement.kind === 'one' ? ready.get(...statement.params) : ready.all(...statement.params);
     if (!ready.readonly && !this.db.inTransaction) this.onAutocommitWrite();
