@@ -49,15 +49,15 @@ export class Credentials {
 
   /** The current credential of a locally registered node. */
   currentCredential(nodeId: string): string {
-    const credVersion = this.store.data.nodes.localCredVersion(nodeId);
+    const credVersion = this.store.syncData.nodes.localCredVersion(nodeId);
     if (credVersion === undefined) throw new HttpError(404, 'node not registered on this relay');
     return this.humanCredential(nodeId, credVersion);
   }
 
   /** Revokes every human credential and every bot of the node (recovery). Call inside a transaction. */
   revokeAll(nodeId: string, nowMs: number): number {
-    const credVersion = this.store.data.nodes.bumpCredVersion(nodeId, nowMs);
-    this.store.data.bots.revokeAllOf(nodeId, nowMs);
+    const credVersion = this.store.syncData.nodes.bumpCredVersion(nodeId, nowMs);
+    this.store.syncData.bots.revokeAllOf(nodeId, nowMs);
     return credVersion;
   }
 
@@ -81,13 +81,13 @@ export class Credentials {
       if (dot !== 64 || !isNodeId(nodeId) || !/^[0-9a-f]{64}$/.test(mac)) {
         throw unauthorized('malformed human credential: expected <64 hex node_id>.<64 hex hmac>');
       }
-      const credVersion = this.store.data.nodes.localCredVersion(nodeId);
+      const credVersion = this.store.syncData.nodes.localCredVersion(nodeId);
       // Compare against a MAC even for unknown nodes so timing does not reveal which nodes exist.
       const expected = Buffer.from(this.hmac(nodeId, credVersion ?? 0), 'hex');
       if (!timingSafeEqual(expected, Buffer.from(mac, 'hex')) || credVersion === undefined) throw unauthorized('invalid or revoked human credential');
       return { kind: 'human', nodeId };
     }
-    const bot = this.store.data.bots.findActiveByTokenHash(sha256Hex(value));
+    const bot = this.store.syncData.bots.findActiveByTokenHash(sha256Hex(value));
     if (!bot) throw unauthorized('invalid or revoked bot token');
     return { kind: 'bot', nodeId: bot.owner, botId: bot.bot_id };
   }

@@ -2,9 +2,10 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EventRepository, EventRow } from './data-access/event-repository.js';
 import { readEventsPage } from './events-page.js';
+import type { Synced } from './data-access/relay-data.js';
 
 /** The feed as the store keeps it: `after` pages by seq, as the SQL does (authors unused here). */
-function feedOf(sizes: readonly number[]): { events: EventRepository; rows: EventRow[]; reads: number[] } {
+function feedOf(sizes: readonly number[]): { events: Pick<Synced<EventRepository>, 'after'>; rows: EventRow[]; reads: number[] } {
   const rows = sizes.map((size, k): EventRow => ({ seq: 3 * k + 1, kind: 'item', author: 'a', subject: 's', payload: 'x'.repeat(size), origin: null, created_ms: k }));
   const reads: number[] = [];
   const events = {
@@ -12,7 +13,7 @@ function feedOf(sizes: readonly number[]): { events: EventRepository; rows: Even
       reads.push(limit);
       return rows.filter((r) => r.seq > since).slice(0, limit);
     },
-  } as unknown as EventRepository;
+  };
   return { events, rows, reads };
 }
 

@@ -1,4 +1,5 @@
 import type { EventRepository, EventRow } from './data-access/event-repository.js';
+import type { Synced } from './data-access/relay-data.js';
 
 /**
  * Rows read from the store at once while a page fills: a page that its byte budget ends early has
@@ -16,7 +17,7 @@ const EVENTS_READ_CHUNK = 50;
  * order (see RelayStore), so a later chunk only sees the feed grown at its end.
  */
 export function readEventsPage(
-  events: EventRepository,
+  events: Pick<Synced<EventRepository>, 'after'>,
   since: number,
   authors: readonly string[],
   limit: number,

@@ -149,7 +149,7 @@ export class Federation {
     }
     const added = this.insertPeer(url, input, addedBy);
     // Adding a known peer again is how an operator restores its standing (see "Standing" in docs/relay-api.md).
-    if (!added.created && this.o.store.data.peers.reinstate(url)) {
+    if (!added.created && this.o.store.syncData.peers.reinstate(url)) {
       this.warn(`relay: peer ${url} reinstated by ${addedBy}; its offence count starts again from 0`);
       return { peer: this.peer(url)!, created: false };
     }
@@ -158,7 +158,7 @@ export class Federation {
 
   private insertPeer(url: string, input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
     if (url === this.o.baseUrl) throw invalidInput(['body', 'url'], 'Value error, that is this relay', input);
-    const created = this.o.store.data.peers.insertIfNew(url, addedBy, this.o.clock.nowMs());
+    const created = this.o.store.syncData.peers.insertIfNew(url, addedBy, this.o.clock.nowMs());
     return { peer: this.peer(url)!, created };
   }
 
@@ -169,11 +169,11 @@ export class Federation {
   }
 
   peer(url: string): PeerRow | undefined {
-    return this.o.store.data.peers.get(url);
+    return this.o.store.syncData.peers.get(url);
   }
 
   peers(): PeerRow[] {
-    return this.o.store.data.peers.all();
+    return this.o.store.syncData.peers.all();
   }
 
   /** Probes every peer (or one), pulling new events; concurrent probes of one peer share one run. */
@@ -235,7 +235,7 @@ export class Federation {
   }
 
   private async probeOnce(url: string): Promise<ProbeResult> {
-    const peers = this.o.store.data.peers;
+    const peers = this.o.store.syncData.peers;
     const known = this.peer(url);
     if (!known) throw new HttpError(404, 'not a known peer; POST /reach first');
     if (known.suspended_ms !== null) {
@@ -312,7 +312,7 @@ export class Federation {
    */
   private recordOffences(url: string, count: number, last: string, each: readonly string[] = [last]): boolean {
     for (const reason of each) this.warn(`relay: refused a document from peer ${url}: ${reason}`);
-    const suspended = this.o.store.data.peers.recordOffences(url, { count, last, nowMs: this.o.clock.nowMs(), limit: this.offenceLimit });
+    const suspended = this.o.store.syncData.peers.recordOffences(url, { count, last, nowMs: this.o.clock.nowMs(), limit: this.offenceLimit });
     if (suspended) this.warn(`relay: peer ${url} suspended after ${this.peer(url)!.offences} refused documents; an operator adds it again with POST /reach`);
     return suspended;
   }

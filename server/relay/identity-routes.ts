@@ -27,7 +27,7 @@ import { LookupLimiter } from './lookup-limiter.js';
 
 /** Identities, credentials, phone numbers, bots, directory and search. */
 export function identityRoutes(deps: RelayDeps): RelayRoute[] {
-  const { nodes, phones, bots, items, votes } = deps.store.data;
+  const { nodes, phones, bots, items, votes } = deps.store.syncData;
   const lookupLimiter = new LookupLimiter(relayLimits.lookupsPerHour);
   const now = () => deps.clock.nowMs();
 
@@ -93,7 +93,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
             return false;
           }
           nodes.insert({ nodeId: body.node_id, local: true, name: body.name ?? '', registration, nowMs: now() });
-          deps.store.appendEvent('node', body.node_id, body.node_id, { registration: body }, now());
+          deps.store.run(deps.store.appendEvent('node', body.node_id, body.node_id, { registration: body }, now()));
           return true;
         });
         if (!created) res.status(200);
@@ -349,7 +349,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
         if (!isNodeId(id)) throw invalidInput(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);
         const row = getNode(deps, id);
         if (!row) throw new HttpError(404, 'no such node on this relay');
-        const slice = deps.voting.publishedSlice(id);
+        const slice = deps.store.run(deps.voting.publishedSlice(id));
         const counts = {
           items: items.countByAuthor(id),
           votes: votes.countByVoter(id),
@@ -363,14 +363,14 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
 /** GET /me/export: every row the node owns, credentials excluded (bot token hashes included only as ids). */
 function exportOf(deps: RelayDeps, nodeId: string, phone: string | null): Record<string, unknown> {
   const row = getNode(deps, nodeId)!;
-  const rows = deps.store.data.exports.rowsOf(nodeId);
+  const rows = deps.store.syncData.exports.rowsOf(nodeId);
   return {
     exported_at: isoFromMs(deps.clock.nowMs()),
     relay: deps.baseUrl,
     node: { ...publicNode(deps, row), about: row.about, phone, phone_discoverable: row.phone_discoverable === 1, credential_version: row.cred_version, registration: JSON.parse(row.registration) as unknown },
     items: rows.items,
     votes: rows.voteDocs.map((doc) => JSON.parse(doc) as unknown),
-    slice: deps.voting.publishedSlice(nodeId) ?? null,
+    slice: deps.store.run(deps.voting.publishedSlice(nodeId)) ?? null,
     bots: rows.bots,
     invites: rows.invites,
     pairings: rows.pairings,

@@ -17,6 +17,7 @@ import { requireAuthorship } from './signed-statements.js';
 import type { ItemRow } from './data-access/item-repository.js';
 import { VoteIngest } from './vote-ingest.js';
 import { unknownSliceHash } from './statement-log.js';
+import type { RelayBulletin } from './voting.js';
 
 export type { ItemRow };
 
@@ -32,7 +33,7 @@ export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Rec
 
 /** Items, votes, bulletins, slices and reports. */
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
-  const { items, reports } = deps.store.data;
+  const { items, reports } = deps.store.syncData;
   const now = () => deps.clock.nowMs();
   const ingest = new VoteIngest(deps.store, deps.voting, deps.selfKey.nodeId, now);
   const getItem = (id: string) => items.get(id);
@@ -79,22 +80,22 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       if (existing) {
         if (authorship === null || !items.attachAuthorship(row.item_id, row.author, authorship)) return { row: existing, created: false };
         const signed = getItem(row.item_id)!;
-        deps.store.appendEvent('item', signed.author, signed.item_id, { item: itemView(signed) }, now());
+        deps.store.run(deps.store.appendEvent('item', signed.author, signed.item_id, { item: itemView(signed) }, now()));
         return { row: signed, created: false };
       }
       items.insert({ ...row, authorship, origin: null, created_ms: now() });
       const stored = getItem(row.item_id)!;
-      deps.store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now());
+      deps.store.run(deps.store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now()));
       return { row: stored, created: true };
     });
 
   const sliceChange = (caller: Caller, change: (current: { v: string[]; i: unknown[]; t?: number } | undefined) => unknown) => {
     const nodeId = callerNode(caller);
     return deps.store.tx(() => {
-      const current = deps.voting.publishedSlice(nodeId);
+      const current = deps.store.run(deps.voting.publishedSlice(nodeId));
       const next = change(current ? { ...current.qset, ...(current.t_auto ? { t: undefined } : {}) } : undefined);
       const { qset, tAuto } = deps.voting.parseSlice(stripUndefined(next), nodeId, ['body']);
-      const saved = deps.voting.setSlice(nodeId, qset, tAuto, now());
+      const saved = deps.store.run(deps.voting.setSlice(nodeId, qset, tAuto, now()));
       return { node_id: nodeId, slice_hash: saved.hash, slice: saved.qset, t_auto: tAuto };
     });
   };
@@ -144,7 +145,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           });
           return alreadySent;
         }
-        const bulletin = deps.voting.bulletin(row.item_id, deps.selfKey.nodeId);
+        const bulletin = deps.store.run(deps.voting.bulletin(row.item_id, deps.selfKey.nodeId));
         return itemView(row, { counts: bulletin.counts, reports: reports.countForItem(row.item_id), relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id) });
       },
     }),
@@ -230,7 +231,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const voter = { registered: ingest.voterRegistered(vote.voter) };
         if (!(await ingest.verify(vote, voter))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
         if (!voter.registered) throw new HttpError(403, 'voter is not a registered node: POST /register first');
-        if (vote.slice_hash !== undefined && !deps.voting.quorumSetByHash(vote.slice_hash)) {
+        if (vote.slice_hash !== undefined && !deps.store.run(deps.voting.quorumSetByHash(vote.slice_hash))) {
           // Checked here as well as where it is stored: a refusal never reaches the write path.
           throw unknownSliceHash(vote.slice_hash);
         }
@@ -261,7 +262,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const row = mustGetItem(params.id!);
         const node = params.node!;
         if (!isNodeId(node)) throw invalidInput(['path', 'node'], 'Value error, node must be 64 lowercase hex characters', node);
-        return bulletinView(deps.voting.bulletin(row.item_id, node), node, row.item_id);
+        return bulletinView(deps.store.run(deps.voting.bulletin(row.item_id, node)), node, row.item_id);
       },
     }),
     route({
@@ -335,7 +336,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
 }
 
 /** Wire form of a bulletin (design scp-s5, "Bulletin"). */
-export function bulletinView(b: ReturnType<RelayDeps['voting']['bulletin']>, node: string, item: string): Record<string, unknown> {
+export function bulletinView(b: RelayBulletin, node: string, item: string): Record<string, unknown> {
   return {
     item,
     node,

@@ -42,11 +42,11 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
     if (kind === 'slice') return { ...payload, declaration: payload.declaration ?? null };
     const hash = kind === 'vote' ? (payload.vote as { slice_hash?: unknown } | undefined)?.slice_hash : undefined;
     if (typeof hash !== 'string') return payload;
-    const slice = deps.voting.quorumSetByHash(hash);
+    const slice = deps.store.run(deps.voting.quorumSetByHash(hash));
     return slice ? { ...payload, slice } : payload;
   };
 
-  const data = deps.store.data;
+  const data = deps.store.syncData;
   // These two endpoints make the relay fetch URLs someone chose: operators only, and nobody when none are named.
   const mustOperate = (caller: Caller): string => {
     if (deps.operators.size === 0) {
@@ -136,7 +136,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       handle: () => {
         const edges = data.slices.edges(1000);
         return {
-          relay: { url: deps.baseUrl, node_id: deps.selfKey.nodeId, slice: deps.voting.selfSlice() ?? null },
+          relay: { url: deps.baseUrl, node_id: deps.selfKey.nodeId, slice: deps.store.run(deps.voting.selfSlice()) ?? null },
           counts: {
             nodes: data.nodes.count(),
             nodes_registered_here: data.nodes.countLocal(),

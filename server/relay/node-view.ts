@@ -5,7 +5,7 @@ import type { RelayDeps } from './relay-deps.js';
 export type { NodeRow };
 
 export function getNode(deps: RelayDeps, nodeId: string): NodeRow | undefined {
-  return deps.store.data.nodes.get(nodeId);
+  return deps.store.syncData.nodes.get(nodeId);
 }
 
 /** The public face of a node: what anyone may see at /nodes and /nodes/{id}. */
@@ -25,5 +25,5 @@ export function publicNode(deps: RelayDeps, row: NodeRow): Record<string, unknow
 
 /** Nodes paired with `nodeId`, both directions. */
 export function pairedWith(deps: RelayDeps, nodeId: string): string[] {
-  return deps.store.data.social.pairedWith(nodeId);
+  return deps.store.syncData.social.pairedWith(nodeId);
 }

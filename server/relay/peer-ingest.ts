@@ -87,8 +87,8 @@ export class PeerIngest {
     if (item.authorship === undefined || item.authorship === null) return false;
     // Its event is skipped (ingest): its bytes would be left without an item.
     if (unstorableText(ev.data) !== null) return false;
-    if (this.o.store.data.items.exists(item.id) || this.fileItemProblem(item) !== null) return false;
-    return this.o.store.data.nodes.exists(item.author) || authorsInPage.has(item.author);
+    if (this.o.store.syncData.items.exists(item.id) || this.fileItemProblem(item) !== null) return false;
+    return this.o.store.syncData.nodes.exists(item.author) || authorsInPage.has(item.author);
   }
 
   /** Verifies and stores one peer event; call inside a transaction. `files` maps fetched file ids to null (stored) or why they were refused. */
@@ -123,8 +123,8 @@ export class PeerIngest {
     if (problem !== null) return refuse(problem);
     const reg = registerBody.parse(data.registration);
     const nowMs = this.o.clock.nowMs();
-    if (this.o.store.data.nodes.insertLearned({ nodeId: reg.node_id, name: reg.name ?? '', registration: JSON.stringify(reg), origin, nowMs })) {
-      this.o.store.appendEvent('node', reg.node_id, reg.node_id, { registration: reg }, nowMs, origin);
+    if (this.o.store.syncData.nodes.insertLearned({ nodeId: reg.node_id, name: reg.name ?? '', registration: JSON.stringify(reg), origin, nowMs })) {
+      this.o.store.run(this.o.store.appendEvent('node', reg.node_id, reg.node_id, { registration: reg }, nowMs, origin));
     }
     return stored;
   }
@@ -139,7 +139,7 @@ export class PeerIngest {
   }
 
   private item(item: Record<string, unknown>, origin: string, files: ReadonlyMap<string, string | null>): IngestOutcome {
-    const { nodes, items } = this.o.store.data;
+    const { nodes, items } = this.o.store.syncData;
     const id = item.id;
     const author = item.author;
     if (!isItemId(id) || !isNodeId(author)) return refuse('item without a well-formed id or author');
@@ -170,12 +170,12 @@ export class PeerIngest {
     const authorship = JSON.stringify(item.authorship);
     items.insert({ item_id: id, type: row.type, kind: row.kind, title: row.title, body: row.body, file_bytes: row.bytes, media_type: row.media, author, bot_id: null, origin, created_ms: nowMs, authorship });
     // Forwarded as stored (what was verified), not as the peer spelled it.
-    this.o.store.appendEvent('item', author, id, { item: itemView(items.get(id)!) }, nowMs, origin);
+    this.o.store.run(this.o.store.appendEvent('item', author, id, { item: itemView(items.get(id)!) }, nowMs, origin));
     return stored;
   }
 
   private vote(data: Record<string, unknown>, origin: string): IngestOutcome {
-    const { nodes, items } = this.o.store.data;
+    const { nodes, items } = this.o.store.syncData;
     const parsed = parsePeerVote(data.vote);
     if (!parsed.ok) return refuse(`malformed vote: ${firstMessage(parsed.problems)}`);
     const vote = parsed.value;
@@ -187,12 +187,12 @@ export class PeerIngest {
     if (!items.exists(vote.item)) return skip('vote for an item this relay does not have');
     // A statement naming its slice by hash travels with the quorum set (GET /events adds it): taken
     // only when it hashes to what the voter signed, so it is the voter's word, not the peer's.
-    if (vote.slice_hash !== undefined && !this.o.voting.quorumSetByHash(vote.slice_hash)) {
+    if (vote.slice_hash !== undefined && !this.o.store.run(this.o.voting.quorumSetByHash(vote.slice_hash))) {
       const carried = validateQuorumSet(data.slice, { self: vote.voter });
-      if (carried.ok && quorumSetHash(carried.value) === vote.slice_hash) this.o.voting.rememberQuorumSet(carried.value);
+      if (carried.ok && quorumSetHash(carried.value) === vote.slice_hash) this.o.store.run(this.o.voting.rememberQuorumSet(carried.value));
     }
-    const result = this.o.voting.storeVote(vote, origin, nowMs);
-    if ((result.stored || result.keptAnotherDocument) && vote.voter !== this.o.selfNodeId) this.o.voting.retallySelf(vote.item, nowMs);
+    const result = this.o.store.run(this.o.voting.storeVote(vote, origin, nowMs));
+    if ((result.stored || result.keptAnotherDocument) && vote.voter !== this.o.selfNodeId) this.o.store.run(this.o.voting.retallySelf(vote.item, nowMs));
     return stored;
   }
 
@@ -204,10 +204,10 @@ export class PeerIngest {
     if (data.node_id !== declaration.node_id || data.slice_hash !== declaration.slice_hash || data.updated_ms !== declaration.updated_ms) {
       return refuse('slice event fields disagree with its signed declaration');
     }
-    if (!this.o.store.data.nodes.exists(declaration.node_id)) return refuse('slice of a node this relay does not know');
+    if (!this.o.store.syncData.nodes.exists(declaration.node_id)) return refuse('slice of a node this relay does not know');
     const nowMs = this.o.clock.nowMs();
     if (declaration.updated_ms > nowMs + relayLimits.proofMaxSkewSeconds * 1000) return skip('slice declared in the future (updated_ms ahead of this relay clock)');
-    this.o.voting.applyDeclaration(declaration, origin, nowMs);
+    this.o.store.run(this.o.voting.applyDeclaration(declaration, origin, nowMs));
     return stored;
   }
 }

@@ -80,7 +80,7 @@ export class PeerPageReader {
       if (ev.kind !== 'item' || item?.type !== 'file' || !isItemId(item.id) || files.has(item.id)) continue;
       // Unsigned, forged or orphan file items are decided without downloading a byte.
       if (!this.o.ingest.fileWorthFetching(ev, authorsInPage)) continue;
-      if (this.o.files.has(item.id) || this.o.store.data.items.exists(item.id)) {
+      if (this.o.files.has(item.id) || this.o.store.syncData.items.exists(item.id)) {
         files.set(item.id, null);
         continue;
       }

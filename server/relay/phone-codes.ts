@@ -59,9 +59,9 @@ export class PhoneCodes {
     const code = String(randomInt(0, 10 ** relayLimits.codeDigits)).padStart(relayLimits.codeDigits, '0');
     this.store.tx(() => {
       this.enforceSendRate(phone, nowMs);
-      this.store.data.phoneCodes.recordSend(phone, nowMs);
+      this.store.syncData.phoneCodes.recordSend(phone, nowMs);
       // A new code replaces any open one for the same number and purpose.
-      this.store.data.phoneCodes.replaceOpen({ phone, purpose, nodeId, nowMs, expiresMs: nowMs + relayLimits.codeTtlSeconds * 1000 }, (id) => this.codeHash(id, phone, code));
+      this.store.syncData.phoneCodes.replaceOpen({ phone, purpose, nodeId, nowMs, expiresMs: nowMs + relayLimits.codeTtlSeconds * 1000 }, (id) => this.codeHash(id, phone, code));
     });
     const answer: CodeRequestAnswer = {
       status: 'code_sent',
@@ -90,13 +90,13 @@ export class PhoneCodes {
   redeem(phone: string, purpose: CodePurpose, code: string, options: { forNode?: string } = {}): string {
     const nowMs = this.clock.nowMs();
     const result = this.store.tx(() => {
-      const row = this.store.data.phoneCodes.latestOpen(phone, purpose, nowMs);
+      const row = this.store.syncData.phoneCodes.latestOpen(phone, purpose, nowMs);
       if (!row || row.attempts >= relayLimits.codeMaxAttempts) return null;
-      this.store.data.phoneCodes.countAttempt(row.id);
+      this.store.syncData.phoneCodes.countAttempt(row.id);
       const ok = /^[0-9]{6}$/.test(code) && timingSafeEqual(Buffer.from(this.codeHash(row.id, phone, code), 'hex'), Buffer.from(row.code_hash, 'hex'));
       if (!ok || row.node_id === null) return null;
       if (options.forNode !== undefined && options.forNode !== row.node_id) return null;
-      this.store.data.phoneCodes.markUsed(row.id);
+      this.store.syncData.phoneCodes.markUsed(row.id);
       return row.node_id;
     });
     if (result === null) throw new HttpError(400, 'invalid or expired code');
@@ -104,7 +104,7 @@ export class PhoneCodes {
   }
 
   private enforceSendRate(phone: string, nowMs: number): void {
-    const sentMs = this.store.data.phoneCodes.recentSends(phone, nowMs);
+    const sentMs = this.store.syncData.phoneCodes.recentSends(phone, nowMs);
     const last = sentMs.at(-1);
     if (last !== undefined && nowMs - last < relayLimits.codeMinIntervalSeconds * 1000) {
       const retry = Math.ceil((last + relayLimits.codeMinIntervalSeconds * 1000 - nowMs) / 1000);

@@ -165,7 +165,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
   }
   try {
     // Said at start, once: where pg_trgm could not be installed, every search reads every row (decision 0506).
-    if (searchIndexOf(store.sql) === 'scan') logger.warn('relay: GET /search scans every title, name and about: the PostgreSQL extension pg_trgm is not installed in this database (docs/deployment.md says how to add it and its indexes)');
+    if (store.run(searchIndexOf(store.sql)) === 'scan') logger.warn('relay: GET /search scans every title, name and about: the PostgreSQL extension pg_trgm is not installed in this database (docs/deployment.md says how to add it and its indexes)');
     const serverKey = store.loadOrCreateSecret('relay-server.key');
     const selfKey = nodeKeyFromSecret(new Uint8Array(store.loadOrCreateSecret('relay-node.key')));
     const files = new FileStore(config.dataDir, store.sharedFiles);
@@ -207,7 +207,7 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
     };
     registerSelf(deps);
-    store.tx(() => voting.publishSelfSlice(config.clock.nowMs()));
+    store.tx(() => store.run(voting.publishSelfSlice(config.clock.nowMs())));
     for (const peer of config.peers ?? []) federation.addConfiguredPeer(peer);
 
     const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...sliceDeclarationRoutes(deps), ...socialRoutes(deps)];
@@ -264,14 +264,14 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
 /** The relay node appears in its own feed once, with a self-signed registration, so peers can verify its statements. */
 function registerSelf(deps: RelayDeps): void {
   const { store, selfKey } = deps;
-  if (store.data.nodes.exists(selfKey.nodeId)) return;
+  if (store.syncData.nodes.exists(selfKey.nodeId)) return;
   const nowMs = deps.clock.nowMs();
   const registration = signDocument({ schema: registerSchema, node_id: selfKey.nodeId, relay: deps.baseUrl, created_at: Math.floor(nowMs / 1000), name: 'relay node' }, selfKey.secretKey);
   store.tx(() => {
     // Checked again under the write lock: replicas starting together register the relay node once.
-    if (store.data.nodes.exists(selfKey.nodeId)) return;
-    store.data.nodes.insert({ nodeId: selfKey.nodeId, local: false, name: 'relay node', registration: JSON.stringify(registration), nowMs });
-    store.appendEvent('node', selfKey.nodeId, selfKey.nodeId, { registration }, nowMs);
+    if (store.syncData.nodes.exists(selfKey.nodeId)) return;
+    store.syncData.nodes.insert({ nodeId: selfKey.nodeId, local: false, name: 'relay node', registration: JSON.stringify(registration), nowMs });
+    store.run(store.appendEvent('node', selfKey.nodeId, selfKey.nodeId, { registration }, nowMs));
   });
 }
 
@@ -331,7 +331,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
   const stats = () => {
-    const { nodes, items, votes, peers } = deps.store.data;
+    const { nodes, items, votes, peers } = deps.store.syncData;
     return { nodes: nodes.count(), items: items.count(), votes: votes.count(), peers: peers.count() };
   };
   const sitePrefix = pathPrefix(deps.humanUrl);

@@ -53,8 +53,8 @@ describe('RelayStore schema', () => {
     old.close();
 
     const store = new RelayStore(dataDir);
-    expect(store.data.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
-    expect(store.data.nodes.searchListed('%UNO%', 10).map((n) => n.node_id)).toEqual(['n1']);
+    expect(store.syncData.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
+    expect(store.syncData.nodes.searchListed('%UNO%', 10).map((n) => n.node_id)).toEqual(['n1']);
     // The index holds what the tables hold, token for token (FTS5 compares them).
     store.db.exec("INSERT INTO items_search (items_search) VALUES ('integrity-check'); INSERT INTO nodes_search (nodes_search) VALUES ('integrity-check');");
     store.close();

@@ -6,10 +6,11 @@ import { loadOrCreateSecret } from './credentials.js';
 import type { EventKind } from './data-access/event-repository.js';
 import type { SharedFileContents } from './file-store.js';
 import { PgRelayEngine } from './data-access/pg-relay-engine.js';
-import { PreparedStatements } from './data-access/prepared-statements.js';
-import { RelayData } from './data-access/relay-data.js';
+import type { Steps } from '../db/sql-steps.js';
+import { RelayData, synced, syncedData } from './data-access/relay-data.js';
 import { relayMigrations } from './data-access/relay-migrations.js';
-import type { RelaySql } from './data-access/relay-sql.js';
+import { RelaySql, type SyncRelaySql } from './data-access/relay-sql.js';
+import { SqliteRelayExecutor } from './data-access/sqlite-relay-executor.js';
 import { WalSync, type WalSyncOptions } from '../db/wal-sync.js';
 
 /**
@@ -23,7 +24,13 @@ import { WalSync, type WalSyncOptions } from '../db/wal-sync.js';
 export class RelayStore {
   /** Every query of the relay, as typed repository calls (decision 0312). */
   readonly data: RelayData;
+  /** The repositories with their steps run at once (`run`), for callers that are not steps themselves. */
+  readonly syncData: ReturnType<typeof syncedData>;
+  /** `sql` with its steps run at once (`run`): tests, benchmarks and checks at start. */
+  readonly syncSql: SyncRelaySql;
   readonly sql: RelaySql;
+  /** Runs the relay's steps: SQLite's executor, or PostgreSQL's synchronous connection. */
+  private readonly runner: { run<T>(steps: Steps<T>): T };
   private readonly sqlite: Database.Database | undefined;
   private readonly pg: PgRelayEngine | undefined;
   /** The SQLite store's one reusable immediate transaction (see the constructor). */
@@ -49,6 +56,7 @@ export class RelayStore {
       if (!pg) throw new TypeError('RelayStore: a PostgreSQL engine is required without a data dir');
       this.pg = pg;
       this.sql = pg.sql;
+      this.runner = pg.steps;
     } else {
       // Phone numbers and credentials: the folder 0700, the database (and so its -wal/-shm) 0600.
       ensurePrivateDir(dataDir);
@@ -68,9 +76,12 @@ export class RelayStore {
       // properties on every call, and a vote runs two (its batch and its savepoint).
       this.immediateTx = db.transaction((fn: () => unknown) => fn()).immediate;
       // One statement cache for all: the store has one connection.
-      this.sql = new PreparedStatements(db, () => this.noteCommit());
+      this.sql = new RelaySql('sqlite');
+      this.runner = new SqliteRelayExecutor(db, () => this.noteCommit());
     }
     this.data = new RelayData(this.sql);
+    this.syncData = syncedData(this.data, (steps) => this.run(steps));
+    this.syncSql = synced(this.sql, (steps) => this.run(steps)) as unknown as SyncRelaySql;
   }
 
   /** The relay's tables in PostgreSQL at `databaseUrl` (schema `relay`), migrated; shared by every replica. */
@@ -98,13 +109,27 @@ export class RelayStore {
     return this.sql.dialect;
   }
 
+  /**
+   * Runs the relay's steps (repository calls, the rules of votes and slices) to their end, now:
+   * inside `tx` they are part of its transaction, outside it each write commits on its own.
+   */
+  run<T>(steps: Steps<T>): T {
+    return this.runner.run(steps);
+  }
+
   /** Runs `fn` in one write transaction; the change and its event commit together or not at all. Nested: a savepoint. */
   tx<T>(fn: () => T): T {
-    if (this.pg) return this.withRollbackListeners(() => (this.pg as PgRelayEngine).tx(fn));
+    // Steps returned instead of run would never run (a caller not yet written as steps; decision 0610).
+    const checked = () => {
+      const result = fn();
+      if (isSteps(result)) throw new TypeError('RelayStore.tx got steps back: run them inside (store.run) or yield* them');
+      return result;
+    };
+    if (this.pg) return this.withRollbackListeners(() => (this.pg as PgRelayEngine).tx(checked));
     this.txDepth++;
     let result: T;
     try {
-      result = this.withRollbackListeners(() => this.sqliteTx()(fn) as T);
+      result = this.withRollbackListeners(() => this.sqliteTx()(checked) as T);
     } finally {
       this.txDepth--;
     }
@@ -186,16 +211,16 @@ export class RelayStore {
    * Appends an event; call inside the transaction that makes the change. `author` is the node
    * the event is about or by (the `authors` filter), `payload` is what a peer needs to verify it.
    */
-  appendEvent(kind: EventKind, author: string, subject: string, payload: unknown, nowMs: number, origin: string | null = null): number {
+  *appendEvent(kind: EventKind, author: string, subject: string, payload: unknown, nowMs: number, origin: string | null = null): Steps<number> {
     // Outside `tx` an event would be committed without the write lock: on PostgreSQL another
     // replica's event could then commit with a smaller seq after it, and a reader would skip it.
-    return this.appendEventJson(kind, author, subject, JSON.stringify(payload), nowMs, origin);
+    return yield* this.appendEventJson(kind, author, subject, JSON.stringify(payload), nowMs, origin);
   }
 
   /** `appendEvent` with the payload already serialised (`JSON.stringify` of it), for a caller that has the text. */
-  appendEventJson(kind: EventKind, author: string, subject: string, payloadJson: string, nowMs: number, origin: string | null = null): number {
+  *appendEventJson(kind: EventKind, author: string, subject: string, payloadJson: string, nowMs: number, origin: string | null = null): Steps<number> {
     if (!(this.pg ? this.pg.inTransaction : this.db.inTransaction)) throw new Error(`RelayStore.appendEvent(${kind}) outside a transaction: call it inside tx`);
-    return this.data.events.append({ kind, author, subject, payloadJson, origin, nowMs });
+    return yield* this.data.events.append({ kind, author, subject, payloadJson, origin, nowMs });
   }
 
   close(): void {
@@ -205,6 +230,10 @@ export class RelayStore {
       this.walSync?.close();
     }
   }
+}
+
+function isSteps(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && typeof (value as { next?: unknown }).next === 'function' && typeof (value as { throw?: unknown }).throw === 'function';
 }
 
 export interface SqliteRelayStoreOptions {

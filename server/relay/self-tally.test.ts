@@ -5,6 +5,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { applyFloor, signedAmong } from './bulletin-floor.js';
 import { type NodeKey, type QuorumSet, generateNodeKey, normalizeQuorumSet, signVote } from '../../core/relay/index.js';
 import { RelayStore } from './relay-store.js';
+import type { SliceBook } from './slice-book.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import { tallyItem } from './voting-tally.js';
 import { Voting } from './voting.js';
@@ -53,30 +54,30 @@ describe("the relay node's kept tally", () => {
           for (const op of ops) {
             now += 1000;
             if (op.kind === 'publish') {
-              store.tx(() => voting.setSlice(ids[op.node] as string, op.slice, false, now));
+              store.tx(() => store.run(voting.setSlice(ids[op.node] as string, op.slice, false, now)));
             } else {
               const key = keys[op.kind === 'statement' ? op.voter : op.voter] as NodeKey;
               const value = op.kind === 'statement' ? op.value : 'yes';
               const phase = op.kind === 'statement' ? op.phase : 'vote';
               const slice = op.kind === 'statement' ? op.slice : null;
               // No slice drawn: the statement names the voter's published slice by hash (or, without one, a fixed slice).
-              const published = voting.publishedSlice(key.nodeId);
+              const published = store.run(voting.publishedSlice(key.nodeId));
               const declared = slice ? { slice } : published ? { slice_hash: published.hash } : { slice: normalizeQuorumSet({ t: 1, v: others(keys.indexOf(key)), i: [] }) };
               const signed = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value, phase, ...declared, created_at: Math.floor(now / 1000) }, key.secretKey);
               const write = () => {
-                const stored = voting.storeVote(signed, null, now);
-                if (stored.stored) voting.retallySelf(item, now);
+                const stored = store.run(voting.storeVote(signed, null, now));
+                if (stored.stored) store.run(voting.retallySelf(item, now));
                 if (op.kind === 'rollback') throw new Error('rolled back on purpose');
               };
               if (op.kind === 'rollback') expect(() => store.tx(write)).toThrow('on purpose');
               else store.tx(write);
             }
-            const statements = voting.statements(item);
-            const reference = tallyItem({ itemId: item, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, sliceBookOf(voting), () => voting.selfSlice());
-            const expected = applyFloor(reference, store.data.votes.floorOf(item, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
-            const { sliceChangers, ...kept } = voting.bulletin(item, relayKey.nodeId);
+            const statements = store.run(voting.statements(item));
+            const reference = tallyItem({ itemId: item, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, store.run(sliceBookOf(voting).lookupsFor(statements, [relayKey.nodeId])), () => store.run(voting.selfSlice()));
+            const expected = applyFloor(reference, store.syncData.votes.floorOf(item, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
+            const { sliceChangers, ...kept } = store.run(voting.bulletin(item, relayKey.nodeId));
             expect(kept).toEqual(expected);
-            expect(sliceChangers).toEqual(voting.bulletin(item, ids[0] as string).sliceChangers);
+            expect(sliceChangers).toEqual(store.run(voting.bulletin(item, ids[0] as string)).sliceChangers);
           }
         } finally {
           store.close();
@@ -89,8 +90,8 @@ describe("the relay node's kept tally", () => {
 });
 
 /** The voting's slice book, for the reference tally (the same published slices it reads). */
-function sliceBookOf(voting: Voting): Parameters<typeof tallyItem>[1] {
-  return (voting as unknown as { slices: Parameters<typeof tallyItem>[1] }).slices;
+function sliceBookOf(voting: Voting): SliceBook {
+  return (voting as unknown as { slices: SliceBook }).slices;
 }
 
 describe('the kept tallies and statements, bounded', () => {
@@ -106,23 +107,23 @@ describe('the kept tallies and statements, bounded', () => {
       const sign = (k: number, onItem: string, phase: 'vote' | 'accept') =>
         signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: onItem, voter: ids[k] as string, value: 'yes', phase, slice: normalizeQuorumSet({ t: 1, v: others(k).slice(0, 2), i: [] }), created_at: 1 }, (keys[k] as NodeKey).secretKey);
       const reference = (onItem: string) => {
-        const statements = voting.statements(onItem);
-        const full = tallyItem({ itemId: onItem, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, sliceBookOf(voting), () => voting.selfSlice());
-        return applyFloor(full, store.data.votes.floorOf(onItem, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
+        const statements = store.run(voting.statements(onItem));
+        const full = tallyItem({ itemId: onItem, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, store.run(sliceBookOf(voting).lookupsFor(statements, [relayKey.nodeId])), () => store.run(voting.selfSlice()));
+        return applyFloor(full, store.syncData.votes.floorOf(onItem, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
       };
       // Alternating items with a bound of 2 statements: every switch forgets the other item's tally.
       for (const [k, phase] of [[0, 'vote'], [1, 'vote'], [2, 'vote'], [0, 'accept'], [1, 'accept']] as const) {
         for (const onItem of [item, other]) {
           store.tx(() => {
-            voting.storeVote(sign(k, onItem, phase), null, clock.nowMs());
-            voting.retallySelf(onItem, clock.nowMs());
+            store.run(voting.storeVote(sign(k, onItem, phase), null, clock.nowMs()));
+            store.run(voting.retallySelf(onItem, clock.nowMs()));
           });
-          const { sliceChangers: _changers, ...kept } = voting.bulletin(onItem, relayKey.nodeId);
+          const { sliceChangers: _changers, ...kept } = store.run(voting.bulletin(onItem, relayKey.nodeId));
           expect(kept).toEqual(reference(onItem));
-          expect(voting.statements(onItem).map((v) => v.sig).sort()).toEqual((store.db.prepare('SELECT doc FROM votes WHERE item_id = ?').pluck().all(onItem) as string[]).map((d) => (JSON.parse(d) as { sig: string }).sig).sort());
+          expect(store.run(voting.statements(onItem)).map((v) => v.sig).sort()).toEqual((store.db.prepare('SELECT doc FROM votes WHERE item_id = ?').pluck().all(onItem) as string[]).map((d) => (JSON.parse(d) as { sig: string }).sig).sort());
         }
       }
-      expect(voting.bulletin(item, relayKey.nodeId).state).toBe('confirmed');
+      expect(store.run(voting.bulletin(item, relayKey.nodeId)).state).toBe('confirmed');
     } finally {
       store.close();
       data.remove();

@@ -1,6 +1,7 @@
 import { GrowingTally, type Bulletin, type QuorumSet, type Vote } from '../../core/relay/index.js';
 import type { HasSigned } from './bulletin-floor.js';
-import type { SliceBook } from './slice-book.js';
+import type { Steps } from '../db/sql-steps.js';
+import type { SliceBook, SliceLookups } from './slice-book.js';
 import { declaredSlice, hashOf } from './voting-tally.js';
 
 /** The relay node's bulletin for an item, and what the floor and the answer need beside it. */
@@ -29,8 +30,8 @@ export class SelfTallies {
   constructor(
     private readonly selfNodeId: string,
     private readonly slices: SliceBook,
-    private readonly relaySlice: () => QuorumSet | undefined,
-    private readonly statementsOf: (itemId: string) => readonly Vote[],
+    private readonly relaySlice: () => Steps<QuorumSet | undefined>,
+    private readonly statementsOf: (itemId: string) => Steps<readonly Vote[]>,
     private readonly cachedItems: number,
     /** Statements the kept tallies may count together; default `MAX_KEPT_STATEMENTS`. */
     private readonly maxStatements = MAX_KEPT_STATEMENTS,
@@ -42,31 +43,34 @@ export class SelfTallies {
   }
 
   /** The relay node's bulletin now (not floored: the caller applies the floor). */
-  bulletin(itemId: string): SelfBulletin {
-    const item = this.current(itemId);
+  *bulletin(itemId: string): Steps<SelfBulletin> {
+    const item = yield* this.current(itemId);
     return { bulletin: item.tally.bulletin(), hasSigned: item.hasSigned, sliceChangers: [...item.changers].sort() };
   }
 
   /** A statement was stored: the item's tally (when kept) takes it, or is dropped to be built again. */
-  stored(vote: Vote): void {
+  *stored(vote: Vote): Steps<void> {
     const item = this.items.get(vote.item);
     if (!item) return;
+    yield* this.slices.lookupsFor([vote], [], item.lookups);
     if (item.add(vote)) this.keptStatements++;
     else this.drop(vote.item);
     this.trim(vote.item);
   }
 
-  private current(itemId: string): ItemTally {
+  private *current(itemId: string): Steps<ItemTally> {
+    const relaySlice = yield* this.relaySlice();
     const kept = this.items.get(itemId);
-    if (kept && kept.relaySlice === this.relaySlice()) {
+    if (kept && kept.relaySlice === relaySlice) {
       // Marked as just used: Map keeps insertion order.
       this.items.delete(itemId);
       this.items.set(itemId, kept);
       return kept;
     }
     this.drop(itemId);
-    const item = new ItemTally(itemId, this.selfNodeId, this.slices, this.relaySlice());
-    item.build(this.statementsOf(itemId));
+    const statements = yield* this.statementsOf(itemId);
+    const item = new ItemTally(itemId, this.selfNodeId, yield* this.slices.lookupsFor(statements), relaySlice);
+    item.build(statements);
     this.items.set(itemId, item);
     this.keptStatements += item.counted;
     this.trim(itemId);
@@ -112,7 +116,8 @@ class ItemTally {
   constructor(
     itemId: string,
     private readonly selfNodeId: string,
-    private readonly slices: SliceBook,
+    /** What `sliceOf` looks up, read for every statement before it is counted. */
+    readonly lookups: SliceLookups,
     readonly relaySlice: QuorumSet | undefined,
   ) {
     this.tally = new GrowingTally(selfNodeId, itemId, (node) => this.sliceOf(node));
@@ -149,13 +154,13 @@ class ItemTally {
   private sliceOf(node: string): QuorumSet | undefined {
     if (node === this.selfNodeId) return this.relaySlice;
     const mine = this.declared.get(node);
-    return mine === undefined ? this.slices.publishedSlice(node)?.qset : declaredSlice(mine);
+    return mine === undefined ? this.lookups.publishedSlice(node)?.qset : declaredSlice(mine);
   }
 
   /** Names the slice `sliceOf` would answer, to notice a change without comparing sets. */
   private sliceKey(node: string): string {
     const mine = this.declared.get(node);
-    return mine === undefined ? `published ${this.slices.publishedSlice(node)?.hash ?? 'none'}` : [...mine.keys()].sort().join(' ');
+    return mine === undefined ? `published ${this.lookups.publishedSlice(node)?.hash ?? 'none'}` : [...mine.keys()].sort().join(' ');
   }
 
   private declare(vote: Vote): void {
@@ -164,7 +169,7 @@ class ItemTally {
     const first = this.firstHash.get(vote.voter);
     if (first === undefined) this.firstHash.set(vote.voter, hash);
     else if (first !== hash) this.changers.add(vote.voter);
-    const q = vote.slice ?? this.slices.quorumSetByHash(hash);
+    const q = vote.slice ?? this.lookups.quorumSetByHash(hash);
     if (!q) return;
     let mine = this.declared.get(vote.voter);
     if (!mine) this.declared.set(vote.voter, (mine = new Map()));

@@ -1,5 +1,6 @@
 import { type EmittedStatement, type NodeKey, type QuorumSet, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, signSliceDeclaration, signVote } from '../../core/relay/index.js';
 import type { SliceRepository } from './data-access/slice-repository.js';
+import type { Steps } from '../db/sql-steps.js';
 import { relayScheme, voteSchema } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
@@ -50,21 +51,21 @@ export class SelfVoter {
    * Publishes the configured relay slice as the relay node's declaration, signed with its key (an
    * x.slice/1 statement peers verify), when it changed or was published before declarations were signed (at start).
    */
-  publishSelfSlice(nowMs: number): void {
+  *publishSelfSlice(nowMs: number): Steps<void> {
     const configured = this.configuredSlice;
     if (!configured) return;
     const hash = quorumSetHash(configured);
-    if (this.slices.publishedSlice(this.selfKey.nodeId)?.hash === hash && this.slices.declarationOf(this.selfKey.nodeId) !== null) return;
+    if ((yield* this.slices.publishedSlice(this.selfKey.nodeId))?.hash === hash && (yield* this.slices.declarationOf(this.selfKey.nodeId)) !== null) return;
     const declaration = signSliceDeclaration({ node_id: this.selfKey.nodeId, slice: configured, updated_ms: nowMs }, this.selfKey.secretKey);
-    this.slices.setSlice(this.selfKey.nodeId, normalizeQuorumSet(configured), false, nowMs, declaration);
+    yield* this.slices.setSlice(this.selfKey.nodeId, normalizeQuorumSet(configured), false, nowMs, declaration);
   }
 
   /** The relay node's slice now (configured, or the default described in `VotingOptions`). */
-  selfSlice(): QuorumSet | undefined {
+  *selfSlice(): Steps<QuorumSet | undefined> {
     if (this.configuredSlice) return this.configuredSlice;
-    const version = this.membership.membershipVersion();
+    const version = yield* this.membership.membershipVersion();
     if (this.defaultSelfSlice?.version === version) return this.defaultSelfSlice.qset;
-    const members = [...new Set([...this.trusted.operators, ...this.membership.peerNodeIds(this.trusted.configuredPeers)])].filter((id) => id !== this.selfKey.nodeId).sort();
+    const members = [...new Set([...this.trusted.operators, ...(yield* this.membership.peerNodeIds(this.trusted.configuredPeers))])].filter((id) => id !== this.selfKey.nodeId).sort();
     const previous = this.defaultSelfSlice?.qset;
     const next: QuorumSet | undefined = members.length === 0 ? undefined : { t: defaultThreshold(members.length), v: members, i: [] };
     // Same members, same object: the core's compiled form of it stays valid.
@@ -78,18 +79,18 @@ export class SelfVoter {
    * says it must, repeating until it says nothing more. Call inside the transaction that stored the
    * triggering statements, so the emission commits with them.
    */
-  retallySelf(itemId: string, nowMs: number): Emission {
+  *retallySelf(itemId: string, nowMs: number): Steps<Emission> {
     const emitted: Vote[] = [];
     // Read once: storing the relay's own statements changes no node or peer, so its slice stays.
-    const slice = this.selfSlice();
+    const slice = yield* this.selfSlice();
     // Each round emits at least one new statement, and there are only four (2 values x 2 phases).
     for (let round = 0; round < 4; round++) {
       // The kept tally (`SelfTallies`): each statement stored below updates it.
-      const { bulletin } = this.tallies.bulletin(itemId);
+      const { bulletin } = yield* this.tallies.bulletin(itemId);
       if (bulletin.toEmit.length === 0) break;
       for (const statement of bulletin.toEmit) {
         const vote = this.signOwn(itemId, statement, slice, nowMs);
-        this.log.storeVote(vote, null, nowMs);
+        yield* this.log.storeVote(vote, null, nowMs);
         emitted.push(vote);
       }
     }

@@ -1,6 +1,7 @@
-import { type QuorumSet, type SliceDeclaration, defaultThreshold, normalizeQuorumSet, quorumSetHash, supersedes, validateQuorumSet } from '../../core/relay/index.js';
+import { type QuorumSet, type SliceDeclaration, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, supersedes, validateQuorumSet } from '../../core/relay/index.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { SliceRepository } from './data-access/slice-repository.js';
+import type { Steps } from '../db/sql-steps.js';
 import type { RelayStore } from './relay-store.js';
 import { throwCoreProblems } from './signed-document.js';
 
@@ -41,6 +42,26 @@ export class SliceBook {
   }
 
   /**
+   * Reads what a tally over `statements` may look up (`SliceLookups`): the quorum sets their
+   * `slice_hash`es name, and the published slices of their voters and of `nodes`.
+   */
+  *lookupsFor(statements: readonly Vote[], nodes: readonly string[] = [], into: SliceLookups = new SliceLookups()): Steps<SliceLookups> {
+    // A voter whose statements declare a slice counts with it; only the others need their published one.
+    const declaring = new Set<string>();
+    for (const s of statements) {
+      if (s.slice) declaring.add(s.voter);
+      else if (s.slice_hash !== undefined) {
+        if (!into.byHash.has(s.slice_hash)) into.byHash.set(s.slice_hash, yield* this.quorumSetByHash(s.slice_hash));
+        if (into.byHash.get(s.slice_hash)) declaring.add(s.voter);
+      }
+    }
+    for (const node of [...statements.map((s) => s.voter), ...nodes]) {
+      if (!declaring.has(node) && !into.published.has(node)) into.published.set(node, yield* this.publishedSlice(node));
+    }
+    return into;
+  }
+
+  /**
    * Validates a quorum set from a request. `t` may be omitted at any level: it then follows the
    * default threshold (67 % of the entries, rounded up). Throws 422 located under `loc`.
    */
@@ -67,10 +88,10 @@ export class SliceBook {
   }
 
   /** The slice a node published with POST /slice (or learned nowhere: undefined). */
-  publishedSlice(nodeId: string): PublishedSlice | undefined {
+  *publishedSlice(nodeId: string): Steps<PublishedSlice | undefined> {
     const cached = this.published.get(nodeId);
     if (cached !== undefined) return cached ?? undefined;
-    const row = this.slices.get(nodeId);
+    const row = yield* this.slices.get(nodeId);
     const slice = row ? deepFreeze({ hash: row.hash, qset: JSON.parse(row.qset) as QuorumSet, t_auto: row.t_auto === 1 }) : null;
     this.published.set(nodeId, slice);
     return slice ?? undefined;
@@ -82,11 +103,11 @@ export class SliceBook {
    * slice published without one (POST /slice with a credential) stays this relay's word and peers
    * do not take it as the node's.
    */
-  setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number, declaration: SliceDeclaration | null = null): { hash: string; qset: QuorumSet } {
-    const hash = this.rememberQuorumSet(qset);
-    this.slices.put(nodeId, { qsetJson: JSON.stringify(qset), hash, tAuto, declarationJson: declaration && JSON.stringify(declaration) }, declaration?.updated_ms ?? nowMs);
+  *setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number, declaration: SliceDeclaration | null = null): Steps<{ hash: string; qset: QuorumSet }> {
+    const hash = yield* this.rememberQuorumSet(qset);
+    yield* this.slices.put(nodeId, { qsetJson: JSON.stringify(qset), hash, tAuto, declarationJson: declaration && JSON.stringify(declaration) }, declaration?.updated_ms ?? nowMs);
     this.published.delete(nodeId);
-    this.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash, updated_ms: declaration?.updated_ms ?? nowMs, declaration }, nowMs);
+    yield* this.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash, updated_ms: declaration?.updated_ms ?? nowMs, declaration }, nowMs);
     return { hash, qset };
   }
 
@@ -95,8 +116,8 @@ export class SliceBook {
    * newer (`updated_ms`, ties by the larger hash, so every relay keeps the same one whatever order
    * declarations arrive in).
    */
-  wouldApply(declaration: SliceDeclaration): boolean {
-    const current = this.slices.declaredAt(declaration.node_id);
+  *wouldApply(declaration: SliceDeclaration): Steps<boolean> {
+    const current = yield* this.slices.declaredAt(declaration.node_id);
     return current === undefined || supersedes(declaration, { updated_ms: current.updated_ms, slice_hash: current.hash });
   }
 
@@ -105,24 +126,24 @@ export class SliceBook {
    * null) when `wouldApply`; returns whether it did. Call inside a transaction. Its event carries the
    * declaration, so the next relay verifies it against the node's key too.
    */
-  applyDeclaration(declaration: SliceDeclaration, origin: string | null, nowMs: number): boolean {
-    if (!this.wouldApply(declaration)) return false;
+  *applyDeclaration(declaration: SliceDeclaration, origin: string | null, nowMs: number): Steps<boolean> {
+    if (!(yield* this.wouldApply(declaration))) return false;
     const qset = normalizeQuorumSet(declaration.slice);
-    const hash = this.rememberQuorumSet(qset);
-    this.slices.put(declaration.node_id, { qsetJson: JSON.stringify(qset), hash, tAuto: false, declarationJson: JSON.stringify(declaration) }, declaration.updated_ms);
+    const hash = yield* this.rememberQuorumSet(qset);
+    yield* this.slices.put(declaration.node_id, { qsetJson: JSON.stringify(qset), hash, tAuto: false, declarationJson: JSON.stringify(declaration) }, declaration.updated_ms);
     this.published.delete(declaration.node_id);
-    this.store.appendEvent('slice', declaration.node_id, hash, { node_id: declaration.node_id, slice: qset, slice_hash: hash, updated_ms: declaration.updated_ms, declaration }, nowMs, origin);
+    yield* this.store.appendEvent('slice', declaration.node_id, hash, { node_id: declaration.node_id, slice: qset, slice_hash: hash, updated_ms: declaration.updated_ms, declaration }, nowMs, origin);
     return true;
   }
 
   /** The node's signed declaration of its published slice, or null (none, or published here without one). */
-  declarationOf(nodeId: string): SliceDeclaration | null {
-    const json = this.slices.get(nodeId)?.declaration;
+  *declarationOf(nodeId: string): Steps<SliceDeclaration | null> {
+    const json = (yield* this.slices.get(nodeId))?.declaration;
     return json ? (JSON.parse(json) as SliceDeclaration) : null;
   }
 
   /** Keeps hash -> quorum set so `slice_hash` in votes resolves; returns the hash. */
-  rememberQuorumSet(qset: QuorumSet): string {
+  *rememberQuorumSet(qset: QuorumSet): Steps<string> {
     // Voters send the same inline slice with each statement: once stored (in a committed or the
     // current transaction; a rollback empties this), its hash is known without hashing or writing.
     const spelled = JSON.stringify(qset);
@@ -130,20 +151,39 @@ export class SliceBook {
     if (known !== undefined) return known;
     const normal = normalizeQuorumSet(qset);
     const hash = quorumSetHash(normal);
-    this.slices.rememberQuorumSet(hash, JSON.stringify(normal));
+    yield* this.slices.rememberQuorumSet(hash, JSON.stringify(normal));
     this.remembered.set(spelled, hash);
     return hash;
   }
 
   /** The quorum set a `slice_hash` names (frozen, shared), or undefined when never seen here. */
-  quorumSetByHash(hash: string): QuorumSet | undefined {
+  *quorumSetByHash(hash: string): Steps<QuorumSet | undefined> {
     const cached = this.byHash.get(hash);
     if (cached) return cached;
-    const json = this.slices.quorumSetJson(hash);
+    const json = yield* this.slices.quorumSetJson(hash);
     if (json === undefined) return undefined;
     const qset = deepFreeze(JSON.parse(json) as QuorumSet);
     this.byHash.set(hash, qset);
     return qset;
+  }
+}
+
+/**
+ * What a synchronous tally (the core's `tally`, `GrowingTally`) may ask for, read beforehand: the
+ * quorum sets the statements name by hash and the published slices of their voters. The tallies
+ * call their slice lookups synchronously, in the middle of their arithmetic; a step cannot run there.
+ */
+export class SliceLookups {
+  readonly byHash = new Map<string, QuorumSet | undefined>();
+  readonly published = new Map<string, PublishedSlice | undefined>();
+
+  /** The quorum set a `slice_hash` names; read by `SliceBook.lookupsFor` (a miss is a slice this relay never stored). */
+  quorumSetByHash(hash: string): QuorumSet | undefined {
+    return this.byHash.get(hash);
+  }
+
+  publishedSlice(nodeId: string): PublishedSlice | undefined {
+    return this.published.get(nodeId);
   }
 }
 

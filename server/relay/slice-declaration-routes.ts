@@ -29,13 +29,13 @@ export function sliceDeclarationRoutes(deps: RelayDeps): RelayRoute[] {
         if (declaration.updated_ms > nowMs + relayLimits.proofMaxSkewSeconds * 1000) {
           throw invalidInput(['body', 'updated_ms'], `Value error, updated_ms is more than ${relayLimits.proofMaxSkewSeconds} s ahead of this relay's clock`, declaration.updated_ms, 'value_error', { now: unixSeconds(nowMs) });
         }
-        if (!deps.store.data.nodes.exists(declaration.node_id)) throw new HttpError(403, 'node is not a registered node: POST /register first');
-        const applied = deps.store.tx(() => deps.voting.applyDeclaration(declaration, null, nowMs));
-        const current = deps.voting.sliceDeclaration(declaration.node_id);
+        if (!deps.store.syncData.nodes.exists(declaration.node_id)) throw new HttpError(403, 'node is not a registered node: POST /register first');
+        const applied = deps.store.tx(() => deps.store.run(deps.voting.applyDeclaration(declaration, null, nowMs)));
+        const current = deps.store.run(deps.voting.sliceDeclaration(declaration.node_id));
         if (!applied && current?.sig !== declaration.sig) {
-          throw new HttpError(409, `a newer declaration of this node's slice is published (updated_ms ${deps.store.data.slices.declaredAt(declaration.node_id)?.updated_ms ?? '?'}); sign one with a later updated_ms`);
+          throw new HttpError(409, `a newer declaration of this node's slice is published (updated_ms ${deps.store.syncData.slices.declaredAt(declaration.node_id)?.updated_ms ?? '?'}); sign one with a later updated_ms`);
         }
-        return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: deps.voting.publishedSlice(declaration.node_id)!.qset, t_auto: false };
+        return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: deps.store.run(deps.voting.publishedSlice(declaration.node_id))!.qset, t_auto: false };
       },
     }),
   ];

@@ -28,7 +28,7 @@ export function pairingQrPng(url: string): Promise<Buffer> {
 
 /** Invites and pairing. */
 export function socialRoutes(deps: RelayDeps): RelayRoute[] {
-  const { social, nodes } = deps.store.data;
+  const { social, nodes } = deps.store.syncData;
   const now = () => deps.clock.nowMs();
 
   const pairingOf = (token: string) => {

@@ -34,8 +34,8 @@ function statement(key: NodeKey, slice: QuorumSet, createdAt: number, phase: 'vo
 function deliver(r: { store: RelayStore; voting: Voting }, votes: readonly Vote[]): StoredVote[] {
   return votes.map((vote) =>
     r.store.tx(() => {
-      const stored = r.voting.storeVote(vote, null, clock.nowMs());
-      if (stored.stored || stored.keptAnotherDocument) r.voting.retallySelf(item, clock.nowMs());
+      const stored = r.store.run(r.voting.storeVote(vote, null, clock.nowMs()));
+      if (stored.stored || stored.keptAnotherDocument) r.store.run(r.voting.retallySelf(item, clock.nowMs()));
       return stored;
     }),
   );
@@ -64,13 +64,13 @@ describe("a statement's other documents", () => {
       [false, true, true],
     ]);
     deliver(second, [loose, fromY, strict]);
-    expect(bySig(first.voting.statements(item).filter((s) => s.voter !== relayKey.nodeId))).toEqual(bySig([strict, loose, fromY]));
-    expect(bySig(second.voting.statements(item).filter((s) => s.voter !== relayKey.nodeId))).toEqual(bySig([strict, loose, fromY]));
-    for (const node of [relayKey.nodeId, x.nodeId, y.nodeId]) expect(first.voting.bulletin(item, node)).toEqual(second.voting.bulletin(item, node));
+    expect(bySig(first.store.run(first.voting.statements(item)).filter((s) => s.voter !== relayKey.nodeId))).toEqual(bySig([strict, loose, fromY]));
+    expect(bySig(second.store.run(second.voting.statements(item)).filter((s) => s.voter !== relayKey.nodeId))).toEqual(bySig([strict, loose, fromY]));
+    for (const node of [relayKey.nodeId, x.nodeId, y.nodeId]) expect(first.store.run(first.voting.bulletin(item, node))).toEqual(second.store.run(second.voting.bulletin(item, node)));
     // Under x's loose slice {x, y} is a quorum of yes voters, so y accepts; under the strict one alone
     // it would not. First-come kept `strict` on the first relay and `loose` on the second: y's
     // bulletin differed between them for good.
-    expect(first.voting.bulletin(item, y.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'quorum', sliceChangers: [x.nodeId] });
+    expect(first.store.run(first.voting.bulletin(item, y.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'quorum', sliceChangers: [x.nodeId] });
   });
 
   it('the same document again (even with another hint) is a plain duplicate; past the bound another one is not kept', () => {
@@ -78,7 +78,7 @@ describe("a statement's other documents", () => {
     const documents = Array.from({ length: MAX_OTHER_DOCUMENTS + 2 }, (_, k) => statement(x, { t: 1, v: [y.nodeId], i: [] }, 100 + k));
     const outcomes = deliver(r, [documents[0]!, { ...documents[0]!, hint: 'again' } as Vote, ...documents.slice(1)]);
     expect(outcomes.map((o) => o.keptAnotherDocument ?? false)).toEqual([false, false, ...Array.from({ length: MAX_OTHER_DOCUMENTS }, () => true), false]);
-    expect(r.voting.statements(item).filter((s) => s.voter === x.nodeId)).toHaveLength(1 + MAX_OTHER_DOCUMENTS);
+    expect(r.store.run(r.voting.statements(item)).filter((s) => s.voter === x.nodeId)).toHaveLength(1 + MAX_OTHER_DOCUMENTS);
     // Every kept document is published for peers; the refused one is not.
     expect(r.store.db.prepare("SELECT COUNT(*) AS n FROM events WHERE kind = 'vote' AND author = ?").get(x.nodeId)).toEqual({ n: 1 + MAX_OTHER_DOCUMENTS });
   });

@@ -2,6 +2,7 @@ import type { QuorumSet, Vote } from '../../core/relay/index.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { StatementKey, VoteRepository } from './data-access/vote-repository.js';
 import { invalidInput } from './relay-error.js';
+import type { Steps } from '../db/sql-steps.js';
 import type { RelayStore } from './relay-store.js';
 import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
 
@@ -61,7 +62,7 @@ export class StatementLog {
     private readonly slices: SliceBook,
     sizes: { cachedSlices: number; cachedItems: number; cachedStatements?: number },
     /** Told of every statement stored (parsed back from its stored text), inside the storing transaction. */
-    private readonly onStored: (vote: Vote) => void = () => {},
+    private readonly onStored: (vote: Vote) => Steps<void> = function* () {},
   ) {
     this.votes = store.data.votes;
     this.inlineSlices = new BoundedCache(sizes.cachedSlices);
@@ -81,17 +82,17 @@ export class StatementLog {
    * Stores one verified statement; call inside a transaction. A `slice_hash` must already be known
    * (422 otherwise, so every stored statement can be tallied). Appends a `vote` event when new.
    */
-  storeVote(vote: Vote, origin: string | null, nowMs: number): StoredVote {
-    if (vote.slice) this.slices.rememberQuorumSet(vote.slice);
-    else if (vote.slice_hash !== undefined && !this.slices.quorumSetByHash(vote.slice_hash)) {
+  *storeVote(vote: Vote, origin: string | null, nowMs: number): Steps<StoredVote> {
+    if (vote.slice) yield* this.slices.rememberQuorumSet(vote.slice);
+    else if (vote.slice_hash !== undefined && !(yield* this.slices.quorumSetByHash(vote.slice_hash))) {
       throw unknownSliceHash(vote.slice_hash);
     }
     // Serialised once: the stored text, the parsed-back statement and the event's payload all come from it.
     const text = JSON.stringify(vote);
-    const inserted = this.votes.insertIfNew(vote, text, origin, nowMs);
+    const inserted = yield* this.votes.insertIfNew(vote, text, origin, nowMs);
     const other = vote.value === 'yes' ? 'no' : 'yes';
-    const equivocation = this.votes.has(vote.voter, vote.item, other, vote.phase);
-    if (!inserted) return { stored: false, duplicate: true, equivocation, keptAnotherDocument: this.keepOtherDocument(vote, text, origin, nowMs) };
+    const equivocation = yield* this.votes.has(vote.voter, vote.item, other, vote.phase);
+    if (!inserted) return { stored: false, duplicate: true, equivocation, keptAnotherDocument: yield* this.keepOtherDocument(vote, text, origin, nowMs) };
     const item = this.items.get(vote.item);
     // Parsed back from the stored text, so it is what a later read would give.
     const parsed = this.shareInlineSlice(JSON.parse(text) as Vote);
@@ -107,24 +108,24 @@ export class StatementLog {
       item.ordered.frozen = undefined;
       this.trim(vote.item);
     }
-    this.store.appendEventJson('vote', vote.voter, vote.item, votePayloadJson(text), nowMs, origin);
-    this.onStored(parsed);
+    yield* this.store.appendEventJson('vote', vote.voter, vote.item, votePayloadJson(text), nowMs, origin);
+    yield* this.onStored(parsed);
     return { stored: true, duplicate: false, equivocation };
   }
 
   /** Keeps and publishes another signed document of a stored statement (see `MAX_OTHER_DOCUMENTS`). */
-  private keepOtherDocument(vote: Vote, text: string, origin: string | null, nowMs: number): boolean {
-    if (this.votes.sigOf(vote) === vote.sig) return false;
-    if (this.votes.otherDocumentCount(vote) >= MAX_OTHER_DOCUMENTS) return false;
-    if (!this.votes.insertOtherDocument(vote, text, origin, nowMs)) return false;
+  private *keepOtherDocument(vote: Vote, text: string, origin: string | null, nowMs: number): Steps<boolean> {
+    if ((yield* this.votes.sigOf(vote)) === vote.sig) return false;
+    if ((yield* this.votes.otherDocumentCount(vote)) >= MAX_OTHER_DOCUMENTS) return false;
+    if (!(yield* this.votes.insertOtherDocument(vote, text, origin, nowMs))) return false;
     const parsed = this.shareInlineSlice(JSON.parse(text) as Vote);
     const ordered = this.items.get(vote.item)?.ordered;
     if (ordered) {
       ordered.others.push(parsed);
       ordered.frozen = undefined;
     }
-    this.store.appendEventJson('vote', vote.voter, vote.item, votePayloadJson(text), nowMs, origin);
-    this.onStored(parsed);
+    yield* this.store.appendEventJson('vote', vote.voter, vote.item, votePayloadJson(text), nowMs, origin);
+    yield* this.onStored(parsed);
     return true;
   }
 
@@ -133,24 +134,24 @@ export class StatementLog {
    * (`keepOtherDocument`). Frozen and shared between calls (an inline slice is the same object
    * while its voter keeps sending the same one): never mutate them.
    */
-  statements(itemId: string): readonly Vote[] {
+  *statements(itemId: string): Steps<readonly Vote[]> {
     let item = this.items.get(itemId);
     if (item?.ordered) return (item.ordered.frozen ??= Object.freeze([...item.ordered.votes, ...item.ordered.others]));
     if (!item) {
       item = { parsed: new Map(), ordered: undefined };
       this.items.set(itemId, item);
     }
-    const keys = this.votes.keysOf(itemId);
+    const keys = yield* this.votes.keysOf(itemId);
     const votes: Vote[] = [];
     for (const k of keys) {
       let vote = item.parsed.get(mapKey(k));
       if (!vote) {
-        vote = this.shareInlineSlice(JSON.parse(this.votes.docOf(itemId, k)) as Vote);
+        vote = this.shareInlineSlice(JSON.parse(yield* this.votes.docOf(itemId, k)) as Vote);
         item.parsed.set(mapKey(k), vote);
       }
       votes.push(vote);
     }
-    const others = this.votes.otherDocumentsOf(itemId).map((doc) => this.shareInlineSlice(JSON.parse(doc) as Vote));
+    const others = (yield* this.votes.otherDocumentsOf(itemId)).map((doc) => this.shareInlineSlice(JSON.parse(doc) as Vote));
     const frozen = Object.freeze([...votes, ...others]);
     item.ordered = { keys, votes, others, frozen };
     this.trim(itemId);

@@ -61,7 +61,7 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     // The same after-commit bulletin for every vote of the batch on the item: computed once.
     expect(second!.value.bulletin).toBe(first!.value.bulletin);
     expect(again!.value.bulletin).toBe(first!.value.bulletin);
-    expect(voting.statements(item).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
+    expect(store.run(voting.statements(item)).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
     // One outer transaction and one savepoint per vote.
     expect(transactions).toBe(1 + 4);
   });
@@ -98,7 +98,7 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     await first;
     await secondAnswer;
     otherAnswer.emit('close');
-    expect(voting.statements(item).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
+    expect(store.run(voting.statements(item)).map((s) => s.voter).sort()).toEqual([a.nodeId, b.nodeId].sort());
     // One outer transaction, a savepoint per vote: the first vote waited for the second's check.
     expect(transactions).toBe(1 + 2);
   });
@@ -106,8 +106,8 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
   it('keeps a stored item or registered voter as seen (neither is ever deleted), and reads a missing one again', () => {
     const other = 'ab'.repeat(32);
     let lookups = 0;
-    const exists = store.data.items.exists.bind(store.data.items);
-    store.data.items.exists = (id: string) => {
+    const exists = store.syncData.items.exists.bind(store.syncData.items);
+    store.syncData.items.exists = (id: string) => {
       lookups++;
       return exists(id);
     };
@@ -129,6 +129,6 @@ describe('VoteIngest (group commit of POST /items/{id}/vote)', () => {
     // An item the store does not hold: the insert fails its foreign key.
     await expect(ingest.submit(vote(b, 'ab'.repeat(32)))).rejects.toThrow(/FOREIGN KEY/);
     expect(store.db.prepare('SELECT count(*) AS n FROM events').get()).toEqual({ n: 0 });
-    expect(voting.statements('ab'.repeat(32))).toEqual([]);
+    expect(store.run(voting.statements('ab'.repeat(32)))).toEqual([]);
   });
 });

@@ -63,12 +63,12 @@ export class VoteIngest {
 
   /** Whether the item is stored (see `seenItems`). */
   itemStored(itemId: string): boolean {
-    return this.seenStored(this.seenItems, itemId, () => this.store.data.items.exists(itemId));
+    return this.seenStored(this.seenItems, itemId, () => this.store.syncData.items.exists(itemId));
   }
 
   /** Whether the voter's node is registered here (see `seenItems`). */
   voterRegistered(nodeId: string): boolean {
-    return this.seenStored(this.seenVoters, nodeId, () => this.store.data.nodes.exists(nodeId));
+    return this.seenStored(this.seenVoters, nodeId, () => this.store.syncData.nodes.exists(nodeId));
   }
 
   private seenStored(seen: BoundedCache<string, true>, id: string, exists: () => boolean): boolean {
@@ -154,7 +154,7 @@ export class VoteIngest {
     const bulletins = new Map<string, RelayBulletin>();
     const bulletinOf = (itemId: string) => {
       let bulletin = bulletins.get(itemId);
-      if (!bulletin) bulletins.set(itemId, (bulletin = this.voting.bulletin(itemId, this.selfNodeId)));
+      if (!bulletin) bulletins.set(itemId, (bulletin = this.store.run(this.voting.bulletin(itemId, this.selfNodeId))));
       return bulletin;
     };
     batch.forEach((entry, k) => {
@@ -173,8 +173,8 @@ export class VoteIngest {
 
   private storeOne(vote: Vote): StoredVote & { emitted: Vote[] } {
     const now = this.nowMs();
-    const stored = this.voting.storeVote(vote, null, now);
+    const stored = this.store.run(this.voting.storeVote(vote, null, now));
     // Another document of a stored statement may declare another slice: the relay node re-tallies too.
-    return { ...stored, emitted: stored.stored || stored.keptAnotherDocument ? this.voting.retallySelf(vote.item, now) : [] };
+    return { ...stored, emitted: stored.stored || stored.keptAnotherDocument ? this.store.run(this.voting.retallySelf(vote.item, now)) : [] };
   }
 }

@@ -24,7 +24,7 @@ let nowMs = 0;
 function statement(key: NodeKey, value: 'yes' | 'no', phase: Vote['phase'], slice: QuorumSet): Vote {
   return signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value, phase, slice, created_at: 1_700_000_000 }, key.secretKey);
 }
-const store1 = (v: Vote) => store.tx(() => voting.storeVote(v, null, ++nowMs));
+const store1 = (v: Vote) => store.tx(() => store.run(voting.storeVote(v, null, ++nowMs)));
 const slice = (t: number, nodes: NodeKey[]): QuorumSet => ({ t, v: nodes.map((k) => k.nodeId), i: [] });
 
 beforeEach(() => {
@@ -42,9 +42,9 @@ describe('a voter that re-declares its slice for an item cannot withdraw from a 
   it('the audit repro: Y re-declaring its slice in a later accept does not pull X out of the quorum {X, Y}', () => {
     store1(statement(x, 'yes', 'vote', slice(1, [y, w])));
     store1(statement(y, 'yes', 'vote', slice(1, [x])));
-    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'quorum', sliceChangers: [] });
+    expect(store.run(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'quorum', sliceChangers: [] });
     store1(statement(y, 'yes', 'accept', slice(1, [w])));
-    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'confirmed', value: 'yes', sliceChangers: [y.nodeId] });
+    expect(store.run(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'confirmed', value: 'yes', sliceChangers: [y.nodeId] });
   });
 
   it('holds without any floor: the tally itself counts the voter under any of its slices (floors wiped before reading)', () => {
@@ -53,15 +53,15 @@ describe('a voter that re-declares its slice for an item cannot withdraw from a 
     store1(statement(y, 'yes', 'accept', slice(1, [w])));
     store.db.prepare('DELETE FROM bulletin_floors').run();
     // With the newest slice ({W}, and W has none) X would only have voted.
-    expect(voting.bulletin(item, x.nodeId)).toMatchObject({ state: 'confirmed', accepted_via: 'quorum' });
+    expect(store.run(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'confirmed', accepted_via: 'quorum' });
   });
 
   it('the same slice sent inline and by hash is no change', () => {
     store1(statement(y, 'yes', 'vote', slice(1, [x])));
-    const hash = store.tx(() => voting.rememberQuorumSet(slice(1, [x])));
+    const hash = store.tx(() => store.run(voting.rememberQuorumSet(slice(1, [x]))));
     const { slice: _inline, sig: _sig, ...rest } = statement(y, 'yes', 'accept', slice(1, [x]));
     store1(signVote({ ...rest, slice_hash: hash }, y.secretKey));
-    expect(voting.bulletin(item, x.nodeId).sliceChangers).toEqual([]);
+    expect(store.run(voting.bulletin(item, x.nodeId)).sliceChangers).toEqual([]);
   });
 });
 
@@ -73,36 +73,36 @@ describe('a voter with several slices for an item', () => {
     const { sig: _sig, ...unsigned } = statement(z, 'yes', 'vote', slice(1, [w]));
     store1(signVote({ ...unsigned, created_at: 1_700_000_001 }, z.secretKey));
     store1(statement(y, 'yes', 'accept', slice(1, [x])));
-    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', sliceChangers: [z.nodeId] });
+    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', sliceChangers: [z.nodeId] });
     store1(statement(w, 'no', 'accept', slice(1, [x])));
     // Under {y} z accepts yes, under {w} it accepts no: it would hold both sides.
     store.db.prepare('DELETE FROM bulletin_floors').run();
-    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
+    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
   });
 });
 
 describe('the floor', () => {
   it('a floor at accepted yes and a tally now accepting no is conflicted (the node would hold both sides), and stays so', () => {
     const z = keys[3] as NodeKey;
-    store.tx(() => voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs));
+    store.tx(() => store.run(voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs)));
     store1(statement(y, 'yes', 'accept', slice(1, [x])));
-    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', toEmit: [{ value: 'yes', phase: 'accept' }] });
-    store.tx(() => voting.setSlice(z.nodeId, slice(1, [w]), false, ++nowMs));
+    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', toEmit: [{ value: 'yes', phase: 'accept' }] });
+    store.tx(() => store.run(voting.setSlice(z.nodeId, slice(1, [w]), false, ++nowMs)));
     // Floored: still accepted yes, and z is asked for the accept it owes.
-    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking', toEmit: [{ value: 'yes', phase: 'accept' }] });
+    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking', toEmit: [{ value: 'yes', phase: 'accept' }] });
     store1(statement(w, 'no', 'accept', slice(1, [x])));
-    expect(voting.bulletin(item, z.nodeId)).toMatchObject({ state: 'conflicted', value: null, toEmit: [] });
-    store.tx(() => voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs));
-    expect(voting.bulletin(item, z.nodeId).state).toBe('conflicted');
+    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'conflicted', value: null, toEmit: [] });
+    store.tx(() => store.run(voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs)));
+    expect(store.run(voting.bulletin(item, z.nodeId)).state).toBe('conflicted');
   });
 
   it('survives a new Voting on the same store (it is persisted, not cached)', () => {
-    store.tx(() => voting.setSlice(w.nodeId, slice(1, [y]), false, ++nowMs));
+    store.tx(() => store.run(voting.setSlice(w.nodeId, slice(1, [y]), false, ++nowMs)));
     store1(statement(y, 'yes', 'accept', slice(1, [x])));
-    expect(voting.bulletin(item, w.nodeId).state).toBe('accepted');
-    store.tx(() => voting.setSlice(w.nodeId, slice(1, [x]), false, ++nowMs));
+    expect(store.run(voting.bulletin(item, w.nodeId)).state).toBe('accepted');
+    store.tx(() => store.run(voting.setSlice(w.nodeId, slice(1, [x]), false, ++nowMs)));
     const fresh = new Voting({ store, clock, selfKey: generateNodeKey() });
-    expect(fresh.bulletin(item, w.nodeId)).toMatchObject({ state: 'accepted', value: 'yes' });
+    expect(store.run(fresh.bulletin(item, w.nodeId))).toMatchObject({ state: 'accepted', value: 'yes' });
   });
 });
 
@@ -127,10 +127,10 @@ describe('a bulletin rank never goes down (property, store-backed Voting)', () =
     for (const a of actions) {
       const key = keys[a.who] as NodeKey;
       if (a.kind === 'vote') store1(statement(key, a.value, a.phase, sliceOf(a.who, a.slice)));
-      else store.tx(() => voting.setSlice(key.nodeId, sliceOf(a.who, a.slice), false, ++nowMs));
+      else store.tx(() => store.run(voting.setSlice(key.nodeId, sliceOf(a.who, a.slice), false, ++nowMs)));
       if (wipeFloors) store.db.prepare('DELETE FROM bulletin_floors').run();
       for (const node of keys) {
-        const rank = bulletinRank[voting.bulletin(item, node.nodeId).state];
+        const rank = bulletinRank[store.run(voting.bulletin(item, node.nodeId)).state];
         expect(rank).toBeGreaterThanOrEqual(best.get(node.nodeId) ?? 0);
         best.set(node.nodeId, rank);
       }

@@ -1,16 +1,17 @@
 import { type Bulletin, type EmittedStatement, type QuorumSet, type Vote, bulletinRank, quorumSetHash, tally } from '../../core/relay/index.js';
 import { BoundedCache } from './bounded-cache.js';
-import { type SliceBook, deepFreeze } from './slice-book.js';
+import { type SliceLookups, deepFreeze } from './slice-book.js';
 
 /**
  * The core tally of `nodeId` over an item's stored statements. A node that signed statements about
  * the item counts with the slices it signed there (`declaredSlice`), else with the one it published
  * here; the relay node's slice is `relaySlice()`. Depends on the set of statements only, never on
  * the order they arrived in (issue 18, decision 0403), so relays holding the same statements agree.
+ * `slices` holds what it may look up, read beforehand (`SliceBook.lookupsFor`).
  */
 export function tallyItem(
   input: { itemId: string; nodeId: string; statements: readonly Vote[]; selfNodeId: string },
-  slices: SliceBook,
+  slices: SliceLookups,
   relaySlice: () => QuorumSet | undefined,
 ): Bulletin {
   const { itemId, nodeId, statements } = input;
@@ -43,7 +44,7 @@ function highestOf(bulletins: Bulletin[]): Bulletin {
 
 function sliceResolver(
   declared: Map<string, Map<string, QuorumSet>>,
-  slices: SliceBook,
+  slices: SliceLookups,
   selfNodeId: string,
   relaySlice: () => QuorumSet | undefined,
 ): (node: string) => QuorumSet | undefined {
@@ -62,7 +63,7 @@ function sliceResolver(
 }
 
 /** voter -> the distinct slices (by slice_hash) its statements about the item declare. */
-function declaredSlices(statements: readonly Vote[], slices: SliceBook): Map<string, Map<string, QuorumSet>> {
+function declaredSlices(statements: readonly Vote[], slices: SliceLookups): Map<string, Map<string, QuorumSet>> {
   const declared = new Map<string, Map<string, QuorumSet>>();
   for (const s of statements) {
     const q = s.slice ?? (s.slice_hash === undefined ? undefined : slices.quorumSetByHash(s.slice_hash));

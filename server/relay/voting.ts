@@ -1,6 +1,7 @@
 import type { Clock } from '../../core/clock.js';
 import type { Bulletin, NodeKey, QuorumSet, SliceDeclaration, Vote } from '../../core/relay/index.js';
 import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
+import type { Steps } from '../db/sql-steps.js';
 import type { RelayStore } from './relay-store.js';
 import { type DefaultSliceSources, SelfVoter, type Emission } from './self-voter.js';
 import { type PublishedSlice, SliceBook } from './slice-book.js';
@@ -82,49 +83,49 @@ export class Voting {
     return this.slices.parseSlice(input, owner, loc);
   }
 
-  publishedSlice(nodeId: string): PublishedSlice | undefined {
-    return this.slices.publishedSlice(nodeId);
+  *publishedSlice(nodeId: string): Steps<PublishedSlice | undefined> {
+    return yield* this.slices.publishedSlice(nodeId);
   }
 
   /** Publishes a node's slice; call inside a transaction. Its bulletins are floored first (`holdFloorsOf`). */
-  setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number): { hash: string; qset: QuorumSet } {
-    this.holdFloorsOf(nodeId, nowMs);
-    return this.slices.setSlice(nodeId, qset, tAuto, nowMs);
+  *setSlice(nodeId: string, qset: QuorumSet, tAuto: boolean, nowMs: number): Steps<{ hash: string; qset: QuorumSet }> {
+    yield* this.holdFloorsOf(nodeId, nowMs);
+    return yield* this.slices.setSlice(nodeId, qset, tAuto, nowMs);
   }
 
   /**
    * Publishes a node's verified x.slice/1 declaration (from a peer, or posted here with origin null)
    * unless an equal or newer one is published; call inside a transaction. A stale one changes nothing.
    */
-  applyDeclaration(declaration: SliceDeclaration, origin: string | null, nowMs: number): boolean {
-    if (!this.slices.wouldApply(declaration)) return false;
-    this.holdFloorsOf(declaration.node_id, nowMs);
-    return this.slices.applyDeclaration(declaration, origin, nowMs);
+  *applyDeclaration(declaration: SliceDeclaration, origin: string | null, nowMs: number): Steps<boolean> {
+    if (!(yield* this.slices.wouldApply(declaration))) return false;
+    yield* this.holdFloorsOf(declaration.node_id, nowMs);
+    return yield* this.slices.applyDeclaration(declaration, origin, nowMs);
   }
 
-  sliceDeclaration(nodeId: string): SliceDeclaration | null {
-    return this.slices.declarationOf(nodeId);
+  *sliceDeclaration(nodeId: string): Steps<SliceDeclaration | null> {
+    return yield* this.slices.declarationOf(nodeId);
   }
 
-  publishSelfSlice(nowMs: number): void {
-    this.self.publishSelfSlice(nowMs);
+  *publishSelfSlice(nowMs: number): Steps<void> {
+    yield* this.self.publishSelfSlice(nowMs);
   }
 
-  rememberQuorumSet(qset: QuorumSet): string {
-    return this.slices.rememberQuorumSet(qset);
+  *rememberQuorumSet(qset: QuorumSet): Steps<string> {
+    return yield* this.slices.rememberQuorumSet(qset);
   }
 
-  quorumSetByHash(hash: string): QuorumSet | undefined {
-    return this.slices.quorumSetByHash(hash);
+  *quorumSetByHash(hash: string): Steps<QuorumSet | undefined> {
+    return yield* this.slices.quorumSetByHash(hash);
   }
 
   /**
    * Stores a verified statement; call inside a transaction. A voter's first statement about an item
    * replaces its published slice by the one it signed, so its bulletin is floored first.
    */
-  storeVote(vote: Vote, origin: string | null, nowMs: number): StoredVote {
-    if (this.replacesPublishedSlice(vote) && !this.options.store.data.votes.hasAnyBy(vote.voter, vote.item)) this.raiseFloor(vote.item, vote.voter, nowMs);
-    return this.log.storeVote(vote, origin, nowMs);
+  *storeVote(vote: Vote, origin: string | null, nowMs: number): Steps<StoredVote> {
+    if ((yield* this.replacesPublishedSlice(vote)) && !(yield* this.options.store.data.votes.hasAnyBy(vote.voter, vote.item))) yield* this.raiseFloor(vote.item, vote.voter, nowMs);
+    return yield* this.log.storeVote(vote, origin, nowMs);
   }
 
   /**
@@ -134,24 +135,24 @@ export class Voting {
    * voter's first vote made a round of votes O(n^2) again). The relay node's slice never changes
    * by its statements.
    */
-  private replacesPublishedSlice(vote: Vote): boolean {
+  private *replacesPublishedSlice(vote: Vote): Steps<boolean> {
     if (vote.voter === this.options.selfKey.nodeId) return false;
-    const published = this.slices.publishedSlice(vote.voter);
+    const published = yield* this.slices.publishedSlice(vote.voter);
     if (!published) return false;
     const declared = vote.slice_hash ?? (vote.slice ? hashOf(vote.slice) : undefined);
     return declared !== undefined && declared !== published.hash;
   }
 
-  statements(itemId: string): readonly Vote[] {
-    return this.log.statements(itemId);
+  *statements(itemId: string): Steps<readonly Vote[]> {
+    return yield* this.log.statements(itemId);
   }
 
-  selfSlice(): QuorumSet | undefined {
-    return this.self.selfSlice();
+  *selfSlice(): Steps<QuorumSet | undefined> {
+    return yield* this.self.selfSlice();
   }
 
-  retallySelf(itemId: string, nowMs: number): Emission {
-    return this.self.retallySelf(itemId, nowMs);
+  *retallySelf(itemId: string, nowMs: number): Steps<Emission> {
+    return yield* this.self.retallySelf(itemId, nowMs);
   }
 
   /**
@@ -162,30 +163,32 @@ export class Voting {
    * rank the relay could have reported is never lost (design note: a node's rank for an item never
    * goes down). Decision 0401.
    */
-  bulletin(itemId: string, nodeId: string): RelayBulletin {
-    const floor = this.options.store.data.votes.floorOf(itemId, nodeId);
+  *bulletin(itemId: string, nodeId: string): Steps<RelayBulletin> {
+    const floor = yield* this.options.store.data.votes.floorOf(itemId, nodeId);
     if (nodeId === this.options.selfKey.nodeId) {
       // The relay node's own tally is kept up to date vote by vote (issue 18): no pass over the statements.
-      const own = this.selfTallies.bulletin(itemId);
+      const own = yield* this.selfTallies.bulletin(itemId);
       return { ...applyFloor(own.bulletin, floor, own.hasSigned), sliceChangers: own.sliceChangers };
     }
-    const statements = this.log.statements(itemId);
-    return { ...applyFloor(this.computed(itemId, nodeId, statements), floor, signedAmong(statements, nodeId)), sliceChangers: sliceChangers(statements) };
+    const statements = yield* this.log.statements(itemId);
+    return { ...applyFloor(yield* this.computed(itemId, nodeId, statements), floor, signedAmong(statements, nodeId)), sliceChangers: sliceChangers(statements) };
   }
 
-  /** The full reference tally (`tallyItem`) of `nodeId`. */
-  private computed(itemId: string, nodeId: string, statements: readonly Vote[]): Bulletin {
-    return tallyItem({ itemId, nodeId, statements, selfNodeId: this.options.selfKey.nodeId }, this.slices, () => this.self.selfSlice());
+  /** The full reference tally (`tallyItem`) of `nodeId`, over what it may look up read first. */
+  private *computed(itemId: string, nodeId: string, statements: readonly Vote[]): Steps<Bulletin> {
+    const lookups = yield* this.slices.lookupsFor(statements, [nodeId]);
+    const relaySlice = yield* this.self.selfSlice();
+    return tallyItem({ itemId, nodeId, statements, selfNodeId: this.options.selfKey.nodeId }, lookups, () => relaySlice);
   }
 
   /** Stores the node's bulletin as its floor when it ranks higher; write paths only, inside their transaction. */
-  private raiseFloor(itemId: string, nodeId: string, nowMs: number): void {
+  private *raiseFloor(itemId: string, nodeId: string, nowMs: number): Steps<void> {
     const votes = this.options.store.data.votes;
     // Without a published slice and its own statements a node's tally is `uncommitted`: nothing to hold.
-    if (nodeId !== this.options.selfKey.nodeId && !this.slices.publishedSlice(nodeId)) return;
-    const reported = this.bulletin(itemId, nodeId);
-    const floor = votes.floorOf(itemId, nodeId);
-    if (raisesFloor(reported, floor)) votes.setFloor(itemId, nodeId, { state: reported.state, value: reported.value, acceptedVia: reported.accepted_via }, nowMs);
+    if (nodeId !== this.options.selfKey.nodeId && !(yield* this.slices.publishedSlice(nodeId))) return;
+    const reported = yield* this.bulletin(itemId, nodeId);
+    const floor = yield* votes.floorOf(itemId, nodeId);
+    if (raisesFloor(reported, floor)) yield* votes.setFloor(itemId, nodeId, { state: reported.state, value: reported.value, acceptedVia: reported.accepted_via }, nowMs);
   }
 
   /**
@@ -193,8 +196,8 @@ export class Voting {
    * those where the node signed nothing (else its signed slice counts) and someone accepted (else it
    * is at most `uncommitted` there: no own vote, nothing to be v-blocked by).
    */
-  private holdFloorsOf(nodeId: string, nowMs: number): void {
+  private *holdFloorsOf(nodeId: string, nowMs: number): Steps<void> {
     if (nodeId === this.options.selfKey.nodeId) return; // its tally uses the relay slice, not a published one
-    for (const itemId of this.options.store.data.votes.itemsAcceptedWithout(nodeId)) this.raiseFloor(itemId, nodeId, nowMs);
+    for (const itemId of yield* this.options.store.data.votes.itemsAcceptedWithout(nodeId)) yield* this.raiseFloor(itemId, nodeId, nowMs);
   }
 }

@@ -1,12 +1,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { RELAY_WRITE_LOCK_KEY } from '../../server/relay/data-access/pg-relay-engine.js';
 import { PgStatementError, PgSyncConnection } from '../../server/relay/data-access/pg-sync-connection.js';
 import { searchIndexOf } from '../../server/relay/data-access/trigram-prefilter.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
 import { pgConnection } from '../../server/store/postgres/pg-database.js';
+import { until } from '../support/hilbench-processes.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
+import { describeRelayGuaranteesContract, type OpenRelayReplicas } from './relay-guarantees-contract.js';
 import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
 import { describeRelaySearchContract } from './relay-search-contract.js';
 import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-contract.js';
@@ -26,6 +30,53 @@ const open: OpenRelayStore = async () => {
 describeRelayStoreContract('postgres', open);
 describeRelayRepositoriesContract('postgres', open);
 describeRelaySearchContract('postgres', open, { numRuns: 40 });
+
+// Two stores on one fresh database, as two replicas hold them; "another replica" holding the write
+// lock is a plain connection sending its whole transaction as one message, so PostgreSQL runs it to
+// its commit while a store waits for the lock.
+const replicas: OpenRelayReplicas = async () => {
+  const database = await createTestDatabase();
+  const a = RelayStore.openPostgres(database.url);
+  const b = RelayStore.openPostgres(database.url);
+  const clients: pg.Client[] = [];
+  const client = async () => {
+    const c = new pg.Client(pgConnection(database.url));
+    clients.push(c);
+    await c.connect();
+    return c;
+  };
+  const pending: Promise<unknown>[] = [];
+  return {
+    a,
+    b,
+    holdWriteLock: async () => {
+      const holder = await client();
+      const node = '0'.repeat(63) + '1';
+      const committed = holder
+        .query(
+          `BEGIN; SELECT pg_advisory_xact_lock(${RELAY_WRITE_LOCK_KEY}); ` +
+            `INSERT INTO relay.events (kind, author, subject, payload, created_ms) VALUES ('node', '${node}', '${node}', '{}', 1); ` +
+            'SELECT pg_sleep(1); COMMIT;',
+        )
+        .then(() => undefined);
+      pending.push(committed.catch(() => undefined));
+      const watcher = await client();
+      await until('the other connection to hold the relay write lock', async () => {
+        const { rows } = await watcher.query<{ n: string }>("SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted", [RELAY_WRITE_LOCK_KEY]);
+        return Number(rows[0]?.n) === 1;
+      }, 10_000);
+      return { committed };
+    },
+    dispose: async () => {
+      await Promise.all(pending);
+      for (const c of clients) await c.end();
+      a.close();
+      b.close();
+      await database.drop();
+    },
+  };
+};
+describeRelayGuaranteesContract('postgres', open, replicas);
 
 describe('PgSyncConnection', () => {
   it('answers statements in order, turns a refused one into an error with its SQLSTATE and stays usable, and refuses after close', async () => {
@@ -81,7 +132,7 @@ describe('the relay schema on PostgreSQL', () => {
         for (const column of sqlite.db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]) sqliteColumns.add(`${table}.${column}`);
       }
       const postgresColumns = new Set(
-        postgres.sql.values<string>("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = 'relay'"),
+        postgres.syncSql.values<string>("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = 'relay'"),
       );
       expect([...sqliteColumns].filter((c) => !postgresColumns.has(c)).sort()).toEqual([]);
       // What only PostgreSQL has: insertion order of items, and what replicas share (decisions 0440, 0441).
@@ -116,10 +167,10 @@ describe('the relay schema on PostgreSQL', () => {
     // managed server refuses it, and the migration must go on without it.
     const { store, dispose } = await migratedAfter("CREATE SCHEMA relay; CREATE FUNCTION relay.similarity(text, text) RETURNS real LANGUAGE sql AS 'SELECT 0::real'");
     try {
-      expect(searchIndexOf(store.sql)).toBe('scan');
-      expect(store.sql.value("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")).toBeUndefined();
-      store.data.items.insert({ item_id: 'i1', type: 'claim', kind: 'note', title: 'The Uno bench', body: '', file_bytes: null, media_type: null, author: 'n1', bot_id: null, origin: null, created_ms: 1, authorship: null });
-      expect(store.data.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
+      expect(store.run(searchIndexOf(store.sql))).toBe('scan');
+      expect(store.syncSql.value("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")).toBeUndefined();
+      store.syncData.items.insert({ item_id: 'i1', type: 'claim', kind: 'note', title: 'The Uno bench', body: '', file_bytes: null, media_type: null, author: 'n1', bot_id: null, origin: null, created_ms: 1, authorship: null });
+      expect(store.syncData.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
     } finally {
       await dispose();
     }
@@ -128,8 +179,8 @@ describe('the relay schema on PostgreSQL', () => {
   it('uses pg_trgm where it is already installed, in a schema outside the search path', async () => {
     const { store, dispose } = await migratedAfter('CREATE EXTENSION pg_trgm SCHEMA public');
     try {
-      expect(searchIndexOf(store.sql)).toBe('pg_trgm');
-      expect(store.sql.values("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname LIKE '%trgm' ORDER BY indexname")).toEqual(['items_title_trgm', 'nodes_about_trgm', 'nodes_name_trgm']);
+      expect(store.run(searchIndexOf(store.sql))).toBe('pg_trgm');
+      expect(store.syncSql.values("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname LIKE '%trgm' ORDER BY indexname")).toEqual(['items_title_trgm', 'nodes_about_trgm', 'nodes_name_trgm']);
     } finally {
       await dispose();
     }

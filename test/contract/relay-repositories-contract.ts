@@ -27,7 +27,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     const store = freshStorePerTest(open);
 
     it('nodes: learned and local, invited, oldest first, counted', () => {
-      const { nodes } = store().data;
+      const { nodes } = store().syncData;
       nodes.insert({ nodeId: node(1), local: true, name: 'one', registration: '{"r":1}', nowMs: 10 });
       expect(nodes.insertLearned({ nodeId: node(2), name: 'two', registration: '{}', origin: 'https://peer.example', nowMs: 5 })).toBe(true);
       expect(nodes.insertLearned({ nodeId: node(2), name: 'again', registration: '{}', origin: 'https://peer.example', nowMs: 6 })).toBe(false);
@@ -42,7 +42,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     });
 
     it('bots: the active ones of an owner, by id', () => {
-      const { nodes, bots } = store().data;
+      const { nodes, bots } = store().syncData;
       nodes.insert({ nodeId: node(1), local: true, name: '', registration: '{}', nowMs: 1 });
       bots.insert({ botId: 'bot_b', owner: node(1), name: 'b', tokenHash: 'hb', nowMs: 3 });
       bots.insert({ botId: 'bot_a', owner: node(1), name: 'a', tokenHash: 'ha', nowMs: 2 });
@@ -55,7 +55,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     });
 
     it('items and reports: authorship attached once, counts, one report per reporter replaced', () => {
-      const { items, reports } = store().data;
+      const { items, reports } = store().syncData;
       items.insert(claim(1, node(9)));
       expect(items.attachAuthorship(node(1), node(8), '{"by":8}')).toBe(false);
       expect(items.attachAuthorship(node(1), node(9), '{"by":9}')).toBe(true);
@@ -69,7 +69,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     });
 
     it('votes: other documents, who signed what, items accepted without a node, floors replaced', () => {
-      const { items, votes } = store().data;
+      const { items, votes } = store().syncData;
       items.insert(claim(1, node(9)));
       items.insert(claim(2, node(9)));
       const key = { voter: node(5), item: node(1), value: 'yes', phase: 'accept' };
@@ -92,7 +92,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     });
 
     it('slices: published, replaced, listed by node, quorum sets by hash kept once', () => {
-      const { slices } = store().data;
+      const { slices } = store().syncData;
       slices.put(node(2), { qsetJson: '{"t":1}', hash: 'h1', tAuto: true }, 10);
       slices.put(node(2), { qsetJson: '{"t":2}', hash: 'h2', tAuto: false, declarationJson: '{"d":1}' }, 20);
       slices.put(node(1), { qsetJson: '{"t":3}', hash: 'h3', tAuto: false }, 30);
@@ -108,7 +108,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     });
 
     it('peers: probes recorded, offences up to suspension, reinstated, listed', () => {
-      const { peers } = store().data;
+      const { peers } = store().syncData;
       expect(peers.insertIfNew('https://b.example', node(1), 2)).toBe(true);
       expect(peers.insertIfNew('https://a.example', null, 1)).toBe(true);
       expect(peers.insertIfNew('https://a.example', null, 3)).toBe(false);
@@ -125,7 +125,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     });
 
     it("peers: a note quoting the peer's text is stored bounded, with U+0000 and lone surrogates made storable", () => {
-      const { peers } = store().data;
+      const { peers } = store().syncData;
       peers.insertIfNew('https://a.example', null, 1);
       const quoted = `refused: ${'\u0000'}\ud800${'é'.repeat(5000)}`;
       peers.recordProbe('https://a.example', { nowMs: 2, reachable: true, error: quoted, rejectedEvents: 1 });
@@ -141,7 +141,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     });
 
     it('invites: open ones counted until accepted or expired, newest first', () => {
-      const { social } = store().data;
+      const { social } = store().syncData;
       social.insertInvite({ code: 'c1', inviter: node(1), nowMs: 1, expiresMs: 100 });
       social.insertInvite({ code: 'c2', inviter: node(1), nowMs: 2, expiresMs: 10 });
       expect(social.countOpenInvites(node(1), 5)).toBe(2);
@@ -153,7 +153,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
     });
 
     it('invites: pruning deletes the inviter\'s invites expired or accepted at least the kept time ago, and nothing else', () => {
-      const { social } = store().data;
+      const { social } = store().syncData;
       social.insertInvite({ code: 'expired-long-ago', inviter: node(1), nowMs: 1, expiresMs: 10 });
       social.insertInvite({ code: 'expired-lately', inviter: node(1), nowMs: 1, expiresMs: 60 });
       social.insertInvite({ code: 'accepted-long-ago', inviter: node(1), nowMs: 1, expiresMs: 500 });
@@ -173,26 +173,26 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
       const s = store();
       const indexes =
         s.dialect === 'sqlite'
-          ? s.sql.values<string>("SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('invites_by_inviter', 'pairings_by_node') ORDER BY name")
-          : s.sql.values<string>("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname IN ('invites_by_inviter', 'pairings_by_node') ORDER BY indexname");
+          ? s.syncSql.values<string>("SELECT name FROM sqlite_master WHERE type = 'index' AND name IN ('invites_by_inviter', 'pairings_by_node') ORDER BY name")
+          : s.syncSql.values<string>("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname IN ('invites_by_inviter', 'pairings_by_node') ORDER BY indexname");
       expect(indexes).toEqual(['invites_by_inviter', 'pairings_by_node']);
       if (s.dialect === 'sqlite') {
         // SQLite plans the same on an empty table: the count reads the index, not every node's rows.
-        const plan = s.sql.allOnce<{ detail: string }>('EXPLAIN QUERY PLAN SELECT COUNT(*) AS n FROM invites WHERE inviter = ? AND accepted_by IS NULL AND expires_ms > ?', node(1), 0);
+        const plan = s.syncSql.allOnce<{ detail: string }>('EXPLAIN QUERY PLAN SELECT COUNT(*) AS n FROM invites WHERE inviter = ? AND accepted_by IS NULL AND expires_ms > ?', node(1), 0);
         expect(plan.map((r) => r.detail).join('\n')).toMatch(/USING INDEX invites_by_inviter/);
       }
     });
 
     it("exports everything a node owns, table by table", () => {
       const s = store();
-      const { nodes, items, bots, social } = s.data;
+      const { nodes, items, bots, social } = s.syncData;
       nodes.insert({ nodeId: node(1), local: true, name: '', registration: '{}', nowMs: 1 });
       items.insert(claim(1, node(1)));
-      s.data.votes.insertIfNew({ voter: node(1), item: node(1), value: 'yes', phase: 'vote' }, '{"doc":1}', null, 2);
+      s.syncData.votes.insertIfNew({ voter: node(1), item: node(1), value: 'yes', phase: 'vote' }, '{"doc":1}', null, 2);
       bots.insert({ botId: 'bot_1', owner: node(1), name: 'b', tokenHash: 'h', nowMs: 3 });
       social.insertInvite({ code: 'c', inviter: node(1), nowMs: 4, expiresMs: 9 });
-      s.tx(() => s.appendEvent('item', node(1), node(1), {}, 5));
-      const exported = s.data.exports.rowsOf(node(1));
+      s.tx(() => s.run(s.appendEvent('item', node(1), node(1), {}, 5)));
+      const exported = s.syncData.exports.rowsOf(node(1));
       expect(exported.items).toEqual([{ id: node(1), type: 'claim', kind: 'note', title: 't1', body: '', file_bytes: null, media_type: null, bot_id: null, created_ms: 1 }]);
       expect(exported.voteDocs).toEqual(['{"doc":1}']);
       expect(exported.bots).toEqual([{ bot_id: 'bot_1', name: 'b', created_ms: 3, revoked_ms: null }]);

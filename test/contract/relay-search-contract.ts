@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ItemRepository } from '../../server/relay/data-access/item-repository.js';
 import { NodeRepository } from '../../server/relay/data-access/node-repository.js';
-import { type RelaySql, likeOf } from '../../server/relay/data-access/relay-sql.js';
+import { type RelaySql, type SyncRelaySql, likeOf } from '../../server/relay/data-access/relay-sql.js';
 import { searchIndexOf } from '../../server/relay/data-access/trigram-prefilter.js';
 import type { RelayStore } from '../../server/relay/relay-store.js';
 import { freshStorePerTest, type OpenRelayStore } from './relay-store-contract.js';
@@ -36,7 +36,7 @@ const scene: fc.Arbitrary<Scene> = fc.record({
 });
 
 /** The searches as they were before the index, with the column wrapped so no index can serve them. */
-function plainSearch(q: RelaySql, pattern: string, limit: number): { items: unknown[]; nodes: unknown[] } {
+function plainSearch(q: SyncRelaySql, pattern: string, limit: number): { items: unknown[]; nodes: unknown[] } {
   const like = likeOf(q);
   return {
     items: q.allOnce(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE (title || '') ${like} ? ESCAPE '\\' ORDER BY created_ms, item_id LIMIT ?`, pattern, limit),
@@ -45,9 +45,9 @@ function plainSearch(q: RelaySql, pattern: string, limit: number): { items: unkn
 }
 
 function stage(store: RelayStore, s: Scene): void {
-  const { items, nodes } = store.data;
-  store.sql.run('DELETE FROM items');
-  store.sql.run('DELETE FROM nodes');
+  const { items, nodes } = store.syncData;
+  store.syncSql.run('DELETE FROM items');
+  store.syncSql.run('DELETE FROM nodes');
   s.items.forEach((item, k) => items.insert({ item_id: id(k), type: 'claim', kind: 'note', title: item.title, body: '', file_bytes: null, media_type: null, author: id(999), bot_id: null, origin: null, created_ms: item.createdMs, authorship: null }));
   s.nodes.forEach((n, k) => {
     nodes.insert({ nodeId: id(k), local: true, name: n.name, registration: '{}', nowMs: n.createdMs });
@@ -56,17 +56,17 @@ function stage(store: RelayStore, s: Scene): void {
   });
   // Changed and removed rows: the index must follow them (its triggers).
   s.nodes.forEach((n, k) => n.renamedTo !== null && nodes.updateProfile(id(k), { name: n.renamedTo, about: n.renamedTo }, n.createdMs));
-  for (const k of s.deleted) store.sql.run('DELETE FROM items WHERE item_id = ?', id(k));
+  for (const k of s.deleted) store.syncSql.run('DELETE FROM items WHERE item_id = ?', id(k));
 }
 
 /** Runs `read` with PostgreSQL's sequential scans off: it would rightly scan tables this small, and the index must answer. */
 function indexed<T>(store: RelayStore, read: () => T): T {
   if (store.dialect !== 'postgres') return read();
-  store.sql.run('SET enable_seqscan = off');
+  store.syncSql.run('SET enable_seqscan = off');
   try {
     return read();
   } finally {
-    store.sql.run('RESET enable_seqscan');
+    store.syncSql.run('RESET enable_seqscan');
   }
 }
 
@@ -90,7 +90,7 @@ function recording(q: RelaySql): { sql: RelaySql; last: () => { text: string; ar
 }
 
 /** The plan of a statement, one line per step. */
-function planOf(q: RelaySql, statement: { text: string; args: unknown[] }): string[] {
+function planOf(q: SyncRelaySql, statement: { text: string; args: unknown[] }): string[] {
   if (q.dialect === 'sqlite') return q.allOnce<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement.text}`, ...statement.args).map((r) => r.detail);
   return q.allOnce<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement.text}`, ...statement.args).map((r) => r['QUERY PLAN']);
 }
@@ -110,8 +110,8 @@ export function describeRelaySearchContract(name: string, open: OpenRelayStore, 
           stage(s, sc);
           for (const search of sc.searches) {
             const pattern = `%${escapeLike(search.q)}${search.wildcard}${escapeLike(search.tail)}%`;
-            const found = indexed(s, () => ({ items: s.data.items.searchTitles(pattern, search.limit), nodes: s.data.nodes.searchListed(pattern, search.limit) }));
-            expect(found).toEqual(plainSearch(s.sql, pattern, search.limit));
+            const found = indexed(s, () => ({ items: s.syncData.items.searchTitles(pattern, search.limit), nodes: s.syncData.nodes.searchListed(pattern, search.limit) }));
+            expect(found).toEqual(plainSearch(s.syncSql, pattern, search.limit));
           }
         }),
         { numRuns: options.numRuns },
@@ -120,16 +120,16 @@ export function describeRelaySearchContract(name: string, open: OpenRelayStore, 
 
     it('reads the trigram index, not the whole table, for a query of three characters or more', () => {
       const s = store();
-      const available = s.dialect === 'sqlite' || s.sql.value("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'") !== undefined;
+      const available = s.dialect === 'sqlite' || s.syncSql.value("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'") !== undefined;
       // Where pg_trgm exists (it does wherever these tests run on a superuser's database), it is used.
-      expect(searchIndexOf(s.sql)).toBe(s.dialect === 'sqlite' ? 'fts5-trigram' : available ? 'pg_trgm' : 'scan');
+      expect(s.run(searchIndexOf(s.sql))).toBe(s.dialect === 'sqlite' ? 'fts5-trigram' : available ? 'pg_trgm' : 'scan');
       if (!available) return;
       const { sql, last } = recording(s.sql);
       indexed(s, () => {
-        new ItemRepository(sql).searchTitles('%bench%', 10);
-        const itemsPlan = planOf(s.sql, last()).join('\n');
-        new NodeRepository(sql).searchListed('%alice%', 10);
-        const nodesPlan = planOf(s.sql, last()).join('\n');
+        s.run(new ItemRepository(sql).searchTitles('%bench%', 10));
+        const itemsPlan = planOf(s.syncSql, last()).join('\n');
+        s.run(new NodeRepository(sql).searchListed('%alice%', 10));
+        const nodesPlan = planOf(s.syncSql, last()).join('\n');
         if (s.dialect === 'sqlite') {
           expect(itemsPlan).toMatch(/SCAN items_search VIRTUAL TABLE/);
           expect(itemsPlan).not.toMatch(/SCAN items\b(?!_search)/);
@@ -140,8 +140,8 @@ export function describeRelaySearchContract(name: string, open: OpenRelayStore, 
           expect(nodesPlan).toMatch(/Bitmap Index Scan on nodes_name_trgm[\s\S]*Bitmap Index Scan on nodes_about_trgm/);
         }
         // Shorter queries keep the scan: a trigram index cannot narrow them.
-        new ItemRepository(sql).searchTitles('%be%', 10);
-        if (s.dialect === 'sqlite') expect(planOf(s.sql, last()).join('\n')).not.toMatch(/items_search/);
+        s.run(new ItemRepository(sql).searchTitles('%be%', 10));
+        if (s.dialect === 'sqlite') expect(planOf(s.syncSql, last()).join('\n')).not.toMatch(/items_search/);
       });
     });
   });

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { RelayStore } from '../../server/relay/relay-store.js';
+import { describeRelayGuaranteesContract } from './relay-guarantees-contract.js';
 import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
 import { describeRelaySearchContract } from './relay-search-contract.js';
 import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-contract.js';
@@ -21,3 +22,5 @@ const open: OpenRelayStore = async () => {
 describeRelayStoreContract('sqlite', open);
 describeRelayRepositoriesContract('sqlite', open);
 describeRelaySearchContract('sqlite', open, { numRuns: 200 });
+// No second store: SQLite's relay has one writer, this process (a replica needs PostgreSQL).
+describeRelayGuaranteesContract('sqlite', open);

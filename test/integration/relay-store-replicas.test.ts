@@ -2,16 +2,13 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { RELAY_WRITE_LOCK_KEY } from '../../server/relay/data-access/pg-relay-engine.js';
 import { pgConnection } from '../../server/store/postgres/pg-database.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
-import { until } from '../support/hilbench-processes.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 
 /**
  * Two relay stores on one PostgreSQL database, as two replicas hold them (decision 0440, 0441):
- * one write lock orders their events, each learns of the other's commits before using its caches,
- * and they share secrets and file contents.
+ * a store reconnects by itself, and they share secrets and file contents.
  */
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -32,58 +29,13 @@ async function twoStores(): Promise<{ a: RelayStore; b: RelayStore; url: string 
 const node = (n: number) => n.toString(16).padStart(64, '0');
 
 describe('relay stores sharing PostgreSQL', () => {
-  it("drops a store's caches when another store committed, before its next transaction reads and at its next refresh", async () => {
-    const { a, b } = await twoStores();
-    const told: string[] = [];
-    a.onCachesInvalid(() => told.push('invalid'));
-    a.tx(() => a.appendEvent('node', node(1), node(1), {}, 1));
-    a.refresh();
-    const settled = told.length;
-    // Its own commits and looks change nothing.
-    a.tx(() => a.appendEvent('node', node(2), node(2), {}, 2));
-    a.refresh();
-    expect(told).toHaveLength(settled);
-    // Another store's commit: the next transaction drops the caches before its body runs.
-    b.tx(() => b.appendEvent('node', node(3), node(3), {}, 3));
-    a.tx(() => told.push('body'));
-    expect(told.slice(settled)).toEqual(['invalid', 'body']);
-    // And a refresh (what every request does first) notices one too, once.
-    b.tx(() => b.appendEvent('node', node(4), node(4), {}, 4));
-    a.refresh();
-    a.refresh();
-    expect(told.slice(settled)).toEqual(['invalid', 'body', 'invalid']);
-  });
-
-  it('commits events in seq order: a store waits for the write lock another replica holds', { timeout: 30_000 }, async () => {
-    const { a, url } = await twoStores();
-    // "Another replica" on its own connection: it takes the write lock, appends an event, and
-    // commits a while later. The whole script is one message, so the server runs it while this
-    // thread waits in a.tx below.
-    const other = new pg.Client(pgConnection(url));
-    await other.connect();
-    cleanups.push(() => other.end());
-    const script = other.query(
-      `BEGIN; SELECT pg_advisory_xact_lock(${RELAY_WRITE_LOCK_KEY}); ` +
-        `INSERT INTO relay.events (kind, author, subject, payload, created_ms) VALUES ('node', '${node(1)}', '${node(1)}', '{}', 1); ` +
-        'SELECT pg_sleep(2); COMMIT;',
-    );
-    const watcher = new pg.Client(pgConnection(url));
-    await watcher.connect();
-    cleanups.push(() => watcher.end());
-    await until('the other connection to hold the relay write lock', async () => {
-      const { rows } = await watcher.query<{ n: string }>("SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted", [RELAY_WRITE_LOCK_KEY]);
-      return Number(rows[0]?.n) === 1;
-    }, 10_000);
-    const seq = a.tx(() => a.appendEvent('node', node(2), node(2), {}, 2));
-    // Once a's event is committed, every event before it is too: a reader paging by seq misses none.
-    expect(a.data.events.after(0, [], 10).map((e) => e.seq)).toEqual([seq - 1, seq]);
-    await script;
-  });
+  // Dropping caches on the other's commit and commit order under the shared write lock are decision
+  // 0440's guarantees, shown in the relay store contract (test/contract/relay-guarantees-contract.ts).
 
   it('reconnects after its database connection was cut, without a restart', async () => {
     const { a, url } = await twoStores();
-    a.tx(() => a.appendEvent('node', node(1), node(1), {}, 1));
-    const pid = a.sql.value<number>('SELECT pg_backend_pid()');
+    a.tx(() => a.run(a.appendEvent('node', node(1), node(1), {}, 1)));
+    const pid = a.syncSql.value<number>('SELECT pg_backend_pid()');
     const admin = new pg.Client(pgConnection(url));
     await admin.connect();
     cleanups.push(() => admin.end());
@@ -95,7 +47,7 @@ describe('relay stores sharing PostgreSQL', () => {
       systemClock,
       () => {
         try {
-          return a.data.events.count();
+          return a.syncData.events.count();
         } catch (err) {
           errors.push((err as Error).message);
           return undefined;
@@ -105,9 +57,9 @@ describe('relay stores sharing PostgreSQL', () => {
     );
     for (const message of errors) expect(message).toContain('the relay database');
     expect(count).toBe(1);
-    expect(a.sql.value<number>('SELECT pg_backend_pid()')).not.toBe(pid);
-    a.tx(() => a.appendEvent('node', node(2), node(2), {}, 2));
-    expect(a.data.events.count()).toBe(2);
+    expect(a.syncSql.value<number>('SELECT pg_backend_pid()')).not.toBe(pid);
+    a.tx(() => a.run(a.appendEvent('node', node(2), node(2), {}, 2)));
+    expect(a.syncData.events.count()).toBe(2);
   });
 
   it('share the relay keys and file contents', async () => {

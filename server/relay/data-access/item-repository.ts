@@ -1,3 +1,4 @@
+import type { Steps } from '../../db/sql-steps.js';
 import { type RelaySql, likeOf } from './relay-sql.js';
 import { trigramMatchOf } from './trigram-prefilter.js';
 
@@ -24,31 +25,31 @@ const ITEM_COLUMNS = 'item_id, type, kind, title, body, file_bytes, media_type, 
 export class ItemRepository {
   constructor(private readonly q: RelaySql) {}
 
-  get(itemId: string): ItemRow | undefined {
-    return this.q.get(`SELECT ${ITEM_COLUMNS} FROM items WHERE item_id = ?`, itemId) as ItemRow | undefined;
+  *get(itemId: string): Steps<ItemRow | undefined> {
+    return (yield* this.q.get(`SELECT ${ITEM_COLUMNS} FROM items WHERE item_id = ?`, itemId)) as ItemRow | undefined;
   }
 
-  exists(itemId: string): boolean {
-    return this.q.get('SELECT 1 FROM items WHERE item_id = ?', itemId) !== undefined;
+  *exists(itemId: string): Steps<boolean> {
+    return (yield* this.q.get('SELECT 1 FROM items WHERE item_id = ?', itemId)) !== undefined;
   }
 
-  insert(row: ItemRow): void {
-    this.q.run('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms, authorship) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', row.item_id, row.type, row.kind, row.title, row.body, row.file_bytes, row.media_type, row.author, row.bot_id, row.origin, row.created_ms, row.authorship);
+  *insert(row: ItemRow): Steps<void> {
+    yield* this.q.run('INSERT INTO items (item_id, type, kind, title, body, file_bytes, media_type, author, bot_id, origin, created_ms, authorship) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)', row.item_id, row.type, row.kind, row.title, row.body, row.file_bytes, row.media_type, row.author, row.bot_id, row.origin, row.created_ms, row.authorship);
   }
 
   /** Adds the author's statement to an item stored without one; false when it has one or another author. */
-  attachAuthorship(itemId: string, author: string, authorshipJson: string): boolean {
-    return this.q.run('UPDATE items SET authorship = ? WHERE item_id = ? AND author = ? AND authorship IS NULL', authorshipJson, itemId, author) > 0;
+  *attachAuthorship(itemId: string, author: string, authorshipJson: string): Steps<boolean> {
+    return (yield* this.q.run('UPDATE items SET authorship = ? WHERE item_id = ? AND author = ? AND authorship IS NULL', authorshipJson, itemId, author)) > 0;
   }
 
   /** Newest first, before cursor `after` (a rowid), optionally by one author; each row carries its cursor. */
-  page(after: number, author: string | undefined, limit: number): (ItemRow & { cursor: number })[] {
+  *page(after: number, author: string | undefined, limit: number): Steps<(ItemRow & { cursor: number })[]> {
     // Insertion order: SQLite's rowid, PostgreSQL's item_seq.
     const seq = this.q.dialect === 'postgres' ? 'item_seq' : 'rowid';
     return (
       author
-        ? this.q.all(`SELECT ${seq} AS cursor, ${ITEM_COLUMNS} FROM items WHERE ${seq} < ? AND author = ? ORDER BY ${seq} DESC LIMIT ?`, after, author, limit)
-        : this.q.all(`SELECT ${seq} AS cursor, ${ITEM_COLUMNS} FROM items WHERE ${seq} < ? ORDER BY ${seq} DESC LIMIT ?`, after, limit)
+        ? (yield* this.q.all(`SELECT ${seq} AS cursor, ${ITEM_COLUMNS} FROM items WHERE ${seq} < ? AND author = ? ORDER BY ${seq} DESC LIMIT ?`, after, author, limit))
+        : (yield* this.q.all(`SELECT ${seq} AS cursor, ${ITEM_COLUMNS} FROM items WHERE ${seq} < ? ORDER BY ${seq} DESC LIMIT ?`, after, limit))
     ) as (ItemRow & { cursor: number })[];
   }
 
@@ -57,19 +58,19 @@ export class ItemRepository {
    * index narrows the rows when it can (decisions 0505, 0506): PostgreSQL's planner uses pg_trgm
    * by itself; on SQLite the trigram table picks the candidates, and the same LIKE decides.
    */
-  searchTitles(likePattern: string, limit: number): Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[] {
+  *searchTitles(likePattern: string, limit: number): Steps<Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[]> {
     const match = this.q.dialect === 'sqlite' ? trigramMatchOf(likePattern) : undefined;
     const candidates = match === undefined ? '' : 'rowid IN (SELECT rowid FROM items_search WHERE items_search MATCH ?) AND ';
     const args = match === undefined ? [likePattern, limit] : [match, likePattern, limit];
-    return this.q.all(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE ${candidates}title ${likeOf(this.q)} ? ESCAPE '\\' ORDER BY created_ms, item_id LIMIT ?`, ...args) as Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[];
+    return (yield* this.q.all(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE ${candidates}title ${likeOf(this.q)} ? ESCAPE '\\' ORDER BY created_ms, item_id LIMIT ?`, ...args)) as Pick<ItemRow, 'item_id' | 'type' | 'kind' | 'title' | 'author' | 'created_ms'>[];
   }
 
-  countByAuthor(author: string): number {
-    return this.q.count('SELECT COUNT(*) AS n FROM items WHERE author = ?', author);
+  *countByAuthor(author: string): Steps<number> {
+    return yield* this.q.count('SELECT COUNT(*) AS n FROM items WHERE author = ?', author);
   }
 
-  count(): number {
-    return this.q.count('SELECT COUNT(*) AS n FROM items');
+  *count(): Steps<number> {
+    return yield* this.q.count('SELECT COUNT(*) AS n FROM items');
   }
 }
 
@@ -85,16 +86,16 @@ export interface ReportRow {
 export class ReportRepository {
   constructor(private readonly q: RelaySql) {}
 
-  upsert(report: ReportRow & { reporter: string }): void {
-    this.q.run('INSERT INTO reports (item_id, reporter, bot_id, reason, note, created_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, reporter) DO UPDATE SET reason = excluded.reason, note = excluded.note, bot_id = excluded.bot_id, created_ms = excluded.created_ms', report.item_id, report.reporter, report.bot_id, report.reason, report.note, report.created_ms);
+  *upsert(report: ReportRow & { reporter: string }): Steps<void> {
+    yield* this.q.run('INSERT INTO reports (item_id, reporter, bot_id, reason, note, created_ms) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (item_id, reporter) DO UPDATE SET reason = excluded.reason, note = excluded.note, bot_id = excluded.bot_id, created_ms = excluded.created_ms', report.item_id, report.reporter, report.bot_id, report.reason, report.note, report.created_ms);
   }
 
-  countForItem(itemId: string): number {
-    return this.q.count('SELECT COUNT(*) AS n FROM reports WHERE item_id = ?', itemId);
+  *countForItem(itemId: string): Steps<number> {
+    return yield* this.q.count('SELECT COUNT(*) AS n FROM reports WHERE item_id = ?', itemId);
   }
 
   /** The reporter's reports, newest first. */
-  byReporter(reporter: string): ReportRow[] {
-    return this.q.all('SELECT item_id, reason, note, bot_id, created_ms FROM reports WHERE reporter = ? ORDER BY created_ms DESC, report_id DESC', reporter) as ReportRow[];
+  *byReporter(reporter: string): Steps<ReportRow[]> {
+    return (yield* this.q.all('SELECT item_id, reason, note, bot_id, created_ms FROM reports WHERE reporter = ? ORDER BY created_ms DESC, report_id DESC', reporter)) as ReportRow[];
   }
 }

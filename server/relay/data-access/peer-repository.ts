@@ -1,4 +1,5 @@
 import { withLoneSurrogatesReplaced } from '../../../core/relay/index.js';
+import type { Steps } from '../../db/sql-steps.js';
 import type { RelaySql } from './relay-sql.js';
 
 export interface PeerRow {
@@ -42,51 +43,51 @@ export class PeerRepository {
   constructor(private readonly q: RelaySql) {}
 
   /** Adds a peer; false when it was already known. */
-  insertIfNew(url: string, addedBy: string | null, nowMs: number): boolean {
-    return this.q.run('INSERT INTO peers (url, added_ms, added_by) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', url, nowMs, addedBy) > 0;
+  *insertIfNew(url: string, addedBy: string | null, nowMs: number): Steps<boolean> {
+    return (yield* this.q.run('INSERT INTO peers (url, added_ms, added_by) VALUES (?, ?, ?) ON CONFLICT DO NOTHING', url, nowMs, addedBy)) > 0;
   }
 
-  get(url: string): PeerRow | undefined {
-    return this.q.get('SELECT * FROM peers WHERE url = ?', url) as PeerRow | undefined;
+  *get(url: string): Steps<PeerRow | undefined> {
+    return (yield* this.q.get('SELECT * FROM peers WHERE url = ?', url)) as PeerRow | undefined;
   }
 
   /** Oldest first (ties by URL). */
-  all(): PeerRow[] {
-    return this.q.all('SELECT * FROM peers ORDER BY added_ms, url') as PeerRow[];
+  *all(): Steps<PeerRow[]> {
+    return (yield* this.q.all('SELECT * FROM peers ORDER BY added_ms, url')) as PeerRow[];
   }
 
   /** What the peer's /health said it is. */
-  recordIdentity(url: string, nodeId: string | null, version: string | null): void {
-    this.q.run('UPDATE peers SET node_id = ?, version = ? WHERE url = ?', nodeId, version, url);
+  *recordIdentity(url: string, nodeId: string | null, version: string | null): Steps<void> {
+    yield* this.q.run('UPDATE peers SET node_id = ?, version = ? WHERE url = ?', nodeId, version, url);
   }
 
   /**
    * Moves the peer's feed cursor forward, never back: replicas probing one peer at once each read a
    * page from where they started, and the later commit must not undo the further one (decision 0440).
    */
-  advanceCursor(url: string, cursor: number, pulledEvents: number): void {
-    this.q.run('UPDATE peers SET cursor = CASE WHEN ? > cursor THEN ? ELSE cursor END, pulled_events = pulled_events + ? WHERE url = ?', cursor, cursor, pulledEvents, url);
+  *advanceCursor(url: string, cursor: number, pulledEvents: number): Steps<void> {
+    yield* this.q.run('UPDATE peers SET cursor = CASE WHEN ? > cursor THEN ? ELSE cursor END, pulled_events = pulled_events + ? WHERE url = ?', cursor, cursor, pulledEvents, url);
   }
 
-  recordProbe(url: string, probe: { nowMs: number; reachable: boolean; error: string | null; rejectedEvents: number }): void {
-    this.q.run('UPDATE peers SET last_probe_ms = ?, reachable = ?, last_error = ?, rejected_events = rejected_events + ? WHERE url = ?', probe.nowMs, probe.reachable ? 1 : 0, probe.error === null ? null : storablePeerNote(probe.error), probe.rejectedEvents, url);
+  *recordProbe(url: string, probe: { nowMs: number; reachable: boolean; error: string | null; rejectedEvents: number }): Steps<void> {
+    yield* this.q.run('UPDATE peers SET last_probe_ms = ?, reachable = ?, last_error = ?, rejected_events = rejected_events + ? WHERE url = ?', probe.nowMs, probe.reachable ? 1 : 0, probe.error === null ? null : storablePeerNote(probe.error), probe.rejectedEvents, url);
   }
 
   /**
    * Counts documents the peer served that failed verification; at `limit` or more the peer is
    * suspended (kept, not pulled from) from `nowMs`. Returns whether it is suspended now.
    */
-  recordOffences(url: string, offences: { count: number; last: string; nowMs: number; limit: number }): boolean {
-    this.q.run('UPDATE peers SET offences = offences + ?, last_offence = ?, suspended_ms = CASE WHEN suspended_ms IS NULL AND offences + ? >= ? THEN ? ELSE suspended_ms END WHERE url = ?', offences.count, storablePeerNote(offences.last), offences.count, offences.limit, offences.nowMs, url);
-    return this.get(url)?.suspended_ms !== null;
+  *recordOffences(url: string, offences: { count: number; last: string; nowMs: number; limit: number }): Steps<boolean> {
+    yield* this.q.run('UPDATE peers SET offences = offences + ?, last_offence = ?, suspended_ms = CASE WHEN suspended_ms IS NULL AND offences + ? >= ? THEN ? ELSE suspended_ms END WHERE url = ?', offences.count, storablePeerNote(offences.last), offences.count, offences.limit, offences.nowMs, url);
+    return (yield* this.get(url))?.suspended_ms !== null;
   }
 
   /** An operator added the peer again: its standing starts afresh (the last offence stays on record). */
-  reinstate(url: string): boolean {
-    return this.q.run('UPDATE peers SET offences = 0, suspended_ms = NULL WHERE url = ? AND (suspended_ms IS NOT NULL OR offences > 0)', url) > 0;
+  *reinstate(url: string): Steps<boolean> {
+    return (yield* this.q.run('UPDATE peers SET offences = 0, suspended_ms = NULL WHERE url = ? AND (suspended_ms IS NOT NULL OR offences > 0)', url)) > 0;
   }
 
-  count(): number {
-    return this.q.count('SELECT COUNT(*) AS n FROM peers');
+  *count(): Steps<number> {
+    return yield* this.q.count('SELECT COUNT(*) AS n FROM peers');
   }
 }

@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { SharedFileContents } from '../file-store.js';
 import { pgConnection, redactDatabaseUrl } from '../../store/postgres/pg-database.js';
 import { migrateRelaySchema } from './pg-relay-migrations.js';
-import { PgRelaySql } from './pg-relay-sql.js';
+import { PgRelaySteps } from './pg-relay-sql.js';
 import { PgSyncConnection } from './pg-sync-connection.js';
+import { RelaySql } from './relay-sql.js';
 
 /**
  * The one advisory lock every relay write transaction takes, on every replica: writes run one at a
@@ -23,7 +24,9 @@ const STATEMENT_TIMEOUT_MS = 30_000;
  */
 export class PgRelayEngine {
   readonly connection: PgSyncConnection;
-  readonly sql: PgRelaySql;
+  readonly steps: PgRelaySteps;
+  /** The relay's statements, as steps `steps` runs. */
+  readonly sql = new RelaySql('postgres');
   private depth = 0;
   /** The write generation this replica's caches match; undefined: unknown (they are dropped at the next look). */
   private seenGeneration: number | undefined;
@@ -43,7 +46,7 @@ export class PgRelayEngine {
       this.connection.close();
       throw err;
     }
-    this.sql = new PgRelaySql(this.connection);
+    this.steps = new PgRelaySteps(this.connection);
   }
 
   get inTransaction(): boolean {
@@ -104,9 +107,9 @@ export class PgRelayEngine {
 
   /** The secret `name`, created by the first replica that asks (under the write lock, so all agree). */
   loadOrCreateSecret(name: string): Buffer {
-    const read = () => this.sql.value<string>('SELECT hex FROM relay_secrets WHERE name = ?', name);
+    const read = () => this.steps.run(this.sql.value<string>('SELECT hex FROM relay_secrets WHERE name = ?', name));
     const hex = read() ?? this.tx(() => {
-      this.sql.run('INSERT INTO relay_secrets (name, hex) VALUES (?, ?) ON CONFLICT DO NOTHING', name, randomBytes(32).toString('hex'));
+      this.steps.run(this.sql.run('INSERT INTO relay_secrets (name, hex) VALUES (?, ?) ON CONFLICT DO NOTHING', name, randomBytes(32).toString('hex')));
       return read();
     });
     if (hex === undefined || !/^[0-9a-f]{64}$/.test(hex)) throw new Error(`the relay secret ${name} in PostgreSQL is not 64 hex characters; refusing to start with a damaged key`);
@@ -115,11 +118,11 @@ export class PgRelayEngine {
 
   /** File contents in `relay_files`, for every replica's FileStore. */
   readonly files: SharedFileContents = {
-    has: (itemId) => this.sql.get('SELECT 1 AS present FROM relay_files WHERE item_id = ?', itemId) !== undefined,
+    has: (itemId) => this.steps.run(this.sql.get('SELECT 1 AS present FROM relay_files WHERE item_id = ?', itemId)) !== undefined,
     // One statement, no write lock: a file's row is its content-addressed bytes, the same whoever writes it first.
-    put: (itemId, content) => void this.sql.run('INSERT INTO relay_files (item_id, content) VALUES (?, ?) ON CONFLICT DO NOTHING', itemId, content),
+    put: (itemId, content) => void this.steps.run(this.sql.run('INSERT INTO relay_files (item_id, content) VALUES (?, ?) ON CONFLICT DO NOTHING', itemId, content)),
     get: (itemId) => {
-      const content = this.sql.value<Uint8Array>('SELECT content FROM relay_files WHERE item_id = ?', itemId);
+      const content = this.steps.run(this.sql.value<Uint8Array>('SELECT content FROM relay_files WHERE item_id = ?', itemId));
       return content === undefined ? undefined : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
     },
   };

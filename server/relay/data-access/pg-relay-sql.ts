@@ -1,53 +1,40 @@
+import { runStepsSync, type Steps } from '../../db/sql-steps.js';
 import type { PgSyncConnection } from './pg-sync-connection.js';
-import type { RelaySql } from './relay-sql.js';
+import { type RelayStatement, firstColumn } from './relay-sql.js';
 
 /**
- * The relay's SQL on PostgreSQL, over one synchronous connection. The repositories' `?`
- * parameters become `$1`, `$2`... (once per SQL text); no repository puts a `?` inside a quoted
- * string, and this conversion skips those anyway.
+ * The relay's steps on PostgreSQL, over one synchronous connection (decision 0440). The
+ * repositories' `?` parameters become `$1`, `$2`... (once per SQL text); no repository puts a `?`
+ * inside a quoted string, and this conversion skips those anyway.
  */
-export class PgRelaySql implements RelaySql {
-  readonly dialect = 'postgres' as const;
+export class PgRelaySteps {
   private readonly converted = new Map<string, string>();
 
   constructor(readonly connection: PgSyncConnection) {}
 
-  private text(sql: string, remember = true): string {
+  /** Runs `steps` to their end, now. */
+  run<T>(steps: Steps<T>): T {
+    return runStepsSync(steps, this.execute);
+  }
+
+  private readonly execute = (statement: RelayStatement): unknown => {
+    if (statement.kind === 'script') {
+      this.connection.query(statement.sql);
+      return 0;
+    }
+    const result = this.connection.query(this.text(statement.sql, !statement.once), statement.params);
+    if (statement.kind === 'run') return result.rowCount;
+    if (statement.kind === 'one') return statement.pluck ? firstColumn(result.rows[0]) : result.rows[0];
+    return statement.pluck ? result.rows.map(firstColumn) : result.rows;
+  };
+
+  private text(sql: string, remember: boolean): string {
     let text = this.converted.get(sql);
     if (text === undefined) {
       text = numberedParameters(sql);
       if (remember) this.converted.set(sql, text);
     }
     return text;
-  }
-
-  run(sql: string, ...args: unknown[]): number {
-    return this.connection.query(this.text(sql), args).rowCount;
-  }
-
-  get<T>(sql: string, ...args: unknown[]): T | undefined {
-    return this.connection.query(this.text(sql), args).rows[0] as T | undefined;
-  }
-
-  all<T>(sql: string, ...args: unknown[]): T[] {
-    return this.connection.query(this.text(sql), args).rows as T[];
-  }
-
-  value<T>(sql: string, ...args: unknown[]): T | undefined {
-    const row = this.connection.query(this.text(sql), args).rows[0];
-    return row === undefined ? undefined : (Object.values(row)[0] as T);
-  }
-
-  values<T>(sql: string, ...args: unknown[]): T[] {
-    return this.connection.query(this.text(sql), args).rows.map((row) => Object.values(row)[0] as T);
-  }
-
-  allOnce<T>(sql: string, ...args: unknown[]): T[] {
-    return this.connection.query(this.text(sql, false), args).rows as T[];
-  }
-
-  count(sql: string, ...args: unknown[]): number {
-    return Number((this.connection.query(this.text(sql), args).rows[0] as { n: number | string }).n);
   }
 }
 

@@ -1,3 +1,4 @@
+import type { Steps } from '../../db/sql-steps.js';
 import type { RelaySql } from './relay-sql.js';
 
 /** A row of `slices`, the quorum set as stored JSON. */
@@ -13,41 +14,41 @@ export interface SliceRow {
 export class SliceRepository {
   constructor(private readonly q: RelaySql) {}
 
-  get(nodeId: string): SliceRow | undefined {
-    return this.q.get('SELECT qset, hash, t_auto, declaration FROM slices WHERE node_id = ?', nodeId) as SliceRow | undefined;
+  *get(nodeId: string): Steps<SliceRow | undefined> {
+    return (yield* this.q.get('SELECT qset, hash, t_auto, declaration FROM slices WHERE node_id = ?', nodeId)) as SliceRow | undefined;
   }
 
   /** The version a stored slice was declared at (for last-writer-wins between relays). */
-  declaredAt(nodeId: string): { hash: string; updated_ms: number } | undefined {
-    return this.q.get('SELECT hash, updated_ms FROM slices WHERE node_id = ?', nodeId) as { hash: string; updated_ms: number } | undefined;
+  *declaredAt(nodeId: string): Steps<{ hash: string; updated_ms: number } | undefined> {
+    return (yield* this.q.get('SELECT hash, updated_ms FROM slices WHERE node_id = ?', nodeId)) as { hash: string; updated_ms: number } | undefined;
   }
 
-  put(nodeId: string, slice: { qsetJson: string; hash: string; tAuto: boolean; declarationJson?: string | null }, updatedMs: number): void {
-    this.q.run('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms, declaration) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms, declaration = excluded.declaration', nodeId, slice.qsetJson, slice.hash, slice.tAuto ? 1 : 0, updatedMs, slice.declarationJson ?? null);
+  *put(nodeId: string, slice: { qsetJson: string; hash: string; tAuto: boolean; declarationJson?: string | null }, updatedMs: number): Steps<void> {
+    yield* this.q.run('INSERT INTO slices (node_id, qset, hash, t_auto, updated_ms, declaration) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (node_id) DO UPDATE SET qset = excluded.qset, hash = excluded.hash, t_auto = excluded.t_auto, updated_ms = excluded.updated_ms, declaration = excluded.declaration', nodeId, slice.qsetJson, slice.hash, slice.tAuto ? 1 : 0, updatedMs, slice.declarationJson ?? null);
   }
 
   /** Slices by node, for the network view. */
-  edges(limit: number): { node_id: string; qset: string; hash: string }[] {
-    return this.q.all('SELECT node_id, qset, hash FROM slices ORDER BY node_id LIMIT ?', limit) as { node_id: string; qset: string; hash: string }[];
+  *edges(limit: number): Steps<{ node_id: string; qset: string; hash: string }[]> {
+    return (yield* this.q.all('SELECT node_id, qset, hash FROM slices ORDER BY node_id LIMIT ?', limit)) as { node_id: string; qset: string; hash: string }[];
   }
 
-  rememberQuorumSet(hash: string, qsetJson: string): void {
-    this.q.run('INSERT INTO qsets (hash, qset) VALUES (?, ?) ON CONFLICT DO NOTHING', hash, qsetJson);
+  *rememberQuorumSet(hash: string, qsetJson: string): Steps<void> {
+    yield* this.q.run('INSERT INTO qsets (hash, qset) VALUES (?, ?) ON CONFLICT DO NOTHING', hash, qsetJson);
   }
 
-  quorumSetJson(hash: string): string | undefined {
-    return this.q.value('SELECT qset FROM qsets WHERE hash = ?', hash) as string | undefined;
+  *quorumSetJson(hash: string): Steps<string | undefined> {
+    return (yield* this.q.value('SELECT qset FROM qsets WHERE hash = ?', hash)) as string | undefined;
   }
 
   /** Bumped by triggers whenever nodes or peer relay nodes change (see the schema); the default relay slice is rebuilt then. */
-  membershipVersion(): number {
-    return this.q.value('SELECT version FROM membership WHERE id = 1') as number;
+  *membershipVersion(): Steps<number> {
+    return (yield* this.q.value('SELECT version FROM membership WHERE id = 1')) as number;
   }
 
   /** Node ids the peers at these URLs reported (in /health), for the default relay slice; unknown ones are skipped. */
-  peerNodeIds(urls: readonly string[]): string[] {
+  *peerNodeIds(urls: readonly string[]): Steps<string[]> {
     if (urls.length === 0) return [];
     const urlList = this.q.dialect === 'postgres' ? 'SELECT json_array_elements_text(?::json)' : 'SELECT value FROM json_each(?)';
-    return this.q.values(`SELECT DISTINCT node_id FROM peers WHERE node_id IS NOT NULL AND url IN (${urlList}) ORDER BY node_id`, JSON.stringify(urls)) as string[];
+    return (yield* this.q.values(`SELECT DISTINCT node_id FROM peers WHERE node_id IS NOT NULL AND url IN (${urlList}) ORDER BY node_id`, JSON.stringify(urls))) as string[];
   }
 }

@@ -1,3 +1,4 @@
+import type { Steps } from '../../db/sql-steps.js';
 import type { RelaySql } from './relay-sql.js';
 
 /** Characters a trigram index needs in one literal run before it narrows anything. */
@@ -44,8 +45,8 @@ export function trigramMatchOf(likePattern: string): string | undefined {
 /** Which index answers the relay's text search on this store (decision 0505, 0506); `scan`: none. */
 export type SearchIndex = 'fts5-trigram' | 'pg_trgm' | 'scan';
 
-export function searchIndexOf(q: RelaySql): SearchIndex {
+export function* searchIndexOf(q: RelaySql): Steps<SearchIndex> {
   if (q.dialect === 'sqlite') return 'fts5-trigram';
   // The migration creates the three indexes together or none of them.
-  return q.value("SELECT 1 FROM pg_indexes WHERE schemaname = 'relay' AND indexname = 'items_title_trgm'") !== undefined ? 'pg_trgm' : 'scan';
+  return (yield* q.value("SELECT 1 FROM pg_indexes WHERE schemaname = 'relay' AND indexname = 'items_title_trgm'")) !== undefined ? 'pg_trgm' : 'scan';
 }
