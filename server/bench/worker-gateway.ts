@@ -44,7 +44,7 @@ export class WorkerGateway {
 
   constructor(private readonly deps: WorkerGatewayDeps) {
     this.signals = new StoreSignals(deps.clock, deps.claimPollMs);
-    this.debug = new DebugRelay({ clock: deps.clock, store: deps.store });
+    this.debug = new DebugRelay({ clock: deps.clock, store: deps.store, replicaUrl: deps.replicaUrl ?? (() => null) });
   }
 
   private now(): number {
@@ -63,7 +63,7 @@ export class WorkerGateway {
 
   /** A session closed: its jobs running through this gateway are told to stop at once (the store asked already). */
   sessionClosed(sessionId: string, reason: string): void {
-    this.debug.sessionEnded(sessionId);
+    void this.debug.sessionEnded(sessionId).catch((err: unknown) => this.deps.logger.error(`dropping the debug arming of session ${sessionId}`, err));
     for (const entry of this.inFlight.values()) {
       if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
     }
@@ -153,7 +153,7 @@ export class WorkerGateway {
         const job = await this.deps.store.claimJob({ workerId, boards: await claimable(), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
-          return ticketOf(job, this.deps.limits.maxUartBytesPerJob, this.debug.claimed(job, workerId));
+          return ticketOf(job, this.deps.limits.maxUartBytesPerJob, await this.debug.claimed(job, workerId));
         }
         const onAbort = () => wake();
         signal.addEventListener('abort', onAbort, { once: true });
@@ -231,8 +231,15 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : await this.uartSoFarOf(entry, jobId) };
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
-    const underDebugger = this.debug.has(jobId);
-    if (finished.workerId === workerId) this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
+    let underDebugger = this.debug.has(jobId);
+    if (finished.workerId === workerId) {
+      // A debug job handed out through another replica is one too (decision 0663): the store says so.
+      underDebugger = await this.debug.forgetEnded(finished).catch((err: unknown) => {
+        this.deps.logger.error(`forgetting debug job ${jobId}`, err);
+        return underDebugger;
+      });
+      this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
+    }
     // Input nobody will read any more; a fetch still waiting hears the job is over.
     await this.deps.store.serialInput.purgeEnded().catch((err: unknown) => this.deps.logger.error(`purging the serial input of ended jobs`, err));
     this.signals.notify(`input:${jobId}`);
