@@ -21,7 +21,7 @@ export const FORWARD_ANSWER_MS = 10_000;
 export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, options: { replicaUrl: string; from?: string; clock: Clock }): Promise<void> {
   const target = new URL(req.url ?? '/', options.replicaUrl);
   const headers = { ...req.headers, host: target.host, ...(options.from === undefined ? {} : { [FORWARDED_HEADER]: options.from }) };
-  const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers });
+  const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, agent: false });
   return new Promise<void>((resolve, reject) => {
     let settled = false;
     const timer = options.clock.setTimeout(() => fail(new Error(`no answer within ${FORWARD_ANSWER_MS} ms`)), FORWARD_ANSWER_MS);
@@ -36,8 +36,13 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
       reject(new HttpError(503, `the replica at ${options.replicaUrl}, which holds this job's debug streams, could not be reached from this one: ${err.message}`));
     };
     request.on('error', fail);
+    // The client gave up before the answer: nothing is left to splice.
+    const clientGone = () => fail(new Error('the client closed its connection first'));
+    socket.once('close', clientGone);
     request.on('upgrade', (answer: IncomingMessage, upstream: Socket, upstreamHead: Buffer) => {
       settle();
+      socket.off('close', clientGone);
+      if (socket.destroyed) return void upstream.destroy();
       // GDB's packets are small and each waits for its answer: no Nagle delay on either leg.
       upstream.setNoDelay(true);
       (socket as Partial<Socket>).setNoDelay?.(true);
@@ -57,6 +62,7 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
     request.on('response', (answer: IncomingMessage) => {
       // A refusal (401, 404, 409...): the client hears it as that replica said it (with a content-length: refuse() in debug-upgrades.ts).
       settle();
+      socket.off('close', clientGone);
       socket.write(`HTTP/1.1 ${answer.statusCode ?? 502} ${answer.statusMessage ?? ''}\r\n${headerLines(answer.rawHeaders)}\r\n`);
       answer.pipe(socket);
       answer.on('error', () => socket.destroy());

@@ -101,8 +101,12 @@ async function splittingBalancer(a: BenchTestApp, b: BenchTestApp): Promise<stri
   return `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
 }
 
-/** Through `via`: a debug stream on `jobId` that reads the halted target's stop reply, then kills it; the job is then `done` on both replicas. */
-async function debugAndKill(via: BenchTestApp, other: BenchTestApp, token: string, jobId: string): Promise<void> {
+/**
+ * Through `via`: a debug stream on `jobId` that reads the halted target's stop reply, then kills
+ * it; the job is then `done` on both replicas. Meanwhile a second debugger, through `other`, is
+ * refused with `secondRefused` (default: as the replica holding the stream refuses it).
+ */
+async function debugAndKill(via: BenchTestApp, other: BenchTestApp, token: string, jobId: string, secondRefused: [number, RegExp] = [409, /already has a debugger attached \(one at a time\)$/]): Promise<void> {
   const stream = await new DebugStreamClient({ server: via.url, token }).open(jobId);
   let seen = '';
   const stopReply = new Promise<string>((resolve) =>
@@ -113,6 +117,12 @@ async function debugAndKill(via: BenchTestApp, other: BenchTestApp, token: strin
   );
   stream.send(Buffer.from(rspPacket('?'), 'latin1'));
   expect(await stopReply).toMatch(/\$[ST]05/);
+  const second = await new DebugStreamClient({ server: other.url, token }).open(jobId).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(second).toBeInstanceOf(DebugRefused);
+  expect([(second as DebugRefused).status, (second as DebugRefused).detail]).toEqual([secondRefused[0], expect.stringMatching(secondRefused[1])]);
   // Killing the target ends the job as a kill does locally: done.
   stream.send(Buffer.from(`+${rspPacket('k')}`, 'latin1'));
   await via.jobReaches(jobId, 'done', 'failed');
@@ -161,6 +171,6 @@ describe('debugging behind two replicas of one database', () => {
     expect((refused as DebugRefused).status).toBe(503);
     expect((refused as DebugRefused).detail).toMatch(/debug streams are served by the replica that handed it to its worker, and that replica has no --replica-url .*"Debugging behind replicas"/);
     // Never an ordinary run: through b the halted target answers.
-    await debugAndKill(b, a, alice.token, jobId);
+    await debugAndKill(b, a, alice.token, jobId, [503, /has no --replica-url/]);
   });
 });
