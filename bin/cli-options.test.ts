@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { wildcardAddressWarnings } from './cli-options.js';
+import { httpUrl, wildcardAddressWarnings } from './cli-options.js';
 
 describe('wildcardAddressWarnings (serve on every interface)', () => {
   it('warns for each service whose public URL is missing when listening on a wildcard address', () => {
@@ -16,5 +16,15 @@ describe('wildcardAddressWarnings (serve on every interface)', () => {
     expect(wildcardAddressWarnings('127.0.0.1', { relay: true })).toEqual([]);
     expect(wildcardAddressWarnings('0.0.0.0', { publicUrl: 'https://bench.lab', relay: false })).toEqual([]);
     expect(wildcardAddressWarnings('0.0.0.0', { publicUrl: '', relayPublicUrl: 'https://relay.lab', relay: true })).toHaveLength(1);
+  });
+});
+
+describe('--replica-url', () => {
+  it('takes an http(s) origin and refuses anything else with the value it got', () => {
+    expect(httpUrl('http://10.0.0.5:8080/')).toBe('http://10.0.0.5:8080');
+    expect(httpUrl('https://replica-1.lab')).toBe('https://replica-1.lab');
+    for (const bad of ['replica-1:8080', 'ftp://replica-1', 'http://replica-1/bench', 'http://replica-1/?a=1']) {
+      expect(() => httpUrl(bad)).toThrow(new RegExp(`expected an http:// or https:// address with no path or query, got "${bad.replace(/[?./]/g, '\\$&')}"`));
+    }
   });
 });

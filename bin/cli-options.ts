@@ -48,6 +48,15 @@ export function port(value: string): number {
   return n;
 }
 
+/** An http(s) address with nothing after its path (`--replica-url`), without a trailing slash. */
+export function httpUrl(value: string): string {
+  const url = URL.canParse(value) ? new URL(value) : undefined;
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/' || url.search !== '' || url.hash !== '') {
+    throw new InvalidArgumentError(`expected an http:// or https:// address with no path or query, got "${value}"`);
+  }
+  return url.origin;
+}
+
 /** `a, b,c` -> ['a','b','c']; undefined when the option was not given. */
 export function commaList(value: unknown): string[] | undefined {
   return typeof value === 'string' ? value.split(',').map((u) => u.trim()).filter(Boolean) : undefined;

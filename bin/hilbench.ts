@@ -13,7 +13,7 @@ import { logLevels } from '../server/http/log-levels.js';
 import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../server/store/postgres/database-pool-size.js';
 import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
 import type { BoardsOptions } from './boards-command.js';
-import { backendChoices, connectionCount, POOL_SIZE_HELP, poolSizeValues, databasePoolSize, durationOption, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
+import { backendChoices, connectionCount, POOL_SIZE_HELP, poolSizeValues, databasePoolSize, durationOption, httpUrl, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';
 import { addDebugCommand } from './debug-command.js';
 import { addFlashCommand } from './flash-command.js';
 import { addWorkerCommands } from './worker-command.js';
@@ -39,6 +39,11 @@ const serve = program
     new Option('--database-pool-size <n>', `PostgreSQL connections the bench store of this replica opens, 1-${MAX_DATABASE_POOL_SIZE} (default ${DEFAULT_DATABASE_POOL_SIZE}; with --database-url)`)
       .env('HILBENCH_DATABASE_POOL_SIZE')
       .argParser(databasePoolSize),
+  )
+  .addOption(
+    new Option('--replica-url <url>', "this replica's own address, reachable by the other replicas (not the load balancer's): they forward the debug streams of jobs it hands out to it (docs/deployment.md)")
+      .env('HILBENCH_REPLICA_URL')
+      .argParser(httpUrl),
   )
   .addOption(new Option('--public-url <url>', 'the bench address clients use (default: the listening address)').env('HILBENCH_PUBLIC_URL'))
   .addOption(new Option('--admin-token <token>', 'enables GET /admin with header x-admin-token').env('HILBENCH_ADMIN_TOKEN'))

@@ -75,6 +75,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
     localWorker: opts.localWorker === false ? false : { poolSizes: cliPoolSizes((opts.poolSize as string[] | undefined) ?? []) },
     ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
     ...(typeof opts.databasePoolSize === 'number' ? { databasePoolSize: opts.databasePoolSize } : {}),
+    ...(typeof opts.replicaUrl === 'string' ? { replicaUrl: opts.replicaUrl } : {}),
     workerTimings: {
       ...(typeof opts.workerHeartbeatSeconds === 'number' ? { heartbeatSeconds: opts.workerHeartbeatSeconds } : {}),
       ...(typeof opts.workerOfflineAfterSeconds === 'number' ? { offlineAfterSeconds: opts.workerOfflineAfterSeconds } : {}),

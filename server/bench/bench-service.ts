@@ -98,6 +98,8 @@ export interface BenchServiceConfig {
    * same database, each with its own data directory. Absent: SQLite in the data directory.
    */
   databaseUrl?: string;
+  /** `--replica-url`: where the other replicas forward the debug streams of jobs handed out here (decision 0663); a function on port 0. */
+  replicaUrl?: string | (() => string | null);
   /** Connections the PostgreSQL store opens (`--database-pool-size`); default `DEFAULT_DATABASE_POOL_SIZE`. */
   databasePoolSize?: number;
   /** When set, `GET /metrics` answers only `authorization: Bearer <metricsToken>`; unset: open. */
@@ -209,6 +211,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       localWorker: config.localWorker,
       dispatcher: config.dispatcherOptions,
       databaseUrl: config.databaseUrl,
+      replicaUrl: config.replicaUrl,
       dataDir: config.dataDir,
       availabilityCacheMs: config.availabilityCacheMs,
       healthCheckTimeoutMs: config.healthCheckTimeoutMs ?? DEFAULT_HEALTH_CHECK_TIMEOUT_MS,

@@ -36,6 +36,8 @@ export interface BenchWorkersConfig {
   localWorker: LocalWorkerOptions | false | undefined;
   /** Set on a shared database: each replica's own worker then has an id of its own and claims that lapse. */
   databaseUrl: string | undefined;
+  /** The address other replicas reach this one at, for the debug streams it serves (decision 0663). */
+  replicaUrl: string | (() => string | null) | undefined;
   /** The data dir (names a replica's own worker). */
   dataDir: string;
   availabilityCacheMs: number | undefined;
@@ -65,7 +67,7 @@ export function benchWorkers(config: BenchWorkersConfig) {
       if (quarantined?.quarantine) logger.warn(`instance ${job.instance} of board ${job.board} quarantined: ${quarantined.quarantine.reason}`);
     },
   };
-  const gateway = new WorkerGateway({ clock, store, blobs: config.blobs, live: config.live, limits: config.limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined, instanceHealth });
+  const gateway = new WorkerGateway({ clock, store, blobs: config.blobs, live: config.live, limits: config.limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined, instanceHealth, replicaUrl: replicaUrlOf(config.replicaUrl) });
   const workerAdmin = new WorkerAdmin({
     clock,
     store,
@@ -75,7 +77,7 @@ export function benchWorkers(config: BenchWorkersConfig) {
     onHealthChecksEnded: (checks) => {
       for (const check of checks) {
         logger.warn(`health check ${check.checkId} on ${check.board} failed: its worker was revoked`);
-        gateway.healthCheckEnded(check.checkId);
+        gateway.healthChecks.ended(check.checkId);
         boards.invalidate(check.board);
       }
     },
@@ -119,4 +121,9 @@ export function benchWorkers(config: BenchWorkersConfig) {
 /** The id of a replica's own worker: stable across its restarts (host and data dir), distinct between replicas. */
 function replicaWorkerId(dataDir: string): string {
   return `local-${hostname()}-${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 8)}`;
+}
+
+/** `--replica-url` as a getter (tests on port 0 know it only once listening). */
+function replicaUrlOf(replicaUrl: BenchWorkersConfig['replicaUrl']): () => string | null {
+  return typeof replicaUrl === 'function' ? replicaUrl : () => replicaUrl ?? null;
 }

@@ -2,17 +2,19 @@ import { createClock } from '@sinonjs/fake-timers';
 import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import type { BenchStore, JobRecord } from '../store/bench-store.js';
+import { SqliteBenchStore } from '../store/sqlite-bench-store.js';
 import { BenchError } from './bench-errors.js';
 import { DebugRelay, type DebuggerPeer, MAX_PENDING_DEBUG_BYTES, SESSION_RENEW_MS, type WorkerPeer } from './debug-relay.js';
 
 /** The relay on a fake clock, with a debug job of agent a1 claimed by worker w1 (the store is asked only about jobs the relay does not know). */
-function relayWithJob() {
+async function relayWithJob() {
   const fake = createClock(0);
   const job = { jobId: 'job_1', agentId: 'a1', board: 'pico', sessionId: 's1', state: 'running' } as JobRecord;
-  const store = { getJob: async (id: string) => (id === job.jobId ? job : undefined) } as unknown as BenchStore;
-  const relay = new DebugRelay({ clock: clockFromFakeTimers(fake), store });
-  relay.arm('a1', 's1', { idleTimeoutMs: 1_000 });
-  const terms = relay.claimed(job, 'w1');
+  const { debugArmings } = new SqliteBenchStore(':memory:');
+  const store = { getJob: async (id: string) => (id === job.jobId ? job : undefined), debugArmings } as unknown as BenchStore;
+  const relay = new DebugRelay({ clock: clockFromFakeTimers(fake), store, replicaUrl: () => null });
+  await relay.arm('a1', 's1', { idleTimeoutMs: 1_000 });
+  const terms = await relay.claimed(job, 'w1');
   return { fake, relay, terms };
 }
 
@@ -44,14 +46,14 @@ function debuggerPeer(options: { bufferedBytes?: number } = {}): DebuggerPeer & 
 const bytes = (text: string) => Buffer.from(text, 'latin1');
 
 describe('the debug relay', () => {
-  it('hands the armed session’s next job out with its terms, once', () => {
-    const { relay, terms } = relayWithJob();
+  it('hands the armed session’s next job out with its terms, once', async () => {
+    const { relay, terms } = await relayWithJob();
     expect(terms).toEqual({ idleTimeoutMs: 1_000, maxDebugMs: 3_600_000 });
-    expect(relay.claimed({ jobId: 'job_2', agentId: 'a1', board: 'pico', sessionId: 's1' } as JobRecord, 'w1')).toBeUndefined();
+    expect(await relay.claimed({ jobId: 'job_2', agentId: 'a1', board: 'pico', sessionId: 's1' } as JobRecord, 'w1')).toBeUndefined();
   });
 
   it('splices a debugger and the worker both ways, and refuses a second debugger while one is attached', async () => {
-    const { relay } = relayWithJob();
+    const { relay } = await relayWithJob();
     const worker = workerPeer();
     const channel = relay.connectWorker('w1', 'job_1', worker)!;
     const opened = await relay.open('a1', 'job_1');
@@ -68,7 +70,7 @@ describe('the debug relay', () => {
   });
 
   it('keeps what comes before the worker connects (one data message per run), and drops what the worker never saw of a replaced stream', async () => {
-    const { relay } = relayWithJob();
+    const { relay } = await relayWithJob();
     const first = await relay.open('a1', 'job_1');
     first.attach(debuggerPeer());
     first.send(bytes('+'));
@@ -83,7 +85,7 @@ describe('the debug relay', () => {
   });
 
   it('closes only the stream whose debugger sent what is not RSP, saying why', async () => {
-    const { relay } = relayWithJob();
+    const { relay } = await relayWithJob();
     const worker = workerPeer();
     relay.connectWorker('w1', 'job_1', worker);
     const opened = await relay.open('a1', 'job_1');
@@ -98,7 +100,7 @@ describe('the debug relay', () => {
   });
 
   it('closes a stream whose debugger does not take the target’s bytes (over the bound)', async () => {
-    const { relay } = relayWithJob();
+    const { relay } = await relayWithJob();
     const channel = relay.connectWorker('w1', 'job_1', workerPeer())!;
     const opened = await relay.open('a1', 'job_1');
     const gdb = debuggerPeer({ bufferedBytes: MAX_PENDING_DEBUG_BYTES + 1 });
@@ -108,7 +110,7 @@ describe('the debug relay', () => {
   });
 
   it('closes the stream when the worker’s connection drops, and the worker’s reconnection carries the next one', async () => {
-    const { relay } = relayWithJob();
+    const { relay } = await relayWithJob();
     const channel = relay.connectWorker('w1', 'job_1', workerPeer())!;
     const opened = await relay.open('a1', 'job_1');
     const gdb = debuggerPeer();
@@ -122,7 +124,7 @@ describe('the debug relay', () => {
   });
 
   it('renews the session at most every SESSION_RENEW_MS while the debugger is heard from', async () => {
-    const { fake, relay } = relayWithJob();
+    const { fake, relay } = await relayWithJob();
     const opened = await relay.open('a1', 'job_1');
     expect(opened.heard()).toBeNull();
     fake.tick(SESSION_RENEW_MS);
@@ -131,7 +133,7 @@ describe('the debug relay', () => {
   });
 
   it('closes the stream and the worker’s channel when the job ends; the finished job then refuses a debugger', async () => {
-    const { relay } = relayWithJob();
+    const { relay } = await relayWithJob();
     const worker = workerPeer();
     relay.connectWorker('w1', 'job_1', worker);
     const opened = await relay.open('a1', 'job_1');

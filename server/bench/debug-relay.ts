@@ -85,33 +85,48 @@ interface DebugJob {
   sessionTouchedMs: number;
 }
 
+/** Where a debug job's streams are served, as seen from this replica (decision 0663). */
+export type DebugJobPlace =
+  /** Here, or nowhere (not a debug job, or not the caller's): the relay itself answers or refuses. */
+  | { kind: 'here' }
+  /** The replica at `replicaUrl` handed the job out and holds its streams: forward the WebSocket there. */
+  | { kind: 'elsewhere'; replicaUrl: string }
+  /** Another replica holds its streams and cannot be reached from here: refuse with `why`. */
+  | { kind: 'unreachable'; why: string };
+
 /**
- * GDB streams between agents and the workers of their debug jobs (issue 32, decisions 0560 and
- * 0625): a session is armed for debugging, its next job is handed to its worker with debug terms,
- * the worker connects one channel for the job (it dials; it never accepts), and the agent opens
- * one stream at a time on that job; this relay splices their bytes. What a debugger sends is
- * checked as RSP here (a packet over 64 KiB or broken framing closes that stream only), and bytes
- * waiting either way are bounded. In this process's memory: a debug job's agent and worker reach
- * it through the replica that handed the job out (docs/deployment.md).
+ * GDB streams between agents and the workers of their debug jobs (issue 32, decisions 0560,
+ * 0625 and 0663): a session is armed for debugging (in the store, so any replica's claim sees
+ * it), its next job is handed to its worker with debug terms, the worker connects one channel for
+ * the job (it dials; it never accepts), and the agent opens one stream at a time on that job; the
+ * relay of the replica that handed the job out splices their bytes, and names itself in the store
+ * (`replicaUrl`) so other replicas forward both WebSockets to it (`place`). What a debugger sends
+ * is checked as RSP here (a packet over 64 KiB or broken framing closes that stream only), and
+ * bytes waiting either way are bounded.
  */
 export class DebugRelay {
-  private readonly armed = new Map<string, { agentId: string; terms: DebugTerms }>();
   private readonly jobs = new Map<string, DebugJob>();
 
-  constructor(private readonly deps: { clock: Clock; store: BenchStore }) {}
+  /** `replicaUrl`: the address other replicas reach this one at (`--replica-url`); null when it has none. */
+  constructor(private readonly deps: { clock: Clock; store: BenchStore; replicaUrl: () => string | null }) {}
+
+  /** The address other replicas reach this one at; null when it has none. */
+  get replicaUrl(): string | null {
+    return this.deps.replicaUrl();
+  }
 
   /** The session's next job runs under a debugger (the caller checked the session is the agent's and active). */
-  arm(agentId: string, sessionId: string, options: { idleTimeoutMs?: number }): DebugTerms {
+  async arm(agentId: string, sessionId: string, options: { idleTimeoutMs?: number }): Promise<DebugTerms> {
     const terms = { idleTimeoutMs: Math.min(options.idleTimeoutMs ?? DEFAULT_DEBUG_IDLE_MS, MAX_DEBUG_IDLE_MS), maxDebugMs: MAX_DEBUG_MS };
-    this.armed.set(sessionId, { agentId, terms });
+    await this.deps.store.debugArmings.arm(sessionId, agentId, terms, this.deps.clock.nowMs());
     return terms;
   }
 
-  /** A job was handed to `workerId`: its debug terms when its session was armed (the arming is used up), else undefined. */
-  claimed(job: JobRecord, workerId: string): DebugTerms | undefined {
-    const armed = job.sessionId === null ? undefined : this.armed.get(job.sessionId);
-    if (!armed || armed.agentId !== job.agentId) return undefined;
-    this.armed.delete(job.sessionId!);
+  /** A job was handed to `workerId` here: its debug terms when its session was armed (the arming is used up), else undefined. */
+  async claimed(job: JobRecord, workerId: string): Promise<DebugTerms | undefined> {
+    if (job.sessionId === null) return undefined;
+    const terms = await this.deps.store.debugArmings.claim({ jobId: job.jobId, sessionId: job.sessionId, agentId: job.agentId }, workerId, this.deps.replicaUrl(), this.deps.clock.nowMs());
+    if (!terms) return undefined;
     this.jobs.set(job.jobId, {
       jobId: job.jobId,
       agentId: job.agentId,
@@ -126,7 +141,32 @@ export class DebugRelay {
       ended: undefined,
       sessionTouchedMs: this.deps.clock.nowMs(),
     });
-    return armed.terms;
+    return terms;
+  }
+
+  /**
+   * Where the streams of `jobId` are served for its agent (`who.agentId`) or its worker
+   * (`who.workerId`). `forwarded`: the request came from another replica already, so it is not
+   * sent on again (two replicas that each think the other holds a job would pass it back and forth).
+   */
+  async place(jobId: string, who: { agentId: string } | { workerId: string }, options: { forwarded: boolean }): Promise<DebugJobPlace> {
+    if (this.jobs.has(jobId)) return { kind: 'here' };
+    const job = await this.deps.store.debugArmings.job(jobId);
+    if (!job || ('agentId' in who ? job.agentId !== who.agentId : job.workerId !== who.workerId)) return { kind: 'here' };
+    const self = this.deps.replicaUrl();
+    if (job.replicaUrl === null) {
+      return { kind: 'unreachable', why: `job ${jobId}'s debug streams are served by the replica that handed it to its worker, and that replica has no --replica-url for the others to forward to (docs/deployment.md, "Debugging behind replicas")` };
+    }
+    if (job.replicaUrl === self) return { kind: 'here' };
+    if (options.forwarded) return { kind: 'unreachable', why: `job ${jobId}'s debug streams are served by the replica at ${job.replicaUrl}, and this request was forwarded here already` };
+    return { kind: 'elsewhere', replicaUrl: job.replicaUrl };
+  }
+
+  /** The job ended through this replica: whether it was a debug job (of any replica), which is then forgotten in the store. */
+  async forgetEnded(job: JobRecord): Promise<boolean> {
+    const here = this.has(job.jobId);
+    const stored = job.sessionId !== null && (await this.deps.store.debugArmings.forgetJob(job.jobId));
+    return here || stored;
   }
 
   /** True while `jobId` is a running debug job handed out here (until its end is told). */
@@ -152,8 +192,8 @@ export class DebugRelay {
   }
 
   /** A session ended: an arming nobody used is dropped. */
-  sessionEnded(sessionId: string): void {
-    this.armed.delete(sessionId);
+  async sessionEnded(sessionId: string): Promise<void> {
+    await this.deps.store.debugArmings.disarm(sessionId);
   }
 
   /** Opens agent `agentId`'s debug stream on `jobId`; refused when the job is not its running debug job, or a debugger is attached. */
@@ -230,7 +270,7 @@ export class DebugRelay {
     if (job.state === 'queued') throw new BenchError('job_not_debuggable', `job ${jobId} is queued: a debugger attaches once it is running (GET /api/v1/jobs/${jobId}?wait=...)`);
     throw new BenchError(
       'job_not_debuggable',
-      `job ${jobId} was not submitted for debugging on this server: arm its session first (POST /api/v1/sessions/{session_id}/debug), then submit the job in it; behind several replicas, arm and open streams on the replica the board's worker connects to (docs/deployment.md, "Debugging behind replicas")`,
+      `job ${jobId} was not submitted for debugging: arm its session first (POST /api/v1/sessions/{session_id}/debug), then submit the job in it (or the replica that handed it out has restarted since, and its debugger with it)`,
     );
   }
 

@@ -43,7 +43,7 @@ export function debugRoutes(bench: Bench, relay: DebugRelay): BenchRoute[] {
         const sessionId = pathParam(req, 'sid');
         // Refuses a session that is not the caller's (404) or not active (409), as a heartbeat would.
         await bench.heartbeat(agent, sessionId);
-        const terms = relay.arm(agent.agentId, sessionId, body.idle_timeout_seconds === undefined ? {} : { idleTimeoutMs: body.idle_timeout_seconds * 1000 });
+        const terms = await relay.arm(agent.agentId, sessionId, body.idle_timeout_seconds === undefined ? {} : { idleTimeoutMs: body.idle_timeout_seconds * 1000 });
         res.json({ session_id: sessionId, idle_timeout_seconds: terms.idleTimeoutMs / 1000, max_debug_seconds: terms.maxDebugMs / 1000 });
       },
     },

@@ -8,6 +8,7 @@ import { HttpError } from '../http/http-error.js';
 import type { AgentRecord } from '../store/bench-store.js';
 import type { WorkerRecord } from '../store/worker-registry.js';
 import { toHttpError } from './bench-error-http.js';
+import { FORWARDED_HEADER, forwardUpgrade } from './debug-forward.js';
 import type { DebugRelay } from './debug-relay.js';
 
 /** How often each debug WebSocket is pinged (host ms); one that has not answered the previous ping by the next is gone (a vanished host sends no close). */
@@ -44,8 +45,18 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
     const handled = agentPath ? agentStream(decodeURIComponent(agentPath[1]!)) : workerPath ? workerChannel(decodeURIComponent(workerPath[1]!)) : Promise.reject(new HttpError(404, 'Not Found'));
     handled.catch((err: unknown) => refuse(socket, err, deps.logger));
 
+    /** True when the job's streams are another replica's and the upgrade went there (decision 0663); a 503 when they cannot. */
+    async function forwarded(jobId: string, who: { agentId: string } | { workerId: string }): Promise<boolean> {
+      const place = await deps.relay.place(jobId, who, { forwarded: req.headers[FORWARDED_HEADER] !== undefined });
+      if (place.kind === 'here') return false;
+      if (place.kind === 'unreachable') throw new HttpError(503, place.why);
+      await forwardUpgrade(req, socket, head, { replicaUrl: place.replicaUrl, from: deps.relay.replicaUrl ?? 'a replica without --replica-url', clock: deps.clock });
+      return true;
+    }
+
     async function agentStream(jobId: string): Promise<void> {
       const agent = await deps.authenticateAgent(req.headers.authorization);
+      if (await forwarded(jobId, { agentId: agent.agentId })) return;
       const opened = await deps.relay.open(agent.agentId, jobId);
       let upgraded = false;
       // A connection gone before its upgrade completed must still free the job's one debugger place.
@@ -82,7 +93,10 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
 
     async function workerChannel(jobId: string): Promise<void> {
       const worker = await deps.authenticateWorker(req.headers.authorization);
-      if (!deps.relay.holds(worker.workerId, jobId)) throw new HttpError(404, `no running debug job ${jobId} of this worker was handed out by this server (it ended, or another replica handed it out)`);
+      if (!deps.relay.holds(worker.workerId, jobId)) {
+        if (await forwarded(jobId, { workerId: worker.workerId })) return;
+        throw new HttpError(404, `no running debug job ${jobId} of this worker is served here (it ended, or the replica that handed it out restarted since)`);
+      }
       wss.handleUpgrade(req, socket, head, (ws) => {
         const endPings = pingUntilGone(ws, deps.clock, () => undefined);
         const send = (message: object) => ws.send(JSON.stringify(message));

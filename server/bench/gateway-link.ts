@@ -24,7 +24,7 @@ export function gatewayLink(gateway: WorkerGateway, workerId: string, options: {
     },
     input: (jobId, writtenThroughSeq, signal) => gateway.input(workerId, jobId, writtenThroughSeq, signal),
     healthCheckDone: async (checkId, report) => {
-      await gateway.healthCheckDone(workerId, checkId, report);
+      await gateway.healthChecks.done(workerId, checkId, report);
     },
     watch: (jobId, listener) => gateway.watch(jobId, listener),
     debugConnect: async (jobId, handlers) => inProcessDebugChannel(gateway, workerId, jobId, handlers),

@@ -55,8 +55,8 @@ export class StoredBoardHealth implements BoardHealthControl {
       throw new BackendError('unavailable', `a health check of board ${boardId} requested at ${isoFromMs(requested.check.requestedAtMs)} is still running`);
     }
     // A check of one instance (decision 0606) wakes the claims of its pool's board.
-    gateway.healthCheckRequested(boardOfInstance(boardId) ?? boardId);
-    const done = await gateway.healthCheckOutcome(checkId, options.signal ?? new AbortController().signal);
+    gateway.healthChecks.requested(boardOfInstance(boardId) ?? boardId);
+    const done = await gateway.healthChecks.outcome(checkId, options.signal ?? new AbortController().signal);
     // Aborted: the caller's deadline won and answers for itself; the request lapses in the store.
     if (!done?.outcome) throw new BackendError('timeout', `health check ${checkId} on ${boardId} was abandoned by the server`);
     const { outcome } = done;

@@ -19,6 +19,8 @@ export interface WorkerGatewayDeps {
    * claimable happens in this process and wakes the claim itself.
    */
   claimPollMs?: number;
+  /** The address other replicas reach this one at (`--replica-url`), for the debug streams it serves (decision 0663); absent or null: none. */
+  replicaUrl?: () => string | null;
   /**
    * Instances of pools of several (decision 0551): which of a worker's may be claimed now (the
    * quarantined are skipped), and what a job's end says of its instance's health. Absent: all.

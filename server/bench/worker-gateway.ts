@@ -1,8 +1,9 @@
 import { sleep, type TimerHandle } from '../../core/clock.js';
-import type { HealthCheckReport, JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
+import type { JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../harness/worker/worker-link.js';
 import { DebugRelay } from './debug-relay.js';
 import { gatewayLink, healthCheckTicket, ticketOf } from './gateway-link.js';
-import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../store/health-check-store.js';
+import { GatewayHealthChecks } from './gateway-health-checks.js';
+import type { HealthCheckRecord } from '../store/health-check-store.js';
 import type { JobOutcome, JobRecord, UartRecord } from '../store/bench-store.js';
 import type { LiveUartChunk } from './job-live.js';
 import { reportedInstances } from './pool-instances.js';
@@ -43,10 +44,13 @@ export class WorkerGateway {
 
   /** The GDB streams of debug jobs handed out here (issue 32, decision 0560). */
   readonly debug: DebugRelay;
+  /** Health checks requested of workers, run by them and waited for here. */
+  readonly healthChecks: GatewayHealthChecks;
 
   constructor(private readonly deps: WorkerGatewayDeps) {
     this.signals = new StoreSignals(deps.clock, deps.claimPollMs);
-    this.debug = new DebugRelay({ clock: deps.clock, store: deps.store });
+    this.debug = new DebugRelay({ clock: deps.clock, store: deps.store, replicaUrl: deps.replicaUrl ?? (() => null) });
+    this.healthChecks = new GatewayHealthChecks(deps, this.signals, (board) => this.jobQueued(board));
   }
 
   private now(): number {
@@ -65,7 +69,7 @@ export class WorkerGateway {
 
   /** A session closed: its jobs running through this gateway are told to stop at once (the store asked already). */
   sessionClosed(sessionId: string, reason: string): void {
-    this.debug.sessionEnded(sessionId);
+    void this.debug.sessionEnded(sessionId).catch((err: unknown) => this.deps.logger.error(`dropping the debug arming of session ${sessionId}`, err));
     for (const entry of this.inFlight.values()) {
       if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
     }
@@ -168,7 +172,7 @@ export class WorkerGateway {
         const job = await this.deps.store.claimJob({ workerId, boards: await claimable(active), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
-          return ticketOf(job, this.deps.limits.maxUartBytesPerJob, this.debug.claimed(job, workerId));
+          return ticketOf(job, this.deps.limits.maxUartBytesPerJob, await this.debug.claimed(job, workerId));
         }
         const onAbort = () => wake();
         signal.addEventListener('abort', onAbort, { once: true });
@@ -257,9 +261,17 @@ export class WorkerGateway {
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
     // The store deletes the job's unread serial input as it records the end (decision 0650).
     const finished = await this.deps.store.finishJob(jobId, record, { workerId });
-    const underDebugger = this.debug.has(jobId);
-    if (finished.workerId === workerId) this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
-    // A fetch of input still waiting hears the job is over.
+    let underDebugger = this.debug.has(jobId);
+    if (finished.workerId === workerId) {
+      // A debug job handed out through another replica is one too (decision 0663): the store says so.
+      underDebugger = await this.debug.forgetEnded(finished).catch((err: unknown) => {
+        this.deps.logger.error(`forgetting debug job ${jobId}`, err);
+        return underDebugger;
+      });
+      this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
+    }
+    // The store deleted the job's unread serial input as it recorded the end (decision 0650);
+    // a fetch of input still waiting hears the job is over.
     this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
       await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
@@ -292,34 +304,6 @@ export class WorkerGateway {
       return found;
     });
     return taken ?? { inputs: [], lost: false };
-  }
-
-  /** Records the outcome of a health check `workerId` ran; undefined when it does not run that check (late, or not its). */
-  async healthCheckDone(workerId: string, checkId: string, report: HealthCheckReport): Promise<HealthCheckRecord | undefined> {
-    const outcome: HealthCheckOutcomeRecord = report.passed
-      ? { passed: true, uartText: report.uartText, elapsedNanos: report.elapsedNanos }
-      : { passed: false, reason: report.reason, uartText: report.uartText, ...('refused' in report && report.refused ? { refused: true } : {}) };
-    const finished = await this.deps.store.healthChecks.finish(checkId, workerId, outcome, this.now());
-    this.signals.notify(`check:${checkId}`);
-    return finished;
-  }
-
-  /** A health check ended without its worker's outcome (the worker was revoked): whoever waits for it hears now. */
-  healthCheckEnded(checkId: string): void {
-    this.signals.notify(`check:${checkId}`);
-  }
-
-  /** A health check was requested of the worker serving `board`: a claim waiting for that board takes it now. */
-  healthCheckRequested(board: string): void {
-    this.jobQueued(board);
-  }
-
-  /** The health check once it is done (its outcome); undefined when `signal` aborts first. */
-  healthCheckOutcome(checkId: string, signal: AbortSignal): Promise<HealthCheckRecord | undefined> {
-    return this.signals.until(`check:${checkId}`, signal, async () => {
-      const check = await this.deps.store.healthChecks.get(checkId);
-      return check?.state === 'done' ? check : undefined;
-    });
   }
 
   /** Serial input was queued for `jobId`: its worker's waiting fetch takes it now. */

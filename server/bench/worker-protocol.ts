@@ -137,7 +137,7 @@ export class WorkerProtocol {
   /** The outcome of a health check the worker ran; refused when the check is not its own, or ended already. */
   async healthCheckDone(worker: WorkerRecord, checkId: string, report: HealthCheckReport): Promise<void> {
     await this.heardFrom(worker);
-    const finished = await this.deps.gateway.healthCheckDone(worker.workerId, checkId, report);
+    const finished = await this.deps.gateway.healthChecks.done(worker.workerId, checkId, report);
     if (finished) {
       this.deps.boards.invalidate(finished.board);
       return;

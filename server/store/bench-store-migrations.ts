@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { type Migration, runMigrations, type MigrationResult, sqlMigration } from '../db/run-migrations.js';
 import { SQLITE_SESSION_QUEUE_MIGRATION } from './sqlite-session-queue.js';
+import { DEBUG_ARMING_MIGRATION } from './debug-arming-store.js';
 
 /**
  * The bench service's database, step by step (server/db/run-migrations.ts: one runner for every
@@ -206,6 +207,8 @@ export const benchStoreMigrations: readonly Migration[] = [
   ),
   // The session queue across replicas (decision 0555): sqlite-session-queue.ts.
   sqlMigration(9, 'session queue', SQLITE_SESSION_QUEUE_MIGRATION),
+  // Debugging behind several replicas (decision 0663): debug-arming-store.ts.
+  sqlMigration(10, 'debug armings', DEBUG_ARMING_MIGRATION),
 ];
 
 /** Brings a bench database (the store's file, or a test's handle) to the current schema. */

@@ -4,6 +4,7 @@ import type { HealthCheckStore } from './health-check-store.js';
 import type { SerialInputStore } from './serial-input-store.js';
 import type { SessionQueueStore } from './session-queue-store.js';
 import type { WaitlistStore } from './waitlist-store.js';
+import type { DebugArmingStore } from './debug-arming-store.js';
 import type { WorkerRegistry } from './worker-registry.js';
 
 /**
@@ -145,6 +146,8 @@ export interface BenchStore {
   readonly workers: WorkerRegistry;
   /** The session queue (`wait_seconds`) of every replica, in the same database (decision 0555). */
   readonly sessionQueue: SessionQueueStore;
+  /** Sessions armed for debugging and the debug jobs they became, for every replica (decision 0663). */
+  readonly debugArmings: DebugArmingStore;
 
   /** The secret stored under `name`, created (once, for ever) with `create` when absent. */
   secret(name: string, create: () => Uint8Array): Promise<Uint8Array>;

@@ -23,6 +23,7 @@ import * as queue from './job-queue-rules.js';
 import { asOf, closeSession, expireDue, firstFree, idleMs, inUse, listLeasesAsOf, lockPool, lockSession } from './session-lease-rules.js';
 import { SqlBoardHealthStore, SqlWaitlist, SqlWorkerRegistry } from './sql-side-stores.js';
 import { SqlHealthChecks, SqlSerialInput } from './sql-worker-requests.js';
+import { SqlDebugArmings } from './debug-arming-store.js';
 import type { SessionQueueStore } from './session-queue-store.js';
 import type { SqlExecutor } from './sql/sql-executor.js';
 import { all, one, run, type Steps } from '../db/sql-steps.js';
@@ -46,6 +47,7 @@ export abstract class SqlBenchStore implements BenchStore {
   readonly serialInput: SqlSerialInput;
   readonly waitlist: SqlWaitlist;
   readonly workers: SqlWorkerRegistry;
+  readonly debugArmings: SqlDebugArmings;
 
   /**
    * Agents as read, by token hash and by id. An agent's row never changes and is never deleted (no
@@ -63,6 +65,7 @@ export abstract class SqlBenchStore implements BenchStore {
     this.serialInput = new SqlSerialInput(sql);
     this.waitlist = new SqlWaitlist(sql);
     this.workers = new SqlWorkerRegistry(sql);
+    this.debugArmings = new SqlDebugArmings(sql);
   }
 
   /** Statements and transactions run so far (the benchmark reports them per job). */

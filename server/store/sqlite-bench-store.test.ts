@@ -87,7 +87,7 @@ describe('SqliteBenchStore', () => {
       ALTER TABLE jobs DROP COLUMN worker_id; ALTER TABLE jobs DROP COLUMN claim_expires_at_ms; ALTER TABLE jobs DROP COLUMN cancel_reason;
       ALTER TABLE jobs DROP COLUMN serial_next_seq; ALTER TABLE jobs DROP COLUMN serial_acked_seq;
       DROP TABLE job_serial_input; DROP TABLE board_health_checks;
-      DROP TABLE workers; DROP TABLE session_waiters; UPDATE schema_version SET version = 3`);
+      DROP TABLE workers; DROP TABLE session_waiters; DROP TABLE debug_armings; DROP TABLE debug_jobs; UPDATE schema_version SET version = 3`);
     store.database.prepare("INSERT INTO jobs (job_id, agent_id, board, state, firmware_sha256, firmware_size_bytes, elf_json, uart_seconds, created_at_ms, started_at_ms) VALUES ('job_b', 'ag_1', 'pico', 'flashing', ?, 1, '{}', 1, ?, ?)").run('a'.repeat(64), T0 + 2, T0 + 3);
     await store.close();
     const upgraded = new SqliteBenchStore(file);

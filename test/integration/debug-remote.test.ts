@@ -210,7 +210,7 @@ describe('hilbench debug through a server and a remote worker', () => {
       (err: unknown) => err,
     );
     expect(notItsJob).toBeInstanceOf(DebugChannelRefused);
-    expect((notItsJob as Error).message).toMatch(new RegExp(`404 .*no running debug job ${jobId} of this worker was handed out by this server`));
+    expect((notItsJob as Error).message).toMatch(new RegExp(`404 .*no running debug job ${jobId} of this worker is served here`));
     const agentToken = await connectDebugChannel({ serverUrl: app.url, token: alice.token, jobId, clock: systemClock, handlers }).then(
       () => undefined,
       (err: unknown) => err,

@@ -1,8 +1,11 @@
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
 import { DebugRefused, DebugStreamClient } from '../../bin/debug-stream-client.js';
+import { forwardUpgrade } from '../../server/bench/debug-forward.js';
 import { systemClock } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { waitUntil } from '../../core/wait.js';
@@ -13,10 +16,10 @@ import { createTestDatabase } from '../support/postgres-test-database.js';
 import { bearer, flash } from './bench-job-requests.js';
 
 /**
- * Debugging behind two replicas of one PostgreSQL database (issue 32, decision 0625): a debug job
- * needs its arming, its worker's claim and both WebSockets on one replica. Through the replica
- * the board's worker connects to, it works although another replica shares the database; armed
- * through the other, the job runs as an ordinary one and its stream is refused with the rule.
+ * Debugging behind two replicas of one PostgreSQL database (issue 32, decisions 0625 and 0663):
+ * the arming is in the store, so whichever replica hands the job to its worker hands it as a debug
+ * job; that replica holds its streams, and the other forwards the debugger's (and the worker's)
+ * WebSocket to it, at the address it names (`replicaUrl`). Without one, the other refuses with 503.
  */
 const ADMIN = 'replica-admin';
 const cleanups: Array<() => Promise<void>> = [];
@@ -24,17 +27,27 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** Replicas a and b on one database, the system clock (the sim runs in real time), and pico's worker connected to b. */
-async function twoReplicas(): Promise<{ a: BenchTestApp; b: BenchTestApp }> {
+/** A replica of `databaseUrl` that names its own address to the others (unless `named: false`). */
+async function replica(databaseUrl: string, options: { named: boolean }): Promise<BenchTestApp> {
+  let self: string | null = null;
+  const app = await startBenchTestApp({ databaseUrl, localWorker: false, adminToken: ADMIN, clock: systemClock, ...(options.named ? { replicaUrl: () => self } : {}) });
+  self = app.url;
+  cleanups.push(() => app.close());
+  return app;
+}
+
+/**
+ * Replicas a and b on one database, the system clock (the sim runs in real time), and pico's
+ * worker dialling `workerUrl(a, b)` (default b). `bNamed: false`: b has no `replicaUrl`.
+ */
+async function twoReplicas(options: { bNamed?: boolean; workerUrl?: (a: BenchTestApp, b: BenchTestApp) => Promise<string> } = {}): Promise<{ a: BenchTestApp; b: BenchTestApp }> {
   const database = await createTestDatabase();
   cleanups.push(database.drop);
-  const config = { databaseUrl: database.url, localWorker: false as const, adminToken: ADMIN, clock: systemClock };
-  const a = await startBenchTestApp(config);
-  cleanups.push(() => a.close());
-  const b = await startBenchTestApp(config);
-  cleanups.push(() => b.close());
+  const a = await replica(database.url, { named: true });
+  const b = await replica(database.url, { named: options.bNamed ?? true });
   const { token } = await createWorkerToken(b.request, { adminToken: ADMIN, label: 'pi-debug' });
-  const worker = await startLabWorker({ serverUrl: b.url, token, clock: systemClock, boards: ['pico'], backends: { sim: new SimBackend({ clock: systemClock }) }, choice: 'sim' });
+  const serverUrl = options.workerUrl ? await options.workerUrl(a, b) : b.url;
+  const worker = await startLabWorker({ serverUrl, token, clock: systemClock, boards: ['pico'], backends: { sim: new SimBackend({ clock: systemClock }) }, choice: 'sim' });
   cleanups.push(worker.close);
   // Replica a learns of the worker's boards once its availability cache (5 s) runs out.
   let seen = '';
@@ -62,6 +75,60 @@ async function armedJob(arming: BenchTestApp, token: string, elf: string, uartSe
   return ((await submitted.json()) as { job_id: string }).job_id;
 }
 
+/**
+ * A load balancer that sends the worker's debug WebSocket to `a` and everything else to `b`, as
+ * one that spreads connections may: the worker claims through b and dials its channel through a.
+ */
+async function splittingBalancer(a: BenchTestApp, b: BenchTestApp): Promise<string> {
+  const front = http.createServer((req, res) => {
+    const out = http.request(new URL(req.url ?? '/', b.url), { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    out.on('error', () => res.destroy());
+    req.pipe(out);
+  });
+  front.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => undefined);
+    const to = /^\/api\/v1\/worker\/jobs\/[^/]+\/debug/.test(req.url ?? '') ? a : b;
+    forwardUpgrade(req, socket, head, { replicaUrl: to.url, clock: systemClock }).catch(() => socket.destroy());
+  });
+  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+  cleanups.push(async () => {
+    front.closeAllConnections();
+    await new Promise((resolve) => front.close(resolve));
+  });
+  return `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+}
+
+/**
+ * Through `via`: a debug stream on `jobId` that reads the halted target's stop reply, then kills
+ * it; the job is then `done` on both replicas. Meanwhile a second debugger, through `other`, is
+ * refused with `secondRefused` (default: as the replica holding the stream refuses it).
+ */
+async function debugAndKill(via: BenchTestApp, other: BenchTestApp, token: string, jobId: string, secondRefused: [number, RegExp] = [409, /already has a debugger attached \(one at a time\)$/]): Promise<void> {
+  const stream = await new DebugStreamClient({ server: via.url, token }).open(jobId);
+  let seen = '';
+  const stopReply = new Promise<string>((resolve) =>
+    stream.onData((bytes) => {
+      seen += bytes.toString('latin1');
+      if (/\$[ST][0-9a-f]{2}/.test(seen)) resolve(seen);
+    }),
+  );
+  stream.send(Buffer.from(rspPacket('?'), 'latin1'));
+  expect(await stopReply).toMatch(/\$[ST]05/);
+  const second = await new DebugStreamClient({ server: other.url, token }).open(jobId).then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(second).toBeInstanceOf(DebugRefused);
+  expect([(second as DebugRefused).status, (second as DebugRefused).detail]).toEqual([secondRefused[0], expect.stringMatching(secondRefused[1])]);
+  // Killing the target ends the job as a kill does locally: done.
+  stream.send(Buffer.from(`+${rspPacket('k')}`, 'latin1'));
+  await via.jobReaches(jobId, 'done', 'failed');
+  expect((await other.server.service.store.getJob(jobId))?.state).toBe('done');
+}
+
 describe('debugging behind two replicas of one database', () => {
   it('works through the replica the board’s worker connects to, another replica beside it', { timeout: 120_000 }, async () => {
     const { a, b } = await twoReplicas();
@@ -69,36 +136,41 @@ describe('debugging behind two replicas of one database', () => {
     const jobId = await armedJob(b, alice.token, debugElf('pico'), '1');
     await b.jobReaches(jobId, 'running', 'failed');
     expect((await a.server.service.store.getJob(jobId))?.state).toBe('running');
-    const stream = await new DebugStreamClient({ server: b.url, token: alice.token }).open(jobId);
-    let seen = '';
-    const stopReply = new Promise<string>((resolve) =>
-      stream.onData((bytes) => {
-        seen += bytes.toString('latin1');
-        if (/\$[ST][0-9a-f]{2}/.test(seen)) resolve(seen);
-      }),
-    );
-    stream.send(Buffer.from(rspPacket('?'), 'latin1'));
-    expect(await stopReply).toMatch(/\$[ST]05/);
-    // Killing the target ends the job as a kill does locally: done.
-    stream.send(Buffer.from(`+${rspPacket('k')}`, 'latin1'));
-    await b.jobReaches(jobId, 'done', 'failed');
-    expect((await a.server.service.store.getJob(jobId))?.state).toBe('done');
+    await debugAndKill(b, a, alice.token, jobId);
   });
 
-  it('armed through the other replica, the job is not a debug job and its stream is refused with the replica rule', { timeout: 120_000 }, async () => {
+  it('armed and debugged through the other replica: the job is a debug job, and its stream is forwarded to the replica holding it', { timeout: 120_000 }, async () => {
     const { a, b } = await twoReplicas();
     const alice = await a.register('alice');
-    // hello ticks for ever: the ordinary job still runs (30 s of device time) when the stream is asked for.
-    const jobId = await armedJob(a, alice.token, path.join(import.meta.dirname, '../../firmware/examples/pico/hello.elf'), '30');
-    await b.jobReaches(jobId, 'running');
-    for (const replica of [a, b]) {
-      const refused = await new DebugStreamClient({ server: replica.url, token: alice.token }).open(jobId).then(
-        () => undefined,
-        (err: unknown) => err,
-      );
-      expect(refused).toBeInstanceOf(DebugRefused);
-      expect((refused as DebugRefused).status).toBe(409);
-      expect((refused as DebugRefused).detail).toMatch(/was not submitted for debugging on this server: .* behind several replicas, arm and open streams on the replica the board's worker connects to \(docs\/deployment\.md, "Debugging behind replicas"\)$/);
-    }
+    const jobId = await armedJob(a, alice.token, debugElf('pico'), '1');
+    await b.jobReaches(jobId, 'running', 'failed');
+    await debugAndKill(a, b, alice.token, jobId);
+    // The debug job is forgotten in the store once it ended.
+    expect(await a.server.service.store.debugArmings.job(jobId)).toBeUndefined();
+  });
+
+  it('a worker whose channel a load balancer sends to the other replica still carries the stream', { timeout: 120_000 }, async () => {
+    const { a, b } = await twoReplicas({ workerUrl: splittingBalancer });
+    const alice = await a.register('alice');
+    const jobId = await armedJob(a, alice.token, debugElf('pico'), '1');
+    await b.jobReaches(jobId, 'running', 'failed');
+    expect((await b.server.service.store.debugArmings.job(jobId))?.replicaUrl).toBe(b.url);
+    await debugAndKill(a, b, alice.token, jobId);
+  });
+
+  it('when the replica holding the streams names no address, the other refuses them with 503 saying so; the job is still a debug job', { timeout: 120_000 }, async () => {
+    const { a, b } = await twoReplicas({ bNamed: false });
+    const alice = await a.register('alice');
+    const jobId = await armedJob(a, alice.token, debugElf('pico'), '1');
+    await b.jobReaches(jobId, 'running', 'failed');
+    const refused = await new DebugStreamClient({ server: a.url, token: alice.token }).open(jobId).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(DebugRefused);
+    expect((refused as DebugRefused).status).toBe(503);
+    expect((refused as DebugRefused).detail).toMatch(/debug streams are served by the replica that handed it to its worker, and that replica has no --replica-url .*"Debugging behind replicas"/);
+    // Never an ordinary run: through b the halted target answers.
+    await debugAndKill(b, a, alice.token, jobId, [503, /has no --replica-url/]);
   });
 });

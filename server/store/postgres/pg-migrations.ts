@@ -2,6 +2,7 @@ import { latestVersion, type Migration, migrate, type MigrationResult, sqlMigrat
 import { numberPlaceholders, runSteps } from '../../db/sql-steps.js';
 import type { PgDatabase } from './pg-database.js';
 import { PG_SESSION_QUEUE_MIGRATION } from './pg-session-queue.js';
+import { DEBUG_ARMING_MIGRATION } from '../debug-arming-store.js';
 
 /**
  * The bench store's PostgreSQL schema: the same tables and columns as the SQLite one
@@ -158,6 +159,8 @@ export const pgBenchMigrations: readonly Migration[] = [
   ),
   // The session queue across replicas (decision 0555): pg-session-queue.ts.
   sqlMigration(4, 'session queue', PG_SESSION_QUEUE_MIGRATION),
+  // Debugging behind several replicas (decision 0663): debug-arming-store.ts.
+  sqlMigration(5, 'debug armings', DEBUG_ARMING_MIGRATION),
 ];
 
 /** The schema version this code writes. */
