@@ -21,6 +21,7 @@ export const BENCH_ERROR_STATUS: Readonly<Record<BenchErrorCode, number>> = {
   firmware_invalid: 422,
   board_health_unsupported: 409,
   health_check_unsupported: 409,
+  health_check_backend_unavailable: 409,
   health_check_already_running: 409,
   board_not_idle: 409,
   invalid_worker_token: 401,

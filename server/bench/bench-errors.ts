@@ -32,6 +32,8 @@ export const BENCH_ERROR_CODES = [
   'board_health_unsupported',
   /** The board's backend keeps health but has no health-check run. */
   'health_check_unsupported',
+  /** The board's backend cannot run a health check now (the detail quotes why). */
+  'health_check_backend_unavailable',
   /** A health check already runs on the board. */
   'health_check_already_running',
   /** A health check needs the board to itself: it is leased or has jobs. */

@@ -1,13 +1,14 @@
 import { BackendError, NANOS_PER_SECOND } from '../../backends/backend.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
-import { HttpError } from '../http/http-error.js';
+import { BenchError } from './bench-errors.js';
 import type { BoardHealthControl, HealthCheckOutcome } from '../../backends/backend.js';
 
 /**
  * Runs `healthCheck` with a deadline on the injected clock (its signal is aborted then).
  * `BackendError('unavailable')` (no health check configured, board not attached, already open)
- * is the administrator's 409; any other backend failure is a failed check. `stillRunning` is
- * set when the deadline won and the backend call has not returned yet.
+ * is the bench error `health_check_backend_unavailable` (the administrator's 409); any other
+ * backend failure is a failed check. `stillRunning` is set when the deadline won and the backend
+ * call has not returned yet.
  */
 export async function runHealthCheck(options: {
   /** The board and the name of the backend checking it (for the messages). */
@@ -38,7 +39,7 @@ export async function runHealthCheck(options: {
     }
     return { outcome: winner, stillRunning: undefined };
   } catch (err) {
-    if (err instanceof BackendError && err.kind === 'unavailable') throw new HttpError(409, `cannot health-check board ${boardId}: ${err.message}`);
+    if (err instanceof BackendError && err.kind === 'unavailable') throw new BenchError('health_check_backend_unavailable', `cannot health-check board ${boardId}: ${err.message}`);
     if (err instanceof BackendError) return { outcome: { passed: false, reason: `health check on ${boardId} failed: ${err.message}`, uartText: '' }, stillRunning: undefined };
     throw err;
   } finally {
