@@ -7,7 +7,7 @@ import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
 import { coreProblemMessage } from '../wire/problem-detail.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { cliPoolSizes } from '../harness/worker/pool-size.js';
-import { type BenchLimits, defaultBenchLimits } from '../server/bench/bench-limits.js';
+import { type BenchLimits, defaultBenchLimits } from '../server/bench/domain/bench-limits.js';
 import type { BackendsContext } from '../server/bench/bench-service.js';
 import { startBenchServer } from '../server/bench/start-bench-server.js';
 import { type LogLevel, pinoLogger } from '../server/http/pino-logger.js';

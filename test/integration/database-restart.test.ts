@@ -9,7 +9,7 @@ import { BenchApiError } from '../../clients/bench/bench-errors.js';
 import { BenchClient } from '../../clients/bench/bench-client.js';
 import { startBenchServer } from '../../server/bench/start-bench-server.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { SessionQueue } from '../../server/bench/session-queue.js';
+import { SessionQueue } from '../../server/bench/domain/session-queue.js';
 import type { SessionRecord } from '../../server/store/bench-store.js';
 import { pgConnection } from '../../server/store/postgres/pg-database.js';
 import { PostgresBenchStore } from '../../server/store/postgres/postgres-bench-store.js';

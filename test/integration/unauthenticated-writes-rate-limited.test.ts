@@ -1,7 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
+import { defaultBenchLimits } from '../../server/bench/domain/bench-limits.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { generateNodeKey } from '../../core/relay/index.js';
