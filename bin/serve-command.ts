@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
-import { type QuorumSet, validateQuorumSet } from '../core/relay/index.js';
+import { type QuorumSet, validateQuorumSet } from '../core/relay/quorum-set.js';
 import { coreProblemMessage } from '../wire/problem-detail.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { cliPoolSizes } from '../harness/worker/pool-size.js';

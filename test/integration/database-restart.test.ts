@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { BenchApiError } from '../../clients/bench/bench-errors.js';
 import { BenchClient } from '../../clients/bench/bench-client.js';
 import { startBenchServer } from '../../server/bench/start-bench-server.js';

@@ -4,7 +4,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { defaultBenchLimits } from '../../server/bench/domain/bench-limits.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { type RunningRelay, type StartRelayServerOptions, defaultRelayRateLimits, startRelayServer } from '../../server/relay/relay-service.js';
 import { call, registrationFor, tempDataDir } from '../support/relay-test-kit.js';
 

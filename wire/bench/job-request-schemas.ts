@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hasLoneSurrogate } from '../../core/relay/index.js';
+import { hasLoneSurrogate } from '../../core/relay/problem.js';
 import { BASE64_PATTERN } from '../base64-pattern.js';
 import { numericTextParam, textField } from '../form-fields.js';
 
