@@ -47,6 +47,28 @@ function servicePatterns(service) {
     }));
 }
 
+/**
+ * Inside server/bench the folders are tiers too (decision 0675), lowest first:
+ *   views <- domain | workers <- routes | pages
+ * A part may not import a part of a tier to its right, and the two lower tiers never speak HTTP:
+ * no express, node:http or ws, and nothing of server/http but its logger. Domain code refuses with
+ * the error catalog (bench-errors.ts); routes give each code its status. `domain` and `workers`
+ * share a tier: the gateway is the worker's side of the bench's rules, and each uses the other.
+ */
+const benchTiers = [['views'], ['domain', 'workers'], ['routes', 'pages']];
+const httpFree = benchTiers.slice(0, 2).flat();
+
+/** @param {string} part */
+function benchPartPatterns(part) {
+  const tier = benchTiers.findIndex((parts) => parts.includes(part));
+  const above = benchTiers.slice(tier + 1).flat();
+  const message = `server/bench/${part}/ may not import ${above.join(', ')}${httpFree.includes(part) ? ' or HTTP (express, node:http, ws, server/http but its logger)' : ''} (decision 0675).`;
+  return [
+    { regex: `^\\.\\./(?:${above.join('|')})(?:/|$)`, message },
+    ...(httpFree.includes(part) ? [{ regex: '^(?:express|ws|node:https?|https?)(?:/|$)', message }, { regex: '^\\.\\./\\.\\./http/(?!logger\\.js$)', message }] : []),
+  ];
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', 'dist/**', 'examples/**/node_modules/**', '**/*.js', '!eslint.config.js', 'firmware/examples/**/build/**'] },
   ...tseslint.configs.recommended,
@@ -84,6 +106,13 @@ export default tseslint.config(
   ...services.map((service) => ({
     files: [`server/${service}/**/*.test.ts`],
     rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns(service)] }] },
+  })),
+  ...httpFree.map((part) => ({
+    files: [`server/bench/${part}/**/*.ts`],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('bench'), ...testOnlyPatterns, ...benchPartPatterns(part)] }],
+    },
   })),
   {
     files: ['bin/**/*.ts', 'perf/**/*.ts', 'ci/**/*.ts', 'test/**/*.ts', 'scenarios/**/*.ts', 'firmware/**/*.ts'],

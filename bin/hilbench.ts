@@ -7,7 +7,7 @@
  */
 import { Command, Option } from 'commander';
 import { defaultBoardsDir } from '../boards/boards-dir.js';
-import { defaultBenchLimits, type BenchLimits } from '../server/bench/bench-limits.js';
+import { defaultBenchLimits, type BenchLimits } from '../server/bench/domain/bench-limits.js';
 import { DEFAULT_MAX_CONNECTIONS } from '../server/http/listen.js';
 import { logLevels } from '../server/http/log-levels.js';
 import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../server/store/postgres/database-pool-size.js';

@@ -6,7 +6,7 @@ import { backendNames } from '../boards/backend-names.js';
 import { defaultBoardsDir } from '../boards/boards-dir.js';
 import type { QuarantineStore } from '../backends/probe/quarantine-store.js';
 import { type LogLevel, logLevels } from '../server/http/log-levels.js';
-import { looksLikeWorkerToken } from '../server/bench/worker-token-format.js';
+import { looksLikeWorkerToken } from '../server/bench/workers/worker-token-format.js';
 import { POOL_SIZE_HELP, poolSizeValues } from './cli-options.js';
 
 /**

@@ -11,7 +11,7 @@ import { systemClock } from '../core/clock.js';
 import { createBackends } from '../harness/backend-registry.js';
 import { BenchClient } from '../clients/bench/bench-client.js';
 import { type RunningBenchServer, startBenchServer } from '../server/bench/start-bench-server.js';
-import type { LocalWorkerOptions } from '../server/bench/local-worker.js';
+import type { LocalWorkerOptions } from '../server/bench/workers/local-worker.js';
 
 const quietLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 

@@ -1,19 +1,11 @@
 import { pathToFileURL } from 'node:url';
 import { type BenchRow, markdownTable, nowMs as hostNowMs } from './measure.js';
-import {
-  type QuorumSet,
-  type Vote,
-  defaultThreshold,
-  ed25519Verifiers,
-  generateNodeKey,
-  nodeIdToPublicKey,
-  signEd25519,
-  signVote,
-  GrowingTally,
-  tally,
-  verifyVote,
-  voteSigningBytes,
-} from '../core/relay/index.js';
+import { type QuorumSet, defaultThreshold } from '../core/relay/quorum-set.js';
+import { type Vote, signVote, verifyVote, voteSigningBytes } from '../core/relay/vote.js';
+import { ed25519Verifiers, signEd25519 } from '../core/relay/ed25519.js';
+import { generateNodeKey, nodeIdToPublicKey } from '../core/relay/node-id.js';
+import { GrowingTally } from '../core/relay/growing-tally.js';
+import { tally } from '../core/relay/tally.js';
 
 /**
  * Relay core speed: Ed25519 verifications per second with each candidate verifier (the numbers behind

@@ -19,7 +19,7 @@ function lintLayers(): string[] {
 }
 
 describe('the picture of the layers', () => {
-  it.each(['docs/architecture.md', 'README.md'])('%s draws the layers in the order the lint rule enforces', (file) => {
+  it.each(['docs/architecture.md', 'README.md', 'test/README.md'])('%s draws the layers in the order the lint rule enforces', (file) => {
     const line = read(file)
       .split('\n')
       .find((l) => /^core\s+<-/.test(l));
@@ -55,5 +55,40 @@ describe('the picture of the layers', () => {
       .filter((d) => d.isDirectory() && !d.name.startsWith('.') && !notLayers.has(d.name) && holdsTypeScript(path.join(root, d.name)))
       .map((d) => d.name);
     expect(folders.sort()).toEqual([...lintLayers()].sort());
+  });
+});
+
+/** The `benchTiers` array of eslint.config.js: server/bench's folders, lowest tier first. */
+function lintBenchTiers(): string[][] {
+  const match = /const benchTiers = (\[.*\]);/.exec(read('eslint.config.js'));
+  if (!match) throw new Error('eslint.config.js has no `const benchTiers = [[...], ...]`');
+  return JSON.parse((match[1] as string).replaceAll("'", '"')) as string[][];
+}
+
+describe('the picture of server/bench', () => {
+  const line = read('docs/architecture.md')
+    .split('\n')
+    .find((l) => l.startsWith('server/bench:'));
+  const tiers = (line ?? '')
+    .slice('server/bench:'.length)
+    .split('<-')
+    .map((tier) => tier.split(/[|,]/).map((part) => part.trim()));
+  const folderTiers = tiers.slice(0, -1);
+  const compositionRoot = tiers.at(-1) ?? [];
+
+  it('docs/architecture.md draws the tiers the lint rule enforces', () => {
+    expect(line, 'docs/architecture.md has no "server/bench: ... <- ..." line').toBeDefined();
+    expect(folderTiers).toEqual(lintBenchTiers());
+  });
+
+  it('server/bench holds exactly those folders, and only the composition root beside them', () => {
+    const entries = readdirSync(path.join(root, 'server/bench'), { withFileTypes: true });
+    expect(entries.filter((d) => d.isDirectory()).map((d) => d.name).sort()).toEqual(folderTiers.flat().sort());
+    expect(entries.filter((d) => d.isFile()).map((d) => d.name).sort(), 'place a new file in one of the folders').toEqual([...compositionRoot].sort());
+  });
+
+  it('the table names every folder', () => {
+    const doc = read('docs/architecture.md');
+    for (const folder of folderTiers.flat()) expect(doc, folder).toContain(`| \`server/bench/${folder}/\` |`);
   });
 });

@@ -16,4 +16,13 @@ describe('test/README.md', () => {
     expect(folders.length).toBeGreaterThan(5);
     expect(folders.filter((folder) => !readme.includes(`\`${folder}/\``))).toEqual([]);
   });
+
+  it('names every folder that holds a test, however deep', () => {
+    const readme = readFileSync(path.join(testDir, 'README.md'), 'utf8');
+    const holding = readdirSync(testDir, { recursive: true, withFileTypes: true })
+      .filter((d) => d.isFile() && d.name.endsWith('.test.ts') && d.parentPath !== testDir)
+      .map((d) => path.posix.join('test', path.relative(testDir, d.parentPath).split(path.sep).join('/')));
+    expect(holding.length).toBeGreaterThan(5);
+    expect([...new Set(holding)].filter((folder) => !readme.includes(`\`${folder}/\``))).toEqual([]);
+  });
 });

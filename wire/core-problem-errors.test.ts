@@ -1,21 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type Problem,
-  type Validated,
-  authorshipMismatch,
-  canonicalJson,
-  nodeKeyFromSecret,
-  parseItemAuthorship,
-  parseSliceDeclaration,
-  parseVote,
-  problemCodes,
-  RelayError,
-  signItemAuthorship,
-  signSliceDeclaration,
-  signVote,
-  validateClaim,
-  validateQuorumSet,
-} from '../core/relay/index.js';
+import { type Problem, type Validated, problemCodes, RelayError } from '../core/relay/problem.js';
+import { authorshipMismatch, parseItemAuthorship, signItemAuthorship } from '../core/relay/item-authorship.js';
+import { canonicalJson } from '../core/relay/canonical-json.js';
+import { nodeKeyFromSecret } from '../core/relay/node-id.js';
+import { parseSliceDeclaration, signSliceDeclaration } from '../core/relay/slice-declaration.js';
+import { parseVote, signVote } from '../core/relay/vote.js';
+import { validateClaim } from '../core/relay/claim.js';
+import { validateQuorumSet } from '../core/relay/quorum-set.js';
 import { coreProblemsToValidation } from './problem-detail.js';
 
 /**

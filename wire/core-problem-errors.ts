@@ -1,4 +1,4 @@
-import type { Problem, ProblemCode } from '../core/relay/index.js';
+import type { Problem, ProblemCode } from '../core/relay/problem.js';
 
 /**
  * The relay core's problem codes in pydantic v2's words: the wording half of the one translator

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Problem } from '../core/relay/index.js';
+import type { Problem } from '../core/relay/problem.js';
 import { type PydanticError, coreProblemError, plural, stringTooLong, stringTooShort } from './core-problem-errors.js';
 
 /**

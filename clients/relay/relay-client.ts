@@ -1,19 +1,13 @@
 import type { z } from 'zod';
 import { type Clock, systemClock } from '../../core/clock.js';
-import {
-  canonicalJson,
-  claimId,
-  defaultThreshold,
-  generateNodeKey,
-  type NodeKey,
-  type QuorumSet,
-  signEd25519,
-  signItemAuthorship,
-  signSliceDeclaration,
-  signVote,
-  type VotePhase,
-  type VoteValue,
-} from '../../core/relay/index.js';
+import { canonicalJson } from '../../core/relay/canonical-json.js';
+import { claimId } from '../../core/relay/claim.js';
+import { defaultThreshold, type QuorumSet } from '../../core/relay/quorum-set.js';
+import { generateNodeKey, type NodeKey } from '../../core/relay/node-id.js';
+import { signEd25519 } from '../../core/relay/ed25519.js';
+import { signItemAuthorship } from '../../core/relay/item-authorship.js';
+import { signSliceDeclaration } from '../../core/relay/slice-declaration.js';
+import { signVote, type VotePhase, type VoteValue } from '../../core/relay/vote.js';
 import { registerSchema } from '../../wire/relay/relay-facts.js';
 import { bulletinSchema, healthSchema, itemDetailSchema, itemsPageSchema, meSchema } from '../../wire/relay/relay-responses.js';
 import { itemCreatedSchema, nodeDetailSchema, registerAnswerSchema, sliceAnswerSchema, voteAnswerSchema } from '../../wire/relay/relay-responses-more.js';

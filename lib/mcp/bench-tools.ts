@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { BenchClient } from '../../clients/bench/bench-client.js';
 import { BenchApiError, BenchTimeoutError } from '../../clients/bench/bench-errors.js';
 import type { Job } from '../../clients/bench/bench-types.js';
-import { headAndTail } from '../../server/bench/job-text-view.js';
+import { headAndTail } from '../../server/bench/views/job-text-view.js';
 import { MAX_TEXT_CHARS } from '../../wire/bench/job-request-schemas.js';
 
 /**

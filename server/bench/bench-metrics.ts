@@ -3,7 +3,7 @@ import type { Clock } from '../../core/clock.js';
 import { isFinishedJobState } from '../../wire/job-states.js';
 import type { Logger } from '../http/logger.js';
 import type { BenchStore } from '../store/bench-store.js';
-import type { JobLive } from './job-live.js';
+import type { JobLive } from './domain/job-live.js';
 
 /**
  * The bench service's Prometheus metrics (`GET /metrics`), in a registry of its own (a process may

@@ -13,12 +13,12 @@ import { HttpError } from '../../server/http/http-error.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { AgentRecord, BenchStore } from '../../server/store/bench-store.js';
 import { FirmwareBlobStore } from '../../server/store/firmware-blob-store.js';
-import { Bench } from '../../server/bench/bench.js';
-import { toHttpError } from '../../server/bench/bench-error-http.js';
-import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
-import { JobLive } from '../../server/bench/job-live.js';
-import { LiveBoards } from '../../server/bench/live-boards.js';
-import { WorkerGateway } from '../../server/bench/worker-gateway.js';
+import { Bench } from '../../server/bench/domain/bench.js';
+import { toHttpError } from '../../server/bench/routes/bench-error-http.js';
+import { defaultBenchLimits } from '../../server/bench/domain/bench-limits.js';
+import { JobLive } from '../../server/bench/domain/job-live.js';
+import { LiveBoards } from '../../server/bench/domain/live-boards.js';
+import { WorkerGateway } from '../../server/bench/workers/worker-gateway.js';
 
 /**
  * Model-based test of the lease state machine (STYLE.md: `fc.commands` for state machines such

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { EM_AVR } from '../../core/elf.js';
 import { waitUntil } from '../../core/wait.js';
-import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
+import { defaultBenchLimits } from '../../server/bench/domain/bench-limits.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { makeElf, picoTestElf } from '../support/make-elf.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';

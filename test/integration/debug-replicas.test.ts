@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
 import { DebugRefused, DebugStreamClient } from '../../bin/debug-stream-client.js';
-import { forwardUpgrade } from '../../server/bench/debug-forward.js';
+import { forwardUpgrade } from '../../server/bench/routes/debug-forward.js';
 import { systemClock } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { waitUntil } from '../../core/wait.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { systemClock } from '../../core/clock.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { BenchClient } from '../../clients/bench/bench-client.js';
 import { startBenchServer } from '../../server/bench/start-bench-server.js';
 import { memoryLogger } from '../../server/http/logger.js';

@@ -1,8 +1,8 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { JobLive } from '../../server/bench/job-live.js';
-import { waitForJobEnd } from '../../server/bench/job-watch.js';
+import { JobLive } from '../../server/bench/domain/job-live.js';
+import { waitForJobEnd } from '../../server/bench/domain/job-watch.js';
 import type { JobRecord } from '../../server/store/bench-store.js';
 import { PostgresBenchStore } from '../../server/store/postgres/postgres-bench-store.js';
 import { claimBy, done, jobRecord, T0 } from '../contract/bench-store-contract.js';

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { problemCodes } from '../../core/relay/index.js';
+import { problemCodes } from '../../core/relay/problem.js';
 import { coreProblemError } from '../../wire/core-problem-errors.js';
 import { problemTypes, zodIssuesToValidation } from '../../wire/problem-detail.js';
 import { numericTextField } from '../../wire/form-fields.js';

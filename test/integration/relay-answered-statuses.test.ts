@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { call, postClaim, registerNode, registrationFor, sessionFor, sliceDeclarationBy, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { type RunningRelay, startRelayServer } from '../../server/relay/relay-service.js';
 import { RelayClient, type RelayNode } from '../../clients/relay/relay-client.js';
 

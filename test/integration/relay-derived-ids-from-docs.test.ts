@@ -3,7 +3,9 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type QuorumSet, generateNodeKey, signVote } from '../../core/relay/index.js';
+import type { QuorumSet } from '../../core/relay/quorum-set.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
+import { signVote } from '../../core/relay/vote.js';
 import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

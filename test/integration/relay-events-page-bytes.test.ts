@@ -2,7 +2,8 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey, signVote } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
+import { signVote } from '../../core/relay/vote.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, type RunningRelay, type StartRelayServerOptions } from '../support/relay-test-kit.js';
 
 /**

@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type StartRelayServerOptions, type TestNode } from '../support/relay-test-kit.js';
 
 /**

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { generateNodeKey, type NodeKey } from '../../core/relay/index.js';
+import { generateNodeKey, type NodeKey } from '../../core/relay/node-id.js';
 import { call, fileAuthorship, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 

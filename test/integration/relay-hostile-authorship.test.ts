@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { claimId, generateNodeKey } from '../../core/relay/index.js';
+import { claimId } from '../../core/relay/claim.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { call, claimAuthorship, fileAuthorship, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

@@ -5,7 +5,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers, foregroundClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { claimId, generateNodeKey, quorumSetHash, signVote } from '../../core/relay/index.js';
+import { claimId } from '../../core/relay/claim.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
+import { quorumSetHash } from '../../core/relay/quorum-set.js';
+import { signVote } from '../../core/relay/vote.js';
 import { call, nowSeconds, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 

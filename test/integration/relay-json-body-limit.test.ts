@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { claimId } from '../../core/relay/index.js';
+import { claimId } from '../../core/relay/claim.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
 import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

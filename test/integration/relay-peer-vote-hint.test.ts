@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type Vote, claimId, generateNodeKey } from '../../core/relay/index.js';
+import type { Vote } from '../../core/relay/vote.js';
+import { claimId } from '../../core/relay/claim.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

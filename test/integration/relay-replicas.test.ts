@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
-import { generateNodeKey, type NodeKey } from '../../core/relay/index.js';
+import { generateNodeKey, type NodeKey } from '../../core/relay/node-id.js';
 import { listen } from '../../server/http/listen.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';

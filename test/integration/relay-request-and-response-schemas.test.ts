@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { z } from 'zod';
-import { claimKinds } from '../../core/relay/index.js';
+import { claimKinds } from '../../core/relay/claim.js';
 import { bulletinSchema, eventsPageSchema, healthSchema, itemDetailSchema, itemsPageSchema, meSchema, nodesPageSchema } from '../../wire/relay/relay-responses.js';
 import { call, postClaim, registerNode, voteBy, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
 import { call, postClaim, registrationFor, relayStoreOptions, tempDataDir, voteBy } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';

@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type QuorumSet, claimId, generateNodeKey, parseItemAuthorship, parseSliceDeclaration, quorumSetHash, signVote, verifyItemAuthorship, verifySliceDeclaration } from '../../core/relay/index.js';
+import { type QuorumSet, quorumSetHash } from '../../core/relay/quorum-set.js';
+import { claimId } from '../../core/relay/claim.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
+import { parseItemAuthorship, verifyItemAuthorship } from '../../core/relay/item-authorship.js';
+import { parseSliceDeclaration, verifySliceDeclaration } from '../../core/relay/slice-declaration.js';
+import { signVote } from '../../core/relay/vote.js';
 import { call, claimAuthorship, fileAuthorship, registerNode, sliceDeclarationBy, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

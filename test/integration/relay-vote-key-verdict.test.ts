@@ -1,9 +1,9 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { forgetKeyCaches } from '../../core/relay/index.js';
+import { forgetKeyCaches } from '../../core/relay/ed25519.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

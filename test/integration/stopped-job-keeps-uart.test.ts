@@ -5,7 +5,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
-import { UART_SAVE_INTERVAL_MS } from '../../server/bench/uart-record.js';
+import { UART_SAVE_INTERVAL_MS } from '../../server/bench/workers/uart-record.js';
 import { picoTestElf } from '../support/make-elf.js';
 import { CLOCKED_LINE_PERIOD_MS, ClockedUartBackend, clockedTranscript } from './clocked-uart-backend.js';
 

@@ -1,10 +1,10 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { defaultBenchLimits } from '../../server/bench/bench-limits.js';
+import { defaultBenchLimits } from '../../server/bench/domain/bench-limits.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { type RunningRelay, type StartRelayServerOptions, defaultRelayRateLimits, startRelayServer } from '../../server/relay/relay-service.js';
 import { call, registrationFor, tempDataDir } from '../support/relay-test-kit.js';
 

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { blockingSet } from '../../core/relay/compiled-slice.js';
-import { GrowingMaxQuorum, maxQuorum } from '../../core/relay/index.js';
+import { GrowingMaxQuorum } from '../../core/relay/growing-quorum.js';
+import { maxQuorum } from '../../core/relay/quorum-set.js';
 import { nodeName, topologyArb } from './relay-arbitraries.js';
 
 /** A topology of 2..9 nodes (some without a slice), and an order in which nodes join, repeats allowed. */

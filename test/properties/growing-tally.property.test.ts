@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GrowingTally, type Vote, tally } from '../../core/relay/index.js';
+import { GrowingTally } from '../../core/relay/growing-tally.js';
+import type { Vote } from '../../core/relay/vote.js';
+import { tally } from '../../core/relay/tally.js';
 import { ITEM, nodeName, statement, statementsArb, topologyArb } from './relay-arbitraries.js';
 
 /**

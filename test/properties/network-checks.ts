@@ -1,8 +1,4 @@
-import {
-  type Bulletin,
-  type TallyInput,
-  tally,
-} from '../../core/relay/index.js';
+import { type Bulletin, type TallyInput, tally } from '../../core/relay/tally.js';
 import { type SimBehaviour, Simulation, seededRandom } from '../support/relay-simulation.js';
 import { ITEM, allQuorums, describeTopology, intertwined, simNodes, type Topology } from './relay-arbitraries.js';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Bulletin } from '../../core/relay/index.js';
+import type { Bulletin } from '../../core/relay/tally.js';
 import { checkIntertwinedSafety, committed, honestOf, nonTransitiveTally, simulate } from './network-checks.js';
 import { behavioursArb, describeTopology, intactSets, nodeName, topologyArb, type Topology } from './relay-arbitraries.js';
 

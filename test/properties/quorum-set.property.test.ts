@@ -1,13 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  blocks,
-  maxQuorum,
-  normalizeQuorumSet,
-  quorumSetHash,
-  quorumSetMembers,
-  sat,
-} from '../../core/relay/index.js';
+import { blocks, maxQuorum, normalizeQuorumSet, quorumSetHash, quorumSetMembers, sat } from '../../core/relay/quorum-set.js';
 import { allQuorums, isQuorum, nodeName, quorumSetFrom, subsets, topologyArb } from './relay-arbitraries.js';
 
 // Pure set arithmetic on <= 8 nodes: cheap, so many runs.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { GrowingMaxQuorum, type QuorumSet, maxQuorum } from '../../core/relay/index.js';
+import { GrowingMaxQuorum } from '../../core/relay/growing-quorum.js';
+import { type QuorumSet, maxQuorum } from '../../core/relay/quorum-set.js';
 import type { SimBehaviour } from '../support/relay-simulation.js';
 import { checkIntertwinedSafety, nonTransitiveTally } from './network-checks.js';
 import type { Topology } from './relay-arbitraries.js';

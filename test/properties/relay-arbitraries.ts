@@ -1,14 +1,6 @@
 import fc from 'fast-check';
-import {
-  type QuorumSet,
-  type Vote,
-  type VotePhase,
-  type VoteValue,
-  defaultThreshold,
-  sat,
-  votePhases,
-  voteValues,
-} from '../../core/relay/index.js';
+import { type QuorumSet, defaultThreshold, sat } from '../../core/relay/quorum-set.js';
+import { type Vote, type VotePhase, type VoteValue, votePhases, voteValues } from '../../core/relay/vote.js';
 import type { SimBehaviour, SimNode } from '../support/relay-simulation.js';
 
 /**

@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { type NodeKey, type Vote, generateNodeKey, signVote } from '../../core/relay/index.js';
+import { type NodeKey, generateNodeKey } from '../../core/relay/node-id.js';
+import { type Vote, signVote } from '../../core/relay/vote.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /**

@@ -1,15 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  type UnsignedVote,
-  type Vote,
-  generateNodeKey,
-  parseVote,
-  signVote,
-  verifyVote,
-  votePhases,
-  voteValues,
-} from '../../core/relay/index.js';
+import { type UnsignedVote, type Vote, parseVote, signVote, verifyVote, votePhases, voteValues } from '../../core/relay/vote.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 
 /**
  * Property 11: any change to a signed field or any bit of `sig` fails; `hint` changes pass. Real

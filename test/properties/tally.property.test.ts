@@ -1,19 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  type Bulletin,
-  type Emitted,
-  type EmittedStatement,
-  type Vote,
-  blocks,
-  bulletinRank,
-  quorumSetMembers,
-  sat,
-  otherValue,
-  sliceClosure,
-  tally,
-  voteValues,
-} from '../../core/relay/index.js';
+import { type Bulletin, type Emitted, type EmittedStatement, bulletinRank, tally } from '../../core/relay/tally.js';
+import { type Vote, otherValue, voteValues } from '../../core/relay/vote.js';
+import { blocks, quorumSetMembers, sat, sliceClosure } from '../../core/relay/quorum-set.js';
 import { ITEM, allQuorums, nodeName, statement, statementsArb, topologyArb } from './relay-arbitraries.js';
 
 // Each run is one or two tallies over <= 7 nodes and <= 30 statements: a few hundred runs cost ~1 s.

@@ -6,7 +6,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import Database from 'better-sqlite3';
 import express from 'express';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import type { BenchSnapshot, BoardSnapshot } from '../../server/bench/bench-snapshot.js';
+import type { BenchSnapshot, BoardSnapshot } from '../../server/bench/views/bench-snapshot.js';
 import { createPagesRouter } from '../../server/bench/pages/pages-router.js';
 import { migrateBenchDatabase } from '../../server/store/bench-store-migrations.js';
 import { SqlWaitlist } from '../../server/store/sql-side-stores.js';

@@ -17,7 +17,7 @@ const NO_CONTROL_CHARS = /^[^\x00-\x1f\x7f-\x9f]*$/;
 
 /**
  * The spec's form defaults (bench-service.md): an absent `idle_seconds`, `uart_seconds` or
- * `label` takes these, so the configured limits must admit them (server/bench/bench-limits.ts).
+ * `label` takes these, so the configured limits must admit them (server/bench/domain/bench-limits.ts).
  */
 export const FORM_DEFAULTS = { idleSeconds: '90', uartSeconds: '0.8', label: 'agent' } as const;
 

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { coreProblemError, stringTooLong, stringTooShort } from '../core-problem-errors.js';
-import { claimKinds, codePointLength, quorumSetDepthProblem } from '../../core/relay/index.js';
+import { claimKinds } from '../../core/relay/claim.js';
+import { codePointLength } from '../../core/unicode-text.js';
+import { quorumSetDepthProblem } from '../../core/relay/quorum-set.js';
 import { registerSchema, relayLimits, sessionSchema } from './relay-facts.js';
 
 /**

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { BenchSnapshot, BoardSnapshot } from '../bench-snapshot.js';
+import type { BenchSnapshot, BoardSnapshot } from '../views/bench-snapshot.js';
 import { curlWalkthrough, renderHomePage, shellQuote } from './home-page.js';
 import { LIVE_HOME_SCRIPT } from './live-scripts.js';
 import { renderStatsPage } from './stats-page.js';

@@ -1,4 +1,4 @@
-import type { BenchSnapshot } from '../bench-snapshot.js';
+import type { BenchSnapshot } from '../views/bench-snapshot.js';
 import { html } from './html.js';
 import { LIVE_HOME_SCRIPT } from './live-scripts.js';
 import { renderLayout } from './page-layout.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import express from 'express';
 import type { Clock } from '../../../core/clock.js';
-import type { BenchSnapshot } from '../bench-snapshot.js';
+import type { BenchSnapshot } from '../views/bench-snapshot.js';
 import { CSRF_TOKEN_TTL_MS, type CsrfRejection, issueCsrfToken, verifyCsrfToken } from './csrf-token.js';
 import { aiPluginManifest, renderLlmsTxt, renderRobotsTxt } from './discovery-documents.js';
 import { renderHomePage } from './home-page.js';

@@ -1,4 +1,4 @@
-import type { BenchSnapshot, BoardStatus } from '../bench-snapshot.js';
+import type { BenchSnapshot, BoardStatus } from '../views/bench-snapshot.js';
 import { html } from './html.js';
 import { renderLayout } from './page-layout.js';
 import { activityTable, boardsTable, snapshotFooter } from './snapshot-views.js';

@@ -1,0 +1,250 @@
+import { type Clock, isoFromMs, type TimerHandle } from '../../../core/clock.js';
+import type { Logger } from '../../http/logger.js';
+import type { AgentRecord, BenchStore, LeaseWithAgent, SessionRecord } from '../../store/bench-store.js';
+import { SessionQueue } from './session-queue.js';
+import { newId } from './bench-deps.js';
+import { BenchError } from './bench-errors.js';
+import type { SessionBody } from '../../../wire/bench/bench-schemas.js';
+import { sessionBody } from '../views/bench-views.js';
+import type { WorkerGateway } from '../workers/worker-gateway.js';
+import type { BoardAccess } from './board-access.js';
+import type { AgentLongPolls } from './agent-long-polls.js';
+
+/**
+ * Sessions: exclusive board leases kept alive by heartbeats, freed by a timer on the injected
+ * clock when they run out, and the jobs of each session, cancelled when it closes.
+ */
+export class SessionLeases {
+  private readonly expiryTimers = new Map<string, TimerHandle>();
+  private closing = false;
+  /** The expiry sweeps the timers started, one after another. */
+  private reaping: Promise<void> = Promise.resolve();
+
+  private readonly queue: SessionQueue;
+
+  constructor(
+    private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; logger: Logger; access: BoardAccess; longPolls: AgentLongPolls },
+  ) {
+    this.queue = new SessionQueue({ clock: deps.clock, store: deps.store.sessionQueue, logger: deps.logger });
+  }
+
+  private now(): number {
+    return this.deps.clock.nowMs();
+  }
+
+  /** After a (re)start: an expiry timer for every session still active. */
+  async armAll(): Promise<void> {
+    for (const session of await this.deps.store.listActiveSessions(this.now())) this.armExpiry(session);
+  }
+
+  /** Settles once the expiry sweeps started by timers so far have finished (tests on a fake clock). */
+  async expirySettled(): Promise<void> {
+    let seen: Promise<void> | undefined;
+    while (seen !== this.reaping) {
+      seen = this.reaping;
+      await seen;
+    }
+  }
+
+  /** Stops every expiry timer; none is armed again. */
+  close(): void {
+    this.closing = true;
+    this.queue.close();
+    for (const handle of this.expiryTimers.values()) this.deps.clock.clearTimeout(handle);
+    this.expiryTimers.clear();
+  }
+
+  /**
+   * Opens a session on `boardId`. With `wait`, a board held by someone else puts the caller in the
+   * board's queue (first come first served) until the lease is granted or the wait runs out; then
+   * the 409 says the caller's place in the queue and who holds the board until when.
+   */
+  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionBody> {
+    const { access } = this.deps;
+    // `boardId` names a pool (any free instance) or one instance of it (decision 0510).
+    const target = await access.target(boardId);
+    const pool = target.board.id;
+    await access.usable(pool);
+    // A session that expired without its timer having fired yet: its jobs stop before anyone else's lease.
+    await this.cancelJobsOfClosedSessions();
+    const attempt = async (): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
+      const instances = target.instance === undefined ? await access.handOut(pool) : undefined;
+      const nowMs = this.now();
+      const result = await this.deps.store.openSession({
+        sessionId: newId('ses'),
+        agentId: agent.agentId,
+        board: pool,
+        ...(target.instance === undefined ? {} : { instance: target.instance }),
+        state: 'active',
+        idleSeconds,
+        createdAtMs: nowMs,
+        expiresAtMs: nowMs + Math.round(idleSeconds * 1000),
+        endedAtMs: null,
+        lastHeartbeatAtMs: null,
+      }, { instances });
+      return result.kind === 'opened' ? { session: result.session } : { lease: result.lease };
+    };
+    // The session queue is per pool, or per instance asked for by id (decision 0510), in the store
+    // across replicas (decision 0555). A waiting request that finds others already waiting joins
+    // behind them instead of trying first: first come first served.
+    const queue = { queue: target.instance ?? pool, pool };
+    const queued = wait !== undefined && wait.seconds > 0 && (await this.queue.lineOf(queue.queue, agent.agentId)).waiting > 0;
+    let outcome = queued ? { lease: await this.currentLease(queue.queue, pool) } : await attempt();
+    // The caller's own flash job is waited for as anyone's is (a one-shot run right after another,
+    // issue 31). So is its own session on a pool of several instances: a CI pipeline's parallel
+    // jobs share one token, and each waits for the next free instance (issue 27). On a pool of one
+    // (or an instance asked for by id) the caller's own session is answered at once, as before.
+    const sharedPool = target.instance === undefined && (await access.handOut(pool)).length > 1;
+    const waitable = (lease: LeaseWithAgent | undefined) => lease === undefined || lease.agentId !== agent.agentId || lease.holder.kind === 'job' || sharedPool;
+    if (!outcome.session && wait && wait.seconds > 0 && waitable(outcome.lease)) {
+      let lastLease = outcome.lease;
+      // Waiting in the queue holds the request open: one of the agent's long polls (decision 0471).
+      const waited = await this.deps.longPolls.run(agent, () => this.queue.wait(queue, agent.agentId, {
+        waitMs: Math.round(wait.seconds * 1000),
+        signal: wait.signal,
+        attempt: async () => {
+          const tried = await attempt();
+          if (tried.lease) lastLease = tried.lease;
+          return tried.session;
+        },
+      }));
+      if (!waited.value) {
+        lastLease ??= await this.currentLease(queue.queue, pool);
+        const conflict = lastLease ? await access.leasedConflict(lastLease, agent) : { detail: `board ${boardId} is busy`, extra: {} };
+        throw new BenchError('board_leased', `${conflict.detail}; you were number ${waited.position} in the queue for ${boardId} when your wait of ${wait.seconds} s ran out`, conflict.extra);
+      }
+      outcome = { session: waited.value };
+    }
+    if (!outcome.session) throw await this.refusal(outcome.lease, boardId, agent);
+    this.armExpiry(outcome.session);
+    return sessionBody(outcome.session);
+  }
+
+  /** The id of a board of this server; `board_not_found` otherwise. */
+  knownBoard(boardId: string): string {
+    return this.deps.access.knownBoard(boardId).id;
+  }
+
+  /** `board`'s session queue on every replica: how many wait, and the caller's place (1-based) when it waits. */
+  queueOf(board: string, agentId: string): Promise<{ waiting: number; position: number | null }> {
+    return this.queue.lineOf(board, agentId);
+  }
+
+  /** The lease on `queue` (an instance) or on `pool`'s instances that frees first; undefined when none is held. */
+  private async currentLease(queue: string, pool: string): Promise<LeaseWithAgent | undefined> {
+    const leases = (await this.deps.store.listLeases(this.now())).filter((l) => (queue === pool ? l.board === pool : (l.instance ?? l.board) === queue));
+    const freesAt = (l: LeaseWithAgent) => l.expiresAtMs ?? Number.POSITIVE_INFINITY;
+    return leases.reduce<LeaseWithAgent | undefined>((best, l) => (best === undefined || freesAt(l) < freesAt(best) ? l : best), undefined);
+  }
+
+  /** The 409 of a session request refused at once: who holds the board, or that it is busy. */
+  private async refusal(lease: LeaseWithAgent | undefined, boardId: string, agent: AgentRecord): Promise<BenchError> {
+    if (lease) return this.deps.access.leasedConflict(lease, agent);
+    return new BenchError('board_leased', `board ${boardId} is busy`);
+  }
+
+  /** Something in this process may have freed a board (a job ended): the queues try again. */
+  boardMayBeFree(): void {
+    this.queue.nudge();
+  }
+
+  private async ownSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
+    const session = await this.deps.store.getSession(sessionId, this.now());
+    // Another agent's session is answered exactly like a missing one: existence is not revealed.
+    if (!session || session.agentId !== agent.agentId) throw new BenchError('session_not_found', `session ${sessionId} not found`);
+    return session;
+  }
+
+  async getSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    return sessionBody(await this.ownSession(agent, sessionId));
+  }
+
+  async heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    await this.ownSession(agent, sessionId);
+    const result = await this.deps.store.heartbeatSession(sessionId, this.now());
+    if (result.kind === 'not-found') throw new BenchError('session_not_found', `session ${sessionId} not found`);
+    if (result.kind === 'not-active') throw notActive(result.session, 'heartbeat');
+    this.armExpiry(result.session);
+    return sessionBody(result.session);
+  }
+
+  async endSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+    await this.ownSession(agent, sessionId);
+    const result = await this.deps.store.endSession(sessionId, this.now());
+    if (result.kind === 'not-found') throw new BenchError('session_not_found', `session ${sessionId} not found`);
+    if (result.kind === 'not-active') throw notActive(result.session, 'end');
+    this.disarmExpiry(sessionId);
+    this.cancelSessionJobs(result.session);
+    this.queue.nudge();
+    return sessionBody(result.session);
+  }
+
+  /**
+   * Tells the workers running jobs of a session that ended or expired to stop them now (the
+   * store already failed its queued ones, passed the lease to the running one and recorded why
+   * it must stop; a remote worker hears it on its next claim renewal). The job fails as
+   * `cancelled` and frees the board once its worker has stopped it.
+   */
+  private cancelSessionJobs(session: SessionRecord): void {
+    const reason = `session ${session.sessionId} ${session.state} at ${isoFromMs(session.endedAtMs ?? this.now())}`;
+    this.deps.gateway.sessionClosed(session.sessionId, reason);
+  }
+
+  /** Stops the jobs of every session that closed, whichever request or timer noticed it. */
+  private async cancelJobsOfClosedSessions(): Promise<void> {
+    await this.deps.gateway.pushStoredCancels();
+  }
+
+  /** A timer on the injected clock frees the board when the lease runs out, with no request needed. */
+  private armExpiry(session: SessionRecord): void {
+    if (this.closing) return;
+    this.disarmExpiry(session.sessionId);
+    const delayMs = Math.max(0, session.expiresAtMs - this.now());
+    const handle = this.deps.clock.setTimeout(() => {
+      this.expiryTimers.delete(session.sessionId);
+      this.reaping = this.reaping.then(() => this.reapExpired());
+    }, delayMs);
+    this.expiryTimers.set(session.sessionId, handle);
+  }
+
+  private disarmExpiry(sessionId: string): void {
+    const handle = this.expiryTimers.get(sessionId);
+    if (handle !== undefined) this.deps.clock.clearTimeout(handle);
+    this.expiryTimers.delete(sessionId);
+  }
+
+  private async reapExpired(): Promise<void> {
+    if (this.closing) return;
+    try {
+      for (const s of await this.deps.store.expireSessions(this.now())) {
+        this.disarmExpiry(s.sessionId);
+        const stopping = this.deps.gateway.runsJobsOf(s.sessionId) ? '; its jobs are cancelled and the board is free once they stop' : '; the board is free';
+        this.deps.logger.info(`session ${s.sessionId} on ${s.board} expired${stopping}`);
+      }
+      await this.cancelJobsOfClosedSessions();
+      this.queue.nudge();
+    } catch (err) {
+      this.deps.logger.error('expiring sessions failed', err);
+    }
+  }
+
+  /**
+   * A job of `sessionId` settled: the store renewed the session from then (its jobs kept it alive
+   * while they ran, decision 0211), so its expiry timer is armed again for the new `expires_at`.
+   * An expiry timer that fired while the job ran found the session in use and left it active.
+   */
+  async rearmAfterJob(sessionId: string | null): Promise<void> {
+    if (sessionId === null || this.closing) return;
+    try {
+      const session = await this.deps.store.getSession(sessionId, this.now());
+      if (session?.state === 'active') this.armExpiry(session);
+    } catch (err) {
+      this.deps.logger.error(`re-arming the expiry of session ${sessionId} after its job settled failed`, err);
+    }
+  }
+}
+
+function notActive(session: SessionRecord, action: string): BenchError {
+  const when = session.endedAtMs === null ? '' : ` at ${isoFromMs(session.endedAtMs)}`;
+  return new BenchError('session_not_active', `cannot ${action} session ${session.sessionId}: it is ${session.state}${when}, not active`);
+}

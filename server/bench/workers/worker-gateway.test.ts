@@ -1,0 +1,160 @@
+import type { JobTicket } from '../../../harness/worker/worker-link.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createClock } from '@sinonjs/fake-timers';
+import { afterEach, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../../core/clock.js';
+import { jobRecord, sessionRecord, T0 } from '../../../test/contract/bench-store-contract.js';
+import { memoryLogger } from '../../http/logger.js';
+import { FirmwareBlobStore } from '../../store/firmware-blob-store.js';
+import { SqliteBenchStore } from '../../store/sqlite-bench-store.js';
+import { defaultBenchLimits } from '../domain/bench-limits.js';
+import { type LiveUartChunk, JobLive } from '../domain/job-live.js';
+import { UART_SAVE_INTERVAL_MS } from './uart-record.js';
+import { WorkerGateway } from './worker-gateway.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function setUp() {
+  const fake = createClock(T0);
+  const clock = clockFromFakeTimers(fake);
+  const store = new SqliteBenchStore(':memory:');
+  await store.insertAgent({ agentId: 'ag_1', label: 'one', tokenSha256: '1'.repeat(64), createdAtMs: T0 });
+  const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-gateway-'));
+  dirs.push(dir);
+  const blobs = new FirmwareBlobStore(dir);
+  const live = new JobLive();
+  const healthCounted: Array<{ jobId: string; debug: boolean }> = [];
+  const instanceHealth = { unquarantined: async (_board: string, instances: readonly string[]) => [...instances], jobEnded: async (job: { jobId: string }, options: { debug: boolean }) => healthCounted.push({ jobId: job.jobId, ...options }) };
+  const gateway = (claimPollMs?: number) => new WorkerGateway({ clock, store, blobs, live, limits: defaultBenchLimits, logger: memoryLogger(), claimPollMs, instanceHealth });
+  return { fake, store, live, gateway, healthCounted };
+}
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+const report = (offset: number, ...texts: string[]) => ({
+  offset,
+  chunks: texts.map((t, i) => ({ atNanos: i, bytes: bytes(t) })),
+  timeBase: 'simulated' as const,
+  droppedUartBytes: 0,
+});
+
+describe('WorkerGateway', () => {
+  it("ends an in-process worker's claim empty after its wait (on the injected clock), so the worker asks again for the boards that freed meanwhile", async () => {
+    const { fake, gateway } = await setUp();
+    const g = gateway();
+    const settled = (p: Promise<unknown>) => Promise.race([p.then(() => 'settled'), new Promise((r) => setImmediate(() => setImmediate(() => r('waiting'))))]);
+    const bounded = g.linkFor('w1', { claimMs: null, claimWaitMs: 20_000 }).claim(['pico'], new AbortController().signal);
+    const unbounded = g.linkFor('w2', { claimMs: null }).claim(['pico'], new AbortController().signal);
+    await fake.tickAsync(19_999);
+    expect(await settled(bounded)).toBe('waiting');
+    await fake.tickAsync(1);
+    expect(await bounded).toBeUndefined();
+    await fake.tickAsync(60_000);
+    expect(await settled(unbounded), 'a claim without a bound waits').toBe('waiting');
+    await g.close();
+  });
+
+  it('wakes a waiting claim only for a job on one of its boards', async () => {
+    const { store, gateway } = await setUp();
+    const g = gateway(60_000);
+    const waiting = g.linkFor('w1', { claimMs: null }).claim(['pico'], new AbortController().signal);
+    const stillWaiting = () => Promise.race([waiting, new Promise((r) => setImmediate(() => setImmediate(() => r('still waiting'))))]);
+    await store.createJob(jobRecord({ jobId: 'job_uno', board: 'uno' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    g.jobQueued('uno');
+    expect(await stillWaiting()).toBe('still waiting');
+    await store.createJob(jobRecord({ jobId: 'job_pico', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    g.jobQueued('pico');
+    expect(await waiting).toMatchObject({ jobId: 'job_pico' });
+  });
+
+  it('hands a claim the job queued through it at once, and one queued through another replica on its next look', async () => {
+    const { fake, store, gateway } = await setUp();
+    const here = gateway(2_000);
+    const link = here.linkFor('w1', { claimMs: null });
+    const first = link.claim(['pico', 'uno'], new AbortController().signal);
+    await store.createJob(jobRecord({ jobId: 'job_here', board: 'uno' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    here.jobQueued('uno');
+    expect(await first).toMatchObject({ jobId: 'job_here', board: 'uno', maxUartBytes: defaultBenchLimits.maxUartBytesPerJob });
+
+    const second = link.claim(['pico'], new AbortController().signal);
+    // Queued through another replica: nobody tells this gateway; it looks again on its clock.
+    await store.createJob(jobRecord({ jobId: 'job_there' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    await fake.tickAsync(2_000);
+    expect(await second).toMatchObject({ jobId: 'job_there' });
+
+    const aborted = new AbortController();
+    const third = link.claim(['pico'], aborted.signal);
+    aborted.abort();
+    expect(await third).toBeUndefined();
+  });
+
+  it('passes UART on once, with byte offsets, even when a worker sends a range again; saves it on the clock', async () => {
+    const { fake, store, live, gateway } = await setUp();
+    const g = gateway();
+    const link = g.linkFor('w1', { claimMs: null });
+    await store.createJob(jobRecord(), { maxQueuedPerBoard: 4, nowMs: T0 });
+    await link.claim(['pico'], new AbortController().signal);
+    await link.running('job_1');
+    const seen: LiveUartChunk[] = [];
+    live.subscribe('job_1', (e) => e.kind === 'uart' && seen.push(e.chunk));
+    await link.uart('job_1', report(0, 'boot\n', 'tick 1\n'));
+    await link.uart('job_1', report(5, 'tick 1\n', 'tick 2\n'));
+    await link.uart('job_1', report(17, '2\ntick 3\n'));
+    expect(seen.map((c) => [c.offset, new TextDecoder().decode(c.bytes)])).toEqual([
+      [0, 'boot\n'],
+      [5, 'tick 1\n'],
+      [12, 'tick 2\n'],
+      [19, 'tick 3\n'],
+    ]);
+    expect((await store.getJob('job_1'))!.uart).toBeNull();
+    await fake.tickAsync(UART_SAVE_INTERVAL_MS);
+    await g.close();
+    expect(new TextDecoder().decode((await store.getJob('job_1'))!.uart!.bytes)).toBe('boot\ntick 1\ntick 2\ntick 3\n');
+  });
+
+  it('records an outcome only from the worker holding the job; another replica takes up the UART from the store', async () => {
+    const { fake, store, gateway } = await setUp();
+    const a = gateway();
+    await store.createJob(jobRecord(), { maxQueuedPerBoard: 4, nowMs: T0 });
+    const ticket = await a.linkFor('w1', { claimMs: 30_000 }).claim(['pico'], new AbortController().signal);
+    await a.linkFor('w1', { claimMs: 30_000 }).uart((ticket as JobTicket).jobId, report(0, 'first half\n'));
+    await fake.tickAsync(UART_SAVE_INTERVAL_MS);
+    // The same worker's next report reaches another replica, which continues from what is stored.
+    const b = gateway();
+    await b.linkFor('w1', { claimMs: 30_000 }).uart('job_1', report(11, 'second half\n'));
+    await b.linkFor('w2', { claimMs: 30_000 }).finish('job_1', { state: 'failed', failure: { kind: 'internal', message: 'not mine' }, uart: null });
+    expect((await store.getJob('job_1'))!.state).toBe('flashing');
+    await b.linkFor('w1', { claimMs: 30_000 }).finish('job_1', {
+      state: 'done',
+      uart: { timeBase: 'simulated', droppedUartBytes: 0, uart: [{ atNanos: 0, bytes: bytes('first half\nsecond half\n') }] },
+      stop: { reason: 'elapsed', elapsedNanos: 5 },
+      flashMs: 1,
+      runMs: 2,
+    });
+    const job = await store.getJob('job_1');
+    expect(job).toMatchObject({ state: 'done', workerId: 'w1' });
+    expect(new TextDecoder().decode(job!.uart!.bytes)).toBe('first half\nsecond half\n');
+  });
+
+  it("tells the instance's health whether an ended job ran under a debugger", async () => {
+    const { store, gateway, healthCounted } = await setUp();
+    const g = gateway();
+    const link = g.linkFor('w1', { claimMs: 30_000 });
+    await store.openSession(sessionRecord());
+    await store.createJob(jobRecord({ jobId: 'job_debug', sessionId: 'ses_1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    g.debug.arm('ag_1', 'ses_1', {});
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_debug', debug: { idleTimeoutMs: 300_000 } });
+    await link.finish('job_debug', { state: 'failed', failure: { kind: 'timeout', message: 'no debugger connected for 300 s' }, uart: null });
+    await store.createJob(jobRecord({ jobId: 'job_plain', sessionId: 'ses_1', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_plain' });
+    await link.finish('job_plain', { state: 'failed', failure: { kind: 'timeout', message: 'deadline' }, uart: null });
+    expect(healthCounted).toEqual([
+      { jobId: 'job_debug', debug: true },
+      { jobId: 'job_plain', debug: false },
+    ]);
+  });
+});

@@ -1,0 +1,383 @@
+import { sleep, type TimerHandle } from '../../../core/clock.js';
+import type { JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../../harness/worker/worker-link.js';
+import { DebugRelay } from '../domain/debug-relay.js';
+import { gatewayLink, healthCheckTicket, ticketOf } from './gateway-link.js';
+import { GatewayHealthChecks } from './gateway-health-checks.js';
+import type { HealthCheckRecord } from '../../store/health-check-store.js';
+import type { JobOutcome, JobRecord, UartRecord } from '../../store/bench-store.js';
+import type { LiveUartChunk } from '../domain/job-live.js';
+import { reportedInstances } from '../domain/pool-instances.js';
+import { StoreSignals } from '../domain/store-signals.js';
+import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
+import { takeInputOrStop } from './input-or-stop.js';
+import type { WorkerGatewayDeps } from './worker-gateway-deps.js';
+
+/** The most serial input one fetch hands a worker, bytes (one input is never split). */
+export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
+
+/** What the gateway keeps of a job a worker reported through it (its UART as `HeldUart`). */
+interface JobInFlight extends HeldUart {
+  job: JobRecord;
+  workerId: string;
+  claimMs: number | null;
+  capture: Omit<UartCaptureReport, 'uart'>;
+  saveTimer: TimerHandle | undefined;
+  saving: Promise<void>;
+  watchers: Set<(push: JobPush) => void>;
+}
+
+/**
+ * The server's side of the worker protocol (harness/worker/worker-link.ts), over the store: a
+ * claim is a store claim (a long poll woken when a job is queued here, and re-checked on the
+ * injected clock for jobs queued through another replica), UART goes to live readers at once and
+ * to the store at most every `UART_SAVE_INTERVAL_MS`, and outcomes are recorded only for the
+ * worker holding the job. `linkFor` gives the link of one worker; the HTTP routes for remote
+ * workers call the same methods.
+ */
+export class WorkerGateway {
+  private readonly inFlight = new Map<string, JobInFlight>();
+  /** Jobs whose outcome is being recorded here (out of `inFlight` already, not yet told to live readers). */
+  private readonly finishing = new Set<string>();
+  private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
+  /** What waiters look for in the store (serial input queued or written, a health check done): woken at once from here. */
+  private readonly signals: StoreSignals;
+
+  /** The GDB streams of debug jobs handed out here (issue 32, decision 0560). */
+  readonly debug: DebugRelay;
+  /** Health checks requested of workers, run by them and waited for here. */
+  readonly healthChecks: GatewayHealthChecks;
+
+  constructor(private readonly deps: WorkerGatewayDeps) {
+    this.signals = new StoreSignals(deps.clock, deps.claimPollMs);
+    this.debug = new DebugRelay({ clock: deps.clock, store: deps.store, replicaUrl: deps.replicaUrl ?? (() => null) });
+    this.healthChecks = new GatewayHealthChecks(deps, this.signals, (board) => this.jobQueued(board));
+  }
+
+  private now(): number {
+    return this.deps.clock.nowMs();
+  }
+
+  /** The link of worker `workerId`; `claimMs` null for the worker in this process (claims never lapse). */
+  linkFor(workerId: string, options: { claimMs: number | null; claimWaitMs?: number }): WorkerLink {
+    return gatewayLink(this, workerId, options, this.deps.clock);
+  }
+
+  /** A job was queued on `board`, or the board was freed: a worker waiting for that board claims now. */
+  jobQueued(board: string): void {
+    for (const waiter of [...this.waiters]) if (waiter.boards.has(board)) waiter.wake();
+  }
+
+  /** A session closed: its jobs running through this gateway are told to stop at once (the store asked already). */
+  sessionClosed(sessionId: string, reason: string): void {
+    void this.debug.sessionEnded(sessionId).catch((err: unknown) => this.deps.logger.error(`dropping the debug arming of session ${sessionId}`, err));
+    for (const entry of this.inFlight.values()) {
+      if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
+    }
+  }
+
+  /**
+   * What a job running through this gateway has printed so far, with byte offsets (the store has
+   * it up to a second later); undefined for a job not running here.
+   */
+  uartSoFar(jobId: string): LiveUartChunk[] | undefined {
+    const entry = this.inFlight.get(jobId);
+    return entry && withOffsets(entry.chunks).map(({ offset, chunk }) => ({ offset, atNanos: chunk.atNanos, bytes: chunk.bytes, timeBase: entry.capture.timeBase }));
+  }
+
+  /**
+   * Whether the job's outcome comes through this gateway (it runs through it, or its outcome is
+   * being recorded): its end reaches this process's readers as a live event with the record.
+   */
+  carries(jobId: string): boolean {
+    return this.inFlight.has(jobId) || this.finishing.has(jobId);
+  }
+
+  /** Whether a job of the session is running through this gateway. */
+  runsJobsOf(sessionId: string): boolean {
+    return [...this.inFlight.values()].some((e) => e.job.sessionId === sessionId);
+  }
+
+  /** Tells the workers of jobs asked to stop in the store (a session that expired as a write swept it) to stop now. */
+  async pushStoredCancels(): Promise<void> {
+    for (const entry of [...this.inFlight.values()]) {
+      if (entry.watchers.size === 0) continue;
+      const job = await this.deps.store.getJob(entry.job.jobId);
+      if (job?.cancelReason) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason: job.cancelReason });
+    }
+  }
+
+  /**
+   * Forgets the jobs that ended without their worker's outcome coming through here (the sweep
+   * failed them when the worker vanished, an administrator revoked it, or it finished through
+   * another replica): only an outcome through this gateway removed a job from it, so each such
+   * job kept its UART in memory, a save timer, and counted as running for its session, for good.
+   */
+  async forgetEnded(): Promise<void> {
+    for (const [jobId, entry] of [...this.inFlight]) {
+      const job = await this.deps.store.getJob(jobId);
+      if (job && (job.state === 'flashing' || job.state === 'running')) continue;
+      if (this.inFlight.get(jobId) !== entry) continue; // finished meanwhile
+      this.debug.jobEnded(jobId, `job ${jobId} ended`);
+      if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
+      entry.saveTimer = undefined;
+      this.inFlight.delete(jobId);
+    }
+  }
+
+  /** Waits for the UART saves in progress (shutdown: the next start finds what the jobs printed). */
+  async close(): Promise<void> {
+    for (const entry of this.inFlight.values()) {
+      if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
+      entry.saveTimer = undefined;
+      this.save(entry);
+    }
+    await Promise.all([...this.inFlight.values()].map((e) => e.saving));
+    for (const waiter of [...this.waiters]) waiter.wake();
+    this.debug.shutdown();
+  }
+
+  async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
+    const wanted = new Set(boards);
+    const pollMs = this.deps.claimPollMs;
+    // The worker names boards; its jobs are on its instances of them (decision 0510), as it reported them.
+    const reports = (await this.deps.store.workers.get(workerId))?.boards ?? [];
+    const reported = boards.map((board) => {
+      const report = reports.find((r) => r.board === board);
+      return { board, instances: report ? reportedInstances(workerId, report) : [board] };
+    });
+    // Looked at again on every try: an instance quarantined (or released) meanwhile is skipped (or claimed).
+    // So is an instance under a health check (decision 0606): its job waits for the check to end.
+    const claimable = async (active: readonly HealthCheckRecord[]) => {
+      const health = this.deps.instanceHealth;
+      if (!health) return reported.flatMap((r) => r.instances);
+      const checking = new Set(active.map((c) => c.board));
+      return (await Promise.all(reported.map((r) => health.unquarantined(r.board, r.instances)))).flat().filter((i) => !checking.has(i));
+    };
+    // A check of one instance (decision 0606) is recorded under the instance's id.
+    const checkable = [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))];
+    while (!signal.aborted) {
+      // Listening before looking: a job queued between the look and the wait still wakes us.
+      let wake: () => void = () => undefined;
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      const waiter = { boards: wanted, wake };
+      this.waiters.add(waiter);
+      try {
+        // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
+        // One read of the active checks says both whether one is requested of this worker and which
+        // instances they hold (decision 0650: it was two reads on every try).
+        const active = await this.deps.store.healthChecks.active();
+        const requested = active.some((c) => c.state === 'requested' && c.workerId === workerId && checkable.includes(c.board));
+        const check = requested ? await this.deps.store.healthChecks.claim(workerId, checkable, this.now()) : undefined;
+        if (check) return healthCheckTicket(check);
+        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(active), nowMs: this.now(), claimMs });
+        if (job) {
+          this.started(job, workerId, claimMs);
+          return ticketOf(job, this.deps.limits.maxUartBytesPerJob, await this.debug.claimed(job, workerId));
+        }
+        const onAbort = () => wake();
+        signal.addEventListener('abort', onAbort, { once: true });
+        // Aborted while the store was asked: the event has fired already and would never wake us.
+        if (signal.aborted) wake();
+        await Promise.race([woken, ...(pollMs === undefined ? [] : [sleep(this.deps.clock, pollMs, signal).catch(() => undefined)])]);
+        signal.removeEventListener('abort', onAbort);
+      } finally {
+        this.waiters.delete(waiter);
+      }
+    }
+    return undefined;
+  }
+
+  async firmware(sha256: string): Promise<Uint8Array> {
+    const bytes = await this.deps.blobs.get(sha256);
+    if (!bytes) throw new Error(`the firmware ${sha256} is missing from the blob store`);
+    return bytes;
+  }
+
+  async running(workerId: string, jobId: string): Promise<{ stop: string | null }> {
+    const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
+    if (status.kind === 'lost') return { stop: lostReason(jobId, status.state) };
+    this.deps.live.publishState(jobId, 'running');
+    return { stop: status.cancelReason };
+  }
+
+  /**
+   * Renews `workerId`'s claim on the job for `claimMs` (null: the worker in this process, whose
+   * claims never lapse). Given by the caller, not remembered from the claim: after a restart, or
+   * on a replica that did not hand out the job, nothing here remembers it, and a renewal that
+   * guessed "never" left a vanished worker's job running, holding its board, for good.
+   */
+  async heartbeat(workerId: string, claimMs: number | null, jobId: string): Promise<{ stop: string | null }> {
+    const status = await this.deps.store.renewJobClaim(jobId, workerId, { nowMs: this.now(), claimMs });
+    return { stop: status.kind === 'lost' ? lostReason(jobId, status.state) : status.cancelReason };
+  }
+
+  /**
+   * Keeps a report of the job's UART from `report.offset` on; false when the worker does not hold
+   * the job (nothing is kept). `claimMs` as for `heartbeat`. A report starting past the bytes
+   * received so far (an earlier one lost on the way, or the unsaved second before a restart) leaves
+   * a gap: its size is counted as dropped, so no byte is taken for another, and a late report of
+   * the missing range is not placed after newer bytes; the outcome carries the whole capture.
+   */
+  async uart(workerId: string, claimMs: number | null, jobId: string, report: UartReport): Promise<boolean> {
+    const entry = await this.entryOf(workerId, claimMs, jobId);
+    if (!entry) return false;
+    entry.capture = { timeBase: report.timeBase, clockSource: report.clockSource, droppedUartBytes: report.droppedUartBytes };
+    for (const { offset, chunk } of holdReport(entry, report, this.deps.limits.maxUartBytesPerJob)) {
+      this.deps.live.publishUart(jobId, { offset, atNanos: chunk.atNanos, bytes: chunk.bytes, timeBase: report.timeBase });
+    }
+    if (entry.saveTimer === undefined) {
+      entry.saveTimer = this.deps.clock.setTimeout(() => {
+        entry.saveTimer = undefined;
+        this.save(entry);
+      }, UART_SAVE_INTERVAL_MS);
+    }
+    return true;
+  }
+
+  /** Records the outcome; returns the job as stored (unchanged when the worker does not hold it). */
+  async finish(workerId: string, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
+    this.finishing.add(jobId);
+    try {
+      return await this.record(workerId, jobId, outcome);
+    } finally {
+      this.finishing.delete(jobId);
+    }
+  }
+
+  private async record(workerId: string, jobId: string, outcome: WorkerJobOutcome): Promise<JobRecord> {
+    const entry = this.inFlight.get(jobId);
+    if (entry) {
+      if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
+      entry.saveTimer = undefined;
+      await entry.saving;
+      this.inFlight.delete(jobId);
+    }
+    const limits = this.uartLimits();
+    const nowMs = this.now();
+    // A failure that carries no capture records what this gateway holds; holding none, the store keeps what it saved.
+    const record: JobOutcome =
+      outcome.state === 'done'
+        ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
+        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
+    // The store deletes the job's unread serial input as it records the end (decision 0650).
+    const finished = await this.deps.store.finishJob(jobId, record, { workerId });
+    let underDebugger = this.debug.has(jobId);
+    if (finished.workerId === workerId) {
+      // A debug job handed out through another replica is one too (decision 0663): the store says so.
+      underDebugger = await this.debug.forgetEnded(finished).catch((err: unknown) => {
+        this.deps.logger.error(`forgetting debug job ${jobId}`, err);
+        return underDebugger;
+      });
+      this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
+    }
+    // The store deleted the job's unread serial input as it recorded the end (decision 0650);
+    // a fetch of input still waiting hears the job is over.
+    this.signals.notify(`input:${jobId}`);
+    if (finished.workerId === workerId) {
+      await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
+      this.deps.live.publishState(jobId, finished.state, finished);
+      // The board is free for its next job (a worker of another board id waiting on it claims now).
+      this.jobQueued(finished.board);
+    }
+    return finished;
+  }
+
+  watch(jobId: string, listener: (push: JobPush) => void): () => void {
+    const entry = this.inFlight.get(jobId);
+    if (!entry) return () => undefined;
+    entry.watchers.add(listener);
+    return () => {
+      entry.watchers.delete(listener);
+    };
+  }
+
+  /**
+   * Serial input for a job `workerId` holds (a long poll until some is queued or `signal` aborts),
+   * acknowledging what it wrote through `writtenThroughSeq`. Woken at once by input queued through
+   * this process; input queued through another replica is seen on the next look at the store.
+   */
+  async input(workerId: string, jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
+    const taken = await this.signals.until(`input:${jobId}`, signal, async () => {
+      const found = await takeInputOrStop(this.deps.store, jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
+      // What the worker acknowledged may answer an agent waiting to hear its input was written.
+      this.signals.notify(`written:${jobId}`);
+      return found;
+    });
+    return taken ?? { inputs: [], lost: false };
+  }
+
+  /** Serial input was queued for `jobId`: its worker's waiting fetch takes it now. */
+  inputQueued(jobId: string): void {
+    this.signals.notify(`input:${jobId}`);
+  }
+
+  /** Whether the job's worker wrote input `seq` within `waitMs` (host ms, injected clock). */
+  async inputWritten(jobId: string, seq: number, waitMs: number, signal: AbortSignal): Promise<boolean> {
+    const timeout = new AbortController();
+    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
+    try {
+      const written = await this.signals.until(`written:${jobId}`, AbortSignal.any([signal, timeout.signal]), async () =>
+        (await this.deps.store.serialInput.writtenThrough(jobId)) >= seq ? true : undefined,
+      );
+      return written === true;
+    } finally {
+      this.deps.clock.clearTimeout(timer);
+    }
+  }
+
+  private started(job: JobRecord, workerId: string, claimMs: number | null): void {
+    this.inFlight.set(job.jobId, {
+      job,
+      workerId,
+      claimMs,
+      chunks: [],
+      bytes: 0,
+      reportedBytes: 0,
+      droppedHere: 0,
+      capture: { timeBase: 'wall', droppedUartBytes: 0 },
+      saveTimer: undefined,
+      saving: Promise.resolve(),
+      watchers: new Set(),
+    });
+    this.deps.live.publishState(job.jobId, 'flashing');
+  }
+
+  /** The job as this gateway knows it; another replica's job is taken up from the store. */
+  private async entryOf(workerId: string, claimMs: number | null, jobId: string): Promise<JobInFlight | undefined> {
+    const known = this.inFlight.get(jobId);
+    if (known) return known.workerId === workerId ? known : undefined;
+    const job = await this.deps.store.getJob(jobId);
+    if (!job || job.workerId !== workerId || (job.state !== 'flashing' && job.state !== 'running')) return undefined;
+    this.started(job, workerId, claimMs);
+    const entry = this.inFlight.get(jobId)!;
+    if (job.uart) {
+      entry.chunks = chunksOfRecord(job.uart);
+      entry.bytes = job.uart.bytes.length;
+      entry.reportedBytes = entry.bytes;
+    }
+    return entry;
+  }
+
+  private save(entry: JobInFlight): void {
+    const uart = this.recordOf(entry);
+    const { jobId } = entry.job;
+    entry.saving = entry.saving
+      .then(async () => {
+        await this.deps.store.renewJobClaim(jobId, entry.workerId, { nowMs: this.now(), claimMs: entry.claimMs, uart });
+      })
+      .catch((err: unknown) => this.deps.logger.error(`saving the UART of running job ${jobId} failed`, err));
+  }
+
+  private recordOf(entry: JobInFlight): UartRecord {
+    return uartRecordOf({ ...entry.capture, droppedUartBytes: entry.capture.droppedUartBytes + entry.droppedHere, uart: entry.chunks }, this.uartLimits());
+  }
+
+  private uartLimits(): { maxChunks: number; maxBytes: number } {
+    return { maxChunks: this.deps.limits.maxUartChunksPerJob, maxBytes: this.deps.limits.maxUartBytesPerJob };
+  }
+}
+
+function lostReason(jobId: string, state: string): string {
+  return `job ${jobId} is ${state} and no longer this worker's`;
+}
+
