@@ -6,6 +6,9 @@ export interface StateSnapshotOptions {
   ownerRestored: ReadonlySet<ArrayBufferLike>;
 }
 
+/** An array element that was never set (rp2040js's `Array(40)` of DMA requests): put back as a hole, not as undefined. */
+const HOLE = Symbol('hole');
+
 /** One recorded object: its own data properties, array elements, or map or set entries. */
 type Recorded =
   | { kind: 'object'; target: Record<string, unknown>; keys: string[]; values: unknown[] }
@@ -58,7 +61,8 @@ export class StateSnapshot {
           this.buffers.push({ view, bytes: view.slice() });
         }
       } else if (Array.isArray(next)) {
-        const values = [...(next as unknown[])];
+        const array = next as unknown[];
+        const values = Array.from({ length: array.length }, (_, i) => (i in array ? array[i] : HOLE));
         values.forEach(follow);
         this.recorded.push({ kind: 'array', target: next, values });
       } else if (next instanceof Map) {
@@ -100,7 +104,11 @@ export class StateSnapshot {
         for (let i = 0; i < keys.length; i++) if (!Object.is(target[keys[i]!], values[i])) target[keys[i]!] = values[i];
       } else if (r.kind === 'array') {
         r.target.length = r.values.length;
-        for (let i = 0; i < r.values.length; i++) r.target[i] = r.values[i];
+        for (let i = 0; i < r.values.length; i++) {
+          const value = r.values[i];
+          if (value !== HOLE) r.target[i] = value;
+          else if (i in r.target) delete r.target[i];
+        }
       } else if (r.kind === 'map') {
         r.target.clear();
         for (const [key, value] of r.entries) r.target.set(key, value);
