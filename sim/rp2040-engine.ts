@@ -15,6 +15,7 @@ import { SimClock } from './sim-clock.js';
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
 import type { SimGdbIo, SimGdbTarget } from './sim-gdb-target.js';
 import { SimError } from './sim-error.js';
+import { StateSnapshot } from './state-snapshot.js';
 import { UartOutputBuffer } from './uart-output-buffer.js';
 
 const UARTFR = 0x18;
@@ -59,7 +60,8 @@ export class Rp2040Engine implements SimEngine {
   readonly clock = new SimClock();
   readonly rp2040: RP2040;
   readonly pins: Rp2040Pins;
-  readonly placed: PlacedSegment[];
+  /** Where the image went; loaded again by each `reset`. */
+  private placedSegments: PlacedSegment[] = [];
   droppedRxBytes = 0;
   /** The project's own boot ROM, mapped when no B1 ROM file is configured. */
   private readonly ownRom: OwnBootrom | undefined;
@@ -74,12 +76,14 @@ export class Rp2040Engine implements SimEngine {
   private halt: EngineHalt | undefined;
   private outputReady = false;
   private readonly unmodelled = new Map<string, number>();
+  /** The chip and engine as built, before the image: what `reset` puts back in place. */
+  private readonly asBuilt = new StateSnapshot();
   /** What a `bkpt` on core 1 does: ends the run (a debugger's stub replaces it while attached, as it does the chip's `onBreak`). */
   core1Break: (code: number) => void = (code) => this.halted(breakHalt(this.rp2040, this.core1.core, code, CORE1, (m) => this.noteUnmodelled(m)));
 
   constructor(
-    board: Board,
-    image: SimImage,
+    private readonly board: Board,
+    private readonly image: SimImage,
     private readonly options: Rp2040EngineOptions,
   ) {
     const uartName = board.backends.sim?.uart ?? 'uart0';
@@ -98,8 +102,6 @@ export class Rp2040Engine implements SimEngine {
       this.ownRom = ownBootrom;
       this.rp2040.loadBootrom(ownBootrom.words);
     }
-
-    this.placed = loadAndStart(this.rp2040, board, image, { realBootrom: options.bootrom !== undefined });
     const core = this.rp2040.core;
 
     // Capture is attached before the first instruction runs.
@@ -132,6 +134,33 @@ export class Rp2040Engine implements SimEngine {
       this.turns.clockChanged(clkSys);
       this.core1.clockChanged(clkSys);
     });
+    // Taken before the image is loaded, so that a reset loads it again exactly as here. The board, the image, the ROM and the options are inputs, not state.
+    this.asBuilt.take(this, {
+      shared: new Set<object>([board, image, options, ...(this.ownRom ? [this.ownRom] : [])]),
+      ownerRestored: new Set([this.rp2040.flash.buffer]),
+    });
+    this.loadImage();
+  }
+
+  get placed(): readonly PlacedSegment[] {
+    return this.placedSegments;
+  }
+
+  /**
+   * Back to the chip as `new Rp2040Engine` leaves it (both cores, peripherals, SRAM, clock and
+   * counters as built, core 1 waiting in the ROM, the image loaded again), on the same chip and
+   * memories: a new chip per reset left 16 MiB of flash for the collector to free in the next
+   * run (decision 0655).
+   */
+  reset(): void {
+    this.asBuilt.restore();
+    this.loadImage();
+  }
+
+  /** Erased flash (what rp2040js's chip reset leaves), then the image, and core 0 where the image starts. */
+  private loadImage() {
+    this.rp2040.flash.fill(0xff);
+    this.placedSegments = loadAndStart(this.rp2040, this.board, this.image, { realBootrom: this.options.bootrom !== undefined });
   }
 
   /**

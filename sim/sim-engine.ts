@@ -57,6 +57,11 @@ export interface SimEngine {
    * fresh engine (held at reset release); the stub drives `advance` until it ends.
    */
   openGdb?(io: SimGdbIo): SimGdbTarget;
+  /**
+   * Optional: returns the chip to the state it was built in (image loaded, held at reset release),
+   * reusing its memories; counters start again from 0. Without it a reset builds a new engine.
+   */
+  reset?(): void;
 }
 
 /** Reports accesses the simulator does not model; called once per distinct message with its running count. */

@@ -17,8 +17,10 @@ export interface SimCounters {
 
 /**
  * One device's simulated chip over its life, where its engine runs (the engine's thread):
- * `flash` builds a fresh chip with the image loaded and held in reset, `reset` builds one again
- * from the same image, and externally driven pin levels are applied to every chip built after.
+ * `flash` builds a fresh chip with the image loaded and held in reset, `reset` returns it to that
+ * state (in place when the engine can, reusing the chip's memories: decision 0655; otherwise by
+ * building it again from the same image), and externally driven pin levels are applied again
+ * after each.
  */
 export class SimChip {
   private image: SimImage | undefined;
@@ -56,6 +58,13 @@ export class SimChip {
 
   reset(): void {
     if (!this.image) return;
+    const current = this.engine;
+    if (current?.reset) {
+      this.fold(current);
+      current.reset();
+      this.applyDriven();
+      return;
+    }
     const engine = this.createEngine(this.image);
     this.retire();
     this.engine = engine;
@@ -68,7 +77,7 @@ export class SimChip {
   }
 
   /**
-   * Builds a fresh chip from the image (held at reset release) and opens its engine's GDB stub on
+   * Resets the chip (held at reset release with the image loaded) and opens its engine's GDB stub on
    * it; the chip stays the current one after the debugger, so `run` carries on from its state.
    */
   openGdb(io: SimGdbIo, boardId: string): SimGdbTarget {
@@ -108,14 +117,18 @@ export class SimChip {
     for (const [pin, level] of this.driven) this.engine?.pins.drive(pin, level);
   }
 
-  /** Folds the current engine's counters into the totals; bytes still on their way to it are lost. */
+  /** Folds the current engine's counters into the totals and lets it go. */
   private retire() {
-    const e = this.engine;
-    if (!e) return;
+    if (!this.engine) return;
+    this.fold(this.engine);
+    this.engine = undefined;
+  }
+
+  /** Adds `e`'s counters to the totals before it starts again from 0; bytes still on their way to it are lost. */
+  private fold(e: SimEngine) {
     this.retired.instructions += e.instructions;
     this.retired.simulatedNanos += e.nanos;
     this.retired.sleptNanos += e.sleptNanos;
     this.retired.droppedRxBytes += e.droppedRxBytes + e.pendingRxBytes;
-    this.engine = undefined;
   }
 }

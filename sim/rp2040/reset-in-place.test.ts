@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { loadBoardCatalog } from '../../boards/catalog.js';
+import { parseElf } from '../../core/elf.js';
+import { Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
+import type { SimImage } from '../sim-engine.js';
+import { OwnBootrom } from './own-bootrom.js';
+
+const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
+const strict: Rp2040EngineOptions = {
+  onUnmodelled: (message) => {
+    throw new Error(`unexpected unmodelled access: ${message}`);
+  },
+};
+const image = (program: string): SimImage => {
+  const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL(`../../firmware/examples/pico/${program}.elf`, import.meta.url))));
+  return { bytes, elf: parseElf(bytes) };
+};
+const TIMER_ALARM0 = 0x40054010;
+const TIMER_INTE = 0x40054038;
+const PIO0_INSTR_MEM0 = 0x50200048;
+const DMA_CH0_READ_ADDR = 0x50000000;
+const UART0_IBRD = 0x40034024;
+
+/** Runs the engine until it halts (at most 200 ms simulated); its UART text and halt. */
+function runToHalt(engine: Rp2040Engine) {
+  let uart = '';
+  let halt;
+  while (!halt && engine.nanos < 200_000_000) {
+    halt = engine.advance(200_000_000);
+    for (let chunk = engine.takeUartOutput({ partial: true }); chunk; chunk = engine.takeUartOutput({ partial: true })) uart += new TextDecoder().decode(chunk.bytes);
+  }
+  return { uart, halt };
+}
+
+/**
+ * Everything reachable from `engine` as path → value: numbers, strings, the bytes of every
+ * buffer (flash included) as a hash, functions by name, a second reference to an object by the
+ * path it was first seen at. Written apart from `StateSnapshot` so that it checks it, not
+ * repeats it. The inputs (board, image, options, the shared ROM) are not the chip's state.
+ */
+function chipState(engine: Rp2040Engine, inputs: readonly object[]): Record<string, string> {
+  const state: Record<string, string> = {};
+  const firstSeen = new Map<unknown, string>();
+  const hashed = new Set<ArrayBufferLike>();
+  const visit = (value: unknown, path: string) => {
+    if (typeof value === 'function') state[path] = `function ${value.name}`;
+    else if (typeof value !== 'object' || value === null) state[path] = `${typeof value} ${String(value)}`;
+    else if (inputs.includes(value) || value instanceof OwnBootrom) state[path] = 'input';
+    else if (firstSeen.has(value)) state[path] = `same as ${firstSeen.get(value)}`;
+    else {
+      firstSeen.set(value, path);
+      if (ArrayBuffer.isView(value)) {
+        const buffer = value.buffer;
+        state[path] = hashed.has(buffer) ? 'view' : `bytes ${createHash('sha1').update(new Uint8Array(buffer)).digest('hex')}`;
+        hashed.add(buffer);
+      } else if (value instanceof Map) [...value].forEach(([k, v], i) => (visit(k, `${path}<key ${i}>`), visit(v, `${path}<value ${i}>`)));
+      else if (value instanceof Set) [...value].forEach((v, i) => visit(v, `${path}<${i}>`));
+      else {
+        state[`${path}:keys`] = Object.keys(value).join(',');
+        for (const [key, v] of Object.entries(value)) visit(v, `${path}.${key}`);
+      }
+    }
+  };
+  visit(engine, 'engine');
+  return state;
+}
+
+describe('a reset of the RP2040 engine', () => {
+  it('after a job that used both cores and dirtied SRAM, flash and peripherals, gives the chip as built, on the same memories', () => {
+    const program = image('multicore');
+    const fresh = new Rp2040Engine(pico, program, strict);
+    const used = new Rp2040Engine(pico, program, strict);
+    const inputs = [pico, program, strict];
+    const asBuilt = chipState(fresh, inputs);
+    expect(chipState(used, inputs)).toEqual(asBuilt);
+
+    const first = runToHalt(used);
+    expect(first.halt).toEqual({ reason: 'exited', exitCode: 0 });
+    // Past the exit: what a job leaves behind besides what the firmware did (core 1 launched, FIFOs, spinlocks, divider, UART, clocks).
+    const chip = used.rp2040;
+    chip.flash.fill(0, 0x100000, 0x101000);
+    chip.sram.fill(0xa5);
+    chip.writeUint32(TIMER_INTE, 1);
+    chip.writeUint32(TIMER_ALARM0, 0x1000_0000);
+    chip.writeUint32(PIO0_INSTR_MEM0, 0xe001);
+    chip.writeUint32(DMA_CH0_READ_ADDR, 0x2000_0000);
+    chip.writeUint32(UART0_IBRD, 3);
+    used.queueUartInput(new Uint8Array([1, 2, 3]));
+    const dirty = chipState(used, inputs);
+    expect(Object.keys(dirty).filter((path) => dirty[path] !== asBuilt[path]).length).toBeGreaterThan(50);
+    const memories = { flash: chip.flash, sram: chip.sram, core: chip.core };
+
+    used.reset();
+
+    expect(chipState(used, inputs)).toEqual(asBuilt);
+    // The same objects, not equal copies: nothing of the chip was allocated anew.
+    expect(used.rp2040.flash === memories.flash && used.rp2040.sram === memories.sram && used.rp2040.core === memories.core).toBe(true);
+    expect(runToHalt(used)).toEqual(first);
+  });
+
+  it('loads the image again, so flash the firmware erased or programmed is back', () => {
+    const program = image('hello');
+    const engine = new Rp2040Engine(pico, program, strict);
+    const firstRun = runToHalt(engine);
+    engine.rp2040.flash.fill(0xff, 0, 0x1000);
+    engine.reset();
+    expect(runToHalt(engine)).toEqual(firstRun);
+  });
+});
