@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Credentials, loadOrCreateSecret } from './credentials.js';
 import { generateNodeKey } from '../../core/relay/index.js';
-import { HttpError } from '../http/http-error.js';
+import { RelayRefusal } from './relay-errors.js';
 import { RelayStore } from './relay-store.js';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
 
@@ -27,17 +27,17 @@ function outcome(header: string): string {
   try {
     return credentials.authenticate(header).kind;
   } catch (err) {
-    expect(err).toBeInstanceOf(HttpError);
-    return `error ${(err as HttpError).status}`;
+    expect(err).toBeInstanceOf(RelayRefusal);
+    return `error ${(err as RelayRefusal).code}`;
   }
 }
 
 describe('Credentials.authenticate', () => {
-  it('never lets an arbitrary header through, and never throws anything but a 401', () => {
+  it('never lets an arbitrary header through, and never refuses it but as an invalid credential (a 401)', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.string().map((s) => `Bearer ${s}`), fc.string().map((s) => `Bot ${s}`), fc.stringMatching(/^Bearer [0-9a-f]{64}\.[0-9a-f]{64}$/)), (header) => {
         const result = outcome(header);
-        expect(['anonymous', 'error 401']).toContain(result);
+        expect(['anonymous', 'error credential_invalid']).toContain(result);
         if (result === 'anonymous') expect(header.trim()).toBe('');
       }),
     );
@@ -50,7 +50,7 @@ describe('Credentials.authenticate', () => {
       fc.property(fc.integer({ min: 0, max: credential.length - 1 }), fc.constantFrom(...'0123456789abcdef'), (at, ch) => {
         fc.pre(credential[at] !== ch && credential[at] !== '.');
         const changed = credential.slice(0, at) + ch + credential.slice(at + 1);
-        expect(outcome(`Bearer ${changed}`)).toBe('error 401');
+        expect(outcome(`Bearer ${changed}`)).toBe('error credential_invalid');
       }),
     );
   });
@@ -60,7 +60,7 @@ describe('Credentials.authenticate', () => {
     store.tx(() => credentials.revokeAll(node.nodeId, 1));
     const after = credentials.currentCredential(node.nodeId);
     expect(after).not.toBe(before);
-    expect(outcome(`Bearer ${before}`)).toBe('error 401');
+    expect(outcome(`Bearer ${before}`)).toBe('error credential_invalid');
     expect(outcome(`Bearer ${after}`)).toBe('human');
   });
 

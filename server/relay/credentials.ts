@@ -3,7 +3,7 @@ import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FileSyncsSync, createFileDurably } from '../lifecycle/durable-files.js';
 import { isNodeId } from '../../core/relay/index.js';
-import { HttpError } from '../http/http-error.js';
+import { RelayRefusal } from './relay-errors.js';
 import type { CredentialKind } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 
@@ -50,7 +50,7 @@ export class Credentials {
   /** The current credential of a locally registered node. */
   currentCredential(nodeId: string): string {
     const credVersion = this.store.data.nodes.localCredVersion(nodeId);
-    if (credVersion === undefined) throw new HttpError(404, 'node not registered on this relay');
+    if (credVersion === undefined) throw new RelayRefusal('node_not_registered', 'node not registered on this relay');
     return this.humanCredential(nodeId, credVersion);
   }
 
@@ -67,7 +67,7 @@ export class Credentials {
     return { token, tokenHash: sha256Hex(token) };
   }
 
-  /** Parses and checks the Authorization header. A present but bad credential is a 401, never anonymous. */
+  /** Parses and checks the Authorization header. A present but bad credential is refused (`credential_invalid`), never anonymous. */
   authenticate(header: string | undefined): Caller {
     if (header === undefined || header.trim() === '') return { kind: 'anonymous' };
     const match = /^(Bearer|Bot)\s+(\S+)\s*$/i.exec(header.trim());
@@ -104,15 +104,15 @@ export function requireCredential(caller: Caller, needed: CredentialKind): Calle
     case 'signature':
       return caller;
     case 'human':
-      if (caller.kind === 'anonymous') throw unauthorized('this endpoint needs a human credential: Authorization: Bearer <node_id>.<hmac>');
-      if (caller.kind !== 'human') throw new HttpError(403, 'this endpoint is for humans; a Bot token is not accepted here');
+      if (caller.kind === 'anonymous') throw missing('this endpoint needs a human credential: Authorization: Bearer <node_id>.<hmac>');
+      if (caller.kind !== 'human') throw new RelayRefusal('credential_wrong_kind', 'this endpoint is for humans; a Bot token is not accepted here');
       return caller;
     case 'bot':
-      if (caller.kind === 'anonymous') throw unauthorized('this endpoint needs a bot credential: Authorization: Bot <token>');
-      if (caller.kind !== 'bot') throw new HttpError(403, 'this endpoint is for bots; a human Bearer credential is not accepted here');
+      if (caller.kind === 'anonymous') throw missing('this endpoint needs a bot credential: Authorization: Bot <token>');
+      if (caller.kind !== 'bot') throw new RelayRefusal('credential_wrong_kind', 'this endpoint is for bots; a human Bearer credential is not accepted here');
       return caller;
     case 'human-or-bot':
-      if (caller.kind === 'anonymous') throw unauthorized('this endpoint needs a credential: Bearer <node_id>.<hmac> or Bot <token>');
+      if (caller.kind === 'anonymous') throw missing('this endpoint needs a credential: Bearer <node_id>.<hmac> or Bot <token>');
       return caller;
   }
 }
@@ -121,7 +121,11 @@ export function sha256Hex(data: string | Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-function unauthorized(detail: string): HttpError {
-  return new HttpError(401, detail, { 'WWW-Authenticate': 'Bearer realm="x-relay", Bot realm="x-relay"' });
+function unauthorized(detail: string): RelayRefusal {
+  return new RelayRefusal('credential_invalid', detail);
+}
+
+function missing(detail: string): RelayRefusal {
+  return new RelayRefusal('credential_missing', detail);
 }
 

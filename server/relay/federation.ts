@@ -2,13 +2,12 @@ import { type Clock, isoFromMs } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
 import { nodeIdProblem } from '../../core/relay/index.js';
-import { HttpError } from '../http/http-error.js';
 import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES } from './peer-answer.js';
 import { PeerExchange } from './peer-exchange.js';
 import { PeerIngest, eventKindLabel } from './peer-ingest.js';
 import { PeerPageReader } from './peer-page-reader.js';
 import { peerVersionProblem } from './peer-version.js';
-import { invalidInput } from './relay-error.js';
+import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayProtocol } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import type { Voting } from './voting.js';
@@ -116,16 +115,16 @@ export class Federation {
 
   private readonly warn: (message: string) => void;
 
-  /** Normalises a peer URL (http or https, no trailing slash, no query) or throws 422 at `loc`. */
+  /** Normalises a peer URL (http or https, no trailing slash, no query) or refuses it as input at `loc`. */
   static normalizeUrl(input: string, loc: (string | number)[]): string {
     let url: URL;
     try {
       url = new URL(input);
     } catch {
-      throw invalidInput(loc, 'Value error, not an absolute URL', input, 'url_parsing');
+      throw invalidInputAt(loc, [{ path: [], code: 'not_absolute_url', input }]);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidInput(loc, 'Value error, a peer URL must be http or https', input, 'url_scheme');
-    if (url.search || url.hash || url.username || url.password) throw invalidInput(loc, 'Value error, a peer URL has no query, fragment or credentials', input);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidInputAt(loc, [{ path: [], code: 'not_http_url', input }]);
+    if (url.search || url.hash || url.username || url.password) throw invalidInputAt(loc, [{ path: [], code: 'url_with_extras', input }]);
     return url.toString().replace(/\/+$/, '');
   }
 
@@ -139,13 +138,13 @@ export class Federation {
   /**
    * Adds a peer someone asked for over HTTP (POST /reach; the caller checked they are an operator).
    * Unless `allowPrivatePeers`, a URL whose host is or resolves to a non-public address is refused
-   * with 403 (the check runs again before every probe, since a name may resolve elsewhere later).
+   * (`peer_not_public`; the check runs again before every probe, since a name may resolve elsewhere later).
    */
   async addRequestedPeer(input: string, addedBy: string): Promise<{ peer: PeerRow; created: boolean }> {
     const url = Federation.normalizeUrl(input, ['body', 'url']);
     const problem = await this.targetProblem(url);
     if (problem !== null) {
-      throw new HttpError(403, `refused peer ${url}: ${problem}. Peers added over HTTP must be public addresses; configure private ones with the peers option, or start the relay with allowPrivatePeers`);
+      throw new RelayRefusal('peer_not_public', `refused peer ${url}: ${problem}. Peers added over HTTP must be public addresses; configure private ones with the peers option, or start the relay with allowPrivatePeers`);
     }
     const added = this.insertPeer(url, input, addedBy);
     // Adding a known peer again is how an operator restores its standing (see "Standing" in docs/relay-api.md).
@@ -157,7 +156,7 @@ export class Federation {
   }
 
   private insertPeer(url: string, input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
-    if (url === this.o.baseUrl) throw invalidInput(['body', 'url'], 'Value error, that is this relay', input);
+    if (url === this.o.baseUrl) throw invalidInputAt(['body', 'url'], [{ path: [], code: 'own_url', input }]);
     const created = this.o.store.data.peers.insertIfNew(url, addedBy, this.o.clock.nowMs());
     return { peer: this.peer(url)!, created };
   }
@@ -237,7 +236,7 @@ export class Federation {
   private async probeOnce(url: string): Promise<ProbeResult> {
     const peers = this.o.store.data.peers;
     const known = this.peer(url);
-    if (!known) throw new HttpError(404, 'not a known peer; POST /reach first');
+    if (!known) throw new RelayRefusal('peer_unknown', 'not a known peer; POST /reach first');
     if (known.suspended_ms !== null) {
       // Nothing is fetched and nothing written: the peer keeps its record until an operator acts.
       const error = `suspended at ${isoFromMs(known.suspended_ms)} after ${known.offences} refused documents (last: ${known.last_offence ?? 'none'}); not pulled from until an operator adds it again with POST /reach`;

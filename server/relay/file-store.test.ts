@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempDataDir } from '../../test/support/relay-test-kit.js';
 import type { FileSyncs } from '../lifecycle/durable-files.js';
@@ -39,15 +39,15 @@ function recordingSyncs(target: () => string) {
   return { calls, syncs, dirCalled, releaseDir: () => releaseDir() };
 }
 
-/** A multipart request as express hands it over: a stream with headers. */
-async function multipartRequest(): Promise<Request> {
+/** A multipart request as the HTTP server hands it over: a stream with headers. */
+async function multipartRequest(): Promise<IncomingMessage> {
   const form = new FormData();
   form.append('file', new Blob([content]), 'image.elf');
   const encoded = new globalThis.Request('http://relay.test/items', { method: 'POST', body: form });
   const body = Buffer.from(await encoded.arrayBuffer());
   const req = new PassThrough();
   req.end(body);
-  return Object.assign(req, { headers: { 'content-type': encoded.headers.get('content-type') ?? '', 'content-length': String(body.length) }, complete: true }) as unknown as Request;
+  return Object.assign(req, { headers: { 'content-type': encoded.headers.get('content-type') ?? '', 'content-length': String(body.length) }, complete: true }) as unknown as IncomingMessage;
 }
 
 /** The content as a peer's response body streams it. */

@@ -7,10 +7,8 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSyn
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Request } from 'express';
 import { isDiskFull } from '../db/storage-faults.js';
-import { HttpError } from '../http/http-error.js';
-import { invalidInput } from './relay-error.js';
+import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
 
 /** A file received in full, hashed and stored under its SHA-256. */
@@ -103,14 +101,15 @@ export class FileStore {
 
   /**
    * Reads a multipart/form-data request with one `file` part (and an optional `title` field).
-   * Throws 413 as soon as the file passes `fileMaxBytes`, 422 when the part is missing.
+   * Refuses the upload (`file_too_large`) as soon as the file passes `fileMaxBytes`, and as input
+   * when the part is missing.
    *
    * `check` validates the upload (its title, its other fields such as a signed authorship) before
    * the file is moved into place and returns the title to keep; when it throws, the temp file is
    * removed and its error is the answer, so a refused upload leaves nothing in the store (it used to
    * leave an orphan file: audit finding 4).
    */
-  receiveMultipart(req: Request, check: (upload: UploadCheck) => string = (upload) => upload.title): Promise<ReceivedFile> {
+  receiveMultipart(req: IncomingMessage, check: (upload: UploadCheck) => string = (upload) => upload.title): Promise<ReceivedFile> {
     const refused = declaredUploadTooLarge(req);
     if (refused) return Promise.reject(refused);
     return new Promise<ReceivedFile>((resolve, reject) => {
@@ -121,7 +120,7 @@ export class FileStore {
         bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: MULTIPART_FIELDS_MAX, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: MULTIPART_FIELDS_MAX + 1 } });
       } catch (cause) {
         req.resume();
-        reject(invalidInput(['header', 'content-type'], `Value error, not a usable multipart request: ${(cause as Error).message}`, req.headers['content-type'] ?? null));
+        reject(invalidInputAt(['header', 'content-type'], [{ path: [], code: 'not_multipart', note: (cause as Error).message, input: req.headers['content-type'] ?? null }]));
         return;
       }
       let title: string | undefined;
@@ -152,12 +151,12 @@ export class FileStore {
         // busboy cuts a long value, and skips parts past its limits, without failing: a form read
         // only in part is refused, not stored without what was cut (a dropped authorship left the
         // item unsigned with a 201).
-        if (info.valueTruncated) fail(invalidInput(['body', name], `Value error, a form field holds at most ${MULTIPART_FIELD_MAX_BYTES} bytes`, null));
+        if (info.valueTruncated) fail(invalidInputAt(['body', name], [{ path: [], code: 'form_field_too_big', limit: MULTIPART_FIELD_MAX_BYTES }]));
         else if (name === 'title') title = value;
         else fields.set(name, value);
       });
-      bb.on('filesLimit', () => fail(invalidInput(['body', 'file'], 'Value error, send one file part', null)));
-      const tooManyParts = () => fail(invalidInput(['body'], `Value error, a form holds one file part and at most ${MULTIPART_FIELDS_MAX} fields`, null));
+      bb.on('filesLimit', () => fail(invalidInputAt(['body', 'file'], [{ path: [], code: 'file_parts' }])));
+      const tooManyParts = () => fail(invalidInputAt(['body'], [{ path: [], code: 'form_parts', limit: MULTIPART_FIELDS_MAX }]));
       bb.on('fieldsLimit', tooManyParts);
       bb.on('partsLimit', tooManyParts);
       bb.on('file', (name, stream, info) => {
@@ -206,7 +205,7 @@ export class FileStore {
       bb.on('close', () => {
         if (settled) return;
         if (!upload) {
-          fail(invalidInput(['body', 'file'], 'Field required', null, 'missing'));
+          fail(invalidInputAt(['body', 'file'], [{ path: [], code: 'missing' }]));
           return;
         }
         upload.then(
@@ -246,7 +245,7 @@ export class FileStore {
       // A client that goes away mid-upload leaves no promise pending and no temp file behind.
       req.on('close', () => {
         if (req.complete || settled) return;
-        fail(new HttpError(400, 'upload aborted by the client before it was complete'));
+        fail(new RelayRefusal('upload_aborted', 'upload aborted by the client before it was complete'));
         current?.destroy(new Error('upload aborted'));
       });
       req.pipe(bb);
@@ -322,23 +321,23 @@ export class FileStore {
 }
 
 /**
- * The 400 for a multipart body that is not well-formed or ends early, in the bench's (Starlette's)
+ * The refusal of a multipart body that is not well-formed or ends early, in the bench's (Starlette's)
  * words; a part that could not be written because the disk is full is no fault of the body: that
  * error passes on as it is, and the error handler answers it 507.
  */
 function malformed(err: Error): Error {
   if (isDiskFull(err)) return err;
-  return new HttpError(400, `There was an error parsing the body: ${err.message}`);
+  return new RelayRefusal('body_malformed', `There was an error parsing the body: ${err.message}`);
 }
 
-/** The 413 of an upload whose declared `Content-Length` is already far over the file limit; null otherwise. */
-export function declaredUploadTooLarge(req: IncomingMessage): HttpError | null {
+/** The refusal of an upload whose declared `Content-Length` is already far over the file limit; null otherwise. */
+export function declaredUploadTooLarge(req: IncomingMessage): RelayRefusal | null {
   const declared = Number(req.headers['content-length'] ?? NaN);
   return Number.isFinite(declared) && declared > relayLimits.fileMaxBytes + multipartSlackBytes ? tooLarge() : null;
 }
 
-function tooLarge(): HttpError {
-  return new HttpError(413, `file larger than ${relayLimits.fileMaxBytes} bytes (the limit); nothing was stored`, { Connection: 'close' });
+function tooLarge(): RelayRefusal {
+  return new RelayRefusal('file_too_large', `file larger than ${relayLimits.fileMaxBytes} bytes (the limit); nothing was stored`);
 }
 
 function safeUnlink(path: string): void {

@@ -2,7 +2,7 @@ import type { Clock } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { itemView } from './item-routes.js';
 import { unstorableText } from './storable-text.js';
-import { HttpError } from '../http/http-error.js';
+import { RelayRefusal } from './relay-errors.js';
 import { type Problem, claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from '../../core/relay/index.js';
 import { voteTimeProblem } from './relay-deps.js';
 import { coreProblemMessage } from '../../wire/problem-detail.js';
@@ -112,8 +112,8 @@ export class PeerIngest {
           return skip(`unknown event kind ${eventKindLabel(ev.kind)}`);
       }
     } catch (cause) {
-      // The store's own 422s (an unknown slice_hash) say this relay cannot use it, not that it is false.
-      if (cause instanceof HttpError) return skip(cause.message);
+      // The store's own refusals (an unknown slice_hash) say this relay cannot use it, not that it is false.
+      if (cause instanceof RelayRefusal) return skip(cause.message);
       throw cause;
     }
   }

@@ -1,7 +1,6 @@
 import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../core/clock.js';
-import { HttpError } from '../http/http-error.js';
-import { invalidInput } from './relay-error.js';
+import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
 import type { RelayStore } from './relay-store.js';
 import type { SmsSender } from './sms-sender.js';
@@ -11,11 +10,11 @@ export type CodePurpose = 'verify' | 'login' | 'recover';
 /** E.164 after removing spaces, dashes, dots and parentheses: "+", 7 to 15 digits, no leading 0. */
 const e164 = /^\+[1-9][0-9]{6,14}$/;
 
-/** Normalises a phone number to E.164 or throws a 422 located at `loc`. */
+/** Normalises a phone number to E.164 or refuses it (`not_phone_number` located at `loc`). */
 export function normalizePhone(input: string, loc: (string | number)[]): string {
   const compact = input.replace(/[\s\-().]/g, '');
   if (!e164.test(compact)) {
-    throw invalidInput(loc, 'Value error, phone must be an E.164 number such as +41791234567', input, 'value_error');
+    throw invalidInputAt(loc, [{ path: [], code: 'not_phone_number', input }]);
   }
   return compact;
 }
@@ -50,8 +49,8 @@ export class PhoneCodes {
 
   /**
    * Starts a code for `phone`. `nodeId` is who may redeem it (null when the number is unknown:
-   * then nothing is sent but the same bookkeeping happens). With `awaitDelivery` a failed send is a
-   * 502 (used where the caller already owns the number); otherwise delivery runs in the background so
+   * then nothing is sent but the same bookkeeping happens). With `awaitDelivery` a failed send is
+   * refused (`sms_not_delivered`; used where the caller already owns the number); otherwise delivery runs in the background so
    * response time does not depend on whether a message went out.
    */
   async start(phone: string, purpose: CodePurpose, nodeId: string | null, options: { awaitDelivery: boolean }): Promise<CodeRequestAnswer> {
@@ -75,7 +74,7 @@ export class PhoneCodes {
         await this.sender.send(message);
       } catch (cause) {
         this.log('relay: SMS delivery failed', cause);
-        throw new HttpError(502, 'the SMS gateway did not accept the message; try again later');
+        throw new RelayRefusal('sms_not_delivered', 'the SMS gateway did not accept the message; try again later');
       }
     } else {
       this.sender.send(message).catch((cause: unknown) => this.log('relay: SMS delivery failed', cause));
@@ -85,7 +84,7 @@ export class PhoneCodes {
 
   /**
    * Redeems a code. Returns the node the code was issued for. Any failure (no open code, expired,
-   * too many attempts, wrong digits, unknown number, issued for someone else) is the same 400.
+   * too many attempts, wrong digits, unknown number, issued for someone else) is the same refusal (`code_invalid`).
    */
   redeem(phone: string, purpose: CodePurpose, code: string, options: { forNode?: string } = {}): string {
     const nowMs = this.clock.nowMs();
@@ -99,7 +98,7 @@ export class PhoneCodes {
       this.store.data.phoneCodes.markUsed(row.id);
       return row.node_id;
     });
-    if (result === null) throw new HttpError(400, 'invalid or expired code');
+    if (result === null) throw new RelayRefusal('code_invalid', 'invalid or expired code');
     return result;
   }
 
@@ -108,11 +107,11 @@ export class PhoneCodes {
     const last = sentMs.at(-1);
     if (last !== undefined && nowMs - last < relayLimits.codeMinIntervalSeconds * 1000) {
       const retry = Math.ceil((last + relayLimits.codeMinIntervalSeconds * 1000 - nowMs) / 1000);
-      throw new HttpError(429, `a code was requested for this number less than ${relayLimits.codeMinIntervalSeconds} s ago; retry after ${retry} s`, { 'Retry-After': String(retry) });
+      throw new RelayRefusal('code_rate_limited', `a code was requested for this number less than ${relayLimits.codeMinIntervalSeconds} s ago; retry after ${retry} s`, { retryAfterSeconds: retry });
     }
     if (sentMs.length >= relayLimits.codeMaxPerHour) {
       const retry = Math.ceil((sentMs[0]! + 3600_000 - nowMs) / 1000);
-      throw new HttpError(429, `at most ${relayLimits.codeMaxPerHour} codes per hour per number; retry after ${retry} s`, { 'Retry-After': String(retry) });
+      throw new RelayRefusal('code_rate_limited', `at most ${relayLimits.codeMaxPerHour} codes per hour per number; retry after ${retry} s`, { retryAfterSeconds: retry });
     }
   }
 

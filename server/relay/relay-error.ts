@@ -2,8 +2,10 @@ import type { ErrorRequestHandler } from 'express';
 import { RelayError as CoreRelayError } from '../../core/relay/index.js';
 import { createErrorHandler } from '../http/error-handler.js';
 import { HttpError } from '../http/http-error.js';
+import { relayToHttpError } from './relay-error-http.js';
 import { coreProblemsToValidation, type ValidationErrorItem } from '../../wire/problem-detail.js';
 import type { Logger } from '../http/logger.js';
+import { RelayRefusal } from './relay-errors.js';
 
 /**
  * The relay uses the HTTP layer's one error type (`server/http/http-error.ts`): `HttpError(status,
@@ -25,7 +27,8 @@ export function issue(type: string, loc: (string | number)[], msg: string, input
 }
 
 /**
- * The relay's error handler: translates what only the relay meets (express.json failures, a core
+ * The relay's error handler: translates what only the relay meets (its domain's refusals, by the
+ * catalog of relay-error-http.ts; express.json failures; a core
  * precondition that slipped past a route's checks) into `HttpError`s, then hands every error to the
  * HTTP layer's one handler, which writes them, logs unknown ones with their cause as a generic 500,
  * and closes connections answered before their body was read.
@@ -38,6 +41,7 @@ export function relayErrorHandler(logger: Logger): ErrorRequestHandler {
 }
 
 function translate(err: unknown): unknown {
+  if (err instanceof RelayRefusal) return relayToHttpError(err);
   if (err instanceof CoreRelayError) {
     const items = err.problems.length > 0 ? coreProblemsToValidation(err.problems, ['body']) : [issue('value_error', ['body'], `Value error, ${err.message}`, null)];
     return new HttpError(422, items);

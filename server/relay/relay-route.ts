@@ -9,6 +9,7 @@ import { lastQueryValues } from '../http/query-values.js';
 import { parseOr422 } from '../http/http-error.js';
 import { type Caller, type Credentials, requireCredential } from './credentials.js';
 import { declaredUploadTooLarge } from './file-store.js';
+import { httpErrorOfRelay, relayToHttpError } from './relay-error-http.js';
 import { refuseUnstorableText } from './storable-text.js';
 import { type CredentialKind, credentialFormats, credentialMeaning, relayLimits } from '../../wire/relay/relay-facts.js';
 import { bodyErrors, genericErrors, pathErrors, routeErrors, routeOtherSuccess } from './route-statuses.js';
@@ -112,7 +113,7 @@ function refuseDeclaredSize(req: IncomingMessage, bodyKind: 'json' | 'core' | 'j
   const mediaType = mediaTypeOf(req);
   if (bodyKind === 'json-or-multipart' && mediaType === 'multipart/form-data') {
     const refused = declaredUploadTooLarge(req);
-    if (refused) throw refused;
+    if (refused) throw httpErrorOfRelay(refused);
     return;
   }
   if (!isJsonType(mediaType)) {
@@ -144,7 +145,12 @@ export function relayGuard(credentials: Credentials): RouteGuard<Caller, Credent
   return async (r, req: IncomingMessage) => {
     if (r.auth === undefined || r.auth === 'none' || r.auth === 'signature') return { kind: 'anonymous' };
     const header = req.headers.authorization;
-    return requireCredential(credentials.authenticate(typeof header === 'string' ? header : undefined), r.auth);
+    // Mapped here too: the `Expect: 100-continue` check answers only `HttpError`s itself.
+    try {
+      return requireCredential(credentials.authenticate(typeof header === 'string' ? header : undefined), r.auth);
+    } catch (err) {
+      throw relayToHttpError(err);
+    }
   };
 }
 

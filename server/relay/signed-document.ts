@@ -1,7 +1,6 @@
 import { canonicalJson, isSignatureText, nodeIdToPublicKey, signEd25519, verifyEd25519 } from '../../core/relay/index.js';
 import type { Problem } from '../../core/relay/index.js';
-import { HttpError } from '../http/http-error.js';
-import { coreProblemsToValidation } from '../../wire/problem-detail.js';
+import { invalidInputAt } from './relay-errors.js';
 
 /**
  * Registration (`x.register/1`) and session (`x.session/1`) documents are signed like votes:
@@ -30,7 +29,7 @@ export function signDocument<T extends Record<string, unknown>>(doc: T, secretKe
   return { ...doc, sig };
 }
 
-/** Throws the 422 for a failed core validation, its problems located under `where`. */
+/** Refuses input that failed a core validation (`invalid_input`), its problems located under `where`. */
 export function throwCoreProblems(problems: readonly Problem[], where: (string | number)[]): never {
-  throw new HttpError(422, coreProblemsToValidation(problems, where));
+  throw invalidInputAt(where, problems);
 }

@@ -9,7 +9,7 @@ import {
   verifyItemAuthorship,
   verifySliceDeclaration,
 } from '../../core/relay/index.js';
-import { invalidInput } from './relay-error.js';
+import { invalidInputAt } from './relay-errors.js';
 import { coreProblemMessage } from '../../wire/problem-detail.js';
 import { throwCoreProblems } from './signed-document.js';
 
@@ -27,7 +27,7 @@ export function requireAuthorship(input: unknown, item: AuthoredItem, loc: (stri
   const doc = parsed.value;
   const mismatch = authorshipMismatch(doc, item);
   if (mismatch) throwCoreProblems([mismatch], loc);
-  if (!verifyItemAuthorship(doc)) throw invalidInput([...loc, 'sig'], "Value error, sig is not the author's Ed25519 signature over this statement", doc.sig);
+  if (!verifyItemAuthorship(doc)) throw invalidInputAt(loc, [{ path: ['sig'], code: 'not_author_signature', input: doc.sig }]);
   return doc;
 }
 
@@ -45,7 +45,7 @@ export function authorshipProblem(input: unknown, item: AuthoredItem): string | 
 export function requireSliceDeclaration(input: unknown, loc: (string | number)[]): SliceDeclaration {
   const parsed = parseSliceDeclaration(input);
   if (!parsed.ok) throwCoreProblems(parsed.problems, loc);
-  if (!verifySliceDeclaration(parsed.value)) throw invalidInput([...loc, 'sig'], "Value error, sig is not the node's Ed25519 signature over this declaration", parsed.value.sig);
+  if (!verifySliceDeclaration(parsed.value)) throw invalidInputAt(loc, [{ path: ['sig'], code: 'not_declarer_signature', input: parsed.value.sig }]);
   return parsed.value;
 }
 

@@ -42,7 +42,7 @@ export class SliceBook {
 
   /**
    * Validates a quorum set from a request. `t` may be omitted at any level: it then follows the
-   * default threshold (67 % of the entries, rounded up). Throws 422 located under `loc`.
+   * default threshold (67 % of the entries, rounded up). Refuses it as input (`invalid_input`) located under `loc`.
    */
   parseSlice(input: unknown, owner: string, loc: (string | number)[]): { qset: QuorumSet; tAuto: boolean } {
     let tAuto = false;

@@ -1,7 +1,7 @@
 import type { QuorumSet, Vote } from '../../core/relay/index.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { StatementKey, VoteRepository } from './data-access/vote-repository.js';
-import { invalidInput } from './relay-error.js';
+import { type RelayRefusal, invalidInputAt } from './relay-errors.js';
 import type { RelayStore } from './relay-store.js';
 import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
 
@@ -25,9 +25,9 @@ export interface StoredVote {
  */
 export const MAX_OTHER_DOCUMENTS = 3;
 
-/** The 422 for a statement naming a slice_hash this relay never stored (the route checks it before the write path too). */
-export function unknownSliceHash(hash: string): Error {
-  return invalidInput(['body', 'slice_hash'], 'Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead', hash);
+/** The refusal of a statement naming a slice_hash this relay never stored (the route checks it before the write path too). */
+export function unknownSliceHash(hash: string): RelayRefusal {
+  return invalidInputAt(['body'], [{ path: ['slice_hash'], code: 'unknown_slice_hash', input: hash }]);
 }
 
 /** Parsed statements the log keeps in memory across its cached items, by default (~0.5-2 KiB each). */

@@ -14,8 +14,12 @@ describe('unstorableText', () => {
     expect(unstorableText(deep)?.loc).toHaveLength(200_000);
   });
 
-  it('refuseUnstorableText throws the 422 under its prefix', () => {
-    expect(() => refuseUnstorableText({ q: 'a\u0000' }, ['query'])).toThrow(expect.objectContaining({ status: 422, detail: [{ type: 'value_error', loc: ['query', 'q'], msg: 'Value error, must not contain U+0000 (NUL)', input: 'a\u0000' }] }));
-    expect(() => refuseUnstorableText({ name: '\ud800' }, ['body'])).toThrow(expect.objectContaining({ status: 422, detail: [{ type: 'string_unicode', loc: ['body', 'name'], msg: 'Input should be a valid string, it holds a lone UTF-16 surrogate', input: '\ud800' }] }));
+  it('refuseUnstorableText refuses the input under its prefix, with the problem the translator words', () => {
+    expect(() => refuseUnstorableText({ q: 'a\u0000' }, ['query'])).toThrow(
+      expect.objectContaining({ code: 'invalid_input', extra: { input: { where: ['query', 'q'], problems: [{ path: [], code: 'nul_character', input: 'a\u0000' }] } } }),
+    );
+    expect(() => refuseUnstorableText({ name: '\ud800' }, ['body'])).toThrow(
+      expect.objectContaining({ code: 'invalid_input', extra: { input: { where: ['body', 'name'], problems: [{ path: [], code: 'lone_surrogate', input: '\ud800' }] } } }),
+    );
   });
 });

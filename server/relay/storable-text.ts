@@ -1,5 +1,5 @@
 import { hasLoneSurrogate } from '../../core/relay/index.js';
-import { invalidInput } from './relay-error.js';
+import { invalidInputAt } from './relay-errors.js';
 import { throwCoreProblems } from './signed-document.js';
 
 /**
@@ -44,14 +44,14 @@ export function unstorableText(value: unknown): { loc: Key[]; text: string; prob
   return null;
 }
 
-/** Throws the 422 for unstorable text in `value`, located under `where` (`body`, `query`). */
+/** Refuses unstorable text in `value`, located under `where` (`body`, `query`). */
 export function refuseUnstorableText(value: unknown, where: Key[]): void {
   const found = unstorableText(value);
   if (found === null) return;
   const loc = [...where, ...found.loc];
   // The core's problem for a lone surrogate in a claim, so one rule reads the same everywhere.
   if (found.problem === 'lone-surrogate') throwCoreProblems([{ path: [], code: 'lone_surrogate', input: found.text }], loc);
-  throw invalidInput(loc, 'Value error, must not contain U+0000 (NUL)', found.text);
+  throw invalidInputAt(loc, [{ path: [], code: 'nul_character', input: found.text }]);
 }
 
 function problemOf(s: string): 'nul' | 'lone-surrogate' | null {
