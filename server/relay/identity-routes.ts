@@ -8,8 +8,7 @@ import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
-import { meNodeSchema, meSchema, nodesPageSchema } from '../../wire/relay/relay-responses.js';
-import { botCreatedSchema, botSchema, codeRequestSchema, credentialAnswerSchema, directorySchema, exportSchema, lookupSchema, nodeDetailSchema, phoneVerifiedSchema, recoveredSchema, registerAnswerSchema, searchSchema } from '../../wire/relay/relay-responses-more.js';
+import { botCreatedSchema, botSchema, codeRequestSchema, credentialAnswerSchema, directorySchema, exportSchema, lookupSchema, meNodeSchema, meSchema, nodeDetailSchema, nodesPageSchema, phoneVerifiedSchema, recoveredSchema, registerAnswerSchema, searchSchema } from '../../wire/relay/identity-responses.js';
 import { type RelayRoute, callerNode, route } from './relay-route.js';
 import {
   botBody,

@@ -8,27 +8,17 @@ import { parseOr422 } from '../http/http-error.js';
 import { refuseUnstorableText } from './storable-text.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
-import { itemsPageSchema, itemDetailSchema, bulletinSchema } from '../../wire/relay/relay-responses.js';
-import { itemCreatedSchema, reportSchema, reportsSchema, sliceAnswerSchema, voteAnswerSchema } from '../../wire/relay/relay-responses-more.js';
+import { bulletinSchema, itemCreatedSchema, itemDetailSchema, itemsPageSchema, reportSchema, reportsSchema, sliceAnswerSchema, voteAnswerSchema } from '../../wire/relay/item-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from '../../wire/relay/relay-schemas.js';
 import { throwCoreProblems } from './signed-document.js';
 import { requireAuthorship } from './signed-statements.js';
 import type { ItemRow } from './data-access/item-repository.js';
 import { VoteIngest } from './vote-ingest.js';
+import { bulletinView, itemView } from './item-view.js';
 import { unknownSliceHash } from './statement-log.js';
 
 export type { ItemRow };
-
-/**
- * The JSON face of an item (claims carry their text; files their size and type), with the author's
- * signed x.item/1 statement when there is one: what peers verify the authorship with.
- */
-export function itemView(row: ItemRow, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  const authorship = row.authorship === null ? null : (JSON.parse(row.authorship) as unknown);
-  const base = { id: row.item_id, type: row.type, kind: row.kind, title: row.title, author: row.author, origin: row.origin, created_at: isoFromMs(row.created_ms), authorship };
-  return row.type === 'claim' ? { ...base, body: row.body, ...extra } : { ...base, bytes: row.file_bytes, media_type: row.media_type, ...extra };
-}
 
 /** Items, votes, bulletins, slices and reports. */
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
@@ -332,22 +322,6 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       },
     }),
   ];
-}
-
-/** Wire form of a bulletin (design scp-s5, "Bulletin"). */
-export function bulletinView(b: ReturnType<RelayDeps['voting']['bulletin']>, node: string, item: string): Record<string, unknown> {
-  return {
-    item,
-    node,
-    state: b.state,
-    value: b.value,
-    counts: b.counts,
-    accepted_via: b.accepted_via,
-    equivocators: b.equivocators,
-    slice_changers: b.sliceChangers,
-    slice_hash: b.slice_hash,
-    to_emit: b.toEmit,
-  };
 }
 
 function stripUndefined(value: unknown): unknown {

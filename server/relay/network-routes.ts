@@ -17,8 +17,7 @@ import {
   sessionSchema,
   voteSchema,
 } from '../../wire/relay/relay-facts.js';
-import { healthSchema, eventsPageSchema } from '../../wire/relay/relay-responses.js';
-import { examplesSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from '../../wire/relay/relay-responses-more.js';
+import { eventsPageSchema, examplesSchema, healthSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from '../../wire/relay/network-responses.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { eventsQuery, reachBody, reachProbeBody } from '../../wire/relay/relay-schemas.js';
 import type { EventRow } from './data-access/event-repository.js';

@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
-import { itemView } from './item-routes.js';
+import { itemView } from './item-view.js';
 import { unstorableText } from './storable-text.js';
 import { RelayRefusal } from './relay-errors.js';
 import { type Problem, claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from '../../core/relay/index.js';

@@ -2,7 +2,7 @@ import { HttpError } from '../http/http-error.js';
 import { type RelayDeps, unixSeconds } from './relay-deps.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
-import { sliceAnswerSchema } from '../../wire/relay/relay-responses-more.js';
+import { sliceAnswerSchema } from '../../wire/relay/item-responses.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { sliceDeclarationDoc } from '../../wire/relay/relay-schemas.js';
 import { requireSliceDeclaration } from './signed-statements.js';

@@ -7,7 +7,7 @@ import type { RelayDeps } from './relay-deps.js';
 import { HttpError } from '../http/http-error.js';
 import { invalidInput } from './relay-error.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
-import { inviteAcceptedSchema, inviteCreatedSchema, invitesSchema, pairStartedSchema, pairStateSchema, pairedSchema } from '../../wire/relay/relay-responses-more.js';
+import { inviteAcceptedSchema, inviteCreatedSchema, invitesSchema, pairStartedSchema, pairStateSchema, pairedSchema } from '../../wire/relay/social-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { inviteAcceptBody, pairConfirmBody } from '../../wire/relay/relay-schemas.js';
 import type { PairingRow } from './data-access/social-repository.js';
