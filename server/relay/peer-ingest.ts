@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock.js';
 import type { FileStore } from './file-store.js';
-import { itemView } from './item-view.js';
+import { itemRecord } from './item-record.js';
 import { unstorableText } from './storable-text.js';
 import { RelayRefusal } from './relay-errors.js';
 import { type Problem, claimId, isItemId, isNodeId, nodeIdProblem, parseVote, quorumSetHash, validateClaim, validateQuorumSet, verifyVote } from '../../core/relay/index.js';
@@ -170,7 +170,7 @@ export class PeerIngest {
     const authorship = JSON.stringify(item.authorship);
     items.insert({ item_id: id, type: row.type, kind: row.kind, title: row.title, body: row.body, file_bytes: row.bytes, media_type: row.media, author, bot_id: null, origin, created_ms: nowMs, authorship });
     // Forwarded as stored (what was verified), not as the peer spelled it.
-    this.o.store.appendEvent('item', author, id, { item: itemView(items.get(id)!) }, nowMs, origin);
+    this.o.store.appendEvent('item', author, id, { item: itemRecord(items.get(id)!) }, nowMs, origin);
     return stored;
   }
 
