@@ -9,7 +9,7 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { generateNodeKey, signItemAuthorship, signVote } from '../../core/relay/index.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
-import { signDocument } from '../../server/relay/signed-document.js';
+import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { relayStoreOptions, tempDataDir } from '../support/relay-test-kit.js';
 import { relayTableRows } from '../support/relay-tables.js';
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { type SliceDeclaration, type Vote, claimId, generateNodeKey, quorumSetHash, signItemAuthorship, signVote } from '../../core/relay/index.js';
-import { signDocument } from '../../server/relay/signed-document.js';
+import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { call, claimAuthorship, postClaim, registerNode, sliceDeclarationBy, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { relayTableRows } from '../support/relay-tables.js';
 

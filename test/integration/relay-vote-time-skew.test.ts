@@ -7,7 +7,7 @@ import { memoryLogger } from '../../server/http/logger.js';
 import { claimId, generateNodeKey, signItemAuthorship, signVote, type NodeKey, type Vote } from '../../core/relay/index.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
 import { createRelayService } from '../../server/relay/relay-service.js';
-import { signDocument } from '../../server/relay/signed-document.js';
+import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { call, nowSeconds, postClaim, registerNode, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 
 /**

@@ -5,7 +5,7 @@ import { type Clock, systemClock } from '../../core/clock.js';
 import { type ItemAuthorship, type NodeKey, type QuorumSet, type SliceDeclaration, type Vote, claimId, generateNodeKey, signItemAuthorship, signSliceDeclaration, signVote } from '../../core/relay/index.js';
 import { registerSchema, relayLimits, sessionSchema } from '../../wire/relay/relay-facts.js';
 import { type RunningRelay, type StartRelayServerOptions, startRelayServer as startRelayServerWithDefaults } from '../../server/relay/relay-service.js';
-import { signDocument } from '../../server/relay/signed-document.js';
+import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { RelayClient } from '../../clients/relay/relay-client.js';
 
 /**
