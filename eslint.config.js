@@ -69,6 +69,17 @@ function benchPartPatterns(part) {
   ];
 }
 
+/**
+ * The relay by layer (server/relay/README.md, decision 0670): its domain never speaks HTTP. It
+ * throws catalog errors (`domain/relay-errors.ts`) that `routes/` map to statuses, and it shapes
+ * no answers (`views/`). So domain/ imports neither express, nor the HTTP toolkit, nor routes or views.
+ */
+const relayDomainPatterns = [
+  { regex: '^express(?:/|$)', message: 'server/relay/domain/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it.' },
+  { regex: '^(?:\\.\\./)+http/', message: 'server/relay/domain/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it.' },
+  { regex: '^\\.\\./(?:routes|views)/', message: 'server/relay/domain/ may not import routes/ or views/: move what both need into domain/.' },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', 'dist/**', 'examples/**/node_modules/**', '**/*.js', '!eslint.config.js', 'firmware/examples/**/build/**'] },
   ...tseslint.configs.recommended,
@@ -114,6 +125,11 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('bench'), ...testOnlyPatterns, ...benchPartPatterns(part)] }],
     },
   })),
+  {
+    files: ['server/relay/domain/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('relay'), ...testOnlyPatterns, ...relayDomainPatterns] }] },
+  },
   {
     files: ['bin/**/*.ts', 'perf/**/*.ts', 'ci/**/*.ts', 'test/**/*.ts', 'scenarios/**/*.ts', 'firmware/**/*.ts'],
     rules: { 'no-restricted-syntax': 'off' },

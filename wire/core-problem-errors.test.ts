@@ -41,6 +41,11 @@ function mismatch(...args: Parameters<typeof authorshipMismatch>): { where: stri
   return { where: ['body', 'authorship'], problems: problem === null ? [] : [problem] };
 }
 
+/** Problems of the relay service's own rules, under `where`. */
+function at(where: string[], ...problems: Problem[]): { where: string[]; problems: Problem[] } {
+  return { where, problems };
+}
+
 function problemsOf(result: Validated<unknown> | { where: string[]; problems: Problem[] }): { where: string[]; problems: Problem[] } {
   if ('where' in result) return result;
   return { where: ['body'], problems: result.ok ? [] : result.problems };
@@ -156,6 +161,34 @@ const CASES: Array<[string, Validated<unknown> | { where: string[]; problems: Pr
     ]],
     ["mismatch media", mismatch(fileDoc, { ...file, media_type: null }), [
       {"type": "value_error", "loc": ["body", "authorship", "media_type"], "msg": "Value error, media_type must be the file's media type as stored: null", "input": "application/octet-stream"},
+    ]],
+    // The relay service's own rules (server/relay), as its hand-built 422s answered them before
+    // they came through the translator (decision 0670).
+    ["phone", at(['body', 'phone'], { path: [], code: 'not_phone_number', input: '0791234567' }), [
+      {"type": "value_error", "loc": ["body", "phone"], "msg": "Value error, phone must be an E.164 number such as +41791234567", "input": "0791234567"},
+    ]],
+    ["peer url", at(['body', 'url'], { path: [], code: 'not_absolute_url', input: 'x' }, { path: [], code: 'not_http_url', input: 'ftp://a' }, { path: [], code: 'url_with_extras', input: 'http://a/?q' }, { path: [], code: 'own_url', input: 'http://me' }), [
+      {"type": "url_parsing", "loc": ["body", "url"], "msg": "Value error, not an absolute URL", "input": "x"},
+      {"type": "url_scheme", "loc": ["body", "url"], "msg": "Value error, a peer URL must be http or https", "input": "ftp://a"},
+      {"type": "value_error", "loc": ["body", "url"], "msg": "Value error, a peer URL has no query, fragment or credentials", "input": "http://a/?q"},
+      {"type": "value_error", "loc": ["body", "url"], "msg": "Value error, that is this relay", "input": "http://me"},
+    ]],
+    ["multipart", at(['header', 'content-type'], { path: [], code: 'not_multipart', note: 'Unsupported content type: text/plain', input: 'text/plain' }), [
+      {"type": "value_error", "loc": ["header", "content-type"], "msg": "Value error, not a usable multipart request: Unsupported content type: text/plain", "input": "text/plain"},
+    ]],
+    ["form", at(['body'], { path: ['title'], code: 'form_field_too_big', limit: 4096 }, { path: ['file'], code: 'file_parts' }, { path: [], code: 'form_parts', limit: 4 }, { path: ['file'], code: 'missing' }), [
+      {"type": "value_error", "loc": ["body", "title"], "msg": "Value error, a form field holds at most 4096 bytes", "input": null},
+      {"type": "value_error", "loc": ["body", "file"], "msg": "Value error, send one file part", "input": null},
+      {"type": "value_error", "loc": ["body"], "msg": "Value error, a form holds one file part and at most 4 fields", "input": null},
+      {"type": "missing", "loc": ["body", "file"], "msg": "Field required", "input": null},
+    ]],
+    ["signatures", at(['body'], { path: ['authorship', 'sig'], code: 'not_author_signature', input: 's' }, { path: ['sig'], code: 'not_declarer_signature', input: 't' }), [
+      {"type": "value_error", "loc": ["body", "authorship", "sig"], "msg": "Value error, sig is not the author's Ed25519 signature over this statement", "input": "s"},
+      {"type": "value_error", "loc": ["body", "sig"], "msg": "Value error, sig is not the node's Ed25519 signature over this declaration", "input": "t"},
+    ]],
+    ["stored", at(['body'], { path: ['slice_hash'], code: 'unknown_slice_hash', input: 'ab' }, { path: ['kind'], code: 'nul_character', input: 'a\u0000' }), [
+      {"type": "value_error", "loc": ["body", "slice_hash"], "msg": "Value error, unknown slice_hash: publish the slice with POST /slice first, or send slice instead", "input": "ab"},
+      {"type": "value_error", "loc": ["body", "kind"], "msg": "Value error, must not contain U+0000 (NUL)", "input": "a\u0000"},
     ]],
 ];
 

@@ -76,11 +76,28 @@ const ERRORS: Record<ProblemCode, (p: Problem) => PydanticError> = {
   // A value with no RFC 8785 form reaches an answer only as a broken precondition; the core's
   // reason is the whole message, as it always was.
   no_canonical_form: (p) => ({ type: 'value_error', msg: p.note ?? 'no canonical JSON form' }),
+  not_phone_number: () => valueError('phone must be an E.164 number such as +41791234567'),
+  not_absolute_url: () => ({ type: 'url_parsing', msg: 'Value error, not an absolute URL' }),
+  not_http_url: () => ({ type: 'url_scheme', msg: 'Value error, a peer URL must be http or https' }),
+  url_with_extras: () => valueError('a peer URL has no query, fragment or credentials'),
+  own_url: () => valueError('that is this relay'),
+  // The multipart parser's own reason is part of the sentence, not a note after it.
+  not_multipart: (p) => valueError(`not a usable multipart request: ${p.note ?? ''}`),
+  form_field_too_big: (p) => valueError(`a form field holds at most ${limitOf(p)} bytes`),
+  file_parts: () => valueError('send one file part'),
+  form_parts: (p) => valueError(`a form holds one file part and at most ${limitOf(p)} fields`),
+  not_author_signature: () => valueError("sig is not the author's Ed25519 signature over this statement"),
+  not_declarer_signature: () => valueError("sig is not the node's Ed25519 signature over this declaration"),
+  unknown_slice_hash: () => valueError('unknown slice_hash: publish the slice with POST /slice first, or send slice instead'),
+  nul_character: () => valueError('must not contain U+0000 (NUL)'),
 };
+
+/** Codes whose wording says the core's `note` itself, rather than after the message in parentheses. */
+const NOTE_IN_MESSAGE: ReadonlySet<ProblemCode> = new Set(['no_canonical_form', 'not_multipart']);
 
 /** The pydantic error a core problem answers as, in pydantic's words plus the core's note. */
 export function coreProblemError(problem: Problem): PydanticError {
   const error = ERRORS[problem.code](problem);
-  if (problem.note === undefined || problem.code === 'no_canonical_form') return error;
+  if (problem.note === undefined || NOTE_IN_MESSAGE.has(problem.code)) return error;
   return { ...error, msg: `${error.msg} (${problem.note})` };
 }

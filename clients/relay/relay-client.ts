@@ -9,8 +9,9 @@ import { signItemAuthorship } from '../../core/relay/item-authorship.js';
 import { signSliceDeclaration } from '../../core/relay/slice-declaration.js';
 import { signVote, type VotePhase, type VoteValue } from '../../core/relay/vote.js';
 import { registerSchema } from '../../wire/relay/relay-facts.js';
-import { bulletinSchema, healthSchema, itemDetailSchema, itemsPageSchema, meSchema } from '../../wire/relay/relay-responses.js';
-import { itemCreatedSchema, nodeDetailSchema, registerAnswerSchema, sliceAnswerSchema, voteAnswerSchema } from '../../wire/relay/relay-responses-more.js';
+import { meSchema, nodeDetailSchema, registerAnswerSchema } from '../../wire/relay/identity-responses.js';
+import { bulletinSchema, itemCreatedSchema, itemDetailSchema, itemsPageSchema, sliceAnswerSchema, voteAnswerSchema } from '../../wire/relay/item-responses.js';
+import { healthSchema } from '../../wire/relay/network-responses.js';
 import { fieldOf, type HttpAnswer, readAnswer } from '../http-answer.js';
 
 /** The relay's answers as types, derived from the zod schemas its /openapi.json is built from. */

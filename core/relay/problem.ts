@@ -38,6 +38,21 @@ export const problemCodes = [
   'not_stored_title',
   'not_stored_media_type',
   'no_canonical_form',
+  // Rules the relay service checks beyond the documents (server/relay's domain: phone numbers,
+  // peer URLs, uploads, signatures, stored slices, storable text), worded by the same translator.
+  'not_phone_number',
+  'not_absolute_url',
+  'not_http_url',
+  'url_with_extras',
+  'own_url',
+  'not_multipart',
+  'form_field_too_big',
+  'file_parts',
+  'form_parts',
+  'not_author_signature',
+  'not_declarer_signature',
+  'unknown_slice_hash',
+  'nul_character',
 ] as const;
 export type ProblemCode = (typeof problemCodes)[number];
 

@@ -1,12 +1,12 @@
 import type { Clock } from '../../core/clock.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
-import type { Credentials } from './credentials.js';
-import type { Federation } from './federation.js';
-import type { FileStore } from './file-store.js';
-import type { PhoneCodes } from './phone-codes.js';
+import type { Credentials } from './domain/credentials.js';
+import type { Federation } from './domain/federation.js';
+import type { FileStore } from './domain/file-store.js';
+import type { PhoneCodes } from './domain/phone-codes.js';
 import type { NodeKey } from '../../core/relay/index.js';
 import type { RelayStore } from './relay-store.js';
-import type { Voting } from './voting.js';
+import type { Voting } from './domain/voting.js';
 
 /** What the route handlers share: one instance per relay service. */
 export interface RelayDeps {

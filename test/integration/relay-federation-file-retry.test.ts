@@ -11,7 +11,7 @@ import { generateNodeKey } from '../../core/relay/node-id.js';
 import { signItemAuthorship } from '../../core/relay/item-authorship.js';
 import { signVote } from '../../core/relay/vote.js';
 import { createRelayService, type RelayService } from '../../server/relay/relay-service.js';
-import { signDocument } from '../../server/relay/signed-document.js';
+import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { relayStoreOptions, tempDataDir } from '../support/relay-test-kit.js';
 import { relayTableRows } from '../support/relay-tables.js';
 

@@ -6,13 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import type { SliceDeclaration } from '../../core/relay/slice-declaration.js';
-import { type Vote, signVote } from '../../core/relay/vote.js';
-import { claimId } from '../../core/relay/claim.js';
-import { generateNodeKey } from '../../core/relay/node-id.js';
-import { quorumSetHash } from '../../core/relay/quorum-set.js';
-import { signItemAuthorship } from '../../core/relay/item-authorship.js';
-import { signDocument } from '../../server/relay/signed-document.js';
+import { type SliceDeclaration, type Vote, claimId, generateNodeKey, quorumSetHash, signItemAuthorship, signVote } from '../../core/relay/index.js';
+import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { call, claimAuthorship, postClaim, registerNode, sliceDeclarationBy, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { relayTableRows } from '../support/relay-tables.js';
 

@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers, foregroundClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { readSmsOutbox } from '../../server/relay/sms-sender.js';
+import { readSmsOutbox } from '../../server/relay/domain/sms-sender.js';
 import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 

@@ -3,8 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { z } from 'zod';
-import { claimKinds } from '../../core/relay/claim.js';
-import { bulletinSchema, eventsPageSchema, healthSchema, itemDetailSchema, itemsPageSchema, meSchema, nodesPageSchema } from '../../wire/relay/relay-responses.js';
+import { claimKinds } from '../../core/relay/index.js';
+import { meSchema, nodesPageSchema } from '../../wire/relay/identity-responses.js';
+import { bulletinSchema, itemDetailSchema, itemsPageSchema } from '../../wire/relay/item-responses.js';
+import { eventsPageSchema, healthSchema } from '../../wire/relay/network-responses.js';
 import { call, postClaim, registerNode, voteBy, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 
 /** Request and response schemas: strict where the spec says so, and documented in /openapi.json as enforced. */

@@ -10,7 +10,7 @@ import { signItemAuthorship } from '../../core/relay/item-authorship.js';
 import { signVote, type Vote } from '../../core/relay/vote.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
 import { createRelayService } from '../../server/relay/relay-service.js';
-import { signDocument } from '../../server/relay/signed-document.js';
+import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { call, nowSeconds, postClaim, registerNode, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 
 /**

@@ -10,7 +10,7 @@ import { type Vote, signVote } from '../../core/relay/vote.js';
 import { claimId } from '../../core/relay/claim.js';
 import { registerSchema, relayLimits, sessionSchema } from '../../wire/relay/relay-facts.js';
 import { type RunningRelay, type StartRelayServerOptions, startRelayServer as startRelayServerWithDefaults } from '../../server/relay/relay-service.js';
-import { signDocument } from '../../server/relay/signed-document.js';
+import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { RelayClient } from '../../clients/relay/relay-client.js';
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { SharedFileContents } from '../file-store.js';
+import type { SharedFileContents } from '../domain/file-store.js';
 import { pgConnection, redactDatabaseUrl } from '../../store/postgres/pg-database.js';
 import { migrateRelaySchema } from './pg-relay-migrations.js';
 import { PgRelaySteps } from './pg-relay-sql.js';

@@ -1,0 +1,87 @@
+import fc from 'fast-check';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Credentials, loadOrCreateSecret } from './credentials.js';
+import { generateNodeKey } from '../../../core/relay/index.js';
+import { RelayRefusal } from './relay-errors.js';
+import { RelayStore } from '../relay-store.js';
+import { tempDataDir } from '../../../test/support/relay-test-kit.js';
+
+const data = tempDataDir();
+let store: RelayStore;
+let credentials: Credentials;
+const node = generateNodeKey();
+
+beforeAll(() => {
+  store = new RelayStore(data.dir);
+  credentials = new Credentials(store, loadOrCreateSecret(data.dir, 'relay-server.key'));
+  store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, 1, '{}', 0, 0)").run(node.nodeId);
+});
+afterAll(() => {
+  store.close();
+  data.remove();
+});
+
+function outcome(header: string): string {
+  try {
+    return credentials.authenticate(header).kind;
+  } catch (err) {
+    expect(err).toBeInstanceOf(RelayRefusal);
+    return `error ${(err as RelayRefusal).code}`;
+  }
+}
+
+describe('Credentials.authenticate', () => {
+  it('never lets an arbitrary header through, and never refuses it but as an invalid credential (a 401)', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.string().map((s) => `Bearer ${s}`), fc.string().map((s) => `Bot ${s}`), fc.stringMatching(/^Bearer [0-9a-f]{64}\.[0-9a-f]{64}$/)), (header) => {
+        const result = outcome(header);
+        expect(['anonymous', 'error credential_invalid']).toContain(result);
+        if (result === 'anonymous') expect(header.trim()).toBe('');
+      }),
+    );
+  });
+
+  it('accepts the issued credential and refuses any one-character change to it', () => {
+    const credential = credentials.currentCredential(node.nodeId);
+    expect(outcome(`Bearer ${credential}`)).toBe('human');
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: credential.length - 1 }), fc.constantFrom(...'0123456789abcdef'), (at, ch) => {
+        fc.pre(credential[at] !== ch && credential[at] !== '.');
+        const changed = credential.slice(0, at) + ch + credential.slice(at + 1);
+        expect(outcome(`Bearer ${changed}`)).toBe('error credential_invalid');
+      }),
+    );
+  });
+
+  it('revocation bumps the version: the old credential stops working, the new one works', () => {
+    const before = credentials.currentCredential(node.nodeId);
+    store.tx(() => credentials.revokeAll(node.nodeId, 1));
+    const after = credentials.currentCredential(node.nodeId);
+    expect(after).not.toBe(before);
+    expect(outcome(`Bearer ${before}`)).toBe('error credential_invalid');
+    expect(outcome(`Bearer ${after}`)).toBe('human');
+  });
+
+  it('the server key file is 64 hex characters and is reused, not regenerated', () => {
+    const again = loadOrCreateSecret(data.dir, 'relay-server.key');
+    expect(again.toString('hex')).toBe(loadOrCreateSecret(data.dir, 'relay-server.key').toString('hex'));
+    const fresh = new Credentials(store, again);
+    expect(fresh.currentCredential(node.nodeId)).toBe(credentials.currentCredential(node.nodeId));
+  });
+
+  it('a new key file is synced, bytes then its directory entry, before it is used', () => {
+    const seen: string[] = [];
+    const path = join(data.dir, 'relay-node-synced.key');
+    const key = loadOrCreateSecret(data.dir, 'relay-node-synced.key', {
+      file: () => seen.push(`file holding ${readFileSync(path, 'utf8').trim().length} hex characters`),
+      dir: (dir) => seen.push(`dir ${dir === data.dir ? 'data dir' : dir}`),
+    });
+    expect(seen).toEqual(['file holding 64 hex characters', 'dir data dir']);
+    expect(readFileSync(path, 'utf8')).toBe(`${key.toString('hex')}\n`);
+    // Read again, nothing written, nothing synced.
+    loadOrCreateSecret(data.dir, 'relay-node-synced.key', { file: () => seen.push('again'), dir: () => seen.push('again') });
+    expect(seen).toHaveLength(2);
+  });
+});
