@@ -13,12 +13,6 @@ const root = path.resolve(import.meta.dirname, '..');
 
 /** Files that must re-export: the package's entry points, which package.json's `exports` names. */
 const entryPoints = new Set(['lib/index.ts']);
-/**
- * The x-relay core's barrel, still imported under server/relay while that folder is being
- * reorganised; the replay of the barrel's removal (every importer rewritten, the file deleted)
- * takes this line out with it.
- */
-entryPoints.add('core/relay/index.ts');
 
 /** Whether every statement of `file` is an import or an export of other files' names. */
 function onlyReexports(file: string): boolean {

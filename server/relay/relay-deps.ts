@@ -4,7 +4,7 @@ import type { Credentials } from './domain/credentials.js';
 import type { Federation } from './domain/federation.js';
 import type { FileStore } from './domain/file-store.js';
 import type { PhoneCodes } from './domain/phone-codes.js';
-import type { NodeKey } from '../../core/relay/index.js';
+import type { NodeKey } from '../../core/relay/node-id.js';
 import type { RelayStore } from './relay-store.js';
 import type { Voting } from './domain/voting.js';
 

@@ -2,7 +2,8 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { generateNodeKey, quorumSetHash } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
+import { quorumSetHash } from '../../core/relay/quorum-set.js';
 import { readSmsOutbox } from '../../server/relay/domain/sms-sender.js';
 import { call, claimAuthorship, registerNode, sliceDeclarationBy, registrationFor, sessionFor, startRelayServer, tempDataDir, voteBy, type Answer, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
 

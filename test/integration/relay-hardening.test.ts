@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { HostResolver } from '../../server/relay/domain/peer-target.js';
-import { generateNodeKey, quorumSetHash, type NodeKey } from '../../core/relay/index.js';
+import { generateNodeKey, type NodeKey } from '../../core/relay/node-id.js';
+import { quorumSetHash } from '../../core/relay/quorum-set.js';
 import { createRelayService } from '../../server/relay/relay-service.js';
 import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type StartRelayServerOptions } from '../support/relay-test-kit.js';
 

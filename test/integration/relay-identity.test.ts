@@ -1,7 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { call, nowSeconds, registerNode, registrationFor, sessionFor, startRelayServer, tempDataDir, type RunningRelay } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { HostResolver } from '../../server/relay/domain/peer-target.js';
-import { generateNodeKey } from '../../core/relay/index.js';
+import { generateNodeKey } from '../../core/relay/node-id.js';
 import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay } from '../support/relay-test-kit.js';
 
 /**

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { z } from 'zod';
-import { claimKinds } from '../../core/relay/index.js';
+import { claimKinds } from '../../core/relay/claim.js';
 import { meSchema, nodesPageSchema } from '../../wire/relay/identity-responses.js';
 import { bulletinSchema, itemDetailSchema, itemsPageSchema } from '../../wire/relay/item-responses.js';
 import { eventsPageSchema, healthSchema } from '../../wire/relay/network-responses.js';

@@ -1,7 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { verifyVote, type Vote } from '../../core/relay/index.js';
+import { verifyVote, type Vote } from '../../core/relay/vote.js';
 import { verifySignedDocument } from '../../server/relay/domain/signed-document.js';
 import { pairingQrPng } from '../../server/relay/routes/social-routes.js';
 import { call, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';

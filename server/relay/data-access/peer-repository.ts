@@ -1,4 +1,4 @@
-import { withLoneSurrogatesReplaced } from '../../../core/relay/index.js';
+import { withLoneSurrogatesReplaced } from '../../../core/unicode-text.js';
 import type { Steps } from '../../db/sql-steps.js';
 import type { RelaySql } from './relay-sql.js';
 

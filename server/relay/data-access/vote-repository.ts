@@ -1,4 +1,5 @@
-import type { BulletinState, VoteValue } from '../../../core/relay/index.js';
+import type { BulletinState } from '../../../core/relay/tally.js';
+import type { VoteValue } from '../../../core/relay/vote.js';
 import type { Steps } from '../../db/sql-steps.js';
 import type { RelaySql } from './relay-sql.js';
 

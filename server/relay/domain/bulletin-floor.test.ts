@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Bulletin, Vote } from '../../../core/relay/index.js';
+import type { Bulletin } from '../../../core/relay/tally.js';
+import type { Vote } from '../../../core/relay/vote.js';
 import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
 
 const NODE = 'a'.repeat(64);

@@ -1,4 +1,5 @@
-import { type Bulletin, type EmittedStatement, type Vote, type VoteValue, bulletinRank } from '../../../core/relay/index.js';
+import { type Bulletin, type EmittedStatement, bulletinRank } from '../../../core/relay/tally.js';
+import type { Vote, VoteValue } from '../../../core/relay/vote.js';
 import type { Floor } from '../data-access/vote-repository.js';
 
 export type { Floor };

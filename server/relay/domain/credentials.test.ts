@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Credentials, loadOrCreateSecret } from './credentials.js';
-import { generateNodeKey } from '../../../core/relay/index.js';
+import { generateNodeKey } from '../../../core/relay/node-id.js';
 import { RelayRefusal } from './relay-errors.js';
 import { RelayStore } from '../relay-store.js';
 import { tempDataDir } from '../../../test/support/relay-test-kit.js';

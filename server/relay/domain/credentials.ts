@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FileSyncsSync, createFileDurably } from '../../lifecycle/durable-files.js';
-import { isNodeId } from '../../../core/relay/index.js';
+import { isNodeId } from '../../../core/relay/node-id.js';
 import { RelayRefusal } from './relay-errors.js';
 import type { CredentialKind } from '../../../wire/relay/relay-facts.js';
 import type { RelayStore } from '../relay-store.js';

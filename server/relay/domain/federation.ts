@@ -1,7 +1,7 @@
 import { type Clock, isoFromMs } from '../../../core/clock.js';
 import type { FileStore } from './file-store.js';
 import { type HostResolver, peerTargetProblem, systemHostResolver } from './peer-target.js';
-import { nodeIdProblem } from '../../../core/relay/index.js';
+import { nodeIdProblem } from '../../../core/relay/node-id.js';
 import { PEER_HEALTH_MAX_BYTES, PEER_PAGE_MAX_BYTES } from './peer-answer.js';
 import { PeerExchange } from './peer-exchange.js';
 import { PeerIngest, eventKindLabel } from './peer-ingest.js';

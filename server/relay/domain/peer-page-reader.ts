@@ -1,7 +1,7 @@
 import type { FileStore } from './file-store.js';
 import type { PeerExchange } from './peer-exchange.js';
 import type { PeerIngest, WireEvent } from './peer-ingest.js';
-import { isItemId } from '../../../core/relay/index.js';
+import { isItemId } from '../../../core/relay/claim.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import type { RelayStore } from '../relay-store.js';
 

@@ -1,4 +1,4 @@
-import type { Problem } from '../../../core/relay/index.js';
+import type { Problem } from '../../../core/relay/problem.js';
 import { coreProblemsToValidation } from '../../../wire/problem-detail.js';
 
 /**

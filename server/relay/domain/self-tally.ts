@@ -1,4 +1,7 @@
-import { GrowingTally, type Bulletin, type QuorumSet, type Vote } from '../../../core/relay/index.js';
+import { GrowingTally } from '../../../core/relay/growing-tally.js';
+import type { Bulletin } from '../../../core/relay/tally.js';
+import type { QuorumSet } from '../../../core/relay/quorum-set.js';
+import type { Vote } from '../../../core/relay/vote.js';
 import type { HasSigned } from './bulletin-floor.js';
 import type { Steps } from '../../db/sql-steps.js';
 import type { SliceBook, SliceLookups } from './slice-book.js';

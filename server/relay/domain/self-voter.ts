@@ -1,4 +1,8 @@
-import { type EmittedStatement, type NodeKey, type QuorumSet, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, signSliceDeclaration, signVote } from '../../../core/relay/index.js';
+import type { EmittedStatement } from '../../../core/relay/tally.js';
+import type { NodeKey } from '../../../core/relay/node-id.js';
+import { type QuorumSet, defaultThreshold, normalizeQuorumSet, quorumSetHash } from '../../../core/relay/quorum-set.js';
+import { type Vote, signVote } from '../../../core/relay/vote.js';
+import { signSliceDeclaration } from '../../../core/relay/slice-declaration.js';
 import type { SliceRepository } from '../data-access/slice-repository.js';
 import { relayScheme, voteSchema } from '../../../wire/relay/relay-facts.js';
 import type { RelayStore } from '../relay-store.js';

@@ -1,5 +1,8 @@
-import { canonicalJson, isSignatureText, nodeIdToPublicKey, signEd25519, verifyEd25519 } from '../../../core/relay/index.js';
-import type { Problem } from '../../../core/relay/index.js';
+import { canonicalJson } from '../../../core/relay/canonical-json.js';
+import { isSignatureText } from '../../../core/relay/vote.js';
+import { nodeIdToPublicKey } from '../../../core/relay/node-id.js';
+import { signEd25519, verifyEd25519 } from '../../../core/relay/ed25519.js';
+import type { Problem } from '../../../core/relay/problem.js';
 import { invalidInputAt } from './relay-errors.js';
 
 /**

@@ -1,14 +1,6 @@
-import {
-  type AuthoredItem,
-  type ItemAuthorship,
-  type Problem,
-  type SliceDeclaration,
-  authorshipMismatch,
-  parseItemAuthorship,
-  parseSliceDeclaration,
-  verifyItemAuthorship,
-  verifySliceDeclaration,
-} from '../../../core/relay/index.js';
+import { type AuthoredItem, type ItemAuthorship, authorshipMismatch, parseItemAuthorship, verifyItemAuthorship } from '../../../core/relay/item-authorship.js';
+import type { Problem } from '../../../core/relay/problem.js';
+import { type SliceDeclaration, parseSliceDeclaration, verifySliceDeclaration } from '../../../core/relay/slice-declaration.js';
 import { invalidInputAt } from './relay-errors.js';
 import { coreProblemMessage } from '../../../wire/problem-detail.js';
 import { throwCoreProblems } from './signed-document.js';

@@ -1,4 +1,6 @@
-import { type QuorumSet, type SliceDeclaration, type Vote, defaultThreshold, normalizeQuorumSet, quorumSetHash, supersedes, validateQuorumSet } from '../../../core/relay/index.js';
+import { type QuorumSet, defaultThreshold, normalizeQuorumSet, quorumSetHash, validateQuorumSet } from '../../../core/relay/quorum-set.js';
+import { type SliceDeclaration, supersedes } from '../../../core/relay/slice-declaration.js';
+import type { Vote } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { SliceRepository } from '../data-access/slice-repository.js';
 import type { RelayStore } from '../relay-store.js';

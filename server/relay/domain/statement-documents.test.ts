@@ -1,7 +1,9 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../../core/clock.js';
-import { type NodeKey, type QuorumSet, type Vote, generateNodeKey, signVote } from '../../../core/relay/index.js';
+import { type NodeKey, generateNodeKey } from '../../../core/relay/node-id.js';
+import type { QuorumSet } from '../../../core/relay/quorum-set.js';
+import { type Vote, signVote } from '../../../core/relay/vote.js';
 import { RelayStore } from '../relay-store.js';
 import { MAX_OTHER_DOCUMENTS, type StoredVote } from './statement-log.js';
 import { tempDataDir } from '../../../test/support/relay-test-kit.js';

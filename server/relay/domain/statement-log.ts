@@ -1,4 +1,5 @@
-import type { QuorumSet, Vote } from '../../../core/relay/index.js';
+import type { QuorumSet } from '../../../core/relay/quorum-set.js';
+import type { Vote } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { StatementKey, VoteRepository } from '../data-access/vote-repository.js';
 import { type RelayRefusal, invalidInputAt } from './relay-errors.js';

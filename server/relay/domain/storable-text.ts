@@ -1,4 +1,4 @@
-import { hasLoneSurrogate } from '../../../core/relay/index.js';
+import { hasLoneSurrogate } from '../../../core/unicode-text.js';
 import { invalidInputAt } from './relay-errors.js';
 import { throwCoreProblems } from './signed-document.js';
 

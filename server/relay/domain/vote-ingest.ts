@@ -1,4 +1,4 @@
-import { type Vote, verifyVote, verifyVoteAsync } from '../../../core/relay/index.js';
+import { type Vote, verifyVote, verifyVoteAsync } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { RelayStore } from '../relay-store.js';
 import type { RelayBulletin, StoredVote, Voting } from './voting.js';

@@ -1,4 +1,6 @@
-import { type Bulletin, type EmittedStatement, type QuorumSet, type Vote, bulletinRank, quorumSetHash, tally } from '../../../core/relay/index.js';
+import { type Bulletin, type EmittedStatement, bulletinRank, tally } from '../../../core/relay/tally.js';
+import { type QuorumSet, quorumSetHash } from '../../../core/relay/quorum-set.js';
+import type { Vote } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
 import { type SliceLookups, deepFreeze } from './slice-book.js';
 

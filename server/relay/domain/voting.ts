@@ -1,5 +1,9 @@
 import type { Clock } from '../../../core/clock.js';
-import type { Bulletin, NodeKey, QuorumSet, SliceDeclaration, Vote } from '../../../core/relay/index.js';
+import type { Bulletin } from '../../../core/relay/tally.js';
+import type { NodeKey } from '../../../core/relay/node-id.js';
+import type { QuorumSet } from '../../../core/relay/quorum-set.js';
+import type { SliceDeclaration } from '../../../core/relay/slice-declaration.js';
+import type { Vote } from '../../../core/relay/vote.js';
 import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
 import type { RelayStore } from '../relay-store.js';
 import type { Steps } from '../../db/sql-steps.js';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { isoFromMs } from '../../../core/clock.js';
 import { getNode, pairedWith, publicNode } from '../views/node-view.js';
 import { maskPhone, normalizePhone } from '../domain/phone-codes.js';
-import { isNodeId, nodeIdProblem } from '../../../core/relay/index.js';
+import { isNodeId, nodeIdProblem } from '../../../core/relay/node-id.js';
 import { type RelayDeps, unixSeconds } from '../relay-deps.js';
 import { HttpError } from '../../http/http-error.js';
 import { invalidInput } from './relay-error.js';

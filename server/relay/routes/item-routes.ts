@@ -1,7 +1,10 @@
 import { pipeline } from 'node:stream/promises';
 import { isoFromMs } from '../../../core/clock.js';
 import type { Caller } from '../domain/credentials.js';
-import { type AuthoredItem, type ItemAuthorship, MEDIA_TYPE_MAX_CHARS, authorshipMismatch, claimId, isItemId, isNodeId, parseVote, validateClaim, type Vote } from '../../../core/relay/index.js';
+import { type AuthoredItem, type ItemAuthorship, MEDIA_TYPE_MAX_CHARS, authorshipMismatch } from '../../../core/relay/item-authorship.js';
+import { claimId, isItemId, validateClaim } from '../../../core/relay/claim.js';
+import { isNodeId } from '../../../core/relay/node-id.js';
+import { parseVote, type Vote } from '../../../core/relay/vote.js';
 import { type RelayDeps, unixSeconds, voteTimeProblem } from '../relay-deps.js';
 import { HttpError } from '../../http/http-error.js';
 import { parseOr422 } from '../../http/http-error.js';

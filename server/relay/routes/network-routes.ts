@@ -1,6 +1,11 @@
 import { isoFromMs } from '../../../core/clock.js';
 import { Federation } from '../domain/federation.js';
-import { claimId, claimKinds, generateNodeKey, isNodeId, quorumSetHash, signItemAuthorship, signSliceDeclaration, signVote } from '../../../core/relay/index.js';
+import { claimId, claimKinds } from '../../../core/relay/claim.js';
+import { generateNodeKey, isNodeId } from '../../../core/relay/node-id.js';
+import { quorumSetHash } from '../../../core/relay/quorum-set.js';
+import { signItemAuthorship } from '../../../core/relay/item-authorship.js';
+import { signSliceDeclaration } from '../../../core/relay/slice-declaration.js';
+import { signVote } from '../../../core/relay/vote.js';
 import type { Caller } from '../domain/credentials.js';
 import type { RelayDeps } from '../relay-deps.js';
 import { HttpError } from '../../http/http-error.js';

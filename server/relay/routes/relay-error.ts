@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler } from 'express';
-import { RelayError as CoreRelayError } from '../../../core/relay/index.js';
+import { RelayError as CoreRelayError } from '../../../core/relay/problem.js';
 import { createErrorHandler } from '../../http/error-handler.js';
 import { HttpError } from '../../http/http-error.js';
 import { relayToHttpError } from './relay-error-http.js';

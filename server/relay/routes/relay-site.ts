@@ -1,7 +1,7 @@
 import type { Response, Router } from 'express';
 import { strictRouter } from '../../http/starlette-routing.js';
 import { setPageSecurityHeaders, styleHashSource } from '../../http/security-headers.js';
-import { claimKinds } from '../../../core/relay/index.js';
+import { claimKinds } from '../../../core/relay/claim.js';
 import { claimSchema, credentialFormats, credentialMeaning, type CredentialKind, publicLimits, relayProtocol, relayScheme, relayVersion, voteSchema } from '../../../wire/relay/relay-facts.js';
 import type { RelayRoute } from './relay-route.js';
 
