@@ -6,7 +6,7 @@ import { defaultThreshold, type QuorumSet } from '../core/relay/quorum-set.js';
 import { forgetKeyCaches } from '../core/relay/ed25519.js';
 import { generateNodeKey, type NodeKey } from '../core/relay/node-id.js';
 import { type Vote, verifyVote } from '../core/relay/vote.js';
-import type { SyncFile } from '../server/db/wal-sync.js';
+import type { SyncFile } from '../server/storage/wal-sync.js';
 import { postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../test/support/relay-test-kit.js';
 import type { LoadResult, LoadRound } from './relay-load-client.js';
 

@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { JobRecord } from '../server/store/bench-store.js';
-import { PostgresBenchStore } from '../server/store/postgres/postgres-bench-store.js';
-import type { SqlBenchStore } from '../server/store/sql-bench-store.js';
-import { SqliteBenchStore } from '../server/store/sqlite-bench-store.js';
+import type { JobRecord } from '../server/storage/bench/bench-store.js';
+import { PostgresBenchStore } from '../server/storage/bench/postgres/postgres-bench-store.js';
+import type { SqlBenchStore } from '../server/storage/bench/sql-bench-store.js';
+import { SqliteBenchStore } from '../server/storage/bench/sqlite-bench-store.js';
 
 /** What one job costs the store, counted (not timed): statements, and transactions among them. */
 export interface StoreRoundTrips {

@@ -40,15 +40,15 @@ describe("docs/architecture.md's claims", () => {
     expect(imported.sort()).toEqual([...new Set(named)].sort());
   });
 
-  it('has one migration runner: only server/db/run-migrations.ts reads or writes a schema version', () => {
-    expect(read('docs/architecture.md')).toContain('`server/db/run-migrations.ts`, one numbered-migration runner for every database');
+  it('has one migration runner: only server/storage/run-migrations.ts reads or writes a schema version', () => {
+    expect(read('docs/architecture.md')).toContain('`server/storage/run-migrations.ts`, one numbered-migration runner for every database');
     const versionTable = /\b(?:FROM|INTO|UPDATE|TABLE(?: IF NOT EXISTS)?)\s+[a-z_."]*schema_version\b|\buser_version\b/i;
     const production = ['core', 'wire', 'clients', 'boards', 'sim', 'backends', 'harness', 'server', 'lib', 'bin'].flatMap(sources);
-    expect(read('server/db/run-migrations.ts')).toContain("'schema_version'");
-    expect(production.filter((file) => file !== 'server/db/run-migrations.ts' && versionTable.test(read(file)))).toEqual([]);
+    expect(read('server/storage/run-migrations.ts')).toContain("'schema_version'");
+    expect(production.filter((file) => file !== 'server/storage/run-migrations.ts' && versionTable.test(read(file)))).toEqual([]);
     // Every list of migrations is run by it.
     const lists = production.filter((file) => /:\s*(?:readonly\s+)?Migration\[\]|Migration\[\]\s*=/.test(read(file)));
     expect(lists.length).toBeGreaterThan(1);
-    for (const file of lists.filter((f) => f !== 'server/db/run-migrations.ts')) expect(read(file), file).toMatch(/from '[./]+(?:db\/)?run-migrations\.js'/);
+    for (const file of lists.filter((f) => f !== 'server/storage/run-migrations.ts')) expect(read(file), file).toMatch(/from '[./]+(?:db\/)?run-migrations\.js'/);
   });
 });

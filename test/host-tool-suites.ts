@@ -102,7 +102,7 @@ export const postgresSuites = {
     // Several PostgreSQL stores writing one database at once, with no global lock (decision 0515).
     'test/contract/postgres-stores-racing.test.ts',
     // What the store's caches save PostgreSQL, counted in statements (decision 0600).
-    'server/store/store-caches.test.ts',
+    'server/storage/bench/store-caches.test.ts',
     'test/contract/postgres-pool-lease-model.test.ts',
     'test/integration/replicas-pool-racing.test.ts',
     // A debug job behind two replicas: through the worker's replica, and refused through the other (decision 0625).

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Clock } from '../../core/clock.js';
 import { isFinishedJobState } from '../../wire/job-states.js';
 import type { Logger } from '../http/logger.js';
-import type { BenchStore } from '../store/bench-store.js';
+import type { BenchStore } from '../storage/bench/bench-store.js';
 import type { JobLive } from './domain/job-live.js';
 
 /**

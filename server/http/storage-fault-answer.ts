@@ -1,8 +1,8 @@
-import { isDiskFull, StorageFault, StorageFullError } from '../db/storage-faults.js';
+import { isDiskFull, StorageFault, StorageFullError } from '../storage/storage-faults.js';
 import { HttpError } from './http-error.js';
 
 /**
- * The answer to a storage fault (`server/db/storage-faults.ts`), the same for every service: 503
+ * The answer to a storage fault (`server/storage/storage-faults.ts`), the same for every service: 503
  * while its database is away, 507 (Insufficient Storage, RFC 4918) while its disk is full, both
  * with `Retry-After` and a `detail` naming the service; undefined for any other error.
  */

@@ -104,5 +104,5 @@ export function removePartialFiles(dir: string, pattern: RegExp): string[] {
 
 /** Relay uploads in progress are `files/tmp-<16 hex>` (server/relay/domain/file-store.ts). */
 export const PARTIAL_UPLOAD_PATTERN = /^tmp-[0-9a-f]{16}$/;
-/** Firmware blobs being written are `firmware/.<sha256>.<12 hex>.tmp` (server/store/firmware-blob-store.ts). */
+/** Firmware blobs being written are `firmware/.<sha256>.<12 hex>.tmp` (server/storage/bench/firmware-blob-store.ts). */
 export const PARTIAL_BLOB_PATTERN = /^\.[0-9a-f]{64}\.[0-9a-f]{12}\.tmp$/;

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runMigrations, schemaVersionOf } from '../db/run-migrations.js';
-import { relayMigrations } from './data-access/relay-migrations.js';
+import { runMigrations, schemaVersionOf } from '../storage/run-migrations.js';
+import { relayMigrations } from '../storage/relay/relay-migrations.js';
 import { RelayStore } from './relay-store.js';
 
 const dirs: string[] = [];

@@ -1,17 +1,17 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { runMigrations } from '../db/run-migrations.js';
+import { runMigrations } from '../storage/run-migrations.js';
 import { ensurePrivateDir, prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
 import { loadOrCreateSecret } from './domain/credentials.js';
-import type { EventKind } from './data-access/event-repository.js';
+import type { EventKind } from '../storage/relay/event-repository.js';
 import type { SharedFileContents } from './domain/file-store.js';
-import { PgRelayEngine } from './data-access/pg-relay-engine.js';
-import type { Steps } from '../db/sql-steps.js';
-import { RelayData, synced, syncedData } from './data-access/relay-data.js';
-import { relayMigrations } from './data-access/relay-migrations.js';
-import { RelaySql, type SyncRelaySql } from './data-access/relay-sql.js';
-import { SqliteRelayExecutor } from './data-access/sqlite-relay-executor.js';
-import { WalSync, type WalSyncOptions } from '../db/wal-sync.js';
+import { PgRelayEngine } from '../storage/relay/pg-relay-engine.js';
+import type { Steps } from '../storage/sql-steps.js';
+import { RelayData, synced, syncedData } from '../storage/relay/relay-data.js';
+import { relayMigrations } from '../storage/relay/relay-migrations.js';
+import { RelaySql, type SyncRelaySql } from '../storage/relay/relay-sql.js';
+import { SqliteRelayExecutor } from '../storage/relay/sqlite-relay-executor.js';
+import { WalSync, type WalSyncOptions } from '../storage/wal-sync.js';
 
 /**
  * The relay's store: embedded SQLite (`relay.sqlite` in the data dir) by default, or PostgreSQL

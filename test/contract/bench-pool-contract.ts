@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BenchStore } from '../../server/store/bench-store.js';
+import type { BenchStore } from '../../server/storage/bench/bench-store.js';
 import { claimBy, done, jobRecord, sessionRecord, T0 } from './bench-store-contract.js';
 
 /** The instances of the pool `pico` in these tests: two on worker w1, one on w2 (decision 0510). */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { BenchStore, OpenSessionResult } from '../../server/store/bench-store.js';
+import type { BenchStore, OpenSessionResult } from '../../server/storage/bench/bench-store.js';
 import { sessionRecord, T0 } from './bench-store-contract.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { BenchStore } from '../../server/store/bench-store.js';
-import type { SessionWaiter } from '../../server/store/session-queue-store.js';
+import type { BenchStore } from '../../server/storage/bench/bench-store.js';
+import type { SessionWaiter } from '../../server/storage/bench/session-queue-store.js';
 import { sessionRecord, T0 } from './bench-store-contract.js';
 
 const ALIVE_MS = 10_000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { BenchStore, JobRecord, SessionRecord, UartRecord } from '../../server/store/bench-store.js';
-import { type BoardHealthRecord, healthyBoardRecord } from '../../server/store/board-health-store.js';
+import type { BenchStore, JobRecord, SessionRecord, UartRecord } from '../../server/storage/bench/bench-store.js';
+import { type BoardHealthRecord, healthyBoardRecord } from '../../server/storage/bench/board-health-store.js';
 import { describeJobQueueContract } from './bench-job-queue-contract.js';
 import { describePoolContract } from './bench-pool-contract.js';
 import { describeSessionQueueContract } from './bench-session-queue-contract.js';

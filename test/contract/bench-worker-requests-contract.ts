@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BenchStore } from '../../server/store/bench-store.js';
+import type { BenchStore } from '../../server/storage/bench/bench-store.js';
 import { claimBy, done, jobRecord, T0 } from './bench-store-contract.js';
 
 const queueOf = (nowMs: number) => ({ maxQueuedPerBoard: 8, nowMs });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { BenchStore } from '../../server/store/bench-store.js';
+import type { BenchStore } from '../../server/storage/bench/bench-store.js';
 
 const T0 = 1_700_000_000_000;
 

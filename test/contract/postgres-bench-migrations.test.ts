@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pgConnection } from '../../server/store/postgres/pg-database.js';
-import { PG_SCHEMA_VERSION, pgBenchMigrations } from '../../server/store/postgres/pg-migrations.js';
-import { PostgresBenchStore } from '../../server/store/postgres/postgres-bench-store.js';
+import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { PG_SCHEMA_VERSION, pgBenchMigrations } from '../../server/storage/bench/postgres/pg-migrations.js';
+import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 
 const drops: Array<() => Promise<void>> = [];

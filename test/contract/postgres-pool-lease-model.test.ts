@@ -1,4 +1,4 @@
-import { PostgresBenchStore } from '../../server/store/postgres/postgres-bench-store.js';
+import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { describePoolLeaseModel } from './bench-pool-lease-model.js';
 

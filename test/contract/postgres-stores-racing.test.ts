@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BenchStore, JobRecord } from '../../server/store/bench-store.js';
-import { PostgresBenchStore } from '../../server/store/postgres/postgres-bench-store.js';
+import type { BenchStore, JobRecord } from '../../server/storage/bench/bench-store.js';
+import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { done, jobRecord, sessionRecord, T0 } from './bench-store-contract.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type OpenRelayStore, freshStorePerTest } from './relay-store-contract.js';
-import { PEER_NOTE_MAX_CHARS } from '../../server/relay/data-access/peer-repository.js';
+import { PEER_NOTE_MAX_CHARS } from '../../server/storage/relay/peer-repository.js';
 
 const node = (n: number) => n.toString(16).padStart(64, '0');
 const claim = (n: number, author: string, createdMs = n) => ({

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ItemRepository } from '../../server/relay/data-access/item-repository.js';
-import { NodeRepository } from '../../server/relay/data-access/node-repository.js';
-import { type RelaySql, type SyncRelaySql, likeOf } from '../../server/relay/data-access/relay-sql.js';
-import { searchIndexOf } from '../../server/relay/data-access/trigram-prefilter.js';
+import { ItemRepository } from '../../server/storage/relay/item-repository.js';
+import { NodeRepository } from '../../server/storage/relay/node-repository.js';
+import { type RelaySql, type SyncRelaySql, likeOf } from '../../server/storage/relay/relay-sql.js';
+import { searchIndexOf } from '../../server/storage/relay/trigram-prefilter.js';
 import type { RelayStore } from '../../server/relay/relay-store.js';
 import { freshStorePerTest, type OpenRelayStore } from './relay-store-contract.js';
 

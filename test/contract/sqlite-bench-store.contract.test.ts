@@ -1,4 +1,4 @@
-import { SqliteBenchStore } from '../../server/store/sqlite-bench-store.js';
+import { SqliteBenchStore } from '../../server/storage/bench/sqlite-bench-store.js';
 import { describeBenchStoreContract } from './bench-store-contract.js';
 
 describeBenchStoreContract('sqlite', () => new SqliteBenchStore(':memory:'));

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SqliteBenchStore } from '../../server/store/sqlite-bench-store.js';
+import { SqliteBenchStore } from '../../server/storage/bench/sqlite-bench-store.js';
 import { describePoolLeaseModel } from './bench-pool-lease-model.js';
 
 /** `count` SQLite stores on one fresh file (two: two connections writing it at once, as two processes would). */

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { PgSyncConnection } from '../../server/relay/data-access/pg-sync-connection.js';
-import { pgConnection } from '../../server/store/postgres/pg-database.js';
+import { PgSyncConnection } from '../../server/storage/relay/pg-sync-connection.js';
+import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 

@@ -5,7 +5,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterAll } from 'vitest';
 import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import type { JobState } from '../../server/store/bench-store.js';
+import type { JobState } from '../../server/storage/bench/bench-store.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import type { BenchServiceConfig } from '../../server/bench/bench-service.js';

@@ -8,9 +8,9 @@ import express from 'express';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import type { BenchSnapshot, BoardSnapshot } from '../../server/bench/views/bench-snapshot.js';
 import { createPagesRouter } from '../../server/bench/pages/pages-router.js';
-import { migrateBenchDatabase } from '../../server/store/bench-store-migrations.js';
-import { SqlWaitlist } from '../../server/store/sql-side-stores.js';
-import { SqliteExecutor } from '../../server/store/sql/sqlite-executor.js';
+import { migrateBenchDatabase } from '../../server/storage/bench/bench-store-migrations.js';
+import { SqlWaitlist } from '../../server/storage/bench/sql-side-stores.js';
+import { SqliteExecutor } from '../../server/storage/bench/sql/sqlite-executor.js';
 
 /**
  * Test support for the pages (imported by `*.test.ts` only): an express app holding just the pages

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { pgConnection } from '../../server/store/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
 import { postgresSuites } from '../host-tool-suites.js';
 
 /** The server tests create their databases on: HILBENCH_TEST_DATABASE_URL, or the local socket. */

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type Clock, isoFromMs } from '../../../core/clock.js';
-import type { AgentRecord, BenchStore } from '../../store/bench-store.js';
+import type { AgentRecord, BenchStore } from '../../storage/bench/bench-store.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
 import type { AgentRegistrationBody } from '../../../wire/bench/bench-schemas.js';

@@ -1,4 +1,4 @@
-import type { AgentRecord } from '../../store/bench-store.js';
+import type { AgentRecord } from '../../storage/bench/bench-store.js';
 import { LongPollSlots } from './long-poll-slots.js';
 
 /**

@@ -1,6 +1,6 @@
 import { type Clock, isoFromMs } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
-import type { BenchStore } from '../../store/bench-store.js';
+import type { BenchStore } from '../../storage/bench/bench-store.js';
 import type { BenchSnapshot } from '../views/bench-snapshot.js';
 import type { AdminBody, BoardBody, BoardHealthBody, HealthBody, StatsBody } from '../../../wire/bench/bench-schemas.js';
 import { BENCH_API_VERSION } from './bench-version.js';

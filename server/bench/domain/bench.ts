@@ -1,5 +1,5 @@
 import type { UploadedFile } from '../../../wire/form-fields.js';
-import type { AgentRecord } from '../../store/bench-store.js';
+import type { AgentRecord } from '../../storage/bench/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import { AgentLongPolls } from './agent-long-polls.js';
 import type { BenchDeps } from './bench-deps.js';

@@ -1,6 +1,6 @@
 import type { Board } from '../../../boards/board-schema.js';
 import { type Clock, isoFromMs } from '../../../core/clock.js';
-import type { AgentRecord, BenchStore, JobRecord, LeaseWithAgent } from '../../store/bench-store.js';
+import type { AgentRecord, BenchStore, JobRecord, LeaseWithAgent } from '../../storage/bench/bench-store.js';
 import { BenchError } from './bench-errors.js';
 import type { ResolvedBoard } from '../../../harness/board-resolution.js';
 import { type BoardState, boardState, poolStatus, poolView } from '../views/board-views.js';

@@ -1,8 +1,8 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../../core/clock.js';
-import type { BenchStore, JobRecord } from '../../store/bench-store.js';
-import { SqliteBenchStore } from '../../store/sqlite-bench-store.js';
+import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
+import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
 import { BenchError } from './bench-errors.js';
 import { DebugRelay, type DebuggerPeer, MAX_PENDING_DEBUG_BYTES, SESSION_RENEW_MS, type WorkerPeer } from './debug-relay.js';
 

@@ -1,7 +1,7 @@
 import type { Clock } from '../../../core/clock.js';
 import { RspProtocolError, RspReader } from '../../../core/gdb/rsp-reader.js';
 import type { DebugTerms } from '../../../harness/worker/worker-link.js';
-import type { BenchStore, JobRecord } from '../../store/bench-store.js';
+import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
 import { BenchError } from './bench-errors.js';
 
 /** With no debugger attached this long (host ms), a debug job ends and frees its board; `idle_timeout_seconds` may ask for less or more, up to the most. */

@@ -1,7 +1,7 @@
 import { BackendError, type FirmwareImage } from '../../../backends/backend.js';
 import { type ElfFile, ElfError, loadableSegments, machineName, parseElf } from '../../../core/elf.js';
 import type { UploadedFile } from '../../../wire/form-fields.js';
-import { type AgentRecord, type ElfSummary, instanceOf, type JobRecord } from '../../store/bench-store.js';
+import { type AgentRecord, type ElfSummary, instanceOf, type JobRecord } from '../../storage/bench/bench-store.js';
 import { type BenchDeps, newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
 import type { JobBody } from '../../../wire/bench/bench-schemas.js';

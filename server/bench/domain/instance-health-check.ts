@@ -1,6 +1,6 @@
 import { type Clock, isoFromMs } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
-import type { BenchStore } from '../../store/bench-store.js';
+import type { BenchStore } from '../../storage/bench/bench-store.js';
 import type { BoardHealthCheckBody } from '../../../wire/bench/bench-schemas.js';
 import { BenchError } from './bench-errors.js';
 import { healthBody } from '../views/bench-views.js';

@@ -1,7 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../../core/clock.js';
-import { SqliteBenchStore } from '../../store/sqlite-bench-store.js';
+import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
 import { INSTANCE_QUARANTINE_AFTER_FAILURES, InstanceHealth } from './instance-health.js';
 
 const FLASH_FAILED = { board: 'pico', instance: 'pico.2@w', state: 'failed', failure: { kind: 'flash-failed', message: 'Error: open failed' } } as const;

@@ -1,7 +1,7 @@
 import { afterFailure, afterSuccess } from '../../../backends/probe/quarantine-store.js';
 import type { Clock } from '../../../core/clock.js';
-import type { BoardHealthRecord } from '../../store/board-health-store.js';
-import type { BenchStore, JobFailureKind, JobRecord } from '../../store/bench-store.js';
+import type { BoardHealthRecord } from '../../storage/bench/board-health-store.js';
+import type { BenchStore, JobFailureKind, JobRecord } from '../../storage/bench/bench-store.js';
 
 /**
  * Consecutive infrastructure failures after which an instance of a pool of several is quarantined:

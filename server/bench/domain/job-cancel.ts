@@ -1,7 +1,7 @@
 import type { Clock } from '../../../core/clock.js';
 import { isFinishedJobState } from '../../../wire/job-states.js';
 import type { Logger } from '../../http/logger.js';
-import type { AgentRecord, BenchStore, JobRecord } from '../../store/bench-store.js';
+import type { AgentRecord, BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
 import { BenchError } from './bench-errors.js';
 import type { JobLive } from './job-live.js';
 import { waitForJobEnd } from './job-watch.js';

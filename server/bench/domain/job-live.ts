@@ -1,4 +1,4 @@
-import type { JobRecord, JobState } from '../../store/bench-store.js';
+import type { JobRecord, JobState } from '../../storage/bench/bench-store.js';
 
 /** One UART chunk of a job as it arrives: `offset` is the byte offset of its first byte in the job's UART. */
 export interface LiveUartChunk {

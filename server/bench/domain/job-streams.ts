@@ -1,5 +1,5 @@
 import type { Clock } from '../../../core/clock.js';
-import type { AgentRecord, BenchStore, JobRecord } from '../../store/bench-store.js';
+import type { AgentRecord, BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
 import type { AgentLongPolls } from './agent-long-polls.js';
 import { BenchError } from './bench-errors.js';
 import type { JobLive } from './job-live.js';

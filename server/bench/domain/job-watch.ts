@@ -1,6 +1,6 @@
 import { type Clock, type TimerHandle } from '../../../core/clock.js';
 import { isFinishedJobState } from '../../../wire/job-states.js';
-import type { BenchStore, JobRecord } from '../../store/bench-store.js';
+import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 
 /** Host ms between two looks at the store while watching (a job reported through another replica). */

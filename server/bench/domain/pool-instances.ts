@@ -1,6 +1,6 @@
 import type { Clock } from '../../../core/clock.js';
-import type { BenchStore } from '../../store/bench-store.js';
-import type { WorkerBoardReport, WorkerRecord } from '../../store/worker-registry.js';
+import type { BenchStore } from '../../storage/bench/bench-store.js';
+import type { WorkerBoardReport, WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { BenchError } from './bench-errors.js';
 import { InstanceHealth } from './instance-health.js';
 

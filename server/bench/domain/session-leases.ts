@@ -1,6 +1,6 @@
 import { type Clock, isoFromMs, type TimerHandle } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
-import type { AgentRecord, BenchStore, LeaseWithAgent, SessionRecord } from '../../store/bench-store.js';
+import type { AgentRecord, BenchStore, LeaseWithAgent, SessionRecord } from '../../storage/bench/bench-store.js';
 import { SessionQueue } from './session-queue.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';

@@ -2,7 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { describe, expect, it } from 'vitest';
 import { type Clock, clockFromFakeTimers } from '../../../core/clock.js';
 import { memoryLogger } from '../../http/logger.js';
-import { SqliteBenchStore } from '../../store/sqlite-bench-store.js';
+import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
 import { SessionQueue, WAITER_ALIVE_MS } from './session-queue.js';
 
 const PICO = { queue: 'pico', pool: 'pico' };

@@ -1,6 +1,6 @@
 import type { Clock, TimerHandle } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
-import type { SessionQueueStore, SessionWaiter } from '../../store/session-queue-store.js';
+import type { SessionQueueStore, SessionWaiter } from '../../storage/bench/session-queue-store.js';
 import { newId } from './bench-deps.js';
 import { boardOfInstance } from './pool-instances.js';
 

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { type BoardHealth, BackendError, type BoardHealthControl, type HealthCheckOutcome } from '../../../backends/backend.js';
 import { type Clock, isoFromMs } from '../../../core/clock.js';
-import { healthyBoardRecord } from '../../store/board-health-store.js';
+import { healthyBoardRecord } from '../../storage/bench/board-health-store.js';
 import type { BackendName } from '../../../boards/board-schema.js';
-import type { BenchStore } from '../../store/bench-store.js';
-import type { WorkerBoardReport, WorkerRecord } from '../../store/worker-registry.js';
+import type { BenchStore } from '../../storage/bench/bench-store.js';
+import type { WorkerBoardReport, WorkerRecord } from '../../storage/bench/worker-registry.js';
 import type { WorkerGateway } from '../workers/worker-gateway.js';
 import { boardOfInstance } from './pool-instances.js';
 

@@ -5,9 +5,9 @@ import { createPagesRouter } from './pages-router.js';
 import { clockFromFakeTimers } from '../../../core/clock.js';
 import { createClock } from '@sinonjs/fake-timers';
 import Database from 'better-sqlite3';
-import { migrateBenchDatabase } from '../../store/bench-store-migrations.js';
-import { SqlWaitlist } from '../../store/sql-side-stores.js';
-import { SqliteExecutor } from '../../store/sql/sqlite-executor.js';
+import { migrateBenchDatabase } from '../../storage/bench/bench-store-migrations.js';
+import { SqlWaitlist } from '../../storage/bench/sql-side-stores.js';
+import { SqliteExecutor } from '../../storage/bench/sql/sqlite-executor.js';
 
 let app: PagesTestApp;
 

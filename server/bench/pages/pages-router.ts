@@ -8,7 +8,7 @@ import { renderHomePage } from './home-page.js';
 import { activityTable, boardsTable } from './snapshot-views.js';
 import { sendHtmlPage, setCommonHeaders } from './html-response.js';
 import { renderLogoPng } from './logo-png.js';
-import type { WaitlistStore } from '../../store/waitlist-store.js';
+import type { WaitlistStore } from '../../storage/bench/waitlist-store.js';
 import { renderStatsPage } from './stats-page.js';
 import { type ValidationErrorItem, parseWaitlistForm } from './waitlist-form.js';
 import { strictRouter } from '../../http/starlette-routing.js';

@@ -9,7 +9,7 @@ import { parseEmailAddress } from './email-address.js';
 
 /** Who is asking to join: a single person, a team or organisation, or a software agent acting for someone. */
 // Kept with the waitlist's store (its table checks them); re-exported for the form and pages.
-import { WAITLIST_KINDS, type WaitlistKind } from '../../store/waitlist-store.js';
+import { WAITLIST_KINDS, type WaitlistKind } from '../../storage/bench/waitlist-store.js';
 export { WAITLIST_KINDS, type WaitlistKind };
 
 /** Enough for "what I would test and on which boards", short enough that the list cannot be used as storage. */

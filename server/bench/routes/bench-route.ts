@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { ApiRoute, RouteGuard } from '../../http/api-route.js';
 import type { OpenApiSecurity } from '../../http/openapi.js';
-import type { AgentRecord } from '../../store/bench-store.js';
+import type { AgentRecord } from '../../storage/bench/bench-store.js';
 
 /**
  * The bench service's credentials. `bearer`: `authorization: Bearer <agent token>`; `admin`:

@@ -7,7 +7,7 @@ import { type BenchRoute, callerAgent, type RouteGuards } from './bench-route.js
 import { parseForm } from '../../http/form-schema.js';
 import { HttpError } from '../../http/http-error.js';
 import { formRefusedFromHeaders, parseFormBody } from '../../http/parse-form.js';
-import type { AgentRecord } from '../../store/bench-store.js';
+import type { AgentRecord } from '../../storage/bench/bench-store.js';
 import type { Bench } from '../domain/bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { getJobMaybeWaiting, jobLiveRoutes, LONG_POLLS_429 } from './job-live-routes.js';

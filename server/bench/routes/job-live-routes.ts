@@ -6,7 +6,7 @@ import { fieldValueError } from '../../http/http-error.js';
 import { readJsonBody } from '../../http/json-body.js';
 import { lastQueryValues } from '../../http/query-values.js';
 import { parseOr422 } from '../../http/http-error.js';
-import type { AgentRecord } from '../../store/bench-store.js';
+import type { AgentRecord } from '../../storage/bench/bench-store.js';
 import type { Bench } from '../domain/bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { answerUartEventStream } from './uart-event-stream.js';

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import type { JobRecord } from '../../store/bench-store.js';
+import type { JobRecord } from '../../storage/bench/bench-store.js';
 import { jobBody } from '../views/bench-views.js';
 import type { UartStreamChunkBody } from '../../../wire/bench/job-answer-schemas.js';
 import type { JobStreams } from '../domain/job-streams.js';

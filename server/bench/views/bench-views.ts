@@ -1,7 +1,7 @@
 import { NANOS_PER_SECOND } from '../../../backends/backend.js';
 import { isoFromMs } from '../../../core/clock.js';
-import { instanceField, type JobRecord, type SessionRecord, type StopRecord, type UartRecord } from '../../store/bench-store.js';
-import type { BoardHealthRecord } from '../../store/board-health-store.js';
+import { instanceField, type JobRecord, type SessionRecord, type StopRecord, type UartRecord } from '../../storage/bench/bench-store.js';
+import type { BoardHealthRecord } from '../../storage/bench/board-health-store.js';
 import type { BoardHealthBody, JobBody, SessionBody } from '../../../wire/bench/bench-schemas.js';
 
 /**

@@ -1,5 +1,5 @@
 import { isoFromMs } from '../../../core/clock.js';
-import type { JobWithAgent, LeaseWithAgent, SessionWithAgent } from '../../store/bench-store.js';
+import type { JobWithAgent, LeaseWithAgent, SessionWithAgent } from '../../storage/bench/bench-store.js';
 import type { BenchSnapshot, BoardStatus } from './bench-snapshot.js';
 import type { AdminBody, BoardBody, BoardHealthBody, StatsBody } from '../../../wire/bench/bench-schemas.js';
 import type { ResolvedBoard } from '../../../harness/board-resolution.js';

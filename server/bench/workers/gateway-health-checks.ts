@@ -1,5 +1,5 @@
 import type { HealthCheckReport } from '../../../harness/worker/worker-link.js';
-import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../../store/health-check-store.js';
+import type { HealthCheckOutcomeRecord, HealthCheckRecord } from '../../storage/bench/health-check-store.js';
 import type { StoreSignals } from '../domain/store-signals.js';
 import type { WorkerGatewayDeps } from './worker-gateway-deps.js';
 

@@ -1,7 +1,7 @@
 import { type DebugChannel, DebugChannelRefused, type DebugChannelHandlers, type DebugTerms, type JobTicket, type WorkerLink, type WorkerTask } from '../../../harness/worker/worker-link.js';
-import type { HealthCheckRecord } from '../../store/health-check-store.js';
+import type { HealthCheckRecord } from '../../storage/bench/health-check-store.js';
 import { boardOfInstance } from '../domain/pool-instances.js';
-import type { JobRecord } from '../../store/bench-store.js';
+import type { JobRecord } from '../../storage/bench/bench-store.js';
 import type { WorkerGateway } from './worker-gateway.js';
 import type { Clock } from '../../../core/clock.js';
 

@@ -1,5 +1,5 @@
 import type { SerialInputBatch } from '../../../harness/worker/worker-link.js';
-import type { BenchStore } from '../../store/bench-store.js';
+import type { BenchStore } from '../../storage/bench/bench-store.js';
 
 /**
  * One look of a worker's waiting serial-input fetch: the inputs after what it wrote, `lost` when

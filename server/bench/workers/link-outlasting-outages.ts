@@ -1,6 +1,6 @@
 import { type Clock, sleep } from '../../../core/clock.js';
 import type { WorkerLink } from '../../../harness/worker/worker-link.js';
-import { StorageFault } from '../../db/storage-faults.js';
+import { StorageFault } from '../../storage/storage-faults.js';
 
 /** How long the worker in the server's process keeps a result it could not store: as long as a remote worker does (`deliverForMs`). */
 const KEEP_RESULTS_FOR_MS = 600_000;

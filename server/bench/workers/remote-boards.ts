@@ -1,9 +1,9 @@
 import type { Board } from '../../../boards/board-schema.js';
 import { type Backend, BackendError } from '../../../backends/backend.js';
 import { type Clock, isoFromMs } from '../../../core/clock.js';
-import type { BenchStore } from '../../store/bench-store.js';
+import type { BenchStore } from '../../storage/bench/bench-store.js';
 import type { ResolvedBoard } from '../../../harness/board-resolution.js';
-import type { WorkerBoardReport, WorkerRecord } from '../../store/worker-registry.js';
+import type { WorkerBoardReport, WorkerRecord } from '../../storage/bench/worker-registry.js';
 import type { WorkerAdmin } from './worker-admin.js';
 
 /**

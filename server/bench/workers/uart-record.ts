@@ -1,7 +1,7 @@
 import type { UartChunk } from '../../../backends/backend.js';
 import type { UartSoFar } from '../../../harness/dispatcher.js';
 import { concatUart, type FirmwareRun } from '../../../harness/run-firmware.js';
-import type { UartRecord } from '../../store/bench-store.js';
+import type { UartRecord } from '../../storage/bench/bench-store.js';
 
 /**
  * Host milliseconds between two saves of a running job's UART: a crash loses at most this much of

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { type Clock, isoFromMs } from '../../../core/clock.js';
-import type { BenchStore, JobRecord } from '../../store/bench-store.js';
-import type { HealthCheckRecord } from '../../store/health-check-store.js';
-import type { WorkerRecord } from '../../store/worker-registry.js';
+import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
+import type { HealthCheckRecord } from '../../storage/bench/health-check-store.js';
+import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { newId } from '../domain/bench-deps.js';
 import { BenchError } from '../domain/bench-errors.js';
 import { WORKER_TOKEN_PREFIX } from './worker-token-format.js';

@@ -1,7 +1,7 @@
 import type { Clock } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
-import type { BenchStore, JobRecord } from '../../store/bench-store.js';
-import type { FirmwareBlobs } from '../../store/firmware-blob-store.js';
+import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
+import type { FirmwareBlobs } from '../../storage/bench/firmware-blob-store.js';
 import type { BenchLimits } from '../domain/bench-limits.js';
 import type { JobLive } from '../domain/job-live.js';
 

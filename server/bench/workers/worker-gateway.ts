@@ -3,8 +3,8 @@ import type { JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJo
 import { DebugRelay } from '../domain/debug-relay.js';
 import { gatewayLink, healthCheckTicket, ticketOf } from './gateway-link.js';
 import { GatewayHealthChecks } from './gateway-health-checks.js';
-import type { HealthCheckRecord } from '../../store/health-check-store.js';
-import type { JobOutcome, JobRecord, UartRecord } from '../../store/bench-store.js';
+import type { HealthCheckRecord } from '../../storage/bench/health-check-store.js';
+import type { JobOutcome, JobRecord, UartRecord } from '../../storage/bench/bench-store.js';
 import type { LiveUartChunk } from '../domain/job-live.js';
 import { reportedInstances } from '../domain/pool-instances.js';
 import { StoreSignals } from '../domain/store-signals.js';

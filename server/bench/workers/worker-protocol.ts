@@ -1,10 +1,10 @@
 import type { UartChunk } from '../../../backends/backend.js';
 import type { Clock } from '../../../core/clock.js';
 import type { HealthCheckReport, SerialInputBatch, UartCaptureReport, WorkerJobOutcome, WorkerTask } from '../../../harness/worker/worker-link.js';
-import type { BoardHealthRecord } from '../../store/board-health-store.js';
+import type { BoardHealthRecord } from '../../storage/bench/board-health-store.js';
 import type { Logger } from '../../http/logger.js';
-import type { BenchStore, JobRecord } from '../../store/bench-store.js';
-import type { WorkerBoardReport, WorkerRecord } from '../../store/worker-registry.js';
+import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
+import type { WorkerBoardReport, WorkerRecord } from '../../storage/bench/worker-registry.js';
 import type { WireCapture, WireChunk } from '../../../wire/worker/worker-schemas.js';
 import { BenchError } from '../domain/bench-errors.js';
 import type { LiveBoards } from '../domain/live-boards.js';

@@ -1,6 +1,6 @@
 import { type Bulletin, type EmittedStatement, bulletinRank } from '../../../core/relay/tally.js';
 import type { Vote, VoteValue } from '../../../core/relay/vote.js';
-import type { Floor } from '../data-access/vote-repository.js';
+import type { Floor } from '../../storage/relay/vote-repository.js';
 
 export type { Floor };
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { EventRepository, EventRow } from '../data-access/event-repository.js';
+import type { EventRepository, EventRow } from '../../storage/relay/event-repository.js';
 import { readEventsPage } from './events-page.js';
-import type { Synced } from '../data-access/relay-data.js';
+import type { Synced } from '../../storage/relay/relay-data.js';
 
 /** The feed as the store keeps it: `after` pages by seq, as the SQL does (authors unused here). */
 function feedOf(sizes: readonly number[]): { events: Pick<Synced<EventRepository>, 'after'>; rows: EventRow[]; reads: number[] } {

@@ -1,5 +1,5 @@
-import type { EventRepository, EventRow } from '../data-access/event-repository.js';
-import type { Synced } from '../data-access/relay-data.js';
+import type { EventRepository, EventRow } from '../../storage/relay/event-repository.js';
+import type { Synced } from '../../storage/relay/relay-data.js';
 
 /**
  * Rows read from the store at once while a page fills: a page that its byte budget ends early has

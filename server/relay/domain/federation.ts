@@ -11,7 +11,7 @@ import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayProtocol } from '../../../wire/relay/relay-facts.js';
 import type { RelayStore } from '../relay-store.js';
 import type { Voting } from './voting.js';
-import type { PeerRow } from '../data-access/peer-repository.js';
+import type { PeerRow } from '../../storage/relay/peer-repository.js';
 
 export interface FederationOptions {
   store: RelayStore;

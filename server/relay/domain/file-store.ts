@@ -7,7 +7,7 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSyn
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { isDiskFull } from '../../db/storage-faults.js';
+import { isDiskFull } from '../../storage/storage-faults.js';
 import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 

@@ -1,5 +1,5 @@
 import { isoFromMs } from '../../../core/clock.js';
-import type { ItemRow } from '../data-access/item-repository.js';
+import type { ItemRow } from '../../storage/relay/item-repository.js';
 
 /**
  * The JSON face of an item (claims carry their text; files their size and type), with the author's

@@ -3,7 +3,7 @@ import type { Bulletin } from '../../../core/relay/tally.js';
 import type { QuorumSet } from '../../../core/relay/quorum-set.js';
 import type { Vote } from '../../../core/relay/vote.js';
 import type { HasSigned } from './bulletin-floor.js';
-import type { Steps } from '../../db/sql-steps.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import type { SliceBook, SliceLookups } from './slice-book.js';
 import { declaredSlice, hashOf } from './voting-tally.js';
 

@@ -2,9 +2,9 @@ import { type QuorumSet, defaultThreshold, normalizeQuorumSet, quorumSetHash, va
 import { type SliceDeclaration, supersedes } from '../../../core/relay/slice-declaration.js';
 import type { Vote } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
-import type { SliceRepository } from '../data-access/slice-repository.js';
+import type { SliceRepository } from '../../storage/relay/slice-repository.js';
 import type { RelayStore } from '../relay-store.js';
-import type { Steps } from '../../db/sql-steps.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import { throwCoreProblems } from './signed-document.js';
 
 /** A slice a node published (POST /slice or a peer's `slice` event). Frozen: shared between tallies. */

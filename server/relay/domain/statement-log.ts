@@ -1,10 +1,10 @@
 import type { QuorumSet } from '../../../core/relay/quorum-set.js';
 import type { Vote } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
-import type { StatementKey, VoteRepository } from '../data-access/vote-repository.js';
+import type { StatementKey, VoteRepository } from '../../storage/relay/vote-repository.js';
 import { type RelayRefusal, invalidInputAt } from './relay-errors.js';
 import type { RelayStore } from '../relay-store.js';
-import type { Steps } from '../../db/sql-steps.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
 
 /** Outcome of storing one verified statement. */

@@ -6,7 +6,7 @@ import type { SliceDeclaration } from '../../../core/relay/slice-declaration.js'
 import type { Vote } from '../../../core/relay/vote.js';
 import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
 import type { RelayStore } from '../relay-store.js';
-import type { Steps } from '../../db/sql-steps.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import { type DefaultSliceSources, SelfVoter, type Emission } from './self-voter.js';
 import { type PublishedSlice, SliceBook } from './slice-book.js';
 import { StatementLog, type StoredVote } from './statement-log.js';

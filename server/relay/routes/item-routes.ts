@@ -16,7 +16,7 @@ import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.j
 import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from '../../../wire/relay/relay-schemas.js';
 import { throwCoreProblems } from '../domain/signed-document.js';
 import { requireAuthorship } from '../domain/signed-statements.js';
-import type { ItemRow } from '../data-access/item-repository.js';
+import type { ItemRow } from '../../storage/relay/item-repository.js';
 import { VoteIngest } from '../domain/vote-ingest.js';
 import { bulletinView, itemView } from '../views/item-view.js';
 import { unknownSliceHash } from '../domain/statement-log.js';

@@ -25,7 +25,7 @@ import {
 import { eventsPageSchema, examplesSchema, healthSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from '../../../wire/relay/network-responses.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { eventsQuery, reachBody, reachProbeBody } from '../../../wire/relay/relay-schemas.js';
-import type { EventRow } from '../data-access/event-repository.js';
+import type { EventRow } from '../../storage/relay/event-repository.js';
 import { readEventsPage } from '../domain/events-page.js';
 import { signDocument } from '../domain/signed-document.js';
 

@@ -10,7 +10,7 @@ import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { inviteAcceptedSchema, inviteCreatedSchema, invitesSchema, pairStartedSchema, pairStateSchema, pairedSchema } from '../../../wire/relay/social-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { inviteAcceptBody, pairConfirmBody } from '../../../wire/relay/relay-schemas.js';
-import type { PairingRow } from '../data-access/social-repository.js';
+import type { PairingRow } from '../../storage/relay/social-repository.js';
 
 /** A random code that is easy to read aloud: Crockford base32 (256 is a multiple of 32, so no bias). */
 export function readableCode(length = 12): string {

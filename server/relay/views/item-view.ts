@@ -1,4 +1,4 @@
-import type { ItemRow } from '../data-access/item-repository.js';
+import type { ItemRow } from '../../storage/relay/item-repository.js';
 import { itemRecord } from '../domain/item-record.js';
 import type { RelayBulletin } from '../domain/voting.js';
 

@@ -1,5 +1,5 @@
 import { isoFromMs } from '../../../core/clock.js';
-import type { NodeRow } from '../data-access/node-repository.js';
+import type { NodeRow } from '../../storage/relay/node-repository.js';
 import type { RelayDeps } from '../relay-deps.js';
 
 export type { NodeRow };

@@ -1,0 +1,40 @@
+import type Database from 'better-sqlite3';
+import { sqliteDialect } from './dialect.js';
+import type { SqlExecutor } from './sql-executor.js';
+import { runStepsSync, type Statement, type Steps } from '../../sql-steps.js';
+import { sqliteStatements } from '../../sqlite-statements.js';
+
+/**
+ * The store's rules on SQLite (better-sqlite3): every statement runs synchronously, so a rule's
+ * steps run from start to end without giving the event loop away, and a write is one
+ * `BEGIN IMMEDIATE` transaction (the write lock first: the check and the change are one step for
+ * every writer of the file, other processes included).
+ */
+export class SqliteExecutor implements SqlExecutor {
+  readonly dialect = sqliteDialect;
+  readonly counters = { statements: 0, transactions: 0 };
+  private readonly statements: ReturnType<typeof sqliteStatements>;
+
+  constructor(private readonly db: Database.Database) {
+    this.statements = sqliteStatements(db);
+  }
+
+  async plain<T>(steps: () => Steps<T>): Promise<T> {
+    return runStepsSync(steps(), this.execute);
+  }
+
+  async transaction<T>(steps: () => Steps<T>): Promise<T> {
+    this.counters.transactions++;
+    return this.db.transaction(() => runStepsSync(steps(), this.execute)).immediate();
+  }
+
+  private readonly execute = (statement: Statement): unknown => {
+    this.counters.statements++;
+    return this.statements.execute(statement);
+  };
+
+  async close(): Promise<void> {
+    this.statements.forget();
+    if (this.db.open) this.db.close();
+  }
+}
