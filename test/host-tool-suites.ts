@@ -105,8 +105,11 @@ export const postgresSuites = {
     'server/storage/bench/store-caches.test.ts',
     'test/contract/postgres-pool-lease-model.test.ts',
     'test/integration/replicas-pool-racing.test.ts',
-    // A debug job behind two replicas: through the worker's replica, and refused through the other (decision 0625).
+    // A debug job behind two replicas: armed in the store, its streams forwarded to the replica that handed it out (decision 0663).
     'test/integration/debug-replicas.test.ts',
+    'server/storage/bench/debug-arming-store.test.ts',
+    // A job's end heard by a wait on another replica through the lease-freed notification (decision 0650).
+    'test/integration/job-watch-across-replicas.test.ts',
     // A private PostgreSQL cluster stopped and started under load, bench and relay (decision 0516).
     'test/integration/database-restart.test.ts',
     'test/integration/replicas.test.ts',
