@@ -70,6 +70,25 @@ function benchPartPatterns(part) {
 }
 
 /**
+ * One storage folder for both services (decision 0676): the bench's stores (server/storage/bench)
+ * never import the relay's or server/relay, nor the reverse, and what both share (server/storage's
+ * top) imports neither. No storage code speaks HTTP: a database away or a disk full is a storage
+ * fault (storage-faults.ts) that each service answers in its own words.
+ * @param {string[]} forbidden
+ */
+function storagePatterns(forbidden) {
+  const httpMessage = 'server/storage/ speaks no HTTP: throw a storage fault (storage-faults.ts); the services answer it.';
+  return [
+    ...forbidden.map((other) => ({
+      regex: `^\\.{1,2}/(?:\\.\\./)*(?:server/)?${other}(?:/|$)`,
+      message: `this part of server/storage may not import ${other} (server/${other} or server/storage/${other}): decision 0676.`,
+    })),
+    { regex: '^(?:express|ws)(?:/|$)', message: httpMessage },
+    { regex: '^(?:\\.\\./)+http/', message: httpMessage },
+  ];
+}
+
+/**
  * The relay by layer (server/relay/README.md, decision 0670): its domain never speaks HTTP. It
  * throws catalog errors (`domain/relay-errors.ts`) that `routes/` map to statuses, and it shapes
  * no answers (`views/`). So domain/ imports neither express, nor the HTTP toolkit, nor routes or views.
@@ -130,6 +149,15 @@ export default tseslint.config(
     ignores: ['**/*.test.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('relay'), ...testOnlyPatterns, ...relayDomainPatterns] }] },
   },
+  ...[
+    { files: ['server/storage/bench/**/*.ts'], forbidden: ['relay'] },
+    { files: ['server/storage/relay/**/*.ts'], forbidden: ['bench'] },
+    { files: ['server/storage/*.ts'], forbidden: ['bench', 'relay'] },
+  ].flatMap(({ files, forbidden }) => [
+    { files, ignores: ['**/*.test.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...testOnlyPatterns, ...storagePatterns(forbidden)] }] } },
+    // Tests may speak HTTP (a storage fault's answer is checked end to end); they still keep the services apart.
+    { files: files.map((f) => f.replace(/\.ts$/, '.test.ts')), rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...storagePatterns(forbidden).slice(0, forbidden.length)] }] } },
+  ]),
   {
     files: ['bin/**/*.ts', 'perf/**/*.ts', 'ci/**/*.ts', 'test/**/*.ts', 'scenarios/**/*.ts', 'firmware/**/*.ts'],
     rules: { 'no-restricted-syntax': 'off' },

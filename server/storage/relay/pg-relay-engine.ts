@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { SharedFileContents } from '../../relay/domain/file-store.js';
+// The PostgreSQL opener (pool, reconnect with backoff, storage faults) serves both services but still
+// lives with the bench's store; moving it to server/storage's top is left (decision 0676).
+// eslint-disable-next-line no-restricted-imports
 import { pgConnection, redactDatabaseUrl } from '../bench/postgres/pg-database.js';
 import { migrateRelaySchema } from './pg-relay-migrations.js';
 import { PgRelaySteps } from './pg-relay-sql.js';
