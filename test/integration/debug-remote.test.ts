@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -228,4 +229,29 @@ describe('hilbench debug through a server and a remote worker', () => {
     expect(refused.status).toBe(409);
     expect(refused.detail).toMatch(new RegExp(`^job ${jobId} has failed \\(unavailable: board pico .*mock.*\\): a debugger attaches only while its debug job runs$`));
   });
+
+  it('a debug upgrade whose path is not valid percent-encoding is answered 404, before any token, and the server goes on', { timeout: 60_000 }, async () => {
+    await lab({ mock: new MockBackend() }, 'mock');
+    for (const path of ['/api/v1/jobs/%E0/debug', '/api/v1/worker/jobs/%E0%A4/debug']) {
+      const answer = await rawUpgrade(app.url, path);
+      // A URIError thrown in the upgrade listener once ended the whole process.
+      expect(answer).toMatch(/^HTTP\/1\.1 404 /);
+    }
+    expect((await app.request('/api/v1/health')).status).toBe(200);
+  });
 });
+
+/** Sends a WebSocket upgrade request for `path` with no token and answers the status line and headers the server wrote. */
+async function rawUpgrade(baseUrl: string, path: string): Promise<string> {
+  const { hostname, port } = new URL(baseUrl);
+  const socket = net.connect(Number(port), hostname);
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+  let text = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (chunk: string) => (text += chunk));
+  await new Promise<void>((resolve, reject) => {
+    socket.once('close', () => resolve());
+    socket.once('error', reject);
+  });
+  return text;
+}

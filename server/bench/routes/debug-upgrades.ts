@@ -42,7 +42,16 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
     const url = req.url ?? '';
     const agentPath = AGENT_PATH.exec(url);
     const workerPath = WORKER_PATH.exec(url);
-    const handled = agentPath ? agentStream(decodeURIComponent(agentPath[1]!)) : workerPath ? workerChannel(decodeURIComponent(workerPath[1]!)) : Promise.reject(new HttpError(404, 'Not Found'));
+    // Decoded inside the promise: a path that is not valid percent-encoding (`%E0`) throws a
+    // URIError, which thrown here, in the listener, would end the process. It answers 404, as the
+    // router's answer to the same path does (server/http/error-handler.ts).
+    const handled = Promise.resolve().then(() => {
+      if (agentPath) return agentStream(decodeURIComponent(agentPath[1]!));
+      if (workerPath) return workerChannel(decodeURIComponent(workerPath[1]!));
+      throw new HttpError(404, 'Not Found');
+    }).catch((err: unknown) => {
+      throw err instanceof URIError ? new HttpError(404, 'Not Found') : err;
+    });
     handled.catch((err: unknown) => refuse(socket, err, deps.logger));
 
     /** True when the job's streams are another replica's and the upgrade went there (decision 0663); a 503 when they cannot. */
