@@ -140,6 +140,28 @@ describe('WorkerGateway', () => {
     expect(new TextDecoder().decode(job!.uart!.bytes)).toBe('first half\nsecond half\n');
   });
 
+  it('fails a claimed job whose debug arming cannot be read, with the reason, and hands out the next: a debug job never runs as an ordinary one, nor sits in flashing', async () => {
+    const { store, gateway } = await setUp();
+    const g = gateway();
+    const link = g.linkFor('w1', { claimMs: null });
+    await store.openSession(sessionRecord());
+    await store.createJob(jobRecord({ jobId: 'job_1', sessionId: 'ses_1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    await store.createJob(jobRecord({ jobId: 'job_2', sessionId: 'ses_1', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    // The database goes away between the claim's transaction and the arming's, once.
+    const armings = store.debugArmings;
+    const claimArming = armings.claim.bind(armings);
+    let outages = 1;
+    armings.claim = async (...args: Parameters<typeof claimArming>) => {
+      if (outages-- > 0) throw new Error('terminating connection due to administrator command');
+      return claimArming(...args);
+    };
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_2' });
+    expect(await store.getJob('job_1')).toMatchObject({
+      state: 'failed',
+      failure: { kind: 'internal', message: 'the bench could not read whether job job_1 is a debug job (terminating connection due to administrator command), so it was not run; submit it again' },
+    });
+  });
+
   it("tells the instance's health whether an ended job ran under a debugger", async () => {
     const { store, gateway, healthCounted } = await setUp();
     const g = gateway();

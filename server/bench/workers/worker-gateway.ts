@@ -11,6 +11,7 @@ import { StoreSignals } from '../domain/store-signals.js';
 import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
 import { takeInputOrStop } from './input-or-stop.js';
 import type { WorkerGatewayDeps } from './worker-gateway-deps.js';
+import { failUnhandedJob } from './fail-unhanded-job.js';
 
 /** The most serial input one fetch hands a worker, bytes (one input is never split). */
 export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
@@ -172,7 +173,17 @@ export class WorkerGateway {
         const job = await this.deps.store.claimJob({ workerId, boards: await claimable(active), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
-          return ticketOf(job, this.deps.limits.maxUartBytesPerJob, await this.debug.claimed(job, workerId));
+          const debug = await this.debug.claimed(job, workerId).then(
+            (terms) => ({ terms }),
+            (err: unknown) => ({ err }),
+          );
+          if ('terms' in debug) return ticketOf(job, this.deps.limits.maxUartBytesPerJob, debug.terms);
+          void failUnhandedJob({ clock: this.deps.clock, logger: this.deps.logger, finish: async (outcome) => {
+            await this.finish(workerId, job.jobId, outcome);
+            // Its instance is free again: a claim waiting for the board takes the next job now.
+            this.jobQueued(job.board);
+          } }, job.jobId, debug.err);
+          continue;
         }
         const onAbort = () => wake();
         signal.addEventListener('abort', onAbort, { once: true });
