@@ -149,6 +149,32 @@ describe('debugging behind two replicas of one database', () => {
     expect(await a.server.service.store.debugArmings.job(jobId)).toBeUndefined();
   });
 
+  it('a replica closing ends the debug streams it forwards, so its shutdown does not wait for them', { timeout: 120_000 }, async () => {
+    const { a, b } = await twoReplicas();
+    const alice = await a.register('alice');
+    const jobId = await armedJob(a, alice.token, debugElf('pico'), '1');
+    await b.jobReaches(jobId, 'running', 'failed');
+    const stream = await new DebugStreamClient({ server: a.url, token: alice.token }).open(jobId);
+    const closed = new Promise<void>((resolve) => stream.onClosed(() => resolve()));
+    let stopReply = '';
+    const halted = new Promise<void>((resolve) =>
+      stream.onData((bytes) => {
+        stopReply += bytes.toString('latin1');
+        if (/\$[ST][0-9a-f]{2}/.test(stopReply)) resolve();
+      }),
+    );
+    stream.send(Buffer.from(rspPacket('?'), 'latin1'));
+    await halted;
+    // The forwarded pair is no WebSocket of a's: before, a's close waited for it (the job's whole hour).
+    let shutDown = false;
+    await Promise.race([
+      a.close().then(() => (shutDown = true)),
+      new Promise((resolve) => systemClock.setTimeout(resolve, 30_000)),
+    ]);
+    expect(shutDown, "replica a's close still waits after 30 s: the stream it forwards keeps its server open").toBe(true);
+    await closed;
+  });
+
   it('a worker whose channel a load balancer sends to the other replica still carries the stream', { timeout: 120_000 }, async () => {
     const { a, b } = await twoReplicas({ workerUrl: splittingBalancer });
     const alice = await a.register('alice');

@@ -18,7 +18,12 @@ export const FORWARD_ANSWER_MS = 10_000;
  * once spliced or answered; rejects (nothing written to `socket`) when the replica cannot be
  * reached or does not answer within `FORWARD_ANSWER_MS`. `from` (this replica) marks it forwarded.
  */
-export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, options: { replicaUrl: string; from?: string; clock: Clock }): Promise<void> {
+export function forwardUpgrade(
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+  options: { replicaUrl: string; from?: string; clock: Clock; /** Holds the end of each splice while it lasts, so a replica closing can end them. */ spliced?: Set<() => void> },
+): Promise<void> {
   const target = new URL(req.url ?? '/', options.replicaUrl);
   const headers = { ...req.headers, host: target.host, ...(options.from === undefined ? {} : { [FORWARDED_HEADER]: options.from }) };
   const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, agent: false });
@@ -50,9 +55,12 @@ export function forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffe
       if (upstreamHead.length > 0) socket.write(upstreamHead);
       if (head.length > 0) upstream.write(head);
       const end = () => {
+        options.spliced?.delete(end);
         upstream.destroy();
         socket.destroy();
       };
+      // A spliced pair is no WebSocket of this replica's server: only this set lets close() end it.
+      options.spliced?.add(end);
       upstream.on('error', end).on('close', end);
       socket.on('error', end).on('close', end);
       upstream.pipe(socket);

@@ -37,6 +37,8 @@ export interface DebugUpgradeDeps {
  */
 export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void; close: () => void } {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_DEBUG_MESSAGE_BYTES, perMessageDeflate: false });
+  /** The streams forwarded to another replica (decision 0663), ended on close: an upgraded socket would keep the server from closing. */
+  const spliced = new Set<() => void>();
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
     const url = req.url ?? '';
@@ -59,7 +61,7 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
       const place = await deps.relay.place(jobId, who, { forwarded: req.headers[FORWARDED_HEADER] !== undefined });
       if (place.kind === 'here') return false;
       if (place.kind === 'unreachable') throw new HttpError(503, place.why);
-      await forwardUpgrade(req, socket, head, { replicaUrl: place.replicaUrl, from: deps.relay.replicaUrl ?? 'a replica without --replica-url', clock: deps.clock });
+      await forwardUpgrade(req, socket, head, { replicaUrl: place.replicaUrl, from: deps.relay.replicaUrl ?? 'a replica without --replica-url', clock: deps.clock, spliced });
       return true;
     }
 
@@ -149,6 +151,7 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
     close: () => {
       deps.relay.shutdown();
       for (const ws of wss.clients) ws.terminate();
+      for (const end of [...spliced]) end();
       wss.close();
     },
   };
