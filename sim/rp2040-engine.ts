@@ -153,6 +153,9 @@ export class Rp2040Engine implements SimEngine {
    * run (decision 0655).
    */
   reset(): void {
+    // rp2040js runs an enabled PIO block on a host timer of its own; the snapshot puts the timer's
+    // field back but cannot cancel a pending one, which would run beside the next job's PIO.
+    for (const pio of this.rp2040.pio) pio.stop();
     this.asBuilt.restore();
     this.loadImage();
   }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { parseElf } from '../../core/elf.js';
 import { Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
@@ -20,6 +20,7 @@ const image = (program: string): SimImage => {
 };
 const TIMER_ALARM0 = 0x40054010;
 const TIMER_INTE = 0x40054038;
+const PIO0_CTRL = 0x50200000;
 const PIO0_INSTR_MEM0 = 0x50200048;
 const DMA_CH0_READ_ADDR = 0x50000000;
 const UART0_IBRD = 0x40034024;
@@ -68,6 +69,10 @@ function chipState(engine: Rp2040Engine, inputs: readonly object[]): Record<stri
   return state;
 }
 
+afterEach(() => {
+  vi.useRealTimers();
+});
+
 describe('a reset of the RP2040 engine', () => {
   it('after a job that used both cores and dirtied SRAM, flash and peripherals, gives the chip as built, on the same memories', () => {
     const program = image('multicore');
@@ -99,6 +104,18 @@ describe('a reset of the RP2040 engine', () => {
     // The same objects, not equal copies: nothing of the chip was allocated anew.
     expect(used.rp2040.flash === memories.flash && used.rp2040.sram === memories.sram && used.rp2040.core === memories.core).toBe(true);
     expect(runToHalt(used)).toEqual(first);
+  });
+
+  it('stops a PIO block the job left running on its host timer, so it never runs beside the next job\'s', () => {
+    // rp2040js steps an enabled PIO block from a host setTimeout of its own (not the engine's clock).
+    vi.useFakeTimers();
+    const engine = new Rp2040Engine(pico, image('multicore'), strict);
+    engine.rp2040.writeUint32(PIO0_CTRL, 1);
+    expect(vi.getTimerCount(), "the job's PIO run pending").toBe(1);
+    engine.reset();
+    // The next job enables PIO before the old timer fired: one run, not two side by side.
+    engine.rp2040.writeUint32(PIO0_CTRL, 1);
+    expect(vi.getTimerCount()).toBe(1);
   });
 
   it('loads the image again, so flash the firmware erased or programmed is back', () => {

@@ -169,7 +169,7 @@ describe('debugging behind two replicas of one database', () => {
     let shutDown = false;
     await Promise.race([
       a.close().then(() => (shutDown = true)),
-      new Promise((resolve) => systemClock.setTimeout(resolve, 30_000)),
+      new Promise((resolve) => systemClock.setTimeout(() => resolve(undefined), 30_000)),
     ]);
     expect(shutDown, "replica a's close still waits after 30 s: the stream it forwards keeps its server open").toBe(true);
     await closed;
