@@ -42,8 +42,8 @@ function servicePatterns(service) {
   return services
     .filter((other) => other !== service)
     .map((other) => ({
-      regex: `^(?:\\.\\./)+(?:server/)?${other}(?:/|$)`,
-      message: `server/${service}/ may not import server/${other}/: move what both need to server/http or core.`,
+      regex: `^(?:\\.\\./)+(?:server/)?(?:storage/)?${other}(?:/|$)`,
+      message: `server/${service}/ may not import server/${other}/ or server/storage/${other}/: move what both need to server/http, server/storage's top or core.`,
     }));
 }
 
@@ -83,7 +83,7 @@ function storagePatterns(forbidden) {
       regex: `^\\.{1,2}/(?:\\.\\./)*(?:server/)?${other}(?:/|$)`,
       message: `this part of server/storage may not import ${other} (server/${other} or server/storage/${other}): decision 0676.`,
     })),
-    { regex: '^(?:express|ws)(?:/|$)', message: httpMessage },
+    { regex: '^(?:express|ws|node:https?|https?)(?:/|$)', message: httpMessage },
     { regex: '^(?:\\.\\./)+http/', message: httpMessage },
   ];
 }
