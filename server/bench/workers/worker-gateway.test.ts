@@ -58,6 +58,22 @@ describe('WorkerGateway', () => {
     await g.close();
   });
 
+  it('answers a waiting claim empty when it closes, and asks the store nothing more (it closes next)', async () => {
+    const { store, gateway } = await setUp();
+    const g = gateway();
+    const waiting = g.linkFor('w1', { claimMs: null }).claim(['pico'], new AbortController().signal);
+    await new Promise((resolve) => setImmediate(resolve));
+    let claimsAfterClose = 0;
+    const claimJob = store.claimJob.bind(store);
+    store.claimJob = async (...args: Parameters<typeof claimJob>) => {
+      claimsAfterClose += 1;
+      return claimJob(...args);
+    };
+    await g.close();
+    expect(await waiting).toBeUndefined();
+    expect(claimsAfterClose).toBe(0);
+  });
+
   it('wakes a waiting claim only for a job on one of its boards', async () => {
     const { store, gateway } = await setUp();
     const g = gateway(60_000);

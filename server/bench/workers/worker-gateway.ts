@@ -39,6 +39,8 @@ export class WorkerGateway {
   private readonly inFlight = new Map<string, JobInFlight>();
   /** Jobs whose outcome is being recorded here (out of `inFlight` already, not yet told to live readers). */
   private readonly finishing = new Set<string>();
+  /** Set by close(): a waiting claim then answers empty instead of asking a store about to close. */
+  private closed = false;
   private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
   /** What waiters look for in the store (serial input queued or written, a health check done): woken at once from here. */
   private readonly signals: StoreSignals;
@@ -133,6 +135,7 @@ export class WorkerGateway {
       this.save(entry);
     }
     await Promise.all([...this.inFlight.values()].map((e) => e.saving));
+    this.closed = true;
     for (const waiter of [...this.waiters]) waiter.wake();
     this.debug.shutdown();
   }
@@ -156,7 +159,7 @@ export class WorkerGateway {
     };
     // A check of one instance (decision 0606) is recorded under the instance's id.
     const checkable = [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))];
-    while (!signal.aborted) {
+    while (!signal.aborted && !this.closed) {
       // Listening before looking: a job queued between the look and the wait still wakes us.
       let wake: () => void = () => undefined;
       const woken = new Promise<void>((resolve) => (wake = resolve));
