@@ -216,8 +216,10 @@ export class BenchClient {
     const { signal, release } = deadlineSignal(`waiting for job ${jobId}`, timeoutMs, options.signal);
     let last: Job | undefined;
     try {
-      // A plain read first: a timeout then still says the state the job was last seen in.
-      last = await this.getJob(jobId, { signal, timeoutMs });
+      // The first read already waits (one request per job fewer than a plain read first), but ends
+      // a second before the deadline, so a timeout still says the state the job was last seen in.
+      const firstWaitSeconds = Math.min(60, Math.floor(timeoutMs / 1000) - 1);
+      last = await this.getJob(jobId, { ...(firstWaitSeconds > 0 ? { waitSeconds: firstWaitSeconds } : {}), signal, timeoutMs });
       while (last.state !== 'done' && last.state !== 'failed') {
         last = await this.getJob(jobId, { waitSeconds: 60, signal, timeoutMs: 75_000 });
       }

@@ -38,7 +38,7 @@ let server: RunningBenchServer;
 let client: BenchClient;
 
 beforeAll(async () => {
-  server = await startSystemClockBench({ backend: 'mock', backends: { mock: new MockBackend() }, limits: { maxQueuedJobsPerBoard: 1 } });
+  server = await startSystemClockBench({ backend: 'mock', backends: { mock: new MockBackend() }, limits: { maxQueuedJobsPerBoard: 1, agentRegistrationsPerMinute: 30 } });
   client = new BenchClient({ baseUrl: server.url });
 });
 afterAll(async () => {
@@ -58,6 +58,20 @@ describe('BenchClient against a real bench service', () => {
     expect(job.state).toBe('done');
     expect(job.uart?.text).toContain('hilbench-mock: tick 3');
     expect((await alice.getJob(job.job_id)).job_id).toBe(job.job_id);
+  });
+
+  it('flash waits for its job in one long poll when the job ends within it: no plain read first', async () => {
+    const token = (await client.register('counted')).token;
+    const jobReads: string[] = [];
+    const counting: typeof fetch = (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if ((init?.method ?? 'GET') === 'GET' && /\/api\/v1\/jobs\/[^/?]+(\?|$)/.test(url)) jobReads.push(url.replace(/^.*\/api\/v1\/jobs\//, ''));
+      return fetch(input, init);
+    };
+    const counted = new BenchClient({ baseUrl: server.url, fetch: counting }).withToken(token);
+    const job = await counted.flash('pico', elfFor('pico'), { uartSeconds: 0.3 });
+    expect(job.state).toBe('done');
+    expect(jobReads).toEqual([`${job.job_id}?wait=60`]);
   });
 
   it('a session heartbeats, flashes on its board and ends; `await using` ends it when the block throws', async () => {
