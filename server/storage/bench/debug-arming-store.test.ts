@@ -1,28 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../test/support/postgres-test-database.js';
-import { PostgresBenchStore } from './postgres/postgres-bench-store.js';
-import type { SqlBenchStore } from './sql-bench-store.js';
-import { SqliteBenchStore } from './sqlite-bench-store.js';
+import { benchStoreDialects } from '../../../test/support/bench-store-dialects.js';
 
 /** The debug armings (decision 0663), the same on both databases: an arming is used once, by its agent's job. */
 const T0 = 1_700_000_000_000;
 const terms = { idleTimeoutMs: 60_000, maxDebugMs: 3_600_000 };
 const job = { jobId: 'job_1', sessionId: 'ses_1', agentId: 'ag_1' };
 
-const dialects: Array<[string, () => Promise<{ store: SqlBenchStore; close: () => Promise<void> }>]> = [
-  ['sqlite', async () => {
-    const store = new SqliteBenchStore(':memory:');
-    return { store, close: () => store.close() };
-  }],
-  ['postgres', async () => {
-    const database = await createTestDatabase();
-    const store = await PostgresBenchStore.open(database.url, { poolSize: 2 });
-    return { store, close: async () => {
-      await store.close();
-      await database.drop();
-    } };
-  }],
-];
+const dialects = benchStoreDialects;
 
 describe.each(dialects)('debug armings: %s', (_name, open) => {
   it('hands the terms to the first claim of the agent’s job in the armed session, records where, and forgets it once', async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { benchStoreDialects } from '../../../test/support/bench-store-dialects.js';
 import { createTestDatabase } from '../../../test/support/postgres-test-database.js';
 import { BoundedCache } from './bounded-cache.js';
 import { PostgresBenchStore } from './postgres/postgres-bench-store.js';
 import type { SqlBenchStore } from './sql-bench-store.js';
-import { SqliteBenchStore } from './sqlite-bench-store.js';
 
 /**
  * What a store keeps in memory instead of asking the database again (decision 0600): only rows
@@ -13,21 +13,7 @@ import { SqliteBenchStore } from './sqlite-bench-store.js';
 const T0 = 1_700_000_000_000;
 const agent = { agentId: 'ag_1', label: 'ci', tokenSha256: 'a'.repeat(64), createdAtMs: T0 };
 
-/** Runs `body` on a fresh store of each dialect. */
-const dialects: Array<[string, () => Promise<{ store: SqlBenchStore; close: () => Promise<void> }>]> = [
-  ['sqlite', async () => {
-    const store = new SqliteBenchStore(':memory:');
-    return { store, close: () => store.close() };
-  }],
-  ['postgres', async () => {
-    const database = await createTestDatabase();
-    const store = await PostgresBenchStore.open(database.url, { poolSize: 2 });
-    return { store, close: async () => {
-      await store.close();
-      await database.drop();
-    } };
-  }],
-];
+const dialects = benchStoreDialects;
 
 /** Statements `fn` runs on `store`. */
 async function statementsOf(store: SqlBenchStore, fn: () => Promise<unknown>): Promise<number> {
