@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { type FirmwareEntry, firmwarePath, loadFirmwareManifest } from '../firmware/examples/firmware-manifest.js';
-import { checkQemu, checkSim, qemuStandIns } from './check-firmware.js';
+import { checkQemu, checkSim, qemuStandIns, runQemu } from './check-firmware.js';
 
 /** The firmware check must fail when an image does not do what its manifest entry says. */
 
@@ -55,6 +55,39 @@ describe.skipIf(!haveQemu)('checkQemu (needs qemu-system-arm)', () => {
   it('reports an image that exits where the manifest says it runs for ever', async () => {
     const problems = await checkQemu(entry('mps2-an385', 'hello'), firmwarePath(entry('mps2-an385', 'exit')), 'mps2-an385', 3);
     expect(problems).toEqual([expect.stringMatching(/does not match/), expect.stringMatching(/^expected to run for 3 s, but QEMU exited with 3/)]);
+  });
+});
+
+/** This process's children that have exited and wait to be reaped (state Z in /proc/<pid>/stat). */
+function exitedChildren(): number[] {
+  const exited: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue; // gone since the listing
+    }
+    // "pid (comm) state ppid ...": comm may hold spaces, so read after its closing parenthesis.
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (state === 'Z' && Number(ppid) === process.pid) exited.push(Number(name));
+  }
+  return exited;
+}
+
+describe.skipIf(!haveQemu || process.platform !== 'linux')('runQemu while the event loop is blocked', () => {
+  it('does not call an image hung when its exit is read only after the limit passed', async () => {
+    // CI runs the sim checks synchronously beside the QEMU ones: a long sim run blocks the loop
+    // past a QEMU run's limit although QEMU aborted long before (seen in CI on netduinoplus2/crash).
+    const e = entry('mps2-an385', 'crash');
+    const run = runQemu('mps2-an385', firmwarePath(e), 0.05);
+    const deadline = Date.now() + 60_000;
+    while (exitedChildren().length === 0) {
+      if (Date.now() > deadline) throw new Error('QEMU did not exit within 60 s of wall time; no exited child seen in /proc');
+    }
+    const result = await run;
+    expect(result).toMatchObject({ status: 134, timedOut: false });
   });
 });
 

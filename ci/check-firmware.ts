@@ -78,11 +78,11 @@ export function runQemu(machine: string, file: string, seconds: number, serialIn
     );
     let stdout = '';
     let stderr = '';
-    let timedOut = false;
+    let killedAtLimit = false;
     child.stdout.setEncoding('latin1').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => {
-      timedOut = true;
+      killedAtLimit = true;
       child.kill('SIGTERM');
     }, seconds * 1000);
     child.on('error', (err) => {
@@ -91,6 +91,10 @@ export function runQemu(machine: string, file: string, seconds: number, serialIn
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      // The limit counts only if our SIGTERM is what ended QEMU. The sim checks run synchronously on
+      // this thread; when one blocks the loop past the limit, the timer's callback runs before the
+      // exit that already happened is read, and an image that aborted in 0.1 s would be called hung.
+      const timedOut = killedAtLimit && signal === 'SIGTERM';
       // A lockup ends in abort(): the shell convention 128 + SIGABRT(6) = 134.
       resolve({ stdout, stderr, status: code ?? (signal === 'SIGABRT' ? 134 : null), timedOut });
     });
