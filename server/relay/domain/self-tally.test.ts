@@ -4,12 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../../core/clock.js';
 import { applyFloor, signedAmong } from './bulletin-floor.js';
 import { type NodeKey, generateNodeKey } from '../../../core/relay/node-id.js';
-import { type QuorumSet, normalizeQuorumSet } from '../../../core/relay/quorum-set.js';
+import { type QuorumSet, normalizeQuorumSet, quorumSetHash } from '../../../core/relay/quorum-set.js';
 import { signVote } from '../../../core/relay/vote.js';
 import { RelayStore } from '../relay-store.js';
 import { tempDataDir } from '../../../test/support/relay-test-kit.js';
 import type { SliceBook } from './slice-book.js';
-import { tallyItem } from './voting-tally.js';
+import { hashOf, tallyItem } from './voting-tally.js';
 import { Voting } from './voting.js';
 
 /**
@@ -127,6 +127,26 @@ describe('the kept tallies and statements, bounded', () => {
         }
       }
       expect(store.run(voting.bulletin(item, relayKey.nodeId)).state).toBe('confirmed');
+    } finally {
+      store.close();
+      data.remove();
+    }
+  });
+});
+
+describe("an inline slice's hash, computed once", () => {
+  it('is handed from the statement log to the tallies with the parsed statement, equal to the slice_hash', () => {
+    const data = tempDataDir('self-tally-hash-');
+    const store = new RelayStore(data.dir);
+    try {
+      const voting = new Voting({ store, clock, selfKey: relayKey, selfSlice: normalizeQuorumSet({ t: 1, v: ids.slice(0, 2), i: [] }) });
+      store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(item, ids[0]);
+      // Spelled unsorted: the hash is the normalised set's, whatever order the voter sent.
+      const slice = { t: 2, v: [...others(0)].reverse(), i: [] };
+      const signed = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: ids[0] as string, value: 'yes', phase: 'vote', slice, created_at: 1 }, (keys[0] as NodeKey).secretKey);
+      store.tx(() => store.run(voting.storeVote(signed, null, clock.nowMs())));
+      const [stored] = store.run(voting.statements(item));
+      expect(hashOf(stored?.slice as QuorumSet)).toBe(quorumSetHash(slice));
     } finally {
       store.close();
       data.remove();

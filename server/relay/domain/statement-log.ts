@@ -6,6 +6,7 @@ import { type RelayRefusal, invalidInputAt } from './relay-errors.js';
 import type { RelayStore } from '../relay-store.js';
 import type { Steps } from '../../storage/sql-steps.js';
 import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
+import { knowHashOf } from './voting-tally.js';
 
 /** Outcome of storing one verified statement. */
 export interface StoredVote {
@@ -84,8 +85,9 @@ export class StatementLog {
    * (422 otherwise, so every stored statement can be tallied). Appends a `vote` event when new.
    */
   *storeVote(vote: Vote, origin: string | null, nowMs: number): Steps<StoredVote> {
-    if (vote.slice) yield* this.slices.rememberQuorumSet(vote.slice);
-    else if (vote.slice_hash !== undefined && !(yield* this.slices.quorumSetByHash(vote.slice_hash))) {
+    // An inline slice's hash is handed to its parsed-back copy below, so the tallies never hash it again.
+    const inlineHash = vote.slice ? yield* this.slices.rememberQuorumSet(vote.slice) : undefined;
+    if (inlineHash === undefined && vote.slice_hash !== undefined && !(yield* this.slices.quorumSetByHash(vote.slice_hash))) {
       throw unknownSliceHash(vote.slice_hash);
     }
     // Serialised once: the stored text, the parsed-back statement and the event's payload all come from it.
@@ -96,7 +98,7 @@ export class StatementLog {
     if (!inserted) return { stored: false, duplicate: true, equivocation, keptAnotherDocument: yield* this.keepOtherDocument(vote, text, origin, nowMs) };
     const item = this.items.get(vote.item);
     // Parsed back from the stored text, so it is what a later read would give.
-    const parsed = this.shareInlineSlice(JSON.parse(text) as Vote);
+    const parsed = this.shareInlineSlice(JSON.parse(text) as Vote, inlineHash);
     if (item?.ordered) {
       // Placed where the database's ORDER BY puts it (usually last).
       const key: StatementKey = { createdMs: nowMs, voter: vote.voter, value: vote.value, phase: vote.phase };
@@ -175,12 +177,17 @@ export class StatementLog {
     }
   }
 
-  /** Freezes a parsed statement, replacing its inline slice by the voter's previous one when equal. */
-  private shareInlineSlice(vote: Vote): Vote {
+  /**
+   * Freezes a parsed statement, replacing its inline slice by the voter's previous one when equal.
+   * `inlineHash`: the slice's hash when the caller already computed it (a voter's first statement
+   * here hashed its slice once to store it, and the tallies would hash the new object again).
+   */
+  private shareInlineSlice(vote: Vote, inlineHash?: string): Vote {
     if (vote.slice) {
       const known = this.inlineSlices.get(vote.voter);
       if (known && sameQuorumSet(known, vote.slice)) return Object.freeze({ ...vote, slice: known });
       this.inlineSlices.set(vote.voter, deepFreeze(vote.slice));
+      if (inlineHash !== undefined) knowHashOf(vote.slice, inlineHash);
     }
     return Object.freeze(vote);
   }

@@ -106,6 +106,11 @@ export function hashOf(q: QuorumSet): string {
   return hash;
 }
 
+/** Tells `hashOf` the slice_hash of a frozen inline slice whose hash is known already (the statement log stored it). */
+export function knowHashOf(q: QuorumSet, hash: string): void {
+  inlineHashes.set(q, hash);
+}
+
 /** What `nodeId` already signed beyond its vote, the tally's `emitted`. */
 function emittedBy(statements: readonly Vote[], nodeId: string): EmittedStatement[] {
   const out: EmittedStatement[] = [];
