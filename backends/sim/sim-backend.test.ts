@@ -225,6 +225,19 @@ describe('SimDevice', () => {
     await device.close();
   });
 
+  it("fails the run with a UART listener's exception on the output that comes with the run's answer", async () => {
+    const device = await openPico();
+    // "hi\n" and the halt fall in one slice: the output reaches the host only in the run's answer (decision 0730).
+    device.onUart(() => {
+      throw new Error('the listener broke');
+    });
+    await device.flash(image(thumbProgram(THUMB_HELLO_BKPT_5)));
+    const error = await rejection(device.run(1_000_000));
+    expect(error.kind).toBe('internal');
+    expect(error.message).toMatch(/the listener broke/);
+    await device.close();
+  });
+
   it('reports crashes as stops and accumulates stats, with host time on the injected clock', async () => {
     const fake = createClock(0);
     const device = await openPico({ clock: clockFromFakeTimers(fake) });

@@ -176,7 +176,8 @@ export class SimDevice implements Device {
 
   private async runOnThread(durationNanos: number, options: RunOptions): Promise<RunStop> {
     const thread = this.thread;
-    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
+    // Both signals are listened to, not `AbortSignal.any` of them: that costs about 60 µs of CPU a run (decision 0730).
+    const signals = options.signal ? [options.signal, this.closing.signal] : [this.closing.signal];
     /** The first exception of a listener, `until` or `onUnmodelled`: it fails the run, as it did in process. */
     let failure: unknown;
     const fail = (err: unknown) => {
@@ -185,7 +186,7 @@ export class SimDevice implements Device {
     };
     const onAbort = () => thread.setStop(STOP.abort);
     thread.setStop(STOP.go);
-    signal.addEventListener('abort', onAbort, { once: true });
+    for (const signal of signals) signal.addEventListener('abort', onAbort, { once: true });
     thread.onBatch = (batch: ThreadBatch) => {
       this.counters = batch.counters;
       try {
@@ -202,9 +203,15 @@ export class SimDevice implements Device {
     try {
       const request: HostRequest = { type: 'run', endNanos: durationNanos, sliceNanos: this.options.sliceNanos, asks: options.until !== undefined };
       answer = await this.request(request, `simulating ${this.board.id}`, fail);
+      // The run's last output comes with its answer (after every batch, as the port keeps order).
+      try {
+        for (const chunk of answer.chunks ?? []) this.uart.emit(chunk);
+      } catch (err) {
+        fail(err);
+      }
     } finally {
       thread.onBatch = undefined;
-      signal.removeEventListener('abort', onAbort);
+      for (const signal of signals) signal.removeEventListener('abort', onAbort);
       this.hostMs += this.options.clock.nowMs() - startedMs;
     }
     if (failure !== undefined) throw asBackendError(failure, `simulating ${this.board.id}`);

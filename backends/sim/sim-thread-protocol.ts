@@ -128,6 +128,8 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
     /** Absent on success; the failure in the words the device reports. */
     error: z.object({ kind: z.enum(jobFailureKinds), message: z.string() }).optional(),
     stop: engineStopSchema.optional(),
+    /** A run's last UART output, after its batches (a run's answer carries it rather than a batch of its own). */
+    chunks: z.array(z.object({ atNanos: nanos, bytes })).optional(),
     reading: z
       .object({ level: z.union([z.literal(0), z.literal(1)]), driver: z.enum(['firmware', 'outside', 'pull-up', 'pull-down', 'floating']) })
       .optional(),

@@ -46,7 +46,10 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
     return reports;
   };
   const send = (message: ThreadMessage) => port.postMessage(message);
-  const answer = (id: number, fields: { error?: { kind: BackendErrorKind; message: string }; stop?: EngineRunStop; reading?: ThreadAnswerReading } = {}) =>
+  const answer = (
+    id: number,
+    fields: { error?: { kind: BackendErrorKind; message: string }; stop?: EngineRunStop; reading?: ThreadAnswerReading; chunks?: EngineUartChunk[] } = {},
+  ) =>
     send({ type: 'answer', id, counters: device?.chip.counters, unmodelled: takeUnmodelled(), ...fields });
 
   const open = (board: Board, bootrom: Uint32Array | undefined) => {
@@ -106,9 +109,9 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
         await setImmediateYield();
       },
     });
-    flush(false);
     const aborted = stop.reason === 'until' && Atomics.load(control, CONTROL.stop) === STOP.abort;
-    answer(id, { stop: aborted ? { reason: 'cancelled', elapsedNanos: stop.elapsedNanos } : stop });
+    // The output still held goes with the answer, not in a batch of its own: one message to wake the host for, not two (decision 0730).
+    answer(id, { stop: aborted ? { reason: 'cancelled', elapsedNanos: stop.elapsedNanos } : stop, chunks: chunks.length > 0 ? chunks : undefined });
   };
 
   const attachDebugger = (id: number, debugPort: MessagePort, board: Board, chip: SimChip) => {
