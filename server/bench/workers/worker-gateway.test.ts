@@ -195,4 +195,20 @@ describe('WorkerGateway', () => {
       { jobId: 'job_plain', debug: false },
     ]);
   });
+
+  it("counts a job's end towards its instance's health once, though its worker sends the outcome again (the first answer lost on the way)", async () => {
+    const { store, live, gateway, healthCounted } = await setUp();
+    const g = gateway();
+    const link = g.linkFor('w1', { claimMs: 30_000 });
+    await store.createJob(jobRecord(), { maxQueuedPerBoard: 4, nowMs: T0 });
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_1' });
+    const outcome = { state: 'failed' as const, failure: { kind: 'timeout' as const, message: 'deadline' }, uart: null };
+    await link.finish('job_1', outcome);
+    const ends: string[] = [];
+    live.subscribe('job_1', (event) => ends.push(event.kind === 'state' ? event.state : event.kind));
+    await link.finish('job_1', outcome);
+    expect(healthCounted).toEqual([{ jobId: 'job_1', debug: false }]);
+    // Its readers still hear the end again: harmless, and a first try whose answer was lost may not have told them.
+    expect(ends).toEqual(['failed']);
+  });
 });

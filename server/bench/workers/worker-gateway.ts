@@ -274,7 +274,7 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
     // The store deletes the job's unread serial input as it records the end (decision 0650).
-    const finished = await this.deps.store.finishJob(jobId, record, { workerId });
+    const { job: finished, ended } = await this.deps.store.finishJob(jobId, record, { workerId });
     let underDebugger = this.debug.has(jobId);
     if (finished.workerId === workerId) {
       // A debug job handed out through another replica is one too (decision 0663): the store says so.
@@ -288,7 +288,8 @@ export class WorkerGateway {
     // a fetch of input still waiting hears the job is over.
     this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
-      await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
+      // Counted once: an outcome sent again (its first answer lost) finds the job ended already.
+      if (ended) await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
       this.deps.live.publishState(jobId, finished.state, finished);
       // The board is free for its next job (a worker of another board id waiting on it claims now).
       this.jobQueued(finished.board);
