@@ -88,11 +88,14 @@ export class WorkerGateway {
   }
 
   /**
-   * Whether the job's outcome comes through this gateway (it runs through it, or its outcome is
-   * being recorded): its end reaches this process's readers as a live event with the record.
+   * Whether the job's outcome is being recorded through this gateway: from before the store's
+   * transaction that ends it (and frees its lease) until its live event, with the record, has
+   * reached this process's readers, so the store's signal of that end needs no look. A job that
+   * merely runs through here is not carried (decision 0720): its worker's outcome may reach another
+   * replica (a remote worker's request there), and readers here then hear only the store's signal.
    */
   carries(jobId: string): boolean {
-    return this.inFlight.has(jobId) || this.finishing.has(jobId);
+    return this.finishing.has(jobId);
   }
 
   /** Whether a job of the session is running through this gateway. */
