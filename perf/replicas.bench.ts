@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { BenchClient } from '../clients/bench/bench-client.js';
 import { createTestDatabase } from '../test/support/postgres-test-database.js';
-import { type BenchRow, nowMs } from './measure.js';
+import { type BenchRow, cpuMs, nowMs } from './measure.js';
+import { databaseCpu, processCpuMs } from './process-cpu.js';
 import type { ReplicaProcessOptions } from './replica-process.js';
 import { storeRoundTrips } from './store-round-trips.js';
 
@@ -15,7 +16,7 @@ import { storeRoundTrips } from './store-round-trips.js';
 const REPLICA_START_MS = 120_000;
 
 /** A replica in a process of its own (perf/replica-process.ts): its URL, and `close()` to end it. */
-async function forkReplica(options: ReplicaProcessOptions): Promise<{ url: string; close: () => Promise<void> }> {
+async function forkReplica(options: ReplicaProcessOptions): Promise<{ url: string; pid: number; close: () => Promise<void> }> {
   const child: ChildProcess = fork(fileURLToPath(new URL('./replica-process.ts', import.meta.url)), [JSON.stringify(options)], {
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -41,6 +42,7 @@ async function forkReplica(options: ReplicaProcessOptions): Promise<{ url: strin
   }
   return {
     url,
+    pid: child.pid!,
     close: async () => {
       if (child.exitCode === null) child.send('close');
       await exited;
@@ -48,64 +50,95 @@ async function forkReplica(options: ReplicaProcessOptions): Promise<{ url: strin
   };
 }
 
+/** A set-up's totals over its phases: jobs, seconds, and CPU ms by party (/proc; NaN off Linux). */
+interface Tally {
+  jobs: number;
+  seconds: number;
+  clientCpuMs: number;
+  replicaCpuMs: number;
+  databaseCpuMs: number;
+  transactions: number;
+}
+
 /**
- * Jobs per second through two replicas on one PostgreSQL database against one replica on the
- * same database, and one replica on PostgreSQL against one on the embedded SQLite default, in the
- * same run (issues 10 and 27): 8 agents, each on its own mock board, submitting and waiting in a
- * loop; each replica runs its own worker, all claiming from the one queue. Each replica is a
+ * Jobs per second through two replicas on one PostgreSQL database against one replica on a
+ * database of its own, and one replica on PostgreSQL against one on the embedded SQLite default,
+ * in the same run (issues 10 and 27): 8 agents, each on its own mock board, submitting and waiting
+ * in a loop; each replica runs its own worker, claiming from its set-up's queue. Each replica is a
  * process of its own, as deployed, and the agents are this process: an outside client (decision
  * 0600; replicas sharing one event loop could not add throughput). The three set-ups take turns in
- * short phases (ABCABC...), so the machine's load falls on all of them alike.
+ * short phases (ABCABC...), so the machine's load falls on all of them alike. Each set-up has its
+ * own database, so no worker outside the phase claims its jobs (the one-replica phase once shared
+ * its database with the second replica, whose idle worker claimed some of them: decision 0720).
+ * Beside the rates: the CPU time per job of each party (this client, the set-up's replicas, the
+ * PostgreSQL backends of its database) and the transactions its database committed per job, from
+ * which decision 0650's bound on these two cores follows.
  */
 export async function runReplicasBench(options: { seconds?: number; rounds?: number } = {}): Promise<BenchRow[]> {
   const phaseSeconds = options.seconds ?? 2;
   const rounds = options.rounds ?? 4;
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
+  const databases: Awaited<ReturnType<typeof createTestDatabase>>[] = [];
   try {
-    database = await createTestDatabase();
+    databases.push(await createTestDatabase(), await createTestDatabase());
   } catch (err) {
+    await Promise.all(databases.map((d) => d.drop()));
     return [{ name: 'replicas', value: Number.NaN, unit: '', note: `skipped: PostgreSQL did not answer (${(err as Error).message})` }];
   }
+  const [oneDatabase, twoDatabase] = databases as [(typeof databases)[number], (typeof databases)[number]];
   const boards = loadBoardCatalog();
-  const firmware = new Uint8Array(readFileSync(new URL('../firmware/examples/pico/hello.elf', import.meta.url)));
   const mockBoards = boards.slice(0, 8).map((b) => b.id);
+  // Each board's own example, so every job flashes and runs (the pico's image on these boards
+  // failed as a bad image as soon as it was claimed: six agents of eight measured failures).
+  const firmware = new Map(mockBoards.map((b) => [b, new Uint8Array(readFileSync(new URL(`../firmware/examples/${b}/hello.elf`, import.meta.url)))]));
   const dirs: string[] = [];
   const replica = (databaseUrl: string | undefined) => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-perf-replica-'));
     dirs.push(dataDir);
     return forkReplica({ dataDir, ...(databaseUrl === undefined ? {} : { databaseUrl }) });
   };
-  const started = await Promise.allSettled([replica(database.url), replica(database.url), replica(undefined)]);
-  const [first, second, embedded] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
+  const started = await Promise.allSettled([replica(oneDatabase.url), replica(twoDatabase.url), replica(twoDatabase.url), replica(undefined)]);
+  const replicas = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
+  const watchers: Awaited<ReturnType<typeof databaseCpu>>[] = [];
   try {
     const failed = started.find((s) => s.status === 'rejected');
-    if (failed || !first || !second || !embedded) throw (failed as PromiseRejectedResult).reason;
-    /** A set-up: its replicas' URLs, agents registered once, and its jobs and seconds summed over its phases. */
-    const setUp = async (name: string, urls: string[]) => {
-      const clients = urls.map((u) => new BenchClient({ baseUrl: u }));
+    if (failed) throw (failed as PromiseRejectedResult).reason;
+    const [alone, first, second, embedded] = replicas as NonNullable<(typeof replicas)[number]>[] as [Replica, Replica, Replica, Replica];
+    /** A set-up: its replicas, its database's watcher, agents registered once, and its totals over its phases. */
+    const setUp = async (name: string, members: Replica[], databaseUrl: string | undefined) => {
+      const clients = members.map((r) => new BenchClient({ baseUrl: r.url }));
       const agents = await Promise.all(mockBoards.map((_, k) => clients[k % clients.length]!.register(`perf-${name}-${k}`)));
-      return { clients, agents, jobs: 0, seconds: 0 };
+      const watcher = databaseUrl === undefined ? undefined : await databaseCpu(databaseUrl);
+      if (watcher) watchers.push(watcher);
+      const tally: Tally = { jobs: 0, seconds: 0, clientCpuMs: 0, replicaCpuMs: 0, databaseCpuMs: 0, transactions: 0 };
+      return { members, clients, agents, watcher, tally };
     };
     const runPhase = async (set: Awaited<ReturnType<typeof setUp>>) => {
+      const cpuBefore = await partiesCpu(set.members, set.watcher);
       const startMs = nowMs();
       const endMs = startMs + phaseSeconds * 1000;
       await Promise.all(
         mockBoards.map(async (board, k) => {
-          const client = set.clients[k % set.clients.length]!;
+          const client = set.clients[k % set.clients.length]!.withToken(set.agents[k]!.token);
           while (nowMs() < endMs) {
-            const job = await client.withToken(set.agents[k]!.token).submitFlash(board, firmware, { uartSeconds: 0.1 });
-            await client.withToken(set.agents[k]!.token).waitForJob(job.job_id, { timeoutMs: 30_000 });
-            set.jobs++;
+            const job = await client.submitFlash(board, firmware.get(board)!, { uartSeconds: 0.1 });
+            const ended = await client.waitForJob(job.job_id, { timeoutMs: 30_000 });
+            if (ended.state !== 'done') throw new Error(`job ${ended.job_id} on ${board} ended ${ended.state}: ${ended.failure?.message ?? '?'}`);
+            set.tally.jobs++;
           }
         }),
       );
-      set.seconds += (nowMs() - startMs) / 1000;
+      set.tally.seconds += (nowMs() - startMs) / 1000;
+      const cpuAfter = await partiesCpu(set.members, set.watcher);
+      set.tally.clientCpuMs += cpuAfter.client - cpuBefore.client;
+      set.tally.replicaCpuMs += cpuAfter.replicas - cpuBefore.replicas;
+      set.tally.databaseCpuMs += cpuAfter.database - cpuBefore.database;
+      set.tally.transactions += cpuAfter.transactions - cpuBefore.transactions;
     };
-    const one = await setUp('one', [first.url]);
-    const two = await setUp('two', [first.url, second.url]);
-    const sqlite = await setUp('sqlite', [embedded.url]);
+    const one = await setUp('one', [alone], oneDatabase.url);
+    const two = await setUp('two', [first, second], twoDatabase.url);
+    const sqlite = await setUp('sqlite', [embedded], undefined);
     for (let round = 0; round < rounds; round++) for (const set of [one, two, sqlite]) await runPhase(set);
-    const rate = (set: typeof one) => set.jobs / set.seconds;
+    const rate = (t: Tally) => t.jobs / t.seconds;
     // Counted on fresh stores of each kind (decision 0545): what each job costs the database, beside the timed ratio.
     const counted = async (inSession: boolean) => {
       const scratch = await createTestDatabase();
@@ -115,7 +148,7 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
         await scratch.drop();
       }
     };
-    const [alone, inSession] = [await counted(false), await counted(true)];
+    const [ownLease, inSession] = [await counted(false), await counted(true)];
     const trips = (label: string, t: { statementsPerJob: number; transactionsPerJob: number } | undefined): BenchRow => ({
       name: `store statements per job, ${label}`,
       value: t?.statementsPerJob ?? Number.NaN,
@@ -123,20 +156,42 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
       note: `${t?.transactionsPerJob ?? '?'} transactions (on PostgreSQL each adds BEGIN and COMMIT round trips); counted, not timed: submit, claim, running, one renewal, done, one read`,
     });
     const note = `${mockBoards.length} agents on mock boards, ${rounds} alternating phases of ${phaseSeconds} s each`;
+    const o = one.tally;
+    const perJob = (ms: number, t: Tally) => ms / t.jobs;
+    const totalPerJob = (t: Tally) => (t.clientCpuMs + t.replicaCpuMs + t.databaseCpuMs) / t.jobs;
     return [
-      { name: 'jobs per second, one replica', value: rate(one), unit: 'jobs/s', note: `PostgreSQL, ${note}` },
-      { name: 'jobs per second, two replicas', value: rate(two), unit: 'jobs/s', note: 'agents spread over both; each replica runs a worker' },
-      { name: 'jobs per second, one replica on SQLite', value: rate(sqlite), unit: 'jobs/s', note: 'the embedded default, same load' },
-      { name: 'two replicas / one replica', value: rate(two) / rate(one), unit: 'ratio', note: 'goal >= 1.3 (issue 27); no global write lock (decision 0515)' },
-      { name: 'one replica, PostgreSQL / SQLite', value: rate(one) / rate(sqlite), unit: 'ratio', note: 'goal >= 0.7 (issue 27)' },
-      trips('SQLite, a job with its own lease', alone.sqlite),
-      trips('PostgreSQL, a job with its own lease', alone.postgres),
+      { name: 'jobs per second, one replica', value: rate(o), unit: 'jobs/s', note: `PostgreSQL, ${note}` },
+      { name: 'jobs per second, two replicas', value: rate(two.tally), unit: 'jobs/s', note: 'agents spread over both; each replica runs a worker; a database of their own' },
+      { name: 'jobs per second, one replica on SQLite', value: rate(sqlite.tally), unit: 'jobs/s', note: 'the embedded default, same load' },
+      { name: 'two replicas / one replica', value: rate(two.tally) / rate(o), unit: 'ratio', note: 'goal >= 1.3 (issue 27); no global write lock (decision 0515)' },
+      { name: 'one replica, PostgreSQL / SQLite', value: rate(o) / rate(sqlite.tally), unit: 'ratio', note: 'goal >= 0.7 (issue 27)' },
+      { name: 'CPU per job, one replica: the client', value: perJob(o.clientCpuMs, o), unit: 'ms', note: 'this process: the 8 agents (process.cpuUsage)' },
+      { name: 'CPU per job, one replica: the replica', value: perJob(o.replicaCpuMs, o), unit: 'ms', note: 'R: its process, /proc' },
+      { name: 'CPU per job, one replica: PostgreSQL', value: perJob(o.databaseCpuMs, o), unit: 'ms', note: `the backends of its database, /proc; ${(o.transactions / o.jobs).toFixed(1)} transactions committed per job` },
+      { name: 'CPU per job, two replicas: all parties', value: totalPerJob(two.tally), unit: 'ms', note: `client ${perJob(two.tally.clientCpuMs, two.tally).toFixed(1)}, replicas ${perJob(two.tally.replicaCpuMs, two.tally).toFixed(1)}, PostgreSQL ${perJob(two.tally.databaseCpuMs, two.tally).toFixed(1)}; ${(two.tally.transactions / two.tally.jobs).toFixed(1)} transactions per job` },
+      { name: 'two / one allowed by CPU on 2 cores (2R/C)', value: (2 * perJob(o.replicaCpuMs, o)) / totalPerJob(o), unit: 'ratio', note: 'R and C of the one-replica phases (decision 0650): the most two replicas can give over one when every core is busy' },
+      trips('SQLite, a job with its own lease', ownLease.sqlite),
+      trips('PostgreSQL, a job with its own lease', ownLease.postgres),
       trips('SQLite, a job in a session', inSession.sqlite),
       trips('PostgreSQL, a job in a session', inSession.postgres),
     ];
   } finally {
-    await Promise.all([first?.close(), second?.close(), embedded?.close()]);
-    await database.drop();
+    await Promise.all(watchers.map((w) => w.close()));
+    await Promise.all(replicas.map((r) => r?.close()));
+    await Promise.all(databases.map((d) => d.drop()));
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
+}
+
+type Replica = Awaited<ReturnType<typeof forkReplica>>;
+
+/** CPU ms so far of this process, of `replicas` and of the database `watcher` watches, and its transactions committed. */
+async function partiesCpu(replicas: readonly Replica[], watcher: Awaited<ReturnType<typeof databaseCpu>> | undefined): Promise<{ client: number; replicas: number; database: number; transactions: number }> {
+  const database = watcher ? await watcher.read() : { cpuMs: 0, transactions: 0 };
+  return {
+    client: cpuMs(),
+    replicas: replicas.reduce((sum, r) => sum + (processCpuMs(r.pid) ?? Number.NaN), 0),
+    database: database.cpuMs,
+    transactions: database.transactions,
+  };
 }

@@ -49,7 +49,7 @@ export function describeJobQueueContract(name: string, withStore: (body: (store:
         expect(await store.getSession('ses_1', T0 + 50_000)).toMatchObject({ state: 'active', expiresAtMs: T0 + 60_000 });
         // The vanished worker's late report changes nothing.
         expect(await store.renewJobClaim('job_1', 'remote', { nowMs: T0 + 50_001, claimMs: 30_000 })).toEqual({ kind: 'lost', state: 'failed' });
-        expect((await store.finishJob('job_1', done(T0 + 50_002), { workerId: 'remote' })).state).toBe('failed');
+        expect(await store.finishJob('job_1', done(T0 + 50_002), { workerId: 'remote' })).toMatchObject({ job: { state: 'failed' }, ended: false });
         // A claim without expiry (a worker in the server's process) never lapses.
         await store.createJob(jobRecord({ jobId: 'job_2', sessionId: 'ses_1', createdAtMs: T0 + 50_003 }), queueOf(T0 + 50_003));
         await claimBy(store, T0 + 50_003);
@@ -61,7 +61,7 @@ export function describeJobQueueContract(name: string, withStore: (body: (store:
         await store.createJob(jobRecord(), queueOf(T0));
         await claimBy(store, T0, ['pico'], 'remote', 30_000);
         await store.renewJobClaim('job_1', 'remote', { nowMs: T0 + 1_000, claimMs: 30_000, uart: uartOf('boot\n') });
-        const failed = await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 2_000, failure: { kind: 'internal', message: 'the engine died' } }, { workerId: 'remote' });
+        const { job: failed } = await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 2_000, failure: { kind: 'internal', message: 'the engine died' } }, { workerId: 'remote' });
         expect(failed).toMatchObject({ state: 'failed', failure: { kind: 'internal' } });
         expect(new TextDecoder().decode(failed.uart?.bytes), 'a failure without a capture wiped the UART the server had saved').toBe('boot\n');
       }));

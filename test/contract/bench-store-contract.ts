@@ -225,11 +225,14 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         expect(await store.markJobRunning('job_1', 'w2', T0 + 2)).toEqual({ kind: 'lost', state: 'flashing' });
         expect(await store.markJobRunning('job_1', 'w1', T0 + 2)).toEqual({ kind: 'held', cancelReason: null });
         expect(await store.boardActivity()).toEqual(new Map([['pico', { queued: 0, active: 1 }]]));
-        const finished = await store.finishJob('job_1', done(T0 + 3), { workerId: 'w1' });
+        const { job: finished, ended } = await store.finishJob('job_1', done(T0 + 3), { workerId: 'w1' });
+        expect(ended).toBe(true);
         expect(finished).toMatchObject({ state: 'done', startedAtMs: T0 + 1, runningAtMs: T0 + 2, finishedAtMs: T0 + 3, stop: { reason: 'elapsed' } });
         expect(new TextDecoder().decode(finished.uart!.bytes)).toBe('ok');
         expect(await store.listLeases(T0 + 3)).toEqual([]);
-        expect((await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 4, failure: { kind: 'internal', message: 'late' } })).state).toBe('done');
+        expect(await store.finishJob('job_1', { state: 'failed', nowMs: T0 + 4, failure: { kind: 'internal', message: 'late' } })).toMatchObject({ job: { state: 'done' }, ended: false });
+        // The same worker's outcome sent again (its first answer lost) ends nothing: it is not counted twice.
+        expect(await store.finishJob('job_1', done(T0 + 4), { workerId: 'w1' })).toMatchObject({ job: { state: 'done', finishedAtMs: T0 + 3 }, ended: false });
         expect(await store.markJobRunning('job_1', 'w1', T0 + 5)).toEqual({ kind: 'lost', state: 'done' });
       }));
 

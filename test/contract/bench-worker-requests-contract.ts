@@ -34,6 +34,21 @@ export function describeWorkerRequestsContract(name: string, withStore: (body: (
         expect(await store.serialInput.writtenThrough('job_1')).toBe(0);
       }));
 
+    it('answers a take on a job never sent input at once, with the reason it was asked to stop, and only to the worker holding it', () =>
+      withStore(async (store) => {
+        await store.createJob(jobRecord(), queueOf(T0));
+        expect(await store.serialInput.take('job_1', { workerId: 'w1', writtenThroughSeq: 0, maxBytes: 100 }), 'a queued job is nobody\'s').toEqual({ kind: 'lost' });
+        await claimBy(store, T0 + 1, ['pico'], 'w1');
+        expect(await store.serialInput.take('job_1', { workerId: 'w1', writtenThroughSeq: 5, maxBytes: 100 })).toEqual({ kind: 'held', inputs: [], cancelReason: null });
+        expect(await store.serialInput.writtenThrough('job_1'), 'acknowledged past what was queued').toBe(0);
+        await store.requestJobCancel('job_1', 'the agent has its verdict', T0 + 2);
+        expect(await store.serialInput.take('job_1', { workerId: 'w1', writtenThroughSeq: 0, maxBytes: 100 })).toEqual({ kind: 'held', inputs: [], cancelReason: 'the agent has its verdict' });
+        expect(await store.serialInput.take('job_1', { workerId: 'w2', writtenThroughSeq: 0, maxBytes: 100 })).toEqual({ kind: 'lost' });
+        // With input queued since, the same answer carries the input and the reason.
+        expect(await store.serialInput.enqueue('job_1', input('q'), limits(T0 + 3))).toMatchObject({ kind: 'queued', seq: 1 });
+        expect(await store.serialInput.take('job_1', { workerId: 'w1', writtenThroughSeq: 0, maxBytes: 100 })).toMatchObject({ kind: 'held', inputs: [{ seq: 1 }], cancelReason: 'the agent has its verdict' });
+      }));
+
     it('acknowledges by number (never past what was queued, never backwards), cuts a take at its byte budget, and bounds what waits', () =>
       withStore(async (store) => {
         await store.createJob(jobRecord(), queueOf(T0));
@@ -48,7 +63,7 @@ export function describeWorkerRequestsContract(name: string, withStore: (body: (
         expect(await store.serialInput.writtenThrough('job_1')).toBe(1);
         // Acknowledged input is deleted: room for more.
         expect(await store.serialInput.enqueue('job_1', input('dddd'), limits(T0, 12))).toMatchObject({ kind: 'queued', seq: 4 });
-        expect(await store.serialInput.take('job_1', { workerId: 'w1', writtenThroughSeq: 99, maxBytes: 100 })).toEqual({ kind: 'held', inputs: [] });
+        expect(await store.serialInput.take('job_1', { workerId: 'w1', writtenThroughSeq: 99, maxBytes: 100 })).toEqual({ kind: 'held', inputs: [], cancelReason: null });
         expect(await store.serialInput.writtenThrough('job_1')).toBe(4);
         await store.serialInput.take('job_1', { workerId: 'w1', writtenThroughSeq: 2, maxBytes: 100 });
         expect(await store.serialInput.writtenThrough('job_1')).toBe(4);

@@ -195,4 +195,38 @@ describe('WorkerGateway', () => {
       { jobId: 'job_plain', debug: false },
     ]);
   });
+
+  it("counts a job's end towards its instance's health once, though its worker sends the outcome again (the first answer lost on the way)", async () => {
+    const { store, live, gateway, healthCounted } = await setUp();
+    const g = gateway();
+    const link = g.linkFor('w1', { claimMs: 30_000 });
+    await store.createJob(jobRecord(), { maxQueuedPerBoard: 4, nowMs: T0 });
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_1' });
+    const outcome = { state: 'failed' as const, failure: { kind: 'timeout' as const, message: 'deadline' }, uart: null };
+    await link.finish('job_1', outcome);
+    const ends: string[] = [];
+    live.subscribe('job_1', (event) => ends.push(event.kind === 'state' ? event.state : event.kind));
+    await link.finish('job_1', outcome);
+    expect(healthCounted).toEqual([{ jobId: 'job_1', debug: false }]);
+    // Its readers still hear the end again: harmless, and a first try whose answer was lost may not have told them.
+    expect(ends).toEqual(['failed']);
+  });
+
+  it("carries a job's end only while its outcome is recorded through it, not while the job merely runs through it (its outcome may reach another replica)", async () => {
+    const { store, gateway } = await setUp();
+    const g = gateway();
+    const link = g.linkFor('w1', { claimMs: 30_000 });
+    await store.createJob(jobRecord(), { maxQueuedPerBoard: 4, nowMs: T0 });
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_1' });
+    expect(g.carries('job_1'), 'a job running here, whose end may be recorded through another replica').toBe(false);
+    const finishJob = store.finishJob.bind(store);
+    let carriedAsItEnded: boolean | undefined;
+    store.finishJob = async (...args: Parameters<typeof finishJob>) => {
+      carriedAsItEnded = g.carries('job_1');
+      return finishJob(...args);
+    };
+    await link.finish('job_1', { state: 'failed', failure: { kind: 'timeout', message: 'deadline' }, uart: null });
+    expect(carriedAsItEnded, 'the end recorded here: its live event brings the record').toBe(true);
+    expect(g.carries('job_1')).toBe(false);
+  });
 });

@@ -88,11 +88,14 @@ export class WorkerGateway {
   }
 
   /**
-   * Whether the job's outcome comes through this gateway (it runs through it, or its outcome is
-   * being recorded): its end reaches this process's readers as a live event with the record.
+   * Whether the job's outcome is being recorded through this gateway: from before the store's
+   * transaction that ends it (and frees its lease) until its live event, with the record, has
+   * reached this process's readers, so the store's signal of that end needs no look. A job that
+   * merely runs through here is not carried (decision 0720): its worker's outcome may reach another
+   * replica (a remote worker's request there), and readers here then hear only the store's signal.
    */
   carries(jobId: string): boolean {
-    return this.inFlight.has(jobId) || this.finishing.has(jobId);
+    return this.finishing.has(jobId);
   }
 
   /** Whether a job of the session is running through this gateway. */
@@ -274,7 +277,7 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
     // The store deletes the job's unread serial input as it records the end (decision 0650).
-    const finished = await this.deps.store.finishJob(jobId, record, { workerId });
+    const { job: finished, ended } = await this.deps.store.finishJob(jobId, record, { workerId });
     let underDebugger = this.debug.has(jobId);
     if (finished.workerId === workerId) {
       // A debug job handed out through another replica is one too (decision 0663): the store says so.
@@ -288,7 +291,8 @@ export class WorkerGateway {
     // a fetch of input still waiting hears the job is over.
     this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
-      await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
+      // Counted once: an outcome sent again (its first answer lost) finds the job ended already.
+      if (ended) await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
       this.deps.live.publishState(jobId, finished.state, finished);
       // The board is free for its next job (a worker of another board id waiting on it claims now).
       this.jobQueued(finished.board);

@@ -121,8 +121,10 @@ export interface BenchStore {
    * session's); an active session of the job is renewed from `outcome.nowMs`. A job already
    * finished keeps its first outcome. With `workerId`, only the worker holding the job's claim may
    * finish it (returns the job unchanged otherwise: a worker that lost its claim cannot overwrite).
+   * `ended` says whether this call recorded the outcome: a worker's outcome sent again (its answer
+   * lost on the way) finds the job ended by its own first one, which must not count twice.
    */
-  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<JobRecord>;
+  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<FinishedJob>;
 
   listLeases(nowMs: number): Promise<LeaseWithAgent[]>;
   /** Per board: jobs waiting and jobs flashing or running. */
@@ -300,6 +302,12 @@ export type JobOutcome =
     }
   /** `uart`: what the job captured before it failed or was stopped, kept with the reason. */
   | { state: 'failed'; nowMs: number; failure: { kind: JobFailureKind; message: string }; uart?: UartRecord | null };
+
+/** What `finishJob` answers: the job as stored, and whether this call ended it. */
+export interface FinishedJob {
+  job: JobRecord;
+  ended: boolean;
+}
 
 export interface StoreCounts {
   agents: number;

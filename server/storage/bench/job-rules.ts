@@ -1,4 +1,4 @@
-import { type CreateJobResult, instanceField, instanceOf, type JobOutcome, type JobRecord } from './bench-store.js';
+import { type CreateJobResult, type FinishedJob, instanceField, instanceOf, type JobOutcome, type JobRecord } from './bench-store.js';
 import { type JobRow, jobFromRow, sessionFromRow, uartJson } from './bench-rows.js';
 import { expireDue, firstFree, lockPool, lockSession, renewAfterJob } from './session-lease-rules.js';
 import type { Dialect } from './sql/dialect.js';
@@ -99,7 +99,7 @@ export function* requestJobCancel(jobId: string, reason: string, nowMs: number):
  * holder may write one: both are conditions of the UPDATE (checked again under the row lock on
  * PostgreSQL), so a job finished meanwhile, or a worker that lost its claim, changes nothing.
  */
-export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, options: { workerId?: string } = {}): Steps<JobRecord> {
+export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, options: { workerId?: string } = {}): Steps<FinishedJob> {
   const before = yield* one<{ session_id: string | null }>('SELECT session_id FROM jobs WHERE job_id = ?', [jobId]);
   if (!before) throw new Error(`job ${jobId} not found`);
   if (before.session_id !== null) yield* lockSession(d, before.session_id);
@@ -126,11 +126,11 @@ export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, optio
           uart ? uartJson(uart) : null,
           ...who,
         ]);
-  if (!finished) return (yield* jobById(jobId))!;
+  if (!finished) return { job: (yield* jobById(jobId))!, ended: false };
   yield* renewAfterJob(d, before.session_id, outcome.nowMs);
   yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [jobId]);
   yield* dropUnreadInput(finished);
-  return jobFromRow(finished);
+  return { job: jobFromRow(finished), ended: true };
 }
 
 /**

@@ -24,7 +24,8 @@ export type EnqueueSerialInputResult =
   /** The job's unacknowledged input would pass `maxPendingBytes`: nothing was queued. */
   | { kind: 'full'; pendingBytes: number };
 
-export type TakeSerialInputResult = { kind: 'held'; inputs: QueuedSerialInput[] } | { kind: 'lost' };
+/** `held`: the inputs, and why the job was asked to stop (null: it was not), read with them. */
+export type TakeSerialInputResult = { kind: 'held'; inputs: QueuedSerialInput[]; cancelReason: string | null } | { kind: 'lost' };
 
 export interface SerialInputStore {
   /**
@@ -35,8 +36,8 @@ export interface SerialInputStore {
   enqueue(jobId: string, bytes: Uint8Array, options: { nowMs: number; maxPendingBytes: number }): Promise<EnqueueSerialInputResult>;
   /**
    * For the worker holding the job: acknowledges every input up to `writtenThroughSeq` (deleted),
-   * then answers those after it in order, as many as fit in `maxBytes` (always at least one).
-   * `lost` when the job is not flashing or running for `workerId`.
+   * then answers those after it in order, as many as fit in `maxBytes` (always at least one), and
+   * the job's cancel reason. `lost` when the job is not flashing or running for `workerId`.
    */
   take(jobId: string, request: { workerId: string; writtenThroughSeq: number; maxBytes: number }): Promise<TakeSerialInputResult>;
   /** The highest input number the job's worker acknowledged (0 before any). */

@@ -3,6 +3,7 @@ import type {
   AgentRecord,
   BenchStore,
   CreateJobResult,
+  FinishedJob,
   JobClaimStatus,
   JobOutcome,
   JobRecord,
@@ -217,7 +218,7 @@ export abstract class SqlBenchStore implements BenchStore {
     return this.sql.transaction(() => queue.releaseWorkerJobs(this.d, workerId, release));
   }
 
-  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<JobRecord> {
+  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<FinishedJob> {
     return this.sql.transaction(() => jobs.finishJob(this.d, jobId, outcome, options));
   }
 

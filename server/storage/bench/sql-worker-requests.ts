@@ -24,7 +24,7 @@ import { all, one, run, type Steps } from '../sql-steps.js';
 /** The most inputs one `take` reads before cutting at `maxBytes` (a job's queue is small anyway). */
 const TAKE_ROWS = 256;
 
-type JobInputRow = { state: JobState; worker_id: string | null; serial_next_seq: number };
+type JobInputRow = { state: JobState; worker_id: string | null; serial_next_seq: number; cancel_reason: string | null };
 
 export class SqlSerialInput implements SerialInputStore {
   constructor(private readonly sql: SqlExecutor) {}
@@ -43,20 +43,33 @@ export class SqlSerialInput implements SerialInputStore {
     });
   }
 
-  take(jobId: string, request: { workerId: string; writtenThroughSeq: number; maxBytes: number }): Promise<TakeSerialInputResult> {
+  async take(jobId: string, request: { workerId: string; writtenThroughSeq: number; maxBytes: number }): Promise<TakeSerialInputResult> {
+    // Never past what was queued: a confused worker cannot acknowledge input not yet taken.
+    const written = Math.max(0, Math.floor(request.writtenThroughSeq));
+    // One statement for a job never sent any input, nearly every job (decision 0720): it checks the
+    // holder, acknowledges, and reads the cancel reason the fetch answers with. It was a
+    // transaction of four statements and a read of the job on every job's first fetch.
+    const held = await this.sql.plain(() =>
+      one<{ serial_next_seq: number; cancel_reason: string | null }>(
+        `UPDATE jobs SET serial_acked_seq = ${this.sql.dialect.greatest}(serial_acked_seq, CASE WHEN ? < serial_next_seq THEN ? ELSE serial_next_seq END)
+         WHERE job_id = ? AND worker_id = ? AND state IN ('flashing', 'running') RETURNING serial_next_seq, cancel_reason`,
+        [written, written, jobId, request.workerId],
+      ),
+    );
+    if (!held) return { kind: 'lost' };
+    if (Number(held.serial_next_seq) === 0) return { kind: 'held', inputs: [], cancelReason: held.cancel_reason };
     const d = this.sql.dialect;
     return this.sql.transaction(function* (): Steps<TakeSerialInputResult> {
-      const job = yield* one<JobInputRow>(`SELECT state, worker_id, serial_next_seq FROM jobs WHERE job_id = ?${d.forUpdate}`, [jobId]);
+      const job = yield* one<JobInputRow>(`SELECT state, worker_id, serial_next_seq, cancel_reason FROM jobs WHERE job_id = ?${d.forUpdate}`, [jobId]);
       if (!job || job.worker_id !== request.workerId || (job.state !== 'flashing' && job.state !== 'running')) return { kind: 'lost' };
-      // Never past what was queued: a confused worker cannot acknowledge input not yet taken.
-      const acked = Math.min(Math.max(0, Math.floor(request.writtenThroughSeq)), job.serial_next_seq);
+      const acked = Math.min(written, job.serial_next_seq);
       yield* run(`UPDATE jobs SET serial_acked_seq = ${d.greatest}(serial_acked_seq, ?) WHERE job_id = ?`, [acked, jobId]);
       yield* run('DELETE FROM job_serial_input WHERE job_id = ? AND seq <= ?', [jobId, acked]);
       const rows = yield* all<{ seq: number; bytes: Buffer; queued_at_ms: number }>(
         'SELECT seq, bytes, queued_at_ms FROM job_serial_input WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?',
         [jobId, acked, TAKE_ROWS],
       );
-      return { kind: 'held', inputs: withinBytes(rows, request.maxBytes) };
+      return { kind: 'held', inputs: withinBytes(rows, request.maxBytes), cancelReason: job.cancel_reason };
     });
   }
 
