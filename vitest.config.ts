@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { hostToolSuites, onPath, postgresSuites } from './test/host-tool-suites.js';
 
@@ -45,5 +46,11 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // vitest's default is one worker fewer than the cores: a single worker on CI's two cores, so a
+    // run took the sum of every file's time while a core waited on emulators, child processes and
+    // PostgreSQL (decision 0750). One worker per core; not more, as the tests that watch an
+    // emulator in wall time (QEMU's ticks) must still get the CPU they need. Files are isolated
+    // (a process each) on port 0, fresh databases and temporary directories: they share nothing.
+    maxWorkers: availableParallelism(),
   },
 });
