@@ -54,7 +54,8 @@ export class WalCheckpointer {
   private readonly pageBytes: number;
   private readonly checkpointBytes: number;
   private readonly maxWalBytes: number;
-  private readonly walFd: number;
+  /** The WAL file's descriptor, for its size; undefined for a database without one (in memory), which has nothing to checkpoint. */
+  private readonly walFd: number | undefined;
   private offLoop: OffLoopCheckpoints | undefined;
   private inFlight = false;
   /** WAL size when the thread was last asked: it is asked again once the WAL has grown a quarter of `checkpointPages` more. */
@@ -80,12 +81,12 @@ export class WalCheckpointer {
     // When the WAL starts again from its beginning, SQLite cuts the file back to this size: so its
     // size past `checkpointBytes` is what has been written since the WAL last started again.
     db.pragma(`journal_size_limit = ${this.checkpointBytes}`);
-    this.walFd = openSync(`${db.name}-wal`, 'r');
+    this.walFd = db.memory || db.pragma('journal_mode', { simple: true }) !== 'wal' ? undefined : openSync(`${db.name}-wal`, 'r');
   }
 
   /** A write committed (outside any transaction): checkpoints when the WAL has grown past a bound. Never throws. */
   noteCommit(): void {
-    if (this.closed) return;
+    if (this.closed || this.walFd === undefined) return;
     const walBytes = fstatSync(this.walFd).size;
     if (walBytes <= this.checkpointBytes) {
       this.requestedAtBytes = 0;
@@ -133,7 +134,7 @@ export class WalCheckpointer {
     if (this.closed) return;
     this.closed = true;
     this.offLoop?.stop();
-    closeSync(this.walFd);
+    if (this.walFd !== undefined) closeSync(this.walFd);
   }
 }
 
