@@ -12,6 +12,7 @@ import { relayMigrations } from '../storage/relay/relay-migrations.js';
 import { RelaySql, type SyncRelaySql } from '../storage/relay/relay-sql.js';
 import { SqliteRelayExecutor } from '../storage/relay/sqlite-relay-executor.js';
 import { WalSync, type WalSyncOptions } from '../storage/wal-sync.js';
+import { WalCheckpointer, type WalCheckpointerOptions } from '../storage/wal-checkpointer.js';
 
 /**
  * The relay's store: embedded SQLite (`relay.sqlite` in the data dir) by default, or PostgreSQL
@@ -38,6 +39,8 @@ export class RelayStore {
   private readonly invalidationListeners: (() => void)[] = [];
   /** SQLite only: makes commits durable off the event loop (decision 0480). */
   private readonly walSync: WalSync | undefined;
+  /** SQLite only: WAL checkpoints off the event loop (decision 0760). */
+  private readonly checkpointer: WalCheckpointer | undefined;
   /** Nesting depth of `tx`: a commit is noted when the outermost one returns. */
   private txDepth = 0;
   /** SQLite only: write transactions committed since the store opened (`commits`). */
@@ -72,6 +75,7 @@ export class RelayStore {
       runMigrations(db, relayMigrations, { label: 'the relay database' });
       this.sqlite = db;
       this.walSync = new WalSync(`${db.name}-wal`, options.wal);
+      this.checkpointer = new WalCheckpointer(db, options.checkpoints);
       // Made once: better-sqlite3's `transaction(fn)` builds four wrapper functions and their
       // properties on every call, and a vote runs two (its batch and its savepoint).
       this.immediateTx = db.transaction((fn: () => unknown) => fn()).immediate;
@@ -140,6 +144,7 @@ export class RelayStore {
   private noteCommit(): void {
     this.committed++;
     this.walSync?.noteCommit();
+    this.checkpointer?.noteCommit();
   }
 
   /**
@@ -226,6 +231,8 @@ export class RelayStore {
   close(): void {
     if (this.pg) this.pg.close();
     else if (this.sqlite?.open) {
+      // The thread's connection first: the store's, closing last, checkpoints the WAL into the file.
+      this.checkpointer?.close();
       this.sqlite.close();
       this.walSync?.close();
     }
@@ -239,6 +246,8 @@ function isSteps(value: unknown): boolean {
 export interface SqliteRelayStoreOptions {
   /** How and when the WAL file is made durable (decision 0480); fdatasync on the thread pool by default. */
   wal?: WalSyncOptions;
+  /** When the WAL is checkpointed, off the event loop (decision 0760). */
+  checkpoints?: WalCheckpointerOptions;
 }
 
 export type { EventKind };

@@ -5,6 +5,7 @@ import { benchStoreMigrations, migrateBenchDatabase } from './bench-store-migrat
 import { SqlBenchStore } from './sql-bench-store.js';
 import { SqliteExecutor } from './sql/sqlite-executor.js';
 import { SqliteSessionQueue } from './sqlite-session-queue.js';
+import { WalCheckpointer } from '../wal-checkpointer.js';
 
 /** The schema version this code writes; a database from a newer version is refused. */
 export const SQLITE_SCHEMA_VERSION = latestVersion(benchStoreMigrations);
@@ -19,6 +20,8 @@ export class SqliteBenchStore extends SqlBenchStore {
   readonly database: Database.Database;
   /** The session queue (decision 0555): waiters woken in this process by the file's triggers. */
   readonly sessionQueue: SqliteSessionQueue;
+  /** WAL checkpoints off the event loop (decision 0760). */
+  readonly checkpointer: WalCheckpointer;
 
   constructor(file: string) {
     // Agents' token hashes and e-mails, the CSRF secret: 0600, and SQLite gives -wal/-shm the same mode.
@@ -30,8 +33,16 @@ export class SqliteBenchStore extends SqlBenchStore {
     database.pragma('foreign_keys = ON');
     database.pragma('busy_timeout = 5000');
     migrateBenchDatabase(database);
-    super(new SqliteExecutor(database));
+    const checkpointer = new WalCheckpointer(database);
+    super(new SqliteExecutor(database, { afterWrite: () => checkpointer.noteCommit() }));
+    this.checkpointer = checkpointer;
     this.database = database;
     this.sessionQueue = new SqliteSessionQueue(database);
+  }
+
+  override async close(): Promise<void> {
+    // The thread's connection first: the store's, closing last, checkpoints the WAL into the file.
+    this.checkpointer.close();
+    await super.close();
   }
 }

@@ -15,17 +15,25 @@ export class SqliteExecutor implements SqlExecutor {
   readonly counters = { statements: 0, transactions: 0 };
   private readonly statements: ReturnType<typeof sqliteStatements>;
 
-  constructor(private readonly db: Database.Database) {
+  /** `afterWrite`: called after each `plain` call and each committed transaction (the WAL checkpointer's `noteCommit`, decision 0760). */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly hooks: { afterWrite?: () => void } = {},
+  ) {
     this.statements = sqliteStatements(db);
   }
 
   async plain<T>(steps: () => Steps<T>): Promise<T> {
-    return runStepsSync(steps(), this.execute);
+    const result = runStepsSync(steps(), this.execute);
+    this.hooks.afterWrite?.();
+    return result;
   }
 
   async transaction<T>(steps: () => Steps<T>): Promise<T> {
     this.counters.transactions++;
-    return this.db.transaction(() => runStepsSync(steps(), this.execute)).immediate();
+    const result = this.db.transaction(() => runStepsSync(steps(), this.execute)).immediate();
+    this.hooks.afterWrite?.();
+    return result;
   }
 
   private readonly execute = (statement: Statement): unknown => {

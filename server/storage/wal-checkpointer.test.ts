@@ -1,0 +1,128 @@
+import Database from 'better-sqlite3';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { tempDataDir } from '../../test/support/relay-test-kit.js';
+import { type CheckpointReport, type OffLoopCheckpoints, WalCheckpointer } from './wal-checkpointer.js';
+
+const PAGE_BYTES = 4096;
+const frameBytes = (pages: number) => 32 + pages * (PAGE_BYTES + 24);
+
+let data: ReturnType<typeof tempDataDir>;
+let db: Database.Database;
+let checkpointer: WalCheckpointer | undefined;
+beforeEach(() => {
+  data = tempDataDir('wal-checkpointer-');
+  db = new Database(join(data.dir, 'db.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec('CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB NOT NULL)');
+});
+afterEach(() => {
+  checkpointer?.close();
+  checkpointer = undefined;
+  if (db.open) db.close();
+  data.remove();
+});
+
+const walBytes = () => statSync(`${db.name}-wal`).size;
+/** One commit of about `pages` new pages (a row of that many pages' bytes), then the checkpointer told. */
+function commit(pages = 2): void {
+  db.prepare('INSERT INTO rows (body) VALUES (?)').run(Buffer.alloc(pages * PAGE_BYTES - 200, 7));
+  checkpointer?.noteCommit();
+}
+
+/** Off-loop checkpoints the test holds: each request waits until the test answers it. */
+function gatedOffLoop() {
+  const requests: ((outcome: CheckpointReport | Error) => void)[] = [];
+  let stopped = false;
+  const offLoop = (): OffLoopCheckpoints => ({
+    request: (done) => requests.push(done),
+    stop: () => (stopped = true),
+  });
+  return { requests, offLoop, stopped: () => stopped };
+}
+
+describe('WalCheckpointer (WAL checkpoints off the event loop, decision 0760)', () => {
+  it('turns off SQLite\'s automatic checkpoint: with the thread held, the WAL grows past the threshold and stops at the bound, checkpointed on the loop', () => {
+    const gate = gatedOffLoop();
+    const outcomes: (CheckpointReport | Error)[] = [];
+    checkpointer = new WalCheckpointer(db, { checkpointPages: 40, maxWalPages: 120, offLoop: gate.offLoop, onCheckpoint: (o) => outcomes.push(o) });
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    let largest = 0;
+    for (let k = 0; k < 300; k++) {
+      commit();
+      largest = Math.max(largest, walBytes());
+    }
+    // Asked once, never answered: the thread "fell behind" for good.
+    expect(gate.requests).toHaveLength(1);
+    // Without SQLite's automatic checkpoint the WAL passed 40 pages; the bound held it near 120 (one commit over at most).
+    expect(largest).toBeGreaterThan(frameBytes(100));
+    expect(largest).toBeLessThanOrEqual(frameBytes(120 + 4));
+    expect(checkpointer.counts.loop).toBeGreaterThan(3);
+    expect(outcomes.every((o) => !(o instanceof Error) && o.where === 'loop')).toBe(true);
+    checkpointer.close();
+    expect(gate.stopped()).toBe(true);
+  });
+
+  it('checkpoints on its own thread: the WAL starts again from the beginning and the loop checkpoints nothing', async () => {
+    const reports: (CheckpointReport | Error)[] = [];
+    let reported: () => void = () => {};
+    checkpointer = new WalCheckpointer(db, {
+      checkpointPages: 40,
+      maxWalPages: 400,
+      onCheckpoint: (o) => {
+        reports.push(o);
+        reported();
+      },
+    });
+    for (let round = 0; round < 3; round++) {
+      const next = new Promise<void>((resolve) => (reported = resolve));
+      // Write until the thread is asked (the WAL passed 40 pages), then let it answer.
+      // No commit while it runs: a commit landing during a checkpoint would keep the WAL from starting again.
+      while (walBytes() <= frameBytes(40)) commit();
+      await next;
+      const report = reports.at(-1);
+      if (report instanceof Error) throw report;
+      expect(report).toMatchObject({ where: 'thread', busy: false });
+      expect(report!.checkpointedFrames).toBe(report!.logFrames);
+      // Wholly checkpointed: the next commit starts the WAL again and cuts the file back.
+      commit();
+      expect(walBytes()).toBeLessThanOrEqual(frameBytes(40));
+    }
+    expect(checkpointer.counts).toEqual({ thread: 3, loop: 0, failed: 0 });
+  });
+
+  it('leaves the WAL checkpointed into the database file at close, the thread stopped first', async () => {
+    let reported: () => void = () => {};
+    const once = new Promise<void>((resolve) => (reported = resolve));
+    checkpointer = new WalCheckpointer(db, { checkpointPages: 10, maxWalPages: 1000, onCheckpoint: () => reported() });
+    while (walBytes() <= frameBytes(10)) commit();
+    commit();
+    await once;
+    for (let k = 0; k < 5; k++) commit();
+    const rows = db.prepare('SELECT COUNT(*) AS n FROM rows').get() as { n: number };
+    checkpointer.close();
+    checkpointer = undefined;
+    db.close();
+    // The last connection to close checkpoints and deletes the WAL: the thread's was closed first.
+    expect(existsSync(`${db.name}-wal`)).toBe(false);
+    const reopened = new Database(db.name, { readonly: true });
+    expect(reopened.prepare('SELECT COUNT(*) AS n FROM rows').get()).toEqual(rows);
+    reopened.close();
+  });
+
+  it('does nothing for a database in memory (no WAL file)', () => {
+    const memory = new Database(':memory:');
+    const none = new WalCheckpointer(memory, { offLoop: gatedOffLoop().offLoop });
+    memory.exec('CREATE TABLE t (x)');
+    none.noteCommit();
+    expect(none.counts).toEqual({ thread: 0, loop: 0, failed: 0 });
+    none.close();
+    memory.close();
+  });
+
+  it('refuses a bound not above the threshold', () => {
+    expect(() => new WalCheckpointer(db, { checkpointPages: 100, maxWalPages: 100 })).toThrow(/checkpointPages \(100\) < maxWalPages \(100\)/);
+  });
+});

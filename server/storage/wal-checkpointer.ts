@@ -1,0 +1,206 @@
+import type Database from 'better-sqlite3';
+import { closeSync, fstatSync, openSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+/** What one checkpoint did (SQLite's `PRAGMA wal_checkpoint` row), and where it ran. */
+export interface CheckpointReport {
+  /** `thread`: the checkpoint thread's own connection; `loop`: the store's, on the event loop (the bound's fallback). */
+  where: 'thread' | 'loop';
+  /** Another checkpoint held SQLite's checkpoint lock: nothing was done. */
+  busy: boolean;
+  /** Frames in the WAL when it ran. */
+  logFrames: number;
+  /** Frames of the WAL now in the database file. */
+  checkpointedFrames: number;
+}
+
+/** Runs `PRAGMA wal_checkpoint(PASSIVE)` off the event loop on a connection of its own; one request at a time. */
+export interface OffLoopCheckpoints {
+  /** Starts one checkpoint; `done` is called with its report or its failure, on the event loop. */
+  request(done: (outcome: CheckpointReport | Error) => void): void;
+  /** Closes its connection and ends, before this returns (the store's connection must be the last, to checkpoint at close). */
+  stop(): void;
+}
+
+export interface WalCheckpointerOptions {
+  /** WAL pages past which the thread checkpoints (SQLite's own automatic checkpoint default: 1000). */
+  checkpointPages?: number;
+  /** WAL pages past which the store's connection checkpoints on the event loop, the thread having fallen behind: 4x `checkpointPages` by default. */
+  maxWalPages?: number;
+  /** Where checkpoints run off the loop: a worker thread by default (tests inject a gated one). */
+  offLoop?: (databaseFile: string) => OffLoopCheckpoints;
+  /** Told of each checkpoint's outcome (tests, the ingest bench). */
+  onCheckpoint?: (outcome: CheckpointReport | Error) => void;
+}
+
+/**
+ * SQLite's WAL checkpoints off the event loop (decision 0760). SQLite's automatic checkpoint runs
+ * inside the commit that crosses its threshold: it copies the WAL into the database file and syncs
+ * both on the committing thread, a stall of several ms on the event loop. Here the store's
+ * connection never checkpoints by itself (`wal_autocheckpoint = 0`); after each commit
+ * (`noteCommit`) one `fstat` of the WAL decides: past `checkpointPages` a thread with its own
+ * connection runs a PASSIVE checkpoint (never waits for the writer, so the loop never waits for it),
+ * and the store's next write transaction starts the WAL again from its beginning. Under a stream of
+ * writes the thread may never catch up with the last frame (a commit lands during each checkpoint),
+ * and SQLite only restarts a WAL that is wholly checkpointed; past `maxWalPages` the store's own
+ * connection then checkpoints on the loop, between two transactions, so the WAL stays bounded. That
+ * fallback copies only what the thread has not copied yet.
+ *
+ * Durability is SQLite's own: a checkpoint syncs the WAL before copying it and the database file
+ * before marking the frames copied, on whichever connection runs it (`synchronous = NORMAL` there).
+ */
+export class WalCheckpointer {
+  private readonly pageBytes: number;
+  private readonly checkpointBytes: number;
+  private readonly maxWalBytes: number;
+  /** The WAL file's descriptor, for its size; undefined for a database without one (in memory), which has nothing to checkpoint. */
+  private readonly walFd: number | undefined;
+  private offLoop: OffLoopCheckpoints | undefined;
+  private inFlight = false;
+  /** WAL size when the thread was last asked: it is asked again once the WAL has grown a quarter of `checkpointPages` more. */
+  private requestedAtBytes = 0;
+  private closed = false;
+  /** Checkpoints run by the thread, and by the store's connection on the loop (the bound's fallback). */
+  readonly counts = { thread: 0, loop: 0, failed: 0 };
+  /** The last failed checkpoint (an I/O error); null while none failed. Later checkpoints retry. */
+  failure: Error | null = null;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly options: WalCheckpointerOptions = {},
+  ) {
+    const checkpointPages = options.checkpointPages ?? 1000;
+    const maxWalPages = options.maxWalPages ?? 4 * checkpointPages;
+    if (!(checkpointPages > 0 && maxWalPages > checkpointPages)) throw new RangeError(`WalCheckpointer: need 0 < checkpointPages (${checkpointPages}) < maxWalPages (${maxWalPages})`);
+    this.pageBytes = Number(db.pragma('page_size', { simple: true }));
+    // A WAL frame is a page and a 24-byte header; the file starts with a 32-byte header.
+    this.checkpointBytes = 32 + checkpointPages * (this.pageBytes + 24);
+    this.maxWalBytes = 32 + maxWalPages * (this.pageBytes + 24);
+    db.pragma('wal_autocheckpoint = 0');
+    // When the WAL starts again from its beginning, SQLite cuts the file back to this size: so its
+    // size past `checkpointBytes` is what has been written since the WAL last started again.
+    db.pragma(`journal_size_limit = ${this.checkpointBytes}`);
+    this.walFd = db.memory || db.pragma('journal_mode', { simple: true }) !== 'wal' ? undefined : openSync(`${db.name}-wal`, 'r');
+  }
+
+  /** A write committed (outside any transaction): checkpoints when the WAL has grown past a bound. Never throws. */
+  noteCommit(): void {
+    if (this.closed || this.walFd === undefined) return;
+    const walBytes = fstatSync(this.walFd).size;
+    if (walBytes <= this.checkpointBytes) {
+      this.requestedAtBytes = 0;
+      return;
+    }
+    if (walBytes > this.maxWalBytes) {
+      this.checkpointOnLoop();
+      return;
+    }
+    if (this.inFlight || walBytes < this.requestedAtBytes + this.checkpointBytes / 4) return;
+    this.requestedAtBytes = walBytes;
+    this.inFlight = true;
+    const offLoop = (this.offLoop ??= (this.options.offLoop ?? checkpointThread)(this.db.name));
+    offLoop.request((outcome) => {
+      this.inFlight = false;
+      if (outcome instanceof Error) this.failed(outcome);
+      else if (!outcome.busy) this.counts.thread++;
+      this.options.onCheckpoint?.(outcome);
+    });
+  }
+
+  /** The store's connection checkpoints now, on the loop (the WAL passed `maxWalPages`); busy while the thread's runs. */
+  private checkpointOnLoop(): void {
+    let outcome: CheckpointReport | Error;
+    try {
+      const [row] = this.db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
+      outcome = { where: 'loop', busy: row?.busy === 1, logFrames: row?.log ?? 0, checkpointedFrames: row?.checkpointed ?? 0 };
+      if (!outcome.busy) this.counts.loop++;
+    } catch (err) {
+      // After the commit: a throw would tell the caller its committed write failed. SQLite's own
+      // automatic checkpoint ignores its failures the same way; the next commit tries again.
+      outcome = this.failed(err);
+    }
+    this.options.onCheckpoint?.(outcome);
+  }
+
+  private failed(err: unknown): Error {
+    this.counts.failed++;
+    this.failure = err instanceof Error ? err : new Error(String(err));
+    return this.failure;
+  }
+
+  /** Ends the thread (and its connection) before this returns: call before closing the store's connection, which then checkpoints the WAL as the last one. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.offLoop?.stop();
+    if (this.walFd !== undefined) closeSync(this.walFd);
+  }
+}
+
+/** How long `stop` waits for the thread to finish a checkpoint and close its connection. */
+const STOP_TIMEOUT_MS = 10_000;
+
+/**
+ * The thread: its own connection to the database file, a PASSIVE checkpoint per message. CommonJS
+ * text (an eval'd worker runs no TypeScript) loading better-sqlite3 from the path the caller
+ * resolved. `synchronous = NORMAL` makes SQLite sync the WAL before copying and the database after.
+ */
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const stopped = new Int32Array(workerData.stopped);
+let db;
+let openError;
+try {
+  const Database = require(workerData.sqlitePath);
+  db = new Database(workerData.file, { fileMustExist: true });
+  db.pragma('synchronous = NORMAL');
+} catch (err) {
+  openError = err;
+}
+parentPort.on('message', (message) => {
+  if (message === 'stop') {
+    try { if (db) db.close(); } finally { Atomics.store(stopped, 0, 1); Atomics.notify(stopped, 0); parentPort.close(); }
+    return;
+  }
+  try {
+    if (openError) throw openError;
+    const row = db.pragma('wal_checkpoint(PASSIVE)')[0];
+    parentPort.postMessage({ busy: row.busy === 1, logFrames: row.log, checkpointedFrames: row.checkpointed });
+  } catch (err) {
+    parentPort.postMessage({ error: String((err && err.message) || err) });
+  }
+});
+`;
+
+/** The default `offLoop`: a worker thread, started at the first checkpoint the database needs. */
+function checkpointThread(databaseFile: string): OffLoopCheckpoints {
+  const stopped = new SharedArrayBuffer(4);
+  const sqlitePath = createRequire(import.meta.url).resolve('better-sqlite3');
+  const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { file: databaseFile, sqlitePath, stopped } });
+  // The thread keeps no process alive: `stop` ends it, and a process that is done must be able to exit.
+  worker.unref();
+  let waiting: ((outcome: CheckpointReport | Error) => void) | undefined;
+  const answer = (outcome: CheckpointReport | Error) => {
+    const done = waiting;
+    waiting = undefined;
+    done?.(outcome);
+  };
+  worker.on('message', (message: { busy: boolean; logFrames: number; checkpointedFrames: number } | { error: string }) => {
+    answer('error' in message ? new Error(`WAL checkpoint of ${databaseFile} failed: ${message.error}`) : { where: 'thread', ...message });
+  });
+  worker.on('error', (err) => answer(err));
+  worker.on('exit', (code) => answer(new Error(`the WAL checkpoint thread of ${databaseFile} ended (exit code ${code})`)));
+  return {
+    request(done) {
+      waiting = done;
+      worker.postMessage('check');
+    },
+    stop() {
+      worker.postMessage('stop');
+      // Bounded: a thread that does not answer is ended; its connection closes as the thread goes,
+      // and SQLite recovers any WAL left behind when the database next opens.
+      if (Atomics.wait(new Int32Array(stopped), 0, 0, STOP_TIMEOUT_MS) === 'timed-out') void worker.terminate();
+    },
+  };
+}
