@@ -3,7 +3,7 @@ import { BackendError, type DeviceDebug, type GdbStream } from '../../backends/b
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
-import { ExitReplyScan } from './exit-reply-scan.js';
+import { ExitReplyScan } from '../../core/gdb/exit-reply-scan.js';
 
 /** Idle time before TCP keepalive probes a debugger's connection, ms. */
 const KEEPALIVE_MS = 10_000;
