@@ -1,5 +1,6 @@
 import type { Board, BackendName } from '../boards/board-schema.js';
 import type { ElfFile } from '../core/elf.js';
+import type { DebuggerEnding } from '../core/gdb/debugger-gate.js';
 import type { PinReading } from '../core/pins.js';
 import type { JobFailureKind } from '../wire/job-failure-kinds.js';
 
@@ -170,6 +171,48 @@ export interface GdbStream {
 export interface DeviceDebug {
   /** Resets the flashed core, halted, and opens the GDB stream. Throws `BackendError` ('bad-image' before flash, 'unavailable', ...). */
   attach(options?: { signal?: AbortSignal }): Promise<GdbStream>;
+  /**
+   * Optional: serves GDB's remote protocol on a TCP port where the engine runs (the sim backend's
+   * engine thread), so a debugger's packet reaches its stub and the reply its socket without
+   * crossing another thread (decision 0740). The rules are the bridge's (`DebuggerGate`: framing
+   * checked, one debugger at a time, each at reset, halted); the host keeps the idle timer and the
+   * log (`events`). While served, `attach` is refused and the device is being debugged.
+   */
+  serve?(options: GdbServeOptions): Promise<ServedGdbPort>;
+}
+
+/** Where and how a device serves GDB itself (`DeviceDebug.serve`). */
+export interface GdbServeOptions {
+  /** TCP port on `host`; 0 picks a free one (`ServedGdbPort.port` says which). */
+  port: number;
+  host: string;
+  /** Bound on one packet from the debugger, bytes. */
+  maxPacketBytes: number;
+  events: ServedGdbEvents;
+  signal?: AbortSignal;
+}
+
+/** What a served port tells the host about its debuggers, in order. */
+export interface ServedGdbEvents {
+  /** A debugger's connection was taken (nobody else was connected). */
+  connected(): void;
+  /** A second debugger was refused with `message` (an `E.` reply), the first goes on. */
+  refused(message: string): void;
+  /** The debugger's bytes were not GDB's remote protocol (`message` says how): its connection was closed. */
+  protocolError(message: string): void;
+  /** The connection could not get its target (`message`): it was closed. */
+  attachFailed(message: string): void;
+  /** The debugger's connection closed; `ending` when that ends the debugging (no more are taken then). */
+  disconnected(ending: DebuggerEnding | undefined): void;
+}
+
+/** A port a device serves GDB on. */
+export interface ServedGdbPort {
+  readonly port: number;
+  /** Resolves once the port is closed, from either side (the bench, or the engine failing), with why. */
+  readonly closed: Promise<{ reason: string }>;
+  /** Stops listening and closes the debugger's connection; the core stays where it is. Safe to call twice. */
+  close(): Promise<void>;
 }
 
 /** True when `backend` keeps board health: it has both `health` and `release`. */

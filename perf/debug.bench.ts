@@ -50,8 +50,7 @@ async function debugRows({ label, backend, boardId, gdb, ownName, own }: DebugCa
    * not part of `target remote`, as the baselines' start is not.
    */
   const viaBridge = async <T>(fn: (port: number) => Promise<T>): Promise<T> => {
-    const firstStream = await debug.attach();
-    const bridge = await GdbBridge.start({ debug, firstStream, boardId, clock: systemClock, port: 0, idleTimeoutMs: 600_000, log: () => undefined });
+    const bridge = await GdbBridge.start({ debug, attachFirst: true, boardId, clock: systemClock, port: 0, idleTimeoutMs: 600_000, log: () => undefined });
     try {
       return await fn(bridge.port);
     } finally {

@@ -10,7 +10,7 @@ import { SimBackend } from './sim-backend.js';
 import type { SimChip } from './sim-chip.js';
 import { simDeviceDebug } from './sim-debug.js';
 import type { SimThread } from './sim-thread-host.js';
-import { ThreadDebugSession } from './sim-thread-debug.js';
+import { channelSink, ThreadDebugSession } from './sim-thread-debug.js';
 import { CONTROL, CONTROL_WORDS, DEBUG_BATCH_CHARS } from './sim-thread-protocol.js';
 
 const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
@@ -64,6 +64,7 @@ describe('sim debug: what crosses to the thread', () => {
       thread,
       checkAttachable: () => undefined,
       attachOnThread: async (port) => void (threadPort = port),
+      serveOnThread: async () => 0,
       takeCounters: () => undefined,
       emitUart: () => undefined,
       setDebugging: () => undefined,
@@ -98,7 +99,7 @@ describe('sim debug: replies on the thread', () => {
     const { port1: hostPort, port2: threadPort } = new MessageChannel();
     const counters = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, coreClockHz: 125_000_000, droppedRxBytes: 0 };
     let unmodelled: Array<{ message: string; count: number }> = [];
-    const session = new ThreadDebugSession(chip, 'pico', threadPort, {
+    const session = new ThreadDebugSession(chip, 'pico', channelSink(threadPort), {
       control,
       beat: () => undefined,
       counters: () => ({ ...counters }),

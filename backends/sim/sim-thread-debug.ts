@@ -2,7 +2,7 @@ import { type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
 import type { EngineUartChunk } from '../../sim/sim-engine.js';
 import type { SimGdbEnd, SimGdbTarget } from '../../sim/sim-gdb-target.js';
 import type { SimChip, SimCounters } from './sim-chip.js';
-import { CONTROL, DEBUG_BATCH_CHARS, parseDebugInput, type ThreadDebugOutput, UART_BATCH_BYTES } from './sim-thread-protocol.js';
+import { CONTROL, DEBUG_BATCH_CHARS, type DebugNews, parseDebugInput, type ThreadDebugOutput, UART_BATCH_BYTES } from './sim-thread-protocol.js';
 
 /** What a debug session needs from the thread that serves it. */
 export interface ThreadDebugHost {
@@ -19,6 +19,57 @@ export interface ThreadDebugHost {
   onEnd(): void;
 }
 
+/**
+ * Where a session's output goes: the target's text to the debugger, and news for the host (UART
+ * output, the counters when they moved, unmodelled reports, the end) when there is any. On a
+ * session's channel both cross together (`channelSink`); a port the thread serves writes the
+ * text to the debugger's socket and posts only the news (sim-thread-gdb-port.ts).
+ */
+export interface ThreadDebugSink {
+  post(text: string, news: DebugNews | undefined): void;
+}
+
+/** Posts on a session's channel: the text alone as a bare string, or with the news as one `ThreadDebugOutput`. */
+export function channelSink(port: MessagePort): ThreadDebugSink {
+  return { post: (text, news) => port.postMessage(news ? ({ text, ...news } satisfies ThreadDebugOutput) : text) };
+}
+
+/**
+ * Feeds a session from its channel (decision 0630): the debugger's bytes as the host cut them, or
+ * the bench's close; the host's end going away closes the session too. `drainPending` handles,
+ * now, every message the host has already posted on the channel: the host's device requests
+ * (run, reset, flash, ...) come on the thread's main port, and Node keeps no order between two
+ * ports, so a `run` posted after the bench closed the session could otherwise be handled before
+ * that close (and the bytes before it).
+ */
+export function feedFromChannel(session: ThreadDebugSession, port: MessagePort, beat: () => void): { drainPending(): void; close(): void } {
+  let over = false;
+  const close = () => {
+    if (over) return;
+    over = true;
+    session.close();
+    port.close();
+  };
+  const take = (raw: unknown) => {
+    // A message that does not parse is a bug on the host: let it end the thread loudly.
+    const input = parseDebugInput(raw);
+    if (typeof input === 'string') session.receive(input);
+    else close();
+  };
+  port.on('message', (raw: unknown) => {
+    beat();
+    take(raw);
+  });
+  // The host's end of the channel went away: nobody reads what the target would say.
+  port.once('close', close);
+  return {
+    drainPending: () => {
+      for (let next = receiveMessageOnPort(port); next !== undefined && !over; next = receiveMessageOnPort(port)) take(next.message);
+    },
+    close,
+  };
+}
+
 const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 const sameCounters = (a: SimCounters, b: SimCounters) =>
@@ -30,14 +81,15 @@ const sameCounters = (a: SimCounters, b: SimCounters) =>
 
 /**
  * One debugger's session inside an engine thread: the engine's GDB target (`SimChip.openGdb`)
- * beside the engine, fed with the debugger's bytes as they arrive on the session's own channel
- * (`port`, decision 0630). What the target sends, and the UART output of a continue, is gathered
- * and posted back on that channel: what it answers at once as soon as it has been fed (a halted
+ * beside the engine, fed with the debugger's bytes as they arrive (`receive`: from the session's
+ * own channel, decision 0630, or from the debugger's socket on a port the thread serves, decision
+ * 0740). What the target sends, and the UART output of a continue, is gathered and handed to the
+ * `sink`: what it answers at once as soon as it has been fed (a halted
  * target's reply crosses without waiting for a turn of the loop: decision 0566), what it sends
  * later once per turn of the thread's event loop (after its microtasks, so a stop reply goes out
  * with the target's state settled), once per slice of a continue, and early when a message would
  * pass `DEBUG_BATCH_CHARS` or `UART_BATCH_BYTES`. Text alone, with the device's counters as last
- * posted and nothing unmodelled, crosses as a bare string; anything more as `ThreadDebugOutput`.
+ * posted and nothing unmodelled, goes without news; anything more with it.
  *
  * `CONTROL.debugWorking` tells the host's watchdog whether silence counts: 1 from the moment
  * bytes arrive until the target is halted again (a continue keeps it at 1 and beats every
@@ -58,7 +110,7 @@ export class ThreadDebugSession {
   constructor(
     chip: SimChip,
     boardId: string,
-    private readonly port: MessagePort,
+    private readonly sink: ThreadDebugSink,
     private readonly host: ThreadDebugHost,
   ) {
     this.target = chip.openGdb(
@@ -80,34 +132,9 @@ export class ThreadDebugSession {
       },
       boardId,
     );
-    port.on('message', (raw: unknown) => {
-      host.beat();
-      this.takeInput(raw);
-    });
-    // The host's end of the channel went away: nobody reads what the target would say.
-    port.once('close', () => this.close());
   }
 
-  /**
-   * Handles, now, every message the host has already posted on the session's channel. The host's
-   * device requests (run, reset, flash, ...) come on the thread's main port, and Node keeps no
-   * order between two ports: a `run` posted after the bench closed the session can be handled
-   * before that close (and the bytes before it) unless the thread drains the channel first.
-   */
-  drainPending(): void {
-    for (let next = receiveMessageOnPort(this.port); next !== undefined && !this.over; next = receiveMessageOnPort(this.port)) {
-      this.takeInput(next.message);
-    }
-  }
-
-  private takeInput(raw: unknown) {
-    // A message that does not parse is a bug on the host: let it end the thread loudly.
-    const input = parseDebugInput(raw);
-    if (typeof input === 'string') this.receive(input);
-    else this.close();
-  }
-
-  /** The debugger's bytes, as the host cut them. */
+  /** The debugger's bytes, as they came. */
   receive(text: string): void {
     if (this.over) return;
     Atomics.store(this.host.control, CONTROL.debugWorking, 1);
@@ -124,13 +151,12 @@ export class ThreadDebugSession {
     this.flush();
   }
 
-  /** The bench ends the session: the target stops where it is; nothing more is sent; the channel closes. */
+  /** The bench or the debugger ends the session: the target stops where it is; nothing more is sent. */
   close(): void {
     if (this.over) return;
     this.over = true;
     this.target.close();
     Atomics.store(this.host.control, CONTROL.debugWorking, 0);
-    this.port.close();
   }
 
   private take(text: string) {
@@ -168,16 +194,16 @@ export class ThreadDebugSession {
     } while (text.length > 0);
   }
 
-  /** A bare string when the text is all the news; otherwise the text with the UART output, the end, the counters and the unmodelled reports. */
+  /** The text alone when it is all the news; otherwise with the UART output, the end, the counters and the unmodelled reports. */
   private post(text: string, chunks: EngineUartChunk[], end: SimGdbEnd | undefined) {
     const counters = this.host.counters();
     const countersSeen = this.postedCounters !== undefined && sameCounters(this.postedCounters, counters);
     if (chunks.length === 0 && end === undefined && countersSeen && !this.host.hasUnmodelled()) {
-      this.port.postMessage(text);
+      this.sink.post(text, undefined);
       return;
     }
     this.postedCounters = counters;
-    this.port.postMessage({ text, chunks, end, counters, unmodelled: this.host.takeUnmodelled() } satisfies ThreadDebugOutput);
+    this.sink.post(text, { chunks, end, counters, unmodelled: this.host.takeUnmodelled() });
   }
 
   private end(end: SimGdbEnd) {

@@ -81,6 +81,20 @@ export const hostMessageSchema = z.discriminatedUnion('type', [
    * (`SimEngine.openGdb`), talking on `port` (transferred): the debug channel's messages below.
    */
   z.object({ type: z.literal('debug-attach'), id: z.number(), port: z.instanceof(MessagePort) }),
+  /**
+   * Serves GDB on a TCP port from this thread (decision 0740): listens on `host`:`tcpPort`, each
+   * debugger gets a fresh chip's GDB target, and `port` (transferred) carries the news and the
+   * events of the served port to the host (`parseServedOutput`) and the host's close to the thread.
+   * Answered once listening, with the port in `listening`.
+   */
+  z.object({
+    type: z.literal('debug-serve'),
+    id: z.number(),
+    port: z.instanceof(MessagePort),
+    tcpPort: z.number().int().min(0).max(65_535),
+    host: z.string(),
+    maxPacketBytes: z.number().int().positive(),
+  }),
   /** Releases the device's chip; the thread may serve another device after. */
   z.object({ type: z.literal('close'), id: z.number() }),
   // Fire and forget: applied in order with the requests.
@@ -130,6 +144,8 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
     stop: engineStopSchema.optional(),
     /** A run's last UART output, after its batches (a run's answer carries it rather than a batch of its own). */
     chunks: z.array(z.object({ atNanos: nanos, bytes })).optional(),
+    /** The TCP port a `debug-serve` listens on. */
+    listening: z.number().int().positive().optional(),
     reading: z
       .object({ level: z.union([z.literal(0), z.literal(1)]), driver: z.enum(['firmware', 'outside', 'pull-up', 'pull-down', 'floating']) })
       .optional(),
@@ -159,6 +175,29 @@ const debugOutputSchema = z.object({
   unmodelled: unmodelledSchema,
 });
 export type ThreadDebugOutput = z.infer<typeof debugOutputSchema>;
+/** What a debug session tells the host besides the target's text. */
+export type DebugNews = Omit<ThreadDebugOutput, 'text'>;
+
+const endingSchema = z.discriminatedUnion('reason', [
+  z.object({ reason: z.enum(['detached', 'killed']), message: z.string() }),
+  z.object({ reason: z.literal('exited'), message: z.string(), exitCode: z.number().int().optional() }),
+]);
+
+/** What a port the thread serves tells the host about its debuggers (`ServedGdbEvents`, backends/backend.ts). */
+const servedEventSchema = z.discriminatedUnion('event', [
+  z.object({ event: z.literal('connected') }),
+  z.object({ event: z.literal('refused'), message: z.string() }),
+  z.object({ event: z.literal('protocol-error'), message: z.string() }),
+  z.object({ event: z.literal('attach-failed'), message: z.string() }),
+  z.object({ event: z.literal('disconnected'), ending: endingSchema.optional() }),
+]);
+export type ServedEvent = z.infer<typeof servedEventSchema>;
+
+/** What the thread posts on a served port's channel, parsed: an event of the port, or a session's news (its text went to the socket). */
+export function parseServedOutput(raw: unknown): ServedEvent | ThreadDebugOutput {
+  if (typeof raw === 'object' && raw !== null && 'event' in raw) return servedEventSchema.parse(raw);
+  return debugOutputSchema.parse(raw);
+}
 
 /** What the thread posts on a debug channel, parsed: a bare string is a reply and nothing more. */
 export function parseDebugOutput(raw: unknown): string | ThreadDebugOutput {

@@ -8,7 +8,8 @@ import type { BackendErrorKind } from '../backend.js';
 import { lowerThisThreadsPriority } from './engine-thread-priority.js';
 import { SimChip } from './sim-chip.js';
 import type { EngineFactoryFor } from './sim-engines.js';
-import { ThreadDebugSession } from './sim-thread-debug.js';
+import { channelSink, feedFromChannel, ThreadDebugSession } from './sim-thread-debug.js';
+import { ThreadGdbPort } from './sim-thread-gdb-port.js';
 import { CONTROL, type HostMessage, hostMessageSchema, STOP, type ThreadMessage, UART_BATCH_BYTES } from './sim-thread-protocol.js';
 
 const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -27,8 +28,8 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
   let device: { board: Board; chip: SimChip } | undefined;
   /** Wakes a run that asked the host about `until`; set while it waits. */
   let wakeForVerdict: (() => void) | undefined;
-  /** The debugger's session on the device's chip, while one is attached (at most one). */
-  let debug: ThreadDebugSession | undefined;
+  /** The debugger's session on the device's chip, while one is attached, or the GDB port the thread serves (at most one of either). */
+  let debug: { drainPending(): void; close(): void } | undefined;
   const endDebug = () => {
     debug?.close();
     debug = undefined;
@@ -48,7 +49,13 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
   const send = (message: ThreadMessage) => port.postMessage(message);
   const answer = (
     id: number,
-    fields: { error?: { kind: BackendErrorKind; message: string }; stop?: EngineRunStop; reading?: ThreadAnswerReading; chunks?: EngineUartChunk[] } = {},
+    fields: {
+      error?: { kind: BackendErrorKind; message: string };
+      stop?: EngineRunStop;
+      reading?: ThreadAnswerReading;
+      chunks?: EngineUartChunk[];
+      listening?: number;
+    } = {},
   ) =>
     send({ type: 'answer', id, counters: device?.chip.counters, unmodelled: takeUnmodelled(), ...fields });
 
@@ -114,24 +121,37 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
     answer(id, { stop: aborted ? { reason: 'cancelled', elapsedNanos: stop.elapsedNanos } : stop, chunks: chunks.length > 0 ? chunks : undefined });
   };
 
+  const sessionHost = (chip: SimChip) => ({ control, beat, counters: () => chip.counters, takeUnmodelled, hasUnmodelled: () => latestCount.size > 0 });
+
   const attachDebugger = (id: number, debugPort: MessagePort, board: Board, chip: SimChip) => {
     endDebug();
     try {
-      const session: ThreadDebugSession = new ThreadDebugSession(chip, board.id, debugPort, {
-        control,
-        beat,
-        counters: () => chip.counters,
-        takeUnmodelled,
-        hasUnmodelled: () => latestCount.size > 0,
+      // `onEnd` runs only once the debugger's bytes arrive, after `fed` is set.
+      const session = new ThreadDebugSession(chip, board.id, channelSink(debugPort), {
+        ...sessionHost(chip),
         onEnd: () => {
-          if (debug === session) debug = undefined;
+          if (debug === fed) debug = undefined;
         },
       });
-      debug = session;
+      const fed = feedFromChannel(session, debugPort, beat);
+      debug = fed;
       answer(id);
     } catch (err) {
       debugPort.close();
       answer(id, { error: failure(err, `attaching a debugger to ${board.id}`) });
+    }
+  };
+
+  const serveDebugger = async (message: Extract<HostMessage, { type: 'debug-serve' }>, board: Board, chip: SimChip) => {
+    endDebug();
+    try {
+      const { port: channel, tcpPort, host, maxPacketBytes } = message;
+      const served = await ThreadGdbPort.listen({ chip, boardId: board.id, channel, tcpPort, host, maxPacketBytes, sessionHost: sessionHost(chip) });
+      debug = served;
+      answer(message.id, { listening: served.port });
+    } catch (err) {
+      message.port.close();
+      answer(message.id, { error: failure(err, `serving GDB for ${board.id}`) });
     }
   };
 
@@ -159,6 +179,9 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
         return;
       case 'debug-attach':
         attachDebugger(message.id, message.port, board, chip);
+        return;
+      case 'debug-serve':
+        await serveDebugger(message, board, chip);
         return;
       case 'close':
         endDebug();

@@ -54,12 +54,12 @@ export async function runDebugSession(backend: Backend, board: Board, image: Fir
       throw new BackendError('unavailable', `board ${board.id} on the ${backend.name} backend cannot be debugged: this backend has no GDB server`);
     }
     await device.flash(image, { signal: options.signal });
-    // Attached now, so a board that cannot be debugged is refused before anyone connects, and
-    // the first debugger finds the core already halted at reset.
-    const firstStream = await device.debug.attach({ signal: options.signal });
+    // Attached (or served) before the port is offered, so a board that cannot be debugged is
+    // refused before anyone connects, and the first debugger finds the core already halted at reset.
     bridge = await GdbBridge.start({
       debug: device.debug,
-      firstStream,
+      attachFirst: true,
+      signal: options.signal,
       boardId: board.id,
       clock: options.clock,
       port: options.gdbPort,
@@ -102,6 +102,8 @@ async function afterBridge(end: GdbBridgeEnd, runOn: () => Promise<DebugOutcome>
       return { outcome: 'timeout', reason: end.message };
     case 'stopped':
       return { outcome: 'interrupted', reason: 'interrupted (Ctrl-C); the board is freed' };
+    case 'failed':
+      return { outcome: 'failed', reason: end.message };
   }
 }
 

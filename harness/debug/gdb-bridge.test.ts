@@ -1,9 +1,10 @@
 import net from 'node:net';
+import { createClock } from '@sinonjs/fake-timers';
 import { describe, expect, it } from 'vitest';
-import type { DeviceDebug, GdbStream } from '../../backends/backend.js';
-import { systemClock } from '../../core/clock.js';
+import type { DeviceDebug, GdbStream, ServedGdbEvents } from '../../backends/backend.js';
+import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
-import { GdbBridge } from './gdb-bridge.js';
+import { GdbBridge, type GdbBridgeEnd } from './gdb-bridge.js';
 
 /** A target that records what reaches it and answers every packet with `OK`. */
 function recordingDebug(): { debug: DeviceDebug; received: string[] } {
@@ -100,5 +101,62 @@ describe('GdbBridge', () => {
     next.socket.end(rspPacket('D'));
     expect(await bridge.ended).toMatchObject({ reason: 'detached' });
     expect(received.join('')).toBe(rspPacket('?') + rspPacket('D'));
+  });
+});
+
+/** A device that serves GDB itself: the events it was given, its close, and a way to close it from the device's side. */
+function servingDebug() {
+  let events: ServedGdbEvents | undefined;
+  let closeFromDevice: (value: { reason: string }) => void = () => undefined;
+  let closedByBench = false;
+  const closed = new Promise<{ reason: string }>((resolve) => (closeFromDevice = resolve));
+  const debug: DeviceDebug = {
+    attach: () => Promise.reject(new Error('a served device is not attached')),
+    serve: async (options) => {
+      events = options.events;
+      return { port: 4242, closed, close: async () => void ((closedByBench = true), closeFromDevice({ reason: 'closed by the bench' })) };
+    },
+  };
+  return { debug, events: () => events!, closedByBench: () => closedByBench, failFromDevice: (reason: string) => closeFromDevice({ reason }) };
+}
+
+describe('GdbBridge on a port the device serves', () => {
+  it("keeps the idle timer by the port's events (injected clock), logs them, and ends with how the debugger's connection ended", async () => {
+    const fake = createClock();
+    const served = servingDebug();
+    const lines: string[] = [];
+    const bridge = await GdbBridge.start({ debug: served.debug, attachFirst: true, boardId: 'b', clock: clockFromFakeTimers(fake), port: 0, idleTimeoutMs: 1000, log: (l) => lines.push(l) });
+    expect(bridge.port).toBe(4242);
+    let ended: GdbBridgeEnd | undefined;
+    void bridge.ended.then((end) => (ended = end));
+    const events = served.events();
+    events.connected();
+    fake.tick(5000);
+    await Promise.resolve();
+    expect(ended).toBeUndefined();
+    events.refused('board b already has a debugger attached (one at a time)');
+    events.protocolError('byte 0x68 outside a packet');
+    events.disconnected(undefined);
+    expect(lines).toEqual([
+      'refused a second debugger: board b already has a debugger attached (one at a time)',
+      "closed the debugger's connection: it sent what is not GDB's remote protocol (byte 0x68 outside a packet); the board waits for another",
+      'the debugger disconnected without detaching; the core stays halted until one connects again (or 1 s pass)',
+    ]);
+    events.connected();
+    events.disconnected({ reason: 'detached', message: 'the debugger detached; the firmware runs on' });
+    expect(await bridge.ended).toEqual({ reason: 'detached', message: 'the debugger detached; the firmware runs on' });
+    expect(served.closedByBench()).toBe(true);
+  });
+
+  it('ends idle with nobody connected for the idle timeout, and failed when the device closes the port itself', async () => {
+    const fake = createClock();
+    const idle = servingDebug();
+    const idleBridge = await GdbBridge.start({ debug: idle.debug, boardId: 'b', clock: clockFromFakeTimers(fake), port: 0, idleTimeoutMs: 1000, log: () => undefined });
+    fake.tick(1000);
+    expect(await idleBridge.ended).toMatchObject({ reason: 'idle' });
+    const failing = servingDebug();
+    const failingBridge = await GdbBridge.start({ debug: failing.debug, boardId: 'b', clock: clockFromFakeTimers(fake), port: 0, idleTimeoutMs: 1000, log: () => undefined });
+    failing.failFromDevice('the simulator thread of b failed: boom');
+    expect(await failingBridge.ended).toEqual({ reason: 'failed', message: "the board's GDB port closed: the simulator thread of b failed: boom" });
   });
 });

@@ -1,17 +1,19 @@
 import net from 'node:net';
-import { BackendError, type DeviceDebug, type GdbStream } from '../../backends/backend.js';
+import { BackendError, type DeviceDebug, type GdbStream, type ServedGdbPort } from '../../backends/backend.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
+import { type DebuggerEnding, DebuggerGate, secondDebuggerMessage } from '../../core/gdb/debugger-gate.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
-import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
-import { ExitReplyScan } from './exit-reply-scan.js';
+import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError } from '../../core/gdb/rsp-reader.js';
 
 /** Idle time before TCP keepalive probes a debugger's connection, ms. */
 const KEEPALIVE_MS = 10_000;
 
-/** How a bridge ended: the debugger detached or killed the target, the firmware exited under it, nobody debugged for the idle timeout, or the bench stopped it. */
-export type GdbBridgeEnd =
-  | { reason: 'detached' | 'killed' | 'idle' | 'stopped'; message: string }
-  | { reason: 'exited'; message: string; exitCode: number | undefined };
+/**
+ * How a bridge ended: the debugger detached or killed the target, the firmware exited under it,
+ * nobody debugged for the idle timeout, the bench stopped it, or the engine serving the port
+ * failed.
+ */
+export type GdbBridgeEnd = DebuggerEnding | { reason: 'idle' | 'stopped' | 'failed'; message: string };
 
 /**
  * One debugger's connection, wherever it comes from: a TCP socket on this host (`socketConnection`)
@@ -54,6 +56,14 @@ export interface GdbBridgeOptions {
   debug: DeviceDebug;
   /** A stream already attached (the core halted at reset), for the first debugger; later ones attach afresh. */
   firstStream?: GdbStream;
+  /**
+   * Attach before the port is offered (when no `firstStream` is given), as `hilbench debug` does:
+   * a board that cannot be debugged is refused by `start`, and the first debugger finds the core
+   * halted at reset, an attach (for QEMU a restart) no part of its `target remote`.
+   */
+  attachFirst?: boolean;
+  /** Aborts an attach or serve in `start`. */
+  signal?: AbortSignal;
   /** Board id, for messages. */
   boardId: string;
   clock: Clock;
@@ -81,12 +91,19 @@ export interface GdbBridgeOptions {
  *   it was; with nobody connected for `idleTimeoutMs` (from the start, too) the bridge ends
  *   `idle`, so an abandoned board is freed. The timer runs on the injected clock.
  * Each connection gets a fresh stream from `DeviceDebug.attach` (the core back at reset, halted).
+ *
+ * A device that serves GDB itself (`DeviceDebug.serve`: the sim backend's engine thread) serves
+ * the port instead, with the same rules (`DebuggerGate`), so a read wakes no thread but the
+ * engine's (decision 0740); the bridge then keeps only the idle timer, the log and the end, told
+ * by the port's events. Such a bridge takes no `accept`ed connections.
  */
 export class GdbBridge {
   readonly ended: Promise<GdbBridgeEnd>;
   private settle: (end: GdbBridgeEnd) => void = () => undefined;
-  private readonly server: net.Server | undefined;
-  private active: { socket: DebuggerConnection; stream?: GdbStream; ending?: GdbBridgeEnd } | undefined;
+  private server: net.Server | undefined;
+  /** The port the device serves itself, when it does. */
+  private served: ServedGdbPort | undefined;
+  private active: { socket: DebuggerConnection; stream?: GdbStream; gate: DebuggerGate } | undefined;
   private idleTimer: TimerHandle | undefined;
   private finished = false;
   private firstStream: GdbStream | undefined;
@@ -96,14 +113,23 @@ export class GdbBridge {
   private constructor(private readonly options: GdbBridgeOptions) {
     this.firstStream = options.firstStream;
     this.ended = new Promise((resolve) => (this.settle = resolve));
-    this.server = options.port === undefined ? undefined : net.createServer((socket) => this.accept(socketConnection(socket)));
   }
 
-  /** Listens on `options.port` (when given) and starts the idle timer. */
+  /** Listens on `options.port` (when given; the device serves it when it can) and starts the idle timer. */
   static async start(options: GdbBridgeOptions): Promise<GdbBridge> {
     const bridge = new GdbBridge(options);
-    const { server } = bridge;
-    if (server) {
+    const { debug, signal } = options;
+    if (options.port !== undefined && debug.serve) {
+      await options.firstStream?.close();
+      bridge.served = await debug.serve({ port: options.port, host: options.host ?? '127.0.0.1', maxPacketBytes: bridge.maxPacketBytes, events: bridge.servedEvents(), signal });
+      void bridge.served.closed.then(({ reason }) => bridge.finish({ reason: 'failed', message: `the board's GDB port closed: ${reason}` }));
+      bridge.armIdleTimer();
+      return bridge;
+    }
+    if (options.attachFirst && !bridge.firstStream) bridge.firstStream = await debug.attach({ signal });
+    if (options.port !== undefined) {
+      const server = net.createServer((socket) => bridge.accept(socketConnection(socket)));
+      bridge.server = server;
       const host = options.host ?? '127.0.0.1';
       await new Promise<void>((resolve, reject) => {
         server.once('error', (err: NodeJS.ErrnoException) =>
@@ -121,8 +147,39 @@ export class GdbBridge {
 
   /** The port it listens on (0 when it does not listen). */
   get port(): number {
+    if (this.served) return this.served.port;
     const address = this.server?.address();
     return typeof address === 'object' && address ? address.port : (this.options.port ?? 0);
+  }
+
+  private get maxPacketBytes(): number {
+    return this.options.maxPacketBytes ?? DEFAULT_MAX_PACKET_BYTES;
+  }
+
+  /** What a port the device serves tells the bridge: the idle timer and the log follow its connections. */
+  private servedEvents() {
+    return {
+      connected: () => this.disarmIdleTimer(),
+      refused: (message: string) => this.logRefusal(message),
+      protocolError: (message: string) => this.logProtocolError(message),
+      attachFailed: (message: string) => this.options.log(message),
+      disconnected: (ending: DebuggerEnding | undefined) => (ending ? this.finish(ending) : this.disconnected()),
+    };
+  }
+
+  private logRefusal(message: string) {
+    this.options.log(`refused a second debugger: ${message}`);
+  }
+
+  private logProtocolError(message: string) {
+    this.options.log(`closed the debugger's connection: it sent what is not GDB's remote protocol (${message}); the board waits for another`);
+  }
+
+  /** A debugger went without ending the debugging: wait for the next one, for the idle timeout at most. */
+  private disconnected() {
+    if (this.finished) return;
+    this.options.log(`the debugger disconnected without detaching; the core stays halted until one connects again (or ${this.options.idleTimeoutMs / 1000} s pass)`);
+    this.armIdleTimer();
   }
 
   /** Ends the bridge: closes the debugger's connection and stream, stops listening. */
@@ -137,51 +194,45 @@ export class GdbBridge {
       socket.destroy();
       return;
     }
+    if (this.served) {
+      const message = `board ${this.options.boardId} serves its debugger on 127.0.0.1:${this.served.port} only`;
+      this.logRefusal(message);
+      socket.end(`+${rspPacket(`E.${message}`)}`);
+      return;
+    }
     if (this.active) {
-      const message = `board ${this.options.boardId} already has a debugger attached (one at a time)`;
-      this.options.log(`refused a second debugger: ${message}`);
+      const message = secondDebuggerMessage(this.options.boardId);
+      this.logRefusal(message);
       socket.end(`+${rspPacket(`E.${message}`)}`);
       return;
     }
     this.disarmIdleTimer();
-    const connection: NonNullable<GdbBridge['active']> = { socket };
+    // The gate lets only whole, well-framed units reach the target, as the bytes themselves.
+    const gate = new DebuggerGate({ maxPacketBytes: this.maxPacketBytes });
+    const connection: NonNullable<GdbBridge['active']> = { socket, gate };
     this.active = connection;
-    const reader = new RspReader({ maxPacketBytes: this.options.maxPacketBytes ?? DEFAULT_MAX_PACKET_BYTES });
-    const exitScan = new ExitReplyScan();
     const pending: string[] = [];
     let stream: GdbStream | undefined;
-    const toTarget = (text: string) => (stream ? stream.write(text) : pending.push(text));
 
     socket.onData((data) => {
-      // Only whole, well-framed units reach the target: a packet still arriving stays here, so an
-      // oversized or broken one never gets a byte of itself past the bridge. What goes on is the
-      // bytes themselves, untouched: the part of what the reader held and `data` that it consumed.
-      const heldBefore = reader.held;
+      let forward: string;
       try {
-        for (const event of reader.feed(data)) {
-          if (event.kind !== 'packet' || !event.checksumOk) continue;
-          const { payload } = event;
-          if (payload[0] === 'D') connection.ending = { reason: 'detached', message: 'the debugger detached; the firmware runs on' };
-          else if (payload === 'k' || payload.startsWith('vKill')) connection.ending = { reason: 'killed', message: 'the debugger killed the target' };
-        }
+        forward = gate.fromDebugger(data);
       } catch (err) {
         if (!(err instanceof RspProtocolError)) throw err;
-        this.options.log(`closed the debugger's connection: it sent what is not GDB's remote protocol (${err.message}); the board waits for another`);
+        this.logProtocolError(err.message);
         socket.destroy();
         return;
       }
-      const heldAfter = reader.held.length;
-      if (heldBefore.length === 0 && heldAfter === 0) toTarget(data);
-      else if (heldBefore.length + data.length > heldAfter) toTarget((heldBefore + data).slice(0, heldBefore.length + data.length - heldAfter));
+      if (forward.length === 0) return;
+      if (stream) stream.write(forward);
+      else pending.push(forward);
     });
     socket.onClose(() => {
       if (this.active === connection) this.active = undefined;
       this.released = ready.then((opened) => opened.close(), () => undefined);
-      if (connection.ending) this.finish(connection.ending);
-      else if (!this.finished) {
-        this.options.log(`the debugger disconnected without detaching; the core stays halted until one connects again (or ${this.options.idleTimeoutMs / 1000} s pass)`);
-        this.armIdleTimer();
-      }
+      if (gate.ending) this.finish(gate.ending);
+      else this.disconnected();
     });
 
     const first = this.firstStream;
@@ -197,19 +248,13 @@ export class GdbBridge {
         connection.stream = opened;
         opened.onData((text) => {
           // Only an exit reply matters here; every other byte goes to the debugger as it came.
-          const exit = connection.ending ? undefined : exitScan.feed(text);
-          if (exit) {
-            connection.ending =
-              exit.kind === 'W'
-                ? { reason: 'exited', message: `the firmware exited with status ${exit.status} under the debugger`, exitCode: exit.status }
-                : { reason: 'exited', message: `the target was terminated by signal ${exit.status} under the debugger`, exitCode: undefined };
-          }
+          gate.fromTarget(text);
           socket.write(text);
         });
         void opened.closed.then(({ reason }) => {
           // The target ended the session (a detach or kill it answered): the reply is written; close.
           if (!socket.destroyed) socket.end();
-          if (this.active === connection && !connection.ending) this.options.log(`the target ended the debug session: ${reason}`);
+          if (this.active === connection && !gate.ending) this.options.log(`the target ended the debug session: ${reason}`);
         });
         for (const text of pending.splice(0)) opened.write(text);
       },
@@ -244,7 +289,9 @@ export class GdbBridge {
     void this.firstStream?.close();
     void active?.stream?.close();
     active?.socket.destroy();
+    const served = this.served?.close();
     if (this.server) this.server.close(() => this.settle(end));
+    else if (served) void served.then(() => this.settle(end));
     else this.settle(end);
   }
 }

@@ -1,0 +1,47 @@
+import http, { type IncomingMessage } from 'node:http';
+import net from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../../../core/clock.js';
+import { FORWARD_KEEPALIVE_MS, forwardUpgrade } from './debug-forward.js';
+
+/** Listens on a free loopback port; its port and close. */
+async function listening(server: net.Server): Promise<{ port: number; close: () => Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return { port, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+describe('forwardUpgrade: a splice to the replica holding the debug streams', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it('turns TCP keepalive on for both legs, so a replica or client that vanishes without closing ends the splice', async () => {
+    const keepAlive = vi.spyOn(net.Socket.prototype, 'setKeepAlive');
+    // The holding replica: answers the upgrade with 101 and keeps the connection.
+    const heldSockets: net.Socket[] = [];
+    const replicaServer = http.createServer();
+    replicaServer.on('upgrade', (_req: IncomingMessage, socket: net.Socket) => {
+      heldSockets.push(socket);
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n');
+    });
+    const replica = await listening(replicaServer);
+    // The debugger's side: a connection this replica received.
+    let acceptor: (socket: net.Socket) => void = () => undefined;
+    const clientSide = new Promise<net.Socket>((resolve) => (acceptor = resolve));
+    const front = await listening(net.createServer((socket) => acceptor(socket)));
+    const client = net.createConnection({ port: front.port, host: '127.0.0.1' });
+    const socket = await clientSide;
+    try {
+      const req = { url: '/api/v1/debug/x', method: 'GET', headers: { upgrade: 'websocket', connection: 'Upgrade' } } as unknown as IncomingMessage;
+      await forwardUpgrade(req, socket, Buffer.alloc(0), { replicaUrl: `http://127.0.0.1:${replica.port}`, clock: systemClock });
+      const legs = keepAlive.mock.contexts.filter((_, i) => keepAlive.mock.calls[i]![0] === true && keepAlive.mock.calls[i]![1] === FORWARD_KEEPALIVE_MS);
+      expect(legs).toContain(socket);
+      expect(legs.filter((leg) => leg !== socket)).toHaveLength(1);
+    } finally {
+      client.destroy();
+      socket.destroy();
+      for (const held of heldSockets) held.destroy();
+      await front.close();
+      await replica.close();
+    }
+  });
+});
