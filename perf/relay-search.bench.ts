@@ -22,9 +22,9 @@ export async function runRelaySearchBench(options: { items?: number; rounds?: nu
   const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-perf-search-'));
   const sqlite = new RelayStore(dataDir);
   try {
-    rows.push(...measure(sqlite, 'SQLite', items, rounds));
+    rows.push(...(await measure(sqlite, 'SQLite', items, rounds)));
   } finally {
-    sqlite.close();
+    await sqlite.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -34,11 +34,11 @@ export async function runRelaySearchBench(options: { items?: number; rounds?: nu
     rows.push({ name: 'search on PostgreSQL', value: Number.NaN, unit: '', note: `skipped: PostgreSQL did not answer (${(err as Error).message})` });
     return rows;
   }
-  const postgres = RelayStore.openPostgres(database.url);
+  const postgres = await RelayStore.openPostgres(database.url);
   try {
-    rows.push(...measure(postgres, 'PostgreSQL', items, rounds));
+    rows.push(...(await measure(postgres, 'PostgreSQL', items, rounds)));
   } finally {
-    postgres.close();
+    await postgres.close();
     await database.drop();
   }
   return rows;
@@ -51,46 +51,46 @@ function titleOf(k: number): string {
   return `${words[k % 8]} ${words[(k >> 3) % 8]} ${tag} run ${k}`;
 }
 
-function fill(store: RelayStore, items: number): void {
+async function fill(store: RelayStore, items: number): Promise<void> {
   const batch = 1000;
   for (let from = 0; from < items; from += batch) {
-    store.tx(() => {
+    await store.tx(function* () {
       for (let k = from; k < Math.min(items, from + batch); k++) {
-        store.syncData.items.insert({ item_id: k.toString(16).padStart(64, '0'), type: 'claim', kind: 'note', title: titleOf(k), body: '', file_bytes: null, media_type: null, author: 'f'.repeat(64), bot_id: null, origin: null, created_ms: k, authorship: null });
+        yield* store.data.items.insert({ item_id: k.toString(16).padStart(64, '0'), type: 'claim', kind: 'note', title: titleOf(k), body: '', file_bytes: null, media_type: null, author: 'f'.repeat(64), bot_id: null, origin: null, created_ms: k, authorship: null });
       }
     });
   }
-  if (store.dialect === 'postgres') store.syncSql.run('ANALYZE items');
+  if (store.dialect === 'postgres') await store.plainSql.run('ANALYZE items');
 }
 
-function measure(store: RelayStore, label: string, items: number, rounds: number): BenchRow[] {
-  fill(store, items);
+async function measure(store: RelayStore, label: string, items: number, rounds: number): Promise<BenchRow[]> {
+  await fill(store, items);
   // One item's tag, in the other case: the search the index is for. And a word in about a quarter
   // of the titles: the index's worst case, where reading the candidates costs more than the scan.
   const rare = titleOf(Math.floor(items * 0.77)).split(' ')[2]!.toUpperCase();
-  return [...compare(store, label, rare, 'matching 1', rounds), ...compare(store, label, 'bench', 'matching about 23 %', rounds)];
+  return [...(await compare(store, label, rare, 'matching 1', rounds)), ...(await compare(store, label, 'bench', 'matching about 23 %', rounds))];
 }
 
-function compare(store: RelayStore, label: string, q: string, matching: string, rounds: number): BenchRow[] {
+async function compare(store: RelayStore, label: string, q: string, matching: string, rounds: number): Promise<BenchRow[]> {
   const pattern = `%${q}%`;
   const limit = 50;
-  const indexed = () => store.syncData.items.searchTitles(pattern, limit);
+  const indexed = () => store.plainData.items.searchTitles(pattern, limit);
   // The statement before the index; the column wrapped so that no index serves it.
-  const scan = () => store.syncSql.allOnce(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE (title || '') ${likeOf(store.sql)} ? ESCAPE '\\' ORDER BY created_ms, item_id LIMIT ?`, pattern, limit);
-  if (JSON.stringify(indexed()) !== JSON.stringify(scan())) throw new Error(`${label}: the indexed search and the scan disagree for ${q}`);
+  const scan = () => store.plainSql.allOnce(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE (title || '') ${likeOf(store.sql)} ? ESCAPE '\\' ORDER BY created_ms, item_id LIMIT ?`, pattern, limit);
+  if (JSON.stringify(await indexed()) !== JSON.stringify(await scan())) throw new Error(`${label}: the indexed search and the scan disagree for ${q}`);
   const indexedMs: number[] = [];
   const scanMs: number[] = [];
   for (let r = 0; r < rounds; r++) {
     for (const [fn, out] of [[indexed, indexedMs], [scan, scanMs]] as const) {
       const start = nowMs();
-      fn();
+      await fn();
       out.push(nowMs() - start);
     }
   }
   const of = `q "${q}" (${[...q].length} characters) ${matching} of the titles, first ${limit}; median of ${rounds}`;
   return [
     { name: `search ${label}, q ${matching}: plain LIKE scan`, value: percentile(scanMs, 50), unit: 'ms', note: of },
-    { name: `search ${label}, q ${matching}: through the index (${store.run(searchIndexOf(store.sql))})`, value: percentile(indexedMs, 50), unit: 'ms', note: of },
+    { name: `search ${label}, q ${matching}: through the index (${await store.plain(searchIndexOf(store.sql))})`, value: percentile(indexedMs, 50), unit: 'ms', note: of },
     { name: `search ${label}, q ${matching}: scan / index`, value: percentile(scanMs, 50) / percentile(indexedMs, 50), unit: '×', note: 'measured alternately in the same run' },
   ];
 }

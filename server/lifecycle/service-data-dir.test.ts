@@ -91,10 +91,10 @@ describe('the relay service on its data directory', () => {
 
   it('refuses a second relay on the same directory and starts again after close', async () => {
     const dataDir = freshDir();
-    const first = relayOn(dataDir);
-    expect(() => relayOn(dataDir)).toThrow(`data directory ${dataDir} is in use by another relay service in this same process`);
+    const first = await relayOn(dataDir);
+    await expect(relayOn(dataDir)).rejects.toThrow(`data directory ${dataDir} is in use by another relay service in this same process`);
     await first.close();
-    const second = relayOn(dataDir);
+    const second = await relayOn(dataDir);
     expect(second.nodeId).toBe(first.nodeId);
     await second.close();
   });

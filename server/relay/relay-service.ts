@@ -55,6 +55,8 @@ export interface RelayServiceConfig {
    * instead of relay.sqlite, so any number of replicas serve the same relay (decision 0440).
    */
   databaseUrl?: string;
+  /** With `databaseUrl`: connections of the relay's pool (1 to 100; default 2: its rules run one at a time, decision 0700). */
+  databasePoolSize?: number;
   /** API base address as clients reach it, e.g. http://127.0.0.1:8081 or https://relay.example/api. */
   baseUrl: string;
   /** Human site address, e.g. https://relay.example. */
@@ -136,7 +138,7 @@ export interface RelayService {
 }
 
 /** Builds the relay: opens (or creates) its data dir, keys and database, and the express app. */
-export function createRelayService(config: RelayServiceConfig): RelayService {
+export async function createRelayService(config: RelayServiceConfig): Promise<RelayService> {
   const baseUrl = config.baseUrl.replace(/\/+$/, '');
   const humanUrl = config.humanUrl.replace(/\/+$/, '');
   const logger = config.logger ?? consoleLogger;
@@ -159,16 +161,16 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
   try {
     removePartialFiles(join(config.dataDir, 'files'), PARTIAL_UPLOAD_PATTERN);
     ensurePrivateDir(join(config.dataDir, 'files'));
-    store = config.databaseUrl ? RelayStore.openPostgres(config.databaseUrl) : new RelayStore(config.dataDir, undefined, config.syncFile ? { wal: { syncFile: config.syncFile } } : {});
+    store = config.databaseUrl ? await RelayStore.openPostgres(config.databaseUrl, config.databasePoolSize !== undefined ? { poolSize: config.databasePoolSize } : {}) : new RelayStore(config.dataDir, undefined, config.syncFile ? { wal: { syncFile: config.syncFile } } : {});
   } catch (err) {
     lock.release();
     throw err;
   }
   try {
     // Said at start, once: where pg_trgm could not be installed, every search reads every row (decision 0506).
-    if (store.run(searchIndexOf(store.sql)) === 'scan') logger.warn('relay: GET /search scans every title, name and about: the PostgreSQL extension pg_trgm is not installed in this database (docs/deployment.md says how to add it and its indexes)');
-    const serverKey = store.loadOrCreateSecret('relay-server.key');
-    const selfKey = nodeKeyFromSecret(new Uint8Array(store.loadOrCreateSecret('relay-node.key')));
+    if ((await store.plain(searchIndexOf(store.sql))) === 'scan') logger.warn('relay: GET /search scans every title, name and about: the PostgreSQL extension pg_trgm is not installed in this database (docs/deployment.md says how to add it and its indexes)');
+    const serverKey = await store.loadOrCreateSecret('relay-server.key');
+    const selfKey = nodeKeyFromSecret(new Uint8Array(await store.loadOrCreateSecret('relay-node.key')));
     const files = new FileStore(config.dataDir, store.sharedFiles);
     // Without a configured slice, the relay trusts only its operator's word (decision 0402).
     const defaultSliceFrom = { operators: config.operators ?? [], configuredPeers };
@@ -207,9 +209,9 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
       log,
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
     };
-    registerSelf(deps);
-    store.tx(() => store.run(voting.publishSelfSlice(config.clock.nowMs())));
-    for (const peer of config.peers ?? []) federation.addConfiguredPeer(peer);
+    await registerSelf(deps);
+    await store.tx(voting.publishSelfSlice(config.clock.nowMs()));
+    for (const peer of config.peers ?? []) await federation.addConfiguredPeer(peer);
 
     const routes = [...networkRoutes(deps), ...identityRoutes(deps), ...itemRoutes(deps), ...sliceDeclarationRoutes(deps), ...socialRoutes(deps)];
     const rates = { ...defaultRelayRateLimits, ...config.rateLimits };
@@ -250,29 +252,30 @@ export function createRelayService(config: RelayServiceConfig): RelayService {
         if (timer !== undefined) config.clock.clearTimeout(timer);
         await federation.idle();
         await peerFetch.close();
-        store.close();
+        await store.close();
         lock.release();
       },
     };
   } catch (err) {
     void peerFetch.close();
-    store.close();
+    await store.close();
     lock.release();
     throw err;
   }
 }
 
 /** The relay node appears in its own feed once, with a self-signed registration, so peers can verify its statements. */
-function registerSelf(deps: RelayDeps): void {
+async function registerSelf(deps: RelayDeps): Promise<void> {
   const { store, selfKey } = deps;
-  if (store.syncData.nodes.exists(selfKey.nodeId)) return;
+  if (await store.plainData.nodes.exists(selfKey.nodeId)) return;
   const nowMs = deps.clock.nowMs();
   const registration = signDocument({ schema: registerSchema, node_id: selfKey.nodeId, relay: deps.baseUrl, created_at: Math.floor(nowMs / 1000), name: 'relay node' }, selfKey.secretKey);
-  store.tx(() => {
+  const { nodes } = store.data;
+  await store.tx(function* () {
     // Checked again under the write lock: replicas starting together register the relay node once.
-    if (store.syncData.nodes.exists(selfKey.nodeId)) return;
-    store.syncData.nodes.insert({ nodeId: selfKey.nodeId, local: false, name: 'relay node', registration: JSON.stringify(registration), nowMs });
-    store.run(store.appendEvent('node', selfKey.nodeId, selfKey.nodeId, { registration }, nowMs));
+    if (yield* nodes.exists(selfKey.nodeId)) return;
+    yield* nodes.insert({ nodeId: selfKey.nodeId, local: false, name: 'relay node', registration: JSON.stringify(registration), nowMs });
+    yield* store.appendEvent('node', selfKey.nodeId, selfKey.nodeId, { registration }, nowMs);
   });
 }
 
@@ -312,8 +315,9 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // Replicas on PostgreSQL: caches another replica's commit made stale are dropped before anything
   // reads them (decision 0441); on SQLite a no-op.
   app.use((_req, _res, next) => {
-    deps.store.refresh();
-    next();
+    const refreshed = deps.store.refresh();
+    if (refreshed === null) next();
+    else refreshed.then(() => next(), next);
   });
   // Before the routes: a client over its limit costs no credential check and no body parse.
   api.use(rateLimits);
@@ -331,9 +335,9 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
   mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
-  const stats = () => {
-    const { nodes, items, votes, peers } = deps.store.syncData;
-    return { nodes: nodes.count(), items: items.count(), votes: votes.count(), peers: peers.count() };
+  const stats = async () => {
+    const { nodes, items, votes, peers } = deps.store.plainData;
+    return { nodes: await nodes.count(), items: await items.count(), votes: await votes.count(), peers: await peers.count() };
   };
   const sitePrefix = pathPrefix(deps.humanUrl);
   const apiPrefix = pathPrefix(deps.baseUrl);
@@ -377,7 +381,7 @@ export async function startRelayServer(options: StartRelayServerOptions): Promis
   const humanUrl = origin + (options.humanPath ?? '');
   let service: RelayService;
   try {
-    service = createRelayService({ ...options, baseUrl, humanUrl });
+    service = await createRelayService({ ...options, baseUrl, humanUrl });
   } catch (err) {
     await listening.close();
     throw err;

@@ -18,13 +18,13 @@ afterEach(() => {
 });
 
 describe('RelayStore schema', () => {
-  it('records the schema version of a new database', () => {
+  it('records the schema version of a new database', async () => {
     const store = new RelayStore(dir());
     expect(schemaVersionOf(store.db)).toBe(relayMigrations.length);
     store.close();
   });
 
-  it('opens a relay database from before the migration runner and keeps its rows', () => {
+  it('opens a relay database from before the migration runner and keeps its rows', async () => {
     // Before the runner the relay ran its schema script, unversioned, on every start: the tables exist
     // and no schema_version does. The baseline must adopt such a file, not fail on it or empty it.
     const dataDir = dir();
@@ -44,7 +44,7 @@ describe('RelayStore schema', () => {
     store.close();
   });
 
-  it('indexes for search the items and nodes a database held before the search index (decision 0505)', () => {
+  it('indexes for search the items and nodes a database held before the search index (decision 0505)', async () => {
     const dataDir = dir();
     const old = new Database(path.join(dataDir, 'relay.sqlite'));
     runMigrations(old, relayMigrations.slice(0, 4));
@@ -53,14 +53,14 @@ describe('RelayStore schema', () => {
     old.close();
 
     const store = new RelayStore(dataDir);
-    expect(store.syncData.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
-    expect(store.syncData.nodes.searchListed('%UNO%', 10).map((n) => n.node_id)).toEqual(['n1']);
+    expect((await store.plainData.items.searchTitles('%uno b%', 10)).map((i) => i.item_id)).toEqual(['i1']);
+    expect((await store.plainData.nodes.searchListed('%UNO%', 10)).map((n) => n.node_id)).toEqual(['n1']);
     // The index holds what the tables hold, token for token (FTS5 compares them).
     store.db.exec("INSERT INTO items_search (items_search) VALUES ('integrity-check'); INSERT INTO nodes_search (nodes_search) VALUES ('integrity-check');");
     store.close();
   });
 
-  it('refuses a relay database written by a newer hilbench', () => {
+  it('refuses a relay database written by a newer hilbench', async () => {
     const dataDir = dir();
     new RelayStore(dataDir).close();
     const db = new Database(path.join(dataDir, 'relay.sqlite'));

@@ -5,34 +5,36 @@ import { ensurePrivateDir, prepareOwnerOnlyDatabase } from '../lifecycle/private
 import { loadOrCreateSecret } from './domain/credentials.js';
 import type { EventKind } from '../storage/relay/event-repository.js';
 import type { SharedFileContents } from './domain/file-store.js';
-import { PgRelayEngine } from '../storage/relay/pg-relay-engine.js';
+import { PgRelayEngine, type PgRelayEngineOptions } from '../storage/relay/pg-relay-engine.js';
 import type { Steps } from '../storage/sql-steps.js';
-import { RelayData, synced, syncedData } from '../storage/relay/relay-data.js';
+import { type PlainData, RelayData, plainData, plainly } from '../storage/relay/relay-data.js';
 import { relayMigrations } from '../storage/relay/relay-migrations.js';
-import { RelaySql, type SyncRelaySql } from '../storage/relay/relay-sql.js';
+import { type PlainRelaySql, RelaySql } from '../storage/relay/relay-sql.js';
 import { SqliteRelayExecutor } from '../storage/relay/sqlite-relay-executor.js';
 import { WalSync, type WalSyncOptions } from '../storage/wal-sync.js';
 import { WalCheckpointer, type WalCheckpointerOptions } from '../storage/wal-checkpointer.js';
 
 /**
  * The relay's store: embedded SQLite (`relay.sqlite` in the data dir) by default, or PostgreSQL
- * shared by replicas (`RelayStore.openPostgres`, decision 0440). Both are used synchronously: the
- * relay never yields inside a transaction, and every write transaction holds the store's one
- * writer lock (SQLite's, or one PostgreSQL advisory lock for all replicas), so an event's seq order
- * is its commit order. That is what lets GET /events page by `seq > since` with no gap and no
- * duplicate while other requests (and other replicas) write.
+ * shared by replicas (`RelayStore.openPostgres`, decision 0440). The relay's rules are steps
+ * (generators of statements, decision 0610) that `plain` and `tx` run and answer with a promise:
+ * synchronously on SQLite, so a rule never gives the event loop away there and its promise is
+ * settled when `plain` or `tx` returns; awaited statement by statement on PostgreSQL, one rule at
+ * a time per replica, so the event loop never waits for the database (decision 0700). Every write
+ * transaction holds the store's one writer lock (SQLite's, or one PostgreSQL advisory lock for all
+ * replicas), so an event's seq order is its commit order. That is what lets GET /events page by
+ * `seq > since` with no gap and no duplicate while other requests (and other replicas) write.
  */
 export class RelayStore {
-  /** Every query of the relay, as typed repository calls (decision 0312). */
+  /** Every query of the relay, as typed repository steps (decision 0312), for rules and transactions. */
   readonly data: RelayData;
-  /** The repositories with their steps run at once (`run`), for callers that are not steps themselves. */
-  readonly syncData: ReturnType<typeof syncedData>;
-  /** `sql` with its steps run at once (`run`): tests, benchmarks and checks at start. */
-  readonly syncSql: SyncRelaySql;
+  /** The repositories with each call run on its own (`plain`): a promise of its answer. */
+  readonly plainData: PlainData;
+  /** The statement vocabulary with each statement run on its own (`plain`): checks at start, tests, benchmarks. */
+  readonly plainSql: PlainRelaySql;
   readonly sql: RelaySql;
-  /** Runs the relay's steps: SQLite's executor, or PostgreSQL's synchronous connection. */
-  private readonly runner: { run<T>(steps: Steps<T>): T };
   private readonly sqlite: Database.Database | undefined;
+  private readonly sqliteSteps: SqliteRelayExecutor | undefined;
   private readonly pg: PgRelayEngine | undefined;
   /** The SQLite store's one reusable immediate transaction (see the constructor). */
   private readonly immediateTx: ((fn: () => unknown) => unknown) | undefined;
@@ -41,10 +43,10 @@ export class RelayStore {
   private readonly walSync: WalSync | undefined;
   /** SQLite only: WAL checkpoints off the event loop (decision 0760). */
   private readonly checkpointer: WalCheckpointer | undefined;
-  /** Nesting depth of `tx`: a commit is noted when the outermost one returns. */
-  private txDepth = 0;
   /** SQLite only: write transactions committed since the store opened (`commits`). */
   private committed = 0;
+  /** Savepoints open now: each gets its own name. */
+  private savepoints = 0;
 
   /** The embedded SQLite store in `dataDir`. */
   constructor(dataDir: string, pg?: undefined, options?: SqliteRelayStoreOptions);
@@ -59,7 +61,6 @@ export class RelayStore {
       if (!pg) throw new TypeError('RelayStore: a PostgreSQL engine is required without a data dir');
       this.pg = pg;
       this.sql = pg.sql;
-      this.runner = pg.steps;
     } else {
       // Phone numbers and credentials: the folder 0700, the database (and so its -wal/-shm) 0600.
       ensurePrivateDir(dataDir);
@@ -77,30 +78,24 @@ export class RelayStore {
       this.walSync = new WalSync(`${db.name}-wal`, options.wal);
       this.checkpointer = new WalCheckpointer(db, options.checkpoints);
       // Made once: better-sqlite3's `transaction(fn)` builds four wrapper functions and their
-      // properties on every call, and a vote runs two (its batch and its savepoint).
+      // properties on every call.
       this.immediateTx = db.transaction((fn: () => unknown) => fn()).immediate;
       // One statement cache for all: the store has one connection.
+      this.sqliteSteps = new SqliteRelayExecutor(db, () => this.noteCommit());
       this.sql = new RelaySql('sqlite');
-      this.runner = new SqliteRelayExecutor(db, () => this.noteCommit());
     }
     this.data = new RelayData(this.sql);
-    this.syncData = syncedData(this.data, (steps) => this.run(steps));
-    this.syncSql = synced(this.sql, (steps) => this.run(steps)) as unknown as SyncRelaySql;
+    this.plainData = plainData(this.data, (steps) => this.plain(steps));
+    this.plainSql = plainly(this.sql, (steps) => this.plain(steps)) as unknown as PlainRelaySql;
   }
 
   /** The relay's tables in PostgreSQL at `databaseUrl` (schema `relay`), migrated; shared by every replica. */
-  static openPostgres(databaseUrl: string): RelayStore {
+  static async openPostgres(databaseUrl: string, options: PgRelayEngineOptions = {}): Promise<RelayStore> {
     // The engine tells the store's cache listeners of another replica's commit; the store needs the engine first.
     const opened: { store?: RelayStore } = {};
-    const engine = new PgRelayEngine(databaseUrl, () => opened.store?.invalidateCaches());
+    const engine = await PgRelayEngine.open(databaseUrl, () => opened.store?.invalidateCaches(), options);
     opened.store = new RelayStore(null, engine);
     return opened.store;
-  }
-
-  /** `BEGIN IMMEDIATE` ... `COMMIT` around a function, a savepoint when nested (better-sqlite3's `transaction`). */
-  private sqliteTx(): (fn: () => unknown) => unknown {
-    if (!this.immediateTx) throw new Error('this relay store is on PostgreSQL; it has no SQLite database');
-    return this.immediateTx;
   }
 
   /** The SQLite database (tests and migrations); throws on PostgreSQL. */
@@ -114,31 +109,71 @@ export class RelayStore {
   }
 
   /**
-   * Runs the relay's steps (repository calls, the rules of votes and slices) to their end, now:
-   * inside `tx` they are part of its transaction, outside it each write commits on its own.
+   * Runs `steps` (a rule, or a function making one) as plain statements, each write committed on
+   * its own: reads, and writes that need no transaction. On SQLite they have run when this returns.
    */
-  run<T>(steps: Steps<T>): T {
-    return this.runner.run(steps);
+  plain<T>(steps: Steps<T> | (() => Steps<T>)): Promise<T> {
+    if (this.pg) return this.pg.plain(typeof steps === 'function' ? steps : () => steps);
+    try {
+      return Promise.resolve((this.sqliteSteps as SqliteRelayExecutor).run(typeof steps === 'function' ? steps() : steps));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 
-  /** Runs `fn` in one write transaction; the change and its event commit together or not at all. Nested: a savepoint. */
-  tx<T>(fn: () => T): T {
-    // Steps returned instead of run would never run (a caller not yet written as steps; decision 0610).
-    const checked = () => {
-      const result = fn();
-      if (isSteps(result)) throw new TypeError('RelayStore.tx got steps back: run them inside (store.run) or yield* them');
-      return result;
-    };
-    if (this.pg) return this.withRollbackListeners(() => (this.pg as PgRelayEngine).tx(checked));
-    this.txDepth++;
-    let result: T;
-    try {
-      result = this.withRollbackListeners(() => this.sqliteTx()(checked) as T);
-    } finally {
-      this.txDepth--;
+  /**
+   * Runs `steps` in one write transaction: the change and its event commit together or not at all.
+   * Settles after the commit (on SQLite, before this returns). Inside, `savepoint` nests one.
+   */
+  tx<T>(steps: Steps<T> | (() => Steps<T>)): Promise<T> {
+    const make = typeof steps === 'function' ? steps : () => steps;
+    if (this.pg) {
+      return this.pg.tx(make).catch((err: unknown) => {
+        // Whatever the steps wrote is gone: in-memory views of those rows must forget them.
+        this.invalidateCaches();
+        throw err;
+      });
     }
-    if (this.txDepth === 0) this.noteCommit();
-    return result;
+    try {
+      const executor = this.sqliteSteps as SqliteRelayExecutor;
+      const result = (this.immediateTx as (fn: () => unknown) => unknown)(() => executor.run(make())) as T;
+      this.noteCommit();
+      return Promise.resolve(result);
+    } catch (err) {
+      this.invalidateCaches();
+      return Promise.reject(err as Error);
+    }
+  }
+
+  /**
+   * A nested transaction, as a step of the transaction around it: `steps` commit with it or, when
+   * they throw, only their own writes are undone (the vote group commit relies on it).
+   */
+  *savepoint<T>(steps: () => Steps<T>): Steps<T> {
+    if (!this.inTransaction) throw new Error('RelayStore.savepoint outside a transaction: call it inside tx');
+    const name = `relay_sp_${++this.savepoints}`;
+    try {
+      yield { kind: 'script', sql: `SAVEPOINT ${name}`, params: [] };
+      let result: T;
+      try {
+        result = yield* steps();
+      } catch (err) {
+        yield { kind: 'script', sql: `ROLLBACK TO SAVEPOINT ${name}`, params: [] };
+        yield { kind: 'script', sql: `RELEASE SAVEPOINT ${name}`, params: [] };
+        // A rolled back savepoint's rows may be in caches filled inside it: telling the listeners
+        // too often only costs them a reload.
+        this.invalidateCaches();
+        throw err;
+      }
+      yield { kind: 'script', sql: `RELEASE SAVEPOINT ${name}`, params: [] };
+      return result;
+    } finally {
+      this.savepoints--;
+    }
+  }
+
+  private get inTransaction(): boolean {
+    return this.pg ? this.pg.inTransaction : this.db.inTransaction;
   }
 
   private noteCommit(): void {
@@ -169,21 +204,10 @@ export class RelayStore {
     return this.walSync?.failure ?? null;
   }
 
-  private withRollbackListeners<T>(fn: () => T): T {
-    try {
-      return fn();
-    } catch (err) {
-      // Whatever `fn` wrote is gone (a nested call only rolls back its savepoint, but telling the
-      // listeners too often only costs them a reload): in-memory views of those rows must forget them.
-      this.invalidateCaches();
-      throw err;
-    }
-  }
-
   /**
-   * Calls `listener` whenever rows held in memory may no longer be the database's: a `tx` rolled
-   * back (caches filled inside it may hold rows never committed; see Voting's slice cache), or, on
-   * PostgreSQL, another replica committed since this one last looked (see `refresh`).
+   * Calls `listener` whenever rows held in memory may no longer be the database's: a `tx` or a
+   * savepoint rolled back (caches filled inside it may hold rows never committed; see Voting's slice
+   * cache), or, on PostgreSQL, another replica committed since this one last looked (see `refresh`).
    */
   onCachesInvalid(listener: () => void): void {
     this.invalidationListeners.push(listener);
@@ -192,14 +216,14 @@ export class RelayStore {
   /**
    * On PostgreSQL, looks whether another replica committed since this one last did or looked, and
    * if so tells the `onCachesInvalid` listeners; call before serving a request from caches. A write
-   * transaction does the same under the write lock. SQLite has one writer, this process: a no-op.
+   * transaction does the same under the write lock. SQLite has one writer, this process: null, nothing to wait for.
    */
-  refresh(): void {
-    this.pg?.refresh();
+  refresh(): Promise<void> | null {
+    return this.pg ? this.pg.refresh() : null;
   }
 
   /** A 32-byte secret by name: a file in the data dir on SQLite, a row shared by every replica on PostgreSQL. */
-  loadOrCreateSecret(name: string): Buffer {
+  async loadOrCreateSecret(name: string): Promise<Buffer> {
     return this.pg ? this.pg.loadOrCreateSecret(name) : loadOrCreateSecret(this.dataDir as string, name);
   }
 
@@ -213,23 +237,24 @@ export class RelayStore {
   }
 
   /**
-   * Appends an event; call inside the transaction that makes the change. `author` is the node
-   * the event is about or by (the `authors` filter), `payload` is what a peer needs to verify it.
+   * Appends an event, a step of the transaction that makes the change. `author` is the node the
+   * event is about or by (the `authors` filter), `payload` is what a peer needs to verify it.
    */
   *appendEvent(kind: EventKind, author: string, subject: string, payload: unknown, nowMs: number, origin: string | null = null): Steps<number> {
-    // Outside `tx` an event would be committed without the write lock: on PostgreSQL another
-    // replica's event could then commit with a smaller seq after it, and a reader would skip it.
     return yield* this.appendEventJson(kind, author, subject, JSON.stringify(payload), nowMs, origin);
   }
 
   /** `appendEvent` with the payload already serialised (`JSON.stringify` of it), for a caller that has the text. */
   *appendEventJson(kind: EventKind, author: string, subject: string, payloadJson: string, nowMs: number, origin: string | null = null): Steps<number> {
-    if (!(this.pg ? this.pg.inTransaction : this.db.inTransaction)) throw new Error(`RelayStore.appendEvent(${kind}) outside a transaction: call it inside tx`);
+    // Outside `tx` an event would be committed without the write lock: on PostgreSQL another
+    // replica's event could then commit with a smaller seq after it, and a reader would skip it.
+    if (!this.inTransaction) throw new Error(`RelayStore.appendEvent(${kind}) outside a transaction: call it inside tx`);
     return yield* this.data.events.append({ kind, author, subject, payloadJson, origin, nowMs });
   }
 
-  close(): void {
-    if (this.pg) this.pg.close();
+  /** Closes the database (on PostgreSQL after the rules already queued). */
+  async close(): Promise<void> {
+    if (this.pg) await this.pg.close();
     else if (this.sqlite?.open) {
       // The thread's connection first: the store's, closing last, checkpoints the WAL into the file.
       this.checkpointer?.close();
@@ -237,10 +262,6 @@ export class RelayStore {
       this.walSync?.close();
     }
   }
-}
-
-function isSteps(value: unknown): boolean {
-  return typeof value === 'object' && value !== null && typeof (value as { next?: unknown }).next === 'function' && typeof (value as { throw?: unknown }).throw === 'function';
 }
 
 export interface SqliteRelayStoreOptions {

@@ -4,7 +4,6 @@ import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { RELAY_WRITE_LOCK_KEY } from '../../server/storage/relay/pg-relay-engine.js';
-import { PgStatementError, PgSyncConnection } from '../../server/storage/relay/pg-sync-connection.js';
 import { searchIndexOf } from '../../server/storage/relay/trigram-prefilter.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
 import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
@@ -18,11 +17,11 @@ import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-c
 // The same contract as SQLite's, on a fresh PostgreSQL database per store (dropped when it closes).
 const open: OpenRelayStore = async () => {
   const database = await createTestDatabase();
-  const store = RelayStore.openPostgres(database.url);
+  const store = await RelayStore.openPostgres(database.url);
   return {
     store,
     dispose: async () => {
-      store.close();
+      await store.close();
       await database.drop();
     },
   };
@@ -36,8 +35,8 @@ describeRelaySearchContract('postgres', open, { numRuns: 40 });
 // its commit while a store waits for the lock.
 const replicas: OpenRelayReplicas = async () => {
   const database = await createTestDatabase();
-  const a = RelayStore.openPostgres(database.url);
-  const b = RelayStore.openPostgres(database.url);
+  const a = await RelayStore.openPostgres(database.url);
+  const b = await RelayStore.openPostgres(database.url);
   const clients: pg.Client[] = [];
   const client = async () => {
     const c = new pg.Client(pgConnection(database.url));
@@ -67,60 +66,50 @@ const replicas: OpenRelayReplicas = async () => {
       }, 10_000);
       return { committed };
     },
+    gate: async () => {
+      // A lock of the test's: a step that asks for it waits, inside its transaction, until released.
+      const holder = await client();
+      const key = 0x67617465; // 'gate'
+      await holder.query('SELECT pg_advisory_lock($1)', [key]);
+      return {
+        wait: function* () {
+          yield { kind: 'one', sql: 'SELECT pg_advisory_xact_lock(?) AS held', params: [key] };
+        },
+        release: async () => {
+          await holder.query('SELECT pg_advisory_unlock($1)', [key]);
+        },
+        reached: () =>
+          until('a transaction to wait at the gate', async () => {
+            const { rows } = await holder.query<{ n: string }>("SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted", [key]);
+            return Number(rows[0]?.n) > 0;
+          }, 10_000),
+      };
+    },
+    someoneWaitsForWriteLock: async () => {
+      const watcher = await client();
+      // Any lock of the relay's writers not granted: the write lock, or (were it gone) a row the first writer holds.
+      await until('a store to wait for the write lock', async () => {
+        const { rows } = await watcher.query<{ n: string }>('SELECT COUNT(*) AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted AND a.datname = current_database() AND NOT (l.locktype = $1 AND l.objid = $2)', ['advisory', 0x67617465]);
+        return Number(rows[0]?.n) > 0;
+      }, 10_000);
+    },
     dispose: async () => {
       await Promise.all(pending);
       for (const c of clients) await c.end();
-      a.close();
-      b.close();
+      await a.close();
+      await b.close();
       await database.drop();
     },
   };
 };
 describeRelayGuaranteesContract('postgres', open, replicas);
 
-describe('PgSyncConnection', () => {
-  it('answers statements in order, turns a refused one into an error with its SQLSTATE and stays usable, and refuses after close', async () => {
-    const database = await createTestDatabase();
-    const connection = new PgSyncConnection(pgConnection(database.url), { statementTimeoutMs: 30_000, label: 'the test database' });
-    try {
-      expect(connection.query('SELECT $1::int + 1 AS n, $2::bytea AS b', [41, Buffer.from([1, 2])]).rows).toEqual([{ n: 42, b: new Uint8Array([1, 2]) }]);
-      connection.query('CREATE TABLE t (id INTEGER PRIMARY KEY)');
-      expect(connection.query('INSERT INTO t VALUES (1), (2)').rowCount).toBe(2);
-      let refused: unknown;
-      try {
-        connection.query('INSERT INTO t VALUES (1)');
-      } catch (err) {
-        refused = err;
-      }
-      expect(refused).toBeInstanceOf(PgStatementError);
-      expect(refused).toMatchObject({ code: '23505', message: expect.stringContaining('the test database') });
-      expect(connection.query('SELECT COUNT(*) AS n FROM t').rows).toEqual([{ n: 2 }]);
-    } finally {
-      connection.close();
-      await database.drop();
-    }
-    expect(() => connection.query('SELECT 1')).toThrow('the test database is closed');
-  });
-
-  it('waits longer for a statement given its own timeout (a migration building an index over every row)', async () => {
-    const database = await createTestDatabase();
-    const connection = new PgSyncConnection(pgConnection(database.url), { statementTimeoutMs: 200, label: 'the test database' });
-    try {
-      expect(connection.query('SELECT 1 AS n FROM pg_sleep(0.6)', [], { timeoutMs: 60_000 }).rows).toEqual([{ n: 1 }]);
-      expect(() => connection.query('SELECT pg_sleep(0.6)')).toThrow('the test database: no answer from PostgreSQL within 200 ms');
-    } finally {
-      connection.close();
-      await database.drop();
-    }
-  });
-});
-
 describe('the relay schema on PostgreSQL', () => {
   it('has every table and column of the SQLite schema (a new SQLite migration needs its PostgreSQL twin)', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-schema-'));
     const database = await createTestDatabase();
     const sqlite = new RelayStore(dataDir);
-    const postgres = RelayStore.openPostgres(database.url);
+    const postgres = await RelayStore.openPostgres(database.url);
     try {
       const sqliteColumns = new Set<string>();
       // Tables only: the search index (FTS5 virtual tables items_search, nodes_search and their
@@ -132,15 +121,15 @@ describe('the relay schema on PostgreSQL', () => {
         for (const column of sqlite.db.prepare(`SELECT name FROM pragma_table_info(?)`).pluck().all(table) as string[]) sqliteColumns.add(`${table}.${column}`);
       }
       const postgresColumns = new Set(
-        postgres.syncSql.values<string>("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = 'relay'"),
+        await postgres.plainSql.values<string>("SELECT table_name || '.' || column_name FROM information_schema.columns WHERE table_schema = 'relay'"),
       );
       expect([...sqliteColumns].filter((c) => !postgresColumns.has(c)).sort()).toEqual([]);
       // What only PostgreSQL has: insertion order of items, and what replicas share (decisions 0440, 0441).
       const onlyPostgres = [...postgresColumns].filter((c) => !sqliteColumns.has(c)).sort();
       expect(onlyPostgres).toEqual(['items.item_seq', 'relay_files.content', 'relay_files.item_id', 'relay_secrets.hex', 'relay_secrets.name', 'write_generation.generation', 'write_generation.id']);
     } finally {
-      sqlite.close();
-      postgres.close();
+      await sqlite.close();
+      await postgres.close();
       rmSync(dataDir, { recursive: true, force: true });
       await database.drop();
     }
@@ -149,14 +138,15 @@ describe('the relay schema on PostgreSQL', () => {
   /** A fresh database prepared by `setup` (a superuser's statements) before the relay migrates it. */
   async function migratedAfter(setup: string): Promise<{ store: RelayStore; dispose: () => Promise<void> }> {
     const database = await createTestDatabase();
-    const connection = new PgSyncConnection(pgConnection(database.url), { statementTimeoutMs: 30_000, label: 'the test database' });
-    connection.query(setup);
-    connection.close();
-    const store = RelayStore.openPostgres(database.url);
+    const connection = new pg.Client(pgConnection(database.url));
+    await connection.connect();
+    await connection.query(setup);
+    await connection.end();
+    const store = await RelayStore.openPostgres(database.url);
     return {
       store,
       dispose: async () => {
-        store.close();
+        await store.close();
         await database.drop();
       },
     };
@@ -167,10 +157,10 @@ describe('the relay schema on PostgreSQL', () => {
     // managed server refuses it, and the migration must go on without it.
     const { store, dispose } = await migratedAfter("CREATE SCHEMA relay; CREATE FUNCTION relay.similarity(text, text) RETURNS real LANGUAGE sql AS 'SELECT 0::real'");
     try {
-      expect(store.run(searchIndexOf(store.sql))).toBe('scan');
-      expect(store.syncSql.value("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")).toBeUndefined();
-      store.syncData.items.insert({ item_id: 'i1', type: 'claim', kind: 'note', title: 'The Uno bench', body: '', file_bytes: null, media_type: null, author: 'n1', bot_id: null, origin: null, created_ms: 1, authorship: null });
-      expect(store.syncData.items.searchTitles('%uno b%', 10).map((i) => i.item_id)).toEqual(['i1']);
+      expect(await store.plain(searchIndexOf(store.sql))).toBe('scan');
+      expect(await store.plainSql.value("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")).toBeUndefined();
+      await store.plainData.items.insert({ item_id: 'i1', type: 'claim', kind: 'note', title: 'The Uno bench', body: '', file_bytes: null, media_type: null, author: 'n1', bot_id: null, origin: null, created_ms: 1, authorship: null });
+      expect((await store.plainData.items.searchTitles('%uno b%', 10)).map((i) => i.item_id)).toEqual(['i1']);
     } finally {
       await dispose();
     }
@@ -179,8 +169,8 @@ describe('the relay schema on PostgreSQL', () => {
   it('uses pg_trgm where it is already installed, in a schema outside the search path', async () => {
     const { store, dispose } = await migratedAfter('CREATE EXTENSION pg_trgm SCHEMA public');
     try {
-      expect(store.run(searchIndexOf(store.sql))).toBe('pg_trgm');
-      expect(store.syncSql.values("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname LIKE '%trgm' ORDER BY indexname")).toEqual(['items_title_trgm', 'nodes_about_trgm', 'nodes_name_trgm']);
+      expect(await store.plain(searchIndexOf(store.sql))).toBe('pg_trgm');
+      expect(await store.plainSql.values("SELECT indexname FROM pg_indexes WHERE schemaname = 'relay' AND indexname LIKE '%trgm' ORDER BY indexname")).toEqual(['items_title_trgm', 'nodes_about_trgm', 'nodes_name_trgm']);
     } finally {
       await dispose();
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RelayStore } from '../../server/relay/relay-store.js';
+import type { Steps } from '../../server/storage/sql-steps.js';
 import { freshStorePerTest, type OpenRelayStore } from './relay-store-contract.js';
 
 /**
@@ -11,10 +12,17 @@ export type OpenRelayReplicas = () => Promise<{
   b: RelayStore;
   /**
    * Settles once a connection of its own holds the write lock with one event appended; it commits
-   * a while later by itself (without this process's help: a store may wait for the lock
-   * synchronously) and `committed` settles then.
+   * a while later by itself (without this process's help) and `committed` settles then.
    */
   holdWriteLock: () => Promise<{ committed: Promise<void> }>;
+  /**
+   * A step that waits, inside the transaction running it, until `release` is called: it takes a
+   * lock that a connection of the test's holds (PostgreSQL), so a writer can be held between its
+   * event and its commit while another writer runs.
+   */
+  gate: () => Promise<{ wait: () => Steps<void>; release: () => Promise<void>; reached: () => Promise<unknown> }>;
+  /** Settles once a store's transaction waits for the relay's write lock (seen in pg_locks). */
+  someoneWaitsForWriteLock: () => Promise<void>;
   dispose: () => Promise<void>;
 }>;
 
@@ -33,15 +41,15 @@ export function describeRelayGuaranteesContract(name: string, open: OpenRelaySto
     describe('one store', () => {
     const store = freshStorePerTest(open);
 
-    it('keeps each savepoint of a batch or undoes it alone, its event with it, in one commit', () => {
+    it('keeps each savepoint of a batch or undoes it alone, its event with it, in one commit', async () => {
       const s = store();
       const outcomes: string[] = [];
-      s.tx(() => {
+      await s.tx(function* () {
         for (const n of [1, 2, 3]) {
           try {
-            s.tx(() => {
-              s.syncData.items.insert(item(n));
-              s.run(s.appendEvent('item', node(100), node(n), { n }, n));
+            yield* s.savepoint(function* () {
+              yield* s.data.items.insert(item(n));
+              yield* s.appendEvent('item', node(100), node(n), { n }, n);
               if (n === 2) throw new Error('vote 2 refused after writing');
             });
             outcomes.push(`kept ${n}`);
@@ -51,34 +59,34 @@ export function describeRelayGuaranteesContract(name: string, open: OpenRelaySto
         }
       });
       expect(outcomes).toEqual(['kept 1', 'vote 2 refused after writing', 'kept 3']);
-      expect([1, 2, 3].map((n) => s.syncData.items.exists(node(n)))).toEqual([true, false, true]);
-      const events = s.syncData.events.after(0, [], 10);
+      expect(await Promise.all([1, 2, 3].map((n) => s.plainData.items.exists(node(n))))).toEqual([true, false, true]);
+      const events = await s.plainData.events.after(0, [], 10);
       expect(events.map((e) => e.subject)).toEqual([node(1), node(3)]);
       expect(events[1]!.seq).toBeGreaterThan(events[0]!.seq);
     });
 
-    it('undoes the savepoints it kept when the batch around them fails, and tells the cache listeners', () => {
+    it('undoes the savepoints it kept when the batch around them fails, and tells the cache listeners', async () => {
       const s = store();
       let told = 0;
       s.onCachesInvalid(() => told++);
-      expect(() =>
-        s.tx(() => {
-          for (const n of [1, 2]) s.tx(() => s.run(s.appendEvent('node', node(n), node(n), {}, n)));
-          s.syncData.items.insert(item(1));
+      await expect(
+        s.tx(function* () {
+          for (const n of [1, 2]) yield* s.savepoint(() => s.appendEvent('node', node(n), node(n), {}, n));
+          yield* s.data.items.insert(item(1));
           throw new Error('the batch failed after its savepoints');
         }),
-      ).toThrow('the batch failed after its savepoints');
-      expect(s.syncData.events.count()).toBe(0);
-      expect(s.syncData.items.exists(node(1))).toBe(false);
+      ).rejects.toThrow('the batch failed after its savepoints');
+      expect(await s.plainData.events.count()).toBe(0);
+      expect(await s.plainData.items.exists(node(1))).toBe(false);
       expect(told).toBeGreaterThan(0);
     });
 
-    it('lets a reader paging by seq after every commit see each committed event once, in commit order', () => {
+    it('lets a reader paging by seq after every commit see each committed event once, in commit order', async () => {
       const s = store();
       const seen: string[] = [];
       let since = 0;
-      const page = () => {
-        for (const event of s.syncData.events.after(since, [], 100)) {
+      const page = async () => {
+        for (const event of await s.plainData.events.after(since, [], 100)) {
           seen.push(event.subject);
           since = event.seq;
         }
@@ -86,18 +94,53 @@ export function describeRelayGuaranteesContract(name: string, open: OpenRelaySto
       const committed: string[] = [];
       for (const n of [1, 2, 3, 4, 5, 6]) {
         try {
-          s.tx(() => {
-            s.run(s.appendEvent('node', node(n), node(n), {}, n));
+          await s.tx(function* () {
+            yield* s.appendEvent('node', node(n), node(n), {}, n);
             if (n % 3 === 0) throw new Error('rolled back');
           });
           committed.push(node(n));
         } catch {
           // Its seq is never handed out again: the next commit's is larger still.
         }
-        page();
+        await page();
       }
       expect(seen).toEqual(committed);
       expect(seen).toHaveLength(4);
+    });
+
+    it('commits concurrent writers of one store in seq order: a reader after each commit misses none', async () => {
+      const s = store();
+      const seen: string[] = [];
+      let since = 0;
+      // Started together, not awaited in turn: on PostgreSQL their statements are awaited, and the
+      // store must still commit them one after the other in the order of their seqs.
+      const commits: string[] = [];
+      // One reader, paging after each commit in turn (as one GET /events client does).
+      let reading = Promise.resolve();
+      const page = async () => {
+        for (const event of await s.plainData.events.after(since, [], 100)) {
+          seen.push(event.subject);
+          since = event.seq;
+        }
+      };
+      const writers = [1, 2, 3, 4, 5, 6, 7, 8].map((n) =>
+        s
+          .tx(function* () {
+            yield* s.data.items.insert(item(n));
+            return yield* s.appendEvent('item', node(100), node(n), { n }, n);
+          })
+          .then(() => {
+            commits.push(node(n));
+            reading = reading.then(page);
+            return reading;
+          }),
+      );
+      await Promise.all(writers);
+      await reading;
+      const all = (await s.plainData.events.after(0, [], 100)).map((e) => e.subject);
+      expect(seen).toEqual(all);
+      expect([...all].sort()).toEqual([...commits].sort());
+      expect(all).toHaveLength(8);
     });
     });
 
@@ -123,21 +166,23 @@ export function describeRelayGuaranteesContract(name: string, open: OpenRelaySto
           const { a, b } = await pair();
           const told: string[] = [];
           a.onCachesInvalid(() => told.push('invalid'));
-          a.tx(() => a.run(a.appendEvent('node', node(1), node(1), {}, 1)));
-          a.refresh();
+          await a.tx(a.appendEvent('node', node(1), node(1), {}, 1));
+          await a.refresh();
           const settled = told.length;
           // Its own commits and looks change nothing.
-          a.tx(() => a.run(a.appendEvent('node', node(2), node(2), {}, 2)));
-          a.refresh();
+          await a.tx(a.appendEvent('node', node(2), node(2), {}, 2));
+          await a.refresh();
           expect(told).toHaveLength(settled);
           // The other store's commit: the next transaction drops the caches before its body runs.
-          b.tx(() => b.run(b.appendEvent('node', node(3), node(3), {}, 3)));
-          a.tx(() => told.push('body'));
+          await b.tx(b.appendEvent('node', node(3), node(3), {}, 3));
+          await a.tx(function* () {
+            told.push('body');
+          });
           expect(told.slice(settled)).toEqual(['invalid', 'body']);
           // And a refresh (what every request does first) notices one too, once.
-          b.tx(() => b.run(b.appendEvent('node', node(4), node(4), {}, 4)));
-          a.refresh();
-          a.refresh();
+          await b.tx(b.appendEvent('node', node(4), node(4), {}, 4));
+          await a.refresh();
+          await a.refresh();
           expect(told.slice(settled)).toEqual(['invalid', 'body', 'invalid']);
         }));
 
@@ -146,13 +191,45 @@ export function describeRelayGuaranteesContract(name: string, open: OpenRelaySto
           const { a, b, holdWriteLock } = await pair();
           const held = await holdWriteLock();
           // The holder's event took its seq first; a's commits after it, so a reader never pages past it.
-          const seq = a.tx(() => a.run(a.appendEvent('node', node(2), node(2), {}, 2)));
-          // Read before anything else waits: had a committed without the lock, the holder's event would not be there yet.
-          expect(a.syncData.events.after(0, [], 10).map((e) => e.seq)).toEqual([seq - 1, seq]);
+          const seq = await a.tx(a.appendEvent('node', node(2), node(2), {}, 2));
+          // Read at a's commit: had a committed without the lock, the holder's event would not be there yet.
+          expect((await a.plainData.events.after(0, [], 10)).map((e) => e.seq)).toEqual([seq - 1, seq]);
           await held.committed;
-          const fromB = b.tx(() => b.run(b.appendEvent('node', node(3), node(3), {}, 3)));
+          const fromB = await b.tx(b.appendEvent('node', node(3), node(3), {}, 3));
           expect(fromB).toBeGreaterThan(seq);
-          expect(b.syncData.events.after(seq, [], 10).map((e) => e.seq)).toEqual([fromB]);
+          expect((await b.plainData.events.after(seq, [], 10)).map((e) => e.seq)).toEqual([fromB]);
+        }));
+
+      it('commits two interleaving async writers in seq order: the second waits for the first, held between its event and its commit', { timeout: 30_000 }, () =>
+        disposeAfter(async () => {
+          const { a, b, gate, someoneWaitsForWriteLock } = await pair();
+          const { wait, release, reached } = await gate();
+          // a takes its seq, then waits inside its transaction (the event loop runs on meanwhile).
+          const first = a.tx(function* () {
+            const seq = yield* a.appendEvent('node', node(1), node(1), {}, 1);
+            yield* wait();
+            return seq;
+          });
+          first.catch(() => undefined);
+          await reached();
+          // b starts while a is held. With the write lock it waits for a; without it b would commit
+          // first, and a reader paging after b's commit would step past a's smaller seq for good.
+          let secondCommitted = false;
+          const second = b.tx(b.appendEvent('node', node(2), node(2), {}, 2)).then((seq) => {
+            secondCommitted = true;
+            return seq;
+          });
+          second.catch(() => undefined);
+          await Promise.race([someoneWaitsForWriteLock(), second]);
+          const seenBeforeRelease = secondCommitted ? (await b.plainData.events.after(0, [], 10)).map((e) => e.seq) : [];
+          await release();
+          const [seqA, seqB] = await Promise.all([first, second]);
+          expect(seqA).toBeLessThan(seqB);
+          // Nothing committed with a larger seq while a smaller one was still open.
+          expect(seenBeforeRelease).toEqual([]);
+          const seen: number[] = [];
+          for (const event of await b.plainData.events.after(0, [], 10)) seen.push(event.seq);
+          expect(seen).toEqual([seqA, seqB]);
         }));
     });
   });

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ItemRepository } from '../../server/storage/relay/item-repository.js';
 import { NodeRepository } from '../../server/storage/relay/node-repository.js';
-import { type RelaySql, type SyncRelaySql, likeOf } from '../../server/storage/relay/relay-sql.js';
+import { type RelaySql, type PlainRelaySql, likeOf } from '../../server/storage/relay/relay-sql.js';
 import { searchIndexOf } from '../../server/storage/relay/trigram-prefilter.js';
 import type { RelayStore } from '../../server/relay/relay-store.js';
 import { freshStorePerTest, type OpenRelayStore } from './relay-store-contract.js';
@@ -36,37 +36,39 @@ const scene: fc.Arbitrary<Scene> = fc.record({
 });
 
 /** The searches as they were before the index, with the column wrapped so no index can serve them. */
-function plainSearch(q: SyncRelaySql, pattern: string, limit: number): { items: unknown[]; nodes: unknown[] } {
+async function plainSearch(q: PlainRelaySql, pattern: string, limit: number): Promise<{ items: unknown[]; nodes: unknown[] }> {
   const like = likeOf(q);
   return {
-    items: q.allOnce(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE (title || '') ${like} ? ESCAPE '\\' ORDER BY created_ms, item_id LIMIT ?`, pattern, limit),
-    nodes: q.allOnce(`SELECT * FROM nodes WHERE listed = 1 AND ((name || '') ${like} ? ESCAPE '\\' OR (about || '') ${like} ? ESCAPE '\\') ORDER BY created_ms, node_id LIMIT ?`, pattern, pattern, limit),
+    items: await q.allOnce(`SELECT item_id, type, kind, title, author, created_ms FROM items WHERE (title || '') ${like} ? ESCAPE '\\' ORDER BY created_ms, item_id LIMIT ?`, pattern, limit),
+    nodes: await q.allOnce(`SELECT * FROM nodes WHERE listed = 1 AND ((name || '') ${like} ? ESCAPE '\\' OR (about || '') ${like} ? ESCAPE '\\') ORDER BY created_ms, node_id LIMIT ?`, pattern, pattern, limit),
   };
 }
 
-function stage(store: RelayStore, s: Scene): void {
-  const { items, nodes } = store.syncData;
-  store.syncSql.run('DELETE FROM items');
-  store.syncSql.run('DELETE FROM nodes');
-  s.items.forEach((item, k) => items.insert({ item_id: id(k), type: 'claim', kind: 'note', title: item.title, body: '', file_bytes: null, media_type: null, author: id(999), bot_id: null, origin: null, created_ms: item.createdMs, authorship: null }));
-  s.nodes.forEach((n, k) => {
-    nodes.insert({ nodeId: id(k), local: true, name: n.name, registration: '{}', nowMs: n.createdMs });
-    nodes.updateProfile(id(k), { name: null, about: n.about }, n.createdMs);
-    nodes.updateDirectory(id(k), { listed: n.listed, phoneDiscoverable: null }, n.createdMs);
-  });
+async function stage(store: RelayStore, s: Scene): Promise<void> {
+  const { items, nodes } = store.plainData;
+  await store.plainSql.run('DELETE FROM items');
+  await store.plainSql.run('DELETE FROM nodes');
+  for (const [k, item] of s.items.entries()) await items.insert({ item_id: id(k), type: 'claim', kind: 'note', title: item.title, body: '', file_bytes: null, media_type: null, author: id(999), bot_id: null, origin: null, created_ms: item.createdMs, authorship: null });
+  for (const [k, n] of s.nodes.entries()) {
+    await nodes.insert({ nodeId: id(k), local: true, name: n.name, registration: '{}', nowMs: n.createdMs });
+    await nodes.updateProfile(id(k), { name: null, about: n.about }, n.createdMs);
+    await nodes.updateDirectory(id(k), { listed: n.listed, phoneDiscoverable: null }, n.createdMs);
+  }
   // Changed and removed rows: the index must follow them (its triggers).
-  s.nodes.forEach((n, k) => n.renamedTo !== null && nodes.updateProfile(id(k), { name: n.renamedTo, about: n.renamedTo }, n.createdMs));
-  for (const k of s.deleted) store.syncSql.run('DELETE FROM items WHERE item_id = ?', id(k));
+  for (const [k, n] of s.nodes.entries()) if (n.renamedTo !== null) await nodes.updateProfile(id(k), { name: n.renamedTo, about: n.renamedTo }, n.createdMs);
+  for (const k of s.deleted) await store.plainSql.run('DELETE FROM items WHERE item_id = ?', id(k));
 }
 
 /** Runs `read` with PostgreSQL's sequential scans off: it would rightly scan tables this small, and the index must answer. */
-function indexed<T>(store: RelayStore, read: () => T): T {
+async function indexed<T>(store: RelayStore, read: () => Promise<T>): Promise<T> {
   if (store.dialect !== 'postgres') return read();
-  store.syncSql.run('SET enable_seqscan = off');
+  // A pool's connection: the setting must hold on the one the reads run on (the relay's pool runs
+  // one rule at a time, and these reads run on the same idle connection in turn).
+  await store.plainSql.run('SET enable_seqscan = off');
   try {
-    return read();
+    return await read();
   } finally {
-    store.syncSql.run('RESET enable_seqscan');
+    await store.plainSql.run('RESET enable_seqscan');
   }
 }
 
@@ -90,9 +92,9 @@ function recording(q: RelaySql): { sql: RelaySql; last: () => { text: string; ar
 }
 
 /** The plan of a statement, one line per step. */
-function planOf(q: SyncRelaySql, statement: { text: string; args: unknown[] }): string[] {
-  if (q.dialect === 'sqlite') return q.allOnce<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement.text}`, ...statement.args).map((r) => r.detail);
-  return q.allOnce<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement.text}`, ...statement.args).map((r) => r['QUERY PLAN']);
+async function planOf(q: PlainRelaySql, statement: { text: string; args: unknown[] }): Promise<string[]> {
+  if (q.dialect === 'sqlite') return (await q.allOnce<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement.text}`, ...statement.args)).map((r) => r.detail);
+  return (await q.allOnce<{ 'QUERY PLAN': string }>(`EXPLAIN ${statement.text}`, ...statement.args)).map((r) => r['QUERY PLAN']);
 }
 
 /**
@@ -103,33 +105,33 @@ export function describeRelaySearchContract(name: string, open: OpenRelayStore, 
   describe(`relay search contract: ${name}`, () => {
     const store = freshStorePerTest(open);
 
-    it('finds through the index exactly what the plain LIKE finds, on random texts and queries', { timeout: 120_000 }, () => {
+    it('finds through the index exactly what the plain LIKE finds, on random texts and queries', { timeout: 120_000 }, async () => {
       const s = store();
-      fc.assert(
-        fc.property(scene, (sc) => {
-          stage(s, sc);
+      await fc.assert(
+        fc.asyncProperty(scene, async (sc) => {
+          await stage(s, sc);
           for (const search of sc.searches) {
             const pattern = `%${escapeLike(search.q)}${search.wildcard}${escapeLike(search.tail)}%`;
-            const found = indexed(s, () => ({ items: s.syncData.items.searchTitles(pattern, search.limit), nodes: s.syncData.nodes.searchListed(pattern, search.limit) }));
-            expect(found).toEqual(plainSearch(s.syncSql, pattern, search.limit));
+            const found = await indexed(s, async () => ({ items: await s.plainData.items.searchTitles(pattern, search.limit), nodes: await s.plainData.nodes.searchListed(pattern, search.limit) }));
+            expect(found).toEqual(await plainSearch(s.plainSql, pattern, search.limit));
           }
         }),
         { numRuns: options.numRuns },
       );
     });
 
-    it('reads the trigram index, not the whole table, for a query of three characters or more', () => {
+    it('reads the trigram index, not the whole table, for a query of three characters or more', async () => {
       const s = store();
-      const available = s.dialect === 'sqlite' || s.syncSql.value("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'") !== undefined;
+      const available = s.dialect === 'sqlite' || (await s.plainSql.value("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'")) !== undefined;
       // Where pg_trgm exists (it does wherever these tests run on a superuser's database), it is used.
-      expect(s.run(searchIndexOf(s.sql))).toBe(s.dialect === 'sqlite' ? 'fts5-trigram' : available ? 'pg_trgm' : 'scan');
+      expect(await s.plain(searchIndexOf(s.sql))).toBe(s.dialect === 'sqlite' ? 'fts5-trigram' : available ? 'pg_trgm' : 'scan');
       if (!available) return;
       const { sql, last } = recording(s.sql);
-      indexed(s, () => {
-        s.run(new ItemRepository(sql).searchTitles('%bench%', 10));
-        const itemsPlan = planOf(s.syncSql, last()).join('\n');
-        s.run(new NodeRepository(sql).searchListed('%alice%', 10));
-        const nodesPlan = planOf(s.syncSql, last()).join('\n');
+      await indexed(s, async () => {
+        await s.plain(new ItemRepository(sql).searchTitles('%bench%', 10));
+        const itemsPlan = (await planOf(s.plainSql, last())).join('\n');
+        await s.plain(new NodeRepository(sql).searchListed('%alice%', 10));
+        const nodesPlan = (await planOf(s.plainSql, last())).join('\n');
         if (s.dialect === 'sqlite') {
           expect(itemsPlan).toMatch(/SCAN items_search VIRTUAL TABLE/);
           expect(itemsPlan).not.toMatch(/SCAN items\b(?!_search)/);
@@ -140,8 +142,8 @@ export function describeRelaySearchContract(name: string, open: OpenRelayStore, 
           expect(nodesPlan).toMatch(/Bitmap Index Scan on nodes_name_trgm[\s\S]*Bitmap Index Scan on nodes_about_trgm/);
         }
         // Shorter queries keep the scan: a trigram index cannot narrow them.
-        s.run(new ItemRepository(sql).searchTitles('%be%', 10));
-        if (s.dialect === 'sqlite') expect(planOf(s.syncSql, last()).join('\n')).not.toMatch(/items_search/);
+        await s.plain(new ItemRepository(sql).searchTitles('%be%', 10));
+        if (s.dialect === 'sqlite') expect((await planOf(s.plainSql, last())).join('\n')).not.toMatch(/items_search/);
       });
     });
   });

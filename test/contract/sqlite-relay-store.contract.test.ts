@@ -14,7 +14,7 @@ const open: OpenRelayStore = async () => {
   return {
     store,
     dispose: async () => {
-      store.close();
+      await store.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

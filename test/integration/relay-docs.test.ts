@@ -11,7 +11,7 @@ import { memoryLogger } from '../../server/http/logger.js';
 describe('docs/relay-api.md', () => {
   it('contains the current credential, endpoint and limit tables', async () => {
     const data = tempDataDir();
-    const service = createRelayService({ clock: clockFromFakeTimers(createClock(0)), dataDir: data.dir, baseUrl: 'http://x', humanUrl: 'http://x', logger: memoryLogger() });
+    const service = await createRelayService({ clock: clockFromFakeTimers(createClock(0)), dataDir: data.dir, baseUrl: 'http://x', humanUrl: 'http://x', logger: memoryLogger() });
     try {
       const doc = readFileSync(new URL('../../docs/relay-api.md', import.meta.url), 'utf8');
       const hint = (fn: string, section: string) => `docs/relay-api.md is out of step with the routes: replace the table under "${section}" with the output of ${fn} (server/relay/routes/relay-site.ts)`;

@@ -62,7 +62,7 @@ let data: ReturnType<typeof tempDataDir>;
 let relay: RelayService;
 beforeEach(async () => {
   data = tempDataDir();
-  relay = createRelayService({ clock, dataDir: data.dir, ...(await relayStoreOptions(data.dir)), baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 1000, peerFileTimeoutMs: 60_000, logger: memoryLogger() });
+  relay = await createRelayService({ clock, dataDir: data.dir, ...(await relayStoreOptions(data.dir)), baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 1000, peerFileTimeoutMs: 60_000, logger: memoryLogger() });
 });
 afterEach(async () => {
   await relay.close();
@@ -143,7 +143,7 @@ describe('content that fails verification is skipped and recorded', () => {
     const peerFile = peerServing(() => new HttpResponse(new TextEncoder().encode('something else')));
     const [result] = await relay.federation.probeAll();
     expect(result).toMatchObject({ pulled: 1, rejected: 2, cursor: 3 });
-    expect(relay.federation.peer(peer)!.rejected_events).toBe(2);
+    expect((await relay.federation.peer(peer))!.rejected_events).toBe(2);
     expect(filesOnDisk()).toEqual([]);
     // Not fetched again: the peer's word was checked and found wrong.
     expect((await relay.federation.probeAll())[0]).toMatchObject({ pulled: 0, rejected: 0, cursor: 3 });

@@ -80,11 +80,11 @@ describe('who may add and probe peers', () => {
     expect((await probe(relay, operator.auth)).status).toBe(200);
   });
 
-  it('an operator that is not a node id is a start-up error, before the data dir is touched', () => {
+  it('an operator that is not a node id is a start-up error, before the data dir is touched', async () => {
     const parent = tempDataDir();
     cleanups.push(() => parent.remove());
     const dataDir = join(parent.dir, 'relay');
-    expect(() => createRelayService({ clock, dataDir, baseUrl: 'http://x', humanUrl: 'http://x', logger: memoryLogger(), operators: ['alice'] })).toThrow(/operators must be node ids.*"alice"/);
+    await expect(createRelayService({ clock, dataDir, baseUrl: 'http://x', humanUrl: 'http://x', logger: memoryLogger(), operators: ['alice'] })).rejects.toThrow(/operators must be node ids.*"alice"/);
     expect(existsSync(dataDir)).toBe(false);
   });
 });

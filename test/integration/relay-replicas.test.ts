@@ -36,7 +36,7 @@ interface Replica {
 async function startReplica(databaseUrl: string): Promise<Replica> {
   const data = tempDataDir('relay-replica-');
   const listening = await listen({ port: 0 });
-  const service = createRelayService({
+  const service = await createRelayService({
     clock,
     dataDir: data.dir,
     databaseUrl,

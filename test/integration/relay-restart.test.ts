@@ -16,7 +16,7 @@ const key = generateNodeKey();
 
 async function open(): Promise<{ url: string; service: RelayService; close(): Promise<void> }> {
   // peer.test never resolves: private peers are allowed so the stored peer needs no DNS answer.
-  const service = createRelayService({ clock, dataDir: data.dir, ...(await relayStoreOptions(data.dir)), baseUrl, humanUrl: baseUrl, logger: memoryLogger(), operators: [key.nodeId], allowPrivatePeers: true });
+  const service = await createRelayService({ clock, dataDir: data.dir, ...(await relayStoreOptions(data.dir)), baseUrl, humanUrl: baseUrl, logger: memoryLogger(), operators: [key.nodeId], allowPrivatePeers: true });
   const server: Server = createServer(service.app);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { PgSyncConnection } from '../../server/storage/relay/pg-sync-connection.js';
+import pg from 'pg';
 import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
@@ -30,9 +30,10 @@ async function databasePreparedWith(setup: string | null): Promise<string> {
   const database = await createTestDatabase();
   cleanups.push(() => database.drop());
   if (setup !== null) {
-    const connection = new PgSyncConnection(pgConnection(database.url), { statementTimeoutMs: 30_000, label: 'the test database' });
-    connection.query(setup);
-    connection.close();
+    const connection = new pg.Client(pgConnection(database.url));
+    await connection.connect();
+    await connection.query(setup);
+    await connection.end();
   }
   return database.url;
 }

@@ -19,10 +19,10 @@ afterEach(async () => {
 async function twoStores(): Promise<{ a: RelayStore; b: RelayStore; url: string }> {
   const database = await createTestDatabase();
   cleanups.push(database.drop);
-  const a = RelayStore.openPostgres(database.url);
-  cleanups.push(async () => a.close());
-  const b = RelayStore.openPostgres(database.url);
-  cleanups.push(async () => b.close());
+  const a = await RelayStore.openPostgres(database.url);
+  cleanups.push(() => a.close());
+  const b = await RelayStore.openPostgres(database.url);
+  cleanups.push(() => b.close());
   return { a, b, url: database.url };
 }
 
@@ -34,8 +34,8 @@ describe('relay stores sharing PostgreSQL', () => {
 
   it('reconnects after its database connection was cut, without a restart', async () => {
     const { a, url } = await twoStores();
-    a.tx(() => a.run(a.appendEvent('node', node(1), node(1), {}, 1)));
-    const pid = a.syncSql.value<number>('SELECT pg_backend_pid()');
+    await a.tx(a.appendEvent('node', node(1), node(1), {}, 1));
+    const pid = await a.plainSql.value<number>('SELECT pg_backend_pid()');
     const admin = new pg.Client(pgConnection(url));
     await admin.connect();
     cleanups.push(() => admin.end());
@@ -45,9 +45,9 @@ describe('relay stores sharing PostgreSQL', () => {
     const errors: string[] = [];
     const count = await waitUntil(
       systemClock,
-      () => {
+      async () => {
         try {
-          return a.syncData.events.count();
+          return await a.plainData.events.count();
         } catch (err) {
           errors.push((err as Error).message);
           return undefined;
@@ -57,22 +57,22 @@ describe('relay stores sharing PostgreSQL', () => {
     );
     for (const message of errors) expect(message).toContain('the relay database');
     expect(count).toBe(1);
-    expect(a.syncSql.value<number>('SELECT pg_backend_pid()')).not.toBe(pid);
-    a.tx(() => a.run(a.appendEvent('node', node(2), node(2), {}, 2)));
-    expect(a.syncData.events.count()).toBe(2);
+    expect(await a.plainSql.value<number>('SELECT pg_backend_pid()')).not.toBe(pid);
+    await a.tx(a.appendEvent('node', node(2), node(2), {}, 2));
+    expect(await a.plainData.events.count()).toBe(2);
   });
 
   it('share the relay keys and file contents', async () => {
     const { a, b } = await twoStores();
-    expect(b.loadOrCreateSecret('relay-node.key').equals(a.loadOrCreateSecret('relay-node.key'))).toBe(true);
+    expect((await b.loadOrCreateSecret('relay-node.key')).equals(await a.loadOrCreateSecret('relay-node.key'))).toBe(true);
     const files = { a: a.sharedFiles, b: b.sharedFiles };
     if (!files.a || !files.b) throw new Error('a PostgreSQL store has shared file contents');
     const content = Buffer.from([0, 1, 2, 255, 254]);
-    expect(files.b.has('f1')).toBe(false);
-    files.a.put('f1', content);
-    files.a.put('f1', Buffer.from('another put changes nothing'));
-    expect(files.b.has('f1')).toBe(true);
-    expect(files.b.get('f1')?.equals(content)).toBe(true);
-    expect(files.b.get('f2')).toBeUndefined();
+    expect(await files.b.has('f1')).toBe(false);
+    await files.a.put('f1', content);
+    await files.a.put('f1', Buffer.from('another put changes nothing'));
+    expect(await files.b.has('f1')).toBe(true);
+    expect((await files.b.get('f1'))?.equals(content)).toBe(true);
+    expect(await files.b.get('f2')).toBeUndefined();
   });
 });

@@ -70,11 +70,11 @@ describe('federation', () => {
       http.get(`${peer}/events`, () => HttpResponse.json({ events: feed, next: 5, has_more: false })),
     );
     const data = tempDataDir();
-    const relay = createRelayService({ clock, dataDir: data.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...args) => fetch(...args), peers: [peer], logger: memoryLogger() });
+    const relay = await createRelayService({ clock, dataDir: data.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...args) => fetch(...args), peers: [peer], logger: memoryLogger() });
     try {
       const [result] = await relay.federation.probeAll();
       expect(result).toMatchObject({ pulled: 4, rejected: 1, cursor: 5 });
-      expect(relay.federation.peer(peer)!.last_error).toMatch(/event 4 \(vote\): created_at is in the future: 301 s ahead/);
+      expect((await relay.federation.peer(peer))!.last_error).toMatch(/event 4 \(vote\): created_at is in the future: 301 s ahead/);
     } finally {
       await relay.close();
       data.remove();

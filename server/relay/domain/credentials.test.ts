@@ -23,9 +23,9 @@ afterAll(() => {
   data.remove();
 });
 
-function outcome(header: string): string {
+async function outcome(header: string): Promise<string> {
   try {
-    return credentials.authenticate(header).kind;
+    return (await credentials.authenticate(header)).kind;
   } catch (err) {
     expect(err).toBeInstanceOf(RelayRefusal);
     return `error ${(err as RelayRefusal).code}`;
@@ -33,45 +33,45 @@ function outcome(header: string): string {
 }
 
 describe('Credentials.authenticate', () => {
-  it('never lets an arbitrary header through, and never refuses it but as an invalid credential (a 401)', () => {
-    fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.string().map((s) => `Bearer ${s}`), fc.string().map((s) => `Bot ${s}`), fc.stringMatching(/^Bearer [0-9a-f]{64}\.[0-9a-f]{64}$/)), (header) => {
-        const result = outcome(header);
+  it('never lets an arbitrary header through, and never refuses it but as an invalid credential (a 401)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.string(), fc.string().map((s) => `Bearer ${s}`), fc.string().map((s) => `Bot ${s}`), fc.stringMatching(/^Bearer [0-9a-f]{64}\.[0-9a-f]{64}$/)), async (header) => {
+        const result = await outcome(header);
         expect(['anonymous', 'error credential_invalid']).toContain(result);
         if (result === 'anonymous') expect(header.trim()).toBe('');
       }),
     );
   });
 
-  it('accepts the issued credential and refuses any one-character change to it', () => {
-    const credential = credentials.currentCredential(node.nodeId);
-    expect(outcome(`Bearer ${credential}`)).toBe('human');
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: credential.length - 1 }), fc.constantFrom(...'0123456789abcdef'), (at, ch) => {
+  it('accepts the issued credential and refuses any one-character change to it', async () => {
+    const credential = await credentials.currentCredential(node.nodeId);
+    expect(await outcome(`Bearer ${credential}`)).toBe('human');
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: credential.length - 1 }), fc.constantFrom(...'0123456789abcdef'), async (at, ch) => {
         fc.pre(credential[at] !== ch && credential[at] !== '.');
         const changed = credential.slice(0, at) + ch + credential.slice(at + 1);
-        expect(outcome(`Bearer ${changed}`)).toBe('error credential_invalid');
+        expect(await outcome(`Bearer ${changed}`)).toBe('error credential_invalid');
       }),
     );
   });
 
-  it('revocation bumps the version: the old credential stops working, the new one works', () => {
-    const before = credentials.currentCredential(node.nodeId);
-    store.tx(() => credentials.revokeAll(node.nodeId, 1));
-    const after = credentials.currentCredential(node.nodeId);
+  it('revocation bumps the version: the old credential stops working, the new one works', async () => {
+    const before = await credentials.currentCredential(node.nodeId);
+    await store.tx(credentials.revokeAll(node.nodeId, 1));
+    const after = await credentials.currentCredential(node.nodeId);
     expect(after).not.toBe(before);
-    expect(outcome(`Bearer ${before}`)).toBe('error credential_invalid');
-    expect(outcome(`Bearer ${after}`)).toBe('human');
+    expect(await outcome(`Bearer ${before}`)).toBe('error credential_invalid');
+    expect(await outcome(`Bearer ${after}`)).toBe('human');
   });
 
-  it('the server key file is 64 hex characters and is reused, not regenerated', () => {
+  it('the server key file is 64 hex characters and is reused, not regenerated', async () => {
     const again = loadOrCreateSecret(data.dir, 'relay-server.key');
     expect(again.toString('hex')).toBe(loadOrCreateSecret(data.dir, 'relay-server.key').toString('hex'));
     const fresh = new Credentials(store, again);
-    expect(fresh.currentCredential(node.nodeId)).toBe(credentials.currentCredential(node.nodeId));
+    expect(await fresh.currentCredential(node.nodeId)).toBe(await credentials.currentCredential(node.nodeId));
   });
 
-  it('a new key file is synced, bytes then its directory entry, before it is used', () => {
+  it('a new key file is synced, bytes then its directory entry, before it is used', async () => {
     const seen: string[] = [];
     const path = join(data.dir, 'relay-node-synced.key');
     const key = loadOrCreateSecret(data.dir, 'relay-node-synced.key', {

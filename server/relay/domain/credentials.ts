@@ -5,6 +5,7 @@ import { type FileSyncsSync, createFileDurably } from '../../lifecycle/durable-f
 import { isNodeId } from '../../../core/relay/node-id.js';
 import { RelayRefusal } from './relay-errors.js';
 import type { CredentialKind } from '../../../wire/relay/relay-facts.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import type { RelayStore } from '../relay-store.js';
 
 /** Who is calling, after the Authorization header was checked. */
@@ -48,16 +49,16 @@ export class Credentials {
   }
 
   /** The current credential of a locally registered node. */
-  currentCredential(nodeId: string): string {
-    const credVersion = this.store.syncData.nodes.localCredVersion(nodeId);
+  async currentCredential(nodeId: string): Promise<string> {
+    const credVersion = await this.store.plainData.nodes.localCredVersion(nodeId);
     if (credVersion === undefined) throw new RelayRefusal('node_not_registered', 'node not registered on this relay');
     return this.humanCredential(nodeId, credVersion);
   }
 
-  /** Revokes every human credential and every bot of the node (recovery). Call inside a transaction. */
-  revokeAll(nodeId: string, nowMs: number): number {
-    const credVersion = this.store.syncData.nodes.bumpCredVersion(nodeId, nowMs);
-    this.store.syncData.bots.revokeAllOf(nodeId, nowMs);
+  /** Revokes every human credential and every bot of the node (recovery): steps of a transaction. */
+  *revokeAll(nodeId: string, nowMs: number): Steps<number> {
+    const credVersion = yield* this.store.data.nodes.bumpCredVersion(nodeId, nowMs);
+    yield* this.store.data.bots.revokeAllOf(nodeId, nowMs);
     return credVersion;
   }
 
@@ -68,7 +69,7 @@ export class Credentials {
   }
 
   /** Parses and checks the Authorization header. A present but bad credential is refused (`credential_invalid`), never anonymous. */
-  authenticate(header: string | undefined): Caller {
+  async authenticate(header: string | undefined): Promise<Caller> {
     if (header === undefined || header.trim() === '') return { kind: 'anonymous' };
     const match = /^(Bearer|Bot)\s+(\S+)\s*$/i.exec(header.trim());
     if (!match) throw unauthorized('Authorization must be "Bearer <node_id>.<hmac>" (humans) or "Bot <token>" (bots)');
@@ -81,13 +82,13 @@ export class Credentials {
       if (dot !== 64 || !isNodeId(nodeId) || !/^[0-9a-f]{64}$/.test(mac)) {
         throw unauthorized('malformed human credential: expected <64 hex node_id>.<64 hex hmac>');
       }
-      const credVersion = this.store.syncData.nodes.localCredVersion(nodeId);
+      const credVersion = await this.store.plainData.nodes.localCredVersion(nodeId);
       // Compare against a MAC even for unknown nodes so timing does not reveal which nodes exist.
       const expected = Buffer.from(this.hmac(nodeId, credVersion ?? 0), 'hex');
       if (!timingSafeEqual(expected, Buffer.from(mac, 'hex')) || credVersion === undefined) throw unauthorized('invalid or revoked human credential');
       return { kind: 'human', nodeId };
     }
-    const bot = this.store.syncData.bots.findActiveByTokenHash(sha256Hex(value));
+    const bot = await this.store.plainData.bots.findActiveByTokenHash(sha256Hex(value));
     if (!bot) throw unauthorized('invalid or revoked bot token');
     return { kind: 'bot', nodeId: bot.owner, botId: bot.bot_id };
   }

@@ -71,9 +71,9 @@ function peerHandlers(pageSize: number) {
 
 let data: ReturnType<typeof tempDataDir>;
 let relay: RelayService;
-beforeEach(() => {
+beforeEach(async () => {
   data = tempDataDir();
-  relay = createRelayService({ clock, dataDir: data.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], logger: memoryLogger() });
+  relay = await createRelayService({ clock, dataDir: data.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], logger: memoryLogger() });
 });
 afterEach(async () => {
   await relay.close();
@@ -90,7 +90,7 @@ describe('Federation.probe', () => {
     // wrong file bytes, tampered vote, unknown kind.
     expect(result!.pulled).toBe(5);
     expect(result!.rejected).toBe(5);
-    const peerRow = relay.federation.peer(peer)!;
+    const peerRow = (await relay.federation.peer(peer))!;
     expect(peerRow.reachable).toBe(1);
     expect(peerRow.rejected_events).toBe(5);
     expect(peerRow.last_error).toMatch(/unknown event kind/);
@@ -128,7 +128,7 @@ describe('Federation.probe', () => {
       ),
     );
     const dir = tempDataDir();
-    const bounded = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], logger: memoryLogger(), peerPageMaxBytes: bound });
+    const bounded = await createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], logger: memoryLogger(), peerPageMaxBytes: bound });
     try {
       const [result] = await bounded.federation.probeAll();
       expect(result).toMatchObject({ reachable: true, pulled: 0, error: `${peer}/events?since=0&limit=500 answered more than ${bound} bytes; not read further` });
@@ -156,7 +156,7 @@ describe('Federation.probe', () => {
       }),
       http.get(`${peer}/events`, () => HttpResponse.json({ events: [], next: 0, has_more: false })),
     );
-    const periodic = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://p.test', humanUrl: 'http://p.test', fetch: (...a) => fetch(...a), peers: [peer], probeIntervalMs: 60_000, logger: memoryLogger() });
+    const periodic = await createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://p.test', humanUrl: 'http://p.test', fetch: (...a) => fetch(...a), peers: [peer], probeIntervalMs: 60_000, logger: memoryLogger() });
     try {
       await fake.tickAsync(59_999);
       expect(healthCalls).toBe(0);
@@ -191,7 +191,7 @@ describe('Federation against a misbehaving peer', () => {
     );
     const [result] = await relay.federation.probeAll();
     expect(result).toMatchObject({ reachable: true, pulled: 0, error: expect.stringMatching(/answered 500/) });
-    expect(relay.federation.peer(peer)!.last_error).toMatch(/answered 500/);
+    expect((await relay.federation.peer(peer))!.last_error).toMatch(/answered 500/);
   });
 });
 
@@ -207,7 +207,7 @@ describe('Federation timeouts', () => {
         return HttpResponse.json({});
       }),
     );
-    const slow = createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://s.test', humanUrl: 'http://s.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 2000, logger: memoryLogger() });
+    const slow = await createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://s.test', humanUrl: 'http://s.test', fetch: (...a) => fetch(...a), peers: [peer], peerRequestTimeoutMs: 2000, logger: memoryLogger() });
     try {
       const probing = slow.federation.probeAll();
       await reached;

@@ -129,7 +129,7 @@ export class Federation {
   }
 
   /** Adds a peer from the relay's configuration (the `peers` option): no address check, it is the operator's word. */
-  addConfiguredPeer(input: string): { peer: PeerRow; created: boolean } {
+  addConfiguredPeer(input: string): Promise<{ peer: PeerRow; created: boolean }> {
     const url = Federation.normalizeUrl(input, ['peers']);
     this.configured.add(url);
     return this.insertPeer(url, input, null);
@@ -146,19 +146,19 @@ export class Federation {
     if (problem !== null) {
       throw new RelayRefusal('peer_not_public', `refused peer ${url}: ${problem}. Peers added over HTTP must be public addresses; configure private ones with the peers option, or start the relay with allowPrivatePeers`);
     }
-    const added = this.insertPeer(url, input, addedBy);
+    const added = await this.insertPeer(url, input, addedBy);
     // Adding a known peer again is how an operator restores its standing (see "Standing" in docs/relay-api.md).
-    if (!added.created && this.o.store.syncData.peers.reinstate(url)) {
+    if (!added.created && (await this.o.store.plainData.peers.reinstate(url))) {
       this.warn(`relay: peer ${url} reinstated by ${addedBy}; its offence count starts again from 0`);
-      return { peer: this.peer(url)!, created: false };
+      return { peer: (await this.peer(url))!, created: false };
     }
     return added;
   }
 
-  private insertPeer(url: string, input: string, addedBy: string | null): { peer: PeerRow; created: boolean } {
+  private async insertPeer(url: string, input: string, addedBy: string | null): Promise<{ peer: PeerRow; created: boolean }> {
     if (url === this.o.baseUrl) throw invalidInputAt(['body', 'url'], [{ path: [], code: 'own_url', input }]);
-    const created = this.o.store.syncData.peers.insertIfNew(url, addedBy, this.o.clock.nowMs());
-    return { peer: this.peer(url)!, created };
+    const created = await this.o.store.plainData.peers.insertIfNew(url, addedBy, this.o.clock.nowMs());
+    return { peer: (await this.peer(url))!, created };
   }
 
   /** Why the relay must not fetch from `url` now, or null (configured peers and `allowPrivatePeers` always pass). */
@@ -167,17 +167,17 @@ export class Federation {
     return peerTargetProblem(url, this.o.resolveHost ?? systemHostResolver);
   }
 
-  peer(url: string): PeerRow | undefined {
-    return this.o.store.syncData.peers.get(url);
+  peer(url: string): Promise<PeerRow | undefined> {
+    return this.o.store.plainData.peers.get(url);
   }
 
-  peers(): PeerRow[] {
-    return this.o.store.syncData.peers.all();
+  peers(): Promise<PeerRow[]> {
+    return this.o.store.plainData.peers.all();
   }
 
   /** Probes every peer (or one), pulling new events; concurrent probes of one peer share one run. */
   async probeAll(only?: string): Promise<ProbeResult[]> {
-    const targets = only === undefined ? this.peers().map((p) => p.url) : [only];
+    const targets = only === undefined ? (await this.peers()).map((p) => p.url) : [only];
     return Promise.all(targets.map((url) => this.probe(url)));
   }
 
@@ -187,7 +187,7 @@ export class Federation {
    * Peers are pulled one after another, so what one peer relayed from another is in before the next.
    */
   async pullNow(only?: string, maxProbes = 50): Promise<PullResult[]> {
-    const targets = only === undefined ? this.peers().map((p) => p.url) : [only];
+    const targets = only === undefined ? (await this.peers()).map((p) => p.url) : [only];
     const results: PullResult[] = [];
     for (const url of targets) {
       let total: PullResult | undefined;
@@ -234,8 +234,8 @@ export class Federation {
   }
 
   private async probeOnce(url: string): Promise<ProbeResult> {
-    const peers = this.o.store.syncData.peers;
-    const known = this.peer(url);
+    const peers = this.o.store.plainData.peers;
+    const known = await this.peer(url);
     if (!known) throw new RelayRefusal('peer_unknown', 'not a known peer; POST /reach first');
     if (known.suspended_ms !== null) {
       // Nothing is fetched and nothing written: the peer keeps its record until an operator acts.
@@ -265,15 +265,17 @@ export class Federation {
       const versionProblem = peerVersionProblem(h.version);
       version = versionProblem === null && typeof h.version === 'string' ? h.version : null;
       if (versionProblem !== null) error ??= `${url}/health reports a version this relay does not keep (${versionProblem}); not recorded`;
-      peers.recordIdentity(url, nodeId, version);
+      await peers.recordIdentity(url, nodeId, version);
       for (let page = 0; page < this.maxPages; page++) {
         // `transient`: why the page stopped early on a failure that may pass (the cursor stays before it).
-        const { events, files, next, hasMore, transient } = await this.pages.read(url, this.peer(url)!.cursor);
+        const { events, files, next, hasMore, transient } = await this.pages.read(url, (await this.peer(url))!.cursor);
         const offences: string[] = [];
-        this.o.store.tx(() => {
+        const ingest = this.ingest;
+        const cursors = this.o.store.data.peers;
+        await this.o.store.tx(function* () {
           let stored = 0;
           for (const ev of events) {
-            const outcome = this.ingest.ingest(ev, url, files);
+            const outcome = yield* ingest.ingest(ev, url, files);
             if (outcome.kind === 'stored') stored++;
             else {
               rejected++;
@@ -282,10 +284,10 @@ export class Federation {
             }
           }
           pulled += stored;
-          peers.advanceCursor(url, next, stored);
+          yield* cursors.advanceCursor(url, next, stored);
         });
-        if (offences.length > 0 && this.recordOffences(url, offences.length, offences.at(-1)!, offences)) {
-          error = `suspended: ${offences.length} refused documents in this page brought it to ${this.peer(url)!.offences} (the bound is ${this.offenceLimit}); last: ${offences.at(-1)!}`;
+        if (offences.length > 0 && (await this.recordOffences(url, offences.length, offences.at(-1)!, offences))) {
+          error = `suspended: ${offences.length} refused documents in this page brought it to ${(await this.peer(url))!.offences} (the bound is ${this.offenceLimit}); last: ${offences.at(-1)!}`;
           break;
         }
         if (transient !== null) {
@@ -301,18 +303,18 @@ export class Federation {
       error = cause instanceof Error ? cause.message : String(cause);
       if (!reachable) this.o.log(`relay: peer ${url} unreachable`, cause);
     }
-    peers.recordProbe(url, { nowMs: this.o.clock.nowMs(), reachable, error, rejectedEvents: rejected });
-    return { url, reachable, node_id: nodeId, version, pulled, rejected, cursor: this.peer(url)!.cursor, caught_up: caughtUp, error };
+    await peers.recordProbe(url, { nowMs: this.o.clock.nowMs(), reachable, error, rejectedEvents: rejected });
+    return { url, reachable, node_id: nodeId, version, pulled, rejected, cursor: (await this.peer(url))!.cursor, caught_up: caughtUp, error };
   }
 
   /**
    * Counts refused documents against a peer's standing and logs each; returns whether the peer is
    * now suspended (at `offenceLimit` or more since an operator last added it).
    */
-  private recordOffences(url: string, count: number, last: string, each: readonly string[] = [last]): boolean {
+  private async recordOffences(url: string, count: number, last: string, each: readonly string[] = [last]): Promise<boolean> {
     for (const reason of each) this.warn(`relay: refused a document from peer ${url}: ${reason}`);
-    const suspended = this.o.store.syncData.peers.recordOffences(url, { count, last, nowMs: this.o.clock.nowMs(), limit: this.offenceLimit });
-    if (suspended) this.warn(`relay: peer ${url} suspended after ${this.peer(url)!.offences} refused documents; an operator adds it again with POST /reach`);
+    const suspended = await this.o.store.plainData.peers.recordOffences(url, { count, last, nowMs: this.o.clock.nowMs(), limit: this.offenceLimit });
+    if (suspended) this.warn(`relay: peer ${url} suspended after ${(await this.peer(url))!.offences} refused documents; an operator adds it again with POST /reach`);
     return suspended;
   }
 }

@@ -43,10 +43,10 @@ const multipartSlackBytes = 64 * 1024;
  * is the SHA-256 of its content, so a copy on one replica's disk never goes stale.
  */
 export interface SharedFileContents {
-  has(itemId: string): boolean;
+  has(itemId: string): Promise<boolean>;
   /** Stores the content unless it is stored already. */
-  put(itemId: string, content: Buffer): void;
-  get(itemId: string): Buffer | undefined;
+  put(itemId: string, content: Buffer): Promise<void>;
+  get(itemId: string): Promise<Buffer | undefined>;
 }
 
 /**
@@ -74,24 +74,24 @@ export class FileStore {
     return join(this.dir, itemId);
   }
 
-  has(itemId: string): boolean {
-    return existsSync(this.pathOf(itemId)) || (this.shared?.has(itemId) ?? false);
+  async has(itemId: string): Promise<boolean> {
+    return existsSync(this.pathOf(itemId)) || ((await this.shared?.has(itemId)) ?? false);
   }
 
-  open(itemId: string): Readable {
-    this.copyFromShared(itemId);
+  async open(itemId: string): Promise<Readable> {
+    await this.copyFromShared(itemId);
     return createReadStream(this.pathOf(itemId));
   }
 
   /** A file now in place here: every replica can read it (a no-op without shared contents). */
-  private publish(itemId: string): void {
-    this.shared?.put(itemId, readFileSync(this.pathOf(itemId)));
+  private async publish(itemId: string): Promise<void> {
+    await this.shared?.put(itemId, readFileSync(this.pathOf(itemId)));
   }
 
   /** Copies a file another replica received into the local directory, when it is not here yet. */
-  private copyFromShared(itemId: string): void {
+  private async copyFromShared(itemId: string): Promise<void> {
     if (!this.shared || existsSync(this.pathOf(itemId))) return;
-    const content = this.shared.get(itemId);
+    const content = await this.shared.get(itemId);
     if (content === undefined) return;
     // Written aside and renamed, as uploads are: a reader never sees half a file.
     const tmp = join(this.dir, `tmp-${randomBytes(8).toString('hex')}`);
@@ -105,11 +105,11 @@ export class FileStore {
    * when the part is missing.
    *
    * `check` validates the upload (its title, its other fields such as a signed authorship) before
-   * the file is moved into place and returns the title to keep; when it throws, the temp file is
+   * the file is moved into place and returns (or settles with) the title to keep; when it throws or rejects, the temp file is
    * removed and its error is the answer, so a refused upload leaves nothing in the store (it used to
    * leave an orphan file: audit finding 4).
    */
-  receiveMultipart(req: IncomingMessage, check: (upload: UploadCheck) => string = (upload) => upload.title): Promise<ReceivedFile> {
+  receiveMultipart(req: IncomingMessage, check: (upload: UploadCheck) => string | Promise<string> = (upload) => upload.title): Promise<ReceivedFile> {
     const refused = declaredUploadTooLarge(req);
     if (refused) return Promise.reject(refused);
     return new Promise<ReceivedFile>((resolve, reject) => {
@@ -214,28 +214,31 @@ export class FileStore {
               safeUnlink(u.tmp);
               return;
             }
-            let checked: string;
-            try {
-              checked = check({ itemId: u.itemId, title: title ?? filename, mediaType: u.mediaType, fields });
-            } catch (err) {
-              safeUnlink(u.tmp);
-              fail(err);
-              return;
-            }
-            this.putInPlace(u.tmp, u.itemId).then(
-              () => {
-                try {
-                  // Before the answer, so the item (stored after this) is never without its content.
-                  this.publish(u.itemId);
-                } catch (err) {
+            Promise.resolve()
+              .then(() => check({ itemId: u.itemId, title: title ?? filename, mediaType: u.mediaType, fields }))
+              .then(
+                (checked) => {
+                  // The client went away while the check read the store: nothing is kept.
+                  if (settled) {
+                    safeUnlink(u.tmp);
+                    return;
+                  }
+                  // Published before the answer, so the item (stored after this) is never without its content.
+                  void this.putInPlace(u.tmp, u.itemId)
+                    .then(() => this.publish(u.itemId))
+                    .then(
+                      () => {
+                        settled = true;
+                        resolve({ itemId: u.itemId, bytes: u.bytes, mediaType: u.mediaType, title: checked });
+                      },
+                      (err: unknown) => fail(err),
+                    );
+                },
+                (err: unknown) => {
+                  safeUnlink(u.tmp);
                   fail(err);
-                  return;
-                }
-                settled = true;
-                resolve({ itemId: u.itemId, bytes: u.bytes, mediaType: u.mediaType, title: checked });
-              },
-              (err: unknown) => fail(err),
-            );
+                },
+              );
           },
           (err: unknown) => fail(err),
         );
@@ -295,7 +298,7 @@ export class FileStore {
       }
       await this.syncs.file(tmp);
       await this.putInPlace(tmp, expectedId);
-      this.publish(expectedId);
+      await this.publish(expectedId);
       return { ok: true, bytes };
     } catch (err) {
       drop();
@@ -314,9 +317,22 @@ export class FileStore {
     await this.syncs.dir(this.dir);
   }
 
-  sizeOf(itemId: string): number {
-    this.copyFromShared(itemId);
+  /** The file's size in bytes, copied here first when another replica received it. */
+  async sizeOf(itemId: string): Promise<number> {
+    await this.copyFromShared(itemId);
     return statSync(this.pathOf(itemId)).size;
+  }
+
+  /**
+   * The size of the file when it is in this replica's directory, else undefined: for a step of a
+   * transaction, which cannot wait for the shared contents (the caller copied it here before, `sizeOf`).
+   */
+  localSizeOf(itemId: string): number | undefined {
+    try {
+      return statSync(this.pathOf(itemId)).size;
+    } catch {
+      return undefined;
+    }
   }
 }
 

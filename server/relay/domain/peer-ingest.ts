@@ -12,6 +12,7 @@ import { voteTimeProblem } from '../relay-deps.js';
 import { coreProblemMessage } from '../../../wire/problem-detail.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { codePointText, registerBody } from '../../../wire/relay/relay-schemas.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import type { RelayStore } from '../relay-store.js';
 import { verifySignedDocument } from './signed-document.js';
 import { authorshipProblem, sliceDeclarationOrProblem } from './signed-statements.js';
@@ -85,18 +86,21 @@ export class PeerIngest {
    * is known or registered earlier in the same page. Anything else is skipped or refused without
    * downloading a byte, so a forged file item never leaves a file behind.
    */
-  fileWorthFetching(ev: WireEvent, authorsInPage: ReadonlySet<string>): boolean {
+  async fileWorthFetching(ev: WireEvent, authorsInPage: ReadonlySet<string>): Promise<boolean> {
     const item = itemOf(ev);
     if (ev.kind !== 'item' || item.type !== 'file' || !isItemId(item.id) || !isNodeId(item.author)) return false;
     if (item.authorship === undefined || item.authorship === null) return false;
     // Its event is skipped (ingest): its bytes would be left without an item.
     if (unstorableText(ev.data) !== null) return false;
-    if (this.o.store.syncData.items.exists(item.id) || this.fileItemProblem(item) !== null) return false;
-    return this.o.store.syncData.nodes.exists(item.author) || authorsInPage.has(item.author);
+    if ((await this.o.store.plainData.items.exists(item.id)) || this.fileItemProblem(item) !== null) return false;
+    return authorsInPage.has(item.author) || (await this.o.store.plainData.nodes.exists(item.author));
   }
 
-  /** Verifies and stores one peer event; call inside a transaction. `files` maps fetched file ids to null (stored) or why they were refused. */
-  ingest(ev: WireEvent, origin: string, files: ReadonlyMap<string, string | null>): IngestOutcome {
+  /**
+   * Verifies and stores one peer event: steps of a transaction. `files` maps fetched file ids to
+   * null (stored, and in this replica's directory) or why they were refused.
+   */
+  *ingest(ev: WireEvent, origin: string, files: ReadonlyMap<string, string | null>): Steps<IngestOutcome> {
     const data = withoutUnstorableHint(ev.kind, (ev.data ?? {}) as Record<string, unknown>);
     // True or not, it cannot be stored everywhere (decision 0490); the page goes on without it.
     const unstorable = unstorableText(data);
@@ -105,13 +109,13 @@ export class PeerIngest {
     try {
       switch (ev.kind) {
         case 'node':
-          return this.node(data, origin);
+          return yield* this.node(data, origin);
         case 'item':
-          return this.item(itemOf(ev), origin, files);
+          return yield* this.item(itemOf(ev), origin, files);
         case 'vote':
-          return this.vote(data, origin);
+          return yield* this.vote(data, origin);
         case 'slice':
-          return this.slice(data, origin);
+          return yield* this.slice(data, origin);
         default:
           return skip(`unknown event kind ${eventKindLabel(ev.kind)}`);
       }
@@ -122,13 +126,13 @@ export class PeerIngest {
     }
   }
 
-  private node(data: Record<string, unknown>, origin: string): IngestOutcome {
+  private *node(data: Record<string, unknown>, origin: string): Steps<IngestOutcome> {
     const problem = this.registrationProblem({ seq: 0, kind: 'node', author: '', subject: '', data });
     if (problem !== null) return refuse(problem);
     const reg = registerBody.parse(data.registration);
     const nowMs = this.o.clock.nowMs();
-    if (this.o.store.syncData.nodes.insertLearned({ nodeId: reg.node_id, name: reg.name ?? '', registration: JSON.stringify(reg), origin, nowMs })) {
-      this.o.store.run(this.o.store.appendEvent('node', reg.node_id, reg.node_id, { registration: reg }, nowMs, origin));
+    if (yield* this.o.store.data.nodes.insertLearned({ nodeId: reg.node_id, name: reg.name ?? '', registration: JSON.stringify(reg), origin, nowMs })) {
+      yield* this.o.store.appendEvent('node', reg.node_id, reg.node_id, { registration: reg }, nowMs, origin);
     }
     return stored;
   }
@@ -142,8 +146,8 @@ export class PeerIngest {
     return authorshipProblem(item.authorship, { id: item.id as string, type: 'file', author: item.author as string, title: title.data, media_type: mediaType });
   }
 
-  private item(item: Record<string, unknown>, origin: string, files: ReadonlyMap<string, string | null>): IngestOutcome {
-    const { nodes, items } = this.o.store.syncData;
+  private *item(item: Record<string, unknown>, origin: string, files: ReadonlyMap<string, string | null>): Steps<IngestOutcome> {
+    const { nodes, items } = this.o.store.data;
     const id = item.id;
     const author = item.author;
     if (!isItemId(id) || !isNodeId(author)) return refuse('item without a well-formed id or author');
@@ -161,25 +165,27 @@ export class PeerIngest {
       const problem = this.fileItemProblem(item);
       if (problem !== null) return refuse(problem);
       if (item.authorship === undefined || item.authorship === null) return skip("file posted without its author's signed statement (x.item/1); not fetched");
-      if (!nodes.exists(author)) return refuse('item by a node this relay does not know');
-      if (items.exists(id)) return stored;
+      if (!(yield* nodes.exists(author))) return refuse('item by a node this relay does not know');
+      if (yield* items.exists(id)) return stored;
       const refused = files.get(id);
-      if (refused !== null || !this.o.files.has(id)) return refuse(`file refused: ${refused ?? 'content missing'}`);
-      row = { type: 'file', kind: 'file', title: String(item.title ?? ''), body: '', bytes: this.o.files.sizeOf(id), media: item.media_type as string };
+      // The page reader copied every file it took into this replica's directory before the transaction.
+      const bytes = refused === null ? this.o.files.localSizeOf(id) : undefined;
+      if (refused !== null || bytes === undefined) return refuse(`file refused: ${refused ?? 'content missing'}`);
+      row = { type: 'file', kind: 'file', title: String(item.title ?? ''), body: '', bytes, media: item.media_type as string };
     } else return refuse('unknown item type');
-    if (!nodes.exists(author)) return refuse('item by a node this relay does not know');
+    if (!(yield* nodes.exists(author))) return refuse('item by a node this relay does not know');
     // Checked before this early return: a forgery of an item this relay holds still counts against the peer.
-    if (items.exists(id)) return stored;
+    if (yield* items.exists(id)) return stored;
     const nowMs = this.o.clock.nowMs();
     const authorship = JSON.stringify(item.authorship);
-    items.insert({ item_id: id, type: row.type, kind: row.kind, title: row.title, body: row.body, file_bytes: row.bytes, media_type: row.media, author, bot_id: null, origin, created_ms: nowMs, authorship });
+    yield* items.insert({ item_id: id, type: row.type, kind: row.kind, title: row.title, body: row.body, file_bytes: row.bytes, media_type: row.media, author, bot_id: null, origin, created_ms: nowMs, authorship });
     // Forwarded as stored (what was verified), not as the peer spelled it.
-    this.o.store.run(this.o.store.appendEvent('item', author, id, { item: itemRecord(items.get(id)!) }, nowMs, origin));
+    yield* this.o.store.appendEvent('item', author, id, { item: itemRecord((yield* items.get(id))!) }, nowMs, origin);
     return stored;
   }
 
-  private vote(data: Record<string, unknown>, origin: string): IngestOutcome {
-    const { nodes, items } = this.o.store.syncData;
+  private *vote(data: Record<string, unknown>, origin: string): Steps<IngestOutcome> {
+    const { nodes, items } = this.o.store.data;
     const parsed = parsePeerVote(data.vote);
     if (!parsed.ok) return refuse(`malformed vote: ${firstMessage(parsed.problems)}`);
     const vote = parsed.value;
@@ -187,20 +193,20 @@ export class PeerIngest {
     const timeProblem = voteTimeProblem(vote.created_at, nowMs);
     if (timeProblem !== null) return skip(timeProblem);
     if (!verifyVote(vote)) return refuse('vote signature does not verify');
-    if (!nodes.exists(vote.voter)) return refuse('vote by a node this relay does not know');
-    if (!items.exists(vote.item)) return skip('vote for an item this relay does not have');
+    if (!(yield* nodes.exists(vote.voter))) return refuse('vote by a node this relay does not know');
+    if (!(yield* items.exists(vote.item))) return skip('vote for an item this relay does not have');
     // A statement naming its slice by hash travels with the quorum set (GET /events adds it): taken
     // only when it hashes to what the voter signed, so it is the voter's word, not the peer's.
-    if (vote.slice_hash !== undefined && !this.o.store.run(this.o.voting.quorumSetByHash(vote.slice_hash))) {
+    if (vote.slice_hash !== undefined && !(yield* this.o.voting.quorumSetByHash(vote.slice_hash))) {
       const carried = validateQuorumSet(data.slice, { self: vote.voter });
-      if (carried.ok && quorumSetHash(carried.value) === vote.slice_hash) this.o.store.run(this.o.voting.rememberQuorumSet(carried.value));
+      if (carried.ok && quorumSetHash(carried.value) === vote.slice_hash) yield* this.o.voting.rememberQuorumSet(carried.value);
     }
-    const result = this.o.store.run(this.o.voting.storeVote(vote, origin, nowMs));
-    if ((result.stored || result.keptAnotherDocument) && vote.voter !== this.o.selfNodeId) this.o.store.run(this.o.voting.retallySelf(vote.item, nowMs));
+    const result = yield* this.o.voting.storeVote(vote, origin, nowMs);
+    if ((result.stored || result.keptAnotherDocument) && vote.voter !== this.o.selfNodeId) yield* this.o.voting.retallySelf(vote.item, nowMs);
     return stored;
   }
 
-  private slice(data: Record<string, unknown>, origin: string): IngestOutcome {
+  private *slice(data: Record<string, unknown>, origin: string): Steps<IngestOutcome> {
     if (data.declaration === undefined || data.declaration === null) return skip("slice published without the node's signed declaration (x.slice/1); not taken");
     const checked = sliceDeclarationOrProblem(data.declaration);
     if (!checked.ok) return refuse(checked.problem);
@@ -208,10 +214,10 @@ export class PeerIngest {
     if (data.node_id !== declaration.node_id || data.slice_hash !== declaration.slice_hash || data.updated_ms !== declaration.updated_ms) {
       return refuse('slice event fields disagree with its signed declaration');
     }
-    if (!this.o.store.syncData.nodes.exists(declaration.node_id)) return refuse('slice of a node this relay does not know');
+    if (!(yield* this.o.store.data.nodes.exists(declaration.node_id))) return refuse('slice of a node this relay does not know');
     const nowMs = this.o.clock.nowMs();
     if (declaration.updated_ms > nowMs + relayLimits.proofMaxSkewSeconds * 1000) return skip('slice declared in the future (updated_ms ahead of this relay clock)');
-    this.o.store.run(this.o.voting.applyDeclaration(declaration, origin, nowMs));
+    yield* this.o.voting.applyDeclaration(declaration, origin, nowMs);
     return stored;
   }
 }

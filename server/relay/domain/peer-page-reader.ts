@@ -79,8 +79,11 @@ export class PeerPageReader {
       const item = (ev.data as { item?: { type?: unknown; id?: unknown } } | null)?.item;
       if (ev.kind !== 'item' || item?.type !== 'file' || !isItemId(item.id) || files.has(item.id)) continue;
       // Unsigned, forged or orphan file items are decided without downloading a byte.
-      if (!this.o.ingest.fileWorthFetching(ev, authorsInPage)) continue;
-      if (this.o.files.has(item.id) || this.o.store.syncData.items.exists(item.id)) {
+      if (!(await this.o.ingest.fileWorthFetching(ev, authorsInPage))) continue;
+      const present = await this.o.files.has(item.id);
+      if (present || (await this.o.store.plainData.items.exists(item.id))) {
+        // Copied here before the transaction, whose steps cannot wait for another replica's copy (`localSizeOf`).
+        if (present) await this.o.files.sizeOf(item.id);
         files.set(item.id, null);
         continue;
       }

@@ -2,6 +2,7 @@ import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Clock } from '../../../core/clock.js';
 import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import type { RelayStore } from '../relay-store.js';
 import type { SmsSender } from './sms-sender.js';
 
@@ -56,11 +57,14 @@ export class PhoneCodes {
   async start(phone: string, purpose: CodePurpose, nodeId: string | null, options: { awaitDelivery: boolean }): Promise<CodeRequestAnswer> {
     const nowMs = this.clock.nowMs();
     const code = String(randomInt(0, 10 ** relayLimits.codeDigits)).padStart(relayLimits.codeDigits, '0');
-    this.store.tx(() => {
-      this.enforceSendRate(phone, nowMs);
-      this.store.syncData.phoneCodes.recordSend(phone, nowMs);
+    const codes = this.store.data.phoneCodes;
+    const sendRate = () => this.enforceSendRate(phone, nowMs);
+    const codeHash = (id: number) => this.codeHash(id, phone, code);
+    await this.store.tx(function* () {
+      yield* sendRate();
+      yield* codes.recordSend(phone, nowMs);
       // A new code replaces any open one for the same number and purpose.
-      this.store.syncData.phoneCodes.replaceOpen({ phone, purpose, nodeId, nowMs, expiresMs: nowMs + relayLimits.codeTtlSeconds * 1000 }, (id) => this.codeHash(id, phone, code));
+      yield* codes.replaceOpen({ phone, purpose, nodeId, nowMs, expiresMs: nowMs + relayLimits.codeTtlSeconds * 1000 }, codeHash);
     });
     const answer: CodeRequestAnswer = {
       status: 'code_sent',
@@ -86,24 +90,26 @@ export class PhoneCodes {
    * Redeems a code. Returns the node the code was issued for. Any failure (no open code, expired,
    * too many attempts, wrong digits, unknown number, issued for someone else) is the same refusal (`code_invalid`).
    */
-  redeem(phone: string, purpose: CodePurpose, code: string, options: { forNode?: string } = {}): string {
+  async redeem(phone: string, purpose: CodePurpose, code: string, options: { forNode?: string } = {}): Promise<string> {
     const nowMs = this.clock.nowMs();
-    const result = this.store.tx(() => {
-      const row = this.store.syncData.phoneCodes.latestOpen(phone, purpose, nowMs);
+    const codes = this.store.data.phoneCodes;
+    const codeHash = (id: number) => this.codeHash(id, phone, code);
+    const result = await this.store.tx(function* () {
+      const row = yield* codes.latestOpen(phone, purpose, nowMs);
       if (!row || row.attempts >= relayLimits.codeMaxAttempts) return null;
-      this.store.syncData.phoneCodes.countAttempt(row.id);
-      const ok = /^[0-9]{6}$/.test(code) && timingSafeEqual(Buffer.from(this.codeHash(row.id, phone, code), 'hex'), Buffer.from(row.code_hash, 'hex'));
+      yield* codes.countAttempt(row.id);
+      const ok = /^[0-9]{6}$/.test(code) && timingSafeEqual(Buffer.from(codeHash(row.id), 'hex'), Buffer.from(row.code_hash, 'hex'));
       if (!ok || row.node_id === null) return null;
       if (options.forNode !== undefined && options.forNode !== row.node_id) return null;
-      this.store.syncData.phoneCodes.markUsed(row.id);
+      yield* codes.markUsed(row.id);
       return row.node_id;
     });
     if (result === null) throw new RelayRefusal('code_invalid', 'invalid or expired code');
     return result;
   }
 
-  private enforceSendRate(phone: string, nowMs: number): void {
-    const sentMs = this.store.syncData.phoneCodes.recentSends(phone, nowMs);
+  private *enforceSendRate(phone: string, nowMs: number): Steps<void> {
+    const sentMs = yield* this.store.data.phoneCodes.recentSends(phone, nowMs);
     const last = sentMs.at(-1);
     if (last !== undefined && nowMs - last < relayLimits.codeMinIntervalSeconds * 1000) {
       const retry = Math.ceil((last + relayLimits.codeMinIntervalSeconds * 1000 - nowMs) / 1000);

@@ -42,9 +42,9 @@ const opArb: fc.Arbitrary<Op> = fc.integer({ min: 0, max: keys.length - 1 }).cha
 );
 
 describe("the relay node's kept tally", () => {
-  it('answers what the full tally answers after every write, slice changes and rollbacks included', () => {
-    fc.assert(
-      fc.property(fc.shuffledSubarray(ids, { minLength: 1 }), fc.array(opArb, { maxLength: 30 }), fc.constantFrom(undefined, 3), (relayMembers, ops, keptStatements) => {
+  it('answers what the full tally answers after every write, slice changes and rollbacks included', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.shuffledSubarray(ids, { minLength: 1 }), fc.array(opArb, { maxLength: 30 }), fc.constantFrom(undefined, 3), async (relayMembers, ops, keptStatements) => {
         const data = tempDataDir('self-tally-');
         const store = new RelayStore(data.dir);
         try {
@@ -56,33 +56,34 @@ describe("the relay node's kept tally", () => {
           for (const op of ops) {
             now += 1000;
             if (op.kind === 'publish') {
-              store.tx(() => store.run(voting.setSlice(ids[op.node] as string, op.slice, false, now)));
+              await store.tx(voting.setSlice(ids[op.node] as string, op.slice, false, now));
             } else {
               const key = keys[op.kind === 'statement' ? op.voter : op.voter] as NodeKey;
               const value = op.kind === 'statement' ? op.value : 'yes';
               const phase = op.kind === 'statement' ? op.phase : 'vote';
               const slice = op.kind === 'statement' ? op.slice : null;
               // No slice drawn: the statement names the voter's published slice by hash (or, without one, a fixed slice).
-              const published = store.run(voting.publishedSlice(key.nodeId));
+              const published = await store.plain(voting.publishedSlice(key.nodeId));
               const declared = slice ? { slice } : published ? { slice_hash: published.hash } : { slice: normalizeQuorumSet({ t: 1, v: others(keys.indexOf(key)), i: [] }) };
               const signed = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value, phase, ...declared, created_at: Math.floor(now / 1000) }, key.secretKey);
-              const write = () => {
-                const stored = store.run(voting.storeVote(signed, null, now));
-                if (stored.stored) store.run(voting.retallySelf(item, now));
+              const write = function* () {
+                const stored = yield* voting.storeVote(signed, null, now);
+                if (stored.stored) yield* voting.retallySelf(item, now);
                 if (op.kind === 'rollback') throw new Error('rolled back on purpose');
               };
-              if (op.kind === 'rollback') expect(() => store.tx(write)).toThrow('on purpose');
-              else store.tx(write);
+              if (op.kind === 'rollback') await expect(store.tx(write)).rejects.toThrow('on purpose');
+              else await store.tx(write);
             }
-            const statements = store.run(voting.statements(item));
-            const reference = tallyItem({ itemId: item, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, store.run(sliceBookOf(voting).lookupsFor(statements, [relayKey.nodeId])), () => store.run(voting.selfSlice()));
-            const expected = applyFloor(reference, store.syncData.votes.floorOf(item, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
-            const { sliceChangers, ...kept } = store.run(voting.bulletin(item, relayKey.nodeId));
+            const statements = await store.plain(voting.statements(item));
+            const selfSliceNow = await store.plain(voting.selfSlice());
+            const reference = tallyItem({ itemId: item, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, await store.plain(sliceBookOf(voting).lookupsFor(statements, [relayKey.nodeId])), () => selfSliceNow);
+            const expected = applyFloor(reference, await store.plainData.votes.floorOf(item, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
+            const { sliceChangers, ...kept } = await store.plain(voting.bulletin(item, relayKey.nodeId));
             expect(kept).toEqual(expected);
-            expect(sliceChangers).toEqual(store.run(voting.bulletin(item, ids[0] as string)).sliceChangers);
+            expect(sliceChangers).toEqual((await store.plain(voting.bulletin(item, ids[0] as string))).sliceChangers);
           }
         } finally {
-          store.close();
+          await store.close();
           data.remove();
         }
       }),
@@ -98,7 +99,7 @@ function sliceBookOf(voting: Voting): SliceBook {
 }
 
 describe('the kept tallies and statements, bounded', () => {
-  it('forget the least recently used item past the bound and read or build it again when needed', () => {
+  it('forget the least recently used item past the bound and read or build it again when needed', async () => {
     const data = tempDataDir('self-tally-bound-');
     const store = new RelayStore(data.dir);
     try {
@@ -109,33 +110,34 @@ describe('the kept tallies and statements, bounded', () => {
       for (const id of [item, other]) store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(id, ids[0]);
       const sign = (k: number, onItem: string, phase: 'vote' | 'accept') =>
         signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: onItem, voter: ids[k] as string, value: 'yes', phase, slice: normalizeQuorumSet({ t: 1, v: others(k).slice(0, 2), i: [] }), created_at: 1 }, (keys[k] as NodeKey).secretKey);
-      const reference = (onItem: string) => {
-        const statements = store.run(voting.statements(onItem));
-        const full = tallyItem({ itemId: onItem, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, store.run(sliceBookOf(voting).lookupsFor(statements, [relayKey.nodeId])), () => store.run(voting.selfSlice()));
-        return applyFloor(full, store.syncData.votes.floorOf(onItem, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
+      const reference = async (onItem: string) => {
+        const statements = await store.plain(voting.statements(onItem));
+        const selfSliceNow = await store.plain(voting.selfSlice());
+        const full = tallyItem({ itemId: onItem, nodeId: relayKey.nodeId, statements, selfNodeId: relayKey.nodeId }, await store.plain(sliceBookOf(voting).lookupsFor(statements, [relayKey.nodeId])), () => selfSliceNow);
+        return applyFloor(full, await store.plainData.votes.floorOf(onItem, relayKey.nodeId), signedAmong(statements, relayKey.nodeId));
       };
       // Alternating items with a bound of 2 statements: every switch forgets the other item's tally.
       for (const [k, phase] of [[0, 'vote'], [1, 'vote'], [2, 'vote'], [0, 'accept'], [1, 'accept']] as const) {
         for (const onItem of [item, other]) {
-          store.tx(() => {
-            store.run(voting.storeVote(sign(k, onItem, phase), null, clock.nowMs()));
-            store.run(voting.retallySelf(onItem, clock.nowMs()));
+          await store.tx(function* () {
+            yield* voting.storeVote(sign(k, onItem, phase), null, clock.nowMs());
+            yield* voting.retallySelf(onItem, clock.nowMs());
           });
-          const { sliceChangers: _changers, ...kept } = store.run(voting.bulletin(onItem, relayKey.nodeId));
-          expect(kept).toEqual(reference(onItem));
-          expect(store.run(voting.statements(onItem)).map((v) => v.sig).sort()).toEqual((store.db.prepare('SELECT doc FROM votes WHERE item_id = ?').pluck().all(onItem) as string[]).map((d) => (JSON.parse(d) as { sig: string }).sig).sort());
+          const { sliceChangers: _changers, ...kept } = await store.plain(voting.bulletin(onItem, relayKey.nodeId));
+          expect(kept).toEqual(await reference(onItem));
+          expect((await store.plain(voting.statements(onItem))).map((v) => v.sig).sort()).toEqual((store.db.prepare('SELECT doc FROM votes WHERE item_id = ?').pluck().all(onItem) as string[]).map((d) => (JSON.parse(d) as { sig: string }).sig).sort());
         }
       }
-      expect(store.run(voting.bulletin(item, relayKey.nodeId)).state).toBe('confirmed');
+      expect((await store.plain(voting.bulletin(item, relayKey.nodeId))).state).toBe('confirmed');
     } finally {
-      store.close();
+      await store.close();
       data.remove();
     }
   });
 });
 
 describe("an inline slice's hash, computed once", () => {
-  it('is handed from the statement log to the tallies with the parsed statement, equal to the slice_hash', () => {
+  it('is handed from the statement log to the tallies with the parsed statement, equal to the slice_hash', async () => {
     const data = tempDataDir('self-tally-hash-');
     const store = new RelayStore(data.dir);
     try {
@@ -144,11 +146,11 @@ describe("an inline slice's hash, computed once", () => {
       // Spelled unsorted: the hash is the normalised set's, whatever order the voter sent.
       const slice = { t: 2, v: [...others(0)].reverse(), i: [] };
       const signed = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: ids[0] as string, value: 'yes', phase: 'vote', slice, created_at: 1 }, (keys[0] as NodeKey).secretKey);
-      store.tx(() => store.run(voting.storeVote(signed, null, clock.nowMs())));
-      const [stored] = store.run(voting.statements(item));
+      await store.tx(voting.storeVote(signed, null, clock.nowMs()));
+      const [stored] = await store.plain(voting.statements(item));
       expect(hashOf(stored?.slice as QuorumSet)).toBe(quorumSetHash(slice));
     } finally {
-      store.close();
+      await store.close();
       data.remove();
     }
   });

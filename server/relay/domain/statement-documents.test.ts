@@ -33,14 +33,18 @@ function statement(key: NodeKey, slice: QuorumSet, createdAt: number, phase: 'vo
 }
 
 /** Stores each as the write paths do (the relay node re-tallies after a new statement or document). */
-function deliver(r: { store: RelayStore; voting: Voting }, votes: readonly Vote[]): StoredVote[] {
-  return votes.map((vote) =>
-    r.store.tx(() => {
-      const stored = r.store.run(r.voting.storeVote(vote, null, clock.nowMs()));
-      if (stored.stored || stored.keptAnotherDocument) r.store.run(r.voting.retallySelf(item, clock.nowMs()));
-      return stored;
-    }),
-  );
+async function deliver(r: { store: RelayStore; voting: Voting }, votes: readonly Vote[]): Promise<StoredVote[]> {
+  const outcomes: StoredVote[] = [];
+  for (const vote of votes) {
+    outcomes.push(
+      await r.store.tx(function* () {
+        const stored = yield* r.voting.storeVote(vote, null, clock.nowMs());
+        if (stored.stored || stored.keptAnotherDocument) yield* r.voting.retallySelf(item, clock.nowMs());
+        return stored;
+      }),
+    );
+  }
+  return outcomes;
 }
 
 const bySig = (votes: readonly Vote[]) => [...votes].sort((a, b) => (a.sig < b.sig ? -1 : 1));
@@ -53,42 +57,42 @@ afterEach(() => {
 });
 
 describe("a statement's other documents", () => {
-  it('are kept and counted whatever order they arrive in: two relays hold the same documents and answer the same bulletins', () => {
+  it('are kept and counted whatever order they arrive in: two relays hold the same documents and answer the same bulletins', async () => {
     // x votes yes twice: once trusting y and z both, once trusting y alone. y votes trusting x.
     const strict = statement(x, { t: 2, v: [y.nodeId, z.nodeId].sort(), i: [] }, 100);
     const loose = statement(x, { t: 1, v: [y.nodeId], i: [] }, 200);
     const fromY = statement(y, { t: 1, v: [x.nodeId], i: [] }, 100);
     const first = relay();
     const second = relay();
-    expect(deliver(first, [strict, fromY, loose]).map((o) => [o.stored, o.duplicate, o.keptAnotherDocument ?? false])).toEqual([
+    expect((await deliver(first, [strict, fromY, loose])).map((o) => [o.stored, o.duplicate, o.keptAnotherDocument ?? false])).toEqual([
       [true, false, false],
       [true, false, false],
       [false, true, true],
     ]);
-    deliver(second, [loose, fromY, strict]);
-    expect(bySig(first.store.run(first.voting.statements(item)).filter((s) => s.voter !== relayKey.nodeId))).toEqual(bySig([strict, loose, fromY]));
-    expect(bySig(second.store.run(second.voting.statements(item)).filter((s) => s.voter !== relayKey.nodeId))).toEqual(bySig([strict, loose, fromY]));
-    for (const node of [relayKey.nodeId, x.nodeId, y.nodeId]) expect(first.store.run(first.voting.bulletin(item, node))).toEqual(second.store.run(second.voting.bulletin(item, node)));
+    await deliver(second, [loose, fromY, strict]);
+    expect(bySig((await first.store.plain(first.voting.statements(item))).filter((s) => s.voter !== relayKey.nodeId))).toEqual(bySig([strict, loose, fromY]));
+    expect(bySig((await second.store.plain(second.voting.statements(item))).filter((s) => s.voter !== relayKey.nodeId))).toEqual(bySig([strict, loose, fromY]));
+    for (const node of [relayKey.nodeId, x.nodeId, y.nodeId]) expect(await first.store.plain(first.voting.bulletin(item, node))).toEqual(await second.store.plain(second.voting.bulletin(item, node)));
     // Under x's loose slice {x, y} is a quorum of yes voters, so y accepts; under the strict one alone
     // it would not. First-come kept `strict` on the first relay and `loose` on the second: y's
     // bulletin differed between them for good.
-    expect(first.store.run(first.voting.bulletin(item, y.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'quorum', sliceChangers: [x.nodeId] });
+    expect(await first.store.plain(first.voting.bulletin(item, y.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'quorum', sliceChangers: [x.nodeId] });
   });
 
-  it('the same document again (even with another hint) is a plain duplicate; past the bound another one is not kept', () => {
+  it('the same document again (even with another hint) is a plain duplicate; past the bound another one is not kept', async () => {
     const r = relay();
     const documents = Array.from({ length: MAX_OTHER_DOCUMENTS + 2 }, (_, k) => statement(x, { t: 1, v: [y.nodeId], i: [] }, 100 + k));
-    const outcomes = deliver(r, [documents[0]!, { ...documents[0]!, hint: 'again' } as Vote, ...documents.slice(1)]);
+    const outcomes = await deliver(r, [documents[0]!, { ...documents[0]!, hint: 'again' } as Vote, ...documents.slice(1)]);
     expect(outcomes.map((o) => o.keptAnotherDocument ?? false)).toEqual([false, false, ...Array.from({ length: MAX_OTHER_DOCUMENTS }, () => true), false]);
-    expect(r.store.run(r.voting.statements(item)).filter((s) => s.voter === x.nodeId)).toHaveLength(1 + MAX_OTHER_DOCUMENTS);
+    expect((await r.store.plain(r.voting.statements(item))).filter((s) => s.voter === x.nodeId)).toHaveLength(1 + MAX_OTHER_DOCUMENTS);
     // Every kept document is published for peers; the refused one is not.
     expect(r.store.db.prepare("SELECT COUNT(*) AS n FROM events WHERE kind = 'vote' AND author = ?").get(x.nodeId)).toEqual({ n: 1 + MAX_OTHER_DOCUMENTS });
   });
 
-  it('stores and publishes each document as its JSON text, the event payload being {"vote": ...}', () => {
+  it('stores and publishes each document as its JSON text, the event payload being {"vote": ...}', async () => {
     const r = relay();
     const kept = [statement(x, { t: 1, v: [y.nodeId], i: [] }, 100), { ...statement(x, { t: 1, v: [y.nodeId], i: [] }, 101), hint: { route: ['a', 'é'] } } as Vote];
-    deliver(r, kept);
+    await deliver(r, kept);
     const events = r.store.db.prepare("SELECT payload FROM events WHERE kind = 'vote' AND author = ? ORDER BY seq").pluck().all(x.nodeId);
     expect(events).toEqual(kept.map((vote) => JSON.stringify({ vote })));
     const docs = r.store.db.prepare('SELECT doc FROM votes WHERE voter = ? UNION ALL SELECT doc FROM vote_documents WHERE voter = ?').pluck().all(x.nodeId, x.nodeId);

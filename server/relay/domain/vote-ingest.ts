@@ -1,5 +1,6 @@
 import { type Vote, verifyVote, verifyVoteAsync } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import type { RelayStore } from '../relay-store.js';
 import type { RelayBulletin, StoredVote, Voting } from './voting.js';
 
@@ -62,18 +63,18 @@ export class VoteIngest {
   }
 
   /** Whether the item is stored (see `seenItems`). */
-  itemStored(itemId: string): boolean {
-    return this.seenStored(this.seenItems, itemId, () => this.store.syncData.items.exists(itemId));
+  itemStored(itemId: string): Promise<boolean> {
+    return this.seenStored(this.seenItems, itemId, () => this.store.plainData.items.exists(itemId));
   }
 
   /** Whether the voter's node is registered here (see `seenItems`). */
-  voterRegistered(nodeId: string): boolean {
-    return this.seenStored(this.seenVoters, nodeId, () => this.store.syncData.nodes.exists(nodeId));
+  voterRegistered(nodeId: string): Promise<boolean> {
+    return this.seenStored(this.seenVoters, nodeId, () => this.store.plainData.nodes.exists(nodeId));
   }
 
-  private seenStored(seen: BoundedCache<string, true>, id: string, exists: () => boolean): boolean {
+  private async seenStored(seen: BoundedCache<string, true>, id: string, exists: () => Promise<boolean>): Promise<boolean> {
     if (seen.has(id)) return true;
-    if (!exists()) return false;
+    if (!(await exists())) return false;
     seen.set(id, true);
     return true;
   }
@@ -111,7 +112,7 @@ export class VoteIngest {
   submit(vote: Vote): Promise<VoteOutcome> {
     return new Promise((resolve, reject) => {
       this.pending.push({ vote, resolve, reject });
-      if (this.inFlight <= 1 && !this.scheduled) this.flush();
+      if (this.inFlight <= 1 && !this.scheduled) void this.flush();
       else this.schedule();
     });
   }
@@ -120,10 +121,11 @@ export class VoteIngest {
     if (this.scheduled) return;
     this.scheduled = true;
     // setImmediate: after the I/O callbacks already due, so requests parsed in this turn join the batch.
-    setImmediate(() => this.flush());
+    setImmediate(() => void this.flush());
   }
 
-  private flush(): void {
+  /** Stores a batch and answers its votes; never rejects (each vote's promise hears of its failure). */
+  private async flush(): Promise<void> {
     this.scheduled = false;
     // Votes whose signatures are still being checked arrived with these: they join this batch
     // (`verify` schedules it when the last check ends), so concurrent clients share a transaction
@@ -132,15 +134,17 @@ export class VoteIngest {
     const batch = this.pending.splice(0, MAX_BATCH);
     if (this.pending.length > 0) this.schedule();
     const results: ({ ok: true; stored: StoredVote & { emitted: Vote[] } } | { ok: false; error: unknown })[] = [];
+    const store = this.store;
+    const storeOne = (vote: Vote) => this.storeOne(vote);
     try {
-      this.store.tx(() => {
+      await store.tx(function* () {
         // One vote alone needs no savepoint: if it fails, its transaction is all there is to undo.
-        if (batch.length === 1) results.push({ ok: true, stored: this.storeOne((batch[0] as { vote: Vote }).vote) });
+        if (batch.length === 1) results.push({ ok: true, stored: yield* storeOne((batch[0] as { vote: Vote }).vote) });
         else
           for (const { vote } of batch) {
             try {
-              // A nested transaction is a savepoint: a vote that throws takes back only its own writes.
-              results.push({ ok: true, stored: this.store.tx(() => this.storeOne(vote)) });
+              // A savepoint: a vote that throws takes back only its own writes.
+              results.push({ ok: true, stored: yield* store.savepoint(() => storeOne(vote)) });
             } catch (error) {
               results.push({ ok: false, error });
             }
@@ -151,30 +155,32 @@ export class VoteIngest {
       return;
     }
     // The relay node's bulletin after the commit is the same for every vote of the batch on an item: computed once (decision 0620).
-    const bulletins = new Map<string, RelayBulletin>();
+    const bulletins = new Map<string, Promise<RelayBulletin>>();
     const bulletinOf = (itemId: string) => {
       let bulletin = bulletins.get(itemId);
-      if (!bulletin) bulletins.set(itemId, (bulletin = this.store.run(this.voting.bulletin(itemId, this.selfNodeId))));
+      if (!bulletin) bulletins.set(itemId, (bulletin = this.store.plain(this.voting.bulletin(itemId, this.selfNodeId))));
       return bulletin;
     };
-    batch.forEach((entry, k) => {
-      const result = results[k];
-      if (!result) entry.reject(new Error('vote batch ended without an outcome for every vote'));
-      else if (!result.ok) entry.reject(result.error);
-      else {
-        try {
-          entry.resolve({ ...result.stored, bulletin: bulletinOf(entry.vote.item) });
-        } catch (error) {
-          entry.reject(error);
+    await Promise.all(
+      batch.map(async (entry, k) => {
+        const result = results[k];
+        if (!result) entry.reject(new Error('vote batch ended without an outcome for every vote'));
+        else if (!result.ok) entry.reject(result.error);
+        else {
+          try {
+            entry.resolve({ ...result.stored, bulletin: await bulletinOf(entry.vote.item) });
+          } catch (error) {
+            entry.reject(error);
+          }
         }
-      }
-    });
+      }),
+    );
   }
 
-  private storeOne(vote: Vote): StoredVote & { emitted: Vote[] } {
+  private *storeOne(vote: Vote): Steps<StoredVote & { emitted: Vote[] }> {
     const now = this.nowMs();
-    const stored = this.store.run(this.voting.storeVote(vote, null, now));
+    const stored = yield* this.voting.storeVote(vote, null, now);
     // Another document of a stored statement may declare another slice: the relay node re-tallies too.
-    return { ...stored, emitted: stored.stored || stored.keptAnotherDocument ? this.store.run(this.voting.retallySelf(vote.item, now)) : [] };
+    return { ...stored, emitted: stored.stored || stored.keptAnotherDocument ? yield* this.voting.retallySelf(vote.item, now) : [] };
   }
 }

@@ -27,10 +27,10 @@ let nowMs = 0;
 function statement(key: NodeKey, value: 'yes' | 'no', phase: Vote['phase'], slice: QuorumSet): Vote {
   return signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value, phase, slice, created_at: 1_700_000_000 }, key.secretKey);
 }
-const store1 = (v: Vote) => store.tx(() => store.run(voting.storeVote(v, null, ++nowMs)));
+const store1 = (v: Vote) => store.tx(voting.storeVote(v, null, ++nowMs));
 const slice = (t: number, nodes: NodeKey[]): QuorumSet => ({ t, v: nodes.map((k) => k.nodeId), i: [] });
 
-beforeEach(() => {
+beforeEach(async () => {
   data = tempDataDir('voting-rank-');
   store = new RelayStore(data.dir);
   voting = new Voting({ store, clock, selfKey: generateNodeKey() });
@@ -42,70 +42,70 @@ afterEach(() => {
 });
 
 describe('a voter that re-declares its slice for an item cannot withdraw from a quorum', () => {
-  it('the audit repro: Y re-declaring its slice in a later accept does not pull X out of the quorum {X, Y}', () => {
+  it('the audit repro: Y re-declaring its slice in a later accept does not pull X out of the quorum {X, Y}', async () => {
     store1(statement(x, 'yes', 'vote', slice(1, [y, w])));
     store1(statement(y, 'yes', 'vote', slice(1, [x])));
-    expect(store.run(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'quorum', sliceChangers: [] });
+    expect(await store.plain(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'quorum', sliceChangers: [] });
     store1(statement(y, 'yes', 'accept', slice(1, [w])));
-    expect(store.run(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'confirmed', value: 'yes', sliceChangers: [y.nodeId] });
+    expect(await store.plain(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'confirmed', value: 'yes', sliceChangers: [y.nodeId] });
   });
 
-  it('holds without any floor: the tally itself counts the voter under any of its slices (floors wiped before reading)', () => {
+  it('holds without any floor: the tally itself counts the voter under any of its slices (floors wiped before reading)', async () => {
     store1(statement(x, 'yes', 'vote', slice(1, [y, w])));
     store1(statement(y, 'yes', 'vote', slice(1, [x])));
     store1(statement(y, 'yes', 'accept', slice(1, [w])));
     store.db.prepare('DELETE FROM bulletin_floors').run();
     // With the newest slice ({W}, and W has none) X would only have voted.
-    expect(store.run(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'confirmed', accepted_via: 'quorum' });
+    expect(await store.plain(voting.bulletin(item, x.nodeId))).toMatchObject({ state: 'confirmed', accepted_via: 'quorum' });
   });
 
-  it('the same slice sent inline and by hash is no change', () => {
+  it('the same slice sent inline and by hash is no change', async () => {
     store1(statement(y, 'yes', 'vote', slice(1, [x])));
-    const hash = store.tx(() => store.run(voting.rememberQuorumSet(slice(1, [x]))));
+    const hash = await store.tx(voting.rememberQuorumSet(slice(1, [x])));
     const { slice: _inline, sig: _sig, ...rest } = statement(y, 'yes', 'accept', slice(1, [x]));
     store1(signVote({ ...rest, slice_hash: hash }, y.secretKey));
-    expect(store.run(voting.bulletin(item, x.nodeId)).sliceChangers).toEqual([]);
+    expect((await store.plain(voting.bulletin(item, x.nodeId))).sliceChangers).toEqual([]);
   });
 });
 
 describe('a voter with several slices for an item', () => {
-  it('is conflicted when under two of its slices it accepts different values (docs/scp-s5.md, case 6), floors aside', () => {
+  it('is conflicted when under two of its slices it accepts different values (docs/scp-s5.md, case 6), floors aside', async () => {
     const z = keys[3] as NodeKey;
     // Two signed documents of one statement (vote yes), each declaring another slice.
     store1(statement(z, 'yes', 'vote', slice(1, [y])));
     const { sig: _sig, ...unsigned } = statement(z, 'yes', 'vote', slice(1, [w]));
     store1(signVote({ ...unsigned, created_at: 1_700_000_001 }, z.secretKey));
     store1(statement(y, 'yes', 'accept', slice(1, [x])));
-    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', sliceChangers: [z.nodeId] });
+    expect(await store.plain(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', sliceChangers: [z.nodeId] });
     store1(statement(w, 'no', 'accept', slice(1, [x])));
     // Under {y} z accepts yes, under {w} it accepts no: it would hold both sides.
     store.db.prepare('DELETE FROM bulletin_floors').run();
-    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
+    expect(await store.plain(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'conflicted', value: null, accepted_via: null, toEmit: [] });
   });
 });
 
 describe('the floor', () => {
-  it('a floor at accepted yes and a tally now accepting no is conflicted (the node would hold both sides), and stays so', () => {
+  it('a floor at accepted yes and a tally now accepting no is conflicted (the node would hold both sides), and stays so', async () => {
     const z = keys[3] as NodeKey;
-    store.tx(() => store.run(voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs)));
+    await store.tx(voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs));
     store1(statement(y, 'yes', 'accept', slice(1, [x])));
-    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', toEmit: [{ value: 'yes', phase: 'accept' }] });
-    store.tx(() => store.run(voting.setSlice(z.nodeId, slice(1, [w]), false, ++nowMs)));
+    expect(await store.plain(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', toEmit: [{ value: 'yes', phase: 'accept' }] });
+    await store.tx(voting.setSlice(z.nodeId, slice(1, [w]), false, ++nowMs));
     // Floored: still accepted yes, and z is asked for the accept it owes.
-    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking', toEmit: [{ value: 'yes', phase: 'accept' }] });
+    expect(await store.plain(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'accepted', value: 'yes', accepted_via: 'v-blocking', toEmit: [{ value: 'yes', phase: 'accept' }] });
     store1(statement(w, 'no', 'accept', slice(1, [x])));
-    expect(store.run(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'conflicted', value: null, toEmit: [] });
-    store.tx(() => store.run(voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs)));
-    expect(store.run(voting.bulletin(item, z.nodeId)).state).toBe('conflicted');
+    expect(await store.plain(voting.bulletin(item, z.nodeId))).toMatchObject({ state: 'conflicted', value: null, toEmit: [] });
+    await store.tx(voting.setSlice(z.nodeId, slice(1, [y]), false, ++nowMs));
+    expect((await store.plain(voting.bulletin(item, z.nodeId))).state).toBe('conflicted');
   });
 
-  it('survives a new Voting on the same store (it is persisted, not cached)', () => {
-    store.tx(() => store.run(voting.setSlice(w.nodeId, slice(1, [y]), false, ++nowMs)));
+  it('survives a new Voting on the same store (it is persisted, not cached)', async () => {
+    await store.tx(voting.setSlice(w.nodeId, slice(1, [y]), false, ++nowMs));
     store1(statement(y, 'yes', 'accept', slice(1, [x])));
-    expect(store.run(voting.bulletin(item, w.nodeId)).state).toBe('accepted');
-    store.tx(() => store.run(voting.setSlice(w.nodeId, slice(1, [x]), false, ++nowMs)));
+    expect((await store.plain(voting.bulletin(item, w.nodeId))).state).toBe('accepted');
+    await store.tx(voting.setSlice(w.nodeId, slice(1, [x]), false, ++nowMs));
     const fresh = new Voting({ store, clock, selfKey: generateNodeKey() });
-    expect(store.run(fresh.bulletin(item, w.nodeId))).toMatchObject({ state: 'accepted', value: 'yes' });
+    expect(await store.plain(fresh.bulletin(item, w.nodeId))).toMatchObject({ state: 'accepted', value: 'yes' });
   });
 });
 
@@ -119,7 +119,7 @@ describe('a bulletin rank never goes down (property, store-backed Voting)', () =
   const action = fc.oneof({ weight: 4, arbitrary: voteArb }, { weight: 1, arbitrary: publishArb });
   const sliceOf = (who: number, shape: SliceShape) => slice(shape.t, shape.offsets.map((o) => keys[(who + o) % 4] as NodeKey));
 
-  function assertMonotone(actions: Action[], wipeFloors: boolean): void {
+  async function assertMonotone(actions: Action[], wipeFloors: boolean): Promise<void> {
     store.db.prepare('DELETE FROM votes').run();
     // A statement's other documents go with it (they never outlive it in a relay).
     store.db.prepare('DELETE FROM vote_documents').run();
@@ -129,29 +129,29 @@ describe('a bulletin rank never goes down (property, store-backed Voting)', () =
     const best = new Map<string, number>();
     for (const a of actions) {
       const key = keys[a.who] as NodeKey;
-      if (a.kind === 'vote') store1(statement(key, a.value, a.phase, sliceOf(a.who, a.slice)));
-      else store.tx(() => store.run(voting.setSlice(key.nodeId, sliceOf(a.who, a.slice), false, ++nowMs)));
+      if (a.kind === 'vote') await store1(statement(key, a.value, a.phase, sliceOf(a.who, a.slice)));
+      else await store.tx(voting.setSlice(key.nodeId, sliceOf(a.who, a.slice), false, ++nowMs));
       if (wipeFloors) store.db.prepare('DELETE FROM bulletin_floors').run();
       for (const node of keys) {
-        const rank = bulletinRank[store.run(voting.bulletin(item, node.nodeId)).state];
+        const rank = bulletinRank[(await store.plain(voting.bulletin(item, node.nodeId))).state];
         expect(rank).toBeGreaterThanOrEqual(best.get(node.nodeId) ?? 0);
         best.set(node.nodeId, rank);
       }
     }
   }
 
-  it('statements with changing slices and no published slices: the tally alone is monotone (floors wiped)', () => {
+  it('statements with changing slices and no published slices: the tally alone is monotone (floors wiped)', async () => {
     // A node's slice comes only from its statements here, so this checks the declared-slices rule by
     // itself (going from a published slice to the one in a first statement is the floor's job).
-    fc.assert(
-      fc.property(fc.array(voteArb, { maxLength: 14 }), (votes) => assertMonotone(votes, true)),
+    await fc.assert(
+      fc.asyncProperty(fc.array(voteArb, { maxLength: 14 }), (votes) => assertMonotone(votes, true)),
       { numRuns: 80 },
     );
   });
 
-  it('statements and published slice changes in any order: the reported bulletin is monotone', () => {
-    fc.assert(
-      fc.property(fc.array(action, { maxLength: 16 }), (actions) => assertMonotone(actions, false)),
+  it('statements and published slice changes in any order: the reported bulletin is monotone', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(action, { maxLength: 16 }), (actions) => assertMonotone(actions, false)),
       { numRuns: 60 },
     );
   });

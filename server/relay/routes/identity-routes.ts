@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { isoFromMs } from '../../../core/clock.js';
-import { getNode, pairedWith, publicNode } from '../views/node-view.js';
+import { publicNode } from '../views/node-view.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import { maskPhone, normalizePhone } from '../domain/phone-codes.js';
 import { isNodeId, nodeIdProblem } from '../../../core/relay/node-id.js';
 import { type RelayDeps, unixSeconds } from '../relay-deps.js';
@@ -26,7 +27,9 @@ import { LookupLimiter } from '../domain/lookup-limiter.js';
 
 /** Identities, credentials, phone numbers, bots, directory and search. */
 export function identityRoutes(deps: RelayDeps): RelayRoute[] {
-  const { nodes, phones, bots, items, votes } = deps.store.syncData;
+  // Steps for transactions; `plain` for a single call on its own.
+  const { nodes, bots } = deps.store.data;
+  const plain = deps.store.plainData;
   const lookupLimiter = new LookupLimiter(relayLimits.lookupsPerHour);
   const now = () => deps.clock.nowMs();
 
@@ -34,7 +37,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
    * Checks a signed registration or session document: right relay, fresh, signed by the node it
    * names, never seen before. Burns the signature so a captured document cannot be replayed.
    */
-  const checkProof = (doc: z.infer<typeof sessionBody> | z.infer<typeof registerBody>) => {
+  const checkProof = function* (doc: z.infer<typeof sessionBody> | z.infer<typeof registerBody>): Steps<void> {
     const problem = nodeIdProblem(doc.node_id);
     if (problem) throw invalidInput(['body', 'node_id'], `Value error, ${problem}`, doc.node_id);
     if (doc.relay !== deps.baseUrl) {
@@ -47,26 +50,26 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
     if (!verifySignedDocument(doc, doc.node_id)) {
       throw invalidInput(['body', 'sig'], 'Value error, sig is not a signature of this document by node_id (Ed25519 over RFC 8785 bytes without sig)', doc.sig);
     }
-    if (!nodes.burnProof(doc.sig, now())) throw new HttpError(409, 'this signed document was already used; sign a new one with a fresh created_at');
+    if (!(yield* nodes.burnProof(doc.sig, now()))) throw new HttpError(409, 'this signed document was already used; sign a new one with a fresh created_at');
   };
 
-  const credentialAnswer = (nodeId: string) => {
-    const credential = deps.credentials.currentCredential(nodeId);
+  const credentialAnswer = async (nodeId: string) => {
+    const credential = await deps.credentials.currentCredential(nodeId);
     return { node_id: nodeId, credential, authorization: `Bearer ${credential}` };
   };
 
-  const phoneOf = (nodeId: string) => phones.ofNode(nodeId);
-  const nodeOfPhone = (phone: string) => phones.nodeOf(phone);
+  const phoneOf = (nodeId: string) => plain.phones.ofNode(nodeId);
+  const nodeOfPhone = (phone: string) => plain.phones.nodeOf(phone);
 
-  const meView = (nodeId: string) => {
-    const row = getNode(deps, nodeId)!;
-    const phone = phoneOf(nodeId);
+  const meView = async (nodeId: string) => {
+    const row = (await plain.nodes.get(nodeId))!;
+    const phone = await phoneOf(nodeId);
     return {
       ...publicNode(deps, row),
       phone: phone ? maskPhone(phone.phone) : null,
       phone_discoverable: row.phone_discoverable === 1,
       credential_version: row.cred_version,
-      paired_with: pairedWith(deps, nodeId),
+      paired_with: await plain.social.pairedWith(nodeId),
     };
   };
 
@@ -80,23 +83,24 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: registerAnswerSchema,
       body: registerBody,
       successStatus: 201,
-      handle: ({ body, res }) => {
-        const created = deps.store.tx(() => {
-          checkProof(body);
-          const existing = getNode(deps, body.node_id);
+      handle: async ({ body, res }) => {
+        const store = deps.store;
+        const created = await store.tx(function* () {
+          yield* checkProof(body);
+          const existing = yield* nodes.get(body.node_id);
           const registration = JSON.stringify(body);
           if (existing) {
             // Registering again proves the key again: the node becomes local (if it was only known
             // from a peer) and gets its current credential; nothing is revoked.
-            nodes.markLocal(body.node_id, body.name ?? null, now());
+            yield* nodes.markLocal(body.node_id, body.name ?? null, now());
             return false;
           }
-          nodes.insert({ nodeId: body.node_id, local: true, name: body.name ?? '', registration, nowMs: now() });
-          deps.store.run(deps.store.appendEvent('node', body.node_id, body.node_id, { registration: body }, now()));
+          yield* nodes.insert({ nodeId: body.node_id, local: true, name: body.name ?? '', registration, nowMs: now() });
+          yield* store.appendEvent('node', body.node_id, body.node_id, { registration: body }, now());
           return true;
         });
         if (!created) res.status(200);
-        return { ...credentialAnswer(body.node_id), created };
+        return { ...(await credentialAnswer(body.node_id)), created };
       },
     }),
     route({
@@ -107,10 +111,10 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: credentialAnswerSchema,
       body: sessionBody,
-      handle: ({ body }) => {
-        deps.store.tx(() => {
-          checkProof(body);
-          if (getNode(deps, body.node_id)?.local !== 1) throw new HttpError(404, 'node not registered on this relay; POST /register first');
+      handle: async ({ body }) => {
+        await deps.store.tx(function* () {
+          yield* checkProof(body);
+          if ((yield* nodes.get(body.node_id))?.local !== 1) throw new HttpError(404, 'node not registered on this relay; POST /register first');
         });
         return credentialAnswer(body.node_id);
       },
@@ -122,11 +126,11 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'human-or-bot',
       since: '0.9.3',
       response: meSchema,
-      handle: ({ caller }) => {
+      handle: async ({ caller }) => {
         const nodeId = callerNode(caller);
-        const me = meView(nodeId);
+        const me = await meView(nodeId);
         if (caller.kind === 'bot') return { caller: 'bot', bot_id: caller.botId, node: me };
-        return { caller: 'human', node: me, bots: bots.activeOf(nodeId).map((b) => ({ bot_id: b.bot_id, name: b.name, created_at: isoFromMs(b.created_ms) })) };
+        return { caller: 'human', node: me, bots: (await plain.bots.activeOf(nodeId)).map((b) => ({ bot_id: b.bot_id, name: b.name, created_at: isoFromMs(b.created_ms) })) };
       },
     }),
     route({
@@ -137,9 +141,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: meNodeSchema,
       body: meUpdateBody,
-      handle: ({ caller, body }) => {
+      handle: async ({ caller, body }) => {
         const nodeId = callerNode(caller);
-        nodes.updateProfile(nodeId, { name: body.name ?? null, about: body.about ?? null }, now());
+        await plain.nodes.updateProfile(nodeId, { name: body.name ?? null, about: body.about ?? null }, now());
         return meView(nodeId);
       },
     }),
@@ -150,7 +154,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'human',
       since: '0.9.3',
       response: exportSchema,
-      handle: ({ caller }) => exportOf(deps, callerNode(caller), phoneOf(callerNode(caller))?.phone ?? null),
+      handle: async ({ caller }) => exportOf(deps, callerNode(caller), (await phoneOf(callerNode(caller)))?.phone ?? null),
     }),
     route({
       method: 'post',
@@ -173,11 +177,11 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: phoneVerifiedSchema,
       body: phoneCodeBody,
-      handle: ({ caller, body }) => {
+      handle: async ({ caller, body }) => {
         const nodeId = callerNode(caller);
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        deps.codes.redeem(phone, 'verify', body.code, { forNode: nodeId });
-        deps.store.tx(() => phones.assign(phone, nodeId, now()));
+        await deps.codes.redeem(phone, 'verify', body.code, { forNode: nodeId });
+        await deps.store.tx(deps.store.data.phones.assign(phone, nodeId, now()));
         return { phone: maskPhone(phone), verified: true };
       },
     }),
@@ -189,9 +193,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: codeRequestSchema,
       body: phoneBody,
-      handle: ({ body }) => {
+      handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        return deps.codes.start(phone, 'login', nodeOfPhone(phone), { awaitDelivery: false });
+        return deps.codes.start(phone, 'login', await nodeOfPhone(phone), { awaitDelivery: false });
       },
     }),
     route({
@@ -202,9 +206,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: credentialAnswerSchema,
       body: phoneCodeBody,
-      handle: ({ body }) => {
+      handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        return credentialAnswer(deps.codes.redeem(phone, 'login', body.code));
+        return credentialAnswer(await deps.codes.redeem(phone, 'login', body.code));
       },
     }),
     route({
@@ -215,9 +219,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.19',
       response: codeRequestSchema,
       body: phoneBody,
-      handle: ({ body }) => {
+      handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        return deps.codes.start(phone, 'recover', nodeOfPhone(phone), { awaitDelivery: false });
+        return deps.codes.start(phone, 'recover', await nodeOfPhone(phone), { awaitDelivery: false });
       },
     }),
     route({
@@ -228,15 +232,16 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.19',
       response: recoveredSchema,
       body: phoneCodeBody,
-      handle: ({ body }) => {
+      handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        const nodeId = deps.codes.redeem(phone, 'recover', body.code);
-        const revokedBots = deps.store.tx(() => {
-          const n = bots.countActive(nodeId);
-          deps.credentials.revokeAll(nodeId, now());
+        const nodeId = await deps.codes.redeem(phone, 'recover', body.code);
+        const credentials = deps.credentials;
+        const revokedBots = await deps.store.tx(function* () {
+          const n = yield* bots.countActive(nodeId);
+          yield* credentials.revokeAll(nodeId, now());
           return n;
         });
-        return { ...credentialAnswer(nodeId), revoked: { earlier_credentials: true, bots: revokedBots } };
+        return { ...(await credentialAnswer(nodeId)), revoked: { earlier_credentials: true, bots: revokedBots } };
       },
     }),
     route({
@@ -247,7 +252,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: lookupSchema,
       query: lookupQuery,
-      handle: ({ caller, query }) => {
+      handle: async ({ caller, query }) => {
         const nodeId = callerNode(caller);
         const phone = normalizePhone(query.phone, ['query', 'phone']);
         const allowed = lookupLimiter.take(nodeId, now());
@@ -255,7 +260,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
           const retry = allowed.retryAfterSeconds;
           throw new HttpError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
         }
-        return { phone, nodes: phones.discoverableNodes(phone) };
+        return { phone, nodes: await plain.phones.discoverableNodes(phone) };
       },
     }),
     route({
@@ -267,13 +272,13 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: botCreatedSchema,
       body: botBody,
       successStatus: 201,
-      handle: ({ caller, body }) => {
+      handle: async ({ caller, body }) => {
         const owner = callerNode(caller);
         const { token, tokenHash } = deps.credentials.issueBotToken();
         const botId = `bot_${randomBytes(9).toString('base64url')}`;
-        deps.store.tx(() => {
-          if (bots.countActive(owner) >= relayLimits.botsPerNodeMax) throw new HttpError(409, `a node may have at most ${relayLimits.botsPerNodeMax} bots`);
-          bots.insert({ botId, owner, name: body.name, tokenHash, nowMs: now() });
+        await deps.store.tx(function* () {
+          if ((yield* bots.countActive(owner)) >= relayLimits.botsPerNodeMax) throw new HttpError(409, `a node may have at most ${relayLimits.botsPerNodeMax} bots`);
+          yield* bots.insert({ botId, owner, name: body.name, tokenHash, nowMs: now() });
         });
         return { bot_id: botId, name: body.name, owner, token, authorization: `Bot ${token}`, created_at: isoFromMs(now()) };
       },
@@ -285,9 +290,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'bot',
       since: '0.9.19',
       response: botSchema,
-      handle: ({ caller }) => {
+      handle: async ({ caller }) => {
         if (caller.kind !== 'bot') throw new Error('unreachable: route requires a bot');
-        const bot = bots.get(caller.botId)!;
+        const bot = (await plain.bots.get(caller.botId))!;
         return { bot_id: bot.bot_id, name: bot.name, owner: bot.owner, created_at: isoFromMs(bot.created_ms) };
       },
     }),
@@ -299,10 +304,10 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: directorySchema,
       body: directoryBody,
-      handle: ({ caller, body }) => {
+      handle: async ({ caller, body }) => {
         const nodeId = callerNode(caller);
-        nodes.updateDirectory(nodeId, { listed: body.listed ?? null, phoneDiscoverable: body.phone_discoverable ?? null }, now());
-        const row = getNode(deps, nodeId)!;
+        await plain.nodes.updateDirectory(nodeId, { listed: body.listed ?? null, phoneDiscoverable: body.phone_discoverable ?? null }, now());
+        const row = (await plain.nodes.get(nodeId))!;
         return { node_id: nodeId, listed: row.listed === 1, phone_discoverable: row.phone_discoverable === 1 };
       },
     }),
@@ -314,12 +319,12 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: searchSchema,
       query: searchQuery,
-      handle: ({ query }) => {
+      handle: async ({ query }) => {
         const like = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
         return {
           q: query.q,
-          nodes: nodes.searchListed(like, relayLimits.searchResultsMax).map((n) => publicNode(deps, n)),
-          items: items.searchTitles(like, relayLimits.searchResultsMax).map((i) => ({ id: i.item_id, type: i.type, kind: i.kind, title: i.title, author: i.author, created_at: isoFromMs(i.created_ms) })),
+          nodes: (await plain.nodes.searchListed(like, relayLimits.searchResultsMax)).map((n) => publicNode(deps, n)),
+          items: (await plain.items.searchTitles(like, relayLimits.searchResultsMax)).map((i) => ({ id: i.item_id, type: i.type, kind: i.kind, title: i.title, author: i.author, created_at: isoFromMs(i.created_ms) })),
         };
       },
     }),
@@ -330,9 +335,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: nodesPageSchema,
-      handle: () => {
-        const rows = nodes.oldest(501);
-        const total = nodes.count();
+      handle: async () => {
+        const rows = await plain.nodes.oldest(501);
+        const total = await plain.nodes.count();
         return { nodes: rows.slice(0, 500).map((r) => publicNode(deps, r)), total, truncated: rows.length > 500 };
       },
     }),
@@ -343,33 +348,33 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: nodeDetailSchema,
-      handle: ({ params }) => {
+      handle: async ({ params }) => {
         const id = params.id!;
         if (!isNodeId(id)) throw invalidInput(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);
-        const row = getNode(deps, id);
+        const row = await plain.nodes.get(id);
         if (!row) throw new HttpError(404, 'no such node on this relay');
-        const slice = deps.store.run(deps.voting.publishedSlice(id));
+        const slice = await deps.store.plain(deps.voting.publishedSlice(id));
         const counts = {
-          items: items.countByAuthor(id),
-          votes: votes.countByVoter(id),
+          items: await plain.items.countByAuthor(id),
+          votes: await plain.votes.countByVoter(id),
         };
-        return { ...publicNode(deps, row), slice: slice ? { hash: slice.hash, quorum_set: slice.qset } : null, paired_with: pairedWith(deps, id), counts };
+        return { ...publicNode(deps, row), slice: slice ? { hash: slice.hash, quorum_set: slice.qset } : null, paired_with: await plain.social.pairedWith(id), counts };
       },
     }),
   ];
 }
 
 /** GET /me/export: every row the node owns, credentials excluded (bot token hashes included only as ids). */
-function exportOf(deps: RelayDeps, nodeId: string, phone: string | null): Record<string, unknown> {
-  const row = getNode(deps, nodeId)!;
-  const rows = deps.store.syncData.exports.rowsOf(nodeId);
+async function exportOf(deps: RelayDeps, nodeId: string, phone: string | null): Promise<Record<string, unknown>> {
+  const row = (await deps.store.plainData.nodes.get(nodeId))!;
+  const rows = await deps.store.plainData.exports.rowsOf(nodeId);
   return {
     exported_at: isoFromMs(deps.clock.nowMs()),
     relay: deps.baseUrl,
     node: { ...publicNode(deps, row), about: row.about, phone, phone_discoverable: row.phone_discoverable === 1, credential_version: row.cred_version, registration: JSON.parse(row.registration) as unknown },
     items: rows.items,
     votes: rows.voteDocs.map((doc) => JSON.parse(doc) as unknown),
-    slice: deps.store.run(deps.voting.publishedSlice(nodeId)) ?? null,
+    slice: (await deps.store.plain(deps.voting.publishedSlice(nodeId))) ?? null,
     bots: rows.bots,
     invites: rows.invites,
     pairings: rows.pairings,

@@ -17,6 +17,7 @@ import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema,
 import { throwCoreProblems } from '../domain/signed-document.js';
 import { requireAuthorship } from '../domain/signed-statements.js';
 import type { ItemRow } from '../../storage/relay/item-repository.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import { VoteIngest } from '../domain/vote-ingest.js';
 import { bulletinView, itemView } from '../views/item-view.js';
 import { unknownSliceHash } from '../domain/statement-log.js';
@@ -25,16 +26,17 @@ export type { ItemRow };
 
 /** Items, votes, bulletins, slices and reports. */
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
-  const { items, reports } = deps.store.syncData;
+  const store = deps.store;
+  const { items } = store.data;
+  const plain = store.plainData;
   const now = () => deps.clock.nowMs();
-  const ingest = new VoteIngest(deps.store, deps.voting, deps.selfKey.nodeId, now);
-  const getItem = (id: string) => items.get(id);
+  const ingest = new VoteIngest(store, deps.voting, deps.selfKey.nodeId, now);
   const checkItemId = (id: string, where = 'id') => {
     if (!isItemId(id)) throw invalidInput(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
   };
-  const mustGetItem = (id: string) => {
+  const mustGetItem = async (id: string) => {
     checkItemId(id);
-    const row = getItem(id);
+    const row = await plain.items.get(id);
     if (!row) throw new HttpError(404, 'no such item on this relay');
     return row;
   };
@@ -47,8 +49,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
    * the posted one. Ids are content addresses, but a claim's text can also be posted as a file: an
    * id stored as the other type is a 409, answered before a file is moved into the store.
    */
-  const describedItem = (posted: AuthoredItem): AuthoredItem => {
-    const existing = getItem(posted.id);
+  const describedItem = function* (posted: AuthoredItem): Steps<AuthoredItem> {
+    const existing = yield* items.get(posted.id);
     if (!existing) return posted;
     if (existing.type !== posted.type) throw new HttpError(409, `an item with id ${posted.id} is stored here as a ${existing.type}, not a ${posted.type}`);
     if (existing.author !== posted.author) return posted;
@@ -61,33 +63,34 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
    * a statement given now is added and the item published again, so peers can take it from then on.
    * Checked again in the transaction (`describedItem`): another request may have stored the id since.
    */
-  const insertItem = (row: Omit<ItemRow, 'created_ms' | 'origin' | 'authorship'>, statement: ItemAuthorship | null): { row: ItemRow; created: boolean } =>
-    deps.store.tx(() => {
+  const insertItem = (row: Omit<ItemRow, 'created_ms' | 'origin' | 'authorship'>, statement: ItemAuthorship | null): Promise<{ row: ItemRow; created: boolean }> =>
+    store.tx(function* () {
       const posted: AuthoredItem = { id: row.item_id, type: row.type, author: row.author, title: row.title, media_type: row.media_type };
-      const described = describedItem(posted);
+      const described = yield* describedItem(posted);
       const mismatch = statement === null ? null : authorshipMismatch(statement, described);
       if (mismatch) throwCoreProblems([mismatch], ['body', 'authorship']);
       const authorship = statement === null ? null : JSON.stringify(statement);
-      const existing = getItem(row.item_id);
+      const existing = yield* items.get(row.item_id);
       if (existing) {
-        if (authorship === null || !items.attachAuthorship(row.item_id, row.author, authorship)) return { row: existing, created: false };
-        const signed = getItem(row.item_id)!;
-        deps.store.run(deps.store.appendEvent('item', signed.author, signed.item_id, { item: itemView(signed) }, now()));
+        if (authorship === null || !(yield* items.attachAuthorship(row.item_id, row.author, authorship))) return { row: existing, created: false };
+        const signed = (yield* items.get(row.item_id))!;
+        yield* store.appendEvent('item', signed.author, signed.item_id, { item: itemView(signed) }, now());
         return { row: signed, created: false };
       }
-      items.insert({ ...row, authorship, origin: null, created_ms: now() });
-      const stored = getItem(row.item_id)!;
-      deps.store.run(deps.store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now()));
+      yield* items.insert({ ...row, authorship, origin: null, created_ms: now() });
+      const stored = (yield* items.get(row.item_id))!;
+      yield* store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now());
       return { row: stored, created: true };
     });
 
   const sliceChange = (caller: Caller, change: (current: { v: string[]; i: unknown[]; t?: number } | undefined) => unknown) => {
     const nodeId = callerNode(caller);
-    return deps.store.tx(() => {
-      const current = deps.store.run(deps.voting.publishedSlice(nodeId));
+    const voting = deps.voting;
+    return store.tx(function* () {
+      const current = yield* voting.publishedSlice(nodeId);
       const next = change(current ? { ...current.qset, ...(current.t_auto ? { t: undefined } : {}) } : undefined);
-      const { qset, tAuto } = deps.voting.parseSlice(stripUndefined(next), nodeId, ['body']);
-      const saved = deps.store.run(deps.voting.setSlice(nodeId, qset, tAuto, now()));
+      const { qset, tAuto } = voting.parseSlice(stripUndefined(next), nodeId, ['body']);
+      const saved = yield* voting.setSlice(nodeId, qset, tAuto, now());
       return { node_id: nodeId, slice_hash: saved.hash, slice: saved.qset, t_auto: tAuto };
     });
   };
@@ -101,10 +104,10 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: itemsPageSchema,
       query: itemsQuery,
-      handle: ({ query }) => {
+      handle: async ({ query }) => {
         const limit = Math.min(Number(query.limit ?? 100) || 100, 500);
         const after = query.after === undefined ? Number.MAX_SAFE_INTEGER : Number(query.after);
-        const rows = items.page(after, query.author || undefined, limit);
+        const rows = await plain.items.page(after, query.author || undefined, limit);
         const last = rows.at(-1);
         return { items: rows.map((r) => itemView(r)), next: rows.length === limit && last ? last.cursor : null };
       },
@@ -118,27 +121,30 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       response: itemDetailSchema,
       // Accept: application/octet-stream: the bytes, under the media type they were uploaded with.
       alsoProduces: '*/*',
-      handle: ({ params, req, res }) => {
-        const row = mustGetItem(params.id!);
+      handle: async ({ params, req, res }) => {
+        const row = await mustGetItem(params.id!);
         if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {
-          if (!deps.files.has(row.item_id)) throw new HttpError(404, 'file content not stored on this relay');
+          if (!(await deps.files.has(row.item_id))) throw new HttpError(404, 'file content not stored on this relay');
+          // Copied here first when another replica received it (`open` would do it too, after the headers).
+          const contentLength = row.file_bytes ?? (await deps.files.sizeOf(row.item_id));
+          const content = await deps.files.open(row.item_id);
           // The media type is the uploader's: a browser opening the link must not run an uploaded
           // text/html or SVG on the relay's origin, so the answer is a sandboxed attachment.
           res.status(200).set({
             'content-type': row.media_type ?? 'application/octet-stream',
-            'content-length': String(row.file_bytes ?? deps.files.sizeOf(row.item_id)),
+            'content-length': String(contentLength),
             'content-security-policy': "default-src 'none'; sandbox",
             'content-disposition': `attachment; filename="${row.item_id}"`,
           });
           // pipeline, not pipe: a read error must end the response, not crash the process.
-          pipeline(deps.files.open(row.item_id), res).catch((cause: unknown) => {
+          pipeline(content, res).catch((cause: unknown) => {
             // A client that hangs up mid-download is not a server fault.
             if ((cause as { code?: unknown }).code !== 'ERR_STREAM_PREMATURE_CLOSE') deps.log(`relay: sending file ${row.item_id} failed`, cause);
           });
           return alreadySent;
         }
-        const bulletin = deps.store.run(deps.voting.bulletin(row.item_id, deps.selfKey.nodeId));
-        return itemView(row, { counts: bulletin.counts, reports: reports.countForItem(row.item_id), relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id) });
+        const bulletin = await store.plain(deps.voting.bulletin(row.item_id, deps.selfKey.nodeId));
+        return itemView(row, { counts: bulletin.counts, reports: await plain.reports.countForItem(row.item_id), relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id) });
       },
     }),
     route({
@@ -158,14 +164,14 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           // The title and the authorship statement are checked before the file is moved into the
           // store, so a refused upload leaves no file behind.
           let authorship: ItemAuthorship | null = null;
-          const file = await deps.files.receiveMultipart(req, (upload) => {
+          const file = await deps.files.receiveMultipart(req, async (upload) => {
             refuseUnstorableText({ title: upload.title, ...Object.fromEntries(upload.fields) }, ['body']);
             const title = parseOr422(fileTitleField, { title: upload.title }, 'body').title;
             // Stored and served back as the file's Content-Type: bounded like a signed one would be.
             if (upload.mediaType.length > MEDIA_TYPE_MAX_CHARS) {
               throw invalidInput(['body', 'file'], `Value error, the file part's Content-Type is at most ${MEDIA_TYPE_MAX_CHARS} characters`, upload.mediaType.slice(0, 80), 'value_error', { max_length: MEDIA_TYPE_MAX_CHARS });
             }
-            const described = describedItem({ id: upload.itemId, type: 'file', author, title, media_type: upload.mediaType });
+            const described = await store.plain(describedItem({ id: upload.itemId, type: 'file', author, title, media_type: upload.mediaType }));
             const statement = upload.fields.get('authorship');
             if (statement !== undefined) {
               let doc: unknown;
@@ -178,7 +184,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
             }
             return title;
           });
-          const { row, created } = insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title: file.title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller) }, authorship);
+          const { row, created } = await insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title: file.title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller) }, authorship);
           if (!created) res.status(200);
           return itemView(row, { created });
         }
@@ -190,9 +196,9 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (!checked.ok) throwCoreProblems(checked.problems, ['body']);
         const claim = checked.value;
         const id = claimId(claim);
-        const described = describedItem({ id, type: 'claim', author, title: claim.title, media_type: null });
+        const described = await store.plain(describedItem({ id, type: 'claim', author, title: claim.title, media_type: null }));
         const authorship = statement === undefined ? null : requireAuthorship(statement, described, ['body', 'authorship']);
-        const { row, created } = insertItem({ item_id: id, type: 'claim', kind: claim.kind, title: claim.title, body: claim.body, file_bytes: null, media_type: null, author, bot_id: botOf(caller) }, authorship);
+        const { row, created } = await insertItem({ item_id: id, type: 'claim', kind: claim.kind, title: claim.title, body: claim.body, file_bytes: null, media_type: null, author, bot_id: botOf(caller) }, authorship);
         if (!created) res.status(200);
         return itemView(row, { created });
       },
@@ -211,7 +217,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         const itemId = params.id!;
         checkItemId(itemId);
         // Only whether it exists: the vote's answer needs nothing else of the item's row.
-        if (!ingest.itemStored(itemId)) throw new HttpError(404, 'no such item on this relay');
+        if (!(await ingest.itemStored(itemId))) throw new HttpError(404, 'no such item on this relay');
         const parsed = parseVote(req.body);
         if (!parsed.ok) throwCoreProblems(parsed.problems, ['body']);
         const vote: Vote = parsed.value;
@@ -220,10 +226,10 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
         if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
         // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
         // Looked up once, before the check (a vote sent while its voter registers may be either side of it).
-        const voter = { registered: ingest.voterRegistered(vote.voter) };
+        const voter = { registered: await ingest.voterRegistered(vote.voter) };
         if (!(await ingest.verify(vote, voter))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
         if (!voter.registered) throw new HttpError(403, 'voter is not a registered node: POST /register first');
-        if (vote.slice_hash !== undefined && !deps.store.run(deps.voting.quorumSetByHash(vote.slice_hash))) {
+        if (vote.slice_hash !== undefined && !(await store.plain(deps.voting.quorumSetByHash(vote.slice_hash)))) {
           // Checked here as well as where it is stored: a refusal never reaches the write path.
           throw unknownSliceHash(vote.slice_hash);
         }
@@ -250,11 +256,11 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: bulletinSchema,
-      handle: ({ params }) => {
-        const row = mustGetItem(params.id!);
+      handle: async ({ params }) => {
+        const row = await mustGetItem(params.id!);
         const node = params.node!;
         if (!isNodeId(node)) throw invalidInput(['path', 'node'], 'Value error, node must be 64 lowercase hex characters', node);
-        return bulletinView(deps.store.run(deps.voting.bulletin(row.item_id, node)), node, row.item_id);
+        return bulletinView(await store.plain(deps.voting.bulletin(row.item_id, node)), node, row.item_id);
       },
     }),
     route({
@@ -305,10 +311,10 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       response: reportSchema,
       body: reportBody,
       successStatus: 201,
-      handle: ({ caller, params, body }) => {
-        const row = mustGetItem(params.id!);
+      handle: async ({ caller, params, body }) => {
+        const row = await mustGetItem(params.id!);
         const reporter = callerNode(caller);
-        reports.upsert({ item_id: row.item_id, reporter, bot_id: botOf(caller), reason: body.reason, note: body.note, created_ms: now() });
+        await plain.reports.upsert({ item_id: row.item_id, reporter, bot_id: botOf(caller), reason: body.reason, note: body.note, created_ms: now() });
         return { item: row.item_id, reporter, reason: body.reason, note: body.note, created_at: isoFromMs(now()) };
       },
     }),
@@ -319,8 +325,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'human-or-bot',
       since: '0.9.3',
       response: reportsSchema,
-      handle: ({ caller }) => {
-        const rows = reports.byReporter(callerNode(caller));
+      handle: async ({ caller }) => {
+        const rows = await plain.reports.byReporter(callerNode(caller));
         return { reports: rows.map((r) => ({ item: r.item_id, reason: r.reason, note: r.note, bot_id: r.bot_id, created_at: isoFromMs(r.created_ms) })) };
       },
     }),

@@ -26,6 +26,7 @@ import { eventsPageSchema, examplesSchema, healthSchema, networkSchema, peerAdde
 import { type RelayRoute, route } from './relay-route.js';
 import { eventsQuery, reachBody, reachProbeBody } from '../../../wire/relay/relay-schemas.js';
 import type { EventRow } from '../../storage/relay/event-repository.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import { readEventsPage } from '../domain/events-page.js';
 import { signDocument } from '../domain/signed-document.js';
 
@@ -41,16 +42,16 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
    * authorship and declarations say so with null; a statement naming its slice by hash carries the
    * quorum set, so a peer that never saw it can still tally it (it checks the hash).
    */
-  const eventData = (kind: string, payload: Record<string, unknown>): Record<string, unknown> => {
+  const eventData = function* (kind: string, payload: Record<string, unknown>): Steps<Record<string, unknown>> {
     if (kind === 'item' && payload.item !== null && typeof payload.item === 'object') return { ...payload, item: { ...payload.item, authorship: (payload.item as { authorship?: unknown }).authorship ?? null } };
     if (kind === 'slice') return { ...payload, declaration: payload.declaration ?? null };
     const hash = kind === 'vote' ? (payload.vote as { slice_hash?: unknown } | undefined)?.slice_hash : undefined;
     if (typeof hash !== 'string') return payload;
-    const slice = deps.store.run(deps.voting.quorumSetByHash(hash));
+    const slice = yield* deps.voting.quorumSetByHash(hash);
     return slice ? { ...payload, slice } : payload;
   };
 
-  const data = deps.store.syncData;
+  const data = deps.store.plainData;
   // These two endpoints make the relay fetch URLs someone chose: operators only, and nobody when none are named.
   const mustOperate = (caller: Caller): string => {
     if (deps.operators.size === 0) {
@@ -125,8 +126,8 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: seedsSchema,
-      handle: () => {
-        const seeds = new Set<string>([...deps.seeds, ...deps.federation.peers().map((p) => p.url)]);
+      handle: async () => {
+        const seeds = new Set<string>([...deps.seeds, ...(await deps.federation.peers()).map((p) => p.url)]);
         return { seeds: [...seeds].map((url) => ({ url })), self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId } };
       },
     }),
@@ -137,21 +138,21 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: networkSchema,
-      handle: () => {
-        const edges = data.slices.edges(1000);
+      handle: async () => {
+        const edges = await data.slices.edges(1000);
         return {
-          relay: { url: deps.baseUrl, node_id: deps.selfKey.nodeId, slice: deps.store.run(deps.voting.selfSlice()) ?? null },
+          relay: { url: deps.baseUrl, node_id: deps.selfKey.nodeId, slice: (await deps.store.plain(deps.voting.selfSlice())) ?? null },
           counts: {
-            nodes: data.nodes.count(),
-            nodes_registered_here: data.nodes.countLocal(),
-            items: data.items.count(),
-            votes: data.votes.count(),
-            events: data.events.count(),
-            peers: data.peers.count(),
+            nodes: await data.nodes.count(),
+            nodes_registered_here: await data.nodes.countLocal(),
+            items: await data.items.count(),
+            votes: await data.votes.count(),
+            events: await data.events.count(),
+            peers: await data.peers.count(),
           },
-          peers: deps.federation.peers().map((p) => Federation.view(p)),
+          peers: (await deps.federation.peers()).map((p) => Federation.view(p)),
           slices: edges.map((e) => ({ node_id: e.node_id, slice_hash: e.hash, slice: JSON.parse(e.qset) as unknown })),
-          pairs: data.social.pairs(1000),
+          pairs: await data.social.pairs(1000),
         };
       },
     }),
@@ -163,7 +164,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: eventsPageSchema,
       query: eventsQuery,
-      handle: ({ query }) => {
+      handle: async ({ query }) => {
         const since = Number(query.since ?? 0);
         const limit = query.limit === undefined ? relayLimits.eventsPageDefault : Number(query.limit);
         // Pydantic's words for `Query(ge=1, le=max)`: one bound per error, the one that was crossed.
@@ -181,17 +182,18 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         // Counted as answered: a vote naming its slice by hash carries the quorum set, which its
         // stored payload does not (up to 1000 node ids), so the stored text alone bounds nothing.
         const dataBySeq = new Map<number, Record<string, unknown>>();
-        const dataOf = (r: EventRow): Record<string, unknown> => {
+        const bytesOf = function* (r: EventRow): Steps<number> {
           let answered = dataBySeq.get(r.seq);
           if (answered === undefined) {
-            answered = eventData(r.kind, JSON.parse(r.payload) as Record<string, unknown>);
+            answered = yield* eventData(r.kind, JSON.parse(r.payload) as Record<string, unknown>);
             dataBySeq.set(r.seq, answered);
           }
-          return answered;
+          return Buffer.byteLength(JSON.stringify(answered), 'utf8');
         };
-        const { rows: page, hasMore } = readEventsPage(data.events, since, authors, limit, deps.eventsPagePayloadMaxBytes, (r) => Buffer.byteLength(JSON.stringify(dataOf(r)), 'utf8'));
+        // One rule: every event of the page was measured, so its data is in `dataBySeq`.
+        const { rows: page, hasMore } = await deps.store.plain(readEventsPage(deps.store.data.events, since, authors, limit, deps.eventsPagePayloadMaxBytes, bytesOf));
         return {
-          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: dataOf(r) })),
+          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: dataBySeq.get(r.seq)! })),
           next: page.at(-1)?.seq ?? since,
           has_more: hasMore,
         };
@@ -204,7 +206,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.19',
       response: relaysSchema,
-      handle: () => ({ self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId }, relays: deps.federation.peers().map((p) => ({ url: p.url, node_id: p.node_id, version: p.version })) }),
+      handle: async () => ({ self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId }, relays: (await deps.federation.peers()).map((p) => ({ url: p.url, node_id: p.node_id, version: p.version })) }),
     }),
     route({
       method: 'post',
@@ -229,7 +231,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.19',
       response: peersSchema,
-      handle: () => ({ peers: deps.federation.peers().map((p) => Federation.view(p)) }),
+      handle: async () => ({ peers: (await deps.federation.peers()).map((p) => Federation.view(p)) }),
     }),
     route({
       method: 'post',
@@ -242,7 +244,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       handle: async ({ caller, body }) => {
         mustOperate(caller);
         const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
-        if (only !== undefined && !deps.federation.peer(only)) throw new HttpError(404, 'not a known peer; POST /reach first');
+        if (only !== undefined && !(await deps.federation.peer(only))) throw new HttpError(404, 'not a known peer; POST /reach first');
         return { results: await deps.federation.probeAll(only) };
       },
     }),
@@ -257,7 +259,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       handle: async ({ caller, body }) => {
         mustOperate(caller);
         const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
-        if (only !== undefined && !deps.federation.peer(only)) throw new HttpError(404, 'not a known peer; POST /reach first');
+        if (only !== undefined && !(await deps.federation.peer(only))) throw new HttpError(404, 'not a known peer; POST /reach first');
         const results = await deps.federation.pullNow(only);
         return { results, pulled: results.reduce((n, r) => n + r.pulled, 0), caught_up: results.every((r) => r.caught_up) };
       },

@@ -147,7 +147,7 @@ export function relayGuard(credentials: Credentials): RouteGuard<Caller, Credent
     const header = req.headers.authorization;
     // Mapped here too: the `Expect: 100-continue` check answers only `HttpError`s itself.
     try {
-      return requireCredential(credentials.authenticate(typeof header === 'string' ? header : undefined), r.auth);
+      return requireCredential(await credentials.authenticate(typeof header === 'string' ? header : undefined), r.auth);
     } catch (err) {
       throw relayToHttpError(err);
     }

@@ -111,11 +111,11 @@ function htmlTable(headers: string[], rows: string[][]): string {
 export const RELAY_SITE_PATHS = ['/', '/agents', '/AGENTS.md', '/llms.txt'] as const;
 
 /** The human site: `/`, `/agents`, `/AGENTS.md`, `/llms.txt`, mounted at the path of `humanUrl`. */
-export function relaySite(routes: readonly RelayRoute[], baseUrl: string, humanUrl: string, stats: () => Record<string, number>): Router {
+export function relaySite(routes: readonly RelayRoute[], baseUrl: string, humanUrl: string, stats: () => Promise<Record<string, number>>): Router {
   const router = strictRouter();
   const limitsRows = Object.entries(publicLimits()).map(([k, v]) => [k, String(v)]);
-  router.get('/', (_req, res) => {
-    const s = stats();
+  router.get('/', async (_req, res) => {
+    const s = await stats();
     sendSite(
       res,
       'html',

@@ -23,19 +23,20 @@ export function sliceDeclarationRoutes(deps: RelayDeps): RelayRoute[] {
       response: sliceAnswerSchema,
       body: sliceDeclarationDoc,
       bodyKind: 'core',
-      handle: ({ req }) => {
+      handle: async ({ req }) => {
         const declaration = requireSliceDeclaration(req.body, ['body']);
         const nowMs = deps.clock.nowMs();
         if (declaration.updated_ms > nowMs + relayLimits.proofMaxSkewSeconds * 1000) {
           throw invalidInput(['body', 'updated_ms'], `Value error, updated_ms is more than ${relayLimits.proofMaxSkewSeconds} s ahead of this relay's clock`, declaration.updated_ms, 'value_error', { now: unixSeconds(nowMs) });
         }
-        if (!deps.store.syncData.nodes.exists(declaration.node_id)) throw new HttpError(403, 'node is not a registered node: POST /register first');
-        const applied = deps.store.tx(() => deps.store.run(deps.voting.applyDeclaration(declaration, null, nowMs)));
-        const current = deps.store.run(deps.voting.sliceDeclaration(declaration.node_id));
+        const { store, voting } = deps;
+        if (!(await store.plainData.nodes.exists(declaration.node_id))) throw new HttpError(403, 'node is not a registered node: POST /register first');
+        const applied = await store.tx(voting.applyDeclaration(declaration, null, nowMs));
+        const current = await store.plain(voting.sliceDeclaration(declaration.node_id));
         if (!applied && current?.sig !== declaration.sig) {
-          throw new HttpError(409, `a newer declaration of this node's slice is published (updated_ms ${deps.store.syncData.slices.declaredAt(declaration.node_id)?.updated_ms ?? '?'}); sign one with a later updated_ms`);
+          throw new HttpError(409, `a newer declaration of this node's slice is published (updated_ms ${(await store.plainData.slices.declaredAt(declaration.node_id))?.updated_ms ?? '?'}); sign one with a later updated_ms`);
         }
-        return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: deps.store.run(deps.voting.publishedSlice(declaration.node_id))!.qset, t_auto: false };
+        return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: (await store.plain(voting.publishedSlice(declaration.node_id)))!.qset, t_auto: false };
       },
     }),
   ];

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
 import { isoFromMs } from '../../../core/clock.js';
 import { sha256Hex } from '../domain/credentials.js';
-import { getNode } from '../views/node-view.js';
+import type { Steps } from '../../storage/sql-steps.js';
 import type { RelayDeps } from '../relay-deps.js';
 import { HttpError } from '../../http/http-error.js';
 import { invalidInput } from './relay-error.js';
@@ -28,12 +28,13 @@ export function pairingQrPng(url: string): Promise<Buffer> {
 
 /** Invites and pairing. */
 export function socialRoutes(deps: RelayDeps): RelayRoute[] {
-  const { social, nodes } = deps.store.syncData;
+  const { social, nodes } = deps.store.data;
+  const plain = deps.store.plainData;
   const now = () => deps.clock.nowMs();
 
-  const pairingOf = (token: string) => {
+  const pairingOf = function* (token: string): Steps<PairingRow> {
     if (!/^[A-Za-z0-9_-]{16,128}$/.test(token)) throw invalidInput(['path', 'token'], 'Value error, not a pairing token', token);
-    const row = social.pairing(sha256Hex(token));
+    const row = yield* social.pairing(sha256Hex(token));
     if (!row) throw new HttpError(404, 'unknown pairing token');
     return row;
   };
@@ -51,17 +52,17 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: inviteCreatedSchema,
       successStatus: 201,
-      handle: ({ caller }) => {
+      handle: async ({ caller }) => {
         const inviter = callerNode(caller);
         const code = readableCode();
         const expiresMs = now() + relayLimits.inviteTtlSeconds * 1000;
-        deps.store.tx(() => {
+        await deps.store.tx(function* () {
           // Invites expired or accepted an invite's lifetime ago leave GET /invites and /me/export from now on.
-          social.pruneDoneInvites(inviter, now(), relayLimits.inviteTtlSeconds * 1000);
-          if (social.countOpenInvites(inviter, now()) >= relayLimits.openInvitesMax) {
+          yield* social.pruneDoneInvites(inviter, now(), relayLimits.inviteTtlSeconds * 1000);
+          if ((yield* social.countOpenInvites(inviter, now())) >= relayLimits.openInvitesMax) {
             throw new HttpError(409, `at most ${relayLimits.openInvitesMax} open invites; wait for some to be accepted or expire`);
           }
-          social.insertInvite({ code, inviter, nowMs: now(), expiresMs });
+          yield* social.insertInvite({ code, inviter, nowMs: now(), expiresMs });
         });
         return { code, inviter, state: 'open', expires_at: isoFromMs(expiresMs), accept: { method: 'POST', path: '/invites/accept', body: { code } } };
       },
@@ -73,8 +74,8 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'human',
       since: '0.9.3',
       response: invitesSchema,
-      handle: ({ caller }) => {
-        const rows = social.invitesOf(callerNode(caller));
+      handle: async ({ caller }) => {
+        const rows = await plain.social.invitesOf(callerNode(caller));
         return {
           invites: rows.map((r) => ({
             code: r.code,
@@ -98,13 +99,13 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);
         const code = body.code.trim().toUpperCase();
-        return deps.store.tx(() => {
-          const row = social.invite(code);
+        return deps.store.tx(function* () {
+          const row = yield* social.invite(code);
           if (!row || inviteState(row) !== 'open') throw new HttpError(404, 'unknown, used or expired invite code');
           if (row.inviter === nodeId) throw new HttpError(409, 'you cannot accept your own invite');
-          if (getNode(deps, nodeId)?.invited_by) throw new HttpError(409, 'you already accepted an invite');
-          social.acceptInvite(code, nodeId, now());
-          nodes.setInvitedBy(nodeId, row.inviter, now());
+          if ((yield* nodes.get(nodeId))?.invited_by) throw new HttpError(409, 'you already accepted an invite');
+          yield* social.acceptInvite(code, nodeId, now());
+          yield* nodes.setInvitedBy(nodeId, row.inviter, now());
           return { node_id: nodeId, invited_by: row.inviter, accepted_at: isoFromMs(now()) };
         });
       },
@@ -117,17 +118,17 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: pairStartedSchema,
       successStatus: 201,
-      handle: ({ caller }) => {
+      handle: async ({ caller }) => {
         const nodeId = callerNode(caller);
         const token = randomBytes(24).toString('base64url');
         const expiresMs = now() + relayLimits.pairTokenTtlSeconds * 1000;
-        deps.store.tx(() => {
+        await deps.store.tx(function* () {
           // Its expired tokens, and tokens confirmed a token's lifetime ago, answer 404 from now on.
-          social.pruneDonePairings(nodeId, now(), relayLimits.pairTokenTtlSeconds * 1000);
-          if (social.countPendingPairings(nodeId, now()) >= relayLimits.pendingPairingsMax) {
+          yield* social.pruneDonePairings(nodeId, now(), relayLimits.pairTokenTtlSeconds * 1000);
+          if ((yield* social.countPendingPairings(nodeId, now())) >= relayLimits.pendingPairingsMax) {
             throw new HttpError(409, `at most ${relayLimits.pendingPairingsMax} pending pairing tokens; wait for some to be confirmed or expire`);
           }
-          social.insertPairing({ tokenHash: sha256Hex(token), nodeId, nowMs: now(), expiresMs });
+          yield* social.insertPairing({ tokenHash: sha256Hex(token), nodeId, nowMs: now(), expiresMs });
         });
         return { token, node_id: nodeId, state: 'pending', expires_at: isoFromMs(expiresMs), url: pairUrl(token), qr: `${pairUrl(token)}/qr` };
       },
@@ -139,9 +140,9 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: pairStateSchema,
-      handle: ({ params }) => {
-        const row = pairingOf(params.token!);
-        const starter = getNode(deps, row.node_id);
+      handle: async ({ params }) => {
+        const row = await deps.store.plain(pairingOf(params.token!));
+        const starter = await plain.nodes.get(row.node_id);
         return {
           state: pairingState(row),
           node_id: row.node_id,
@@ -160,7 +161,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.19',
       produces: 'image/png',
       handle: async ({ params, res }) => {
-        const row = pairingOf(params.token!);
+        const row = await deps.store.plain(pairingOf(params.token!));
         if (pairingState(row) !== 'pending') throw new HttpError(410, `pairing token is ${pairingState(row)}`);
         const png = await pairingQrPng(pairUrl(params.token!));
         res.status(200).set({ 'content-type': 'image/png', 'cache-control': 'no-store' }).send(png);
@@ -177,11 +178,11 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       body: pairConfirmBody,
       handle: ({ caller, body }) => {
         const nodeId = callerNode(caller);
-        return deps.store.tx(() => {
-          const row = pairingOf(body.token);
+        return deps.store.tx(function* () {
+          const row = yield* pairingOf(body.token);
           if (pairingState(row) !== 'pending') throw new HttpError(410, `pairing token is ${pairingState(row)}`);
           if (row.node_id === nodeId) throw new HttpError(409, 'a node cannot pair with itself; confirm from the other node');
-          social.confirmPairing(row, nodeId, now());
+          yield* social.confirmPairing(row, nodeId, now());
           return { state: 'paired', nodes: [row.node_id, nodeId] };
         });
       },

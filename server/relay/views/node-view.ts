@@ -4,10 +4,6 @@ import type { RelayDeps } from '../relay-deps.js';
 
 export type { NodeRow };
 
-export function getNode(deps: RelayDeps, nodeId: string): NodeRow | undefined {
-  return deps.store.syncData.nodes.get(nodeId);
-}
-
 /** The public face of a node: what anyone may see at /nodes and /nodes/{id}. */
 export function publicNode(deps: RelayDeps, row: NodeRow): Record<string, unknown> {
   return {
@@ -21,9 +17,4 @@ export function publicNode(deps: RelayDeps, row: NodeRow): Record<string, unknow
     listed: row.listed === 1,
     created_at: isoFromMs(row.created_ms),
   };
-}
-
-/** Nodes paired with `nodeId`, both directions. */
-export function pairedWith(deps: RelayDeps, nodeId: string): string[] {
-  return deps.store.syncData.social.pairedWith(nodeId);
 }

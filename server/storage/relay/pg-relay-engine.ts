@@ -1,12 +1,16 @@
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { type Clock, systemClock } from '../../../core/clock.js';
 import type { SharedFileContents } from '../../relay/domain/file-store.js';
-// The PostgreSQL opener (pool, reconnect with backoff, storage faults) serves both services but still
+// The PostgreSQL opener (connection settings, the BIGINT parsers) serves both services but still
 // lives with the bench's store; moving it to server/storage's top is left (decision 0676).
 // eslint-disable-next-line no-restricted-imports
 import { pgConnection, redactDatabaseUrl } from '../bench/postgres/pg-database.js';
+import { ReconnectBackoff } from '../reconnect-backoff.js';
+import { runSteps, type Statement, type Steps } from '../sql-steps.js';
+import { isDatabaseConnectionFault, isDiskFull, StorageFullError } from '../storage-faults.js';
 import { migrateRelaySchema } from './pg-relay-migrations.js';
-import { PgRelaySteps } from './pg-relay-sql.js';
-import { PgSyncConnection } from './pg-sync-connection.js';
+import { LOCK_TIMEOUT_MS, performRelayStatement, type RelayQuery } from './pg-relay-sql.js';
 import { RelaySql } from './relay-sql.js';
 
 /**
@@ -16,121 +20,234 @@ import { RelaySql } from './relay-sql.js';
  */
 export const RELAY_WRITE_LOCK_KEY = 0x72656c79; // 'rely'
 
-/** A statement (a lock wait included) that takes longer than this fails instead of stopping the replica. */
-const STATEMENT_TIMEOUT_MS = 30_000;
+/** How long a new connection may take before the request is answered 503 instead (a host that went silent). */
+const CONNECT_TIMEOUT_MS = 10_000;
+/** Pauses between tries while the database is away (decision 0516): from a quarter second, doubling, at most 5 s. */
+const RECONNECT_FIRST_MS = 250;
+const RECONNECT_MAX_MS = 5_000;
+/**
+ * Connections of a replica's relay pool by default. Its rules run one at a time (`exclusive`), so
+ * one connection is busy at a time; the second lets a dropped one be replaced while it closes.
+ */
+export const DEFAULT_RELAY_POOL_SIZE = 2;
+const MAX_RELAY_POOL_SIZE = 100;
+
+export interface PgRelayEngineOptions {
+  /** Connections of the pool (1 to 100); default `DEFAULT_RELAY_POOL_SIZE`. */
+  poolSize?: number;
+  /** Host time for the reconnect backoff; default the system clock. */
+  clock?: Clock;
+}
 
 /**
- * Transactions, secrets and the write generation of the relay's PostgreSQL store, on one
- * synchronous connection. Each write transaction takes the write lock, then bumps the write
- * generation: when the generation it found is not the one this replica last saw, another replica
- * committed in between and the caches are dropped before the transaction reads anything (decision 0441).
+ * The relay's steps on PostgreSQL (decisions 0610, 0700), on a `pg.Pool`: every statement is
+ * awaited, so the replica's event loop never waits for the database (decision 0440's engine
+ * blocked its thread on a worker for each statement).
+ *
+ * The relay's caches (slice book, statement log, the relay node's tallies) are filled and changed
+ * by its rules as they run, so a replica runs its rules one at a time (`exclusive`, a queue): no
+ * request sees another's uncommitted writes in them, and nothing runs between a vote's checks and
+ * its writes, as when every statement waited synchronously. Across replicas, each write
+ * transaction takes the write lock, then bumps the write generation: when the generation it found
+ * is not the one this replica last saw, another replica committed in between and the caches are
+ * dropped before the transaction reads anything (decision 0441).
+ *
+ * A database restart is a fault it survives (decision 0516): every connection's `error` event is
+ * handled, a connection that failed is dropped from the pool, and while the database is away each
+ * rule fails at once with `DatabaseUnavailableError` (503 with `Retry-After`) until the next try
+ * of a bounded backoff; a full disk on the database's side (53100) is a `StorageFullError` (507).
  */
 export class PgRelayEngine {
-  readonly connection: PgSyncConnection;
-  readonly steps: PgRelaySteps;
-  /** The relay's statements, as steps `steps` runs. */
+  /** The relay's statements, as steps `plain` and `tx` run. */
   readonly sql = new RelaySql('postgres');
   private depth = 0;
   /** The write generation this replica's caches match; undefined: unknown (they are dropped at the next look). */
   private seenGeneration: number | undefined;
+  /** The end of the queue of rules: the next one starts when it settles. */
+  private tail: Promise<unknown> = Promise.resolve();
+  private closing: Promise<void> | undefined;
 
-  constructor(
-    databaseUrl: string,
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly backoff: ReconnectBackoff,
     private readonly invalidateCaches: () => void,
-  ) {
-    this.connection = new PgSyncConnection(
+    private readonly label: string,
+  ) {}
+
+  /** Connects to the relay's tables at `databaseUrl` (schema `relay`), migrated first; `invalidateCaches` hears of another replica's commit. */
+  static async open(databaseUrl: string, invalidateCaches: () => void, options: PgRelayEngineOptions = {}): Promise<PgRelayEngine> {
+    const poolSize = options.poolSize ?? DEFAULT_RELAY_POOL_SIZE;
+    if (!Number.isSafeInteger(poolSize) || poolSize < 1 || poolSize > MAX_RELAY_POOL_SIZE) {
+      throw new RangeError(`the relay database pool size must be a whole number from 1 to ${MAX_RELAY_POOL_SIZE}; got ${poolSize}`);
+    }
+    const label = `the relay database at ${redactDatabaseUrl(databaseUrl)}`;
+    const pool = new pg.Pool({
+      ...pgConnection(databaseUrl),
       // The relay's tables live in their own schema, beside the bench's.
-      { ...pgConnection(databaseUrl), options: `-c search_path=relay -c lock_timeout=${STATEMENT_TIMEOUT_MS}` },
-      { statementTimeoutMs: STATEMENT_TIMEOUT_MS + 5_000, label: `the relay database at ${redactDatabaseUrl(databaseUrl)}` },
-    );
+      options: `-c search_path=relay -c lock_timeout=${LOCK_TIMEOUT_MS}`,
+      max: poolSize,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    });
+    // An idle connection the server dropped (57P01 at a restart) must not end the process: the pool removed it.
+    pool.on('error', () => undefined);
+    const backoff = new ReconnectBackoff(options.clock ?? systemClock, { firstMs: RECONNECT_FIRST_MS, maxMs: RECONNECT_MAX_MS, what: label });
+    const engine = new PgRelayEngine(pool, backoff, invalidateCaches, label);
     try {
-      migrateRelaySchema(this.connection);
+      await engine.onConnection((query) => migrateRelaySchema(query));
     } catch (err) {
-      this.connection.close();
+      await pool.end();
       throw err;
     }
-    this.steps = new PgRelaySteps(this.connection);
+    return engine;
   }
 
+  /** Whether a transaction's steps are running now (the queue runs one rule at a time). */
   get inTransaction(): boolean {
     return this.depth > 0;
   }
 
-  tx<T>(fn: () => T): T {
-    const q = (sql: string, params?: unknown[]) => this.connection.query(sql, params);
-    if (this.depth > 0) {
-      // Nested: a savepoint, as better-sqlite3 nests transactions (the vote group commit relies on it).
-      const name = `relay_sp_${this.depth}`;
-      q(`SAVEPOINT ${name}`);
-      this.depth++;
-      try {
-        const result = fn();
-        q(`RELEASE SAVEPOINT ${name}`);
-        return result;
-      } catch (err) {
-        q(`ROLLBACK TO SAVEPOINT ${name}`);
-        q(`RELEASE SAVEPOINT ${name}`);
-        throw err;
-      } finally {
-        this.depth--;
-      }
-    }
-    q('BEGIN');
-    this.depth = 1;
-    try {
-      q('SELECT pg_advisory_xact_lock($1)', [RELAY_WRITE_LOCK_KEY]);
-      const generation = Number(q('UPDATE write_generation SET generation = generation + 1 RETURNING generation').rows[0]?.generation);
-      if (generation - 1 !== this.seenGeneration) this.invalidateCaches();
-      const result = fn();
-      if (result instanceof Promise) throw new TypeError('RelayStore.tx takes a synchronous function: a transaction never yields');
-      q('COMMIT');
-      this.seenGeneration = generation;
-      return result;
-    } catch (err) {
-      this.seenGeneration = undefined;
-      try {
-        q('ROLLBACK');
-      } catch {
-        // The connection is gone: PostgreSQL rolled the transaction back itself.
-      }
-      throw err;
-    } finally {
-      this.depth = 0;
-    }
+  /** Whether the database failed to answer since it last did. */
+  get away(): boolean {
+    return this.backoff.away;
   }
 
-  refresh(): void {
-    if (this.depth > 0) return;
-    const generation = Number(this.connection.query('SELECT generation FROM write_generation').rows[0]?.generation);
-    if (generation !== this.seenGeneration) {
-      this.invalidateCaches();
-      this.seenGeneration = generation;
-    }
+  /** Runs `steps` as plain statements, each committed on its own, after the rules queued before. */
+  plain<T>(steps: () => Steps<T>): Promise<T> {
+    return this.exclusive(() => this.guarded(() => runSteps(steps(), (statement) => performRelayStatement(this.pool, statement))));
+  }
+
+  /**
+   * Runs `steps` in one transaction under the write lock, after the rules queued before; settles
+   * after its commit. A nested transaction is a savepoint the steps take (`RelayStore.savepoint`).
+   */
+  tx<T>(steps: () => Steps<T>): Promise<T> {
+    return this.exclusive(() =>
+      this.guarded(() =>
+        this.onConnection(async (query) => {
+          await query(script('BEGIN'));
+          this.depth = 1;
+          try {
+            await query({ kind: 'one', sql: 'SELECT pg_advisory_xact_lock(?)', params: [RELAY_WRITE_LOCK_KEY] });
+            const row = (await query({ kind: 'one', sql: 'UPDATE write_generation SET generation = generation + 1 RETURNING generation', params: [] })) as { generation: number | string };
+            const generation = Number(row.generation);
+            if (generation - 1 !== this.seenGeneration) this.invalidateCaches();
+            const result = await runSteps(steps(), query);
+            await query(script('COMMIT'));
+            this.seenGeneration = generation;
+            return result;
+          } catch (err) {
+            this.seenGeneration = undefined;
+            // On a lost connection PostgreSQL rolled the transaction back itself (and `onConnection` drops it).
+            await query(script('ROLLBACK')).catch(() => undefined);
+            throw err;
+          } finally {
+            this.depth = 0;
+          }
+        }),
+      ),
+    );
+  }
+
+  /**
+   * Looks whether another replica committed since this one last did or looked, and if so drops the
+   * caches (decision 0441); call before serving a request from caches.
+   */
+  refresh(): Promise<void> {
+    return this.exclusive(() =>
+      this.guarded(async () => {
+        const row = (await performRelayStatement(this.pool, { kind: 'one', sql: 'SELECT generation FROM write_generation', params: [] })) as { generation: number | string } | undefined;
+        const generation = Number(row?.generation);
+        if (generation !== this.seenGeneration) {
+          this.invalidateCaches();
+          this.seenGeneration = generation;
+        }
+      }),
+    );
   }
 
   /** The secret `name`, created by the first replica that asks (under the write lock, so all agree). */
-  loadOrCreateSecret(name: string): Buffer {
-    const read = () => this.steps.run(this.sql.value<string>('SELECT hex FROM relay_secrets WHERE name = ?', name));
-    const hex = read() ?? this.tx(() => {
-      this.steps.run(this.sql.run('INSERT INTO relay_secrets (name, hex) VALUES (?, ?) ON CONFLICT DO NOTHING', name, randomBytes(32).toString('hex')));
-      return read();
-    });
+  async loadOrCreateSecret(name: string): Promise<Buffer> {
+    const sql = this.sql;
+    const read = () => sql.value<string>('SELECT hex FROM relay_secrets WHERE name = ?', name);
+    const hex =
+      (await this.plain(read)) ??
+      (await this.tx(function* () {
+        yield* sql.run('INSERT INTO relay_secrets (name, hex) VALUES (?, ?) ON CONFLICT DO NOTHING', name, randomBytes(32).toString('hex'));
+        return yield* read();
+      }));
     if (hex === undefined || !/^[0-9a-f]{64}$/.test(hex)) throw new Error(`the relay secret ${name} in PostgreSQL is not 64 hex characters; refusing to start with a damaged key`);
     return Buffer.from(hex, 'hex');
   }
 
   /** File contents in `relay_files`, for every replica's FileStore. */
   readonly files: SharedFileContents = {
-    has: (itemId) => this.steps.run(this.sql.get('SELECT 1 AS present FROM relay_files WHERE item_id = ?', itemId)) !== undefined,
+    has: async (itemId) => (await this.plain(() => this.sql.value<number>('SELECT 1 AS present FROM relay_files WHERE item_id = ?', itemId))) !== undefined,
     // One statement, no write lock: a file's row is its content-addressed bytes, the same whoever writes it first.
-    put: (itemId, content) => void this.steps.run(this.sql.run('INSERT INTO relay_files (item_id, content) VALUES (?, ?) ON CONFLICT DO NOTHING', itemId, content)),
-    get: (itemId) => {
-      const content = this.steps.run(this.sql.value<Uint8Array>('SELECT content FROM relay_files WHERE item_id = ?', itemId));
+    put: async (itemId, content) => {
+      await this.plain(() => this.sql.run('INSERT INTO relay_files (item_id, content) VALUES (?, ?) ON CONFLICT DO NOTHING', itemId, content));
+    },
+    get: async (itemId) => {
+      const content = await this.plain(() => this.sql.value<Uint8Array>('SELECT content FROM relay_files WHERE item_id = ?', itemId));
       return content === undefined ? undefined : Buffer.from(content.buffer, content.byteOffset, content.byteLength);
     },
   };
 
-  close(): void {
-    this.connection.close();
+  /** Ends the pool after the rules already queued: a closing replica answers what it took. */
+  close(): Promise<void> {
+    this.closing ??= this.exclusive(() => this.pool.end());
+    return this.closing;
   }
+
+  /** Runs `fn` once every rule queued before it settled; rules queued while it runs wait for it. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new Error(`${this.label} is closed`));
+    const result = this.tail.then(fn);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  /** `fn` unless the database is away; its connection faults and full disk as the storage faults they are (decision 0516). */
+  private async guarded<T>(fn: () => Promise<T>): Promise<T> {
+    this.backoff.check();
+    try {
+      const result = await fn();
+      this.backoff.succeeded();
+      return result;
+    } catch (err) {
+      if (isDatabaseConnectionFault(err)) throw this.backoff.failed(err);
+      this.backoff.succeeded();
+      if (isDiskFull(err)) throw new StorageFullError(`${this.label}: the database's disk is full (${(err as Error).message})`, 60, { cause: err });
+      throw err;
+    }
+  }
+
+  /** `body` with statements on one connection of the pool; a connection that failed is dropped, never reused. */
+  private async onConnection<T>(body: (query: RelayQuery) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    // A checked-out client has no listener of the pool's: a connection ended between two statements
+    // (57P01 at a restart) would otherwise be an unhandled 'error' event, which ends the process.
+    let lost: unknown;
+    const onError = (err: unknown) => {
+      lost = err;
+    };
+    client.on('error', onError);
+    try {
+      return await body(async (statement) => {
+        if (lost !== undefined) throw lost;
+        try {
+          return await performRelayStatement(client, statement);
+        } catch (err) {
+          if (isDatabaseConnectionFault(err)) lost ??= err;
+          throw err;
+        }
+      });
+    } finally {
+      client.off('error', onError);
+      client.release(lost instanceof Error ? lost : lost === undefined ? undefined : new Error(String(lost)));
+    }
+  }
+}
+
+function script(sql: string): Statement {
+  return { kind: 'script', sql, params: [] };
 }

@@ -1,6 +1,6 @@
 import { type Migration, migrate, sqlMigration } from '../run-migrations.js';
-import { numberPlaceholders, runStepsSync } from '../sql-steps.js';
-import type { PgSyncConnection } from './pg-sync-connection.js';
+import { runSteps } from '../sql-steps.js';
+import type { RelayQuery } from './pg-relay-sql.js';
 
 /**
  * Building the search indexes over an existing relay's rows: about 12 s for 500 000 titles on a
@@ -240,10 +240,10 @@ const RELAY_MIGRATION_LOCK_KEY = 0x72656d67; // 'remg'
 
 /**
  * Creates the `relay` schema if needed and brings it to the latest version with the one migration
- * runner (server/storage/run-migrations.ts), synchronously on the relay's connection; refuses a schema a
- * newer hilbench wrote. The connection's search_path must already be `relay`.
+ * runner (server/storage/run-migrations.ts), on one connection of the relay's pool (`query`);
+ * refuses a schema a newer hilbench wrote. The connection's search_path must already be `relay`.
  */
-export function migrateRelaySchema(connection: PgSyncConnection): void {
+export async function migrateRelaySchema(query: RelayQuery): Promise<void> {
   const steps = migrate(pgRelayMigrations, {
     label: 'the relay schema in PostgreSQL',
     versionTable: 'relay.schema_version',
@@ -251,11 +251,5 @@ export function migrateRelaySchema(connection: PgSyncConnection): void {
     enter: [`SELECT pg_advisory_lock(${RELAY_MIGRATION_LOCK_KEY})`, 'CREATE SCHEMA IF NOT EXISTS relay'],
     leave: [`SELECT pg_advisory_unlock(${RELAY_MIGRATION_LOCK_KEY})`],
   });
-  runStepsSync(steps, (statement) => {
-    const sql = statement.kind === 'script' ? statement.sql : numberPlaceholders(statement.sql);
-    const result = connection.query(sql, statement.params, { timeoutMs: statement.timeoutMs });
-    if (statement.kind === 'one') return result.rows[0];
-    if (statement.kind === 'all') return result.rows;
-    return result.rowCount;
-  });
+  await runSteps(steps, query);
 }

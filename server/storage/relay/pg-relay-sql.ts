@@ -1,44 +1,47 @@
-import { runStepsSync, type Steps } from '../sql-steps.js';
-import type { PgSyncConnection } from './pg-sync-connection.js';
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { Statement } from '../sql-steps.js';
 import { type RelayStatement, firstColumn } from './relay-sql.js';
 
+/** A lock wait that takes longer than this fails the statement instead of holding the replica's relay. */
+export const LOCK_TIMEOUT_MS = 30_000;
+/** A statement with no answer within this fails (its connection is dropped); a migration step may say longer. */
+const STATEMENT_TIMEOUT_MS = LOCK_TIMEOUT_MS + 5_000;
+
+/** Runs one statement of the relay's steps on a connection and answers what the steps asked for. */
+export type RelayQuery = (statement: Statement) => Promise<unknown>;
+
+/** Each statement text, numbered for PostgreSQL and named (prepared once per connection and reused). */
+const prepared = new Map<string, { text: string; name: string }>();
+
 /**
- * The relay's steps on PostgreSQL, over one synchronous connection (decision 0440). The
- * repositories' `?` parameters become `$1`, `$2`... (once per SQL text); no repository puts a `?`
- * inside a quoted string, and this conversion skips those anyway.
+ * Runs one statement of the relay's steps on `client` (a pool, or one of its connections):
+ * `?` parameters numbered `$1`, `$2`... and the statement named, so each connection prepares a
+ * text once; a text that varies (`once`) is neither kept nor named. Answers as the steps asked:
+ * rows, one row, the first column (`pluck`), or how many rows a write changed.
  */
-export class PgRelaySteps {
-  private readonly converted = new Map<string, string>();
-
-  constructor(readonly connection: PgSyncConnection) {}
-
-  /** Runs `steps` to their end, now. */
-  run<T>(steps: Steps<T>): T {
-    return runStepsSync(steps, this.execute);
+export async function performRelayStatement(client: pg.Pool | pg.PoolClient, statement: RelayStatement): Promise<unknown> {
+  const timeoutMs = statement.timeoutMs ?? STATEMENT_TIMEOUT_MS;
+  if (statement.kind === 'script') {
+    await client.query({ text: statement.sql, query_timeout: timeoutMs } as pg.QueryConfig);
+    return 0;
   }
-
-  private readonly execute = (statement: RelayStatement): unknown => {
-    if (statement.kind === 'script') {
-      this.connection.query(statement.sql);
-      return 0;
-    }
-    const result = this.connection.query(this.text(statement.sql, !statement.once), statement.params);
-    if (statement.kind === 'run') return result.rowCount;
-    if (statement.kind === 'one') return statement.pluck ? firstColumn(result.rows[0]) : result.rows[0];
-    return statement.pluck ? result.rows.map(firstColumn) : result.rows;
-  };
-
-  private text(sql: string, remember: boolean): string {
-    let text = this.converted.get(sql);
-    if (text === undefined) {
-      text = numberedParameters(sql);
-      if (remember) this.converted.set(sql, text);
-    }
-    return text;
+  let named = statement.once ? undefined : prepared.get(statement.sql);
+  if (named === undefined) {
+    named = { text: numberedParameters(statement.sql), name: `relay_${createHash('sha256').update(statement.sql).digest('hex').slice(0, 24)}` };
+    if (!statement.once) prepared.set(statement.sql, named);
   }
+  const config = { text: named.text, values: statement.params as unknown[], query_timeout: timeoutMs, ...(statement.once ? {} : { name: named.name }) };
+  const result = await client.query(config as pg.QueryConfig);
+  if (statement.kind === 'run') return result.rowCount ?? 0;
+  if (statement.kind === 'one') return statement.pluck ? firstColumn(result.rows[0] as Record<string, unknown> | undefined) : result.rows[0];
+  return statement.pluck ? result.rows.map((row) => firstColumn(row as Record<string, unknown>)) : result.rows;
 }
 
-/** `sql` with each `?` outside quotes replaced by `$1`, `$2`, ... in order. */
+/**
+ * `sql` with each `?` outside quotes replaced by `$1`, `$2`, ... in order (the relay's statements
+ * write `?` for parameters in both dialects; none puts one inside a quoted string, and this skips those anyway).
+ */
 export function numberedParameters(sql: string): string {
   let out = '';
   let n = 0;

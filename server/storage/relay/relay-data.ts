@@ -48,28 +48,31 @@ export class RelayData {
   }
 }
 
-/** A repository whose steps run at once: each method answers what its steps return. */
-export type Synced<R> = { [K in keyof R]: R[K] extends (...args: infer A) => Steps<infer T> ? (...args: A) => T : R[K] };
+/** A repository whose steps run on their own: each method answers a promise of what its steps return. */
+export type Plain<R> = { [K in keyof R]: R[K] extends (...args: infer A) => Steps<infer T> ? (...args: A) => Promise<T> : R[K] };
+
+/** Every repository of the relay, `plainly` run (`RelayStore.plainData`). */
+export type PlainData = { [K in keyof RelayData]: Plain<RelayData[K]> };
 
 /**
- * `target` with each of its step methods answering at once what its steps return, run by `run`
- * (other own properties copied): for callers written before the repositories were steps
- * (decision 0610), until they run steps themselves.
+ * `target` with each of its step methods answering a promise of what its steps return, run by
+ * `plain` (other own properties copied): for a caller that needs one repository call and no
+ * transaction around it (decision 0700).
  */
-export function synced<R extends object>(target: R, run: <T>(steps: Steps<T>) => T): Synced<R> {
+export function plainly<R extends object>(target: R, plain: <T>(steps: Steps<T>) => Promise<T>): Plain<R> {
   const out: Record<string, unknown> = { ...(target as object) };
   const prototype = Object.getPrototypeOf(target) as Record<string, unknown>;
   for (const method of Object.getOwnPropertyNames(prototype)) {
     const fn = prototype[method];
     if (method === 'constructor' || typeof fn !== 'function') continue;
-    out[method] = (...args: unknown[]) => run((fn as (...a: unknown[]) => Steps<unknown>).apply(target, args));
+    out[method] = (...args: unknown[]) => plain((fn as (...a: unknown[]) => Steps<unknown>).apply(target, args));
   }
-  return out as Synced<R>;
+  return out as Plain<R>;
 }
 
-/** Every repository of `data`, `synced` (`RelayStore.syncData`). */
-export function syncedData(data: RelayData, run: <T>(steps: Steps<T>) => T): { [K in keyof RelayData]: Synced<RelayData[K]> } {
+/** Every repository of `data`, `plainly` run. */
+export function plainData(data: RelayData, plain: <T>(steps: Steps<T>) => Promise<T>): PlainData {
   const out: Record<string, unknown> = {};
-  for (const [name, repository] of Object.entries(data) as [string, object][]) out[name] = synced(repository, run);
-  return out as { [K in keyof RelayData]: Synced<RelayData[K]> };
+  for (const [name, repository] of Object.entries(data) as [string, object][]) out[name] = plainly(repository, plain);
+  return out as PlainData;
 }

@@ -14,7 +14,7 @@ export interface RelayStatement extends Statement {
 /**
  * How the relay's repositories ask for SQL, on either database (decisions 0440, 0610): each method
  * is a step (`yield* q.get(...)`) that a dialect's executor answers (server/storage/relay/
- * relay-executor.ts), synchronously on SQLite and on a pooled connection on PostgreSQL. `?` marks
+ * sqlite-relay-executor.ts, pg-relay-sql.ts), synchronously on SQLite and awaited on a pooled connection on PostgreSQL. `?` marks
  * parameters; a statement that differs between the dialects is chosen by `dialect` in the repository.
  */
 export class RelaySql {
@@ -71,14 +71,14 @@ export function likeOf(q: { readonly dialect: 'sqlite' | 'postgres' }): 'LIKE' |
   return q.dialect === 'postgres' ? 'ILIKE' : 'LIKE';
 }
 
-/** `RelaySql` with each statement run at once (`RelayStore.syncSql`): tests, benchmarks and checks at start. */
-export interface SyncRelaySql {
+/** `RelaySql` with each statement run on its own (`RelayStore.plainSql`): checks at start, tests, benchmarks. */
+export interface PlainRelaySql {
   readonly dialect: 'sqlite' | 'postgres';
-  run(sql: string, ...args: unknown[]): number;
-  get<T>(sql: string, ...args: unknown[]): T | undefined;
-  all<T>(sql: string, ...args: unknown[]): T[];
-  value<T>(sql: string, ...args: unknown[]): T | undefined;
-  values<T>(sql: string, ...args: unknown[]): T[];
-  allOnce<T>(sql: string, ...args: unknown[]): T[];
-  count(sql: string, ...args: unknown[]): number;
+  run(sql: string, ...args: unknown[]): Promise<number>;
+  get<T>(sql: string, ...args: unknown[]): Promise<T | undefined>;
+  all<T>(sql: string, ...args: unknown[]): Promise<T[]>;
+  value<T>(sql: string, ...args: unknown[]): Promise<T | undefined>;
+  values<T>(sql: string, ...args: unknown[]): Promise<T[]>;
+  allOnce<T>(sql: string, ...args: unknown[]): Promise<T[]>;
+  count(sql: string, ...args: unknown[]): Promise<number>;
 }
