@@ -44,6 +44,11 @@ describe.skipIf(!haveQemu)('checkQemu (needs qemu-system-arm)', () => {
     }
   });
 
+  it('passes a committed image that runs until the limit ends it', async () => {
+    const e = entry('lm3s6965evb', 'hello');
+    expect(await checkQemu(e, firmwarePath(e), 'lm3s6965evb', 1)).toEqual([]);
+  });
+
   it('reports an image that crashes where the manifest says it exits', async () => {
     const problems = await checkQemu(entry('mps2-an385', 'exit'), firmwarePath(entry('mps2-an385', 'crash')), 'mps2-an385', 3);
     expect(problems).toEqual([

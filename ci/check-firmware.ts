@@ -83,7 +83,8 @@ export function runQemu(machine: string, file: string, seconds: number, serialIn
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => {
       killedAtLimit = true;
-      child.kill('SIGTERM');
+      // SIGKILL, not SIGTERM: QEMU catches SIGTERM and exits with 0, which reads like an exit of its own.
+      child.kill('SIGKILL');
     }, seconds * 1000);
     child.on('error', (err) => {
       clearTimeout(timer);
@@ -91,10 +92,10 @@ export function runQemu(machine: string, file: string, seconds: number, serialIn
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      // The limit counts only if our SIGTERM is what ended QEMU. The sim checks run synchronously on
+      // The limit counts only if our SIGKILL is what ended QEMU. The sim checks run synchronously on
       // this thread; when one blocks the loop past the limit, the timer's callback runs before the
       // exit that already happened is read, and an image that aborted in 0.1 s would be called hung.
-      const timedOut = killedAtLimit && signal === 'SIGTERM';
+      const timedOut = killedAtLimit && signal === 'SIGKILL';
       // A lockup ends in abort(): the shell convention 128 + SIGABRT(6) = 134.
       resolve({ stdout, stderr, status: code ?? (signal === 'SIGABRT' ? 134 : null), timedOut });
     });
