@@ -76,3 +76,34 @@ function baselineSql(): string {
   if (step.done) throw new Error('the baseline step runs no script');
   return step.value.sql;
 }
+
+describe('RelayStore savepoints', () => {
+  it('passes on the error of a statement that ended the whole transaction, with nothing committed', async () => {
+    // SQLite may answer SQLITE_FULL or an I/O error by rolling back the whole transaction, not only
+    // the statement (sqlite.org/lang_transaction.html, "Response To Errors Within A Transaction"):
+    // the steps below do what SQLite does then, so the case does not depend on filling a disk.
+    const store = new RelayStore(dir());
+    try {
+      const full = Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+      const seen: boolean[] = [];
+      const tx = store.tx(function* () {
+        try {
+          yield* store.savepoint(function* () {
+            store.db.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES ('n1', 1, '{}', 1, 1)").run();
+            store.db.exec('ROLLBACK');
+            yield* [];
+            throw full;
+          });
+        } finally {
+          seen.push(store.inTransaction);
+        }
+      });
+      // Not "no such savepoint" from a ROLLBACK TO with no transaction left: the error that ended it.
+      await expect(tx).rejects.toBe(full);
+      expect(seen).toEqual([false]);
+      expect(store.db.prepare('SELECT COUNT(*) AS n FROM nodes').get()).toEqual({ n: 0 });
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -158,6 +158,10 @@ export class RelayStore {
       try {
         result = yield* steps();
       } catch (err) {
+        // Some errors (SQLITE_FULL, an I/O error) end the whole transaction, savepoints and all:
+        // then there is nothing to roll back to, and the caller must end the transaction too
+        // (`inTransaction` tells it), or its next statement would start one of its own.
+        if (!this.inTransaction) throw err;
         yield { kind: 'script', sql: `ROLLBACK TO SAVEPOINT ${name}`, params: [] };
         yield { kind: 'script', sql: `RELEASE SAVEPOINT ${name}`, params: [] };
         // A rolled back savepoint's rows may be in caches filled inside it: telling the listeners
@@ -172,7 +176,8 @@ export class RelayStore {
     }
   }
 
-  private get inTransaction(): boolean {
+  /** Whether a transaction is open on the store's connection (inside `tx`'s steps: whether it still is). */
+  get inTransaction(): boolean {
     return this.pg ? this.pg.inTransaction : this.db.inTransaction;
   }
 

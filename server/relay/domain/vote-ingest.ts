@@ -146,6 +146,8 @@ export class VoteIngest {
               // A savepoint: a vote that throws takes back only its own writes.
               results.push({ ok: true, stored: yield* store.savepoint(() => storeOne(vote)) });
             } catch (error) {
+              // The database ended the whole transaction (a full disk): no later vote may run outside it.
+              if (!store.inTransaction) throw error;
               results.push({ ok: false, error });
             }
           }
