@@ -38,6 +38,8 @@ describe('storage faults', () => {
   it('tells connection faults and full disks from other errors', () => {
     for (const code of ['57P01', '57P03', '08006', 'ECONNREFUSED', 'ENOENT']) expect(isDatabaseConnectionFault(Object.assign(new Error('x'), { code }))).toBe(true);
     expect(isDatabaseConnectionFault(new Error('Connection terminated unexpectedly'))).toBe(true);
+    // pg's query_timeout: the connection stayed silent; it is dropped like a lost one.
+    expect(isDatabaseConnectionFault(new Error('Query read timeout'))).toBe(true);
     expect(isDatabaseConnectionFault(Object.assign(new Error('duplicate key'), { code: '23505' }))).toBe(false);
     for (const code of ['ENOSPC', 'EDQUOT', 'SQLITE_FULL', '53100']) expect(isDiskFull(Object.assign(new Error('x'), { code }))).toBe(true);
     expect(isDiskFull(Object.assign(new Error('x'), { code: 'EACCES' }))).toBe(false);

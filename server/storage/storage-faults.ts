@@ -35,7 +35,9 @@ export class StorageFullError extends StorageFault {
  */
 const CONNECTION_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 const SOCKET_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-const CONNECTION_MESSAGES = [/connection terminated/i, /not queryable/i, /timeout exceeded when trying to connect/i, /connection (?:is )?(?:closed|ended)/i];
+// "Query read timeout" is pg's `query_timeout`: a connection that gave no answer for that long is
+// taken for a lost one (a silent network), dropped from the pool, and the request answered 503.
+const CONNECTION_MESSAGES = [/connection terminated/i, /not queryable/i, /timeout exceeded when trying to connect/i, /connection (?:is )?(?:closed|ended)/i, /^query read timeout$/i];
 
 /** Whether `err` (from `pg`, or a PostgreSQL error passed on by code and message) says the database connection failed. */
 export function isDatabaseConnectionFault(err: unknown): boolean {

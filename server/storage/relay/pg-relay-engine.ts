@@ -87,6 +87,8 @@ export class PgRelayEngine {
       options: `-c search_path=relay -c lock_timeout=${LOCK_TIMEOUT_MS}`,
       max: poolSize,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      // A database host gone silent (no FIN, no RST) is noticed by TCP instead of by the statement timeout alone.
+      keepAlive: true,
     });
     // An idle connection the server dropped (57P01 at a restart) must not end the process: the pool removed it.
     pool.on('error', () => undefined);
