@@ -262,7 +262,10 @@ export class RelayStore {
     if (this.pg) await this.pg.close();
     else if (this.sqlite?.open) {
       // The thread's connection first: the store's, closing last, checkpoints the WAL into the file.
-      this.checkpointer?.close();
+      const stopping = this.checkpointer?.close();
+      if (stopping) await stopping;
+      // Another close may have finished while this one waited for the thread.
+      if (!this.sqlite.open) return;
       this.sqlite.close();
       this.walSync?.close();
     }

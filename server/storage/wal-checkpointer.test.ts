@@ -38,7 +38,12 @@ function gatedOffLoop() {
   let stopped = false;
   const offLoop = (): OffLoopCheckpoints => ({
     request: (done) => requests.push(done),
-    stop: () => (stopped = true),
+    stop: async () => {
+      stopped = true;
+    },
+    get alive() {
+      return !stopped;
+    },
   });
   return { requests, offLoop, stopped: () => stopped };
 }
@@ -63,6 +68,31 @@ describe('WalCheckpointer (WAL checkpoints off the event loop, decision 0760)', 
     expect(outcomes.every((o) => !(o instanceof Error) && o.where === 'loop')).toBe(true);
     checkpointer.close();
     expect(gate.stopped()).toBe(true);
+  });
+
+  it('starts a new thread for the next checkpoint when the last one ended (it failed), instead of asking it forever', () => {
+    const threads: { requests: number; alive: boolean }[] = [];
+    const offLoop = (): OffLoopCheckpoints => {
+      const thread = { requests: 0, alive: true };
+      threads.push(thread);
+      return {
+        request: (done) => {
+          thread.requests++;
+          // The thread dies during its checkpoint: the answer is its exit.
+          thread.alive = false;
+          done(new Error('the WAL checkpoint thread ended (exit code 1)'));
+        },
+        stop: async () => {},
+        get alive() {
+          return thread.alive;
+        },
+      };
+    };
+    checkpointer = new WalCheckpointer(db, { checkpointPages: 40, maxWalPages: 100_000, offLoop });
+    for (let k = 0; k < 100; k++) commit();
+    expect(threads.length).toBeGreaterThan(1);
+    expect(threads.every((t) => t.requests === 1)).toBe(true);
+    expect(checkpointer.counts.failed).toBe(threads.length);
   });
 
   it('checkpoints on its own thread: the WAL starts again from the beginning and the loop checkpoints nothing', async () => {
@@ -102,7 +132,7 @@ describe('WalCheckpointer (WAL checkpoints off the event loop, decision 0760)', 
     await once;
     for (let k = 0; k < 5; k++) commit();
     const rows = db.prepare('SELECT COUNT(*) AS n FROM rows').get() as { n: number };
-    checkpointer.close();
+    await checkpointer.close();
     checkpointer = undefined;
     db.close();
     // The last connection to close checkpoints and deletes the WAL: the thread's was closed first.

@@ -19,8 +19,10 @@ export interface CheckpointReport {
 export interface OffLoopCheckpoints {
   /** Starts one checkpoint; `done` is called with its report or its failure, on the event loop. */
   request(done: (outcome: CheckpointReport | Error) => void): void;
-  /** Closes its connection and ends, before this returns (the store's connection must be the last, to checkpoint at close). */
-  stop(): void;
+  /** Closes its connection and ends; settles once it has (the store's connection must close last, to checkpoint at close). */
+  stop(): Promise<void>;
+  /** False once the thread has ended (it failed, or was stopped): a new one is started for the next checkpoint. */
+  readonly alive: boolean;
 }
 
 export interface WalCheckpointerOptions {
@@ -99,6 +101,8 @@ export class WalCheckpointer {
     if (this.inFlight || walBytes < this.requestedAtBytes + this.checkpointBytes / 4) return;
     this.requestedAtBytes = walBytes;
     this.inFlight = true;
+    // A thread that died (an uncaught error, out of memory) is replaced rather than asked forever.
+    if (this.offLoop && !this.offLoop.alive) this.offLoop = undefined;
     const offLoop = (this.offLoop ??= (this.options.offLoop ?? checkpointThread)(this.db.name));
     offLoop.request((outcome) => {
       this.inFlight = false;
@@ -130,11 +134,15 @@ export class WalCheckpointer {
   }
 
   /** Ends the thread (and its connection) before this returns: call before closing the store's connection, which then checkpoints the WAL as the last one. */
-  close(): void {
-    if (this.closed) return;
+  /**
+   * Stops the thread (its connection closed) before the store closes its own: settles when it has,
+   * or null when no thread ran, so a store that never needed one closes in the same turn.
+   */
+  close(): Promise<void> | null {
+    if (this.closed) return null;
     this.closed = true;
-    this.offLoop?.stop();
     if (this.walFd !== undefined) closeSync(this.walFd);
+    return this.offLoop?.alive ? this.offLoop.stop() : null;
   }
 }
 
@@ -148,7 +156,6 @@ const STOP_TIMEOUT_MS = 10_000;
  */
 const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const stopped = new Int32Array(workerData.stopped);
 let db;
 let openError;
 try {
@@ -160,7 +167,7 @@ try {
 }
 parentPort.on('message', (message) => {
   if (message === 'stop') {
-    try { if (db) db.close(); } finally { Atomics.store(stopped, 0, 1); Atomics.notify(stopped, 0); parentPort.close(); }
+    try { if (db) db.close(); } finally { parentPort.close(); }
     return;
   }
   try {
@@ -175,9 +182,8 @@ parentPort.on('message', (message) => {
 
 /** The default `offLoop`: a worker thread, started at the first checkpoint the database needs. */
 function checkpointThread(databaseFile: string): OffLoopCheckpoints {
-  const stopped = new SharedArrayBuffer(4);
   const sqlitePath = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { file: databaseFile, sqlitePath, stopped } });
+  const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { file: databaseFile, sqlitePath } });
   // The thread keeps no process alive: `stop` ends it, and a process that is done must be able to exit.
   worker.unref();
   let waiting: ((outcome: CheckpointReport | Error) => void) | undefined;
@@ -190,17 +196,32 @@ function checkpointThread(databaseFile: string): OffLoopCheckpoints {
     answer('error' in message ? new Error(`WAL checkpoint of ${databaseFile} failed: ${message.error}`) : { where: 'thread', ...message });
   });
   worker.on('error', (err) => answer(err));
-  worker.on('exit', (code) => answer(new Error(`the WAL checkpoint thread of ${databaseFile} ended (exit code ${code})`)));
+  let alive = true;
+  const exited = new Promise<void>((resolve) =>
+    worker.on('exit', (code) => {
+      alive = false;
+      answer(new Error(`the WAL checkpoint thread of ${databaseFile} ended (exit code ${code})`));
+      resolve();
+    }),
+  );
   return {
+    get alive() {
+      return alive;
+    },
     request(done) {
+      if (!alive) return done(new Error(`the WAL checkpoint thread of ${databaseFile} has ended`));
       waiting = done;
       worker.postMessage('check');
     },
-    stop() {
+    async stop() {
+      if (!alive) return;
       worker.postMessage('stop');
       // Bounded: a thread that does not answer is ended; its connection closes as the thread goes,
       // and SQLite recovers any WAL left behind when the database next opens.
-      if (Atomics.wait(new Int32Array(stopped), 0, 0, STOP_TIMEOUT_MS) === 'timed-out') void worker.terminate();
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS)));
+      if ((await Promise.race([exited, late])) === 'late') await worker.terminate();
+      clearTimeout(timer);
     },
   };
 }

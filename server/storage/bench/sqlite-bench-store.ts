@@ -42,7 +42,8 @@ export class SqliteBenchStore extends SqlBenchStore {
 
   override async close(): Promise<void> {
     // The thread's connection first: the store's, closing last, checkpoints the WAL into the file.
-    this.checkpointer.close();
+    const stopping = this.checkpointer.close();
+    if (stopping) await stopping;
     await super.close();
   }
 }
