@@ -17,7 +17,6 @@ import { notFoundHandler } from '../http/error-handler.js';
 import { mountApiRoutes } from '../http/api-route.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import type { SyncFile } from '../storage/wal-sync.js';
-import { answersWaitFor } from '../http/answers-wait-for.js';
 import { relayBodyParser } from './routes/relay-body-parser.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
@@ -36,6 +35,7 @@ import { registerSchema, relayLimits, relayVersion } from '../../wire/relay/rela
 import { type RelayRoute, inMatchOrder, relayGuard, relayOpenApiSecurity } from './routes/relay-route.js';
 import { RELAY_SITE_PATHS, relaySite } from './routes/relay-site.js';
 import { RelayStore } from './relay-store.js';
+import { relayStoreGates } from './relay-store-gates.js';
 import { signDocument } from './domain/signed-document.js';
 import { FileOutboxSmsSender, type SmsSender } from './domain/sms-sender.js';
 import { searchIndexOf } from '../storage/relay/trigram-prefilter.js';
@@ -300,25 +300,8 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   app.use(noSniff);
   app.use(requireHost);
   const api = strictRouter();
-  // No answer before what it depends on is on disk (decision 0480); a failed sync is logged once.
-  let syncFailureLogged = false;
-  app.use(
-    answersWaitFor({
-      ready: () => deps.store.whenDurable(),
-      failure: () => deps.store.syncFailure,
-      onFailure: (error) => {
-        if (!syncFailureLogged) logger.error('relay: committed data could not be synced to disk; every answer is now a 503 until the relay restarts', error);
-        syncFailureLogged = true;
-      },
-    }),
-  );
-  // Replicas on PostgreSQL: caches another replica's commit made stale are dropped before anything
-  // reads them (decision 0441); on SQLite a no-op.
-  app.use((_req, _res, next) => {
-    const refreshed = deps.store.refresh();
-    if (refreshed === null) next();
-    else refreshed.then(() => next(), next);
-  });
+  // No answer before its data is on disk, nor from caches another replica made stale.
+  app.use(relayStoreGates(deps.store, logger));
   // Before the routes: a client over its limit costs no credential check and no body parse.
   api.use(rateLimits);
 

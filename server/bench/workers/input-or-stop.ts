@@ -19,3 +19,8 @@ export async function takeInputOrStop(
   // The cancel reason comes with the take (a read of the job fewer on every look, decision 0720).
   return taken.cancelReason === null ? undefined : { inputs: [], lost: false, stop: taken.cancelReason };
 }
+
+/** Why a worker must stop a job that is no longer its own (ended, or claimed by another worker). */
+export function lostJobReason(jobId: string, state: string): string {
+  return `job ${jobId} is ${state} and no longer this worker's`;
+}

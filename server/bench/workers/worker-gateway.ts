@@ -9,7 +9,7 @@ import type { LiveUartChunk } from '../domain/job-live.js';
 import { reportedInstances } from '../domain/pool-instances.js';
 import { StoreSignals } from '../domain/store-signals.js';
 import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
-import { takeInputOrStop } from './input-or-stop.js';
+import { lostJobReason, takeInputOrStop } from './input-or-stop.js';
 import type { WorkerGatewayDeps } from './worker-gateway-deps.js';
 import { failUnhandedJob } from './fail-unhanded-job.js';
 
@@ -212,7 +212,7 @@ export class WorkerGateway {
 
   async running(workerId: string, jobId: string): Promise<{ stop: string | null }> {
     const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
-    if (status.kind === 'lost') return { stop: lostReason(jobId, status.state) };
+    if (status.kind === 'lost') return { stop: lostJobReason(jobId, status.state) };
     this.deps.live.publishState(jobId, 'running');
     return { stop: status.cancelReason };
   }
@@ -225,7 +225,7 @@ export class WorkerGateway {
    */
   async heartbeat(workerId: string, claimMs: number | null, jobId: string): Promise<{ stop: string | null }> {
     const status = await this.deps.store.renewJobClaim(jobId, workerId, { nowMs: this.now(), claimMs });
-    return { stop: status.kind === 'lost' ? lostReason(jobId, status.state) : status.cancelReason };
+    return { stop: status.kind === 'lost' ? lostJobReason(jobId, status.state) : status.cancelReason };
   }
 
   /**
@@ -393,9 +393,5 @@ export class WorkerGateway {
   private uartLimits(): { maxChunks: number; maxBytes: number } {
     return { maxChunks: this.deps.limits.maxUartChunksPerJob, maxBytes: this.deps.limits.maxUartBytesPerJob };
   }
-}
-
-function lostReason(jobId: string, state: string): string {
-  return `job ${jobId} is ${state} and no longer this worker's`;
 }
 
