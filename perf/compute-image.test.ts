@@ -20,6 +20,15 @@ describe('withComputeRounds', () => {
     const before = compute.slice();
     withComputeRounds(compute, 1);
     expect(compute).toEqual(before);
+    // A Buffer (readFileSync's own) in a larger pool, at an offset: neither it nor the pool is written.
+    const pool = Buffer.alloc(compute.length + 64, 0xa5);
+    const buffer = pool.subarray(32, 32 + compute.length);
+    buffer.set(compute);
+    const poolBefore = Buffer.from(pool);
+    const patched = withComputeRounds(buffer, 7);
+    expect(pool.equals(poolBefore)).toBe(true);
+    expect(patched).not.toEqual(new Uint8Array(buffer));
+    expect(runSimBoard('pico', patched, { simulatedSeconds: 0.5 }).stop).toEqual({ reason: 'exited', exitCode: 0 });
     const hello = new Uint8Array(readFileSync(new URL('../firmware/examples/pico/hello.elf', import.meta.url)));
     expect(() => withComputeRounds(hello, 1)).toThrow(/compute_rounds/);
   });

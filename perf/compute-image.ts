@@ -14,7 +14,8 @@ export function withComputeRounds(bytes: Uint8Array, rounds: number): Uint8Array
   if (!symbol || symbol.sizeBytes !== 4) throw new Error('the image has no 4-byte compute_rounds symbol: is it built from rp2040-compute.c?');
   const segment = loadableSegments(elf).find((s) => symbol.value >= s.vaddr && symbol.value + 4 <= s.vaddr + s.fileSizeBytes);
   if (!segment) throw new Error(`compute_rounds (0x${symbol.value.toString(16)}) lies in no loadable segment's file bytes`);
-  const copy = bytes.slice();
-  new DataView(copy.buffer).setUint32(segment.offset + (symbol.value - segment.vaddr), rounds >>> 0, true);
+  // A copy of its own from offset 0 (a Buffer's slice() is a view into the caller's, often pooled, memory).
+  const copy = new Uint8Array(bytes);
+  new DataView(copy.buffer, copy.byteOffset, copy.byteLength).setUint32(segment.offset + (symbol.value - segment.vaddr), rounds >>> 0, true);
   return copy;
 }
