@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { procStatFields } from '../backends/process/process-identity.js';
 import { describe, expect, it } from 'vitest';
 import { type FirmwareEntry, firmwarePath, loadFirmwareManifest } from '../firmware/examples/firmware-manifest.js';
 import { checkQemu, checkSim, qemuStandIns, runQemu } from './check-firmware.js';
@@ -68,14 +69,7 @@ function exitedChildren(): number[] {
   const exited: number[] = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // gone since the listing
-    }
-    // "pid (comm) state ppid ...": comm may hold spaces, so read after its closing parenthesis.
-    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const [state, ppid] = procStatFields(Number(name)) ?? []; // undefined: gone since the listing
     if (state === 'Z' && Number(ppid) === process.pid) exited.push(Number(name));
   }
   return exited;

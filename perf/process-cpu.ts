@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { procStatFields } from '../backends/process/process-identity.js';
 import { pgConnection } from '../server/storage/bench/postgres/pg-database.js';
 
 /**
@@ -14,15 +14,9 @@ const USER_HZ = 100;
  * process is gone). For processes other than this one: the replicas and PostgreSQL's backends.
  */
 export function processCpuMs(pid: number): number | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
-  // utime and stime are fields 14 and 15, i.e. the 12th and 13th after the name.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = procStatFields(pid);
+  if (!fields) return undefined;
+  // utime and stime are fields 14 and 15: fields[11] and fields[12] (fields[0] is field 3).
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
 }
 

@@ -10,16 +10,25 @@ export interface ProcessIdentity {
   startTicks: number;
 }
 
-/** What /proc says about `pid`: its start time and state letter, or undefined when there is no such process. */
-export function readProcessStat(pid: number): { startTicks: number; state: string } | undefined {
+/**
+ * The fields of /proc/<pid>/stat after the command name, so that `[0]` is field 3 (state), or
+ * undefined when there is no such process (or no /proc). The name (field 2) is in parentheses
+ * and may itself hold spaces or ')': the fields start after the last ')'.
+ */
+export function procStatFields(pid: number): string[] | undefined {
   let stat: string;
   try {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return undefined;
   }
-  // The command name (field 2) is in parentheses and may itself hold spaces or ')': count from the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** What /proc says about `pid`: its start time and state letter, or undefined when there is no such process. */
+export function readProcessStat(pid: number): { startTicks: number; state: string } | undefined {
+  const fields = procStatFields(pid);
+  if (!fields) return undefined;
   // fields[0] is field 3 (state), so field 22 (starttime) is fields[19].
   const startTicks = Number(fields[19]);
   const state = fields[0] ?? '';
