@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { backendNames } from '../boards/backend-names.js';
 import { DURATION, durationMs } from '../harness/scenario/duration.js';
-import { MAX_DATABASE_POOL_SIZE } from '../server/storage/bench/postgres/database-pool-size.js';
+import { MAX_DATABASE_POOL_SIZE } from '../server/storage/postgres/database-pool-size.js';
 import { parsePoolSizeOptions } from '../harness/worker/pool-size.js';
 import { MAX_POOL_SIZE } from '../wire/worker/worker-schemas.js';
 

@@ -10,7 +10,7 @@ import { defaultBoardsDir } from '../boards/boards-dir.js';
 import { defaultBenchLimits, type BenchLimits } from '../server/bench/domain/bench-limits.js';
 import { DEFAULT_MAX_CONNECTIONS } from '../server/http/listen.js';
 import { logLevels } from '../server/http/log-levels.js';
-import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../server/storage/bench/postgres/database-pool-size.js';
+import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../server/storage/postgres/database-pool-size.js';
 import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
 import type { BoardsOptions } from './boards-command.js';
 import { backendChoices, connectionCount, POOL_SIZE_HELP, poolSizeValues, databasePoolSize, durationOption, httpUrl, envName, kebab, packageVersion, port, positiveNumber, requestCount, variable, wholeNumber } from './cli-options.js';

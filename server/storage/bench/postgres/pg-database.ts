@@ -5,7 +5,7 @@ import { type Clock, systemClock } from '../../../../core/clock.js';
 import { ReconnectBackoff } from '../../reconnect-backoff.js';
 import { isDatabaseConnectionFault, isDiskFull, StorageFullError } from '../../storage-faults.js';
 import { BOARD_LOCK_CLASS } from '../sql/dialect.js';
-import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from './database-pool-size.js';
+import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../../postgres/database-pool-size.js';
 
 // BIGINT (host milliseconds, counts) as a JavaScript number: every value hilbench stores in one is
 // below 2^53, and the records of bench-store.ts are numbers.
