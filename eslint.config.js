@@ -72,8 +72,8 @@ function benchPartPatterns(part) {
 /**
  * One storage folder for both services (decision 0676): the bench's stores (server/storage/bench)
  * never import the relay's or server/relay, nor the reverse, and what both share (server/storage's
- * top) imports neither. No storage code speaks HTTP: a database away or a disk full is a storage
- * fault (storage-faults.ts) that each service answers in its own words.
+ * top and server/storage/postgres) imports neither. No storage code speaks HTTP: a database away
+ * or a disk full is a storage fault (storage-faults.ts) that each service answers in its own words.
  * @param {string[]} forbidden
  */
 function storagePatterns(forbidden) {
@@ -152,7 +152,8 @@ export default tseslint.config(
   ...[
     { files: ['server/storage/bench/**/*.ts'], forbidden: ['relay'] },
     { files: ['server/storage/relay/**/*.ts'], forbidden: ['bench'] },
-    { files: ['server/storage/*.ts'], forbidden: ['bench', 'relay'] },
+    // What both services share: server/storage's top and its PostgreSQL opener and faults (decision 0790).
+    { files: ['server/storage/*.ts', 'server/storage/postgres/**/*.ts'], forbidden: ['bench', 'relay'] },
   ].flatMap(({ files, forbidden }) => [
     { files, ignores: ['**/*.test.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...testOnlyPatterns, ...storagePatterns(forbidden)] }] } },
     // Tests may speak HTTP (a storage fault's answer is checked end to end); they still keep the services apart.

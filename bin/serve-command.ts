@@ -13,7 +13,7 @@ import { startBenchServer } from '../server/bench/start-bench-server.js';
 import { type LogLevel, pinoLogger } from '../server/http/pino-logger.js';
 import { startRelayServer } from '../server/relay/relay-service.js';
 import { WebhookSmsSender } from '../server/relay/domain/sms-sender.js';
-import { redactDatabaseUrl } from '../server/storage/bench/postgres/pg-database.js';
+import { redactDatabaseUrl } from '../server/storage/postgres/pg-pool.js';
 import { mcpHttpHandler } from '../lib/mcp/mcp-server.js';
 import { commaList, wildcardAddressWarnings } from './cli-options.js';
 import { loadBenchFile } from '../backends/probe/bench-file.js';

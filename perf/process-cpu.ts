@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { procStatFields } from '../backends/process/process-identity.js';
-import { pgConnection } from '../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../server/storage/postgres/pg-pool.js';
 
 /**
  * Clock ticks per second of /proc/<pid>/stat's times: Linux reports them in USER_HZ, which is 100

@@ -25,7 +25,7 @@ import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { childLedgerDir, PARTIAL_BLOB_PATTERN, reapLeftoverChildren, removeDeadScratchDirs, removePartialFiles } from '../lifecycle/reap-leftovers.js';
 import { type FirmwareBlobs, FirmwareBlobStore } from '../storage/bench/firmware-blob-store.js';
 import { DiskSpace } from '../storage/disk-space.js';
-import { redactDatabaseUrl } from '../storage/bench/postgres/pg-database.js';
+import { redactDatabaseUrl } from '../storage/postgres/pg-pool.js';
 import { PostgresBenchStore } from '../storage/bench/postgres/postgres-bench-store.js';
 import { SqliteBenchStore } from '../storage/bench/sqlite-bench-store.js';
 import type { BenchStore, JobRecord } from '../storage/bench/bench-store.js';

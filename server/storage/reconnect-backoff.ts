@@ -35,7 +35,7 @@ export class ReconnectBackoff {
     const nowMs = this.clock.nowMs();
     // Requests that were already on their way when the database went count as one try.
     if (this.pauseMs === 0 || nowMs >= this.nextTryAtMs) {
-      this.pauseMs = this.pauseMs === 0 ? this.options.firstMs : Math.min(this.pauseMs * 2, this.options.maxMs);
+      this.pauseMs = nextPauseMs(this.pauseMs, this.options);
       this.nextTryAtMs = nowMs + this.pauseMs;
     }
     const reason = cause instanceof Error ? cause.message : String(cause);
@@ -47,6 +47,15 @@ export class ReconnectBackoff {
     this.pauseMs = 0;
     this.nextTryAtMs = 0;
   }
+}
+
+/**
+ * The pause after `pauseMs` (0: none yet) in a series that starts at `firstMs` and doubles up to
+ * `maxMs`: the one doubling of every try-again-later of the storage (this backoff, and the worker
+ * in a server's process outlasting storage faults, `outlastStorageFaults`).
+ */
+export function nextPauseMs(pauseMs: number, bounds: { firstMs: number; maxMs: number }): number {
+  return pauseMs === 0 ? bounds.firstMs : Math.min(pauseMs * 2, bounds.maxMs);
 }
 
 /** Whole seconds for `Retry-After`, at least 1. */

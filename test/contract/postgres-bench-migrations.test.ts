@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { PG_SCHEMA_VERSION, pgBenchMigrations } from '../../server/storage/bench/postgres/pg-migrations.js';
 import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { RELAY_WRITE_LOCK_KEY } from '../../server/storage/relay/pg-relay-engine.js';
 import { searchIndexOf } from '../../server/storage/relay/trigram-prefilter.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { until } from '../support/hilbench-processes.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { describeRelayGuaranteesContract, type OpenRelayReplicas } from './relay-guarantees-contract.js';

@@ -11,7 +11,7 @@ import { startBenchServer } from '../../server/bench/start-bench-server.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { SessionQueue } from '../../server/bench/domain/session-queue.js';
 import type { SessionRecord } from '../../server/storage/bench/bench-store.js';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import { until } from '../support/hilbench-processes.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.js';

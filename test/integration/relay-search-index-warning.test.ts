@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import pg from 'pg';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 

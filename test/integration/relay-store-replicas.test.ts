@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 

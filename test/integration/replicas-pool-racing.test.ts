@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers, systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
 import { createWorkerToken, startLabWorker } from '../support/lab-worker.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';

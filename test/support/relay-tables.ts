@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import pg from 'pg';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { relayDatabaseUrl } from './relay-test-kit.js';
 
 /**

@@ -1,11 +1,11 @@
 import { type Clock, sleep } from '../../../core/clock.js';
+import { nextPauseMs } from '../../storage/reconnect-backoff.js';
 import { StorageFault } from '../../storage/storage-faults.js';
 
 /** How long a report is tried again while the storage is away: as long as a remote worker keeps an outcome (`deliverForMs`). */
 export const OUTLAST_STORAGE_FAULTS_MS = 600_000;
 /** Pauses between tries (decision 0516): from half a second, doubling, at most 5 s. */
-const FIRST_PAUSE_MS = 500;
-const MAX_PAUSE_MS = 5_000;
+const PAUSES = { firstMs: 500, maxMs: 5_000 };
 
 /**
  * `call`'s answer, tried again while it fails with a `StorageFault` (the database is away, its
@@ -16,7 +16,7 @@ const MAX_PAUSE_MS = 5_000;
  */
 export async function outlastStorageFaults<T>(call: () => Promise<T>, deps: { clock: Clock; onRetry?: (err: StorageFault, pauseMs: number) => void }): Promise<T> {
   const giveUpAtMs = deps.clock.nowMs() + OUTLAST_STORAGE_FAULTS_MS;
-  for (let pauseMs = FIRST_PAUSE_MS; ; pauseMs = Math.min(pauseMs * 2, MAX_PAUSE_MS)) {
+  for (let pauseMs = nextPauseMs(0, PAUSES); ; pauseMs = nextPauseMs(pauseMs, PAUSES)) {
     try {
       return await call();
     } catch (err) {

@@ -1,14 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { type Clock, systemClock } from '../../../core/clock.js';
 import type { SharedFileContents } from '../../relay/domain/file-store.js';
-// The PostgreSQL opener (connection settings, the BIGINT parsers) serves both services but still
-// lives with the bench's store; moving it to server/storage's top is left (decision 0676).
-// eslint-disable-next-line no-restricted-imports
-import { pgConnection, redactDatabaseUrl } from '../bench/postgres/pg-database.js';
-import { ReconnectBackoff } from '../reconnect-backoff.js';
+import { PgFaultGuard, withCheckedOutClient } from '../postgres/pg-faults.js';
+import { openPgPool, redactDatabaseUrl } from '../postgres/pg-pool.js';
 import { runSteps, type Statement, type Steps } from '../sql-steps.js';
-import { isDatabaseConnectionFault, isDiskFull, StorageFullError } from '../storage-faults.js';
 import { migrateRelaySchema } from './pg-relay-migrations.js';
 import { LOCK_TIMEOUT_MS, performRelayStatement, type RelayQuery } from './pg-relay-sql.js';
 import { RelaySql } from './relay-sql.js';
@@ -20,17 +16,11 @@ import { RelaySql } from './relay-sql.js';
  */
 export const RELAY_WRITE_LOCK_KEY = 0x72656c79; // 'rely'
 
-/** How long a new connection may take before the request is answered 503 instead (a host that went silent). */
-const CONNECT_TIMEOUT_MS = 10_000;
-/** Pauses between tries while the database is away (decision 0516): from a quarter second, doubling, at most 5 s. */
-const RECONNECT_FIRST_MS = 250;
-const RECONNECT_MAX_MS = 5_000;
 /**
  * Connections of a replica's relay pool by default. Its rules run one at a time (`exclusive`), so
  * one connection is busy at a time; the second lets a dropped one be replaced while it closes.
  */
 export const DEFAULT_RELAY_POOL_SIZE = 2;
-const MAX_RELAY_POOL_SIZE = 100;
 
 export interface PgRelayEngineOptions {
   /** Connections of the pool (1 to 100); default `DEFAULT_RELAY_POOL_SIZE`. */
@@ -52,10 +42,12 @@ export interface PgRelayEngineOptions {
  * is not the one this replica last saw, another replica committed in between and the caches are
  * dropped before the transaction reads anything (decision 0441).
  *
- * A database restart is a fault it survives (decision 0516): every connection's `error` event is
- * handled, a connection that failed is dropped from the pool, and while the database is away each
- * rule fails at once with `DatabaseUnavailableError` (503 with `Retry-After`) until the next try
- * of a bounded backoff; a full disk on the database's side (53100) is a `StorageFullError` (507).
+ * A database restart is a fault it survives (decision 0516), as the bench's engine does, with the
+ * same code (server/storage/postgres, decision 0790): the pool (`openPgPool`) and each checked-out
+ * connection (`withCheckedOutClient`) handle their `error` events, a connection that failed is
+ * dropped from the pool, and `PgFaultGuard` fails each rule at once with `DatabaseUnavailableError`
+ * (503 with `Retry-After`) while the database is away, until the next try of a bounded backoff;
+ * the database's full disk (53100) is a `StorageFullError` (507).
  */
 export class PgRelayEngine {
   /** The relay's statements, as steps `plain` and `tx` run. */
@@ -69,31 +61,25 @@ export class PgRelayEngine {
 
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly backoff: ReconnectBackoff,
+    private readonly faults: PgFaultGuard,
     private readonly invalidateCaches: () => void,
     private readonly label: string,
   ) {}
 
   /** Connects to the relay's tables at `databaseUrl` (schema `relay`), migrated first; `invalidateCaches` hears of another replica's commit. */
   static async open(databaseUrl: string, invalidateCaches: () => void, options: PgRelayEngineOptions = {}): Promise<PgRelayEngine> {
-    const poolSize = options.poolSize ?? DEFAULT_RELAY_POOL_SIZE;
-    if (!Number.isSafeInteger(poolSize) || poolSize < 1 || poolSize > MAX_RELAY_POOL_SIZE) {
-      throw new RangeError(`the relay database pool size must be a whole number from 1 to ${MAX_RELAY_POOL_SIZE}; got ${poolSize}`);
-    }
     const label = `the relay database at ${redactDatabaseUrl(databaseUrl)}`;
-    const pool = new pg.Pool({
-      ...pgConnection(databaseUrl),
-      // The relay's tables live in their own schema, beside the bench's.
-      options: `-c search_path=relay -c lock_timeout=${LOCK_TIMEOUT_MS}`,
-      max: poolSize,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      // A database host gone silent (no FIN, no RST) is noticed by TCP instead of by the statement timeout alone.
-      keepAlive: true,
+    const pool = openPgPool(databaseUrl, {
+      poolSize: options.poolSize ?? DEFAULT_RELAY_POOL_SIZE,
+      what: 'the relay database pool',
+      config: {
+        // The relay's tables live in their own schema, beside the bench's.
+        options: `-c search_path=relay -c lock_timeout=${LOCK_TIMEOUT_MS}`,
+        // A database host gone silent (no FIN, no RST) is noticed by TCP instead of by the statement timeout alone.
+        keepAlive: true,
+      },
     });
-    // An idle connection the server dropped (57P01 at a restart) must not end the process: the pool removed it.
-    pool.on('error', () => undefined);
-    const backoff = new ReconnectBackoff(options.clock ?? systemClock, { firstMs: RECONNECT_FIRST_MS, maxMs: RECONNECT_MAX_MS, what: label });
-    const engine = new PgRelayEngine(pool, backoff, invalidateCaches, label);
+    const engine = new PgRelayEngine(pool, new PgFaultGuard(options.clock ?? systemClock, label), invalidateCaches, label);
     try {
       await engine.onConnection((query) => migrateRelaySchema(query));
     } catch (err) {
@@ -110,12 +96,12 @@ export class PgRelayEngine {
 
   /** Whether the database failed to answer since it last did. */
   get away(): boolean {
-    return this.backoff.away;
+    return this.faults.away;
   }
 
   /** Runs `steps` as plain statements, each committed on its own, after the rules queued before. */
   plain<T>(steps: () => Steps<T>): Promise<T> {
-    return this.exclusive(() => this.guarded(() => runSteps(steps(), (statement) => performRelayStatement(this.pool, statement))));
+    return this.exclusive(() => this.faults.run(() => runSteps(steps(), (statement) => performRelayStatement(this.pool, statement))));
   }
 
   /**
@@ -124,7 +110,7 @@ export class PgRelayEngine {
    */
   tx<T>(steps: () => Steps<T>): Promise<T> {
     return this.exclusive(() =>
-      this.guarded(() =>
+      this.faults.run(() =>
         this.onConnection(async (query) => {
           await query(script('BEGIN'));
           this.depth = 1;
@@ -156,7 +142,7 @@ export class PgRelayEngine {
    */
   refresh(): Promise<void> {
     return this.exclusive(() =>
-      this.guarded(async () => {
+      this.faults.run(async () => {
         const row = (await performRelayStatement(this.pool, { kind: 'one', sql: 'SELECT generation FROM write_generation', params: [] })) as { generation: number | string } | undefined;
         const generation = Number(row?.generation);
         if (generation !== this.seenGeneration) {
@@ -208,45 +194,9 @@ export class PgRelayEngine {
     return result;
   }
 
-  /** `fn` unless the database is away; its connection faults and full disk as the storage faults they are (decision 0516). */
-  private async guarded<T>(fn: () => Promise<T>): Promise<T> {
-    this.backoff.check();
-    try {
-      const result = await fn();
-      this.backoff.succeeded();
-      return result;
-    } catch (err) {
-      if (isDatabaseConnectionFault(err)) throw this.backoff.failed(err);
-      this.backoff.succeeded();
-      if (isDiskFull(err)) throw new StorageFullError(`${this.label}: the database's disk is full (${(err as Error).message})`, 60, { cause: err });
-      throw err;
-    }
-  }
-
   /** `body` with statements on one connection of the pool; a connection that failed is dropped, never reused. */
-  private async onConnection<T>(body: (query: RelayQuery) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    // A checked-out client has no listener of the pool's: a connection ended between two statements
-    // (57P01 at a restart) would otherwise be an unhandled 'error' event, which ends the process.
-    let lost: unknown;
-    const onError = (err: unknown) => {
-      lost = err;
-    };
-    client.on('error', onError);
-    try {
-      return await body(async (statement) => {
-        if (lost !== undefined) throw lost;
-        try {
-          return await performRelayStatement(client, statement);
-        } catch (err) {
-          if (isDatabaseConnectionFault(err)) lost ??= err;
-          throw err;
-        }
-      });
-    } finally {
-      client.off('error', onError);
-      client.release(lost instanceof Error ? lost : lost === undefined ? undefined : new Error(String(lost)));
-    }
+  private onConnection<T>(body: (query: RelayQuery) => Promise<T>): Promise<T> {
+    return withCheckedOutClient(this.pool, (connection) => body((statement) => connection.send((client) => performRelayStatement(client, statement))));
   }
 }
 

@@ -1,5 +1,6 @@
 import { latestVersion, type Migration, migrate, type MigrationResult, sqlMigration } from '../../run-migrations.js';
 import { numberPlaceholders, runSteps } from '../../sql-steps.js';
+import { withCheckedOutClient } from '../../postgres/pg-faults.js';
 import type { PgDatabase } from './pg-database.js';
 import { PG_SESSION_QUEUE_MIGRATION } from './pg-session-queue.js';
 import { DEBUG_ARMING_MIGRATION } from '../debug-arming-store.js';
@@ -174,30 +175,22 @@ const MIGRATION_LOCK_KEY = 0x6d696772;
  * on a connection of its own. Replicas starting together take turns; a database from a newer
  * hilbench is refused, as with SQLite.
  */
-export async function migratePgBenchDatabase(db: PgDatabase): Promise<MigrationResult> {
-  const client = await db.pool.connect();
-  // Handled while checked out: a connection ended by the server must not end the process.
-  let lost: Error | undefined;
-  const onError = (err: Error) => {
-    lost = err;
-  };
-  client.on('error', onError);
-  try {
+export function migratePgBenchDatabase(db: PgDatabase): Promise<MigrationResult> {
+  // A checked-out connection whose `error` events are handled (server/storage/postgres/pg-faults.ts).
+  return withCheckedOutClient(db.pool, (connection) => {
     const steps = migrate(pgBenchMigrations, {
       label: 'the bench database',
       begin: 'BEGIN',
       enter: [`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`],
       leave: [`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`],
     });
-    return await runSteps(steps, async (statement) => {
-      const result =
-        statement.kind === 'script' ? await client.query(statement.sql) : await client.query(numberPlaceholders(statement.sql), statement.params as unknown[]);
+    return runSteps(steps, async (statement) => {
+      const result = await connection.send((client) =>
+        statement.kind === 'script' ? client.query(statement.sql) : client.query(numberPlaceholders(statement.sql), statement.params as unknown[]),
+      );
       if (statement.kind === 'one') return result.rows[0];
       if (statement.kind === 'all') return result.rows;
       return result.rowCount ?? 0;
     });
-  } finally {
-    client.off('error', onError);
-    client.release(lost);
-  }
+  });
 }
