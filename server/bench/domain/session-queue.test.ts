@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { type Clock, clockFromFakeTimers } from '../../../core/clock.js';
 import { memoryLogger } from '../../http/logger.js';
 import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
+import { DatabaseUnavailableError } from '../../storage/storage-faults.js';
 import { SessionQueue, WAITER_ALIVE_MS } from './session-queue.js';
 
 const PICO = { queue: 'pico', pool: 'pico' };
@@ -132,5 +133,51 @@ describe('SessionQueue', () => {
     expect(await queue.lineOf('pico', 'a')).toEqual({ waiting: 2, position: 2 });
     await fake.tickAsync(1_000);
     expect(await waiting).toEqual({ value: 'lease', position: 1 });
+  });
+
+  it('waits out a database restart inside the wait (Retry-After of the fault) and is granted after it', async () => {
+    const fake = createClock(0);
+    const { queue } = await queueOnStore(clockFromFakeTimers(fake));
+    const away = new DatabaseUnavailableError('the database is restarting', 2);
+    let attempts = 0;
+    const waiting = queue.wait(PICO, 'a', {
+      waitMs: 60_000,
+      signal: new AbortController().signal,
+      attempt: async () => {
+        attempts++;
+        if (attempts <= 2) throw away;
+        return 'lease';
+      },
+    });
+    await fake.tickAsync(0);
+    expect(attempts).toBe(1);
+    // The next try waits for the fault's Retry-After (2 s), not the queue's retry (1 s).
+    await fake.tickAsync(1_999);
+    expect(attempts).toBe(1);
+    await fake.tickAsync(1);
+    expect(attempts).toBe(2);
+    await fake.tickAsync(2_000);
+    expect(await waiting).toEqual({ value: 'lease', position: 1 });
+  });
+
+  it('answers with the fault when its wait runs out while the database is still away, and leaves the queue', async () => {
+    const fake = createClock(0);
+    const { queue, store } = await queueOnStore(clockFromFakeTimers(fake));
+    const away = new DatabaseUnavailableError('the database is restarting', 1);
+    const waiting = queue.wait(PICO, 'a', { waitMs: 5_000, signal: new AbortController().signal, attempt: async () => Promise.reject(away) });
+    const settled = waiting.then(() => 'granted', (err: unknown) => err);
+    await fake.tickAsync(5_000);
+    expect(await settled).toBe(away);
+    expect(await store.sessionQueue.line('pico', 'a', fake.now)).toEqual({ waiting: 0, position: null });
+  });
+
+  it('does not hide a bug: an error that is not a storage fault ends the wait at once', async () => {
+    const fake = createClock(0);
+    const { queue } = await queueOnStore(clockFromFakeTimers(fake));
+    const bug = new TypeError('not a fault of the database');
+    const waiting = queue.wait(PICO, 'a', { waitMs: 60_000, signal: new AbortController().signal, attempt: async () => Promise.reject(bug) });
+    const settled = waiting.then(() => 'granted', (err: unknown) => err);
+    await fake.tickAsync(0);
+    expect(await settled).toBe(bug);
   });
 });

@@ -1,6 +1,7 @@
 import type { Clock, TimerHandle } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
 import type { SessionQueueStore, SessionWaiter } from '../../storage/bench/session-queue-store.js';
+import { DatabaseUnavailableError, type StorageFault } from '../../storage/storage-faults.js';
 import { newId } from './bench-deps.js';
 import { boardOfInstance } from './pool-instances.js';
 
@@ -81,32 +82,49 @@ export class SessionQueue {
     // One abort listener for the whole wait (one per retry piled up: 300 on a 300 s wait).
     const onAbort = () => wake();
     options.signal.addEventListener('abort', onAbort, { once: true });
+    // The database going away for a moment (a restart, a failover) is not the waiter's fault: a
+    // turn that meets it waits out the store's Retry-After and tries again within the wait. Only
+    // a wait that runs out while the store is still away answers with that fault (503).
+    let fault: StorageFault | undefined;
     try {
       for (;;) {
         // Cleared before looking: a wake from here on is for what this turn may not have seen.
         woken = false;
-        const nowMs = clock.nowMs();
-        if (row.aliveUntilMs - nowMs < RENEW_WHEN_LEFT_MS) {
-          row.aliveUntilMs = nowMs + WAITER_ALIVE_MS;
-          const seq = await store.renew(row);
-          // Dropped as a ghost meanwhile (this process stalled past its liveness): at the back now.
-          if (seq !== me.seq) this.rejoin(target.queue, me, seq);
-        }
-        const front = this.local.get(target.queue)?.[0] === me;
-        if (front) {
-          position = (await store.position(row.waiterId, nowMs)) ?? position;
-          if (position === 1) {
-            const value = await options.attempt();
-            if (value !== undefined) return { value, position: 1 };
+        let front = false;
+        try {
+          const nowMs = clock.nowMs();
+          if (row.aliveUntilMs - nowMs < RENEW_WHEN_LEFT_MS) {
+            const aliveUntilMs = row.aliveUntilMs;
+            row.aliveUntilMs = nowMs + WAITER_ALIVE_MS;
+            // A renewal that failed is taken back, so that the next turn renews again.
+            const seq = await store.renew(row).catch((err: unknown) => {
+              row.aliveUntilMs = aliveUntilMs;
+              throw err;
+            });
+            // Dropped as a ghost meanwhile (this process stalled past its liveness): at the back now.
+            if (seq !== me.seq) this.rejoin(target.queue, me, seq);
           }
+          front = this.local.get(target.queue)?.[0] === me;
+          if (front) {
+            position = (await store.position(row.waiterId, nowMs)) ?? position;
+            if (position === 1) {
+              const value = await options.attempt();
+              if (value !== undefined) return { value, position: 1 };
+            }
+          }
+          fault = undefined;
+        } catch (err) {
+          if (!(err instanceof DatabaseUnavailableError)) throw err;
+          fault = err;
         }
         const leftMs = deadlineMs - clock.nowMs();
         if (leftMs <= 0 || options.signal.aborted) {
+          if (fault !== undefined) throw fault;
           return { position: front ? position : ((await store.position(row.waiterId, clock.nowMs())) ?? position) };
         }
         // The earliest waiter here looks again every `retryMs`; the others only renew their liveness.
-        const pauseMs = front ? (this.deps.retryMs ?? 1_000) : RENEW_WHEN_LEFT_MS / 2;
-        if (woken) continue;
+        const pauseMs = fault !== undefined ? fault.retryAfterSeconds * 1_000 : front ? (this.deps.retryMs ?? 1_000) : RENEW_WHEN_LEFT_MS / 2;
+        if (woken && fault === undefined) continue;
         await new Promise<void>((resolve) => {
           endPause = resolve;
           timer = clock.setTimeout(resolve, Math.min(leftMs, pauseMs));
