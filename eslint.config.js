@@ -89,15 +89,26 @@ function storagePatterns(forbidden) {
 }
 
 /**
- * The relay by layer (server/relay/README.md, decision 0670): its domain never speaks HTTP. It
- * throws catalog errors (`domain/relay-errors.ts`) that `routes/` map to statuses, and it shapes
- * no answers (`views/`). So domain/ imports neither express, nor the HTTP toolkit, nor routes or views.
+ * The relay by layer (server/relay/README.md, decisions 0670 and 0780), lowest first:
+ *   domain <- use-cases <- routes (views beside routes)
+ * Neither domain/ nor use-cases/ speaks HTTP: no express, node:http or ws, nothing of server/http,
+ * no routes/ or views/. They refuse with the catalog (`domain/relay-errors.ts`); routes/ give each
+ * code its status, and views/ shape the answers. domain/ also never reaches up into the use cases
+ * or the composition root (`relay-deps.ts`, `relay-service.ts`): what a rule needs comes in as an argument.
  */
-const relayDomainPatterns = [
-  { regex: '^express(?:/|$)', message: 'server/relay/domain/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it.' },
-  { regex: '^(?:\\.\\./)+http/', message: 'server/relay/domain/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it.' },
-  { regex: '^\\.\\./(?:routes|views)/', message: 'server/relay/domain/ may not import routes/ or views/: move what both need into domain/.' },
-];
+/** @param {string} part */
+const relayHttpMessage = (part) => `server/relay/${part}/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it (decision 0780).`;
+/** @param {'domain' | 'use-cases'} part */
+function relayPartPatterns(part) {
+  return [
+    { regex: '^(?:express|ws|node:https?|https?)(?:/|$)', message: relayHttpMessage(part) },
+    { regex: '^(?:\\.\\./)+http/', message: relayHttpMessage(part) },
+    { regex: '^\\.\\./(?:routes|views)/', message: `server/relay/${part}/ may not import routes/ or views/: answers are shaped above it (decision 0780).` },
+    ...(part === 'domain'
+      ? [{ regex: '^\\.\\./(?:use-cases/|relay-deps\\.js$|relay-service\\.js$)', message: 'server/relay/domain/ may not import the use cases or the composition root (relay-deps.ts, relay-service.ts): pass what it needs in (decision 0780).' }]
+      : []),
+  ];
+}
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'data/**', 'dist/**', 'examples/**/node_modules/**', '**/*.js', '!eslint.config.js', 'firmware/examples/**/build/**'] },
@@ -144,11 +155,11 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('bench'), ...testOnlyPatterns, ...benchPartPatterns(part)] }],
     },
   })),
-  {
-    files: ['server/relay/domain/**/*.ts'],
+  ...(/** @type {const} */ (['domain', 'use-cases'])).map((part) => ({
+    files: [`server/relay/${part}/**/*.ts`],
     ignores: ['**/*.test.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('relay'), ...testOnlyPatterns, ...relayDomainPatterns] }] },
-  },
+    rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('relay'), ...testOnlyPatterns, ...relayPartPatterns(part)] }] },
+  })),
   ...[
     { files: ['server/storage/bench/**/*.ts'], forbidden: ['relay'] },
     { files: ['server/storage/relay/**/*.ts'], forbidden: ['bench'] },

@@ -90,10 +90,30 @@ const ERRORS: Record<ProblemCode, (p: Problem) => PydanticError> = {
   not_declarer_signature: () => valueError("sig is not the node's Ed25519 signature over this declaration"),
   unknown_slice_hash: () => valueError('unknown slice_hash: publish the slice with POST /slice first, or send slice instead'),
   nul_character: () => valueError('must not contain U+0000 (NUL)'),
+  not_item_id: () => valueError('item id must be 64 lowercase hex characters (a SHA-256 digest)'),
+  // A path parameter named `id` is a node's id; a field named for the node says so itself.
+  not_node_id: (p) => valueError(`${field(p) === 'id' ? 'node id' : field(p)} must be 64 lowercase hex characters`),
+  not_author_id: () => valueError('each author must be a node id (64 lowercase hex characters)'),
+  // The key check's own reason (core/relay/node-id.ts) is the sentence.
+  unacceptable_node_id: (p) => valueError(p.note ?? 'node_id is not an acceptable key'),
+  not_this_relay: (p) => valueError(`relay must be this relay's base URL ${String(p.expected)}`, { expected: p.expected }),
+  created_at_skew: (p) => valueError(`created_at is ${p.count ?? 0} s away from the relay clock (at most ${limitOf(p)} s)`, { now: p.nowSeconds }),
+  // The rule's own sentence (domain/statement-time.ts), which a peer's refused vote records too.
+  created_at_ahead: (p) => valueError(p.note ?? 'created_at is in the future', { now: p.nowSeconds }),
+  updated_ms_ahead: (p) => valueError(`updated_ms is more than ${limitOf(p)} s ahead of this relay's clock`, { now: p.nowSeconds }),
+  not_node_signature: () => valueError('sig is not a signature of this document by node_id (Ed25519 over RFC 8785 bytes without sig)'),
+  not_voter_signature: () => valueError("sig is not the voter's Ed25519 signature over this vote"),
+  not_path_item: () => valueError('item must equal the id in the path'),
+  media_type_too_long: (p) => valueError(`the file part's Content-Type is at most ${limitOf(p)} characters`, { max_length: limitOf(p) }),
+  authorship_not_json: () => ({ type: 'json_invalid', msg: 'Value error, authorship must be the x.item/1 statement as JSON text' }),
+  not_slice_member: () => valueError('this node is not a top-level validator of your slice'),
+  above_maximum: (p) => ({ type: 'less_than_equal', msg: `Input should be less than or equal to ${limitOf(p)}`, ctx: { le: limitOf(p) } }),
+  too_many_items: (p) => ({ type: 'too_long', msg: `List should have at most ${plural(limitOf(p), 'item')}`, ctx: { max_length: limitOf(p) } }),
+  not_pairing_token: () => valueError('not a pairing token'),
 };
 
 /** Codes whose wording says the core's `note` itself, rather than after the message in parentheses. */
-const NOTE_IN_MESSAGE: ReadonlySet<ProblemCode> = new Set(['no_canonical_form', 'not_multipart']);
+const NOTE_IN_MESSAGE: ReadonlySet<ProblemCode> = new Set(['no_canonical_form', 'not_multipart', 'unacceptable_node_id', 'created_at_ahead']);
 
 /** The pydantic error a core problem answers as, in pydantic's words plus the core's note. */
 export function coreProblemError(problem: Problem): PydanticError {

@@ -53,6 +53,24 @@ export const problemCodes = [
   'not_declarer_signature',
   'unknown_slice_hash',
   'nul_character',
+  // Rules the relay's use cases check on ids, proofs, statements and queries (decision 0780).
+  'not_item_id',
+  'not_node_id',
+  'not_author_id',
+  'unacceptable_node_id',
+  'not_this_relay',
+  'created_at_skew',
+  'created_at_ahead',
+  'updated_ms_ahead',
+  'not_node_signature',
+  'not_voter_signature',
+  'not_path_item',
+  'media_type_too_long',
+  'authorship_not_json',
+  'not_slice_member',
+  'above_maximum',
+  'too_many_items',
+  'not_pairing_token',
 ] as const;
 export type ProblemCode = (typeof problemCodes)[number];
 
@@ -71,6 +89,8 @@ export interface Problem {
   expected?: string | null | readonly string[];
   /** What the place holds or why, said after the message in parentheses ("Unix seconds"). */
   note?: string;
+  /** For rules about time: the checker's clock when it checked, in Unix seconds. */
+  nowSeconds?: number;
 }
 
 /** Either the typed value or the list of everything wrong with the input (never both). */

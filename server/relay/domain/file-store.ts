@@ -1,7 +1,6 @@
 import busboy from 'busboy';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import type { IncomingMessage } from 'node:http';
 import { type FileSyncs, fileSyncs } from '../../lifecycle/durable-files.js';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +20,16 @@ export interface ReceivedFile {
 }
 
 /** What an upload's check sees once the file is hashed, before it is moved into place. */
+/**
+ * What an upload is read from: a request's body stream with the two headers the store reads (Node's
+ * `IncomingMessage` is one). The domain names no HTTP type: a route hands its request in as this.
+ */
+export interface UploadSource extends Readable {
+  readonly headers: { readonly 'content-type'?: string | undefined; readonly 'content-length'?: string | undefined };
+  /** True once the whole body has arrived; a 'close' before it means the client went away. */
+  readonly complete: boolean;
+}
+
 export interface UploadCheck {
   itemId: string;
   /** The `title` field, else the part's file name, else "". */
@@ -109,7 +118,7 @@ export class FileStore {
    * removed and its error is the answer, so a refused upload leaves nothing in the store (it used to
    * leave an orphan file: audit finding 4).
    */
-  receiveMultipart(req: IncomingMessage, check: (upload: UploadCheck) => string | Promise<string> = (upload) => upload.title): Promise<ReceivedFile> {
+  receiveMultipart(req: UploadSource, check: (upload: UploadCheck) => string | Promise<string> = (upload) => upload.title): Promise<ReceivedFile> {
     const refused = declaredUploadTooLarge(req);
     if (refused) return Promise.reject(refused);
     return new Promise<ReceivedFile>((resolve, reject) => {
@@ -117,7 +126,7 @@ export class FileStore {
       try {
         // busboy signals 'limit' when a file *reaches* fileSize, so allow one byte more: reaching
         // fileMaxBytes + 1 is what makes an upload too large.
-        bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: MULTIPART_FIELDS_MAX, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: MULTIPART_FIELDS_MAX + 1 } });
+        bb = busboy({ headers: { 'content-type': req.headers['content-type'] }, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: MULTIPART_FIELDS_MAX, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: MULTIPART_FIELDS_MAX + 1 } });
       } catch (cause) {
         req.resume();
         reject(invalidInputAt(['header', 'content-type'], [{ path: [], code: 'not_multipart', note: (cause as Error).message, input: req.headers['content-type'] ?? null }]));
@@ -347,7 +356,7 @@ function malformed(err: Error): Error {
 }
 
 /** The refusal of an upload whose declared `Content-Length` is already far over the file limit; null otherwise. */
-export function declaredUploadTooLarge(req: IncomingMessage): RelayRefusal | null {
+export function declaredUploadTooLarge(req: Pick<UploadSource, 'headers'>): RelayRefusal | null {
   const declared = Number(req.headers['content-length'] ?? NaN);
   return Number.isFinite(declared) && declared > relayLimits.fileMaxBytes + multipartSlackBytes ? tooLarge() : null;
 }

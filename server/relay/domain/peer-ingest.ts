@@ -8,7 +8,7 @@ import { claimId, isItemId, validateClaim } from '../../../core/relay/claim.js';
 import { isNodeId, nodeIdProblem } from '../../../core/relay/node-id.js';
 import { parseVote, verifyVote } from '../../../core/relay/vote.js';
 import { quorumSetHash, validateQuorumSet } from '../../../core/relay/quorum-set.js';
-import { voteTimeProblem } from '../relay-deps.js';
+import { voteTimeProblem } from './statement-time.js';
 import { coreProblemMessage } from '../../../wire/problem-detail.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { codePointText, registerBody } from '../../../wire/relay/relay-schemas.js';

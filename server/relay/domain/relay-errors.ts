@@ -1,5 +1,6 @@
+import type { z } from 'zod';
 import type { Problem } from '../../../core/relay/problem.js';
-import { coreProblemsToValidation } from '../../../wire/problem-detail.js';
+import { type ValidationErrorItem, coreProblemsToValidation, zodIssuesToValidation } from '../../../wire/problem-detail.js';
 
 /**
  * The relay's domain errors: one stable code per way its domain refuses a request, and the detail
@@ -34,6 +35,40 @@ export const RELAY_ERROR_CODES = [
   'upload_aborted',
   /** An upload over the file limit; nothing was stored and the rest of the body is not read. */
   'file_too_large',
+  /** A signed registration or session document whose signature was used before (no replay). */
+  'proof_reused',
+  /** No item of that id is stored here. */
+  'item_not_found',
+  /** A file item stored here without its bytes. */
+  'file_content_missing',
+  /** An item id stored here as the other type (claim or file). */
+  'item_type_conflict',
+  /** A signed statement (a vote, a slice declaration) by a node this relay does not know. */
+  'signer_not_registered',
+  /** A slice declaration older than the node's published one. */
+  'declaration_superseded',
+  /** No node of that id is known here. */
+  'node_not_found',
+  /** Phone lookups by one caller over their hourly bound (`retryAfterSeconds`). */
+  'lookup_rate_limited',
+  /** A node with the most bots allowed. */
+  'bots_limit_reached',
+  /** A peer change asked for by someone who is not one of this relay's operators (or none are named). */
+  'not_operator',
+  /** A node with the most open invites allowed. */
+  'invites_limit_reached',
+  /** An invite code that is unknown, used or expired: one answer for all. */
+  'invite_unusable',
+  /** An invite its own inviter, or a node that accepted one already, tries to accept. */
+  'invite_refused',
+  /** A node with the most pending pairing tokens allowed. */
+  'pairings_limit_reached',
+  /** A pairing token this relay does not know. */
+  'pairing_unknown',
+  /** A pairing token that was used or expired. */
+  'pairing_not_pending',
+  /** A pairing token confirmed by the node that started it. */
+  'pairing_with_self',
 ] as const;
 
 export type RelayErrorCode = (typeof RELAY_ERROR_CODES)[number];
@@ -44,6 +79,8 @@ export interface RelayRefusalExtra {
   retryAfterSeconds?: number;
   /** `invalid_input`: what is wrong, each problem's path under `where` (`['body']`, `['query', 'phone']`). */
   input?: { where: (string | number)[]; problems: readonly Problem[] };
+  /** `invalid_input` found by a wire schema: its 422 entries, already worded by the wire's translator. */
+  entries?: readonly ValidationErrorItem[];
 }
 
 /** A refusal of the relay, by catalog code; `detail` is what the caller reads, word for word. */
@@ -64,7 +101,20 @@ export class RelayRefusal extends Error {
  * peer's refused event records.
  */
 export function invalidInputAt(where: (string | number)[], problems: readonly Problem[]): RelayRefusal {
-  const entries = coreProblemsToValidation(problems, where);
-  const detail = `validation failed: ${entries.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; ')}`;
-  return new RelayRefusal('invalid_input', detail, { input: { where, problems } });
+  return new RelayRefusal('invalid_input', validationMessage(coreProblemsToValidation(problems, where)), { input: { where, problems } });
+}
+
+/**
+ * `input` parsed with a wire schema, or the refusal of it located under `where` (`body`, `query`):
+ * what `parseOr422` is to routes, for use cases, which name no HTTP status.
+ */
+export function parseOrRefuse<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const entries = zodIssuesToValidation(result.error.issues, where, input);
+  throw new RelayRefusal('invalid_input', validationMessage(entries), { entries });
+}
+
+function validationMessage(entries: readonly ValidationErrorItem[]): string {
+  return `validation failed: ${entries.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; ')}`;
 }

@@ -1,13 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import { isoFromMs } from '../../../core/clock.js';
 import { publicNode } from '../views/node-view.js';
-import type { Steps } from '../../storage/sql-steps.js';
 import { maskPhone, normalizePhone } from '../domain/phone-codes.js';
-import { isNodeId, nodeIdProblem } from '../../../core/relay/node-id.js';
-import { type RelayDeps, unixSeconds } from '../relay-deps.js';
-import { HttpError } from '../../http/http-error.js';
-import { invalidInput } from './relay-error.js';
+import type { RelayDeps } from '../relay-deps.js';
+import { requireNodeId } from '../domain/id-checks.js';
+import { RelayRefusal } from '../domain/relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { botCreatedSchema, botSchema, codeRequestSchema, credentialAnswerSchema, directorySchema, exportSchema, lookupSchema, meNodeSchema, meSchema, nodeDetailSchema, nodesPageSchema, phoneVerifiedSchema, recoveredSchema, registerAnswerSchema, searchSchema } from '../../../wire/relay/identity-responses.js';
 import { type RelayRoute, callerNode, route } from './relay-route.js';
@@ -22,41 +18,17 @@ import {
   searchQuery,
   sessionBody,
 } from '../../../wire/relay/relay-schemas.js';
-import { verifySignedDocument } from '../domain/signed-document.js';
-import { LookupLimiter } from '../domain/lookup-limiter.js';
+import { Account } from '../use-cases/account.js';
+import { type NodeCredential, Register } from '../use-cases/register.js';
 
 /** Identities, credentials, phone numbers, bots, directory and search. */
 export function identityRoutes(deps: RelayDeps): RelayRoute[] {
-  // Steps for transactions; `plain` for a single call on its own.
-  const { nodes, bots } = deps.store.data;
+  // Reads go to the repositories; what changes state goes through a use case.
   const plain = deps.store.plainData;
-  const lookupLimiter = new LookupLimiter(relayLimits.lookupsPerHour);
   const now = () => deps.clock.nowMs();
-
-  /**
-   * Checks a signed registration or session document: right relay, fresh, signed by the node it
-   * names, never seen before. Burns the signature so a captured document cannot be replayed.
-   */
-  const checkProof = function* (doc: z.infer<typeof sessionBody> | z.infer<typeof registerBody>): Steps<void> {
-    const problem = nodeIdProblem(doc.node_id);
-    if (problem) throw invalidInput(['body', 'node_id'], `Value error, ${problem}`, doc.node_id);
-    if (doc.relay !== deps.baseUrl) {
-      throw invalidInput(['body', 'relay'], `Value error, relay must be this relay's base URL ${deps.baseUrl}`, doc.relay, 'value_error', { expected: deps.baseUrl });
-    }
-    const skew = Math.abs(unixSeconds(now()) - doc.created_at);
-    if (skew > relayLimits.proofMaxSkewSeconds) {
-      throw invalidInput(['body', 'created_at'], `Value error, created_at is ${skew} s away from the relay clock (at most ${relayLimits.proofMaxSkewSeconds} s)`, doc.created_at, 'value_error', { now: unixSeconds(now()) });
-    }
-    if (!verifySignedDocument(doc, doc.node_id)) {
-      throw invalidInput(['body', 'sig'], 'Value error, sig is not a signature of this document by node_id (Ed25519 over RFC 8785 bytes without sig)', doc.sig);
-    }
-    if (!(yield* nodes.burnProof(doc.sig, now()))) throw new HttpError(409, 'this signed document was already used; sign a new one with a fresh created_at');
-  };
-
-  const credentialAnswer = async (nodeId: string) => {
-    const credential = await deps.credentials.currentCredential(nodeId);
-    return { node_id: nodeId, credential, authorization: `Bearer ${credential}` };
-  };
+  const register = new Register(deps);
+  const account = new Account(deps);
+  const credentialAnswer = ({ nodeId, credential }: NodeCredential) => ({ node_id: nodeId, credential, authorization: `Bearer ${credential}` });
 
   const phoneOf = (nodeId: string) => plain.phones.ofNode(nodeId);
   const nodeOfPhone = (phone: string) => plain.phones.nodeOf(phone);
@@ -84,23 +56,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: registerBody,
       successStatus: 201,
       handle: async ({ body, res }) => {
-        const store = deps.store;
-        const created = await store.tx(function* () {
-          yield* checkProof(body);
-          const existing = yield* nodes.get(body.node_id);
-          const registration = JSON.stringify(body);
-          if (existing) {
-            // Registering again proves the key again: the node becomes local (if it was only known
-            // from a peer) and gets its current credential; nothing is revoked.
-            yield* nodes.markLocal(body.node_id, body.name ?? null, now());
-            return false;
-          }
-          yield* nodes.insert({ nodeId: body.node_id, local: true, name: body.name ?? '', registration, nowMs: now() });
-          yield* store.appendEvent('node', body.node_id, body.node_id, { registration: body }, now());
-          return true;
-        });
+        const { created, ...credential } = await register.register(body);
         if (!created) res.status(200);
-        return { ...(await credentialAnswer(body.node_id)), created };
+        return { ...credentialAnswer(credential), created };
       },
     }),
     route({
@@ -111,13 +69,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: credentialAnswerSchema,
       body: sessionBody,
-      handle: async ({ body }) => {
-        await deps.store.tx(function* () {
-          yield* checkProof(body);
-          if ((yield* nodes.get(body.node_id))?.local !== 1) throw new HttpError(404, 'node not registered on this relay; POST /register first');
-        });
-        return credentialAnswer(body.node_id);
-      },
+      handle: async ({ body }) => credentialAnswer(await register.session(body)),
     }),
     route({
       method: 'get',
@@ -178,10 +130,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: phoneVerifiedSchema,
       body: phoneCodeBody,
       handle: async ({ caller, body }) => {
-        const nodeId = callerNode(caller);
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        await deps.codes.redeem(phone, 'verify', body.code, { forNode: nodeId });
-        await deps.store.tx(deps.store.data.phones.assign(phone, nodeId, now()));
+        await account.verifyPhone(callerNode(caller), phone, body.code);
         return { phone: maskPhone(phone), verified: true };
       },
     }),
@@ -208,7 +158,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: phoneCodeBody,
       handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        return credentialAnswer(await deps.codes.redeem(phone, 'login', body.code));
+        return credentialAnswer(await register.credentialOf(await deps.codes.redeem(phone, 'login', body.code)));
       },
     }),
     route({
@@ -234,14 +184,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: phoneCodeBody,
       handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        const nodeId = await deps.codes.redeem(phone, 'recover', body.code);
-        const credentials = deps.credentials;
-        const revokedBots = await deps.store.tx(function* () {
-          const n = yield* bots.countActive(nodeId);
-          yield* credentials.revokeAll(nodeId, now());
-          return n;
-        });
-        return { ...(await credentialAnswer(nodeId)), revoked: { earlier_credentials: true, bots: revokedBots } };
+        const { nodeId, revokedBots } = await account.recover(phone, body.code);
+        return { ...credentialAnswer(await register.credentialOf(nodeId)), revoked: { earlier_credentials: true, bots: revokedBots } };
       },
     }),
     route({
@@ -253,14 +197,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: lookupSchema,
       query: lookupQuery,
       handle: async ({ caller, query }) => {
-        const nodeId = callerNode(caller);
         const phone = normalizePhone(query.phone, ['query', 'phone']);
-        const allowed = lookupLimiter.take(nodeId, now());
-        if (!allowed.ok) {
-          const retry = allowed.retryAfterSeconds;
-          throw new HttpError(429, `at most ${relayLimits.lookupsPerHour} lookups per hour; retry after ${retry} s`, { 'Retry-After': String(retry) });
-        }
-        return { phone, nodes: await plain.phones.discoverableNodes(phone) };
+        return { phone, nodes: await account.lookup(callerNode(caller), phone) };
       },
     }),
     route({
@@ -274,13 +212,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       successStatus: 201,
       handle: async ({ caller, body }) => {
         const owner = callerNode(caller);
-        const { token, tokenHash } = deps.credentials.issueBotToken();
-        const botId = `bot_${randomBytes(9).toString('base64url')}`;
-        await deps.store.tx(function* () {
-          if ((yield* bots.countActive(owner)) >= relayLimits.botsPerNodeMax) throw new HttpError(409, `a node may have at most ${relayLimits.botsPerNodeMax} bots`);
-          yield* bots.insert({ botId, owner, name: body.name, tokenHash, nowMs: now() });
-        });
-        return { bot_id: botId, name: body.name, owner, token, authorization: `Bot ${token}`, created_at: isoFromMs(now()) };
+        const { botId, token, createdMs } = await account.createBot(owner, body.name);
+        return { bot_id: botId, name: body.name, owner, token, authorization: `Bot ${token}`, created_at: isoFromMs(createdMs) };
       },
     }),
     route({
@@ -350,9 +283,9 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: nodeDetailSchema,
       handle: async ({ params }) => {
         const id = params.id!;
-        if (!isNodeId(id)) throw invalidInput(['path', 'id'], 'Value error, node id must be 64 lowercase hex characters', id);
+        requireNodeId(id, 'id');
         const row = await plain.nodes.get(id);
-        if (!row) throw new HttpError(404, 'no such node on this relay');
+        if (!row) throw new RelayRefusal('node_not_found', 'no such node on this relay');
         const slice = await deps.store.plain(deps.voting.publishedSlice(id));
         const counts = {
           items: await plain.items.countByAuthor(id),
@@ -382,13 +315,3 @@ async function exportOf(deps: RelayDeps, nodeId: string, phone: string | null): 
     events: rows.events,
   };
 }
-
-/** A random code that is easy to read aloud: 10 bytes of base32 (Crockford alphabet). */
-export function readableCode(bytes = 10): string {
-  const alphabet = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-  const raw = randomBytes(bytes);
-  let out = '';
-  for (const b of raw) out += alphabet[b % 32];
-  return out;
-}
-

@@ -1,98 +1,40 @@
 import { pipeline } from 'node:stream/promises';
 import { isoFromMs } from '../../../core/clock.js';
 import type { Caller } from '../domain/credentials.js';
-import { type AuthoredItem, type ItemAuthorship, MEDIA_TYPE_MAX_CHARS, authorshipMismatch } from '../../../core/relay/item-authorship.js';
-import { claimId, isItemId, validateClaim } from '../../../core/relay/claim.js';
-import { isNodeId } from '../../../core/relay/node-id.js';
-import { parseVote, type Vote } from '../../../core/relay/vote.js';
-import { type RelayDeps, unixSeconds, voteTimeProblem } from '../relay-deps.js';
+import type { RelayDeps } from '../relay-deps.js';
 import { HttpError } from '../../http/http-error.js';
-import { parseOr422 } from '../../http/http-error.js';
-import { refuseUnstorableText } from '../domain/storable-text.js';
-import { invalidInput } from './relay-error.js';
+import { requireItemId, requireNodeId } from '../domain/id-checks.js';
+import { RelayRefusal } from '../domain/relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { bulletinSchema, itemCreatedSchema, itemDetailSchema, itemsPageSchema, reportSchema, reportsSchema, sliceAnswerSchema, voteAnswerSchema } from '../../../wire/relay/item-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
-import { claimBody, fileTitleField, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from '../../../wire/relay/relay-schemas.js';
-import { throwCoreProblems } from '../domain/signed-document.js';
-import { requireAuthorship } from '../domain/signed-statements.js';
+import { claimBody, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from '../../../wire/relay/relay-schemas.js';
 import type { ItemRow } from '../../storage/relay/item-repository.js';
-import type { Steps } from '../../storage/sql-steps.js';
-import { VoteIngest } from '../domain/vote-ingest.js';
 import { bulletinView, itemView } from '../views/item-view.js';
-import { unknownSliceHash } from '../domain/statement-log.js';
+import { PostItem, type PostedItem } from '../use-cases/post-item.js';
+import { PostVote } from '../use-cases/post-vote.js';
+import { Slice } from '../use-cases/slice.js';
 
 export type { ItemRow };
 
 /** Items, votes, bulletins, slices and reports. */
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
   const store = deps.store;
-  const { items } = store.data;
   const plain = store.plainData;
   const now = () => deps.clock.nowMs();
-  const ingest = new VoteIngest(store, deps.voting, deps.selfKey.nodeId, now);
-  const checkItemId = (id: string, where = 'id') => {
-    if (!isItemId(id)) throw invalidInput(['path', where], 'Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)', id);
-  };
+  const postItem = new PostItem(deps);
+  const postVote = new PostVote(deps);
+  const slices = new Slice(deps);
   const mustGetItem = async (id: string) => {
-    checkItemId(id);
+    requireItemId(id);
     const row = await plain.items.get(id);
-    if (!row) throw new HttpError(404, 'no such item on this relay');
+    if (!row) throw new RelayRefusal('item_not_found', 'no such item on this relay');
     return row;
   };
   const botOf = (caller: Caller) => (caller.kind === 'bot' ? caller.botId : null);
-
-  /**
-   * The item an author's statement posted with `posted` must describe: the stored one when the
-   * caller authored it (the statement is then served with it, and peers verify it against it, so a
-   * statement of another title or media type would make this relay serve a false document), else
-   * the posted one. Ids are content addresses, but a claim's text can also be posted as a file: an
-   * id stored as the other type is a 409, answered before a file is moved into the store.
-   */
-  const describedItem = function* (posted: AuthoredItem): Steps<AuthoredItem> {
-    const existing = yield* items.get(posted.id);
-    if (!existing) return posted;
-    if (existing.type !== posted.type) throw new HttpError(409, `an item with id ${posted.id} is stored here as a ${existing.type}, not a ${posted.type}`);
-    if (existing.author !== posted.author) return posted;
-    return { id: existing.item_id, type: existing.type, author: existing.author, title: existing.title, media_type: existing.media_type };
-  };
-
-  /**
-   * Stores a new item with its event; an existing id answers the stored item (ids are content
-   * addresses). When the stored item is the caller's and was posted without the author's statement,
-   * a statement given now is added and the item published again, so peers can take it from then on.
-   * Checked again in the transaction (`describedItem`): another request may have stored the id since.
-   */
-  const insertItem = (row: Omit<ItemRow, 'created_ms' | 'origin' | 'authorship'>, statement: ItemAuthorship | null): Promise<{ row: ItemRow; created: boolean }> =>
-    store.tx(function* () {
-      const posted: AuthoredItem = { id: row.item_id, type: row.type, author: row.author, title: row.title, media_type: row.media_type };
-      const described = yield* describedItem(posted);
-      const mismatch = statement === null ? null : authorshipMismatch(statement, described);
-      if (mismatch) throwCoreProblems([mismatch], ['body', 'authorship']);
-      const authorship = statement === null ? null : JSON.stringify(statement);
-      const existing = yield* items.get(row.item_id);
-      if (existing) {
-        if (authorship === null || !(yield* items.attachAuthorship(row.item_id, row.author, authorship))) return { row: existing, created: false };
-        const signed = (yield* items.get(row.item_id))!;
-        yield* store.appendEvent('item', signed.author, signed.item_id, { item: itemView(signed) }, now());
-        return { row: signed, created: false };
-      }
-      yield* items.insert({ ...row, authorship, origin: null, created_ms: now() });
-      const stored = (yield* items.get(row.item_id))!;
-      yield* store.appendEvent('item', row.author, row.item_id, { item: itemView(stored) }, now());
-      return { row: stored, created: true };
-    });
-
-  const sliceChange = (caller: Caller, change: (current: { v: string[]; i: unknown[]; t?: number } | undefined) => unknown) => {
-    const nodeId = callerNode(caller);
-    const voting = deps.voting;
-    return store.tx(function* () {
-      const current = yield* voting.publishedSlice(nodeId);
-      const next = change(current ? { ...current.qset, ...(current.t_auto ? { t: undefined } : {}) } : undefined);
-      const { qset, tAuto } = voting.parseSlice(stripUndefined(next), nodeId, ['body']);
-      const saved = yield* voting.setSlice(nodeId, qset, tAuto, now());
-      return { node_id: nodeId, slice_hash: saved.hash, slice: saved.qset, t_auto: tAuto };
-    });
+  const created = (res: { status(code: number): unknown }, posted: PostedItem) => {
+    if (!posted.created) res.status(200);
+    return itemView(posted.row, { created: posted.created });
   };
 
   return [
@@ -124,7 +66,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: async ({ params, req, res }) => {
         const row = await mustGetItem(params.id!);
         if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {
-          if (!(await deps.files.has(row.item_id))) throw new HttpError(404, 'file content not stored on this relay');
+          if (!(await deps.files.has(row.item_id))) throw new RelayRefusal('file_content_missing', 'file content not stored on this relay');
           // Copied here first when another replica received it (`open` would do it too, after the headers).
           const contentLength = row.file_bytes ?? (await deps.files.sizeOf(row.item_id));
           const content = await deps.files.open(row.item_id);
@@ -159,48 +101,9 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       multipart: fileUploadForm,
       successStatus: 201,
       handle: async ({ caller, req, res }) => {
-        const author = callerNode(caller);
-        if (req.is('multipart/form-data')) {
-          // The title and the authorship statement are checked before the file is moved into the
-          // store, so a refused upload leaves no file behind.
-          let authorship: ItemAuthorship | null = null;
-          const file = await deps.files.receiveMultipart(req, async (upload) => {
-            refuseUnstorableText({ title: upload.title, ...Object.fromEntries(upload.fields) }, ['body']);
-            const title = parseOr422(fileTitleField, { title: upload.title }, 'body').title;
-            // Stored and served back as the file's Content-Type: bounded like a signed one would be.
-            if (upload.mediaType.length > MEDIA_TYPE_MAX_CHARS) {
-              throw invalidInput(['body', 'file'], `Value error, the file part's Content-Type is at most ${MEDIA_TYPE_MAX_CHARS} characters`, upload.mediaType.slice(0, 80), 'value_error', { max_length: MEDIA_TYPE_MAX_CHARS });
-            }
-            const described = await store.plain(describedItem({ id: upload.itemId, type: 'file', author, title, media_type: upload.mediaType }));
-            const statement = upload.fields.get('authorship');
-            if (statement !== undefined) {
-              let doc: unknown;
-              try {
-                doc = JSON.parse(statement);
-              } catch {
-                throw invalidInput(['body', 'authorship'], 'Value error, authorship must be the x.item/1 statement as JSON text', statement, 'json_invalid');
-              }
-              authorship = requireAuthorship(doc, described, ['body', 'authorship']);
-            }
-            return title;
-          });
-          const { row, created } = await insertItem({ item_id: file.itemId, type: 'file', kind: 'file', title: file.title, body: '', file_bytes: file.bytes, media_type: file.mediaType, author, bot_id: botOf(caller) }, authorship);
-          if (!created) res.status(200);
-          return itemView(row, { created });
-        }
+        if (req.is('multipart/form-data')) return created(res, await postItem.file(caller, req));
         if (!req.is('application/json')) throw new HttpError(415, 'send a claim as application/json or a file as multipart/form-data');
-        const input: unknown = req.body;
-        parseOr422(claimBody, input, 'body');
-        const { authorship: statement, ...fields } = input as Record<string, unknown>;
-        const checked = validateClaim({ body: '', ...fields });
-        if (!checked.ok) throwCoreProblems(checked.problems, ['body']);
-        const claim = checked.value;
-        const id = claimId(claim);
-        const described = await store.plain(describedItem({ id, type: 'claim', author, title: claim.title, media_type: null }));
-        const authorship = statement === undefined ? null : requireAuthorship(statement, described, ['body', 'authorship']);
-        const { row, created } = await insertItem({ item_id: id, type: 'claim', kind: claim.kind, title: claim.title, body: claim.body, file_bytes: null, media_type: null, author, bot_id: botOf(caller) }, authorship);
-        if (!created) res.status(200);
-        return itemView(row, { created });
+        return created(res, await postItem.claim(caller, req.body));
       },
     }),
     route({
@@ -213,27 +116,9 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       body: voteDocSchema,
       bodyKind: 'core',
       successStatus: 201,
-      handle: ({ params, req, res }) => ingest.request(res, async () => {
+      handle: async ({ params, req, res }) => {
         const itemId = params.id!;
-        checkItemId(itemId);
-        // Only whether it exists: the vote's answer needs nothing else of the item's row.
-        if (!(await ingest.itemStored(itemId))) throw new HttpError(404, 'no such item on this relay');
-        const parsed = parseVote(req.body);
-        if (!parsed.ok) throwCoreProblems(parsed.problems, ['body']);
-        const vote: Vote = parsed.value;
-        if (vote.item !== itemId) throw invalidInput(['body', 'item'], 'Value error, item must equal the id in the path', vote.item);
-        const timeProblem = voteTimeProblem(vote.created_at, now());
-        if (timeProblem !== null) throw invalidInput(['body', 'created_at'], `Value error, ${timeProblem}`, vote.created_at, 'value_error', { now: unixSeconds(now()) });
-        // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
-        // Looked up once, before the check (a vote sent while its voter registers may be either side of it).
-        const voter = { registered: await ingest.voterRegistered(vote.voter) };
-        if (!(await ingest.verify(vote, voter))) throw invalidInput(['body', 'sig'], 'Value error, sig is not the voter\'s Ed25519 signature over this vote', vote.sig);
-        if (!voter.registered) throw new HttpError(403, 'voter is not a registered node: POST /register first');
-        if (vote.slice_hash !== undefined && !(await store.plain(deps.voting.quorumSetByHash(vote.slice_hash)))) {
-          // Checked here as well as where it is stored: a refusal never reaches the write path.
-          throw unknownSliceHash(vote.slice_hash);
-        }
-        const outcome = await ingest.submit(vote);
+        const { vote, outcome } = await postVote.run(itemId, req.body, res);
         if (!outcome.stored) res.status(200);
         const bulletin = outcome.bulletin;
         return {
@@ -247,7 +132,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           relay_emitted: outcome.emitted.map((v) => ({ value: v.value, phase: v.phase })),
           relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, itemId),
         };
-      }),
+      },
     }),
     route({
       method: 'get',
@@ -259,7 +144,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       handle: async ({ params }) => {
         const row = await mustGetItem(params.id!);
         const node = params.node!;
-        if (!isNodeId(node)) throw invalidInput(['path', 'node'], 'Value error, node must be 64 lowercase hex characters', node);
+        requireNodeId(node, 'node');
         return bulletinView(await store.plain(deps.voting.bulletin(row.item_id, node)), node, row.item_id);
       },
     }),
@@ -271,7 +156,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: sliceAnswerSchema,
       body: quorumSetSchema,
-      handle: ({ caller, body }) => sliceChange(caller, () => body),
+      handle: ({ caller, body }) => slices.change(callerNode(caller), () => body),
     }),
     route({
       method: 'post',
@@ -281,12 +166,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: sliceAnswerSchema,
       body: sliceMemberBody,
-      handle: ({ caller, body }) =>
-        sliceChange(caller, (current) => {
-          if (!current) return { v: [body.node_id], i: [] };
-          if (current.v.includes(body.node_id)) return current;
-          return { ...current, v: [...current.v, body.node_id] };
-        }),
+      handle: ({ caller, body }) => slices.include(callerNode(caller), body.node_id),
     }),
     route({
       method: 'post',
@@ -296,11 +176,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: sliceAnswerSchema,
       body: sliceMemberBody,
-      handle: ({ caller, body }) =>
-        sliceChange(caller, (current) => {
-          if (!current || !current.v.includes(body.node_id)) throw invalidInput(['body', 'node_id'], 'Value error, this node is not a top-level validator of your slice', body.node_id);
-          return { ...current, v: current.v.filter((v) => v !== body.node_id) };
-        }),
+      handle: ({ caller, body }) => slices.exclude(callerNode(caller), body.node_id),
     }),
     route({
       method: 'post',
@@ -331,9 +207,4 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       },
     }),
   ];
-}
-
-function stripUndefined(value: unknown): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
 }

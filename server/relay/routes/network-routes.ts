@@ -6,10 +6,9 @@ import { quorumSetHash } from '../../../core/relay/quorum-set.js';
 import { signItemAuthorship } from '../../../core/relay/item-authorship.js';
 import { signSliceDeclaration } from '../../../core/relay/slice-declaration.js';
 import { signVote } from '../../../core/relay/vote.js';
-import type { Caller } from '../domain/credentials.js';
 import type { RelayDeps } from '../relay-deps.js';
-import { HttpError } from '../../http/http-error.js';
-import { invalidInput } from './relay-error.js';
+import { invalidInputAt } from '../domain/relay-errors.js';
+import { Reach } from '../use-cases/reach.js';
 import {
   claimSchema,
   credentialFormats,
@@ -52,14 +51,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
   };
 
   const data = deps.store.plainData;
-  // These two endpoints make the relay fetch URLs someone chose: operators only, and nobody when none are named.
-  const mustOperate = (caller: Caller): string => {
-    if (deps.operators.size === 0) {
-      throw new HttpError(403, 'this relay names no operators, so nobody may add or probe peers over HTTP; start it with the operators option (node ids) to allow them. Peers from its configuration are still probed');
-    }
-    if (caller.kind !== 'human' || !deps.operators.has(caller.nodeId)) throw new HttpError(403, 'only this relay\'s operators may add, probe or pull from peers');
-    return caller.nodeId;
-  };
+  const reach = new Reach(deps);
 
   return [
     route({
@@ -168,16 +160,14 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
         const since = Number(query.since ?? 0);
         const limit = query.limit === undefined ? relayLimits.eventsPageDefault : Number(query.limit);
         // Pydantic's words for `Query(ge=1, le=max)`: one bound per error, the one that was crossed.
-        if (limit < 1) throw invalidInput(['query', 'limit'], 'Input should be greater than or equal to 1', query.limit, 'greater_than_equal', { ge: 1 });
-        if (limit > relayLimits.eventsPageMax) {
-          throw invalidInput(['query', 'limit'], `Input should be less than or equal to ${relayLimits.eventsPageMax}`, query.limit, 'less_than_equal', { le: relayLimits.eventsPageMax });
-        }
+        if (limit < 1) throw invalidInputAt(['query'], [{ path: ['limit'], code: 'below_minimum', limit: 1, input: query.limit }]);
+        if (limit > relayLimits.eventsPageMax) throw invalidInputAt(['query'], [{ path: ['limit'], code: 'above_maximum', limit: relayLimits.eventsPageMax, input: query.limit }]);
         const authors = query.authors === undefined || query.authors === '' ? [] : query.authors.split(',').map((a) => a.trim());
         if (authors.length > relayLimits.authorsFilterMax) {
-          throw invalidInput(['query', 'authors'], `List should have at most ${relayLimits.authorsFilterMax} items`, query.authors, 'too_long', { max_length: relayLimits.authorsFilterMax });
+          throw invalidInputAt(['query'], [{ path: ['authors'], code: 'too_many_items', limit: relayLimits.authorsFilterMax, input: query.authors }]);
         }
         authors.forEach((a, index) => {
-          if (!isNodeId(a)) throw invalidInput(['query', 'authors', index], 'Value error, each author must be a node id (64 lowercase hex characters)', a);
+          if (!isNodeId(a)) throw invalidInputAt(['query', 'authors', index], [{ path: [], code: 'not_author_id', input: a }]);
         });
         // Counted as answered: a vote naming its slice by hash carries the quorum set, which its
         // stored payload does not (up to 1000 node ids), so the stored text alone bounds nothing.
@@ -218,8 +208,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       body: reachBody,
       successStatus: 201,
       handle: async ({ caller, body, res }) => {
-        const operator = mustOperate(caller);
-        const { peer, created } = await deps.federation.addRequestedPeer(body.url, operator);
+        const { peer, created } = await reach.add(caller, body.url);
         if (!created) res.status(200);
         return { ...Federation.view(peer), created };
       },
@@ -242,10 +231,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       response: probeSchema,
       body: reachProbeBody,
       handle: async ({ caller, body }) => {
-        mustOperate(caller);
-        const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
-        if (only !== undefined && !(await deps.federation.peer(only))) throw new HttpError(404, 'not a known peer; POST /reach first');
-        return { results: await deps.federation.probeAll(only) };
+        return { results: await reach.probe(caller, body.url) };
       },
     }),
     route({
@@ -257,10 +243,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       response: pullSchema,
       body: reachProbeBody,
       handle: async ({ caller, body }) => {
-        mustOperate(caller);
-        const only = body.url === undefined ? undefined : Federation.normalizeUrl(body.url, ['body', 'url']);
-        if (only !== undefined && !(await deps.federation.peer(only))) throw new HttpError(404, 'not a known peer; POST /reach first');
-        const results = await deps.federation.pullNow(only);
+        const results = await reach.pull(caller, body.url);
         return { results, pulled: results.reduce((n, r) => n + r.pulled, 0), caught_up: results.every((r) => r.caught_up) };
       },
     }),

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../http/http-error.js';
+import { z } from 'zod';
+import { HttpError, parseOr422 } from '../../http/http-error.js';
 import { RELAY_ERROR_STATUS, httpErrorOfRelay, relayToHttpError } from './relay-error-http.js';
-import { RELAY_ERROR_CODES, RelayRefusal, invalidInputAt } from '../domain/relay-errors.js';
+import { RELAY_ERROR_CODES, RelayRefusal, invalidInputAt, parseOrRefuse } from '../domain/relay-errors.js';
 
 describe('the relay error catalog and its HTTP mapping', () => {
   it('gives every code one error status, and maps no code the catalog lacks', () => {
@@ -38,6 +39,31 @@ describe('the relay error catalog and its HTTP mapping', () => {
     expect(answer.detail).toEqual([{ type: 'value_error', loc: ['body', 'phone'], msg: 'Value error, phone must be an E.164 number such as +41791234567', input: '12' }]);
     // A peer's refused event records this message: it reads as the HTTP layer's own did.
     expect(refusal.message).toBe(answer.message);
+  });
+
+  it("answers a use case's schema refusal as parseOr422 would, with the same entries", () => {
+    const schema = z.strictObject({ title: z.string().max(3) });
+    const input = { title: 'long', extra: 1 };
+    const refusal = (() => {
+      try {
+        parseOrRefuse(schema, input, 'body');
+      } catch (err) {
+        return err;
+      }
+      throw new Error('parseOrRefuse accepted what the schema refuses');
+    })();
+    expect(refusal).toBeInstanceOf(RelayRefusal);
+    const answer = httpErrorOfRelay(refusal as RelayRefusal);
+    const expected = (() => {
+      try {
+        parseOr422(schema, input, 'body');
+      } catch (err) {
+        return err as HttpError;
+      }
+      throw new Error('parseOr422 accepted what the schema refuses');
+    })();
+    expect([answer.status, answer.detail, answer.headers]).toEqual([expected.status, expected.detail, expected.headers]);
+    expect(parseOrRefuse(schema, { title: 'ok' }, 'body')).toEqual({ title: 'ok' });
   });
 
   it('passes every other error on untouched, for the error handler to judge', () => {

@@ -20,6 +20,23 @@ export const RELAY_ERROR_STATUS: Readonly<Record<RelayErrorCode, number>> = {
   body_malformed: 400,
   upload_aborted: 400,
   file_too_large: 413,
+  proof_reused: 409,
+  item_not_found: 404,
+  file_content_missing: 404,
+  item_type_conflict: 409,
+  signer_not_registered: 403,
+  declaration_superseded: 409,
+  node_not_found: 404,
+  lookup_rate_limited: 429,
+  bots_limit_reached: 409,
+  not_operator: 403,
+  invites_limit_reached: 409,
+  invite_unusable: 404,
+  invite_refused: 409,
+  pairings_limit_reached: 409,
+  pairing_unknown: 404,
+  pairing_not_pending: 410,
+  pairing_with_self: 409,
 };
 
 /** Headers of a code's every answer: the relay's two credential schemes on a 401 (RFC 6750 §3). */
@@ -33,9 +50,10 @@ const FIXED_HEADERS: Partial<Record<RelayErrorCode, Readonly<Record<string, stri
 /** `err` as the answer the error handler writes: `{"detail"}` with its status and headers. */
 export function httpErrorOfRelay(err: RelayRefusal): HttpError {
   const status = RELAY_ERROR_STATUS[err.code];
-  const { input, retryAfterSeconds } = err.extra;
+  const { input, entries, retryAfterSeconds } = err.extra;
   // Input problems are 422 entries in pydantic's words, from the wire's one translator.
   if (input) return new HttpError(status, coreProblemsToValidation(input.problems, input.where));
+  if (entries) return new HttpError(status, [...entries]);
   const headers: Record<string, string> = { ...FIXED_HEADERS[err.code] };
   if (retryAfterSeconds !== undefined) headers['Retry-After'] = String(retryAfterSeconds);
   return new HttpError(status, err.detail, headers);

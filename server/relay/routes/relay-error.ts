@@ -9,15 +9,11 @@ import { RelayRefusal } from '../domain/relay-errors.js';
 
 /**
  * The relay uses the HTTP layer's one error type (`server/http/http-error.ts`): `HttpError(status,
- * detail, headers)` written as `{"detail": ...}` by the one handler. This module adds what the relay
- * needs on top: core problems as pydantic-style 422 entries, and a short way to make one.
+ * detail, headers)` written as `{"detail": ...}` by the one handler. Use cases and domain refuse with
+ * `RelayRefusal`s (the catalog's statuses in relay-error-http.ts; 422 entries from the wire's one
+ * translator); this module adds the relay's error handler, which also words what express refuses.
  */
 export type ValidationIssue = ValidationErrorItem;
-
-/** A 422 carrying exactly one issue (`type` defaults to pydantic's `value_error`). */
-export function invalidInput(loc: (string | number)[], msg: string, input: unknown, type = 'value_error', ctx?: Record<string, unknown>): HttpError {
-  return new HttpError(422, [issue(type, loc, msg, input, ctx)]);
-}
 
 /** Builds an issue with the keys in wire order and `ctx` only when there is one. */
 export function issue(type: string, loc: (string | number)[], msg: string, input: unknown, ctx?: Record<string, unknown>): ValidationIssue {

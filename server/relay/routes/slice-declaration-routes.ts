@@ -1,11 +1,8 @@
-import { HttpError } from '../../http/http-error.js';
-import { type RelayDeps, unixSeconds } from '../relay-deps.js';
-import { invalidInput } from './relay-error.js';
-import { relayLimits } from '../../../wire/relay/relay-facts.js';
+import type { RelayDeps } from '../relay-deps.js';
 import { sliceAnswerSchema } from '../../../wire/relay/item-responses.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { sliceDeclarationDoc } from '../../../wire/relay/relay-schemas.js';
-import { requireSliceDeclaration } from '../domain/signed-statements.js';
+import { Slice } from '../use-cases/slice.js';
 
 /**
  * POST /slice/declare (a hilbench extension): a node publishes its slice as an x.slice/1
@@ -13,6 +10,7 @@ import { requireSliceDeclaration } from '../domain/signed-statements.js';
  * declaration is the node's word, so peers take it from this relay and verify it themselves.
  */
 export function sliceDeclarationRoutes(deps: RelayDeps): RelayRoute[] {
+  const slices = new Slice(deps);
   return [
     route({
       method: 'post',
@@ -23,21 +21,7 @@ export function sliceDeclarationRoutes(deps: RelayDeps): RelayRoute[] {
       response: sliceAnswerSchema,
       body: sliceDeclarationDoc,
       bodyKind: 'core',
-      handle: async ({ req }) => {
-        const declaration = requireSliceDeclaration(req.body, ['body']);
-        const nowMs = deps.clock.nowMs();
-        if (declaration.updated_ms > nowMs + relayLimits.proofMaxSkewSeconds * 1000) {
-          throw invalidInput(['body', 'updated_ms'], `Value error, updated_ms is more than ${relayLimits.proofMaxSkewSeconds} s ahead of this relay's clock`, declaration.updated_ms, 'value_error', { now: unixSeconds(nowMs) });
-        }
-        const { store, voting } = deps;
-        if (!(await store.plainData.nodes.exists(declaration.node_id))) throw new HttpError(403, 'node is not a registered node: POST /register first');
-        const applied = await store.tx(voting.applyDeclaration(declaration, null, nowMs));
-        const current = await store.plain(voting.sliceDeclaration(declaration.node_id));
-        if (!applied && current?.sig !== declaration.sig) {
-          throw new HttpError(409, `a newer declaration of this node's slice is published (updated_ms ${(await store.plainData.slices.declaredAt(declaration.node_id))?.updated_ms ?? '?'}); sign one with a later updated_ms`);
-        }
-        return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: (await store.plain(voting.publishedSlice(declaration.node_id)))!.qset, t_auto: false };
-      },
+      handle: ({ req }) => slices.declare(req.body),
     }),
   ];
 }

@@ -1,0 +1,77 @@
+import type { QuorumSet } from '../../../core/relay/quorum-set.js';
+import type { RelayDeps } from '../relay-deps.js';
+import { RelayRefusal, invalidInputAt } from '../domain/relay-errors.js';
+import { requireSliceDeclaration } from '../domain/signed-statements.js';
+import { unixSeconds } from '../domain/statement-time.js';
+import { relayLimits } from '../../../wire/relay/relay-facts.js';
+
+/** A node's slice as published. */
+export interface PublishedSliceAnswer {
+  node_id: string;
+  slice_hash: string;
+  slice: QuorumSet;
+  t_auto: boolean;
+}
+
+/** The slice as a change sees it: `t` absent when the relay chose it (the default 67 %). */
+type SliceDraft = { v: string[]; i: unknown[]; t?: number };
+
+/**
+ * A node's slice: published with its credential (POST /slice, /slice/include, /slice/exclude; on
+ * this relay only) or declared with its key (POST /slice/declare, a statement peers verify).
+ */
+export class Slice {
+  constructor(private readonly deps: RelayDeps) {}
+
+  /** Publishes `nodeId`'s slice as `change` makes it of the current one; the sanity rules hold. */
+  change(nodeId: string, change: (current: SliceDraft | undefined) => unknown): Promise<PublishedSliceAnswer> {
+    const { store, voting, clock } = this.deps;
+    return store.tx(function* () {
+      const current = yield* voting.publishedSlice(nodeId);
+      const next = change(current ? { ...current.qset, ...(current.t_auto ? { t: undefined } : {}) } : undefined);
+      const { qset, tAuto } = voting.parseSlice(stripUndefined(next), nodeId, ['body']);
+      const saved = yield* voting.setSlice(nodeId, qset, tAuto, clock.nowMs());
+      return { node_id: nodeId, slice_hash: saved.hash, slice: saved.qset, t_auto: tAuto };
+    });
+  }
+
+  /** Adds `member` to the top level (a 1-node slice when there was none). */
+  include(nodeId: string, member: string): Promise<PublishedSliceAnswer> {
+    return this.change(nodeId, (current) => {
+      if (!current) return { v: [member], i: [] };
+      if (current.v.includes(member)) return current;
+      return { ...current, v: [...current.v, member] };
+    });
+  }
+
+  /** Removes `member` from the top level; refused when it is not there. */
+  exclude(nodeId: string, member: string): Promise<PublishedSliceAnswer> {
+    return this.change(nodeId, (current) => {
+      if (!current || !current.v.includes(member)) throw invalidInputAt(['body', 'node_id'], [{ path: [], code: 'not_slice_member', input: member }]);
+      return { ...current, v: current.v.filter((v) => v !== member) };
+    });
+  }
+
+  /** Publishes a signed x.slice/1 declaration; the newest `updated_ms` wins. */
+  async declare(document: unknown): Promise<PublishedSliceAnswer> {
+    const { store, voting, clock } = this.deps;
+    const declaration = requireSliceDeclaration(document, ['body']);
+    const nowMs = clock.nowMs();
+    if (declaration.updated_ms > nowMs + relayLimits.proofMaxSkewSeconds * 1000) {
+      throw invalidInputAt(['body'], [{ path: ['updated_ms'], code: 'updated_ms_ahead', limit: relayLimits.proofMaxSkewSeconds, nowSeconds: unixSeconds(nowMs), input: declaration.updated_ms }]);
+    }
+    if (!(await store.plainData.nodes.exists(declaration.node_id))) throw new RelayRefusal('signer_not_registered', 'node is not a registered node: POST /register first');
+    const applied = await store.tx(voting.applyDeclaration(declaration, null, nowMs));
+    const current = await store.plain(voting.sliceDeclaration(declaration.node_id));
+    if (!applied && current?.sig !== declaration.sig) {
+      const published = await store.plainData.slices.declaredAt(declaration.node_id);
+      throw new RelayRefusal('declaration_superseded', `a newer declaration of this node's slice is published (updated_ms ${published?.updated_ms ?? '?'}); sign one with a later updated_ms`);
+    }
+    return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: (await store.plain(voting.publishedSlice(declaration.node_id)))!.qset, t_auto: false };
+  }
+}
+
+function stripUndefined(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
+}

@@ -1,5 +1,0 @@
-import { relaysOnPostgres } from '../../support/relays-on-postgres.js';
-
-// test/integration/relay-items.test.ts, on PostgreSQL-backed relays (decision 0440).
-relaysOnPostgres();
-await import('../relay-items.test.js');
