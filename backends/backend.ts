@@ -1,6 +1,6 @@
 import type { Board, BackendName } from '../boards/board-schema.js';
 import type { ElfFile } from '../core/elf.js';
-import type { DebuggerEnding } from '../core/gdb/debugger-gate.js';
+import type { DebuggerEvents } from '../core/gdb/debugger-slot.js';
 import type { PinReading } from '../core/pins.js';
 import type { JobFailureKind } from '../wire/job-failure-kinds.js';
 
@@ -192,19 +192,8 @@ export interface GdbServeOptions {
   signal?: AbortSignal;
 }
 
-/** What a served port tells the host about its debuggers, in order. */
-export interface ServedGdbEvents {
-  /** A debugger's connection was taken (nobody else was connected). */
-  connected(): void;
-  /** A second debugger was refused with `message` (an `E.` reply), the first goes on. */
-  refused(message: string): void;
-  /** The debugger's bytes were not GDB's remote protocol (`message` says how): its connection was closed. */
-  protocolError(message: string): void;
-  /** The connection could not get its target (`message`): it was closed. */
-  attachFailed(message: string): void;
-  /** The debugger's connection closed; `ending` when that ends the debugging (no more are taken then). */
-  disconnected(ending: DebuggerEnding | undefined): void;
-}
+/** What a served port tells the host about its debuggers, in order: its `DebuggerSlot`'s events (core/gdb/debugger-slot.ts). */
+export type ServedGdbEvents = DebuggerEvents;
 
 /** A port a device serves GDB on. */
 export interface ServedGdbPort {

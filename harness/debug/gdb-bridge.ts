@@ -1,12 +1,11 @@
 import net from 'node:net';
 import { BackendError, type DeviceDebug, type GdbStream, type ServedGdbPort } from '../../backends/backend.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
-import { type DebuggerEnding, DebuggerGate, secondDebuggerMessage } from '../../core/gdb/debugger-gate.js';
+import { type DebuggerConnection, socketConnection } from '../../core/gdb/debugger-connection.js';
+import type { DebuggerEnding } from '../../core/gdb/debugger-gate.js';
+import { type DebuggerEvents, DebuggerSlot } from '../../core/gdb/debugger-slot.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
-import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError } from '../../core/gdb/rsp-reader.js';
-
-/** Idle time before TCP keepalive probes a debugger's connection, ms. */
-const KEEPALIVE_MS = 10_000;
+import { DEFAULT_MAX_PACKET_BYTES } from '../../core/gdb/rsp-reader.js';
 
 /**
  * How a bridge ended: the debugger detached or killed the target, the firmware exited under it,
@@ -14,42 +13,6 @@ const KEEPALIVE_MS = 10_000;
  * failed.
  */
 export type GdbBridgeEnd = DebuggerEnding | { reason: 'idle' | 'stopped' | 'failed'; message: string };
-
-/**
- * One debugger's connection, wherever it comes from: a TCP socket on this host (`socketConnection`)
- * or a stream relayed through a bench server (harness/debug/relayed-debugger.ts). Text is RSP in
- * latin1 (one char per byte).
- */
-export interface DebuggerConnection {
-  write(text: string): void;
-  /** Writes `text` (if any), then closes. */
-  end(text?: string): void;
-  /** Closes at once. */
-  destroy(): void;
-  readonly destroyed: boolean;
-  onData(listener: (text: string) => void): void;
-  /** Once, when the connection has closed from either side. */
-  onClose(listener: () => void): void;
-}
-
-/** A TCP socket as a debugger connection. */
-export function socketConnection(socket: net.Socket): DebuggerConnection {
-  socket.setNoDelay(true);
-  // A debugger whose host vanished without closing (a laptop lid) is noticed by TCP keepalive,
-  // and then counts as disconnected: the idle timeout frees the board.
-  socket.setKeepAlive(true, KEEPALIVE_MS);
-  socket.on('error', () => undefined);
-  return {
-    write: (text) => void socket.write(Buffer.from(text, 'latin1')),
-    end: (text) => void (text === undefined ? socket.end() : socket.end(Buffer.from(text, 'latin1'))),
-    destroy: () => void socket.destroy(),
-    get destroyed() {
-      return socket.destroyed;
-    },
-    onData: (listener) => void socket.on('data', (data: Buffer) => listener(data.toString('latin1'))),
-    onClose: (listener) => void socket.once('close', listener),
-  };
-}
 
 export interface GdbBridgeOptions {
   /** The device's debug capability (flashed). */
@@ -80,22 +43,19 @@ export interface GdbBridgeOptions {
 }
 
 /**
- * Serves a device's GDB stream on a TCP port, one debugger at a time:
- * - the debugger's bytes are checked as RSP (`RspReader`) before they reach the target: a
- *   malformed or oversized packet closes that connection only; the device stays attached-ready
- *   and another debugger may connect;
- * - a second debugger while one is connected gets an `E.` reply naming the board and is closed;
- * - `D` (detach) or `k`/`vKill` (kill) from the debugger, or an exit reported by the target
- *   (`W`/`X`), ends the bridge once that debugger's connection closes;
- * - a debugger that vanishes (connection closed without detaching) leaves the core halted where
- *   it was; with nobody connected for `idleTimeoutMs` (from the start, too) the bridge ends
- *   `idle`, so an abandoned board is freed. The timer runs on the injected clock.
- * Each connection gets a fresh stream from `DeviceDebug.attach` (the core back at reset, halted).
+ * Serves a device's GDB stream on a TCP port, one debugger at a time, by the rules of
+ * `DebuggerSlot` (core/gdb/debugger-slot.ts: a second debugger refused, the debugger's bytes
+ * checked as RSP before the target so a malformed or oversized packet closes that connection only,
+ * a detach, kill or exit ending the bridge once that connection closes, each debugger's target
+ * attached afresh from `DeviceDebug.attach`, the core back at reset, halted). The bridge adds the
+ * time: a debugger that vanishes (its connection closed without detaching) leaves the core halted
+ * where it was, and with nobody connected for `idleTimeoutMs` (from the start, too) the bridge ends
+ * `idle`, so an abandoned board is freed. The timer runs on the injected clock.
  *
  * A device that serves GDB itself (`DeviceDebug.serve`: the sim backend's engine thread) serves
- * the port instead, with the same rules (`DebuggerGate`), so a read wakes no thread but the
- * engine's (decision 0740); the bridge then keeps only the idle timer, the log and the end, told
- * by the port's events. Such a bridge takes no `accept`ed connections.
+ * the port instead, with the same slot in its thread, so a read wakes no thread but the engine's
+ * (decision 0740); the bridge then keeps only the idle timer, the log and the end, told by the
+ * same events. Such a bridge takes no `accept`ed connections.
  */
 export class GdbBridge {
   readonly ended: Promise<GdbBridgeEnd>;
@@ -103,15 +63,12 @@ export class GdbBridge {
   private server: net.Server | undefined;
   /** The port the device serves itself, when it does. */
   private served: ServedGdbPort | undefined;
-  private active: { socket: DebuggerConnection; stream?: GdbStream; gate: DebuggerGate } | undefined;
+  /** The debuggers of a port this bridge serves (absent when the device serves it). */
+  private slot: DebuggerSlot | undefined;
   private idleTimer: TimerHandle | undefined;
   private finished = false;
-  private firstStream: GdbStream | undefined;
-  /** Settles once the last debugger's stream is closed: the next attach waits for it (a target takes one stream at a time). */
-  private released: Promise<unknown> = Promise.resolve();
 
   private constructor(private readonly options: GdbBridgeOptions) {
-    this.firstStream = options.firstStream;
     this.ended = new Promise((resolve) => (this.settle = resolve));
   }
 
@@ -121,12 +78,20 @@ export class GdbBridge {
     const { debug, signal } = options;
     if (options.port !== undefined && debug.serve) {
       await options.firstStream?.close();
-      bridge.served = await debug.serve({ port: options.port, host: options.host ?? '127.0.0.1', maxPacketBytes: bridge.maxPacketBytes, events: bridge.servedEvents(), signal });
+      bridge.served = await debug.serve({ port: options.port, host: options.host ?? '127.0.0.1', maxPacketBytes: bridge.maxPacketBytes, events: bridge.events(), signal });
       void bridge.served.closed.then(({ reason }) => bridge.finish({ reason: 'failed', message: `the board's GDB port closed: ${reason}` }));
       bridge.armIdleTimer();
       return bridge;
     }
-    if (options.attachFirst && !bridge.firstStream) bridge.firstStream = await debug.attach({ signal });
+    const first: GdbStream | undefined = options.firstStream ?? (options.attachFirst ? await debug.attach({ signal }) : undefined);
+    bridge.slot = new DebuggerSlot({
+      boardId: options.boardId,
+      maxPacketBytes: bridge.maxPacketBytes,
+      attach: () => debug.attach(),
+      first,
+      events: bridge.events(),
+      targetEnded: (reason) => options.log(`the target ended the debug session: ${reason}`),
+    });
     if (options.port !== undefined) {
       const server = net.createServer((socket) => bridge.accept(socketConnection(socket)));
       bridge.server = server;
@@ -156,23 +121,19 @@ export class GdbBridge {
     return this.options.maxPacketBytes ?? DEFAULT_MAX_PACKET_BYTES;
   }
 
-  /** What a port the device serves tells the bridge: the idle timer and the log follow its connections. */
-  private servedEvents() {
+  /** What the slot (here, or in the engine's thread) tells the bridge: the idle timer and the log follow its connections. */
+  private events(): DebuggerEvents {
     return {
       connected: () => this.disarmIdleTimer(),
-      refused: (message: string) => this.logRefusal(message),
-      protocolError: (message: string) => this.logProtocolError(message),
-      attachFailed: (message: string) => this.options.log(message),
-      disconnected: (ending: DebuggerEnding | undefined) => (ending ? this.finish(ending) : this.disconnected()),
+      refused: (message) => this.logRefusal(message),
+      protocolError: (message) => this.options.log(`closed the debugger's connection: it sent what is not GDB's remote protocol (${message}); the board waits for another`),
+      attachFailed: (message) => this.options.log(message),
+      disconnected: (ending) => (ending ? this.finish(ending) : this.disconnected()),
     };
   }
 
   private logRefusal(message: string) {
     this.options.log(`refused a second debugger: ${message}`);
-  }
-
-  private logProtocolError(message: string) {
-    this.options.log(`closed the debugger's connection: it sent what is not GDB's remote protocol (${message}); the board waits for another`);
   }
 
   /** A debugger went without ending the debugging: wait for the next one, for the idle timeout at most. */
@@ -189,81 +150,18 @@ export class GdbBridge {
   }
 
   /** Takes one debugger's connection (the TCP server calls it for each socket; a relay for each stream). */
-  accept(socket: DebuggerConnection): void {
+  accept(connection: DebuggerConnection): void {
     if (this.finished) {
-      socket.destroy();
+      connection.destroy();
       return;
     }
     if (this.served) {
       const message = `board ${this.options.boardId} serves its debugger on 127.0.0.1:${this.served.port} only`;
       this.logRefusal(message);
-      socket.end(`+${rspPacket(`E.${message}`)}`);
+      connection.end(`+${rspPacket(`E.${message}`)}`);
       return;
     }
-    if (this.active) {
-      const message = secondDebuggerMessage(this.options.boardId);
-      this.logRefusal(message);
-      socket.end(`+${rspPacket(`E.${message}`)}`);
-      return;
-    }
-    this.disarmIdleTimer();
-    // The gate lets only whole, well-framed units reach the target, as the bytes themselves.
-    const gate = new DebuggerGate({ maxPacketBytes: this.maxPacketBytes });
-    const connection: NonNullable<GdbBridge['active']> = { socket, gate };
-    this.active = connection;
-    const pending: string[] = [];
-    let stream: GdbStream | undefined;
-
-    socket.onData((data) => {
-      let forward: string;
-      try {
-        forward = gate.fromDebugger(data);
-      } catch (err) {
-        if (!(err instanceof RspProtocolError)) throw err;
-        this.logProtocolError(err.message);
-        socket.destroy();
-        return;
-      }
-      if (forward.length === 0) return;
-      if (stream) stream.write(forward);
-      else pending.push(forward);
-    });
-    socket.onClose(() => {
-      if (this.active === connection) this.active = undefined;
-      this.released = ready.then((opened) => opened.close(), () => undefined);
-      if (gate.ending) this.finish(gate.ending);
-      else this.disconnected();
-    });
-
-    const first = this.firstStream;
-    const ready = first ? Promise.resolve(first) : this.released.then(() => this.options.debug.attach());
-    this.firstStream = undefined;
-    ready.then(
-      (opened) => {
-        if (socket.destroyed) {
-          void opened.close();
-          return;
-        }
-        stream = opened;
-        connection.stream = opened;
-        opened.onData((text) => {
-          // Only an exit reply matters here; every other byte goes to the debugger as it came.
-          gate.fromTarget(text);
-          socket.write(text);
-        });
-        void opened.closed.then(({ reason }) => {
-          // The target ended the session (a detach or kill it answered): the reply is written; close.
-          if (!socket.destroyed) socket.end();
-          if (this.active === connection && !gate.ending) this.options.log(`the target ended the debug session: ${reason}`);
-        });
-        for (const text of pending.splice(0)) opened.write(text);
-      },
-      (err: unknown) => {
-        const message = `could not attach to ${this.options.boardId}: ${(err as Error).message}`;
-        this.options.log(message);
-        socket.end(`+${rspPacket(`E.${message}`)}`);
-      },
-    );
+    this.slot!.accept(connection);
   }
 
   private armIdleTimer() {
@@ -284,11 +182,7 @@ export class GdbBridge {
     if (this.finished) return;
     this.finished = true;
     this.disarmIdleTimer();
-    const active = this.active;
-    this.active = undefined;
-    void this.firstStream?.close();
-    void active?.stream?.close();
-    active?.socket.destroy();
+    this.slot?.close();
     const served = this.served?.close();
     if (this.server) this.server.close(() => this.settle(end));
     else if (served) void served.then(() => this.settle(end));

@@ -1,6 +1,7 @@
 import { type Clock, sleep } from '../../core/clock.js';
 import { type DebugChannel, DebugChannelRefused, type WorkerLink } from '../worker/worker-link.js';
-import type { DebuggerConnection, GdbBridge } from './gdb-bridge.js';
+import type { DebuggerConnection } from '../../core/gdb/debugger-connection.js';
+import type { GdbBridge } from './gdb-bridge.js';
 
 type DebugLink = Required<Pick<WorkerLink, 'debugConnect'>>;
 

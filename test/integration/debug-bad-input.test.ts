@@ -14,24 +14,37 @@ import { debugElf } from '../support/gdb-batch.js';
 
 /**
  * Bad input to `hilbench debug`'s GDB port (issue 32), with a raw RSP client instead of GDB so
- * each case is exact: a second debugger is refused, a malformed or oversized packet closes only
- * that connection, a debugger that vanishes frees the board after the idle timeout (on the
- * injected clock), the mock refuses clearly, and a debugger before flash is refused.
+ * each case is exact, wherever the port is served: a second debugger is refused, a malformed or
+ * oversized packet closes only that connection, a debugger that vanishes frees the board after
+ * the idle timeout (on the injected clock), none is taken after the debugging ended; and the mock
+ * refuses clearly, and a debugger before flash is refused.
  */
 const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
 const image = loadFirmwareImage(readFileSync(debugElf('pico')));
 const IDLE_MS = 60_000;
 
-/** A backend that records when its device is closed (the board freed). */
-function observedSim(): { backend: Backend; closed: () => boolean } {
+/**
+ * Where the port is served: by the engine's thread (the sim device's `serve`, decision 0740), or
+ * by the host's bridge from the device's GDB stream, as for QEMU, Renode and the probe (`serve`
+ * hidden). Both take connections through one `DebuggerSlot` (decision 0811): the rules below hold
+ * for both.
+ */
+const servers = [
+  ['the engine thread', { bridge: false }],
+  ["the host's bridge", { bridge: true }],
+] as const;
+
+/** A sim backend that records when its device is closed (the board freed); with `bridge`, its device offers no `serve`. */
+function observedSim(options: { bridge: boolean }): { backend: Backend; closed: () => boolean } {
   const sim = new SimBackend({ clock: systemClock });
   let closed = false;
   const backend: Backend = {
     name: 'sim',
     availability: (board) => sim.availability(board),
-    open: async (board, options) => {
-      const device = await sim.open(board, options);
+    open: async (board, openOptions) => {
+      const device = await sim.open(board, openOptions);
       const close = device.close.bind(device);
+      if (options.bridge) Object.assign(device.debug!, { serve: undefined });
       return Object.assign(device, { close: async () => ((closed = true), close()) });
     },
   };
@@ -98,9 +111,9 @@ async function rawClient(port: number) {
   return { socket, receives, closed, received: () => received };
 }
 
-describe('hilbench debug: bad input', () => {
+describe.each(servers)('hilbench debug: bad input, the port served by %s', (_where, server) => {
   it('refuses a second debugger with a message naming the board, and the first goes on', { timeout: 60_000 }, async () => {
-    const session = startSession(observedSim().backend);
+    const session = startSession(observedSim(server).backend);
     const port = await session.port;
     const first = await rawClient(port);
     first.socket.write(rspPacket('?'));
@@ -118,7 +131,7 @@ describe('hilbench debug: bad input', () => {
     ['a malformed packet (bytes outside any packet)', 'hello gdb', /not GDB's remote protocol \(byte 0x68 outside a packet/],
     ['an oversized packet', `$${'a'.repeat(70_000)}`, /not GDB's remote protocol \(a packet longer than 65536 bytes/],
   ])('%s closes only that connection; the next debugger is served', { timeout: 60_000 }, async (_what, input, logged) => {
-    const session = startSession(observedSim().backend);
+    const session = startSession(observedSim(server).backend);
     const port = await session.port;
     const bad = await rawClient(port);
     bad.socket.write(input);
@@ -133,7 +146,7 @@ describe('hilbench debug: bad input', () => {
 
   it('frees the board when the debugger vanished and none came back within the idle timeout (injected clock)', { timeout: 60_000 }, async () => {
     const fake = createClock();
-    const observed = observedSim();
+    const observed = observedSim(server);
     const session = startSession(observed.backend, clockFromFakeTimers(fake));
     const client = await rawClient(await session.port);
     client.socket.write(rspPacket('?'));
@@ -147,6 +160,18 @@ describe('hilbench debug: bad input', () => {
     expect(observed.closed()).toBe(true);
   });
 
+  it('takes no debugger once the debugging ended (a detach): the port is closed', { timeout: 60_000 }, async () => {
+    const session = startSession(observedSim(server).backend);
+    const port = await session.port;
+    const first = await rawClient(port);
+    first.socket.write(rspPacket('D'));
+    expect(await session.outcome).toMatchObject({ outcome: 'passed' });
+    const late = net.createConnection({ port, host: '127.0.0.1' });
+    expect(await new Promise((resolve) => late.once('error', (err: NodeJS.ErrnoException) => resolve(err.code)))).toBe('ECONNREFUSED');
+  });
+});
+
+describe('hilbench debug: refusals before a port', () => {
   it('the mock backend refuses in words that say why and where to go', async () => {
     const outcome = await startSession(new MockBackend()).outcome;
     expect(outcome.outcome).toBe('failed');

@@ -10,7 +10,11 @@ import { DebugRelay, type DebuggerPeer, MAX_PENDING_DEBUG_BYTES, SESSION_RENEW_M
 async function relayWithJob() {
   const fake = createClock(0);
   const job = { jobId: 'job_1', agentId: 'a1', board: 'pico', sessionId: 's1', state: 'running' } as JobRecord;
-  const { debugArmings } = new SqliteBenchStore(':memory:');
+  const real = new SqliteBenchStore(':memory:');
+  // An arming needs the agent's active session in the store (decision 0810).
+  await real.insertAgent({ agentId: 'a1', label: 'one', tokenSha256: '1'.repeat(64), createdAtMs: 0 });
+  await real.openSession({ sessionId: 's1', agentId: 'a1', board: 'pico', state: 'active', idleSeconds: 90, createdAtMs: 0, expiresAtMs: 90_000, endedAtMs: null, lastHeartbeatAtMs: null });
+  const { debugArmings } = real;
   const store = { getJob: async (id: string) => (id === job.jobId ? job : undefined), debugArmings } as unknown as BenchStore;
   const relay = new DebugRelay({ clock: clockFromFakeTimers(fake), store, replicaUrl: () => null });
   await relay.arm('a1', 's1', { idleTimeoutMs: 1_000 });

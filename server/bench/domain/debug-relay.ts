@@ -118,7 +118,9 @@ export class DebugRelay {
   /** The session's next job runs under a debugger (the caller checked the session is the agent's and active). */
   async arm(agentId: string, sessionId: string, options: { idleTimeoutMs?: number }): Promise<DebugTerms> {
     const terms = { idleTimeoutMs: Math.min(options.idleTimeoutMs ?? DEFAULT_DEBUG_IDLE_MS, MAX_DEBUG_IDLE_MS), maxDebugMs: MAX_DEBUG_MS };
-    await this.deps.store.debugArmings.arm(sessionId, agentId, terms, this.deps.clock.nowMs());
+    if (!(await this.deps.store.debugArmings.arm(sessionId, agentId, terms, this.deps.clock.nowMs()))) {
+      throw new BenchError('session_not_active', `cannot arm session ${sessionId} for debugging: it ended meanwhile`);
+    }
     return terms;
   }
 
@@ -189,11 +191,6 @@ export class DebugRelay {
   /** The server is closing: every stream and channel closes. */
   shutdown(): void {
     for (const job of [...this.jobs.values()]) this.jobEnded(job.jobId, 'the bench server is shutting down');
-  }
-
-  /** A session ended: an arming nobody used is dropped. */
-  async sessionEnded(sessionId: string): Promise<void> {
-    await this.deps.store.debugArmings.disarm(sessionId);
   }
 
   /** Opens agent `agentId`'s debug stream on `jobId`; refused when the job is not its running debug job, or a debugger is attached. */

@@ -2,7 +2,8 @@ import http, { type IncomingMessage } from 'node:http';
 import net from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../../../core/clock.js';
-import { FORWARD_KEEPALIVE_MS, forwardUpgrade } from './debug-forward.js';
+import { DEBUGGER_KEEPALIVE_IDLE_MS } from '../../../core/gdb/debugger-connection.js';
+import { forwardUpgrade } from './debug-forward.js';
 
 /** Listens on a free loopback port; its port and close. */
 async function listening(server: net.Server): Promise<{ port: number; close: () => Promise<void> }> {
@@ -33,7 +34,7 @@ describe('forwardUpgrade: a splice to the replica holding the debug streams', ()
     try {
       const req = { url: '/api/v1/debug/x', method: 'GET', headers: { upgrade: 'websocket', connection: 'Upgrade' } } as unknown as IncomingMessage;
       await forwardUpgrade(req, socket, Buffer.alloc(0), { replicaUrl: `http://127.0.0.1:${replica.port}`, clock: systemClock });
-      const legs = keepAlive.mock.contexts.filter((_, i) => keepAlive.mock.calls[i]![0] === true && keepAlive.mock.calls[i]![1] === FORWARD_KEEPALIVE_MS);
+      const legs = keepAlive.mock.contexts.filter((_, i) => keepAlive.mock.calls[i]![0] === true && keepAlive.mock.calls[i]![1] === DEBUGGER_KEEPALIVE_IDLE_MS);
       expect(legs).toContain(socket);
       expect(legs.filter((leg) => leg !== socket)).toHaveLength(1);
     } finally {

@@ -3,18 +3,13 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Clock } from '../../../core/clock.js';
+import { DEBUGGER_KEEPALIVE_IDLE_MS } from '../../../core/gdb/debugger-connection.js';
 import { HttpError } from '../../http/http-error.js';
 
 /** Marks an upgrade one replica forwarded to another (decision 0663): the replica it reaches never forwards it again. */
 export const FORWARDED_HEADER = 'x-hilbench-debug-forwarded';
 /** The most host ms the replica forwarded to may take to answer the upgrade. */
 export const FORWARD_ANSWER_MS = 10_000;
-/**
- * Idle host ms before TCP keepalive probes either leg of a splice. A holding replica (or a client)
- * that vanishes without closing its connection (a crash of its host, a network cut) is then noticed
- * by the kernel within this plus its probes, and the splice ends, rather than held for ever.
- */
-export const FORWARD_KEEPALIVE_MS = 10_000;
 
 /**
  * Forwards a debug WebSocket's upgrade request to the replica at `replicaUrl`, which holds the
@@ -55,11 +50,12 @@ export function forwardUpgrade(
       socket.off('close', clientGone);
       if (socket.destroyed) return void upstream.destroy();
       // GDB's packets are small and each waits for its answer: no Nagle delay on either leg; a
-      // peer that vanished without closing is noticed by keepalive (FORWARD_KEEPALIVE_MS).
+      // peer that vanished without closing (a holding replica's host crashed, a client's network
+      // cut) is noticed by keepalive, and the splice ends rather than held for ever.
       upstream.setNoDelay(true);
-      upstream.setKeepAlive(true, FORWARD_KEEPALIVE_MS);
+      upstream.setKeepAlive(true, DEBUGGER_KEEPALIVE_IDLE_MS);
       (socket as Partial<Socket>).setNoDelay?.(true);
-      (socket as Partial<Socket>).setKeepAlive?.(true, FORWARD_KEEPALIVE_MS);
+      (socket as Partial<Socket>).setKeepAlive?.(true, DEBUGGER_KEEPALIVE_IDLE_MS);
       socket.write(`HTTP/1.1 101 Switching Protocols\r\n${headerLines(answer.rawHeaders)}\r\n`);
       if (upstreamHead.length > 0) socket.write(upstreamHead);
       if (head.length > 0) upstream.write(head);

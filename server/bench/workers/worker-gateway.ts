@@ -72,7 +72,6 @@ export class WorkerGateway {
 
   /** A session closed: its jobs running through this gateway are told to stop at once (the store asked already). */
   sessionClosed(sessionId: string, reason: string): void {
-    void this.debug.sessionEnded(sessionId).catch((err: unknown) => this.deps.logger.error(`dropping the debug arming of session ${sessionId}`, err));
     for (const entry of this.inFlight.values()) {
       if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
     }

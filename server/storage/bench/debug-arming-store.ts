@@ -1,4 +1,5 @@
 import { one, run } from '../sql-steps.js';
+import { lockSession } from './session-lease-rules.js';
 import type { SqlExecutor } from './sql/sql-executor.js';
 
 /** The terms a debug job runs under (host ms): how long it waits for a debugger, and the most its deadline stretches. */
@@ -22,12 +23,18 @@ export interface DebugJobRecord {
  * debugging, and the debug job its next job became when a worker claimed it, with the replica
  * holding the job's GDB streams. Whichever replica hands the job out hands it as a debug job, and
  * any replica can find where to forward a debugger's (or the worker's) WebSocket.
+ *
+ * Rows go in the transactions that end what they belong to: an unused arming when its session
+ * ends or expires (`closeSession`), a debug job when a sweep fails it (`interrupt`, for a lapsed
+ * claim or a released worker) or when its outcome is recorded (`forgetJob`, by the relay).
  */
 export interface DebugArmingStore {
-  /** Arms `sessionId` (the agent's) for debugging: its next claimed job runs under a debugger. Arming again replaces the terms. */
-  arm(sessionId: string, agentId: string, terms: DebugTermsRecord, nowMs: number): Promise<void>;
-  /** The session ended: its unused arming is dropped. */
-  disarm(sessionId: string): Promise<void>;
+  /**
+   * Arms `sessionId` (the agent's) for debugging: its next claimed job runs under a debugger.
+   * Arming again replaces the terms. False, and nothing armed, when the session is not the
+   * agent's active one (it ended meanwhile: its end drops armings, so none may come after it).
+   */
+  arm(sessionId: string, agentId: string, terms: DebugTermsRecord, nowMs: number): Promise<boolean>;
   /**
    * The job was claimed by `workerId` through the replica at `replicaUrl`: when its session was
    * armed by its agent, the arming is used up (in the same transaction) and the job recorded as a
@@ -76,19 +83,21 @@ interface DebugJobRow extends TermsRow {
 export class SqlDebugArmings implements DebugArmingStore {
   constructor(private readonly sql: SqlExecutor) {}
 
-  async arm(sessionId: string, agentId: string, terms: DebugTermsRecord, nowMs: number): Promise<void> {
-    await this.sql.plain(() =>
-      run(
+  async arm(sessionId: string, agentId: string, terms: DebugTermsRecord, nowMs: number): Promise<boolean> {
+    const d = this.sql.dialect;
+    return this.sql.transaction(function* () {
+      // The session's lock first, as every writer of a session takes it: an end or expiry
+      // (which deletes the arming) either comes before and is seen here, or waits for this one.
+      const session = yield* lockSession(d, sessionId);
+      if (session?.state !== 'active' || session.agent_id !== agentId) return false;
+      yield* run(
         `INSERT INTO debug_armings (session_id, agent_id, idle_timeout_ms, max_debug_ms, armed_at_ms) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (session_id) DO UPDATE SET agent_id = excluded.agent_id, idle_timeout_ms = excluded.idle_timeout_ms,
            max_debug_ms = excluded.max_debug_ms, armed_at_ms = excluded.armed_at_ms`,
         [sessionId, agentId, terms.idleTimeoutMs, terms.maxDebugMs, nowMs],
-      ),
-    );
-  }
-
-  async disarm(sessionId: string): Promise<void> {
-    await this.sql.plain(() => run('DELETE FROM debug_armings WHERE session_id = ?', [sessionId]));
+      );
+      return true;
+    });
   }
 
   async claim(job: { jobId: string; sessionId: string; agentId: string }, workerId: string, replicaUrl: string | null, nowMs: number): Promise<DebugTermsRecord | undefined> {

@@ -94,7 +94,8 @@ export function* renewJobClaim(jobId: string, workerId: string, renewal: { nowMs
  * Fails `row` as interrupted unless it changed since it was read (`still`, a condition on the
  * job's columns, is checked again by the UPDATE): a job fails once, whoever sweeps. Keeps the UART
  * saved while it ran, frees its lease and renews its session (the job ended now: the session's
- * idle time starts now, not when the worker went silent).
+ * idle time starts now, not when the worker went silent). A debug job's row goes with it (decision
+ * 0810): no outcome will come through the relay to forget it.
  */
 function* interrupt(d: Dialect, row: JobRow, failure: { message: string; nowMs: number; still: string; params: readonly unknown[] }): Steps<JobRecord | undefined> {
   if (row.session_id !== null) yield* lockSession(d, row.session_id);
@@ -106,6 +107,8 @@ function* interrupt(d: Dialect, row: JobRow, failure: { message: string; nowMs: 
   if (!failed) return undefined;
   yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [row.job_id]);
   yield* dropUnreadInput(failed);
+  // Only a job in a session can be a debug job (its session was armed).
+  if (row.session_id !== null) yield* run('DELETE FROM debug_jobs WHERE job_id = ?', [row.job_id]);
   yield* renewAfterJob(d, row.session_id, failure.nowMs);
   return jobFromRow(failed);
 }

@@ -69,9 +69,10 @@ export function* lockSession(d: Dialect, sessionId: string): Steps<SessionRow | 
  * not run under the next holder's lease), and its lease is released only when none of its jobs is
  * flashing or running. Otherwise the lease passes to that job, so the board stays held until it
  * finishes (`finishJob` frees it), and the job is asked to stop (`cancel_reason`): its worker hears
- * it on its next claim renewal.
+ * it on its next claim renewal. An arming for debugging nobody used is dropped with it (decision 0810).
  */
 export function* closeSession(sessionId: string, how: 'ended' | 'expired', atMs: number): Steps<void> {
+  yield* run('DELETE FROM debug_armings WHERE session_id = ?', [sessionId]);
   yield* run(
     `UPDATE jobs SET state = 'failed', failure_kind = 'cancelled', failure_message = ?, finished_at_ms = ?
      WHERE session_id = ? AND state = 'queued'`,

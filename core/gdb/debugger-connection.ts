@@ -1,0 +1,46 @@
+import type net from 'node:net';
+
+/**
+ * Idle time, ms, before TCP keepalive starts probing a connection that carries a debugger's bytes:
+ * its socket on the GDB port, and both legs of a debug stream a replica forwards. A peer that
+ * vanished without closing (a laptop lid, a replica's host gone) is noticed by the kernel then,
+ * rather than holding the board (the idle timeout) or the sockets for ever. 10 s: short against a
+ * person stepping through code, long against the cost of a probe.
+ */
+export const DEBUGGER_KEEPALIVE_IDLE_MS = 10_000;
+
+/**
+ * One debugger's connection, wherever it comes from: a TCP socket (`socketConnection`) or a stream
+ * relayed through a bench server (harness/debug/relayed-debugger.ts). Text is RSP in latin1 (one
+ * char per byte).
+ */
+export interface DebuggerConnection {
+  write(text: string): void;
+  /** Writes `text` (if any), then closes. */
+  end(text?: string): void;
+  /** Closes at once. */
+  destroy(): void;
+  readonly destroyed: boolean;
+  onData(listener: (text: string) => void): void;
+  /** Once, when the connection has closed from either side. */
+  onClose(listener: () => void): void;
+}
+
+/** A TCP socket as a debugger connection: no Nagle delay, keepalive after `DEBUGGER_KEEPALIVE_IDLE_MS`, errors seen as its close. */
+export function socketConnection(socket: net.Socket): DebuggerConnection {
+  socket.setNoDelay(true);
+  // A debugger whose host vanished without closing is noticed by TCP keepalive, and then counts
+  // as disconnected: the idle timeout frees the board.
+  socket.setKeepAlive(true, DEBUGGER_KEEPALIVE_IDLE_MS);
+  socket.on('error', () => undefined);
+  return {
+    write: (text) => void socket.write(Buffer.from(text, 'latin1')),
+    end: (text) => void (text === undefined ? socket.end() : socket.end(Buffer.from(text, 'latin1'))),
+    destroy: () => void socket.destroy(),
+    get destroyed() {
+      return socket.destroyed;
+    },
+    onData: (listener) => void socket.on('data', (data: Buffer) => listener(data.toString('latin1'))),
+    onClose: (listener) => void socket.once('close', listener),
+  };
+}

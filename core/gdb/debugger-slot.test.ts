@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import type { DebuggerConnection } from './debugger-connection.js';
+import { type DebugTarget, type DebuggerEvents, DebuggerSlot } from './debugger-slot.js';
+import { rspPacket } from './rsp-packet.js';
+
+/** A debugger's connection in memory: what it was sent, whether it was ended or destroyed, and its side of the talk. */
+function fakeConnection() {
+  let dataListener: (text: string) => void = () => undefined;
+  const closeListeners: Array<() => void> = [];
+  const state = { sent: '', ended: false, destroyed: false };
+  const close = () => {
+    if (state.destroyed) return;
+    state.destroyed = true;
+    for (const listener of closeListeners) listener();
+  };
+  const connection: DebuggerConnection = {
+    write: (text) => void (state.sent += text),
+    end: (text) => {
+      state.sent += text ?? '';
+      state.ended = true;
+      close();
+    },
+    destroy: close,
+    get destroyed() {
+      return state.destroyed;
+    },
+    onData: (listener) => void (dataListener = listener),
+    onClose: (listener) => void closeListeners.push(listener),
+  };
+  return { connection, state, send: (text: string) => dataListener(text), hangUp: close };
+}
+
+/** A target that records what reached it, answers each packet `OK`, and says whether it was closed. */
+function fakeTarget(name: string, log: string[]) {
+  let listener: (text: string) => void = () => undefined;
+  let ended: (why: { reason: string }) => void = () => undefined;
+  const target: DebugTarget & { received: string[]; isClosed: boolean } = {
+    received: [],
+    isClosed: false,
+    write(text) {
+      this.received.push(text);
+      if (text.includes('#')) listener(`+${rspPacket('OK')}`);
+    },
+    onData: (l) => void (listener = l),
+    closed: new Promise((resolve) => (ended = resolve)),
+    close() {
+      if (!this.isClosed) log.push(`close ${name}`);
+      this.isClosed = true;
+      ended({ reason: 'closed' });
+    },
+  };
+  return target;
+}
+
+/** A slot on board `b` whose events and attaches are written down in `log`. */
+function slotWithLog(options: { attachFails?: boolean } = {}) {
+  const log: string[] = [];
+  const targets: Array<ReturnType<typeof fakeTarget>> = [];
+  const events: DebuggerEvents = {
+    connected: () => void log.push('connected'),
+    refused: (m) => void log.push(`refused: ${m}`),
+    protocolError: (m) => void log.push(`protocol error: ${m}`),
+    attachFailed: (m) => void log.push(`attach failed: ${m}`),
+    disconnected: (ending) => void log.push(`disconnected${ending ? `: ${ending.reason}` : ''}`),
+  };
+  const first = fakeTarget('t0', log);
+  targets.push(first);
+  const slot = new DebuggerSlot({
+    boardId: 'b',
+    maxPacketBytes: 64,
+    first,
+    events,
+    attach: async () => {
+      if (options.attachFails) throw new Error('the core did not halt');
+      // A target takes one session at a time: the last one is closed before the next is asked for.
+      log.push(`attach (last closed: ${targets.at(-1)!.isClosed})`);
+      const target = fakeTarget(`t${targets.length}`, log);
+      targets.push(target);
+      return target;
+    },
+  });
+  return { slot, log, targets };
+}
+
+const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge and the engine thread', () => {
+  it('refuses a second debugger with an E. reply naming the board; the first goes on', async () => {
+    const { slot, log, targets } = slotWithLog();
+    const first = fakeConnection();
+    slot.accept(first.connection);
+    const second = fakeConnection();
+    slot.accept(second.connection);
+    expect(second.state).toMatchObject({ ended: true, sent: `+${rspPacket('E.board b already has a debugger attached (one at a time)')}` });
+    await settle();
+    first.send(rspPacket('?'));
+    expect(first.state.sent).toBe(`+${rspPacket('OK')}`);
+    expect(targets[0]!.received).toEqual([rspPacket('?')]);
+    expect(log).toEqual(['connected', 'refused: board b already has a debugger attached (one at a time)']);
+  });
+
+  it.each([
+    ['a malformed packet', 'hello', /byte 0x68 outside a packet/],
+    ['an oversized packet', `$${'a'.repeat(100)}`, /longer than 64 bytes/],
+  ])('%s closes that connection only, passes none of it on, and the next debugger gets a target of its own', async (_what, input, why) => {
+    const { slot, log, targets } = slotWithLog();
+    const bad = fakeConnection();
+    slot.accept(bad.connection);
+    await settle();
+    bad.send(input);
+    expect(bad.state.destroyed).toBe(true);
+    expect(targets[0]!.received).toEqual([]);
+    const next = fakeConnection();
+    slot.accept(next.connection);
+    next.send(rspPacket('?'));
+    await settle();
+    expect(next.state.sent).toBe(`+${rspPacket('OK')}`);
+    expect(targets[1]!.received).toEqual([rspPacket('?')]);
+    expect(log[1]).toMatch(why);
+    expect(log.slice(2)).toEqual(['disconnected', 'connected', 'close t0', 'attach (last closed: true)']);
+  });
+
+  it('ends the debugging with the connection that detached: no debugger is taken after it', async () => {
+    const { slot, log } = slotWithLog();
+    const gdb = fakeConnection();
+    slot.accept(gdb.connection);
+    gdb.send(rspPacket('D'));
+    await settle();
+    gdb.hangUp();
+    const late = fakeConnection();
+    slot.accept(late.connection);
+    expect(late.state).toMatchObject({ destroyed: true, sent: '' });
+    await settle();
+    expect(log).toEqual(['connected', 'disconnected: detached', 'close t0']);
+  });
+
+  it('answers a debugger whose target cannot be attached with an E. reply, and takes the next', async () => {
+    const { slot, log } = slotWithLog({ attachFails: true });
+    const first = fakeConnection();
+    slot.accept(first.connection);
+    first.hangUp();
+    const second = fakeConnection();
+    slot.accept(second.connection);
+    await settle();
+    expect(second.state).toMatchObject({ ended: true, sent: `+${rspPacket('E.could not attach to b: the core did not halt')}` });
+    expect(log).toEqual(['connected', 'disconnected', 'connected', 'close t0', 'attach failed: could not attach to b: the core did not halt', 'disconnected']);
+  });
+
+  it('closed by its owner: the connection and its target close, with no event after', async () => {
+    const { slot, log } = slotWithLog();
+    const gdb = fakeConnection();
+    slot.accept(gdb.connection);
+    await settle();
+    slot.close();
+    await settle();
+    expect(gdb.state.destroyed).toBe(true);
+    expect(log).toEqual(['connected', 'close t0']);
+  });
+});
