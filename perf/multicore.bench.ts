@@ -6,7 +6,7 @@ import { NANOS_PER_SECOND } from '../backends/backend.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { systemClock } from '../core/clock.js';
 import { type BenchRow, cpuMs } from './measure.js';
-import { withComputeRounds } from './compute-image.js';
+import { withComputeRounds } from './image-word.js';
 import { RawRp2040jsThread, settle } from './raw-rp2040js.js';
 
 /**

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runSimBoard } from '../firmware/examples/run-sim.js';
-import { withComputeRounds } from './compute-image.js';
+import { withComputeRounds } from './image-word.js';
 
 const compute = new Uint8Array(readFileSync(new URL('../firmware/examples/pico/compute.elf', import.meta.url)));
 
