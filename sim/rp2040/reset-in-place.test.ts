@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
-import { parseElf } from '../../core/elf.js';
+import { loadableSegments, parseElf } from '../../core/elf.js';
 import { Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
 import type { SimImage } from '../sim-engine.js';
 import { OwnBootrom } from './own-bootrom.js';
@@ -17,6 +17,19 @@ const strict: Rp2040EngineOptions = {
 const image = (program: string): SimImage => {
   const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL(`../../firmware/examples/pico/${program}.elf`, import.meta.url))));
   return { bytes, elf: parseElf(bytes) };
+};
+/** A copy of `program` with the word at flash address `at` (in a loaded segment's file bytes) set to `value`. */
+const withFlashWord = (program: string, at: number, value: number): SimImage => {
+  const bytes = image(program).bytes.slice();
+  const elf = parseElf(bytes);
+  const segment = loadableSegments(elf).find((s) => at >= s.paddr && at + 4 <= s.paddr + s.fileSizeBytes)!;
+  new DataView(bytes.buffer).setUint32(segment.offset + (at - segment.paddr), value, true);
+  return { bytes, elf };
+};
+/** `program` with its segments moved to the peripherals' addresses, where no image can be loaded. */
+const outsideMemory = (program: string): SimImage => {
+  const { bytes, elf } = image(program);
+  return { bytes, elf: { ...elf, segments: elf.segments.map((s) => ({ ...s, paddr: 0x4000_0000 + (s.paddr & 0xffff) })) } };
 };
 const TIMER_ALARM0 = 0x40054010;
 const TIMER_INTE = 0x40054038;
@@ -125,5 +138,54 @@ describe('a reset of the RP2040 engine', () => {
     engine.rp2040.flash.fill(0xff, 0, 0x1000);
     engine.reset();
     expect(runToHalt(engine)).toEqual(firstRun);
+  });
+});
+
+describe('a reflash of the RP2040 engine', () => {
+  it('puts another image on the same chip, as a new engine with it would be, and a reset afterwards keeps that image', () => {
+    const first = image('multicore');
+    const second = image('rom-test');
+    const inputs = [pico, first, second, strict];
+    const fresh = new Rp2040Engine(pico, second, strict);
+    const asBuilt = chipState(fresh, inputs);
+    const expected = runToHalt(fresh);
+    expect(expected.halt).toEqual({ reason: 'exited', exitCode: 0 });
+
+    const used = new Rp2040Engine(pico, first, strict);
+    expect(runToHalt(used).halt).toEqual({ reason: 'exited', exitCode: 0 });
+    used.rp2040.sram.fill(0xa5);
+    used.rp2040.writeUint32(TIMER_INTE, 1);
+    used.rp2040.writeUint32(TIMER_ALARM0, 0x1000_0000);
+    const memories = { flash: used.rp2040.flash, sram: used.rp2040.sram, core: used.rp2040.core };
+
+    used.reflash(second);
+
+    expect(chipState(used, inputs)).toEqual(asBuilt);
+    expect(used.rp2040.flash === memories.flash && used.rp2040.sram === memories.sram && used.rp2040.core === memories.core).toBe(true);
+    expect(runToHalt(used)).toEqual(expected);
+    // The snapshot of the chip as built holds the first image; a reset must load the one flashed since.
+    used.reset();
+    expect(runToHalt(used)).toEqual(expected);
+  });
+
+  it.each([
+    ['a boot2 stage whose CRC is wrong', () => withFlashWord('rom-test', 0x1000_0000, 0), /boot2 stage .* CRC32/],
+    ['no vector table', () => withFlashWord('hello', 0x1000_0004, 0), /vector table/],
+    ['its segments outside the memories', () => outsideMemory('hello'), /lies outside the memory/],
+  ])('refuses an image with %s and leaves the chip as it was, mid-run, image included', (_what, refused, message) => {
+    const program = image('multicore');
+    const bad = refused();
+    const inputs = [pico, program, bad, strict];
+    const used = new Rp2040Engine(pico, program, strict);
+    const twin = new Rp2040Engine(pico, program, strict);
+    // Both halfway through the same job: core 1 launched, output on its way.
+    for (const engine of [used, twin]) engine.advance(2_000_000);
+    const midRun = chipState(twin, inputs);
+    expect(chipState(used, inputs)).toEqual(midRun);
+
+    expect(() => used.reflash(bad)).toThrow(message);
+
+    expect(chipState(used, inputs)).toEqual(midRun);
+    expect(runToHalt(used)).toEqual(runToHalt(twin));
   });
 });
