@@ -67,3 +67,17 @@ describe('SimChip on the RP2040', () => {
     expect(await runToEnd(chip)).toEqual(first);
   });
 });
+
+describe('SimChip on the ATmega328P', () => {
+  it('resets in place: the same engine, the job again alike', async () => {
+    const { chip, built } = countedChip('uno');
+    chip.flash(image('uno', 'exit'));
+    const first = await runToEnd(chip);
+    expect(first.uart).toContain('hilbench exit board=uno');
+
+    chip.reset();
+
+    expect(built.length).toBe(1);
+    expect(await runToEnd(chip)).toEqual(first);
+  });
+});

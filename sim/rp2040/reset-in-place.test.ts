@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { loadableSegments, parseElf } from '../../core/elf.js';
+import { chipState } from '../../test/support/chip-state.js';
 import { Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
 import type { SimImage } from '../sim-engine.js';
 import { OwnBootrom } from './own-bootrom.js';
@@ -49,38 +49,8 @@ function runToHalt(engine: Rp2040Engine) {
   return { uart, halt };
 }
 
-/**
- * Everything reachable from `engine` as path → value: numbers, strings, the bytes of every
- * buffer (flash included) as a hash, functions by name, a second reference to an object by the
- * path it was first seen at. Written apart from `StateSnapshot` so that it checks it, not
- * repeats it. The inputs (board, image, options, the shared ROM) are not the chip's state.
- */
-function chipState(engine: Rp2040Engine, inputs: readonly object[]): Record<string, string> {
-  const state: Record<string, string> = {};
-  const firstSeen = new Map<unknown, string>();
-  const hashed = new Set<ArrayBufferLike>();
-  const visit = (value: unknown, path: string) => {
-    if (typeof value === 'function') state[path] = `function ${value.name}`;
-    else if (typeof value !== 'object' || value === null) state[path] = `${typeof value} ${String(value)}`;
-    else if (inputs.includes(value) || value instanceof OwnBootrom) state[path] = 'input';
-    else if (firstSeen.has(value)) state[path] = `same as ${firstSeen.get(value)}`;
-    else {
-      firstSeen.set(value, path);
-      if (ArrayBuffer.isView(value)) {
-        const buffer = value.buffer;
-        state[path] = hashed.has(buffer) ? 'view' : `bytes ${createHash('sha1').update(new Uint8Array(buffer)).digest('hex')}`;
-        hashed.add(buffer);
-      } else if (value instanceof Map) [...value].forEach(([k, v], i) => (visit(k, `${path}<key ${i}>`), visit(v, `${path}<value ${i}>`)));
-      else if (value instanceof Set) [...value].forEach((v, i) => visit(v, `${path}<${i}>`));
-      else {
-        state[`${path}:keys`] = Object.keys(value).join(',');
-        for (const [key, v] of Object.entries(value)) visit(v, `${path}.${key}`);
-      }
-    }
-  };
-  visit(engine, 'engine');
-  return state;
-}
+/** `chipState` of an RP2040 engine: the inputs given and the shared own ROM are not its state. */
+const rp2040State = (engine: Rp2040Engine, inputs: readonly object[]) => chipState(engine, (value) => inputs.includes(value) || value instanceof OwnBootrom);
 
 afterEach(() => {
   vi.useRealTimers();
@@ -92,8 +62,8 @@ describe('a reset of the RP2040 engine', () => {
     const fresh = new Rp2040Engine(pico, program, strict);
     const used = new Rp2040Engine(pico, program, strict);
     const inputs = [pico, program, strict];
-    const asBuilt = chipState(fresh, inputs);
-    expect(chipState(used, inputs)).toEqual(asBuilt);
+    const asBuilt = rp2040State(fresh, inputs);
+    expect(rp2040State(used, inputs)).toEqual(asBuilt);
 
     const first = runToHalt(used);
     expect(first.halt).toEqual({ reason: 'exited', exitCode: 0 });
@@ -107,13 +77,13 @@ describe('a reset of the RP2040 engine', () => {
     chip.writeUint32(DMA_CH0_READ_ADDR, 0x2000_0000);
     chip.writeUint32(UART0_IBRD, 3);
     used.queueUartInput(new Uint8Array([1, 2, 3]));
-    const dirty = chipState(used, inputs);
+    const dirty = rp2040State(used, inputs);
     expect(Object.keys(dirty).filter((path) => dirty[path] !== asBuilt[path]).length).toBeGreaterThan(50);
     const memories = { flash: chip.flash, sram: chip.sram, core: chip.core };
 
     used.reset();
 
-    expect(chipState(used, inputs)).toEqual(asBuilt);
+    expect(rp2040State(used, inputs)).toEqual(asBuilt);
     // The same objects, not equal copies: nothing of the chip was allocated anew.
     expect(used.rp2040.flash === memories.flash && used.rp2040.sram === memories.sram && used.rp2040.core === memories.core).toBe(true);
     expect(runToHalt(used)).toEqual(first);
@@ -147,7 +117,7 @@ describe('a reflash of the RP2040 engine', () => {
     const second = image('rom-test');
     const inputs = [pico, first, second, strict];
     const fresh = new Rp2040Engine(pico, second, strict);
-    const asBuilt = chipState(fresh, inputs);
+    const asBuilt = rp2040State(fresh, inputs);
     const expected = runToHalt(fresh);
     expect(expected.halt).toEqual({ reason: 'exited', exitCode: 0 });
 
@@ -160,7 +130,7 @@ describe('a reflash of the RP2040 engine', () => {
 
     used.reflash(second);
 
-    expect(chipState(used, inputs)).toEqual(asBuilt);
+    expect(rp2040State(used, inputs)).toEqual(asBuilt);
     expect(used.rp2040.flash === memories.flash && used.rp2040.sram === memories.sram && used.rp2040.core === memories.core).toBe(true);
     expect(runToHalt(used)).toEqual(expected);
     // The snapshot of the chip as built holds the first image; a reset must load the one flashed since.
@@ -180,12 +150,12 @@ describe('a reflash of the RP2040 engine', () => {
     const twin = new Rp2040Engine(pico, program, strict);
     // Both halfway through the same job: core 1 launched, output on its way.
     for (const engine of [used, twin]) engine.advance(2_000_000);
-    const midRun = chipState(twin, inputs);
-    expect(chipState(used, inputs)).toEqual(midRun);
+    const midRun = rp2040State(twin, inputs);
+    expect(rp2040State(used, inputs)).toEqual(midRun);
 
     expect(() => used.reflash(bad)).toThrow(message);
 
-    expect(chipState(used, inputs)).toEqual(midRun);
+    expect(rp2040State(used, inputs)).toEqual(midRun);
     expect(runToHalt(used)).toEqual(runToHalt(twin));
   });
 });
