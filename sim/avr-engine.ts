@@ -33,6 +33,7 @@ import { loadSegments, type LoadTarget, type PlacedSegment } from './load-segmen
 import type { EngineHalt, EngineUartChunk, SimEngine, SimImage, UnmodelledListener } from './sim-engine.js';
 import type { SimGdbIo, SimGdbTarget } from './sim-gdb-target.js';
 import { SimError } from './sim-error.js';
+import { StateSnapshot } from './state-snapshot.js';
 import { UartOutputBuffer } from './uart-output-buffer.js';
 
 /** AVR instruction words the engine watches for (AVR Instruction Set Manual). */
@@ -136,6 +137,8 @@ export class AvrEngine implements SimEngine {
   private outputReady = false;
   private sleeping = false;
   private readonly unmodelled = new Map<string, number>();
+  /** The chip and engine as built, the image in program memory: what `reset` puts back in place (decision 0821). */
+  private readonly asBuilt = new StateSnapshot();
 
   constructor(
     board: Board,
@@ -204,6 +207,17 @@ export class AvrEngine implements SimEngine {
     this.transmitter = new UsartTransmitter(this.cpu, usart0Config, (value, atCycles) => {
       if (this.tx.push(value, atCycles * this.nanosPerCycle)) this.outputReady = true;
     });
+    // Program memory (32 KiB) is copied with the rest: a reset needs no new CPU, peripherals or hooks.
+    this.asBuilt.take(this, { shared: new Set([options]), ownerRestored: new Set() });
+  }
+
+  /**
+   * Back to the chip as `new AvrEngine` leaves it (core at the reset vector, every peripheral,
+   * data memory, EEPROM, program memory, the UART buffers and the counters as built), on the same
+   * objects: no avr8js CPU, peripherals or hooks built again.
+   */
+  reset(): void {
+    this.asBuilt.restore();
   }
 
   get nanos(): number {

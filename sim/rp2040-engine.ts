@@ -4,7 +4,7 @@ import type { PlacedSegment } from './load-segments.js';
 import { HardFault, breakHalt, libraryMessage } from './rp2040/core-faults.js';
 import { CoreTurns } from './rp2040/core-turns.js';
 import { type CoreIndex, InterCoreFifo, SIO_FIFO_RD, SIO_FIFO_ST, SIO_FIFO_WR } from './rp2040/inter-core-fifo.js';
-import { loadAndStart } from './rp2040/load-and-start.js';
+import { applyStart, planStart, type Rp2040Start } from './rp2040/load-and-start.js';
 import { OwnBootrom } from './rp2040/own-bootrom.js';
 import { OwnRomCalls } from './rp2040/own-rom-calls.js';
 import { Rp2040GdbTarget } from './rp2040/rp2040-gdb-target.js';
@@ -83,7 +83,7 @@ export class Rp2040Engine implements SimEngine {
 
   constructor(
     private readonly board: Board,
-    private readonly image: SimImage,
+    private image: SimImage,
     private readonly options: Rp2040EngineOptions,
   ) {
     const uartName = board.backends.sim?.uart ?? 'uart0';
@@ -139,7 +139,7 @@ export class Rp2040Engine implements SimEngine {
       shared: new Set<object>([board, image, options, ...(this.ownRom ? [this.ownRom] : [])]),
       ownerRestored: new Set([this.rp2040.flash.buffer]),
     });
-    this.loadImage();
+    this.loadImage(this.start(image));
   }
 
   get placed(): readonly PlacedSegment[] {
@@ -153,17 +153,41 @@ export class Rp2040Engine implements SimEngine {
    * run (decision 0655).
    */
   reset(): void {
+    this.backToAsBuilt();
+    this.loadImage(this.start(this.image));
+  }
+
+  /**
+   * Another image on this chip: checked first (a refused image throws `SimError('bad-image')` with
+   * the chip and its image as they were, mid-run or not), then the chip as built with the new
+   * image loaded, as `new Rp2040Engine` would leave it, on the same memories (decisions 0655, 0821).
+   */
+  reflash(image: SimImage): void {
+    const start = this.start(image);
+    this.backToAsBuilt();
+    this.image = image;
+    this.loadImage(start);
+  }
+
+  /** The image checked against this chip: where it goes and where core 0 starts, nothing written yet. */
+  private start(image: SimImage): Rp2040Start {
+    return planStart(this.rp2040, this.board, image, { realBootrom: this.options.bootrom !== undefined });
+  }
+
+  /** The chip and engine as built, keeping the image: an input the snapshot records as a field but does not own. */
+  private backToAsBuilt() {
+    const { image } = this;
     // rp2040js runs an enabled PIO block on a host timer of its own; the snapshot puts the timer's
     // field back but cannot cancel a pending one, which would run beside the next job's PIO.
     for (const pio of this.rp2040.pio) pio.stop();
     this.asBuilt.restore();
-    this.loadImage();
+    this.image = image;
   }
 
   /** Erased flash (what rp2040js's chip reset leaves), then the image, and core 0 where the image starts. */
-  private loadImage() {
+  private loadImage(start: Rp2040Start) {
     this.rp2040.flash.fill(0xff);
-    this.placedSegments = loadAndStart(this.rp2040, this.board, this.image, { realBootrom: this.options.bootrom !== undefined });
+    this.placedSegments = applyStart(this.rp2040, start);
   }
 
   /**

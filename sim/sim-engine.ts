@@ -5,7 +5,8 @@ import type { EnginePins } from './sim-pins.js';
 /**
  * What every simulation engine (RP2040 on rp2040js, ATmega328P on avr8js) offers the run loop
  * (`runEngine`). An engine owns one freshly reset chip with the firmware loaded; resetting the
- * device means building a new engine.
+ * device or flashing it again puts that chip back (`reset`, `reflash`), or builds a new engine
+ * where the engine cannot.
  */
 
 /** The firmware bytes and their parsed ELF; the sim layer does not know `FirmwareImage`. */
@@ -62,6 +63,12 @@ export interface SimEngine {
    * reusing its memories; counters start again from 0. Without it a reset builds a new engine.
    */
   reset?(): void;
+  /**
+   * Optional: another image on the same chip, left as a new engine with that image would be;
+   * counters start again from 0. A refused image throws `SimError('bad-image')` and changes
+   * nothing, the chip's state and its image included. Without it a flash builds a new engine.
+   */
+  reflash?(image: SimImage): void;
 }
 
 /** Reports accesses the simulator does not model; called once per distinct message with its running count. */

@@ -17,16 +17,15 @@ export interface SimCounters {
 
 /**
  * One device's simulated chip over its life, where its engine runs (the engine's thread):
- * `flash` builds a fresh chip with the image loaded and held in reset, `reset` returns it to that
- * state (in place when the engine can, reusing the chip's memories: decision 0655; otherwise by
- * building it again from the same image), and externally driven pin levels are applied again
- * after each.
+ * `flash` gives a fresh chip with the image loaded and held in reset, `reset` returns it to that
+ * state (both in place when the engine can, reusing the chip's memories: decisions 0655, 0821;
+ * otherwise by building it again), and externally driven pin levels are applied again after each.
  */
 export class SimChip {
   private image: SimImage | undefined;
   private engine: SimEngine | undefined;
   /** Totals of the engines replaced by reset or flash. */
-  private retired = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, droppedRxBytes: 0 };
+  private retired: RetiredCounters = { instructions: 0, simulatedNanos: 0, sleptNanos: 0, droppedRxBytes: 0 };
   /** Levels driven from outside, by MCU pin name. */
   private readonly driven = new Map<string, 0 | 1>();
 
@@ -47,8 +46,22 @@ export class SimChip {
     };
   }
 
-  /** Builds a fresh chip with `image`; the old one is kept if building fails. */
+  /**
+   * A fresh chip with `image`: the current one put back as built with the image loaded when the
+   * engine can (decision 0821), otherwise a new one. A refused image changes nothing: the old
+   * chip, its state and its counters stay.
+   */
   flash(image: SimImage): void {
+    const current = this.engine;
+    if (current?.reflash) {
+      // Read first: a reflash starts the engine's counters again from 0, and a refused one leaves them.
+      const spent = countersOf(current);
+      current.reflash(image);
+      this.add(spent);
+      this.image = image;
+      this.applyDriven();
+      return;
+    }
     const engine = this.createEngine(image);
     this.retire();
     this.image = image;
@@ -60,7 +73,7 @@ export class SimChip {
     if (!this.image) return;
     const current = this.engine;
     if (current?.reset) {
-      this.fold(current);
+      this.add(countersOf(current));
       current.reset();
       this.applyDriven();
       return;
@@ -120,15 +133,22 @@ export class SimChip {
   /** Folds the current engine's counters into the totals and lets it go. */
   private retire() {
     if (!this.engine) return;
-    this.fold(this.engine);
+    this.add(countersOf(this.engine));
     this.engine = undefined;
   }
 
-  /** Adds `e`'s counters to the totals before it starts again from 0; bytes still on their way to it are lost. */
-  private fold(e: SimEngine) {
-    this.retired.instructions += e.instructions;
-    this.retired.simulatedNanos += e.nanos;
-    this.retired.sleptNanos += e.sleptNanos;
-    this.retired.droppedRxBytes += e.droppedRxBytes + e.pendingRxBytes;
+  /** Adds an engine's counters to the totals before it starts again from 0. */
+  private add(spent: RetiredCounters) {
+    this.retired.instructions += spent.instructions;
+    this.retired.simulatedNanos += spent.simulatedNanos;
+    this.retired.sleptNanos += spent.sleptNanos;
+    this.retired.droppedRxBytes += spent.droppedRxBytes;
   }
+}
+
+type RetiredCounters = Omit<SimCounters, 'coreClockHz'>;
+
+/** What `e` has counted since it started; bytes still on their way to it count as dropped, as a reset or flash loses them. */
+function countersOf(e: SimEngine): RetiredCounters {
+  return { instructions: e.instructions, simulatedNanos: e.nanos, sleptNanos: e.sleptNanos, droppedRxBytes: e.droppedRxBytes + e.pendingRxBytes };
 }

@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
-import { parseElf } from '../../core/elf.js';
+import { loadableSegments, parseElf } from '../../core/elf.js';
+import { chipState } from '../../test/support/chip-state.js';
 import { Rp2040Engine, type Rp2040EngineOptions } from '../rp2040-engine.js';
 import type { SimImage } from '../sim-engine.js';
 import { OwnBootrom } from './own-bootrom.js';
@@ -17,6 +17,19 @@ const strict: Rp2040EngineOptions = {
 const image = (program: string): SimImage => {
   const bytes = new Uint8Array(readFileSync(fileURLToPath(new URL(`../../firmware/examples/pico/${program}.elf`, import.meta.url))));
   return { bytes, elf: parseElf(bytes) };
+};
+/** A copy of `program` with the word at flash address `at` (in a loaded segment's file bytes) set to `value`. */
+const withFlashWord = (program: string, at: number, value: number): SimImage => {
+  const bytes = image(program).bytes.slice();
+  const elf = parseElf(bytes);
+  const segment = loadableSegments(elf).find((s) => at >= s.paddr && at + 4 <= s.paddr + s.fileSizeBytes)!;
+  new DataView(bytes.buffer).setUint32(segment.offset + (at - segment.paddr), value, true);
+  return { bytes, elf };
+};
+/** `program` with its segments moved to the peripherals' addresses, where no image can be loaded. */
+const outsideMemory = (program: string): SimImage => {
+  const { bytes, elf } = image(program);
+  return { bytes, elf: { ...elf, segments: elf.segments.map((s) => ({ ...s, paddr: 0x4000_0000 + (s.paddr & 0xffff) })) } };
 };
 const TIMER_ALARM0 = 0x40054010;
 const TIMER_INTE = 0x40054038;
@@ -36,38 +49,8 @@ function runToHalt(engine: Rp2040Engine) {
   return { uart, halt };
 }
 
-/**
- * Everything reachable from `engine` as path → value: numbers, strings, the bytes of every
- * buffer (flash included) as a hash, functions by name, a second reference to an object by the
- * path it was first seen at. Written apart from `StateSnapshot` so that it checks it, not
- * repeats it. The inputs (board, image, options, the shared ROM) are not the chip's state.
- */
-function chipState(engine: Rp2040Engine, inputs: readonly object[]): Record<string, string> {
-  const state: Record<string, string> = {};
-  const firstSeen = new Map<unknown, string>();
-  const hashed = new Set<ArrayBufferLike>();
-  const visit = (value: unknown, path: string) => {
-    if (typeof value === 'function') state[path] = `function ${value.name}`;
-    else if (typeof value !== 'object' || value === null) state[path] = `${typeof value} ${String(value)}`;
-    else if (inputs.includes(value) || value instanceof OwnBootrom) state[path] = 'input';
-    else if (firstSeen.has(value)) state[path] = `same as ${firstSeen.get(value)}`;
-    else {
-      firstSeen.set(value, path);
-      if (ArrayBuffer.isView(value)) {
-        const buffer = value.buffer;
-        state[path] = hashed.has(buffer) ? 'view' : `bytes ${createHash('sha1').update(new Uint8Array(buffer)).digest('hex')}`;
-        hashed.add(buffer);
-      } else if (value instanceof Map) [...value].forEach(([k, v], i) => (visit(k, `${path}<key ${i}>`), visit(v, `${path}<value ${i}>`)));
-      else if (value instanceof Set) [...value].forEach((v, i) => visit(v, `${path}<${i}>`));
-      else {
-        state[`${path}:keys`] = Object.keys(value).join(',');
-        for (const [key, v] of Object.entries(value)) visit(v, `${path}.${key}`);
-      }
-    }
-  };
-  visit(engine, 'engine');
-  return state;
-}
+/** `chipState` of an RP2040 engine: the inputs given and the shared own ROM are not its state. */
+const rp2040State = (engine: Rp2040Engine, inputs: readonly object[]) => chipState(engine, (value) => inputs.includes(value) || value instanceof OwnBootrom);
 
 afterEach(() => {
   vi.useRealTimers();
@@ -79,8 +62,8 @@ describe('a reset of the RP2040 engine', () => {
     const fresh = new Rp2040Engine(pico, program, strict);
     const used = new Rp2040Engine(pico, program, strict);
     const inputs = [pico, program, strict];
-    const asBuilt = chipState(fresh, inputs);
-    expect(chipState(used, inputs)).toEqual(asBuilt);
+    const asBuilt = rp2040State(fresh, inputs);
+    expect(rp2040State(used, inputs)).toEqual(asBuilt);
 
     const first = runToHalt(used);
     expect(first.halt).toEqual({ reason: 'exited', exitCode: 0 });
@@ -94,13 +77,13 @@ describe('a reset of the RP2040 engine', () => {
     chip.writeUint32(DMA_CH0_READ_ADDR, 0x2000_0000);
     chip.writeUint32(UART0_IBRD, 3);
     used.queueUartInput(new Uint8Array([1, 2, 3]));
-    const dirty = chipState(used, inputs);
+    const dirty = rp2040State(used, inputs);
     expect(Object.keys(dirty).filter((path) => dirty[path] !== asBuilt[path]).length).toBeGreaterThan(50);
     const memories = { flash: chip.flash, sram: chip.sram, core: chip.core };
 
     used.reset();
 
-    expect(chipState(used, inputs)).toEqual(asBuilt);
+    expect(rp2040State(used, inputs)).toEqual(asBuilt);
     // The same objects, not equal copies: nothing of the chip was allocated anew.
     expect(used.rp2040.flash === memories.flash && used.rp2040.sram === memories.sram && used.rp2040.core === memories.core).toBe(true);
     expect(runToHalt(used)).toEqual(first);
@@ -125,5 +108,54 @@ describe('a reset of the RP2040 engine', () => {
     engine.rp2040.flash.fill(0xff, 0, 0x1000);
     engine.reset();
     expect(runToHalt(engine)).toEqual(firstRun);
+  });
+});
+
+describe('a reflash of the RP2040 engine', () => {
+  it('puts another image on the same chip, as a new engine with it would be, and a reset afterwards keeps that image', () => {
+    const first = image('multicore');
+    const second = image('rom-test');
+    const inputs = [pico, first, second, strict];
+    const fresh = new Rp2040Engine(pico, second, strict);
+    const asBuilt = rp2040State(fresh, inputs);
+    const expected = runToHalt(fresh);
+    expect(expected.halt).toEqual({ reason: 'exited', exitCode: 0 });
+
+    const used = new Rp2040Engine(pico, first, strict);
+    expect(runToHalt(used).halt).toEqual({ reason: 'exited', exitCode: 0 });
+    used.rp2040.sram.fill(0xa5);
+    used.rp2040.writeUint32(TIMER_INTE, 1);
+    used.rp2040.writeUint32(TIMER_ALARM0, 0x1000_0000);
+    const memories = { flash: used.rp2040.flash, sram: used.rp2040.sram, core: used.rp2040.core };
+
+    used.reflash(second);
+
+    expect(rp2040State(used, inputs)).toEqual(asBuilt);
+    expect(used.rp2040.flash === memories.flash && used.rp2040.sram === memories.sram && used.rp2040.core === memories.core).toBe(true);
+    expect(runToHalt(used)).toEqual(expected);
+    // The snapshot of the chip as built holds the first image; a reset must load the one flashed since.
+    used.reset();
+    expect(runToHalt(used)).toEqual(expected);
+  });
+
+  it.each([
+    ['a boot2 stage whose CRC is wrong', () => withFlashWord('rom-test', 0x1000_0000, 0), /boot2 stage .* CRC32/],
+    ['no vector table', () => withFlashWord('hello', 0x1000_0004, 0), /vector table/],
+    ['its segments outside the memories', () => outsideMemory('hello'), /lies outside the memory/],
+  ])('refuses an image with %s and leaves the chip as it was, mid-run, image included', (_what, refused, message) => {
+    const program = image('multicore');
+    const bad = refused();
+    const inputs = [pico, program, bad, strict];
+    const used = new Rp2040Engine(pico, program, strict);
+    const twin = new Rp2040Engine(pico, program, strict);
+    // Both halfway through the same job: core 1 launched, output on its way.
+    for (const engine of [used, twin]) engine.advance(2_000_000);
+    const midRun = rp2040State(twin, inputs);
+    expect(rp2040State(used, inputs)).toEqual(midRun);
+
+    expect(() => used.reflash(bad)).toThrow(message);
+
+    expect(rp2040State(used, inputs)).toEqual(midRun);
+    expect(runToHalt(used)).toEqual(runToHalt(twin));
   });
 });
