@@ -3,8 +3,10 @@ import { boardQueueSchema, jobTextSchema, uartInputAnswerSchema } from '../../wi
 import { armAnswerSchema } from '../../wire/bench/debug-schemas.js';
 import { fieldOf, type HttpAnswer, readAnswer } from '../http-answer.js';
 import { BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
-import { type CallOptions, deadlineSignal, exchange, type HttpSettings, realSleep, type RetryPolicy } from './bench-http.js';
+import { type CallOptions, deadlineSignal, exchange, formBody, type HttpSettings, jsonBody, realSleep, type RetryPolicy } from './bench-http.js';
 import { BenchSession } from './bench-session.js';
+import { fetchTransport, undiciTransport } from './bench-transport.js';
+import { multipartBody } from './multipart-body.js';
 import type { AgentRegistration, Board, BoardQueue, DebugArmed, Health, Job, JobText, Session } from './bench-types.js';
 import { parseUartEvents, type UartEvent } from './uart-stream.js';
 
@@ -17,6 +19,10 @@ export interface BenchClientOptions {
   timeoutMs?: number;
   /** Retries of 409 (busy) and 503 answers, honouring `Retry-After` (default: none). */
   retry?: RetryPolicy;
+  /**
+   * Every call goes through this `fetch` when given (proxies, tests). Default: undici's `request`
+   * on its keep-alive agent for the JSON calls (decision 0800), the global `fetch` for the streams.
+   */
   fetch?: typeof fetch;
   /** How retries wait (default: real time); tests pass their own. */
   sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
@@ -63,6 +69,7 @@ export class BenchClient {
       token: options.token,
       timeoutMs: options.timeoutMs ?? 30_000,
       retry: options.retry ?? { attempts: 0 },
+      transport: options.fetch ? fetchTransport(options.fetch) : undiciTransport,
       fetch: options.fetch ?? fetch,
       sleep: options.sleep ?? realSleep,
     };
@@ -96,7 +103,7 @@ export class BenchClient {
 
   /** Registers an agent; the answer's `token` (shown once) is what `withToken` takes. */
   async register(label = 'agent', options: CallOptions = {}): Promise<AgentRegistration> {
-    const answer = await exchange(this.settings, 'POST', '/api/v1/agents/register', { body: new URLSearchParams({ label }), ...options });
+    const answer = await exchange(this.settings, 'POST', '/api/v1/agents/register', { body: formBody({ label }), ...options });
     return agentRegistrationSchema.parse(answer.json);
   }
 
@@ -115,11 +122,11 @@ export class BenchClient {
    * the caller (`heartbeat(id)`), for sessions that outlive this process or request.
    */
   async openSession(board: string, options: CallOptions & { idleSeconds?: number; waitSeconds?: number; heartbeat?: boolean } = {}): Promise<BenchSession> {
-    const form = new URLSearchParams({ board });
-    if (options.idleSeconds !== undefined) form.set('idle_seconds', String(options.idleSeconds));
-    if (options.waitSeconds !== undefined) form.set('wait_seconds', String(options.waitSeconds));
+    const form: Record<string, string> = { board };
+    if (options.idleSeconds !== undefined) form.idle_seconds = String(options.idleSeconds);
+    if (options.waitSeconds !== undefined) form.wait_seconds = String(options.waitSeconds);
     const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, ((options.waitSeconds ?? 0) + 10) * 1000);
-    const answer = await exchange(this.settings, 'POST', '/api/v1/sessions', { body: form, ...options, timeoutMs });
+    const answer = await exchange(this.settings, 'POST', '/api/v1/sessions', { body: formBody(form), ...options, timeoutMs });
     return new BenchSession(this, sessionSchema.parse(answer.json), { heartbeat: options.heartbeat ?? true });
   }
 
@@ -133,8 +140,8 @@ export class BenchClient {
 
   /** Extension (issue 32): the session's next job runs under a debugger, reached on its debug stream (docs/bench-api.md, "Debugging"). */
   async armDebug(sessionId: string, options: CallOptions & { idleTimeoutSeconds?: number } = {}): Promise<DebugArmed> {
-    const body = JSON.stringify(options.idleTimeoutSeconds === undefined ? {} : { idle_timeout_seconds: options.idleTimeoutSeconds });
-    return armAnswerSchema.parse((await exchange(this.settings, 'POST', `/api/v1/sessions/${encodeURIComponent(sessionId)}/debug`, { body, headers: { 'content-type': 'application/json' }, ...options })).json);
+    const body = jsonBody(options.idleTimeoutSeconds === undefined ? {} : { idle_timeout_seconds: options.idleTimeoutSeconds });
+    return armAnswerSchema.parse((await exchange(this.settings, 'POST', `/api/v1/sessions/${encodeURIComponent(sessionId)}/debug`, { body, ...options })).json);
   }
 
   async endSession(sessionId: string, options: CallOptions = {}): Promise<Session> {
@@ -143,12 +150,13 @@ export class BenchClient {
 
   /** Submits a flash job and answers it as queued; `flash` also waits for it to finish. */
   async submitFlash(board: string, firmware: Firmware, options: FlashOptions = {}): Promise<Job> {
-    const form = new FormData();
-    form.set('board', board);
-    form.set('firmware', firmware instanceof Blob ? firmware : new Blob([firmware], { type: 'application/octet-stream' }), options.fileName ?? 'firmware.elf');
-    if (options.uartSeconds !== undefined) form.set('uart_seconds', String(options.uartSeconds));
-    if (options.sessionId !== undefined) form.set('session', options.sessionId);
-    return jobSchema.parse((await exchange(this.settings, 'POST', '/api/v1/jobs/flash', { body: form, ...options })).json);
+    const fields: Record<string, string> = { board };
+    if (options.uartSeconds !== undefined) fields.uart_seconds = String(options.uartSeconds);
+    if (options.sessionId !== undefined) fields.session = options.sessionId;
+    const bytes = firmware instanceof Blob ? new Uint8Array(await firmware.arrayBuffer()) : firmware;
+    const type = (firmware instanceof Blob && firmware.type) || 'application/octet-stream';
+    const { body, contentType } = multipartBody(fields, { field: 'firmware', fileName: options.fileName ?? 'firmware.elf', bytes, type });
+    return jobSchema.parse((await exchange(this.settings, 'POST', '/api/v1/jobs/flash', { body: { body, contentType }, ...options })).json);
   }
 
   /** Flashes and runs `firmware` on `board` and answers the finished job (`done` or `failed`). */
@@ -182,7 +190,7 @@ export class BenchClient {
    * captured. Answers the job once it has stopped; a finished job as it is (idempotent).
    */
   async cancelJob(jobId: string, options: CallOptions & { reason?: string } = {}): Promise<Job> {
-    const body = new URLSearchParams(options.reason === undefined ? {} : { reason: options.reason.slice(0, 200) });
+    const body = formBody(options.reason === undefined ? {} : { reason: options.reason.slice(0, 200) });
     // The service waits up to 15 s for a running job to stop before it answers.
     const timeoutMs = options.timeoutMs ?? Math.max(this.settings.timeoutMs, 25_000);
     return jobSchema.parse((await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/cancel`, { body, ...options, timeoutMs })).json);
@@ -297,8 +305,8 @@ export class BenchClient {
    */
   async writeUart(jobId: string, data: string | Uint8Array, options: CallOptions = {}): Promise<number> {
     if (data.length === 0) return 0;
-    const body = typeof data === 'string' ? { text: data } : { base64: Buffer.from(data).toString('base64') };
-    const answer = await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/uart`, { body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, ...options });
+    const body = jsonBody(typeof data === 'string' ? { text: data } : { base64: Buffer.from(data).toString('base64') });
+    const answer = await exchange(this.settings, 'POST', `/api/v1/jobs/${encodeURIComponent(jobId)}/uart`, { body, ...options });
     return uartInputAnswerSchema.parse(answer.json).accepted_bytes;
   }
 

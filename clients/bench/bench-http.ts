@@ -1,4 +1,5 @@
 import { type BenchApiError, benchApiError, BenchTimeoutError } from './bench-errors.js';
+import type { Transport } from './bench-transport.js';
 import { fieldOf } from '../http-answer.js';
 
 /**
@@ -26,6 +27,9 @@ export interface HttpSettings {
   token: string | undefined;
   timeoutMs: number;
   retry: RetryPolicy;
+  /** The JSON calls (`exchange`): undici's keep-alive agent, or the caller's own `fetch`. */
+  transport: Transport;
+  /** The streams (UART events, example firmware) and `request`. */
   fetch: typeof fetch;
   /** Waits between retries; rejects when `signal` aborts (injected by tests). */
   sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
@@ -33,8 +37,25 @@ export interface HttpSettings {
 
 export interface Answer {
   status: number;
-  headers: Headers;
+  /** The value of header `name` (lower case), or null. */
+  header: (name: string) => string | null;
   json: unknown;
+}
+
+/** A request body already encoded, with the content type that says how. */
+export interface EncodedBody {
+  body: string | Uint8Array;
+  contentType: string;
+}
+
+/** Text fields as `application/x-www-form-urlencoded`, the body the service's forms take. */
+export function formBody(fields: Readonly<Record<string, string>>): EncodedBody {
+  return { body: new URLSearchParams(fields).toString(), contentType: 'application/x-www-form-urlencoded;charset=UTF-8' };
+}
+
+/** A JSON body. */
+export function jsonBody(value: unknown): EncodedBody {
+  return { body: JSON.stringify(value), contentType: 'application/json' };
 }
 
 /** Sleeps `ms` in real time, or until `signal` aborts (then rejects with its reason). */
@@ -54,8 +75,8 @@ export function realSleep(ms: number, signal: AbortSignal | undefined): Promise<
 }
 
 /** `Retry-After` in seconds (delta form), or undefined. */
-export function retryAfterSeconds(headers: Headers): number | undefined {
-  const value = headers.get('retry-after');
+export function retryAfterSeconds(header: (name: string) => string | null): number | undefined {
+  const value = header('retry-after');
   const seconds = value === null ? NaN : Number(value);
   return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
 }
@@ -75,7 +96,7 @@ export function deadlineSignal(what: string, timeoutMs: number, signal: AbortSig
  * Sends one request and answers the parsed JSON of a 2xx answer; anything else throws the
  * `BenchApiError` subclass of its status, after the retries the policy allows.
  */
-export async function exchange(settings: HttpSettings, method: string, path: string, init: { body?: RequestInit['body']; headers?: Record<string, string> } & CallOptions = {}): Promise<Answer> {
+export async function exchange(settings: HttpSettings, method: string, path: string, init: { body?: EncodedBody } & CallOptions = {}): Promise<Answer> {
   const what = `${method} ${path}`;
   const timeoutMs = init.timeoutMs ?? settings.timeoutMs;
   const { signal, release } = deadlineSignal(what, timeoutMs, init.signal);
@@ -86,22 +107,23 @@ export async function exchange(settings: HttpSettings, method: string, path: str
   }
 }
 
-async function exchangeUntil(settings: HttpSettings, method: string, path: string, init: { body?: RequestInit['body']; headers?: Record<string, string> }, signal: AbortSignal): Promise<Answer> {
-  const headers: Record<string, string> = { accept: 'application/json', ...init.headers };
+async function exchangeUntil(settings: HttpSettings, method: string, path: string, init: { body?: EncodedBody }, signal: AbortSignal): Promise<Answer> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (init.body) headers['content-type'] = init.body.contentType;
   if (settings.token) headers.authorization = `Bearer ${settings.token}`;
+  const url = settings.baseUrl + path;
   for (let attempt = 0; ; attempt++) {
-    let response: Response;
-    let json: unknown;
+    let answer: Awaited<ReturnType<Transport>>;
     try {
-      response = await settings.fetch(settings.baseUrl + path, { method, headers, ...(init.body !== undefined ? { body: init.body } : {}), signal });
       // The body is read under the same deadline: a stalled answer is a timeout, not a hang.
-      json = await readJson(response);
+      answer = await settings.transport({ method, url, headers, ...(init.body ? { body: init.body.body } : {}), signal });
     } catch (err) {
       throw signal.aborted ? (signal.reason as Error) : err;
     }
-    if (response.ok) return { status: response.status, headers: response.headers, json };
-    const error: BenchApiError = benchApiError(method, path, response.status, fieldOf(json, 'detail') ?? json, retryAfterSeconds(response.headers));
-    const retriable = (response.status === 409 || response.status === 503) && attempt < settings.retry.attempts;
+    const json = parsedJson(answer.text);
+    if (answer.status >= 200 && answer.status < 300) return { status: answer.status, header: answer.header, json };
+    const error: BenchApiError = benchApiError(method, path, answer.status, fieldOf(json, 'detail') ?? json, retryAfterSeconds(answer.header));
+    const retriable = (answer.status === 409 || answer.status === 503) && attempt < settings.retry.attempts;
     if (!retriable) throw error;
     const waitMs = Math.min((error.retryAfterSeconds ?? 1) * 1000, settings.retry.maxRetryDelayMs ?? 30_000);
     await settings.sleep(waitMs, signal).catch(() => {
@@ -110,8 +132,7 @@ async function exchangeUntil(settings: HttpSettings, method: string, path: strin
   }
 }
 
-async function readJson(response: Response): Promise<unknown> {
-  const text = await response.text();
+function parsedJson(text: string): unknown {
   try {
     return text === '' ? undefined : (JSON.parse(text) as unknown);
   } catch {

@@ -28,6 +28,19 @@ export function describeJobQueueContract(name: string, withStore: (body: (store:
         expect(await claimBy(store, T0 + 6, ['pico', 'uno'], 'w3')).toMatchObject({ jobId: 'job_p2', workerId: 'w3' });
       }));
 
+    it('skips an instance under a health check, requested or running, until the check is done (decision 0801)', () =>
+      withStore(async (store) => {
+        await store.createJob(jobRecord({ jobId: 'job_p' }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_u', board: 'uno', createdAtMs: T0 + 1 }), queueOf(T0));
+        await store.healthChecks.request({ checkId: 'hc_1', board: 'pico', workerId: 'w1', timeoutMs: 1_000, nowMs: T0 });
+        expect(await claimBy(store, T0 + 2, ['pico'])).toBeUndefined();
+        expect(await claimBy(store, T0 + 2, ['pico', 'uno'])).toMatchObject({ jobId: 'job_u' });
+        expect(await store.healthChecks.claim('w1', ['pico'], T0 + 3)).toMatchObject({ checkId: 'hc_1', state: 'running' });
+        expect(await claimBy(store, T0 + 4, ['pico'])).toBeUndefined();
+        await store.healthChecks.finish('hc_1', 'w1', { passed: true, uartText: 'ok', elapsedNanos: 1 }, T0 + 5);
+        expect(await claimBy(store, T0 + 6, ['pico'])).toMatchObject({ jobId: 'job_p' });
+      }));
+
     it('fails a job as interrupted, once, when its worker stops renewing its claim; renewals keep it', () =>
       withStore(async (store) => {
         await store.openSession(sessionRecord({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }));

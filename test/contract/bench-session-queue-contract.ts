@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BenchStore } from '../../server/storage/bench/bench-store.js';
-import type { SessionWaiter } from '../../server/storage/bench/session-queue-store.js';
-import { sessionRecord, T0 } from './bench-store-contract.js';
+import { type SessionWaiter, sessionJobEndedId } from '../../server/storage/bench/session-queue-store.js';
+import { claimBy, done, jobRecord, sessionRecord, T0 } from './bench-store-contract.js';
 
 const ALIVE_MS = 10_000;
 const waiter = (waiterId: string, over: Partial<SessionWaiter> = {}): SessionWaiter => ({
@@ -113,6 +113,23 @@ export function describeSessionQueueContract(name: string, withStore: (body: (st
         const expired = await nextChange(store, 'pico', 'the lease freed by the expiry sweep');
         expect(await store.expireSessions(T0 + 10)).toHaveLength(1);
         await expired.seen;
+      }));
+
+    it('reports a job in a session that ends, which frees no lease, by the job (decision 0801)', () =>
+      withStore(async (store) => {
+        await store.openSession(sessionRecord({ expiresAtMs: T0 + 90_000 }));
+        await store.createJob(jobRecord({ jobId: 'job_s', sessionId: 'ses_1' }), { maxQueuedPerBoard: 8, nowMs: T0 });
+        await claimBy(store, T0 + 1);
+        await store.markJobRunning('job_s', 'w1', T0 + 2);
+        const ended = await nextChange(store, sessionJobEndedId('job_s'), 'the end of job_s in session ses_1');
+        await store.finishJob('job_s', done(T0 + 3), { workerId: 'w1' });
+        await ended.seen;
+        // A job failed by a sweep is told too.
+        await store.createJob(jobRecord({ jobId: 'job_t', sessionId: 'ses_1', createdAtMs: T0 + 4 }), { maxQueuedPerBoard: 8, nowMs: T0 + 4 });
+        await claimBy(store, T0 + 5, ['pico'], 'remote', 1_000);
+        const swept = await nextChange(store, sessionJobEndedId('job_t'), 'the sweep failing job_t in session ses_1');
+        expect(await store.failLapsedClaims(T0 + 10_000)).toHaveLength(1);
+        await swept.seen;
       }));
   });
 }

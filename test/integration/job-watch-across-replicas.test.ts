@@ -5,7 +5,7 @@ import { JobLive } from '../../server/bench/domain/job-live.js';
 import { waitForJobEnd } from '../../server/bench/domain/job-watch.js';
 import type { JobRecord } from '../../server/storage/bench/bench-store.js';
 import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
-import { claimBy, done, jobRecord, T0 } from '../contract/bench-store-contract.js';
+import { claimBy, done, jobRecord, sessionRecord, T0 } from '../contract/bench-store-contract.js';
 import { until } from '../support/hilbench-processes.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 
@@ -21,7 +21,11 @@ afterEach(async () => {
 });
 
 describe('a job watched on one replica and finished through another', () => {
-  it("ends the wait by the database's signal that the job's lease was freed", { timeout: 60_000 }, async () => {
+  it.each([
+    { kind: "the database's signal that the job's lease was freed", inSession: false },
+    // A job in a session keeps its session's lease: its end is NOTIFYed by itself (decision 0801).
+    { kind: "the database's signal that the job, in a session, ended", inSession: true },
+  ])('ends the wait by $kind', { timeout: 60_000 }, async ({ inSession }) => {
     const database = await createTestDatabase();
     cleanups.push(database.drop);
     const clock = clockFromFakeTimers(createClock(T0));
@@ -30,7 +34,8 @@ describe('a job watched on one replica and finished through another', () => {
     const b = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
     cleanups.push(() => b.close());
     await a.insertAgent({ agentId: 'ag_1', label: 'one', tokenSha256: '1'.repeat(64), createdAtMs: T0 });
-    expect(await a.createJob(jobRecord(), { maxQueuedPerBoard: 8, nowMs: T0 })).toMatchObject({ kind: 'created' });
+    if (inSession) await a.openSession(sessionRecord({ expiresAtMs: T0 + 90_000 }));
+    expect(await a.createJob(jobRecord(inSession ? { sessionId: 'ses_1' } : {}), { maxQueuedPerBoard: 8, nowMs: T0 })).toMatchObject({ kind: 'created' });
     const claimed = await claimBy(a, T0, ['pico'], 'w1');
     expect(claimed).toMatchObject({ jobId: 'job_1' });
 

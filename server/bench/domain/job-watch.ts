@@ -1,6 +1,7 @@
 import { type Clock, type TimerHandle } from '../../../core/clock.js';
 import { isFinishedJobState } from '../../../wire/job-states.js';
 import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
+import { sessionJobEndedId } from '../../storage/bench/session-queue-store.js';
 import type { JobLive, LiveUartChunk } from './job-live.js';
 
 /** Host ms between two looks at the store while watching (a job reported through another replica). */
@@ -26,9 +27,9 @@ export interface WatchDeps {
  * out or `signal` aborts. `known`: the job as the caller just read it (saves reading it again).
  * Woken by this process's job events, which carry the finished record (no read then); by the
  * store's signal that the job's instance freed (a session-less job's lease is deleted as it ends;
- * on PostgreSQL a NOTIFY every replica hears, decision 0650), for a job whose worker reports
- * through another replica; and, for what neither says (a job in a session keeps its session's
- * lease; the LISTEN connection is down), by a look at the store every `pollMs`. A look that fails
+ * on PostgreSQL a NOTIFY every replica hears, decision 0650) or that the job, in a session whose
+ * lease it keeps, ended (decision 0801), for a job whose worker reports through another replica;
+ * and, for what neither says (the LISTEN connection is down), by a look at the store every `pollMs`. A look that fails
  * (the database blinked) is tried again at the next poll; the last read's failure rejects. Neither
  * may go unhandled: Node ends the process on an unhandled rejection, every request with it.
  */
@@ -36,6 +37,7 @@ export async function waitForJobEnd(deps: WatchDeps, jobId: string, waitMs: numb
   const first = known ?? (await deps.store.getJob(jobId));
   if (!first || isFinishedJobState(first.state) || waitMs <= 0) return first;
   const instance = first.instance ?? first.board;
+  const endedId = sessionJobEndedId(jobId);
   return new Promise<JobRecord | undefined>((resolve, reject) => {
     let settled = false;
     let looking = false;
@@ -80,8 +82,9 @@ export async function waitForJobEnd(deps: WatchDeps, jobId: string, waitMs: numb
       }
     });
     const stopSignals = deps.store.sessionQueue.onChange((freed) => {
-      // The instance's lease freed (or, without an id, anything may have): the job may have ended elsewhere.
-      if ((freed !== undefined && freed !== instance) || deps.endsHere?.(jobId)) return;
+      // The instance's lease freed, or this job in a session ended (or, without an id, anything may
+      // have): the job may have ended elsewhere.
+      if ((freed !== undefined && freed !== instance && freed !== endedId) || deps.endsHere?.(jobId)) return;
       look(noop, noop);
     });
     signal.addEventListener('abort', finish, { once: true });

@@ -3,7 +3,6 @@ import type { JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJo
 import { DebugRelay } from '../domain/debug-relay.js';
 import { gatewayLink, healthCheckTicket, ticketOf } from './gateway-link.js';
 import { GatewayHealthChecks } from './gateway-health-checks.js';
-import type { HealthCheckRecord } from '../../storage/bench/health-check-store.js';
 import type { JobOutcome, JobRecord, UartRecord } from '../../storage/bench/bench-store.js';
 import type { LiveUartChunk } from '../domain/job-live.js';
 import { reportedInstances } from '../domain/pool-instances.js';
@@ -151,13 +150,12 @@ export class WorkerGateway {
       const report = reports.find((r) => r.board === board);
       return { board, instances: report ? reportedInstances(workerId, report) : [board] };
     });
-    // Looked at again on every try: an instance quarantined (or released) meanwhile is skipped (or claimed).
-    // So is an instance under a health check (decision 0606): its job waits for the check to end.
-    const claimable = async (active: readonly HealthCheckRecord[]) => {
+    // Looked at again on every try: an instance quarantined (or released) meanwhile is skipped (or
+    // claimed). The store's claim skips an instance under a health check (decision 0606).
+    const claimable = async () => {
       const health = this.deps.instanceHealth;
       if (!health) return reported.flatMap((r) => r.instances);
-      const checking = new Set(active.map((c) => c.board));
-      return (await Promise.all(reported.map((r) => health.unquarantined(r.board, r.instances)))).flat().filter((i) => !checking.has(i));
+      return (await Promise.all(reported.map((r) => health.unquarantined(r.board, r.instances)))).flat();
     };
     // A check of one instance (decision 0606) is recorded under the instance's id.
     const checkable = [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))];
@@ -168,14 +166,13 @@ export class WorkerGateway {
       const waiter = { boards: wanted, wake };
       this.waiters.add(waiter);
       try {
-        // An administrator's health check goes first: it holds its board, so no job starts there meanwhile.
-        // One read of the active checks says both whether one is requested of this worker and which
-        // instances they hold (decision 0650: it was two reads on every try).
-        const active = await this.deps.store.healthChecks.active();
-        const requested = active.some((c) => c.state === 'requested' && c.workerId === workerId && checkable.includes(c.board));
-        const check = requested ? await this.deps.store.healthChecks.claim(workerId, checkable, this.now()) : undefined;
+        // No job starts on an instance under an administrator's health check (the claim skips it), so
+        // the job is asked for first and the check only when no job came: a try that hands out a job
+        // is one statement, an empty one two (decision 0801: a read of the active checks came first
+        // on every try, three reads a job in the replicas benchmark).
+        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(), nowMs: this.now(), claimMs });
+        const check = job ? undefined : await this.deps.store.healthChecks.claim(workerId, checkable, this.now());
         if (check) return healthCheckTicket(check);
-        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(active), nowMs: this.now(), claimMs });
         if (job) {
           this.started(job, workerId, claimMs);
           const debug = await this.debug.claimed(job, workerId).then(

@@ -22,6 +22,10 @@ import { all, one, run, type Steps } from '../sql-steps.js';
  * instance, never passed by the job behind it (on SQLite, one writer at a time, the oldest
  * candidate is a head); the partial unique index backs up one active job per instance.
  *
+ * An instance under an administrator's health check, requested or running (decision 0606), is
+ * skipped: its job waits for the check to end. Checked here, in the same statement, rather than
+ * by a read of the active checks before every claim (decision 0801).
+ *
  * No expiry sweep first: a session with a queued job never expires (decision 0211), so expiring
  * due sessions cannot change what a claim may take.
  */
@@ -46,7 +50,8 @@ function claimableSql(d: Dialect): string {
       : '';
   return `SELECT q.job_id FROM jobs q
      WHERE q.state = 'queued' AND ${d.inList('q.instance')}
-       AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.instance = q.instance AND a.state IN ('flashing', 'running')) ${headOnly}
+       AND NOT EXISTS (SELECT 1 FROM jobs a WHERE a.instance = q.instance AND a.state IN ('flashing', 'running'))
+       AND NOT EXISTS (SELECT 1 FROM board_health_checks c WHERE c.board = q.instance AND c.state IN ('requested', 'running')) ${headOnly}
      ORDER BY q.created_at_ms, q.${d.seq} LIMIT 1${d.forUpdateSkipLocked}`;
 }
 

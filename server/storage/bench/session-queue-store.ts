@@ -98,6 +98,15 @@ export function lineOf(waiters: readonly { agent_id: string }[], agentId: string
   return { waiting: waiters.length, position: index < 0 ? null : index + 1 };
 }
 
+/**
+ * The id `onChange` reports when a job in a session ends (decision 0801): its session keeps the
+ * lease, so no lease is freed to tell replicas, whose waiters for the job otherwise heard of its
+ * end only at their poll. Never a queue's or pool's id (those have no colon).
+ */
+export function sessionJobEndedId(jobId: string): string {
+  return `job:${jobId}`;
+}
+
 /** Listeners of `onChange`, called after the current call stack (a SQLite trigger fires inside its transaction). */
 export class QueueChangeListeners {
   private readonly listeners = new Set<(queueOrPool?: string) => void>();

@@ -6,8 +6,9 @@ export const SQLITE_SESSION_QUEUE_MIGRATION = sessionWaitersTable('seq INTEGER P
 
 /**
  * The session queue on SQLite (decision 0555). One process owns the file, so the events are
- * this connection's own: TEMP triggers on `leases` and `session_waiters` call a function of this
- * process when a lease is freed or a waiter leaves, whichever code path did it.
+ * this connection's own: TEMP triggers on `leases`, `session_waiters` and `jobs` call a function of
+ * this process when a lease is freed, a waiter leaves or a job in a session ends (decision 0801),
+ * whichever code path did it.
  */
 export class SqliteSessionQueue implements SessionQueueStore {
   private readonly changes = new QueueChangeListeners();
@@ -22,6 +23,9 @@ export class SqliteSessionQueue implements SessionQueueStore {
         BEGIN SELECT hilbench_session_queue_changed(OLD.board, OLD.instance); END;
       CREATE TEMP TRIGGER IF NOT EXISTS hilbench_waiter_left AFTER DELETE ON main.session_waiters
         BEGIN SELECT hilbench_session_queue_changed(OLD.queue, OLD.pool); END;
+      CREATE TEMP TRIGGER IF NOT EXISTS hilbench_session_job_ended AFTER UPDATE OF state ON main.jobs
+        WHEN NEW.session_id IS NOT NULL AND NEW.state IN ('done', 'failed') AND OLD.state NOT IN ('done', 'failed')
+        BEGIN SELECT hilbench_session_queue_changed('job:' || NEW.job_id, NULL); END;
     `);
   }
 

@@ -2,7 +2,7 @@ import { latestVersion, type Migration, migrate, type MigrationResult, sqlMigrat
 import { numberPlaceholders, runSteps } from '../../sql-steps.js';
 import { withCheckedOutClient } from '../../postgres/pg-faults.js';
 import type { PgDatabase } from './pg-database.js';
-import { PG_SESSION_QUEUE_MIGRATION } from './pg-session-queue.js';
+import { PG_SESSION_JOB_END_MIGRATION, PG_SESSION_QUEUE_MIGRATION } from './pg-session-queue.js';
 import { DEBUG_ARMING_MIGRATION } from '../debug-arming-store.js';
 
 /**
@@ -162,6 +162,8 @@ export const pgBenchMigrations: readonly Migration[] = [
   sqlMigration(4, 'session queue', PG_SESSION_QUEUE_MIGRATION),
   // Debugging behind several replicas (decision 0663): debug-arming-store.ts.
   sqlMigration(5, 'debug armings', DEBUG_ARMING_MIGRATION),
+  // A job in a session that ends is NOTIFYed (decision 0801): pg-session-queue.ts.
+  sqlMigration(6, 'session job ends notified', PG_SESSION_JOB_END_MIGRATION),
 ];
 
 /** The schema version this code writes. */

@@ -30,6 +30,22 @@ export const PG_SESSION_QUEUE_MIGRATION = `${sessionWaitersTable('seq BIGSERIAL 
 `;
 
 /**
+ * Migration 6 of the PostgreSQL bench store: a job in a session that ends (done or failed, by its
+ * worker, a cancel or a sweep) NOTIFYs every replica with `sessionJobEndedId` (decision 0801),
+ * as a session-less job's end does by freeing its lease.
+ */
+export const PG_SESSION_JOB_END_MIGRATION = `
+  CREATE FUNCTION hilbench_session_job_ended() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    PERFORM pg_notify('${CHANNEL}', 'job:' || NEW.job_id);
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER jobs_notify_session_job_ended AFTER UPDATE OF state ON jobs FOR EACH ROW
+    WHEN (NEW.session_id IS NOT NULL AND NEW.state IN ('done', 'failed') AND OLD.state NOT IN ('done', 'failed'))
+    EXECUTE FUNCTION hilbench_session_job_ended();
+`;
+
+/**
  * The session queue on PostgreSQL (decision 0555), shared by every replica. Each statement is
  * short; the order is the `seq` the database assigns. Events come by LISTEN on one connection of
  * its own, opened when the first listener subscribes. A lost connection (a database restart,
