@@ -22,7 +22,7 @@ afterEach(async () => {
 
 describe('a job watched on one replica and finished through another', () => {
   it("ends the wait by the database's signal that the job's lease was freed", { timeout: 60_000 }, async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: 'bench' });
     cleanups.push(database.drop);
     const clock = clockFromFakeTimers(createClock(T0));
     const a = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
