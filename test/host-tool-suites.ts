@@ -96,6 +96,8 @@ export const postgresSuites = {
   /** The database the tests connect to in order to create (and drop) one database per test store. */
   defaultBaseUrl: 'postgresql:///postgres?host=/var/run/postgresql',
   files: [
+    // The migrated templates test databases are copied from (decision 0830).
+    'test/support/postgres-template.test.ts',
     'test/contract/postgres-bench-store.contract.test.ts',
     // Databases of earlier versions open through the one migration runner (decision 0545).
     'test/contract/postgres-bench-migrations.test.ts',

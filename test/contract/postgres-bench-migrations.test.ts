@@ -12,7 +12,7 @@ afterEach(async () => {
 
 /** A database as an earlier hilbench left it: the first `version` steps' SQL run by hand, and its version recorded. */
 async function databaseAt(version: number, rows: string): Promise<string> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'none' });
   drops.push(database.drop);
   const client = new pg.Client(pgConnection(database.url));
   await client.connect();

@@ -4,7 +4,7 @@ import { describeBenchStoreContract } from './bench-store-contract.js';
 
 // The same contract as SQLite's, on a fresh PostgreSQL database per store (dropped when it closes).
 describeBenchStoreContract('postgres', async () => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'bench' });
   const store = await PostgresBenchStore.open(database.url, { poolSize: 4 });
   const close = store.close.bind(store);
   store.close = async () => {

@@ -4,7 +4,7 @@ import { describePoolLeaseModel } from './bench-pool-lease-model.js';
 
 /** `count` PostgreSQL stores (as `count` replicas open them) on one fresh database, dropped at the end. */
 async function storesOnOneDatabase(count: number) {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'bench' });
   const stores: PostgresBenchStore[] = [];
   for (let k = 0; k < count; k++) stores.push(await PostgresBenchStore.open(database.url, { poolSize: 3 }));
   return {

@@ -16,7 +16,7 @@ import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-c
 
 // The same contract as SQLite's, on a fresh PostgreSQL database per store (dropped when it closes).
 const open: OpenRelayStore = async () => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'relay' });
   const store = await RelayStore.openPostgres(database.url);
   return {
     store,
@@ -34,7 +34,7 @@ describeRelaySearchContract('postgres', open, { numRuns: 40 });
 // lock is a plain connection sending its whole transaction as one message, so PostgreSQL runs it to
 // its commit while a store waits for the lock.
 const replicas: OpenRelayReplicas = async () => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'relay' });
   const a = await RelayStore.openPostgres(database.url);
   const b = await RelayStore.openPostgres(database.url);
   const clients: pg.Client[] = [];
@@ -107,7 +107,8 @@ describeRelayGuaranteesContract('postgres', open, replicas);
 describe('the relay schema on PostgreSQL', () => {
   it('has every table and column of the SQLite schema (a new SQLite migration needs its PostgreSQL twin)', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-schema-'));
-    const database = await createTestDatabase();
+    // Empty: the relay's own migrations make the tables compared here.
+    const database = await createTestDatabase({ migrated: 'none' });
     const sqlite = new RelayStore(dataDir);
     const postgres = await RelayStore.openPostgres(database.url);
     try {
@@ -137,7 +138,7 @@ describe('the relay schema on PostgreSQL', () => {
 
   /** A fresh database prepared by `setup` (a superuser's statements) before the relay migrates it. */
   async function migratedAfter(setup: string): Promise<{ store: RelayStore; dispose: () => Promise<void> }> {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: 'none' });
     const connection = new pg.Client(pgConnection(database.url));
     await connection.connect();
     await connection.query(setup);

@@ -21,7 +21,7 @@ const storeFor = (k: number) => stores[k % stores.length]!;
 let runNumber = 0;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ migrated: 'bench' });
   stores = [];
   for (let k = 0; k < STORES; k++) stores.push(await PostgresBenchStore.open(database.url, { poolSize: 4 }));
   for (let a = 0; a < AGENTS; a++) await stores[0]!.insertAgent({ agentId: `ag_${a}`, label: `agent ${a}`, tokenSha256: String(a).repeat(64), createdAtMs: T0 });

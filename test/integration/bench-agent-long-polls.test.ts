@@ -29,7 +29,7 @@ const BOARDS = [
 
 /** A lab server whose worker serves the pico and the uno but claims nothing; a job of agent alice queued on the pico. */
 async function lab(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestApp; alice: string; jobId: string; worker: string }> {
-  const database = store === 'postgres' ? await createTestDatabase() : undefined;
+  const database = store === 'postgres' ? await createTestDatabase({ migrated: 'bench' }) : undefined;
   if (database) cleanups.push(database.drop);
   const app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}) });
   cleanups.push(() => app.close());

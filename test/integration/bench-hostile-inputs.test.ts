@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 async function lab(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestApp; worker: string }> {
-  const database = store === 'postgres' ? await createTestDatabase() : undefined;
+  const database = store === 'postgres' ? await createTestDatabase({ migrated: 'bench' }) : undefined;
   if (database) cleanups.push(database.drop);
   const app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}) });
   cleanups.push(() => app.close());

@@ -22,7 +22,7 @@ const asAdmin = { 'x-admin-token': ADMIN };
 
 describe.each(['sqlite', 'postgres'] as const)('revoking a worker asked for a health check (%s store)', (store) => {
   it('fails the check at once, naming the revocation, and frees the board for another worker serving it', async () => {
-    const database = store === 'postgres' ? await createTestDatabase() : undefined;
+    const database = store === 'postgres' ? await createTestDatabase({ migrated: 'bench' }) : undefined;
     if (database) cleanups.push(database.drop);
     const app: BenchTestApp = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}) });
     cleanups.push(() => app.close());

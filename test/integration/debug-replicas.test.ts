@@ -41,7 +41,7 @@ async function replica(databaseUrl: string, options: { named: boolean }): Promis
  * worker dialling `workerUrl(a, b)` (default b). `bNamed: false`: b has no `replicaUrl`.
  */
 async function twoReplicas(options: { bNamed?: boolean; workerUrl?: (a: BenchTestApp, b: BenchTestApp) => Promise<string> } = {}): Promise<{ a: BenchTestApp; b: BenchTestApp }> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'bench' });
   cleanups.push(database.drop);
   const a = await replica(database.url, { named: true });
   const b = await replica(database.url, { named: options.bNamed ?? true });

@@ -21,7 +21,7 @@ afterEach(async () => {
 export type Store = 'sqlite' | 'postgres';
 
 export async function startLab(store: Store, overrides: Parameters<typeof startBenchTestApp>[0] = {}): Promise<BenchTestApp> {
-  const database = store === 'postgres' ? await createTestDatabase() : undefined;
+  const database = store === 'postgres' ? await createTestDatabase({ migrated: 'bench' }) : undefined;
   if (database) cleanups.push(database.drop);
   const app = await startBenchTestApp({ localWorker: false, adminToken: ADMIN, ...(database ? { databaseUrl: database.url } : {}), ...overrides });
   cleanups.push(() => app.close());

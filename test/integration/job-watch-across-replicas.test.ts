@@ -26,7 +26,7 @@ describe('a job watched on one replica and finished through another', () => {
     // A job in a session keeps its session's lease: its end is NOTIFYed by itself (decision 0801).
     { kind: "the database's signal that the job, in a session, ended", inSession: true },
   ])('ends the wait by $kind', { timeout: 60_000 }, async ({ inSession }) => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: 'bench' });
     cleanups.push(database.drop);
     const clock = clockFromFakeTimers(createClock(T0));
     const a = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });

@@ -34,7 +34,7 @@ const hello = (board: string) => {
 
 describe('a lab of two replicas on PostgreSQL and two worker processes', () => {
   it('serves the bench API through either replica, jobs running on the QEMU worker and on the simulator worker', { timeout: 240_000 }, async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: 'bench' });
     cleanups.push(database.drop);
     // Replica a is given the database by --database-url, replica b by HILBENCH_DATABASE_URL alone:
     // were the variable ignored, b would run on its own SQLite and the replicas would not agree.

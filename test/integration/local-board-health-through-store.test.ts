@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 async function embedded(store: 'sqlite' | 'postgres'): Promise<{ app: BenchTestApp; bench: () => FakeBenchBackend; restart: () => Promise<BenchTestApp> }> {
-  const database = store === 'postgres' ? await createTestDatabase() : undefined;
+  const database = store === 'postgres' ? await createTestDatabase({ migrated: 'bench' }) : undefined;
   if (database) cleanups.push(database.drop);
   let bench: FakeBenchBackend | undefined;
   const app = await startBenchTestApp({

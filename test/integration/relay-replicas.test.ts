@@ -63,7 +63,7 @@ async function startReplica(databaseUrl: string): Promise<Replica> {
 }
 
 async function twoReplicas(): Promise<[Replica, Replica, string]> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'relay' });
   cleanups.push(database.drop);
   const a = await startReplica(database.url);
   const b = await startReplica(database.url);
@@ -214,7 +214,8 @@ afterAll(async () => {
 
 describe('a relay replica killed with SIGKILL', () => {
   it('loses nothing it accepted: the other replica serves all of it and carries on', { timeout: 180_000 }, async () => {
-    const database = await createTestDatabase();
+    // Empty: both replicas migrate it, together (below).
+    const database = await createTestDatabase({ migrated: 'none' });
     cleanups.push(database.drop);
     const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-replicas-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));

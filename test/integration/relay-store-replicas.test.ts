@@ -17,7 +17,7 @@ afterEach(async () => {
 });
 
 async function twoStores(): Promise<{ a: RelayStore; b: RelayStore; url: string }> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'relay' });
   cleanups.push(database.drop);
   const a = await RelayStore.openPostgres(database.url);
   cleanups.push(() => a.close());

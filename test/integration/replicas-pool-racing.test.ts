@@ -37,7 +37,7 @@ const bounded = { timeoutMs: 120_000, pollMs: 50 };
 
 describe('two replicas with a pool spanning two workers, 100 agents racing', () => {
   it('never books an instance twice, ends every accepted job, and grants the queued sessions first come first served', { timeout: 600_000 }, async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: 'bench' });
     cleanups.push(database.drop);
     const fake = createClock(TEST_START_MS);
     const config = { fake, databaseUrl: database.url, localWorker: false as const, adminToken: ADMIN };

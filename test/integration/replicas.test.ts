@@ -27,7 +27,7 @@ afterEach(async () => {
 });
 
 async function twoReplicas(): Promise<{ a: BenchTestApp; b: BenchTestApp; fake: ReturnType<typeof createClock> }> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: 'bench' });
   cleanups.push(database.drop);
   const fake = createClock(TEST_START_MS);
   const config = { fake, databaseUrl: database.url, localWorker: false as const, adminToken: ADMIN };
@@ -224,7 +224,7 @@ const start = (args: string[], ready: RegExp) => processes.start(args, ready);
 
 describe('a replica killed with SIGKILL', () => {
   it('loses no job it accepted: the other replica and the worker carry on', { timeout: 180_000 }, async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: 'bench' });
     cleanups.push(database.drop);
     const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-replicas-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));

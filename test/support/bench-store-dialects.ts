@@ -15,7 +15,7 @@ export const benchStoreDialects: Array<[string, () => Promise<{ store: SqlBenchS
   [
     'postgres',
     async () => {
-      const database = await createTestDatabase();
+      const database = await createTestDatabase({ migrated: 'bench' });
       const store = await PostgresBenchStore.open(database.url, { poolSize: 2 });
       return {
         store,

@@ -11,7 +11,7 @@ import { storeRelaysOnPostgres } from './relay-test-kit.js';
 export function relaysOnPostgres(): void {
   const drops: Array<() => Promise<void>> = [];
   storeRelaysOnPostgres(async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: 'relay' });
     drops.push(database.drop);
     return database.url;
   });

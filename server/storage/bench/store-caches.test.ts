@@ -46,7 +46,7 @@ describe.each(dialects)('agents kept once read: %s', (_name, open) => {
 
 describe('firmware known stored: postgres', () => {
   it('stores an image once, fetches it once, and hands out copies', async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: 'bench' });
     const store = await PostgresBenchStore.open(database.url, { poolSize: 2 });
     try {
       const sha = 'f'.repeat(64);
