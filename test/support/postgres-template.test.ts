@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { PG_SCHEMA_VERSION } from '../../server/storage/bench/postgres/pg-migrations.js';
 import { pgRelayMigrations } from '../../server/storage/relay/pg-relay-migrations.js';
 import { createTestDatabase, testDatabaseBaseUrl } from './postgres-test-database.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Migration } from '../../server/storage/run-migrations.js';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { pgBenchMigrations } from '../../server/storage/bench/postgres/pg-migrations.js';
 import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import { PgRelayEngine } from '../../server/storage/relay/pg-relay-engine.js';

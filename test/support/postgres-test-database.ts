@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { pgConnection } from '../../server/storage/bench/postgres/pg-database.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { postgresSuites } from '../host-tool-suites.js';
 import { databaseUrl, migratedTemplate, type TemplateTables } from './postgres-template.js';
 

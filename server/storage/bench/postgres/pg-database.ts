@@ -156,7 +156,3 @@ export class PgDatabase {
 export async function lockBoard(q: Query, board: string): Promise<void> {
   await q('SELECT pg_advisory_xact_lock($1, hashtext($2))', [BOARD_LOCK_CLASS, board]);
 }
-
-// The shared opener's connection settings (server/storage/postgres/pg-pool.ts), named here only
-// for test/support/postgres-test-database.ts until its import names that module.
-export { pgConnection } from '../../postgres/pg-pool.js';
