@@ -1,6 +1,7 @@
 import { type Clock, isoFromMs, type TimerHandle } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
 import type { AgentRecord, BenchStore, LeaseWithAgent, SessionRecord } from '../../storage/bench/bench-store.js';
+import { DatabaseUnavailableError } from '../../storage/storage-faults.js';
 import { SessionQueue } from './session-queue.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
@@ -67,11 +68,25 @@ export class SessionLeases {
     await access.usable(pool);
     // A session that expired without its timer having fired yet: its jobs stop before anyone else's lease.
     await this.cancelJobsOfClosedSessions();
+    // One session id for every try of this request: a try whose COMMIT went through but whose
+    // answer was lost (the database restarting at that moment) fails as DatabaseUnavailableError,
+    // and the session queue tries again after it. The next try first looks for that session, so
+    // the request answers the session it opened instead of opening a second one (or waiting
+    // behind its own).
+    let sessionId = newId('ses');
+    let answerLost = false;
     const attempt = async (): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
+      if (answerLost) {
+        const opened = await this.deps.store.getSession(sessionId, this.now());
+        if (opened?.state === 'active' && opened.agentId === agent.agentId) return { session: opened };
+        // Not opened after all, or ended since: a fresh id keeps the tries apart.
+        if (opened) sessionId = newId('ses');
+        answerLost = false;
+      }
       const instances = target.instance === undefined ? await access.handOut(pool) : undefined;
       const nowMs = this.now();
       const result = await this.deps.store.openSession({
-        sessionId: newId('ses'),
+        sessionId,
         agentId: agent.agentId,
         board: pool,
         ...(target.instance === undefined ? {} : { instance: target.instance }),
@@ -81,7 +96,12 @@ export class SessionLeases {
         expiresAtMs: nowMs + Math.round(idleSeconds * 1000),
         endedAtMs: null,
         lastHeartbeatAtMs: null,
-      }, { instances });
+      }, { instances }).catch((err: unknown) => {
+        // Only a lost connection leaves it open whether the session was stored.
+        answerLost = err instanceof DatabaseUnavailableError;
+        throw err;
+      });
+      answerLost = false;
       return result.kind === 'opened' ? { session: result.session } : { lease: result.lease };
     };
     // The session queue is per pool, or per instance asked for by id (decision 0510), in the store

@@ -180,4 +180,26 @@ describe('SessionQueue', () => {
     await fake.tickAsync(0);
     expect(await settled).toBe(bug);
   });
+
+  it('renews its liveness again on the next turn when a renewal met the database away (it stays counted)', async () => {
+    const fake = createClock(0);
+    const clock = clockFromFakeTimers(fake);
+    const store = new SqliteBenchStore(':memory:');
+    await store.insertAgent({ agentId: 'a', label: 'a', tokenSha256: 'a'.repeat(64), createdAtMs: 0 });
+    let failedRenewals = 0;
+    const flaky = Object.create(store.sessionQueue) as typeof store.sessionQueue;
+    flaky.renew = async (row) => {
+      if (failedRenewals++ === 0) throw new DatabaseUnavailableError('the database is restarting', 1);
+      return store.sessionQueue.renew(row);
+    };
+    const queue = new SessionQueue({ clock, store: flaky, logger: memoryLogger(), retryMs: 1_000 });
+    const abort = new AbortController();
+    const waiting = queue.wait(PICO, 'a', { waitMs: 60_000, signal: abort.signal, attempt: async () => undefined });
+    // Past its first liveness (10 s): counted only if a renewal after the failed one went through.
+    await fake.tickAsync(WAITER_ALIVE_MS + 500);
+    expect(failedRenewals).toBeGreaterThanOrEqual(2);
+    expect(await queue.lineOf('pico', 'a')).toEqual({ waiting: 1, position: 1 });
+    abort.abort();
+    await waiting;
+  });
 });
