@@ -105,15 +105,19 @@ describe('file items', () => {
     const { request } = await import('node:http');
     const url = new URL(`${relay.baseUrl}/items`);
     const boundary = 'abortboundary';
-    await new Promise<void>((resolve) => {
+    await new Promise<void>((resolve, reject) => {
       const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: alice.auth, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } });
       req.on('error', () => undefined);
       req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="half.bin"\r\n\r\n`);
+      // Aborted once the relay is writing the upload to its temp file: mid-upload, by event.
       req.write(Buffer.alloc(256 * 1024, 5), () => {
-        setTimeout(() => {
-          req.destroy();
-          resolve();
-        }, 50);
+        void waitUntil(foregroundClock, () => (tempFiles().length > 0 ? true : undefined), { timeoutMs: 10_000, describe: 'the upload to reach its temp file' }).then(
+          () => {
+            req.destroy();
+            resolve();
+          },
+          reject,
+        );
       });
     });
     await noTempFilesLeft();
