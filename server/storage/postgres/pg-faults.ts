@@ -40,7 +40,8 @@ export class PgFaultGuard {
       return result;
     } catch (err) {
       if (isDatabaseConnectionFault(err)) throw this.backoff.failed(err);
-      // Any other answer came from a database that is there.
+      // Anything else is not a lost connection: a statement's error (the database answered it) or
+      // a refusal of our own code between statements. Neither says the database is away.
       this.backoff.succeeded();
       if (isDiskFull(err)) throw new StorageFullError(`${this.what} cannot store more: its disk is full (${(err as Error).message})`, DISK_FULL_RETRY_AFTER_SECONDS, { cause: err });
       throw err;
