@@ -15,6 +15,7 @@ beforeAll(async () => {
     req.on('end', () => {
       seen.push({ method: req.method ?? '', body: Buffer.concat(parts).toString(), type: req.headers['content-type'] });
       if (req.url === '/hang') return; // never answers
+      if (req.url === '/moved') return void res.writeHead(308, { location: '/a' }).end();
       res.writeHead(req.url === '/busy' ? 409 : 200, { 'content-type': 'application/json', 'retry-after': '3' }).end('{"ok":true}');
     });
   });
@@ -68,5 +69,21 @@ describe('undiciTransport (the BenchClient default, decision 0800)', () => {
     abort.abort(new Error('given up'));
     const failure = await call.catch((err: unknown) => err);
     expect(failure).not.toBeInstanceOf(TypeError);
+  });
+
+  it('follows a redirect as fetch did (method and body kept on 308)', async () => {
+    const signal = new AbortController().signal;
+    const answer = await undiciTransport({ method: 'POST', url: `${baseUrl}/moved`, headers: { 'content-type': 'text/plain' }, body: 'again', signal });
+    expect(answer).toMatchObject({ status: 200, text: '{"ok":true}' });
+    expect(seen.slice(-2).map((s) => [s.method, s.body])).toEqual([
+      ['POST', 'again'],
+      ['POST', 'again'],
+    ]);
+  });
+
+  it('throws a call built wrong as it is, not as an unreachable bench', async () => {
+    const signal = new AbortController().signal;
+    const sent = undiciTransport({ method: 'GET', url: `${baseUrl}/a`, headers: { authorization: 'Bearer a\r\nx: y' }, signal });
+    await expect(sent).rejects.not.toBeInstanceOf(TypeError);
   });
 });

@@ -1,4 +1,4 @@
-import { request } from 'undici';
+import { errors, request } from 'undici';
 
 /**
  * How a `BenchClient` sends its JSON calls (decision 0800). By default undici's `request` on its
@@ -46,9 +46,14 @@ export const undiciTransport: Transport = async (call) => {
   try {
     const answer = await request(call.url, { method: call.method as 'GET', headers: call.headers, ...(call.body !== undefined ? { body: call.body } : {}), signal: call.signal });
     const text = await answer.body.text();
+    // undici's `request` does not follow redirects; `fetch` did (a bench behind a proxy that sends
+    // http to https). A redirect is rare and not on the hot path: `fetch` follows it with the
+    // method and body rules of the Fetch standard.
+    if (answer.statusCode >= 300 && answer.statusCode < 400 && answer.headers.location !== undefined) return fetchTransport(fetch)(call);
     return { status: answer.statusCode, header: (name) => headerValue(answer.headers[name]), text };
   } catch (err) {
-    if (call.signal.aborted) throw err;
+    // A call the caller built wrong (a header value with a line break in it) is not "unreachable".
+    if (call.signal.aborted || err instanceof errors.InvalidArgumentError) throw err;
     throw new TypeError('fetch failed', { cause: err });
   }
 };
