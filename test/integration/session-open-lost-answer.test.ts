@@ -92,4 +92,35 @@ describe('a session opened while the database loses its answer', () => {
     const active = (await store.listActiveSessions(fake.now)).filter((s) => s.agentId === waiter.agentId);
     expect(active.map((s) => s.sessionId)).toEqual([(opened as { session_id: string }).session_id]);
   });
+
+  it('answers the stored session when the first try (the board free) loses its answer, after the fault\'s Retry-After', async () => {
+    const store = new AnswerLosingStore(':memory:');
+    const { bench, fake, waiter } = await benchOn(store);
+    store.loseNextOpenAnswer = true;
+    let settledAtMs: number | undefined;
+    const settled = bench.openSession(waiter, 'uno', 60).then(
+      (body) => body,
+      (err: unknown) => err,
+    ).finally(() => (settledAtMs = fake.now));
+    const startMs = fake.now;
+    await fake.tickAsync(1_000);
+    const opened = await settled;
+    expect(opened).toMatchObject({ board: 'uno', state: 'active' });
+    expect(settledAtMs! - startMs).toBe(1_000);
+    const active = (await store.listActiveSessions(fake.now)).filter((s) => s.agentId === waiter.agentId);
+    expect(active.map((s) => s.sessionId)).toEqual([(opened as { session_id: string }).session_id]);
+  });
+
+  it('still answers 503 when the try that lost its answer stored nothing', async () => {
+    const store = new AnswerLosingStore(':memory:');
+    const { bench, fake, waiter } = await benchOn(store);
+    const away = new DatabaseUnavailableError('the database is restarting', 1);
+    store.openSession = async () => Promise.reject(away);
+    const settled = bench.openSession(waiter, 'uno', 60).then(
+      (body) => body,
+      (err: unknown) => err,
+    );
+    await fake.tickAsync(1_000);
+    expect(await settled).toBe(away);
+  });
 });

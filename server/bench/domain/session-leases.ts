@@ -104,12 +104,22 @@ export class SessionLeases {
       answerLost = false;
       return result.kind === 'opened' ? { session: result.session } : { lease: result.lease };
     };
+    // A try that is not followed by another (the first, when the pool is free; the last, when the
+    // wait runs out) looks once more after the fault's Retry-After before its 503 leaves: the
+    // client's retry would get a new id and find its own lease.
+    const storedDespiteFault = async (err: unknown): Promise<SessionRecord> => {
+      if (!(err instanceof DatabaseUnavailableError) || !answerLost) throw err;
+      await new Promise<void>((resolve) => this.deps.clock.setTimeout(resolve, err.retryAfterSeconds * 1000));
+      const opened = await this.deps.store.getSession(sessionId, this.now()).catch(() => undefined);
+      if (opened?.state === 'active' && opened.agentId === agent.agentId) return opened;
+      throw err;
+    };
     // The session queue is per pool, or per instance asked for by id (decision 0510), in the store
     // across replicas (decision 0555). A waiting request that finds others already waiting joins
     // behind them instead of trying first: first come first served.
     const queue = { queue: target.instance ?? pool, pool };
     const queued = wait !== undefined && wait.seconds > 0 && (await this.queue.lineOf(queue.queue, agent.agentId)).waiting > 0;
-    let outcome = queued ? { lease: await this.currentLease(queue.queue, pool) } : await attempt();
+    let outcome: { session?: SessionRecord; lease?: LeaseWithAgent } = queued ? { lease: await this.currentLease(queue.queue, pool) } : await attempt().catch(async (err: unknown) => ({ session: await storedDespiteFault(err) }));
     // The caller's own flash job is waited for as anyone's is (a one-shot run right after another,
     // issue 31). So is its own session on a pool of several instances: a CI pipeline's parallel
     // jobs share one token, and each waits for the next free instance (issue 27). On a pool of one
@@ -127,7 +137,7 @@ export class SessionLeases {
           if (tried.lease) lastLease = tried.lease;
           return tried.session;
         },
-      }));
+      }).catch(async (err: unknown) => ({ value: await storedDespiteFault(err), position: 1 })));
       if (!waited.value) {
         lastLease ??= await this.currentLease(queue.queue, pool);
         const conflict = lastLease ? await access.leasedConflict(lastLease, agent) : { detail: `board ${boardId} is busy`, extra: {} };
