@@ -133,7 +133,7 @@ export class IngestScene {
         sequential: await post(`ingest bench, sequential, ${voterCount} voters`, items),
         concurrent: await post(`ingest bench, concurrent, ${voterCount} voters`, items),
         warmUp: await post(`ingest bench, warm-up, ${voterCount} voters`, 1),
-        threadWarmUp: await post(`ingest bench, thread warm-up, ${voterCount} voters`, 1),
+        writeWarmUp: await post(`ingest bench, write warm-up, ${voterCount} voters`, 1),
         firstSeen: await post(`ingest bench, first-seen slices, ${voterCount} voters`, 1),
         storedSlice: await post(`ingest bench, stored slices, ${voterCount} voters`, 1),
       };
@@ -141,7 +141,7 @@ export class IngestScene {
       const votesOn = (posted: string[], who: readonly number[]) => posted.flatMap((item) => signAll(voters, who, item, sliceOf).slice(0, who.length).map(voteRequest));
       const sign = (posted: string[], who: readonly number[] = chosen) => posted.flatMap((item) => signAll(voters, who, item, sliceOf).map(voteRequest));
       const scene = new IngestScene({ ...options, sliceSize }, relay, data, counters, voters, sliceOf, selfSlice, sign(itemsOf.sequential), sign(itemsOf.concurrent), client);
-      // Warm-up (JIT, caches, connections, the vote writer thread).
+      // Warm-up (JIT, caches, connections).
       await scene.round(scene.me('GET').slice(0, 200), 1, 200);
       await scene.round(scene.me('POST', 'warm-up').slice(0, 200), 1, 200);
       // What a slice the relay has never stored costs, measured before any is stored (issue 30:
@@ -149,9 +149,9 @@ export class IngestScene {
       // on one item, each carrying a slice the relay sees first (A), then the same voters' votes on
       // another item, each slice stored by then (B): ABAB, sequential, the median of the ratios.
       const firstSeenVoters = chosen.slice(0, Math.min(chosen.length, FIRST_SEEN_BLOCKS * FIRST_SEEN_BLOCK_VOTES));
-      // The write path warmed first (the thread's start, its JIT) by voters outside those blocks.
+      // The vote's write path warmed first (its JIT, the signature checks' pool) by voters outside those blocks.
       const spare = chosen.slice(firstSeenVoters.length, firstSeenVoters.length + FIRST_SEEN_BLOCK_VOTES);
-      if (spare.length > 0) await scene.round(votesOn(itemsOf.threadWarmUp, spare), 1, 201);
+      if (spare.length > 0) await scene.round(votesOn(itemsOf.writeWarmUp, spare), 1, 201);
       for (let start = 0; start < firstSeenVoters.length; start += FIRST_SEEN_BLOCK_VOTES) {
         const who = firstSeenVoters.slice(start, start + FIRST_SEEN_BLOCK_VOTES);
         const firstSeen = await scene.round(votesOn(itemsOf.firstSeen, who), 1, 201);
