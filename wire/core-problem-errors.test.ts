@@ -42,16 +42,16 @@ function mismatch(...args: Parameters<typeof authorshipMismatch>): { where: stri
 }
 
 /** Problems of the relay service's own rules, under `where`. */
-function at(where: string[], ...problems: Problem[]): { where: string[]; problems: Problem[] } {
+function at(where: (string | number)[], ...problems: Problem[]): { where: (string | number)[]; problems: Problem[] } {
   return { where, problems };
 }
 
-function problemsOf(result: Validated<unknown> | { where: string[]; problems: Problem[] }): { where: string[]; problems: Problem[] } {
+function problemsOf(result: Validated<unknown> | { where: (string | number)[]; problems: Problem[] }): { where: (string | number)[]; problems: Problem[] } {
   if ('where' in result) return result;
   return { where: ['body'], problems: result.ok ? [] : result.problems };
 }
 
-const CASES: Array<[string, Validated<unknown> | { where: string[]; problems: Problem[] }, unknown[]]> = [
+const CASES: Array<[string, Validated<unknown> | { where: (string | number)[]; problems: Problem[] }, unknown[]]> = [
     ["claim missing all", validateClaim({}), [
       {"type": "missing", "loc": ["body", "kind"], "msg": "Field required", "input": null},
       {"type": "missing", "loc": ["body", "title"], "msg": "Field required", "input": null},

@@ -99,7 +99,8 @@ describe('migrated templates for test databases', () => {
 
   it('drops a template of other migrations built over a day ago, and keeps a recent one (another checkout may be using it)', async () => {
     const suffix = randomBytes(6).toString('hex');
-    const [stale, recent, current] = ['s', 'r', 'c'].map((k) => `hilbench_template_bench_${k}${suffix}`) as [string, string, string];
+    // A family of their own (the name up to its last `_`), so the real bench template is never touched.
+    const [stale, recent, current] = ['s', 'r', 'c'].map((k) => `hilbench_template_bench_x${suffix}_${k}`) as [string, string, string];
     for (const name of [stale, recent, current]) dropLater(name);
     await admin(async (c) => {
       for (const [name, ageMs] of [

@@ -110,7 +110,7 @@ export async function ensureTemplate(baseUrl: string, name: string, tables: Temp
       if (found.rows[0]?.datistemplate === true) return name;
       // Half built by a process that died: built again from nothing.
       if (found.rows[0] !== undefined) await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-      await dropStaleTemplates(admin, tables, name);
+      await dropStaleTemplates(admin, name);
       await buildTemplate(admin, baseUrl, name, tables);
       return name;
     } finally {
@@ -133,11 +133,16 @@ async function buildTemplate(admin: pg.Client, baseUrl: string, name: string, ta
   await admin.query(`ALTER DATABASE ${name} WITH IS_TEMPLATE true`);
 }
 
-/** Templates of `tables` built by other migrations (older code) a while ago. */
-async function dropStaleTemplates(admin: pg.Client, tables: TemplateTables, current: string): Promise<void> {
+/**
+ * Templates of the family of `current` (its name up to the last `_`: the same tables) built by
+ * other migrations (older code) a while ago. A family is the name without its hash, so a test's
+ * own templates (`..._bench_x<run>_<k>`) never reach the real ones (`..._bench_<hash>`).
+ */
+async function dropStaleTemplates(admin: pg.Client, current: string): Promise<void> {
+  const family = current.slice(0, current.lastIndexOf('_') + 1);
   const templates = await admin.query<{ datname: string; comment: string | null }>(
     "SELECT datname, shobj_description(oid, 'pg_database') AS comment FROM pg_database WHERE starts_with(datname, $1) AND datname <> $2",
-    [`${TEMPLATE_PREFIX}${tables}_`, current],
+    [family, current],
   );
   for (const { datname, comment } of templates.rows) {
     const builtAtMs = Number(BUILT_AT.exec(comment ?? '')?.[1] ?? 0);
