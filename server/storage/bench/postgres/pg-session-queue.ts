@@ -3,13 +3,13 @@ import { type Clock, systemClock, type TimerHandle } from '../../../../core/cloc
 import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, waiterFromRow } from '../session-queue-store.js';
 import type { PgDatabase } from './pg-database.js';
 
-/** The channel every replica LISTENs on; the payload is a queue or pool id. */
+/** The channel every replica LISTENs on; the payload is a queue or pool id, or `job:<id>` when a job in a session ended (decision 0801). */
 const CHANNEL = 'hilbench_session_queue';
 /** After the LISTEN connection failed, the next try waits this long (the bounded poll covers the gap). */
 export const RELISTEN_AFTER_MS = 5_000;
 
 /**
- * Migration 9 of the PostgreSQL bench store: the session queue (decision 0555), and triggers that
+ * Migration 4 of the PostgreSQL bench store: the session queue (decision 0555), and triggers that
  * NOTIFY every replica when a lease is freed or a waiter leaves, whichever statement did it (a
  * NOTIFY is delivered when its transaction commits, never for one rolled back).
  */
