@@ -109,7 +109,8 @@ describe('file items', () => {
       const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: alice.auth, 'content-type': `multipart/form-data; boundary=${boundary}`, 'transfer-encoding': 'chunked' } });
       req.on('error', () => undefined);
       req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="half.bin"\r\n\r\n`);
-      // Aborted once the relay is writing the upload to its temp file: mid-upload, by event.
+      // Aborted once the relay is writing the upload to its temp file (a bounded look at the
+      // directory, not a guessed delay): mid-upload for certain.
       req.write(Buffer.alloc(256 * 1024, 5), () => {
         void waitUntil(foregroundClock, () => (tempFiles().length > 0 ? true : undefined), { timeoutMs: 10_000, describe: 'the upload to reach its temp file' }).then(
           () => {
