@@ -33,6 +33,10 @@ describe('runRelayIngestBench', () => {
       `ingest by 2 clients / sequential ingest, ${n} voters`,
       `event loop per vote / per GET /me, ${n} voters, 2 clients`,
       `first vote after a restart / next vote, ${n} voters`,
+      // A vote whose slice the relay sees first against one whose slice is stored (decision 0770).
+      `vote with a first-seen slice, ${n} voters, p50`,
+      `vote with a stored slice, ${n} voters, p50`,
+      `first-seen slice / stored slice, ${n} voters`,
     ];
     expect(rows.map((r) => r.name)).toEqual([...scene(4), ...scene(10), 'ingest at 10 / at 4 voters, sequential', 'ingest at 10 / at 4 voters, 2 clients']);
     expect(rows.find((r) => r.name === 'vote ingest, 10 voters, sequential')!.note).toMatch(/4 voters sampled evenly over all 10/);
