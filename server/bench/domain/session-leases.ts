@@ -75,14 +75,18 @@ export class SessionLeases {
     // behind its own).
     let sessionId = newId('ses');
     let answerLost = false;
+    /** The session a try stored although its answer was lost, while it is still this agent's and active. */
+    const storedBefore = async (): Promise<SessionRecord | undefined> => {
+      const opened = await this.deps.store.getSession(sessionId, this.now());
+      if (opened?.state === 'active' && opened.agentId === agent.agentId) return opened;
+      // Not opened after all, or ended since: a fresh id keeps the tries apart.
+      if (opened) sessionId = newId('ses');
+      answerLost = false;
+      return undefined;
+    };
     const attempt = async (): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
-      if (answerLost) {
-        const opened = await this.deps.store.getSession(sessionId, this.now());
-        if (opened?.state === 'active' && opened.agentId === agent.agentId) return { session: opened };
-        // Not opened after all, or ended since: a fresh id keeps the tries apart.
-        if (opened) sessionId = newId('ses');
-        answerLost = false;
-      }
+      const stored = answerLost ? await storedBefore() : undefined;
+      if (stored) return { session: stored };
       const instances = target.instance === undefined ? await access.handOut(pool) : undefined;
       const nowMs = this.now();
       const result = await this.deps.store.openSession({
@@ -110,8 +114,8 @@ export class SessionLeases {
     const storedDespiteFault = async (err: unknown): Promise<SessionRecord> => {
       if (!(err instanceof DatabaseUnavailableError) || !answerLost) throw err;
       await new Promise<void>((resolve) => this.deps.clock.setTimeout(resolve, err.retryAfterSeconds * 1000));
-      const opened = await this.deps.store.getSession(sessionId, this.now()).catch(() => undefined);
-      if (opened?.state === 'active' && opened.agentId === agent.agentId) return opened;
+      const stored = await storedBefore().catch(() => undefined);
+      if (stored) return stored;
       throw err;
     };
     // The session queue is per pool, or per instance asked for by id (decision 0510), in the store
