@@ -48,22 +48,30 @@ function servicePatterns(service) {
 }
 
 /**
- * Inside server/bench the folders are tiers too (decision 0675), lowest first:
- *   views <- domain | workers <- routes | pages
+ * Inside server/bench the folders are tiers too (decisions 0675, 0880), lowest first:
+ *   domain | workers <- views <- routes | pages
  * A part may not import a part of a tier to its right, and the two lower tiers never speak HTTP:
  * no express, node:http or ws, and nothing of server/http but its logger. Domain code refuses with
  * the error catalog (bench-errors.ts); routes give each code its status. `domain` and `workers`
  * share a tier: the gateway is the worker's side of the bench's rules, and each uses the other.
+ * The domain answers with records and domain values, never the wire's answers: views/ shape those
+ * (decision 0880), so the domain may not import the answers' schemas or types either.
  */
-const benchTiers = [['views'], ['domain', 'workers'], ['routes', 'pages']];
+const benchTiers = [['domain', 'workers'], ['views'], ['routes', 'pages']];
 const httpFree = benchTiers.slice(0, 2).flat();
+const benchAnswersMessage = 'server/bench/domain/ returns records and domain values; views/ build the wire answers from them (decision 0880).';
+const benchAnswerPatterns = [
+  { regex: '^(?:\\.\\./)+wire/bench/job-answer-schemas\\.js$', message: benchAnswersMessage },
+  { regex: '^(?:\\.\\./)+wire/bench/bench-schemas\\.js$', importNamePattern: '(?:Body|Schema)$', message: benchAnswersMessage },
+];
 
 /** @param {string} part */
 function benchPartPatterns(part) {
   const tier = benchTiers.findIndex((parts) => parts.includes(part));
   const above = benchTiers.slice(tier + 1).flat();
-  const message = `server/bench/${part}/ may not import ${above.join(', ')}${httpFree.includes(part) ? ' or HTTP (express, node:http, ws, server/http but its logger)' : ''} (decision 0675).`;
+  const message = `server/bench/${part}/ may not import ${above.join(', ')}${httpFree.includes(part) ? ' or HTTP (express, node:http, ws, server/http but its logger)' : ''} (decisions 0675, 0880).`;
   return [
+    ...(part === 'domain' ? benchAnswerPatterns : []),
     { regex: `^\\.\\./(?:${above.join('|')})(?:/|$)`, message },
     ...(httpFree.includes(part) ? [{ regex: '^(?:express|ws|node:https?|https?)(?:/|$)', message }, { regex: '^\\.\\./\\.\\./http/(?!logger\\.js$)', message }] : []),
   ];

@@ -65,6 +65,14 @@ function lintBenchTiers(): string[][] {
   return JSON.parse((match[1] as string).replaceAll("'", '"')) as string[][];
 }
 
+/** What server/bench/domain may not import: the tiers above it, HTTP, and the answers' schemas. */
+const benchDomainForbidden = [
+  /^\.\.\/(?:views|routes|pages)\//,
+  /^(?:express|ws|node:https?)$/,
+  /^\.\.\/\.\.\/http\/(?!logger\.js$)/,
+  /wire\/bench\/job-answer-schemas\.js$/,
+];
+
 describe('the picture of server/bench', () => {
   const line = read('docs/architecture.md')
     .split('\n')
@@ -85,6 +93,21 @@ describe('the picture of server/bench', () => {
     const entries = readdirSync(path.join(root, 'server/bench'), { withFileTypes: true });
     expect(entries.filter((d) => d.isDirectory()).map((d) => d.name).sort()).toEqual(folderTiers.flat().sort());
     expect(entries.filter((d) => d.isFile()).map((d) => d.name).sort(), 'place a new file in one of the folders').toEqual([...compositionRoot].sort());
+  });
+
+  // Read from the files themselves, not from the lint rule: a rule whose pattern stops matching
+  // would pass everything, so the rule and this check keep each other honest (decision 0880).
+  it('domain/ returns domain values: it imports no views, routes, pages, HTTP or wire answer schemas', () => {
+    const offences: string[] = [];
+    const dir = path.join(root, 'server/bench/domain');
+    for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+      const text = read(`server/bench/domain/${file}`);
+      for (const [, names = '', from = ''] of text.matchAll(/import\s+(?:type\s+)?([^'";]*?)\s*from\s*'([^']+)'/g)) {
+        const answers = /(?:Body|Schema)\b/.test(names) && /wire\/bench\/bench-schemas\.js$/.test(from);
+        if (benchDomainForbidden.some((re) => re.test(from)) || answers) offences.push(`${file}: ${from}${answers ? ` (${names.trim()})` : ''}`);
+      }
+    }
+    expect(offences, 'the domain returns records and domain values; views/ shape the answers (decision 0880)').toEqual([]);
   });
 
   it('the table names every folder', () => {

@@ -35,7 +35,7 @@ import { type BenchLimits, defaultBenchLimits, validateBenchLimits } from './dom
 import { benchGuards, benchRoutes } from './routes/bench-routes.js';
 import { benchGuard, benchOpenApiSecurity } from './routes/bench-route.js';
 import { openApiComponents } from '../../wire/bench/bench-schemas.js';
-import type { BenchSnapshot } from './views/bench-snapshot.js';
+import { type BenchSnapshot, benchSnapshot } from './views/bench-snapshot.js';
 import type { BackendChoice } from '../../harness/board-resolution.js';
 import { JobLive } from './domain/job-live.js';
 import { benchMetrics, metricsOpenApiPath } from './bench-metrics.js';
@@ -294,7 +294,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       createPagesRouter({
         clock,
         publicBaseUrl: config.publicBaseUrl,
-        snapshot: () => bench.getSnapshot(),
+        snapshot: async () => benchSnapshot(await bench.overview()),
         waitlist,
         csrfSecret: await store.secret('waitlist-csrf', () => new Uint8Array(randomBytes(32))),
         contactEmail: config.pages?.contactEmail,
@@ -356,7 +356,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       quarantineStore,
       limits,
       openApi,
-      getSnapshot: () => bench.getSnapshot(),
+      getSnapshot: async () => benchSnapshot(await bench.overview()),
       close: async () => {
         if (closed) return;
         closed = true;

@@ -80,7 +80,7 @@ class OpenCommand implements fc.AsyncCommand<Model, Real> {
     expire(model);
     const held = model.sessions.some((s) => s.state === 'active' && s.board === this.board);
     let id: string | undefined;
-    const got = await status(real.bench.openSession(real.agents[this.agent]!, this.board, this.idleSeconds).then((s) => (id = s.session_id)));
+    const got = await status(real.bench.openSession(real.agents[this.agent]!, this.board, this.idleSeconds).then((s) => (id = s.sessionId)));
     expect(got).toBe(held ? 409 : 200);
     if (!held) {
       const idleMs = Math.round(this.idleSeconds * 1000);
@@ -153,7 +153,7 @@ class ReadCommand implements fc.AsyncCommand<Model, Real> {
     const s = model.sessions[i]!;
     const got = await real.bench.getSession(real.agents[s.agent]!, real.sessionIds[i]!);
     expect(got.state).toBe(s.state);
-    if (s.state === 'active') expect(Date.parse(got.expires_at)).toBe(s.expiresAtMs);
+    if (s.state === 'active') expect(got.expiresAtMs).toBe(s.expiresAtMs);
   }
   toString = () => `read(#${this.index})`;
 }

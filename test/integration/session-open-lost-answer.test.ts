@@ -81,7 +81,7 @@ describe('a session opened while the database loses its answer', () => {
     await fake.tickAsync(0);
     const endedAtMs = fake.now;
     store.loseNextOpenAnswer = true;
-    await bench.endSession(holder, held.session_id);
+    await bench.endSession(holder, held.sessionId);
     // The woken waiter's try stores the session and loses the answer; the next, after the fault's
     // Retry-After (1 s), finds it.
     // Past the whole wait, so that a request still waiting (behind its own lease) answers 409.
@@ -90,7 +90,7 @@ describe('a session opened while the database loses its answer', () => {
     expect(settledAtMs! - endedAtMs).toBeLessThanOrEqual(1_000);
     expect(opened).toMatchObject({ board: 'uno', state: 'active' });
     const active = (await store.listActiveSessions(fake.now)).filter((s) => s.agentId === waiter.agentId);
-    expect(active.map((s) => s.sessionId)).toEqual([(opened as { session_id: string }).session_id]);
+    expect(active.map((s) => s.sessionId)).toEqual([(opened as { sessionId: string }).sessionId]);
   });
 
   it('answers the stored session when the first try (the board free) loses its answer, after the fault\'s Retry-After', async () => {
@@ -108,7 +108,7 @@ describe('a session opened while the database loses its answer', () => {
     expect(opened).toMatchObject({ board: 'uno', state: 'active' });
     expect(settledAtMs! - startMs).toBe(1_000);
     const active = (await store.listActiveSessions(fake.now)).filter((s) => s.agentId === waiter.agentId);
-    expect(active.map((s) => s.sessionId)).toEqual([(opened as { session_id: string }).session_id]);
+    expect(active.map((s) => s.sessionId)).toEqual([(opened as { sessionId: string }).sessionId]);
   });
 
   it('still answers 503 when the try that lost its answer stored nothing', async () => {

@@ -1,9 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { type Clock, isoFromMs } from '../../../core/clock.js';
+import type { Clock } from '../../../core/clock.js';
 import type { AgentRecord, BenchStore } from '../../storage/bench/bench-store.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
-import type { AgentRegistrationBody } from '../../../wire/bench/bench-schemas.js';
 
 const TOKEN_PREFIX = 'hb_';
 
@@ -13,11 +12,12 @@ const sha256Hex = (data: string | Uint8Array) => createHash('sha256').update(dat
 export class AgentAuth {
   constructor(private readonly deps: { clock: Clock; store: BenchStore }) {}
 
-  async registerAgent(label: string): Promise<AgentRegistrationBody> {
+  /** A new agent and its bearer token, which exists only in this answer. */
+  async registerAgent(label: string): Promise<{ agent: AgentRecord; token: string }> {
     const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
     const agent: AgentRecord = { agentId: newId('ag'), label, tokenSha256: sha256Hex(token), createdAtMs: this.deps.clock.nowMs() };
     await this.deps.store.insertAgent(agent);
-    return { agent_id: agent.agentId, label: agent.label, token, created_at: isoFromMs(agent.createdAtMs) };
+    return { agent, token };
   }
 
   /** The agent an `authorization` header names; `not_authenticated` / `invalid_*` otherwise. */

@@ -1,18 +1,58 @@
-import { type Clock, isoFromMs } from '../../../core/clock.js';
+import type { Clock } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
-import type { BenchStore } from '../../storage/bench/bench-store.js';
-import type { BenchSnapshot } from '../views/bench-snapshot.js';
-import type { AdminBody, BoardBody, BoardHealthBody, HealthBody, StatsBody } from '../../../wire/bench/bench-schemas.js';
-import { BENCH_API_VERSION } from './bench-version.js';
+import type { BenchStore, JobWithAgent, SessionWithAgent, StoreCounts } from '../../storage/bench/bench-store.js';
 import type { BoardAccess } from './board-access.js';
-import { adminBoard, adminJob, adminSession, type BoardState, boardBody, snapshotBoard, statsBody } from '../views/board-views.js';
+import type { BoardState } from './board-state.js';
+import type { KeptBoardHealth } from './kept-board-health.js';
 import type { LiveBoards } from './live-boards.js';
 
-type AdminWaiter = AdminBody['boards'][number]['waiting'][number];
+/** The service's health: what answers, and how many boards can run. */
+export interface ServiceHealth {
+  status: 'ok' | 'degraded';
+  uptimeSeconds: number;
+  boards: { online: number; offline: number };
+  database: 'ok' | 'error';
+  storage: 'ok' | 'full';
+}
+
+/** The public overview of the bench (the pages and `GET /api/v1/stats` show it as a snapshot). */
+export interface BenchOverview {
+  /** When it was taken, host ms. */
+  nowMs: number;
+  states: BoardState[];
+  counts: StoreCounts;
+  /** The 20 most recent jobs, newest first. */
+  recentJobs: JobWithAgent[];
+  waitlist: number;
+}
+
+/** A session request waiting for a board (decisions 0555, 0605). */
+export interface BoardWaiter {
+  agentId: string;
+  agentLabel: string;
+  /** The board (any free instance of its pool) or one instance asked for by id. */
+  queue: string;
+  /** 1-based place in that queue. */
+  position: number;
+  sinceMs: number;
+}
+
+/** What an administrator sees: every board with its health and its waiters, open sessions, recent jobs and failures, counts. */
+export interface AdminOverview {
+  /** When it was taken, host ms. */
+  nowMs: number;
+  boards: Array<{ state: BoardState; health: KeptBoardHealth | null; waiting: BoardWaiter[] }>;
+  sessions: SessionWithAgent[];
+  /** The 50 most recent jobs and the 20 most recent failures, newest first. */
+  recentJobs: JobWithAgent[];
+  recentFailures: JobWithAgent[];
+  counts: StoreCounts;
+  waitlist: number;
+}
 
 /**
- * The read side: service health, the board list, the snapshot (pages and stats) and the admin
- * view, each a projection of `BoardAccess.boardStates()` and the store's counts.
+ * The read side: service health, the board list, the overview (pages and stats) and the admin
+ * overview, each from `BoardAccess.boardStates()` and the store's counts; views/ shape the answers.
  */
 export class BenchStatus {
   private readonly startedAtMs: number;
@@ -25,7 +65,7 @@ export class BenchStatus {
       logger: Logger;
       access: BoardAccess;
       waitlistCount: () => Promise<number>;
-      boardHealth: (boardId: string) => Promise<BoardHealthBody | null>;
+      boardHealth: (boardId: string) => Promise<KeptBoardHealth | null>;
       storageFull?: () => Promise<boolean>;
     },
   ) {
@@ -36,11 +76,11 @@ export class BenchStatus {
     return this.deps.clock.nowMs();
   }
 
-  async listBoards(): Promise<BoardBody[]> {
-    return (await this.deps.access.boardStates()).map(boardBody);
+  listBoards(): Promise<BoardState[]> {
+    return this.deps.access.boardStates();
   }
 
-  async health(): Promise<HealthBody> {
+  async health(): Promise<ServiceHealth> {
     let database: 'ok' | 'error' = 'ok';
     try {
       await this.deps.store.ping();
@@ -54,50 +94,27 @@ export class BenchStatus {
     const offline = boards.length - online;
     return {
       status: database === 'ok' && storage === 'ok' && (online > 0 || boards.length === 0) ? 'ok' : 'degraded',
-      version: BENCH_API_VERSION,
-      uptime_seconds: (this.now() - this.startedAtMs) / 1000,
+      uptimeSeconds: (this.now() - this.startedAtMs) / 1000,
       boards: { online, offline },
       database,
       storage,
     };
   }
 
-  /** The read-only view model of the pages and `GET /api/v1/stats`. */
-  async getSnapshot(): Promise<BenchSnapshot> {
+  /** The public overview: boards, counts, recent jobs, the waitlist's length. */
+  async overview(): Promise<BenchOverview> {
     const states = await this.deps.access.boardStates();
     const counts = await this.deps.store.counts(this.now());
-    const recent = await this.deps.store.recentJobs(20);
-    return {
-      generatedAt: isoFromMs(this.now()),
-      version: BENCH_API_VERSION,
-      boards: states.map(snapshotBoard),
-      recentActivity: recent.map((j) => ({
-        // A short prefix: enough to tell jobs apart on a public page, useless for fetching one.
-        jobId: j.jobId.slice(0, 12),
-        board: j.board,
-        agentLabel: j.agentLabel,
-        state: j.state,
-        at: isoFromMs(j.finishedAtMs ?? j.startedAtMs ?? j.createdAtMs),
-      })),
-      totals: {
-        agents: counts.agents,
-        sessionsOpen: counts.sessionsOpen,
-        jobsTotal: counts.jobsTotal,
-        jobsByState: counts.jobsByState,
-        waitlist: await this.deps.waitlistCount(),
-      },
-    };
-  }
-
-  async stats(): Promise<StatsBody> {
-    return statsBody(await this.getSnapshot());
+    const recentJobs = await this.deps.store.recentJobs(20);
+    const nowMs = this.now();
+    return { nowMs, states, counts, recentJobs, waitlist: await this.deps.waitlistCount() };
   }
 
   /**
    * Who waits for `state`'s board (decisions 0555, 0605): the store's queue of its pool, then of
    * each instance asked for by id, each first first, on every replica. `labels` caches agents' labels.
    */
-  private async waiting(state: BoardState, labels: Map<string, Promise<string>>): Promise<AdminWaiter[]> {
+  private async waiting(state: BoardState, labels: Map<string, Promise<string>>): Promise<BoardWaiter[]> {
     const nowMs = this.now();
     const id = state.resolved.board.id;
     const queues = [id, ...(state.pool?.instances.map((i) => i.instance).filter((i) => i !== id) ?? [])];
@@ -109,31 +126,27 @@ export class BenchStatus {
     };
     return Promise.all(
       lines.flatMap((line) =>
-        line.map(async (w, i) => ({ agent_id: w.agentId, agent_label: await labelOf(w.agentId), queue: w.queue, position: i + 1, since: isoFromMs(w.enqueuedAtMs) })),
+        line.map(async (w, i) => ({ agentId: w.agentId, agentLabel: await labelOf(w.agentId), queue: w.queue, position: i + 1, sinceMs: w.enqueuedAtMs })),
       ),
     );
   }
 
-  async admin(): Promise<AdminBody> {
+  async admin(): Promise<AdminOverview> {
     const states = await this.deps.access.boardStates();
     const sessions = await this.deps.store.listActiveSessions(this.now());
     const counts = await this.deps.store.counts(this.now());
     const health = await Promise.all(states.map(({ resolved }) => this.deps.boardHealth(resolved.board.id)));
     const labels = new Map<string, Promise<string>>();
     const waiting = await Promise.all(states.map((state) => this.waiting(state, labels)));
+    const nowMs = this.now();
     return {
-      generated_at: isoFromMs(this.now()),
-      boards: states.map((state, i) => adminBoard(state, health[i] ?? null, waiting[i] ?? [])),
-      sessions: sessions.map(adminSession),
-      recent_jobs: (await this.deps.store.recentJobs(50)).map(adminJob),
-      recent_failures: (await this.deps.store.recentFailures(20)).map(adminJob),
-      counts: {
-        agents: counts.agents,
-        sessions_open: counts.sessionsOpen,
-        jobs_total: counts.jobsTotal,
-        jobs_by_state: counts.jobsByState,
-        waitlist: await this.deps.waitlistCount(),
-      },
+      nowMs,
+      boards: states.map((state, i) => ({ state, health: health[i] ?? null, waiting: waiting[i] ?? [] })),
+      sessions,
+      recentJobs: await this.deps.store.recentJobs(50),
+      recentFailures: await this.deps.store.recentFailures(20),
+      counts,
+      waitlist: await this.deps.waitlistCount(),
     };
   }
 }

@@ -1,28 +1,16 @@
 import type { UploadedFile } from '../../../wire/form-fields.js';
-import type { AgentRecord } from '../../storage/bench/bench-store.js';
+import type { AgentRecord, JobRecord, JobWithAgent, SessionRecord } from '../../storage/bench/bench-store.js';
 import { AgentAuth } from './agent-auth.js';
 import { AgentLongPolls } from './agent-long-polls.js';
 import type { BenchDeps } from './bench-deps.js';
 import type { JobLive } from './job-live.js';
 import { JobCancel } from './job-cancel.js';
 import { JobStreams, type SerialInputReceipt } from './job-streams.js';
-import { jobBody } from '../views/bench-views.js';
-import { adminJob } from '../views/board-views.js';
 import type { TimerHandle } from '../../../core/clock.js';
 import { LocalWorker, LOCAL_WORKER_ID } from '../workers/local-worker.js';
-import type {
-  AdminBody,
-  AgentRegistrationBody,
-  BoardBody,
-  BoardHealthCheckBody,
-  BoardReleaseBody,
-  HealthBody,
-  JobBody,
-  SessionBody,
-  StatsBody,
-} from '../../../wire/bench/bench-schemas.js';
-import type { BenchSnapshot } from '../views/bench-snapshot.js';
-import { BenchStatus } from './bench-status.js';
+import { type AdminOverview, type BenchOverview, BenchStatus, type ServiceHealth } from './bench-status.js';
+import type { BoardState } from './board-state.js';
+import type { BoardAfterAdmin, BoardHealthCheck } from './kept-board-health.js';
 import { BoardAccess } from './board-access.js';
 import { BoardHealthAdmin } from './board-health-admin.js';
 import { FlashJobs } from './flash-jobs.js';
@@ -38,8 +26,9 @@ export { DEFAULT_HEALTH_CHECK_TIMEOUT_MS } from './board-health-admin.js';
  * administration, over the store and the dispatcher. A facade over one part per concern
  * (agent-auth.ts, session-leases.ts, flash-jobs.ts, board-health-admin.ts, bench-status.ts,
  * sharing board-access.ts). HTTP-free: refusals are `BenchError`s from the catalog
- * (bench-errors.ts), given their HTTP status by the routes. Every change is committed to the
- * store before the method returns.
+ * (bench-errors.ts), given their HTTP status by the routes; answers are records and domain values,
+ * which views/ shape for the wire (decision 0880). Every change is committed to the store before
+ * the method returns.
  */
 export class Bench {
   private readonly agents: AgentAuth;
@@ -170,7 +159,7 @@ export class Bench {
     await this.deps.gateway.close();
   }
 
-  registerAgent(label: string): Promise<AgentRegistrationBody> {
+  registerAgent(label: string): Promise<{ agent: AgentRecord; token: string }> {
     return this.agents.registerAgent(label);
   }
 
@@ -179,38 +168,38 @@ export class Bench {
   }
 
   /** With `wait`, queues for a busy board (`wait_seconds`, issue 11) until granted or the wait runs out. */
-  openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionBody> {
+  openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionRecord> {
     return this.sessions.openSession(agent, boardId, idleSeconds, wait);
   }
 
-  getSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+  getSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
     return this.sessions.getSession(agent, sessionId);
   }
 
-  heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+  heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
     return this.sessions.heartbeat(agent, sessionId);
   }
 
-  endSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+  endSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
     return this.sessions.endSession(agent, sessionId);
   }
 
-  submitFlash(agent: AgentRecord, input: { board: string; firmware: UploadedFile; uartSeconds: number; session: string }): Promise<JobBody> {
+  submitFlash(agent: AgentRecord, input: { board: string; firmware: UploadedFile; uartSeconds: number; session: string }): Promise<JobRecord> {
     return this.jobs.submitFlash(agent, input);
   }
 
-  getJob(agent: AgentRecord, jobId: string): Promise<JobBody> {
+  getJob(agent: AgentRecord, jobId: string): Promise<JobRecord> {
     return this.jobs.getJob(agent, jobId);
   }
 
   /** The job once done or failed, or as it is after `waitSeconds` (`GET /api/v1/jobs/{id}?wait=`). */
-  async waitForJob(agent: AgentRecord, jobId: string, waitSeconds: number, signal: AbortSignal): Promise<JobBody> {
-    return jobBody(await this.streams.waitForEnd(agent, jobId, waitSeconds, signal));
+  waitForJob(agent: AgentRecord, jobId: string, waitSeconds: number, signal: AbortSignal): Promise<JobRecord> {
+    return this.streams.waitForEnd(agent, jobId, waitSeconds, signal);
   }
 
   /** Stops the caller's job (`POST /api/v1/jobs/{id}/cancel`, decision 0535); a finished one is answered as it is. */
-  async cancelJob(agent: AgentRecord, jobId: string, reason: string, signal: AbortSignal): Promise<JobBody> {
-    return jobBody(await this.cancels.cancel(agent, jobId, reason, signal));
+  cancelJob(agent: AgentRecord, jobId: string, reason: string, signal: AbortSignal): Promise<JobRecord> {
+    return this.cancels.cancel(agent, jobId, reason, signal);
   }
 
   /** `board`'s session queue on every replica (`GET /api/v1/boards/{board}/queue`, decision 0555): how many wait, the caller's place. */
@@ -224,16 +213,16 @@ export class Bench {
   }
 
   /** Any job with its agent's label, for the operator's console; undefined when there is none. */
-  async operatorJob(jobId: string): Promise<{ job: JobBody; agentLabel: string } | undefined> {
+  async operatorJob(jobId: string): Promise<{ job: JobRecord; agentLabel: string } | undefined> {
     const record = await this.deps.store.getJob(jobId);
     if (!record) return undefined;
     const agent = await this.deps.store.getAgent(record.agentId);
-    return { job: jobBody(record), agentLabel: agent?.label ?? record.agentId };
+    return { job: record, agentLabel: agent?.label ?? record.agentId };
   }
 
   /** A board's most recent jobs (of the last 500 on the bench), newest first, for the operator's console. */
-  async boardHistory(boardId: string, limit = 50): Promise<AdminBody['recent_jobs']> {
-    return (await this.deps.store.recentJobs(500)).filter((j) => j.board === boardId).slice(0, limit).map(adminJob);
+  async boardHistory(boardId: string, limit = 50): Promise<JobWithAgent[]> {
+    return (await this.deps.store.recentJobs(500)).filter((j) => j.board === boardId).slice(0, limit);
   }
 
   /** Any job's UART as it is printed, for the operator's console. */
@@ -276,32 +265,29 @@ export class Bench {
     }
   }
 
-  listBoards(): Promise<BoardBody[]> {
+  /** Every board as it stands now (`GET /api/v1/boards`). */
+  listBoards(): Promise<BoardState[]> {
     return this.status.listBoards();
   }
 
-  health(): Promise<HealthBody> {
+  health(): Promise<ServiceHealth> {
     return this.status.health();
   }
 
-  /** The read-only view model of the pages and `GET /api/v1/stats`. */
-  getSnapshot(): Promise<BenchSnapshot> {
-    return this.status.getSnapshot();
+  /** What the pages and `GET /api/v1/stats` show (views/bench-snapshot.ts makes it their snapshot). */
+  overview(): Promise<BenchOverview> {
+    return this.status.overview();
   }
 
-  stats(): Promise<StatsBody> {
-    return this.status.stats();
-  }
-
-  admin(): Promise<AdminBody> {
+  admin(): Promise<AdminOverview> {
     return this.status.admin();
   }
 
-  releaseBoard(boardId: string): Promise<BoardReleaseBody> {
+  releaseBoard(boardId: string): Promise<BoardAfterAdmin> {
     return this.boardHealth.releaseBoard(boardId);
   }
 
-  healthCheckBoard(boardId: string): Promise<BoardHealthCheckBody> {
+  healthCheckBoard(boardId: string): Promise<BoardHealthCheck> {
     return this.boardHealth.healthCheckBoard(boardId);
   }
 }

@@ -3,7 +3,7 @@ import { type Clock, isoFromMs } from '../../../core/clock.js';
 import type { AgentRecord, BenchStore, JobRecord, LeaseWithAgent } from '../../storage/bench/bench-store.js';
 import { BenchError } from './bench-errors.js';
 import type { ResolvedBoard } from '../../../harness/board-resolution.js';
-import { type BoardState, boardState, poolStatus, poolView } from '../views/board-views.js';
+import { type BoardState, boardState, poolStatus, poolView } from './board-state.js';
 import type { LiveBoards } from './live-boards.js';
 import { closestNames } from '../../../core/closest-names.js';
 import { boardOfInstance, type PoolInstance, type PoolInstances } from './pool-instances.js';

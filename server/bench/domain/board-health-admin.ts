@@ -2,14 +2,13 @@ import { type Clock, isoFromMs } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
 import type { BenchStore } from '../../storage/bench/bench-store.js';
 import { BenchError } from './bench-errors.js';
-import type { BoardHealthBody, BoardHealthCheckBody, BoardReleaseBody } from '../../../wire/bench/bench-schemas.js';
-import { healthBody } from '../views/bench-views.js';
 import type { BoardAccess } from './board-access.js';
 import type { BoardHealthControl } from '../../../backends/backend.js';
 import type { LiveBoards } from './live-boards.js';
 import { healthCheckInstance } from './instance-health-check.js';
-import { healthCheckOutcomeFields, runHealthCheck } from './run-health-check.js';
+import { runHealthCheck } from './run-health-check.js';
 import type { WorkerGateway } from '../workers/worker-gateway.js';
+import type { BoardAfterAdmin, BoardHealthCheck, KeptBoardHealth } from './kept-board-health.js';
 
 /** Default of `BenchDeps.healthCheckTimeoutMs`: the probe's flash budget plus a slow boot. */
 export const DEFAULT_HEALTH_CHECK_TIMEOUT_MS = 120_000;
@@ -39,11 +38,11 @@ export class BoardHealthAdmin {
   }
 
   /** The health kept for `boardId`'s backend, or null when no backend of this board keeps any. Never throws. */
-  async boardHealth(boardId: string): Promise<BoardHealthBody | null> {
+  async boardHealth(boardId: string): Promise<KeptBoardHealth | null> {
     const keeper = this.deps.boards.healthControl(boardId);
     if (!keeper) return null;
     try {
-      return healthBody(keeper.name, await keeper.control.health(boardId));
+      return { backend: keeper.name, record: await keeper.control.health(boardId) };
     } catch (err) {
       this.deps.logger.error(`reading the health of board ${boardId} (kept for its ${keeper.name} backend) failed`, err);
       return null;
@@ -72,12 +71,12 @@ export class BoardHealthAdmin {
   private async freshBoardView(
     boardId: string,
     keeper: { name: string; control: BoardHealthControl },
-  ): Promise<Pick<BoardReleaseBody, 'status' | 'offline_reason' | 'health'>> {
+  ): Promise<Omit<BoardAfterAdmin, 'board'>> {
     this.deps.boards.invalidate(boardId);
     const state = (await this.deps.access.boardStates()).find((s) => s.resolved.board.id === boardId)!;
     // Read directly: if the store cannot say, the administrator gets a 500 (logged), not a guess.
-    const health = healthBody(keeper.name, await keeper.control.health(boardId));
-    return { status: state.status, offline_reason: state.resolved.offlineReason, health };
+    const health = { backend: keeper.name, record: await keeper.control.health(boardId) };
+    return { status: state.status, offlineReason: state.resolved.offlineReason, health };
   }
 
   /**
@@ -85,7 +84,7 @@ export class BoardHealthAdmin {
    * service (idempotent: releasing a healthy board resets its failure count). A healthy record in
    * the store: the worker's backend reads it at its next availability check.
    */
-  async releaseBoard(boardId: string): Promise<BoardReleaseBody> {
+  async releaseBoard(boardId: string): Promise<BoardAfterAdmin> {
     // One instance of a pool of several (decision 0551): its own record, the pool untouched.
     const instance = await this.deps.access.instanceNamed(boardId);
     if (instance) return this.releaseInstance(instance.board.id, boardId);
@@ -96,7 +95,7 @@ export class BoardHealthAdmin {
   }
 
   /** Releases one instance of a pool of several; the answer shows that instance as it is now. */
-  private async releaseInstance(boardId: string, instance: string): Promise<BoardReleaseBody> {
+  private async releaseInstance(boardId: string, instance: string): Promise<BoardAfterAdmin> {
     const health = this.deps.access.pools!.health;
     await health.release(instance);
     this.deps.logger.info(`instance ${instance} of board ${boardId} released by an administrator`);
@@ -106,8 +105,8 @@ export class BoardHealthAdmin {
     return {
       board: instance,
       status: view?.status ?? 'offline',
-      offline_reason: view?.offlineReason ?? null,
-      health: healthBody(state.resolved.backendName, await health.get(instance)),
+      offlineReason: view?.offlineReason ?? null,
+      health: { backend: state.resolved.backendName, record: await health.get(instance) },
     };
   }
 
@@ -117,7 +116,7 @@ export class BoardHealthAdmin {
    * has jobs, or a check is already running; one check per board at a time, and while it runs
    * the board refuses sessions and jobs and is listed `busy` unless offline.
    */
-  async healthCheckBoard(boardId: string): Promise<BoardHealthCheckBody> {
+  async healthCheckBoard(boardId: string): Promise<BoardHealthCheck> {
     // One instance of a pool of several (decision 0606): its own firmware, its own record.
     const instance = await this.deps.access.instanceNamed(boardId);
     if (instance) {
@@ -163,10 +162,7 @@ export class BoardHealthAdmin {
       // The answer shows the board as it is now: unclaimed, unless the backend ignored its abort.
       if (!stillRunning) unclaimBoard();
       this.deps.logger.info(`health check on board ${boardId}: ${outcome.passed ? 'passed, board released' : `failed: ${outcome.reason}`}`);
-      return {
-        ...healthCheckOutcomeFields(boardId, outcome),
-        ...(await this.freshBoardView(boardId, keeper)),
-      };
+      return { board: boardId, outcome, ...(await this.freshBoardView(boardId, keeper)) };
     } finally {
       // A backend that ignored its abort keeps the board claimed until it really lets go.
       if (stillRunning) void stillRunning.finally(unclaimBoard);

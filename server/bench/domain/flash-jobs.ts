@@ -4,8 +4,6 @@ import type { UploadedFile } from '../../../wire/form-fields.js';
 import { type AgentRecord, type ElfSummary, instanceOf, type JobRecord } from '../../storage/bench/bench-store.js';
 import { type BenchDeps, newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
-import type { JobBody } from '../../../wire/bench/bench-schemas.js';
-import { jobBody } from '../views/bench-views.js';
 import type { BoardAccess } from './board-access.js';
 
 type FlashJobsDeps = Pick<BenchDeps, 'clock' | 'store' | 'blobs' | 'gateway' | 'limits' | 'logger' | 'checkImage'> & {
@@ -27,7 +25,7 @@ export class FlashJobs {
   async submitFlash(
     agent: AgentRecord,
     input: { board: string; firmware: UploadedFile; uartSeconds: number; session: string },
-  ): Promise<JobBody> {
+  ): Promise<JobRecord> {
     // A board (its pool) or one instance of it asked for explicitly (decision 0510).
     const { board, instance } = await this.deps.access.target(input.board);
     const { firmware } = input;
@@ -113,13 +111,13 @@ export class FlashJobs {
     this.deps.logger.info(`job ${result.job.jobId} queued`, { jobId: result.job.jobId, state: 'queued', board: result.job.board });
     // A worker may claim the job the moment it is queued: it finds the firmware there.
     this.deps.gateway.jobQueued(result.job.board);
-    return jobBody(result.job);
+    return result.job;
   }
 
-  async getJob(agent: AgentRecord, jobId: string): Promise<JobBody> {
+  async getJob(agent: AgentRecord, jobId: string): Promise<JobRecord> {
     const job = await this.deps.store.getJob(jobId);
     if (!job || job.agentId !== agent.agentId) throw new BenchError('job_not_found', `job ${jobId} not found`);
-    return jobBody(job);
+    return job;
   }
 }
 

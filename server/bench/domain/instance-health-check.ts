@@ -1,11 +1,10 @@
 import { type Clock, isoFromMs } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
 import type { BenchStore } from '../../storage/bench/bench-store.js';
-import type { BoardHealthCheckBody } from '../../../wire/bench/bench-schemas.js';
 import { BenchError } from './bench-errors.js';
-import { healthBody } from '../views/bench-views.js';
 import type { BoardAccess } from './board-access.js';
-import { healthCheckOutcomeFields, runHealthCheck } from './run-health-check.js';
+import type { BoardHealthCheck } from './kept-board-health.js';
+import { runHealthCheck } from './run-health-check.js';
 import { StoredBoardHealth } from './stored-board-health.js';
 import type { WorkerGateway } from '../workers/worker-gateway.js';
 
@@ -21,7 +20,7 @@ export async function healthCheckInstance(
   deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; logger: Logger; access: BoardAccess; timeoutMs: number },
   boardId: string,
   instance: string,
-): Promise<BoardHealthCheckBody> {
+): Promise<BoardHealthCheck> {
   const { access, store, clock } = deps;
   const pools = access.pools!;
   const served = (await pools.of(boardId)).find((i) => i.instance === instance);
@@ -49,9 +48,10 @@ export async function healthCheckInstance(
   const state = (await access.boardStates()).find((s) => s.resolved.board.id === boardId);
   const view = state?.pool?.instances.find((i) => i.instance === instance);
   return {
-    ...healthCheckOutcomeFields(instance, outcome),
+    board: instance,
+    outcome,
     status: view?.status ?? 'offline',
-    offline_reason: view?.offlineReason ?? null,
-    health: healthBody(report.backend, await pools.health.get(instance)),
+    offlineReason: view?.offlineReason ?? null,
+    health: { backend: report.backend, record: await pools.health.get(instance) },
   };
 }

@@ -1,4 +1,4 @@
-import { BackendError, NANOS_PER_SECOND } from '../../../backends/backend.js';
+import { BackendError } from '../../../backends/backend.js';
 import type { Clock, TimerHandle } from '../../../core/clock.js';
 import { BenchError } from './bench-errors.js';
 import type { BoardHealthControl, HealthCheckOutcome } from '../../../backends/backend.js';
@@ -45,15 +45,4 @@ export async function runHealthCheck(options: {
   } finally {
     if (timer !== undefined) clock.clearTimeout(timer);
   }
-}
-
-/** What every health-check answer says of the check itself, for the board or instance `board`. */
-export function healthCheckOutcomeFields(board: string, outcome: HealthCheckOutcome) {
-  return {
-    board,
-    passed: outcome.passed,
-    reason: outcome.passed ? null : outcome.reason,
-    uart_text: outcome.uartText,
-    elapsed_seconds: outcome.passed ? outcome.elapsedNanos / NANOS_PER_SECOND : null,
-  };
 }

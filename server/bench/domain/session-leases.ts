@@ -5,8 +5,6 @@ import { DatabaseUnavailableError } from '../../storage/storage-faults.js';
 import { SessionQueue } from './session-queue.js';
 import { newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
-import type { SessionBody } from '../../../wire/bench/bench-schemas.js';
-import { sessionBody } from '../views/bench-views.js';
 import type { WorkerGateway } from '../workers/worker-gateway.js';
 import type { BoardAccess } from './board-access.js';
 import type { AgentLongPolls } from './agent-long-polls.js';
@@ -60,7 +58,7 @@ export class SessionLeases {
    * board's queue (first come first served) until the lease is granted or the wait runs out; then
    * the 409 says the caller's place in the queue and who holds the board until when.
    */
-  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionBody> {
+  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionRecord> {
     const { access } = this.deps;
     // `boardId` names a pool (any free instance) or one instance of it (decision 0510).
     const target = await access.target(boardId);
@@ -151,7 +149,7 @@ export class SessionLeases {
     }
     if (!outcome.session) throw await this.refusal(outcome.lease, boardId, agent);
     this.armExpiry(outcome.session);
-    return sessionBody(outcome.session);
+    return outcome.session;
   }
 
   /** The id of a board of this server; `board_not_found` otherwise. */
@@ -189,20 +187,20 @@ export class SessionLeases {
     return session;
   }
 
-  async getSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
-    return sessionBody(await this.ownSession(agent, sessionId));
+  getSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
+    return this.ownSession(agent, sessionId);
   }
 
-  async heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+  async heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
     await this.ownSession(agent, sessionId);
     const result = await this.deps.store.heartbeatSession(sessionId, this.now());
     if (result.kind === 'not-found') throw new BenchError('session_not_found', `session ${sessionId} not found`);
     if (result.kind === 'not-active') throw notActive(result.session, 'heartbeat');
     this.armExpiry(result.session);
-    return sessionBody(result.session);
+    return result.session;
   }
 
-  async endSession(agent: AgentRecord, sessionId: string): Promise<SessionBody> {
+  async endSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
     await this.ownSession(agent, sessionId);
     const result = await this.deps.store.endSession(sessionId, this.now());
     if (result.kind === 'not-found') throw new BenchError('session_not_found', `session ${sessionId} not found`);
@@ -210,7 +208,7 @@ export class SessionLeases {
     this.disarmExpiry(sessionId);
     this.cancelSessionJobs(result.session);
     this.queue.nudge();
-    return sessionBody(result.session);
+    return result.session;
   }
 
   /**

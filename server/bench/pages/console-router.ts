@@ -6,6 +6,8 @@ import { refuseNulInPath } from '../../http/api-route.js';
 import type { Bench } from '../domain/bench.js';
 import { mapBenchErrors } from '../routes/bench-error-http.js';
 import { answerUartEventStream } from '../routes/uart-event-stream.js';
+import { jobBody } from '../views/bench-views.js';
+import { adminBody, adminJob } from '../views/board-views.js';
 import { renderConsoleBoard, renderConsoleIndex, renderConsoleJob, renderSignIn } from './console-pages.js';
 import { CONSOLE_SESSION_MS, consoleCookieValue, consoleSetCookie, hasConsoleSession, isAdminToken } from './console-session.js';
 import { issueCsrfToken, verifyCsrfToken } from './csrf-token.js';
@@ -89,20 +91,20 @@ export function createConsoleRouter(deps: ConsoleDeps): express.Router {
     res.set('Set-Cookie', consoleSetCookie('', { secure: deps.secureCookies, maxAgeSeconds: 0 }));
     res.redirect(303, '/console/sign-in');
   });
-  router.get('/console', page(async (_req, res) => renderConsoleIndex({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, csrf: csrf(), admin: await deps.bench.admin() })));
+  router.get('/console', page(async (_req, res) => renderConsoleIndex({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, csrf: csrf(), admin: adminBody(await deps.bench.admin()) })));
   router.get(
     '/console/jobs/:job_id',
     page(async (req, res) => {
       const found = await deps.bench.operatorJob(param(req, 'job_id'));
       if (!found) throw new HttpError(404, `job ${param(req, 'job_id')} not found`);
-      return renderConsoleJob({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, ...found });
+      return renderConsoleJob({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, job: jobBody(found.job), agentLabel: found.agentLabel });
     }),
   );
   router.get('/console/jobs/:job_id/uart', async (req, res) => {
     requireSession(req);
     await answerUartEventStream(req, res, mapBenchErrors((options) => deps.bench.streamJobUartAsOperator(param(req, 'job_id'), options)));
   });
-  router.get('/console/boards/:board', page(async (req, res) => renderConsoleBoard({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, boardId: param(req, 'board'), history: await deps.bench.boardHistory(param(req, 'board')) })));
+  router.get('/console/boards/:board', page(async (req, res) => renderConsoleBoard({ styleNonce: res.locals.styleNonce as string, waitlistOpen: deps.waitlistOpen, boardId: param(req, 'board'), history: (await deps.bench.boardHistory(param(req, 'board'))).map(adminJob) })));
   router.post('/console/boards/:board/release', form, async (req, res) => {
     requireSession(req);
     checkForm(req);

@@ -1,6 +1,6 @@
 import type { ActivitySnapshot, BenchSnapshot, BoardSnapshot } from '../views/bench-snapshot.js';
 import { type SafeHtml, html } from './html.js';
-import type { PoolView } from '../views/board-views.js';
+import type { PoolView } from '../domain/board-state.js';
 
 /** Pieces of the snapshot both pages show: board status, board table, recent activity, footer. */
 

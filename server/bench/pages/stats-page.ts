@@ -1,4 +1,5 @@
-import type { BenchSnapshot, BoardStatus } from '../views/bench-snapshot.js';
+import type { BoardStatus } from '../domain/board-state.js';
+import type { BenchSnapshot } from '../views/bench-snapshot.js';
 import { html } from './html.js';
 import { renderLayout } from './page-layout.js';
 import { activityTable, boardsTable, snapshotFooter } from './snapshot-views.js';

@@ -13,6 +13,10 @@ import { mapBenchErrors } from './bench-error-http.js';
 import { getJobMaybeWaiting, jobLiveRoutes, LONG_POLLS_429 } from './job-live-routes.js';
 import { jobWaitQuerySchema } from '../../../wire/bench/job-request-schemas.js';
 import type { BenchLimits } from '../domain/bench-limits.js';
+import { agentRegistrationBody, jobBody, serviceHealthBody, sessionBody } from '../views/bench-views.js';
+import { benchSnapshot } from '../views/bench-snapshot.js';
+import { adminBody, boardBody, statsBody } from '../views/board-views.js';
+import { boardHealthCheckBody, boardReleaseBody } from '../views/board-health-views.js';
 import {
   adminSchema,
   agentRegistrationSchema,
@@ -90,7 +94,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       tags: ['status'],
       response: healthSchema,
       errors: { ...GENERIC_ERRORS },
-      handler: async (_req, res) => res.json(await bench.health()),
+      handler: async (_req, res) => res.json(serviceHealthBody(await bench.health())),
     },
     {
       method: 'get',
@@ -100,7 +104,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       tags: ['boards'],
       response: boardListSchema,
       errors: { ...GENERIC_ERRORS },
-      handler: async (_req, res) => res.json({ boards: await bench.listBoards() }),
+      handler: async (_req, res) => res.json({ boards: (await bench.listBoards()).map(boardBody) }),
     },
     {
       method: 'get',
@@ -110,7 +114,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       tags: ['status'],
       response: statsSchema,
       errors: { ...GENERIC_ERRORS },
-      handler: async (_req, res) => res.json(await bench.stats()),
+      handler: async (_req, res) => res.json(statsBody(benchSnapshot(await bench.overview()))),
     },
     {
       method: 'post',
@@ -131,7 +135,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       handler: async (req, res) => {
         const body = await parseFormBody(req, { maxBodyBytes: limits.maxFormBodyBytes });
         const form = parseForm(forms.agentRegister, body.values);
-        res.json(await bench.registerAgent(form.label));
+        res.json(agentRegistrationBody(await bench.registerAgent(form.label)));
       },
     },
     {
@@ -162,7 +166,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
         const form = parseForm(forms.sessionOpen, body.values);
         const gone = new AbortController();
         res.on('close', () => gone.abort());
-        res.json(await bench.openSession(agent, form.board, form.idle_seconds, { seconds: form.wait_seconds, signal: gone.signal }));
+        res.json(sessionBody(await bench.openSession(agent, form.board, form.idle_seconds, { seconds: form.wait_seconds, signal: gone.signal })));
       },
     },
     {
@@ -174,7 +178,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller' },
-      handler: async (req, res, caller) => res.json(await bench.getSession(callerAgent(caller), pathParam(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(sessionBody(await bench.getSession(callerAgent(caller), pathParam(req, 'sid')))),
     },
     {
       method: 'post',
@@ -185,7 +189,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
-      handler: async (req, res, caller) => res.json(await bench.heartbeat(callerAgent(caller), pathParam(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(sessionBody(await bench.heartbeat(callerAgent(caller), pathParam(req, 'sid')))),
     },
     {
       method: 'post',
@@ -196,7 +200,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       auth: 'bearer',
       response: sessionSchema,
       errors: { ...GENERIC_ERRORS, ...AUTH_ERRORS, 404: 'No such session of the caller', 409: 'Session not active (names its state)' },
-      handler: async (req, res, caller) => res.json(await bench.endSession(callerAgent(caller), pathParam(req, 'sid'))),
+      handler: async (req, res, caller) => res.json(sessionBody(await bench.endSession(callerAgent(caller), pathParam(req, 'sid')))),
     },
     {
       method: 'post',
@@ -227,7 +231,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
         });
         // No body: one `missing` per required field (see openSession).
         const form = parseForm(forms.flashJob, body.values);
-        res.json(await bench.submitFlash(agent, { board: form.board, firmware: form.firmware, uartSeconds: form.uart_seconds, session: form.session }));
+        res.json(jobBody(await bench.submitFlash(agent, { board: form.board, firmware: form.firmware, uartSeconds: form.uart_seconds, session: form.session })));
       },
     },
     {
@@ -252,7 +256,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       auth: 'admin',
       response: adminSchema,
       errors: { ...GENERIC_ERRORS, ...ADMIN_ERRORS },
-      handler: async (_req, res) => res.json(await bench.admin()),
+      handler: async (_req, res) => res.json(adminBody(await bench.admin())),
     },
     {
       method: 'post',
@@ -264,7 +268,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
       auth: 'admin',
       response: boardReleaseSchema,
       errors: { ...GENERIC_ERRORS, ...ADMIN_ERRORS, 404: 'Unknown board', 409: "The board's backend keeps no board health (it never quarantines boards)" },
-      handler: async (req, res) => res.json(await bench.releaseBoard(pathParam(req, 'board'))),
+      handler: async (req, res) => res.json(boardReleaseBody(await bench.releaseBoard(pathParam(req, 'board')))),
     },
     {
       method: 'post',
@@ -282,7 +286,7 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
         404: 'Unknown board',
         409: 'No health check for this board (backend without one, or none configured), the board is leased or has jobs, or a check is already running',
       },
-      handler: async (req, res) => res.json(await bench.healthCheckBoard(pathParam(req, 'board'))),
+      handler: async (req, res) => res.json(boardHealthCheckBody(await bench.healthCheckBoard(pathParam(req, 'board')))),
     },
   ];
 }

@@ -9,6 +9,7 @@ import { jobSchema } from '../../../wire/bench/bench-schemas.js';
 import { boardQueueSchema } from '../../../wire/bench/job-answer-schemas.js';
 import { cancelFormSchema } from '../../../wire/bench/job-request-schemas.js';
 import { CANCEL_WAIT_MS } from '../domain/job-cancel.js';
+import { jobBody } from '../views/bench-views.js';
 
 /** A cancel request's form is one short reason: far below the bench's form limit. */
 const CANCEL_FORM_MAX_BYTES = 4 * 1024;
@@ -54,7 +55,7 @@ export function cancelAndQueueRoutes(bench: Bench): BenchRoute[] {
         const form = parseForm(cancelFormSchema, body.values);
         const gone = new AbortController();
         res.on('close', () => gone.abort());
-        res.json(await bench.cancelJob(agent, pathParam(req, 'job_id'), form.reason, gone.signal));
+        res.json(jobBody(await bench.cancelJob(agent, pathParam(req, 'job_id'), form.reason, gone.signal)));
       },
     },
     {

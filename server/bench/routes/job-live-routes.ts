@@ -11,6 +11,7 @@ import type { Bench } from '../domain/bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { answerUartEventStream } from './uart-event-stream.js';
 import { jobView } from '../views/job-text-view.js';
+import { jobBody } from '../views/bench-views.js';
 import { uartInputAnswerSchema } from '../../../wire/bench/job-answer-schemas.js';
 import { MAX_UART_INPUT_BYTES, jobWaitQuerySchema, uartInputSchema } from '../../../wire/bench/job-request-schemas.js';
 
@@ -94,7 +95,7 @@ export function getJobMaybeWaiting(bench: Bench) {
     const { wait, ...view } = parseOr422(jobWaitQuerySchema, lastQueryValues(req.query), 'query');
     const agent = callerAgent(caller);
     const jobId = pathParam(req, 'job_id');
-    res.json(jobView(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res)), view));
+    res.json(jobView(jobBody(wait === undefined ? await bench.getJob(agent, jobId) : await bench.waitForJob(agent, jobId, wait, clientGone(res))), view));
   };
 }
 

@@ -1,11 +1,14 @@
-import type { PoolView } from './board-views.js';
+import { isoFromMs } from '../../../core/clock.js';
+import type { BenchOverview } from '../domain/bench-status.js';
+import { BENCH_API_VERSION } from '../domain/bench-version.js';
+import type { BoardStatus, PoolView } from '../domain/board-state.js';
+import { snapshotBoard } from './board-views.js';
+
 /**
  * What the human pages (`/`, `/stats`) and `GET /api/v1/stats` show: a read-only snapshot of the
- * bench, built by the bench service from its store and backends. Nothing secret goes in here:
+ * bench, built from the domain's overview (`benchSnapshot` below). Nothing secret goes in here:
  * no tokens, no firmware bytes, no UART output; agents appear only by their public label.
  */
-export type BoardStatus = 'free' | 'leased' | 'busy' | 'offline';
-
 export interface BoardSnapshot {
   id: string;
   name: string;
@@ -47,5 +50,30 @@ export interface BenchSnapshot {
     jobsTotal: number;
     jobsByState: Record<string, number>;
     waitlist: number;
+  };
+}
+
+/** The snapshot of the bench's overview, as the pages and `GET /api/v1/stats` show it. */
+export function benchSnapshot(overview: BenchOverview): BenchSnapshot {
+  const { counts } = overview;
+  return {
+    generatedAt: isoFromMs(overview.nowMs),
+    version: BENCH_API_VERSION,
+    boards: overview.states.map(snapshotBoard),
+    recentActivity: overview.recentJobs.map((j) => ({
+      // A short prefix: enough to tell jobs apart on a public page, useless for fetching one.
+      jobId: j.jobId.slice(0, 12),
+      board: j.board,
+      agentLabel: j.agentLabel,
+      state: j.state,
+      at: isoFromMs(j.finishedAtMs ?? j.startedAtMs ?? j.createdAtMs),
+    })),
+    totals: {
+      agents: counts.agents,
+      sessionsOpen: counts.sessionsOpen,
+      jobsTotal: counts.jobsTotal,
+      jobsByState: counts.jobsByState,
+      waitlist: overview.waitlist,
+    },
   };
 }

@@ -1,8 +1,10 @@
 import { NANOS_PER_SECOND } from '../../../backends/backend.js';
 import { isoFromMs } from '../../../core/clock.js';
-import { instanceField, type JobRecord, type SessionRecord, type StopRecord, type UartRecord } from '../../storage/bench/bench-store.js';
-import type { BoardHealthRecord } from '../../storage/bench/board-health-store.js';
-import type { BoardHealthBody, JobBody, SessionBody } from '../../../wire/bench/bench-schemas.js';
+import { type AgentRecord, instanceField, type JobRecord, type SessionRecord, type StopRecord, type UartRecord } from '../../storage/bench/bench-store.js';
+import type { AgentRegistrationBody, BoardHealthBody, HealthBody, JobBody, SessionBody } from '../../../wire/bench/bench-schemas.js';
+import type { ServiceHealth } from '../domain/bench-status.js';
+import { BENCH_API_VERSION } from '../domain/bench-version.js';
+import type { KeptBoardHealth } from '../domain/kept-board-health.js';
 
 /**
  * Pure views of the bench: store records as the interface's response bodies (spec
@@ -109,7 +111,8 @@ export function stopBody(stop: StopRecord): NonNullable<JobBody['stop']> {
   return { reason: stop.reason, elapsed_seconds };
 }
 
-export function healthBody(backend: string, health: BoardHealthRecord): BoardHealthBody {
+/** A board's health as the backend keeping it stores it (`health` of `GET /admin` and of the administrator's answers). */
+export function healthBody({ backend, record: health }: KeptBoardHealth): BoardHealthBody {
   return {
     backend,
     consecutive_failures: health.consecutiveFailures,
@@ -117,5 +120,22 @@ export function healthBody(backend: string, health: BoardHealthRecord): BoardHea
     quarantined: health.quarantine !== undefined,
     quarantined_since: health.quarantine ? isoFromMs(health.quarantine.sinceMs) : null,
     quarantine_reason: health.quarantine?.reason ?? null,
+  };
+}
+
+/** `POST /api/v1/agents/register`: the token is shown this once. */
+export function agentRegistrationBody({ agent, token }: { agent: AgentRecord; token: string }): AgentRegistrationBody {
+  return { agent_id: agent.agentId, label: agent.label, token, created_at: isoFromMs(agent.createdAtMs) };
+}
+
+/** `GET /api/v1/health`. */
+export function serviceHealthBody(health: ServiceHealth): HealthBody {
+  return {
+    status: health.status,
+    version: BENCH_API_VERSION,
+    uptime_seconds: health.uptimeSeconds,
+    boards: health.boards,
+    database: health.database,
+    storage: health.storage,
   };
 }
