@@ -97,24 +97,44 @@ function storagePatterns(forbidden) {
 }
 
 /**
- * The relay by layer (server/relay/README.md, decisions 0670 and 0780), lowest first:
- *   domain <- use-cases <- routes (views beside routes)
- * Neither domain/ nor use-cases/ speaks HTTP: no express, node:http or ws, nothing of server/http,
- * no routes/ or views/. They refuse with the catalog (`domain/relay-errors.ts`); routes/ give each
- * code its status, and views/ shape the answers. domain/ also never reaches up into the use cases
- * or the composition root (`relay-deps.ts`, `relay-service.ts`): what a rule needs comes in as an argument.
+ * The relay by layer (server/relay/README.md, decisions 0670, 0780 and 0870). Two chains, lowest
+ * first; a part may import only the parts of its tier and to its left in a chain it is in (data access is
+ * server/storage/relay and the store over it; the deps are what queries, use cases and routes share;
+ * the composition root wires everything):
+ *   data access <- domain <- relay-deps.ts <- queries <- use-cases <- routes <- composition root
+ *   data access <- domain <- views <- routes
+ * Below routes nothing speaks HTTP: no express, node:http or ws, nothing of server/http. Refusals
+ * are the catalog's (`domain/relay-errors.ts`); routes/ give each code its status, and views/ shape
+ * the answers from what they are given. test/architecture-picture.test.ts keeps docs/architecture.md's
+ * picture equal to these chains and checks every import of the relay against them.
  */
-/** @param {string} part */
-const relayHttpMessage = (part) => `server/relay/${part}/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it (decision 0780).`;
-/** @param {'domain' | 'use-cases'} part */
+const relayChains = [
+  [['server/storage/relay', 'relay-store.ts'], ['domain'], ['relay-deps.ts'], ['queries'], ['use-cases'], ['routes'], ['relay-service.ts', 'relay-store-gates.ts', 'relay-rate-limits.ts']],
+  [['server/storage/relay', 'relay-store.ts'], ['domain'], ['views'], ['routes']],
+];
+/** The relay's parts that are folders of server/relay below routes: none speaks HTTP. */
+const relayHttpFree = ['domain', 'queries', 'use-cases', 'views'];
+
+/** @param {string} part  What `part` may import: every part of its tier and to its left, in a chain that holds it. */
+function relayAllowed(part) {
+  return relayChains.flatMap((chain) => {
+    const at = chain.findIndex((tier) => tier.includes(part));
+    return at < 0 ? [] : chain.slice(0, at + 1).flat();
+  });
+}
+
+/** @param {string} part  A part of server/relay (a folder, or a file at its top) and the imports it may not make. */
 function relayPartPatterns(part) {
+  const allowed = new Set(relayAllowed(part));
+  const from = part.endsWith('.ts') ? './' : '../';
+  const escape = (/** @type {string} */ text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const above = [...new Set(relayChains.flat(2))].filter((p) => !allowed.has(p) && p !== 'server/storage/relay');
+  const others = [...allowed].filter((p) => p !== part);
+  const message = `server/relay/${part} may import ${others.length ? `only ${others.join(', ')}` : 'nothing'} of the relay (the chains of eslint.config.js, decision 0870).`;
+  const httpMessage = `server/relay/${part}/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it (decision 0780).`;
   return [
-    { regex: '^(?:express|ws|node:https?|https?)(?:/|$)', message: relayHttpMessage(part) },
-    { regex: '^(?:\\.\\./)+http/', message: relayHttpMessage(part) },
-    { regex: '^\\.\\./(?:routes|views)/', message: `server/relay/${part}/ may not import routes/ or views/: answers are shaped above it (decision 0780).` },
-    ...(part === 'domain'
-      ? [{ regex: '^\\.\\./(?:use-cases/|relay-deps\\.js$|relay-service\\.js$)', message: 'server/relay/domain/ may not import the use cases or the composition root (relay-deps.ts, relay-service.ts): pass what it needs in (decision 0780).' }]
-      : []),
+    ...above.map((p) => ({ regex: `^${escape(from)}${p.endsWith('.ts') ? `${escape(p.replace(/\.ts$/, '.js'))}$` : `${escape(p)}/`}`, message })),
+    ...(relayHttpFree.includes(part) ? [{ regex: '^(?:express|ws|node:https?|https?)(?:/|$)', message: httpMessage }, { regex: '^(?:\\.\\./)+http/', message: httpMessage }] : []),
   ];
 }
 
@@ -163,18 +183,21 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('bench'), ...testOnlyPatterns, ...benchPartPatterns(part)] }],
     },
   })),
-  ...(/** @type {const} */ (['domain', 'use-cases'])).map((part) => ({
-    files: [`server/relay/${part}/**/*.ts`],
-    ignores: ['**/*.test.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('relay'), ...testOnlyPatterns, ...relayPartPatterns(part)] }] },
-  })),
+  ...[...new Set(relayChains.flat(2))]
+    .filter((part) => part !== 'server/storage/relay')
+    .map((part) => ({
+      files: [part.endsWith('.ts') ? `server/relay/${part}` : `server/relay/${part}/**/*.ts`],
+      ignores: ['**/*.test.ts'],
+      rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('relay'), ...testOnlyPatterns, ...relayPartPatterns(part)] }] },
+    })),
   ...[
     { files: ['server/storage/bench/**/*.ts'], forbidden: ['relay'] },
-    { files: ['server/storage/relay/**/*.ts'], forbidden: ['bench'] },
+    // The relay's data access, below its domain (decision 0870): it imports nothing of server/relay.
+    { files: ['server/storage/relay/**/*.ts'], forbidden: ['bench'], below: [{ regex: '^\\.\\./\\.\\./relay/', message: 'server/storage/relay/ is the relay\'s data access, below server/relay: it imports nothing of it (decision 0870).' }] },
     // What both services share: server/storage's top and its PostgreSQL opener and faults (decision 0790).
     { files: ['server/storage/*.ts', 'server/storage/postgres/**/*.ts'], forbidden: ['bench', 'relay'] },
-  ].flatMap(({ files, forbidden }) => [
-    { files, ignores: ['**/*.test.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...testOnlyPatterns, ...storagePatterns(forbidden)] }] } },
+  ].flatMap(({ files, forbidden, below = [] }) => [
+    { files, ignores: ['**/*.test.ts'], rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...testOnlyPatterns, ...storagePatterns(forbidden), ...below] }] } },
     // Tests may speak HTTP (a storage fault's answer is checked end to end); they still keep the services apart.
     { files: files.map((f) => f.replace(/\.ts$/, '.test.ts')), rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...storagePatterns(forbidden).slice(0, forbidden.length)] }] } },
   ]),

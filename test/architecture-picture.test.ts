@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 /**
- * docs/architecture.md draws the layers; eslint.config.js enforces them. A picture that drifts
+ * docs/architecture.md draws the layers, server/bench's tiers and server/relay's chains;
+ * eslint.config.js enforces them. A picture that drifts
  * from the rule misleads every newcomer, so the two are compared here, and every top-level folder
  * of TypeScript that ships is one of the layers.
  */
@@ -113,5 +114,103 @@ describe('the picture of server/bench', () => {
   it('the table names every folder', () => {
     const doc = read('docs/architecture.md');
     for (const folder of folderTiers.flat()) expect(doc, folder).toContain(`| \`server/bench/${folder}/\` |`);
+  });
+});
+
+/** The `relayChains` of eslint.config.js: each a list of tiers of server/relay's parts, lowest first. */
+function lintRelayChains(): string[][][] {
+  const match = /const relayChains = (\[[\s\S]*?\]);\n/.exec(read('eslint.config.js'));
+  if (!match) throw new Error('eslint.config.js has no `const relayChains = [[[...], ...], ...];`');
+  return JSON.parse((match[1] as string).replaceAll("'", '"').replace(/,\s*\]/g, ']')) as string[][][];
+}
+
+/** The part of the relay a repo-relative file belongs to, or undefined for a file outside it. */
+function relayPartOf(file: string, parts: ReadonlySet<string>): string | undefined {
+  if (file.startsWith('server/storage/relay/')) return 'server/storage/relay';
+  if (!file.startsWith('server/relay/')) return undefined;
+  const rest = file.slice('server/relay/'.length);
+  const part = rest.includes('/') ? (rest.split('/')[0] as string) : rest;
+  return parts.has(part) ? part : `unplaced: ${part}`;
+}
+
+/** Every part a part may import: its tier and the tiers to its left, in each chain that holds it. */
+function relayAllowed(chains: string[][][], part: string): Set<string> {
+  return new Set(chains.flatMap((chain) => {
+    const at = chain.findIndex((tier) => tier.includes(part));
+    return at < 0 ? [] : chain.slice(0, at + 1).flat();
+  }));
+}
+
+/** The imports between the relay's parts that the chains do not allow, as "from -> to" lines. */
+function wrongWayImports(chains: string[][][], imports: { file: string; target: string }[]): string[] {
+  const parts = new Set(chains.flat(2));
+  return imports.flatMap(({ file, target }) => {
+    const from = relayPartOf(file, parts);
+    const to = relayPartOf(target, parts);
+    if (from === undefined || to === undefined || from === to) return [];
+    return relayAllowed(chains, from).has(to) ? [] : [`${file} -> ${target} (${from} may not import ${to})`];
+  });
+}
+
+/** Production TypeScript files under `folder` and the repo-relative files their relative imports name. */
+function relativeImports(folder: string): { file: string; target: string }[] {
+  return readdirSync(path.join(root, folder), { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile() && d.name.endsWith('.ts') && !d.name.endsWith('.test.ts'))
+    .flatMap((d) => {
+      const file = path.relative(root, path.join(d.parentPath, d.name)).split(path.sep).join('/');
+      return [...read(file).matchAll(/\bfrom\s+'(\.{1,2}\/[^']*)'|\bimport\s*\(\s*'(\.{1,2}\/[^']*)'/g)].map((m) => ({
+        file,
+        target: path.posix.normalize(path.posix.join(path.posix.dirname(file), (m[1] ?? m[2]) as string)).replace(/\.js$/, '.ts'),
+      }));
+    });
+}
+
+describe('the picture of server/relay', () => {
+  const chains = lintRelayChains();
+  const doc = read('docs/architecture.md');
+  const pictured = doc
+    .split('\n')
+    .filter((l) => l.startsWith('server/relay:'))
+    .map((l) =>
+      l
+        .slice('server/relay:'.length)
+        .split('<-')
+        .map((tier) => tier.split(',').map((part) => part.trim().replace(/^`|`$/g, ''))),
+    );
+  const folders = [...new Set(chains.flat(2))].filter((p) => !p.includes('/') && !p.endsWith('.ts'));
+
+  it('docs/architecture.md draws the chains the lint rule enforces', () => {
+    expect(pictured.length, 'docs/architecture.md has no "server/relay: ... <- ..." lines').toBeGreaterThan(0);
+    expect(pictured).toEqual(chains);
+  });
+
+  it('server/relay holds exactly the pictured folders, and only the pictured files beside them', () => {
+    const entries = readdirSync(path.join(root, 'server/relay'), { withFileTypes: true });
+    expect(entries.filter((d) => d.isDirectory()).map((d) => d.name).sort()).toEqual([...folders].sort());
+    const files = entries.filter((d) => d.isFile() && d.name.endsWith('.ts') && !d.name.endsWith('.test.ts')).map((d) => d.name);
+    const picturedFiles = chains.flat(2).filter((p) => p.endsWith('.ts'));
+    expect(files.sort(), 'place a new file in one of the folders, or in the picture').toEqual([...new Set(picturedFiles)].sort());
+  });
+
+  it('the table names every folder', () => {
+    for (const folder of folders) expect(doc, folder).toContain(`| \`server/relay/${folder}/\` |`);
+  });
+
+  it('every import of the relay and of its data access runs the way the chains allow', () => {
+    const imports = [...relativeImports('server/relay'), ...relativeImports('server/storage/relay')];
+    expect(imports.length).toBeGreaterThan(100);
+    expect(wrongWayImports(chains, imports)).toEqual([]);
+  });
+
+  it('the check sees an import that runs the wrong way', () => {
+    const wrong = [
+      { file: 'server/relay/domain/voting.ts', target: 'server/relay/routes/relay-route.ts' },
+      { file: 'server/relay/use-cases/pair.ts', target: 'server/relay/views/node-view.ts' },
+      { file: 'server/relay/views/node-view.ts', target: 'server/relay/relay-deps.ts' },
+      { file: 'server/relay/queries/node-reads.ts', target: 'server/relay/use-cases/account.ts' },
+      { file: 'server/storage/relay/pg-relay-engine.ts', target: 'server/relay/domain/file-store.ts' },
+    ];
+    expect(wrongWayImports(chains, wrong)).toHaveLength(wrong.length);
+    expect(wrongWayImports(chains, [{ file: 'server/relay/routes/item-routes.ts', target: 'server/relay/queries/item-reads.ts' }])).toEqual([]);
   });
 });

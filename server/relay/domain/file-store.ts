@@ -6,6 +6,7 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, readFileSyn
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { SharedFileContents } from '../../storage/relay/shared-file-contents.js';
 import { isDiskFull } from '../../storage/storage-faults.js';
 import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
@@ -46,17 +47,6 @@ const MULTIPART_FIELD_MAX_BYTES = 4096;
 
 /** Multipart overhead we tolerate above the file limit before refusing on Content-Length alone. */
 const multipartSlackBytes = 64 * 1024;
-
-/**
- * File contents every replica can read (the relay's PostgreSQL store, decision 0440). A file's id
- * is the SHA-256 of its content, so a copy on one replica's disk never goes stale.
- */
-export interface SharedFileContents {
-  has(itemId: string): Promise<boolean>;
-  /** Stores the content unless it is stored already. */
-  put(itemId: string, content: Buffer): Promise<void>;
-  get(itemId: string): Promise<Buffer | undefined>;
-}
 
 /**
  * Content-addressed file storage under `dataDir/files`. Uploads are streamed: each chunk is

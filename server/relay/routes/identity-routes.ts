@@ -1,9 +1,7 @@
 import { isoFromMs } from '../../../core/clock.js';
-import { publicNode } from '../views/node-view.js';
+import { botView, nodeDetailView, nodeExportView, ownNodeView, publicNode } from '../views/node-view.js';
 import { maskPhone, normalizePhone } from '../domain/phone-codes.js';
 import type { RelayDeps } from '../relay-deps.js';
-import { requireNodeId } from '../domain/id-checks.js';
-import { RelayRefusal } from '../domain/relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { botCreatedSchema, botSchema, codeRequestSchema, credentialAnswerSchema, directorySchema, exportSchema, lookupSchema, meNodeSchema, meSchema, nodeDetailSchema, nodesPageSchema, phoneVerifiedSchema, recoveredSchema, registerAnswerSchema, searchSchema } from '../../../wire/relay/identity-responses.js';
 import { type RelayRoute, callerNode, route } from './relay-route.js';
@@ -18,32 +16,18 @@ import {
   searchQuery,
   sessionBody,
 } from '../../../wire/relay/relay-schemas.js';
+import { NodeReads } from '../queries/node-reads.js';
 import { Account } from '../use-cases/account.js';
 import { type NodeCredential, Register } from '../use-cases/register.js';
 
 /** Identities, credentials, phone numbers, bots, directory and search. */
 export function identityRoutes(deps: RelayDeps): RelayRoute[] {
-  // Reads go to the repositories; what changes state goes through a use case.
-  const plain = deps.store.plainData;
-  const now = () => deps.clock.nowMs();
+  // What changes state goes through a use case, what reads through a query; views shape the answers.
   const register = new Register(deps);
   const account = new Account(deps);
+  const nodes = new NodeReads(deps);
+  const relayNodeId = deps.selfKey.nodeId;
   const credentialAnswer = ({ nodeId, credential }: NodeCredential) => ({ node_id: nodeId, credential, authorization: `Bearer ${credential}` });
-
-  const phoneOf = (nodeId: string) => plain.phones.ofNode(nodeId);
-  const nodeOfPhone = (phone: string) => plain.phones.nodeOf(phone);
-
-  const meView = async (nodeId: string) => {
-    const row = (await plain.nodes.get(nodeId))!;
-    const phone = await phoneOf(nodeId);
-    return {
-      ...publicNode(deps, row),
-      phone: phone ? maskPhone(phone.phone) : null,
-      phone_discoverable: row.phone_discoverable === 1,
-      credential_version: row.cred_version,
-      paired_with: await plain.social.pairedWith(nodeId),
-    };
-  };
 
   return [
     route({
@@ -79,10 +63,10 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: meSchema,
       handle: async ({ caller }) => {
-        const nodeId = callerNode(caller);
-        const me = await meView(nodeId);
-        if (caller.kind === 'bot') return { caller: 'bot', bot_id: caller.botId, node: me };
-        return { caller: 'human', node: me, bots: (await plain.bots.activeOf(nodeId)).map((b) => ({ bot_id: b.bot_id, name: b.name, created_at: isoFromMs(b.created_ms) })) };
+        const { own, bots } = await nodes.caller(caller, callerNode(caller));
+        const node = ownNodeView(own, relayNodeId);
+        if (caller.kind === 'bot') return { caller: 'bot', bot_id: caller.botId, node };
+        return { caller: 'human', node, bots: (bots ?? []).map(botView) };
       },
     }),
     route({
@@ -93,11 +77,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: meNodeSchema,
       body: meUpdateBody,
-      handle: async ({ caller, body }) => {
-        const nodeId = callerNode(caller);
-        await plain.nodes.updateProfile(nodeId, { name: body.name ?? null, about: body.about ?? null }, now());
-        return meView(nodeId);
-      },
+      handle: async ({ caller, body }) => ownNodeView(await account.updateProfile(callerNode(caller), { name: body.name ?? null, about: body.about ?? null }), relayNodeId),
     }),
     route({
       method: 'get',
@@ -106,7 +86,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'human',
       since: '0.9.3',
       response: exportSchema,
-      handle: async ({ caller }) => exportOf(deps, callerNode(caller), (await phoneOf(callerNode(caller)))?.phone ?? null),
+      handle: async ({ caller }) => nodeExportView(await nodes.exportOf(callerNode(caller)), { baseUrl: deps.baseUrl, relayNodeId }),
     }),
     route({
       method: 'post',
@@ -118,7 +98,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: phoneBody,
       handle: async ({ caller, body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        return deps.codes.start(phone, 'verify', callerNode(caller), { awaitDelivery: true });
+        return account.startPhoneProof(callerNode(caller), phone);
       },
     }),
     route({
@@ -145,7 +125,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: phoneBody,
       handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        return deps.codes.start(phone, 'login', await nodeOfPhone(phone), { awaitDelivery: false });
+        return account.startCode('login', phone);
       },
     }),
     route({
@@ -158,7 +138,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: phoneCodeBody,
       handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        return credentialAnswer(await register.credentialOf(await deps.codes.redeem(phone, 'login', body.code)));
+        return credentialAnswer(await register.login(phone, body.code));
       },
     }),
     route({
@@ -171,7 +151,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       body: phoneBody,
       handle: async ({ body }) => {
         const phone = normalizePhone(body.phone, ['body', 'phone']);
-        return deps.codes.start(phone, 'recover', await nodeOfPhone(phone), { awaitDelivery: false });
+        return account.startCode('recover', phone);
       },
     }),
     route({
@@ -225,8 +205,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: botSchema,
       handle: async ({ caller }) => {
         if (caller.kind !== 'bot') throw new Error('unreachable: route requires a bot');
-        const bot = (await plain.bots.get(caller.botId))!;
-        return { bot_id: bot.bot_id, name: bot.name, owner: bot.owner, created_at: isoFromMs(bot.created_ms) };
+        return botView(await nodes.bot(caller.botId));
       },
     }),
     route({
@@ -238,10 +217,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: directorySchema,
       body: directoryBody,
       handle: async ({ caller, body }) => {
-        const nodeId = callerNode(caller);
-        await plain.nodes.updateDirectory(nodeId, { listed: body.listed ?? null, phoneDiscoverable: body.phone_discoverable ?? null }, now());
-        const row = (await plain.nodes.get(nodeId))!;
-        return { node_id: nodeId, listed: row.listed === 1, phone_discoverable: row.phone_discoverable === 1 };
+        const row = await account.updateDirectory(callerNode(caller), { listed: body.listed ?? null, phoneDiscoverable: body.phone_discoverable ?? null });
+        return { node_id: row.node_id, listed: row.listed === 1, phone_discoverable: row.phone_discoverable === 1 };
       },
     }),
     route({
@@ -253,11 +230,11 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: searchSchema,
       query: searchQuery,
       handle: async ({ query }) => {
-        const like = `%${query.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+        const found = await nodes.search(query.q);
         return {
           q: query.q,
-          nodes: (await plain.nodes.searchListed(like, relayLimits.searchResultsMax)).map((n) => publicNode(deps, n)),
-          items: (await plain.items.searchTitles(like, relayLimits.searchResultsMax)).map((i) => ({ id: i.item_id, type: i.type, kind: i.kind, title: i.title, author: i.author, created_at: isoFromMs(i.created_ms) })),
+          nodes: found.nodes.map((n) => publicNode(n, relayNodeId)),
+          items: found.items.map((i) => ({ id: i.item_id, type: i.type, kind: i.kind, title: i.title, author: i.author, created_at: isoFromMs(i.created_ms) })),
         };
       },
     }),
@@ -269,9 +246,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: nodesPageSchema,
       handle: async () => {
-        const rows = await plain.nodes.oldest(501);
-        const total = await plain.nodes.count();
-        return { nodes: rows.slice(0, 500).map((r) => publicNode(deps, r)), total, truncated: rows.length > 500 };
+        const { rows, total, truncated } = await nodes.list();
+        return { nodes: rows.map((r) => publicNode(r, relayNodeId)), total, truncated };
       },
     }),
     route({
@@ -281,37 +257,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: nodeDetailSchema,
-      handle: async ({ params }) => {
-        const id = params.id!;
-        requireNodeId(id, 'id');
-        const row = await plain.nodes.get(id);
-        if (!row) throw new RelayRefusal('node_not_found', 'no such node on this relay');
-        const slice = await deps.store.plain(deps.voting.publishedSlice(id));
-        const counts = {
-          items: await plain.items.countByAuthor(id),
-          votes: await plain.votes.countByVoter(id),
-        };
-        return { ...publicNode(deps, row), slice: slice ? { hash: slice.hash, quorum_set: slice.qset } : null, paired_with: await plain.social.pairedWith(id), counts };
-      },
+      handle: async ({ params }) => nodeDetailView(await nodes.detail(params.id!), relayNodeId),
     }),
   ];
-}
-
-/** GET /me/export: every row the node owns, credentials excluded (bot token hashes included only as ids). */
-async function exportOf(deps: RelayDeps, nodeId: string, phone: string | null): Promise<Record<string, unknown>> {
-  const row = (await deps.store.plainData.nodes.get(nodeId))!;
-  const rows = await deps.store.plainData.exports.rowsOf(nodeId);
-  return {
-    exported_at: isoFromMs(deps.clock.nowMs()),
-    relay: deps.baseUrl,
-    node: { ...publicNode(deps, row), about: row.about, phone, phone_discoverable: row.phone_discoverable === 1, credential_version: row.cred_version, registration: JSON.parse(row.registration) as unknown },
-    items: rows.items,
-    votes: rows.voteDocs.map((doc) => JSON.parse(doc) as unknown),
-    slice: (await deps.store.plain(deps.voting.publishedSlice(nodeId))) ?? null,
-    bots: rows.bots,
-    invites: rows.invites,
-    pairings: rows.pairings,
-    reports: rows.reports,
-    events: rows.events,
-  };
 }

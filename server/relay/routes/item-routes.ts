@@ -1,36 +1,55 @@
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { Request, Response } from 'express';
 import { isoFromMs } from '../../../core/clock.js';
 import type { Caller } from '../domain/credentials.js';
 import type { RelayDeps } from '../relay-deps.js';
 import { HttpError } from '../../http/http-error.js';
-import { requireItemId, requireNodeId } from '../domain/id-checks.js';
-import { RelayRefusal } from '../domain/relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { bulletinSchema, itemCreatedSchema, itemDetailSchema, itemsPageSchema, reportSchema, reportsSchema, sliceAnswerSchema, voteAnswerSchema } from '../../../wire/relay/item-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from '../../../wire/relay/relay-schemas.js';
 import type { ItemRow } from '../../storage/relay/item-repository.js';
 import { bulletinView, itemView } from '../views/item-view.js';
+import { ItemReads } from '../queries/item-reads.js';
 import { PostItem, type PostedItem } from '../use-cases/post-item.js';
 import { PostVote } from '../use-cases/post-vote.js';
+import { Report } from '../use-cases/report.js';
 import { Slice } from '../use-cases/slice.js';
 
 export type { ItemRow };
 
+/** Whether a GET of a file item asks for its bytes rather than its JSON description. */
+function wantsBytes(req: Request): boolean {
+  return req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json');
+}
+
+/** Sends a file item's bytes; the answer is written here, so the handler returns `alreadySent`. */
+function sendFile(res: Response, row: ItemRow, file: { contentLength: number; content: Readable }, log: RelayDeps['log']): typeof alreadySent {
+  // The media type is the uploader's: a browser opening the link must not run an uploaded
+  // text/html or SVG on the relay's origin, so the answer is a sandboxed attachment.
+  res.status(200).set({
+    'content-type': row.media_type ?? 'application/octet-stream',
+    'content-length': String(file.contentLength),
+    'content-security-policy': "default-src 'none'; sandbox",
+    'content-disposition': `attachment; filename="${row.item_id}"`,
+  });
+  // pipeline, not pipe: a read error must end the response, not crash the process.
+  pipeline(file.content, res).catch((cause: unknown) => {
+    // A client that hangs up mid-download is not a server fault.
+    if ((cause as { code?: unknown }).code !== 'ERR_STREAM_PREMATURE_CLOSE') log(`relay: sending file ${row.item_id} failed`, cause);
+  });
+  return alreadySent;
+}
+
 /** Items, votes, bulletins, slices and reports. */
 export function itemRoutes(deps: RelayDeps): RelayRoute[] {
-  const store = deps.store;
-  const plain = store.plainData;
-  const now = () => deps.clock.nowMs();
+  const relayNodeId = deps.selfKey.nodeId;
+  const items = new ItemReads(deps);
   const postItem = new PostItem(deps);
   const postVote = new PostVote(deps);
+  const reports = new Report(deps);
   const slices = new Slice(deps);
-  const mustGetItem = async (id: string) => {
-    requireItemId(id);
-    const row = await plain.items.get(id);
-    if (!row) throw new RelayRefusal('item_not_found', 'no such item on this relay');
-    return row;
-  };
   const botOf = (caller: Caller) => (caller.kind === 'bot' ? caller.botId : null);
   const created = (res: { status(code: number): unknown }, posted: PostedItem) => {
     if (!posted.created) res.status(200);
@@ -47,11 +66,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       response: itemsPageSchema,
       query: itemsQuery,
       handle: async ({ query }) => {
-        const limit = Math.min(Number(query.limit ?? 100) || 100, 500);
-        const after = query.after === undefined ? Number.MAX_SAFE_INTEGER : Number(query.after);
-        const rows = await plain.items.page(after, query.author || undefined, limit);
-        const last = rows.at(-1);
-        return { items: rows.map((r) => itemView(r)), next: rows.length === limit && last ? last.cursor : null };
+        const { rows, next } = await items.page(query);
+        return { items: rows.map((r) => itemView(r)), next };
       },
     }),
     route({
@@ -64,29 +80,10 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       // Accept: application/octet-stream: the bytes, under the media type they were uploaded with.
       alsoProduces: '*/*',
       handle: async ({ params, req, res }) => {
-        const row = await mustGetItem(params.id!);
-        if (row.type === 'file' && req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json')) {
-          if (!(await deps.files.has(row.item_id))) throw new RelayRefusal('file_content_missing', 'file content not stored on this relay');
-          // Copied here first when another replica received it (`open` would do it too, after the headers).
-          const contentLength = row.file_bytes ?? (await deps.files.sizeOf(row.item_id));
-          const content = await deps.files.open(row.item_id);
-          // The media type is the uploader's: a browser opening the link must not run an uploaded
-          // text/html or SVG on the relay's origin, so the answer is a sandboxed attachment.
-          res.status(200).set({
-            'content-type': row.media_type ?? 'application/octet-stream',
-            'content-length': String(contentLength),
-            'content-security-policy': "default-src 'none'; sandbox",
-            'content-disposition': `attachment; filename="${row.item_id}"`,
-          });
-          // pipeline, not pipe: a read error must end the response, not crash the process.
-          pipeline(content, res).catch((cause: unknown) => {
-            // A client that hangs up mid-download is not a server fault.
-            if ((cause as { code?: unknown }).code !== 'ERR_STREAM_PREMATURE_CLOSE') deps.log(`relay: sending file ${row.item_id} failed`, cause);
-          });
-          return alreadySent;
-        }
-        const bulletin = await store.plain(deps.voting.bulletin(row.item_id, deps.selfKey.nodeId));
-        return itemView(row, { counts: bulletin.counts, reports: await plain.reports.countForItem(row.item_id), relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, row.item_id) });
+        const row = await items.item(params.id!);
+        if (row.type === 'file' && wantsBytes(req)) return sendFile(res, row, await items.fileContent(row), deps.log);
+        const { bulletin, reports } = await items.tallies(row);
+        return itemView(row, { counts: bulletin.counts, reports, relay_bulletin: bulletinView(bulletin, relayNodeId, row.item_id) });
       },
     }),
     route({
@@ -130,7 +127,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
           duplicate: outcome.duplicate,
           equivocation: outcome.equivocation,
           relay_emitted: outcome.emitted.map((v) => ({ value: v.value, phase: v.phase })),
-          relay_bulletin: bulletinView(bulletin, deps.selfKey.nodeId, itemId),
+          relay_bulletin: bulletinView(bulletin, relayNodeId, itemId),
         };
       },
     }),
@@ -142,10 +139,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: bulletinSchema,
       handle: async ({ params }) => {
-        const row = await mustGetItem(params.id!);
-        const node = params.node!;
-        requireNodeId(node, 'node');
-        return bulletinView(await store.plain(deps.voting.bulletin(row.item_id, node)), node, row.item_id);
+        const { item, bulletin } = await items.bulletin(params.id!, params.node!);
+        return bulletinView(bulletin, params.node!, item.item_id);
       },
     }),
     route({
@@ -188,10 +183,8 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       body: reportBody,
       successStatus: 201,
       handle: async ({ caller, params, body }) => {
-        const row = await mustGetItem(params.id!);
-        const reporter = callerNode(caller);
-        await plain.reports.upsert({ item_id: row.item_id, reporter, bot_id: botOf(caller), reason: body.reason, note: body.note, created_ms: now() });
-        return { item: row.item_id, reporter, reason: body.reason, note: body.note, created_at: isoFromMs(now()) };
+        const { createdMs, ...report } = await reports.file(callerNode(caller), botOf(caller), params.id!, body);
+        return { ...report, created_at: isoFromMs(createdMs) };
       },
     }),
     route({
@@ -202,7 +195,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: reportsSchema,
       handle: async ({ caller }) => {
-        const rows = await plain.reports.byReporter(callerNode(caller));
+        const rows = await items.reportsOf(callerNode(caller));
         return { reports: rows.map((r) => ({ item: r.item_id, reason: r.reason, note: r.note, bot_id: r.bot_id, created_at: isoFromMs(r.created_ms) })) };
       },
     }),

@@ -1,13 +1,10 @@
 import { isoFromMs } from '../../../core/clock.js';
 import { Federation } from '../domain/federation.js';
-import { claimId, claimKinds } from '../../../core/relay/claim.js';
-import { generateNodeKey, isNodeId } from '../../../core/relay/node-id.js';
-import { quorumSetHash } from '../../../core/relay/quorum-set.js';
-import { signItemAuthorship } from '../../../core/relay/item-authorship.js';
-import { signSliceDeclaration } from '../../../core/relay/slice-declaration.js';
-import { signVote } from '../../../core/relay/vote.js';
+import { claimKinds } from '../../../core/relay/claim.js';
 import type { RelayDeps } from '../relay-deps.js';
-import { invalidInputAt } from '../domain/relay-errors.js';
+import { EventFeed } from '../queries/event-feed.js';
+import { NetworkReads } from '../queries/network-reads.js';
+import { workedExamples } from '../queries/worked-examples.js';
 import { Reach } from '../use-cases/reach.js';
 import {
   claimSchema,
@@ -24,10 +21,6 @@ import {
 import { eventsPageSchema, examplesSchema, healthSchema, networkSchema, peerAddedSchema, peersSchema, probeSchema, pullSchema, relaysSchema, seedsSchema } from '../../../wire/relay/network-responses.js';
 import { type RelayRoute, route } from './relay-route.js';
 import { eventsQuery, reachBody, reachProbeBody } from '../../../wire/relay/relay-schemas.js';
-import type { EventRow } from '../../storage/relay/event-repository.js';
-import type { Steps } from '../../storage/sql-steps.js';
-import { readEventsPage } from '../domain/events-page.js';
-import { signDocument } from '../domain/signed-document.js';
 
 /** Addresses of the human site, shared by /health and the site itself. */
 export function pageAddresses(humanUrl: string): Record<string, string> {
@@ -36,22 +29,10 @@ export function pageAddresses(humanUrl: string): Record<string, string> {
 
 /** Health, discovery, the event feed and federation. */
 export function networkRoutes(deps: RelayDeps): RelayRoute[] {
-  /**
-   * An event's data as served: what a peer needs to verify it. Events stored before signed
-   * authorship and declarations say so with null; a statement naming its slice by hash carries the
-   * quorum set, so a peer that never saw it can still tally it (it checks the hash).
-   */
-  const eventData = function* (kind: string, payload: Record<string, unknown>): Steps<Record<string, unknown>> {
-    if (kind === 'item' && payload.item !== null && typeof payload.item === 'object') return { ...payload, item: { ...payload.item, authorship: (payload.item as { authorship?: unknown }).authorship ?? null } };
-    if (kind === 'slice') return { ...payload, declaration: payload.declaration ?? null };
-    const hash = kind === 'vote' ? (payload.vote as { slice_hash?: unknown } | undefined)?.slice_hash : undefined;
-    if (typeof hash !== 'string') return payload;
-    const slice = yield* deps.voting.quorumSetByHash(hash);
-    return slice ? { ...payload, slice } : payload;
-  };
-
-  const data = deps.store.plainData;
+  const network = new NetworkReads(deps);
+  const feed = new EventFeed(deps);
   const reach = new Reach(deps);
+  const self = { url: deps.baseUrl, node_id: deps.selfKey.nodeId };
 
   return [
     route({
@@ -84,32 +65,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: examplesSchema,
-      handle: () => {
-        const key = generateNodeKey();
-        const claim = { kind: 'measurement', title: 'UART0 prints at 115200 baud on the pico bench', body: 'Measured with a logic analyser, 3 runs.' };
-        const id = claimId(claim);
-        const slice = { t: 1, v: [deps.selfKey.nodeId], i: [] };
-        const createdAt = Math.floor(deps.clock.nowMs() / 1000);
-        const vote = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: id, voter: key.nodeId, value: 'yes', phase: 'vote', slice, created_at: createdAt }, key.secretKey);
-        return {
-          claim: {
-            request: { method: 'POST', path: '/items', body: { ...claim, authorship: signItemAuthorship({ schema: 'x.item/1', item: id, type: 'claim', author: key.nodeId }, key.secretKey) } },
-            id,
-            id_rule: 'sha256("x.claim/1\\n" + kind + "\\n" + title + "\\n" + body), hex',
-            authorship_rule: "optional x.item/1 statement: Ed25519 by the author's node key over RFC 8785 canonical JSON without sig; without it the item stays on this relay",
-          },
-          registration: {
-            request: { method: 'POST', path: '/register', body: signDocument({ schema: registerSchema, node_id: key.nodeId, relay: deps.baseUrl, created_at: createdAt, name: 'example' }, key.secretKey) },
-            rule: 'Ed25519 by the node key over RFC 8785 canonical JSON of the document without sig; sig is unpadded base64url; created_at within ' + relayLimits.proofMaxSkewSeconds + ' s; relay is this base URL; each document works once',
-          },
-          vote: { request: { method: 'POST', path: `/items/${id}/vote`, body: { ...vote, hint: 'hint is not signed: relays may change it' } }, slice_hash: quorumSetHash(slice) },
-          slice: { request: { method: 'POST', path: '/slice', body: { v: [deps.selfKey.nodeId] } }, rule: 'omit t for the default threshold (67 %, rounded up)' },
-          declaration: {
-            request: { method: 'POST', path: '/slice/declare', body: signSliceDeclaration({ node_id: key.nodeId, slice, updated_ms: deps.clock.nowMs() }, key.secretKey) },
-            rule: 'x.slice/1: Ed25519 by the node key over RFC 8785 canonical JSON without sig; slice_hash is quorumSetHash(slice); the newest updated_ms (Unix ms) wins; peers forward and verify it',
-          },
-        };
-      },
+      handle: () => workedExamples(deps),
     }),
     route({
       method: 'get',
@@ -118,10 +74,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.3',
       response: seedsSchema,
-      handle: async () => {
-        const seeds = new Set<string>([...deps.seeds, ...(await deps.federation.peers()).map((p) => p.url)]);
-        return { seeds: [...seeds].map((url) => ({ url })), self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId } };
-      },
+      handle: async () => ({ seeds: (await network.seeds()).map((url) => ({ url })), self }),
     }),
     route({
       method: 'get',
@@ -131,20 +84,13 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: networkSchema,
       handle: async () => {
-        const edges = await data.slices.edges(1000);
+        const seen = await network.network();
         return {
-          relay: { url: deps.baseUrl, node_id: deps.selfKey.nodeId, slice: (await deps.store.plain(deps.voting.selfSlice())) ?? null },
-          counts: {
-            nodes: await data.nodes.count(),
-            nodes_registered_here: await data.nodes.countLocal(),
-            items: await data.items.count(),
-            votes: await data.votes.count(),
-            events: await data.events.count(),
-            peers: await data.peers.count(),
-          },
-          peers: (await deps.federation.peers()).map((p) => Federation.view(p)),
-          slices: edges.map((e) => ({ node_id: e.node_id, slice_hash: e.hash, slice: JSON.parse(e.qset) as unknown })),
-          pairs: await data.social.pairs(1000),
+          relay: { ...self, slice: seen.selfSlice ?? null },
+          counts: seen.counts,
+          peers: seen.peers.map((p) => Federation.view(p)),
+          slices: seen.edges.map((e) => ({ node_id: e.node_id, slice_hash: e.hash, slice: JSON.parse(e.qset) as unknown })),
+          pairs: seen.pairs,
         };
       },
     }),
@@ -157,35 +103,11 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       response: eventsPageSchema,
       query: eventsQuery,
       handle: async ({ query }) => {
-        const since = Number(query.since ?? 0);
-        const limit = query.limit === undefined ? relayLimits.eventsPageDefault : Number(query.limit);
-        // Pydantic's words for `Query(ge=1, le=max)`: one bound per error, the one that was crossed.
-        if (limit < 1) throw invalidInputAt(['query'], [{ path: ['limit'], code: 'below_minimum', limit: 1, input: query.limit }]);
-        if (limit > relayLimits.eventsPageMax) throw invalidInputAt(['query'], [{ path: ['limit'], code: 'above_maximum', limit: relayLimits.eventsPageMax, input: query.limit }]);
-        const authors = query.authors === undefined || query.authors === '' ? [] : query.authors.split(',').map((a) => a.trim());
-        if (authors.length > relayLimits.authorsFilterMax) {
-          throw invalidInputAt(['query'], [{ path: ['authors'], code: 'too_many_items', limit: relayLimits.authorsFilterMax, input: query.authors }]);
-        }
-        authors.forEach((a, index) => {
-          if (!isNodeId(a)) throw invalidInputAt(['query', 'authors', index], [{ path: [], code: 'not_author_id', input: a }]);
-        });
-        // Counted as answered: a vote naming its slice by hash carries the quorum set, which its
-        // stored payload does not (up to 1000 node ids), so the stored text alone bounds nothing.
-        const dataBySeq = new Map<number, Record<string, unknown>>();
-        const bytesOf = function* (r: EventRow): Steps<number> {
-          let answered = dataBySeq.get(r.seq);
-          if (answered === undefined) {
-            answered = yield* eventData(r.kind, JSON.parse(r.payload) as Record<string, unknown>);
-            dataBySeq.set(r.seq, answered);
-          }
-          return Buffer.byteLength(JSON.stringify(answered), 'utf8');
-        };
-        // One rule: every event of the page was measured, so its data is in `dataBySeq`.
-        const { rows: page, hasMore } = await deps.store.plain(readEventsPage(deps.store.data.events, since, authors, limit, deps.eventsPagePayloadMaxBytes, bytesOf));
+        const page = await feed.page(query);
         return {
-          events: page.map((r) => ({ seq: r.seq, kind: r.kind, author: r.author, subject: r.subject, origin: r.origin, created_at: isoFromMs(r.created_ms), data: dataBySeq.get(r.seq)! })),
-          next: page.at(-1)?.seq ?? since,
-          has_more: hasMore,
+          events: page.events.map((e) => ({ seq: e.seq, kind: e.kind, author: e.author, subject: e.subject, origin: e.origin, created_at: isoFromMs(e.created_ms), data: e.data })),
+          next: page.next,
+          has_more: page.hasMore,
         };
       },
     }),
@@ -196,7 +118,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.19',
       response: relaysSchema,
-      handle: async () => ({ self: { url: deps.baseUrl, node_id: deps.selfKey.nodeId }, relays: (await deps.federation.peers()).map((p) => ({ url: p.url, node_id: p.node_id, version: p.version })) }),
+      handle: async () => ({ self, relays: (await network.peers()).map((p) => ({ url: p.url, node_id: p.node_id, version: p.version })) }),
     }),
     route({
       method: 'post',
@@ -220,7 +142,7 @@ export function networkRoutes(deps: RelayDeps): RelayRoute[] {
       auth: 'none',
       since: '0.9.19',
       response: peersSchema,
-      handle: async () => ({ peers: (await deps.federation.peers()).map((p) => Federation.view(p)) }),
+      handle: async () => ({ peers: (await network.peers()).map((p) => Federation.view(p)) }),
     }),
     route({
       method: 'post',

@@ -5,7 +5,8 @@ import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { inviteAcceptedSchema, inviteCreatedSchema, invitesSchema, pairStartedSchema, pairStateSchema, pairedSchema } from '../../../wire/relay/social-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { inviteAcceptBody, pairConfirmBody } from '../../../wire/relay/relay-schemas.js';
-import { Invite, inviteState } from '../use-cases/invite.js';
+import { SocialReads } from '../queries/social-reads.js';
+import { Invite } from '../use-cases/invite.js';
 import { Pair } from '../use-cases/pair.js';
 
 /** The PNG QR code of a pairing URL (error correction M: survives a phone camera at an angle). */
@@ -16,9 +17,8 @@ export function pairingQrPng(url: string): Promise<Buffer> {
 
 /** Invites and pairing. */
 export function socialRoutes(deps: RelayDeps): RelayRoute[] {
-  const plain = deps.store.plainData;
-  const now = () => deps.clock.nowMs();
   const invites = new Invite(deps);
+  const reads = new SocialReads(deps);
   const pairing = new Pair(deps);
   const pairUrl = (token: string) => `${deps.baseUrl}/pair/${token}`;
 
@@ -45,11 +45,11 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: invitesSchema,
       handle: async ({ caller }) => {
-        const rows = await plain.social.invitesOf(callerNode(caller));
+        const rows = await reads.invitesOf(callerNode(caller));
         return {
           invites: rows.map((r) => ({
             code: r.code,
-            state: inviteState(r, now()),
+            state: r.state,
             created_at: isoFromMs(r.created_ms),
             expires_at: isoFromMs(r.expires_ms),
             accepted_by: r.accepted_by,
@@ -94,12 +94,11 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: pairStateSchema,
       handle: async ({ params }) => {
-        const { row, state } = await pairing.lookup(params.token!);
-        const starter = await plain.nodes.get(row.node_id);
+        const { row, state, starterName } = await reads.pairing(params.token!);
         return {
           state,
           node_id: row.node_id,
-          name: starter?.name ?? '',
+          name: starterName,
           expires_at: isoFromMs(row.expires_ms),
           paired_with: row.confirmed_by,
           confirm: { method: 'POST', path: '/pair/confirm', body: { token: params.token } },
@@ -114,7 +113,7 @@ export function socialRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.19',
       produces: 'image/png',
       handle: async ({ params, res }) => {
-        await pairing.pending(params.token!);
+        await reads.pendingPairing(params.token!);
         const png = await pairingQrPng(pairUrl(params.token!));
         res.status(200).set({ 'content-type': 'image/png', 'cache-control': 'no-store' }).send(png);
         return alreadySent;

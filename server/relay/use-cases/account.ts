@@ -1,17 +1,51 @@
 import { randomBytes } from 'node:crypto';
 import type { RelayDeps } from '../relay-deps.js';
 import { LookupLimiter } from '../domain/lookup-limiter.js';
+import type { CodeRequestAnswer } from '../domain/phone-codes.js';
 import { RelayRefusal } from '../domain/relay-errors.js';
+import { NodeReads, type OwnNode } from '../queries/node-reads.js';
+import type { NodeRow } from '../../storage/relay/node-repository.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 
 /**
- * What a node does with its account beyond its key: prove a phone number, recover with it, find
- * others by theirs, and make bots (POST /me/phone/verify, /recover/finish, GET /lookup, POST /bots).
+ * What a node does with its account beyond its key: its profile and directory settings, prove a
+ * phone number, log in and recover with it, find others by theirs, and make bots (POST /me,
+ * /directory, /me/phone, /me/phone/verify, /login, /recover/start, /recover/finish, GET /lookup,
+ * POST /bots). Phone numbers come normalized.
  */
 export class Account {
   private readonly lookupLimiter = new LookupLimiter(relayLimits.lookupsPerHour);
+  private readonly nodes: NodeReads;
 
-  constructor(private readonly deps: RelayDeps) {}
+  constructor(private readonly deps: RelayDeps) {
+    this.nodes = new NodeReads(deps);
+  }
+
+  /** Changes the name and about text of `nodeId` (null: unchanged); answers the node as its owner now sees it. */
+  async updateProfile(nodeId: string, change: { name: string | null; about: string | null }): Promise<OwnNode> {
+    await this.deps.store.plainData.nodes.updateProfile(nodeId, change, this.deps.clock.nowMs());
+    return this.nodes.own(nodeId);
+  }
+
+  /** Whether `nodeId` is listed in /search and found by /lookup (null: unchanged); answers its row now. */
+  async updateDirectory(nodeId: string, change: { listed: boolean | null; phoneDiscoverable: boolean | null }): Promise<NodeRow> {
+    const plain = this.deps.store.plainData;
+    await plain.nodes.updateDirectory(nodeId, change, this.deps.clock.nowMs());
+    return (await plain.nodes.get(nodeId))!;
+  }
+
+  /** Sends `nodeId` a code that proves `phone` is its number; the answer waits for the SMS gateway. */
+  startPhoneProof(nodeId: string, phone: string): Promise<CodeRequestAnswer> {
+    return this.deps.codes.start(phone, 'verify', nodeId, { awaitDelivery: true });
+  }
+
+  /**
+   * Sends a login or recovery code to `phone` when a node verified it. The answer is the same
+   * either way and does not wait for delivery, so it tells nobody whether the number is known.
+   */
+  async startCode(purpose: 'login' | 'recover', phone: string): Promise<CodeRequestAnswer> {
+    return this.deps.codes.start(phone, purpose, await this.deps.store.plainData.phones.nodeOf(phone), { awaitDelivery: false });
+  }
 
   /** Redeems a verification code: the number (already normalized) moves to `nodeId`. */
   async verifyPhone(nodeId: string, phone: string, code: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RelayDeps } from '../relay-deps.js';
 import { RelayRefusal } from '../domain/relay-errors.js';
+import { inviteState } from '../domain/social-states.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 
 /** A random code that is easy to read aloud: Crockford base32 (256 is a multiple of 32, so no bias). */
@@ -9,11 +10,6 @@ export function readableCode(length = 12): string {
   let out = '';
   for (const b of randomBytes(length)) out += alphabet[b % 32];
   return out;
-}
-
-/** An invite's state at `nowMs`. */
-export function inviteState(invite: { accepted_by: string | null; expires_ms: number }, nowMs: number): 'accepted' | 'expired' | 'open' {
-  return invite.accepted_by ? 'accepted' : invite.expires_ms <= nowMs ? 'expired' : 'open';
 }
 
 /** POST /invites and POST /invites/accept: single-use codes that record who invited whom. */

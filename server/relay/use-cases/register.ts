@@ -16,7 +16,8 @@ export interface NodeCredential {
 
 /**
  * POST /register and POST /session: a node proves its key with a signed document for this relay,
- * fresh and never used before, and gets its current human credential.
+ * fresh and never used before, and gets its current human credential; POST /login/verify gets it
+ * with a code sent to the node's verified number instead.
  */
 export class Register {
   constructor(private readonly deps: RelayDeps) {}
@@ -54,6 +55,11 @@ export class Register {
       if ((yield* nodes.get(doc.node_id))?.local !== 1) throw new RelayRefusal('node_not_registered', 'node not registered on this relay; POST /register first');
     });
     return this.credentialOf(doc.node_id);
+  }
+
+  /** Redeems a login code sent to `phone` (normalized): the current credential of the node that verified it. */
+  async login(phone: string, code: string): Promise<NodeCredential> {
+    return this.credentialOf(await this.deps.codes.redeem(phone, 'login', code));
   }
 
   /** A node's current human credential (after recovery, the new one). */

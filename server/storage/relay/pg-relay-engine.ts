@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { type Clock, systemClock } from '../../../core/clock.js';
-import type { SharedFileContents } from '../../relay/domain/file-store.js';
+import type { SharedFileContents } from './shared-file-contents.js';
 import { PgFaultGuard, withCheckedOutClient } from '../postgres/pg-faults.js';
 import { openPgPool, redactDatabaseUrl } from '../postgres/pg-pool.js';
 import { runSteps, type Statement, type Steps } from '../sql-steps.js';
