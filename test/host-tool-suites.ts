@@ -126,6 +126,8 @@ export const postgresSuites = {
     'test/integration/bench-revoked-worker-health-check.test.ts',
     // The relay's tables on PostgreSQL (decision 0440).
     'test/contract/postgres-relay-store.contract.test.ts',
+    // POST /slice/declare's write and its answer in one transaction, on both engines.
+    'server/relay/use-cases/slice.test.ts',
     'test/integration/relay-store-replicas.test.ts',
     'test/integration/relay-replicas.test.ts',
     'test/integration/relay-search-index-warning.test.ts',

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { Credentials } from './domain/credentials.js';
-import { Federation } from './domain/federation.js';
+import { Federation, FederationClosedError } from './domain/federation.js';
 import { type HostResolver, publicPeerFetch } from './domain/peer-target.js';
 import { FileStore } from './domain/file-store.js';
 import { identityRoutes } from './routes/identity-routes.js';
@@ -230,7 +230,10 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       timer = config.clock.setTimeout(() => {
         federation
           .probeAll()
-          .catch((cause: unknown) => log('relay: periodic probe failed', cause))
+          // A sweep cut short by `close` is no failure worth a log line.
+          .catch((cause: unknown) => {
+            if (!(cause instanceof FederationClosedError)) log('relay: periodic probe failed', cause);
+          })
           .finally(schedule);
       }, config.probeIntervalMs);
     };
@@ -250,7 +253,7 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       close: async () => {
         closed = true;
         if (timer !== undefined) config.clock.clearTimeout(timer);
-        await federation.idle();
+        await federation.close();
         await peerFetch.close();
         await store.close();
         lock.release();

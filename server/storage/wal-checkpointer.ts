@@ -180,8 +180,8 @@ parentPort.on('message', (message) => {
 });
 `;
 
-/** The default `offLoop`: a worker thread, started at the first checkpoint the database needs. */
-function checkpointThread(databaseFile: string): OffLoopCheckpoints {
+/** The default `offLoop`: a worker thread, started at the first checkpoint the database needs (exported for the WAL crash test's writer). */
+export function checkpointThread(databaseFile: string): OffLoopCheckpoints {
   const sqlitePath = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { file: databaseFile, sqlitePath } });
   // The thread keeps no process alive: `stop` ends it, and a process that is done must be able to exit.

@@ -108,38 +108,67 @@ export function describeRelayGuaranteesContract(name: string, open: OpenRelaySto
       expect(seen).toHaveLength(4);
     });
 
-    it('commits concurrent writers of one store in seq order: a reader after each commit misses none', async () => {
+    it('runs concurrent rules of one store one at a time, in the order they came: writers commit in seq order, a read sees the write before it, a reader after each commit misses none', async () => {
       const s = store();
+      // Each rule's steps note where they start and end. On PostgreSQL every statement is awaited:
+      // without the store's queue, a read started right after a writer (it takes no write lock)
+      // would run its steps while the writer's statements are out, before the write it follows.
+      const trace: string[] = [];
       const seen: string[] = [];
       let since = 0;
-      // Started together, not awaited in turn: on PostgreSQL their statements are awaited, and the
-      // store must still commit them one after the other in the order of their seqs.
-      const commits: string[] = [];
       // One reader, paging after each commit in turn (as one GET /events client does).
       let reading = Promise.resolve();
       const page = async () => {
-        for (const event of await s.plainData.events.after(since, [], 100)) {
+        const events = await s.plain(function* () {
+          trace.push('page in');
+          const after = yield* s.data.events.after(since, [], 100);
+          trace.push('page out');
+          return after;
+        });
+        for (const event of events) {
           seen.push(event.subject);
           since = event.seq;
         }
       };
-      const writers = [1, 2, 3, 4, 5, 6, 7, 8].map((n) =>
-        s
-          .tx(function* () {
-            yield* s.data.items.insert(item(n));
-            return yield* s.appendEvent('item', node(100), node(n), { n }, n);
-          })
-          .then(() => {
-            commits.push(node(n));
-            reading = reading.then(page);
-            return reading;
+      const commits: string[] = [];
+      const writers: Promise<unknown>[] = [];
+      const looks: Promise<boolean>[] = [];
+      // Started together, not awaited in turn: a writer, then a read of what it writes, eight times.
+      for (const n of [1, 2, 3, 4, 5, 6, 7, 8]) {
+        writers.push(
+          s
+            .tx(function* () {
+              trace.push(`write ${n} in`);
+              yield* s.data.items.insert(item(n));
+              const seq = yield* s.appendEvent('item', node(100), node(n), { n }, n);
+              trace.push(`write ${n} out`);
+              return seq;
+            })
+            .then(() => {
+              commits.push(node(n));
+              reading = reading.then(page);
+              return reading;
+            }),
+        );
+        looks.push(
+          s.plain(function* () {
+            trace.push(`look ${n} in`);
+            const there = yield* s.data.items.exists(node(n));
+            trace.push(`look ${n} out`);
+            return there;
           }),
-      );
+        );
+      }
       await Promise.all(writers);
       await reading;
+      // Each rule's steps end before the next rule's begin, in the order the rules were started
+      // (the pages were asked for after all of them, at the first commit).
+      const rules = [1, 2, 3, 4, 5, 6, 7, 8].flatMap((n) => [`write ${n} in`, `write ${n} out`, `look ${n} in`, `look ${n} out`]);
+      expect(trace).toEqual([...rules, ...Array.from({ length: 8 }, () => ['page in', 'page out']).flat()]);
+      expect(await Promise.all(looks)).toEqual(Array.from({ length: 8 }, () => true));
       const all = (await s.plainData.events.after(0, [], 100)).map((e) => e.subject);
       expect(seen).toEqual(all);
-      expect([...all].sort()).toEqual([...commits].sort());
+      expect(all).toEqual(commits);
       expect(all).toHaveLength(8);
     });
     });

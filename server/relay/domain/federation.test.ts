@@ -9,6 +9,7 @@ import { generateNodeKey } from '../../../core/relay/node-id.js';
 import { signItemAuthorship } from '../../../core/relay/item-authorship.js';
 import { signVote } from '../../../core/relay/vote.js';
 import { createRelayService, type RelayService } from '../relay-service.js';
+import { FederationClosedError } from './federation.js';
 import { signDocument } from './signed-document.js';
 import { tempDataDir } from '../../../test/support/relay-test-kit.js';
 import { memoryLogger } from '../../http/logger.js';
@@ -219,4 +220,69 @@ describe('Federation timeouts', () => {
       dir.remove();
     }
   });
+});
+
+describe('Federation and the relay closing', () => {
+  /** A relay of the test's own (the shared one is closed after each test), and its data dir removed after. */
+  async function withRelay(options: { pagesPerProbe?: number }, body: (relay: RelayService) => Promise<void>): Promise<void> {
+    const dir = tempDataDir();
+    const own = await createRelayService({ clock, dataDir: dir.dir, baseUrl: 'http://c.test', humanUrl: 'http://c.test', fetch: (...a) => fetch(...a), peers: [peer], ...(options.pagesPerProbe ? { peerPagesPerProbe: options.pagesPerProbe } : {}), logger: memoryLogger() });
+    // The body closes it; closed once (a relay's close is not repeatable), here only when the body failed first.
+    const closing: { once?: Promise<void> } = {};
+    const closeOnce = () => (closing.once ??= own.close());
+    try {
+      await body({ ...own, close: closeOnce });
+    } finally {
+      await closeOnce();
+      dir.remove();
+    }
+  }
+
+  it('stops a sweep that close overtook while it listed the peers: no probe starts, nothing reaches the closed store', () =>
+    withRelay({}, async (own) => {
+      let healthAsked = 0;
+      server.use(
+        http.get(`${peer}/health`, () => {
+          healthAsked++;
+          return HttpResponse.json({ protocol: 'x-relay', version: '0.9.19', node_id: peerNode.nodeId });
+        }),
+      );
+      // The sweep awaits the peer list; close begins before it has it (nothing is awaited in between).
+      const sweep = own.federation.probeAll();
+      const closed = own.close();
+      await expect(sweep).rejects.toBeInstanceOf(FederationClosedError);
+      await closed;
+      expect(healthAsked).toBe(0);
+      // And nothing starts once closed.
+      await expect(own.federation.probeAll()).rejects.toBeInstanceOf(FederationClosedError);
+      await expect(own.federation.pullNow()).rejects.toBeInstanceOf(FederationClosedError);
+    }));
+
+  it('lets the probe under way finish and starts no next probe of a pull', () =>
+    withRelay({ pagesPerProbe: 1 }, async (own) => {
+      let pageAsked!: () => void;
+      const firstPage = new Promise<void>((r) => (pageAsked = r));
+      let answerPage!: () => void;
+      const pageMayAnswer = new Promise<void>((r) => (answerPage = r));
+      const pages: string[] = [];
+      server.use(
+        http.get(`${peer}/health`, () => HttpResponse.json({ protocol: 'x-relay', version: '0.9.19', node_id: peerNode.nodeId })),
+        http.get(`${peer}/events`, async ({ request }) => {
+          pages.push(new URL(request.url).search);
+          pageAsked();
+          await pageMayAnswer;
+          // One registration per page and more to come: a pull needs a probe per page.
+          return HttpResponse.json({ events: [feed[0]], next: 1, has_more: true });
+        }),
+      );
+      const pull = own.federation.pullNow();
+      pull.catch(() => undefined);
+      await firstPage;
+      const closed = own.close();
+      answerPage();
+      // The first probe ran to its end (its page stored, its record written) on an open store; the pull stopped after it.
+      await expect(pull).rejects.toBeInstanceOf(FederationClosedError);
+      await closed;
+      expect(pages).toEqual(['?since=0&limit=500']);
+    }));
 });

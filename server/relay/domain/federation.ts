@@ -93,6 +93,13 @@ export class Federation {
   private readonly exchange: PeerExchange;
   private readonly pages: PeerPageReader;
   private probing = new Map<string, Promise<ProbeResult>>();
+  /**
+   * Every probe and sweep (`probeAll`, `pullNow`) under way, tracked from its first step: a sweep
+   * still listing its peers has no probe running yet, and `close` must wait for it too.
+   */
+  private readonly running = new Set<Promise<unknown>>();
+  /** Set by `close`: nothing new starts, and a sweep under way starts no further probe. */
+  private closing = false;
   /** Peers from the relay's configuration: trusted as they are, whatever address they have. */
   private readonly configured = new Set<string>();
 
@@ -176,9 +183,12 @@ export class Federation {
   }
 
   /** Probes every peer (or one), pulling new events; concurrent probes of one peer share one run. */
-  async probeAll(only?: string): Promise<ProbeResult[]> {
-    const targets = only === undefined ? (await this.peers()).map((p) => p.url) : [only];
-    return Promise.all(targets.map((url) => this.probe(url)));
+  probeAll(only?: string): Promise<ProbeResult[]> {
+    return this.track(async () => {
+      const targets = only === undefined ? (await this.peers()).map((p) => p.url) : [only];
+      this.refuseIfClosing();
+      return Promise.all(targets.map((url) => this.probe(url)));
+    });
   }
 
   /**
@@ -186,32 +196,56 @@ export class Federation {
    * one probe reads at most `maxPagesPerProbe` pages, so a peer with a long feed needs several.
    * Peers are pulled one after another, so what one peer relayed from another is in before the next.
    */
-  async pullNow(only?: string, maxProbes = 50): Promise<PullResult[]> {
-    const targets = only === undefined ? (await this.peers()).map((p) => p.url) : [only];
-    const results: PullResult[] = [];
-    for (const url of targets) {
-      let total: PullResult | undefined;
-      for (let probes = 1; probes <= maxProbes; probes++) {
-        const r = await this.probe(url);
-        total = { ...r, pulled: (total?.pulled ?? 0) + r.pulled, rejected: (total?.rejected ?? 0) + r.rejected, probes };
-        if (r.caught_up || !r.reachable || r.error !== null) break;
+  pullNow(only?: string, maxProbes = 50): Promise<PullResult[]> {
+    return this.track(async () => {
+      const targets = only === undefined ? (await this.peers()).map((p) => p.url) : [only];
+      const results: PullResult[] = [];
+      for (const url of targets) {
+        let total: PullResult | undefined;
+        for (let probes = 1; probes <= maxProbes; probes++) {
+          // Between two probes the sweep holds none: `close` may have begun meanwhile.
+          this.refuseIfClosing();
+          const r = await this.probe(url);
+          total = { ...r, pulled: (total?.pulled ?? 0) + r.pulled, rejected: (total?.rejected ?? 0) + r.rejected, probes };
+          if (r.caught_up || !r.reachable || r.error !== null) break;
+        }
+        results.push(total!);
       }
-      results.push(total!);
-    }
-    return results;
+      return results;
+    });
   }
 
   probe(url: string): Promise<ProbeResult> {
     const running = this.probing.get(url);
     if (running) return running;
-    const run = this.probeOnce(url).finally(() => this.probing.delete(url));
+    const run = this.track(() => this.probeOnce(url)).finally(() => this.probing.delete(url));
     this.probing.set(url, run);
     return run;
   }
 
-  /** Resolves once no probe is running (used before closing the store). */
-  async idle(): Promise<void> {
-    await Promise.allSettled([...this.probing.values()]);
+  /**
+   * Starts no probe from now on, and resolves once every probe and sweep under way has settled:
+   * the relay closes its store after this, and nothing of the federation may touch it then. A
+   * probe running is waited for (each of its requests is bounded by `requestTimeoutMs`); a sweep
+   * that has not started its probes, or is between two, stops with `FederationClosedError`.
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /** Runs `work` as a probe or sweep `close` waits for; refused once `close` began. */
+  private track<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new FederationClosedError());
+    const run = work();
+    this.running.add(run);
+    const forget = () => this.running.delete(run);
+    run.then(forget, forget);
+    return run;
+  }
+
+  private refuseIfClosing(): void {
+    if (this.closing) throw new FederationClosedError();
   }
 
   /** Public view of a peer for /relays and /reach. */
@@ -316,5 +350,13 @@ export class Federation {
     const suspended = await this.o.store.plainData.peers.recordOffences(url, { count, last, nowMs: this.o.clock.nowMs(), limit: this.offenceLimit });
     if (suspended) this.warn(`relay: peer ${url} suspended after ${(await this.peer(url))!.offences} refused documents; an operator adds it again with POST /reach`);
     return suspended;
+  }
+}
+
+/** A probe or sweep asked for, or going on to its next probe, after the relay began to close. */
+export class FederationClosedError extends Error {
+  constructor() {
+    super('the relay is closing: federation starts no further probe (its store closes next)');
+    this.name = 'FederationClosedError';
   }
 }

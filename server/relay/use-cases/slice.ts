@@ -21,7 +21,7 @@ type SliceDraft = { v: string[]; i: unknown[]; t?: number };
  * this relay only) or declared with its key (POST /slice/declare, a statement peers verify).
  */
 export class Slice {
-  constructor(private readonly deps: RelayDeps) {}
+  constructor(private readonly deps: Pick<RelayDeps, 'store' | 'voting' | 'clock'>) {}
 
   /** Publishes `nodeId`'s slice as `change` makes it of the current one; the sanity rules hold. */
   change(nodeId: string, change: (current: SliceDraft | undefined) => unknown): Promise<PublishedSliceAnswer> {
@@ -60,14 +60,21 @@ export class Slice {
     if (declaration.updated_ms > nowMs + relayLimits.proofMaxSkewSeconds * 1000) {
       throw invalidInputAt(['body'], [{ path: ['updated_ms'], code: 'updated_ms_ahead', limit: relayLimits.proofMaxSkewSeconds, nowSeconds: unixSeconds(nowMs), input: declaration.updated_ms }]);
     }
+    // A node is never unregistered, so this check may run before the transaction.
     if (!(await store.plainData.nodes.exists(declaration.node_id))) throw new RelayRefusal('signer_not_registered', 'node is not a registered node: POST /register first');
-    const applied = await store.tx(voting.applyDeclaration(declaration, null, nowMs));
-    const current = await store.plain(voting.sliceDeclaration(declaration.node_id));
-    if (!applied && current?.sig !== declaration.sig) {
-      const published = await store.plainData.slices.declaredAt(declaration.node_id);
-      throw new RelayRefusal('declaration_superseded', `a newer declaration of this node's slice is published (updated_ms ${published?.updated_ms ?? '?'}); sign one with a later updated_ms`);
+    const { slices } = store.data;
+    // Written and read back in one transaction: read after it, a newer declaration committed in
+    // between (another request, on PostgreSQL another replica) would be answered with this one's hash.
+    const outcome = await store.tx(function* () {
+      const applied = yield* voting.applyDeclaration(declaration, null, nowMs);
+      const current = yield* voting.sliceDeclaration(declaration.node_id);
+      if (!applied && current?.sig !== declaration.sig) return { superseded: (yield* slices.declaredAt(declaration.node_id))?.updated_ms ?? '?' };
+      return { slice: (yield* voting.publishedSlice(declaration.node_id))!.qset };
+    });
+    if ('superseded' in outcome) {
+      throw new RelayRefusal('declaration_superseded', `a newer declaration of this node's slice is published (updated_ms ${outcome.superseded}); sign one with a later updated_ms`);
     }
-    return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: (await store.plain(voting.publishedSlice(declaration.node_id)))!.qset, t_auto: false };
+    return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: outcome.slice, t_auto: false };
   }
 }
 
