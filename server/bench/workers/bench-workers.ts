@@ -97,7 +97,7 @@ export function benchWorkers(config: BenchWorkersConfig) {
     boards: config.boards,
     cacheMs: config.availabilityCacheMs,
     logger,
-    resolve: remoteBoardResolver({ clock, store, listWorkers: () => roster.list(), workers: workerAdmin, selfWorkerId: localWorkerId, onHealthKeeper: health.onHealthKeeper }),
+    resolve: remoteBoardResolver({ clock, store, workers: workerAdmin, selfWorkerId: localWorkerId, onHealthKeeper: health.onHealthKeeper }),
     healthKeeper: health.keeperOf,
   });
   const protocol = new WorkerProtocol({ clock, store, gateway, boards, roster, logger, timings });

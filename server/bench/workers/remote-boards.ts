@@ -16,8 +16,6 @@ import type { WorkerAdmin } from './worker-admin.js';
 export function remoteBoardResolver(deps: {
   clock: Clock;
   store: BenchStore;
-  /** Every worker, as recently read (`WorkerRoster`, decision 0860); default: the store's list. */
-  listWorkers?: () => Promise<WorkerRecord[]>;
   workers: WorkerAdmin;
   /**
    * The worker in this process, if any: online while this process runs (it answers, so its worker
@@ -30,7 +28,7 @@ export function remoteBoardResolver(deps: {
 }): (board: Board) => Promise<ResolvedBoard> {
   return async (board) => {
     const nowMs = deps.clock.nowMs();
-    const serving = (await (deps.listWorkers ?? (() => deps.store.workers.list()))())
+    const serving = (await deps.store.workers.list())
       .filter((w) => w.revokedAtMs === null)
       .flatMap((w) => w.boards.filter((b) => b.board === board.id).map((report) => ({ worker: w, report })));
     const isOnline = (w: WorkerRecord) => w.workerId === deps.selfWorkerId || deps.workers.isOnline(w, nowMs);

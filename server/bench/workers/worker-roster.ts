@@ -5,9 +5,10 @@ import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 /**
  * The bench workers as last read from the store, reused for `cacheMs` (injected clock) and read
  * again at once after a worker's report, a new worker or a revocation went through this process
- * (`invalidate`): the pools' instances on every submit and the boards' availability come from it
- * (decision 0860; every submit read the whole table). A report through another replica shows here
- * within `cacheMs`, as the availability cache already allowed (`LiveBoards`).
+ * (`invalidate`): the pools' instances handed out on every submit come from it (decision 0860;
+ * every submit read the whole table). A report through another replica shows here within
+ * `cacheMs`, as a board's availability does (`LiveBoards`, which reads the store itself when its
+ * own cache runs out, so the two waits never add up).
  *
  * A cached row's `lastSeenAtMs` is up to `cacheMs` old: `rosterCacheMs` keeps that plus one
  * heartbeat below the offline window, so a worker that heartbeats never reads as offline.
