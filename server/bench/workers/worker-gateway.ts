@@ -42,7 +42,7 @@ export class WorkerGateway {
   /** Set by close(): a waiting claim then answers empty instead of asking a store about to close. */
   private closed = false;
   private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
-  /** The boards each worker last reported through this process (`reported`). */
+  /** The boards each worker last reported through this process. */
   private readonly reports = new Map<string, readonly WorkerBoardReport[]>();
   /** What waiters look for in the store (serial input queued or written, a health check done): woken at once from here. */
   private readonly signals: StoreSignals;
@@ -62,10 +62,7 @@ export class WorkerGateway {
     return this.deps.clock.nowMs();
   }
 
-  /**
-   * The link of worker `workerId`; `claimMs` null for the worker in this process (claims never
-   * lapse); `reports`: its boards as its request was authenticated with (see `claim`).
-   */
+  /** The link of worker `workerId`; `claimMs` null for the worker in this process (claims never lapse); `reports` as for `claim`. */
   linkFor(workerId: string, options: { claimMs: number | null; claimWaitMs?: number; reports?: readonly WorkerBoardReport[] }): WorkerLink {
     return gatewayLink(this, workerId, options, this.deps.clock);
   }
@@ -147,21 +144,12 @@ export class WorkerGateway {
     this.debug.shutdown();
   }
 
-  /**
-   * `workerId` reported `boards` (announce or heartbeat) through this process: its claims here take
-   * its instances from this report, not from a read of its row per claim (decision 0860). The
-   * worker in this process reports only here; a remote worker's claim passes the report it was
-   * authenticated with.
-   */
+  /** `workerId` reported `boards` through this process (announce, heartbeat): its claims here take its instances from them (decision 0860). */
   reported(workerId: string, boards: readonly WorkerBoardReport[]): void {
     this.reports.set(workerId, boards);
   }
 
-  /**
-   * Waits for a task for `workerId` on `boards`. `reports`: its boards as just read (a remote
-   * worker's request is authenticated with its row); absent, as it last reported them through this
-   * process, else as the store has them.
-   */
+  /** A task for `workerId` on `boards`; its instances from `known` (the row a remote worker's request was authenticated with), its last report here, or the store. */
   async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal, known?: readonly WorkerBoardReport[]): Promise<WorkerTask | undefined> {
     const wanted = new Set(boards);
     const pollMs = this.deps.claimPollMs;
@@ -291,9 +279,8 @@ export class WorkerGateway {
       outcome.state === 'done'
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
-    // The store deletes the job's unread serial input as it records the end (decision 0650).
-    // The job's session as this gateway knows it (from its claim) saves the store reading it (decision 0860).
-    const { job: finished, ended } = await this.deps.store.finishJob(jobId, record, { workerId, ...(entry ? { sessionId: entry.job.sessionId } : {}) });
+    // The session known from the claim saves the store reading it (decision 0860).
+    const { job: finished, ended } = await this.deps.store.finishJob(jobId, record, { workerId, ...(entry && { sessionId: entry.job.sessionId }) });
     let underDebugger = this.debug.has(jobId);
     if (finished.workerId === workerId) {
       // A debug job handed out through another replica is one too (decision 0663): the store says so.
