@@ -36,8 +36,8 @@ const job = (jobId: string, sessionId: string | null): JobRecord => ({
 
 /**
  * The store calls of one job's life as the service makes them, on `store`: submitted (with its own
- * lease, or in a session), claimed by a worker, running, one renewal with its UART, done, read
- * once. Counts that noise cannot move, beside the timed ratios (decision 0545).
+ * lease, or in a session), claimed by a worker, running, one renewal with its UART, done (the
+ * gateway passing the session it knows from the claim), read once. Counts that noise cannot move, beside the timed ratios (decision 0545).
  */
 async function jobOnStore(store: SqlBenchStore, options: { inSession: boolean }): Promise<StoreRoundTrips> {
   await store.insertAgent({ agentId: 'ag_1', label: 'perf', tokenSha256: '1'.repeat(64), createdAtMs: T0 });
@@ -47,11 +47,12 @@ async function jobOnStore(store: SqlBenchStore, options: { inSession: boolean })
   }
   const before = store.counters;
   await store.createJob(job('job_1', sessionId), { maxQueuedPerBoard: 8, nowMs: T0 });
-  await store.claimJob({ workerId: 'local', boards: ['pico'], nowMs: T0 + 1, claimMs: null });
+  // As the gateway asks: the job, or else a health check waiting for the worker (decision 0860).
+  await store.claimTask({ workerId: 'local', boards: ['pico'], checkBoards: ['pico'], nowMs: T0 + 1, claimMs: null });
   await store.markJobRunning('job_1', 'local', T0 + 2);
   const uart = { bytes: new TextEncoder().encode('hello\n'), droppedBytes: 0, timeBase: 'simulated' as const, chunks: [], chunksOmitted: 0 };
   await store.renewJobClaim('job_1', 'local', { nowMs: T0 + 3, claimMs: null, uart });
-  await store.finishJob('job_1', { state: 'done', nowMs: T0 + 4, uart, stop: { reason: 'elapsed', elapsedNanos: 1e8 }, flashMs: 1, runMs: 2 }, { workerId: 'local' });
+  await store.finishJob('job_1', { state: 'done', nowMs: T0 + 4, uart, stop: { reason: 'elapsed', elapsedNanos: 1e8 }, flashMs: 1, runMs: 2 }, { workerId: 'local', sessionId });
   await store.getJob('job_1');
   const after = store.counters;
   return { statementsPerJob: after.statements - before.statements, transactionsPerJob: after.transactions - before.transactions };

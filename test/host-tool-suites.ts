@@ -107,6 +107,8 @@ export const postgresSuites = {
     'test/contract/postgres-engine-faults.contract.test.ts',
     // What the store's caches save PostgreSQL, counted in statements (decision 0600).
     'server/storage/bench/store-caches.test.ts',
+    // Statements of a job's steps on each store, counted (decision 0860).
+    'server/storage/bench/store-statements.test.ts',
     'test/contract/postgres-pool-lease-model.test.ts',
     'test/integration/replicas-pool-racing.test.ts',
     // A debug job behind two replicas: armed in the store, its streams forwarded to the replica that handed it out (decision 0663).

@@ -41,6 +41,59 @@ export function describeJobQueueContract(name: string, withStore: (body: (store:
         expect(await claimBy(store, T0 + 6, ['pico'])).toMatchObject({ jobId: 'job_p' });
       }));
 
+    it("hands a worker's claim a job first, else a health check requested of it, else nothing (decision 0860)", () =>
+      withStore(async (store) => {
+        const task = (nowMs: number, boards: readonly string[], checkBoards: readonly string[], workerId = 'w1') => store.claimTask({ workerId, boards, checkBoards, nowMs, claimMs: null });
+        expect(await task(T0, ['pico'], ['pico'])).toBeUndefined();
+        await store.createJob(jobRecord({ jobId: 'job_u', board: 'uno' }), queueOf(T0));
+        await store.healthChecks.request({ checkId: 'hc_1', board: 'pico', workerId: 'w1', timeoutMs: 1_000, nowMs: T0 });
+        // Another worker's check is not this worker's; a job on another board comes before this one's check.
+        expect(await task(T0 + 1, ['pico'], ['pico'], 'w2')).toBeUndefined();
+        expect(await task(T0 + 1, ['pico', 'uno'], ['pico', 'uno'])).toMatchObject({ job: { jobId: 'job_u', workerId: 'w1', state: 'flashing' } });
+        expect(await task(T0 + 2, ['pico', 'uno'], ['pico', 'uno'])).toMatchObject({ check: { checkId: 'hc_1', state: 'running', startedAtMs: T0 + 2 } });
+        expect(await task(T0 + 3, ['pico', 'uno'], ['pico', 'uno'])).toBeUndefined();
+        // With every instance quarantined (no boards to claim on), a check is still handed out.
+        await store.healthChecks.request({ checkId: 'hc_2', board: 'uno', workerId: 'w1', timeoutMs: 1_000, nowMs: T0 + 4 });
+        expect(await task(T0 + 5, [], ['uno'])).toMatchObject({ check: { checkId: 'hc_2' } });
+        // A revoked worker's claim takes no job.
+        await store.workers.insert({ workerId: 'w3', label: 'three', tokenSha256: '3'.repeat(64), createdAtMs: T0 });
+        await store.workers.revoke('w3', T0 + 6);
+        await store.createJob(jobRecord({ jobId: 'job_n', board: 'netduinoplus2', createdAtMs: T0 + 6 }), queueOf(T0 + 6));
+        expect(await task(T0 + 7, ['netduinoplus2'], ['netduinoplus2'], 'w3')).toBeUndefined();
+        expect(await task(T0 + 7, ['netduinoplus2'], ['netduinoplus2'])).toMatchObject({ job: { jobId: 'job_n' } });
+      }));
+
+    it('queues no job on a board under a health check, requested or running, and says since when (decision 0860)', () =>
+      withStore(async (store) => {
+        await store.healthChecks.request({ checkId: 'hc_1', board: 'pico', workerId: 'w1', timeoutMs: 1_000, nowMs: T0 });
+        expect(await store.createJob(jobRecord(), queueOf(T0 + 1))).toEqual({ kind: 'board-health-check', requestedAtMs: T0 });
+        await store.openSession(sessionRecord({ board: 'uno' }));
+        // A check of another board, or of an instance of a pool (the claim skips that one), holds nothing here.
+        await store.healthChecks.request({ checkId: 'hc_2', board: 'uno.1@w1', workerId: 'w1', timeoutMs: 1_000, nowMs: T0 });
+        expect((await store.createJob(jobRecord({ jobId: 'job_s', board: 'uno', sessionId: 'ses_1' }), queueOf(T0 + 1))).kind).toBe('created');
+        expect(await store.healthChecks.claim('w1', ['pico'], T0 + 2)).toMatchObject({ checkId: 'hc_1' });
+        expect(await store.createJob(jobRecord(), queueOf(T0 + 3))).toEqual({ kind: 'board-health-check', requestedAtMs: T0 });
+        await store.healthChecks.finish('hc_1', 'w1', { passed: true, uartText: 'ok', elapsedNanos: 1 }, T0 + 4);
+        expect((await store.createJob(jobRecord(), queueOf(T0 + 5))).kind).toBe('created');
+        expect(await store.getJob('job_1')).toMatchObject({ state: 'queued' });
+      }));
+
+    it("ends a job with its session passed as the caller read it, and a session passed wrongly changes nothing but the store's own look (decision 0860)", () =>
+      withStore(async (store) => {
+        await store.openSession(sessionRecord({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }));
+        await store.createJob(jobRecord({ jobId: 'job_s', sessionId: 'ses_1' }), queueOf(T0));
+        await store.createJob(jobRecord({ jobId: 'job_u', board: 'uno' }), queueOf(T0));
+        await claimBy(store, T0 + 1, ['pico', 'uno']);
+        await claimBy(store, T0 + 1, ['pico', 'uno']);
+        // Passed wrongly (a bug): the job still ends once, its session renewed, its lease kept.
+        expect(await store.finishJob('job_s', done(T0 + 2), { workerId: 'w1', sessionId: null })).toMatchObject({ job: { state: 'done' }, ended: true });
+        expect(await store.getSession('ses_1', T0 + 2)).toMatchObject({ state: 'active', expiresAtMs: T0 + 10_002 });
+        expect(await store.finishJob('job_u', done(T0 + 3), { workerId: 'w1', sessionId: 'ses_1' })).toMatchObject({ job: { state: 'done' }, ended: true });
+        expect(await store.finishJob('job_u', done(T0 + 4), { workerId: 'w1', sessionId: null })).toMatchObject({ job: { state: 'done', finishedAtMs: T0 + 3 }, ended: false });
+        // Its lease is freed: another agent takes the board.
+        expect((await store.openSession(sessionRecord({ sessionId: 'ses_2', agentId: 'ag_2', board: 'uno', createdAtMs: T0 + 5 }))).kind).toBe('opened');
+      }));
+
     it('fails a job as interrupted, once, when its worker stops renewing its claim; renewals keep it', () =>
       withStore(async (store) => {
         await store.openSession(sessionRecord({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }));

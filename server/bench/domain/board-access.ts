@@ -104,18 +104,14 @@ export class BoardAccess {
    * with the reason when it cannot run, `board_health_check_running` while an administrator's
    * health check holds it.
    */
-  async usable(boardId: string): Promise<ResolvedBoard> {
+  async usable(boardId: string, options: { storeRefusesChecked?: boolean } = {}): Promise<ResolvedBoard> {
     const resolved = await this.deps.boards.get(boardId);
     if (!resolved.backend) throw new BenchError('board_offline', `board ${boardId} is offline: ${resolved.offlineReason ?? 'no backend'}`);
-    // Started through this process, or (a board on a worker) through any replica: the store says.
-    const startedAtMs = this.healthChecks.get(boardId)?.startedAtMs ?? (await this.deps.store.healthChecks.active()).find((c) => c.board === boardId)?.requestedAtMs;
-    if (startedAtMs !== undefined) {
-      throw new BenchError(
-        'board_health_check_running',
-        `board ${boardId} is running a health check started by an administrator at ${isoFromMs(startedAtMs)} (retry_after_seconds=5)`,
-        { retryAfterSeconds: 5 },
-      );
-    }
+    // Started through this process, or (a board on a worker) through any replica: the store says,
+    // here or, for a job, in the write that queues it (`storeRefusesChecked`, decision 0860).
+    const startedAtMs =
+      this.healthChecks.get(boardId)?.startedAtMs ?? (options.storeRefusesChecked ? undefined : (await this.deps.store.healthChecks.active()).find((c) => c.board === boardId)?.requestedAtMs);
+    if (startedAtMs !== undefined) throw healthCheckRunning(boardId, startedAtMs);
     return resolved;
   }
 
@@ -191,6 +187,13 @@ export class BoardAccess {
       }),
     );
   }
+}
+
+/** `board_health_check_running`: an administrator's health check, started at `startedAtMs`, holds the board. */
+export function healthCheckRunning(boardId: string, startedAtMs: number): BenchError {
+  return new BenchError('board_health_check_running', `board ${boardId} is running a health check started by an administrator at ${isoFromMs(startedAtMs)} (retry_after_seconds=5)`, {
+    retryAfterSeconds: 5,
+  });
 }
 
 /** A flash of a small image on the simulators and the mock takes well under this, host ms; a probe's takes a few seconds. */

@@ -4,7 +4,7 @@ import type { UploadedFile } from '../../../wire/form-fields.js';
 import { type AgentRecord, type ElfSummary, instanceOf, type JobRecord } from '../../storage/bench/bench-store.js';
 import { type BenchDeps, newId } from './bench-deps.js';
 import { BenchError } from './bench-errors.js';
-import type { BoardAccess } from './board-access.js';
+import { type BoardAccess, healthCheckRunning } from './board-access.js';
 
 type FlashJobsDeps = Pick<BenchDeps, 'clock' | 'store' | 'blobs' | 'gateway' | 'limits' | 'logger' | 'checkImage'> & {
   access: BoardAccess;
@@ -46,7 +46,8 @@ export class FlashJobs {
       }
       throw err;
     }
-    await this.deps.access.usable(board.id);
+    // The store refuses a board under a health check as it queues the job (decision 0860).
+    await this.deps.access.usable(board.id, { storeRefusesChecked: true });
     // Stored before the job exists (content-addressed, so a refused job leaves only a blob the
     // next identical upload reuses): no worker can claim a job whose firmware is not there yet.
     try {
@@ -98,6 +99,8 @@ export class FlashJobs {
             ? `session ${input.session} holds instance ${instanceOf(result.session)} of board ${board.id}, not ${input.board}: its jobs run on its instance`
             : `session ${input.session} holds board ${result.session.board}, not ${input.board}`,
         );
+      case 'board-health-check':
+        throw healthCheckRunning(board.id, result.requestedAtMs);
       case 'board-leased':
         throw await this.deps.access.leasedConflict(result.lease, agent);
       case 'queue-full':

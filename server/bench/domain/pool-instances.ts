@@ -45,6 +45,8 @@ export class PoolInstances {
     private readonly deps: {
       clock: Clock;
       store: BenchStore;
+      /** Every worker, as recently read (the workers' roster, decision 0860); default: the store's list. */
+      listWorkers?: () => Promise<WorkerRecord[]>;
       isOnline: (worker: WorkerRecord, nowMs: number) => boolean;
       /** The worker in this process: online while the process runs (remote-boards.ts). */
       selfWorkerId?: string;
@@ -60,7 +62,7 @@ export class PoolInstances {
   async of(board: string): Promise<PoolInstance[]> {
     const nowMs = this.deps.clock.nowMs();
     const byId = new Map<string, PoolInstance>();
-    for (const worker of await this.deps.store.workers.list()) {
+    for (const worker of await (this.deps.listWorkers ?? (() => this.deps.store.workers.list()))()) {
       if (worker.revokedAtMs !== null) continue;
       const online = worker.workerId === this.deps.selfWorkerId || this.deps.isOnline(worker, nowMs);
       for (const report of worker.boards.filter((r) => r.board === board)) {

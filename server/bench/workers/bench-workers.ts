@@ -10,12 +10,13 @@ import type { FirmwareBlobs } from '../../storage/bench/firmware-blob-store.js';
 import type { BenchLimits } from '../domain/bench-limits.js';
 import type { BackendChoice } from '../../../harness/board-resolution.js';
 import type { JobLive } from '../domain/job-live.js';
-import { LiveBoards } from '../domain/live-boards.js';
+import { DEFAULT_AVAILABILITY_CACHE_MS, LiveBoards } from '../domain/live-boards.js';
 import { LOCAL_WORKER_ID, type LocalWorkerOptions, type LocalWorkerSetup } from './local-worker.js';
 import { PoolInstances } from '../domain/pool-instances.js';
 import { remoteBoardResolver } from './remote-boards.js';
 import { remoteHealthKeepers } from '../domain/stored-board-health.js';
 import { WorkerAdmin } from './worker-admin.js';
+import { rosterCacheMs, WorkerRoster } from './worker-roster.js';
 import { WorkerGateway } from './worker-gateway.js';
 import { defaultWorkerTimings, WorkerProtocol, type WorkerTimings } from './worker-protocol.js';
 
@@ -72,6 +73,7 @@ export function benchWorkers(config: BenchWorkersConfig) {
     clock,
     store,
     workerOfflineAfterMs: timings.offlineAfterSeconds * 1000,
+    onWorkersChanged: () => roster.invalidate(),
     onJobsReleased: config.onJobsReleased,
     // The administrator waiting for one hears its end now; the board it held shows free at once.
     onHealthChecksEnded: (checks) => {
@@ -81,6 +83,12 @@ export function benchWorkers(config: BenchWorkersConfig) {
         boards.invalidate(check.board);
       }
     },
+  });
+  // The workers as read at most a few seconds ago, read again after a report through here (decision 0860).
+  const roster = new WorkerRoster({
+    clock,
+    store,
+    cacheMs: rosterCacheMs({ availabilityCacheMs: config.availabilityCacheMs ?? DEFAULT_AVAILABILITY_CACHE_MS, heartbeatMs: timings.heartbeatSeconds * 1000, offlineAfterMs: timings.offlineAfterSeconds * 1000 }),
   });
   const health = remoteHealthKeepers({ clock, store, gateway, healthCheckTimeoutMs: config.healthCheckTimeoutMs });
   const localWorkerId = config.localWorker === false ? undefined : (config.localWorker?.workerId ?? (config.databaseUrl ? replicaWorkerId(config.dataDir) : LOCAL_WORKER_ID));
@@ -92,8 +100,8 @@ export function benchWorkers(config: BenchWorkersConfig) {
     resolve: remoteBoardResolver({ clock, store, workers: workerAdmin, selfWorkerId: localWorkerId, onHealthKeeper: health.onHealthKeeper }),
     healthKeeper: health.keeperOf,
   });
-  const protocol = new WorkerProtocol({ clock, store, gateway, boards, logger, timings });
-  const pools = new PoolInstances({ clock, store, isOnline: (w, nowMs) => workerAdmin.isOnline(w, nowMs), selfWorkerId: localWorkerId });
+  const protocol = new WorkerProtocol({ clock, store, gateway, boards, roster, logger, timings });
+  const pools = new PoolInstances({ clock, store, listWorkers: () => roster.list(), isOnline: (w, nowMs) => workerAdmin.isOnline(w, nowMs), selfWorkerId: localWorkerId });
   let localWorker: LocalWorkerSetup | undefined;
   if (localWorkerId !== undefined) {
     const label = config.databaseUrl ? `in replica ${localWorkerId}` : 'in this server';

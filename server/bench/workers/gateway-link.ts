@@ -1,5 +1,6 @@
 import { type DebugChannel, DebugChannelRefused, type DebugChannelHandlers, type DebugTerms, type JobTicket, type WorkerLink, type WorkerTask } from '../../../harness/worker/worker-link.js';
 import type { HealthCheckRecord } from '../../storage/bench/health-check-store.js';
+import type { WorkerBoardReport } from '../../storage/bench/worker-registry.js';
 import { boardOfInstance } from '../domain/pool-instances.js';
 import type { JobRecord } from '../../storage/bench/bench-store.js';
 import type { WorkerGateway } from './worker-gateway.js';
@@ -10,9 +11,12 @@ import type { Clock } from '../../../core/clock.js';
  * directly, and what the remote workers' HTTP routes reach through `WorkerProtocol` (the same
  * methods, checked). `claimMs` null for the worker in this process (claims never lapse).
  */
-export function gatewayLink(gateway: WorkerGateway, workerId: string, options: { claimMs: number | null; claimWaitMs?: number }, clock: Clock): WorkerLink {
+export function gatewayLink(gateway: WorkerGateway, workerId: string, options: { claimMs: number | null; claimWaitMs?: number; reports?: readonly WorkerBoardReport[] }, clock: Clock): WorkerLink {
   return {
-    claim: (boards, signal) => (options.claimWaitMs === undefined ? gateway.claim(workerId, options.claimMs, boards, signal) : boundedClaim(gateway, workerId, options.claimMs, boards, signal, options.claimWaitMs, clock)),
+    claim: (boards, signal) =>
+      options.claimWaitMs === undefined
+        ? gateway.claim(workerId, options.claimMs, boards, signal, options.reports)
+        : boundedClaim(gateway, workerId, options.claimMs, boards, signal, options.claimWaitMs, clock, options.reports),
     firmware: (ticket) => gateway.firmware(ticket.firmwareSha256),
     running: (jobId) => gateway.running(workerId, jobId),
     uart: async (jobId, report) => {
@@ -72,14 +76,14 @@ export function ticketOf(job: JobRecord, maxUartBytes: number, debug: DebugTerms
  * first. Ending the wait loses nothing: a job the gateway claimed as the wait ended is still
  * answered, and the worker runs the answer of every claim it made (decision 0555's lost-jobs fix).
  */
-async function boundedClaim(gateway: WorkerGateway, workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal, waitMs: number, clock: Clock) {
+async function boundedClaim(gateway: WorkerGateway, workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal, waitMs: number, clock: Clock, reports?: readonly WorkerBoardReport[]) {
   const bounded = new AbortController();
   const end = () => bounded.abort();
   signal.addEventListener('abort', end, { once: true });
   if (signal.aborted) end();
   const timer = clock.setTimeout(end, waitMs);
   try {
-    return await gateway.claim(workerId, claimMs, boards, bounded.signal);
+    return await gateway.claim(workerId, claimMs, boards, bounded.signal, reports);
   } finally {
     clock.clearTimeout(timer);
     signal.removeEventListener('abort', end);

@@ -21,6 +21,8 @@ export interface WorkerAdminDeps {
   store: BenchStore;
   /** Host ms without a heartbeat after which a worker and its boards count as offline. */
   workerOfflineAfterMs: number;
+  /** Told that a worker's row changed through this process (created, revoked): the roster reads the store again. */
+  onWorkersChanged?: () => void;
   /** Told the jobs a revocation failed, so live readers and waiting claims hear of them at once. */
   onJobsReleased?: (jobs: readonly JobRecord[]) => void;
   /** Told the health checks a revocation failed, so the administrator waiting for one hears at once. */
@@ -51,6 +53,7 @@ export class WorkerAdmin {
     const token = `${WORKER_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
     const worker = { workerId: newId('wk'), label, tokenSha256: sha256Hex(token), createdAtMs: this.deps.clock.nowMs() };
     await this.deps.store.workers.insert(worker);
+    this.deps.onWorkersChanged?.();
     return { ...this.view({ ...worker, revokedAtMs: null, lastSeenAtMs: null, boards: [] }), token };
   }
 
@@ -62,6 +65,7 @@ export class WorkerAdmin {
     const known = await this.deps.store.workers.get(workerId);
     if (known) return known;
     await this.deps.store.workers.insert({ workerId, label, tokenSha256: `${IN_PROCESS_MARK}${workerId}`, createdAtMs: this.deps.clock.nowMs() });
+    this.deps.onWorkersChanged?.();
     return (await this.deps.store.workers.get(workerId))!;
   }
 
@@ -76,6 +80,7 @@ export class WorkerAdmin {
     }
     const worker = await this.deps.store.workers.revoke(workerId, nowMs);
     if (!worker) throw new BenchError('worker_not_found', `worker ${workerId} not found`);
+    this.deps.onWorkersChanged?.();
     const reason = `worker ${workerId} (${worker.label}) was revoked by an administrator`;
     const released = await this.deps.store.releaseWorkerJobs(workerId, { reason, nowMs });
     this.deps.onJobsReleased?.(released);

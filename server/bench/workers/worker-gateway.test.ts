@@ -64,14 +64,33 @@ describe('WorkerGateway', () => {
     const waiting = g.linkFor('w1', { claimMs: null }).claim(['pico'], new AbortController().signal);
     await new Promise((resolve) => setImmediate(resolve));
     let claimsAfterClose = 0;
-    const claimJob = store.claimJob.bind(store);
-    store.claimJob = async (...args: Parameters<typeof claimJob>) => {
+    const claimTask = store.claimTask.bind(store);
+    store.claimTask = async (...args: Parameters<typeof claimTask>) => {
       claimsAfterClose += 1;
-      return claimJob(...args);
+      return claimTask(...args);
     };
     await g.close();
     expect(await waiting).toBeUndefined();
     expect(claimsAfterClose).toBe(0);
+  });
+
+  it('claims on the instances a worker reported through it, or that its request was authenticated with, without reading its row (decision 0860)', async () => {
+    const { store, gateway } = await setUp();
+    const g = gateway();
+    // The store knows no such worker: its instances come from what the gateway was told.
+    let rowsRead = 0;
+    const get = store.workers.get.bind(store.workers);
+    store.workers.get = async (workerId: string) => {
+      rowsRead += 1;
+      return get(workerId);
+    };
+    await store.createJob(jobRecord({ jobId: 'job_2', instance: 'pico.2@w1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    const report = { board: 'pico', backend: 'mock', available: true, reason: null, poolSize: 2 };
+    g.reported('w1', [report]);
+    expect(await g.linkFor('w1', { claimMs: null }).claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_2', instance: 'pico.2@w1' });
+    await store.createJob(jobRecord({ jobId: 'job_3', instance: 'pico.1@w2', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    expect(await g.linkFor('w2', { claimMs: 30_000, reports: [report] }).claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_3', instance: 'pico.1@w2' });
+    expect(rowsRead).toBe(0);
   });
 
   it('wakes a waiting claim only for a job on one of its boards', async () => {

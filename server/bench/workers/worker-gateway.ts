@@ -4,6 +4,7 @@ import { DebugRelay } from '../domain/debug-relay.js';
 import { gatewayLink, healthCheckTicket, ticketOf } from './gateway-link.js';
 import { GatewayHealthChecks } from './gateway-health-checks.js';
 import type { JobOutcome, JobRecord, UartRecord } from '../../storage/bench/bench-store.js';
+import type { WorkerBoardReport } from '../../storage/bench/worker-registry.js';
 import type { LiveUartChunk } from '../domain/job-live.js';
 import { reportedInstances } from '../domain/pool-instances.js';
 import { StoreSignals } from '../domain/store-signals.js';
@@ -41,6 +42,8 @@ export class WorkerGateway {
   /** Set by close(): a waiting claim then answers empty instead of asking a store about to close. */
   private closed = false;
   private readonly waiters = new Set<{ boards: ReadonlySet<string>; wake: () => void }>();
+  /** The boards each worker last reported through this process. */
+  private readonly reports = new Map<string, readonly WorkerBoardReport[]>();
   /** What waiters look for in the store (serial input queued or written, a health check done): woken at once from here. */
   private readonly signals: StoreSignals;
 
@@ -59,8 +62,8 @@ export class WorkerGateway {
     return this.deps.clock.nowMs();
   }
 
-  /** The link of worker `workerId`; `claimMs` null for the worker in this process (claims never lapse). */
-  linkFor(workerId: string, options: { claimMs: number | null; claimWaitMs?: number }): WorkerLink {
+  /** The link of worker `workerId`; `claimMs` null for the worker in this process (claims never lapse); `reports` as for `claim`. */
+  linkFor(workerId: string, options: { claimMs: number | null; claimWaitMs?: number; reports?: readonly WorkerBoardReport[] }): WorkerLink {
     return gatewayLink(this, workerId, options, this.deps.clock);
   }
 
@@ -141,11 +144,17 @@ export class WorkerGateway {
     this.debug.shutdown();
   }
 
-  async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal): Promise<WorkerTask | undefined> {
+  /** `workerId` reported `boards` through this process (announce, heartbeat): its claims here take its instances from them (decision 0860). */
+  reported(workerId: string, boards: readonly WorkerBoardReport[]): void {
+    this.reports.set(workerId, boards);
+  }
+
+  /** A task for `workerId` on `boards`; its instances from `known` (the row a remote worker's request was authenticated with), its last report here, or the store. */
+  async claim(workerId: string, claimMs: number | null, boards: readonly string[], signal: AbortSignal, known?: readonly WorkerBoardReport[]): Promise<WorkerTask | undefined> {
     const wanted = new Set(boards);
     const pollMs = this.deps.claimPollMs;
     // The worker names boards; its jobs are on its instances of them (decision 0510), as it reported them.
-    const reports = (await this.deps.store.workers.get(workerId))?.boards ?? [];
+    const reports = known ?? this.reports.get(workerId) ?? (await this.deps.store.workers.get(workerId))?.boards ?? [];
     const reported = boards.map((board) => {
       const report = reports.find((r) => r.board === board);
       return { board, instances: report ? reportedInstances(workerId, report) : [board] };
@@ -167,11 +176,9 @@ export class WorkerGateway {
       this.waiters.add(waiter);
       try {
         // No job starts on an instance under an administrator's health check (the claim skips it), so
-        // the job is asked for first and the check only when no job came: a try that hands out a job
-        // is one statement, an empty one two (decision 0801: a read of the active checks came first
-        // on every try, three reads a job in the replicas benchmark).
-        const job = await this.deps.store.claimJob({ workerId, boards: await claimable(), nowMs: this.now(), claimMs });
-        const check = job ? undefined : await this.deps.store.healthChecks.claim(workerId, checkable, this.now());
+        // the job is asked for first and the check only when no job came (decision 0801); on
+        // PostgreSQL an empty try is one statement too (decision 0860).
+        const { job, check } = (await this.deps.store.claimTask({ workerId, boards: await claimable(), checkBoards: checkable, nowMs: this.now(), claimMs })) ?? {};
         if (check) return healthCheckTicket(check);
         if (job) {
           this.started(job, workerId, claimMs);
@@ -272,8 +279,8 @@ export class WorkerGateway {
       outcome.state === 'done'
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
-    // The store deletes the job's unread serial input as it records the end (decision 0650).
-    const { job: finished, ended } = await this.deps.store.finishJob(jobId, record, { workerId });
+    // The session known from the claim saves the store reading it (decision 0860).
+    const { job: finished, ended } = await this.deps.store.finishJob(jobId, record, { workerId, ...(entry && { sessionId: entry.job.sessionId }) });
     let underDebugger = this.debug.has(jobId);
     if (finished.workerId === workerId) {
       // A debug job handed out through another replica is one too (decision 0663): the store says so.

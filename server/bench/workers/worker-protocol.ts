@@ -10,6 +10,7 @@ import { BenchError } from '../domain/bench-errors.js';
 import type { LiveBoards } from '../domain/live-boards.js';
 import { LongPollSlots } from '../domain/long-poll-slots.js';
 import type { WorkerGateway } from './worker-gateway.js';
+import type { WorkerRoster } from './worker-roster.js';
 
 /** The timings a server gives its workers (host seconds). */
 export interface WorkerTimings {
@@ -51,7 +52,7 @@ export class WorkerProtocol {
   private readonly waiting = new LongPollSlots();
 
   constructor(
-    private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; boards: LiveBoards; logger: Logger; timings: WorkerTimings },
+    private readonly deps: { clock: Clock; store: BenchStore; gateway: WorkerGateway; boards: LiveBoards; roster?: WorkerRoster; logger: Logger; timings: WorkerTimings },
   ) {}
 
   private now(): number {
@@ -66,6 +67,8 @@ export class WorkerProtocol {
     }
     const nowMs = this.now();
     await this.deps.store.workers.heardFrom(worker.workerId, { nowMs, boards });
+    this.deps.gateway.reported(worker.workerId, boards);
+    this.deps.roster?.invalidate();
     const interrupted = await this.deps.store.releaseWorkerJobs(worker.workerId, {
       reason: `worker ${worker.label} (${worker.workerId}) started again and no longer runs this job`,
       nowMs,
@@ -81,6 +84,10 @@ export class WorkerProtocol {
   async heartbeat(worker: WorkerRecord, boards: readonly WorkerBoardReport[] | undefined): Promise<void> {
     if (boards) this.checkServes(worker, boards.map((b) => b.board));
     await this.deps.store.workers.heardFrom(worker.workerId, { nowMs: this.now(), boards });
+    if (boards) {
+      this.deps.gateway.reported(worker.workerId, boards);
+      this.deps.roster?.invalidate();
+    }
     if (boards) for (const board of boards) this.deps.boards.invalidate(board.board);
   }
 
@@ -93,7 +100,8 @@ export class WorkerProtocol {
       const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
       const both = AbortSignal.any([signal, timeout.signal]);
       try {
-        const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.claimMs() });
+        // Its boards as this request was authenticated with: the claim reads them no more (decision 0860).
+        const link = this.deps.gateway.linkFor(worker.workerId, { claimMs: this.claimMs(), reports: worker.boards });
         return await link.claim(boards, both);
       } finally {
         this.deps.clock.clearTimeout(timer);

@@ -1,6 +1,6 @@
 import type { BackendErrorKind } from '../../../backends/backend.js';
 import type { BoardHealthStore } from './board-health-store.js';
-import type { HealthCheckStore } from './health-check-store.js';
+import type { HealthCheckRecord, HealthCheckStore } from './health-check-store.js';
 import type { SerialInputStore } from './serial-input-store.js';
 import type { SessionQueueStore } from './session-queue-store.js';
 import type { WaitlistStore } from './waitlist-store.js';
@@ -63,6 +63,9 @@ export interface BenchStore {
    * session runs on the session's instance (`job.instance`, when set, must be that one:
    * `session-other-board` otherwise); a session-less job leases the first free one of
    * `options.instances` (default: `job.instance`, else the board itself) for its own duration.
+   * A board under an administrator's health check, requested or running, takes no job
+   * (`board-health-check`, with when it was requested): checked in the same transaction, on
+   * PostgreSQL in the pool lock's statement (decision 0860).
    */
   createJob(job: JobRecord, options: { maxQueuedPerBoard: number; nowMs: number; instances?: readonly string[] }): Promise<CreateJobResult>;
   getJob(jobId: string): Promise<JobRecord | undefined>;
@@ -79,6 +82,13 @@ export interface BenchStore {
    * `releaseWorkerJobs` (it dies with the process, and the next start releases them).
    */
   claimJob(request: { workerId: string; boards: readonly string[]; nowMs: number; claimMs: number | null }): Promise<JobRecord | undefined>;
+  /**
+   * A worker's next task: the job `claimJob` claims on `boards`, else the oldest health check
+   * requested of the worker on one of `checkBoards` (boards and instance ids), moved to `running`
+   * (`healthChecks.claim`). No job starts on an instance under a check (the claim skips it), so a
+   * job is asked for first; on PostgreSQL both in one statement when no check is waiting (decision 0860).
+   */
+  claimTask(request: { workerId: string; boards: readonly string[]; checkBoards: readonly string[]; nowMs: number; claimMs: number | null }): Promise<ClaimedTask | undefined>;
   /** Moves a job the worker holds from `flashing` to `running` (reset released). */
   markJobRunning(jobId: string, workerId: string, nowMs: number): Promise<JobClaimStatus>;
   /**
@@ -123,8 +133,10 @@ export interface BenchStore {
    * finish it (returns the job unchanged otherwise: a worker that lost its claim cannot overwrite).
    * `ended` says whether this call recorded the outcome: a worker's outcome sent again (its answer
    * lost on the way) finds the job ended by its own first one, which must not count twice.
+   * `sessionId`: the job's session as the caller read it (it never changes), which saves the store
+   * reading it (decision 0860); a wrong one costs that read and changes nothing else.
    */
-  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<FinishedJob>;
+  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string; sessionId?: string | null }): Promise<FinishedJob>;
 
   listLeases(nowMs: number): Promise<LeaseWithAgent[]>;
   /** Per board: jobs waiting and jobs flashing or running. */
@@ -286,6 +298,7 @@ export interface JobWithAgent extends JobRecord {
 export type CreateJobResult =
   | { kind: 'created'; job: JobRecord }
   | { kind: 'board-leased'; lease: LeaseWithAgent }
+  | { kind: 'board-health-check'; requestedAtMs: number }
   | { kind: 'session-not-found' }
   | { kind: 'session-not-active'; session: SessionRecord }
   | { kind: 'session-other-board'; session: SessionRecord }
@@ -302,6 +315,9 @@ export type JobOutcome =
     }
   /** `uart`: what the job captured before it failed or was stopped, kept with the reason. */
   | { state: 'failed'; nowMs: number; failure: { kind: JobFailureKind; message: string }; uart?: UartRecord | null };
+
+/** What `claimTask` hands a worker: a job or a health check. */
+export type ClaimedTask = { job: JobRecord; check?: undefined } | { check: HealthCheckRecord; job?: undefined };
 
 /** What `finishJob` answers: the job as stored, and whether this call ended it. */
 export interface FinishedJob {

@@ -42,6 +42,30 @@ export function* claimJob(d: Dialect, request: { workerId: string; boards: reado
   return claimed && jobFromRow(claimed);
 }
 
+/**
+ * PostgreSQL's claim of a worker's next task (decision 0860): `claimJob`'s UPDATE as a data-changing
+ * CTE, answering in the same statement whether a health check is requested of the worker on one of
+ * `checkBoards`. An empty look, about one a job (the claim right after the previous job ended), was
+ * two statements: the claim and a look for a check. One row always: the job's columns (null when
+ * none was claimed) and `check_waiting`. SQLite has no UPDATE in a WITH; its statements cost no
+ * round trip, so it asks twice.
+ */
+export function* claimJobSeeingChecks(d: Dialect, request: { workerId: string; boards: readonly string[]; checkBoards: readonly string[]; nowMs: number; claimMs: number | null }): Steps<{ job?: JobRecord; checkWaiting: boolean }> {
+  const expiresAtMs = request.claimMs === null ? null : request.nowMs + request.claimMs;
+  const row = yield* one<JobRow & { check_waiting: boolean | number }>(
+    `WITH claimed AS (
+       UPDATE jobs SET state = 'flashing', started_at_ms = ?, worker_id = ?, claim_expires_at_ms = ?
+       WHERE job_id = (${claimableSql(d)}) AND state = 'queued'
+         AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.worker_id = ? AND w.revoked_at_ms IS NOT NULL)
+       RETURNING *)
+     SELECT claimed.*, EXISTS (SELECT 1 FROM board_health_checks c WHERE c.worker_id = ? AND c.state = 'requested' AND ${d.inList('c.board')}) AS check_waiting
+     FROM (SELECT 1 AS one) AS one LEFT JOIN claimed ON true`,
+    [request.nowMs, request.workerId, expiresAtMs, d.listParam(request.boards), request.workerId, request.workerId, d.listParam(request.checkBoards)],
+  );
+  const checkWaiting = Boolean(row?.check_waiting);
+  return row && row.job_id !== null ? { job: jobFromRow(row), checkWaiting } : { checkWaiting };
+}
+
 /** The oldest claimable job on the instances bound as one list parameter, locked (skipping held rows) where the dialect locks rows. */
 function claimableSql(d: Dialect): string {
   const headOnly =

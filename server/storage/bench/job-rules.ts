@@ -1,6 +1,6 @@
 import { type CreateJobResult, type FinishedJob, instanceField, instanceOf, type JobOutcome, type JobRecord } from './bench-store.js';
 import { type JobRow, jobFromRow, sessionFromRow, uartJson } from './bench-rows.js';
-import { expireDue, firstFree, lockPool, lockSession, renewAfterJob } from './session-lease-rules.js';
+import { expireDue, firstFree, lockPoolSeeingCheck, lockSession, renewAfterJob } from './session-lease-rules.js';
 import type { Dialect } from './sql/dialect.js';
 import { one, run, type Steps } from '../sql-steps.js';
 
@@ -23,8 +23,10 @@ export function* createJob(
   job: JobRecord,
   options: { maxQueuedPerBoard: number; nowMs: number; instances?: readonly string[] },
 ): Steps<CreateJobResult> {
-  // The pool's lock (a board id names a pool, decision 0510): its lease checks and queue limit.
-  yield* lockPool(d, job.board);
+  // The pool's lock (a board id names a pool, decision 0510): its lease checks and queue limit;
+  // and no job for a board an administrator's health check holds (decision 0860).
+  const checkSinceMs = yield* lockPoolSeeingCheck(d, job.board);
+  if (checkSinceMs !== null) return { kind: 'board-health-check', requestedAtMs: Number(checkSinceMs) };
   let instance: string;
   if (job.sessionId !== null) {
     // A session due now must expire before a job could keep it alive.
@@ -98,13 +100,29 @@ export function* requestJobCancel(jobId: string, reason: string, nowMs: number):
  * renewed from `outcome.nowMs`. The first outcome wins, and with `workerId` only the claim's
  * holder may write one: both are conditions of the UPDATE (checked again under the row lock on
  * PostgreSQL), so a job finished meanwhile, or a worker that lost its claim, changes nothing.
+ *
+ * The job's session is locked before its row (the order every writer of both keeps). A job's
+ * session never changes once it is created, so a caller that read the job passes it as
+ * `sessionId` and saves the read of it (decision 0860); the UPDATE checks it all the same, and a
+ * job it does not end (finished already, another worker's, or a session passed wrongly) is looked
+ * at the long way.
  */
-export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, options: { workerId?: string } = {}): Steps<FinishedJob> {
+export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, options: { workerId?: string; sessionId?: string | null } = {}): Steps<FinishedJob> {
+  if (options.sessionId !== undefined) {
+    const ended = yield* endJob(d, jobId, options.sessionId, outcome, options.workerId);
+    if (ended) return ended;
+  }
   const before = yield* one<{ session_id: string | null }>('SELECT session_id FROM jobs WHERE job_id = ?', [jobId]);
   if (!before) throw new Error(`job ${jobId} not found`);
-  if (before.session_id !== null) yield* lockSession(d, before.session_id);
-  const unfinished = "job_id = ? AND state NOT IN ('done', 'failed') AND (CAST(? AS TEXT) IS NULL OR worker_id = ?)";
-  const who = [jobId, options.workerId ?? null, options.workerId ?? null];
+  return (yield* endJob(d, jobId, before.session_id, outcome, options.workerId)) ?? { job: (yield* jobById(jobId))!, ended: false };
+}
+
+/** `finishJob` for a job of session `sessionId` (null: none); undefined when it did not end it. */
+function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: JobOutcome, workerId: string | undefined): Steps<FinishedJob | undefined> {
+  if (sessionId !== null) yield* lockSession(d, sessionId);
+  const unfinished =
+    "job_id = ? AND state NOT IN ('done', 'failed') AND (CAST(? AS TEXT) IS NULL OR worker_id = ?) AND (session_id = ? OR (session_id IS NULL AND CAST(? AS TEXT) IS NULL))";
+  const who = [jobId, workerId ?? null, workerId ?? null, sessionId, sessionId];
   const uart = outcome.uart ?? null;
   const finished =
     outcome.state === 'done'
@@ -126,8 +144,8 @@ export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, optio
           uart ? uartJson(uart) : null,
           ...who,
         ]);
-  if (!finished) return { job: (yield* jobById(jobId))!, ended: false };
-  yield* renewAfterJob(d, before.session_id, outcome.nowMs);
+  if (!finished) return undefined;
+  yield* renewAfterJob(d, sessionId, outcome.nowMs);
   yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [jobId]);
   yield* dropUnreadInput(finished);
   return { job: jobFromRow(finished), ended: true };

@@ -30,6 +30,18 @@ export function* lockPool(d: Dialect, board: string): Steps<void> {
 }
 
 /**
+ * `lockPool`, answering when the administrator's health check holding `board` (requested or
+ * running) was requested, or null: on PostgreSQL in the lock's own statement (decision 0860; it
+ * was a read of every active check before each job), on SQLite a statement in its transaction.
+ */
+export function* lockPoolSeeingCheck(d: Dialect, board: string): Steps<number | null> {
+  const check = "(SELECT MIN(requested_at_ms) FROM board_health_checks WHERE board = ? AND state IN ('requested', 'running'))";
+  const lock = d.poolLock(board);
+  const row = lock ? yield* one<{ since: number | null }>(`${lock.sql}, ${check} AS since`, [...lock.params, board]) : yield* one<{ since: number | null }>(`SELECT ${check} AS since`, [board]);
+  return row?.since ?? null;
+}
+
+/**
  * Expires due sessions (none with an unfinished job) and closes them. The due rows are locked
  * first, in one order for every caller (so two sweeps cannot deadlock), and the expiring UPDATE is
  * a later statement: in PostgreSQL's READ COMMITTED it sees every job committed before the locks

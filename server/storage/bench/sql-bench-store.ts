@@ -2,6 +2,7 @@ import { jobStates } from '../../../wire/job-states.js';
 import type {
   AgentRecord,
   BenchStore,
+  ClaimedTask,
   CreateJobResult,
   FinishedJob,
   JobClaimStatus,
@@ -190,6 +191,22 @@ export abstract class SqlBenchStore implements BenchStore {
     return this.sql.plain(() => queue.claimJob(this.d, request));
   }
 
+  async claimTask(request: { workerId: string; boards: readonly string[]; checkBoards: readonly string[]; nowMs: number; claimMs: number | null }): Promise<ClaimedTask | undefined> {
+    if (request.boards.length > 0) {
+      if (this.d.name === 'postgres') {
+        // One statement for the claim and the look for a check (decision 0860).
+        const seen = await this.sql.plain(() => queue.claimJobSeeingChecks(this.d, request));
+        if (seen.job) return { job: seen.job };
+        if (!seen.checkWaiting) return undefined;
+      } else {
+        const job = await this.claimJob(request);
+        if (job) return { job };
+      }
+    }
+    const check = await this.healthChecks.claim(request.workerId, request.checkBoards, request.nowMs);
+    return check && { check };
+  }
+
   markJobRunning(jobId: string, workerId: string, nowMs: number): Promise<JobClaimStatus> {
     return this.sql.plain(() => queue.markJobRunning(jobId, workerId, nowMs));
   }
@@ -218,7 +235,7 @@ export abstract class SqlBenchStore implements BenchStore {
     return this.sql.transaction(() => queue.releaseWorkerJobs(this.d, workerId, release));
   }
 
-  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string }): Promise<FinishedJob> {
+  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string; sessionId?: string | null }): Promise<FinishedJob> {
     return this.sql.transaction(() => jobs.finishJob(this.d, jobId, outcome, options));
   }
 
