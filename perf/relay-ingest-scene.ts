@@ -8,7 +8,7 @@ import { generateNodeKey, type NodeKey } from '../core/relay/node-id.js';
 import { type Vote, verifyVote } from '../core/relay/vote.js';
 import type { SyncFile } from '../server/storage/wal-sync.js';
 import { postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../test/support/relay-test-kit.js';
-import type { LoadResult, LoadRound } from './relay-load-client.js';
+import type { LoadMessage, LoadResult, LoadRound } from './relay-load-client.js';
 import { percentile } from './measure.js';
 
 /**
@@ -239,10 +239,12 @@ export class IngestScene {
   }
 
   private async round(requests: LoadRequest[], clients: number, expectStatus: number): Promise<Round> {
+    // Sent before the counts begin: serialising the requests is the bench's work, not the relay's.
+    await loadRound(this.client, { baseUrl: this.relay.baseUrl, requests, clients, expectStatus });
     const syncsBefore = this.counters.syncs;
     const commitsBefore = this.relay.service.commitCount();
     const loopBefore = mainThreadCpuMs();
-    const result = await runRound(this.client, { baseUrl: this.relay.baseUrl, requests, clients, expectStatus });
+    const result = await runLoadedRound(this.client);
     const loopMs = mainThreadCpuMs() - loopBefore;
     return {
       perSecond: (requests.length * 1000) / result.elapsedMs,
@@ -287,16 +289,35 @@ function verifyRate(votes: readonly LoadRequest[], nowMs: () => number): number 
   return (parsed.length * 1000) / (nowMs() - t0);
 }
 
-export function runRound(client: ChildProcess, round: LoadRound): Promise<LoadResult> {
+/** Runs one round on the load client (`loadRound`, then `runLoadedRound`). */
+export async function runRound(client: ChildProcess, round: LoadRound): Promise<LoadResult> {
+  await loadRound(client, round);
+  return runLoadedRound(client);
+}
+
+/** Hands the load client a round to hold; settles once it holds it (see `LoadMessage`). */
+export function loadRound(client: ChildProcess, round: LoadRound): Promise<void> {
+  return ask(client, { kind: 'load', round }).then(() => undefined);
+}
+
+/** Runs the round the load client holds; settles with its result. */
+export function runLoadedRound(client: ChildProcess): Promise<LoadResult> {
+  return ask(client, { kind: 'run' }).then((answer) => {
+    const result = answer as LoadResult;
+    if (result.error) throw new Error(`relay ingest bench: ${result.error}`);
+    return result;
+  });
+}
+
+function ask(client: ChildProcess, message: LoadMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`relay load client exited (code ${code}) during a round`));
     client.once('exit', onExit);
-    client.once('message', (result: LoadResult) => {
+    client.once('message', (answer: unknown) => {
       client.off('exit', onExit);
-      if (result.error) reject(new Error(`relay ingest bench: ${result.error}`));
-      else resolve(result);
+      resolve(answer);
     });
-    client.send(round);
+    client.send(message);
   });
 }
 

@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { plainJsonBody } from './plain-json-body.js';
+import { parsedWithoutEscapes, plainJsonBody } from './plain-json-body.js';
 
 const LIMIT_BYTES = 64;
 
@@ -104,6 +104,24 @@ describe('plainJsonBody', () => {
     const req = { headers: { 'content-type': 'application/json', 'content-length': '2' }, readableEnded: false, readableFlowing: null, destroyed: true } as unknown as Parameters<RequestHandler>[0];
     parse(req, {} as Parameters<RequestHandler>[1], () => {});
     expect(general).toBe(1);
+  });
+
+  it('says a body parsed from text without a \\u escape holds no U+0000 and no lone surrogate, and says nothing of others', async () => {
+    const { PassThrough } = await import('node:stream');
+    const parsed = async (text: Buffer) => {
+      const parse = plainJsonBody({ limitBytes: LIMIT_BYTES }, () => {
+        throw new Error('the general parser was not expected');
+      });
+      const req = Object.assign(new PassThrough(), { headers: { 'content-type': 'application/json', 'content-length': String(text.length) } }) as unknown as Parameters<RequestHandler>[0];
+      const done = new Promise<unknown>((resolve) => parse(req, {} as Parameters<RequestHandler>[1], resolve));
+      (req as unknown as InstanceType<typeof PassThrough>).end(text);
+      expect(await done).toBeUndefined();
+      return { body: req.body as unknown, withoutEscapes: parsedWithoutEscapes(req) };
+    };
+    expect(await parsed(Buffer.from('{"a":["é",1]}'))).toEqual({ body: { a: ['é', 1] }, withoutEscapes: true });
+    // The bytes of an encoded surrogate decode to U+FFFD, never to a lone surrogate: nothing to find.
+    expect(await parsed(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22]))).toEqual({ body: '\ufffd\ufffd\ufffd', withoutEscapes: true });
+    for (const escaped of ['"\\u0000"', '{"k\\ud800":1}', '"\\u00e9"']) expect((await parsed(Buffer.from(escaped))).withoutEscapes).toBe(false);
   });
 
   it('hands on a body cut short as request.aborted, as raw-body does', async () => {

@@ -33,6 +33,19 @@ export function plainJsonBody(options: { limitBytes: number }, general: RequestH
   };
 }
 
+/** Requests whose body `plainJsonBody` parsed from text holding no `\u` escape (`parsedWithoutEscapes`). */
+const withoutEscapedText = new WeakSet<IncomingMessage>();
+
+/**
+ * True when `plainJsonBody` parsed this request's body from text holding no `\u` escape: then no
+ * string in it, keys included, holds U+0000 or a lone surrogate (JSON allows neither raw, and text
+ * decoded from UTF-8 holds no lone surrogate), so a check for them has nothing to find (decision 0840:
+ * walking a vote for them cost about what parsing it did). False means nothing: look.
+ */
+export function parsedWithoutEscapes(req: IncomingMessage): boolean {
+  return withoutEscapedText.has(req);
+}
+
 /** JSON media types taken here; others (`application/*+json`, other parameters) go to the general parser. */
 const PLAIN_JSON_TYPES = new Set(['application/json', 'application/json; charset=utf-8', 'application/json;charset=utf-8']);
 
@@ -89,6 +102,7 @@ function readPlainJson(req: IncomingMessage, length: number, done: (error: Error
       finish(Object.assign(error as Error, { status: 400, statusCode: 400, expose: true, type: 'entity.parse.failed', body: text }));
       return;
     }
+    if (!text.includes('\\u')) withoutEscapedText.add(req);
     finish(null, body);
   };
   const onAborted = () => finish(aborted());

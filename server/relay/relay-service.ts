@@ -303,10 +303,13 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   app.use(noSniff);
   app.use(requireHost);
   const api = strictRouter();
-  // No answer before its data is on disk, nor from caches another replica made stale.
-  app.use(relayStoreGates(deps.store, logger));
-  // Before the routes: a client over its limit costs no credential check and no body parse.
+  const gates = relayStoreGates(deps.store, logger);
+  // No answer before its data is on disk.
+  app.use(gates.durable);
+  // Before the routes: a client over its limit costs no credential check, no body parse and no look at the store.
   api.use(rateLimits);
+  // Nor from caches another replica made stale.
+  api.use(gates.fresh);
 
   const openapi = buildOpenApiDocument(routes, {
     title: 'x-relay',

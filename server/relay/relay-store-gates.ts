@@ -4,12 +4,14 @@ import type { Logger } from '../http/logger.js';
 import type { RelayStore } from './relay-store.js';
 
 /**
- * What every relay answer waits for from its store, in order: what it depends on is on disk
- * (decision 0480; a failed sync is logged once and every answer is a 503 from then on), and, on
- * replicas on PostgreSQL, the caches another replica's commit made stale are dropped before
- * anything reads them (decision 0441; on SQLite a no-op).
+ * What relay requests wait for from their store. `durable`, before anything else: an answer waits
+ * until what it depends on is on disk (decision 0480; a failed sync is logged once and every answer
+ * is a 503 from then on). `fresh`, before the API's routes and after its rate limits (a client over
+ * its limit costs no database round trip): on replicas on PostgreSQL, the caches another replica's
+ * commit made stale are dropped before anything reads them (decision 0441; on SQLite a no-op).
+ * The site's pages read no cache, so they do not wait for it.
  */
-export function relayStoreGates(store: RelayStore, logger: Logger): RequestHandler[] {
+export function relayStoreGates(store: RelayStore, logger: Logger): { durable: RequestHandler; fresh: RequestHandler } {
   let syncFailureLogged = false;
   const durable = answersWaitFor({
     ready: () => store.whenDurable(),
@@ -24,5 +26,5 @@ export function relayStoreGates(store: RelayStore, logger: Logger): RequestHandl
     if (refreshed === null) next();
     else refreshed.then(() => next(), next);
   };
-  return [durable, fresh];
+  return { durable, fresh };
 }

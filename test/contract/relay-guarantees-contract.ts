@@ -215,6 +215,32 @@ export function describeRelayGuaranteesContract(name: string, open: OpenRelaySto
           expect(told.slice(settled)).toEqual(['invalid', 'body', 'invalid']);
         }));
 
+      it('shares one look among refreshes asked for while it waits in the queue, and that look sees a commit made meanwhile', { timeout: 30_000 }, () =>
+        disposeAfter(async () => {
+          const { a, b, gate } = await pair();
+          await a.refresh();
+          const told: string[] = [];
+          a.onCachesInvalid(() => told.push('invalid'));
+          const { wait, release, reached } = await gate();
+          // a's queue is busy with a rule held at the gate: the refreshes asked for now wait behind it.
+          const busy = a.plain(function* () {
+            yield* wait();
+          });
+          busy.catch(() => undefined);
+          await reached();
+          const first = a.refresh();
+          const second = a.refresh();
+          // One look for both (each queued its own before): requests arriving together read the generation once.
+          expect(second).toBe(first);
+          // A commit made after both were asked for and before the look begins: the shared look sees it.
+          await b.tx(b.appendEvent('node', node(5), node(5), {}, 5));
+          await release();
+          await Promise.all([busy, first, second]);
+          expect(told).toEqual(['invalid']);
+          // Once the look has run, the next refresh is a look of its own.
+          expect(a.refresh()).not.toBe(first);
+        }));
+
       it('commits events in seq order: a store waits for the write lock the other holds', { timeout: 30_000 }, () =>
         disposeAfter(async () => {
           const { a, b, holdWriteLock } = await pair();

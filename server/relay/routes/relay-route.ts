@@ -5,6 +5,7 @@ import type { ApiRoute, RouteGuard } from '../../http/api-route.js';
 import type { OpenApiSecurity } from '../../http/openapi.js';
 import { HttpError } from '../../http/http-error.js';
 import { notJson } from '../../http/json-body.js';
+import { parsedWithoutEscapes } from '../../http/plain-json-body.js';
 import { lastQueryValues } from '../../http/query-values.js';
 import { parseOr422 } from '../../http/http-error.js';
 import { type Caller, type Credentials, requireCredential } from '../domain/credentials.js';
@@ -92,7 +93,7 @@ export function route<B = undefined, Q = undefined>(spec: RelayRouteSpec<B, Q>):
       // A parameter sent twice is read as its last value, as FastAPI reads it.
       const queryValues = spec.query ? lastQueryValues(req.query) : undefined;
       if (queryValues) refuseUnstorableText(queryValues, ['query']);
-      if (spec.body && req.body !== undefined) refuseUnstorableText(req.body, ['body']);
+      if (spec.body && req.body !== undefined && !parsedWithoutEscapes(req)) refuseUnstorableText(req.body, ['body']);
       const query = (spec.query ? parseOr422(spec.query, queryValues, 'query') : req.query) as Q;
       // No body is an empty object; a JSON null is no object (a 422), not an empty one.
       const body = (spec.body && bodyKind === 'json' ? parseOr422(spec.body, req.body === undefined ? {} : req.body, 'body') : req.body) as B;

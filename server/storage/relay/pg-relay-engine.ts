@@ -58,6 +58,8 @@ export class PgRelayEngine {
   /** The end of the queue of rules: the next one starts when it settles. */
   private tail: Promise<unknown> = Promise.resolve();
   private closing: Promise<void> | undefined;
+  /** A `refresh` queued whose look has not begun: later callers share it (see `refresh`). */
+  private queuedRefresh: Promise<void> | undefined;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -141,16 +143,26 @@ export class PgRelayEngine {
    * caches (decision 0441); call before serving a request from caches.
    */
   refresh(): Promise<void> {
-    return this.exclusive(() =>
-      this.faults.run(async () => {
+    // Requests that arrive while a look is queued and not yet begun share it: it reads the
+    // generation after each of them arrived, so it sees every commit made before any of them did.
+    // Each request queued a look of its own before (a review low), so one burst of requests read
+    // the generation once per request, one after the other in the queue.
+    if (this.queuedRefresh) return this.queuedRefresh;
+    const refresh = this.exclusive(() => {
+      // From here on a new arrival may come after the generation is read: it queues its own look.
+      this.queuedRefresh = undefined;
+      return this.faults.run(async () => {
         const row = (await performRelayStatement(this.pool, { kind: 'one', sql: 'SELECT generation FROM write_generation', params: [] })) as { generation: number | string } | undefined;
         const generation = Number(row?.generation);
         if (generation !== this.seenGeneration) {
           this.invalidateCaches();
           this.seenGeneration = generation;
         }
-      }),
-    );
+      });
+    });
+    // A closed engine refuses at once (nothing queued): every later call is refused the same way.
+    this.queuedRefresh = refresh;
+    return refresh;
   }
 
   /** The secret `name`, created by the first replica that asks (under the write lock, so all agree). */
