@@ -112,8 +112,10 @@ const relayChains = [
   [['server/storage/relay', 'relay-store.ts'], ['domain'], ['relay-deps.ts'], ['queries'], ['use-cases'], ['routes'], ['relay-service.ts', 'relay-store-gates.ts', 'relay-rate-limits.ts']],
   [['server/storage/relay', 'relay-store.ts'], ['domain'], ['views'], ['routes']],
 ];
-/** The relay's parts that are folders of server/relay below routes: none speaks HTTP. */
-const relayHttpFree = ['domain', 'queries', 'use-cases', 'views'];
+/** Every part of server/relay left of routes in either chain: none speaks HTTP (server/storage/relay has its own rule). */
+const relayHttpFree = [
+  ...new Set(relayChains.flatMap((chain) => chain.slice(0, chain.findIndex((tier) => tier.includes('routes'))).flat())),
+].filter((part) => part !== 'server/storage/relay');
 
 /** @param {string} part  What `part` may import: every part of its tier and to its left, in a chain that holds it. */
 function relayAllowed(part) {
@@ -131,7 +133,7 @@ function relayPartPatterns(part) {
   const above = [...new Set(relayChains.flat(2))].filter((p) => !allowed.has(p) && p !== 'server/storage/relay');
   const others = [...allowed].filter((p) => p !== part);
   const message = `server/relay/${part} may import ${others.length ? `only ${others.join(', ')}` : 'nothing'} of the relay (the chains of eslint.config.js, decision 0870).`;
-  const httpMessage = `server/relay/${part}/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it (decision 0780).`;
+  const httpMessage = `server/relay/${part}${part.endsWith('.ts') ? '' : '/'} speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it (decision 0780).`;
   return [
     ...above.map((p) => ({ regex: `^${escape(from)}${p.endsWith('.ts') ? `${escape(p.replace(/\.ts$/, '.js'))}$` : `${escape(p)}/`}`, message })),
     ...(relayHttpFree.includes(part) ? [{ regex: '^(?:express|ws|node:https?|https?)(?:/|$)', message: httpMessage }, { regex: '^(?:\\.\\./)+http/', message: httpMessage }] : []),
