@@ -244,6 +244,17 @@ describe('the picture of server/relay', () => {
     expect(wrongWayImports(chains, imports)).toEqual([]);
   });
 
+  it('views import only the types of data access: they read nothing (decision 0870)', () => {
+    const dataAccess = /^(?:\.\.\/\.\.\/storage\/relay\/|\.\.\/relay-store\.js$)/;
+    const values = (imports: ModuleImport[]) =>
+      imports.filter(({ names, specifier }) => dataAccess.test(specifier) && !/^type\b/.test(names)).map(({ file, specifier }) => `${file}: ${specifier}`);
+    const imports = moduleImports('server/relay/views');
+    expect(imports.filter(({ specifier }) => dataAccess.test(specifier)).length, 'the views name their rows').toBeGreaterThan(0);
+    expect(values(imports)).toEqual([]);
+    const wrong = "import type { NodeRow } from '../../storage/relay/node-repository.js';\nimport { RelayStore } from '../relay-store.js';\nimport '../../storage/relay/relay-sql.js';";
+    expect(values(importsIn('server/relay/views/x.ts', wrong))).toEqual(['server/relay/views/x.ts: ../relay-store.js', 'server/relay/views/x.ts: ../../storage/relay/relay-sql.js']);
+  });
+
   it('the check sees an import that runs the wrong way', () => {
     const wrong = [
       { file: 'server/relay/domain/voting.ts', target: 'server/relay/routes/relay-route.ts' },
@@ -251,6 +262,8 @@ describe('the picture of server/relay', () => {
       { file: 'server/relay/views/node-view.ts', target: 'server/relay/relay-deps.ts' },
       { file: 'server/relay/queries/node-reads.ts', target: 'server/relay/use-cases/account.ts' },
       { file: 'server/storage/relay/pg-relay-engine.ts', target: 'server/relay/domain/file-store.ts' },
+      { file: 'server/storage/relay/node-repository.ts', target: 'server/relay/relay-store.ts' },
+      { file: 'server/relay/relay-service.ts', target: 'server/relay/views/node-view.ts' },
     ];
     expect(wrongWayImports(chains, wrong)).toHaveLength(wrong.length);
     expect(wrongWayImports(chains, [{ file: 'server/relay/routes/item-routes.ts', target: 'server/relay/queries/item-reads.ts' }])).toEqual([]);
