@@ -99,21 +99,24 @@ function storagePatterns(forbidden) {
 /**
  * The relay by layer (server/relay/README.md, decisions 0670, 0780 and 0870). Two chains, lowest
  * first; a part may import only the parts of its tier and to its left in a chain it is in (data access is
- * server/storage/relay and the store over it; the deps are what queries, use cases and routes share;
- * the composition root wires everything):
- *   data access <- domain <- relay-deps.ts <- queries <- use-cases <- routes <- composition root
- *   data access <- domain <- views <- routes
+ * server/storage/relay, the repositories, and relay-store.ts, the unit of work over them: the
+ * repositories never import the store; the deps are what queries, use cases and routes share; the
+ * composition root wires everything but views, which only routes call):
+ *   server/storage/relay <- relay-store.ts <- domain <- relay-deps.ts <- queries <- use-cases <- routes <- composition root
+ *   server/storage/relay <- relay-store.ts <- domain <- views <- routes
  * Below routes nothing speaks HTTP: no express, node:http or ws, nothing of server/http. Refusals
  * are the catalog's (`domain/relay-errors.ts`); routes/ give each code its status, and views/ shape
  * the answers from what they are given. test/architecture-picture.test.ts keeps docs/architecture.md's
  * picture equal to these chains and checks every import of the relay against them.
  */
 const relayChains = [
-  [['server/storage/relay', 'relay-store.ts'], ['domain'], ['relay-deps.ts'], ['queries'], ['use-cases'], ['routes'], ['relay-service.ts', 'relay-store-gates.ts', 'relay-rate-limits.ts']],
-  [['server/storage/relay', 'relay-store.ts'], ['domain'], ['views'], ['routes']],
+  [['server/storage/relay'], ['relay-store.ts'], ['domain'], ['relay-deps.ts'], ['queries'], ['use-cases'], ['routes'], ['relay-service.ts', 'relay-store-gates.ts', 'relay-rate-limits.ts']],
+  [['server/storage/relay'], ['relay-store.ts'], ['domain'], ['views'], ['routes']],
 ];
-/** The relay's parts that are folders of server/relay below routes: none speaks HTTP. */
-const relayHttpFree = ['domain', 'queries', 'use-cases', 'views'];
+/** Every part of server/relay left of routes in either chain: none speaks HTTP (server/storage/relay has its own rule). */
+const relayHttpFree = [
+  ...new Set(relayChains.flatMap((chain) => chain.slice(0, chain.findIndex((tier) => tier.includes('routes'))).flat())),
+].filter((part) => part !== 'server/storage/relay');
 
 /** @param {string} part  What `part` may import: every part of its tier and to its left, in a chain that holds it. */
 function relayAllowed(part) {
@@ -131,7 +134,7 @@ function relayPartPatterns(part) {
   const above = [...new Set(relayChains.flat(2))].filter((p) => !allowed.has(p) && p !== 'server/storage/relay');
   const others = [...allowed].filter((p) => p !== part);
   const message = `server/relay/${part} may import ${others.length ? `only ${others.join(', ')}` : 'nothing'} of the relay (the chains of eslint.config.js, decision 0870).`;
-  const httpMessage = `server/relay/${part}/ speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it (decision 0780).`;
+  const httpMessage = `server/relay/${part}${part.endsWith('.ts') ? '' : '/'} speaks no HTTP: throw a RelayRefusal (domain/relay-errors.ts); routes/ map it (decision 0780).`;
   return [
     ...above.map((p) => ({ regex: `^${escape(from)}${p.endsWith('.ts') ? `${escape(p.replace(/\.ts$/, '.js'))}$` : `${escape(p)}/`}`, message })),
     ...(relayHttpFree.includes(part) ? [{ regex: '^(?:express|ws|node:https?|https?)(?:/|$)', message: httpMessage }, { regex: '^(?:\\.\\./)+http/', message: httpMessage }] : []),
@@ -190,6 +193,26 @@ export default tseslint.config(
       ignores: ['**/*.test.ts'],
       rules: { 'no-restricted-imports': ['error', { patterns: [layerPattern('server'), ...servicePatterns('relay'), ...testOnlyPatterns, ...relayPartPatterns(part)] }] },
     })),
+  // Views shape what they are given and read nothing (decision 0870): of data access they may name
+  // the rows' types, never a repository or the store as a value.
+  {
+    files: ['server/relay/views/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(?:\\.\\./\\.\\./storage/relay/|\\.\\./relay-store\\.js$)',
+              allowTypeImports: true,
+              message: 'server/relay/views/ read nothing: import the types of data access (`import type`), and take the values from the query or use case that read them (decision 0870).',
+            },
+          ],
+        },
+      ],
+    },
+  },
   ...[
     { files: ['server/storage/bench/**/*.ts'], forbidden: ['relay'] },
     // The relay's data access, below its domain (decision 0870): it imports nothing of server/relay.

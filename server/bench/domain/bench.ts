@@ -9,7 +9,7 @@ import { JobStreams, type SerialInputReceipt } from './job-streams.js';
 import type { TimerHandle } from '../../../core/clock.js';
 import { LocalWorker, LOCAL_WORKER_ID } from '../workers/local-worker.js';
 import { type AdminOverview, type BenchOverview, BenchStatus, type ServiceHealth } from './bench-status.js';
-import type { BoardState } from './board-state.js';
+import type { BoardQueue, BoardState } from './board-state.js';
 import type { BoardAfterAdmin, BoardHealthCheck } from './kept-board-health.js';
 import { BoardAccess } from './board-access.js';
 import { BoardHealthAdmin } from './board-health-admin.js';
@@ -203,7 +203,7 @@ export class Bench {
   }
 
   /** `board`'s session queue on every replica (`GET /api/v1/boards/{board}/queue`, decision 0555): how many wait, the caller's place. */
-  async boardQueue(agent: AgentRecord, boardId: string): Promise<{ board: string; waiting: number; position: number | null }> {
+  async boardQueue(agent: AgentRecord, boardId: string): Promise<BoardQueue> {
     return { board: this.sessions.knownBoard(boardId), ...(await this.sessions.queueOf(boardId, agent.agentId)) };
   }
 

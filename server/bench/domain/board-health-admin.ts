@@ -8,7 +8,7 @@ import type { LiveBoards } from './live-boards.js';
 import { healthCheckInstance } from './instance-health-check.js';
 import { runHealthCheck } from './run-health-check.js';
 import type { WorkerGateway } from '../workers/worker-gateway.js';
-import type { BoardAfterAdmin, BoardHealthCheck, KeptBoardHealth } from './kept-board-health.js';
+import { type BoardAfterAdmin, type BoardHealthCheck, type KeptBoardHealth, showableHealth } from './kept-board-health.js';
 
 /** Default of `BenchDeps.healthCheckTimeoutMs`: the probe's flash budget plus a slow boot. */
 export const DEFAULT_HEALTH_CHECK_TIMEOUT_MS = 120_000;
@@ -37,12 +37,17 @@ export class BoardHealthAdmin {
     return this.deps.clock.nowMs();
   }
 
-  /** The health kept for `boardId`'s backend, or null when no backend of this board keeps any. Never throws. */
+  /**
+   * The health kept for `boardId`'s backend, or null when no backend of this board keeps any, or
+   * when reading it fails or gives a record no answer can show (logged). Never throws: one board's
+   * bad record must not fail `GET /admin` or the console for every board.
+   */
   async boardHealth(boardId: string): Promise<KeptBoardHealth | null> {
     const keeper = this.deps.boards.healthControl(boardId);
     if (!keeper) return null;
     try {
-      return { backend: keeper.name, record: await keeper.control.health(boardId) };
+      // Checked here, inside the containment: views/ shape it later, outside any try.
+      return { backend: keeper.name, record: showableHealth(await keeper.control.health(boardId)) };
     } catch (err) {
       this.deps.logger.error(`reading the health of board ${boardId} (kept for its ${keeper.name} backend) failed`, err);
       return null;

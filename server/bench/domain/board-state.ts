@@ -107,3 +107,10 @@ export function boardState(
   return { resolved, status, lease, queued: act.queued };
 }
 
+
+/** A board's session queue on every replica (decision 0555): how many wait, and the caller's place (1: next), null when it does not wait. */
+export interface BoardQueue {
+  board: string;
+  waiting: number;
+  position: number | null;
+}

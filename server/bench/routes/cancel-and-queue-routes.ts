@@ -10,6 +10,7 @@ import { boardQueueSchema } from '../../../wire/bench/job-answer-schemas.js';
 import { cancelFormSchema } from '../../../wire/bench/job-request-schemas.js';
 import { CANCEL_WAIT_MS } from '../domain/job-cancel.js';
 import { jobBody } from '../views/bench-views.js';
+import { boardQueueBody } from '../views/board-views.js';
 
 /** A cancel request's form is one short reason: far below the bench's form limit. */
 const CANCEL_FORM_MAX_BYTES = 4 * 1024;
@@ -67,7 +68,7 @@ export function cancelAndQueueRoutes(bench: Bench): BenchRoute[] {
       auth: 'bearer',
       response: boardQueueSchema,
       errors: { ...ERRORS, 404: 'Unknown board' },
-      handler: async (req, res, caller) => res.json(await bench.boardQueue(callerAgent(caller), pathParam(req, 'board'))),
+      handler: async (req, res, caller) => res.json(boardQueueBody(await bench.boardQueue(callerAgent(caller), pathParam(req, 'board')))),
     },
   ];
   return routes.map((route) => ({ ...route, handler: mapBenchErrors(route.handler) }));

@@ -3,7 +3,8 @@ import type { JobWithAgent, SessionWithAgent } from '../../storage/bench/bench-s
 import type { BenchSnapshot } from './bench-snapshot.js';
 import type { AdminBody, BoardBody, BoardHealthBody, StatsBody } from '../../../wire/bench/bench-schemas.js';
 import type { AdminOverview, BoardWaiter } from '../domain/bench-status.js';
-import type { BoardState, PoolView } from '../domain/board-state.js';
+import type { BoardQueue, BoardState, PoolView } from '../domain/board-state.js';
+import type { BoardQueueBody } from '../../../wire/bench/job-answer-schemas.js';
 import { healthBody, isoOrNull } from './bench-views.js';
 
 /**
@@ -131,7 +132,7 @@ function waiterBody(w: BoardWaiter): AdminWaiter {
 }
 
 /** A board in `GET /admin`, with the health its backend keeps (null when none) and who waits for it (decision 0605). */
-export function adminBoard({ resolved, status, lease, queued, pool }: BoardState, health: BoardHealthBody | null, waiting: AdminWaiter[]): AdminBody['boards'][number] {
+function adminBoard({ resolved, status, lease, queued, pool }: BoardState, health: BoardHealthBody | null, waiting: AdminWaiter[]): AdminBody['boards'][number] {
   return {
     id: resolved.board.id,
     backend: resolved.backendName,
@@ -155,7 +156,7 @@ export function adminBoard({ resolved, status, lease, queued, pool }: BoardState
 }
 
 /** An open session in `GET /admin`. */
-export function adminSession(s: SessionWithAgent): AdminBody['sessions'][number] {
+function adminSession(s: SessionWithAgent): AdminBody['sessions'][number] {
   return {
     session_id: s.sessionId,
     agent_id: s.agentId,
@@ -180,4 +181,9 @@ export function adminJob(j: JobWithAgent): AdminBody['recent_jobs'][number] {
     finished_at: isoOrNull(j.finishedAtMs),
     failure: j.failure,
   };
+}
+
+/** `GET /api/v1/boards/{board}/queue` (decision 0555). */
+export function boardQueueBody(queue: BoardQueue): BoardQueueBody {
+  return { board: queue.board, waiting: queue.waiting, position: queue.position };
 }

@@ -11,6 +11,9 @@ export type Caller =
   | { kind: 'human'; nodeId: string }
   | { kind: 'bot'; nodeId: string; botId: string };
 
+/** A caller that showed a human's or a bot's credential: it acts for a node. */
+export type KnownCaller = Exclude<Caller, { kind: 'anonymous' }>;
+
 
 /**
  * Human credentials: `<node_id>.<hmac>` where hmac = hex HMAC-SHA256(server key,

@@ -1,4 +1,4 @@
-import type { Caller } from '../domain/credentials.js';
+import type { KnownCaller } from '../domain/credentials.js';
 import { requireNodeId } from '../domain/id-checks.js';
 import { RelayRefusal } from '../domain/relay-errors.js';
 import type { PublishedSlice } from '../domain/slice-book.js';
@@ -44,9 +44,9 @@ export class NodeReads {
   constructor(private readonly deps: RelayDeps) {}
 
   /** The calling node, and for a human its active bots (a bot sees the node it acts for, not its siblings). */
-  async caller(caller: Caller, nodeId: string): Promise<{ own: OwnNode; bots: Omit<BotRow, 'owner'>[] | null }> {
-    const own = await this.own(nodeId);
-    return { own, bots: caller.kind === 'bot' ? null : await this.deps.store.plainData.bots.activeOf(nodeId) };
+  async caller(caller: KnownCaller): Promise<{ own: OwnNode; bots: Omit<BotRow, 'owner'>[] | null }> {
+    const own = await this.own(caller.nodeId);
+    return { own, bots: caller.kind === 'bot' ? null : await this.deps.store.plainData.bots.activeOf(caller.nodeId) };
   }
 
   /** A node registered here as its owner sees it. */

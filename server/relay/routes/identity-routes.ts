@@ -1,10 +1,10 @@
 import { isoFromMs } from '../../../core/clock.js';
-import { botView, nodeDetailView, nodeExportView, ownNodeView, publicNode } from '../views/node-view.js';
+import { botView, botWithOwnerView, nodeDetailView, nodeExportView, ownNodeView, publicNode } from '../views/node-view.js';
 import { maskPhone, normalizePhone } from '../domain/phone-codes.js';
 import type { RelayDeps } from '../relay-deps.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { botCreatedSchema, botSchema, codeRequestSchema, credentialAnswerSchema, directorySchema, exportSchema, lookupSchema, meNodeSchema, meSchema, nodeDetailSchema, nodesPageSchema, phoneVerifiedSchema, recoveredSchema, registerAnswerSchema, searchSchema } from '../../../wire/relay/identity-responses.js';
-import { type RelayRoute, callerNode, route } from './relay-route.js';
+import { type RelayRoute, callerNode, knownCaller, route } from './relay-route.js';
 import {
   botBody,
   directoryBody,
@@ -63,10 +63,11 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       since: '0.9.3',
       response: meSchema,
       handle: async ({ caller }) => {
-        const { own, bots } = await nodes.caller(caller, callerNode(caller));
+        const known = knownCaller(caller);
+        const { own, bots } = await nodes.caller(known);
         const node = ownNodeView(own, relayNodeId);
-        if (caller.kind === 'bot') return { caller: 'bot', bot_id: caller.botId, node };
-        return { caller: 'human', node, bots: (bots ?? []).map(botView) };
+        if (known.kind === 'bot') return { caller: 'bot', bot_id: known.botId, node };
+        return { caller: 'human', node, bots: (bots ?? []).map((bot) => botView(bot)) };
       },
     }),
     route({
@@ -205,7 +206,7 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       response: botSchema,
       handle: async ({ caller }) => {
         if (caller.kind !== 'bot') throw new Error('unreachable: route requires a bot');
-        return botView(await nodes.bot(caller.botId));
+        return botWithOwnerView(await nodes.bot(caller.botId));
       },
     }),
     route({

@@ -17,8 +17,6 @@ import { PostVote } from '../use-cases/post-vote.js';
 import { Report } from '../use-cases/report.js';
 import { Slice } from '../use-cases/slice.js';
 
-export type { ItemRow };
-
 /** Whether a GET of a file item asks for its bytes rather than its JSON description. */
 function wantsBytes(req: Request): boolean {
   return req.accepts(['application/json', 'application/octet-stream']) === 'application/octet-stream' && !req.headers.accept?.includes('application/json');

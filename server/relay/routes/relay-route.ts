@@ -8,7 +8,7 @@ import { notJson } from '../../http/json-body.js';
 import { parsedWithoutEscapes } from '../../http/plain-json-body.js';
 import { lastQueryValues } from '../../http/query-values.js';
 import { parseOr422 } from '../../http/http-error.js';
-import { type Caller, type Credentials, requireCredential } from '../domain/credentials.js';
+import { type Caller, type Credentials, type KnownCaller, requireCredential } from '../domain/credentials.js';
 import { declaredUploadTooLarge } from '../domain/file-store.js';
 import { httpErrorOfRelay, relayToHttpError } from './relay-error-http.js';
 import { refuseUnstorableText } from '../domain/storable-text.js';
@@ -174,10 +174,15 @@ export const relayOpenApiSecurity: OpenApiSecurity<CredentialKind> = {
   },
 };
 
+/** The caller, for routes that already required a human or bot credential. */
+export function knownCaller(caller: Caller): KnownCaller {
+  if (caller.kind === 'anonymous') throw new Error('an anonymous caller on a route that requires a credential; the route table and the handler disagree');
+  return caller;
+}
+
 /** The caller's node id for routes that already required a human or bot credential. */
 export function callerNode(caller: Caller): string {
-  if (caller.kind === 'anonymous') throw new Error('callerNode used on an anonymous route; the route table and the handler disagree');
-  return caller.nodeId;
+  return knownCaller(caller).nodeId;
 }
 
 /** Marker for answers the handler already wrote itself (files, PNG, redirects). */

@@ -4,8 +4,6 @@ import type { PublishedSlice } from '../domain/slice-book.js';
 import type { BotRow } from '../../storage/relay/bot-repository.js';
 import type { NodeRow } from '../../storage/relay/node-repository.js';
 
-export type { NodeRow };
-
 /**
  * How answers show a node and its bots (GET /nodes, /nodes/{id}, /me, /me/export, /search,
  * /bots/me). Views only shape what they are given; they read nothing. `relayNodeId` is this
@@ -47,9 +45,14 @@ export function nodeDetailView(
   return { ...publicNode(detail.row, relayNodeId), slice, paired_with: detail.pairedWith, counts: detail.counts };
 }
 
-/** A bot as /me and /bots/me show it, with its owner when the row has one (GET /bots/me). */
-export function botView(bot: Omit<BotRow, 'owner'> & { owner?: string }): Record<string, unknown> {
-  return { bot_id: bot.bot_id, name: bot.name, ...(bot.owner === undefined ? {} : { owner: bot.owner }), created_at: isoFromMs(bot.created_ms) };
+/** A bot among its owner's (GET /me): no owner field, whatever columns the row was read with. */
+export function botView(bot: Omit<BotRow, 'owner'>): Record<string, unknown> {
+  return { bot_id: bot.bot_id, name: bot.name, created_at: isoFromMs(bot.created_ms) };
+}
+
+/** The calling bot (GET /bots/me): with the node it acts for. */
+export function botWithOwnerView(bot: BotRow): Record<string, unknown> {
+  return { bot_id: bot.bot_id, name: bot.name, owner: bot.owner, created_at: isoFromMs(bot.created_ms) };
 }
 
 /** GET /me/export: every row the node owns, credentials excluded; stored documents as the JSON they are. */
