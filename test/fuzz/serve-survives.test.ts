@@ -7,6 +7,7 @@ import { systemClock } from '../../core/clock.js';
 import { registerNode } from '../support/relay-test-kit.js';
 import { crashReproductions } from './crash-reproductions.js';
 import { rawExchange } from './raw-http.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 /**
  * Issue 9 regression, the way it was seen: `hilbench serve` (bench and relay in one process) in a
@@ -14,7 +15,6 @@ import { rawExchange } from './raw-http.js';
  * Emitted 'error' event on FileStream instance"). In process, such a crash would take the vitest
  * worker down rather than fail one test; here the child must still be running and answering.
  */
-const cli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-serve-fuzz-'));
 let server: ResultPromise | undefined;
 let exited: { exitCode?: number; stderr?: unknown } | undefined;

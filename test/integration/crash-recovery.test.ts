@@ -8,11 +8,11 @@ import { isProcessAlive, processStartTicks, type ProcessIdentity } from '../../b
 import { firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
 import { childLedgerDir } from '../../server/lifecycle/reap-leftovers.js';
 import { until } from '../support/hilbench-processes.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 // `hilbench serve` in another process, on QEMU, killed with SIGKILL mid-job (issue 9): its
 // emulators must die with it, the restart must find nothing left behind and every accepted job,
 // and a second serve on the same data dir must be refused while the first keeps working.
-const cli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-crash-'));
 const dataDir = path.join(dir, 'data');
 // The servers' own temp dir, so their emulator scratch folders live apart from every other test's:

@@ -12,6 +12,7 @@ import { systemClock } from '../../core/clock.js';
 import { runDebugSession } from '../../harness/debug/debug-session.js';
 import { renodeStandinPath } from '../fakes/renode-standin/standin-path.js';
 import { allFactsHold, debugElf, gdbBatch, walkThroughFacts, walkThroughSession } from '../support/gdb-batch.js';
+import { hilbenchCli } from '../support/compiled-cli.js';
 
 /**
  * Real GDB in batch mode against `hilbench debug`'s session (issue 32): it connects, breaks at
@@ -55,7 +56,7 @@ describe('hilbench debug with real GDB', () => {
   });
 
   it('the CLI prints the target remote line, streams the UART to stdout and exits 0 after the detach', { timeout: 120_000 }, async () => {
-    const child = execa('npx', ['tsx', 'bin/hilbench.ts', 'debug', debugElf('pico'), '--board', 'pico', '--gdb-port', '0'], { cwd: root, reject: false });
+    const child = execa('node', [hilbenchCli, 'debug', debugElf('pico'), '--board', 'pico', '--gdb-port', '0'], { cwd: root, reject: false });
     const port = await new Promise<number>((resolve, reject) => {
       let seen = '';
       child.stderr?.on('data', (chunk: Buffer) => {
@@ -73,7 +74,7 @@ describe('hilbench debug with real GDB', () => {
   });
 
   it('the CLI says a run that never started never ran, with exit 2, as hilbench flash does', { timeout: 120_000 }, async () => {
-    const result = await execa('npx', ['tsx', 'bin/hilbench.ts', 'debug', debugElf('pico'), '--board', 'picco', '--gdb-port', '0'], { cwd: root, reject: false });
+    const result = await execa('node', [hilbenchCli, 'debug', debugElf('pico'), '--board', 'picco', '--gdb-port', '0'], { cwd: root, reject: false });
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toMatch(/^hilbench debug: never ran: board "picco" is not in the catalog/m);
   });

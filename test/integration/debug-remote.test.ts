@@ -18,6 +18,7 @@ import { createWorkerToken, type LabWorker, startLabWorker } from '../support/la
 import { bearer, flash } from './bench-job-requests.js';
 import { connectDebugChannel } from '../../harness/worker/debug-channel-ws.js';
 import { DebugChannelRefused } from '../../harness/worker/worker-link.js';
+import { hilbenchCli } from '../support/compiled-cli.js';
 
 /**
  * GDB through a bench server and a remote worker (issue 32, decisions 0560, 0625): the worker only dials
@@ -130,8 +131,8 @@ describe('hilbench debug through a server and a remote worker', () => {
     await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
     const alice = await app.register('alice');
     const root = path.resolve(import.meta.dirname, '../..');
-    const args = ['tsx', 'bin/hilbench.ts', 'debug', debugElf('pico'), '--board', 'pico', '--gdb-port', '0', '--server', app.url, '--token', alice.token];
-    const child = execa('npx', args, { cwd: root, reject: false });
+    const args = [hilbenchCli, 'debug', debugElf('pico'), '--board', 'pico', '--gdb-port', '0', '--server', app.url, '--token', alice.token];
+    const child = execa('node', args, { cwd: root, reject: false });
     const port = await new Promise<number>((resolve, reject) => {
       let seen = '';
       child.stderr?.on('data', (chunk: Buffer) => {

@@ -1,10 +1,10 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { TEST_START_MS } from '../support/bench-test-app.js';
 import { INPUT_MAX_DEPTH, TRUNCATED } from '../../server/http/bounded-input.js';
 import { memoryLogger } from '../../server/http/logger.js';
-import { call, registerNode, type RunningRelay, startRelayServer, type TestNode, tempDataDir } from '../support/relay-test-kit.js';
+import { call, registerNode, relayForTests, type TestNode } from '../support/relay-test-kit.js';
 import { nestedJson } from '../fuzz/fuzz-bodies.js';
 
 /**
@@ -15,18 +15,12 @@ import { nestedJson } from '../fuzz/fuzz-bodies.js';
  */
 const fake = createClock(TEST_START_MS);
 const clock = clockFromFakeTimers(fake);
-const data = tempDataDir('relay-deep-');
 const logger = memoryLogger();
-let relay: RunningRelay;
+const { relay } = relayForTests({ clock, dataDirPrefix: 'relay-deep-', relay: { logger } });
 let human: TestNode;
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger });
   human = await registerNode(relay, clock);
-});
-afterAll(async () => {
-  await relay?.close();
-  data.remove();
 });
 
 const postRaw = (path: string, body: string, auth?: string) =>

@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 /**
  * The systemd units of docs/deploy/ (issue 10): they parse as unit files, carry the hardening and
  * restart policy the deployment guide promises, and every hilbench flag they use exists.
  */
 const root = path.resolve(import.meta.dirname, '../..');
-const cli = path.join(root, 'bin/hilbench.js');
 
 function parseUnit(text: string): Map<string, Map<string, string[]>> {
   const sections = new Map<string, Map<string, string[]>>();

@@ -8,10 +8,10 @@ import type { RunningBenchServer } from '../../server/bench/start-bench-server.j
 import { startBenchTestApp } from '../support/bench-test-app.js';
 import { until } from '../support/hilbench-processes.js';
 import { startSystemClockBench } from '../support/system-clock-bench.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 /** `hilbench flash` (issue 11): serial output live on stdout, a verdict, Wokwi's exit codes, reports. */
 const root = path.resolve(import.meta.dirname, '../..');
-const cli = path.join(root, 'bin/hilbench.js');
 const hello = path.join(root, 'firmware/examples/pico/hello.elf');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-flash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

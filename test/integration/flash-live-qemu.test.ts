@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
+import { hilbenchCli } from '../support/compiled-cli.js';
 
 /**
  * `hilbench flash` on QEMU prints the firmware's first UART line while the capture window is still
@@ -10,7 +11,7 @@ const root = path.resolve(import.meta.dirname, '../..');
 
 describe('hilbench flash on QEMU', () => {
   it('shows the first UART line before the capture window ends', { timeout: 60_000 }, async () => {
-    const child = execa('node', [path.join(root, 'bin/hilbench.js'), 'flash', path.join(root, 'firmware/examples/netduinoplus2/hello.elf'), '--board', 'netduinoplus2', '--backend', 'qemu', '--timeout', '30'], {
+    const child = execa('node', [hilbenchCli, 'flash', path.join(root, 'firmware/examples/netduinoplus2/hello.elf'), '--board', 'netduinoplus2', '--backend', 'qemu', '--timeout', '30'], {
       reject: false,
     });
     try {

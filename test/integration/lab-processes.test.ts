@@ -6,12 +6,12 @@ import { execa } from 'execa';
 import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 // A lab in processes on loopback (issue 10): `hilbench serve --no-local-worker`, worker tokens
 // created with `hilbench worker-token create`, and two `hilbench worker` processes, one with a
 // QEMU board and one with a simulator board. A worker killed with SIGKILL mid-job fails its job
 // with the reason and takes its board offline; started again, the board is back.
-const cli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-lab-'));
 const ADMIN = 'lab-admin-token';
 const processes = new HilbenchProcesses();

@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BenchClient } from '../../clients/bench/bench-client.js';
 import { BenchBusyError } from '../../clients/bench/bench-errors.js';
 import { firmwarePath, loadFirmwareManifest } from '../../firmware/examples/firmware-manifest.js';
-import { HilbenchProcesses, hilbenchCli, until } from '../support/hilbench-processes.js';
+import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
+import { hilbenchCli } from '../support/compiled-cli.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { AVR_ECHO, avrProgram } from '../support/sim-programs.js';
 

@@ -6,7 +6,8 @@ import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAKE_PROBES_ENV } from '../fakes/openocd/fake-board.js';
 import { FakeBench, fakeOpenocdPath } from '../fakes/openocd/fake-bench.js';
-import { HilbenchProcesses, hilbenchCli, until } from '../support/hilbench-processes.js';
+import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
+import { hilbenchCli } from '../support/compiled-cli.js';
 import { makeElf } from '../support/make-elf.js';
 import { AVR_ECHO, avrProgram } from '../support/sim-programs.js';
 

@@ -8,7 +8,7 @@ import { BenchClient } from '../../clients/bench/bench-client.js';
 import { mcpHttpHandler } from '../../lib/mcp/mcp-server.js';
 import type { RunningBenchServer } from '../../server/bench/start-bench-server.js';
 import { startSystemClockBench } from '../support/system-clock-bench.js';
-import { hilbenchCli } from '../support/hilbench-processes.js';
+import { hilbenchCli } from '../support/compiled-cli.js';
 
 /**
  * The bench as MCP tools, tested with the MCP SDK's own client: over streamable HTTP at /mcp on a

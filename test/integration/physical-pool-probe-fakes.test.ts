@@ -1,6 +1,5 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BenchFile, parseBenchFile } from '../../backends/probe/bench-file.js';
@@ -9,6 +8,7 @@ import { FakeBench } from '../fakes/openocd/fake-bench.js';
 import { firmwareImage, makeElf } from '../support/make-elf.js';
 import { startBenchTestApp } from '../support/bench-test-app.js';
 import { bearer, getJob, submit } from './bench-job-requests.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 /**
  * A pool of physical boards from the bench file (issue 27, decisions 0550, 0551), end to end with the
@@ -87,7 +87,6 @@ describe('a pool of two physical kits from one bench file', () => {
 
 describe('a bench file with two entries for one physical board', () => {
   it('stops `hilbench serve` before it starts, naming both entries, with nothing created', { timeout: 60_000 }, async () => {
-    const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/hilbench.js');
     const file = path.join(fake.dir, 'twice.yaml');
     // The second kit's entry names the first kit's serial port: one board listed twice.
     writeFileSync(

@@ -1,8 +1,7 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { memoryLogger } from '../../server/http/logger.js';
-import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, registerNode, relayForTests, type TestNode } from '../support/relay-test-kit.js';
 
 /**
  * Every relay route that reads a JSON body answers 415 to a body declared as something else, as
@@ -12,15 +11,13 @@ import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, t
  * /openapi.json, so a new JSON route is covered without touching this test.
  */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 25, 12)));
-const data = tempDataDir('relay-body-media-type-');
-let relay: RunningRelay;
+const { relay } = relayForTests({ clock, dataDirPrefix: 'relay-body-media-type-' });
 let alice: TestNode;
 
 type Operation = { requestBody?: { content: Record<string, unknown> }; 'x-credential'?: string };
 let jsonRoutes: { path: string; credential: string }[];
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
   alice = await registerNode(relay, clock);
   const openapi = (await call(relay.baseUrl, 'GET', '/openapi.json')).body as unknown as { paths: Record<string, Record<string, Operation>> };
   jsonRoutes = Object.entries(openapi.paths).flatMap(([path, operations]) => {
@@ -28,10 +25,6 @@ beforeAll(async () => {
     const types = Object.keys(post?.requestBody?.content ?? {});
     return post && types.length === 1 && types[0] === 'application/json' ? [{ path, credential: post['x-credential'] ?? 'none' }] : [];
   });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
 });
 
 /** A path with its `{parameters}` filled by something of the right shape (the 415 comes first). */

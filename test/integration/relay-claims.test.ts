@@ -1,28 +1,16 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { claimId } from '../../core/relay/claim.js';
-import { call, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
-import { memoryLogger } from '../../server/http/logger.js';
+import { call, postClaim, registerNode, relayForTests, relayLimits } from '../support/relay-test-kit.js';
 
 /** The relay's claim items (ids, bounds, listing) and reports on items, over HTTP. */
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
 const clock = clockFromFakeTimers(fake);
-const data = tempDataDir();
-let relay: RunningRelay;
-let alice: TestNode;
+const { relay, alice } = relayForTests({ clock, nodes: ['alice'] });
 let seq = 0;
 const uniqueTitle = () => `claim ${seq++}`;
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-  alice = await registerNode(relay, clock, { name: 'alice' });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
 
 const post = (path: string, body: unknown, auth = alice.auth) => call(relay.baseUrl, 'POST', path, { body, auth });
 

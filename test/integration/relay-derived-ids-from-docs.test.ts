@@ -1,12 +1,11 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { memoryLogger } from '../../server/http/logger.js';
 import type { QuorumSet } from '../../core/relay/quorum-set.js';
 import { generateNodeKey } from '../../core/relay/node-id.js';
 import { signVote } from '../../core/relay/vote.js';
-import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, relayForTests } from '../support/relay-test-kit.js';
 
 /**
  * Issue 18, "an outside client can be written from the documents": the derived identifiers of
@@ -15,18 +14,7 @@ import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, t
  * The quorum set is chosen so that every normalisation step of `slice_hash` matters.
  */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
-const data = tempDataDir('relay-derived-');
-let relay: RunningRelay;
-let alice: TestNode;
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-  alice = await registerNode(relay, clock, { name: 'alice' });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
+const { relay, alice } = relayForTests({ clock, nodes: ['alice'], dataDirPrefix: 'relay-derived-' });
 
 const sha256Hex = (bytes: string | Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 

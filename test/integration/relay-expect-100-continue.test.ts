@@ -1,10 +1,9 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { memoryLogger } from '../../server/http/logger.js';
 import { expectContinue as expectContinueTo } from '../support/expect-continue-request.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
-import { registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { relayForTests } from '../support/relay-test-kit.js';
 
 /**
  * With `Expect: 100-continue`, a request the relay refuses from its headers (a bad credential, a
@@ -14,18 +13,7 @@ import { registerNode, startRelayServer, tempDataDir, type RunningRelay, type Te
  * `basePath` allows.
  */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
-const data = tempDataDir();
-let relay: RunningRelay;
-let alice: TestNode;
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), basePath: '/api' });
-  alice = await registerNode(relay, clock, { name: 'alice' });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
+const { relay, alice } = relayForTests({ clock, nodes: ['alice'], relay: { basePath: '/api' } });
 
 /** A POST to the relay with `Expect: 100-continue` declaring `declaredBytes`: `body` is sent only if the relay says 100. */
 function expectContinue(path: string, headers: Record<string, string>, body: Buffer, declaredBytes = body.length) {

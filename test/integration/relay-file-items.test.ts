@@ -2,27 +2,15 @@ import { createClock } from '@sinonjs/fake-timers';
 import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers, foregroundClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
-import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
-import { memoryLogger } from '../../server/http/logger.js';
+import { call, relayForTests, relayLimits } from '../support/relay-test-kit.js';
 
 /** The relay's file items over HTTP: uploads, their bounds and refusals, and serving the bytes back. */
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
 const clock = clockFromFakeTimers(fake);
-const data = tempDataDir();
-let relay: RunningRelay;
-let alice: TestNode;
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-  alice = await registerNode(relay, clock, { name: 'alice' });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
+const { relay, alice, dataDir } = relayForTests({ clock, nodes: ['alice'] });
 
 describe('file items', () => {
   const upload = (bytes: Uint8Array, title?: string) => {
@@ -31,7 +19,7 @@ describe('file items', () => {
     form.append('file', new Blob([bytes], { type: 'application/octet-stream' }), 'firmware.bin');
     return call(relay.baseUrl, 'POST', '/items', { rawBody: form, auth: alice.auth });
   };
-  const tempFiles = () => readdirSync(join(data.dir, 'files')).filter((f) => f.startsWith('tmp-'));
+  const tempFiles = () => readdirSync(join(dataDir, 'files')).filter((f) => f.startsWith('tmp-'));
   /** Waits (bounded, in real time: the file store's streams close on I/O, not on a clock) until no upload temp file is left. */
   const noTempFilesLeft = () =>
     waitUntil(foregroundClock, () => (tempFiles().length === 0 ? true : undefined), { timeoutMs: 10_000, describe: 'upload temp files to be removed', lastSeen: () => tempFiles().join(', ') });
@@ -58,7 +46,7 @@ describe('file items', () => {
     expect(String(r.body.detail)).toMatch(/16777216/);
     const overId = createHash('sha256').update(over).digest('hex');
     expect((await call(relay.baseUrl, 'GET', `/items/${overId}`)).status).toBe(404);
-    expect(readdirSync(join(data.dir, 'files'))).not.toContain(overId);
+    expect(readdirSync(join(dataDir, 'files'))).not.toContain(overId);
     // The temp file of the refused upload is removed once its stream closes.
     await noTempFilesLeft();
   });

@@ -1,9 +1,9 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { generateNodeKey } from '../../core/relay/node-id.js';
-import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, postClaim, registerNode, relayForTests, voteBy, type TestNode } from '../support/relay-test-kit.js';
 
 /**
  * A vote's `hint` is unsigned, so anyone holding a signed vote may send it with any hint. One
@@ -12,20 +12,14 @@ import { call, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, t
  * is taken afterwards.
  */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
-const data = tempDataDir('relay-hostile-votes-');
 const logger = memoryLogger();
-let relay: RunningRelay;
+const { relay } = relayForTests({ clock, dataDirPrefix: 'relay-hostile-votes-', relay: { logger, operators: [generateNodeKey().nodeId] } });
 let alice: TestNode;
 let bob: TestNode;
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger, operators: [generateNodeKey().nodeId] });
   alice = await registerNode(relay, clock);
   bob = await registerNode(relay, clock);
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
 });
 
 describe('POST /items/{id}/vote with a hint nested deeper than a relay serialises', () => {

@@ -1,23 +1,13 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/node-id.js';
 import { signDocument } from '../../server/relay/domain/signed-document.js';
-import { call, nowSeconds, registerNode, registrationFor, sessionFor, startRelayServer, tempDataDir, type RunningRelay } from '../support/relay-test-kit.js';
-import { memoryLogger } from '../../server/http/logger.js';
+import { call, nowSeconds, registerNode, registrationFor, relayForTests, sessionFor } from '../support/relay-test-kit.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
 const clock = clockFromFakeTimers(fake);
-const data = tempDataDir();
-let relay: RunningRelay;
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
+const { relay } = relayForTests({ clock });
 
 describe('POST /register: proving the node key', () => {
   it('registers with a signed document and answers the human credential', async () => {

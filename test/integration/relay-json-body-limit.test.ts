@@ -1,25 +1,13 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { memoryLogger } from '../../server/http/logger.js';
 import { claimId } from '../../core/relay/claim.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
-import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, relayForTests } from '../support/relay-test-kit.js';
 
 /** A valid claim at the limits fits the JSON body limit even with every character JSON-escaped (it was once refused with 413). */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
-const data = tempDataDir();
-let relay: RunningRelay;
-let alice: TestNode;
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-  alice = await registerNode(relay, clock, { name: 'alice' });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
+const { relay, alice } = relayForTests({ clock, nodes: ['alice'] });
 
 /** JSON text of a string with every UTF-16 unit escaped as \uXXXX (what some encoders send). */
 function fullyEscaped(s: string): string {

@@ -1,25 +1,24 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers, foregroundClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
 import { readSmsOutbox } from '../../server/relay/domain/sms-sender.js';
-import { call, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, registerNode, relayForTests, relayLimits, startRelayServer, tempDataDir, type TestNode } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
 const clock = clockFromFakeTimers(fake);
-const data = tempDataDir();
-let relay: RunningRelay;
+const { relay, dataDir } = relayForTests({ clock });
 let phoneSeq = 1000;
 const freshPhone = () => `+4179555${String(phoneSeq++).padStart(4, '0')}`;
 
 /** The last code the outbox holds for `phone`. */
 function lastCode(phone: string): string {
-  const message = readSmsOutbox(data.dir).filter((m) => m.to === phone).at(-1);
+  const message = readSmsOutbox(dataDir).filter((m) => m.to === phone).at(-1);
   if (!message) throw new Error(`no SMS to ${phone} in the outbox`);
   return /code: (\d{6})/.exec(message.text)![1]!;
 }
-const sentTo = (phone: string) => readSmsOutbox(data.dir).filter((m) => m.to === phone).length;
+const sentTo = (phone: string) => readSmsOutbox(dataDir).filter((m) => m.to === phone).length;
 /** Waits (bounded, real time: delivery is a background file write) until `phone` has received `count` messages in all. */
 const received = (phone: string, count: number) =>
   waitUntil(foregroundClock, () => (sentTo(phone) >= count ? true : undefined), { timeoutMs: 10_000, describe: `SMS number ${count} to ${phone}`, lastSeen: () => `${sentTo(phone)} sent` });
@@ -33,14 +32,6 @@ async function withVerifiedPhone(): Promise<{ node: TestNode; phone: string }> {
   fake.tick(relayLimits.codeMinIntervalSeconds * 1000);
   return { node, phone };
 }
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
 
 describe('phone verification', () => {
   it('sends a 6-digit code to the outbox; the right code verifies, and only once', async () => {

@@ -1,11 +1,10 @@
 import { createClock } from '@sinonjs/fake-timers';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { memoryLogger } from '../../server/http/logger.js';
 import { relayLimits } from '../../wire/relay/relay-facts.js';
-import { call, registerNode, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, relayForTests } from '../support/relay-test-kit.js';
 import { relayTableRows } from '../support/relay-tables.js';
 
 /**
@@ -13,22 +12,11 @@ import { relayTableRows } from '../support/relay-tables.js';
  * bytes live in a table), and its 422 points at the field (it once left the file and pointed at ["body"]).
  */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
-const data = tempDataDir();
-let relay: RunningRelay;
-let alice: TestNode;
+const { relay, alice, dataDir } = relayForTests({ clock, nodes: ['alice'] });
 
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-  alice = await registerNode(relay, clock, { name: 'alice' });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
-
-const filesDir = () => readdirSync(join(data.dir, 'files')).sort();
+const filesDir = () => readdirSync(join(dataDir, 'files')).sort();
 /** The files dir and every table, row by row. */
-const stored = async () => ({ files: filesDir(), tables: await relayTableRows(data.dir) });
+const stored = async () => ({ files: filesDir(), tables: await relayTableRows(dataDir) });
 function upload(bytes: Uint8Array, fields: { title?: string; filename?: string }) {
   const form = new FormData();
   if (fields.title !== undefined) form.append('title', fields.title);

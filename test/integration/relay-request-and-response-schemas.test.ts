@@ -1,31 +1,20 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { memoryLogger } from '../../server/http/logger.js';
 import type { z } from 'zod';
 import { claimKinds } from '../../core/relay/claim.js';
 import { meSchema, nodesPageSchema } from '../../wire/relay/identity-responses.js';
 import { bulletinSchema, itemDetailSchema, itemsPageSchema } from '../../wire/relay/item-responses.js';
 import { eventsPageSchema, healthSchema } from '../../wire/relay/network-responses.js';
-import { call, postClaim, registerNode, voteBy, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, postClaim, relayForTests, voteBy, type TestNode } from '../support/relay-test-kit.js';
 
 /** Request and response schemas: strict where the spec says so, and documented in /openapi.json as enforced. */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 20, 12)));
-const data = tempDataDir();
-let relay: RunningRelay;
-let alice: TestNode;
-let bob: TestNode;
+const { relay, alice, bob } = relayForTests({ clock, nodes: ['alice', 'bob'] });
 let openapi: { components: { schemas: Record<string, Record<string, unknown>> }; paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema?: unknown }> }> }>> };
 
 beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-  alice = await registerNode(relay, clock, { name: 'alice' });
-  bob = await registerNode(relay, clock, { name: 'bob' });
   openapi = (await call(relay.baseUrl, 'GET', '/openapi.json')).body as unknown as typeof openapi;
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
 });
 
 const sliceEvents = async (node: TestNode) => ((await call(relay.baseUrl, 'GET', `/events?authors=${node.nodeId}`)).body.events as { kind: string }[]).filter((e) => e.kind === 'slice').length;

@@ -1,28 +1,14 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { verifyVote, type Vote } from '../../core/relay/vote.js';
 import { verifySignedDocument } from '../../server/relay/domain/signed-document.js';
 import { pairingQrPng } from '../../server/relay/routes/social-routes.js';
-import { call, postClaim, registerNode, relayLimits, startRelayServer, tempDataDir, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
-import { memoryLogger } from '../../server/http/logger.js';
+import { call, postClaim, registerNode, relayForTests, relayLimits } from '../support/relay-test-kit.js';
 
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
 const clock = clockFromFakeTimers(fake);
-const data = tempDataDir();
-let relay: RunningRelay;
-let ann: TestNode;
-let ben: TestNode;
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), basePath: '/api', humanPath: '', seeds: ['https://seed.example'] });
-  ann = await registerNode(relay, clock, { name: 'ann' });
-  ben = await registerNode(relay, clock, { name: 'ben' });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
+const { relay, ann, ben } = relayForTests({ clock, nodes: ['ann', 'ben'], relay: { basePath: '/api', humanPath: '', seeds: ['https://seed.example'] } });
 
 const post = (path: string, body: unknown, auth: string) => call(relay.baseUrl, 'POST', path, { body, auth });
 

@@ -1,29 +1,18 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/node-id.js';
 import { quorumSetHash } from '../../core/relay/quorum-set.js';
 import { signVote } from '../../core/relay/vote.js';
-import { call, nowSeconds, postClaim, registerNode, startRelayServer, tempDataDir, voteBy, type RunningRelay, type TestNode } from '../support/relay-test-kit.js';
+import { call, nowSeconds, postClaim, registerNode, relayForTests, startRelayServer, tempDataDir, voteBy } from '../support/relay-test-kit.js';
 import { memoryLogger } from '../../server/http/logger.js';
 
 /** Signed votes, bulletins and the relay node's own statements, and slices, over HTTP. */
 const fake = createClock(Date.UTC(2026, 10, 20, 12));
 const clock = clockFromFakeTimers(fake);
-const data = tempDataDir();
-let relay: RunningRelay;
-let alice: TestNode;
+const { relay, alice } = relayForTests({ clock, nodes: ['alice'] });
 let seq = 0;
 const uniqueTitle = () => `claim ${seq++}`;
-
-beforeAll(async () => {
-  relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger() });
-  alice = await registerNode(relay, clock, { name: 'alice' });
-});
-afterAll(async () => {
-  await relay.close();
-  data.remove();
-});
 
 const post = (path: string, body: unknown, auth = alice.auth) => call(relay.baseUrl, 'POST', path, { body, auth });
 
@@ -76,7 +65,7 @@ describe('votes and bulletins', () => {
     const dir = tempDataDir();
     const h1 = generateNodeKey();
     const h2 = generateNodeKey();
-    const own = await (await import('../support/relay-test-kit.js')).startRelayServer({ clock, dataDir: dir.dir, logger: memoryLogger(), selfSlice: { t: 2, v: [h1.nodeId, h2.nodeId].sort(), i: [] } });
+    const own = await startRelayServer({ clock, dataDir: dir.dir, logger: memoryLogger(), selfSlice: { t: 2, v: [h1.nodeId, h2.nodeId].sort(), i: [] } });
     try {
       const n1 = await registerNode(own, clock, { key: h1 });
       const n2 = await registerNode(own, clock, { key: h2 });

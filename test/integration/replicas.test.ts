@@ -13,6 +13,7 @@ import { createTestDatabase } from '../support/postgres-test-database.js';
 import { picoTestElf } from '../support/make-elf.js';
 import { deferred, FakeBenchBackend } from './board-health-fake-backend.js';
 import { ClockedUartBackend } from './clocked-uart-backend.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 /**
  * Server replicas on one PostgreSQL database (issue 10): whichever replica an agent reaches, a
@@ -214,7 +215,6 @@ describe('board health across replicas', () => {
 });
 
 // Processes: two `hilbench serve --database-url` replicas and a worker on one of them.
-const cli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
 const processes = new HilbenchProcesses();
 afterAll(async () => {
   await processes.killAll();

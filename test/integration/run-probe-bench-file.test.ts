@@ -8,13 +8,13 @@ import type { BenchFile } from '../../backends/probe/bench-file.js';
 import { FAKE_PROBES_ENV } from '../fakes/openocd/fake-board.js';
 import { FakeBench, fakeOpenocdPath, fakeProbeRsPath } from '../fakes/openocd/fake-bench.js';
 import { makeElf } from '../support/make-elf.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 /**
  * Audit issue 4, item 1: `hilbench run --backend probe --bench-file <file>` (the nightly
  * workflow's scenario step) through the real entry point, with the stand-in openocd on PATH.
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const cli = path.join(root, 'bin/hilbench.js');
 
 const fake = new FakeBench();
 let benchYaml: string;

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { HilbenchProcesses, hilbenchCli, until } from '../support/hilbench-processes.js';
+import { HilbenchProcesses, until } from '../support/hilbench-processes.js';
+import { hilbenchCli } from '../support/compiled-cli.js';
 
 // A `hilbench worker` process keeps dialling while its server is away (docs/worker-protocol.md):
 // started before the server, or with the server stopped under it, it serves its board again once

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { HilbenchProcesses, hilbenchCli } from '../support/hilbench-processes.js';
+import { HilbenchProcesses } from '../support/hilbench-processes.js';
+import { hilbenchCli } from '../support/compiled-cli.js';
 
 // The README's lab recipe, as a shell runs it: `hilbench worker-token create ... > pi-1.token`,
 // then `hilbench worker --token-file pi-1.token`. The token file once held the note printed before

@@ -1,12 +1,12 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * The package as users get it, not as the source tree: `npm pack` (which builds dist/ through
- * `prepare`), the tarball's contents, then examples/vitest-firmware installed from the tarball in
+ * The package as users get it, not as the source tree: `npm pack` of a copy of the package's files
+ * (which builds the copy's dist/ through `prepare`), the tarball's contents, then examples/vitest-firmware installed from the tarball in
  * a temporary folder and its tests run there: hilbench/vitest on the simulators and QEMU, the CLI
  * and the library import; a failing test's report carries its job's UART.
  */
@@ -21,8 +21,20 @@ const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'
   exports: Record<string, string | Record<string, string>>;
 };
 
+/**
+ * The package's files (tracked, and new ones git does not ignore) copied to a folder of this test's
+ * own, where `npm pack` builds its dist/: the build empties dist/ first, and the repository's is
+ * the compiled CLI other test files are running meanwhile (decision 0890).
+ */
+const source = path.join(work, 'package');
+
 beforeAll(async () => {
-  const packed = await execa('npm', ['pack', '--json', '--pack-destination', work], { cwd: root });
+  const listed = await execa('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root });
+  for (const file of listed.stdout.split('\0').filter((f) => f !== '' && existsSync(path.join(root, f)))) {
+    cpSync(path.join(root, file), path.join(source, file), { recursive: true, verbatimSymlinks: true });
+  }
+  symlinkSync(path.join(root, 'node_modules'), path.join(source, 'node_modules'));
+  const packed = await execa('npm', ['pack', '--json', '--pack-destination', work], { cwd: source });
   const [info] = JSON.parse(packed.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>;
   tarball = path.join(work, info!.filename);
   files = info!.files.map((f) => f.path);
@@ -41,7 +53,7 @@ describe('the packed package', () => {
     expect(files).toContain('firmware/examples/pico/hello.elf');
     // The build leaves the CLI executable: `npx hilbench` in a clone runs dist/bin/hilbench.js
     // itself, and after tsc rewrote it (mode 0644) it failed with "Permission denied".
-    expect(statSync(path.join(root, manifest.bin.hilbench!)).mode & 0o111).toBe(0o111);
+    expect(statSync(path.join(source, manifest.bin.hilbench!)).mode & 0o111).toBe(0o111);
   });
 
   it('installs into a project and runs its hilbench/vitest tests, its CLI and its library import', async () => {

@@ -7,9 +7,9 @@ import { startInProcessTarget } from '../../bin/run-command.js';
 import { BenchClient } from '../../clients/bench/bench-client.js';
 import { loadScenario } from '../../harness/scenario/load-scenario.js';
 import { scenariosDir } from './scenario-test-helper.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
-// The real entry point, as CI runs it: exit codes come from bin/hilbench.ts's process.exit.
-const cli = path.resolve(scenariosDir, '../bin/hilbench.js');
+// The real entry point, compiled as users run it: exit codes come from bin/hilbench.ts's process.exit.
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

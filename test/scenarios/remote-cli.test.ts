@@ -3,11 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scenariosDir } from './scenario-test-helper.js';
+import { hilbenchCli as cli } from '../support/compiled-cli.js';
 
 // `hilbench run --bench-url` against `hilbench serve` in ANOTHER process: the only way to see the
 // process-lifetime bugs (a wait on unref'd timers lets Node exit with code 13 once idle sockets close).
-const cli = path.resolve(scenariosDir, '../bin/hilbench.js');
 const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-remote-'));
 let server: ResultPromise | undefined;
 let benchUrl = '';

@@ -1,8 +1,5 @@
-import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-
-/** The `hilbench` launcher, as a user runs it. */
-export const hilbenchCli = path.resolve(import.meta.dirname, '../../bin/hilbench.js');
+import { hilbenchCli } from './compiled-cli.js';
 
 /**
  * `hilbench` processes started by one test file, killed at its end (`killAll` in `afterAll`):

@@ -36,6 +36,12 @@ function dropLater(name: string): void {
   );
 }
 
+/**
+ * A template name of one test's own, in a family of its own (the name up to its last `_`), so that
+ * its build never drops the shared templates as stale, nor do they drop it.
+ */
+const ownTemplateName = (tables: 'bench' | 'relay') => `hilbench_template_${tables}_t${randomBytes(6).toString('hex')}_own`;
+
 /** A database copied from `template`, its tables by schema and its recorded versions. */
 async function contentsOf(template: string): Promise<{ tables: string[]; versions: Record<string, number> }> {
   const name = `hilbench_test_${randomBytes(6).toString('hex')}`;
@@ -80,7 +86,7 @@ describe('migrated templates for test databases', () => {
   });
 
   it('is built once by processes asking at the same time, and again where a build died half way', async () => {
-    const name = `hilbench_template_relay_t${randomBytes(6).toString('hex')}`;
+    const name = ownTemplateName('relay');
     dropLater(name);
     // A build that died after CREATE DATABASE: the database is there, not marked a template, with a stray table.
     await admin((c) => c.query(`CREATE DATABASE ${name}`));
@@ -118,13 +124,19 @@ describe('migrated templates for test databases', () => {
   });
 
   it('builds its template again when it was dropped after this process found it', async () => {
-    const template = await migratedTemplate(testDatabaseBaseUrl, 'relay');
+    // A template of this test's own: dropping the shared one would fail the copy of any other
+    // worker caught mid-drop.
+    const name = ownTemplateName('relay');
+    dropLater(name);
+    const template = await migratedTemplate(testDatabaseBaseUrl, 'relay', { name });
+    expect(template).toBe(name);
     await admin(async (c) => {
       await c.query(`ALTER DATABASE ${template} WITH IS_TEMPLATE false`);
       await c.query(`DROP DATABASE ${template} WITH (FORCE)`);
     });
-    const database = await createTestDatabase({ migrated: 'relay' });
+    const database = await createTestDatabase({ migrated: 'relay', templateName: name });
     cleanups.push(database.drop);
     expect(await rows('SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate', [template])).toHaveLength(1);
+    expect((await contentsOf(template)).versions).toEqual({ 'relay.schema_version': pgRelayMigrations.length });
   });
 });

@@ -76,14 +76,17 @@ const ensured = new Map<string, Promise<string>>();
 /**
  * The name of the template of `tables` on the server of `baseUrl`, built first if absent; looked
  * for once per process (a test file), then only `CREATE DATABASE ... TEMPLATE` is left per
- * database. `again`: looked for anew (the one found before was dropped meanwhile).
+ * database. `again`: looked for anew (the one found before was dropped meanwhile). `name`: a
+ * template of the caller's own instead of the shared one, for tests that drop it (the templates'
+ * own test): dropping the shared one would fail another worker's copy caught mid-drop.
  */
-export function migratedTemplate(baseUrl: string, tables: TemplateTables, options: { again?: boolean } = {}): Promise<string> {
-  const key = `${tables} ${baseUrl}`;
+export function migratedTemplate(baseUrl: string, tables: TemplateTables, options: { again?: boolean; name?: string } = {}): Promise<string> {
+  const name = options.name ?? templateName(tables);
+  const key = `${name} ${baseUrl}`;
   if (options.again === true) ensured.delete(key);
   let template = ensured.get(key);
   if (template === undefined) {
-    template = ensureTemplate(baseUrl, templateName(tables), tables);
+    template = ensureTemplate(baseUrl, name, tables);
     // A failed build is tried again by the next database asked for, with the error it meets then.
     template.catch(() => ensured.delete(key));
     ensured.set(key, template);

@@ -17,6 +17,11 @@ export interface TestDatabaseOptions {
    * upgraded, replicas migrating together, a database prepared before migrating).
    */
   migrated?: TemplateTables | 'none';
+  /**
+   * The template to copy instead of the shared one of `migrated` (built by the same migrations if
+   * absent): for tests that drop their template, which must never drop one other workers copy.
+   */
+  templateName?: string;
 }
 
 /** PostgreSQL's invalid_catalog_name: the template was dropped meanwhile (by another checkout, as stale). */
@@ -28,6 +33,7 @@ const NO_SUCH_DATABASE = '3D000';
  */
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<{ url: string; drop: () => Promise<void> }> {
   const migrated = options.migrated ?? 'both';
+  const own = options.templateName === undefined ? {} : { name: options.templateName };
   const name = `hilbench_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client(pgConnection(testDatabaseBaseUrl));
   await admin.connect();
@@ -36,10 +42,10 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
       await admin.query(`CREATE DATABASE ${name}`);
     } else {
       try {
-        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${await migratedTemplate(testDatabaseBaseUrl, migrated)}`);
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${await migratedTemplate(testDatabaseBaseUrl, migrated, own)}`);
       } catch (err) {
         if ((err as { code?: string }).code !== NO_SUCH_DATABASE) throw err;
-        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${await migratedTemplate(testDatabaseBaseUrl, migrated, { again: true })}`);
+        await admin.query(`CREATE DATABASE ${name} TEMPLATE ${await migratedTemplate(testDatabaseBaseUrl, migrated, { ...own, again: true })}`);
       }
     }
   } finally {

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { type Clock, systemClock } from '../../core/clock.js';
 import { type ItemAuthorship, signItemAuthorship } from '../../core/relay/item-authorship.js';
 import { type NodeKey, generateNodeKey } from '../../core/relay/node-id.js';
@@ -12,11 +13,12 @@ import { registerSchema, relayLimits, sessionSchema } from '../../wire/relay/rel
 import { type RunningRelay, type StartRelayServerOptions, startRelayServer as startRelayServerWithDefaults } from '../../server/relay/relay-service.js';
 import { signDocument } from '../../server/relay/domain/signed-document.js';
 import { RelayClient } from '../../clients/relay/relay-client.js';
+import { memoryLogger } from '../../server/http/logger.js';
 
 /**
  * Test kit for the relay: signed documents built the way a real client must build them (for tests
  * that send them as they are, or spoiled), a plain HTTP helper (`call`) and relays started for a
- * test. Registering and posting go through the one relay client (`clients/relay/relay-client.ts`).
+ * test (`relayForTests`: one relay for a whole test file, with its nodes). Registering and posting go through the one relay client (`clients/relay/relay-client.ts`).
  * Test-only (it lives under test/support/, not next to the service), used by the relay's tests and
  * benchmarks.
  */
@@ -164,6 +166,74 @@ export async function relayStoreOptions(dataDir: string): Promise<{ databaseUrl?
 export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
   const store = options.databaseUrl === undefined ? await relayStoreOptions(options.dataDir) : {};
   return startRelayServerWithDefaults({ ...options, ...store, rateLimits: { registrationsPerMinute: 100_000, signInsPerMinute: 100_000, ...options.rateLimits } });
+}
+
+/** One relay for a test file's tests (`relayForTests`): its nodes are properties named as they were registered. */
+export type RelayForTests<Name extends string> = {
+  /** The running relay (started in the file's `beforeAll`; read before then, any property throws). */
+  readonly relay: RunningRelay;
+  /** Its data dir (a fresh temporary one, removed after the file's tests). */
+  readonly dataDir: string;
+} & { readonly [N in Name]: TestNode };
+
+export interface RelayForTestsOptions<Name extends string> {
+  clock: Clock;
+  /** Nodes registered once the relay is up, in order, each with its name as its profile name. */
+  nodes?: readonly Name[];
+  /** Prefix of the temporary data dir's name. */
+  dataDirPrefix?: string;
+  /** More options of the relay (the logger defaults to a `memoryLogger()`). */
+  relay?: Omit<StartRelayServerOptions, 'clock' | 'dataDir'>;
+}
+
+// Every property of the values `relayForTests` hands out before they exist (the compiler checks the lists are whole).
+const runningRelayKeys: Record<keyof RunningRelay, true> = { url: true, baseUrl: true, humanUrl: true, service: true, close: true };
+const testNodeKeys: Record<keyof TestNode, true> = { nodeId: true, secretKey: true, auth: true };
+
+/**
+ * A stand-in for a value made later (in a `beforeAll`), so that a test file can name it at its top:
+ * each property reads the value's own when read, and throws, saying so, before the value is made.
+ */
+function madeLater<T extends object>(what: string, keys: Record<keyof T, true>, made: () => T | undefined): T {
+  const view = {} as T;
+  for (const key of Object.keys(keys) as (keyof T)[]) {
+    Object.defineProperty(view, key, {
+      enumerable: true,
+      get: () => {
+        const value = made();
+        if (value === undefined) throw new Error(`${what} is made in the file's beforeAll (relayForTests): read it in a test or a later hook`);
+        const property = value[key];
+        return typeof property === 'function' ? property.bind(value) : property;
+      },
+    });
+  }
+  return view;
+}
+
+/**
+ * The start-up most relay test files share: a relay on a fresh data dir started (through the kit's
+ * `startRelayServer`, so on PostgreSQL where the file asked for it) and `nodes` registered in a
+ * `beforeAll`; closed and its data dir removed in an `afterAll`. Call it at the top of the file,
+ * before hooks that use it (they then run after its start, and their after-hooks before its close):
+ * `const { relay, alice } = relayForTests({ clock, nodes: ['alice'] })`.
+ */
+export function relayForTests<const Name extends string = never>(options: RelayForTestsOptions<Name>): RelayForTests<Name> {
+  const names = options.nodes ?? [];
+  for (const name of names) if (name === 'relay' || name === 'dataDir') throw new Error(`relayForTests: a node may not be called "${name}" (the fixture's own property)`);
+  const data = tempDataDir(options.dataDirPrefix);
+  let relay: RunningRelay | undefined;
+  const nodes = new Map<string, TestNode>();
+  beforeAll(async () => {
+    relay = await startRelayServer({ clock: options.clock, dataDir: data.dir, logger: memoryLogger(), ...options.relay });
+    for (const name of names) nodes.set(name, await registerNode(relay, options.clock, { name }));
+  });
+  afterAll(async () => {
+    await relay?.close();
+    data.remove();
+  });
+  const fixture: Record<string, unknown> = { relay: madeLater('the relay', runningRelayKeys, () => relay), dataDir: data.dir };
+  for (const name of names) fixture[name] = madeLater(`node ${name}`, testNodeKeys, () => nodes.get(name));
+  return fixture as RelayForTests<Name>;
 }
 
 export { relayLimits, type RunningRelay, type StartRelayServerOptions };

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { T0, jobRecord, sessionRecord } from '../../../test/contract/bench-store-contract.js';
 import { benchStoreDialects } from '../../../test/support/bench-store-dialects.js';
 import type { SqlBenchStore } from './sql-bench-store.js';
 
 /** The debug armings (decisions 0663, 0810), the same on both databases: an arming is used once, by its agent's job, and no row outlives what it belongs to. */
-const T0 = 1_700_000_000_000;
 const terms = { idleTimeoutMs: 60_000, maxDebugMs: 3_600_000 };
 const job = { jobId: 'job_1', sessionId: 'ses_1', agentId: 'ag_1' };
 
@@ -15,7 +15,7 @@ function withSession(open: (typeof dialects)[number][1]) {
     const { store, close } = await open();
     try {
       for (const n of [1, 2]) await store.insertAgent({ agentId: `ag_${n}`, label: `agent ${n}`, tokenSha256: String(n).repeat(64), createdAtMs: T0 });
-      const opened = await store.openSession({ sessionId: 'ses_1', agentId: 'ag_1', board: 'pico', state: 'active', idleSeconds: 10, createdAtMs: T0, expiresAtMs: T0 + 10_000, endedAtMs: null, lastHeartbeatAtMs: null });
+      const opened = await store.openSession(sessionRecord({ idleSeconds: 10, expiresAtMs: T0 + 10_000 }));
       expect(opened.kind).toBe('opened');
       await body(store);
     } finally {
@@ -26,29 +26,7 @@ function withSession(open: (typeof dialects)[number][1]) {
 
 /** ses_1's job `jobId` queued, claimed by worker w1 with a claim of 30 s, and made a debug job by its arming. */
 async function debugJob(store: SqlBenchStore, jobId: string, nowMs: number): Promise<void> {
-  await store.createJob(
-    {
-      jobId,
-      agentId: 'ag_1',
-      board: 'pico',
-      sessionId: 'ses_1',
-      state: 'queued',
-      firmware: { sha256: 'a'.repeat(64), sizeBytes: 10, elf: { machine: 40, machineName: 'ARM (40)', entry: 9, segments: [] } },
-      uartSeconds: 0.5,
-      uart: null,
-      stop: null,
-      failure: null,
-      createdAtMs: nowMs,
-      startedAtMs: null,
-      runningAtMs: null,
-      finishedAtMs: null,
-      flashMs: null,
-      runMs: null,
-      workerId: null,
-      cancelReason: null,
-    },
-    { maxQueuedPerBoard: 8, nowMs },
-  );
+  await store.createJob(jobRecord({ jobId, sessionId: 'ses_1', createdAtMs: nowMs }), { maxQueuedPerBoard: 8, nowMs });
   expect(await store.debugArmings.arm('ses_1', 'ag_1', terms, nowMs)).toBe(true);
   expect(await store.claimJob({ workerId: 'w1', boards: ['pico'], nowMs, claimMs: 30_000 })).toMatchObject({ jobId });
   expect(await store.debugArmings.claim({ jobId, sessionId: 'ses_1', agentId: 'ag_1' }, 'w1', null, nowMs)).toEqual(terms);
