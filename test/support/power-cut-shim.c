@@ -12,7 +12,10 @@
  * this plays back one outcome, the one that loses them all. Names are not played back: directory
  * syncs are not tracked, and a file deleted before the cut stays deleted (a rollback journal SQLite
  * unlinked would otherwise come back hot and undo its commit, which no fsync of a file prevents,
- * only of its directory, SQLite's `synchronous = EXTRA`); a file never synced has no copy.
+ * only of its directory, SQLite's `synchronous = EXTRA`); a file never synced has no copy. A file
+ * deleted and made again under the same name keeps the old file's last synced copy until the new
+ * one is synced: unlink and rename are not intercepted. The crash test's files (the database and
+ * its WAL) are never made again under an old name while it runs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

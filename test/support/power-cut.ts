@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readdirSync } from 'node:fs';
+import { copyFileSync, readdirSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 
 const DURABLE = '.durable';
@@ -25,7 +25,8 @@ export function buildPowerCutShim(dir: string): { preload: string } | { notBuilt
 
 /** The environment that preloads the shim into a child writing under `dataDir`. */
 export function powerCutEnv(preload: string, dataDir: string): Record<string, string> {
-  return { LD_PRELOAD: preload, HILBENCH_POWER_CUT_DIR: dataDir };
+  // The shim matches files by their resolved path (readlink of /proc/self/fd): a TMPDIR behind a symlink must match too.
+  return { LD_PRELOAD: preload, HILBENCH_POWER_CUT_DIR: realpathSync(dataDir) };
 }
 
 /**
