@@ -116,6 +116,7 @@ export const postgresSuites = {
     'server/storage/bench/debug-arming-store.test.ts',
     // A job's end heard by a wait on another replica through the lease-freed notification (decision 0650).
     'test/integration/job-watch-across-replicas.test.ts',
+    'test/integration/worker-roster-across-replicas.test.ts',
     // A private PostgreSQL cluster stopped and started under load, bench and relay (decision 0516).
     'test/integration/database-restart.test.ts',
     'test/integration/replicas.test.ts',

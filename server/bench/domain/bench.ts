@@ -155,6 +155,7 @@ export class Bench {
     this.closing = true;
     if (this.sweepTimer !== undefined) this.deps.clock.clearTimeout(this.sweepTimer);
     this.sessions.close();
+    this.deps.pools?.close();
     await this.worker?.close();
     await this.deps.gateway.close();
   }

@@ -47,12 +47,19 @@ export class PoolInstances {
       store: BenchStore;
       /** Every worker, as recently read (the workers' roster, decision 0860); default: the store's list. */
       listWorkers?: () => Promise<WorkerRecord[]>;
+      /** Ends what `listWorkers` keeps up to date (the roster's hearing of the store), when the bench closes. */
+      stopListing?: () => void;
       isOnline: (worker: WorkerRecord, nowMs: number) => boolean;
       /** The worker in this process: online while the process runs (remote-boards.ts). */
       selfWorkerId?: string;
     },
   ) {
     this.health = new InstanceHealth({ clock: deps.clock, store: deps.store });
+  }
+
+  /** The bench closes: what keeps the workers' list up to date stops. */
+  close(): void {
+    this.deps.stopListing?.();
   }
 
   /** Health and quarantine of the instances of pools of several (decision 0551). */

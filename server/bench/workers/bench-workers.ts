@@ -89,6 +89,7 @@ export function benchWorkers(config: BenchWorkersConfig) {
     clock,
     store,
     cacheMs: rosterCacheMs({ availabilityCacheMs: config.availabilityCacheMs ?? DEFAULT_AVAILABILITY_CACHE_MS, heartbeatMs: timings.heartbeatSeconds * 1000, offlineAfterMs: timings.offlineAfterSeconds * 1000 }),
+    changes: store.sessionQueue,
   });
   const health = remoteHealthKeepers({ clock, store, gateway, healthCheckTimeoutMs: config.healthCheckTimeoutMs });
   const localWorkerId = config.localWorker === false ? undefined : (config.localWorker?.workerId ?? (config.databaseUrl ? replicaWorkerId(config.dataDir) : LOCAL_WORKER_ID));
@@ -101,7 +102,7 @@ export function benchWorkers(config: BenchWorkersConfig) {
     healthKeeper: health.keeperOf,
   });
   const protocol = new WorkerProtocol({ clock, store, gateway, boards, roster, logger, timings });
-  const pools = new PoolInstances({ clock, store, listWorkers: () => roster.list(), isOnline: (w, nowMs) => workerAdmin.isOnline(w, nowMs), selfWorkerId: localWorkerId });
+  const pools = new PoolInstances({ clock, store, listWorkers: () => roster.list(), stopListing: () => roster.close(), isOnline: (w, nowMs) => workerAdmin.isOnline(w, nowMs), selfWorkerId: localWorkerId });
   let localWorker: LocalWorkerSetup | undefined;
   if (localWorkerId !== undefined) {
     const label = config.databaseUrl ? `in replica ${localWorkerId}` : 'in this server';

@@ -2,6 +2,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../../core/clock.js';
 import { T0 } from '../../../test/contract/bench-store-contract.js';
+import { WORKERS_CHANGED_ID } from '../../storage/bench/session-queue-store.js';
 import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
 import { rosterCacheMs, WorkerRoster } from './worker-roster.js';
 
@@ -66,5 +67,33 @@ describe('WorkerRoster', () => {
     expect(rosterCacheMs({ availabilityCacheMs: 5_000, heartbeatMs: 1_000, offlineAfterMs: 3_000 })).toBe(1_000);
     expect(rosterCacheMs({ availabilityCacheMs: 0, heartbeatMs: 5_000, offlineAfterMs: 15_000 })).toBe(0);
     expect(rosterCacheMs({ availabilityCacheMs: 5_000, heartbeatMs: 5_000, offlineAfterMs: 4_000 })).toBe(0);
+  });
+  it("reads again when the store reports a worker changed on any replica or its hearing was lost, not for a queue's change, and stops hearing once closed", async () => {
+    const { roster: plain, store, reads } = await setUp();
+    plain.close();
+    let tell: (id?: string) => void = () => undefined;
+    let listening = 0;
+    const changes = {
+      onChange(listener: (id?: string) => void) {
+        tell = listener;
+        listening += 1;
+        return () => void (listening -= 1);
+      },
+    };
+    const roster = new WorkerRoster({ clock: clockFromFakeTimers(createClock(T0)), store, cacheMs: 5_000, changes });
+    expect(listening).toBe(1);
+    await roster.list();
+    tell('pico');
+    tell('job:job_1');
+    await roster.list();
+    expect(reads()).toBe(1);
+    tell(WORKERS_CHANGED_ID);
+    await roster.list();
+    expect(reads()).toBe(2);
+    tell(undefined);
+    await roster.list();
+    expect(reads()).toBe(3);
+    roster.close();
+    expect(listening).toBe(0);
   });
 });

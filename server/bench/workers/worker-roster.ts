@@ -1,5 +1,6 @@
 import type { Clock } from '../../../core/clock.js';
 import type { BenchStore } from '../../storage/bench/bench-store.js';
+import { WORKERS_CHANGED_ID } from '../../storage/bench/session-queue-store.js';
 import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 
 /**
@@ -8,7 +9,9 @@ import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
  * (`invalidate`): the pools' instances handed out on every submit come from it (decision 0860;
  * every submit read the whole table). A report through another replica shows here within
  * `cacheMs`, as a board's availability does (`LiveBoards`, which reads the store itself when its
- * own cache runs out, so the two waits never add up).
+ * own cache runs out, so the two waits never add up). A worker added, revoked or reporting other
+ * boards through another replica is heard at once where the store says so (`changes`: PostgreSQL
+ * NOTIFYs `WORKERS_CHANGED_ID`), and so is a lost LISTEN (anything may have changed meanwhile).
  *
  * A cached row's `lastSeenAtMs` is up to `cacheMs` old: `rosterCacheMs` keeps that plus one
  * heartbeat below the offline window, so a worker that heartbeats never reads as offline.
@@ -19,7 +22,24 @@ export class WorkerRoster {
   /** Bumped by `invalidate`, so a read that started before it does not fill the cache. */
   private generation = 0;
 
-  constructor(private readonly deps: { clock: Clock; store: BenchStore; cacheMs: number }) {}
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly deps: {
+      clock: Clock;
+      store: BenchStore;
+      cacheMs: number;
+      /** What the store reports changed on any replica (the session queue's `onChange`). */
+      changes?: { onChange(listener: (id?: string) => void): () => void };
+    },
+  ) {
+    this.unsubscribe = deps.changes?.onChange((id) => (id === undefined || id === WORKERS_CHANGED_ID) && this.invalidate()) ?? (() => undefined);
+  }
+
+  /** Stops hearing the store's changes. */
+  close(): void {
+    this.unsubscribe();
+  }
 
   /** Every worker, oldest first, as read at most `cacheMs` ago (copies: callers may change them). */
   async list(): Promise<WorkerRecord[]> {

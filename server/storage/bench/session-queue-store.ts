@@ -107,6 +107,14 @@ export function sessionJobEndedId(jobId: string): string {
   return `job:${jobId}`;
 }
 
+/**
+ * The id `onChange` reports when a bench worker was added or revoked, or changed the boards it
+ * reports, on any replica (decision 0860): each replica's roster of workers reads the store again
+ * instead of handing out a revoked worker's instance, or missing a new one, for its cache time.
+ * Never a queue's or pool's id (those have no colon).
+ */
+export const WORKERS_CHANGED_ID = 'workers:changed';
+
 /** Listeners of `onChange`, called after the current call stack (a SQLite trigger fires inside its transaction). */
 export class QueueChangeListeners {
   private readonly listeners = new Set<(queueOrPool?: string) => void>();

@@ -2,7 +2,7 @@ import { latestVersion, type Migration, migrate, type MigrationResult, sqlMigrat
 import { numberPlaceholders, runSteps } from '../../sql-steps.js';
 import { withCheckedOutClient } from '../../postgres/pg-faults.js';
 import type { PgDatabase } from './pg-database.js';
-import { PG_SESSION_JOB_END_MIGRATION, PG_SESSION_QUEUE_MIGRATION } from './pg-session-queue.js';
+import { PG_SESSION_JOB_END_MIGRATION, PG_SESSION_QUEUE_MIGRATION, PG_WORKERS_CHANGED_MIGRATION } from './pg-session-queue.js';
 import { DEBUG_ARMING_MIGRATION } from '../debug-arming-store.js';
 
 /**
@@ -164,6 +164,8 @@ export const pgBenchMigrations: readonly Migration[] = [
   sqlMigration(5, 'debug armings', DEBUG_ARMING_MIGRATION),
   // A job in a session that ends is NOTIFYed (decision 0801): pg-session-queue.ts.
   sqlMigration(6, 'session job ends notified', PG_SESSION_JOB_END_MIGRATION),
+  // Workers added, revoked or reporting other boards are NOTIFYed (decision 0860): pg-session-queue.ts.
+  sqlMigration(7, 'worker changes notified', PG_WORKERS_CHANGED_MIGRATION),
 ];
 
 /** The schema version this code writes. */

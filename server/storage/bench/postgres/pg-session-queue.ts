@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { type Clock, systemClock, type TimerHandle } from '../../../../core/clock.js';
-import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, waiterFromRow } from '../session-queue-store.js';
+import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, waiterFromRow, WORKERS_CHANGED_ID } from '../session-queue-store.js';
 import type { PgDatabase } from './pg-database.js';
 
-/** The channel every replica LISTENs on; the payload is a queue or pool id, or `job:<id>` when a job in a session ended (decision 0801). */
+/** The channel every replica LISTENs on; the payload is a queue or pool id, `job:<id>` when a job in a session ended (decision 0801), or `WORKERS_CHANGED_ID` (0860). */
 const CHANNEL = 'hilbench_session_queue';
 /** After the LISTEN connection failed, the next try waits this long (the bounded poll covers the gap). */
 export const RELISTEN_AFTER_MS = 5_000;
@@ -27,6 +27,24 @@ export const PG_SESSION_QUEUE_MIGRATION = `${sessionWaitersTable('seq BIGSERIAL 
     RETURN NULL;
   END $$;
   CREATE TRIGGER session_waiters_notify_left AFTER DELETE ON session_waiters FOR EACH ROW EXECUTE FUNCTION hilbench_waiter_left();
+`;
+
+/**
+ * Migration 7 of the PostgreSQL bench store: a worker added, revoked, or reporting other boards
+ * NOTIFYs every replica with `WORKERS_CHANGED_ID` (decision 0860), so no replica's roster hands out
+ * a revoked worker's instance for its cache time. A heartbeat that reports the same boards (the
+ * same text) notifies nothing.
+ */
+export const PG_WORKERS_CHANGED_MIGRATION = `
+  CREATE FUNCTION hilbench_workers_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF TG_OP = 'INSERT' OR OLD.revoked_at_ms IS DISTINCT FROM NEW.revoked_at_ms OR OLD.boards_json IS DISTINCT FROM NEW.boards_json THEN
+      PERFORM pg_notify('${CHANNEL}', '${WORKERS_CHANGED_ID}');
+    END IF;
+    RETURN NULL;
+  END $$;
+  CREATE TRIGGER workers_notify_changed AFTER INSERT OR UPDATE OF revoked_at_ms, boards_json ON workers FOR EACH ROW
+    EXECUTE FUNCTION hilbench_workers_changed();
 `;
 
 /**
