@@ -19,18 +19,23 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
+/** Two stores on one fresh database, as two replicas, and B's roster caching for an hour on a clock that never moves. */
+async function twoReplicas() {
+  const database = await createTestDatabase({ migrated: 'bench' });
+  cleanups.push(database.drop);
+  const clock = clockFromFakeTimers(createClock(T0));
+  const a = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
+  cleanups.push(() => a.close());
+  const b = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
+  cleanups.push(() => b.close());
+  return { a, b, roster: new WorkerRoster({ clock, store: b, cacheMs: 3_600_000, changes: b.sessionQueue }) };
+}
+
 const pico = [{ board: 'pico', backend: 'sim', available: true, reason: null }];
 
 describe("a replica's roster of workers", () => {
   it('reads again when a worker is added, reports other boards or is revoked through another replica, and not on a heartbeat that reports the same', { timeout: 60_000 }, async () => {
-    const database = await createTestDatabase({ migrated: 'bench' });
-    cleanups.push(database.drop);
-    const clock = clockFromFakeTimers(createClock(T0));
-    const a = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
-    cleanups.push(() => a.close());
-    const b = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
-    cleanups.push(() => b.close());
-    const roster = new WorkerRoster({ clock, store: b, cacheMs: 3_600_000, changes: b.sessionQueue });
+    const { a, b, roster } = await twoReplicas();
     cleanups.push(async () => roster.close());
     const heard: string[] = [];
     const stopHearing = b.sessionQueue.onChange((id) => id === WORKERS_CHANGED_ID && heard.push(id));
@@ -57,14 +62,7 @@ describe("a replica's roster of workers", () => {
   });
 
   it('stops hearing the store once closed', { timeout: 60_000 }, async () => {
-    const database = await createTestDatabase({ migrated: 'bench' });
-    cleanups.push(database.drop);
-    const clock = clockFromFakeTimers(createClock(T0));
-    const a = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
-    cleanups.push(() => a.close());
-    const b = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
-    cleanups.push(() => b.close());
-    const roster = new WorkerRoster({ clock, store: b, cacheMs: 3_600_000, changes: b.sessionQueue });
+    const { a, b, roster } = await twoReplicas();
     const heard: string[] = [];
     const stopHearing = b.sessionQueue.onChange((id) => id === WORKERS_CHANGED_ID && heard.push(id));
     cleanups.push(async () => stopHearing());
