@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
@@ -7,14 +8,14 @@ import path from 'node:path';
  * The CLI the tests start as a program: the compiled `dist/bin/hilbench.js`, the file users run
  * (package.json `bin`), not the sources through tsx, whose start costs about two and a half times
  * the CPU (decision 0890). Built by the package's own `tsc -p tsconfig.build.json` the first time a test
- * file needs it in a run where a source is newer than the last build (a clean clone has no dist/):
+ * file needs it in a run where the sources differ from those of the last build (a clean clone has no dist/):
  * one process builds, under a lock, while the other workers wait for it; the next run that finds
- * nothing newer starts at once.
+ * the same sources starts at once.
  */
 
 const root = path.resolve(import.meta.dirname, '../..');
 const dist = path.join(root, 'dist');
-/** Written (its time set to when the build began) once a build this file started has emitted. */
+/** Written once a build this file started has emitted: the fingerprint of the sources it compiled. */
 const stamp = path.join(dist, '.tests-built');
 /** What the build reads besides the folders tsconfig.build.json includes. */
 const buildFiles = ['package.json', 'tsconfig.json', 'tsconfig.build.json'];
@@ -24,22 +25,31 @@ const lock = path.join(root, '.tmp', 'dist-build.lock');
 const BUILD_WAIT_MS = 15 * 60_000;
 const LOCK_POLL_MS = 250;
 
-/** The newest modification time (ms) of what the build compiles: `.ts` sources, tests left out, and its configuration. */
-function newestSourceMs(): number {
+/**
+ * What the build compiles, as one string: every `.ts` source of its folders (tests left out) and its
+ * configuration, each with its size and modification time. Compared for equality, so an edit, a
+ * deleted or renamed source, or a file dated in the future all make dist/ stale.
+ */
+function sourcesFingerprint(): string {
   const config = JSON.parse(readFileSync(path.join(root, 'tsconfig.build.json'), 'utf8')) as { include: string[] };
-  let newest = Math.max(...buildFiles.map((f) => statSync(path.join(root, f)).mtimeMs));
+  const files = [...buildFiles.map((f) => path.join(root, f))];
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const full = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(full);
-      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) newest = Math.max(newest, statSync(full).mtimeMs);
+      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) files.push(full);
     }
   };
   for (const folder of config.include) walk(path.join(root, folder));
-  return newest;
+  const hash = createHash('sha256');
+  for (const file of files.sort()) {
+    const { size, mtimeMs } = statSync(file);
+    hash.update(`${path.relative(root, file)}\0${size}\0${mtimeMs}\n`);
+  }
+  return hash.digest('hex');
 }
 
-const upToDate = () => existsSync(stamp) && statSync(stamp).mtimeMs >= newestSourceMs();
+const upToDate = () => existsSync(stamp) && readFileSync(stamp, 'utf8') === sourcesFingerprint();
 
 /** A lock whose pid file is not there yet is being taken; older than this, its taker died first. */
 const PIDLESS_LOCK_STALE_MS = 10_000;
@@ -66,21 +76,45 @@ function holderAlive(): boolean {
   }
 }
 
-/** Takes a dead holder's lock away: renamed first (atomic), so two waiters never both remove a lock one of them has just taken. */
+/** Held (mkdir, atomic) while a waiter takes a dead holder's lock away. */
+const takeover = `${lock}.takeover`;
+
+/**
+ * Takes a dead holder's lock away, under a second lock: the holder is looked at again inside it, and
+ * no new holder can take the lock while the dead one's is there, so no waiter removes a lock another
+ * has just taken. A takeover whose process died inside it is cleared after the same grace.
+ */
 function dropStaleLock(): void {
-  const aside = `${lock}.stale-${process.pid}-${Date.now()}`;
   try {
-    renameSync(lock, aside);
-  } catch {
-    return; // another waiter took it away first
+    mkdirSync(takeover);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    try {
+      if (Date.now() - statSync(takeover).mtimeMs > PIDLESS_LOCK_STALE_MS) rmSync(takeover, { recursive: true, force: true });
+    } catch {
+      // gone meanwhile
+    }
+    return;
   }
-  rmSync(aside, { recursive: true, force: true });
+  try {
+    if (existsSync(lock) && !holderAlive()) rmSync(lock, { recursive: true, force: true });
+  } finally {
+    rmSync(takeover, { recursive: true, force: true });
+  }
+}
+
+/** Whether the lock is this process's (it is never taken from a live holder; this guards a slow one all the same). */
+function holdingLock(): boolean {
+  try {
+    return Number(readFileSync(path.join(lock, 'pid'), 'utf8')) === process.pid;
+  } catch {
+    return false;
+  }
 }
 
 function build(): void {
-  // What the build compiles as it starts: a source saved during the build is newer than the stamp,
-  // so the next run builds again; one dated in the future cannot make every run build.
-  const sourcesMs = newestSourceMs();
+  // The sources as the build starts: one saved during the build changes the fingerprint, so the next run builds again.
+  const sources = sourcesFingerprint();
   // No stamp while a build runs: a build that dies half-way leaves a dist/ no run trusts.
   rmSync(stamp, { force: true });
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -100,9 +134,7 @@ function build(): void {
   // Type errors still emit; the type check of `npm test` reports them, so the tests run on.
   if (run.status !== 0) console.warn(`hilbench tests: tsc -p tsconfig.build.json reported errors (exit ${run.status}); the CLI tests run on what it emitted:\n${run.stdout.slice(-2000)}`);
   chmodSync(cli, 0o755);
-  writeFileSync(stamp, `built for the tests by test/support/compiled-cli.ts\n`);
-  const asOf = new Date(sourcesMs);
-  utimesSync(stamp, asOf, asOf);
+  writeFileSync(stamp, sources);
 }
 
 /** Builds dist/ unless it is up to date, whichever worker comes first; the others wait. */
@@ -131,10 +163,10 @@ async function ensureCompiledCli(): Promise<string> {
       // Built here (or found built): used as it is, even if a source changed meanwhile (the next run builds again).
       return path.join(dist, 'bin', 'hilbench.js');
     } finally {
-      rmSync(lock, { recursive: true, force: true });
+      if (holdingLock()) rmSync(lock, { recursive: true, force: true });
     }
   }
 }
 
-/** The `hilbench` CLI as users run it: `dist/bin/hilbench.js`, built first if a source is newer than it. */
+/** The `hilbench` CLI as users run it: `dist/bin/hilbench.js`, built first if its sources changed since. */
 export const hilbenchCli: string = await ensureCompiledCli();
