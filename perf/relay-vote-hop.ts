@@ -1,5 +1,6 @@
 import { fork } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -8,8 +9,10 @@ import { Worker } from 'node:worker_threads';
 import { systemClock } from '../core/clock.js';
 import { defaultThreshold } from '../core/relay/quorum-set.js';
 import { generateNodeKey } from '../core/relay/node-id.js';
+import { parseVote, verifyVote } from '../core/relay/vote.js';
 import { voteBy } from '../test/support/relay-test-kit.js';
 import { percentile } from './measure.js';
+import type { HopMessage } from './relay-vote-hop-thread.js';
 import { type LoadRequest, loadRound, runLoadedRound } from './relay-ingest-scene.js';
 
 /**
@@ -27,7 +30,12 @@ import { type LoadRequest, loadRound, runLoadedRound } from './relay-ingest-scen
  * - `hop-transfer`: the body's bytes copied into an ArrayBuffer of their own and transferred;
  * - `hop-string`: the body decoded on the loop and posted as a string (copied);
  * - `hop-clone`: the body's Buffer posted as is (structured clone of its bytes).
- * In every `hop-*` mode the thread spins `--work-us` and answers `{ id, status, body }` (a short
+ * - `inline-check`: the vote's CPU-only work on the loop: `JSON.parse`, `parseVote`, `verifyVote`
+ *   (canonical JSON and the Ed25519 check, the key cached as in the relay);
+ * - `hop-check`: the same on the thread, from the body's bytes (posted as in `hop-clone`);
+ * - `hop-parsed`: decision 0770's shape: the body parsed and validated on the loop (`JSON.parse`,
+ *   `parseVote`), the vote posted as an object, the thread's outcome an object the loop serialises.
+ * In the other `hop-*` modes the thread spins `--work-us` and answers `{ id, status, body }` (a short
  * string), the loop writes it. Per mode: the main thread's CPU per request (Linux `schedstat`, the
  * ingest bench's measure), rounds per second, and for the hops the time from `postMessage` to the
  * thread's `message` event (its wake-up) and back, in the sequential rounds (by 1 client), where the
@@ -35,7 +43,7 @@ import { type LoadRequest, loadRound, runLoadedRound } from './relay-ingest-scen
  * per request minus `bare`'s in the same block, the median over blocks.
  * `npx tsx perf/relay-vote-hop.ts [--blocks N] [--round N] [--clients N] [--work-us N] [--modes a,b]`.
  */
-const MODES = ['bare', 'inline', 'hop-transfer', 'hop-string', 'hop-clone'] as const;
+const MODES = ['bare', 'inline', 'hop-transfer', 'hop-string', 'hop-clone', 'inline-check', 'hop-check', 'hop-parsed'] as const;
 type Mode = (typeof MODES)[number];
 
 interface Options {
@@ -46,24 +54,13 @@ interface Options {
   modes: Mode[];
 }
 
-/** The thread: spins the vote's simulated work, notes when each message arrived, answers small. */
-const THREAD_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const { performance } = require('node:perf_hooks');
-const workMs = workerData.workUs / 1000;
-parentPort.on('message', (m) => {
-  const arrivedMs = performance.timeOrigin + performance.now();
-  const text = typeof m.body === 'string' ? m.body : Buffer.from(m.body.buffer, m.body.byteOffset, m.body.byteLength).toString('utf8');
-  const until = performance.now() + workMs;
-  while (performance.now() < until);
-  parentPort.postMessage({ id: m.id, status: 201, body: text.length > 0 ? '{"stored":true}' : '{}', arrivedMs, sentMs: performance.timeOrigin + performance.now() });
-});
-`;
 
 interface Answer {
   id: number;
   status: number;
-  body: string;
+  /** The answer's text, or (`hop-parsed`) its object. */
+  body?: string;
+  answer?: unknown;
   arrivedMs: number;
   sentMs: number;
 }
@@ -103,8 +100,12 @@ class HopServer {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      if (this.mode === 'bare' || this.mode === 'inline') {
+      if (this.mode === 'bare' || this.mode === 'inline' || this.mode === 'inline-check') {
         if (this.mode === 'inline') spin(this.workUs);
+        if (this.mode === 'inline-check') {
+          const parsed = parseVote(JSON.parse(body.toString('utf8')));
+          if (!parsed.ok || !verifyVote(parsed.value, { keyChecked: true })) throw new Error('relay-vote-hop: the bench vote does not verify');
+        }
         this.answer(res, 201, '{"stored":true}');
         return;
       }
@@ -113,9 +114,13 @@ class HopServer {
       if (this.mode === 'hop-transfer') {
         const own = new Uint8Array(body.byteLength);
         own.set(body);
-        this.worker.postMessage({ id, body: own }, [own.buffer]);
-      } else if (this.mode === 'hop-string') this.worker.postMessage({ id, body: body.toString('utf8') });
-      else this.worker.postMessage({ id, body });
+        this.worker.postMessage({ id, body: own, check: false } satisfies HopMessage, [own.buffer]);
+      } else if (this.mode === 'hop-string') this.worker.postMessage({ id, body: body.toString('utf8'), check: false } satisfies HopMessage);
+      else if (this.mode === 'hop-parsed') {
+        const parsed = parseVote(JSON.parse(body.toString('utf8')));
+        if (!parsed.ok) throw new Error('relay-vote-hop: the bench vote does not parse');
+        this.worker.postMessage({ id, body: parsed.value, check: false } satisfies HopMessage);
+      } else this.worker.postMessage({ id, body, check: this.mode === 'hop-check' } satisfies HopMessage);
     });
   }
 
@@ -126,7 +131,7 @@ class HopServer {
     this.waiting.delete(a.id);
     this.toThreadMs.push(a.arrivedMs - waiting.postedMs);
     this.backMs.push(nowMs - a.sentMs);
-    this.answer(waiting.res, a.status, a.body);
+    this.answer(waiting.res, a.status, a.body ?? JSON.stringify(a.answer));
   }
 
   private answer(res: ServerResponse, status: number, body: string): void {
@@ -162,7 +167,10 @@ function median(values: number[]): number {
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
-  const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { workUs: options.workUs } });
+  // tsx's scoped importer for the thread's TypeScript (Node 20 gives a worker no loader hooks), as perf/raw-rp2040js.ts does.
+  const entry = new URL('./relay-vote-hop-thread.ts', import.meta.url).href;
+  const tsxApi = new URL('dist/esm/api/index.mjs', pathToFileURL(createRequire(import.meta.url).resolve('tsx/package.json'))).href;
+  const worker = new Worker(`import(${JSON.stringify(tsxApi)}).then((tsx) => tsx.tsImport(${JSON.stringify(entry)}, ${JSON.stringify(entry)}))`, { eval: true, workerData: { workUs: options.workUs } });
   const hop = new HopServer(worker, options.workUs);
   const server = createServer((req, res) => hop.handle(req, res));
   server.keepAliveTimeout = 60_000;
@@ -216,7 +224,11 @@ async function main(): Promise<void> {
     const hops = m.toThreadMs.length > 0 ? [`${(percentile(m.toThreadMs, 50) * 1000).toFixed(0)} / ${(percentile(m.toThreadMs, 90) * 1000).toFixed(0)}`, `${(percentile(m.backMs, 50) * 1000).toFixed(0)} / ${(percentile(m.backMs, 90) * 1000).toFixed(0)}`] : ['', ''];
     console.log(`| ${mode} | ${(median(m.loopMs) * 1000).toFixed(0)} | ${minusBare.toFixed(0)} | ${(median(m.otherMs) * 1000).toFixed(0)} | ${median(m.perSecond).toFixed(0)} | ${median(m.sequentialPerSecond).toFixed(0)} | ${hops[0]} | ${hops[1]} |`);
   }
-  if (inline) for (const [mode, m] of perMode) if (mode.startsWith('hop')) console.log(`${mode}: loop saved against inline ${(median(m.loopMs.map((v, k) => (inline.loopMs[k] ?? Number.NaN) - v)) * 1000).toFixed(0)} µs per vote; 4 clients ${median(m.perSecond.map((v, k) => v / (inline.perSecond[k] ?? Number.NaN))).toFixed(3)} times inline, 1 client ${median(m.sequentialPerSecond.map((v, k) => v / (inline.sequentialPerSecond[k] ?? Number.NaN))).toFixed(3)} times`);
+  const against = (mode: Mode) => (mode === 'hop-check' ? perMode.get('inline-check') : inline);
+  for (const [mode, m] of perMode) {
+    const base = against(mode);
+    if (base && mode.startsWith('hop')) console.log(`${mode}: loop saved against its inline mode ${(median(m.loopMs.map((v, k) => (base.loopMs[k] ?? Number.NaN) - v)) * 1000).toFixed(0)} µs per vote; 4 clients ${median(m.perSecond.map((v, k) => v / (base.perSecond[k] ?? Number.NaN))).toFixed(3)} times inline, 1 client ${median(m.sequentialPerSecond.map((v, k) => v / (base.sequentialPerSecond[k] ?? Number.NaN))).toFixed(3)} times`);
+  }
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();
