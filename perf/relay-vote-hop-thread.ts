@@ -13,6 +13,8 @@ export interface HopMessage {
   /** The body's bytes or text; or, in `hop-parsed`, the vote already parsed on the loop. */
   body: string | Uint8Array | Vote;
   check: boolean;
+  /** Answer together with the other votes this thread took in the same turn (`hop-batch`). */
+  batch?: boolean;
 }
 
 const port = parentPort;
@@ -32,8 +34,24 @@ port.on('message', (m: HopMessage) => {
     const parsed = parseVote(JSON.parse(text));
     if (!parsed.ok || !verifyVote(parsed.value, { keyChecked: true })) body = '{"detail":"refused"}';
   } else spinMs(workMs);
-  port.postMessage({ id: m.id, status: 201, body, arrivedMs, sentMs: performance.timeOrigin + performance.now() });
+  const answer = { id: m.id, status: 201, body, arrivedMs, sentMs: 0 };
+  if (!m.batch) {
+    answer.sentMs = performance.timeOrigin + performance.now();
+    port.postMessage(answer);
+    return;
+  }
+  // The messages already queued are delivered before an immediate: their answers go in one message.
+  held.push(answer);
+  if (held.length === 1) setImmediate(flushHeld);
 });
+
+const held: { id: number; status: number; body: string; arrivedMs: number; sentMs: number }[] = [];
+
+function flushHeld(): void {
+  const sentMs = performance.timeOrigin + performance.now();
+  for (const answer of held) answer.sentMs = sentMs;
+  port?.postMessage(held.splice(0));
+}
 
 function spinMs(ms: number): void {
   const until = performance.now() + ms;

@@ -34,7 +34,9 @@ import { type LoadRequest, loadRound, runLoadedRound } from './relay-ingest-scen
  *   (canonical JSON and the Ed25519 check, the key cached as in the relay);
  * - `hop-check`: the same on the thread, from the body's bytes (posted as in `hop-clone`);
  * - `hop-parsed`: decision 0770's shape: the body parsed and validated on the loop (`JSON.parse`,
- *   `parseVote`), the vote posted as an object, the thread's outcome an object the loop serialises.
+ *   `parseVote`), the vote posted as an object, the thread's outcome an object the loop serialises;
+ * - `hop-batch`: as `hop-clone`, but the thread answers the votes it took in one turn (those queued
+ *   while it worked) in one message, as a thread with group commit would answer a batch.
  * In the other `hop-*` modes the thread spins `--work-us` and answers `{ id, status, body }` (a short
  * string), the loop writes it. Per mode: the main thread's CPU per request (Linux `schedstat`, the
  * ingest bench's measure), rounds per second, and for the hops the time from `postMessage` to the
@@ -43,7 +45,7 @@ import { type LoadRequest, loadRound, runLoadedRound } from './relay-ingest-scen
  * per request minus `bare`'s in the same block, the median over blocks.
  * `npx tsx perf/relay-vote-hop.ts [--blocks N] [--round N] [--clients N] [--work-us N] [--modes a,b]`.
  */
-const MODES = ['bare', 'inline', 'hop-transfer', 'hop-string', 'hop-clone', 'inline-check', 'hop-check', 'hop-parsed'] as const;
+const MODES = ['bare', 'inline', 'hop-transfer', 'hop-string', 'hop-clone', 'inline-check', 'hop-check', 'hop-parsed', 'hop-batch'] as const;
 type Mode = (typeof MODES)[number];
 
 interface Options {
@@ -92,7 +94,10 @@ class HopServer {
     private readonly worker: Worker,
     private readonly workUs: number,
   ) {
-    worker.on('message', (a: Answer) => this.answered(a));
+    worker.on('message', (a: Answer | Answer[]) => {
+      if (Array.isArray(a)) for (const one of a) this.answered(one);
+      else this.answered(a);
+    });
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -120,7 +125,7 @@ class HopServer {
         const parsed = parseVote(JSON.parse(body.toString('utf8')));
         if (!parsed.ok) throw new Error('relay-vote-hop: the bench vote does not parse');
         this.worker.postMessage({ id, body: parsed.value, check: false } satisfies HopMessage);
-      } else this.worker.postMessage({ id, body, check: this.mode === 'hop-check' } satisfies HopMessage);
+      } else this.worker.postMessage({ id, body, check: this.mode === 'hop-check', batch: this.mode === 'hop-batch' } satisfies HopMessage);
     });
   }
 
