@@ -9,23 +9,14 @@ import { RelayStore } from '../../server/relay/relay-store.js';
 import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { until } from '../support/hilbench-processes.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
+import { openPostgresRelayStore } from '../support/relay-store-openers.js';
 import { describeRelayGuaranteesContract, type OpenRelayReplicas } from './relay-guarantees-contract.js';
 import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
 import { describeRelaySearchContract } from './relay-search-contract.js';
 import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-contract.js';
 
 // The same contract as SQLite's, on a fresh PostgreSQL database per store (dropped when it closes).
-const open: OpenRelayStore = async () => {
-  const database = await createTestDatabase({ migrated: 'relay' });
-  const store = await RelayStore.openPostgres(database.url);
-  return {
-    store,
-    dispose: async () => {
-      await store.close();
-      await database.drop();
-    },
-  };
-};
+const open: OpenRelayStore = () => openPostgresRelayStore();
 describeRelayStoreContract('postgres', open);
 describeRelayRepositoriesContract('postgres', open);
 describeRelaySearchContract('postgres', open, { numRuns: 40 });
@@ -143,14 +134,7 @@ describe('the relay schema on PostgreSQL', () => {
     await connection.connect();
     await connection.query(setup);
     await connection.end();
-    const store = await RelayStore.openPostgres(database.url);
-    return {
-      store,
-      dispose: async () => {
-        await store.close();
-        await database.drop();
-      },
-    };
+    return openPostgresRelayStore({ database });
   }
 
   it('migrates and keeps searching, by scanning, where pg_trgm cannot be installed (decision 0506)', async () => {

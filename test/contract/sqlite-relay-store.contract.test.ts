@@ -1,24 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { RelayStore } from '../../server/relay/relay-store.js';
+import { openSqliteRelayStore } from '../support/relay-store-openers.js';
 import { describeRelayGuaranteesContract } from './relay-guarantees-contract.js';
 import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
 import { describeRelaySearchContract } from './relay-search-contract.js';
 import { describeRelayStoreContract, type OpenRelayStore } from './relay-store-contract.js';
 
 // The embedded default: relay.sqlite in a fresh data dir per store.
-const open: OpenRelayStore = async () => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-contract-'));
-  const store = new RelayStore(dataDir);
-  return {
-    store,
-    dispose: async () => {
-      await store.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-};
+const open: OpenRelayStore = openSqliteRelayStore;
 describeRelayStoreContract('sqlite', open);
 describeRelayRepositoriesContract('sqlite', open);
 describeRelaySearchContract('sqlite', open, { numRuns: 200 });

@@ -3,10 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../../core/clock.js';
 import { generateNodeKey } from '../../../core/relay/node-id.js';
 import { quorumSetHash } from '../../../core/relay/quorum-set.js';
-import { createTestDatabase } from '../../../test/support/postgres-test-database.js';
-import { sliceDeclarationBy, tempDataDir } from '../../../test/support/relay-test-kit.js';
+import { type OpenedRelayStore, openPostgresRelayStore, openSqliteRelayStore } from '../../../test/support/relay-store-openers.js';
+import { sliceDeclarationBy } from '../../../test/support/relay-test-kit.js';
 import { Voting } from '../domain/voting.js';
-import { RelayStore } from '../relay-store.js';
 import { Slice } from './slice.js';
 
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 29, 12)));
@@ -14,35 +13,9 @@ const node = generateNodeKey();
 const [memberA, memberB] = [generateNodeKey(), generateNodeKey()];
 
 /** Both engines: SQLite in a fresh data dir, PostgreSQL on a fresh database. */
-const engines: [string, () => Promise<{ store: RelayStore; dispose: () => Promise<void> }>][] = [
-  [
-    'sqlite',
-    async () => {
-      const data = tempDataDir('slice-declare-');
-      const store = new RelayStore(data.dir);
-      return {
-        store,
-        dispose: async () => {
-          await store.close();
-          data.remove();
-        },
-      };
-    },
-  ],
-  [
-    'postgres',
-    async () => {
-      const database = await createTestDatabase({ migrated: 'relay' });
-      const store = await RelayStore.openPostgres(database.url);
-      return {
-        store,
-        dispose: async () => {
-          await store.close();
-          await database.drop();
-        },
-      };
-    },
-  ],
+const engines: [string, () => Promise<OpenedRelayStore>][] = [
+  ['sqlite', openSqliteRelayStore],
+  ['postgres', () => openPostgresRelayStore()],
 ];
 
 describe.each(engines)('Slice.declare (POST /slice/declare) on %s', (_name, open) => {
