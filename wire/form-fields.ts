@@ -83,7 +83,8 @@ export function numericTextField(options: NumberBounds & { default: string; desc
  * documented as the number it stands for.
  */
 export function numericTextParam(options: NumberBounds & { description: string; whole?: boolean }) {
-  const n = options.whole ? boundedNumber(options).int() : boundedNumber(options);
+  // `whole`: the text is checked whole before the bounds (zod's int() would add a second error past 2^53).
+  const n = boundedNumber(options);
   return z
     .preprocess((raw, ctx) => {
       if (typeof raw !== 'string') return raw;
