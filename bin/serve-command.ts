@@ -69,7 +69,8 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
     adminToken: opts.adminToken as string | undefined,
     pages: { contactEmail: opts.contactEmail as string | undefined, waitlist: opts.waitlist !== false },
     ...(mcp ? { mcp } : {}),
-    publicBaseUrl: (opts.publicUrl as string | undefined) ?? `http://${host}:${opts.port as number}`,
+    // Absent: the bound address (with --port 0, the port picked).
+    ...(typeof opts.publicUrl === 'string' && opts.publicUrl !== '' ? { publicBaseUrl: opts.publicUrl } : {}),
     limits,
     trustProxyHops: opts.trustProxyHops as number,
     localWorker: opts.localWorker === false ? false : { poolSizes: cliPoolSizes((opts.poolSize as string[] | undefined) ?? []) },

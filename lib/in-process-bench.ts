@@ -34,7 +34,6 @@ export async function startInProcessBench(options: { backend?: 'auto' | 'sim' | 
       logger: quiet,
       backend: options.backend ?? 'auto',
       backends: () => createBackends({ clock: systemClock, boards }),
-      publicBaseUrl: 'http://127.0.0.1',
     });
     return {
       url: server.url,

@@ -35,6 +35,20 @@ export function parseNumericText(text: string): number | undefined {
   return Number(t.replaceAll('_', ''));
 }
 
+/** pydantic's words for text that is no integer. */
+const INT_PARSING_MSG = 'Input should be a valid integer, unable to parse string as an integer';
+
+/**
+ * Parses whole-number text as pydantic reads an `int` from a string: surrounding white space, a
+ * sign, digits with single underscores between them, and a fraction of zeros only (`"10.0"`);
+ * `"1.5"`, `"1e2"` and `"inf"` are no integer.
+ */
+export function parseWholeNumberText(text: string): number | undefined {
+  const t = text.trim();
+  if (!/^[+-]?\d(?:_?\d)*(?:\.0*)?$/.test(t)) return undefined;
+  return Number(t.replaceAll('_', ''));
+}
+
 /** An optional numeric-text form field with a default and bounds (both checked after parsing). */
 /** A number within the bounds given (pydantic's gt/ge/lt/le), checked after the text is parsed. */
 function boundedNumber(bounds: NumberBounds): z.ZodNumber {
@@ -68,14 +82,16 @@ export function numericTextField(options: NumberBounds & { default: string; desc
  * `?wait=` and `?wait=soon` are pydantic's `float_parsing`, not a number JavaScript made of them),
  * documented as the number it stands for.
  */
-export function numericTextParam(options: NumberBounds & { description: string }) {
+export function numericTextParam(options: NumberBounds & { description: string; whole?: boolean }) {
+  // `whole`: the text is checked whole before the bounds (zod's int() would add a second error past 2^53).
   const n = boundedNumber(options);
   return z
     .preprocess((raw, ctx) => {
       if (typeof raw !== 'string') return raw;
-      const value = parseNumericText(raw);
+      const value = options.whole ? parseWholeNumberText(raw) : parseNumericText(raw);
       if (value === undefined) {
-        ctx.addIssue({ code: 'custom', message: FLOAT_PARSING_MSG, input: raw, params: { pydantic: { type: 'float_parsing', msg: FLOAT_PARSING_MSG } } });
+        const [type, message] = options.whole ? ['int_parsing', INT_PARSING_MSG] : ['float_parsing', FLOAT_PARSING_MSG];
+        ctx.addIssue({ code: 'custom', message, input: raw, params: { pydantic: { type, msg: message } } });
         return z.NEVER;
       }
       return value;

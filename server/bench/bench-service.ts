@@ -51,6 +51,7 @@ import { workerOpenApiComponents } from '../../wire/worker/worker-schemas.js';
 import { boardQueueSchema, jobTextSchema, uartInputAnswerSchema, uartTextSchema } from '../../wire/bench/job-answer-schemas.js';
 import { debugRoutes } from './routes/debug-routes.js';
 import { debugUpgrades } from './routes/debug-upgrades.js';
+import { isWebSocketUpgrade, serveIgnoringUpgrade } from '../http/ignored-upgrade.js';
 import { exampleFirmwareOf } from './domain/example-firmware.js';
 import { mapBenchErrors } from './routes/bench-error-http.js';
 import { consoleOpenApiPaths, pagesOpenApiPaths } from './pages/pages-openapi.js';
@@ -147,7 +148,7 @@ export interface BenchService {
    * otherwise 100 is written and the request goes to the app.
    */
   checkContinue(req: IncomingMessage, res: ServerResponse): void;
-  /** The HTTP server's `upgrade` listener: the debug streams' WebSockets (decision 0625). */
+  /** The HTTP server's `upgrade` listener: the debug streams' WebSockets (decision 0625); any other Upgrade ignored, the request served. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Closes every debug WebSocket (before the HTTP server closes: upgraded connections would keep it open). */
   closeUpgrades(): void;
@@ -348,7 +349,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     let closed = false;
     return {
       checkContinue,
-      upgrade: debugStreams.upgrade,
+      upgrade: (req, socket, head) => (isWebSocketUpgrade(req) ? debugStreams.upgrade(req, socket, head) : serveIgnoringUpgrade(app, req, socket, head)),
       closeUpgrades: debugStreams.close,
       app,
       bench,

@@ -1,9 +1,11 @@
 import { type ListenOptions, listen, listenOptionsOf, type ListeningServer } from '../http/listen.js';
 import { type BenchService, type BenchServiceConfig, createBenchService } from './bench-service.js';
 
-export interface StartBenchServerOptions extends BenchServiceConfig, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
+export interface StartBenchServerOptions extends Omit<BenchServiceConfig, 'publicBaseUrl'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
   /** 0 picks a free port (tests). */
   port: number;
+  /** The address clients use (pages, llms.txt, OpenAPI `servers`); default the bound address, the port picked for 0 included. */
+  publicBaseUrl?: string;
   /** Default 127.0.0.1: exposing the bench is a decision, not a default. */
   host?: string;
 }
@@ -16,14 +18,18 @@ export interface RunningBenchServer {
   close(): Promise<void>;
 }
 
-/** Creates the service and listens on `host:port`. */
+/**
+ * Listens on `host:port`, then creates the service: its published address defaults to the bound
+ * one, so `--port 0` advertises the port it got (it advertised `:0` in llms.txt, ai-plugin.json,
+ * the OpenAPI `servers` and the pages), as the relay does.
+ */
 export async function startBenchServer(options: StartBenchServerOptions): Promise<RunningBenchServer> {
-  const service = await createBenchService(options);
-  let listening: ListeningServer;
+  const listening: ListeningServer = await listen({ port: options.port, ...listenOptionsOf(options) });
+  let service: BenchService;
   try {
-    listening = await listen({ port: options.port, ...listenOptionsOf(options) });
+    service = await createBenchService({ ...options, publicBaseUrl: options.publicBaseUrl ?? listening.origin });
   } catch (err) {
-    await service.close();
+    await listening.close();
     throw err;
   }
   // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.

@@ -1,10 +1,13 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { HttpError, validationFailed } from './http-error.js';
 
 /**
  * Reads a JSON request body of at most `maxBodyBytes`: 415 unless it is declared JSON, 413 over the
  * limit (from `Content-Length` before reading, or while reading), 400 when the client stops sending
- * mid-body, and a FastAPI-style 422 `json_invalid` when it does not parse. Never throws anything
+ * mid-body, and a FastAPI-style 422 `json_invalid` when it does not parse, bytes that are not UTF-8
+ * included (RFC 8259 section 8.1: JSON text is UTF-8; decoded with U+FFFD, serial input's text sent
+ * other bytes to the firmware than the client's). Never throws anything
  * but `HttpError` for what the client sent.
  */
 export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes: number }): Promise<unknown> {
@@ -24,7 +27,9 @@ export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes
     if (err instanceof HttpError) throw err;
     throw new HttpError(400, 'the request body ended before it was complete');
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const bytes = Buffer.concat(chunks);
+  if (!isUtf8(bytes)) throw validationFailed([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'the body is not valid UTF-8' } }]);
+  const text = bytes.toString('utf8');
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsedWithoutEscapes, plainJsonBody } from './plain-json-body.js';
+import { parsedWithoutEscapes, plainJsonBody, refuseInvalidUtf8 } from './plain-json-body.js';
 
 const LIMIT_BYTES = 64;
 
@@ -22,7 +22,7 @@ function parserApp(parse: RequestHandler) {
   return app;
 }
 
-const generalJson = express.json({ limit: LIMIT_BYTES, type: ['application/json', 'application/*+json'], strict: false });
+const generalJson = express.json({ limit: LIMIT_BYTES, type: ['application/json', 'application/*+json'], strict: false, verify: refuseInvalidUtf8 });
 let generalCalls = 0;
 const counted: RequestHandler = (req, res, next) => {
   generalCalls++;
@@ -65,6 +65,7 @@ const cases: { name: string; type?: string; body: Buffer; plain: boolean }[] = [
   { name: 'a byte-order mark first', type: 'application/json; charset=utf-8', body: Buffer.concat([bom, Buffer.from('{"a":1}')]), plain: true },
   { name: 'only a byte-order mark', type: 'application/json', body: bom, plain: true },
   { name: 'invalid UTF-8', type: 'application/json', body: Buffer.from([0x22, 0xff, 0x22]), plain: true },
+  { name: 'an encoded surrogate (not UTF-8)', type: 'application/json', body: Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22]), plain: true },
   { name: 'JSON that does not parse', type: 'application/json', body: Buffer.from('{"a":'), plain: true },
   { name: 'an upper-case type', type: 'Application/JSON', body: Buffer.from('[1]'), plain: true },
   { name: 'over the limit', type: 'application/json', body: Buffer.from(`"${'x'.repeat(LIMIT_BYTES)}"`), plain: false },
@@ -119,9 +120,18 @@ describe('plainJsonBody', () => {
       return { body: req.body as unknown, withoutEscapes: parsedWithoutEscapes(req) };
     };
     expect(await parsed(Buffer.from('{"a":["é",1]}'))).toEqual({ body: { a: ['é', 1] }, withoutEscapes: true });
-    // The bytes of an encoded surrogate decode to U+FFFD, never to a lone surrogate: nothing to find.
-    expect(await parsed(Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22]))).toEqual({ body: '\ufffd\ufffd\ufffd', withoutEscapes: true });
     for (const escaped of ['"\\u0000"', '{"k\\ud800":1}', '"\\u00e9"']) expect((await parsed(Buffer.from(escaped))).withoutEscapes).toBe(false);
+  });
+
+  it('refuses bytes that are not UTF-8 (an encoded surrogate among them) as JSON that does not parse, with or without it', async () => {
+    for (const body of [Buffer.from([0x22, 0xff, 0x22]), Buffer.from([0x22, 0xed, 0xa0, 0x80, 0x22]), Buffer.from('{"t":"caf\xe9"}', 'latin1')]) {
+      const headers = { 'content-type': 'application/json', 'content-length': String(body.length) };
+      for (const port of [ports.plain, ports.general]) {
+        const answer = await post(port, headers, body);
+        expect(answer.status).toBe(299);
+        expect(JSON.parse(answer.text)).toMatchObject({ status: 400, type: 'entity.parse.failed' });
+      }
+    }
   });
 
   it('hands on a body cut short as request.aborted, as raw-body does', async () => {

@@ -1,11 +1,12 @@
-import type { IncomingMessage } from 'node:http';
+import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
 
 /**
  * `express.json` for the plain case, at a fraction of its event-loop work (decision 0620): a body
  * declared `application/json` (or with `; charset=utf-8`), with a `Content-Length` of 1 to
- * `limitBytes` bytes and no `Content-Encoding`, is read and parsed here, as body-parser would:
- * UTF-8 decoded, a byte-order mark dropped (iconv-lite's decoder drops it), any JSON value taken
+ * `limitBytes` bytes and no `Content-Encoding`, is read and parsed here, as body-parser would
+ * with `verify: refuseInvalidUtf8`: bytes that are not UTF-8 refused, a byte-order mark dropped (iconv-lite's decoder drops it), any JSON value taken
  * (`strict: false`), a body that does not parse handed on as body-parser's `entity.parse.failed`
  * error with the text (what the error handlers read), a client gone mid-body as its
  * `request.aborted` 400. Anything else (another type or charset, a compressed or chunked body, an
@@ -88,7 +89,12 @@ function readPlainJson(req: IncomingMessage, length: number, done: (error: Error
       finish(aborted());
       return;
     }
-    let text = (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received)).toString('utf8');
+    const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
+    if (!isUtf8(bytes)) {
+      finish(notUtf8(bytes));
+      return;
+    }
+    let text = bytes.toString('utf8');
     if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     // body-parser takes an empty body as `{}` (here: a body that was only a byte-order mark).
     if (text.length === 0) {
@@ -113,6 +119,21 @@ function readPlainJson(req: IncomingMessage, length: number, done: (error: Error
   req.once('aborted', onAborted);
   req.once('close', onClose);
   req.once('error', onError);
+}
+
+/**
+ * body-parser's `verify` for JSON read as UTF-8 (the relay's `express.json`): bytes that are not
+ * UTF-8 are refused as JSON that does not parse (RFC 8259 section 8.1: JSON text is UTF-8), not
+ * decoded with U+FFFD in place of each bad sequence, which stored, signed or hashed other text
+ * than the client sent (a claim's title, and so its id). Other charsets are body-parser's to decode.
+ */
+export function refuseInvalidUtf8(_req: IncomingMessage, _res: ServerResponse, bytes: Buffer, encoding: string): void {
+  if (encoding.toLowerCase() === 'utf-8' && !isUtf8(bytes)) throw notUtf8(bytes);
+}
+
+/** body-parser's `entity.parse.failed` for a body that is not UTF-8, with its bytes as `body`. */
+function notUtf8(bytes: Buffer): Error {
+  return Object.assign(new Error('the body is not valid UTF-8'), { status: 400, statusCode: 400, expose: true, type: 'entity.parse.failed', body: bytes });
 }
 
 /** raw-body's error for a body that stopped before its length, as body-parser hands it on. */

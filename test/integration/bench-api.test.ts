@@ -38,6 +38,31 @@ describe('GET /api/v1/health', () => {
   });
 });
 
+describe('a request asking to switch to HTTP/2 (Upgrade: h2c, as curl --http2 sends)', () => {
+  /** The raw exchange: fetch may not send Upgrade. */
+  async function exchange(url: string, request: string): Promise<{ status: number; body: unknown }> {
+    const { connect } = await import('node:net');
+    const { hostname, port } = new URL(url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+      socket.end(request);
+    });
+    return { status: Number(text.slice(9, 12)), body: JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as unknown };
+  }
+  const h2c = 'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n';
+
+  it('is served as HTTP/1.1, body included (it was a 404 on every route: the debug WebSockets took every Upgrade)', async () => {
+    const a = await start();
+    expect(await exchange(a.url, `GET /api/v1/health HTTP/1.1\r\nHost: bench\r\n${h2c}\r\n`)).toMatchObject({ status: 200, body: { status: 'ok' } });
+    const registered = await exchange(a.url, `POST /api/v1/agents/register HTTP/1.1\r\nHost: bench\r\n${h2c}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 11\r\n\r\nlabel=alice`);
+    expect(registered).toMatchObject({ status: 200, body: { label: 'alice', token: expect.stringMatching(/^hb_/) } });
+  });
+});
+
 describe('GET /api/v1/boards', () => {
   it('lists every board with MCU, backend, status and memory map', async () => {
     const a = await start();

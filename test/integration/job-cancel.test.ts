@@ -141,5 +141,17 @@ describe('GET /api/v1/jobs/{job_id} asked for less', () => {
 
     const refused = await app.request(`/api/v1/jobs/${job.job_id}?uart=base64`, { headers: bearer(alice.token) });
     expect(refused.status).toBe(422);
+
+    // A count of characters is a whole number, read as pydantic reads an int ("10.0" and "1_0" are 10).
+    for (const whole of ['10.0', '1_0', '%2010%20']) expect((await read(`max_chars=${whole}`)).uart.cut_chars).toBe(fullText.length - 10);
+    const tooMany = await app.request(`/api/v1/jobs/${job.job_id}?max_chars=99999999999999999999`, { headers: bearer(alice.token) });
+    expect(((await tooMany.json()) as { detail: { type: string }[] }).detail.map((d) => d.type)).toEqual(['less_than_equal']);
+    for (const notWhole of ['1.5', '1e1', 'inf']) {
+      const answer = await app.request(`/api/v1/jobs/${job.job_id}?max_chars=${notWhole}`, { headers: bearer(alice.token) });
+      expect([answer.status, await answer.json()]).toEqual([
+        422,
+        { detail: [{ type: 'int_parsing', loc: ['query', 'max_chars'], msg: 'Input should be a valid integer, unable to parse string as an integer', input: notWhole }] },
+      ]);
+    }
   });
 });

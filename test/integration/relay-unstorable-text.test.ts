@@ -86,6 +86,30 @@ describe('U+0000 and lone surrogates are refused and store nothing', () => {
   });
 });
 
+describe('bytes that are not UTF-8 in a JSON body', () => {
+  // "caf\xe9 z": Latin-1, not UTF-8. Decoded with U+FFFD in its place, the relay stored (and hashed
+  // into the claim's id) a title the client never sent.
+  const latin1 = Buffer.from('{"kind":"statement","title":"caf\xe9 z","body":""}', 'latin1');
+  const chunked = () =>
+    new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array(latin1));
+        controller.close();
+      },
+    });
+  const sends: [string, () => Promise<Response>][] = [
+    ['with its length (the plain parser)', () => fetch(`${relay.baseUrl}/items`, { method: 'POST', headers: { authorization: alice.auth, 'content-type': 'application/json' }, body: latin1 })],
+    ['chunked (express.json)', () => fetch(`${relay.baseUrl}/items`, { method: 'POST', headers: { authorization: alice.auth, 'content-type': 'application/json' }, body: chunked(), duplex: 'half' } as RequestInit)],
+  ];
+  it.each(sends)('sent %s: 422 json_invalid, every table unchanged', async (_how, send) => {
+    const before = await relayTableRows(data.dir);
+    const r = await send();
+    expect(r.status).toBe(422);
+    expect(((await r.json()) as { detail: unknown[] }).detail[0]).toMatchObject({ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error' });
+    expect(await relayTableRows(data.dir)).toEqual(before);
+  });
+});
+
 describe('a peer event holding U+0000 or a lone surrogate', () => {
   it('is skipped, and the rest of the page is stored (it used to fail the whole page on PostgreSQL, at every probe)', async () => {
     const named = generateNodeKey();

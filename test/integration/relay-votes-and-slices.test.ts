@@ -142,5 +142,16 @@ describe('slices', () => {
     expect((await post('/slice/exclude', { node_id: a }, node.auth)).status).toBe(422);
     expect((await post('/slice/exclude', { node_id: b }, node.auth)).status).toBe(422);
   });
+
+  it('locates a refused include or exclude at the node_id sent, not at fields of a body the client never sent', async () => {
+    const node = await registerNode(relay, clock);
+    const a = generateNodeKey().nodeId;
+    await post('/slice', { v: [a] }, node.auth);
+    const detail = async (path: string, nodeId: string) => ((await post(path, { node_id: nodeId }, node.auth)).body as { detail: unknown[] }).detail;
+    // Both were located at body.t and body.v.1.
+    expect(await detail('/slice/exclude', a)).toEqual([{ type: 'value_error', loc: ['body', 'node_id'], msg: 'Value error, t must be between 1 and the number of entries (0)', input: a, ctx: { entries: 0 } }]);
+    expect(await detail('/slice/include', node.nodeId)).toEqual([{ type: 'value_error', loc: ['body', 'node_id'], msg: 'Value error, a node does not list itself in its slice: self is implicit', input: node.nodeId }]);
+    expect((await call(relay.baseUrl, 'GET', `/nodes/${node.nodeId}`)).body).toMatchObject({ slice: { quorum_set: { t: 1, v: [a] } } });
+  });
 });
 

@@ -28,7 +28,9 @@ export const jobViewQueryFields = {
     .enum(['full', 'text'])
     .optional()
     .meta({ description: 'Extension: `full` (the default) answers the whole capture; `text` the text only, without `base64` and `chunks`.' }),
+  // A count of characters: "1.5" is pydantic's int_parsing, as an `int` query parameter answers.
   max_chars: numericTextParam({
+    whole: true,
     gt: 0,
     le: MAX_TEXT_CHARS,
     description: `Extension: with \`uart=text\` (implied), keep at most this many characters of \`uart.text\`: its head and its tail, joined by a line saying how many were cut (\`uart.cut_chars\`); 0 < x <= ${MAX_TEXT_CHARS}.`,

@@ -1,5 +1,5 @@
 import express, { type RequestHandler } from 'express';
-import { plainJsonBody } from '../../http/plain-json-body.js';
+import { plainJsonBody, refuseInvalidUtf8 } from '../../http/plain-json-body.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 
 /**
@@ -10,6 +10,7 @@ import { relayLimits } from '../../../wire/relay/relay-facts.js';
 export function relayBodyParser(): RequestHandler {
   // strict: false parses any JSON value, as FastAPI does: a body of `"x"` or `1` is well-formed JSON
   // that is no object (a 422 model_attributes_type from the route's schema), not a decode error.
-  const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'], strict: false });
+  // refuseInvalidUtf8: bytes that are not UTF-8 are a 422 json_invalid, never text with U+FFFD stored as if sent.
+  const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'], strict: false, verify: refuseInvalidUtf8 });
   return plainJsonBody({ limitBytes: relayLimits.jsonBodyMaxBytes }, (req, res, next) => (req.is('multipart/form-data') ? next() : json(req, res, next)));
 }

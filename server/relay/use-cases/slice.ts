@@ -37,19 +37,27 @@ export class Slice {
 
   /** Adds `member` to the top level (a 1-node slice when there was none). */
   include(nodeId: string, member: string): Promise<PublishedSliceAnswer> {
-    return this.change(nodeId, (current) => {
-      if (!current) return { v: [member], i: [] };
-      if (current.v.includes(member)) return current;
-      return { ...current, v: [...current.v, member] };
-    });
+    return atMember(
+      member,
+      this.change(nodeId, (current) => {
+        if (!current) return { v: [member], i: [] };
+        if (current.v.includes(member)) return current;
+        return { ...current, v: [...current.v, member] };
+      }),
+    );
   }
 
   /** Removes `member` from the top level; refused when it is not there. */
   exclude(nodeId: string, member: string): Promise<PublishedSliceAnswer> {
-    return this.change(nodeId, (current) => {
-      if (!current || !current.v.includes(member)) throw invalidInputAt(['body', 'node_id'], [{ path: [], code: 'not_slice_member', input: member }]);
-      return { ...current, v: current.v.filter((v) => v !== member) };
-    });
+    return atMember(
+      member,
+      this.change(nodeId, (current) => {
+        if (!current || !current.v.includes(member)) throw invalidInputAt(['body', 'node_id'], [{ path: [], code: 'not_slice_member', input: member }]);
+        // Left with no entry, a slice whose t the relay chose has none: the rule it breaks is the range of t.
+        if (current.v.length + current.i.length === 1) throw invalidInputAt(['body', 'node_id'], [{ path: [], code: 'threshold_range', input: member, limit: 0 }]);
+        return { ...current, v: current.v.filter((v) => v !== member) };
+      }),
+    );
   }
 
   /** Publishes a signed x.slice/1 declaration; the newest `updated_ms` wins. */
@@ -75,6 +83,21 @@ export class Slice {
       throw new RelayRefusal('declaration_superseded', `a newer declaration of this node's slice is published (updated_ms ${outcome.superseded}); sign one with a later updated_ms`);
     }
     return { node_id: declaration.node_id, slice_hash: declaration.slice_hash, slice: outcome.slice, t_auto: false };
+  }
+}
+
+/**
+ * A refusal of the slice that adding or removing `member` makes, located at what the client sent
+ * (`body.node_id`, the member as input): it named `body.v.1` or `body.t`, fields of a body the
+ * client never sent. The reason stays the rule's own words.
+ */
+async function atMember(member: string, changed: Promise<PublishedSliceAnswer>): Promise<PublishedSliceAnswer> {
+  try {
+    return await changed;
+  } catch (err) {
+    const input = err instanceof RelayRefusal && err.code === 'invalid_input' ? err.extra.input : undefined;
+    if (!input || (input.where.join('.') === 'body.node_id' && input.problems.every((p) => p.path.length === 0))) throw err;
+    throw invalidInputAt(['body', 'node_id'], input.problems.map((problem) => ({ ...problem, path: [], input: member })));
   }
 }
 
