@@ -114,6 +114,7 @@ export const postgresSuites = {
     // A debug job behind two replicas: armed in the store, its streams forwarded to the replica that handed it out (decision 0663).
     'test/integration/debug-replicas.test.ts',
     'server/storage/bench/debug-arming-store.test.ts',
+    'server/bench/workers/health-after-lost-commit.test.ts',
     // A job's end heard by a wait on another replica through the lease-freed notification (decision 0650).
     'test/integration/job-watch-across-replicas.test.ts',
     'test/integration/worker-roster-across-replicas.test.ts',

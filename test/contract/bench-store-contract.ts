@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { BenchStore, JobRecord, SessionRecord, UartRecord } from '../../server/storage/bench/bench-store.js';
 import { type BoardHealthRecord, healthyBoardRecord } from '../../server/storage/bench/board-health-store.js';
 import { describeJobQueueContract } from './bench-job-queue-contract.js';
+import { describeHealthCountContract } from './bench-store-health-count-contract.js';
 import { describePoolContract } from './bench-pool-contract.js';
 import { describeSessionQueueContract } from './bench-session-queue-contract.js';
 import { describeLeaseModel } from './bench-lease-model.js';
@@ -348,6 +349,7 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
   describeWorkersContract(name, withStore);
   describeWorkerRequestsContract(name, withStore);
   describePoolContract(name, withStore);
+  describeHealthCountContract(name, withStore);
   describeSessionQueueContract(name, withStore);
   describeLeaseModel(name, makeStore, options.leaseModelRuns === undefined ? {} : { numRuns: options.leaseModelRuns });
 }

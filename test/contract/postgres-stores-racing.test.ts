@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BenchStore, JobRecord } from '../../server/storage/bench/bench-store.js';
-import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
-import { createTestDatabase } from '../support/postgres-test-database.js';
+import { type PostgresBenchStores, postgresBenchStores } from '../support/postgres-bench-stores.js';
 import { done, jobRecord, sessionRecord, T0 } from './bench-store-contract.js';
 
 /**
@@ -15,21 +14,19 @@ const STORES = 3;
 const AGENTS = 6;
 const BOARDS = ['pico', 'uno', 'microbit'];
 
-let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let replicas: PostgresBenchStores | undefined;
 let stores: BenchStore[];
 const storeFor = (k: number) => stores[k % stores.length]!;
 let runNumber = 0;
 
 beforeAll(async () => {
-  database = await createTestDatabase({ migrated: 'bench' });
-  stores = [];
-  for (let k = 0; k < STORES; k++) stores.push(await PostgresBenchStore.open(database.url, { poolSize: 4 }));
+  replicas = await postgresBenchStores(STORES, { poolSize: 4 });
+  stores = replicas.stores;
   for (let a = 0; a < AGENTS; a++) await stores[0]!.insertAgent({ agentId: `ag_${a}`, label: `agent ${a}`, tokenSha256: String(a).repeat(64), createdAtMs: T0 });
 });
 
 afterAll(async () => {
-  await Promise.all((stores ?? []).map((s) => s.close()));
-  await database?.drop();
+  await replicas?.close();
 });
 
 /** A fresh prefix for ids and a fresh time window per case, as the cases share one database. */

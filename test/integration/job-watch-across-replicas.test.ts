@@ -4,10 +4,10 @@ import { clockFromFakeTimers } from '../../core/clock.js';
 import { JobLive } from '../../server/bench/domain/job-live.js';
 import { waitForJobEnd } from '../../server/bench/domain/job-watch.js';
 import type { JobRecord } from '../../server/storage/bench/bench-store.js';
-import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
+import type { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import { claimBy, done, jobRecord, sessionRecord, T0 } from '../contract/bench-store-contract.js';
 import { until } from '../support/hilbench-processes.js';
-import { createTestDatabase } from '../support/postgres-test-database.js';
+import { postgresBenchStores } from '../support/postgres-bench-stores.js';
 
 /**
  * An agent waiting on replica B for a job whose worker reports through replica A (decision 0650):
@@ -26,13 +26,10 @@ describe('a job watched on one replica and finished through another', () => {
     // A job in a session keeps its session's lease: its end is NOTIFYed by itself (decision 0801).
     { kind: "the database's signal that the job, in a session, ended", inSession: true },
   ])('ends the wait by $kind', { timeout: 60_000 }, async ({ inSession }) => {
-    const database = await createTestDatabase({ migrated: 'bench' });
-    cleanups.push(database.drop);
     const clock = clockFromFakeTimers(createClock(T0));
-    const a = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
-    cleanups.push(() => a.close());
-    const b = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
-    cleanups.push(() => b.close());
+    const { stores, close } = await postgresBenchStores(2, { clock });
+    cleanups.push(close);
+    const [a, b] = stores as [PostgresBenchStore, PostgresBenchStore];
     await a.insertAgent({ agentId: 'ag_1', label: 'one', tokenSha256: '1'.repeat(64), createdAtMs: T0 });
     if (inSession) await a.openSession(sessionRecord({ expiresAtMs: T0 + 90_000 }));
     expect(await a.createJob(jobRecord(inSession ? { sessionId: 'ses_1' } : {}), { maxQueuedPerBoard: 8, nowMs: T0 })).toMatchObject({ kind: 'created' });

@@ -3,12 +3,12 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { WorkerRoster } from '../../server/bench/workers/worker-roster.js';
-import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
+import type { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import { WORKERS_CHANGED_ID } from '../../server/storage/bench/session-queue-store.js';
 import { T0 } from '../contract/bench-store-contract.js';
 import { until } from '../support/hilbench-processes.js';
 import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
-import { createTestDatabase } from '../support/postgres-test-database.js';
+import { postgresBenchStores } from '../support/postgres-bench-stores.js';
 
 /**
  * A worker revoked, added or reporting other boards through replica A reaches replica B's roster
@@ -23,14 +23,11 @@ afterEach(async () => {
 
 /** Two stores on one fresh database, as two replicas, and B's roster caching for an hour on a clock that never moves. */
 async function twoReplicas() {
-  const database = await createTestDatabase({ migrated: 'bench' });
-  cleanups.push(database.drop);
   const clock = clockFromFakeTimers(createClock(T0));
-  const a = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
-  cleanups.push(() => a.close());
-  const b = await PostgresBenchStore.open(database.url, { poolSize: 2, clock });
-  cleanups.push(() => b.close());
-  return { a, b, url: database.url, roster: new WorkerRoster({ clock, store: b, cacheMs: 3_600_000, changes: b.sessionQueue }) };
+  const { stores, url, close } = await postgresBenchStores(2, { clock });
+  cleanups.push(close);
+  const [a, b] = stores as [PostgresBenchStore, PostgresBenchStore];
+  return { a, b, url, roster: new WorkerRoster({ clock, store: b, cacheMs: 3_600_000, changes: b.sessionQueue }) };
 }
 
 /** A payload no queue, pool or job has (a colon), sent on the bench's channel after a heartbeat to mark its place. */

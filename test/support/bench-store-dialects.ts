@@ -1,7 +1,6 @@
-import { PostgresBenchStore } from '../../server/storage/bench/postgres/postgres-bench-store.js';
 import type { SqlBenchStore } from '../../server/storage/bench/sql-bench-store.js';
 import { SqliteBenchStore } from '../../server/storage/bench/sqlite-bench-store.js';
-import { createTestDatabase } from './postgres-test-database.js';
+import { postgresBenchStores } from './postgres-bench-stores.js';
 
 /** A fresh bench store of each dialect, for `describe.each`: SQLite in memory, PostgreSQL in a database of its own, dropped on close. */
 export const benchStoreDialects: Array<[string, () => Promise<{ store: SqlBenchStore; close: () => Promise<void> }>]> = [
@@ -15,15 +14,8 @@ export const benchStoreDialects: Array<[string, () => Promise<{ store: SqlBenchS
   [
     'postgres',
     async () => {
-      const database = await createTestDatabase({ migrated: 'bench' });
-      const store = await PostgresBenchStore.open(database.url, { poolSize: 2 });
-      return {
-        store,
-        close: async () => {
-          await store.close();
-          await database.drop();
-        },
-      };
+      const { stores, close } = await postgresBenchStores(1);
+      return { store: stores[0]!, close };
     },
   ],
 ];

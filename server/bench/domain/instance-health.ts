@@ -1,7 +1,6 @@
 import { afterFailure, afterSuccess } from '../../../backends/probe/quarantine-store.js';
-import type { Clock } from '../../../core/clock.js';
 import type { BoardHealthRecord } from '../../storage/bench/board-health-store.js';
-import type { BenchStore, JobFailureKind, JobRecord } from '../../storage/bench/bench-store.js';
+import type { BenchStore, FinishedJob, HealthCount, JobFailureKind } from '../../storage/bench/bench-store.js';
 
 /**
  * Consecutive infrastructure failures after which an instance of a pool of several is quarantined:
@@ -33,9 +32,10 @@ const NOT_THE_INSTANCE_UNDER_A_DEBUGGER: ReadonlySet<JobFailureKind> = new Set<J
  * infrastructure failure counts one more, a job that ran resets the count, and only an
  * administrator's release ends a quarantine. Emulated instances have no backend keeping their
  * health, so this is theirs; a physical instance of a bench-file pool has its entry's count too.
+ * The count itself is `countInstanceHealth`, which the store applies as it ends the job (decision 0930).
  */
 export class InstanceHealth {
-  constructor(private readonly deps: { clock: Clock; store: BenchStore }) {}
+  constructor(private readonly deps: { store: BenchStore }) {}
 
   /** True when `instance` is one of several of its pool (its id is not the board's). */
   static ofSeveral(board: string, instance: string | undefined): instance is string {
@@ -58,31 +58,40 @@ export class InstanceHealth {
     return found;
   }
 
-  /**
-   * A job on an instance of a pool of several ended as its worker reported it: counted against or
-   * for the instance; `debug` when it ran under a debugger (its `timeout` is then not counted).
-   * Returns the record when this job quarantined it (for the log), else undefined.
-   */
-  async jobEnded(job: Pick<JobRecord, 'board' | 'instance' | 'state' | 'failure'>, options: { debug?: boolean } = {}): Promise<BoardHealthRecord | undefined> {
-    if (!InstanceHealth.ofSeveral(job.board, job.instance)) return undefined;
-    const instance = job.instance;
-    if (job.state === 'done') {
-      // A job that ran resets the count; only a release ends a quarantine (as on the probe).
-      await this.deps.store.boardHealth.update(instance, (now) => (now.consecutiveFailures > 0 && !now.quarantine ? afterSuccess() : undefined));
-      return undefined;
-    }
-    const notTheInstance = options.debug ? NOT_THE_INSTANCE_UNDER_A_DEBUGGER : NOT_THE_INSTANCE;
-    if (job.state !== 'failed' || !job.failure || notTheInstance.has(job.failure.kind)) return undefined;
-    const message = `${job.failure.kind}: ${job.failure.message}`;
-    const nowMs = this.deps.clock.nowMs();
-    // Counted and decided in one transaction (decision 0551): two replicas lose no count, and a
-    // release that lands meanwhile is not undone by a quarantine computed from the count before it.
-    const { before, after } = await this.deps.store.boardHealth.update(instance, (now) => afterFailure(now, message, INSTANCE_QUARANTINE_AFTER_FAILURES, nowMs));
-    return !before.quarantine && after.quarantine ? after : undefined;
-  }
-
   /** An administrator puts the instance back in service: no quarantine, the count starts again. */
   async release(instance: string): Promise<void> {
     await this.deps.store.boardHealth.put(instance, afterSuccess());
   }
+}
+
+/**
+ * What a job's end, as its worker reported it, does to its instance of a pool of several: an
+ * infrastructure failure counts one more (quarantined at `INSTANCE_QUARANTINE_AFTER_FAILURES`, from
+ * the job's end), a job that ran resets the count but not a quarantine (as on the probe), and the
+ * rest changes nothing. A debug job's `timeout` is the person's pace, not the instance's. The store
+ * applies it in the transaction that ends the job (decision 0930), so the count and the end commit
+ * together: an outcome sent again (its answer lost, or its COMMIT's) finds both done, and is not
+ * counted twice. Two ends counted at once are one after the other (decision 0551), and a release
+ * that lands meanwhile is not undone by a quarantine computed from the count before it.
+ */
+export const countInstanceHealth: HealthCount = (job) => {
+  if (!InstanceHealth.ofSeveral(job.board, job.instance)) return undefined;
+  const instance = job.instance;
+  if (job.state === 'done') {
+    return { instance, countsUnderDebugger: true, change: (now) => (now.consecutiveFailures > 0 && !now.quarantine ? afterSuccess() : undefined) };
+  }
+  if (job.state !== 'failed' || !job.failure || NOT_THE_INSTANCE.has(job.failure.kind)) return undefined;
+  const message = `${job.failure.kind}: ${job.failure.message}`;
+  const sinceMs = job.finishedAtMs ?? job.createdAtMs;
+  return {
+    instance,
+    countsUnderDebugger: !NOT_THE_INSTANCE_UNDER_A_DEBUGGER.has(job.failure.kind),
+    change: (now) => afterFailure(now, message, INSTANCE_QUARANTINE_AFTER_FAILURES, sinceMs),
+  };
+};
+
+/** The instance's record when the end `finished` reports quarantined it, for the log; else undefined. */
+export function quarantinedBy(finished: Pick<FinishedJob, 'health'>): BoardHealthRecord | undefined {
+  const health = finished.health;
+  return health && !health.before.quarantine && health.after.quarantine ? health.after : undefined;
 }

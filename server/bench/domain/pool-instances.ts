@@ -54,7 +54,7 @@ export class PoolInstances {
       selfWorkerId?: string;
     },
   ) {
-    this.health = new InstanceHealth({ clock: deps.clock, store: deps.store });
+    this.health = new InstanceHealth({ store: deps.store });
   }
 
   /** The bench closes: what keeps the workers' list up to date stops. */

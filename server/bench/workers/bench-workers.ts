@@ -5,7 +5,8 @@ import type { Board, BackendName } from '../../../boards/board-schema.js';
 import type { Backend } from '../../../backends/backend.js';
 import type { Clock } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
-import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
+import type { BenchStore, FinishedJob, JobRecord } from '../../storage/bench/bench-store.js';
+import { countInstanceHealth, quarantinedBy } from '../domain/instance-health.js';
 import type { FirmwareBlobs } from '../../storage/bench/firmware-blob-store.js';
 import type { BenchLimits } from '../domain/bench-limits.js';
 import type { BackendChoice } from '../../../harness/board-resolution.js';
@@ -63,9 +64,10 @@ export function benchWorkers(config: BenchWorkersConfig) {
   // Instances of pools of several keep their own health (decision 0551): claims skip the quarantined.
   const instanceHealth = {
     unquarantined: (board: string, instances: readonly string[]) => pools.unquarantined(board, instances),
-    jobEnded: async (job: JobRecord, options: { debug: boolean }) => {
-      const quarantined = await pools.health.jobEnded(job, options);
-      if (quarantined?.quarantine) logger.warn(`instance ${job.instance} of board ${job.board} quarantined: ${quarantined.quarantine.reason}`);
+    count: countInstanceHealth,
+    counted: (finished: FinishedJob) => {
+      const quarantine = quarantinedBy(finished)?.quarantine;
+      if (quarantine) logger.warn(`instance ${finished.job.instance} of board ${finished.job.board} quarantined: ${quarantine.reason}`);
     },
   };
   const gateway = new WorkerGateway({ clock, store, blobs: config.blobs, live: config.live, limits: config.limits, logger, claimPollMs: config.databaseUrl ? 2_000 : undefined, instanceHealth, replicaUrl: replicaUrlOf(config.replicaUrl) });

@@ -1,6 +1,6 @@
 import type { Clock } from '../../../core/clock.js';
 import type { Logger } from '../../http/logger.js';
-import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
+import type { BenchStore, FinishedJob, HealthCount } from '../../storage/bench/bench-store.js';
 import type { FirmwareBlobs } from '../../storage/bench/firmware-blob-store.js';
 import type { BenchLimits } from '../domain/bench-limits.js';
 import type { JobLive } from '../domain/job-live.js';
@@ -23,11 +23,12 @@ export interface WorkerGatewayDeps {
   replicaUrl?: () => string | null;
   /**
    * Instances of pools of several (decision 0551): which of a worker's may be claimed now (the
-   * quarantined are skipped), and what a job's end says of its instance's health. Absent: all.
+   * quarantined are skipped), what a job's end says of its instance's health (the rule the store
+   * applies as it ends the job, decision 0930), and what to tell when an end counted. Absent: all, nothing.
    */
   instanceHealth?: {
     unquarantined(board: string, instances: readonly string[]): Promise<string[]>;
-    /** `debug`: the job ran under a debugger (its idle end is not the instance's failure). */
-    jobEnded(job: JobRecord, options: { debug: boolean }): Promise<unknown>;
+    count: HealthCount;
+    counted(finished: FinishedJob): void;
   };
 }

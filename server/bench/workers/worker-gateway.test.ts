@@ -13,6 +13,8 @@ import { defaultBenchLimits } from '../domain/bench-limits.js';
 import { type LiveUartChunk, JobLive } from '../domain/job-live.js';
 import { UART_SAVE_INTERVAL_MS } from './uart-record.js';
 import { WorkerGateway } from './worker-gateway.js';
+import { countInstanceHealth } from '../domain/instance-health.js';
+import type { FinishedJob } from '../../storage/bench/bench-store.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -28,8 +30,12 @@ async function setUp() {
   dirs.push(dir);
   const blobs = new FirmwareBlobStore(dir);
   const live = new JobLive();
-  const healthCounted: Array<{ jobId: string; debug: boolean }> = [];
-  const instanceHealth = { unquarantined: async (_board: string, instances: readonly string[]) => [...instances], jobEnded: async (job: { jobId: string }, options: { debug: boolean }) => healthCounted.push({ jobId: job.jobId, ...options }) };
+  const healthCounted: Array<{ jobId: string; failures: number | undefined }> = [];
+  const instanceHealth = {
+    unquarantined: async (_board: string, instances: readonly string[]) => [...instances],
+    count: countInstanceHealth,
+    counted: ({ job, health }: FinishedJob) => healthCounted.push({ jobId: job.jobId, failures: health?.after.consecutiveFailures }),
+  };
   const gateway = (claimPollMs?: number) => new WorkerGateway({ clock, store, blobs, live, limits: defaultBenchLimits, logger: memoryLogger(), claimPollMs, instanceHealth });
   return { fake, store, live, gateway, healthCounted };
 }
@@ -197,36 +203,45 @@ describe('WorkerGateway', () => {
     });
   });
 
-  it("tells the instance's health whether an ended job ran under a debugger", async () => {
+  // Two instances of pico on w1: the health of an instance of several is the server's to count.
+  const poolOfTwo = [{ board: 'pico', backend: 'sim', available: true, reason: null, poolSize: 2 }];
+
+  it("counts an ordinary job's timeout against its instance, and a debug job's not (the store knows it ran under a debugger)", async () => {
     const { store, gateway, healthCounted } = await setUp();
     const g = gateway();
-    const link = g.linkFor('w1', { claimMs: 30_000 });
-    await store.openSession(sessionRecord());
+    const link = g.linkFor('w1', { claimMs: 30_000, reports: poolOfTwo });
+    await store.openSession(sessionRecord({ instance: 'pico.2@w1' }));
     await store.createJob(jobRecord({ jobId: 'job_debug', sessionId: 'ses_1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
-    g.debug.arm('ag_1', 'ses_1', {});
+    await g.debug.arm('ag_1', 'ses_1', {});
     expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_debug', debug: { idleTimeoutMs: 300_000 } });
     await link.finish('job_debug', { state: 'failed', failure: { kind: 'timeout', message: 'no debugger connected for 300 s' }, uart: null });
     await store.createJob(jobRecord({ jobId: 'job_plain', sessionId: 'ses_1', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
     expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_plain' });
     await link.finish('job_plain', { state: 'failed', failure: { kind: 'timeout', message: 'deadline' }, uart: null });
     expect(healthCounted).toEqual([
-      { jobId: 'job_debug', debug: true },
-      { jobId: 'job_plain', debug: false },
+      { jobId: 'job_debug', failures: undefined },
+      { jobId: 'job_plain', failures: 1 },
     ]);
+    expect(await store.boardHealth.get('pico.2@w1')).toMatchObject({ consecutiveFailures: 1, lastFailure: 'timeout: deadline' });
+    expect(await store.debugArmings.job('job_debug'), "the debug job's row goes with its end").toBeUndefined();
   });
 
   it("counts a job's end towards its instance's health once, though its worker sends the outcome again (the first answer lost on the way)", async () => {
     const { store, live, gateway, healthCounted } = await setUp();
     const g = gateway();
-    const link = g.linkFor('w1', { claimMs: 30_000 });
-    await store.createJob(jobRecord(), { maxQueuedPerBoard: 4, nowMs: T0 });
+    const link = g.linkFor('w1', { claimMs: 30_000, reports: poolOfTwo });
+    await store.createJob(jobRecord({ instance: 'pico.2@w1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
     expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_1' });
     const outcome = { state: 'failed' as const, failure: { kind: 'timeout' as const, message: 'deadline' }, uart: null };
     await link.finish('job_1', outcome);
     const ends: string[] = [];
     live.subscribe('job_1', (event) => ends.push(event.kind === 'state' ? event.state : event.kind));
     await link.finish('job_1', outcome);
-    expect(healthCounted).toEqual([{ jobId: 'job_1', debug: false }]);
+    expect(healthCounted).toEqual([
+      { jobId: 'job_1', failures: 1 },
+      { jobId: 'job_1', failures: undefined },
+    ]);
+    expect((await store.boardHealth.get('pico.2@w1')).consecutiveFailures).toBe(1);
     // Its readers still hear the end again: harmless, and a first try whose answer was lost may not have told them.
     expect(ends).toEqual(['failed']);
   });

@@ -280,22 +280,21 @@ export class WorkerGateway {
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
         : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
     // The session known from the claim saves the store reading it (decision 0860).
-    const { job: finished, ended } = await this.deps.store.finishJob(jobId, record, { workerId, ...(entry && { sessionId: entry.job.sessionId }) });
-    let underDebugger = this.debug.has(jobId);
+    // Its instance's health is counted in the same transaction (decision 0930): an outcome sent again
+    // (its answer, or its COMMIT's, lost) finds the end and the count done together, and counts nothing.
+    const health = this.deps.instanceHealth;
+    const ending = await this.deps.store.finishJob(jobId, record, { workerId, ...(entry && { sessionId: entry.job.sessionId }), ...(health && { health: health.count }) });
+    const finished = ending.job;
     if (finished.workerId === workerId) {
-      // A debug job handed out through another replica is one too (decision 0663): the store says so.
-      underDebugger = await this.debug.forgetEnded(finished).catch((err: unknown) => {
-        this.deps.logger.error(`forgetting debug job ${jobId}`, err);
-        return underDebugger;
-      });
+      // A debug job handed out through another replica is one too (decision 0663): its row goes now.
+      await this.debug.forgetEnded(finished).catch((err: unknown) => this.deps.logger.error(`forgetting debug job ${jobId}`, err));
       this.debug.jobEnded(jobId, `job ${jobId} is ${finished.state}`);
     }
     // The store deleted the job's unread serial input as it recorded the end (decision 0650);
     // a fetch of input still waiting hears the job is over.
     this.signals.notify(`input:${jobId}`);
     if (finished.workerId === workerId) {
-      // Counted once: an outcome sent again (its first answer lost) finds the job ended already.
-      if (ended) await this.deps.instanceHealth?.jobEnded(finished, { debug: underDebugger }).catch((err: unknown) => this.deps.logger.error(`counting job ${jobId} towards the health of ${finished.instance ?? finished.board}`, err));
+      health?.counted(ending);
       this.deps.live.publishState(jobId, finished.state, finished);
       // The board is free for its next job (a worker of another board id waiting on it claims now).
       this.jobQueued(finished.board);

@@ -1,5 +1,5 @@
 import type { BackendErrorKind } from '../../../backends/backend.js';
-import type { BoardHealthStore } from './board-health-store.js';
+import type { BoardHealthRecord, BoardHealthStore } from './board-health-store.js';
 import type { HealthCheckRecord, HealthCheckStore } from './health-check-store.js';
 import type { SerialInputStore } from './serial-input-store.js';
 import type { SessionQueueStore } from './session-queue-store.js';
@@ -134,9 +134,11 @@ export interface BenchStore {
    * `ended` says whether this call recorded the outcome: a worker's outcome sent again (its answer
    * lost on the way) finds the job ended by its own first one, which must not count twice.
    * `sessionId`: the job's session as the caller read it (it never changes), which saves the store
-   * reading it (decision 0860); a wrong one costs that read and changes nothing else.
+   * reading it (decision 0860); a wrong one costs that read and changes nothing else. `health`: what
+   * the end does to its instance's health, applied in the same transaction (decision 0930), so the
+   * count commits with the end or not at all, and an outcome sent again finds both done.
    */
-  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string; sessionId?: string | null }): Promise<FinishedJob>;
+  finishJob(jobId: string, outcome: JobOutcome, options?: FinishJobOptions): Promise<FinishedJob>;
 
   listLeases(nowMs: number): Promise<LeaseWithAgent[]>;
   /** Per board: jobs waiting and jobs flashing or running. */
@@ -323,6 +325,34 @@ export type ClaimedTask = { job: JobRecord; check?: undefined } | { check: Healt
 export interface FinishedJob {
   job: JobRecord;
   ended: boolean;
+  /** The instance's health before and after this end was counted (decision 0930); absent when the end says nothing of an instance, or this call did not end the job. */
+  health?: { instance: string; before: BoardHealthRecord; after: BoardHealthRecord };
+}
+
+/** `finishJob`'s options: the claim's holder, the job's session as the caller read it, and the health rule. */
+export interface FinishJobOptions {
+  workerId?: string;
+  sessionId?: string | null;
+  health?: HealthCount;
+}
+
+/**
+ * What a job's end does to the health of the instance it ran on (decision 0930): decided by the
+ * service (server/bench/domain/instance-health.ts), applied by the store in the transaction that
+ * ends the job. Undefined: the end says nothing of an instance (a pool of one, a cancelled job).
+ */
+export type HealthCount = (ended: JobRecord) => HealthChange | undefined;
+
+export interface HealthChange {
+  /** The instance whose health record changes. */
+  instance: string;
+  /**
+   * The new record from the one as it is now, or undefined to leave it. Pure: the transaction may
+   * run again after a race the database detected (as `BoardHealthStore.update`'s `change`).
+   */
+  change: (now: BoardHealthRecord) => BoardHealthRecord | undefined;
+  /** False: a job that ran under a debugger (decision 0560) leaves the record as it is; the store looks only then. */
+  countsUnderDebugger: boolean;
 }
 
 export interface StoreCounts {

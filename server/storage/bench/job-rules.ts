@@ -1,4 +1,5 @@
-import { type CreateJobResult, type FinishedJob, instanceField, instanceOf, type JobOutcome, type JobRecord } from './bench-store.js';
+import { type CreateJobResult, type FinishedJob, type FinishJobOptions, type HealthCount, instanceField, instanceOf, type JobOutcome, type JobRecord } from './bench-store.js';
+import { changeHealth } from './board-health-rules.js';
 import { type JobRow, jobFromRow, sessionFromRow, uartJson } from './bench-rows.js';
 import { expireDue, firstFree, lockPoolSeeingCheck, lockSession, renewAfterJob } from './session-lease-rules.js';
 import type { Dialect } from './sql/dialect.js';
@@ -107,18 +108,19 @@ export function* requestJobCancel(jobId: string, reason: string, nowMs: number):
  * job it does not end (finished already, another worker's, or a session passed wrongly) is looked
  * at the long way.
  */
-export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, options: { workerId?: string; sessionId?: string | null } = {}): Steps<FinishedJob> {
+export function* finishJob(d: Dialect, jobId: string, outcome: JobOutcome, options: FinishJobOptions = {}): Steps<FinishedJob> {
   if (options.sessionId !== undefined) {
-    const ended = yield* endJob(d, jobId, options.sessionId, outcome, options.workerId);
+    const ended = yield* endJob(d, jobId, options.sessionId, outcome, options);
     if (ended) return ended;
   }
   const before = yield* one<{ session_id: string | null }>('SELECT session_id FROM jobs WHERE job_id = ?', [jobId]);
   if (!before) throw new Error(`job ${jobId} not found`);
-  return (yield* endJob(d, jobId, before.session_id, outcome, options.workerId)) ?? { job: (yield* jobById(jobId))!, ended: false };
+  return (yield* endJob(d, jobId, before.session_id, outcome, options)) ?? { job: (yield* jobById(jobId))!, ended: false };
 }
 
 /** `finishJob` for a job of session `sessionId` (null: none); undefined when it did not end it. */
-function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: JobOutcome, workerId: string | undefined): Steps<FinishedJob | undefined> {
+function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: JobOutcome, options: FinishJobOptions): Steps<FinishedJob | undefined> {
+  const { workerId } = options;
   if (sessionId !== null) yield* lockSession(d, sessionId);
   const unfinished =
     "job_id = ? AND state NOT IN ('done', 'failed') AND (CAST(? AS TEXT) IS NULL OR worker_id = ?) AND (session_id = ? OR (session_id IS NULL AND CAST(? AS TEXT) IS NULL))";
@@ -148,7 +150,22 @@ function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: J
   yield* renewAfterJob(d, sessionId, outcome.nowMs);
   yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [jobId]);
   yield* dropUnreadInput(finished);
-  return { job: jobFromRow(finished), ended: true };
+  const job = jobFromRow(finished);
+  const health = options.health && (yield* countHealth(d, job, options.health));
+  return { job, ended: true, ...(health && { health }) };
+}
+
+/**
+ * What `count` makes of the end of `job`, applied in the transaction that ended it (decision 0930):
+ * a lost COMMIT answer, or a process dying after the end, can no longer leave the end recorded and
+ * the count not. The debug job's row (decision 0663) is read only when the rule asks for it: a
+ * debug job's row is written as its worker claims it, and deleted only after its end.
+ */
+function* countHealth(d: Dialect, job: JobRecord, count: HealthCount): Steps<FinishedJob['health']> {
+  const asked = count(job);
+  if (!asked) return undefined;
+  if (!asked.countsUnderDebugger && job.sessionId !== null && (yield* one('SELECT job_id FROM debug_jobs WHERE job_id = ?', [job.jobId]))) return undefined;
+  return { instance: asked.instance, ...(yield* changeHealth(d, asked.instance, asked.change)) };
 }
 
 /**

@@ -5,6 +5,7 @@ import type {
   ClaimedTask,
   CreateJobResult,
   FinishedJob,
+  FinishJobOptions,
   JobClaimStatus,
   JobOutcome,
   JobRecord,
@@ -235,7 +236,7 @@ export abstract class SqlBenchStore implements BenchStore {
     return this.sql.transaction(() => queue.releaseWorkerJobs(this.d, workerId, release));
   }
 
-  finishJob(jobId: string, outcome: JobOutcome, options?: { workerId?: string; sessionId?: string | null }): Promise<FinishedJob> {
+  finishJob(jobId: string, outcome: JobOutcome, options?: FinishJobOptions): Promise<FinishedJob> {
     return this.sql.transaction(() => jobs.finishJob(this.d, jobId, outcome, options));
   }
 

@@ -1,4 +1,5 @@
-import { type BoardHealthRecord, type BoardHealthStore, healthyBoardRecord } from './board-health-store.js';
+import type { BoardHealthRecord, BoardHealthStore } from './board-health-store.js';
+import { changeHealth, healthOf, putHealth } from './board-health-rules.js';
 import type { FirmwareBlobs } from './firmware-blob-store.js';
 import type { SqlExecutor } from './sql/sql-executor.js';
 import { all, one, run } from '../sql-steps.js';
@@ -10,74 +11,24 @@ import { type WorkerBoardReport, type WorkerRecord, type WorkerRegistry, type Wo
  * The bench store's small side tables, once for both databases (decision 0545): board health
  * (the probe backend's quarantine store), the waitlist, bench workers and, on PostgreSQL, firmware
  * blobs. Each method is one statement and needs no transaction, but board health's `update`, which
- * reads and writes a row as one step (decision 0551).
+ * reads and writes a row as one step (decision 0551; its statements are in board-health-rules.ts).
  */
-
-interface BoardHealthRow {
-  consecutive_failures: number;
-  last_failure: string | null;
-  quarantined_since_ms: number | null;
-  quarantine_reason: string | null;
-}
 
 export class SqlBoardHealthStore implements BoardHealthStore {
   constructor(private readonly sql: SqlExecutor) {}
 
-  async get(boardId: string): Promise<BoardHealthRecord> {
-    return recordOf(await this.sql.plain(() => one<BoardHealthRow>(`${SELECT_HEALTH} WHERE board = ?`, [boardId])));
+  get(boardId: string): Promise<BoardHealthRecord> {
+    return this.sql.plain(() => healthOf(boardId));
   }
 
   async put(boardId: string, health: BoardHealthRecord): Promise<void> {
-    checkHealth(boardId, health);
     await this.sql.plain(() => putHealth(boardId, health));
   }
 
-  async update(boardId: string, change: (health: BoardHealthRecord) => BoardHealthRecord | undefined): Promise<{ before: BoardHealthRecord; after: BoardHealthRecord }> {
+  update(boardId: string, change: (health: BoardHealthRecord) => BoardHealthRecord | undefined): Promise<{ before: BoardHealthRecord; after: BoardHealthRecord }> {
     const d = this.sql.dialect;
-    return this.sql.transaction(function* () {
-      const locked = () => one<BoardHealthRow>(`${SELECT_HEALTH} WHERE board = ?${d.forUpdate}`, [boardId]);
-      let row = yield* locked();
-      if (!row) {
-        if (change({ ...healthyBoardRecord }) === undefined) return { before: { ...healthyBoardRecord }, after: { ...healthyBoardRecord } };
-        // A board never seen has no row to lock: insert a healthy one (or wait for the replica that
-        // is inserting it) and lock that, so two first failures are still counted one after the other.
-        yield* run('INSERT INTO board_health (board, consecutive_failures) VALUES (?, 0) ON CONFLICT (board) DO NOTHING', [boardId]);
-        row = yield* locked();
-      }
-      const before = recordOf(row);
-      const after = change(before);
-      if (after === undefined) return { before, after: before };
-      checkHealth(boardId, after);
-      yield* putHealth(boardId, after);
-      return { before, after };
-    });
+    return this.sql.transaction(() => changeHealth(d, boardId, change));
   }
-}
-
-const SELECT_HEALTH = 'SELECT consecutive_failures, last_failure, quarantined_since_ms, quarantine_reason FROM board_health';
-
-function recordOf(row: BoardHealthRow | undefined): BoardHealthRecord {
-  if (!row) return { ...healthyBoardRecord };
-  return {
-    consecutiveFailures: row.consecutive_failures,
-    lastFailure: row.last_failure ?? undefined,
-    quarantine: row.quarantined_since_ms !== null && row.quarantine_reason !== null ? { sinceMs: row.quarantined_since_ms, reason: row.quarantine_reason } : undefined,
-  };
-}
-
-function checkHealth(boardId: string, health: BoardHealthRecord): void {
-  if (!Number.isInteger(health.consecutiveFailures) || health.consecutiveFailures < 0) {
-    throw new RangeError(`board ${boardId}: consecutiveFailures must be a non-negative integer, got ${health.consecutiveFailures}`);
-  }
-}
-
-function putHealth(boardId: string, health: BoardHealthRecord) {
-  return run(
-    `INSERT INTO board_health (board, consecutive_failures, last_failure, quarantined_since_ms, quarantine_reason) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT (board) DO UPDATE SET consecutive_failures = excluded.consecutive_failures, last_failure = excluded.last_failure,
-       quarantined_since_ms = excluded.quarantined_since_ms, quarantine_reason = excluded.quarantine_reason`,
-    [boardId, health.consecutiveFailures, health.lastFailure ?? null, health.quarantine?.sinceMs ?? null, health.quarantine?.reason ?? null],
-  );
 }
 
 function isWaitlistKind(value: string): value is WaitlistKind {

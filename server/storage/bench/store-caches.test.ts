@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { benchStoreDialects } from '../../../test/support/bench-store-dialects.js';
-import { createTestDatabase } from '../../../test/support/postgres-test-database.js';
+import { postgresBenchStores } from '../../../test/support/postgres-bench-stores.js';
 import { BoundedCache } from './bounded-cache.js';
-import { PostgresBenchStore } from './postgres/postgres-bench-store.js';
 import type { SqlBenchStore } from './sql-bench-store.js';
 
 /**
@@ -46,8 +45,8 @@ describe.each(dialects)('agents kept once read: %s', (_name, open) => {
 
 describe('firmware known stored: postgres', () => {
   it('stores an image once, fetches it once, and hands out copies', async () => {
-    const database = await createTestDatabase({ migrated: 'bench' });
-    const store = await PostgresBenchStore.open(database.url, { poolSize: 2 });
+    const { stores, close } = await postgresBenchStores(1);
+    const store = stores[0]!;
     try {
       const sha = 'f'.repeat(64);
       const bytes = new Uint8Array([1, 2, 3]);
@@ -61,8 +60,7 @@ describe('firmware known stored: postgres', () => {
       expect(await store.firmware.get('e'.repeat(64))).toBeUndefined();
       expect(await statementsOf(store, () => store.firmware.get('e'.repeat(64)))).toBe(1);
     } finally {
-      await store.close();
-      await database.drop();
+      await close();
     }
   });
 });
