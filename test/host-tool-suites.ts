@@ -31,11 +31,6 @@ export const hostToolSuites: Record<string, { install: string; files: string[]; 
       'test/integration/lab-processes.test.ts',
       // Two replicas on PostgreSQL, a QEMU worker and a simulator worker (issue 10).
       'test/integration/lab-replicas-processes.test.ts',
-    'test/integration/bench-hostile-lab.test.ts',
-    'test/integration/bench-hostile-lab-reports.test.ts',
-    'test/integration/local-board-health-through-store.test.ts',
-    'test/integration/bench-agent-long-polls.test.ts',
-    'test/integration/bench-revoked-worker-health-check.test.ts',
       // hilbench flash shows QEMU's output live (issue 11).
       'test/integration/flash-live-qemu.test.ts',
       // hilbench run --verbose shows QEMU's output live (issue 11).

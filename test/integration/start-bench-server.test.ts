@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { memoryLogger } from '../http/logger.js';
-import { type RunningBenchServer, startBenchServer } from './start-bench-server.js';
+import { memoryLogger } from '../../server/http/logger.js';
+import { type RunningBenchServer, startBenchServer } from '../../server/bench/start-bench-server.js';
 
 /**
  * Started on port 0 with no public address (what `hilbench serve --port 0` does), the bench
