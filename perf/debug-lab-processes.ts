@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { systemClock } from '../core/clock.js';
 import { RemoteWorker } from '../harness/worker/remote-worker.js';
 import { forwardedServer } from './gdb-measure.js';
+import { webSocketToTcp } from './websocket-pipes.js';
 
 /**
  * The processes of the remote GDB bench's lab (perf/debug-remote.bench.ts, decision 0910): a
@@ -68,8 +69,13 @@ export async function startLabWorker(serverUrl: string, token: string): Promise<
   return { port: 0, close: () => stopChild(child) };
 }
 
-/** A flashed sim pico in a process of its own, its GDB stream on a TCP port: behind a plain forward in that process's main thread (`main`), or served by the engine's thread (`thread`, decision 0740). */
-export async function startServedDevice(where: 'main' | 'thread', elf: string): Promise<LabProcess> {
+/**
+ * A flashed sim pico in a process of its own, its GDB stream on a TCP port: behind a plain forward
+ * in that process's main thread (`main`), the same behind a WebSocket server there (`websocket`: the
+ * port takes WebSockets whose binary messages are the bytes), or served by the engine's thread
+ * (`thread`, decision 0740).
+ */
+export async function startServedDevice(where: 'main' | 'websocket' | 'thread', elf: string): Promise<LabProcess> {
   const { child, match } = await startChild([path.join(import.meta.dirname, 'debug-lab-processes.ts'), where, elf], /^READY (\d+)$/m);
   return { port: Number(match[1]), close: () => stopChild(child) };
 }
@@ -91,8 +97,12 @@ async function labProcess(args: string[]): Promise<void> {
   const device = await new SimBackend({ clock: systemClock }).open(board);
   await device.flash(loadFirmwareImage(readFileSync(args[1]!)));
   const quiet = { connected() {}, refused() {}, protocolError() {}, attachFailed() {}, disconnected() {} };
-  const port = args[0] === 'thread' ? (await device.debug!.serve!({ port: 0, host: '127.0.0.1', maxPacketBytes: 65_536, events: quiet })).port : (await forwardedServer(device.debug!)).port;
-  console.log(`READY ${port}`);
+  if (args[0] === 'thread') {
+    console.log(`READY ${(await device.debug!.serve!({ port: 0, host: '127.0.0.1', maxPacketBytes: 65_536, events: quiet })).port}`);
+    return;
+  }
+  const forwarded = await forwardedServer(device.debug!);
+  console.log(`READY ${args[0] === 'websocket' ? (await webSocketToTcp(forwarded.port)).port : forwarded.port}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await labProcess(process.argv.slice(2));

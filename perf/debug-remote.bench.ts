@@ -12,6 +12,7 @@ import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
 import { startLabWorker, startServedDevice } from './debug-lab-processes.js';
 import { rp2040jsOwnServer } from './debug-own-servers.js';
 import { forwardedServer, plainProxy, timeRegisterReads, walkToMain } from './gdb-measure.js';
+import { tcpToWebSocket, webSocketToWebSocket } from './websocket-pipes.js';
 import { type BenchRow, percentile } from './measure.js';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -41,6 +42,11 @@ export async function runDebugRemoteBench(): Promise<BenchRow[]> {
   const proxies = [await plainProxy(floorMain.port), await plainProxy(floorThread.port)];
   proxies.push(await plainProxy(proxies[0]!.port), await plainProxy(proxies[1]!.port));
   const piped = { main: proxies[2]!.port, thread: proxies[3]!.port };
+  // The same hops as WebSocket pipes with nothing of hilbench in them (decision 0910): the CLI's
+  // TCP-to-WebSocket and the server's WebSocket relay here, the worker's WebSocket server there.
+  const floorWebSocket = await startServedDevice('websocket', elf);
+  const wsPipes = [await webSocketToWebSocket(floorWebSocket.port)];
+  wsPipes.push(await tcpToWebSocket(wsPipes[0]!.port));
   // The issue's baseline: rp2040js's own GDBServer on its own Simulator in this thread (perf/debug.bench.ts's).
   const own = await rp2040jsOwnServer(elf, new OwnBootrom());
   const toMainOn = (port: number) => walkToMain('gdb-multiarch', elf, port, root);
@@ -69,7 +75,7 @@ export async function runDebugRemoteBench(): Promise<BenchRow[]> {
       await session;
     }
   };
-  const reads = { remote: [] as number[], own: [] as number[], main: [] as number[], thread: [] as number[] };
+  const reads = { remote: [] as number[], own: [] as number[], main: [] as number[], thread: [] as number[], websocket: [] as number[] };
   const toMain = { direct: [] as number[], remote: [] as number[] };
   try {
     for (let round = 0; round < ROUNDS; round++) {
@@ -79,6 +85,8 @@ export async function runDebugRemoteBench(): Promise<BenchRow[]> {
       reads.main.push(...(await timeRegisterReads(piped.main, READS_PER_ROUND)));
       reads.own.push(...(await timeRegisterReads(own.port, READS_PER_ROUND)));
       reads.thread.push(...(await timeRegisterReads(piped.thread, READS_PER_ROUND)));
+      reads.own.push(...(await timeRegisterReads(own.port, READS_PER_ROUND)));
+      reads.websocket.push(...(await timeRegisterReads(wsPipes[1]!.port, READS_PER_ROUND)));
       toMain.direct.push(await toMainOn(direct.port));
       await direct.settled();
       toMain.remote.push(await viaServer(toMainOn));
@@ -89,6 +97,8 @@ export async function runDebugRemoteBench(): Promise<BenchRow[]> {
     for (const proxy of proxies.reverse()) await proxy.close();
     await floorMain.close();
     await floorThread.close();
+    for (const pipe of wsPipes.reverse()) await pipe.close();
+    await floorWebSocket.close();
     await direct.close();
     await own.close();
     await device.close();
@@ -101,6 +111,8 @@ export async function runDebugRemoteBench(): Promise<BenchRow[]> {
     { name: "sim pico: register read, through a server and worker / rp2040js's own server", value: p50(reads.remote) / p50(reads.own), unit: '×', note: 'issue 32 goal: at most 3' },
     { name: "sim pico: register read (g) on a device's stream in a process of its own (its main thread) behind two plain TCP proxies here, p50", value: p50(reads.main) * 1000, unit: 'µs', note: "the lab path's hops as pipes: the CLI and the server here, the worker's bridge in its main thread there (decision 0910)" },
     { name: 'sim pico: register read, through a server and worker / the main-thread floor', value: p50(reads.remote) / p50(reads.main), unit: '×', note: "what is hilbench's own on the remote path beyond pipes" },
+    { name: 'sim pico: register read (g) on the same through WebSocket pipes (a TCP-to-WebSocket pipe and a WebSocket relay here, a WebSocket server there), p50', value: p50(reads.websocket) * 1000, unit: 'µs', note: "decision 0625's hops with nothing of hilbench in them: what the WebSocket messages cost (decision 0910)" },
+    { name: 'sim pico: the WebSocket pipes / the main-thread floor', value: p50(reads.websocket) / p50(reads.main), unit: '×', note: 'the same hops, messages against raw bytes' },
     { name: "sim pico: register read (g) on the same, the stream served by the engine's thread in that process, p50", value: p50(reads.thread) * 1000, unit: 'µs', note: "the floor when the engine's thread takes the relayed stream itself (decisions 0740, 0850, 0910)" },
     { name: "sim pico: the engine-thread floor / rp2040js's own server", value: p50(reads.thread) / p50(reads.own), unit: '×', note: 'the least a remote read can cost against the goal of 3 with these hops on this machine' },
     { name: 'sim pico: gdb-multiarch: from target remote to halted at main (break main, continue), through a server and worker, p50', value: p50(toMain.remote), unit: 'ms', note: `timed by GDB's own clock, its start-up excluded; ${ROUNDS} runs` },
