@@ -177,8 +177,8 @@ export class Bench {
     return this.sessions.getSession(agent, sessionId);
   }
 
-  heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
-    return this.sessions.heartbeat(agent, sessionId);
+  heartbeat(agent: AgentRecord, sessionId: string, action?: string): Promise<SessionRecord> {
+    return this.sessions.heartbeat(agent, sessionId, action);
   }
 
   endSession(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {

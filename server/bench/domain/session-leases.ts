@@ -191,11 +191,12 @@ export class SessionLeases {
     return this.ownSession(agent, sessionId);
   }
 
-  async heartbeat(agent: AgentRecord, sessionId: string): Promise<SessionRecord> {
+  /** Renews the caller's active session; `action` names what the caller asked for in a refusal (arming a debugger renews it too). */
+  async heartbeat(agent: AgentRecord, sessionId: string, action = 'heartbeat'): Promise<SessionRecord> {
     await this.ownSession(agent, sessionId);
     const result = await this.deps.store.heartbeatSession(sessionId, this.now());
     if (result.kind === 'not-found') throw new BenchError('session_not_found', `session ${sessionId} not found`);
-    if (result.kind === 'not-active') throw notActive(result.session, 'heartbeat');
+    if (result.kind === 'not-active') throw notActive(result.session, action);
     this.armExpiry(result.session);
     return result.session;
   }

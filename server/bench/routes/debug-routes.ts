@@ -41,8 +41,8 @@ export function debugRoutes(bench: Bench, relay: DebugRelay): BenchRoute[] {
         const agent = callerAgent(caller);
         const body = parseOr422(armBodySchema, await readJsonBody(req as IncomingMessage, { maxBodyBytes: 4096 }), 'body');
         const sessionId = pathParam(req, 'sid');
-        // Refuses a session that is not the caller's (404) or not active (409), as a heartbeat would.
-        await bench.heartbeat(agent, sessionId);
+        // Refuses a session that is not the caller's (404) or not active (409), as a heartbeat would, and renews it.
+        await bench.heartbeat(agent, sessionId, 'arm a debugger on');
         const terms = await relay.arm(agent.agentId, sessionId, body.idle_timeout_seconds === undefined ? {} : { idleTimeoutMs: body.idle_timeout_seconds * 1000 });
         res.json({ session_id: sessionId, idle_timeout_seconds: terms.idleTimeoutMs / 1000, max_debug_seconds: terms.maxDebugMs / 1000 });
       },
