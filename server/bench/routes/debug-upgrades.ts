@@ -9,6 +9,7 @@ import type { AgentRecord } from '../../storage/bench/bench-store.js';
 import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { toHttpError } from './bench-error-http.js';
 import { FORWARDED_HEADER, forwardUpgrade } from './debug-forward.js';
+import { websocketHandshakeRefusal } from './websocket-handshake.js';
 import type { DebugRelay } from '../domain/debug-relay.js';
 
 /** How often each debug WebSocket is pinged (host ms); one that has not answered the previous ping by the next is gone (a vanished host sends no close). */
@@ -48,6 +49,8 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
     // URIError, which thrown here, in the listener, would end the process. It answers 404, as the
     // router's answer to the same path does (server/http/error-handler.ts).
     const handled = Promise.resolve().then(() => {
+      const notAHandshake = agentPath || workerPath ? websocketHandshakeRefusal(req) : undefined;
+      if (notAHandshake) throw notAHandshake;
       if (agentPath) return agentStream(decodeURIComponent(agentPath[1]!));
       if (workerPath) return workerChannel(decodeURIComponent(workerPath[1]!));
       throw new HttpError(404, 'Not Found');

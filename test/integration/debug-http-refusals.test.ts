@@ -1,9 +1,12 @@
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 
 /**
- * POST /api/v1/sessions/{sid}/debug (issue 32, docs/debug.md) refuses what is not the caller's
- * or not active in the arming's own words, and arms nothing when it refuses.
+ * The debug extension's HTTP refusals (issue 32, docs/debug.md): POST /api/v1/sessions/{sid}/debug
+ * refuses what is not the caller's or not active in the arming's own words and arms nothing when it
+ * refuses; a debug stream's upgrade that is no WebSocket handshake is answered as every refusal is,
+ * `{"detail"}` in JSON, never by the WebSocket library's text/html.
  */
 let app: BenchTestApp | undefined;
 afterEach(async () => {
@@ -57,4 +60,38 @@ describe('arming a session for a debugger', () => {
     expect(good.status).toBe(200);
     expect(await good.json()).toMatchObject({ session_id: sid });
   });
+});
+
+/** One raw exchange (fetch cannot send a WebSocket handshake): the status line, headers and body. */
+async function exchange(url: string, request: string): Promise<{ status: number; head: string; body: unknown }> {
+  const { hostname, port } = new URL(url);
+  const text = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
+    socket.on('close', () => resolve(received));
+    socket.on('error', reject);
+    socket.write(request);
+  });
+  const split = text.indexOf('\r\n\r\n');
+  return { status: Number(text.slice(9, 12)), head: text.slice(0, split).toLowerCase(), body: JSON.parse(text.slice(split + 4)) as unknown };
+}
+
+describe("a debug stream's upgrade that is no WebSocket handshake", () => {
+  const key = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+  const cases = [
+    ['a version it does not speak', `GET /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 12\r\n${key}\r\n`, 426, 'sec-websocket-version: 13'],
+    ['a short key', 'GET /api/v1/worker/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: c2hvcnQ=\r\n\r\n', 400, 'content-type: application/json'],
+    ['a POST', `POST /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n${key}Content-Length: 0\r\n\r\n`, 405, 'allow: get'],
+  ] as const;
+  for (const [what, request, status, header] of cases) {
+    it(`answers ${what} with ${status} in JSON`, async () => {
+      const a = (app = await startBenchTestApp());
+      const answer = await exchange(a.url, request);
+      expect(answer.status).toBe(status);
+      expect(answer.head).toContain('content-type: application/json');
+      expect(answer.head).toContain(header);
+      expect(answer.body).toEqual({ detail: expect.any(String) });
+    });
+  }
 });
