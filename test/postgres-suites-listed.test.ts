@@ -10,7 +10,7 @@ import { postgresSuites } from './host-tool-suites.js';
  * files import, so a new one is caught without touching this test.
  */
 const root = join(import.meta.dirname, '..');
-const POSTGRES_MARKERS = ['postgres-test-database.js', 'relays-on-postgres.js', 'RelayStore.openPostgres', 'PostgresBenchStore', 'postgres-bench-stores.js', 'bench-store-dialects.js'];
+const POSTGRES_MARKERS = ['postgres-test-database.js', 'relays-on-postgres.js', 'RelayStore.openPostgres', 'PostgresBenchStore', 'postgres-bench-stores.js', 'bench-store-dialects.js', 'openPostgresRelayStore'];
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

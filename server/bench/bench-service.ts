@@ -51,7 +51,7 @@ import { workerOpenApiComponents } from '../../wire/worker/worker-schemas.js';
 import { boardQueueSchema, jobTextSchema, uartInputAnswerSchema, uartTextSchema } from '../../wire/bench/job-answer-schemas.js';
 import { debugRoutes } from './routes/debug-routes.js';
 import { debugUpgrades } from './routes/debug-upgrades.js';
-import { isWebSocketUpgrade, serveIgnoringUpgrade } from '../http/ignored-upgrade.js';
+import { upgradeListener } from '../http/ignored-upgrade.js';
 import { exampleFirmwareOf } from './domain/example-firmware.js';
 import { mapBenchErrors } from './routes/bench-error-http.js';
 import { consoleOpenApiPaths, pagesOpenApiPaths } from './pages/pages-openapi.js';
@@ -150,7 +150,7 @@ export interface BenchService {
   checkContinue(req: IncomingMessage, res: ServerResponse): void;
   /** The HTTP server's `upgrade` listener: the debug streams' WebSockets (decision 0625); any other Upgrade ignored, the request served. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
-  /** Closes every debug WebSocket (before the HTTP server closes: upgraded connections would keep it open). */
+  /** Closes every debug WebSocket and ignored-Upgrade connection (before the HTTP server closes: upgraded connections would keep it open). */
   closeUpgrades(): void;
   /** Stops timers and jobs (left for the next start to recover) and closes the database. */
   close(): Promise<void>;
@@ -343,14 +343,14 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
     app.use(notFoundHandler);
     app.use(createErrorHandler(logger, { service: 'bench' }));
 
-    const debugStreams = debugUpgrades({ relay: gateway.debug, clock, logger, authenticateAgent: (h) => bench.authenticate(h), authenticateWorker: (h) => workerAdmin.authenticate(h), renewSession: (a, s) => bench.heartbeat(a, s) });
+    const upgrades = upgradeListener(debugUpgrades({ relay: gateway.debug, clock, logger, authenticateAgent: (h) => bench.authenticate(h), authenticateWorker: (h) => workerAdmin.authenticate(h), renewSession: (a, s) => bench.heartbeat(a, s) }), app, { clock });
     const checkContinue = continueListener(routes, guard, app, slashRedirects(served), new Set(['GET', 'HEAD', 'OPTIONS']));
 
     let closed = false;
     return {
       checkContinue,
-      upgrade: (req, socket, head) => (isWebSocketUpgrade(req) ? debugStreams.upgrade(req, socket, head) : serveIgnoringUpgrade(app, req, socket, head)),
-      closeUpgrades: debugStreams.close,
+      upgrade: upgrades.upgrade,
+      closeUpgrades: upgrades.close,
       app,
       bench,
       store,
@@ -361,7 +361,7 @@ export async function createBenchService(config: BenchServiceConfig): Promise<Be
       close: async () => {
         if (closed) return;
         closed = true;
-        debugStreams.close();
+        upgrades.close();
         stopMetrics();
         await bench.close();
         // Backends with timers of their own (the probe's automatic health checks) stop before the

@@ -1,4 +1,4 @@
-import { type ListenOptions, listen, listenOptionsOf, type ListeningServer } from '../http/listen.js';
+import { answerWhileStarting, type ListenOptions, listen, listenOptionsOf, type ListeningServer } from '../http/listen.js';
 import { type BenchService, type BenchServiceConfig, createBenchService } from './bench-service.js';
 
 export interface StartBenchServerOptions extends Omit<BenchServiceConfig, 'publicBaseUrl'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
@@ -18,24 +18,28 @@ export interface RunningBenchServer {
   close(): Promise<void>;
 }
 
+/** What `startBenchServer` builds the service with; tests put a step of their own around it. */
+export interface StartBenchServerDeps {
+  createService?: (config: BenchServiceConfig) => Promise<BenchService>;
+}
+
 /**
  * Listens on `host:port`, then creates the service: its published address defaults to the bound
  * one, so `--port 0` advertises the port it got (it advertised `:0` in llms.txt, ai-plugin.json,
- * the OpenAPI `servers` and the pages), as the relay does.
+ * the OpenAPI `servers` and the pages), as the relay does. Requests that arrive while it is being
+ * created (the database opened, its migrations run) are answered 503 (docs/bench-api.md).
  */
-export async function startBenchServer(options: StartBenchServerOptions): Promise<RunningBenchServer> {
+export async function startBenchServer(options: StartBenchServerOptions, deps: StartBenchServerDeps = {}): Promise<RunningBenchServer> {
   const listening: ListeningServer = await listen({ port: options.port, ...listenOptionsOf(options) });
+  const starting = answerWhileStarting(listening.server, 'the bench is starting');
   let service: BenchService;
   try {
-    service = await createBenchService({ ...options, publicBaseUrl: options.publicBaseUrl ?? listening.origin });
+    service = await (deps.createService ?? createBenchService)({ ...options, publicBaseUrl: options.publicBaseUrl ?? listening.origin });
   } catch (err) {
     await listening.close();
     throw err;
   }
-  // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
-  listening.server.on('checkContinue', service.checkContinue);
-  listening.server.on('request', service.app);
-  listening.server.on('upgrade', service.upgrade);
+  starting.serve(service);
   return {
     url: listening.origin,
     service,

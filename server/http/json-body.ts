@@ -5,10 +5,10 @@ import { HttpError, validationFailed } from './http-error.js';
 /**
  * Reads a JSON request body of at most `maxBodyBytes`: 415 unless it is declared JSON, 413 over the
  * limit (from `Content-Length` before reading, or while reading), 400 when the client stops sending
- * mid-body, and a FastAPI-style 422 `json_invalid` when it does not parse, bytes that are not UTF-8
- * included (RFC 8259 section 8.1: JSON text is UTF-8; decoded with U+FFFD, serial input's text sent
- * other bytes to the firmware than the client's). Never throws anything
- * but `HttpError` for what the client sent.
+ * mid-body, a FastAPI-style 422 `json_invalid` when it does not parse, and FastAPI's 400
+ * `NOT_UTF8_DETAIL` when its bytes are not UTF-8 (RFC 8259 section 8.1: JSON text is UTF-8; decoded
+ * with U+FFFD, serial input's text sent other bytes to the firmware than the client's). Never throws
+ * anything but `HttpError` for what the client sent.
  */
 export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes: number }): Promise<unknown> {
   const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -28,7 +28,7 @@ export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes
     throw new HttpError(400, 'the request body ended before it was complete');
   }
   const bytes = Buffer.concat(chunks);
-  if (!isUtf8(bytes)) throw validationFailed([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: 'the body is not valid UTF-8' } }]);
+  if (!isUtf8(bytes)) throw new HttpError(400, NOT_UTF8_DETAIL);
   const text = bytes.toString('utf8');
   try {
     return JSON.parse(text) as unknown;
@@ -36,6 +36,13 @@ export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes
     throw validationFailed([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: (err as Error).message } }]);
   }
 }
+
+/**
+ * FastAPI's answer to a JSON body that is not UTF-8, with status 400: Starlette's `json.loads` of
+ * the bytes raises `UnicodeDecodeError`, not the `JSONDecodeError` FastAPI turns into a 422
+ * `json_invalid`, and FastAPI's catch-all for a body it cannot read answers this.
+ */
+export const NOT_UTF8_DETAIL = 'There was an error parsing the body';
 
 /** The 415 both services answer for a body that is not declared JSON where JSON is read. */
 export function notJson(mediaType: string): HttpError {

@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
 import { answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
 
@@ -48,6 +49,8 @@ export interface ListenOptions {
 export const DEFAULT_MAX_CONNECTIONS = 1024;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 export const DEFAULT_SEND_STALL_TIMEOUT_MS = 60_000;
+/** A request must have arrived whole this long after it began (node's `requestTimeout` default, kept for uploads); requests whose Upgrade is ignored are timed the same (ignored-upgrade.ts). */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 
 /** The listen options a service's start options carry (absent ones left to `listen`'s defaults). */
 export function listenOptionsOf(options: Omit<ListenOptions, 'port'>): Omit<ListenOptions, 'port'> {
@@ -72,6 +75,7 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
     // A request without Host is refused by the apps (`requireHost`), in JSON: node's own answer has no body.
     requireHostHeader: false,
     headersTimeout: headersTimeoutMs,
+    requestTimeout: DEFAULT_REQUEST_TIMEOUT_MS,
     // Node checks the timeouts this often (default 30 s, which would double a 30 s bound).
     connectionsCheckingInterval: checkEveryMs(headersTimeoutMs),
   });
@@ -99,6 +103,43 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
         server.close(() => resolve());
         server.closeAllConnections();
       }),
+  };
+}
+
+/** The listeners of a built service, attached to its server once it is ready. */
+export interface ServiceListeners {
+  app: RequestListener;
+  /** Refuses a request sent with `Expect: 100-continue` from its headers, or writes 100 and passes it to `app`. */
+  checkContinue: RequestListener;
+  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+}
+
+/** Seconds a client is told to wait (`Retry-After`) before asking a service that is starting again. */
+export const STARTING_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * Answers every request to `server` 503 `{"detail": detail}` with `Retry-After` until `serve`
+ * attaches the service's listeners: the services listen before they are built (their published
+ * addresses need the bound port) and a build opens the database and runs its migrations, while
+ * node leaves a request with no `request` listener unanswered for ever. The swap is synchronous,
+ * so every request gets one or the other. Without an `upgrade` listener node serves an upgrade
+ * request as a normal one, so that too is answered 503.
+ */
+export function answerWhileStarting(server: Server, detail: string): { serve(listeners: ServiceListeners): void } {
+  const body = JSON.stringify({ detail });
+  const starting: RequestListener = (_req, res) => {
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': String(STARTING_RETRY_AFTER_SECONDS), 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  };
+  server.on('request', starting);
+  return {
+    serve(listeners) {
+      server.off('request', starting);
+      // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
+      server.on('checkContinue', listeners.checkContinue);
+      server.on('request', listeners.app);
+      if (listeners.upgrade) server.on('upgrade', listeners.upgrade);
+    },
   };
 }
 

@@ -1,12 +1,13 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestHandler } from 'express';
+import { NOT_UTF8_DETAIL } from './json-body.js';
 
 /**
  * `express.json` for the plain case, at a fraction of its event-loop work (decision 0620): a body
  * declared `application/json` (or with `; charset=utf-8`), with a `Content-Length` of 1 to
  * `limitBytes` bytes and no `Content-Encoding`, is read and parsed here, as body-parser would
- * with `verify: refuseInvalidUtf8`: bytes that are not UTF-8 refused, a byte-order mark dropped (iconv-lite's decoder drops it), any JSON value taken
+ * with `verify: refuseInvalidUtf8`: bytes that are not UTF-8 refused (`NOT_UTF8_ERROR_TYPE`), a byte-order mark dropped (iconv-lite's decoder drops it), any JSON value taken
  * (`strict: false`), a body that does not parse handed on as body-parser's `entity.parse.failed`
  * error with the text (what the error handlers read), a client gone mid-body as its
  * `request.aborted` 400. Anything else (another type or charset, a compressed or chunked body, an
@@ -123,7 +124,7 @@ function readPlainJson(req: IncomingMessage, length: number, done: (error: Error
 
 /**
  * body-parser's `verify` for JSON read as UTF-8 (the relay's `express.json`): bytes that are not
- * UTF-8 are refused as JSON that does not parse (RFC 8259 section 8.1: JSON text is UTF-8), not
+ * UTF-8 are refused with a `NOT_UTF8_ERROR_TYPE` error (RFC 8259 section 8.1: JSON text is UTF-8), not
  * decoded with U+FFFD in place of each bad sequence, which stored, signed or hashed other text
  * than the client sent (a claim's title, and so its id). Other charsets are body-parser's to decode.
  */
@@ -131,9 +132,12 @@ export function refuseInvalidUtf8(_req: IncomingMessage, _res: ServerResponse, b
   if (encoding.toLowerCase() === 'utf-8' && !isUtf8(bytes)) throw notUtf8(bytes);
 }
 
-/** body-parser's `entity.parse.failed` for a body that is not UTF-8, with its bytes as `body`. */
+/** The `type` of the error handed on for a JSON body that is not UTF-8 (body-parser keeps a `verify` error's type). */
+export const NOT_UTF8_ERROR_TYPE = 'entity.not.utf8';
+
+/** A 400 in body-parser's shape for a body that is not UTF-8, with its bytes as `body`: FastAPI's answer (`NOT_UTF8_DETAIL`). */
 function notUtf8(bytes: Buffer): Error {
-  return Object.assign(new Error('the body is not valid UTF-8'), { status: 400, statusCode: 400, expose: true, type: 'entity.parse.failed', body: bytes });
+  return Object.assign(new Error(NOT_UTF8_DETAIL), { status: 400, statusCode: 400, expose: true, type: NOT_UTF8_ERROR_TYPE, body: bytes });
 }
 
 /** raw-body's error for a body that stopped before its length, as body-parser hands it on. */

@@ -24,7 +24,7 @@ import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
 import { type ServedPath, redirectSlashes, slashRedirects, starletteApp, strictRouter } from '../http/starlette-routing.js';
 import { continueListener } from '../http/expect-continue.js';
-import { type ListenOptions, listen, listenOptionsOf } from '../http/listen.js';
+import { answerWhileStarting, type ListenOptions, listen, listenOptionsOf } from '../http/listen.js';
 import { claimDataDir } from '../lifecycle/claim-data-dir.js';
 import { ensurePrivateDir } from '../lifecycle/private-files.js';
 import { PARTIAL_UPLOAD_PATTERN, removePartialFiles } from '../lifecycle/reap-leftovers.js';
@@ -361,22 +361,30 @@ export interface RunningRelay {
   close(): Promise<void>;
 }
 
-/** Listens (port 0 by default), then builds the relay with the base and human addresses it now knows. */
-export async function startRelayServer(options: StartRelayServerOptions): Promise<RunningRelay> {
+/** What `startRelayServer` builds the relay with; tests put a step of their own around it. */
+export interface StartRelayServerDeps {
+  createService?: (config: RelayServiceConfig) => Promise<RelayService>;
+}
+
+/**
+ * Listens (port 0 by default), then builds the relay with the base and human addresses it now
+ * knows; requests that arrive meanwhile are answered 503 (docs/relay-api.md).
+ */
+export async function startRelayServer(options: StartRelayServerOptions, deps: StartRelayServerDeps = {}): Promise<RunningRelay> {
   // Listens first: the service's own URLs (signed into its documents) need the bound port.
   const listening = await listen({ port: options.port ?? 0, ...listenOptionsOf(options) });
+  const starting = answerWhileStarting(listening.server, 'the relay is starting');
   const origin = (options.publicOrigin ?? listening.origin).replace(/\/+$/, '');
   const baseUrl = origin + (options.basePath ?? '');
   const humanUrl = origin + (options.humanPath ?? '');
   let service: RelayService;
   try {
-    service = await createRelayService({ ...options, baseUrl, humanUrl });
+    service = await (deps.createService ?? createRelayService)({ ...options, baseUrl, humanUrl });
   } catch (err) {
     await listening.close();
     throw err;
   }
-  listening.server.on('request', service.app);
-  listening.server.on('checkContinue', service.checkContinue);
+  starting.serve(service);
   return {
     url: origin,
     baseUrl,

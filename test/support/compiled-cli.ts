@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { foregroundClock } from '../../core/clock.js';
-import { ensureDistBuilt, type EnsureDistBuiltOptions, processAlive } from './ensure-dist-built.js';
+import { type BuildOutcome, emittedFromExistingSource, ensureDistBuilt, type EnsureDistBuiltOptions, processAlive } from './ensure-dist-built.js';
 
 /**
  * The CLI the tests start as a program: the compiled `dist/bin/hilbench.js`, the file users run
@@ -23,7 +23,7 @@ const stamp = path.join(dist, '.tests-built');
 const buildInfo = path.join(dist, '.tsbuildinfo');
 
 /** tsc of the package's build, incremental: a run after a small change compiles what it touches, not the whole tree again. */
-function compile(): void {
+function compile(): BuildOutcome {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   const run = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--incremental', '--tsBuildInfoFile', buildInfo], {
     cwd: root,
@@ -39,6 +39,8 @@ function compile(): void {
   // Type errors still emit; the type check of `npm test` reports them, so the tests run on.
   if (run.status !== 0) console.warn(`hilbench tests: tsc -p tsconfig.build.json reported errors (exit ${run.status}); the CLI tests run on what it emitted:\n${run.stdout.slice(-2000)}`);
   chmodSync(cli, 0o755);
+  // Kept with the stamp: the package's build (`copyCompiledDist`) fails on it, in this run and the next.
+  return { exitStatus: run.status, report: run.status === 0 ? '' : `${run.stdout}${run.stderr}`.slice(-3000) };
 }
 
 const options: EnsureDistBuiltOptions = {
@@ -56,13 +58,18 @@ const options: EnsureDistBuiltOptions = {
 
 /**
  * Copies what `tsc -p tsconfig.build.json` emits into `destination` (dist/ without this file's stamp
- * and build info), under the build lock, so no worker rebuilds dist/ while it is copied: how
- * pack.test.ts packs the tests' build instead of compiling a second time.
+ * and build info, and without the outputs of sources deleted or renamed since they were emitted),
+ * under the build lock, so no worker rebuilds dist/ while it is copied: how pack.test.ts packs the
+ * tests' build instead of compiling a second time. Throws when that build's tsc reported errors:
+ * the package's build (`npm run build`) fails then, though tsc emitted.
  */
 export async function copyCompiledDist(destination: string): Promise<void> {
   await ensureDistBuilt({
     ...options,
-    whileLocked: () => cpSync(dist, destination, { recursive: true, filter: (from) => from !== stamp && from !== buildInfo }),
+    whileLocked: (build) => {
+      if (build.exitStatus !== 0) throw new Error(`tsc -p tsconfig.build.json exited ${build.exitStatus}, so the package's build fails (it emitted all the same):\n${build.report}`);
+      cpSync(dist, destination, { recursive: true, filter: (from) => from !== stamp && from !== buildInfo && (statSync(from).isDirectory() || emittedFromExistingSource(root, dist, from)) });
+    },
   });
 }
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
-import { distUpToDate, ensureDistBuilt, type EnsureDistBuiltOptions, PIDLESS_LOCK_STALE_MS, processAlive, sourcesFingerprint } from './ensure-dist-built.js';
+import { type BuildOutcome, distUpToDate, emittedFromExistingSource, ensureDistBuilt, type EnsureDistBuiltOptions, PIDLESS_LOCK_STALE_MS, processAlive, sourcesFingerprint } from './ensure-dist-built.js';
 
 /**
  * The stamp and the lock of compiled-cli.ts on a small tree of its own: the compile step counts its
@@ -23,6 +23,8 @@ let fake: ReturnType<typeof createClock>;
 let compiles: number;
 /** What the next compile does besides being counted (edit a source, fail). */
 let duringCompile: () => void;
+/** How the next compile ends (tsc's exit status and report). */
+let compileOutcome: BuildOutcome;
 let options: EnsureDistBuiltOptions;
 const livePids = new Set<number>();
 
@@ -60,6 +62,7 @@ beforeEach(() => {
   fake = createClock(START_MS);
   compiles = 0;
   duringCompile = () => {};
+  compileOutcome = { exitStatus: 0, report: '' };
   livePids.clear();
   options = {
     root,
@@ -72,6 +75,7 @@ beforeEach(() => {
       expect(readFileSync(lockPid(), 'utf8')).toBe(String(options.pid));
       mkdirSync(path.join(root, 'dist'), { recursive: true });
       duringCompile();
+      return compileOutcome;
     },
     clock: clockFromFakeTimers(fake),
     waitBoundMs: WAIT_BOUND_MS,
@@ -87,7 +91,7 @@ describe('the stamp: dist/ is built when its sources differ from those of the la
   it('builds where there is no stamp, then not again while nothing changes, and leaves no lock', async () => {
     await ensureDistBuilt(options);
     expect(compiles).toBe(1);
-    expect(readFileSync(options.stamp, 'utf8')).toBe(sourcesFingerprint(root));
+    expect(JSON.parse(readFileSync(options.stamp, 'utf8'))).toEqual({ sources: sourcesFingerprint(root), exitStatus: 0, report: '' });
     await ensureDistBuilt(options);
     expect(compiles).toBe(1);
     expect(existsSync(options.lock)).toBe(false);
@@ -106,6 +110,26 @@ describe('the stamp: dist/ is built when its sources differ from those of the la
     await ensureDistBuilt(options);
     expect(compiles).toBe(2);
     expect(distUpToDate(options)).toBe(true);
+  });
+
+  it('is stale when the stamp is one an older version wrote (the fingerprint alone)', async () => {
+    await ensureDistBuilt(options);
+    writeFileSync(options.stamp, sourcesFingerprint(root));
+    expect(distUpToDate(options)).toBe(false);
+  });
+
+  it("keeps tsc's exit status with the stamp, and gives it to whileLocked in the run that built and in the next", async () => {
+    // Errors only with every file emitted (TS2742 on a declaration): the CLI tests run on, the package build fails.
+    compileOutcome = { exitStatus: 2, report: "error TS2742: The inferred type of 'x' cannot be named" };
+    const seen: BuildOutcome[] = [];
+    await ensureDistBuilt({ ...options, whileLocked: (build) => seen.push(build) });
+    await ensureDistBuilt({ ...options, whileLocked: (build) => seen.push(build) });
+    expect(compiles).toBe(1);
+    expect(seen).toEqual([compileOutcome, compileOutcome]);
+    appendFileSync(source('a.ts'), '// fixed\n');
+    compileOutcome = { exitStatus: 0, report: '' };
+    await ensureDistBuilt({ ...options, whileLocked: (build) => seen.push(build) });
+    expect(seen[2]).toEqual({ exitStatus: 0, report: '' });
   });
 
   it('is still fresh when only a test file changes (the build leaves tests out)', async () => {
@@ -159,7 +183,7 @@ describe('the lock: one process builds, the others wait for it', () => {
     expect(await settled(ensured)).toBe(false);
     // The holder finishes: its stamp, then its lock gone.
     mkdirSync(path.dirname(options.stamp), { recursive: true });
-    writeFileSync(options.stamp, sourcesFingerprint(root));
+    writeFileSync(options.stamp, JSON.stringify({ sources: sourcesFingerprint(root), exitStatus: 0, report: '' }));
     rmSync(options.lock, { recursive: true });
     await fake.tickAsync(1_000);
     expect(await settled(ensured)).toBe(true);
@@ -225,6 +249,21 @@ describe('the lock: one process builds, the others wait for it', () => {
     expect(seen).toEqual([String(options.pid), 'true']);
     expect(compiles).toBe(1);
     expect(existsSync(options.lock)).toBe(false);
+  });
+});
+
+describe('emittedFromExistingSource', () => {
+  it("keeps a dist/ file whose source exists, index files included, and drops a deleted or renamed source's outputs", () => {
+    const dist = path.join(root, 'dist');
+    writeFileSync(source('index.ts'), 'export {};\n');
+    const kept = (file: string) => emittedFromExistingSource(root, dist, path.join(dist, file));
+    for (const file of ['src/a.js', 'src/a.js.map', 'src/a.d.ts', 'src/a.d.ts.map', 'src/sub/b.js', 'src/index.js', 'src/index.d.ts']) expect(kept(file)).toBe(true);
+    for (const file of ['src/gone.js', 'src/gone.js.map', 'src/gone.d.ts', 'src/gone.d.ts.map', 'src/sub/index.js', 'old/a.js']) expect(kept(file)).toBe(false);
+    // Not an output of a source (tsc emits nothing else; a file put there is left as it is).
+    expect(kept('src/notes.json')).toBe(true);
+    // A .js source, should a build copy one.
+    writeFileSync(source('plain.js'), 'export {};\n');
+    expect(kept('src/plain.js')).toBe(true);
   });
 });
 

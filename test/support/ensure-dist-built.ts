@@ -24,8 +24,8 @@ export interface EnsureDistBuiltOptions {
   stamp: string;
   /** A directory: mkdir is atomic, so one process at a time holds it. */
   lock: string;
-  /** Compiles the sources into dist/; throws when what it left cannot be used. */
-  compile: () => void;
+  /** Compiles the sources into dist/; throws when what it left cannot be used, and says how the compile ended when it can. */
+  compile: () => BuildOutcome;
   /** Host time: the age of a lock without a pid, the bound of the wait, the pause between looks. */
   clock: Clock;
   /** How long to wait for another process's build before failing. */
@@ -36,9 +36,34 @@ export interface EnsureDistBuiltOptions {
   processAlive: (pid: number) => boolean;
   /**
    * Run under the lock once dist/ is current, so no other process rebuilds it meanwhile (a copy of
-   * dist/ taken whole); with it the lock is taken even when dist/ is already current.
+   * dist/ taken whole), with how the build of that dist/ ended (from the stamp when an earlier run
+   * built it); with it the lock is taken even when dist/ is already current.
    */
-  whileLocked?: () => void;
+  whileLocked?: (build: BuildOutcome) => void;
+}
+
+/** How a compile that left a usable dist/ ended, kept in the stamp with the sources it compiled. */
+export interface BuildOutcome {
+  /** tsc's exit status: 0, or 2 when it reported errors and still emitted (a package build that fails). */
+  exitStatus: number;
+  /** The end of what it reported (empty when it exited 0). */
+  report: string;
+}
+
+/** The stamp's contents: the fingerprint of the sources compiled, and how the compile ended. */
+interface Stamp extends BuildOutcome {
+  sources: string;
+}
+
+function readStamp(stamp: string): Stamp | null {
+  try {
+    const parsed = JSON.parse(readFileSync(stamp, 'utf8')) as Partial<Stamp>;
+    if (typeof parsed.sources !== 'string' || typeof parsed.exitStatus !== 'number' || typeof parsed.report !== 'string') return null;
+    return { sources: parsed.sources, exitStatus: parsed.exitStatus, report: parsed.report };
+  } catch {
+    // None, or one an older version of this file wrote: dist/ is built again.
+    return null;
+  }
 }
 
 /**
@@ -67,7 +92,7 @@ export function sourcesFingerprint(root: string): string {
 
 /** Whether the last build's stamp names the sources as they are now. */
 export function distUpToDate(options: Pick<EnsureDistBuiltOptions, 'root' | 'stamp'>): boolean {
-  return existsSync(options.stamp) && readFileSync(options.stamp, 'utf8') === sourcesFingerprint(options.root);
+  return existsSync(options.stamp) && readStamp(options.stamp)?.sources === sourcesFingerprint(options.root);
 }
 
 type LockOptions = Pick<EnsureDistBuiltOptions, 'lock' | 'clock' | 'processAlive'>;
@@ -128,8 +153,8 @@ function build(options: EnsureDistBuiltOptions): void {
   const sources = sourcesFingerprint(options.root);
   // No stamp while a build runs: a build that dies half-way leaves a dist/ no run trusts.
   rmSync(options.stamp, { force: true });
-  options.compile();
-  writeFileSync(options.stamp, sources);
+  const outcome = options.compile();
+  writeFileSync(options.stamp, JSON.stringify({ sources, exitStatus: outcome.exitStatus, report: outcome.report } satisfies Stamp));
 }
 
 /** Builds dist/ unless it is up to date, whichever process comes first; the others wait for it. */
@@ -156,13 +181,31 @@ export async function ensureDistBuilt(options: EnsureDistBuiltOptions): Promise<
       renameSync(pidAside, path.join(lock, 'pid'));
       // Another process may have built it while this one waited for the lock.
       if (!distUpToDate(options)) build(options);
-      options.whileLocked?.();
+      if (options.whileLocked) {
+        const stamp = readStamp(options.stamp);
+        // A build whose compile failed left no stamp and threw; one without a stamp here was built by another version of this file.
+        options.whileLocked({ exitStatus: stamp?.exitStatus ?? 0, report: stamp?.report ?? '' });
+      }
       // Built here (or found built): used as it is, even if a source changed meanwhile (the next run builds again).
       return;
     } finally {
       if (holdingLock(options)) rmSync(lock, { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * Whether `distFile` (a path inside `distDir`) was emitted from a source that still exists under
+ * `root` (dist/ mirrors it: tsconfig.build.json's `rootDir` is the package): `x.js`, `x.js.map`,
+ * `x.d.ts` and `x.d.ts.map` from `x.ts` (`x.js` also from itself, for a build that copies `.js`
+ * sources). The incremental build never deletes the outputs of a deleted or renamed source; a
+ * file of another kind is kept.
+ */
+export function emittedFromExistingSource(root: string, distDir: string, distFile: string): boolean {
+  const relative = path.relative(distDir, distFile);
+  const stem = /^(.*?)(\.d\.ts\.map|\.d\.ts|\.js\.map|\.js)$/.exec(relative)?.[1];
+  if (stem === undefined) return true;
+  return existsSync(path.join(root, `${stem}.ts`)) || existsSync(path.join(root, `${stem}.js`));
 }
 
 /** `process.kill(pid, 0)`: true unless no such process runs (EPERM: it runs, as another user). */

@@ -10,7 +10,7 @@ import { relayLimits } from '../../../wire/relay/relay-facts.js';
 export function relayBodyParser(): RequestHandler {
   // strict: false parses any JSON value, as FastAPI does: a body of `"x"` or `1` is well-formed JSON
   // that is no object (a 422 model_attributes_type from the route's schema), not a decode error.
-  // refuseInvalidUtf8: bytes that are not UTF-8 are a 422 json_invalid, never text with U+FFFD stored as if sent.
+  // refuseInvalidUtf8: bytes that are not UTF-8 are FastAPI's 400, never text with U+FFFD stored as if sent.
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'], strict: false, verify: refuseInvalidUtf8 });
   return plainJsonBody({ limitBytes: relayLimits.jsonBodyMaxBytes }, (req, res, next) => (req.is('multipart/form-data') ? next() : json(req, res, next)));
 }

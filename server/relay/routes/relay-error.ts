@@ -2,6 +2,8 @@ import type { ErrorRequestHandler } from 'express';
 import { RelayError as CoreRelayError } from '../../../core/relay/problem.js';
 import { createErrorHandler } from '../../http/error-handler.js';
 import { HttpError } from '../../http/http-error.js';
+import { NOT_UTF8_DETAIL } from '../../http/json-body.js';
+import { NOT_UTF8_ERROR_TYPE } from '../../http/plain-json-body.js';
 import { relayToHttpError } from './relay-error-http.js';
 import { coreProblemsToValidation, type ValidationErrorItem } from '../../../wire/problem-detail.js';
 import type { Logger } from '../../http/logger.js';
@@ -46,6 +48,9 @@ function translate(err: unknown): unknown {
   switch (e?.type) {
     case 'entity.parse.failed':
       return new HttpError(422, [issue('json_invalid', ['body', 0], 'JSON decode error', typeof e.body === 'string' ? e.body.slice(0, 200) : null, { error: 'invalid JSON' })]);
+    case NOT_UTF8_ERROR_TYPE:
+      // FastAPI's 400, not the 422 of JSON that does not parse (NOT_UTF8_DETAIL says why).
+      return new HttpError(400, NOT_UTF8_DETAIL);
     case 'entity.too.large':
       return new HttpError(413, 'request body too large');
     case 'encoding.unsupported':

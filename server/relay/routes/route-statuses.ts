@@ -8,7 +8,7 @@
  */
 export const genericErrors: Record<number, string> = {
   500: 'Internal Server Error (unexpected; logged on the server, never with its stack)',
-  503: "the relay's database could not be synced to disk: every request is refused, before it runs, until the relay restarts (one in flight at the failure may have been stored; decision 0480)",
+  503: "the relay's database could not be synced to disk: every request is refused, before it runs, until the relay restarts (one in flight at the failure may have been stored; decision 0480); or the relay is starting (Retry-After: 1)",
 };
 
 /** Every route with path parameters: each is checked before it is looked up. */
@@ -16,6 +16,7 @@ export const pathErrors: Record<number, string> = { 422: 'Validation Error: a ma
 
 /** Every route taking a JSON body: express.json's size bound and the media type check of `route()`. */
 export const bodyErrors: Record<number, string> = {
+  400: 'There was an error parsing the body: a JSON body whose bytes are not UTF-8 (FastAPI\'s answer)',
   413: 'request body over the JSON limit (jsonBodyMaxBytes)',
   415: 'a body that is not application/json',
   422: 'Validation Error (also `json_invalid` for JSON that does not parse)',
