@@ -98,7 +98,7 @@ export function ignoredUpgrades(options: IgnoredUpgradesOptions = {}): IgnoredUp
  * a connection closed with unread bytes is reset, and the reset can reach the client before it has
  * read the answer (the chunked 400, a 413 before the body; RFC 9112 section 9.6).
  */
-function lingerThenClose(connection: Socket, clock: Clock, lingerMs: number): void {
+export function lingerThenClose(connection: Socket, clock: Clock, lingerMs: number = IGNORED_UPGRADE_LINGER_MS): void {
   let discardedBytes = 0;
   connection.on('data', (chunk: Buffer) => {
     discardedBytes += chunk.length;

@@ -83,8 +83,8 @@ describe('startBenchServer while it starts and as it closes', () => {
     const socket = connect(Number(port), hostname);
     socket.on('error', () => undefined);
     await once(socket, 'connect');
-    // A body that has not all arrived: the app waits on it, as a streamed answer or a long poll waits.
-    socket.write(`POST /api/v1/agents/register HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"la`);
+    // A form body that has not all arrived: the form parser waits on it, as a streamed answer or a long poll waits (a JSON body here would be a 415 at once, from its headers).
+    socket.write(`POST /api/v1/agents/register HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nlabel=al`);
     // Destroyed by the server (a reset, with the body unread): `close` either way.
     const closed = new Promise((resolve) => socket.once('close', resolve));
     // Node no longer counts that connection as its own: without the service closing it, this waited for ever.

@@ -119,7 +119,7 @@ export class DebugRelay {
   async arm(agentId: string, sessionId: string, options: { idleTimeoutMs?: number }): Promise<DebugTerms> {
     const terms = { idleTimeoutMs: Math.min(options.idleTimeoutMs ?? DEFAULT_DEBUG_IDLE_MS, MAX_DEBUG_IDLE_MS), maxDebugMs: MAX_DEBUG_MS };
     if (!(await this.deps.store.debugArmings.arm(sessionId, agentId, terms, this.deps.clock.nowMs()))) {
-      throw new BenchError('session_not_active', `cannot arm session ${sessionId} for debugging: it ended meanwhile`);
+      throw new BenchError('session_not_active', `cannot arm a debugger on session ${sessionId}: it ended meanwhile`);
     }
     return terms;
   }

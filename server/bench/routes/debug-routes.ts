@@ -9,7 +9,7 @@ import { type BenchRoute, callerAgent } from './bench-route.js';
 import type { DebugRelay } from '../domain/debug-relay.js';
 
 const ERRORS = { 500: 'Internal Server Error (unexpected; logged on the server)', 401: 'Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)' };
-const BODY_ERRORS = { 400: 'The body ended before it was complete', 413: 'Body over the limit', 415: 'Body is not JSON' };
+const BODY_ERRORS = { 400: 'The body ended before it was complete, or its bytes are not UTF-8 (There was an error parsing the body)', 413: 'Body over the limit', 415: 'Body is not JSON' };
 
 /** What a plain GET of a debug stream's path is told: the stream is a WebSocket (server/bench/routes/debug-upgrades.ts serves the upgrade). */
 // RFC 9110 (15.5.22, 7.8): a 426 names the protocol in `Upgrade`, and `Upgrade` is a connection

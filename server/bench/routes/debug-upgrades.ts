@@ -1,10 +1,12 @@
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import type { Clock, TimerHandle } from '../../../core/clock.js';
 import { MAX_DEBUG_MESSAGE_BYTES, debugDataFrame, parseDebugDataFrame, workerDebugMessageSchema } from '../../../wire/worker/debug-schemas.js';
 import type { Logger } from '../../http/logger.js';
 import { HttpError } from '../../http/http-error.js';
+import { lingerThenClose } from '../../http/ignored-upgrade.js';
 import type { AgentRecord } from '../../storage/bench/bench-store.js';
 import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { toHttpError } from './bench-error-http.js';
@@ -40,6 +42,8 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_DEBUG_MESSAGE_BYTES, perMessageDeflate: false });
   /** The streams forwarded to another replica (decision 0663), ended on close: an upgraded socket would keep the server from closing. */
   const spliced = new Set<() => void>();
+  /** Refused upgrades lingering until their client closes (node's timeouts no longer watch an upgraded socket): destroyed on close. */
+  const refused = new Set<Duplex>();
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
     const url = req.url ?? '';
@@ -57,7 +61,11 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
     }).catch((err: unknown) => {
       throw err instanceof URIError ? new HttpError(404, 'Not Found') : err;
     });
-    handled.catch((err: unknown) => refuse(socket, err, deps.logger));
+    handled.catch((err: unknown) => {
+      refused.add(socket);
+      socket.once('close', () => refused.delete(socket));
+      refuse(socket, err, deps.logger, deps.clock);
+    });
 
     /** True when the job's streams are another replica's and the upgrade went there (decision 0663); a 503 when they cannot. */
     async function forwarded(jobId: string, who: { agentId: string } | { workerId: string }): Promise<boolean> {
@@ -155,6 +163,7 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { upgrade: (req: Incoming
       deps.relay.shutdown();
       for (const ws of wss.clients) ws.terminate();
       for (const end of [...spliced]) end();
+      for (const socket of [...refused]) socket.destroy();
       wss.close();
     },
   };
@@ -197,8 +206,12 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** Answers a refused upgrade as the bench answers any request (`{"detail"}`, its status and headers) and closes the connection. */
-function refuse(socket: Duplex, err: unknown, logger: Logger): void {
+/**
+ * Answers a refused upgrade as the bench answers any request (`{"detail"}`, its status and headers)
+ * and closes the connection once the client has read it (what it still sends is read and dropped,
+ * so a body it sends, a POST's, does not reset the answer away).
+ */
+function refuse(socket: Duplex, err: unknown, logger: Logger, clock: Clock): void {
   const mapped = toHttpError(err);
   const known = mapped instanceof HttpError;
   if (!known) logger.error('a debug WebSocket upgrade failed', err);
@@ -206,5 +219,6 @@ function refuse(socket: Duplex, err: unknown, logger: Logger): void {
   const body = JSON.stringify({ detail: known ? mapped.detail : 'Internal Server Error' });
   const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), connection: 'close', ...(known ? mapped.headers : {}) };
   if (!socket.writable) return void socket.destroy();
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body}`);
+  socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body}`);
+  lingerThenClose(socket as Socket, clock);
 }

@@ -60,7 +60,7 @@ export function jobLiveRoutes(bench: Bench): BenchRoute[] {
       response: uartInputAnswerSchema,
       errors: {
         ...ERRORS,
-        400: 'The body ended before it was complete',
+        400: 'The body ended before it was complete, or its bytes are not UTF-8 (There was an error parsing the body)',
         409: 'The job is not flashing or running (queued, done, failed)',
         413: 'Body over the limit',
         415: 'Body is not JSON',

@@ -20,7 +20,7 @@ describe('websocketHandshakeRefusal', () => {
     for (const version of ['12', undefined]) {
       const refusal = websocketHandshakeRefusal(request('GET', { ...good, 'sec-websocket-version': version }));
       expect(refusal?.status).toBe(426);
-      expect(refusal?.headers).toEqual({ 'sec-websocket-version': '13' });
+      expect(refusal?.headers).toEqual({ upgrade: 'websocket', 'sec-websocket-version': '13, 8' });
       expect(refusal?.detail).toMatch(/send 13$/);
     }
   });

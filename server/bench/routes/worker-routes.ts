@@ -34,8 +34,8 @@ import {
 
 const ERRORS = { 500: 'Internal Server Error (unexpected; logged on the server)' };
 const WORKER_ERRORS = { ...ERRORS, 401: 'Missing or invalid worker token (agent tokens never work here)', 403: 'Worker revoked, or a board it did not announce' };
-/** Routes with a JSON body: not JSON (415), over the limit (413), cut off mid-body (400). */
-const BODY_ERRORS = { 400: 'The body ended before it was complete', 413: 'Body over the limit', 415: 'Body is not JSON' };
+/** Routes with a JSON body: not JSON (415), over the limit (413), cut off mid-body or not UTF-8 (400). */
+const BODY_ERRORS = { 400: 'The body ended before it was complete, or its bytes are not UTF-8 (There was an error parsing the body)', 413: 'Body over the limit', 415: 'Body is not JSON' };
 const JOB_ERRORS = { ...WORKER_ERRORS, 404: 'No such job among this worker’s', 409: 'The worker no longer holds the job' };
 /** Long polls: a worker waits in at most a few at once (decision 0470). */
 const LONG_POLL_ERRORS = { 429: 'The worker already waits in as many such long polls as it may (Retry-After: 1)' };
