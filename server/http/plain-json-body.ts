@@ -14,7 +14,7 @@ import type { RequestHandler } from 'express';
  * content-type parsing the header twice, iconv-lite's decoder, raw-body's and body-parser's set-up
  * (the vote route's body reading was 12 % of its main-thread time, decision 0575).
  */
-export function plainJsonBody(options: { limitBytes: number }, general: RequestHandler): RequestHandler {
+export function plainJsonBody(options: { limitBytes: number; keepBytes?: (req: IncomingMessage) => boolean }, general: RequestHandler): RequestHandler {
   return (req, res, next) => {
     const length = plainJsonLength(req, options.limitBytes);
     if (length === null) {
@@ -22,7 +22,7 @@ export function plainJsonBody(options: { limitBytes: number }, general: RequestH
       return;
     }
     req.body = undefined;
-    readPlainJson(req, length, (error, body) => {
+    readPlainJson(req, length, options.keepBytes?.(req) ?? false, (error, body) => {
       if (error) {
         next(error);
         return;
@@ -31,6 +31,18 @@ export function plainJsonBody(options: { limitBytes: number }, general: RequestH
       next();
     });
   };
+}
+
+/** Requests whose body `plainJsonBody` kept as bytes, unparsed (`keepBytes`). */
+const keptBytes = new WeakMap<IncomingMessage, Buffer>();
+
+/**
+ * The body's bytes when `plainJsonBody` kept them instead of parsing (its `keepBytes` said so, and
+ * the request is its plain case): the route then parses them itself, or has them parsed elsewhere
+ * as this would (the relay's vote writer thread, decision 0921); `req.body` stays undefined.
+ */
+export function plainJsonBytes(req: IncomingMessage): Buffer | undefined {
+  return keptBytes.get(req);
 }
 
 /** Requests whose body `plainJsonBody` parsed from text holding no `\u` escape (`parsedWithoutEscapes`). */
@@ -64,7 +76,7 @@ function plainJsonLength(req: IncomingMessage, limitBytes: number): number | nul
 }
 
 /** Reads `length` bytes of `req` and parses them (see `plainJsonBody`). */
-function readPlainJson(req: IncomingMessage, length: number, done: (error: Error | null, body?: unknown) => void): void {
+function readPlainJson(req: IncomingMessage, length: number, keep: boolean, done: (error: Error | null, body?: unknown) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
   let settled = false;
@@ -86,6 +98,11 @@ function readPlainJson(req: IncomingMessage, length: number, done: (error: Error
     // Node stops at the declared length; fewer bytes means the connection ended first.
     if (received !== length) {
       finish(aborted());
+      return;
+    }
+    if (keep) {
+      keptBytes.set(req, chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received));
+      finish(null, undefined);
       return;
     }
     let text = (chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received)).toString('utf8');

@@ -49,6 +49,12 @@ export class VoteIngest {
     private readonly voting: Voting,
     private readonly selfNodeId: string,
     private readonly nowMs: () => number,
+    /**
+     * `onThread`: this runs on the vote writer thread (decision 0921), off the event loop, where
+     * votes arrive as messages one after another: signatures are checked at once, and whether a
+     * vote is alone is the event loop's word (`submit`'s `arrival`), not `inFlight`.
+     */
+    private readonly options: { onThread?: boolean } = {},
   ) {}
 
   /**
@@ -89,7 +95,7 @@ export class VoteIngest {
    */
   verify(vote: Vote, voter: { registered: boolean }): Promise<boolean> {
     const options = { keyChecked: voter.registered };
-    if (this.inFlight <= 1) return Promise.resolve(verifyVote(vote, options));
+    if (this.inFlight <= 1 || this.options.onThread) return Promise.resolve(verifyVote(vote, options));
     this.verifying++;
     const settled = () => {
       this.verifying--;
@@ -109,10 +115,12 @@ export class VoteIngest {
   }
 
   /** Stores a verified vote (its voter registered) and re-tallies the relay node; settles after the commit. */
-  submit(vote: Vote): Promise<VoteOutcome> {
+  submit(vote: Vote, arrival?: { othersWaiting: boolean }): Promise<VoteOutcome> {
+    const alone = arrival ? !arrival.othersWaiting : this.inFlight <= 1;
     return new Promise((resolve, reject) => {
       this.pending.push({ vote, resolve, reject });
-      if (this.inFlight <= 1 && !this.scheduled) void this.flush();
+      // On the thread, others waiting: after the messages already delivered, which join the batch.
+      if (alone && !this.scheduled) void this.flush();
       else this.schedule();
     });
   }
