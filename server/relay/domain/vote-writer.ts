@@ -32,6 +32,9 @@ export class VoteWriterStopped extends StorageFault {
   }
 }
 
+/** Tests only: called right after a vote was sent to the thread, so a test can crash it with the vote waiting. */
+export const voteWriterTestHooks: { afterSend?: (writer: VoteWriter) => void } = {};
+
 /** The thread of each entry module, shared by every relay of the process (one load of the relay's code, not one per relay). */
 const threads = new Map<string, WriterThread>();
 let writersOpened = 0;
@@ -63,7 +66,9 @@ export class VoteWriter {
     if (this.closed) throw new VoteWriterStopped('the relay is closing: the vote writer takes no more votes');
     const thread = this.thread();
     const othersWaiting = this.waiting > 0;
-    return this.waitFor(thread, thread.request({ type: 'vote', writer: this.writer, id: 0, itemId, body, nowMs, othersWaiting }));
+    const answer = thread.request({ type: 'vote', writer: this.writer, id: 0, itemId, body, nowMs, othersWaiting });
+    voteWriterTestHooks.afterSend?.(this);
+    return this.waitFor(thread, answer);
   }
 
   /** A batch's answers arrived: the caches forget what it changed first (`WriterThread.receive`). */
@@ -112,9 +117,9 @@ export class VoteWriter {
     return this.openOn ? this.openOn.started : Promise.reject(new Error('no vote writer thread serves this relay yet'));
   }
 
-  /** Ends the thread now, as a crash would (tests of the failure path). */
+  /** Ends the thread now as a crash would, by `Worker.terminate` (tests of the failure path: its `exit` fails what waits). */
   crashForTest(): void {
-    this.openOn?.fail(new VoteWriterStopped('the vote writer thread was ended by a test'));
+    this.openOn?.terminateForTest();
   }
 
   /** Closes this relay's connection in the thread (before the event loop's store closes: on SQLite the last connection checkpoints). */
@@ -218,6 +223,10 @@ class WriterThread {
       this.busyChanged();
       this.worker.postMessage({ ...message, id });
     });
+  }
+
+  terminateForTest(): void {
+    void this.worker.terminate();
   }
 
   /** Ends the thread; every request waiting on it is rejected with `reason`, which is logged once. */
