@@ -51,8 +51,9 @@ export class VoteIngest {
     private readonly nowMs: () => number,
     /**
      * `onThread`: this runs on the vote writer thread (decision 0921), off the event loop, where
-     * votes arrive as messages one after another: signatures are checked at once, and whether a
-     * vote is alone is the event loop's word (`submit`'s `arrival`), not `inFlight`.
+     * votes arrive as messages: signatures are checked at once, and every batch waits for
+     * `setImmediate`, so the votes of the messages delivered together commit together (a vote
+     * alone pays one turn of an idle thread's loop, microseconds).
      */
     private readonly options: { onThread?: boolean } = {},
   ) {}
@@ -115,11 +116,10 @@ export class VoteIngest {
   }
 
   /** Stores a verified vote (its voter registered) and re-tallies the relay node; settles after the commit. */
-  submit(vote: Vote, arrival?: { othersWaiting: boolean }): Promise<VoteOutcome> {
-    const alone = arrival ? !arrival.othersWaiting : this.inFlight <= 1;
+  submit(vote: Vote): Promise<VoteOutcome> {
+    const alone = !this.options.onThread && this.inFlight <= 1;
     return new Promise((resolve, reject) => {
       this.pending.push({ vote, resolve, reject });
-      // On the thread, others waiting: after the messages already delivered, which join the batch.
       if (alone && !this.scheduled) void this.flush();
       else this.schedule();
     });

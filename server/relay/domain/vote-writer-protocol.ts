@@ -28,15 +28,14 @@ export interface WriterThreadData {
 
 /**
  * A vote as the route read it: the body's bytes as sent (`plainJsonBytes`), the path's item id and
- * the host clock's time. `othersWaiting`: whether other votes of the relay were waiting on the
- * thread when this one was sent: a vote alone is stored at once, others wait for the votes
- * delivered with them (group commit). One thread serves every relay of the process (`writer`
+ * the host clock's time. The votes of the messages the thread takes in one turn commit together
+ * (`VoteIngest`'s group commit). One thread serves every relay of the process (`writer`
  * names whose store; a test process runs many relays): `open` before the writer's first vote,
  * `close` answered once its store closed.
  */
 export type HostToWriter =
   | { type: 'open'; writer: number; data: WriterThreadData }
-  | { type: 'vote'; writer: number; id: number; itemId: string; body: Uint8Array; nowMs: number; othersWaiting: boolean }
+  | { type: 'vote'; writer: number; id: number; itemId: string; body: Uint8Array; nowMs: number }
   | { type: 'close'; writer: number; id: number };
 
 /**

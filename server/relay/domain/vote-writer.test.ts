@@ -116,17 +116,26 @@ describe('VoteWriter (POST /items/{id}/vote from its bytes on a thread of its ow
     expect(counted(await post(vote(voters[2] as NodeKey)))).toBe(3);
   });
 
-  it('rejects the votes waiting on a thread that exits with the reason, logs it, and starts a new thread for the next vote', { timeout: 60_000 }, async () => {
+  it('rejects the votes waiting on a thread that crashes with the reason, logs it, and starts a new thread for the next vote', { timeout: 60_000 }, async () => {
     await post(vote(voters[0] as NodeKey));
     const waiting = post(vote(voters[1] as NodeKey));
     writer.crashForTest();
     await expect(waiting).rejects.toThrow(VoteWriterStopped);
-    await expect(waiting).rejects.toThrow(/the vote writer thread exited/);
-    expect(logged.some((line) => /vote writer thread exited \(code \d+\); 1 vote\(s\) waiting on it fail, and the next vote starts a new thread/.test(line))).toBe(true);
+    await expect(waiting).rejects.toThrow(/the vote writer thread was ended by a test/);
+    expect(logged.some((line) => /vote writer thread was ended by a test; 1 vote\(s\) waiting on it fail, and the next vote starts a new thread/.test(line))).toBe(true);
     expect(writer.running).toBe(false);
     // Sent again (votes are idempotent): stored by a new thread, or found stored already.
     expect(read(await post(vote(voters[1] as NodeKey)))).toMatchObject({ body: { item } });
     expect(writer.running).toBe(true);
+  });
+
+  it('fails the votes waiting on a thread that throws uncaught with its error, and starts a new one for the next vote', { timeout: 60_000 }, async () => {
+    await writer.close();
+    writer = openWriter({ entry: new URL('./crashing-vote-writer-thread.ts', import.meta.url) });
+    await expect(post(vote(voters[0] as NodeKey))).rejects.toThrow(/the vote writer thread failed: a crash in the vote writer thread \(a test\)/);
+    expect(logged.some((line) => /1 vote\(s\) waiting on it fail, and the next vote starts a new thread/.test(line))).toBe(true);
+    expect(writer.running).toBe(false);
+    await expect(post(vote(voters[0] as NodeKey))).rejects.toThrow(VoteWriterStopped);
   });
 
   it('ends a thread that stays silent while votes wait, after answerWithinMs on the injected clock, with a failure that says so', { timeout: 60_000 }, async () => {

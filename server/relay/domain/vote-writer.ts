@@ -65,8 +65,7 @@ export class VoteWriter {
   async post(itemId: string, body: Uint8Array, nowMs: number): Promise<VoteAnswer> {
     if (this.closed) throw new VoteWriterStopped('the relay is closing: the vote writer takes no more votes');
     const thread = this.thread();
-    const othersWaiting = this.waiting > 0;
-    const answer = thread.request({ type: 'vote', writer: this.writer, id: 0, itemId, body, nowMs, othersWaiting });
+    const answer = thread.request({ type: 'vote', writer: this.writer, id: 0, itemId, body, nowMs });
     voteWriterTestHooks.afterSend?.(this);
     return this.waitFor(thread, answer);
   }
@@ -117,9 +116,9 @@ export class VoteWriter {
     return this.openOn ? this.openOn.started : Promise.reject(new Error('no vote writer thread serves this relay yet'));
   }
 
-  /** Ends the thread now as a crash would, by `Worker.terminate` (tests of the failure path: its `exit` fails what waits). */
+  /** Ends the thread now as a crash would, before it answers what waits (tests of the failure path). */
   crashForTest(): void {
-    this.openOn?.terminateForTest();
+    this.openOn?.fail(new VoteWriterStopped('the vote writer thread was ended by a test'));
   }
 
   /** Closes this relay's connection in the thread (before the event loop's store closes: on SQLite the last connection checkpoints). */
@@ -223,10 +222,6 @@ class WriterThread {
       this.busyChanged();
       this.worker.postMessage({ ...message, id });
     });
-  }
-
-  terminateForTest(): void {
-    void this.worker.terminate();
   }
 
   /** Ends the thread; every request waiting on it is rejected with `reason`, which is logged once. */

@@ -85,7 +85,7 @@ async function answerVote(writer: Writer, message: Extract<HostToWriter, { type:
   try {
     // The route wrapper's check (decision 0490): text without `\u` escapes cannot hold what it looks for (0840).
     if (read.escapes) refuseUnstorableText(read.document, ['body']);
-    const { vote, outcome } = await checkAndStoreVote(writer, itemId, read.document, message.nowMs, { othersWaiting: message.othersWaiting });
+    const { vote, outcome } = await checkAndStoreVote(writer, itemId, read.document, message.nowMs);
     // Any vote that reached the write path may have changed the item's statements and the relay node's tally.
     writer.changed.add(itemId);
     return { id, status: outcome.stored ? 201 : 200, text: JSON.stringify(voteAnswerView(itemId, vote, outcome, writer.selfNodeId)) };

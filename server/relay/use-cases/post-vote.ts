@@ -51,10 +51,9 @@ export interface VoteWritePath {
 
 /**
  * The checks of POST /items/{id}/vote in their order (item, shape, path item, time, signature,
- * voter, slice), then the ingest's group commit. `arrival`: on the writer thread, whether other
- * votes were waiting there when this one was sent (`VoteIngest.submit`).
+ * voter, slice), then the ingest's group commit.
  */
-export async function checkAndStoreVote(path: VoteWritePath, itemId: string, document: unknown, nowMs: number, arrival?: { othersWaiting: boolean }): Promise<PostedVote> {
+export async function checkAndStoreVote(path: VoteWritePath, itemId: string, document: unknown, nowMs: number): Promise<PostedVote> {
   const { ingest, store, voting } = path;
   requireItemId(itemId);
   // Only whether it exists: the vote's answer needs nothing else of the item's row.
@@ -74,5 +73,5 @@ export async function checkAndStoreVote(path: VoteWritePath, itemId: string, doc
     // Checked here as well as where it is stored: a refusal never reaches the write path.
     throw unknownSliceHash(vote.slice_hash);
   }
-  return { vote, outcome: await ingest.submit(vote, arrival) };
+  return { vote, outcome: await ingest.submit(vote) };
 }
