@@ -116,6 +116,28 @@ describe('VoteWriter (POST /items/{id}/vote from its bytes on a thread of its ow
     expect(counted(await post(vote(voters[2] as NodeKey)))).toBe(3);
   });
 
+  it('keeps seq order equal to commit order while the thread and the event loop write at once', { timeout: 60_000 }, async () => {
+    const seen: number[] = [];
+    let since = 0;
+    let reads = Promise.resolve();
+    // One read at a time, each from where the last stopped, as a peer pages GET /events.
+    const readAfterCommit = () =>
+      (reads = reads.then(async () => {
+        for (const event of await store.plainData.events.after(since, [], 500)) {
+          seen.push(event.seq);
+          since = event.seq;
+        }
+      }));
+    const votes = voters.map((key) => post(vote(key)).then(readAfterCommit));
+    const own = [1, 2, 3, 4].map((n) => store.tx(store.appendEvent('node', relayKey.nodeId, n.toString(16).padStart(64, '0'), {}, n)).then(readAfterCommit));
+    await Promise.all([...votes, ...own]);
+    await readAfterCommit();
+    const all = (await store.plainData.events.after(0, [], 500)).map((e) => e.seq);
+    // A reader paging by seq after every commit saw every event once: no smaller seq committed after a larger one.
+    expect(seen).toEqual(all);
+    expect(all.length).toBeGreaterThanOrEqual(voters.length + 4);
+  });
+
   it('rejects the votes waiting on a thread that crashes with the reason, logs it, and starts a new thread for the next vote', { timeout: 60_000 }, async () => {
     await post(vote(voters[0] as NodeKey));
     const waiting = post(vote(voters[1] as NodeKey));
