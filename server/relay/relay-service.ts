@@ -210,7 +210,7 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       log,
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
       // SQLite: votes checked and written on a thread of their own (decision 0921); PostgreSQL keeps them on the loop.
-      voteWriter: config.databaseUrl ? undefined : new VoteWriter({ clock: config.clock, database: { dataDir: config.dataDir, commitNotices: store.commitNotices as Int32Array }, selfSecretKey: selfKey.secretKey, defaultSliceFrom, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}), onChanged: (itemIds) => voting.forgetItems(itemIds), log }),
+      voteWriter: config.databaseUrl ? undefined : new VoteWriter({ clock: config.clock, database: { dataDir: config.dataDir, commitNotices: store.commitNotices as Int32Array }, selfSecretKey: selfKey.secretKey, defaultSliceFrom, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}), onChanged: (itemIds) => voting.forgetItems(itemIds), onThreadLost: () => voting.forgetCached(), log }),
     };
     await registerSelf(deps);
     await store.tx(voting.publishSelfSlice(config.clock.nowMs()));

@@ -25,6 +25,7 @@ let writer: VoteWriter;
 let logged: string[];
 let changed: string[][];
 let syncs: number;
+let threadsLost: number;
 
 function vote(key: NodeKey, options: { sliceHash?: string } = {}): Vote {
   const slice = options.sliceHash === undefined ? { slice: { t: 1, v: [relayKey.nodeId], i: [] } } : { slice_hash: options.sliceHash };
@@ -48,6 +49,7 @@ function openWriter(options: { entry?: URL; answerWithinMs?: number } = {}): Vot
     selfSecretKey: relayKey.secretKey,
     defaultSliceFrom: { operators: [], configuredPeers: [] },
     onChanged: (itemIds) => changed.push([...itemIds]),
+    onThreadLost: () => threadsLost++,
     log: (message) => logged.push(message),
     ...options,
   });
@@ -71,6 +73,7 @@ beforeEach(async () => {
   });
   logged = [];
   changed = [];
+  threadsLost = 0;
   writer = openWriter();
 });
 afterEach(async () => {
@@ -143,6 +146,8 @@ describe('VoteWriter (POST /items/{id}/vote from its bytes on a thread of its ow
     const waiting = post(vote(voters[1] as NodeKey));
     writer.crashForTest();
     await expect(waiting).rejects.toThrow(VoteWriterStopped);
+    // It may have committed the waiting vote before it ended: the event loop's caches forget everything.
+    expect(threadsLost).toBe(1);
     await expect(waiting).rejects.toThrow(/the vote writer thread was ended by a test/);
     expect(logged.some((line) => /vote writer thread was ended by a test; 1 vote\(s\) waiting on it fail, and the next vote starts a new thread/.test(line))).toBe(true);
     expect(writer.running).toBe(false);
@@ -173,5 +178,21 @@ describe('VoteWriter (POST /items/{id}/vote from its bytes on a thread of its ow
     fake.tick(1);
     await expect(waiting).rejects.toThrow(/the vote writer thread answered nothing for 5000 ms while 1 vote\(s\) of this relay waited; it was taken for hung and ended/);
     expect(writer.running).toBe(false);
+  });
+
+  it('keeps every wait bounded after a thread failed: the next thread is watched from its first vote', { timeout: 60_000 }, async () => {
+    await writer.close();
+    writer = openWriter({ entry: new URL('./silent-vote-writer-thread.ts', import.meta.url), answerWithinMs: 5_000 });
+    const first = post(vote(voters[0] as NodeKey));
+    first.catch(() => undefined);
+    writer.crashForTest();
+    await expect(first).rejects.toThrow(VoteWriterStopped);
+    const second = post(vote(voters[1] as NodeKey));
+    second.catch(() => undefined);
+    await writer.whenThreadReady();
+    fake.tick(5_000);
+    fake.tick(5_000);
+    await expect(second).rejects.toThrow(/answered nothing for 5000 ms while 1 vote\(s\) of this relay waited/);
+    expect(threadsLost).toBe(2);
   });
 });

@@ -12,6 +12,11 @@ export interface VoteWriterOptions extends WriterThreadData {
   clock: Clock;
   /** Told, before any answer of a batch is handed back, which items the thread's commits changed: the event loop's caches forget them. */
   onChanged: (itemIds: readonly string[]) => void;
+  /**
+   * The thread serving this relay ended: it may have committed votes it never answered (a crash
+   * between its commit and its message), so the event loop's caches forget everything they hold.
+   */
+  onThreadLost: () => void;
   /** How long the thread may stay silent while this relay's votes wait, before it is taken for hung and replaced; default 60 s. */
   answerWithinMs?: number;
   /** The thread's entry module (tests start a faulty one). */
@@ -58,6 +63,8 @@ export class VoteWriter {
   /** Votes of this relay waiting on the thread, and the watchdog that runs while any do. */
   private waiting = 0;
   private watchdog: TimerHandle | undefined;
+  /** The thread the watchdog watches: one that fails disarms it, so the next thread's waits are watched from their start. */
+  private watched: WriterThread | undefined;
 
   constructor(private readonly options: VoteWriterOptions) {}
 
@@ -76,6 +83,18 @@ export class VoteWriter {
     if (message.changedItems.length > 0) this.options.onChanged(message.changedItems);
   }
 
+  /** The thread `thread` ended (`WriterThread.fail`): what it committed unsaid is forgotten, and its watchdog disarmed. */
+  lost(thread: WriterThread): void {
+    if (this.watched === thread) this.disarm();
+    this.options.onThreadLost();
+  }
+
+  private disarm(): void {
+    if (this.watchdog !== undefined) this.options.clock.clearTimeout(this.watchdog);
+    this.watchdog = undefined;
+    this.watched = undefined;
+  }
+
   /** `answer`, watched: while any vote of this relay waits, the thread must say something (to any relay) every `answerWithinMs`. */
   private async waitFor<T>(thread: WriterThread, answer: Promise<T>): Promise<T> {
     this.waiting++;
@@ -92,9 +111,16 @@ export class VoteWriter {
     const { clock } = this.options;
     const withinMs = this.options.answerWithinMs ?? 60_000;
     const heardBefore = thread.heard;
+    this.watched = thread;
     this.watchdog = clock.setTimeout(() => {
       this.watchdog = undefined;
-      if (thread.failure || this.waiting === 0) return;
+      this.watched = undefined;
+      if (this.waiting === 0) return;
+      // Every wait stays bounded: a thread that ended hands the watch to the one serving this relay now.
+      if (thread.failure) {
+        if (this.openOn && !this.openOn.failure) this.watch(this.openOn);
+        return;
+      }
       if (thread.heard !== heardBefore) return this.watch(thread);
       const what = thread.ready ? 'answered nothing' : 'did not start';
       thread.fail(new VoteWriterStopped(`the vote writer thread ${what} for ${withinMs} ms while ${this.waiting} vote(s) of this relay waited; it was taken for hung and ended`));
@@ -126,8 +152,7 @@ export class VoteWriter {
     this.closed = true;
     const thread = this.openOn;
     this.openOn = undefined;
-    if (this.watchdog !== undefined) this.options.clock.clearTimeout(this.watchdog);
-    this.watchdog = undefined;
+    this.disarm();
     if (!thread || thread.failure) return;
     await this.waitFor(thread, thread.request({ type: 'close', writer: this.writer, id: 0 })).catch((error: unknown) => {
       this.options.log("relay: the vote writer thread could not close this relay's connection", error);
@@ -234,6 +259,7 @@ class WriterThread {
     for (const waiting of this.pending.values()) waiting.reject(reason);
     this.pending.clear();
     void this.worker.terminate();
+    for (const user of this.users.values()) user.lost(this);
   }
 
   private receive(raw: unknown): void {
