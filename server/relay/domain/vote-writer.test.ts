@@ -5,6 +5,7 @@ import { type NodeKey, generateNodeKey } from '../../../core/relay/node-id.js';
 import { type Vote, signVote } from '../../../core/relay/vote.js';
 import { RelayStore } from '../relay-store.js';
 import { tempDataDir } from '../../../test/support/relay-test-kit.js';
+import { voteWriterEntry } from '../routes/vote-writer-entry.js';
 import { VoteWriter, VoteWriterStopped } from './vote-writer.js';
 import { Voting } from './voting.js';
 import type { VoteAnswer } from './vote-writer-protocol.js';
@@ -50,6 +51,7 @@ function openWriter(options: { entry?: URL; answerWithinMs?: number } = {}): Vot
     defaultSliceFrom: { operators: [], configuredPeers: [] },
     onChanged: (itemIds) => changed.push([...itemIds]),
     onThreadLost: () => threadsLost++,
+    entry: voteWriterEntry,
     log: (message) => logged.push(message),
     ...options,
   });

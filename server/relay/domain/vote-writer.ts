@@ -5,9 +5,6 @@ import type { Clock, TimerHandle } from '../../../core/clock.js';
 import { StorageFault } from '../../storage/storage-faults.js';
 import { type HostToWriter, type VoteAnswer, type WriterThreadData, type WriterToHost, writerMessage } from './vote-writer-protocol.js';
 
-/** The thread's entry: `.js` in the built package, `.ts` under tsx or vitest (beside the vote route: it answers with the route's view). */
-export const defaultWriterEntry = new URL(`../routes/post-vote-thread${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
-
 export interface VoteWriterOptions extends WriterThreadData {
   clock: Clock;
   /** Told, before any answer of a batch is handed back, which items the thread's commits changed: the event loop's caches forget them. */
@@ -19,8 +16,8 @@ export interface VoteWriterOptions extends WriterThreadData {
   onThreadLost: () => void;
   /** How long the thread may stay silent while this relay's votes wait, before it is taken for hung and replaced; default 60 s. */
   answerWithinMs?: number;
-  /** The thread's entry module (tests start a faulty one). */
-  entry?: URL;
+  /** The thread's entry module: routes/ (`voteWriterEntry`, the composition root passes it); tests start faulty ones. */
+  entry: URL;
   log: (message: string, cause: unknown) => void;
 }
 
@@ -163,7 +160,7 @@ export class VoteWriter {
   /** The live thread with this relay's store open on it: started, or replaced after a failure, as needed. */
   private thread(): WriterThread {
     const { database, selfSecretKey, selfSlice, defaultSliceFrom, log } = this.options;
-    const entry = this.options.entry ?? defaultWriterEntry;
+    const { entry } = this.options;
     let thread = threads.get(entry.href);
     if (!thread || thread.failure) {
       const started: WriterThread = new WriterThread(entry, log, () => {
