@@ -323,7 +323,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   });
   api.get('/openapi.json', (_req, res) => void res.json(openapi));
   // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
-  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(deps.voteWriter !== undefined), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
+  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser({ votesAsBytes: deps.voteWriter !== undefined }), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
   const stats = async () => {
     const { nodes, items, votes, peers } = deps.store.plainData;
