@@ -100,7 +100,10 @@ describe('VoteWriter (POST /items/{id}/vote from its bytes on a thread of its ow
     expect(read(await post(vote(voters[5] as NodeKey, { sliceHash: 'ab'.repeat(32) })))).toEqual({ refused: 'invalid_input' });
     expect(read(await writer.post('ab'.repeat(32), bytes(vote(voters[5] as NodeKey)), clock.nowMs()))).toEqual({ refused: 'item_not_found' });
     expect(read(await post('{"schema": '))).toEqual({ refused: 'unparsable' });
-    expect(read(await post('{"schema": "x\\u0000"}'))).toEqual({ refused: 'invalid_input' });
+    // The thread's U+0000 check (decision 0490), not the schema's: its own problem code.
+    const nul = await post('{"schema": "x\\u0000"}');
+    expect(read(nul)).toEqual({ refused: 'invalid_input' });
+    expect('error' in nul && nul.error.kind === 'refusal' ? nul.error.extra.input?.problems.map((p) => p.code) : undefined).toEqual(['nul_character']);
     // The event loop's store sees the thread's rows, and its answers wait for a sync after them (decision 0480).
     expect(store.db.prepare('SELECT count(*) AS n FROM votes WHERE item_id = ?').get(item)).toEqual({ n: 4 });
     const syncsBefore = syncs;
