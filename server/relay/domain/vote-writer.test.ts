@@ -185,6 +185,12 @@ describe('VoteWriter (POST /items/{id}/vote from its bytes on a thread of its ow
     expect(writer.running).toBe(false);
   });
 
+  it('settles a vote sent right before its relay closes: answered, or rejected when the thread closed first', { timeout: 60_000 }, async () => {
+    const sent = post(vote(voters[0] as NodeKey));
+    await writer.close();
+    await expect(sent.then(() => 'settled', () => 'settled')).resolves.toBe('settled');
+  });
+
   it('keeps every wait bounded after a thread failed: the next thread is watched from its first vote', { timeout: 60_000 }, async () => {
     await writer.close();
     writer = openWriter({ entry: new URL('./silent-vote-writer-thread.ts', import.meta.url), answerWithinMs: 5_000 });

@@ -232,6 +232,9 @@ class WriterThread {
     if (this.users.size > 0 || this.failure) return;
     this.failure = new VoteWriterStopped('the vote writer thread was ended: no relay uses it');
     this.onEnded();
+    // A request it did not answer before its last relay closed (a `closed` sent before a batch's answers) is answered now.
+    for (const waiting of this.pending.values()) waiting.reject(this.failure);
+    this.pending.clear();
     void this.worker.terminate();
   }
 
