@@ -218,7 +218,9 @@ export class RelayStore {
   private noteCommit(): void {
     this.committed++;
     // A second connection's store (decisions 0770, 0921): the count moves, staying even, after every
-    // commit, a write outside `tx` included (the vote writer makes none; this keeps it safe if it did).
+    // commit, a write outside `tx` included. That alone does not make such a write durable before an
+    // answer: it is never odd during its COMMIT, so an answer read meanwhile may miss it. The vote
+    // writer makes none: every write of it is a `tx`.
     if (!this.walSync && this.commitNotices) Atomics.add(this.commitNotices, 0, 2);
     this.walSync?.noteCommit();
     this.checkpointer?.noteCommit();
