@@ -13,7 +13,7 @@ import type { DefaultSliceSources } from './self-voter.js';
 /** Where the thread opens the relay's store: the same SQLite database as the event loop's. */
 export interface WriterDatabase {
   dataDir: string;
-  /** The event loop's store's counter (`RelayStore.commitNotices`, shared memory), which syncs the writer's commits. */
+  /** This thread's counter word of the event loop's store (`RelayStore.commitCounter`, shared memory), which syncs the writer's commits. */
   commitNotices: Int32Array;
 }
 

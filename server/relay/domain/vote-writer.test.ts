@@ -46,7 +46,8 @@ function read(answer: VoteAnswer): { status: number; body: Record<string, unknow
 function openWriter(options: { entry?: URL; answerWithinMs?: number } = {}): VoteWriter {
   return new VoteWriter({
     clock,
-    database: { dataDir: data.dir, commitNotices: store.commitNotices as Int32Array },
+    dataDir: data.dir,
+    commitCounter: () => store.commitCounter(),
     selfSecretKey: relayKey.secretKey,
     defaultSliceFrom: { operators: [], configuredPeers: [] },
     onChanged: (itemIds) => changed.push([...itemIds]),
@@ -189,6 +190,22 @@ describe('VoteWriter (POST /items/{id}/vote from its bytes on a thread of its ow
     const sent = post(vote(voters[0] as NodeKey));
     await writer.close();
     await expect(sent.then(() => 'settled', () => 'settled')).resolves.toBe('settled');
+  });
+
+  it("syncs what a thread's word counted, and stops reading it once the thread ended, even cut off mid-COMMIT (left odd)", async () => {
+    const counter = store.commitCounter();
+    // A thread terminated between its count before the COMMIT and the one after.
+    Atomics.add(counter.word, 0, 1);
+    for (let k = 0; k < 2; k++) {
+      const before = syncs;
+      await store.whenDurable();
+      expect(syncs).toBeGreaterThan(before);
+    }
+    counter.end();
+    await store.whenDurable();
+    const before = syncs;
+    await store.whenDurable();
+    expect(syncs).toBe(before);
   });
 
   it('keeps every wait bounded after a thread failed: the next thread is watched from its first vote', { timeout: 60_000 }, async () => {

@@ -5,8 +5,18 @@ import type { Clock, TimerHandle } from '../../../core/clock.js';
 import { StorageFault } from '../../storage/storage-faults.js';
 import { type HostToWriter, type VoteAnswer, type WriterThreadData, type WriterToHost, writerMessage } from './vote-writer-protocol.js';
 
-export interface VoteWriterOptions extends WriterThreadData {
+/** A counter word a thread's store counts its commits in (`RelayStore.commitCounter`), ended once that thread exited. */
+export interface CommitCounter {
+  word: Int32Array;
+  end: () => void;
+}
+
+export interface VoteWriterOptions extends Omit<WriterThreadData, 'database'> {
   clock: Clock;
+  /** The relay's SQLite data directory, which the thread opens too. */
+  dataDir: string;
+  /** A new commit counter of the event loop's store, one per thread (decision 0480: that store syncs the thread's commits). */
+  commitCounter: () => CommitCounter;
   /** Told, before any answer of a batch is handed back, which items the thread's commits changed: the event loop's caches forget them. */
   onChanged: (itemIds: readonly string[]) => void;
   /**
@@ -62,6 +72,8 @@ export class VoteWriter {
   private watchdog: TimerHandle | undefined;
   /** The thread the watchdog watches: one that fails disarms it, so the next thread's waits are watched from their start. */
   private watched: WriterThread | undefined;
+  /** The commit counter of each thread this relay's store was open on, until that thread exited. */
+  private readonly counters = new Map<WriterThread, CommitCounter>();
 
   constructor(private readonly options: VoteWriterOptions) {}
 
@@ -84,6 +96,12 @@ export class VoteWriter {
   lost(thread: WriterThread): void {
     if (this.watched === thread) this.disarm();
     this.options.onThreadLost();
+    void thread.exited.then(() => this.endCounter(thread));
+  }
+
+  private endCounter(thread: WriterThread): void {
+    this.counters.get(thread)?.end();
+    this.counters.delete(thread);
   }
 
   private disarm(): void {
@@ -155,11 +173,13 @@ export class VoteWriter {
       this.options.log("relay: the vote writer thread could not close this relay's connection", error);
     });
     thread.release(this);
+    // Its store there closed: it commits no more.
+    this.endCounter(thread);
   }
 
   /** The live thread with this relay's store open on it: started, or replaced after a failure, as needed. */
   private thread(): WriterThread {
-    const { database, selfSecretKey, selfSlice, defaultSliceFrom, log } = this.options;
+    const { dataDir, commitCounter, selfSecretKey, selfSlice, defaultSliceFrom, log } = this.options;
     const { entry } = this.options;
     let thread = threads.get(entry.href);
     if (!thread || thread.failure) {
@@ -172,6 +192,9 @@ export class VoteWriter {
     if (thread !== this.openOn) {
       if (this.openOn) this.commitsOfEndedThreads += this.commitsOnThread;
       this.commitsOnThread = 0;
+      const counter = commitCounter();
+      this.counters.set(thread, counter);
+      const database = { dataDir, commitNotices: counter.word };
       thread.open(this, { type: 'open', writer: this.writer, data: { database, selfSecretKey, defaultSliceFrom, ...(selfSlice ? { selfSlice } : {}) } });
       this.openOn = thread;
     }
@@ -194,6 +217,8 @@ class WriterThread {
   ready = false;
   /** Settles when the thread says it is ready, or rejects when it fails first. */
   readonly started: Promise<void>;
+  /** Settles once the thread has exited (after `terminate`): it commits no more. */
+  readonly exited: Promise<void>;
   private readonly worker: Worker;
   private readonly pending = new Map<number, { resolve: (answer: VoteAnswer) => void; reject: (error: Error) => void }>();
   private nextId = 1;
@@ -217,6 +242,7 @@ class WriterThread {
     this.worker.on('message', (raw: unknown) => this.receive(raw));
     this.worker.on('error', (error) => this.fail(new VoteWriterStopped(`the vote writer thread failed: ${error.message}`, { cause: error })));
     this.worker.on('messageerror', (error) => this.fail(new VoteWriterStopped(`the vote writer thread sent a message that could not be read: ${error.message}`)));
+    this.exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     this.worker.on('exit', (code) => this.fail(new VoteWriterStopped(`the vote writer thread exited (code ${code})`)));
   }
 

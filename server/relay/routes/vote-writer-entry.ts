@@ -31,7 +31,8 @@ export function voteWriterFor(options: {
   return new VoteWriter({
     clock,
     entry: voteWriterEntry,
-    database: { dataDir, commitNotices: store.commitNotices as Int32Array },
+    dataDir,
+    commitCounter: () => store.commitCounter(),
     selfSecretKey: selfKey.secretKey,
     defaultSliceFrom,
     ...(selfSlice ? { selfSlice } : {}),
