@@ -9,6 +9,7 @@ import { CONSOLE_ROUTES } from '../../server/bench/pages/console-router.js';
 import { expressPath } from '../../server/http/api-route.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { makeElf } from '../support/make-elf.js';
+import { rawExchange as exchange } from '../support/raw-exchange.js';
 
 /** Health, boards, stats, agents, admin, errors and the OpenAPI document, over real HTTP. */
 
@@ -39,20 +40,6 @@ describe('GET /api/v1/health', () => {
 });
 
 describe('a request asking to switch to HTTP/2 (Upgrade: h2c, as curl --http2 sends)', () => {
-  /** The raw exchange: fetch may not send Upgrade. */
-  async function exchange(url: string, request: string): Promise<{ status: number; body: unknown }> {
-    const { connect } = await import('node:net');
-    const { hostname, port } = new URL(url);
-    const text = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(port), hostname);
-      let received = '';
-      socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
-      socket.on('close', () => resolve(received));
-      socket.on('error', reject);
-      socket.end(request);
-    });
-    return { status: Number(text.slice(9, 12)), body: JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) as unknown };
-  }
   const h2c = 'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n';
 
   it('is served as HTTP/1.1, body included (it was a 404 on every route: the debug WebSockets took every Upgrade)', async () => {

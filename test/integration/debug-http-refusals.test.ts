@@ -1,6 +1,7 @@
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { rawExchange } from '../support/raw-exchange.js';
 
 /**
  * The debug extension's HTTP refusals (issue 32, docs/debug.md): POST /api/v1/sessions/{sid}/debug
@@ -61,21 +62,6 @@ describe('arming a session for a debugger', () => {
   });
 });
 
-/** One raw exchange (fetch cannot send a WebSocket handshake): the status line, headers and body. */
-async function exchange(url: string, request: string): Promise<{ status: number; head: string; body: unknown }> {
-  const { hostname, port } = new URL(url);
-  const text = await new Promise<string>((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let received = '';
-    socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
-    socket.on('close', () => resolve(received));
-    socket.on('error', reject);
-    socket.write(request);
-  });
-  const split = text.indexOf('\r\n\r\n');
-  return { status: Number(text.slice(9, 12)), head: text.slice(0, split).toLowerCase(), body: JSON.parse(text.slice(split + 4)) as unknown };
-}
-
 describe("a debug stream's upgrade that is no WebSocket handshake", () => {
   const key = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
   const cases = [
@@ -86,7 +72,7 @@ describe("a debug stream's upgrade that is no WebSocket handshake", () => {
   for (const [what, request, status, header] of cases) {
     it(`answers ${what} with ${status} in JSON`, async () => {
       const a = (app = await startBenchTestApp());
-      const answer = await exchange(a.url, request);
+      const answer = await rawExchange(a.url, request);
       expect(answer.status).toBe(status);
       expect(answer.head).toContain('content-type: application/json');
       expect(answer.head).toContain(header);
