@@ -1,9 +1,9 @@
 import { createClock } from '@sinonjs/fake-timers';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
+import { rawAnswer } from '../support/raw-exchange.js';
 import { type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
 
 /**
@@ -25,29 +25,12 @@ afterAll(async () => {
   data.remove();
 });
 
-/**
- * The whole answer to `request`, read until the server closes the connection. The request is
- * written without half-closing the socket: Node's server drops a request whose client sent FIN
- * before its asynchronous handler answered (GET /api/v1/health reads the disk's free space).
- */
-function exchange(origin: string, request: string): Promise<string> {
-  const { hostname, port } = new URL(origin);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let text = '';
-    socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
-    socket.on('close', () => resolve(text));
-    socket.on('error', reject);
-    socket.write(request);
-  });
-}
-
 describe('a request without Host', () => {
   it.each([
     ['bench', () => bench.url, '/api/v1/health'],
     ['relay', () => relay.baseUrl, '/health'],
   ])('%s: 400 {"detail": ...} with Connection: close, nosniff', async (_service, origin, path) => {
-    const answer = await exchange(origin(), `GET ${path} HTTP/1.1\r\n\r\n`);
+    const answer = await rawAnswer(origin(), `GET ${path} HTTP/1.1\r\n\r\n`);
     const [head, body] = answer.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(head).toMatch(/\r\nConnection: close\r\n/i);
@@ -59,11 +42,11 @@ describe('a request without Host', () => {
     ['bench', () => bench.url, '/api/v1/health'],
     ['relay', () => relay.baseUrl, '/health'],
   ])('%s: two Host headers get the same 400 (node kept the first and answered)', async (_service, origin, path) => {
-    const answer = await exchange(origin(), `GET ${path} HTTP/1.1\r\nHost: a.example\r\nhost: b.example\r\nConnection: close\r\n\r\n`);
+    const answer = await rawAnswer(origin(), `GET ${path} HTTP/1.1\r\nHost: a.example\r\nhost: b.example\r\nConnection: close\r\n\r\n`);
     const [head, body] = answer.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(body).toBe(JSON.stringify({ detail: 'Invalid HTTP request received.' }));
-    const one = await exchange(origin(), `GET ${path} HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n`);
+    const one = await rawAnswer(origin(), `GET ${path} HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n`);
     expect(one).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   });
 
@@ -75,7 +58,7 @@ describe('a request without Host', () => {
     ['relay', () => relay.baseUrl, '/register', 'application/json'],
     ['relay, a route needing a credential,', () => relay.baseUrl, '/items', 'application/json'],
   ])('%s: with Expect: 100-continue, the same 400 and no 100 Continue before it', async (_service, origin, path, type) => {
-    const answer = await exchange(origin(), `POST ${path} HTTP/1.1\r\nContent-Type: ${type}\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n`);
+    const answer = await rawAnswer(origin(), `POST ${path} HTTP/1.1\r\nContent-Type: ${type}\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n`);
     expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
     expect(answer.split('\r\n\r\n')[1]).toBe(JSON.stringify({ detail: 'Invalid HTTP request received.' }));
   });
