@@ -104,6 +104,8 @@ export const postgresSuites = {
     'server/storage/bench/store-caches.test.ts',
     // Statements of a job's steps on each store, counted (decision 0860).
     'server/storage/bench/store-statements.test.ts',
+    // A transaction's last statement with its COMMIT, on both executors (decision 0980).
+    'server/storage/bench/sql/last-statement.test.ts',
     'test/contract/postgres-pool-lease-model.test.ts',
     'test/integration/replicas-pool-racing.test.ts',
     // A debug job behind two replicas: armed in the store, its streams forwarded to the replica that handed it out (decision 0663).

@@ -1,4 +1,4 @@
-import { type CreateJobResult, type FinishedJob, type FinishJobOptions, type HealthCount, instanceField, instanceOf, type JobOutcome, type JobRecord } from './bench-store.js';
+import { type CreateJobResult, type FinishedJob, type FinishJobOptions, type HealthChange, instanceField, instanceOf, type JobOutcome, type JobRecord } from './bench-store.js';
 import { changeHealth } from './board-health-rules.js';
 import { type JobRow, jobFromRow, sessionFromRow, uartJson } from './bench-rows.js';
 import { expireDue, firstFree, lockPoolSeeingCheck, lockSession, renewAfterJob } from './session-lease-rules.js';
@@ -79,7 +79,8 @@ export function* createJob(
   );
   if (inserted === 0) return { kind: 'queue-full', queued: (yield* one<{ queued: number }>(queuedSql.replace('COUNT(*)', 'COUNT(*) AS queued'), [job.board]))!.queued };
   if (job.sessionId === null) {
-    yield* run("INSERT INTO leases (instance, board, holder_kind, holder_id, agent_id) VALUES (?, ?, 'job', ?, ?)", [instance, job.board, job.jobId, job.agentId]);
+    // The last statement: on PostgreSQL its COMMIT goes with it (decision 0980).
+    yield* run("INSERT INTO leases (instance, board, holder_kind, holder_id, agent_id) VALUES (?, ?, 'job', ?, ?)", [instance, job.board, job.jobId, job.agentId], { last: true });
   }
   const { instance: _asked, ...rest } = job;
   return { kind: 'created', job: { ...rest, state: 'queued', ...instanceField(job.board, instance) } };
@@ -148,22 +149,24 @@ function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: J
         ]);
   if (!finished) return undefined;
   yield* renewAfterJob(d, sessionId, outcome.nowMs);
-  yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [jobId]);
-  yield* dropUnreadInput(finished);
   const job = jobFromRow(finished);
-  const health = options.health && (yield* countHealth(d, job, options.health));
+  // Asked before the lease's DELETE: when neither unread input nor the instance's health has a
+  // statement to add, the DELETE is the last, and on PostgreSQL its COMMIT goes with it (decision 0980).
+  const asked = options.health?.(job);
+  const unreadInput = hasUnreadInput(finished);
+  yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [jobId], { last: !asked && !unreadInput });
+  if (unreadInput) yield* run('DELETE FROM job_serial_input WHERE job_id = ?', [jobId]);
+  const health = asked && (yield* countHealth(d, job, asked));
   return { job, ended: true, ...(health && { health }) };
 }
 
 /**
- * What `count` makes of the end of `job`, applied in the transaction that ended it (decision 0930):
+ * What the service's count made of the end of `job` (`asked`), applied in the transaction that ended it (decision 0930):
  * a lost COMMIT answer, or a process dying after the end, can no longer leave the end recorded and
  * the count not. The debug job's row (decision 0663) is read only when the rule asks for it: a
  * debug job's row is written as its worker claims it, and deleted only after its end.
  */
-function* countHealth(d: Dialect, job: JobRecord, count: HealthCount): Steps<FinishedJob['health']> {
-  const asked = count(job);
-  if (!asked) return undefined;
+function* countHealth(d: Dialect, job: JobRecord, asked: HealthChange): Steps<FinishedJob['health']> {
   if (!asked.countsUnderDebugger && job.sessionId !== null && (yield* one('SELECT job_id FROM debug_jobs WHERE job_id = ?', [job.jobId]))) return undefined;
   return { instance: asked.instance, ...(yield* changeHealth(d, asked.instance, asked.change)) };
 }
@@ -175,5 +178,10 @@ function* countHealth(d: Dialect, job: JobRecord, count: HealthCount): Steps<Fin
  * A job without input (nearly every one) costs no statement.
  */
 export function* dropUnreadInput(ended: Pick<JobRow, 'job_id' | 'serial_next_seq' | 'serial_acked_seq'>): Steps<void> {
-  if (Number(ended.serial_next_seq) > Number(ended.serial_acked_seq)) yield* run('DELETE FROM job_serial_input WHERE job_id = ?', [ended.job_id]);
+  if (hasUnreadInput(ended)) yield* run('DELETE FROM job_serial_input WHERE job_id = ?', [ended.job_id]);
+}
+
+/** Whether a job has serial input queued past what its worker acknowledged. */
+function hasUnreadInput(row: Pick<JobRow, 'serial_next_seq' | 'serial_acked_seq'>): boolean {
+  return Number(row.serial_next_seq) > Number(row.serial_acked_seq);
 }

@@ -8,8 +8,11 @@ import { BOARD_LOCK_CLASS } from '../sql/dialect.js';
 
 /** Runs one statement and returns its rows. */
 export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<T[]>;
-/** Runs one statement and returns its rows and how many rows it changed. */
-export type RawQuery = (sql: string, params: readonly unknown[]) => Promise<{ rows: unknown[]; rowCount: number }>;
+/**
+ * Runs one statement and returns its rows and how many rows it changed. In a transaction, `last`:
+ * nothing follows it, so its COMMIT is sent right behind it (decision 0980).
+ */
+export type RawQuery = (sql: string, params: readonly unknown[], options?: { last?: boolean }) => Promise<{ rows: unknown[]; rowCount: number }>;
 
 /**
  * SQLSTATEs after which a write transaction is run again from the start: a deadlock the database
@@ -117,9 +120,19 @@ export class PgDatabase {
           (err: unknown) => ({ failed: err }),
         );
       try {
-        const result = await body(async (sql, params) => {
+        // Sent behind the statement the body called its last (pipelined as BEGIN is): its answer
+        // comes with that statement's. When the statement fails, PostgreSQL answers this COMMIT
+        // with a rollback, and the statement's error is what the body throws.
+        let committed: Promise<unknown> | undefined;
+        const result = await body(async (sql, params, options) => {
+          if (committed !== undefined) throw new Error(`a statement after the last one of its transaction: ${sql}`);
           this.counters.statements++;
           const answer = connection.send((client) => run(client, sql, params));
+          if (options?.last) {
+            committed = connection.send((client) => client.query('COMMIT'));
+            // Awaited below, after the body; a failure before then is the statement's too.
+            committed.catch(() => undefined);
+          }
           if (begun !== undefined) {
             const began = await begun;
             begun = undefined;
@@ -133,7 +146,7 @@ export class PgDatabase {
         // A body without statements still began the transaction; its answer is in before COMMIT's.
         const began = await begun;
         if (began !== undefined) throw (began as { failed: unknown }).failed;
-        await connection.send((client) => client.query('COMMIT'));
+        await (committed ?? connection.send((client) => client.query('COMMIT')));
         return result;
       } catch (err) {
         // On a lost connection PostgreSQL has rolled the transaction back itself (and `send` sends nothing).

@@ -6,7 +6,7 @@ import type { PgDatabase, RawQuery } from './pg-database.js';
 async function perform(q: RawQuery, statement: Statement): Promise<unknown> {
   // Scripts (several statements, transaction control) are the migration runner's, on a connection of its own.
   if (statement.kind === 'script') throw new Error('a script runs only in a migration (server/storage/run-migrations.ts)');
-  const result = await q(numberPlaceholders(statement.sql), statement.params);
+  const result = await q(numberPlaceholders(statement.sql), statement.params, statement.last ? { last: true } : undefined);
   if (statement.kind === 'run') return result.rowCount;
   if (statement.kind === 'one') return result.rows[0];
   return result.rows;

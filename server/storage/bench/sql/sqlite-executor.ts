@@ -31,7 +31,15 @@ export class SqliteExecutor implements SqlExecutor {
 
   async transaction<T>(steps: () => Steps<T>): Promise<T> {
     this.counters.transactions++;
-    const result = this.db.transaction(() => runStepsSync(steps(), this.execute)).immediate();
+    // A statement after the one a rule called its last is refused here as on PostgreSQL (where that
+    // one's COMMIT has gone out with it), so both databases' contract suites catch such a rule.
+    let ended = false;
+    const execute = (statement: Statement): unknown => {
+      if (ended) throw new Error(`a statement after the last one of its transaction: ${statement.sql}`);
+      ended = statement.last === true;
+      return this.execute(statement);
+    };
+    const result = this.db.transaction(() => runStepsSync(steps(), execute)).immediate();
     this.hooks.afterWrite?.();
     return result;
   }
