@@ -164,7 +164,7 @@ export function describeJobQueueContract(name: string, withStore: (body: (store:
         await claimBy(store, T0 + 2);
         expect(await store.requestJobCancel('job_r', 'first reason', T0 + 3)).toMatchObject({ state: 'flashing', cancelReason: 'first reason' });
         await store.requestJobCancel('job_r', 'second reason', T0 + 4);
-        expect(await store.markJobRunning('job_r', 'w1', T0 + 5)).toEqual({ kind: 'held', cancelReason: 'first reason' });
+        expect(await store.markJobRunning('job_r', 'w1', T0 + 5)).toEqual({ kind: 'held', cancelReason: 'first reason', inputSent: false });
         await store.finishJob('job_r', { state: 'failed', nowMs: T0 + 6, failure: { kind: 'cancelled', message: 'first reason' } }, { workerId: 'w1' });
         expect(await store.requestJobCancel('job_r', 'too late', T0 + 7)).toMatchObject({ state: 'failed', failure: { message: 'first reason' } });
         expect(await store.requestJobCancel('job_missing', 'x', T0 + 8)).toBeUndefined();

@@ -89,7 +89,7 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
     await store.createJob(jobRecord({ jobId: 'job_run', sessionId: 'ses_1' }), queueOf(T0));
     await store.createJob(jobRecord({ jobId: 'job_wait', sessionId: 'ses_1', createdAtMs: T0 + 1 }), queueOf(T0));
     expect((await claimBy(store, T0 + 2))!.jobId).toBe('job_run');
-    expect(await store.markJobRunning('job_run', 'w1', T0 + 3)).toEqual({ kind: 'held', cancelReason: null });
+    expect(await store.markJobRunning('job_run', 'w1', T0 + 3)).toEqual({ kind: 'held', cancelReason: null, inputSent: false });
   }
 
   describe(`bench store contract: ${name}`, () => {
@@ -224,7 +224,7 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         expect(await claimBy(store, T0 + 1)).toMatchObject({ jobId: 'job_1', state: 'flashing', startedAtMs: T0 + 1, workerId: 'w1' });
         expect(await claimBy(store, T0 + 2)).toBeUndefined();
         expect(await store.markJobRunning('job_1', 'w2', T0 + 2)).toEqual({ kind: 'lost', state: 'flashing' });
-        expect(await store.markJobRunning('job_1', 'w1', T0 + 2)).toEqual({ kind: 'held', cancelReason: null });
+        expect(await store.markJobRunning('job_1', 'w1', T0 + 2)).toEqual({ kind: 'held', cancelReason: null, inputSent: false });
         expect(await store.boardActivity()).toEqual(new Map([['pico', { queued: 0, active: 1 }]]));
         const { job: finished, ended } = await store.finishJob('job_1', done(T0 + 3), { workerId: 'w1' });
         expect(ended).toBe(true);

@@ -22,7 +22,8 @@ export function describeWorkerRequestsContract(name: string, withStore: (body: (
         expect(await store.serialInput.enqueue('job_missing', input('x'), limits(T0))).toEqual({ kind: 'not-running', state: undefined });
         await claimBy(store, T0 + 1, ['pico'], 'w1');
         expect(await store.serialInput.enqueue('job_1', input('ab'), limits(T0 + 2))).toEqual({ kind: 'queued', seq: 1, workerId: 'w1' });
-        await store.markJobRunning('job_1', 'w1', T0 + 3);
+        // Input queued while it flashed: its worker's first fetch must look (decision 0980).
+        expect(await store.markJobRunning('job_1', 'w1', T0 + 3)).toEqual({ kind: 'held', cancelReason: null, inputSent: true });
         const results = await Promise.all(['c', 'd', 'e'].map((s, i) => store.serialInput.enqueue('job_1', input(s), limits(T0 + 4 + i))));
         expect(results.map((r) => (r.kind === 'queued' ? r.seq : r.kind)).sort()).toEqual([2, 3, 4]);
         expect(await store.serialInput.take('job_1', { workerId: 'w2', writtenThroughSeq: 0, maxBytes: 100 })).toEqual({ kind: 'lost' });

@@ -20,8 +20,13 @@ export class StoreSignals {
     for (const wake of [...(this.waiters.get(topic) ?? [])]) wake();
   }
 
-  /** `look()`'s first answer that is not undefined; undefined when `signal` aborts first. */
-  async until<T>(topic: string, signal: AbortSignal, look: () => Promise<T | undefined>): Promise<T | undefined> {
+  /**
+   * `look()`'s first answer that is not undefined; undefined when `signal` aborts first. `waitFirst`:
+   * the caller knows the store has nothing yet (it said so a moment ago, and nothing here changed it
+   * since), so the first look waits for a notification or the poll.
+   */
+  async until<T>(topic: string, signal: AbortSignal, look: () => Promise<T | undefined>, options: { waitFirst?: boolean } = {}): Promise<T | undefined> {
+    let waitFirst = options.waitFirst === true;
     while (!signal.aborted) {
       let wake: () => void = () => undefined;
       const woken = new Promise<void>((resolve) => (wake = resolve));
@@ -31,7 +36,8 @@ export class StoreSignals {
       const onAbort = () => wake();
       signal.addEventListener('abort', onAbort, { once: true });
       try {
-        const found = await look();
+        const found = waitFirst ? undefined : await look();
+        waitFirst = false;
         if (found !== undefined) return found;
         await Promise.race([woken, ...(this.pollMs === undefined ? [] : [sleep(this.clock, this.pollMs, signal).catch(() => undefined)])]);
       } finally {

@@ -263,4 +263,46 @@ describe('WorkerGateway', () => {
     expect(carriedAsItEnded, 'the end recorded here: its live event brings the record').toBe(true);
     expect(g.carries('job_1')).toBe(false);
   });
+
+  it("waits before the first input look of a job never sent input (no statement), wakes for input queued through it, sees another replica's at the poll, and looks at once for a job sent input before it ran", async () => {
+    const { fake, store, gateway } = await setUp();
+    const g = gateway(2_000);
+    const link = g.linkFor('w1', { claimMs: 30_000 });
+    let takes = 0;
+    const take = store.serialInput.take.bind(store.serialInput);
+    store.serialInput.take = async (...args: Parameters<typeof take>) => {
+      takes += 1;
+      return take(...args);
+    };
+    const settle = () => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+    const enqueue = (jobId: string, text: string) => store.serialInput.enqueue(jobId, bytes(text), { nowMs: T0, maxPendingBytes: 64 });
+    for (const [jobId, board] of [
+      ['job_1', 'pico'],
+      ['job_2', 'uno'],
+      ['job_3', 'stm32f4-discovery'],
+    ] as const) {
+      await store.createJob(jobRecord({ jobId, board }), { maxQueuedPerBoard: 4, nowMs: T0 });
+      expect(await link.claim([board], new AbortController().signal)).toMatchObject({ jobId });
+    }
+    // Sent input while it flashed: the store says so as it runs, and the first fetch looks at once.
+    await enqueue('job_3', 'early');
+    for (const jobId of ['job_1', 'job_2', 'job_3']) expect(await link.running(jobId)).toEqual({ stop: null });
+    expect((await link.input('job_3', 0, new AbortController().signal)).inputs.map((i) => i.seq)).toEqual([1]);
+    expect(takes).toBe(1);
+    // Never sent input: no look until something says there may be some.
+    const here = link.input('job_1', 0, new AbortController().signal);
+    const elsewhere = link.input('job_2', 0, new AbortController().signal);
+    await settle();
+    expect(takes).toBe(1);
+    await enqueue('job_1', 'here');
+    g.inputQueued('job_1');
+    expect((await here).inputs.map((i) => i.seq)).toEqual([1]);
+    // Queued through another replica (nothing here hears it): taken at the poll.
+    await enqueue('job_2', 'there');
+    await settle();
+    expect(takes).toBe(2);
+    await fake.tickAsync(2_000);
+    expect((await elsewhere).inputs.map((i) => i.seq)).toEqual([1]);
+    await g.close();
+  });
 });

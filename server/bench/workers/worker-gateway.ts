@@ -25,6 +25,8 @@ interface JobInFlight extends HeldUart {
   saveTimer: TimerHandle | undefined;
   saving: Promise<void>;
   watchers: Set<(push: JobPush) => void>;
+  /** Running, never sent input nor asked to stop as the store said, and nothing came through here since: its first input fetch has nothing to take. */
+  quietInput?: boolean;
 }
 
 /**
@@ -216,6 +218,8 @@ export class WorkerGateway {
   async running(workerId: string, jobId: string): Promise<{ stop: string | null }> {
     const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
     if (status.kind === 'lost') return { stop: lostJobReason(jobId, status.state) };
+    const entry = this.inFlight.get(jobId);
+    if (entry) entry.quietInput = status.inputSent === false && status.cancelReason === null;
     this.deps.live.publishState(jobId, 'running');
     return { stop: status.cancelReason };
   }
@@ -317,17 +321,25 @@ export class WorkerGateway {
    * this process; input queued through another replica is seen on the next look at the store.
    */
   async input(workerId: string, jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
+    // The first fetch of a job that, as it started running, had no input and no stop asked, waits
+    // before it looks: input or a cancel through here wakes it, one through another replica is seen
+    // at the poll, as any that comes after a look (a statement fewer on every job, decision 0980).
+    const entry = this.inFlight.get(jobId);
+    const waitFirst = entry?.quietInput === true && entry.workerId === workerId && writtenThroughSeq === 0;
+    if (entry) entry.quietInput = false;
     const taken = await this.signals.until(`input:${jobId}`, signal, async () => {
       const found = await takeInputOrStop(this.deps.store, jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
       // What the worker acknowledged may answer an agent waiting to hear its input was written.
       this.signals.notify(`written:${jobId}`);
       return found;
-    });
+    }, { waitFirst });
     return taken ?? { inputs: [], lost: false };
   }
 
   /** Serial input was queued for `jobId`: its worker's waiting fetch takes it now. */
   inputQueued(jobId: string): void {
+    const entry = this.inFlight.get(jobId);
+    if (entry) entry.quietInput = false;
     this.signals.notify(`input:${jobId}`);
   }
 

@@ -173,8 +173,11 @@ export interface BenchStore {
 
 /** Where a worker's claim on a job stands (`markJobRunning`, `renewJobClaim`). */
 export type JobClaimStatus =
-  /** Still the worker's; `cancelReason` set when the job was asked to stop (session closed, ...). */
-  | { kind: 'held'; cancelReason: string | null }
+  /**
+   * Still the worker's; `cancelReason` set when the job was asked to stop (session closed, ...).
+   * `inputSent` (from `markJobRunning` only): whether any serial input was ever queued for the job.
+   */
+  | { kind: 'held'; cancelReason: string | null; inputSent?: boolean }
   /** Not the worker's any more: finished (cancelled, failed by a sweep) or never claimed by it. */
   | { kind: 'lost'; state: JobState };
 

@@ -93,11 +93,12 @@ function* claimStatus(jobId: string, workerId: string): Steps<JobClaimStatus> {
 
 /** flashing → running for the worker holding the job. One statement: it needs no transaction. */
 export function* markJobRunning(jobId: string, workerId: string, nowMs: number): Steps<JobClaimStatus> {
-  const held = yield* one<{ cancel_reason: string | null }>(
-    "UPDATE jobs SET state = 'running', running_at_ms = ? WHERE job_id = ? AND worker_id = ? AND state = 'flashing' RETURNING cancel_reason",
+  const held = yield* one<{ cancel_reason: string | null; serial_next_seq: number }>(
+    "UPDATE jobs SET state = 'running', running_at_ms = ? WHERE job_id = ? AND worker_id = ? AND state = 'flashing' RETURNING cancel_reason, serial_next_seq",
     [nowMs, jobId, workerId],
   );
-  return held ? { kind: 'held', cancelReason: held.cancel_reason } : yield* claimStatus(jobId, workerId);
+  // Whether input was ever queued: a job never sent any has nothing for its worker's first fetch (decision 0980).
+  return held ? { kind: 'held', cancelReason: held.cancel_reason, inputSent: Number(held.serial_next_seq) > 0 } : yield* claimStatus(jobId, workerId);
 }
 
 /**
