@@ -226,8 +226,9 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         expect(await store.markJobRunning('job_1', 'w2', T0 + 2)).toEqual({ kind: 'lost', state: 'flashing' });
         expect(await store.markJobRunning('job_1', 'w1', T0 + 2)).toEqual({ kind: 'held', cancelReason: null, inputSent: false });
         expect(await store.boardActivity()).toEqual(new Map([['pico', { queued: 0, active: 1 }]]));
-        const { job: finished, ended } = await store.finishJob('job_1', done(T0 + 3), { workerId: 'w1' });
+        const { job: finished, ended, boardQueued } = await store.finishJob('job_1', done(T0 + 3), { workerId: 'w1' });
         expect(ended).toBe(true);
+        expect(boardQueued, 'nothing else waits on pico').toBe(false);
         expect(finished).toMatchObject({ state: 'done', startedAtMs: T0 + 1, runningAtMs: T0 + 2, finishedAtMs: T0 + 3, stop: { reason: 'elapsed' } });
         expect(new TextDecoder().decode(finished.uart!.bytes)).toBe('ok');
         expect(await store.listLeases(T0 + 3)).toEqual([]);
@@ -242,7 +243,8 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         await sessionWithJobs(store);
         expect(await claimBy(store, T0 + 4, ['pico'], 'w2')).toBeUndefined();
         expect((await store.getJob('job_wait'))!.state).toBe('queued');
-        await store.finishJob('job_run', done(T0 + 5), { workerId: 'w1' });
+        // The end says the board has another job waiting: its worker's next claim looks at once (decision 0980).
+        expect(await store.finishJob('job_run', done(T0 + 5), { workerId: 'w1' })).toMatchObject({ ended: true, boardQueued: true });
         expect(await claimBy(store, T0 + 6, ['pico'], 'w2')).toMatchObject({ jobId: 'job_wait', state: 'flashing', workerId: 'w2' });
       }));
 

@@ -133,6 +133,57 @@ describe('WorkerGateway', () => {
     expect(await third).toBeUndefined();
   });
 
+  it("waits before the first look of the next claim on a board whose job ended here with nothing waiting; looks at once when something was (decision 0980)", async () => {
+    const { fake, store, gateway } = await setUp();
+    const g = gateway(2_000);
+    const link = g.linkFor('w1', { claimMs: null });
+    let claims = 0;
+    const claimTask = store.claimTask.bind(store);
+    store.claimTask = async (...args: Parameters<typeof claimTask>) => {
+      claims += 1;
+      return claimTask(...args);
+    };
+    const settle = () => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+    const done = { state: 'failed' as const, failure: { kind: 'timeout' as const, message: 'deadline' }, uart: null };
+    const runOne = async (jobId: string, createdAtMs: number) => {
+      await store.createJob(jobRecord({ jobId, createdAtMs }), { maxQueuedPerBoard: 4, nowMs: createdAtMs });
+      g.jobQueued('pico');
+      expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId });
+      await link.finish(jobId, done);
+    };
+    await runOne('job_1', T0);
+    // Nothing waited on pico as job_1 ended: the next claim waits, then looks when a job is queued here.
+    claims = 0;
+    const next = link.claim(['pico'], new AbortController().signal);
+    await settle();
+    expect(claims).toBe(0);
+    await store.createJob(jobRecord({ jobId: 'job_2', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 + 1 });
+    g.jobQueued('pico');
+    expect(await next).toMatchObject({ jobId: 'job_2' });
+    expect(claims).toBe(1);
+    await link.finish('job_2', done);
+    // Queued through another replica after that end: taken at the poll.
+    const polled = link.claim(['pico'], new AbortController().signal);
+    await store.createJob(jobRecord({ jobId: 'job_3', createdAtMs: T0 + 2 }), { maxQueuedPerBoard: 4, nowMs: T0 + 2 });
+    await settle();
+    await fake.tickAsync(2_000);
+    expect(await polled).toMatchObject({ jobId: 'job_3' });
+    await link.finish('job_3', done);
+    // A session's next job waited on pico as its first ended: the next claim looks at once.
+    await store.openSession(sessionRecord({ expiresAtMs: T0 + 90_000 }));
+    for (const [jobId, at] of [
+      ['job_s1', T0 + 3],
+      ['job_s2', T0 + 4],
+    ] as const) {
+      await store.createJob(jobRecord({ jobId, sessionId: 'ses_1', createdAtMs: at }), { maxQueuedPerBoard: 4, nowMs: at });
+    }
+    g.jobQueued('pico');
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_s1' });
+    await link.finish('job_s1', done);
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_s2' });
+    await g.close();
+  });
+
   it('passes UART on once, with byte offsets, even when a worker sends a range again; saves it on the clock', async () => {
     const { fake, store, live, gateway } = await setUp();
     const g = gateway();
@@ -216,6 +267,8 @@ describe('WorkerGateway', () => {
     expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_debug', debug: { idleTimeoutMs: 300_000 } });
     await link.finish('job_debug', { state: 'failed', failure: { kind: 'timeout', message: 'no debugger connected for 300 s' }, uart: null });
     await store.createJob(jobRecord({ jobId: 'job_plain', sessionId: 'ses_1', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    // As the service tells the gateway of every job it queues (the claim after an end may wait for it, decision 0980).
+    g.jobQueued('pico');
     expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_plain' });
     await link.finish('job_plain', { state: 'failed', failure: { kind: 'timeout', message: 'deadline' }, uart: null });
     expect(healthCounted).toEqual([

@@ -330,6 +330,8 @@ export interface FinishedJob {
   ended: boolean;
   /** The instance's health before and after this end was counted (decision 0930); absent when the end says nothing of an instance, or this call did not end the job. */
   health?: { instance: string; before: BoardHealthRecord; after: BoardHealthRecord };
+  /** When this call ended the job: whether another job was queued on its board as the end was written (decision 0980). */
+  boardQueued?: boolean;
 }
 
 /** `finishJob`'s options: the claim's holder, the job's session as the caller read it, and the health rule. */

@@ -127,9 +127,12 @@ function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: J
     "job_id = ? AND state NOT IN ('done', 'failed') AND (CAST(? AS TEXT) IS NULL OR worker_id = ?) AND (session_id = ? OR (session_id IS NULL AND CAST(? AS TEXT) IS NULL))";
   const who = [jobId, workerId ?? null, workerId ?? null, sessionId, sessionId];
   const uart = outcome.uart ?? null;
+  // Whether the board has another job waiting, as the end is written: the worker's next claim on it
+  // need not look before it waits when none has (decision 0980).
+  const ended = "RETURNING *, EXISTS (SELECT 1 FROM jobs q WHERE q.board = jobs.board AND q.state = 'queued') AS board_queued";
   const finished =
     outcome.state === 'done'
-      ? yield* one<JobRow>(`UPDATE jobs SET state = 'done', finished_at_ms = ?, uart_bytes = ?, uart_json = ?, stop_json = ?, flash_ms = ?, run_ms = ? WHERE ${unfinished} RETURNING *`, [
+      ? yield* one<EndedRow>(`UPDATE jobs SET state = 'done', finished_at_ms = ?, uart_bytes = ?, uart_json = ?, stop_json = ?, flash_ms = ?, run_ms = ? WHERE ${unfinished} ${ended}`, [
           outcome.nowMs,
           Buffer.from(outcome.uart.bytes),
           uartJson(outcome.uart),
@@ -138,7 +141,7 @@ function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: J
           outcome.runMs,
           ...who,
         ])
-      : yield* one<JobRow>(`UPDATE jobs SET state = 'failed', finished_at_ms = ?, failure_kind = ?, failure_message = ?, uart_bytes = COALESCE(?, uart_bytes), uart_json = COALESCE(?, uart_json) WHERE ${unfinished} RETURNING *`, [
+      : yield* one<EndedRow>(`UPDATE jobs SET state = 'failed', finished_at_ms = ?, failure_kind = ?, failure_message = ?, uart_bytes = COALESCE(?, uart_bytes), uart_json = COALESCE(?, uart_json) WHERE ${unfinished} ${ended}`, [
           outcome.nowMs,
           outcome.failure.kind,
           outcome.failure.message,
@@ -157,8 +160,11 @@ function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: J
   yield* run("DELETE FROM leases WHERE holder_kind = 'job' AND holder_id = ?", [jobId], { last: !asked && !unreadInput });
   if (unreadInput) yield* run('DELETE FROM job_serial_input WHERE job_id = ?', [jobId]);
   const health = asked && (yield* countHealth(d, job, asked));
-  return { job, ended: true, ...(health && { health }) };
+  return { job, ended: true, ...(health && { health }), boardQueued: Boolean(Number(finished.board_queued)) };
 }
+
+/** A job's row as its end returns it, with whether its board has another job queued (PostgreSQL: a boolean; SQLite: 0 or 1). */
+type EndedRow = JobRow & { board_queued: boolean | number };
 
 /**
  * What the service's count made of the end of `job` (`asked`), applied in the transaction that ended it (decision 0930):
