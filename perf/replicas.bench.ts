@@ -162,7 +162,7 @@ export async function runReplicasBench(options: { seconds?: number; rounds?: num
       name: `store statements per job, ${label}`,
       value: t?.statementsPerJob ?? Number.NaN,
       unit: 'statements',
-      note: `${t?.transactionsPerJob ?? '?'} transactions (on PostgreSQL each adds BEGIN and COMMIT round trips); counted, not timed: submit, claim, running, one renewal, done, one read`,
+      note: `${t?.transactionsPerJob ?? '?'} transactions (on PostgreSQL BEGIN goes with the first statement and, in these, COMMIT with the last: decisions 0600, 0980); counted, not timed: submit, claim, running, one renewal, done, one read`,
     });
     const note = `${mockBoards.length} agents on mock boards, ${rounds} alternating phases of ${phaseSeconds} s each, after a round not counted`;
     const o = one.tally;
