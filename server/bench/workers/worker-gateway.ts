@@ -9,13 +9,11 @@ import type { LiveUartChunk } from '../domain/job-live.js';
 import { reportedInstances } from '../domain/pool-instances.js';
 import { StoreSignals } from '../domain/store-signals.js';
 import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
-import { lostJobReason, takeInputOrStop } from './input-or-stop.js';
+import { lostJobReason } from './input-or-stop.js';
+import { GatewaySerialInput } from './gateway-serial-input.js';
 import type { WorkerGatewayDeps } from './worker-gateway-deps.js';
 import { failUnhandedJob } from './fail-unhanded-job.js';
 import { QuietBoards } from './quiet-boards.js';
-
-/** The most serial input one fetch hands a worker, bytes (one input is never split). */
-export const MAX_SERIAL_INPUT_BATCH_BYTES = 64 * 1024;
 
 /** What the gateway keeps of a job a worker reported through it (its UART as `HeldUart`). */
 interface JobInFlight extends HeldUart {
@@ -26,8 +24,6 @@ interface JobInFlight extends HeldUart {
   saveTimer: TimerHandle | undefined;
   saving: Promise<void>;
   watchers: Set<(push: JobPush) => void>;
-  /** Running, never sent input nor asked to stop as the store said, and nothing came through here since: its first input fetch has nothing to take. */
-  quietInput?: boolean;
 }
 
 /**
@@ -56,11 +52,14 @@ export class WorkerGateway {
   readonly debug: DebugRelay;
   /** Health checks requested of workers, run by them and waited for here. */
   readonly healthChecks: GatewayHealthChecks;
+  /** Serial input fetched by workers, and agents waiting to hear it was written. */
+  private readonly serialInput: GatewaySerialInput;
 
   constructor(private readonly deps: WorkerGatewayDeps) {
     this.signals = new StoreSignals(deps.clock, deps.claimPollMs);
     this.debug = new DebugRelay({ clock: deps.clock, store: deps.store, replicaUrl: deps.replicaUrl ?? (() => null) });
     this.healthChecks = new GatewayHealthChecks(deps, this.signals, (board) => this.jobQueued(board));
+    this.serialInput = new GatewaySerialInput(deps, this.signals);
   }
 
   private now(): number {
@@ -138,6 +137,7 @@ export class WorkerGateway {
       if (entry.saveTimer !== undefined) this.deps.clock.clearTimeout(entry.saveTimer);
       entry.saveTimer = undefined;
       this.inFlight.delete(jobId);
+      this.serialInput.forget(jobId);
     }
   }
 
@@ -230,8 +230,8 @@ export class WorkerGateway {
   async running(workerId: string, jobId: string): Promise<{ stop: string | null }> {
     const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
     if (status.kind === 'lost') return { stop: lostJobReason(jobId, status.state) };
-    const entry = this.inFlight.get(jobId);
-    if (entry) entry.quietInput = status.inputSent === false && status.cancelReason === null;
+    // Never sent input nor asked to stop: its worker's first fetch need not look (decision 0980).
+    if (this.inFlight.has(jobId)) this.serialInput.running(jobId, workerId, status.inputSent === false && status.cancelReason === null);
     this.deps.live.publishState(jobId, 'running');
     return { stop: status.cancelReason };
   }
@@ -287,6 +287,7 @@ export class WorkerGateway {
       entry.saveTimer = undefined;
       await entry.saving;
       this.inFlight.delete(jobId);
+      this.serialInput.forget(jobId);
     }
     const limits = this.uartLimits();
     const nowMs = this.now();
@@ -329,46 +330,19 @@ export class WorkerGateway {
     };
   }
 
-  /**
-   * Serial input for a job `workerId` holds (a long poll until some is queued or `signal` aborts),
-   * acknowledging what it wrote through `writtenThroughSeq`. Woken at once by input queued through
-   * this process; input queued through another replica is seen on the next look at the store.
-   */
-  async input(workerId: string, jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
-    // The first fetch of a job that, as it started running, had no input and no stop asked, waits
-    // before it looks: input or a cancel through here wakes it, one through another replica is seen
-    // at the poll, as any that comes after a look (a statement fewer on every job, decision 0980).
-    const entry = this.inFlight.get(jobId);
-    const waitFirst = entry?.quietInput === true && entry.workerId === workerId && writtenThroughSeq === 0;
-    if (entry) entry.quietInput = false;
-    const taken = await this.signals.until(`input:${jobId}`, signal, async () => {
-      const found = await takeInputOrStop(this.deps.store, jobId, { workerId, writtenThroughSeq, maxBytes: MAX_SERIAL_INPUT_BATCH_BYTES });
-      // What the worker acknowledged may answer an agent waiting to hear its input was written.
-      this.signals.notify(`written:${jobId}`);
-      return found;
-    }, { waitFirst });
-    return taken ?? { inputs: [], lost: false };
+  /** Serial input for a job `workerId` holds: a long poll (`GatewaySerialInput.fetch`). */
+  input(workerId: string, jobId: string, writtenThroughSeq: number, signal: AbortSignal): Promise<SerialInputBatch> {
+    return this.serialInput.fetch(workerId, jobId, writtenThroughSeq, signal);
   }
 
-  /** Serial input was queued for `jobId`: its worker's waiting fetch takes it now. */
+  /** Serial input was queued for `jobId`, or it was asked to stop: its worker's waiting fetch takes it now. */
   inputQueued(jobId: string): void {
-    const entry = this.inFlight.get(jobId);
-    if (entry) entry.quietInput = false;
-    this.signals.notify(`input:${jobId}`);
+    this.serialInput.queued(jobId);
   }
 
   /** Whether the job's worker wrote input `seq` within `waitMs` (host ms, injected clock). */
-  async inputWritten(jobId: string, seq: number, waitMs: number, signal: AbortSignal): Promise<boolean> {
-    const timeout = new AbortController();
-    const timer = this.deps.clock.setTimeout(() => timeout.abort(), waitMs);
-    try {
-      const written = await this.signals.until(`written:${jobId}`, AbortSignal.any([signal, timeout.signal]), async () =>
-        (await this.deps.store.serialInput.writtenThrough(jobId)) >= seq ? true : undefined,
-      );
-      return written === true;
-    } finally {
-      this.deps.clock.clearTimeout(timer);
-    }
+  inputWritten(jobId: string, seq: number, waitMs: number, signal: AbortSignal): Promise<boolean> {
+    return this.serialInput.written(jobId, seq, waitMs, signal);
   }
 
   private started(job: JobRecord, workerId: string, claimMs: number | null): void {
