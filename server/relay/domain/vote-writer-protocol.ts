@@ -34,9 +34,9 @@ export interface WriterThreadData {
  * `close` answered once its store closed.
  */
 export type HostToWriter =
-  | { kind: 'open'; writer: number; data: WriterThreadData }
-  | { kind: 'vote'; writer: number; id: number; itemId: string; body: Uint8Array; nowMs: number }
-  | { kind: 'close'; writer: number; id: number };
+  | { type: 'open'; writer: number; data: WriterThreadData }
+  | { type: 'vote'; writer: number; id: number; itemId: string; body: Uint8Array; nowMs: number }
+  | { type: 'close'; writer: number; id: number };
 
 /**
  * One vote's answer: its status and answer's JSON text; a refusal or fault (`error`); or a body
@@ -54,9 +54,9 @@ export type VoteAnswer =
  * transactions of this relay so far.
  */
 export type WriterToHost =
-  | { kind: 'ready' }
-  | { kind: 'answers'; writer: number; commits: number; changedItems: string[]; answers: VoteAnswer[] }
-  | { kind: 'closed'; id: number; error?: SentError };
+  | { type: 'ready' }
+  | { type: 'answers'; writer: number; commits: number; changedItems: string[]; answers: VoteAnswer[] }
+  | { type: 'closed'; id: number; error?: SentError };
 
 /**
  * An error as it crosses the thread boundary: structured clone keeps no class and no own field. A
@@ -102,7 +102,7 @@ export function receivedError(sent: SentError): Error {
 export function writerMessage(raw: unknown): WriterToHost | null {
   if (typeof raw !== 'object' || raw === null) return null;
   const message = raw as Record<string, unknown>;
-  switch (message.kind) {
+  switch (message.type) {
     case 'ready':
       return message as WriterToHost;
     case 'closed':

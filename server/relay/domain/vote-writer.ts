@@ -81,13 +81,13 @@ export class VoteWriter {
   async post(itemId: string, body: Uint8Array, nowMs: number): Promise<VoteAnswer> {
     if (this.closed) throw new VoteWriterStopped('the relay is closing: the vote writer takes no more votes');
     const thread = this.thread();
-    const answer = thread.request({ kind: 'vote', writer: this.writer, id: 0, itemId, body, nowMs });
+    const answer = thread.request({ type: 'vote', writer: this.writer, id: 0, itemId, body, nowMs });
     voteWriterTestHooks.afterSend?.(this);
     return this.waitFor(thread, answer);
   }
 
   /** A batch's answers arrived: the caches forget what it changed first (`WriterThread.receive`). */
-  heardFrom(thread: WriterThread, message: Extract<WriterToHost, { kind: 'answers' }>): void {
+  heardFrom(thread: WriterThread, message: Extract<WriterToHost, { type: 'answers' }>): void {
     if (thread === this.openOn) this.commitsOnThread = Math.max(this.commitsOnThread, message.commits);
     if (message.changedItems.length > 0) this.options.onChanged(message.changedItems);
   }
@@ -169,7 +169,7 @@ export class VoteWriter {
     this.openOn = undefined;
     this.disarm();
     if (!thread || thread.failure) return;
-    await this.waitFor(thread, thread.request({ kind: 'close', writer: this.writer, id: 0 })).catch((error: unknown) => {
+    await this.waitFor(thread, thread.request({ type: 'close', writer: this.writer, id: 0 })).catch((error: unknown) => {
       this.options.log("relay: the vote writer thread could not close this relay's connection", error);
     });
     thread.release(this);
@@ -195,7 +195,7 @@ export class VoteWriter {
       const counter = commitCounter();
       this.counters.set(thread, counter);
       const database = { dataDir, commitNotices: counter.word };
-      thread.open(this, { kind: 'open', writer: this.writer, data: { database, selfSecretKey, defaultSliceFrom, ...(selfSlice ? { selfSlice } : {}) } });
+      thread.open(this, { type: 'open', writer: this.writer, data: { database, selfSecretKey, defaultSliceFrom, ...(selfSlice ? { selfSlice } : {}) } });
       this.openOn = thread;
     }
     return thread;
@@ -247,7 +247,7 @@ class WriterThread {
   }
 
   /** Opens a relay's store here; its votes may follow at once (the thread queues them behind the opening). */
-  open(user: VoteWriter, message: Extract<HostToWriter, { kind: 'open' }>): void {
+  open(user: VoteWriter, message: Extract<HostToWriter, { type: 'open' }>): void {
     this.users.set(user.writer, user);
     if (!this.failure) this.worker.postMessage(message);
   }
@@ -265,7 +265,7 @@ class WriterThread {
   }
 
   /** Sends a vote or a close and settles with the thread's answer; rejects with the reason when the thread fails first. */
-  request(message: Extract<HostToWriter, { kind: 'vote' | 'close' }>): Promise<VoteAnswer> {
+  request(message: Extract<HostToWriter, { type: 'vote' | 'close' }>): Promise<VoteAnswer> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -295,12 +295,12 @@ class WriterThread {
       this.fail(new VoteWriterStopped(`the vote writer thread sent a message the event loop does not understand: ${String(JSON.stringify(raw)).slice(0, 200)}`));
       return;
     }
-    if (message.kind === 'ready') {
+    if (message.type === 'ready') {
       this.ready = true;
       this.onStarted?.resolve();
       return;
     }
-    if (message.kind === 'closed') {
+    if (message.type === 'closed') {
       this.settle(message.id, (waiting) => waiting.resolve({ id: message.id, status: 0, text: '' }));
       return;
     }

@@ -80,7 +80,7 @@ function parsedBody(body: Uint8Array): { document: unknown; escapes: boolean } |
   }
 }
 
-async function answerVote(writer: Writer, message: Extract<HostToWriter, { kind: 'vote' }>): Promise<VoteAnswer> {
+async function answerVote(writer: Writer, message: Extract<HostToWriter, { type: 'vote' }>): Promise<VoteAnswer> {
   const { id, itemId } = message;
   const read = parsedBody(message.body);
   if ('unparsable' in read) return { id, unparsable: read.unparsable };
@@ -104,7 +104,7 @@ function sendAnswers(): void {
     const answers = writer.answers.splice(0);
     const changedItems = [...writer.changed];
     writer.changed.clear();
-    post({ kind: 'answers', writer: writer.id, commits: writer.store.commits, changedItems, answers });
+    post({ type: 'answers', writer: writer.id, commits: writer.store.commits, changedItems, answers });
   }
   toSend.clear();
 }
@@ -117,15 +117,15 @@ function answer(writer: Writer, voteAnswer: VoteAnswer): void {
 }
 
 port.on('message', (message: HostToWriter) => {
-  if (message.kind === 'open') {
+  if (message.type === 'open') {
     opened.set(message.writer, message.data);
-  } else if (message.kind === 'close') {
+  } else if (message.type === 'close') {
     const writer = writers.get(message.writer);
     writers.delete(message.writer);
     opened.delete(message.writer);
     (writer ? writer.store.close() : Promise.resolve()).then(
-      () => post({ kind: 'closed', id: message.id }),
-      (error: unknown) => post({ kind: 'closed', id: message.id, error: sendableError(error) }),
+      () => post({ type: 'closed', id: message.id }),
+      (error: unknown) => post({ type: 'closed', id: message.id, error: sendableError(error) }),
     );
   } else {
     let writer: Writer;
@@ -133,11 +133,11 @@ port.on('message', (message: HostToWriter) => {
       writer = writerOf(message.writer);
     } catch (error) {
       // No store to answer with (the database could not be opened): this vote fails, the next tries again.
-      post({ kind: 'answers', writer: message.writer, commits: 0, changedItems: [], answers: [{ id: message.id, error: sendableError(error) }] });
+      post({ type: 'answers', writer: message.writer, commits: 0, changedItems: [], answers: [{ id: message.id, error: sendableError(error) }] });
       return;
     }
     writer.time.nowMs = message.nowMs;
     void answerVote(writer, message).then((voteAnswer) => answer(writer, voteAnswer));
   }
 });
-post({ kind: 'ready' });
+post({ type: 'ready' });
