@@ -10,7 +10,7 @@ import type { Steps } from '../storage/sql-steps.js';
 import { type PlainData, RelayData, plainData, plainly } from '../storage/relay/relay-data.js';
 import { relayMigrations } from '../storage/relay/relay-migrations.js';
 import { type PlainRelaySql, RelaySql } from '../storage/relay/relay-sql.js';
-import { SqliteRelayExecutor, dataVersionReader } from '../storage/relay/sqlite-relay-executor.js';
+import { SqliteRelayExecutor } from '../storage/relay/sqlite-relay-executor.js';
 import { WalSync, type WalSyncOptions } from '../storage/wal-sync.js';
 import { WalCheckpointer, type WalCheckpointerOptions } from '../storage/wal-checkpointer.js';
 
@@ -93,8 +93,8 @@ export class RelayStore {
       this.sqlite = db;
       this.commitNotices = options.commitsSyncedBy;
       this.walSync = options.commitsSyncedBy ? undefined : new WalSync(`${db.name}-wal`, options.wal);
-      const readDataVersion = dataVersionReader(db);
-      this.dataVersion = { read: readDataVersion, seen: readDataVersion() };
+      const dataVersion = db.prepare('PRAGMA data_version').pluck();
+      this.dataVersion = { read: () => dataVersion.get() as number, seen: dataVersion.get() as number };
       this.checkpointer = new WalCheckpointer(db, options.checkpoints);
       // Made once: better-sqlite3's `transaction(fn)` builds four wrapper functions and their
       // properties on every call.
