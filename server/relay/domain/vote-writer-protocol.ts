@@ -58,22 +58,17 @@ export type WriterToHost =
   | { type: 'answers'; writer: number; commits: number; changedItems: string[]; answers: VoteAnswer[] }
   | { type: 'closed'; id: number; error?: SentError };
 
-/**
- * An error as it crosses the thread boundary: structured clone keeps no class and no own field. A
- * refusal's extra and a core error's problems cross as JSON text: they hold the client's input,
- * which may be nested thousands deep, and structured clone is no place to find that out (a
- * 5000-deep array never arrived), where JSON text is what the answer is made of anyway.
- */
+/** An error as it crosses the thread boundary: structured clone keeps no class and no own field. */
 export type SentError =
-  | { kind: 'refusal'; code: RelayErrorCode; detail: string; extraJson: string }
-  | { kind: 'core'; message: string; problemsJson: string }
+  | { kind: 'refusal'; code: RelayErrorCode; detail: string; extra: RelayRefusalExtra }
+  | { kind: 'core'; message: string; problems: Problem[] }
   | { kind: 'storage'; fault: StorageFault['kind']; message: string; retryAfterSeconds: number }
   | { kind: 'other'; name: string; message: string; stack?: string; code?: string };
 
 /** `error` as the thread sends it. */
 export function sendableError(error: unknown): SentError {
-  if (error instanceof RelayRefusal) return { kind: 'refusal', code: error.code, detail: error.detail, extraJson: JSON.stringify(error.extra) };
-  if (error instanceof CoreRelayError) return { kind: 'core', message: error.message, problemsJson: JSON.stringify(error.problems) };
+  if (error instanceof RelayRefusal) return { kind: 'refusal', code: error.code, detail: error.detail, extra: error.extra };
+  if (error instanceof CoreRelayError) return { kind: 'core', message: error.message, problems: error.problems };
   if (error instanceof StorageFault) return { kind: 'storage', fault: error.kind, message: error.message, retryAfterSeconds: error.retryAfterSeconds };
   const plain = error instanceof Error ? error : new Error(String(error));
   // The code is what the error handler reads of a driver's error (`storageFaultOf`: SQLITE_FULL, ENOSPC is a 507).
@@ -85,9 +80,9 @@ export function sendableError(error: unknown): SentError {
 export function receivedError(sent: SentError): Error {
   switch (sent.kind) {
     case 'refusal':
-      return RELAY_ERROR_CODES.includes(sent.code) ? new RelayRefusal(sent.code, sent.detail, JSON.parse(sent.extraJson) as RelayRefusalExtra) : new Error(`vote writer thread: unknown refusal code ${String(sent.code)}: ${sent.detail}`);
+      return RELAY_ERROR_CODES.includes(sent.code) ? new RelayRefusal(sent.code, sent.detail, sent.extra) : new Error(`vote writer thread: unknown refusal code ${String(sent.code)}: ${sent.detail}`);
     case 'core':
-      return new CoreRelayError(sent.message, JSON.parse(sent.problemsJson) as Problem[]);
+      return new CoreRelayError(sent.message, sent.problems);
     case 'storage':
       return sent.fault === 'storage-full' ? new StorageFullError(sent.message, sent.retryAfterSeconds) : new DatabaseUnavailableError(sent.message, sent.retryAfterSeconds);
     default: {

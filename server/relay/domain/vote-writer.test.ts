@@ -1,4 +1,3 @@
-import type { RelayRefusalExtra } from './relay-errors.js';
 import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../../core/clock.js';
@@ -105,7 +104,7 @@ describe('VoteWriter (POST /items/{id}/vote from its bytes on a thread of its ow
     // The thread's U+0000 check (decision 0490), not the schema's: its own problem code.
     const nul = await post('{"schema": "x\\u0000"}');
     expect(read(nul)).toEqual({ refused: 'invalid_input' });
-    expect('error' in nul && nul.error.kind === 'refusal' ? (JSON.parse(nul.error.extraJson) as RelayRefusalExtra).input?.problems.map((p) => p.code) : undefined).toEqual(['nul_character']);
+    expect('error' in nul && nul.error.kind === 'refusal' ? nul.error.extra.input?.problems.map((p) => p.code) : undefined).toEqual(['nul_character']);
     // The event loop's store sees the thread's rows, and its answers wait for a sync after them (decision 0480).
     expect(store.db.prepare('SELECT count(*) AS n FROM votes WHERE item_id = ?').get(item)).toEqual({ n: 4 });
     const syncsBefore = syncs;
