@@ -42,7 +42,7 @@ import { searchIndexOf } from '../storage/relay/trigram-prefilter.js';
 import { sliceDeclarationRoutes } from './routes/slice-declaration-routes.js';
 import { socialRoutes } from './routes/social-routes.js';
 import { Voting } from './domain/voting.js';
-import { voteWriterFor } from './routes/vote-writer-entry.js';
+import { VoteWriter } from './domain/vote-writer.js';
 
 export interface RelayServiceConfig {
   clock: Clock;
@@ -209,7 +209,8 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       operators: new Set(config.operators ?? []),
       log,
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
-      voteWriter: voteWriterFor({ ...config, store, voting, selfKey, defaultSliceFrom, log }),
+      // SQLite: votes checked and written on a thread of their own (decision 0921); PostgreSQL keeps them on the loop.
+      voteWriter: config.databaseUrl ? undefined : new VoteWriter({ clock: config.clock, database: { dataDir: config.dataDir, commitNotices: store.commitNotices as Int32Array }, selfSecretKey: selfKey.secretKey, defaultSliceFrom, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}), onChanged: (itemIds) => voting.forgetItems(itemIds), log }),
     };
     await registerSelf(deps);
     await store.tx(voting.publishSelfSlice(config.clock.nowMs()));
@@ -321,9 +322,11 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
     serverUrl: deps.baseUrl,
     security: relayOpenApiSecurity,
   });
-  api.get('/openapi.json', (_req, res) => void res.json(openapi));
+  api.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
   // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
-  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser({ votesAsBytes: deps.voteWriter !== undefined }), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
+  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(deps.voteWriter !== undefined), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
   const stats = async () => {
     const { nodes, items, votes, peers } = deps.store.plainData;

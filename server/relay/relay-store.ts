@@ -52,14 +52,12 @@ export class RelayStore {
    * connection (the vote writer thread's, decisions 0770, 0921) committed, which makes the caches stale.
    */
   private readonly dataVersion: { read: () => number; seen: number } | undefined;
-  /** A vote writer thread's store only: where it counts its commits (`commitsSyncedBy`). */
-  readonly commitNotices: Int32Array | undefined;
   /**
-   * SQLite only: one counter word per vote writer thread (`commitCounter`), each counting the
-   * commits that thread's connection is making or made, so `whenDurable` syncs them too; and the
-   * count last seen. A word of its own per thread: one ended mid-COMMIT leaves only its own odd.
+   * SQLite only: commits another connection of this process (the vote writer thread's) is making
+   * or made, counted before each is made, so `whenDurable` syncs them too; and the count last seen.
    */
-  private readonly writerCounters = new Map<Int32Array, number>();
+  readonly commitNotices: Int32Array | undefined;
+  private commitNoticesSeen = 0;
 
   /** The embedded SQLite store in `dataDir`. */
   constructor(dataDir: string, pg?: undefined, options?: SqliteRelayStoreOptions);
@@ -91,7 +89,7 @@ export class RelayStore {
       db.pragma('busy_timeout = 5000');
       runMigrations(db, relayMigrations, { label: 'the relay database' });
       this.sqlite = db;
-      this.commitNotices = options.commitsSyncedBy;
+      this.commitNotices = options.commitsSyncedBy ?? new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
       this.walSync = options.commitsSyncedBy ? undefined : new WalSync(`${db.name}-wal`, options.wal);
       const dataVersion = db.prepare('PRAGMA data_version').pluck();
       this.dataVersion = { read: () => dataVersion.get() as number, seen: dataVersion.get() as number };
@@ -220,9 +218,7 @@ export class RelayStore {
   private noteCommit(): void {
     this.committed++;
     // A second connection's store (decisions 0770, 0921): the count moves, staying even, after every
-    // commit, a write outside `tx` included. That alone does not make such a write durable before an
-    // answer: it is never odd during its COMMIT, so an answer read meanwhile may miss it. The vote
-    // writer makes none: every write of it is a `tx`.
+    // commit, a write outside `tx` included (the vote writer makes none; this keeps it safe if it did).
     if (!this.walSync && this.commitNotices) Atomics.add(this.commitNotices, 0, 2);
     this.walSync?.noteCommit();
     this.checkpointer?.noteCommit();
@@ -248,32 +244,12 @@ export class RelayStore {
     // Its count is odd while a COMMIT is under way and even after: an answer that may show a
     // commit sees the count move, or odd (its sync then begins after that COMMIT began, so after
     // the frames its read saw), or even and already seen, when a sync begun after it is noted.
-    for (const [word, seen] of this.writerCounters) {
-      const notices = Atomics.load(word, 0);
-      if (notices !== seen || notices % 2 !== 0) {
-        this.writerCounters.set(word, notices);
-        walSync.noteCommit();
-      }
+    const notices = Atomics.load(this.commitNotices as Int32Array, 0);
+    if (notices !== this.commitNoticesSeen || notices % 2 !== 0) {
+      this.commitNoticesSeen = notices;
+      walSync.noteCommit();
     }
     return walSync.whenDurable();
-  }
-
-  /**
-   * SQLite, the event loop's store: a new counter word for one vote writer thread (its store's
-   * `commitsSyncedBy`), read by `whenDurable` until `end` is called once that thread has exited:
-   * what it counted is then synced before the next answer, and a COMMIT it was cut off in (its
-   * word left odd) no longer makes every later answer sync.
-   */
-  commitCounter(): { word: Int32Array; end: () => void } {
-    if (!this.walSync) throw new Error("RelayStore.commitCounter: only the event loop's SQLite store syncs another connection's commits");
-    const word = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-    this.writerCounters.set(word, 0);
-    return {
-      word,
-      end: () => {
-        if (this.writerCounters.delete(word)) this.walSync?.noteCommit();
-      },
-    };
   }
 
   /** Why commits can no longer be made durable (a failed sync; the relay must restart); null while they can. */
@@ -352,7 +328,6 @@ export class RelayStore {
       // Another close may have finished while this one waited for the thread.
       if (!this.sqlite.open) return;
       this.sqlite.close();
-      this.writerCounters.clear();
       this.walSync?.close();
     }
   }

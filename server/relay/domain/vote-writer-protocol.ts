@@ -13,7 +13,7 @@ import type { DefaultSliceSources } from './self-voter.js';
 /** Where the thread opens the relay's store: the same SQLite database as the event loop's. */
 export interface WriterDatabase {
   dataDir: string;
-  /** This thread's counter word of the event loop's store (`RelayStore.commitCounter`, shared memory), which syncs the writer's commits. */
+  /** The event loop's store's counter (`RelayStore.commitNotices`, shared memory), which syncs the writer's commits. */
   commitNotices: Int32Array;
 }
 
@@ -63,7 +63,7 @@ export type SentError =
   | { kind: 'refusal'; code: RelayErrorCode; detail: string; extra: RelayRefusalExtra }
   | { kind: 'core'; message: string; problems: Problem[] }
   | { kind: 'storage'; fault: StorageFault['kind']; message: string; retryAfterSeconds: number }
-  | { kind: 'other'; name: string; message: string; stack?: string; code?: string };
+  | { kind: 'other'; name: string; message: string; stack?: string };
 
 /** `error` as the thread sends it. */
 export function sendableError(error: unknown): SentError {
@@ -71,9 +71,7 @@ export function sendableError(error: unknown): SentError {
   if (error instanceof CoreRelayError) return { kind: 'core', message: error.message, problems: error.problems };
   if (error instanceof StorageFault) return { kind: 'storage', fault: error.kind, message: error.message, retryAfterSeconds: error.retryAfterSeconds };
   const plain = error instanceof Error ? error : new Error(String(error));
-  // The code is what the error handler reads of a driver's error (`storageFaultOf`: SQLITE_FULL, ENOSPC is a 507).
-  const { code } = plain as { code?: unknown };
-  return { kind: 'other', name: plain.name, message: plain.message, ...(plain.stack ? { stack: plain.stack } : {}), ...(typeof code === 'string' ? { code } : {}) };
+  return { kind: 'other', name: plain.name, message: plain.message, ...(plain.stack ? { stack: plain.stack } : {}) };
 }
 
 /** The error the thread sent, as the class the relay's error handler maps (the same answer as on the loop; domain code throws no other). */
@@ -88,7 +86,7 @@ export function receivedError(sent: SentError): Error {
     default: {
       const error = new Error(`${sent.name} in the vote writer thread: ${sent.message}`);
       if (sent.stack) error.stack = `${error.message}\n--- in the vote writer thread:\n${sent.stack}`;
-      return sent.code === undefined ? error : Object.assign(error, { code: sent.code });
+      return error;
     }
   }
 }

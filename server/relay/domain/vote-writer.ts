@@ -5,29 +5,17 @@ import type { Clock, TimerHandle } from '../../../core/clock.js';
 import { StorageFault } from '../../storage/storage-faults.js';
 import { type HostToWriter, type VoteAnswer, type WriterThreadData, type WriterToHost, writerMessage } from './vote-writer-protocol.js';
 
-/** A counter word a thread's store counts its commits in (`RelayStore.commitCounter`), ended once that thread exited. */
-export interface CommitCounter {
-  word: Int32Array;
-  end: () => void;
-}
+/** The thread's entry: `.js` in the built package, `.ts` under tsx or vitest (beside the vote route: it answers with the route's view). */
+export const defaultWriterEntry = new URL(`../routes/post-vote-thread${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
-export interface VoteWriterOptions extends Omit<WriterThreadData, 'database'> {
+export interface VoteWriterOptions extends WriterThreadData {
   clock: Clock;
-  /** The relay's SQLite data directory, which the thread opens too. */
-  dataDir: string;
-  /** A new commit counter of the event loop's store, one per thread (decision 0480: that store syncs the thread's commits). */
-  commitCounter: () => CommitCounter;
   /** Told, before any answer of a batch is handed back, which items the thread's commits changed: the event loop's caches forget them. */
   onChanged: (itemIds: readonly string[]) => void;
-  /**
-   * The thread serving this relay ended: it may have committed votes it never answered (a crash
-   * between its commit and its message), so the event loop's caches forget everything they hold.
-   */
-  onThreadLost: () => void;
   /** How long the thread may stay silent while this relay's votes wait, before it is taken for hung and replaced; default 60 s. */
   answerWithinMs?: number;
-  /** The thread's entry module: routes/ (`voteWriterEntry`, the composition root passes it); tests start faulty ones. */
-  entry: URL;
+  /** The thread's entry module (tests start a faulty one). */
+  entry?: URL;
   log: (message: string, cause: unknown) => void;
 }
 
@@ -70,10 +58,6 @@ export class VoteWriter {
   /** Votes of this relay waiting on the thread, and the watchdog that runs while any do. */
   private waiting = 0;
   private watchdog: TimerHandle | undefined;
-  /** The thread the watchdog watches: one that fails disarms it, so the next thread's waits are watched from their start. */
-  private watched: WriterThread | undefined;
-  /** The commit counter of each thread this relay's store was open on, until that thread exited. */
-  private readonly counters = new Map<WriterThread, CommitCounter>();
 
   constructor(private readonly options: VoteWriterOptions) {}
 
@@ -92,24 +76,6 @@ export class VoteWriter {
     if (message.changedItems.length > 0) this.options.onChanged(message.changedItems);
   }
 
-  /** The thread `thread` ended (`WriterThread.fail`): what it committed unsaid is forgotten, and its watchdog disarmed. */
-  lost(thread: WriterThread): void {
-    if (this.watched === thread) this.disarm();
-    this.options.onThreadLost();
-    void thread.exited.then(() => this.endCounter(thread));
-  }
-
-  private endCounter(thread: WriterThread): void {
-    this.counters.get(thread)?.end();
-    this.counters.delete(thread);
-  }
-
-  private disarm(): void {
-    if (this.watchdog !== undefined) this.options.clock.clearTimeout(this.watchdog);
-    this.watchdog = undefined;
-    this.watched = undefined;
-  }
-
   /** `answer`, watched: while any vote of this relay waits, the thread must say something (to any relay) every `answerWithinMs`. */
   private async waitFor<T>(thread: WriterThread, answer: Promise<T>): Promise<T> {
     this.waiting++;
@@ -126,16 +92,9 @@ export class VoteWriter {
     const { clock } = this.options;
     const withinMs = this.options.answerWithinMs ?? 60_000;
     const heardBefore = thread.heard;
-    this.watched = thread;
     this.watchdog = clock.setTimeout(() => {
       this.watchdog = undefined;
-      this.watched = undefined;
-      if (this.waiting === 0) return;
-      // Every wait stays bounded: a thread that ended hands the watch to the one serving this relay now.
-      if (thread.failure) {
-        if (this.openOn && !this.openOn.failure) this.watch(this.openOn);
-        return;
-      }
+      if (thread.failure || this.waiting === 0) return;
       if (thread.heard !== heardBefore) return this.watch(thread);
       const what = thread.ready ? 'answered nothing' : 'did not start';
       thread.fail(new VoteWriterStopped(`the vote writer thread ${what} for ${withinMs} ms while ${this.waiting} vote(s) of this relay waited; it was taken for hung and ended`));
@@ -167,20 +126,19 @@ export class VoteWriter {
     this.closed = true;
     const thread = this.openOn;
     this.openOn = undefined;
-    this.disarm();
+    if (this.watchdog !== undefined) this.options.clock.clearTimeout(this.watchdog);
+    this.watchdog = undefined;
     if (!thread || thread.failure) return;
     await this.waitFor(thread, thread.request({ type: 'close', writer: this.writer, id: 0 })).catch((error: unknown) => {
       this.options.log("relay: the vote writer thread could not close this relay's connection", error);
     });
     thread.release(this);
-    // Its store there closed: it commits no more.
-    this.endCounter(thread);
   }
 
   /** The live thread with this relay's store open on it: started, or replaced after a failure, as needed. */
   private thread(): WriterThread {
-    const { dataDir, commitCounter, selfSecretKey, selfSlice, defaultSliceFrom, log } = this.options;
-    const { entry } = this.options;
+    const { database, selfSecretKey, selfSlice, defaultSliceFrom, log } = this.options;
+    const entry = this.options.entry ?? defaultWriterEntry;
     let thread = threads.get(entry.href);
     if (!thread || thread.failure) {
       const started: WriterThread = new WriterThread(entry, log, () => {
@@ -192,9 +150,6 @@ export class VoteWriter {
     if (thread !== this.openOn) {
       if (this.openOn) this.commitsOfEndedThreads += this.commitsOnThread;
       this.commitsOnThread = 0;
-      const counter = commitCounter();
-      this.counters.set(thread, counter);
-      const database = { dataDir, commitNotices: counter.word };
       thread.open(this, { type: 'open', writer: this.writer, data: { database, selfSecretKey, defaultSliceFrom, ...(selfSlice ? { selfSlice } : {}) } });
       this.openOn = thread;
     }
@@ -217,8 +172,6 @@ class WriterThread {
   ready = false;
   /** Settles when the thread says it is ready, or rejects when it fails first. */
   readonly started: Promise<void>;
-  /** Settles once the thread has exited (after `terminate`): it commits no more. */
-  readonly exited: Promise<void>;
   private readonly worker: Worker;
   private readonly pending = new Map<number, { resolve: (answer: VoteAnswer) => void; reject: (error: Error) => void }>();
   private nextId = 1;
@@ -242,7 +195,6 @@ class WriterThread {
     this.worker.on('message', (raw: unknown) => this.receive(raw));
     this.worker.on('error', (error) => this.fail(new VoteWriterStopped(`the vote writer thread failed: ${error.message}`, { cause: error })));
     this.worker.on('messageerror', (error) => this.fail(new VoteWriterStopped(`the vote writer thread sent a message that could not be read: ${error.message}`)));
-    this.exited = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     this.worker.on('exit', (code) => this.fail(new VoteWriterStopped(`the vote writer thread exited (code ${code})`)));
   }
 
@@ -258,9 +210,6 @@ class WriterThread {
     if (this.users.size > 0 || this.failure) return;
     this.failure = new VoteWriterStopped('the vote writer thread was ended: no relay uses it');
     this.onEnded();
-    // A request it did not answer before its last relay closed (a `closed` sent before a batch's answers) is answered now.
-    for (const waiting of this.pending.values()) waiting.reject(this.failure);
-    this.pending.clear();
     void this.worker.terminate();
   }
 
@@ -285,7 +234,6 @@ class WriterThread {
     for (const waiting of this.pending.values()) waiting.reject(reason);
     this.pending.clear();
     void this.worker.terminate();
-    for (const user of this.users.values()) user.lost(this);
   }
 
   private receive(raw: unknown): void {

@@ -1,8 +1,6 @@
 import { parentPort } from 'node:worker_threads';
 import { nodeKeyFromSecret } from '../../../core/relay/node-id.js';
-import { RelayError as CoreRelayError } from '../../../core/relay/problem.js';
 import { RelayStore } from '../relay-store.js';
-import { RelayRefusal } from '../domain/relay-errors.js';
 import { refuseUnstorableText } from '../domain/storable-text.js';
 import { VoteIngest } from '../domain/vote-ingest.js';
 import { Voting } from '../domain/voting.js';
@@ -92,8 +90,6 @@ async function answerVote(writer: Writer, message: Extract<HostToWriter, { type:
     writer.changed.add(itemId);
     return { id, status: outcome.stored ? 201 : 200, text: JSON.stringify(voteAnswerView(itemId, vote, outcome, writer.selfNodeId)) };
   } catch (error) {
-    // A refusal changed nothing; any other error may have come after the commit (the tally read after it): the loop forgets the item.
-    if (!(error instanceof RelayRefusal) && !(error instanceof CoreRelayError)) writer.changed.add(itemId);
     return { id, error: sendableError(error) };
   }
 }
