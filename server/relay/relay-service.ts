@@ -42,7 +42,6 @@ import { searchIndexOf } from '../storage/relay/trigram-prefilter.js';
 import { sliceDeclarationRoutes } from './routes/slice-declaration-routes.js';
 import { socialRoutes } from './routes/social-routes.js';
 import { Voting } from './domain/voting.js';
-import { VoteWriter } from './domain/vote-writer.js';
 
 export interface RelayServiceConfig {
   clock: Clock;
@@ -209,8 +208,6 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       operators: new Set(config.operators ?? []),
       log,
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
-      // SQLite: votes checked and written on a thread of their own (decision 0921); PostgreSQL keeps them on the loop.
-      voteWriter: config.databaseUrl ? undefined : new VoteWriter({ clock: config.clock, database: { dataDir: config.dataDir, commitNotices: store.commitNotices as Int32Array }, selfSecretKey: selfKey.secretKey, defaultSliceFrom, ...(config.selfSlice ? { selfSlice: config.selfSlice } : {}), onChanged: (itemIds) => voting.forgetItems(itemIds), log }),
     };
     await registerSelf(deps);
     await store.tx(voting.publishSelfSlice(config.clock.nowMs()));
@@ -252,13 +249,12 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       nodeId: selfKey.nodeId,
       routes,
       federation,
-      commitCount: () => store.commits + (deps.voteWriter?.commits ?? 0),
+      commitCount: () => store.commits,
       close: async () => {
         closed = true;
         if (timer !== undefined) config.clock.clearTimeout(timer);
         await federation.close();
         await peerFetch.close();
-        await deps.voteWriter?.close(); // before the store: SQLite's last connection to close checkpoints
         await store.close();
         lock.release();
       },
@@ -326,7 +322,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
     res.json(openapi);
   });
   // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
-  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(deps.voteWriter !== undefined), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
+  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
   const stats = async () => {
     const { nodes, items, votes, peers } = deps.store.plainData;
