@@ -106,7 +106,7 @@ function sceneRows(voters: number, ingesting: number, blocks: readonly BlockResu
     { name: `GET /me, ${n}, ${c}`, value: over(blocks, (b) => b.meConcurrent), unit: 'requests/s', note: '' },
     { name: `POST /me, ${n}, ${c}`, value: over(blocks, (b) => b.writeConcurrent), unit: 'requests/s', note: '' },
     { name: `vote ingest, ${n}, ${c}`, value: over(blocks, (b) => b.concurrent), unit: 'votes/s', note: '' },
-    { name: `event loop per vote, ${n}, ${c}`, value: over(blocks, (b) => b.loopMsPerVote), unit: 'ms', note: "CPU time of the relay's main thread per vote (the vote's checks, store and tally run on the vote writer thread, decision 0921)" },
+    { name: `event loop per vote, ${n}, ${c}`, value: over(blocks, (b) => b.loopMsPerVote), unit: 'ms', note: "CPU time of the relay's main thread per vote (signature checks run on the thread pool, decision 0620)" },
     { name: `event loop per GET /me, ${n}, ${c}`, value: over(blocks, (b) => b.loopMsPerGetMe), unit: 'ms', note: '' },
     { name: `event loop per POST /me, ${n}, ${c}`, value: over(blocks, (b) => b.loopMsPerPostMe), unit: 'ms', note: '' },
     { name: `fdatasyncs per accepted vote, ${n}, ${c}`, value: over(blocks, (b) => b.syncsPerVoteConcurrent), unit: 'count', note: 'goal: at most 0.5; counted, not timed' },

@@ -100,7 +100,7 @@ const ERRORS: Record<ProblemCode, (p: Problem) => PydanticError> = {
   created_at_skew: (p) => valueError(`created_at is ${p.count ?? 0} s away from the relay clock (at most ${limitOf(p)} s)`, { now: p.nowSeconds }),
   // The rule's own sentence (domain/statement-time.ts), which a peer's refused vote records too.
   created_at_ahead: (p) => valueError(p.note ?? 'created_at is in the future', { now: p.nowSeconds }),
-  updated_ms_ahead: (p) => valueError(`updated_ms is more than ${limitOf(p)} s ahead of this relay's clock`, { now: p.nowSeconds }),
+  updated_ms_ahead: (p) => valueError(`updated_ms is more than ${limitOf(p)} s ahead of this relay's clock`, { now_ms: p.nowMs }),
   not_node_signature: () => valueError('sig is not a signature of this document by node_id (Ed25519 over RFC 8785 bytes without sig)'),
   not_voter_signature: () => valueError("sig is not the voter's Ed25519 signature over this vote"),
   not_path_item: () => valueError('item must equal the id in the path'),

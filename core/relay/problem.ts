@@ -91,6 +91,8 @@ export interface Problem {
   note?: string;
   /** For rules about time: the checker's clock when it checked, in Unix seconds. */
   nowSeconds?: number;
+  /** For rules about a time in Unix milliseconds (`updated_ms`): the checker's clock, in the same unit. */
+  nowMs?: number;
 }
 
 /** Either the typed value or the list of everything wrong with the input (never both). */

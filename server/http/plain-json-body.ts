@@ -16,7 +16,7 @@ import { NOT_UTF8_DETAIL } from './json-body.js';
  * content-type parsing the header twice, iconv-lite's decoder, raw-body's and body-parser's set-up
  * (the vote route's body reading was 12 % of its main-thread time, decision 0575).
  */
-export function plainJsonBody(options: { limitBytes: number; keepBytes?: (req: IncomingMessage) => boolean }, general: RequestHandler): RequestHandler {
+export function plainJsonBody(options: { limitBytes: number }, general: RequestHandler): RequestHandler {
   return (req, res, next) => {
     const length = plainJsonLength(req, options.limitBytes);
     if (length === null) {
@@ -24,7 +24,7 @@ export function plainJsonBody(options: { limitBytes: number; keepBytes?: (req: I
       return;
     }
     req.body = undefined;
-    readPlainJson(req, length, options.keepBytes?.(req) ?? false, (error, body) => {
+    readPlainJson(req, length, (error, body) => {
       if (error) {
         next(error);
         return;
@@ -33,18 +33,6 @@ export function plainJsonBody(options: { limitBytes: number; keepBytes?: (req: I
       next();
     });
   };
-}
-
-/** Requests whose body `plainJsonBody` kept as bytes, unparsed (`keepBytes`). */
-const keptBytes = new WeakMap<IncomingMessage, Buffer>();
-
-/**
- * The body's bytes when `plainJsonBody` kept them instead of parsing (its `keepBytes` said so, and
- * the request is its plain case): the route then parses them itself, or has them parsed elsewhere
- * as this would (the relay's vote writer thread, decision 0921); `req.body` stays undefined.
- */
-export function plainJsonBytes(req: IncomingMessage): Buffer | undefined {
-  return keptBytes.get(req);
 }
 
 /** Requests whose body `plainJsonBody` parsed from text holding no `\u` escape (`parsedWithoutEscapes`). */
@@ -78,7 +66,7 @@ function plainJsonLength(req: IncomingMessage, limitBytes: number): number | nul
 }
 
 /** Reads `length` bytes of `req` and parses them (see `plainJsonBody`). */
-function readPlainJson(req: IncomingMessage, length: number, keep: boolean, done: (error: Error | null, body?: unknown) => void): void {
+function readPlainJson(req: IncomingMessage, length: number, done: (error: Error | null, body?: unknown) => void): void {
   const chunks: Buffer[] = [];
   let received = 0;
   let settled = false;
@@ -103,14 +91,8 @@ function readPlainJson(req: IncomingMessage, length: number, keep: boolean, done
       return;
     }
     const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
-    // Checked here for kept bytes too: a vote's thread decodes what the loop let through.
     if (!isUtf8(bytes)) {
       finish(notUtf8(bytes));
-      return;
-    }
-    if (keep) {
-      keptBytes.set(req, bytes);
-      finish(null, undefined);
       return;
     }
     let text = bytes.toString('utf8');

@@ -6,7 +6,6 @@ import type { PhoneCodes } from './domain/phone-codes.js';
 import type { NodeKey } from '../../core/relay/node-id.js';
 import type { RelayStore } from './relay-store.js';
 import type { Voting } from './domain/voting.js';
-import type { VoteWriter } from './domain/vote-writer.js';
 
 /** What the use cases and routes share: one instance per relay service. */
 export interface RelayDeps {
@@ -28,8 +27,6 @@ export interface RelayDeps {
   /** Node ids allowed to add and probe peers over HTTP; empty: nobody. */
   operators: ReadonlySet<string>;
   log: (message: string, cause: unknown) => void;
-  /** SQLite: POST /items/{id}/vote from its body's bytes on a thread of its own (decision 0921); PostgreSQL: none, the vote runs on the loop. */
-  voteWriter?: VoteWriter | undefined;
   /** Payload bytes after which a GET /events page ends (`relayLimits.eventsPagePayloadMaxBytes` unless a test sets less). */
   eventsPagePayloadMaxBytes: number;
 }

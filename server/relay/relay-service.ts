@@ -42,7 +42,6 @@ import { searchIndexOf } from '../storage/relay/trigram-prefilter.js';
 import { sliceDeclarationRoutes } from './routes/slice-declaration-routes.js';
 import { socialRoutes } from './routes/social-routes.js';
 import { Voting } from './domain/voting.js';
-import { voteWriterFor } from './routes/vote-writer-entry.js';
 
 export interface RelayServiceConfig {
   clock: Clock;
@@ -209,7 +208,6 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       operators: new Set(config.operators ?? []),
       log,
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
-      voteWriter: voteWriterFor({ ...config, store, voting, selfKey, defaultSliceFrom, log }),
     };
     await registerSelf(deps);
     await store.tx(voting.publishSelfSlice(config.clock.nowMs()));
@@ -251,13 +249,12 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       nodeId: selfKey.nodeId,
       routes,
       federation,
-      commitCount: () => store.commits + (deps.voteWriter?.commits ?? 0),
+      commitCount: () => store.commits,
       close: async () => {
         closed = true;
         if (timer !== undefined) config.clock.clearTimeout(timer);
         await federation.close();
         await peerFetch.close();
-        await deps.voteWriter?.close(); // before the store: SQLite's last connection to close checkpoints
         await store.close();
         lock.release();
       },
@@ -321,9 +318,11 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
     serverUrl: deps.baseUrl,
     security: relayOpenApiSecurity,
   });
-  api.get('/openapi.json', (_req, res) => void res.json(openapi));
+  api.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
   // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
-  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser({ votesAsBytes: deps.voteWriter !== undefined }), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
+  mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
   const stats = async () => {
     const { nodes, items, votes, peers } = deps.store.plainData;

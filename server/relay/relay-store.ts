@@ -10,7 +10,7 @@ import type { Steps } from '../storage/sql-steps.js';
 import { type PlainData, RelayData, plainData, plainly } from '../storage/relay/relay-data.js';
 import { relayMigrations } from '../storage/relay/relay-migrations.js';
 import { type PlainRelaySql, RelaySql } from '../storage/relay/relay-sql.js';
-import { SqliteRelayExecutor, dataVersionReader } from '../storage/relay/sqlite-relay-executor.js';
+import { SqliteRelayExecutor } from '../storage/relay/sqlite-relay-executor.js';
 import { WalSync, type WalSyncOptions } from '../storage/wal-sync.js';
 import { WalCheckpointer, type WalCheckpointerOptions } from '../storage/wal-checkpointer.js';
 
@@ -47,19 +47,6 @@ export class RelayStore {
   private committed = 0;
   /** Savepoints open now: each gets its own name. */
   private savepoints = 0;
-  /**
-   * SQLite only: `PRAGMA data_version` as this connection last read it; it moves when another
-   * connection (the vote writer thread's, decisions 0770, 0921) committed, which makes the caches stale.
-   */
-  private readonly dataVersion: { read: () => number; seen: number } | undefined;
-  /** A vote writer thread's store only: where it counts its commits (`commitsSyncedBy`). */
-  readonly commitNotices: Int32Array | undefined;
-  /**
-   * SQLite only: one counter word per vote writer thread (`commitCounter`), each counting the
-   * commits that thread's connection is making or made, so `whenDurable` syncs them too; and the
-   * count last seen. A word of its own per thread: one ended mid-COMMIT leaves only its own odd.
-   */
-  private readonly writerCounters = new Map<Int32Array, number>();
 
   /** The embedded SQLite store in `dataDir`. */
   constructor(dataDir: string, pg?: undefined, options?: SqliteRelayStoreOptions);
@@ -83,18 +70,12 @@ export class RelayStore {
       // Commits write the WAL without waiting for the disk; `walSync` then syncs it off the event
       // loop and every answer waits for that (decision 0480): an accepted vote or registration is
       // on disk before anyone hears of it, as with FULL, and concurrent requests share one sync.
-      // The vote writer thread's store (decisions 0770, 0921) leaves its syncs to the event loop's store:
-      // it counts each COMMIT in `commitNotices` (before and after), and the loop's store syncs
-      // the WAL before any answer that may show it (`whenDurable`).
       db.pragma('synchronous = NORMAL');
       db.pragma('foreign_keys = ON');
       db.pragma('busy_timeout = 5000');
       runMigrations(db, relayMigrations, { label: 'the relay database' });
       this.sqlite = db;
-      this.commitNotices = options.commitsSyncedBy;
-      this.walSync = options.commitsSyncedBy ? undefined : new WalSync(`${db.name}-wal`, options.wal);
-      const readDataVersion = dataVersionReader(db);
-      this.dataVersion = { read: readDataVersion, seen: readDataVersion() };
+      this.walSync = new WalSync(`${db.name}-wal`, options.wal);
       this.checkpointer = new WalCheckpointer(db, options.checkpoints);
       // Made once: better-sqlite3's `transaction(fn)` builds four wrapper functions and their
       // properties on every call.
@@ -155,24 +136,7 @@ export class RelayStore {
     }
     try {
       const executor = this.sqliteSteps as SqliteRelayExecutor;
-      const notices = this.walSync ? undefined : this.commitNotices;
-      let committing = false;
-      let result: T;
-      try {
-        result = (this.immediateTx as (fn: () => unknown) => unknown)(() => {
-          // Under the writer lock: another connection's commit is seen before anything reads a cache.
-          this.dropCachesIfOthersCommitted();
-          const value = executor.run(make());
-          // Odd from just before the COMMIT to just after it: see `whenDurable`.
-          if (notices) {
-            Atomics.add(notices, 0, 1);
-            committing = true;
-          }
-          return value;
-        }) as T;
-      } finally {
-        if (committing) Atomics.add(notices as Int32Array, 0, 1);
-      }
+      const result = (this.immediateTx as (fn: () => unknown) => unknown)(() => executor.run(make())) as T;
       this.noteCommit();
       return Promise.resolve(result);
     } catch (err) {
@@ -219,11 +183,6 @@ export class RelayStore {
 
   private noteCommit(): void {
     this.committed++;
-    // A second connection's store (decisions 0770, 0921): the count moves, staying even, after every
-    // commit, a write outside `tx` included. That alone does not make such a write durable before an
-    // answer: it is never odd during its COMMIT, so an answer read meanwhile may miss it. The vote
-    // writer makes none: every write of it is a `tx`.
-    if (!this.walSync && this.commitNotices) Atomics.add(this.commitNotices, 0, 2);
     this.walSync?.noteCommit();
     this.checkpointer?.noteCommit();
   }
@@ -242,38 +201,7 @@ export class RelayStore {
    * PostgreSQL syncs its own commits: always null there. Rejects for good once a sync failed.
    */
   whenDurable(): Promise<void> | null {
-    const walSync = this.walSync;
-    if (!walSync) return null;
-    // The vote writer thread's commits (decisions 0770, 0921) are synced here, by the store that answers.
-    // Its count is odd while a COMMIT is under way and even after: an answer that may show a
-    // commit sees the count move, or odd (its sync then begins after that COMMIT began, so after
-    // the frames its read saw), or even and already seen, when a sync begun after it is noted.
-    for (const [word, seen] of this.writerCounters) {
-      const notices = Atomics.load(word, 0);
-      if (notices !== seen || notices % 2 !== 0) {
-        this.writerCounters.set(word, notices);
-        walSync.noteCommit();
-      }
-    }
-    return walSync.whenDurable();
-  }
-
-  /**
-   * SQLite, the event loop's store: a new counter word for one vote writer thread (its store's
-   * `commitsSyncedBy`), read by `whenDurable` until `end` is called once that thread has exited:
-   * what it counted is then synced before the next answer, and a COMMIT it was cut off in (its
-   * word left odd) no longer makes every later answer sync.
-   */
-  commitCounter(): { word: Int32Array; end: () => void } {
-    if (!this.walSync) throw new Error("RelayStore.commitCounter: only the event loop's SQLite store syncs another connection's commits");
-    const word = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-    this.writerCounters.set(word, 0);
-    return {
-      word,
-      end: () => {
-        if (this.writerCounters.delete(word)) this.walSync?.noteCommit();
-      },
-    };
+    return this.walSync?.whenDurable() ?? null;
   }
 
   /** Why commits can no longer be made durable (a failed sync; the relay must restart); null while they can. */
@@ -293,23 +221,10 @@ export class RelayStore {
   /**
    * On PostgreSQL, looks whether another replica committed since this one last did or looked, and
    * if so tells the `onCachesInvalid` listeners; call before serving a request from caches. A write
-   * transaction does the same under the write lock. On SQLite: null, nothing to wait for. The vote
-   * writer thread's commits (decision 0921) reach the event loop's caches as its answers name what
-   * they changed (`Voting.forgetItems`), and its write transactions read `PRAGMA data_version`
-   * under the writer lock; no request reads it.
+   * transaction does the same under the write lock. SQLite has one writer, this process: null, nothing to wait for.
    */
   refresh(): Promise<void> | null {
     return this.pg ? this.pg.refresh() : null;
-  }
-
-  /** SQLite: tells the cache listeners when another connection of this database committed since this one last looked. */
-  private dropCachesIfOthersCommitted(): void {
-    const version = this.dataVersion;
-    if (!version) return;
-    const now = version.read();
-    if (now === version.seen) return;
-    version.seen = now;
-    this.invalidateCaches();
   }
 
   /** A 32-byte secret by name: a file in the data dir on SQLite, a row shared by every replica on PostgreSQL. */
@@ -352,19 +267,12 @@ export class RelayStore {
       // Another close may have finished while this one waited for the thread.
       if (!this.sqlite.open) return;
       this.sqlite.close();
-      this.writerCounters.clear();
       this.walSync?.close();
     }
   }
 }
 
 export interface SqliteRelayStoreOptions {
-  /**
-   * For a second connection of this process (the vote writer thread's, decisions 0770, 0921): it does not
-   * sync the WAL; it counts each COMMIT here (before and after), and the store that
-   * owns this counter (`commitNotices`) syncs the WAL before any of its answers. `wal` is then unused.
-   */
-  commitsSyncedBy?: Int32Array;
   /** How and when the WAL file is made durable (decision 0480); fdatasync on the thread pool by default. */
   wal?: WalSyncOptions;
   /** When the WAL is checkpointed, off the event loop (decision 0760). */

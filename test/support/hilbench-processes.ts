@@ -49,9 +49,12 @@ export class HilbenchProcesses {
  */
 export async function until(what: string, check: () => boolean | Promise<boolean>, boundMs = 60_000): Promise<void> {
   const stepMs = 100;
-  for (let waitedMs = 0; waitedMs < boundMs; waitedMs += stepMs) {
+  // The bound is time, not steps: on a loaded machine a check (an HTTP round trip) can take longer than a step.
+  const startedMs = performance.now();
+  while (performance.now() - startedMs < boundMs) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, stepMs));
   }
+  if (await check()) return;
   throw new Error(`waited ${boundMs} ms for ${what}`);
 }

@@ -45,11 +45,6 @@ export class SelfTallies {
     this.keptStatements = 0;
   }
 
-  /** Forgets one item's tally (another connection stored statements on it: decision 0921). */
-  forgetItem(itemId: string): void {
-    this.drop(itemId);
-  }
-
   /** The relay node's bulletin now (not floored: the caller applies the floor). */
   *bulletin(itemId: string): Steps<SelfBulletin> {
     const item = yield* this.current(itemId);

@@ -80,11 +80,6 @@ export class StatementLog {
     this.items.clear();
   }
 
-  /** Forgets one item's statements (another connection stored some: the vote writer thread, decision 0921). */
-  forgetItem(itemId: string): void {
-    this.items.delete(itemId);
-  }
-
   /**
    * Stores one verified statement; call inside a transaction. A `slice_hash` must already be known
    * (422 otherwise, so every stored statement can be tallied). Appends a `vote` event when new.

@@ -49,13 +49,6 @@ export class VoteIngest {
     private readonly voting: Voting,
     private readonly selfNodeId: string,
     private readonly nowMs: () => number,
-    /**
-     * `onThread`: this runs on the vote writer thread (decision 0921), off the event loop, where
-     * votes arrive as messages: signatures are checked at once, and every batch waits for
-     * `setImmediate`, so the votes of the messages delivered together commit together (a vote
-     * alone pays one turn of an idle thread's loop, microseconds).
-     */
-    private readonly options: { onThread?: boolean } = {},
   ) {}
 
   /**
@@ -96,7 +89,7 @@ export class VoteIngest {
    */
   verify(vote: Vote, voter: { registered: boolean }): Promise<boolean> {
     const options = { keyChecked: voter.registered };
-    if (this.inFlight <= 1 || this.options.onThread) return Promise.resolve(verifyVote(vote, options));
+    if (this.inFlight <= 1) return Promise.resolve(verifyVote(vote, options));
     this.verifying++;
     const settled = () => {
       this.verifying--;
@@ -117,10 +110,9 @@ export class VoteIngest {
 
   /** Stores a verified vote (its voter registered) and re-tallies the relay node; settles after the commit. */
   submit(vote: Vote): Promise<VoteOutcome> {
-    const alone = !this.options.onThread && this.inFlight <= 1;
     return new Promise((resolve, reject) => {
       this.pending.push({ vote, resolve, reject });
-      if (alone && !this.scheduled) void this.flush();
+      if (this.inFlight <= 1 && !this.scheduled) void this.flush();
       else this.schedule();
     });
   }

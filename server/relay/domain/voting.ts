@@ -83,18 +83,6 @@ export class Voting {
     this.selfTallies.forgetCached();
   }
 
-  /**
-   * Forgets what is cached of these items' statements and the relay node's tallies of them: the
-   * vote writer thread (decision 0921) committed statements on them through its own connection.
-   * Slices need nothing: a quorum set by hash never changes, and votes publish no slice.
-   */
-  forgetItems(itemIds: Iterable<string>): void {
-    for (const itemId of itemIds) {
-      this.log.forgetItem(itemId);
-      this.selfTallies.forgetItem(itemId);
-    }
-  }
-
   parseSlice(input: unknown, owner: string, loc: (string | number)[]): { qset: QuorumSet; tAuto: boolean } {
     return this.slices.parseSlice(input, owner, loc);
   }

@@ -5,14 +5,12 @@ import { isoFromMs } from '../../../core/clock.js';
 import type { Caller } from '../domain/credentials.js';
 import type { RelayDeps } from '../relay-deps.js';
 import { HttpError } from '../../http/http-error.js';
-import { plainJsonBytes } from '../../http/plain-json-body.js';
-import { type VoteAnswer, receivedError } from '../domain/vote-writer-protocol.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import { bulletinSchema, itemCreatedSchema, itemDetailSchema, itemsPageSchema, reportSchema, reportsSchema, sliceAnswerSchema, voteAnswerSchema } from '../../../wire/relay/item-responses.js';
 import { type RelayRoute, alreadySent, callerNode, route } from './relay-route.js';
 import { claimBody, fileUploadForm, itemsQuery, quorumSetSchema, reportBody, sliceMemberBody, voteDocSchema } from '../../../wire/relay/relay-schemas.js';
 import type { ItemRow } from '../../storage/relay/item-repository.js';
-import { bulletinView, itemView, voteAnswerView } from '../views/item-view.js';
+import { bulletinView, itemView } from '../views/item-view.js';
 import { ItemReads } from '../queries/item-reads.js';
 import { PostItem, type PostedItem } from '../use-cases/post-item.js';
 import { PostVote } from '../use-cases/post-vote.js';
@@ -39,20 +37,6 @@ function sendFile(res: Response, row: ItemRow, file: { contentLength: number; co
     // A client that hangs up mid-download is not a server fault.
     if ((cause as { code?: unknown }).code !== 'ERR_STREAM_PREMATURE_CLOSE') log(`relay: sending file ${row.item_id} failed`, cause);
   });
-  return alreadySent;
-}
-
-/**
- * The vote writer thread's answer as the route would have written it: the status and JSON text
- * as `res.json` sends them, a refusal raised for the one error path, a body that is not JSON as
- * the body parser's error (its 422 `json_invalid`).
- */
-function sendVoteAnswer(res: Response, answer: VoteAnswer): typeof alreadySent {
-  if ('unparsable' in answer) throw Object.assign(new SyntaxError(answer.unparsable.message), { status: 400, statusCode: 400, expose: true, type: 'entity.parse.failed', body: answer.unparsable.text });
-  if ('error' in answer) throw receivedError(answer.error);
-  res.status(answer.status);
-  res.set('Content-Type', 'application/json');
-  res.send(answer.text);
   return alreadySent;
 }
 
@@ -129,12 +113,20 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       successStatus: 201,
       handle: async ({ params, req, res }) => {
         const itemId = params.id!;
-        const bytes = plainJsonBytes(req);
-        // SQLite: the body's bytes to the vote writer thread, its answer's text back (decision 0921).
-        if (bytes !== undefined && deps.voteWriter) return sendVoteAnswer(res, await deps.voteWriter.post(itemId, bytes, deps.clock.nowMs()));
         const { vote, outcome } = await postVote.run(itemId, req.body, res);
         if (!outcome.stored) res.status(200);
-        return voteAnswerView(itemId, vote, outcome, relayNodeId);
+        const bulletin = outcome.bulletin;
+        return {
+          item: itemId,
+          voter: vote.voter,
+          value: vote.value,
+          phase: vote.phase,
+          stored: outcome.stored,
+          duplicate: outcome.duplicate,
+          equivocation: outcome.equivocation,
+          relay_emitted: outcome.emitted.map((v) => ({ value: v.value, phase: v.phase })),
+          relay_bulletin: bulletinView(bulletin, relayNodeId, itemId),
+        };
       },
     }),
     route({

@@ -1,5 +1,4 @@
-import type { IncomingMessage } from 'node:http';
-import express, { type Request, type RequestHandler } from 'express';
+import express, { type RequestHandler } from 'express';
 import { plainJsonBody, refuseInvalidUtf8 } from '../../http/plain-json-body.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 
@@ -8,20 +7,10 @@ import { relayLimits } from '../../../wire/relay/relay-facts.js';
  * which streams them; JSON is parsed, bounded, for everything else, a plain JSON body (every vote)
  * without body-parser's set-up (decision 0620).
  */
-export function relayBodyParser({ votesAsBytes = false }: { votesAsBytes?: boolean } = {}): RequestHandler {
+export function relayBodyParser(): RequestHandler {
   // strict: false parses any JSON value, as FastAPI does: a body of `"x"` or `1` is well-formed JSON
   // that is no object (a 422 model_attributes_type from the route's schema), not a decode error.
   // refuseInvalidUtf8: bytes that are not UTF-8 are FastAPI's 400, never text with U+FFFD stored as if sent.
   const json = express.json({ limit: relayLimits.jsonBodyMaxBytes, type: ['application/json', 'application/*+json'], strict: false, verify: refuseInvalidUtf8 });
-  // A vote's bytes go to the vote writer thread unparsed (decision 0921): it parses them as this would.
-  // Not with U+0000 in the path: the body's refusal comes before the path's 404 (`refuseNulInPath`), as on the loop.
-  const keepBytes = votesAsBytes ? (req: IncomingMessage) => isVote(req as Request) : undefined;
-  return plainJsonBody({ limitBytes: relayLimits.jsonBodyMaxBytes, ...(keepBytes ? { keepBytes } : {}) }, (req, res, next) => (req.is('multipart/form-data') ? next() : json(req, res, next)));
-}
-
-/** The vote route as Express names it (`POST /items/{id}/vote`). */
-const VOTE_PATH = '/items/:id/vote';
-
-function isVote(req: Request): boolean {
-  return req.route?.path === VOTE_PATH && req.method === 'POST' && !String(req.params.id).includes('\0');
+  return plainJsonBody({ limitBytes: relayLimits.jsonBodyMaxBytes }, (req, res, next) => (req.is('multipart/form-data') ? next() : json(req, res, next)));
 }

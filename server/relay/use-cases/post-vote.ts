@@ -1,7 +1,5 @@
 import { parseVote, type Vote } from '../../../core/relay/vote.js';
 import type { RelayDeps } from '../relay-deps.js';
-import type { RelayStore } from '../relay-store.js';
-import type { Voting } from '../domain/voting.js';
 import { requireItemId } from '../domain/id-checks.js';
 import { RelayRefusal, invalidInputAt } from '../domain/relay-errors.js';
 import { unknownSliceHash } from '../domain/statement-log.js';
@@ -36,42 +34,26 @@ export class PostVote {
     return this.ingest.request(request, () => this.post(itemId, document));
   }
 
-  private post(itemId: string, document: unknown): Promise<PostedVote> {
-    const { deps } = this;
-    return checkAndStoreVote({ ingest: this.ingest, store: deps.store, voting: deps.voting }, itemId, document, deps.clock.nowMs());
+  private async post(itemId: string, document: unknown): Promise<PostedVote> {
+    const { ingest, deps } = this;
+    requireItemId(itemId);
+    // Only whether it exists: the vote's answer needs nothing else of the item's row.
+    if (!(await ingest.itemStored(itemId))) throw new RelayRefusal('item_not_found', 'no such item on this relay');
+    const parsed = parseVote(document);
+    if (!parsed.ok) throw invalidInputAt(['body'], parsed.problems);
+    const vote = parsed.value;
+    if (vote.item !== itemId) throw invalidInputAt(['body'], [{ path: ['item'], code: 'not_path_item', input: vote.item }]);
+    const timeProblem = voteTimeInputProblem(vote.created_at, deps.clock.nowMs());
+    if (timeProblem !== null) throw invalidInputAt(['body'], [timeProblem]);
+    // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
+    // Looked up once, before the check (a vote sent while its voter registers may be either side of it).
+    const voter = { registered: await ingest.voterRegistered(vote.voter) };
+    if (!(await ingest.verify(vote, voter))) throw invalidInputAt(['body'], [{ path: ['sig'], code: 'not_voter_signature', input: vote.sig }]);
+    if (!voter.registered) throw new RelayRefusal('signer_not_registered', 'voter is not a registered node: POST /register first');
+    if (vote.slice_hash !== undefined && !(await deps.store.plain(deps.voting.quorumSetByHash(vote.slice_hash)))) {
+      // Checked here as well as where it is stored: a refusal never reaches the write path.
+      throw unknownSliceHash(vote.slice_hash);
+    }
+    return { vote, outcome: await ingest.submit(vote) };
   }
-}
-
-/** What a vote is checked against and stored by: the event loop's, or the vote writer thread's (decision 0921). */
-export interface VoteWritePath {
-  ingest: VoteIngest;
-  store: RelayStore;
-  voting: Voting;
-}
-
-/**
- * The checks of POST /items/{id}/vote in their order (item, shape, path item, time, signature,
- * voter, slice), then the ingest's group commit.
- */
-export async function checkAndStoreVote(path: VoteWritePath, itemId: string, document: unknown, nowMs: number): Promise<PostedVote> {
-  const { ingest, store, voting } = path;
-  requireItemId(itemId);
-  // Only whether it exists: the vote's answer needs nothing else of the item's row.
-  if (!(await ingest.itemStored(itemId))) throw new RelayRefusal('item_not_found', 'no such item on this relay');
-  const parsed = parseVote(document);
-  if (!parsed.ok) throw invalidInputAt(['body'], parsed.problems);
-  const vote = parsed.value;
-  if (vote.item !== itemId) throw invalidInputAt(['body'], [{ path: ['item'], code: 'not_path_item', input: vote.item }]);
-  const timeProblem = voteTimeInputProblem(vote.created_at, nowMs);
-  if (timeProblem !== null) throw invalidInputAt(['body'], [timeProblem]);
-  // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
-  // Looked up once, before the check (a vote sent while its voter registers may be either side of it).
-  const voter = { registered: await ingest.voterRegistered(vote.voter) };
-  if (!(await ingest.verify(vote, voter))) throw invalidInputAt(['body'], [{ path: ['sig'], code: 'not_voter_signature', input: vote.sig }]);
-  if (!voter.registered) throw new RelayRefusal('signer_not_registered', 'voter is not a registered node: POST /register first');
-  if (vote.slice_hash !== undefined && !(await store.plain(voting.quorumSetByHash(vote.slice_hash)))) {
-    // Checked here as well as where it is stored: a refusal never reaches the write path.
-    throw unknownSliceHash(vote.slice_hash);
-  }
-  return { vote, outcome: await ingest.submit(vote) };
 }

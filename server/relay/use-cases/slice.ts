@@ -2,7 +2,6 @@ import type { QuorumSet } from '../../../core/relay/quorum-set.js';
 import type { RelayDeps } from '../relay-deps.js';
 import { RelayRefusal, invalidInputAt } from '../domain/relay-errors.js';
 import { requireSliceDeclaration } from '../domain/signed-statements.js';
-import { unixSeconds } from '../domain/statement-time.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
 
 /** A node's slice as published. */
@@ -66,7 +65,7 @@ export class Slice {
     const declaration = requireSliceDeclaration(document, ['body']);
     const nowMs = clock.nowMs();
     if (declaration.updated_ms > nowMs + relayLimits.proofMaxSkewSeconds * 1000) {
-      throw invalidInputAt(['body'], [{ path: ['updated_ms'], code: 'updated_ms_ahead', limit: relayLimits.proofMaxSkewSeconds, nowSeconds: unixSeconds(nowMs), input: declaration.updated_ms }]);
+      throw invalidInputAt(['body'], [{ path: ['updated_ms'], code: 'updated_ms_ahead', limit: relayLimits.proofMaxSkewSeconds, nowMs, input: declaration.updated_ms }]);
     }
     // A node is never unregistered, so this check may run before the transaction.
     if (!(await store.plainData.nodes.exists(declaration.node_id))) throw new RelayRefusal('signer_not_registered', 'node is not a registered node: POST /register first');

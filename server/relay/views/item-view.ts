@@ -1,8 +1,6 @@
 import type { ItemRow } from '../../storage/relay/item-repository.js';
 import { itemRecord } from '../domain/item-record.js';
 import type { RelayBulletin } from '../domain/voting.js';
-import type { Vote } from '../../../core/relay/vote.js';
-import type { VoteOutcome } from '../domain/vote-ingest.js';
 
 /**
  * How the relay shows an item and a bulletin to clients (GET /items, /items/{id}, a bulletin).
@@ -27,20 +25,5 @@ export function bulletinView(b: RelayBulletin, node: string, item: string): Reco
     slice_changers: b.sliceChangers,
     slice_hash: b.slice_hash,
     to_emit: b.toEmit,
-  };
-}
-
-/** POST /items/{id}/vote's answer: the vote as stored and the relay node's bulletin after the commit (the event loop's and the vote writer thread's, decision 0921). */
-export function voteAnswerView(itemId: string, vote: Vote, outcome: VoteOutcome, relayNodeId: string): Record<string, unknown> {
-  return {
-    item: itemId,
-    voter: vote.voter,
-    value: vote.value,
-    phase: vote.phase,
-    stored: outcome.stored,
-    duplicate: outcome.duplicate,
-    equivocation: outcome.equivocation,
-    relay_emitted: outcome.emitted.map((v) => ({ value: v.value, phase: v.phase })),
-    relay_bulletin: bulletinView(outcome.bulletin, relayNodeId, itemId),
   };
 }

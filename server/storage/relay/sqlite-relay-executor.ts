@@ -45,12 +45,3 @@ export class SqliteRelayExecutor {
     return answer;
   };
 }
-
-/**
- * A reader of the connection's `PRAGMA data_version`: it changes when another connection committed
- * to the database file since this one last looked (the vote writer thread's, decision 0921).
- */
-export function dataVersionReader(db: Database.Database): () => number {
-  const statement = db.prepare('PRAGMA data_version').pluck();
-  return () => statement.get() as number;
-}
