@@ -1,6 +1,8 @@
 /**
  * The answers `relay-refusal-answers.test.ts` expects, recorded from the relay before its use cases
  * left the route handlers (decision 0780): status, `Retry-After` when there is one, body text.
+ * Changed by hand since, on purpose: "declare future" gives the clock as `ctx.now_ms` (Unix ms, the
+ * unit of `updated_ms`), where it gave Unix seconds as `ctx.now`.
  */
 export const expectedRefusals: Record<string, string> = {
   "bots limit": "409 {\"detail\":\"a node may have at most 20 bots\"}",
