@@ -23,7 +23,7 @@ export interface DebugJobOptions {
 }
 
 /**
- * A debug job on this worker (issue 32, decisions 0560, 0625): the image is flashed with the core halted
+ * A debug job on this worker (issue 32, decisions 0560, 0910): the image is flashed with the core halted
  * at reset, the job reported running, and the debuggers the server relays are served by the same
  * bridge `hilbench debug` uses locally. The job's device-time window (`uartSeconds`) runs after
  * the debugger detaches; its wall deadline is the ordinary one stretched by at most
@@ -32,8 +32,8 @@ export interface DebugJobOptions {
  */
 export async function runDebugJob(ticket: JobTicket & { debug: DebugTerms }, target: WorkerBoard, image: FirmwareImage, options: DebugJobOptions): Promise<WorkerJobOutcome> {
   const { link, clock } = options;
-  const { debugConnect } = link;
-  if (!debugConnect) return failed('unavailable', 'this worker cannot carry debug streams');
+  const { debugDial } = link;
+  if (!debugDial) return failed('unavailable', 'this worker cannot carry debug streams');
   const stopped = new AbortController();
   const stop = (reason: string) => stopped.abort(new BackendError('cancelled', reason));
   const onClosing = () => stop('the worker is shutting down');
@@ -76,7 +76,7 @@ export async function runDebugJob(ticket: JobTicket & { debug: DebugTerms }, tar
       },
       log: () => undefined,
       onBridge: (bridge) => {
-        pump = pumpRelayedDebuggers(bridge, { link: { debugConnect: debugConnect.bind(link) }, jobId: ticket.jobId, clock, signal: pumpEnded.signal, retryMs: options.retryMs, logError: options.logError });
+        pump = pumpRelayedDebuggers(bridge, { link: { debugDial: debugDial.bind(link) }, jobId: ticket.jobId, clock, signal: pumpEnded.signal, retryMs: options.retryMs, logError: options.logError });
       },
       onListening: () => {
         // Halted at reset, a debugger may attach: the job is running (its agent's client waits for this).
