@@ -70,7 +70,7 @@ interface DebugJob {
 export type DebugJobPlace =
   /** Here, or nowhere (not a debug job, or not the caller's): the relay itself answers or refuses. */
   | { kind: 'here' }
-  /** The replica at `replicaUrl` handed the job out and holds its streams: forward the WebSocket there. */
+  /** The replica at `replicaUrl` handed the job out and holds its streams: forward the upgrade there. */
   | { kind: 'elsewhere'; replicaUrl: string }
   /** Another replica holds its streams and cannot be reached from here: refuse with `why`. */
   | { kind: 'unreachable'; why: string };

@@ -67,7 +67,7 @@ export function forwardUpgrade(
         upstream.destroy();
         socket.destroy();
       };
-      // A spliced pair is no WebSocket of this replica's server: only this set lets close() end it.
+      // A spliced pair is no connection this replica's HTTP server ends: only this set lets close() end it.
       options.spliced?.add(end);
       upstream.on('error', end).on('close', end);
       socket.on('error', end).on('close', end);
