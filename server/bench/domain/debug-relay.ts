@@ -32,8 +32,8 @@ export interface OpenedDebugger {
   board: string;
   /** The worker's stream once a leg is paired with it; rejects with the refusal when none comes within `DEBUGGER_WAIT_MS` or the job ends first. */
   readonly worker: Promise<Duplex>;
-  /** The debugger's client was heard from; answers the session to renew when one is due. */
-  heard(): string | null;
+  /** The debugger is still attached: answers the session to renew when a renewal is due (at most every `SESSION_RENEW_MS`), else null. */
+  renewDue(): string | null;
   /** Tells the splice to end (the job ended, the server shuts down), with why; set by the route once spliced. */
   onEnd(listener: (reason: string) => void): void;
   /** The debugger's stream ended (or its connection went before it was paired): the board takes another. Safe to call twice. */
@@ -214,7 +214,7 @@ export class DebugRelay {
     return {
       board: job.board,
       worker,
-      heard: () => {
+      renewDue: () => {
         if (job.sessionId === null || this.deps.clock.nowMs() - job.sessionTouchedMs < SESSION_RENEW_MS) return null;
         job.sessionTouchedMs = this.deps.clock.nowMs();
         return job.sessionId;

@@ -20,10 +20,9 @@ export interface DebugSplice {
  * side that stops reading stops the other's writes, down to its TCP window). Either side's end or
  * close ends the other once what was written to it went out (or `SPLICE_LINGER_MS` passed). Both
  * legs that are sockets get no Nagle delay (each packet waits for its answer) and TCP keepalive (a
- * peer that vanished without closing ends the splice). `heard` is told of each of the debugger's
- * chunks: the session is renewed by them.
+ * peer that vanished without closing ends the splice). Nothing here reads the bytes.
  */
-export function spliceDebugStream(debuggerLeg: Duplex, workerLeg: Duplex, options: { clock: Clock; heard: () => void }): DebugSplice {
+export function spliceDebugStream(debuggerLeg: Duplex, workerLeg: Duplex, options: { clock: Clock }): DebugSplice {
   const { clock } = options;
   for (const leg of [debuggerLeg, workerLeg]) {
     (leg as Partial<Socket>).setNoDelay?.(true);
@@ -41,7 +40,6 @@ export function spliceDebugStream(debuggerLeg: Duplex, workerLeg: Duplex, option
   const closed = Promise.all([legClosed(debuggerLeg), legClosed(workerLeg)]).then(() => {
     for (const timer of lingers) clock.clearTimeout(timer);
   });
-  debuggerLeg.on('data', options.heard);
   debuggerLeg.pipe(workerLeg);
   workerLeg.pipe(debuggerLeg);
   // `pipe` ends the other side on an end; a close without one (a reset, an error) must too.

@@ -9,7 +9,7 @@ import type { AgentRecord, BenchStore, JobRecord } from '../../storage/bench/ben
 import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
 import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { BenchError } from '../domain/bench-errors.js';
-import { DEBUGGER_WAIT_MS, DebugRelay } from '../domain/debug-relay.js';
+import { DEBUGGER_WAIT_MS, DebugRelay, SESSION_RENEW_MS } from '../domain/debug-relay.js';
 import { debugUpgrades } from './debug-upgrades.js';
 
 let server: Server | undefined;
@@ -90,19 +90,20 @@ const WORKER_PATH = '/api/v1/worker/jobs/job_1/debug';
 const AGENT_PATH = '/api/v1/jobs/job_1/debug';
 
 describe('debugUpgrades: Upgrade: tcp legs paired and spliced', () => {
-  it("pairs the worker's held leg with the debugger: both get 101, then the bytes flow both ways and renew the session", async () => {
+  it("pairs the worker's held leg with the debugger: both get 101, the bytes flow both ways, and the session is renewed while it is attached", async () => {
     const { fake, port, renewed } = await debugServer();
     const worker = upgradeRequest(port, WORKER_PATH, 'hbw_w1');
     // Held: nothing is answered until a debugger comes.
     const gdb = upgradeRequest(port, AGENT_PATH, 'hb_a1');
     expect(await worker.until(/\r\n\r\n/)).toBe('HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: tcp\r\n\r\n');
     expect(await gdb.until(/\r\n\r\n/)).toBe('HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: tcp\r\n\r\n');
-    fake.tick(10_000);
     gdb.socket.write('+$g#67');
     expect(await worker.until(/\$g#67$/)).toMatch(/\r\n\r\n\+\$g#67$/);
     worker.socket.write('+$00#00');
     expect(await gdb.until(/\$00#00$/)).toMatch(/\r\n\r\n\+\$00#00$/);
-    expect(renewed).toEqual(['s1']);
+    // Silent or not, an attached debugger keeps its session: renewed every SESSION_RENEW_MS.
+    fake.tick(SESSION_RENEW_MS * 2);
+    expect(renewed).toEqual(['s1', 's1']);
     // The debugger goes: the worker's leg ends too.
     gdb.socket.end();
     await once(worker.socket, 'close');

@@ -12,7 +12,7 @@ import { toHttpError } from './bench-error-http.js';
 import { FORWARDED_HEADER, FORWARD_ANSWER_MS, forwardUpgrade } from './debug-forward.js';
 import { spliceDebugStream } from './debug-splice.js';
 import { tcpUpgradeRefusal } from './tcp-upgrade-handshake.js';
-import { DEBUGGER_WAIT_MS, type DebugRelay } from '../domain/debug-relay.js';
+import { DEBUGGER_WAIT_MS, type DebugRelay, SESSION_RENEW_MS } from '../domain/debug-relay.js';
 
 const AGENT_PATH = /^\/api\/v1\/jobs\/([^/?]+)\/debug(?:\?.*)?$/;
 const WORKER_PATH = /^\/api\/v1\/worker\/jobs\/([^/?]+)\/debug(?:\?.*)?$/;
@@ -107,17 +107,19 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { takes: (req: IncomingMe
       }
       socket.write(SWITCHING);
       if (head.length > 0) worker.write(head);
-      const splice = spliceDebugStream(socket, worker, {
-        clock: deps.clock,
-        heard: () => {
-          const due = opened.heard();
-          if (due) void deps.renewSession(agent, due).catch(() => undefined);
-        },
-      });
+      const splice = spliceDebugStream(socket, worker, { clock: deps.clock });
       const end = () => splice.end('the bench server is shutting down');
       spliced.add(end);
       opened.onEnd((reason) => splice.end(reason));
+      // The session stays alive while the debugger is attached, silent or not (a person thinking
+      // sends nothing, and nothing pings a raw stream): renewed on the clock while it is open.
+      let renewal = deps.clock.setTimeout(function renew() {
+        const due = opened.renewDue();
+        if (due) void deps.renewSession(agent, due).catch(() => undefined);
+        renewal = deps.clock.setTimeout(renew, SESSION_RENEW_MS);
+      }, SESSION_RENEW_MS);
       void splice.closed.then(() => {
+        deps.clock.clearTimeout(renewal);
         spliced.delete(end);
         opened.close();
       });
