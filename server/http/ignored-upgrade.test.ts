@@ -8,7 +8,7 @@ import { IGNORED_UPGRADE_LINGER_MS, ignoredUpgrades, upgradeListener } from './i
 import { DEFAULT_REQUEST_TIMEOUT_MS, listen } from './listen.js';
 
 /**
- * A server with an `upgrade` listener (as the bench has, for its debug WebSockets) gets every request
+ * A server with an `upgrade` listener (as the bench has, for its debug streams) gets every request
  * that carries an Upgrade there: `ignoredUpgrades` answers the ones it does not take as plain
  * HTTP, body included. The app here echoes the method, path and body it read.
  */
