@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { duplexPair } from '../../core/duplex-pair.js';
 import type { DebuggerConnection } from '../../core/gdb/debugger-connection.js';
-import { DebugLegRefused } from '../worker/worker-link.js';
+import { DebugLegRefused } from '../../clients/bench/debug-leg.js';
 import type { GdbBridge } from './gdb-bridge.js';
 import { pumpRelayedDebuggers } from './relayed-debugger.js';
 
@@ -72,6 +72,6 @@ describe('pumpRelayedDebuggers', () => {
     expect(dials).toBe(3);
     job.abort();
     await pumped;
-    expect(errors).toEqual(['dialling a debug leg of job job_1 failed; trying again in 100 ms', 'dialling a debug leg of job job_1 failed; trying again in 200 ms', 'dialling a debug leg of job job_1 failed; trying again in 400 ms']);
+    expect(errors).toEqual(['job job_1: dialling a debug leg failed; trying again in 100 ms', 'job job_1: dialling a debug leg failed; trying again in 200 ms', 'job job_1: dialling a debug leg failed; trying again in 400 ms']);
   });
 });

@@ -6,7 +6,7 @@ import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { z } from 'zod';
 import { boardHealthWireSchema, claimAnswerSchema, inputAnswerSchema, jobControlSchema, okAnswerSchema, finishAnswerSchema } from '../../wire/worker/worker-schemas.js';
 import type { Socket } from 'node:net';
-import { dialDebugLeg } from './debug-leg-dial.js';
+import { dialDebugLeg } from '../../clients/bench/debug-leg.js';
 import type { BoardHealthLink, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */

@@ -46,16 +46,11 @@ export interface WorkerLink {
    * holds the leg until a debugger comes. Resolves with the debugger's stream (raw RSP bytes both
    * ways: an upgraded socket for a remote worker, one end of a duplex pair in the server's process),
    * or undefined when the server asks for a new leg (none came within its hold) or `signal`
-   * aborted. Rejects with `DebugLegRefused` when the job is not this worker's debug job there
+   * aborted. Rejects with `DebugLegRefused` (clients/bench/debug-leg.ts) when the job is not this worker's debug job there
    * (stop dialling), with anything else when the server could not be reached (dial again). Absent
    * on a link that cannot carry debug streams.
    */
   debugDial?(jobId: string, signal: AbortSignal): Promise<Duplex | undefined>;
-}
-
-/** The server refused a debug leg: the job is not (or no longer) this worker's debug job there. */
-export class DebugLegRefused extends Error {
-  override readonly name = 'DebugLegRefused';
 }
 
 /**

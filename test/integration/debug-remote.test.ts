@@ -16,8 +16,7 @@ import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.
 import { allFactsHold, debugElf, gdbBatch, walkThroughFacts, walkThroughSession } from '../support/gdb-batch.js';
 import { createWorkerToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
 import { bearer, flash } from './bench-job-requests.js';
-import { dialDebugLeg } from '../../harness/worker/debug-leg-dial.js';
-import { DebugLegRefused } from '../../harness/worker/worker-link.js';
+import { DebugLegRefused, dialDebugLeg } from '../../clients/bench/debug-leg.js';
 import { hilbenchCli } from '../support/compiled-cli.js';
 
 /**

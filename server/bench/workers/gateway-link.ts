@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { duplexPair } from '../../../core/duplex-pair.js';
-import { DebugLegRefused, type DebugTerms, type JobTicket, type WorkerLink, type WorkerTask } from '../../../harness/worker/worker-link.js';
+import { DebugLegRefused } from '../../../clients/bench/debug-leg.js';
+import { type DebugTerms, type JobTicket, type WorkerLink, type WorkerTask } from '../../../harness/worker/worker-link.js';
 import type { HealthCheckRecord } from '../../storage/bench/health-check-store.js';
 import type { WorkerBoardReport } from '../../storage/bench/worker-registry.js';
 import { boardOfInstance } from '../domain/pool-instances.js';

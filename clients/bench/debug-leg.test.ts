@@ -5,8 +5,7 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { DEBUG_LEG_HOLD_MS } from '../../wire/worker/debug-schemas.js';
-import { DEBUG_LEG_ANSWER_SLACK_MS, dialDebugLeg } from './debug-leg-dial.js';
-import { DebugLegRefused } from './worker-link.js';
+import { DEBUG_LEG_ANSWER_SLACK_MS, DebugLegRefused, dialDebugLeg } from './debug-leg.js';
 
 let server: Server | undefined;
 const held: Socket[] = [];
