@@ -12,11 +12,15 @@ export class DebugLegRefused extends Error {
 /** How much longer than the server's hold a worker waits for the answer to its leg before it takes the path for dead and dials again (host ms). */
 export const DEBUG_LEG_ANSWER_SLACK_MS = 15_000;
 
-export interface DebugLegOptions {
+/** Where a worker dials a debug job's legs: plain data, so an engine's thread can be told it (decision 0910). */
+export interface DebugLegAddress {
   serverUrl: string;
   /** The worker token. */
   token: string;
   jobId: string;
+}
+
+export interface DebugLegOptions extends DebugLegAddress {
   clock: Clock;
   /** Aborts the dial: it resolves undefined. */
   signal: AbortSignal;

@@ -34,6 +34,7 @@ export async function runDebugJob(ticket: JobTicket & { debug: DebugTerms }, tar
   const { link, clock } = options;
   const { debugDial } = link;
   if (!debugDial) return failed('unavailable', 'this worker cannot carry debug streams');
+  const relay = link.debugLegAddress?.(ticket.jobId);
   const stopped = new AbortController();
   const stop = (reason: string) => stopped.abort(new BackendError('cancelled', reason));
   const onClosing = () => stop('the worker is shutting down');
@@ -75,8 +76,14 @@ export async function runDebugJob(ticket: JobTicket & { debug: DebugTerms }, tar
         reporter.report(soFar);
       },
       log: () => undefined,
+      ...(relay ? { relay } : {}),
       onBridge: (bridge) => {
-        pump = pumpRelayedDebuggers(bridge, { link: { debugDial: debugDial.bind(link) }, jobId: ticket.jobId, clock, signal: pumpEnded.signal, retryMs: options.retryMs, logError: options.logError });
+        const relayed = () => pumpRelayedDebuggers(bridge, { link: { debugDial: debugDial.bind(link) }, jobId: ticket.jobId, clock, signal: pumpEnded.signal, retryMs: options.retryMs, logError: options.logError });
+        // A sim engine's thread dials the legs itself while it serves (decision 0910); once the
+        // debugging is over this thread dials them, so a late debugger is closed at once (the
+        // bridge takes none) rather than left waiting for a leg until the job ends.
+        if (bridge.relayedByDevice) pump = bridge.ended.then(() => (pumpEnded.signal.aborted ? undefined : relayed()));
+        else pump = relayed();
       },
       onListening: () => {
         // Halted at reset, a debugger may attach: the job is running (its agent's client waits for this).

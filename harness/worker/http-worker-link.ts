@@ -6,7 +6,7 @@ import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { z } from 'zod';
 import { boardHealthWireSchema, claimAnswerSchema, inputAnswerSchema, jobControlSchema, okAnswerSchema, finishAnswerSchema } from '../../wire/worker/worker-schemas.js';
 import type { Socket } from 'node:net';
-import { dialDebugLeg } from '../../clients/bench/debug-leg.js';
+import { type DebugLegAddress, dialDebugLeg } from '../../clients/bench/debug-leg.js';
 import type { BoardHealthLink, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */
@@ -166,7 +166,12 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
 
   /** A debug job's leg for its next debugger: an `Upgrade: tcp` request this worker dials and the server holds (decision 0910). */
   debugDial(jobId: string, signal: AbortSignal): Promise<Socket | undefined> {
-    return dialDebugLeg({ serverUrl: this.options.serverUrl, token: this.options.token, jobId, clock: this.options.clock, signal });
+    return dialDebugLeg({ ...this.debugLegAddress(jobId), clock: this.options.clock, signal });
+  }
+
+  /** Where this worker dials a debug job's legs: what a sim engine's thread is told, to dial them itself. */
+  debugLegAddress(jobId: string): DebugLegAddress {
+    return { serverUrl: this.options.serverUrl, token: this.options.token, jobId };
   }
 
   async healthCheckDone(checkId: string, outcome: HealthCheckReport): Promise<void> {

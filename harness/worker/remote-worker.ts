@@ -165,5 +165,6 @@ function bindLink(link: HttpWorkerLink) {
     input: link.input.bind(link),
     healthCheckDone: link.healthCheckDone.bind(link),
     debugDial: link.debugDial.bind(link),
+    debugLegAddress: link.debugLegAddress.bind(link),
   };
 }

@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream';
+import type { DebugLegAddress } from '../../clients/bench/debug-leg.js';
 import type { BackendErrorKind, BoardHealth, HealthCheckOutcome, RunStop, UartChunk } from '../../backends/backend.js';
 import type { UartSoFar } from '../dispatcher.js';
 
@@ -51,6 +52,12 @@ export interface WorkerLink {
    * on a link that cannot carry debug streams.
    */
   debugDial?(jobId: string, signal: AbortSignal): Promise<Duplex | undefined>;
+  /**
+   * Optional: where `debugDial` dials, as plain data, so that a device whose engine runs in a
+   * thread of its own (the sim backend) dials the legs itself (decision 0910). Absent on the
+   * in-process link, whose legs are no connections.
+   */
+  debugLegAddress?(jobId: string): DebugLegAddress;
 }
 
 /**
