@@ -221,6 +221,24 @@ describe('hilbench debug through a server and a remote worker', () => {
     expect((agentToken as Error).message).toMatch(/refused the debug leg .*: 401 /);
   });
 
+  it("the worker in the server's process carries the streams too, its legs an in-process pair", { timeout: 60_000 }, async () => {
+    app = await startBenchTestApp({ clock: systemClock, backend: 'sim', backends: { sim: new SimBackend({ clock: systemClock }) } });
+    const alice = await app.register('alice');
+    const { jobId } = await debugJob(alice.token);
+    const first = await openStream(alice.token, jobId);
+    first.send(rspPacket('?'));
+    expect(await first.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    first.send('hello gdb');
+    expect(await first.closed).toMatch(/^the debugger sent what is not GDB's remote protocol/);
+    const next = await openStream(alice.token, jobId);
+    next.send(rspPacket('?'));
+    expect(await next.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    // A kill ends the job as it does locally: done.
+    next.send(`+${rspPacket('k')}`);
+    await app.jobReaches(jobId, 'done', 'failed');
+    expect((await app.server.service.store.getJob(jobId))?.state).toBe('done');
+  });
+
   it('a board on the mock backend is refused with the reason', { timeout: 60_000 }, async () => {
     await lab({ mock: new MockBackend() }, 'mock');
     const alice = await app.register('alice');
