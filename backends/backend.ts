@@ -3,6 +3,7 @@ import type { ElfFile } from '../core/elf.js';
 import type { DebuggerEvents } from '../core/gdb/debugger-slot.js';
 import type { PinReading } from '../core/pins.js';
 import type { JobFailureKind } from '../wire/job-failure-kinds.js';
+import type { DebugLegAddress } from '../clients/bench/debug-leg.js';
 
 /**
  * The one backend interface. A backend is "something that can flash, reset, run and capture" a
@@ -183,17 +184,23 @@ export interface DeviceDebug {
 
 /** Where and how a device serves GDB itself (`DeviceDebug.serve`). */
 export interface GdbServeOptions {
-  /** TCP port on `host`; 0 picks a free one (`ServedGdbPort.port` says which). */
+  /** TCP port on `host`; 0 picks a free one (`ServedGdbPort.port` says which). Not listened on with `relay`. */
   port: number;
   host: string;
+  /**
+   * Instead of listening, the device dials a bench server's legs for this debug job itself
+   * (`serveDebugLegs`, clients/bench/debug-leg.ts; decision 0910), so a relayed packet wakes only
+   * the engine's thread on a worker.
+   */
+  relay?: DebugLegAddress;
   /** Bound on one packet from the debugger, bytes. */
   maxPacketBytes: number;
   events: ServedGdbEvents;
   signal?: AbortSignal;
 }
 
-/** What a served port tells the host about its debuggers, in order: its `DebuggerSlot`'s events (core/gdb/debugger-slot.ts). */
-export type ServedGdbEvents = DebuggerEvents;
+/** What a served port tells the host about its debuggers, in order: its `DebuggerSlot`'s events (core/gdb/debugger-slot.ts), and a relayed one's trouble dialling its legs. */
+export type ServedGdbEvents = DebuggerEvents & { legTrouble?(message: string): void };
 
 /** A port a device serves GDB on. */
 export interface ServedGdbPort {

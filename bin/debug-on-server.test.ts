@@ -4,8 +4,10 @@ import { createClock } from '@sinonjs/fake-timers';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Job } from '../clients/bench/bench-types.js';
 import { clockFromFakeTimers } from '../core/clock.js';
-import type { DebugStream } from './debug-stream-client.js';
-import { type DebugStreamCalls, relaySocket, RemoteNeverRan, START_LOOK_MS, START_WAIT_MS, untilRunning } from './debug-on-server.js';
+import type { Duplex } from 'node:stream';
+import { duplexPair } from '../core/duplex-pair.js';
+import { rspPacket } from '../core/gdb/rsp-packet.js';
+import { type DebugStreamCalls, finalErrorReply, relaySocket, RemoteNeverRan, START_LOOK_MS, START_WAIT_MS, untilRunning } from './debug-on-server.js';
 
 const servers: net.Server[] = [];
 afterEach(() => {
@@ -28,56 +30,60 @@ async function connectedPair(): Promise<{ served: net.Socket; gdb: net.Socket }>
 describe('relaySocket', () => {
   it('closes the stream, and sends nothing, when GDB disconnects while the stream is opening', async () => {
     const { served, gdb } = await connectedPair();
-    let opened!: (stream: DebugStream) => void;
-    const calls: string[] = [];
-    const stream: DebugStream = {
-      send: () => void calls.push('send'),
-      onData: () => undefined,
-      onClosed: (listener) => void queueMicrotask(() => listener(undefined)),
-      close: () => void calls.push('close'),
-    };
-    const debug: DebugStreamCalls = { open: () => new Promise<DebugStream>((resolve) => (opened = resolve)) };
+    let opened!: (stream: Duplex) => void;
+    const [stream, server] = duplexPair();
+    const sent: Buffer[] = [];
+    server.on('data', (chunk: Buffer) => sent.push(chunk));
+    const debug: DebugStreamCalls = { open: () => new Promise<Duplex>((resolve) => (opened = resolve)) };
     const closedHere = once(served, 'close');
     const relaying = relaySocket(served, debug, 'job_1', () => undefined);
     gdb.write('$?#3f');
     gdb.destroy();
     await closedHere;
+    const serverClosed = once(server, 'close');
     opened(stream);
     await relaying;
-    expect(calls).toEqual(['close']);
+    await serverClosed;
+    expect(sent).toEqual([]);
   });
 
-  it('sends what GDB wrote before the stream opened, then what it writes after, and writes the target\'s bytes back', async () => {
+  it("sends what GDB wrote before the stream opened, then what it writes after, writes the target's bytes back, and logs a final E. reply as why it closed", async () => {
     const { served, gdb } = await connectedPair();
-    let opened!: (stream: DebugStream) => void;
-    const sent: string[] = [];
+    let opened!: (stream: Duplex) => void;
+    const [stream, server] = duplexPair();
+    let sent = '';
     let allSent: () => void = () => undefined;
     const sentAll = new Promise<void>((resolve) => (allSent = resolve));
-    let toGdb: (bytes: Buffer) => void = () => undefined;
-    let close: (reason: string | undefined) => void = () => undefined;
-    const stream: DebugStream = {
-      send: (bytes) => {
-        sent.push(bytes.toString('latin1'));
-        if (sent.join('') === '+$?#3f$g#67') allSent();
-      },
-      onData: (listener) => (toGdb = listener),
-      onClosed: (listener) => (close = listener),
-      close: () => undefined,
-    };
-    const debug: DebugStreamCalls = { open: () => new Promise<DebugStream>((resolve) => (opened = resolve)) };
+    server.on('data', (chunk: Buffer) => {
+      sent += chunk.toString('latin1');
+      if (sent === '+$?#3f$g#67') allSent();
+    });
+    const debug: DebugStreamCalls = { open: () => new Promise<Duplex>((resolve) => (opened = resolve)) };
     const lines: string[] = [];
     const relaying = relaySocket(served, debug, 'job_1', (line) => lines.push(line));
     gdb.write('+$?#3f');
+    // Written once the first bytes were read, so that they went before the stream opened.
+    await new Promise((resolve) => served.once('data', resolve));
     opened(stream);
     gdb.write('$g#67');
     await sentAll;
-    const answer = once(gdb, 'data') as Promise<[Buffer]>;
-    toGdb(Buffer.from('+$S05#b8'));
-    expect((await answer)[0].toString('latin1')).toBe('+$S05#b8');
-    close('job job_1 is done');
+    let toGdb = '';
+    gdb.on('data', (chunk: Buffer) => (toGdb += chunk.toString('latin1')));
+    const gdbEnded = once(gdb, 'end');
+    server.write('+$S05#b8');
+    server.end(`+${rspPacket('E.job job_1 is done')}`);
     await relaying;
+    await gdbEnded;
+    expect(toGdb).toBe(`+$S05#b8+${rspPacket('E.job job_1 is done')}`);
     expect(lines).toEqual(['the debug stream closed: job job_1 is done']);
     gdb.destroy();
+  });
+});
+
+describe('finalErrorReply', () => {
+  it("reads an E. reply that ends the stream, escapes undone; nothing when the stream ends otherwise", () => {
+    expect(finalErrorReply(`$S05#b8+${rspPacket('E.a # and a $ closed it')}`)).toBe('a # and a $ closed it');
+    expect(finalErrorReply(`${rspPacket('E.earlier')}+$OK#9a`)).toBeUndefined();
   });
 });
 

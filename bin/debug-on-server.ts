@@ -1,11 +1,12 @@
 import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import { type Clock, foregroundClock, sleep } from '../core/clock.js';
 import { rspPacket } from '../core/gdb/rsp-packet.js';
 import { BenchClient } from '../clients/bench/bench-client.js';
 import type { BenchSession } from '../clients/bench/bench-session.js';
 import type { Job } from '../clients/bench/bench-types.js';
 import type { DebugOutcome } from '../harness/debug/debug-session.js';
-import { DebugRefused, type DebugStream, DebugStreamClient } from './debug-stream-client.js';
+import { DebugRefused, DebugStreamClient } from './debug-stream-client.js';
 
 export interface RemoteDebugOptions {
   server: string;
@@ -40,7 +41,7 @@ export const START_LOOK_MS = 250;
 export const START_WAIT_MS = 120_000;
 
 /**
- * `hilbench debug --server` (issue 32, decisions 0560, 0625): opens a session on the board, arms it for
+ * `hilbench debug --server` (issue 32, decisions 0560, 0910): opens a session on the board, arms it for
  * debugging, submits the image in it and, once the worker has it halted at reset, serves GDB on
  * 127.0.0.1: each GDB connection becomes one debug stream through the server (a second one while
  * one is attached gets the server's refusal as an `E.` reply). The job's UART is printed as it
@@ -92,10 +93,19 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
   }
 }
 
-/** What `relaySocket` asks of the server (a `DebugStreamClient`). */
-export type DebugStreamCalls = Pick<DebugStreamClient, 'open'>;
+/** What `relaySocket` asks of the server (a `DebugStreamClient`): a debug stream, raw bytes both ways. */
+export interface DebugStreamCalls {
+  open(jobId: string): Promise<Duplex>;
+}
 
-/** One GDB connection as a debug stream: a WebSocket to the server carrying its bytes both ways (decision 0625). */
+/** The most bytes of the stream's tail kept to find its last reply (a final `E.` says why it closed). */
+const TAIL_BYTES = 4096;
+
+/**
+ * One GDB connection as a debug stream (decision 0910): the server's upgraded connection, piped
+ * both ways with GDB's socket (each side's end ends the other). When the stream's last bytes are an
+ * `E.` reply (the board or the server ended it), its text is logged as why.
+ */
 export async function relaySocket(socket: net.Socket, debug: DebugStreamCalls, jobId: string, log: (line: string) => void): Promise<void> {
   socket.setNoDelay(true);
   socket.on('error', () => undefined);
@@ -105,7 +115,7 @@ export async function relaySocket(socket: net.Socket, debug: DebugStreamCalls, j
   socket.on('data', collect);
   let gone = false;
   socket.once('close', () => (gone = true));
-  let stream: DebugStream;
+  let stream: Duplex;
   try {
     stream = await debug.open(jobId);
   } catch (err) {
@@ -114,22 +124,31 @@ export async function relaySocket(socket: net.Socket, debug: DebugStreamCalls, j
     socket.end(`+${rspPacket(`E.${message}`)}`);
     return;
   }
-  socket.off('data', collect);
+  stream.on('error', () => undefined);
   if (gone) {
-    stream.close();
+    stream.destroy();
     return;
   }
-  for (const data of early) stream.send(data);
-  socket.on('data', (data: Buffer) => stream.send(data));
-  stream.onData((bytes) => socket.write(bytes));
-  socket.once('close', () => stream.close());
-  await new Promise<void>((resolve) =>
-    stream.onClosed((reason) => {
-      if (reason !== undefined) log(`the debug stream closed: ${reason}`);
-      socket.end();
-      resolve();
-    }),
-  );
+  socket.pause();
+  socket.off('data', collect);
+  for (const data of early) stream.write(data);
+  let tail = '';
+  stream.on('data', (data: Buffer) => (tail = (tail + data.toString('latin1')).slice(-TAIL_BYTES)));
+  const closed = Promise.all([new Promise((resolve) => stream.once('close', resolve)), new Promise((resolve) => (socket.destroyed ? resolve(undefined) : socket.once('close', resolve)))]);
+  // A close without an end (a reset) ends the other side too.
+  stream.once('close', () => socket.end());
+  socket.once('close', () => stream.end());
+  socket.pipe(stream);
+  stream.pipe(socket);
+  await closed;
+  const reason = finalErrorReply(tail);
+  if (reason !== undefined) log(`the debug stream closed: ${reason}`);
+}
+
+/** The text of an `E.` reply that ends `tail` (the stream's last bytes), unescaped; undefined when it ends otherwise. */
+export function finalErrorReply(tail: string): string | undefined {
+  const reply = /\$E\.((?:[^#$}]|\}.)*)#[0-9a-f]{2}$/.exec(tail);
+  return reply ? reply[1]!.replace(/\}(.)/g, (_, c: string) => String.fromCharCode(c.charCodeAt(0) ^ 0x20)) : undefined;
 }
 
 /**

@@ -16,7 +16,7 @@ import { consoleLogger } from '../server/http/logger.js';
  * every socket read and write of this process is timestamped while a read is in flight (a patch of
  * `net.Socket`'s `emit` and `write`, so nothing in the code under test changes), and the median
  * gap before each step of the usual sequence is printed with the socket it happened on: the
- * client, the CLI's port, the CLI's and the worker's WebSockets to the server. A diagnostic, not a
+ * client, the CLI's port, the CLI's and the worker's upgraded connections to the server. A diagnostic, not a
  * benchmark section: `npx tsx perf/debug-remote-hops.ts [reads]` (default 300); on a quiet machine.
  */
 interface SocketEvent {

@@ -2,7 +2,6 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import * as ws from 'ws';
 import { rspPacket } from '../core/gdb/rsp-packet.js';
 import { RspReader } from '../core/gdb/rsp-reader.js';
-import { debugDataFrame, parseDebugDataFrame } from '../wire/worker/debug-schemas.js';
 
 /**
  * What each piece of hilbench's own work on a remote GDB register read costs alone (decision
@@ -40,7 +39,6 @@ async function main(): Promise<void> {
   report('an RspReader.feed of the reply (the worker\'s bridge checks both ways)', nsPerCall(() => reader.feed(reply.toString('latin1'))));
   report('a latin1 round trip of the request (Buffer to text to Buffer)', nsPerCall(() => Buffer.from(request.toString('latin1'), 'latin1')));
   report('a latin1 round trip of the reply', nsPerCall(() => Buffer.from(reply.toString('latin1'), 'latin1')));
-  report("the worker channel's data frame of the reply, built and parsed", nsPerCall(() => parseDebugDataFrame(debugDataFrame(1, reply))));
   const mask = Buffer.alloc(4);
   report("a client's masked WebSocket frame of the reply (ws's Sender.frame)", nsPerCall(() => Sender.frame(reply, { fin: true, rsv1: false, opcode: 2, mask: true, maskBuffer: mask, readOnly: false })));
   report('one postMessage to a thread that waits, and its answer (a round trip)', await threadRoundTripNs());

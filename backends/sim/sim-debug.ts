@@ -2,6 +2,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { BackendError, type DeviceDebug, type GdbServeOptions, type GdbStream, type ServedGdbEvents, type ServedGdbPort, type UartChunk } from '../backend.js';
 import type { SimThread } from './sim-thread-host.js';
 import { DEBUG_BATCH_CHARS, type DebugInput, parseDebugOutput, parseServedOutput, type ServedEvent, type ThreadDebugOutput } from './sim-thread-protocol.js';
+import type { DebugLegAddress } from '../../clients/bench/debug-leg.js';
 
 /** What the debug capability needs from its `SimDevice`. */
 export interface SimDebugHost {
@@ -14,7 +15,7 @@ export interface SimDebugHost {
   /** Asks the thread to build a fresh chip and open its GDB target on `port` (moved to the thread); throws the thread's refusal as a `BackendError`. */
   attachOnThread(port: MessagePort): Promise<void>;
   /** Asks the thread to serve GDB on a TCP port itself, its news and events on `port` (moved to the thread); resolves with the port it listens on. */
-  serveOnThread(port: MessagePort, where: { tcpPort: number; host: string; maxPacketBytes: number }): Promise<number>;
+  serveOnThread(port: MessagePort, where: { tcpPort: number; host: string; maxPacketBytes: number; relay?: DebugLegAddress }): Promise<number>;
   /** Takes in the counters and unmodelled reports of a debug message (may throw: the listener's exception). */
   takeCounters(output: ThreadDebugOutput): void;
   /** Hands UART output to the device's subscribers. */
@@ -168,7 +169,7 @@ export function simDeviceDebug(host: SimDebugHost): DeviceDebug & { serve: NonNu
       });
       let port: number;
       try {
-        port = await host.serveOnThread(channel.threadPort, { tcpPort: options.port, host: options.host, maxPacketBytes: options.maxPacketBytes });
+        port = await host.serveOnThread(channel.threadPort, { tcpPort: options.port, host: options.host, maxPacketBytes: options.maxPacketBytes, ...(options.relay ? { relay: options.relay } : {}) });
       } catch (err) {
         channel.finish('GDB could not be served', false);
         throw err;
@@ -194,5 +195,7 @@ function tellServed(events: ServedGdbEvents, event: ServedEvent): void {
       const { ending } = event;
       return events.disconnected(ending?.reason === 'exited' ? { ...ending, exitCode: ending.exitCode } : ending);
     }
+    case 'leg-trouble':
+      return events.legTrouble?.(event.message);
   }
 }

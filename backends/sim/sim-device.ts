@@ -101,8 +101,8 @@ export class SimDevice implements Device {
       attachOnThread: async (port) => {
         await this.request({ type: 'debug-attach', port }, `attaching a debugger to ${this.board.id}`, undefined, [port]);
       },
-      serveOnThread: async (port, { tcpPort, host, maxPacketBytes }) => {
-        const answer = await this.request({ type: 'debug-serve', port, tcpPort, host, maxPacketBytes }, `serving GDB for ${this.board.id}`, undefined, [port]);
+      serveOnThread: async (port, { tcpPort, host, maxPacketBytes, relay }) => {
+        const answer = await this.request({ type: 'debug-serve', port, tcpPort, host, maxPacketBytes, ...(relay ? { relay } : {}) }, `serving GDB for ${this.board.id}`, undefined, [port]);
         if (answer.listening === undefined) throw new BackendError('internal', `${this.thread.label} answered a debug-serve without its port`);
         return answer.listening;
       },

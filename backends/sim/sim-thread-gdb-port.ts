@@ -1,5 +1,7 @@
 import net from 'node:net';
 import { type MessagePort, receiveMessageOnPort } from 'node:worker_threads';
+import { type DebugLegAddress, dialDebugLeg, serveDebugLegs } from '../../clients/bench/debug-leg.js';
+import { systemClock } from '../../core/clock.js';
 import { socketConnection } from '../../core/gdb/debugger-connection.js';
 import { type DebugTarget, DebuggerSlot } from '../../core/gdb/debugger-slot.js';
 import { SimError } from '../../sim/sim-error.js';
@@ -15,6 +17,8 @@ export interface ThreadGdbPortOptions {
   tcpPort: number;
   host: string;
   maxPacketBytes: number;
+  /** Dial this bench server's debug legs instead of listening (decision 0910): a relayed packet then wakes only this thread on a worker. */
+  relay?: DebugLegAddress;
   /** The thread's side of a session (beat, counters, unmodelled reports); `onEnd` is the port's. */
   sessionHost: Omit<ThreadDebugHost, 'onEnd'>;
 }
@@ -29,11 +33,18 @@ export interface ThreadGdbPortOptions {
  * by `listen`), a detach, a kill or an exit reply ending the port once that connection closes. The
  * host keeps the idle timer and the log: it hears the slot's events on `channel`, with the UART
  * output and counters of the sessions.
+ *
+ * With `relay` (a worker's debug job) it listens on no port: it dials the bench server's legs for
+ * the job, one at a time (`serveDebugLegs`, as the worker's main thread does for its bridge), and
+ * each debugger's stream is taken by the same slot. The dials' waits run on this thread's system
+ * clock: the host's injected clock cannot cross to a thread (decision 0740).
  */
 export class ThreadGdbPort {
   private readonly server = net.createServer((socket) => this.slot.accept(socketConnection(socket)));
   private readonly slot: DebuggerSlot;
   private over = false;
+  /** Ends the dialling of a relayed port's legs. */
+  private readonly legs = new AbortController();
 
   private constructor(
     private readonly options: ThreadGdbPortOptions,
@@ -52,8 +63,11 @@ export class ThreadGdbPort {
         protocolError: (message) => tell({ event: 'protocol-error', message }),
         attachFailed: (message) => tell({ event: 'attach-failed', message }),
         disconnected: (ending) => {
-          // The debugging is over: the listener closes while the host ends the port.
-          if (ending) this.server.close();
+          // The debugging is over: the listener closes (no more legs are dialled) while the host ends the port.
+          if (ending) {
+            this.server.close();
+            this.legs.abort();
+          }
           tell({ event: 'disconnected', ...(ending ? { ending } : {}) });
         },
       },
@@ -68,6 +82,10 @@ export class ThreadGdbPort {
     try {
       const first = openTarget(options, (news) => served?.tell(news));
       served = new ThreadGdbPort(options, first);
+      if (options.relay) {
+        served.dialLegs(options.relay);
+        return served;
+      }
       const { server } = served;
       await new Promise<void>((resolve, reject) => {
         server.once('error', (err: NodeJS.ErrnoException) => {
@@ -87,8 +105,10 @@ export class ThreadGdbPort {
     return served;
   }
 
+  /** The TCP port it listens on; 0 for a relayed port. */
   get port(): number {
-    return (this.server.address() as net.AddressInfo).port;
+    const address = this.server.address();
+    return typeof address === 'object' && address ? address.port : 0;
   }
 
   /** Handles, now, what the host already posted (its close), before a device request that came after it on the thread's main port. */
@@ -101,8 +121,21 @@ export class ThreadGdbPort {
     if (this.over) return;
     this.over = true;
     this.server.close();
+    this.legs.abort();
     this.slot.close();
     this.options.channel.close();
+  }
+
+  /** Dials the job's legs until the port closes or the server says the job is no longer a debug job there; each stream goes to the slot. */
+  private dialLegs(relay: DebugLegAddress): void {
+    const { signal } = this.legs;
+    void serveDebugLegs((leg) => this.slot.accept(socketConnection(leg)), {
+      dial: (aborted) => dialDebugLeg({ ...relay, clock: systemClock, signal: aborted }),
+      clock: systemClock,
+      signal,
+      retryMs: RELAY_RETRY_MS,
+      logError: (message, cause) => this.tell({ event: 'leg-trouble', message: cause instanceof Error ? `${message}: ${cause.message}` : message }),
+    });
   }
 
   private take(raw: unknown) {
@@ -119,6 +152,9 @@ export class ThreadGdbPort {
     return openTarget(this.options, (news) => this.tell(news));
   }
 }
+
+/** Host ms before a relayed port dials again after the server could not be reached (doubling), as a worker's own retry starts. */
+const RELAY_RETRY_MS = 1_000;
 
 /**
  * A fresh session on the chip (back at reset, halted) as the slot's target: the debugger's bytes

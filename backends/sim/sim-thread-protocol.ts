@@ -94,6 +94,8 @@ export const hostMessageSchema = z.discriminatedUnion('type', [
     tcpPort: z.number().int().min(0).max(65_535),
     host: z.string(),
     maxPacketBytes: z.number().int().positive(),
+    /** Dial a bench server's debug legs instead of listening (decision 0910): answered with port 0. */
+    relay: z.object({ serverUrl: z.string(), token: z.string(), jobId: z.string() }).optional(),
   }),
   /** Releases the device's chip; the thread may serve another device after. */
   z.object({ type: z.literal('close'), id: z.number() }),
@@ -144,8 +146,8 @@ export const threadMessageSchema = z.discriminatedUnion('type', [
     stop: engineStopSchema.optional(),
     /** A run's last UART output, after its batches (a run's answer carries it rather than a batch of its own). */
     chunks: z.array(z.object({ atNanos: nanos, bytes })).optional(),
-    /** The TCP port a `debug-serve` listens on. */
-    listening: z.number().int().positive().optional(),
+    /** The TCP port a `debug-serve` listens on; 0 when it dials a bench server's legs instead. */
+    listening: z.number().int().min(0).max(65_535).optional(),
     reading: z
       .object({ level: z.union([z.literal(0), z.literal(1)]), driver: z.enum(['firmware', 'outside', 'pull-up', 'pull-down', 'floating']) })
       .optional(),
@@ -190,6 +192,7 @@ const servedEventSchema = z.discriminatedUnion('event', [
   z.object({ event: z.literal('protocol-error'), message: z.string() }),
   z.object({ event: z.literal('attach-failed'), message: z.string() }),
   z.object({ event: z.literal('disconnected'), ending: endingSchema.optional() }),
+  z.object({ event: z.literal('leg-trouble'), message: z.string() }),
 ]);
 export type ServedEvent = z.infer<typeof servedEventSchema>;
 

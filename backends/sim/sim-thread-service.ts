@@ -145,8 +145,8 @@ export function serveSimThread(port: MessagePort, options: { control: SharedArra
   const serveDebugger = async (message: Extract<HostMessage, { type: 'debug-serve' }>, board: Board, chip: SimChip) => {
     endDebug();
     try {
-      const { port: channel, tcpPort, host, maxPacketBytes } = message;
-      const served = await ThreadGdbPort.listen({ chip, boardId: board.id, channel, tcpPort, host, maxPacketBytes, sessionHost: sessionHost(chip) });
+      const { port: channel, tcpPort, host, maxPacketBytes, relay } = message;
+      const served = await ThreadGdbPort.listen({ chip, boardId: board.id, channel, tcpPort, host, maxPacketBytes, ...(relay ? { relay } : {}), sessionHost: sessionHost(chip) });
       debug = served;
       answer(message.id, { listening: served.port });
     } catch (err) {

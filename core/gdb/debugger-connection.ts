@@ -1,4 +1,5 @@
 import type net from 'node:net';
+import type { Duplex } from 'node:stream';
 
 /**
  * Idle time, ms, before TCP keepalive starts probing a connection that carries a debugger's bytes:
@@ -10,9 +11,9 @@ import type net from 'node:net';
 export const DEBUGGER_KEEPALIVE_IDLE_MS = 10_000;
 
 /**
- * One debugger's connection, wherever it comes from: a TCP socket (`socketConnection`) or a stream
- * relayed through a bench server (harness/debug/relayed-debugger.ts). Text is RSP in latin1 (one
- * char per byte).
+ * One debugger's connection, wherever it comes from: a TCP socket on the GDB port, or a stream
+ * relayed through a bench server (a worker's upgraded leg, or an in-process pair; both
+ * `socketConnection`). Text is RSP in latin1 (one char per byte).
  */
 export interface DebuggerConnection {
   write(text: string): void;
@@ -26,12 +27,12 @@ export interface DebuggerConnection {
   onClose(listener: () => void): void;
 }
 
-/** A TCP socket as a debugger connection: no Nagle delay, keepalive after `DEBUGGER_KEEPALIVE_IDLE_MS`, errors seen as its close. */
-export function socketConnection(socket: net.Socket): DebuggerConnection {
-  socket.setNoDelay(true);
+/** A TCP socket (or any duplex stream) as a debugger connection: no Nagle delay, keepalive after `DEBUGGER_KEEPALIVE_IDLE_MS`, errors seen as its close. */
+export function socketConnection(socket: Duplex & Partial<Pick<net.Socket, 'setNoDelay' | 'setKeepAlive'>>): DebuggerConnection {
+  socket.setNoDelay?.(true);
   // A debugger whose host vanished without closing is noticed by TCP keepalive, and then counts
   // as disconnected: the idle timeout frees the board.
-  socket.setKeepAlive(true, DEBUGGER_KEEPALIVE_IDLE_MS);
+  socket.setKeepAlive?.(true, DEBUGGER_KEEPALIVE_IDLE_MS);
   socket.on('error', () => undefined);
   return {
     write: (text) => void socket.write(Buffer.from(text, 'latin1')),

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { DebuggerConnection } from './debugger-connection.js';
-import { type DebugTarget, type DebuggerEvents, DebuggerSlot } from './debugger-slot.js';
+import { type DebugTarget, type DebuggerEvents, DebuggerSlot, protocolErrorMessage } from './debugger-slot.js';
 import { rspPacket } from './rsp-packet.js';
 
 /** A debugger's connection in memory: what it was sent, whether it was ended or destroyed, and its side of the talk. */
-function fakeConnection() {
+function fakeConnection(options: { closesOnEnd?: boolean } = {}) {
   let dataListener: (text: string) => void = () => undefined;
   const closeListeners: Array<() => void> = [];
   const state = { sent: '', ended: false, destroyed: false };
@@ -18,7 +18,8 @@ function fakeConnection() {
     end: (text) => {
       state.sent += text ?? '';
       state.ended = true;
-      close();
+      // A relayed stream closes only once its far end has read the last bytes.
+      if (options.closesOnEnd !== false) close();
     },
     destroy: close,
     get destroyed() {
@@ -108,7 +109,7 @@ describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge 
     slot.accept(bad.connection);
     await settle();
     bad.send(input);
-    expect(bad.state.destroyed).toBe(true);
+    expect(bad.state).toMatchObject({ ended: true, sent: expect.stringMatching(/^\+\$E\.the debugger sent what is not GDB's remote protocol \(/) });
     expect(targets[0]!.received).toEqual([]);
     const next = fakeConnection();
     slot.accept(next.connection);
@@ -117,6 +118,25 @@ describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge 
     expect(next.state.sent).toBe(`+${rspPacket('OK')}`);
     expect(targets[1]!.received).toEqual([rspPacket('?')]);
     expect(log[1]).toMatch(why);
+    expect(log.slice(2)).toEqual(['disconnected', 'connected', 'close t0', 'attach (last closed: true)']);
+  });
+
+  it('frees the slot at a protocol error at once, before the refused connection has closed', async () => {
+    const { slot, log, targets } = slotWithLog();
+    const bad = fakeConnection({ closesOnEnd: false });
+    slot.accept(bad.connection);
+    await settle();
+    bad.send('hello');
+    expect(bad.state).toMatchObject({ ended: true, destroyed: false, sent: `+${rspPacket(`E.${protocolErrorMessage('byte 0x68 outside a packet (expected $, +, - or 0x03)')}`)}` });
+    const next = fakeConnection();
+    slot.accept(next.connection);
+    next.send(rspPacket('?'));
+    await settle();
+    expect(next.state.sent).toBe(`+${rspPacket('OK')}`);
+    // What the refused debugger still sends goes nowhere, and its late close changes nothing.
+    bad.send(rspPacket('g'));
+    bad.hangUp();
+    expect(targets[1]!.received).toEqual([rspPacket('?')]);
     expect(log.slice(2)).toEqual(['disconnected', 'connected', 'close t0', 'attach (last closed: true)']);
   });
 

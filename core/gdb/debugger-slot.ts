@@ -3,6 +3,11 @@ import { type DebuggerEnding, DebuggerGate, secondDebuggerMessage } from './debu
 import { rspPacket } from './rsp-packet.js';
 import { RspProtocolError } from './rsp-reader.js';
 
+/** The words of the `E.` reply that ends a connection whose bytes were not RSP (`message`: how). */
+export function protocolErrorMessage(message: string): string {
+  return `the debugger sent what is not GDB's remote protocol (${message}); this stream is closed, the board waits for another`;
+}
+
 /**
  * What a debugger talks to through the slot: the device's GDB stream (`GdbStream`,
  * backends/backend.ts) or a session beside the stub in an engine's thread.
@@ -24,7 +29,7 @@ export interface DebuggerEvents {
   connected(): void;
   /** A second debugger was refused with `message` (an `E.` reply); the first goes on. */
   refused(message: string): void;
-  /** The debugger's bytes were not GDB's remote protocol (`message` says how): its connection was closed. */
+  /** The debugger's bytes were not GDB's remote protocol (`message` says how): its connection is ended with an `E.` reply, and the slot is free (`disconnected` follows at once). */
   protocolError(message: string): void;
   /** The connection could not get its target (`message`): it was closed. */
   attachFailed(message: string): void;
@@ -54,7 +59,8 @@ export interface DebuggerSlotOptions {
  * implementation:
  * - a second debugger while one is connected gets an `E.` reply naming the board and is closed;
  * - the debugger's bytes pass a `DebuggerGate` before the target: a malformed or oversized packet
- *   closes that connection only, and the next debugger is served;
+ *   ends that connection only, with an `E.` reply saying why, and frees the slot at once for the
+ *   next debugger;
  * - each debugger gets its own target (the first the one opened ahead, later ones attached once the
  *   last target is closed), and what it sent before the target was ready follows in order;
  * - a detach, a kill or an exit reply makes that connection's close the end: no debugger is taken
@@ -62,7 +68,7 @@ export interface DebuggerSlotOptions {
  * The slot keeps no time: the owner's idle timer follows `events`.
  */
 export class DebuggerSlot {
-  private active: { connection: DebuggerConnection; target: DebugTarget | undefined } | undefined;
+  private active: { connection: DebuggerConnection; target: DebugTarget | undefined; left: boolean } | undefined;
   private first: DebugTarget | undefined;
   /** Settles once the last debugger's target is closed: a target takes one session at a time. */
   private released: Promise<unknown> = Promise.resolve();
@@ -90,28 +96,17 @@ export class DebuggerSlot {
     events.connected();
     // The gate lets only whole, well-framed units reach the target, as the bytes themselves.
     const gate = new DebuggerGate({ maxPacketBytes: this.options.maxPacketBytes });
-    const seat: NonNullable<DebuggerSlot['active']> = { connection, target: undefined };
+    const seat: NonNullable<DebuggerSlot['active']> = { connection, target: undefined, left: false };
     this.active = seat;
     const pending: string[] = [];
     const first = this.first;
     this.first = undefined;
     const ready = first ? Promise.resolve(first) : this.released.then(() => this.options.attach());
 
-    connection.onData((data) => {
-      let forward: string;
-      try {
-        forward = gate.fromDebugger(data);
-      } catch (err) {
-        if (!(err instanceof RspProtocolError)) throw err;
-        events.protocolError(err.message);
-        connection.destroy();
-        return;
-      }
-      if (forward.length === 0) return;
-      if (seat.target) seat.target.write(forward);
-      else pending.push(forward);
-    });
-    connection.onClose(() => {
+    /** The seat is given up (its connection closed, or its bytes were refused): the target is released and the next debugger may come. Once. */
+    const leave = () => {
+      if (seat.left) return;
+      seat.left = true;
       if (this.active === seat) this.active = undefined;
       this.released = ready.then(
         (target) => target.close(),
@@ -121,10 +116,29 @@ export class DebuggerSlot {
       // The debugging is over: nobody else is taken while the owner ends it.
       if (gate.ending) this.accepting = false;
       events.disconnected(gate.ending);
+    };
+    connection.onData((data) => {
+      if (seat.left) return;
+      let forward: string;
+      try {
+        forward = gate.fromDebugger(data);
+      } catch (err) {
+        if (!(err instanceof RspProtocolError)) throw err;
+        events.protocolError(err.message);
+        // Freed at once, not on the close (a relayed stream closes only once the far end has
+        // read the reply): the debugger reads why as its last bytes, an `E.` reply.
+        leave();
+        connection.end(`+${rspPacket(`E.${protocolErrorMessage(err.message)}`)}`);
+        return;
+      }
+      if (forward.length === 0) return;
+      if (seat.target) seat.target.write(forward);
+      else pending.push(forward);
     });
+    connection.onClose(leave);
     ready.then(
       (target) => {
-        if (connection.destroyed) {
+        if (connection.destroyed || seat.left) {
           void target.close();
           return;
         }

@@ -1,12 +1,15 @@
 import type { Board } from '../../boards/board-schema.js';
 import { type Backend, BackendError, type BackendErrorKind, type Device, type FirmwareImage, NANOS_PER_SECOND, type RunStop, type UartChunk } from '../../backends/backend.js';
 import type { Clock } from '../../core/clock.js';
+import type { DebugLegAddress } from '../../clients/bench/debug-leg.js';
 import { GdbBridge, type GdbBridgeEnd } from './gdb-bridge.js';
 
 export interface DebugSessionOptions {
   clock: Clock;
   /** TCP port for GDB on 127.0.0.1; 0 picks a free one (`onListening` says which). Absent: no port; `onBridge` brings the debuggers (a worker relaying streams from its server). */
   gdbPort?: number;
+  /** A worker's debug job: where its legs are dialled, for a device that dials them itself (`GdbBridgeOptions.relay`). */
+  relay?: DebugLegAddress;
   /** The bridge, once the core is halted and it takes debuggers (before `onListening`). */
   onBridge?: (bridge: GdbBridge) => void;
   /** The device, once opened (a worker writes serial input to it, and reads its time base). */
@@ -63,6 +66,7 @@ export async function runDebugSession(backend: Backend, board: Board, image: Fir
       boardId: board.id,
       clock: options.clock,
       port: options.gdbPort,
+      ...(options.relay ? { relay: options.relay } : {}),
       idleTimeoutMs: options.idleTimeoutMs,
       log: options.log,
     });

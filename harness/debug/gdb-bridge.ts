@@ -1,9 +1,10 @@
 import net from 'node:net';
-import { BackendError, type DeviceDebug, type GdbStream, type ServedGdbPort } from '../../backends/backend.js';
+import { BackendError, type DeviceDebug, type GdbStream, type ServedGdbEvents, type ServedGdbPort } from '../../backends/backend.js';
+import type { DebugLegAddress } from '../../clients/bench/debug-leg.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import { type DebuggerConnection, socketConnection } from '../../core/gdb/debugger-connection.js';
 import type { DebuggerEnding } from '../../core/gdb/debugger-gate.js';
-import { type DebuggerEvents, DebuggerSlot } from '../../core/gdb/debugger-slot.js';
+import { DebuggerSlot } from '../../core/gdb/debugger-slot.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { DEFAULT_MAX_PACKET_BYTES } from '../../core/gdb/rsp-reader.js';
 
@@ -32,6 +33,12 @@ export interface GdbBridgeOptions {
   clock: Clock;
   /** Port on `host`; 0 picks a free one (`GdbBridge.port` says which). Absent: no listening; connections come through `accept`. */
   port?: number;
+  /**
+   * A worker's debug job: where its legs are dialled. A device that serves GDB itself dials them
+   * (`DeviceDebug.serve` with `relay`: the sim engine's thread, decision 0910) and the bridge takes
+   * no `accept`ed connections (`relayedByDevice`); for any other the worker's pump brings them to `accept`.
+   */
+  relay?: DebugLegAddress;
   /** Default 127.0.0.1: the debugger is on this host; a lab reaches boards through the server. */
   host?: string;
   /** With no debugger connected for this long (host ms), the bridge ends and the board is freed. */
@@ -76,9 +83,10 @@ export class GdbBridge {
   static async start(options: GdbBridgeOptions): Promise<GdbBridge> {
     const bridge = new GdbBridge(options);
     const { debug, signal } = options;
-    if (options.port !== undefined && debug.serve) {
+    if ((options.port !== undefined || options.relay) && debug.serve) {
       await options.firstStream?.close();
-      bridge.served = await debug.serve({ port: options.port, host: options.host ?? '127.0.0.1', maxPacketBytes: bridge.maxPacketBytes, events: bridge.events(), signal });
+      const where = { port: options.port ?? 0, host: options.host ?? '127.0.0.1', ...(options.relay ? { relay: options.relay } : {}) };
+      bridge.served = await debug.serve({ ...where, maxPacketBytes: bridge.maxPacketBytes, events: bridge.events(), signal });
       void bridge.served.closed.then(({ reason }) => bridge.finish({ reason: 'failed', message: `the board's GDB port closed: ${reason}` }));
       bridge.armIdleTimer();
       return bridge;
@@ -110,6 +118,11 @@ export class GdbBridge {
     return bridge;
   }
 
+  /** True when the device dials the relayed debuggers' legs itself (`relay` and `DeviceDebug.serve`): nothing is to be `accept`ed. */
+  get relayedByDevice(): boolean {
+    return this.served !== undefined && this.options.relay !== undefined;
+  }
+
   /** The port it listens on (0 when it does not listen). */
   get port(): number {
     if (this.served) return this.served.port;
@@ -122,13 +135,14 @@ export class GdbBridge {
   }
 
   /** What the slot (here, or in the engine's thread) tells the bridge: the idle timer and the log follow its connections. */
-  private events(): DebuggerEvents {
+  private events(): ServedGdbEvents {
     return {
       connected: () => this.disarmIdleTimer(),
       refused: (message) => this.logRefusal(message),
       protocolError: (message) => this.options.log(`closed the debugger's connection: it sent what is not GDB's remote protocol (${message}); the board waits for another`),
       attachFailed: (message) => this.options.log(message),
       disconnected: (ending) => (ending ? this.finish(ending) : this.disconnected()),
+      legTrouble: (message) => this.options.log(message),
     };
   }
 

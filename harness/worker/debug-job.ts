@@ -23,7 +23,7 @@ export interface DebugJobOptions {
 }
 
 /**
- * A debug job on this worker (issue 32, decisions 0560, 0625): the image is flashed with the core halted
+ * A debug job on this worker (issue 32, decisions 0560, 0910): the image is flashed with the core halted
  * at reset, the job reported running, and the debuggers the server relays are served by the same
  * bridge `hilbench debug` uses locally. The job's device-time window (`uartSeconds`) runs after
  * the debugger detaches; its wall deadline is the ordinary one stretched by at most
@@ -32,8 +32,9 @@ export interface DebugJobOptions {
  */
 export async function runDebugJob(ticket: JobTicket & { debug: DebugTerms }, target: WorkerBoard, image: FirmwareImage, options: DebugJobOptions): Promise<WorkerJobOutcome> {
   const { link, clock } = options;
-  const { debugConnect } = link;
-  if (!debugConnect) return failed('unavailable', 'this worker cannot carry debug streams');
+  const { debugDial } = link;
+  if (!debugDial) return failed('unavailable', 'this worker cannot carry debug streams');
+  const relay = link.debugLegAddress?.(ticket.jobId);
   const stopped = new AbortController();
   const stop = (reason: string) => stopped.abort(new BackendError('cancelled', reason));
   const onClosing = () => stop('the worker is shutting down');
@@ -75,8 +76,14 @@ export async function runDebugJob(ticket: JobTicket & { debug: DebugTerms }, tar
         reporter.report(soFar);
       },
       log: () => undefined,
+      ...(relay ? { relay } : {}),
       onBridge: (bridge) => {
-        pump = pumpRelayedDebuggers(bridge, { link: { debugConnect: debugConnect.bind(link) }, jobId: ticket.jobId, clock, signal: pumpEnded.signal, retryMs: options.retryMs, logError: options.logError });
+        const relayed = () => pumpRelayedDebuggers(bridge, { link: { debugDial: debugDial.bind(link) }, jobId: ticket.jobId, clock, signal: pumpEnded.signal, retryMs: options.retryMs, logError: options.logError });
+        // A sim engine's thread dials the legs itself while it serves (decision 0910); once the
+        // debugging is over this thread dials them, so a late debugger is closed at once (the
+        // bridge takes none) rather than left waiting for a leg until the job ends.
+        if (bridge.relayedByDevice) pump = bridge.ended.then(() => (pumpEnded.signal.aborted ? undefined : relayed()));
+        else pump = relayed();
       },
       onListening: () => {
         // Halted at reset, a debugger may attach: the job is running (its agent's client waits for this).

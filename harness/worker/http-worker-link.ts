@@ -5,8 +5,9 @@ import type { BoardHealth, UartChunk } from '../../backends/backend.js';
 import { type Clock, sleep, type TimerHandle } from '../../core/clock.js';
 import type { z } from 'zod';
 import { boardHealthWireSchema, claimAnswerSchema, inputAnswerSchema, jobControlSchema, okAnswerSchema, finishAnswerSchema } from '../../wire/worker/worker-schemas.js';
-import { connectDebugChannel } from './debug-channel-ws.js';
-import type { BoardHealthLink, DebugChannel, DebugChannelHandlers, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
+import type { Socket } from 'node:net';
+import { type DebugLegAddress, dialDebugLeg } from '../../clients/bench/debug-leg.js';
+import type { BoardHealthLink, HealthCheckReport, JobControl, JobTicket, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from './worker-link.js';
 
 /** A refusal by the server, with its status and detail. */
 export class WorkerServerError extends Error {
@@ -163,9 +164,14 @@ export class HttpWorkerLink implements WorkerLink, BoardHealthLink {
     }
   }
 
-  /** A debug job's channel: a WebSocket this worker dials (decision 0625). */
-  debugConnect(jobId: string, handlers: DebugChannelHandlers): Promise<DebugChannel> {
-    return connectDebugChannel({ serverUrl: this.options.serverUrl, token: this.options.token, jobId, clock: this.options.clock, handlers });
+  /** A debug job's leg for its next debugger: an `Upgrade: tcp` request this worker dials and the server holds (decision 0910). */
+  debugDial(jobId: string, signal: AbortSignal): Promise<Socket | undefined> {
+    return dialDebugLeg({ ...this.debugLegAddress(jobId), clock: this.options.clock, signal });
+  }
+
+  /** Where this worker dials a debug job's legs: what a sim engine's thread is told, to dial them itself. */
+  debugLegAddress(jobId: string): DebugLegAddress {
+    return { serverUrl: this.options.serverUrl, token: this.options.token, jobId };
   }
 
   async healthCheckDone(checkId: string, outcome: HealthCheckReport): Promise<void> {

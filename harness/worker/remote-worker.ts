@@ -164,6 +164,7 @@ function bindLink(link: HttpWorkerLink) {
     finish: link.finish.bind(link),
     input: link.input.bind(link),
     healthCheckDone: link.healthCheckDone.bind(link),
-    debugConnect: link.debugConnect.bind(link),
+    debugDial: link.debugDial.bind(link),
+    debugLegAddress: link.debugLegAddress.bind(link),
   };
 }

@@ -1,3 +1,5 @@
+import type { Duplex } from 'node:stream';
+import type { DebugLegAddress } from '../../clients/bench/debug-leg.js';
 import type { BackendErrorKind, BoardHealth, HealthCheckOutcome, RunStop, UartChunk } from '../../backends/backend.js';
 import type { UartSoFar } from '../dispatcher.js';
 
@@ -41,41 +43,21 @@ export interface WorkerLink {
    */
   watch?(jobId: string, listener: (push: JobPush) => void): () => void;
   /**
-   * A debug job's channel for its debuggers' streams (issue 32, decision 0625): one connection the
-   * worker dials (a WebSocket for a remote worker). Resolves once connected; `handlers` then hear
-   * what debuggers do through the server, in order. Rejects with `DebugChannelRefused` when the job
-   * is not this worker's debug job there (stop), with anything else when the server could not be
-   * reached (ask again). Absent on a link that cannot carry debug streams.
+   * A debug job's leg for its next debugger (issue 32, decision 0910): the worker dials, the server
+   * holds the leg until a debugger comes. Resolves with the debugger's stream (raw RSP bytes both
+   * ways: an upgraded socket for a remote worker, one end of a duplex pair in the server's process),
+   * or undefined when the server asks for a new leg (none came within its hold) or `signal`
+   * aborted. Rejects with `DebugLegRefused` (clients/bench/debug-leg.ts) when the job is not this worker's debug job there
+   * (stop dialling), with anything else when the server could not be reached (dial again). Absent
+   * on a link that cannot carry debug streams.
    */
-  debugConnect?(jobId: string, handlers: DebugChannelHandlers): Promise<DebugChannel>;
-}
-
-/** What a debug channel tells the worker, in order. Stream bytes are RSP as latin1 text (one char per byte). */
-export interface DebugChannelHandlers {
-  /** A debugger attached through the server: stream `stream` opened. */
-  open(stream: number): void;
-  data(stream: number, text: string): void;
-  /** The server closed `stream` (its debugger went, or sent what is not RSP). */
-  close(stream: number, reason: string): void;
-  /** The job is no longer a debug job there: the channel is closed for good. */
-  ended(reason: string): void;
-  /** The connection dropped with the job still running: its streams are gone; connect again. */
-  dropped(reason: string): void;
-}
-
-/** The worker's side of a connected debug channel. */
-export interface DebugChannel {
-  /** The target's bytes for `stream`, in order. */
-  data(stream: number, text: string): void;
-  /** The board closed `stream` (why). */
-  close(stream: number, reason: string): void;
-  /** The worker is done with the channel (the job ended here). */
-  end(): void;
-}
-
-/** The server refused a debug channel: the job is not (or no longer) this worker's debug job there. */
-export class DebugChannelRefused extends Error {
-  override readonly name = 'DebugChannelRefused';
+  debugDial?(jobId: string, signal: AbortSignal): Promise<Duplex | undefined>;
+  /**
+   * Optional: where `debugDial` dials, as plain data, so that a device whose engine runs in a
+   * thread of its own (the sim backend) dials the legs itself (decision 0910). Absent on the
+   * in-process link, whose legs are no connections.
+   */
+  debugLegAddress?(jobId: string): DebugLegAddress;
 }
 
 /**

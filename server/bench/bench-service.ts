@@ -148,9 +148,9 @@ export interface BenchService {
    * otherwise 100 is written and the request goes to the app.
    */
   checkContinue(req: IncomingMessage, res: ServerResponse): void;
-  /** The HTTP server's `upgrade` listener: the debug streams' WebSockets (decision 0625); any other Upgrade ignored, the request served. */
+  /** The HTTP server's `upgrade` listener: the debug streams' `Upgrade: tcp` (decision 0910); any other Upgrade ignored, the request served. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
-  /** Closes every debug WebSocket and ignored-Upgrade connection (before the HTTP server closes: upgraded connections would keep it open). */
+  /** Closes every debug stream and ignored-Upgrade connection (before the HTTP server closes: upgraded connections would keep it open). */
   closeUpgrades(): void;
   /** Stops timers and jobs (left for the next start to recover) and closes the database. */
   close(): Promise<void>;

@@ -9,11 +9,6 @@ export const IGNORED_UPGRADE_DISCARD_BYTES = 1024 * 1024;
 /** How long a connection whose answer is sent waits, half-closed, for the client to close its side. */
 export const IGNORED_UPGRADE_LINGER_MS = 5_000;
 
-/** True when the request asks for a WebSocket (`Upgrade: websocket`, in any case): the upgrades a service takes. */
-export function isWebSocketUpgrade(req: IncomingMessage): boolean {
-  return (req.headers.upgrade ?? '').split(',').some((protocol) => protocol.trim().toLowerCase() === 'websocket');
-}
-
 export interface IgnoredUpgradesOptions {
   /** Host time for the deadlines below; default the system clock. */
   clock?: Clock;
@@ -24,7 +19,7 @@ export interface IgnoredUpgradesOptions {
 }
 
 export interface IgnoredUpgrades {
-  /** Serves one request whose Upgrade the service ignores (the `upgrade` listener calls it for every one that is not a WebSocket). */
+  /** Serves one request whose Upgrade the service ignores (the `upgrade` listener calls it for every one the service does not take). */
   serve(app: RequestListener, req: IncomingMessage, socket: Duplex, head: Buffer): void;
   /**
    * Destroys every connection still being served, a streamed answer's included. Node no longer
@@ -39,7 +34,7 @@ export interface IgnoredUpgrades {
  * which `curl --http2` sends with every plain-HTTP request) as the ordinary HTTP requests they also
  * are: RFC 9110 section 7.8 lets a server ignore Upgrade. Node hands every request with an Upgrade
  * to the server's `upgrade` listener once there is one, with its HTTP parser gone, so the bench's
- * debug WebSockets answered every such request 404. Here `app` answers it on the same connection,
+ * debug streams answered every such request 404. Here `app` answers it on the same connection,
  * which then closes (`Connection: close`: nothing parses a next request on it); a `Content-Length`
  * body (`head` holds its first bytes) is fed to the request as it arrives. A chunked body cannot be
  * read without the parser: that request is refused with 400, in the services' JSON.
@@ -154,23 +149,25 @@ function withBody(upgraded: IncomingMessage, connection: Socket, head: Buffer, r
   return { request: req, stopReading: () => connection.off('data', take) };
 }
 
-/** The upgrades a service takes: `upgrade` its WebSocket connections, `close` closes them all. */
-export interface WebSocketUpgrades {
+/** The upgrades a service takes: `takes` says which requests are its, `upgrade` serves one, `close` closes them all. */
+export interface ServiceUpgrades {
+  takes(req: IncomingMessage): boolean;
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
   close(): void;
 }
 
 /**
- * A service's `upgrade` listener: WebSocket upgrades go to `webSockets`, any other request with an
- * Upgrade is served by `app` as plain HTTP (`ignoredUpgrades`); `close` closes both kinds of
- * connection, before the HTTP server closes (node's own close would wait for them).
+ * A service's `upgrade` listener: the upgrades the service `takes` go to it (the bench's debug
+ * paths, whatever protocol they ask for, so that it refuses the wrong one in its own words), any
+ * other request with an Upgrade is served by `app` as plain HTTP (`ignoredUpgrades`); `close`
+ * closes both kinds of connection, before the HTTP server closes (node's own close would wait for them).
  */
-export function upgradeListener(webSockets: WebSocketUpgrades, app: RequestListener, options: IgnoredUpgradesOptions = {}): WebSocketUpgrades {
+export function upgradeListener(service: ServiceUpgrades, app: RequestListener, options: IgnoredUpgradesOptions = {}): Omit<ServiceUpgrades, 'takes'> {
   const ignored = ignoredUpgrades(options);
   return {
-    upgrade: (req, socket, head) => (isWebSocketUpgrade(req) ? webSockets.upgrade(req, socket, head) : ignored.serve(app, req, socket, head)),
+    upgrade: (req, socket, head) => (service.takes(req) ? service.upgrade(req, socket, head) : ignored.serve(app, req, socket, head)),
     close: () => {
-      webSockets.close();
+      service.close();
       ignored.destroyAll();
     },
   };

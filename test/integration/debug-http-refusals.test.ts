@@ -5,8 +5,9 @@ import { rawExchange } from '../support/raw-exchange.js';
 
 /**
  * The debug extension's HTTP refusals (issue 32, docs/debug.md): POST /api/v1/sessions/{sid}/debug
- * refuses what is not the caller's or not active in the arming's own words; a debug stream's upgrade that is no WebSocket handshake is answered as every refusal is,
- * `{"detail"}` in JSON, not by the WebSocket library's text/html.
+ * refuses what is not the caller's or not active in the arming's own words; a debug stream's upgrade
+ * that is refused (not `Upgrade: tcp`, not a GET, a bad token on either leg) is answered as every
+ * refusal is, `{"detail"}` in JSON, before anything switches.
  */
 let app: BenchTestApp | undefined;
 afterEach(async () => {
@@ -62,12 +63,13 @@ describe('arming a session for a debugger', () => {
   });
 });
 
-describe("a debug stream's upgrade that is no WebSocket handshake", () => {
-  const key = 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n';
+describe("a debug stream's upgrade refused before it switches", () => {
   const cases = [
-    ['a version it does not speak', `GET /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 12\r\n${key}\r\n`, 426, 'sec-websocket-version: 13, 8'],
-    ['a short key', 'GET /api/v1/worker/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: c2hvcnQ=\r\n\r\n', 400, 'content-type: application/json'],
-    ['a POST', `POST /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n${key}Content-Length: 0\r\n\r\n`, 405, 'allow: get'],
+    ['a WebSocket upgrade of the agent path', 'GET /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n', 426, 'upgrade: tcp'],
+    ['a WebSocket upgrade of the worker path', 'GET /api/v1/worker/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n', 426, 'upgrade: tcp'],
+    ['a POST', 'POST /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n', 405, 'allow: get'],
+    ["an agent's upgrade with a token no agent has", 'GET /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nAuthorization: Bearer hb_nobody\r\n\r\n', 401, 'www-authenticate: bearer error="invalid_token"'],
+    ["a worker's leg with a token no worker has", 'GET /api/v1/worker/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nAuthorization: Bearer hbw_nobody\r\n\r\n', 401, 'content-type: application/json'],
   ] as const;
   for (const [what, request, status, header] of cases) {
     it(`answers ${what} with ${status} in JSON`, async () => {
@@ -92,7 +94,7 @@ describe('a refused debug upgrade whose client never closes its side', () => {
       socket.on('data', (chunk: Buffer) => (received += chunk.toString('utf8')));
       socket.once('end', () => resolve(received));
     });
-    socket.write('GET /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+    socket.write('GET /api/v1/jobs/job_x/debug HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n');
     expect((await answered).slice(0, 12)).toBe('HTTP/1.1 401');
     // Without the refused connection closed by the bench, this waits for ever (the test's timeout).
     await a.close();

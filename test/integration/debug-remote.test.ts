@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MockBackend } from '../../backends/mock/mock-backend.js';
 import { QemuBackend } from '../../backends/qemu/qemu-backend.js';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
-import { runRemoteDebugSession } from '../../bin/debug-on-server.js';
+import { finalErrorReply, runRemoteDebugSession } from '../../bin/debug-on-server.js';
 import { DebugRefused, DebugStreamClient } from '../../bin/debug-stream-client.js';
 import { systemClock } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
@@ -16,13 +16,12 @@ import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.
 import { allFactsHold, debugElf, gdbBatch, walkThroughFacts, walkThroughSession } from '../support/gdb-batch.js';
 import { createWorkerToken, type LabWorker, startLabWorker } from '../support/lab-worker.js';
 import { bearer, flash } from './bench-job-requests.js';
-import { connectDebugChannel } from '../../harness/worker/debug-channel-ws.js';
-import { DebugChannelRefused } from '../../harness/worker/worker-link.js';
+import { DebugLegRefused, dialDebugLeg } from '../../clients/bench/debug-leg.js';
 import { hilbenchCli } from '../support/compiled-cli.js';
 
 /**
- * GDB through a bench server and a remote worker (issue 32, decisions 0560, 0625): the worker only dials
- * out, the debug stream rides a WebSocket it dials, and only the holder of the debug job's session may
+ * GDB through a bench server and a remote worker (issue 32, decisions 0560, 0910): the worker only dials
+ * out, the debug stream rides a leg it dials (raw bytes on `Upgrade: tcp`), and only the holder of the debug job's session may
  * attach. Real GDB in batch mode walks the debug program on sim pico, sim uno (avr-gdb) and a QEMU
  * board as it does locally (debug-gdb.test.ts, the same walk-through); the bad-input cases open the
  * debug stream as `hilbench debug --server` does.
@@ -60,24 +59,24 @@ async function debugJob(token: string, options: { idleTimeoutSeconds?: number } 
   return { jobId, sessionId };
 }
 
-/** Opens a debug stream (a WebSocket) as `hilbench debug --server` does; what the target sends is gathered in `seen`. */
+/** Opens a debug stream (raw bytes on `Upgrade: tcp`) as `hilbench debug --server` does; what the target sends is gathered in `seen`, and why it closed is its final `E.` reply. */
 async function openStream(token: string, jobId: string) {
   const stream = await new DebugStreamClient({ server: app.url, token }).open(jobId);
   let seen = '';
   let onSeen: () => void = () => undefined;
   let closedWith: (reason: string | undefined) => void = () => undefined;
   const closed = new Promise<string | undefined>((resolve) => (closedWith = resolve));
-  stream.onData((bytes) => {
+  stream.on('data', (bytes: Buffer) => {
     seen += bytes.toString('latin1');
     onSeen();
   });
-  stream.onClosed((reason) => {
-    closedWith(reason);
+  stream.once('close', () => {
+    closedWith(finalErrorReply(seen));
     onSeen();
   });
   return {
-    send: (text: string) => stream.send(Buffer.from(text, 'latin1')),
-    close: () => stream.close(),
+    send: (text: string) => stream.write(Buffer.from(text, 'latin1')),
+    close: () => stream.end(),
     closed,
     /** What the target sent once it matches `pattern` (the stream's closing ends the wait too; the test's own timeout bounds it). */
     until: (pattern: RegExp) =>
@@ -93,7 +92,7 @@ async function openStream(token: string, jobId: string) {
 /** The refusal of a debug stream's opening: its status and detail. */
 async function refusalOf(token: string, jobId: string): Promise<{ status: number; detail: string }> {
   const err = await new DebugStreamClient({ server: app.url, token }).open(jobId).then(
-    (stream) => (stream.close(), new Error('the stream opened')),
+    (stream) => (stream.destroy(), new Error('the stream opened')),
     (e: unknown) => e,
   );
   if (!(err instanceof DebugRefused)) throw err;
@@ -182,9 +181,10 @@ describe('hilbench debug through a server and a remote worker', () => {
     const plain = await flash(app, alice.token, { board: 'pico', uart_seconds: '1', session: sessionId }, readFileSync(debugElf('pico')));
     const { job_id: plainId } = (await plain.json()) as { job_id: string };
     expect(await refusalOf(alice.token, plainId)).toEqual({ status: 409, detail: `job ${plainId} is queued: a debugger attaches once it is running (GET /api/v1/jobs/${plainId}?wait=...)` });
-    // A plain GET of the stream's path is told it is a WebSocket.
+    // A plain GET of the stream's path, and a WebSocket upgrade, are told it is `Upgrade: tcp`.
     const plainGet = await app.request(`/api/v1/jobs/${jobId}/debug`, { headers: bearer(alice.token) });
-    expect(plainGet.status).toBe(426);
+    expect([plainGet.status, plainGet.headers.get('upgrade')]).toEqual([426, 'tcp']);
+    expect(await rawUpgrade(app.url, `/api/v1/jobs/${jobId}/debug`, 'websocket')).toMatch(/^HTTP\/1\.1 426 [^]*\r\nupgrade: tcp\r\n/);
   });
 
   it('a debugger that vanishes frees the board after the idle timeout; the finished job then refuses a debugger', { timeout: 60_000 }, async () => {
@@ -201,24 +201,42 @@ describe('hilbench debug through a server and a remote worker', () => {
     expect(await refusalOf(alice.token, jobId)).toEqual({ status: 409, detail: `job ${jobId} has failed (timeout: no debugger connected for 1 s: the board is freed): a debugger attaches only while its debug job runs` });
   });
 
-  it("refuses a worker's debug channel for a job that is not its running debug job, and a channel without a worker token", { timeout: 60_000 }, async () => {
+  it("refuses a worker's debug leg for a job that is not its running debug job, and a leg without a worker token", { timeout: 60_000 }, async () => {
     await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
     const alice = await app.register('alice');
     const { jobId } = await debugJob(alice.token);
     const { token: otherToken } = await createWorkerToken(app.request, { adminToken: ADMIN, label: 'pi-other' });
-    const handlers = { open: () => undefined, data: () => undefined, close: () => undefined, ended: () => undefined, dropped: () => undefined };
-    const notItsJob = await connectDebugChannel({ serverUrl: app.url, token: otherToken, jobId, clock: systemClock, handlers }).then(
+    const signal = new AbortController().signal;
+    const notItsJob = await dialDebugLeg({ serverUrl: app.url, token: otherToken, jobId, clock: systemClock, signal }).then(
       () => undefined,
       (err: unknown) => err,
     );
-    expect(notItsJob).toBeInstanceOf(DebugChannelRefused);
-    expect((notItsJob as Error).message).toMatch(new RegExp(`404 .*no running debug job ${jobId} of this worker is served here`));
-    const agentToken = await connectDebugChannel({ serverUrl: app.url, token: alice.token, jobId, clock: systemClock, handlers }).then(
+    expect(notItsJob).toBeInstanceOf(DebugLegRefused);
+    expect((notItsJob as Error).message).toMatch(new RegExp(`404 no running debug job ${jobId} of this worker is served here`));
+    const agentToken = await dialDebugLeg({ serverUrl: app.url, token: alice.token, jobId, clock: systemClock, signal }).then(
       () => undefined,
       (err: unknown) => err,
     );
-    expect(agentToken).not.toBeInstanceOf(DebugChannelRefused);
-    expect((agentToken as Error).message).toMatch(/refused the debug channel .*: 401 /);
+    expect(agentToken).not.toBeInstanceOf(DebugLegRefused);
+    expect((agentToken as Error).message).toMatch(/refused the debug leg .*: 401 /);
+  });
+
+  it("the worker in the server's process carries the streams too, its legs an in-process pair", { timeout: 60_000 }, async () => {
+    app = await startBenchTestApp({ clock: systemClock, backend: 'sim', backends: { sim: new SimBackend({ clock: systemClock }) } });
+    const alice = await app.register('alice');
+    const { jobId } = await debugJob(alice.token);
+    const first = await openStream(alice.token, jobId);
+    first.send(rspPacket('?'));
+    expect(await first.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    first.send('hello gdb');
+    expect(await first.closed).toMatch(/^the debugger sent what is not GDB's remote protocol/);
+    const next = await openStream(alice.token, jobId);
+    next.send(rspPacket('?'));
+    expect(await next.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    // A kill ends the job as it does locally: done.
+    next.send(`+${rspPacket('k')}`);
+    await app.jobReaches(jobId, 'done', 'failed');
+    expect((await app.server.service.store.getJob(jobId))?.state).toBe('done');
   });
 
   it('a board on the mock backend is refused with the reason', { timeout: 60_000 }, async () => {
@@ -242,11 +260,11 @@ describe('hilbench debug through a server and a remote worker', () => {
   });
 });
 
-/** Sends a WebSocket upgrade request for `path` with no token and answers the status line and headers the server wrote. */
-async function rawUpgrade(baseUrl: string, path: string): Promise<string> {
+/** Sends an upgrade request (`Upgrade: tcp` unless said) for `path` with no token and answers what the server wrote. */
+async function rawUpgrade(baseUrl: string, path: string, protocol = 'tcp'): Promise<string> {
   const { hostname, port } = new URL(baseUrl);
   const socket = net.connect(Number(port), hostname);
-  socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+  socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nConnection: Upgrade\r\nUpgrade: ${protocol}\r\n\r\n`);
   let text = '';
   socket.setEncoding('latin1');
   socket.on('data', (chunk: string) => (text += chunk));

@@ -5,7 +5,8 @@ import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
 import { DebugRefused, DebugStreamClient } from '../../bin/debug-stream-client.js';
-import { forwardUpgrade } from '../../server/bench/routes/debug-forward.js';
+import { FORWARD_ANSWER_MS, forwardUpgrade } from '../../server/bench/routes/debug-forward.js';
+import { DEBUG_LEG_HOLD_MS } from '../../wire/worker/debug-schemas.js';
 import { systemClock } from '../../core/clock.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { waitUntil } from '../../core/wait.js';
@@ -16,10 +17,10 @@ import { createTestDatabase } from '../support/postgres-test-database.js';
 import { bearer, flash } from './bench-job-requests.js';
 
 /**
- * Debugging behind two replicas of one PostgreSQL database (issue 32, decisions 0625 and 0663):
+ * Debugging behind two replicas of one PostgreSQL database (issue 32, decisions 0663 and 0910):
  * the arming is in the store, so whichever replica hands the job to its worker hands it as a debug
- * job; that replica holds its streams, and the other forwards the debugger's (and the worker's)
- * WebSocket to it, at the address it names (`replicaUrl`). Without one, the other refuses with 503.
+ * job; that replica holds its streams, and the other forwards the debugger's upgrade (and the
+ * worker's legs) to it, at the address it names (`replicaUrl`). Without one, the other refuses with 503.
  */
 const ADMIN = 'replica-admin';
 const cleanups: Array<() => Promise<void>> = [];
@@ -76,8 +77,9 @@ async function armedJob(arming: BenchTestApp, token: string, elf: string, uartSe
 }
 
 /**
- * A load balancer that sends the worker's debug WebSocket to `a` and everything else to `b`, as
- * one that spreads connections may: the worker claims through b and dials its channel through a.
+ * A load balancer that sends the worker's debug legs to `a` and everything else to `b`, as one
+ * that spreads connections may: the worker claims through b and dials its legs through a (which
+ * holds each as long as b's hold, and a bit).
  */
 async function splittingBalancer(a: BenchTestApp, b: BenchTestApp): Promise<string> {
   const front = http.createServer((req, res) => {
@@ -91,7 +93,7 @@ async function splittingBalancer(a: BenchTestApp, b: BenchTestApp): Promise<stri
   front.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
     const to = /^\/api\/v1\/worker\/jobs\/[^/]+\/debug/.test(req.url ?? '') ? a : b;
-    forwardUpgrade(req, socket, head, { replicaUrl: to.url, clock: systemClock }).catch(() => socket.destroy());
+    forwardUpgrade(req, socket, head, { replicaUrl: to.url, clock: systemClock, answerMs: DEBUG_LEG_HOLD_MS + FORWARD_ANSWER_MS }).catch(() => socket.destroy());
   });
   await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
   cleanups.push(async () => {
@@ -110,12 +112,12 @@ async function debugAndKill(via: BenchTestApp, other: BenchTestApp, token: strin
   const stream = await new DebugStreamClient({ server: via.url, token }).open(jobId);
   let seen = '';
   const stopReply = new Promise<string>((resolve) =>
-    stream.onData((bytes) => {
+    stream.on('data', (bytes: Buffer) => {
       seen += bytes.toString('latin1');
       if (/\$[ST][0-9a-f]{2}/.test(seen)) resolve(seen);
     }),
   );
-  stream.send(Buffer.from(rspPacket('?'), 'latin1'));
+  stream.write(Buffer.from(rspPacket('?'), 'latin1'));
   expect(await stopReply).toMatch(/\$[ST]05/);
   const second = await new DebugStreamClient({ server: other.url, token }).open(jobId).then(
     () => undefined,
@@ -124,7 +126,7 @@ async function debugAndKill(via: BenchTestApp, other: BenchTestApp, token: strin
   expect(second).toBeInstanceOf(DebugRefused);
   expect([(second as DebugRefused).status, (second as DebugRefused).detail]).toEqual([secondRefused[0], expect.stringMatching(secondRefused[1])]);
   // Killing the target ends the job as a kill does locally: done.
-  stream.send(Buffer.from(`+${rspPacket('k')}`, 'latin1'));
+  stream.write(Buffer.from(`+${rspPacket('k')}`, 'latin1'));
   await via.jobReaches(jobId, 'done', 'failed');
   expect((await other.server.service.store.getJob(jobId))?.state).toBe('done');
 }
@@ -160,17 +162,17 @@ describe('debugging behind two replicas of one database', () => {
     const jobId = await armedJob(a, alice.token, debugElf('pico'), '1');
     await b.jobReaches(jobId, 'running', 'failed');
     const stream = await new DebugStreamClient({ server: a.url, token: alice.token }).open(jobId);
-    const closed = new Promise<void>((resolve) => stream.onClosed(() => resolve()));
+    const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
     let stopReply = '';
     const halted = new Promise<void>((resolve) =>
-      stream.onData((bytes) => {
+      stream.on('data', (bytes: Buffer) => {
         stopReply += bytes.toString('latin1');
         if (/\$[ST][0-9a-f]{2}/.test(stopReply)) resolve();
       }),
     );
-    stream.send(Buffer.from(rspPacket('?'), 'latin1'));
+    stream.write(Buffer.from(rspPacket('?'), 'latin1'));
     await halted;
-    // The forwarded pair is no WebSocket of a's: before, a's close waited for it (the job's whole hour).
+    // The forwarded pair is no connection a's HTTP server ends: before, a's close waited for it (the job's whole hour).
     let shutDown = false;
     await Promise.race([
       a.close().then(() => (shutDown = true)),
@@ -180,7 +182,7 @@ describe('debugging behind two replicas of one database', () => {
     await closed;
   });
 
-  it('a worker whose channel a load balancer sends to the other replica still carries the stream', { timeout: 120_000 }, async () => {
+  it('a worker whose legs a load balancer sends to the other replica still carries the stream', { timeout: 120_000 }, async () => {
     const { a, b } = await twoReplicas({ workerUrl: splittingBalancer });
     const alice = await a.register('alice');
     const jobId = await armedJob(a, alice.token, debugElf('pico'), '1');

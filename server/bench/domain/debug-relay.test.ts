@@ -4,7 +4,10 @@ import { clockFromFakeTimers } from '../../../core/clock.js';
 import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
 import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
 import { BenchError } from './bench-errors.js';
-import { DebugRelay, type DebuggerPeer, MAX_PENDING_DEBUG_BYTES, SESSION_RENEW_MS, type WorkerPeer } from './debug-relay.js';
+import { DebugRelay, DEBUGGER_WAIT_MS, SESSION_RENEW_MS, type WorkerLeg } from './debug-relay.js';
+import { DEBUG_LEG_HOLD_MS } from '../../../wire/worker/debug-schemas.js';
+import { duplexPair } from '../../../core/duplex-pair.js';
+import type { Duplex } from 'node:stream';
 
 /** The relay on a fake clock, with a debug job of agent a1 claimed by worker w1 (the store is asked only about jobs the relay does not know). */
 async function relayWithJob() {
@@ -22,32 +25,22 @@ async function relayWithJob() {
   return { fake, relay, terms };
 }
 
-/** A worker's end that writes down what it was told. */
-function workerPeer(): WorkerPeer & { told: string[] } {
+/** A worker's leg that writes down how it was answered; `take` hands out one end of a fresh pair. */
+function workerLeg(): WorkerLeg & { told: string[]; taken: Duplex[] } {
   const told: string[] = [];
+  const taken: Duplex[] = [];
   return {
     told,
-    open: (stream) => void told.push(`open ${stream}`),
-    data: (stream, bytes) => void told.push(`data ${stream} ${bytes.toString('latin1')}`),
-    close: (stream, reason) => void told.push(`close ${stream}: ${reason}`),
-    ended: (reason) => void told.push(`ended: ${reason}`),
-    replaced: () => void told.push('replaced'),
-    bufferedBytes: 0,
+    taken,
+    take: () => {
+      told.push('taken');
+      const [, server] = duplexPair();
+      taken.push(server);
+      return server;
+    },
+    release: (answer) => void told.push(`${answer.kind}: ${answer.reason}`),
   };
 }
-
-/** A debugger's end that writes down what it got. */
-function debuggerPeer(options: { bufferedBytes?: number } = {}): DebuggerPeer & { got: string[] } {
-  const got: string[] = [];
-  return {
-    got,
-    data: (bytes) => void got.push(bytes.toString('latin1')),
-    closed: (reason, { protocol }) => void got.push(`closed${protocol ? ' (protocol)' : ''}: ${reason}`),
-    bufferedBytes: options.bufferedBytes ?? 0,
-  };
-}
-
-const bytes = (text: string) => Buffer.from(text, 'latin1');
 
 describe('the debug relay', () => {
   it('hands the armed session’s next job out with its terms, once', async () => {
@@ -56,97 +49,108 @@ describe('the debug relay', () => {
     expect(await relay.claimed({ jobId: 'job_2', agentId: 'a1', board: 'pico', sessionId: 's1' } as JobRecord, 'w1')).toBeUndefined();
   });
 
-  it('splices a debugger and the worker both ways, and refuses a second debugger while one is attached', async () => {
+  it('pairs a debugger with the held leg at once, and refuses a second debugger while one has the place', async () => {
     const { relay } = await relayWithJob();
-    const worker = workerPeer();
-    const channel = relay.connectWorker('w1', 'job_1', worker)!;
+    const leg = workerLeg();
+    expect(relay.parkWorker('w1', 'job_1', leg)).toBeDefined();
+    expect(leg.told).toEqual([]);
     const opened = await relay.open('a1', 'job_1');
-    const gdb = debuggerPeer();
-    opened.attach(gdb);
-    opened.send(bytes('$g#67'));
-    channel.data(opened.stream, bytes('+$00#00'));
-    expect(worker.told).toEqual([`open ${opened.stream}`, `data ${opened.stream} $g#67`]);
-    expect(gdb.got).toEqual(['+$00#00']);
+    expect(await opened.worker).toBe(leg.taken[0]);
+    expect(leg.told).toEqual(['taken']);
     await expect(relay.open('a1', 'job_1')).rejects.toEqual(new BenchError('debugger_attached', 'job job_1 on board pico already has a debugger attached (one at a time)'));
-    // Another worker cannot take the job's channel.
+    // The stream ended: the place is free for the next debugger, who waits for the next leg.
+    opened.close();
+    const next = await relay.open('a1', 'job_1');
+    const nextLeg = workerLeg();
+    relay.parkWorker('w1', 'job_1', nextLeg);
+    expect(await next.worker).toBe(nextLeg.taken[0]);
+  });
+
+  it('refuses another worker’s leg and another agent’s debugger', async () => {
+    const { relay } = await relayWithJob();
+    const leg = workerLeg();
     expect(relay.holds('w2', 'job_1')).toBe(false);
-    expect(relay.connectWorker('w2', 'job_1', workerPeer())).toBeUndefined();
+    expect(relay.parkWorker('w2', 'job_1', leg)).toBeUndefined();
+    expect(leg.told).toEqual([]);
+    await expect(relay.open('a2', 'job_1')).rejects.toMatchObject({ code: 'job_not_found' });
   });
 
-  it('keeps what comes before the worker connects (one data message per run), and drops what the worker never saw of a replaced stream', async () => {
-    const { relay } = await relayWithJob();
-    const first = await relay.open('a1', 'job_1');
-    first.attach(debuggerPeer());
-    first.send(bytes('+'));
-    first.send(bytes('$g#67'));
-    first.close('the debugger closed the stream');
-    const second = await relay.open('a1', 'job_1');
-    second.attach(debuggerPeer());
-    second.send(bytes('$?#3f'));
-    const worker = workerPeer();
-    relay.connectWorker('w1', 'job_1', worker);
-    expect(worker.told).toEqual([`open ${second.stream}`, `data ${second.stream} $?#3f`]);
+  it(`holds a worker's leg for DEBUG_LEG_HOLD_MS, then tells it to dial again; a newer leg replaces a held one`, async () => {
+    const { fake, relay } = await relayWithJob();
+    const older = workerLeg();
+    relay.parkWorker('w1', 'job_1', older);
+    const newer = workerLeg();
+    relay.parkWorker('w1', 'job_1', newer);
+    expect(older.told).toEqual(['again: replaced by a newer leg of the same worker']);
+    fake.tick(DEBUG_LEG_HOLD_MS - 1);
+    expect(newer.told).toEqual([]);
+    fake.tick(1);
+    expect(newer.told).toEqual([`again: no debugger came within ${DEBUG_LEG_HOLD_MS / 1000} s`]);
+    // A leg whose connection went is let go without an answer.
+    const gone = workerLeg();
+    relay.parkWorker('w1', 'job_1', gone)!();
+    fake.tick(DEBUG_LEG_HOLD_MS);
+    expect(gone.told).toEqual([]);
   });
 
-  it('closes only the stream whose debugger sent what is not RSP, saying why', async () => {
-    const { relay } = await relayWithJob();
-    const worker = workerPeer();
-    relay.connectWorker('w1', 'job_1', worker);
-    const opened = await relay.open('a1', 'job_1');
-    const gdb = debuggerPeer();
-    opened.attach(gdb);
-    opened.send(bytes('hello gdb'));
-    expect(gdb.got).toEqual([expect.stringMatching(/^closed \(protocol\): the debugger sent what is not GDB's remote protocol/)]);
-    expect(worker.told.at(-1)).toMatch(new RegExp(`^close ${opened.stream}: the debugger sent what is not GDB's remote protocol`));
-    // The board waits for another debugger.
-    const next = await relay.open('a1', 'job_1');
-    expect(next.stream).toBe(opened.stream + 1);
-  });
-
-  it('closes a stream whose debugger does not take the target’s bytes (over the bound)', async () => {
-    const { relay } = await relayWithJob();
-    const channel = relay.connectWorker('w1', 'job_1', workerPeer())!;
-    const opened = await relay.open('a1', 'job_1');
-    const gdb = debuggerPeer({ bufferedBytes: MAX_PENDING_DEBUG_BYTES + 1 });
-    opened.attach(gdb);
-    channel.data(opened.stream, bytes('$00#00'));
-    expect(gdb.got).toEqual([`closed: more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the debugger's client: this stream is closed`]);
-  });
-
-  it('closes the stream when the worker’s connection drops, and the worker’s reconnection carries the next one', async () => {
-    const { relay } = await relayWithJob();
-    const channel = relay.connectWorker('w1', 'job_1', workerPeer())!;
-    const opened = await relay.open('a1', 'job_1');
-    const gdb = debuggerPeer();
-    opened.attach(gdb);
-    channel.disconnected();
-    expect(gdb.got).toEqual(["closed: the worker's connection to the server dropped; the board waits for another debugger"]);
-    const worker = workerPeer();
-    relay.connectWorker('w1', 'job_1', worker);
-    const next = await relay.open('a1', 'job_1');
-    expect(worker.told).toEqual([`open ${next.stream}`]);
-  });
-
-  it('renews the session at most every SESSION_RENEW_MS while the debugger is heard from', async () => {
+  it(`a debugger waits for its worker's leg DEBUGGER_WAIT_MS at most, then is refused and its place freed`, async () => {
     const { fake, relay } = await relayWithJob();
     const opened = await relay.open('a1', 'job_1');
-    expect(opened.heard()).toBeNull();
-    fake.tick(SESSION_RENEW_MS);
-    expect(opened.heard()).toBe('s1');
-    expect(opened.heard()).toBeNull();
+    const refused = opened.worker.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    fake.tick(DEBUGGER_WAIT_MS);
+    expect(await refused).toEqual(new BenchError('board_offline', `the worker of job job_1 did not take the debugger within ${DEBUGGER_WAIT_MS / 1000} s (is it still connected to the server?); try again`, { retryAfterSeconds: 1 }));
+    // A leg that comes later is held for the next debugger.
+    const leg = workerLeg();
+    relay.parkWorker('w1', 'job_1', leg);
+    const next = await relay.open('a1', 'job_1');
+    expect(await next.worker).toBe(leg.taken[0]);
   });
 
-  it('closes the stream and the worker’s channel when the job ends; the finished job then refuses a debugger', async () => {
-    const { relay } = await relayWithJob();
-    const worker = workerPeer();
-    relay.connectWorker('w1', 'job_1', worker);
+  it('a waiting debugger is paired with the leg that comes; one that went first frees its place', async () => {
+    const { fake, relay } = await relayWithJob();
+    const gone = await relay.open('a1', 'job_1');
+    gone.close();
     const opened = await relay.open('a1', 'job_1');
-    const gdb = debuggerPeer();
-    opened.attach(gdb);
+    fake.tick(DEBUGGER_WAIT_MS - 1);
+    const leg = workerLeg();
+    relay.parkWorker('w1', 'job_1', leg);
+    expect(await opened.worker).toBe(leg.taken[0]);
+    fake.tick(1);
+    await expect(relay.open('a1', 'job_1')).rejects.toMatchObject({ code: 'debugger_attached' });
+  });
+
+  it('renews the session at most every SESSION_RENEW_MS while the debugger is attached', async () => {
+    const { fake, relay } = await relayWithJob();
+    const opened = await relay.open('a1', 'job_1');
+    expect(opened.renewDue()).toBeNull();
+    fake.tick(SESSION_RENEW_MS);
+    expect(opened.renewDue()).toBe('s1');
+    expect(opened.renewDue()).toBeNull();
+  });
+
+  it('when the job ends: the stream is told why, a held leg is told to stop dialling, and the finished job refuses a debugger', async () => {
+    const { relay } = await relayWithJob();
+    relay.parkWorker('w1', 'job_1', workerLeg());
+    const opened = await relay.open('a1', 'job_1');
+    const ended: string[] = [];
+    opened.onEnd((reason) => ended.push(reason));
+    const leg = workerLeg();
+    relay.parkWorker('w1', 'job_1', leg);
     relay.jobEnded('job_1', 'job job_1 is done');
-    expect(gdb.got).toEqual(['closed: job job_1 is done']);
-    expect(worker.told.at(-1)).toBe('ended: job job_1 is done');
+    expect(ended).toEqual(['job job_1 is done']);
+    expect(leg.told).toEqual(['ended: job job_1 is done']);
     expect(relay.has('job_1')).toBe(false);
+    expect(relay.parkWorker('w1', 'job_1', workerLeg())).toBeUndefined();
     await expect(relay.open('a1', 'job_1')).rejects.toMatchObject({ code: 'job_not_debuggable' });
+  });
+
+  it('a debugger still waiting for a leg when the job ends is refused with why', async () => {
+    const { relay } = await relayWithJob();
+    const opened = await relay.open('a1', 'job_1');
+    relay.jobEnded('job_1', 'job job_1 is done');
+    await expect(opened.worker).rejects.toEqual(new BenchError('job_not_debuggable', 'job job_1 ended before its worker took the debugger: job job_1 is done'));
   });
 });

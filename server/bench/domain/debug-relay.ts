@@ -1,6 +1,7 @@
-import type { Clock } from '../../../core/clock.js';
-import { RspProtocolError, RspReader } from '../../../core/gdb/rsp-reader.js';
+import type { Duplex } from 'node:stream';
+import type { Clock, TimerHandle } from '../../../core/clock.js';
 import type { DebugTerms } from '../../../harness/worker/worker-link.js';
+import { DEBUG_LEG_HOLD_MS } from '../../../wire/worker/debug-schemas.js';
 import type { BenchStore, JobRecord } from '../../storage/bench/bench-store.js';
 import { BenchError } from './bench-errors.js';
 
@@ -9,64 +10,46 @@ export const DEFAULT_DEBUG_IDLE_MS = 300_000;
 export const MAX_DEBUG_IDLE_MS = 3_600_000;
 /** The most a debug job's wall deadline stretches for the time under a debugger, host ms (decision 0560). */
 export const MAX_DEBUG_MS = 3_600_000;
-/** The most bytes waiting in one direction of a stream for the side that reads them (a peer's send buffer included). */
-export const MAX_PENDING_DEBUG_BYTES = 1024 * 1024;
 /** While a debugger is attached, its session is renewed this often at most (host ms): the session stays alive under a debugger. */
 export const SESSION_RENEW_MS = 10_000;
 
-/** The debugger's end of a stream (its WebSocket): the target's bytes, and why it closed. */
-export interface DebuggerPeer {
-  data(bytes: Buffer): void;
-  /** The stream closed: tell the debugger why and close. `protocol`: it sent what is not RSP. */
-  closed(reason: string, options: { protocol: boolean }): void;
-  /** Bytes written to it and not yet taken by the debugger's client. */
-  readonly bufferedBytes: number;
+/** The most host ms a debugger waits for its worker's leg; then it is refused. */
+export const DEBUGGER_WAIT_MS = 10_000;
+
+/**
+ * A worker's leg held by the relay until a debugger comes (the route holds its upgrade request
+ * unanswered; the in-process link holds a promise).
+ */
+export interface WorkerLeg {
+  /** A debugger came: the leg becomes its stream (the route answers 101); the worker's stream, as the debugger's side splices it. */
+  take(): Duplex;
+  /** The leg is not needed: `again` (replaced by a newer leg, or held `DEBUG_LEG_HOLD_MS`) or `ended` (the job is no longer a debug job here: stop dialling). */
+  release(answer: { kind: 'again' | 'ended'; reason: string }): void;
 }
 
-/** The worker's end of a debug job's channel (its WebSocket, or the in-process worker's handlers). */
-export interface WorkerPeer {
-  open(stream: number): void;
-  data(stream: number, bytes: Buffer): void;
-  close(stream: number, reason: string): void;
-  /** The job is no longer a debug job here: the channel closes for good. */
-  ended(reason: string): void;
-  /** Replaced by a newer connection of the same worker: closes without telling it the job ended. */
-  replaced(): void;
-  readonly bufferedBytes: number;
-}
-
-/** A debugger's stream, as the route that carries it sees it. */
-export interface OpenedStream {
-  stream: number;
+/** A debugger's place on a job, as the route that carries its stream sees it. */
+export interface OpenedDebugger {
   board: string;
-  /** The debugger's connection is up: what waited for it is written to it now. */
-  attach(peer: DebuggerPeer): void;
-  /** The debugger's bytes, checked as RSP; broken framing or an oversized packet closes this stream only. */
-  send(bytes: Buffer): void;
-  /** The debugger went away (its connection closed): the board waits for another. */
-  close(reason: string): void;
-  /** The debugger's client was heard from; answers the session to renew when one is due. */
-  heard(): string | null;
+  /** The worker's stream once a leg is paired with it; rejects with the refusal when none comes within `DEBUGGER_WAIT_MS` or the job ends first. */
+  readonly worker: Promise<Duplex>;
+  /** The debugger is still attached: answers the session to renew when a renewal is due (at most every `SESSION_RENEW_MS`), else null. */
+  renewDue(): string | null;
+  /** Tells the splice to end (the job ended, the server shuts down), with why; set by the route once spliced. */
+  onEnd(listener: (reason: string) => void): void;
+  /** The debugger's stream ended (or its connection went before it was paired): the board takes another. Safe to call twice. */
+  close(): void;
 }
 
-/** The worker's channel of a debug job, as the route (or the in-process link) that carries it sees it. */
-export interface ConnectedWorker {
-  data(stream: number, bytes: Buffer): void;
-  close(stream: number, reason: string): void;
-  /** The worker's connection closed: the stream it carried closes too. */
-  disconnected(): void;
+interface Held {
+  leg: WorkerLeg;
+  timer: TimerHandle;
 }
 
-interface Stream {
-  n: number;
-  peer: DebuggerPeer | undefined;
-  /** The target's bytes that came before the debugger's connection was up. */
-  early: Buffer[];
-  closed: { reason: string; protocol: boolean } | undefined;
-  reader: RspReader;
+interface Waiting {
+  pair: (stream: Duplex) => void;
+  refuse: (err: BenchError) => void;
+  timer: TimerHandle;
 }
-
-type ToWorker = { kind: 'open'; stream: number } | { kind: 'data'; stream: number; bytes: Buffer } | { kind: 'close'; stream: number; reason: string };
 
 /** A debug job this server handed to a worker. */
 interface DebugJob {
@@ -75,12 +58,10 @@ interface DebugJob {
   workerId: string;
   board: string;
   sessionId: string | null;
-  stream: Stream | undefined;
-  opened: number;
-  worker: WorkerPeer | undefined;
-  /** What waits for the worker's channel while it is not connected. */
-  backlog: ToWorker[];
-  backlogBytes: number;
+  /** The worker's leg held for the next debugger. */
+  held: Held | undefined;
+  /** The debugger that has the job's one place: waiting for a leg, or spliced (then `waiting` is undefined). */
+  debugger: { waiting: Waiting | undefined; end: (reason: string) => void } | undefined;
   ended: string | undefined;
   sessionTouchedMs: number;
 }
@@ -89,20 +70,20 @@ interface DebugJob {
 export type DebugJobPlace =
   /** Here, or nowhere (not a debug job, or not the caller's): the relay itself answers or refuses. */
   | { kind: 'here' }
-  /** The replica at `replicaUrl` handed the job out and holds its streams: forward the WebSocket there. */
+  /** The replica at `replicaUrl` handed the job out and holds its streams: forward the upgrade there. */
   | { kind: 'elsewhere'; replicaUrl: string }
   /** Another replica holds its streams and cannot be reached from here: refuse with `why`. */
   | { kind: 'unreachable'; why: string };
 
 /**
- * GDB streams between agents and the workers of their debug jobs (issue 32, decisions 0560,
- * 0625 and 0663): a session is armed for debugging (in the store, so any replica's claim sees
- * it), its next job is handed to its worker with debug terms, the worker connects one channel for
- * the job (it dials; it never accepts), and the agent opens one stream at a time on that job; the
- * relay of the replica that handed the job out splices their bytes, and names itself in the store
- * (`replicaUrl`) so other replicas forward both WebSockets to it (`place`). What a debugger sends
- * is checked as RSP here (a packet over 64 KiB or broken framing closes that stream only), and
- * bytes waiting either way are bounded.
+ * GDB streams between agents and the workers of their debug jobs (issue 32, decisions 0560, 0663
+ * and 0910): a session is armed for debugging (in the store, so any replica's claim sees it), its
+ * next job is handed to its worker with debug terms, the worker dials a leg for the job (it dials;
+ * it never accepts) and the relay holds it until a debugger comes; the agent opens one stream at a
+ * time on that job, and the relay pairs it with the held leg, which the route splices byte for
+ * byte. The relay of the replica that handed the job out does this, and names itself in the store
+ * (`replicaUrl`) so other replicas forward both upgrades to it (`place`). The bytes are not read
+ * here: GDB's rules (RSP framing, the packet bound) are the worker's bridge's.
  */
 export class DebugRelay {
   private readonly jobs = new Map<string, DebugJob>();
@@ -135,11 +116,8 @@ export class DebugRelay {
       workerId,
       board: job.board,
       sessionId: job.sessionId,
-      stream: undefined,
-      opened: 0,
-      worker: undefined,
-      backlog: [],
-      backlogBytes: 0,
+      held: undefined,
+      debugger: undefined,
       ended: undefined,
       sessionTouchedMs: this.deps.clock.nowMs(),
     });
@@ -177,46 +155,77 @@ export class DebugRelay {
     return job !== undefined && job.ended === undefined;
   }
 
-  /** The job ended (its outcome came, or it was swept): its stream and its worker's channel close, and it is forgotten. */
+  /** The job ended (its outcome came, or it was swept): its stream ends, its held leg is told to stop dialling, and it is forgotten. */
   jobEnded(jobId: string, why: string): void {
     const job = this.jobs.get(jobId);
     if (!job || job.ended !== undefined) return;
     job.ended = why;
-    if (job.stream) this.closeStream(job, job.stream, why, { tellWorker: false });
-    job.worker?.ended(why);
-    job.worker = undefined;
     this.jobs.delete(jobId);
+    this.releaseHeld(job, { kind: 'ended', reason: why });
+    const attached = job.debugger;
+    job.debugger = undefined;
+    if (attached?.waiting) {
+      this.deps.clock.clearTimeout(attached.waiting.timer);
+      attached.waiting.refuse(new BenchError('job_not_debuggable', `job ${jobId} ended before its worker took the debugger: ${why}`));
+    } else attached?.end(why);
   }
 
-  /** The server is closing: every stream and channel closes. */
+  /** The server is closing: every stream ends and every held leg is let go. */
   shutdown(): void {
     for (const job of [...this.jobs.values()]) this.jobEnded(job.jobId, 'the bench server is shutting down');
   }
 
-  /** Opens agent `agentId`'s debug stream on `jobId`; refused when the job is not its running debug job, or a debugger is attached. */
-  async open(agentId: string, jobId: string): Promise<OpenedStream> {
+  /**
+   * Takes job `jobId`'s one debugger place for agent `agentId`; refused when the job is not its
+   * running debug job, or a debugger has the place. `worker` then resolves with the worker's
+   * stream once a leg is paired (at once when one is held).
+   */
+  async open(agentId: string, jobId: string): Promise<OpenedDebugger> {
     const job = await this.jobOf(agentId, jobId);
-    if (job.stream && !job.stream.closed) throw new BenchError('debugger_attached', `job ${jobId} on board ${job.board} already has a debugger attached (one at a time)`);
-    job.opened += 1;
-    // What the worker has not yet taken of the stream this one replaces is dropped: its bytes go nowhere now.
-    if (job.stream) this.dropBacklog(job, job.stream.n);
-    const stream: Stream = { n: job.opened, peer: undefined, early: [], closed: undefined, reader: new RspReader() };
-    job.stream = stream;
-    this.toWorker(job, { kind: 'open', stream: stream.n });
+    if (job.debugger) throw new BenchError('debugger_attached', `job ${jobId} on board ${job.board} already has a debugger attached (one at a time)`);
+    const endListeners: Array<(reason: string) => void> = [];
+    let closed = false;
+    const place: NonNullable<DebugJob['debugger']> = { waiting: undefined, end: (reason) => endListeners.forEach((listener) => listener(reason)) };
+    job.debugger = place;
+    const worker = new Promise<Duplex>((pair, refuse) => {
+      const held = job.held;
+      if (held) {
+        job.held = undefined;
+        this.deps.clock.clearTimeout(held.timer);
+        pair(held.leg.take());
+        return;
+      }
+      const timer = this.deps.clock.setTimeout(() => {
+        if (job.debugger === place) job.debugger = undefined;
+        place.waiting = undefined;
+        refuse(new BenchError('board_offline', `the worker of job ${jobId} did not take the debugger within ${DEBUGGER_WAIT_MS / 1000} s (is it still connected to the server?); try again`, { retryAfterSeconds: 1 }));
+      }, DEBUGGER_WAIT_MS);
+      place.waiting = {
+        pair: (stream) => {
+          place.waiting = undefined;
+          pair(stream);
+        },
+        refuse,
+        timer,
+      };
+    });
+    // Observed by the route; a refusal nobody waits for any more is no unhandled rejection.
+    worker.catch(() => undefined);
     return {
-      stream: stream.n,
       board: job.board,
-      attach: (peer) => {
-        stream.peer = peer;
-        for (const bytes of stream.early.splice(0)) peer.data(bytes);
-        if (stream.closed) peer.closed(stream.closed.reason, { protocol: stream.closed.protocol });
-      },
-      send: (bytes) => this.fromDebugger(job, stream, bytes),
-      close: (reason) => this.closeStream(job, stream, reason),
-      heard: () => {
+      worker,
+      renewDue: () => {
         if (job.sessionId === null || this.deps.clock.nowMs() - job.sessionTouchedMs < SESSION_RENEW_MS) return null;
         job.sessionTouchedMs = this.deps.clock.nowMs();
         return job.sessionId;
+      },
+      onEnd: (listener) => void endListeners.push(listener),
+      close: () => {
+        if (closed) return;
+        closed = true;
+        if (place.waiting) this.deps.clock.clearTimeout(place.waiting.timer);
+        place.waiting = undefined;
+        if (job.debugger === place) job.debugger = undefined;
       },
     };
   }
@@ -227,31 +236,38 @@ export class DebugRelay {
     return job !== undefined && job.workerId === workerId && job.ended === undefined;
   }
 
-  /** Worker `workerId` connected its channel for `jobId`; undefined when that is not its running debug job here. A newer connection replaces an older one. */
-  connectWorker(workerId: string, jobId: string, peer: WorkerPeer): ConnectedWorker | undefined {
+  /**
+   * Worker `workerId`'s leg for `jobId`: taken at once by a debugger waiting for one, else held
+   * until one comes (at most `DEBUG_LEG_HOLD_MS`, then released `again`); a newer leg replaces a
+   * held one (released `again`). Answers the unpark (the leg's connection went first), or undefined
+   * when the job is not the worker's running debug job here (the leg is not touched).
+   */
+  parkWorker(workerId: string, jobId: string, leg: WorkerLeg): (() => void) | undefined {
     const job = this.jobs.get(jobId);
     if (!job || job.workerId !== workerId || job.ended !== undefined) return undefined;
-    if (job.worker) {
-      // The old connection's worker lost its streams with it: the debugger's stream closes too.
-      job.worker.replaced();
-      if (job.stream) this.closeStream(job, job.stream, "the worker's connection to the server was replaced", { tellWorker: false });
+    const waiting = job.debugger?.waiting;
+    if (waiting) {
+      this.deps.clock.clearTimeout(waiting.timer);
+      waiting.pair(leg.take());
+      return () => undefined;
     }
-    job.worker = peer;
-    for (const message of job.backlog.splice(0)) this.deliver(peer, message);
-    job.backlogBytes = 0;
-    return {
-      data: (stream, bytes) => {
-        if (job.worker === peer) this.fromTarget(job, stream, bytes);
-      },
-      close: (stream, reason) => {
-        if (job.worker === peer && job.stream?.n === stream) this.closeStream(job, job.stream, reason, { tellWorker: false });
-      },
-      disconnected: () => {
-        if (job.worker !== peer) return;
-        job.worker = undefined;
-        if (job.stream) this.closeStream(job, job.stream, "the worker's connection to the server dropped; the board waits for another debugger", { tellWorker: false });
-      },
+    this.releaseHeld(job, { kind: 'again', reason: 'replaced by a newer leg of the same worker' });
+    const held: Held = { leg, timer: this.deps.clock.setTimeout(() => this.releaseHeld(job, { kind: 'again', reason: `no debugger came within ${DEBUG_LEG_HOLD_MS / 1000} s` }, held), DEBUG_LEG_HOLD_MS) };
+    job.held = held;
+    return () => {
+      if (job.held !== held) return;
+      this.deps.clock.clearTimeout(held.timer);
+      job.held = undefined;
     };
+  }
+
+  /** Lets the held leg go (only `which` when given) with `answer`. */
+  private releaseHeld(job: DebugJob, answer: { kind: 'again' | 'ended'; reason: string }, which?: Held): void {
+    const held = job.held;
+    if (!held || (which && held !== which)) return;
+    job.held = undefined;
+    this.deps.clock.clearTimeout(held.timer);
+    held.leg.release(answer);
   }
 
   /** The agent's debug job `jobId` known here; a refusal that says why not. */
@@ -270,69 +286,4 @@ export class DebugRelay {
       `job ${jobId} was not submitted for debugging: arm its session first (POST /api/v1/sessions/{session_id}/debug), then submit the job in it (or the replica that handed it out has restarted since, and its debugger with it)`,
     );
   }
-
-  private fromDebugger(job: DebugJob, stream: Stream, bytes: Buffer): void {
-    if (stream.closed) return;
-    try {
-      stream.reader.feed(bytes.toString('latin1'));
-    } catch (err) {
-      if (!(err instanceof RspProtocolError)) throw err;
-      this.closeStream(job, stream, `the debugger sent what is not GDB's remote protocol (${err.message}); this stream is closed, the board waits for another`, { protocol: true });
-      return;
-    }
-    if (job.backlogBytes + bytes.length > MAX_PENDING_DEBUG_BYTES || (job.worker?.bufferedBytes ?? 0) > MAX_PENDING_DEBUG_BYTES) {
-      this.closeStream(job, stream, `more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the board: this stream is closed`);
-      return;
-    }
-    this.toWorker(job, { kind: 'data', stream: stream.n, bytes });
-  }
-
-  private fromTarget(job: DebugJob, n: number, bytes: Buffer): void {
-    const stream = job.stream;
-    if (!stream || stream.n !== n || stream.closed) return;
-    if (!stream.peer) {
-      stream.early.push(bytes);
-      if (stream.early.reduce((sum, b) => sum + b.length, 0) > MAX_PENDING_DEBUG_BYTES) this.closeStream(job, stream, `more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the debugger's client: this stream is closed`);
-      return;
-    }
-    if (stream.peer.bufferedBytes > MAX_PENDING_DEBUG_BYTES) {
-      this.closeStream(job, stream, `more than ${MAX_PENDING_DEBUG_BYTES} bytes wait for the debugger's client: this stream is closed`);
-      return;
-    }
-    stream.peer.data(bytes);
-  }
-
-  /** To the worker's channel, or its backlog while it is not connected (at most one data message per run of sends). */
-  private toWorker(job: DebugJob, message: ToWorker): void {
-    if (job.worker) {
-      this.deliver(job.worker, message);
-      return;
-    }
-    const last = job.backlog.at(-1);
-    if (message.kind === 'data' && last?.kind === 'data' && last.stream === message.stream) job.backlog[job.backlog.length - 1] = { ...last, bytes: Buffer.concat([last.bytes, message.bytes]) };
-    else job.backlog.push(message);
-    if (message.kind === 'data') job.backlogBytes += message.bytes.length;
-  }
-
-  private deliver(peer: WorkerPeer, message: ToWorker): void {
-    if (message.kind === 'open') peer.open(message.stream);
-    else if (message.kind === 'data') peer.data(message.stream, message.bytes);
-    else peer.close(message.stream, message.reason);
-  }
-
-  /** Drops what waits for the worker of stream `n` (all of it when the worker never saw it open, else all but its close). */
-  private dropBacklog(job: DebugJob, n: number): void {
-    const unseen = job.backlog.some((m) => m.stream === n && m.kind === 'open');
-    job.backlog = job.backlog.filter((m) => m.stream !== n || (!unseen && m.kind === 'close'));
-    job.backlogBytes = job.backlog.reduce((bytes, m) => bytes + (m.kind === 'data' ? m.bytes.length : 0), 0);
-  }
-
-  private closeStream(job: DebugJob, stream: Stream, reason: string, options: { tellWorker?: boolean; protocol?: boolean } = {}): void {
-    if (stream.closed) return;
-    stream.closed = { reason, protocol: options.protocol === true };
-    stream.early = [];
-    if (options.tellWorker !== false && !job.ended) this.toWorker(job, { kind: 'close', stream: stream.n, reason });
-    stream.peer?.closed(reason, { protocol: stream.closed.protocol });
-  }
 }
-

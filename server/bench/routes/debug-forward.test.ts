@@ -22,7 +22,7 @@ describe('forwardUpgrade: a splice to the replica holding the debug streams', ()
     const replicaServer = http.createServer();
     replicaServer.on('upgrade', (_req: IncomingMessage, socket: net.Socket) => {
       heldSockets.push(socket);
-      socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\n\r\n');
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nupgrade: tcp\r\nconnection: Upgrade\r\n\r\n');
     });
     const replica = await listening(replicaServer);
     // The debugger's side: a connection this replica received.
@@ -32,7 +32,7 @@ describe('forwardUpgrade: a splice to the replica holding the debug streams', ()
     const client = net.createConnection({ port: front.port, host: '127.0.0.1' });
     const socket = await clientSide;
     try {
-      const req = { url: '/api/v1/debug/x', method: 'GET', headers: { upgrade: 'websocket', connection: 'Upgrade' } } as unknown as IncomingMessage;
+      const req = { url: '/api/v1/debug/x', method: 'GET', headers: { upgrade: 'tcp', connection: 'Upgrade' } } as unknown as IncomingMessage;
       await forwardUpgrade(req, socket, Buffer.alloc(0), { replicaUrl: `http://127.0.0.1:${replica.port}`, clock: systemClock });
       const legs = keepAlive.mock.contexts.filter((_, i) => keepAlive.mock.calls[i]![0] === true && keepAlive.mock.calls[i]![1] === DEBUGGER_KEEPALIVE_IDLE_MS);
       expect(legs).toContain(socket);

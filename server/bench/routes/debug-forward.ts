@@ -8,29 +8,32 @@ import { HttpError } from '../../http/http-error.js';
 
 /** Marks an upgrade one replica forwarded to another (decision 0663): the replica it reaches never forwards it again. */
 export const FORWARDED_HEADER = 'x-hilbench-debug-forwarded';
-/** The most host ms the replica forwarded to may take to answer the upgrade. */
+/** The most host ms the replica forwarded to may take to answer the upgrade, beyond what it may hold it for (`answerMs`). */
 export const FORWARD_ANSWER_MS = 10_000;
 
 /**
- * Forwards a debug WebSocket's upgrade request to the replica at `replicaUrl`, which holds the
- * job's streams (decision 0663), and splices the two connections byte for byte once it answers:
- * its answer (101, or a refusal with its `{"detail"}`) goes back as it came, the frames, pings and
- * closes flow through untouched, so that replica's checks and bounds are the only ones. Resolves
- * once spliced or answered; rejects (nothing written to `socket`) when the replica cannot be
- * reached or does not answer within `FORWARD_ANSWER_MS`. `from` (this replica) marks it forwarded.
+ * Forwards a debug stream's upgrade request to the replica at `replicaUrl`, which holds the job's
+ * streams (decisions 0663, 0910), and splices the two connections byte for byte once it answers:
+ * its answer (101, a 204 to a worker's held leg, or a refusal with its `{"detail"}`) goes back as
+ * it came, and the bytes flow through untouched, so that replica's checks and bounds are the only
+ * ones. Resolves once spliced or answered; rejects (nothing written to `socket`) when the replica
+ * cannot be reached or does not answer within `answerMs` (default `FORWARD_ANSWER_MS`: a worker's
+ * leg is held there up to its hold, a debugger up to its wait for the leg). `from` (this replica)
+ * marks it forwarded.
  */
 export function forwardUpgrade(
   req: IncomingMessage,
   socket: Duplex,
   head: Buffer,
-  options: { replicaUrl: string; from?: string; clock: Clock; /** Holds the end of each splice while it lasts, so a replica closing can end them. */ spliced?: Set<() => void> },
+  options: { replicaUrl: string; from?: string; clock: Clock; answerMs?: number; /** Holds the end of each splice while it lasts, so a replica closing can end them. */ spliced?: Set<() => void> },
 ): Promise<void> {
   const target = new URL(req.url ?? '/', options.replicaUrl);
   const headers = { ...req.headers, host: target.host, ...(options.from === undefined ? {} : { [FORWARDED_HEADER]: options.from }) };
   const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, agent: false });
   return new Promise<void>((resolve, reject) => {
     let settled = false;
-    const timer = options.clock.setTimeout(() => fail(new Error(`no answer within ${FORWARD_ANSWER_MS} ms`)), FORWARD_ANSWER_MS);
+    const answerMs = options.answerMs ?? FORWARD_ANSWER_MS;
+    const timer = options.clock.setTimeout(() => fail(new Error(`no answer within ${answerMs} ms`)), answerMs);
     const settle = () => {
       settled = true;
       options.clock.clearTimeout(timer);
@@ -64,7 +67,7 @@ export function forwardUpgrade(
         upstream.destroy();
         socket.destroy();
       };
-      // A spliced pair is no WebSocket of this replica's server: only this set lets close() end it.
+      // A spliced pair is no connection this replica's HTTP server ends: only this set lets close() end it.
       options.spliced?.add(end);
       upstream.on('error', end).on('close', end);
       socket.on('error', end).on('close', end);

@@ -6,23 +6,24 @@ import { armAnswerSchema, armBodySchema } from '../../../wire/bench/debug-schema
 import type { Bench } from '../domain/bench.js';
 import { mapBenchErrors } from './bench-error-http.js';
 import { type BenchRoute, callerAgent } from './bench-route.js';
+import { NOT_A_TCP_UPGRADE } from './tcp-upgrade-handshake.js';
 import type { DebugRelay } from '../domain/debug-relay.js';
 
 const ERRORS = { 500: 'Internal Server Error (unexpected; logged on the server)', 401: 'Missing, malformed or unknown bearer token (with WWW-Authenticate: Bearer)' };
 const BODY_ERRORS = { 400: 'The body ended before it was complete, or its bytes are not UTF-8 (There was an error parsing the body)', 413: 'Body over the limit', 415: 'Body is not JSON' };
 
-/** What a plain GET of a debug stream's path is told: the stream is a WebSocket (server/bench/routes/debug-upgrades.ts serves the upgrade). */
+/** What a plain GET of a debug stream's path is told: the stream is raw bytes on `Upgrade: tcp` (server/bench/routes/debug-upgrades.ts serves the upgrade). */
 // RFC 9110 (15.5.22, 7.8): a 426 names the protocol in `Upgrade`, and `Upgrade` is a connection
 // option. `close` too: this answer does not wait for a body the request may still be sending (or,
 // sent with `Expect: 100-continue`, never will), and a kept-alive connection would then hang.
 const notAnUpgrade = async () => {
-  throw new HttpError(426, 'a debug stream is a WebSocket: ask for it with "Upgrade: websocket" (docs/bench-api.md, "Debugging")', { Upgrade: 'websocket', Connection: 'Upgrade, close' });
+  throw new HttpError(426, NOT_A_TCP_UPGRADE, { Upgrade: 'tcp', Connection: 'Upgrade, close' });
 };
 
 /**
- * GDB through the bench (issue 32, decisions 0560 and 0625; docs/bench-api.md, "Debugging"): an
+ * GDB through the bench (issue 32, decisions 0560 and 0910; docs/bench-api.md, "Debugging"): an
  * agent arms its session for debugging and submits the job in it; its debugger's stream and the
- * worker's channel are WebSockets (debug-upgrades.ts), documented here as the GETs they upgrade.
+ * worker's legs are raw bytes on `Upgrade: tcp` (debug-upgrades.ts), documented here as the GETs they upgrade.
  * Every refusal is a `BenchError` (bench-error-http.ts).
  */
 export function debugRoutes(bench: Bench, relay: DebugRelay): BenchRoute[] {
@@ -51,24 +52,37 @@ export function debugRoutes(bench: Bench, relay: DebugRelay): BenchRoute[] {
       method: 'get',
       path: '/api/v1/jobs/{job_id}/debug',
       operationId: 'openDebugStream',
-      summary: "Extension: a debug stream on a running debug job, as a WebSocket (one debugger at a time); the core is reset, halted, for it",
+      summary: 'Extension: a debug stream on a running debug job, as raw bytes on an HTTP upgrade (one debugger at a time); the core is reset, halted, for it',
       description:
-        'Send `Upgrade: websocket`. Binary messages carry GDB\'s remote protocol both ways; the server checks the debugger\'s bytes as RSP (broken framing or a packet over 64 KiB closes this stream only, code 1008). Before closing a stream the server sends one text message `{"closed": "<why>"}`. Refusals come before the upgrade, as ordinary answers.',
+        "Send `Connection: Upgrade` and `Upgrade: tcp`. The server answers 101 once the job's worker has taken the stream (within 10 s), and the connection then carries GDB's remote protocol, raw, both ways. The board checks the debugger's bytes as RSP (broken framing or a packet over 64 KiB closes this stream only); when the board or the server ends a stream, its last bytes are an `E.` reply saying why. Refusals come before the upgrade, as ordinary answers.",
       tags: ['debug'],
       auth: 'bearer',
       successStatus: 101,
-      errors: { ...ERRORS, 404: 'No such job of the caller', 409: 'A debugger is attached already (`debugger_attached`), or the job is queued, finished, or not a debug job (`job_not_debuggable`)', 426: 'Not a WebSocket upgrade' },
+      errors: {
+        ...ERRORS,
+        404: 'No such job of the caller',
+        409: 'A debugger is attached already (`debugger_attached`), or the job is queued, finished, or not a debug job (`job_not_debuggable`)',
+        426: 'Not an `Upgrade: tcp` request (a plain GET, or a WebSocket upgrade)',
+        503: "The job's worker did not take the stream within 10 s (`board_offline`, with Retry-After), or the replica holding the job's streams cannot be reached",
+      },
       handler: notAnUpgrade,
     },
     {
       method: 'get',
       path: '/api/v1/worker/jobs/{job_id}/debug',
       operationId: 'workerDebugChannel',
-      summary: "The worker's channel for its debug job's streams, as a WebSocket it dials (docs/worker-protocol.md)",
+      summary: "A worker's leg for its debug job's next debugger, raw bytes on an HTTP upgrade it dials and the server holds (docs/worker-protocol.md)",
+      description: 'Send `Connection: Upgrade` and `Upgrade: tcp`. The server holds the request until a debugger comes (then 101: the connection carries that debugger\'s bytes, raw) or for 30 s (then 204, or 204 at once when a newer leg replaces this one: dial again).',
       tags: ['workers'],
       auth: 'worker',
       successStatus: 101,
-      errors: { 500: ERRORS[500], 401: 'Missing or invalid worker token', 403: 'Worker revoked', 404: 'No running debug job of this worker handed out by this server', 426: 'Not a WebSocket upgrade' },
+      errors: {
+        500: ERRORS[500],
+        401: 'Missing or invalid worker token',
+        403: 'Worker revoked',
+        404: 'No running debug job of this worker handed out by this server: stop dialling',
+        426: 'Not an `Upgrade: tcp` request (a plain GET, or a WebSocket upgrade)',
+      },
       handler: notAnUpgrade,
     },
   ];

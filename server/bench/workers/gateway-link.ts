@@ -1,4 +1,7 @@
-import { type DebugChannel, DebugChannelRefused, type DebugChannelHandlers, type DebugTerms, type JobTicket, type WorkerLink, type WorkerTask } from '../../../harness/worker/worker-link.js';
+import type { Duplex } from 'node:stream';
+import { duplexPair } from '../../../core/duplex-pair.js';
+import { DebugLegRefused } from '../../../clients/bench/debug-leg.js';
+import { type DebugTerms, type JobTicket, type WorkerLink, type WorkerTask } from '../../../harness/worker/worker-link.js';
 import type { HealthCheckRecord } from '../../storage/bench/health-check-store.js';
 import type { WorkerBoardReport } from '../../storage/bench/worker-registry.js';
 import { boardOfInstance } from '../domain/pool-instances.js';
@@ -31,30 +34,38 @@ export function gatewayLink(gateway: WorkerGateway, workerId: string, options: {
       await gateway.healthChecks.done(workerId, checkId, report);
     },
     watch: (jobId, listener) => gateway.watch(jobId, listener),
-    debugConnect: async (jobId, handlers) => inProcessDebugChannel(gateway, workerId, jobId, handlers),
+    debugDial: (jobId, signal) => inProcessDebugLeg(gateway, workerId, jobId, signal),
   };
 }
 
 /**
- * The debug channel of the worker in this process (decision 0625): the relay's calls, each handed
- * to the worker on a later microtask, in order, so that neither side runs inside the other's call.
+ * A debug leg of the worker in this process (decision 0910): parked with the relay as a remote
+ * worker's upgrade is, and, when a debugger comes, one end of a duplex pair (the other is spliced
+ * with the debugger's connection), so the relay has one kind of leg.
  */
-function inProcessDebugChannel(gateway: WorkerGateway, workerId: string, jobId: string, handlers: DebugChannelHandlers): DebugChannel {
-  const later = (fn: () => void) => queueMicrotask(fn);
-  const connected = gateway.debug.connectWorker(workerId, jobId, {
-    open: (stream) => later(() => handlers.open(stream)),
-    data: (stream, bytes) => later(() => handlers.data(stream, bytes.toString('latin1'))),
-    close: (stream, reason) => later(() => handlers.close(stream, reason)),
-    ended: (reason) => later(() => handlers.ended(reason)),
-    replaced: () => later(() => handlers.dropped('replaced by a newer connection')),
-    bufferedBytes: 0,
+function inProcessDebugLeg(gateway: WorkerGateway, workerId: string, jobId: string, signal: AbortSignal): Promise<Duplex | undefined> {
+  return new Promise<Duplex | undefined>((resolve, reject) => {
+    const unpark = gateway.debug.parkWorker(workerId, jobId, {
+      take: () => {
+        signal.removeEventListener('abort', onAbort);
+        const [worker, server] = duplexPair();
+        resolve(worker);
+        return server;
+      },
+      release: (answer) => {
+        signal.removeEventListener('abort', onAbort);
+        if (answer.kind === 'again') resolve(undefined);
+        else reject(new DebugLegRefused(`job ${jobId} is no longer this worker's debug job: ${answer.reason}`));
+      },
+    });
+    const onAbort = () => {
+      unpark?.();
+      resolve(undefined);
+    };
+    if (!unpark) return reject(new DebugLegRefused(`job ${jobId} is not this worker's running debug job`));
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
   });
-  if (!connected) throw new DebugChannelRefused(`job ${jobId} is not this worker's running debug job`);
-  return {
-    data: (stream, text) => later(() => connected.data(stream, Buffer.from(text, 'latin1'))),
-    close: (stream, reason) => later(() => connected.close(stream, reason)),
-    end: () => later(() => connected.disconnected()),
-  };
 }
 
 /** What a claim hands the worker of `job`: its ticket, with debug terms for a debug job. */

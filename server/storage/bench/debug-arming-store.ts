@@ -22,7 +22,7 @@ export interface DebugJobRecord {
  * Debugging in the database every replica shares (issue 32, decision 0663): a session armed for
  * debugging, and the debug job its next job became when a worker claimed it, with the replica
  * holding the job's GDB streams. Whichever replica hands the job out hands it as a debug job, and
- * any replica can find where to forward a debugger's (or the worker's) WebSocket.
+ * any replica can find where to forward a debugger's upgrade (or the worker's leg).
  *
  * Rows go in the transactions that end what they belong to: an unused arming when its session
  * ends or expires (`closeSession`), a debug job when a sweep fails it (`interrupt`, for a lapsed
