@@ -34,8 +34,22 @@ export function socketConnection(socket: Duplex & Partial<Pick<net.Socket, 'setN
   // as disconnected: the idle timeout frees the board.
   socket.setKeepAlive?.(true, DEBUGGER_KEEPALIVE_IDLE_MS);
   socket.on('error', () => undefined);
+  let held = false;
   return {
-    write: (text) => void socket.write(Buffer.from(text, 'latin1')),
+    write: (text) => {
+      if (socket.write(Buffer.from(text, 'latin1')) || held) return;
+      // The debugger is not reading its answers: read none of its packets until they drain. What
+      // waits stays bounded (the kernel's buffers, one high-water mark, the answers to one chunk)
+      // and the sender is held back through every hop, instead of answers piling up here for as
+      // long as it sends. Held, it stays attached as a silent debugger does (the job's stretched
+      // deadline bounds both).
+      held = true;
+      socket.pause();
+      socket.once('drain', () => {
+        held = false;
+        socket.resume();
+      });
+    },
     end: (text) => void (text === undefined ? socket.end() : socket.end(Buffer.from(text, 'latin1'))),
     destroy: () => void socket.destroy(),
     get destroyed() {
