@@ -23,6 +23,8 @@ export interface DebuggerConnection {
   destroy(): void;
   readonly destroyed: boolean;
   onData(listener: (text: string) => void): void;
+  /** Whether to stop reading (`onData`) for now: the slot holds a debugger whose packets the target has not answered. */
+  hold(held: boolean): void;
   /** Once, when the connection has closed from either side. */
   onClose(listener: () => void): void;
 }
@@ -34,21 +36,28 @@ export function socketConnection(socket: Duplex & Partial<Pick<net.Socket, 'setN
   // as disconnected: the idle timeout frees the board.
   socket.setKeepAlive?.(true, DEBUGGER_KEEPALIVE_IDLE_MS);
   socket.on('error', () => undefined);
-  let held = false;
+  // Reading stops while either holds: answers waiting to drain, or the owner's hold.
+  let heldForDrain = false;
+  let heldByOwner = false;
+  const follow = () => void (heldForDrain || heldByOwner ? socket.pause() : socket.resume());
   return {
     write: (text) => {
-      if (socket.write(Buffer.from(text, 'latin1')) || held) return;
+      if (socket.write(Buffer.from(text, 'latin1')) || heldForDrain) return;
       // The debugger is not reading its answers: read none of its packets until they drain. What
       // waits stays bounded (the kernel's buffers, one high-water mark, the answers to one chunk)
       // and the sender is held back through every hop, instead of answers piling up here for as
       // long as it sends. Held, it stays attached as a silent debugger does (the job's stretched
       // deadline bounds both).
-      held = true;
-      socket.pause();
+      heldForDrain = true;
+      follow();
       socket.once('drain', () => {
-        held = false;
-        socket.resume();
+        heldForDrain = false;
+        follow();
       });
+    },
+    hold: (held) => {
+      heldByOwner = held;
+      follow();
     },
     end: (text) => void (text === undefined ? socket.end() : socket.end(Buffer.from(text, 'latin1'))),
     destroy: () => void socket.destroy(),

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { DebuggerConnection } from './debugger-connection.js';
-import { type DebugTarget, type DebuggerEvents, DebuggerSlot, protocolErrorMessage } from './debugger-slot.js';
+import { type DebugTarget, type DebuggerEvents, DebuggerSlot, MAX_UNANSWERED_PACKETS, protocolErrorMessage } from './debugger-slot.js';
 import { rspPacket } from './rsp-packet.js';
 
 /** A debugger's connection in memory: what it was sent, whether it was ended or destroyed, and its side of the talk. */
 function fakeConnection(options: { closesOnEnd?: boolean } = {}) {
   let dataListener: (text: string) => void = () => undefined;
   const closeListeners: Array<() => void> = [];
-  const state = { sent: '', ended: false, destroyed: false };
+  const state = { sent: '', ended: false, destroyed: false, holds: [] as boolean[] };
   const close = () => {
     if (state.destroyed) return;
     state.destroyed = true;
@@ -26,6 +26,7 @@ function fakeConnection(options: { closesOnEnd?: boolean } = {}) {
       return state.destroyed;
     },
     onData: (listener) => void (dataListener = listener),
+    hold: (held) => void state.holds.push(held),
     onClose: (listener) => void closeListeners.push(listener),
   };
   return { connection, state, send: (text: string) => dataListener(text), hangUp: close };
@@ -83,6 +84,9 @@ function slotWithLog(options: { attachFails?: boolean } = {}) {
   return { slot, log, targets };
 }
 
+/** Events nobody listens to. */
+const quietEvents: DebuggerEvents = { connected: () => undefined, refused: () => undefined, protocolError: () => undefined, attachFailed: () => undefined, disconnected: () => undefined };
+
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge and the engine thread', () => {
@@ -119,6 +123,31 @@ describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge 
     expect(targets[1]!.received).toEqual([rspPacket('?')]);
     expect(log[1]).toMatch(why);
     expect(log.slice(2)).toEqual(['disconnected', 'connected', 'close t0', 'attach (last closed: true)']);
+  });
+
+  it('holds a debugger that sends more packets than the target answered, and reads it again as the answers come', async () => {
+    let answer: (text: string) => void = () => undefined;
+    const received: string[] = [];
+    // A target that answers only when told: an engine busy with what it was sent.
+    const slow: DebugTarget = {
+      write: (text) => void received.push(text),
+      onData: (listener) => void (answer = listener),
+      closed: new Promise(() => undefined),
+      close: () => undefined,
+    };
+    const slot = new DebuggerSlot({ boardId: 'b', maxPacketBytes: 64, first: slow, attach: () => Promise.resolve(slow), events: quietEvents });
+    const flood = fakeConnection();
+    slot.accept(flood.connection);
+    await settle();
+    for (let k = 0; k < MAX_UNANSWERED_PACKETS; k++) flood.send(rspPacket('m0,4'));
+    expect(flood.state.holds).toEqual([]);
+    flood.send(`+${rspPacket('m0,4')}`);
+    expect(flood.state.holds).toEqual([true]);
+    // Two answers in one chunk: back at the bound, so it is read again.
+    answer(`+${rspPacket('00000000')}+${rspPacket('00000000')}`);
+    expect(flood.state.holds).toEqual([true, false]);
+    expect(received).toHaveLength(MAX_UNANSWERED_PACKETS + 1);
+    expect(flood.state.sent).toBe(`+${rspPacket('00000000')}+${rspPacket('00000000')}`);
   });
 
   it('frees the slot at a protocol error at once, before the refused connection has closed', async () => {

@@ -3,6 +3,12 @@ import { type DebuggerEnding, DebuggerGate, secondDebuggerMessage } from './debu
 import { rspPacket } from './rsp-packet.js';
 import { RspProtocolError } from './rsp-reader.js';
 
+/**
+ * Packets a debugger may have sent and the target not yet answered before its connection is held
+ * (not read). GDB has one at a time (and `^C`, no packet); a few pipelined are fine.
+ */
+export const MAX_UNANSWERED_PACKETS = 16;
+
 /** The words of the `E.` reply that ends a connection whose bytes were not RSP (`message`: how). */
 export function protocolErrorMessage(message: string): string {
   return `the debugger sent what is not GDB's remote protocol (${message}); this stream is closed, the board waits for another`;
@@ -99,6 +105,12 @@ export class DebuggerSlot {
     const seat: NonNullable<DebuggerSlot['active']> = { connection, target: undefined, left: false };
     this.active = seat;
     const pending: string[] = [];
+    // Packets sent to the target and not yet answered. GDB waits for each answer; a debugger that
+    // sends on regardless is held (its connection not read) past MAX_UNANSWERED_PACKETS, so a flood
+    // waits in the kernel's buffers and the sender's, not in a queue to the target here or in an
+    // engine's thread.
+    let unanswered = 0;
+    const count = (text: string) => text.split('$').length - 1;
     const first = this.first;
     this.first = undefined;
     const ready = first ? Promise.resolve(first) : this.released.then(() => this.options.attach());
@@ -132,6 +144,8 @@ export class DebuggerSlot {
         return;
       }
       if (forward.length === 0) return;
+      unanswered += count(forward);
+      if (unanswered > MAX_UNANSWERED_PACKETS) connection.hold(true);
       if (seat.target) seat.target.write(forward);
       else pending.push(forward);
     });
@@ -146,6 +160,10 @@ export class DebuggerSlot {
         target.onData((text) => {
           // Only an exit reply matters here; every other byte goes to the debugger as it came.
           gate.fromTarget(text);
+          const wasHeld = unanswered > MAX_UNANSWERED_PACKETS;
+          // Console output (`O` packets) answers nothing, so this may undercount what waits: a looser bound, never a stuck one.
+          unanswered = Math.max(0, unanswered - count(text));
+          if (wasHeld && unanswered <= MAX_UNANSWERED_PACKETS) connection.hold(false);
           if (!connection.destroyed) connection.write(text);
         });
         void target.closed.then(({ reason }) => {
