@@ -228,12 +228,19 @@ export class WorkerGateway {
   }
 
   async running(workerId: string, jobId: string): Promise<{ stop: string | null }> {
-    const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
-    if (status.kind === 'lost') return { stop: lostJobReason(jobId, status.state) };
-    // Never sent input nor asked to stop: its worker's first fetch need not look (decision 0980).
-    if (this.inFlight.has(jobId)) this.serialInput.running(jobId, workerId, status.inputSent === false && status.cancelReason === null);
-    this.deps.live.publishState(jobId, 'running');
-    return { stop: status.cancelReason };
+    // Read before the store is asked: input queued here while it answers is not missed (decision 0980).
+    const asked = this.serialInput.asking(jobId);
+    let nothingYet = false;
+    try {
+      const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
+      if (status.kind === 'lost') return { stop: lostJobReason(jobId, status.state) };
+      // Never sent input nor asked to stop: its worker's first fetch need not look (decision 0980).
+      nothingYet = this.inFlight.has(jobId) && status.inputSent === false && status.cancelReason === null;
+      this.deps.live.publishState(jobId, 'running');
+      return { stop: status.cancelReason };
+    } finally {
+      this.serialInput.running(jobId, workerId, asked, nothingYet);
+    }
   }
 
   /**
