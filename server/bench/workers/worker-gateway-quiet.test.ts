@@ -10,6 +10,7 @@ import { FirmwareBlobStore } from '../../storage/bench/firmware-blob-store.js';
 import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
 import { defaultBenchLimits } from '../domain/bench-limits.js';
 import { JobLive } from '../domain/job-live.js';
+import { QUIET_MARK_MAX_AGE_MS } from './quiet-boards.js';
 import { WorkerGateway } from './worker-gateway.js';
 
 // The quiet marks' edges (decision 0980): what comes between the store's answer and its handling
@@ -21,7 +22,8 @@ afterEach(() => {
 });
 
 async function setUp() {
-  const clock = clockFromFakeTimers(createClock(T0));
+  const fake = createClock(T0);
+  const clock = clockFromFakeTimers(fake);
   const store = new SqliteBenchStore(':memory:');
   await store.insertAgent({ agentId: 'ag_1', label: 'one', tokenSha256: '1'.repeat(64), createdAtMs: T0 });
   const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-gateway-quiet-'));
@@ -33,7 +35,7 @@ async function setUp() {
     claims += 1;
     return claimTask(...args);
   };
-  return { store, g, link: g.linkFor('w1', { claimMs: null }), claims: () => claims };
+  return { fake, store, g, link: g.linkFor('w1', { claimMs: null }), claims: () => claims };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
@@ -68,6 +70,22 @@ describe('WorkerGateway quiet marks (decision 0980)', () => {
       return ended;
     };
     await link.finish('job_1', done);
+    const before = claims();
+    const next = link.claim(['pico'], new AbortController().signal);
+    await settle();
+    expect(claims() - before).toBe(1);
+    expect(await next).toMatchObject({ jobId: 'job_2' });
+    await g.close();
+  });
+
+  it('looks first on a claim that comes long after the end that marked its board (its worker was away: others may have queued meanwhile)', async () => {
+    const { fake, store, g, link, claims } = await setUp();
+    await store.createJob(jobRecord({ jobId: 'job_1' }), { maxQueuedPerBoard: 4, nowMs: T0 });
+    expect(await link.claim(['pico'], new AbortController().signal)).toMatchObject({ jobId: 'job_1' });
+    await link.finish('job_1', done);
+    fake.tick(QUIET_MARK_MAX_AGE_MS + 1);
+    // Queued through another replica while the worker was away: nothing here hears it.
+    await store.createJob(jobRecord({ jobId: 'job_2', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 + 1 });
     const before = claims();
     const next = link.claim(['pico'], new AbortController().signal);
     await settle();
