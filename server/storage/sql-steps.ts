@@ -21,8 +21,9 @@ export interface Statement {
   /**
    * The rule asks nothing more of its transaction once this statement succeeds: PostgreSQL's
    * executor sends COMMIT right behind it, answered with it (one round trip fewer, decision 0980).
-   * A statement asked for after it is a fault of the rule, refused on both databases; and once it
-   * succeeded its transaction commits whatever the rule does next. Outside a transaction it means nothing.
+   * A statement asked for after it is a fault of the rule, refused on both databases, with different
+   * data left: on PostgreSQL the transaction has committed by then (the COMMIT went with this
+   * statement), on SQLite the refusal rolls it back. Outside a transaction it means nothing.
    */
   readonly last?: boolean;
 }

@@ -248,6 +248,27 @@ export function describeBenchStoreContract(name: string, makeStore: BenchStoreFa
         expect(await claimBy(store, T0 + 6, ['pico'], 'w2')).toMatchObject({ jobId: 'job_wait', state: 'flashing', workerId: 'w2' });
       }));
 
+    it("says at a job's end that its board has a task waiting when a health check is requested on the board or one of its instances (a claim hands out either, decision 0980)", () =>
+      withStore(async (store) => {
+        const claimOne = async (jobId: string, board: string, at: number) => {
+          await store.createJob(jobRecord({ jobId, board, createdAtMs: at }), queueOf(at));
+          expect(await claimBy(store, at, [board])).toMatchObject({ jobId });
+        };
+        const end = async (jobId: string, at: number) => (await store.finishJob(jobId, done(at), { workerId: 'w1' })).boardQueued;
+        // Requested on another board only (its name starting as pico's does): nothing waits on pico.
+        await store.healthChecks.request({ checkId: 'hc_other', board: 'pico-2', workerId: 'w1', timeoutMs: 1_000, nowMs: T0 });
+        await claimOne('job_1', 'pico', T0);
+        expect(await end('job_1', T0 + 1)).toBe(false);
+        // Requested on the board while its job ran.
+        await claimOne('job_2', 'pico', T0 + 2);
+        await store.healthChecks.request({ checkId: 'hc_board', board: 'pico', workerId: 'w1', timeoutMs: 1_000, nowMs: T0 + 2 });
+        expect(await end('job_2', T0 + 3)).toBe(true);
+        // Requested on an instance of a pool of the board (decision 0510).
+        await claimOne('job_3', 'uno', T0 + 4);
+        await store.healthChecks.request({ checkId: 'hc_instance', board: 'uno.2@w1', workerId: 'w1', timeoutMs: 1_000, nowMs: T0 + 4 });
+        expect(await end('job_3', T0 + 5)).toBe(true);
+      }));
+
     it('saves the UART of a job only while its worker holds it: a finished outcome is never overwritten', () =>
       withStore(async (store) => {
         await store.createJob(jobRecord(), queueOf(T0));

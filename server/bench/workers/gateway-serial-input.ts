@@ -18,15 +18,37 @@ export class GatewaySerialInput {
    * first fetch has nothing to take (decision 0980).
    */
   private readonly quiet = new Map<string, string>();
+  /**
+   * The `asking` tokens of jobs whose `running` is being written: input queued here meanwhile
+   * marks them, since the store's answer may have been read before that input was committed.
+   * Only jobs being asked about are kept, so input for jobs running elsewhere leaves nothing here.
+   */
+  private readonly askingRunning = new Map<string, Set<{ moved: boolean }>>();
 
   constructor(
     private readonly deps: Pick<WorkerGatewayDeps, 'store' | 'clock'>,
     private readonly signals: StoreSignals,
   ) {}
 
-  /** Job `jobId` of `workerId` started running; `nothingYet`: the store said it had no input and no stop asked. */
-  running(jobId: string, workerId: string, nothingYet: boolean): void {
-    if (nothingYet) this.quiet.set(jobId, workerId);
+  /** Taken before the store is asked to mark `jobId` running; given back to `running` (whatever the store answered, or if it threw). */
+  asking(jobId: string): { moved: boolean } {
+    const asked = { moved: false };
+    const tokens = this.askingRunning.get(jobId) ?? new Set();
+    tokens.add(asked);
+    this.askingRunning.set(jobId, tokens);
+    return asked;
+  }
+
+  /**
+   * Job `jobId` of `workerId` started running (`asked` from `asking`); `nothingYet`: the store said
+   * it had no input and no stop asked. Quiet only when nothing was queued through here since it was
+   * asked: input committed after the store's look was queued after `asking`, so it moved the token.
+   */
+  running(jobId: string, workerId: string, asked: { moved: boolean }, nothingYet: boolean): void {
+    const tokens = this.askingRunning.get(jobId);
+    tokens?.delete(asked);
+    if (tokens?.size === 0) this.askingRunning.delete(jobId);
+    if (nothingYet && !asked.moved) this.quiet.set(jobId, workerId);
     else this.quiet.delete(jobId);
   }
 
@@ -60,6 +82,7 @@ export class GatewaySerialInput {
 
   /** Serial input was queued for `jobId` (or it was asked to stop): its worker's waiting fetch takes it now. */
   queued(jobId: string): void {
+    for (const asked of this.askingRunning.get(jobId) ?? []) asked.moved = true;
     this.quiet.delete(jobId);
     this.signals.notify(`input:${jobId}`);
   }

@@ -180,7 +180,7 @@ export class WorkerGateway {
     const checkable = [...boards, ...reported.flatMap((r) => r.instances.filter((i) => i !== r.board))];
     // Boards the store said had nothing waiting as the last job on them ended here: the first try
     // waits before it looks (a statement fewer on nearly every job, decision 0980).
-    let waitFirst = this.quietBoards.take(boards);
+    let waitFirst = this.quietBoards.take(boards, this.now());
     while (!signal.aborted && !this.closed) {
       // Listening before looking: a job queued between the look and the wait still wakes us.
       let wake: () => void = () => undefined;
@@ -228,12 +228,19 @@ export class WorkerGateway {
   }
 
   async running(workerId: string, jobId: string): Promise<{ stop: string | null }> {
-    const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
-    if (status.kind === 'lost') return { stop: lostJobReason(jobId, status.state) };
-    // Never sent input nor asked to stop: its worker's first fetch need not look (decision 0980).
-    if (this.inFlight.has(jobId)) this.serialInput.running(jobId, workerId, status.inputSent === false && status.cancelReason === null);
-    this.deps.live.publishState(jobId, 'running');
-    return { stop: status.cancelReason };
+    // Read before the store is asked: input queued here while it answers is not missed (decision 0980).
+    const asked = this.serialInput.asking(jobId);
+    let nothingYet = false;
+    try {
+      const status = await this.deps.store.markJobRunning(jobId, workerId, this.now());
+      if (status.kind === 'lost') return { stop: lostJobReason(jobId, status.state) };
+      // Never sent input nor asked to stop: its worker's first fetch need not look (decision 0980).
+      nothingYet = this.inFlight.has(jobId) && status.inputSent === false && status.cancelReason === null;
+      this.deps.live.publishState(jobId, 'running');
+      return { stop: status.cancelReason };
+    } finally {
+      this.serialInput.running(jobId, workerId, asked, nothingYet);
+    }
   }
 
   /**
@@ -316,7 +323,7 @@ export class WorkerGateway {
       this.deps.live.publishState(jobId, finished.state, finished);
       // The board is free for its next job (a worker of another board id waiting on it claims now).
       this.wakeClaims(finished.board);
-      if (asked !== undefined && ending.boardQueued !== undefined) this.quietBoards.answered(finished.board, asked, ending.boardQueued);
+      if (asked !== undefined && ending.boardQueued !== undefined) this.quietBoards.answered(finished.board, asked, ending.boardQueued, this.now());
     }
     return finished;
   }

@@ -330,7 +330,7 @@ export interface FinishedJob {
   ended: boolean;
   /** The instance's health before and after this end was counted (decision 0930); absent when the end says nothing of an instance, or this call did not end the job. */
   health?: { instance: string; before: BoardHealthRecord; after: BoardHealthRecord };
-  /** When this call ended the job: whether another job was queued on its board as the end was written (decision 0980). */
+  /** When this call ended the job: whether another job was queued, or a health check requested, on its board or one of its instances as the end was written (decision 0980). */
   boardQueued?: boolean;
 }
 

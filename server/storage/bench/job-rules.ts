@@ -127,9 +127,12 @@ function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: J
     "job_id = ? AND state NOT IN ('done', 'failed') AND (CAST(? AS TEXT) IS NULL OR worker_id = ?) AND (session_id = ? OR (session_id IS NULL AND CAST(? AS TEXT) IS NULL))";
   const who = [jobId, workerId ?? null, workerId ?? null, sessionId, sessionId];
   const uart = outcome.uart ?? null;
-  // Whether the board has another job waiting, as the end is written: the worker's next claim on it
-  // need not look before it waits when none has (decision 0980).
-  const ended = "RETURNING *, EXISTS (SELECT 1 FROM jobs q WHERE q.board = jobs.board AND q.state = 'queued') AS board_queued";
+  // Whether the board has another task waiting, as the end is written: the worker's next claim on it
+  // need not look before it waits when none has (decision 0980). A task is a queued job or a health
+  // check requested on the board or one of its instances (`b` itself, or `b.n@w`: board ids hold no
+  // LIKE wildcard), since a claim hands out either.
+  const ended = `RETURNING *, (EXISTS (SELECT 1 FROM jobs q WHERE q.board = jobs.board AND q.state = 'queued')
+    OR EXISTS (SELECT 1 FROM board_health_checks c WHERE c.state = 'requested' AND (c.board = jobs.board OR c.board LIKE jobs.board || '.%'))) AS board_queued`;
   const finished =
     outcome.state === 'done'
       ? yield* one<EndedRow>(`UPDATE jobs SET state = 'done', finished_at_ms = ?, uart_bytes = ?, uart_json = ?, stop_json = ?, flash_ms = ?, run_ms = ? WHERE ${unfinished} ${ended}`, [

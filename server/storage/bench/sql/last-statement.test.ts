@@ -24,7 +24,8 @@ const executors: Array<[string, () => Promise<{ executor: SqlExecutor; close: ()
     'postgres',
     async () => {
       const database = await createTestDatabase({ migrated: 'none' });
-      const executor = new PgExecutor(new PgDatabase(database.url, { poolSize: 2 }));
+      // One connection: the test after a failed last statement checks that very connection is good again.
+      const executor = new PgExecutor(new PgDatabase(database.url, { poolSize: 1 }));
       await executor.plain(() => run(TABLE));
       return {
         executor,
@@ -42,7 +43,7 @@ const executors: Array<[string, () => Promise<{ executor: SqlExecutor; close: ()
  * PostgreSQL its COMMIT goes out behind it. Whether it commits or fails, the transaction is whole,
  * as without it; a rule that asks for more after it is refused on both databases.
  */
-describe.each(executors)('the last statement of a transaction: %s', (_name, open) => {
+describe.each(executors)('the last statement of a transaction: %s', (name, open) => {
   const opened: Array<() => Promise<void>> = [];
   afterEach(async () => {
     for (const close of opened.splice(0)) await close();
@@ -90,6 +91,8 @@ describe.each(executors)('the last statement of a transaction: %s', (_name, open
         yield* run('INSERT INTO t (k, n) VALUES (?, ?)', ['b', 2]);
       }),
     ).rejects.toThrow('a statement after the last one of its transaction');
-    expect((await rows(executor)).map((r) => r.k)).not.toContain('b');
+    // PostgreSQL committed with the last statement (its COMMIT went behind it); SQLite refuses the
+    // next one inside the open transaction and rolls it back. Either way the rule is at fault.
+    expect((await rows(executor)).map((r) => r.k)).toEqual(name === 'postgres' ? ['a'] : []);
   });
 });
