@@ -16,31 +16,29 @@ const waiter = (waiterId: string, over: Partial<SessionWaiter> = {}): SessionWai
 
 /**
  * Listens for the first change `store` reports for `id` (resolving `seen`, or rejecting it naming
- * what it waited for after `turns` event-loop turns); settles once the store reports changes.
+ * what it waited for after `boundMs` of host time); settles once the store reports changes. The
+ * bound is time, not event-loop turns: a change PostgreSQL reports (a NOTIFY) comes after round
+ * trips that a loaded machine stretches while the turns run on.
  */
-async function nextChange(store: BenchStore, id: string, what: string, turns = 20_000): Promise<{ seen: Promise<void>; stop: () => void }> {
+async function nextChange(store: BenchStore, id: string, what: string, boundMs = 30_000): Promise<{ seen: Promise<void>; stop: () => void }> {
   let stop: () => void = () => undefined;
   const seen = new Promise<void>((resolve, reject) => {
-    let left = turns;
     let done = false;
     const unsubscribe = store.sessionQueue.onChange((changed) => {
       if (changed !== id || done) return;
-      done = true;
-      unsubscribe();
+      stop();
       resolve();
     });
+    const bound = setTimeout(() => {
+      if (done) return;
+      stop();
+      reject(new Error(`no change of ${id} reported in ${boundMs} ms: ${what}`));
+    }, boundMs);
     stop = () => {
       done = true;
+      clearTimeout(bound);
       unsubscribe();
     };
-    const tick = () => {
-      if (done) return;
-      if (--left <= 0) {
-        stop();
-        reject(new Error(`no change of ${id} reported after ${turns} event-loop turns: ${what}`));
-      } else setImmediate(tick);
-    };
-    setImmediate(tick);
   });
   await store.sessionQueue.listening();
   return { seen, stop };
