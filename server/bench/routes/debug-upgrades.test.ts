@@ -164,4 +164,12 @@ describe('debugUpgrades: Upgrade: tcp legs paired and spliced', () => {
     expect(await next.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101 /);
     expect(await nextLeg.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101 /);
   });
+
+  it('takes an absolute-form request target (GET http://host/api/v1/jobs/{id}/debug) as its origin form', async () => {
+    const { port } = await debugServer();
+    const worker = upgradeRequest(port, `http://h${WORKER_PATH}`, 'hbw_w1');
+    const gdb = upgradeRequest(port, `http://h:80${AGENT_PATH}`, 'hb_a1');
+    expect(await gdb.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101 /);
+    expect(await worker.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101 /);
+  });
 });

@@ -32,9 +32,20 @@ export interface DebugUpgradeDeps {
   renewSession(agent: AgentRecord, sessionId: string): Promise<unknown>;
 }
 
+/**
+ * The request target in origin form: an absolute-form target (`GET http://host/api/...`, which a
+ * server must accept, RFC 9112 section 3.2.2) without its scheme and authority, as the router
+ * sees it; otherwise as sent.
+ */
+function originForm(req: IncomingMessage): string {
+  const url = req.url ?? '';
+  const absolute = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url);
+  return absolute ? url.slice(absolute[0].length) || '/' : url;
+}
+
 /** True when `req` is for a debug stream's path: its upgrade (any protocol) is answered by `debugUpgrades`. */
 export function isDebugPath(req: IncomingMessage): boolean {
-  const url = req.url ?? '';
+  const url = originForm(req);
   return AGENT_PATH.test(url) || WORKER_PATH.test(url);
 }
 
@@ -57,7 +68,7 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { takes: (req: IncomingMe
   };
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
-    const url = req.url ?? '';
+    const url = originForm(req);
     const agentPath = AGENT_PATH.exec(url);
     const workerPath = WORKER_PATH.exec(url);
     // Decoded inside the promise: a path that is not valid percent-encoding (`%E0`) throws a
