@@ -9,7 +9,7 @@ import { lingerThenClose } from '../../http/ignored-upgrade.js';
 import type { AgentRecord } from '../../storage/bench/bench-store.js';
 import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { toHttpError } from './bench-error-http.js';
-import { FORWARDED_HEADER, FORWARD_ANSWER_MS, forwardUpgrade } from './debug-forward.js';
+import { FORWARDED_HEADER, FORWARD_ANSWER_MS, forwardUpgrade, originForm } from './debug-forward.js';
 import { spliceDebugStream } from './debug-splice.js';
 import { tcpUpgradeRefusal } from './tcp-upgrade-handshake.js';
 import { DEBUGGER_WAIT_MS, type DebugRelay, SESSION_RENEW_MS } from '../domain/debug-relay.js';
@@ -30,17 +30,6 @@ export interface DebugUpgradeDeps {
   authenticateWorker(header: string | undefined): Promise<WorkerRecord>;
   /** Renews the agent's session while its debugger is attached. */
   renewSession(agent: AgentRecord, sessionId: string): Promise<unknown>;
-}
-
-/**
- * The request target in origin form: an absolute-form target (`GET http://host/api/...`, which a
- * server must accept, RFC 9112 section 3.2.2) without its scheme and authority, as the router
- * sees it; otherwise as sent.
- */
-function originForm(req: IncomingMessage): string {
-  const url = req.url ?? '';
-  const absolute = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url);
-  return absolute ? url.slice(absolute[0].length) || '/' : url;
 }
 
 /** True when `req` is for a debug stream's path: its upgrade (any protocol) is answered by `debugUpgrades`. */
