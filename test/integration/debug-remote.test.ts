@@ -239,6 +239,33 @@ describe('hilbench debug through a server and a remote worker', () => {
     expect((await app.server.service.store.getJob(jobId))?.state).toBe('done');
   });
 
+  it('ending the session ends an open stream at once, its last bytes an E. reply saying so, and refuses the next debugger', { timeout: 60_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    const { jobId, sessionId } = await debugJob(alice.token);
+    const stream = await openStream(alice.token, jobId);
+    stream.send(rspPacket('?'));
+    expect(await stream.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    expect((await post(alice.token, `/api/v1/sessions/${sessionId}/end`)).status).toBe(200);
+    // Not when the worker reports the job's end: the session's end ends the stream, with why.
+    expect(await stream.closed).toMatch(new RegExp(`^job ${jobId} is stopping: session ${sessionId} ended at `));
+    const refused = await refusalOf(alice.token, jobId);
+    expect(refused.status).toBe(409);
+    expect(refused.detail).toMatch(/^job \S+ (is stopping \(session \S+ ended at [^)]*\)|has failed \(cancelled: [^)]*\)): a debugger attaches only while its debug job runs$/);
+  });
+
+  it('cancelling the job ends an open stream at once, its last bytes an E. reply with the cancel\'s reason', { timeout: 60_000 }, async () => {
+    await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
+    const alice = await app.register('alice');
+    const { jobId } = await debugJob(alice.token);
+    const stream = await openStream(alice.token, jobId);
+    stream.send(rspPacket('?'));
+    expect(await stream.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    const cancelled = app.request(`/api/v1/jobs/${jobId}/cancel`, { method: 'POST', headers: bearer(alice.token), body: new URLSearchParams({ reason: 'seen enough' }) });
+    expect(await stream.closed).toBe(`job ${jobId} is stopping: its agent cancelled it: seen enough`);
+    expect((await cancelled).status).toBe(200);
+  });
+
   it('a board on the mock backend is refused with the reason', { timeout: 60_000 }, async () => {
     await lab({ mock: new MockBackend() }, 'mock');
     const alice = await app.register('alice');

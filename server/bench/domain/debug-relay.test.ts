@@ -22,7 +22,7 @@ async function relayWithJob() {
   const relay = new DebugRelay({ clock: clockFromFakeTimers(fake), store, replicaUrl: () => null });
   await relay.arm('a1', 's1', { idleTimeoutMs: 1_000 });
   const terms = await relay.claimed(job, 'w1');
-  return { fake, relay, terms };
+  return { fake, relay, terms, job };
 }
 
 /** A worker's leg that writes down how it was answered; `take` hands out one end of a fresh pair. */
@@ -152,5 +152,37 @@ describe('the debug relay', () => {
     const opened = await relay.open('a1', 'job_1');
     relay.jobEnded('job_1', 'job job_1 is done');
     await expect(opened.worker).rejects.toEqual(new BenchError('job_not_debuggable', 'job job_1 ended before its worker took the debugger: job job_1 is done'));
+  });
+
+  it('when the job is asked to stop (its session ended): the stream ends at once with why, a held leg stops dialling, and no debugger attaches any more', async () => {
+    const { relay } = await relayWithJob();
+    relay.parkWorker('w1', 'job_1', workerLeg());
+    const opened = await relay.open('a1', 'job_1');
+    const ended: string[] = [];
+    opened.onEnd((reason) => ended.push(reason));
+    const leg = workerLeg();
+    relay.parkWorker('w1', 'job_1', leg);
+    relay.jobStopping('job_1', 'session s1 ended at 1970-01-01T00:00:00.000Z');
+    expect(ended).toEqual(['job job_1 is stopping: session s1 ended at 1970-01-01T00:00:00.000Z']);
+    expect(leg.told).toEqual(['ended: session s1 ended at 1970-01-01T00:00:00.000Z']);
+    // Its worker has not reported its end yet, but it takes no leg and no debugger.
+    expect(relay.holds('w1', 'job_1')).toBe(false);
+    expect(relay.parkWorker('w1', 'job_1', workerLeg())).toBeUndefined();
+    await expect(relay.open('a1', 'job_1')).rejects.toEqual(
+      new BenchError('job_not_debuggable', 'job job_1 is stopping (session s1 ended at 1970-01-01T00:00:00.000Z): a debugger attaches only while its debug job runs'),
+    );
+  });
+
+  it('a debugger waiting for a leg when the job is asked to stop is refused with why', async () => {
+    const { relay } = await relayWithJob();
+    const opened = await relay.open('a1', 'job_1');
+    relay.jobStopping('job_1', 'its agent cancelled it');
+    await expect(opened.worker).rejects.toMatchObject({ code: 'job_not_debuggable', message: expect.stringContaining('its agent cancelled it') });
+  });
+
+  it('refuses a debugger on a job the store says was asked to stop (its session ended through another replica)', async () => {
+    const { relay, job } = await relayWithJob();
+    job.cancelReason = 'session s1 ended at 1970-01-01T00:00:00.000Z';
+    await expect(relay.open('a1', 'job_1')).rejects.toMatchObject({ code: 'job_not_debuggable', message: expect.stringContaining('is stopping (session s1 ended') });
   });
 });

@@ -63,6 +63,8 @@ interface DebugJob {
   /** The debugger that has the job's one place: waiting for a leg, or spliced (then `waiting` is undefined). */
   debugger: { waiting: Waiting | undefined; end: (reason: string) => void } | undefined;
   ended: string | undefined;
+  /** Why the job was asked to stop (its session ended, it was cancelled): no debugger attaches any more, though its worker has not ended it yet. */
+  stopping: string | undefined;
   sessionTouchedMs: number;
 }
 
@@ -119,6 +121,7 @@ export class DebugRelay {
       held: undefined,
       debugger: undefined,
       ended: undefined,
+      stopping: undefined,
       sessionTouchedMs: this.deps.clock.nowMs(),
     });
     return terms;
@@ -168,6 +171,25 @@ export class DebugRelay {
       this.deps.clock.clearTimeout(attached.waiting.timer);
       attached.waiting.refuse(new BenchError('job_not_debuggable', `job ${jobId} ended before its worker took the debugger: ${why}`));
     } else attached?.end(why);
+  }
+
+  /**
+   * The job was asked to stop (its session ended, it was cancelled; `why` says so), before its
+   * worker reports its end: its stream ends now, the debugger reading why as an `E.` reply, a
+   * debugger waiting for a leg is refused, its held leg is told to stop dialling, and no debugger
+   * attaches any more. The job is forgotten when its end comes (`jobEnded`).
+   */
+  jobStopping(jobId: string, why: string): void {
+    const job = this.jobs.get(jobId);
+    if (!job || job.ended !== undefined || job.stopping !== undefined) return;
+    job.stopping = why;
+    this.releaseHeld(job, { kind: 'ended', reason: why });
+    const attached = job.debugger;
+    job.debugger = undefined;
+    if (attached?.waiting) {
+      this.deps.clock.clearTimeout(attached.waiting.timer);
+      attached.waiting.refuse(stoppingRefusal(jobId, why));
+    } else attached?.end(`job ${jobId} is stopping: ${why}`);
   }
 
   /** The server is closing: every stream ends and every held leg is let go. */
@@ -233,7 +255,7 @@ export class DebugRelay {
   /** True when `jobId` is worker `workerId`'s running debug job handed out here. */
   holds(workerId: string, jobId: string): boolean {
     const job = this.jobs.get(jobId);
-    return job !== undefined && job.workerId === workerId && job.ended === undefined;
+    return job !== undefined && job.workerId === workerId && job.ended === undefined && job.stopping === undefined;
   }
 
   /**
@@ -244,7 +266,7 @@ export class DebugRelay {
    */
   parkWorker(workerId: string, jobId: string, leg: WorkerLeg): (() => void) | undefined {
     const job = this.jobs.get(jobId);
-    if (!job || job.workerId !== workerId || job.ended !== undefined) return undefined;
+    if (!job || job.workerId !== workerId || job.ended !== undefined || job.stopping !== undefined) return undefined;
     const waiting = job.debugger?.waiting;
     if (waiting) {
       this.deps.clock.clearTimeout(waiting.timer);
@@ -273,17 +295,26 @@ export class DebugRelay {
   /** The agent's debug job `jobId` known here; a refusal that says why not. */
   private async jobOf(agentId: string, jobId: string): Promise<DebugJob> {
     const known = this.jobs.get(jobId);
-    if (known && known.agentId === agentId && !known.ended) return known;
     const job = await this.deps.store.getJob(jobId);
+    // A job asked to stop (its session ended, it was cancelled) takes no debugger, though its
+    // worker has not ended it yet: the store says so even when another replica ended the session.
+    const stopping = known?.stopping ?? job?.cancelReason ?? undefined;
+    if (known && known.agentId === agentId && !known.ended && stopping === undefined) return known;
     if (!job || job.agentId !== agentId) throw new BenchError('job_not_found', `job ${jobId} not found`);
     if (job.state === 'done' || job.state === 'failed') {
       const how = job.failure ? `failed (${job.failure.kind}: ${job.failure.message})` : 'done';
       throw new BenchError('job_not_debuggable', `job ${jobId} has ${how}: a debugger attaches only while its debug job runs`);
     }
+    if (stopping !== undefined && (job.state === 'flashing' || job.state === 'running')) throw stoppingRefusal(jobId, stopping);
     if (job.state === 'queued') throw new BenchError('job_not_debuggable', `job ${jobId} is queued: a debugger attaches once it is running (GET /api/v1/jobs/${jobId}?wait=...)`);
     throw new BenchError(
       'job_not_debuggable',
       `job ${jobId} was not submitted for debugging: arm its session first (POST /api/v1/sessions/{session_id}/debug), then submit the job in it (or the replica that handed it out has restarted since, and its debugger with it)`,
     );
   }
+}
+
+/** A debugger's refusal on a job asked to stop: as for a finished job, it attaches only while its debug job runs. */
+function stoppingRefusal(jobId: string, why: string): BenchError {
+  return new BenchError('job_not_debuggable', `job ${jobId} is stopping (${why}): a debugger attaches only while its debug job runs`);
 }

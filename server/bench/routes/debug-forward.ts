@@ -12,6 +12,18 @@ export const FORWARDED_HEADER = 'x-hilbench-debug-forwarded';
 export const FORWARD_ANSWER_MS = 10_000;
 
 /**
+ * The request target in origin form: an absolute-form target (`GET http://host/api/...`, which a
+ * server must accept, RFC 9112 section 3.2.2) without its scheme and authority, as the router
+ * sees it; otherwise as sent. Forwarded in this form, so the upgrade goes to the holding replica
+ * and never to a host the client named.
+ */
+export function originForm(req: IncomingMessage): string {
+  const url = req.url ?? '';
+  const absolute = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url);
+  return absolute ? url.slice(absolute[0].length) || '/' : url;
+}
+
+/**
  * Forwards a debug stream's upgrade request to the replica at `replicaUrl`, which holds the job's
  * streams (decisions 0663, 0910), and splices the two connections byte for byte once it answers:
  * its answer (101, a 204 to a worker's held leg, or a refusal with its `{"detail"}`) goes back as
@@ -27,7 +39,7 @@ export function forwardUpgrade(
   head: Buffer,
   options: { replicaUrl: string; from?: string; clock: Clock; answerMs?: number; /** Holds the end of each splice while it lasts, so a replica closing can end them. */ spliced?: Set<() => void> },
 ): Promise<void> {
-  const target = new URL(req.url ?? '/', options.replicaUrl);
+  const target = new URL(originForm(req), options.replicaUrl);
   const headers = { ...req.headers, host: target.host, ...(options.from === undefined ? {} : { [FORWARDED_HEADER]: options.from }) };
   const request = (target.protocol === 'https:' ? https : http).request(target, { method: req.method, headers, agent: false });
   return new Promise<void>((resolve, reject) => {

@@ -61,7 +61,7 @@ export function debugRoutes(bench: Bench, relay: DebugRelay): BenchRoute[] {
       errors: {
         ...ERRORS,
         404: 'No such job of the caller',
-        409: 'A debugger is attached already (`debugger_attached`), or the job is queued, finished, or not a debug job (`job_not_debuggable`)',
+        409: 'A debugger is attached already (`debugger_attached`), or the job is queued, finished, asked to stop (its session ended, it was cancelled), or not a debug job (`job_not_debuggable`)',
         426: 'Not an `Upgrade: tcp` request (a plain GET, or a WebSocket upgrade)',
         503: "The job's worker did not take the stream within 10 s (`board_offline`, with Retry-After), or the replica holding the job's streams cannot be reached",
       },

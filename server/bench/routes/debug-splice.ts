@@ -18,7 +18,8 @@ export interface DebugSplice {
  * Splices a debugger's upgraded connection and its worker's leg (decision 0910): bytes flow both
  * ways untouched, by `pipe`, so what waits in the server is bounded by the streams' own buffers (a
  * side that stops reading stops the other's writes, down to its TCP window). Either side's end or
- * close ends the other once what was written to it went out (or `SPLICE_LINGER_MS` passed). Both
+ * close ends the other once what was written to it went out, or cuts it `SPLICE_LINGER_MS` later
+ * (so a half-closed stream whose other side stays open still closes, and frees its place). Both
  * legs that are sockets get no Nagle delay (each packet waits for its answer) and TCP keepalive (a
  * peer that vanished without closing ends the splice). Nothing here reads the bytes.
  */
@@ -42,9 +43,14 @@ export function spliceDebugStream(debuggerLeg: Duplex, workerLeg: Duplex, option
   });
   debuggerLeg.pipe(workerLeg);
   workerLeg.pipe(debuggerLeg);
-  // `pipe` ends the other side on an end; a close without one (a reset, an error) must too.
-  debuggerLeg.once('close', () => endSoon(workerLeg));
-  workerLeg.once('close', () => endSoon(debuggerLeg));
+  // `pipe` ends the other side on an end; a close without one (a reset, an error) must too. On an
+  // end the linger is armed as well: a half-closed leg (a debugger that sent FIN) on a server that
+  // allows half-open connections never closes while its other side stays open, and would hold the
+  // job's one debugger place for ever (the place is freed once both legs closed).
+  for (const [leg, other] of [[debuggerLeg, workerLeg], [workerLeg, debuggerLeg]] as const) {
+    leg.once('end', () => endSoon(other));
+    leg.once('close', () => endSoon(other));
+  }
   return {
     end: (reason) => {
       workerLeg.unpipe(debuggerLeg);

@@ -11,6 +11,7 @@ import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { BenchError } from '../domain/bench-errors.js';
 import { DEBUGGER_WAIT_MS, DebugRelay, SESSION_RENEW_MS } from '../domain/debug-relay.js';
 import { debugUpgrades } from './debug-upgrades.js';
+import { SPLICE_LINGER_MS } from './debug-splice.js';
 
 let server: Server | undefined;
 let closeUpgrades: () => void = () => undefined;
@@ -60,9 +61,9 @@ async function debugServer() {
   return { fake, relay, renewed, port };
 }
 
-/** A raw upgrade request on `path` with `token`: the connection, and what it has read so far. */
-function upgradeRequest(port: number, path: string, token: string) {
-  const socket = connect(port, '127.0.0.1');
+/** A raw upgrade request on `path` with `token`: the connection, and what it has read so far. `halfOpen`: it stays open after the server's end. */
+function upgradeRequest(port: number, path: string, token: string, options: { halfOpen?: boolean } = {}) {
+  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: options.halfOpen ?? false });
   sockets.push(socket);
   socket.on('error', () => undefined);
   let text = '';
@@ -143,5 +144,32 @@ describe('debugUpgrades: Upgrade: tcp legs paired and spliced', () => {
     expect(await gdb.until(/#[0-9a-f]{2}$/)).toMatch(/\r\n\r\n\+\$E\.job job_1 is done#[0-9a-f]{2}$/);
     expect(await nextLeg.until(/\}$/)).toMatch(/^HTTP\/1\.1 404 /);
     await once(worker.socket, 'close');
+  });
+
+  it('frees the place of a debugger that leaves by FIN while its worker leg stays open, SPLICE_LINGER_MS later', async () => {
+    const { fake, port } = await debugServer();
+    const worker = upgradeRequest(port, WORKER_PATH, 'hbw_w1', { halfOpen: true });
+    const gdb = upgradeRequest(port, AGENT_PATH, 'hb_a1');
+    await gdb.until(/\r\n\r\n/);
+    await worker.until(/\r\n\r\n/);
+    // The debugger half-closes; its end reaches the worker, which keeps its side open.
+    gdb.socket.end();
+    await once(worker.socket, 'end');
+    const gdbClosed = once(gdb.socket, 'close');
+    // The linger cuts the worker's leg; the debugger's stream then ends, and its place is free.
+    fake.tick(SPLICE_LINGER_MS);
+    await gdbClosed;
+    const nextLeg = upgradeRequest(port, WORKER_PATH, 'hbw_w1');
+    const next = upgradeRequest(port, AGENT_PATH, 'hb_a1');
+    expect(await next.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101 /);
+    expect(await nextLeg.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101 /);
+  });
+
+  it('takes an absolute-form request target (GET http://host/api/v1/jobs/{id}/debug) as its origin form', async () => {
+    const { port } = await debugServer();
+    const worker = upgradeRequest(port, `http://h${WORKER_PATH}`, 'hbw_w1');
+    const gdb = upgradeRequest(port, `http://h:80${AGENT_PATH}`, 'hb_a1');
+    expect(await gdb.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101 /);
+    expect(await worker.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 101 /);
   });
 });

@@ -9,7 +9,7 @@ import { lingerThenClose } from '../../http/ignored-upgrade.js';
 import type { AgentRecord } from '../../storage/bench/bench-store.js';
 import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { toHttpError } from './bench-error-http.js';
-import { FORWARDED_HEADER, FORWARD_ANSWER_MS, forwardUpgrade } from './debug-forward.js';
+import { FORWARDED_HEADER, FORWARD_ANSWER_MS, forwardUpgrade, originForm } from './debug-forward.js';
 import { spliceDebugStream } from './debug-splice.js';
 import { tcpUpgradeRefusal } from './tcp-upgrade-handshake.js';
 import { DEBUGGER_WAIT_MS, type DebugRelay, SESSION_RENEW_MS } from '../domain/debug-relay.js';
@@ -34,7 +34,7 @@ export interface DebugUpgradeDeps {
 
 /** True when `req` is for a debug stream's path: its upgrade (any protocol) is answered by `debugUpgrades`. */
 export function isDebugPath(req: IncomingMessage): boolean {
-  const url = req.url ?? '';
+  const url = originForm(req);
   return AGENT_PATH.test(url) || WORKER_PATH.test(url);
 }
 
@@ -57,7 +57,7 @@ export function debugUpgrades(deps: DebugUpgradeDeps): { takes: (req: IncomingMe
   };
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
-    const url = req.url ?? '';
+    const url = originForm(req);
     const agentPath = AGENT_PATH.exec(url);
     const workerPath = WORKER_PATH.exec(url);
     // Decoded inside the promise: a path that is not valid percent-encoding (`%E0`) throws a

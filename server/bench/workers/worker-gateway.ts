@@ -81,10 +81,12 @@ export class WorkerGateway {
     for (const waiter of [...this.waiters]) if (waiter.boards.has(board)) waiter.wake();
   }
 
-  /** A session closed: its jobs running through this gateway are told to stop at once (the store asked already). */
+  /** A session closed: its jobs running through this gateway are told to stop at once (the store asked already), and their debug streams end now. */
   sessionClosed(sessionId: string, reason: string): void {
     for (const entry of this.inFlight.values()) {
-      if (entry.job.sessionId === sessionId) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
+      if (entry.job.sessionId !== sessionId) continue;
+      this.debug.jobStopping(entry.job.jobId, reason);
+      for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
     }
   }
 
@@ -116,9 +118,12 @@ export class WorkerGateway {
   /** Tells the workers of jobs asked to stop in the store (a session that expired as a write swept it) to stop now. */
   async pushStoredCancels(): Promise<void> {
     for (const entry of [...this.inFlight.values()]) {
-      if (entry.watchers.size === 0) continue;
+      if (entry.watchers.size === 0 && !this.debug.has(entry.job.jobId)) continue;
       const job = await this.deps.store.getJob(entry.job.jobId);
-      if (job?.cancelReason) for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason: job.cancelReason });
+      if (!job?.cancelReason) continue;
+      // A debug stream ends now, with why, not when the worker's outcome comes.
+      this.debug.jobStopping(entry.job.jobId, job.cancelReason);
+      for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason: job.cancelReason });
     }
   }
 
