@@ -130,9 +130,10 @@ function* endJob(d: Dialect, jobId: string, sessionId: string | null, outcome: J
   // Whether the board has another task waiting, as the end is written: the worker's next claim on it
   // need not look before it waits when none has (decision 0980). A task is a queued job or a health
   // check requested on the board or one of its instances (`b` itself, or `b.n@w`: board ids hold no
-  // LIKE wildcard), since a claim hands out either.
+  // LIKE wildcard), since a claim hands out either. `state IN (...)` repeats the partial index's
+  // condition so SQLite reads that index (the active checks) and not every check ever made.
   const ended = `RETURNING *, (EXISTS (SELECT 1 FROM jobs q WHERE q.board = jobs.board AND q.state = 'queued')
-    OR EXISTS (SELECT 1 FROM board_health_checks c WHERE c.state = 'requested' AND (c.board = jobs.board OR c.board LIKE jobs.board || '.%'))) AS board_queued`;
+    OR EXISTS (SELECT 1 FROM board_health_checks c WHERE c.state IN ('requested', 'running') AND c.state = 'requested' AND (c.board = jobs.board OR c.board LIKE jobs.board || '.%'))) AS board_queued`;
   const finished =
     outcome.state === 'done'
       ? yield* one<EndedRow>(`UPDATE jobs SET state = 'done', finished_at_ms = ?, uart_bytes = ?, uart_json = ?, stop_json = ?, flash_ms = ?, run_ms = ? WHERE ${unfinished} ${ended}`, [
