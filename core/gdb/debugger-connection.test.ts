@@ -68,4 +68,19 @@ describe('socketConnection', () => {
     await allAnswered;
     expect(receivedBytes).toBe(sentBytes);
   });
+  it('reads again once it is ended, so a held connection sees its peer leave and closes', async () => {
+    const pair = await loopbackPair();
+    close = pair.close;
+    const { server, client } = pair;
+    const connection = socketConnection(server);
+    connection.onData(() => undefined);
+    connection.hold(true);
+    const closed = new Promise<'closed'>((resolve) => connection.onClose(() => resolve('closed')));
+    // More than it buffers unread: a paused socket stops reading, and so never reads the FIN after.
+    client.write(Buffer.alloc(4 * MiB, 0x2b));
+    client.end();
+    connection.end();
+    const bound = new Promise<'still open'>((resolve) => setTimeout(() => resolve('still open'), 10_000).unref());
+    expect(await Promise.race([closed, bound])).toBe('closed');
+  });
 });

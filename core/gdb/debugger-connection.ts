@@ -59,7 +59,14 @@ export function socketConnection(socket: Duplex & Partial<Pick<net.Socket, 'setN
       heldByOwner = held;
       follow();
     },
-    end: (text) => void (text === undefined ? socket.end() : socket.end(Buffer.from(text, 'latin1'))),
+    end: (text) => {
+      // Read again, whatever held it: a paused socket never reads the peer's FIN, so it would never close (and free its seat).
+      heldForDrain = false;
+      heldByOwner = false;
+      follow();
+      if (text === undefined) socket.end();
+      else socket.end(Buffer.from(text, 'latin1'));
+    },
     destroy: () => void socket.destroy(),
     get destroyed() {
       return socket.destroyed;

@@ -110,6 +110,7 @@ export class DebuggerSlot {
     // waits in the kernel's buffers and the sender's, not in a queue to the target here or in an
     // engine's thread.
     let unanswered = 0;
+    let targetGone = false;
     const count = (text: string) => text.split('$').length - 1;
     const first = this.first;
     this.first = undefined;
@@ -143,7 +144,7 @@ export class DebuggerSlot {
         connection.end(`+${rspPacket(`E.${protocolErrorMessage(err.message)}`)}`);
         return;
       }
-      if (forward.length === 0) return;
+      if (forward.length === 0 || targetGone) return;
       unanswered += count(forward);
       if (unanswered > MAX_UNANSWERED_PACKETS) connection.hold(true);
       if (seat.target) seat.target.write(forward);
@@ -168,6 +169,8 @@ export class DebuggerSlot {
         });
         void target.closed.then(({ reason }) => {
           // The target ended the session (a detach or kill it answered): its reply is written; close.
+          // Nothing more goes to it: what the debugger still sends is read and dropped until its close.
+          targetGone = true;
           if (!connection.destroyed) connection.end();
           if (this.active === seat && !gate.ending && !this.shut) this.options.targetEnded?.(reason);
         });
@@ -176,6 +179,7 @@ export class DebuggerSlot {
       (err: unknown) => {
         const message = `could not attach to ${boardId}: ${err instanceof Error ? err.message : String(err)}`;
         if (!this.shut) events.attachFailed(message);
+        targetGone = true;
         connection.end(`+${rspPacket(`E.${message}`)}`);
       },
     );

@@ -16,11 +16,11 @@ const waiter = (waiterId: string, over: Partial<SessionWaiter> = {}): SessionWai
 
 /**
  * Listens for the first change `store` reports for `id` (resolving `seen`, or rejecting it naming
- * what it waited for after `boundMs` of host time); settles once the store reports changes. The
+ * what it waited for after `boundMs` of host time, under the test's own timeout so this failure is the one reported); settles once the store reports changes. The
  * bound is time, not event-loop turns: a change PostgreSQL reports (a NOTIFY) comes after round
  * trips that a loaded machine stretches while the turns run on.
  */
-async function nextChange(store: BenchStore, id: string, what: string, boundMs = 30_000): Promise<{ seen: Promise<void>; stop: () => void }> {
+async function nextChange(store: BenchStore, id: string, what: string, boundMs = 10_000): Promise<{ seen: Promise<void>; stop: () => void }> {
   let stop: () => void = () => undefined;
   const seen = new Promise<void>((resolve, reject) => {
     let done = false;

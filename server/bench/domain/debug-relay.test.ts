@@ -9,7 +9,7 @@ import { DEBUG_LEG_HOLD_MS } from '../../../wire/worker/debug-schemas.js';
 import { duplexPair } from '../../../core/duplex-pair.js';
 import type { Duplex } from 'node:stream';
 
-/** The relay on a fake clock, with a debug job of agent a1 claimed by worker w1 (the store is asked only about jobs the relay does not know). */
+/** The relay on a fake clock, with a debug job of agent a1 claimed by worker w1 (the store is asked about every job, for a stop the relay has not heard of). */
 async function relayWithJob() {
   const fake = createClock(0);
   const job = { jobId: 'job_1', agentId: 'a1', board: 'pico', sessionId: 's1', state: 'running' } as JobRecord;
