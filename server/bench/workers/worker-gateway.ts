@@ -86,8 +86,6 @@ export class WorkerGateway {
     for (const entry of this.inFlight.values()) {
       if (entry.job.sessionId !== sessionId) continue;
       this.debug.jobStopping(entry.job.jobId, reason);
-      // A stop, as a cancel is: the worker's waiting input fetch answers now (and no quiet first look skips it).
-      this.serialInput.queued(entry.job.jobId);
       for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason });
     }
   }
@@ -125,7 +123,6 @@ export class WorkerGateway {
       if (!job?.cancelReason) continue;
       // A debug stream ends now, with why, not when the worker's outcome comes.
       this.debug.jobStopping(entry.job.jobId, job.cancelReason);
-      this.serialInput.queued(entry.job.jobId);
       for (const watcher of [...entry.watchers]) watcher({ kind: 'stop', reason: job.cancelReason });
     }
   }
