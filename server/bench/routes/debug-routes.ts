@@ -82,6 +82,7 @@ export function debugRoutes(bench: Bench, relay: DebugRelay): BenchRoute[] {
         403: 'Worker revoked',
         404: 'No running debug job of this worker handed out by this server: stop dialling',
         426: 'Not an `Upgrade: tcp` request (a plain GET, or a WebSocket upgrade)',
+        503: "The replica holding the job's debug streams cannot be reached from this one (the worker dials again after a back-off)",
       },
       handler: notAnUpgrade,
     },
