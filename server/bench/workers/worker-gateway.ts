@@ -1,30 +1,20 @@
-import { sleep, type TimerHandle } from '../../../core/clock.js';
-import type { JobPush, SerialInputBatch, UartCaptureReport, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../../harness/worker/worker-link.js';
+import { sleep } from '../../../core/clock.js';
+import type { JobPush, SerialInputBatch, UartReport, WorkerJobOutcome, WorkerLink, WorkerTask } from '../../../harness/worker/worker-link.js';
 import { DebugRelay } from '../domain/debug-relay.js';
 import { gatewayLink, healthCheckTicket, ticketOf } from './gateway-link.js';
 import { GatewayHealthChecks } from './gateway-health-checks.js';
-import type { JobOutcome, JobRecord, UartRecord } from '../../storage/bench/bench-store.js';
+import type { JobOutcome, JobRecord } from '../../storage/bench/bench-store.js';
 import type { WorkerBoardReport } from '../../storage/bench/worker-registry.js';
 import type { LiveUartChunk } from '../domain/job-live.js';
 import { reportedInstances } from '../domain/pool-instances.js';
 import { StoreSignals } from '../domain/store-signals.js';
-import { chunksOfRecord, type HeldUart, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
+import { chunksOfRecord, holdReport, UART_SAVE_INTERVAL_MS, uartRecordOf, withOffsets } from './uart-record.js';
+import { type JobInFlight, recordOf, uartBoundsOf } from './job-in-flight.js';
 import { lostJobReason } from './input-or-stop.js';
 import { GatewaySerialInput } from './gateway-serial-input.js';
 import type { WorkerGatewayDeps } from './worker-gateway-deps.js';
 import { failUnhandedJob } from './fail-unhanded-job.js';
 import { QuietBoards } from './quiet-boards.js';
-
-/** What the gateway keeps of a job a worker reported through it (its UART as `HeldUart`). */
-interface JobInFlight extends HeldUart {
-  job: JobRecord;
-  workerId: string;
-  claimMs: number | null;
-  capture: Omit<UartCaptureReport, 'uart'>;
-  saveTimer: TimerHandle | undefined;
-  saving: Promise<void>;
-  watchers: Set<(push: JobPush) => void>;
-}
 
 /**
  * The server's side of the worker protocol (harness/worker/worker-link.ts), over the store: a
@@ -301,13 +291,13 @@ export class WorkerGateway {
       this.inFlight.delete(jobId);
       this.serialInput.forget(jobId);
     }
-    const limits = this.uartLimits();
+    const limits = uartBoundsOf(this.deps.limits);
     const nowMs = this.now();
     // A failure that carries no capture records what this gateway holds; holding none, the store keeps what it saved.
     const record: JobOutcome =
       outcome.state === 'done'
         ? { state: 'done', nowMs, uart: uartRecordOf(outcome.uart, limits), stop: outcome.stop, flashMs: outcome.flashMs, runMs: outcome.runMs }
-        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? this.recordOf(entry) : null };
+        : { state: 'failed', nowMs, failure: outcome.failure, uart: outcome.uart ? uartRecordOf(outcome.uart, limits) : entry && entry.chunks.length > 0 ? recordOf(entry, this.deps.limits) : null };
     // The session known from the claim saves the store reading it (decision 0860).
     // Its instance's health is counted in the same transaction (decision 0930): an outcome sent again
     // (its answer, or its COMMIT's, lost) finds the end and the count done together, and counts nothing.
@@ -391,7 +381,7 @@ export class WorkerGateway {
   }
 
   private save(entry: JobInFlight): void {
-    const uart = this.recordOf(entry);
+    const uart = recordOf(entry, this.deps.limits);
     const { jobId } = entry.job;
     entry.saving = entry.saving
       .then(async () => {
@@ -399,13 +389,4 @@ export class WorkerGateway {
       })
       .catch((err: unknown) => this.deps.logger.error(`saving the UART of running job ${jobId} failed`, err));
   }
-
-  private recordOf(entry: JobInFlight): UartRecord {
-    return uartRecordOf({ ...entry.capture, droppedUartBytes: entry.capture.droppedUartBytes + entry.droppedHere, uart: entry.chunks }, this.uartLimits());
-  }
-
-  private uartLimits(): { maxChunks: number; maxBytes: number } {
-    return { maxChunks: this.deps.limits.maxUartChunksPerJob, maxBytes: this.deps.limits.maxUartBytesPerJob };
-  }
 }
-
