@@ -20,13 +20,20 @@ export async function forwardedServer(debug: DeviceDebug): Promise<{ port: numbe
     // As the bridge does: without it Nagle's algorithm and delayed ACKs add ~40 ms to each reply.
     socket.setNoDelay(true);
     socket.on('error', () => undefined);
-    streamClosed = debug.attach().then((stream) => {
+    // One stream at a time: a connection that comes before the last one's stream closed waits for
+    // it (QEMU's attach restarts the process, which a closing session still holds).
+    streamClosed = streamClosed.then(() => debug.attach()).then((stream) => {
+      if (socket.destroyed) void stream.close();
       stream.onData((text) => socket.write(Buffer.from(text, 'latin1')));
       socket.on('data', (data: Buffer) => stream.write(data.toString('latin1')));
       // A kill ends the stream first; the debugger is then told by the connection's end.
       void stream.closed.then(() => socket.end());
       socket.once('close', () => void stream.close());
       return stream.closed;
+    }).catch((err: unknown) => {
+      // Said, and the debugger told by its connection's end, rather than an unhandled rejection.
+      console.error(`forwardedServer: attaching a debugger failed: ${(err as Error).message}`);
+      socket.destroy();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
