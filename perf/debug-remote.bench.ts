@@ -1,12 +1,10 @@
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadFirmwareImage } from '../backends/image-check.js';
 import { loadBoardCatalog } from '../boards/catalog.js';
 import { OwnBootrom } from '../sim/rp2040/own-bootrom.js';
 import { startDebugLab } from './debug-lab.js';
-import { labBackend, type LabBoard, type LabProcess, startServedDevice } from './debug-lab-processes.js';
+import { type LabBoard, type LabProcess, startServedDevice } from './debug-lab-processes.js';
 import { avrStubInThread, type OwnGdbServer, qemuOwnGdbstub, rp2040jsOwnServer } from './debug-own-servers.js';
-import { forwardedServer, plainProxy, timeRegisterReads, walkToMain } from './gdb-measure.js';
+import { plainProxy, timeRegisterReads, walkToMain } from './gdb-measure.js';
 import { tcpToWebSocket, webSocketToWebSocket } from './websocket-pipes.js';
 import { type BenchRow, percentile } from './measure.js';
 
@@ -41,9 +39,9 @@ const median = (values: readonly number[]) => percentile(values, 50);
  * issue's baseline, read before each other block of reads) and the lab path's floors: the board's
  * GDB stream in a process of its own behind two plain TCP proxies here (the CLI and the server as
  * pipes), served by that process's main thread (where the worker's bridge is) or, for a sim, by the
- * engine's own thread; for pico also the same hops as WebSocket pipes; and the board's stream behind
- * a plain TCP forward in this process, for GDB's walk to `main`. All alternately (ABAB); each ratio
- * is the median of the rounds' ratios.
+ * engine's own thread; for pico also the same hops as WebSocket pipes; then GDB's walk to `main`
+ * through the server and on the engine's own server. All alternately (ABAB); each ratio is the
+ * median of the rounds' ratios.
  */
 export async function runDebugRemoteBench(): Promise<BenchRow[]> {
   const boards = loadBoardCatalog();
@@ -92,23 +90,22 @@ async function remoteRows(c: RemoteCase): Promise<BenchRow[]> {
   const reads = { remote: [] as number[], own: [] as number[], main: [] as number[], thread: [] as number[], websocket: [] as number[] };
   /** Per round: each block's p50 over the own server's block read just before it, and the remote block's over each floor's. */
   const ratios = { remote: [] as number[], main: [] as number[], thread: [] as number[], remoteOverMain: [] as number[], websocketOverMain: [] as number[] };
-  const toMain = { direct: [] as number[], remote: [] as number[] };
+  const toMain = { own: [] as number[], remote: [] as number[] };
   try {
-    const device = await parts.add(labBackend(c.lab.choice).open(loadBoardCatalog().find((b) => b.id === c.lab.boardId)!));
-    await device.flash(loadFirmwareImage(readFileSync(elf)));
-    const direct = await parts.add(forwardedServer(device.debug!));
     const floors = await startFloors(c, elf, parts);
     const lab = await parts.add(startDebugLab(c.lab, elf));
     const ownServer = c.ownPerBlock ? undefined : await parts.add(c.own(elf));
-    const ownBlock = async (): Promise<number[]> => {
-      if (ownServer) return timeRegisterReads(ownServer.port, READS_PER_ROUND);
+    /** `fn` on the own server: the one started for the case, or one started for `fn` alone (served before `fn` begins). */
+    const onOwn = async <T>(fn: (port: number) => Promise<T>): Promise<T> => {
+      if (ownServer) return fn(ownServer.port);
       const fresh = await c.own(elf);
       try {
-        return await timeRegisterReads(fresh.port, READS_PER_ROUND);
+        return await fn(fresh.port);
       } finally {
         await fresh.close();
       }
     };
+    const ownBlock = () => onOwn((port) => timeRegisterReads(port, READS_PER_ROUND));
     /** The own server's block, then `block`'s: both kept, and their ratio. */
     const afterOwn = async (name: 'remote' | Floor, block: () => Promise<number[]>): Promise<number> => {
       const own = await ownBlock();
@@ -125,8 +122,7 @@ async function remoteRows(c: RemoteCase): Promise<BenchRow[]> {
       ratios.remoteOverMain.push(remote / main);
       if (floors.thread) await afterOwn('thread', () => timeRegisterReads(floors.thread!, READS_PER_ROUND));
       if (floors.websocket) ratios.websocketOverMain.push((await afterOwn('websocket', () => timeRegisterReads(floors.websocket!, READS_PER_ROUND))) / main);
-      toMain.direct.push(await toMainOn(direct.port));
-      await direct.settled();
+      toMain.own.push(await onOwn(toMainOn));
       toMain.remote.push(await lab.viaServer(toMainOn));
     }
   } finally {
@@ -156,7 +152,7 @@ async function remoteRows(c: RemoteCase): Promise<BenchRow[]> {
   }
   rows.push(
     { name: `${label}: ${c.gdb}: from target remote to halted at main (break main, continue), through a server and worker, p50`, value: p50(toMain.remote), unit: 'ms', note: `timed by GDB's own clock, its start-up excluded; ${ROUNDS} runs` },
-    { name: `${label}: the same on the board's stream behind a plain TCP forward in this process, p50`, value: p50(toMain.direct), unit: 'ms', note: 'alternately with the row above' },
+    { name: `${label}: the same on ${ownName}, p50`, value: p50(toMain.own), unit: 'ms', note: 'alternately with the row above; the server started before GDB, as the worker has the core halted at reset before the CLI offers its port' },
   );
   return rows;
 }
