@@ -32,7 +32,7 @@ export const problemTypes = {
   missing: 'A required field is absent.',
   extra_forbidden: 'A field the body may not have.',
   value_error: 'A value that fails a rule of its own, said in the message (`Value error, ...`).',
-  json_invalid: 'A body, or a field that must hold JSON text, that is not valid JSON.',
+  json_invalid: 'A body, or a field that must hold JSON text, that is not valid JSON (a body\'s at ["body", <character where it stops being JSON>]).',
   model_attributes_type: 'A body or a nested document that is no JSON object.',
   string_type: 'Not a string.',
   string_too_short: 'A string shorter than `ctx.min_length` characters.',

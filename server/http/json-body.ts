@@ -1,11 +1,12 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
-import { HttpError, validationFailed } from './http-error.js';
+import { HttpError } from './http-error.js';
+import { jsonDecodeError } from './json-decode-error.js';
 
 /**
  * Reads a JSON request body of at most `maxBodyBytes`: 415 unless it is declared JSON, 413 over the
  * limit (from `Content-Length` before reading, or while reading), 400 when the client stops sending
- * mid-body, a FastAPI-style 422 `json_invalid` when it does not parse, and FastAPI's 400
+ * mid-body, a FastAPI-style 422 `json_invalid` at the error's position when it does not parse (`jsonDecodeError`), and FastAPI's 400
  * `NOT_UTF8_DETAIL` when its bytes are not UTF-8 (RFC 8259 section 8.1: JSON text is UTF-8; decoded
  * with U+FFFD, serial input's text sent other bytes to the firmware than the client's). Never throws
  * anything but `HttpError` for what the client sent.
@@ -33,7 +34,7 @@ export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw validationFailed([{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: (err as Error).message } }]);
+    throw jsonDecodeError(text, err);
   }
 }
 

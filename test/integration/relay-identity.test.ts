@@ -84,6 +84,15 @@ describe('POST /register: proving the node key', () => {
     expect((badJson.body.detail as { type: string }[])[0]!.type).toBe('json_invalid');
   });
 
+  it('JSON that does not parse is FastAPI\'s json_invalid at the position of the error, from either body parser', async () => {
+    // The plain parser (plainJsonBody) and express.json (another JSON media type) answer alike;
+    // the `}` at character 11 counts "é" once (Python's positions are characters).
+    for (const type of ['application/json', 'application/merge-patch+json']) {
+      const r = await call(relay.baseUrl, 'POST', '/register', { rawBody: '{"schéma": }', headers: { 'content-type': type } });
+      expect([r.status, r.body.detail], type).toEqual([422, [{ type: 'json_invalid', loc: ['body', 11], msg: 'JSON decode error', input: {}, ctx: { error: "Unexpected token '}'" } }]]);
+    }
+  });
+
   it('a body that is well-formed JSON but no object is a 422 model_attributes_type, as FastAPI answers, not a decode error', async () => {
     const node = await registerNode(relay, clock);
     for (const [path, auth] of [['/register', undefined], ['/me', node.auth], ['/invites/accept', node.auth]] as const) {

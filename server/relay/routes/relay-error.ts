@@ -3,6 +3,7 @@ import { RelayError as CoreRelayError } from '../../../core/relay/problem.js';
 import { createErrorHandler } from '../../http/error-handler.js';
 import { HttpError } from '../../http/http-error.js';
 import { NOT_UTF8_DETAIL } from '../../http/json-body.js';
+import { jsonDecodeError } from '../../http/json-decode-error.js';
 import { NOT_UTF8_ERROR_TYPE } from '../../http/plain-json-body.js';
 import { relayToHttpError } from './relay-error-http.js';
 import { coreProblemsToValidation, type ValidationErrorItem } from '../../../wire/problem-detail.js';
@@ -47,7 +48,8 @@ function translate(err: unknown): unknown {
   const e = err as { type?: unknown; body?: unknown } | null;
   switch (e?.type) {
     case 'entity.parse.failed':
-      return new HttpError(422, [issue('json_invalid', ['body', 0], 'JSON decode error', typeof e.body === 'string' ? e.body.slice(0, 200) : null, { error: 'invalid JSON' })]);
+      // The parser's SyntaxError with the text it read as `body` (body-parser's, or plainJsonBody's).
+      return jsonDecodeError(typeof e.body === 'string' ? e.body : '', err);
     case NOT_UTF8_ERROR_TYPE:
       // FastAPI's 400, not the 422 of JSON that does not parse (NOT_UTF8_DETAIL says why).
       return new HttpError(400, NOT_UTF8_DETAIL);
