@@ -41,7 +41,8 @@ export const problemTypes = {
   string_unicode: 'A string holding a lone UTF-16 surrogate, which has no UTF-8 form.',
   literal_error: 'Not the one value allowed (`ctx.expected`), e.g. a document `schema`.',
   enum: 'Not one of the values allowed (`ctx.expected`).',
-  int_type: 'Not an integer.',
+  int_type: 'Not an integer (in JSON, any other value: `"1"` included).',
+  int_parsing: 'Text (a query parameter) that does not parse as an integer.',
   float_type: 'Not a number.',
   float_parsing: 'Numeric text that does not parse as a number.',
   finite_number: 'NaN or an infinity.',
@@ -143,6 +144,8 @@ export function pydanticErrorOf(issue: z.core.$ZodIssue): PydanticError {
       // A z.object is a pydantic model, which FastAPI validates from attributes: a body or field
       // that is no object gets model_attributes_type, in these words.
       if (issue.expected === 'object') return { type: 'model_attributes_type', msg: 'Input should be a valid dictionary or object to extract fields from' };
+      // An integer schema given another type: `integerWords` named it (zod says "number" for both).
+      if (issue.expected === 'number' && issue.message === INT_TYPE.msg) return INT_TYPE;
       {
         // zod names JSON's types; pydantic names Python's, and says "number" for a float.
         const pydantic = PYDANTIC_TYPES[issue.expected] ?? { type: `${issue.expected}_type`, noun: issue.expected };
@@ -156,6 +159,32 @@ export function pydanticErrorOf(issue: z.core.$ZodIssue): PydanticError {
       break;
   }
   return { type: 'value_error', msg: `Value error, ${issue.message}`, ctx: { error: {} } };
+}
+
+/**
+ * pydantic's strict `int` refusing another type (a string such as `"1"`, null, a boolean): the
+ * services read JSON strictly, never coercing text to a number (a signed document is signed as
+ * sent), so they answer `int_type` where lax pydantic would parse `"1"` or answer `int_parsing`
+ * (which only numeric text in a query or a form answers, `form-fields.ts`).
+ */
+const INT_TYPE: PydanticError = { type: 'int_type', msg: 'Input should be a valid integer' };
+
+/**
+ * zod's error map for a parse whose issues become 422 entries: zod reports an integer schema
+ * (`z.number().int()`) given a non-number as "expected number", as it does a plain number, and
+ * drops the schema from the issue; this names the integer in the issue's message while the schema
+ * is still at hand, and `pydanticErrorOf` answers it as `int_type` instead of `float_type`.
+ */
+const integerWords: z.core.$ZodErrorMap = (issue) =>
+  issue.code === 'invalid_type' && issue.expected === 'number' && issue.inst instanceof z.ZodNumber && issue.inst.isInt ? INT_TYPE.msg : undefined;
+
+/**
+ * `schema.safeParse(input)` for validation that answers 422s: the one parse of both services'
+ * bodies, queries, paths and forms, so each issue carries what `zodIssuesToValidation` and
+ * `pydanticErrorOf` need to word it as pydantic does.
+ */
+export function safeParseForProblems<S extends z.ZodType>(schema: S, input: unknown, options: { reportInput?: boolean } = {}): z.ZodSafeParseResult<z.output<S>> {
+  return schema.safeParse(input, { ...options, error: integerWords });
 }
 
 /** zod's expected type -> pydantic's error type and the noun of its message. */

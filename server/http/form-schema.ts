@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type ValidationErrorItem, pydanticErrorOf } from '../../wire/problem-detail.js';
+import { type ValidationErrorItem, pydanticErrorOf, safeParseForProblems } from '../../wire/problem-detail.js';
 import { isUploadedFile } from '../../wire/form-fields.js';
 import { validationFailed } from './http-error.js';
 
@@ -27,7 +27,7 @@ export function parseForm<S extends z.ZodObject>(schema: S, raw: Readonly<Record
     if (value !== '' && value !== undefined) present[key] = value;
   }
   // `reportInput`: an issue on a default (an absent field) carries the value that failed.
-  const result = schema.safeParse(present, { reportInput: true });
+  const result = safeParseForProblems(schema, present, { reportInput: true });
   if (result.success) return result.data;
   const byField = new Map<string, ValidationErrorItem>();
   for (const issue of result.error.issues) {

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { type ValidationErrorItem, zodIssuesToValidation } from '../../wire/problem-detail.js';
+import { type ValidationErrorItem, safeParseForProblems, zodIssuesToValidation } from '../../wire/problem-detail.js';
 
 /**
  * The one error type of the HTTP layer. Handlers throw it; the one error handler
@@ -29,7 +29,7 @@ export function fieldValueError(field: string, message: string, input: unknown):
 
 /** Parses `input` with `schema`, throwing a 422 `HttpError` located under `where` (body, query, path). */
 export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
-  const result = schema.safeParse(input);
+  const result = safeParseForProblems(schema, input);
   if (result.success) return result.data;
   throw new HttpError(422, zodIssuesToValidation(result.error.issues, where, input));
 }

@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { problemCodes } from '../../core/relay/problem.js';
 import { coreProblemError } from '../../wire/core-problem-errors.js';
-import { problemTypes, zodIssuesToValidation } from '../../wire/problem-detail.js';
-import { numericTextField } from '../../wire/form-fields.js';
+import { problemTypes, safeParseForProblems, zodIssuesToValidation } from '../../wire/problem-detail.js';
+import { numericTextField, numericTextParam } from '../../wire/form-fields.js';
 
 /**
  * The 422 problem catalog, as Fastify keeps its error codes: the codes in the code
@@ -80,10 +80,11 @@ describe('the 422 problem catalog', () => {
       [z.object({ a: z.enum(['x', 'y']) }), { a: 'z' }],
       [z.object({ a: z.object({}) }), { a: 1 }],
       [z.object({ a: numericTextField({ default: '1', description: '' }) }), { a: 'soon' }],
+      [z.object({ a: numericTextParam({ whole: true, description: '' }) }), { a: '1.5' }],
       [z.object({ a: z.string().refine(() => false, { message: 'never' }) }), { a: 'x' }],
     ];
     const types = failures.flatMap(([schema, input]) => {
-      const result = schema.safeParse(input);
+      const result = safeParseForProblems(schema, input);
       if (result.success) throw new Error(`${JSON.stringify(input)} passed`);
       return zodIssuesToValidation(result.error.issues, 'body', input).map((entry) => entry.type);
     });

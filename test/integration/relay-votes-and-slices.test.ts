@@ -133,6 +133,18 @@ describe('slices', () => {
     expect((now.body.slice as { hash: string }).hash).toBe(exc.body.slice_hash);
   });
 
+  it('a threshold that is no JSON integer is pydantic\'s int_type, as the core answers one inside a vote (JSON is read strictly: "1" is not coerced)', async () => {
+    const node = await registerNode(relay, clock);
+    const v = [generateNodeKey().nodeId];
+    for (const t of ['1', 'x', null, 1.5, true]) {
+      const r = await post('/slice', { t, v }, node.auth);
+      expect([r.status, r.body.detail], JSON.stringify(t)).toEqual([422, [{ type: 'int_type', loc: ['body', 't'], msg: 'Input should be a valid integer', input: t }]]);
+    }
+    // Nested sets too: the inner set's `t` is named by its path.
+    const inner = await post('/slice', { v, i: [{ t: '1', v: [generateNodeKey().nodeId] }] }, node.auth);
+    expect(inner.body.detail).toEqual([{ type: 'int_type', loc: ['body', 'i', 0, 't'], msg: 'Input should be a valid integer', input: '1' }]);
+  });
+
   it('refuses to exclude the last validator or an explicit t above the entries', async () => {
     const node = await registerNode(relay, clock);
     const [a, b] = [generateNodeKey().nodeId, generateNodeKey().nodeId];

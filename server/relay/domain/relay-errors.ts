@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { Problem } from '../../../core/relay/problem.js';
-import { type ValidationErrorItem, coreProblemsToValidation, zodIssuesToValidation } from '../../../wire/problem-detail.js';
+import { type ValidationErrorItem, coreProblemsToValidation, safeParseForProblems, zodIssuesToValidation } from '../../../wire/problem-detail.js';
 
 /**
  * The relay's domain errors: one stable code per way its domain refuses a request, and the detail
@@ -109,7 +109,7 @@ export function invalidInputAt(where: (string | number)[], problems: readonly Pr
  * what `parseOr422` is to routes, for use cases, which name no HTTP status.
  */
 export function parseOrRefuse<T>(schema: z.ZodType<T>, input: unknown, where: string): T {
-  const result = schema.safeParse(input);
+  const result = safeParseForProblems(schema, input);
   if (result.success) return result.data;
   const entries = zodIssuesToValidation(result.error.issues, where, input);
   throw new RelayRefusal('invalid_input', validationMessage(entries), { entries });
