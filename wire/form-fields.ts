@@ -110,6 +110,20 @@ export function textField(options: { minLength?: number; maxLength?: number; pat
   return field.meta({ description: options.description });
 }
 
+/**
+ * The charset a form's (or a form part's) `Content-Type` declares when it is not UTF-8, in lower
+ * case; undefined when it declares none or UTF-8. Form text is UTF-8 (RFC 7578 section 5.1.2,
+ * and what browsers send): busboy decodes some other charsets, reads a multipart form's own
+ * `charset` not at all, and hands a field in a charset it cannot decode (`utf-16`) on as
+ * undefined, which read as a field never sent. Both services refuse such a form instead.
+ */
+export function declaredNonUtf8Charset(contentType: string | undefined): string | undefined {
+  const charset = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i.exec(contentType ?? '')?.[2]?.toLowerCase();
+  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return undefined;
+  // Echoed in the refusal: bounded, as a header may be long.
+  return charset.slice(0, 40);
+}
+
 /** An uploaded file, streamed and hashed by `parse-form.ts`. */
 export interface UploadedFile {
   filename: string;

@@ -2,7 +2,7 @@ import busboy from 'busboy';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { HttpError } from './http-error.js';
-import type { UploadedFile } from '../../wire/form-fields.js';
+import { type UploadedFile, declaredNonUtf8Charset } from '../../wire/form-fields.js';
 
 /**
  * Reads an `application/x-www-form-urlencoded` or `multipart/form-data` body as a stream
@@ -62,6 +62,8 @@ export function formRefusedFromHeaders(req: IncomingMessage, maxBodyBytes: numbe
   if (!FORM_TYPES.includes(mediaType)) {
     return new HttpError(415, `Unsupported Media Type: send the body as ${FORM_TYPES.join(' or ')}${contentType ? `, not ${mediaType || contentType}` : ''}`);
   }
+  const charset = declaredNonUtf8Charset(contentType);
+  if (charset !== undefined) return new HttpError(415, `Unsupported charset: form text must be UTF-8, not ${JSON.stringify(charset)}`);
   const declaredLength = req.headers['content-length'];
   if (declaredLength !== undefined && Number(declaredLength) > maxBodyBytes) return tooLarge('the request body', maxBodyBytes);
   return undefined;
@@ -73,7 +75,11 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['content-type'] !== undefined || req.headers['transfer-encoding'] !== undefined || (declaredLength !== undefined && declaredLength !== '0');
 }
 
-/** Parses the request body as a form. Throws `HttpError` 413 / 415 / 400. */
+/**
+ * Parses the request body as a form. Throws `HttpError` 413 / 415 / 400; 415 also for a form or a
+ * part declaring a charset other than UTF-8 that busboy cannot decode (Latin-1 and UTF-16LE parts
+ * it reads as declared).
+ */
 export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise<ParsedForm> {
   if (!hasBody(req)) return Promise.resolve({ hasBody: false, values: {} });
   const refused = formRefusedFromHeaders(req, limits.maxBodyBytes);
@@ -129,7 +135,12 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
     };
     req.on('data', countBytes);
 
-    parser.on('field', (name, value, info) => {
+    parser.on('field', (name, value: string | undefined, info) => {
+      // A part in a charset busboy cannot decode (declaredNonUtf8Charset says why) comes as undefined.
+      if (value === undefined) {
+        fail(new HttpError(415, `Unsupported charset: form field ${JSON.stringify(name)} declares a charset the server cannot read; send form text as UTF-8`));
+        return;
+      }
       if (info.valueTruncated) {
         fail(tooLarge(`form field "${name}"`, maxFieldBytes));
         return;

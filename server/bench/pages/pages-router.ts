@@ -12,6 +12,7 @@ import type { WaitlistStore } from '../../storage/bench/waitlist-store.js';
 import { renderStatsPage } from './stats-page.js';
 import { type ValidationErrorItem, parseWaitlistForm } from './waitlist-form.js';
 import { strictRouter } from '../../http/starlette-routing.js';
+import { declaredNonUtf8Charset } from '../../../wire/form-fields.js';
 
 /**
  * The parts of the bench service (spec 0.3.4) that people and crawlers see: `GET /`, `GET /stats`,
@@ -111,8 +112,8 @@ function formFields(req: express.Request): Map<string, string[]> {
       `The waitlist takes an application/x-www-form-urlencoded form (fields kind, email, note, csrf), got ${JSON.stringify(req.get('content-type') ?? 'no content type')}.`,
     );
   }
-  const charset = /;\s*charset=("?)([^";]+)\1/i.exec(req.get('content-type') ?? '')?.[2]?.toLowerCase();
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+  const charset = declaredNonUtf8Charset(req.get('content-type'));
+  if (charset !== undefined) {
     throw new PagesHttpError(415, `The waitlist form must be UTF-8, got charset ${JSON.stringify(charset)}.`);
   }
   let text: string;

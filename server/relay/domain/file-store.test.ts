@@ -113,3 +113,39 @@ describe('FileStore: a stored file is on disk before it is reported stored', () 
     expect(existsSync(files.pathOf(id))).toBe(true);
   });
 });
+
+describe('FileStore: form text is UTF-8', () => {
+  /** A raw multipart request with a file part and a `title` part with `titleHeaders`. */
+  function rawUpload(contentType: string, titleHeaders: string, title: Buffer): IncomingMessage {
+    const body = Buffer.concat([
+      Buffer.from(`--B\r\nContent-Disposition: form-data; name="title"\r\n${titleHeaders}\r\n`),
+      title,
+      Buffer.from('\r\n--B\r\nContent-Disposition: form-data; name="file"; filename="image.elf"\r\n\r\n'),
+      content,
+      Buffer.from('\r\n--B--\r\n'),
+    ]);
+    const req = new PassThrough();
+    req.end(body);
+    return Object.assign(req, { headers: { 'content-type': contentType, 'content-length': String(body.length) }, complete: true }) as unknown as IncomingMessage;
+  }
+
+  it('a title part in a charset busboy cannot decode is refused, not replaced by the file name', async () => {
+    const files = new FileStore(data.dir);
+    const upload = files.receiveMultipart(rawUpload('multipart/form-data; boundary=B', 'Content-Type: text/plain; charset=utf-16\r\n', Buffer.from('My title', 'utf16le')));
+    await expect(upload).rejects.toMatchObject({ code: 'invalid_input', detail: 'validation failed: body.title: Value error, not a usable multipart request: the part declares a charset the relay cannot read; send form text as UTF-8' });
+    expect(existsSync(files.pathOf(id))).toBe(false);
+  });
+
+  it('a form declaring another charset than UTF-8 is refused from its headers', async () => {
+    const files = new FileStore(data.dir);
+    const upload = files.receiveMultipart(rawUpload('multipart/form-data; boundary=B; charset=utf-16', '', Buffer.from('My title')));
+    await expect(upload).rejects.toMatchObject({ code: 'invalid_input', detail: 'validation failed: header.content-type: Value error, not a usable multipart request: form text must be UTF-8, not charset "utf-16"' });
+    expect(existsSync(files.pathOf(id))).toBe(false);
+  });
+
+  it('UTF-8, declared or not, is read', async () => {
+    const files = new FileStore(data.dir);
+    await expect(files.receiveMultipart(rawUpload('multipart/form-data; boundary=B; charset=UTF-8', '', Buffer.from('Tïtle')))).resolves.toMatchObject({ itemId: id, title: 'Tïtle' });
+  });
+});
+

@@ -10,6 +10,7 @@ import type { SharedFileContents } from '../../storage/relay/shared-file-content
 import { isDiskFull } from '../../storage/storage-faults.js';
 import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
+import { declaredNonUtf8Charset } from '../../../wire/form-fields.js';
 
 /** A file received in full, hashed and stored under its SHA-256. */
 export interface ReceivedFile {
@@ -109,7 +110,8 @@ export class FileStore {
    * leave an orphan file: audit finding 4).
    */
   receiveMultipart(req: UploadSource, check: (upload: UploadCheck) => string | Promise<string> = (upload) => upload.title): Promise<ReceivedFile> {
-    const refused = declaredUploadTooLarge(req);
+    // Refused from the headers, before a byte is read (the error handler closes the connection).
+    const refused = declaredUploadTooLarge(req) ?? nonUtf8Form(req.headers['content-type']);
     if (refused) return Promise.reject(refused);
     return new Promise<ReceivedFile>((resolve, reject) => {
       let bb: busboy.Busboy;
@@ -150,7 +152,8 @@ export class FileStore {
         // busboy cuts a long value, and skips parts past its limits, without failing: a form read
         // only in part is refused, not stored without what was cut (a dropped authorship left the
         // item unsigned with a 201).
-        if (info.valueTruncated) fail(invalidInputAt(['body', name], [{ path: [], code: 'form_field_too_big', limit: MULTIPART_FIELD_MAX_BYTES }]));
+        if (typeof (value as string | undefined) !== 'string') fail(unreadablePart(name));
+        else if (info.valueTruncated) fail(invalidInputAt(['body', name], [{ path: [], code: 'form_field_too_big', limit: MULTIPART_FIELD_MAX_BYTES }]));
         else if (name === 'title') title = value;
         else fields.set(name, value);
       });
@@ -361,4 +364,22 @@ function safeUnlink(path: string): void {
   } catch {
     // Already gone: the goal (no temp file left) is met.
   }
+}
+
+/**
+ * A form declaring a charset other than UTF-8 (`declaredNonUtf8Charset`): refused, as busboy
+ * would read its parts as UTF-8 regardless.
+ */
+function nonUtf8Form(contentType: string | undefined): RelayRefusal | undefined {
+  const charset = declaredNonUtf8Charset(contentType);
+  if (charset === undefined) return undefined;
+  return invalidInputAt(['header', 'content-type'], [{ path: [], code: 'not_multipart', note: `form text must be UTF-8, not charset ${JSON.stringify(charset)}`, input: contentType ?? null }]);
+}
+
+/**
+ * A text part in a charset busboy cannot decode (`utf-16`), which it hands on as undefined: read
+ * as a field never sent, a title fell back to the file name and an authorship was dropped.
+ */
+function unreadablePart(name: string): RelayRefusal {
+  return invalidInputAt(['body', name], [{ path: [], code: 'not_multipart', note: 'the part declares a charset the relay cannot read; send form text as UTF-8' }]);
 }
