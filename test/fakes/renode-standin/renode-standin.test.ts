@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,7 @@ import { RenodeCommandError, RenodeMonitor } from '../../../backends/renode/reno
 import { firmwarePath, loadFirmwareManifest } from '../../../firmware/examples/firmware-manifest.js';
 import { writeLateUartQemu } from './late-uart-qemu.js';
 import { renodeStandinPath } from './standin-path.js';
+import { until } from '../../support/hilbench-processes.js';
 
 /**
  * The stand-in's own protocol, checked directly (without the backend): what Renode 1.16 prints
@@ -130,7 +131,8 @@ describe('Renode stand-in: monitor', () => {
   });
 
   it('binds the UART terminal on every interface, queues output until a client connects, and speaks telnet when asked', async () => {
-    const { child, monitor } = await standin();
+    const queued = path.join(mkdtempSync(path.join(scratch, 'queue-')), 'queued.bin');
+    const { child, monitor } = await standin({ RENODE_STANDIN_QUEUE_TRACE: queued });
     const port = await freeTcpPort();
     const telnetPort = await freeTcpPort();
     try {
@@ -151,7 +153,12 @@ describe('Renode stand-in: monitor', () => {
       expect(again.output[1]).toBe(`Unable to create '0.0.0.0:${port}' socket:[AddressAlreadyInUse] Address already in use`);
 
       await expect(monitor.execute('start', 5000)).resolves.toEqual(['Starting emulation...', expect.stringMatching(/\[INFO\] dut: Machine started\.$/)]);
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Connected once the stand-in has queued the first lines for want of a client (its trace
+      // says so): what follows checks that queue, whatever the machine's load.
+      const queuedText = () => (existsSync(queued) ? readFileSync(queued, 'latin1') : '');
+      await until('the stand-in to queue "tick 1" with no client connected', () => queuedText().includes('tick 1\r\n'), 20_000).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}; queued at the end: ${JSON.stringify(queuedText())}`);
+      });
       const socket = await tcpConnect(port);
       // Bytes from before the connection come first: nothing is lost.
       expect((await readUntil(socket, /tick 1\r\n/)).toString('latin1')).toMatch(/^hilbench hello board=stm32f4-discovery\r\ntick 1\r\n/);

@@ -17,7 +17,8 @@
  *   crash-on-start  the process aborts (SIGABRT, like an unhandled .NET exception) on `start`
  *   hang            the monitor stops answering after the first prompt and ignores SIGTERM
  * Env RENODE_STANDIN_LOG_STYLE=bracketed prints `[HH:mm:ss.ffff] [INFO] ...` (newer Renode
- * builds) instead of 1.16's `HH:mm:ss.ffff [INFO] ...`.
+ * builds) instead of 1.16's `HH:mm:ss.ffff [INFO] ...`. Env RENODE_STANDIN_QUEUE_TRACE names a
+ * file the UART bytes queued before a client connects are appended to (standin-machine.ts).
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';

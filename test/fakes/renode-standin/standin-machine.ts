@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { ElfError, loadableSegments, parseElf } from '../../../core/elf.js';
@@ -11,6 +11,13 @@ import { CommandError, type StandinConsole } from './standin-console.js';
  * the qemu-system-arm child that executes the firmware in place of Renode's CPU (renode-standin.ts
  * lists the faults it can inject).
  */
+
+/**
+ * Env RENODE_STANDIN_QUEUE_TRACE: a file the stand-in appends every UART byte it queues for a
+ * terminal no client has connected to yet, as it queues it. Not Renode's: a test's event to wait
+ * on (a test of the queue connects once bytes are queued, instead of sleeping and hoping).
+ */
+const QUEUE_TRACE_PATH = process.env.RENODE_STANDIN_QUEUE_TRACE;
 
 export interface Terminal {
   name: string;
@@ -148,7 +155,10 @@ export class StandinMachine {
     const terminal = terminalName ? this.terminals.get(terminalName) : undefined;
     if (!terminal) return;
     if (terminal.client) terminal.client.write(data);
-    else terminal.queue.push(data);
+    else {
+      terminal.queue.push(data);
+      if (QUEUE_TRACE_PATH) appendFileSync(QUEUE_TRACE_PATH, data);
+    }
   }
 
   /**
