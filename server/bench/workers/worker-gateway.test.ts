@@ -1,44 +1,10 @@
 import type { JobTicket } from '../../../harness/worker/worker-link.js';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { createClock } from '@sinonjs/fake-timers';
-import { afterEach, describe, expect, it } from 'vitest';
-import { clockFromFakeTimers } from '../../../core/clock.js';
+import { describe, expect, it } from 'vitest';
 import { jobRecord, sessionRecord, T0 } from '../../../test/contract/bench-store-contract.js';
-import { memoryLogger } from '../../http/logger.js';
-import { FirmwareBlobStore } from '../../storage/bench/firmware-blob-store.js';
-import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
-import { defaultBenchLimits } from '../domain/bench-limits.js';
-import { type LiveUartChunk, JobLive } from '../domain/job-live.js';
+import type { LiveUartChunk } from '../domain/job-live.js';
+import { endedByDeadline, settle, setUpWorkerGateway as setUp } from '../../../test/support/worker-gateway-set-up.js';
 import { UART_SAVE_INTERVAL_MS } from './uart-record.js';
-import { WorkerGateway } from './worker-gateway.js';
-import { countInstanceHealth } from '../domain/instance-health.js';
-import type { FinishedJob } from '../../storage/bench/bench-store.js';
-
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-async function setUp() {
-  const fake = createClock(T0);
-  const clock = clockFromFakeTimers(fake);
-  const store = new SqliteBenchStore(':memory:');
-  await store.insertAgent({ agentId: 'ag_1', label: 'one', tokenSha256: '1'.repeat(64), createdAtMs: T0 });
-  const dir = mkdtempSync(path.join(tmpdir(), 'hilbench-gateway-'));
-  dirs.push(dir);
-  const blobs = new FirmwareBlobStore(dir);
-  const live = new JobLive();
-  const healthCounted: Array<{ jobId: string; failures: number | undefined }> = [];
-  const instanceHealth = {
-    unquarantined: async (_board: string, instances: readonly string[]) => [...instances],
-    count: countInstanceHealth,
-    counted: ({ job, health }: FinishedJob) => healthCounted.push({ jobId: job.jobId, failures: health?.after.consecutiveFailures }),
-  };
-  const gateway = (claimPollMs?: number) => new WorkerGateway({ clock, store, blobs, live, limits: defaultBenchLimits, logger: memoryLogger(), claimPollMs, instanceHealth });
-  return { fake, store, live, gateway, healthCounted };
-}
+import { defaultBenchLimits } from '../domain/bench-limits.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const report = (offset: number, ...texts: string[]) => ({
@@ -65,19 +31,14 @@ describe('WorkerGateway', () => {
   });
 
   it('answers a waiting claim empty when it closes, and asks the store nothing more (it closes next)', async () => {
-    const { store, gateway } = await setUp();
+    const { gateway, claims } = await setUp();
     const g = gateway();
     const waiting = g.linkFor('w1', { claimMs: null }).claim(['pico'], new AbortController().signal);
     await new Promise((resolve) => setImmediate(resolve));
-    let claimsAfterClose = 0;
-    const claimTask = store.claimTask.bind(store);
-    store.claimTask = async (...args: Parameters<typeof claimTask>) => {
-      claimsAfterClose += 1;
-      return claimTask(...args);
-    };
+    const beforeClose = claims();
     await g.close();
     expect(await waiting).toBeUndefined();
-    expect(claimsAfterClose).toBe(0);
+    expect(claims() - beforeClose).toBe(0);
   });
 
   it('claims on the instances a worker reported through it, or that its request was authenticated with, without reading its row (decision 0860)', async () => {
@@ -134,17 +95,10 @@ describe('WorkerGateway', () => {
   });
 
   it("waits before the first look of the next claim on a board whose job ended here with nothing waiting; looks at once when something was (decision 0980)", async () => {
-    const { fake, store, gateway } = await setUp();
+    const { fake, store, gateway, claims } = await setUp();
     const g = gateway(2_000);
     const link = g.linkFor('w1', { claimMs: null });
-    let claims = 0;
-    const claimTask = store.claimTask.bind(store);
-    store.claimTask = async (...args: Parameters<typeof claimTask>) => {
-      claims += 1;
-      return claimTask(...args);
-    };
-    const settle = () => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
-    const done = { state: 'failed' as const, failure: { kind: 'timeout' as const, message: 'deadline' }, uart: null };
+    const done = endedByDeadline;
     const runOne = async (jobId: string, createdAtMs: number) => {
       await store.createJob(jobRecord({ jobId, createdAtMs }), { maxQueuedPerBoard: 4, nowMs: createdAtMs });
       g.jobQueued('pico');
@@ -153,14 +107,14 @@ describe('WorkerGateway', () => {
     };
     await runOne('job_1', T0);
     // Nothing waited on pico as job_1 ended: the next claim waits, then looks when a job is queued here.
-    claims = 0;
+    const before = claims();
     const next = link.claim(['pico'], new AbortController().signal);
     await settle();
-    expect(claims).toBe(0);
+    expect(claims() - before).toBe(0);
     await store.createJob(jobRecord({ jobId: 'job_2', createdAtMs: T0 + 1 }), { maxQueuedPerBoard: 4, nowMs: T0 + 1 });
     g.jobQueued('pico');
     expect(await next).toMatchObject({ jobId: 'job_2' });
-    expect(claims).toBe(1);
+    expect(claims() - before).toBe(1);
     await link.finish('job_2', done);
     // Queued through another replica after that end: taken at the poll.
     const polled = link.claim(['pico'], new AbortController().signal);
@@ -327,7 +281,6 @@ describe('WorkerGateway', () => {
       takes += 1;
       return take(...args);
     };
-    const settle = () => new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
     const enqueue = (jobId: string, text: string) => store.serialInput.enqueue(jobId, bytes(text), { nowMs: T0, maxPendingBytes: 64 });
     for (const [jobId, board] of [
       ['job_1', 'pico'],
