@@ -2,7 +2,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-/** test/README.md says which kind of test lives where: every folder under test/ (two levels) must be in it. */
+/**
+ * test/README.md says which kind of test lives where: every folder under test/ (two levels) must be
+ * in it, and every helper in test/support is described there by its file name.
+ */
 const testDir = import.meta.dirname;
 
 describe('test/README.md', () => {
@@ -24,5 +27,12 @@ describe('test/README.md', () => {
       .map((d) => path.posix.join('test', path.relative(testDir, d.parentPath).split(path.sep).join('/')));
     expect(holding.length).toBeGreaterThan(5);
     expect([...new Set(holding)].filter((folder) => !readme.includes(`\`${folder}/\``))).toEqual([]);
+  });
+
+  it('describes every helper file of test/support', () => {
+    const readme = readFileSync(path.join(testDir, 'README.md'), 'utf8');
+    const helpers = readdirSync(path.join(testDir, 'support')).filter((name) => !name.endsWith('.test.ts'));
+    expect(helpers.length).toBeGreaterThan(5);
+    expect(helpers.filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);
   });
 });
