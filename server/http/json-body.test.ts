@@ -44,4 +44,9 @@ describe('readJsonBody', () => {
     expect([err.status, err.detail]).toEqual([400, 'There was an error parsing the body']);
     expect(await readJsonBody(request('{"text":"café"}', json), { maxBodyBytes: 100 })).toEqual({ text: 'café' });
   });
+
+  it('reads past a UTF-8 byte-order mark, as FastAPI and the relay do', async () => {
+    const withMark = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}')]);
+    expect(await readJsonBody(request([withMark], json), { maxBodyBytes: 100 })).toEqual({ a: 1 });
+  });
 });

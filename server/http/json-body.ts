@@ -30,7 +30,9 @@ export async function readJsonBody(req: IncomingMessage, options: { maxBodyBytes
   }
   const bytes = Buffer.concat(chunks);
   if (!isUtf8(bytes)) throw new HttpError(400, NOT_UTF8_DETAIL);
-  const text = bytes.toString('utf8');
+  // A UTF-8 byte-order mark is read past, as Python's json.loads (FastAPI) and the relay's parser
+  // do (RFC 8259 section 8.1 lets a parser ignore one); JSON.parse alone would call it invalid.
+  const text = withoutByteOrderMark(bytes.toString('utf8'));
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
@@ -48,6 +50,10 @@ export const NOT_UTF8_DETAIL = 'There was an error parsing the body';
 /** The 415 both services answer for a body that is not declared JSON where JSON is read. */
 export function notJson(mediaType: string): HttpError {
   return new HttpError(415, `Unsupported media type: the body must be JSON (content-type: application/json), not ${mediaType || 'none'}`);
+}
+
+function withoutByteOrderMark(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 function tooLarge(maxBodyBytes: number): HttpError {
