@@ -37,6 +37,15 @@ export interface SimGdbIo {
 export type DebugRunStop = { kind: 'breakpoint' } | { kind: 'interrupted' } | { kind: 'halted'; halt: EngineHalt } | { kind: 'closed' };
 
 export const DEFAULT_DEBUG_SLICE_NANOS = 1_000_000;
+
+/**
+ * The reply (an `E.` error with its text) to a packet that comes while the chip runs. In all-stop
+ * mode GDB sends nothing but 0x03 then (GDB manual, "Remote Protocol", "Stop Reply Packets"); a
+ * client of its own may. Each packet gets an answer all the same: the debugger slot counts a packet
+ * as pending until its answer (`MAX_UNANSWERED_PACKETS`), so one dropped unanswered would hold its
+ * place for good, and enough of them would stop the slot reading the client, its 0x03 included.
+ */
+export const RUNNING_PACKET_REPLY = 'E.the target is running: only an interrupt (0x03) is read until it stops';
 const setImmediateYield = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**

@@ -6,7 +6,7 @@ import { parseElf } from '../../core/elf.js';
 import { hexLittleEndian, rspPacket } from '../../core/gdb/rsp-packet.js';
 import { RspReader } from '../../core/gdb/rsp-reader.js';
 import { AvrEngine } from '../avr-engine.js';
-import type { SimGdbEnd } from '../sim-gdb-target.js';
+import { RUNNING_PACKET_REPLY, type SimGdbEnd } from '../sim-gdb-target.js';
 
 /**
  * hilbench's avr8js GDB stub, packet by packet, on the debug program (no avr-gdb needed; the
@@ -48,7 +48,7 @@ function stub() {
       target.receive(rspPacket(payload));
       check();
     });
-  return { engine, ask, uart: () => uart, ends };
+  return { engine, ask, target, replies, uart: () => uart, ends };
 }
 
 describe('AvrGdbTarget', () => {
@@ -85,5 +85,16 @@ describe('AvrGdbTarget', () => {
     expect(await ask('m7fffff,4')).toBe('E01');
     expect(await ask('D')).toBe('OK');
     expect(ends).toEqual([{ how: 'detached' }]);
+  });
+
+  it('answers every packet sent while the chip runs with an error reply (none dropped), then the stop', async () => {
+    const { ask, target, replies } = stub();
+    const firstAnswer = ask('c');
+    // More than the slot's MAX_UNANSWERED_PACKETS (16): each must be answered, or the slot's count of pending packets would leak.
+    for (let i = 0; i < 20; i++) target.receive(rspPacket('g'));
+    expect(replies).toEqual(Array(20).fill(RUNNING_PACKET_REPLY));
+    // The first answer after `c` is the refused packet's; the stop reply comes when the chip stops.
+    expect(await firstAnswer).toBe(RUNNING_PACKET_REPLY);
+    expect(target.running).toBe(true);
   });
 });

@@ -1,7 +1,7 @@
 import { bytesOfHex, hexLittleEndian, hexOfBytes, rspPacket } from '../../core/gdb/rsp-packet.js';
 import { RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
 import type { AvrEngine } from '../avr-engine.js';
-import { haltStopReply, runUntilDebugStop, type SimGdbIo, type SimGdbTarget } from '../sim-gdb-target.js';
+import { haltStopReply, RUNNING_PACKET_REPLY, runUntilDebugStop, type SimGdbIo, type SimGdbTarget } from '../sim-gdb-target.js';
 
 /**
  * avr-gdb's view of an AVR (GDB's avr-tdep.c): 35 registers, r0..r31 and SREG one byte each, SP
@@ -64,8 +64,9 @@ export class AvrGdbTarget implements SimGdbTarget {
           continue;
         }
         if (this.acks) this.io.send('+');
-        // In all-stop mode the debugger sends nothing but 0x03 while the target runs.
-        if (!this.continuing) this.handle(event.payload);
+        // In all-stop mode the debugger sends nothing but 0x03 while the target runs; anything else is refused, never dropped.
+        if (this.continuing) this.reply(RUNNING_PACKET_REPLY);
+        else this.handle(event.payload);
       }
     }
   }

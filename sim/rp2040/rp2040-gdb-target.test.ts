@@ -3,6 +3,7 @@ import { loadBoardCatalog } from '../../boards/catalog.js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { THUMB_SLEEP_FOR_EVER, thumbProgram } from '../../test/support/sim-programs.js';
 import { Rp2040Engine } from '../rp2040-engine.js';
+import { RUNNING_PACKET_REPLY } from '../sim-gdb-target.js';
 
 const pico = loadBoardCatalog().find((b) => b.id === 'pico')!;
 const strict = {
@@ -43,5 +44,32 @@ describe('Rp2040GdbTarget thread ids', () => {
     expect(ask('qC')).toBe(`+${rspPacket('QC2')}`);
     expect(ask('vCont;s:1')).toMatch(/thread:1;/);
     expect(ask('qC')).toBe(`+${rspPacket('QC1')}`);
+  });
+});
+
+describe('Rp2040GdbTarget while the chip runs', () => {
+  it('answers every packet sent while it runs with an error reply (none dropped), and still stops at an interrupt', async () => {
+    const engine = new Rp2040Engine(pico, thumbProgram(THUMB_SLEEP_FOR_EVER), strict);
+    let sent = '';
+    let wake = () => undefined as void;
+    const target = engine.openGdb({
+      send: (text) => {
+        sent += text;
+        wake();
+      },
+      onUart: () => undefined,
+      onEnd: () => undefined,
+    });
+    target.receive(rspPacket('c'));
+    expect(target.running).toBe(true);
+    sent = '';
+    // More than the slot's MAX_UNANSWERED_PACKETS (16): each must be answered, or the slot's count of pending packets would leak.
+    for (let i = 0; i < 20; i++) target.receive(rspPacket('m20000000,4'));
+    expect(sent).toBe(`+${rspPacket(RUNNING_PACKET_REPLY)}`.repeat(20));
+    sent = '';
+    const stopped = new Promise<void>((resolve) => (wake = () => (/\$T02/.test(sent) ? resolve() : undefined)));
+    target.receive('\x03');
+    await stopped;
+    target.close();
   });
 });

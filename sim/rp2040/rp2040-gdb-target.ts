@@ -2,7 +2,7 @@ import { GDBConnection, GDBServer, type RP2040 } from 'rp2040js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
 import { RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
 import type { Rp2040Engine } from '../rp2040-engine.js';
-import { GdbCoreThreads, haltStopReply, runUntilDebugStop, type SimGdbEnd, type SimGdbIo, type SimGdbTarget } from '../sim-gdb-target.js';
+import { GdbCoreThreads, haltStopReply, RUNNING_PACKET_REPLY, runUntilDebugStop, type SimGdbEnd, type SimGdbIo, type SimGdbTarget } from '../sim-gdb-target.js';
 
 /** `bkpt 0xab` is an ARM semihosting call (the exit convention), never a debugger's breakpoint. */
 const SEMIHOSTING_BKPT = 0xab;
@@ -112,7 +112,9 @@ export class Rp2040GdbTarget implements SimGdbTarget {
           if (payload !== 'k') this.io.send(rspPacket('OK'));
           this.end({ how: payload[0] === 'D' ? 'detached' : 'killed' });
         } else if (threadReply !== undefined) this.io.send(`+${rspPacket(threadReply)}`);
-        else if (!this.continuing) this.withCoreOf(payload, () => this.feed(event.raw));
+        // rp2040js's server reads nothing while the chip runs: a packet then is refused here, never dropped.
+        else if (this.continuing) this.io.send(event.checksumOk ? `+${rspPacket(RUNNING_PACKET_REPLY)}` : '-');
+        else this.withCoreOf(payload, () => this.feed(event.raw));
       }
     }
   }
