@@ -97,4 +97,12 @@ describe('AvrGdbTarget', () => {
     expect(await firstAnswer).toBe(RUNNING_PACKET_REPLY);
     expect(target.running).toBe(true);
   });
+
+  it('answers a packet under the slot bound but over its PacketSize (a 60 KB memory write) with E01, and goes on', async () => {
+    const { ask, ends } = stub();
+    const bytes = 30_000;
+    expect(await ask(`M800100,${bytes.toString(16)}:${'00'.repeat(bytes)}`)).toBe('E01');
+    expect(await ask('?')).toBe('S05');
+    expect(ends).toEqual([]);
+  });
 });

@@ -1,5 +1,6 @@
 import { bytesOfHex, hexLittleEndian, hexOfBytes, rspPacket } from '../../core/gdb/rsp-packet.js';
-import { RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
+import { protocolErrorMessage } from '../../core/gdb/debugger-slot.js';
+import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
 import type { AvrEngine } from '../avr-engine.js';
 import { haltStopReply, RUNNING_PACKET_REPLY, runUntilDebugStop, type SimGdbIo, type SimGdbTarget } from '../sim-gdb-target.js';
 
@@ -27,7 +28,9 @@ const STEP_BOUND_NANOS = 1_000_000;
  * `S02` after an interrupt, `W` when the firmware exits, `S0b` when it crashes.
  */
 export class AvrGdbTarget implements SimGdbTarget {
-  private readonly reader = new RspReader({ maxPacketBytes: PACKET_SIZE * 2 + 64 });
+  // The debugger slot in front bounds a packet at DEFAULT_MAX_PACKET_BYTES: a tighter bound here
+  // (GDB sends at most PACKET_SIZE) would end the session on a packet the slot let through.
+  private readonly reader = new RspReader({ maxPacketBytes: DEFAULT_MAX_PACKET_BYTES });
   private readonly breakpoints = new Set<number>();
   private acks = true;
   private continuing = false;
@@ -50,6 +53,8 @@ export class AvrGdbTarget implements SimGdbTarget {
       events = this.reader.feed(text);
     } catch (err) {
       if (!(err instanceof RspProtocolError)) throw err;
+      // The debugger reads why as its last bytes, as it does from the slot's own gate.
+      this.reply(`E.${protocolErrorMessage(err.message)}`);
       this.end({ how: 'protocol-error', message: err.message });
       return;
     }

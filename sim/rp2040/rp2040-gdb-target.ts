@@ -1,13 +1,12 @@
 import { GDBConnection, GDBServer, type RP2040 } from 'rp2040js';
 import { rspPacket } from '../../core/gdb/rsp-packet.js';
-import { RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
+import { protocolErrorMessage } from '../../core/gdb/debugger-slot.js';
+import { DEFAULT_MAX_PACKET_BYTES, RspProtocolError, RspReader } from '../../core/gdb/rsp-reader.js';
 import type { Rp2040Engine } from '../rp2040-engine.js';
 import { GdbCoreThreads, haltStopReply, RUNNING_PACKET_REPLY, runUntilDebugStop, type SimGdbEnd, type SimGdbIo, type SimGdbTarget } from '../sim-gdb-target.js';
 
 /** `bkpt 0xab` is an ARM semihosting call (the exit convention), never a debugger's breakpoint. */
 const SEMIHOSTING_BKPT = 0xab;
-/** rp2040js advertises PacketSize=4000 (hex); a packet from GDB is never longer than twice that plus framing. */
-const MAX_PACKET_BYTES = 0x8000 + 64;
 
 /** Unwinds rp2040js out of the instruction that hit a debugger breakpoint. */
 class DebugBreak extends Error {}
@@ -34,7 +33,9 @@ type Core = RP2040['core'];
  *   read through the chip, as core 0 sees it (SIO and the private peripherals are per core).
  */
 export class Rp2040GdbTarget implements SimGdbTarget {
-  private readonly reader = new RspReader({ maxPacketBytes: MAX_PACKET_BYTES });
+  // rp2040js advertises PacketSize=4000 (hex), but the debugger slot in front bounds a packet at
+  // DEFAULT_MAX_PACKET_BYTES: a tighter bound here would end the session on a packet it let through.
+  private readonly reader = new RspReader({ maxPacketBytes: DEFAULT_MAX_PACKET_BYTES });
   private readonly connection: GDBConnection;
   private readonly engineBreak: (code: number) => void;
   private readonly engineCore1Break: (code: number) => void;
@@ -99,6 +100,8 @@ export class Rp2040GdbTarget implements SimGdbTarget {
       events = this.reader.feed(text);
     } catch (err) {
       if (!(err instanceof RspProtocolError)) throw err;
+      // The debugger reads why as its last bytes, as it does from the slot's own gate.
+      this.io.send(rspPacket(`E.${protocolErrorMessage(err.message)}`));
       return this.end({ how: 'protocol-error', message: err.message });
     }
     for (const event of events) {

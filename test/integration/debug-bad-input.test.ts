@@ -144,6 +144,19 @@ describe.each(servers)('hilbench debug: bad input, the port served by %s', (_whe
     expect(await session.outcome).toMatchObject({ outcome: 'passed' });
   });
 
+  it('answers a packet just under the bound (a 60 KB memory write), and the connection goes on', { timeout: 60_000 }, async () => {
+    const session = startSession(observedSim(server).backend);
+    const client = await rawClient(await session.port);
+    const bytes = 30_000;
+    // 60 000 hex digits: over what GDB sends (rp2040js advertises 16 KiB) but under the 64 KiB bound, so answered, not closed.
+    client.socket.write(rspPacket(`M20010000,${bytes.toString(16)}:${'a5'.repeat(bytes)}`));
+    await client.receives(/\$OK#/);
+    client.socket.write(rspPacket('m20010000,4'));
+    await client.receives(/\$a5a5a5a5#/);
+    client.socket.write(rspPacket('D'));
+    expect(await session.outcome).toMatchObject({ outcome: 'passed' });
+  });
+
   it('frees the board when the debugger vanished and none came back within the idle timeout (injected clock)', { timeout: 60_000 }, async () => {
     const fake = createClock();
     const observed = observedSim(server);

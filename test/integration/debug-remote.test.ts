@@ -162,6 +162,9 @@ describe('hilbench debug through a server and a remote worker', () => {
     // The first stream works: a stop-reason query is answered by rp2040js's GDB server through the worker.
     first.send(rspPacket('?'));
     expect(await first.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    // A packet just under the 64 KiB bound (a 60 KB memory write) is answered through the server and the worker, and the stream goes on.
+    first.send(rspPacket(`M20010000,${(30_000).toString(16)}:${'a5'.repeat(30_000)}`));
+    expect(await first.until(/\$OK#/)).toMatch(/\$OK#/);
 
     // Bytes outside a packet: this stream closes with the reason; the job and the board go on.
     first.send('hello gdb');
