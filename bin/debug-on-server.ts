@@ -66,7 +66,8 @@ export async function runRemoteDebugSession(options: RemoteDebugOptions): Promis
       throw err instanceof RemoteNeverRan ? err : new RemoteNeverRan(describe(err));
     }
     const jobId = job.job_id;
-    server = net.createServer((socket) => {
+    // Half-open allowed: a GDB that ends its side after its last packet still reads the answers the stream brings back.
+    server = net.createServer({ allowHalfOpen: true }, (socket) => {
       sockets.add(socket);
       socket.once('close', () => sockets.delete(socket));
       void relaySocket(socket, debug, jobId, options.log);

@@ -25,17 +25,23 @@ export interface DebuggerConnection {
   onData(listener: (text: string) => void): void;
   /** Whether to stop reading (`onData`) for now: the slot holds a debugger whose packets the target has not answered. */
   hold(held: boolean): void;
+  /** Once, when the debugger ended its side (a half-close): it sends nothing more, but still reads what it is sent until this side ends. */
+  onEnd(listener: () => void): void;
   /** Once, when the connection has closed from either side. */
   onClose(listener: () => void): void;
 }
 
-/** A TCP socket (or any duplex stream) as a debugger connection: no Nagle delay, keepalive after `DEBUGGER_KEEPALIVE_IDLE_MS`, errors seen as its close. */
+/** A TCP socket (or any duplex stream) as a debugger connection: no Nagle delay, keepalive after `DEBUGGER_KEEPALIVE_IDLE_MS`, half-open allowed, errors seen as its close. */
 export function socketConnection(socket: Duplex & Partial<Pick<net.Socket, 'setNoDelay' | 'setKeepAlive'>>): DebuggerConnection {
   socket.setNoDelay?.(true);
   // A debugger whose host vanished without closing is noticed by TCP keepalive, and then counts
   // as disconnected: the idle timeout frees the board.
   socket.setKeepAlive?.(true, DEBUGGER_KEEPALIVE_IDLE_MS);
   socket.on('error', () => undefined);
+  // A debugger that ends its side (sends FIN) after its last packet still reads the answers: this
+  // side stays open until the owner ends it (the slot does once they are written), instead of
+  // ending at once, as a socket does by default, with the answers still on their way.
+  socket.allowHalfOpen = true;
   // Reading stops while either holds: answers waiting to drain, or the owner's hold.
   let heldForDrain = false;
   let heldByOwner = false;
@@ -72,6 +78,7 @@ export function socketConnection(socket: Duplex & Partial<Pick<net.Socket, 'setN
       return socket.destroyed;
     },
     onData: (listener) => void socket.on('data', (data: Buffer) => listener(data.toString('latin1'))),
+    onEnd: (listener) => void socket.once('end', listener),
     onClose: (listener) => void socket.once('close', listener),
   };
 }

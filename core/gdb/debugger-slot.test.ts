@@ -6,6 +6,7 @@ import { rspPacket } from './rsp-packet.js';
 /** A debugger's connection in memory: what it was sent, whether it was ended or destroyed, and its side of the talk. */
 function fakeConnection(options: { closesOnEnd?: boolean } = {}) {
   let dataListener: (text: string) => void = () => undefined;
+  let endListener: () => void = () => undefined;
   const closeListeners: Array<() => void> = [];
   const state = { sent: '', ended: false, destroyed: false, holds: [] as boolean[] };
   const close = () => {
@@ -27,9 +28,10 @@ function fakeConnection(options: { closesOnEnd?: boolean } = {}) {
     },
     onData: (listener) => void (dataListener = listener),
     hold: (held) => void state.holds.push(held),
+    onEnd: (listener) => void (endListener = listener),
     onClose: (listener) => void closeListeners.push(listener),
   };
-  return { connection, state, send: (text: string) => dataListener(text), hangUp: close };
+  return { connection, state, send: (text: string) => dataListener(text), halfClose: () => endListener(), hangUp: close };
 }
 
 /** A target that records what reached it, answers each packet `OK`, and says whether it was closed. */
@@ -148,6 +150,30 @@ describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge 
     expect(flood.state.holds).toEqual([true, false]);
     expect(received).toHaveLength(MAX_UNANSWERED_PACKETS + 1);
     expect(flood.state.sent).toBe(`+${rspPacket('00000000')}+${rspPacket('00000000')}`);
+  });
+
+  it('ends a debugger that ended its side (a half-close) only once what it sent is answered, the answers written first', async () => {
+    let answer: (text: string) => void = () => undefined;
+    const slow: DebugTarget = { write: () => undefined, onData: (listener) => void (answer = listener), closed: new Promise(() => undefined), close: () => undefined };
+    const slot = new DebuggerSlot({ boardId: 'b', maxPacketBytes: 64, first: slow, attach: () => Promise.resolve(slow), events: quietEvents });
+    const gdb = fakeConnection({ closesOnEnd: false });
+    slot.accept(gdb.connection);
+    await settle();
+    gdb.send(`${rspPacket('?')}${rspPacket('g')}`);
+    gdb.halfClose();
+    expect(gdb.state.ended).toBe(false);
+    answer(`+${rspPacket('S05')}`);
+    expect(gdb.state.ended).toBe(false);
+    answer(`+${rspPacket('00')}`);
+    expect([gdb.state.sent, gdb.state.ended]).toEqual([`+${rspPacket('S05')}+${rspPacket('00')}`, true]);
+    // With nothing unanswered, a half-close ends the connection at once.
+    gdb.hangUp();
+    await settle();
+    const quiet = fakeConnection({ closesOnEnd: false });
+    slot.accept(quiet.connection);
+    await settle();
+    quiet.halfClose();
+    expect(quiet.state.ended).toBe(true);
   });
 
   it('frees the slot at a protocol error at once, before the refused connection has closed', async () => {

@@ -111,6 +111,14 @@ export class DebuggerSlot {
     // engine's thread.
     let unanswered = 0;
     let targetGone = false;
+    // The debugger ended its side (a half-close): its connection ends once what it sent is answered
+    // (a kill has no answer). Until then it stays, as a silent debugger does: a target that never
+    // answers (a continue that never stops) holds it until the job's deadline, or, relayed, until
+    // the server cuts the half-closed stream (SPLICE_LINGER_MS).
+    let debuggerEnded = false;
+    const endIfAnswered = () => {
+      if (debuggerEnded && (unanswered === 0 || targetGone || gate.ending?.reason === 'killed') && !connection.destroyed) connection.end();
+    };
     const count = (text: string) => text.split('$').length - 1;
     const first = this.first;
     this.first = undefined;
@@ -150,6 +158,10 @@ export class DebuggerSlot {
       if (seat.target) seat.target.write(forward);
       else pending.push(forward);
     });
+    connection.onEnd(() => {
+      debuggerEnded = true;
+      endIfAnswered();
+    });
     connection.onClose(leave);
     ready.then(
       (target) => {
@@ -166,6 +178,7 @@ export class DebuggerSlot {
           unanswered = Math.max(0, unanswered - count(text));
           if (wasHeld && unanswered <= MAX_UNANSWERED_PACKETS) connection.hold(false);
           if (!connection.destroyed) connection.write(text);
+          endIfAnswered();
         });
         void target.closed.then(({ reason }) => {
           // The target ended the session (a detach or kill it answered): its reply is written; close.

@@ -16,7 +16,8 @@ function recordingDebug(): { debug: DeviceDebug; received: string[] } {
       const stream: GdbStream = {
         write: (text) => {
           received.push(text);
-          if (text.includes('#')) for (const listener of listeners) listener(`+${rspPacket('OK')}`);
+          // One answer per packet: a debugger that ends its side is ended once each is answered.
+          for (let packets = text.split('$').length - 1; packets > 0; packets--) for (const listener of listeners) listener(`+${rspPacket('OK')}`);
         },
         onData: (listener) => {
           listeners.add(listener);

@@ -8,13 +8,15 @@ import { DebugLegRefused } from '../../clients/bench/debug-leg.js';
 import type { GdbBridge } from './gdb-bridge.js';
 import { pumpRelayedDebuggers } from './relayed-debugger.js';
 
-/** A bridge that writes down the connections it was handed and answers each one's bytes with `+`. */
+/** A bridge that writes down the connections it was handed, answers each one's bytes with `+`, and ends each that ended its side. */
 function fakeBridge() {
   const accepted: DebuggerConnection[] = [];
   const bridge = {
     accept: (connection: DebuggerConnection) => {
       accepted.push(connection);
       connection.onData(() => connection.write('+'));
+      // As the slot does for a debugger that ended its side with nothing unanswered.
+      connection.onEnd(() => connection.end());
     },
   } as unknown as GdbBridge;
   return { bridge, accepted };

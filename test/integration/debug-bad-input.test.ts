@@ -86,7 +86,9 @@ function startSession(backend: Backend, clock: Clock = systemClock) {
 
 /** A raw RSP client: everything received so far, a wait for a pattern in it, and its close. */
 async function rawClient(port: number) {
-  const socket = net.createConnection({ port, host: '127.0.0.1' });
+  // Half-open allowed, as a debugger that ends its side after its last packet keeps reading; it ends its own once the bench ended its side.
+  const socket = net.createConnection({ port, host: '127.0.0.1', allowHalfOpen: true });
+  socket.once('end', () => socket.end());
   await new Promise((resolve) => socket.once('connect', resolve));
   let received = '';
   const waiters = new Set<() => void>();
@@ -154,6 +156,17 @@ describe.each(servers)('hilbench debug: bad input, the port served by %s', (_whe
     client.socket.write(rspPacket('m20010000,4'));
     await client.receives(/\$a5a5a5a5#/);
     client.socket.write(rspPacket('D'));
+    expect(await session.outcome).toMatchObject({ outcome: 'passed' });
+  });
+
+  it('answers a debugger that ended its side after its last packet (a half-close), then closes', { timeout: 60_000 }, async () => {
+    const session = startSession(observedSim(server).backend);
+    const client = await rawClient(await session.port);
+    client.socket.end(rspPacket('?'));
+    await client.closed;
+    expect(client.received()).toMatch(/\$T05thread:1;#/);
+    const next = await rawClient(await session.port);
+    next.socket.write(rspPacket('D'));
     expect(await session.outcome).toMatchObject({ outcome: 'passed' });
   });
 

@@ -190,6 +190,30 @@ describe('hilbench debug through a server and a remote worker', () => {
     expect(await rawUpgrade(app.url, `/api/v1/jobs/${jobId}/debug`, 'websocket')).toMatch(/^HTTP\/1\.1 426 [^]*\r\nupgrade: tcp\r\n/);
   });
 
+  it.each([
+    ["the engine's thread", false],
+    ["the worker's bridge", true],
+  ])('a debugger that ends its side right after a packet (a half-close) still reads the answer, through the server and a leg of %s', { timeout: 60_000 }, async (_where, bridge) => {
+    const sim = new SimBackend({ clock: systemClock });
+    // Without `serve`, the worker's main thread bridges the device's GDB stream (as for QEMU) and takes the legs itself.
+    const bridged: Backend = {
+      name: 'sim',
+      availability: (board) => sim.availability(board),
+      open: async (board, options) => {
+        const device = await sim.open(board, options);
+        return bridge ? Object.assign(device, { debug: { ...device.debug!, serve: undefined } }) : device;
+      },
+    };
+    await lab({ sim: bridged }, 'sim');
+    const alice = await app.register('alice');
+    const { jobId } = await debugJob(alice.token);
+    const stream = await openStream(alice.token, jobId);
+    stream.send(rspPacket('?'));
+    stream.close();
+    expect(await stream.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
+    await stream.closed;
+  });
+
   it('a debugger that vanishes frees the board after the idle timeout; the finished job then refuses a debugger', { timeout: 60_000 }, async () => {
     await lab({ sim: new SimBackend({ clock: systemClock }) }, 'sim');
     const alice = await app.register('alice');
