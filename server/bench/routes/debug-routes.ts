@@ -76,6 +76,7 @@ export function debugRoutes(bench: Bench, relay: DebugRelay): BenchRoute[] {
       tags: ['workers'],
       auth: 'worker',
       successStatus: 101,
+      otherSuccess: { 204: 'No debugger came within 30 s, or a newer leg of the same worker replaced this one: dial again (why in `x-hilbench-dial-again`)' },
       errors: {
         500: ERRORS[500],
         401: 'Missing or invalid worker token',

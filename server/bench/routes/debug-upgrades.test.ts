@@ -10,8 +10,13 @@ import { SqliteBenchStore } from '../../storage/bench/sqlite-bench-store.js';
 import type { WorkerRecord } from '../../storage/bench/worker-registry.js';
 import { BenchError } from '../domain/bench-errors.js';
 import { DEBUGGER_WAIT_MS, DebugRelay, SESSION_RENEW_MS } from '../domain/debug-relay.js';
+import type { Bench } from '../domain/bench.js';
+import { debugRoutes } from './debug-routes.js';
 import { debugUpgrades } from './debug-upgrades.js';
 import { SPLICE_LINGER_MS } from './debug-splice.js';
+
+/** The worker's leg as /openapi.json names it. */
+const WORKER_PATH_TEMPLATE = '/api/v1/worker/jobs/{job_id}/debug';
 
 let server: Server | undefined;
 let closeUpgrades: () => void = () => undefined;
@@ -118,6 +123,9 @@ describe('debugUpgrades: Upgrade: tcp legs paired and spliced', () => {
     expect(await held.until(/\r\n\r\n/)).toMatch(/^HTTP\/1\.1 204 No Content\r\nx-hilbench-dial-again: no debugger came within 30 s\r\n/);
     const other = upgradeRequest(port, WORKER_PATH, 'hbw_w2');
     expect(await other.until(/\}$/)).toMatch(/^HTTP\/1\.1 404 [^]*\{"detail":"no running debug job job_1 of this worker is served here/);
+    // Both answers are in the route's documentation (/openapi.json, and the interface table checked against it).
+    const route = debugRoutes({} as Bench, {} as DebugRelay).find((r) => r.path === WORKER_PATH_TEMPLATE)!;
+    expect(Object.keys({ ...route.otherSuccess, ...route.errors })).toEqual(expect.arrayContaining(['204', '404']));
   });
 
   it('refuses a debugger with 503 when no leg comes within DEBUGGER_WAIT_MS, and frees its place', async () => {
