@@ -275,10 +275,14 @@ describe('hilbench debug through a server and a remote worker', () => {
     expect(await stream.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
     expect((await post(alice.token, `/api/v1/sessions/${sessionId}/end`)).status).toBe(200);
     // Not when the worker reports the job's end: the session's end ends the stream, with why.
-    expect(await stream.closed).toMatch(new RegExp(`^job ${jobId} is stopping: session ${sessionId} ended at `));
-    const refused = await refusalOf(alice.token, jobId);
-    expect(refused.status).toBe(409);
-    expect(refused.detail).toMatch(/^job \S+ (is stopping \(session \S+ ended at [^)]*\)|has failed \(cancelled: [^)]*\)): a debugger attaches only while its debug job runs$/);
+    const closedWith = await stream.closed;
+    // Once its worker has ended the job (cancelled, with the session's end as the reason), the next
+    // debugger is told exactly that; the stream's last reply said the same reason.
+    await app.jobReaches(jobId, 'failed');
+    const failure = (await app.server.service.store.getJob(jobId))?.failure;
+    expect(failure).toEqual({ kind: 'cancelled', message: expect.stringMatching(new RegExp(`^session ${sessionId} ended at \\S+$`)) });
+    expect(closedWith).toBe(`job ${jobId} is stopping: ${failure!.message}`);
+    expect(await refusalOf(alice.token, jobId)).toEqual({ status: 409, detail: `job ${jobId} has failed (cancelled: ${failure!.message}): a debugger attaches only while its debug job runs` });
   });
 
   it('cancelling the job ends an open stream at once, its last bytes an E. reply with the cancel\'s reason', { timeout: 60_000 }, async () => {
