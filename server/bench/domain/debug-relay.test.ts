@@ -131,7 +131,33 @@ describe('the debug relay', () => {
     expect(opened.renewDue()).toBeNull();
   });
 
-  it('when the job ends: the stream is told why, a held leg is told to stop dialling, and the finished job refuses a debugger', async () => {
+  /**
+   * The two ways a debug job's streams end before the job is forgotten: its end came (`jobEnded`), or
+   * it was asked to stop (`jobStopping`: its session ended, it was cancelled) before its worker
+   * reported the end. Each: what the open stream reads, what a held leg is told, and what a debugger is told after.
+   */
+  const endings = [
+    {
+      how: 'the job ends',
+      end: (relay: DebugRelay) => relay.jobEnded('job_1', 'job job_1 is done'),
+      streamReads: 'job job_1 is done',
+      legTold: 'ended: job job_1 is done',
+      waitingRefusal: new BenchError('job_not_debuggable', 'job job_1 ended before its worker took the debugger: job job_1 is done'),
+      // The job is forgotten; the store says it is running, so a debugger is told it was not one.
+      laterRefusal: { code: 'job_not_debuggable', message: expect.stringContaining('was not submitted for debugging') },
+    },
+    {
+      how: 'the job is asked to stop (its session ended)',
+      end: (relay: DebugRelay) => relay.jobStopping('job_1', 'session s1 ended at 1970-01-01T00:00:00.000Z'),
+      streamReads: 'job job_1 is stopping: session s1 ended at 1970-01-01T00:00:00.000Z',
+      legTold: 'ended: session s1 ended at 1970-01-01T00:00:00.000Z',
+      waitingRefusal: new BenchError('job_not_debuggable', 'job job_1 is stopping (session s1 ended at 1970-01-01T00:00:00.000Z): a debugger attaches only while its debug job runs'),
+      // Its worker has not reported its end yet, but it takes no debugger.
+      laterRefusal: { code: 'job_not_debuggable', message: 'job job_1 is stopping (session s1 ended at 1970-01-01T00:00:00.000Z): a debugger attaches only while its debug job runs' },
+    },
+  ];
+
+  it.each(endings)('when $how: the stream is told why, a held leg is told to stop dialling, and no leg or debugger is taken after', async ({ end, streamReads, legTold, laterRefusal }) => {
     const { relay } = await relayWithJob();
     relay.parkWorker('w1', 'job_1', workerLeg());
     const opened = await relay.open('a1', 'job_1');
@@ -139,45 +165,25 @@ describe('the debug relay', () => {
     opened.onEnd((reason) => ended.push(reason));
     const leg = workerLeg();
     relay.parkWorker('w1', 'job_1', leg);
-    relay.jobEnded('job_1', 'job job_1 is done');
-    expect(ended).toEqual(['job job_1 is done']);
-    expect(leg.told).toEqual(['ended: job job_1 is done']);
-    expect(relay.has('job_1')).toBe(false);
-    expect(relay.parkWorker('w1', 'job_1', workerLeg())).toBeUndefined();
-    await expect(relay.open('a1', 'job_1')).rejects.toMatchObject({ code: 'job_not_debuggable' });
-  });
-
-  it('a debugger still waiting for a leg when the job ends is refused with why', async () => {
-    const { relay } = await relayWithJob();
-    const opened = await relay.open('a1', 'job_1');
-    relay.jobEnded('job_1', 'job job_1 is done');
-    await expect(opened.worker).rejects.toEqual(new BenchError('job_not_debuggable', 'job job_1 ended before its worker took the debugger: job job_1 is done'));
-  });
-
-  it('when the job is asked to stop (its session ended): the stream ends at once with why, a held leg stops dialling, and no debugger attaches any more', async () => {
-    const { relay } = await relayWithJob();
-    relay.parkWorker('w1', 'job_1', workerLeg());
-    const opened = await relay.open('a1', 'job_1');
-    const ended: string[] = [];
-    opened.onEnd((reason) => ended.push(reason));
-    const leg = workerLeg();
-    relay.parkWorker('w1', 'job_1', leg);
-    relay.jobStopping('job_1', 'session s1 ended at 1970-01-01T00:00:00.000Z');
-    expect(ended).toEqual(['job job_1 is stopping: session s1 ended at 1970-01-01T00:00:00.000Z']);
-    expect(leg.told).toEqual(['ended: session s1 ended at 1970-01-01T00:00:00.000Z']);
-    // Its worker has not reported its end yet, but it takes no leg and no debugger.
+    end(relay);
+    expect(ended).toEqual([streamReads]);
+    expect(leg.told).toEqual([legTold]);
     expect(relay.holds('w1', 'job_1')).toBe(false);
     expect(relay.parkWorker('w1', 'job_1', workerLeg())).toBeUndefined();
-    await expect(relay.open('a1', 'job_1')).rejects.toEqual(
-      new BenchError('job_not_debuggable', 'job job_1 is stopping (session s1 ended at 1970-01-01T00:00:00.000Z): a debugger attaches only while its debug job runs'),
-    );
+    await expect(relay.open('a1', 'job_1')).rejects.toMatchObject(laterRefusal);
   });
 
-  it('a debugger waiting for a leg when the job is asked to stop is refused with why', async () => {
+  it.each(endings)('a debugger still waiting for a leg when $how is refused with why', async ({ end, waitingRefusal }) => {
     const { relay } = await relayWithJob();
     const opened = await relay.open('a1', 'job_1');
-    relay.jobStopping('job_1', 'its agent cancelled it');
-    await expect(opened.worker).rejects.toMatchObject({ code: 'job_not_debuggable', message: expect.stringContaining('its agent cancelled it') });
+    end(relay);
+    await expect(opened.worker).rejects.toEqual(waitingRefusal);
+  });
+
+  it('a job that ended is forgotten here', async () => {
+    const { relay } = await relayWithJob();
+    relay.jobEnded('job_1', 'job job_1 is done');
+    expect(relay.has('job_1')).toBe(false);
   });
 
   it('refuses a debugger on a job the store says was asked to stop (its session ended through another replica)', async () => {
