@@ -180,6 +180,17 @@ describe('the debug relay', () => {
     await expect(opened.worker).rejects.toEqual(waitingRefusal);
   });
 
+  it.each(endings)('when $how after the pairing but before the route listens for the end, the listener is told at once', async ({ end, streamReads }) => {
+    const { relay } = await relayWithJob();
+    relay.parkWorker('w1', 'job_1', workerLeg());
+    const opened = await relay.open('a1', 'job_1');
+    await opened.worker;
+    end(relay);
+    const ended: string[] = [];
+    opened.onEnd((reason) => ended.push(reason));
+    expect(ended).toEqual([streamReads]);
+  });
+
   it('a job that ended is forgotten here', async () => {
     const { relay } = await relayWithJob();
     relay.jobEnded('job_1', 'job job_1 is done');

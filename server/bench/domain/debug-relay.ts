@@ -34,7 +34,7 @@ export interface OpenedDebugger {
   readonly worker: Promise<Duplex>;
   /** The debugger is still attached: answers the session to renew when a renewal is due (at most every `SESSION_RENEW_MS`), else null. */
   renewDue(): string | null;
-  /** Tells the splice to end (the job ended, the server shuts down), with why; set by the route once spliced. */
+  /** Tells the splice to end (the job ended, the server shuts down), with why; set by the route once spliced, and called at once when the end came before. */
   onEnd(listener: (reason: string) => void): void;
   /** The debugger's stream ended (or its connection went before it was paired): the board takes another. Safe to call twice. */
   close(): void;
@@ -206,8 +206,17 @@ export class DebugRelay {
     const job = await this.jobOf(agentId, jobId);
     if (job.debugger) throw new BenchError('debugger_attached', `job ${jobId} on board ${job.board} already has a debugger attached (one at a time)`);
     const endListeners: Array<(reason: string) => void> = [];
+    // Kept for a listener that comes after the end: the route attaches its own once the stream is
+    // spliced, a turn or two after the pairing, and the job may end in between.
+    let endedWith: string | undefined;
     let closed = false;
-    const place: NonNullable<DebugJob['debugger']> = { waiting: undefined, end: (reason) => endListeners.forEach((listener) => listener(reason)) };
+    const place: NonNullable<DebugJob['debugger']> = {
+      waiting: undefined,
+      end: (reason) => {
+        endedWith ??= reason;
+        endListeners.forEach((listener) => listener(reason));
+      },
+    };
     job.debugger = place;
     const worker = new Promise<Duplex>((pair, refuse) => {
       const held = job.held;
@@ -241,7 +250,7 @@ export class DebugRelay {
         job.sessionTouchedMs = this.deps.clock.nowMs();
         return job.sessionId;
       },
-      onEnd: (listener) => void endListeners.push(listener),
+      onEnd: (listener) => (endedWith === undefined ? void endListeners.push(listener) : listener(endedWith)),
       close: () => {
         if (closed) return;
         closed = true;
