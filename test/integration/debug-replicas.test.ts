@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SimBackend } from '../../backends/sim/sim-backend.js';
+import { finalErrorReply } from '../../bin/debug-on-server.js';
 import { DebugRefused, DebugStreamClient } from '../../bin/debug-stream-client.js';
 import { FORWARD_ANSWER_MS, forwardUpgrade } from '../../server/bench/routes/debug-forward.js';
 import { DEBUG_LEG_HOLD_MS } from '../../wire/worker/debug-schemas.js';
@@ -154,6 +155,29 @@ describe('debugging behind two replicas of one database', () => {
       pollMs: 50,
       describe: 'the debug job forgotten in the store once it ended',
     });
+  });
+
+  it('a session ended through the other replica ends the stream held here with the E. reply, at the worker’s next claim renewal here', { timeout: 120_000 }, async () => {
+    const { a, b } = await twoReplicas();
+    const alice = await a.register('alice');
+    const jobId = await armedJob(b, alice.token, debugElf('pico'), '1');
+    await b.jobReaches(jobId, 'running', 'failed');
+    const sessionId = (await b.server.service.store.getJob(jobId))!.sessionId!;
+    const stream = await new DebugStreamClient({ server: b.url, token: alice.token }).open(jobId);
+    let seen = '';
+    const answered = new Promise<void>((resolve) =>
+      stream.on('data', (bytes: Buffer) => {
+        seen += bytes.toString('latin1');
+        if (/\$[ST]05/.test(seen)) resolve();
+      }),
+    );
+    const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
+    stream.write(Buffer.from(rspPacket('?'), 'latin1'));
+    await answered;
+    expect((await a.request(`/api/v1/sessions/${sessionId}/end`, { method: 'POST', headers: bearer(alice.token) })).status).toBe(200);
+    await closed;
+    // No signal of a stop reaches b from a: b hears it when the worker, told on renewing its claim, renews it there (every 2 s).
+    expect(finalErrorReply(seen)).toMatch(new RegExp(`^job ${jobId} is stopping: session ${sessionId} ended at \\S+$`));
   });
 
   it('a replica closing ends the debug streams it forwards, so its shutdown does not wait for them', { timeout: 120_000 }, async () => {

@@ -246,6 +246,8 @@ export class WorkerGateway {
    */
   async heartbeat(workerId: string, claimMs: number | null, jobId: string): Promise<{ stop: string | null }> {
     const status = await this.deps.store.renewJobClaim(jobId, workerId, { nowMs: this.now(), claimMs });
+    // A stop asked through another replica (no signal of it reaches this one): a debug stream held here ends now, with why.
+    if (status.kind !== 'lost' && status.cancelReason !== null) this.debug.jobStopping(jobId, status.cancelReason);
     return { stop: status.kind === 'lost' ? lostJobReason(jobId, status.state) : status.cancelReason };
   }
 
