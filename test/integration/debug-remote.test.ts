@@ -89,6 +89,20 @@ async function openStream(token: string, jobId: string) {
   };
 }
 
+/** The sim backend; with `bridge`, its devices offer no `serve`, so the worker's main thread bridges the device's GDB stream (as for QEMU) and takes the legs itself. */
+function simBackend(options: { bridge: boolean }): Backend {
+  const sim = new SimBackend({ clock: systemClock });
+  if (!options.bridge) return sim;
+  return {
+    name: 'sim',
+    availability: (board) => sim.availability(board),
+    open: async (board, openOptions) => {
+      const device = await sim.open(board, openOptions);
+      return Object.assign(device, { debug: { ...device.debug!, serve: undefined } });
+    },
+  };
+}
+
 /** The refusal of a debug stream's opening: its status and detail. */
 async function refusalOf(token: string, jobId: string): Promise<{ status: number; detail: string }> {
   const err = await new DebugStreamClient({ server: app.url, token }).open(jobId).then(
@@ -194,17 +208,7 @@ describe('hilbench debug through a server and a remote worker', () => {
     ["the engine's thread", false],
     ["the worker's bridge", true],
   ])('a debugger that ends its side right after a packet (a half-close) still reads the answer, through the server and a leg of %s', { timeout: 60_000 }, async (_where, bridge) => {
-    const sim = new SimBackend({ clock: systemClock });
-    // Without `serve`, the worker's main thread bridges the device's GDB stream (as for QEMU) and takes the legs itself.
-    const bridged: Backend = {
-      name: 'sim',
-      availability: (board) => sim.availability(board),
-      open: async (board, options) => {
-        const device = await sim.open(board, options);
-        return bridge ? Object.assign(device, { debug: { ...device.debug!, serve: undefined } }) : device;
-      },
-    };
-    await lab({ sim: bridged }, 'sim');
+    await lab({ sim: simBackend({ bridge }) }, 'sim');
     const alice = await app.register('alice');
     const { jobId } = await debugJob(alice.token);
     const stream = await openStream(alice.token, jobId);
@@ -212,6 +216,27 @@ describe('hilbench debug through a server and a remote worker', () => {
     stream.close();
     expect(await stream.until(/\$[ST][0-9a-f]{2}/)).toMatch(/\$[ST]05/);
     await stream.closed;
+  });
+
+  it("a GDB that ends its side right after a packet still reads the answer through hilbench debug --server's port", { timeout: 60_000 }, async () => {
+    await lab({ sim: simBackend({ bridge: true }) }, 'sim');
+    const alice = await app.register('alice');
+    let listening: (port: number) => void = () => undefined;
+    const port = new Promise<number>((resolve) => (listening = resolve));
+    const outcome = runRemoteDebugSession({ server: app.url, token: alice.token, board: 'pico', firmware: readFileSync(debugElf('pico')), gdbPort: 0, idleTimeoutSeconds: 120, afterDetachSeconds: 1, onUart: () => undefined, log: () => undefined, onListening: (p) => listening(p) });
+    const gdb = net.createConnection({ port: await port, host: '127.0.0.1', allowHalfOpen: true });
+    let seen = '';
+    gdb.on('data', (bytes: Buffer) => (seen += bytes.toString('latin1')));
+    // It ends its own side after its last packet, and closes once the other side ended too.
+    gdb.once('end', () => gdb.end());
+    await new Promise((resolve) => gdb.once('connect', resolve));
+    gdb.end(rspPacket('?'));
+    await new Promise((resolve) => gdb.once('close', resolve));
+    expect(seen).toMatch(/\$T05thread:1;#/);
+    const next = net.createConnection({ port: await port, host: '127.0.0.1' });
+    next.write(rspPacket('D'));
+    expect(await outcome).toMatchObject({ outcome: 'passed' });
+    next.destroy();
   });
 
   it('a debugger that vanishes frees the board after the idle timeout; the finished job then refuses a debugger', { timeout: 60_000 }, async () => {
