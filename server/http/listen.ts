@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server }
 import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
 import { capConnections, upgradedConnection } from './connection-cap.js';
-import { answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
+import { answerConnect, answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
 
 /**
  * The one listen/close of both services. App factories never listen (tests start them on port 0
@@ -86,9 +86,10 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
   const stopCapping = capConnections(server, maxConnections);
   server.once('close', stopCapping);
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
-  // JSON, not node's bare 400 or empty 417.
+  // JSON, not node's bare 400 or empty 417; a CONNECT, which node closed unanswered, 405.
   server.on('clientError', answerMalformedRequest);
   server.on('checkExpectation', answerUnmetExpectation);
+  server.on('connect', answerConnect);
   const stopCuttingStalledSends = cutStalledSends(server, sendStallTimeoutMs);
   server.once('close', stopCuttingStalledSends);
   await new Promise<void>((resolve, reject) => {

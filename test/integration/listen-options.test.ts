@@ -56,6 +56,17 @@ describe.each([
     newcomer.socket.destroy();
   });
 
+  it('answers a CONNECT 405 in JSON with an empty Allow, and closes (node closed it unanswered)', async () => {
+    const tunnel = socketTo(origin());
+    tunnel.socket.write('CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n');
+    await new Promise((resolve) => tunnel.socket.once('close', resolve));
+    const [head, body] = tunnel.received().split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 405 Method Not Allowed\r\n/);
+    expect(head).toMatch(/\r\nAllow: \r\n/);
+    expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
+    expect(body).toBe(JSON.stringify({ detail: 'Method Not Allowed' }));
+  });
+
   it('answers a stalled request head 408 and closes it (headersTimeoutMs 50)', async () => {
     // Alone (the previous test's connection may still be closing on the server: retried until accepted).
     for (let attempt = 0; attempt < 100; attempt++) {
