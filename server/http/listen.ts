@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server }
 import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
 import { capConnections, upgradedConnection } from './connection-cap.js';
+import { lingerAfterEarlyAnswers } from './linger-after-early-answer.js';
 import { answerConnect, answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
 
 /**
@@ -85,6 +86,7 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
   // Not node's `maxConnections`, which refuses the newcomer even when the cap is held by stalled heads.
   const stopCapping = capConnections(server, maxConnections);
   server.once('close', stopCapping);
+  server.once('close', lingerAfterEarlyAnswers(server));
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
   // JSON, not node's bare 400 or empty 417; a CONNECT, which node closed unanswered, 405.
   server.on('clientError', answerMalformedRequest);
