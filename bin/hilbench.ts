@@ -89,7 +89,7 @@ const serve = program
       .argParser(wholeNumber),
   )
   .addOption(
-    new Option('--max-connections <n>', `connections each service holds open at once; more are closed when accepted (default ${DEFAULT_MAX_CONNECTIONS})`)
+    new Option('--max-connections <n>', `connections each service holds open at once; a newcomer closes the longest-stalled request head, or is closed when none (default ${DEFAULT_MAX_CONNECTIONS})`)
       .env('HILBENCH_MAX_CONNECTIONS')
       .argParser(connectionCount),
   )

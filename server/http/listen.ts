@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
-import { answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
+import { capConnections, upgradedConnection } from './connection-cap.js';
+import { lingerAfterEarlyAnswers } from './linger-after-early-answer.js';
+import { answerConnect, answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
 
 /**
  * The one listen/close of both services. App factories never listen (tests start them on port 0
@@ -24,9 +26,11 @@ export interface ListenOptions {
   /** Default 127.0.0.1: exposing a service is a decision, not a default. */
   host?: string;
   /**
-   * Connections open at once; one more is closed as soon as it is accepted (node's `maxConnections`),
-   * so a client opening sockets without end cannot exhaust the process' file descriptors. Long polls
-   * and live streams each hold one. Default `DEFAULT_MAX_CONNECTIONS`.
+   * Connections open at once, so a client opening sockets without end cannot exhaust the process'
+   * file descriptors. One more makes room by closing the connection that has waited longest for a
+   * request head (connection-cap.ts: a slow head, slowloris, no longer holds the door shut), or is
+   * closed as soon as it is accepted when every connection is being answered: long polls and live
+   * streams each hold one. Default `DEFAULT_MAX_CONNECTIONS`.
    */
   maxConnections?: number;
   /**
@@ -79,11 +83,15 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
     // Node checks the timeouts this often (default 30 s, which would double a 30 s bound).
     connectionsCheckingInterval: checkEveryMs(headersTimeoutMs),
   });
-  server.maxConnections = maxConnections;
+  // Not node's `maxConnections`, which refuses the newcomer even when the cap is held by stalled heads.
+  const stopCapping = capConnections(server, maxConnections);
+  server.once('close', stopCapping);
+  server.once('close', lingerAfterEarlyAnswers(server));
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
-  // JSON, not node's bare 400 or empty 417.
+  // JSON, not node's bare 400 or empty 417; a CONNECT, which node closed unanswered, 405.
   server.on('clientError', answerMalformedRequest);
   server.on('checkExpectation', answerUnmetExpectation);
+  server.on('connect', answerConnect);
   const stopCuttingStalledSends = cutStalledSends(server, sendStallTimeoutMs);
   server.once('close', stopCuttingStalledSends);
   await new Promise<void>((resolve, reject) => {
@@ -138,7 +146,12 @@ export function answerWhileStarting(server: Server, detail: string): { serve(lis
       // Without a listener node writes `100 Continue` to every `Expect: 100-continue` at once.
       server.on('checkContinue', listeners.checkContinue);
       server.on('request', listeners.app);
-      if (listeners.upgrade) server.on('upgrade', listeners.upgrade);
+      const upgrade = listeners.upgrade;
+      if (upgrade)
+        server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+          upgradedConnection(server, socket);
+          upgrade(req, socket, head);
+        });
     },
   };
 }

@@ -31,6 +31,31 @@ export function answerMalformedRequest(err: Error & { code?: string }, socket: D
   );
 }
 
+/**
+ * The HTTP server's `connect` listener (`server.on('connect', answerConnect)`): neither service is a
+ * proxy, and without a listener node closed a `CONNECT` without a word. Answered 405 in the
+ * services' wire format with an empty `Allow` (RFC 9110 section 10.2.1: the target, a tunnel to
+ * `host:port`, allows no method), and closed: whatever follows the head is tunnel bytes, not HTTP.
+ */
+export function answerConnect(_req: IncomingMessage, socket: Duplex): void {
+  socket.on('error', () => undefined);
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ detail: STATUS_CODES[405] });
+  socket.once('finish', () => socket.destroy());
+  socket.end(
+    'HTTP/1.1 405 Method Not Allowed\r\n' +
+      'Allow: \r\n' +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      'X-Content-Type-Options: nosniff\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  );
+}
+
 /** The statuses node itself chooses: 431 for headers over `maxHeaderSize`, 408 for a request not sent in time. */
 function statusOf(code: string | undefined): number {
   if (code === 'HPE_HEADER_OVERFLOW') return 431;

@@ -1,6 +1,8 @@
+import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { flash } from './bench-job-requests.js';
@@ -79,5 +81,19 @@ describe('upload limits', () => {
     const res = await flash(app, token, { board: 'pico' }, big);
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({ detail: `the request body is larger than the limit of ${1024 + 64 * 1024} bytes (65 KiB)` });
+  });
+
+  it('lets fetch read a 413 answered before the end of a body far over the limit (node reset the connection, and fetch reported EPIPE)', async () => {
+    const { token } = await app.register();
+    // In a process of its own, as a client is (in the server's, it read the answer before the reset came).
+    const client = `
+      const body = new FormData();
+      body.set('board', 'pico');
+      body.set('firmware', new Blob([new Uint8Array(32 * 1024 * 1024)]), 'fw.elf');
+      fetch(process.argv[1], { method: 'POST', headers: { authorization: 'Bearer ' + process.argv[2] }, body })
+        .then(async (res) => console.log(JSON.stringify([res.status, await res.json()])))
+        .catch((err) => console.log(JSON.stringify(['failed', err.cause?.code ?? err.message])));`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['-e', client, `${app.url}/api/v1/jobs/flash`, token]);
+    expect(JSON.parse(stdout)).toEqual([413, { detail: 'the request body is larger than the limit of 4259840 bytes (4160 KiB)' }]);
   });
 });

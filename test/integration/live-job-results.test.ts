@@ -114,6 +114,16 @@ describe('GET /api/v1/jobs/{job_id}/uart (Server-Sent Events)', () => {
       e.some((x) => x.event === 'end'),
     );
     expect(resumed.filter((e) => e.event === 'uart').map((e) => (JSON.parse(e.data) as { text: string }).text).join('')).toBe('line 4\r\nline 5\r\n');
+
+    // Only decimal digits are an id the stream gave: anything else names no place in it and is read
+    // as no Last-Event-ID (the whole stream, never bytes skipped); Number() read 0x18 as 24, 2.4e1 as 24.
+    // (` 24` is 24: the blanks around a header value are not part of it, RFC 9110 section 5.5.)
+    const offset = uart[2]!.id!;
+    expect(offset).toBe('24');
+    for (const id of ['0x18', '2.4e1', '+24', '24.0', '-24', '9007199254740993', '24, 24', '']) {
+      const whole = await readEvents(await app.request(`/api/v1/jobs/${jobId}/uart`, { headers: { ...bearer(token), 'last-event-id': id } }), (e) => e.some((x) => x.event === 'end'));
+      expect([id, whole.filter((e) => e.event === 'uart').map((e) => (JSON.parse(e.data) as { text: string }).text).join('')]).toEqual([id, clockedTranscript(5)]);
+    }
   });
 
   it('answers 404 for another agent’s job, before any stream opens', async () => {

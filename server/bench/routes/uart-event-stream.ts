@@ -10,14 +10,27 @@ const KEEP_ALIVE_MS = 15_000;
 type StreamOptions = Parameters<JobStreams['streamUart']>[2];
 
 /**
+ * The byte offset a `Last-Event-ID` resumes from: the ids this stream gives are decimal byte
+ * offsets, so only decimal digits (within the safe integers) are one (blanks around a header value
+ * are not part of it, RFC 9110 section 5.5, so ` 5` is 5). Anything else (`0x10`, `1e2`,
+ * `+5`, `-1`, a number past 2^53) names no place in the stream and is read as no `Last-Event-ID`,
+ * the whole stream: never bytes skipped that the client has not seen, and not a 422 either, which
+ * an EventSource would take as the end of the stream and never reconnect.
+ */
+export function resumeOffsetOf(lastEventId: string | undefined): number {
+  if (lastEventId === undefined || !/^[0-9]+$/.test(lastEventId)) return 0;
+  const offset = Number(lastEventId);
+  return Number.isSafeInteger(offset) ? offset : 0;
+}
+
+/**
  * Answers `req` with a job's UART as Server-Sent Events (`uart` events whose id is the byte
  * offset after the chunk, then one `end` event with the job), resuming after `Last-Event-ID`:
  * the one wire format of the API's stream and the console's. `open` starts the stream (it throws
  * the caller's refusal before anything is written).
  */
 export async function answerUartEventStream(req: Request, res: Response, open: (options: StreamOptions) => Promise<() => void>): Promise<void> {
-  const lastId = Number(req.get('last-event-id') ?? '0');
-  const fromOffset = Number.isSafeInteger(lastId) && lastId > 0 ? lastId : 0;
+  const fromOffset = resumeOffsetOf(req.get('last-event-id'));
   const write = (text: string) => {
     if (!res.writableEnded) res.write(text);
   };

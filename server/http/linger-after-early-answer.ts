@@ -1,0 +1,39 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** How long a connection whose answer came before the end of its request's body goes on reading that body (nginx's `lingering_time` is 30 s too). */
+export const EARLY_ANSWER_LINGER_MS = 30_000;
+
+/**
+ * Keeps reading, and dropping, the rest of a request body after an answer that came before it
+ * (a 413 from `Content-Length`, or as soon as an upload crossed its limit) and closes the
+ * connection (`Connection: close`), instead of node's closing it as soon as the answer is sent.
+ * With bytes still arriving, that close is a reset, and a client that reads its answer only once it
+ * has sent its whole body (node's `fetch`) reported `EPIPE` instead of the 413 curl showed. The
+ * answer's end half-closes the connection (the client sees the answer end), node's parser drains
+ * the body as for any request whose body the app did not read, and the connection is destroyed
+ * once the body has ended, the client closed, or after `lingerMs`. Returns the function that
+ * stops watching.
+ */
+export function lingerAfterEarlyAnswers(server: Server, lingerMs: number = EARLY_ANSWER_LINGER_MS): () => void {
+  const onAnswered = (message: unknown) => {
+    const { server: of, request, response, socket } = message as { server: Server; request: IncomingMessage; response: ServerResponse; socket: Socket };
+    if (of !== server || request.complete || String(response.getHeader('connection') ?? '').toLowerCase() !== 'close') return;
+    // Node calls destroySoon right after this (the answer said close): made a half-close that lingers.
+    socket.destroySoon = () => {
+      socket.end();
+      const timer = setTimeout(() => socket.destroy(), lingerMs);
+      timer.unref();
+      const done = () => {
+        clearTimeout(timer);
+        socket.destroy();
+      };
+      socket.once('close', () => clearTimeout(timer));
+      if (request.complete) done();
+      else request.once('end', done).once('aborted', done);
+    };
+  };
+  subscribe('http.server.response.finish', onAnswered);
+  return () => unsubscribe('http.server.response.finish', onAnswered);
+}
