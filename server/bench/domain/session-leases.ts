@@ -82,10 +82,13 @@ export class SessionLeases {
       answerLost = false;
       return undefined;
     };
-    const attempt = async (): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
+    /** One try; `except`: instances left to earlier waiters in the pool's line (decision 1030). */
+    const attempt = async (except: ReadonlySet<string> = new Set()): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
       const stored = answerLost ? await storedBefore() : undefined;
       if (stored) return { session: stored };
-      const instances = target.instance === undefined ? await access.handOut(pool) : undefined;
+      const instances = target.instance === undefined ? (await access.handOut(pool)).filter((i) => !except.has(i)) : undefined;
+      // Every instance free now is left to earlier waiters: this try takes nothing.
+      if (instances?.length === 0) return { lease: await this.currentLease(pool, pool) };
       const nowMs = this.now();
       const result = await this.deps.store.openSession({
         sessionId,
@@ -116,12 +119,14 @@ export class SessionLeases {
       if (stored) return stored;
       throw err;
     };
-    // The session queue is per pool, or per instance asked for by id (decision 0510), in the store
-    // across replicas (decision 0555). A waiting request that finds others already waiting joins
-    // behind them instead of trying first: first come first served.
+    // The session queue is one line per pool, each waiter for the pool or one instance asked for
+    // by id (decisions 0510, 1030), in the store across replicas (decision 0555). A waiting request
+    // first tries only for what no waiter already in the line accepts (nothing, behind a waiter
+    // for the pool or its instance): first come first served.
     const queue = { queue: target.instance ?? pool, pool };
-    const queued = wait !== undefined && wait.seconds > 0 && (await this.queue.lineOf(queue.queue, agent.agentId)).waiting > 0;
-    let outcome: { session?: SessionRecord; lease?: LeaseWithAgent } = queued ? { lease: await this.currentLease(queue.queue, pool) } : await attempt().catch(async (err: unknown) => ({ session: await storedDespiteFault(err) }));
+    const open = wait !== undefined && wait.seconds > 0 ? await this.queue.openToNewcomer(queue) : { except: new Set<string>() };
+    let outcome: { session?: SessionRecord; lease?: LeaseWithAgent } =
+      open === undefined ? { lease: await this.currentLease(queue.queue, pool) } : await attempt(open.except).catch(async (err: unknown) => ({ session: await storedDespiteFault(err) }));
     // The caller's own flash job is waited for as anyone's is (a one-shot run right after another,
     // issue 31). So is its own session on a pool of several instances: a CI pipeline's parallel
     // jobs share one token, and each waits for the next free instance (issue 27). On a pool of one
@@ -134,8 +139,8 @@ export class SessionLeases {
       const waited = await this.deps.longPolls.run(agent, () => this.queue.wait(queue, agent.agentId, {
         waitMs: Math.round(wait.seconds * 1000),
         signal: wait.signal,
-        attempt: async () => {
-          const tried = await attempt();
+        attempt: async (except) => {
+          const tried = await attempt(except);
           if (tried.lease) lastLease = tried.lease;
           return tried.session;
         },
