@@ -53,6 +53,40 @@ describe('POST /api/v1/sessions with wait_seconds', () => {
   });
 });
 
+describe('a waiter whose client went away (hostile19 M1)', () => {
+  it('ends a session granted while its client was leaving, at once, and the next waiter gets the board with no clock time passing', async () => {
+    app = await startBenchTestApp();
+    const { store, bench } = app.server.service;
+    const [alice, bob, carol] = [await app.register('alice'), await app.register('bob'), await app.register('carol')];
+    const held = (await (await open(alice.token, { idle_seconds: '3600' })).json()) as { session_id: string };
+    // Bob's client goes away while the store writes his grant: the race of a client leaving as the board frees.
+    const bobClient = new AbortController();
+    const openInStore = store.openSession.bind(store);
+    store.openSession = async (session, options) => {
+      const result = await openInStore(session, options);
+      if (session.agentId === bob.agentId && result.kind === 'opened') bobClient.abort();
+      return result;
+    };
+    const bobAgent = (await store.getAgent(bob.agentId))!;
+    const bobWaits = bench.openSession(bobAgent, 'pico', 90, { seconds: 60, signal: bobClient.signal }).then(
+      (session) => ({ granted: session.sessionId }),
+      (err: Error) => ({ refused: err.message }),
+    );
+    await waitUntil(systemClock, async () => ((await store.sessionQueue.waiters('pico', app.fake.now)).length >= 1 ? true : undefined), { timeoutMs: 20_000, describe: 'bob waiting' });
+    const carolWaits = open(carol.token, { wait_seconds: '60' });
+    await waitUntil(systemClock, async () => ((await store.sessionQueue.waiters('pico', app.fake.now)).length >= 2 ? true : undefined), { timeoutMs: 20_000, describe: 'carol waiting' });
+    const nowMs = app.fake.now;
+    expect((await app.request(`/api/v1/sessions/${held.session_id}/end`, { method: 'POST', headers: bearer(alice.token) })).status).toBe(200);
+    expect(await bobWaits).toEqual({ refused: expect.stringMatching(/went away/) });
+    const carols = await carolWaits;
+    expect(carols.status).toBe(200);
+    expect(((await carols.json()) as { board: string }).board).toBe('pico');
+    const bobs = (await store.listActiveSessions(app.fake.now)).filter((s) => s.agentId === bob.agentId);
+    expect(bobs).toEqual([]);
+    expect(app.fake.now).toBe(nowMs);
+  });
+});
+
 describe('who waits, on /admin and the console (decision 0605)', () => {
   const ADMIN = 'queue-admin-token';
   const waiting = async (n: number) => {

@@ -153,6 +153,15 @@ export class SessionLeases {
       outcome = { session: waited.value };
     }
     if (!outcome.session) throw await this.refusal(outcome.lease, boardId, agent);
+    // Granted while the client was going away (its abort came during the try): nobody would use
+    // the session, which would hold the board for its idle time. It ends now, the way any session
+    // ends, so the lease frees and the next waiter is woken by the store's event at once.
+    if (wait?.signal.aborted) {
+      await this.endSession(agent, outcome.session.sessionId).catch((err: unknown) =>
+        this.deps.logger.warn(`ending session ${outcome.session?.sessionId ?? ''}, granted after its client went away, failed (${(err as Error).message}); it expires after its idle time`),
+      );
+      throw new BenchError('board_leased', `your request for ${boardId} went away before its session ${outcome.session.sessionId} was answered; that session was ended`);
+    }
     this.armExpiry(outcome.session);
     return outcome.session;
   }
