@@ -154,6 +154,17 @@ describe('board pools', () => {
     await inLine(1);
     const forInstance = wait(asking.token, 'pico.2@local');
     await inLine(2);
+    // The queue route takes the instance's id too, and answers the pool's one line (hostile19 M4).
+    const queueOf = async (token: string, board: string) => {
+      const res = await a.request(`/api/v1/boards/${board}/queue`, { headers: bearer(token) });
+      return { status: res.status, body: await res.json() };
+    };
+    expect(await queueOf(asking.token, 'pico.2@local')).toEqual({ status: 200, body: { board: 'pico.2@local', waiting: 2, position: 2 } });
+    expect(await queueOf(asking.token, 'pico.2%40local')).toEqual({ status: 200, body: { board: 'pico.2@local', waiting: 2, position: 2 } });
+    expect(await queueOf(asking.token, 'pico')).toEqual({ status: 200, body: { board: 'pico', waiting: 2, position: 2 } });
+    expect(await queueOf(pooled.token, 'pico')).toEqual({ status: 200, body: { board: 'pico', waiting: 2, position: 1 } });
+    expect(await queueOf(pooled.token, 'pico.2@local')).toEqual({ status: 200, body: { board: 'pico.2@local', waiting: 2, position: null } });
+    expect((await queueOf(pooled.token, 'pico.9@local')).status).toBe(404);
     await end(holder.token, held.get('pico.2@local')!);
     const first = await forPool;
     expect(first).toEqual({ status: 200, body: expect.objectContaining({ instance: 'pico.2@local' }) });

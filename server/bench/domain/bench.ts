@@ -203,9 +203,9 @@ export class Bench {
     return this.cancels.cancel(agent, jobId, reason, signal);
   }
 
-  /** `board`'s session queue on every replica (`GET /api/v1/boards/{board}/queue`, decision 0555): how many wait, the caller's place. */
-  async boardQueue(agent: AgentRecord, boardId: string): Promise<BoardQueue> {
-    return { board: this.sessions.knownBoard(boardId), ...(await this.sessions.queueOf(boardId, agent.agentId)) };
+  /** The session line of `boardId`'s pool on every replica (`GET /api/v1/boards/{board}/queue`, decisions 0555, 1030): how many wait, the caller's place. */
+  boardQueue(agent: AgentRecord, boardId: string): Promise<BoardQueue> {
+    return this.sessions.queueOf(boardId, agent.agentId);
   }
 
   /** The job's UART as it is printed (`GET /api/v1/jobs/{id}/uart`); returns the stop. */

@@ -166,14 +166,16 @@ export class SessionLeases {
     return outcome.session;
   }
 
-  /** The id of a board of this server; `board_not_found` otherwise. */
-  knownBoard(boardId: string): string {
-    return this.deps.access.knownBoard(boardId).id;
-  }
-
-  /** `board`'s session queue on every replica: how many wait, and the caller's place (1-based) when it waits. */
-  queueOf(board: string, agentId: string): Promise<{ waiting: number; position: number | null }> {
-    return this.queue.lineOf(board, agentId);
+  /**
+   * The session line of the pool `boardId` names (a pool, or one instance of it, decision 1030) on
+   * every replica: how many wait for the pool or any of its instances, and the place (1-based) in
+   * that line of the caller's first waiter (for that instance, when an instance is named);
+   * `board_not_found` for neither.
+   */
+  async queueOf(boardId: string, agentId: string): Promise<{ board: string; waiting: number; position: number | null }> {
+    const instance = await this.deps.access.instanceNamed(boardId);
+    const pool = instance?.board.id ?? this.deps.access.knownBoard(boardId).id;
+    return { board: instance ? boardId : pool, ...(await this.queue.lineOf(pool, agentId, instance ? boardId : undefined)) };
   }
 
   /** The lease on `queue` (an instance) or on `pool`'s instances that frees first; undefined when none is held. */
