@@ -100,6 +100,15 @@ describe('board pools', () => {
     expect(await missing.json()).toEqual({
       detail: 'instance "pico.3@local" of board pico not found; the instances of pico here: pico.1@local, pico.2@local (or ask for "pico": any free one)',
     });
+    // A malformed instance number of this pool is an instance not found too, not an unknown board.
+    for (const malformed of ['pico.0@local', 'pico.01@local', 'pico.-1@local']) {
+      const res = await openSession(a, bob.token, { board: malformed });
+      expect({ malformed, status: res.status, body: await res.json() }).toEqual({
+        malformed,
+        status: 404,
+        body: { detail: `instance "${malformed}" of board pico not found; the instances of pico here: pico.1@local, pico.2@local (or ask for "pico": any free one)` },
+      });
+    }
     // A job naming another instance than its session's is refused too.
     const other = await flash(a, alice.token, { board: 'pico.1@local', session: session.session_id, uart_seconds: '0.1' }, picoElf());
     expect(other.status).toBe(409);
@@ -192,7 +201,9 @@ describe('board pools', () => {
     // Without a wait, the pool being full is a 409 at once, naming the caller's own lease.
     const refused = await openSession(a, token, { board: 'pico' });
     expect(refused.status).toBe(409);
-    expect(((await refused.json()) as { detail: string }).detail).toMatch(/already leased by you/);
+    expect(((await refused.json()) as { detail: string }).detail).toMatch(
+      /^instance pico\.\d@local of board pico is already leased by you \(one lease per instance; with wait_seconds, a request for board pico waits for its next free instance\) in session /,
+    );
     // With a wait, the third job queues behind the pipeline's own sessions and gets the first freed.
     const timersBefore = a.fake.countTimers();
     const third = openSession(a, token, { board: 'pico', wait_seconds: '60' }).then(async (res) => ({ status: res.status, body: (await res.json()) as { instance: string } }));
