@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
@@ -84,6 +85,33 @@ describe('a waiter whose client went away (hostile19 M1)', () => {
     const bobs = (await store.listActiveSessions(app.fake.now)).filter((s) => s.agentId === bob.agentId);
     expect(bobs).toEqual([]);
     expect(app.fake.now).toBe(nowMs);
+  });
+});
+
+describe('a waiter whose connection closed as the board freed (hostile19 M1, over HTTP)', () => {
+  it('hears the client leave before answering: the board goes to the next waiter, not to the closed connection', async () => {
+    app = await startBenchTestApp();
+    const { store, bench } = app.server.service;
+    const [alice, bob, carol] = [await app.register('alice'), await app.register('bob'), await app.register('carol')];
+    const held = (await (await open(alice.token, { idle_seconds: '3600' })).json()) as { session_id: string };
+    // Bob waits on a raw connection, so the test closes it exactly when it wants.
+    const body = 'board=pico&wait_seconds=60';
+    const bobSocket = net.connect(Number(new URL(app.url).port), '127.0.0.1');
+    bobSocket.on('error', () => undefined);
+    await new Promise<void>((resolve) => bobSocket.once('connect', () => resolve()));
+    bobSocket.write(`POST /api/v1/sessions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${bob.token}\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    const inLine = (n: number) =>
+      waitUntil(systemClock, async () => ((await store.sessionQueue.waiters('pico', app.fake.now)).length >= n ? true : undefined), { timeoutMs: 20_000, describe: `${n} waiting` });
+    await inLine(1);
+    const carolWaits = open(carol.token, { wait_seconds: '60' });
+    await inLine(2);
+    // Bob's client leaves, and in the same turn alice ends her session in process: the grant to bob
+    // runs before his connection's close is read, unless the bench hears it first.
+    bobSocket.destroy();
+    await bench.endSession((await store.getAgent(alice.agentId))!, held.session_id);
+    const carols = await carolWaits;
+    expect(carols.status).toBe(200);
+    expect((await store.listActiveSessions(app.fake.now)).filter((s) => s.agentId === bob.agentId)).toEqual([]);
   });
 });
 

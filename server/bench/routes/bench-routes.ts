@@ -165,7 +165,14 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
         // FastAPI answers a form endpoint (issue 9), not one error on ["body"].
         const form = parseForm(forms.sessionOpen, body.values);
         const gone = new AbortController();
-        res.on('close', () => gone.abort());
+        // The client's FIN (its socket's end) is the first sign it left: the answer's close comes
+        // only once our side has closed too, after a grant that would then hold the board unused.
+        const clientLeft = () => gone.abort();
+        req.socket.once('end', clientLeft);
+        res.on('close', () => {
+          req.socket.off('end', clientLeft);
+          gone.abort();
+        });
         res.json(sessionBody(await bench.openSession(agent, form.board, form.idle_seconds, { seconds: form.wait_seconds, signal: gone.signal })));
       },
     },
