@@ -10,6 +10,7 @@ import type { TimerHandle } from '../../../core/clock.js';
 import { LocalWorker, LOCAL_WORKER_ID } from '../workers/local-worker.js';
 import { type AdminOverview, type BenchOverview, BenchStatus, type ServiceHealth } from './bench-status.js';
 import type { BoardQueue, BoardState } from './board-state.js';
+import type { SessionWait } from './session-leases.js';
 import type { BoardAfterAdmin, BoardHealthCheck } from './kept-board-health.js';
 import { BoardAccess } from './board-access.js';
 import { BoardHealthAdmin } from './board-health-admin.js';
@@ -169,7 +170,7 @@ export class Bench {
   }
 
   /** With `wait`, queues for a busy board (`wait_seconds`, issue 11) until granted or the wait runs out. */
-  openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionRecord> {
+  openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: SessionWait): Promise<SessionRecord> {
     return this.sessions.openSession(agent, boardId, idleSeconds, wait);
   }
 

@@ -9,6 +9,18 @@ import type { WorkerGateway } from '../workers/worker-gateway.js';
 import type { BoardAccess } from './board-access.js';
 import type { AgentLongPolls } from './agent-long-polls.js';
 
+/** How a session request waits for a busy board (`wait_seconds`). */
+export interface SessionWait {
+  seconds: number;
+  /** Aborts when the request's client went away. */
+  signal: AbortSignal;
+  /**
+   * Settles once what the request's connection already reported has been heard (a client that
+   * left), before a grant from the queue is answered; the check of `signal` follows it.
+   */
+  beforeAnswer?: () => Promise<void>;
+}
+
 /**
  * Sessions: exclusive board leases kept alive by heartbeats, freed by a timer on the injected
  * clock when they run out, and the jobs of each session, cancelled when it closes.
@@ -58,7 +70,7 @@ export class SessionLeases {
    * board's queue (first come first served) until the lease is granted or the wait runs out; then
    * the 409 says the caller's place in the queue and who holds the board until when.
    */
-  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionRecord> {
+  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: SessionWait): Promise<SessionRecord> {
     const { access } = this.deps;
     // `boardId` names a pool (any free instance) or one instance of it (decision 0510).
     const target = await access.target(boardId);
@@ -151,11 +163,7 @@ export class SessionLeases {
         throw new BenchError('board_leased', `${conflict.detail}; you were number ${waited.position} in the queue for ${boardId} when your wait of ${wait.seconds} s ran out`, conflict.extra);
       }
       outcome = { session: waited.value };
-      // A grant can complete in the event-loop turn of the event that freed the board (the store's
-      // calls resolve without I/O on SQLite), before the I/O already due is read: a client that
-      // left just before would be heard only after the answer. Two turns let one poll for I/O run
-      // before the check below (measured against hostile19's t14: 30 orphans of 30 without).
-      for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+      await wait.beforeAnswer?.();
     }
     if (!outcome.session) throw await this.refusal(outcome.lease, boardId, agent);
     // Granted while the client was going away (its abort came during the try): nobody would use
