@@ -92,7 +92,15 @@ async function waitForBoard(client: BenchClient, options: ServerRunOptions): Pro
   let shown = '';
   const look = async () => {
     while (!looking.signal.aborted) {
-      const queue = await client.boardQueue(options.board, { signal: looking.signal }).catch(() => undefined);
+      const queue = await client.boardQueue(options.board, { signal: looking.signal }).catch((err: unknown) => {
+        // A refusal (a bench too old for instance ids in the queue route, say) is said once, not
+        // swallowed; the wait goes on without the place. A network blip or the abort says nothing.
+        if (err instanceof BenchApiError && shown !== 'refused') {
+          shown = 'refused';
+          options.note(`hilbench flash: waiting for board ${options.board}; its place in the queue is not shown: ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail)}`);
+        }
+        return undefined;
+      });
       if (queue?.position != null) {
         const line = `number ${queue.position} of ${queue.waiting}`;
         if (line !== shown) options.note(`hilbench flash: waiting for board ${options.board}: ${line} in its queue (${Math.ceil((deadlineMs - performance.now()) / 1000)} s left)`);

@@ -142,7 +142,7 @@ class ServeHeadCommand implements fc.AsyncCommand<Model, Real> {
     const queue = model.waiters[this.pool]!;
     const store = storeOf(real, this.store);
     expect((await store.sessionQueue.waiters(this.pool, model.nowMs)).map((w) => w.waiterId)).toEqual(queue);
-    expect(await store.sessionQueue.position(queue[0]!, model.nowMs)).toBe(1);
+    expect(await store.sessionQueue.turn(queue[0]!, model.nowMs)).toEqual({ position: 1, ahead: [] });
     await storeOf(real, this.store + 1).sessionQueue.leave(queue.shift()!);
   }
   toString = () => `serveHead(store ${this.store}, ${this.pool})`;

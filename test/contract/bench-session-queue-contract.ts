@@ -60,19 +60,45 @@ export function describeSessionQueueContract(name: string, withStore: (body: (st
         const seqC = await q.enqueue(waiter('w_c'));
         expect(seqA).toBeLessThan(seqB);
         expect(seqB).toBeLessThan(seqC);
-        expect(await q.position('w_a', T0)).toBe(1);
-        expect(await q.position('w_b', T0)).toBe(2);
-        expect(await q.position('w_c', T0)).toBe(3);
-        expect(await q.position('w_other', T0)).toBe(1);
-        expect(await q.position('w_none', T0)).toBeNull();
+        expect(await q.turn('w_a', T0)).toEqual({ position: 1, ahead: [] });
+        expect(await q.turn('w_b', T0)).toEqual({ position: 2, ahead: ['pico'] });
+        expect(await q.turn('w_c', T0)).toEqual({ position: 3, ahead: ['pico'] });
+        expect(await q.turn('w_other', T0)).toEqual({ position: 1, ahead: [] });
+        expect(await q.turn('w_none', T0)).toBeNull();
         expect(await q.line('pico', 'ag_2', T0)).toEqual({ waiting: 3, position: 2 });
         expect(await q.line('pico', 'ag_1', T0)).toEqual({ waiting: 3, position: 1 });
         expect(await q.line('uno', 'ag_2', T0)).toEqual({ waiting: 1, position: null });
         await q.leave('w_a');
         await q.leave('w_a');
-        expect(await q.position('w_b', T0)).toBe(1);
+        expect((await q.turn('w_b', T0))?.position).toBe(1);
         expect((await q.waiters('pico', T0)).map((w) => w.waiterId)).toEqual(['w_b', 'w_c']);
         expect(await q.waiters('pico', T0)).toEqual([waiter('w_b', { agentId: 'ag_2' }), waiter('w_c')]);
+      }));
+
+    it('keeps one line per pool: waiters for the pool and for one of its instances in one order, each turn naming what the waiters before it accept (decision 1030)', () =>
+      withStore(async (store) => {
+        const q = store.sessionQueue;
+        const instance = (waiterId: string, name: string, over: Partial<SessionWaiter> = {}) => waiter(waiterId, { queue: name, ...over });
+        await q.enqueue(instance('w_i2', 'pico.2@w1'));
+        await q.enqueue(waiter('w_pool', { agentId: 'ag_2' }));
+        await q.enqueue(instance('w_i1', 'pico.1@w1', { agentId: 'ag_2' }));
+        await q.enqueue(instance('w_i2b', 'pico.2@w1'));
+        await q.enqueue(waiter('w_uno', { queue: 'uno', pool: 'uno' }));
+        expect(await q.turn('w_i2', T0)).toEqual({ position: 1, ahead: [] });
+        expect(await q.turn('w_pool', T0)).toEqual({ position: 2, ahead: ['pico.2@w1'] });
+        expect(await q.turn('w_i1', T0)).toEqual({ position: 3, ahead: ['pico.2@w1', 'pico'] });
+        expect(await q.turn('w_i2b', T0)).toEqual({ position: 4, ahead: ['pico.2@w1', 'pico', 'pico.1@w1'] });
+        expect(await q.turn('w_uno', T0)).toEqual({ position: 1, ahead: [] });
+        expect((await q.waiters('pico', T0)).map((w) => w.waiterId)).toEqual(['w_i2', 'w_pool', 'w_i1', 'w_i2b']);
+        // The pool's line counts every waiter; the place is the agent's first waiter, for one instance when asked.
+        expect(await q.line('pico', 'ag_2', T0)).toEqual({ waiting: 4, position: 2 });
+        expect(await q.line('pico', 'ag_2', T0, 'pico.1@w1')).toEqual({ waiting: 4, position: 3 });
+        expect(await q.line('pico', 'ag_1', T0, 'pico.1@w1')).toEqual({ waiting: 4, position: null });
+        await q.leave('w_i2');
+        expect(await q.turn('w_pool', T0)).toEqual({ position: 1, ahead: [] });
+        // Ghosts before a waiter (their liveness ran out) are not in its way.
+        await q.renew(waiter('w_i1', { queue: 'pico.1@w1', agentId: 'ag_2', aliveUntilMs: T0 + 2 * ALIVE_MS }));
+        expect(await q.turn('w_i1', T0 + ALIVE_MS)).toEqual({ position: 1, ahead: [] });
       }));
 
     it('never counts a waiter whose liveness ran out (a dead replica’s ghost); a renewed one keeps its place', () =>
@@ -81,13 +107,13 @@ export function describeSessionQueueContract(name: string, withStore: (body: (st
         await q.enqueue(waiter('w_ghost'));
         await q.enqueue(waiter('w_live'));
         await q.renew(waiter('w_live', { aliveUntilMs: T0 + 3 * ALIVE_MS }));
-        expect(await q.position('w_live', T0 + ALIVE_MS - 1)).toBe(2);
+        expect((await q.turn('w_live', T0 + ALIVE_MS - 1))?.position).toBe(2);
         // The ghost's deadline passed: the live waiter is next, though the ghost's row is still there.
-        expect(await q.position('w_live', T0 + ALIVE_MS)).toBe(1);
+        expect(await q.turn('w_live', T0 + ALIVE_MS)).toEqual({ position: 1, ahead: [] });
         expect(await q.line('pico', 'ag_1', T0 + ALIVE_MS)).toEqual({ waiting: 1, position: 1 });
         // The next writer removes it; a waiter renewed after it was removed joins again at the back.
         await q.enqueue(waiter('w_late', { enqueuedAtMs: T0 + ALIVE_MS, aliveUntilMs: T0 + 4 * ALIVE_MS }));
-        expect(await q.position('w_ghost', T0)).toBeNull();
+        expect(await q.turn('w_ghost', T0)).toBeNull();
         const back = await q.renew(waiter('w_ghost', { aliveUntilMs: T0 + 4 * ALIVE_MS }));
         expect(back).toBeGreaterThan(0);
         expect((await q.waiters('pico', T0 + ALIVE_MS)).map((w) => w.waiterId)).toEqual(['w_live', 'w_late', 'w_ghost']);

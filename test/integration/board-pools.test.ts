@@ -100,6 +100,15 @@ describe('board pools', () => {
     expect(await missing.json()).toEqual({
       detail: 'instance "pico.3@local" of board pico not found; the instances of pico here: pico.1@local, pico.2@local (or ask for "pico": any free one)',
     });
+    // A malformed instance number of this pool is an instance not found too, not an unknown board.
+    for (const malformed of ['pico.0@local', 'pico.01@local', 'pico.-1@local']) {
+      const res = await openSession(a, bob.token, { board: malformed });
+      expect({ malformed, status: res.status, body: await res.json() }).toEqual({
+        malformed,
+        status: 404,
+        body: { detail: `instance "${malformed}" of board pico not found; the instances of pico here: pico.1@local, pico.2@local (or ask for "pico": any free one)` },
+      });
+    }
     // A job naming another instance than its session's is refused too.
     const other = await flash(a, alice.token, { board: 'pico.1@local', session: session.session_id, uart_seconds: '0.1' }, picoElf());
     expect(other.status).toBe(409);
@@ -133,6 +142,56 @@ describe('board pools', () => {
     expect(await waiting[1]!).toEqual({ status: 200, body: expect.objectContaining({ instance: holders[0]!.instance }) });
   });
 
+  it('keeps one line per pool across waiters for the pool and for one instance: the earliest waiter that accepts a freed instance gets it (decision 1030)', async () => {
+    const a = await poolApp(3, { picoOnly: true });
+    const holder = await a.register('holder');
+    const held = new Map<string, string>();
+    for (const instance of ['pico.1@local', 'pico.2@local', 'pico.3@local']) held.set(instance, ((await (await openSession(a, holder.token, { board: instance, idle_seconds: '3600' })).json()) as { session_id: string }).session_id);
+    const end = (token: string, sessionId: string) => a.request(`/api/v1/sessions/${sessionId}/end`, { method: 'POST', headers: bearer(token) });
+    const inLine = async (n: number) => {
+      let seen = 0;
+      await waitUntil(systemClock, async () => ((seen = (await a.server.service.store.sessionQueue.waiters('pico', a.fake.now)).length) >= n ? true : undefined), {
+        timeoutMs: 20_000,
+        describe: `${n} waiting in pico's line`,
+        lastSeen: () => `${seen} waiting`,
+      });
+    };
+    const wait = (token: string, board: string) => openSession(a, token, { board, wait_seconds: '60' }).then(async (res) => ({ status: res.status, body: (await res.json()) as { session_id: string; instance: string } }));
+    // The pool's waiter came first: pico.2 freeing goes to it, not to the later waiter for pico.2.
+    const [pooled, asking] = [await a.register('pooled'), await a.register('asking')];
+    const forPool = wait(pooled.token, 'pico');
+    await inLine(1);
+    const forInstance = wait(asking.token, 'pico.2@local');
+    await inLine(2);
+    // The queue route takes the instance's id too, and answers the pool's one line (hostile19 M4).
+    const queueOf = async (token: string, board: string) => {
+      const res = await a.request(`/api/v1/boards/${board}/queue`, { headers: bearer(token) });
+      return { status: res.status, body: await res.json() };
+    };
+    expect(await queueOf(asking.token, 'pico.2@local')).toEqual({ status: 200, body: { board: 'pico.2@local', waiting: 2, position: 2 } });
+    expect(await queueOf(asking.token, 'pico.2%40local')).toEqual({ status: 200, body: { board: 'pico.2@local', waiting: 2, position: 2 } });
+    expect(await queueOf(asking.token, 'pico')).toEqual({ status: 200, body: { board: 'pico', waiting: 2, position: 2 } });
+    expect(await queueOf(pooled.token, 'pico')).toEqual({ status: 200, body: { board: 'pico', waiting: 2, position: 1 } });
+    expect(await queueOf(pooled.token, 'pico.2@local')).toEqual({ status: 200, body: { board: 'pico.2@local', waiting: 2, position: null } });
+    expect((await queueOf(pooled.token, 'pico.9@local')).status).toBe(404);
+    await end(holder.token, held.get('pico.2@local')!);
+    const first = await forPool;
+    expect(first).toEqual({ status: 200, body: expect.objectContaining({ instance: 'pico.2@local' }) });
+    expect((await a.server.service.store.sessionQueue.waiters('pico', a.fake.now)).map((w) => w.queue)).toEqual(['pico.2@local']);
+    await end(pooled.token, first.body.session_id);
+    const second = await forInstance;
+    expect(second).toEqual({ status: 200, body: expect.objectContaining({ instance: 'pico.2@local' }) });
+    // The instance's waiter came first: a waiter for the pool behind it still gets another instance that frees.
+    const again = wait(pooled.token, 'pico.2@local');
+    await inLine(1);
+    const anyOne = wait(asking.token, 'pico');
+    await inLine(2);
+    await end(holder.token, held.get('pico.1@local')!);
+    expect(await anyOne).toEqual({ status: 200, body: expect.objectContaining({ instance: 'pico.1@local' }) });
+    await end(asking.token, second.body.session_id);
+    expect(await again).toEqual({ status: 200, body: expect.objectContaining({ instance: 'pico.2@local' }) });
+  });
+
   it('lets one agent (a CI pipeline’s parallel jobs on one token) hold several instances and wait for its own next one', async () => {
     const a = await poolApp(2);
     const { token } = await a.register('pipeline');
@@ -142,7 +201,9 @@ describe('board pools', () => {
     // Without a wait, the pool being full is a 409 at once, naming the caller's own lease.
     const refused = await openSession(a, token, { board: 'pico' });
     expect(refused.status).toBe(409);
-    expect(((await refused.json()) as { detail: string }).detail).toMatch(/already leased by you/);
+    expect(((await refused.json()) as { detail: string }).detail).toMatch(
+      /^instance pico\.\d@local of board pico is already leased by you \(one lease per instance; with wait_seconds, a request for board pico waits for its next free instance\) in session /,
+    );
     // With a wait, the third job queues behind the pipeline's own sessions and gets the first freed.
     const timersBefore = a.fake.countTimers();
     const third = openSession(a, token, { board: 'pico', wait_seconds: '60' }).then(async (res) => ({ status: res.status, body: (await res.json()) as { instance: string } }));

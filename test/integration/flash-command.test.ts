@@ -92,6 +92,30 @@ describe('hilbench flash against a bench server', () => {
   });
 });
 
+describe('waiting for one instance of a pool on a bench server (hostile19 M4)', () => {
+  let bench: RunningBenchServer;
+  let token: string;
+  beforeAll(async () => {
+    bench = await startSystemClockBench({ backend: 'sim', localWorker: { poolSizes: { byBoard: { pico: 2 } } } });
+    token = (await new BenchClient({ baseUrl: bench.url }).register('ci')).token;
+  }, 60_000);
+  afterAll(() => bench?.close());
+
+  it('prints its place in the pool’s line while it waits for pico.2@local, then runs there', async () => {
+    const other = new BenchClient({ baseUrl: bench.url, token: (await new BenchClient({ baseUrl: bench.url }).register('other')).token });
+    const held = await other.openSession('pico.2@local');
+    const waiting = execa('node', [cli, 'flash', hello, '--board', 'pico.2@local', '--server', bench.url, '--token', token, '--expect-text', 'tick 1', '--wait', '60'], { reject: false });
+    let seen = '';
+    waiting.stderr?.on('data', (chunk: Buffer) => (seen += chunk.toString()));
+    await until('the queue position on stderr', () => /waiting for board pico\.2@local: number 1 of 1 in its queue/.test(seen));
+    expect(seen).not.toMatch(/is not shown/);
+    await held.end();
+    const ran = await waiting;
+    expect(ran.stderr).toMatch(/^hilbench flash: passed/m);
+    expect(ran.exitCode).toBe(0);
+  });
+});
+
 describe('back-to-back runs on one board of a bench server (issue 31)', () => {
   let bench: RunningBenchServer;
   let token: string;

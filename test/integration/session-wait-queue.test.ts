@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
 import { waitUntil } from '../../core/wait.js';
@@ -53,6 +54,67 @@ describe('POST /api/v1/sessions with wait_seconds', () => {
   });
 });
 
+describe('a waiter whose client went away (hostile19 M1)', () => {
+  it('ends a session granted while its client was leaving, at once, and the next waiter gets the board with no clock time passing', async () => {
+    app = await startBenchTestApp();
+    const { store, bench } = app.server.service;
+    const [alice, bob, carol] = [await app.register('alice'), await app.register('bob'), await app.register('carol')];
+    const held = (await (await open(alice.token, { idle_seconds: '3600' })).json()) as { session_id: string };
+    // Bob's client goes away while the store writes his grant: the race of a client leaving as the board frees.
+    const bobClient = new AbortController();
+    const openInStore = store.openSession.bind(store);
+    store.openSession = async (session, options) => {
+      const result = await openInStore(session, options);
+      if (session.agentId === bob.agentId && result.kind === 'opened') bobClient.abort();
+      return result;
+    };
+    const bobAgent = (await store.getAgent(bob.agentId))!;
+    const bobWaits = bench.openSession(bobAgent, 'pico', 90, { seconds: 60, signal: bobClient.signal }).then(
+      (session) => ({ granted: session.sessionId }),
+      (err: Error) => ({ refused: err.message }),
+    );
+    await waitUntil(systemClock, async () => ((await store.sessionQueue.waiters('pico', app.fake.now)).length >= 1 ? true : undefined), { timeoutMs: 20_000, describe: 'bob waiting' });
+    const carolWaits = open(carol.token, { wait_seconds: '60' });
+    await waitUntil(systemClock, async () => ((await store.sessionQueue.waiters('pico', app.fake.now)).length >= 2 ? true : undefined), { timeoutMs: 20_000, describe: 'carol waiting' });
+    const nowMs = app.fake.now;
+    expect((await app.request(`/api/v1/sessions/${held.session_id}/end`, { method: 'POST', headers: bearer(alice.token) })).status).toBe(200);
+    expect(await bobWaits).toEqual({ refused: expect.stringMatching(/went away/) });
+    const carols = await carolWaits;
+    expect(carols.status).toBe(200);
+    expect(((await carols.json()) as { board: string }).board).toBe('pico');
+    const bobs = (await store.listActiveSessions(app.fake.now)).filter((s) => s.agentId === bob.agentId);
+    expect(bobs).toEqual([]);
+    expect(app.fake.now).toBe(nowMs);
+  });
+});
+
+describe('a waiter whose connection closed as the board freed (hostile19 M1, over HTTP)', () => {
+  it('hears the client leave before answering: the board goes to the next waiter, not to the closed connection', async () => {
+    app = await startBenchTestApp();
+    const { store, bench } = app.server.service;
+    const [alice, bob, carol] = [await app.register('alice'), await app.register('bob'), await app.register('carol')];
+    const held = (await (await open(alice.token, { idle_seconds: '3600' })).json()) as { session_id: string };
+    // Bob waits on a raw connection, so the test closes it exactly when it wants.
+    const body = 'board=pico&wait_seconds=60';
+    const bobSocket = net.connect(Number(new URL(app.url).port), '127.0.0.1');
+    bobSocket.on('error', () => undefined);
+    await new Promise<void>((resolve) => bobSocket.once('connect', () => resolve()));
+    bobSocket.write(`POST /api/v1/sessions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${bob.token}\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    const inLine = (n: number) =>
+      waitUntil(systemClock, async () => ((await store.sessionQueue.waiters('pico', app.fake.now)).length >= n ? true : undefined), { timeoutMs: 20_000, describe: `${n} waiting` });
+    await inLine(1);
+    const carolWaits = open(carol.token, { wait_seconds: '60' });
+    await inLine(2);
+    // Bob's client leaves, and in the same turn alice ends her session in process: the grant to bob
+    // runs before his connection's close is read, unless the bench hears it first.
+    bobSocket.destroy();
+    await bench.endSession((await store.getAgent(alice.agentId))!, held.session_id);
+    const carols = await carolWaits;
+    expect(carols.status).toBe(200);
+    expect((await store.listActiveSessions(app.fake.now)).filter((s) => s.agentId === bob.agentId)).toEqual([]);
+  });
+});
+
 describe('who waits, on /admin and the console (decision 0605)', () => {
   const ADMIN = 'queue-admin-token';
   const waiting = async (n: number) => {
@@ -60,8 +122,7 @@ describe('who waits, on /admin and the console (decision 0605)', () => {
     await waitUntil(
       systemClock,
       async () => {
-        const queues = await Promise.all(['pico', 'pico.2@local'].map((q) => app.server.service.store.sessionQueue.waiters(q, app.fake.now)));
-        seen = queues.flat().length;
+        seen = (await app.server.service.store.sessionQueue.waiters('pico', app.fake.now)).length;
         return seen >= n ? true : undefined;
       },
       { timeoutMs: 20_000, describe: `${n} session requests waiting in the store's queue`, lastSeen: () => `${seen} waiting` },
@@ -86,8 +147,8 @@ describe('who waits, on /admin and the console (decision 0605)', () => {
     const pico = admin.boards.find((b) => b.id === 'pico')!;
     expect(pico.waiting).toEqual([
       { agent_id: bob.agentId, agent_label: 'bob', queue: 'pico', position: 1, since: new Date(TEST_START_MS).toISOString() },
-      { agent_id: dave.agentId, agent_label: 'dave', queue: 'pico', position: 2, since: new Date(TEST_START_MS + 1_000).toISOString() },
-      { agent_id: carol.agentId, agent_label: 'carol', queue: 'pico.2@local', position: 1, since: new Date(TEST_START_MS + 1_000).toISOString() },
+      { agent_id: carol.agentId, agent_label: 'carol', queue: 'pico.2@local', position: 2, since: new Date(TEST_START_MS + 1_000).toISOString() },
+      { agent_id: dave.agentId, agent_label: 'dave', queue: 'pico', position: 3, since: new Date(TEST_START_MS + 1_000).toISOString() },
     ]);
     expect(admin.boards.find((b) => b.id === 'uno')!.waiting).toEqual([]);
 
@@ -97,7 +158,7 @@ describe('who waits, on /admin and the console (decision 0605)', () => {
     const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
     const console = await (await app.request('/console', { headers: { cookie } })).text();
     const section = /<section id="waiting">[\s\S]*?<\/section>/.exec(console)![0];
-    expect(section).toMatch(/<code>pico<\/code><\/td><td>1<\/td><td>bob \(ag_[^)]+\)<\/td><td>2026-01-01 00:00:00 UTC<\/td>[\s\S]*<code>pico<\/code><\/td><td>2<\/td><td>dave[\s\S]*<code>pico\.2@local<\/code><\/td><td>1<\/td><td>carol/);
+    expect(section).toMatch(/<code>pico<\/code><\/td><td>1<\/td><td>bob \(ag_[^)]+\)<\/td><td>2026-01-01 00:00:00 UTC<\/td>[\s\S]*<code>pico\.2@local<\/code><\/td><td>2<\/td><td>carol[\s\S]*<code>pico<\/code><\/td><td>3<\/td><td>dave/);
 
     // The waits run out; the queue empties and says so.
     for (let i = 0; i < 6; i++) await app.fake.tickAsync(1_000);

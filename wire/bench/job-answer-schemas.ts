@@ -40,8 +40,8 @@ export const uartInputAnswerSchema = z
 export const boardQueueSchema = z
   .object({
     board: z.string(),
-    waiting: z.number().int().meta({ description: "Requests waiting in the board's session queue, on every replica (POST /api/v1/sessions with wait_seconds)." }),
-    position: z.number().int().nullable().meta({ description: "The caller's place in it (1: next), or null when the caller does not wait for this board." }),
+    waiting: z.number().int().meta({ description: "Requests waiting in the session queue of the board's pool (for the pool or any of its instances), on every replica (POST /api/v1/sessions with wait_seconds)." }),
+    position: z.number().int().nullable().meta({ description: "The place in it (1: next) of the caller's first request (for that instance, when the path names one), or null when the caller does not wait for it." }),
   })
   .meta({ title: 'BoardQueue' });
 

@@ -111,14 +111,13 @@ export class BenchStatus {
   }
 
   /**
-   * Who waits for `state`'s board (decisions 0555, 0605): the store's queue of its pool, then of
-   * each instance asked for by id, each first first, on every replica. `labels` caches agents' labels.
+   * Who waits for `state`'s board (decisions 0555, 0605, 1030): the store's line of its pool, each
+   * waiter for the pool or one instance asked for by id, first first, on every replica. `labels`
+   * caches agents' labels.
    */
   private async waiting(state: BoardState, labels: Map<string, Promise<string>>): Promise<BoardWaiter[]> {
     const nowMs = this.now();
-    const id = state.resolved.board.id;
-    const queues = [id, ...(state.pool?.instances.map((i) => i.instance).filter((i) => i !== id) ?? [])];
-    const lines = await Promise.all(queues.map((queue) => this.deps.store.sessionQueue.waiters(queue, nowMs)));
+    const lines = [await this.deps.store.sessionQueue.waiters(state.resolved.board.id, nowMs)];
     const labelOf = (agentId: string) => {
       const known = labels.get(agentId) ?? this.deps.store.getAgent(agentId).then((a) => a?.label ?? agentId);
       labels.set(agentId, known);

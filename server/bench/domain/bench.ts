@@ -10,6 +10,7 @@ import type { TimerHandle } from '../../../core/clock.js';
 import { LocalWorker, LOCAL_WORKER_ID } from '../workers/local-worker.js';
 import { type AdminOverview, type BenchOverview, BenchStatus, type ServiceHealth } from './bench-status.js';
 import type { BoardQueue, BoardState } from './board-state.js';
+import type { SessionWait } from './session-leases.js';
 import type { BoardAfterAdmin, BoardHealthCheck } from './kept-board-health.js';
 import { BoardAccess } from './board-access.js';
 import { BoardHealthAdmin } from './board-health-admin.js';
@@ -169,7 +170,7 @@ export class Bench {
   }
 
   /** With `wait`, queues for a busy board (`wait_seconds`, issue 11) until granted or the wait runs out. */
-  openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionRecord> {
+  openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: SessionWait): Promise<SessionRecord> {
     return this.sessions.openSession(agent, boardId, idleSeconds, wait);
   }
 
@@ -203,9 +204,9 @@ export class Bench {
     return this.cancels.cancel(agent, jobId, reason, signal);
   }
 
-  /** `board`'s session queue on every replica (`GET /api/v1/boards/{board}/queue`, decision 0555): how many wait, the caller's place. */
-  async boardQueue(agent: AgentRecord, boardId: string): Promise<BoardQueue> {
-    return { board: this.sessions.knownBoard(boardId), ...(await this.sessions.queueOf(boardId, agent.agentId)) };
+  /** The session line of `boardId`'s pool on every replica (`GET /api/v1/boards/{board}/queue`, decisions 0555, 1030): how many wait, the caller's place. */
+  boardQueue(agent: AgentRecord, boardId: string): Promise<BoardQueue> {
+    return this.sessions.queueOf(boardId, agent.agentId);
   }
 
   /** The job's UART as it is printed (`GET /api/v1/jobs/{id}/uart`); returns the stop. */

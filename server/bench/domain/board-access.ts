@@ -64,7 +64,9 @@ export class BoardAccess {
    */
   async instanceNamed(name: string): Promise<{ board: Board; asked: PoolInstance } | undefined> {
     if (this.deps.boards.board(name) || !this.deps.pools) return undefined;
-    const poolId = boardOfInstance(name);
+    // Spelled like an instance of a pool here but with a number no worker gives (pico.0@local,
+    // pico.01@local, pico.-1@local): answered as any instance not found, naming the pool's instances.
+    const poolId = boardOfInstance(name) ?? /^([a-z0-9][a-z0-9-]*)\.[^\s@]*@[^\s@]+$/.exec(name)?.[1];
     const board = poolId === undefined ? undefined : this.deps.boards.board(poolId);
     if (!board) return undefined;
     const pool = await this.deps.pools.of(board.id);
@@ -151,7 +153,7 @@ export class BoardAccess {
     const until = `until ${isoFromMs(lease.expiresAtMs)} unless renewed (retry_after_seconds=${retryAfterSeconds})`;
     const detail =
       lease.agentId === agent.agentId
-        ? `${name} is already leased by you (one lease per board) in session ${lease.holder.sessionId} ${until}; ` +
+        ? `${name} is already leased by you (${lease.instance === undefined ? 'one lease per board' : `one lease per instance; with wait_seconds, a request for board ${lease.board} waits for its next free instance`}) in session ${lease.holder.sessionId} ${until}; ` +
           `send session=${lease.holder.sessionId} with the flash job, or end that session`
         : `${name} is leased by ${who} ${until}`;
     return new BenchError('board_leased', detail, { retryAfterSeconds });

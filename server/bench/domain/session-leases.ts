@@ -9,6 +9,18 @@ import type { WorkerGateway } from '../workers/worker-gateway.js';
 import type { BoardAccess } from './board-access.js';
 import type { AgentLongPolls } from './agent-long-polls.js';
 
+/** How a session request waits for a busy board (`wait_seconds`). */
+export interface SessionWait {
+  seconds: number;
+  /** Aborts when the request's client went away. */
+  signal: AbortSignal;
+  /**
+   * Settles once what the request's connection already reported has been heard (a client that
+   * left), before a grant from the queue is answered; the check of `signal` follows it.
+   */
+  beforeAnswer?: () => Promise<void>;
+}
+
 /**
  * Sessions: exclusive board leases kept alive by heartbeats, freed by a timer on the injected
  * clock when they run out, and the jobs of each session, cancelled when it closes.
@@ -58,7 +70,7 @@ export class SessionLeases {
    * board's queue (first come first served) until the lease is granted or the wait runs out; then
    * the 409 says the caller's place in the queue and who holds the board until when.
    */
-  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: { seconds: number; signal: AbortSignal }): Promise<SessionRecord> {
+  async openSession(agent: AgentRecord, boardId: string, idleSeconds: number, wait?: SessionWait): Promise<SessionRecord> {
     const { access } = this.deps;
     // `boardId` names a pool (any free instance) or one instance of it (decision 0510).
     const target = await access.target(boardId);
@@ -82,10 +94,13 @@ export class SessionLeases {
       answerLost = false;
       return undefined;
     };
-    const attempt = async (): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
+    /** One try; `except`: instances left to earlier waiters in the pool's line (decision 1030). */
+    const attempt = async (except: ReadonlySet<string> = new Set()): Promise<{ session?: SessionRecord; lease?: LeaseWithAgent }> => {
       const stored = answerLost ? await storedBefore() : undefined;
       if (stored) return { session: stored };
-      const instances = target.instance === undefined ? await access.handOut(pool) : undefined;
+      const instances = target.instance === undefined ? (await access.handOut(pool)).filter((i) => !except.has(i)) : undefined;
+      // Every instance free now is left to earlier waiters: this try takes nothing.
+      if (instances?.length === 0) return { lease: await this.currentLease(pool, pool) };
       const nowMs = this.now();
       const result = await this.deps.store.openSession({
         sessionId,
@@ -116,12 +131,14 @@ export class SessionLeases {
       if (stored) return stored;
       throw err;
     };
-    // The session queue is per pool, or per instance asked for by id (decision 0510), in the store
-    // across replicas (decision 0555). A waiting request that finds others already waiting joins
-    // behind them instead of trying first: first come first served.
+    // The session queue is one line per pool, each waiter for the pool or one instance asked for
+    // by id (decisions 0510, 1030), in the store across replicas (decision 0555). A waiting request
+    // first tries only for what no waiter already in the line accepts (nothing, behind a waiter
+    // for the pool or its instance): first come first served.
     const queue = { queue: target.instance ?? pool, pool };
-    const queued = wait !== undefined && wait.seconds > 0 && (await this.queue.lineOf(queue.queue, agent.agentId)).waiting > 0;
-    let outcome: { session?: SessionRecord; lease?: LeaseWithAgent } = queued ? { lease: await this.currentLease(queue.queue, pool) } : await attempt().catch(async (err: unknown) => ({ session: await storedDespiteFault(err) }));
+    const open = wait !== undefined && wait.seconds > 0 ? await this.queue.openToNewcomer(queue) : { except: new Set<string>() };
+    let outcome: { session?: SessionRecord; lease?: LeaseWithAgent } =
+      open === undefined ? { lease: await this.currentLease(queue.queue, pool) } : await attempt(open.except).catch(async (err: unknown) => ({ session: await storedDespiteFault(err) }));
     // The caller's own flash job is waited for as anyone's is (a one-shot run right after another,
     // issue 31). So is its own session on a pool of several instances: a CI pipeline's parallel
     // jobs share one token, and each waits for the next free instance (issue 27). On a pool of one
@@ -134,8 +151,8 @@ export class SessionLeases {
       const waited = await this.deps.longPolls.run(agent, () => this.queue.wait(queue, agent.agentId, {
         waitMs: Math.round(wait.seconds * 1000),
         signal: wait.signal,
-        attempt: async () => {
-          const tried = await attempt();
+        attempt: async (except) => {
+          const tried = await attempt(except);
           if (tried.lease) lastLease = tried.lease;
           return tried.session;
         },
@@ -146,20 +163,32 @@ export class SessionLeases {
         throw new BenchError('board_leased', `${conflict.detail}; you were number ${waited.position} in the queue for ${boardId} when your wait of ${wait.seconds} s ran out`, conflict.extra);
       }
       outcome = { session: waited.value };
+      await wait.beforeAnswer?.();
     }
     if (!outcome.session) throw await this.refusal(outcome.lease, boardId, agent);
+    // Granted while the client was going away (its abort came during the try): nobody would use
+    // the session, which would hold the board for its idle time. It ends now, the way any session
+    // ends, so the lease frees and the next waiter is woken by the store's event at once.
+    if (wait?.signal.aborted) {
+      await this.endSession(agent, outcome.session.sessionId).catch((err: unknown) =>
+        this.deps.logger.warn(`ending session ${outcome.session?.sessionId ?? ''}, granted after its client went away, failed (${(err as Error).message}); it expires after its idle time`),
+      );
+      throw new BenchError('board_leased', `your request for ${boardId} went away before its session ${outcome.session.sessionId} was answered; that session was ended`);
+    }
     this.armExpiry(outcome.session);
     return outcome.session;
   }
 
-  /** The id of a board of this server; `board_not_found` otherwise. */
-  knownBoard(boardId: string): string {
-    return this.deps.access.knownBoard(boardId).id;
-  }
-
-  /** `board`'s session queue on every replica: how many wait, and the caller's place (1-based) when it waits. */
-  queueOf(board: string, agentId: string): Promise<{ waiting: number; position: number | null }> {
-    return this.queue.lineOf(board, agentId);
+  /**
+   * The session line of the pool `boardId` names (a pool, or one instance of it, decision 1030) on
+   * every replica: how many wait for the pool or any of its instances, and the place (1-based) in
+   * that line of the caller's first waiter (for that instance, when an instance is named);
+   * `board_not_found` for neither.
+   */
+  async queueOf(boardId: string, agentId: string): Promise<{ board: string; waiting: number; position: number | null }> {
+    const instance = await this.deps.access.instanceNamed(boardId);
+    const pool = instance?.board.id ?? this.deps.access.knownBoard(boardId).id;
+    return { board: instance ? boardId : pool, ...(await this.queue.lineOf(pool, agentId, instance ? boardId : undefined)) };
   }
 
   /** The lease on `queue` (an instance) or on `pool`'s instances that frees first; undefined when none is held. */

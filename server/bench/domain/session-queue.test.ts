@@ -96,6 +96,52 @@ describe('SessionQueue', () => {
     expect(fake.now).toBe(0);
   });
 
+  it('keeps one line per pool across replicas: a later waiter for an instance never takes it from an earlier waiter for the pool, and a pool waiter leaves an earlier instance waiter its instance (decision 1030)', async () => {
+    const fake = createClock(0);
+    const clock = clockFromFakeTimers(fake);
+    const one = await queueOnStore(clock);
+    const two = await queueOnStore(clock, one.store);
+    const PICO_2 = { queue: 'pico.2@w1', pool: 'pico' };
+    /** The instances free now; each attempt takes the first it may (an instance waiter only its own). */
+    const free = new Set<string>();
+    const tries: Array<{ agent: string; except: string[] }> = [];
+    const attempt = (agent: string, accepts?: string) => async (except: ReadonlySet<string>) => {
+      tries.push({ agent, except: [...except] });
+      const taken = [...free].find((i) => !except.has(i) && (accepts === undefined || i === accepts));
+      if (taken === undefined) return undefined;
+      free.delete(taken);
+      tries.push({ agent: `${agent} got ${taken}`, except: [] });
+      return `${agent}:${taken}`;
+    };
+    const options = (agent: string, accepts?: string) => ({ waitMs: 60_000, signal: new AbortController().signal, attempt: attempt(agent, accepts) });
+    // a waits for the pool through replica one, then b for pico.2 through replica two.
+    const a = one.queue.wait(PICO, 'a', options('a'));
+    await fake.tickAsync(0);
+    const b = two.queue.wait(PICO_2, 'b', options('b', 'pico.2@w1'));
+    await fake.tickAsync(0);
+    expect(await two.queue.lineOf('pico', 'b')).toEqual({ waiting: 2, position: 2 });
+    expect(await two.queue.lineOf('pico', 'b', 'pico.2@w1')).toEqual({ waiting: 2, position: 2 });
+    tries.length = 0;
+    // pico.2 frees; both replicas hear it with no clock time passing: a gets it, b never even tries while a waits.
+    free.add('pico.2@w1');
+    two.queue.nudge('pico.2@w1');
+    one.queue.nudge('pico.2@w1');
+    expect(await a).toEqual({ value: 'a:pico.2@w1', position: 1 });
+    // b tried only once a had left the line (and found nothing).
+    expect(tries.map((t) => t.agent).filter((t) => t !== 'a')[0]).toBe('a got pico.2@w1');
+    // Now c waits for the pool through replica one, behind b: pico.1 freeing goes to c, pico.2 is left to b.
+    const c = one.queue.wait(PICO, 'c', options('c'));
+    await fake.tickAsync(0);
+    free.add('pico.1@w1');
+    one.queue.nudge('pico.1@w1');
+    expect(await c).toEqual({ value: 'c:pico.1@w1', position: 2 });
+    expect(tries.filter((t) => t.agent === 'c').every((t) => t.except.includes('pico.2@w1'))).toBe(true);
+    free.add('pico.2@w1');
+    two.queue.nudge('pico.2@w1');
+    expect(await b).toEqual({ value: 'b:pico.2@w1', position: 1 });
+    expect(fake.now).toBe(0);
+  });
+
   it('keeps a wake that arrives while the head attempts, and looks again at once instead of at the next poll', async () => {
     const fake = createClock(0);
     const { queue } = await queueOnStore(clockFromFakeTimers(fake));

@@ -12,21 +12,37 @@ const RENEW_WHEN_LEFT_MS = WAITER_ALIVE_MS / 2;
 
 interface LocalWaiter {
   seq: number;
+  /** What it accepts: the pool, or one instance of it. */
+  queue: string;
   /** Something may have moved the queue: look again at once (kept when it comes between pauses). */
   wake: () => void;
 }
 
 /**
+ * What a waiter for `target` may take, given the queues of the live waiters before it in its
+ * pool's line (decision 1030): nothing when one of them accepts everything it accepts (a waiter
+ * for the pool, or for the same instance); otherwise what it accepts except the instances those
+ * before it wait for. A later waiter never takes an instance an earlier one would accept.
+ */
+export function openTo(target: { queue: string; pool: string }, ahead: readonly string[]): { except: ReadonlySet<string> } | undefined {
+  if (ahead.includes(target.pool) || ahead.includes(target.queue)) return undefined;
+  return { except: new Set(ahead) };
+}
+
+/**
  * Agents waiting for a busy pool, first come first served across every replica (issue 11,
- * decision 0555): the waiters are rows of the store's queue, in the order the database took them.
- * Only the head of a queue tries for a lease. The earliest waiter of a queue in this process looks
- * again when something may have moved the queue (a waiter left, a lease was freed: events from the
- * store, LISTEN/NOTIFY on PostgreSQL) and every `retryMs` of the injected clock (the bound when an
- * event is missed); the others only keep themselves alive. A request whose client goes away
- * leaves the queue at once; one whose replica dies stops being counted when its liveness runs out.
+ * decisions 0555, 1030): the waiters are rows of the store's queue, one line per pool in the
+ * order the database took them, each waiting for the pool (any instance) or for one instance.
+ * When an instance frees, the earliest waiter that accepts it gets it: a waiter tries only for
+ * what no waiter before it accepts. The waiters in this process that may take something (no
+ * waiter here before them accepts all they accept) look again when something may have moved the
+ * queue (a waiter left, a lease was freed: events from the store, LISTEN/NOTIFY on PostgreSQL) and
+ * every `retryMs` of the injected clock (the bound when an event is missed); the others only keep
+ * themselves alive. A request whose client goes away leaves the queue at once, and does not try
+ * for a lease after that; one whose replica dies stops being counted when its liveness runs out.
  */
 export class SessionQueue {
-  /** Waiters in this process per queue, in the store's order. */
+  /** Waiters in this process per pool, in the store's order. */
   private readonly local = new Map<string, LocalWaiter[]>();
   private readonly unsubscribe: () => void;
 
@@ -34,15 +50,24 @@ export class SessionQueue {
     this.unsubscribe = deps.store.onChange((id) => this.nudge(id));
   }
 
-  /** How many wait for `queue` (on every replica), and the first place (1-based) of `agentId` among them, if it waits. */
-  lineOf(queue: string, agentId: string): Promise<{ waiting: number; position: number | null }> {
-    return this.deps.store.line(queue, agentId, this.deps.clock.nowMs());
+  /**
+   * How many wait in `pool`'s line (on every replica, for the pool or one of its instances), and
+   * the place (1-based) in it of the first of `agentId`'s waiters (for the instance `queue` only, when given).
+   */
+  lineOf(pool: string, agentId: string, queue?: string): Promise<{ waiting: number; position: number | null }> {
+    return this.deps.store.line(pool, agentId, this.deps.clock.nowMs(), queue);
   }
 
-  /** Something may have freed `queueOrPool` (every queue when absent): the earliest waiter here of each queue concerned looks again. */
+  /** What a new waiter for `target` may try for before joining the line (decision 1030); undefined when it only joins. */
+  async openToNewcomer(target: { queue: string; pool: string }): Promise<{ except: ReadonlySet<string> } | undefined> {
+    const waiters = await this.deps.store.waiters(target.pool, this.deps.clock.nowMs());
+    return openTo(target, [...new Set(waiters.map((w) => w.queue))]);
+  }
+
+  /** Something may have freed `queueOrPool` (every pool when absent): the waiters here of each pool concerned that may take something look again. */
   nudge(queueOrPool?: string): void {
-    for (const [queue, waiters] of this.local) {
-      if (queueOrPool === undefined || queue === queueOrPool || boardOfInstance(queue) === queueOrPool) waiters[0]?.wake();
+    for (const [pool, waiters] of this.local) {
+      if (queueOrPool === undefined || pool === queueOrPool || boardOfInstance(queueOrPool) === pool) for (const w of mayTake(pool, waiters)) w.wake();
     }
   }
 
@@ -52,15 +77,16 @@ export class SessionQueue {
   }
 
   /**
-   * Waits in `queue` (a pool, or one instance of `pool`), calling `attempt` whenever this waiter is
-   * at the head of the queue across replicas and woken, until it returns a value (then leaves the
+   * Waits in `pool`'s line for `queue` (the pool, or one instance of it), calling `attempt` with
+   * the instances it must leave to earlier waiters whenever it is woken and some of what it accepts
+   * is accepted by no waiter before it across replicas, until it returns a value (then leaves the
    * queue with it), `waitMs` runs out or `signal` aborts (then leaves with undefined and the
-   * position it had).
+   * position it had in the pool's line).
    */
   async wait<T>(
     target: { queue: string; pool: string },
     agentId: string,
-    options: { waitMs: number; signal: AbortSignal; attempt: () => Promise<T | undefined> },
+    options: { waitMs: number; signal: AbortSignal; attempt: (except: ReadonlySet<string>) => Promise<T | undefined> },
   ): Promise<{ value?: T; position: number }> {
     const { clock, store } = this.deps;
     const startMs = clock.nowMs();
@@ -74,8 +100,8 @@ export class SessionQueue {
       woken = true;
       endPause();
     };
-    const me: LocalWaiter = { seq: await store.enqueue(row), wake };
-    this.join(target.queue, me);
+    const me: LocalWaiter = { seq: await store.enqueue(row), queue: target.queue, wake };
+    this.join(target.pool, me);
     const deadlineMs = startMs + options.waitMs;
     let timer: TimerHandle | undefined;
     let position = 1;
@@ -102,14 +128,17 @@ export class SessionQueue {
               throw err;
             });
             // Dropped as a ghost meanwhile (this process stalled past its liveness): at the back now.
-            if (seq !== me.seq) this.rejoin(target.queue, me, seq);
+            if (seq !== me.seq) this.rejoin(target.pool, me, seq);
           }
-          front = this.local.get(target.queue)?.[0] === me;
-          if (front) {
-            position = (await store.position(row.waiterId, nowMs)) ?? position;
-            if (position === 1) {
-              const value = await options.attempt();
-              if (value !== undefined) return { value, position: 1 };
+          front = mayTake(target.pool, this.local.get(target.pool) ?? []).includes(me);
+          // A request whose client went away tries for nothing more (it would hold a lease nobody uses).
+          if (front && !options.signal.aborted) {
+            const turn = await store.turn(row.waiterId, nowMs);
+            position = turn?.position ?? position;
+            const open = turn && openTo(target, turn.ahead);
+            if (open) {
+              const value = await options.attempt(open.except);
+              if (value !== undefined) return { value, position };
             }
           }
           fault = undefined;
@@ -120,9 +149,9 @@ export class SessionQueue {
         const leftMs = deadlineMs - clock.nowMs();
         if (leftMs <= 0 || options.signal.aborted) {
           if (fault !== undefined) throw fault;
-          return { position: front ? position : ((await store.position(row.waiterId, clock.nowMs())) ?? position) };
+          return { position: front ? position : ((await store.turn(row.waiterId, clock.nowMs()))?.position ?? position) };
         }
-        // The earliest waiter here looks again every `retryMs`; the others only renew their liveness.
+        // The waiters here that may take something look again every `retryMs`; the others only renew their liveness.
         const pauseMs = fault !== undefined ? fault.retryAfterSeconds * 1_000 : front ? (this.deps.retryMs ?? 1_000) : RENEW_WHEN_LEFT_MS / 2;
         if (woken && fault === undefined) continue;
         await new Promise<void>((resolve) => {
@@ -135,30 +164,47 @@ export class SessionQueue {
     } finally {
       options.signal.removeEventListener('abort', onAbort);
       if (timer !== undefined) clock.clearTimeout(timer);
-      this.leaveLocal(target.queue, me);
+      this.leaveLocal(target.pool, me);
       // Leaving tells every replica (the store's event); the next in line here looks at once.
       await store.leave(row.waiterId).catch((err: unknown) => this.deps.logger.warn(`leaving the session queue of ${target.queue} failed (${(err as Error).message}); the waiter stops counting when its liveness runs out`));
-      this.local.get(target.queue)?.[0]?.wake();
+      for (const w of mayTake(target.pool, this.local.get(target.pool) ?? [])) w.wake();
     }
   }
 
-  private join(queue: string, me: LocalWaiter): void {
-    const waiters = this.local.get(queue) ?? [];
+  private join(pool: string, me: LocalWaiter): void {
+    const waiters = this.local.get(pool) ?? [];
     waiters.push(me);
     waiters.sort((a, b) => a.seq - b.seq);
-    this.local.set(queue, waiters);
+    this.local.set(pool, waiters);
   }
 
-  private rejoin(queue: string, me: LocalWaiter, seq: number): void {
-    this.leaveLocal(queue, me);
+  private rejoin(pool: string, me: LocalWaiter, seq: number): void {
+    this.leaveLocal(pool, me);
     me.seq = seq;
-    this.join(queue, me);
+    this.join(pool, me);
   }
 
-  private leaveLocal(queue: string, me: LocalWaiter): void {
-    const waiters = this.local.get(queue) ?? [];
+  private leaveLocal(pool: string, me: LocalWaiter): void {
+    const waiters = this.local.get(pool) ?? [];
     const index = waiters.indexOf(me);
     if (index >= 0) waiters.splice(index, 1);
-    if (waiters.length === 0) this.local.delete(queue);
+    if (waiters.length === 0) this.local.delete(pool);
   }
+}
+
+/**
+ * The waiters of `pool` in this process (in order) that may take something as far as this
+ * process knows: none before them here accepts all they accept. At most one for the pool and one
+ * per instance, so a hundred waiters here cost a few queries per event, not a hundred; the store's
+ * line (other replicas' waiters) decides the rest.
+ */
+function mayTake(pool: string, waiters: readonly LocalWaiter[]): LocalWaiter[] {
+  const taken = new Set<string>();
+  const out: LocalWaiter[] = [];
+  for (const w of waiters) {
+    if (taken.has(pool)) break;
+    if (!taken.has(w.queue)) out.push(w);
+    taken.add(w.queue);
+  }
+  return out;
 }

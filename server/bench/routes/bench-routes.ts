@@ -165,8 +165,22 @@ function benchRouteTable(bench: Bench, options: { limits: BenchLimits }): BenchR
         // FastAPI answers a form endpoint (issue 9), not one error on ["body"].
         const form = parseForm(forms.sessionOpen, body.values);
         const gone = new AbortController();
-        res.on('close', () => gone.abort());
-        res.json(sessionBody(await bench.openSession(agent, form.board, form.idle_seconds, { seconds: form.wait_seconds, signal: gone.signal })));
+        // The client's FIN (its socket's end) is the first sign it left: the answer's close comes
+        // only once our side has closed too, after a grant that would then hold the board unused.
+        const clientLeft = () => gone.abort();
+        req.socket.once('end', clientLeft);
+        res.on('close', () => {
+          req.socket.off('end', clientLeft);
+          gone.abort();
+        });
+        // A grant can complete in the event-loop turn of the event that freed the board (the store's
+        // calls resolve without I/O on SQLite), before the I/O already due is read: a client that
+        // left just before would be heard only after the answer. Two turns let one poll for I/O run
+        // before the bench checks `gone` (hostile19's t14: 30 orphans of 30 without).
+        const beforeAnswer = async () => {
+          for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+        };
+        res.json(sessionBody(await bench.openSession(agent, form.board, form.idle_seconds, { seconds: form.wait_seconds, signal: gone.signal, beforeAnswer })));
       },
     },
     {

@@ -1,9 +1,10 @@
 /**
- * The session queue in the store (decision 0555): requests waiting for a board (`POST
+ * The session queue in the store (decisions 0555, 1030): requests waiting for a board (`POST
  * /api/v1/sessions` with `wait_seconds`), recorded where every replica sees them, so the order is
- * first come first served per pool across every instance, worker and replica.
+ * first come first served per pool across every instance, worker and replica. A pool has one line:
+ * a waiter for the pool and a waiter for one of its instances stand in the same order.
  *
- * A waiter is a row: its queue (a pool's board id, or one instance asked for by id), its pool,
+ * A waiter is a row: what it accepts (a pool's board id, or one instance asked for by id), its pool,
  * its agent, when it joined, and a liveness deadline. The replica holding the waiting request
  * renews the deadline while it waits and removes the row when the request ends (granted, timed
  * out, or its client went away). A replica that dies leaves a row whose deadline passes: from then
@@ -26,12 +27,19 @@ export interface SessionQueueStore {
   renew(waiter: SessionWaiter): Promise<number>;
   /** Leaves the queue (granted, timed out, or its client went away). Idempotent. */
   leave(waiterId: string): Promise<void>;
-  /** 1-based place of `waiterId` among the live waiters of its queue at `nowMs`; null when it does not wait. */
-  position(waiterId: string, nowMs: number): Promise<number | null>;
-  /** How many live waiters `queue` has at `nowMs`, and the first place (1-based) of `agentId` among them. */
-  line(queue: string, agentId: string, nowMs: number): Promise<{ waiting: number; position: number | null }>;
-  /** The live waiters of `queue` at `nowMs`, first first (the contract tests and the pages). */
-  waiters(queue: string, nowMs: number): Promise<SessionWaiter[]>;
+  /**
+   * Where `waiterId` stands in its pool's line at `nowMs` (decision 1030): its 1-based place among
+   * the pool's live waiters, and what the live waiters before it accept (their queues: the pool,
+   * or instances); null when it does not wait.
+   */
+  turn(waiterId: string, nowMs: number): Promise<WaiterTurn | null>;
+  /**
+   * How many live waiters `pool` has at `nowMs` (for the pool and for each of its instances), and
+   * the place (1-based) in that line of the first of `agentId`'s waiters, of those for `queue` only when given.
+   */
+  line(pool: string, agentId: string, nowMs: number, queue?: string): Promise<{ waiting: number; position: number | null }>;
+  /** The live waiters of `pool` at `nowMs` (for the pool and for each of its instances), first first. */
+  waiters(pool: string, nowMs: number): Promise<SessionWaiter[]>;
   /**
    * Calls `listener` with a queue or pool id whenever something that may move a queue happened
    * on this database: a waiter left, or a lease was freed. From every replica on PostgreSQL
@@ -47,6 +55,14 @@ export interface SessionQueueStore {
   listening(): Promise<void>;
   /** Stops listening (the PostgreSQL connection that LISTENs). */
   close(): Promise<void>;
+}
+
+/** A waiter's place in its pool's line (decision 1030). */
+export interface WaiterTurn {
+  /** 1-based, among the pool's live waiters. */
+  position: number;
+  /** The queues (the pool, or instances) of the live waiters before it, each once. */
+  ahead: string[];
 }
 
 export interface SessionWaiter {
@@ -77,6 +93,13 @@ export function sessionWaitersTable(seqColumn: string): string {
 `;
 }
 
+/** The turn of `waiterId` among `waiters` (one pool's live waiters, first first); null when it is not among them. */
+export function turnOf(waiters: readonly { waiter_id: string; queue: string }[], waiterId: string): WaiterTurn | null {
+  const index = waiters.findIndex((w) => w.waiter_id === waiterId);
+  if (index < 0) return null;
+  return { position: index + 1, ahead: [...new Set(waiters.slice(0, index).map((w) => w.queue))] };
+}
+
 /** A row of `session_waiters`. */
 export interface SessionWaiterRow {
   seq: number;
@@ -92,9 +115,9 @@ export function waiterFromRow(row: SessionWaiterRow): SessionWaiter {
   return { waiterId: row.waiter_id, queue: row.queue, pool: row.pool, agentId: row.agent_id, enqueuedAtMs: Number(row.enqueued_at_ms), aliveUntilMs: Number(row.alive_until_ms) };
 }
 
-/** The place of `agentId` (1-based) among `waiters`, and how many they are. */
-export function lineOf(waiters: readonly { agent_id: string }[], agentId: string): { waiting: number; position: number | null } {
-  const index = waiters.findIndex((w) => w.agent_id === agentId);
+/** The place (1-based) of `agentId`'s first waiter among `waiters` (for `queue` only when given), and how many they are. */
+export function lineOf(waiters: readonly { agent_id: string; queue: string }[], agentId: string, queue?: string): { waiting: number; position: number | null } {
+  const index = waiters.findIndex((w) => w.agent_id === agentId && (queue === undefined || w.queue === queue));
   return { waiting: waiters.length, position: index < 0 ? null : index + 1 };
 }
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, waiterFromRow } from './session-queue-store.js';
+import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, turnOf, type WaiterTurn, waiterFromRow } from './session-queue-store.js';
 
 /** Migration 9 of the SQLite bench store: the session queue (decision 0555). */
 export const SQLITE_SESSION_QUEUE_MIGRATION = sessionWaitersTable('seq INTEGER PRIMARY KEY AUTOINCREMENT');
@@ -60,23 +60,27 @@ export class SqliteSessionQueue implements SessionQueueStore {
     this.db.prepare('DELETE FROM session_waiters WHERE waiter_id = ?').run(waiterId);
   }
 
-  async position(waiterId: string, nowMs: number): Promise<number | null> {
-    const me = this.db.prepare('SELECT queue, seq FROM session_waiters WHERE waiter_id = ?').get(waiterId) as { queue: string; seq: number } | undefined;
-    if (!me) return null;
-    const ahead = this.db.prepare('SELECT COUNT(*) AS n FROM session_waiters WHERE queue = ? AND seq < ? AND alive_until_ms > ?').get(me.queue, me.seq, nowMs) as { n: number };
-    return ahead.n + 1;
+  async turn(waiterId: string, nowMs: number): Promise<WaiterTurn | null> {
+    // Read in one statement: the waiter itself (live or not) and the live waiters of its pool up to it.
+    const rows = this.db
+      .prepare(
+        `SELECT w.* FROM session_waiters me JOIN session_waiters w ON w.pool = me.pool AND w.seq <= me.seq
+         WHERE me.waiter_id = ? AND (w.alive_until_ms > ? OR w.seq = me.seq) ORDER BY w.seq`,
+      )
+      .all(waiterId, nowMs) as SessionWaiterRow[];
+    return turnOf(rows, waiterId);
   }
 
-  async line(queue: string, agentId: string, nowMs: number): Promise<{ waiting: number; position: number | null }> {
-    return lineOf(this.live(queue, nowMs), agentId);
+  async line(pool: string, agentId: string, nowMs: number, queue?: string): Promise<{ waiting: number; position: number | null }> {
+    return lineOf(this.live(pool, nowMs), agentId, queue);
   }
 
-  async waiters(queue: string, nowMs: number): Promise<SessionWaiter[]> {
-    return this.live(queue, nowMs).map(waiterFromRow);
+  async waiters(pool: string, nowMs: number): Promise<SessionWaiter[]> {
+    return this.live(pool, nowMs).map(waiterFromRow);
   }
 
-  private live(queue: string, nowMs: number): SessionWaiterRow[] {
-    return this.db.prepare('SELECT * FROM session_waiters WHERE queue = ? AND alive_until_ms > ? ORDER BY seq').all(queue, nowMs) as SessionWaiterRow[];
+  private live(pool: string, nowMs: number): SessionWaiterRow[] {
+    return this.db.prepare('SELECT * FROM session_waiters WHERE pool = ? AND alive_until_ms > ? ORDER BY seq').all(pool, nowMs) as SessionWaiterRow[];
   }
 
   onChange(listener: (queueOrPool?: string) => void): () => void {

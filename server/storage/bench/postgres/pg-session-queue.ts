@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { type Clock, systemClock, type TimerHandle } from '../../../../core/clock.js';
-import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, waiterFromRow, WORKERS_CHANGED_ID } from '../session-queue-store.js';
+import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, turnOf, type WaiterTurn, waiterFromRow, WORKERS_CHANGED_ID } from '../session-queue-store.js';
 import type { PgDatabase } from './pg-database.js';
 
 /** The channel every replica LISTENs on; the payload is a queue or pool id, `job:<id>` when a job in a session ended (decision 0801), or `WORKERS_CHANGED_ID` (0860). */
@@ -108,25 +108,26 @@ export class PgSessionQueue implements SessionQueueStore {
     await this.db.query('DELETE FROM session_waiters WHERE waiter_id = $1', [waiterId]);
   }
 
-  async position(waiterId: string, nowMs: number): Promise<number | null> {
-    const [row] = await this.db.query<{ ahead: number | null }>(
-      `SELECT (SELECT COUNT(*) FROM session_waiters w WHERE w.queue = me.queue AND w.seq < me.seq AND w.alive_until_ms > $2) AS ahead
-       FROM session_waiters me WHERE me.waiter_id = $1`,
+  async turn(waiterId: string, nowMs: number): Promise<WaiterTurn | null> {
+    // One statement (one snapshot): the waiter itself (live or not) and the live waiters of its pool up to it.
+    const rows = await this.db.query<SessionWaiterRow>(
+      `SELECT w.* FROM session_waiters me JOIN session_waiters w ON w.pool = me.pool AND w.seq <= me.seq
+       WHERE me.waiter_id = $1 AND (w.alive_until_ms > $2 OR w.seq = me.seq) ORDER BY w.seq`,
       [waiterId, nowMs],
     );
-    return row ? Number(row.ahead) + 1 : null;
+    return turnOf(rows, waiterId);
   }
 
-  async line(queue: string, agentId: string, nowMs: number): Promise<{ waiting: number; position: number | null }> {
-    return lineOf(await this.live(queue, nowMs), agentId);
+  async line(pool: string, agentId: string, nowMs: number, queue?: string): Promise<{ waiting: number; position: number | null }> {
+    return lineOf(await this.live(pool, nowMs), agentId, queue);
   }
 
-  async waiters(queue: string, nowMs: number): Promise<SessionWaiter[]> {
-    return (await this.live(queue, nowMs)).map(waiterFromRow);
+  async waiters(pool: string, nowMs: number): Promise<SessionWaiter[]> {
+    return (await this.live(pool, nowMs)).map(waiterFromRow);
   }
 
-  private live(queue: string, nowMs: number): Promise<SessionWaiterRow[]> {
-    return this.db.query<SessionWaiterRow>('SELECT * FROM session_waiters WHERE queue = $1 AND alive_until_ms > $2 ORDER BY seq', [queue, nowMs]);
+  private live(pool: string, nowMs: number): Promise<SessionWaiterRow[]> {
+    return this.db.query<SessionWaiterRow>('SELECT * FROM session_waiters WHERE pool = $1 AND alive_until_ms > $2 ORDER BY seq', [pool, nowMs]);
   }
 
   onChange(listener: (queueOrPool?: string) => void): () => void {
