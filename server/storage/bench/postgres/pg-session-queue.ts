@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { type Clock, systemClock, type TimerHandle } from '../../../../core/clock.js';
 import { lineOf, QueueChangeListeners, type SessionQueueStore, type SessionWaiter, type SessionWaiterRow, sessionWaitersTable, turnOf, type WaiterTurn, waiterFromRow, WORKERS_CHANGED_ID } from '../session-queue-store.js';
+import { QUEUE_ORDER_LOCK_CLASS } from '../sql/dialect.js';
 import type { PgDatabase } from './pg-database.js';
 
 /** The channel every replica LISTENs on; the payload is a queue or pool id, `job:<id>` when a job in a session ended (decision 0801), or `WORKERS_CHANGED_ID` (0860). */
@@ -219,7 +220,15 @@ export class PgSessionQueue implements SessionQueueStore {
   }
 }
 
+/**
+ * Adds `w` at the back of its pool's line. A `BIGSERIAL` number is drawn when the INSERT runs, not
+ * when it commits, so two waiters joining at once could become visible out of their numbers' order
+ * and the later one read itself ahead of an earlier one it then overtakes (decision 1030: waiters
+ * join only at the back). The pool's queue-order lock, held to the commit, makes the numbers'
+ * order the order they become visible in; other pools' waiters do not wait.
+ */
 async function insert(q: Parameters<Parameters<PgDatabase['write']>[0]>[0], w: SessionWaiter): Promise<number> {
+  await q('SELECT pg_advisory_xact_lock($1, hashtext($2))', [QUEUE_ORDER_LOCK_CLASS, w.pool]);
   const [row] = await q<{ seq: number }>(
     'INSERT INTO session_waiters (waiter_id, queue, pool, agent_id, enqueued_at_ms, alive_until_ms) VALUES ($1, $2, $3, $4, $5, $6) RETURNING seq',
     [w.waiterId, w.queue, w.pool, w.agentId, w.enqueuedAtMs, w.aliveUntilMs],

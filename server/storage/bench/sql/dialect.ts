@@ -28,6 +28,9 @@ export interface Dialect {
 /** First key of the two-key advisory locks of the bench store ('hilb'); the second is the board's hash. */
 export const BOARD_LOCK_CLASS = 0x68696c62;
 
+/** First key of the advisory lock that orders a pool's session waiters ('hilq'); the second is the pool's hash. */
+export const QUEUE_ORDER_LOCK_CLASS = 0x68696c71;
+
 export const sqliteDialect: Dialect = {
   name: 'sqlite',
   seq: 'rowid',
