@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { DebuggerConnection } from './debugger-connection.js';
 import { type DebugTarget, type DebuggerEvents, DebuggerSlot, MAX_UNANSWERED_PACKETS, protocolErrorMessage } from './debugger-slot.js';
-import { rspPacket } from './rsp-packet.js';
+import { hexOfText, rspPacket } from './rsp-packet.js';
+import { RspReader } from './rsp-reader.js';
 
 /** A debugger's connection in memory: what it was sent, whether it was ended or destroyed, and its side of the talk. */
 function fakeConnection(options: { closesOnEnd?: boolean } = {}) {
@@ -55,6 +56,37 @@ function fakeTarget(name: string, log: string[]) {
   };
   return target;
 }
+
+/**
+ * A target that keeps RSP's acknowledgement rules as the sim stubs and QEMU do: a packet with a
+ * wrong checksum gets a `-` in ack mode and nothing in no-ack mode; any other is answered (`?` with
+ * `S05`, the rest with `OK`), `QStartNoAckMode` turning the acks off.
+ */
+function ackKeepingTarget() {
+  const reader = new RspReader();
+  let acks = true;
+  let listener: (text: string) => void = () => undefined;
+  const target: DebugTarget = {
+    write(text) {
+      for (const event of reader.feed(text)) {
+        if (event.kind !== 'packet') continue;
+        if (!event.checksumOk) {
+          if (acks) listener('-');
+          continue;
+        }
+        listener(`${acks ? '+' : ''}${rspPacket(event.payload === '?' ? 'S05' : 'OK')}`);
+        if (event.payload === 'QStartNoAckMode') acks = false;
+      }
+    },
+    onData: (l) => void (listener = l),
+    closed: new Promise(() => undefined),
+    close: () => undefined,
+  };
+  return target;
+}
+
+/** `payload` framed with a checksum one off the right one. */
+const badChecksum = (payload: string) => rspPacket(payload).replace(/#(..)$/, (_m, sum: string) => `#${((parseInt(sum, 16) + 1) & 0xff).toString(16).padStart(2, '0')}`);
 
 /** A slot on board `b` whose events and attaches are written down in `log`. */
 function slotWithLog(options: { attachFails?: boolean } = {}) {
@@ -150,6 +182,42 @@ describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge 
     expect(flood.state.holds).toEqual([true, false]);
     expect(received).toHaveLength(MAX_UNANSWERED_PACKETS + 1);
     expect(flood.state.sent).toBe(`+${rspPacket('00000000')}+${rspPacket('00000000')}`);
+  });
+
+  it.each([
+    ['no-ack mode (GDB over TCP): the target drops them', true, ''],
+    ['ack mode: the target answers each with a -', false, '-'.repeat(MAX_UNANSWERED_PACKETS + 1)],
+  ])('does not count packets with a wrong checksum as waiting for an answer, in %s', async (_mode, noAck, naks) => {
+    const target = ackKeepingTarget();
+    const slot = new DebuggerSlot({ boardId: 'b', maxPacketBytes: 64, first: target, attach: () => Promise.resolve(target), events: quietEvents });
+    const gdb = fakeConnection();
+    slot.accept(gdb.connection);
+    await settle();
+    if (noAck) gdb.send(rspPacket('QStartNoAckMode'));
+    const start = gdb.state.sent.length;
+    // More than the bound: counted as waiting, they would hold the connection for good.
+    for (let k = 0; k <= MAX_UNANSWERED_PACKETS; k++) gdb.send(badChecksum('g'));
+    gdb.send(rspPacket('?'));
+    expect(gdb.state.holds).toEqual([]);
+    expect(gdb.state.sent.slice(start)).toBe(`${naks}${noAck ? '' : '+'}${rspPacket('S05')}`);
+  });
+
+  it('takes no console output (O packets) for an answer: a half-closed debugger reads a monitor command to its OK', async () => {
+    let answer: (text: string) => void = () => undefined;
+    const slow: DebugTarget = { write: () => undefined, onData: (listener) => void (answer = listener), closed: new Promise(() => undefined), close: () => undefined };
+    const slot = new DebuggerSlot({ boardId: 'b', maxPacketBytes: 64, first: slow, attach: () => Promise.resolve(slow), events: quietEvents });
+    const gdb = fakeConnection({ closesOnEnd: false });
+    slot.accept(gdb.connection);
+    await settle();
+    gdb.send(rspPacket(`qRcmd,${hexOfText('info')}`));
+    gdb.halfClose();
+    // As QEMU answers a monitor command: its text in O packets, split anywhere, then OK.
+    const reply = `+${rspPacket(`O${hexOfText('state: running\n')}`)}${rspPacket(`O${hexOfText('more\n')}`)}`;
+    answer(reply.slice(0, 9));
+    answer(reply.slice(9));
+    expect(gdb.state.ended).toBe(false);
+    answer(rspPacket('OK'));
+    expect([gdb.state.sent, gdb.state.ended]).toEqual([`${reply}${rspPacket('OK')}`, true]);
   });
 
   it('ends a debugger that ended its side (a half-close) only once what it sent is answered, the answers written first', async () => {

@@ -119,7 +119,6 @@ export class DebuggerSlot {
     const endIfAnswered = () => {
       if (debuggerEnded && (unanswered === 0 || targetGone || gate.ending?.reason === 'killed') && !connection.destroyed) connection.end();
     };
-    const count = (text: string) => text.split('$').length - 1;
     const first = this.first;
     this.first = undefined;
     const ready = first ? Promise.resolve(first) : this.released.then(() => this.options.attach());
@@ -140,7 +139,7 @@ export class DebuggerSlot {
     };
     connection.onData((data) => {
       if (seat.left) return;
-      let forward: string;
+      let forward: { bytes: string; packets: number };
       try {
         forward = gate.fromDebugger(data);
       } catch (err) {
@@ -152,11 +151,13 @@ export class DebuggerSlot {
         connection.end(`+${rspPacket(`E.${protocolErrorMessage(err.message)}`)}`);
         return;
       }
-      if (forward.length === 0 || targetGone) return;
-      unanswered += count(forward);
+      if (forward.bytes.length === 0 || targetGone) return;
+      // Only a packet with a valid checksum is answered: a stub answers a wrong one with a `-` at
+      // most (the debugger resends it, counted then), and in no-ack mode drops it.
+      unanswered += forward.packets;
       if (unanswered > MAX_UNANSWERED_PACKETS) connection.hold(true);
-      if (seat.target) seat.target.write(forward);
-      else pending.push(forward);
+      if (seat.target) seat.target.write(forward.bytes);
+      else pending.push(forward.bytes);
     });
     connection.onEnd(() => {
       debuggerEnded = true;
@@ -171,11 +172,11 @@ export class DebuggerSlot {
         }
         seat.target = target;
         target.onData((text) => {
-          // Only an exit reply matters here; every other byte goes to the debugger as it came.
-          gate.fromTarget(text);
+          // The gate counts answers (console output, `O` packets, is none) and notes an exit; every byte goes to the debugger as it came.
+          const answers = gate.fromTarget(text);
           const wasHeld = unanswered > MAX_UNANSWERED_PACKETS;
-          // Console output (`O` packets) answers nothing, so this may undercount what waits: a looser bound, never a stuck one.
-          unanswered = Math.max(0, unanswered - count(text));
+          // A target may answer more than was counted (a stop reply to a 0x03, a reply resent after the debugger's `-`): a looser bound, never a stuck one.
+          unanswered = Math.max(0, unanswered - answers);
           if (wasHeld && unanswered <= MAX_UNANSWERED_PACKETS) connection.hold(false);
           if (!connection.destroyed) connection.write(text);
           endIfAnswered();

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadBoardCatalog } from '../../boards/catalog.js';
 import { parseElf } from '../../core/elf.js';
+import type { DebuggerConnection } from '../../core/gdb/debugger-connection.js';
+import { DebuggerSlot, MAX_UNANSWERED_PACKETS } from '../../core/gdb/debugger-slot.js';
 import { hexLittleEndian, rspPacket } from '../../core/gdb/rsp-packet.js';
 import { RspReader } from '../../core/gdb/rsp-reader.js';
 import { AvrEngine } from '../avr-engine.js';
@@ -96,6 +98,42 @@ describe('AvrGdbTarget', () => {
     // The first answer after `c` is the refused packet's; the stop reply comes when the chip stops.
     expect(await firstAnswer).toBe(RUNNING_PACKET_REPLY);
     expect(target.running).toBe(true);
+  });
+
+  it('behind the debugger slot, in no-ack mode, drops packets with a wrong checksum without holding the debugger: its ? is answered', async () => {
+    const engine = new AvrEngine(uno, { bytes, elf }, { onUnmodelled: () => undefined });
+    let toSlot: (text: string) => void = () => undefined;
+    const target = engine.openGdb({ send: (text) => toSlot(text), onUart: () => undefined, onEnd: () => undefined });
+    const debugTarget = { write: (text: string) => target.receive(text), onData: (l: (text: string) => void) => void (toSlot = l), closed: new Promise<{ reason: string }>(() => undefined), close: () => target.close() };
+    const slot = new DebuggerSlot({
+      boardId: 'uno',
+      maxPacketBytes: 64 * 1024,
+      first: debugTarget,
+      attach: () => Promise.resolve(debugTarget),
+      events: { connected: () => undefined, refused: () => undefined, protocolError: () => undefined, attachFailed: () => undefined, disconnected: () => undefined },
+    });
+    let fromGdb: (text: string) => void = () => undefined;
+    const state = { sent: '', holds: [] as boolean[] };
+    const connection: DebuggerConnection = {
+      write: (text) => void (state.sent += text),
+      end: () => undefined,
+      destroy: () => undefined,
+      destroyed: false,
+      onData: (listener) => void (fromGdb = listener),
+      hold: (held) => void state.holds.push(held),
+      onEnd: () => undefined,
+      onClose: () => undefined,
+    };
+    slot.accept(connection);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    fromGdb(rspPacket('QStartNoAckMode'));
+    expect(state.sent).toBe(`+${rspPacket('OK')}`);
+    // `$g#00`: g's checksum is 67. One more than the bound.
+    for (let k = 0; k <= MAX_UNANSWERED_PACKETS; k++) fromGdb('$g#00');
+    fromGdb(rspPacket('?'));
+    expect(state.holds).toEqual([]);
+    expect(state.sent).toBe(`+${rspPacket('OK')}${rspPacket('S05')}`);
+    slot.close();
   });
 
   it('answers a packet under the slot bound but over its PacketSize (a 60 KB memory write) with E01, and goes on', async () => {

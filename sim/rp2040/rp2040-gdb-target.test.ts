@@ -23,7 +23,7 @@ function stub() {
     target.receive(rspPacket(payload));
     return sent.join('');
   };
-  return { engine, ask };
+  return { engine, ask, target, sent };
 }
 
 describe('Rp2040GdbTarget thread ids', () => {
@@ -44,6 +44,18 @@ describe('Rp2040GdbTarget thread ids', () => {
     expect(ask('qC')).toBe(`+${rspPacket('QC2')}`);
     expect(ask('vCont;s:1')).toMatch(/thread:1;/);
     expect(ask('qC')).toBe(`+${rspPacket('QC1')}`);
+  });
+});
+
+describe('Rp2040GdbTarget acknowledgements', () => {
+  it('answers a packet with a wrong checksum with a - only (what the debugger slot counts on), and keeps acks on: rp2040js has no no-ack mode', () => {
+    const { ask, target, sent } = stub();
+    sent.length = 0;
+    // `$g#00`: g's checksum is 67.
+    target.receive('$g#00');
+    expect(sent.join('')).toBe('-');
+    expect(ask('QStartNoAckMode')).toBe(`+${rspPacket('')}`);
+    expect(ask('?')).toMatch(/^\+\$/);
   });
 });
 
