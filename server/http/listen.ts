@@ -85,22 +85,34 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
   });
   // Not node's `maxConnections`, which refuses the newcomer even when the cap is held by stalled heads.
   const stopCapping = capConnections(server, maxConnections);
-  server.once('close', stopCapping);
-  server.once('close', lingerAfterEarlyAnswers(server));
+  const stopLingering = lingerAfterEarlyAnswers(server);
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
   // JSON, not node's bare 400 or empty 417; a CONNECT, which node closed unanswered, 405.
   server.on('clientError', answerMalformedRequest);
   server.on('checkExpectation', answerUnmetExpectation);
   server.on('connect', answerConnect);
   const stopCuttingStalledSends = cutStalledSends(server, sendStallTimeoutMs);
-  server.once('close', stopCuttingStalledSends);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => {
-      server.off('error', reject);
-      resolve();
+  // The subscriptions (diagnostics_channel, process-wide) and the interval end with the server's
+  // 'close', which a server that never bound never emits: a failed bind releases them itself.
+  const release = () => {
+    stopCapping();
+    stopLingering();
+    stopCuttingStalledSends();
+  };
+  server.once('close', release);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    server.off('close', release);
+    release();
+    throw err;
+  }
   const { port } = server.address() as AddressInfo;
   return {
     server,
