@@ -1,6 +1,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { type Clock, systemClock } from '../../core/clock.js';
 
 /** How long a connection whose answer came before the end of its request's body goes on reading that body (nginx's `lingering_time` is 30 s too). */
 export const EARLY_ANSWER_LINGER_MS = 30_000;
@@ -14,23 +15,22 @@ export const EARLY_ANSWER_LINGER_MS = 30_000;
  * has sent its whole body (node's `fetch`) reported `EPIPE` instead of the 413 curl showed. The
  * answer's end half-closes the connection (the client sees the answer end), node's parser drains
  * the body as for any request whose body the app did not read, and the connection is destroyed
- * once the body has ended, the client closed, or after `lingerMs`. Returns the function that
- * stops watching.
+ * once the body has ended, the client closed, or `lingerMs` on `clock` after the answer. Returns
+ * the function that stops watching.
  */
-export function lingerAfterEarlyAnswers(server: Server, lingerMs: number = EARLY_ANSWER_LINGER_MS): () => void {
+export function lingerAfterEarlyAnswers(server: Server, clock: Clock = systemClock, lingerMs: number = EARLY_ANSWER_LINGER_MS): () => void {
   const onAnswered = (message: unknown) => {
     const { server: of, request, response, socket } = message as { server: Server; request: IncomingMessage; response: ServerResponse; socket: Socket };
     if (of !== server || request.complete || !closesAfterAnswer(response)) return;
     // Node calls destroySoon right after this (the answer said close): made a half-close that lingers.
     socket.destroySoon = () => {
       socket.end();
-      const timer = setTimeout(() => socket.destroy(), lingerMs);
-      timer.unref();
+      const timer = clock.setTimeout(() => socket.destroy(), lingerMs);
       const done = () => {
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         socket.destroy();
       };
-      socket.once('close', () => clearTimeout(timer));
+      socket.once('close', () => clock.clearTimeout(timer));
       if (request.complete) done();
       else request.once('end', done).once('aborted', done);
     };
