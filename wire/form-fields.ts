@@ -111,17 +111,42 @@ export function textField(options: { minLength?: number; maxLength?: number; pat
 }
 
 /**
- * The charset a form's (or a form part's) `Content-Type` declares when it is not UTF-8, in lower
- * case; undefined when it declares none or UTF-8. Form text is UTF-8 (RFC 7578 section 5.1.2,
- * and what browsers send): busboy decodes some other charsets, reads a multipart form's own
- * `charset` not at all, and hands a field in a charset it cannot decode (`utf-16`) on as
- * undefined, which read as a field never sent. Both services refuse such a form instead.
+ * How a form's text is read: `utf8`, or `latin1` (ISO-8859-1 exactly, byte for byte), named as
+ * busboy names its decoders (its `defCharset`).
  */
-export function declaredNonUtf8Charset(contentType: string | undefined): string | undefined {
-  const charset = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i.exec(contentType ?? '')?.[2]?.toLowerCase();
-  if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return undefined;
+export type FormTextCharset = 'utf8' | 'latin1';
+
+// US-ASCII is a subset of UTF-8: read as UTF-8 (its IANA aliases too). A client declaring it
+// sends no other byte; one that does is read as UTF-8, as with no charset at all.
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii', 'us', 'ansi_x3.4-1968', 'ansi_x3.4-1986', 'iso646-us', 'iso_646.irv:1991', 'iso-ir-6', 'ibm367', 'cp367', 'csascii']);
+// The ISO-8859-1 names busboy decodes as Latin-1 (Apache HttpClient's UrlEncodedFormEntity sends
+// `charset=ISO-8859-1` by default). windows-1252 and cp1252 it decodes as Latin-1 too, which is
+// not what they are (0x80-0x9f differ): refused with the other charsets.
+const LATIN1_CHARSETS = new Set(['iso-8859-1', 'iso8859-1', 'iso88591', 'iso_8859-1', 'iso_8859-1:1987', 'latin1']);
+
+const CHARSET_PARAM = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i;
+
+/**
+ * How to read a form whose (or a form part's) `Content-Type` is `contentType`, from the charset it
+ * declares: `{ read }` for none, UTF-8 or US-ASCII (`utf8`) and ISO-8859-1 (`latin1`), else the
+ * charset to refuse, in lower case. Any other is refused rather than read, so no field is lost
+ * silently: busboy reads a multipart form's own `charset` not at all (its parts as UTF-8), and
+ * hands a field in a charset it cannot decode (`utf-16`) on as undefined, which read as a field
+ * never sent. A parser reads a form with the charset parameter dropped (`contentTypeWithoutCharset`)
+ * and `read` as its default, so both form types, and US-ASCII's aliases, are read alike.
+ */
+export function formCharsetOf(contentType: string | undefined): { read: FormTextCharset; declared?: string } | { refused: string } {
+  const charset = CHARSET_PARAM.exec(contentType ?? '')?.[2]?.toLowerCase();
+  if (charset === undefined) return { read: 'utf8' };
+  if (UTF8_CHARSETS.has(charset)) return { read: 'utf8', declared: charset };
+  if (LATIN1_CHARSETS.has(charset)) return { read: 'latin1', declared: charset };
   // Echoed in the refusal: bounded, as a header may be long.
-  return charset.slice(0, 40);
+  return { refused: charset.slice(0, 40) };
+}
+
+/** `contentType` without its `charset` parameter (the charset read is given apart: `formCharsetOf`). */
+export function contentTypeWithoutCharset(contentType: string): string {
+  return contentType.replace(CHARSET_PARAM, '');
 }
 
 /** An uploaded file, streamed and hashed by `parse-form.ts`. */

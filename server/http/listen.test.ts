@@ -1,8 +1,9 @@
 import express from 'express';
 import http from 'node:http';
-import { type Socket, connect } from 'node:net';
+import { type AddressInfo, type Socket, connect, createServer as createNetServer } from 'node:net';
+import { channel as diagnosticsChannel } from 'node:diagnostics_channel';
 import { once } from 'node:events';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { rawExchange } from '../../test/fuzz/raw-http.js';
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_SEND_STALL_TIMEOUT_MS, type ListenOptions, listen, type ListeningServer } from './listen.js';
 import { requireHost } from './malformed-request.js';
@@ -75,9 +76,29 @@ describe('listen', () => {
     agent.destroy();
   });
 
-  it('rejects when the port is taken, leaving nothing open', async () => {
-    const first = await started();
-    await expect(listen({ port: first.port })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+  it('rejects when the port is taken, leaving nothing open: no channel subscription, no interval', async () => {
+    // The port is held by a plain socket server, so no other listen() subscribes in this test.
+    const holder = createNetServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const { port } = holder.address() as AddressInfo;
+    const intervals = new Set<unknown>();
+    const made = vi.spyOn(globalThis, 'setInterval');
+    const cleared = vi.spyOn(globalThis, 'clearInterval').mockImplementation((handle) => {
+      intervals.delete(handle);
+      clearTimeout(handle);
+    });
+    try {
+      const listening = listen({ port });
+      for (const result of made.mock.results) intervals.add(result.value);
+      await expect(listening).rejects.toMatchObject({ code: 'EADDRINUSE' });
+      expect(made).toHaveBeenCalled();
+      expect(intervals.size).toBe(0);
+      expect(['http.server.request.start', 'http.server.response.finish'].map((name) => diagnosticsChannel(name).hasSubscribers)).toEqual([false, false]);
+    } finally {
+      made.mockRestore();
+      cleared.mockRestore();
+      holder.close();
+    }
   });
 
   it('caps open connections at 1024 (its own cap, not node\'s: connection-cap.test.ts) and times a request head at 30 s by default', async () => {

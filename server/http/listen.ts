@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
+import { type Clock, systemClock } from '../../core/clock.js';
 import { capConnections, upgradedConnection } from './connection-cap.js';
 import { lingerAfterEarlyAnswers } from './linger-after-early-answer.js';
 import { answerConnect, answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
@@ -48,6 +49,8 @@ export interface ListenOptions {
    * send (a long poll waiting) is never cut by this. Default `DEFAULT_SEND_STALL_TIMEOUT_MS`.
    */
   sendStallTimeoutMs?: number;
+  /** Host time for the linger after an early answer (`lingerAfterEarlyAnswers`); default the system clock. */
+  clock?: Clock;
 }
 
 export const DEFAULT_MAX_CONNECTIONS = 1024;
@@ -63,6 +66,7 @@ export function listenOptionsOf(options: Omit<ListenOptions, 'port'>): Omit<List
     ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
     ...(options.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.headersTimeoutMs } : {}),
     ...(options.sendStallTimeoutMs !== undefined ? { sendStallTimeoutMs: options.sendStallTimeoutMs } : {}),
+    ...(options.clock !== undefined ? { clock: options.clock } : {}),
   };
 }
 
@@ -85,22 +89,34 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
   });
   // Not node's `maxConnections`, which refuses the newcomer even when the cap is held by stalled heads.
   const stopCapping = capConnections(server, maxConnections);
-  server.once('close', stopCapping);
-  server.once('close', lingerAfterEarlyAnswers(server));
+  const stopLingering = lingerAfterEarlyAnswers(server, options.clock ?? systemClock);
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
   // JSON, not node's bare 400 or empty 417; a CONNECT, which node closed unanswered, 405.
   server.on('clientError', answerMalformedRequest);
   server.on('checkExpectation', answerUnmetExpectation);
   server.on('connect', answerConnect);
   const stopCuttingStalledSends = cutStalledSends(server, sendStallTimeoutMs);
-  server.once('close', stopCuttingStalledSends);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, host, () => {
-      server.off('error', reject);
-      resolve();
+  // The subscriptions (diagnostics_channel, process-wide) and the interval end with the server's
+  // 'close', which a server that never bound never emits: a failed bind releases them itself.
+  const release = () => {
+    stopCapping();
+    stopLingering();
+    stopCuttingStalledSends();
+  };
+  server.once('close', release);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
+  } catch (err) {
+    server.off('close', release);
+    release();
+    throw err;
+  }
   const { port } = server.address() as AddressInfo;
   return {
     server,

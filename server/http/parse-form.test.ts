@@ -98,19 +98,46 @@ describe('parseFormBody on a multipart body that ends inside a part (issue 9: th
   });
 });
 
-describe('parseFormBody: form text is UTF-8', () => {
+describe('parseFormBody: form text is UTF-8, US-ASCII or ISO-8859-1', () => {
   const part = (headers: string, value: Buffer) => Buffer.concat([Buffer.from(`--B\r\nContent-Disposition: form-data; name="board"\r\n${headers}\r\n`), value, Buffer.from('\r\n--B--\r\n')]);
   const multipart = { 'content-type': 'multipart/form-data; boundary=B' };
+  // board=rp2040 and note=`note`, neither part declaring a charset.
+  const twoParts = (note: Buffer) =>
+    Buffer.concat([Buffer.from('--B\r\nContent-Disposition: form-data; name="board"\r\n\r\nrp2040\r\n--B\r\nContent-Disposition: form-data; name="note"\r\n\r\n'), note, Buffer.from('\r\n--B--\r\n')]);
   const body = (b: Buffer) => new Uint8Array(b) as unknown as string;
 
   it.each([
     ['multipart/form-data; boundary=B; charset=utf-16', part('', Buffer.from('rp2040'))],
     ['application/x-www-form-urlencoded; charset=UTF-16', Buffer.from('board=rp2040')],
     ['application/x-www-form-urlencoded; charset="x-unknown"', Buffer.from('board=rp2040')],
+    // busboy decodes windows-1252 as Latin-1, which it is not (0x80-0x9f).
+    ['application/x-www-form-urlencoded; charset=windows-1252', Buffer.from('board=rp2040')],
   ])('a form declared %s: 415 before reading, never fields read as other text', async (type, sent) => {
     const got = await parse({ maxBodyBytes: 1000 }, { body: body(sent), headers: { 'content-type': type } });
     expect(got).toBeInstanceOf(HttpError);
-    expect(got).toMatchObject({ status: 415, detail: expect.stringMatching(/^Unsupported charset: form text must be UTF-8, not "(utf-16|x-unknown)"$/) });
+    expect(got).toMatchObject({ status: 415, detail: expect.stringMatching(/^Unsupported charset: form text must be UTF-8, US-ASCII or ISO-8859-1, not "(utf-16|x-unknown|windows-1252)"$/) });
+  });
+
+  it.each([
+    ['application/x-www-form-urlencoded; charset=us-ascii', Buffer.from('board=rp2040&note=caf%C3%A9')],
+    ['application/x-www-form-urlencoded; charset=US-ASCII', Buffer.from('board=rp2040&note=caf%C3%A9')],
+    // An alias busboy does not know (it would hand the fields on as undefined).
+    ['application/x-www-form-urlencoded; charset=ANSI_X3.4-1968', Buffer.from('board=rp2040&note=caf%C3%A9')],
+    ['multipart/form-data; boundary=B; charset=ascii', twoParts(Buffer.from('café'))],
+  ])('a form declared %s (US-ASCII, a subset of UTF-8) is read as UTF-8', async (type, sent) => {
+    const got = await parse({ maxBodyBytes: 1000 }, { body: body(sent), headers: { 'content-type': type } });
+    expect(got).toEqual({ hasBody: true, values: { board: 'rp2040', note: 'café' } });
+  });
+
+  it.each([
+    // Apache HttpClient's UrlEncodedFormEntity sends this by default.
+    ['application/x-www-form-urlencoded; charset=ISO-8859-1', Buffer.from('board=rp2040&note=caf%E9')],
+    ['application/x-www-form-urlencoded; charset=latin1', Buffer.from('board=rp2040&note=caf\xe9', 'latin1')],
+    // A multipart form's own charset busboy ignores: its parts declaring none are read in it all the same.
+    ['multipart/form-data; boundary=B; charset="iso-8859-1"', twoParts(Buffer.from('caf\xe9', 'latin1'))],
+  ])('a form declared %s is read as ISO-8859-1', async (type, sent) => {
+    const got = await parse({ maxBodyBytes: 1000 }, { body: body(sent), headers: { 'content-type': type } });
+    expect(got).toEqual({ hasBody: true, values: { board: 'rp2040', note: 'café' } });
   });
 
   it('a part declaring a charset the parser cannot decode (utf-16): 415 naming the field, not the field dropped', async () => {

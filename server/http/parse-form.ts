@@ -2,7 +2,7 @@ import busboy from 'busboy';
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { HttpError } from './http-error.js';
-import { type UploadedFile, declaredNonUtf8Charset } from '../../wire/form-fields.js';
+import { type UploadedFile, contentTypeWithoutCharset, formCharsetOf } from '../../wire/form-fields.js';
 
 /**
  * Reads an `application/x-www-form-urlencoded` or `multipart/form-data` body as a stream
@@ -62,8 +62,8 @@ export function formRefusedFromHeaders(req: IncomingMessage, maxBodyBytes: numbe
   if (!FORM_TYPES.includes(mediaType)) {
     return new HttpError(415, `Unsupported Media Type: send the body as ${FORM_TYPES.join(' or ')}${contentType ? `, not ${mediaType || contentType}` : ''}`);
   }
-  const charset = declaredNonUtf8Charset(contentType);
-  if (charset !== undefined) return new HttpError(415, `Unsupported charset: form text must be UTF-8, not ${JSON.stringify(charset)}`);
+  const charset = formCharsetOf(contentType);
+  if ('refused' in charset) return new HttpError(415, `Unsupported charset: form text must be UTF-8, US-ASCII or ISO-8859-1, not ${JSON.stringify(charset.refused)}`);
   const declaredLength = req.headers['content-length'];
   if (declaredLength !== undefined && Number(declaredLength) > maxBodyBytes) return tooLarge('the request body', maxBodyBytes);
   return undefined;
@@ -76,9 +76,9 @@ function hasBody(req: IncomingMessage): boolean {
 }
 
 /**
- * Parses the request body as a form. Throws `HttpError` 413 / 415 / 400; 415 also for a form or a
- * part declaring a charset other than UTF-8 that busboy cannot decode (Latin-1 and UTF-16LE parts
- * it reads as declared).
+ * Parses the request body as a form. Throws `HttpError` 413 / 415 / 400; 415 also for a form
+ * declaring a charset other than UTF-8, US-ASCII or ISO-8859-1 (`formCharsetOf`), or a part
+ * declaring one busboy cannot decode (Latin-1 and UTF-16LE parts it reads as declared).
  */
 export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise<ParsedForm> {
   if (!hasBody(req)) return Promise.resolve({ hasBody: false, values: {} });
@@ -102,8 +102,13 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
 
     let parser: busboy.Busboy;
     try {
+      const contentType = req.headers['content-type'] ?? '';
+      const charset = formCharsetOf(contentType);
       parser = busboy({
-        headers: req.headers,
+        // The form's charset read as formCharsetOf says (busboy ignores a multipart form's own, and
+        // knows no alias of US-ASCII), parts declaring none read in it.
+        headers: { ...req.headers, 'content-type': contentTypeWithoutCharset(contentType) },
+        defCharset: 'read' in charset ? charset.read : 'utf8',
         // Files in other fields are read past and dropped (as FastAPI ignores unknown fields),
         // but their number is bounded too.
         limits: { fileSize: maxFileBytes, fieldSize: maxFieldBytes, fields: 64, files: MAX_FILES, parts: 128 },
@@ -136,7 +141,7 @@ export function parseFormBody(req: IncomingMessage, limits: FormLimits): Promise
     req.on('data', countBytes);
 
     parser.on('field', (name, value: string | undefined, info) => {
-      // A part in a charset busboy cannot decode (declaredNonUtf8Charset says why) comes as undefined.
+      // A part in a charset busboy cannot decode (formCharsetOf says why) comes as undefined.
       if (value === undefined) {
         fail(new HttpError(415, `Unsupported charset: form field ${JSON.stringify(name)} declares a charset the server cannot read; send form text as UTF-8`));
         return;

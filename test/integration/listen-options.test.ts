@@ -11,20 +11,29 @@ import { type RunningRelay, startRelayServer, tempDataDir } from '../support/rel
  * Both services pass their start options' connection cap and head timeout to the one listen
  * (server/http/listen.ts, where both are tested in full): with a cap of one connection, a stalled head
  * makes room for a newcomer, which is served; a head that stalls is answered 408 and closed.
+ * Each service runs twice: capped at one connection with a head timeout too long to matter, so
+ * only eviction can make room (with a short one the stalled head could get its own 408 first on a
+ * loaded machine, and the newcomer be served without any eviction), and with a 50 ms head timeout.
  */
 const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 28, 12)));
 const data = tempDataDir();
+const cappedData = tempDataDir();
+const LONG_HEAD_TIMEOUT_MS = 120_000;
 let bench: BenchTestApp;
 let relay: RunningRelay;
+let benchCapped: BenchTestApp;
+let relayCapped: RunningRelay;
 
 beforeAll(async () => {
   bench = await startBenchTestApp({ maxConnections: 1, headersTimeoutMs: 50 });
   relay = await startRelayServer({ clock, dataDir: data.dir, logger: memoryLogger(), maxConnections: 1, headersTimeoutMs: 50 });
+  benchCapped = await startBenchTestApp({ maxConnections: 1, headersTimeoutMs: LONG_HEAD_TIMEOUT_MS });
+  relayCapped = await startRelayServer({ clock, dataDir: cappedData.dir, logger: memoryLogger(), maxConnections: 1, headersTimeoutMs: LONG_HEAD_TIMEOUT_MS });
 });
 afterAll(async () => {
-  await bench.close();
-  await relay.close();
+  await Promise.all([bench.close(), relay.close(), benchCapped.close(), relayCapped.close()]);
   data.remove();
+  cappedData.remove();
 });
 
 function socketTo(origin: string): { socket: Socket; received: () => string } {
@@ -37,18 +46,18 @@ function socketTo(origin: string): { socket: Socket; received: () => string } {
 }
 
 describe.each([
-  ['bench', () => bench.url, '/api/v1/health'],
-  ['relay', () => relay.url, '/health'],
-])('%s listen options', (_service, origin, path) => {
+  ['bench', () => bench.url, () => benchCapped.url, '/api/v1/health'],
+  ['relay', () => relay.url, () => relayCapped.url, '/health'],
+])('%s listen options', (_service, origin, cappedOrigin, path) => {
   it('closes a stalled head for room and serves the newcomer (maxConnections 1)', async () => {
-    const stalled = socketTo(origin());
-    // Not events.once: that rejects on the reset that may follow the 408.
+    const stalled = socketTo(cappedOrigin());
+    // Not events.once: that rejects on the reset that may follow the eviction.
     const stalledClosed = new Promise((resolve) => stalled.socket.once('close', resolve));
     stalled.socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nX-a: `);
     await new Promise((resolve) => stalled.socket.once('connect', resolve));
-    // Node refused the newcomer while the stalled head held the one place (until its head timeout).
-    // Its head written at once: the 50 ms head timeout is for the stalled one.
-    const newcomer = socketTo(origin());
+    // Node refused the newcomer while the stalled head held the one place (until its head timeout,
+    // here far past the test's own): only closing the stalled head makes room.
+    const newcomer = socketTo(cappedOrigin());
     newcomer.socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
     await new Promise((resolve) => newcomer.socket.once('data', resolve));
     expect(newcomer.received()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);

@@ -12,7 +12,7 @@ import type { WaitlistStore } from '../../storage/bench/waitlist-store.js';
 import { renderStatsPage } from './stats-page.js';
 import { type ValidationErrorItem, parseWaitlistForm } from './waitlist-form.js';
 import { strictRouter } from '../../http/starlette-routing.js';
-import { declaredNonUtf8Charset } from '../../../wire/form-fields.js';
+import { formCharsetOf } from '../../../wire/form-fields.js';
 
 /**
  * The parts of the bench service (spec 0.3.4) that people and crawlers see: `GET /`, `GET /stats`,
@@ -112,9 +112,12 @@ function formFields(req: express.Request): Map<string, string[]> {
       `The waitlist takes an application/x-www-form-urlencoded form (fields kind, email, note, csrf), got ${JSON.stringify(req.get('content-type') ?? 'no content type')}.`,
     );
   }
-  const charset = declaredNonUtf8Charset(req.get('content-type'));
-  if (charset !== undefined) {
-    throw new PagesHttpError(415, `The waitlist form must be UTF-8, got charset ${JSON.stringify(charset)}.`);
+  // US-ASCII is read as UTF-8; ISO-8859-1, which the API's forms take, is not: the page's form is
+  // sent by browsers in the page's UTF-8, and its percent escapes are read as UTF-8 below.
+  const charset = formCharsetOf(req.get('content-type'));
+  if (!('read' in charset) || charset.read !== 'utf8') {
+    const named = 'refused' in charset ? charset.refused : charset.declared;
+    throw new PagesHttpError(415, `The waitlist form must be UTF-8, got charset ${JSON.stringify(named)}.`);
   }
   let text: string;
   try {

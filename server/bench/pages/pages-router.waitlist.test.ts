@@ -258,6 +258,9 @@ describe('POST /api/v1/waitlist: transport errors', () => {
     const latin = await post('email=caf%E9%40example.org', { 'content-type': 'application/x-www-form-urlencoded; charset=iso-8859-1' });
     expect(latin.status).toBe(415);
     expect(latin.json).toEqual({ detail: 'The waitlist form must be UTF-8, got charset "iso-8859-1".' });
+    // US-ASCII is a subset of UTF-8: read (and refused later for its missing CSRF token, not its charset).
+    const ascii = await post('email=j%40example.org', { 'content-type': 'application/x-www-form-urlencoded; charset=US-ASCII' });
+    expect(ascii.status).toBe(403);
     const res = await fetch(`${app.baseUrl}/api/v1/waitlist`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

@@ -136,11 +136,20 @@ describe('FileStore: form text is UTF-8', () => {
     expect(existsSync(files.pathOf(id))).toBe(false);
   });
 
-  it('a form declaring another charset than UTF-8 is refused from its headers', async () => {
+  it('a form declaring a charset other than UTF-8, US-ASCII or ISO-8859-1 is refused from its headers', async () => {
     const files = new FileStore(data.dir);
     const upload = files.receiveMultipart(rawUpload('multipart/form-data; boundary=B; charset=utf-16', '', Buffer.from('My title')));
-    await expect(upload).rejects.toMatchObject({ code: 'invalid_input', detail: 'validation failed: header.content-type: Value error, not a usable multipart request: form text must be UTF-8, not charset "utf-16"' });
+    await expect(upload).rejects.toMatchObject({
+      code: 'invalid_input',
+      detail: 'validation failed: header.content-type: Value error, not a usable multipart request: form text must be UTF-8, US-ASCII or ISO-8859-1, not charset "utf-16"',
+    });
     expect(existsSync(files.pathOf(id))).toBe(false);
+  });
+
+  it('a form declaring US-ASCII is read as UTF-8, one declaring ISO-8859-1 as that (its parts declaring none too)', async () => {
+    const files = new FileStore(data.dir);
+    await expect(files.receiveMultipart(rawUpload('multipart/form-data; boundary=B; charset=us-ascii', '', Buffer.from('Title')))).resolves.toMatchObject({ itemId: id, title: 'Title' });
+    await expect(files.receiveMultipart(rawUpload('multipart/form-data; boundary=B; charset=ISO-8859-1', '', Buffer.from('T\xefTle', 'latin1')))).resolves.toMatchObject({ itemId: id, title: 'TïTle' });
   });
 
   it('UTF-8, declared or not, is read', async () => {

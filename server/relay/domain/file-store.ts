@@ -10,7 +10,7 @@ import type { SharedFileContents } from '../../storage/relay/shared-file-content
 import { isDiskFull } from '../../storage/storage-faults.js';
 import { RelayRefusal, invalidInputAt } from './relay-errors.js';
 import { relayLimits } from '../../../wire/relay/relay-facts.js';
-import { declaredNonUtf8Charset } from '../../../wire/form-fields.js';
+import { contentTypeWithoutCharset, formCharsetOf } from '../../../wire/form-fields.js';
 
 /** A file received in full, hashed and stored under its SHA-256. */
 export interface ReceivedFile {
@@ -111,14 +111,18 @@ export class FileStore {
    */
   receiveMultipart(req: UploadSource, check: (upload: UploadCheck) => string | Promise<string> = (upload) => upload.title): Promise<ReceivedFile> {
     // Refused from the headers, before a byte is read (the error handler closes the connection).
-    const refused = declaredUploadTooLarge(req) ?? nonUtf8Form(req.headers['content-type']);
+    const refused = declaredUploadTooLarge(req) ?? unreadableForm(req.headers['content-type']);
     if (refused) return Promise.reject(refused);
     return new Promise<ReceivedFile>((resolve, reject) => {
       let bb: busboy.Busboy;
       try {
         // busboy signals 'limit' when a file *reaches* fileSize, so allow one byte more: reaching
         // fileMaxBytes + 1 is what makes an upload too large.
-        bb = busboy({ headers: { 'content-type': req.headers['content-type'] }, limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: MULTIPART_FIELDS_MAX, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: MULTIPART_FIELDS_MAX + 1 } });
+        // The form's charset as formCharsetOf reads it (busboy ignores a multipart form's own): the
+        // default of parts declaring none.
+        const contentType = req.headers['content-type'];
+        const charset = formCharsetOf(contentType);
+        bb = busboy({ headers: { 'content-type': contentType === undefined ? undefined : contentTypeWithoutCharset(contentType) }, defCharset: 'read' in charset ? charset.read : 'utf8', limits: { files: 1, fileSize: relayLimits.fileMaxBytes + 1, fields: MULTIPART_FIELDS_MAX, fieldSize: MULTIPART_FIELD_MAX_BYTES, parts: MULTIPART_FIELDS_MAX + 1 } });
       } catch (cause) {
         req.resume();
         reject(invalidInputAt(['header', 'content-type'], [{ path: [], code: 'not_multipart', note: (cause as Error).message, input: req.headers['content-type'] ?? null }]));
@@ -367,13 +371,13 @@ function safeUnlink(path: string): void {
 }
 
 /**
- * A form declaring a charset other than UTF-8 (`declaredNonUtf8Charset`): refused, as busboy
- * would read its parts as UTF-8 regardless.
+ * A form declaring a charset the relay does not read (`formCharsetOf`: UTF-8, US-ASCII and
+ * ISO-8859-1 it reads): refused, as busboy would read its parts as UTF-8 regardless.
  */
-function nonUtf8Form(contentType: string | undefined): RelayRefusal | undefined {
-  const charset = declaredNonUtf8Charset(contentType);
-  if (charset === undefined) return undefined;
-  return invalidInputAt(['header', 'content-type'], [{ path: [], code: 'not_multipart', note: `form text must be UTF-8, not charset ${JSON.stringify(charset)}`, input: contentType ?? null }]);
+function unreadableForm(contentType: string | undefined): RelayRefusal | undefined {
+  const charset = formCharsetOf(contentType);
+  if (!('refused' in charset)) return undefined;
+  return invalidInputAt(['header', 'content-type'], [{ path: [], code: 'not_multipart', note: `form text must be UTF-8, US-ASCII or ISO-8859-1, not charset ${JSON.stringify(charset.refused)}`, input: contentType ?? null }]);
 }
 
 /**
