@@ -98,6 +98,8 @@ export const postgresSuites = {
     'test/contract/postgres-bench-migrations.test.ts',
     // Several PostgreSQL stores writing one database at once, with no global lock (decision 0515).
     'test/contract/postgres-stores-racing.test.ts',
+    // Two replicas joining one pool's session line at once become visible in order (decision 1030).
+    'test/contract/postgres-session-queue-order.test.ts',
     // Both services' PostgreSQL engines: a cut connection, a full disk, a lost checked-out client (decision 0790).
     'test/contract/postgres-engine-faults.contract.test.ts',
     // What the store's caches save PostgreSQL, counted in statements (decision 0600).
