@@ -7,6 +7,7 @@
 export const expectedRefusals: Record<string, string> = {
   "bots limit": "409 {\"detail\":\"a node may have at most 20 bots\"}",
   "bulletin node": "422 {\"detail\":[{\"type\":\"value_error\",\"loc\":[\"path\",\"node\"],\"msg\":\"Value error, node must be 64 lowercase hex characters\",\"input\":\"zz\"}]}",
+  "bulletin node, item unknown": "422 {\"detail\":[{\"type\":\"value_error\",\"loc\":[\"path\",\"node\"],\"msg\":\"Value error, node must be 64 lowercase hex characters\",\"input\":\"zz\"}]}",
   "declare future": "422 {\"detail\":[{\"type\":\"value_error\",\"loc\":[\"body\",\"updated_ms\"],\"msg\":\"Value error, updated_ms is more than 300 s ahead of this relay's clock\",\"input\":1795176301000,\"ctx\":{\"now_ms\":1795176000000}}]}",
   "declare superseded": "409 {\"detail\":\"a newer declaration of this node's slice is published (updated_ms 1795176000000); sign one with a later updated_ms\"}",
   "declare unregistered": "403 {\"detail\":\"node is not a registered node: POST /register first\"}",

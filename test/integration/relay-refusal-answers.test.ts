@@ -58,6 +58,8 @@ describe('refusals of the relay, byte for byte', () => {
     const item = claimId({ kind: 'question', title: 'refusals', body: '' });
     expect((await post('/items', { kind: 'question', title: 'refusals', body: '' }, alice.auth)).status).toBe(201);
     record('bulletin node', await get(`/items/${item}/bulletin/zz`));
+    // A path parameter is checked before anything is looked up, as FastAPI checks it before the handler runs.
+    record('bulletin node, item unknown', await get(`/items/${hex('7')}/bulletin/zz`));
     record('node id', await get('/nodes/zz'));
     record('node unknown', await get(`/nodes/${hex('8')}`));
     record('events limit 0', await get('/events?limit=0'));

@@ -52,8 +52,10 @@ export class ItemReads {
 
   /** `node`'s bulletin for the item `id` as this relay computes it from every stored statement. */
   async bulletin(id: string, node: string): Promise<{ item: ItemRow; bulletin: RelayBulletin }> {
-    const item = await this.item(id);
+    // Both path parameters before the lookup: a malformed node id is a 422 whether or not the item exists.
+    requireItemId(id);
     requireNodeId(node, 'node');
+    const item = await this.item(id);
     return { item, bulletin: await this.deps.store.plain(this.deps.voting.bulletin(item.item_id, node)) };
   }
 
