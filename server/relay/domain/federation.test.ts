@@ -185,6 +185,18 @@ describe('Federation against a misbehaving peer', () => {
     expect(result).toMatchObject({ reachable: true, pulled: 0, cursor: 0, error: expect.stringMatching(/refusing the page/) });
   });
 
+  it.each([['null', null], ['a number', 7], ['a list', []], ['an object without events', { next: 1 }]])(
+    'says in words that a page answered as %s is no event page, never a JavaScript error',
+    async (_what, body) => {
+      server.use(
+        http.get(`${peer}/health`, () => HttpResponse.json({ protocol: 'x-relay', version: '0.9.19', node_id: peerNode.nodeId })),
+        http.get(`${peer}/events`, () => HttpResponse.json(body)),
+      );
+      const [result] = await relay.federation.probeAll();
+      expect(result).toMatchObject({ reachable: true, pulled: 0, error: `${peer}/events answered something that is not an event page` });
+    },
+  );
+
   it('a peer answering 500 is reachable but its error is kept', async () => {
     server.use(
       http.get(`${peer}/health`, () => HttpResponse.json({ protocol: 'x-relay', version: '0.9.19', node_id: peerNode.nodeId })),

@@ -42,7 +42,10 @@ export class PeerPageReader {
 
   /** The page after `cursor`; throws when the peer cannot be read or served something that is no page. */
   async read(url: string, cursor: number): Promise<PeerPage> {
-    const body = (await this.o.exchange.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`, this.o.pageMaxBytes)) as { events?: unknown; next?: unknown; has_more?: unknown };
+    const answer = await this.o.exchange.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`, this.o.pageMaxBytes);
+    // Any JSON may come back (null too): its shape is checked before a field is read, so GET /reach
+    // shows the peer's fault in words, never a JavaScript error's text.
+    const body = (typeof answer === 'object' && answer !== null ? answer : {}) as { events?: unknown; next?: unknown; has_more?: unknown };
     if (!Array.isArray(body.events) || typeof body.next !== 'number') throw new Error(`${url}/events answered something that is not an event page`);
     // Never trust a peer's page shape: at most one page's worth, seqs strictly increasing past the cursor.
     const events = (body.events as WireEvent[]).slice(0, relayLimits.eventsPageMax);
