@@ -13,6 +13,7 @@ import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
 import { requireHost } from '../http/malformed-request.js';
 import { noSniff } from '../http/security-headers.js';
 import { redirectSlashes, slashRedirects, starletteApp, strictRouter } from '../http/starlette-routing.js';
+import { connectionMetrics } from '../http/connection-metrics.js';
 import { httpMetrics } from '../http/http-metrics.js';
 import { requestContext } from '../http/request-context.js';
 import { upgradeListener } from '../http/ignored-upgrade.js';
@@ -88,6 +89,7 @@ export async function buildBenchApp(deps: BenchAppDeps) {
   // A request id for every answer and log line, and HTTP metrics by route pattern and status.
   const metrics = benchMetrics({ clock, store, live, logger, workerOfflineAfterMs: timings.offlineAfterSeconds * 1000 });
   disk.register(metrics.registry);
+  if (config.connections) connectionMetrics(metrics.registry, config.connections);
   app.use(requestContext({ logger, nowMs: () => clock.nowMs(), onDone: httpMetrics(metrics.registry) }));
   // One log line per job transition this replica sees (docs/deployment.md, "Logs").
   live.subscribeAll((jobId, event) => {

@@ -28,6 +28,7 @@ import type { WorkerTimings } from './workers/worker-protocol.js';
 import { benchWorkers } from './workers/bench-workers.js';
 import { MAX_DELIVERY_PAUSE_MS } from '../../harness/worker/http-worker-link.js';
 import type { LocalWorkerOptions } from './workers/local-worker.js';
+import type { ConnectionCounts } from '../http/connection-cap.js';
 import { buildBenchApp } from './bench-app.js';
 
 export interface BenchServiceConfig {
@@ -77,6 +78,8 @@ export interface BenchServiceConfig {
   databasePoolSize?: number;
   /** When set, `GET /metrics` answers only `authorization: Bearer <metricsToken>`; unset: open. */
   metricsToken?: string;
+  /** The connection cap's live counts of the server this service answers on (`listen`'s), in `/metrics`; absent when it is not listening (tests). */
+  connections?: ConnectionCounts;
   /** Heartbeat, offline and claim timings given to remote workers; default `defaultWorkerTimings`. */
   workerTimings?: Partial<WorkerTimings>;
   /** Checks an image against a board before it is queued. Default `checkImageForBoard`. */

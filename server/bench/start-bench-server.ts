@@ -1,7 +1,7 @@
 import { answerWhileStarting, type ListenOptions, listen, listenOptionsOf, type ListeningServer } from '../http/listen.js';
 import { type BenchService, type BenchServiceConfig, createBenchService } from './bench-service.js';
 
-export interface StartBenchServerOptions extends Omit<BenchServiceConfig, 'publicBaseUrl'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
+export interface StartBenchServerOptions extends Omit<BenchServiceConfig, 'publicBaseUrl' | 'connections'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
   /** 0 picks a free port (tests). */
   port: number;
   /** The address clients use (pages, llms.txt, OpenAPI `servers`); default the bound address, the port picked for 0 included. */
@@ -34,7 +34,7 @@ export async function startBenchServer(options: StartBenchServerOptions, deps: S
   const starting = answerWhileStarting(listening.server, 'the bench is starting');
   let service: BenchService;
   try {
-    service = await (deps.createService ?? createBenchService)({ ...options, publicBaseUrl: options.publicBaseUrl ?? listening.origin });
+    service = await (deps.createService ?? createBenchService)({ ...options, publicBaseUrl: options.publicBaseUrl ?? listening.origin, connections: listening.connections });
   } catch (err) {
     await listening.close();
     throw err;

@@ -109,6 +109,35 @@ describe('connection cap', () => {
     expect(await (await fetch(l.origin)).json()).toEqual({ ok: true });
   });
 
+  it('counts the connections open, those closed for room and the newcomers refused (listen\'s `connections`)', async () => {
+    const { l, accepted, held } = await started(2);
+    const polls = [client(l), client(l)];
+    for (const poll of polls) poll.socket.write('GET /wait HTTP/1.1\r\nHost: x\r\n\r\n');
+    await until(() => held.length === 2);
+    expect({ ...l.connections }).toEqual({ open: 2, closedForRoom: 0, refused: 0 });
+
+    // Every place is being answered: the newcomer is refused, and holds none.
+    const refused = client(l);
+    await closed(refused.socket);
+    expect({ ...l.connections }).toEqual({ open: 2, closedForRoom: 0, refused: 1 });
+
+    // One poll answered waits for its next head on keep-alive: the next newcomer takes its place.
+    held[0]!.end('{"waited":true}');
+    await until(() => polls[0]!.received().includes('{"waited":true}'));
+    const evicted = closed(polls[0]!.socket);
+    expect(await (await fetch(l.origin)).json()).toEqual({ ok: true });
+    await evicted;
+    expect({ ...l.connections }).toEqual({ open: 2, closedForRoom: 1, refused: 1 });
+
+    // A connection that closes gives its place back.
+    held[1]!.end('{"waited":true}');
+    await until(() => polls[1]!.received().includes('{"waited":true}'));
+    const serverSide = closed(accepted.find((socket) => socket.remotePort === polls[1]!.socket.localPort)!);
+    polls[1]!.socket.destroy();
+    await serverSide;
+    expect({ ...l.connections }).toEqual({ open: 1, closedForRoom: 1, refused: 1 });
+  });
+
   it('never closes an upgraded connection for room', async () => {
     const l = await listen({ port: 0, maxConnections: 1 });
     open.push(l);

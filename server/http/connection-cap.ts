@@ -11,6 +11,16 @@ interface Place {
   bytesReadWhenIdle: number;
 }
 
+/** What a cap has seen, read live (for the services' metrics): never written by its readers. */
+export interface ConnectionCounts {
+  /** Connections holding a place now (accepted, not yet closed or closed for room). */
+  readonly open: number;
+  /** Connections closed to make room for a newcomer, each the one that had waited longest for a request head. */
+  readonly closedForRoom: number;
+  /** Newcomers closed unanswered because every place was being answered. */
+  readonly refused: number;
+}
+
 /** The caps of the servers `listen` started, so that `serve` can tell one which connections an upgrade took. */
 const caps = new WeakMap<Server, { upgraded(socket: Socket): void }>();
 
@@ -29,10 +39,13 @@ const caps = new WeakMap<Server, { upgraded(socket: Socket): void }>();
  * The order is that of a Map (re-inserted when a connection starts waiting), so no clock is read.
  * Heads and answers are seen on node's `http.server.request.start` and `http.server.response.finish`
  * diagnostics channels, which see every request (`checkContinue` and `checkExpectation` ones too);
- * upgrades are told by `upgradedConnection`. Returns the function that stops watching.
+ * upgrades are told by `upgradedConnection`. Returns the function that stops watching and the
+ * cap's live counts (nothing counted them, so an attack or a cap set too low went unseen).
  */
-export function capConnections(server: Server, maxConnections: number): () => void {
+export function capConnections(server: Server, maxConnections: number): { stop: () => void; counts: ConnectionCounts } {
   const places = new Map<Socket, Place>();
+  let closedForRoom = 0;
+  let refused = 0;
   // Connections waiting for a head, the one waiting longest first.
   const waiting = new Set<Socket>();
   const startWaiting = (socket: Socket, place: Place) => {
@@ -42,6 +55,7 @@ export function capConnections(server: Server, maxConnections: number): () => vo
   };
   const onConnection = (socket: Socket) => {
     if (places.size >= maxConnections && !makeRoom()) {
+      refused++;
       socket.destroy();
       return;
     }
@@ -59,6 +73,7 @@ export function capConnections(server: Server, maxConnections: number): () => vo
     const place = places.get(longest)!;
     places.delete(longest);
     waiting.delete(longest);
+    closedForRoom++;
     if (longest.bytesRead > place.bytesReadWhenIdle) answerMalformedRequest(Object.assign(new Error('request head not received in time'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), longest);
     else longest.destroy();
     return true;
@@ -88,12 +103,24 @@ export function capConnections(server: Server, maxConnections: number): () => vo
       waiting.delete(socket);
     },
   });
-  return () => {
+  const stop = () => {
     server.off('connection', onConnection);
     unsubscribe('http.server.request.start', onHead);
     unsubscribe('http.server.response.finish', onAnswered);
     caps.delete(server);
   };
+  const counts: ConnectionCounts = {
+    get open() {
+      return places.size;
+    },
+    get closedForRoom() {
+      return closedForRoom;
+    },
+    get refused() {
+      return refused;
+    },
+  };
+  return { stop, counts };
 }
 
 /** Tells `server`'s cap that an upgrade took `socket`: it is a stream now, never closed for room. */

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server }
 import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
 import { type Clock, systemClock } from '../../core/clock.js';
-import { capConnections, upgradedConnection } from './connection-cap.js';
+import { capConnections, type ConnectionCounts, upgradedConnection } from './connection-cap.js';
 import { lingerAfterEarlyAnswers } from './linger-after-early-answer.js';
 import { answerConnect, answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
 
@@ -17,6 +17,8 @@ export interface ListeningServer {
   port: number;
   /** e.g. `http://127.0.0.1:41234`, IPv6 hosts in brackets. */
   origin: string;
+  /** The connection cap's live counts: open now, closed for room, refused (the services' metrics). */
+  connections: ConnectionCounts;
   /** Stops accepting, drops open (keep-alive) connections, and resolves once the server has closed. */
   close(): Promise<void>;
 }
@@ -88,7 +90,7 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
     connectionsCheckingInterval: checkEveryMs(headersTimeoutMs),
   });
   // Not node's `maxConnections`, which refuses the newcomer even when the cap is held by stalled heads.
-  const stopCapping = capConnections(server, maxConnections);
+  const { stop: stopCapping, counts: connections } = capConnections(server, maxConnections);
   const stopLingering = lingerAfterEarlyAnswers(server, options.clock ?? systemClock);
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
   // JSON, not node's bare 400 or empty 417; a CONNECT, which node closed unanswered, 405.
@@ -122,6 +124,7 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
     server,
     port,
     origin: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    connections,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
