@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Logger, LogFields } from '../../server/http/logger.js';
 import { type BenchTestApp, startBenchTestApp, TEST_START_MS } from '../support/bench-test-app.js';
@@ -55,6 +56,29 @@ describe('GET /metrics', () => {
     const text = await (await app.request('/metrics')).text();
     expect(metricLine(text, 'hilbench_board_jobs', 'board="pico",phase="queued"')).toBe('hilbench_board_jobs{board="pico",phase="queued"} 2');
     expect(metricLine(text, 'hilbench_board_jobs', 'board="pico",phase="active"')).toBe('hilbench_board_jobs{board="pico",phase="active"} 1');
+  });
+
+  it('reports the connection cap: connections open, closed for room, refused (decision 1040)', async () => {
+    app = await startBenchTestApp({ maxConnections: 1 });
+    // A client answered on keep-alive, then waiting for its next head, holds the one place.
+    const { hostname, port } = new URL(app.url);
+    const idle = connect(Number(port), hostname);
+    let received = '';
+    idle.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    idle.on('error', () => {}); // a reset is one way of being closed
+    const idleClosed = new Promise((resolve) => idle.once('close', resolve));
+    idle.write('GET /api/v1/health HTTP/1.1\r\nHost: x\r\n\r\n');
+    await new Promise<void>((resolve) => idle.on('data', () => received.includes('\r\n\r\n{') && resolve()));
+    // The scrape can only be served by closing it for room.
+    const text = await (await app.request('/metrics')).text();
+    await idleClosed;
+    expect(text).toContain('# TYPE hilbench_http_connections gauge');
+    expect(text).toContain('# TYPE hilbench_http_connections_closed_for_room_total counter');
+    expect(text.split('\n').filter((l) => l.startsWith('hilbench_http_connections'))).toEqual([
+      'hilbench_http_connections 1',
+      'hilbench_http_connections_closed_for_room_total 1',
+      'hilbench_http_connections_refused_total 0',
+    ]);
   });
 
   it('asks for the metrics token when the server has one', async () => {
