@@ -120,7 +120,7 @@ export const metricsOpenApiPath = {
   '/metrics': {
     get: {
       tags: ['status'],
-      summary: 'Prometheus metrics: jobs by state, queue depth per board, leases, workers and their last heartbeat, HTTP requests by route and status',
+      summary: 'Prometheus metrics: jobs by state, queue depth per board, leases, workers and their last heartbeat, HTTP requests by route and status, connections open, closed for room and refused at the connection cap',
       description: 'Open unless the server has a metrics token (`--metrics-token`); then `authorization: Bearer <metrics token>`. See docs/deployment.md.',
       operationId: 'metrics',
       responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
