@@ -54,6 +54,11 @@ export class SelfTallies {
     return { bulletin: item.tally.bulletin(), hasSigned: item.hasSigned, sliceChangers: [...item.changers].sort() };
   }
 
+  /** The quorum work of the item's kept tally so far (`GrowingTally.work`), for tests; undefined when not kept. */
+  work(itemId: string): ReturnType<GrowingTally['work']> | undefined {
+    return this.items.get(itemId)?.tally.work();
+  }
+
   /** A statement was stored: the item's tally (when kept) takes it, or is dropped to be built again. */
   *stored(vote: Vote): Steps<void> {
     const item = this.items.get(vote.item);
