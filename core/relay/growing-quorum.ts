@@ -32,6 +32,11 @@ export class GrowingMaxQuorum extends CertificateState {
   private topOrd = 0;
   /** Below every ord handed out since the last renumbering; `settleOut` counts down from it. */
   private bottomOrd = 0;
+  /**
+   * Work done since construction, for tests that bound it without timing: members re-examined
+   * (`steps`), full peels (`fullPeels`) and slices relaxed (`relaxations`).
+   */
+  readonly work = { steps: 0, fullPeels: 0, relaxations: 0 };
   /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
   private budget = 0;
   /** Per node: `coneMarks[id] === coneStamp` once the current `coneAbove` reached it. */
@@ -92,6 +97,40 @@ export class GrowingMaxQuorum extends CertificateState {
       if (id !== undefined) fresh.push(id);
     }
     if (fresh.length > 0) this.settle(fresh);
+  }
+
+  /**
+   * Takes a joined node's slice again from `sliceOf`, which must now answer a weaker one: every set
+   * satisfying the old slice satisfies the new (a voter declaring a further slice, counted as "any
+   * of them", `declaredSlice`). Kept up to date instead of built again (hostile19: one tally rebuild
+   * per slice change made a round of slice-changing votes O(n^2)). A member in the quorum stays in
+   * and nothing else moves: the quorum with the old slice is still one, and any quorum with the new
+   * slices joined to it is a quorum with the old ones too. An out member's certificate may no longer
+   * block its slice: it is re-examined as a joining node re-examines its dependents. False when the
+   * node joined without a slice (a slice appearing is not a weaker one: the caller builds again).
+   */
+  relax(node: string): boolean {
+    const id = this.numbering.idOf(node);
+    const old = id === undefined ? undefined : this.slices[id];
+    if (id === undefined || old === undefined) return true; // not joined: it joins with the new slice
+    if (old === null) return false;
+    const slice = this.sliceOf(node);
+    if (!slice) return false;
+    const compiled = this.numbering.compile(slice);
+    if (compiled === old) return true;
+    this.grow();
+    this.slices[id] = compiled;
+    const watched = new Set(old.members);
+    for (const member of compiled.members) if (!watched.has(member)) (this.watchers[member] ??= []).push(id);
+    this.work.relaxations++;
+    if (this.inQuorum(id)) return true;
+    this.epoch++;
+    this.budget = FULL_PEEL_BUDGET_FACTOR * this.joinedIds.length + 64;
+    this.queueMarks[id] = this.epoch;
+    const tentative: number[] = [];
+    if (this.bringBack([], tentative, [id])) this.peel(tentative);
+    else this.peelEverything();
+    return true;
   }
 
   /**
@@ -157,6 +196,7 @@ export class GrowingMaxQuorum extends CertificateState {
 
   /** Forgets every certificate and peels the whole set again, like `maxQuorum`. */
   private peelEverything(): void {
+    this.work.fullPeels++;
     this.epoch++;
     const everyone: number[] = [];
     for (const id of this.joinedIds) {
@@ -177,12 +217,12 @@ export class GrowingMaxQuorum extends CertificateState {
 
   /**
    * Re-examines the out members whose certificates name a node of `joining` (or a member brought
-   * back); marks tentative (and adds to `tentative`) those that find no new certificate.
+   * back), after those already in `queue` (marked in `queueMarks`); marks tentative (and adds to `tentative`) those that find no new certificate.
    */
-  private bringBack(joining: readonly number[], tentative: number[]): boolean {
-    const queue: number[] = [];
+  private bringBack(joining: readonly number[], tentative: number[], queue: number[] = []): boolean {
     for (const id of joining) this.enqueueDependents(id, queue);
     for (let head = 0; head < queue.length; head++) {
+      this.work.steps++;
       if (--this.budget < 0) return false;
       const id = queue[head] as number;
       this.queueMarks[id] = 0;
@@ -294,6 +334,7 @@ export class GrowingMaxQuorum extends CertificateState {
     this.coneMarks[from] = visit;
     const todo = [from];
     for (let m = todo.pop(); m !== undefined; m = todo.pop()) {
+      this.work.steps++;
       if (--this.budget < 0) return false;
       const certificate = this.certificates[m];
       if (!certificate) continue;
@@ -373,6 +414,7 @@ export class GrowingMaxQuorum extends CertificateState {
     const todo = [...tentative];
     for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
       if (!this.isTentative(id)) continue;
+      this.work.steps++;
       const slice = this.slices[id] as Compiled;
       if (satisfied(slice, this.inside)) continue;
       this.tentativeMarks[id] = 0;

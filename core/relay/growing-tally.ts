@@ -9,8 +9,9 @@ import { type VotePhase, type VoteValue, otherValue } from './vote.js';
  * instead of recomputed over all of them (issue 18): each statement updates the voter sets, the
  * largest quorums (`GrowingMaxQuorum`) and the v-blocking count it can change, and `bulletin()`
  * reads the answer off them. Same answers as `tally` over the same statements, in any order (a
- * property test holds it to that); slices are fixed for the life of one instance, so a caller
- * whose slices change (a voter declaring another one, a published slice, self's) builds a new one.
+ * property test holds it to that); slices are fixed for the life of one instance, except that a
+ * voter's may be relaxed (`relax`); a caller whose slices change otherwise (a published slice,
+ * self's) builds a new one.
  */
 export class GrowingTally {
   private readonly voters: Record<VoteValue, Record<VotePhase, Set<string>>> = { yes: phaseSets(), no: phaseSets() };
@@ -57,6 +58,31 @@ export class GrowingTally {
       this.accepters[value].add(voter);
       this.blocking[value]?.add(voter);
     }
+  }
+
+  /**
+   * Takes `voter`'s slice again from `sliceOf`, which now answers a weaker one (every set satisfying
+   * the old slice satisfies the new: a voter's further declared slice counted as "any of them").
+   * False when the tally cannot follow (self's slice, fixed here; a voter that had none): build a
+   * new one then. Same answers afterwards as a new tally over the same statements.
+   */
+  relax(voter: string): boolean {
+    if (voter === this.self) return false;
+    for (const value of ['yes', 'no'] as const) {
+      if (!this.anyPhase[value].relax(voter) || !this.accepters[value].relax(voter)) return false;
+    }
+    return true;
+  }
+
+  /** Work done by the four growing quorums together (see `GrowingMaxQuorum.work`), for tests. */
+  work(): { steps: number; fullPeels: number; relaxations: number } {
+    const total = { steps: 0, fullPeels: 0, relaxations: 0 };
+    for (const q of [this.anyPhase.yes, this.anyPhase.no, this.accepters.yes, this.accepters.no]) {
+      total.steps += q.work.steps;
+      total.fullPeels += q.work.fullPeels;
+      total.relaxations += q.work.relaxations;
+    }
+    return total;
   }
 
   /** Whether `voter` signed `phase` for `value` (among the statements added). */

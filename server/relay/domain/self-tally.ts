@@ -20,8 +20,9 @@ export interface SelfBulletin {
  * (`GrowingTally`), so a vote costs the same whether the item has 100 voters or 10 000 (issue 18).
  * Answers exactly what `tallyItem` answers for the relay node over the stored statements; the
  * growing tally holds slices fixed, so an item's tally is built again from its statements when a
- * slice it used changes: the relay's own, or the slices a voter's statements declare once the
- * voter already counted. Published slices never count here: the tally looks only at voters (and
+ * slice it used changes in a way it cannot follow: the relay's own, or a voter's that is not only
+ * weakened (a further slice a voter's statements declare is followed in place, `GrowingTally.relax`).
+ * Published slices never count here: the tally looks only at voters (and
  * every stored statement declares its slice, inline or by a known slice_hash) and at the relay node.
  */
 export class SelfTallies {
@@ -29,6 +30,8 @@ export class SelfTallies {
   private readonly items = new Map<string, ItemTally>();
   /** Statements counted by the kept tallies together (what their memory grows with). */
   private keptStatements = 0;
+  /** Tallies built from an item's stored statements so far (tests bound it: each build is a pass over all of them). */
+  builds = 0;
 
   constructor(
     private readonly selfNodeId: string,
@@ -49,6 +52,11 @@ export class SelfTallies {
   *bulletin(itemId: string): Steps<SelfBulletin> {
     const item = yield* this.current(itemId);
     return { bulletin: item.tally.bulletin(), hasSigned: item.hasSigned, sliceChangers: [...item.changers].sort() };
+  }
+
+  /** The quorum work of the item's kept tally so far (`GrowingTally.work`), for tests; undefined when not kept. */
+  work(itemId: string): ReturnType<GrowingTally['work']> | undefined {
+    return this.items.get(itemId)?.tally.work();
   }
 
   /** A statement was stored: the item's tally (when kept) takes it, or is dropped to be built again. */
@@ -74,6 +82,7 @@ export class SelfTallies {
     const statements = yield* this.statementsOf(itemId);
     const item = new ItemTally(itemId, this.selfNodeId, yield* this.slices.lookupsFor(statements), relaySlice);
     item.build(statements);
+    this.builds++;
     this.items.set(itemId, item);
     this.keptStatements += item.counted;
     this.trim(itemId);
@@ -140,13 +149,18 @@ class ItemTally {
   }
 
   /**
-   * Counts a new statement; false when it changes the slice of a voter already counted (the tally
-   * must then be built again).
+   * Counts a new statement; false when it changes the slice of a voter already counted in a way
+   * the tally cannot follow (from its published slice to a declared one: it must be built again).
    */
   add(vote: Vote): boolean {
     const before = this.countedVoters.has(vote.voter) ? this.sliceKey(vote.voter) : undefined;
+    const declaredBefore = this.declared.has(vote.voter);
     this.declare(vote);
-    if (before !== undefined && vote.voter !== this.selfNodeId && this.sliceKey(vote.voter) !== before) return false;
+    if (before !== undefined && vote.voter !== this.selfNodeId && this.sliceKey(vote.voter) !== before) {
+      // A further declared slice only weakens the voter's ("any of them"): the tally follows it in
+      // place. Building it again over every statement, once per slice change, was O(n^2) (hostile19).
+      if (!declaredBefore || !this.tally.relax(vote.voter)) return false;
+    }
     this.countedVoters.add(vote.voter);
     this.tally.add(vote);
     this.counted++;
