@@ -203,12 +203,7 @@ describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge 
   });
 
   it('takes no console output (O packets) for an answer: a half-closed debugger reads a monitor command to its OK', async () => {
-    let answer: (text: string) => void = () => undefined;
-    const slow: DebugTarget = { write: () => undefined, onData: (listener) => void (answer = listener), closed: new Promise(() => undefined), close: () => undefined };
-    const slot = new DebuggerSlot({ boardId: 'b', maxPacketBytes: 64, first: slow, attach: () => Promise.resolve(slow), events: quietEvents });
-    const gdb = fakeConnection({ closesOnEnd: false });
-    slot.accept(gdb.connection);
-    await settle();
+    const { answer, gdb } = await halfClosingDebuggerOnSlowTarget();
     gdb.send(rspPacket(`qRcmd,${hexOfText('info')}`));
     gdb.halfClose();
     // As QEMU answers a monitor command: its text in O packets, split anywhere, then OK.
@@ -221,12 +216,7 @@ describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge 
   });
 
   it('ends a debugger that ended its side (a half-close) only once what it sent is answered, the answers written first', async () => {
-    let answer: (text: string) => void = () => undefined;
-    const slow: DebugTarget = { write: () => undefined, onData: (listener) => void (answer = listener), closed: new Promise(() => undefined), close: () => undefined };
-    const slot = new DebuggerSlot({ boardId: 'b', maxPacketBytes: 64, first: slow, attach: () => Promise.resolve(slow), events: quietEvents });
-    const gdb = fakeConnection({ closesOnEnd: false });
-    slot.accept(gdb.connection);
-    await settle();
+    const { answer, gdb, slot } = await halfClosingDebuggerOnSlowTarget();
     gdb.send(`${rspPacket('?')}${rspPacket('g')}`);
     gdb.halfClose();
     expect(gdb.state.ended).toBe(false);
@@ -300,3 +290,14 @@ describe('DebuggerSlot: one debugger at a time, one set of rules for the bridge 
     expect(log).toEqual(['connected', 'close t0']);
   });
 });
+
+/** A slot on a target that answers only when the test says (`answer`), and a debugger whose half-close does not end it. */
+async function halfClosingDebuggerOnSlowTarget() {
+  let answerListener: (text: string) => void = () => undefined;
+  const slow: DebugTarget = { write: () => undefined, onData: (listener) => void (answerListener = listener), closed: new Promise(() => undefined), close: () => undefined };
+  const slot = new DebuggerSlot({ boardId: 'b', maxPacketBytes: 64, first: slow, attach: () => Promise.resolve(slow), events: quietEvents });
+  const gdb = fakeConnection({ closesOnEnd: false });
+  slot.accept(gdb.connection);
+  await settle();
+  return { answer: (text: string) => answerListener(text), gdb, slot };
+}

@@ -61,13 +61,19 @@ function heldBeforeCommit(): { queue: PgSessionQueue; reached: Promise<void>; re
   return { queue, reached, release };
 }
 
+/** Two replicas' session queues on one database, the first one's writes held before their commit. */
+function twoReplicas(): { first: ReturnType<typeof heldBeforeCommit>; second: PgSessionQueue } {
+  const first = heldBeforeCommit();
+  const db = new PgDatabase(database.url, { poolSize: 2 });
+  dbs.push(db);
+  const second = new PgSessionQueue(db);
+  queues.push(second);
+  return { first, second };
+}
+
 describe('PostgreSQL session line', () => {
   it('keeps a waiter that joins while another is joining behind it until the first is visible', async () => {
-    const first = heldBeforeCommit();
-    const other = new PgDatabase(database.url, { poolSize: 2 });
-    dbs.push(other);
-    const second = new PgSessionQueue(other);
-    queues.push(second);
+    const { first, second } = twoReplicas();
 
     const joiningFirst = first.queue.enqueue(waiter('w1', 'pico'));
     await first.reached;
@@ -100,11 +106,7 @@ describe('PostgreSQL session line', () => {
   });
 
   it('does not hold up a waiter of another pool', async () => {
-    const first = heldBeforeCommit();
-    const other = new PgDatabase(database.url, { poolSize: 2 });
-    dbs.push(other);
-    const second = new PgSessionQueue(other);
-    queues.push(second);
+    const { first, second } = twoReplicas();
     const joiningFirst = first.queue.enqueue(waiter('u1', 'uno'));
     await first.reached;
     await second.enqueue(waiter('m1', 'microbit'));
