@@ -1,6 +1,6 @@
 import type { QuorumSet } from './quorum-set.js';
 import { type Compiled, SliceNumbering, blockingSet, satisfied } from './compiled-slice.js';
-import { CertificateState } from './certificate-state.js';
+import { CertificateOrder, MIN_ORD_STEP } from './certificate-order.js';
 
 /**
  * `maxQuorum(nodes, sliceOf)` of a node set that only grows, kept up to date as nodes join instead
@@ -28,21 +28,7 @@ import { CertificateState } from './certificate-state.js';
  * `maxQuorum` stays the reference: a property test checks that both agree after every join, on
  * random networks, slices and join orders.
  */
-export class GrowingMaxQuorum extends CertificateState {
-  private topOrd = 0;
-  /** Below every ord handed out since the last renumbering; `settleOut` counts down from it. */
-  private bottomOrd = 0;
-  /**
-   * Work done since construction, for tests that bound it without timing: members re-examined
-   * (`steps`), full peels (`fullPeels`) and slices relaxed (`relaxations`).
-   */
-  readonly work = { steps: 0, fullPeels: 0, relaxations: 0 };
-  /** Steps (a re-certification, a member visited) left to the current join before it starts over. */
-  private budget = 0;
-  /** Per node: `coneMarks[id] === coneStamp` once the current `coneAbove` reached it. */
-  private coneStamp = 0;
-  /** Per node: `movedMarks[id] === movedStamp` when it is in the current `recertify`'s moved cone. */
-  private movedStamp = 0;
+export class GrowingMaxQuorum extends CertificateOrder {
   // The questions the hot loops ask of `compiled-slice`, as functions made once per instance
   // (a closure per call costs more than the work, all the more under tsx's keepNames).
   /** Rank of an out member (its ord, -Infinity outside the set); undefined in the quorum. */
@@ -322,93 +308,6 @@ export class GrowingMaxQuorum extends CertificateState {
     return undefined;
   }
 
-  /**
-   * Adds to `moved` the out members reachable from `from` through certificates with ord above
-   * `floor` (`from` included); false when `target` is among them. Members marked in `moved` were
-   * seen before without reaching `target`, and are not followed again. Marks instead of sets: at
-   * the join that forms a large quorum, this walks most of the set, possibly many times.
-   */
-  private coneAbove(from: number, floor: number, target: number, moved: number[]): boolean {
-    const visit = ++this.coneStamp;
-    const seen: number[] = [from];
-    this.coneMarks[from] = visit;
-    const todo = [from];
-    for (let m = todo.pop(); m !== undefined; m = todo.pop()) {
-      this.work.steps++;
-      if (--this.budget < 0) return false;
-      const certificate = this.certificates[m];
-      if (!certificate) continue;
-      for (const next of certificate) {
-        if (next === target) return false;
-        const nextOrd = this.ords[next] as number;
-        if (Number.isNaN(nextOrd) || !this.slices[next] || nextOrd < floor || this.coneMarks[next] === visit) continue;
-        this.coneMarks[next] = visit;
-        if (this.movedMarks[next] === this.movedStamp) continue;
-        seen.push(next);
-        todo.push(next);
-      }
-    }
-    for (const m of seen) {
-      if (this.movedMarks[m] === this.movedStamp) continue;
-      this.movedMarks[m] = this.movedStamp;
-      moved.push(m);
-    }
-    return true;
-  }
-
-  /** Moves `moved` (closed under certificates above `below`, marked in `movedMarks`) just below ord `below`, keeping their order. */
-  private placeBelow(moved: readonly number[], below: number): void {
-    let floor = -Infinity;
-    for (const m of moved) {
-      for (const dep of this.certificates[m] as number[]) {
-        if (this.movedMarks[dep] === this.movedStamp) continue;
-        const ord = this.ords[dep] as number;
-        if (!Number.isNaN(ord) && this.slices[dep] && ord > floor) floor = ord;
-      }
-    }
-    const sorted = moved.slice().sort((a, b) => (this.ords[a] as number) - (this.ords[b] as number));
-    const low = floor === -Infinity ? below - sorted.length - 1 : floor;
-    const step = (below - low) / (sorted.length + 1);
-    if (!(step > MIN_ORD_STEP)) {
-      this.renumber();
-      return;
-    }
-    sorted.forEach((m, k) => (this.ords[m] = low + step * (k + 1)));
-    // `settleOut` hands out ords below every other: keep its counter below these.
-    if (low < this.bottomOrd) this.bottomOrd = low;
-  }
-
-  /**
-   * Gives every out member a fresh integer ord, in a topological order of the certificate graph
-   * (when the gaps left by repeated moves got too fine). Roots are taken in their old order.
-   */
-  private renumber(): void {
-    const out = this.joinedIds.filter((id) => this.slices[id] && !Number.isNaN(this.ords[id] as number));
-    out.sort((a, b) => (this.ords[a] as number) - (this.ords[b] as number));
-    const order: number[] = [];
-    const placed = new Set<number>();
-    const depsOf = (id: number) => (this.certificates[id] ?? []).filter((m) => this.slices[m] && !Number.isNaN(this.ords[m] as number));
-    for (const root of out) {
-      if (placed.has(root)) continue;
-      placed.add(root);
-      const stack: { id: number; deps: number[]; at: number }[] = [{ id: root, deps: depsOf(root), at: 0 }];
-      while (stack.length > 0) {
-        const top = stack[stack.length - 1] as { id: number; deps: number[]; at: number };
-        const dep = top.deps[top.at++];
-        if (dep === undefined) {
-          stack.pop();
-          order.push(top.id);
-        } else if (!placed.has(dep)) {
-          placed.add(dep);
-          stack.push({ id: dep, deps: depsOf(dep), at: 0 });
-        }
-      }
-    }
-    order.forEach((id, k) => (this.ords[id] = k + 1));
-    this.topOrd = order.length;
-    this.bottomOrd = 0;
-  }
-
   /** Takes out, as `maxQuorum` does, the tentative members whose slices fail; everything else is fixed. */
   private peel(tentative: readonly number[]): void {
     const todo = [...tentative];
@@ -427,11 +326,7 @@ export class GrowingMaxQuorum extends CertificateState {
       for (const watcher of this.watchers[id] ?? []) if (this.isTentative(watcher)) todo.push(watcher);
     }
   }
-
 }
 
 /** Steps per joined node a join may take before it peels everything again instead. */
 const FULL_PEEL_BUDGET_FACTOR = 2;
-
-/** Below this gap between ords, moved members get fresh integer ords instead (floating point runs out). */
-const MIN_ORD_STEP = 1e-6;
