@@ -6,6 +6,7 @@ import type { PhoneCodes } from './domain/phone-codes.js';
 import type { NodeKey } from '../../core/relay/node-id.js';
 import type { RelayStore } from './relay-store.js';
 import type { Voting } from './domain/voting.js';
+import type { SignatureChecksAhead } from './domain/signature-thread.js';
 
 /** What the use cases and routes share: one instance per relay service. */
 export interface RelayDeps {
@@ -29,4 +30,6 @@ export interface RelayDeps {
   log: (message: string, cause: unknown) => void;
   /** Payload bytes after which a GET /events page ends (`relayLimits.eventsPagePayloadMaxBytes` unless a test sets less). */
   eventsPagePayloadMaxBytes: number;
+  /** Lone votes' signatures checked off the loop while they are stored (decision 1090; SQLite only). Absent: checked first, on the loop. */
+  signatureChecksAhead?: SignatureChecksAhead | null;
 }

@@ -39,6 +39,7 @@ import { relayStoreGates } from './relay-store-gates.js';
 import { signDocument } from './domain/signed-document.js';
 import { FileOutboxSmsSender, type SmsSender } from './domain/sms-sender.js';
 import { searchIndexOf } from '../storage/relay/trigram-prefilter.js';
+import { type SignatureChecksAhead, SignatureThread } from './domain/signature-thread.js';
 import { sliceDeclarationRoutes } from './routes/slice-declaration-routes.js';
 import { socialRoutes } from './routes/social-routes.js';
 import { Voting } from './domain/voting.js';
@@ -114,6 +115,12 @@ export interface RelayServiceConfig {
   eventsPagePayloadMaxBytes?: number;
   /** SQLite only: how the WAL is made durable before answers go out; default fdatasync on the thread pool (decision 0480; tests gate it). */
   syncFile?: SyncFile;
+  /**
+   * SQLite only: where a lone vote's signature is checked while the loop stores the vote, which
+   * commits only if it passes (decision 1090); default a `SignatureThread` of the relay's own,
+   * closed with it. Null: checked first, on the loop (the ingest bench compares both).
+   */
+  signatureChecksAhead?: SignatureChecksAhead | null;
 }
 
 export interface RelayService {
@@ -208,6 +215,13 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       operators: new Set(config.operators ?? []),
       log,
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
+      // On PostgreSQL a transaction awaits each statement: the thread pool's checks already overlap there.
+      signatureChecksAhead:
+        store.dialect !== 'sqlite'
+          ? null
+          : config.signatureChecksAhead !== undefined
+            ? config.signatureChecksAhead
+            : new SignatureThread({ onLost: (cause) => logger.warn(`relay: the signature thread ended; lone votes are checked on the event loop from now on (${cause instanceof Error ? cause.message : String(cause)})`) }),
     };
     await registerSelf(deps);
     await store.tx(voting.publishSelfSlice(config.clock.nowMs()));
@@ -255,6 +269,7 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
         if (timer !== undefined) config.clock.clearTimeout(timer);
         await federation.close();
         await peerFetch.close();
+        await deps.signatureChecksAhead?.close();
         await store.close();
         lock.release();
       },
