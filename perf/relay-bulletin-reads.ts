@@ -13,7 +13,11 @@ import { tempDataDir } from '../test/support/relay-test-kit.js';
  * `--voters N` voters (default 2000), each with a slice of the next 20 around the ring at 67 %,
  * each signed `vote` then `accept` yes; the relay node's slice is the first 100 voters. Then, ms
  * per read: one voter's bulletin read again and again with nothing new, `--distinct` other voters'
- * read once each, a node that never voted, and a read after each of 50 new statements.
+ * read once each, a node that never voted, and a read after each of 50 new statements. Then, on
+ * a second item, a round of first statements that each replace the voter's published slice (every
+ * voter published the ring slice shifted by one; each votes yes under the unshifted one), one
+ * transaction each as the ingest writes them: ms per statement stored (`Voting.storeVote`, which
+ * holds the voter's floor first).
  * Not part of `npm run bench`: a before/after figure for a decision.
  * `npx tsx perf/relay-bulletin-reads.ts [--voters N] [--reads N] [--distinct N]`.
  */
@@ -87,6 +91,20 @@ try {
     ({ ms: afterWrites[afterWrites.length] as number, state } = await read(ids[0] as string));
   }
   summary("one voter's bulletin after each of 50 new statements", afterWrites, state);
+
+  const second = 'cd'.repeat(32);
+  store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(second, ids[0]);
+  await store.tx(function* () {
+    for (let k = 0; k < voters; k++) yield* voting.setSlice(ids[k] as string, sliceOf((k + 1) % voters), false, nowMs);
+  });
+  const firsts: number[] = [];
+  for (let k = 0; k < voters; k++) {
+    const vote = signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item: second, voter: ids[k] as string, value: 'yes', phase: 'vote', slice: sliceOf(k), created_at: Math.floor(nowMs / 1000) }, (keys[k] as NodeKey).secretKey);
+    const started = performance.now();
+    await store.tx(voting.storeVote(vote, null, nowMs));
+    firsts.push(performance.now() - started);
+  }
+  summary('first statements replacing the published slice (ms per store)', firsts.slice(-200), 'the last 200');
 } finally {
   await store.close();
   data.remove();
