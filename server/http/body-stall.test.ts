@@ -4,7 +4,8 @@ import { type Socket, connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { DEFAULT_BODY_STALL_TIMEOUT_MS, DEFAULT_MIN_BODY_BYTES_PER_SECOND } from './body-stall.js';
-import { type ListenOptions, listen, type ListeningServer } from './listen.js';
+import { ignoredUpgrades } from './ignored-upgrade.js';
+import { answerWhileStarting, type ListenOptions, listen, type ListeningServer } from './listen.js';
 
 const WINDOW_MS = 30_000;
 // Checks come every sixth of the window.
@@ -24,11 +25,12 @@ afterEach(async () => {
  */
 async function started(options: Omit<ListenOptions, 'port' | 'clock'> = {}) {
   const fake = createClock(0);
-  const l = await listen({ port: 0, clock: clockFromFakeTimers(fake), bodyStallTimeoutMs: WINDOW_MS, ...options });
+  const clock = clockFromFakeTimers(fake);
+  const l = await listen({ port: 0, clock, bodyStallTimeoutMs: WINDOW_MS, ...options });
   open.push(l);
   const heads: { req: http.IncomingMessage; res: http.ServerResponse }[] = [];
   const held: (() => void)[] = [];
-  l.server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const app = (req: http.IncomingMessage, res: http.ServerResponse) => {
     heads.push({ req, res });
     let bytes = 0;
     const readBody = () => {
@@ -37,7 +39,16 @@ async function started(options: Omit<ListenOptions, 'port' | 'clock'> = {}) {
     };
     if (req.url === '/read') readBody();
     else if (req.url === '/hold') held.push(readBody);
-  });
+  };
+  // As the bench serves: a request whose Upgrade it does not take is served by the app as plain HTTP.
+  const ignored = ignoredUpgrades({ clock });
+  answerWhileStarting(l.server, 'starting').serve({
+    app,
+    checkContinue: (req, res) => {
+      res.writeContinue();
+      app(req, res);
+    },
+    upgrade: (req, socket, head) => ignored.serve(app, req, socket, head) });
   return { l, fake, heads, release: () => held.splice(0).forEach((read) => read()) };
 }
 
@@ -150,6 +161,16 @@ describe('cutStalledBodies (through listen)', () => {
     expect(slow.received()).toBe('HTTP/1.1 100 Continue\r\n\r\n');
   });
 
+  it('answers 408 to the body of a request whose Upgrade is ignored (read apart from the parser of node), dripped slower than the pace', async () => {
+    const { l, fake, heads } = await started();
+    const slow = client(l);
+    slow.socket.write('POST /read HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 100\r\n\r\na');
+    await until(() => heads.length === 1);
+    fake.tick(WINDOW_MS);
+    await closed(slow.socket);
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(REQUEST_TIMEOUT);
+  });
+
   it('refuses a window or a pace that is not a whole number', async () => {
     await expect(listen({ port: 0, bodyStallTimeoutMs: 0 })).rejects.toThrow(/bodyStallTimeoutMs must be a whole number of ms above 0/);
     await expect(listen({ port: 0, minBodyBytesPerSecond: -1 })).rejects.toThrow(/minBodyBytesPerSecond must be a whole number of bytes, 0 or more/);
@@ -168,6 +189,18 @@ describe('the connection cap and bodies behind their pace', () => {
     await slowClosed;
     expect(slow.received().split('\r\n\r\n')[1]).toBe(REQUEST_TIMEOUT);
     expect(l.connections.closedForRoom).toBe(1);
+  });
+
+  it('lets a newcomer take the place of a body behind its pace whose Upgrade was ignored (an upgraded connection otherwise never closed for room)', async () => {
+    const { l, fake, heads } = await started({ maxConnections: 1 });
+    const slow = client(l);
+    slow.socket.write('POST /read HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 100\r\n\r\na');
+    await until(() => heads.length === 1);
+    fake.tick(CHECK_MS);
+    const slowClosed = closed(slow.socket);
+    expect(await (await fetch(`${l.origin}/read`)).json()).toEqual({ bytes: 0 });
+    await slowClosed;
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(REQUEST_TIMEOUT);
   });
 
   it('keeps an upload that keeps its pace: the newcomer is refused, as when every place is being answered', async () => {

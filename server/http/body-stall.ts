@@ -1,4 +1,4 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { channel, subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock.js';
@@ -25,6 +25,20 @@ export interface BodyStallOptions {
   onPace?: (socket: Socket, behind: boolean) => void;
 }
 
+/**
+ * Where `ignoredUpgrades` tells of a request whose body it reads itself (`{request, response,
+ * socket}`): node hands a request with an Upgrade over with its parser gone, so its
+ * `http.server.request.start` never comes, and the body of an `Upgrade: h2c` request a client
+ * drips would be bound by `requestTimeout` alone.
+ */
+export const IGNORED_UPGRADE_BODY_CHANNEL = 'hilbench.http.ignored-upgrade.body';
+
+/** Tells the pace of the server that accepted `socket` of a request body read apart from node's parser (`IGNORED_UPGRADE_BODY_CHANNEL`). */
+export function watchBodyReadApart(request: IncomingMessage, response: ServerResponse, socket: Socket): void {
+  const readApart = channel(IGNORED_UPGRADE_BODY_CHANNEL);
+  if (readApart.hasSubscribers) readApart.publish({ request, response, socket });
+}
+
 /** A request whose body is being received, and the window it is judged over. */
 interface Receiving {
   socket: Socket;
@@ -49,7 +63,8 @@ interface Receiving {
  * body (a long poll, a stream) is not watched, nor one whose body has ended (its answer may wait),
  * and a window starts again whenever node stopped reading the connection (the app not taking the
  * body as fast as it comes, an upload written to a slow disk), which is no fault of the client's.
- * Upgrades never reach it (node does not publish them as requests). Bytes are counted on the
+ * Upgrades taken (the debug streams) never reach it; a request whose Upgrade is ignored, served
+ * as plain HTTP with its body read apart, does (`watchBodyReadApart`). Bytes are counted on the
  * connection (`bytesRead`), as node's parser reads them natively with no event per chunk, and
  * judged every sixth of the window on `clock`: one timer for the server, armed from the start
  * (so it does not come and go with requests). Returns the function that stops watching.
@@ -64,12 +79,22 @@ export function cutStalledBodies(server: Server, options: BodyStallOptions): () 
     receiving.delete(request);
     if (body.behind) onPace?.(body.socket, false);
   };
-  const onHead = (message: unknown) => {
-    const { server: of, request, response, socket } = message as { server: Server; request: IncomingMessage; response: ServerResponse; socket: Socket };
-    if (of !== server || !hasBody(request)) return;
+  const watch = (request: IncomingMessage, response: ServerResponse, socket: Socket) => {
+    if (!hasBody(request)) return;
     receiving.set(request, { socket, response, windowStartMs: clock.nowMs(), bytesAtWindowStart: socket.bytesRead, behind: false });
     // 'end' once the app has read it all; 'close' once it is answered or its connection closed.
     request.once('end', () => forget(request)).once('close', () => forget(request));
+  };
+  const onHead = (message: unknown) => {
+    const { server: of, request, response, socket } = message as { server: Server; request: IncomingMessage; response: ServerResponse; socket: Socket };
+    if (of === server) watch(request, response, socket);
+  };
+  // The bodies read apart are told with their connection only: this server's are the ones it accepted.
+  const accepted = new WeakSet<Socket>();
+  const onConnection = (socket: Socket) => accepted.add(socket);
+  const onBodyReadApart = (message: unknown) => {
+    const { request, response, socket } = message as { request: IncomingMessage; response: ServerResponse; socket: Socket };
+    if (accepted.has(socket)) watch(request, response, socket);
   };
   const newWindow = (body: Receiving, nowMs: number) => {
     body.windowStartMs = nowMs;
@@ -110,8 +135,12 @@ export function cutStalledBodies(server: Server, options: BodyStallOptions): () 
   };
   let timer: TimerHandle = clock.setTimeout(check, checkMs);
   subscribe('http.server.request.start', onHead);
+  server.on('connection', onConnection);
+  subscribe(IGNORED_UPGRADE_BODY_CHANNEL, onBodyReadApart);
   return () => {
     unsubscribe('http.server.request.start', onHead);
+    server.off('connection', onConnection);
+    unsubscribe(IGNORED_UPGRADE_BODY_CHANNEL, onBodyReadApart);
     clock.clearTimeout(timer);
     receiving.clear();
   };

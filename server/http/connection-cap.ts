@@ -100,7 +100,8 @@ export function capConnections(server: Server, maxConnections: number): { stop: 
   // head is, behind the heads that stalled before it; one that moves again, or ends, no longer.
   const bodyBehind = (socket: Socket, behind: boolean) => {
     const place = places.get(socket);
-    if (!place || place.upgraded || place.busyRequests === 0) return;
+    // An upgraded connection is told of only when its Upgrade was ignored and its body is read apart.
+    if (!place || (!place.upgraded && place.busyRequests === 0)) return;
     if (!behind) waiting.delete(socket);
     else if (!waiting.has(socket)) waiting.add(socket);
   };
