@@ -106,6 +106,8 @@ export function cutStalledBodies(server: Server, options: BodyStallOptions): () 
     onPace?.(body.socket, behind);
   };
   const check = () => {
+    // Armed first: nothing a connection does below can stop the checks.
+    timer = clock.setTimeout(check, checkMs);
     const nowMs = clock.nowMs();
     for (const [request, body] of receiving) {
       const { socket } = body;
@@ -131,7 +133,6 @@ export function cutStalledBodies(server: Server, options: BodyStallOptions): () 
         cut(body);
       }
     }
-    timer = clock.setTimeout(check, checkMs);
   };
   let timer: TimerHandle = clock.setTimeout(check, checkMs);
   subscribe('http.server.request.start', onHead);
