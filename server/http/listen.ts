@@ -32,7 +32,8 @@ export interface ListenOptions {
   /**
    * Connections open at once, so a client opening sockets without end cannot exhaust the process'
    * file descriptors. One more makes room by closing the connection that has waited longest for a
-   * request head (connection-cap.ts: a slow head, slowloris, no longer holds the door shut), or is
+   * request head, or whose body fell behind its pace (connection-cap.ts: a slow head or body,
+   * slowloris, no longer holds the door shut), or is
    * closed as soon as it is accepted when every connection is being answered: long polls and live
    * streams each hold one. Default `DEFAULT_MAX_CONNECTIONS`.
    */
