@@ -46,7 +46,7 @@ describe('POST /items/{id}/vote checked ahead', () => {
     expect([taken.status, taken.body.stored]).toEqual([201, true]);
     expect(thread.lastSeq).toBe(asked + 1);
     fakeTimers.tick(60_000);
-    await thread.answered(thread.lastSeq);
+    await thread.idle();
     const next = await call(relay.baseUrl, 'POST', `/items/${item}/vote`, { body: voteBy(carol, item, 'yes', 'vote', { t: 1, v: [bob.nodeId], i: [] }, clock) });
     expect([next.status, next.body.stored]).toEqual([201, true]);
     expect(thread.lastSeq).toBe(asked + 2);
