@@ -1,0 +1,216 @@
+import type { RequestHandler } from 'express';
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { ConnectionCounts } from '../http/connection-cap.js';
+import { HttpError } from '../http/http-error.js';
+import { bearerToken, sameSecret } from '../http/same-secret.js';
+import { connectionMetrics } from '../http/connection-metrics.js';
+import { httpMetrics, type RequestDone } from '../http/http-metrics.js';
+import { RATE_LIMITS, type RateLimitName, type RelayCounts, VOTE_OUTCOMES, VOTE_REFUSALS } from './domain/relay-counts.js';
+import type { RelayStore } from './relay-store.js';
+import type { PeerRow } from '../storage/relay/peer-repository.js';
+
+/**
+ * The relay's Prometheus metrics (`GET /metrics`, decision 1060), in a registry of its own (a process
+ * may hold several relays, as tests do). As the bench's (bench-metrics.ts): what every replica
+ * shares (items, nodes, peers and their last probe) is read from the store when scraped, with the
+ * plain reads GET /network makes, never under the write lock; what happens in this process (HTTP
+ * requests, votes taken and refused, rate-limit refusals, write transactions, WAL syncs, the
+ * connection cap) is counted as it happens, so each replica reports its own share.
+ */
+export function relayMetrics(deps: { store: RelayStore; counts: RelayCounts; connections?: ConnectionCounts }): {
+  registry: Registry;
+  onRequestDone: (done: RequestDone) => void;
+} {
+  const registry = new Registry();
+  const { store, counts } = deps;
+  // The shared HTTP layer under the bench's names: one meaning, one dashboard; the scrape target
+  // (job, instance) tells the services apart.
+  const onRequestDone = httpMetrics(registry);
+  if (deps.connections) connectionMetrics(registry, deps.connections);
+
+  // Counted in plain integers on the way (relay-counts.ts) and copied here when scraped: a counter
+  // has no set, so each is reset and raised to the count (as connection-metrics.ts does).
+  new Counter({
+    name: 'hilbench_relay_votes_total',
+    help: 'Signed votes POST /items/{id}/vote took on this replica, by outcome: stored (a new statement), equivocation (a second value in one phase, kept as evidence), duplicate (idempotent, nothing stored).',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const outcome of VOTE_OUTCOMES) this.inc({ outcome }, counts.votes[outcome]);
+    },
+  });
+  new Counter({
+    name: 'hilbench_relay_votes_refused_total',
+    help: 'Votes POST /items/{id}/vote refused on this replica, by reason: unknown_item, malformed, wrong_item, clock_ahead, bad_signature, unregistered_voter, unknown_slice, other. Bodies that do not parse are in hilbench_http_requests_total.',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const reason of VOTE_REFUSALS) this.inc({ reason }, counts.voteRefusals[reason]);
+    },
+  });
+  new Counter({
+    name: 'hilbench_relay_rate_limited_total',
+    help: 'Requests refused 429 on this replica by a per-client limit on unauthenticated writes: registrations (POST /register), sign_ins (session, login, recovery).',
+    labelNames: ['limit'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const limit of RATE_LIMITS) this.inc({ limit }, counts.rateLimited[limit]);
+    },
+  });
+  new Counter({
+    name: 'hilbench_relay_write_transactions_total',
+    help: 'Write transactions this replica committed (on SQLite a write outside a transaction counts as one; on PostgreSQL only transactions count). Votes share them (group commit, decision 0404).',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(store.commits);
+    },
+  });
+  // SQLite only: PostgreSQL syncs its own commits, and its failures are the database's to report.
+  if (store.walSyncs !== null) {
+    new Counter({
+      name: 'hilbench_relay_wal_syncs_total',
+      help: "fdatasyncs of the relay database's WAL that completed: every answer waits for one begun after its commit, and commits made during one sync share the next (decision 0480).",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(store.walSyncs ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'hilbench_relay_wal_sync_failed',
+      help: '1 once a sync of the WAL failed: every answer but /metrics is then a 503 until the relay restarts (decision 0480); else 0.',
+      registers: [registry],
+      collect() {
+        this.set(store.syncFailure === null ? 0 : 1);
+      },
+    });
+  }
+
+  // Read from the store once per scrape: the gauges' collects all start in one turn (prom-client
+  // calls every metric's get at once), so they share the read in flight.
+  const storeCounts = oncePerScrape(async () => {
+    const { items, nodes } = store.plainData;
+    const [itemCount, nodeCount, here] = await Promise.all([items.count(), nodes.count(), nodes.countLocal()]);
+    return { items: itemCount, nodesHere: here, nodesElsewhere: nodeCount - here };
+  });
+  const peers = oncePerScrape(() => store.plainData.peers.all());
+  new Gauge({
+    name: 'hilbench_relay_items',
+    help: 'Items (claims and files) stored on the relay (all replicas), whether posted here or pulled from peers.',
+    registers: [registry],
+    async collect() {
+      this.set((await storeCounts()).items);
+    },
+  });
+  new Gauge({
+    name: 'hilbench_relay_nodes',
+    help: 'Nodes known to the relay (all replicas): registered here, or elsewhere (learned from peers, and the relay node itself).',
+    labelNames: ['registered'] as const,
+    registers: [registry],
+    async collect() {
+      const n = await storeCounts();
+      this.set({ registered: 'here' }, n.nodesHere);
+      this.set({ registered: 'elsewhere' }, n.nodesElsewhere);
+    },
+  });
+  new Gauge({
+    name: 'hilbench_relay_peers',
+    help: 'Peer relays this relay federates with, by standing: active (probed and pulled from) or suspended (after too many refused documents, until an operator adds it again).',
+    labelNames: ['standing'] as const,
+    registers: [registry],
+    async collect() {
+      const all = await peers();
+      const suspended = all.filter((p) => p.suspended_ms !== null).length;
+      this.set({ standing: 'active' }, all.length - suspended);
+      this.set({ standing: 'suspended' }, suspended);
+    },
+  });
+  // One series per peer URL: peers are few, and only operators add them (POST /reach).
+  const perPeer = (name: string, help: string, value: (p: PeerRow) => number | null, type: 'gauge' | 'counter' = 'gauge') => {
+    const options = {
+      name,
+      help,
+      labelNames: ['peer'] as const,
+      registers: [registry],
+    };
+    const fill = async (metric: { reset(): void }, put: (peer: string, v: number) => void) => {
+      const all = await peers();
+      metric.reset();
+      for (const p of all) {
+        const v = value(p);
+        if (v !== null) put(p.url, v);
+      }
+    };
+    if (type === 'counter') {
+      new Counter({
+        ...options,
+        async collect() {
+          await fill(this, (peer, v) => this.inc({ peer }, v));
+        },
+      });
+    } else {
+      new Gauge({
+        ...options,
+        async collect() {
+          await fill(this, (peer, v) => this.set({ peer }, v));
+        },
+      });
+    }
+  };
+  perPeer('hilbench_relay_peer_reachable', "1 when the peer's /health answered at its last probe, else 0 (no series before its first probe).", (p) => p.reachable);
+  perPeer('hilbench_relay_peer_last_probe_timestamp_seconds', 'When the peer was last probed and pulled from, by any replica (Unix seconds; its age: time() minus this).', (p) => (p.last_probe_ms === null ? null : p.last_probe_ms / 1000));
+  perPeer('hilbench_relay_peer_last_probe_failed', 'Whether the last probe of the peer ended with an error (unreachable, a refused event, a page cut short: GET /reach says which): 1, else 0.', (p) => (p.last_probe_ms === null ? null : p.last_error === null ? 0 : 1));
+  perPeer('hilbench_relay_peer_suspended', '1 while the peer is suspended for refused documents (not pulled from until an operator adds it again), else 0.', (p) => (p.suspended_ms === null ? 0 : 1));
+  perPeer('hilbench_relay_peer_events_pulled_total', 'Events pulled from the peer and stored, by every replica.', (p) => p.pulled_events, 'counter');
+  perPeer('hilbench_relay_peer_events_rejected_total', "Events from the peer that were not stored (refused documents, or ones this relay cannot keep), by every replica.", (p) => p.rejected_events, 'counter');
+  return { registry, onRequestDone };
+}
+
+/**
+ * `GET /metrics`: open by default (counts, and peer URLs GET /reach shows anyway); with `token`, a
+ * bearer scrape compared in constant time, as the bench's (decision 1060).
+ */
+export function metricsHandler(options: { registry: Registry; store: RelayStore; token?: string | undefined }): RequestHandler {
+  const { registry, store, token: expected } = options;
+  return async (req, res) => {
+    const token = bearerToken(req.get('authorization'));
+    if (expected !== undefined && expected !== '' && (token === undefined || !sameSecret(token, expected))) {
+      throw new HttpError(401, 'metrics token required: send "authorization: Bearer <metrics token>"', { 'WWW-Authenticate': 'Bearer' });
+    }
+    // The store's counts as they are on disk: nothing is shown before it is durable (decision
+    // 0480). After a failed sync they are read all the same: the scrape is how it is seen.
+    await store.whenDurable()?.catch(() => {});
+    res.type(registry.contentType).send(await registry.metrics());
+  };
+}
+
+/** `handler` (a rate limit, server/http/rate-limit.ts) with each of its refusals counted under `limit`. */
+export function countRefusals(counts: RelayCounts, limit: RateLimitName, handler: RequestHandler): RequestHandler {
+  return (req, res, next) =>
+    handler(req, res, (err?: unknown) => {
+      if (err !== undefined) counts.rateLimited[limit]++;
+      next(err);
+    });
+}
+
+/**
+ * `read`, shared by every caller while one is in flight: one read per scrape for all the gauges
+ * that need it. prom-client starts every metric's collect in one synchronous pass, and even a read
+ * that settled at once (SQLite's plain reads) clears only in a later microtask, after that pass.
+ */
+function oncePerScrape<T>(read: () => Promise<T>): () => Promise<T> {
+  let inFlight: Promise<T> | null = null;
+  const clear = () => {
+    inFlight = null;
+  };
+  return () => {
+    if (inFlight) return inFlight;
+    inFlight = read();
+    inFlight.then(clear, clear);
+    return inFlight;
+  };
+}
