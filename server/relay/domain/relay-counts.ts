@@ -31,12 +31,15 @@ const byProblem: Partial<Record<string, VoteRefusalClass>> = {
  * What this relay process counted as it happened, for `/metrics` (relay-metrics.ts reads these when
  * scraped). Plain integers in fixed records: counting a vote is one increment, with no label
  * object, string or map entry made per request (the vote path is measured against its floors,
- * decision 0530). Per process: each replica counts its own share.
+ * decision 0530). Per process: each replica counts its own share. Routes count (a use case's
+ * outcome as it leaves it), so the use cases stay as they are.
  */
 export class RelayCounts {
   readonly votes: Record<VoteOutcomeClass, number> = { stored: 0, equivocation: 0, duplicate: 0 };
   readonly voteRefusals: Record<VoteRefusalClass, number> = { unknown_item: 0, malformed: 0, wrong_item: 0, clock_ahead: 0, bad_signature: 0, unregistered_voter: 0, unknown_slice: 0, other: 0 };
   readonly rateLimited: Record<RateLimitName, number> = { registrations: 0, sign_ins: 0 };
+  /** Nodes registered by POST /register (a registration sent again is no new node). */
+  registrations = 0;
 
   /** A vote POST /items/{id}/vote took, by what storing it did. */
   voteTaken(outcome: StoredVote): void {
