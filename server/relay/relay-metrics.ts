@@ -12,10 +12,11 @@ import type { PeerRow } from '../storage/relay/peer-repository.js';
 /**
  * The relay's Prometheus metrics (`GET /metrics`, decision 1060), in a registry of its own (a process
  * may hold several relays, as tests do). As the bench's (bench-metrics.ts): what every replica
- * shares (items, nodes, peers and their last probe) is read from the store when scraped, with the
- * plain reads GET /network makes, never under the write lock; what happens in this process (HTTP
- * requests, votes taken and refused, rate-limit refusals, write transactions, WAL syncs, the
- * connection cap) is counted as it happens, so each replica reports its own share.
+ * shares (items, nodes, peers and their last probe) is read from the store when scraped, by plain
+ * reads that walk no table on SQLite and wait for no rule on PostgreSQL, never under the write lock;
+ * what happens in this process (HTTP requests, votes taken and refused, rate-limit refusals, write
+ * transactions, WAL syncs, the connection cap) is counted as it happens, so each replica reports
+ * its own share.
  */
 export function relayMetrics(deps: { store: RelayStore; counts: RelayCounts; connections?: ConnectionCounts }): {
   registry: Registry;
@@ -100,15 +101,16 @@ export function relayMetrics(deps: { store: RelayStore; counts: RelayCounts; con
     },
   });
 
-  // Store-wide, read when scraped, by reads that walk no table on SQLite (`countQuickly`: 20 ms
-  // per 100 000 rows each, a second at a million, was what COUNT(*) cost the event loop). Nodes are
-  // not split by where they registered, which reads every row: registrations_total counts those here.
+  // Store-wide, read when scraped, beside the queue of rules on PostgreSQL (a vote never waits for a
+  // scrape) and by reads that walk no table on SQLite (`countQuickly`: COUNT(*) cost the event loop
+  // 20 ms per 100 000 rows each, a second at a million). Nodes are not split by where they
+  // registered, which reads every row: registrations_total counts those here.
   new Gauge({
     name: 'hilbench_relay_items',
     help: 'Items (claims and files) stored on the relay (all replicas), posted here or pulled from peers.',
     registers: [registry],
     async collect() {
-      this.set(await store.plainData.items.countQuickly());
+      this.set(await store.readBeside(store.data.items.countQuickly()));
     },
   });
   new Gauge({
@@ -116,11 +118,11 @@ export function relayMetrics(deps: { store: RelayStore; counts: RelayCounts; con
     help: 'Nodes the relay knows (all replicas): registered here, pulled from peers, and the relay node itself.',
     registers: [registry],
     async collect() {
-      this.set(await store.plainData.nodes.countQuickly());
+      this.set(await store.readBeside(store.data.nodes.countQuickly()));
     },
   });
   // Read once per scrape for every peer metric.
-  const peers = oncePerScrape(() => store.plainData.peers.all());
+  const peers = oncePerScrape(() => store.readBeside(store.data.peers.all()));
   new Gauge({
     name: 'hilbench_relay_peers',
     help: 'Peer relays this relay federates with, by standing: active (probed and pulled from) or suspended (after too many refused documents, until an operator adds it again).',

@@ -122,6 +122,16 @@ export class RelayStore {
   }
 
   /**
+   * `plain` for reads no cache depends on and nothing must wait behind (`/metrics`): on PostgreSQL
+   * beside the replica's queue of rules (decision 0700), so a vote never waits for a scrape; on
+   * SQLite `plain` (one connection, on the event loop: keep such reads cheap).
+   */
+  readBeside<T>(steps: Steps<T> | (() => Steps<T>)): Promise<T> {
+    if (this.pg) return this.pg.readBeside(typeof steps === 'function' ? steps : () => steps);
+    return this.plain(steps);
+  }
+
+  /**
    * Runs `steps` in one write transaction: the change and its event commit together or not at all.
    * Settles after the commit (on SQLite, before this returns). Inside, `savepoint` nests one.
    */

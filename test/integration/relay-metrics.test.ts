@@ -1,8 +1,12 @@
 import { createClock } from '@sinonjs/fake-timers';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { generateNodeKey } from '../../core/relay/node-id.js';
 import { memoryLogger } from '../../server/http/logger.js';
+import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
+import { RELAY_WRITE_LOCK_KEY } from '../../server/storage/relay/pg-relay-engine.js';
+import { until } from '../support/hilbench-processes.js';
 import { call, postClaim, registerNode, registrationFor, relayDatabaseUrl, relayForTests, startRelayServer, tempDataDir, voteBy } from '../support/relay-test-kit.js';
 
 /**
@@ -147,8 +151,33 @@ describe('GET /metrics of the relay', () => {
     }
   });
 
+  it('on PostgreSQL, waits for no rule of the replica: a scrape is answered while a registration waits for the write lock', async (context) => {
+    const databaseUrl = relayDatabaseUrl(dataDir);
+    if (databaseUrl === undefined) return context.skip();
+    const holder = new pg.Client(pgConnection(databaseUrl));
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1)', [RELAY_WRITE_LOCK_KEY]);
+      const registering = call(relay.baseUrl, 'POST', '/register', { body: registrationFor(generateNodeKey(), relay.baseUrl, clock) });
+      // The registration's transaction now holds the replica's queue of rules, waiting for the lock.
+      await until('the registration to wait for the relay write lock', async () => {
+        const { rows } = await holder.query<{ n: string }>("SELECT COUNT(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted", [RELAY_WRITE_LOCK_KEY]);
+        return Number(rows[0]?.n) > 0;
+      }, 10_000);
+      // Read behind that queue, the scrape would wait as long as the lock is held.
+      const text = (await scrape(relay.url)).text;
+      expect(value(text, 'hilbench_relay_items')).toBe(2);
+      expect(value(text, `hilbench_relay_registrations_total`)).toBe(2);
+      await holder.query('COMMIT');
+      expect((await registering).status).toBe(201);
+    } finally {
+      await holder.end();
+    }
+  });
+
   it('answers the scrape after a failed WAL sync, when every other answer is a 503 (SQLite: PostgreSQL syncs its own)', async (context) => {
-    if (!onSqlite()) context.skip();
+    if (!onSqlite()) return context.skip();
     let failing = false;
     const data = tempDataDir('relay-metrics-sync-');
     const broken = await startRelayServer({
