@@ -101,79 +101,75 @@ export function relayMetrics(deps: { store: RelayStore; counts: RelayCounts; con
     },
   });
 
-  // Store-wide, read when scraped, beside the queue of rules on PostgreSQL (a vote never waits for a
-  // scrape) and by reads that walk no table on SQLite (`countQuickly`: COUNT(*) cost the event loop
-  // 20 ms per 100 000 rows each, a second at a million). Nodes are not split by where they
-  // registered, which reads every row: registrations_total counts those here.
+  storeMetrics(registry, store);
+  return { registry, onRequestDone };
+}
+
+/**
+ * The store-wide metrics, read when scraped: one read of the store per scrape, shared by them all,
+ * beside the queue of rules on PostgreSQL (a vote never waits for a scrape) and walking no table on
+ * SQLite (`countQuickly`: COUNT(*) cost the event loop 20 ms per 100 000 rows each, a second at a
+ * million). Nodes are not split by where they registered, which reads every row:
+ * registrations_total counts those registered here. When the read fails (the database away), these
+ * have no series (items and nodes: NaN) and `hilbench_relay_store_read_failed` is 1; the
+ * per-replica metrics still answer.
+ */
+function storeMetrics(registry: Registry, store: RelayStore): void {
+  const snapshot = oncePerScrape(async () => {
+    try {
+      const [items, nodes, peers] = await Promise.all([store.readBeside(store.data.items.countQuickly()), store.readBeside(store.data.nodes.countQuickly()), store.readBeside(store.data.peers.all())]);
+      return { items, nodes, peers };
+    } catch {
+      return null;
+    }
+  });
+  type Snapshot = NonNullable<Awaited<ReturnType<typeof snapshot>>>;
+  /** A metric filled from the snapshot by `fill`, with no series when the read failed. */
+  const fromStore = <M extends Gauge | Counter>(metric: (collect: (this: M) => Promise<void>) => M, fill: (metric: M, read: Snapshot) => void) =>
+    metric(async function (this: M) {
+      const read = await snapshot();
+      this.reset();
+      if (read !== null) fill(this, read);
+    });
   new Gauge({
-    name: 'hilbench_relay_items',
-    help: 'Items (claims and files) stored on the relay (all replicas), posted here or pulled from peers.',
+    name: 'hilbench_relay_store_read_failed',
+    help: "1 when this scrape could not read the relay's store (the database away: the store-wide metrics then have no series), else 0.",
     registers: [registry],
     async collect() {
-      this.set(await store.readBeside(store.data.items.countQuickly()));
+      this.set((await snapshot()) === null ? 1 : 0);
     },
   });
-  new Gauge({
-    name: 'hilbench_relay_nodes',
-    help: 'Nodes the relay knows (all replicas): registered here, pulled from peers, and the relay node itself.',
-    registers: [registry],
-    async collect() {
-      this.set(await store.readBeside(store.data.nodes.countQuickly()));
-    },
-  });
-  // Read once per scrape for every peer metric.
-  const peers = oncePerScrape(() => store.readBeside(store.data.peers.all()));
-  new Gauge({
-    name: 'hilbench_relay_peers',
-    help: 'Peer relays this relay federates with, by standing: active (probed and pulled from) or suspended (after too many refused documents, until an operator adds it again).',
-    labelNames: ['standing'] as const,
-    registers: [registry],
-    async collect() {
-      const all = await peers();
-      const suspended = all.filter((p) => p.suspended_ms !== null).length;
-      this.set({ standing: 'active' }, all.length - suspended);
-      this.set({ standing: 'suspended' }, suspended);
-    },
+  const gauge = (name: string, help: string, labelNames: readonly string[] = []) => (collect: (this: Gauge) => Promise<void>) => new Gauge({ name, help, labelNames, registers: [registry], collect });
+  const counter = (name: string, help: string, labelNames: readonly string[]) => (collect: (this: Counter) => Promise<void>) => new Counter({ name, help, labelNames, registers: [registry], collect });
+  // A gauge without labels always has its one series (prom-client's reset sets it to 0): NaN, not a
+  // count of 0, when the read failed.
+  const count = (name: string, help: string, of: (read: Snapshot) => number) =>
+    gauge(name, help)(async function () {
+      const read = await snapshot();
+      this.set(read === null ? Number.NaN : of(read));
+    });
+  count('hilbench_relay_items', 'Items (claims and files) stored on the relay (all replicas), posted here or pulled from peers.', (read) => read.items);
+  count('hilbench_relay_nodes', 'Nodes the relay knows (all replicas): registered here, pulled from peers, and the relay node itself.', (read) => read.nodes);
+  fromStore(gauge('hilbench_relay_peers', 'Peer relays this relay federates with, by standing: active (probed and pulled from) or suspended (after too many refused documents, until an operator adds it again).', ['standing']), (m, read) => {
+    const suspended = read.peers.filter((p) => p.suspended_ms !== null).length;
+    m.set({ standing: 'active' }, read.peers.length - suspended);
+    m.set({ standing: 'suspended' }, suspended);
   });
   // One series per peer URL: peers are few, and only operators add them (POST /reach).
-  const perPeer = (name: string, help: string, value: (p: PeerRow) => number | null, type: 'gauge' | 'counter' = 'gauge') => {
-    const options = {
-      name,
-      help,
-      labelNames: ['peer'] as const,
-      registers: [registry],
-    };
-    const fill = async (metric: { reset(): void }, put: (peer: string, v: number) => void) => {
-      const all = await peers();
-      metric.reset();
-      for (const p of all) {
-        const v = value(p);
-        if (v !== null) put(p.url, v);
-      }
-    };
-    if (type === 'counter') {
-      new Counter({
-        ...options,
-        async collect() {
-          await fill(this, (peer, v) => this.inc({ peer }, v));
-        },
-      });
-    } else {
-      new Gauge({
-        ...options,
-        async collect() {
-          await fill(this, (peer, v) => this.set({ peer }, v));
-        },
-      });
+  const perPeer = (value: (p: PeerRow) => number | null) => (put: (peer: string, v: number) => void, read: Snapshot) => {
+    for (const p of read.peers) {
+      const v = value(p);
+      if (v !== null) put(p.url, v);
     }
   };
-  perPeer('hilbench_relay_peer_reachable', "1 when the peer's /health answered at its last probe, else 0 (no series before its first probe).", (p) => p.reachable);
-  perPeer('hilbench_relay_peer_last_probe_timestamp_seconds', 'When the peer was last probed and pulled from, by any replica (Unix seconds; its age: time() minus this).', (p) => (p.last_probe_ms === null ? null : p.last_probe_ms / 1000));
-  perPeer('hilbench_relay_peer_last_probe_failed', 'Whether the last probe of the peer ended with an error (unreachable, a refused event, a page cut short: GET /reach says which): 1, else 0.', (p) => (p.last_probe_ms === null ? null : p.last_error === null ? 0 : 1));
-  perPeer('hilbench_relay_peer_suspended', '1 while the peer is suspended for refused documents (not pulled from until an operator adds it again), else 0.', (p) => (p.suspended_ms === null ? 0 : 1));
-  perPeer('hilbench_relay_peer_events_pulled_total', 'Events pulled from the peer and stored, by every replica.', (p) => p.pulled_events, 'counter');
-  perPeer('hilbench_relay_peer_events_rejected_total', "Events from the peer that were not stored (refused documents, or ones this relay cannot keep), by every replica.", (p) => p.rejected_events, 'counter');
-  return { registry, onRequestDone };
+  const peerGauge = (name: string, help: string, value: (p: PeerRow) => number | null) => fromStore(gauge(name, help, ['peer']), (m, read) => perPeer(value)((peer, v) => m.set({ peer }, v), read));
+  const peerCounter = (name: string, help: string, value: (p: PeerRow) => number) => fromStore(counter(name, help, ['peer']), (m, read) => perPeer(value)((peer, v) => m.inc({ peer }, v), read));
+  peerGauge('hilbench_relay_peer_reachable', "1 when the peer's /health answered at its last probe, else 0 (no series before its first probe).", (p) => p.reachable);
+  peerGauge('hilbench_relay_peer_last_probe_timestamp_seconds', 'When the peer was last probed and pulled from, by any replica (Unix seconds; its age: time() minus this).', (p) => (p.last_probe_ms === null ? null : p.last_probe_ms / 1000));
+  peerGauge('hilbench_relay_peer_last_probe_failed', 'Whether the last probe of the peer ended with an error (unreachable, a refused event, a page cut short: GET /reach says which): 1, else 0.', (p) => (p.last_probe_ms === null ? null : p.last_error === null ? 0 : 1));
+  peerGauge('hilbench_relay_peer_suspended', '1 while the peer is suspended for refused documents (not pulled from until an operator adds it again), else 0.', (p) => (p.suspended_ms === null ? 0 : 1));
+  peerCounter('hilbench_relay_peer_events_pulled_total', 'Events pulled from the peer and stored, by every replica.', (p) => p.pulled_events);
+  peerCounter('hilbench_relay_peer_events_rejected_total', 'Events from the peer that were not stored (refused documents, or ones this relay cannot keep), by every replica.', (p) => p.rejected_events);
 }
 
 /**
