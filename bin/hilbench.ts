@@ -8,7 +8,7 @@
 import { Command, Option } from 'commander';
 import { defaultBoardsDir } from '../boards/boards-dir.js';
 import { defaultBenchLimits, type BenchLimits } from '../server/bench/domain/bench-limits.js';
-import { DEFAULT_MAX_CONNECTIONS } from '../server/http/listen.js';
+import { DEFAULT_BODY_STALL_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MIN_BODY_BYTES_PER_SECOND } from '../server/http/listen.js';
 import { logLevels } from '../server/http/log-levels.js';
 import { DEFAULT_DATABASE_POOL_SIZE, MAX_DATABASE_POOL_SIZE } from '../server/storage/postgres/database-pool-size.js';
 import { defaultRelayRateLimits } from '../server/relay/relay-rate-limits.js';
@@ -92,6 +92,16 @@ const serve = program
     new Option('--max-connections <n>', `connections each service holds open at once; a newcomer closes the longest-stalled request head, or is closed when none (default ${DEFAULT_MAX_CONNECTIONS})`)
       .env('HILBENCH_MAX_CONNECTIONS')
       .argParser(connectionCount),
+  )
+  .addOption(
+    new Option('--body-stall-seconds <s>', `a request body must bring --min-body-bytes-per-second over every window of this while it is read, or is answered 408 and closed; one behind is closable for room (default ${DEFAULT_BODY_STALL_TIMEOUT_MS / 1000})`)
+      .env('HILBENCH_BODY_STALL_SECONDS')
+      .argParser(positiveNumber),
+  )
+  .addOption(
+    new Option('--min-body-bytes-per-second <n>', `the pace of --body-stall-seconds; 0: only a window without a byte is cut (default ${DEFAULT_MIN_BODY_BYTES_PER_SECOND})`)
+      .env('HILBENCH_MIN_BODY_BYTES_PER_SECOND')
+      .argParser(wholeNumber),
   )
   .addOption(
     new Option('--relay-registrations-per-minute <n>', `POST /register per client address per minute (default ${defaultRelayRateLimits.registrationsPerMinute})`)

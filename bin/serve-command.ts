@@ -61,6 +61,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
     port: opts.port as number,
     host,
     ...(typeof opts.maxConnections === 'number' ? { maxConnections: opts.maxConnections } : {}),
+    ...bodyPaceOf(opts),
     dataDir,
     clock,
     boards,
@@ -105,6 +106,7 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
           host,
           port: opts.relayPort as number,
           ...(typeof opts.maxConnections === 'number' ? { maxConnections: opts.maxConnections } : {}),
+          ...bodyPaceOf(opts),
           publicOrigin: opts.relayPublicUrl as string | undefined,
           peers: commaList(opts.relayPeers),
           probeIntervalMs: (opts.relayProbeIntervalSeconds as number) * 1000,
@@ -157,3 +159,10 @@ function readSelfSlice(file: string): QuorumSet {
   return checked.value;
 }
 
+/** The request body pace both services take from `--body-stall-seconds` and `--min-body-bytes-per-second` (absent ones left to `listen`'s defaults). */
+function bodyPaceOf(opts: Record<string, unknown>): { bodyStallTimeoutMs?: number; minBodyBytesPerSecond?: number } {
+  return {
+    ...(typeof opts.bodyStallSeconds === 'number' ? { bodyStallTimeoutMs: Math.max(1, Math.round(opts.bodyStallSeconds * 1000)) } : {}),
+    ...(typeof opts.minBodyBytesPerSecond === 'number' ? { minBodyBytesPerSecond: opts.minBodyBytesPerSecond } : {}),
+  };
+}

@@ -30,6 +30,8 @@ export interface SceneOptions {
   blockSize: number;
   concurrency: number;
   nowMs: () => number;
+  /** False: lone votes are checked first, on the loop, not ahead on the signature thread (decision 1090's side-by-side runs). Default true. */
+  checkAhead?: boolean;
 }
 
 /** What one block measured: rates per second, event-loop and counted work per request. */
@@ -108,7 +110,7 @@ export class IngestScene {
     const relayMembers = ring.filter((_, k) => k % stride === 0).sort();
     const selfSlice: QuorumSet = { t: defaultThreshold(relayMembers.length), v: relayMembers, i: [] };
     const counters = { syncs: 0 };
-    const relay = await startScenesRelay(data.dir, selfSlice, counters);
+    const relay = await startScenesRelay(data.dir, selfSlice, counters, options.checkAhead !== false);
     try {
       const voters = await registerVoters(relay, keys);
       const sliceOf = (k: number): QuorumSet => {
@@ -212,7 +214,7 @@ export class IngestScene {
   async coldAndWarm(pairs: number): Promise<{ cold: number[]; warm: number[] }> {
     await this.relay.close();
     forgetKeyCaches();
-    this.relay = await startScenesRelay(this.data.dir, this.selfSlice, this.counters);
+    this.relay = await startScenesRelay(this.data.dir, this.selfSlice, this.counters, this.options.checkAhead !== false);
     const item = await postClaim(this.relay, this.voters[0] as TestNode, { kind: 'statement', title: `ingest bench, after a restart, ${this.options.voters} voters`, body: '' });
     const count = Math.min(pairs + 1, this.voters.length);
     const requests: LoadRequest[] = [];
@@ -271,14 +273,14 @@ function mainThreadCpuMs(): number {
 }
 
 /** The relay of a scene on host time, its WAL syncs (fdatasync on the thread pool, as by default) counted. */
-function startScenesRelay(dir: string, selfSlice: QuorumSet, counters: { syncs: number }): Promise<RunningRelay> {
+function startScenesRelay(dir: string, selfSlice: QuorumSet, counters: { syncs: number }, checkAhead: boolean): Promise<RunningRelay> {
   const syncFile: SyncFile = (fd) =>
     new Promise((resolve, reject) => {
       counters.syncs++;
       fdatasync(fd, (err) => (err ? reject(err) : resolve()));
     });
   // Host time: registrations and votes carry real created_at values.
-  return startRelayServer({ clock: systemClock, dataDir: dir, selfSlice, syncFile, logger: { info: () => {}, warn: () => {}, error: (m, c) => console.error(m, c) } });
+  return startRelayServer({ clock: systemClock, dataDir: dir, selfSlice, syncFile, ...(checkAhead ? {} : { signatureChecksAhead: null }), logger: { info: () => {}, warn: () => {}, error: (m, c) => console.error(m, c) } });
 }
 
 /** `verifyVote` per second over the statements' bytes as the route receives them (keys cached as in the relay). */

@@ -23,7 +23,7 @@ export class CertificateState {
   protected readonly tentativeMarks: number[] = [];
   /** Per node: `queueMarks[id] === epoch` while it waits to be re-examined in the current join. */
   protected readonly queueMarks: number[] = [];
-  /** Marks of the general search's walks (their stamps are kept by `GrowingMaxQuorum`). */
+  /** Marks of the general search's walks (their stamps are kept by `CertificateOrder`). */
   protected readonly coneMarks: number[] = [];
   protected readonly movedMarks: number[] = [];
   protected epoch = 0;

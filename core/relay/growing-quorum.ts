@@ -5,8 +5,8 @@ import { CertificateOrder, MIN_ORD_STEP } from './certificate-order.js';
 /**
  * `maxQuorum(nodes, sliceOf)` of a node set that only grows, kept up to date as nodes join instead
  * of recomputed (issue 18: the relay re-tallied an item over all of its statements on every vote,
- * O(n^2) in voters to ingest a round). Slices are fixed for the life of one instance; a caller whose
- * slices change builds a new one.
+ * O(n^2) in voters to ingest a round). Slices are fixed for the life of one instance, except that
+ * one may be weakened in place (`relax`); a caller whose slices change otherwise builds a new one.
  *
  * How: every member left out of the quorum keeps a *certificate*, members of its slice that are out
  * and that alone make its slice unsatisfiable. Certificates never form a cycle, so following them
@@ -110,6 +110,15 @@ export class GrowingMaxQuorum extends CertificateOrder {
     for (const member of compiled.members) if (!watched.has(member)) (this.watchers[member] ??= []).push(id);
     this.work.relaxations++;
     if (this.inQuorum(id)) return true;
+    // `patch` builds a flat slice's certificate from the one before, so that one keeps only members
+    // the new slice still names (a weaker flat slice may name fewer: {t:2, v:[A, B]} -> {t:1, v:[B]}).
+    const certificate = this.certificates[id] as number[];
+    const named = new Set(compiled.members);
+    if (!certificate.every((m) => named.has(m))) {
+      this.forget(id, certificate);
+      this.certificates[id] = certificate.filter((m) => named.has(m));
+      this.remember(id, this.certificates[id]);
+    }
     this.epoch++;
     this.budget = FULL_PEEL_BUDGET_FACTOR * this.joinedIds.length + 64;
     this.queueMarks[id] = this.epoch;

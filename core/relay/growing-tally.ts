@@ -1,4 +1,4 @@
-import { type QuorumSet, entryCount, quorumSetHash } from './quorum-set.js';
+import { type QuorumSet, blocks, entryCount, quorumSetHash } from './quorum-set.js';
 import { SliceNumbering } from './compiled-slice.js';
 import { GrowingMaxQuorum } from './growing-quorum.js';
 import { type Bulletin, type BulletinRules, type PhaseCounts, decideBulletin } from './tally.js';
@@ -88,6 +88,12 @@ export class GrowingTally {
   /** Whether `voter` signed `phase` for `value` (among the statements added). */
   has(voter: string, value: VoteValue, phase: VotePhase): boolean {
     return this.voters[value][phase].has(voter);
+  }
+
+  /** Whether the voters that accepted or confirmed `value` (among the statements added) block `slice` (`blocks`). */
+  acceptersBlock(value: VoteValue, slice: QuorumSet): boolean {
+    const { accept, confirm } = this.voters[value];
+    return blocks(slice, { has: (node) => accept.has(node) || confirm.has(node) });
   }
 
   /** Self's bulletin now: what `tally` answers over every statement added. */

@@ -46,7 +46,7 @@ export function sat(q: QuorumSet, s: ReadonlySet<string>): boolean {
  * True when `b` is v-blocking for `q`: it meets more than `entries - t` entries, recursively, so no set
  * avoiding `b` can satisfy `q`. Equivalent to `!sat(q, members(q) \ b)`.
  */
-export function blocks(q: QuorumSet, b: ReadonlySet<string>): boolean {
+export function blocks(q: QuorumSet, b: { has(node: string): boolean }): boolean {
   const slack = entryCount(q) - q.t;
   let hit = 0;
   for (const node of q.v) {

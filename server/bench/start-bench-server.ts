@@ -1,7 +1,7 @@
 import { answerWhileStarting, type ListenOptions, listen, listenOptionsOf, type ListeningServer } from '../http/listen.js';
 import { type BenchService, type BenchServiceConfig, createBenchService } from './bench-service.js';
 
-export interface StartBenchServerOptions extends Omit<BenchServiceConfig, 'publicBaseUrl' | 'connections'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
+export interface StartBenchServerOptions extends Omit<BenchServiceConfig, 'publicBaseUrl' | 'connections'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs' | 'bodyStallTimeoutMs' | 'minBodyBytesPerSecond'> {
   /** 0 picks a free port (tests). */
   port: number;
   /** The address clients use (pages, llms.txt, OpenAPI `servers`); default the bound address, the port picked for 0 included. */

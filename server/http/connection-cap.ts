@@ -15,7 +15,7 @@ interface Place {
 export interface ConnectionCounts {
   /** Connections holding a place now (accepted, not yet closed or closed for room). */
   readonly open: number;
-  /** Connections closed to make room for a newcomer, each the one that had waited longest for a request head. */
+  /** Connections closed to make room for a newcomer, each the one that had waited longest for a request head (or whose body fell behind). */
   readonly closedForRoom: number;
   /** Newcomers closed unanswered because every place was being answered. */
   readonly refused: number;
@@ -34,19 +34,23 @@ const caps = new WeakMap<Server, { upgraded(socket: Socket): void }>();
  * answered as its head timeout would answer it (408, closed); one that has sent nothing is closed,
  * as node closes an idle keep-alive connection. A connection being answered (a long poll, a live
  * stream, an upload, an upgraded stream) is never closed for room: when every place is such, the
- * newcomer is closed at once, unanswered, as before.
+ * newcomer is closed at once, unanswered, as before, unless its request body fell behind the pace
+ * `listen` asks of bodies (`bodyBehind`, told by body-stall.ts): such a connection is closable as a
+ * stalled head is (answered 408 if nothing was written on it yet), so a body dripped a byte at a
+ * time does not hold its place either.
  *
  * The order is that of a Map (re-inserted when a connection starts waiting), so no clock is read.
  * Heads and answers are seen on node's `http.server.request.start` and `http.server.response.finish`
  * diagnostics channels, which see every request (`checkContinue` and `checkExpectation` ones too);
- * upgrades are told by `upgradedConnection`. Returns the function that stops watching and the
- * cap's live counts (nothing counted them, so an attack or a cap set too low went unseen).
+ * upgrades are told by `upgradedConnection`. Returns the function that stops watching, the
+ * cap's live counts (nothing counted them, so an attack or a cap set too low went unseen), and
+ * `bodyBehind` for the body pace to call.
  */
-export function capConnections(server: Server, maxConnections: number): { stop: () => void; counts: ConnectionCounts } {
+export function capConnections(server: Server, maxConnections: number): { stop: () => void; counts: ConnectionCounts; bodyBehind: (socket: Socket, behind: boolean) => void } {
   const places = new Map<Socket, Place>();
   let closedForRoom = 0;
   let refused = 0;
-  // Connections waiting for a head, the one waiting longest first.
+  // Connections waiting for a head (or whose body fell behind), the one waiting longest first.
   const waiting = new Set<Socket>();
   const startWaiting = (socket: Socket, place: Place) => {
     place.bytesReadWhenIdle = socket.bytesRead;
@@ -92,6 +96,15 @@ export function capConnections(server: Server, maxConnections: number): { stop: 
     place.busyRequests = Math.max(0, place.busyRequests - 1);
     if (place.busyRequests === 0) startWaiting(socket, place);
   };
+  // A request body that fell behind its pace (body-stall.ts) is closable for room as a stalled
+  // head is, behind the heads that stalled before it; one that moves again, or ends, no longer.
+  const bodyBehind = (socket: Socket, behind: boolean) => {
+    const place = places.get(socket);
+    // An upgraded connection is told of only when its Upgrade was ignored and its body is read apart.
+    if (!place || (!place.upgraded && place.busyRequests === 0)) return;
+    if (!behind) waiting.delete(socket);
+    else if (!waiting.has(socket)) waiting.add(socket);
+  };
   server.on('connection', onConnection);
   subscribe('http.server.request.start', onHead);
   subscribe('http.server.response.finish', onAnswered);
@@ -120,7 +133,7 @@ export function capConnections(server: Server, maxConnections: number): { stop: 
       return refused;
     },
   };
-  return { stop, counts };
+  return { stop, counts, bodyBehind };
 }
 
 /** Tells `server`'s cap that an upgrade took `socket`: it is a stream now, never closed for room. */

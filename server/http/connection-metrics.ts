@@ -17,7 +17,7 @@ export function connectionMetrics(registry: Registry, counts: ConnectionCounts):
   });
   new Counter({
     name: 'hilbench_http_connections_closed_for_room_total',
-    help: 'Connections closed at the --max-connections cap to make room for a newcomer, each the one that had waited longest for a request head (a stalled head answered 408, an idle keep-alive closed). Rising fast: stalled heads (slowloris) or a cap set too low.',
+    help: 'Connections closed at the --max-connections cap to make room for a newcomer, each the one that had waited longest for a request head or whose body fell behind its pace (a stalled head or body answered 408, an idle keep-alive closed). Rising fast: stalled heads or bodies (slowloris) or a cap set too low.',
     registers: [registry],
     collect() {
       // A counter has no set: the cap counts, the scrape copies.

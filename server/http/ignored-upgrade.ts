@@ -2,6 +2,7 @@ import { IncomingMessage, type RequestListener, ServerResponse } from 'node:http
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Clock, systemClock } from '../../core/clock.js';
+import { watchBodyReadApart } from './body-stall.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS } from './listen.js';
 
 /** Bytes still sent by a client after its answer (the rest of a body the answer did not need) that are read and dropped before its connection is cut. */
@@ -40,7 +41,8 @@ export interface IgnoredUpgrades {
  * read without the parser: that request is refused with 400, in the services' JSON.
  *
  * Node's own timeouts no longer watch the connection, so the receiving of the request is timed
- * here as node's `requestTimeout` times a normal one; the answer is not (a `?wait=` long poll, a
+ * here as node's `requestTimeout` times a normal one, and its body is told to `listen`'s body pace
+ * (`watchBodyReadApart`, body-stall.ts); the answer is not (a `?wait=` long poll, a
  * quiet live stream), as on every other connection (listen.ts): a reader that stops taking it is
  * cut by `listen`'s send-stall check, which still watches the connection.
  */
@@ -70,6 +72,8 @@ export function ignoredUpgrades(options: IgnoredUpgradesOptions = {}): IgnoredUp
       }
       const { request, stopReading } = withBody(req, connection, head, received);
       const res = new ServerResponse(request);
+      // Its body is bound by `listen`'s pace too (a drip held the connection until requestTimeout).
+      if (!request.complete) watchBodyReadApart(request, res, connection);
       res.shouldKeepAlive = false;
       res.assignSocket(connection);
       res.once('finish', () => {

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server }
 import type { Duplex } from 'node:stream';
 import type { AddressInfo, Socket } from 'node:net';
 import { type Clock, systemClock } from '../../core/clock.js';
+import { cutStalledBodies, DEFAULT_BODY_STALL_TIMEOUT_MS, DEFAULT_MIN_BODY_BYTES_PER_SECOND } from './body-stall.js';
 import { capConnections, type ConnectionCounts, upgradedConnection } from './connection-cap.js';
 import { lingerAfterEarlyAnswers } from './linger-after-early-answer.js';
 import { answerConnect, answerMalformedRequest, answerUnmetExpectation } from './malformed-request.js';
@@ -31,7 +32,8 @@ export interface ListenOptions {
   /**
    * Connections open at once, so a client opening sockets without end cannot exhaust the process'
    * file descriptors. One more makes room by closing the connection that has waited longest for a
-   * request head (connection-cap.ts: a slow head, slowloris, no longer holds the door shut), or is
+   * request head, or whose body fell behind its pace (connection-cap.ts: a slow head or body,
+   * slowloris, no longer holds the door shut), or is
    * closed as soon as it is accepted when every connection is being answered: long polls and live
    * streams each hold one. Default `DEFAULT_MAX_CONNECTIONS`.
    */
@@ -39,10 +41,20 @@ export interface ListenOptions {
   /**
    * A request's head must have arrived this long after it began, or it is answered 408 and closed
    * (node's `headersTimeout`; its default let a stalled head hold a connection for a minute, and a
-   * slow body for `requestTimeout`, 300 s, which stays: uploads). Only the receiving of a request
+   * whole request for `requestTimeout`, 300 s, which stays: uploads). Only the receiving of a request
    * is timed: long polls and live streams, whose answer waits, are not. Default `DEFAULT_HEADERS_TIMEOUT_MS`.
    */
   headersTimeoutMs?: number;
+  /**
+   * A request body, while the server reads it, must bring `minBodyBytesPerSecond` (and at least a
+   * byte) over every window of this, or end; else it is answered 408 and closed (body-stall.ts),
+   * and from the first check that finds it behind, its connection is closable for room as a
+   * stalled head is. Node bounds a body only by `requestTimeout` (300 s): a body dripped a byte at
+   * a time held its place that long. Default `DEFAULT_BODY_STALL_TIMEOUT_MS`.
+   */
+  bodyStallTimeoutMs?: number;
+  /** The pace of `bodyStallTimeoutMs`, in bytes a second; 0 leaves only a gap of a whole window without a byte cut. Default `DEFAULT_MIN_BODY_BYTES_PER_SECOND`. */
+  minBodyBytesPerSecond?: number;
   /**
    * A connection with answer bytes waiting to be sent all this time, of which the client took less
    * than 64 KiB, is destroyed. Node has no timeout on sending: a client that asks for a large answer (a relay
@@ -51,14 +63,15 @@ export interface ListenOptions {
    * send (a long poll waiting) is never cut by this. Default `DEFAULT_SEND_STALL_TIMEOUT_MS`.
    */
   sendStallTimeoutMs?: number;
-  /** Host time for the linger after an early answer (`lingerAfterEarlyAnswers`); default the system clock. */
+  /** Host time for the linger after an early answer (`lingerAfterEarlyAnswers`) and the body pace (`cutStalledBodies`); default the system clock. */
   clock?: Clock;
 }
 
 export const DEFAULT_MAX_CONNECTIONS = 1024;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 export const DEFAULT_SEND_STALL_TIMEOUT_MS = 60_000;
-/** A request must have arrived whole this long after it began (node's `requestTimeout` default, kept for uploads); requests whose Upgrade is ignored are timed the same (ignored-upgrade.ts). */
+export { DEFAULT_BODY_STALL_TIMEOUT_MS, DEFAULT_MIN_BODY_BYTES_PER_SECOND };
+/** A request must have arrived whole this long after it began (node's `requestTimeout` default, kept for uploads that move: one that does not is cut sooner, `bodyStallTimeoutMs`); requests whose Upgrade is ignored are timed the same (ignored-upgrade.ts). */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 
 /** The listen options a service's start options carry (absent ones left to `listen`'s defaults). */
@@ -68,6 +81,8 @@ export function listenOptionsOf(options: Omit<ListenOptions, 'port'>): Omit<List
     ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
     ...(options.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.headersTimeoutMs } : {}),
     ...(options.sendStallTimeoutMs !== undefined ? { sendStallTimeoutMs: options.sendStallTimeoutMs } : {}),
+    ...(options.bodyStallTimeoutMs !== undefined ? { bodyStallTimeoutMs: options.bodyStallTimeoutMs } : {}),
+    ...(options.minBodyBytesPerSecond !== undefined ? { minBodyBytesPerSecond: options.minBodyBytesPerSecond } : {}),
     ...(options.clock !== undefined ? { clock: options.clock } : {}),
   };
 }
@@ -81,6 +96,11 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
   if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) throw new RangeError(`maxConnections must be a whole number above 0; got ${maxConnections}`);
   const sendStallTimeoutMs = options.sendStallTimeoutMs ?? DEFAULT_SEND_STALL_TIMEOUT_MS;
   if (!Number.isSafeInteger(sendStallTimeoutMs) || sendStallTimeoutMs < 1) throw new RangeError(`sendStallTimeoutMs must be a whole number of ms above 0; got ${sendStallTimeoutMs}`);
+  const bodyStallTimeoutMs = options.bodyStallTimeoutMs ?? DEFAULT_BODY_STALL_TIMEOUT_MS;
+  if (!Number.isSafeInteger(bodyStallTimeoutMs) || bodyStallTimeoutMs < 1) throw new RangeError(`bodyStallTimeoutMs must be a whole number of ms above 0; got ${bodyStallTimeoutMs}`);
+  const minBodyBytesPerSecond = options.minBodyBytesPerSecond ?? DEFAULT_MIN_BODY_BYTES_PER_SECOND;
+  if (!Number.isSafeInteger(minBodyBytesPerSecond) || minBodyBytesPerSecond < 0) throw new RangeError(`minBodyBytesPerSecond must be a whole number of bytes, 0 or more; got ${minBodyBytesPerSecond}`);
+  const clock = options.clock ?? systemClock;
   const server = createServer({
     // A request without Host is refused by the apps (`requireHost`), in JSON: node's own answer has no body.
     requireHostHeader: false,
@@ -90,8 +110,10 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
     connectionsCheckingInterval: checkEveryMs(headersTimeoutMs),
   });
   // Not node's `maxConnections`, which refuses the newcomer even when the cap is held by stalled heads.
-  const { stop: stopCapping, counts: connections } = capConnections(server, maxConnections);
-  const stopLingering = lingerAfterEarlyAnswers(server, options.clock ?? systemClock);
+  const { stop: stopCapping, counts: connections, bodyBehind } = capConnections(server, maxConnections);
+  const stopLingering = lingerAfterEarlyAnswers(server, clock);
+  // Node bounds a body only by requestTimeout: one dripped a byte at a time held its place 300 s.
+  const stopCuttingStalledBodies = cutStalledBodies(server, { clock, stallTimeoutMs: bodyStallTimeoutMs, minBytesPerSecond: minBodyBytesPerSecond, onPace: bodyBehind });
   // A request node cannot parse, or whose Expect it does not meet, is answered in the services'
   // JSON, not node's bare 400 or empty 417; a CONNECT, which node closed unanswered, 405.
   server.on('clientError', answerMalformedRequest);
@@ -104,6 +126,7 @@ export async function listen(options: ListenOptions): Promise<ListeningServer> {
     stopCapping();
     stopLingering();
     stopCuttingStalledSends();
+    stopCuttingStalledBodies();
   };
   server.once('close', release);
   try {

@@ -7,6 +7,7 @@ import type { RelayCounts } from './domain/relay-counts.js';
 import type { NodeKey } from '../../core/relay/node-id.js';
 import type { RelayStore } from './relay-store.js';
 import type { Voting } from './domain/voting.js';
+import type { SignatureChecksAhead } from './domain/signature-thread.js';
 
 /** What the use cases and routes share: one instance per relay service. */
 export interface RelayDeps {
@@ -32,4 +33,6 @@ export interface RelayDeps {
   counts: RelayCounts;
   /** Payload bytes after which a GET /events page ends (`relayLimits.eventsPagePayloadMaxBytes` unless a test sets less). */
   eventsPagePayloadMaxBytes: number;
+  /** Lone votes' signatures checked off the loop while they are stored (decision 1090; SQLite only). Absent: checked first, on the loop. */
+  signatureChecksAhead?: SignatureChecksAhead | null;
 }

@@ -41,6 +41,7 @@ import { relayStoreGates } from './relay-store-gates.js';
 import { signDocument } from './domain/signed-document.js';
 import { FileOutboxSmsSender, type SmsSender } from './domain/sms-sender.js';
 import { searchIndexOf } from '../storage/relay/trigram-prefilter.js';
+import { type SignatureChecksAhead, SignatureThread } from './domain/signature-thread.js';
 import { sliceDeclarationRoutes } from './routes/slice-declaration-routes.js';
 import { socialRoutes } from './routes/social-routes.js';
 import { Voting } from './domain/voting.js';
@@ -122,6 +123,12 @@ export interface RelayServiceConfig {
   metricsToken?: string;
   /** The connection cap's live counts of the server this relay answers on (`listen`'s), in `/metrics`; absent when it is not listening (tests). */
   connections?: ConnectionCounts;
+  /**
+   * SQLite only: where a lone vote's signature is checked while the loop stores the vote, which
+   * commits only if it passes (decision 1090); default a `SignatureThread` of the relay's own,
+   * closed with it. Null: checked first, on the loop (the ingest bench compares both).
+   */
+  signatureChecksAhead?: SignatureChecksAhead | null;
 }
 
 export interface RelayService {
@@ -217,6 +224,13 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       log,
       counts: new RelayCounts(),
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
+      // On PostgreSQL a transaction awaits each statement: the thread pool's checks already overlap there.
+      signatureChecksAhead:
+        store.dialect !== 'sqlite'
+          ? null
+          : config.signatureChecksAhead !== undefined
+            ? config.signatureChecksAhead
+            : new SignatureThread({ onLost: (cause) => logger.warn(`relay: the signature thread ended; lone votes are checked on the event loop from now on (${cause instanceof Error ? cause.message : String(cause)})`) }),
     };
     await registerSelf(deps);
     await store.tx(voting.publishSelfSlice(config.clock.nowMs()));
@@ -266,6 +280,7 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
         if (timer !== undefined) config.clock.clearTimeout(timer);
         await federation.close();
         await peerFetch.close();
+        await deps.signatureChecksAhead?.close();
         await store.close();
         lock.release();
       },
@@ -357,7 +372,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   return app;
 }
 
-export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl' | 'connections'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs'> {
+export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl' | 'connections'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs' | 'bodyStallTimeoutMs' | 'minBodyBytesPerSecond'> {
   /** Interface to listen on; default 127.0.0.1. */
   host?: string;
   /** 0 (the default) picks a free port. */

@@ -1,8 +1,10 @@
 import { createClock } from '@sinonjs/fake-timers';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import { type Socket, connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
+import { DEFAULT_BODY_STALL_TIMEOUT_MS } from '../../server/http/listen.js';
 import { memoryLogger } from '../../server/http/logger.js';
 import { type BenchTestApp, startBenchTestApp } from '../support/bench-test-app.js';
 import { type RunningRelay, startRelayServer, tempDataDir } from '../support/relay-test-kit.js';
@@ -14,8 +16,13 @@ import { type RunningRelay, startRelayServer, tempDataDir } from '../support/rel
  * Each service runs twice: capped at one connection with a head timeout too long to matter, so
  * only eviction can make room (with a short one the stalled head could get its own 408 first on a
  * loaded machine, and the newcomer be served without any eviction), and with a 50 ms head timeout.
+ * A request body dripped slower than the pace (body-stall.ts, on each service's fake clock) is
+ * answered 408 once a window passes, and a newcomer takes its place before that.
  */
-const clock = clockFromFakeTimers(createClock(Date.UTC(2026, 10, 28, 12)));
+const relayFake = createClock(Date.UTC(2026, 10, 28, 12));
+const clock = clockFromFakeTimers(relayFake);
+// The body pace is checked every sixth of its window.
+const BODY_CHECK_MS = DEFAULT_BODY_STALL_TIMEOUT_MS / 6;
 const data = tempDataDir();
 const cappedData = tempDataDir();
 const LONG_HEAD_TIMEOUT_MS = 120_000;
@@ -45,10 +52,28 @@ function socketTo(origin: string): { socket: Socket; received: () => string } {
   return { socket, received: () => text };
 }
 
+/** Resolves once the service has parsed the head of a request sent on `client` (node's diagnostics channel, which the body pace watches too). */
+function headParsed(client: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const onHead = (message: unknown) => {
+      if ((message as { socket: Socket }).socket.remotePort !== client.localPort) return;
+      unsubscribe('http.server.request.start', onHead);
+      resolve();
+    };
+    subscribe('http.server.request.start', onHead);
+  });
+}
+
+// A route of each service that reads its body before answering, and the start of one (of 100 bytes).
+const slowBodyOf = {
+  bench: 'POST /api/v1/agents/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nlabel=a',
+  relay: 'POST /register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a',
+};
+
 describe.each([
-  ['bench', () => bench.url, () => benchCapped.url, '/api/v1/health'],
-  ['relay', () => relay.url, () => relayCapped.url, '/health'],
-])('%s listen options', (_service, origin, cappedOrigin, path) => {
+  ['bench' as const, () => bench.url, () => benchCapped.url, '/api/v1/health', () => bench.fake, () => benchCapped.fake],
+  ['relay' as const, () => relay.url, () => relayCapped.url, '/health', () => relayFake, () => relayFake],
+])('%s listen options', (service, origin, cappedOrigin, path, fake, cappedFake) => {
   it('closes a stalled head for room and serves the newcomer (maxConnections 1)', async () => {
     const stalled = socketTo(cappedOrigin());
     // Not events.once: that rejects on the reset that may follow the eviction.
@@ -88,5 +113,37 @@ describe.each([
       return;
     }
     throw new Error('every connection was refused: the previous one never closed on the server');
+  });
+
+  it('answers 408 to a request body dripped slower than the pace once a window passes on its clock', async () => {
+    const slow = socketTo(origin());
+    const slowClosed = new Promise((resolve) => slow.socket.once('close', resolve));
+    await new Promise((resolve) => slow.socket.once('connect', resolve));
+    const parsed = headParsed(slow.socket);
+    slow.socket.write(slowBodyOf[service]);
+    await parsed;
+    // A window and a check: the checks run every BODY_CHECK_MS from the service's start, not from this head.
+    fake().tick(DEFAULT_BODY_STALL_TIMEOUT_MS + BODY_CHECK_MS);
+    await slowClosed;
+    expect(slow.received()).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(JSON.stringify({ detail: 'Request Timeout' }));
+  });
+
+  it('lets a newcomer take the place of a request body found behind its pace (maxConnections 1)', async () => {
+    const slow = socketTo(cappedOrigin());
+    const slowClosed = new Promise((resolve) => slow.socket.once('close', resolve));
+    await new Promise((resolve) => slow.socket.once('connect', resolve));
+    const parsed = headParsed(slow.socket);
+    slow.socket.write(slowBodyOf[service]);
+    await parsed;
+    // One check finds it behind (far from its window's end): only that makes it closable for room.
+    cappedFake().tick(BODY_CHECK_MS);
+    const newcomer = socketTo(cappedOrigin());
+    newcomer.socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    await new Promise((resolve) => newcomer.socket.once('data', resolve));
+    expect(newcomer.received()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    await slowClosed;
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(JSON.stringify({ detail: 'Request Timeout' }));
+    newcomer.socket.destroy();
   });
 });

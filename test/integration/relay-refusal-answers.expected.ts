@@ -2,10 +2,12 @@
  * The answers `relay-refusal-answers.test.ts` expects, recorded from the relay before its use cases
  * left the route handlers (decision 0780): status, `Retry-After` when there is one, body text.
  * Changed by hand since, on purpose: "declare future" gives the clock as `ctx.now_ms` (Unix ms, the
- * unit of `updated_ms`), where it gave Unix seconds as `ctx.now`.
+ * unit of `updated_ms`), where it gave Unix seconds as `ctx.now`. Added since: "bulletin id and
+ * node" (review20: both path parameters malformed are both listed, as FastAPI lists them).
  */
 export const expectedRefusals: Record<string, string> = {
   "bots limit": "409 {\"detail\":\"a node may have at most 20 bots\"}",
+  "bulletin id and node": "422 {\"detail\":[{\"type\":\"value_error\",\"loc\":[\"path\",\"id\"],\"msg\":\"Value error, item id must be 64 lowercase hex characters (a SHA-256 digest)\",\"input\":\"not-an-id\"},{\"type\":\"value_error\",\"loc\":[\"path\",\"node\"],\"msg\":\"Value error, node must be 64 lowercase hex characters\",\"input\":\"zz\"}]}",
   "bulletin node": "422 {\"detail\":[{\"type\":\"value_error\",\"loc\":[\"path\",\"node\"],\"msg\":\"Value error, node must be 64 lowercase hex characters\",\"input\":\"zz\"}]}",
   "bulletin node, item unknown": "422 {\"detail\":[{\"type\":\"value_error\",\"loc\":[\"path\",\"node\"],\"msg\":\"Value error, node must be 64 lowercase hex characters\",\"input\":\"zz\"}]}",
   "declare future": "422 {\"detail\":[{\"type\":\"value_error\",\"loc\":[\"body\",\"updated_ms\"],\"msg\":\"Value error, updated_ms is more than 300 s ahead of this relay's clock\",\"input\":1795176301000,\"ctx\":{\"now_ms\":1795176000000}}]}",

@@ -60,6 +60,8 @@ describe('refusals of the relay, byte for byte', () => {
     record('bulletin node', await get(`/items/${item}/bulletin/zz`));
     // A path parameter is checked before anything is looked up, as FastAPI checks it before the handler runs.
     record('bulletin node, item unknown', await get(`/items/${hex('7')}/bulletin/zz`));
+    // Both malformed: FastAPI lists every path parameter that fails, in the route's order.
+    record('bulletin id and node', await get('/items/not-an-id/bulletin/zz'));
     record('node id', await get('/nodes/zz'));
     record('node unknown', await get(`/nodes/${hex('8')}`));
     record('events limit 0', await get('/events?limit=0'));

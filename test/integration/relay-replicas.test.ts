@@ -161,6 +161,27 @@ describe('relay replicas sharing PostgreSQL', () => {
     }
   });
 
+  it("answer another node's bulletin, kept between reads, anew after a slice published through the other (decision 1080)", { timeout: 60_000 }, async () => {
+    const [a, b] = await twoReplicas();
+    const [voter, watcher] = [await register(a, 'voter'), await register(b, 'watcher')];
+    const id = await postItem(a, voter, 'a question');
+    const accept = await call(a.address, 'POST', `/items/${id}/vote`, { body: voteBy(voter, id, 'yes', 'accept', { t: 1, v: [watcher.nodeId], i: [] }, clock) });
+    expect(accept.status, accept.text).toBe(201);
+    const bulletin = async () => {
+      const answer = await call(a.address, 'GET', `/items/${id}/bulletin/${watcher.nodeId}`);
+      expect(answer.status, answer.text).toBe(200);
+      return answer.body;
+    };
+    // The watcher signed nothing and published no slice: uncommitted, read twice through a (the second a lookup).
+    expect(await bulletin()).toMatchObject({ state: 'uncommitted' });
+    expect(await bulletin()).toMatchObject({ state: 'uncommitted' });
+    // Through b, the watcher trusts the voter alone: the voter's accept blocks it, and the two (the
+    // voter trusts the watcher) are a quorum of accepters. a must not answer from what it kept.
+    const published = await call(b.address, 'POST', '/slice', { body: { t: 1, v: [voter.nodeId] }, auth: watcher.auth });
+    expect(published.status, published.text).toBe(200);
+    expect(await bulletin()).toMatchObject({ state: 'confirmed', value: 'yes', accepted_via: 'v-blocking' });
+  });
+
   it('page the event feed through both with no gap and no duplicate while both take writes', { timeout: 120_000 }, async () => {
     const [a, b] = await twoReplicas();
     const writers = await Promise.all([register(a, 'w0'), register(b, 'w1'), register(a, 'w2'), register(b, 'w3')]);

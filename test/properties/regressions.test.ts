@@ -98,3 +98,25 @@ describe('regressions: GrowingMaxQuorum certificates (decision 0450)', () => {
     }
   });
 });
+
+describe('regressions: GrowingMaxQuorum.relax (decision 1050)', () => {
+  // Found by review20 (the relax property caught it too once it weakened flat slices): X is out
+  // with the certificate [A]; weakened to {t:1, v:[B]}, the cheap re-check of a flat slice (`patch`)
+  // kept A, which the new slice no longer names, so X stayed out though B and C let it in.
+  it('a certificate keeps only members of the weaker flat slice', () => {
+    const topology = new Map([
+      ['X', slice(2, 'A', 'B')],
+      ['B', slice(1, 'C')],
+      ['C', slice(1, 'B')],
+    ]);
+    const sliceOf = (node: string) => topology.get(node);
+    const joined = ['B', 'C', 'X'];
+    const growing = new GrowingMaxQuorum(sliceOf, joined);
+    expect(growing.members()).toEqual(new Set(['B', 'C']));
+    topology.set('X', slice(1, 'B')); // weaker: every set holding A and B holds B
+    expect(growing.relax('X')).toBe(true);
+    expect(growing.members()).toEqual(maxQuorum(joined, sliceOf));
+    expect(growing.members()).toEqual(new Set(['B', 'C', 'X']));
+    expect(growing.certificateFaults()).toEqual([]);
+  });
+});

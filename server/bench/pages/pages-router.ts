@@ -13,6 +13,7 @@ import { renderStatsPage } from './stats-page.js';
 import { type ValidationErrorItem, parseWaitlistForm } from './waitlist-form.js';
 import { strictRouter } from '../../http/starlette-routing.js';
 import { formCharsetOf } from '../../../wire/form-fields.js';
+import { latin1FormPairs } from './latin1-form.js';
 
 /**
  * The parts of the bench service (spec 0.3.4) that people and crawlers see: `GET /`, `GET /stats`,
@@ -112,20 +113,22 @@ function formFields(req: express.Request): Map<string, string[]> {
       `The waitlist takes an application/x-www-form-urlencoded form (fields kind, email, note, csrf), got ${JSON.stringify(req.get('content-type') ?? 'no content type')}.`,
     );
   }
-  // US-ASCII is read as UTF-8; ISO-8859-1, which the API's forms take, is not: the page's form is
-  // sent by browsers in the page's UTF-8, and its percent escapes are read as UTF-8 below.
+  // US-ASCII is read as UTF-8, ISO-8859-1 as Latin-1 (its percent escapes single bytes), as the
+  // API's forms read them; browsers send the page's form in the page's UTF-8.
   const charset = formCharsetOf(req.get('content-type'));
-  if (!('read' in charset) || charset.read !== 'utf8') {
-    const named = 'refused' in charset ? charset.refused : charset.declared;
-    throw new PagesHttpError(415, `The waitlist form must be UTF-8, got charset ${JSON.stringify(named)}.`);
+  if ('refused' in charset) throw new PagesHttpError(415, `The waitlist form must be UTF-8, US-ASCII or ISO-8859-1, got charset ${JSON.stringify(charset.refused)}.`);
+  let pairs: Iterable<[string, string]>;
+  if (charset.read === 'latin1') pairs = latin1FormPairs(body);
+  else {
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(body);
+    } catch {
+      throw new PagesHttpError(400, 'There was an error parsing the body: the form is not valid UTF-8.');
+    }
+    pairs = new URLSearchParams(text);
   }
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(body);
-  } catch {
-    throw new PagesHttpError(400, 'There was an error parsing the body: the form is not valid UTF-8.');
-  }
-  for (const [name, value] of new URLSearchParams(text)) {
+  for (const [name, value] of pairs) {
     const values = fields.get(name);
     if (values) values.push(value);
     else fields.set(name, [value]);

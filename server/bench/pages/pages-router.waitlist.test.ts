@@ -254,10 +254,10 @@ describe('POST /api/v1/waitlist: transport errors', () => {
     });
   });
 
-  it('refuses a non-UTF-8 charset with 415 and invalid UTF-8 with 400', async () => {
-    const latin = await post('email=caf%E9%40example.org', { 'content-type': 'application/x-www-form-urlencoded; charset=iso-8859-1' });
-    expect(latin.status).toBe(415);
-    expect(latin.json).toEqual({ detail: 'The waitlist form must be UTF-8, got charset "iso-8859-1".' });
+  it('refuses a charset it cannot read with 415 and invalid UTF-8 with 400', async () => {
+    const utf16 = await post('email=j%40example.org', { 'content-type': 'application/x-www-form-urlencoded; charset=utf-16' });
+    expect(utf16.status).toBe(415);
+    expect(utf16.json).toEqual({ detail: 'The waitlist form must be UTF-8, US-ASCII or ISO-8859-1, got charset "utf-16".' });
     // US-ASCII is a subset of UTF-8: read (and refused later for its missing CSRF token, not its charset).
     const ascii = await post('email=j%40example.org', { 'content-type': 'application/x-www-form-urlencoded; charset=US-ASCII' });
     expect(ascii.status).toBe(403);
@@ -268,6 +268,15 @@ describe('POST /api/v1/waitlist: transport errors', () => {
     });
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({ detail: 'There was an error parsing the body: the form is not valid UTF-8.' });
+  });
+
+  it('reads a form declared ISO-8859-1 as Latin-1: a percent escape is one byte, one code point U+0000-U+00FF', async () => {
+    const body = `kind=person&email=j%40example.org&note=caf%E9+cr%E8me%A0%FF&csrf=${freshToken()}`;
+    const { status, json } = await post(body, { 'content-type': 'application/x-www-form-urlencoded; charset=ISO-8859-1' });
+    expect(status).toBe(200);
+    expect(json).toEqual({ status: 'ok', kind: 'person', email: 'j@example.org' });
+    // Read as UTF-8 (URLSearchParams), each lone escape would have been U+FFFD.
+    expect((await app.waitlist.list({ limit: 1 }))[0]).toMatchObject({ note: 'café crème\u00a0ÿ' });
   });
 
   it('refuses a body over 16 KiB with 413 and stores nothing', async () => {

@@ -54,6 +54,17 @@ export class SelfTallies {
     return { bulletin: item.tally.bulletin(), hasSigned: item.hasSigned, sliceChangers: [...item.changers].sort() };
   }
 
+  /**
+   * Whether the voters that accepted or confirmed either value about the item block `slice`: the
+   * only way a node that signed nothing about the item ranks above `uncommitted` under that slice
+   * (`tally`'s rules: no own vote, so no quorum of its own; only v-blocking). Answered from the kept
+   * tally's voter sets, O(slice), where a full tally is a pass over every statement (decision 1080).
+   */
+  *acceptersBlock(itemId: string, slice: QuorumSet): Steps<boolean> {
+    const { tally } = yield* this.current(itemId);
+    return tally.acceptersBlock('yes', slice) || tally.acceptersBlock('no', slice);
+  }
+
   /** The quorum work of the item's kept tally so far (`GrowingTally.work`), for tests; undefined when not kept. */
   work(itemId: string): ReturnType<GrowingTally['work']> | undefined {
     return this.items.get(itemId)?.tally.work();

@@ -26,6 +26,12 @@ export class SliceBook {
   /** A quorum set as sent (its JSON text) -> its slice_hash, for sets stored already. */
   private readonly remembered: BoundedCache<string, string>;
   private readonly slices: SliceRepository;
+  /**
+   * Moves whenever a published slice may have changed: at each write of one (inside its
+   * transaction) and when the caches are emptied (a rollback, another replica's commit). What was
+   * computed from published slices is kept only while it stays the same (`OtherBulletins`).
+   */
+  publishedGeneration = 0;
 
   constructor(
     private readonly store: RelayStore,
@@ -38,6 +44,7 @@ export class SliceBook {
   }
 
   forgetCached(): void {
+    this.publishedGeneration++;
     this.published.clear();
     this.byHash.clear();
     this.remembered.clear();
@@ -109,6 +116,7 @@ export class SliceBook {
     const hash = yield* this.rememberQuorumSet(qset);
     yield* this.slices.put(nodeId, { qsetJson: JSON.stringify(qset), hash, tAuto, declarationJson: declaration && JSON.stringify(declaration) }, declaration?.updated_ms ?? nowMs);
     this.published.delete(nodeId);
+    this.publishedGeneration++;
     yield* this.store.appendEvent('slice', nodeId, hash, { node_id: nodeId, slice: qset, slice_hash: hash, updated_ms: declaration?.updated_ms ?? nowMs, declaration }, nowMs);
     return { hash, qset };
   }
@@ -134,6 +142,7 @@ export class SliceBook {
     const hash = yield* this.rememberQuorumSet(qset);
     yield* this.slices.put(declaration.node_id, { qsetJson: JSON.stringify(qset), hash, tAuto: false, declarationJson: JSON.stringify(declaration) }, declaration.updated_ms);
     this.published.delete(declaration.node_id);
+    this.publishedGeneration++;
     yield* this.store.appendEvent('slice', declaration.node_id, hash, { node_id: declaration.node_id, slice: qset, slice_hash: hash, updated_ms: declaration.updated_ms, declaration }, nowMs, origin);
     return true;
   }

@@ -135,7 +135,9 @@ export class StatementLog {
   /**
    * Every stored statement about an item, oldest first, then the other documents of statements
    * (`keepOtherDocument`). Frozen and shared between calls (an inline slice is the same object
-   * while its voter keeps sending the same one): never mutate them.
+   * while its voter keeps sending the same one): never mutate them. The same list while the item's
+   * statements stay the same, a new one after any change and after the caches were emptied, so
+   * what is computed from a list may be kept by it (`OtherBulletins`, decision 1080).
    */
   *statements(itemId: string): Steps<readonly Vote[]> {
     let item = this.items.get(itemId);

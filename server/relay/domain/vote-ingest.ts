@@ -3,6 +3,7 @@ import { BoundedCache } from './bounded-cache.js';
 import type { Steps } from '../../storage/sql-steps.js';
 import type { RelayStore } from '../relay-store.js';
 import type { RelayBulletin, StoredVote, Voting } from './voting.js';
+import type { AheadCheck, SignatureChecksAhead } from './signature-thread.js';
 
 /** What storing one vote did, and the relay node's bulletin once it committed. */
 export interface VoteOutcome extends StoredVote {
@@ -16,6 +17,13 @@ const MAX_BATCH = 64;
 
 /** Item ids, and voters' node ids, each kept as seen stored: about 13 MB at most for both. */
 const SEEN_STORED_MAX = 65_536;
+
+/**
+ * After a vote checked ahead turned out forged, lone votes are checked before they are stored for
+ * this long: the forged one's rollback emptied the relay's caches (decision 1090), and a client
+ * sending forgeries one at a time must not empty them more often than this.
+ */
+export const CHECK_AHEAD_PAUSE_MS = 60_000;
 
 /**
  * The write path of `POST /items/{id}/vote` with group commit (issue 18). Verified votes that
@@ -43,12 +51,18 @@ export class VoteIngest {
    */
   private readonly seenItems = new BoundedCache<string, true>(SEEN_STORED_MAX);
   private readonly seenVoters = new BoundedCache<string, true>(SEEN_STORED_MAX);
+  /** Until when (`nowMs`) lone votes are checked before they are stored (`CHECK_AHEAD_PAUSE_MS`). */
+  private aheadPausedUntilMs = -Infinity;
+  /** Lone votes stored while their signatures were checked ahead, and those of them found forged (tests, decision 1090). */
+  readonly checkedAhead = { stored: 0, forged: 0 };
 
   constructor(
     private readonly store: RelayStore,
     private readonly voting: Voting,
     private readonly selfNodeId: string,
     private readonly nowMs: () => number,
+    /** Signature checks off the loop for lone votes (SQLite only: a transaction that runs synchronously); null: none. */
+    private readonly ahead: SignatureChecksAhead | null = null,
   ) {}
 
   /**
@@ -106,6 +120,44 @@ export class VoteIngest {
         throw error;
       },
     );
+  }
+
+  /**
+   * A lone vote (no other vote request in flight, no batch waiting) of a registered voter, stored
+   * while its signature is checked on the signature thread: the transaction's statements, the
+   * relay node's tally and its statements run on the loop meanwhile, and the transaction commits
+   * only once the check passed; a forged vote's transaction is rolled back, so it changes nothing
+   * (decision 1090). Null when the vote cannot go ahead (the caller checks it first, as before):
+   * others in flight (their checks are on the thread pool and they commit together), a forgery
+   * seen in the last `CHECK_AHEAD_PAUSE_MS`, or the thread not taking it. Settles `'forged'` for a
+   * signature that fails, otherwise after the commit, like `submit`.
+   */
+  storeCheckedAhead(vote: Vote): Promise<VoteOutcome | 'forged'> | null {
+    if (!this.ahead || this.inFlight > 1 || this.pending.length > 0 || this.scheduled || this.nowMs() < this.aheadPausedUntilMs) return null;
+    const check = this.ahead.begin(vote);
+    return check ? this.storeWhileChecking(vote, check) : null;
+  }
+
+  private async storeWhileChecking(vote: Vote, check: AheadCheck): Promise<VoteOutcome | 'forged'> {
+    const storeOne = (v: Vote) => this.storeOne(v);
+    const forged = new Error('forged vote (rolled back)');
+    let stored: StoredVote & { emitted: Vote[] };
+    try {
+      stored = await this.store.tx(function* () {
+        const outcome = yield* storeOne(vote);
+        // Read at the end, inside the transaction: a forged vote's writes go with its rollback.
+        if (!check.verdict()) throw forged;
+        return outcome;
+      });
+    } catch (error) {
+      // Any failure of a forged vote is answered as its signature: checked first, it would never have been stored.
+      if (error !== forged && check.verdict()) throw error;
+      this.checkedAhead.forged++;
+      this.aheadPausedUntilMs = this.nowMs() + CHECK_AHEAD_PAUSE_MS;
+      return 'forged';
+    }
+    this.checkedAhead.stored++;
+    return { ...stored, bulletin: await this.store.plain(this.voting.bulletin(vote.item, this.selfNodeId)) };
   }
 
   /** Stores a verified vote (its voter registered) and re-tallies the relay node; settles after the commit. */

@@ -16,10 +16,43 @@ export function tallyItem(
   slices: SliceLookups,
   relaySlice: () => QuorumSet | undefined,
 ): Bulletin {
-  const { itemId, nodeId, statements } = input;
-  const declared = declaredSlices(statements, slices);
+  return tallyOver(itemFacts(input.statements, slices), input, slices, relaySlice);
+}
+
+/**
+ * What every node's tally over one item's statements reads the same: the slices each voter
+ * declared, and each voter's statements. `tallyItem` makes them for one tally; the cache of other
+ * nodes' bulletins (`OtherBulletins`, decision 1080) makes them once per list of statements.
+ */
+export interface ItemFacts {
+  statements: readonly Vote[];
+  /** voter -> the distinct slices (by slice_hash) its statements about the item declare. */
+  declared: ReadonlyMap<string, ReadonlyMap<string, QuorumSet>>;
+  /** voter -> its statements, in the order of `statements`. */
+  byVoter: ReadonlyMap<string, readonly Vote[]>;
+}
+
+export function itemFacts(statements: readonly Vote[], slices: SliceLookups): ItemFacts {
+  const byVoter = new Map<string, Vote[]>();
+  for (const s of statements) {
+    const mine = byVoter.get(s.voter);
+    if (mine) mine.push(s);
+    else byVoter.set(s.voter, [s]);
+  }
+  return { statements, declared: declaredSlices(statements, slices), byVoter };
+}
+
+/** `tallyItem` over facts made beforehand (`itemFacts` of the same statements and lookups). */
+export function tallyOver(
+  facts: ItemFacts,
+  input: { itemId: string; nodeId: string; selfNodeId: string },
+  slices: SliceLookups,
+  relaySlice: () => QuorumSet | undefined,
+): Bulletin {
+  const { itemId, nodeId } = input;
+  const { statements, declared } = facts;
   const sliceOf = sliceResolver(declared, slices, input.selfNodeId, relaySlice);
-  const emitted = emittedBy(statements, nodeId);
+  const emitted = emittedBy(facts.byVoter.get(nodeId) ?? [], nodeId);
   const mine = nodeId === input.selfNodeId ? undefined : declared.get(nodeId);
   if (!mine || mine.size <= 1) return tally({ self: nodeId, item: itemId, statements, sliceOf, emitted });
   // The node itself declared several slices: its bulletin under each of them, combined so that a
@@ -45,7 +78,7 @@ function highestOf(bulletins: Bulletin[]): Bulletin {
 }
 
 function sliceResolver(
-  declared: Map<string, Map<string, QuorumSet>>,
+  declared: ReadonlyMap<string, ReadonlyMap<string, QuorumSet>>,
   slices: SliceLookups,
   selfNodeId: string,
   relaySlice: () => QuorumSet | undefined,

@@ -4,14 +4,15 @@ import type { NodeKey } from '../../../core/relay/node-id.js';
 import type { QuorumSet } from '../../../core/relay/quorum-set.js';
 import type { SliceDeclaration } from '../../../core/relay/slice-declaration.js';
 import type { Vote } from '../../../core/relay/vote.js';
-import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
+import { applyFloor, raisesFloor } from './bulletin-floor.js';
+import { OtherBulletins } from './other-bulletins.js';
 import type { RelayStore } from '../relay-store.js';
 import type { Steps } from '../../storage/sql-steps.js';
 import { type DefaultSliceSources, SelfVoter, type Emission } from './self-voter.js';
 import { type PublishedSlice, SliceBook } from './slice-book.js';
 import { StatementLog, type StoredVote } from './statement-log.js';
 import { SelfTallies } from './self-tally.js';
-import { hashOf, sliceChangers, tallyItem } from './voting-tally.js';
+import { hashOf } from './voting-tally.js';
 
 export type { Emission, PublishedSlice, StoredVote };
 
@@ -46,6 +47,8 @@ export interface VotingOptions {
   cachedStatements?: number;
   /** Statements the relay node's kept tallies count together; default `MAX_KEPT_STATEMENTS` (self-tally.ts). */
   keptTallyStatements?: number;
+  /** Other nodes whose computed bulletins are kept per item; default `NODES_PER_ITEM` (other-bulletins.ts). */
+  cachedNodeBulletins?: number;
 }
 
 /**
@@ -64,6 +67,7 @@ export class Voting {
   private readonly log: StatementLog;
   private readonly self: SelfVoter;
   private readonly selfTallies: SelfTallies;
+  private readonly others: OtherBulletins;
 
   constructor(private readonly options: VotingOptions) {
     const cachedSlices = options.cachedSlices ?? 4096;
@@ -72,6 +76,7 @@ export class Voting {
     this.log = new StatementLog(options.store, this.slices, { cachedSlices, cachedItems, ...(options.cachedStatements === undefined ? {} : { cachedStatements: options.cachedStatements }) }, (vote) => this.selfTallies.stored(vote));
     this.selfTallies = new SelfTallies(options.selfKey.nodeId, this.slices, () => this.self.selfSlice(), (itemId) => this.log.statements(itemId), cachedItems, options.keptTallyStatements);
     this.self = new SelfVoter(options.store, this.slices, this.log, this.selfTallies, options.selfKey, options.selfSlice, options.defaultSliceFrom);
+    this.others = new OtherBulletins(options.selfKey.nodeId, this.slices, options.cachedNodeBulletins);
     options.store.onCachesInvalid(() => this.forgetCached());
   }
 
@@ -128,23 +133,28 @@ export class Voting {
    * replaces its published slice by the one it signed, so its bulletin is floored first.
    */
   *storeVote(vote: Vote, origin: string | null, nowMs: number): Steps<StoredVote> {
-    if ((yield* this.replacesPublishedSlice(vote)) && !(yield* this.options.store.data.votes.hasAnyBy(vote.voter, vote.item))) yield* this.raiseFloor(vote.item, vote.voter, nowMs);
+    const replaced = yield* this.replacedPublishedSlice(vote);
+    if (replaced && !(yield* this.options.store.data.votes.hasAnyBy(vote.voter, vote.item)) && (yield* this.selfTallies.acceptersBlock(vote.item, replaced))) {
+      yield* this.raiseFloor(vote.item, vote.voter, nowMs);
+    }
     return yield* this.log.storeVote(vote, origin, nowMs);
   }
 
   /**
-   * Whether the statement, when it is its voter's first about the item, puts a slice in place of
-   * the voter's published one: it declares a slice, and not that one. Otherwise the voter's tally
-   * only gains a statement and cannot go down, so its floor need not be held (a full tally per
-   * voter's first vote made a round of votes O(n^2) again). The relay node's slice never changes
-   * by its statements.
+   * The voter's published slice when the statement, if it is its voter's first about the item, puts
+   * another in its place: it declares a slice, and not that one. Otherwise the voter's tally only
+   * gains a statement and cannot go down, so its floor need not be held (a full tally per voter's
+   * first vote made a round of votes O(n^2) again). The relay node's slice never changes by its
+   * statements. Even then, a node that signed nothing about the item ranks above `uncommitted` only
+   * when the accepters of a value block its slice (`SelfTallies.acceptersBlock`): only then is
+   * there a floor to hold, and only then does its full tally run (decision 1080).
    */
-  private *replacesPublishedSlice(vote: Vote): Steps<boolean> {
-    if (vote.voter === this.options.selfKey.nodeId) return false;
+  private *replacedPublishedSlice(vote: Vote): Steps<QuorumSet | undefined> {
+    if (vote.voter === this.options.selfKey.nodeId) return undefined;
     const published = yield* this.slices.publishedSlice(vote.voter);
-    if (!published) return false;
+    if (!published) return undefined;
     const declared = vote.slice_hash ?? (vote.slice ? hashOf(vote.slice) : undefined);
-    return declared !== undefined && declared !== published.hash;
+    return declared !== undefined && declared !== published.hash ? published.qset : undefined;
   }
 
   *statements(itemId: string): Steps<readonly Vote[]> {
@@ -174,15 +184,16 @@ export class Voting {
       const own = yield* this.selfTallies.bulletin(itemId);
       return { ...applyFloor(own.bulletin, floor, own.hasSigned), sliceChangers: own.sliceChangers };
     }
+    // Any other node's: the reference tally over every statement, kept until one of its inputs
+    // changes (`OtherBulletins`, decision 1080).
     const statements = yield* this.log.statements(itemId);
-    return { ...applyFloor(yield* this.computed(itemId, nodeId, statements), floor, signedAmong(statements, nodeId)), sliceChangers: sliceChangers(statements) };
+    const other = yield* this.others.bulletin(itemId, nodeId, statements, yield* this.self.selfSlice());
+    return { ...applyFloor(other.bulletin, floor, other.hasSigned), sliceChangers: [...other.sliceChangers] };
   }
 
-  /** The full reference tally (`tallyItem`) of `nodeId`, over what it may look up read first. */
-  private *computed(itemId: string, nodeId: string, statements: readonly Vote[]): Steps<Bulletin> {
-    const lookups = yield* this.slices.lookupsFor(statements, [nodeId]);
-    const relaySlice = yield* this.self.selfSlice();
-    return tallyItem({ itemId, nodeId, statements, selfNodeId: this.options.selfKey.nodeId }, lookups, () => relaySlice);
+  /** Bulletins of other nodes computed by a tally so far (reads with nothing new are lookups), for tests. */
+  get otherBulletinTallies(): number {
+    return this.others.tallies;
   }
 
   /** Stores the node's bulletin as its floor when it ranks higher; write paths only, inside their transaction. */

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { RelayDeps } from '../relay-deps.js';
-import { requireItemId, requireNodeId } from '../domain/id-checks.js';
+import { requireItemId, requirePathIds } from '../domain/id-checks.js';
 import { RelayRefusal } from '../domain/relay-errors.js';
 import type { RelayBulletin } from '../domain/voting.js';
 import type { ItemRow, ReportRow } from '../../storage/relay/item-repository.js';
@@ -52,9 +52,12 @@ export class ItemReads {
 
   /** `node`'s bulletin for the item `id` as this relay computes it from every stored statement. */
   async bulletin(id: string, node: string): Promise<{ item: ItemRow; bulletin: RelayBulletin }> {
-    // Both path parameters before the lookup: a malformed node id is a 422 whether or not the item exists.
-    requireItemId(id);
-    requireNodeId(node, 'node');
+    // Both path parameters before the lookup: a malformed node id is a 422 whether or not the item
+    // exists, and two malformed ones are both listed, as FastAPI does.
+    requirePathIds([
+      ['id', 'item', id],
+      ['node', 'node', node],
+    ]);
     const item = await this.item(id);
     return { item, bulletin: await this.deps.store.plain(this.deps.voting.bulletin(item.item_id, node)) };
   }

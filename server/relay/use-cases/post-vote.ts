@@ -26,7 +26,7 @@ export class PostVote {
   private readonly ingest: VoteIngest;
 
   constructor(private readonly deps: RelayDeps) {
-    this.ingest = new VoteIngest(deps.store, deps.voting, deps.selfKey.nodeId, () => deps.clock.nowMs());
+    this.ingest = new VoteIngest(deps.store, deps.voting, deps.selfKey.nodeId, () => deps.clock.nowMs(), deps.signatureChecksAhead ?? null);
   }
 
   /** Checks and stores `document` as a vote on `itemId`; settles once it is on disk. */
@@ -45,15 +45,26 @@ export class PostVote {
     if (vote.item !== itemId) throw invalidInputAt(['body'], [{ path: ['item'], code: 'not_path_item', input: vote.item }]);
     const timeProblem = voteTimeInputProblem(vote.created_at, deps.clock.nowMs());
     if (timeProblem !== null) throw invalidInputAt(['body'], [timeProblem]);
-    // On the thread pool, before the write path: concurrent clients' signatures are checked in parallel.
     // Looked up once, before the check (a vote sent while its voter registers may be either side of it).
     const voter = { registered: await ingest.voterRegistered(vote.voter) };
-    if (!(await ingest.verify(vote, voter))) throw invalidInputAt(['body'], [{ path: ['sig'], code: 'not_voter_signature', input: vote.sig }]);
-    if (!voter.registered) throw new RelayRefusal('signer_not_registered', 'voter is not a registered node: POST /register first');
-    if (vote.slice_hash !== undefined && !(await deps.store.plain(deps.voting.quorumSetByHash(vote.slice_hash)))) {
-      // Checked here as well as where it is stored: a refusal never reaches the write path.
-      throw unknownSliceHash(vote.slice_hash);
+    const sliceKnown = vote.slice_hash === undefined || (await deps.store.plain(deps.voting.quorumSetByHash(vote.slice_hash))) !== undefined;
+    // A lone vote that would pass every check but its signature's is stored while the signature is
+    // checked off the loop, and committed only if it passes (decision 1090); the refusals are the same.
+    const ahead = voter.registered && sliceKnown ? ingest.storeCheckedAhead(vote) : null;
+    if (ahead) {
+      const outcome = await ahead;
+      if (outcome === 'forged') throw notVoterSignature(vote);
+      return { vote, outcome };
     }
+    // On the thread pool, before the write path, when others are in flight: concurrent clients' signatures are checked in parallel.
+    if (!(await ingest.verify(vote, voter))) throw notVoterSignature(vote);
+    if (!voter.registered) throw new RelayRefusal('signer_not_registered', 'voter is not a registered node: POST /register first');
+    // Checked here as well as where it is stored: a refusal never reaches the write path.
+    if (!sliceKnown) throw unknownSliceHash(vote.slice_hash as string);
     return { vote, outcome: await ingest.submit(vote) };
   }
+}
+
+function notVoterSignature(vote: Vote): RelayRefusal {
+  return invalidInputAt(['body'], [{ path: ['sig'], code: 'not_voter_signature', input: vote.sig }]);
 }

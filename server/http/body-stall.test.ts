@@ -1,0 +1,242 @@
+import { createClock } from '@sinonjs/fake-timers';
+import type http from 'node:http';
+import { type Socket, connect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { clockFromFakeTimers } from '../../core/clock.js';
+import { DEFAULT_BODY_STALL_TIMEOUT_MS, DEFAULT_MIN_BODY_BYTES_PER_SECOND } from './body-stall.js';
+import { ignoredUpgrades } from './ignored-upgrade.js';
+import { answerWhileStarting, type ListenOptions, listen, type ListeningServer } from './listen.js';
+
+const WINDOW_MS = 30_000;
+// Checks come every sixth of the window.
+const CHECK_MS = WINDOW_MS / 6;
+const REQUEST_TIMEOUT = JSON.stringify({ detail: 'Request Timeout' });
+const open: ListeningServer[] = [];
+const sockets: Socket[] = [];
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await Promise.all(open.splice(0).map((l) => l.close()));
+});
+
+/**
+ * A server on a fake clock whose `/read` requests read their body and are answered with its length
+ * once it has ended, whose `/hold` requests read nothing until `release`d (backpressure), and
+ * whose `/wait` requests are held unanswered (long polls); `heads` has every request's server side.
+ */
+async function started(options: Omit<ListenOptions, 'port' | 'clock'> = {}) {
+  const fake = createClock(0);
+  const clock = clockFromFakeTimers(fake);
+  const l = await listen({ port: 0, clock, bodyStallTimeoutMs: WINDOW_MS, ...options });
+  open.push(l);
+  const heads: { req: http.IncomingMessage; res: http.ServerResponse }[] = [];
+  const held: (() => void)[] = [];
+  const app = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    heads.push({ req, res });
+    let bytes = 0;
+    const readBody = () => {
+      req.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      req.on('end', () => res.end(JSON.stringify({ bytes })));
+    };
+    if (req.url === '/read') readBody();
+    else if (req.url === '/hold') held.push(readBody);
+  };
+  // As the bench serves: a request whose Upgrade it does not take is served by the app as plain HTTP.
+  const ignored = ignoredUpgrades({ clock });
+  answerWhileStarting(l.server, 'starting').serve({
+    app,
+    checkContinue: (req, res) => {
+      res.writeContinue();
+      app(req, res);
+    },
+    upgrade: (req, socket, head) => ignored.serve(app, req, socket, head) });
+  return { l, fake, heads, release: () => held.splice(0).forEach((read) => read()) };
+}
+
+/** A client socket on `l` that records what it received. */
+function client(l: ListeningServer): { socket: Socket; received: () => string } {
+  const socket = connect(l.port, '127.0.0.1');
+  sockets.push(socket);
+  let text = '';
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+  socket.on('error', () => {}); // a reset is one way of being closed
+  return { socket, received: () => text };
+}
+
+/** Resolves once `socket` closed, however. */
+function closed(socket: Socket): Promise<unknown> {
+  return new Promise((resolve) => socket.once('close', resolve));
+}
+
+/** Turns of the event loop until `done` (the server reading bytes has no event of its own). */
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('cutStalledBodies (through listen)', () => {
+  it('answers 408 {"detail":"Request Timeout"} and closes a body dripped slower than the pace, once a window passes, not before', async () => {
+    expect([DEFAULT_BODY_STALL_TIMEOUT_MS, DEFAULT_MIN_BODY_BYTES_PER_SECOND]).toEqual([30_000, 240]);
+    const { l, fake, heads } = await started();
+    const slow = client(l);
+    slow.socket.write('POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\na');
+    await until(() => heads.length === 1);
+    const serverSide = heads[0]!.req.socket;
+    // A byte every check: 6 bytes a window, far below 240 a second.
+    for (let k = 1; k < 6; k++) {
+      slow.socket.write('b');
+      const before = serverSide.bytesRead;
+      await until(() => serverSide.bytesRead > before);
+      fake.tick(CHECK_MS);
+    }
+    fake.tick(CHECK_MS - 1);
+    expect(serverSide.writableEnded).toBe(false);
+    fake.tick(1);
+    await closed(slow.socket);
+    expect(slow.received()).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    expect(slow.received()).toMatch(/\r\nConnection: close\r\n/);
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(REQUEST_TIMEOUT);
+  });
+
+  it('never cuts an upload that keeps the pace, however many windows it takes', async () => {
+    const { l, fake, heads } = await started();
+    const upload = client(l);
+    const chunk = 'u'.repeat(2 * DEFAULT_MIN_BODY_BYTES_PER_SECOND * (CHECK_MS / 1000));
+    const checks = 4 * 6;
+    upload.socket.write(`POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: ${chunk.length * checks}\r\n\r\n`);
+    await until(() => heads.length === 1);
+    const serverSide = heads[0]!.req.socket;
+    for (let k = 0; k < checks; k++) {
+      const before = serverSide.bytesRead;
+      upload.socket.write(chunk);
+      await until(() => serverSide.bytesRead >= before + chunk.length);
+      fake.tick(CHECK_MS);
+    }
+    await until(() => upload.received().includes('\r\n\r\n{'));
+    expect(upload.received()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(upload.received().endsWith(JSON.stringify({ bytes: chunk.length * checks }))).toBe(true);
+  });
+
+  it('does not judge a body the app is not reading (backpressure), nor a request without a body, nor one whose answer waits after its body', async () => {
+    const { l, fake, heads, release } = await started();
+    const held = client(l);
+    const bodyBytes = 1024 * 1024;
+    held.socket.write(`POST /hold HTTP/1.1\r\nHost: x\r\nContent-Length: ${bodyBytes}\r\n\r\n`);
+    held.socket.write('h'.repeat(bodyBytes));
+    const poll = client(l);
+    poll.socket.write('GET /wait HTTP/1.1\r\nHost: x\r\n\r\n');
+    const postPoll = client(l);
+    postPoll.socket.write('POST /wait HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}');
+    await until(() => heads.length === 3 && heads.every(({ req }) => req.url !== '/hold' || req.socket.isPaused()));
+    fake.tick(10 * WINDOW_MS);
+    expect(heads.map(({ req }) => req.socket.writableEnded)).toEqual([false, false, false]);
+    release();
+    await until(() => held.received().includes('\r\n\r\n{'));
+    expect(held.received().endsWith(JSON.stringify({ bytes: bodyBytes }))).toBe(true);
+  });
+
+  it('with a pace of 0 bytes a second, cuts only a window without a byte (nginx client_body_timeout)', async () => {
+    const { l, fake, heads } = await started({ minBodyBytesPerSecond: 0 });
+    const slow = client(l);
+    slow.socket.write('POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n');
+    await until(() => heads.length === 1);
+    const serverSide = heads[0]!.req.socket;
+    for (let window = 0; window < 3; window++) {
+      const before = serverSide.bytesRead;
+      slow.socket.write('b');
+      await until(() => serverSide.bytesRead > before);
+      fake.tick(WINDOW_MS);
+    }
+    expect(serverSide.writableEnded).toBe(false);
+    fake.tick(WINDOW_MS);
+    await closed(slow.socket);
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(REQUEST_TIMEOUT);
+  });
+
+  it('closes, without an answer, a body that stalls after its 100 Continue', async () => {
+    const { l, fake, heads } = await started();
+    const slow = client(l);
+    slow.socket.write('POST /read HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n');
+    await until(() => slow.received().startsWith('HTTP/1.1 100 Continue\r\n\r\n') && heads.length === 1);
+    fake.tick(WINDOW_MS);
+    await closed(slow.socket);
+    expect(slow.received()).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+  });
+
+  it('answers 408 to the body of a request whose Upgrade is ignored (read apart from the parser of node), dripped slower than the pace', async () => {
+    const { l, fake, heads } = await started();
+    const slow = client(l);
+    slow.socket.write('POST /read HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 100\r\n\r\na');
+    await until(() => heads.length === 1);
+    fake.tick(WINDOW_MS);
+    await closed(slow.socket);
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(REQUEST_TIMEOUT);
+  });
+
+  it('refuses a window or a pace that is not a whole number', async () => {
+    await expect(listen({ port: 0, bodyStallTimeoutMs: 0 })).rejects.toThrow(/bodyStallTimeoutMs must be a whole number of ms above 0/);
+    await expect(listen({ port: 0, minBodyBytesPerSecond: -1 })).rejects.toThrow(/minBodyBytesPerSecond must be a whole number of bytes, 0 or more/);
+  });
+});
+
+describe('the connection cap and bodies behind their pace', () => {
+  it('lets a newcomer take the place of a body found behind its pace, answered 408, before its window ends', async () => {
+    const { l, fake, heads } = await started({ maxConnections: 1 });
+    const slow = client(l);
+    slow.socket.write('POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\na');
+    await until(() => heads.length === 1);
+    fake.tick(CHECK_MS);
+    const slowClosed = closed(slow.socket);
+    expect(await (await fetch(`${l.origin}/read`)).json()).toEqual({ bytes: 0 });
+    await slowClosed;
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(REQUEST_TIMEOUT);
+    expect(l.connections.closedForRoom).toBe(1);
+  });
+
+  it('lets a newcomer take the place of a body behind its pace whose Upgrade was ignored (an upgraded connection otherwise never closed for room)', async () => {
+    const { l, fake, heads } = await started({ maxConnections: 1 });
+    const slow = client(l);
+    slow.socket.write('POST /read HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 100\r\n\r\na');
+    await until(() => heads.length === 1);
+    fake.tick(CHECK_MS);
+    const slowClosed = closed(slow.socket);
+    expect(await (await fetch(`${l.origin}/read`)).json()).toEqual({ bytes: 0 });
+    await slowClosed;
+    expect(slow.received().split('\r\n\r\n')[1]).toBe(REQUEST_TIMEOUT);
+  });
+
+  it('keeps an upload that keeps its pace: the newcomer is refused, as when every place is being answered', async () => {
+    const { l, fake, heads } = await started({ maxConnections: 1 });
+    const upload = client(l);
+    const chunk = 'u'.repeat(2 * DEFAULT_MIN_BODY_BYTES_PER_SECOND * (CHECK_MS / 1000));
+    upload.socket.write(`POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * chunk.length}\r\n\r\n`);
+    await until(() => heads.length === 1);
+    const serverSide = heads[0]!.req.socket;
+    const before = serverSide.bytesRead;
+    upload.socket.write(chunk);
+    await until(() => serverSide.bytesRead >= before + chunk.length);
+    fake.tick(CHECK_MS);
+    const newcomer = client(l);
+    newcomer.socket.write('GET /read HTTP/1.1\r\nHost: x\r\n\r\n');
+    await closed(newcomer.socket);
+    expect([newcomer.received(), l.connections.refused]).toEqual(['', 1]);
+    upload.socket.write(chunk);
+    await until(() => upload.received().includes('\r\n\r\n{'));
+    expect(upload.received().endsWith(JSON.stringify({ bytes: 2 * chunk.length }))).toBe(true);
+  });
+
+  it('makes a body that caught up again no longer closable for room', async () => {
+    const { l, fake, heads } = await started({ maxConnections: 1 });
+    const slow = client(l);
+    const chunk = 'c'.repeat(4 * DEFAULT_MIN_BODY_BYTES_PER_SECOND * (CHECK_MS / 1000));
+    slow.socket.write(`POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * chunk.length}\r\n\r\n`);
+    await until(() => heads.length === 1);
+    fake.tick(CHECK_MS);
+    const serverSide = heads[0]!.req.socket;
+    const before = serverSide.bytesRead;
+    slow.socket.write(chunk);
+    await until(() => serverSide.bytesRead >= before + chunk.length);
+    fake.tick(CHECK_MS);
+    const newcomer = client(l);
+    await closed(newcomer.socket);
+    expect([newcomer.received(), l.connections.refused, l.connections.closedForRoom]).toEqual(['', 1, 0]);
+  });
+});

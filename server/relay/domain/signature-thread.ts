@@ -1,0 +1,231 @@
+import { Worker } from 'node:worker_threads';
+import { isCanonicalSignature } from '../../../core/relay/ed25519.js';
+import { isNodeId, nodeIdToPublicKey } from '../../../core/relay/node-id.js';
+import { type Vote, isSignatureText, verifyVote, voteSigningBytes } from '../../../core/relay/vote.js';
+
+/**
+ * A vote's signature check begun off the event loop (`SignatureChecksAhead.begin`). `verdict` never
+ * waits: when the thread has not answered yet, the loop checks the signature itself (`verifyVote`),
+ * so a check ahead costs the loop at most what checking on it always cost (decision 1090).
+ */
+export interface AheadCheck {
+  /** Whether the signature is valid; the same answer `verifyVote(vote, { keyChecked: true })` gives. Memoised. */
+  verdict(): boolean;
+}
+
+/** Signature checks begun before the loop stores a vote, read at its commit (decision 1090). */
+export interface SignatureChecksAhead {
+  /**
+   * Begins checking `vote`'s Ed25519 signature off the loop, its voter's key already known good (a
+   * registered node's). Null when it cannot go ahead now: the thread is starting, busy or gone, or
+   * the vote is one `verifyVote` refuses before any curve arithmetic (the caller then checks it on
+   * the loop, as without a thread, and gives the same answer).
+   */
+  begin(vote: Vote): AheadCheck | null;
+  /** Ends the thread (bounded); checks begun after this are null. */
+  close(): Promise<void>;
+}
+
+/** Signed bytes the thread takes by default (a canonical vote, its slice inline: a 1000-node slice is about 66 KB); larger votes are checked on the loop. */
+export const AHEAD_MESSAGE_MAX_BYTES = 256 * 1024;
+
+/** The control words (an Int32Array over a SharedArrayBuffer), and the thread's states. */
+const STATE = 0;
+const SEQ = 1;
+const DONE_SEQ = 2;
+const VERDICT = 3;
+const LENGTH = 4;
+const CONTROL_WORDS = 5;
+const STARTING = 0;
+const IDLE = 1;
+const ASKED = 2;
+const BUSY = 3;
+const STOPPING = 4;
+/** The data area: the public key, the signature, then the signed bytes. */
+const KEY_AT = 0;
+const SIG_AT = 32;
+const MESSAGE_AT = 96;
+/** `Atomics.waitAsync` (Node 16 and later; not in this TypeScript target's lib). */
+const waitAsync = (Atomics as unknown as { waitAsync(array: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string } }).waitAsync;
+
+/** How long `close` waits for the thread to end before terminating it. */
+const STOP_TIMEOUT_MS = 5_000;
+
+/**
+ * The thread: a loop blocked in `Atomics.wait` until asked, one `crypto.verify` (OpenSSL) per ask,
+ * its verdict and the ask's number stored back. CommonJS text (an eval'd worker runs no TypeScript).
+ * It keeps its own parsed key objects (parsing a key costs about as much as a verification). The
+ * fence (`isCanonicalSignature`, the key's length) is the loop's, before it asks.
+ */
+const THREAD_SOURCE = `
+const { workerData } = require('node:worker_threads');
+const { createPublicKey, verify } = require('node:crypto');
+const control = new Int32Array(workerData.control);
+const data = new Uint8Array(workerData.data);
+const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+const KEY_LIMIT = 16384;
+const keys = new Map();
+function keyObject(bytes) {
+  const id = bytes.toString('hex');
+  let key = keys.get(id);
+  if (key) return key;
+  key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, bytes]), format: 'der', type: 'spki' });
+  if (keys.size >= KEY_LIMIT) keys.delete(keys.keys().next().value);
+  keys.set(id, key);
+  return key;
+}
+Atomics.store(control, ${STATE}, ${IDLE});
+Atomics.notify(control, ${STATE});
+for (;;) {
+  Atomics.wait(control, ${STATE}, ${IDLE});
+  const state = Atomics.load(control, ${STATE});
+  if (state === ${STOPPING}) break;
+  if (state !== ${ASKED}) continue;
+  Atomics.store(control, ${STATE}, ${BUSY});
+  const seq = Atomics.load(control, ${SEQ});
+  const length = Atomics.load(control, ${LENGTH});
+  let valid = false;
+  try {
+    // Copied out of the shared memory: OpenSSL reads plain buffers.
+    const key = keyObject(Buffer.from(data.subarray(${KEY_AT}, ${KEY_AT} + 32)));
+    valid = verify(null, Buffer.from(data.subarray(${MESSAGE_AT}, ${MESSAGE_AT} + length)), key, Buffer.from(data.subarray(${SIG_AT}, ${SIG_AT} + 64)));
+  } catch {
+    valid = false;
+  }
+  Atomics.store(control, ${VERDICT}, valid ? 1 : 0);
+  Atomics.store(control, ${DONE_SEQ}, seq);
+  // Back to idle unless close asked it to stop meanwhile.
+  Atomics.compareExchange(control, ${STATE}, ${BUSY}, ${IDLE});
+  Atomics.notify(control, ${DONE_SEQ});
+  Atomics.notify(control, ${STATE});
+}
+`;
+
+/**
+ * One thread that checks one lone vote's signature at a time while the event loop stores it
+ * (decision 1090). Asked through shared memory, not messages: a `postMessage` and its wake-up on
+ * the loop cost about what the check saves, and the loop must read the verdict synchronously,
+ * inside the transaction, before the commit. Started at the first `begin` (a relay that is never
+ * sent a vote runs no thread); until it is ready, `begin` answers null.
+ */
+export class SignatureThread implements SignatureChecksAhead {
+  private readonly control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * Int32Array.BYTES_PER_ELEMENT));
+  private readonly data: Uint8Array;
+  private readonly messageMaxBytes: number;
+  private readonly onLost: (cause: unknown) => void;
+  private worker: Worker | undefined;
+  private exited: Promise<void> | undefined;
+  private seq = 0;
+  private gone = false;
+
+  constructor(options: { onLost?: (cause: unknown) => void; messageMaxBytes?: number } = {}) {
+    // Told once if the thread ends by itself: checks then stay on the loop for good.
+    this.onLost = options.onLost ?? (() => {});
+    this.messageMaxBytes = options.messageMaxBytes ?? AHEAD_MESSAGE_MAX_BYTES;
+    this.data = new Uint8Array(new SharedArrayBuffer(MESSAGE_AT + this.messageMaxBytes));
+  }
+
+  begin(vote: Vote): AheadCheck | null {
+    if (this.gone) return null;
+    if (!this.worker) {
+      this.start();
+      return null;
+    }
+    if (Atomics.load(this.control, STATE) !== IDLE) return null;
+    // verifyVote's fence: what fails it is refused without a thread, by the caller's check on the loop.
+    if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return null;
+    const sig = Buffer.from(vote.sig, 'base64url');
+    if (!isCanonicalSignature(sig)) return null;
+    let message: Uint8Array;
+    try {
+      message = voteSigningBytes(vote);
+    } catch {
+      return null;
+    }
+    if (message.length > this.messageMaxBytes) return null;
+    this.data.set(nodeIdToPublicKey(vote.voter), KEY_AT);
+    this.data.set(sig, SIG_AT);
+    this.data.set(message, MESSAGE_AT);
+    const seq = ++this.seq;
+    Atomics.store(this.control, LENGTH, message.length);
+    Atomics.store(this.control, SEQ, seq);
+    Atomics.store(this.control, STATE, ASKED);
+    Atomics.notify(this.control, STATE);
+    let verdict: boolean | undefined;
+    return {
+      verdict: () => (verdict ??= this.answerOf(seq) ?? verifyVote(vote, { keyChecked: true })),
+    };
+  }
+
+  /** The thread's verdict for ask `seq`, or undefined while it has not given one. */
+  answerOf(seq: number): boolean | undefined {
+    if (Atomics.load(this.control, DONE_SEQ) !== seq) return undefined;
+    return Atomics.load(this.control, VERDICT) === 1;
+  }
+
+  /** The number of the last ask (tests). */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** Whether the thread is started and waiting for an ask (tests wait for it before asking). */
+  get ready(): boolean {
+    return !this.gone && this.worker !== undefined && Atomics.load(this.control, STATE) === IDLE;
+  }
+
+  /** Starts the thread now (`begin` does at its first call); settles once it waits for asks. */
+  async started(): Promise<void> {
+    if (!this.worker) this.start();
+    const waited = waitAsync(this.control, STATE, STARTING);
+    if (waited.async) await waited.value;
+  }
+
+  /** Settles once the thread answered ask `seq` and waits for the next (tests). */
+  async answered(seq: number): Promise<void> {
+    for (;;) {
+      const done = Atomics.load(this.control, DONE_SEQ);
+      if (done >= seq) break;
+      const waited = waitAsync(this.control, DONE_SEQ, done);
+      if (waited.async) await waited.value;
+    }
+    for (;;) {
+      const state = Atomics.load(this.control, STATE);
+      if (state !== BUSY) return;
+      const waited = waitAsync(this.control, STATE, state);
+      if (waited.async) await waited.value;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.gone = true;
+    const worker = this.worker;
+    if (!worker) return;
+    Atomics.store(this.control, STATE, STOPPING);
+    Atomics.notify(this.control, STATE);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS)));
+    if ((await Promise.race([this.exited, late])) === 'late') await worker.terminate();
+    clearTimeout(timer);
+  }
+
+  private start(): void {
+    const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { control: this.control.buffer, data: this.data.buffer } });
+    // The thread keeps no process alive: `close` ends it, and a process that is done must be able to exit.
+    worker.unref();
+    this.worker = worker;
+    let reported = false;
+    const lost = (cause: unknown) => {
+      if (this.gone || reported) return;
+      reported = true;
+      this.gone = true;
+      this.onLost(cause);
+    };
+    worker.on('error', lost);
+    this.exited = new Promise((resolve) =>
+      worker.on('exit', (code) => {
+        lost(new Error(`the relay's signature thread ended (exit code ${code})`));
+        resolve();
+      }),
+    );
+  }
+}
