@@ -117,7 +117,7 @@ const serve = program
   .addOption(new Option('--no-mcp', 'do not serve MCP at /mcp (docs/mcp.md)'))
   .addOption(new Option('--no-waitlist', "turn off the home page's waitlist (this bench operator's list of who wants more boards here)"))
   .addOption(new Option('--log-level <level>', 'JSON log lines on stderr from this level up').env('HILBENCH_LOG_LEVEL').default('info').choices([...logLevels]))
-  .addOption(new Option('--metrics-token <token>', 'GET /metrics answers only "authorization: Bearer <token>" (default: open)').env('HILBENCH_METRICS_TOKEN'))
+  .addOption(new Option('--metrics-token <token>', 'GET /metrics of the bench and of the relay answers only "authorization: Bearer <token>" (default: open)').env('HILBENCH_METRICS_TOKEN'))
   .addOption(new Option('--no-local-worker', 'run no bench worker in this process: jobs run on remote workers (hilbench worker; docs/worker-protocol.md)'))
   .addOption(new Option('--pool-size <n|board=n>', `the in-process worker's ${POOL_SIZE_HELP}`).env('HILBENCH_POOL_SIZE').argParser(poolSizeValues))
   .addOption(new Option('--worker-heartbeat-seconds <s>', 'how often remote workers send a heartbeat (default 5)').env('HILBENCH_WORKER_HEARTBEAT_SECONDS').argParser(positiveNumber))

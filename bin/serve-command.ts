@@ -99,6 +99,8 @@ export async function serveCommand(opts: Record<string, unknown>): Promise<void>
           clock,
           logger,
           dataDir: path.join(dataDir, 'relay'),
+          // One token for both services' /metrics (decision 1060).
+          metricsToken: opts.metricsToken as string | undefined,
           // The relay's tables beside the bench's, in their own schema: replicas share both (decision 0440).
           ...(typeof opts.databaseUrl === 'string' && opts.databaseUrl !== '' ? { databaseUrl: opts.databaseUrl } : {}),
           host,

@@ -151,6 +151,8 @@ export const postgresSuites = {
     'test/integration/postgres/relay-unstorable-text.postgres.test.ts',
     'test/integration/postgres/relay-reads-never-write.postgres.test.ts',
     'test/integration/postgres/relay-restart.postgres.test.ts',
+    // The relay's /metrics: items, nodes and peers read from PostgreSQL when scraped (decision 1060).
+    'test/integration/postgres/relay-metrics.postgres.test.ts',
   ],
 };
 

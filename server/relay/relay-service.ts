@@ -1,4 +1,4 @@
-import express, { type Express, type Request, type Router } from 'express';
+import express, { type Express, type Request, type RequestHandler, type Router } from 'express';
 import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock, TimerHandle } from '../../core/clock.js';
@@ -17,6 +17,8 @@ import { notFoundHandler } from '../http/error-handler.js';
 import { mountApiRoutes } from '../http/api-route.js';
 import { buildOpenApiDocument } from '../http/openapi.js';
 import type { SyncFile } from '../storage/wal-sync.js';
+import type { ConnectionCounts } from '../http/connection-cap.js';
+import { type RequestDone, requestMetrics } from '../http/http-metrics.js';
 import { relayBodyParser } from './routes/relay-body-parser.js';
 import { type Logger, consoleLogger } from '../http/logger.js';
 import { RateLimiter, clientAddress, rateLimit } from '../http/rate-limit.js';
@@ -43,6 +45,8 @@ import { type SignatureChecksAhead, SignatureThread } from './domain/signature-t
 import { sliceDeclarationRoutes } from './routes/slice-declaration-routes.js';
 import { socialRoutes } from './routes/social-routes.js';
 import { Voting } from './domain/voting.js';
+import { type RateLimitName, RelayCounts } from './domain/relay-counts.js';
+import { countRefusals, metricsHandler, relayMetrics } from './relay-metrics.js';
 
 export interface RelayServiceConfig {
   clock: Clock;
@@ -115,6 +119,10 @@ export interface RelayServiceConfig {
   eventsPagePayloadMaxBytes?: number;
   /** SQLite only: how the WAL is made durable before answers go out; default fdatasync on the thread pool (decision 0480; tests gate it). */
   syncFile?: SyncFile;
+  /** When set, `GET /metrics` answers only `authorization: Bearer <metricsToken>`; unset: open (as the bench's; decision 1060). */
+  metricsToken?: string;
+  /** The connection cap's live counts of the server this relay answers on (`listen`'s), in `/metrics`; absent when it is not listening (tests). */
+  connections?: ConnectionCounts;
   /**
    * SQLite only: where a lone vote's signature is checked while the loop stores the vote, which
    * commits only if it passes (decision 1090); default a `SignatureThread` of the relay's own,
@@ -138,7 +146,7 @@ export interface RelayService {
    * so its body is never sent.
    */
   checkContinue(req: IncomingMessage, res: ServerResponse): void;
-  /** Write transactions committed since the relay started (SQLite; 0 on PostgreSQL), for the ingest bench. */
+  /** Write transactions this process committed since the relay started (`RelayStore.commits`), for the ingest bench. */
   commitCount(): number;
   /** Stops periodic probes and closes the database. */
   close(): Promise<void>;
@@ -214,6 +222,7 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       seeds: config.seeds ?? [],
       operators: new Set(config.operators ?? []),
       log,
+      counts: new RelayCounts(),
       eventsPagePayloadMaxBytes: config.eventsPagePayloadMaxBytes ?? relayLimits.eventsPagePayloadMaxBytes,
       // On PostgreSQL a transaction awaits each statement: the thread pool's checks already overlap there.
       signatureChecksAhead:
@@ -231,11 +240,13 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
     const rates = { ...defaultRelayRateLimits, ...config.rateLimits };
     const clientOf = (req: Request) => clientAddress(req, config.trustProxyHops ?? 0);
     const limited = strictRouter();
-    limited.post('/register', rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.registrationsPerMinute, perMs: 60_000 }), clientOf, what: 'registrations' }));
-    limited.post(['/session', '/login', '/login/verify', '/recover/start', '/recover/finish'], rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.signInsPerMinute, perMs: 60_000 }), clientOf, what: 'sign-in and recovery requests' }));
+    const counted = (limit: RateLimitName, handler: RequestHandler) => countRefusals(deps.counts, limit, handler);
+    limited.post('/register', counted('registrations', rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.registrationsPerMinute, perMs: 60_000 }), clientOf, what: 'registrations' })));
+    limited.post(['/session', '/login', '/login/verify', '/recover/start', '/recover/finish'], counted('sign_ins', rateLimit({ limiter: new RateLimiter({ clock: config.clock, requests: rates.signInsPerMinute, perMs: 60_000 }), clientOf, what: 'sign-in and recovery requests' })));
     // One list for the app's 307s and the `Expect: 100-continue` listener's, which must agree.
     const served = servedPaths(deps, routes);
-    const app = buildApp(deps, routes, logger, limited, served);
+    const metrics = relayMetrics({ store, counts: deps.counts, ...(config.connections ? { connections: config.connections } : {}) });
+    const app = buildApp(deps, routes, logger, limited, served, { onRequestDone: metrics.onRequestDone, scrape: metricsHandler({ registry: metrics.registry, store, token: config.metricsToken }) });
 
     let timer: TimerHandle | undefined;
     let closed = false;
@@ -306,17 +317,24 @@ function servedPaths(deps: RelayDeps, routes: readonly RelayRoute[]): ServedPath
   const sitePrefix = pathPrefix(deps.humanUrl);
   const apiPrefix = pathPrefix(deps.baseUrl);
   return [
+    { method: 'get', path: '/metrics' },
     ...RELAY_SITE_PATHS.map((path) => ({ method: 'get', path: sitePrefix + path })),
     ...[...routes, { method: 'get', path: '/openapi.json' }].map((route) => ({ method: route.method, path: apiPrefix + route.path })),
   ];
 }
 
-function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router, served: readonly ServedPath[]): Express {
+function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router, served: readonly ServedPath[], metrics: { onRequestDone: (done: RequestDone) => void; scrape: RequestHandler }): Express {
   const app = express();
   starletteApp(app);
   app.disable('x-powered-by');
   app.use(noSniff);
   app.use(requireHost);
+  // HTTP metrics by route pattern and status: the bench's requestContext without its request id (x-relay defines the relay's answers).
+  app.use(requestMetrics({ nowMs: () => deps.clock.nowMs(), onDone: metrics.onRequestDone }));
+  // Before the durable gate: after a failed sync every other answer is a 503, and the scrape is how
+  // an operator sees it (hilbench_relay_wal_sync_failed). At the origin's root whatever the API's
+  // path, as the bench's; not in /openapi.json, which describes x-relay (decision 1060).
+  app.get('/metrics', metrics.scrape);
   const api = strictRouter();
   const gates = relayStoreGates(deps.store, logger);
   // No answer before its data is on disk.
@@ -354,7 +372,7 @@ function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger
   return app;
 }
 
-export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs' | 'bodyStallTimeoutMs' | 'minBodyBytesPerSecond'> {
+export interface StartRelayServerOptions extends Omit<RelayServiceConfig, 'baseUrl' | 'humanUrl' | 'connections'>, Pick<ListenOptions, 'maxConnections' | 'headersTimeoutMs' | 'sendStallTimeoutMs' | 'bodyStallTimeoutMs' | 'minBodyBytesPerSecond'> {
   /** Interface to listen on; default 127.0.0.1. */
   host?: string;
   /** 0 (the default) picks a free port. */
@@ -394,7 +412,7 @@ export async function startRelayServer(options: StartRelayServerOptions, deps: S
   const humanUrl = origin + (options.humanPath ?? '');
   let service: RelayService;
   try {
-    service = await (deps.createService ?? createRelayService)({ ...options, baseUrl, humanUrl });
+    service = await (deps.createService ?? createRelayService)({ ...options, baseUrl, humanUrl, connections: listening.connections });
   } catch (err) {
     await listening.close();
     throw err;

@@ -43,7 +43,7 @@ export class RelayStore {
   private readonly walSync: WalSync | undefined;
   /** SQLite only: WAL checkpoints off the event loop (decision 0760). */
   private readonly checkpointer: WalCheckpointer | undefined;
-  /** SQLite only: write transactions committed since the store opened (`commits`). */
+  /** Write transactions committed since the store opened (`commits`). */
   private committed = 0;
   /** Savepoints open now: each gets its own name. */
   private savepoints = 0;
@@ -122,17 +122,33 @@ export class RelayStore {
   }
 
   /**
+   * `plain` for reads no cache depends on and nothing must wait behind (`/metrics`): on PostgreSQL
+   * beside the replica's queue of rules (decision 0700), so a vote never waits for a scrape; on
+   * SQLite `plain` (one connection, on the event loop: keep such reads cheap).
+   */
+  readBeside<T>(steps: Steps<T> | (() => Steps<T>)): Promise<T> {
+    if (this.pg) return this.pg.readBeside(typeof steps === 'function' ? steps : () => steps);
+    return this.plain(steps);
+  }
+
+  /**
    * Runs `steps` in one write transaction: the change and its event commit together or not at all.
    * Settles after the commit (on SQLite, before this returns). Inside, `savepoint` nests one.
    */
   tx<T>(steps: Steps<T> | (() => Steps<T>)): Promise<T> {
     const make = typeof steps === 'function' ? steps : () => steps;
     if (this.pg) {
-      return this.pg.tx(make).catch((err: unknown) => {
-        // Whatever the steps wrote is gone: in-memory views of those rows must forget them.
-        this.invalidateCaches();
-        throw err;
-      });
+      return this.pg.tx(make).then(
+        (result) => {
+          this.committed++;
+          return result;
+        },
+        (err: unknown) => {
+          // Whatever the steps wrote is gone: in-memory views of those rows must forget them.
+          this.invalidateCaches();
+          throw err;
+        },
+      );
     }
     try {
       const executor = this.sqliteSteps as SqliteRelayExecutor;
@@ -188,11 +204,18 @@ export class RelayStore {
   }
 
   /**
-   * Write transactions committed since the store opened, a write outside `tx` counting as one
-   * (SQLite; always 0 on PostgreSQL): the ingest bench reports them per accepted vote.
+   * Write transactions this process committed since the store opened: the ingest bench reports
+   * them per accepted vote, `/metrics` as `hilbench_relay_write_transactions_total`. On SQLite a
+   * write outside `tx` counts as one; on PostgreSQL only `tx`s count (plain writes commit there
+   * on their own, unseen by the store).
    */
   get commits(): number {
     return this.committed;
+  }
+
+  /** SQLite: fdatasyncs of the WAL completed since the store opened (decision 0480); null on PostgreSQL, which syncs its own commits. */
+  get walSyncs(): number | null {
+    return this.walSync ? this.walSync.syncs : null;
   }
 
   /**

@@ -39,6 +39,8 @@ export class WalSync {
   private committed = 0;
   /** Commits known to be on disk. */
   private synced = 0;
+  /** Syncs that completed (`syncs`), for the relay's metrics. */
+  private syncsDone = 0;
   private inFlight: { upTo: number; done: Promise<void> } | null = null;
   /** One sync queued behind the one in flight, shared by every commit made since that one began. */
   private queued: Promise<void> | null = null;
@@ -106,6 +108,11 @@ export class WalSync {
     return this.queued;
   }
 
+  /** fdatasyncs of the WAL that completed since this opened (the one at open not counted). */
+  get syncs(): number {
+    return this.syncsDone;
+  }
+
   /** The failed sync that makes `whenDurable` reject for good; null while none failed. */
   get failure(): Error | null {
     return this.failedWith;
@@ -162,6 +169,7 @@ export class WalSync {
     const done = sync.then(
       () => {
         this.synced = Math.max(this.synced, upTo);
+        this.syncsDone++;
         this.inFlight = null;
       },
       (err: unknown) => {

@@ -41,7 +41,8 @@ export function identityRoutes(deps: RelayDeps): RelayRoute[] {
       successStatus: 201,
       handle: async ({ body, res }) => {
         const { created, ...credential } = await register.register(body);
-        if (!created) res.status(200);
+        if (created) deps.counts.registrations++;
+        else res.status(200);
         return { ...credentialAnswer(credential), created };
       },
     }),

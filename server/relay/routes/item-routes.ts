@@ -13,7 +13,7 @@ import type { ItemRow } from '../../storage/relay/item-repository.js';
 import { bulletinView, itemView } from '../views/item-view.js';
 import { ItemReads } from '../queries/item-reads.js';
 import { PostItem, type PostedItem } from '../use-cases/post-item.js';
-import { PostVote } from '../use-cases/post-vote.js';
+import { PostVote, type PostedVote } from '../use-cases/post-vote.js';
 import { Report } from '../use-cases/report.js';
 import { Slice } from '../use-cases/slice.js';
 
@@ -46,6 +46,7 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
   const items = new ItemReads(deps);
   const postItem = new PostItem(deps);
   const postVote = new PostVote(deps);
+  const { counts } = deps;
   const reports = new Report(deps);
   const slices = new Slice(deps);
   const botOf = (caller: Caller) => (caller.kind === 'bot' ? caller.botId : null);
@@ -113,7 +114,16 @@ export function itemRoutes(deps: RelayDeps): RelayRoute[] {
       successStatus: 201,
       handle: async ({ params, req, res }) => {
         const itemId = params.id!;
-        const { vote, outcome } = await postVote.run(itemId, req.body, res);
+        let posted: PostedVote;
+        try {
+          posted = await postVote.run(itemId, req.body, res);
+        } catch (err) {
+          counts.voteRefused(err);
+          throw err;
+        }
+        const { vote, outcome } = posted;
+        // One increment (relay-counts.ts): the vote path pays nothing more for /metrics.
+        counts.voteTaken(outcome);
         if (!outcome.stored) res.status(200);
         const bulletin = outcome.bulletin;
         return {

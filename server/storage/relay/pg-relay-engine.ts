@@ -107,6 +107,16 @@ export class PgRelayEngine {
   }
 
   /**
+   * Runs `steps` as plain reads beside the queue of rules, on whichever connection of the pool is
+   * free: for reads that no cache depends on and that no rule must wait behind (the counts of the
+   * relay's `/metrics`, decision 1060: a COUNT(*) of 100 000 rows takes the database about 18 ms).
+   */
+  readBeside<T>(steps: () => Steps<T>): Promise<T> {
+    if (this.closing) return Promise.reject(new Error(`${this.label} is closed`));
+    return this.faults.run(() => runSteps(steps(), (statement) => performRelayStatement(this.pool, statement)));
+  }
+
+  /**
    * Runs `steps` in one transaction under the write lock, after the rules queued before; settles
    * after its commit. A nested transaction is a savepoint the steps take (`RelayStore.savepoint`).
    */
