@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { isCanonicalSignature } from '../../../core/relay/ed25519.js';
-import { isNodeId, nodeIdToPublicKey } from '../../../core/relay/node-id.js';
+import { isNodeId } from '../../../core/relay/node-id.js';
 import { type Vote, isSignatureText, verifyVote, voteSigningBytes } from '../../../core/relay/vote.js';
 
 /**
@@ -152,7 +152,7 @@ export class SignatureThread implements SignatureChecksAhead {
       return null;
     }
     if (message.length > this.messageMaxBytes) return null;
-    this.data.set(nodeIdToPublicKey(vote.voter), KEY_AT);
+    this.data.set(Buffer.from(vote.voter, 'hex'), KEY_AT);
     this.data.set(sig, SIG_AT);
     this.data.set(message, MESSAGE_AT);
     const seq = ++this.seq;
