@@ -103,6 +103,20 @@ describe('SignatureThread', () => {
     expect(taken).toBe(50);
   });
 
+  it('sends the thread a voter\'s key the loop has parsed, once, and checks with it', async () => {
+    const t = await readyThread();
+    const key = generateNodeKey();
+    const first = vote(key, 1);
+    // Parsed on the loop (a check there), not yet by the thread.
+    expect(verifyVote(first, { keyChecked: true })).toBe(true);
+    expect(await threadVerdict(t, first)).toBe(true);
+    expect(await threadVerdict(t, vote(key, 2))).toBe(true);
+    expect(t.keysShared).toBe(1);
+    // A key the loop never parsed is the thread's to parse: nothing sent.
+    expect(await threadVerdict(t, vote(generateNodeKey(), 3))).toBe(true);
+    expect(t.keysShared).toBe(1);
+  });
+
   it('ends on close; checks asked after it are null', async () => {
     const t = await readyThread();
     await t.close();

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { Worker } from 'node:worker_threads';
-import { isCanonicalSignature } from '../../../core/relay/ed25519.js';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { cachedPublicKeyObject, isCanonicalSignature } from '../../../core/relay/ed25519.js';
 import { isNodeId } from '../../../core/relay/node-id.js';
 import { type Vote, isSignatureText, verifyVote, voteSigningBytes } from '../../../core/relay/vote.js';
 
@@ -29,6 +29,9 @@ export interface SignatureChecksAhead {
 
 /** Signed bytes the thread takes by default (a canonical vote, its slice inline: a 1000-node slice is about 66 KB); larger votes are checked on the loop. */
 export const AHEAD_MESSAGE_MAX_BYTES = 256 * 1024;
+
+/** Parsed keys the thread keeps (as `core/relay/ed25519.ts` keeps on the loop). */
+const THREAD_KEY_LIMIT = 16_384;
 
 /** The control words (an Int32Array over a SharedArrayBuffer), and the thread's states. */
 const STATE = 0;
@@ -65,20 +68,23 @@ const STOP_TIMEOUT_MS = 5_000;
  * fence (`isCanonicalSignature`, the key's length) is the loop's, before it asks.
  */
 const THREAD_SOURCE = `
-const { workerData } = require('node:worker_threads');
+const { workerData, receiveMessageOnPort } = require('node:worker_threads');
 const { createPublicKey, verify } = require('node:crypto');
 const control = new Int32Array(workerData.control);
 const data = new Uint8Array(workerData.data);
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
-const KEY_LIMIT = 16384;
+const KEY_LIMIT = ${THREAD_KEY_LIMIT};
 const keys = new Map();
+function remember(id, key) {
+  if (keys.size >= KEY_LIMIT) keys.delete(keys.keys().next().value);
+  keys.set(id, key);
+}
 function keyObject(bytes) {
   const id = bytes.toString('hex');
   let key = keys.get(id);
   if (key) return key;
   key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, bytes]), format: 'der', type: 'spki' });
-  if (keys.size >= KEY_LIMIT) keys.delete(keys.keys().next().value);
-  keys.set(id, key);
+  remember(id, key);
   return key;
 }
 Atomics.store(control, ${STATE}, ${IDLE});
@@ -89,6 +95,8 @@ for (;;) {
   if (state === ${STOPPING}) break;
   // Taken only if the loop has not withdrawn it meanwhile: one of the two wins.
   if (state !== ${ASKED} || Atomics.compareExchange(control, ${STATE}, ${ASKED}, ${BUSY}) !== ${ASKED}) continue;
+  // Keys the loop had parsed already, sent before the ask: taken in, so this check parses none.
+  for (let sent = receiveMessageOnPort(workerData.keys); sent; sent = receiveMessageOnPort(workerData.keys)) remember(sent.message.id, sent.message.key);
   const seq = Atomics.load(control, ${SEQ});
   const length = Atomics.load(control, ${LENGTH});
   let valid = false;
@@ -121,11 +129,21 @@ export class SignatureThread implements SignatureChecksAhead {
   private readonly messageMaxBytes: number;
   private readonly onLost: (cause: unknown) => void;
   private worker: Worker | undefined;
+  /** Where the loop sends the thread key objects it has parsed (read by the thread synchronously, when it takes an ask). */
+  private keysPort: MessagePort | undefined;
+  /**
+   * Node ids whose key the thread has, as far as the loop can tell (it sent it, or asked with it and
+   * the thread parsed it): a hint, bounded like the thread's cache. Wrong, it costs one parse or one
+   * message, never a wrong verdict.
+   */
+  private readonly threadKeys = new Set<string>();
   private exited: Promise<void> | undefined;
   private seq = 0;
   private gone = false;
   /** Verdicts read, by who gave them: the thread, or the loop when the thread had not answered yet (tests, the ingest bench). */
   readonly verdicts = { byThread: 0, byLoop: 0 };
+  /** Key objects sent to the thread, parsed on the loop before (tests). */
+  keysShared = 0;
 
   constructor(options: { onLost?: (cause: unknown) => void; messageMaxBytes?: number } = {}) {
     // Told once if the thread ends by itself: checks then stay on the loop for good.
@@ -152,6 +170,7 @@ export class SignatureThread implements SignatureChecksAhead {
       return null;
     }
     if (message.length > this.messageMaxBytes) return null;
+    this.shareKey(vote.voter);
     this.data.set(Buffer.from(vote.voter, 'hex'), KEY_AT);
     this.data.set(sig, SIG_AT);
     this.data.set(message, MESSAGE_AT);
@@ -194,6 +213,22 @@ export class SignatureThread implements SignatureChecksAhead {
     }
   }
 
+  /**
+   * Sends the thread the voter's key object when the loop has it parsed and the thread may not: a
+   * key parse costs about 0.16 ms here, as much as a check, and a voter's first lone vote would
+   * otherwise make the thread slower than the transaction it runs beside.
+   */
+  private shareKey(nodeId: string): void {
+    if (this.threadKeys.has(nodeId)) return;
+    const key = cachedPublicKeyObject(nodeId);
+    if (key && this.keysPort) {
+      this.keysPort.postMessage({ id: nodeId, key });
+      this.keysShared++;
+    }
+    if (this.threadKeys.size >= THREAD_KEY_LIMIT) this.threadKeys.delete(this.threadKeys.values().next().value as string);
+    this.threadKeys.add(nodeId);
+  }
+
   /** The thread's verdict for ask `seq`, or undefined while it has not given one. */
   answerOf(seq: number): boolean | undefined {
     if (Atomics.load(this.control, DONE_SEQ) !== seq) return undefined;
@@ -233,6 +268,7 @@ export class SignatureThread implements SignatureChecksAhead {
     if (!worker) return;
     Atomics.store(this.control, STATE, STOPPING);
     Atomics.notify(this.control, STATE);
+    this.keysPort?.close();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STOP_TIMEOUT_MS)));
     if ((await Promise.race([this.exited, late])) === 'late') await worker.terminate();
@@ -240,7 +276,11 @@ export class SignatureThread implements SignatureChecksAhead {
   }
 
   private start(): void {
-    const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { control: this.control.buffer, data: this.data.buffer } });
+    const { port1, port2 } = new MessageChannel();
+    this.keysPort = port1;
+    // Unreferenced like the thread: a port waiting for nothing must not keep a finished process alive.
+    port1.unref();
+    const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { control: this.control.buffer, data: this.data.buffer, keys: port2 }, transferList: [port2] });
     // The thread keeps no process alive: `close` ends it, and a process that is done must be able to exit.
     worker.unref();
     this.worker = worker;
