@@ -124,7 +124,7 @@ const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii', 'ascii', 'us', 'ansi
 // not what they are (0x80-0x9f differ): refused with the other charsets.
 const LATIN1_CHARSETS = new Set(['iso-8859-1', 'iso8859-1', 'iso88591', 'iso_8859-1', 'iso_8859-1:1987', 'latin1']);
 
-const CHARSET_PARAM = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i;
+const CHARSET_PARAM = /;\s*charset\s*=\s*("?)([^";\s]*)\1/gi;
 
 /**
  * How to read a form whose (or a form part's) `Content-Type` is `contentType`, from the charset it
@@ -136,7 +136,10 @@ const CHARSET_PARAM = /;\s*charset\s*=\s*("?)([^";\s]*)\1/i;
  * and `read` as its default, so both form types, and US-ASCII's aliases, are read alike.
  */
 export function formCharsetOf(contentType: string | undefined): { read: FormTextCharset; declared?: string } | { refused: string } {
-  const charset = CHARSET_PARAM.exec(contentType ?? '')?.[2]?.toLowerCase();
+  const declared = [...new Set([...(contentType ?? '').matchAll(CHARSET_PARAM)].map((m) => (m[2] ?? '').toLowerCase()))];
+  // Two that disagree are refused: a parser reading either one could read the form otherwise.
+  if (declared.length > 1) return { refused: declared.join(', ').slice(0, 40) };
+  const charset = declared[0];
   if (charset === undefined) return { read: 'utf8' };
   if (UTF8_CHARSETS.has(charset)) return { read: 'utf8', declared: charset };
   if (LATIN1_CHARSETS.has(charset)) return { read: 'latin1', declared: charset };
@@ -144,7 +147,7 @@ export function formCharsetOf(contentType: string | undefined): { read: FormText
   return { refused: charset.slice(0, 40) };
 }
 
-/** `contentType` without its `charset` parameter (the charset read is given apart: `formCharsetOf`). */
+/** `contentType` without its `charset` parameters, every one (the charset read is given apart: `formCharsetOf`). */
 export function contentTypeWithoutCharset(contentType: string): string {
   return contentType.replace(CHARSET_PARAM, '');
 }
