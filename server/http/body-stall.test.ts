@@ -1,11 +1,12 @@
 import { createClock } from '@sinonjs/fake-timers';
 import type http from 'node:http';
-import { type Socket, connect } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockFromFakeTimers } from '../../core/clock.js';
 import { DEFAULT_BODY_STALL_TIMEOUT_MS, DEFAULT_MIN_BODY_BYTES_PER_SECOND } from './body-stall.js';
 import { ignoredUpgrades } from './ignored-upgrade.js';
 import { answerWhileStarting, type ListenOptions, listen, type ListeningServer } from './listen.js';
+import { rawClient, socketClosed, turnsUntil } from '../../test/support/raw-socket-client.js';
 
 const WINDOW_MS = 30_000;
 // Checks come every sixth of the window.
@@ -52,25 +53,13 @@ async function started(options: Omit<ListenOptions, 'port' | 'clock'> = {}) {
   return { l, fake, heads, release: () => held.splice(0).forEach((read) => read()) };
 }
 
-/** A client socket on `l` that records what it received. */
-function client(l: ListeningServer): { socket: Socket; received: () => string } {
-  const socket = connect(l.port, '127.0.0.1');
-  sockets.push(socket);
-  let text = '';
-  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
-  socket.on('error', () => {}); // a reset is one way of being closed
-  return { socket, received: () => text };
+/** A raw client of `l` (`rawClient`), destroyed after each test. */
+function client(l: ListeningServer): ReturnType<typeof rawClient> {
+  return rawClient(l.port, sockets);
 }
 
-/** Resolves once `socket` closed, however. */
-function closed(socket: Socket): Promise<unknown> {
-  return new Promise((resolve) => socket.once('close', resolve));
-}
-
-/** Turns of the event loop until `done` (the server reading bytes has no event of its own). */
-async function until(done: () => boolean): Promise<void> {
-  while (!done()) await new Promise((resolve) => setImmediate(resolve));
-}
+const closed = socketClosed;
+const until = turnsUntil;
 
 describe('cutStalledBodies (through listen)', () => {
   it('answers 408 {"detail":"Request Timeout"} and closes a body dripped slower than the pace, once a window passes, not before', async () => {

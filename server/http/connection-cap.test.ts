@@ -1,8 +1,9 @@
 import type http from 'node:http';
 import { once } from 'node:events';
-import { type Socket, connect } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { answerWhileStarting, listen, type ListeningServer } from './listen.js';
+import { rawClient, socketClosed, turnsUntil } from '../../test/support/raw-socket-client.js';
 
 const open: ListeningServer[] = [];
 const sockets: Socket[] = [];
@@ -25,25 +26,13 @@ async function started(maxConnections: number): Promise<{ l: ListeningServer; ac
   return { l, accepted, held };
 }
 
-/** A client socket on `l` that records what it received. */
-function client(l: ListeningServer): { socket: Socket; received: () => string } {
-  const socket = connect(l.port, '127.0.0.1');
-  sockets.push(socket);
-  let text = '';
-  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
-  socket.on('error', () => {}); // a reset is one way of being closed
-  return { socket, received: () => text };
+/** A raw client of `l` (`rawClient`), destroyed after each test. */
+function client(l: ListeningServer): ReturnType<typeof rawClient> {
+  return rawClient(l.port, sockets);
 }
 
-/** Resolves once `socket` closed, however (events.once rejects on the reset that may come with it). */
-function closed(socket: Socket): Promise<unknown> {
-  return new Promise((resolve) => socket.once('close', resolve));
-}
-
-/** Turns of the event loop until `done` (the server reading bytes has no event of its own). */
-async function until(done: () => boolean): Promise<void> {
-  while (!done()) await new Promise((resolve) => setImmediate(resolve));
-}
+const closed = socketClosed;
+const until = turnsUntil;
 
 describe('connection cap', () => {
   it('lets another client in while one holds every place with stalled heads, even one that reconnects at once (slowloris)', async () => {
