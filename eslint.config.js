@@ -110,7 +110,7 @@ function storagePatterns(forbidden) {
  * picture equal to these chains and checks every import of the relay against them.
  */
 const relayChains = [
-  [['server/storage/relay'], ['relay-store.ts'], ['domain'], ['relay-deps.ts'], ['queries'], ['use-cases'], ['routes'], ['relay-service.ts', 'relay-store-gates.ts', 'relay-rate-limits.ts', 'relay-metrics.ts']],
+  [['server/storage/relay'], ['relay-store.ts'], ['domain'], ['relay-deps.ts'], ['queries'], ['use-cases'], ['routes'], ['relay-service.ts', 'relay-app.ts', 'relay-store-gates.ts', 'relay-rate-limits.ts', 'relay-metrics.ts']],
   [['server/storage/relay'], ['relay-store.ts'], ['domain'], ['views'], ['routes']],
 ];
 /** Every part of server/relay left of routes in either chain: none speaks HTTP (server/storage/relay has its own rule). */
