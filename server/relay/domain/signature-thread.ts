@@ -5,9 +5,10 @@ import { isNodeId } from '../../../core/relay/node-id.js';
 import { type Vote, isSignatureText, verifyVote, voteSigningBytes } from '../../../core/relay/vote.js';
 
 /**
- * A vote's signature check begun off the event loop (`SignatureChecksAhead.begin`). `verdict` never
- * waits: when the thread has not answered yet, the loop checks the signature itself (`verifyVote`),
- * so a check ahead costs the loop at most what checking on it always cost (decision 1090).
+ * A vote's signature check begun off the event loop (`SignatureChecksAhead.begin`). `verdict` waits
+ * for the thread at most 0.5 ms, and only for a check the thread has begun; otherwise the loop
+ * checks the signature itself (`verifyVote`), so a check ahead costs the loop about what checking
+ * on it always cost at worst (decision 1090).
  */
 export interface AheadCheck {
   /** Whether the signature is valid; the same answer `verifyVote(vote, { keyChecked: true })` gives. Memoised. */
@@ -118,9 +119,9 @@ for (;;) {
 
 /**
  * One thread that checks one lone vote's signature at a time while the event loop stores it
- * (decision 1090). Asked through shared memory, not messages: a `postMessage` and its wake-up on
- * the loop cost about what the check saves, and the loop must read the verdict synchronously,
- * inside the transaction, before the commit. Started at the first `begin` (a relay that is never
+ * (decision 1090). Asked through shared memory, not messages: the loop must read the verdict
+ * synchronously, inside the transaction, before the commit, and a message's answer would come on a
+ * later turn. (Parsed keys do go by message, ahead of an ask: the thread reads them synchronously.) Started at the first `begin` (a relay that is never
  * sent a vote runs no thread); until it is ready, `begin` answers null.
  */
 export class SignatureThread implements SignatureChecksAhead {
@@ -140,8 +141,6 @@ export class SignatureThread implements SignatureChecksAhead {
   private exited: Promise<void> | undefined;
   private seq = 0;
   private gone = false;
-  /** Verdicts read, by who gave them: the thread, or the loop when the thread had not answered yet (tests, the ingest bench). */
-  readonly verdicts = { byThread: 0, byLoop: 0 };
   /** Key objects sent to the thread, parsed on the loop before (tests). */
   keysShared = 0;
 
@@ -193,12 +192,7 @@ export class SignatureThread implements SignatureChecksAhead {
    */
   private verdictOf(seq: number, vote: Vote): boolean {
     const answer = this.answerOf(seq) ?? (Atomics.compareExchange(this.control, STATE, ASKED, IDLE) === ASKED ? undefined : this.waitForAnswer(seq));
-    if (answer !== undefined) {
-      this.verdicts.byThread++;
-      return answer;
-    }
-    this.verdicts.byLoop++;
-    return verifyVote(vote, { keyChecked: true });
+    return answer ?? verifyVote(vote, { keyChecked: true });
   }
 
   /** Blocks the loop until the thread answers ask `seq`, at most `BUSY_WAIT_MS`; undefined when it did not. */
