@@ -241,12 +241,13 @@ describe('RenodeBackend process hygiene', () => {
   });
 });
 
-// A 24-byte STM32 USART2 echo, assembled once with arm-none-eabi-as (-mcpu=cortex-m4):
+// A 28-byte STM32 USART2 echo, assembled once with arm-none-eabi-as (-mcpu=cortex-m4):
 //   ldr r0, =0x40004400; movw r1, #0x200c; str r1, [r0, #12]   @ CR1: UE, TE, RE
+//   movs r1, #0x3e; str r1, [r0, #4]                            @ DR: '>', the receiver is on
 //   loop: ldr r1, [r0]; lsls r1, r1, #26; bpl loop              @ SR bit 5: RXNE
 //   ldr r1, [r0, #4]; str r1, [r0, #4]; b loop                  @ DR: echo the byte
 //   .word 0x40004400                                             @ literal pool
-const echoCode = [0x04, 0x48, 0x42, 0xf2, 0x0c, 0x01, 0xc1, 0x60, 0x01, 0x68, 0x89, 0x06, 0xfc, 0xd5, 0x41, 0x68, 0x41, 0x60, 0xf9, 0xe7, 0x00, 0x44, 0x00, 0x40];
+const echoCode = [0x05, 0x48, 0x42, 0xf2, 0x0c, 0x01, 0xc1, 0x60, 0x3e, 0x21, 0x41, 0x60, 0x01, 0x68, 0x89, 0x06, 0xfc, 0xd5, 0x41, 0x68, 0x41, 0x60, 0xf9, 0xe7, 0x00, 0x44, 0x00, 0x40];
 const echoBytes = new Uint8Array(8 + echoCode.length);
 new DataView(echoBytes.buffer).setUint32(0, 0x20001000, true);
 new DataView(echoBytes.buffer).setUint32(4, 0x08000009, true);
@@ -254,20 +255,22 @@ echoBytes.set(echoCode, 8);
 const echo = firmwareImage(makeElf({ segments: [{ paddr: 0x08000000, data: echoBytes }], entry: 0x08000009 }));
 
 describe('RenodeBackend UART input', () => {
-  // Written once the firmware runs: an STM32 USART drops what arrives before RE is set (so does
-  // QEMU's model behind the stand-in), unlike the CMSDK UART of the QEMU test.
+  // Written once the firmware says its receiver is on: an STM32 USART drops what arrives before RE
+  // is set (so does QEMU's model behind the stand-in), unlike the CMSDK UART of the QEMU test. A
+  // fixed wait is not enough: Renode runs on wall time, and on a loaded machine 0.2 s could pass
+  // before the emulator ran the firmware's first instructions (a CI run lost the ping that way).
   it('delivers writeUart bytes to the running firmware', async () => {
     const device = await backend().open(board);
     try {
       let received = '';
       device.onUart((chunk) => (received += new TextDecoder().decode(chunk.bytes)));
       await device.flash(echo);
-      await device.run(0.2 * NANOS_PER_SECOND);
+      expect((await device.run(20 * NANOS_PER_SECOND, { until: () => received.includes('>') })).reason).toBe('until');
       await device.writeUart(new TextEncoder().encode('ping'));
-      expect((await device.run(10 * NANOS_PER_SECOND, { until: () => received.includes('ping') })).reason).toBe('until');
+      expect((await device.run(20 * NANOS_PER_SECOND, { until: () => received.includes('ping') })).reason).toBe('until');
       await device.writeUart(new TextEncoder().encode('pong'));
       expect((await device.run(20 * NANOS_PER_SECOND, { until: () => received.includes('pong') })).reason).toBe('until');
-      expect(received).toBe('pingpong');
+      expect(received).toBe('>pingpong');
     } finally {
       await device.close();
     }
