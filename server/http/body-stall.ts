@@ -63,9 +63,9 @@ interface Receiving {
  * the server reads it, a body must bring at least `minBytesPerSecond` a second (and at least one
  * byte), or end: otherwise it is answered 408 with `{"detail": ...}` saying which rule it missed
  * and by how much (`cutDetail`), and closed, when nothing was written for it yet; else only
- * closed (`cut`). Both of nginx's `client_body_timeout`
- * (a gap) and Kestrel's `MinRequestBodyDataRate` (a pace, so a drip of a byte every few seconds
- * does not pass): an upload that moves is never cut, however long it takes (up to `requestTimeout`).
+ * closed (`cut`). Both of nginx's `client_body_timeout` (a gap) and Kestrel's
+ * `MinRequestBodyDataRate` (a pace, so a drip of a byte every few seconds does not pass): an
+ * upload that moves is never cut, however long it takes (up to `requestTimeout`).
  *
  * Only the receiving of a body is timed, and only while the server reads it: a request without a
  * body (a long poll, a stream) is not watched, nor one whose body has ended (its answer may wait),
