@@ -2,7 +2,7 @@ import { channel, subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock.js';
-import { answerMalformedRequest } from './malformed-request.js';
+import { answerOnSocketAndClose } from './malformed-request.js';
 
 /** How often a request body must have kept its pace (nginx's `client_body_timeout` is 60 s; ours matches the head's 30 s). */
 export const DEFAULT_BODY_STALL_TIMEOUT_MS = 30_000;
@@ -19,10 +19,12 @@ export interface BodyStallOptions {
   /** The pace; 0 leaves only the bound on a gap (not one byte in a window), nginx's rule. */
   minBytesPerSecond: number;
   /**
-   * Told when a body being read falls behind its pace (`behind` true) and when it catches up or
-   * ends (false): the connection cap makes such a connection closable for room, as a stalled head.
+   * Told when a body being read falls behind its pace (with `cutForRoom`, which answers it as a
+   * cut body is answered, its figures so far, and says its connection was needed) and when it
+   * catches up or ends (null): the connection cap makes such a connection closable for room, as a
+   * stalled head.
    */
-  onPace?: (socket: Socket, behind: boolean) => void;
+  onPace?: (socket: Socket, cutForRoom: (() => void) | null) => void;
 }
 
 /**
@@ -46,6 +48,12 @@ interface Receiving {
   windowStartMs: number;
   bytesAtWindowStart: number;
   behind: boolean;
+  /**
+   * The connection's `bytesWritten` when `response` took it (node gives a connection to the next
+   * answer once the one before was written): more since is a `100 Continue` (or `103`) of this
+   * request's. Undefined while an answer before it still holds the connection.
+   */
+  bytesWrittenBeforeAnswer: number | undefined;
 }
 
 /**
@@ -53,11 +61,11 @@ interface Receiving {
  * for uploads): a client sending a whole head and then its body a byte every few seconds held its
  * connection, and a place under the cap, for 5 minutes. Over each window of `stallTimeoutMs` while
  * the server reads it, a body must bring at least `minBytesPerSecond` a second (and at least one
- * byte), or end: otherwise it is answered as node's `requestTimeout` answers (408
- * `{"detail":"Request Timeout"}` and closed, through the server's `clientError` listener, when
- * nothing was written on the connection yet; else closed). Both of nginx's `client_body_timeout`
- * (a gap) and Kestrel's `MinRequestBodyDataRate` (a pace, so a drip of a byte every few seconds
- * does not pass): an upload that moves is never cut, however long it takes (up to `requestTimeout`).
+ * byte), or end: otherwise it is answered 408 with `{"detail": ...}` saying which rule it missed
+ * and by how much (`cutDetail`), and closed, when nothing was written for it yet; else only
+ * closed (`cut`). Both of nginx's `client_body_timeout` (a gap) and Kestrel's
+ * `MinRequestBodyDataRate` (a pace, so a drip of a byte every few seconds does not pass): an
+ * upload that moves is never cut, however long it takes (up to `requestTimeout`).
  *
  * Only the receiving of a body is timed, and only while the server reads it: a request without a
  * body (a long poll, a stream) is not watched, nor one whose body has ended (its answer may wait),
@@ -71,17 +79,22 @@ interface Receiving {
  */
 export function cutStalledBodies(server: Server, options: BodyStallOptions): () => void {
   const { clock, stallTimeoutMs, minBytesPerSecond, onPace } = options;
+  const rule = { stallTimeoutMs, minBytesPerSecond };
   const checkMs = Math.max(1, Math.min(5_000, Math.floor(stallTimeoutMs / CHECKS_PER_WINDOW)));
   const receiving = new Map<IncomingMessage, Receiving>();
   const forget = (request: IncomingMessage) => {
     const body = receiving.get(request);
     if (!body) return;
     receiving.delete(request);
-    if (body.behind) onPace?.(body.socket, false);
+    if (body.behind) onPace?.(body.socket, null);
   };
   const watch = (request: IncomingMessage, response: ServerResponse, socket: Socket) => {
     if (!hasBody(request)) return;
-    receiving.set(request, { socket, response, windowStartMs: clock.nowMs(), bytesAtWindowStart: socket.bytesRead, behind: false });
+    const body: Receiving = { socket, response, windowStartMs: clock.nowMs(), bytesAtWindowStart: socket.bytesRead, behind: false, bytesWrittenBeforeAnswer: undefined };
+    // Node gives the connection to an answer once the answers before it were written ('socket').
+    if (response.socket === socket) body.bytesWrittenBeforeAnswer = socket.bytesWritten;
+    else response.once('socket', () => (body.bytesWrittenBeforeAnswer = socket.bytesWritten));
+    receiving.set(request, body);
     // 'end' once the app has read it all; 'close' once it is answered or its connection closed.
     request.once('end', () => forget(request)).once('close', () => forget(request));
   };
@@ -100,10 +113,14 @@ export function cutStalledBodies(server: Server, options: BodyStallOptions): () 
     body.windowStartMs = nowMs;
     body.bytesAtWindowStart = body.socket.bytesRead;
   };
-  const pace = (body: Receiving, behind: boolean) => {
+  const pace = (request: IncomingMessage, body: Receiving, behind: boolean) => {
     if (body.behind === behind) return;
     body.behind = behind;
-    onPace?.(body.socket, behind);
+    const cutForRoom = () => {
+      receiving.delete(request);
+      cut(body, cutDetail(body, clock.nowMs(), rule) + ', and its connection was needed for another client');
+    };
+    onPace?.(body.socket, behind ? cutForRoom : null);
   };
   const check = () => {
     // Armed first: nothing a connection does below can stop the checks.
@@ -118,19 +135,19 @@ export function cutStalledBodies(server: Server, options: BodyStallOptions): () 
       // Node stopped reading (the app's backpressure, a pipelined request waiting): not the client's pace.
       if (socket.isPaused()) {
         newWindow(body, nowMs);
-        pace(body, false);
+        pace(request, body, false);
         continue;
       }
       const elapsedMs = nowMs - body.windowStartMs;
       const dueBytes = Math.max(1, (minBytesPerSecond * elapsedMs) / 1000);
       const behind = socket.bytesRead - body.bytesAtWindowStart < dueBytes;
-      if (elapsedMs < stallTimeoutMs) pace(body, behind);
+      if (elapsedMs < stallTimeoutMs) pace(request, body, behind);
       else if (!behind) {
         newWindow(body, nowMs);
-        pace(body, false);
+        pace(request, body, false);
       } else {
         forget(request);
-        cut(body);
+        cut(body, cutDetail(body, nowMs, rule));
       }
     }
   };
@@ -154,8 +171,38 @@ function hasBody(request: IncomingMessage): boolean {
   return length !== undefined && length !== '0';
 }
 
-/** Answers a body that fell behind as node's `requestTimeout` would: 408 if nothing was written yet (no answer, no `100 Continue`), else closed. */
-function cut({ socket, response }: Receiving): void {
-  if (response.headersSent) socket.destroy();
-  else answerMalformedRequest(Object.assign(new Error('request body not received in time'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket);
+/**
+ * What the 408 of a body that fell behind says: which rule it missed (no byte at all, or the pace)
+ * with the figures, so a client on a slow link, or its operator, knows what to change.
+ */
+function cutDetail(body: Pick<Receiving, 'socket' | 'windowStartMs' | 'bytesAtWindowStart'>, nowMs: number, rule: { stallTimeoutMs: number; minBytesPerSecond: number }): string {
+  const cameBytes = body.socket.bytesRead - body.bytesAtWindowStart;
+  const over = `in the last ${seconds(nowMs - body.windowStartMs)}`;
+  const pace = `${rule.minBytesPerSecond} bytes a second or more`;
+  if (cameBytes <= 0) {
+    const asked = rule.minBytesPerSecond > 0 ? `it must come at ${pace}` : `it must bring a byte at least every ${seconds(rule.stallTimeoutMs)}`;
+    return `Request Timeout: no byte of the request body came ${over} (${asked})`;
+  }
+  return `Request Timeout: the request body must come at ${pace}; ${cameBytes} byte${cameBytes === 1 ? '' : 's'} came ${over}`;
+}
+
+/** `ms` in seconds for a reader: `30 s`, `4.5 s`. */
+function seconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(3))} s`;
+}
+
+/**
+ * Answers a body that fell behind: 408 saying `detail` if nothing was written for its request yet
+ * (no answer, no `100 Continue`, and no answer before it still being written on the connection,
+ * which the 408 would cut into), else only closed, as node's `requestTimeout` does.
+ *
+ * Node's parser still holds the connection and the app its request: the connection stops being
+ * read first, so no more of the body reaches the app, which must not act on a request it was
+ * answered 408 to; what the app answers afterwards is dropped with the connection.
+ */
+function cut({ socket, response, bytesWrittenBeforeAnswer }: Receiving, detail: string): void {
+  socket.pause();
+  const answerBegun = response.headersSent || response.socket !== socket || bytesWrittenBeforeAnswer !== socket.bytesWritten;
+  if (answerBegun || !socket.writable) socket.destroy();
+  else answerOnSocketAndClose(socket, 408, detail);
 }

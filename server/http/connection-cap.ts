@@ -9,6 +9,8 @@ interface Place {
   busyRequests: number;
   upgraded: boolean;
   bytesReadWhenIdle: number;
+  /** Set while its request body is behind its pace: closes it for room with the 408 body-stall.ts gives such a body. */
+  cutBodyForRoom: (() => void) | null;
 }
 
 /** What a cap has seen, read live (for the services' metrics): never written by its readers. */
@@ -36,8 +38,8 @@ const caps = new WeakMap<Server, { upgraded(socket: Socket): void }>();
  * stream, an upload, an upgraded stream) is never closed for room: when every place is such, the
  * newcomer is closed at once, unanswered, as before, unless its request body fell behind the pace
  * `listen` asks of bodies (`bodyBehind`, told by body-stall.ts): such a connection is closable as a
- * stalled head is (answered 408 if nothing was written on it yet), so a body dripped a byte at a
- * time does not hold its place either.
+ * stalled head is (answered 408, saying the pace it missed, if nothing was written for its request
+ * yet), so a body dripped a byte at a time does not hold its place either.
  *
  * The order is that of a Map (re-inserted when a connection starts waiting), so no clock is read.
  * Heads and answers are seen on node's `http.server.request.start` and `http.server.response.finish`
@@ -46,7 +48,7 @@ const caps = new WeakMap<Server, { upgraded(socket: Socket): void }>();
  * cap's live counts (nothing counted them, so an attack or a cap set too low went unseen), and
  * `bodyBehind` for the body pace to call.
  */
-export function capConnections(server: Server, maxConnections: number): { stop: () => void; counts: ConnectionCounts; bodyBehind: (socket: Socket, behind: boolean) => void } {
+export function capConnections(server: Server, maxConnections: number): { stop: () => void; counts: ConnectionCounts; bodyBehind: (socket: Socket, cutForRoom: (() => void) | null) => void } {
   const places = new Map<Socket, Place>();
   let closedForRoom = 0;
   let refused = 0;
@@ -63,7 +65,7 @@ export function capConnections(server: Server, maxConnections: number): { stop: 
       socket.destroy();
       return;
     }
-    const place: Place = { busyRequests: 0, upgraded: false, bytesReadWhenIdle: 0 };
+    const place: Place = { busyRequests: 0, upgraded: false, bytesReadWhenIdle: 0, cutBodyForRoom: null };
     places.set(socket, place);
     startWaiting(socket, place);
     socket.once('close', () => {
@@ -78,7 +80,8 @@ export function capConnections(server: Server, maxConnections: number): { stop: 
     places.delete(longest);
     waiting.delete(longest);
     closedForRoom++;
-    if (longest.bytesRead > place.bytesReadWhenIdle) answerMalformedRequest(Object.assign(new Error('request head not received in time'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), longest);
+    if (place.cutBodyForRoom) place.cutBodyForRoom();
+    else if (longest.bytesRead > place.bytesReadWhenIdle) answerMalformedRequest(Object.assign(new Error('request head not received in time'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), longest);
     else longest.destroy();
     return true;
   };
@@ -98,11 +101,12 @@ export function capConnections(server: Server, maxConnections: number): { stop: 
   };
   // A request body that fell behind its pace (body-stall.ts) is closable for room as a stalled
   // head is, behind the heads that stalled before it; one that moves again, or ends, no longer.
-  const bodyBehind = (socket: Socket, behind: boolean) => {
+  const bodyBehind = (socket: Socket, cutForRoom: (() => void) | null) => {
     const place = places.get(socket);
     // An upgraded connection is told of only when its Upgrade was ignored and its body is read apart.
     if (!place || (!place.upgraded && place.busyRequests === 0)) return;
-    if (!behind) waiting.delete(socket);
+    place.cutBodyForRoom = cutForRoom;
+    if (!cutForRoom) waiting.delete(socket);
     else if (!waiting.has(socket)) waiting.add(socket);
   };
   server.on('connection', onConnection);

@@ -19,8 +19,17 @@ export function answerMalformedRequest(err: Error & { code?: string }, socket: D
     return;
   }
   const status = statusOf(err.code);
-  const body = JSON.stringify({ detail: detailOf(status) });
-  // Closed once written (not when the client closes): a client that never reads holds nothing.
+  answerOnSocketAndClose(socket, status, detailOf(status));
+}
+
+/**
+ * Writes `status` with `{"detail": detail}` and `Connection: close` straight on `socket`, as the
+ * last bytes of the connection, and closes it once they are written (not when the client closes:
+ * a client that never reads holds nothing). For answers node's HTTP server cannot give itself;
+ * the caller has made sure nothing else was, or will be, written on the connection before them.
+ */
+export function answerOnSocketAndClose(socket: Duplex, status: number, detail: string): void {
+  const body = JSON.stringify({ detail });
   socket.once('finish', () => socket.destroy());
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +

@@ -91,8 +91,10 @@ export interface RelayServiceConfig {
   peerRequestTimeoutMs?: number;
   /** Bound on downloading one file from a peer (up to 16 MiB); default 120000. */
   peerFileTimeoutMs?: number;
-  /** Event pages (of up to 500 events) one probe reads from one peer; default 20. */
+  /** Event pages (of up to `peerPageEvents` events) one probe reads from one peer; default 20. */
   peerPagesPerProbe?: number;
+  /** Events asked for in one page of a peer's feed, 1 to 500 (the default, the most a relay serves); tests read a long feed in small pages. */
+  peerPageEvents?: number;
   /**
    * Documents a peer may serve that fail verification (forged signatures, mismatched ids or hashes,
    * unknown authors) before it is suspended until an operator adds it again; default 10.
@@ -192,6 +194,7 @@ export async function createRelayService(config: RelayServiceConfig): Promise<Re
       ...(config.peerRequestTimeoutMs !== undefined ? { requestTimeoutMs: config.peerRequestTimeoutMs } : {}),
       ...(config.peerFileTimeoutMs !== undefined ? { fileTimeoutMs: config.peerFileTimeoutMs } : {}),
       ...(config.peerPagesPerProbe !== undefined ? { maxPagesPerProbe: config.peerPagesPerProbe } : {}),
+      ...(config.peerPageEvents !== undefined ? { pageEvents: config.peerPageEvents } : {}),
       allowPrivatePeers: config.allowPrivatePeers === true,
       ...(config.resolveHost ? { resolveHost: config.resolveHost } : {}),
       ...(config.peerOffenceLimit !== undefined ? { offenceLimit: config.peerOffenceLimit } : {}),

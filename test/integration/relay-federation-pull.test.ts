@@ -40,12 +40,15 @@ describe('POST /federation/pull', () => {
   it('pulls a peer feed longer than one probe reads, to its end, and the two relays then agree', async () => {
     const upstream = await relayWith({});
     const operatorKey = generateNodeKey();
-    // One page per probe: the upstream feed below (over 500 events) needs two probes.
-    const relay = await relayWith({ peers: [upstream.baseUrl], operators: [operatorKey.nodeId], peerPagesPerProbe: 1 });
+    // One page of PAGE_EVENTS per probe: the upstream feed below (over one page, at most two) needs
+    // two probes. Small pages, not the 500 a relay serves at most: the same two probes from a feed
+    // of a few dozen events, where 500 took 170 voters and 340 votes to seed (about 9 s).
+    const PAGE_EVENTS = 20;
+    const relay = await relayWith({ peers: [upstream.baseUrl], operators: [operatorKey.nodeId], peerPagesPerProbe: 1, peerPageEvents: PAGE_EVENTS });
     const operator = await registerNode(relay, clock, { key: operatorKey });
-    // Set-up, not what is tested: 170 voters registered and their 340 votes sent eight at a time.
+    // Set-up, not what is tested: 10 voters registered and their 20 votes sent eight at a time.
     const voters: TestNode[] = [];
-    for (const batch of batchesOf(8, 170)) voters.push(...(await Promise.all(batch.map(() => registerNode(upstream, clock)))));
+    for (const batch of batchesOf(8, 10)) voters.push(...(await Promise.all(batch.map(() => registerNode(upstream, clock)))));
     const item = await postClaim(upstream, voters[0]!, { kind: 'statement', title: 'pulled now', body: '' });
     const sliceOf = (k: number) => ({ t: 1, v: [voters[(k + 1) % voters.length]!.nodeId], i: [] });
     for (const phase of ['vote', 'accept'] as const) {
@@ -54,12 +57,17 @@ describe('POST /federation/pull', () => {
         expect(answers.map((answer) => answer.status)).toEqual(batch.map(() => 201));
       }
     }
+    const feed = await call<{ events: unknown[]; has_more: boolean }>(upstream.baseUrl, 'GET', '/events?limit=500');
+    // The set-up makes what the test needs: a feed longer than one page and no longer than two.
+    expect(feed.body.has_more).toBe(false);
+    expect(feed.body.events.length).toBeGreaterThan(PAGE_EVENTS);
+    expect(feed.body.events.length).toBeLessThanOrEqual(2 * PAGE_EVENTS);
     expect((await call(relay.baseUrl, 'GET', `/items/${item}`)).status).toBe(404);
 
     const first = await pull(relay, operator.auth);
     expect(first.status).toBe(200);
     expect(first.body.results).toEqual([expect.objectContaining({ url: upstream.baseUrl, reachable: true, rejected: 0, caught_up: true, probes: 2, error: null })]);
-    expect(first.body.pulled).toBeGreaterThan(500);
+    expect(first.body.pulled).toBeGreaterThan(PAGE_EVENTS);
     expect(first.body.caught_up).toBe(true);
 
     expect((await call(relay.baseUrl, 'GET', `/items/${item}`)).status).toBe(200);

@@ -82,6 +82,30 @@ afterEach(async () => {
 });
 
 describe('Federation.probe', () => {
+  it('asks for pages of peerPageEvents events, and reads no more of a page than it asked for', async () => {
+    const small = tempDataDir();
+    const own = await createRelayService({ clock, dataDir: small.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', fetch: (...a) => fetch(...a), peers: [peer], peerPageEvents: 2, logger: memoryLogger() });
+    try {
+      // This peer answers pages of 3 whatever it is asked: the third event of each is read with the next page.
+      const requested = peerHandlers(3);
+      const [result] = await own.federation.probeAll();
+      expect(requested).toEqual(['?since=0&limit=2', '?since=2&limit=2', '?since=4&limit=2', '?since=6&limit=2', '?since=8&limit=2']);
+      expect(result).toMatchObject({ reachable: true, cursor: 10, pulled: 5, rejected: 5, caught_up: true });
+    } finally {
+      await own.close();
+      small.remove();
+    }
+  });
+
+  it.each([0, 501, 2.5])('refuses a page of %s events (1 to 500, what a relay serves at most)', async (pageEvents) => {
+    const bad = tempDataDir();
+    try {
+      await expect(createRelayService({ clock, dataDir: bad.dir, baseUrl: 'http://me.test', humanUrl: 'http://me.test', peerPageEvents: pageEvents, logger: memoryLogger() })).rejects.toThrow(/pageEvents must be a whole number from 1 to 500/);
+    } finally {
+      bad.remove();
+    }
+  });
+
   it('pulls every page, stores what verifies and refuses the forgeries', async () => {
     const requested = peerHandlers(3);
     const [result] = await relay.federation.probeAll();

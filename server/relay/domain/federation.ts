@@ -8,7 +8,7 @@ import { PeerIngest, eventKindLabel } from './peer-ingest.js';
 import { PeerPageReader } from './peer-page-reader.js';
 import { peerVersionProblem } from './peer-version.js';
 import { RelayRefusal, invalidInputAt } from './relay-errors.js';
-import { relayProtocol } from '../../../wire/relay/relay-facts.js';
+import { relayLimits, relayProtocol } from '../../../wire/relay/relay-facts.js';
 import type { RelayStore } from '../relay-store.js';
 import type { Voting } from './voting.js';
 import type { PeerRow } from '../../storage/relay/peer-repository.js';
@@ -30,8 +30,10 @@ export interface FederationOptions {
    * a page answers in milliseconds, a large file over a slow link takes far longer. Default 120000.
    */
   fileTimeoutMs?: number;
-  /** Event pages pulled from one peer per probe (each at most `eventsPageMax` events). */
+  /** Event pages pulled from one peer per probe (each at most `pageEvents` events). */
   maxPagesPerProbe?: number;
+  /** Events asked for in one page (`limit`), 1 to `eventsPageMax` (500, the default): tests read a long feed in small pages. */
+  pageEvents?: number;
   /**
    * Let peers added over HTTP point at loopback, link-local and private addresses (tests on
    * loopback, a relay on a private network). Default false: see `peerTargetProblem`.
@@ -105,6 +107,8 @@ export class Federation {
 
   constructor(private readonly o: FederationOptions) {
     this.maxPages = o.maxPagesPerProbe ?? 20;
+    const pageEvents = o.pageEvents ?? relayLimits.eventsPageMax;
+    if (!Number.isSafeInteger(pageEvents) || pageEvents < 1 || pageEvents > relayLimits.eventsPageMax) throw new RangeError(`pageEvents must be a whole number from 1 to ${relayLimits.eventsPageMax}; got ${pageEvents}`);
     this.offenceLimit = o.offenceLimit ?? 10;
     this.ingest = new PeerIngest(o);
     this.exchange = new PeerExchange({ clock: o.clock, fetch: o.fetch, files: o.files, requestTimeoutMs: o.requestTimeoutMs ?? 10_000, fileTimeoutMs: o.fileTimeoutMs ?? 120_000 });
@@ -114,6 +118,7 @@ export class Federation {
       exchange: this.exchange,
       ingest: this.ingest,
       pageMaxBytes: o.pageMaxBytes ?? PEER_PAGE_MAX_BYTES,
+      pageEvents,
       log: o.log,
       offend: (url, reason) => this.recordOffences(url, 1, reason),
     });

@@ -2,7 +2,6 @@ import type { FileStore } from './file-store.js';
 import type { PeerExchange } from './peer-exchange.js';
 import type { PeerIngest, WireEvent } from './peer-ingest.js';
 import { isItemId } from '../../../core/relay/claim.js';
-import { relayLimits } from '../../../wire/relay/relay-facts.js';
 import type { RelayStore } from '../relay-store.js';
 
 /** One page of a peer's feed, checked, with the files its items name already fetched. */
@@ -26,6 +25,8 @@ export interface PeerPageReaderOptions {
   ingest: PeerIngest;
   /** Bytes of one event page read before the page is refused. */
   pageMaxBytes: number;
+  /** Events asked for in one page (`limit`), at most `eventsPageMax`. */
+  pageEvents: number;
   log: (message: string, cause: unknown) => void;
   /** Counts one refused document (a replayed or reordered page) against the peer's standing. */
   offend: (url: string, reason: string) => void;
@@ -42,13 +43,13 @@ export class PeerPageReader {
 
   /** The page after `cursor`; throws when the peer cannot be read or served something that is no page. */
   async read(url: string, cursor: number): Promise<PeerPage> {
-    const answer = await this.o.exchange.getJson(`${url}/events?since=${cursor}&limit=${relayLimits.eventsPageMax}`, this.o.pageMaxBytes);
+    const answer = await this.o.exchange.getJson(`${url}/events?since=${cursor}&limit=${this.o.pageEvents}`, this.o.pageMaxBytes);
     // Any JSON may come back (null too): its shape is checked before a field is read, so GET /reach
     // shows the peer's fault in words, never a JavaScript error's text.
     const body = (typeof answer === 'object' && answer !== null ? answer : {}) as { events?: unknown; next?: unknown; has_more?: unknown };
     if (!Array.isArray(body.events) || typeof body.next !== 'number') throw new Error(`${url}/events answered something that is not an event page`);
     // Never trust a peer's page shape: at most one page's worth, seqs strictly increasing past the cursor.
-    const events = (body.events as WireEvent[]).slice(0, relayLimits.eventsPageMax);
+    const events = (body.events as WireEvent[]).slice(0, this.o.pageEvents);
     let previous = cursor;
     for (const ev of events) {
       if (typeof ev?.seq !== 'number' || !Number.isSafeInteger(ev.seq) || ev.seq <= previous) {
