@@ -34,6 +34,7 @@ async function started(options: Omit<ListenOptions, 'port' | 'clock'> = {}) {
   open.push(l);
   const heads: { req: http.IncomingMessage; res: http.ServerResponse }[] = [];
   const held: (() => void)[] = [];
+  const continues: (() => void)[] = [];
   const app = (req: http.IncomingMessage, res: http.ServerResponse) => {
     heads.push({ req, res });
     let bytes = 0;
@@ -48,12 +49,17 @@ async function started(options: Omit<ListenOptions, 'port' | 'clock'> = {}) {
   const ignored = ignoredUpgrades({ clock });
   answerWhileStarting(l.server, 'starting').serve({
     app,
+    // `/checked` waits for `passContinue` before its 100, as a slow credential check would.
     checkContinue: (req, res) => {
-      res.writeContinue();
-      app(req, res);
+      const pass = () => {
+        res.writeContinue();
+        app(req, res);
+      };
+      if (req.url === '/checked') continues.push(pass);
+      else pass();
     },
     upgrade: (req, socket, head) => ignored.serve(app, req, socket, head) });
-  return { l, fake, heads, release: () => held.splice(0).forEach((read) => read()) };
+  return { l, fake, heads, release: () => held.splice(0).forEach((read) => read()), passContinue: () => continues.splice(0).forEach((pass) => pass()), continuesHeld: () => continues.length };
 }
 
 /** A raw client of `l` (`rawClient`), destroyed after each test. */
@@ -197,6 +203,24 @@ describe('cutStalledBodies (through listen)', () => {
     fake.tick(WINDOW_MS);
     await closed(slow.socket);
     expect(slow.received()).toBe('HTTP/1.1 100 Continue\r\n\r\n');
+  });
+
+  it('does not time a body the client holds back, as it should, until the server writes its 100 Continue', async () => {
+    const { l, fake, heads, passContinue, continuesHeld } = await started();
+    const waiting = client(l);
+    waiting.socket.write('POST /checked HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 100\r\n\r\n');
+    await until(() => continuesHeld() === 1);
+    // Two windows while the server decides: the client has nothing to send yet.
+    fake.tick(2 * WINDOW_MS + CHECK_MS);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(waiting.socket.destroyed).toBe(false);
+    expect(waiting.received()).toBe('');
+    passContinue();
+    await until(() => waiting.received() === 'HTTP/1.1 100 Continue\r\n\r\n' && heads.length === 1);
+    // From the 100 on, its body keeps the pace or the connection closes.
+    fake.tick(WINDOW_MS + CHECK_MS);
+    await closed(waiting.socket);
+    expect(waiting.received()).toBe('HTTP/1.1 100 Continue\r\n\r\n');
   });
 
   it('answers 408 to the body of a request whose Upgrade is ignored (read apart from the parser of node), dripped slower than the pace', async () => {

@@ -132,8 +132,10 @@ export function cutStalledBodies(server: Server, options: BodyStallOptions): () 
         forget(request);
         continue;
       }
-      // Node stopped reading (the app's backpressure, a pipelined request waiting): not the client's pace.
-      if (socket.isPaused()) {
+      // Node stopped reading (the app's backpressure, a pipelined request waiting), or the client
+      // waits, as it should, for the `100 Continue` the server has not written yet (its
+      // credentials are being checked): not the client's pace.
+      if (socket.isPaused() || awaitsContinue(request, body)) {
         newWindow(body, nowMs);
         pace(request, body, false);
         continue;
@@ -162,6 +164,17 @@ export function cutStalledBodies(server: Server, options: BodyStallOptions): () 
     clock.clearTimeout(timer);
     receiving.clear();
   };
+}
+
+/**
+ * Whether the client was told to wait for `100 Continue` (`Expect: 100-continue`) and nothing was
+ * written for its request yet: RFC 9110 section 10.1.1 lets it hold the body back until then, so
+ * its body is timed from the `100`, not from its head.
+ */
+function awaitsContinue(request: IncomingMessage, body: Receiving): boolean {
+  const expect = request.headers.expect;
+  if (expect === undefined || expect.toLowerCase() !== '100-continue') return false;
+  return body.bytesWrittenBeforeAnswer === undefined || body.bytesWrittenBeforeAnswer === body.socket.bytesWritten;
 }
 
 /** Whether a request comes with a body: a `Transfer-Encoding` (chunked) or a `Content-Length` above 0. */
