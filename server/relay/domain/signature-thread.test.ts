@@ -232,6 +232,24 @@ describe('SignatureThread', () => {
     expect(thread.ready).toBe(false);
   });
 
+  it('reports a thread that ended by itself once, and checks nothing ahead after it', async () => {
+    let reported!: () => void;
+    const lostOnce = new Promise<void>((resolve) => (reported = resolve));
+    const lost: unknown[] = [];
+    thread = new SignatureThread({
+      onLost: (cause) => {
+        lost.push(cause);
+        reported();
+      },
+    });
+    await thread.started();
+    await (thread as unknown as { worker: Worker }).worker.terminate();
+    await lostOnce;
+    expect(thread.begin(vote(keys[0] as NodeKey))).toBeNull();
+    expect(lost).toHaveLength(1);
+    expect(thread.ready).toBe(false);
+  });
+
   it('ends by itself when closed while it is still starting (not at the stop timeout)', async () => {
     const t = new SignatureThread();
     thread = t;
