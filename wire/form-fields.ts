@@ -137,14 +137,21 @@ const CHARSET_PARAM = /;\s*charset\s*=\s*("?)([^";\s]*)\1/gi;
  */
 export function formCharsetOf(contentType: string | undefined): { read: FormTextCharset; declared?: string } | { refused: string } {
   const declared = [...new Set([...(contentType ?? '').matchAll(CHARSET_PARAM)].map((m) => (m[2] ?? '').toLowerCase()))];
-  // Two that disagree are refused: a parser reading either one could read the form otherwise.
-  if (declared.length > 1) return { refused: declared.join(', ').slice(0, 40) };
-  const charset = declared[0];
-  if (charset === undefined) return { read: 'utf8' };
-  if (UTF8_CHARSETS.has(charset)) return { read: 'utf8', declared: charset };
-  if (LATIN1_CHARSETS.has(charset)) return { read: 'latin1', declared: charset };
+  if (declared.length === 0) return { read: 'utf8' };
+  // Names are one charset when they are read alike (`utf-8` and `utf8`, `latin1` and `iso-8859-1`):
+  // the form is then read the same whichever a parser took. Two read otherwise, or one not read at
+  // all, are refused: a parser reading either one could read the form otherwise.
+  const reads = new Set(declared.map(readAs));
+  const [read] = reads;
   // Echoed in the refusal: bounded, as a header may be long.
-  return { refused: charset.slice(0, 40) };
+  if (reads.size > 1 || read === undefined) return { refused: declared.join(', ').slice(0, 40) };
+  return { read, declared: declared[0] };
+}
+
+function readAs(charset: string): FormTextCharset | undefined {
+  if (UTF8_CHARSETS.has(charset)) return 'utf8';
+  if (LATIN1_CHARSETS.has(charset)) return 'latin1';
+  return undefined;
 }
 
 /** `contentType` without its `charset` parameters, every one (the charset read is given apart: `formCharsetOf`). */

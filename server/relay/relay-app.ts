@@ -15,11 +15,7 @@ import { relayErrorHandler } from './routes/relay-error.js';
 import { type RelayRoute, inMatchOrder, relayGuard, relayOpenApiSecurity } from './routes/relay-route.js';
 import { RELAY_SITE_PATHS, relaySite } from './routes/relay-site.js';
 
-/**
- * The relay's express app, in the order its layers must run (the composition root's other half:
- * `relay-service.ts` builds what it serves): security headers, metrics, the disk gate, rate limits,
- * the cache refresh, the API and the site, slash redirects, the error handler.
- */
+/** The path of `url` without its trailing slashes: where the site or the API is mounted ("" for the root). */
 export function pathPrefix(url: string): string {
   return new URL(url).pathname.replace(/\/+$/, '');
 }
@@ -35,6 +31,12 @@ export function servedPaths(deps: RelayDeps, routes: readonly RelayRoute[]): Ser
   ];
 }
 
+/**
+ * The relay's express app, in the order its layers must run (the composition root's other half:
+ * `relay-service.ts` builds what it serves): security headers and the host check, metrics and
+ * `/metrics`, the disk gate, rate limits, the cache refresh, the site and the API, slash
+ * redirects, the error handler.
+ */
 export function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger: Logger, rateLimits: Router, served: readonly ServedPath[], metrics: { onRequestDone: (done: RequestDone) => void; scrape: RequestHandler }): Express {
   const app = express();
   starletteApp(app);

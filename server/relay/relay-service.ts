@@ -118,8 +118,9 @@ export interface RelayServiceConfig {
   connections?: ConnectionCounts;
   /**
    * SQLite only: where a lone vote's signature is checked while the loop stores the vote, which
-   * commits only if it passes (decision 1090); default a `SignatureThread` of the relay's own,
-   * closed with it. Null: checked first, on the loop (the ingest bench compares both).
+   * commits only if it passes (decision 1090); default a `SignatureThread` of the relay's own.
+   * Closed with the relay, the default or one passed here alike (a `close` that runs twice is
+   * harmless). Null: checked first, on the loop (the ingest bench compares both).
    */
   signatureChecksAhead?: SignatureChecksAhead | null;
 }

@@ -8,7 +8,7 @@ import { signVote } from '../../../core/relay/vote.js';
 import { RelayStore } from '../relay-store.js';
 import { tempDataDir } from '../../../test/support/relay-test-kit.js';
 import { applyFloor, raisesFloor, signedAmong } from './bulletin-floor.js';
-import type { SliceBook } from './slice-book.js';
+import type { SliceBook, SliceLookups } from './slice-book.js';
 import { hashOf, sliceChangers, tallyItem } from './voting-tally.js';
 import { type RelayBulletin, Voting } from './voting.js';
 
@@ -189,6 +189,34 @@ describe("other nodes' bulletins, kept between reads", () => {
       voting.forgetCached();
       await readAll(3);
       expect(voting.otherBulletinTallies).toBe(24);
+    } finally {
+      await store.close();
+      data.remove();
+    }
+  });
+  it('keep no more than the voters\' slices and the nodes cached, however many distinct nodes a client reads', async () => {
+    const data = tempDataDir('other-bulletins-bound-');
+    const store = new RelayStore(data.dir);
+    try {
+      const cachedNodeBulletins = 8;
+      const voting = new Voting({ store, clock, selfKey: relayKey, cachedNodeBulletins });
+      store.db.prepare("INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES (?, 'claim', 'statement', 't', ?, 0)").run(item, ids[0]);
+      // Two voters, one by hash of the slice it published (its published slice is looked up), one inline.
+      const published = await store.tx(voting.setSlice(ids[1] as string, normalizeQuorumSet({ t: 1, v: [ids[0] as string], i: [] }), false, clock.nowMs()));
+      const voteOf = (k: number, declared: object) => signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: ids[k] as string, value: 'yes', phase: 'vote', ...declared, created_at: 1 }, (keys[k] as NodeKey).secretKey);
+      await store.tx(voting.storeVote(voteOf(0, { slice: normalizeQuorumSet({ t: 1, v: [ids[1] as string], i: [] }) }), null, clock.nowMs()));
+      await store.tx(voting.storeVote(voteOf(1, { slice_hash: published.hash }), null, clock.nowMs()));
+      const others = (voting as unknown as { others: { items: WeakMap<readonly unknown[], { lookups: SliceLookups; nodes: { size: number } }> } }).others;
+      // Nodes a client makes up (well formed, never seen), three times as many as are cached.
+      for (let k = 0; k < 3 * cachedNodeBulletins; k++) await store.plain(voting.bulletin(item, generateNodeKey().nodeId));
+      const reading = others.items.get(await store.plain(voting.statements(item)));
+      expect(reading).toBeDefined();
+      expect(reading?.lookups.published.size).toBeLessThanOrEqual(2);
+      expect(reading?.nodes.size).toBeLessThanOrEqual(cachedNodeBulletins);
+      expect(voting.otherBulletinTallies).toBe(3 * cachedNodeBulletins);
+      // The answers do not change: a node that published a slice and never voted reads it as before.
+      await store.tx(voting.setSlice(stranger, normalizeQuorumSet({ t: 1, v: [ids[0] as string], i: [] }), false, clock.nowMs()));
+      expect((await store.plain(voting.bulletin(item, stranger))).slice_hash).not.toBeNull();
     } finally {
       await store.close();
       data.remove();

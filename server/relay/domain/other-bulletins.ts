@@ -4,7 +4,7 @@ import type { Vote } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { HasSigned } from './bulletin-floor.js';
 import type { Steps } from '../../storage/sql-steps.js';
-import { type SliceBook, type SliceLookups, deepFreeze } from './slice-book.js';
+import { type SliceBook, SliceLookups, deepFreeze } from './slice-book.js';
 import { type ItemFacts, itemFacts, sliceChangers, tallyOver } from './voting-tally.js';
 
 /** A node's computed bulletin (not floored) and what the floor and the answer need beside it. */
@@ -17,8 +17,10 @@ export interface OtherBulletin {
 
 /**
  * Nodes whose computed bulletins are kept per item, by default (~0.5 KiB each: with the statement
- * log's 64 items, ~32 MB at most). A client reading more nodes' bulletins than this in turn makes
- * each read a tally again, never more memory.
+ * log's 64 items, ~32 MB at most). Nothing else kept grows with the nodes read: a read node's own
+ * published slice is looked up for that read only (the shared lookups hold the voters' alone), so
+ * a client reading more nodes' bulletins than this in turn makes each read a tally again, never
+ * more memory.
  */
 export const NODES_PER_ITEM = 1024;
 
@@ -27,7 +29,7 @@ interface ItemReading {
   /** `SliceBook.publishedGeneration` and the relay node's slice they were computed with. */
   generation: number;
   relaySlice: QuorumSet | undefined;
-  /** The voters' published slices and the quorum sets named by hash, then each node's read as it is asked for. */
+  /** The voters' published slices and the quorum sets named by hash: only the statements', never a read node's. */
   lookups: SliceLookups;
   facts: ItemFacts;
   sliceChangers: readonly string[];
@@ -71,10 +73,11 @@ export class OtherBulletins {
     const reading = item;
     let bulletin = reading.nodes.get(nodeId);
     if (!bulletin) {
-      // The node's own published slice joins the shared lookups: a tally asks only for the slices of
-      // the item's voters and of its own node, so the nodes read before it change nothing.
-      yield* this.slices.lookupsFor([], [nodeId], reading.lookups);
-      bulletin = this.shareEquivocators(reading, tallyOver(reading.facts, { itemId, nodeId, selfNodeId: this.selfNodeId }, reading.lookups, () => relaySlice));
+      // The node's own published slice is read into lookups of this read only, over the shared ones
+      // (a tally asks only for the slices of the item's voters and of its own node): kept in the
+      // shared ones, each new node a client names would stay there as long as the list does.
+      const lookups = yield* this.slices.lookupsFor([], [nodeId], new SliceLookups(reading.lookups));
+      bulletin = this.shareEquivocators(reading, tallyOver(reading.facts, { itemId, nodeId, selfNodeId: this.selfNodeId }, lookups, () => relaySlice));
       this.tallies++;
       // Kept only when no published slice moved while the lookups waited for the database.
       if (this.slices.publishedGeneration === generation) {

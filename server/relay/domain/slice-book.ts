@@ -65,7 +65,7 @@ export class SliceBook {
       }
     }
     for (const node of [...statements.map((s) => s.voter), ...nodes]) {
-      if (!declaring.has(node) && !into.published.has(node)) into.published.set(node, yield* this.publishedSlice(node));
+      if (!declaring.has(node) && !into.hasPublished(node)) into.published.set(node, yield* this.publishedSlice(node));
     }
     return into;
   }
@@ -188,13 +188,25 @@ export class SliceLookups {
   readonly byHash = new Map<string, QuorumSet | undefined>();
   readonly published = new Map<string, PublishedSlice | undefined>();
 
+  /**
+   * `shared`: lookups read first and never written here, so what one read adds (`lookupsFor(..., into)`)
+   * goes with it: `OtherBulletins` looks up each read node's slice this way, not in the item's
+   * shared lookups, which a client naming ever new nodes would otherwise grow without bound.
+   */
+  constructor(private readonly shared?: SliceLookups) {}
+
+  /** Whether `nodeId`'s published slice (or its absence) was read into these lookups or the shared ones. */
+  hasPublished(nodeId: string): boolean {
+    return this.published.has(nodeId) || (this.shared?.hasPublished(nodeId) ?? false);
+  }
+
   /** The quorum set a `slice_hash` names; read by `SliceBook.lookupsFor` (a miss is a slice this relay never stored). */
   quorumSetByHash(hash: string): QuorumSet | undefined {
-    return this.byHash.get(hash);
+    return this.shared === undefined || this.byHash.has(hash) ? this.byHash.get(hash) : this.shared.quorumSetByHash(hash);
   }
 
   publishedSlice(nodeId: string): PublishedSlice | undefined {
-    return this.published.get(nodeId);
+    return this.shared === undefined || this.published.has(nodeId) ? this.published.get(nodeId) : this.shared.publishedSlice(nodeId);
   }
 }
 

@@ -19,8 +19,10 @@ export interface VoteRequest {
 
 /**
  * POST /items/{id}/vote: a signed x.vote/1 statement checked (item, shape, path, time, signature,
- * voter, slice), then stored by the ingest's group commit. Every refusal comes before the write
- * path, so a refused vote changes nothing.
+ * voter, slice), then stored: by the ingest's group commit, or, a lone vote of a registered voter
+ * on SQLite, in a transaction of its own while its signature is checked on the signature thread
+ * (decision 1090). A refused vote changes nothing: every refusal but that one's forged signature
+ * comes before the write path, and a forged signature found ahead rolls its transaction back.
  */
 export class PostVote {
   private readonly ingest: VoteIngest;
