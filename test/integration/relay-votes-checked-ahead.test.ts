@@ -54,3 +54,30 @@ describe('POST /items/{id}/vote checked ahead', () => {
     expect(after.body.counts.yes.vote).toBe(2);
   });
 });
+
+describe('POST /items/{id}/vote when the signature thread cannot start', () => {
+  const lostCauses: unknown[] = [];
+  const failing = new SignatureThread({
+    onLost: (cause) => lostCauses.push(cause),
+    startWorker: () => {
+      throw new Error('test: no thread can be started here');
+    },
+  });
+  const { relay: other } = relayForTests({ clock, dataDirPrefix: 'relay-thread-fails-', relay: { signatureChecksAhead: failing } });
+
+  it('checks lone votes first, taking the genuine and refusing the forged as ever, and tries the thread only once', async () => {
+    const [dave, erin] = [await registerNode(other, clock), await registerNode(other, clock)];
+    const item = await postClaim(other, dave, { kind: 'statement', title: 'no thread', body: '' });
+    const genuine = voteBy(erin, item, 'yes', 'vote', { t: 1, v: [dave.nodeId], i: [] }, clock);
+    const taken = await call(other.baseUrl, 'POST', `/items/${item}/vote`, { body: genuine });
+    expect([taken.status, taken.body.stored]).toEqual([201, true]);
+    const forged = { ...voteBy(erin, item, 'yes', 'accept', { t: 1, v: [dave.nodeId], i: [] }, clock), sig: genuine.sig };
+    const refused = await call(other.baseUrl, 'POST', `/items/${item}/vote`, { body: forged });
+    expect(refused.status, refused.text).toBe(422);
+    expect(refused.body).toMatchObject({ detail: [{ loc: ['body', 'sig'] }] });
+    const next = await call(other.baseUrl, 'POST', `/items/${item}/vote`, { body: voteBy(dave, item, 'yes', 'vote', { t: 1, v: [erin.nodeId], i: [] }, clock) });
+    expect([next.status, next.body.stored]).toEqual([201, true]);
+    expect(lostCauses).toHaveLength(1);
+    expect(failing.lastSeq).toBe(0);
+  });
+});
