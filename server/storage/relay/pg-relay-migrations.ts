@@ -233,7 +233,8 @@ CREATE INDEX invites_by_inviter ON invites (inviter, created_ms);
 CREATE INDEX pairings_by_node ON pairings (node_id);
 `,
   ),
-  // The public counts (GET /network, the site, GET /nodes, decision 1100) kept by triggers in the
+  // Public reads without a walk of a table (decision 1100). GET /nodes lists the oldest nodes by an
+  // index. The public counts (GET /network, the site, GET /nodes) are kept by triggers in the
   // writing transaction: PostgreSQL has no rowid, and a sequence is no count (a rolled back insert,
   // or one that conflicted, used its value). Every relay write transaction already holds the one
   // write lock and bumps the write generation's row, so these rows add no wait between replicas.
@@ -243,9 +244,10 @@ CREATE INDEX pairings_by_node ON pairings (node_id);
   // of these tables while waiting for another this migration took (a deadlock).
   sqlMigration(
     4,
-    'public counts kept',
+    'public reads without a walk',
     `
 SELECT pg_advisory_xact_lock(${RELAY_WRITE_LOCK_KEY});
+CREATE INDEX nodes_by_age ON nodes (created_ms, node_id);
 CREATE TABLE relay_counts (name ${T} PRIMARY KEY, n BIGINT NOT NULL);
 CREATE FUNCTION add_to_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
