@@ -177,7 +177,7 @@ describe('the relay schema on PostgreSQL', () => {
     }
   });
 
-  it('seeds the kept counts from the rows of a database migrated before them, and counts a row deleted by hand (decision 1100)', async () => {
+  it('seeds the kept counts from the rows of a database migrated before them, and counts rows deleted or written by hand (decision 1100)', async () => {
     const database = await createTestDatabase({ migrated: 'none' });
     // One connection: the migration's BEGIN and COMMIT must reach the same session.
     const connection = new pg.Pool({ ...pgConnection(database.url), options: '-c search_path=relay', max: 1 });
@@ -197,10 +197,14 @@ describe('the relay schema on PostgreSQL', () => {
     const { store, dispose } = await openPostgresRelayStore({ database });
     try {
       expect(await store.plainData.counts.totals()).toEqual({ nodes: 3, nodes_registered_here: 2, items: 1, votes: 2, events: 1, peers: 0 });
-      // The relay deletes none of these rows; one deleted by hand is still uncounted at once.
+      // The relay deletes none of these rows; one deleted by hand is still uncounted at once, and
+      // a row written by a session whose search_path is not the relay's (an operator's psql) counts.
       await store.plainSql.run("DELETE FROM votes WHERE voter = 'n3'");
       await store.plainSql.run("DELETE FROM nodes WHERE node_id = 'n3'");
-      expect(await store.plainData.counts.totals()).toEqual({ nodes: 2, nodes_registered_here: 1, items: 1, votes: 1, events: 1, peers: 0 });
+      const operator = new pg.Client(pgConnection(database.url));
+      await operator.connect();
+      await operator.query("INSERT INTO relay.events (kind, author, subject, payload, created_ms) VALUES ('node', 'n2', 'n2', '{}', 2)").finally(() => operator.end());
+      expect(await store.plainData.counts.totals()).toEqual({ nodes: 2, nodes_registered_here: 1, items: 1, votes: 1, events: 2, peers: 0 });
     } finally {
       await dispose();
     }

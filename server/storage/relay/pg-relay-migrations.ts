@@ -249,9 +249,10 @@ CREATE INDEX pairings_by_node ON pairings (node_id);
 SELECT pg_advisory_xact_lock(${RELAY_WRITE_LOCK_KEY});
 CREATE INDEX nodes_by_age ON nodes (created_ms, node_id);
 CREATE TABLE relay_counts (name ${T} PRIMARY KEY, n BIGINT NOT NULL);
+-- The table by its schema: a trigger runs with the search_path of whoever writes (an operator's psql too).
 CREATE FUNCTION add_to_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE relay_counts SET n = n + TG_ARGV[1]::bigint WHERE name = TG_ARGV[0];
+  UPDATE relay.relay_counts SET n = n + TG_ARGV[1]::bigint WHERE name = TG_ARGV[0];
   RETURN NULL;
 END $$;
 CREATE TRIGGER nodes_added AFTER INSERT ON nodes FOR EACH ROW EXECUTE FUNCTION add_to_count('nodes', '1');
