@@ -10,7 +10,7 @@ import { startRelayServer, tempDataDir } from '../test/support/relay-test-kit.js
  * (default 100 000 each), then, ms per call, the six counts as GET /network read them before (a
  * COUNT(*) of each table, the local nodes by a scan) and as it reads them now
  * (`RelayCountRepository.totals`), each on a store just opened (nothing in SQLite's page cache) and
- * again and again; then `--requests N` GET /network, GET /nodes and site pages over HTTP from a
+ * again and again; then `--requests N` GET /network, GET /nodes, a site page and GET /nodes/{id} over HTTP from a
  * relay on that data. Not part of `npm run bench`: a before/after figure for a decision.
  * `npx tsx perf/relay-public-counts.ts [--rows N] [--requests N]`.
  */
@@ -21,7 +21,8 @@ function option(name: string, fallback: number): number {
 
 const rows = option('rows', 100_000);
 const requests = option('requests', 50);
-const id = (table: string, n: number) => `${table}${n}`.padStart(64, '0');
+/** A 64-hex id of row `n` of a table (nodes 'a', items 'b'), as the relay's ids are. */
+const id = (table: 'n' | 'i', n: number) => `${table === 'n' ? 'a' : 'b'}${n.toString(16)}`.padStart(64, '0');
 
 /** Median and 90th percentile of `ms`, as text. */
 function summary(ms: number[]): string {
@@ -88,6 +89,8 @@ try {
       ['GET /network', `${relay.baseUrl}/network`],
       ['GET /nodes', `${relay.baseUrl}/nodes`],
       ['GET / (site)', `${relay.humanUrl}/`],
+      // A node's page counts its items and votes.
+      ['GET /nodes/{id}', `${relay.baseUrl}/nodes/${id('n', 1)}`],
     ] as const) {
       const ms = await timed(requests, async () => {
         const answer = await fetch(url);

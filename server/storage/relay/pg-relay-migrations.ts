@@ -234,7 +234,7 @@ CREATE INDEX pairings_by_node ON pairings (node_id);
 `,
   ),
   // Public reads without a walk of a table (decision 1100). GET /nodes lists the oldest nodes by an
-  // index. The public counts (GET /network, the site, GET /nodes) are kept by triggers in the
+  // index; GET /nodes/{id} counts a node's items and GET /items?author= pages them by another. The public counts (GET /network, the site, GET /nodes) are kept by triggers in the
   // writing transaction: PostgreSQL has no rowid, and a sequence is no count (a rolled back insert,
   // or one that conflicted, used its value). Every relay write transaction already holds the one
   // write lock and bumps the write generation's row, so these rows add no wait between replicas.
@@ -248,6 +248,7 @@ CREATE INDEX pairings_by_node ON pairings (node_id);
     `
 SELECT pg_advisory_xact_lock(${RELAY_WRITE_LOCK_KEY});
 CREATE INDEX nodes_by_age ON nodes (created_ms, node_id);
+CREATE INDEX items_by_author ON items (author, item_seq);
 CREATE TABLE relay_counts (name ${T} PRIMARY KEY, n BIGINT NOT NULL);
 -- The table by its schema: a trigger runs with the search_path of whoever writes (an operator's psql too).
 CREATE FUNCTION add_to_count() RETURNS trigger LANGUAGE plpgsql AS $$

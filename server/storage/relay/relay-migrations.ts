@@ -237,9 +237,11 @@ CREATE INDEX IF NOT EXISTS pairings_by_node ON pairings (node_id);
   // The other public counts need no row of theirs on SQLite: nothing deletes nodes, items, votes or
   // events, so the largest rowid (seq) is their count (RelayCountRepository). PostgreSQL's twin
   // keeps every count here (no rowid there). GET /nodes lists the oldest nodes: by an index, not by
-  // sorting them all.
-  sqlMigration(7, 'public reads without a walk of the nodes', `
+  // sorting them all. GET /nodes/{id} counts the node's items and GET /items?author= pages them: by
+  // an index of their author (with the rowid, which every SQLite index holds), not by reading every item.
+  sqlMigration(7, 'public reads without a walk of the nodes or items', `
 CREATE INDEX nodes_by_age ON nodes (created_ms, node_id);
+CREATE INDEX items_by_author ON items (author);
 CREATE TABLE relay_counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL);
 INSERT INTO relay_counts (name, n) SELECT 'nodes_registered_here', COUNT(*) FROM nodes WHERE local = 1;
 CREATE TRIGGER nodes_registered_here_added AFTER INSERT ON nodes WHEN NEW.local = 1 BEGIN
