@@ -234,9 +234,10 @@ CREATE INDEX pairings_by_node ON pairings (node_id);
 `,
   ),
   // Public reads without a walk of a table (decision 1100). GET /nodes lists the oldest nodes by an
-  // index; GET /nodes/{id} counts a node's items and GET /items?author= pages them by another. The public counts (GET /network, the site, GET /nodes) are kept by triggers in the
-  // writing transaction: PostgreSQL has no rowid, and a sequence is no count (a rolled back insert,
-  // or one that conflicted, used its value). Every relay write transaction already holds the one
+  // index; GET /nodes/{id} counts a node's items and GET /items?author= pages them by another. The
+  // public counts (GET /network, the site, GET /nodes) are kept by triggers in the writing
+  // transaction: PostgreSQL has no rowid, and a sequence is no count (a rolled back insert, or one
+  // that conflicted, used its value). Every relay write transaction already holds the one
   // write lock and bumps the write generation's row, so these rows add no wait between replicas.
   // The triggers come before the counting: from CREATE TRIGGER on, no insert into that table commits
   // until this migration does, so every row is counted exactly once, by the seed or by a trigger.
