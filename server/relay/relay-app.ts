@@ -71,9 +71,10 @@ export function buildApp(deps: RelayDeps, routes: readonly RelayRoute[], logger:
   // Credentials are checked before any body is read: a wrong caller never costs a parse or an upload.
   mountApiRoutes(api, inMatchOrder(routes, ['POST /items/{id}/vote']), relayGuard(deps.credentials), { beforeHandler: relayBodyParser(), otherPaths: [{ method: 'get', path: '/openapi.json' }] });
 
+  // Every page shows them: kept counts, never a walk of the tables (decision 1100).
   const stats = async () => {
-    const { nodes, items, votes, peers } = deps.store.plainData;
-    return { nodes: await nodes.count(), items: await items.count(), votes: await votes.count(), peers: await peers.count() };
+    const { nodes, items, votes, peers } = await deps.store.plainData.counts.totals();
+    return { nodes, items, votes, peers };
   };
   const sitePrefix = pathPrefix(deps.humanUrl);
   const apiPrefix = pathPrefix(deps.baseUrl);

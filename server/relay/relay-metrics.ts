@@ -107,17 +107,17 @@ export function relayMetrics(deps: { store: RelayStore; counts: RelayCounts; con
 
 /**
  * The store-wide metrics, read when scraped: one read of the store per scrape, shared by them all,
- * beside the queue of rules on PostgreSQL (a vote never waits for a scrape) and walking no table on
- * SQLite (`countQuickly`: COUNT(*) cost the event loop 20 ms per 100 000 rows each, a second at a
- * million). Nodes are not split by where they registered, which reads every row:
- * registrations_total counts those registered here. When the read fails (the database away), these
- * have no series (items and nodes: NaN) and `hilbench_relay_store_read_failed` is 1; the
- * per-replica metrics still answer.
+ * beside the queue of rules on PostgreSQL (a vote never waits for a scrape) and walking no table
+ * (the counts GET /network shows, `RelayCountRepository`, decision 1100: COUNT(*) cost SQLite's
+ * event loop 20 ms per 100 000 rows each, a second at a million). Nodes are not split by where they
+ * registered: registrations_total counts those registered on each replica. When the read fails
+ * (the database away), these have no series (items and nodes: NaN) and
+ * `hilbench_relay_store_read_failed` is 1; the per-replica metrics still answer.
  */
 function storeMetrics(registry: Registry, store: RelayStore): void {
   const snapshot = oncePerScrape(async () => {
     try {
-      const [items, nodes, peers] = await Promise.all([store.readBeside(store.data.items.countQuickly()), store.readBeside(store.data.nodes.countQuickly()), store.readBeside(store.data.peers.all())]);
+      const [{ items, nodes }, peers] = await Promise.all([store.readBeside(store.data.counts.totals()), store.readBeside(store.data.peers.all())]);
       return { items, nodes, peers };
     } catch {
       return null;

@@ -60,6 +60,21 @@ describe('RelayStore schema', () => {
     store.close();
   });
 
+  it('counts the nodes registered here that a database held before they were kept (decision 1100)', async () => {
+    const dataDir = dir();
+    const old = new Database(path.join(dataDir, 'relay.sqlite'));
+    runMigrations(old, relayMigrations.slice(0, 6));
+    const insert = old.prepare("INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES (?, ?, '{}', 1, 1)");
+    for (const [id, local] of [['n1', 1], ['n2', 0], ['n3', 1]] as const) insert.run(id, local);
+    old.close();
+
+    const store = new RelayStore(dataDir);
+    expect(await store.plainData.counts.totals()).toMatchObject({ nodes: 3, nodes_registered_here: 2 });
+    await store.plainData.nodes.markLocal('n2', null, 2);
+    expect(await store.plainData.counts.totals()).toMatchObject({ nodes: 3, nodes_registered_here: 3 });
+    await store.close();
+  });
+
   it('refuses a relay database written by a newer hilbench', async () => {
     const dataDir = dir();
     new RelayStore(dataDir).close();

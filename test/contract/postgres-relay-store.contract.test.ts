@@ -4,12 +4,17 @@ import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { RELAY_WRITE_LOCK_KEY } from '../../server/storage/relay/pg-relay-engine.js';
+import { pgRelayMigrations } from '../../server/storage/relay/pg-relay-migrations.js';
+import { performRelayStatement } from '../../server/storage/relay/pg-relay-sql.js';
+import { migrate } from '../../server/storage/run-migrations.js';
+import { runSteps } from '../../server/storage/sql-steps.js';
 import { searchIndexOf } from '../../server/storage/relay/trigram-prefilter.js';
 import { RelayStore } from '../../server/relay/relay-store.js';
 import { pgConnection } from '../../server/storage/postgres/pg-pool.js';
 import { until } from '../support/hilbench-processes.js';
 import { createTestDatabase } from '../support/postgres-test-database.js';
 import { openPostgresRelayStore } from '../support/relay-store-openers.js';
+import { describeRelayCountsContract } from './relay-counts-contract.js';
 import { describeRelayGuaranteesContract, type OpenRelayReplicas } from './relay-guarantees-contract.js';
 import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
 import { describeRelaySearchContract } from './relay-search-contract.js';
@@ -95,6 +100,27 @@ const replicas: OpenRelayReplicas = async () => {
 };
 describeRelayGuaranteesContract('postgres', open, replicas);
 
+// One database; each store opened on it is a replica (or the relay after a restart, once the first closed).
+describeRelayCountsContract(
+  'postgres',
+  async () => {
+    const database = await createTestDatabase({ migrated: 'relay' });
+    const stores: RelayStore[] = [];
+    return {
+      open: async () => {
+        const store = await RelayStore.openPostgres(database.url);
+        stores.push(store);
+        return store;
+      },
+      dispose: async () => {
+        for (const store of stores) await store.close();
+        await database.drop();
+      },
+    };
+  },
+  { replicas: true },
+);
+
 describe('the relay schema on PostgreSQL', () => {
   it('has every table and column of the SQLite schema (a new SQLite migration needs its PostgreSQL twin)', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'hilbench-relay-schema-'));
@@ -146,6 +172,39 @@ describe('the relay schema on PostgreSQL', () => {
       expect(await store.plainSql.value("SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'")).toBeUndefined();
       await store.plainData.items.insert({ item_id: 'i1', type: 'claim', kind: 'note', title: 'The Uno bench', body: '', file_bytes: null, media_type: null, author: 'n1', bot_id: null, origin: null, created_ms: 1, authorship: null });
       expect((await store.plainData.items.searchTitles('%uno b%', 10)).map((i) => i.item_id)).toEqual(['i1']);
+    } finally {
+      await dispose();
+    }
+  });
+
+  it('seeds the kept counts from the rows of a database migrated before them, and counts rows deleted or written by hand (decision 1100)', async () => {
+    const database = await createTestDatabase({ migrated: 'none' });
+    // One connection: the migration's BEGIN and COMMIT must reach the same session.
+    const connection = new pg.Pool({ ...pgConnection(database.url), options: '-c search_path=relay', max: 1 });
+    try {
+      // The relay's schema as the release before the counts left it, with rows.
+      const before = pgRelayMigrations.filter((m) => m.version < 4);
+      await runSteps(migrate(before, { label: 'the relay schema before the counts', versionTable: 'relay.schema_version', begin: 'BEGIN', enter: ['CREATE SCHEMA IF NOT EXISTS relay'] }), (statement) => performRelayStatement(connection, statement));
+      await connection.query(
+        "INSERT INTO nodes (node_id, local, registration, created_ms, updated_ms) VALUES ('n1', 1, '{}', 1, 1), ('n2', 0, '{}', 1, 1), ('n3', 1, '{}', 1, 1);" +
+          "INSERT INTO items (item_id, type, kind, title, author, created_ms) VALUES ('i1', 'claim', 'note', 'One', 'n1', 1);" +
+          "INSERT INTO votes (voter, item_id, value, phase, doc, created_ms) VALUES ('n1', 'i1', 'yes', 'vote', '{}', 1), ('n3', 'i1', 'no', 'vote', '{}', 1);" +
+          "INSERT INTO events (kind, author, subject, payload, created_ms) VALUES ('node', 'n1', 'n1', '{}', 1);",
+      );
+    } finally {
+      await connection.end();
+    }
+    const { store, dispose } = await openPostgresRelayStore({ database });
+    try {
+      expect(await store.plainData.counts.totals()).toEqual({ nodes: 3, nodes_registered_here: 2, items: 1, votes: 2, events: 1, peers: 0 });
+      // The relay deletes none of these rows; one deleted by hand is still uncounted at once, and
+      // a row written by a session whose search_path is not the relay's (an operator's psql) counts.
+      await store.plainSql.run("DELETE FROM votes WHERE voter = 'n3'");
+      await store.plainSql.run("DELETE FROM nodes WHERE node_id = 'n3'");
+      const operator = new pg.Client(pgConnection(database.url));
+      await operator.connect();
+      await operator.query("INSERT INTO relay.events (kind, author, subject, payload, created_ms) VALUES ('node', 'n2', 'n2', '{}', 2)").finally(() => operator.end());
+      expect(await store.plainData.counts.totals()).toEqual({ nodes: 2, nodes_registered_here: 1, items: 1, votes: 1, events: 2, peers: 0 });
     } finally {
       await dispose();
     }

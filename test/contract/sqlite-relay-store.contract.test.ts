@@ -1,4 +1,7 @@
+import { RelayStore } from '../../server/relay/relay-store.js';
 import { openSqliteRelayStore } from '../support/relay-store-openers.js';
+import { tempDataDir } from '../support/relay-test-kit.js';
+import { describeRelayCountsContract } from './relay-counts-contract.js';
 import { describeRelayGuaranteesContract } from './relay-guarantees-contract.js';
 import { describeRelayRepositoriesContract } from './relay-repositories-contract.js';
 import { describeRelaySearchContract } from './relay-search-contract.js';
@@ -11,3 +14,24 @@ describeRelayRepositoriesContract('sqlite', open);
 describeRelaySearchContract('sqlite', open, { numRuns: 200 });
 // No second store: SQLite's relay has one writer, this process (a replica needs PostgreSQL).
 describeRelayGuaranteesContract('sqlite', open);
+
+// One data dir; each store opened on it in turn is the relay after a restart.
+describeRelayCountsContract(
+  'sqlite',
+  async () => {
+    const data = tempDataDir('hilbench-relay-counts-');
+    const stores: RelayStore[] = [];
+    return {
+      open: async () => {
+        const store = new RelayStore(data.dir);
+        stores.push(store);
+        return store;
+      },
+      dispose: async () => {
+        for (const store of stores) await store.close();
+        data.remove();
+      },
+    };
+  },
+  { replicas: false },
+);

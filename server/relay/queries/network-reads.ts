@@ -1,5 +1,6 @@
 import type { QuorumSet } from '../../../core/relay/quorum-set.js';
 import type { RelayDeps } from '../relay-deps.js';
+import type { RelayTotals } from '../../storage/relay/count-repository.js';
 import type { PeerRow } from '../../storage/relay/peer-repository.js';
 
 /** GET /network shows at most this many slice edges and pairs. */
@@ -8,7 +9,7 @@ const networkEdgesMax = 1000;
 /** The network as this relay sees it (GET /network). */
 export interface NetworkPicture {
   selfSlice: QuorumSet | undefined;
-  counts: { nodes: number; nodes_registered_here: number; items: number; votes: number; events: number; peers: number };
+  counts: RelayTotals;
   peers: PeerRow[];
   edges: { node_id: string; qset: string; hash: string }[];
   pairs: [string, string][];
@@ -37,14 +38,8 @@ export class NetworkReads {
     const data = store.plainData;
     const edges = await data.slices.edges(networkEdgesMax);
     const selfSlice = await store.plain(this.deps.voting.selfSlice());
-    const counts = {
-      nodes: await data.nodes.count(),
-      nodes_registered_here: await data.nodes.countLocal(),
-      items: await data.items.count(),
-      votes: await data.votes.count(),
-      events: await data.events.count(),
-      peers: await data.peers.count(),
-    };
+    // Kept or read off an index, never a walk of the tables: anyone may ask, as often as they like (decision 1100).
+    const counts = await data.counts.totals();
     const peers = await this.peers();
     return { selfSlice, counts, peers, edges, pairs: await data.social.pairs(networkEdgesMax) };
   }

@@ -67,7 +67,7 @@ export class NodeReads {
   async list(): Promise<{ rows: NodeRow[]; total: number; truncated: boolean }> {
     const plain = this.deps.store.plainData;
     const rows = await plain.nodes.oldest(nodesListedMax + 1);
-    const total = await plain.nodes.count();
+    const total = await plain.counts.nodes();
     return { rows: rows.slice(0, nodesListedMax), total, truncated: rows.length > nodesListedMax };
   }
 

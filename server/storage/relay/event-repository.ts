@@ -41,6 +41,7 @@ export class EventRepository {
     return (yield* this.q.allOnce<EventRow>(`SELECT seq, kind, author, subject, payload, origin, created_ms FROM events WHERE seq > ? ${byAuthors} ORDER BY seq LIMIT ?`, since, ...authors, limit));
   }
 
+  /** Walks the table: tests check the kept counts against it; a request reads RelayCountRepository (decision 1100). */
   *count(): Steps<number> {
     return yield* this.q.count('SELECT COUNT(*) AS n FROM events');
   }

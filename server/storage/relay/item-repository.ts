@@ -69,18 +69,9 @@ export class ItemRepository {
     return yield* this.q.count('SELECT COUNT(*) AS n FROM items WHERE author = ?', author);
   }
 
+  /** Walks the table: tests check the kept counts against it; a request reads RelayCountRepository (decision 1100). */
   *count(): Steps<number> {
     return yield* this.q.count('SELECT COUNT(*) AS n FROM items');
-  }
-
-  /**
-   * `count` without walking the table on the event loop, for `/metrics`: on SQLite the largest
-   * rowid, equal to the count while no item is ever deleted (the relay deletes none; a rolled back or conflicting
-   * insert takes no rowid); COUNT(*) on PostgreSQL, where the walk is the database's, off the loop.
-   * SQLite's COUNT(*) costs about 20 ms per 100 000 rows once the index is out of its page cache.
-   */
-  *countQuickly(): Steps<number> {
-    return yield* this.q.count(this.q.dialect === 'sqlite' ? 'SELECT COALESCE(MAX(rowid), 0) AS n FROM items' : 'SELECT COUNT(*) AS n FROM items');
   }
 }
 

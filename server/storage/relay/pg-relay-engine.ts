@@ -6,15 +6,10 @@ import { PgFaultGuard, withCheckedOutClient } from '../postgres/pg-faults.js';
 import { openPgPool, redactDatabaseUrl } from '../postgres/pg-pool.js';
 import { runSteps, type Statement, type Steps } from '../sql-steps.js';
 import { migrateRelaySchema } from './pg-relay-migrations.js';
-import { LOCK_TIMEOUT_MS, performRelayStatement, type RelayQuery } from './pg-relay-sql.js';
+import { LOCK_TIMEOUT_MS, RELAY_WRITE_LOCK_KEY, performRelayStatement, type RelayQuery } from './pg-relay-sql.js';
 import { RelaySql } from './relay-sql.js';
 
-/**
- * The one advisory lock every relay write transaction takes, on every replica: writes run one at a
- * time, so an event's seq order is its commit order and a check and the write depending on it are
- * one step (decision 0440). Not the bench's key (0353): the bench's writes never wait for the relay's.
- */
-export const RELAY_WRITE_LOCK_KEY = 0x72656c79; // 'rely'
+export { RELAY_WRITE_LOCK_KEY };
 
 /**
  * Connections of a replica's relay pool by default. Its rules run one at a time (`exclusive`), so

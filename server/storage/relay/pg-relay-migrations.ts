@@ -1,6 +1,6 @@
 import { type Migration, migrate, sqlMigration } from '../run-migrations.js';
 import { runSteps } from '../sql-steps.js';
-import type { RelayQuery } from './pg-relay-sql.js';
+import { RELAY_WRITE_LOCK_KEY, type RelayQuery } from './pg-relay-sql.js';
 
 /**
  * Building the search indexes over an existing relay's rows: about 12 s for 500 000 titles on a
@@ -232,6 +232,51 @@ END $$;
 CREATE INDEX invites_by_inviter ON invites (inviter, created_ms);
 CREATE INDEX pairings_by_node ON pairings (node_id);
 `,
+  ),
+  // Public reads without a walk of a table (decision 1100). GET /nodes lists the oldest nodes by an
+  // index; GET /nodes/{id} counts a node's items and GET /items?author= pages them by another. The
+  // public counts (GET /network, the site, GET /nodes) are kept by triggers in the writing
+  // transaction: PostgreSQL has no rowid, and a sequence is no count (a rolled back insert, or one
+  // that conflicted, used its value). Every relay write transaction already holds the one
+  // write lock and bumps the write generation's row, so these rows add no wait between replicas.
+  // The triggers come before the counting: from CREATE TRIGGER on, no insert into that table commits
+  // until this migration does, so every row is counted exactly once, by the seed or by a trigger.
+  // The write lock first, so a transaction of a replica still running the old code cannot hold one
+  // of these tables while waiting for another this migration took (a deadlock).
+  sqlMigration(
+    4,
+    'public reads without a walk',
+    `
+SELECT pg_advisory_xact_lock(${RELAY_WRITE_LOCK_KEY});
+CREATE INDEX nodes_by_age ON nodes (created_ms, node_id);
+CREATE INDEX items_by_author ON items (author, item_seq);
+CREATE TABLE relay_counts (name ${T} PRIMARY KEY, n BIGINT NOT NULL);
+-- The table by its schema: a trigger runs with the search_path of whoever writes (an operator's psql too).
+CREATE FUNCTION add_to_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE relay.relay_counts SET n = n + TG_ARGV[1]::bigint WHERE name = TG_ARGV[0];
+  RETURN NULL;
+END $$;
+CREATE TRIGGER nodes_added AFTER INSERT ON nodes FOR EACH ROW EXECUTE FUNCTION add_to_count('nodes', '1');
+CREATE TRIGGER nodes_removed AFTER DELETE ON nodes FOR EACH ROW EXECUTE FUNCTION add_to_count('nodes', '-1');
+CREATE TRIGGER nodes_registered_here_added AFTER INSERT ON nodes FOR EACH ROW WHEN (NEW.local = 1) EXECUTE FUNCTION add_to_count('nodes_registered_here', '1');
+CREATE TRIGGER nodes_registered_here_gained AFTER UPDATE OF local ON nodes FOR EACH ROW WHEN (OLD.local <> 1 AND NEW.local = 1) EXECUTE FUNCTION add_to_count('nodes_registered_here', '1');
+CREATE TRIGGER nodes_registered_here_lost AFTER UPDATE OF local ON nodes FOR EACH ROW WHEN (OLD.local = 1 AND NEW.local <> 1) EXECUTE FUNCTION add_to_count('nodes_registered_here', '-1');
+CREATE TRIGGER nodes_registered_here_removed AFTER DELETE ON nodes FOR EACH ROW WHEN (OLD.local = 1) EXECUTE FUNCTION add_to_count('nodes_registered_here', '-1');
+CREATE TRIGGER items_added AFTER INSERT ON items FOR EACH ROW EXECUTE FUNCTION add_to_count('items', '1');
+CREATE TRIGGER items_removed AFTER DELETE ON items FOR EACH ROW EXECUTE FUNCTION add_to_count('items', '-1');
+CREATE TRIGGER votes_added AFTER INSERT ON votes FOR EACH ROW EXECUTE FUNCTION add_to_count('votes', '1');
+CREATE TRIGGER votes_removed AFTER DELETE ON votes FOR EACH ROW EXECUTE FUNCTION add_to_count('votes', '-1');
+CREATE TRIGGER events_added AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION add_to_count('events', '1');
+CREATE TRIGGER events_removed AFTER DELETE ON events FOR EACH ROW EXECUTE FUNCTION add_to_count('events', '-1');
+INSERT INTO relay_counts (name, n)
+  SELECT 'nodes', COUNT(*) FROM nodes
+  UNION ALL SELECT 'nodes_registered_here', COUNT(*) FROM nodes WHERE local = 1
+  UNION ALL SELECT 'items', COUNT(*) FROM items
+  UNION ALL SELECT 'votes', COUNT(*) FROM votes
+  UNION ALL SELECT 'events', COUNT(*) FROM events;
+`,
+    { timeoutMs: INDEX_BUILD_TIMEOUT_MS },
   ),
 ];
 

@@ -3,6 +3,14 @@ import type pg from 'pg';
 import type { Statement } from '../sql-steps.js';
 import { type RelayStatement, firstColumn } from './relay-sql.js';
 
+/**
+ * The one advisory lock every relay write transaction takes, on every replica: writes run one at a
+ * time, so an event's seq order is its commit order and a check and the write depending on it are
+ * one step (decision 0440). Not the bench's key (0353): the bench's writes never wait for the relay's.
+ * Here, beside the statements, so the migrations can take it too (decision 1100).
+ */
+export const RELAY_WRITE_LOCK_KEY = 0x72656c79; // 'rely'
+
 /** A lock wait that takes longer than this fails the statement instead of holding the replica's relay. */
 export const LOCK_TIMEOUT_MS = 30_000;
 /** A statement with no answer within this fails (its connection is dropped); a migration step may say longer. */

@@ -1,4 +1,5 @@
 import { BotRepository } from './bot-repository.js';
+import { RelayCountRepository } from './count-repository.js';
 import { EventRepository } from './event-repository.js';
 import { ExportRepository } from './export-repository.js';
 import { ItemRepository, ReportRepository } from './item-repository.js';
@@ -30,6 +31,8 @@ export class RelayData {
   readonly events: EventRepository;
   readonly peers: PeerRepository;
   readonly exports: ExportRepository;
+  /** The public counts, none walking its table (decision 1100). */
+  readonly counts: RelayCountRepository;
 
   /** `q`: the steps vocabulary of the store's dialect. */
   constructor(q: RelaySql) {
@@ -45,6 +48,7 @@ export class RelayData {
     this.events = new EventRepository(q);
     this.peers = new PeerRepository(q);
     this.exports = new ExportRepository(q);
+    this.counts = new RelayCountRepository(q);
   }
 }
 

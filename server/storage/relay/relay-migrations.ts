@@ -231,4 +231,27 @@ INSERT INTO nodes_search (nodes_search) VALUES ('rebuild');
 CREATE INDEX IF NOT EXISTS invites_by_inviter ON invites (inviter, created_ms);
 CREATE INDEX IF NOT EXISTS pairings_by_node ON pairings (node_id);
 `),
+  // Public reads that walked the nodes on every request (decision 1100). GET /network and the site
+  // counted the nodes registered here, reading every node: the count is kept here instead, by
+  // triggers in the writing transaction, so it is exact whoever writes and a read costs one row.
+  // The other public counts need no row of theirs on SQLite: nothing deletes nodes, items, votes or
+  // events, so the largest rowid (seq) is their count (RelayCountRepository). PostgreSQL's twin
+  // keeps every count here (no rowid there). GET /nodes lists the oldest nodes: by an index, not by
+  // sorting them all. GET /nodes/{id} counts the node's items and GET /items?author= pages them: by
+  // an index of their author (with the rowid, which every SQLite index holds), not by reading every item.
+  sqlMigration(7, 'public reads without a walk of the nodes or items', `
+CREATE INDEX nodes_by_age ON nodes (created_ms, node_id);
+CREATE INDEX items_by_author ON items (author);
+CREATE TABLE relay_counts (name TEXT PRIMARY KEY, n INTEGER NOT NULL);
+INSERT INTO relay_counts (name, n) SELECT 'nodes_registered_here', COUNT(*) FROM nodes WHERE local = 1;
+CREATE TRIGGER nodes_registered_here_added AFTER INSERT ON nodes WHEN NEW.local = 1 BEGIN
+  UPDATE relay_counts SET n = n + 1 WHERE name = 'nodes_registered_here';
+END;
+CREATE TRIGGER nodes_registered_here_changed AFTER UPDATE OF local ON nodes WHEN (OLD.local = 1) IS NOT (NEW.local = 1) BEGIN
+  UPDATE relay_counts SET n = n + (NEW.local = 1) - (OLD.local = 1) WHERE name = 'nodes_registered_here';
+END;
+CREATE TRIGGER nodes_registered_here_removed AFTER DELETE ON nodes WHEN OLD.local = 1 BEGIN
+  UPDATE relay_counts SET n = n - 1 WHERE name = 'nodes_registered_here';
+END;
+`),
 ];

@@ -80,6 +80,7 @@ export class VoteRepository {
     return yield* this.q.count('SELECT COUNT(*) AS n FROM votes WHERE voter = ?', voter);
   }
 
+  /** Walks the table: tests check the kept counts against it; a request reads RelayCountRepository (decision 1100). */
   *count(): Steps<number> {
     return yield* this.q.count('SELECT COUNT(*) AS n FROM votes');
   }
