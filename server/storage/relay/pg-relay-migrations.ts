@@ -252,6 +252,9 @@ CREATE INDEX nodes_by_age ON nodes (created_ms, node_id);
 CREATE INDEX items_by_author ON items (author, item_seq);
 CREATE TABLE relay_counts (name ${T} PRIMARY KEY, n BIGINT NOT NULL);
 -- The table by its schema: a trigger runs with the search_path of whoever writes (an operator's psql too).
+-- The membership trigger of version 1 named its table without one: an operator's insert of a node
+-- or a peer failed with "relation membership does not exist"; replaced here, same behaviour.
+CREATE OR REPLACE FUNCTION bump_membership() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN UPDATE relay.membership SET version = version + 1; RETURN NULL; END $$;
 CREATE FUNCTION add_to_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE relay.relay_counts SET n = n + TG_ARGV[1]::bigint WHERE name = TG_ARGV[0];
