@@ -7,6 +7,7 @@ import {
   ed25519Verifiers,
   isCanonicalSignature,
   isSmallOrderPublicKey,
+  publicKeyFromSecret,
   signEd25519,
   verifyEd25519,
 } from './ed25519.js';
@@ -175,5 +176,29 @@ describe('the two verifiers agree on the edge cases', () => {
     badMessage[0] = (badMessage[0] as number) ^ 1;
     expect(ed25519Verifiers.nodeCrypto(sig, badMessage, publicKey)).toBe(false);
     expect(ed25519Verifiers.noble(sig, badMessage, publicKey)).toBe(false);
+  });
+});
+
+describe('signing keys made once per seed', () => {
+  it('signs with what the seed array holds now: one overwritten in place signs as its new key', () => {
+    const [first, second] = [generateNodeKey(), generateNodeKey()];
+    const seed = new Uint8Array(first.secretKey);
+    const message = new TextEncoder().encode('kept signer');
+    const before = signEd25519(message, seed);
+    expect(signEd25519(message, seed)).toEqual(before);
+    expect(verifyEd25519(before, message, nodeIdToPublicKey(first.nodeId))).toBe(true);
+    seed.set(second.secretKey);
+    const after = signEd25519(message, seed);
+    expect(verifyEd25519(after, message, nodeIdToPublicKey(second.nodeId))).toBe(true);
+    expect(verifyEd25519(after, message, nodeIdToPublicKey(first.nodeId))).toBe(false);
+    expect(publicKeyFromSecret(seed)).toEqual(nodeIdToPublicKey(second.nodeId));
+  });
+
+  it('hands out a copy of the public key, and still refuses a seed that is not 32 bytes', () => {
+    const key = generateNodeKey();
+    const handedOut = publicKeyFromSecret(key.secretKey);
+    handedOut.fill(0);
+    expect(publicKeyFromSecret(key.secretKey)).toEqual(nodeIdToPublicKey(key.nodeId));
+    expect(() => signEd25519(new Uint8Array(1), new Uint8Array(31))).toThrow(/32-byte seed, got 31 bytes/);
   });
 });
