@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from './canonical-json.js';
 import { RelayError } from './problem.js';
@@ -112,5 +113,39 @@ describe('canonicalJson (RFC 8785)', () => {
     const o = Object.create(null) as Record<string, unknown>;
     o.k = 'v';
     expect(canonicalJson(o)).toBe('{"k":"v"}');
+  });
+
+  // RFC 8785 written plainly, as an oracle: keys sorted by code units, everything else JSON.stringify's.
+  const plainJcs = (value: unknown): string => {
+    if (Array.isArray(value)) return `[${value.map(plainJcs).join(',')}]`;
+    if (value !== null && typeof value === 'object') {
+      const object = value as Record<string, unknown>;
+      return `{${Object.keys(object)
+        .sort()
+        .map((key) => `${JSON.stringify(key)}:${plainJcs(object[key])}`)
+        .join(',')}}`;
+    }
+    return JSON.stringify(value);
+  };
+
+  it('gives the plain reading of RFC 8785 for any JSON value, any strings in it', () => {
+    const agrees = (value: unknown) => {
+      expect(canonicalJson(value)).toBe(plainJcs(value));
+    };
+    const text = fc.string({ unit: 'binary' }).filter((s) => s.isWellFormed());
+    fc.assert(fc.property(fc.jsonValue({ stringUnit: 'binary' }).filter((v) => plainJcs(v).isWellFormed()), agrees));
+    fc.assert(fc.property(fc.dictionary(text, text), agrees));
+  });
+
+  it('writes and refuses the same past the depth where its quick walk hands over to its careful one', () => {
+    let deep: unknown = { leaf: [1, 'two'] };
+    for (let k = 0; k < 200; k++) deep = k % 2 === 0 ? [deep] : { k: deep };
+    expect(canonicalJson(deep)).toBe(plainJcs(deep));
+    let refused: unknown = { bad: Number.NaN };
+    for (let k = 0; k < 100; k++) refused = [refused];
+    expect(() => canonicalJson(refused)).toThrow(new RegExp(`at ${Array.from({ length: 100 }, () => '0').join('\\.')}\\.bad: number NaN has no JSON form`));
+    const cyclic: unknown[] = [];
+    cyclic.push([[cyclic]]);
+    expect(() => canonicalJson(cyclic)).toThrow(/at 0\.0\.0: value is cyclic/);
   });
 });

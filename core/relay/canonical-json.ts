@@ -13,11 +13,62 @@ import { hasLoneSurrogate } from '../unicode-text.js';
  *   lone surrogates (I-JSON, RFC 7493 section 2.1, which JCS requires).
  */
 export function canonicalJson(value: unknown): string {
-  return serialise(value, [], new Set());
+  return quickly(value, 0) ?? serialise(value, [], new Set());
 }
 
 /**
- * `path` is the keys down to `value`, one array pushed and popped as the walk goes (a copy per
+ * Nesting past which the quick walk hands over to the careful one, whose stack of ancestors tells
+ * a cycle from deep data. No document the relay signs or checks comes near it (a slice nests 4).
+ */
+const QUICK_DEPTH_MAX = 64;
+
+/**
+ * The canonical text of `value`, or undefined when some part has none or the value nests past
+ * `QUICK_DEPTH_MAX`: then `serialise` walks it again and names the part. Every signature made and
+ * checked runs this (a vote's slice holds 20 node ids), and the careful walk's path of keys and
+ * set of ancestors cost as much as the text itself (issue 30): here neither is kept, and a string
+ * is checked by `isWellFormed`, not a regular expression. The text is the careful walk's (the
+ * same rules, in the same order; a property test compares them).
+ */
+function quickly(value: unknown, depth: number): string | undefined {
+  switch (typeof value) {
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'number':
+      return Number.isFinite(value) ? JSON.stringify(value) : undefined;
+    case 'string':
+      return value.isWellFormed() ? JSON.stringify(value) : undefined;
+    case 'object': {
+      if (value === null) return 'null';
+      if (depth >= QUICK_DEPTH_MAX) return undefined;
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let k = 0; k < value.length; k++) {
+          const element = quickly(value[k], depth + 1);
+          if (element === undefined) return undefined;
+          out += k === 0 ? element : `,${element}`;
+        }
+        return `${out}]`;
+      }
+      if (!isPlainObject(value)) return undefined;
+      const keys = Object.keys(value).sort();
+      let out = '{';
+      for (let k = 0; k < keys.length; k++) {
+        const key = keys[k]!;
+        const member = key.isWellFormed() ? quickly(value[key], depth + 1) : undefined;
+        if (member === undefined) return undefined;
+        out += `${k === 0 ? '' : ','}${JSON.stringify(key)}:${member}`;
+      }
+      return `${out}}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The careful walk, for a value the quick one gave up on: the canonical text, or `RelayError` naming
+ * the first part that has none. `path` is the keys down to `value`, one array pushed and popped as the walk goes (a copy per
  * element made every signature check allocate a path for each node id in a slice); `fail` copies it.
  */
 function serialise(value: unknown, path: string[], stack: Set<object>): string {

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runMigrations, schemaVersionOf } from '../storage/run-migrations.js';
 import { relayMigrations } from '../storage/relay/relay-migrations.js';
-import { RelayStore } from './relay-store.js';
+import { RELAY_PAGE_CACHE_KIB, RelayStore } from './relay-store.js';
 
 const dirs: string[] = [];
 const dir = () => {
@@ -21,6 +21,13 @@ describe('RelayStore schema', () => {
   it('records the schema version of a new database', async () => {
     const store = new RelayStore(dir());
     expect(schemaVersionOf(store.db)).toBe(relayMigrations.length);
+    store.close();
+  });
+
+  it("keeps SQLite's own default page cache, not better-sqlite3's 16 MB (decision 1140: a commit after a page split walks it all)", async () => {
+    const store = new RelayStore(dir());
+    expect(RELAY_PAGE_CACHE_KIB).toBe(2000);
+    expect(store.db.pragma('cache_size', { simple: true })).toBe(-RELAY_PAGE_CACHE_KIB);
     store.close();
   });
 
