@@ -137,7 +137,7 @@ describe('canonicalJson (RFC 8785)', () => {
     fc.assert(fc.property(fc.dictionary(text, text), agrees));
   });
 
-  it('writes and refuses the same past the depth where its quick walk hands over to its careful one', () => {
+  it('writes and refuses the same past the depth where its unwatched walk starts again watched', () => {
     let deep: unknown = { leaf: [1, 'two'] };
     for (let k = 0; k < 200; k++) deep = k % 2 === 0 ? [deep] : { k: deep };
     expect(canonicalJson(deep)).toBe(plainJcs(deep));
