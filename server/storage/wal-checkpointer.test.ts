@@ -110,24 +110,65 @@ describe('WalCheckpointer (WAL checkpoints off the event loop, decision 0760)', 
       const next = new Promise<void>((resolve) => (reported = resolve));
       // Write until the thread is asked (the WAL passed 40 pages), then let it answer.
       // No commit while it runs: a commit landing during a checkpoint would keep the WAL from starting again.
-      while (walBytes() <= frameBytes(40)) commit();
+      while ((checkpointer.framesInWal() as number) <= 40) commit();
       await next;
       const report = reports.at(-1);
       if (report instanceof Error) throw report;
       expect(report).toMatchObject({ where: 'thread', busy: false });
       expect(report!.checkpointedFrames).toBe(report!.logFrames);
-      // Wholly checkpointed: the next commit starts the WAL again and cuts the file back.
+      // Wholly checkpointed: the next commit starts the WAL again, over the file's first frames.
       commit();
-      expect(walBytes()).toBeLessThanOrEqual(frameBytes(40));
+      expect(checkpointer.framesInWal()).toBeLessThan(8); // one commit's frames
     }
     expect(checkpointer.counts).toEqual({ thread: 3, loop: 0, failed: 0 });
+  });
+
+  it('keeps the WAL file when the WAL starts again, so later commits overwrite it (decision 1150), and counts frames, not the file\'s size', () => {
+    const gate = gatedOffLoop();
+    checkpointer = new WalCheckpointer(db, { checkpointPages: 40, maxWalPages: 120, offLoop: gate.offLoop });
+    expect(db.pragma('journal_size_limit', { simple: true })).toBe(frameBytes(120));
+    while (gate.requests.length === 0) commit();
+    // The wal-index's count is SQLite's own (a checkpoint reports the frames it found).
+    const [row] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
+    expect(row).toMatchObject({ busy: 0, log: checkpointer.framesInWal(), checkpointed: checkpointer.framesInWal() });
+    expect(row!.log).toBeGreaterThan(40);
+    gate.requests[0]?.({ where: 'thread', busy: false, logFrames: row!.log, checkpointedFrames: row!.checkpointed });
+    const fileBytes = walBytes();
+    // Wholly checkpointed: the next commit starts the WAL again; the file keeps its length.
+    commit();
+    expect(checkpointer.framesInWal()).toBeLessThan(8); // one commit's frames
+    // Commits up to the threshold overwrite the file (it does not grow) and ask for no checkpoint,
+    // though the file is past the threshold: what counts is the WAL's frames.
+    while ((checkpointer.framesInWal() as number) < 30) commit();
+    expect(walBytes()).toBe(fileBytes);
+    expect(gate.requests).toHaveLength(1);
+  });
+
+  it('where SQLite keeps no wal-index file (exclusive locking), reads the WAL file\'s size and has it cut back when the WAL starts again', () => {
+    db.close();
+    db = new Database(join(data.dir, 'exclusive.sqlite'));
+    // Set before WAL mode: SQLite then keeps the wal-index in the process's memory, never in a -shm file.
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = WAL');
+    db.exec('CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB NOT NULL)');
+    expect(existsSync(`${db.name}-shm`)).toBe(false);
+    const gate = gatedOffLoop();
+    checkpointer = new WalCheckpointer(db, { checkpointPages: 40, maxWalPages: 120, offLoop: gate.offLoop });
+    expect(checkpointer.framesInWal()).toBeUndefined();
+    expect(db.pragma('journal_size_limit', { simple: true })).toBe(frameBytes(40));
+    while (gate.requests.length === 0) commit();
+    expect(walBytes()).toBeGreaterThan(frameBytes(40));
+    const [row] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
+    gate.requests[0]?.({ where: 'thread', busy: false, logFrames: row!.log, checkpointedFrames: row!.checkpointed });
+    commit();
+    expect(walBytes()).toBeLessThanOrEqual(frameBytes(40));
   });
 
   it('leaves the WAL checkpointed into the database file at close, the thread stopped first', async () => {
     let reported: () => void = () => {};
     const once = new Promise<void>((resolve) => (reported = resolve));
     checkpointer = new WalCheckpointer(db, { checkpointPages: 10, maxWalPages: 1000, onCheckpoint: () => reported() });
-    while (walBytes() <= frameBytes(10)) commit();
+    while ((checkpointer.framesInWal() as number) <= 10) commit();
     commit();
     await once;
     for (let k = 0; k < 5; k++) commit();

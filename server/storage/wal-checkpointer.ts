@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import { closeSync, fstatSync, openSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
@@ -51,13 +52,25 @@ export interface WalCheckpointerOptions {
  *
  * Durability is SQLite's own: a checkpoint syncs the WAL before copying it and the database file
  * before marking the frames copied, on whichever connection runs it (`synchronous = NORMAL` there).
+ *
+ * The WAL file is kept at its bound's size when the WAL starts again (`journal_size_limit` is
+ * `maxWalPages`' bytes, not `checkpointPages`'), so that a commit overwrites blocks the file already
+ * has: an `fdatasync` after a write that grew the file also commits the file system's journal (its
+ * size and new blocks), about twice the time here (decision 1150). How far the WAL has grown since
+ * it started again is then read from SQLite's wal-index (`framesInWal`), not from the file's size.
  */
 export class WalCheckpointer {
   private readonly pageBytes: number;
   private readonly checkpointBytes: number;
   private readonly maxWalBytes: number;
-  /** The WAL file's descriptor, for its size; undefined for a database without one (in memory), which has nothing to checkpoint. */
-  private readonly walFd: number | undefined;
+  /**
+   * Where the WAL's length is read: the wal-index (the `-shm` file) for its last frame, or, where
+   * SQLite keeps no such file (`locking_mode = EXCLUSIVE`), the WAL file for its size, which is
+   * then cut back to `checkpointPages` when the WAL starts again. Undefined for a database without
+   * a WAL (in memory), which has nothing to checkpoint.
+   */
+  private readonly walLength: { from: 'wal-index' | 'wal-file'; fd: number } | undefined;
+  private readonly word = Buffer.alloc(4);
   private offLoop: OffLoopCheckpoints | undefined;
   private inFlight = false;
   /** WAL size when the thread was last asked: it is asked again once the WAL has grown a quarter of `checkpointPages` more. */
@@ -80,16 +93,35 @@ export class WalCheckpointer {
     this.checkpointBytes = 32 + checkpointPages * (this.pageBytes + 24);
     this.maxWalBytes = 32 + maxWalPages * (this.pageBytes + 24);
     db.pragma('wal_autocheckpoint = 0');
-    // When the WAL starts again from its beginning, SQLite cuts the file back to this size: so its
-    // size past `checkpointBytes` is what has been written since the WAL last started again.
-    db.pragma(`journal_size_limit = ${this.checkpointBytes}`);
-    this.walFd = db.memory || db.pragma('journal_mode', { simple: true }) !== 'wal' ? undefined : openSync(`${db.name}-wal`, 'r');
+    this.walLength = db.memory || db.pragma('journal_mode', { simple: true }) !== 'wal' ? undefined : openWalLength(db.name);
+    // When the WAL starts again from its beginning, SQLite cuts the file back to this size. Kept at
+    // the bound, later commits overwrite the file (see above); read from the file's size, what was
+    // written since the WAL last started again is its size past `checkpointBytes`.
+    db.pragma(`journal_size_limit = ${this.walLength?.from === 'wal-file' ? this.checkpointBytes : this.maxWalBytes}`);
+  }
+
+  /**
+   * Frames in the WAL since it last started again, from the wal-index header's `mxFrame` (SQLite's
+   * WAL format: https://www.sqlite.org/walformat.html); undefined without a wal-index (see
+   * `walLength`). Read on the store's connection's thread between its transactions, so the header
+   * is the one its last commit wrote.
+   */
+  framesInWal(): number | undefined {
+    if (this.walLength?.from !== 'wal-index') return undefined;
+    if (readSync(this.walLength.fd, this.word, 0, 4, WAL_INDEX_MX_FRAME_AT) < 4) return 0;
+    return endianness() === 'LE' ? this.word.readUInt32LE(0) : this.word.readUInt32BE(0);
+  }
+
+  /** The WAL's bytes written since it last started again. */
+  private walBytes(walLength: { from: 'wal-index' | 'wal-file'; fd: number }): number {
+    if (walLength.from === 'wal-file') return fstatSync(walLength.fd).size;
+    return 32 + (this.framesInWal() ?? 0) * (this.pageBytes + 24);
   }
 
   /** A write committed (outside any transaction): checkpoints when the WAL has grown past a bound. Never throws. */
   noteCommit(): void {
-    if (this.closed || this.walFd === undefined) return;
-    const walBytes = fstatSync(this.walFd).size;
+    if (this.closed || this.walLength === undefined) return;
+    const walBytes = this.walBytes(this.walLength);
     if (walBytes <= this.checkpointBytes) {
       this.requestedAtBytes = 0;
       return;
@@ -141,8 +173,21 @@ export class WalCheckpointer {
   close(): Promise<void> | null {
     if (this.closed) return null;
     this.closed = true;
-    if (this.walFd !== undefined) closeSync(this.walFd);
+    if (this.walLength !== undefined) closeSync(this.walLength.fd);
     return this.offLoop?.alive ? this.offLoop.stop() : null;
+  }
+}
+
+/** Where the wal-index header's `mxFrame`, a 32-bit integer in the machine's byte order, is in the `-shm` file (SQLite's WAL format). */
+const WAL_INDEX_MX_FRAME_AT = 16;
+
+/** The wal-index to read the WAL's length from, or the WAL file where SQLite keeps no wal-index file. */
+function openWalLength(databaseFile: string): { from: 'wal-index' | 'wal-file'; fd: number } {
+  try {
+    return { from: 'wal-index', fd: openSync(`${databaseFile}-shm`, 'r') };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return { from: 'wal-file', fd: openSync(`${databaseFile}-wal`, 'r') };
   }
 }
 
