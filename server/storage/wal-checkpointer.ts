@@ -69,7 +69,7 @@ export class WalCheckpointer {
    * then cut back to `checkpointPages` when the WAL starts again. Undefined for a database without
    * a WAL (in memory), which has nothing to checkpoint.
    */
-  private readonly walLength: { from: 'wal-index' | 'wal-file'; fd: number } | undefined;
+  private readonly walLength: WalLength | undefined;
   private readonly word = Buffer.alloc(4);
   private offLoop: OffLoopCheckpoints | undefined;
   private inFlight = false;
@@ -109,11 +109,11 @@ export class WalCheckpointer {
   framesInWal(): number | undefined {
     if (this.walLength?.from !== 'wal-index') return undefined;
     if (readSync(this.walLength.fd, this.word, 0, 4, WAL_INDEX_MX_FRAME_AT) < 4) return 0;
-    return endianness() === 'LE' ? this.word.readUInt32LE(0) : this.word.readUInt32BE(0);
+    return LITTLE_ENDIAN ? this.word.readUInt32LE(0) : this.word.readUInt32BE(0);
   }
 
   /** The WAL's bytes written since it last started again. */
-  private walBytes(walLength: { from: 'wal-index' | 'wal-file'; fd: number }): number {
+  private walBytes(walLength: WalLength): number {
     if (walLength.from === 'wal-file') return fstatSync(walLength.fd).size;
     return 32 + (this.framesInWal() ?? 0) * (this.pageBytes + 24);
   }
@@ -180,9 +180,13 @@ export class WalCheckpointer {
 
 /** Where the wal-index header's `mxFrame`, a 32-bit integer in the machine's byte order, is in the `-shm` file (SQLite's WAL format). */
 const WAL_INDEX_MX_FRAME_AT = 16;
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** An open file the WAL's length is read from (see `WalCheckpointer.walLength`). */
+type WalLength = { from: 'wal-index' | 'wal-file'; fd: number };
 
 /** The wal-index to read the WAL's length from, or the WAL file where SQLite keeps no wal-index file. */
-function openWalLength(databaseFile: string): { from: 'wal-index' | 'wal-file'; fd: number } {
+function openWalLength(databaseFile: string): WalLength {
   try {
     return { from: 'wal-index', fd: openSync(`${databaseFile}-shm`, 'r') };
   } catch (err) {
