@@ -1,4 +1,5 @@
 import { canonicalJson } from './canonical-json.js';
+import { canonicalVoteText } from './canonical-vote.js';
 import { isItemId } from './claim.js';
 import { type KeyVerdict, publicKeyFromSecret, signEd25519, verifyEd25519, verifyEd25519Async } from './ed25519.js';
 import { HEX64_PATTERN, type Problem, RelayError, type Validated, isPlainObject, notAnObject, unwrap } from './problem.js';
@@ -187,6 +188,9 @@ const UTF8 = new TextEncoder();
  * top-level `sig` and `hint`. Works on signed and unsigned votes alike.
  */
 export function voteSigningBytes(vote: UnsignedVote | Vote): Uint8Array {
+  // The plain shape (every parsed vote) written out directly, the same text (decision 1160).
+  const plain = canonicalVoteText(vote);
+  if (plain !== null) return UTF8.encode(plain);
   // Top-level keys holding undefined are absent, as in parseVote; nested undefined still throws.
   // No prototype: an own `__proto__` key (JSON.parse makes one) stays a key, as Object.fromEntries kept it.
   const signed = Object.create(null) as Record<string, unknown>;

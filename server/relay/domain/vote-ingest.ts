@@ -108,21 +108,23 @@ export class VoteIngest {
     const options = { keyChecked: voter.registered };
     if (this.inFlight <= 1) return Promise.resolve(verifyVote(vote, options));
     this.verifying++;
-    const settled = () => {
-      this.verifying--;
-      // The batch waited for this check: it goes once no other is running (the vote, if valid, has joined it by then).
-      if (this.verifying === 0 && this.pending.length > 0) this.schedule();
-    };
     return verifyVoteAsync(vote, options).then(
       (valid) => {
-        settled();
+        this.checked();
         return valid;
       },
       (error: unknown) => {
-        settled();
+        this.checked();
         throw error;
       },
     );
+  }
+
+  /** A check on the thread pool ended. */
+  private checked(): void {
+    this.verifying--;
+    // The batch waited for this check: it goes once no other is running (the vote, if valid, has joined it by then).
+    if (this.verifying === 0 && this.pending.length > 0) this.schedule();
   }
 
   /**
@@ -142,7 +144,7 @@ export class VoteIngest {
   }
 
   private async storeWhileChecking(vote: Vote, check: AheadCheck): Promise<VoteOutcome | 'forged'> {
-    const storeOne = (v: Vote) => this.storeOne(v);
+    const storeOne = this.storeOneStep;
     let stored: StoredVote & { emitted: Vote[] };
     try {
       stored = await this.store.tx(function* () {
@@ -189,7 +191,7 @@ export class VoteIngest {
     if (this.pending.length > 0) this.schedule();
     const results: ({ ok: true; stored: StoredVote & { emitted: Vote[] } } | { ok: false; error: unknown })[] = [];
     const store = this.store;
-    const storeOne = (vote: Vote) => this.storeOne(vote);
+    const storeOne = this.storeOneStep;
     try {
       await store.tx(function* () {
         // One vote alone needs no savepoint: if it fails, its transaction is all there is to undo.
@@ -232,6 +234,13 @@ export class VoteIngest {
       }),
     );
   }
+
+  /**
+   * `storeOne` for the transactions' generator functions, which have no `this`: made once, not per
+   * vote (under tsx, whose esbuild keeps function names, each closure made also cost a
+   * `defineProperty` of its name: decision 1160).
+   */
+  private readonly storeOneStep = (vote: Vote) => this.storeOne(vote);
 
   private *storeOne(vote: Vote): Steps<StoredVote & { emitted: Vote[] }> {
     const now = this.nowMs();
