@@ -201,27 +201,32 @@ function depthProblem(path: string[]): Problem {
  */
 export function validateQuorumSet(input: unknown, options: { self?: string } = {}): Validated<QuorumSet> {
   const problems: Problem[] = [];
-  const seen = new Map<string, string[]>();
+  const seen: SeenNodes = new Map();
   const parsed = parseLevel(input, [], 1, problems, seen);
   if (parsed) {
     if (seen.size < 1 || seen.size > QUORUM_SET_MAX_NODES) {
       problems.push({ path: [], code: 'quorum_set_size', limit: QUORUM_SET_MAX_NODES, count: seen.size });
     }
     if (options.self !== undefined && seen.has(options.self)) {
-      problems.push({ path: seen.get(options.self) ?? [], code: 'self_in_slice', input: options.self });
+      const first = seen.get(options.self);
+      problems.push({ path: first ? validatorPath(first) : [], code: 'self_in_slice', input: options.self });
     }
   }
   if (problems.length > 0 || !parsed) return { ok: false, problems };
   return { ok: true, value: parsed };
 }
 
-function parseLevel(
-  input: unknown,
-  loc: string[],
-  depth: number,
-  problems: Problem[],
-  seen: Map<string, string[]>,
-): QuorumSet | undefined {
+/**
+ * Where each node was first listed: its level's path and its index there, made into a path only for
+ * a problem (a vote's slice of 20 made 20 such arrays per vote, for nothing, decision 1160).
+ */
+type SeenNodes = Map<string, { loc: string[]; k: number }>;
+
+function validatorPath(at: { loc: string[]; k: number }): string[] {
+  return [...at.loc, 'v', String(at.k)];
+}
+
+function parseLevel(input: unknown, loc: string[], depth: number, problems: Problem[], seen: SeenNodes): QuorumSet | undefined {
   if (!isPlainObject(input)) {
     problems.push(notAnObject(loc, input));
     return undefined;
@@ -240,18 +245,18 @@ function parseLevel(
   if (!Array.isArray(rawV)) {
     problems.push({ path: [...loc, 'v'], code: 'not_list', input: rawV });
   } else {
+    // forEach, not a counted loop: a hole in an array built in code is skipped, as JSON has none.
     rawV.forEach((node: unknown, k) => {
-      const at = [...loc, 'v', String(k)];
       if (!isNodeId(node)) {
-        problems.push({ path: at, code: 'pattern_mismatch', input: node, expected: HEX64_PATTERN });
+        problems.push({ path: validatorPath({ loc, k }), code: 'pattern_mismatch', input: node, expected: HEX64_PATTERN });
         return;
       }
       const first = seen.get(node);
       if (first) {
-        problems.push({ path: at, code: 'node_twice', input: node, note: `first at ${first.join('.')}` });
+        problems.push({ path: validatorPath({ loc, k }), code: 'node_twice', input: node, note: `first at ${validatorPath(first).join('.')}` });
         return;
       }
-      seen.set(node, at);
+      seen.set(node, { loc, k });
       v.push(node);
     });
   }
