@@ -6,7 +6,7 @@ import { type RelayRefusal, invalidInputAt } from './relay-errors.js';
 import type { RelayStore } from '../relay-store.js';
 import type { Steps } from '../../storage/sql-steps.js';
 import { type SliceBook, deepFreeze, sameQuorumSet } from './slice-book.js';
-import { knowHashOf } from './voting-tally.js';
+import { hashOf, knowHashOf } from './voting-tally.js';
 
 /** Outcome of storing one verified statement. */
 export interface StoredVote {
@@ -85,8 +85,12 @@ export class StatementLog {
    * (422 otherwise, so every stored statement can be tallied). Appends a `vote` event when new.
    */
   *storeVote(vote: Vote, origin: string | null, nowMs: number): Steps<StoredVote> {
+    // The voter's last inline slice, when this statement carries the same one: stored with that
+    // statement (its `qsets` row never goes; a rollback empties this cache), so its hash is known
+    // without serialising the slice to look it up (decision 1160).
+    const sameSlice = vote.slice ? this.sameInlineSlice(vote.voter, vote.slice) : undefined;
     // An inline slice's hash is handed to its parsed-back copy below, so the tallies never hash it again.
-    const inlineHash = vote.slice ? yield* this.slices.rememberQuorumSet(vote.slice) : undefined;
+    const inlineHash = sameSlice ? hashOf(sameSlice) : vote.slice ? yield* this.slices.rememberQuorumSet(vote.slice) : undefined;
     if (inlineHash === undefined && vote.slice_hash !== undefined && !(yield* this.slices.quorumSetByHash(vote.slice_hash))) {
       throw unknownSliceHash(vote.slice_hash);
     }
@@ -97,8 +101,9 @@ export class StatementLog {
     const equivocation = yield* this.votes.has(vote.voter, vote.item, other, vote.phase);
     if (!inserted) return { stored: false, duplicate: true, equivocation, keptAnotherDocument: yield* this.keepOtherDocument(vote, text, origin, nowMs) };
     const item = this.items.get(vote.item);
-    // Parsed back from the stored text, so it is what a later read would give.
-    const parsed = this.shareInlineSlice(JSON.parse(text) as Vote, inlineHash);
+    // What a later read of the stored text would give: a copy, when the statement holds nothing JSON
+    // changes and its slice is the one kept (about 1.7 KB less to parse per vote), else parsed back.
+    const parsed = sameSlice && isPlainStatement(vote) ? Object.freeze({ ...vote, slice: sameSlice }) : this.shareInlineSlice(JSON.parse(text) as Vote, inlineHash);
     if (item?.ordered) {
       // Placed where the database's ORDER BY puts it (usually last).
       const key: StatementKey = { createdMs: nowMs, voter: vote.voter, value: vote.value, phase: vote.phase };
@@ -179,6 +184,12 @@ export class StatementLog {
     }
   }
 
+  /** The voter's kept inline slice (frozen, shared) when `slice` is equal to it, else undefined. */
+  private sameInlineSlice(voter: string, slice: QuorumSet): QuorumSet | undefined {
+    const known = this.inlineSlices.get(voter);
+    return known && sameQuorumSet(known, slice) ? known : undefined;
+  }
+
   /**
    * Freezes a parsed statement, replacing its inline slice by the voter's previous one when equal.
    * `inlineHash`: the slice's hash when the caller already computed it (a voter's first statement
@@ -186,13 +197,28 @@ export class StatementLog {
    */
   private shareInlineSlice(vote: Vote, inlineHash?: string): Vote {
     if (vote.slice) {
-      const known = this.inlineSlices.get(vote.voter);
-      if (known && sameQuorumSet(known, vote.slice)) return Object.freeze({ ...vote, slice: known });
+      const known = this.sameInlineSlice(vote.voter, vote.slice);
+      if (known) return Object.freeze({ ...vote, slice: known });
       this.inlineSlices.set(vote.voter, deepFreeze(vote.slice));
       if (inlineHash !== undefined) knowHashOf(vote.slice, inlineHash);
     }
     return Object.freeze(vote);
   }
+}
+
+/**
+ * True when `JSON.parse(JSON.stringify(vote))` would be a plain copy of it, its slice aside: every
+ * other field a string or a number JSON writes back as itself (not -0), no hint (anything), no field
+ * holding undefined (JSON drops it).
+ */
+function isPlainStatement(vote: Vote): boolean {
+  for (const key of Object.keys(vote)) {
+    if (key === 'slice') continue;
+    const value = (vote as unknown as Record<string, unknown>)[key];
+    if (typeof value === 'string') continue;
+    if (typeof value !== 'number' || !Number.isFinite(value) || Object.is(value, -0)) return false;
+  }
+  return true;
 }
 
 /** `JSON.stringify({ vote })` from `JSON.stringify(vote)`: the same text, without serialising the vote again. */
