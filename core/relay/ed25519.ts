@@ -121,6 +121,15 @@ export interface KeyVerdict {
   keyChecked?: boolean;
 }
 
+/**
+ * `publicKeyHex`: the public key's lower-case hex when the caller holds it (a relay verifying a vote
+ * holds the voter's node id, which is that), so the parsed-key cache is looked up without encoding
+ * the key again. It must name `publicKey`; a relay passes the id the key was decoded from.
+ */
+export interface KeyName {
+  publicKeyHex?: string;
+}
+
 const SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 const PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 
@@ -135,8 +144,8 @@ const KEY_CACHE_LIMIT = 16_384;
 const ACCEPTABLE_KEY_MEMO_LIMIT = 262_144;
 const keyCache = new Map<string, KeyObject>();
 
-function publicKeyObject(publicKey: Uint8Array): KeyObject {
-  const id = Buffer.from(publicKey).toString('hex');
+/** `id`: the key's lower-case hex, when the caller holds it already (a node id is that). */
+function publicKeyObject(publicKey: Uint8Array, id = Buffer.from(publicKey).toString('hex')): KeyObject {
   const cached = keyCache.get(id);
   if (cached) return cached;
   const key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
@@ -213,11 +222,11 @@ export const verifyEd25519: Ed25519Verifier = ed25519Verifiers.nodeCrypto;
  * a server verifying the votes of several clients uses more than its one JavaScript thread and
  * answers other requests meanwhile (issue 18). Same fence, same answers.
  */
-export function verifyEd25519Async(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array, options: KeyVerdict = {}): Promise<boolean> {
+export function verifyEd25519Async(sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array, options: KeyVerdict & KeyName = {}): Promise<boolean> {
   if (publicKey.length !== 32 || !isCanonicalSignature(sig)) return Promise.resolve(false);
   let key: KeyObject;
   try {
-    key = publicKeyObject(publicKey);
+    key = publicKeyObject(publicKey, options.publicKeyHex);
   } catch {
     return Promise.resolve(false);
   }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { claimId } from './claim.js';
 import { RelayError } from './problem.js';
 import { generateNodeKey } from './node-id.js';
-import { type UnsignedVote, parseVote, signVote, verifyVote, voteSigningBytes } from './vote.js';
+import { type UnsignedVote, parseVote, signVote, verifyVote, verifyVoteAsync, voteSigningBytes } from './vote.js';
 
 const voter = generateNodeKey();
 const other = generateNodeKey();
@@ -48,6 +48,26 @@ describe('signVote and verifyVote', () => {
     expect(verifyVote({ ...vote, voter: other.nodeId })).toBe(false);
     expect(verifyVote({ ...vote, voter: '00'.repeat(32) })).toBe(false);
     expect(verifyVote({ ...vote, voter: 'not hex' })).toBe(false);
+  });
+  it('gives the same answers on the thread pool (verifyVoteAsync), the key found by the voter id', async () => {
+    const cases = [
+      vote,
+      { ...vote, value: 'no' as const },
+      { ...vote, created_at: vote.created_at + 1 },
+      // Checked after the voter's own key was cached under its id: another id is another key.
+      { ...vote, voter: other.nodeId },
+      { ...vote, voter: '00'.repeat(32) },
+      { ...vote, voter: 'not hex' },
+      { ...vote, sig: `${vote.sig.slice(0, 85)}B` },
+    ];
+    for (const options of [{}, { keyChecked: true }]) {
+      const answers = await Promise.all(cases.map((c) => verifyVoteAsync(c, options)));
+      expect(answers).toEqual(cases.map((c) => verifyVote(c, options)));
+      expect(answers[0]).toBe(true);
+      expect(answers.slice(1)).not.toContain(true);
+    }
+    // The other node's own vote verifies under its id after the first was checked under the same signature.
+    expect(await verifyVoteAsync(signVote({ ...unsigned, voter: other.nodeId, slice: { t: 1, v: [voter.nodeId], i: [] } }, other.secretKey))).toBe(true);
   });
   it('refuses to sign for another voter or a malformed document', () => {
     expect(() => signVote(unsigned, other.secretKey)).toThrow(RelayError);

@@ -226,7 +226,8 @@ export function verifyVoteAsync(vote: Vote, options: KeyVerdict = {}): Promise<b
   } catch {
     return Promise.resolve(false);
   }
-  return verifyEd25519Async(new Uint8Array(Buffer.from(vote.sig, 'base64url')), message, nodeIdToPublicKey(vote.voter), options);
+  // The voter id was checked above, so it is the key's hex: decoded once, and named to the key cache.
+  return verifyEd25519Async(Buffer.from(vote.sig, 'base64url'), message, Buffer.from(vote.voter, 'hex'), { ...options, publicKeyHex: vote.voter });
 }
 
 /**
