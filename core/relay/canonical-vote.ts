@@ -14,7 +14,7 @@ import { isPlainObject } from './problem.js';
  * and odd values.
  */
 
-/** Top-level keys in RFC 8785 order (UTF-16 code units), each with how its value is written. */
+/** The signed part's keys in RFC 8785 order (UTF-16 code units): `created_at` an integer, `slice` a quorum set, the others strings. */
 const SIGNED_KEYS = ['created_at', 'item', 'phase', 'schema', 'scheme', 'slice', 'slice_hash', 'value', 'voter'] as const;
 /** Fields left out of the signed part. */
 const UNSIGNED_KEYS = new Set(['sig', 'hint']);
@@ -54,9 +54,8 @@ function integerText(value: unknown): string | null {
 }
 
 /** A quorum set `{ t, v, i }` (keys in that set only, each optional), or null. */
-function sliceText(value: unknown, depth: number): string | null {
-  if (depth > SLICE_DEPTH_MAX || !isPlainObject(value)) return null;
-  const slice = value;
+function sliceText(slice: unknown, depth: number): string | null {
+  if (depth > SLICE_DEPTH_MAX || !isPlainObject(slice)) return null;
   for (const key of Object.keys(slice)) if (key !== 't' && key !== 'v' && key !== 'i') return null;
   let out = '{';
   // "i" < "t" < "v".
