@@ -16,9 +16,8 @@ import { isPlainObject } from './problem.js';
 
 /** The signed part's keys in RFC 8785 order (UTF-16 code units): `created_at` an integer, `slice` a quorum set, the others strings. */
 const SIGNED_KEYS = ['created_at', 'item', 'phase', 'schema', 'scheme', 'slice', 'slice_hash', 'value', 'voter'] as const;
-/** Fields left out of the signed part. */
-const UNSIGNED_KEYS = new Set(['sig', 'hint']);
-const KNOWN_KEYS = new Set<string>([...SIGNED_KEYS, ...UNSIGNED_KEYS]);
+/** Every field of an x.vote/1 document: the signed ones, `sig` and `hint` (`parseVote` refuses any other). */
+export const VOTE_FIELDS: ReadonlySet<string> = new Set([...SIGNED_KEYS, 'sig', 'hint']);
 
 /** Text JSON writes as it is between quotes: printable ASCII but `"` and `\`. */
 const VERBATIM_TEXT = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
@@ -29,7 +28,7 @@ const SLICE_DEPTH_MAX = 8;
 /** The canonical JSON of `vote` without `sig` and `hint`, or null when its shape is not the plain one. */
 export function canonicalVoteText(vote: object): string | null {
   const fields = vote as Record<string, unknown>;
-  for (const key of Object.keys(fields)) if (!KNOWN_KEYS.has(key)) return null;
+  for (const key of Object.keys(fields)) if (!VOTE_FIELDS.has(key)) return null;
   let out = '{';
   for (const key of SIGNED_KEYS) {
     // `in` would also see inherited keys; the signed part is the own keys (`voteSigningBytes`).

@@ -109,7 +109,7 @@ function lessThan(bytes: Uint8Array, at: number, topMask: number, limit: Uint8Ar
 }
 
 /** A raw verifier: signature bytes, message bytes, raw 32-byte public key. */
-export type Ed25519Verifier = (sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array, options?: KeyVerdict) => boolean;
+export type Ed25519Verifier = (sig: Uint8Array, message: Uint8Array, publicKey: Uint8Array, options?: KeyVerdict & KeyName) => boolean;
 
 /**
  * What the caller already knows of the public key. `keyChecked`: it passed `checkPublicKey` before
@@ -201,7 +201,7 @@ export const ed25519Verifiers: Record<'nodeCrypto' | 'noble', Ed25519Verifier> =
     if (publicKey.length !== 32 || !isCanonicalSignature(sig)) return false;
     let valid: boolean;
     try {
-      valid = cryptoVerify(null, message, publicKeyObject(publicKey), sig);
+      valid = cryptoVerify(null, message, publicKeyObject(publicKey, options.publicKeyHex), sig);
     } catch {
       // OpenSSL may refuse to load bytes that are no curve point: that is a failed verification.
       return false;

@@ -1,9 +1,9 @@
 import { canonicalJson } from './canonical-json.js';
-import { canonicalVoteText } from './canonical-vote.js';
+import { VOTE_FIELDS, canonicalVoteText } from './canonical-vote.js';
 import { isItemId } from './claim.js';
 import { type KeyVerdict, publicKeyFromSecret, signEd25519, verifyEd25519, verifyEd25519Async } from './ed25519.js';
 import { HEX64_PATTERN, type Problem, RelayError, type Validated, isPlainObject, notAnObject, unwrap } from './problem.js';
-import { isNodeId, nodeIdToPublicKey, publicKeyToNodeId } from './node-id.js';
+import { isNodeId, publicKeyToNodeId } from './node-id.js';
 import { type QuorumSet, validateQuorumSet } from './quorum-set.js';
 
 /**
@@ -54,19 +54,6 @@ export function otherValue(value: VoteValue): VoteValue {
 
 const SIG = /^[A-Za-z0-9_-]{85}[AQgw]$/;
 const PLACEHOLDER_SIG = 'A'.repeat(86);
-const KNOWN_FIELDS = new Set([
-  'schema',
-  'scheme',
-  'item',
-  'voter',
-  'value',
-  'phase',
-  'slice',
-  'slice_hash',
-  'created_at',
-  'sig',
-  'hint',
-]);
 
 /**
  * How deep a vote's `hint` may nest (arrays and objects). The hint is "anything, unsigned", but a
@@ -158,7 +145,7 @@ export function parseVote(input: unknown): Validated<Vote> {
     problems.push({ path: ['slice'], code: 'missing', note: 'slice or slice_hash' });
   }
   for (const key of Object.keys(input)) {
-    if (!KNOWN_FIELDS.has(key)) problems.push({ path: [key], code: 'extra', input: input[key] });
+    if (!VOTE_FIELDS.has(key)) problems.push({ path: [key], code: 'extra', input: input[key] });
   }
   if (has(input, 'hint') && nestsDeeperThan(input.hint, VOTE_HINT_MAX_DEPTH)) {
     problems.push({ path: ['hint'], code: 'hint_too_deep', limit: VOTE_HINT_MAX_DEPTH });
@@ -217,17 +204,27 @@ export function signVote(unsigned: UnsignedVote, secretKey: Uint8Array): Vote {
   return { ...parsed, sig };
 }
 
-/** `verifyVote` with the signature check on the thread pool (`verifyEd25519Async`); same answers. */
-export function verifyVoteAsync(vote: Vote, options: KeyVerdict = {}): Promise<boolean> {
-  if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return Promise.resolve(false);
+/**
+ * What checking `vote`'s signature takes: the signature's bytes, the signed bytes and the voter's key
+ * with its hex (the voter id, checked to be that: the key cache is looked up by it, decision 1160).
+ * Null for a vote refused before any curve arithmetic: a malformed voter id or signature text, or a
+ * document with no canonical form.
+ */
+function signatureCheckOf(vote: Vote): { sig: Uint8Array; message: Uint8Array; publicKey: Uint8Array; publicKeyHex: string } | null {
+  if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return null;
   let message: Uint8Array;
   try {
     message = voteSigningBytes(vote);
   } catch {
-    return Promise.resolve(false);
+    return null;
   }
-  // The voter id was checked above, so it is the key's hex: decoded once, and named to the key cache.
-  return verifyEd25519Async(Buffer.from(vote.sig, 'base64url'), message, Buffer.from(vote.voter, 'hex'), { ...options, publicKeyHex: vote.voter });
+  return { sig: Buffer.from(vote.sig, 'base64url'), message, publicKey: Buffer.from(vote.voter, 'hex'), publicKeyHex: vote.voter };
+}
+
+/** `verifyVote` with the signature check on the thread pool (`verifyEd25519Async`); same answers. */
+export function verifyVoteAsync(vote: Vote, options: KeyVerdict = {}): Promise<boolean> {
+  const check = signatureCheckOf(vote);
+  return check ? verifyEd25519Async(check.sig, check.message, check.publicKey, { ...options, publicKeyHex: check.publicKeyHex }) : Promise.resolve(false);
 }
 
 /**
@@ -237,12 +234,6 @@ export function verifyVoteAsync(vote: Vote, options: KeyVerdict = {}): Promise<b
  * passed `checkPublicKey` (a registered node's did), so it is not checked again.
  */
 export function verifyVote(vote: Vote, options: KeyVerdict = {}): boolean {
-  if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return false;
-  let message: Uint8Array;
-  try {
-    message = voteSigningBytes(vote);
-  } catch {
-    return false;
-  }
-  return verifyEd25519(new Uint8Array(Buffer.from(vote.sig, 'base64url')), message, nodeIdToPublicKey(vote.voter), options);
+  const check = signatureCheckOf(vote);
+  return check !== null && verifyEd25519(check.sig, check.message, check.publicKey, { ...options, publicKeyHex: check.publicKeyHex });
 }
