@@ -204,13 +204,22 @@ export function signVote(unsigned: UnsignedVote, secretKey: Uint8Array): Vote {
   return { ...parsed, sig };
 }
 
+/** The inputs of one vote's signature check (`signatureCheckOf`). */
+export interface SignatureCheck {
+  sig: Uint8Array;
+  message: Uint8Array;
+  publicKey: Uint8Array;
+  /** The voter id: `publicKey` in lower-case hex. */
+  publicKeyHex: string;
+}
+
 /**
  * What checking `vote`'s signature takes: the signature's bytes, the signed bytes and the voter's key
  * with its hex (the voter id, checked to be that: the key cache is looked up by it, decision 1160).
  * Null for a vote refused before any curve arithmetic: a malformed voter id or signature text, or a
- * document with no canonical form.
+ * document with no canonical form. The relay's signature thread takes the same (decision 1090).
  */
-function signatureCheckOf(vote: Vote): { sig: Uint8Array; message: Uint8Array; publicKey: Uint8Array; publicKeyHex: string } | null {
+export function signatureCheckOf(vote: Vote): SignatureCheck | null {
   if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return null;
   let message: Uint8Array;
   try {

@@ -1,8 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { MessageChannel, type MessagePort, Worker, type WorkerOptions } from 'node:worker_threads';
 import { cachedPublicKeyObject, isCanonicalSignature } from '../../../core/relay/ed25519.js';
-import { isNodeId } from '../../../core/relay/node-id.js';
-import { type Vote, isSignatureText, verifyVote, voteSigningBytes } from '../../../core/relay/vote.js';
+import { type Vote, signatureCheckOf, verifyVote } from '../../../core/relay/vote.js';
 
 /**
  * A vote's signature check begun off the event loop (`SignatureChecksAhead.begin`). `verdict` waits
@@ -180,19 +179,13 @@ export class SignatureThread implements SignatureChecksAhead {
     }
     if (Atomics.load(this.control, STATE) !== IDLE) return null;
     // verifyVote's fence: what fails it is refused without a thread, by the caller's check on the loop.
-    if (!isNodeId(vote.voter) || !isSignatureText(vote.sig)) return null;
-    const sig = Buffer.from(vote.sig, 'base64url');
-    if (!isCanonicalSignature(sig)) return null;
-    let message: Uint8Array;
-    try {
-      message = voteSigningBytes(vote);
-    } catch {
-      return null;
-    }
+    const check = signatureCheckOf(vote);
+    if (!check || !isCanonicalSignature(check.sig)) return null;
+    const { message } = check;
     if (message.length > this.messageMaxBytes) return null;
-    this.shareKey(vote.voter);
-    this.data.set(Buffer.from(vote.voter, 'hex'), KEY_AT);
-    this.data.set(sig, SIG_AT);
+    this.shareKey(check.publicKeyHex);
+    this.data.set(check.publicKey, KEY_AT);
+    this.data.set(check.sig, SIG_AT);
     this.data.set(message, MESSAGE_AT);
     const seq = (this.seq = this.seq >= SEQ_LIMIT ? 1 : this.seq + 1);
     Atomics.store(this.control, LENGTH, message.length);
