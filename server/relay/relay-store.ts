@@ -290,6 +290,15 @@ export class RelayStore {
     return yield* this.data.events.append({ kind, author, subject, payloadJson, origin, nowMs });
   }
 
+  /**
+   * Appends the `vote` event of a statement's first document, just stored in `votes` in this
+   * transaction: the event names the statement rather than repeating its text (decision 1170).
+   */
+  *appendVoteEvent(vote: { voter: string; item: string; value: string; phase: string }, nowMs: number, origin: string | null): Steps<void> {
+    if (!this.inTransaction) throw new Error('RelayStore.appendEvent(vote) outside a transaction: call it inside tx');
+    yield* this.data.events.appendVote({ voter: vote.voter, item: vote.item, value: vote.value, phase: vote.phase, origin, nowMs });
+  }
+
   /** Closes the database (on PostgreSQL after the rules already queued). */
   async close(): Promise<void> {
     if (this.pg) await this.pg.close();

@@ -91,6 +91,37 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
       expect(await votes.floorOf(node(2), node(5))).toBeUndefined();
     });
 
+    it('events: a vote event names its statement and is read with its document; older events keep their payload (decision 1170)', async () => {
+      const s = store();
+      const { items, votes } = s.plainData;
+      await items.insert(claim(1, node(9)));
+      const statement = { voter: node(5), item: node(1), value: 'yes', phase: 'accept' };
+      const doc = '{"voter":"v","sig":"s1","hint":{"a":["é"]}}';
+      await s.tx(function* () {
+        yield* s.appendEvent('item', node(9), node(1), { item: 1 }, 1);
+        // As StatementLog stores it: the statement's row, then its event, in one transaction.
+        yield* s.data.votes.insertIfNew(statement, doc, null, 2);
+        yield* s.appendVoteEvent(statement, 2, 'https://peer.example');
+        // An event stored before version 8 (or another document of a statement): its payload as stored.
+        yield* s.appendEventJson('vote', node(6), node(1), '{"vote":{"old":true}}', 3);
+      });
+      const all = await s.plain(s.data.events.after(0, [], 10));
+      expect(all.map((e) => [e.kind, e.author, e.subject, e.payload, e.origin, e.created_ms])).toEqual([
+        ['item', node(9), node(1), '{"item":1}', null, 1],
+        ['vote', node(5), node(1), `{"vote":${doc}}`, 'https://peer.example', 2],
+        ['vote', node(6), node(1), '{"vote":{"old":true}}', null, 3],
+      ]);
+      // By author, and from a cursor: the same rows.
+      expect((await s.plain(s.data.events.after(0, [node(5)], 10))).map((e) => e.payload)).toEqual([`{"vote":${doc}}`]);
+      expect((await s.plain(s.data.events.after(all[1]!.seq, [], 10))).map((e) => e.author)).toEqual([node(6)]);
+      expect(await votes.count()).toBe(1);
+      // Outside a transaction a vote event is refused, as every event is.
+      expect(() => [...s.appendVoteEvent(statement, 4, null)]).toThrow(/outside a transaction/);
+      // A vote event whose statement is gone (only by hand: nothing deletes one) is an error, not an empty payload.
+      await s.tx(s.appendVoteEvent({ ...statement, phase: 'vote' }, 5, null));
+      await expect(s.plain(s.data.events.after(0, [], 10))).rejects.toThrow(/names a statement that is not stored/);
+    });
+
     it('slices: published, replaced, listed by node, quorum sets by hash kept once', async () => {
       const { slices } = store().plainData;
       await slices.put(node(2), { qsetJson: '{"t":1}', hash: 'h1', tAuto: true }, 10);

@@ -93,8 +93,15 @@ describe("a statement's other documents", () => {
     const r = relay();
     const kept = [statement(x, { t: 1, v: [y.nodeId], i: [] }, 100), { ...statement(x, { t: 1, v: [y.nodeId], i: [] }, 101), hint: { route: ['a', 'é'] } } as Vote];
     await deliver(r, kept);
-    const events = r.store.db.prepare("SELECT payload FROM events WHERE kind = 'vote' AND author = ? ORDER BY seq").pluck().all(x.nodeId);
+    const events = (await r.store.plain(r.store.data.events.after(0, [x.nodeId], 100))).filter((e) => e.kind === 'vote').map((e) => e.payload);
     expect(events).toEqual(kept.map((vote) => JSON.stringify({ vote })));
+    // The first document is written once, in `votes`: its event names the statement (decision 1170);
+    // another document's event keeps its text (the statement's name alone would not say which).
+    const rows = r.store.db.prepare("SELECT payload, vote_value, vote_phase FROM events WHERE kind = 'vote' AND author = ? ORDER BY seq").all(x.nodeId);
+    expect(rows).toEqual([
+      { payload: '', vote_value: 'yes', vote_phase: 'vote' },
+      { payload: JSON.stringify({ vote: kept[1] }), vote_value: null, vote_phase: null },
+    ]);
     const docs = r.store.db.prepare('SELECT doc FROM votes WHERE voter = ? UNION ALL SELECT doc FROM vote_documents WHERE voter = ?').pluck().all(x.nodeId, x.nodeId);
     expect(docs).toEqual(kept.map((vote) => JSON.stringify(vote)));
   });

@@ -116,7 +116,8 @@ export class StatementLog {
       item.ordered.frozen = undefined;
       this.trim(vote.item);
     }
-    yield* this.store.appendEventJson('vote', vote.voter, vote.item, votePayloadJson(text), nowMs, origin);
+    // The event names the statement just stored: its document is not written a second time (decision 1170).
+    yield* this.store.appendVoteEvent(vote, nowMs, origin);
     yield* this.onStored(parsed);
     return { stored: true, duplicate: false, equivocation };
   }

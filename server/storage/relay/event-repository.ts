@@ -32,13 +32,45 @@ export class EventRepository {
   }
 
   /**
-   * Events after `since`, oldest first, at most `limit`, optionally by some authors. One statement
-   * reads one snapshot; rowids only grow and are committed in order (see RelayStore).
+   * Appends the `vote` event of a statement's first document, stored in `votes` in the same
+   * transaction: the event names the statement (voter `author`, item `subject`, value, phase) and
+   * `after` reads its payload, `{"vote": document}`, from there. The document is not written twice
+   * (decision 1170). `votes` rows are never updated or deleted, so the name always finds the text
+   * the event was appended with.
+   */
+  *appendVote(event: { voter: string; item: string; value: string; phase: string; origin: string | null; nowMs: number }): Steps<void> {
+    yield* this.q.run(
+      "INSERT INTO events (kind, author, subject, payload, origin, created_ms, vote_value, vote_phase) VALUES ('vote', ?, ?, '', ?, ?, ?, ?)",
+      event.voter,
+      event.item,
+      event.origin,
+      event.nowMs,
+      event.value,
+      event.phase,
+    );
+  }
+
+  /**
+   * Events after `since`, oldest first, at most `limit`, optionally by some authors, each with its
+   * payload (a vote event that names its statement with the document read from `votes`). One
+   * statement reads one snapshot; rowids only grow and are committed in order (see RelayStore).
    */
   *after(since: number, authors: readonly string[], limit: number): Steps<EventRow[]> {
-    const byAuthors = authors.length ? `AND author IN (${authors.map(() => '?').join(',')})` : '';
+    const byAuthors = authors.length ? `AND e.author IN (${authors.map(() => '?').join(',')})` : '';
     // Not cached: the text varies with the number of authors.
-    return (yield* this.q.allOnce<EventRow>(`SELECT seq, kind, author, subject, payload, origin, created_ms FROM events WHERE seq > ? ${byAuthors} ORDER BY seq LIMIT ?`, since, ...authors, limit));
+    const rows = yield* this.q.allOnce<Omit<EventRow, 'payload'> & { payload: string | null }>(
+      `SELECT e.seq, e.kind, e.author, e.subject, CASE WHEN e.vote_value IS NULL THEN e.payload ELSE '{"vote":' || v.doc || '}' END AS payload, e.origin, e.created_ms
+       FROM events e LEFT JOIN votes v ON e.vote_value IS NOT NULL AND v.voter = e.author AND v.item_id = e.subject AND v.value = e.vote_value AND v.phase = e.vote_phase
+       WHERE e.seq > ? ${byAuthors} ORDER BY e.seq LIMIT ?`,
+      since,
+      ...authors,
+      limit,
+    );
+    for (const row of rows) {
+      // Only if a statement's row were deleted by hand: said here, not served as an empty payload.
+      if (row.payload === null) throw new Error(`event ${row.seq} names a statement that is not stored (${row.author} on ${row.subject})`);
+    }
+    return rows as EventRow[];
   }
 
   /** Walks the table: tests check the kept counts against it; a request reads RelayCountRepository (decision 1100). */

@@ -281,6 +281,17 @@ INSERT INTO relay_counts (name, n)
 `,
     { timeoutMs: INDEX_BUILD_TIMEOUT_MS },
   ),
+  // SQLite's version 8 (decision 1170): a vote event names its statement instead of repeating its
+  // document. The write lock first, as in version 4; nullable columns without a default change no row.
+  sqlMigration(
+    5,
+    'vote events name their statement',
+    `
+SELECT pg_advisory_xact_lock(${RELAY_WRITE_LOCK_KEY});
+ALTER TABLE events ADD COLUMN vote_value ${T};
+ALTER TABLE events ADD COLUMN vote_phase ${T};
+`,
+  ),
 ];
 
 /** Session advisory lock held while migrating: replicas starting together take turns. */
