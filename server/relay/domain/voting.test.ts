@@ -105,6 +105,57 @@ describe('Voting caches', () => {
     expect(second[0]).toBe(first[0]);
   });
 
+  it("an equivocation is found alike from the item's kept statements and from the database, across reads, dropped caches and rolled-back votes (property)", async () => {
+    const voters = Array.from({ length: 2 }, () => generateNodeKey());
+    const signed = (key: NodeKey, value: 'yes' | 'no', phase: 'vote' | 'accept') =>
+      signVote({ schema: 'x.vote/1', scheme: 'scp-s5', item, voter: key.nodeId, value, phase, slice: { t: 1, v: [h1.nodeId], i: [] }, created_at: 1 }, key.secretKey);
+    const step = fc.oneof(
+      fc.record({ kind: fc.constant('store' as const), who: fc.integer({ min: 0, max: 1 }), value: fc.constantFrom('yes' as const, 'no' as const), phase: fc.constantFrom('vote' as const, 'accept' as const), rollBack: fc.integer({ min: 0, max: 9 }).map((n) => n < 3) }),
+      fc.record({ kind: fc.constant('read' as const) }),
+      fc.record({ kind: fc.constant('forget' as const) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { maxLength: 16 }), async (steps) => {
+        store.db.prepare('DELETE FROM votes WHERE voter <> ?').run(h1.nodeId);
+        voting.forgetCached();
+        const stored = new Set<string>();
+        for (const s of steps) {
+          if (s.kind === 'read') await store.plain(voting.statements(item));
+          else if (s.kind === 'forget') voting.forgetCached();
+          else {
+            const v = signed(voters[s.who]!, s.value, s.phase);
+            const other = `${v.voter} ${s.value === 'yes' ? 'no' : 'yes'} ${s.phase}`;
+            const outcome = await store.tx(function* () {
+              // A vote of the same batch (the other value: an equivocation, were it kept) that failed
+              // after it stored: its savepoint takes it back, and it must not count.
+              if (s.rollBack) {
+                try {
+                  yield* store.savepoint(function* () {
+                    yield* voting.storeVote(signed(voters[s.who]!, s.value === 'yes' ? 'no' : 'yes', s.phase), null, 2);
+                    throw new Error('rolled back');
+                  });
+                } catch {
+                  // expected
+                }
+              }
+              return yield* voting.storeVote(v, null, 2);
+            });
+            expect(outcome.equivocation).toBe(stored.has(other));
+            stored.add(`${v.voter} ${s.value} ${s.phase}`);
+          }
+        }
+      }),
+      {
+        numRuns: 100,
+        // The kept statements answer (read first), also after a rolled-back vote emptied them.
+        examples: [
+          [[{ kind: 'read' }, { kind: 'store', who: 0, value: 'yes', phase: 'vote', rollBack: false }, { kind: 'store', who: 0, value: 'no', phase: 'vote', rollBack: false }]],
+          [[{ kind: 'read' }, { kind: 'store', who: 0, value: 'yes', phase: 'vote', rollBack: true }, { kind: 'read' }, { kind: 'store', who: 0, value: 'no', phase: 'vote', rollBack: false }]],
+        ],
+      },
+    );
+  });
+
   it('statements added after a read keep the database order, even when stored with an earlier time (property)', async () => {
     const voters = Array.from({ length: 4 }, () => generateNodeKey());
     await fc.assert(
