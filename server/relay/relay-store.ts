@@ -291,12 +291,17 @@ export class RelayStore {
   }
 
   /**
-   * Appends the `vote` event of a statement's first document, just stored in `votes` in this
-   * transaction: the event names the statement rather than repeating its text (decision 1170).
+   * Appends the `vote` event of a statement's first document (`documentJson`), just stored in
+   * `votes` in this transaction: the event names the statement, and on SQLite holds no copy of its
+   * text (decision 1170). On PostgreSQL it still holds one: during a rolling upgrade
+   * (docs/deployment.md) replicas of the previous release serve `GET /events` from the payload, and
+   * an empty one would break their pages. A later release can stop writing it there, and empty the
+   * payloads of the events that name their statement.
    */
-  *appendVoteEvent(vote: { voter: string; item: string; value: string; phase: string }, nowMs: number, origin: string | null): Steps<void> {
-    if (!this.inTransaction) throw new Error('RelayStore.appendEvent(vote) outside a transaction: call it inside tx');
-    yield* this.data.events.appendVote({ voter: vote.voter, item: vote.item, value: vote.value, phase: vote.phase, origin, nowMs });
+  *appendVoteEvent(vote: { voter: string; item: string; value: string; phase: string }, documentJson: string, nowMs: number, origin: string | null): Steps<void> {
+    if (!this.inTransaction) throw new Error('RelayStore.appendVoteEvent outside a transaction: call it inside tx');
+    const payloadJson = this.pg ? `{"vote":${documentJson}}` : '';
+    yield* this.data.events.appendVote({ voter: vote.voter, item: vote.item, value: vote.value, phase: vote.phase, payloadJson, origin, nowMs });
   }
 
   /** Closes the database (on PostgreSQL after the rules already queued). */

@@ -101,7 +101,7 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
         yield* s.appendEvent('item', node(9), node(1), { item: 1 }, 1);
         // As StatementLog stores it: the statement's row, then its event, in one transaction.
         yield* s.data.votes.insertIfNew(statement, doc, null, 2);
-        yield* s.appendVoteEvent(statement, 2, 'https://peer.example');
+        yield* s.appendVoteEvent(statement, doc, 2, 'https://peer.example');
         // An event stored before version 8 (or another document of a statement): its payload as stored.
         yield* s.appendEventJson('vote', node(6), node(1), '{"vote":{"old":true}}', 3);
       });
@@ -115,10 +115,14 @@ export function describeRelayRepositoriesContract(name: string, open: OpenRelayS
       expect((await s.plain(s.data.events.after(0, [node(5)], 10))).map((e) => e.payload)).toEqual([`{"vote":${doc}}`]);
       expect((await s.plain(s.data.events.after(all[1]!.seq, [], 10))).map((e) => e.author)).toEqual([node(6)]);
       expect(await votes.count()).toBe(1);
+      // As stored: no copy on SQLite; on PostgreSQL the old form, which replicas of the previous
+      // release read during a rolling upgrade.
+      expect(await s.plainSql.value('SELECT payload FROM events WHERE seq = ?', all[1]!.seq)).toBe(s.dialect === 'postgres' ? `{"vote":${doc}}` : '');
       // Outside a transaction a vote event is refused, as every event is.
-      expect(() => [...s.appendVoteEvent(statement, 4, null)]).toThrow(/outside a transaction/);
-      // A vote event whose statement is gone (only by hand: nothing deletes one) is an error, not an empty payload.
-      await s.tx(s.appendVoteEvent({ ...statement, phase: 'vote' }, 5, null));
+      expect(() => [...s.appendVoteEvent(statement, doc, 4, null)]).toThrow(/outside a transaction/);
+      // A vote event whose statement is gone (only by hand: nothing deletes one) is an error, not an
+      // empty payload or one that disagrees with the statements.
+      await s.tx(s.appendVoteEvent({ ...statement, phase: 'vote' }, doc, 5, null));
       await expect(s.plain(s.data.events.after(0, [], 10))).rejects.toThrow(/names a statement that is not stored/);
     });
 

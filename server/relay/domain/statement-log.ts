@@ -115,8 +115,8 @@ export class StatementLog {
       item.ordered.frozen = undefined;
       this.trim(vote.item);
     }
-    // The event names the statement just stored: its document is not written a second time (decision 1170).
-    yield* this.store.appendVoteEvent(vote, nowMs, origin);
+    // The event names the statement just stored (on SQLite its document is not written a second time: decision 1170).
+    yield* this.store.appendVoteEvent(vote, text, nowMs, origin);
     yield* this.onStored(parsed);
     return { stored: true, duplicate: false, equivocation };
   }

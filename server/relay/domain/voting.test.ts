@@ -117,6 +117,8 @@ describe('Voting caches', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { maxLength: 16 }), async (steps) => {
         store.db.prepare('DELETE FROM votes WHERE voter <> ?').run(h1.nodeId);
+        // Their events too: a vote event names its statement's row (decision 1170).
+        store.db.prepare('DELETE FROM events WHERE vote_value IS NOT NULL AND author <> ?').run(h1.nodeId);
         voting.forgetCached();
         const stored = new Set<string>();
         for (const s of steps) {

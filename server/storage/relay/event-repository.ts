@@ -34,15 +34,17 @@ export class EventRepository {
   /**
    * Appends the `vote` event of a statement's first document, stored in `votes` in the same
    * transaction: the event names the statement (voter `author`, item `subject`, value, phase) and
-   * `after` reads its payload, `{"vote": document}`, from there. The document is not written twice
-   * (decision 1170). `votes` rows are never updated or deleted, so the name always finds the text
-   * the event was appended with.
+   * `after` reads its payload, `{"vote": document}`, from there, whatever `payloadJson` holds (empty,
+   * so the document is not written twice, or the old form: `RelayStore.appendVoteEvent`, decision
+   * 1170). `votes` rows are never updated or deleted, so the name always finds the text the event
+   * was appended with.
    */
-  *appendVote(event: { voter: string; item: string; value: string; phase: string; origin: string | null; nowMs: number }): Steps<void> {
+  *appendVote(event: { voter: string; item: string; value: string; phase: string; payloadJson: string; origin: string | null; nowMs: number }): Steps<void> {
     yield* this.q.run(
-      "INSERT INTO events (kind, author, subject, payload, origin, created_ms, vote_value, vote_phase) VALUES ('vote', ?, ?, '', ?, ?, ?, ?)",
+      "INSERT INTO events (kind, author, subject, payload, origin, created_ms, vote_value, vote_phase) VALUES ('vote', ?, ?, ?, ?, ?, ?, ?)",
       event.voter,
       event.item,
+      event.payloadJson,
       event.origin,
       event.nowMs,
       event.value,

@@ -281,8 +281,10 @@ INSERT INTO relay_counts (name, n)
 `,
     { timeoutMs: INDEX_BUILD_TIMEOUT_MS },
   ),
-  // SQLite's version 8 (decision 1170): a vote event names its statement instead of repeating its
-  // document. The write lock first, as in version 4; nullable columns without a default change no row.
+  // SQLite's version 8 (decision 1170): a vote event names its statement. Here it still repeats
+  // the document too, for replicas of the previous release during a rolling upgrade
+  // (`RelayStore.appendVoteEvent`). The write lock first, as in version 4; nullable columns without
+  // a default change no row.
   sqlMigration(
     5,
     'vote events name their statement',
