@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { runMigrations } from '../storage/run-migrations.js';
 import { ensurePrivateDir, prepareOwnerOnlyDatabase } from '../lifecycle/private-files.js';
 import { loadOrCreateSecret } from '../lifecycle/secret-file.js';
-import type { EventKind } from '../storage/relay/event-repository.js';
+import { type EventKind, votePayloadJson } from '../storage/relay/event-repository.js';
 import type { SharedFileContents } from '../storage/relay/shared-file-contents.js';
 import { PgRelayEngine, type PgRelayEngineOptions } from '../storage/relay/pg-relay-engine.js';
 import type { Steps } from '../storage/sql-steps.js';
@@ -300,7 +300,7 @@ export class RelayStore {
    */
   *appendVoteEvent(vote: { voter: string; item: string; value: string; phase: string }, documentJson: string, nowMs: number, origin: string | null): Steps<void> {
     if (!this.inTransaction) throw new Error('RelayStore.appendVoteEvent outside a transaction: call it inside tx');
-    const payloadJson = this.pg ? `{"vote":${documentJson}}` : '';
+    const payloadJson = this.pg ? votePayloadJson(documentJson) : '';
     yield* this.data.events.appendVote({ voter: vote.voter, item: vote.item, value: vote.value, phase: vote.phase, payloadJson, origin, nowMs });
   }
 

@@ -2,6 +2,7 @@ import type { QuorumSet } from '../../../core/relay/quorum-set.js';
 import type { Vote } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { StatementKey, VoteRepository } from '../../storage/relay/vote-repository.js';
+import { votePayloadJson } from '../../storage/relay/event-repository.js';
 import { type RelayRefusal, invalidInputAt } from './relay-errors.js';
 import type { RelayStore } from '../relay-store.js';
 import type { Steps } from '../../storage/sql-steps.js';
@@ -232,11 +233,6 @@ function isPlainStatement(vote: Vote): boolean {
     if (typeof value !== 'number' || !Number.isFinite(value) || Object.is(value, -0)) return false;
   }
   return true;
-}
-
-/** `JSON.stringify({ vote })` from `JSON.stringify(vote)`: the same text, without serialising the vote again. */
-function votePayloadJson(voteJson: string): string {
-  return `{"vote":${voteJson}}`;
 }
 
 function mapKey(k: Omit<StatementKey, 'createdMs'>): string {

@@ -13,6 +13,14 @@ export interface EventRow {
   created_ms: number;
 }
 
+/**
+ * A `vote` event's payload, `{"vote": document}`, from the document's JSON text (without serialising
+ * it again). `EventRepository.after` writes the same in SQL for the events that name their statement.
+ */
+export function votePayloadJson(documentJson: string): string {
+  return `{"vote":${documentJson}}`;
+}
+
 /** The event feed: append only, `seq` never reused. */
 export class EventRepository {
   constructor(private readonly q: RelaySql) {}
