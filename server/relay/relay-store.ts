@@ -284,10 +284,16 @@ export class RelayStore {
 
   /** `appendEvent` with the payload already serialised (`JSON.stringify` of it), for a caller that has the text. */
   *appendEventJson(kind: EventKind, author: string, subject: string, payloadJson: string, nowMs: number, origin: string | null = null): Steps<number> {
-    // Outside `tx` an event would be committed without the write lock: on PostgreSQL another
-    // replica's event could then commit with a smaller seq after it, and a reader would skip it.
-    if (!this.inTransaction) throw new Error(`RelayStore.appendEvent(${kind}) outside a transaction: call it inside tx`);
+    this.requireEventTransaction(`appendEvent(${kind})`);
     return yield* this.data.events.append({ kind, author, subject, payloadJson, origin, nowMs });
+  }
+
+  /**
+   * Outside `tx` an event would be committed without the write lock: on PostgreSQL another
+   * replica's event could then commit with a smaller seq after it, and a reader would skip it.
+   */
+  private requireEventTransaction(call: string): void {
+    if (!this.inTransaction) throw new Error(`RelayStore.${call} outside a transaction: call it inside tx`);
   }
 
   /**
@@ -299,7 +305,7 @@ export class RelayStore {
    * payloads of the events that name their statement.
    */
   *appendVoteEvent(vote: { voter: string; item: string; value: string; phase: string }, documentJson: string, nowMs: number, origin: string | null): Steps<void> {
-    if (!this.inTransaction) throw new Error('RelayStore.appendVoteEvent outside a transaction: call it inside tx');
+    this.requireEventTransaction('appendVoteEvent');
     const payloadJson = this.pg ? votePayloadJson(documentJson) : '';
     yield* this.data.events.appendVote({ voter: vote.voter, item: vote.item, value: vote.value, phase: vote.phase, payloadJson, origin, nowMs });
   }

@@ -1,5 +1,5 @@
 import type { QuorumSet } from '../../../core/relay/quorum-set.js';
-import type { Vote } from '../../../core/relay/vote.js';
+import { type Vote, otherValue } from '../../../core/relay/vote.js';
 import { BoundedCache } from './bounded-cache.js';
 import type { StatementKey, VoteRepository } from '../../storage/relay/vote-repository.js';
 import { votePayloadJson } from '../../storage/relay/event-repository.js';
@@ -98,7 +98,7 @@ export class StatementLog {
     // Serialised once: the stored text, the parsed-back statement and the event's payload all come from it.
     const text = JSON.stringify(vote);
     const inserted = yield* this.votes.insertIfNew(vote, text, origin, nowMs);
-    const equivocation = yield* this.isStored(vote.voter, vote.item, vote.value === 'yes' ? 'no' : 'yes', vote.phase);
+    const equivocation = yield* this.isStored(vote.voter, vote.item, otherValue(vote.value), vote.phase);
     if (!inserted) return { stored: false, duplicate: true, equivocation, keptAnotherDocument: yield* this.keepOtherDocument(vote, text, origin, nowMs) };
     const item = this.items.get(vote.item);
     // What a later read of the stored text would give: a copy, when the statement holds nothing JSON

@@ -78,7 +78,11 @@ export class EventRepository {
     );
     for (const row of rows) {
       // Only if a statement's row were deleted by hand: said here, not served as an empty payload.
-      if (row.payload === null) throw new Error(`event ${row.seq} names a statement that is not stored (${row.author} on ${row.subject})`);
+      if (row.payload === null) {
+        throw new Error(
+          `event ${row.seq} names a statement that is not stored (voter ${row.author} on item ${row.subject}): its row in votes was deleted outside hilbench; restore it from a backup, or GET /events stops at this event`,
+        );
+      }
     }
     return rows as EventRow[];
   }
